@@ -1,0 +1,206 @@
+-- sonde profile schema, version 1. Documented in docs/schema.md; the views at the end are the
+-- public contract. Times are integer nanoseconds in tables and seconds in views.
+CREATE TABLE IF NOT EXISTS meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS runs (
+  run_id        INTEGER PRIMARY KEY,
+  uuid          TEXT NOT NULL UNIQUE,
+  started_ns    INTEGER NOT NULL,          -- CLOCK_REALTIME of the root process's start
+  command       TEXT NOT NULL,
+  host          TEXT,
+  cpu_model     TEXT,
+  cores         INTEGER,                   -- online CPUs
+  affinity_cores INTEGER,                  -- CPUs this process may run on
+  mode          TEXT NOT NULL              -- 'profile' or 'trace'
+);
+
+-- Free-form facts about a run that are not worth a column: blas.library, blas.threads,
+-- fpu.ftz, fpu.daz, env.OMP_NUM_THREADS, peak.* (calibrated), ... One row per key and process.
+CREATE TABLE IF NOT EXISTS run_info (
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  process_id INTEGER REFERENCES processes(process_id),
+  key        TEXT NOT NULL,
+  value      TEXT NOT NULL,
+  UNIQUE (run_id, process_id, key)
+);
+
+-- Warnings the measurement raised: DEEPBIND libraries, nothing intercepted, dropped trace events.
+CREATE TABLE IF NOT EXISTS notes (
+  note_id    INTEGER PRIMARY KEY,
+  run_id     INTEGER NOT NULL REFERENCES runs(run_id),
+  process_id INTEGER REFERENCES processes(process_id),
+  severity   TEXT NOT NULL,                -- 'info', 'warning'
+  topic      TEXT NOT NULL,                -- short key, e.g. 'deepbind', 'no-calls'
+  message    TEXT NOT NULL,
+  UNIQUE (run_id, process_id, topic, message)
+);
+
+CREATE TABLE IF NOT EXISTS processes (
+  process_id   INTEGER PRIMARY KEY,
+  run_id       INTEGER NOT NULL REFERENCES runs(run_id),
+  pid          INTEGER NOT NULL,
+  ppid         INTEGER NOT NULL,
+  origin       TEXT NOT NULL,              -- 'root', 'fork', 'exec' (same pid, new image), 'child'
+  parent_process_id INTEGER REFERENCES processes(process_id),
+  command      TEXT NOT NULL,
+  started_ns   INTEGER NOT NULL,
+  ended_ns     INTEGER,                    -- NULL while running or after a crash
+  last_flush_ns INTEGER,
+  flushes      INTEGER NOT NULL DEFAULT 0,
+  end_reason   TEXT                        -- 'exit', 'signal N', 'exec', NULL if never ended cleanly
+);
+
+CREATE TABLE IF NOT EXISTS threads (
+  thread_id   INTEGER PRIMARY KEY,
+  process_id  INTEGER NOT NULL REFERENCES processes(process_id),
+  seq         INTEGER NOT NULL,            -- 0 = the thread that loaded sonde, then creation order
+  tid         INTEGER NOT NULL,
+  name        TEXT,
+  started_ns  INTEGER NOT NULL,
+  ended_ns    INTEGER,
+  ftz         INTEGER,                     -- MXCSR flush-to-zero seen on this thread (0/1)
+  daz         INTEGER,                     -- MXCSR denormals-are-zero seen on this thread (0/1)
+  UNIQUE (process_id, seq)
+);
+
+-- Routines are shared by every process of the file: a region, a BLAS entry point, a Python
+-- function (file and line set), a GPU kernel.
+CREATE TABLE IF NOT EXISTS routines (
+  routine_id INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL,
+  kind       TEXT NOT NULL,                -- 'root', 'region', 'blas', 'python', 'native', ...
+  library    TEXT NOT NULL DEFAULT '',
+  file       TEXT NOT NULL DEFAULT '',
+  line       INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (name, kind, library, file, line)
+);
+
+-- The calling-context tree: one node per distinct call path per thread. The root of each
+-- thread's tree is a node of the routine '<thread>' (kind 'root') that spans the thread's life.
+CREATE TABLE IF NOT EXISTS nodes (
+  node_id    INTEGER PRIMARY KEY,
+  thread_id  INTEGER NOT NULL REFERENCES threads(thread_id),
+  parent_id  INTEGER REFERENCES nodes(node_id),
+  routine_id INTEGER NOT NULL REFERENCES routines(routine_id),
+  depth      INTEGER NOT NULL,             -- 0 for the thread root
+  recursive  INTEGER NOT NULL DEFAULT 0,   -- 1 when an ancestor is the same routine
+  calls      INTEGER NOT NULL,
+  subrs      INTEGER NOT NULL,             -- calls made to direct children
+  incl_ns    INTEGER NOT NULL,
+  excl_ns    INTEGER NOT NULL,             -- measured on its own, not derived from children
+  flops      REAL NOT NULL DEFAULT 0,      -- from the wrapper's cost model, summed over calls
+  bytes      REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
+CREATE INDEX IF NOT EXISTS nodes_thread ON nodes(thread_id);
+
+-- Hardware / software counter deltas per node (PAPI, CUPTI).
+CREATE TABLE IF NOT EXISTS counters (
+  counter_id INTEGER PRIMARY KEY,
+  name       TEXT NOT NULL UNIQUE,
+  source     TEXT NOT NULL                 -- 'papi', 'cupti'
+);
+CREATE TABLE IF NOT EXISTS node_counters (
+  node_id    INTEGER NOT NULL REFERENCES nodes(node_id),
+  counter_id INTEGER NOT NULL REFERENCES counters(counter_id),
+  incl       REAL NOT NULL,
+  excl       REAL NOT NULL,
+  PRIMARY KEY (node_id, counter_id)
+);
+
+-- Shapes of GEMM-like calls, per call-path node and native call site.
+CREATE TABLE IF NOT EXISTS shapes (
+  shape_id   INTEGER PRIMARY KEY,
+  node_id    INTEGER NOT NULL REFERENCES nodes(node_id),
+  call_site  TEXT NOT NULL,                -- nearest Python frame, else the native caller
+  m INTEGER NOT NULL, n INTEGER NOT NULL, k INTEGER NOT NULL,
+  trans_a    TEXT NOT NULL,                -- 'N', 'T', 'C'
+  trans_b    TEXT NOT NULL,
+  dtype      TEXT NOT NULL,                -- 'f32', 'f64', 'c64', 'c128'
+  batch      INTEGER NOT NULL DEFAULT 1,
+  calls      INTEGER NOT NULL,
+  time_ns    INTEGER NOT NULL,
+  flops      REAL NOT NULL,
+  bytes      REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS shapes_node ON shapes(node_id);
+
+-- Peak rates for % of peak: from `sonde calibrate` or given by hand.
+CREATE TABLE IF NOT EXISTS peaks (
+  run_id   INTEGER NOT NULL REFERENCES runs(run_id),
+  resource TEXT NOT NULL,                  -- 'gemm.f32', 'gemm.f64', 'mem.bw'
+  threads  INTEGER NOT NULL,               -- 0 = all
+  value    REAL NOT NULL,                  -- GFLOP/s or GB/s
+  source   TEXT NOT NULL,
+  PRIMARY KEY (run_id, resource, threads)
+);
+
+-- GPU activity (CUPTI), correlated to the launching call-path node.
+CREATE TABLE IF NOT EXISTS gpu_activity (
+  activity_id INTEGER PRIMARY KEY,
+  process_id  INTEGER NOT NULL REFERENCES processes(process_id),
+  node_id     INTEGER REFERENCES nodes(node_id),
+  kind        TEXT NOT NULL,               -- 'kernel', 'memcpy', 'memset'
+  name        TEXT NOT NULL,
+  device      INTEGER, stream INTEGER,
+  start_ns    INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  bytes       INTEGER,
+  grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER,
+  registers INTEGER, shared_bytes INTEGER
+);
+
+-- Trace mode: one row per completed call, written from bounded per-thread buffers.
+CREATE TABLE IF NOT EXISTS trace_events (
+  thread_id  INTEGER NOT NULL REFERENCES threads(thread_id),
+  node_id    INTEGER NOT NULL REFERENCES nodes(node_id),
+  start_ns   INTEGER NOT NULL,             -- CLOCK_REALTIME-based
+  end_ns     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS trace_events_thread ON trace_events(thread_id, start_ns);
+CREATE TABLE IF NOT EXISTS trace_drops (
+  thread_id  INTEGER PRIMARY KEY REFERENCES threads(thread_id),
+  dropped    INTEGER NOT NULL
+);
+
+-- Public views. They never change meaning without a schema_version bump.
+CREATE VIEW IF NOT EXISTS hotspots AS
+  WITH per AS (
+    SELECT r.name AS routine, r.kind AS kind,
+           SUM(n.calls) AS calls,
+           SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
+           SUM(n.excl_ns) AS excl_ns
+    FROM nodes n JOIN routines r USING (routine_id)
+    GROUP BY n.routine_id),
+  total AS (SELECT SUM(excl_ns) AS t FROM nodes)
+  SELECT routine, kind, calls, incl_ns / 1e9 AS incl_s, excl_ns / 1e9 AS excl_s,
+         CASE WHEN total.t > 0 THEN 100.0 * excl_ns / total.t ELSE 0 END AS excl_pct
+  FROM per, total;
+
+CREATE VIEW IF NOT EXISTS callpaths AS
+  WITH RECURSIVE p(node_id, path) AS (
+    SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
+      JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
+    UNION ALL
+    SELECT c.node_id, p.path || ';' || r.name
+      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
+  SELECT p.path AS path, SUM(n.calls) AS calls, SUM(n.incl_ns) / 1e9 AS incl_s,
+         SUM(n.excl_ns) / 1e9 AS excl_s
+  FROM p JOIN nodes n USING (node_id)
+  GROUP BY p.path;
+
+CREATE VIEW IF NOT EXISTS gemm_shapes AS
+  SELECT r.name AS routine, s.call_site AS call_site, s.m AS m, s.n AS n, s.k AS k,
+         s.dtype AS dtype, SUM(s.calls) AS calls, SUM(s.time_ns) / 1e9 AS time_s,
+         CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND pk.value > 0
+              THEN 100.0 * (SUM(s.flops) / SUM(s.time_ns)) / pk.value END AS pct_peak
+  FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+       JOIN threads t ON t.thread_id = n.thread_id
+       JOIN processes pr ON pr.process_id = t.process_id
+       LEFT JOIN peaks pk ON pk.run_id = pr.run_id AND pk.threads = 0
+            AND pk.resource = 'gemm.' || s.dtype
+  GROUP BY r.name, s.call_site, s.m, s.n, s.k, s.dtype;
