@@ -1,0 +1,46 @@
+// The SONDE_* environment variables, described once. The runtime parses them from this table
+// (libprof/src/config.cpp) and the CLI prints its help from it, so the two cannot drift apart.
+#pragma once
+
+#include <array>
+#include <string_view>
+
+namespace sonde {
+
+enum class OptionType { kPath, kBool, kUInt, kSeconds, kList, kLevel, kText };
+
+struct OptionSpec {
+  std::string_view name;           // environment variable
+  OptionType type;
+  std::string_view default_value;  // as it would be written in the environment
+  std::string_view help;
+};
+
+inline constexpr std::array kOptionSpecs{
+    OptionSpec{"SONDE_OUTPUT", OptionType::kPath, "sonde-<pid>.db",
+               "Profile database to write. An existing file of another run is never "
+               "overwritten: the profile then goes to <name>.<pid>.db, with a warning."},
+    OptionSpec{"SONDE_TRACE", OptionType::kBool, "0",
+               "1 also records every call as a timed event (trace mode), through bounded "
+               "per-thread buffers; dropped events are counted in the file."},
+    OptionSpec{"SONDE_TRACE_BUFFER", OptionType::kUInt, "1048576",
+               "Trace events buffered per thread between two flushes; events beyond are "
+               "dropped and counted."},
+    OptionSpec{"SONDE_FLUSH_INTERVAL", OptionType::kSeconds, "10",
+               "Seconds between periodic flushes (0: only at exit, exec and signals). A crash "
+               "loses at most this much."},
+    OptionSpec{"SONDE_COUNTERS", OptionType::kList, "",
+               "Comma-separated PAPI events to count per call path (e.g. perf::TASK-CLOCK)."},
+    OptionSpec{"SONDE_PYTHON", OptionType::kBool, "1",
+               "0 keeps Python frames out of the call stack when the Python hook is loaded."},
+    OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn",
+               "How much sonde says on stderr: quiet, warn, info or debug."},
+    OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
+               "Deepest call path recorded per thread; deeper calls are charged to the "
+               "deepest frame and counted in the file's notes."},
+    OptionSpec{"SONDE_RUN_ID", OptionType::kText, "",
+               "Set by sonde itself so that fork and exec children join their parent's run; "
+               "not for users."},
+};
+
+}  // namespace sonde

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what sonde needs from Debian's packages. Skips apt-get when everything is present, so
+# it costs nothing on a prepared machine. Needs root (or sudo) when something is missing.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config
+  libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev
+  libunwind-dev libpapi-dev libgtest-dev libopenblas-dev
+  python3-dev python3-numpy python3-pytest
+)
+# The Python issue's tests need these; they are big, so callers may skip them.
+if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
+  packages+=(python3-torch python3-yappi)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if (( ${#missing[@]} == 0 )); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=""
+if [[ $(id -u) != 0 ]]; then sudo="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
