@@ -1,0 +1,55 @@
+// The API that wrappers and the Python hook use to record calls. libprof knows nothing about
+// BLAS or CUDA: a caller describes a routine once (register_routine) and, per call, hands over
+// the cost its model computed.
+#pragma once
+
+#include <cstdint>
+
+namespace sonde {
+
+using RoutineId = uint32_t;
+
+struct RoutineSpec {
+  const char* name;
+  const char* kind;     // 'region', 'blas', 'python', 'cuda', ...
+  const char* library;  // '' when none
+  const char* file = "";
+  int line = 0;
+};
+
+// What happens to interposed calls made while this routine runs. kSuppress: they go straight to
+// the real function and are not measured (cblas_sgemm reaching sgemm_ inside the BLAS is one
+// call). kChildren: they are measured as children (regions, Python frames).
+enum class Nesting : uint8_t { kChildren = 0, kSuppress = 1 };
+
+enum class DType : uint8_t { kNone = 0, kF32, kF64, kC64, kC128 };
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1;
+  char trans_a = 'N', trans_b = 'N';
+  DType dtype = DType::kNone;  // kNone: the call has no shape worth recording
+};
+
+struct CallCost {
+  uint64_t flops = 0;
+  uint64_t bytes = 0;
+  GemmShape shape;
+};
+
+class ThreadState;
+
+// Registers (or finds) a routine; thread-safe, not for the hot path. Returns the same id for
+// the same description.
+RoutineId register_routine(const RoutineSpec& spec);
+
+// Hot path. Returns nullptr when the call must not be measured (sonde not ready, a kSuppress
+// routine is running on this thread, sonde's own code, or the depth limit); the caller then
+// forwards without calling probe_exit.
+ThreadState* probe_enter(RoutineId routine, Nesting nesting);
+
+// Closes the innermost frame opened by probe_enter on this thread. `call_site` is the caller's
+// return address, used to tell call sites apart for shapes (nullptr: none).
+void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
+
+}  // namespace sonde

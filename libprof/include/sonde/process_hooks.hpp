@@ -1,0 +1,32 @@
+// Hooks that the process-level wrappers (wrappers/process: exec, _exit, pthread_create, dlopen)
+// call into libprof, and the facts wrappers contribute to a run's metadata.
+#pragma once
+
+#include <cstdint>
+
+namespace sonde {
+
+// Flushes everything and marks this process image as ended by exec; returns an environment for
+// the new image that carries the preload and the run (entries point into `envp` or into storage
+// owned by sonde). Safe in a vfork child: then it allocates nothing and flushes nothing.
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len);
+int exec_env_extra();  // how many entries prepare_exec may add (size `scratch` for it)
+
+// The process is about to end without atexit (_exit): final flush.
+void before_process_exit(int status);
+
+// A thread created through pthread_create starts running: measure it from now.
+void thread_started();
+
+// A library was opened with RTLD_DEEPBIND: its calls may bypass the preload.
+void note_deepbind(const char* file);
+
+// Wrappers add facts about their library (e.g. blas.library, blas.threads) at flush time.
+using InfoEmit = void (*)(const char* key, const char* value, void* ctx);
+using InfoProvider = void (*)(InfoEmit emit, void* ctx);
+void register_info_provider(InfoProvider provider);
+
+// A warning that belongs in the profile (and once on stderr).
+void add_note(const char* topic, const char* message);
+
+}  // namespace sonde

@@ -1,0 +1,61 @@
+// An append-only array written by one thread and read by another. Elements never move: storage
+// grows by whole chunks, and the size is published with release order after the element is
+// initialised, so a reader that loads the size with acquire order sees complete elements.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace sonde {
+
+template <class T, uint32_t kChunkBits = 10, uint32_t kMaxChunks = 4096>
+class ChunkedArray {
+ public:
+  static constexpr uint32_t kChunkSize = 1u << kChunkBits;
+  static constexpr uint32_t kCapacity = kChunkSize * kMaxChunks;
+  static constexpr uint32_t kFull = UINT32_MAX;
+
+  ChunkedArray() : chunks_(std::make_unique<std::atomic<T*>[]>(kMaxChunks)) {}
+  ~ChunkedArray() {
+    for (uint32_t c = 0; c < kMaxChunks; ++c) delete[] chunks_[c].load(std::memory_order_relaxed);
+  }
+  ChunkedArray(const ChunkedArray&) = delete;
+  ChunkedArray& operator=(const ChunkedArray&) = delete;
+
+  T& operator[](uint32_t i) {
+    return chunks_[i >> kChunkBits].load(std::memory_order_relaxed)[i & (kChunkSize - 1)];
+  }
+  const T& operator[](uint32_t i) const {
+    return chunks_[i >> kChunkBits].load(std::memory_order_relaxed)[i & (kChunkSize - 1)];
+  }
+
+  // Owner: the slot for the next element, default-constructed; kFull when at capacity.
+  // Allocates only when a chunk is full, so steady state allocates nothing.
+  uint32_t reserve() {
+    uint32_t i = size_.load(std::memory_order_relaxed);
+    if (i == kCapacity) return kFull;
+    uint32_t c = i >> kChunkBits;
+    if (chunks_[c].load(std::memory_order_relaxed) == nullptr) {
+      chunks_[c].store(new T[kChunkSize](), std::memory_order_release);
+    }
+    return i;
+  }
+  // Owner: makes element `i` (the reserved one) visible to readers.
+  void publish(uint32_t i) { size_.store(i + 1, std::memory_order_release); }
+
+  uint32_t size_acquire() const { return size_.load(std::memory_order_acquire); }
+  uint32_t size_owner() const { return size_.load(std::memory_order_relaxed); }
+
+ private:
+  std::unique_ptr<std::atomic<T*>[]> chunks_;
+  std::atomic<uint32_t> size_{0};
+};
+
+// Single-writer counter: readers on other threads load it atomically; the owner's update is a
+// plain load and store, with no locked instruction on the hot path.
+inline void bump(std::atomic<uint64_t>& a, uint64_t v) {
+  a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
+
+}  // namespace sonde

@@ -1,0 +1,32 @@
+// One line per message on stderr, prefixed "sonde: ". Never throws; formats without the host's
+// stdio buffers so it cannot interleave with or reorder the program's own output.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <string_view>
+
+namespace sonde {
+
+enum class LogLevel { kQuiet = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+
+void set_log_level(LogLevel level);
+LogLevel log_level();
+void log_write(std::string_view line);
+
+template <class... A>
+void log(LogLevel level, fmt::format_string<A...> f, A&&... args) {
+  if (level > log_level()) return;
+  try {
+    log_write(fmt::format(f, std::forward<A>(args)...));
+  } catch (...) {
+  }
+}
+
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... args) {
+  log(LogLevel::kWarn, f, std::forward<A>(args)...);
+}
+
+}  // namespace sonde

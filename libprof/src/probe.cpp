@@ -1,0 +1,81 @@
+// The hot path: what runs on every measured call. No lock, no allocation (except when a call
+// path is new), no system call.
+#include "sonde/probe.hpp"
+
+#include "clock.hpp"
+#include "runtime.hpp"
+#include "thread_local_state.hpp"
+
+namespace sonde {
+
+thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+thread_local bool t_internal __attribute__((tls_model("initial-exec"))) = false;
+
+namespace {
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+__attribute__((noinline)) ThreadState* attach_slow() {
+  Runtime* rt = Runtime::get();
+  return rt ? rt->attach_current_thread() : nullptr;
+}
+}  // namespace
+
+RoutineId register_routine(const RoutineSpec& spec) {
+  Runtime* rt = Runtime::get();
+  return rt ? rt->routines().intern(spec) : 0;
+}
+
+ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
+  ThreadState* t = t_state;
+  if (__builtin_expect(t == nullptr, 0)) {
+    t = attach_slow();
+    if (t == nullptr) return nullptr;
+  }
+  if (t->suppress != 0 || routine == 0) return nullptr;
+  uint32_t d = t->depth_.load(kRelaxed);
+  if (__builtin_expect(d == t->max_depth_, 0)) {
+    bump(t->depth_overflows, 1);
+    return nullptr;
+  }
+  uint32_t parent = t->stack_[d].node.load(kRelaxed);
+  uint32_t node = t->child_of(parent, routine);
+  if (__builtin_expect(node == parent, 0)) return nullptr;  // node limit: charged to the caller
+  bump(t->nodes[node].calls, 1);
+  bump(t->nodes[parent].subrs, 1);
+  StackEntry& e = t->stack_[d + 1];
+  e.node.store(node, kRelaxed);
+  e.nesting = nesting;
+  e.child_ticks.store(0, kRelaxed);
+  t->suppress += nesting == Nesting::kSuppress;
+  e.start.store(now_ticks(), kRelaxed);
+  // The flusher reads depth first: the entry must be complete before it becomes visible.
+  t->depth_.store(d + 1, std::memory_order_release);
+  return t;
+}
+
+void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
+  uint64_t end = now_ticks();
+  uint32_t d = t->depth_.load(kRelaxed);
+  if (__builtin_expect(d == 0, 0)) return;  // unbalanced exit: nothing open to close
+  StackEntry& e = t->stack_[d];
+  uint64_t start = e.start.load(kRelaxed);
+  uint64_t elapsed = end > start ? end - start : 0;
+  uint32_t node = e.node.load(kRelaxed);
+  Node& n = t->nodes[node];
+  bump(n.incl_ticks, elapsed);
+  uint64_t children = e.child_ticks.load(kRelaxed);
+  bump(n.excl_ticks, elapsed > children ? elapsed - children : 0);
+  if (cost != nullptr) {
+    bump(n.flops, cost->flops);
+    bump(n.bytes, cost->bytes);
+    if (cost->shape.dtype != DType::kNone) {
+      t->record_shape(node, call_site, cost->shape, elapsed, cost->flops, cost->bytes);
+    }
+  }
+  if (t->trace) t->trace->push(TraceEvent{node, start, end});
+  t->suppress -= e.nesting == Nesting::kSuppress;
+  bump(t->stack_[d - 1].child_ticks, elapsed);
+  t->depth_.store(d - 1, std::memory_order_release);
+}
+
+}  // namespace sonde

@@ -1,0 +1,31 @@
+#include "routine_registry.hpp"
+
+namespace sonde {
+
+RoutineRegistry::RoutineRegistry() { intern({"<thread>", "root", ""}); }
+
+RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
+  std::string key;
+  for (const char* part : {spec.name, spec.kind, spec.library, spec.file}) {
+    key += part ? part : "";
+    key += '\x1f';
+  }
+  key += std::to_string(spec.line);
+  std::lock_guard lock(mu_);
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second;
+  RoutineId id = RoutineId(routines_.size());
+  routines_.push_back(Routine{spec.name ? spec.name : "", spec.kind ? spec.kind : "",
+                              spec.library ? spec.library : "", spec.file ? spec.file : "",
+                              spec.line});
+  index_.emplace(std::move(key), id);
+  return id;
+}
+
+std::vector<Routine> RoutineRegistry::since(size_t from) {
+  std::lock_guard lock(mu_);
+  if (from >= routines_.size()) return {};
+  return {routines_.begin() + long(from), routines_.end()};
+}
+
+}  // namespace sonde

@@ -1,0 +1,341 @@
+#include "runtime.hpp"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "real_symbol.hpp"
+#include "run_info.hpp"
+#include "signals.hpp"
+#include "thread_local_state.hpp"
+
+namespace sonde {
+
+std::atomic<Runtime*> Runtime::instance_{nullptr};
+
+namespace {
+
+pthread_key_t g_thread_key;  // its destructor marks a thread's end
+
+void on_thread_exit(void* state) {
+  static_cast<ThreadState*>(state)->mark_ended(now_ticks());
+}
+
+pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// "pid:process_id" as passed between processes of a run.
+bool parse_process_ref(const char* text, pid_t& pid, int64_t& id) {
+  if (text == nullptr) return false;
+  long long p = 0, i = 0;
+  if (std::sscanf(text, "%lld:%lld", &p, &i) != 2) return false;
+  pid = pid_t(p);
+  id = i;
+  return true;
+}
+
+void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
+void fork_parent() { if (auto* rt = Runtime::get()) rt->fork_parent(); }
+void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
+void at_exit() { if (auto* rt = Runtime::get()) rt->flush(FlushKind::kExit, "exit"); }
+
+}  // namespace
+
+void Runtime::init() {
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return;
+  auto* rt = new Runtime();
+  rt->start();
+}
+
+std::string Runtime::choose_output(bool root) {
+  std::string path = config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
+  path = absolute(path);
+  if (root && exists(path)) {
+    // Never overwrite a result: this run's profile goes beside it.
+    size_t slash = path.rfind('/');
+    size_t dot = path.rfind('.');
+    std::string alt = (dot != std::string::npos && dot > slash)
+                          ? fmt::format("{}.{}{}", path.substr(0, dot), pid(), path.substr(dot))
+                          : fmt::format("{}.{}", path, pid());
+    warn("{} already exists; writing this run's profile to {}", path, alt);
+    path = alt;
+  }
+  return path;
+}
+
+void Runtime::start() {
+  clock_.init();
+  config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
+  pid_ = getpid();
+  bool root = config_.run_id.empty();
+  run_id_ = root ? new_run_uuid() : config_.run_id;
+
+  process_.pid = pid();
+  process_.ppid = getppid();
+  process_.command = read_command_line();
+  process_.started_ns = clock_.realtime0();
+  pid_t ref_pid = 0;
+  int64_t ref_id = 0;
+  if (parse_process_ref(getenv("SONDE_EXEC_OF"), ref_pid, ref_id) && ref_pid == pid()) {
+    process_.origin = "exec";
+    process_.parent_process_id = ref_id;
+  } else if (root) {
+    process_.origin = "root";
+  } else {
+    process_.origin = "child";
+    if (parse_process_ref(getenv("SONDE_PROCESS"), ref_pid, ref_id) && ref_pid == process_.ppid) {
+      process_.parent_process_id = ref_id;
+    }
+  }
+  unsetenv("SONDE_EXEC_OF");
+
+  output_ = choose_output(root);
+  std::string error;
+  if (!store_.prepare(output_, error)) {
+    warn("cannot write the profile: {}; this process runs unprofiled", error);
+    return;
+  }
+  store_ok_ = true;
+  if (root) {
+    setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
+    setenv("SONDE_OUTPUT", output_.c_str(), 1);
+  }
+  env_preload_ = "LD_PRELOAD=" + object_path_of(reinterpret_cast<const void*>(&Runtime::init));
+  env_output_ = "SONDE_OUTPUT=" + output_;
+  env_run_ = "SONDE_RUN_ID=" + run_id_;
+  run_ = collect_run_info(run_id_, config_.trace, clock_.realtime0());
+  sem_init(&flush_request_, 0, 0);
+  sem_init(&flush_done_, 0, 0);
+  pthread_key_create(&g_thread_key, on_thread_exit);
+  instance_.store(this, std::memory_order_release);
+  attach_current_thread();
+
+  // The first flush claims the file and gives children our process id.
+  if (flush(FlushKind::kExplicit)) {
+    setenv("SONDE_PROCESS", fmt::format("{}:{}", pid(), store_.process_id()).c_str(), 1);
+  }
+  pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
+  install_signal_handlers();
+  std::atexit(at_exit);
+  start_flusher();
+  log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
+}
+
+ThreadState* Runtime::attach_current_thread() {
+  if (t_internal) return nullptr;
+  if (t_state != nullptr) return t_state;
+  uint64_t trace = config_.trace ? config_.trace_buffer : 0;
+  ThreadState* t;
+  {
+    std::lock_guard lock(threads_mu_);
+    t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace);
+    threads_.push_back(t);
+  }
+  t_state = t;
+  pthread_setspecific(g_thread_key, t);
+  return t;
+}
+
+void Runtime::add_note(const std::string& topic, const std::string& message) {
+  {
+    std::lock_guard lock(notes_mu_);
+    for (const Note& n : notes_) {
+      if (n.topic == topic && n.message == message) return;
+    }
+    notes_.push_back(Note{"warning", topic, message});
+  }
+  warn("{}", message);
+}
+
+void Runtime::register_info_provider(InfoProvider p) {
+  std::lock_guard lock(notes_mu_);
+  providers_.push_back(p);
+}
+
+bool Runtime::flush(FlushKind kind, const char* end_reason) {
+  if (!store_ok_) return false;
+  std::lock_guard lock(store_mu_);
+  if (finished_) return false;
+  bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
+  uint64_t now = now_ticks();
+  clock_.refresh();
+
+  FlushData d;
+  d.run = &run_;
+  d.process = &process_;
+  std::vector<ThreadState*> threads;
+  {
+    std::lock_guard tl(threads_mu_);
+    threads = threads_;
+  }
+  uint64_t overflows = 0, mismatches = 0, measured = 0;
+  for (ThreadState* t : threads) {
+    d.threads.push_back(take_snapshot(*t, clock_, now));
+    const ThreadSnapshot& s = d.threads.back();
+    overflows += s.depth_overflows + s.node_overflows;
+    mismatches += s.region_mismatches;
+    measured += s.nodes.size() - 1;
+  }
+  if (overflows > 0) {
+    add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
+                                  "limit) were charged to their caller",
+                                  overflows, config_.max_depth));
+  }
+  if (mismatches > 0) {
+    add_note("regions", fmt::format("{} region ends did not match the innermost open region",
+                                    mismatches));
+  }
+  if (final && measured == 0) {
+    add_note("no-calls",
+             "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
+             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it");
+  }
+  std::vector<InfoProvider> providers;
+  {
+    std::lock_guard nl(notes_mu_);
+    d.notes = notes_;
+    providers = providers_;
+  }
+  d.info = allowed_environment();
+  d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
+  d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
+  d.info.emplace_back("sonde.version", SONDE_VERSION);
+  if (!d.threads.empty()) {
+    d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
+    d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
+  }
+  for (InfoProvider p : providers) {
+    p([](const char* k, const char* v, void* ctx) {
+        static_cast<FlushData*>(ctx)->info.emplace_back(k, v);
+      }, &d);
+  }
+  d.now_ns = clock_.to_realtime_ns(now);
+  d.end_reason = end_reason;
+
+  std::string error;
+  if (!store_.write(d, routines_, error)) {
+    warn("flushing the profile to {} failed: {}", output_, error);
+    return false;
+  }
+  if (final) finished_ = true;
+  return true;
+}
+
+void Runtime::flush_from_signal(int sig) {
+  if (t_internal || finished_) return;
+  pending_signal_.store(sig);
+  sem_post(&flush_request_);
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 3;  // bounded: a crashed heap must not turn a crash into a hang
+  while (sem_timedwait(&flush_done_, &deadline) == -1 && errno == EINTR) {
+  }
+}
+
+void Runtime::start_flusher() {
+  // The real pthread_create: sonde's own wrapper would measure the flusher as a host thread.
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (create == nullptr) create = &pthread_create;
+  pthread_t thread;
+  auto body = [](void* self) -> void* {
+    static_cast<Runtime*>(self)->flusher_loop();
+    return nullptr;
+  };
+  if (create(&thread, nullptr, body, this) == 0) pthread_detach(thread);
+}
+
+void Runtime::flusher_loop() {
+  t_internal = true;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
+  double interval = config_.flush_interval_s;
+  for (;;) {
+    int rc;
+    if (interval > 0) {
+      timespec deadline;
+      clock_gettime(CLOCK_MONOTONIC, &deadline);
+      auto ns = int64_t(interval * 1e9);
+      deadline.tv_sec += ns / 1000000000;
+      deadline.tv_nsec += ns % 1000000000;
+      if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000;
+      }
+      rc = sem_clockwait(&flush_request_, CLOCK_MONOTONIC, &deadline);
+    } else {
+      rc = sem_wait(&flush_request_);
+    }
+    if (rc == -1 && errno == EINTR) continue;
+    int sig = pending_signal_.exchange(0);
+    if (sig != 0) {
+      std::string reason = fmt::format("signal {}", sig);
+      flush(FlushKind::kSignal, reason.c_str());
+      sem_post(&flush_done_);
+    } else {
+      flush(FlushKind::kPeriodic);
+    }
+  }
+}
+
+void Runtime::fork_prepare() {
+  store_mu_.lock();
+  notes_mu_.lock();
+  routines_.mutex().lock();
+  threads_mu_.lock();
+}
+
+void Runtime::fork_parent() {
+  threads_mu_.unlock();
+  routines_.mutex().unlock();
+  notes_mu_.unlock();
+  store_mu_.unlock();
+}
+
+void Runtime::fork_child() {
+  fork_parent();  // this thread took the locks before fork, so it may release them here
+  uint64_t now = now_ticks();
+  pid_t parent = pid();
+  pid_ = getpid();
+  process_.ppid = parent;
+  process_.pid = pid();
+  process_.origin = "fork";
+  process_.parent_process_id = store_.process_id();
+  process_.started_ns = clock_.to_realtime_ns(now);
+  store_.forget_process();
+  // Only the forking thread exists in the child; the others' states belong to the parent.
+  threads_.clear();
+  if (t_state != nullptr) {
+    t_state->reset_counts(now);
+    threads_.push_back(t_state);
+  }
+  notes_.clear();
+  finished_ = false;
+  pending_signal_ = 0;
+  sem_init(&flush_request_, 0, 0);
+  sem_init(&flush_done_, 0, 0);
+  start_flusher();
+}
+
+}  // namespace sonde

@@ -1,0 +1,55 @@
+// A copy of one thread's measurements in nanoseconds, taken by the flushing thread while the
+// owner keeps running. Frames still open are charged up to `now`, so a periodic flush (and the
+// file a crash leaves) already shows where a long phase is spending its time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "clock.hpp"
+#include "thread_state.hpp"
+
+namespace sonde {
+
+struct NodeRow {
+  uint32_t index, parent;
+  RoutineId routine;
+  uint32_t depth;
+  uint64_t calls, subrs;
+  int64_t incl_ns, excl_ns;
+  uint64_t flops, bytes;
+};
+
+struct ShapeRow {
+  uint32_t index, node;
+  const void* site;
+  GemmShape shape;
+  uint64_t calls;
+  int64_t time_ns;
+  uint64_t flops, bytes;
+};
+
+struct TraceRow {
+  uint32_t node;
+  int64_t start_ns, end_ns;  // CLOCK_REALTIME-based
+};
+
+struct ThreadSnapshot {
+  const ThreadState* state;
+  uint32_t seq;
+  pid_t tid;
+  int64_t started_ns;
+  std::optional<int64_t> ended_ns;
+  bool ftz, daz;
+  std::vector<NodeRow> nodes;  // index order: a parent always precedes its children
+  std::vector<ShapeRow> shapes;
+  std::vector<TraceRow> events;
+  uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
+};
+
+ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now);
+
+}  // namespace sonde

@@ -1,0 +1,50 @@
+// Minimal RAII over SQLite's C API for the writer: a connection and prepared statements whose
+// errors become a message rather than an exception.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace sonde {
+
+class Statement {
+ public:
+  Statement(sqlite3* db, std::string_view sql);
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  bool ok() const { return stmt_ != nullptr; }
+  Statement& bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); return *this; }
+  Statement& bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); return *this; }
+  Statement& bind(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  Statement& bind_null(int i) { sqlite3_bind_null(stmt_, i); return *this; }
+  // Runs to completion (or to the first row); resets for reuse. SQLITE_ROW or SQLITE_DONE.
+  int step();
+  int64_t column_int(int i) { return sqlite3_column_int64(stmt_, i); }
+  void reset() { sqlite3_reset(stmt_); sqlite3_clear_bindings(stmt_); }
+
+ private:
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Database {
+ public:
+  ~Database() { close(); }
+  bool open(const std::string& path, bool create, std::string& error);
+  void close();
+  bool exec(const char* sql, std::string& error);
+  sqlite3* handle() { return db_; }
+  std::string message() const { return db_ ? sqlite3_errmsg(db_) : "no database"; }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace sonde

@@ -1,0 +1,136 @@
+// Everything one thread records: its shadow stack, its calling-context tree, the shapes of its
+// GEMM-like calls, and (trace mode) its event ring. Written only by the owning thread without
+// locks; read by the flushing thread through acquire/relaxed atomics (see chunked_array.hpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "chunked_array.hpp"
+#include "sonde/probe.hpp"
+
+namespace sonde {
+
+struct Node {
+  // Set once before the node is published; immutable afterwards.
+  uint32_t parent = 0;
+  RoutineId routine = 0;
+  uint32_t depth = 0;
+  // Owner-only sibling links, never read by the flusher.
+  uint32_t first_child = 0;
+  uint32_t next_sibling = 0;
+  std::atomic<uint64_t> calls{0}, subrs{0};
+  std::atomic<uint64_t> incl_ticks{0}, excl_ticks{0};
+  std::atomic<uint64_t> flops{0}, bytes{0};
+};
+
+struct StackEntry {
+  std::atomic<uint32_t> node{0};
+  Nesting nesting = Nesting::kChildren;
+  std::atomic<uint64_t> start{0};
+  std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
+};
+
+struct ShapeRecord {
+  uint32_t node = 0;
+  const void* site = nullptr;
+  GemmShape shape;
+  std::atomic<uint64_t> calls{0}, ticks{0}, flops{0}, bytes{0};
+};
+
+struct TraceEvent {
+  uint32_t node;
+  uint64_t start, end;
+};
+
+// Bounded single-producer (owner) single-consumer (flusher) ring.
+class TraceRing {
+ public:
+  explicit TraceRing(uint64_t capacity) : events_(capacity) {}
+  void push(const TraceEvent& e) {
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    if (h - tail_.load(std::memory_order_acquire) == events_.size()) {
+      bump(dropped_, 1);
+      return;
+    }
+    events_[h % events_.size()] = e;
+    head_.store(h + 1, std::memory_order_release);
+  }
+  template <class F>
+  void drain(F&& consume) {
+    uint64_t t = tail_.load(std::memory_order_relaxed);
+    uint64_t h = head_.load(std::memory_order_acquire);
+    for (; t != h; ++t) consume(events_[t % events_.size()]);
+    tail_.store(t, std::memory_order_release);
+  }
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  void clear() {
+    tail_.store(head_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    dropped_.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  std::vector<TraceEvent> events_;
+  std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0};
+};
+
+class ThreadState {
+ public:
+  ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
+              uint64_t trace_capacity);
+
+  // --- owner thread, hot path ---
+  uint32_t child_of(uint32_t parent, RoutineId routine);
+  uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
+  StackEntry& top() { return stack_[depth()]; }
+
+  // --- owner thread, slow path ---
+  void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
+                    uint64_t flops, uint64_t bytes);
+  // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
+  void reset_counts(uint64_t now);
+  // Samples the FPU control word; denormal handling matters for the advice.
+  void sample_fpu();
+
+  // --- any thread ---
+  uint32_t seq() const { return seq_; }
+  pid_t tid() const { return tid_; }
+  uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
+  uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_relaxed); }
+  void mark_ended(uint64_t t) { end_ticks_.store(t, std::memory_order_relaxed); }
+
+  ChunkedArray<Node> nodes;
+  ChunkedArray<ShapeRecord> shapes;
+  std::unique_ptr<StackEntry[]> stack_;
+  std::atomic<uint32_t> depth_{0};
+  uint32_t max_depth_;
+  uint32_t suppress = 0;     // >0 while a kSuppress routine runs; also set by sonde's own code
+  std::atomic<uint64_t> depth_overflows{0};
+  std::atomic<uint64_t> node_overflows{0};
+  std::atomic<uint64_t> region_mismatches{0};
+  std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
+  std::unique_ptr<TraceRing> trace;
+
+  // Region names are usually literals: a small pointer-keyed cache avoids the registry lock.
+  struct RegionCacheEntry {
+    const char* name = nullptr;
+    const char* copy = nullptr;  // our own copy of the text, to detect a reused buffer
+    RoutineId id = 0;
+  };
+  RegionCacheEntry region_cache[64];
+
+ private:
+  uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
+
+  uint32_t seq_;
+  pid_t tid_;
+  std::atomic<uint64_t> start_ticks_;
+  std::atomic<uint64_t> end_ticks_{0};
+  std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
+};
+
+}  // namespace sonde

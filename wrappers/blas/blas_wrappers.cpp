@@ -1,0 +1,83 @@
+// Expands blas_routines.def into the interposed BLAS functions, their routine ids and their
+// real-symbol slots, and describes the BLAS in use for the run's metadata.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <array>
+#include <cstddef>
+#include <string>
+
+#include "../intercept.hpp"
+#include "blas_models.hpp"
+#include "sonde/process_hooks.hpp"
+
+namespace sonde {
+std::string object_path_of(const void* address);  // libprof/src/real_symbol.cpp
+}
+
+namespace {
+
+using sonde::DType;
+namespace blas = sonde::blas;
+
+enum class Entry : size_t {
+#define SONDE_BLAS(NAME, ...) NAME,
+#include "blas_routines.def"
+#undef SONDE_BLAS
+  kCount
+};
+constexpr size_t kCount = size_t(Entry::kCount);
+
+std::array<sonde::RealSymbol, kCount> g_real = {{
+#define SONDE_BLAS(NAME, ...) {#NAME},
+#include "blas_routines.def"
+#undef SONDE_BLAS
+}};
+constexpr const char* kNames[] = {
+#define SONDE_BLAS(NAME, ...) #NAME,
+#include "blas_routines.def"
+#undef SONDE_BLAS
+};
+std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until registered
+
+// The BLAS the program really uses: the library behind the first resolved routine, and its
+// thread count where the library says (OpenBLAS, MKL, BLIS).
+void describe_blas(sonde::InfoEmit emit, void* ctx) {
+  for (size_t i = 0; i < kCount; ++i) {
+    if (!g_real[i].resolved()) continue;
+    std::string lib = sonde::object_path_of(g_real[i].fn.load());
+    emit("blas.library", lib.c_str(), ctx);
+    emit("blas.first_routine", kNames[i], ctx);
+    struct Query {
+      const char* symbol;
+      const char* key;
+    };
+    for (Query q : {Query{"openblas_get_num_threads", "blas.threads"},
+                    Query{"mkl_get_max_threads", "blas.threads"},
+                    Query{"bli_thread_get_num_threads", "blas.threads"}}) {
+      if (auto fn = reinterpret_cast<int (*)()>(sonde::find_real_symbol(q.symbol))) {
+        emit(q.key, std::to_string(fn()).c_str(), ctx);
+        break;
+      }
+    }
+    if (auto cfg = reinterpret_cast<const char* (*)()>(
+            sonde::find_real_symbol("openblas_get_config"))) {
+      emit("blas.config", cfg(), ctx);
+    }
+    return;
+  }
+}
+
+__attribute__((constructor(200))) void register_blas() {
+  for (size_t i = 0; i < kCount; ++i) {
+    g_ids[i] = sonde::register_routine({kNames[i], "blas", "blas"});
+  }
+  sonde::register_info_provider(describe_blas);
+}
+
+}  // namespace
+
+#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL) \
+  SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, MODEL)
+#include "blas_routines.def"
+#undef SONDE_BLAS

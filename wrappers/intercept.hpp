@@ -1,0 +1,72 @@
+// What every interposed function expands to: lazy real-symbol lookup, the measurement around
+// the real call, errno preserved. A library's wrappers are a table of entries; each entry
+// expands SONDE_INTERCEPT, so no wrapper body is written by hand.
+#pragma once
+
+#include <errno.h>
+
+#include <atomic>
+
+#include "sonde/probe.hpp"
+
+namespace sonde {
+
+void* find_real_symbol(const char* name);  // libprof/src/real_symbol.cpp
+[[noreturn]] void missing_real_symbol(const char* name);
+
+// One per interposed function: the real definition, looked up at its first call and cached.
+// Lookup is idempotent, so two threads racing on the first call store the same pointer.
+struct RealSymbol {
+  const char* name;
+  std::atomic<void*> fn{nullptr};
+  void* get() {
+    void* f = fn.load(std::memory_order_acquire);
+    if (__builtin_expect(f == nullptr, 0)) {
+      f = find_real_symbol(name);
+      if (f == nullptr) missing_real_symbol(name);  // the host called it: it must exist
+      fn.store(f, std::memory_order_release);
+    }
+    return f;
+  }
+  bool resolved() const { return fn.load(std::memory_order_relaxed) != nullptr; }
+};
+
+// Measures one call of `real` with routine id `id`; `model` computes the CallCost from the
+// arguments and runs only when the call is measured.
+template <class R, class... P, class Model, class... A>
+inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* site,
+                   Model&& model, A... args) {
+  ThreadState* t = probe_enter(id, nesting);
+  if (t == nullptr) return real(args...);
+  CallCost cost = model();
+  if constexpr (std::is_void_v<R>) {
+    real(args...);
+    int saved = errno;
+    probe_exit(t, &cost, site);
+    errno = saved;
+  } else {
+    R r = real(args...);
+    int saved = errno;
+    probe_exit(t, &cost, site);
+    errno = saved;
+    return r;
+  }
+}
+
+}  // namespace sonde
+
+#define SONDE_EXPAND(...) __VA_ARGS__
+#define SONDE_EXPORT_C extern "C" __attribute__((visibility("default")))
+
+// Expands one table entry into the interposed function. `ids` is the library's routine-id
+// table, indexed by the entry's enumerator, filled when the library registers its routines.
+#define SONDE_INTERCEPT(table, ids, nesting, NAME, RET, PARAMS, ARGS, MODEL)                   \
+  SONDE_EXPORT_C RET NAME PARAMS {                                                           \
+    using Fn = RET(*) PARAMS;                                                                \
+    auto& slot = table[size_t(Entry::NAME)];                                                 \
+    Fn real = reinterpret_cast<Fn>(slot.get());                                              \
+    return ::sonde::intercept<RET>(real, ids[size_t(Entry::NAME)], nesting,                  \
+                                   __builtin_return_address(0),                              \
+                                   [&]() -> ::sonde::CallCost { return MODEL; },             \
+                                   SONDE_EXPAND ARGS);                                       \
+  }

@@ -1,0 +1,175 @@
+// Process-level interposition: threads are measured from their first instruction, exec'd
+// images join the run (and the old image is flushed first), _exit flushes, and libraries
+// opened with RTLD_DEEPBIND are reported. These wrap libc itself, so they are written out
+// rather than generated: each has its own reason to exist and its own hazards.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "../intercept.hpp"
+#include "sonde/process_hooks.hpp"
+
+extern char** environ;
+
+#define SONDE_REAL(name) \
+  static ::sonde::RealSymbol real_##name{#name}; \
+  auto name##_fn = reinterpret_cast<decltype(&::name)>(real_##name.get())
+
+namespace {
+
+struct ThreadStart {
+  void* (*routine)(void*);
+  void* arg;
+};
+
+void* thread_trampoline(void* p) {
+  ThreadStart start = *static_cast<ThreadStart*>(p);
+  std::free(p);
+  sonde::thread_started();
+  return start.routine(start.arg);
+}
+
+// The environment for an exec'd image; `scratch` lives on the caller's stack, sized for envp
+// plus what sonde adds.
+#define SONDE_EXEC_ENV(envp, out)                                                      \
+  int env_count_ = 0;                                                                  \
+  for (char* const* e_ = (envp); e_ && *e_; ++e_) ++env_count_;                        \
+  int scratch_len_ = env_count_ + ::sonde::exec_env_extra() + 1;                       \
+  char** scratch_ = static_cast<char**>(__builtin_alloca(sizeof(char*) * scratch_len_)); \
+  char* const* out = ::sonde::prepare_exec((envp), scratch_, scratch_len_)
+
+// execl-style variadic arguments into an argv array on the stack.
+#define SONDE_COLLECT_ARGS(first, ap, argv)                                            \
+  int argc_ = 1;                                                                       \
+  {                                                                                    \
+    va_list count_;                                                                    \
+    va_copy(count_, ap);                                                               \
+    while (va_arg(count_, const char*) != nullptr) ++argc_;                            \
+    va_end(count_);                                                                    \
+  }                                                                                    \
+  char** argv = static_cast<char**>(__builtin_alloca(sizeof(char*) * (argc_ + 1)));    \
+  argv[0] = const_cast<char*>(first);                                                  \
+  for (int i_ = 1; i_ < argc_; ++i_) argv[i_] = va_arg(ap, char*);                     \
+  argv[argc_] = nullptr
+
+}  // namespace
+
+SONDE_EXPORT_C int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
+                                  void* (*routine)(void*), void* arg) {
+  SONDE_REAL(pthread_create);
+  auto* start = static_cast<ThreadStart*>(std::malloc(sizeof(ThreadStart)));
+  if (start == nullptr) return pthread_create_fn(thread, attr, routine, arg);
+  *start = ThreadStart{routine, arg};
+  int rc = pthread_create_fn(thread, attr, thread_trampoline, start);
+  if (rc != 0) std::free(start);
+  return rc;
+}
+
+SONDE_EXPORT_C int execve(const char* path, char* const argv[], char* const envp[]) {
+  SONDE_REAL(execve);
+  SONDE_EXEC_ENV(envp, env);
+  return execve_fn(path, argv, env);
+}
+
+SONDE_EXPORT_C int execv(const char* path, char* const argv[]) {
+  SONDE_REAL(execve);
+  SONDE_EXEC_ENV(environ, env);
+  return execve_fn(path, argv, env);
+}
+
+SONDE_EXPORT_C int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  SONDE_REAL(execvpe);
+  SONDE_EXEC_ENV(envp, env);
+  return execvpe_fn(file, argv, env);
+}
+
+SONDE_EXPORT_C int execvp(const char* file, char* const argv[]) {
+  SONDE_REAL(execvpe);
+  SONDE_EXEC_ENV(environ, env);
+  return execvpe_fn(file, argv, env);
+}
+
+SONDE_EXPORT_C int fexecve(int fd, char* const argv[], char* const envp[]) {
+  SONDE_REAL(fexecve);
+  SONDE_EXEC_ENV(envp, env);
+  return fexecve_fn(fd, argv, env);
+}
+
+SONDE_EXPORT_C int execl(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  SONDE_COLLECT_ARGS(arg, ap, argv);
+  va_end(ap);
+  return execv(path, argv);
+}
+
+SONDE_EXPORT_C int execlp(const char* file, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  SONDE_COLLECT_ARGS(arg, ap, argv);
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+SONDE_EXPORT_C int execle(const char* path, const char* arg, ...) {
+  va_list ap;
+  va_start(ap, arg);
+  SONDE_COLLECT_ARGS(arg, ap, argv);
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return execve(path, argv, envp);
+}
+
+SONDE_EXPORT_C __attribute__((noreturn)) void _exit(int status) {
+  SONDE_REAL(_exit);
+  sonde::before_process_exit(status);
+  _exit_fn(status);
+  __builtin_unreachable();
+}
+
+SONDE_EXPORT_C __attribute__((noreturn)) void _Exit(int status) {
+  SONDE_REAL(_Exit);
+  sonde::before_process_exit(status);
+  _Exit_fn(status);
+  __builtin_unreachable();
+}
+
+// dlopen must not gain sonde as its caller: glibc resolves $ORIGIN, RUNPATH and the namespace
+// from the return address. So the wrapper notes what it needs, then jumps (not calls) to the
+// real dlopen with the host's return address still on the stack.
+#if defined(__x86_64__)
+extern "C" __attribute__((visibility("hidden"), used)) void* sonde_dlopen_target(const char* file,
+                                                                                   int flags) {
+  static sonde::RealSymbol real{"dlopen"};
+  if ((flags & RTLD_DEEPBIND) != 0) sonde::note_deepbind(file);
+  return real.get();
+}
+
+asm(R"(
+    .text
+    .globl dlopen
+    .type dlopen, @function
+dlopen:
+    .cfi_startproc
+    push %rdi
+    .cfi_adjust_cfa_offset 8
+    push %rsi
+    .cfi_adjust_cfa_offset 8
+    sub $8, %rsp
+    .cfi_adjust_cfa_offset 8
+    call sonde_dlopen_target
+    add $8, %rsp
+    .cfi_adjust_cfa_offset -8
+    pop %rsi
+    .cfi_adjust_cfa_offset -8
+    pop %rdi
+    .cfi_adjust_cfa_offset -8
+    jmp *%rax
+    .cfi_endproc
+    .size dlopen, .-dlopen
+)");
+#endif
