@@ -6,6 +6,10 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+
+#include "elf_symbols.hpp"
 
 namespace sonde {
 
@@ -26,6 +30,14 @@ std::string base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
+// dladdr names the main program as argv[0] (or ""), which may not be a path from here.
+std::string object_file(const char* fname) {
+  if (fname == nullptr || fname[0] == '\0' || std::strchr(fname, '/') == nullptr) {
+    return "/proc/self/exe";
+  }
+  return fname;
+}
+
 }  // namespace
 
 std::string symbolize(const void* address) {
@@ -35,8 +47,17 @@ std::string symbolize(const void* address) {
   Dl_info info{};
   dladdr(reinterpret_cast<void*>(ip), &info);
   std::string object = base_name(info.dli_fname);
-  // dladdr sees exported symbols only: programs linked with -rdynamic (as the examples are)
-  // get function names, others the object and offset (addr2line turns those into lines).
+  // The object's own symbol table names local functions too; dladdr knows exported ones only.
+  if (info.dli_fname != nullptr) {
+    static std::map<std::string, std::unique_ptr<ElfSymbols>> cache;  // flusher thread only
+    auto& symbols = cache[info.dli_fname];
+    if (!symbols) symbols = std::make_unique<ElfSymbols>(object_file(info.dli_fname));
+    auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    uint64_t address = symbols->position_dependent() ? ip : ip - base;
+    if (const char* fn = symbols->function_at(address)) {
+      return fmt::format("{} [{}]", demangle(fn), object);
+    }
+  }
   if (info.dli_sname != nullptr) return fmt::format("{} [{}]", demangle(info.dli_sname), object);
   auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
   return fmt::format("{}+{:#x}", object, ip - base);
