@@ -1,0 +1,32 @@
+// `sonde run`: sets up the environment for libsonde.so and runs a command under it.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sonde::analyzers {
+
+struct RunOptions {
+  std::string output = "sonde.db";
+  bool force = false;
+  bool trace = false;
+  std::optional<std::string> flush_interval;
+  std::optional<std::string> counters;
+  std::vector<std::string> command;  // program and its arguments
+};
+
+// Runs the command and returns the exit status sonde should exit with: the child's status,
+// 128 + signal when it was killed, 127 when it cannot be found. Setup problems throw Error.
+int run_command(const RunOptions& options);
+
+// Where libsonde.so is: $SONDE_LIBRARY, else <dir of this executable>/../lib/libsonde.so.
+std::string find_preload_library();
+
+// PATH lookup as execvp does it; nullopt when nothing executable is found.
+std::optional<std::string> resolve_command(const std::string& name);
+
+// The SONDE_* variables, one paragraph each, for `sonde run --help`.
+std::string environment_help();
+
+}  // namespace sonde::analyzers

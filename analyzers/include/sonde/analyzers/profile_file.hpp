@@ -1,0 +1,93 @@
+// Read-only access to a sonde profile (a SQLite file written by libprof).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <variant>
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace sonde::analyzers {
+
+// The newest schema_version this sonde understands.
+inline constexpr int kSchemaVersion = 1;
+
+// Everything the library reports to a user: one line, no prefix; the CLI adds "sonde <cmd>: ".
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& message, int exit_code = 1)
+      : std::runtime_error(message), exit_code_(exit_code) {}
+  int exit_code() const { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
+// A value of a result column, typed as SQLite returned it (blobs become a "<blob N bytes>" text).
+using Cell = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+class ProfileFile;
+
+class Statement {
+ public:
+  Statement(const ProfileFile& file, std::string_view sql);
+  Statement(Statement&&) noexcept;
+  Statement& operator=(Statement&&) = delete;
+  ~Statement();
+
+  Statement& bind(int index, std::int64_t value);
+  Statement& bind(int index, std::string_view value);
+  bool step();  // true while a row is available
+  bool is_readonly() const;
+
+  int column_count() const;
+  std::string column_name(int col) const;
+  bool is_null(int col) const;
+  std::int64_t int64(int col) const;
+  double real(int col) const;
+  std::string text(int col) const;
+  Cell cell(int col) const;
+
+ private:
+  const ProfileFile* file_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class ProfileFile {
+ public:
+  // Opens read-only and checks that this is a sonde profile this version can read; never
+  // creates a file. Throws Error with a one-line reason.
+  static ProfileFile open(const std::string& path);
+
+  ProfileFile(ProfileFile&&) noexcept = default;
+  ProfileFile& operator=(ProfileFile&&) noexcept = default;
+  ~ProfileFile();
+
+  const std::string& path() const { return path_; }
+  int schema_version() const { return schema_version_; }
+  sqlite3* db() const { return db_.get(); }
+
+  Statement prepare(std::string_view sql) const { return Statement(*this, sql); }
+  bool has_table(std::string_view name) const;
+  // Executes statements that return no rows (PRAGMAs).
+  void exec(const std::string& sql) const;
+
+  // Turns a SQLite failure into a user-facing Error (corrupt, not a database, SQL error).
+  [[noreturn]] void fail(int rc, std::string_view what = {}) const;
+
+ private:
+  struct Closer {
+    void operator()(sqlite3* db) const;
+  };
+  ProfileFile(std::string path, sqlite3* db);
+
+  std::string path_;
+  std::unique_ptr<sqlite3, Closer> db_;
+  int schema_version_ = 0;
+};
+
+}  // namespace sonde::analyzers

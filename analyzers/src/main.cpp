@@ -1,0 +1,223 @@
+// The `sonde` command: parses the command line and hands each subcommand to the analyzers
+// library. Nothing is computed here.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "sonde/analyzers/call_tree.hpp"
+#include "sonde/analyzers/export.hpp"
+#include "sonde/analyzers/launcher.hpp"
+#include "sonde/analyzers/profile_file.hpp"
+#include "sonde/analyzers/query.hpp"
+#include "sonde/analyzers/report.hpp"
+#include "sonde/analyzers/run_summary.hpp"
+#include "sonde/analyzers/shapes.hpp"
+#include "sonde/analyzers/table_format.hpp"
+#include "sonde/analyzers/tree.hpp"
+
+namespace {
+
+using namespace sonde::analyzers;
+
+constexpr int kUsageError = 2;
+
+struct Args {
+  std::string file;
+  std::string format = "text";
+  std::string sort = "excl";
+  std::size_t top = 0;
+  double min_pct = 0.5;
+  std::optional<int> depth;
+  std::string threads = "each";
+  std::string sql;
+  std::optional<std::string> output;
+  RunOptions run;
+};
+
+void print_table(const Table& table, Format format) {
+  switch (format) {
+    case Format::kText: std::cout << render_text(table); break;
+    case Format::kCsv: std::cout << render_csv(table); break;
+    case Format::kJson: std::cout << render_json(table).dump(2) << '\n'; break;
+  }
+}
+
+int cmd_report(const Args& a) {
+  ProfileFile file = ProfileFile::open(a.file);
+  RunSummary run = load_run_summary(file);
+  Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort));
+  switch (parse_format(a.format)) {
+    case Format::kText: std::cout << render_report_text(run, hotspots, a.top); break;
+    case Format::kCsv:
+      // The table stays machine-readable; the run's warnings still reach the user.
+      std::cerr << render_notes(run);
+      std::cout << render_csv(hotspots_table(hotspots, a.top));
+      break;
+    case Format::kJson:
+      std::cout << render_report_json(a.file, run, hotspots, a.top).dump(2) << '\n';
+      break;
+  }
+  return 0;
+}
+
+int cmd_tree(const Args& a) {
+  Format format = parse_format(a.format);
+  if (format == Format::kCsv) throw Error("tree has no csv format (text or json)", kUsageError);
+  ProfileFile file = ProfileFile::open(a.file);
+  TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
+  std::vector<ThreadTree> trees = load_thread_trees(file);
+  if (format == Format::kJson) std::cout << render_tree_json(trees, options).dump(2) << '\n';
+  else std::cout << render_tree_text(trees, options);
+  return 0;
+}
+
+int cmd_shapes(const Args& a) {
+  Format format = parse_format(a.format);
+  ProfileFile file = ProfileFile::open(a.file);
+  std::vector<ShapeRow> rows = compute_shapes(file, a.top);
+  if (rows.empty() && format == Format::kText) {
+    std::cout << "no GEMM-like calls recorded\n";
+    return 0;
+  }
+  print_table(shapes_table(rows), format);
+  return 0;
+}
+
+int cmd_query(const Args& a) {
+  Format format = parse_format(a.format);
+  ProfileFile file = ProfileFile::open(a.file);
+  print_table(run_query(file, a.sql), format);
+  return 0;
+}
+
+int cmd_export(const Args& a) {
+  ProfileFile file = ProfileFile::open(a.file);
+  std::ofstream out_file;
+  if (a.output) {
+    out_file.open(*a.output, std::ios::binary | std::ios::trunc);
+    if (!out_file) throw Error(fmt::format("cannot write {}: {}", *a.output, std::strerror(errno)));
+  }
+  std::ostream& out = a.output ? out_file : std::cout;
+  if (a.format == "folded") write_folded(load_thread_trees(file), out);
+  else if (a.format == "csv") out << render_csv(run_query(file, "SELECT * FROM callpaths ORDER BY path"));
+  else write_chrome_trace(file, out);
+  out.flush();
+  if (!out) throw Error(fmt::format("writing {} failed", a.output.value_or("standard output")));
+  return 0;
+}
+
+void add_file(CLI::App* cmd, Args& a) {
+  cmd->add_option("file", a.file, "Profile database written by sonde run / libsonde.so")
+      ->required();
+}
+
+CLI::Option* add_format(CLI::App* cmd, Args& a, std::vector<std::string> choices) {
+  return cmd->add_option("-f,--format", a.format, "Output format")
+      ->check(CLI::IsMember(choices))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"sonde: where the time of a deep-learning workload goes", "sonde"};
+  app.set_version_flag("--version", "sonde 0.1.0 (reads profile schema up to version 1)");
+  app.require_subcommand(0, 1);
+  app.footer("Exit codes: 0 success, 1 error (unreadable profile, bad SQL), 2 usage error.\n"
+             "sonde run exits with the command's status (128+N if killed by signal N, 127 if "
+             "not found).");
+
+  auto* report = app.add_subcommand("report", "Flat profile, one row per routine (like TAU pprof)");
+  add_file(report, a);
+  report->add_option("-n,--top", a.top, "Rows to show, largest first (0: all)")->capture_default_str();
+  add_format(report, a, {"text", "csv", "json"});
+  report->add_option("-s,--sort", a.sort, "Sort key: exclusive time, inclusive time or calls")
+      ->check(CLI::IsMember({"excl", "incl", "calls"}))
+      ->capture_default_str();
+
+  auto* tree = app.add_subcommand("tree", "Calling-context tree (Python frames and native calls)");
+  add_file(tree, a);
+  tree->add_option("--min-pct", a.min_pct, "Fold nodes below this % of the tree's total")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  tree->add_option("--depth", a.depth, "Deepest level shown (the thread root is level 0)")
+      ->check(CLI::NonNegativeNumber);
+  tree->add_option("--threads", a.threads, "One tree per thread (each) or one for all (merge)")
+      ->check(CLI::IsMember({"each", "merge"}))
+      ->capture_default_str();
+  add_format(tree, a, {"text", "json"});
+
+  auto* shapes = app.add_subcommand("shapes", "GEMM-like calls per shape and call site, GFLOP/s");
+  add_file(shapes, a);
+  shapes->add_option("-n,--top", a.top, "Rows to show, by time (0: all)")->capture_default_str();
+  add_format(shapes, a, {"text", "csv", "json"});
+
+  auto* query = app.add_subcommand("query", "Read-only SQL over the profile's tables and views");
+  add_file(query, a);
+  query->add_option("sql", a.sql, "SQL, e.g. \"SELECT * FROM hotspots ORDER BY excl_s DESC\"")
+      ->required();
+  add_format(query, a, {"text", "csv", "json"});
+
+  auto* exp = app.add_subcommand("export", "The profile for other tools: chrome, folded or csv");
+  add_file(exp, a);
+  exp->add_option("-f,--format", a.format,
+                  "chrome: trace-event JSON (Perfetto); folded: flame-graph stacks; csv: callpaths")
+      ->check(CLI::IsMember({"chrome", "folded", "csv"}))
+      ->required();
+  exp->add_option("-o,--output", a.output, "Output file (default: standard output)");
+
+  auto* run = app.add_subcommand("run", "Run a command with libsonde.so preloaded");
+  run->add_option("-o,--output", a.run.output, "Profile database to write")->capture_default_str();
+  run->add_flag("--force", a.run.force, "Replace the output (and its -journal/-wal/-shm) if it exists");
+  run->add_flag("--trace", a.run.trace, "Also record every call as a timed event (SONDE_TRACE=1)");
+  run->add_option("--flush-interval", a.run.flush_interval,
+                  "Seconds between periodic flushes (SONDE_FLUSH_INTERVAL)");
+  run->add_option("--counters", a.run.counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
+  run->add_option("command", a.run.command, "The command and its arguments, after --")->required();
+  run->footer(environment_help());
+
+  auto usage_error = [&](const CLI::Error& e) {
+    int rc = app.exit(e);  // prints CLI11's message, or the help for --help
+    return rc == 0 ? 0 : kUsageError;
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return usage_error(e);
+  } catch (const CLI::CallForVersion& e) {
+    return usage_error(e);
+  } catch (const CLI::ParseError& e) {
+    if (app.get_subcommands().empty()) std::cerr << app.help();
+    return usage_error(e);
+  }
+  if (app.get_subcommands().empty()) {
+    std::cerr << app.help();
+    return kUsageError;
+  }
+
+  CLI::App* cmd = app.get_subcommands().front();
+  std::string name = cmd->get_name();
+  try {
+    if (cmd == report) return cmd_report(a);
+    if (cmd == tree) return cmd_tree(a);
+    if (cmd == shapes) return cmd_shapes(a);
+    if (cmd == query) return cmd_query(a);
+    if (cmd == exp) return cmd_export(a);
+    if (cmd == run) return run_command(a.run);
+  } catch (const Error& e) {
+    std::cout.flush();
+    fmt::print(stderr, "sonde {}: {}\n", name, e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "sonde {}: internal error: {}\n", name, e.what());
+    return 1;
+  } catch (...) {
+    fmt::print(stderr, "sonde {}: internal error\n", name);
+    return 1;
+  }
+  return kUsageError;
+}

@@ -1,0 +1,136 @@
+// The real binary on good and bad input: exit codes, one clear line on stderr, never a crash.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "fixture.hpp"
+
+namespace sonde::test {
+namespace {
+namespace fs = std::filesystem;
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+void expect_one_clean_line(const CliResult& r, const std::string& contains) {
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("what()"), std::string::npos) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    good_ = dir_.path / "prof.db";
+    write_fixture(good_);
+  }
+  std::string q(const fs::path& p) { return "'" + p.string() + "'"; }
+  TempDir dir_;
+  fs::path good_;
+};
+
+TEST_F(CliTest, ReportOnAGoodFile) {
+  CliResult r = run_sonde("report " + q(good_));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("%Time  Exclusive msec  Inclusive total msec  #Call  #Subrs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("warning: libfoo.so"), std::string::npos);
+  CliResult j = run_sonde("report " + q(good_) + " --format json --top 2");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["rows"].size(), 2u);
+}
+
+TEST_F(CliTest, MissingFile) {
+  CliResult r = run_sonde("report " + q(dir_.path / "prof2.db"));
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "sonde report: cannot open " + (dir_.path / "prof2.db").string() +
+                               ": no such file");
+  EXPECT_FALSE(fs::exists(dir_.path / "prof2.db"));  // opening never creates
+}
+
+TEST_F(CliTest, TextFileIsNotADatabase) {
+  fs::path bad = dir_.path / "x.db";
+  std::ofstream(bad) << "this is not a database, just some text long enough to have a header\n";
+  CliResult r = run_sonde("tree " + q(bad));
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "is not a SQLite database");
+}
+
+TEST_F(CliTest, TruncatedCopy) {
+  fs::path cut = dir_.path / "cut.db";
+  std::string bytes = read_file(good_);
+  ASSERT_GT(bytes.size(), 1024u);
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, 1024);
+  CliResult r = run_sonde("report " + q(cut));
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "sonde report: ");
+  EXPECT_TRUE(r.err.find("corrupt") != std::string::npos ||
+              r.err.find("not a SQLite database") != std::string::npos)
+      << r.err;
+}
+
+TEST_F(CliTest, SqliteFileWithoutMeta) {
+  fs::path other = dir_.path / "other.db";
+  exec_sql(other, "CREATE TABLE t (a);");
+  CliResult r = run_sonde("shapes " + q(other));
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "not a sonde profile (no meta table)");
+}
+
+TEST_F(CliTest, NewerSchemaVersion) {
+  fs::path newer = dir_.path / "newer.db";
+  write_fixture(newer, {.schema_version = "99"});
+  CliResult r = run_sonde("report " + q(newer));
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "schema version 99; this sonde reads up to version 1");
+}
+
+TEST_F(CliTest, UsageErrorsExitTwo) {
+  CliResult unknown = run_sonde("report " + q(good_) + " --bogus");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("--bogus"), std::string::npos) << unknown.err;
+  EXPECT_EQ(run_sonde("report").exit_code, 2);
+  EXPECT_EQ(run_sonde("report " + q(good_) + " --format xml").exit_code, 2);
+  CliResult none = run_sonde("");
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("report"), std::string::npos);  // the help lists the subcommands
+  EXPECT_EQ(run_sonde("frobnicate").exit_code, 2);
+  CliResult help = run_sonde("report --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("--sort"), std::string::npos);
+}
+
+TEST_F(CliTest, QueryRefusesWrites) {
+  std::string before = read_file(good_);
+  CliResult r = run_sonde("query " + q(good_) + " 'DROP TABLE nodes'");
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "sonde query: refusing to write");
+  EXPECT_EQ(read_file(good_), before);
+  CliResult bad = run_sonde("query " + q(good_) + " 'SELEKT 1'");
+  EXPECT_EQ(bad.exit_code, 1);
+  expect_one_clean_line(bad, "syntax error");
+}
+
+TEST_F(CliTest, QueryCsvAndExportToFile) {
+  CliResult r = run_sonde("query " + q(good_) +
+                          " 'SELECT routine, calls FROM hotspots ORDER BY calls DESC LIMIT 2' "
+                          "--format csv");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "routine,calls\ncblas_sgemm,6\nload_data,4\n");
+  fs::path folded = dir_.path / "out.folded";
+  CliResult e = run_sonde("export " + q(good_) + " --format folded -o " + q(folded));
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  EXPECT_EQ(read_file(folded).substr(0, 18), "load_data 3010000\n");
+  CliResult c = run_sonde("export " + q(good_) + " --format chrome");
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_TRUE(nlohmann::json::accept(c.out));
+}
+
+}  // namespace
+}  // namespace sonde::test

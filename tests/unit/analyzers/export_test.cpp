@@ -1,0 +1,103 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <sstream>
+
+#include "fixture.hpp"
+#include "sonde/analyzers/export.hpp"
+#include "sonde/analyzers/query.hpp"
+#include "sonde/analyzers/table_format.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+class ExportTest : public ::testing::Test {
+ protected:
+  void write(const test::FixtureOptions& o = {}) {
+    path_ = (dir_.path / "prof.db").string();
+    test::write_fixture(path_, o);
+  }
+  test::TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(ExportTest, FoldedIsExclusiveMicrosecondsMergedOverThreads) {
+  write();
+  ProfileFile file = ProfileFile::open(path_);
+  std::ostringstream out;
+  write_folded(load_thread_trees(file), out);
+  // noop (0 us) is left out; the thread roots never appear as frames.
+  EXPECT_EQ(out.str(),
+            "load_data 3010000\n"
+            "train 2000000\n"
+            "train;cblas_sgemm 6000000\n"
+            "train;fib 400000\n"
+            "train;fib;fib 600000\n");
+}
+
+TEST_F(ExportTest, CsvIsTheCallpathsView) {
+  write();
+  ProfileFile file = ProfileFile::open(path_);
+  std::string csv = render_csv(run_query(file, "SELECT * FROM callpaths ORDER BY path"));
+  EXPECT_EQ(csv.substr(0, csv.find('\n')), "path,calls,incl_s,excl_s");
+  EXPECT_NE(csv.find("\ntrain;cblas_sgemm,6,6,6\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\ntrain;fib;fib,2,0.6,0.6\n"), std::string::npos) << csv;
+}
+
+std::vector<Json> complete_events(const Json& trace) {
+  std::vector<Json> out;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") out.push_back(e);
+  return out;
+}
+
+TEST_F(ExportTest, ChromeWithoutTraceEventsLaysOutTheTree) {
+  write();
+  ProfileFile file = ProfileFile::open(path_);
+  std::ostringstream out;
+  write_chrome_trace(file, out);
+  Json trace = Json::parse(out.str());
+  EXPECT_EQ(trace["otherData"]["sonde_layout"], "aggregated call tree, not a timeline");
+  auto events = complete_events(trace);
+  ASSERT_EQ(events.size(), 12u);  // one per node
+  std::map<std::pair<std::int64_t, std::string>, Json> by_path;
+  for (const auto& e : events)
+    by_path[{e["tid"].get<std::int64_t>(), e["args"]["path"].get<std::string>()}] = e;
+  const Json& train = by_path.at({1000, "train"});
+  EXPECT_EQ(train["pid"], 1000);
+  EXPECT_DOUBLE_EQ(train["ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(train["dur"].get<double>(), 6e6);
+  // Siblings follow each other, largest first, from the parent's start.
+  EXPECT_DOUBLE_EQ(by_path.at({1000, "load_data"})["ts"].get<double>(), 6e6);
+  EXPECT_DOUBLE_EQ(by_path.at({1000, "train;fib"})["ts"].get<double>(), 4e6);
+  EXPECT_DOUBLE_EQ(by_path.at({1000, "train;fib;fib"})["ts"].get<double>(), 4e6);
+  EXPECT_DOUBLE_EQ(by_path.at({1000, "train;fib;fib"})["dur"].get<double>(), 6e5);
+  int thread_names = 0, process_names = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["name"] == "thread_name") ++thread_names;
+    if (e["name"] == "process_name") ++process_names;
+  }
+  EXPECT_EQ(thread_names, 3);
+  EXPECT_EQ(process_names, 1);
+}
+
+TEST_F(ExportTest, ChromeWithTraceEventsIsATimeline) {
+  write({.trace_events = true});
+  ProfileFile file = ProfileFile::open(path_);
+  std::ostringstream out;
+  write_chrome_trace(file, out);
+  Json trace = Json::parse(out.str());
+  EXPECT_EQ(trace["otherData"]["sonde_layout"], "timeline (trace events)");
+  auto events = complete_events(trace);
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0]["tid"], 1001);  // earliest event: ts 0
+  EXPECT_DOUBLE_EQ(events[0]["ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(events[0]["dur"].get<double>(), 3e6);
+  EXPECT_EQ(events[2]["name"], "cblas_sgemm");
+  EXPECT_EQ(events[2]["args"]["path"], "train;cblas_sgemm");
+  EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1.5);
+  EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 1e6);
+}
+
+}  // namespace
+}  // namespace sonde::analyzers

@@ -1,0 +1,129 @@
+#include <gtest/gtest.h>
+
+#include "fixture.hpp"
+#include "sonde/analyzers/report.hpp"
+#include "sonde/analyzers/run_summary.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+class ReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "prof.db").string();
+    test::write_fixture(path_);
+  }
+  test::TempDir dir_;
+  std::string path_;
+};
+
+const HotspotRow& row(const Hotspots& h, const std::string& name) {
+  for (const auto& r : h.rows)
+    if (r.name == name) return r;
+  throw std::runtime_error("no row " + name);
+}
+
+TEST_F(ReportTest, HotspotsMergeThreadsAndSkipRecursiveInclusive) {
+  ProfileFile file = ProfileFile::open(path_);
+  Hotspots h = compute_hotspots(file);
+  EXPECT_EQ(h.total_ns, 15'500'000'000);
+  ASSERT_EQ(h.rows.size(), 6u);
+
+  const auto& sgemm = row(h, "cblas_sgemm");
+  EXPECT_EQ(sgemm.kind, "blas");
+  EXPECT_EQ(sgemm.calls, 6);
+  EXPECT_EQ(sgemm.excl_ns, 6'000'000'000);
+  EXPECT_EQ(sgemm.incl_ns, 6'000'000'000);
+  EXPECT_DOUBLE_EQ(sgemm.incl_us_per_call, 1e6);
+  EXPECT_DOUBLE_EQ(sgemm.pct_time, 100.0 * 6.0 / 15.5);
+
+  const auto& fib = row(h, "fib");
+  EXPECT_EQ(fib.calls, 3);
+  EXPECT_EQ(fib.subrs, 2);
+  EXPECT_EQ(fib.incl_ns, 1'000'000'000);  // the recursive node's 0.6 s is not added again
+  EXPECT_EQ(fib.excl_ns, 1'000'000'000);
+
+  const auto& train = row(h, "train");
+  EXPECT_EQ(train.calls, 2);
+  EXPECT_EQ(train.subrs, 8);
+  EXPECT_EQ(train.incl_ns, 9'000'000'000);
+  EXPECT_EQ(train.excl_ns, 2'000'000'000);
+
+  const auto& root = row(h, "<thread>");
+  EXPECT_EQ(root.calls, 3);
+  EXPECT_EQ(root.subrs, 6);
+  EXPECT_EQ(root.excl_ns, 3'490'000'000);
+  EXPECT_DOUBLE_EQ(root.pct_time, 100.0);
+
+  // Every nanosecond is somebody's exclusive time.
+  std::int64_t excl_sum = 0;
+  for (const auto& r : h.rows) excl_sum += r.excl_ns;
+  EXPECT_EQ(excl_sum, h.total_ns);
+}
+
+TEST_F(ReportTest, SortKeys) {
+  ProfileFile file = ProfileFile::open(path_);
+  auto names = [](const Hotspots& h) {
+    std::vector<std::string> out;
+    for (const auto& r : h.rows) out.push_back(r.name);
+    return out;
+  };
+  EXPECT_EQ(names(compute_hotspots(file, ReportSort::kExclusive)),
+            (std::vector<std::string>{"cblas_sgemm", "<thread>", "load_data", "train", "fib",
+                                      "noop"}));
+  EXPECT_EQ(names(compute_hotspots(file, ReportSort::kInclusive)),
+            (std::vector<std::string>{"<thread>", "train", "cblas_sgemm", "load_data", "fib",
+                                      "noop"}));
+  EXPECT_EQ(names(compute_hotspots(file, ReportSort::kCalls))[0], "cblas_sgemm");
+  EXPECT_THROW(parse_report_sort("name"), Error);
+}
+
+TEST_F(ReportTest, RunSummaryAndHeader) {
+  ProfileFile file = ProfileFile::open(path_);
+  RunSummary s = load_run_summary(file);
+  EXPECT_EQ(s.command, "./train --steps 3");
+  EXPECT_EQ(s.processes, 1);
+  EXPECT_EQ(s.threads, 3);
+  ASSERT_TRUE(s.wall_s);
+  EXPECT_DOUBLE_EQ(*s.wall_s, 10.5);
+  EXPECT_EQ(s.blas_library.value_or(""), "OpenBLAS 0.3.21");
+  EXPECT_EQ(s.blas_threads.value_or(""), "4");
+  ASSERT_EQ(s.notes.size(), 1u);
+
+  std::string text = render_report_text(s, compute_hotspots(file), 3);
+  EXPECT_NE(text.find("command:   ./train --steps 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("testhost, Test CPU 9000, 8 cores"), std::string::npos) << text;
+  EXPECT_NE(text.find("processes: 1, threads: 3, wall time: 10.500 s"), std::string::npos);
+  EXPECT_NE(text.find("BLAS:      OpenBLAS 0.3.21, 4 threads"), std::string::npos) << text;
+  EXPECT_NE(text.find("warning: libfoo.so was opened with RTLD_DEEPBIND"), std::string::npos);
+  EXPECT_NE(text.find("(3 more routines; --top 0 shows all)"), std::string::npos) << text;
+  // The top row: %Time 38.7, exclusive 6000 ms over 6 calls of 1e6 us each.
+  EXPECT_NE(text.find("38.7        6000.000"), std::string::npos) << text;
+  EXPECT_NE(text.find("1000000.0  cblas_sgemm [blas]"), std::string::npos) << text;
+}
+
+TEST_F(ReportTest, JsonHasRunNotesAndRows) {
+  ProfileFile file = ProfileFile::open(path_);
+  Json j = render_report_json(path_, load_run_summary(file), compute_hotspots(file), 0);
+  EXPECT_EQ(j["run"]["host"], "testhost");
+  EXPECT_EQ(j["notes"][0]["topic"], "deepbind");
+  EXPECT_DOUBLE_EQ(j["total_s"].get<double>(), 15.5);
+  ASSERT_EQ(j["rows"].size(), 6u);
+  EXPECT_EQ(j["rows"][0]["name"], "cblas_sgemm");
+  EXPECT_EQ(j["rows"][0]["calls"], 6);
+  EXPECT_DOUBLE_EQ(j["rows"][0]["excl_ms"].get<double>(), 6000.0);
+  EXPECT_DOUBLE_EQ(j["rows"][3]["incl_ms"].get<double>(), 9000.0);  // train
+}
+
+TEST(TableFormat, CsvQuotesAndJsonNulls) {
+  Table t;
+  t.columns = {{"A", "a"}, {"B", "b"}, {"C", "c", 2}};
+  t.rows = {{std::string("x,\"y\""), std::int64_t{3}, 1.5}, {std::string("z"), std::monostate{}, 2.0}};
+  EXPECT_EQ(render_csv(t), "a,b,c\n\"x,\"\"y\"\"\",3,1.5\nz,,2\n");
+  Json j = render_json(t);
+  EXPECT_TRUE(j[1]["b"].is_null());
+  EXPECT_EQ(render_text(t), "A      B     C\n--------------\nx,\"y\"  3  1.50\nz      -  2.00\n");
+}
+
+}  // namespace
+}  // namespace sonde::analyzers

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "fixture.hpp"
+#include "sonde/analyzers/query.hpp"
+#include "sonde/analyzers/shapes.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+class ShapesQueryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "prof.db").string();
+    test::write_fixture(path_);
+  }
+  test::TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(ShapesQueryTest, ShapesGflopsIsFlopsOverNanoseconds) {
+  ProfileFile file = ProfileFile::open(path_);
+  auto rows = compute_shapes(file);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].routine, "cblas_sgemm");
+  EXPECT_EQ(rows[0].call_site, "model.py:42");
+  EXPECT_EQ(rows[0].m, 1000);
+  EXPECT_EQ(rows[0].calls, 4);
+  EXPECT_DOUBLE_EQ(rows[0].time_s, 4.0);
+  EXPECT_DOUBLE_EQ(rows[0].gflops.value_or(-1), 8e9 / 4e9);
+  EXPECT_DOUBLE_EQ(rows[0].pct_peak.value_or(-1), 2.0);  // 2 of a 100 GFLOP/s peak
+  EXPECT_EQ(rows[1].dtype, "f64");
+  EXPECT_DOUBLE_EQ(rows[1].gflops.value_or(-1), 67108864.0 / 2e9);
+  EXPECT_FALSE(rows[1].pct_peak);  // no f64 peak calibrated
+  EXPECT_EQ(compute_shapes(file, 1).size(), 1u);
+  std::string text = render_text(shapes_table(rows));
+  EXPECT_NE(text.find("worker.py:7"), std::string::npos);
+  EXPECT_EQ(text.back(), '\n');
+  EXPECT_NE(text.find("  0.03         -\n"), std::string::npos) << text;
+}
+
+TEST_F(ShapesQueryTest, QueryReturnsTypedCells) {
+  ProfileFile file = ProfileFile::open(path_);
+  Table t = run_query(file, "SELECT routine, calls, excl_s FROM hotspots ORDER BY excl_s DESC");
+  ASSERT_EQ(t.columns.size(), 3u);
+  EXPECT_EQ(t.columns[2].key, "excl_s");
+  ASSERT_EQ(t.rows.size(), 6u);
+  EXPECT_EQ(std::get<std::string>(t.rows[0][0]), "cblas_sgemm");
+  EXPECT_EQ(std::get<std::int64_t>(t.rows[0][1]), 6);
+  EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][2]), 6.0);
+}
+
+TEST_F(ShapesQueryTest, QueryRefusesWritesAndReportsSqlErrors) {
+  ProfileFile file = ProfileFile::open(path_);
+  EXPECT_THROW(run_query(file, "DELETE FROM nodes"), Error);
+  EXPECT_THROW(run_query(file, "CREATE TEMP TABLE x (a)"), Error);
+  try {
+    run_query(file, "SELECT nope FROM nodes");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no such column: nope"), std::string::npos) << e.what();
+  }
+  // Nothing was deleted.
+  Table t = run_query(file, "SELECT COUNT(*) FROM nodes");
+  EXPECT_EQ(std::get<std::int64_t>(t.rows[0][0]), 12);
+}
+
+}  // namespace
+}  // namespace sonde::analyzers

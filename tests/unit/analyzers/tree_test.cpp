@@ -1,0 +1,118 @@
+#include <gtest/gtest.h>
+
+#include "fixture.hpp"
+#include "sonde/analyzers/call_tree.hpp"
+#include "sonde/analyzers/tree.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+class TreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "prof.db").string();
+    test::write_fixture(path_);
+  }
+  test::TempDir dir_;
+  std::string path_;
+};
+
+const CallNode& child(const CallNode& node, const std::string& name) {
+  for (const auto& c : node.children)
+    if (c.name == name) return c;
+  throw std::runtime_error("no child " + name + " under " + node.name);
+}
+
+// The property the profile must keep: inclusive = exclusive + the children's inclusive.
+void expect_consistent(const CallNode& node) {
+  std::int64_t sum = node.excl_ns;
+  for (const auto& c : node.children) {
+    sum += c.incl_ns;
+    expect_consistent(c);
+  }
+  EXPECT_EQ(node.incl_ns, sum) << node.name;
+}
+
+TEST_F(TreeTest, LoadsOneTreePerThread) {
+  ProfileFile file = ProfileFile::open(path_);
+  auto trees = load_thread_trees(file);
+  ASSERT_EQ(trees.size(), 3u);
+  EXPECT_EQ(trees[0].thread_name, "main");
+  EXPECT_EQ(trees[0].tid, 1000);
+  EXPECT_EQ(trees[0].pid, 1000);
+  EXPECT_EQ(trees[0].wall_ns, 10'000'000'000);
+  EXPECT_EQ(trees[2].wall_ns, 500'000'000);  // still running: the root's time stands in
+  const CallNode& root = trees[0].root;
+  EXPECT_EQ(root.name, "<thread>");
+  ASSERT_EQ(root.children.size(), 2u);
+  const CallNode& fib = child(child(root, "train"), "fib");
+  EXPECT_EQ(fib.excl_ns, 400'000'000);
+  EXPECT_EQ(child(fib, "fib").calls, 2);
+  EXPECT_DOUBLE_EQ(child(child(root, "train"), "cblas_sgemm").flops, 8e9);
+  for (const auto& t : trees) expect_consistent(t.root);
+}
+
+TEST_F(TreeTest, MergeMatchesChildrenByRoutine) {
+  ProfileFile file = ProfileFile::open(path_);
+  CallNode merged = merge_trees(load_thread_trees(file));
+  EXPECT_EQ(merged.incl_ns, 15'500'000'000);
+  EXPECT_EQ(merged.calls, 3);
+  ASSERT_EQ(merged.children.size(), 2u);
+  const CallNode& train = child(merged, "train");
+  EXPECT_EQ(train.calls, 2);
+  EXPECT_EQ(train.incl_ns, 9'000'000'000);
+  EXPECT_EQ(train.children.size(), 3u);  // sgemm from both threads is one node
+  EXPECT_EQ(child(train, "cblas_sgemm").calls, 6);
+  EXPECT_EQ(child(merged, "load_data").incl_ns, 3'010'000'000);
+  expect_consistent(merged);
+}
+
+TEST_F(TreeTest, TextFoldsSmallNodesAndDrawsBoxes) {
+  ProfileFile file = ProfileFile::open(path_);
+  std::string text = render_tree_text(load_thread_trees(file), TreeOptions{});
+  const std::string expected =
+      "process 1000, thread 0 (tid 1000) \"main\": 10.000 s\n"
+      "  incl %     incl s     excl s       calls  name\n"
+      "  100.0%     10.000      1.000           1  <thread> [root]\n"
+      "   60.0%      6.000      1.000           1  ├─ train [region]\n"
+      "   40.0%      4.000      4.000           4  │  ├─ cblas_sgemm [blas]\n"
+      "   10.0%      1.000      0.400           1  │  └─ fib [python]\n"
+      "    6.0%      0.600      0.600           2  │     └─ fib [python]\n"
+      "   30.0%      3.000      3.000           3  └─ load_data [native]\n"
+      "\n"
+      "process 1000, thread 1 (tid 1001) \"worker\": 5.000 s\n"
+      "  incl %     incl s     excl s       calls  name\n"
+      "  100.0%      5.000      1.990           1  <thread> [root]\n"
+      "   60.0%      3.000      1.000           1  ├─ train [region]\n"
+      "   40.0%      2.000      2.000           2  │  ├─ cblas_sgemm [blas]\n"
+      "    0.0%      0.000      0.000           1  │  └─ (1 more below 0.5 %)\n"
+      "    0.2%      0.010      0.010           1  └─ (1 more below 0.5 %)\n";
+  EXPECT_EQ(text, expected);
+}
+
+TEST_F(TreeTest, DepthAndMergedText) {
+  ProfileFile file = ProfileFile::open(path_);
+  TreeOptions o;
+  o.max_depth = 1;
+  o.merge_threads = true;
+  o.min_pct = 0;
+  std::string text = render_tree_text(load_thread_trees(file), o);
+  EXPECT_NE(text.find("all 3 threads merged: 15.500 s"), std::string::npos) << text;
+  EXPECT_NE(text.find("├─ train [region]"), std::string::npos) << text;
+  EXPECT_NE(text.find("└─ load_data [native]"), std::string::npos) << text;
+  EXPECT_EQ(text.find("cblas_sgemm"), std::string::npos) << text;
+}
+
+TEST_F(TreeTest, JsonNestsAndReportsFolded) {
+  ProfileFile file = ProfileFile::open(path_);
+  Json j = render_tree_json(load_thread_trees(file), TreeOptions{});
+  ASSERT_EQ(j["trees"].size(), 2u);  // the idle thread has no tree to show
+  const Json& worker = j["trees"][1]["tree"];
+  EXPECT_EQ(worker["folded"]["count"], 1);
+  EXPECT_DOUBLE_EQ(worker["folded"]["incl_s"].get<double>(), 0.01);
+  EXPECT_EQ(worker["children"][0]["name"], "train");
+  EXPECT_DOUBLE_EQ(worker["children"][0]["incl_pct"].get<double>(), 60.0);
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
