@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -109,6 +110,29 @@ int cmd_export(const Args& a) {
   return 0;
 }
 
+// The command of `sonde run` starts at "--" or at the first word that is neither an option nor
+// an option's value, so `sonde run ./train --steps 3` works without "--" and the command's own
+// options never reach CLI11. Removes the command from args and returns it.
+std::vector<std::string> split_run_command(std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "run") return {};
+  std::size_t i = 1;
+  std::vector<std::string> command;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters") ++i;
+  }
+  args.resize(std::min(i, args.size()));
+  return command;
+}
+
 void add_file(CLI::App* cmd, Args& a) {
   cmd->add_option("file", a.file, "Profile database written by sonde run / libsonde.so")
       ->required();
@@ -175,17 +199,21 @@ int main(int argc, char** argv) {
   run->add_flag("--force", a.run.force, "Replace the output (and its -journal/-wal/-shm) if it exists");
   run->add_flag("--trace", a.run.trace, "Also record every call as a timed event (SONDE_TRACE=1)");
   run->add_option("--flush-interval", a.run.flush_interval,
-                  "Seconds between periodic flushes (SONDE_FLUSH_INTERVAL)");
+                  "Seconds between periodic flushes (SONDE_FLUSH_INTERVAL)")
+      ->check(CLI::NonNegativeNumber);
   run->add_option("--counters", a.run.counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
-  run->add_option("command", a.run.command, "The command and its arguments, after --")->required();
+  run->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
   run->footer(environment_help());
 
   auto usage_error = [&](const CLI::Error& e) {
     int rc = app.exit(e);  // prints CLI11's message, or the help for --help
     return rc == 0 ? 0 : kUsageError;
   };
+  std::vector<std::string> args(argv + 1, argv + argc);
+  a.run.command = split_run_command(args);
+  std::reverse(args.begin(), args.end());  // CLI11 takes a vector last-argument-first
   try {
-    app.parse(argc, argv);
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return usage_error(e);
   } catch (const CLI::CallForVersion& e) {
@@ -200,6 +228,12 @@ int main(int argc, char** argv) {
   }
 
   CLI::App* cmd = app.get_subcommands().front();
+  if (cmd == run) {
+    if (a.run.command.empty()) {
+      std::cerr << "sonde run: no command given\n" << run->help();
+      return kUsageError;
+    }
+  }
   std::string name = cmd->get_name();
   try {
     if (cmd == report) return cmd_report(a);

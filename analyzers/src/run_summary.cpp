@@ -63,6 +63,10 @@ RunSummary load_run_summary(const ProfileFile& file) {
   return s;
 }
 
+namespace {
+std::string on_off(const std::string& v) { return v == "1" ? "on" : v == "0" ? "off" : v; }
+}  // namespace
+
 std::string render_notes(const RunSummary& s) {
   std::string out;
   for (const auto& note : s.notes) {
@@ -87,8 +91,8 @@ std::string render_run_header(const RunSummary& s) {
   if (s.blas_library || s.blas_threads || s.fpu_ftz || s.fpu_daz) {
     std::string blas = s.blas_library.value_or("?");
     if (s.blas_threads) blas += fmt::format(", {} threads", *s.blas_threads);
-    if (s.fpu_ftz) blas += fmt::format("; FTZ {}", *s.fpu_ftz);
-    if (s.fpu_daz) blas += fmt::format(", DAZ {}", *s.fpu_daz);
+    if (s.fpu_ftz) blas += fmt::format("; FTZ {}", on_off(*s.fpu_ftz));
+    if (s.fpu_daz) blas += fmt::format(", DAZ {}", on_off(*s.fpu_daz));
     out += fmt::format("BLAS:      {}\n", blas);
   }
   out += render_notes(s);

@@ -30,7 +30,7 @@ Table shapes_table(const std::vector<ShapeRow>& rows) {
   Table t;
   t.columns = {{"routine", "routine"}, {"call_site", "call_site"}, {"m", "m"},
                {"n", "n"},             {"k", "k"},                 {"dtype", "dtype"},
-               {"calls", "calls"},     {"time_s", "time_s", 6},    {"gflops", "gflops", 2},
+               {"calls", "calls"},     {"time_s", "time_s", 6},    {"gflops", "gflops", 3},
                {"pct_peak", "pct_peak", 1}};
   auto opt = [](const std::optional<double>& v) -> Cell {
     if (v) return *v;

@@ -95,6 +95,16 @@ TEST_F(LauncherTest, KilledChildGives128PlusSignal) {
   EXPECT_NE(r.err.find("sonde run: sh killed by signal 11 (SIGSEGV)"), std::string::npos) << r.err;
 }
 
+TEST_F(LauncherTest, CommandOptionsAreNotSondes) {
+  // Without "--", the command starts at the first word that is not a sonde option.
+  fs::path out = dir_.path / "p.db";
+  CliResult r = run_sonde("run -o " + q(out) + " sh -c 'exit 5' -o x", env_);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
+  CliResult none = run_sonde("run -o " + q(out) + " --", env_);
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("sonde run: no command given"), std::string::npos) << none.err;
+}
+
 TEST_F(LauncherTest, HelpListsEnvironmentVariables) {
   CliResult r = run_sonde("run --help");
   EXPECT_EQ(r.exit_code, 0);

@@ -35,7 +35,7 @@ TEST_F(ShapesQueryTest, ShapesGflopsIsFlopsOverNanoseconds) {
   std::string text = render_text(shapes_table(rows));
   EXPECT_NE(text.find("worker.py:7"), std::string::npos);
   EXPECT_EQ(text.back(), '\n');
-  EXPECT_NE(text.find("  0.03         -\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  0.034         -\n"), std::string::npos) << text;
 }
 
 TEST_F(ShapesQueryTest, QueryReturnsTypedCells) {
