@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
 
 namespace sonde::analyzers {
 
@@ -15,25 +17,48 @@ ReportSort parse_report_sort(std::string_view name) {
 
 Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
   Hotspots h;
+  // One plain scan aggregated here is several times faster than GROUP BY over a join, which
+  // matters for the 1M-node files `sonde report` must still answer in under a second.
+  struct Sums {
+    std::int64_t calls = 0, subrs = 0, incl_ns = 0, excl_ns = 0;
+  };
+  std::unordered_map<std::int64_t, Sums> by_routine;
   {
-    auto st = file.prepare(
-        "SELECT COALESCE(SUM(incl_ns), 0) FROM nodes WHERE depth = 0");
-    if (st.step()) h.total_ns = st.int64(0);
+    auto st = file.prepare("SELECT routine_id, calls, subrs, incl_ns, excl_ns, recursive, depth "
+                           "FROM nodes");
+    while (st.step()) {
+      Sums& sums = by_routine[st.int64(0)];
+      sums.calls += st.int64(1);
+      sums.subrs += st.int64(2);
+      // A recursive node's time is already inside its outer call's inclusive time.
+      if (st.int64(5) == 0) sums.incl_ns += st.int64(3);
+      sums.excl_ns += st.int64(4);
+      if (st.int64(6) == 0) h.total_ns += st.int64(3);
+    }
   }
   // Merged by name and kind rather than routine_id: the same routine seen from two libraries
   // (or two processes' ids in a merged file) is one line for the reader.
-  auto st = file.prepare(
-      "SELECT r.name, r.kind, SUM(n.calls), SUM(n.subrs), "
-      "       SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END), SUM(n.excl_ns) "
-      "FROM nodes n JOIN routines r USING (routine_id) GROUP BY r.name, r.kind");
-  while (st.step()) {
+  std::map<std::pair<std::string, std::string>, Sums> by_name;
+  {
+    auto st = file.prepare("SELECT routine_id, name, kind FROM routines");
+    while (st.step()) {
+      auto it = by_routine.find(st.int64(0));
+      if (it == by_routine.end()) continue;
+      Sums& sums = by_name[{st.text(1), st.text(2)}];
+      sums.calls += it->second.calls;
+      sums.subrs += it->second.subrs;
+      sums.incl_ns += it->second.incl_ns;
+      sums.excl_ns += it->second.excl_ns;
+    }
+  }
+  for (const auto& [key, sums] : by_name) {
     HotspotRow row;
-    row.name = st.text(0);
-    row.kind = st.text(1);
-    row.calls = st.int64(2);
-    row.subrs = st.int64(3);
-    row.incl_ns = st.int64(4);
-    row.excl_ns = st.int64(5);
+    row.name = key.first;
+    row.kind = key.second;
+    row.calls = sums.calls;
+    row.subrs = sums.subrs;
+    row.incl_ns = sums.incl_ns;
+    row.excl_ns = sums.excl_ns;
     row.pct_time = h.total_ns > 0 ? 100.0 * static_cast<double>(row.incl_ns) /
                                         static_cast<double>(h.total_ns)
                                   : 0.0;

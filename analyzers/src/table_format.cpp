@@ -8,10 +8,6 @@
 namespace sonde::analyzers {
 namespace {
 
-bool is_numeric(const Cell& cell) {
-  return std::holds_alternative<std::int64_t>(cell) || std::holds_alternative<double>(cell);
-}
-
 std::string text_of(const Cell& cell, int precision) {
   if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
   if (const auto* d = std::get_if<double>(&cell)) {
@@ -35,14 +31,15 @@ std::string render_text(const Table& table) {
   const std::size_t ncol = table.columns.size();
   std::vector<std::vector<std::string>> cells(table.rows.size());
   std::vector<std::size_t> width(ncol);
-  std::vector<bool> right(ncol, false);
+  // Numbers, and columns of nothing but NULLs, are right-aligned; any text makes a column left.
+  std::vector<bool> right(ncol, !table.rows.empty());
   for (std::size_t c = 0; c < ncol; ++c) width[c] = table.columns[c].title.size();
   for (std::size_t r = 0; r < table.rows.size(); ++r) {
     for (std::size_t c = 0; c < ncol && c < table.rows[r].size(); ++c) {
       const Cell& cell = table.rows[r][c];
       cells[r].push_back(text_of(cell, table.columns[c].precision));
       width[c] = std::max(width[c], cells[r].back().size());
-      if (is_numeric(cell)) right[c] = true;
+      if (std::holds_alternative<std::string>(cell)) right[c] = false;
     }
   }
   auto line = [&](const std::vector<std::string>& fields) {
