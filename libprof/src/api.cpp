@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "elf_symbols.hpp"
 #include "runtime.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/sonde.h"
@@ -117,6 +118,11 @@ void register_info_provider(InfoProvider provider) {
 
 void add_note(const char* topic, const char* message) {
   if (Runtime* rt = Runtime::get()) rt->add_note(topic, message);
+}
+
+bool executable_defines(const char* function) {
+  static const ElfSymbols exe("/proc/self/exe");
+  return exe.defines(function);
 }
 
 }  // namespace sonde

@@ -69,3 +69,14 @@ const char* ElfSymbols::function_at(uint64_t address) const {
 }
 
 }  // namespace sonde
+
+namespace sonde {
+
+bool ElfSymbols::defines(const char* function) const {
+  for (const Function& f : functions_) {
+    if (std::strcmp(names_.c_str() + f.name, function) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace sonde

@@ -15,6 +15,7 @@ class ElfSymbols {
   // The function containing `address` (a file-relative virtual address), or nullptr.
   const char* function_at(uint64_t address) const;
   bool position_dependent() const { return exec_; }
+  bool defines(const char* function) const;
 
  private:
   struct Function {

@@ -156,7 +156,7 @@ ThreadState* Runtime::attach_current_thread() {
   return t;
 }
 
-void Runtime::add_note(const std::string& topic, const std::string& message) {
+void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {
   {
     std::lock_guard lock(notes_mu_);
     for (const Note& n : notes_) {
@@ -164,7 +164,7 @@ void Runtime::add_note(const std::string& topic, const std::string& message) {
     }
     notes_.push_back(Note{"warning", topic, message});
   }
-  warn("{}", message);
+  if (print) warn("{}", message);
 }
 
 void Runtime::register_info_provider(InfoProvider p) {
@@ -194,7 +194,6 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
     mismatches += s.region_mismatches;
-    measured += s.nodes.size() - 1;
   }
   if (overflows > 0) {
     add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
@@ -205,15 +204,26 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     add_note("regions", fmt::format("{} region ends did not match the innermost open region",
                                     mismatches));
   }
+  if (final) {
+    // Intercepted = a library call, not a user region or a Python frame.
+    std::vector<Routine> all = routines_.since(0);
+    for (const ThreadSnapshot& s : d.threads) {
+      for (const NodeRow& row : s.nodes) {
+        const std::string& kind = all[row.routine].kind;
+        measured += row.calls > 0 && kind != "root" && kind != "region" && kind != "python";
+      }
+    }
+  }
   if (final && measured == 0) {
+    // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
     add_note("no-calls",
              "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
-             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it");
+             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
+             root());
   }
   std::vector<InfoProvider> providers;
   {
     std::lock_guard nl(notes_mu_);
-    d.notes = notes_;
     providers = providers_;
   }
   d.info = allowed_environment();
@@ -228,6 +238,10 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     p([](const char* k, const char* v, void* ctx) {
         static_cast<FlushData*>(ctx)->info.emplace_back(k, v);
       }, &d);
+  }
+  {  // after the providers, which may add notes of their own
+    std::lock_guard nl(notes_mu_);
+    d.notes = notes_;
   }
   d.now_ns = clock_.to_realtime_ns(now);
   d.end_reason = end_reason;

@@ -30,7 +30,8 @@ class Runtime {
 
   ThreadState* attach_current_thread();
   bool flush(FlushKind kind, const char* end_reason = nullptr);
-  void add_note(const std::string& topic, const std::string& message);
+  // Recorded in the profile; also printed once on stderr when `print` is set.
+  void add_note(const std::string& topic, const std::string& message, bool print = true);
   void register_info_provider(InfoProvider p);
   // Signal handler side: asks the flusher thread to flush and waits a bounded time.
   void flush_from_signal(int sig);
@@ -48,6 +49,7 @@ class Runtime {
   int64_t process_id() const { return store_.process_id(); }
   bool finished() const { return finished_.load(); }
   bool recording() const { return store_ok_.load(); }
+  bool root() const { return process_.origin == "root"; }
   // Environment entries handed to exec'd images that lack them ("NAME=value", built at start).
   const std::string& env_preload() const { return env_preload_; }
   const std::string& env_output() const { return env_output_; }

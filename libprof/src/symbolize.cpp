@@ -15,13 +15,24 @@ namespace sonde {
 
 namespace {
 
+// Without the parameter list: call sites are read by people, and the object disambiguates.
+std::string without_parameters(std::string s) {
+  if (s.empty() || s.back() != ')') return s;
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == ')') ++depth;
+    if (s[i] == '(' && --depth == 0) return i > 0 ? s.substr(0, i) : s;
+  }
+  return s;
+}
+
 std::string demangle(const char* name) {
   int status = 0;
   char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
   if (status != 0 || out == nullptr) return name;
   std::string s(out);
   std::free(out);
-  return s;
+  return without_parameters(std::move(s));
 }
 
 std::string base_name(const char* path) {

@@ -43,6 +43,22 @@ std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until regis
 // The BLAS the program really uses: the library behind the first resolved routine, and its
 // thread count where the library says (OpenBLAS, MKL, BLIS).
 void describe_blas(sonde::InfoEmit emit, void* ctx) {
+  bool any = false;
+  for (const auto& slot : g_real) any |= slot.resolved();
+  if (!any) {
+    // The program never reached an interposed BLAS routine: say why when the reason is visible.
+    static const bool static_blas = sonde::executable_defines("cblas_sgemm") ||
+                                    sonde::executable_defines("sgemm_") ||
+                                    sonde::executable_defines("cblas_dgemm");
+    if (static_blas) {
+      emit("blas.library", "(linked statically into the executable)", ctx);
+      sonde::add_note("static-blas",
+                      "the executable contains its own BLAS (linked statically): its BLAS calls "
+                      "cannot be intercepted by LD_PRELOAD; link the shared libblas/libopenblas "
+                      "to profile them");
+    }
+    return;
+  }
   for (size_t i = 0; i < kCount; ++i) {
     if (!g_real[i].resolved()) continue;
     std::string lib = sonde::object_path_of(g_real[i].fn.load());

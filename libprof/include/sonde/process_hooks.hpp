@@ -29,4 +29,8 @@ void register_info_provider(InfoProvider provider);
 // A warning that belongs in the profile (and once on stderr).
 void add_note(const char* topic, const char* message);
 
+// True when the main executable itself defines `function` (in .symtab or .dynsym): a library
+// linked statically, out of LD_PRELOAD's reach.
+bool executable_defines(const char* function);
+
 }  // namespace sonde
