@@ -1,0 +1,64 @@
+#include "run_info.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+
+namespace sonde {
+namespace {
+
+TEST(RunInfo, EnvironmentAllowListKeepsTuningVariables) {
+  for (const char* name : {"SONDE_X", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                           "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "NCCL_DEBUG"}) {
+    EXPECT_TRUE(environment_allowed(name)) << name;
+  }
+}
+
+TEST(RunInfo, EnvironmentAllowListRejectsEverythingElse) {
+  for (const char* name : {"AWS_SECRET_ACCESS_KEY", "HOME", "PATH", "GITHUB_TOKEN", "",
+                           "XSONDE_X", "sonde_x", "LD_PRELOAD"}) {
+    EXPECT_FALSE(environment_allowed(name)) << name;
+  }
+}
+
+TEST(RunInfo, AllowedEnvironmentListsOnlyAllowedVariablesWithTheirValues) {
+  ASSERT_EQ(setenv("OMP_NUM_THREADS", "3", 1), 0);
+  ASSERT_EQ(setenv("GITHUB_TOKEN", "ghp_secret", 1), 0);
+  auto env = allowed_environment();
+  unsetenv("GITHUB_TOKEN");
+  auto has = [&](const std::string& key) {
+    return std::find_if(env.begin(), env.end(), [&](auto& kv) { return kv.first == key; });
+  };
+  auto omp = has("env.OMP_NUM_THREADS");
+  ASSERT_NE(omp, env.end());
+  EXPECT_EQ(omp->second, "3");
+  EXPECT_EQ(has("env.GITHUB_TOKEN"), env.end());
+  for (const auto& [key, value] : env) {
+    ASSERT_EQ(key.rfind("env.", 0), 0u) << key;
+    EXPECT_TRUE(environment_allowed(key.substr(4))) << key;
+    EXPECT_EQ(value.find("ghp_secret"), std::string::npos) << key;
+  }
+}
+
+TEST(RunInfo, RunUuidsAreHexAndDistinct) {
+  std::string a = new_run_uuid(), b = new_run_uuid();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b);
+}
+
+TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
+  RunInfo r = collect_run_info("u", true, 42);
+  EXPECT_EQ(r.uuid, "u");
+  EXPECT_EQ(r.mode, "trace");
+  EXPECT_EQ(r.started_ns, 42);
+  EXPECT_GE(r.cores, 1);
+  EXPECT_GE(r.affinity_cores, 1);
+  EXPECT_LE(r.affinity_cores, r.cores);
+  EXPECT_NE(r.command.find("sonde_libprof_tests"), std::string::npos) << r.command;
+  EXPECT_EQ(collect_run_info("u", false, 0).mode, "profile");
+}
+
+}  // namespace
+}  // namespace sonde
