@@ -1,0 +1,184 @@
+#include "snapshot.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "frames.hpp"
+
+namespace sonde {
+namespace {
+
+using test::enter_at;
+using test::leave_at;
+
+// A Clock that was never init()ed converts 1 tick to 1 ns with tick 0 at realtime 0, so every
+// expected value below is exact.
+Clock unit_clock() {
+  Clock c;
+  EXPECT_DOUBLE_EQ(c.ns_per_tick(), 1.0);
+  EXPECT_EQ(c.to_realtime_ns(1234), 1234);
+  return c;
+}
+
+// incl == excl + sum of the children's incl, for every node.
+void expect_times_add_up(const ThreadSnapshot& s) {
+  std::map<uint32_t, int64_t> children;
+  for (const NodeRow& n : s.nodes) {
+    if (n.index != 0) children[n.parent] += n.incl_ns;
+  }
+  for (const NodeRow& n : s.nodes) {
+    EXPECT_EQ(n.incl_ns, n.excl_ns + children[n.index]) << "node " << n.index;
+    EXPECT_GE(n.excl_ns, 0) << "node " << n.index;
+  }
+}
+
+// root(start 1000) -> A [1100, 2000] -> B [1200, 1500], B [1600, 1700]
+//                  -> C [2100, open) -> D [2200, open)
+struct Scenario : testing::Test {
+  ThreadState t{2, 4242, 1000, 16, 0};
+  uint32_t a = 0, b = 0, c = 0, d = 0;
+  void SetUp() override {
+    a = enter_at(t, 1, 1100);
+    b = enter_at(t, 2, 1200);
+    leave_at(t, 1500);
+    EXPECT_EQ(enter_at(t, 2, 1600), b);
+    leave_at(t, 1700);
+    leave_at(t, 2000);
+    c = enter_at(t, 3, 2100);
+    d = enter_at(t, 4, 2200);
+  }
+};
+
+TEST_F(Scenario, ClosedFramesAreExact) {
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 2600);
+  ASSERT_EQ(s.nodes.size(), 5u);
+  EXPECT_EQ(s.seq, 2u);
+  EXPECT_EQ(s.tid, 4242);
+  EXPECT_EQ(s.started_ns, 1000);
+  EXPECT_FALSE(s.ended_ns.has_value());
+  const NodeRow& na = s.nodes[a];
+  const NodeRow& nb = s.nodes[b];
+  EXPECT_EQ(na.calls, 1u);
+  EXPECT_EQ(na.subrs, 2u);
+  EXPECT_EQ(na.incl_ns, 900);
+  EXPECT_EQ(na.excl_ns, 500);
+  EXPECT_EQ(nb.calls, 2u);
+  EXPECT_EQ(nb.subrs, 0u);
+  EXPECT_EQ(nb.incl_ns, 400);
+  EXPECT_EQ(nb.excl_ns, 400);
+  EXPECT_EQ(nb.parent, a);
+  EXPECT_EQ(nb.depth, 2u);
+  EXPECT_EQ(nb.routine, 2u);
+}
+
+TEST_F(Scenario, OpenFramesAreChargedUpToNow) {
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 2600);
+  EXPECT_EQ(s.nodes[c].incl_ns, 500);  // 2600 - 2100
+  EXPECT_EQ(s.nodes[c].excl_ns, 100);  // minus the open child D
+  EXPECT_EQ(s.nodes[d].incl_ns, 400);
+  EXPECT_EQ(s.nodes[d].excl_ns, 400);
+  EXPECT_EQ(s.nodes[c].calls, 1u);
+  EXPECT_EQ(s.nodes[d].calls, 1u);
+  EXPECT_EQ(s.nodes[0].calls, 1u);
+  EXPECT_EQ(s.nodes[0].subrs, 2u);
+}
+
+TEST_F(Scenario, RootSpansTheThreadsLife) {
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 2600);
+  EXPECT_EQ(s.nodes[0].incl_ns, 1600);  // now - start
+  EXPECT_EQ(s.nodes[0].excl_ns, 1600 - 900 - 500);
+  expect_times_add_up(s);
+}
+
+TEST_F(Scenario, SnapshotDoesNotChangeTheState) {
+  ThreadSnapshot first = take_snapshot(t, unit_clock(), 2600);
+  ThreadSnapshot again = take_snapshot(t, unit_clock(), 2600);
+  ASSERT_EQ(first.nodes.size(), again.nodes.size());
+  for (size_t i = 0; i < first.nodes.size(); ++i) {
+    EXPECT_EQ(first.nodes[i].incl_ns, again.nodes[i].incl_ns) << i;
+    EXPECT_EQ(first.nodes[i].excl_ns, again.nodes[i].excl_ns) << i;
+  }
+  EXPECT_EQ(t.depth(), 2u);
+  EXPECT_EQ(t.nodes[c].incl_ticks.load(), 0u);  // open time is never written back
+}
+
+TEST_F(Scenario, LaterSnapshotsGrowAndStillAddUp) {
+  ThreadSnapshot early = take_snapshot(t, unit_clock(), 2600);
+  leave_at(t, 3000);  // D closes: 800
+  ThreadSnapshot later = take_snapshot(t, unit_clock(), 3500);
+  EXPECT_EQ(later.nodes[d].incl_ns, 800);
+  EXPECT_EQ(later.nodes[c].incl_ns, 1400);
+  EXPECT_EQ(later.nodes[c].excl_ns, 600);
+  EXPECT_EQ(later.nodes[0].incl_ns, 2500);
+  for (size_t i = 0; i < early.nodes.size(); ++i) {
+    EXPECT_GE(later.nodes[i].incl_ns, early.nodes[i].incl_ns) << i;
+  }
+  expect_times_add_up(later);
+}
+
+TEST_F(Scenario, AnEndedThreadIsChargedUpToItsEnd) {
+  leave_at(t, 2300);
+  leave_at(t, 2400);
+  t.mark_ended(2500);
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 9999);
+  ASSERT_TRUE(s.ended_ns.has_value());
+  EXPECT_EQ(*s.ended_ns, 2500);
+  EXPECT_EQ(s.nodes[0].incl_ns, 1500);
+  EXPECT_EQ(s.nodes[c].incl_ns, 300);
+  EXPECT_EQ(s.nodes[d].incl_ns, 100);
+  expect_times_add_up(s);
+}
+
+TEST_F(Scenario, ShapesCostsAndCountersAreCopied) {
+  CallCost cost{1000, 64, GemmShape{4, 5, 6, 1, 'N', 'T', DType::kF64}};
+  uint32_t g = enter_at(t, 9, 2300);
+  leave_at(t, 2350, &cost, reinterpret_cast<const void*>(0x42));
+  bump(t.depth_overflows, 3);
+  bump(t.node_overflows, 4);
+  bump(t.region_mismatches, 5);
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 2600);
+  EXPECT_EQ(s.nodes[g].flops, 1000u);
+  EXPECT_EQ(s.nodes[g].bytes, 64u);
+  EXPECT_EQ(s.nodes[g].parent, d);
+  ASSERT_EQ(s.shapes.size(), 1u);
+  EXPECT_EQ(s.shapes[0].node, g);
+  EXPECT_EQ(s.shapes[0].site, reinterpret_cast<const void*>(0x42));
+  EXPECT_EQ(s.shapes[0].calls, 1u);
+  EXPECT_EQ(s.shapes[0].time_ns, 50);
+  EXPECT_EQ(s.shapes[0].shape.k, 6);
+  EXPECT_EQ(s.shapes[0].shape.trans_b, 'T');
+  EXPECT_EQ(s.depth_overflows, 3u);
+  EXPECT_EQ(s.node_overflows, 4u);
+  EXPECT_EQ(s.region_mismatches, 5u);
+  expect_times_add_up(s);
+}
+
+TEST(Snapshot, TicksAreConvertedWithTheClockRatio) {
+  Clock clock;
+  clock.init();
+  clock.refresh();
+  double ratio = clock.ns_per_tick();
+  ASSERT_GT(ratio, 0.0);
+  ThreadState t(0, 1, 1000000, 8, 0);
+  enter_at(t, 1, 1000000);
+  leave_at(t, 3000000);
+  ThreadSnapshot s = take_snapshot(t, clock, 5000000);
+  EXPECT_NEAR(double(s.nodes[1].incl_ns), 2000000 * ratio, 1.0);
+  EXPECT_NEAR(double(s.nodes[0].incl_ns), 4000000 * ratio, 1.0);
+  EXPECT_NEAR(double(s.nodes[0].excl_ns), 2000000 * ratio, 1.0);
+}
+
+TEST(Snapshot, TraceEventsAreDrainedInRealtime) {
+  ThreadState t(0, 1, 100, 8, 4);
+  for (uint64_t i = 0; i < 6; ++i) t.trace->push(TraceEvent{0, 100 + i, 200 + i});
+  ThreadSnapshot s = take_snapshot(t, Clock{}, 500);
+  ASSERT_EQ(s.events.size(), 4u);  // a ring of 4 keeps the first 4 and counts the rest
+  EXPECT_EQ(s.events[0].start_ns, 100);
+  EXPECT_EQ(s.events[3].end_ns, 203);
+  EXPECT_EQ(s.dropped_events, 2u);
+  EXPECT_TRUE(take_snapshot(t, Clock{}, 500).events.empty());  // drained once
+}
+
+}  // namespace
+}  // namespace sonde

@@ -1,0 +1,182 @@
+#include "thread_state.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "frames.hpp"
+
+namespace sonde {
+namespace {
+
+using test::enter_at;
+using test::leave_at;
+
+ThreadState make_state(uint64_t start = 1000) { return ThreadState(0, 1234, start, 16, 0); }
+
+GemmShape shape(int64_t m, int64_t n, int64_t k, char ta = 'N', char tb = 'N',
+                DType t = DType::kF32) {
+  return GemmShape{m, n, k, 1, ta, tb, t};
+}
+
+const void* site(uintptr_t v) { return reinterpret_cast<const void*>(v); }
+
+TEST(ThreadState, StartsWithTheRootNodeOpen) {
+  ThreadState t(3, 77, 500, 8, 0);
+  EXPECT_EQ(t.seq(), 3u);
+  EXPECT_EQ(t.tid(), 77);
+  EXPECT_EQ(t.start_ticks(), 500u);
+  EXPECT_EQ(t.depth(), 0u);
+  ASSERT_EQ(t.nodes.size_acquire(), 1u);
+  EXPECT_EQ(t.nodes[0].routine, 0u);
+  EXPECT_EQ(t.nodes[0].calls.load(), 1u);
+  EXPECT_EQ(t.stack_[0].node.load(), 0u);
+  EXPECT_EQ(t.stack_[0].start.load(), 500u);
+  EXPECT_EQ(t.trace, nullptr);
+  EXPECT_NE(ThreadState(0, 1, 0, 8, 16).trace, nullptr);
+}
+
+TEST(ThreadState, ChildOfReturnsOneNodePerParentAndRoutine) {
+  ThreadState t = make_state();
+  uint32_t a = t.child_of(0, 5);
+  uint32_t b = t.child_of(0, 6);
+  EXPECT_NE(a, 0u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(t.child_of(0, 5), a);
+  EXPECT_EQ(t.child_of(0, 6), b);
+  EXPECT_EQ(t.nodes.size_acquire(), 3u);
+  // The same routine under another parent is another call path.
+  uint32_t aa = t.child_of(a, 5);
+  EXPECT_NE(aa, a);
+  EXPECT_EQ(t.nodes[aa].parent, a);
+  EXPECT_EQ(t.nodes[aa].routine, 5u);
+  EXPECT_EQ(t.nodes[aa].depth, 2u);
+  EXPECT_EQ(t.nodes[a].parent, 0u);
+  EXPECT_EQ(t.nodes[a].depth, 1u);
+  EXPECT_EQ(t.child_of(a, 5), aa);
+}
+
+TEST(ThreadState, MoveToFrontKeepsLookupsCorrect) {
+  ThreadState t = make_state();
+  std::vector<uint32_t> ids;
+  for (RoutineId r = 1; r <= 6; ++r) ids.push_back(t.child_of(0, r));
+  EXPECT_EQ(std::set<uint32_t>(ids.begin(), ids.end()).size(), 6u);
+  // Look them up in an order that moves every one of them to the front at some point.
+  for (int round = 0; round < 3; ++round) {
+    for (RoutineId r : {1u, 4u, 1u, 6u, 2u, 3u, 5u, 5u, 2u}) {
+      ASSERT_EQ(t.child_of(0, r), ids[r - 1]) << "routine " << r << " round " << round;
+    }
+  }
+  EXPECT_EQ(t.child_of(0, 1), ids[0]);
+  EXPECT_EQ(t.nodes[0].first_child, ids[0]);  // the last one looked up is first
+  // The sibling list still holds every child exactly once.
+  std::multiset<uint32_t> listed;
+  for (uint32_t c = t.nodes[0].first_child; c != 0; c = t.nodes[c].next_sibling) listed.insert(c);
+  EXPECT_EQ(listed, std::multiset<uint32_t>(ids.begin(), ids.end()));
+  EXPECT_EQ(t.nodes.size_acquire(), 7u);  // no duplicate was created on the way
+}
+
+TEST(ThreadState, RecordShapeAggregatesIdenticalShapes) {
+  ThreadState t = make_state();
+  uint32_t n = t.child_of(0, 1);
+  t.record_shape(n, site(0x1000), shape(64, 32, 16), 100, 2000, 300);
+  t.record_shape(n, site(0x1000), shape(64, 32, 16), 50, 2000, 300);
+  ASSERT_EQ(t.shapes.size_acquire(), 1u);
+  const ShapeRecord& r = t.shapes[0];
+  EXPECT_EQ(r.node, n);
+  EXPECT_EQ(r.site, site(0x1000));
+  EXPECT_EQ(r.shape.m, 64);
+  EXPECT_EQ(r.calls.load(), 2u);
+  EXPECT_EQ(r.ticks.load(), 150u);
+  EXPECT_EQ(r.flops.load(), 4000u);
+  EXPECT_EQ(r.bytes.load(), 600u);
+}
+
+TEST(ThreadState, RecordShapeSeparatesSitesNodesAndShapes) {
+  ThreadState t = make_state();
+  uint32_t n1 = t.child_of(0, 1), n2 = t.child_of(0, 2);
+  t.record_shape(n1, site(0x1000), shape(64, 32, 16), 1, 1, 1);
+  t.record_shape(n1, site(0x2000), shape(64, 32, 16), 1, 1, 1);           // another call site
+  t.record_shape(n2, site(0x1000), shape(64, 32, 16), 1, 1, 1);           // another node
+  t.record_shape(n1, site(0x1000), shape(64, 32, 17), 1, 1, 1);           // another k
+  t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'T'), 1, 1, 1);      // transposed A
+  t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'N', 'C'), 1, 1, 1);  // conj B
+  t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'N', 'N', DType::kF64), 1, 1, 1);
+  GemmShape batched = shape(64, 32, 16);
+  batched.batch = 8;
+  t.record_shape(n1, site(0x1000), batched, 1, 1, 1);
+  ASSERT_EQ(t.shapes.size_acquire(), 8u);
+  for (uint32_t i = 0; i < 8; ++i) EXPECT_EQ(t.shapes[i].calls.load(), 1u) << i;
+  // Repeating each one lands on its own record.
+  t.record_shape(n1, site(0x2000), shape(64, 32, 16), 1, 1, 1);
+  t.record_shape(n1, site(0x1000), batched, 1, 1, 1);
+  EXPECT_EQ(t.shapes.size_acquire(), 8u);
+  EXPECT_EQ(t.shapes[1].calls.load(), 2u);
+  EXPECT_EQ(t.shapes[7].calls.load(), 2u);
+  EXPECT_EQ(t.shapes[0].calls.load(), 1u);
+}
+
+TEST(ThreadState, ShapeIndexGrowthKeepsEveryRecordFindable) {
+  ThreadState t = make_state();
+  uint32_t n = t.child_of(0, 1);
+  constexpr int kShapes = 300;  // the index starts at 64 slots and doubles several times
+  for (int i = 0; i < kShapes; ++i) {
+    t.record_shape(n, site(0x1000 + (i % 3)), shape(i, 2 * i, 7), uint64_t(i), 1, 1);
+  }
+  ASSERT_EQ(t.shapes.size_acquire(), uint32_t(kShapes));
+  for (int i = 0; i < kShapes; ++i) {
+    t.record_shape(n, site(0x1000 + (i % 3)), shape(i, 2 * i, 7), 1, 1, 1);
+  }
+  EXPECT_EQ(t.shapes.size_acquire(), uint32_t(kShapes));
+  for (int i = 0; i < kShapes; ++i) {
+    const ShapeRecord& r = t.shapes[uint32_t(i)];
+    EXPECT_EQ(r.shape.m, i);
+    EXPECT_EQ(r.calls.load(), 2u) << i;
+    EXPECT_EQ(r.ticks.load(), uint64_t(i) + 1) << i;
+  }
+}
+
+TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
+  ThreadState t = make_state(1000);
+  uint32_t a = enter_at(t, 1, 1100);
+  uint32_t b = enter_at(t, 2, 1200);
+  CallCost cost{10, 20, shape(2, 2, 2)};
+  leave_at(t, 1300, &cost, site(0x10));
+  EXPECT_EQ(t.nodes[b].calls.load(), 1u);
+  uint32_t c = enter_at(t, 3, 1400);  // a -> c stays open
+  bump(t.depth_overflows, 2);
+  bump(t.region_mismatches, 1);
+  t.mark_ended(1500);
+
+  t.reset_counts(5000);
+  EXPECT_EQ(t.depth(), 2u);
+  EXPECT_EQ(t.start_ticks(), 5000u);
+  EXPECT_EQ(t.end_ticks(), 0u);
+  EXPECT_EQ(t.depth_overflows.load(), 0u);
+  EXPECT_EQ(t.region_mismatches.load(), 0u);
+  // Closed work is forgotten...
+  EXPECT_EQ(t.nodes[b].calls.load(), 0u);
+  EXPECT_EQ(t.nodes[b].incl_ticks.load(), 0u);
+  EXPECT_EQ(t.nodes[b].excl_ticks.load(), 0u);
+  EXPECT_EQ(t.nodes[b].flops.load(), 0u);
+  EXPECT_EQ(t.shapes[0].calls.load(), 0u);
+  EXPECT_EQ(t.shapes[0].ticks.load(), 0u);
+  // ...open frames count as entered once, from `now`.
+  EXPECT_EQ(t.nodes[0].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[a].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[c].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[0].subrs.load(), 1u);
+  EXPECT_EQ(t.nodes[a].subrs.load(), 1u);
+  EXPECT_EQ(t.nodes[c].subrs.load(), 0u);
+  EXPECT_EQ(t.nodes[a].incl_ticks.load(), 0u);
+  for (uint32_t i = 0; i <= 2; ++i) {
+    EXPECT_EQ(t.stack_[i].start.load(), 5000u) << i;
+    EXPECT_EQ(t.stack_[i].child_ticks.load(), 0u) << i;
+  }
+  EXPECT_EQ(t.stack_[2].node.load(), c);
+  // The tree itself survives: the same paths map to the same nodes.
+  EXPECT_EQ(t.child_of(a, 2), b);
+}
+
+}  // namespace
+}  // namespace sonde
