@@ -8,10 +8,17 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
+/* What the calls really took, measured inside the routine: on a loaded machine a spin can
+ * overrun its deadline, so the truth is this figure, not M. */
+static double elapsed_us;
+
 void cblas_dgemm(int layout, int ta, int tb, int m, int n, int k, double alpha, const double* a,
                  int lda, const double* b, int ldb, double beta, double* c, int ldc) {
-  double until = now_us() + m;
-  while (now_us() < until) {
+  double start = now_us(), until = start + m, t;
+  while ((t = now_us()) < until) {
   }
+  elapsed_us += t - start;
   if (c) c[0] = (double)n * k;
 }
+
+double fake_blas_elapsed_us(void) { return elapsed_us; }

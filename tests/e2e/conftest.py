@@ -1,0 +1,64 @@
+"""Helpers for the end-to-end tests: run real programs under libsonde.so and read the profile
+with Python's sqlite3 module (a reader independent of sonde's own analyzers)."""
+import os
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+
+LIB = os.environ.get("SONDE_LIB", "")
+CLI = os.environ.get("SONDE_CLI", "")
+BIN = Path(os.environ.get("SONDE_E2E_BIN", "."))
+MLP = os.environ.get("SONDE_MLP", "")
+
+
+def clean_env(**extra):
+    """The test's environment without any sonde or preload state inherited from outside."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("SONDE_") and k != "LD_PRELOAD"}
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def run(cmd, db=None, timeout=300, **env):
+    """Runs cmd, preloaded with sonde writing to `db` when given. Returns CompletedProcess."""
+    e = clean_env(**env)
+    if db is not None:
+        e["LD_PRELOAD"] = LIB
+        e["SONDE_OUTPUT"] = str(db)
+    return subprocess.run([str(c) for c in cmd], env=e, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def query(db, sql, params=()):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def routine_calls(db, routine, process_id=None):
+    sql = ("SELECT COALESCE(SUM(n.calls), 0) FROM nodes n JOIN routines r USING (routine_id) "
+           "JOIN threads t USING (thread_id) WHERE r.name = ?")
+    params = [routine]
+    if process_id is not None:
+        sql += " AND t.process_id = ?"
+        params.append(process_id)
+    return query(db, sql, params)[0][0]
+
+
+def integrity_ok(db):
+    return query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+@pytest.fixture
+def db(tmp_path):
+    return tmp_path / "prof.db"
+
+
+def pytest_configure(config):
+    missing = [name for name, value in (("SONDE_LIB", LIB), ("SONDE_CLI", CLI)) if not value]
+    if missing:
+        raise pytest.UsageError(f"run these tests through ctest: {', '.join(missing)} unset")

@@ -1,0 +1,69 @@
+"""The issue's walk-through: sonde run, then every reading of the file it wrote."""
+import json
+import re
+
+import pytest
+
+from conftest import CLI, MLP, query, run
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    db = tmp_path_factory.mktemp("flow") / "prof.db"
+    r = run([CLI, "run", "-o", db, "--", MLP, "--steps", 60], OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    bare = run([MLP, "--steps", 60], OPENBLAS_NUM_THREADS=1)
+    assert r.stdout == bare.stdout  # the program's results are unchanged by profiling
+    return db
+
+
+def test_report_is_a_flat_profile(profile):
+    r = run([CLI, "report", profile])
+    assert r.returncode == 0
+    assert re.search(r"%Time\s+Exclusive.*Inclusive.*#Call\s+#Subrs", r.stdout)
+    assert "cblas_sgemm" in r.stdout and "update" in r.stdout
+
+
+def test_tree_shows_gemms_under_forward(profile):
+    r = run([CLI, "tree", profile])
+    assert r.returncode == 0
+    lines = r.stdout.splitlines()
+    forward = next(i for i, l in enumerate(lines) if "forward [region]" in l)
+    indent = lines[forward].index("forward")
+    child = lines[forward + 1]
+    assert "cblas_sgemm" in child and child.index("cblas_sgemm") > indent
+
+
+def test_shapes_lists_the_forward_gemms_with_their_call_site(profile):
+    r = run([CLI, "shapes", profile, "--format", "csv"])
+    assert r.returncode == 0
+    assert re.search(r"cblas_sgemm,.*linear_forward.*,100,1000,784,f32", r.stdout), r.stdout
+
+
+def test_query_hotspots(profile):
+    r = run([CLI, "query", profile,
+             "SELECT routine, calls FROM hotspots ORDER BY excl_s DESC LIMIT 5", "--format",
+             "csv"])
+    assert r.returncode == 0
+    rows = r.stdout.strip().splitlines()
+    assert rows[0] == "routine,calls" and len(rows) == 6
+
+
+def test_chrome_export_is_loadable_trace_json(profile):
+    r = run([CLI, "export", profile, "--format", "chrome"])
+    assert r.returncode == 0
+    trace = json.loads(r.stdout)
+    names = {e["name"] for e in trace["traceEvents"] if e.get("ph") == "X"}
+    assert {"forward", "backward", "update", "cblas_sgemm"} <= names
+
+
+def test_folded_export_feeds_flamegraphs(profile):
+    r = run([CLI, "export", profile, "--format", "folded"])
+    assert r.returncode == 0
+    lines = r.stdout.strip().splitlines()
+    assert all(re.fullmatch(r"[^ ].* \d+", l) for l in lines)
+    assert any(l.startswith("step;forward;cblas_sgemm ") for l in lines)
+    # The folded total is the profile's exclusive time, in microseconds.
+    total_us = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
+    [(excl_ns,)] = query(profile, "SELECT SUM(excl_ns) FROM nodes WHERE depth > 0")
+    assert abs(total_us - excl_ns / 1e3) <= len(lines)

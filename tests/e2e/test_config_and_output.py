@@ -1,0 +1,48 @@
+"""Bad settings and unusable outputs: one clear line, a safe default, the host unharmed."""
+from conftest import BIN, integrity_ok, query, routine_calls, run
+
+
+def test_bad_variable_values_warn_once_and_fall_back(db):
+    r = run([BIN / "blas_threads", 1, 100], db, SONDE_FLUSH_INTERVAL="abc", SONDE_TRACE="maybe")
+    assert r.returncode == 0 and r.stdout.startswith("checksum")
+    lines = [l for l in r.stderr.splitlines() if l.startswith("sonde:")]
+    assert sum("SONDE_FLUSH_INTERVAL='abc'" in l for l in lines) == 1
+    assert sum("SONDE_TRACE='maybe'" in l for l in lines) == 1
+    assert routine_calls(db, "cblas_sdot") == 100
+
+
+def test_unwritable_output_leaves_the_program_unharmed(tmp_path):
+    bare = run([BIN / "blas_threads", 2, 1000])
+    r = run([BIN / "blas_threads", 2, 1000], tmp_path / "no" / "such" / "dir" / "p.db")
+    assert r.returncode == 0 and r.stdout == bare.stdout
+    assert "cannot write the profile" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_an_existing_output_is_never_overwritten(tmp_path):
+    target = tmp_path / "prof.db"
+    target.write_text("precious")
+    r = run([BIN / "blas_threads", 1, 10], target)
+    assert r.returncode == 0
+    assert target.read_text() == "precious"
+    others = [p for p in tmp_path.iterdir() if p.name != "prof.db"]
+    assert len(others) == 1 and others[0].name.startswith("prof.")
+    assert "already exists" in r.stderr and others[0].name in r.stderr
+    assert routine_calls(others[0], "cblas_sdot") == 10
+
+
+def test_trace_mode_counts_what_its_bounded_buffer_drops(db):
+    r = run([BIN / "blas_threads", 1, 1000], db, SONDE_TRACE=1, SONDE_TRACE_BUFFER=100)
+    assert r.returncode == 0
+    assert integrity_ok(db)
+    [(events,)] = query(db, "SELECT COUNT(*) FROM trace_events")
+    [(dropped,)] = query(db, "SELECT SUM(dropped) FROM trace_drops")
+    assert events == 100 and dropped == 900  # nothing lost silently: 100 + 900 = 1000 calls
+    [(mode,)] = query(db, "SELECT mode FROM runs")
+    assert mode == "trace"
+
+
+def test_exit_status_and_output_are_unchanged(db):
+    bare = run([BIN / "misbehave", "exit3"])
+    r = run([BIN / "misbehave", "exit3"], db)
+    assert (r.returncode, r.stdout) == (bare.returncode, bare.stdout) == (3, "calls 50\n")

@@ -1,0 +1,33 @@
+"""A host that dies still leaves a valid file, and dies exactly as it would have."""
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import BIN, LIB, clean_env, integrity_ok, query, routine_calls, run
+
+
+@pytest.mark.parametrize("how,sig", [("abort", signal.SIGABRT), ("segv", signal.SIGSEGV),
+                                     ("sigterm", signal.SIGTERM), ("sigint", signal.SIGINT)])
+def test_a_fatal_signal_flushes_then_kills_with_the_same_signal(db, how, sig):
+    bare = run([BIN / "misbehave", how])
+    profiled = run([BIN / "misbehave", how], db)
+    assert bare.returncode == -sig
+    assert profiled.returncode == -sig
+    assert profiled.stdout == bare.stdout
+    assert integrity_ok(db)
+    assert routine_calls(db, "cblas_sdot") == 10
+    assert query(db, "SELECT end_reason FROM processes") == [(f"signal {int(sig)}",)]
+
+
+def test_sigkill_keeps_what_the_periodic_flush_wrote(db):
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL=0.2)
+    p = subprocess.Popen([BIN / "misbehave", "spin"], env=env, stdout=subprocess.DEVNULL)
+    time.sleep(1.5)
+    p.kill()
+    p.wait()
+    assert integrity_ok(db)
+    assert routine_calls(db, "cblas_sdot") > 10
+    [(flushes, ended)] = query(db, "SELECT flushes, ended_ns FROM processes")
+    assert flushes >= 3 and ended is None

@@ -1,0 +1,76 @@
+"""The known ways an LD_PRELOAD tool breaks real programs, and real BLAS users."""
+import textwrap
+
+import pytest
+
+from conftest import BIN, CLI, query, routine_calls, run
+
+PY = "/usr/bin/python3"
+
+
+def test_dlopen_through_the_callers_runpath_still_works(db):
+    assert run([BIN / "origin_loader"]).stdout == "loaded 42\n"
+    r = run([BIN / "origin_loader"], db)
+    assert (r.returncode, r.stdout) == (0, "loaded 42\n")
+
+
+def test_deepbind_libraries_are_reported(db):
+    r = run([BIN / "misbehave", "deepbind"], db)
+    assert r.returncode == 0 and "deepbind loaded" in r.stdout
+    [(message,)] = query(db, "SELECT message FROM notes WHERE topic = 'deepbind'")
+    assert "libm.so.6" in message and "RTLD_DEEPBIND" in message
+
+
+def test_static_blas_is_reported_not_an_empty_profile(db):
+    r = run([BIN / "static_blas"], db)
+    assert r.returncode == 0 and r.stdout == "c 7 10 15 22\n"
+    topics = {t for (t,) in query(db, "SELECT topic FROM notes")}
+    assert {"no-calls", "static-blas"} <= topics
+    report = run([CLI, "report", db])
+    assert report.returncode == 0
+    assert "linked statically" in report.stdout + report.stderr
+
+
+def test_numpy_blas_behind_rtld_local_is_found(db, tmp_path):
+    script = tmp_path / "np_gemm.py"
+    script.write_text(textwrap.dedent("""
+        import numpy as np
+        a = np.ones((100, 200), dtype=np.float32)
+        b = np.ones((200, 300), dtype=np.float32)
+        for _ in range(7):
+            c = a @ b
+        s = a @ a.T
+        print(float(c.sum()), float(s.sum()))
+    """))
+    bare = run([PY, script])
+    r = run([PY, script], db)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == bare.stdout
+    assert query(db, "SELECT m, n, k, calls FROM gemm_shapes WHERE routine = 'cblas_sgemm' "
+                     "AND m = 100 AND n = 300 AND k = 200") == [(100, 300, 200, 7)]
+    assert routine_calls(db, "cblas_ssyrk") == 1
+    [(lib,)] = query(db, "SELECT value FROM run_info WHERE key = 'blas.library'")
+    assert "blas" in lib
+
+
+def test_pytorch_fortran_sgemm_is_intercepted(db, tmp_path):
+    pytest.importorskip("numpy")
+    if run([PY, "-c", "import torch"]).returncode != 0:
+        pytest.skip("python3-torch is not installed")
+    script = tmp_path / "torch_mm.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        torch.manual_seed(0)
+        a = torch.randn(64, 128)
+        b = torch.randn(128, 32)
+        for _ in range(5):
+            c = torch.mm(a, b)
+        print(round(float(c.sum()), 3))
+    """))
+    bare = run([PY, script], OMP_NUM_THREADS=1)
+    r = run([PY, script], db, OMP_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == bare.stdout
+    shapes = query(db, "SELECT routine, m, n, k, calls FROM gemm_shapes")
+    # torch calls column-major sgemm_ for the row-major product: (M, N, K) = (32, 64, 128).
+    assert ("sgemm_", 32, 64, 128, 5) in shapes, shapes

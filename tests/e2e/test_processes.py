@@ -1,0 +1,42 @@
+"""Every process and thread of a run is recorded, with exact per-process counts."""
+from conftest import BIN, integrity_ok, query, routine_calls, run
+
+
+def test_fork_exec_and_threads_are_processes_and_threads_of_one_run(db):
+    r = run([BIN / "process_tree"], db)
+    assert r.returncode == 0, r.stderr
+    assert "children failed: 0" in r.stdout
+    assert integrity_ok(db)
+    assert query(db, "SELECT COUNT(*) FROM runs") == [(1,)]
+    procs = query(db, "SELECT process_id, pid, ppid, origin, parent_process_id, end_reason "
+                      "FROM processes ORDER BY process_id")
+    by_origin = {}
+    for row in procs:
+        by_origin.setdefault(row[3], []).append(row)
+    assert len(by_origin["root"]) == 1
+    assert len(by_origin["fork"]) == 3
+    assert len(by_origin["exec"]) == 1
+    root = by_origin["root"][0]
+    for fork in by_origin["fork"]:
+        assert fork[2] == root[1] and fork[4] == root[0]  # ppid and parent row are the root's
+    [exec_row] = by_origin["exec"]
+    exec_parent = next(p for p in by_origin["fork"] if p[0] == exec_row[4])
+    assert exec_parent[1] == exec_row[1]  # same pid: the image was replaced
+    assert exec_parent[5] == "exec"
+    # Calls per process: root 1 + 2 threads x 7, forks 3 (exit) and 2 (_exit), exec'd image 5.
+    calls = sorted(routine_calls(db, "cblas_sdot", p[0]) for p in procs)
+    assert calls == [0, 2, 3, 5, 15]
+    assert query(db, "SELECT COUNT(*) FROM threads WHERE process_id = ?", (root[0],)) == [(3,)]
+    assert {p[5] for p in by_origin["fork"]} == {"exit", "_exit", "exec"}
+
+
+def test_forking_while_another_thread_holds_sondes_locks_never_hangs(db):
+    # A churning thread keeps the registry, the thread list and the store busy (flushing every
+    # 5 ms) while the main thread forks: a child that inherited a held lock would hang.
+    r = run([BIN / "misbehave", "fork-stress", 60], db, timeout=120, SONDE_FLUSH_INTERVAL=0.005)
+    assert r.returncode == 0, r.stderr
+    assert "forks ok 60" in r.stdout
+    assert integrity_ok(db)
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'") == [(60,)]
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork' AND end_reason "
+                     "= '_exit'") == [(60,)]
