@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <ostream>
 #include <string>
 
 namespace sonde {
@@ -76,6 +77,9 @@ struct BadValue {
   const char* name;
   const char* value;
 };
+
+// Test names show the value rather than the struct's bytes.
+void PrintTo(const BadValue& bad, std::ostream* os) { *os << bad.name << "='" << bad.value << "'"; }
 
 class ConfigBadValue : public testing::TestWithParam<BadValue> {};
 
