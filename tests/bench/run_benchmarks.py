@@ -1,0 +1,563 @@
+#!/usr/bin/python3
+"""Benchmarks of sonde's performance targets (docs/DESIGN "Performance targets").
+
+Runs the programs of tests/bench with and without the preload, interleaved, and prints every
+figure beside the comparison it is measured against in the same run (ratio or difference),
+with the median, the minimum and the spread over repetitions: these machines are noisy.
+
+  /usr/bin/python3 tests/bench/run_benchmarks.py            # full sizes (a few minutes)
+  /usr/bin/python3 tests/bench/run_benchmarks.py --quick    # small sizes, < 60 s (CI)
+
+The timings never fail the run. It fails (exit 1) only when a benchmark program crashes or
+produces no data, or when a profile does not hold exactly the calls the program made.
+
+Paths come from the environment that ctest sets (SONDE_LIB, SONDE_CLI, SONDE_BUILD,
+SONDE_SOURCE), else from --build-dir, else from the checkout this script lives in.
+"""
+
+import argparse
+import datetime
+import os
+import platform
+import random
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class BenchError(Exception):
+    """A benchmark did not work: a crash, no data, or a wrong count in the profile."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Running programs
+
+
+class Result:
+    def __init__(self, values, wall_s, maxrss_kib, stdout, stderr):
+        self.values = values  # key -> list of strings, from "key value" lines
+        self.wall_s = wall_s
+        # From wait4: includes this Python's peak, which the child inherits across fork+exec.
+        self.maxrss_kib = maxrss_kib
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def get(self, key, conv=float):
+        if key not in self.values:
+            raise BenchError(f"the program printed no '{key}' line:\n{self.stdout}{self.stderr}")
+        return conv(self.values[key][-1])
+
+    def all(self, key, conv=float):
+        if key not in self.values:
+            raise BenchError(f"the program printed no '{key}' line:\n{self.stdout}{self.stderr}")
+        return [conv(v) for v in self.values[key]]
+
+
+def run(cmd, env_extra=None, preload=None, output=None, capture=True):
+    """Runs cmd to completion; returns its "key value" lines, wall time and peak RSS."""
+    env = dict(os.environ)
+    for k in list(env):  # the benchmark decides what is preloaded and where profiles go
+        if k.startswith("SONDE_") and k not in ("SONDE_LOG",):
+            del env[k]
+    env.pop("LD_PRELOAD", None)
+    env.setdefault("SONDE_LOG", "warn")
+    if preload:
+        env["LD_PRELOAD"] = preload
+    if output:
+        if os.path.exists(output):
+            os.unlink(output)
+        env["SONDE_OUTPUT"] = output
+    env.update(env_extra or {})
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out if capture else subprocess.DEVNULL, stderr=err,
+                                env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode(errors="replace")
+        stderr = err.read().decode(errors="replace")
+    if proc.returncode != 0:
+        raise BenchError(f"{' '.join(cmd)} exited with status {proc.returncode} "
+                         f"(LD_PRELOAD={preload or ''}):\n{stdout[-2000:]}{stderr[-2000:]}")
+    values = {}
+    for line in stdout.splitlines():
+        parts = line.split(None, 1)
+        if len(parts) == 2:
+            values.setdefault(parts[0], []).append(parts[1].strip())
+    return Result(values, wall, usage.ru_maxrss, stdout, stderr)
+
+
+def profile_query(path, sql, params=()):
+    if not os.path.exists(path):
+        raise BenchError(f"no profile was written at {path}")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return db.execute(sql, params).fetchall()
+    finally:
+        db.close()
+
+
+def routine_calls(path, routine):
+    """(number of nodes, total calls) of `routine` in the profile at `path`."""
+    rows = profile_query(path, "SELECT COUNT(*), COALESCE(SUM(n.calls), 0) FROM nodes n "
+                               "JOIN routines r USING (routine_id) WHERE r.name = ?", (routine,))
+    return rows[0]
+
+
+def expect(cond, message):
+    if not cond:
+        raise BenchError(message)
+
+
+# ----------------------------------------------------------------------------------------------
+# Statistics and printing
+
+
+def spread(xs):
+    return f"min {min(xs):.4g}, median {statistics.median(xs):.4g}, max {max(xs):.4g}, n={len(xs)}"
+
+
+class Summary:
+    def __init__(self):
+        self.rows = []  # (benchmark, figure, comparison, target, verdict)
+
+    def add(self, bench, figure, comparison, target, met):
+        verdict = "met" if met else "MISSED"
+        self.rows.append((bench, figure, comparison, target, verdict))
+
+    def print(self, quick):
+        print("\n== Summary" + (" (quick mode: small sizes, not the targets' conditions; "
+                                "verdicts are indicative only)" if quick else ""))
+        head = ("benchmark", "measured", "comparison (same run)", "target", "")
+        print("| " + " | ".join(head) + " |")
+        print("|" + "|".join("---" for _ in head) + "|")
+        for r in self.rows:
+            print("| " + " | ".join(r) + " |")
+
+
+def section(title):
+    print(f"\n== {title}", flush=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# 1. Added cost per intercepted call
+
+
+def bench_call_cost(cfg, summary):
+    section("1. Added cost per intercepted call (cblas_sdot, n = 1)")
+    prog = [cfg.bench("bench_call_cost"), "--calls", str(cfg.size(10_000_000, 1_000_000)),
+            "--reps", "3"]
+    variants = [("none", None), ("shim", cfg.shim), ("sonde", cfg.lib)]
+    per = {name: [] for name, _ in variants}
+    tsc = []
+    rounds = cfg.size(7, 2)
+    db = os.path.join(cfg.work, "call_cost.db")
+    for r in range(rounds):
+        order = variants[r % 3:] + variants[:r % 3]  # rotate which variant goes first
+        for name, preload in order:
+            res = run(prog, preload=preload, output=db if name == "sonde" else None)
+            per[name].append(min(res.all("ns_per_call")))  # best of the in-process repetitions
+            if "tsc_pair_ns" in res.values:
+                tsc.append(res.get("tsc_pair_ns"))
+            expect(res.get("sonde_active", int) == (1 if name == "sonde" else 0),
+                   f"sonde_active is wrong for the '{name}' run")
+            if name == "sonde":
+                nodes, calls = routine_calls(db, "cblas_sdot")
+                made = res.get("calls_total", int)
+                expect(calls == made, f"the profile counts {calls} cblas_sdot calls, the "
+                                      f"program made {made}")
+                expect(nodes == 1, f"cblas_sdot has {nodes} call paths, expected 1")
+    for name, _ in variants:
+        print(f"  {name:5s} ns/call: {spread(per[name])}")
+    added = [s - b for s, b in zip(per["sonde"], per["shim"])]  # paired within a round
+    shim_cost = [b - n for b, n in zip(per["shim"], per["none"])]
+    print(f"  sonde - shim (paired per round), ns/call: {spread(added)}")
+    print(f"  shim - none (interposition itself), ns/call: {spread(shim_cost)}")
+    if tsc:
+        print(f"  two back-to-back rdtsc reads, ns: {spread(tsc)}")
+    med = statistics.median(added)
+    summary.add("1. added cost per intercepted call",
+                f"{med:.1f} ns/call (sonde − shim, median of {rounds} paired rounds; "
+                f"range {min(added):.1f}–{max(added):.1f})",
+                f"sonde {statistics.median(per['sonde']):.1f}, shim "
+                f"{statistics.median(per['shim']):.1f}, no preload "
+                f"{statistics.median(per['none']):.1f} ns/call"
+                + (f"; 2×rdtsc {statistics.median(tsc):.1f} ns" if tsc else ""),
+                "≤ 25 ns", med <= 25)
+
+
+# ----------------------------------------------------------------------------------------------
+# 2. Reference workload: mlp_train wall time, paired
+
+
+def bench_mlp(cfg, summary):
+    steps = cfg.size(300, 10)
+    pairs = cfg.pairs or cfg.size(5, 1)
+    section(f"2. mlp_train --steps {steps}: wall time with and without sonde, {pairs} pairs, "
+            f"OPENBLAS_NUM_THREADS={cfg.blas_threads}")
+    prog = [cfg.mlp, "--steps", str(steps)]
+    env = {"OPENBLAS_NUM_THREADS": str(cfg.blas_threads), "OMP_NUM_THREADS": "1"}
+    db = os.path.join(cfg.work, "mlp.db")
+    base, prof, ratios = [], [], []
+    for i in range(pairs):
+        order = ["base", "sonde"] if i % 2 == 0 else ["sonde", "base"]
+        got = {}
+        for which in order:
+            res = run(prog, env_extra=env, preload=cfg.lib if which == "sonde" else None,
+                      output=db if which == "sonde" else None)
+            got[which] = res.wall_s
+            if which == "sonde":
+                nodes, calls = routine_calls(db, "cblas_sgemm")
+                expect(calls > 0, "the mlp_train profile has no cblas_sgemm calls")
+        base.append(got["base"])
+        prof.append(got["sonde"])
+        ratios.append(100.0 * (got["sonde"] / got["base"] - 1.0))
+        print(f"  pair {i + 1}: without {got['base']:.3f} s, with {got['sonde']:.3f} s, "
+              f"overhead {ratios[-1]:+.2f} %", flush=True)
+    print(f"  without sonde, s: {spread(base)}")
+    print(f"  with sonde, s:    {spread(prof)}")
+    print(f"  overhead per pair, %: {spread(ratios)}")
+    best = 100.0 * (min(prof) / min(base) - 1.0)
+    print(f"  overhead of the fastest runs (min/min), %: {best:+.2f}")
+    med = statistics.median(ratios)
+    summary.add(f"2. mlp_train --steps {steps} wall-time overhead",
+                f"{med:+.2f} % (median of {pairs} pairs; range {min(ratios):+.2f} to "
+                f"{max(ratios):+.2f} %)",
+                f"without {statistics.median(base):.3f} s, with "
+                f"{statistics.median(prof):.3f} s; min/min {best:+.2f} %",
+                "< 2 %", med < 2)
+
+
+# ----------------------------------------------------------------------------------------------
+# 3. Memory: many calls over a bounded set of call paths
+
+
+def bench_memory(cfg, summary):
+    calls = cfg.size(10_000_000, 1_000_000)
+    paths, rounds = 1000, 10
+    section(f"3. Peak RSS: {calls:,} intercepted calls over {paths:,} call paths")
+    prog = [cfg.bench("bench_memory"), "--calls", str(calls), "--paths", str(paths),
+            "--rounds", str(rounds)]
+    one_path = [cfg.bench("bench_memory"), "--calls", str(calls), "--paths", "1",
+                "--rounds", str(rounds)]
+    db = os.path.join(cfg.work, "memory.db")
+    base, prof, prof1 = [], [], []
+    for r in range(cfg.size(3, 1)):
+        # The programs' own VmHWM, read after their sonde_flush(): wait4's ru_maxrss would
+        # also count this Python process, whose peak a child inherits through fork and exec.
+        res = run(prog)
+        base.append(res.get("peak_rss_kib", int))
+        for cmd, sink, n_paths in ((prog, prof, paths), (one_path, prof1, 1)):
+            res = run(cmd, preload=cfg.lib, output=db)
+            sink.append(res.get("peak_rss_kib", int))
+            made = res.get("calls_total", int)
+            expect(res.get("flush_status", int) == 0, "sonde_flush() failed in bench_memory")
+            nodes, counted = routine_calls(db, "cblas_sdot")
+            expect(counted == made == calls,
+                   f"the profile counts {counted} cblas_sdot calls, the program made {made}")
+            expect(nodes == n_paths, f"cblas_sdot has {nodes} call paths, expected {n_paths}")
+            regions = profile_query(db, "SELECT COUNT(*), SUM(n.calls) FROM nodes n JOIN "
+                                        "routines r USING (routine_id) WHERE r.kind = 'region'")
+            expect(regions[0] == (n_paths, n_paths * rounds),
+                   f"region nodes/calls {regions[0]}, expected {(n_paths, n_paths * rounds)}")
+    extra = [p - b for p, b in zip(prof, base)]
+    extra1 = [p - b for p, b in zip(prof1, base)]
+    mib = lambda kib: kib / 1024.0
+    print(f"  peak RSS without sonde, MiB: {spread([mib(x) for x in base])}")
+    print(f"  peak RSS with sonde, MiB:    {spread([mib(x) for x in prof])}")
+    print(f"  extra RSS, {paths} paths, MiB: {spread([mib(x) for x in extra])}")
+    print(f"  extra RSS, 1 path (fixed cost of the library), MiB: "
+          f"{spread([mib(x) for x in extra1])}")
+    med = mib(statistics.median(extra))
+    summary.add(f"3. extra peak RSS, {calls / 1e6:g} M calls over {paths} paths",
+                f"{med:.1f} MiB (median of {len(extra)})",
+                f"without {mib(statistics.median(base)):.1f} MiB, with "
+                f"{mib(statistics.median(prof)):.1f} MiB; same calls over 1 path: +"
+                f"{mib(statistics.median(extra1)):.1f} MiB",
+                "< 10 MB", med * 1.048576 < 10)
+
+
+# ----------------------------------------------------------------------------------------------
+# 4. Flush cost
+
+
+def schema_sql(cfg):
+    with open(os.path.join(cfg.source, "libprof", "src", "store_schema.sql")) as f:
+        return f.read()
+
+
+def plain_insert_s(cfg, n_routines, node_parents):
+    """Seconds for a plain sqlite3 transaction inserting the same rows into a fresh file."""
+    path = os.path.join(cfg.work, "plain_insert.db")
+    if os.path.exists(path):
+        os.unlink(path)
+    db = sqlite3.connect(path)
+    db.executescript(schema_sql(cfg))
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.commit()
+    routines = [(f"f{i:06d}", "region", "", "", 0) for i in range(n_routines)]
+    nodes = [(i + 1, 1, parent, 1 + (i % n_routines), 1, 0, 1, 0, 1000, 1000, 0.0, 0.0)
+             for i, parent in enumerate(node_parents)]
+    t0 = time.perf_counter()
+    with db:
+        db.executemany("INSERT OR IGNORE INTO routines (name, kind, library, file, line) "
+                       "VALUES (?,?,?,?,?)", routines)
+        db.executemany("INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, "
+                       "recursive, calls, subrs, incl_ns, excl_ns, flops, bytes) "
+                       "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", nodes)
+    t = time.perf_counter() - t0
+    db.close()
+    return t
+
+
+def bench_flush(cfg, summary):
+    paths = cfg.size(100_000, 5_000)
+    fanout = cfg.size(1000, 100)
+    section(f"4. One sonde_flush() writing {paths:,} new call paths (SONDE_FLUSH_INTERVAL=0)")
+    db = os.path.join(cfg.work, "flush.db")
+    env = {"SONDE_FLUSH_INTERVAL": "0"}
+    layouts = [("flat", 0), ("tree", fanout)]
+    res_by = {name: {"flush1_s": [], "flush2_s": [], "create_s": []} for name, _ in layouts}
+    plain = []
+    for r in range(cfg.size(3, 1)):
+        for name, f in layouts:
+            res = run([cfg.bench("bench_flush"), "--paths", str(paths), "--fanout", str(f)],
+                      env_extra=env, preload=cfg.lib, output=db)
+            for k in res_by[name]:
+                res_by[name][k].append(res.get(k))
+            expect(res.get("flush_status", str) == "0 0", "sonde_flush() failed in bench_flush")
+            groups = paths // f if f else 0
+            rows = profile_query(db, "SELECT COUNT(*), SUM(n.calls = 1), SUM(n.calls) FROM "
+                                     "nodes n JOIN routines r USING (routine_id) "
+                                     "WHERE r.kind = 'region'")
+            want = paths + groups
+            expect(rows[0] == (want, want, want),
+                   f"{name}: region nodes (count, called once, calls) = {rows[0]}, "
+                   f"expected {want} each")
+        # The same rows (flat layout: one routine per path) through a plain sqlite3 transaction.
+        plain.append(plain_insert_s(cfg, paths, [1] * paths))
+    for name, f in layouts:
+        desc = "flat: paths distinct regions under the root, as many routines" if not f else \
+            f"tree: {paths // f} regions x {f} shared names, {paths // f + f} routines"
+        print(f"  {name} ({desc})")
+        for k in ("create_s", "flush1_s", "flush2_s"):
+            label = {"create_s": "creating the paths (not the target)",
+                     "flush1_s": "first flush (inserts)", "flush2_s": "second flush (updates)"}[k]
+            print(f"    {label}, s: {spread(res_by[name][k])}")
+    print(f"  plain sqlite3 (Python) inserting {paths:,} routines + {paths:,} nodes in one "
+          f"transaction, s: {spread(plain)}")
+    flat = statistics.median(res_by["flat"]["flush1_s"])
+    tree = statistics.median(res_by["tree"]["flush1_s"])
+    base = statistics.median(plain)
+    summary.add(f"4. first flush of {paths / 1000:g}k new call paths",
+                f"{flat:.3f} s (flat, {paths / 1000:g}k routines too); {tree:.3f} s (tree, "
+                f"{paths // fanout + fanout} routines)",
+                f"plain sqlite3 insert of the same flat rows {base:.3f} s (×{flat / base:.1f}); "
+                f"second flush {statistics.median(res_by['flat']['flush2_s']):.3f} s",
+                "< 0.5 s", flat < 0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# 5. sonde report on a large file
+
+
+def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
+    """A profile of schema v1 with one run/process/thread, n_routines and n_nodes in a tree."""
+    rnd = random.Random(seed)
+    if os.path.exists(path):
+        os.unlink(path)
+    db = sqlite3.connect(path)
+    db.executescript(schema_sql(cfg))
+    now = time.time_ns()
+    with db:
+        db.execute("INSERT INTO meta VALUES ('schema_version', '1'), "
+                   "('created_by', 'run_benchmarks.py')")
+        db.execute("INSERT INTO runs VALUES (1, 'bench-0000', ?, 'synthetic', 'bench', "
+                   "'synthetic', 2, 2, 'profile')", (now,))
+        db.execute("INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, "
+                   "started_ns, ended_ns, last_flush_ns, flushes, end_reason) "
+                   "VALUES (1, 1, 1000, 1, 'root', 'synthetic', ?, ?, ?, 1, 'exit')",
+                   (now, now + 60 * 10**9, now + 60 * 10**9))
+        db.execute("INSERT INTO run_info VALUES (1, 1, 'blas.library', 'libopenblas.so')")
+        db.execute("INSERT INTO threads VALUES (1, 1, 0, 1000, 'main', ?, ?, 0, 0)",
+                   (now, now + 60 * 10**9))
+        kinds = ["blas"] * 60 + ["region"] * 40
+        routines = [(1, "<thread>", "root", "", "", 0)]
+        for i in range(2, n_routines + 1):
+            kind = "python" if i > 100 else kinds[i % 100]
+            routines.append((i, f"{kind}_routine_{i}", kind,
+                             "libopenblas.so" if kind == "blas" else "",
+                             f"model/layer_{i % 97}.py" if kind == "python" else "",
+                             i % 500 if kind == "python" else 0))
+        db.executemany("INSERT INTO routines VALUES (?,?,?,?,?,?)", routines)
+        # A random recursive tree (depth ~ ln n), routines skewed towards the first ones.
+        parent = [0] * (n_nodes + 1)
+        depth = [0] * (n_nodes + 1)
+        excl = [0] * (n_nodes + 1)
+        incl = [0] * (n_nodes + 1)
+        subrs = [0] * (n_nodes + 1)
+        routine = [1] * (n_nodes + 1)
+        calls = [1] * (n_nodes + 1)
+        for i in range(2, n_nodes + 1):
+            p = rnd.randrange(max(1, i - 5000), i)
+            parent[i] = p
+            depth[i] = depth[p] + 1
+            routine[i] = 2 + min(int(rnd.paretovariate(1.2)) - 1, n_routines - 2) \
+                if rnd.random() < 0.5 else rnd.randrange(2, n_routines + 1)
+            calls[i] = rnd.randrange(1, 1000)
+            excl[i] = calls[i] * rnd.randrange(100, 100000)
+            subrs[p] += calls[i]
+        incl[:] = excl
+        for i in range(n_nodes, 1, -1):
+            incl[parent[i]] += incl[i]
+        rows = ((i, 1, parent[i] or None, routine[i], depth[i], 0, calls[i], subrs[i], incl[i],
+                 excl[i], float(calls[i]) * 1e6 if i % 3 == 0 else 0.0,
+                 float(calls[i]) * 4e5) for i in range(1, n_nodes + 1))
+        db.executemany("INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+    db.close()
+
+
+def bench_report(cfg, summary):
+    n_nodes = cfg.size(1_000_000, 50_000)
+    n_routines = cfg.size(5_000, 500)
+    section(f"5. sonde report on a profile of {n_nodes:,} node rows, {n_routines:,} routines")
+    path = os.path.join(cfg.work, "big.db")
+    t0 = time.perf_counter()
+    make_big_profile(cfg, path, n_nodes, n_routines)
+    print(f"  (made the file in {time.perf_counter() - t0:.1f} s, "
+          f"{os.path.getsize(path) / 2**20:.0f} MiB)")
+    rows = profile_query(path, "SELECT COUNT(*) FROM nodes")
+    expect(rows[0][0] == n_nodes, f"the synthetic file has {rows[0][0]} nodes")
+    have_cli = os.path.exists(cfg.cli)
+    if not have_cli:
+        print(f"  NOTE: {cfg.cli} does not exist; timing the hotspots view instead")
+
+    def scan():
+        t = time.perf_counter()
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db.execute("SELECT count(*), sum(excl_ns) FROM nodes").fetchall()
+        db.close()
+        return time.perf_counter() - t
+
+    def report():
+        if have_cli:
+            res = run([cfg.cli, "report", path])
+            lines = res.stdout.count("\n")
+            expect(lines >= n_routines, f"sonde report printed {lines} lines for "
+                                        f"{n_routines} routines")
+            return res.wall_s
+        t = time.perf_counter()
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        got = db.execute("SELECT * FROM hotspots ORDER BY excl_s DESC").fetchall()
+        db.close()
+        expect(len(got) == n_routines, f"hotspots has {len(got)} rows")
+        return time.perf_counter() - t
+
+    scan()  # warm the page cache for both
+    rep, base = [], []
+    for r in range(cfg.size(5, 2)):
+        for fn, sink in ((report, rep), (scan, base)) if r % 2 == 0 else \
+                ((scan, base), (report, rep)):
+            sink.append(fn())
+    what = "sonde report FILE" if have_cli else "SELECT * FROM hotspots ORDER BY excl_s DESC"
+    print(f"  {what}, s (whole process): {spread(rep)}")
+    print(f"  sqlite3 module, SELECT count(*), sum(excl_ns) FROM nodes, s: {spread(base)}")
+    med, b = statistics.median(rep), statistics.median(base)
+    summary.add(f"5. `{what}` on {n_nodes / 1e6:g} M node rows",
+                f"{med:.3f} s (median of {len(rep)}; range {min(rep):.3f}–{max(rep):.3f})",
+                f"full scan count/sum {b:.3f} s (×{med / b:.1f})", "< 1 s", med < 1)
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+class Config:
+    def __init__(self, args):
+        self.quick = args.quick
+        self.pairs = args.pairs
+        self.blas_threads = args.blas_threads
+        build = args.build_dir or os.environ.get("SONDE_BUILD") or \
+            os.path.join(HERE, "..", "..", "build")
+        self.build = os.path.abspath(build)
+        self.source = os.path.abspath(os.environ.get("SONDE_SOURCE") or
+                                      os.path.join(HERE, "..", ".."))
+        self.lib = os.environ.get("SONDE_LIB") or os.path.join(self.build, "lib", "libsonde.so")
+        self.cli = os.environ.get("SONDE_CLI") or os.path.join(self.build, "bin", "sonde")
+        self.mlp = os.path.join(self.build, "examples", "mlp_train")
+        self.bench_dir = os.path.join(self.build, "tests", "bench")
+        self.shim = os.path.join(self.bench_dir, "libbareshim.so")
+        self.work = args.work_dir or tempfile.mkdtemp(prefix="sonde-bench-")
+        os.makedirs(self.work, exist_ok=True)
+        for p in (self.lib, self.shim, self.mlp):
+            if not os.path.exists(p):
+                raise BenchError(f"{p} is missing: build first (cmake --build build)")
+
+    def size(self, full, quick):
+        return quick if self.quick else full
+
+    def bench(self, name):
+        p = os.path.join(self.bench_dir, name)
+        if not os.path.exists(p):
+            raise BenchError(f"{p} is missing: build first (cmake --build build)")
+        return p
+
+
+def machine():
+    model = platform.processor() or "?"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}"
+
+
+BENCHES = {"call": bench_call_cost, "mlp": bench_mlp, "memory": bench_memory,
+           "flush": bench_flush, "report": bench_report}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true",
+                    help="small sizes (< 60 s): proves the benchmarks work, figures indicative")
+    ap.add_argument("--build-dir", help="the CMake build folder (default: $SONDE_BUILD or ./build)")
+    ap.add_argument("--work-dir", help="where profiles and scratch files go (default: a temp dir)")
+    ap.add_argument("--only", help="comma-separated subset of: " + ",".join(BENCHES))
+    ap.add_argument("--pairs", type=int, help="mlp_train pairs (default 5, quick 1)")
+    ap.add_argument("--blas-threads", type=int, default=1,
+                    help="OPENBLAS_NUM_THREADS for mlp_train (default 1)")
+    args = ap.parse_args()
+    t_start = time.perf_counter()
+    try:
+        cfg = Config(args)
+        print(f"sonde benchmarks ({'quick' if cfg.quick else 'full'}), "
+              f"{datetime.datetime.now().isoformat(timespec='seconds')}")
+        print(f"machine: {machine()}")
+        print(f"libsonde: {cfg.lib}\nwork dir: {cfg.work}")
+        summary = Summary()
+        names = args.only.split(",") if args.only else list(BENCHES)
+        for name in names:
+            if name not in BENCHES:
+                raise BenchError(f"unknown benchmark '{name}'")
+            BENCHES[name](cfg, summary)
+        summary.print(cfg.quick)
+    except BenchError as e:
+        print(f"\nbenchmark FAILED: {e}", file=sys.stderr)
+        return 1
+    print(f"\n(total {time.perf_counter() - t_start:.1f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
