@@ -25,8 +25,14 @@ ElfSymbols::ElfSymbols(const std::string& path) {
   if (map == MAP_FAILED) return;
   auto* base = static_cast<const unsigned char*>(map);
   auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  // Every range is checked against what remains of the file, never by a sum that can wrap:
+  // the loader reads only program headers, so a library with a lying section table loads fine.
+  auto fits = [size](uint64_t offset, uint64_t length) {
+    return offset <= size && length <= size - offset;
+  };
   bool ok = std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
-            eh->e_shoff + uint64_t(eh->e_shnum) * sizeof(Elf64_Shdr) <= size;
+            eh->e_shnum <= (size - std::min<uint64_t>(eh->e_shoff, size)) / sizeof(Elf64_Shdr) &&
+            fits(eh->e_shoff, uint64_t(eh->e_shnum) * sizeof(Elf64_Shdr));
   if (ok) {
     exec_ = eh->e_type == ET_EXEC;
     auto* sections = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
@@ -38,18 +44,18 @@ ElfSymbols::ElfSymbols(const std::string& path) {
       }
       if (table != nullptr) break;
     }
-    if (table != nullptr && table->sh_link < eh->e_shnum &&
-        table->sh_offset + table->sh_size <= size) {
+    if (table != nullptr && table->sh_link < eh->e_shnum && fits(table->sh_offset, table->sh_size) &&
+        fits(sections[table->sh_link].sh_offset, sections[table->sh_link].sh_size)) {
       const Elf64_Shdr& strtab = sections[table->sh_link];
       auto* syms = reinterpret_cast<const Elf64_Sym*>(base + table->sh_offset);
       size_t count = table->sh_size / sizeof(Elf64_Sym);
       for (size_t i = 0; i < count; ++i) {
         const Elf64_Sym& s = syms[i];
         if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_value == 0 || s.st_name == 0) continue;
-        if (strtab.sh_offset + s.st_name >= size) continue;
+        if (s.st_name >= strtab.sh_size) continue;
         const char* name = reinterpret_cast<const char*>(base + strtab.sh_offset + s.st_name);
         functions_.push_back(Function{s.st_value, s.st_size, uint32_t(names_.size())});
-        names_.append(name, strnlen(name, size - (strtab.sh_offset + s.st_name)));
+        names_.append(name, strnlen(name, strtab.sh_size - s.st_name));
         names_.push_back('\0');
       }
     }

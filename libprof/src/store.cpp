@@ -38,8 +38,10 @@ bool check_prepared(std::initializer_list<const Statement*> all, Database& db,
 bool Store::prepare(const std::string& path, std::string& error) {
   path_ = path;
   Database db;
-  if (!db.open(path, true, error)) return false;
-  if (!db.exec("BEGIN IMMEDIATE", error)) return false;
+  if (!db.open(path, true, error) || !db.exec("BEGIN IMMEDIATE", error)) {
+    error = fmt::format("{}: {}", path, error);
+    return false;
+  }
   {
     Statement probe(db.handle(), "SELECT value FROM meta WHERE key = 'schema_version'");
     if (probe.ok()) {

@@ -74,11 +74,9 @@ TEST(ElfSymbols, UnreadableOrForeignFilesGiveNoSymbols) {
   }
 }
 
-// KNOWN BUG (libprof/src/elf_symbols.cpp:29): a section-table offset near 2^64 wraps
-// `e_shoff + e_shnum * sizeof(Elf64_Shdr)` in the bounds check, and the table is then read far
-// outside the mapping (the same unchecked sums at lines 42 and 49). Such a file loads
-// fine (the loader only reads program headers), so a flush that names a call site in it would
-// crash the host program. Run in a child process so a crash fails this test only.
+// A section-table offset near 2^64 must not wrap the bounds check into reading far outside
+// the mapping: such a library loads fine (the loader reads only program headers), and a flush
+// naming a call site in it would crash the host. Run in a child so a crash fails this test only.
 TEST(ElfSymbolsDeathTest, CorruptSectionTableOffsetDoesNotCrash) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   test::TempDir dir;

@@ -116,9 +116,8 @@ TEST(StorePrepare, RefusesATextFileAndLeavesItAlone) {
   EXPECT_EQ(test::read_all(path), content);
 }
 
-// KNOWN BUG (libprof/src/store.cpp:42): for a file that is not SQLite, BEGIN IMMEDIATE fails
-// first and prepare() returns SQLite's bare "file is not a database", so the user is not told
-// which file; the "{path} is not a SQLite database" message at store.cpp:61 is never reached.
+// For a file that is not SQLite, BEGIN IMMEDIATE is what fails first: its message must still
+// say which file.
 TEST(StorePrepare, TextFileRefusalNamesTheFile) {
   test::TempDir dir;
   std::string path = dir.write("notes.txt", std::string(4096, 'n'));

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The main job: build everything, profile the reference workload, print what sonde found.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build -j2
+build/bin/sonde run --force -o build/mlp_train.db -- build/examples/mlp_train --steps 300
+echo
+build/bin/sonde report build/mlp_train.db --top 15
+echo
+build/bin/sonde tree build/mlp_train.db
+echo
+build/bin/sonde shapes build/mlp_train.db
