@@ -188,17 +188,24 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     std::lock_guard tl(threads_mu_);
     threads = threads_;
   }
-  uint64_t overflows = 0, mismatches = 0, measured = 0;
+  uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0;
   for (ThreadState* t : threads) {
     d.threads.push_back(take_snapshot(*t, clock_, now));
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
     mismatches += s.region_mismatches;
+    dropped += s.dropped_events;
   }
   if (overflows > 0) {
     add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
                                   "limit) were charged to their caller",
                                   overflows, config_.max_depth));
+  }
+  if (dropped > 0) {
+    add_note("trace-drops", fmt::format("trace mode dropped {} events (SONDE_TRACE_BUFFER={} per "
+                                        "thread); the profile itself counts every call",
+                                        dropped, config_.trace_buffer),
+             false);
   }
   if (mismatches > 0) {
     add_note("regions", fmt::format("{} region ends did not match the innermost open region",

@@ -1,10 +1,19 @@
 #include "snapshot.hpp"
 
+#include <fstream>
+
 namespace sonde {
 
 namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
+
+std::string thread_name(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
 }
+}  // namespace
 
 ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   ThreadSnapshot s{};
@@ -13,6 +22,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   s.tid = t.tid();
   s.started_ns = clock.to_realtime_ns(t.start_ticks());
   uint64_t end = t.end_ticks();
+  s.name = end == 0 ? thread_name(t.tid()) : std::string(t.final_name());
   if (end != 0) {
     s.ended_ns = clock.to_realtime_ns(end);
     now = end;

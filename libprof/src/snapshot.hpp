@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "clock.hpp"
@@ -41,6 +42,7 @@ struct ThreadSnapshot {
   const ThreadState* state;
   uint32_t seq;
   pid_t tid;
+  std::string name;  // from /proc; empty once the thread is gone
   int64_t started_ns;
   std::optional<int64_t> ended_ns;
   bool ftz, daz;

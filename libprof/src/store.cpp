@@ -168,10 +168,10 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
 
   Statement ins_thread(h,
                        "INSERT INTO threads (process_id, seq, tid, started_ns, ended_ns, ftz, "
-                       "daz) VALUES (?,?,?,?,?,?,?)");
+                       "daz, name) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''))");
   Statement upd_thread(h,
-                       "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=? "
-                       "WHERE thread_id=?");
+                       "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=?, "
+                       "name=COALESCE(NULLIF(?, ''), name) WHERE thread_id=?");
   Statement ins_node(h,
                      "INSERT INTO nodes (thread_id, parent_id, routine_id, depth, recursive, "
                      "calls, subrs, incl_ns, excl_ns, flops, bytes) "
@@ -203,13 +203,14 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       ins_thread.bind(1, process_id_).bind(2, int64_t(t.seq)).bind(3, int64_t(t.tid));
       ins_thread.bind(4, t.started_ns);
       if (t.ended_ns) ins_thread.bind(5, *t.ended_ns); else ins_thread.bind_null(5);
-      ins_thread.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz));
+      ins_thread.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz)).bind(8, t.name);
       SONDE_STEP(ins_thread, "recording a thread");
       ids.thread_id = sqlite3_last_insert_rowid(h);
     } else {
       upd_thread.bind(1, t.started_ns);
       if (t.ended_ns) upd_thread.bind(2, *t.ended_ns); else upd_thread.bind_null(2);
-      upd_thread.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, ids.thread_id);
+      upd_thread.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
+      upd_thread.bind(6, ids.thread_id);
       SONDE_STEP(upd_thread, "updating a thread");
     }
 

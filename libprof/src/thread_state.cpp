@@ -1,5 +1,8 @@
 #include "thread_state.hpp"
 
+#include <cstdio>
+#include <cstring>
+
 #if defined(__x86_64__)
 #include <xmmintrin.h>
 #endif
@@ -146,6 +149,16 @@ void ThreadState::reset_counts(uint64_t now) {
   node_overflows.store(0);
   region_mismatches.store(0);
   if (trace) trace->clear();
+}
+
+void ThreadState::mark_ended(uint64_t t) {
+  if (FILE* f = std::fopen("/proc/thread-self/comm", "r")) {
+    if (std::fgets(final_name_, sizeof final_name_, f) != nullptr) {
+      final_name_[std::strcspn(final_name_, "\n")] = '\0';
+    }
+    std::fclose(f);
+  }
+  end_ticks_.store(t, std::memory_order_release);
 }
 
 void ThreadState::sample_fpu() {

@@ -100,8 +100,10 @@ class ThreadState {
   uint32_t seq() const { return seq_; }
   pid_t tid() const { return tid_; }
   uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
-  uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_relaxed); }
-  void mark_ended(uint64_t t) { end_ticks_.store(t, std::memory_order_relaxed); }
+  uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_acquire); }
+  // Owner, as it exits: keeps its name (gone from /proc afterwards), then publishes the end.
+  void mark_ended(uint64_t t);
+  const char* final_name() const { return final_name_; }
 
   ChunkedArray<Node> nodes;
   ChunkedArray<ShapeRecord> shapes;
@@ -130,6 +132,7 @@ class ThreadState {
   pid_t tid_;
   std::atomic<uint64_t> start_ticks_;
   std::atomic<uint64_t> end_ticks_{0};
+  char final_name_[16] = {};  // Linux thread names are at most 15 characters
   std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
 };
 
