@@ -39,9 +39,10 @@ class BenchError(Exception):
 
 
 class Result:
-    def __init__(self, values, wall_s, maxrss_kib, stdout, stderr):
+    def __init__(self, values, wall_s, cpu_s, maxrss_kib, stdout, stderr):
         self.values = values  # key -> list of strings, from "key value" lines
         self.wall_s = wall_s
+        self.cpu_s = cpu_s  # user + system time of the process, from wait4
         # From wait4: includes this Python's peak, which the child inherits across fork+exec.
         self.maxrss_kib = maxrss_kib
         self.stdout = stdout
@@ -92,7 +93,7 @@ def run(cmd, env_extra=None, preload=None, output=None, capture=True):
         parts = line.split(None, 1)
         if len(parts) == 2:
             values.setdefault(parts[0], []).append(parts[1].strip())
-    return Result(values, wall, usage.ru_maxrss, stdout, stderr)
+    return Result(values, wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, stdout, stderr)
 
 
 def profile_query(path, sql, params=()):
@@ -184,6 +185,7 @@ def bench_call_cost(cfg, summary):
     if tsc:
         print(f"  two back-to-back rdtsc reads, ns: {spread(tsc)}")
     med = statistics.median(added)
+    cfg.added_ns = med
     summary.add("1. added cost per intercepted call",
                 f"{med:.1f} ns/call (sonde − shim, median of {rounds} paired rounds; "
                 f"range {min(added):.1f}–{max(added):.1f})",
@@ -200,39 +202,63 @@ def bench_call_cost(cfg, summary):
 
 def bench_mlp(cfg, summary):
     steps = cfg.size(300, 10)
-    pairs = cfg.pairs or cfg.size(5, 1)
+    pairs = cfg.pairs or cfg.size(9, 1)
     section(f"2. mlp_train --steps {steps}: wall time with and without sonde, {pairs} pairs, "
             f"OPENBLAS_NUM_THREADS={cfg.blas_threads}")
     prog = [cfg.mlp, "--steps", str(steps)]
     env = {"OPENBLAS_NUM_THREADS": str(cfg.blas_threads), "OMP_NUM_THREADS": "1"}
     db = os.path.join(cfg.work, "mlp.db")
-    base, prof, ratios = [], [], []
+    base, prof, ratios, cpu_ratios = [], [], [], []
     for i in range(pairs):
         order = ["base", "sonde"] if i % 2 == 0 else ["sonde", "base"]
-        got = {}
+        got, cpu = {}, {}
         for which in order:
             res = run(prog, env_extra=env, preload=cfg.lib if which == "sonde" else None,
                       output=db if which == "sonde" else None)
             got[which] = res.wall_s
+            cpu[which] = res.cpu_s
             if which == "sonde":
                 nodes, calls = routine_calls(db, "cblas_sgemm")
                 expect(calls > 0, "the mlp_train profile has no cblas_sgemm calls")
         base.append(got["base"])
         prof.append(got["sonde"])
         ratios.append(100.0 * (got["sonde"] / got["base"] - 1.0))
+        cpu_ratios.append(100.0 * (cpu["sonde"] / cpu["base"] - 1.0))
         print(f"  pair {i + 1}: without {got['base']:.3f} s, with {got['sonde']:.3f} s, "
-              f"overhead {ratios[-1]:+.2f} %", flush=True)
+              f"overhead {ratios[-1]:+.2f} % (CPU time {cpu_ratios[-1]:+.2f} %)", flush=True)
     print(f"  without sonde, s: {spread(base)}")
     print(f"  with sonde, s:    {spread(prof)}")
     print(f"  overhead per pair, %: {spread(ratios)}")
+    print(f"  CPU-time (user+sys) overhead per pair, %: {spread(cpu_ratios)}")
     best = 100.0 * (min(prof) / min(base) - 1.0)
     print(f"  overhead of the fastest runs (min/min), %: {best:+.2f}")
+    # What the overhead should be, from parts measured separately: the calls the profile
+    # counts times the per-call cost of benchmark 1, plus sonde's fixed start-up and exit cost
+    # (a program making one call, with and without sonde, interleaved).
+    measured = profile_query(db, "SELECT COALESCE(SUM(calls), 0) FROM nodes WHERE depth > 0")
+    n_calls = measured[0][0]
+    tiny = [cfg.bench("bench_call_cost"), "--calls", "1", "--reps", "1"]
+    fixed_base, fixed_prof = [], []
+    for r in range(cfg.size(15, 3)):
+        fixed_base.append(run(tiny).wall_s)
+        fixed_prof.append(run(tiny, preload=cfg.lib, output=os.path.join(cfg.work, "tiny.db"))
+                          .wall_s)
+    fixed = statistics.median(fixed_prof) - statistics.median(fixed_base)
+    per_call = getattr(cfg, "added_ns", 25.0)
+    estimate = 100.0 * (n_calls * per_call * 1e-9 + fixed) / statistics.median(base)
+    print(f"  measured frames in the profile (calls + region entries): {n_calls:,}")
+    print(f"  fixed start-up + exit cost of sonde (1-call program, median of "
+          f"{len(fixed_base)}): {fixed * 1e3:.1f} ms")
+    print(f"  expected overhead = {n_calls:,} x {per_call:.1f} ns + {fixed * 1e3:.1f} ms = "
+          f"{estimate:.3f} % of {statistics.median(base):.2f} s")
     med = statistics.median(ratios)
     summary.add(f"2. mlp_train --steps {steps} wall-time overhead",
                 f"{med:+.2f} % (median of {pairs} pairs; range {min(ratios):+.2f} to "
                 f"{max(ratios):+.2f} %)",
                 f"without {statistics.median(base):.3f} s, with "
-                f"{statistics.median(prof):.3f} s; min/min {best:+.2f} %",
+                f"{statistics.median(prof):.3f} s; min/min {best:+.2f} %; CPU time "
+                f"{statistics.median(cpu_ratios):+.2f} %; expected from parts "
+                f"{estimate:.2f} %",
                 "< 2 %", med < 2)
 
 
@@ -534,7 +560,7 @@ def main():
     ap.add_argument("--build-dir", help="the CMake build folder (default: $SONDE_BUILD or ./build)")
     ap.add_argument("--work-dir", help="where profiles and scratch files go (default: a temp dir)")
     ap.add_argument("--only", help="comma-separated subset of: " + ",".join(BENCHES))
-    ap.add_argument("--pairs", type=int, help="mlp_train pairs (default 5, quick 1)")
+    ap.add_argument("--pairs", type=int, help="mlp_train pairs (default 9, quick 1)")
     ap.add_argument("--blas-threads", type=int, default=1,
                     help="OPENBLAS_NUM_THREADS for mlp_train (default 1)")
     args = ap.parse_args()
