@@ -40,3 +40,24 @@ def test_forking_while_another_thread_holds_sondes_locks_never_hangs(db):
     assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'") == [(60,)]
     assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork' AND end_reason "
                      "= '_exit'") == [(60,)]
+
+
+def test_python_subprocess_children_join_the_run_even_with_an_empty_environment(db, tmp_path):
+    # CPython's subprocess execs from a vfork child; env={} drops LD_PRELOAD, which sonde puts
+    # back so the child is still part of the run.
+    script = tmp_path / "spawn.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        f"prog = {str(BIN / 'blas_threads')!r}\n"
+        "a = subprocess.run([prog, '1', '10'], capture_output=True, text=True)\n"
+        "b = subprocess.run([prog, '1', '5'], env={}, capture_output=True, text=True)\n"
+        "print(a.stdout.strip(), b.stdout.strip(), a.returncode, b.returncode)\n")
+    r = run(["/usr/bin/python3", script], db)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "checksum 200.0 checksum 100.0 0 0\n"
+    rows = query(db, "SELECT p.origin, p.parent_process_id, SUM(n.calls) FROM processes p "
+                     "JOIN threads t USING (process_id) JOIN nodes n USING (thread_id) "
+                     "JOIN routines r USING (routine_id) WHERE r.name = 'cblas_sdot' "
+                     "GROUP BY p.process_id ORDER BY 3")
+    [(root_id,)] = query(db, "SELECT process_id FROM processes WHERE origin = 'root'")
+    assert rows == [("child", root_id, 5), ("child", root_id, 10)]

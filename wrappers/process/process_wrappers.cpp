@@ -9,15 +9,26 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 #include "../intercept.hpp"
 #include "sonde/process_hooks.hpp"
 
 extern char** environ;
 
+// The real libc functions, resolved when the library loads: exec runs in vfork children
+// (Python's subprocess), where a first dlsym could allocate in memory the parent shares.
+enum class Libc { pthread_create, execve, execvpe, fexecve, _exit, _Exit, kCount };
+::sonde::RealSymbol g_libc[] = {{"pthread_create"}, {"execve"}, {"execvpe"},
+                                {"fexecve"},        {"_exit"},  {"_Exit"}};
+static_assert(std::size(g_libc) == size_t(Libc::kCount));
+
+__attribute__((constructor(102))) void resolve_libc() {
+  for (auto& symbol : g_libc) symbol.get();
+}
+
 #define SONDE_REAL(name) \
-  static ::sonde::RealSymbol real_##name{#name}; \
-  auto name##_fn = reinterpret_cast<decltype(&::name)>(real_##name.get())
+  auto name##_fn = reinterpret_cast<decltype(&::name)>(g_libc[size_t(Libc::name)].get())
 
 namespace {
 
