@@ -24,7 +24,9 @@ bool Database::open(const std::string& path, bool create, std::string& error) {
   }
   // Other processes of the run write the same file: wait for them rather than fail.
   sqlite3_busy_timeout(db_, 15000);
-  return exec("PRAGMA synchronous=NORMAL", error);
+  // OFF: a crash of the profiled program never loses a committed flush (the data is with the
+  // OS); only an OS crash could. Syncing each flush cost 9 fdatasyncs and up to ~50 ms a process.
+  return exec("PRAGMA synchronous=OFF", error);
 }
 
 void Database::close() {

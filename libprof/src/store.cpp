@@ -143,9 +143,10 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   // Routines: the table is shared by all processes of the file, so look up before inserting.
   for (Routine& r : registry.since(routines_.size())) routines_.push_back(std::move(r));
   if (routine_ids_.size() < routines_.size()) {
+    // One statement for a new routine; the lookup only when another process inserted it.
     Statement ins(h,
-                  "INSERT OR IGNORE INTO routines (name, kind, library, file, line) "
-                  "VALUES (?,?,?,?,?)");
+                  "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
+                  "ON CONFLICT DO NOTHING RETURNING routine_id");
     Statement find(h,
                    "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
                    "AND file=? AND line=?");
@@ -156,13 +157,19 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
         s->bind(1, r.name).bind(2, r.kind).bind(3, r.library).bind(4, r.file);
         s->bind(5, int64_t(r.line));
       }
-      SONDE_STEP(ins, "recording routines");
-      if (find.step() != SQLITE_ROW) {
-        error = fmt::format("routine lookup failed: {}", db.message());
+      Statement* source = &ins;
+      int rc = ins.step();
+      if (rc == SQLITE_DONE) {
+        source = &find;
+        rc = find.step();
+      }
+      if (rc != SQLITE_ROW) {
+        error = fmt::format("recording routines: {}", db.message());
         return false;
       }
-      routine_ids_.push_back(find.column_int(0));
-      find.reset();
+      routine_ids_.push_back(source->column_int(0));
+      source->reset();
+      if (source == &ins) find.reset();
     }
   }
 

@@ -48,20 +48,21 @@ ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t
   sample_fpu();
 }
 
+static uint64_t child_hash(uint32_t parent, RoutineId routine) {
+  return (uint64_t(parent) << 32 | routine) * 0x9E3779B97F4A7C15ull;
+}
+
 uint32_t ThreadState::child_of(uint32_t parent, RoutineId routine) {
   Node& p = nodes[parent];
-  uint32_t prev = 0;
-  for (uint32_t c = p.first_child; c != 0; c = nodes[c].next_sibling) {
-    Node& n = nodes[c];
-    if (n.routine == routine) {
-      if (prev != 0) {  // move to front: loops call the same few children over and over
-        nodes[prev].next_sibling = n.next_sibling;
-        n.next_sibling = p.first_child;
-        p.first_child = c;
-      }
-      return c;
-    }
-    prev = c;
+  if (p.hot_child != 0 && nodes[p.hot_child].routine == routine) return p.hot_child;
+  // Hashed, not a walk over the siblings: a frame with many distinct children (a Python
+  // main() calling thousands of functions) must not cost O(children) per call.
+  size_t mask = child_index_.size() - 1;
+  size_t slot = (child_hash(parent, routine) >> 20) & mask;
+  for (;; slot = (slot + 1) & mask) {
+    uint32_t c = child_index_[slot];
+    if (c == 0) break;
+    if (nodes[c].parent == parent && nodes[c].routine == routine) return p.hot_child = c;
   }
   uint32_t i = nodes.reserve();
   if (i == nodes.kFull) {
@@ -72,11 +73,28 @@ uint32_t ThreadState::child_of(uint32_t parent, RoutineId routine) {
   n.parent = parent;
   n.routine = routine;
   n.depth = p.depth + 1;
-  n.next_sibling = p.first_child;
-  p.first_child = i;
   nodes.publish(i);
+  index_child(i);
   sample_fpu();
-  return i;
+  return p.hot_child = i;
+}
+
+void ThreadState::index_child(uint32_t node) {
+  if (2 * (nodes.size_owner() + 1) > child_index_.size()) {  // keep the probe chains short
+    std::vector<uint32_t> bigger(child_index_.size() * 2, 0);
+    size_t mask = bigger.size() - 1;
+    for (uint32_t c : child_index_) {
+      if (c == 0) continue;
+      size_t k = (child_hash(nodes[c].parent, nodes[c].routine) >> 20) & mask;
+      while (bigger[k] != 0) k = (k + 1) & mask;
+      bigger[k] = c;
+    }
+    child_index_.swap(bigger);
+  }
+  size_t mask = child_index_.size() - 1;
+  size_t k = (child_hash(nodes[node].parent, nodes[node].routine) >> 20) & mask;
+  while (child_index_[k] != 0) k = (k + 1) & mask;
+  child_index_[k] = node;
 }
 
 uint32_t ThreadState::find_shape(uint32_t node, const void* site, const GemmShape& s) {

@@ -20,9 +20,9 @@ struct Node {
   uint32_t parent = 0;
   RoutineId routine = 0;
   uint32_t depth = 0;
-  // Owner-only sibling links, never read by the flusher.
-  uint32_t first_child = 0;
-  uint32_t next_sibling = 0;
+  // Owner-only: the child entered last from here. Loops enter the same child over and over,
+  // so one comparison usually settles the lookup; the thread's child index does the rest.
+  uint32_t hot_child = 0;
   std::atomic<uint64_t> calls{0}, subrs{0};
   std::atomic<uint64_t> incl_ticks{0}, excl_ticks{0};
   std::atomic<uint64_t> flops{0}, bytes{0};
@@ -127,6 +127,7 @@ class ThreadState {
 
  private:
   uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
+  void index_child(uint32_t node);
 
   uint32_t seq_;
   pid_t tid_;
@@ -134,6 +135,8 @@ class ThreadState {
   std::atomic<uint64_t> end_ticks_{0};
   char final_name_[16] = {};  // Linux thread names are at most 15 characters
   std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
+  // Owner-only open addressing on (parent, routine) -> node; 0 is free (the root is no child).
+  std::vector<uint32_t> child_index_ = std::vector<uint32_t>(64, 0);
 };
 
 }  // namespace sonde

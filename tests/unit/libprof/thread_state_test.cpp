@@ -56,24 +56,34 @@ TEST(ThreadState, ChildOfReturnsOneNodePerParentAndRoutine) {
   EXPECT_EQ(t.child_of(a, 5), aa);
 }
 
-TEST(ThreadState, MoveToFrontKeepsLookupsCorrect) {
+TEST(ThreadState, LookupsStayCorrectInAnyOrder) {
   ThreadState t = make_state();
   std::vector<uint32_t> ids;
   for (RoutineId r = 1; r <= 6; ++r) ids.push_back(t.child_of(0, r));
   EXPECT_EQ(std::set<uint32_t>(ids.begin(), ids.end()).size(), 6u);
-  // Look them up in an order that moves every one of them to the front at some point.
+  // An order that makes every child the hot one at some point, and misses it in between.
   for (int round = 0; round < 3; ++round) {
     for (RoutineId r : {1u, 4u, 1u, 6u, 2u, 3u, 5u, 5u, 2u}) {
       ASSERT_EQ(t.child_of(0, r), ids[r - 1]) << "routine " << r << " round " << round;
     }
   }
   EXPECT_EQ(t.child_of(0, 1), ids[0]);
-  EXPECT_EQ(t.nodes[0].first_child, ids[0]);  // the last one looked up is first
-  // The sibling list still holds every child exactly once.
-  std::multiset<uint32_t> listed;
-  for (uint32_t c = t.nodes[0].first_child; c != 0; c = t.nodes[c].next_sibling) listed.insert(c);
-  EXPECT_EQ(listed, std::multiset<uint32_t>(ids.begin(), ids.end()));
-  EXPECT_EQ(t.nodes.size_acquire(), 7u);  // no duplicate was created on the way
+  EXPECT_EQ(t.nodes[0].hot_child, ids[0]);  // the last one looked up is the hot one
+  EXPECT_EQ(t.nodes.size_acquire(), 7u);    // no duplicate was created on the way
+}
+
+TEST(ThreadState, ManyChildrenOfOneParentAndGrandchildrenStayDistinct) {
+  ThreadState t = make_state();
+  // Past several index resizes; the same routine under different parents is a different node.
+  std::vector<uint32_t> first, second;
+  for (RoutineId r = 1; r <= 5000; ++r) first.push_back(t.child_of(0, r));
+  for (RoutineId r = 1; r <= 5000; ++r) second.push_back(t.child_of(first[0], r));
+  for (RoutineId r = 5000; r >= 1; --r) {
+    ASSERT_EQ(t.child_of(0, r), first[r - 1]);
+    ASSERT_EQ(t.child_of(first[0], r), second[r - 1]);
+    ASSERT_EQ(t.nodes[second[r - 1]].parent, first[0]);
+  }
+  EXPECT_EQ(t.nodes.size_acquire(), 10001u);
 }
 
 TEST(ThreadState, RecordShapeAggregatesIdenticalShapes) {
