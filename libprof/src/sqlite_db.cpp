@@ -16,7 +16,8 @@ int Statement::step() {
 }
 
 bool Database::open(const std::string& path, bool create, std::string& error) {
-  int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0);
+  // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     error = db_ ? sqlite3_errmsg(db_) : "out of memory";
     close();

@@ -20,8 +20,9 @@ class Statement {
   bool ok() const { return stmt_ != nullptr; }
   Statement& bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); return *this; }
   Statement& bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); return *this; }
+  // Not copied: every caller steps the statement while the text it bound is still alive.
   Statement& bind(int i, std::string_view v) {
-    sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC);
     return *this;
   }
   Statement& bind_null(int i) { sqlite3_bind_null(stmt_, i); return *this; }
