@@ -1,6 +1,8 @@
 // A small profile with known numbers, written with the real schema, and helpers to run the CLI.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <string>
 
@@ -33,6 +35,17 @@ struct TempDir {
   TempDir();
   ~TempDir();
   std::filesystem::path path;
+};
+
+// A test whose fixture profile is written fresh into its own directory before each test.
+class FixtureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "prof.db").string();
+    write_fixture(path_);
+  }
+  TempDir dir_;
+  std::string path_;
 };
 
 struct CliResult {

@@ -7,15 +7,7 @@
 namespace sonde::analyzers {
 namespace {
 
-class ReportTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = (dir_.path / "prof.db").string();
-    test::write_fixture(path_);
-  }
-  test::TempDir dir_;
-  std::string path_;
-};
+class ReportTest : public test::FixtureTest {};
 
 const HotspotRow& row(const Hotspots& h, const std::string& name) {
   for (const auto& r : h.rows)

@@ -7,15 +7,7 @@
 namespace sonde::analyzers {
 namespace {
 
-class ShapesQueryTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = (dir_.path / "prof.db").string();
-    test::write_fixture(path_);
-  }
-  test::TempDir dir_;
-  std::string path_;
-};
+class ShapesQueryTest : public test::FixtureTest {};
 
 TEST_F(ShapesQueryTest, ShapesGflopsIsFlopsOverNanoseconds) {
   ProfileFile file = ProfileFile::open(path_);

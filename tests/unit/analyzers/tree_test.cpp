@@ -7,15 +7,7 @@
 namespace sonde::analyzers {
 namespace {
 
-class TreeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    path_ = (dir_.path / "prof.db").string();
-    test::write_fixture(path_);
-  }
-  test::TempDir dir_;
-  std::string path_;
-};
+class TreeTest : public test::FixtureTest {};
 
 const CallNode& child(const CallNode& node, const std::string& name) {
   for (const auto& c : node.children)
