@@ -2,6 +2,8 @@
 // path is new), no system call.
 #include "sonde/probe.hpp"
 
+#include <errno.h>
+
 #include "clock.hpp"
 #include "runtime.hpp"
 #include "thread_local_state.hpp"
@@ -14,9 +16,13 @@ thread_local bool t_internal __attribute__((tls_model("initial-exec"))) = false;
 namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
+// The host sees errno as the real function leaves it: attaching allocates, and may touch it.
 __attribute__((noinline)) ThreadState* attach_slow() {
+  int saved = errno;
   Runtime* rt = Runtime::get();
-  return rt ? rt->attach_current_thread() : nullptr;
+  ThreadState* t = rt ? rt->attach_current_thread() : nullptr;
+  errno = saved;
+  return t;
 }
 }  // namespace
 
