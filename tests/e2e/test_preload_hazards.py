@@ -74,3 +74,12 @@ def test_pytorch_fortran_sgemm_is_intercepted(db, tmp_path):
     shapes = query(db, "SELECT routine, m, n, k, calls FROM gemm_shapes")
     # torch calls column-major sgemm_ for the row-major product: (M, N, K) = (32, 64, 128).
     assert ("sgemm_", 32, 64, 128, 5) in shapes, shapes
+
+
+def test_blas_called_from_a_constructor_and_an_early_thread_works(db):
+    bare = run([BIN / "ctor_main"])
+    r = run([BIN / "ctor_main"], db)
+    assert bare.stdout == "ctor 25 thread 14\nmain 2\n"
+    assert (r.returncode, r.stdout) == (0, bare.stdout)
+    # Calls made before sonde was ready are forwarded, not lost in a crash; main's is counted.
+    assert 1 <= routine_calls(db, "cblas_sdot") <= 1002
