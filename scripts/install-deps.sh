@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev
-  libunwind-dev libpapi-dev libgtest-dev libopenblas-dev
+  libunwind-dev libpapi-dev libgtest-dev libopenblas-dev libdnnl-dev
   python3-dev python3-numpy python3-pytest
 )
 # The Python issue's tests need these; they are big, so callers may skip them.

@@ -31,6 +31,11 @@ struct RealSymbol {
   bool resolved() const { return fn.load(std::memory_order_relaxed) != nullptr; }
 };
 
+// What SONDE_INTERCEPT_AS's CHOOSE step yields at least: the routine the call is reported as.
+struct RoutineChoice {
+  RoutineId id;
+};
+
 // Measures one call of `real` with routine id `id`; `model` computes the CallCost from the
 // arguments and runs only when the call is measured.
 template <class R, class... P, class Model, class... A>
@@ -61,12 +66,20 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
 // Expands one table entry into the interposed function. `ids` is the library's routine-id
 // table, indexed by the entry's enumerator, filled when the library registers its routines.
 #define SONDE_INTERCEPT(table, ids, nesting, NAME, RET, PARAMS, ARGS, MODEL)                   \
+  SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS,                                \
+                     (::sonde::RoutineChoice{ids[size_t(Entry::NAME)]}), MODEL)
+
+// The same, for an entry point that stands for several routines (oneDNN's one execute function
+// runs every primitive kind): CHOOSE, an expression of the arguments evaluated before the
+// measurement starts, yields a value `call` with a member `id`; MODEL may read `call` too, so
+// what CHOOSE looked up is not looked up twice.
+#define SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS, CHOOSE, MODEL)             \
   SONDE_EXPORT_C RET NAME PARAMS {                                                           \
     using Fn = RET(*) PARAMS;                                                                \
     auto& slot = table[size_t(Entry::NAME)];                                                 \
     Fn real = reinterpret_cast<Fn>(slot.get());                                              \
-    return ::sonde::intercept<RET>(real, ids[size_t(Entry::NAME)], nesting,                  \
-                                   __builtin_return_address(0),                              \
+    const auto call = CHOOSE;                                                                \
+    return ::sonde::intercept<RET>(real, call.id, nesting, __builtin_return_address(0),      \
                                    [&]() -> ::sonde::CallCost { return MODEL; },             \
                                    SONDE_EXPAND ARGS);                                       \
   }
