@@ -31,7 +31,8 @@ RoutineId register_routine(const RoutineSpec& spec) {
   return rt ? rt->routines().intern(spec) : 0;
 }
 
-ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
+template <bool kNewCall>
+inline ThreadState* enter(RoutineId routine, Nesting nesting) {
   ThreadState* t = t_state;
   if (__builtin_expect(t == nullptr, 0)) {
     t = attach_slow();
@@ -46,8 +47,10 @@ ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
   uint32_t parent = t->stack_[d].node.load(kRelaxed);
   uint32_t node = t->child_of(parent, routine);
   if (__builtin_expect(node == parent, 0)) return nullptr;  // node limit: charged to the caller
-  bump(t->nodes[node].calls, 1);
-  bump(t->nodes[parent].subrs, 1);
+  if constexpr (kNewCall) {
+    bump(t->nodes[node].calls, 1);
+    bump(t->nodes[parent].subrs, 1);
+  }
   StackEntry& e = t->stack_[d + 1];
   e.node.store(node, kRelaxed);
   e.nesting = nesting;
@@ -57,6 +60,14 @@ ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
   // The flusher reads depth first: the entry must be complete before it becomes visible.
   t->depth_.store(d + 1, std::memory_order_release);
   return t;
+}
+
+ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
+  return enter<true>(routine, nesting);
+}
+
+ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
+  return enter<false>(routine, nesting);
 }
 
 void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {

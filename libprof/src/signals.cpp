@@ -1,5 +1,6 @@
 #include "signals.hpp"
 
+#include <dlfcn.h>
 #include <signal.h>
 
 #include "runtime.hpp"
@@ -20,7 +21,11 @@ void on_signal(int sig, siginfo_t*, void*) {
 }  // namespace
 
 void install_signal_handlers() {
+  // CPython turns SIGINT into KeyboardInterrupt only if it finds SIGINT at its default: a
+  // handler of ours would turn Ctrl-C into death. Python exits through atexit instead.
+  bool python_host = dlsym(RTLD_DEFAULT, "Py_InitializeEx") != nullptr;
   for (int sig : kSignals) {
+    if (sig == SIGINT && python_host) continue;
     struct sigaction old{};
     if (sigaction(sig, nullptr, &old) != 0) continue;
     if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;

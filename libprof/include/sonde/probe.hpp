@@ -5,6 +5,9 @@
 
 #include <cstdint>
 
+// Exported from libsonde.so for the modules that live outside it (the Python extension).
+#define SONDE_API __attribute__((visibility("default")))
+
 namespace sonde {
 
 using RoutineId = uint32_t;
@@ -41,15 +44,19 @@ class ThreadState;
 
 // Registers (or finds) a routine; thread-safe, not for the hot path. Returns the same id for
 // the same description.
-RoutineId register_routine(const RoutineSpec& spec);
+SONDE_API RoutineId register_routine(const RoutineSpec& spec);
 
 // Hot path. Returns nullptr when the call must not be measured (sonde not ready, a kSuppress
 // routine is running on this thread, sonde's own code, or the depth limit); the caller then
 // forwards without calling probe_exit.
-ThreadState* probe_enter(RoutineId routine, Nesting nesting);
+SONDE_API ThreadState* probe_enter(RoutineId routine, Nesting nesting);
+
+// Like probe_enter for a frame that is re-entered rather than called (a generator or coroutine
+// resuming): time accrues to the same call path, the call count does not grow.
+SONDE_API ThreadState* probe_resume(RoutineId routine, Nesting nesting);
 
 // Closes the innermost frame opened by probe_enter on this thread. `call_site` is the caller's
 // return address, used to tell call sites apart for shapes (nullptr: none).
-void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
+SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
 
 }  // namespace sonde

@@ -1,0 +1,196 @@
+#include "frames.hpp"
+
+#include <frameobject.h>
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sonde/probe.hpp"
+
+namespace sonde::python {
+
+namespace {
+
+// Code objects carry their routine id (+1) in a co_extra slot: one indexed load per call.
+Py_ssize_t g_extra_index = -1;
+
+// Per thread: did each open Python-level call open a sonde frame? Frames running when the hook
+// was installed return without having been entered, and the depth limit can refuse one.
+thread_local std::vector<ThreadState*> t_open;
+thread_local int t_skip = 0;
+
+std::string base_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string utf8(PyObject* s) {
+  if (s == nullptr || !PyUnicode_Check(s)) return "?";
+  const char* c = PyUnicode_AsUTF8(s);
+  if (c == nullptr) {
+    PyErr_Clear();
+    return "?";
+  }
+  return c;
+}
+
+RoutineId code_routine(PyCodeObject* code) {
+  void* extra = nullptr;
+  if (_PyCode_GetExtra(reinterpret_cast<PyObject*>(code), g_extra_index, &extra) == 0 &&
+      extra != nullptr) {
+    return RoutineId(reinterpret_cast<uintptr_t>(extra) - 1);
+  }
+  // pprof/cProfile style: file.py:LINE(function); the full path is kept in routines.file.
+  std::string file = utf8(code->co_filename);
+  std::string name = base_name(file) + ":" + std::to_string(code->co_firstlineno) + "(" +
+                     utf8(code->co_name) + ")";
+  RoutineId id =
+      register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno});
+  _PyCode_SetExtra(reinterpret_cast<PyObject*>(code), g_extra_index,
+                   reinterpret_cast<void*>(uintptr_t(id) + 1));
+  return id;
+}
+
+// C functions have no co_extra: cache by method definition and the type it is bound to. The GIL
+// guards the map (profile functions run holding it).
+RoutineId cfunction_routine(PyObject* fn) {
+  static std::unordered_map<uint64_t, RoutineId> cache;
+  auto* c = reinterpret_cast<PyCFunctionObject*>(fn);
+  PyObject* self = c->m_self;
+  bool bound = self != nullptr && !PyModule_Check(self);
+  uint64_t key = uint64_t(reinterpret_cast<uintptr_t>(c->m_ml)) * 31 +
+                 (bound ? uint64_t(reinterpret_cast<uintptr_t>(Py_TYPE(self))) : 0);
+  auto it = cache.find(key);
+  if (it != cache.end()) return it->second;
+  std::string name;
+  if (bound) {
+    name = std::string(Py_TYPE(self)->tp_name) + "." + c->m_ml->ml_name;
+  } else if (c->m_module != nullptr && PyUnicode_Check(c->m_module)) {
+    name = utf8(c->m_module) + "." + c->m_ml->ml_name;
+  } else {
+    name = c->m_ml->ml_name;
+  }
+  name = "<built-in " + name + ">";
+  RoutineId id = register_routine({name.c_str(), "builtin", ""});
+  cache.emplace(key, id);
+  return id;
+}
+
+void enter(RoutineId id, bool resumed = false) {
+  if (t_skip > 0) {
+    --t_skip;
+    t_open.push_back(nullptr);  // its return is balanced, and nothing is recorded
+    return;
+  }
+  t_open.push_back(resumed ? probe_resume(id, Nesting::kChildren)
+                           : probe_enter(id, Nesting::kChildren));
+}
+
+// A generator or coroutine frame is entered at every resumption; only its first entry is a
+// call. The frame stands on a RESUME instruction whose argument says which: 0 is the start of
+// the code, anything else a return from yield, yield from or await.
+bool resumed(PyFrameObject* frame, PyCodeObject* code) {
+  if ((code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) == 0) return false;
+  int lasti = PyFrame_GetLasti(frame);
+  if (lasti < 0) return false;
+  _Py_CODEUNIT unit = _PyCode_CODE(code)[lasti / int(sizeof(_Py_CODEUNIT))];
+  return _Py_OPARG(unit) != 0;
+}
+
+void leave() {
+  if (t_open.empty()) return;  // a frame that was running before the hook: never entered
+  ThreadState* t = t_open.back();
+  t_open.pop_back();
+  if (t != nullptr) probe_exit(t, nullptr, nullptr);
+}
+
+int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
+  switch (what) {
+    case PyTrace_CALL: {
+      PyCodeObject* code = PyFrame_GetCode(frame);
+      enter(code_routine(code), resumed(frame, code));
+      Py_DECREF(code);
+      break;
+    }
+    case PyTrace_RETURN:  // also on yield and on an exception leaving the frame
+      leave();
+      break;
+    case PyTrace_C_CALL:
+      if (PyCFunction_Check(arg)) {
+        enter(cfunction_routine(arg));
+      } else {
+        t_open.push_back(nullptr);  // keeps C_RETURN balanced
+        t_skip -= t_skip > 0;
+      }
+      break;
+    case PyTrace_C_RETURN:
+    case PyTrace_C_EXCEPTION:
+      leave();
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+// threading.setprofile() hands new threads this callable as a Python-level profiler: its first
+// call swaps in the C profile function and enters the frame being called.
+PyObject* bootstrap_thread(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  PyEval_SetProfile(profile, nullptr);
+  if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
+      PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
+    profile(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_bootstrap_def = {"_sonde_thread_bootstrap",
+                               reinterpret_cast<PyCFunction>(
+                                   reinterpret_cast<void (*)()>(bootstrap_thread)),
+                               METH_FASTCALL, nullptr};
+
+bool set_threading_profile(PyObject* hook) {
+  PyObject* threading = PyImport_ImportModule("threading");
+  if (threading == nullptr) return false;
+  PyObject* r = PyObject_CallMethod(threading, "setprofile", "O", hook);
+  Py_DECREF(threading);
+  Py_XDECREF(r);
+  return r != nullptr;
+}
+
+}  // namespace
+
+void skip_calls(int n) { t_skip = n; }
+
+bool install_all_threads() {
+  if (g_extra_index < 0) {
+    g_extra_index = _PyEval_RequestCodeExtraIndex(nullptr);
+    if (g_extra_index < 0) {
+      PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot");
+      return false;
+    }
+  }
+  PyObject* hook = PyCFunction_New(&g_bootstrap_def, nullptr);
+  if (hook == nullptr) return false;
+  bool ok = set_threading_profile(hook);
+  Py_DECREF(hook);
+  if (!ok) return false;
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
+    if (_PyEval_SetProfile(t, profile, nullptr) < 0) return false;
+  }
+  return true;
+}
+
+void uninstall_all_threads() {
+  set_threading_profile(Py_None);
+  PyErr_Clear();
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
+    _PyEval_SetProfile(t, nullptr, nullptr);
+  }
+  PyErr_Clear();
+}
+
+}  // namespace sonde::python

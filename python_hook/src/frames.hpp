@@ -1,0 +1,19 @@
+// Python frames into sonde's per-thread stack: a C profile function (CPython's cheapest hook
+// before 3.12's sys.monitoring) turns calls and returns of Python functions and C builtins into
+// probe_enter / probe_exit, so a BLAS call appears under the Python frame that made it.
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+namespace sonde::python {
+
+// Installs the profile function on every existing thread and, through threading.setprofile,
+// on every thread started later. Returns false with a Python exception set.
+bool install_all_threads();
+// The next `n` calls on this thread are not recorded (nor their returns): the launcher's own.
+void skip_calls(int n);
+// Removes it from every thread.
+void uninstall_all_threads();
+
+}  // namespace sonde::python

@@ -1,0 +1,205 @@
+"""python3 -m sonde: Python frames and native calls in one tree, and a program that behaves
+exactly as it does without sonde."""
+import os
+import signal
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import CLI, clean_env, integrity_ok, query, routine_calls
+
+PY = "/usr/bin/python3"
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+
+
+def sonde_py(args, db, tmp_path, timeout=300, **env):
+    e = clean_env(PYTHONPATH=PYTHONPATH, **env)
+    return subprocess.run([PY, "-m", "sonde", "-o", str(db), *map(str, args)], env=e,
+                          capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
+
+
+def plain_py(args, tmp_path, **env):
+    return subprocess.run([PY, *map(str, args)], env=clean_env(**env), capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+
+
+def script(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def python_calls(db, function):
+    return query(db, "SELECT COALESCE(SUM(n.calls), 0) FROM nodes n JOIN routines r "
+                     "USING (routine_id) WHERE r.kind = 'python' AND r.name LIKE ?",
+                 (f"%({function})",))[0][0]
+
+
+COUNTED = """
+    import sys, threading
+
+    calls = {"fib": 0, "gen": 0, "boom": 0, "work": 0}
+
+    def fib(n):
+        calls["fib"] += 1
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    def gen(n):
+        calls["gen"] += 1
+        for i in range(n):
+            yield i
+
+    def boom(i):
+        calls["boom"] += 1
+        if i % 2:
+            raise ValueError(i)
+        return i
+
+    def work():
+        calls["work"] += 1
+        return sum(gen(50))
+
+    def main():
+        fib(18)
+        for i in range(100):
+            try:
+                boom(i)
+            except ValueError:
+                pass
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        print(calls)
+
+    if __name__ == "__main__":
+        main()
+"""
+
+
+def test_python_call_counts_are_exact(db, tmp_path):
+    path = script(tmp_path, "counted.py", COUNTED)
+    r = sonde_py([path], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain_py([path], tmp_path).stdout
+    counts = eval(r.stdout)  # the program counted its own calls: the reference
+    for function, n in counts.items():
+        assert python_calls(db, function) == n, function
+    # A generator is called once, however often it resumes.
+    assert python_calls(db, "main") == 1
+    assert integrity_ok(db)
+
+
+def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp_path):
+    path = script(tmp_path, "counted.py", COUNTED)
+    assert sonde_py([path], db, tmp_path).returncode == 0
+    rows = query(db, "SELECT p.incl_ns, p.excl_ns, COALESCE(SUM(c.incl_ns), 0), COUNT(c.node_id) "
+                     "FROM nodes p LEFT JOIN nodes c ON c.parent_id = p.node_id "
+                     "GROUP BY p.node_id")
+    for incl, excl, children, count in rows:
+        assert abs(incl - (excl + children)) <= 2 * (count + 1)
+    # The worker threads' frames are under their own roots, starting at Thread.run.
+    paths = {p for (p,) in query(db, "SELECT path FROM callpaths")}
+    assert any(p.endswith("(work)") and "threading.py" in p.split(";")[0] for p in paths), paths
+
+
+def test_gemm_appears_under_the_python_method_that_called_it(db, tmp_path):
+    path = script(tmp_path, "linear.py", """
+        import numpy as np
+
+        class Linear:
+            def __init__(self):
+                self.W = np.ones((1000, 784), dtype=np.float32)
+
+            def forward(self, x):
+                return x.dot(self.W.T)
+
+        def main():
+            layer = Linear()
+            x = np.ones((100, 784), dtype=np.float32)
+            for _ in range(4):
+                y = layer.forward(x)
+            print(float(y[0, 0]))
+
+        if __name__ == "__main__":
+            main()
+    """)
+    r = sonde_py([path], db, tmp_path, OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    assert query(db, "SELECT call_site, m, n, k, calls FROM gemm_shapes") == [
+        ("linear.py:8(forward)", 100, 1000, 784, 4)]
+    paths = [p for (p,) in query(db, "SELECT path FROM callpaths WHERE path LIKE '%cblas_sgemm'")]
+    assert paths == ["linear.py:1(<module>);linear.py:11(main);linear.py:8(forward);"
+                     "<built-in numpy.ndarray.dot>;cblas_sgemm"]
+    [(file,)] = query(db, "SELECT file FROM routines WHERE name = 'linear.py:8(forward)'")
+    assert file == str(path)
+    tree = subprocess.run([CLI, "tree", str(db), "--min-pct", "0"], capture_output=True,
+                          text=True)
+    assert "linear.py:8(forward)" in tree.stdout and "cblas_sgemm" in tree.stdout
+
+
+@pytest.mark.parametrize("body,code", [
+    ("import sys\nprint(sys.argv[1:], __name__, __file__.endswith('prog.py'))\n", 0),
+    ("import sys\nprint('bye')\nsys.exit(3)\n", 3),
+    ("def f():\n    raise RuntimeError('kaput')\nf()\n", 1),
+    ("import os, signal\nprint('x', flush=True)\nos.kill(os.getpid(), signal.SIGINT)\n"
+     "import time\ntime.sleep(5)\n", -signal.SIGINT),
+])
+def test_the_program_behaves_as_without_sonde_and_its_profile_is_saved(db, tmp_path, body, code):
+    path = script(tmp_path, "prog.py", body)
+    bare = plain_py([path, "a", "b"], tmp_path)
+    r = sonde_py([path, "a", "b"], db, tmp_path)
+    assert bare.returncode == code
+    assert (r.returncode, r.stdout) == (bare.returncode, bare.stdout)
+    # The same traceback, without the launcher's frames.
+    assert r.stderr.splitlines()[-3:] == bare.stderr.splitlines()[-3:]
+    assert "sonde/__main__.py" not in r.stderr
+    assert integrity_ok(db)
+    assert query(db, "SELECT COUNT(*) FROM routines WHERE name = 'prog.py:1(<module>)'") == [(1,)]
+
+
+def test_dash_m_runs_a_module_as_main(db, tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "tool.py").write_text("import sys\ndef go():\n    return 7\n"
+                                 "if __name__ == '__main__':\n    print(go(), sys.argv[1:])\n")
+    r = sonde_py(["-m", "pkg.tool", "x"], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, "7 ['x']\n"), r.stderr
+    assert python_calls(db, "go") == 1
+
+
+def test_fork_children_record_their_python_frames(db, tmp_path):
+    path = script(tmp_path, "forks.py", """
+        import os
+
+        def child_work():
+            return sum(range(1000))
+
+        def main():
+            pids = []
+            for _ in range(2):
+                pid = os.fork()
+                if pid == 0:
+                    child_work()
+                    os._exit(0)
+                pids.append(pid)
+            for pid in pids:
+                os.waitpid(pid, 0)
+
+        main()
+    """)
+    r = sonde_py([path], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = query(db, "SELECT p.origin, SUM(n.calls) FROM processes p JOIN threads t "
+                     "USING (process_id) JOIN nodes n USING (thread_id) JOIN routines r "
+                     "USING (routine_id) WHERE r.name LIKE '%(child_work)' GROUP BY p.process_id")
+    assert rows == [("fork", 1), ("fork", 1)]
+
+
+def test_launcher_errors_are_one_clear_line(db, tmp_path):
+    r = sonde_py(["missing.py"], db, tmp_path)
+    assert r.returncode == 2 and r.stderr.strip().startswith("python3 -m sonde: cannot open")
+    db.write_text("keep")
+    r = sonde_py([script(tmp_path, "p.py", "print(1)\n")], db, tmp_path)
+    assert r.returncode == 1 and "--force" in r.stderr and db.read_text() == "keep"
