@@ -128,6 +128,18 @@ CREATE TABLE IF NOT EXISTS shapes (
 );
 CREATE INDEX IF NOT EXISTS shapes_node ON shapes(node_id);
 
+-- Per-line costs of the functions named by `python3 -m sonde --lines`, like line_profiler:
+-- a line's time runs from its first instruction to the next line event of the same frame, so it
+-- includes the calls the line makes.
+CREATE TABLE IF NOT EXISTS line_costs (
+  thread_id  INTEGER NOT NULL REFERENCES threads(thread_id),
+  routine_id INTEGER NOT NULL REFERENCES routines(routine_id),
+  line       INTEGER NOT NULL,
+  hits       INTEGER NOT NULL,
+  time_ns    INTEGER NOT NULL,
+  PRIMARY KEY (thread_id, routine_id, line)
+);
+
 -- Peak rates for % of peak: from `sonde calibrate` or given by hand.
 CREATE TABLE IF NOT EXISTS peaks (
   run_id   INTEGER NOT NULL REFERENCES runs(run_id),
