@@ -70,6 +70,12 @@ ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
   return enter<false>(routine, nesting);
 }
 
+uint64_t probe_now() { return now_ticks(); }
+
+void record_line(RoutineId routine, int line, uint64_t ticks) {
+  if (ThreadState* t = t_state) t->record_line(routine, line, ticks);
+}
+
 void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
   uint64_t end = now_ticks();
   uint32_t d = t->depth_.load(kRelaxed);

@@ -85,6 +85,14 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
                                 r.bytes.load(kRelaxed)});
   }
 
+  uint32_t nl = t.lines.size_acquire();
+  s.lines.reserve(nl);
+  for (uint32_t i = 0; i < nl; ++i) {
+    const LineRecord& r = t.lines[i];
+    s.lines.push_back(LineRow{r.routine, r.line, r.hits.load(kRelaxed),
+                              clock.to_ns(r.ticks.load(kRelaxed))});
+  }
+
   if (t.trace) {
     t.trace->drain([&](const TraceEvent& e) {
       s.events.push_back(

@@ -33,6 +33,13 @@ struct ShapeRow {
   uint64_t flops, bytes;
 };
 
+struct LineRow {
+  RoutineId routine;
+  int line;
+  uint64_t hits;
+  int64_t time_ns;
+};
+
 struct TraceRow {
   uint32_t node;
   int64_t start_ns, end_ns;  // CLOCK_REALTIME-based
@@ -48,6 +55,7 @@ struct ThreadSnapshot {
   bool ftz, daz;
   std::vector<NodeRow> nodes;  // index order: a parent always precedes its children
   std::vector<ShapeRow> shapes;
+  std::vector<LineRow> lines;
   std::vector<TraceRow> events;
   uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
 };

@@ -197,8 +197,11 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
                       "INSERT INTO trace_events (thread_id, node_id, start_ns, end_ns) "
                       "VALUES (?,?,?,?)");
   Statement drops(h, "INSERT OR REPLACE INTO trace_drops (thread_id, dropped) VALUES (?,?)");
+  Statement line(h,
+                 "INSERT OR REPLACE INTO line_costs (thread_id, routine_id, line, hits, time_ns) "
+                 "VALUES (?,?,?,?,?)");
   if (!check_prepared({&ins_thread, &upd_thread, &ins_node, &upd_node, &ins_shape, &upd_shape,
-                       &ins_event, &drops},
+                       &ins_event, &drops, &line},
                       db, error)) {
     return false;
   }
@@ -286,6 +289,12 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       ins_event.bind(1, ids.thread_id).bind(2, ids.nodes[e.node]).bind(3, e.start_ns);
       ins_event.bind(4, e.end_ns);
       SONDE_STEP(ins_event, "writing trace events");
+    }
+    for (const LineRow& l : t.lines) {
+      if (l.hits == 0) continue;
+      line.bind(1, ids.thread_id).bind(2, routine_ids_.at(l.routine)).bind(3, int64_t(l.line));
+      line.bind(4, int64_t(l.hits)).bind(5, l.time_ns);
+      SONDE_STEP(line, "writing line costs");
     }
     if (t.dropped_events > 0) {
       drops.bind(1, ids.thread_id).bind(2, int64_t(t.dropped_events));

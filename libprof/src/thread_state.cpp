@@ -11,6 +11,8 @@ namespace sonde {
 
 namespace {
 
+constexpr uint32_t LineIndexMiss = UINT32_MAX;
+
 uint64_t shape_hash(uint32_t node, const void* site, const GemmShape& s) {
   uint64_t h = 1469598103934665603ull;
   auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
@@ -139,6 +141,44 @@ void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape&
   bump(r.bytes, bytes);
 }
 
+void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
+  auto hash = [](RoutineId r, int l) {
+    return (uint64_t(r) << 32 | uint32_t(l)) * 0x9E3779B97F4A7C15ull >> 20;
+  };
+  if (line_index_.empty()) line_index_.assign(64, 0);
+  size_t mask = line_index_.size() - 1;
+  size_t slot = hash(routine, line) & mask;
+  uint32_t i = LineIndexMiss;
+  for (;; slot = (slot + 1) & mask) {
+    uint32_t v = line_index_[slot];
+    if (v == 0) break;
+    if (lines[v - 1].routine == routine && lines[v - 1].line == line) {
+      i = v - 1;
+      break;
+    }
+  }
+  if (i == LineIndexMiss) {
+    i = lines.reserve();
+    if (i == lines.kFull) return;
+    lines[i].routine = routine;
+    lines[i].line = line;
+    lines.publish(i);
+    line_index_[slot] = i + 1;
+    if (2 * lines.size_owner() > line_index_.size()) {
+      std::vector<uint32_t> bigger(line_index_.size() * 2, 0);
+      size_t m2 = bigger.size() - 1;
+      for (uint32_t j = 0; j < lines.size_owner(); ++j) {
+        size_t k = hash(lines[j].routine, lines[j].line) & m2;
+        while (bigger[k] != 0) k = (k + 1) & m2;
+        bigger[k] = j + 1;
+      }
+      line_index_.swap(bigger);
+    }
+  }
+  bump(lines[i].hits, 1);
+  bump(lines[i].ticks, ticks);
+}
+
 void ThreadState::reset_counts(uint64_t now) {
   uint32_t n = nodes.size_owner();
   for (uint32_t i = 0; i < n; ++i) {
@@ -151,6 +191,10 @@ void ThreadState::reset_counts(uint64_t now) {
   for (uint32_t i = 0; i < shapes.size_owner(); ++i) {
     ShapeRecord& r = shapes[i];
     for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes}) a->store(0, std::memory_order_relaxed);
+  }
+  for (uint32_t i = 0; i < lines.size_owner(); ++i) {
+    lines[i].hits.store(0, std::memory_order_relaxed);
+    lines[i].ticks.store(0, std::memory_order_relaxed);
   }
   // Frames still open were entered once in this process as far as its profile is concerned.
   uint32_t d = depth();

@@ -42,6 +42,12 @@ struct ShapeRecord {
   std::atomic<uint64_t> calls{0}, ticks{0}, flops{0}, bytes{0};
 };
 
+struct LineRecord {
+  RoutineId routine = 0;
+  int line = 0;
+  std::atomic<uint64_t> hits{0}, ticks{0};
+};
+
 struct TraceEvent {
   uint32_t node;
   uint64_t start, end;
@@ -91,6 +97,7 @@ class ThreadState {
   // --- owner thread, slow path ---
   void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
                     uint64_t flops, uint64_t bytes);
+  void record_line(RoutineId routine, int line, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
   // Samples the FPU control word; denormal handling matters for the advice.
@@ -107,6 +114,7 @@ class ThreadState {
 
   ChunkedArray<Node> nodes;
   ChunkedArray<ShapeRecord> shapes;
+  ChunkedArray<LineRecord> lines;
   std::unique_ptr<StackEntry[]> stack_;
   std::atomic<uint32_t> depth_{0};
   uint32_t max_depth_;
@@ -135,6 +143,7 @@ class ThreadState {
   std::atomic<uint64_t> end_ticks_{0};
   char final_name_[16] = {};  // Linux thread names are at most 15 characters
   std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
+  std::vector<uint32_t> line_index_;   // owner-only open addressing on (routine, line): index + 1
   // Owner-only open addressing on (parent, routine) -> node; 0 is free (the root is no child).
   std::vector<uint32_t> child_index_ = std::vector<uint32_t>(64, 0);
 };

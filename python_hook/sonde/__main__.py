@@ -22,6 +22,10 @@ def _parser():
     p.add_argument("-o", "--output", default="sonde.db",
                    help="profile to write (default: sonde.db)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("--lines", action="append", default=[], metavar="PATTERN",
+                   help="time each source line of the functions whose name matches PATTERN "
+                        "(fnmatch, e.g. 'update_core*'; repeatable), like line_profiler; "
+                        "see `sonde report --by line`")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
     p.add_argument("target", nargs="?", help="the script to run (unless -m is given)")
@@ -117,7 +121,7 @@ def _run(opts):
     atexit.register(_die_if_interrupted)
     atexit.register(_sonde.flush)
     # The tree starts at the program's own <module>: the one exec below is not recorded.
-    _sonde.start(skip_calls=1)
+    _sonde.start(skip_calls=1, lines=opts.lines)
     try:
         exec(code, module.__dict__)
     except SystemExit:

@@ -1,5 +1,6 @@
 #include "frames.hpp"
 
+#include <fnmatch.h>
 #include <frameobject.h>
 
 #include <string>
@@ -35,22 +36,45 @@ std::string utf8(PyObject* s) {
   return c;
 }
 
-RoutineId code_routine(PyCodeObject* code) {
+// Functions whose lines are timed (`--lines`): fnmatch patterns on the name or qualified name.
+std::vector<std::string> g_line_patterns;
+
+struct CodeInfo {
+  RoutineId id;
+  bool lines;
+};
+
+bool wants_lines(PyCodeObject* code) {
+  if (g_line_patterns.empty()) return false;
+  std::string name = utf8(code->co_name), qualname = utf8(code->co_qualname);
+  for (const std::string& p : g_line_patterns) {
+    if (fnmatch(p.c_str(), name.c_str(), 0) == 0 || fnmatch(p.c_str(), qualname.c_str(), 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The slot holds (id + 1) << 1 | timed-lines, so 0 still means "not seen yet".
+CodeInfo code_info(PyCodeObject* code) {
   void* extra = nullptr;
   if (_PyCode_GetExtra(reinterpret_cast<PyObject*>(code), g_extra_index, &extra) == 0 &&
       extra != nullptr) {
-    return RoutineId(reinterpret_cast<uintptr_t>(extra) - 1);
+    auto v = reinterpret_cast<uintptr_t>(extra);
+    return {RoutineId((v >> 1) - 1), (v & 1) != 0};
   }
   // pprof/cProfile style: file.py:LINE(function); the full path is kept in routines.file.
   std::string file = utf8(code->co_filename);
   std::string name = base_name(file) + ":" + std::to_string(code->co_firstlineno) + "(" +
                      utf8(code->co_name) + ")";
-  RoutineId id =
-      register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno});
+  CodeInfo info{register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno}),
+                wants_lines(code)};
   _PyCode_SetExtra(reinterpret_cast<PyObject*>(code), g_extra_index,
-                   reinterpret_cast<void*>(uintptr_t(id) + 1));
-  return id;
+                   reinterpret_cast<void*>((uintptr_t(info.id) + 1) << 1 | info.lines));
+  return info;
 }
+
+RoutineId code_routine(PyCodeObject* code) { return code_info(code).id; }
 
 // C functions have no co_extra: cache by method definition and the type it is bound to. The GIL
 // guards the map (profile functions run holding it).
@@ -134,6 +158,67 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
   return 0;
 }
 
+// Line timing, like line_profiler: a line runs from its line event to the next line event (or
+// the return) of the same frame, calls it makes included. Only frames of matching functions
+// keep a state; every other line event costs one comparison.
+struct LineState {
+  PyFrameObject* frame;
+  RoutineId routine;
+  int line;
+  uint64_t start;
+};
+thread_local std::vector<LineState> t_lines;
+
+void finish_line(LineState& s, uint64_t now) {
+  if (s.line >= 0) record_line(s.routine, s.line, now - s.start);
+}
+
+int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+  switch (what) {
+    case PyTrace_CALL: {
+      PyCodeObject* code = PyFrame_GetCode(frame);
+      CodeInfo info = code_info(code);
+      Py_DECREF(code);
+      if (info.lines) t_lines.push_back({frame, info.id, -1, 0});
+      break;
+    }
+    case PyTrace_LINE:
+      if (!t_lines.empty() && t_lines.back().frame == frame) {
+        LineState& s = t_lines.back();
+        uint64_t now = probe_now();
+        finish_line(s, now);
+        s.line = PyFrame_GetLineNumber(frame);
+        s.start = now;
+      }
+      break;
+    case PyTrace_RETURN:
+      if (!t_lines.empty() && t_lines.back().frame == frame) {
+        finish_line(t_lines.back(), probe_now());
+        t_lines.pop_back();
+      }
+      break;
+    default:
+      break;
+  }
+  return 0;
+}
+
+// threading.settrace() hands new threads this callable: its first call swaps in the C trace
+// function for the thread.
+PyObject* bootstrap_trace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  PyEval_SetTrace(trace, nullptr);
+  if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
+      PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
+    trace(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef g_bootstrap_trace_def = {"_sonde_thread_trace",
+                                     reinterpret_cast<PyCFunction>(
+                                         reinterpret_cast<void (*)()>(bootstrap_trace)),
+                                     METH_FASTCALL, nullptr};
+
 // threading.setprofile() hands new threads this callable as a Python-level profiler: its first
 // call swaps in the C profile function and enters the frame being called.
 PyObject* bootstrap_thread(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
@@ -150,10 +235,10 @@ PyMethodDef g_bootstrap_def = {"_sonde_thread_bootstrap",
                                    reinterpret_cast<void (*)()>(bootstrap_thread)),
                                METH_FASTCALL, nullptr};
 
-bool set_threading_profile(PyObject* hook) {
+bool set_threading_hook(const char* setter, PyObject* hook) {
   PyObject* threading = PyImport_ImportModule("threading");
   if (threading == nullptr) return false;
-  PyObject* r = PyObject_CallMethod(threading, "setprofile", "O", hook);
+  PyObject* r = PyObject_CallMethod(threading, setter, "O", hook);
   Py_DECREF(threading);
   Py_XDECREF(r);
   return r != nullptr;
@@ -162,6 +247,21 @@ bool set_threading_profile(PyObject* hook) {
 }  // namespace
 
 void skip_calls(int n) { t_skip = n; }
+
+bool install_line_tracing(const std::vector<std::string>& patterns) {
+  g_line_patterns = patterns;
+  if (patterns.empty()) return true;
+  PyObject* hook = PyCFunction_New(&g_bootstrap_trace_def, nullptr);
+  if (hook == nullptr) return false;
+  bool ok = set_threading_hook("settrace", hook);
+  Py_DECREF(hook);
+  if (!ok) return false;
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
+    if (_PyEval_SetTrace(t, trace, nullptr) < 0) return false;
+  }
+  return true;
+}
 
 bool install_all_threads() {
   if (g_extra_index < 0) {
@@ -173,7 +273,7 @@ bool install_all_threads() {
   }
   PyObject* hook = PyCFunction_New(&g_bootstrap_def, nullptr);
   if (hook == nullptr) return false;
-  bool ok = set_threading_profile(hook);
+  bool ok = set_threading_hook("setprofile", hook);
   Py_DECREF(hook);
   if (!ok) return false;
   PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
@@ -184,11 +284,13 @@ bool install_all_threads() {
 }
 
 void uninstall_all_threads() {
-  set_threading_profile(Py_None);
+  set_threading_hook("setprofile", Py_None);
+  if (!g_line_patterns.empty()) set_threading_hook("settrace", Py_None);
   PyErr_Clear();
   PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
   for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
     _PyEval_SetProfile(t, nullptr, nullptr);
+    if (!g_line_patterns.empty()) _PyEval_SetTrace(t, nullptr, nullptr);
   }
   PyErr_Clear();
 }

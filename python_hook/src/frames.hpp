@@ -6,11 +6,17 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string>
+#include <vector>
+
 namespace sonde::python {
 
 // Installs the profile function on every existing thread and, through threading.setprofile,
 // on every thread started later. Returns false with a Python exception set.
 bool install_all_threads();
+// Times the source lines of functions whose name or qualified name matches one of `patterns`
+// (fnmatch), on every thread. Call after install_all_threads; empty: no line timing.
+bool install_line_tracing(const std::vector<std::string>& patterns);
 // The next `n` calls on this thread are not recorded (nor their returns): the launcher's own.
 void skip_calls(int n);
 // Removes it from every thread.

@@ -203,3 +203,70 @@ def test_launcher_errors_are_one_clear_line(db, tmp_path):
     db.write_text("keep")
     r = sonde_py([script(tmp_path, "p.py", "print(1)\n")], db, tmp_path)
     assert r.returncode == 1 and "--force" in r.stderr and db.read_text() == "keep"
+
+
+MLP_NUMPY = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "mlp_numpy", "train.py")
+TORCH_CNN = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "torch_cnn", "train.py")
+
+
+@pytest.fixture(scope="module")
+def mlp_numpy(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("mlp_numpy")
+    db = tmp / "prof.db"
+    r = sonde_py(["--lines", "update_core*", MLP_NUMPY, "--steps", 30], db, tmp,
+                 OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    bare = plain_py([MLP_NUMPY, "--steps", 30], tmp, OPENBLAS_NUM_THREADS=1)
+    assert r.stdout == bare.stdout  # same losses and accuracies with and without sonde
+    return db
+
+
+def test_mlp_numpy_gemm_shapes_carry_their_python_call_sites(mlp_numpy):
+    shapes = query(mlp_numpy, "SELECT call_site, m, n, k, SUM(calls) FROM gemm_shapes "
+                              "GROUP BY call_site, m, n, k")
+    sites = {(m, n, k): site for site, m, n, k, _ in shapes}
+    # Forward products x.dot(W.T) of 784-1000-1000-10 with batch 100 (numpy calls cblas in
+    # column-major terms, so the shape is given as numpy hands it to BLAS).
+    forward = [s for (m, n, k), s in sites.items() if s.endswith("(forward)")]
+    backward = [s for (m, n, k), s in sites.items() if s.endswith("(backward)")]
+    assert forward and backward, shapes
+    dims = {frozenset((m, n, k)) for (m, n, k) in sites}
+    for triple in [(100, 1000, 784), (100, 1000, 1000), (100, 10, 1000)]:
+        assert frozenset(triple) in dims, (triple, shapes)
+    assert all(s.startswith("train.py:") for s in sites.values())
+    tree = subprocess.run([CLI, "tree", str(mlp_numpy), "--min-pct", "0"], capture_output=True,
+                          text=True).stdout
+    lines = tree.splitlines()
+    i = next(i for i, l in enumerate(lines) if "(forward) [python]" in l)
+    assert any("cblas_sgemm" in l for l in lines[i + 1:i + 4])
+
+
+def test_adam_lines_are_timed_like_the_posters_table(mlp_numpy):
+    rows = query(mlp_numpy, "SELECT l.line, SUM(l.hits), SUM(l.time_ns) FROM line_costs l "
+                            "JOIN routines r USING (routine_id) WHERE r.name LIKE "
+                            "'%(update_core_cpu)' GROUP BY l.line ORDER BY l.line")
+    assert len(rows) >= 4
+    hits = {h for _, h, _ in rows}
+    assert hits == {30 * 6}  # every line once per parameter (6) per step (30)
+    r = subprocess.run([CLI, "report", str(mlp_numpy), "--by", "line", "--lines",
+                        "update_core*"], capture_output=True, text=True)
+    if "--by" in r.stderr and r.returncode != 0:
+        pytest.skip("this sonde CLI has no --by line yet")
+    assert r.returncode == 0, r.stderr
+    assert "numpy.sqrt(v)" in r.stdout and "update_core_cpu" in r.stdout
+
+
+def test_pytorch_tree_has_native_calls_under_forward_and_backward(db, tmp_path):
+    if plain_py(["-c", "import torch"], tmp_path).returncode != 0:
+        pytest.skip("python3-torch is not installed")
+    args = [TORCH_CNN, "--steps", 4, "--threads", 1]
+    bare = plain_py(args, tmp_path)
+    r = sonde_py(args, db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == bare.stdout  # the printed losses are the same
+    paths = [p for (p,) in query(db, "SELECT path FROM callpaths")]
+    native = ("sgemm_", "dnnl:")
+    assert any("(train_step)" in p and "(forward)" in p and p.split(";")[-1].startswith(native)
+               for p in paths), [p for p in paths if "(forward)" in p][:20]
+    assert any("(train_step)" in p and "backward" in p and p.split(";")[-1].startswith(native)
+               for p in paths)

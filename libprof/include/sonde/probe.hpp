@@ -59,4 +59,10 @@ SONDE_API ThreadState* probe_resume(RoutineId routine, Nesting nesting);
 // return address, used to tell call sites apart for shapes (nullptr: none).
 SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
 
+// sonde's clock, for callers that time pieces of a frame themselves (source lines).
+SONDE_API uint64_t probe_now();
+
+// Charges `ticks` and one hit to `line` of `routine` on the calling thread (line costs).
+SONDE_API void record_line(RoutineId routine, int line, uint64_t ticks);
+
 }  // namespace sonde
