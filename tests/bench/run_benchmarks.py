@@ -503,6 +503,182 @@ def bench_report(cfg, summary):
 
 
 # ----------------------------------------------------------------------------------------------
+# 6. Python: added time per Python-level call, against cProfile and yappi
+
+
+def python_ready(cfg, what):
+    """False (with a note) when the Python hook was not built: the section is skipped."""
+    if not os.path.isdir(cfg.pypkg):
+        print(f"  NOTE: {cfg.pypkg} does not exist (the Python hook is not built); "
+              f"skipping {what}")
+        return False
+    return True
+
+
+def python_env(cfg):
+    return {"PYTHONPATH": cfg.pypath, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def python_frames(path, script, func):
+    """(nodes, total calls) of the Python function `func` of `script` in a sonde profile."""
+    rows = profile_query(path, "SELECT COUNT(*), COALESCE(SUM(n.calls), 0) FROM nodes n "
+                               "JOIN routines r USING (routine_id) WHERE r.kind = 'python' "
+                               "AND r.name GLOB ? AND r.file LIKE ?",
+                         (f"*({func})", f"%{script}"))
+    return rows[0]
+
+
+def bench_python(cfg, summary):
+    n, reps, loop = cfg.size(25, 20), cfg.size(2, 1), cfg.size(100_000, 10_000)
+    rounds = cfg.size(7, 2)
+    section(f"6. Python call overhead: py_callheavy.py (fib({n}) + {loop:,} turns of 4 method "
+            f"calls) x {reps}, {rounds} rounds")
+    if not python_ready(cfg, "the Python benchmarks"):
+        return
+    script = os.path.join(HERE, "py_callheavy.py")
+    args = ["--n", str(n), "--reps", str(reps), "--loop", str(loop)]
+    db = os.path.join(cfg.work, "py_callheavy.db")
+    py = cfg.python
+    variants = [("plain", [py, script, *args]),
+                ("cProfile", [py, "-m", "cProfile", "-o", os.devnull, script, *args])]
+    have_yappi = subprocess.run([py, "-c", "import yappi"], capture_output=True).returncode == 0
+    if have_yappi:
+        variants.append(("yappi", [py, os.path.join(HERE, "py_yappi_run.py"), cfg.yappi_clock,
+                                   script, *args]))
+    else:
+        print(f"  NOTE: {py} cannot import yappi; no yappi comparison")
+    variants.append(("sonde", [py, "-m", "sonde", "-o", db, "--force", script, *args]))
+    names = [name for name, _ in variants]
+    elapsed = {name: [] for name in names}
+    whole = {name: [] for name in names}
+    calls_total = None
+    for r in range(rounds):
+        order = variants[r % len(variants):] + variants[:r % len(variants)]
+        for name, cmd in order:
+            res = run(cmd, env_extra=python_env(cfg))
+            elapsed[name].append(res.get("elapsed_s"))
+            whole[name].append(res.wall_s)
+            fib_calls, method_calls = res.get("fib_calls", int), res.get("method_calls", int)
+            calls_total = res.get("calls_total", int)
+            if name == "sonde":
+                nodes, counted = python_frames(db, "py_callheavy.py", "fib")
+                expect(counted == fib_calls, f"the sonde profile counts {counted} calls of fib(), "
+                                             f"the benchmark made {fib_calls}")
+                expect(nodes == max(n, 1), f"fib() has {nodes} call paths in the sonde profile, "
+                                           f"expected {max(n, 1)} (one per recursion depth)")
+                methods = sum(python_frames(db, "py_callheavy.py", m)[1]
+                              for m in ("move", "dot", "norm2", "__init__"))
+                expect(methods == method_calls,
+                       f"the sonde profile counts {methods} calls of Point's methods, the "
+                       f"benchmark made {method_calls}")
+    print(f"  {calls_total:,} Python-level calls in the measured part "
+          f"({fib_calls:,} of fib); sonde's profile holds exactly the fib() and method calls "
+          f"the benchmark counted")
+    for name in names:
+        print(f"  {name:8s} measured part, s: {spread(elapsed[name])}")
+    added = {name: [e - b for e, b in zip(elapsed[name], elapsed["plain"])]
+             for name in names if name != "plain"}  # paired within a round
+    for name, xs in added.items():
+        print(f"  {name:8s} added over plain, s: {spread(xs)}; per call, ns: "
+              f"{statistics.median(xs) / calls_total * 1e9:.0f}")
+    ratio_c = [s / c for s, c in zip(added["sonde"], added["cProfile"])]
+    print(f"  sonde's added time / cProfile's (per round): {spread(ratio_c)}")
+    if have_yappi:
+        ratio_y = [s / y for s, y in zip(added["sonde"], added["yappi"])]
+        print(f"  sonde's added time / yappi's ({cfg.yappi_clock} clock, per round): "
+              f"{spread(ratio_y)}")
+    for name in names:
+        print(f"  {name:8s} whole process (start-up, re-exec, flush), s: {spread(whole[name])}")
+    med = {name: statistics.median(xs) for name, xs in added.items()}
+    per_call = lambda name: med[name] / calls_total * 1e9
+    rc = statistics.median(ratio_c)
+    comparison = (f"plain {statistics.median(elapsed['plain']):.3f} s; added: cProfile "
+                  f"+{med['cProfile']:.3f} s ({per_call('cProfile'):.0f} ns/call)")
+    if have_yappi:
+        comparison += (f", yappi ({cfg.yappi_clock}) +{med['yappi']:.3f} s "
+                       f"({per_call('yappi'):.0f} ns/call); sonde/yappi "
+                       f"{statistics.median(ratio_y):.2f}")
+    summary.add(f"6. Python call overhead, {calls_total / 1e6:.2g} M calls",
+                f"sonde +{med['sonde']:.3f} s ({per_call('sonde'):.0f} ns/call) = "
+                f"{rc:.2f} × cProfile's added time (median of {rounds} rounds; range "
+                f"{min(ratio_c):.2f}–{max(ratio_c):.2f})",
+                comparison, "< 0.5 × cProfile", rc < 0.5)
+
+
+# ----------------------------------------------------------------------------------------------
+# 7. Python reference workload: examples/mlp_numpy/train.py, paired
+
+
+def bench_mlp_numpy(cfg, summary):
+    steps = cfg.size(300, 20)
+    pairs = cfg.pairs or cfg.size(9, 1)
+    section(f"7. mlp_numpy/train.py --steps {steps}: wall time with and without python3 -m "
+            f"sonde, {pairs} pairs, OPENBLAS_NUM_THREADS={cfg.blas_threads}")
+    if not python_ready(cfg, "mlp_numpy"):
+        return
+    script = os.path.join(cfg.source, "examples", "mlp_numpy", "train.py")
+    py = cfg.python
+    if subprocess.run([py, "-c", "import numpy"], capture_output=True).returncode != 0:
+        print(f"  NOTE: {py} cannot import numpy; skipping mlp_numpy")
+        return
+    db = os.path.join(cfg.work, "mlp_numpy.db")
+    env = {"OPENBLAS_NUM_THREADS": str(cfg.blas_threads), "OMP_NUM_THREADS": "1",
+           **python_env(cfg)}
+    cmds = {"base": [py, script, "--steps", str(steps)],
+            "sonde": [py, "-m", "sonde", "-o", db, "--force", script, "--steps", str(steps)]}
+    base, prof, ratios, cpu_ratios, inner = [], [], [], [], []
+    out = {}
+    for i in range(pairs):
+        order = ["base", "sonde"] if i % 2 == 0 else ["sonde", "base"]
+        got, cpu, t_in = {}, {}, {}
+        for which in order:
+            res = run(cmds[which], env_extra=env)
+            got[which], cpu[which] = res.wall_s, res.cpu_s
+            t_in[which] = float(res.stderr.split("time_s", 1)[1].split()[0]) \
+                if "time_s" in res.stderr else float("nan")
+            out[which] = res.stdout
+            if which == "sonde":
+                _, sgemm = routine_calls(db, "cblas_sgemm")
+                # 3 products forward, 5 backward per step; 20 test batches of 3 forward.
+                expect(sgemm == 8 * steps + 60, f"the mlp_numpy profile counts {sgemm} "
+                                                f"cblas_sgemm calls, expected {8 * steps + 60}")
+                _, adam = python_frames(db, "train.py", "update_core_cpu")
+                expect(adam == 6 * steps, f"the mlp_numpy profile counts {adam} calls of "
+                                          f"update_core_cpu, expected {6 * steps}")
+        expect(out["base"] == out["sonde"], "train.py printed different results under sonde")
+        base.append(got["base"])
+        prof.append(got["sonde"])
+        ratios.append(100.0 * (got["sonde"] / got["base"] - 1.0))
+        cpu_ratios.append(100.0 * (cpu["sonde"] / cpu["base"] - 1.0))
+        inner.append(100.0 * (t_in["sonde"] / t_in["base"] - 1.0))
+        print(f"  pair {i + 1}: without {got['base']:.3f} s, with {got['sonde']:.3f} s, "
+              f"overhead {ratios[-1]:+.2f} % (CPU time {cpu_ratios[-1]:+.2f} %; train.py's "
+              f"own time_s {t_in['base']:.3f} vs {t_in['sonde']:.3f} s, {inner[-1]:+.2f} %)",
+              flush=True)
+    print(f"  without sonde, s: {spread(base)}")
+    print(f"  with sonde, s:    {spread(prof)}")
+    print(f"  overhead per pair (whole process), %: {spread(ratios)}")
+    print(f"  CPU-time (user+sys) overhead per pair, %: {spread(cpu_ratios)}")
+    print(f"  overhead of train.py's own time_s (training loop + test) per pair, %: "
+          f"{spread(inner)}")
+    best = 100.0 * (min(prof) / min(base) - 1.0)
+    print(f"  overhead of the fastest runs (min/min), %: {best:+.2f}")
+    frames = profile_query(db, "SELECT r.kind, COUNT(*), SUM(n.calls) FROM nodes n JOIN routines "
+                               "r USING (routine_id) WHERE n.depth > 0 GROUP BY r.kind "
+                               "ORDER BY r.kind")
+    print("  measured frames in the profile by kind (nodes, calls): " +
+          ", ".join(f"{k} {nd:,}/{c:,}" for k, nd, c in frames))
+    med = statistics.median(ratios)
+    summary.add(f"7. mlp_numpy/train.py --steps {steps} wall-time overhead",
+                f"{med:+.2f} % (median of {pairs} pairs; range {min(ratios):+.2f} to "
+                f"{max(ratios):+.2f} %)",
+                f"without {statistics.median(base):.3f} s, with {statistics.median(prof):.3f} s; "
+                f"min/min {best:+.2f} %; CPU time {statistics.median(cpu_ratios):+.2f} %; "
+                f"train.py's own time_s {statistics.median(inner):+.2f} %",
+                "< 3 %", med < 3)
+
+
+# ----------------------------------------------------------------------------------------------
 
 
 class Config:
@@ -520,6 +696,12 @@ class Config:
         self.mlp = os.path.join(self.build, "examples", "mlp_train")
         self.bench_dir = os.path.join(self.build, "tests", "bench")
         self.shim = os.path.join(self.bench_dir, "libbareshim.so")
+        # The Python hook: <build>/python/sonde, run by Debian's interpreter (numpy, yappi).
+        self.pypath = os.path.join(self.build, "python")
+        self.pypkg = os.path.join(self.pypath, "sonde")
+        self.python = args.python or ("/usr/bin/python3" if os.path.exists("/usr/bin/python3")
+                                      else sys.executable)
+        self.yappi_clock = args.yappi_clock
         self.work = args.work_dir or tempfile.mkdtemp(prefix="sonde-bench-")
         os.makedirs(self.work, exist_ok=True)
         for p in (self.lib, self.shim, self.mlp):
@@ -549,7 +731,8 @@ def machine():
 
 
 BENCHES = {"call": bench_call_cost, "mlp": bench_mlp, "memory": bench_memory,
-           "flush": bench_flush, "report": bench_report}
+           "flush": bench_flush, "report": bench_report, "python": bench_python,
+           "mlp_numpy": bench_mlp_numpy}
 
 
 def main():
@@ -560,9 +743,14 @@ def main():
     ap.add_argument("--build-dir", help="the CMake build folder (default: $SONDE_BUILD or ./build)")
     ap.add_argument("--work-dir", help="where profiles and scratch files go (default: a temp dir)")
     ap.add_argument("--only", help="comma-separated subset of: " + ",".join(BENCHES))
-    ap.add_argument("--pairs", type=int, help="mlp_train pairs (default 9, quick 1)")
+    ap.add_argument("--pairs", type=int,
+                    help="mlp_train and mlp_numpy pairs (default 9, quick 1)")
     ap.add_argument("--blas-threads", type=int, default=1,
-                    help="OPENBLAS_NUM_THREADS for mlp_train (default 1)")
+                    help="OPENBLAS_NUM_THREADS for mlp_train and mlp_numpy (default 1)")
+    ap.add_argument("--python", help="interpreter for the Python benchmarks "
+                                     "(default /usr/bin/python3)")
+    ap.add_argument("--yappi-clock", choices=("wall", "cpu"), default="wall",
+                    help="yappi's clock in the Python call benchmark (default wall)")
     args = ap.parse_args()
     t_start = time.perf_counter()
     try:
