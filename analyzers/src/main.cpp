@@ -11,6 +11,7 @@
 #include "sonde/analyzers/call_tree.hpp"
 #include "sonde/analyzers/export.hpp"
 #include "sonde/analyzers/launcher.hpp"
+#include "sonde/analyzers/line_report.hpp"
 #include "sonde/analyzers/profile_file.hpp"
 #include "sonde/analyzers/query.hpp"
 #include "sonde/analyzers/report.hpp"
@@ -29,6 +30,8 @@ struct Args {
   std::string file;
   std::string format = "text";
   std::string sort = "excl";
+  std::string by = "routine";
+  std::optional<std::string> lines;
   std::size_t top = 0;
   double min_pct = 0.5;
   std::optional<int> depth;
@@ -46,7 +49,20 @@ void print_table(const Table& table, Format format) {
   }
 }
 
+int cmd_report_lines(const Args& a) {
+  Format format = parse_format(a.format);
+  ProfileFile file = ProfileFile::open(a.file);
+  LineCosts costs = compute_line_costs(file, a.lines.value_or(""));
+  switch (format) {
+    case Format::kText: std::cout << render_line_report_text(costs); break;
+    case Format::kCsv: std::cout << render_csv(line_costs_table(costs)); break;
+    case Format::kJson: std::cout << render_line_report_json(a.file, costs).dump(2) << '\n'; break;
+  }
+  return 0;
+}
+
 int cmd_report(const Args& a) {
+  if (a.by == "line" || a.lines) return cmd_report_lines(a);
   ProfileFile file = ProfileFile::open(a.file);
   RunSummary run = load_run_summary(file);
   Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort));
@@ -162,6 +178,12 @@ int main(int argc, char** argv) {
   report->add_option("-s,--sort", a.sort, "Sort key: exclusive time, inclusive time or calls")
       ->check(CLI::IsMember({"excl", "incl", "calls"}))
       ->capture_default_str();
+  auto* by = report->add_option("--by", a.by, "One row per routine, or per source line of the "
+                                              "functions recorded by python3 -m sonde --lines")
+      ->check(CLI::IsMember({"routine", "line"}))
+      ->capture_default_str();
+  report->add_option("--lines", a.lines, "With --by line: only functions matching this glob "
+                                         "(e.g. 'update_core*'); implies --by line");
 
   auto* tree = app.add_subcommand("tree", "Calling-context tree (Python frames and native calls)");
   add_file(tree, a);
@@ -233,6 +255,10 @@ int main(int argc, char** argv) {
       std::cerr << "sonde run: no command given\n" << run->help();
       return kUsageError;
     }
+  }
+  if (cmd == report && a.lines && by->count() > 0 && a.by != "line") {
+    std::cerr << "sonde report: --lines needs --by line\n";
+    return kUsageError;
   }
   std::string name = cmd->get_name();
   try {
