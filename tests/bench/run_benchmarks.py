@@ -541,12 +541,18 @@ def bench_python(cfg, summary):
     py = cfg.python
     variants = [("plain", [py, script, *args]),
                 ("cProfile", [py, "-m", "cProfile", "-o", os.devnull, script, *args])]
+    runner = os.path.join(HERE, "py_profiler_run.py")
     have_yappi = subprocess.run([py, "-c", "import yappi"], capture_output=True).returncode == 0
     if have_yappi:
-        variants.append(("yappi", [py, os.path.join(HERE, "py_yappi_run.py"), cfg.yappi_clock,
-                                   script, *args]))
+        variants.append(("yappi", [py, runner, "yappi-" + cfg.yappi_clock, script, *args]))
     else:
         print(f"  NOTE: {py} cannot import yappi; no yappi comparison")
+    # The floor: a C profile function that does nothing (tests/bench/py_noop_profiler.c).
+    have_noop = any(f.startswith("_noop_profiler") for f in os.listdir(cfg.bench_dir))
+    if have_noop:
+        variants.append(("noop", [py, runner, "noop", script, *args]))
+    else:
+        print(f"  NOTE: no _noop_profiler module in {cfg.bench_dir}; no floor measured")
     variants.append(("sonde", [py, "-m", "sonde", "-o", db, "--force", script, *args]))
     names = [name for name, _ in variants]
     elapsed = {name: [] for name in names}
@@ -555,7 +561,10 @@ def bench_python(cfg, summary):
     for r in range(rounds):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
         for name, cmd in order:
-            res = run(cmd, env_extra=python_env(cfg))
+            env = python_env(cfg)
+            if name == "noop":
+                env["PYTHONPATH"] = cfg.bench_dir + os.pathsep + env["PYTHONPATH"]
+            res = run(cmd, env_extra=env)
             elapsed[name].append(res.get("elapsed_s"))
             whole[name].append(res.wall_s)
             fib_calls, method_calls = res.get("fib_calls", int), res.get("method_calls", int)
@@ -587,6 +596,17 @@ def bench_python(cfg, summary):
         ratio_y = [s / y for s, y in zip(added["sonde"], added["yappi"])]
         print(f"  sonde's added time / yappi's ({cfg.yappi_clock} clock, per round): "
               f"{spread(ratio_y)}")
+    if have_noop:
+        own = {name: [x - f for x, f in zip(added[name], added["noop"])]
+               for name in ("cProfile", "yappi", "sonde") if name in added}
+        for name, xs in own.items():
+            print(f"  {name:8s} own work beyond the no-op hook (paired), s: {spread(xs)}; per "
+                  f"call, ns: {statistics.median(xs) / calls_total * 1e9:.0f}")
+        floor_c = [f / c for f, c in zip(added["noop"], added["cProfile"])]
+        print(f"  the no-op hook's added time / cProfile's (the least any profile hook can "
+              f"reach): {spread(floor_c)}")
+        own_c = [s / c for s, c in zip(own["sonde"], own["cProfile"])]
+        print(f"  sonde's own work / cProfile's own work: {spread(own_c)}")
     for name in names:
         print(f"  {name:8s} whole process (start-up, re-exec, flush), s: {spread(whole[name])}")
     med = {name: statistics.median(xs) for name, xs in added.items()}
@@ -598,6 +618,12 @@ def bench_python(cfg, summary):
         comparison += (f", yappi ({cfg.yappi_clock}) +{med['yappi']:.3f} s "
                        f"({per_call('yappi'):.0f} ns/call); sonde/yappi "
                        f"{statistics.median(ratio_y):.2f}")
+    if have_noop:
+        comparison += (f"; a no-op C hook adds +{med['noop']:.3f} s ({per_call('noop'):.0f} "
+                       f"ns/call) = {statistics.median(floor_c):.2f} × cProfile's; beyond it "
+                       f"sonde +{statistics.median(own['sonde']):.3f} s, cProfile "
+                       f"+{statistics.median(own['cProfile']):.3f} s "
+                       f"(×{statistics.median(own_c):.2f})")
     summary.add(f"6. Python call overhead, {calls_total / 1e6:.2g} M calls",
                 f"sonde +{med['sonde']:.3f} s ({per_call('sonde'):.0f} ns/call) = "
                 f"{rc:.2f} × cProfile's added time (median of {rounds} rounds; range "
