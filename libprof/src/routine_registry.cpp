@@ -1,5 +1,7 @@
 #include "routine_registry.hpp"
 
+#include "signal_block.hpp"
+
 namespace sonde {
 
 RoutineRegistry::RoutineRegistry() { intern({"<thread>", "root", ""}); }
@@ -11,6 +13,7 @@ RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
     key += '\x1f';
   }
   key += std::to_string(spec.line);
+  AsyncSignalBlock no_signals;  // see signals.hpp: a flush on SIGTERM needs this lock
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
   if (it != index_.end()) return it->second;

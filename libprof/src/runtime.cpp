@@ -14,6 +14,7 @@
 
 #include "real_symbol.hpp"
 #include "run_info.hpp"
+#include "signal_block.hpp"
 #include "signals.hpp"
 #include "thread_local_state.hpp"
 
@@ -147,6 +148,7 @@ ThreadState* Runtime::attach_current_thread() {
   uint64_t trace = config_.trace ? config_.trace_buffer : 0;
   ThreadState* t;
   {
+    AsyncSignalBlock no_signals;
     std::lock_guard lock(threads_mu_);
     t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace);
     threads_.push_back(t);
@@ -158,6 +160,7 @@ ThreadState* Runtime::attach_current_thread() {
 
 void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {
   {
+    AsyncSignalBlock no_signals;
     std::lock_guard lock(notes_mu_);
     for (const Note& n : notes_) {
       if (n.topic == topic && n.message == message) return;
@@ -174,6 +177,9 @@ void Runtime::register_info_provider(InfoProvider p) {
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
   if (!store_ok_) return false;
+  // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
+  // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
+  AsyncSignalBlock no_signals;
   std::lock_guard lock(store_mu_);
   if (finished_) return false;
   bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;

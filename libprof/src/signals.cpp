@@ -12,6 +12,7 @@ namespace {
 constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT,
                             SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU};
 
+
 void on_signal(int sig, siginfo_t*, void*) {
   if (Runtime* rt = Runtime::get()) rt->flush_from_signal(sig);
   // SA_RESETHAND restored the default action: dying now looks exactly as it would have.

@@ -8,4 +8,5 @@ namespace sonde {
 // signal itself keeps doing so (and its process then exits through atexit, which flushes).
 void install_signal_handlers();
 
+
 }  // namespace sonde

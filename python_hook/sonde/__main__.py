@@ -72,6 +72,11 @@ def _launch(opts, argv):
     preload = env.get("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (":" + preload if preload else "")
     env["SONDE_OUTPUT"] = output
+    # Child interpreters of the run start the hook from sonde/autostart/sitecustomize.py.
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (autostart, package_parent, env.get("PYTHONPATH")) if p)
     env.pop("SONDE_RUN_ID", None)  # a new run, even when launched from a profiled process
     env[_MARK] = "1"
     sys.stdout.flush()

@@ -270,3 +270,30 @@ def test_pytorch_tree_has_native_calls_under_forward_and_backward(db, tmp_path):
                for p in paths), [p for p in paths if "(forward)" in p][:20]
     assert any("(train_step)" in p and "backward" in p and p.split(";")[-1].startswith(native)
                for p in paths)
+
+
+def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
+    # Spawned workers are new interpreters: the launcher's sitecustomize starts the hook there.
+    # `with Pool()` ends them with SIGTERM, which arrives while they run Python code and take
+    # sonde's locks (new code objects): their flush must still happen.
+    path = script(tmp_path, "pool.py", """
+        import multiprocessing as mp
+
+        def square(x):
+            return x * x
+
+        def main():
+            with mp.get_context("spawn").Pool(2) as pool:
+                print(sum(pool.map(square, range(40))))
+
+        if __name__ == "__main__":
+            main()
+    """)
+    for _ in range(3):  # the race this guards against did not show every time
+        r = sonde_py([path], db, tmp_path)
+        assert (r.returncode, r.stdout) == (0, "20540\n"), r.stderr
+        assert python_calls(db, "square") == 40
+        workers = query(db, "SELECT end_reason FROM processes WHERE command LIKE "
+                            "'%multiprocessing.spawn%'")
+        assert len(workers) == 2 and all(w is not None for (w,) in workers), workers
+        db.unlink()

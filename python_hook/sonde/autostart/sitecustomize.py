@@ -1,0 +1,38 @@
+"""Starts sonde's Python hook in every Python process of a `python3 -m sonde` run.
+
+The launcher puts this directory on PYTHONPATH, so child interpreters (multiprocessing's spawn
+workers, subprocess) record their Python frames too, not only their native calls. It then runs
+the sitecustomize this one shadows, so the system's customisation still happens.
+"""
+import os
+import sys
+
+
+def _start_hook():
+    if os.environ.get("SONDE_PYTHON_LAUNCHED") == "1":
+        return  # the launcher itself starts the hook, after its own frames
+    if "libsonde" not in os.environ.get("LD_PRELOAD", "") or os.environ.get("SONDE_PYTHON") == "0":
+        return
+    try:
+        from sonde import _sonde
+        if _sonde.active():
+            _sonde.start()
+            import atexit
+            atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's
+    except Exception as e:  # never break the program being measured
+        print(f"sonde: Python hook not started in pid {os.getpid()}: {e}", file=sys.stderr)
+
+
+def _chain():
+    import importlib.machinery
+    import importlib.util
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+_start_hook()
+_chain()
