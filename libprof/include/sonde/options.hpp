@@ -32,7 +32,7 @@ inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_COUNTERS", OptionType::kList, "",
                "Comma-separated PAPI events to count per call path (e.g. perf::TASK-CLOCK)."},
     OptionSpec{"SONDE_PYTHON", OptionType::kBool, "1",
-               "0 keeps Python frames out of the call stack when the Python hook is loaded."},
+               "0: child interpreters of a `python3 -m sonde` run do not start the Python hook."},
     OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn",
                "How much sonde says on stderr: quiet, warn, info or debug."},
     OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
