@@ -529,8 +529,8 @@ def python_frames(path, script, func):
 
 
 def bench_python(cfg, summary):
-    n, reps, loop = cfg.size(25, 20), cfg.size(2, 1), cfg.size(100_000, 10_000)
-    rounds = cfg.size(7, 2)
+    n, reps, loop = cfg.size(25, 20), cfg.size(4, 1), cfg.size(100_000, 10_000)
+    rounds = cfg.size(9, 2)
     section(f"6. Python call overhead: py_callheavy.py (fib({n}) + {loop:,} turns of 4 method "
             f"calls) x {reps}, {rounds} rounds")
     if not python_ready(cfg, "the Python benchmarks"):
@@ -605,8 +605,9 @@ def bench_python(cfg, summary):
         floor_c = [f / c for f, c in zip(added["noop"], added["cProfile"])]
         print(f"  the no-op hook's added time / cProfile's (the least any profile hook can "
               f"reach): {spread(floor_c)}")
-        own_c = [s / c for s, c in zip(own["sonde"], own["cProfile"])]
-        print(f"  sonde's own work / cProfile's own work: {spread(own_c)}")
+        # A ratio of medians: per round, cProfile's own work can come out near zero.
+        own_c = statistics.median(own["sonde"]) / statistics.median(own["cProfile"])
+        print(f"  sonde's own work / cProfile's own work (medians): {own_c:.2f}")
     for name in names:
         print(f"  {name:8s} whole process (start-up, re-exec, flush), s: {spread(whole[name])}")
     med = {name: statistics.median(xs) for name, xs in added.items()}
@@ -623,7 +624,7 @@ def bench_python(cfg, summary):
                        f"ns/call) = {statistics.median(floor_c):.2f} × cProfile's; beyond it "
                        f"sonde +{statistics.median(own['sonde']):.3f} s, cProfile "
                        f"+{statistics.median(own['cProfile']):.3f} s "
-                       f"(×{statistics.median(own_c):.2f})")
+                       f"(×{own_c:.2f})")
     summary.add(f"6. Python call overhead, {calls_total / 1e6:.2g} M calls",
                 f"sonde +{med['sonde']:.3f} s ({per_call('sonde'):.0f} ns/call) = "
                 f"{rc:.2f} × cProfile's added time (median of {rounds} rounds; range "
