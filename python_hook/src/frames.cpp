@@ -203,37 +203,29 @@ int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   return 0;
 }
 
-// threading.settrace() hands new threads this callable: its first call swaps in the C trace
-// function for the thread.
-PyObject* bootstrap_trace(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  PyEval_SetTrace(trace, nullptr);
+// threading.setprofile() / settrace() hand new threads this callable as a Python-level hook:
+// its first call installs the C function on the thread (`Install` is PyEval_SetProfile or
+// PyEval_SetTrace) and passes on the call event of the frame being entered.
+template <void (*Install)(Py_tracefunc, PyObject*), Py_tracefunc Hook>
+PyObject* bootstrap(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  Install(Hook, nullptr);
   if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
       PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
-    trace(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
+    Hook(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
   }
   Py_RETURN_NONE;
 }
 
-PyMethodDef g_bootstrap_trace_def = {"_sonde_thread_trace",
-                                     reinterpret_cast<PyCFunction>(
-                                         reinterpret_cast<void (*)()>(bootstrap_trace)),
-                                     METH_FASTCALL, nullptr};
-
-// threading.setprofile() hands new threads this callable as a Python-level profiler: its first
-// call swaps in the C profile function and enters the frame being called.
-PyObject* bootstrap_thread(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  PyEval_SetProfile(profile, nullptr);
-  if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
-      PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
-    profile(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
-  }
-  Py_RETURN_NONE;
+template <void (*Install)(Py_tracefunc, PyObject*), Py_tracefunc Hook>
+PyMethodDef bootstrap_def(const char* name) {
+  return {name, reinterpret_cast<PyCFunction>(
+                    reinterpret_cast<void (*)()>(bootstrap<Install, Hook>)),
+          METH_FASTCALL, nullptr};
 }
 
-PyMethodDef g_bootstrap_def = {"_sonde_thread_bootstrap",
-                               reinterpret_cast<PyCFunction>(
-                                   reinterpret_cast<void (*)()>(bootstrap_thread)),
-                               METH_FASTCALL, nullptr};
+// PyCFunction_New keeps a pointer to its PyMethodDef: these must outlive every thread.
+PyMethodDef g_bootstrap_def = bootstrap_def<PyEval_SetProfile, profile>("_sonde_thread_profile");
+PyMethodDef g_bootstrap_trace_def = bootstrap_def<PyEval_SetTrace, trace>("_sonde_thread_trace");
 
 bool set_threading_hook(const char* setter, PyObject* hook) {
   PyObject* threading = PyImport_ImportModule("threading");
