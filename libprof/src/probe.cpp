@@ -17,6 +17,27 @@ namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
 // The host sees errno as the real function leaves it: attaching allocates, and may touch it.
+// Counters are read after the bookkeeping on entry and before it on exit, so they cover the
+// callee as closely as the timestamps do.
+__attribute__((noinline)) void start_counters(ThreadState* t, StackEntry& e) {
+  if (!t->counter_backend->read(t->counter_handle, e.counter_start)) {
+    for (uint32_t c = 0; c < t->counters; ++c) e.counter_start[c] = 0;
+  }
+  for (uint32_t c = 0; c < t->counters; ++c) e.counter_children[c] = 0;
+}
+
+__attribute__((noinline)) void stop_counters(ThreadState* t, StackEntry& e, Node& n,
+                                             StackEntry& parent) {
+  uint64_t now[kMaxCounters];
+  if (!t->counter_backend->read(t->counter_handle, now)) return;
+  for (uint32_t c = 0; c < t->counters; ++c) {
+    uint64_t delta = now[c] > e.counter_start[c] ? now[c] - e.counter_start[c] : 0;
+    bump(n.counter_incl[c], delta);
+    bump(n.counter_excl[c], delta > e.counter_children[c] ? delta - e.counter_children[c] : 0);
+    parent.counter_children[c] += delta;
+  }
+}
+
 __attribute__((noinline)) ThreadState* attach_slow() {
   int saved = errno;
   Runtime* rt = Runtime::get();
@@ -56,6 +77,7 @@ inline ThreadState* enter(RoutineId routine, Nesting nesting) {
   e.nesting = nesting;
   e.child_ticks.store(0, kRelaxed);
   t->suppress += nesting == Nesting::kSuppress;
+  if (__builtin_expect(t->counters != 0, 0)) start_counters(t, e);
   e.start.store(now_ticks(), kRelaxed);
   // The flusher reads depth first: the entry must be complete before it becomes visible.
   t->depth_.store(d + 1, std::memory_order_release);
@@ -96,6 +118,7 @@ void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
     }
   }
   if (t->trace) t->trace->push(TraceEvent{node, start, end});
+  if (__builtin_expect(t->counters != 0, 0)) stop_counters(t, e, n, t->stack_[d - 1]);
   t->suppress -= e.nesting == Nesting::kSuppress;
   bump(t->stack_[d - 1].child_ticks, elapsed);
   t->depth_.store(d - 1, std::memory_order_release);

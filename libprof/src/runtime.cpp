@@ -128,6 +128,11 @@ void Runtime::start() {
   sem_init(&flush_request_, 0, 0);
   sem_init(&flush_done_, 0, 0);
   pthread_key_create(&g_thread_key, on_thread_exit);
+  // Missing events are said once, by the root process; every process notes them in the file.
+  counters_ = make_papi_backend(config_.counters,
+                                [this, root](const std::string& t, const std::string& m) {
+                                  add_note(t, m, root);
+                                });
   instance_.store(this, std::memory_order_release);
   attach_current_thread();
 
@@ -153,9 +158,23 @@ ThreadState* Runtime::attach_current_thread() {
     t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace);
     threads_.push_back(t);
   }
+  if (counters_) {
+    t->counter_handle = counters_->start_thread();
+    if (t->counter_handle >= 0) {
+      t->counter_backend = counters_.get();
+      t->counters = uint32_t(counters_->events().size());
+    } else {
+      add_note("counters", fmt::format("SONDE_COUNTERS: counting failed on thread {}; its "
+                                       "counters are not recorded", t->seq()), false);
+    }
+  }
   t_state = t;
   pthread_setspecific(g_thread_key, t);
   return t;
+}
+
+std::vector<std::string> Runtime::counter_events() const {
+  return counters_ ? counters_->events() : std::vector<std::string>{};
 }
 
 void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {
@@ -256,6 +275,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     std::lock_guard nl(notes_mu_);
     d.notes = notes_;
   }
+  d.counter_events = counter_events();
   d.now_ns = clock_.to_realtime_ns(now);
   d.end_reason = end_reason;
 
@@ -355,7 +375,12 @@ void Runtime::fork_child() {
   threads_.clear();
   if (t_state != nullptr) {
     t_state->reset_counts(now);
+    // The parent's counter handles count the parent's threads, not this process.
+    t_state->counters = 0;
     threads_.push_back(t_state);
+  }
+  if (counters_) {
+    notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
   }
   notes_.clear();
   finished_ = false;

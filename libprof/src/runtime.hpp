@@ -14,6 +14,7 @@
 
 #include "clock.hpp"
 #include "config.hpp"
+#include "counter_backend.hpp"
 #include "routine_registry.hpp"
 #include "sonde/process_hooks.hpp"
 #include "store.hpp"
@@ -50,6 +51,8 @@ class Runtime {
   bool finished() const { return finished_.load(); }
   bool recording() const { return store_ok_.load(); }
   bool root() const { return process_.origin == "root"; }
+  // The counted events, in column order (empty: counters off).
+  std::vector<std::string> counter_events() const;
   // Environment entries handed to exec'd images that lack them ("NAME=value", built at start).
   const std::string& env_preload() const { return env_preload_; }
   const std::string& env_output() const { return env_output_; }
@@ -83,6 +86,7 @@ class Runtime {
   std::mutex notes_mu_;
   std::vector<Note> notes_;
   std::vector<InfoProvider> providers_;
+  std::unique_ptr<CounterBackend> counters_;
 
   std::atomic<bool> finished_{false};
   std::atomic<bool> store_ok_{false};

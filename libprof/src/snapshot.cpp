@@ -44,7 +44,18 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
                          int64_t(node.incl_ticks.load(kRelaxed)),
                          int64_t(node.excl_ticks.load(kRelaxed)),
                          node.flops.load(kRelaxed),
-                         node.bytes.load(kRelaxed)};
+                         node.bytes.load(kRelaxed),
+                         {},
+                         {}};
+    for (uint32_t c = 0; c < kMaxCounters; ++c) {
+      s.nodes[i].counter_incl[c] = node.counter_incl[c].load(kRelaxed);
+      s.nodes[i].counter_excl[c] = node.counter_excl[c].load(kRelaxed);
+    }
+  }
+  // The root cannot read another thread's counters: it shows what its children counted.
+  for (uint32_t i = 1; i < n; ++i) {
+    if (s.nodes[i].depth != 1) continue;
+    for (uint32_t c = 0; c < kMaxCounters; ++c) s.nodes[0].counter_incl[c] += s.nodes[i].counter_incl[c];
   }
 
   // Open frames: frame i has run (now - start_i); its children's completed time is in

@@ -22,6 +22,7 @@ struct NodeRow {
   uint64_t calls, subrs;
   int64_t incl_ns, excl_ns;
   uint64_t flops, bytes;
+  uint64_t counter_incl[kMaxCounters], counter_excl[kMaxCounters];
 };
 
 struct ShapeRow {

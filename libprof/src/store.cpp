@@ -173,6 +173,26 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
     }
   }
 
+  if (counter_ids_.size() != data.counter_events.size()) {
+    counter_ids_.clear();
+    Statement ins(h, "INSERT INTO counters (name, source) VALUES (?, 'papi') "
+                     "ON CONFLICT (name) DO UPDATE SET source = source RETURNING counter_id");
+    if (!check_prepared({&ins}, db, error)) return false;
+    for (const std::string& name : data.counter_events) {
+      ins.bind(1, name);
+      if (ins.step() != SQLITE_ROW) {
+        error = fmt::format("recording counters: {}", db.message());
+        return false;
+      }
+      counter_ids_.push_back(ins.column_int(0));
+      ins.reset();
+    }
+  }
+  Statement counter(h,
+                    "INSERT OR REPLACE INTO node_counters (node_id, counter_id, incl, excl) "
+                    "VALUES (?,?,?,?)");
+  if (!check_prepared({&counter}, db, error)) return false;
+
   Statement ins_thread(h,
                        "INSERT INTO threads (process_id, seq, tid, started_ns, ended_ns, ftz, "
                        "daz, name) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''))");
@@ -248,6 +268,15 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       ins_node.bind(11, double(n.bytes));
       SONDE_STEP(ins_node, "writing the call tree");
       id = sqlite3_last_insert_rowid(h);
+    }
+
+    for (const NodeRow& n : t.nodes) {
+      if (counter_ids_.empty() || ids.nodes[n.index] == 0) continue;
+      for (size_t c = 0; c < counter_ids_.size(); ++c) {
+        counter.bind(1, ids.nodes[n.index]).bind(2, counter_ids_[c]);
+        counter.bind(3, double(n.counter_incl[c])).bind(4, double(n.counter_excl[c]));
+        SONDE_STEP(counter, "writing counters");
+      }
     }
 
     ids.shapes.resize(t.shapes.size(), 0);

@@ -42,6 +42,7 @@ struct FlushData {
   std::vector<std::pair<std::string, std::string>> info;  // run_info for this process
   int64_t now_ns = 0;
   const char* end_reason = nullptr;  // set on the last flush of a process image
+  std::vector<std::string> counter_events;  // column order of the nodes' counters
 };
 
 class Store {
@@ -68,6 +69,7 @@ class Store {
   std::vector<Routine> routines_;     // registry copies, for kinds and names
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::unordered_map<const void*, std::string> sites_;
+  std::vector<int64_t> counter_ids_;  // counters.counter_id per column
 };
 
 }  // namespace sonde

@@ -187,6 +187,10 @@ void ThreadState::reset_counts(uint64_t now) {
                     &node.bytes}) {
       a->store(0, std::memory_order_relaxed);
     }
+    for (uint32_t c = 0; c < kMaxCounters; ++c) {
+      node.counter_incl[c].store(0, std::memory_order_relaxed);
+      node.counter_excl[c].store(0, std::memory_order_relaxed);
+    }
   }
   for (uint32_t i = 0; i < shapes.size_owner(); ++i) {
     ShapeRecord& r = shapes[i];

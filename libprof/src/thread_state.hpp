@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "chunked_array.hpp"
+#include "counter_backend.hpp"
 #include "sonde/probe.hpp"
 
 namespace sonde {
@@ -26,6 +27,8 @@ struct Node {
   std::atomic<uint64_t> calls{0}, subrs{0};
   std::atomic<uint64_t> incl_ticks{0}, excl_ticks{0};
   std::atomic<uint64_t> flops{0}, bytes{0};
+  // Counter deltas (SONDE_COUNTERS), inclusive and exclusive like the times.
+  std::atomic<uint64_t> counter_incl[kMaxCounters]{}, counter_excl[kMaxCounters]{};
 };
 
 struct StackEntry {
@@ -33,6 +36,9 @@ struct StackEntry {
   Nesting nesting = Nesting::kChildren;
   std::atomic<uint64_t> start{0};
   std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
+  // Owner-only: counts at entry and completed children's deltas (counters on).
+  uint64_t counter_start[kMaxCounters] = {};
+  uint64_t counter_children[kMaxCounters] = {};
 };
 
 struct ShapeRecord {
@@ -124,6 +130,10 @@ class ThreadState {
   std::atomic<uint64_t> region_mismatches{0};
   std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
   std::unique_ptr<TraceRing> trace;
+  // Counters: the runtime's backend and this thread's handle; `counters` is 0 when off.
+  CounterBackend* counter_backend = nullptr;
+  int counter_handle = -1;
+  uint32_t counters = 0;
 
   // Region names are usually literals: a small pointer-keyed cache avoids the registry lock.
   struct RegionCacheEntry {

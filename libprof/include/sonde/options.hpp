@@ -30,7 +30,8 @@ inline constexpr std::array kOptionSpecs{
                "Seconds between periodic flushes (0: only at exit, exec and signals). A crash "
                "loses at most this much."},
     OptionSpec{"SONDE_COUNTERS", OptionType::kList, "",
-               "Comma-separated PAPI events to count per call path (e.g. perf::TASK-CLOCK)."},
+               "Comma-separated PAPI events to count per call path, at most 4 (e.g. "
+               "perf::TASK-CLOCK,perf::PAGE-FAULTS); missing ones are reported and skipped."},
     OptionSpec{"SONDE_PYTHON", OptionType::kBool, "1",
                "0: child interpreters of a `python3 -m sonde` run do not start the Python hook."},
     OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn",

@@ -1,0 +1,37 @@
+// A source of per-thread event counts (PAPI on CPU; CUPTI later), read at every enter and exit
+// of a measured frame when SONDE_COUNTERS names events. The runtime owns one backend; each
+// thread gets its own handle. With no events asked for, no backend exists and the hot path
+// pays one predictable branch.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sonde {
+
+inline constexpr uint32_t kMaxCounters = 4;
+
+class CounterBackend {
+ public:
+  virtual ~CounterBackend() = default;
+  virtual const char* name() const = 0;
+  // The events that will be counted (those asked for that exist here), at most kMaxCounters.
+  virtual const std::vector<std::string>& events() const = 0;
+  // Called on the thread itself; returns a handle, or -1 when counting failed for it.
+  virtual int start_thread() = 0;
+  // Hot path: the current counts of this thread's events, in events() order.
+  virtual bool read(int handle, uint64_t* values) = 0;
+};
+
+using NoteSink = std::function<void(const std::string& topic, const std::string& message)>;
+
+// PAPI with the given event names (presets or native). Events that do not exist are reported
+// once through `note`, with PAPI's own error string, and skipped; nullptr when none is left or
+// PAPI is unusable (also noted).
+std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>& names,
+                                                  const NoteSink& note);
+
+}  // namespace sonde

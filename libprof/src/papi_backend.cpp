@@ -1,0 +1,103 @@
+#include <papi.h>
+#include <pthread.h>
+
+#include <fmt/format.h>
+
+#include "counter_backend.hpp"
+
+namespace sonde {
+
+namespace {
+
+unsigned long thread_id() { return static_cast<unsigned long>(pthread_self()); }
+
+class PapiBackend final : public CounterBackend {
+ public:
+  PapiBackend(std::vector<std::string> events, std::vector<int> codes, bool multiplex)
+      : events_(std::move(events)), codes_(std::move(codes)), multiplex_(multiplex) {}
+
+  const char* name() const override { return "papi"; }
+  const std::vector<std::string>& events() const override { return events_; }
+
+  int start_thread() override {
+    int set = PAPI_NULL;
+    if (PAPI_create_eventset(&set) != PAPI_OK) return -1;
+    if (multiplex_ && (PAPI_assign_eventset_component(set, 0) != PAPI_OK ||
+                       PAPI_set_multiplex(set) != PAPI_OK)) {
+      return -1;
+    }
+    for (int code : codes_) {
+      if (PAPI_add_event(set, code) != PAPI_OK) return -1;
+    }
+    return PAPI_start(set) == PAPI_OK ? set : -1;
+  }
+
+  bool read(int handle, uint64_t* values) override {
+    long long raw[kMaxCounters];
+    if (PAPI_read(handle, raw) != PAPI_OK) return false;
+    for (size_t i = 0; i < codes_.size(); ++i) values[i] = uint64_t(raw[i]);
+    return true;
+  }
+
+ private:
+  std::vector<std::string> events_;
+  std::vector<int> codes_;
+  bool multiplex_;
+};
+
+}  // namespace
+
+std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>& names,
+                                                  const NoteSink& note) {
+  if (names.empty()) return nullptr;
+  int version = PAPI_library_init(PAPI_VER_CURRENT);
+  if (version != PAPI_VER_CURRENT) {
+    note("counters", fmt::format("SONDE_COUNTERS: PAPI could not start ({}); no counters are "
+                                 "recorded", version > 0 ? "version mismatch" : PAPI_strerror(version)));
+    return nullptr;
+  }
+  if (int rc = PAPI_thread_init(thread_id); rc != PAPI_OK) {
+    note("counters", fmt::format("SONDE_COUNTERS: PAPI_thread_init failed ({}); no counters are "
+                                 "recorded", PAPI_strerror(rc)));
+    return nullptr;
+  }
+  // Which events can really be counted here (a preset may have a name and no counter behind
+  // it), and whether they fit the counters together (else they are multiplexed).
+  std::vector<std::string> events;
+  std::vector<int> codes;
+  bool multiplex = false;
+  int trial = PAPI_NULL;
+  PAPI_create_eventset(&trial);
+  for (const std::string& name : names) {
+    int code = 0;
+    int rc = PAPI_event_name_to_code(name.c_str(), &code);
+    if (rc == PAPI_OK) rc = PAPI_add_event(trial, code);
+    if (rc == PAPI_ECNFLCT) {
+      multiplex = true;
+      rc = PAPI_OK;
+    }
+    if (rc != PAPI_OK) {
+      note("counters", fmt::format("SONDE_COUNTERS: {} is not available here ({}); it is skipped",
+                                   name, PAPI_strerror(rc)));
+      continue;
+    }
+    if (events.size() == kMaxCounters) {
+      note("counters", fmt::format("SONDE_COUNTERS: at most {} events are counted; {} is skipped",
+                                   kMaxCounters, name));
+      continue;
+    }
+    events.push_back(name);
+    codes.push_back(code);
+  }
+  PAPI_cleanup_eventset(trial);
+  PAPI_destroy_eventset(&trial);
+  if (events.empty()) return nullptr;
+  if (multiplex && PAPI_multiplex_init() != PAPI_OK) {
+    note("counters", "SONDE_COUNTERS: the events do not fit the counters together and PAPI "
+                     "cannot multiplex them here; no counters are recorded");
+    return nullptr;
+  }
+  return std::make_unique<PapiBackend>(std::move(events), std::move(codes), multiplex);
+}
+
+}  // namespace sonde

@@ -1,0 +1,41 @@
+"""SONDE_COUNTERS: PAPI counter deltas per call path, inclusive and exclusive. This VM has no
+hardware events; PAPI's software events (perf::...) are real counters all the same."""
+from conftest import BIN, integrity_ok, query, run
+
+
+def counter(db, routine, name):
+    rows = query(db, "SELECT SUM(nc.incl), SUM(nc.excl) FROM node_counters nc JOIN nodes n "
+                     "USING (node_id) JOIN routines r USING (routine_id) JOIN counters c "
+                     "USING (counter_id) WHERE r.name = ? AND c.name = ?", (routine, name))
+    return rows[0]
+
+
+def test_page_faults_land_under_the_region_that_touched_the_pages(db):
+    pages = 3000
+    r = run([BIN / "page_touch", pages], db,
+            SONDE_COUNTERS="perf::PAGE-FAULTS,perf::TASK-CLOCK")
+    assert r.returncode == 0, r.stderr
+    incl, excl = counter(db, "touch", "perf::PAGE-FAULTS")
+    assert pages <= excl <= pages + 20 and incl == excl  # one fault per first-touched page
+    idle_incl, _ = counter(db, "idle", "perf::PAGE-FAULTS")
+    assert idle_incl <= 2
+    # The task clock counts CPU time in ns: the compute loop has some, and it is the region's own.
+    clock_incl, clock_excl = counter(db, "idle", "perf::TASK-CLOCK")
+    assert clock_incl > 0 and clock_excl == clock_incl
+    [(n,)] = query(db, "SELECT COUNT(*) FROM counters")
+    assert n == 2 and integrity_ok(db)
+
+
+def test_a_missing_event_is_reported_once_and_the_others_still_count(db):
+    r = run([BIN / "page_touch", 100], db,
+            SONDE_COUNTERS="PAPI_NO_SUCH_EVENT,perf::PAGE-FAULTS")
+    assert r.returncode == 0
+    lines = [l for l in r.stderr.splitlines() if "PAPI_NO_SUCH_EVENT" in l]
+    assert len(lines) == 1 and "skipped" in lines[0]
+    assert counter(db, "touch", "perf::PAGE-FAULTS")[0] >= 100
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'counters'") == [(1,)]
+
+
+def test_no_counters_when_none_is_asked_for(db):
+    assert run([BIN / "page_touch", 10], db).returncode == 0
+    assert query(db, "SELECT COUNT(*) FROM node_counters") == [(0,)]
