@@ -71,6 +71,7 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
     return c.max_depth = uint32_t(u), true;
   }
   if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), true;
+  if (name == "SONDE_PEAKS") return c.peaks_file = std::string(v), !v.empty();
   return true;
 }
 
@@ -88,6 +89,13 @@ Config parse_config(EnvLookup lookup) {
       c = before;
       complaints.push_back(fmt::format("ignoring {}='{}': not a valid value; using the default '{}'",
                                        spec.name, value, spec.default_value));
+    }
+  }
+  if (c.peaks_file.empty()) {
+    if (const char* cache = lookup("XDG_CACHE_HOME"); cache && *cache) {
+      c.peaks_file = std::string(cache) + "/sonde/peaks.txt";
+    } else if (const char* home = lookup("HOME"); home && *home) {
+      c.peaks_file = std::string(home) + "/.cache/sonde/peaks.txt";
     }
   }
   // The level must be known before the complaints are printed.

@@ -20,6 +20,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarn;
   uint32_t max_depth = 256;
   std::string run_id;            // inherited from the parent process of the same run
+  std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
 };
 
 using EnvLookup = const char* (*)(const char*);

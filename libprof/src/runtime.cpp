@@ -125,6 +125,12 @@ void Runtime::start() {
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
   run_ = collect_run_info(run_id_, config_.trace, clock_.realtime0());
+  int bad_peaks = 0;
+  peaks_ = read_peaks(config_.peaks_file, bad_peaks);
+  if (bad_peaks > 0 && root) {
+    warn("{}: {} malformed lines ignored (expected: resource threads value [source])",
+         config_.peaks_file, bad_peaks);
+  }
   sem_init(&flush_request_, 0, 0);
   sem_init(&flush_done_, 0, 0);
   pthread_key_create(&g_thread_key, on_thread_exit);
@@ -276,6 +282,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     d.notes = notes_;
   }
   d.counter_events = counter_events();
+  d.peaks = peaks_;
   d.now_ns = clock_.to_realtime_ns(now);
   d.end_reason = end_reason;
 

@@ -87,6 +87,7 @@ class Runtime {
   std::vector<Note> notes_;
   std::vector<InfoProvider> providers_;
   std::unique_ptr<CounterBackend> counters_;
+  std::vector<Peak> peaks_;  // from the peaks file, read once at start
 
   std::atomic<bool> finished_{false};
   std::atomic<bool> store_ok_{false};

@@ -350,6 +350,16 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
     info.bind(1, run_id_).bind(2, process_id_).bind(3, key).bind(4, value);
     SONDE_STEP(info, "writing run information");
   }
+  if (!data.peaks.empty()) {
+    Statement peak(h, "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
+                      "VALUES (?,?,?,?,?)");
+    if (!check_prepared({&peak}, db, error)) return false;
+    for (const Peak& p : data.peaks) {
+      peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);
+      peak.bind(5, p.source);
+      SONDE_STEP(peak, "writing peaks");
+    }
+  }
   proc.bind(1, data.now_ns);
   if (data.end_reason) {
     proc.bind(2, data.now_ns).bind(3, std::string_view(data.end_reason));

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "peaks.hpp"
 #include "routine_registry.hpp"
 #include "snapshot.hpp"
 
@@ -43,6 +44,7 @@ struct FlushData {
   int64_t now_ns = 0;
   const char* end_reason = nullptr;  // set on the last flush of a process image
   std::vector<std::string> counter_events;  // column order of the nodes' counters
+  std::vector<Peak> peaks;                    // written once per process
 };
 
 class Store {

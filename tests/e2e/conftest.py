@@ -17,6 +17,8 @@ def clean_env(**extra):
     """The test's environment without any sonde or preload state inherited from outside."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("SONDE_") and k != "LD_PRELOAD"}
+    # A peaks file of the machine's user must not leak into the profiles tests read.
+    env["SONDE_PEAKS"] = "/nonexistent/sonde-peaks.txt"
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

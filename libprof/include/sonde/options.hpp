@@ -34,6 +34,9 @@ inline constexpr std::array kOptionSpecs{
                "perf::TASK-CLOCK,perf::PAGE-FAULTS); missing ones are reported and skipped."},
     OptionSpec{"SONDE_PYTHON", OptionType::kBool, "1",
                "0: child interpreters of a `python3 -m sonde` run do not start the Python hook."},
+    OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
+               "Peak rates (written by `sonde calibrate`, or by hand) copied into each "
+               "profile for % of peak; $XDG_CACHE_HOME/sonde/peaks.txt when that is set."},
     OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn",
                "How much sonde says on stderr: quiet, warn, info or debug."},
     OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
