@@ -59,3 +59,18 @@ def test_cost_models_are_exact_on_a_real_workload(db):
     # final evaluation adds its own calls on top).
     for shape in [(100, 1000, 784), (100, 1000, 1000), (100, 10, 1000)]:
         assert shapes[shape][0] >= steps
+
+
+def test_subnormal_operands_are_flagged_and_normal_ones_are_not(tmp_path):
+    flagged = {}
+    for kind in ("subnormal", "normal"):
+        db = tmp_path / f"{kind}.db"
+        r = run([BIN / "subnormal_gemm", kind], db, OPENBLAS_NUM_THREADS=1)
+        assert r.returncode == 0, r.stderr
+        info = dict(query(db, "SELECT key, value FROM run_info WHERE key LIKE "
+                              "'blas.subnormal.%'"))
+        assert int(info["blas.subnormal.sampled_calls"]) >= 1  # the first call is sampled
+        flagged[kind] = (int(info["blas.subnormal.values"]),
+                         query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'denormals'")[0][0])
+    assert flagged["subnormal"][0] > 0 and flagged["subnormal"][1] == 1
+    assert flagged["normal"] == (0, 0)

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "sonde/probe.hpp"
+#include "subnormals.hpp"
 
 namespace sonde::blas {
 
@@ -56,6 +57,15 @@ inline CallCost gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, DType t,
   c.bytes = uint64_t(element_size(t) * (m * k + k * n + m * n * (c_read ? 2 : 1)));
   c.shape = GemmShape{m, n, k, 1, ta, tb, t};
   return c;
+}
+
+// A real GEMM whose operands are sampled for subnormal values on some calls (subnormals.hpp).
+template <class T>
+CallCost sampled_gemm(bool row_major, char ta, char tb, int64_t m, int64_t n, int64_t k,
+                      const void* a, int64_t lda, const void* b, int64_t ldb, DType t,
+                      bool c_read) {
+  sample_gemm_operands<T>(row_major, ta, tb, m, n, k, a, lda, b, ldb);
+  return gemm(ta, tb, m, n, k, t, c_read);
 }
 
 // C (n x n, one triangle) = A A^T: n(n+1)/2 outputs, k multiply-adds each.

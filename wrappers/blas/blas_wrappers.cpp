@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <string>
 
@@ -40,9 +41,29 @@ constexpr const char* kNames[] = {
 };
 std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until registered
 
+// Sampled calls are rare (one in 64 per thread): shared counters cost nothing noticeable.
+std::atomic<uint64_t> g_sampled_calls{0}, g_flagged_calls{0}, g_sampled_values{0},
+    g_subnormal_values{0};
+
+void describe_subnormals(sonde::InfoEmit emit, void* ctx) {
+  auto s = sonde::blas::subnormal_stats();
+  if (s.sampled_calls == 0) return;
+  emit("blas.subnormal.sampled_calls", std::to_string(s.sampled_calls).c_str(), ctx);
+  emit("blas.subnormal.flagged_calls", std::to_string(s.flagged_calls).c_str(), ctx);
+  emit("blas.subnormal.sampled_values", std::to_string(s.sampled_values).c_str(), ctx);
+  emit("blas.subnormal.values", std::to_string(s.subnormal_values).c_str(), ctx);
+  if (s.subnormal_values > 0) {
+    // One stable sentence (notes are deduplicated); the counts are in run_info.
+    sonde::add_note("denormals",
+                    "subnormal (denormal) values were found in sampled GEMM operands (counts: "
+                    "run_info blas.subnormal.*); arithmetic on them is slow unless FTZ/DAZ is on");
+  }
+}
+
 // The BLAS the program really uses: the library behind the first resolved routine, and its
 // thread count where the library says (OpenBLAS, MKL, BLIS).
 void describe_blas(sonde::InfoEmit emit, void* ctx) {
+  describe_subnormals(emit, ctx);
   bool any = false;
   for (const auto& slot : g_real) any |= slot.resolved();
   if (!any) {
@@ -92,6 +113,24 @@ __attribute__((constructor(200))) void register_blas() {
 }
 
 }  // namespace
+
+namespace sonde::blas {
+
+void record_subnormal_sample(uint64_t values, uint64_t subnormals) {
+  g_sampled_calls.fetch_add(1, std::memory_order_relaxed);
+  g_sampled_values.fetch_add(values, std::memory_order_relaxed);
+  if (subnormals > 0) {
+    g_flagged_calls.fetch_add(1, std::memory_order_relaxed);
+    g_subnormal_values.fetch_add(subnormals, std::memory_order_relaxed);
+  }
+}
+
+SubnormalStats subnormal_stats() {
+  return {g_sampled_calls.load(), g_flagged_calls.load(), g_sampled_values.load(),
+          g_subnormal_values.load()};
+}
+
+}  // namespace sonde::blas
 
 #define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL) \
   SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, MODEL)
