@@ -8,6 +8,7 @@
 #include <iostream>
 #include <optional>
 
+#include "sonde/analyzers/calibrate.hpp"
 #include "sonde/analyzers/call_tree.hpp"
 #include "sonde/analyzers/export.hpp"
 #include "sonde/analyzers/launcher.hpp"
@@ -39,6 +40,7 @@ struct Args {
   std::string sql;
   std::optional<std::string> output;
   RunOptions run;
+  CalibrateCommand calibrate;
 };
 
 void print_table(const Table& table, Format format) {
@@ -227,6 +229,23 @@ int main(int argc, char** argv) {
   run->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
   run->footer(environment_help());
 
+  auto* cal = app.add_subcommand(
+      "calibrate", "Measure peak GEMM GFLOP/s and memory bandwidth into the peaks file");
+  auto* quick = cal->add_flag("--quick", a.calibrate.quick,
+                              "Smaller GEMMs (256, 512) and fewer passes: seconds, not a minute");
+  cal->add_option("-o,--output", a.calibrate.output,
+                  "Peaks file (default: $SONDE_PEAKS, else $XDG_CACHE_HOME/sonde/peaks.txt, "
+                  "else ~/.cache/sonde/peaks.txt)");
+  auto* set = cal->add_option("--set", a.calibrate.sets,
+                              "Record a hand-given peak (source manual), measure nothing; "
+                              "THREADS 1 or 0 = all (default)")
+                  ->type_name("RESOURCE[@THREADS]=VALUE");
+  auto* show = cal->add_flag("--show", a.calibrate.show,
+                             "Print the peaks file (after any --set), measure nothing");
+  quick->excludes(set)->excludes(show);
+  cal->footer("RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "
+              "replaced, manual ones kept unless --set again.");
+
   auto usage_error = [&](const CLI::Error& e) {
     int rc = app.exit(e);  // prints CLI11's message, or the help for --help
     return rc == 0 ? 0 : kUsageError;
@@ -268,6 +287,7 @@ int main(int argc, char** argv) {
     if (cmd == query) return cmd_query(a);
     if (cmd == exp) return cmd_export(a);
     if (cmd == run) return run_command(a.run);
+    if (cmd == cal) return calibrate_command(a.calibrate);
   } catch (const Error& e) {
     std::cout.flush();
     fmt::print(stderr, "sonde {}: {}\n", name, e.what());
