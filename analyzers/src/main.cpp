@@ -10,6 +10,8 @@
 
 #include "sonde/analyzers/calibrate.hpp"
 #include "sonde/analyzers/call_tree.hpp"
+#include "sonde/analyzers/candidates.hpp"
+#include "sonde/analyzers/diff.hpp"
 #include "sonde/analyzers/export.hpp"
 #include "sonde/analyzers/launcher.hpp"
 #include "sonde/analyzers/line_report.hpp"
@@ -29,6 +31,7 @@ constexpr int kUsageError = 2;
 
 struct Args {
   std::string file;
+  std::string file_after;  // sonde diff
   std::string format = "text";
   std::string sort = "excl";
   std::string by = "routine";
@@ -128,6 +131,25 @@ int cmd_export(const Args& a) {
   return 0;
 }
 
+int cmd_candidates(const Args& a) {
+  Format format = parse_format(a.format);
+  ProfileFile file = ProfileFile::open(a.file);
+  std::vector<Candidate> candidates = compute_candidates(file);
+  if (format == Format::kJson) std::cout << render_candidates_json(candidates, a.top).dump(2) << '\n';
+  else std::cout << render_candidates_text(candidates, a.top);
+  return 0;
+}
+
+int cmd_diff(const Args& a) {
+  Format format = parse_format(a.format);
+  Metrics before = compute_metrics(ProfileFile::open(a.file));
+  Metrics after = compute_metrics(ProfileFile::open(a.file_after));
+  ProfileDiff diff = compute_diff(before, after);
+  if (format == Format::kJson) std::cout << render_diff_json(a.file, a.file_after, diff).dump(2) << '\n';
+  else std::cout << render_diff_text(diff);
+  return 0;
+}
+
 // The command of `sonde run` starts at "--" or at the first word that is neither an option nor
 // an option's value, so `sonde run ./train --steps 3` works without "--" and the command's own
 // options never reach CLI11. Removes the command from args and returns it.
@@ -218,6 +240,19 @@ int main(int argc, char** argv) {
       ->required();
   exp->add_option("-o,--output", a.output, "Output file (default: standard output)");
 
+  auto* candidates = app.add_subcommand(
+      "candidates", "Tuning candidates from the advice rules, ranked by estimated gain");
+  add_file(candidates, a);
+  candidates->add_option("-n,--top", a.top, "Candidates to show, best first (0: all)")
+      ->capture_default_str();
+  add_format(candidates, a, {"text", "json"});
+
+  auto* diff = app.add_subcommand("diff", "Two profiles side by side: time per phase and routine "
+                                          "with the speedup, GEMM GFLOP/s per shape");
+  diff->add_option("before", a.file, "Profile before the change")->required();
+  diff->add_option("after", a.file_after, "Profile after the change")->required();
+  add_format(diff, a, {"text", "json"});
+
   auto* run = app.add_subcommand("run", "Run a command with libsonde.so preloaded");
   run->add_option("-o,--output", a.run.output, "Profile database to write")->capture_default_str();
   run->add_flag("--force", a.run.force, "Replace the output (and its -journal/-wal/-shm) if it exists");
@@ -286,6 +321,8 @@ int main(int argc, char** argv) {
     if (cmd == shapes) return cmd_shapes(a);
     if (cmd == query) return cmd_query(a);
     if (cmd == exp) return cmd_export(a);
+    if (cmd == candidates) return cmd_candidates(a);
+    if (cmd == diff) return cmd_diff(a);
     if (cmd == run) return run_command(a.run);
     if (cmd == cal) return calibrate_command(a.calibrate);
   } catch (const Error& e) {

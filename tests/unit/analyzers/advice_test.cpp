@@ -1,0 +1,322 @@
+// The advice layer on a profile with known numbers (advice_fixture.hpp): derived metrics
+// (GFLOP/s, % of peak, intensity, roofline, phases), each candidate rule firing on the fixture
+// built to trigger it and not on one that does not, the ranking, and `sonde diff` speedups.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "advice_fixture.hpp"
+#include "fixture.hpp"
+#include "sonde/analyzers/candidates.hpp"
+#include "sonde/analyzers/diff.hpp"
+#include "sonde/analyzers/metrics.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+class AdviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "a.db").string();
+    test::write_advice_fixture(path_);
+  }
+  void sql(const std::string& s) { test::exec_sql(path_, s); }
+  Metrics metrics() { return compute_metrics(ProfileFile::open(path_)); }
+  std::vector<Candidate> candidates() { return compute_candidates(ProfileFile::open(path_)); }
+  static const RoutineMetrics& routine(const Metrics& m, const std::string& name) {
+    auto it = std::find_if(m.routines.begin(), m.routines.end(),
+                           [&](const RoutineMetrics& r) { return r.name == name; });
+    if (it == m.routines.end()) throw std::runtime_error("no routine " + name);
+    return *it;
+  }
+  // Copies: the candidates are often a temporary.
+  static std::vector<Candidate> of_rule(const std::vector<Candidate>& cs, const std::string& rule) {
+    std::vector<Candidate> out;
+    for (const auto& c : cs)
+      if (c.rule == rule) out.push_back(c);
+    return out;
+  }
+  static double number(const Candidate& c, const std::string& key) {
+    for (const auto& [k, v] : c.evidence)
+      if (k == key) {
+        if (const auto* d = std::get_if<double>(&v)) return *d;
+        if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+      }
+    throw std::runtime_error("no number " + key);
+  }
+  test::TempDir dir_;
+  std::string path_;
+};
+
+// ---- metrics ----------------------------------------------------------------------------
+
+TEST_F(AdviceTest, GemmRateAndPeakAtTheRunsBlasThreadCount) {
+  Metrics m = metrics();
+  EXPECT_EQ(m.total_ns, 10'000'000'000);
+  EXPECT_EQ(m.wall_ns, 10'000'000'000);
+  EXPECT_EQ(m.unmeasured_ns, 500'000'000);
+  const RoutineMetrics& g = routine(m, "cblas_sgemm");
+  EXPECT_EQ(g.dtype, "f32");
+  EXPECT_EQ(g.incl_ns, 1'500'000'000);
+  EXPECT_DOUBLE_EQ(*g.perf.gflops, 2.0);        // 3e9 FLOPs / 1.5 s
+  EXPECT_DOUBLE_EQ(*g.perf.pct_peak, 80.0);     // the 1-thread peak (2.5), blas.threads = 1
+  EXPECT_DOUBLE_EQ(*g.perf.intensity, 10.0);    // 3e9 / 3e8
+  EXPECT_DOUBLE_EQ(*g.perf.attainable_gflops, 1.0);  // min(2.5, 10 x 0.1)
+  EXPECT_EQ(*g.perf.bound, "memory");
+}
+
+TEST_F(AdviceTest, PeakFallsBackToAllThreadsAndIsNullWithoutOne) {
+  sql("DELETE FROM run_info WHERE key = 'blas.threads';");
+  {
+    const RoutineMetrics& g = routine(metrics(), "cblas_sgemm");
+    EXPECT_DOUBLE_EQ(*g.perf.pct_peak, 50.0);  // 2 of 4
+  }
+  sql("UPDATE peaks SET value = 1000 WHERE resource = 'mem.bw';");
+  {
+    Metrics m = metrics();
+    const RoutineMetrics& g = routine(m, "cblas_sgemm");
+    EXPECT_DOUBLE_EQ(*g.perf.attainable_gflops, 4.0);  // min(4, 10 x 1000)
+    EXPECT_EQ(*g.perf.bound, "compute");
+  }
+  sql("DELETE FROM peaks;");
+  const RoutineMetrics& g = routine(metrics(), "cblas_sgemm");
+  EXPECT_DOUBLE_EQ(*g.perf.gflops, 2.0);
+  EXPECT_FALSE(g.perf.pct_peak);
+  EXPECT_FALSE(g.perf.attainable_gflops);
+  EXPECT_FALSE(g.perf.bound);
+}
+
+TEST_F(AdviceTest, PerShapeMetrics) {
+  Metrics m = metrics();
+  ASSERT_EQ(m.shapes.size(), 2u);
+  const ShapeMetrics& a = m.shapes[0];  // by time
+  EXPECT_EQ(a.m, 1000);
+  EXPECT_DOUBLE_EQ(*a.perf.gflops, 2.5);
+  EXPECT_DOUBLE_EQ(*a.perf.pct_peak, 100.0);
+  EXPECT_DOUBLE_EQ(*a.perf.intensity, 12.5);
+  const ShapeMetrics& b = m.shapes[1];
+  EXPECT_EQ(b.n, 10);
+  EXPECT_DOUBLE_EQ(*b.perf.gflops, 1.0);
+  EXPECT_DOUBLE_EQ(*b.perf.pct_peak, 40.0);
+  EXPECT_DOUBLE_EQ(*b.perf.attainable_gflops, 0.5);  // 5 FLOP/byte x 0.1 GB/s
+}
+
+TEST_F(AdviceTest, PhasesAreRegionsAndPythonFunctionsWithTheirShares) {
+  Metrics m = metrics();
+  auto p = phases(m);
+  ASSERT_EQ(p.size(), 4u);
+  EXPECT_EQ(p[0]->name, "train");
+  EXPECT_DOUBLE_EQ(p[0]->pct_total, 95.0);
+  EXPECT_EQ(p[1]->name, "train.py:20(update)");
+  EXPECT_EQ(p[2]->name, "train.py:30(update_core_cpu)");
+  EXPECT_DOUBLE_EQ(p[2]->pct_total, 68.0);
+  EXPECT_EQ(p[3]->name, "train.py:5(forward)");
+  EXPECT_DOUBLE_EQ(p[3]->flops_under, 3e9);
+  EXPECT_EQ(p[3]->blas_under_ns, 1'500'000'000);
+  EXPECT_EQ(p[1]->blas_under_ns, 0);
+}
+
+TEST(AdviceNames, OptimizerNamesAndDtypes) {
+  EXPECT_TRUE(looks_like_optimizer("train.py:30(update_core_cpu)"));
+  EXPECT_TRUE(looks_like_optimizer("adam.py:91(AdamRule.update)"));
+  EXPECT_TRUE(looks_like_optimizer("opt.py:1(sgd_step)"));
+  EXPECT_TRUE(looks_like_optimizer("optimizer-step"));
+  EXPECT_FALSE(looks_like_optimizer("train.py:5(forward)"));
+  EXPECT_FALSE(looks_like_optimizer("update.py:5(forward)"));  // the function, not the file
+  EXPECT_EQ(dtype_from_name("cblas_sgemm"), "f32");
+  EXPECT_EQ(dtype_from_name("dgemm_"), "f64");
+  EXPECT_EQ(dtype_from_name("cblas_zgemm"), "c128");
+  EXPECT_EQ(dtype_from_name("train"), "");
+}
+
+// ---- rules ------------------------------------------------------------------------------
+
+TEST_F(AdviceTest, RulesAreDataWithEveryField) {
+  ASSERT_GE(rules().size(), 5u);
+  for (const Rule& r : rules()) {
+    EXPECT_FALSE(r.id.empty());
+    EXPECT_FALSE(r.description.empty());
+    EXPECT_FALSE(r.advice.empty());
+    EXPECT_FALSE(r.gain.empty());
+    EXPECT_NE(r.evaluate, nullptr);
+  }
+}
+
+TEST_F(AdviceTest, RankingByEstimatedGain) {
+  auto cs = candidates();
+  ASSERT_EQ(cs.size(), 3u);
+  EXPECT_EQ(cs[0].rule, "optimizer-update");
+  EXPECT_EQ(cs[1].rule, "blas-threads");
+  EXPECT_EQ(cs[2].rule, "gemm-shape");
+  EXPECT_DOUBLE_EQ(cs[0].est_gain_s, 0.8 * 6.8);
+  EXPECT_DOUBLE_EQ(cs[1].est_gain_s, 0.75);  // 1.5 s x (1 - 1/2)
+  EXPECT_DOUBLE_EQ(cs[2].est_gain_s, 0.5 * (1.0 - 1.0 / 2.5));
+}
+
+TEST_F(AdviceTest, OptimizerRuleNamesTheInnerFunctionAndItsHottestLine) {
+  auto c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);  // update() is mostly update_core_cpu(): reported once
+  EXPECT_EQ(c[0].location, "train.py:30(update_core_cpu)");
+  EXPECT_DOUBLE_EQ(number(c[0], "time_s"), 6.8);
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_run"), 68.0);  // of the 10 s wall time
+  EXPECT_DOUBLE_EQ(number(c[0], "blas_pct"), 0.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "hottest_line"), 34);
+  EXPECT_DOUBLE_EQ(number(c[0], "hottest_line_pct"), 100.0 * 4.0 / 6.8);
+  EXPECT_DOUBLE_EQ(number(c[0], "second_line"), 33);
+  EXPECT_NE(c[0].advice.find("update_core_cpu"), std::string::npos);
+  EXPECT_NE(c[0].summary.find("line 34"), std::string::npos);
+}
+
+TEST_F(AdviceTest, OptimizerRuleNeedsTheNameTheShareAndLowBlas) {
+  sql("UPDATE routines SET name = 'train.py:20(step_all)' WHERE routine_id = 5;"
+      "UPDATE routines SET name = 'train.py:30(apply_grads)' WHERE routine_id = 6;");
+  EXPECT_TRUE(of_rule(candidates(), "optimizer-update").empty());
+  sql("UPDATE routines SET name = 'train.py:30(update_core_cpu)' WHERE routine_id = 6;"
+      "UPDATE nodes SET incl_ns = 1000000000, excl_ns = 1000000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = 1200000000 WHERE node_id = 5;"
+      "UPDATE nodes SET incl_ns = 400000000, excl_ns = 400000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = 480000000 WHERE node_id = 5;");
+  EXPECT_TRUE(of_rule(candidates(), "optimizer-update").empty());  // 4.8 % < 5 %
+  // A large "update" that is mostly BLAS is not an elementwise phase.
+  sql("UPDATE nodes SET parent_id = 5, depth = 3, incl_ns = 6800000000 WHERE node_id = 4;"
+      "UPDATE nodes SET incl_ns = 8000000000 WHERE node_id = 5;");
+  EXPECT_TRUE(of_rule(candidates(), "optimizer-update").empty());
+}
+
+TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
+  auto c = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "blas_threads"), 1);
+  EXPECT_DOUBLE_EQ(number(c[0], "cores"), 2);
+  EXPECT_DOUBLE_EQ(number(c[0], "gemm_gflops"), 2.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_peak"), 50.0);  // against the all-threads peak
+  EXPECT_NE(c[0].summary.find("BLAS runs 1 thread of 2 available"), std::string::npos)
+      << c[0].summary;
+  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
+  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
+}
+
+TEST_F(AdviceTest, BlasThreadsRuleUsesAffinityCoresAndNeedsGemmTime) {
+  sql("UPDATE runs SET cores = 8, affinity_cores = 1;");
+  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
+  sql("UPDATE runs SET affinity_cores = 4;"
+      "UPDATE nodes SET incl_ns = 400000000 WHERE node_id = 4;");  // 4 % of the run < 5 %
+  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
+}
+
+TEST_F(AdviceTest, SubnormalRuleNeedsTheNoteNotJustFtzOff) {
+  EXPECT_TRUE(of_rule(candidates(), "subnormals").empty());
+  sql("INSERT INTO notes VALUES (1, 1, 1, 'warning', 'denormals', "
+      "'subnormal operands in cblas_sgemm: 12 of 100 sampled calls');");
+  auto c = of_rule(candidates(), "subnormals");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "cblas_sgemm");
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);  // 50 % of the named routine's 1.5 s
+  sql("UPDATE run_info SET value = '1' WHERE key = 'fpu.ftz';");
+  EXPECT_TRUE(of_rule(candidates(), "subnormals").empty());
+}
+
+TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {
+  auto c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "n"), 10);
+  EXPECT_DOUBLE_EQ(number(c[0], "gflops"), 1.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "best_shape_gflops"), 2.5);
+  // Equal rates: nothing below the best shape, and 40 % / 100 % of peak is not far below.
+  sql("UPDATE shapes SET flops = 1250000000 WHERE n = 10;");
+  EXPECT_TRUE(of_rule(candidates(), "gemm-shape").empty());
+  // Far below peak (1 % < 10 %) fires although both shapes run at the same rate.
+  sql("UPDATE peaks SET value = 250 WHERE threads = 1;");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.0 * (1.0 - 2.5 / 25.0));  // target 10 % of 250
+}
+
+TEST_F(AdviceTest, UnmeasuredRuleOnLargeRootExclusiveTime) {
+  EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());  // 5 %
+  sql("UPDATE nodes SET excl_ns = 3000000000, incl_ns = 12500000000 WHERE node_id = 1;");
+  auto c = of_rule(candidates(), "unmeasured");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_total"), 24.0);
+}
+
+TEST_F(AdviceTest, JsonIsAListBestFirstWithTheContractFields) {
+  Json j = render_candidates_json(candidates(), 2);
+  ASSERT_TRUE(j.is_array());
+  ASSERT_EQ(j.size(), 2u);
+  for (const auto& c : j) {
+    for (const char* key : {"rule", "location", "evidence", "advice", "est_gain_s"})
+      EXPECT_TRUE(c.contains(key)) << key;
+    EXPECT_TRUE(c["evidence"].is_object());
+  }
+  EXPECT_GE(j[0]["est_gain_s"].get<double>(), j[1]["est_gain_s"].get<double>());
+  std::string text = render_candidates_text(candidates(), 1);
+  EXPECT_NE(text.find("1. [optimizer-update]"), std::string::npos) << text;
+  EXPECT_NE(text.find("(2 more candidates"), std::string::npos) << text;
+}
+
+// ---- diff -------------------------------------------------------------------------------
+
+TEST_F(AdviceTest, DiffSpeedupsAreExact) {
+  std::string after = (dir_.path / "b.db").string();
+  test::write_advice_fixture(after);
+  test::exec_sql(after,
+      "UPDATE nodes SET incl_ns = 3400000000, excl_ns = 3400000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = 600000000, excl_ns = 600000000 WHERE node_id = 4;"
+      "UPDATE shapes SET time_ns = 400000000 WHERE n = 1000;"
+      "UPDATE shapes SET time_ns = 200000000 WHERE n = 10;"
+      "UPDATE nodes SET incl_ns = 8000000000 WHERE node_id = 1;"
+      "UPDATE routines SET name = 'train.py:5(forward2)' WHERE routine_id = 3;");
+  ProfileDiff d = compute_diff(metrics(), compute_metrics(ProfileFile::open(after)));
+  EXPECT_DOUBLE_EQ(*d.total_speedup, 10.0 / 8.0);
+  auto find = [](const std::vector<DiffRow>& rows, const std::string& name) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const DiffRow& r) { return r.name == name; });
+    if (it == rows.end()) throw std::runtime_error("no row " + name);
+    return *it;
+  };
+  DiffRow adam = find(d.phases, "train.py:30(update_core_cpu)");
+  EXPECT_EQ(*adam.before_ns, 6'800'000'000);
+  EXPECT_EQ(*adam.after_ns, 3'400'000'000);
+  EXPECT_DOUBLE_EQ(*adam.speedup, 2.0);
+  DiffRow gemm = find(d.routines, "cblas_sgemm");
+  EXPECT_DOUBLE_EQ(*gemm.speedup, 2.5);
+  DiffRow gone = find(d.phases, "train.py:5(forward)");
+  EXPECT_EQ(gone.status, "only before");
+  EXPECT_FALSE(gone.after_ns);
+  EXPECT_FALSE(gone.speedup);
+  EXPECT_EQ(find(d.phases, "train.py:5(forward2)").status, "only after");
+  ASSERT_EQ(d.shapes.size(), 2u);
+  EXPECT_EQ(d.shapes[0].m, 1000);
+  EXPECT_DOUBLE_EQ(*d.shapes[0].gflops_before, 2.5);
+  EXPECT_DOUBLE_EQ(*d.shapes[0].gflops_after, 6.25);
+  EXPECT_DOUBLE_EQ(*d.shapes[0].ratio, 2.5);
+  EXPECT_DOUBLE_EQ(*d.shapes[1].ratio, 2.5);
+
+  Json j = render_diff_json(path_, after, d);
+  EXPECT_EQ(j["routines"][0]["name"], "cblas_sgemm");
+  EXPECT_DOUBLE_EQ(j["routines"][0]["speedup"].get<double>(), 2.5);
+  std::string text = render_diff_text(d);
+  EXPECT_NE(text.find("only before"), std::string::npos) << text;
+  EXPECT_NE(text.find("speedup 1.25x"), std::string::npos) << text;
+}
+
+TEST_F(AdviceTest, CliCandidatesAndDiff) {
+  auto r = test::run_sonde("candidates '" + path_ + "' --format json --top 1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["rule"], "optimizer-update");
+  r = test::run_sonde("diff '" + path_ + "' '" + path_ + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("speedup 1.00x"), std::string::npos) << r.out;
+  r = test::run_sonde("diff '" + path_ + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  r = test::run_sonde("candidates '" + (dir_.path / "missing.db").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("sonde candidates:"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
