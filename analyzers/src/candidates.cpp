@@ -6,7 +6,9 @@
 #include <array>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <map>
+#include <optional>
 
 namespace sonde::analyzers {
 namespace {
@@ -27,6 +29,28 @@ std::string fill(std::string_view text, std::string_view what) {
   std::string out(text);
   if (auto pos = out.find("{}"); pos != std::string::npos) out.replace(pos, 2, what);
   return out;
+}
+
+// `word` in `text` with no identifier character on either side ("run" is not in "run_info").
+bool contains_word(std::string_view text, std::string_view word) {
+  if (word.size() < 3) return false;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (auto pos = text.find(word); pos != std::string_view::npos; pos = text.find(word, pos + 1)) {
+    bool left = pos == 0 || !ident(text[pos - 1]);
+    auto end = pos + word.size();
+    bool right = end >= text.size() || !ident(text[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::optional<double> info_number(const RunFacts& facts, const std::string& key) {
+  auto it = facts.info.find(key);
+  if (it == facts.info.end()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str()) return std::nullopt;
+  return v;
 }
 
 const LineFunction* lines_of(const AdviceInput& in, const std::string& routine) {
@@ -176,17 +200,25 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
   for (const auto& r : m.routines) {
     std::string fn = function_part(r.name);
     bool named = std::any_of(evidence.begin(), evidence.end(), [&](const Note* n) {
-      return n->message.find(r.name) != std::string::npos ||
-             (r.kind == "python" && n->message.find(fn) != std::string::npos);
+      return contains_word(n->message, r.name) ||
+             (r.kind == "python" && contains_word(n->message, fn));
     });
     if (!named) continue;
     affected_ns += r.incl_ns;
     affected.push_back(r.name);
   }
   std::string basis = "named routines";
+  auto sampled = info_number(m.facts, "blas.subnormal.sampled_calls");
+  auto flagged = info_number(m.facts, "blas.subnormal.flagged_calls");
   if (affected.empty()) {
-    affected_ns = gemm_totals(m).time_ns;  // subnormal operands are sampled at library calls
+    // Subnormal operands are sampled at GEMM calls: the GEMM time, scaled by the share of the
+    // sampled calls that had some when libsonde says.
+    affected_ns = gemm_totals(m).time_ns;
     basis = "BLAS/oneDNN calls";
+    if (sampled && flagged && *sampled > 0) {
+      affected_ns = static_cast<std::int64_t>(static_cast<double>(affected_ns) * *flagged / *sampled);
+      basis = "BLAS/oneDNN calls x flagged/sampled calls";
+    }
   }
   Candidate c;
   c.rule = std::string(rule.id);
@@ -195,6 +227,9 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
                 {"notes", static_cast<std::int64_t>(evidence.size())},
                 {"affected_time_s", seconds(affected_ns)}, {"affected", basis},
                 {"note", evidence.front()->message}};
+  if (sampled) c.evidence.emplace_back("sampled_calls", *sampled);
+  if (flagged) c.evidence.emplace_back("flagged_calls", *flagged);
+  if (auto v = info_number(m.facts, "blas.subnormal.values")) c.evidence.emplace_back("subnormal_values", *v);
   c.summary = fmt::format("subnormal values seen with FTZ and DAZ off: {}", evidence.front()->message);
   c.advice = std::string(rule.advice);
   c.est_gain_s = rule.threshold / 100.0 * seconds(affected_ns);

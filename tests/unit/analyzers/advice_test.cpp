@@ -218,6 +218,20 @@ TEST_F(AdviceTest, SubnormalRuleNeedsTheNoteNotJustFtzOff) {
   EXPECT_TRUE(of_rule(candidates(), "subnormals").empty());
 }
 
+TEST_F(AdviceTest, SubnormalRuleScalesGemmTimeByTheFlaggedCalls) {
+  // libsonde's own note names no routine ("run_info" must not match a routine called "run").
+  sql("UPDATE routines SET name = 'train.py:20(run)' WHERE routine_id = 5;"
+      "INSERT INTO notes VALUES (1, 1, 1, 'warning', 'denormals', 'subnormal (denormal) values "
+      "were found in sampled GEMM operands (counts: run_info blas.subnormal.*)');"
+      "INSERT INTO run_info VALUES (1, 1, 'blas.subnormal.sampled_calls', '4'),"
+      "  (1, 1, 'blas.subnormal.flagged_calls', '1');");
+  auto c = of_rule(candidates(), "subnormals");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "run");
+  EXPECT_DOUBLE_EQ(number(c[0], "affected_time_s"), 0.375);  // 1.5 s x 1/4
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.1875);
+}
+
 TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {
   auto c = of_rule(candidates(), "gemm-shape");
   ASSERT_EQ(c.size(), 1u);
