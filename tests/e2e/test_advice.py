@@ -1,0 +1,102 @@
+"""sonde candidates and sonde diff on the reference workloads: the optimizer update of
+mlp_numpy ranked first with its hottest line, the single-threaded BLAS spotted, and a GEMM
+speedup between a 1-thread and a 2-thread BLAS run of mlp_train."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import CLI, MLP, clean_env
+
+PY = "/usr/bin/python3"
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+MLP_NUMPY = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "mlp_numpy", "train.py")
+CORES = len(os.sched_getaffinity(0))
+
+
+def sonde(*args):
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300,
+                       env=clean_env())
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def profile_numpy(tmp, blas_threads):
+    db = tmp / f"prof{blas_threads}.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), "--lines", "update_core*", MLP_NUMPY,
+                        "--steps", "30"], env=clean_env(PYTHONPATH=PYTHONPATH,
+                                                        OPENBLAS_NUM_THREADS=blas_threads),
+                       capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def mlp_numpy(tmp_path_factory):
+    """BLAS on every core: the run as a user would start it."""
+    return profile_numpy(tmp_path_factory.mktemp("advice_numpy"), CORES)
+
+
+@pytest.fixture(scope="module")
+def mlp_numpy_1thread(tmp_path_factory):
+    return profile_numpy(tmp_path_factory.mktemp("advice_numpy1"), 1)
+
+
+def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
+    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))
+    assert cands, "no candidates"
+    for c in cands:
+        assert {"rule", "location", "evidence", "advice", "est_gain_s"} <= set(c)
+    gains = [c["est_gain_s"] for c in cands]
+    assert gains == sorted(gains, reverse=True)
+    first = cands[0]
+    assert first["rule"] == "optimizer-update", cands
+    assert "update_core_cpu" in first["location"]
+    assert "update_core_cpu" in first["advice"]
+    ev = first["evidence"]
+    assert isinstance(ev["hottest_line"], int) and ev["hottest_line"] > 0
+    assert 0 < ev["hottest_line_pct"] <= 100
+    assert ev["pct_run"] >= 5 and ev["blas_pct"] < 25
+    text = sonde("candidates", mlp_numpy, "--top", "1")
+    assert text.startswith("1. [optimizer-update]") and f"line {ev['hottest_line']}" in text
+
+
+@pytest.mark.skipif(CORES < 2, reason="needs at least 2 cores")
+def test_single_threaded_blas_is_a_candidate(mlp_numpy, mlp_numpy_1thread):
+    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))
+    assert not [c for c in cands if c["rule"] == "blas-threads"], cands
+    cands = json.loads(sonde("candidates", mlp_numpy_1thread, "--format", "json"))
+    blas = [c for c in cands if c["rule"] == "blas-threads"]
+    assert len(blas) == 1, cands
+    assert f"BLAS runs 1 thread of {CORES} available" in blas[0]["summary"]
+    assert blas[0]["evidence"]["blas_threads"] == 1 and blas[0]["evidence"]["cores"] == CORES
+    assert blas[0]["est_gain_s"] > 0
+
+
+def profile_mlp(db, threads):
+    r = subprocess.run([CLI, "run", "-o", str(db), "--force", "--", MLP, "--steps", "60"],
+                       env=clean_env(OPENBLAS_NUM_THREADS=threads), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.skipif(CORES < 2, reason="needs at least 2 cores")
+def test_diff_shows_the_gemm_speedup_of_a_second_blas_thread(tmp_path):
+    one, two = tmp_path / "one.db", tmp_path / "two.db"
+    for attempt in range(3):  # a noisy shared machine may hide the speedup once
+        profile_mlp(one, 1)
+        profile_mlp(two, 2)
+        d = json.loads(sonde("diff", one, two, "--format", "json"))
+        rows = [r for r in d["routines"] if r["name"] == "cblas_sgemm"]
+        assert len(rows) == 1, d["routines"]
+        row = rows[0]
+        assert row["status"] == "both"
+        assert row["speedup"] == row["before_s"] / row["after_s"] or \
+            abs(row["speedup"] - row["before_s"] / row["after_s"]) < 1e-9 * row["speedup"]
+        if row["speedup"] > 1.0:
+            break
+    assert row["speedup"] > 1.0, row
+    assert d["shapes"] and all(s["status"] == "both" for s in d["shapes"])
+    text = sonde("diff", one, two)
+    assert "cblas_sgemm" in text and "speedup" in text
