@@ -10,6 +10,8 @@
 #include <map>
 #include <optional>
 
+#include "sonde/analyzers/call_tree.hpp"
+
 namespace sonde::analyzers {
 namespace {
 
@@ -72,13 +74,12 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     hits.push_back(r);
   }
   // An update() that spends most of its time in update_core_cpu() is reported once, as the
-  // inner, more specific function: a hit whose time is mostly another hit's is left out.
+  // inner, more specific function: a hit with half or more of its time in optimizer-like
+  // phases called beneath it is left out.
   std::vector<Candidate> out;
   for (const RoutineMetrics* r : hits) {
-    bool has_inner = std::any_of(hits.begin(), hits.end(), [&](const RoutineMetrics* o) {
-      return o != r && o->incl_ns < r->incl_ns && 2 * o->incl_ns >= r->incl_ns;
-    });
-    if (has_inner) continue;
+    auto inner = in.optimizer_inner_ns.find(r->name);
+    if (inner != in.optimizer_inner_ns.end() && 2 * inner->second >= r->incl_ns) continue;
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = r->name;
@@ -353,10 +354,28 @@ bool looks_like_optimizer(std::string_view routine_name) {
 
 std::span<const Rule> rules() { return kRules; }
 
+namespace {
+bool optimizer_phase(const CallNode& n) {
+  return (n.kind == "region" || n.kind == "python") && looks_like_optimizer(n.name);
+}
+
+void walk_optimizers(const CallNode& node, const CallNode* enclosing,
+                     std::map<std::string, std::int64_t>& inner) {
+  const CallNode* next = enclosing;
+  if (optimizer_phase(node)) {
+    if (enclosing && enclosing->name != node.name) inner[enclosing->name] += node.incl_ns;
+    if (!enclosing || enclosing->name != node.name) next = &node;
+  }
+  for (const auto& child : node.children) walk_optimizers(child, next, inner);
+}
+}  // namespace
+
 AdviceInput load_advice_input(const ProfileFile& file) {
   AdviceInput in;
   in.metrics = compute_metrics(file);
   in.notes = load_run_summary(file).notes;
+  for (const ThreadTree& t : load_thread_trees(file))
+    walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
   bool has_lines = false;
   if (file.has_table("line_costs")) {
     auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");

@@ -185,6 +185,17 @@ TEST_F(AdviceTest, OptimizerRuleNeedsTheNameTheShareAndLowBlas) {
   EXPECT_TRUE(of_rule(candidates(), "optimizer-update").empty());
 }
 
+TEST_F(AdviceTest, OptimizerRuleKeepsPhasesThatAreNotNested) {
+  // update_core_cpu moved beside update() (not beneath it): both are reported.
+  sql("UPDATE nodes SET parent_id = 2, depth = 2 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = 2000000000, excl_ns = 2000000000 WHERE node_id = 5;");
+  auto c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].location, "train.py:30(update_core_cpu)");
+  EXPECT_EQ(c[1].location, "train.py:20(update)");
+  EXPECT_DOUBLE_EQ(c[1].est_gain_s, 0.8 * 2.0);
+}
+
 TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
   auto c = of_rule(candidates(), "blas-threads");
   ASSERT_EQ(c.size(), 1u);

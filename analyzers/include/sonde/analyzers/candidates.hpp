@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <string_view>
@@ -22,6 +23,9 @@ struct AdviceInput {
   Metrics metrics;
   std::vector<Note> notes;
   LineCosts lines;  // empty when the file has none
+  // Per optimizer-like phase (by name): the inclusive time of the nearest other optimizer-like
+  // phases called beneath it (update() -> update_core_cpu()), from the calling-context trees.
+  std::map<std::string, std::int64_t> optimizer_inner_ns;
 };
 
 struct Candidate {
