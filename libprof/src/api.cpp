@@ -96,8 +96,10 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
 int exec_env_extra() { return 5; }
 
 void before_process_exit(int) {
+  // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the
+  // flusher thread does the work, and the wait for it is bounded, never a hang.
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && getpid() == rt->pid()) rt->flush(FlushKind::kExit, "_exit");
+  if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(Runtime::kExitRequest);
 }
 
 void thread_started() {

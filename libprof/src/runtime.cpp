@@ -344,7 +344,7 @@ void Runtime::flusher_loop() {
     if (rc == -1 && errno == EINTR) continue;
     int sig = pending_signal_.exchange(0);
     if (sig != 0) {
-      std::string reason = fmt::format("signal {}", sig);
+      std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
       flush(FlushKind::kSignal, reason.c_str());
       sem_post(&flush_done_);
     } else {
@@ -386,10 +386,11 @@ void Runtime::fork_child() {
     t_state->counters = 0;
     threads_.push_back(t_state);
   }
+
+  notes_.clear();
   if (counters_) {
     notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
   }
-  notes_.clear();
   finished_ = false;
   pending_signal_ = 0;
   sem_init(&flush_request_, 0, 0);

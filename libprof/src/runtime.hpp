@@ -34,8 +34,10 @@ class Runtime {
   // Recorded in the profile; also printed once on stderr when `print` is set.
   void add_note(const std::string& topic, const std::string& message, bool print = true);
   void register_info_provider(InfoProvider p);
-  // Signal handler side: asks the flusher thread to flush and waits a bounded time.
+  // Signal handler side: asks the flusher thread to flush and waits a bounded time. `sig` is
+  // the signal, or kExitRequest for _exit (which may itself be called from a signal handler).
   void flush_from_signal(int sig);
+  static constexpr int kExitRequest = -1;
 
   void fork_prepare();
   void fork_parent();

@@ -246,7 +246,9 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
 
     ids.nodes.resize(t.nodes.size(), 0);
     for (const NodeRow& n : t.nodes) {
-      if (n.calls == 0 && n.index != 0) continue;  // inherited across fork, never run here
+      // Inherited across fork and never run here. A generator first resumed under this path
+      // has no call of its own but has time, and children that need it as their parent.
+      if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
       int64_t& id = ids.nodes[n.index];
       if (id != 0) {
         upd_node.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);
@@ -261,7 +263,11 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
         if (a == 0 || recursive) break;
       }
       ins_node.bind(1, ids.thread_id);
-      if (n.index == 0) ins_node.bind_null(2); else ins_node.bind(2, ids.nodes[n.parent]);
+      if (n.index == 0 || ids.nodes[n.parent] == 0) {
+        ins_node.bind_null(2);
+      } else {
+        ins_node.bind(2, ids.nodes[n.parent]);
+      }
       ins_node.bind(3, routine_ids_.at(n.routine)).bind(4, int64_t(n.depth));
       ins_node.bind(5, int64_t(recursive)).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
       ins_node.bind(8, n.incl_ns).bind(9, n.excl_ns).bind(10, double(n.flops));

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 #include <frameobject.h>
+#include <opcode.h>
 
 #include <string>
 #include <unordered_map>
@@ -119,7 +120,10 @@ bool resumed(PyFrameObject* frame, PyCodeObject* code) {
   int lasti = PyFrame_GetLasti(frame);
   if (lasti < 0) return false;
   _Py_CODEUNIT unit = _PyCode_CODE(code)[lasti / int(sizeof(_Py_CODEUNIT))];
-  return _Py_OPARG(unit) != 0;
+  int op = _Py_OPCODE(unit);
+  // close() and throw() enter on the YIELD_VALUE they interrupt: a resumption too.
+  bool first_entry = (op == RESUME || op == RESUME_QUICK) && _Py_OPARG(unit) == 0;
+  return !first_entry;
 }
 
 void leave() {

@@ -297,3 +297,45 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
                             "'%multiprocessing.spawn%'")
         assert len(workers) == 2 and all(w is not None for (w,) in workers), workers
         db.unlink()
+
+
+def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_path):
+    path = script(tmp_path, "gens.py", """
+        def g():
+            yield 1
+            yield 2
+
+        def h():
+            for i in range(3):
+                leaf()
+                yield i
+
+        def leaf():
+            return 1
+
+        def starter(it):
+            return next(it)
+
+        def consumer(it):
+            return sum(it)
+
+        def main():
+            for _ in range(10):
+                it = g()
+                next(it)
+                del it          # close() enters the frame once more: not a call
+            it = h()
+            starter(it)
+            consumer(it)        # resumed under another call path
+
+        main()
+    """)
+    r = sonde_py([path], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert python_calls(db, "g") == 10
+    assert python_calls(db, "h") == 1
+    assert python_calls(db, "leaf") == 3
+    # Every node but the thread roots has a parent that was written.
+    assert query(db, "SELECT COUNT(*) FROM nodes WHERE depth > 0 AND parent_id NOT IN "
+                     "(SELECT node_id FROM nodes)") == [(0,)]
+    assert query(db, "SELECT COUNT(*) FROM nodes WHERE depth > 0 AND parent_id IS NULL") == [(0,)]
