@@ -31,3 +31,12 @@ def test_sigkill_keeps_what_the_periodic_flush_wrote(db):
     assert routine_calls(db, "cblas_sdot") > 10
     [(flushes, ended)] = query(db, "SELECT flushes, ended_ns FROM processes")
     assert flushes >= 3 and ended is None
+
+
+def test_exit_from_a_signal_handler_that_interrupted_malloc_never_hangs(db):
+    for _ in range(5):
+        r = run([BIN / "misbehave", "sigexit"], db, timeout=60)
+        assert r.returncode == 3
+        assert integrity_ok(db)
+        assert query(db, "SELECT end_reason FROM processes") == [("_exit",)]
+        db.unlink()

@@ -1,5 +1,5 @@
 /* A host that ends badly after some BLAS calls, to check what the profile keeps.
- * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|deepbind|fork-stress N */
+ * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|deepbind|fork-stress N */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +20,8 @@ static float dot(int times) {
 }
 
 static volatile int stop;
+
+static void exit_from_handler(int sig) { _exit(3); }
 
 /* Keeps sonde's locks busy: new call paths (node allocation), new region names (registry). */
 static void* churn(void* arg) {
@@ -48,6 +51,12 @@ int main(int argc, char** argv) {
     for (;;) dot(1000);
   }
   if (!strcmp(what, "exit3")) return 3;
+  if (!strcmp(what, "sigexit")) {  /* _exit from a signal handler that interrupts malloc */
+    signal(SIGALRM, exit_from_handler);
+    struct itimerval t = {{0, 0}, {0, 20000}};
+    setitimer(ITIMER_REAL, &t, NULL);
+    for (;;) free(malloc(1000));
+  }
   if (!strcmp(what, "deepbind")) {
     void* h = dlopen("libm.so.6", RTLD_NOW | RTLD_DEEPBIND);
     printf("deepbind %s\n", h ? "loaded" : dlerror());
