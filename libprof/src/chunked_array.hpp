@@ -16,8 +16,9 @@ class ChunkedArray {
   static constexpr uint32_t kCapacity = kChunkSize * kMaxChunks;
   static constexpr uint32_t kFull = UINT32_MAX;
 
-  ChunkedArray() : chunks_(std::make_unique<std::atomic<T*>[]>(kMaxChunks)) {}
+  ChunkedArray() = default;
   ~ChunkedArray() {
+    if (!chunks_) return;
     for (uint32_t c = 0; c < kMaxChunks; ++c) delete[] chunks_[c].load(std::memory_order_relaxed);
   }
   ChunkedArray(const ChunkedArray&) = delete;
@@ -36,6 +37,9 @@ class ChunkedArray {
     uint32_t i = size_.load(std::memory_order_relaxed);
     if (i == kCapacity) return kFull;
     uint32_t c = i >> kChunkBits;
+    // The table too is made on first use: most threads never record shapes or lines. Readers
+    // see it through the release store of the size, like the elements.
+    if (!chunks_) chunks_ = std::make_unique<std::atomic<T*>[]>(kMaxChunks);
     if (chunks_[c].load(std::memory_order_relaxed) == nullptr) {
       chunks_[c].store(new T[kChunkSize](), std::memory_order_release);
     }

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,10 @@ pthread_key_t g_thread_key;  // its destructor marks a thread's end
 
 void on_thread_exit(void* state) {
   static_cast<ThreadState*>(state)->mark_ended(now_ticks());
+  // The flusher frees the state once written; a later call on this thread (another key's
+  // destructor) starts a new one.
+  t_state = nullptr;
+  if (Runtime* rt = Runtime::get()) rt->thread_ended();
 }
 
 pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
@@ -292,7 +297,35 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     return false;
   }
   if (final) finished_ = true;
+  // Threads that had ended before this snapshot are written for good: free them, so memory
+  // follows the live threads and their call paths, not every thread the process ever had.
+  std::vector<ThreadState*> done;
+  for (const ThreadSnapshot& t : d.threads) {
+    if (t.ended_ns && !final) done.push_back(const_cast<ThreadState*>(t.state));
+  }
+  ended_unflushed_.fetch_sub(std::min<uint32_t>(uint32_t(done.size()), ended_unflushed_.load()),
+                            std::memory_order_relaxed);
+  if (!done.empty()) {
+    {
+      AsyncSignalBlock no_signals;
+      std::lock_guard tl(threads_mu_);
+      std::erase_if(threads_, [&](ThreadState* t) {
+        return std::find(done.begin(), done.end(), t) != done.end();
+      });
+    }
+    for (ThreadState* t : done) {
+      store_.forget_thread(t);
+      delete t;
+    }
+  }
   return true;
+}
+
+void Runtime::thread_ended() {
+  constexpr uint32_t kBatch = 256;  // ~25 MB of ended threads at most before they are freed
+  if (ended_unflushed_.fetch_add(1, std::memory_order_relaxed) + 1 == kBatch) {
+    sem_post(&flush_request_);
+  }
 }
 
 void Runtime::flush_from_signal(int sig) {

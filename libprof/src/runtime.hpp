@@ -39,6 +39,10 @@ class Runtime {
   void flush_from_signal(int sig);
   static constexpr int kExitRequest = -1;
 
+  // A thread ended: once enough have, wake the flusher so that their states are written and
+  // freed instead of waiting for the next period.
+  void thread_ended();
+
   void fork_prepare();
   void fork_parent();
   void fork_child();
@@ -96,6 +100,7 @@ class Runtime {
   sem_t flush_request_;
   sem_t flush_done_;
   std::atomic<int> pending_signal_{0};
+  std::atomic<uint32_t> ended_unflushed_{0};
 };
 
 }  // namespace sonde

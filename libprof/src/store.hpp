@@ -53,6 +53,8 @@ class Store {
   // Returns false with a reason the user can act on.
   bool prepare(const std::string& path, std::string& error);
   bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
+  // A thread's final state is written and the state freed: its address may be reused.
+  void forget_thread(const ThreadState* t) { threads_.erase(t); }
   // Fork child: the parent's rows are not this process's.
   void forget_process();
   int64_t process_id() const { return process_id_; }

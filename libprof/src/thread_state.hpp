@@ -118,9 +118,10 @@ class ThreadState {
   void mark_ended(uint64_t t);
   const char* final_name() const { return final_name_; }
 
-  ChunkedArray<Node> nodes;
-  ChunkedArray<ShapeRecord> shapes;
-  ChunkedArray<LineRecord> lines;
+  // Small first chunks: a thread costs little until it has many call paths (up to 1 M nodes).
+  ChunkedArray<Node, 8, 4096> nodes;
+  ChunkedArray<ShapeRecord, 6, 4096> shapes;
+  ChunkedArray<LineRecord, 6, 4096> lines;
   std::unique_ptr<StackEntry[]> stack_;
   std::atomic<uint32_t> depth_{0};
   uint32_t max_depth_;

@@ -64,3 +64,13 @@ def test_python_subprocess_children_join_the_run_even_with_an_empty_environment(
                      "GROUP BY p.process_id ORDER BY 3")
     [(root_id,)] = query(db, "SELECT process_id FROM processes WHERE origin = 'root'")
     assert rows == [("child", root_id, 5), ("child", root_id, 10)]
+
+
+def test_many_short_threads_are_all_recorded_after_their_states_are_freed(db):
+    # Ended threads are written and freed in batches (and periodically): nothing may be lost.
+    r = run([BIN / "misbehave", "churn", 1500], db, SONDE_FLUSH_INTERVAL=0.05)
+    assert r.returncode == 0, r.stderr
+    assert routine_calls(db, "cblas_sdot") == 10 + 1500
+    assert query(db, "SELECT COUNT(*) FROM threads t JOIN nodes n USING (thread_id) "
+                     "WHERE n.depth > 0") == [(1501,)]
+    assert integrity_ok(db)

@@ -1,5 +1,5 @@
 /* A host that ends badly after some BLAS calls, to check what the profile keeps.
- * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|deepbind|fork-stress N */
+ * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|churn N|deepbind|fork-stress N */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -22,6 +22,11 @@ static float dot(int times) {
 static volatile int stop;
 
 static void exit_from_handler(int sig) { _exit(3); }
+
+static void* one_call(void* arg) {
+  dot(1);
+  return NULL;
+}
 
 /* Keeps sonde's locks busy: new call paths (node allocation), new region names (registry). */
 static void* churn(void* arg) {
@@ -51,6 +56,15 @@ int main(int argc, char** argv) {
     for (;;) dot(1000);
   }
   if (!strcmp(what, "exit3")) return 3;
+  if (!strcmp(what, "churn")) {  /* many short threads, one after another */
+    int n = argc > 2 ? atoi(argv[2]) : 1000;
+    for (int i = 0; i < n; ++i) {
+      pthread_t t;
+      pthread_create(&t, NULL, one_call, NULL);
+      pthread_join(t, NULL);
+    }
+    return 0;
+  }
   if (!strcmp(what, "sigexit")) {  /* _exit from a signal handler that interrupts malloc */
     signal(SIGALRM, exit_from_handler);
     struct itimerval t = {{0, 0}, {0, 20000}};
