@@ -12,3 +12,5 @@ echo
 build/bin/sonde tree build/mlp_train.db
 echo
 build/bin/sonde shapes build/mlp_train.db
+echo
+build/bin/sonde candidates build/mlp_train.db
