@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, MLP, clean_env
+from conftest import BIN, CLI, MLP, clean_env, run
 
 PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
@@ -104,3 +104,16 @@ def test_diff_shows_the_gemm_speedup_of_a_second_blas_thread(tmp_path):
         assert s["ratio"] == pytest.approx(s["gflops_after"] / s["gflops_before"], rel=1e-12)
     text = sonde("diff", one, two)
     assert "cblas_sgemm" in text and "speedup" in text
+
+
+def test_subnormal_operands_make_a_candidate_and_normal_ones_do_not(tmp_path):
+    rules = {}
+    for kind in ("subnormal", "normal"):
+        db = tmp_path / f"{kind}.db"
+        assert run([BIN / "subnormal_gemm", kind], db, OPENBLAS_NUM_THREADS=1).returncode == 0
+        out = subprocess.run([CLI, "candidates", str(db), "--format", "json"],
+                             capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        rules[kind] = [c["rule"] for c in json.loads(out.stdout)]
+    assert "subnormals" in rules["subnormal"]
+    assert "subnormals" not in rules["normal"]
