@@ -293,9 +293,14 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
         r = sonde_py([path], db, tmp_path)
         assert (r.returncode, r.stdout) == (0, "20540\n"), r.stderr
         assert python_calls(db, "square") == 40
-        workers = query(db, "SELECT end_reason FROM processes WHERE command LIKE "
-                            "'%multiprocessing.spawn%'")
-        assert len(workers) == 2 and all(w is not None for (w,) in workers), workers
+        # A worker that did work wrote its end; an idle one may be ended by the pool while it
+        # is still starting (under load), before it could record anything.
+        workers = query(db, "SELECT p.end_reason, COALESCE(SUM(n.calls), 0) FROM processes p "
+                            "JOIN threads t USING (process_id) JOIN nodes n USING (thread_id) "
+                            "JOIN routines r USING (routine_id) WHERE p.command LIKE "
+                            "'%multiprocessing.spawn%' AND r.name LIKE '%(square)' "
+                            "GROUP BY p.process_id")
+        assert workers and all(end is not None for end, calls in workers if calls > 0), workers
         db.unlink()
 
 
