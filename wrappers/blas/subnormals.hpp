@@ -18,7 +18,8 @@ SubnormalStats subnormal_stats();
 
 // Whether this call is one to sample: a per-thread countdown, no shared state.
 inline bool sample_this_call() {
-  thread_local uint32_t countdown = 0;
+  // initial-exec, like sonde's other thread-local state: one fs-relative access, no call.
+  static thread_local uint32_t countdown __attribute__((tls_model("initial-exec"))) = 0;
   if (countdown != 0) {
     --countdown;
     return false;
