@@ -21,24 +21,11 @@ namespace {
 using sonde::DType;
 namespace blas = sonde::blas;
 
-enum class Entry : size_t {
-#define SONDE_BLAS(NAME, ...) NAME,
-#include "blas_routines.def"
+#define SONDE_TABLE "blas/blas_routines.def"  // relative to wrapper_table.inc
+#define SONDE_BLAS(NAME, ...) SONDE_TABLE_ROW(NAME)
+#include "../wrapper_table.inc"
 #undef SONDE_BLAS
-  kCount
-};
-constexpr size_t kCount = size_t(Entry::kCount);
-
-std::array<sonde::RealSymbol, kCount> g_real = {{
-#define SONDE_BLAS(NAME, ...) {#NAME},
-#include "blas_routines.def"
-#undef SONDE_BLAS
-}};
-constexpr const char* kNames[] = {
-#define SONDE_BLAS(NAME, ...) #NAME,
-#include "blas_routines.def"
-#undef SONDE_BLAS
-};
+#undef SONDE_TABLE
 std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until registered
 
 // Sampled calls are rare (one in 64 per thread): shared counters cost nothing noticeable.

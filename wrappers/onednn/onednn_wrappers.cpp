@@ -128,19 +128,11 @@ namespace {
 
 namespace onednn = sonde::onednn;
 
-enum class Entry : size_t {
-#define SONDE_DNNL(NAME, ...) NAME,
-#include "onednn_routines.def"
+#define SONDE_TABLE "onednn/onednn_routines.def"  // relative to wrapper_table.inc
+#define SONDE_DNNL(NAME, ...) SONDE_TABLE_ROW(NAME)
+#include "../wrapper_table.inc"
 #undef SONDE_DNNL
-  kCount
-};
-constexpr size_t kCount = size_t(Entry::kCount);
-
-std::array<sonde::RealSymbol, kCount> g_real = {{
-#define SONDE_DNNL(NAME, ...) {#NAME},
-#include "onednn_routines.def"
-#undef SONDE_DNNL
-}};
+#undef SONDE_TABLE
 
 void describe_onednn(sonde::InfoEmit emit, void* ctx) {
   const sonde::RealSymbol& execute = g_real[size_t(Entry::dnnl_primitive_execute)];
