@@ -10,26 +10,18 @@
 #include <map>
 #include <optional>
 
+#include "gpu_rules.hpp"
+#include "rule_helpers.hpp"
 #include "sonde/analyzers/call_tree.hpp"
 
 namespace sonde::analyzers {
 namespace {
 
-double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
-
-double share(std::int64_t part, std::int64_t total) {
-  return total > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(total) : 0.0;
-}
+using namespace rules_detail;
 
 std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string fill(std::string_view text, std::string_view what) {
-  std::string out(text);
-  if (auto pos = out.find("{}"); pos != std::string::npos) out.replace(pos, 2, what);
   return out;
 }
 
@@ -302,7 +294,7 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
   return {c};
 }
 
-const std::array<Rule, 5> kRules{{
+const std::array<Rule, 9> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
@@ -341,6 +333,36 @@ const std::array<Rule, 5> kRules{{
      "attribute that time: mark phases with sonde regions (SONDE_REGION / sonde.region), run "
      "Python under python3 -m sonde, or check start-up and idle threads",
      "0 (unknown until that time is measured)", unmeasured},
+    {"gpu-copies",
+     "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
+     "memcpy activity time) take at least threshold % of the run's wall time",
+     5.0,
+     "keep tensors on the device between steps, copy from pinned memory (cudaMallocHost, "
+     "DataLoader(pin_memory=True)) with asynchronous copies that overlap compute, and batch "
+     "small copies",
+     "0.5 x copy time (what overlapping or removing copies typically hides)", gpu_copies},
+    {"gpu-sync",
+     "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the run's "
+     "wall time: the host waits for the GPU instead of queueing work",
+     5.0,
+     "remove per-step host synchronisation (loss.item(), .cpu(), printing tensors, "
+     "cudaDeviceSynchronize in the loop); synchronise with events on streams, and read metrics "
+     "every N steps",
+     "0.5 x synchronisation time", gpu_syncs},
+    {"gpu-launches",
+     "CPU time in kernel launch calls (names with Launch) is at least threshold % of the run's "
+     "wall time",
+     5.0,
+     "launch fewer, larger kernels: fuse elementwise operations (torch.compile, fused "
+     "optimizers), capture the step in a CUDA graph, or enlarge the batch",
+     "0.5 x launch time", gpu_launches},
+    {"gpu-kernel",
+     "a GPU kernel takes at least threshold % of the GPU's kernel time (TAU's ranking of "
+     "kernels by time; a kernel's efficiency metrics, when recorded, say how much is to gain)",
+     10.0,
+     "look at {} first: check its occupancy, memory throughput and warp efficiency "
+     "(SONDE_GPU_METRICS or Nsight Compute), and its grid and block sizes",
+     "0 (unknown without per-kernel efficiency metrics)", gpu_kernels},
 }};
 
 }  // namespace
@@ -374,6 +396,7 @@ AdviceInput load_advice_input(const ProfileFile& file) {
   AdviceInput in;
   in.metrics = compute_metrics(file);
   in.notes = load_run_summary(file).notes;
+  in.gpu = load_gpu_summary(file);
   for (const ThreadTree& t : load_thread_trees(file))
     walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
   bool has_lines = false;

@@ -15,6 +15,7 @@
 #include "sonde/analyzers/export.hpp"
 #include "sonde/analyzers/launcher.hpp"
 #include "sonde/analyzers/line_report.hpp"
+#include "sonde/analyzers/metrics_report.hpp"
 #include "sonde/analyzers/profile_file.hpp"
 #include "sonde/analyzers/query.hpp"
 #include "sonde/analyzers/report.hpp"
@@ -42,6 +43,8 @@ struct Args {
   std::string threads = "each";
   std::string sql;
   std::optional<std::string> output;
+  std::string section = "all";
+  std::vector<std::string> phase_map;  // sonde metrics --phase
   RunOptions run;
   CalibrateCommand calibrate;
 };
@@ -137,6 +140,23 @@ int cmd_candidates(const Args& a) {
   std::vector<Candidate> candidates = compute_candidates(file);
   if (format == Format::kJson) std::cout << render_candidates_json(candidates, a.top).dump(2) << '\n';
   else std::cout << render_candidates_text(candidates, a.top);
+  return 0;
+}
+
+int cmd_metrics(const Args& a) {
+  Format format = parse_format(a.format);
+  std::vector<std::string> sections = parse_metrics_sections(a.section);
+  if (format == Format::kCsv && sections.size() != 1)
+    throw Error("csv holds one table: name it with --section", kUsageError);
+  std::vector<PhaseMapping> mappings;
+  for (const std::string& m : a.phase_map) mappings.push_back(parse_phase_mapping(m));
+  ProfileFile file = ProfileFile::open(a.file);
+  MetricsReport report = compute_metrics_report(file, mappings);
+  switch (format) {
+    case Format::kText: std::cout << render_metrics_text(report, sections, a.top); break;
+    case Format::kCsv: std::cout << render_csv(metrics_section_table(report, sections[0], a.top)); break;
+    case Format::kJson: std::cout << render_metrics_json(report, sections, a.top).dump(2) << '\n'; break;
+  }
   return 0;
 }
 
@@ -247,6 +267,19 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   add_format(candidates, a, {"text", "json"});
 
+  auto* metrics = app.add_subcommand(
+      "metrics", "Derived metrics: roofline per routine, time per phase, iteration breakdown "
+                 "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates)");
+  add_file(metrics, a);
+  metrics->add_option("--section", a.section, "all, roofline, phases, breakdown or counters")
+      ->capture_default_str();
+  metrics->add_option("-n,--top", a.top, "Rows per table, largest first (0: all)")
+      ->capture_default_str();
+  metrics->add_option("--phase", a.phase_map,
+                      "CLASS=GLOB: routines matching GLOB count as that breakdown class "
+                      "(t_io, t_h2d, t_f, t_b, t_u, t_comm); repeatable");
+  add_format(metrics, a, {"text", "csv", "json"});
+
   auto* diff = app.add_subcommand("diff", "Two profiles side by side: time per phase and routine "
                                           "with the speedup, GEMM GFLOP/s per shape");
   diff->add_option("before", a.file, "Profile before the change")->required();
@@ -323,6 +356,7 @@ int main(int argc, char** argv) {
     if (cmd == exp) return cmd_export(a);
     if (cmd == candidates) return cmd_candidates(a);
     if (cmd == diff) return cmd_diff(a);
+    if (cmd == metrics) return cmd_metrics(a);
     if (cmd == run) return run_command(a.run);
     if (cmd == cal) return calibrate_command(a.calibrate);
   } catch (const Error& e) {

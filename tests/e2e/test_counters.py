@@ -39,3 +39,23 @@ def test_a_missing_event_is_reported_once_and_the_others_still_count(db):
 def test_no_counters_when_none_is_asked_for(db):
     assert run([BIN / "page_touch", 10], db).returncode == 0
     assert query(db, "SELECT COUNT(*) FROM node_counters") == [(0,)]
+
+
+def test_cpu_busy_share_tells_computing_from_waiting(db):
+    """perf::TASK-CLOCK against wall time: the spinning fake GEMMs run the CPU, the nanosleep
+    does not. `sonde metrics` derives the share from the real counter."""
+    import json
+    import subprocess
+    from conftest import CLI, clean_env
+    r = run([BIN / "known_time", 20, 10000, 200], db, SONDE_COUNTERS="perf::TASK-CLOCK")
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([CLI, "metrics", db, "--section", "counters", "--format", "json"],
+                         capture_output=True, text=True, env=clean_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    rep = json.loads(out.stdout)["counters"]
+    assert rep["events"] == ["perf::TASK-CLOCK"]
+    busy = {row["routine"]: row["cpu_busy_pct"] for row in rep["routines"]}
+    # 200 ms of spinning: near 100 % on an idle machine, less when other processes take the
+    # CPU from it (a loaded 2-core CI box), but far from the 200 ms asleep.
+    assert busy["compute"] > 30, busy
+    assert busy["sleep"] < 5, busy

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "sonde/analyzers/gpu_summary.hpp"
 #include "sonde/analyzers/line_report.hpp"
 #include "sonde/analyzers/metrics.hpp"
 #include "sonde/analyzers/profile_file.hpp"
@@ -26,6 +27,7 @@ struct AdviceInput {
   // Per optimizer-like phase (by name): the inclusive time of the nearest other optimizer-like
   // phases called beneath it (update() -> update_core_cpu()), from the calling-context trees.
   std::map<std::string, std::int64_t> optimizer_inner_ns;
+  GpuSummary gpu;  // empty for CPU-only runs
 };
 
 struct Candidate {

@@ -1,0 +1,41 @@
+// What the GPU rules of `sonde candidates` read: kernels and copies from gpu_activity (CUPTI),
+// and the CPU-side CUDA API routines (copies, synchronisation, launches) from the call trees.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sonde/analyzers/profile_file.hpp"
+
+namespace sonde::analyzers {
+
+struct GpuKernel {
+  std::string name;
+  std::int64_t calls = 0;
+  std::int64_t time_ns = 0;
+  std::int64_t grid = 0, block = 0;  // threads per grid / block, of the longest launch
+  std::int64_t registers = 0;
+};
+
+// CPU-side CUDA API time of one group of routines (kind cuda, by name).
+struct ApiTotals {
+  std::int64_t calls = 0;
+  std::int64_t time_ns = 0;
+  double bytes = 0;
+};
+
+struct GpuSummary {
+  std::vector<GpuKernel> kernels;  // by time, largest first
+  std::int64_t kernel_ns = 0;      // Σ kernel durations
+  std::int64_t copy_ns = 0;        // Σ memcpy activity durations (device side)
+  double copy_bytes = 0;
+  ApiTotals copies;    // routines naming HtoD or DtoH
+  ApiTotals syncs;     // routines naming Synchronize
+  ApiTotals launches;  // routines naming Launch
+  bool any() const { return !kernels.empty() || copies.calls || syncs.calls || launches.calls; }
+};
+
+GpuSummary load_gpu_summary(const ProfileFile& file);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,157 @@
+// `sonde metrics` on the advice fixture (advice_fixture.hpp), whose numbers make every figure
+// exact: the iteration breakdown (classes by name and by kind, outermost name wins, imports
+// ignored, user mappings), counter metrics from known counts, and the CLI's sections.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "advice_fixture.hpp"
+#include "fixture.hpp"
+#include "sonde/analyzers/breakdown.hpp"
+#include "sonde/analyzers/counter_metrics.hpp"
+#include "sonde/analyzers/metrics_report.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+class MetricsReportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "a.db").string();
+    test::write_advice_fixture(path_);
+  }
+  void sql(const std::string& s) { test::exec_sql(path_, s); }
+  Breakdown breakdown(const std::vector<PhaseMapping>& m = {}) {
+    return compute_breakdown(ProfileFile::open(path_), m);
+  }
+  static const BreakdownRow& row(const Breakdown& b, const std::string& id) {
+    auto it = std::find_if(b.rows.begin(), b.rows.end(),
+                           [&](const BreakdownRow& r) { return r.id == id; });
+    if (it == b.rows.end()) throw std::runtime_error("no class " + id);
+    return *it;
+  }
+  test::TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(MetricsReportTest, BreakdownByNamesOutermostWins) {
+  Breakdown b = breakdown();
+  ASSERT_EQ(b.rows.size(), 6u);
+  // forward: its own 0.5 s and the 1.5 s GEMM beneath it.
+  EXPECT_EQ(row(b, "t_f").time_ns, 2'000'000'000);
+  // update() and the update_core_cpu() inside it: one phase, opened by update.
+  EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);
+  EXPECT_EQ(row(b, "t_u").routines, std::vector<std::string>{"train.py:20(update)"});
+  EXPECT_EQ(row(b, "t_b").time_ns, 0);
+  EXPECT_EQ(b.other_ns, 500'000'000);       // the region "train" itself
+  EXPECT_EQ(b.unmeasured_ns, 500'000'000);  // the thread root's own time
+  EXPECT_EQ(b.iterations, 10);              // update() ran 10 times
+  EXPECT_EQ(b.iterations_from, "t_u");
+  EXPECT_EQ(b.run_ns, 10'000'000'000);
+}
+
+TEST_F(MetricsReportTest, CopiesAndCollectivesCountWhereverTheyRun) {
+  // A host-to-device copy inside forward and an NCCL all-reduce inside update.
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind) VALUES (20, 'cudaMemcpy HtoD', 'cuda'),
+  (21, 'ncclAllReduce', 'nccl'), (22, 'cudaMemcpy DtoH', 'cuda');
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES
+  (20, 1, 3, 20, 3, 0, 4, 0, 200000000, 200000000),
+  (21, 1, 5, 21, 3, 0, 2, 0, 300000000, 300000000),
+  (22, 1, 3, 22, 3, 0, 1, 0, 100000000, 100000000);
+)sql");
+  Breakdown b = breakdown();
+  EXPECT_EQ(row(b, "t_h2d").time_ns, 200'000'000);
+  EXPECT_EQ(row(b, "t_comm").time_ns, 300'000'000);
+  EXPECT_EQ(row(b, "t_f").time_ns, 2'000'000'000 + 100'000'000);  // DtoH stays in forward
+  EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);
+}
+
+TEST_F(MetricsReportTest, ImportsAndClassBodiesAreNoPhase) {
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind) VALUES
+  (30, '<frozen importlib._bootstrap>:1167(_find_and_load)', 'python'),
+  (31, 'functools.py:35(update_wrapper)', 'python'),
+  (32, 'train.py:50(DataLoader)', 'python');
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES
+  (30, 1, 1, 30, 1, 0, 1, 1, 100000000, 40000000),
+  (31, 1, 30, 31, 2, 0, 3, 0, 60000000, 60000000),
+  (32, 1, 1, 32, 1, 0, 1, 0, 5000000, 5000000);
+)sql");
+  Breakdown b = breakdown();
+  EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);  // update_wrapper under an import: not t_u
+  EXPECT_EQ(b.iterations, 10);
+  EXPECT_EQ(row(b, "t_io").time_ns, 0);  // class DataLoader's body
+  EXPECT_EQ(b.other_ns, 500'000'000 + 100'000'000 + 5'000'000);
+}
+
+TEST_F(MetricsReportTest, UserMappingsAndTheirErrors) {
+  Breakdown b = breakdown({parse_phase_mapping("t_comm=train")});
+  EXPECT_EQ(row(b, "t_comm").time_ns, 9'500'000'000);  // everything under train
+  EXPECT_EQ(row(b, "t_f").time_ns, 0);
+  EXPECT_EQ(b.iterations, 0);  // no update or forward opened a phase
+  EXPECT_THROW(parse_phase_mapping("t_x=train"), Error);
+  EXPECT_THROW(parse_phase_mapping("t_io"), Error);
+  EXPECT_THROW(parse_phase_mapping("t_io="), Error);
+}
+
+TEST_F(MetricsReportTest, CounterMetricsFromKnownCounts) {
+  sql(R"sql(
+INSERT INTO counters VALUES (1, 'PAPI_TOT_INS', 'papi'), (2, 'PAPI_TOT_CYC', 'papi'),
+  (3, 'PAPI_L1_DCM', 'papi'), (4, 'PAPI_L1_DCA', 'papi'), (5, 'perf::TASK-CLOCK', 'papi');
+INSERT INTO node_counters VALUES
+  (4, 1, 6e9, 6e9), (4, 2, 3e9, 3e9), (4, 3, 5e6, 5e6), (4, 4, 1e8, 1e8),
+  (3, 5, 1e9, 4e8);
+)sql");
+  CounterReport rep = compute_counter_report(ProfileFile::open(path_));
+  EXPECT_EQ(rep.events.size(), 5u);
+  std::vector<std::string> keys;
+  for (const CounterMetric* m : rep.metrics) keys.emplace_back(m->key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"ipc", "l1d_miss_pct", "cpu_busy_pct"}));
+  auto find = [&](const std::string& name) {
+    return *std::find_if(rep.routines.begin(), rep.routines.end(),
+                         [&](const RoutineCounters& r) { return r.name == name; });
+  };
+  auto metric = [&](std::string_view key) {
+    return *std::find_if(counter_metrics().begin(), counter_metrics().end(),
+                         [&](const CounterMetric& m) { return m.key == key; });
+  };
+  const RoutineCounters& gemm = find("cblas_sgemm");
+  EXPECT_DOUBLE_EQ(*metric_value(metric("ipc"), gemm), 2.0);
+  EXPECT_DOUBLE_EQ(*metric_value(metric("l1d_miss_pct"), gemm), 5.0);
+  EXPECT_FALSE(metric_value(metric("cpu_busy_pct"), gemm));  // no task clock on that node
+  // 1 s of CPU over forward's 2 s of wall time.
+  EXPECT_DOUBLE_EQ(*metric_value(metric("cpu_busy_pct"), find("train.py:5(forward)")), 50.0);
+  EXPECT_FALSE(metric_value(metric("ipc"), find("train.py:5(forward)")));
+}
+
+TEST_F(MetricsReportTest, CliSectionsAndFormats) {
+  auto r = test::run_sonde("metrics '" + path_ + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* heading : {"Roofline per routine", "Time per phase",
+                              "Iteration breakdown (10 iterations, counted at t_u)",
+                              "no counters recorded"})
+    EXPECT_NE(r.out.find(heading), std::string::npos) << heading << "\n" << r.out;
+  r = test::run_sonde("metrics '" + path_ + "' --section breakdown --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["breakdown"]["iterations"], 10);
+  EXPECT_EQ(j["breakdown"]["phases"][4]["phase"], "t_u");
+  EXPECT_DOUBLE_EQ(j["breakdown"]["phases"][4]["ms_per_iter"].get<double>(), 700.0);
+  EXPECT_DOUBLE_EQ(j["breakdown"]["phases"][4]["pct_run"].get<double>(), 70.0);
+  r = test::run_sonde("metrics '" + path_ + "' --section roofline --format csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("cblas_sgemm,blas,30,1.5,2,80,10,1,memory"), std::string::npos) << r.out;
+  EXPECT_EQ(test::run_sonde("metrics '" + path_ + "' --format csv").exit_code, 2);
+  EXPECT_EQ(test::run_sonde("metrics '" + path_ + "' --section nope").exit_code, 2);
+  r = test::run_sonde("metrics '" + path_ + "' --phase bogus");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("CLASS=GLOB"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
