@@ -13,4 +13,6 @@ build/bin/sonde tree build/mlp_train.db
 echo
 build/bin/sonde shapes build/mlp_train.db
 echo
+build/bin/sonde metrics build/mlp_train.db --section breakdown
+echo
 build/bin/sonde candidates build/mlp_train.db
