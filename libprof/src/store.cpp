@@ -226,7 +226,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
     return false;
   }
 
-  static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128"};
+  static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128", "f16", "bf16"};
+  static_assert(std::size(kDtypes) == size_t(DType::kBF16) + 1, "one name per DType");
   for (const ThreadSnapshot& t : data.threads) {
     ThreadIds& ids = threads_[t.state];
     if (ids.thread_id == 0) {

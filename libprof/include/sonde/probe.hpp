@@ -25,7 +25,8 @@ struct RoutineSpec {
 // call). kChildren: they are measured as children (regions, Python frames).
 enum class Nesting : uint8_t { kChildren = 0, kSuppress = 1 };
 
-enum class DType : uint8_t { kNone = 0, kF32, kF64, kC64, kC128 };
+// Values are stored by name (store.cpp); new types are appended so existing values keep theirs.
+enum class DType : uint8_t { kNone = 0, kF32, kF64, kC64, kC128, kF16, kBF16 };
 
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
