@@ -61,6 +61,8 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
 }  // namespace sonde
 
 #define SONDE_EXPAND(...) __VA_ARGS__
+// ", args" after the cost model, or nothing for a function without parameters (cudaDeviceSynchronize).
+#define SONDE_COMMA_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
 #define SONDE_EXPORT_C extern "C" __attribute__((visibility("default")))
 
 // Expands one table entry into the interposed function. `ids` is the library's routine-id
@@ -80,6 +82,6 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
     Fn real = reinterpret_cast<Fn>(slot.get());                                              \
     const auto call = CHOOSE;                                                                \
     return ::sonde::intercept<RET>(real, call.id, nesting, __builtin_return_address(0),      \
-                                   [&]() -> ::sonde::CallCost { return MODEL; },             \
-                                   SONDE_EXPAND ARGS);                                       \
+                                   [&]() -> ::sonde::CallCost { return MODEL; }              \
+                                   SONDE_COMMA_ARGS ARGS);                                   \
   }

@@ -1,0 +1,26 @@
+# GPU wrappers (CUDA runtime and driver, cuBLAS, cuDNN, NCCL): built into libsonde when the CUDA
+# toolkit is found. Only the headers are used: every real function is looked up at run time, so
+# libsonde never needs a CUDA library to load. Each library's wrappers are built when its headers
+# are present; SONDE_GPU_WRAPPERS lists those built (tests/ reads it).
+set(SONDE_GPU_WRAPPERS "")
+if(SONDE_WITH_CUDA AND CUDAToolkit_FOUND)
+  find_path(SONDE_CUDNN_INCLUDE_DIR cudnn.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  find_path(SONDE_NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS})
+  target_include_directories(sonde_preload PRIVATE ${CUDAToolkit_INCLUDE_DIRS})
+  target_sources(sonde_preload PRIVATE cuda/cuda_wrappers.cpp cublas/cublas_wrappers.cpp)
+  list(APPEND SONDE_GPU_WRAPPERS cuda cublas)
+  if(SONDE_CUDNN_INCLUDE_DIR)
+    target_sources(sonde_preload PRIVATE cudnn/cudnn_wrappers.cpp)
+    target_include_directories(sonde_preload PRIVATE ${SONDE_CUDNN_INCLUDE_DIR})
+    list(APPEND SONDE_GPU_WRAPPERS cudnn)
+  endif()
+  if(SONDE_NCCL_INCLUDE_DIR)
+    target_sources(sonde_preload PRIVATE nccl/nccl_wrappers.cpp)
+    target_include_directories(sonde_preload PRIVATE ${SONDE_NCCL_INCLUDE_DIR})
+    list(APPEND SONDE_GPU_WRAPPERS nccl)
+  endif()
+  message(STATUS "sonde: GPU wrappers built for: ${SONDE_GPU_WRAPPERS} (CUDA ${CUDAToolkit_VERSION})")
+else()
+  message(STATUS "sonde: GPU wrappers not built (no CUDA toolkit, or SONDE_WITH_CUDA is OFF)")
+endif()
+set(SONDE_GPU_WRAPPERS "${SONDE_GPU_WRAPPERS}" CACHE INTERNAL "GPU wrappers built into libsonde")

@@ -1,0 +1,39 @@
+// Byte model of the NCCL collectives sonde intercepts (docs/gpu.md): a call's bytes are its
+// element count times the element size, the count as the call names it (per rank: AllGather's
+// sendcount, ReduceScatter's recvcount). No FLOPs: a reduction's additions are not the point.
+#pragma once
+
+#include <nccl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "sonde/probe.hpp"
+
+namespace sonde::nccl {
+
+constexpr int64_t element_size(ncclDataType_t t) {
+  switch (t) {
+    case ncclInt8:
+    case ncclUint8:
+    case ncclFloat8e4m3:
+    case ncclFloat8e5m2: return 1;
+    case ncclFloat16:
+    case ncclBfloat16: return 2;
+    case ncclInt32:
+    case ncclUint32:
+    case ncclFloat32: return 4;
+    case ncclInt64:
+    case ncclUint64:
+    case ncclFloat64: return 8;
+    default: return 0;
+  }
+}
+
+constexpr CallCost moved(size_t count, ncclDataType_t t) {
+  CallCost c;
+  c.bytes = uint64_t(count) * uint64_t(element_size(t));
+  return c;
+}
+
+}  // namespace sonde::nccl
