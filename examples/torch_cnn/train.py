@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A small PyTorch CNN trained on the CPU: sonde's framework-level Python workload.
+"""A small PyTorch CNN: sonde's framework-level Python workload, on the CPU or (--device cuda) a GPU.
 
 Two Conv2d+ReLU+MaxPool blocks and two Linear layers on synthetic 1x28x28 images (ten classes,
 each a smooth random pattern, shifted by up to two pixels and buried in noise), cross-entropy and
@@ -9,10 +9,13 @@ autograd's engine) to those three Python lines.
 
 Everything random comes from ``--seed``; with a fixed ``--threads`` (default 1) and
 ``torch.use_deterministic_algorithms(True)`` stdout is the same bit for bit from run to run, so a
-run under a profiler can be compared with a plain one. Wall time goes to stderr.
+run under a profiler can be compared with a plain one. On a GPU the images stay on the host and
+each batch is copied over, as a DataLoader feeds a GPU; some CUDA kernels have no deterministic
+form, so there the run is reproducible only up to their rounding. Wall time goes to stderr.
 """
 
 import argparse
+import os
 import sys
 import time
 
@@ -75,11 +78,11 @@ def train_step(model, opt, x, y):
 
 
 @torch.no_grad()
-def evaluate(model, images, labels, batch):
+def evaluate(model, images, labels, batch, device):
     loss_sum, correct = 0.0, 0
     for start in range(0, len(labels), batch):
-        logits = model(images[start:start + batch])
-        y = labels[start:start + batch]
+        logits = model(images[start:start + batch].to(device))
+        y = labels[start:start + batch].to(device)
         loss_sum += F.cross_entropy(logits, y, reduction="sum").item()
         correct += int((logits.argmax(dim=1) == y).sum())
     return loss_sum / len(labels), correct / len(labels)
@@ -118,21 +121,32 @@ def parse_args(argv=None):
     parser.add_argument("--eval-every", type=non_negative_int, default=10,
                         help="print the mean training loss every N steps (10; 0: never)")
     parser.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate (0.001)")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                        help="where the model runs (cpu)")
     return parser.parse_args(argv)
 
 
 def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    torch.use_deterministic_algorithms(True)
+    if args.device == "cuda":
+        if not torch.cuda.is_available():
+            print("train.py: --device cuda, but torch sees no usable GPU", file=sys.stderr)
+            sys.exit(2)
+        # cuBLAS is deterministic only with a fixed workspace; max-pool's backward never is.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    else:
+        torch.use_deterministic_algorithms(True)
     torch.manual_seed(args.seed)
+    device = torch.device(args.device)
 
     (train_x, train_y), (test_x, test_y) = make_data(args.seed)
     if args.batch > len(train_y):
         print("train.py: --batch %d exceeds the %d training samples" % (args.batch, len(train_y)),
               file=sys.stderr)
         sys.exit(2)
-    model = Net()  # initialised from torch.manual_seed(seed)
+    model = Net().to(device)  # initialised from torch.manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr)
     order_gen = torch.Generator().manual_seed(args.seed + 1)
     order, pos = torch.randperm(len(train_y), generator=order_gen), 0
@@ -144,13 +158,13 @@ def main(argv=None):
             order, pos = torch.randperm(len(train_y), generator=order_gen), 0
         index = order[pos:pos + args.batch]
         pos += args.batch
-        window += train_step(model, opt, train_x[index], train_y[index])
+        window += train_step(model, opt, train_x[index].to(device), train_y[index].to(device))
         count += 1
         if args.eval_every and step % args.eval_every == 0:
             print("step %d loss %.6f" % (step, window / count), flush=True)
             window, count = 0.0, 0
 
-    test_loss, test_acc = evaluate(model, test_x, test_y, 256)
+    test_loss, test_acc = evaluate(model, test_x, test_y, 256, device)
     seconds = time.perf_counter() - t0
     print("final loss %.6f acc %.4f" % (test_loss, test_acc), flush=True)
     # On stderr so stdout stays identical between runs and with or without a profiler.

@@ -114,6 +114,10 @@ void note_deepbind(const char* file) {
   }
 }
 
+void library_opening(const char* file, int flags) {
+  if (Runtime* rt = Runtime::get()) rt->cuda_opening(file, flags);
+}
+
 void register_info_provider(InfoProvider provider) {
   if (Runtime* rt = Runtime::get()) rt->register_info_provider(provider);
 }

@@ -21,6 +21,7 @@ struct Config {
   uint32_t max_depth = 256;
   std::string run_id;            // inherited from the parent process of the same run
   std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
+  std::string cupti_library;     // empty: libcupti.so.13, then the CUDA install paths
 };
 
 using EnvLookup = const char* (*)(const char*);

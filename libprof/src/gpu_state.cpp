@@ -1,8 +1,14 @@
 #include "sonde/gpu.hpp"
 
+#include "runtime.hpp"
+
 namespace sonde {
 
-// Until the CUPTI backend subscribes, the preloaded wrappers measure the CUDA API.
-bool gpu_api_traced_by_cupti() { return false; }
+// The preloaded wrappers measure the CUDA API until CUPTI's callbacks do.
+bool gpu_api_traced_by_cupti() {
+  Runtime* rt = Runtime::get();
+  GpuBackend* gpu = rt ? rt->gpu() : nullptr;
+  return gpu != nullptr && gpu->api_traced();
+}
 
 }  // namespace sonde

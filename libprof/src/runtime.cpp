@@ -63,6 +63,7 @@ void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
 void fork_parent() { if (auto* rt = Runtime::get()) rt->fork_parent(); }
 void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
 void at_exit() { if (auto* rt = Runtime::get()) rt->flush(FlushKind::kExit, "exit"); }
+void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
 
 }  // namespace
 
@@ -146,6 +147,9 @@ void Runtime::start() {
                                 });
   instance_.store(this, std::memory_order_release);
   attach_current_thread();
+  // Programs linked against the driver have it loaded by now; the runtime (libcudart) opens it
+  // later, through the dlopen hook.
+  if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr) cuda_loaded();
 
   // The first flush claims the file and gives children our process id.
   if (flush(FlushKind::kExplicit)) {
@@ -188,6 +192,52 @@ std::vector<std::string> Runtime::counter_events() const {
   return counters_ ? counters_->events() : std::vector<std::string>{};
 }
 
+void Runtime::cuda_loaded() {
+  if (!store_ok_ || gpu_tried_.exchange(true)) return;
+  start_gpu();
+}
+
+void Runtime::cuda_opening(const char* file, int flags) {
+  if (file == nullptr || (flags & RTLD_NOLOAD) != 0 || !store_ok_ || gpu_tried_.load()) return;
+  const char* base = std::strrchr(file, '/');
+  base = base != nullptr ? base + 1 : file;
+  if (std::strncmp(base, "libcuda.so", 10) != 0 || gpu_tried_.exchange(true)) return;
+  // The dlopen wrapper jumps to the real dlopen and never sees it return, and CUPTI must
+  // subscribe before the runtime's first call reaches the driver: so sonde opens the driver
+  // itself first, with the host's flags, and the host's dlopen then finds it loaded.
+  if (dlopen(file, flags) == nullptr) {
+    const char* why = dlerror();
+    add_note("gpu", fmt::format("no CUDA driver: {}; GPU activity is not recorded, the CPU side "
+                                "is", why ? why : file), root());
+    return;
+  }
+  start_gpu();
+}
+
+void Runtime::start_gpu() {
+  auto note = [this](const std::string& t, const std::string& m) { add_note(t, m, root()); };
+  std::unique_ptr<GpuBackend> backend = make_cupti_backend(config_.cupti_library, note);
+  if (!backend) return;
+  // Reachable before it starts: CUPTI may ask for a buffer as soon as activity is enabled.
+  gpu_.store(backend.release(), std::memory_order_release);
+  if (gpu()->start()) {
+    // Runs before the CUDA runtime's own exit handlers (registered later, at its first call),
+    // so the last records are taken while the contexts still exist.
+    std::atexit(gpu_at_exit);
+  }
+}
+
+void Runtime::drain_gpu() {
+  GpuBackend* g = gpu();
+  if (g == nullptr || !store_ok_) return;
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(store_mu_);
+  if (finished_) return;
+  std::vector<GpuRow> rows;
+  g->collect(rows, true, clock_);
+  g->requeue(std::move(rows));  // written by the final flush, which follows
+}
+
 void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {
   {
     AsyncSignalBlock no_signals;
@@ -219,6 +269,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   FlushData d;
   d.run = &run_;
   d.process = &process_;
+  // GPU records first: every call path they point to is then in the snapshots below.
+  GpuBackend* gpu = this->gpu();
+  if (gpu != nullptr) gpu->collect(d.gpu, final, clock_);
   std::vector<ThreadState*> threads;
   {
     std::lock_guard tl(threads_mu_);
@@ -248,12 +301,13 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
                                     mismatches));
   }
   if (final) {
-    // Intercepted = a library call, not a user region or a Python frame.
+    // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
+    // Python hook recorded, is no failed interception), not a user region.
     std::vector<Routine> all = routines_.since(0);
     for (const ThreadSnapshot& s : d.threads) {
       for (const NodeRow& row : s.nodes) {
         const std::string& kind = all[row.routine].kind;
-        measured += row.calls > 0 && kind != "root" && kind != "region" && kind != "python";
+        measured += row.calls > 0 && kind != "root" && kind != "region";
       }
     }
   }
@@ -273,6 +327,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
   d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
   d.info.emplace_back("sonde.version", SONDE_VERSION);
+  if (gpu != nullptr) gpu->info(d.info);
   if (!d.threads.empty()) {
     d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
     d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
@@ -294,6 +349,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   std::string error;
   if (!store_.write(d, routines_, error)) {
     warn("flushing the profile to {} failed: {}", output_, error);
+    if (gpu != nullptr) gpu->requeue(std::move(d.gpu));
     return false;
   }
   if (final) finished_ = true;
@@ -314,6 +370,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
       });
     }
     for (ThreadState* t : done) {
+      if (gpu != nullptr) gpu->thread_gone(t, store_.node_ids(t));
       store_.forget_thread(t);
       delete t;
     }
@@ -421,6 +478,7 @@ void Runtime::fork_child() {
   }
 
   notes_.clear();
+  if (GpuBackend* gpu = this->gpu()) gpu->fork_child();
   if (counters_) {
     notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
   }

@@ -15,6 +15,7 @@
 #include "clock.hpp"
 #include "config.hpp"
 #include "counter_backend.hpp"
+#include "gpu_backend.hpp"
 #include "routine_registry.hpp"
 #include "sonde/process_hooks.hpp"
 #include "store.hpp"
@@ -43,6 +44,14 @@ class Runtime {
   // freed instead of waiting for the next period.
   void thread_ended();
 
+  // CUDA is in use: libcuda.so.1 was loaded at start, or is being opened now (`file`, with the
+  // host's dlopen `flags`). Starts the GPU backend once; a process without CUDA never does.
+  void cuda_loaded();
+  void cuda_opening(const char* file, int flags);
+  GpuBackend* gpu() const { return gpu_.load(std::memory_order_acquire); }
+  // At exit, before the CUDA runtime tears its contexts down: takes CUPTI's last records.
+  void drain_gpu();
+
   void fork_prepare();
   void fork_parent();
   void fork_child();
@@ -70,6 +79,7 @@ class Runtime {
   void start_flusher();
   void flusher_loop();
   std::string choose_output(bool root);
+  void start_gpu();
 
   static std::atomic<Runtime*> instance_;
 
@@ -94,6 +104,8 @@ class Runtime {
   std::vector<InfoProvider> providers_;
   std::unique_ptr<CounterBackend> counters_;
   std::vector<Peak> peaks_;  // from the peaks file, read once at start
+  std::atomic<bool> gpu_tried_{false};
+  std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
   std::atomic<bool> finished_{false};
   std::atomic<bool> store_ok_{false};

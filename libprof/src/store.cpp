@@ -338,6 +338,36 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
     }
   }
 
+  if (!data.gpu.empty()) {
+    Statement gpu(h,
+                  "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
+                  "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
+                  "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    if (!check_prepared({&gpu}, db, error)) return false;
+    for (const GpuRow& g : data.gpu) {
+      // The launching call path: written above in this same transaction, or resolved to its
+      // row when the launching thread's state was freed.
+      int64_t node_id = g.node_id;
+      if (g.thread != nullptr) {
+        const std::vector<int64_t>& ids = node_ids(g.thread);
+        node_id = g.node < ids.size() ? ids[g.node] : 0;
+      }
+      gpu.bind(1, process_id_);
+      if (node_id != 0) gpu.bind(2, node_id); else gpu.bind_null(2);
+      gpu.bind(3, std::string_view(g.kind)).bind(4, g.name).bind(5, g.device).bind(6, g.stream);
+      gpu.bind(7, g.start_ns).bind(8, g.end_ns);
+      if (g.bytes >= 0) gpu.bind(9, g.bytes); else gpu.bind_null(9);
+      bool kernel = g.registers >= 0;
+      for (int i = 0; i < 3; ++i) {
+        if (kernel) gpu.bind(10 + i, int64_t(g.grid[i])); else gpu.bind_null(10 + i);
+        if (kernel) gpu.bind(13 + i, int64_t(g.block[i])); else gpu.bind_null(13 + i);
+      }
+      if (kernel) gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
+      else gpu.bind_null(16).bind_null(17);
+      SONDE_STEP(gpu, "writing GPU activity");
+    }
+  }
+
   Statement note(h,
                  "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
                  "VALUES (?,?,?,?,?)");

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "gpu_backend.hpp"
 #include "peaks.hpp"
 #include "routine_registry.hpp"
 #include "snapshot.hpp"
@@ -45,6 +46,7 @@ struct FlushData {
   const char* end_reason = nullptr;  // set on the last flush of a process image
   std::vector<std::string> counter_events;  // column order of the nodes' counters
   std::vector<Peak> peaks;                    // written once per process
+  std::vector<GpuRow> gpu;                    // finished GPU activity since the last flush
 };
 
 class Store {
@@ -55,6 +57,12 @@ class Store {
   bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
   // A thread's final state is written and the state freed: its address may be reused.
   void forget_thread(const ThreadState* t) { threads_.erase(t); }
+  // The node_id of each of `t`'s nodes written so far (0: not written); empty if none.
+  const std::vector<int64_t>& node_ids(const ThreadState* t) const {
+    static const std::vector<int64_t> kNone;
+    auto it = threads_.find(t);
+    return it != threads_.end() ? it->second.nodes : kNone;
+  }
   // Fork child: the parent's rows are not this process's.
   void forget_process();
   int64_t process_id() const { return process_id_; }

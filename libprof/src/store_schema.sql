@@ -216,3 +216,23 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
        LEFT JOIN peaks pk ON pk.run_id = pr.run_id AND pk.threads = 0
             AND pk.resource = 'gemm.' || s.dtype
   GROUP BY r.name, s.call_site, s.m, s.n, s.k, s.dtype;
+
+-- One row per GPU kernel and the call path that launched it (NULL: a launch sonde did not
+-- see). grid and block are the average blocks per grid and threads per block of its launches.
+CREATE VIEW IF NOT EXISTS gpu_kernels AS
+  WITH RECURSIVE p(node_id, path) AS (
+    SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
+      JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
+    UNION ALL
+    SELECT c.node_id, p.path || ';' || r.name
+      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
+  SELECT g.name AS kernel, p.path AS call_path, COUNT(*) AS calls,
+         SUM(g.end_ns - g.start_ns) / 1e9 AS time_s,
+         AVG(g.end_ns - g.start_ns) / 1e9 AS avg_s,
+         AVG(g.grid_x * g.grid_y * g.grid_z) AS grid,
+         AVG(g.block_x * g.block_y * g.block_z) AS block,
+         AVG(g.registers) AS registers,
+         AVG(g.shared_bytes) AS shared_bytes
+  FROM gpu_activity g LEFT JOIN p USING (node_id)
+  WHERE g.kind = 'kernel'
+  GROUP BY g.name, p.path;

@@ -157,6 +157,7 @@ extern "C" __attribute__((visibility("hidden"), used)) void* sonde_dlopen_target
                                                                                    int flags) {
   static sonde::RealSymbol real{"dlopen"};
   if ((flags & RTLD_DEEPBIND) != 0) sonde::note_deepbind(file);
+  sonde::library_opening(file, flags);
   return real.get();
 }
 

@@ -42,6 +42,9 @@ inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
                "Deepest call path recorded per thread; deeper calls are charged to the "
                "deepest frame and counted in the file's notes."},
+    OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
+               "The CUPTI library to load in processes that use CUDA; by default the loader's "
+               "search, then /usr/local/cuda/lib64 and extras/CUPTI/lib64."},
     OptionSpec{"SONDE_RUN_ID", OptionType::kText, "",
                "Set by sonde itself so that fork and exec children join their parent's run; "
                "not for users."},

@@ -21,6 +21,9 @@ void thread_started();
 // A library was opened with RTLD_DEEPBIND: its calls may bypass the preload.
 void note_deepbind(const char* file);
 
+// dlopen(file, flags) is about to run: opening the CUDA driver starts the GPU side (CUPTI).
+void library_opening(const char* file, int flags);
+
 // Wrappers add facts about their library (e.g. blas.library, blas.threads) at flush time.
 using InfoEmit = void (*)(const char* key, const char* value, void* ctx);
 using InfoProvider = void (*)(InfoEmit emit, void* ctx);

@@ -1,0 +1,30 @@
+// libcupti, opened at run time: libsonde links against neither libcupti nor libcuda, so a
+// program without CUDA never loads them. Every entry point sonde calls is resolved here, once.
+#pragma once
+
+#include <cupti.h>
+
+#include <string>
+
+namespace sonde {
+
+#define SONDE_CUPTI_FUNCTIONS(X)                                                   \
+  X(cuptiGetVersion) X(cuptiGetResultString) X(cuptiSubscribe_v2) X(cuptiUnsubscribe) \
+  X(cuptiEnableDomain) X(cuptiGetCallbackName) X(cuptiActivityEnable)              \
+  X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) \
+  X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+
+struct CuptiLibrary {
+#define SONDE_CUPTI_POINTER(fn) decltype(&::fn) fn = nullptr;
+  SONDE_CUPTI_FUNCTIONS(SONDE_CUPTI_POINTER)
+#undef SONDE_CUPTI_POINTER
+  std::string path;  // the file that was opened
+
+  // `override_path` (SONDE_CUPTI_LIBRARY) alone when set; else libcupti.so.13 by the loader's
+  // search, then the CUDA install paths. False with a reason when no usable library is found.
+  bool load(const std::string& override_path, std::string& error);
+  // CUPTI's own text for `result`.
+  std::string describe(CUptiResult result) const;
+};
+
+}  // namespace sonde
