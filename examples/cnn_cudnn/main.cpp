@@ -39,18 +39,7 @@ cnn::BatchStats evaluate(cnn::Cnn& model, const mlp::Dataset& set) {
 
 int main(int argc, char** argv) {
   const cnn::Options opt = cnn::parse_options(argc, argv);
-  mlp::TrainTest data;
-  try {
-    data = opt.mnist_dir.empty() ? mlp::make_synthetic(opt.seed) : mlp::load_mnist(opt.mnist_dir);
-  } catch (const mlp::DataError& e) {
-    std::fprintf(stderr, "cnn_train: %s\n", e.what());
-    return 2;
-  }
-  if (opt.batch > data.train.size()) {
-    std::fprintf(stderr, "cnn_train: --batch %d exceeds the %ld training samples\n", opt.batch,
-                 data.train.size());
-    return 2;
-  }
+  const mlp::TrainTest data = mlp::load_for_training("cnn_train", opt.mnist_dir, opt.seed, opt.batch);
   try {
     mlp::Rng init_rng(opt.seed);
     cnn::Cnn model(opt.batch, init_rng);

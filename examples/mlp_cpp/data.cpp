@@ -1,6 +1,8 @@
 #include "data.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 
@@ -111,6 +113,23 @@ TrainTest make_synthetic(std::uint64_t seed) {
 
 TrainTest load_mnist(const std::string& dir) {
   return {load_pair(dir, "train"), load_pair(dir, "t10k")};
+}
+
+TrainTest load_for_training(const char* program, const std::string& mnist_dir,
+                            std::uint64_t seed, int batch) {
+  TrainTest data;
+  try {
+    data = mnist_dir.empty() ? make_synthetic(seed) : load_mnist(mnist_dir);
+  } catch (const DataError& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+    std::exit(2);
+  }
+  if (batch > data.train.size()) {
+    std::fprintf(stderr, "%s: --batch %d exceeds the %ld training samples\n", program, batch,
+                 data.train.size());
+    std::exit(2);
+  }
+  return data;
 }
 
 }  // namespace mlp

@@ -41,18 +41,7 @@ int main(int argc, char** argv) {
   const Options opt = parse_options(argc, argv);
   if (opt.threads) openblas_set_num_threads(*opt.threads);
 
-  TrainTest data;
-  try {
-    data = opt.mnist_dir.empty() ? make_synthetic(opt.seed) : load_mnist(opt.mnist_dir);
-  } catch (const DataError& e) {
-    std::fprintf(stderr, "mlp_train: %s\n", e.what());
-    return 2;
-  }
-  if (opt.batch > data.train.size()) {
-    std::fprintf(stderr, "mlp_train: --batch %d exceeds the %ld training samples\n", opt.batch,
-                 data.train.size());
-    return 2;
-  }
+  const TrainTest data = load_for_training("mlp_train", opt.mnist_dir, opt.seed, opt.batch);
   const long steps = opt.epochs ? *opt.epochs * (data.train.size() / opt.batch) : opt.steps;
 
   // Separate streams so changing, say, the batch size leaves the initial weights alone.

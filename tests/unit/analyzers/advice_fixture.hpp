@@ -13,8 +13,12 @@
 // peaks: gemm.f32 threads 0 = 4 GFLOP/s, threads 1 = 2.5 GFLOP/s, mem.bw threads 0 = 0.1 GB/s.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
+#include <stdexcept>
 #include <string>
+#include <variant>
 
 #include "fixture.hpp"
 
@@ -63,5 +67,27 @@ INSERT INTO peaks VALUES (1, 'gemm.f32', 0, 4.0, 'test'), (1, 'gemm.f32', 1, 2.5
 )sql";
   exec_sql(path, sql);
 }
+
+// A test with the advice fixture written fresh into its own directory, plus what the advice
+// tests all need: more SQL on top of it, and a candidate's evidence as a number.
+class AdviceFixtureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (dir_.path / "a.db").string();
+    write_advice_fixture(path_);
+  }
+  void sql(const std::string& s) { exec_sql(path_, s); }
+  template <class Candidate>
+  static double number(const Candidate& c, const std::string& key) {
+    for (const auto& [k, v] : c.evidence)
+      if (k == key) {
+        if (const auto* d = std::get_if<double>(&v)) return *d;
+        if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+      }
+    throw std::runtime_error("no number " + key);
+  }
+  TempDir dir_;
+  std::string path_;
+};
 
 }  // namespace sonde::test

@@ -16,13 +16,8 @@
 namespace sonde::analyzers {
 namespace {
 
-class AdviceTest : public ::testing::Test {
+class AdviceTest : public test::AdviceFixtureTest {
  protected:
-  void SetUp() override {
-    path_ = (dir_.path / "a.db").string();
-    test::write_advice_fixture(path_);
-  }
-  void sql(const std::string& s) { test::exec_sql(path_, s); }
   Metrics metrics() { return compute_metrics(ProfileFile::open(path_)); }
   std::vector<Candidate> candidates() { return compute_candidates(ProfileFile::open(path_)); }
   static const RoutineMetrics& routine(const Metrics& m, const std::string& name) {
@@ -38,16 +33,6 @@ class AdviceTest : public ::testing::Test {
       if (c.rule == rule) out.push_back(c);
     return out;
   }
-  static double number(const Candidate& c, const std::string& key) {
-    for (const auto& [k, v] : c.evidence)
-      if (k == key) {
-        if (const auto* d = std::get_if<double>(&v)) return *d;
-        if (const auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
-      }
-    throw std::runtime_error("no number " + key);
-  }
-  test::TempDir dir_;
-  std::string path_;
 };
 
 // ---- metrics ----------------------------------------------------------------------------

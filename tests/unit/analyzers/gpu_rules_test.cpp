@@ -11,14 +11,10 @@
 namespace sonde::analyzers {
 namespace {
 
-class GpuRulesTest : public ::testing::Test {
+class GpuRulesTest : public test::AdviceFixtureTest {
  protected:
-  void SetUp() override {
-    path_ = (dir_.path / "a.db").string();
-    test::write_advice_fixture(path_);
-  }
   void add_gpu_run() {
-    test::exec_sql(path_, R"sql(
+    sql(R"sql(
 INSERT INTO routines (routine_id, name, kind) VALUES (20, 'cudaMemcpy HtoD', 'cuda'),
   (21, 'cudaDeviceSynchronize', 'cuda'), (22, 'cudaLaunchKernel', 'cuda'),
   (23, 'cuLaunchKernel', 'cuda'), (24, 'cudaMemcpy DtoD', 'cuda');
@@ -44,17 +40,6 @@ INSERT INTO gpu_activity (process_id, node_id, kind, name, start_ns, end_ns, byt
       if (c.rule == rule) out.push_back(c);
     return out;
   }
-  static Cell ev(const Candidate& c, const std::string& key) {
-    for (const auto& [k, v] : c.evidence)
-      if (k == key) return v;
-    throw std::runtime_error("no evidence " + key);
-  }
-  static double num(const Cell& c) {
-    if (auto* d = std::get_if<double>(&c)) return *d;
-    return static_cast<double>(std::get<std::int64_t>(c));
-  }
-  test::TempDir dir_;
-  std::string path_;
 };
 
 TEST_F(GpuRulesTest, NoGpuCandidateOnACpuRun) {
@@ -66,20 +51,20 @@ TEST_F(GpuRulesTest, CopiesFromTheCudaApiTime) {
   add_gpu_run();
   auto c = of_rule("gpu-copies");
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_DOUBLE_EQ(num(ev(c[0], "copy_time_s")), 1.0);  // HtoD only: DtoD stays on the device
-  EXPECT_DOUBLE_EQ(num(ev(c[0], "pct_run")), 10.0);
-  EXPECT_DOUBLE_EQ(num(ev(c[0], "gb_per_s")), 4.0);
-  EXPECT_EQ(num(ev(c[0], "calls")), 100);
+  EXPECT_DOUBLE_EQ(number(c[0], "copy_time_s"), 1.0);  // HtoD only: DtoD stays on the device
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_run"), 10.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "gb_per_s"), 4.0);
+  EXPECT_EQ(number(c[0], "calls"), 100);
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.5);
 }
 
 TEST_F(GpuRulesTest, CopiesFromDeviceActivityWithoutApiCalls) {
   add_gpu_run();
-  test::exec_sql(path_, "DELETE FROM nodes WHERE node_id = 20");
+  sql("DELETE FROM nodes WHERE node_id = 20");
   auto c = of_rule("gpu-copies");
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_DOUBLE_EQ(num(ev(c[0], "copy_time_s")), 0.6);
-  EXPECT_DOUBLE_EQ(num(ev(c[0], "gb_per_s")), 5.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "copy_time_s"), 0.6);
+  EXPECT_DOUBLE_EQ(number(c[0], "gb_per_s"), 5.0);
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.3);
 }
 
@@ -87,15 +72,15 @@ TEST_F(GpuRulesTest, SyncAndLaunchesCountTheOutermostApiCall) {
   add_gpu_run();
   auto s = of_rule("gpu-sync");
   ASSERT_EQ(s.size(), 1u);
-  EXPECT_DOUBLE_EQ(num(ev(s[0], "sync_time_s")), 2.0);
-  EXPECT_DOUBLE_EQ(num(ev(s[0], "avg_ms")), 200.0);
+  EXPECT_DOUBLE_EQ(number(s[0], "sync_time_s"), 2.0);
+  EXPECT_DOUBLE_EQ(number(s[0], "avg_ms"), 200.0);
   EXPECT_DOUBLE_EQ(s[0].est_gain_s, 1.0);
   auto l = of_rule("gpu-launches");
   ASSERT_EQ(l.size(), 1u);
   // cuLaunchKernel inside cudaLaunchKernel is the same launch: 1000, not 2000.
-  EXPECT_EQ(num(ev(l[0], "launches")), 1000);
-  EXPECT_DOUBLE_EQ(num(ev(l[0], "avg_launch_us")), 600.0);
-  EXPECT_DOUBLE_EQ(num(ev(l[0], "avg_kernel_us")), 1e6 / 3);  // 1 s of kernels, 3 launches
+  EXPECT_EQ(number(l[0], "launches"), 1000);
+  EXPECT_DOUBLE_EQ(number(l[0], "avg_launch_us"), 600.0);
+  EXPECT_DOUBLE_EQ(number(l[0], "avg_kernel_us"), 1e6 / 3);  // 1 s of kernels, 3 launches
   EXPECT_DOUBLE_EQ(l[0].est_gain_s, 0.3);
 }
 
@@ -105,11 +90,11 @@ TEST_F(GpuRulesTest, KernelsRankedByTheirShareOfGpuTime) {
   ASSERT_EQ(k.size(), 2u);  // relu_kernel's 10 % is at the threshold
   EXPECT_EQ(k[0].location, "relu_kernel");  // equal gains (0): by location
   auto sgemm = k[0].location == "sgemm_128x64" ? k[0] : k[1];
-  EXPECT_DOUBLE_EQ(num(ev(sgemm, "pct_gpu_kernel_time")), 90.0);
-  EXPECT_EQ(num(ev(sgemm, "calls")), 2);
-  EXPECT_EQ(num(ev(sgemm, "grid_threads")), 128);
-  EXPECT_EQ(num(ev(sgemm, "block_threads")), 256);
-  EXPECT_EQ(num(ev(sgemm, "registers")), 96);
+  EXPECT_DOUBLE_EQ(number(sgemm, "pct_gpu_kernel_time"), 90.0);
+  EXPECT_EQ(number(sgemm, "calls"), 2);
+  EXPECT_EQ(number(sgemm, "grid_threads"), 128);
+  EXPECT_EQ(number(sgemm, "block_threads"), 256);
+  EXPECT_EQ(number(sgemm, "registers"), 96);
   EXPECT_NE(sgemm.advice.find("sgemm_128x64"), std::string::npos);
 }
 

@@ -16,13 +16,8 @@
 namespace sonde::analyzers {
 namespace {
 
-class MetricsReportTest : public ::testing::Test {
+class MetricsReportTest : public test::AdviceFixtureTest {
  protected:
-  void SetUp() override {
-    path_ = (dir_.path / "a.db").string();
-    test::write_advice_fixture(path_);
-  }
-  void sql(const std::string& s) { test::exec_sql(path_, s); }
   Breakdown breakdown(const std::vector<PhaseMapping>& m = {}) {
     return compute_breakdown(ProfileFile::open(path_), m);
   }
@@ -32,8 +27,6 @@ class MetricsReportTest : public ::testing::Test {
     if (it == b.rows.end()) throw std::runtime_error("no class " + id);
     return *it;
   }
-  test::TempDir dir_;
-  std::string path_;
 };
 
 TEST_F(MetricsReportTest, BreakdownByNamesOutermostWins) {
