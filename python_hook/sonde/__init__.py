@@ -8,6 +8,8 @@ calling-context tree per thread, written to a SQLite profile that the `sonde` CL
 (`sonde report prof.db`, `sonde tree prof.db`, ...).
 """
 
+import os
+
 __all__ = ["start", "stop", "flush", "active"]
 
 
@@ -16,9 +18,28 @@ def _ext():
     return _sonde
 
 
-def start():
-    """Records Python frames of every thread (libsonde must be preloaded)."""
-    _ext().start()
+BUILTINS_ENV = "SONDE_PYTHON_BUILTINS"
+
+
+def builtins_from_env(environ=None):
+    """SONDE_PYTHON_BUILTINS as a bool (unset: False); ValueError for a value that is no bool."""
+    value = (os.environ if environ is None else environ).get(BUILTINS_ENV, "0")
+    if value in ("1", "yes", "true", "on"):
+        return True
+    if value in ("0", "no", "false", "off", ""):
+        return False
+    raise ValueError(f"{BUILTINS_ENV}={value!r} is not a boolean (1/0, yes/no, true/false, on/off)")
+
+
+def start(builtins=None):
+    """Records Python frames of every thread (libsonde must be preloaded).
+
+    builtins=False: Python frames only, through CPython 3.11's frame-evaluation hook (the
+    cheapest); True: C functions (builtins, numpy.dot) too, through CPython's profile function;
+    None: as SONDE_PYTHON_BUILTINS says. Returns the hook used, 'eval_frame' or 'profile'."""
+    if builtins is None:
+        builtins = builtins_from_env()
+    return _ext().start(builtins=builtins)
 
 
 def stop():

@@ -26,6 +26,11 @@ def _parser():
                    help="time each source line of the functions whose name matches PATTERN "
                         "(fnmatch, e.g. 'update_core*'; repeatable), like line_profiler; "
                         "see `sonde report --by line`")
+    p.add_argument("--builtins", action="store_true",
+                   help="also record calls of C functions (builtins, numpy.dot, ...) as frames, "
+                        "through CPython's profile function; without it only Python frames "
+                        "are recorded, through the much cheaper frame-evaluation hook "
+                        "(environment: SONDE_PYTHON_BUILTINS=1)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
     p.add_argument("target", nargs="?", help="the script to run (unless -m is given)")
@@ -52,6 +57,11 @@ def _fail(message, code=1):
 
 
 def _launch(opts, argv):
+    from . import BUILTINS_ENV, builtins_from_env
+    try:
+        builtins_from_env()
+    except ValueError as e:
+        _fail(str(e), 2)
     lib = _library()
     if lib is None or not os.path.exists(lib):
         _fail("cannot find libsonde.so (set SONDE_LIBRARY)")
@@ -72,6 +82,8 @@ def _launch(opts, argv):
     preload = env.get("LD_PRELOAD", "")
     env["LD_PRELOAD"] = lib + (":" + preload if preload else "")
     env["SONDE_OUTPUT"] = output
+    if opts.builtins:
+        env[BUILTINS_ENV] = "1"  # child interpreters of the run record the same way
     # Child interpreters of the run start the hook from sonde/autostart/sitecustomize.py.
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
@@ -101,8 +113,9 @@ def _run(opts):
     import atexit
     import runpy
 
-    from . import _sonde
+    from . import _sonde, builtins_from_env
     os.environ.pop(_MARK, None)
+    builtins = builtins_from_env()
     if opts.module is not None:
         # runpy's own lookup: packages run their __main__, errors read as python -m's do.
         try:
@@ -125,8 +138,10 @@ def _run(opts):
     # before it a flush, since dying of a signal skips libsonde's own exit flush.
     atexit.register(_die_if_interrupted)
     atexit.register(_sonde.flush)
-    # The tree starts at the program's own <module>: the one exec below is not recorded.
-    _sonde.start(skip_calls=1, lines=opts.lines)
+    # The tree starts at the program's own <module>: the exec below, a C function, is not
+    # recorded (the frame-evaluation hook does not see it: nothing to skip).
+    skip = 1 if builtins or not _sonde.EVAL_FRAME else 0
+    _sonde.start(skip_calls=skip, lines=opts.lines, builtins=builtins)
     try:
         exec(code, module.__dict__)
     except SystemExit:

@@ -14,6 +14,36 @@ namespace sonde::python {
 
 namespace {
 
+// Sets a C profile or trace function (nullptr: none) on every thread of this interpreter.
+#if PY_VERSION_HEX >= 0x030C0000
+bool set_profile_all(Py_tracefunc f) {
+  PyEval_SetProfileAllThreads(f, nullptr);
+  return !PyErr_Occurred();
+}
+bool set_trace_all(Py_tracefunc f) {
+  PyEval_SetTraceAllThreads(f, nullptr);
+  return !PyErr_Occurred();
+}
+#define SONDE_CODE_GET_EXTRA PyUnstable_Code_GetExtra
+#define SONDE_CODE_SET_EXTRA PyUnstable_Code_SetExtra
+#define SONDE_REQUEST_CODE_EXTRA PyUnstable_Eval_RequestCodeExtraIndex
+#else
+template <int (*Set)(PyThreadState*, Py_tracefunc, PyObject*)>
+bool set_all(Py_tracefunc f) {
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
+  bool ok = true;
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
+    ok = Set(t, f, nullptr) == 0 && ok;
+  }
+  return ok;
+}
+bool set_profile_all(Py_tracefunc f) { return set_all<_PyEval_SetProfile>(f); }
+bool set_trace_all(Py_tracefunc f) { return set_all<_PyEval_SetTrace>(f); }
+#define SONDE_CODE_GET_EXTRA _PyCode_GetExtra
+#define SONDE_CODE_SET_EXTRA _PyCode_SetExtra
+#define SONDE_REQUEST_CODE_EXTRA _PyEval_RequestCodeExtraIndex
+#endif
+
 // Code objects carry their routine id (+1) in a co_extra slot: one indexed load per call.
 Py_ssize_t g_extra_index = -1;
 
@@ -59,7 +89,7 @@ bool wants_lines(PyCodeObject* code) {
 // The slot holds (id + 1) << 1 | timed-lines, so 0 still means "not seen yet".
 CodeInfo code_info(PyCodeObject* code) {
   void* extra = nullptr;
-  if (_PyCode_GetExtra(reinterpret_cast<PyObject*>(code), g_extra_index, &extra) == 0 &&
+  if (SONDE_CODE_GET_EXTRA(reinterpret_cast<PyObject*>(code), g_extra_index, &extra) == 0 &&
       extra != nullptr) {
     auto v = reinterpret_cast<uintptr_t>(extra);
     return {RoutineId((v >> 1) - 1), (v & 1) != 0};
@@ -70,12 +100,10 @@ CodeInfo code_info(PyCodeObject* code) {
                      utf8(code->co_name) + ")";
   CodeInfo info{register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno}),
                 wants_lines(code)};
-  _PyCode_SetExtra(reinterpret_cast<PyObject*>(code), g_extra_index,
+  SONDE_CODE_SET_EXTRA(reinterpret_cast<PyObject*>(code), g_extra_index,
                    reinterpret_cast<void*>((uintptr_t(info.id) + 1) << 1 | info.lines));
   return info;
 }
-
-RoutineId code_routine(PyCodeObject* code) { return code_info(code).id; }
 
 // C functions have no co_extra: cache by method definition and the type it is bound to. The GIL
 // guards the map (profile functions run holding it).
@@ -119,10 +147,24 @@ bool resumed(PyFrameObject* frame, PyCodeObject* code) {
   if ((code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) == 0) return false;
   int lasti = PyFrame_GetLasti(frame);
   if (lasti < 0) return false;
+#if PY_VERSION_HEX >= 0x030C0000
+  // Not built or tested here (3.11 is): the quickened instructions are private from 3.12 on,
+  // the plain bytes public (and cached). RESUME's low two bits say where it resumes.
+  PyObject* bytes = PyCode_GetCode(code);
+  if (bytes == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  auto* b = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(bytes));
+  bool first_entry =
+      lasti + 1 < PyBytes_GET_SIZE(bytes) && b[lasti] == RESUME && (b[lasti + 1] & 3) == 0;
+  Py_DECREF(bytes);
+#else
   _Py_CODEUNIT unit = _PyCode_CODE(code)[lasti / int(sizeof(_Py_CODEUNIT))];
   int op = _Py_OPCODE(unit);
   // close() and throw() enter on the YIELD_VALUE they interrupt: a resumption too.
   bool first_entry = (op == RESUME || op == RESUME_QUICK) && _Py_OPARG(unit) == 0;
+#endif
   return !first_entry;
 }
 
@@ -242,6 +284,19 @@ bool set_threading_hook(const char* setter, PyObject* hook) {
 
 }  // namespace
 
+RoutineId code_routine(PyCodeObject* code) { return code_info(code).id; }
+
+bool reserve_code_extra() {
+  if (g_extra_index < 0) {
+    g_extra_index = SONDE_REQUEST_CODE_EXTRA(nullptr);
+    if (g_extra_index < 0) {
+      PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot");
+      return false;
+    }
+  }
+  return true;
+}
+
 void skip_calls(int n) { t_skip = n; }
 
 bool install_line_tracing(const std::vector<std::string>& patterns) {
@@ -251,43 +306,31 @@ bool install_line_tracing(const std::vector<std::string>& patterns) {
   if (hook == nullptr) return false;
   bool ok = set_threading_hook("settrace", hook);
   Py_DECREF(hook);
-  if (!ok) return false;
-  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
-    if (_PyEval_SetTrace(t, trace, nullptr) < 0) return false;
-  }
-  return true;
+  return ok && set_trace_all(trace);
 }
 
 bool install_all_threads() {
-  if (g_extra_index < 0) {
-    g_extra_index = _PyEval_RequestCodeExtraIndex(nullptr);
-    if (g_extra_index < 0) {
-      PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot");
-      return false;
-    }
-  }
+  if (!reserve_code_extra()) return false;
   PyObject* hook = PyCFunction_New(&g_bootstrap_def, nullptr);
   if (hook == nullptr) return false;
   bool ok = set_threading_hook("setprofile", hook);
   Py_DECREF(hook);
-  if (!ok) return false;
-  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
-    if (_PyEval_SetProfile(t, profile, nullptr) < 0) return false;
-  }
-  return true;
+  return ok && set_profile_all(profile);
 }
 
 void uninstall_all_threads() {
   set_threading_hook("setprofile", Py_None);
-  if (!g_line_patterns.empty()) set_threading_hook("settrace", Py_None);
   PyErr_Clear();
-  PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
-  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
-    _PyEval_SetProfile(t, nullptr, nullptr);
-    if (!g_line_patterns.empty()) _PyEval_SetTrace(t, nullptr, nullptr);
-  }
+  set_profile_all(nullptr);
+  PyErr_Clear();
+  uninstall_line_tracing();
+}
+
+void uninstall_line_tracing() {
+  if (g_line_patterns.empty()) return;
+  set_threading_hook("settrace", Py_None);
+  PyErr_Clear();
+  set_trace_all(nullptr);
   PyErr_Clear();
 }
 

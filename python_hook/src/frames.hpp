@@ -9,7 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "sonde/probe.hpp"
+
 namespace sonde::python {
+
+// Reserves the co_extra slot where code objects keep their routine id. Returns false with a
+// Python exception set.
+bool reserve_code_extra();
+// The routine of a code object: registered on first sight as file.py:LINE(function), then read
+// back from its co_extra slot (one indexed load). Needs reserve_code_extra first; holds the GIL.
+RoutineId code_routine(PyCodeObject* code);
 
 // Installs the profile function on every existing thread and, through threading.setprofile,
 // on every thread started later. Returns false with a Python exception set.
@@ -19,7 +28,9 @@ bool install_all_threads();
 bool install_line_tracing(const std::vector<std::string>& patterns);
 // The next `n` calls on this thread are not recorded (nor their returns): the launcher's own.
 void skip_calls(int n);
-// Removes it from every thread.
+// Removes it from every thread, and the line tracing too.
 void uninstall_all_threads();
+// Removes the line tracing alone (the frame-evaluation hook's stop).
+void uninstall_line_tracing();
 
 }  // namespace sonde::python

@@ -3,17 +3,35 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include "eval_frame.hpp"
 #include "frames.hpp"
 #include "sonde/sonde.h"
 
 namespace {
 
+// Which hook records the frames: the frame-evaluation hook where this build has it (Python
+// frames only, and cheap), else CPython's profile function (C functions too).
+bool g_profile_hook = false;
+bool g_started = false;
+
+void stop_hooks() {
+  if (!g_started) return;
+  if (g_profile_hook) {
+    sonde::python::uninstall_all_threads();
+  } else {
+    sonde::python::uninstall_eval_frame();
+    sonde::python::uninstall_line_tracing();
+  }
+  g_started = false;
+}
+
 PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"skip_calls", "lines", nullptr};
+  static const char* kKeywords[] = {"skip_calls", "lines", "builtins", nullptr};
   int skip_calls = 0;
   PyObject* lines = nullptr;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iO", const_cast<char**>(kKeywords),
-                                   &skip_calls, &lines)) {
+  int builtins = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iOp", const_cast<char**>(kKeywords),
+                                   &skip_calls, &lines, &builtins)) {
     return nullptr;
   }
   std::vector<std::string> patterns;
@@ -36,14 +54,23 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
                     "or with LD_PRELOAD=libsonde.so)");
     return nullptr;
   }
-  if (!sonde::python::install_all_threads()) return nullptr;
+  if (!sonde::python::reserve_code_extra()) return nullptr;
+  stop_hooks();  // a second start() may choose the other hook
+  g_started = true;
+  g_profile_hook = builtins || !sonde::python::eval_frame_available();
+  if (g_profile_hook) {
+    if (!sonde::python::install_all_threads()) return nullptr;
+    sonde::python::skip_calls(skip_calls);
+  } else {
+    if (!sonde::python::install_eval_frame()) return nullptr;
+    sonde::python::eval_frame_skip_calls(skip_calls);
+  }
   if (!sonde::python::install_line_tracing(patterns)) return nullptr;
-  sonde::python::skip_calls(skip_calls);
-  Py_RETURN_NONE;
+  return PyUnicode_FromString(g_profile_hook ? "profile" : "eval_frame");
 }
 
 PyObject* stop(PyObject*, PyObject*) {
-  sonde::python::uninstall_all_threads();
+  stop_hooks();
   Py_RETURN_NONE;
 }
 
@@ -58,9 +85,12 @@ PyObject* active(PyObject*, PyObject*) { return PyBool_FromLong(sonde_active());
 PyMethodDef kMethods[] = {
     {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
      METH_VARARGS | METH_KEYWORDS,
-     "start(*, skip_calls=0, lines=()): record Python frames of every thread into sonde's\n"
-     "stacks; the next skip_calls calls on this thread (the launcher's own) are not recorded;\n"
-     "functions matching a pattern in lines (fnmatch) get per-line times."},
+     "start(*, skip_calls=0, lines=(), builtins=False): record Python frames of every thread\n"
+     "into sonde's stacks. builtins=False: Python frames only, through the frame-evaluation\n"
+     "hook where EVAL_FRAME is True (else as builtins=True); builtins=True: C functions too,\n"
+     "through CPython's profile function. The next skip_calls calls on this thread that the\n"
+     "chosen hook sees (the launcher's own) are not recorded; functions matching a pattern in\n"
+     "lines (fnmatch) get per-line times. Returns the hook used: 'eval_frame' or 'profile'."},
     {"stop", stop, METH_NOARGS, "Stop recording Python frames."},
     {"flush", flush, METH_NOARGS, "Write what was measured so far to the profile; True on success."},
     {"active", active, METH_NOARGS, "True when libsonde is loaded and recording."},
@@ -72,4 +102,13 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_sonde",
 
 }  // namespace
 
-PyMODINIT_FUNC PyInit__sonde() { return PyModule_Create(&kModule); }
+PyMODINIT_FUNC PyInit__sonde() {
+  PyObject* m = PyModule_Create(&kModule);
+  if (m == nullptr) return nullptr;
+  if (PyModule_AddObject(m, "EVAL_FRAME",
+                         PyBool_FromLong(sonde::python::eval_frame_available())) < 0) {
+    Py_DECREF(m);
+    return nullptr;
+  }
+  return m;
+}

@@ -13,9 +13,15 @@ PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
 
 
-def sonde_py(args, db, tmp_path, timeout=300, **env):
+# The two ways of recording Python frames: the default (CPython's frame-evaluation hook, Python
+# frames only) and --builtins (the profile function, C functions such as numpy.dot too).
+MODES = ["default", "builtins"]
+
+
+def sonde_py(args, db, tmp_path, timeout=300, mode="default", **env):
     e = clean_env(PYTHONPATH=PYTHONPATH, **env)
-    return subprocess.run([PY, "-m", "sonde", "-o", str(db), *map(str, args)], env=e,
+    opts = ["--builtins"] if mode == "builtins" else []
+    return subprocess.run([PY, "-m", "sonde", "-o", str(db), *opts, *map(str, args)], env=e,
                           capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
 
 
@@ -77,9 +83,10 @@ COUNTED = """
 """
 
 
-def test_python_call_counts_are_exact(db, tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_python_call_counts_are_exact(db, tmp_path, mode):
     path = script(tmp_path, "counted.py", COUNTED)
-    r = sonde_py([path], db, tmp_path)
+    r = sonde_py([path], db, tmp_path, mode=mode)
     assert r.returncode == 0, r.stderr
     assert r.stdout == plain_py([path], tmp_path).stdout
     counts = eval(r.stdout)  # the program counted its own calls: the reference
@@ -90,9 +97,10 @@ def test_python_call_counts_are_exact(db, tmp_path):
     assert integrity_ok(db)
 
 
-def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp_path, mode):
     path = script(tmp_path, "counted.py", COUNTED)
-    assert sonde_py([path], db, tmp_path).returncode == 0
+    assert sonde_py([path], db, tmp_path, mode=mode).returncode == 0
     rows = query(db, "SELECT p.incl_ns, p.excl_ns, COALESCE(SUM(c.incl_ns), 0), COUNT(c.node_id) "
                      "FROM nodes p LEFT JOIN nodes c ON c.parent_id = p.node_id "
                      "GROUP BY p.node_id")
@@ -103,7 +111,13 @@ def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp
     assert any(p.endswith("(work)") and "threading.py" in p.split(";")[0] for p in paths), paths
 
 
-def test_gemm_appears_under_the_python_method_that_called_it(db, tmp_path):
+# --builtins and SONDE_PYTHON_BUILTINS=1 both record numpy.dot as a frame of its own.
+@pytest.mark.parametrize("mode,env,dot", [
+    ("default", {}, ""),
+    ("builtins", {}, "<built-in numpy.ndarray.dot>;"),
+    ("default", {"SONDE_PYTHON_BUILTINS": "1"}, "<built-in numpy.ndarray.dot>;"),
+])
+def test_gemm_appears_under_the_python_method_that_called_it(db, tmp_path, mode, env, dot):
     path = script(tmp_path, "linear.py", """
         import numpy as np
 
@@ -124,13 +138,15 @@ def test_gemm_appears_under_the_python_method_that_called_it(db, tmp_path):
         if __name__ == "__main__":
             main()
     """)
-    r = sonde_py([path], db, tmp_path, OPENBLAS_NUM_THREADS=1)
+    r = sonde_py([path], db, tmp_path, mode=mode, OPENBLAS_NUM_THREADS=1, **env)
     assert r.returncode == 0, r.stderr
     assert query(db, "SELECT call_site, m, n, k, calls FROM gemm_shapes") == [
         ("linear.py:8(forward)", 100, 1000, 784, 4)]
     paths = [p for (p,) in query(db, "SELECT path FROM callpaths WHERE path LIKE '%cblas_sgemm'")]
     assert paths == ["linear.py:1(<module>);linear.py:11(main);linear.py:8(forward);"
-                     "<built-in numpy.ndarray.dot>;cblas_sgemm"]
+                     f"{dot}cblas_sgemm"]
+    builtin_frames = query(db, "SELECT COUNT(*) FROM routines WHERE kind = 'builtin'")[0][0]
+    assert (builtin_frames > 0) == bool(dot)
     [(file,)] = query(db, "SELECT file FROM routines WHERE name = 'linear.py:8(forward)'")
     assert file == str(path)
     tree = subprocess.run([CLI, "tree", str(db), "--min-pct", "0"], capture_output=True,
@@ -304,7 +320,8 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
         db.unlink()
 
 
-def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_path, mode):
     path = script(tmp_path, "gens.py", """
         def g():
             yield 1
@@ -335,7 +352,7 @@ def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_
 
         main()
     """)
-    r = sonde_py([path], db, tmp_path)
+    r = sonde_py([path], db, tmp_path, mode=mode)
     assert r.returncode == 0, r.stderr
     assert python_calls(db, "g") == 10
     assert python_calls(db, "h") == 1
@@ -344,3 +361,147 @@ def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_
     assert query(db, "SELECT COUNT(*) FROM nodes WHERE depth > 0 AND parent_id NOT IN "
                      "(SELECT node_id FROM nodes)") == [(0,)]
     assert query(db, "SELECT COUNT(*) FROM nodes WHERE depth > 0 AND parent_id IS NULL") == [(0,)]
+
+
+def tree_is_consistent(db):
+    rows = query(db, "SELECT p.incl_ns, p.excl_ns, COALESCE(SUM(c.incl_ns), 0), COUNT(c.node_id) "
+                     "FROM nodes p LEFT JOIN nodes c ON c.parent_id = p.node_id "
+                     "GROUP BY p.node_id")
+    return all(abs(incl - (excl + children)) <= 2 * (count + 1)
+               for incl, excl, children, count in rows)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_coroutines_and_async_generators_count_one_call_each(db, tmp_path, mode):
+    path = script(tmp_path, "coros.py", """
+        import asyncio
+
+        calls = {"fetch": 0, "agen": 0, "gather_all": 0, "main": 0}
+
+        async def fetch(i):
+            calls["fetch"] += 1
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
+            if i % 3 == 0:
+                raise KeyError(i)
+            return i
+
+        async def agen(n):
+            calls["agen"] += 1
+            for i in range(n):
+                await asyncio.sleep(0)
+                yield i
+
+        async def gather_all():
+            calls["gather_all"] += 1
+            got = await asyncio.gather(*[fetch(i) for i in range(30)], return_exceptions=True)
+            return got, [x async for x in agen(5)]
+
+        async def main():
+            calls["main"] += 1
+            for _ in range(3):
+                await gather_all()
+
+        asyncio.run(main())
+        print(calls)
+    """)
+    r = sonde_py([path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain_py([path], tmp_path).stdout
+    for function, n in eval(r.stdout).items():
+        assert python_calls(db, function) == n, function
+    assert tree_is_consistent(db)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_start_and_stop_from_the_program(db, tmp_path, mode):
+    # sonde.start() in a running program: a thread already running and call sites that the
+    # interpreter has already specialised are recorded from then on; nothing after stop().
+    path = script(tmp_path, "api.py", """
+        import sys, threading
+        import sonde
+
+        calls = {"work": 0, "leaf": 0, "after": 0}
+
+        def leaf():
+            calls["leaf"] += 1
+
+        def work():
+            calls["work"] += 1
+            leaf()
+
+        def after():
+            calls["after"] += 1
+
+        go = threading.Event()
+
+        def early():  # running before start(): its own frame is never entered
+            go.wait()
+            for _ in range(50):
+                work()
+
+        for _ in range(1000):  # warm: these call sites are specialised before the hook
+            work()
+        t = threading.Thread(target=early)
+        t.start()
+        before = dict(calls)
+        print(sonde.start(builtins=sys.argv[1] == "builtins"))
+        go.set()
+        t.join()
+        for _ in range(20):
+            work()
+        late = threading.Thread(target=work)
+        late.start()
+        late.join()
+        during = {k: calls[k] - before[k] for k in calls}
+        sonde.stop()
+        for _ in range(7):
+            work()
+            after()
+        print(during)
+    """)
+    r = subprocess.run([PY, str(path), mode], env=clean_env(
+        PYTHONPATH=PYTHONPATH, LD_PRELOAD=os.environ["SONDE_LIB"], SONDE_OUTPUT=str(db)),
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    hook, during = r.stdout.splitlines()
+    assert hook == ("profile" if mode == "builtins" else "eval_frame")
+    during = eval(during)
+    assert during == {"work": 71, "leaf": 71, "after": 0}
+    for function, n in during.items():
+        assert python_calls(db, function) == n, function
+    assert python_calls(db, "early") == 0
+    assert tree_is_consistent(db)
+
+
+def test_a_bad_builtins_setting_is_one_clear_line(db, tmp_path):
+    r = sonde_py([script(tmp_path, "p.py", "print(1)\n")], db, tmp_path,
+                 SONDE_PYTHON_BUILTINS="maybe")
+    assert r.returncode == 2 and r.stderr.startswith("python3 -m sonde: SONDE_PYTHON_BUILTINS")
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_recursion_the_program_allows_runs_as_deep_under_sonde(db, tmp_path, mode):
+    # Without sonde, CPython 3.11 runs Python-to-Python calls without C recursion; under the
+    # frame-evaluation hook each call would take a C frame, and this would overflow the stack.
+    path = script(tmp_path, "deep.py", """
+        import sys, threading
+        sys.setrecursionlimit(1_000_000)
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        out = []
+        threading.stack_size(256 * 1024)
+        t = threading.Thread(target=lambda: out.append(down(100_000)))
+        t.start()
+        t.join()
+        print(down(200_000), out, down(10))
+    """)
+    r = sonde_py([path], db, tmp_path, mode=mode)
+    assert (r.returncode, r.stdout) == (0, "200000 [100000] 10\n"), r.stderr
+    assert integrity_ok(db) and tree_is_consistent(db)
+    # The hook is back once the deep recursion has returned: down(10) is recorded.
+    assert query(db, "SELECT COUNT(*) FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.name LIKE '%(down)' AND n.depth = 2 AND n.calls = 2")[0][0] >= 1

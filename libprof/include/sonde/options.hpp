@@ -34,6 +34,11 @@ inline constexpr std::array kOptionSpecs{
                "perf::TASK-CLOCK,perf::PAGE-FAULTS); missing ones are reported and skipped."},
     OptionSpec{"SONDE_PYTHON", OptionType::kBool, "1",
                "0: child interpreters of a `python3 -m sonde` run do not start the Python hook."},
+    OptionSpec{"SONDE_PYTHON_BUILTINS", OptionType::kBool, "0",
+               "1: the Python hook also records calls of C functions (builtins, numpy.dot) "
+               "through CPython's profile function, at about 4 times the cost per Python call; "
+               "0: Python frames only, through the frame-evaluation hook (CPython 3.11). "
+               "`python3 -m sonde --builtins` sets it."},
     OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
                "Peak rates (written by `sonde calibrate`, or by hand) copied into each "
                "profile for % of peak; $XDG_CACHE_HOME/sonde/peaks.txt when that is set."},

@@ -14,9 +14,14 @@ def _start_hook():
     if "libsonde" not in os.environ.get("LD_PRELOAD", "") or os.environ.get("SONDE_PYTHON") == "0":
         return
     try:
+        import sonde
         from sonde import _sonde
         if _sonde.active():
-            _sonde.start()
+            try:
+                builtins = sonde.builtins_from_env()
+            except ValueError:
+                builtins = False  # the launcher refuses such a value; a child keeps the default
+            _sonde.start(builtins=builtins)
             import atexit
             atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's
     except Exception as e:  # never break the program being measured

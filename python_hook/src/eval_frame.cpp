@@ -1,0 +1,166 @@
+#include <patchlevel.h>
+
+// The frame struct is internal to CPython and changes with every minor version: the hook is
+// written for 3.11's, and other versions get the profile hook (3.12+ should use sys.monitoring).
+#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
+#define SONDE_EVAL_FRAME 1
+#define Py_BUILD_CORE 1
+#endif
+
+#include "eval_frame.hpp"
+
+#ifdef SONDE_EVAL_FRAME
+#include <internal/pycore_frame.h>
+#include <opcode.h>
+#include <pthread.h>
+
+#include <algorithm>
+#include <cstdint>
+#endif
+
+#include "frames.hpp"
+#include "sonde/probe.hpp"
+
+namespace sonde::python {
+
+#ifdef SONDE_EVAL_FRAME
+
+namespace {
+
+// The evaluator beneath sonde's: CPython's default, or a hook installed before (a debugger).
+_PyFrameEvalFunction g_beneath = nullptr;
+// sonde's evaluator is in the interpreter's chain (installed, and not taken out by stop()).
+bool g_in_chain = false;
+// Off after uninstall_eval_frame when another hook was installed above sonde's and keeps
+// calling it: frames then pass straight through.
+bool g_recording = false;
+// The hook is out of the interpreter while a frame deep in its thread's C stack runs.
+bool g_suspended = false;
+
+struct ThreadHook {
+  uintptr_t stack_floor = 0;  // below this address, frames run without the hook; 0: not known
+  int skip = 0;               // frames not to record (the launcher's own)
+};
+thread_local ThreadHook t_hook;
+
+// With the hook, every Python call takes a C frame of the evaluator, where the interpreter
+// alone inlines Python-to-Python calls and takes none: a recursion that the program allowed far
+// beyond the default limit would overflow the C stack under sonde only. So the hook keeps a
+// quarter of the thread's stack (at most 1 MiB) free.
+uintptr_t stack_floor() {
+  pthread_attr_t attr;
+  void* low = nullptr;
+  size_t size = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &low, &size);
+    pthread_attr_destroy(&attr);
+  }
+  if (low == nullptr || size == 0) return 1;  // unknown: no floor
+  return reinterpret_cast<uintptr_t>(low) + std::min<size_t>(size / 4, size_t(1) << 20);
+}
+
+// Which sonde frame, if any, an evaluation opens. A generator or coroutine is evaluated once
+// when it is called, up to RETURN_GENERATOR (which makes the generator object), then at its
+// first next()/send() (the call, as the profile hook counts it), then at every resumption after
+// a yield or await, and for throw()/close(): those are probe_resume, so a generator is one call
+// however often it resumes.
+ThreadState* open(_PyInterpreterFrame* frame, int throwflag) {
+  if (!g_recording) return nullptr;
+  PyCodeObject* code = frame->f_code;
+  bool resumed = false;
+  if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
+    // A new frame stands before its first instruction: this is the call making the generator.
+    if (frame->prev_instr < _PyCode_CODE(code)) return nullptr;
+    // Its first real entry resumes after RETURN_GENERATOR; later ones after a YIELD_VALUE.
+    resumed = throwflag != 0 || _Py_OPCODE(*frame->prev_instr) != RETURN_GENERATOR;
+  }
+  if (t_hook.skip > 0) {
+    --t_hook.skip;
+    return nullptr;
+  }
+  RoutineId id = code_routine(code);
+  return resumed ? probe_resume(id, Nesting::kChildren) : probe_enter(id, Nesting::kChildren);
+}
+
+// Every Python frame evaluation in the interpreter comes here. The sonde frame opened before is
+// closed after, on the same C stack, whatever way the frame left: return, yield, or an exception
+// (a NULL result). Frames that were running when the hook was installed never come here, so
+// they are never closed either.
+PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag);
+
+// Deep in the C stack: this frame and everything it calls run without the hook, so the
+// interpreter inlines their Python calls again. They are not recorded (their time goes to the
+// recorded frame above them), nor are other threads' calls made meanwhile; the hook comes back
+// when this frame returns.
+PyObject* evaluate_unhooked(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag) {
+  PyInterpreterState* interp = tstate->interp;
+  _PyInterpreterState_SetEvalFrameFunc(interp, g_beneath);
+  g_suspended = true;
+  PyObject* result = g_beneath(tstate, frame, throwflag);
+  g_suspended = false;
+  if (g_in_chain && _PyInterpreterState_GetEvalFrameFunc(interp) == g_beneath) {
+    _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
+  }
+  return result;
+}
+
+PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag) {
+  if (t_hook.stack_floor == 0) t_hook.stack_floor = stack_floor();
+  if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < t_hook.stack_floor) {
+    return evaluate_unhooked(tstate, frame, throwflag);
+  }
+  ThreadState* t = open(frame, throwflag);
+  PyObject* result = g_beneath(tstate, frame, throwflag);
+  if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  return result;
+}
+
+PyInterpreterState* interpreter() { return PyThreadState_GetInterpreter(PyThreadState_Get()); }
+
+}  // namespace
+
+bool eval_frame_available() { return true; }
+
+bool install_eval_frame() {
+  if (!reserve_code_extra()) return false;
+  PyInterpreterState* interp = interpreter();
+  // Still in the chain (stop() found another hook above it): recording again is enough.
+  if (!g_in_chain) {
+    g_beneath = _PyInterpreterState_GetEvalFrameFunc(interp);
+    _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
+    g_in_chain = true;
+  }
+  g_recording = true;
+  return true;
+}
+
+void eval_frame_skip_calls(int n) { t_hook.skip = n; }
+
+void uninstall_eval_frame() {
+  g_recording = false;
+  PyInterpreterState* interp = interpreter();
+  if (g_in_chain && _PyInterpreterState_GetEvalFrameFunc(interp) == evaluate) {
+    _PyInterpreterState_SetEvalFrameFunc(interp, g_beneath);
+    g_in_chain = false;
+  } else if (g_suspended) {
+    g_in_chain = false;  // out already: it stays out when the deep frame returns
+  }
+}
+
+#else  // not CPython 3.11
+
+bool eval_frame_available() { return false; }
+
+bool install_eval_frame() {
+  PyErr_SetString(PyExc_RuntimeError,
+                  "sonde's frame-evaluation hook is written for CPython 3.11 only");
+  return false;
+}
+
+void eval_frame_skip_calls(int) {}
+
+void uninstall_eval_frame() {}
+
+#endif
+
+}  // namespace sonde::python
