@@ -1,0 +1,254 @@
+/* A known sequence of CUDA runtime, driver, cuBLAS, cuBLASLt, cuDNN and NCCL calls, for the GPU
+ * wrapper tests: linked against the stub libraries (tests/stubs/gpu), so it runs without a GPU.
+ * The runtime and driver calls run outside any region; the library calls and one copy run inside
+ * the region "step". test_gpu_wrappers.py holds the expected counts, shapes, FLOPs and bytes.
+ * Exit status: the number of calls that did not report success. */
+#include <cublasLt.h>
+#include <cublas_api.h>
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+#include <nccl.h>
+#include <stdio.h>
+
+#include "sonde/sonde.h"
+
+/* The per-thread default-stream forms, which the headers name only under
+ * CUDA_API_PER_THREAD_DEFAULT_STREAM. */
+cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
+cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+/* Declared for C++ only (its __half is a class); pointers to 16-bit values here. */
+cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                           const void*, const void*, int, const void*, int, const void*, void*,
+                           int);
+
+static int failures = 0;
+#define CHECK(call)                                   \
+  do {                                                \
+    if ((int)(call) != 0) {                           \
+      fprintf(stderr, "failed: %s\n", #call);         \
+      ++failures;                                     \
+    }                                                 \
+  } while (0)
+
+static char host[1 << 16];
+
+static void runtime_and_driver(void) {
+  void *da = NULL, *db = NULL, *pinned = NULL;
+  CHECK(cudaMalloc(&da, 1 << 16));
+  CHECK(cudaMalloc(&db, 1 << 16));
+  CHECK(cudaMallocHost(&pinned, 4096));
+
+  CHECK(cudaMemcpy(da, host, 1000, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(db, host, 1000, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(host, da, 500, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(db, da, 64, cudaMemcpyDeviceToDevice));
+  CHECK(cudaMemcpy(db, da, 32, cudaMemcpyDefault));
+  CHECK(cudaMemcpy(pinned, host, 16, cudaMemcpyHostToHost));
+  CHECK(cudaMemcpyAsync(da, host, 256, cudaMemcpyHostToDevice, 0));
+  CHECK(cudaMemcpyAsync_ptsz(da, host, 256, cudaMemcpyHostToDevice, 0));
+  CHECK(cudaMemcpyAsync(host, da, 128, cudaMemcpyDeviceToHost, 0));
+  CHECK(cudaMemcpy2D(da, 128, host, 100, 100, 10, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(da, 0, 4096));
+  CHECK(cudaMemsetAsync(da, 0, 128, 0));
+
+  dim3 grid = {4, 1, 1}, block = {128, 1, 1};
+  CHECK(cudaLaunchKernel((const void*)host, grid, block, NULL, 0, 0));
+  CHECK(cudaLaunchKernel((const void*)host, grid, block, NULL, 0, 0));
+  CHECK(cudaLaunchKernel_ptsz((const void*)host, grid, block, NULL, 0, 0));
+  cudaLaunchConfig_t config = {0};
+  CHECK(cudaLaunchKernelExC(&config, (const void*)host, NULL));
+  CHECK(cudaDeviceSynchronize());  /* the stub calls cuCtxSynchronize inside */
+  CHECK(cudaStreamSynchronize(0));
+  CHECK(cudaStreamSynchronize(0));
+  CHECK(cudaEventSynchronize(0));
+
+  CHECK(cuLaunchKernel(NULL, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+  CUlaunchConfig cu_config = {0};
+  CHECK(cuLaunchKernelEx(&cu_config, NULL, NULL, NULL));
+  CUdeviceptr dev = (CUdeviceptr)da;
+  CHECK(cuMemcpyHtoD_v2(dev, host, 300));
+  CHECK(cuMemcpyDtoH_v2(host, dev, 200));
+  CHECK(cuMemcpyDtoD_v2(dev, dev, 100));
+  CHECK(cuMemcpyHtoDAsync_v2(dev, host, 50, NULL));
+  CHECK(cuMemcpyDtoHAsync_v2(host, dev, 40, NULL));
+  CHECK(cuMemcpyDtoDAsync_v2(dev, dev, 30, NULL));
+  CHECK(cuCtxSynchronize());
+  CHECK(cuStreamSynchronize(NULL));
+
+  CHECK(cudaFree(da));
+  CHECK(cudaFree(db));
+  CHECK(cudaFreeHost(pinned));
+}
+
+static void gemms(void) {
+  cublasHandle_t h;
+  CHECK(cublasCreate_v2(&h));
+  const float f_zero = 0, f_one = 1;
+  const double d_one = 1;
+  const cuDoubleComplex z_zero = {0, 0};
+  const unsigned short h_zero = 0x8000; /* -0.0 in half precision: zero */
+  static float A[1 << 14], B[1 << 14], C[1 << 14];
+
+  CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_T, 64, 32, 16, &f_one, A, 64, B, 32, &f_zero, C,
+                       64));
+  CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_T, 64, 32, 16, &f_one, A, 64, B, 32, &f_zero, C,
+                       64));
+  CHECK(cublasDgemm_v2(h, CUBLAS_OP_T, CUBLAS_OP_N, 8, 8, 8, &d_one, (double*)A, 8, (double*)B, 8,
+                       &d_one, (double*)C, 8));
+  CHECK(cublasZgemm_v2(h, CUBLAS_OP_C, CUBLAS_OP_N, 4, 4, 4, &z_zero, (cuDoubleComplex*)A, 4,
+                       (cuDoubleComplex*)B, 4, &z_zero, (cuDoubleComplex*)C, 4));
+  CHECK(cublasHgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &h_zero, A, 16, B, 16, &h_zero, C,
+                    16));
+  CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 128, 64, 32, &f_one, A, CUDA_R_16BF, 128, B,
+                     CUDA_R_16BF, 32, &f_zero, C, CUDA_R_32F, 128, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT));
+  CHECK(cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 10, 20, 30, &f_one, A, 10, 300, B,
+                                  30, 600, &f_zero, C, 10, 200, 5));
+  const float* As[7] = {A, A, A, A, A, A, A};
+  const float* Bs[7] = {B, B, B, B, B, B, B};
+  float* Cs[7] = {C, C, C, C, C, C, C};
+  CHECK(cublasSgemmBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 3, 4, &f_one, As, 2, Bs, 4, &f_zero, Cs,
+                           2, 7));
+  CHECK(cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 8, 8, 8, &h_zero, A, CUDA_R_16F, 8,
+                                   64, B, CUDA_R_16F, 8, 64, &h_zero, C, CUDA_R_16F, 8, 64, 3,
+                                   CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT));
+  const void* Av[2] = {A, A};
+  const void* Bv[2] = {B, B};
+  void* Cv[2] = {C, C};
+  CHECK(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &f_one, Av, CUDA_R_32F, 4, Bv,
+                            CUDA_R_32F, 4, &f_zero, Cv, CUDA_R_32F, 4, 2, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+  /* beta in device memory: sonde cannot read it, so C counts as read. */
+  CHECK(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE));
+  CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &f_one, A, 2, B, 2, &f_zero, C, 2));
+  CHECK(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST));
+  CHECK(cublasDestroy_v2(h));
+
+  /* cuBLASLt: D (64 x 48) = A^T B, A stored 32 x 64, four batches. */
+  cublasLtHandle_t lt;
+  cublasLtMatmulDesc_t desc;
+  cublasLtMatrixLayout_t la, lb, lc;
+  CHECK(cublasLtCreate(&lt));
+  CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  int32_t trans = CUBLAS_OP_T;
+  CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans));
+  CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, 32, 64, 32));
+  CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, 32, 48, 32));
+  CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, 64, 48, 64));
+  int32_t batch = 4;
+  cublasLtMatrixLayout_t layouts[3] = {la, lb, lc};
+  for (int i = 0; i < 3; ++i) {
+    CHECK(cublasLtMatrixLayoutSetAttribute(layouts[i], CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                           sizeof batch));
+  }
+  CHECK(cublasLtMatmul(lt, desc, &f_one, A, la, B, lb, &f_zero, C, lc, C, lc, NULL, NULL, 0, 0));
+  CHECK(cublasLtMatrixLayoutDestroy(la));
+  CHECK(cublasLtMatrixLayoutDestroy(lb));
+  CHECK(cublasLtMatrixLayoutDestroy(lc));
+  CHECK(cublasLtMatmulDescDestroy(desc));
+  CHECK(cublasLtDestroy(lt));
+}
+
+static void convolutions(void) {
+  cudnnHandle_t h;
+  CHECK(cudnnCreate(&h));
+  const float zero = 0, one = 1;
+  static float buf[1 << 16];
+  cudnnTensorDescriptor_t x, y, x2, y2, pooled, bias;
+  cudnnFilterDescriptor_t w, w2;
+  cudnnConvolutionDescriptor_t conv, conv2;
+  CHECK(cudnnCreateTensorDescriptor(&x));
+  CHECK(cudnnCreateTensorDescriptor(&y));
+  CHECK(cudnnCreateTensorDescriptor(&x2));
+  CHECK(cudnnCreateTensorDescriptor(&y2));
+  CHECK(cudnnCreateTensorDescriptor(&pooled));
+  CHECK(cudnnCreateTensorDescriptor(&bias));
+  CHECK(cudnnCreateFilterDescriptor(&w));
+  CHECK(cudnnCreateFilterDescriptor(&w2));
+  CHECK(cudnnCreateConvolutionDescriptor(&conv));
+  CHECK(cudnnCreateConvolutionDescriptor(&conv2));
+
+  /* 2 x 3 x 32 x 32 input, 8 filters of 3 x 3 x 3, padding 1, stride 1: 2 x 8 x 32 x 32. */
+  CHECK(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 3, 32, 32));
+  CHECK(cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 8, 3, 3, 3));
+  CHECK(cudnnSetConvolution2dDescriptor(conv, 1, 1, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT));
+  int n, c, hh, ww;
+  CHECK(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &hh, &ww));
+  CHECK(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, hh, ww));
+  /* Grouped, strided: 1 x 4 x 8 x 8 input, 6 filters of 2 x 3 x 3 in 2 groups, stride 2. */
+  CHECK(cudnnSetTensor4dDescriptor(x2, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 4, 8, 8));
+  CHECK(cudnnSetFilter4dDescriptor(w2, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 6, 2, 3, 3));
+  CHECK(cudnnSetConvolution2dDescriptor(conv2, 0, 0, 2, 2, 1, 1, CUDNN_CROSS_CORRELATION,
+                                        CUDNN_DATA_FLOAT));
+  CHECK(cudnnSetConvolutionGroupCount(conv2, 2));
+  CHECK(cudnnGetConvolution2dForwardOutputDim(conv2, x2, w2, &n, &c, &hh, &ww));
+  CHECK(cudnnSetTensor4dDescriptor(y2, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, hh, ww));
+  CHECK(cudnnSetTensor4dDescriptor(pooled, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 2, 8, 16, 16));
+  CHECK(cudnnSetTensor4dDescriptor(bias, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, 8, 1, 1));
+
+  CHECK(cudnnConvolutionForward(h, &one, x, buf, w, buf, conv, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                                NULL, 0, &zero, y, buf));
+  CHECK(cudnnConvolutionForward(h, &one, x2, buf, w2, buf, conv2,
+                                CUDNN_CONVOLUTION_FWD_ALGO_GEMM, NULL, 0, &zero, y2, buf));
+  CHECK(cudnnConvolutionBackwardData(h, &one, w, buf, y, buf, conv,
+                                     CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, NULL, 0, &one, x, buf));
+  CHECK(cudnnConvolutionBackwardFilter(h, &one, x, buf, y, buf, conv,
+                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, NULL, 0, &zero, w,
+                                       buf));
+  CHECK(cudnnConvolutionBiasActivationForward(h, &one, x, buf, w, buf, conv,
+                                              CUDNN_CONVOLUTION_FWD_ALGO_GEMM, NULL, 0, &zero, y,
+                                              buf, bias, buf, NULL, y, buf));
+
+  CHECK(cudnnPoolingForward(h, NULL, &one, y, buf, &zero, pooled, buf));
+  CHECK(cudnnPoolingBackward(h, NULL, &one, pooled, buf, pooled, buf, y, buf, &zero, y, buf));
+  CHECK(cudnnActivationForward(h, NULL, &one, y, buf, &zero, y, buf));
+  CHECK(cudnnActivationForward(h, NULL, &one, y, buf, &zero, y, buf));
+  CHECK(cudnnActivationBackward(h, NULL, &one, y, buf, y, buf, y, buf, &zero, y, buf));
+  CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, y, buf, y,
+                                               buf, bias, buf, buf, 0.1, buf, buf, 1e-5, buf,
+                                               buf));
+  CHECK(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, y, buf,
+                                                y, buf, bias, buf, buf, buf, buf, 1e-5));
+  CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, y,
+                                        buf, y, buf, y, buf, bias, buf, buf, buf, 1e-5, buf,
+                                        buf));
+  CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf,
+                            &zero, y, buf));
+  CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf, y,
+                             buf, &zero, y, buf));
+  CHECK(cudnnBackendExecute(h, NULL, NULL));
+  CHECK(cudnnBackendExecute(h, NULL, NULL));
+
+  cudnnTensorDescriptor_t tensors[6] = {x, y, x2, y2, pooled, bias};
+  for (int i = 0; i < 6; ++i) CHECK(cudnnDestroyTensorDescriptor(tensors[i]));
+  CHECK(cudnnDestroyFilterDescriptor(w));
+  CHECK(cudnnDestroyFilterDescriptor(w2));
+  CHECK(cudnnDestroyConvolutionDescriptor(conv));
+  CHECK(cudnnDestroyConvolutionDescriptor(conv2));
+  CHECK(cudnnDestroy(h));
+}
+
+static void collectives(void) {
+  static char buf[1 << 14];
+  CHECK(ncclAllReduce(buf, buf, 1000, ncclFloat32, ncclSum, NULL, 0));
+  CHECK(ncclBroadcast(buf, buf, 10, ncclFloat64, 0, NULL, 0));
+  CHECK(ncclReduce(buf, buf, 7, ncclInt8, ncclSum, 0, NULL, 0));
+  CHECK(ncclAllGather(buf, buf, 100, ncclBfloat16, NULL, 0));
+  CHECK(ncclReduceScatter(buf, buf, 50, ncclFloat16, ncclSum, NULL, 0));
+  CHECK(ncclSend(buf, 3, ncclInt64, 1, NULL, 0));
+  CHECK(ncclRecv(buf, 3, ncclInt64, 1, NULL, 0));
+}
+
+int main(void) {
+  runtime_and_driver();
+  sonde_region_begin("step");
+  CHECK(cudaMemcpy(host + 1000, host, 1000, cudaMemcpyHostToDevice));
+  gemms();
+  convolutions();
+  collectives();
+  sonde_region_end("step");
+  printf("gpu_calls: %d failures\n", failures);
+  return failures;
+}

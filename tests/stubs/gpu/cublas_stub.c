@@ -1,0 +1,80 @@
+/* Stand-in for libcublas.so.13: a handle that keeps its pointer mode, and the GEMMs sonde wraps.
+ * Like the real library, cublasGemmEx runs through cublasLtMatmul; cublasSgemm_v2 launches a
+ * kernel through the runtime (the real one reaches it through the static runtime, which CUPTI
+ * sees): so the tests see a nested call of the same family and one of another library. */
+#include <cublasLt.h>
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+struct cublasContext {
+  cublasPointerMode_t mode;
+};
+
+cublasStatus_t cublasCreate_v2(cublasHandle_t* h) {
+  *h = calloc(1, sizeof(struct cublasContext));
+  return *h ? CUBLAS_STATUS_SUCCESS : CUBLAS_STATUS_ALLOC_FAILED;
+}
+cublasStatus_t cublasDestroy_v2(cublasHandle_t h) {
+  free(h);
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t mode) {
+  h->mode = mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t* mode) {
+  *mode = h->mode;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+#define GEMM_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
+                  int k, const T* alpha, const T* A, int lda, const T* B, int ldb,           \
+                  const T* beta, T* C, int ldc
+cublasStatus_t cublasSgemm_v2(GEMM_P(float)) {
+  dim3 one = {1, 1, 1};
+  return cudaLaunchKernel(NULL, one, one, NULL, 0, NULL) == cudaSuccess
+             ? CUBLAS_STATUS_SUCCESS
+             : CUBLAS_STATUS_EXECUTION_FAILED;
+}
+cublasStatus_t cublasDgemm_v2(GEMM_P(double)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasCgemm_v2(GEMM_P(cuComplex)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasZgemm_v2(GEMM_P(cuDoubleComplex)) { return CUBLAS_STATUS_SUCCESS; }
+/* cublas_api.h declares cublasHgemm for C++ only (__half is a C++ class): same ABI, void. */
+cublasStatus_t cublasHgemm(GEMM_P(void)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                            int n, int k, const void* alpha, const void* A, cudaDataType at,
+                            int lda, const void* B, cudaDataType bt, int ldb, const void* beta,
+                            void* C, cudaDataType ct, int ldc, cublasComputeType_t compute,
+                            cublasGemmAlgo_t algo) {
+  return cublasLtMatmul(NULL, NULL, alpha, A, NULL, B, NULL, beta, C, NULL, C, NULL, NULL, NULL, 0,
+                        NULL);
+}
+
+#define BATCHED_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
+                     int k, const T* alpha, const T* const A[], int lda, const T* const B[],      \
+                     int ldb, const T* beta, T* const C[], int ldc, int batch
+cublasStatus_t cublasSgemmBatched(BATCHED_P(float)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasDgemmBatched(BATCHED_P(double)) { return CUBLAS_STATUS_SUCCESS; }
+#define STRIDED_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
+                     int k, const T* alpha, const T* A, int lda, long long sa, const T* B,       \
+                     int ldb, long long sb, const T* beta, T* C, int ldc, long long sc, int batch
+cublasStatus_t cublasSgemmStridedBatched(STRIDED_P(float)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasDgemmStridedBatched(STRIDED_P(double)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                   int m, int n, int k, const void* alpha, const void* const A[],
+                                   cudaDataType at, int lda, const void* const B[],
+                                   cudaDataType bt, int ldb, const void* beta, void* const C[],
+                                   cudaDataType ct, int ldc, int batch,
+                                   cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
+                                          cublasOperation_t tb, int m, int n, int k,
+                                          const void* alpha, const void* A, cudaDataType at,
+                                          int lda, long long sa, const void* B, cudaDataType bt,
+                                          int ldb, long long sb, const void* beta, void* C,
+                                          cudaDataType ct, int ldc, long long sc, int batch,
+                                          cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+  return CUBLAS_STATUS_SUCCESS;
+}

@@ -1,0 +1,53 @@
+/* Stand-in for libcudart.so.13: the runtime calls sonde wraps. Device memory is host memory.
+ * cudaDeviceSynchronize calls the driver, so the tests see a driver call inside a runtime one. */
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+
+cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t s, cudaStream_t st) {
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t s,
+                                  cudaStream_t st) {
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) {
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f, void** a) {
+  return cudaSuccess;
+}
+
+#define COPY_P void* dst, const void* src, size_t count, enum cudaMemcpyKind kind
+cudaError_t cudaMemcpy(COPY_P) { return cudaSuccess; }
+cudaError_t cudaMemcpy_ptds(COPY_P) { return cudaSuccess; }
+cudaError_t cudaMemcpyAsync(COPY_P, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaMemcpyAsync_ptsz(COPY_P, cudaStream_t s) { return cudaSuccess; }
+#define COPY2D_P void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, \
+                 enum cudaMemcpyKind kind
+cudaError_t cudaMemcpy2D(COPY2D_P) { return cudaSuccess; }
+cudaError_t cudaMemcpy2D_ptds(COPY2D_P) { return cudaSuccess; }
+cudaError_t cudaMemcpy2DAsync(COPY2D_P, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaMemcpy2DAsync_ptsz(COPY2D_P, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaMemset(void* p, int v, size_t n) { return cudaSuccess; }
+cudaError_t cudaMemset_ptds(void* p, int v, size_t n) { return cudaSuccess; }
+cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaMemsetAsync_ptsz(void* p, int v, size_t n, cudaStream_t s) { return cudaSuccess; }
+
+cudaError_t cudaMalloc(void** p, size_t n) {
+  *p = malloc(n ? n : 1);
+  return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+cudaError_t cudaFree(void* p) {
+  free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t n) { return cudaMalloc(p, n); }
+cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
+
+cudaError_t cudaDeviceSynchronize(void) {
+  return cuCtxSynchronize() == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) { return cudaSuccess; }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaSuccess; }
