@@ -12,10 +12,14 @@ struct FlatNode {
   std::vector<std::size_t> children;
 };
 
+// Links the tree below `index`; GPU time becomes inclusive on the way up.
 CallNode build(std::vector<FlatNode>& flat, std::size_t index) {
   CallNode node = std::move(flat[index].data);
   node.children.reserve(flat[index].children.size());
-  for (std::size_t child : flat[index].children) node.children.push_back(build(flat, child));
+  for (std::size_t child : flat[index].children) {
+    node.children.push_back(build(flat, child));
+    node.gpu_ns += node.children.back().gpu_ns;
+  }
   return node;
 }
 
@@ -25,6 +29,7 @@ void merge_into(CallNode& dst, const CallNode& src) {
   dst.incl_ns += src.incl_ns;
   dst.excl_ns += src.excl_ns;
   dst.flops += src.flops;
+  dst.gpu_ns += src.gpu_ns;
   std::map<std::pair<std::string, std::string>, std::size_t> index;
   for (std::size_t i = 0; i < dst.children.size(); ++i)
     index.emplace(std::pair{dst.children[i].name, dst.children[i].kind}, i);
@@ -63,6 +68,14 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
       trees.push_back(std::move(t));
     }
   }
+  // Device time of the GPU work each call path launched (its own, not yet its children's).
+  std::unordered_map<std::int64_t, std::int64_t> gpu_of_node;
+  {
+    auto st = file.prepare(
+        "SELECT node_id, SUM(end_ns - start_ns) FROM gpu_activity "
+        "WHERE node_id IS NOT NULL GROUP BY node_id");
+    while (st.step()) gpu_of_node.emplace(st.int64(0), st.int64(1));
+  }
   // Parents come before children when ordered by depth, so one pass links the whole tree.
   std::vector<FlatNode> flat;
   std::unordered_map<std::int64_t, std::size_t> index_of_node;
@@ -80,6 +93,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     f.data.incl_ns = st.int64(7);
     f.data.excl_ns = st.int64(8);
     f.data.flops = st.real(9);
+    if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
+      f.data.gpu_ns = gpu->second;
+    }
     std::size_t index = flat.size();
     if (st.is_null(1)) {
       auto tree = tree_of_thread.find(st.int64(2));
@@ -110,6 +126,12 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     out.push_back(std::move(trees[i]));
   }
   return out;
+}
+
+bool has_gpu_time(const std::vector<ThreadTree>& trees) {
+  for (const auto& t : trees)
+    if (t.root.gpu_ns > 0) return true;
+  return false;
 }
 
 CallNode merge_trees(const std::vector<ThreadTree>& trees) {

@@ -18,6 +18,9 @@ struct CallNode {
   std::int64_t incl_ns = 0;
   std::int64_t excl_ns = 0;
   double flops = 0;
+  // GPU time (kernels, copies, memsets from gpu_activity) launched from this call path or
+  // below it: device time, never part of the CPU times above.
+  std::int64_t gpu_ns = 0;
   std::vector<CallNode> children;  // in file order; sort_by_inclusive() for display
 };
 
@@ -37,6 +40,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file);
 
 // All threads' trees as one: children matched by routine (name and kind), numbers summed.
 CallNode merge_trees(const std::vector<ThreadTree>& trees);
+
+// True when any node of the trees launched GPU work (the file has gpu_activity rows).
+bool has_gpu_time(const std::vector<ThreadTree>& trees);
 
 // Children by inclusive time, largest first (ties by name), at every level.
 void sort_by_inclusive(CallNode& node);
