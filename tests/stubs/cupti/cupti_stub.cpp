@@ -1,0 +1,288 @@
+// A stand-in for libcupti.so.13 on machines without a GPU, compiled against the real CUPTI
+// headers: it keeps one subscriber, calls it back when the test program says that an API call
+// happened, and fills the activity buffers sonde handed it with real CUpti_Activity* records
+// when the test program says that the GPU ran something.
+//
+// Test-only behaviour comes from the environment, read here and never by sonde:
+//   CUPTI_STUB_HELD_BY=name   another tool holds CUPTI: cuptiSubscribe_v2 refuses and names it
+#include <cupti.h>
+
+#include <time.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#define STUB_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+struct Stub {
+  std::mutex mu;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  bool domains[CUPTI_CB_DOMAIN_SIZE] = {};
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  bool kinds[64] = {};
+  uint8_t* buffer = nullptr;  // the buffer being filled
+  size_t size = 0, used = 0;
+  std::vector<std::pair<uint8_t*, size_t>> full;
+  std::vector<std::string*> names;  // kernel names stay valid, as CUPTI's do
+  uint64_t dropped = 0;
+};
+
+Stub& stub() {
+  static Stub s;
+  return s;
+}
+
+// CUPTI's clock in this stub: CLOCK_REALTIME shifted by an hour, so a profiler that forgets to
+// convert puts the GPU an hour away from the CPU.
+constexpr uint64_t kClockShift = 3600ull * 1000000000ull;
+
+size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    default: return 0;
+  }
+}
+
+// Space for one record in the current buffer, asking sonde for one when needed.
+void* reserve(Stub& s, size_t bytes) {
+  if (s.buffer != nullptr && s.used + bytes > s.size) {
+    s.full.emplace_back(s.buffer, s.used);
+    s.buffer = nullptr;
+  }
+  if (s.buffer == nullptr) {
+    size_t max_records = 0;
+    if (s.request == nullptr) return nullptr;
+    s.request(&s.buffer, &s.size, &max_records);
+    s.used = 0;
+    if (s.buffer == nullptr || s.size < bytes) {
+      s.buffer = nullptr;
+      ++s.dropped;
+      return nullptr;
+    }
+  }
+  void* at = s.buffer + s.used;
+  s.used += (bytes + 7) & ~size_t(7);
+  std::memset(at, 0, bytes);
+  return at;
+}
+
+}  // namespace
+
+STUB_EXPORT CUptiResult cuptiGetVersion(uint32_t* version) {
+  *version = CUPTI_API_VERSION;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
+  switch (result) {
+    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
+      break;
+    default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+  }
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                          CUpti_CallbackFunc callback, void* userdata,
+                                          CUpti_SubscriberParams* params) {
+  Stub& s = stub();
+  if (params == nullptr || params->structSize < CUpti_SubscriberParams_STRUCT_SIZE) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  const char* holder = std::getenv("CUPTI_STUB_HELD_BY");
+  if (holder != nullptr || s.callback != nullptr) {
+    if (params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
+      std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
+                    holder ? holder : "CUPTI for an earlier subscriber");
+    }
+    return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  }
+  s.callback = callback;
+  s.userdata = userdata;
+  *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
+  stub().callback = nullptr;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle,
+                                          CUpti_CallbackDomain domain) {
+  if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  stub().domains[domain] = enable != 0;
+  return CUPTI_SUCCESS;
+}
+
+// The names the test uses, as CUPTI spells them (with the runtime's version suffix).
+STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
+                                             const char** name) {
+  struct Name { CUpti_CallbackDomain domain; uint32_t cbid; const char* name; };
+  static const Name kNames[] = {
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize_v3020"},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
+      {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2"},
+  };
+  for (const Name& n : kNames) {
+    if (n.domain == domain && n.cbid == cbid) {
+      *name = n.name;
+      return CUPTI_SUCCESS;
+    }
+  }
+  *name = nullptr;
+  return CUPTI_ERROR_INVALID_PARAMETER;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  if (record_size(kind) == 0) return CUPTI_ERROR_NOT_COMPATIBLE;
+  stub().kinds[kind] = true;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  stub().kinds[kind] = false;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
+                                                       CUpti_BuffersCallbackCompleteFunc complete) {
+  if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  stub().request = request;
+  stub().complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+  Stub& s = stub();
+  std::vector<std::pair<uint8_t*, size_t>> done;
+  {
+    std::lock_guard lock(s.mu);
+    if (s.buffer != nullptr && s.used > 0) {
+      s.full.emplace_back(s.buffer, s.used);
+      s.buffer = nullptr;
+    }
+    done.swap(s.full);
+  }
+  for (auto [buffer, used] : done) s.complete(nullptr, 0, buffer, used, used);
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
+                                                   CUpti_Activity** record) {
+  uint8_t* at = *record == nullptr
+                    ? buffer
+                    : reinterpret_cast<uint8_t*>(*record) +
+                          ((record_size((*record)->kind) + 7) & ~size_t(7));
+  if (at >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *record = reinterpret_cast<CUpti_Activity*>(at);
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext, uint32_t, size_t* dropped) {
+  std::lock_guard lock(stub().mu);
+  *dropped = stub().dropped;
+  stub().dropped = 0;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  *timestamp = uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec) + kClockShift;
+  return CUPTI_SUCCESS;
+}
+
+// ---- what the test program calls ----
+
+// An API call entered (enter=1) or left (enter=0); `slot` keeps CUPTI's per-call
+// correlationData between the two. Returns 0 when no subscriber wants the domain.
+STUB_EXPORT int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation,
+                               const void* params, int enter, uint64_t* slot) {
+  Stub& s = stub();
+  if (s.callback == nullptr || !s.domains[domain]) return 0;
+  CUpti_CallbackData data{};
+  data.callbackSite = enter ? CUPTI_API_ENTER : CUPTI_API_EXIT;
+  data.correlationId = correlation;
+  data.functionParams = params;
+  data.correlationData = slot;
+  cuptiGetCallbackName(CUpti_CallbackDomain(domain), cbid, &data.functionName);
+  s.callback(s.userdata, CUpti_CallbackDomain(domain), cbid, &data);
+  return 1;
+}
+
+STUB_EXPORT uint64_t cupti_stub_now(void) {
+  uint64_t t = 0;
+  cuptiGetTimestamp(&t);
+  return t;
+}
+
+STUB_EXPORT void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start,
+                                   uint64_t end, int grid_x, int block_x, int registers) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  if (!s.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) return;
+  auto* k = static_cast<CUpti_ActivityKernel10*>(reserve(s, sizeof(CUpti_ActivityKernel10)));
+  if (k == nullptr) return;
+  s.names.push_back(new std::string(name));
+  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k->correlationId = correlation;
+  k->name = s.names.back()->c_str();
+  k->start = start;
+  k->end = end;
+  k->deviceId = 0;
+  k->streamId = 7;
+  k->gridX = grid_x, k->gridY = 1, k->gridZ = 1;
+  k->blockX = block_x, k->blockY = 1, k->blockZ = 1;
+  k->registersPerThread = uint16_t(registers);
+  k->staticSharedMemory = 1024;
+  k->dynamicSharedMemory = 0;
+}
+
+STUB_EXPORT void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes,
+                                   uint64_t start, uint64_t end) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMCPY]) return;
+  auto* m = static_cast<CUpti_ActivityMemcpy6*>(reserve(s, sizeof(CUpti_ActivityMemcpy6)));
+  if (m == nullptr) return;
+  m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m->copyKind = uint8_t(copy_kind);
+  m->correlationId = correlation;
+  m->bytes = bytes;
+  m->start = start;
+  m->end = end;
+  m->streamId = 7;
+}
+
+STUB_EXPORT void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_t start,
+                                   uint64_t end) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMSET]) return;
+  auto* m = static_cast<CUpti_ActivityMemset4*>(reserve(s, sizeof(CUpti_ActivityMemset4)));
+  if (m == nullptr) return;
+  m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  m->correlationId = correlation;
+  m->bytes = bytes;
+  m->start = start;
+  m->end = end;
+}
