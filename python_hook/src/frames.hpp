@@ -1,6 +1,7 @@
-// Python frames into sonde's per-thread stack: a C profile function (CPython's cheapest hook
-// before 3.12's sys.monitoring) turns calls and returns of Python functions and C builtins into
-// probe_enter / probe_exit, so a BLAS call appears under the Python frame that made it.
+// Python frames into sonde's per-thread stack, the `--builtins` way: a C profile function (the
+// cheapest hook that sees C functions before 3.12's sys.monitoring) turns calls and returns of
+// Python functions and C builtins into probe_enter / probe_exit, so a BLAS call appears under
+// the frame that made it. The default hook is eval_frame.hpp's; both share the code routines.
 #pragma once
 
 #define PY_SSIZE_T_CLEAN

@@ -131,7 +131,7 @@ class Summary:
         self.rows = []  # (benchmark, figure, comparison, target, verdict)
 
     def add(self, bench, figure, comparison, target, met):
-        verdict = "met" if met else "MISSED"
+        verdict = "" if met is None else "met" if met else "MISSED"  # None: no target
         self.rows.append((bench, figure, comparison, target, verdict))
 
     def print(self, quick):
@@ -528,6 +528,12 @@ def python_frames(path, script, func):
     return rows[0]
 
 
+# The two ways python3 -m sonde records Python frames: the default (CPython 3.11's
+# frame-evaluation hook, Python frames only) and --builtins (the profile function, C functions
+# too). Both are measured in the same rounds.
+SONDE_PY_MODES = {"sonde": [], "sonde-builtins": ["--builtins"]}
+
+
 def bench_python(cfg, summary):
     n, reps, loop = cfg.size(25, 20), cfg.size(4, 1), cfg.size(100_000, 10_000)
     rounds = cfg.size(9, 2)
@@ -553,7 +559,8 @@ def bench_python(cfg, summary):
         variants.append(("noop", [py, runner, "noop", script, *args]))
     else:
         print(f"  NOTE: no _noop_profiler module in {cfg.bench_dir}; no floor measured")
-    variants.append(("sonde", [py, "-m", "sonde", "-o", db, "--force", script, *args]))
+    for mode, opts in SONDE_PY_MODES.items():
+        variants.append((mode, [py, "-m", "sonde", *opts, "-o", db, "--force", script, *args]))
     names = [name for name, _ in variants]
     elapsed = {name: [] for name in names}
     whole = {name: [] for name in names}
@@ -569,67 +576,66 @@ def bench_python(cfg, summary):
             whole[name].append(res.wall_s)
             fib_calls, method_calls = res.get("fib_calls", int), res.get("method_calls", int)
             calls_total = res.get("calls_total", int)
-            if name == "sonde":
+            if name in SONDE_PY_MODES:
                 nodes, counted = python_frames(db, "py_callheavy.py", "fib")
-                expect(counted == fib_calls, f"the sonde profile counts {counted} calls of fib(), "
-                                             f"the benchmark made {fib_calls}")
-                expect(nodes == max(n, 1), f"fib() has {nodes} call paths in the sonde profile, "
-                                           f"expected {max(n, 1)} (one per recursion depth)")
+                expect(counted == fib_calls, f"the {name} profile counts {counted} calls of "
+                                             f"fib(), the benchmark made {fib_calls}")
+                expect(nodes == max(n, 1), f"fib() has {nodes} call paths in the {name} "
+                                           f"profile, expected {max(n, 1)} (one per depth)")
                 methods = sum(python_frames(db, "py_callheavy.py", m)[1]
                               for m in ("move", "dot", "norm2", "__init__"))
                 expect(methods == method_calls,
-                       f"the sonde profile counts {methods} calls of Point's methods, the "
+                       f"the {name} profile counts {methods} calls of Point's methods, the "
                        f"benchmark made {method_calls}")
     print(f"  {calls_total:,} Python-level calls in the measured part "
-          f"({fib_calls:,} of fib); sonde's profile holds exactly the fib() and method calls "
+          f"({fib_calls:,} of fib); both sonde profiles hold exactly the fib() and method calls "
           f"the benchmark counted")
     for name in names:
-        print(f"  {name:8s} measured part, s: {spread(elapsed[name])}")
+        print(f"  {name:14s} measured part, s: {spread(elapsed[name])}")
     added = {name: [e - b for e, b in zip(elapsed[name], elapsed["plain"])]
              for name in names if name != "plain"}  # paired within a round
     for name, xs in added.items():
-        print(f"  {name:8s} added over plain, s: {spread(xs)}; per call, ns: "
+        print(f"  {name:14s} added over plain, s: {spread(xs)}; per call, ns: "
               f"{statistics.median(xs) / calls_total * 1e9:.0f}")
-    ratio_c = [s / c for s, c in zip(added["sonde"], added["cProfile"])]
-    print(f"  sonde's added time / cProfile's (per round): {spread(ratio_c)}")
-    if have_yappi:
-        ratio_y = [s / y for s, y in zip(added["sonde"], added["yappi"])]
-        print(f"  sonde's added time / yappi's ({cfg.yappi_clock} clock, per round): "
-              f"{spread(ratio_y)}")
+    ratio_c, ratio_y = {}, {}
+    for mode in SONDE_PY_MODES:
+        ratio_c[mode] = [s / c for s, c in zip(added[mode], added["cProfile"])]
+        print(f"  {mode}'s added time / cProfile's (per round): {spread(ratio_c[mode])}")
+        if have_yappi:
+            ratio_y[mode] = [s / y for s, y in zip(added[mode], added["yappi"])]
+            print(f"  {mode}'s added time / yappi's ({cfg.yappi_clock} clock, per round): "
+                  f"{spread(ratio_y[mode])}")
     if have_noop:
-        own = {name: [x - f for x, f in zip(added[name], added["noop"])]
-               for name in ("cProfile", "yappi", "sonde") if name in added}
-        for name, xs in own.items():
-            print(f"  {name:8s} own work beyond the no-op hook (paired), s: {spread(xs)}; per "
-                  f"call, ns: {statistics.median(xs) / calls_total * 1e9:.0f}")
         floor_c = [f / c for f, c in zip(added["noop"], added["cProfile"])]
-        print(f"  the no-op hook's added time / cProfile's (the least any profile hook can "
-              f"reach): {spread(floor_c)}")
-        # A ratio of medians: per round, cProfile's own work can come out near zero.
-        own_c = statistics.median(own["sonde"]) / statistics.median(own["cProfile"])
-        print(f"  sonde's own work / cProfile's own work (medians): {own_c:.2f}")
+        print(f"  the no-op profile hook's added time / cProfile's (the least any profile hook "
+              f"can reach; the default sonde mode uses no profile hook): {spread(floor_c)}")
+        own = {name: [x - f for x, f in zip(added[name], added["noop"])]
+               for name in ("cProfile", "yappi", "sonde-builtins") if name in added}
+        for name, xs in own.items():
+            print(f"  {name:14s} own work beyond the no-op hook (paired), s: {spread(xs)}; per "
+                  f"call, ns: {statistics.median(xs) / calls_total * 1e9:.0f}")
     for name in names:
-        print(f"  {name:8s} whole process (start-up, re-exec, flush), s: {spread(whole[name])}")
+        print(f"  {name:14s} whole process (start-up, re-exec, flush), s: {spread(whole[name])}")
     med = {name: statistics.median(xs) for name, xs in added.items()}
     per_call = lambda name: med[name] / calls_total * 1e9
-    rc = statistics.median(ratio_c)
     comparison = (f"plain {statistics.median(elapsed['plain']):.3f} s; added: cProfile "
                   f"+{med['cProfile']:.3f} s ({per_call('cProfile'):.0f} ns/call)")
     if have_yappi:
         comparison += (f", yappi ({cfg.yappi_clock}) +{med['yappi']:.3f} s "
-                       f"({per_call('yappi'):.0f} ns/call); sonde/yappi "
-                       f"{statistics.median(ratio_y):.2f}")
+                       f"({per_call('yappi'):.0f} ns/call)")
     if have_noop:
-        comparison += (f"; a no-op C hook adds +{med['noop']:.3f} s ({per_call('noop'):.0f} "
-                       f"ns/call) = {statistics.median(floor_c):.2f} × cProfile's; beyond it "
-                       f"sonde +{statistics.median(own['sonde']):.3f} s, cProfile "
-                       f"+{statistics.median(own['cProfile']):.3f} s "
-                       f"(×{own_c:.2f})")
-    summary.add(f"6. Python call overhead, {calls_total / 1e6:.2g} M calls",
-                f"sonde +{med['sonde']:.3f} s ({per_call('sonde'):.0f} ns/call) = "
-                f"{rc:.2f} × cProfile's added time (median of {rounds} rounds; range "
-                f"{min(ratio_c):.2f}–{max(ratio_c):.2f})",
-                comparison, "< 0.5 × cProfile", rc < 0.5)
+        comparison += (f", a no-op C profile hook +{med['noop']:.3f} s "
+                       f"(= {statistics.median(floor_c):.2f} × cProfile's)")
+    for mode in SONDE_PY_MODES:
+        rc = statistics.median(ratio_c[mode])
+        vs_yappi = (f"; / yappi's {statistics.median(ratio_y[mode]):.2f}" if have_yappi else "")
+        what = "default: Python frames" if mode == "sonde" else "--builtins: C functions too"
+        summary.add(f"6. Python call overhead, {calls_total / 1e6:.2g} M calls, {what}",
+                    f"{mode} +{med[mode]:.3f} s ({per_call(mode):.0f} ns/call) = "
+                    f"{rc:.2f} × cProfile's added time (median of {rounds} rounds; range "
+                    f"{min(ratio_c[mode]):.2f}–{max(ratio_c[mode]):.2f}){vs_yappi}",
+                    comparison, "< 0.5 × cProfile" if mode == "sonde" else "-",
+                    rc < 0.5 if mode == "sonde" else None)
 
 
 # ----------------------------------------------------------------------------------------------
