@@ -224,3 +224,26 @@ def test_without_cuda_libraries(profile, db):
     busy = query(db, "SELECT COALESCE(SUM(n.calls), 0) FROM nodes n JOIN routines r "
                      "USING (routine_id) WHERE r.kind IN ('cuda', 'cublas', 'cudnn', 'nccl')")
     assert busy == [(0,)]
+
+
+REAL = BIN / "gpu_real_descriptors"
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="NVIDIA's libcudart, libcublasLt and libcudnn not "
+                                              "found at configure time")
+def test_models_read_real_descriptors(db):
+    # NVIDIA's own libraries, no GPU: the calls fail, but only after the wrappers have read the
+    # real descriptors (attribute sizes and layouts as NVIDIA implements them).
+    r = run([REAL], db, **NO_CUPTI)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "descriptor failures 0" in r.stdout
+    assert totals(db, "cudnnConvolutionForward") == (1, CONV, 4 * (X + W + Y))
+    assert totals(db, "cublasLtMatmul") == (1, *gemm(64, 48, 32, batch=4, a=2))
+    shapes = query(db, "SELECT r.name, s.m, s.n, s.k, s.batch, s.trans_a || s.trans_b, s.dtype "
+                       "FROM shapes s JOIN nodes n USING (node_id) JOIN routines r "
+                       "USING (routine_id) ORDER BY r.name")
+    assert shapes == [("cublasLtMatmul", 64, 48, 32, 4, "TN", "f16"),
+                      ("cudnnConvolutionForward", 2 * 32 * 32, 8, 27, 1, "NN", "f32")]
+    # The real runtime's versioned symbols (cudaMemcpy@@libcudart.so.13) are interposed too.
+    assert totals(db, "cudaMemcpy HtoD") == (1, 0, 1000)
+    assert routine_calls(db, "cudaDeviceSynchronize") == 1
