@@ -11,9 +11,20 @@ namespace sonde {
 
 namespace {
 
-// The runtime's own driver calls: their work is reported under the runtime call's correlation
-// id, and measuring them again would count one call twice.
-thread_local uint32_t t_runtime_depth = 0;
+// The API calls this thread entered through sonde's callbacks, innermost last. An exit is
+// measured only when it matches the innermost entry: CUPTI may subscribe in the middle of a call
+// (the runtime's first call opens the driver), and then delivers an exit without its entry.
+struct OpenCall {
+  uint32_t correlation;
+  bool runtime;
+  ThreadState* thread;  // nullptr: entered but not measured
+};
+constexpr uint32_t kMaxOpenCalls = 32;  // API calls do not nest deeper (a callback's own calls)
+thread_local OpenCall t_open[kMaxOpenCalls];
+thread_local uint32_t t_open_count = 0;
+// Runtime calls among them: the driver calls a runtime call makes are its own business (their
+// work is reported under the runtime call's correlation id; measuring them would count twice).
+thread_local uint32_t t_runtime_open = 0;
 
 constexpr const char* kDirections[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default"};
 constexpr int kNoDirection = 5;
@@ -125,12 +136,11 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const CUpti_CallbackData* data) {
   if (forked_.load(std::memory_order_relaxed) || t_internal || data == nullptr) return;
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
-  bool enter = data->callbackSite == CUPTI_API_ENTER;
-  if (!runtime && t_runtime_depth > 0) return;
+  if (!runtime && t_runtime_open > 0) return;
   if ((runtime ? runtime_info_.size() : driver_info_.size()) <= cbid) return;  // newer CUPTI
-  if (runtime && !enter) --t_runtime_depth;
-  if (enter) {
-    ApiInfo& info = api_info(domain, cbid);
+  ApiInfo& info = api_info(domain, cbid);
+  if (data->callbackSite == CUPTI_API_ENTER) {
+    if (t_open_count == kMaxOpenCalls) return;
     int direction = kNoDirection;
     if (info.kind_offset >= 0 && data->functionParams != nullptr) {
       int kind = 0;
@@ -139,16 +149,19 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
-    if (data->correlationData != nullptr) *data->correlationData = reinterpret_cast<uint64_t>(t);
+    t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
+    t_runtime_open += runtime;
     if (info.activity && activity_.load(std::memory_order_relaxed)) {
       remember_origin(data->correlationId);
     }
-    if (runtime) ++t_runtime_depth;
     return;
   }
-  auto* t = data->correlationData ? reinterpret_cast<ThreadState*>(*data->correlationData) : nullptr;
-  if (t == nullptr) return;
-  ApiInfo& info = api_info(domain, cbid);
+  if (t_open_count == 0) return;
+  OpenCall& top = t_open[t_open_count - 1];
+  if (top.correlation != data->correlationId || top.runtime != runtime) return;
+  --t_open_count;
+  t_runtime_open -= runtime;
+  if (top.thread == nullptr) return;
   CallCost cost;
   if (info.count_offset >= 0 && data->functionParams != nullptr) {
     size_t count = 0;
@@ -156,7 +169,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                 sizeof count);
     cost.bytes = count;
   }
-  probe_exit(t, &cost, nullptr);
+  probe_exit(top.thread, &cost, nullptr);
 }
 
 }  // namespace sonde

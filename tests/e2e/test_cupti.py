@@ -133,6 +133,23 @@ def test_runtime_calls_are_counted_once(db):
         ("cuda", "cudart")]
 
 
+def test_subscribing_inside_a_runtime_call(db):
+    # The runtime's first call opens the driver, so CUPTI starts inside it: its exit arrives
+    # without an entry (and with whatever CUPTI left in correlationData). Nothing is closed
+    # that sonde did not open, and later calls nest as usual.
+    run_app(db, "midcall")
+    assert routine_calls(db, "cudaLaunchKernel") == 1
+    assert routine_calls(db, "cuLaunchKernel") == 1  # the direct one; the nested one is not
+    assert query(db, "SELECT r.name, pr.name FROM nodes n JOIN routines r USING (routine_id) "
+                     "JOIN nodes pn ON pn.node_id = n.parent_id "
+                     "JOIN routines pr ON pr.routine_id = pn.routine_id "
+                     "WHERE r.kind = 'cuda' ORDER BY r.name") == [
+        ("cuLaunchKernel", "after"), ("cudaLaunchKernel", "after")]
+    assert query(db, "SELECT message FROM notes WHERE topic = 'regions'") == []
+    (kernel,) = gpu_rows(db, "kernel")
+    assert kernel[1] == "after()" and kernel[5:] == ("cudaLaunchKernel", "after")
+
+
 def test_no_record_lost_across_periodic_flushes(db):
     run_app(db, "periodic", SONDE_FLUSH_INTERVAL="0.1")
     assert query(db, "SELECT flushes FROM processes")[0][0] >= 4

@@ -5,6 +5,7 @@
 //   cupti_app basic     kernels and copies in two regions, a direct driver launch, CPU work
 //   cupti_app periodic  kernels spread over several periodic flushes
 //   cupti_app late      a thread launches and ends; its kernel's record comes after a flush
+//   cupti_app midcall   a runtime call that opens the driver: its exit comes without its entry
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -90,6 +91,14 @@ void* late_worker(void* out) {
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "basic";
+  uint32_t first_call = ++g_correlation;
+  uint64_t first_slot = 0xdeadbeefull;  // what CUPTI leaves there is not sonde's to trust
+  cudaLaunchKernel_v7000_params first_params{};
+  if (std::strcmp(mode, "midcall") == 0) {
+    // libcudart's first call opens the driver: CUPTI starts inside it and sees only its exit.
+    cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                   first_call, &first_params, 1, &first_slot);
+  }
 #ifdef CUDA_LINKED
   cuInit(0);  // a reference, so the linker keeps libcuda.so.1 among the program's needs
 #else
@@ -99,7 +108,19 @@ int main(int argc, char** argv) {
   auto traced = reinterpret_cast<bool (*)()>(dlsym(RTLD_DEFAULT, "_ZN5sonde23gpu_api_traced_by_cuptiEv"));
   std::printf("traced_by_cupti=%d\n", traced != nullptr && traced() ? 1 : 0);
 
-  if (std::strcmp(mode, "basic") == 0) {
+  if (std::strcmp(mode, "midcall") == 0) {
+    cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                   first_call, &first_params, 0, &first_slot);
+    sonde_region_begin("after");
+    launch("_Z5afterv", kMs, 1, 32, 8);
+    uint64_t slot = 0;
+    uint32_t d = ++g_correlation;  // a direct driver launch: the runtime call above is over
+    cupti_stub_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, d, nullptr,
+                   1, &slot);
+    cupti_stub_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, d, nullptr,
+                   0, &slot);
+    sonde_region_end("after");
+  } else if (std::strcmp(mode, "basic") == 0) {
     for (int step = 0; step < 3; ++step) {
       sonde_region_begin("train_step");
       copy(cudaMemcpyHostToDevice, 1 << 20);
