@@ -135,10 +135,13 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   if (forked_.load()) out.clear();  // the parent's records, for the parent's file
   if (!activity_.load() || forked_.load()) return;
   // Without the records lock: the completion callback runs inside this call and takes it.
-  CUptiResult rc = lib_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-  if (rc != CUPTI_SUCCESS && final) {
-    note_("gpu", fmt::format("CUPTI could not flush its last activity records: {}",
-                             lib_.describe(rc)));
+  if (!flushed_final_) {
+    CUptiResult rc = lib_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (rc != CUPTI_SUCCESS && final) {
+      note_("gpu", fmt::format("CUPTI could not flush its last activity records: {}",
+                               lib_.describe(rc)));
+    }
+    flushed_final_ = final;
   }
   // The offset between CUPTI's clock and sonde's, taken now: sonde's tick ratio is refreshed
   // at every flush, and CUPTI's clock need not be CLOCK_REALTIME.

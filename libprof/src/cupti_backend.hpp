@@ -78,6 +78,9 @@ class CuptiBackend final : public GpuBackend {
   std::atomic<bool> traced_{false};
   std::atomic<bool> activity_{false};  // activity records enabled
   std::atomic<bool> forked_{false};
+  // The last forced flush was made (at exit, before the CUDA runtime's teardown where the order
+  // allows): later flushes take what CUPTI delivered since, without calling into it again.
+  bool flushed_final_ = false;  // flushing thread only
 
   std::mutex info_mu_;  // first call of a callback id only
   std::vector<ApiInfo> runtime_info_ = std::vector<ApiInfo>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
