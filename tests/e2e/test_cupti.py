@@ -181,6 +181,19 @@ def test_cupti_held_by_another_tool(db):
     cpu_side_normal(db)
 
 
+def test_no_device(db):
+    # A driver but no device: the API calls are still measured through the callbacks (and the
+    # preloaded wrappers stand down), kernels and copies are not; one note says so.
+    r = run_app(db, CUPTI_STUB_NO_DEVICE="1")
+    assert "traced_by_cupti=1" in r.stdout
+    (note,) = notes(db)
+    assert "CUPTI_ERROR_NOT_INITIALIZED" in note and "kernels and copies are not" in note
+    assert gpu_rows(db) == []
+    assert routine_calls(db, "cudaLaunchKernel") == 5
+    assert routine_calls(db, "cudaMemcpy HtoD") == 3
+    cpu_side_normal(db)
+
+
 def test_no_cupti(db):
     r = run_app(db, SONDE_CUPTI_LIBRARY="/nonexistent/libcupti.so.13")
     assert "traced_by_cupti=0" in r.stdout

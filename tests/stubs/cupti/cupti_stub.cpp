@@ -5,6 +5,7 @@
 //
 // Test-only behaviour comes from the environment, read here and never by sonde:
 //   CUPTI_STUB_HELD_BY=name   another tool holds CUPTI: cuptiSubscribe_v2 refuses and names it
+//   CUPTI_STUB_NO_DEVICE=1    a driver but no usable device: activity tracing cannot start
 #include <cupti.h>
 
 #include <time.h>
@@ -89,6 +90,7 @@ STUB_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** st
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
       break;
+    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
     default: *str = "CUPTI_ERROR_UNKNOWN"; break;
   }
   return CUPTI_SUCCESS;
@@ -153,6 +155,8 @@ STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
 }
 
 STUB_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
+  // What CUPTI answers when the driver finds no device it can initialise.
+  if (std::getenv("CUPTI_STUB_NO_DEVICE") != nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   if (record_size(kind) == 0) return CUPTI_ERROR_NOT_COMPATIBLE;
   stub().kinds[kind] = true;
   return CUPTI_SUCCESS;
