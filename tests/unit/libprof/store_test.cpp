@@ -399,5 +399,52 @@ TEST_F(StoreWrite, RecursionIsMarkedAndNotCountedTwiceInHotspots) {
             "1300");
 }
 
+// GPU activity rows point at the launching call path: by (thread, node index) while the thread's
+// state lives, by the node_id it was written to once the state is gone, or nowhere.
+TEST_F(StoreWrite, GpuActivityKeepsTheLaunchingCallPath) {
+  ASSERT_TRUE(write(flush(2500)));
+  const std::vector<int64_t>& ids = store_.node_ids(&t_);
+  ASSERT_GE(ids.size(), 3u);  // root, train, model.forward
+  FlushData d = flush(2600);
+  GpuRow kernel;
+  kernel.thread = &t_;
+  kernel.node = 2;  // model.forward under train
+  kernel.kind = "kernel";
+  kernel.name = "matmul(float*, int)";
+  kernel.start_ns = 2000;
+  kernel.end_ns = 2050;
+  kernel.grid[0] = 128, kernel.grid[1] = 2, kernel.grid[2] = 1;
+  kernel.block[0] = 256, kernel.block[1] = 1, kernel.block[2] = 1;
+  kernel.registers = 32;
+  kernel.shared_bytes = 1024;
+  GpuRow copy;
+  copy.node_id = ids[1];  // train, resolved when its thread's state was freed
+  copy.kind = "memcpy";
+  copy.name = "memcpy HtoD";
+  copy.start_ns = 2100;
+  copy.end_ns = 2110;
+  copy.bytes = 4096;
+  GpuRow unseen = kernel;  // a launch sonde did not see
+  unseen.thread = nullptr;
+  unseen.start_ns = 2200;
+  unseen.end_ns = 2210;
+  d.gpu = {kernel, copy, unseen};
+  ASSERT_TRUE(write(d));
+  Reader r(path_);
+  EXPECT_EQ(r.rows("SELECT g.kind, g.name, COALESCE(rt.name, 'NULL'), g.bytes, g.grid_y, "
+                   "g.block_x, g.registers, g.shared_bytes, g.end_ns - g.start_ns "
+                   "FROM gpu_activity g LEFT JOIN nodes n USING (node_id) "
+                   "LEFT JOIN routines rt ON rt.routine_id = n.routine_id ORDER BY g.start_ns"),
+            (Rows{{"kernel", "matmul(float*, int)", "model.forward", "NULL", "2", "256", "32",
+                   "1024", "50"},
+                  {"memcpy", "memcpy HtoD", "train", "4096", "NULL", "NULL", "NULL", "NULL", "10"},
+                  {"kernel", "matmul(float*, int)", "NULL", "NULL", "2", "256", "32", "1024",
+                   "10"}}));
+  EXPECT_EQ(r.rows("SELECT kernel, COALESCE(call_path, 'NULL'), calls, time_s * 1e9, grid, block "
+                   "FROM gpu_kernels ORDER BY call_path"),
+            (Rows{{"matmul(float*, int)", "NULL", "1", "10.0", "256.0", "256.0"},
+                  {"matmul(float*, int)", "train;model.forward", "1", "50.0", "256.0", "256.0"}}));
+}
+
 }  // namespace
 }  // namespace sonde
