@@ -13,8 +13,8 @@ namespace sonde {
 
 namespace {
 constexpr size_t kBufferBytes = size_t(8) << 20;
-constexpr size_t kAlignment = 8;             // CUPTI's requirement for activity buffers
-constexpr uint32_t kOriginLifetime = 6;      // flushes a launch may wait for its records
+constexpr size_t kAlignment = 8;         // CUPTI's requirement for activity buffers
+constexpr uint32_t kOriginLifetime = 6;  // flushes a launch may wait for its records
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -25,12 +25,18 @@ std::string demangle(const char* name) {
 
 const char* direction_name(uint8_t copy_kind) {
   switch (copy_kind) {
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD: return "memcpy HtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH: return "memcpy DtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD: return "memcpy DtoD";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH: return "memcpy HtoH";
-    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP: return "memcpy PtoP";
-    default: return "memcpy";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "memcpy PtoP";
+    default:
+      return "memcpy";
   }
 }
 }  // namespace
@@ -138,8 +144,8 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   if (!flushed_final_) {
     CUptiResult rc = lib_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     if (rc != CUPTI_SUCCESS && final) {
-      note_("gpu", fmt::format("CUPTI could not flush its last activity records: {}",
-                               lib_.describe(rc)));
+      note_("gpu",
+            fmt::format("CUPTI could not flush its last activity records: {}", lib_.describe(rc)));
     }
     flushed_final_ = final;
   }

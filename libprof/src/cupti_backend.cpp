@@ -58,7 +58,8 @@ std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library, const
   std::string error;
   if (!lib.load(library, error)) {
     note("gpu", fmt::format("{}: CUDA calls and GPU activity are not recorded through CUPTI "
-                            "(set SONDE_CUPTI_LIBRARY to its path)", error));
+                            "(set SONDE_CUPTI_LIBRARY to its path)",
+                            error));
     return nullptr;
   }
   return std::make_unique<CuptiBackend>(std::move(lib), note);
@@ -100,7 +101,8 @@ bool CuptiBackend::start() {
     rc = lib_.cuptiEnableDomain(1, subscriber_, d);
     if (rc != CUPTI_SUCCESS) {
       note_("gpu", fmt::format("CUPTI callbacks could not be enabled ({}); GPU activity is not "
-                               "recorded", lib_.describe(rc)));
+                               "recorded",
+                               lib_.describe(rc)));
       lib_.cuptiUnsubscribe(subscriber_);
       return false;
     }

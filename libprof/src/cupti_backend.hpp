@@ -40,9 +40,9 @@ class CuptiBackend final : public GpuBackend {
   // What sonde knows about one API callback id, worked out on its first call.
   struct ApiInfo {
     std::atomic<bool> ready{false};
-    bool activity = false;      // launches, copies, memsets: GPU records will follow
-    int kind_offset = -1;       // cudaMemcpyKind in the parameters (runtime copies)
-    int count_offset = -1;      // byte count in the parameters
+    bool activity = false;                   // launches, copies, memsets: GPU records will follow
+    int kind_offset = -1;                    // cudaMemcpyKind in the parameters (runtime copies)
+    int count_offset = -1;                   // byte count in the parameters
     std::atomic<RoutineId> routine[6] = {};  // per copy direction (0-4), 5: none
     std::string name;
   };

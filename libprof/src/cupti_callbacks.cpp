@@ -35,19 +35,32 @@ struct CopyParams {
   CUpti_CallbackId cbid;
   int kind_offset, count_offset;
 };
-#define SONDE_COPY(fn) \
-  {CUPTI_RUNTIME_TRACE_CBID_##fn, int(offsetof(fn##_params, kind)), int(offsetof(fn##_params, count))}
-#define SONDE_COPY_2D(fn) {CUPTI_RUNTIME_TRACE_CBID_##fn, int(offsetof(fn##_params, kind)), -1}
-#define SONDE_SET(fn) {CUPTI_RUNTIME_TRACE_CBID_##fn, -1, int(offsetof(fn##_params, count))}
+#define SONDE_COPY(fn)                                               \
+  {                                                                  \
+    CUPTI_RUNTIME_TRACE_CBID_##fn, int(offsetof(fn##_params, kind)), \
+        int(offsetof(fn##_params, count))                            \
+  }
+#define SONDE_COPY_2D(fn) \
+  { CUPTI_RUNTIME_TRACE_CBID_##fn, int(offsetof(fn##_params, kind)), -1 }
+#define SONDE_SET(fn) \
+  { CUPTI_RUNTIME_TRACE_CBID_##fn, -1, int(offsetof(fn##_params, count)) }
 constexpr CopyParams kCopies[] = {
-    SONDE_COPY(cudaMemcpy_v3020),           SONDE_COPY(cudaMemcpyAsync_v3020),
-    SONDE_COPY(cudaMemcpy_ptds_v7000),      SONDE_COPY(cudaMemcpyAsync_ptsz_v7000),
-    SONDE_COPY(cudaMemcpyToSymbol_v3020),   SONDE_COPY(cudaMemcpyFromSymbol_v3020),
-    SONDE_COPY(cudaMemcpyToSymbolAsync_v3020), SONDE_COPY(cudaMemcpyFromSymbolAsync_v3020),
-    SONDE_COPY_2D(cudaMemcpy2D_v3020),      SONDE_COPY_2D(cudaMemcpy2DAsync_v3020),
-    SONDE_COPY_2D(cudaMemcpy2D_ptds_v7000), SONDE_COPY_2D(cudaMemcpy2DAsync_ptsz_v7000),
-    SONDE_SET(cudaMemset_v3020),            SONDE_SET(cudaMemsetAsync_v3020),
-    SONDE_SET(cudaMemset_ptds_v7000),       SONDE_SET(cudaMemsetAsync_ptsz_v7000),
+    SONDE_COPY(cudaMemcpy_v3020),
+    SONDE_COPY(cudaMemcpyAsync_v3020),
+    SONDE_COPY(cudaMemcpy_ptds_v7000),
+    SONDE_COPY(cudaMemcpyAsync_ptsz_v7000),
+    SONDE_COPY(cudaMemcpyToSymbol_v3020),
+    SONDE_COPY(cudaMemcpyFromSymbol_v3020),
+    SONDE_COPY(cudaMemcpyToSymbolAsync_v3020),
+    SONDE_COPY(cudaMemcpyFromSymbolAsync_v3020),
+    SONDE_COPY_2D(cudaMemcpy2D_v3020),
+    SONDE_COPY_2D(cudaMemcpy2DAsync_v3020),
+    SONDE_COPY_2D(cudaMemcpy2D_ptds_v7000),
+    SONDE_COPY_2D(cudaMemcpy2DAsync_ptsz_v7000),
+    SONDE_SET(cudaMemset_v3020),
+    SONDE_SET(cudaMemsetAsync_v3020),
+    SONDE_SET(cudaMemset_ptds_v7000),
+    SONDE_SET(cudaMemsetAsync_ptsz_v7000),
 };
 #undef SONDE_COPY
 #undef SONDE_COPY_2D
@@ -58,7 +71,8 @@ constexpr CopyParams kCopies[] = {
 std::string plain_name(const char* raw) {
   std::string name = raw;
   auto strip = [&](std::string_view suffix) {
-    if (name.size() > suffix.size() && name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+    if (name.size() > suffix.size() && name.ends_with(suffix))
+      name.resize(name.size() - suffix.size());
   };
   size_t v = name.rfind("_v");
   if (v != std::string::npos && v + 2 < name.size() && name.size() - v >= 6 &&
@@ -104,9 +118,8 @@ CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti
 RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction) {
   RoutineId id = info.routine[direction].load(std::memory_order_relaxed);
   if (id != 0) return id;
-  std::string name = direction == kNoDirection
-                         ? info.name
-                         : info.name + " " + kDirections[direction];
+  std::string name =
+      direction == kNoDirection ? info.name : info.name + " " + kDirections[direction];
   // The preloaded wrappers' names (wrappers/cuda): either path gives the same routines.
   const char* library = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cudart" : "cuda";
   id = register_routine({name.c_str(), "cuda", library});

@@ -8,7 +8,8 @@ namespace sonde {
 bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
   static const char* const kCandidates[] = {
       "libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
-      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13"};
+      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
+      "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13"};
   void* handle = nullptr;
   std::string tried;
   auto open = [&](const char* file) {
@@ -33,11 +34,11 @@ bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
     return false;
   }
   // A library that lacks one of them is too old (cuptiSubscribe_v2 arrived in CUDA 12.x/13).
-#define SONDE_CUPTI_RESOLVE(fn)                                                        \
-  fn = reinterpret_cast<decltype(fn)>(dlsym(handle, #fn));                             \
-  if (fn == nullptr) {                                                                 \
+#define SONDE_CUPTI_RESOLVE(fn)                                                             \
+  fn = reinterpret_cast<decltype(fn)>(dlsym(handle, #fn));                                  \
+  if (fn == nullptr) {                                                                      \
     error = fmt::format("{} lacks {}: a CUPTI from CUDA 13 or later is needed", path, #fn); \
-    return false;                                                                      \
+    return false;                                                                           \
   }
   SONDE_CUPTI_FUNCTIONS(SONDE_CUPTI_RESOLVE)
 #undef SONDE_CUPTI_RESOLVE

@@ -8,11 +8,12 @@
 
 namespace sonde {
 
-#define SONDE_CUPTI_FUNCTIONS(X)                                                   \
-  X(cuptiGetVersion) X(cuptiGetResultString) X(cuptiSubscribe_v2) X(cuptiUnsubscribe) \
-  X(cuptiEnableDomain) X(cuptiGetCallbackName) X(cuptiActivityEnable)              \
-  X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) \
-  X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+#define SONDE_CUPTI_FUNCTIONS(X)                                                                   \
+  X(cuptiGetVersion)                                                                               \
+  X(cuptiGetResultString) X(cuptiSubscribe_v2) X(cuptiUnsubscribe) X(cuptiEnableDomain)            \
+      X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)                       \
+          X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
+              X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
 
 struct CuptiLibrary {
 #define SONDE_CUPTI_POINTER(fn) decltype(&::fn) fn = nullptr;

@@ -1,6 +1,5 @@
-#include "sonde/gpu.hpp"
-
 #include "runtime.hpp"
+#include "sonde/gpu.hpp"
 
 namespace sonde {
 

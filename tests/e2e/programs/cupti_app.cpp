@@ -19,8 +19,8 @@
 #include "sonde/sonde.h"
 
 extern "C" {
-int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params,
-                   int enter, uint64_t* slot);
+int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params, int enter,
+                   uint64_t* slot);
 uint64_t cupti_stub_now(void);
 void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start, uint64_t end,
                        int grid_x, int block_x, int registers);
@@ -43,10 +43,10 @@ uint32_t launch_call() {
   cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, c,
                  &p, 1, &slot);
   uint32_t inner = ++g_correlation;
-  cupti_stub_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, inner,
-                 nullptr, 1, &inner_slot);
-  cupti_stub_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, inner,
-                 nullptr, 0, &inner_slot);
+  cupti_stub_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, inner, nullptr,
+                 1, &inner_slot);
+  cupti_stub_api(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, inner, nullptr,
+                 0, &inner_slot);
   cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, c,
                  &p, 0, &slot);
   return c;
@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
   // What libcudart does at its first call.
   if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL) == nullptr) std::printf("no driver\n");
 #endif
-  auto traced = reinterpret_cast<bool (*)()>(dlsym(RTLD_DEFAULT, "_ZN5sonde23gpu_api_traced_by_cuptiEv"));
+  auto traced =
+      reinterpret_cast<bool (*)()>(dlsym(RTLD_DEFAULT, "_ZN5sonde23gpu_api_traced_by_cuptiEv"));
   std::printf("traced_by_cupti=%d\n", traced != nullptr && traced() ? 1 : 0);
 
   if (std::strcmp(mode, "midcall") == 0) {

@@ -7,7 +7,6 @@
 //   CUPTI_STUB_HELD_BY=name   another tool holds CUPTI: cuptiSubscribe_v2 refuses and names it
 //   CUPTI_STUB_NO_DEVICE=1    a driver but no usable device: activity tracing cannot start
 #include <cupti.h>
-
 #include <time.h>
 
 #include <cstdlib>
@@ -47,10 +46,14 @@ constexpr uint64_t kClockShift = 3600ull * 1000000000ull;
 size_t record_size(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
-    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
-    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
-    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
-    default: return 0;
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    default:
+      return 0;
   }
 }
 
@@ -86,12 +89,18 @@ STUB_EXPORT CUptiResult cuptiGetVersion(uint32_t* version) {
 
 STUB_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** str) {
   switch (result) {
-    case CUPTI_SUCCESS: *str = "CUPTI_SUCCESS"; break;
+    case CUPTI_SUCCESS:
+      *str = "CUPTI_SUCCESS";
+      break;
     case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
       *str = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED";
       break;
-    case CUPTI_ERROR_NOT_INITIALIZED: *str = "CUPTI_ERROR_NOT_INITIALIZED"; break;
-    default: *str = "CUPTI_ERROR_UNKNOWN"; break;
+    case CUPTI_ERROR_NOT_INITIALIZED:
+      *str = "CUPTI_ERROR_NOT_INITIALIZED";
+      break;
+    default:
+      *str = "CUPTI_ERROR_UNKNOWN";
+      break;
   }
   return CUPTI_SUCCESS;
 }
@@ -134,13 +143,20 @@ STUB_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandl
 // The names the test uses, as CUPTI spells them (with the runtime's version suffix).
 STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32_t cbid,
                                              const char** name) {
-  struct Name { CUpti_CallbackDomain domain; uint32_t cbid; const char* name; };
+  struct Name {
+    CUpti_CallbackDomain domain;
+    uint32_t cbid;
+    const char* name;
+  };
   static const Name kNames[] = {
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, "cudaLaunchKernel_v7000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+       "cudaLaunchKernel_v7000"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020, "cudaMemcpy_v3020"},
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, "cudaMemcpyAsync_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+       "cudaMemcpyAsync_v3020"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset_v3020"},
-      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, "cudaDeviceSynchronize_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
+       "cudaDeviceSynchronize_v3020"},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2"},
   };
@@ -192,10 +208,9 @@ STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
 
 STUB_EXPORT CUptiResult cuptiActivityGetNextRecord(uint8_t* buffer, size_t valid,
                                                    CUpti_Activity** record) {
-  uint8_t* at = *record == nullptr
-                    ? buffer
-                    : reinterpret_cast<uint8_t*>(*record) +
-                          ((record_size((*record)->kind) + 7) & ~size_t(7));
+  uint8_t* at = *record == nullptr ? buffer
+                                   : reinterpret_cast<uint8_t*>(*record) +
+                                         ((record_size((*record)->kind) + 7) & ~size_t(7));
   if (at >= buffer + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
   *record = reinterpret_cast<CUpti_Activity*>(at);
   return CUPTI_SUCCESS;
@@ -219,8 +234,8 @@ STUB_EXPORT CUptiResult cuptiGetTimestamp(uint64_t* timestamp) {
 
 // An API call entered (enter=1) or left (enter=0); `slot` keeps CUPTI's per-call
 // correlationData between the two. Returns 0 when no subscriber wants the domain.
-STUB_EXPORT int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation,
-                               const void* params, int enter, uint64_t* slot) {
+STUB_EXPORT int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params,
+                               int enter, uint64_t* slot) {
   Stub& s = stub();
   if (s.callback == nullptr || !s.domains[domain]) return 0;
   CUpti_CallbackData data{};
