@@ -361,7 +361,7 @@ const std::array<Rule, 9> kRules{{
      "kernels by time; a kernel's efficiency metrics, when recorded, say how much is to gain)",
      10.0,
      "look at {} first: check its occupancy, memory throughput and warp efficiency "
-     "(SONDE_GPU_METRICS or Nsight Compute), and its grid and block sizes",
+     "(Nsight Compute: ncu -k <kernel>), and its grid and block sizes",
      "0 (unknown without per-kernel efficiency metrics)", gpu_kernels},
 }};
 
