@@ -36,6 +36,7 @@ CALLS = {
     "cublasSgemm_v2": 3, "cublasDgemm_v2": 1, "cublasZgemm_v2": 1, "cublasHgemm": 1,
     "cublasGemmEx": 1, "cublasSgemmStridedBatched": 1, "cublasSgemmBatched": 1,
     "cublasGemmStridedBatchedEx": 1, "cublasGemmBatchedEx": 1, "cublasLtMatmul": 1,
+    "cublasSgemm_v2_64": 1, "cublasGemmStridedBatchedEx_64": 1,
     # cuDNN
     "cudnnConvolutionForward": 2, "cudnnConvolutionBackwardData": 1,
     "cudnnConvolutionBackwardFilter": 1, "cudnnConvolutionBiasActivationForward": 1,
@@ -68,6 +69,9 @@ SHAPES = {
     "cublasSgemmBatched": [(2, 3, 4, 7, "f32", 1, *gemm(2, 3, 4, batch=7))],
     "cublasGemmStridedBatchedEx": [(8, 8, 8, 3, "f16", 1, *gemm(8, 8, 8, batch=3, a=2))],
     "cublasGemmBatchedEx": [(4, 4, 4, 2, "f32", 1, *gemm(4, 4, 4, batch=2))],
+    # The ILP64 forms: m past 2^31; beta = 1, so C read.
+    "cublasSgemm_v2_64": [(3000000000, 2, 2, 1, "f32", 1, *gemm(3000000000, 2, 2))],
+    "cublasGemmStridedBatchedEx_64": [(8, 8, 8, 2, "f32", 1, *gemm(8, 8, 8, batch=2, c_read=True))],
     # A stored 32 x 64 and transposed: k comes from the descriptor's TRANSA, batch from layouts.
     "cublasLtMatmul": [(64, 48, 32, 4, "f16", 1, *gemm(64, 48, 32, batch=4, a=2))],
 }

@@ -119,6 +119,12 @@ static void gemms(void) {
   CHECK(cublasGemmBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &f_one, Av, CUDA_R_32F, 4, Bv,
                             CUDA_R_32F, 4, &f_zero, Cv, CUDA_R_32F, 4, 2, CUBLAS_COMPUTE_32F,
                             CUBLAS_GEMM_DEFAULT));
+  /* The ILP64 forms: sizes past 2^31 (the stub computes nothing). */
+  CHECK(cublasSgemm_v2_64(h, CUBLAS_OP_N, CUBLAS_OP_N, 3000000000LL, 2, 2, &f_one, A, 1, B, 2,
+                          &f_zero, C, 1));
+  CHECK(cublasGemmStridedBatchedEx_64(h, CUBLAS_OP_T, CUBLAS_OP_N, 8, 8, 8, &f_one, A, CUDA_R_32F,
+                                      8, 64, B, CUDA_R_32F, 8, 64, &f_one, C, CUDA_R_32F, 8, 64, 2,
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   /* beta in device memory: sonde cannot read it, so C counts as read. */
   CHECK(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE));
   CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &f_one, A, 2, B, 2, &f_zero, C, 2));
