@@ -1,6 +1,7 @@
 """GPU wrappers under the preload, without a GPU: gpu_calls makes a known sequence of CUDA runtime,
 driver, cuBLAS, cuBLASLt, cuDNN and NCCL calls against the stub libraries (tests/stubs/gpu), and
 the profile must hold exactly those calls, their shapes, FLOPs and bytes, under the right paths."""
+import os
 import subprocess
 
 import pytest
@@ -251,3 +252,19 @@ def test_models_read_real_descriptors(db):
     # The real runtime's versioned symbols (cudaMemcpy@@libcudart.so.13) are interposed too.
     assert totals(db, "cudaMemcpy HtoD") == (1, 0, 1000)
     assert routine_calls(db, "cudaDeviceSynchronize") == 1
+
+
+CUPTI_STUBS = os.environ.get("SONDE_CUPTI_STUBS", "")
+
+
+@pytest.mark.skipif(not CUPTI_STUBS, reason="the stub libcupti (tests/stubs/cupti) was not built")
+def test_runtime_left_to_cupti_when_it_subscribes(db):
+    # With CUPTI subscribed (the stub accepts sonde), the preloaded runtime and driver wrappers
+    # stand aside: no call is counted twice. The library wrappers measure as before.
+    r = run([PROGRAM], db, SONDE_CUPTI_LIBRARY=f"{CUPTI_STUBS}/libcupti.so.13")
+    assert r.returncode == 0, r.stderr
+    per_kind = dict(query(db, "SELECT r.kind, SUM(n.calls) FROM nodes n JOIN routines r "
+                              "USING (routine_id) GROUP BY r.kind"))
+    assert per_kind.get("cuda", 0) == 0
+    for routine in ("cublasSgemm_v2", "cublasLtMatmul", "cudnnConvolutionForward", "ncclSend"):
+        assert routine_calls(db, routine) == CALLS[routine], routine
