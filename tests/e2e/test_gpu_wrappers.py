@@ -13,7 +13,8 @@ KNOWN_TIME = BIN / "known_time"
 
 pytestmark = pytest.mark.skipif(
     not PROGRAM.exists(),
-    reason="GPU wrappers not built: the CUDA toolkit headers were not found at configure time")
+    reason="gpu_calls not built: it needs the CUDA toolkit, cuDNN and NCCL headers at configure "
+           "time")
 
 # CUPTI, when it subscribes, records the runtime and driver itself and the preloaded wrappers
 # stand aside (docs/gpu.md). These tests are about the wrappers: CUPTI is kept out.
