@@ -91,13 +91,13 @@ cublas::Layout layout(cublasLtMatrixLayout_t desc) {
 sonde::CallCost lt_cost(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                         cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c,
                         cublasLtMatrixLayout_t d, const void* beta) {
-  const Api& api_ = api();
+  const Api& q = api();
   int32_t ta = CUBLAS_OP_N, tb = CUBLAS_OP_N, mode = CUBLASLT_POINTER_MODE_HOST;
   int32_t scale = CUDA_R_32F;
-  attribute(api_.desc_attr, desc, CUBLASLT_MATMUL_DESC_TRANSA, ta);
-  attribute(api_.desc_attr, desc, CUBLASLT_MATMUL_DESC_TRANSB, tb);
-  attribute(api_.desc_attr, desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, mode);
-  attribute(api_.desc_attr, desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, scale);
+  attribute(q.desc_attr, desc, CUBLASLT_MATMUL_DESC_TRANSA, ta);
+  attribute(q.desc_attr, desc, CUBLASLT_MATMUL_DESC_TRANSB, tb);
+  attribute(q.desc_attr, desc, CUBLASLT_MATMUL_DESC_POINTER_MODE, mode);
+  attribute(q.desc_attr, desc, CUBLASLT_MATMUL_DESC_SCALE_TYPE, scale);
   cublas::Layout la = layout(a), lb = layout(b), lc = layout(c), ld = layout(d ? d : c);
   bool read_c;
   switch (mode) {
