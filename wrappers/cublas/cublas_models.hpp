@@ -28,40 +28,51 @@ struct TypeInfo {
 
 constexpr TypeInfo type_info(cudaDataType t) {
   switch (t) {
-    case CUDA_R_16F: return {2, false, DType::kF16};
-    case CUDA_R_16BF: return {2, false, DType::kBF16};
-    case CUDA_R_32F: return {4, false, DType::kF32};
-    case CUDA_R_64F: return {8, false, DType::kF64};
-    case CUDA_C_32F: return {8, true, DType::kC64};
-    case CUDA_C_64F: return {16, true, DType::kC128};
+    case CUDA_R_16F:
+      return {2, false, DType::kF16};
+    case CUDA_R_16BF:
+      return {2, false, DType::kBF16};
+    case CUDA_R_32F:
+      return {4, false, DType::kF32};
+    case CUDA_R_64F:
+      return {8, false, DType::kF64};
+    case CUDA_C_32F:
+      return {8, true, DType::kC64};
+    case CUDA_C_64F:
+      return {16, true, DType::kC128};
     case CUDA_C_16F:
-    case CUDA_C_16BF: return {4, true, DType::kNone};
+    case CUDA_C_16BF:
+      return {4, true, DType::kNone};
     case CUDA_R_8I:
     case CUDA_R_8U:
     case CUDA_R_8F_E4M3:
     case CUDA_R_8F_E5M2:
-    case CUDA_R_8F_UE8M0: return {1, false, DType::kNone};
+    case CUDA_R_8F_UE8M0:
+      return {1, false, DType::kNone};
     case CUDA_C_8I:
     case CUDA_C_8U:
     case CUDA_R_16I:
-    case CUDA_R_16U: return {2, t == CUDA_C_8I || t == CUDA_C_8U, DType::kNone};
+    case CUDA_R_16U:
+      return {2, t == CUDA_C_8I || t == CUDA_C_8U, DType::kNone};
     case CUDA_C_16I:
     case CUDA_C_16U:
     case CUDA_R_32I:
-    case CUDA_R_32U: return {4, t == CUDA_C_16I || t == CUDA_C_16U, DType::kNone};
+    case CUDA_R_32U:
+      return {4, t == CUDA_C_16I || t == CUDA_C_16U, DType::kNone};
     case CUDA_C_32I:
     case CUDA_C_32U:
     case CUDA_R_64I:
-    case CUDA_R_64U: return {8, t == CUDA_C_32I || t == CUDA_C_32U, DType::kNone};
+    case CUDA_R_64U:
+      return {8, t == CUDA_C_32I || t == CUDA_C_32U, DType::kNone};
     case CUDA_C_64I:
-    case CUDA_C_64U: return {16, true, DType::kNone};
-    default: return {};
+    case CUDA_C_64U:
+      return {16, true, DType::kNone};
+    default:
+      return {};
   }
 }
 
-constexpr char op_char(int op) {
-  return op == CUBLAS_OP_T ? 'T' : op == CUBLAS_OP_C ? 'C' : 'N';
-}
+constexpr char op_char(int op) { return op == CUBLAS_OP_T ? 'T' : op == CUBLAS_OP_C ? 'C' : 'N'; }
 
 // Element types of A, B, C (read when beta != 0) and D (written; C itself outside cuBLASLt).
 struct Operands {
@@ -99,8 +110,7 @@ struct Layout {
 constexpr CallCost lt_matmul(char ta, char tb, const Layout& a, const Layout& b, const Layout& c,
                              const Layout& d, bool c_read) {
   int64_t k = ta == 'N' ? a.cols : a.rows;
-  return gemm(ta, tb, d.rows, d.cols, k, d.batch, Operands{a.type, b.type, c.type, d.type},
-              c_read);
+  return gemm(ta, tb, d.rows, d.cols, k, d.batch, Operands{a.type, b.type, c.type, d.type}, c_read);
 }
 
 // The type alpha and beta point to: the compute precision (cuBLAS) or scale type (cuBLASLt),
@@ -110,25 +120,33 @@ enum class Scalar : uint8_t { kF16, kF32, kF64, kI32 };
 constexpr Scalar scalar_of(cublasComputeType_t t) {
   switch (t) {
     case CUBLAS_COMPUTE_16F:
-    case CUBLAS_COMPUTE_16F_PEDANTIC: return Scalar::kF16;
+    case CUBLAS_COMPUTE_16F_PEDANTIC:
+      return Scalar::kF16;
     case CUBLAS_COMPUTE_64F:
     case CUBLAS_COMPUTE_64F_PEDANTIC:
-    case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT: return Scalar::kF64;
+    case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+      return Scalar::kF64;
     case CUBLAS_COMPUTE_32I:
-    case CUBLAS_COMPUTE_32I_PEDANTIC: return Scalar::kI32;
-    default: return Scalar::kF32;
+    case CUBLAS_COMPUTE_32I_PEDANTIC:
+      return Scalar::kI32;
+    default:
+      return Scalar::kF32;
   }
 }
 
 constexpr Scalar scalar_of(cudaDataType t) {
   switch (t) {
     case CUDA_R_16F:
-    case CUDA_C_16F: return Scalar::kF16;
+    case CUDA_C_16F:
+      return Scalar::kF16;
     case CUDA_R_64F:
-    case CUDA_C_64F: return Scalar::kF64;
+    case CUDA_C_64F:
+      return Scalar::kF64;
     case CUDA_R_32I:
-    case CUDA_C_32I: return Scalar::kI32;
-    default: return Scalar::kF32;
+    case CUDA_C_32I:
+      return Scalar::kI32;
+    default:
+      return Scalar::kF32;
   }
 }
 

@@ -126,8 +126,8 @@ __attribute__((constructor(200))) void register_cublas() {
 }  // namespace
 
 // Kernels and runtime calls made inside a cuBLAS call show beneath it: kChildren.
-#define SONDE_CUBLAS(NAME, LIBRARY, RET, PARAMS, ARGS, MODEL)                                   \
-  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS,              \
+#define SONDE_CUBLAS(NAME, LIBRARY, RET, PARAMS, ARGS, MODEL)                      \
+  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS, \
                      Outermost(g_ids[size_t(Entry::NAME)]), MODEL)
 #include "cublas_routines.def"
 #undef SONDE_CUBLAS

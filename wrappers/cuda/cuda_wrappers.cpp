@@ -51,9 +51,9 @@ __attribute__((constructor(200))) void register_cuda() {
   constexpr const char* kKind = "cuda";
 #define SONDE_CUDA(NAME, ROUTINE, LIBRARY, ...) \
   g_ids[size_t(Entry::NAME)][0] = sonde::register_routine({ROUTINE, kKind, LIBRARY});
-#define SONDE_CUDA_COPY(NAME, ROUTINE, ...)                                         \
-  for (size_t d = 0; d < cuda::kCopyDirs; ++d) {                                    \
-    std::string name = std::string(ROUTINE) + " " + cuda::kCopyDirNames[d];         \
+#define SONDE_CUDA_COPY(NAME, ROUTINE, ...)                                                   \
+  for (size_t d = 0; d < cuda::kCopyDirs; ++d) {                                              \
+    std::string name = std::string(ROUTINE) + " " + cuda::kCopyDirNames[d];                   \
     g_ids[size_t(Entry::NAME)][d] = sonde::register_routine({name.c_str(), kKind, "cudart"}); \
   }
 #include "cuda_routines.def"
@@ -64,11 +64,11 @@ __attribute__((constructor(200))) void register_cuda() {
 }  // namespace
 
 // Inside a runtime call, the driver calls it makes are part of it: kSuppress.
-#define SONDE_CUDA(NAME, ROUTINE, LIBRARY, RET, PARAMS, ARGS, MODEL)                          \
-  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS,            \
+#define SONDE_CUDA(NAME, ROUTINE, LIBRARY, RET, PARAMS, ARGS, MODEL)               \
+  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
                      choose(Entry::NAME), MODEL)
-#define SONDE_CUDA_COPY(NAME, ROUTINE, RET, PARAMS, ARGS, KIND, MODEL)                        \
-  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS,            \
+#define SONDE_CUDA_COPY(NAME, ROUTINE, RET, PARAMS, ARGS, KIND, MODEL)             \
+  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
                      choose_copy(Entry::NAME, KIND), MODEL)
 #include "cuda_routines.def"
 #undef SONDE_CUDA

@@ -31,30 +31,41 @@ constexpr int64_t element_size(cudnnDataType_t t) {
   switch (t) {
     case CUDNN_DATA_DOUBLE:
     case CUDNN_DATA_INT64:
-    case CUDNN_DATA_COMPLEX_FP32: return 8;
-    case CUDNN_DATA_COMPLEX_FP64: return 16;
+    case CUDNN_DATA_COMPLEX_FP32:
+      return 8;
+    case CUDNN_DATA_COMPLEX_FP64:
+      return 16;
     case CUDNN_DATA_FLOAT:
     case CUDNN_DATA_INT32:
-    case CUDNN_DATA_UINT32: return 4;
+    case CUDNN_DATA_UINT32:
+      return 4;
     case CUDNN_DATA_HALF:
-    case CUDNN_DATA_BFLOAT16: return 2;
+    case CUDNN_DATA_BFLOAT16:
+      return 2;
     case CUDNN_DATA_INT8:
     case CUDNN_DATA_UINT8:
     case CUDNN_DATA_BOOLEAN:
     case CUDNN_DATA_FP8_E4M3:
     case CUDNN_DATA_FP8_E5M2:
-    case CUDNN_DATA_FP8_E8M0: return 1;
-    default: return 0;  // vectorised and sub-byte types: traffic not modelled
+    case CUDNN_DATA_FP8_E8M0:
+      return 1;
+    default:
+      return 0;  // vectorised and sub-byte types: traffic not modelled
   }
 }
 
 constexpr DType dtype_of(cudnnDataType_t t) {
   switch (t) {
-    case CUDNN_DATA_FLOAT: return DType::kF32;
-    case CUDNN_DATA_DOUBLE: return DType::kF64;
-    case CUDNN_DATA_HALF: return DType::kF16;
-    case CUDNN_DATA_BFLOAT16: return DType::kBF16;
-    default: return DType::kNone;
+    case CUDNN_DATA_FLOAT:
+      return DType::kF32;
+    case CUDNN_DATA_DOUBLE:
+      return DType::kF64;
+    case CUDNN_DATA_HALF:
+      return DType::kF16;
+    case CUDNN_DATA_BFLOAT16:
+      return DType::kBF16;
+    default:
+      return DType::kNone;
   }
 }
 
@@ -91,9 +102,15 @@ constexpr CallCost convolution(const ConvCall& c) {
   CallCost r;
   uint64_t x = bytes_of(c.x), w = bytes_of(c.w), y = bytes_of(c.y), read = 0, written = 0;
   switch (c.pass) {
-    case ConvPass::kForward: read = x + w, written = y; break;
-    case ConvPass::kBackwardData: read = w + y, written = x; break;
-    case ConvPass::kBackwardFilter: read = x + y, written = w; break;
+    case ConvPass::kForward:
+      read = x + w, written = y;
+      break;
+    case ConvPass::kBackwardData:
+      read = w + y, written = x;
+      break;
+    case ConvPass::kBackwardFilter:
+      read = x + y, written = w;
+      break;
   }
   r.bytes = read + c.extra_read + written * (c.out_read ? 2 : 1);
   if (c.x.nd < 3 || c.w.nd != c.x.nd || c.y.nd != c.x.nd) return r;
@@ -104,9 +121,15 @@ constexpr CallCost convolution(const ConvCall& c) {
   r.flops = 2 * uint64_t(m) * uint64_t(kg) * uint64_t(kk) * uint64_t(g);
   DType t = dtype_of(c.x.type);
   switch (c.pass) {
-    case ConvPass::kForward: r.shape = GemmShape{m, kg, kk, g, 'N', 'N', t}; break;
-    case ConvPass::kBackwardData: r.shape = GemmShape{m, kk, kg, g, 'N', 'N', t}; break;
-    case ConvPass::kBackwardFilter: r.shape = GemmShape{kg, kk, m, g, 'N', 'N', t}; break;
+    case ConvPass::kForward:
+      r.shape = GemmShape{m, kg, kk, g, 'N', 'N', t};
+      break;
+    case ConvPass::kBackwardData:
+      r.shape = GemmShape{m, kk, kg, g, 'N', 'N', t};
+      break;
+    case ConvPass::kBackwardFilter:
+      r.shape = GemmShape{kg, kk, m, g, 'N', 'N', t};
+      break;
   }
   return r;
 }

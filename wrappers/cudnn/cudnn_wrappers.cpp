@@ -120,8 +120,8 @@ __attribute__((constructor(200))) void register_cudnn() {
 }  // namespace
 
 // Kernels and runtime calls made inside a cuDNN call show beneath it: kChildren.
-#define SONDE_CUDNN(NAME, RET, PARAMS, ARGS, MODEL)                                   \
-  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS,    \
+#define SONDE_CUDNN(NAME, RET, PARAMS, ARGS, MODEL)                                \
+  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS, \
                      Outermost(g_ids[size_t(Entry::NAME)]), MODEL)
 #include "cudnn_routines.def"
 #undef SONDE_CUDNN

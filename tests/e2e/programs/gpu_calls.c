@@ -23,12 +23,12 @@ cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t,
                            int);
 
 static int failures = 0;
-#define CHECK(call)                                   \
-  do {                                                \
-    if ((int)(call) != 0) {                           \
-      fprintf(stderr, "failed: %s\n", #call);         \
-      ++failures;                                     \
-    }                                                 \
+#define CHECK(call)                           \
+  do {                                        \
+    if ((int)(call) != 0) {                   \
+      fprintf(stderr, "failed: %s\n", #call); \
+      ++failures;                             \
+    }                                         \
   } while (0)
 
 static char host[1 << 16];
@@ -58,7 +58,7 @@ static void runtime_and_driver(void) {
   CHECK(cudaLaunchKernel_ptsz((const void*)host, grid, block, NULL, 0, 0));
   cudaLaunchConfig_t config = {0};
   CHECK(cudaLaunchKernelExC(&config, (const void*)host, NULL));
-  CHECK(cudaDeviceSynchronize());  /* the stub calls cuCtxSynchronize inside */
+  CHECK(cudaDeviceSynchronize()); /* the stub calls cuCtxSynchronize inside */
   CHECK(cudaStreamSynchronize(0));
   CHECK(cudaStreamSynchronize(0));
   CHECK(cudaEventSynchronize(0));
@@ -98,8 +98,8 @@ static void gemms(void) {
                        &d_one, (double*)C, 8));
   CHECK(cublasZgemm_v2(h, CUBLAS_OP_C, CUBLAS_OP_N, 4, 4, 4, &z_zero, (cuDoubleComplex*)A, 4,
                        (cuDoubleComplex*)B, 4, &z_zero, (cuDoubleComplex*)C, 4));
-  CHECK(cublasHgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &h_zero, A, 16, B, 16, &h_zero, C,
-                    16));
+  CHECK(
+      cublasHgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, 16, 16, 16, &h_zero, A, 16, B, 16, &h_zero, C, 16));
   CHECK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 128, 64, 32, &f_one, A, CUDA_R_16BF, 128, B,
                      CUDA_R_16BF, 32, &f_zero, C, CUDA_R_32F, 128, CUBLAS_COMPUTE_32F,
                      CUBLAS_GEMM_DEFAULT));
@@ -196,13 +196,12 @@ static void convolutions(void) {
 
   CHECK(cudnnConvolutionForward(h, &one, x, buf, w, buf, conv, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
                                 NULL, 0, &zero, y, buf));
-  CHECK(cudnnConvolutionForward(h, &one, x2, buf, w2, buf, conv2,
-                                CUDNN_CONVOLUTION_FWD_ALGO_GEMM, NULL, 0, &zero, y2, buf));
+  CHECK(cudnnConvolutionForward(h, &one, x2, buf, w2, buf, conv2, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                                NULL, 0, &zero, y2, buf));
   CHECK(cudnnConvolutionBackwardData(h, &one, w, buf, y, buf, conv,
                                      CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, NULL, 0, &one, x, buf));
-  CHECK(cudnnConvolutionBackwardFilter(h, &one, x, buf, y, buf, conv,
-                                       CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, NULL, 0, &zero, w,
-                                       buf));
+  CHECK(cudnnConvolutionBackwardFilter(
+      h, &one, x, buf, y, buf, conv, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, NULL, 0, &zero, w, buf));
   CHECK(cudnnConvolutionBiasActivationForward(h, &one, x, buf, w, buf, conv,
                                               CUDNN_CONVOLUTION_FWD_ALGO_GEMM, NULL, 0, &zero, y,
                                               buf, bias, buf, NULL, y, buf));
@@ -213,13 +212,11 @@ static void convolutions(void) {
   CHECK(cudnnActivationForward(h, NULL, &one, y, buf, &zero, y, buf));
   CHECK(cudnnActivationBackward(h, NULL, &one, y, buf, y, buf, y, buf, &zero, y, buf));
   CHECK(cudnnBatchNormalizationForwardTraining(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, y, buf, y,
-                                               buf, bias, buf, buf, 0.1, buf, buf, 1e-5, buf,
-                                               buf));
-  CHECK(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, y, buf,
-                                                y, buf, bias, buf, buf, buf, buf, 1e-5));
+                                               buf, bias, buf, buf, 0.1, buf, buf, 1e-5, buf, buf));
+  CHECK(cudnnBatchNormalizationForwardInference(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, y, buf, y,
+                                                buf, bias, buf, buf, buf, buf, 1e-5));
   CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, y,
-                                        buf, y, buf, y, buf, bias, buf, buf, buf, 1e-5, buf,
-                                        buf));
+                                        buf, y, buf, y, buf, bias, buf, buf, buf, 1e-5, buf, buf));
   CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf,
                             &zero, y, buf));
   CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf, y,

@@ -42,8 +42,8 @@ int main(void) {
   cublasLtMatrixLayout_t la, lb, lc;
   failures += cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) != 0;
   int32_t trans = CUBLAS_OP_T, batch = 4;
-  failures += cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans,
-                                             sizeof trans) != 0;
+  failures +=
+      cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &trans, sizeof trans) != 0;
   failures += cublasLtMatrixLayoutCreate(&la, CUDA_R_16F, 32, 64, 32) != 0;
   failures += cublasLtMatrixLayoutCreate(&lb, CUDA_R_16F, 32, 48, 32) != 0;
   failures += cublasLtMatrixLayoutCreate(&lc, CUDA_R_16F, 64, 48, 64) != 0;

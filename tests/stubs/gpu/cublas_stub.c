@@ -28,9 +28,9 @@ cublasStatus_t cublasGetPointerMode_v2(cublasHandle_t h, cublasPointerMode_t* mo
   return CUBLAS_STATUS_SUCCESS;
 }
 
-#define GEMM_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
-                  int k, const T* alpha, const T* A, int lda, const T* B, int ldb,           \
-                  const T* beta, T* C, int ldc
+#define GEMM_P(T)                                                                    \
+  cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, \
+      const T *alpha, const T *A, int lda, const T *B, int ldb, const T *beta, T *C, int ldc
 cublasStatus_t cublasSgemm_v2(GEMM_P(float)) {
   dim3 one = {1, 1, 1};
   return cudaLaunchKernel(NULL, one, one, NULL, 0, NULL) == cudaSuccess
@@ -51,22 +51,24 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                         NULL);
 }
 
-#define BATCHED_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
-                     int k, const T* alpha, const T* const A[], int lda, const T* const B[],      \
-                     int ldb, const T* beta, T* const C[], int ldc, int batch
+#define BATCHED_P(T)                                                                           \
+  cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,           \
+      const T *alpha, const T *const A[], int lda, const T *const B[], int ldb, const T *beta, \
+      T *const C[], int ldc, int batch
 cublasStatus_t cublasSgemmBatched(BATCHED_P(float)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDgemmBatched(BATCHED_P(double)) { return CUBLAS_STATUS_SUCCESS; }
-#define STRIDED_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, \
-                     int k, const T* alpha, const T* A, int lda, long long sa, const T* B,       \
-                     int ldb, long long sb, const T* beta, T* C, int ldc, long long sc, int batch
+#define STRIDED_P(T)                                                                        \
+  cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,        \
+      const T *alpha, const T *A, int lda, long long sa, const T *B, int ldb, long long sb, \
+      const T *beta, T *C, int ldc, long long sc, int batch
 cublasStatus_t cublasSgemmStridedBatched(STRIDED_P(float)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDgemmStridedBatched(STRIDED_P(double)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasGemmBatchedEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                    int m, int n, int k, const void* alpha, const void* const A[],
-                                   cudaDataType at, int lda, const void* const B[],
-                                   cudaDataType bt, int ldb, const void* beta, void* const C[],
-                                   cudaDataType ct, int ldc, int batch,
-                                   cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+                                   cudaDataType at, int lda, const void* const B[], cudaDataType bt,
+                                   int ldb, const void* beta, void* const C[], cudaDataType ct,
+                                   int ldc, int batch, cublasComputeType_t compute,
+                                   cublasGemmAlgo_t algo) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta,
@@ -80,9 +82,10 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
 }
 
 /* The ILP64 forms: int64_t sizes. */
-#define GEMM64_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,      \
-                    int64_t n, int64_t k, const T* alpha, const T* A, int64_t lda, const T* B,   \
-                    int64_t ldb, const T* beta, T* C, int64_t ldc
+#define GEMM64_P(T)                                                                              \
+  cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, \
+      const T *alpha, const T *A, int64_t lda, const T *B, int64_t ldb, const T *beta, T *C,     \
+      int64_t ldc
 cublasStatus_t cublasSgemm_v2_64(GEMM64_P(float)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDgemm_v2_64(GEMM64_P(double)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasCgemm_v2_64(GEMM64_P(cuComplex)) { return CUBLAS_STATUS_SUCCESS; }
@@ -91,39 +94,35 @@ cublasStatus_t cublasHgemm_64(GEMM64_P(void)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasGemmEx_64(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
                                int64_t m, int64_t n, int64_t k, const void* alpha, const void* A,
                                cudaDataType at, int64_t lda, const void* B, cudaDataType bt,
-                               int64_t ldb, const void* beta, void* C, cudaDataType ct,
-                               int64_t ldc, cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+                               int64_t ldb, const void* beta, void* C, cudaDataType ct, int64_t ldc,
+                               cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   return CUBLAS_STATUS_SUCCESS;
 }
-#define BATCHED64_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,  \
-                       int64_t n, int64_t k, const T* alpha, const T* const A[], int64_t lda,  \
-                       const T* const B[], int64_t ldb, const T* beta, T* const C[],           \
-                       int64_t ldc, int64_t batch
+#define BATCHED64_P(T)                                                                           \
+  cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, \
+      const T *alpha, const T *const A[], int64_t lda, const T *const B[], int64_t ldb,          \
+      const T *beta, T *const C[], int64_t ldc, int64_t batch
 cublasStatus_t cublasSgemmBatched_64(BATCHED64_P(float)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDgemmBatched_64(BATCHED64_P(double)) { return CUBLAS_STATUS_SUCCESS; }
-#define STRIDED64_P(T) cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m,  \
-                       int64_t n, int64_t k, const T* alpha, const T* A, int64_t lda,          \
-                       long long sa, const T* B, int64_t ldb, long long sb, const T* beta,     \
-                       T* C, int64_t ldc, long long sc, int64_t batch
+#define STRIDED64_P(T)                                                                           \
+  cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, \
+      const T *alpha, const T *A, int64_t lda, long long sa, const T *B, int64_t ldb,            \
+      long long sb, const T *beta, T *C, int64_t ldc, long long sc, int64_t batch
 cublasStatus_t cublasSgemmStridedBatched_64(STRIDED64_P(float)) { return CUBLAS_STATUS_SUCCESS; }
 cublasStatus_t cublasDgemmStridedBatched_64(STRIDED64_P(double)) { return CUBLAS_STATUS_SUCCESS; }
-cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t h, cublasOperation_t ta,
-                                      cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
-                                      const void* alpha, const void* const A[], cudaDataType at,
-                                      int64_t lda, const void* const B[], cudaDataType bt,
-                                      int64_t ldb, const void* beta, void* const C[],
-                                      cudaDataType ct, int64_t ldc, int64_t batch,
-                                      cublasComputeType_t compute, cublasGemmAlgo_t algo) {
+cublasStatus_t cublasGemmBatchedEx_64(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb,
+                                      int64_t m, int64_t n, int64_t k, const void* alpha,
+                                      const void* const A[], cudaDataType at, int64_t lda,
+                                      const void* const B[], cudaDataType bt, int64_t ldb,
+                                      const void* beta, void* const C[], cudaDataType ct,
+                                      int64_t ldc, int64_t batch, cublasComputeType_t compute,
+                                      cublasGemmAlgo_t algo) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasGemmStridedBatchedEx_64(cublasHandle_t h, cublasOperation_t ta,
-                                             cublasOperation_t tb, int64_t m, int64_t n,
-                                             int64_t k, const void* alpha, const void* A,
-                                             cudaDataType at, int64_t lda, long long sa,
-                                             const void* B, cudaDataType bt, int64_t ldb,
-                                             long long sb, const void* beta, void* C,
-                                             cudaDataType ct, int64_t ldc, long long sc,
-                                             int64_t batch, cublasComputeType_t compute,
-                                             cublasGemmAlgo_t algo) {
+cublasStatus_t cublasGemmStridedBatchedEx_64(
+    cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k,
+    const void* alpha, const void* A, cudaDataType at, int64_t lda, long long sa, const void* B,
+    cudaDataType bt, int64_t ldb, long long sb, const void* beta, void* C, cudaDataType ct,
+    int64_t ldc, long long sc, int64_t batch, cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   return CUBLAS_STATUS_SUCCESS;
 }

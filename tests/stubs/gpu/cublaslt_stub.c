@@ -64,8 +64,8 @@ cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t d) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t d,
-                                              cublasLtMatmulDescAttributes_t attr,
-                                              const void* buf, size_t n) {
+                                              cublasLtMatmulDescAttributes_t attr, const void* buf,
+                                              size_t n) {
   return set_attr((Attributes*)d, attr, buf, n);
 }
 cublasStatus_t cublasLtMatmulDescGetAttribute(cublasLtMatmulDesc_t d,

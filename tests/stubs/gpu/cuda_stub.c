@@ -3,8 +3,9 @@
 
 CUresult cuInit(unsigned int flags) { return CUDA_SUCCESS; }
 
-#define LAUNCH_P CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, \
-                 unsigned bz, unsigned shared, CUstream s, void** params, void** extra
+#define LAUNCH_P                                                                              \
+  CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, \
+      unsigned shared, CUstream s, void **params, void **extra
 CUresult cuLaunchKernel(LAUNCH_P) { return CUDA_SUCCESS; }
 CUresult cuLaunchKernel_ptsz(LAUNCH_P) { return CUDA_SUCCESS; }
 CUresult cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** p, void** e) {

@@ -18,13 +18,13 @@ cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t* c, const void* f,
   return cudaSuccess;
 }
 
-#define COPY_P void* dst, const void* src, size_t count, enum cudaMemcpyKind kind
+#define COPY_P void *dst, const void *src, size_t count, enum cudaMemcpyKind kind
 cudaError_t cudaMemcpy(COPY_P) { return cudaSuccess; }
 cudaError_t cudaMemcpy_ptds(COPY_P) { return cudaSuccess; }
 cudaError_t cudaMemcpyAsync(COPY_P, cudaStream_t s) { return cudaSuccess; }
 cudaError_t cudaMemcpyAsync_ptsz(COPY_P, cudaStream_t s) { return cudaSuccess; }
-#define COPY2D_P void* dst, size_t dp, const void* src, size_t sp, size_t w, size_t h, \
-                 enum cudaMemcpyKind kind
+#define COPY2D_P \
+  void *dst, size_t dp, const void *src, size_t sp, size_t w, size_t h, enum cudaMemcpyKind kind
 cudaError_t cudaMemcpy2D(COPY2D_P) { return cudaSuccess; }
 cudaError_t cudaMemcpy2D_ptds(COPY2D_P) { return cudaSuccess; }
 cudaError_t cudaMemcpy2DAsync(COPY2D_P, cudaStream_t s) { return cudaSuccess; }

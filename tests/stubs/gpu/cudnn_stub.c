@@ -72,8 +72,8 @@ cudnnStatus_t cudnnGetTensorNdDescriptor(const cudnnTensorDescriptor_t d, int re
   return OK;
 }
 cudnnStatus_t cudnnGetTensor4dDescriptor(const cudnnTensorDescriptor_t d, cudnnDataType_t* type,
-                                         int* n, int* c, int* h, int* w, int* ns, int* cs,
-                                         int* hs, int* ws) {
+                                         int* n, int* c, int* h, int* w, int* ns, int* cs, int* hs,
+                                         int* ws) {
   if (d == NULL || d->nd != 4) return BAD;
   *type = d->type;
   *n = d->dims[0], *c = d->dims[1], *h = d->dims[2], *w = d->dims[3];
@@ -134,9 +134,9 @@ cudnnStatus_t cudnnDestroyConvolutionDescriptor(cudnnConvolutionDescriptor_t d) 
   free(d);
   return OK;
 }
-cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h,
-                                              int pad_w, int u, int v, int dilation_h,
-                                              int dilation_w, cudnnConvolutionMode_t mode,
+cudnnStatus_t cudnnSetConvolution2dDescriptor(cudnnConvolutionDescriptor_t d, int pad_h, int pad_w,
+                                              int u, int v, int dilation_h, int dilation_w,
+                                              cudnnConvolutionMode_t mode,
                                               cudnnDataType_t compute) {
   if (d == NULL) return BAD;
   d->nd = 2;
@@ -160,8 +160,8 @@ cudnnStatus_t cudnnGetConvolutionGroupCount(cudnnConvolutionDescriptor_t d, int*
 /* The output size cuDNN documents: 1 + (in + 2 pad - ((filter - 1) dilation + 1)) / stride. */
 cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescriptor_t conv,
                                                     const cudnnTensorDescriptor_t x,
-                                                    const cudnnFilterDescriptor_t w, int* n,
-                                                    int* c, int* h, int* wd) {
+                                                    const cudnnFilterDescriptor_t w, int* n, int* c,
+                                                    int* h, int* wd) {
   if (conv == NULL || x == NULL || w == NULL || conv->nd != 2 || x->nd != 4 || w->nd != 4) {
     return BAD;
   }
@@ -197,15 +197,15 @@ cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t d) {
 #define TD const cudnnTensorDescriptor_t
 #define FD const cudnnFilterDescriptor_t
 #define CD const cudnnConvolutionDescriptor_t
-cudnnStatus_t cudnnConvolutionForward(H, const void* a, TD xd, const void* x, FD wd,
-                                      const void* w, CD cd, cudnnConvolutionFwdAlgo_t algo,
-                                      void* ws, size_t wsn, const void* b, TD yd, void* y) {
+cudnnStatus_t cudnnConvolutionForward(H, const void* a, TD xd, const void* x, FD wd, const void* w,
+                                      CD cd, cudnnConvolutionFwdAlgo_t algo, void* ws, size_t wsn,
+                                      const void* b, TD yd, void* y) {
   return OK;
 }
 cudnnStatus_t cudnnConvolutionBackwardData(H, const void* a, FD wd, const void* w, TD dyd,
                                            const void* dy, CD cd,
-                                           cudnnConvolutionBwdDataAlgo_t algo, void* ws,
-                                           size_t wsn, const void* b, TD dxd, void* dx) {
+                                           cudnnConvolutionBwdDataAlgo_t algo, void* ws, size_t wsn,
+                                           const void* b, TD dxd, void* dx) {
   return OK;
 }
 cudnnStatus_t cudnnConvolutionBackwardFilter(H, const void* a, TD xd, const void* x, TD dyd,
@@ -234,8 +234,8 @@ cudnnStatus_t cudnnActivationForward(H, cudnnActivationDescriptor_t ad, const vo
   return OK;
 }
 cudnnStatus_t cudnnActivationBackward(H, cudnnActivationDescriptor_t ad, const void* a, TD yd,
-                                      const void* y, TD dyd, const void* dy, TD xd,
-                                      const void* x, const void* b, TD dxd, void* dx) {
+                                      const void* y, TD dyd, const void* dy, TD xd, const void* x,
+                                      const void* b, TD dxd, void* dx) {
   return OK;
 }
 cudnnStatus_t cudnnBatchNormalizationForwardTraining(H, cudnnBatchNormMode_t m, const void* a,
@@ -247,18 +247,18 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(H, cudnnBatchNormMode_t m, 
   return OK;
 }
 cudnnStatus_t cudnnBatchNormalizationForwardInference(H, cudnnBatchNormMode_t m, const void* a,
-                                                      const void* b, TD xd, const void* x,
-                                                      TD yd, void* y, TD pd, const void* scale,
+                                                      const void* b, TD xd, const void* x, TD yd,
+                                                      void* y, TD pd, const void* scale,
                                                       const void* bias, const void* mean,
                                                       const void* var, double eps) {
   return OK;
 }
 cudnnStatus_t cudnnBatchNormalizationBackward(H, cudnnBatchNormMode_t m, const void* ad,
-                                              const void* bd, const void* ap, const void* bp,
-                                              TD xd, const void* x, TD dyd, const void* dy,
-                                              TD dxd, void* dx, TD pd, const void* scale,
-                                              void* dscale, void* dbias, double eps,
-                                              const void* mean, const void* inv_var) {
+                                              const void* bd, const void* ap, const void* bp, TD xd,
+                                              const void* x, TD dyd, const void* dy, TD dxd,
+                                              void* dx, TD pd, const void* scale, void* dscale,
+                                              void* dbias, double eps, const void* mean,
+                                              const void* inv_var) {
   return OK;
 }
 cudnnStatus_t cudnnSoftmaxForward(H, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
