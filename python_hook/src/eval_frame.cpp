@@ -64,7 +64,7 @@ uintptr_t stack_floor() {
 // first next()/send() (the call, as the profile hook counts it), then at every resumption after
 // a yield or await, and for throw()/close(): those are probe_resume, so a generator is one call
 // however often it resumes.
-ThreadState* open(_PyInterpreterFrame* frame, int throwflag) {
+ThreadState* open_frame(_PyInterpreterFrame* frame, int throwflag) {
   if (!g_recording) return nullptr;
   PyCodeObject* code = frame->f_code;
   bool resumed = false;
@@ -109,7 +109,7 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
   if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < t_hook.stack_floor) {
     return evaluate_unhooked(tstate, frame, throwflag);
   }
-  ThreadState* t = open(frame, throwflag);
+  ThreadState* t = open_frame(frame, throwflag);
   PyObject* result = g_beneath(tstate, frame, throwflag);
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
   return result;

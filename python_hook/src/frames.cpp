@@ -101,7 +101,7 @@ CodeInfo code_info(PyCodeObject* code) {
   CodeInfo info{register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno}),
                 wants_lines(code)};
   SONDE_CODE_SET_EXTRA(reinterpret_cast<PyObject*>(code), g_extra_index,
-                   reinterpret_cast<void*>((uintptr_t(info.id) + 1) << 1 | info.lines));
+                       reinterpret_cast<void*>((uintptr_t(info.id) + 1) << 1 | info.lines));
   return info;
 }
 

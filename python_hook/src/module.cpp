@@ -105,8 +105,10 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_sonde",
 PyMODINIT_FUNC PyInit__sonde() {
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
-  if (PyModule_AddObject(m, "EVAL_FRAME",
-                         PyBool_FromLong(sonde::python::eval_frame_available())) < 0) {
+  // True where start() records through the frame-evaluation hook by default.
+  PyObject* eval_frame = PyBool_FromLong(sonde::python::eval_frame_available());
+  if (PyModule_AddObject(m, "EVAL_FRAME", eval_frame) < 0) {
+    Py_DECREF(eval_frame);
     Py_DECREF(m);
     return nullptr;
   }
