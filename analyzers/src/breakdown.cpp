@@ -40,7 +40,7 @@ constexpr int kUpdate = 4;
 constexpr int kNoClass = -1;
 constexpr int kImport = -2;  // inside an import: nothing is classified
 
-// "update_core_cpu" -> update, core, cpu; "loadBatch2" -> load, batch.
+// "update_core_cpu" -> update, core, cpu; "loadBatch" -> load, batch; "h2d" stays one word.
 std::vector<std::string> words_of(std::string_view name) {
   std::vector<std::string> out;
   std::string cur;
@@ -50,7 +50,7 @@ std::vector<std::string> words_of(std::string_view name) {
   };
   for (std::size_t i = 0; i < name.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(name[i]);
-    if (!std::isalpha(c)) {
+    if (!std::isalnum(c)) {
       push();
       continue;
     }

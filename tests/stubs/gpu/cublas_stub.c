@@ -126,3 +126,21 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(
     int64_t ldc, long long sc, int64_t batch, cublasComputeType_t compute, cublasGemmAlgo_t algo) {
   return CUBLAS_STATUS_SUCCESS;
 }
+
+/* What examples/cnn_cudnn (cnn_train) calls besides the GEMMs: level-1/2 routines, no-ops. */
+cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n,
+                              const float* alpha, const float* A, int lda, const float* x,
+                              int incx, const float* beta, float* y, int incy) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float* alpha, const float* x,
+                             int incx, const float* y, int incy, float* A, int lda) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float* alpha, float* x, int incx) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float* alpha, const float* x,
+                              int incx, float* y, int incy) {
+  return CUBLAS_STATUS_SUCCESS;
+}
