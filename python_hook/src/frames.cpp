@@ -105,29 +105,33 @@ CodeInfo code_info(PyCodeObject* code) {
   return info;
 }
 
-// C functions have no co_extra: cache by method definition and the type it is bound to. The GIL
-// guards the map (profile functions run holding it).
-RoutineId cfunction_routine(PyObject* fn) {
+// C functions have no co_extra: cache by method definition and the type it is bound to (none
+// for a module function). The GIL guards the map (the hooks run holding it).
+RoutineId builtin_routine(PyMethodDef* ml, PyTypeObject* bound, PyObject* module) {
   static std::unordered_map<uint64_t, RoutineId> cache;
-  auto* c = reinterpret_cast<PyCFunctionObject*>(fn);
-  PyObject* self = c->m_self;
-  bool bound = self != nullptr && !PyModule_Check(self);
-  uint64_t key = uint64_t(reinterpret_cast<uintptr_t>(c->m_ml)) * 31 +
-                 (bound ? uint64_t(reinterpret_cast<uintptr_t>(Py_TYPE(self))) : 0);
+  uint64_t key =
+      uint64_t(reinterpret_cast<uintptr_t>(ml)) * 31 + uint64_t(reinterpret_cast<uintptr_t>(bound));
   auto it = cache.find(key);
   if (it != cache.end()) return it->second;
   std::string name;
-  if (bound) {
-    name = std::string(Py_TYPE(self)->tp_name) + "." + c->m_ml->ml_name;
-  } else if (c->m_module != nullptr && PyUnicode_Check(c->m_module)) {
-    name = utf8(c->m_module) + "." + c->m_ml->ml_name;
+  if (bound != nullptr) {
+    name = std::string(bound->tp_name) + "." + ml->ml_name;
+  } else if (module != nullptr && PyUnicode_Check(module)) {
+    name = utf8(module) + "." + ml->ml_name;
   } else {
-    name = c->m_ml->ml_name;
+    name = ml->ml_name;
   }
   name = "<built-in " + name + ">";
   RoutineId id = register_routine({name.c_str(), "builtin", ""});
   cache.emplace(key, id);
   return id;
+}
+
+RoutineId cfunction_routine(PyObject* fn) {
+  auto* c = reinterpret_cast<PyCFunctionObject*>(fn);
+  PyObject* self = c->m_self;
+  bool bound = self != nullptr && !PyModule_Check(self);
+  return builtin_routine(c->m_ml, bound ? Py_TYPE(self) : nullptr, c->m_module);
 }
 
 void enter(RoutineId id, bool resumed = false) {
@@ -264,8 +268,8 @@ PyObject* bootstrap(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 template <void (*Install)(Py_tracefunc, PyObject*), Py_tracefunc Hook>
 PyMethodDef bootstrap_def(const char* name) {
-  return {name, reinterpret_cast<PyCFunction>(
-                    reinterpret_cast<void (*)()>(bootstrap<Install, Hook>)),
+  return {name,
+          reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(bootstrap<Install, Hook>)),
           METH_FASTCALL, nullptr};
 }
 
@@ -285,6 +289,21 @@ bool set_threading_hook(const char* setter, PyObject* hook) {
 }  // namespace
 
 RoutineId code_routine(PyCodeObject* code) { return code_info(code).id; }
+
+bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id) {
+  if (PyCFunction_Check(callable)) {
+    *id = cfunction_routine(callable);
+    return true;
+  }
+  // `obj.method()` of a C type calls the unbound descriptor with obj as its first argument;
+  // named after obj's type, as the bound method the profile function sees is.
+  if (Py_TYPE(callable) == &PyMethodDescr_Type && self_arg != nullptr) {
+    *id = builtin_routine(reinterpret_cast<PyMethodDescrObject*>(callable)->d_method,
+                          Py_TYPE(self_arg), nullptr);
+    return true;
+  }
+  return false;
+}
 
 bool reserve_code_extra() {
   if (g_extra_index < 0) {

@@ -20,6 +20,10 @@ bool reserve_code_extra();
 // The routine of a code object: registered on first sight as file.py:LINE(function), then read
 // back from its co_extra slot (one indexed load). Needs reserve_code_extra first; holds the GIL.
 RoutineId code_routine(PyCodeObject* code);
+// The routine of a C function that `--builtins` records: a PyCFunction (`len`, a bound
+// `numpy.ndarray.dot`), or a C method descriptor called with `self_arg` (nullptr: no argument)
+// first. Returns false, leaving `id` alone, for any other callable. Holds the GIL.
+bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id);
 
 // Installs the profile function on every existing thread and, through threading.setprofile,
 // on every thread started later. Returns false with a Python exception set.
