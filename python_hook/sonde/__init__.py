@@ -34,9 +34,10 @@ def builtins_from_env(environ=None):
 def start(builtins=None):
     """Records Python frames of every thread (libsonde must be preloaded).
 
-    builtins=False: Python frames only, through CPython 3.11's frame-evaluation hook (the
-    cheapest); True: C functions (builtins, numpy.dot) too, through CPython's profile function;
-    None: as SONDE_PYTHON_BUILTINS says. Returns the hook used, 'eval_frame' or 'profile'."""
+    builtins=False: Python frames only, through CPython 3.11's frame-evaluation hook or 3.12's
+    sys.monitoring (the cheapest); True: C functions (builtins, numpy.dot) too, through
+    sys.monitoring on 3.12+ and CPython's profile function on 3.11; None: as
+    SONDE_PYTHON_BUILTINS says. Returns the hook used: 'eval_frame', 'monitoring' or 'profile'."""
     if builtins is None:
         builtins = builtins_from_env()
     return _ext().start(builtins=builtins)

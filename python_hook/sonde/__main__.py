@@ -28,8 +28,9 @@ def _parser():
                         "see `sonde report --by line`")
     p.add_argument("--builtins", action="store_true",
                    help="also record calls of C functions (builtins, numpy.dot, ...) as frames, "
-                        "through CPython's profile function; without it only Python frames "
-                        "are recorded, through the much cheaper frame-evaluation hook "
+                        "through CPython's profile function (sys.monitoring on 3.12+); without "
+                        "it only Python frames are recorded, through the much cheaper "
+                        "frame-evaluation hook (sys.monitoring on 3.12+) "
                         "(environment: SONDE_PYTHON_BUILTINS=1)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
@@ -139,9 +140,8 @@ def _run(opts):
     atexit.register(_die_if_interrupted)
     atexit.register(_sonde.flush)
     # The tree starts at the program's own <module>: the exec below, a C function, is not
-    # recorded (the frame-evaluation hook does not see it: nothing to skip).
-    skip = 1 if builtins or not _sonde.EVAL_FRAME else 0
-    _sonde.start(skip_calls=skip, lines=opts.lines, builtins=builtins)
+    # recorded (skipped where the chosen hook sees C functions).
+    _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins)
     try:
         exec(code, module.__dict__)
     except SystemExit:

@@ -5,33 +5,68 @@
 
 #include "eval_frame.hpp"
 #include "frames.hpp"
+#include "monitoring.hpp"
 #include "sonde/sonde.h"
 
 namespace {
 
-// Which hook records the frames: the frame-evaluation hook where this build has it (Python
-// frames only, and cheap), else CPython's profile function (C functions too).
-bool g_profile_hook = false;
-bool g_started = false;
+// Which hook records the frames. By default the cheapest this build has: the frame-evaluation
+// hook on 3.11, sys.monitoring on 3.12+ (Python frames only). With builtins (C functions too):
+// sys.monitoring on 3.12+, else CPython's profile function, which is also the fallback when
+// another tool holds sys.monitoring's profiler id.
+enum class Hook { kNone, kEvalFrame, kMonitoring, kProfile };
+Hook g_hook = Hook::kNone;
+
+const char* hook_name(Hook h) {
+  switch (h) {
+    case Hook::kEvalFrame:
+      return "eval_frame";
+    case Hook::kMonitoring:
+      return "monitoring";
+    default:
+      return "profile";
+  }
+}
 
 void stop_hooks() {
-  if (!g_started) return;
-  if (g_profile_hook) {
-    sonde::python::uninstall_all_threads();
-  } else {
-    sonde::python::uninstall_eval_frame();
-    sonde::python::uninstall_line_tracing();
+  switch (g_hook) {
+    case Hook::kProfile:
+      sonde::python::uninstall_all_threads();  // the line tracing too
+      break;
+    case Hook::kEvalFrame:
+      sonde::python::uninstall_eval_frame();
+      sonde::python::uninstall_line_tracing();
+      break;
+    case Hook::kMonitoring:
+      sonde::python::uninstall_monitoring();
+      sonde::python::uninstall_line_tracing();
+      break;
+    case Hook::kNone:
+      break;
   }
-  g_started = false;
+  g_hook = Hook::kNone;
+}
+
+// Installs the hook for `builtins`; kNone with a Python exception set on failure.
+Hook install(bool builtins) {
+  using namespace sonde::python;
+  if (!builtins && eval_frame_available())
+    return install_eval_frame() ? Hook::kEvalFrame : Hook::kNone;
+  if (monitoring_available()) {
+    if (install_monitoring(builtins)) return Hook::kMonitoring;
+    if (PyErr_Occurred()) return Hook::kNone;  // else another tool has the id: fall back
+  }
+  return install_all_threads() ? Hook::kProfile : Hook::kNone;
 }
 
 PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"skip_calls", "lines", "builtins", nullptr};
+  static const char* kKeywords[] = {"skip_calls", "lines", "builtins", "skip_exec", nullptr};
   int skip_calls = 0;
   PyObject* lines = nullptr;
   int builtins = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iOp", const_cast<char**>(kKeywords),
-                                   &skip_calls, &lines, &builtins)) {
+  int skip_exec = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iOpp", const_cast<char**>(kKeywords),
+                                   &skip_calls, &lines, &builtins, &skip_exec)) {
     return nullptr;
   }
   std::vector<std::string> patterns;
@@ -55,18 +90,25 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
     return nullptr;
   }
   if (!sonde::python::reserve_code_extra()) return nullptr;
-  stop_hooks();  // a second start() may choose the other hook
-  g_started = true;
-  g_profile_hook = builtins || !sonde::python::eval_frame_available();
-  if (g_profile_hook) {
-    if (!sonde::python::install_all_threads()) return nullptr;
-    sonde::python::skip_calls(skip_calls);
-  } else {
-    if (!sonde::python::install_eval_frame()) return nullptr;
-    sonde::python::eval_frame_skip_calls(skip_calls);
+  stop_hooks();  // a second start() may choose another hook
+  g_hook = install(builtins);
+  if (g_hook == Hook::kNone) return nullptr;
+  // The launcher's exec (a C function) comes next: only hooks that see C functions see it.
+  bool sees_c_calls = g_hook == Hook::kProfile || (g_hook == Hook::kMonitoring && builtins);
+  int skip = skip_calls + (skip_exec && sees_c_calls ? 1 : 0);
+  switch (g_hook) {
+    case Hook::kEvalFrame:
+      sonde::python::eval_frame_skip_calls(skip);
+      break;
+    case Hook::kMonitoring:
+      sonde::python::monitoring_skip_calls(skip);
+      break;
+    default:
+      sonde::python::skip_calls(skip);
+      break;
   }
   if (!sonde::python::install_line_tracing(patterns)) return nullptr;
-  return PyUnicode_FromString(g_profile_hook ? "profile" : "eval_frame");
+  return PyUnicode_FromString(hook_name(g_hook));
 }
 
 PyObject* stop(PyObject*, PyObject*) {
@@ -85,30 +127,42 @@ PyObject* active(PyObject*, PyObject*) { return PyBool_FromLong(sonde_active());
 PyMethodDef kMethods[] = {
     {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
      METH_VARARGS | METH_KEYWORDS,
-     "start(*, skip_calls=0, lines=(), builtins=False): record Python frames of every thread\n"
-     "into sonde's stacks. builtins=False: Python frames only, through the frame-evaluation\n"
-     "hook where EVAL_FRAME is True (else as builtins=True); builtins=True: C functions too,\n"
-     "through CPython's profile function. The next skip_calls calls on this thread that the\n"
-     "chosen hook sees (the launcher's own) are not recorded; functions matching a pattern in\n"
-     "lines (fnmatch) get per-line times. Returns the hook used: 'eval_frame' or 'profile'."},
+     "start(*, skip_calls=0, lines=(), builtins=False, skip_exec=False): record Python frames\n"
+     "of every thread into sonde's stacks. builtins=False: Python frames only, through the\n"
+     "frame-evaluation hook where EVAL_FRAME is True, sys.monitoring where MONITORING is True,\n"
+     "else as builtins=True; builtins=True: C functions too, through sys.monitoring where\n"
+     "MONITORING is True, else CPython's profile function. The next skip_calls calls on this\n"
+     "thread that the chosen hook sees (the launcher's own) are not recorded, plus one with\n"
+     "skip_exec where the hook sees C functions (the launcher's exec); functions matching a\n"
+     "pattern in lines (fnmatch) get per-line times. Returns the hook used: 'eval_frame',\n"
+     "'monitoring' or 'profile'."},
     {"stop", stop, METH_NOARGS, "Stop recording Python frames."},
-    {"flush", flush, METH_NOARGS, "Write what was measured so far to the profile; True on success."},
+    {"flush", flush, METH_NOARGS,
+     "Write what was measured so far to the profile; True on success."},
     {"active", active, METH_NOARGS, "True when libsonde is loaded and recording."},
     {nullptr, nullptr, 0, nullptr}};
 
-PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "_sonde",
-                       "sonde's CPython hook (see the sonde package).", -1, kMethods,
-                       nullptr, nullptr, nullptr, nullptr};
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
+                       "_sonde",
+                       "sonde's CPython hook (see the sonde package).",
+                       -1,
+                       kMethods,
+                       nullptr,
+                       nullptr,
+                       nullptr,
+                       nullptr};
 
 }  // namespace
 
 PyMODINIT_FUNC PyInit__sonde() {
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
-  // True where start() records through the frame-evaluation hook by default.
-  PyObject* eval_frame = PyBool_FromLong(sonde::python::eval_frame_available());
-  if (PyModule_AddObject(m, "EVAL_FRAME", eval_frame) < 0) {
-    Py_DECREF(eval_frame);
+  // True where start() records through the frame-evaluation hook (3.11) or sys.monitoring
+  // (3.12+) by default.
+  if (PyModule_AddObject(m, "EVAL_FRAME", PyBool_FromLong(sonde::python::eval_frame_available())) <
+          0 ||
+      PyModule_AddObject(m, "MONITORING", PyBool_FromLong(sonde::python::monitoring_available())) <
+          0) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -1,0 +1,254 @@
+#include "monitoring.hpp"
+
+#include <cstdio>
+#include <vector>
+
+#include "frames.hpp"
+#include "sonde/probe.hpp"
+
+namespace sonde::python {
+
+#if PY_VERSION_HEX >= 0x030C0000
+
+namespace {
+
+constexpr int kToolId = 2;  // sys.monitoring.PROFILER_ID
+
+// One entry per frame or C call that a start or CALL event pushed on this thread. The key (the
+// code object, or the C callable) lets a return find its own entry: frames running when the
+// hook was installed return without having been entered, and must not close another's.
+struct Open {
+  const void* key;
+  ThreadState* thread;  // nullptr: not recorded (skipped, or refused by the depth limit)
+  bool c_call;
+};
+thread_local std::vector<Open> t_open;
+thread_local int t_skip = 0;
+
+// How far below the top a leaving frame's entry is looked for: an entry above it lost its
+// return event (none is known to, but a lost one then costs one frame, not the whole stack).
+constexpr size_t kSearch = 8;
+
+bool g_installed = false;
+
+void push(const void* key, bool c_call, RoutineId id, bool resumed) {
+  if (t_skip > 0) {
+    --t_skip;
+    t_open.push_back({key, nullptr, c_call});
+    return;
+  }
+  ThreadState* t =
+      resumed ? probe_resume(id, Nesting::kChildren) : probe_enter(id, Nesting::kChildren);
+  t_open.push_back({key, t, c_call});
+}
+
+void pop_to(size_t size) {
+  while (t_open.size() > size) {
+    if (t_open.back().thread != nullptr) probe_exit(t_open.back().thread, nullptr, nullptr);
+    t_open.pop_back();
+  }
+}
+
+// A Python frame leaves: return, yield, or an exception.
+void leave_frame(const void* code) {
+  size_t n = t_open.size();
+  for (size_t i = n; i > 0 && n - i < kSearch; --i) {
+    if (t_open[i - 1].key == code && !t_open[i - 1].c_call) {
+      pop_to(i - 1);
+      return;
+    }
+  }
+}
+
+PyCodeObject* code_arg(PyObject* const* args, Py_ssize_t nargs) {
+  return nargs >= 1 && PyCode_Check(args[0]) ? reinterpret_cast<PyCodeObject*>(args[0]) : nullptr;
+}
+
+// The callbacks: METH_FASTCALL functions that sys.monitoring calls with (code, offset, ...).
+// A generator or coroutine is one call: PY_START is its first entry, PY_RESUME and PY_THROW
+// (throw(), close()) re-enter it.
+PyObject* on_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (PyCodeObject* code = code_arg(args, nargs)) push(code, false, code_routine(code), false);
+  Py_RETURN_NONE;
+}
+
+PyObject* on_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (PyCodeObject* code = code_arg(args, nargs)) push(code, false, code_routine(code), true);
+  Py_RETURN_NONE;
+}
+
+// PY_RETURN, PY_YIELD, PY_UNWIND.
+PyObject* on_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (PyCodeObject* code = code_arg(args, nargs)) leave_frame(code);
+  Py_RETURN_NONE;
+}
+
+PyObject* g_missing = nullptr;  // sys.monitoring.MISSING: a call without arguments
+
+// CALL: (code, offset, callable, arg0). Python functions are left to PY_START.
+PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs < 4) Py_RETURN_NONE;
+  RoutineId id;
+  if (c_callable_routine(args[2], args[3] == g_missing ? nullptr : args[3], &id)) {
+    push(args[2], true, id, false);
+  }
+  Py_RETURN_NONE;
+}
+
+// C_RETURN, C_RAISE: the same arguments as the CALL they close.
+PyObject* on_c_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs >= 3 && !t_open.empty() && t_open.back().c_call && t_open.back().key == args[2]) {
+    pop_to(t_open.size() - 1);
+  }
+  Py_RETURN_NONE;
+}
+
+using Callback = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t);
+
+struct EventHook {
+  const char* event;  // name in sys.monitoring.events
+  bool builtins;      // only with builtins
+  PyMethodDef def;
+};
+
+PyMethodDef fastcall(const char* name, Callback f) {
+  return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f)), METH_FASTCALL,
+          nullptr};
+}
+
+// PyCFunction_New keeps a pointer to its PyMethodDef: these live as long as the process.
+EventHook g_hooks[] = {
+    {"PY_START", false, fastcall("_sonde_py_start", on_start)},
+    {"PY_RESUME", false, fastcall("_sonde_py_resume", on_resume)},
+    {"PY_THROW", false, fastcall("_sonde_py_throw", on_resume)},
+    {"PY_RETURN", false, fastcall("_sonde_py_return", on_leave)},
+    {"PY_YIELD", false, fastcall("_sonde_py_yield", on_leave)},
+    {"PY_UNWIND", false, fastcall("_sonde_py_unwind", on_leave)},
+    {"CALL", true, fastcall("_sonde_call", on_call)},
+    {"C_RETURN", true, fastcall("_sonde_c_return", on_c_leave)},
+    {"C_RAISE", true, fastcall("_sonde_c_raise", on_c_leave)},
+};
+
+PyObject* monitoring_module() {
+  PyObject* sys = PyImport_ImportModule("sys");
+  if (sys == nullptr) return nullptr;
+  PyObject* m = PyObject_GetAttrString(sys, "monitoring");
+  Py_DECREF(sys);
+  return m;
+}
+
+// The result of a sys.monitoring call, dropped: false when it raised.
+bool call_ok(PyObject* result) {
+  Py_XDECREF(result);
+  return result != nullptr;
+}
+
+// The event's bit, or -1 with an exception set.
+long event_bit(PyObject* mon, const char* event) {
+  PyObject* events = PyObject_GetAttrString(mon, "events");
+  if (events == nullptr) return -1;
+  PyObject* bit = PyObject_GetAttrString(events, event);
+  Py_DECREF(events);
+  if (bit == nullptr) return -1;
+  long v = PyLong_AsLong(bit);
+  Py_DECREF(bit);
+  return v;
+}
+
+// Another tool holds the id: says which, in one line, and leaves no exception.
+void report_taken(PyObject* mon) {
+  PyErr_Clear();
+  PyObject* holder = PyObject_CallMethod(mon, "get_tool", "i", kToolId);
+  const char* name = holder != nullptr && PyUnicode_Check(holder) ? PyUnicode_AsUTF8(holder) : "";
+  if (name == nullptr) name = "";
+  PySys_WriteStderr(
+      "sonde: sys.monitoring tool id %d (PROFILER_ID) is held by %s%s%s; recording Python "
+      "frames through the profile function instead\n",
+      kToolId, *name ? "'" : "another tool", name, *name ? "'" : "");
+  Py_XDECREF(holder);
+  PyErr_Clear();
+}
+
+bool register_all(PyObject* mon, bool builtins) {
+  long mask = 0;
+  for (EventHook& h : g_hooks) {
+    if (h.builtins && !builtins) continue;
+    long bit = event_bit(mon, h.event);
+    if (bit < 0) return false;
+    PyObject* f = PyCFunction_New(&h.def, nullptr);
+    if (f == nullptr) return false;
+    bool ok = call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", kToolId, bit, f));
+    Py_DECREF(f);
+    if (!ok) return false;
+    mask |= bit;
+  }
+  return call_ok(PyObject_CallMethod(mon, "set_events", "il", kToolId, mask));
+}
+
+}  // namespace
+
+bool monitoring_available() { return true; }
+
+bool install_monitoring(bool builtins) {
+  if (!reserve_code_extra()) return false;
+  PyObject* mon = monitoring_module();
+  if (mon == nullptr) return false;
+  if (g_missing == nullptr) g_missing = PyObject_GetAttrString(mon, "MISSING");  // kept
+  if (g_missing == nullptr ||
+      !call_ok(PyObject_CallMethod(mon, "use_tool_id", "is", kToolId, "sonde"))) {
+    bool taken = g_missing != nullptr && PyErr_ExceptionMatches(PyExc_ValueError);
+    if (taken) report_taken(mon);
+    Py_DECREF(mon);
+    return false;
+  }
+  g_installed = true;
+  bool ok = register_all(mon, builtins);
+  Py_DECREF(mon);
+  if (!ok) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    uninstall_monitoring();
+    PyErr_Restore(type, value, tb);
+  }
+  return ok;
+}
+
+void monitoring_skip_calls(int n) { t_skip = n; }
+
+void uninstall_monitoring() {
+  if (!g_installed) return;
+  g_installed = false;
+  PyObject* mon = monitoring_module();
+  if (mon == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  call_ok(PyObject_CallMethod(mon, "set_events", "ii", kToolId, 0));
+  PyErr_Clear();
+  for (EventHook& h : g_hooks) {
+    long bit = event_bit(mon, h.event);
+    if (bit >= 0)
+      call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", kToolId, bit, Py_None));
+    PyErr_Clear();
+  }
+  call_ok(PyObject_CallMethod(mon, "free_tool_id", "i", kToolId));
+  PyErr_Clear();
+  Py_DECREF(mon);
+}
+
+#else  // before CPython 3.12
+
+bool monitoring_available() { return false; }
+
+bool install_monitoring(bool) {
+  PyErr_SetString(PyExc_RuntimeError, "sys.monitoring needs CPython 3.12 or later");
+  return false;
+}
+
+void monitoring_skip_calls(int) {}
+
+void uninstall_monitoring() {}
+
+#endif
+
+}  // namespace sonde::python
