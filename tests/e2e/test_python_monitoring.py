@@ -1,0 +1,354 @@
+"""`python3.12 -m sonde` and 3.13: Python frames through sys.monitoring (PEP 669).
+
+Runs where pyenv has a CPython 3.12 or later and the build made the extension for it
+(python_hook/CMakeLists.txt builds one per such interpreter, SONDE_EXTRA_PYTHONS); skips with
+the reason otherwise. These interpreters have no numpy: the programs are pure Python."""
+import glob
+import os
+import shutil
+import subprocess
+import textwrap
+
+import pytest
+
+from conftest import clean_env, integrity_ok, query
+from test_python import COUNTED, PYTHONPATH, python_calls, tree_is_consistent
+
+
+def interpreters():
+    """(python, why-not) for each CPython 3.12+ found; why-not is None where it can run."""
+    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3.1[2-9]")))
+    found += [p for p in map(shutil.which, ("python3.12", "python3.13", "python3.14")) if p]
+    by_abi = {}
+    for py in found:
+        r = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var("
+                                      "'EXT_SUFFIX'), end='')"], capture_output=True, text=True)
+        if r.returncode != 0 or r.stdout in by_abi:
+            continue
+        ext = os.path.join(PYTHONPATH, "sonde", "_sonde" + r.stdout)
+        by_abi[r.stdout] = (py, None if os.path.exists(ext) else
+                            f"the build has no {os.path.basename(ext)} (SONDE_EXTRA_PYTHONS)")
+    return list(by_abi.values())
+
+
+FOUND = interpreters()
+PYTHONS = [pytest.param(py, id=os.path.basename(py),
+                        marks=[pytest.mark.skip(reason=why)] if why else [])
+           for py, why in FOUND] or [
+    pytest.param(None, id="none", marks=pytest.mark.skip(
+        reason="no CPython 3.12+ here (~/.pyenv/versions/3.12*/bin/python3.12)"))]
+MODES = ["default", "builtins"]
+
+
+def script(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def sonde_py(py, args, db, tmp_path, mode="default", **env):
+    opts = ["--builtins"] if mode == "builtins" else []
+    return subprocess.run([py, "-m", "sonde", "-o", str(db), *opts, *map(str, args)],
+                          env=clean_env(PYTHONPATH=PYTHONPATH, **env), capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+
+
+def plain_py(py, args, tmp_path):
+    return subprocess.run([py, *map(str, args)], env=clean_env(), capture_output=True,
+                          text=True, timeout=300, cwd=tmp_path)
+
+
+def path_calls(db, path):
+    return query(db, "SELECT COALESCE(SUM(calls), 0) FROM callpaths WHERE path = ?",
+                 (path,))[0][0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_call_counts_are_exact_through_sys_monitoring(db, tmp_path, py, mode):
+    path = script(tmp_path, "counted.py", COUNTED + """
+    import sys
+    print(sys.monitoring.get_tool(sys.monitoring.PROFILER_ID), file=sys.stderr)
+    """)
+    r = sonde_py(py, [path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == "sonde\n"  # the hook that recorded is sys.monitoring's
+    assert r.stdout == plain_py(py, [path], tmp_path).stdout
+    for function, n in eval(r.stdout).items():
+        assert python_calls(db, function) == n, function
+    assert python_calls(db, "main") == 1
+    assert tree_is_consistent(db) and integrity_ok(db)
+    # The tree starts at the program's <module>; the worker threads' at Thread's methods.
+    paths = {p for (p,) in query(db, "SELECT path FROM callpaths")}
+    assert any(p.startswith("counted.py:1(<module>);") and p.endswith("(main)")
+               and p.count(";") == 1 for p in paths), sorted(paths)[:10]
+    assert any(p.endswith("(work)") and "threading.py" in p.split(";")[0] for p in paths), paths
+    # The launcher's exec (a C function, seen with builtins) is skipped.
+    assert not any(p.startswith("<built-in builtins.exec>") for p in paths)
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_builtins_mode_records_c_functions_under_their_callers(db, tmp_path, py):
+    path = script(tmp_path, "cfuncs.py", """
+        import math
+
+        def key(x):
+            return -x
+
+        def main():
+            items = []
+            for i in range(100):
+                items.append(i)          # a method descriptor called with its object
+            n = 0
+            for _ in range(30):
+                n += len(items)
+            for _ in range(7):
+                sorted(items, key=key)   # calls back into Python 100 times each
+            for x in (4.0, -1.0, 9.0):
+                try:
+                    math.sqrt(x)         # raises once: C_RAISE closes it
+                except ValueError:
+                    pass
+            print(n)
+
+        main()
+    """)
+    r = sonde_py(py, [path], db, tmp_path, mode="builtins")
+    assert (r.returncode, r.stdout) == (0, "3000\n"), r.stderr
+    # (importlib, run by the program's imports, calls some of them too: counted by path.)
+    main = "cfuncs.py:1(<module>);cfuncs.py:7(main);"
+    assert path_calls(db, main + "<built-in builtins.len>") == 30
+    assert path_calls(db, main + "<built-in builtins.sorted>") == 7
+    assert path_calls(db, main + "<built-in list.append>") == 100
+    assert path_calls(db, main + "<built-in math.sqrt>") == 3
+    assert path_calls(db, main + "<built-in builtins.sorted>;cfuncs.py:4(key)") == 700
+    assert python_calls(db, "key") == 700
+    assert tree_is_consistent(db)
+    # The default records Python frames only.
+    db.unlink()
+    assert sonde_py(py, [path], db, tmp_path).returncode == 0
+    assert query(db, "SELECT COUNT(*) FROM routines WHERE kind = 'builtin'") == [(0,)]
+    assert python_calls(db, "key") == 700
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_generators_and_coroutines_count_one_call_each(db, tmp_path, py, mode):
+    path = script(tmp_path, "gens.py", """
+        import asyncio
+
+        calls = {"g": 0, "h": 0, "leaf": 0, "sub_gen": 0, "outer": 0, "fetch": 0, "agen": 0}
+
+        def g():
+            calls["g"] += 1
+            yield 1
+            yield 2
+
+        def h():
+            calls["h"] += 1
+            for i in range(3):
+                leaf()
+                yield i
+
+        def leaf():
+            calls["leaf"] += 1
+
+        def sub_gen():
+            calls["sub_gen"] += 1
+            try:
+                yield 1
+            except KeyError:
+                raise ValueError("inner")
+
+        def outer():
+            calls["outer"] += 1
+            try:
+                yield from sub_gen()
+            except ValueError:
+                yield 2
+
+        async def fetch(i):
+            calls["fetch"] += 1
+            await asyncio.sleep(0)
+            if i % 3 == 0:
+                raise KeyError(i)
+            return i
+
+        async def agen(n):
+            calls["agen"] += 1
+            for i in range(n):
+                await asyncio.sleep(0)
+                yield i
+
+        async def run():
+            await asyncio.gather(*[fetch(i) for i in range(12)], return_exceptions=True)
+            return [x async for x in agen(4)]
+
+        def main():
+            for _ in range(10):
+                it = g()
+                next(it)
+                del it                    # close(): PY_THROW, PY_UNWIND
+            it = h()
+            next(it)
+            sum(it)                       # resumed under another call
+            for _ in range(5):
+                it = outer()
+                next(it)
+                it.throw(KeyError("x"))   # delegated to sub_gen, which raises into outer
+                it.close()
+            asyncio.run(run())
+            print(calls)
+
+        main()
+    """)
+    r = sonde_py(py, [path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain_py(py, [path], tmp_path).stdout
+    for function, n in eval(r.stdout).items():
+        assert python_calls(db, function) == n, function
+    assert python_calls(db, "main") == 1
+    assert tree_is_consistent(db)
+    assert query(db, "SELECT COUNT(*) FROM nodes WHERE depth > 0 AND parent_id NOT IN "
+                     "(SELECT node_id FROM nodes)") == [(0,)]
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_exceptions_and_early_returns_keep_the_tree(db, tmp_path, py):
+    path = script(tmp_path, "exc.py", """
+        calls = {"deep": 0, "early": 0, "catcher": 0}
+
+        def deep(n):
+            calls["deep"] += 1
+            if n == 0:
+                raise RuntimeError("bottom")
+            return deep(n - 1)
+
+        def early(i):
+            calls["early"] += 1
+            for j in range(10):
+                if j == i:
+                    return j
+            return -1
+
+        def catcher():
+            calls["catcher"] += 1
+            try:
+                deep(20)
+            except RuntimeError:
+                return early(3)
+
+        for _ in range(50):
+            catcher()
+        try:
+            deep(5)                 # unwinds out of <module> into the launcher
+        finally:
+            print(calls)
+    """)
+    r = sonde_py(py, [path], db, tmp_path)
+    assert r.returncode == 1 and "RuntimeError: bottom" in r.stderr
+    for function, n in eval(r.stdout).items():
+        assert python_calls(db, function) == n, function
+    assert tree_is_consistent(db) and integrity_ok(db)
+    # deep(20) .. deep(0) under catcher(), early() beside them, not under them once unwound.
+    def depth(function):
+        return query(db, "SELECT MAX(n.depth) FROM nodes n JOIN routines r USING (routine_id) "
+                         "WHERE r.name LIKE ?", (f"%({function})",))[0][0]
+    assert depth("deep") == depth("catcher") + 21
+    assert depth("early") == depth("catcher") + 1
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_start_and_stop_from_the_program_and_a_held_tool_id(db, tmp_path, py, mode):
+    # Frames running at start() return without having been entered; stop() gives the tool id
+    # back; a tool id held by another tool means the profile function, after one line.
+    path = script(tmp_path, "api.py", """
+        import sys, threading
+        import sonde
+
+        calls = {"work": 0, "leaf": 0, "after": 0}
+
+        def leaf():
+            calls["leaf"] += 1
+
+        def work():
+            calls["work"] += 1
+            leaf()
+
+        def after():
+            calls["after"] += 1
+
+        go = threading.Event()
+
+        def early():
+            go.wait()
+            for _ in range(50):
+                work()
+
+        if sys.argv[2] == "held":
+            sys.monitoring.use_tool_id(sys.monitoring.PROFILER_ID, "other")
+        t = threading.Thread(target=early)
+        t.start()
+        before = dict(calls)
+        print(sonde.start(builtins=sys.argv[1] == "builtins"))
+        go.set()
+        t.join()
+        for _ in range(20):
+            work()
+        during = {k: calls[k] - before[k] for k in calls}
+        sonde.stop()
+        for _ in range(7):
+            work()
+            after()
+        print(during, sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+    """)
+    env = clean_env(PYTHONPATH=PYTHONPATH, LD_PRELOAD=os.environ["SONDE_LIB"])
+    for held in ("free", "held"):
+        e = dict(env, SONDE_OUTPUT=str(tmp_path / f"{held}.db"))
+        r = subprocess.run([py, str(path), mode, held], env=e, capture_output=True, text=True,
+                           timeout=300, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        hook, during = r.stdout.splitlines()
+        if held == "free":
+            assert (hook, r.stderr) == ("monitoring", "")
+            assert during == "{'work': 70, 'leaf': 70, 'after': 0} None"
+        else:
+            assert hook == "profile"
+            assert r.stderr == ("sonde: sys.monitoring tool id 2 (PROFILER_ID) is held by "
+                                "'other'; recording Python frames through the profile "
+                                "function instead\n")
+            assert during == "{'work': 70, 'leaf': 70, 'after': 0} other"
+        out = tmp_path / f"{held}.db"
+        for function, n in (("work", 70), ("leaf", 70), ("after", 0), ("early", 0)):
+            assert python_calls(out, function) == n, (held, function)
+        assert tree_is_consistent(out)
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_deep_recursion_and_line_costs(db, tmp_path, py):
+    path = script(tmp_path, "deep.py", """
+        import sys
+        sys.setrecursionlimit(1_000_000)
+
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+
+        def hot(n):
+            total = 0
+            for i in range(n):
+                total += i
+            return total
+
+        print(down(100_000), down(10), hot(40))
+    """)
+    r = sonde_py(py, ["--lines", "hot", path], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, "100000 10 780\n"), r.stderr
+    assert integrity_ok(db) and tree_is_consistent(db)
+    # Frames beyond SONDE_MAX_DEPTH are not recorded; down(10) after the deep one is, whole.
+    assert query(db, "SELECT COUNT(*) FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.name LIKE '%(down)' AND n.calls = 2")[0][0] >= 1
+    # The settrace-based line timing works on 3.12+ too.
+    hits = dict(query(db, "SELECT l.line, SUM(l.hits) FROM line_costs l JOIN routines r "
+                          "USING (routine_id) WHERE r.name LIKE '%(hot)' GROUP BY l.line"))
+    assert hits[9] == 1 and hits[11] == 40 and hits[12] == 1, hits
