@@ -528,9 +528,9 @@ def python_frames(path, script, func):
     return rows[0]
 
 
-# The two ways python3 -m sonde records Python frames: the default (CPython 3.11's
-# frame-evaluation hook, Python frames only) and --builtins (the profile function, C functions
-# too). Both are measured in the same rounds.
+# The two ways python3 -m sonde records Python frames: the default (Python frames only: CPython
+# 3.11's frame-evaluation hook, sys.monitoring on 3.12+) and --builtins (C functions too: the
+# profile function on 3.11, sys.monitoring on 3.12+). Both are measured in the same rounds.
 SONDE_PY_MODES = {"sonde": [], "sonde-builtins": ["--builtins"]}
 
 
@@ -554,11 +554,13 @@ def bench_python(cfg, summary):
     else:
         print(f"  NOTE: {py} cannot import yappi; no yappi comparison")
     # The floor: a C profile function that does nothing (tests/bench/py_noop_profiler.c).
-    have_noop = any(f.startswith("_noop_profiler") for f in os.listdir(cfg.bench_dir))
+    have_noop = subprocess.run([py, "-c", "import _noop_profiler"], capture_output=True,
+                               env={**os.environ, "PYTHONPATH": cfg.bench_dir}).returncode == 0
     if have_noop:
         variants.append(("noop", [py, runner, "noop", script, *args]))
     else:
-        print(f"  NOTE: no _noop_profiler module in {cfg.bench_dir}; no floor measured")
+        print(f"  NOTE: no _noop_profiler module for {py} in {cfg.bench_dir}; no floor "
+              f"measured")
     for mode, opts in SONDE_PY_MODES.items():
         variants.append((mode, [py, "-m", "sonde", *opts, "-o", db, "--force", script, *args]))
     names = [name for name, _ in variants]
