@@ -352,3 +352,32 @@ def test_deep_recursion_and_line_costs(db, tmp_path, py):
     hits = dict(query(db, "SELECT l.line, SUM(l.hits) FROM line_costs l JOIN routines r "
                           "USING (routine_id) WHERE r.name LIKE '%(hot)' GROUP BY l.line"))
     assert hits[9] == 1 and hits[11] == 40 and hits[12] == 1, hits
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_fork_children_keep_the_hook(db, tmp_path, py):
+    path = script(tmp_path, "forks.py", """
+        import os
+
+        def child_work():
+            return sum(range(1000))
+
+        def main():
+            pids = []
+            for _ in range(2):
+                pid = os.fork()
+                if pid == 0:
+                    child_work()
+                    os._exit(0)
+                pids.append(pid)
+            for pid in pids:
+                os.waitpid(pid, 0)
+
+        main()
+    """)
+    r = sonde_py(py, [path], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    rows = query(db, "SELECT p.origin, SUM(n.calls) FROM processes p JOIN threads t "
+                     "USING (process_id) JOIN nodes n USING (thread_id) JOIN routines r "
+                     "USING (routine_id) WHERE r.name LIKE '%(child_work)' GROUP BY p.process_id")
+    assert rows == [("fork", 1), ("fork", 1)]
