@@ -29,9 +29,20 @@ static PyObject* stop(PyObject* self, PyObject* unused) {
   Py_RETURN_NONE;
 }
 
+/* The same floor for sys.monitoring (3.12+): a C callback that returns at once, registered for
+ * the events sonde's default hook takes (py_profiler_run.py noop-monitoring). */
+static PyObject* event(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  (void)self;
+  (void)args;
+  (void)nargs;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"start", start, METH_NOARGS, "Install the no-op profile function in this thread."},
     {"stop", stop, METH_NOARGS, "Remove it."},
+    {"event", (PyCFunction)(void (*)(void))event, METH_FASTCALL,
+     "A sys.monitoring callback that does nothing."},
     {NULL, NULL, 0, NULL},
 };
 

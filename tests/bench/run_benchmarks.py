@@ -556,8 +556,13 @@ def bench_python(cfg, summary):
     # The floor: a C profile function that does nothing (tests/bench/py_noop_profiler.c).
     have_noop = subprocess.run([py, "-c", "import _noop_profiler"], capture_output=True,
                                env={**os.environ, "PYTHONPATH": cfg.bench_dir}).returncode == 0
+    # On 3.12+ the floor of sonde's default hook: a sys.monitoring callback that does nothing.
+    have_noop_mon = have_noop and subprocess.run(
+        [py, "-c", "import sys; sys.monitoring"], capture_output=True).returncode == 0
     if have_noop:
         variants.append(("noop", [py, runner, "noop", script, *args]))
+        if have_noop_mon:
+            variants.append(("noop-monitoring", [py, runner, "noop-monitoring", script, *args]))
     else:
         print(f"  NOTE: no _noop_profiler module for {py} in {cfg.bench_dir}; no floor "
               f"measured")
@@ -571,7 +576,7 @@ def bench_python(cfg, summary):
         order = variants[r % len(variants):] + variants[:r % len(variants)]
         for name, cmd in order:
             env = python_env(cfg)
-            if name == "noop":
+            if name.startswith("noop"):
                 env["PYTHONPATH"] = cfg.bench_dir + os.pathsep + env["PYTHONPATH"]
             res = run(cmd, env_extra=env)
             elapsed[name].append(res.get("elapsed_s"))
@@ -611,6 +616,14 @@ def bench_python(cfg, summary):
         floor_c = [f / c for f, c in zip(added["noop"], added["cProfile"])]
         print(f"  the no-op profile hook's added time / cProfile's (the least any profile hook "
               f"can reach; the default sonde mode uses no profile hook): {spread(floor_c)}")
+    if have_noop_mon:
+        floor_m = [f / c for f, c in zip(added["noop-monitoring"], added["cProfile"])]
+        print(f"  the no-op sys.monitoring callbacks' added time / cProfile's (the floor of "
+              f"sonde's default hook on 3.12+): {spread(floor_m)}")
+        own_m = [x - f for x, f in zip(added["sonde"], added["noop-monitoring"])]
+        print(f"  sonde          own work beyond the no-op sys.monitoring callbacks (paired), s: "
+              f"{spread(own_m)}; per call, ns: {statistics.median(own_m) / calls_total * 1e9:.0f}")
+    if have_noop:
         own = {name: [x - f for x, f in zip(added[name], added["noop"])]
                for name in ("cProfile", "yappi", "sonde-builtins") if name in added}
         for name, xs in own.items():
@@ -628,6 +641,9 @@ def bench_python(cfg, summary):
     if have_noop:
         comparison += (f", a no-op C profile hook +{med['noop']:.3f} s "
                        f"(= {statistics.median(floor_c):.2f} × cProfile's)")
+    if have_noop_mon:
+        comparison += (f", no-op sys.monitoring callbacks +{med['noop-monitoring']:.3f} s "
+                       f"(= {statistics.median(floor_m):.2f} × cProfile's)")
     for mode in SONDE_PY_MODES:
         rc = statistics.median(ratio_c[mode])
         vs_yappi = (f"; / yappi's {statistics.median(ratio_y[mode]):.2f}" if have_yappi else "")
