@@ -22,8 +22,12 @@ struct Open {
   ThreadState* thread;  // nullptr: not recorded (skipped, or refused by the depth limit)
   bool c_call;
 };
-thread_local std::vector<Open> t_open;
-thread_local int t_skip = 0;
+// One thread-local object, so that a callback looks its thread up once.
+struct ThreadFrames {
+  std::vector<Open> open;
+  int skip = 0;
+};
+thread_local ThreadFrames t_frames;
 
 // How far below the top a leaving frame's entry is looked for: an entry above it lost its
 // return event (none is known to, but a lost one then costs one frame, not the whole stack).
@@ -32,29 +36,31 @@ constexpr size_t kSearch = 8;
 bool g_installed = false;
 
 void push(const void* key, bool c_call, RoutineId id, bool resumed) {
-  if (t_skip > 0) {
-    --t_skip;
-    t_open.push_back({key, nullptr, c_call});
+  ThreadFrames& f = t_frames;
+  if (f.skip > 0) {
+    --f.skip;
+    f.open.push_back({key, nullptr, c_call});
     return;
   }
   ThreadState* t =
       resumed ? probe_resume(id, Nesting::kChildren) : probe_enter(id, Nesting::kChildren);
-  t_open.push_back({key, t, c_call});
+  f.open.push_back({key, t, c_call});
 }
 
-void pop_to(size_t size) {
-  while (t_open.size() > size) {
-    if (t_open.back().thread != nullptr) probe_exit(t_open.back().thread, nullptr, nullptr);
-    t_open.pop_back();
+void pop_to(std::vector<Open>& open, size_t size) {
+  while (open.size() > size) {
+    if (open.back().thread != nullptr) probe_exit(open.back().thread, nullptr, nullptr);
+    open.pop_back();
   }
 }
 
 // A Python frame leaves: return, yield, or an exception.
 void leave_frame(const void* code) {
-  size_t n = t_open.size();
+  std::vector<Open>& open = t_frames.open;
+  size_t n = open.size();
   for (size_t i = n; i > 0 && n - i < kSearch; --i) {
-    if (t_open[i - 1].key == code && !t_open[i - 1].c_call) {
-      pop_to(i - 1);
+    if (open[i - 1].key == code && !open[i - 1].c_call) {
+      pop_to(open, i - 1);
       return;
     }
   }
@@ -97,8 +103,9 @@ PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 // C_RETURN, C_RAISE: the same arguments as the CALL they close.
 PyObject* on_c_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs >= 3 && !t_open.empty() && t_open.back().c_call && t_open.back().key == args[2]) {
-    pop_to(t_open.size() - 1);
+  std::vector<Open>& open = t_frames.open;
+  if (nargs >= 3 && !open.empty() && open.back().c_call && open.back().key == args[2]) {
+    pop_to(open, open.size() - 1);
   }
   Py_RETURN_NONE;
 }
@@ -213,7 +220,7 @@ bool install_monitoring(bool builtins) {
   return ok;
 }
 
-void monitoring_skip_calls(int n) { t_skip = n; }
+void monitoring_skip_calls(int n) { t_frames.skip = n; }
 
 void uninstall_monitoring() {
   if (!g_installed) return;
