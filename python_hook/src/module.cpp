@@ -13,7 +13,7 @@ namespace {
 // Which hook records the frames. By default the cheapest this build has: the frame-evaluation
 // hook on 3.11, sys.monitoring on 3.12+ (Python frames only). With builtins (C functions too):
 // sys.monitoring on 3.12+, else CPython's profile function, which is also the fallback when
-// another tool holds sys.monitoring's profiler id.
+// another tool holds sonde's sys.monitoring tool id.
 enum class Hook { kNone, kEvalFrame, kMonitoring, kProfile };
 Hook g_hook = Hook::kNone;
 

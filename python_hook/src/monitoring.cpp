@@ -12,7 +12,9 @@ namespace sonde::python {
 
 namespace {
 
-constexpr int kToolId = 2;  // sys.monitoring.PROFILER_ID
+// Not PROFILER_ID (2): cProfile and profile take that one on 3.12+, so a program that profiles
+// itself would fail (ValueError) under sonde. 4 has no conventional owner.
+constexpr int kToolId = 4;
 
 // One entry per frame or C call that a start or CALL event pushed on this thread. The key (the
 // code object, or the C callable) lets a return find its own entry: frames running when the
@@ -169,7 +171,7 @@ void report_taken(PyObject* mon) {
   const char* name = holder != nullptr && PyUnicode_Check(holder) ? PyUnicode_AsUTF8(holder) : "";
   if (name == nullptr) name = "";
   PySys_WriteStderr(
-      "sonde: sys.monitoring tool id %d (PROFILER_ID) is held by %s%s%s; recording Python "
+      "sonde: sys.monitoring tool id %d is held by %s%s%s; recording Python "
       "frames through the profile function instead\n",
       kToolId, *name ? "'" : "another tool", name, *name ? "'" : "");
   Py_XDECREF(holder);

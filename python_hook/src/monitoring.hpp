@@ -1,5 +1,5 @@
-// Python frames through sys.monitoring (PEP 669, CPython 3.12 and later): sonde holds the
-// profiler's tool id and gets a C callback when a Python frame starts, resumes, yields, returns
+// Python frames through sys.monitoring (PEP 669, CPython 3.12 and later): sonde holds a tool id
+// of its own and gets a C callback when a Python frame starts, resumes, yields, returns
 // or unwinds, in every thread. Unlike a profile function it leaves the interpreter on its
 // specialised path; with `builtins` it also takes the CALL event and C_RETURN / C_RAISE, so
 // C functions are recorded too. Before 3.12 it is not available (eval_frame.hpp on 3.11).
@@ -12,7 +12,7 @@ namespace sonde::python {
 
 // True where this build of the extension has the sys.monitoring hook (CPython 3.12+).
 bool monitoring_available();
-// Takes sys.monitoring.PROFILER_ID and enables the events. Returns false with a Python exception
+// Takes sonde's sys.monitoring tool id (4) and enables the events. Returns false with a Python exception
 // set on failure, or without one (after one line on stderr) when another tool holds the id:
 // the caller then falls back to the profile function.
 bool install_monitoring(bool builtins);

@@ -68,7 +68,7 @@ def path_calls(db, path):
 def test_call_counts_are_exact_through_sys_monitoring(db, tmp_path, py, mode):
     path = script(tmp_path, "counted.py", COUNTED + """
     import sys
-    print(sys.monitoring.get_tool(sys.monitoring.PROFILER_ID), file=sys.stderr)
+    print(sys.monitoring.get_tool(4), file=sys.stderr)
     """)
     r = sonde_py(py, [path], db, tmp_path, mode=mode)
     assert r.returncode == 0, r.stderr
@@ -287,7 +287,7 @@ def test_start_and_stop_from_the_program_and_a_held_tool_id(db, tmp_path, py, mo
                 work()
 
         if sys.argv[2] == "held":
-            sys.monitoring.use_tool_id(sys.monitoring.PROFILER_ID, "other")
+            sys.monitoring.use_tool_id(4, "other")
         t = threading.Thread(target=early)
         t.start()
         before = dict(calls)
@@ -301,7 +301,7 @@ def test_start_and_stop_from_the_program_and_a_held_tool_id(db, tmp_path, py, mo
         for _ in range(7):
             work()
             after()
-        print(during, sys.monitoring.get_tool(sys.monitoring.PROFILER_ID))
+        print(during, sys.monitoring.get_tool(4))
     """)
     env = clean_env(PYTHONPATH=PYTHONPATH, LD_PRELOAD=os.environ["SONDE_LIB"])
     for held in ("free", "held"):
@@ -315,9 +315,8 @@ def test_start_and_stop_from_the_program_and_a_held_tool_id(db, tmp_path, py, mo
             assert during == "{'work': 70, 'leaf': 70, 'after': 0} None"
         else:
             assert hook == "profile"
-            assert r.stderr == ("sonde: sys.monitoring tool id 2 (PROFILER_ID) is held by "
-                                "'other'; recording Python frames through the profile "
-                                "function instead\n")
+            assert r.stderr == ("sonde: sys.monitoring tool id 4 is held by 'other'; recording "
+                                "Python frames through the profile function instead\n")
             assert during == "{'work': 70, 'leaf': 70, 'after': 0} other"
         out = tmp_path / f"{held}.db"
         for function, n in (("work", 70), ("leaf", 70), ("after", 0), ("early", 0)):
@@ -381,3 +380,25 @@ def test_fork_children_keep_the_hook(db, tmp_path, py):
                      "USING (process_id) JOIN nodes n USING (thread_id) JOIN routines r "
                      "USING (routine_id) WHERE r.name LIKE '%(child_work)' GROUP BY p.process_id")
     assert rows == [("fork", 1), ("fork", 1)]
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_a_program_that_runs_cprofile_itself_still_can(db, tmp_path, py):
+    # cProfile takes sys.monitoring's PROFILER_ID on 3.12+: sonde keeps off it.
+    path = script(tmp_path, "selfprof.py", """
+        import cProfile, pstats
+
+        def f(n):
+            return sum(range(n))
+
+        prof = cProfile.Profile()
+        prof.enable()
+        for i in range(5):
+            f(i)
+        prof.disable()
+        stats = pstats.Stats(prof).stats  # (file, line, name): (primitive, calls, ...)
+        print([v[1] for k, v in stats.items() if k[2] == "f"])
+    """)
+    r = sonde_py(py, [path], db, tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[5]\n", "")
+    assert python_calls(db, "f") == 5
