@@ -12,9 +12,9 @@ namespace sonde::python {
 
 // True where this build of the extension has the sys.monitoring hook (CPython 3.12+).
 bool monitoring_available();
-// Takes sonde's sys.monitoring tool id (4) and enables the events. Returns false with a Python exception
-// set on failure, or without one (after one line on stderr) when another tool holds the id:
-// the caller then falls back to the profile function.
+// Takes sonde's sys.monitoring tool id (4) and enables the events. Returns false with a Python
+// exception set on failure, or without one (after one line on stderr) when another tool holds the
+// id: the caller then falls back to the profile function.
 bool install_monitoring(bool builtins);
 // The next `n` calls on this thread that the hook sees are not recorded: the launcher's own.
 void monitoring_skip_calls(int n);
