@@ -137,7 +137,8 @@ def test_generators_and_coroutines_count_one_call_each(db, tmp_path, py, mode):
     path = script(tmp_path, "gens.py", """
         import asyncio
 
-        calls = {"g": 0, "h": 0, "leaf": 0, "sub_gen": 0, "outer": 0, "fetch": 0, "agen": 0}
+        calls = {"g": 0, "h": 0, "leaf": 0, "sub_gen": 0, "outer": 0, "fetch": 0, "agen": 0,
+                 "sub_ret": 0, "outer_ret": 0, "thrower": 0}
 
         def g():
             calls["g"] += 1
@@ -166,6 +167,23 @@ def test_generators_and_coroutines_count_one_call_each(db, tmp_path, py, mode):
                 yield from sub_gen()
             except ValueError:
                 yield 2
+
+        def sub_ret():
+            calls["sub_ret"] += 1
+            try:
+                yield 1
+            except KeyError:
+                return 5          # outer_ret goes on from the StopIteration
+
+        def outer_ret():
+            calls["outer_ret"] += 1
+            v = yield from sub_ret()
+            yield v
+            yield v + 1
+
+        def thrower(it):
+            calls["thrower"] += 1
+            return it.throw(KeyError("y"))
 
         async def fetch(i):
             calls["fetch"] += 1
@@ -196,6 +214,11 @@ def test_generators_and_coroutines_count_one_call_each(db, tmp_path, py, mode):
                 it = outer()
                 next(it)
                 it.throw(KeyError("x"))   # delegated to sub_gen, which raises into outer
+                it.close()
+            for _ in range(5):
+                it = outer_ret()
+                next(it)
+                assert thrower(it) == 5 and next(it) == 6
                 it.close()
             asyncio.run(run())
             print(calls)
