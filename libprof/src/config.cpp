@@ -73,6 +73,7 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
   if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), true;
   if (name == "SONDE_PEAKS") return c.peaks_file = std::string(v), !v.empty();
   if (name == "SONDE_CUPTI_LIBRARY") return c.cupti_library = std::string(v), !v.empty();
+  if (name == "SONDE_GPU_METRICS") return c.gpu_metrics = split_list(v), true;
   return true;
 }
 

@@ -22,6 +22,7 @@ struct Config {
   std::string run_id;            // inherited from the parent process of the same run
   std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
   std::string cupti_library;     // empty: libcupti.so.13, then the CUDA install paths
+  std::vector<std::string> gpu_metrics;  // CUPTI metrics per kernel; `tau` stands for a set
 };
 
 using EnvLookup = const char* (*)(const char*);

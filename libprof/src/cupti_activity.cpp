@@ -174,6 +174,7 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       row.thread = it->second.thread;
       row.node = it->second.node;
       row.node_id = it->second.node_id;
+      if (r.kind == 0) row.metrics = std::move(it->second.metrics);
       it->second.seen = true;
     } else {
       unattributed_.fetch_add(1, std::memory_order_relaxed);
@@ -223,6 +224,7 @@ void CuptiBackend::thread_gone(const ThreadState* thread, const std::vector<int6
 
 void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) const {
   if (!activity_.load()) return;
+  if (metrics_) metrics_->info(out);
   out.emplace_back("gpu.records", std::to_string(delivered_.load()));
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));
   out.emplace_back("gpu.unattributed", std::to_string(unattributed_.load()));

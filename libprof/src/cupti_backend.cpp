@@ -53,7 +53,9 @@ struct SubscriberParams {
 
 }  // namespace
 
-std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library, const NoteSink& note) {
+std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
+                                               const std::vector<std::string>& metrics,
+                                               const NoteSink& note) {
   CuptiLibrary lib;
   std::string error;
   if (!lib.load(library, error)) {
@@ -62,7 +64,7 @@ std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library, const
                             error));
     return nullptr;
   }
-  return std::make_unique<CuptiBackend>(std::move(lib), note);
+  return std::make_unique<CuptiBackend>(std::move(lib), expand_gpu_metrics(metrics), note);
 }
 
 bool CuptiBackend::start() {
@@ -127,7 +129,23 @@ bool CuptiBackend::start() {
     return true;
   }
   activity_.store(true, std::memory_order_release);
+  start_metrics();
   return true;
+}
+
+void CuptiBackend::start_metrics() {
+  if (metric_names_.empty()) return;
+  std::string error;
+  if (!lib_.load_profiler(error)) {
+    note_("gpu-metrics", fmt::format("GPU metrics are not recorded: {}", error));
+    return;
+  }
+  // Kernel replay runs each kernel once per pass and serialises launches: a metrics run
+  // measures what kernels do, not how long the program takes.
+  note_("gpu-metrics-timing",
+        "SONDE_GPU_METRICS: kernels are replayed and serialised to count their metrics; GPU and "
+        "CPU times of this run are inflated (time a run without metrics)");
+  metrics_ = std::make_unique<KernelMetrics>(lib_, metric_names_, note_);
 }
 
 void CuptiBackend::fork_child() {

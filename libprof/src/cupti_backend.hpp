@@ -7,12 +7,14 @@
 #include <cupti.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "cupti_library.hpp"
+#include "cupti_metrics.hpp"
 #include "gpu_backend.hpp"
 #include "sonde/probe.hpp"
 
@@ -20,7 +22,8 @@ namespace sonde {
 
 class CuptiBackend final : public GpuBackend {
  public:
-  CuptiBackend(CuptiLibrary lib, NoteSink note) : lib_(std::move(lib)), note_(std::move(note)) {}
+  CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note)
+      : lib_(std::move(lib)), metric_names_(std::move(metrics)), note_(std::move(note)) {}
 
   bool start() override;
   bool api_traced() const override { return traced_.load(std::memory_order_acquire); }
@@ -41,6 +44,7 @@ class CuptiBackend final : public GpuBackend {
   struct ApiInfo {
     std::atomic<bool> ready{false};
     bool activity = false;                   // launches, copies, memsets: GPU records will follow
+    bool kernel = false;                     // a kernel launch (metrics are taken around it)
     int kind_offset = -1;                    // cudaMemcpyKind in the parameters (runtime copies)
     int count_offset = -1;                   // byte count in the parameters
     std::atomic<RoutineId> routine[6] = {};  // per copy direction (0-4), 5: none
@@ -53,6 +57,7 @@ class CuptiBackend final : public GpuBackend {
     int64_t node_id = 0;
     uint32_t generation = 0;  // collect() count when it was launched
     bool seen = false;
+    MetricValues metrics;  // the kernel's, known at the launch's exit
   };
   // A finished activity as CUPTI delivered it (times in CUPTI's clock).
   struct Record {
@@ -66,14 +71,18 @@ class CuptiBackend final : public GpuBackend {
     int32_t registers = 0, shared_bytes = 0;
   };
 
+  void start_metrics();
   ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
   void remember_origin(uint32_t correlation);
+  void attach_metrics(std::vector<std::pair<uint32_t, MetricValues>>& measured);
   void parse_buffer(uint8_t* buffer, size_t valid);
   GpuRow to_row(const Record& r, int64_t offset);
 
   CuptiLibrary lib_;
+  std::vector<std::string> metric_names_;  // SONDE_GPU_METRICS, expanded
   NoteSink note_;
+  std::unique_ptr<KernelMetrics> metrics_;  // set by start() when metrics are asked for
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::atomic<bool> traced_{false};
   std::atomic<bool> activity_{false};  // activity records enabled

@@ -104,6 +104,8 @@ CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti
     info.name = std::string(runtime ? "cudart#" : "cu#") + std::to_string(cbid);
   }
   info.activity = makes_gpu_work(info.name);
+  info.kernel = info.name.find("LaunchKernel") != std::string::npos ||
+                info.name.find("LaunchCooperativeKernel") != std::string::npos;
   if (runtime) {
     for (const CopyParams& c : kCopies) {
       if (c.cbid != cbid) continue;
@@ -161,6 +163,10 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                   sizeof kind);
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
+    // Outside the call's own time: setting up and starting the range profiler is sonde's work.
+    if (info.kernel && metrics_) {
+      metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
+    }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
     t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
     t_runtime_open += runtime;
@@ -174,15 +180,30 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (top.correlation != data->correlationId || top.runtime != runtime) return;
   --t_open_count;
   t_runtime_open -= runtime;
-  if (top.thread == nullptr) return;
-  CallCost cost;
-  if (info.count_offset >= 0 && data->functionParams != nullptr) {
-    size_t count = 0;
-    std::memcpy(&count, static_cast<const char*>(data->functionParams) + info.count_offset,
-                sizeof count);
-    cost.bytes = count;
+  if (top.thread != nullptr) {
+    CallCost cost;
+    if (info.count_offset >= 0 && data->functionParams != nullptr) {
+      size_t count = 0;
+      std::memcpy(&count, static_cast<const char*>(data->functionParams) + info.count_offset,
+                  sizeof count);
+      cost.bytes = count;
+    }
+    probe_exit(top.thread, &cost, nullptr);
   }
-  probe_exit(top.thread, &cost, nullptr);
+  if (info.kernel && metrics_) {
+    std::vector<std::pair<uint32_t, MetricValues>> measured;
+    metrics_->launch_exit(data->context, data->correlationId, measured);
+    attach_metrics(measured);
+  }
+}
+
+void CuptiBackend::attach_metrics(std::vector<std::pair<uint32_t, MetricValues>>& measured) {
+  if (measured.empty()) return;
+  std::lock_guard lock(origins_mu_);
+  for (auto& [correlation, values] : measured) {
+    auto it = origins_.find(correlation);
+    if (it != origins_.end()) it->second.metrics = std::move(values);
+  }
 }
 
 }  // namespace sonde

@@ -10,7 +10,6 @@ bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
       "libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
       "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
       "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13"};
-  void* handle = nullptr;
   std::string tried;
   auto open = [&](const char* file) {
     handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
@@ -41,6 +40,19 @@ bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
     return false;                                                                           \
   }
   SONDE_CUPTI_FUNCTIONS(SONDE_CUPTI_RESOLVE)
+#undef SONDE_CUPTI_RESOLVE
+  return true;
+}
+
+bool CuptiLibrary::load_profiler(std::string& error) {
+#define SONDE_CUPTI_RESOLVE(fn)                                                                    \
+  fn = reinterpret_cast<decltype(fn)>(dlsym(handle, #fn));                                         \
+  if (fn == nullptr) {                                                                             \
+    error =                                                                                        \
+        fmt::format("{} lacks {}: the range profiler of CUDA 12.6 or later is needed", path, #fn); \
+    return false;                                                                                  \
+  }
+  SONDE_CUPTI_PROFILER_FUNCTIONS(SONDE_CUPTI_RESOLVE)
 #undef SONDE_CUPTI_RESOLVE
   return true;
 }

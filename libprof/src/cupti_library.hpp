@@ -3,27 +3,51 @@
 #pragma once
 
 #include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
 
 #include <string>
 
 namespace sonde {
 
-#define SONDE_CUPTI_FUNCTIONS(X)                                                                   \
-  X(cuptiGetVersion)                                                                               \
-  X(cuptiGetResultString) X(cuptiSubscribe_v2) X(cuptiUnsubscribe) X(cuptiEnableDomain)            \
-      X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)                       \
-          X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
+#define SONDE_CUPTI_FUNCTIONS(X)                                                        \
+  X(cuptiGetVersion)                                                                    \
+  X(cuptiGetResultString)                                                               \
+  X(cuptiSubscribe_v2) X(cuptiUnsubscribe) X(cuptiEnableDomain) X(cuptiGetCallbackName) \
+      X(cuptiActivityEnable) X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks)  \
+          X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord)                        \
               X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+
+// The range profiler and its host side, used only for SONDE_GPU_METRICS.
+#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                                          \
+  X(cuptiGetDeviceId)                                                                              \
+  X(cuptiDeviceGetChipName)                                                                        \
+  X(cuptiProfilerInitialize) X(cuptiProfilerGetCounterAvailability) X(cuptiProfilerHostInitialize) \
+      X(cuptiProfilerHostGetMetricProperties) X(cuptiProfilerHostConfigAddMetrics)                 \
+          X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)                \
+              X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues)           \
+                  X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerSetConfig)                       \
+                      X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                         \
+                          X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataSize)  \
+                              X(cuptiRangeProfilerCounterDataImageInitialize)                      \
+                                  X(cuptiRangeProfilerGetCounterDataInfo)                          \
+                                      X(cuptiRangeProfilerCounterDataGetRangeInfo)
 
 struct CuptiLibrary {
 #define SONDE_CUPTI_POINTER(fn) decltype(&::fn) fn = nullptr;
   SONDE_CUPTI_FUNCTIONS(SONDE_CUPTI_POINTER)
+  SONDE_CUPTI_PROFILER_FUNCTIONS(SONDE_CUPTI_POINTER)
 #undef SONDE_CUPTI_POINTER
   std::string path;  // the file that was opened
+  void* handle = nullptr;
 
   // `override_path` (SONDE_CUPTI_LIBRARY) alone when set; else libcupti.so.13 by the loader's
   // search, then the CUDA install paths. False with a reason when no usable library is found.
   bool load(const std::string& override_path, std::string& error);
+  // The range profiler's functions, from the same library; false with the first one missing.
+  bool load_profiler(std::string& error);
   // CUPTI's own text for `result`.
   std::string describe(CUptiResult result) const;
 };

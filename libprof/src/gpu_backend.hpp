@@ -16,6 +16,9 @@ namespace sonde {
 
 class ThreadState;
 
+// Per-kernel hardware metrics (SONDE_GPU_METRICS): metric name and value, in the order asked.
+using MetricValues = std::vector<std::pair<std::string, double>>;
+
 // One finished GPU activity, converted to sonde's time base (CLOCK_REALTIME-based ns, like
 // trace_events). The launching call path is (thread, node) while that thread's state lives, or
 // node_id once its state was written and freed; neither when it is unknown.
@@ -30,6 +33,7 @@ struct GpuRow {
   int64_t bytes = -1;  // -1: none (kernels)
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int32_t registers = -1, shared_bytes = -1;  // -1: none (copies, memsets)
+  MetricValues metrics;                       // kernels, when metrics were recorded
 };
 
 class GpuBackend {
@@ -55,7 +59,10 @@ class GpuBackend {
 
 // Loads libcupti (`library`, else libcupti.so.13 and the CUDA install paths). Returns nullptr
 // after one note when there is none (or no CUPTI headers at build time); the CPU side of the
-// profile goes on unchanged.
-std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library, const NoteSink& note);
+// profile goes on unchanged. `metrics` (SONDE_GPU_METRICS) are recorded per kernel when not
+// empty.
+std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
+                                               const std::vector<std::string>& metrics,
+                                               const NoteSink& note);
 
 }  // namespace sonde

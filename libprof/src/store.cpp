@@ -343,7 +343,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
                   "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
                   "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
                   "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    if (!check_prepared({&gpu}, db, error)) return false;
+    Statement metric(h, "INSERT INTO gpu_metrics (activity_id, metric, value) VALUES (?,?,?)");
+    if (!check_prepared({&gpu, &metric}, db, error)) return false;
     for (const GpuRow& g : data.gpu) {
       // The launching call path: written above in this same transaction, or resolved to its
       // row when the launching thread's state was freed.
@@ -365,6 +366,11 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       if (kernel) gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
       else gpu.bind_null(16).bind_null(17);
       SONDE_STEP(gpu, "writing GPU activity");
+      int64_t activity_id = sqlite3_last_insert_rowid(h);
+      for (const auto& [name, value] : g.metrics) {
+        metric.bind(1, activity_id).bind(2, name).bind(3, value);
+        SONDE_STEP(metric, "writing GPU metrics");
+      }
     }
   }
 

@@ -165,6 +165,15 @@ CREATE TABLE IF NOT EXISTS gpu_activity (
   registers INTEGER, shared_bytes INTEGER
 );
 
+-- Per-kernel hardware metrics (SONDE_GPU_METRICS, CUPTI's range profiler): one row per kernel
+-- launch and metric, values as CUPTI evaluates them (counts, or % for pct_of_peak metrics).
+CREATE TABLE IF NOT EXISTS gpu_metrics (
+  activity_id INTEGER NOT NULL REFERENCES gpu_activity(activity_id),
+  metric      TEXT NOT NULL,
+  value       REAL NOT NULL,
+  PRIMARY KEY (activity_id, metric)
+);
+
 -- Trace mode: one row per completed call, written from bounded per-thread buffers.
 CREATE TABLE IF NOT EXISTS trace_events (
   thread_id  INTEGER NOT NULL REFERENCES threads(thread_id),
@@ -219,20 +228,46 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
 
 -- One row per GPU kernel and the call path that launched it (NULL: a launch sonde did not
 -- see). grid and block are the average blocks per grid and threads per block of its launches.
+-- warps_per_inst and gld_per_inst are TAU's derived metrics (warps launched and global load
+-- instructions per warp instruction executed) over the launches whose metrics were recorded
+-- (SONDE_GPU_METRICS=tau); NULL without them.
 CREATE VIEW IF NOT EXISTS gpu_kernels AS
   WITH RECURSIVE p(node_id, path) AS (
     SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
       JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
     UNION ALL
     SELECT c.node_id, p.path || ';' || r.name
-      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
+      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id),
+  tau(activity_id, warps, inst, gld) AS (
+    SELECT activity_id,
+           MAX(CASE metric WHEN 'smsp__warps_launched.sum' THEN value END),
+           MAX(CASE metric WHEN 'smsp__inst_executed.sum' THEN value END),
+           MAX(CASE metric WHEN 'smsp__inst_executed_op_global_ld.sum' THEN value END)
+    FROM gpu_metrics GROUP BY activity_id)
   SELECT g.name AS kernel, p.path AS call_path, COUNT(*) AS calls,
          SUM(g.end_ns - g.start_ns) / 1e9 AS time_s,
          AVG(g.end_ns - g.start_ns) / 1e9 AS avg_s,
          AVG(g.grid_x * g.grid_y * g.grid_z) AS grid,
          AVG(g.block_x * g.block_y * g.block_z) AS block,
          AVG(g.registers) AS registers,
-         AVG(g.shared_bytes) AS shared_bytes
-  FROM gpu_activity g LEFT JOIN p USING (node_id)
+         AVG(g.shared_bytes) AS shared_bytes,
+         SUM(t.warps) / SUM(CASE WHEN t.warps IS NOT NULL THEN t.inst END) AS warps_per_inst,
+         SUM(t.gld) / SUM(CASE WHEN t.gld IS NOT NULL THEN t.inst END) AS gld_per_inst
+  FROM gpu_activity g LEFT JOIN p USING (node_id) LEFT JOIN tau t USING (activity_id)
   WHERE g.kind = 'kernel'
   GROUP BY g.name, p.path;
+
+-- One row per kernel, launching call path and metric recorded (SONDE_GPU_METRICS): the
+-- launches measured, the metric's sum and mean over them, and their kernel time.
+CREATE VIEW IF NOT EXISTS gpu_kernel_metrics AS
+  WITH RECURSIVE p(node_id, path) AS (
+    SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
+      JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
+    UNION ALL
+    SELECT c.node_id, p.path || ';' || r.name
+      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
+  SELECT g.name AS kernel, p.path AS call_path, m.metric AS metric, COUNT(*) AS launches,
+         SUM(m.value) AS total, AVG(m.value) AS mean,
+         SUM(g.end_ns - g.start_ns) / 1e9 AS time_s
+  FROM gpu_metrics m JOIN gpu_activity g USING (activity_id) LEFT JOIN p USING (node_id)
+  GROUP BY g.name, p.path, m.metric;

@@ -50,6 +50,12 @@ inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
                "The CUPTI library to load in processes that use CUDA; by default the loader's "
                "search, then /usr/local/cuda/lib64 and extras/CUPTI/lib64."},
+    OptionSpec{"SONDE_GPU_METRICS", OptionType::kList, "",
+               "Comma-separated CUPTI metrics to count per kernel launch through the range "
+               "profiler (e.g. smsp__inst_executed.sum); `tau` stands for the counts of TAU's "
+               "warps per instruction and global loads per instruction. Kernels are replayed "
+               "and serialised: time a run without it. Unknown metrics are reported and "
+               "skipped."},
     OptionSpec{"SONDE_RUN_ID", OptionType::kText, "",
                "Set by sonde itself so that fork and exec children join their parent's run; "
                "not for users."},
