@@ -357,12 +357,14 @@ const std::array<Rule, 9> kRules{{
      "optimizers), capture the step in a CUDA graph, or enlarge the batch",
      "0.5 x launch time", gpu_launches},
     {"gpu-kernel",
-     "a GPU kernel takes at least threshold % of the GPU's kernel time (TAU's ranking of "
-     "kernels by time; a kernel's efficiency metrics, when recorded, say how much is to gain)",
+     "a GPU kernel takes at least threshold % of the GPU's kernel time; ranked as TAU ranks "
+     "tuning candidates, by warps per instruction x time where SONDE_GPU_METRICS recorded them, "
+     "else by time",
      10.0,
      "look at {} first: check its occupancy, memory throughput and warp efficiency "
-     "(Nsight Compute: ncu -k <kernel>), and its grid and block sizes",
-     "0 (unknown without per-kernel efficiency metrics)", gpu_kernels},
+     "(SONDE_GPU_METRICS, or Nsight Compute: ncu -k <kernel>), and its grid and block sizes",
+     "0.5 x time x (1 - the larger of its SM and memory throughput % of peak / 100) where those "
+     "metrics were recorded, else 0", gpu_kernels},
 }};
 
 }  // namespace
@@ -414,8 +416,7 @@ std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const 
     for (auto& c : rule_table[i].evaluate(input, rule_table[i])) all.emplace_back(i, std::move(c));
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.est_gain_s != b.second.est_gain_s) return a.second.est_gain_s > b.second.est_gain_s;
-    if (a.first != b.first) return a.first < b.first;
-    return a.second.location < b.second.location;
+    return a.first < b.first;  // then each rule's own ranking
   });
   std::vector<Candidate> out;
   for (auto& [i, c] : all) out.push_back(std::move(c));

@@ -88,14 +88,72 @@ TEST_F(GpuRulesTest, KernelsRankedByTheirShareOfGpuTime) {
   add_gpu_run();
   auto k = of_rule("gpu-kernel");
   ASSERT_EQ(k.size(), 2u);  // relu_kernel's 10 % is at the threshold
-  EXPECT_EQ(k[0].location, "relu_kernel");  // equal gains (0): by location
-  auto sgemm = k[0].location == "sgemm_128x64" ? k[0] : k[1];
+  // Equal gains (0, no metrics): the rule's own ranking, by time.
+  EXPECT_EQ(k[0].location, "sgemm_128x64");
+  EXPECT_EQ(k[1].location, "relu_kernel");
+  const Candidate& sgemm = k[0];
   EXPECT_DOUBLE_EQ(number(sgemm, "pct_gpu_kernel_time"), 90.0);
   EXPECT_EQ(number(sgemm, "calls"), 2);
   EXPECT_EQ(number(sgemm, "grid_threads"), 128);
   EXPECT_EQ(number(sgemm, "block_threads"), 256);
   EXPECT_EQ(number(sgemm, "registers"), 96);
   EXPECT_NE(sgemm.advice.find("sgemm_128x64"), std::string::npos);
+}
+
+// SONDE_GPU_METRICS per launch (activity ids 1-3 above): TAU's derived metrics summed over
+// launches, ranking by warps per instruction x time, and the gain from the throughput peaks.
+TEST_F(GpuRulesTest, KernelMetricsRankAsTauAndGiveTheGain) {
+  add_gpu_run();
+  sql(R"sql(
+INSERT INTO gpu_metrics (activity_id, metric, value) VALUES
+  (1, 'smsp__warps_launched.sum', 100), (1, 'smsp__inst_executed.sum', 10000),
+  (1, 'smsp__inst_executed_op_global_ld.sum', 500),
+  (1, 'sm__throughput.avg.pct_of_peak_sustained_elapsed', 90),
+  (1, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed', 30),
+  (2, 'smsp__warps_launched.sum', 300), (2, 'smsp__inst_executed.sum', 30000),
+  (2, 'smsp__inst_executed_op_global_ld.sum', 1500),
+  (2, 'sm__throughput.avg.pct_of_peak_sustained_elapsed', 60),
+  (2, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed', 40),
+  (3, 'smsp__warps_launched.sum', 2000), (3, 'smsp__inst_executed.sum', 4000),
+  (3, 'smsp__inst_executed_op_global_ld.sum', 2000),
+  (3, 'sm__throughput.avg.pct_of_peak_sustained_elapsed', 5),
+  (3, 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed', 20);
+)sql");
+  auto k = of_rule("gpu-kernel");
+  ASSERT_EQ(k.size(), 2u);
+  // sgemm: 400 warps / 40000 instructions = 0.01, x 0.9 s = 0.009; relu: 0.5 x 0.1 s = 0.05.
+  // relu's gain: 0.5 x 0.1 s x (1 - 0.20) = 0.04; sgemm's SM throughput, weighted by launch
+  // time, (90 x 0.3 + 60 x 0.6) / 0.9 = 70 %: 0.5 x 0.9 x 0.3 = 0.135, so sgemm comes first.
+  EXPECT_EQ(k[0].location, "sgemm_128x64");
+  EXPECT_DOUBLE_EQ(number(k[0], "warps_per_inst"), 0.01);
+  EXPECT_DOUBLE_EQ(number(k[0], "gld_per_inst"), 0.05);
+  EXPECT_DOUBLE_EQ(number(k[0], "warps_per_inst_x_time_s"), 0.009);
+  EXPECT_DOUBLE_EQ(number(k[0], "sm_pct_peak"), 70.0);
+  EXPECT_NEAR(number(k[0], "memory_pct_peak"), 110.0 / 3, 1e-9);
+  EXPECT_EQ(number(k[0], "metric_launches"), 2);
+  EXPECT_NEAR(k[0].est_gain_s, 0.135, 1e-12);
+  EXPECT_EQ(k[1].location, "relu_kernel");
+  EXPECT_DOUBLE_EQ(number(k[1], "warps_per_inst_x_time_s"), 0.05);
+  EXPECT_DOUBLE_EQ(number(k[1], "gld_per_inst_x_time_s"), 0.05);
+  EXPECT_NEAR(k[1].est_gain_s, 0.04, 1e-12);
+}
+
+// Without throughput metrics the gains are equal (0) and TAU's product alone ranks: relu's
+// 0.05 before sgemm's 0.009, although sgemm takes nine times as long.
+TEST_F(GpuRulesTest, WithoutThroughputsTauProductRanks) {
+  add_gpu_run();
+  sql(R"sql(
+INSERT INTO gpu_metrics (activity_id, metric, value) VALUES
+  (1, 'smsp__warps_launched.sum', 100), (1, 'smsp__inst_executed.sum', 10000),
+  (2, 'smsp__warps_launched.sum', 300), (2, 'smsp__inst_executed.sum', 30000),
+  (3, 'smsp__warps_launched.sum', 2000), (3, 'smsp__inst_executed.sum', 4000);
+)sql");
+  auto k = of_rule("gpu-kernel");
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].location, "relu_kernel");
+  EXPECT_EQ(k[1].location, "sgemm_128x64");
+  EXPECT_DOUBLE_EQ(k[0].est_gain_s, 0.0);
+  EXPECT_THROW(number(k[1], "gld_per_inst"), std::runtime_error);
 }
 
 }  // namespace

@@ -55,7 +55,8 @@ struct Rule {
 std::span<const Rule> rules();
 
 AdviceInput load_advice_input(const ProfileFile& file);
-// Every rule's candidates, best (largest est_gain_s) first; ties by rule order, then location.
+// Every rule's candidates, best (largest est_gain_s) first; ties by rule order, then in the
+// order the rule ranks them.
 std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rules);
 std::vector<Candidate> compute_candidates(const ProfileFile& file);
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,7 +18,18 @@ struct GpuKernel {
   std::int64_t time_ns = 0;
   std::int64_t grid = 0, block = 0;  // threads per grid / block, of the longest launch
   std::int64_t registers = 0;
+  // SONDE_GPU_METRICS, over the launches whose metrics were recorded (metric_launches of them,
+  // metric_time_ns of kernel time): each metric's sum, and its mean weighted by launch time.
+  std::int64_t metric_launches = 0;
+  std::int64_t metric_time_ns = 0;
+  std::map<std::string, double> metric_sum, metric_mean;
+  // Derived from them (docs/metrics.md): TAU's warps per instruction and global loads per
+  // instruction, and the speed-of-light throughputs in % of peak.
+  std::optional<double> warps_per_inst, gld_per_inst, sm_pct, memory_pct;
 };
+
+// The derived metrics of `k` from its metric_sum and metric_mean.
+void derive_kernel_metrics(GpuKernel& k);
 
 // CPU-side CUDA API time of one group of routines (kind cuda, by name).
 struct ApiTotals {
