@@ -6,15 +6,19 @@
 //   cupti_app periodic  kernels spread over several periodic flushes
 //   cupti_app late      a thread launches and ends; its kernel's record comes after a flush
 //   cupti_app midcall   a runtime call that opens the driver: its exit comes without its entry
+//   cupti_app metrics   kernels whose metrics the stub's range profiler reports (SONDE_GPU_METRICS)
+//   cupti_app metrics_threads  two threads launching on one context at the same time
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
 #include "sonde/sonde.h"
 
@@ -27,11 +31,15 @@ void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start, u
 void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes, uint64_t start,
                        uint64_t end);
 void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_t start, uint64_t end);
+int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlation, const void* params,
+                      int enter, uint64_t* slot, const char* symbol, uintptr_t context);
+int cupti_stub_kernel_run(uintptr_t context, const char* name, const char* const* metric_names,
+                          const double* values, int n);
 }
 
 namespace {
 
-uint32_t g_correlation = 1000;  // CUPTI numbers every API call; one thread makes them here
+std::atomic<uint32_t> g_correlation{1000};  // CUPTI numbers every API call
 constexpr uint64_t kMs = 1000000;
 
 // One runtime launch: the runtime calls the driver inside, with a correlation id of its own;
@@ -56,6 +64,69 @@ void launch(const char* kernel, uint64_t duration, int grid, int block, int regi
   uint32_t c = launch_call();
   uint64_t t = cupti_stub_now();
   cupti_stub_kernel(c, kernel, t, t + duration, grid, block, registers);
+}
+
+// What the stub's range profiler reports for a kernel (the TAU set and two throughputs).
+constexpr uintptr_t kContext = 0x1000;  // the stub's default context
+const char* const kMetricNames[] = {
+    "smsp__warps_launched.sum", "smsp__inst_executed.sum", "smsp__inst_executed_op_global_ld.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"};
+struct KernelMetrics {
+  double warps, inst, gld, sm_pct, mem_pct;
+};
+
+// The runtime's launch of `kernel` (its mangled name, as CUPTI reports it) between whose entry
+// and exit the GPU runs it, as kernel replay does; `run` false: the launch fails.
+struct MetricLaunch {
+  uint32_t c = 0;
+  uint64_t slot = 0;
+  cudaLaunchKernel_v7000_params p{};
+  const char* kernel;
+  void enter() {
+    c = ++g_correlation;
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                      c, &p, 1, &slot, kernel, kContext);
+  }
+  void run(const KernelMetrics& m) {
+    double values[] = {m.warps, m.inst, m.gld, m.sm_pct, m.mem_pct};
+    if (cupti_stub_kernel_run(kContext, kernel, kMetricNames, values, 5) != 1) {
+      std::printf("kernel %s ran outside a range\n", kernel);
+    }
+  }
+  void exit(uint64_t duration) {  // 0: the launch failed and left no record
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+                      c, &p, 0, &slot, kernel, kContext);
+    if (duration == 0) return;
+    uint64_t t = cupti_stub_now();
+    cupti_stub_kernel(c, kernel, t, t + duration, 64, 256, 32);
+  }
+};
+
+void metric_launch(const char* kernel, const KernelMetrics& m, uint64_t duration) {
+  MetricLaunch l{.kernel = kernel};
+  l.enter();
+  l.run(m);
+  l.exit(duration);
+}
+
+// Two threads launch on one context: their entries come first, then both kernels run, then
+// both exits: one decode holds both ranges.
+std::atomic<int> g_turn{0};
+void wait_turn(int turn) {
+  while (g_turn.load() != turn) std::this_thread::yield();
+}
+void* metric_worker(void*) {
+  MetricLaunch l{.kernel = "_Z1bv"};
+  wait_turn(1);
+  l.enter();
+  g_turn = 2;
+  wait_turn(3);
+  l.run({60, 300, 30, 0, 0});
+  g_turn = 4;
+  wait_turn(5);
+  l.exit(kMs);
+  return nullptr;
 }
 
 void copy(cudaMemcpyKind kind, size_t bytes) {
@@ -162,6 +233,37 @@ int main(int argc, char** argv) {
       sonde_region_end("step");
       usleep(60000);  // with SONDE_FLUSH_INTERVAL=0.1: a flush every other step
     }
+  } else if (std::strcmp(mode, "metrics") == 0) {
+    const KernelMetrics conv{1000, 50000, 5000, 40, 70}, relu{200, 2000, 1000, 10, 90};
+    sonde_region_begin("conv");
+    for (int i = 0; i < 2; ++i) metric_launch("_Z4convPf", conv, 3 * kMs);
+    sonde_region_end("conv");
+    sonde_region_begin("relu");
+    for (int i = 0; i < 3; ++i) metric_launch("_Z4reluPf", relu, kMs);
+    copy(cudaMemcpyDeviceToHost, 4096);
+    sonde_region_end("relu");
+    // A launch that fails: no kernel runs, no range comes; the next launch is measured.
+    sonde_region_begin("failed");
+    MetricLaunch failed{.kernel = "_Z4failv"};
+    failed.enter();
+    failed.exit(0);
+    metric_launch("_Z4convPf", conv, 3 * kMs);
+    sonde_region_end("failed");
+  } else if (std::strcmp(mode, "metrics_threads") == 0) {
+    pthread_t thread;
+    pthread_create(&thread, nullptr, metric_worker, nullptr);
+    sonde_region_begin("main_launch");
+    MetricLaunch l{.kernel = "_Z1av"};
+    l.enter();
+    g_turn = 1;
+    wait_turn(2);
+    g_turn = 3;
+    wait_turn(4);
+    l.run({10, 100, 1, 0, 0});  // after the worker's kernel: ranges are not in entry order
+    l.exit(kMs);
+    g_turn = 5;
+    sonde_region_end("main_launch");
+    pthread_join(thread, nullptr);
   } else if (std::strcmp(mode, "late") == 0) {
     uint32_t correlation = 0;
     pthread_t thread;

@@ -1,0 +1,140 @@
+"""Per-kernel GPU metrics (SONDE_GPU_METRICS) without a GPU: cupti_app launches kernels whose
+metric values the stub libcupti's range profiler reports (tests/stubs/cupti). Each launch's
+values must land on that launch's activity row, under its call path; TAU's derived metrics and
+ranking must follow from them; and whatever the profiler refuses (an unknown metric, counters
+restricted to administrators) is said once while kernels and copies are still recorded."""
+import json
+
+import pytest
+
+from conftest import CLI, query, routine_calls, run
+from test_cupti import STUBS, gpu_rows, notes, run_app
+
+pytestmark = pytest.mark.skipif(
+    not STUBS, reason="CUPTI headers absent at configure time: no CUPTI backend, no stub")
+
+SOL = ["sm__throughput.avg.pct_of_peak_sustained_elapsed",
+       "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"]
+METRICS = ",".join(["tau"] + SOL)
+
+
+def metrics_of(db, kernel):
+    """Each launch of `kernel` as {metric: value}, in launch order."""
+    rows = query(db, "SELECT g.activity_id, m.metric, m.value FROM gpu_activity g "
+                     "JOIN gpu_metrics m USING (activity_id) WHERE g.name = ? "
+                     "ORDER BY g.start_ns, m.metric", (kernel,))
+    launches = {}
+    for activity, metric, value in rows:
+        launches.setdefault(activity, {})[metric] = value
+    return list(launches.values())
+
+
+def info(db, key):
+    rows = query(db, "SELECT value FROM run_info WHERE key = ?", (key,))
+    return rows[0][0] if rows else None
+
+
+def test_each_launch_gets_its_own_metrics(db):
+    run_app(db, "metrics", SONDE_GPU_METRICS=METRICS)
+    conv = {"smsp__warps_launched.sum": 1000, "smsp__inst_executed.sum": 50000,
+            "smsp__inst_executed_op_global_ld.sum": 5000, SOL[0]: 40, SOL[1]: 70}
+    relu = {"smsp__warps_launched.sum": 200, "smsp__inst_executed.sum": 2000,
+            "smsp__inst_executed_op_global_ld.sum": 1000, SOL[0]: 10, SOL[1]: 90}
+    assert metrics_of(db, "conv(float*)") == [conv] * 3
+    assert metrics_of(db, "relu(float*)") == [relu] * 3
+    # The launches are measured as usual, each once.
+    assert routine_calls(db, "cudaLaunchKernel") == 7
+    assert info(db, "gpu.metrics") == ",".join(
+        ["smsp__warps_launched.sum", "smsp__inst_executed.sum",
+         "smsp__inst_executed_op_global_ld.sum"] + SOL)
+    assert info(db, "gpu.metric_launches") == "6"
+    assert info(db, "gpu.metric_lost") == "1"
+    assert info(db, "gpu.metric_passes") == "3"  # the stub's: (5 metrics + 1) / 2
+    # One note, about timing; nothing failed.
+    assert [t for (t,) in query(db, "SELECT topic FROM notes")] == ["gpu-metrics-timing"]
+
+
+def test_views_give_tau_derived_metrics_per_call_path(db):
+    run_app(db, "metrics", SONDE_GPU_METRICS=METRICS)
+    rows = query(db, "SELECT kernel, call_path, calls, warps_per_inst, gld_per_inst "
+                     "FROM gpu_kernels ORDER BY kernel, call_path")
+    assert rows == [
+        ("conv(float*)", "conv;cudaLaunchKernel", 2, 0.02, 0.1),
+        ("conv(float*)", "failed;cudaLaunchKernel", 1, 0.02, 0.1),
+        ("relu(float*)", "relu;cudaLaunchKernel", 3, 0.1, 0.5),
+    ]
+    assert query(db, "SELECT launches, total, mean FROM gpu_kernel_metrics "
+                     "WHERE kernel = 'relu(float*)' AND metric = ?", (SOL[1],)) == [(3, 270.0, 90.0)]
+
+
+def test_candidates_rank_kernels_by_tau_metric_times_time(db):
+    run_app(db, "metrics", SONDE_GPU_METRICS=METRICS)
+    r = run([CLI, "candidates", db, "--format", "json"])
+    assert r.returncode == 0, r.stderr
+    kernels = [c for c in json.loads(r.stdout) if c["rule"] == "gpu-kernel"]
+    by_location = {c["location"]: c["evidence"] for c in kernels}
+    assert set(by_location) == {"conv(float*)", "relu(float*)"}
+    conv, relu = by_location["conv(float*)"], by_location["relu(float*)"]
+    assert conv["warps_per_inst"] == pytest.approx(0.02)
+    assert relu["gld_per_inst"] == pytest.approx(0.5)
+    assert conv["warps_per_inst_x_time_s"] == pytest.approx(0.02 * 0.009)
+    assert relu["warps_per_inst_x_time_s"] == pytest.approx(0.1 * 0.003)
+    assert conv["sm_pct_peak"] == pytest.approx(40) and conv["memory_pct_peak"] == pytest.approx(70)
+    # Gains from the nearer throughput peak: conv 0.5 x 9 ms x 0.3, relu 0.5 x 3 ms x 0.1.
+    gains = {c["location"]: c["est_gain_s"] for c in kernels}
+    assert gains == {"conv(float*)": pytest.approx(0.00135), "relu(float*)": pytest.approx(0.00015)}
+
+
+def test_threads_launching_together_keep_their_own_values(db):
+    # Both launches enter before either kernel runs, and the worker's kernel runs first: one
+    # decode holds both ranges, out of entry order; the kernels' names place them.
+    run_app(db, "metrics_threads", SONDE_GPU_METRICS="tau")
+    assert metrics_of(db, "a()") == [{"smsp__warps_launched.sum": 10,
+                                     "smsp__inst_executed.sum": 100,
+                                     "smsp__inst_executed_op_global_ld.sum": 1}]
+    assert metrics_of(db, "b()") == [{"smsp__warps_launched.sum": 60,
+                                     "smsp__inst_executed.sum": 300,
+                                     "smsp__inst_executed_op_global_ld.sum": 30}]
+    paths = dict(query(db, "SELECT kernel, call_path FROM gpu_kernels"))
+    assert paths == {"a()": "main_launch;cudaLaunchKernel", "b()": "cudaLaunchKernel"}
+    assert info(db, "gpu.metric_lost") == "0"
+
+
+def test_unknown_metric_is_said_once_and_the_others_recorded(db):
+    r = run_app(db, "metrics", SONDE_GPU_METRICS="tau,no_such__metric.sum")
+    (note,) = [m for m in notes(db, "gpu-metrics") if "no_such" in m]
+    assert "CUPTI_ERROR_INVALID_METRIC_NAME" in note and "GH100" in note
+    assert r.stderr.count("no_such__metric.sum") == 1
+    assert len(metrics_of(db, "relu(float*)")) == 3
+    assert query(db, "SELECT COUNT(DISTINCT metric) FROM gpu_metrics") == [(3,)]
+
+
+def test_no_known_metric_records_kernels_without_metrics(db):
+    run_app(db, "metrics", SONDE_GPU_METRICS="no_such__metric.sum")
+    assert any("none of the GPU metrics" in m for m in notes(db, "gpu-metrics"))
+    assert query(db, "SELECT COUNT(*) FROM gpu_metrics") == [(0,)]
+    assert len(gpu_rows(db, "kernel")) == 6
+
+
+def test_counters_restricted_to_administrators(db):
+    # What CUPTI answers where the driver keeps performance counters for administrators
+    # (ERR_NVGPUCTRPERM): one note that says how to allow them; kernels, copies and their call
+    # paths are recorded as without metrics.
+    r = run_app(db, "metrics", SONDE_GPU_METRICS="tau", CUPTI_STUB_NO_PROFILER="1")
+    (note,) = [m for m in notes(db, "gpu-metrics") if "failed" in m]
+    assert "cuptiRangeProfilerEnable" in note and "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in note
+    assert "NVreg_RestrictProfilingToAdminUsers" in note
+    assert r.stderr.count("INSUFFICIENT_PRIVILEGES") == 1
+    assert query(db, "SELECT COUNT(*) FROM gpu_metrics") == [(0,)]
+    assert len(gpu_rows(db, "kernel")) == 6
+    assert query(db, "SELECT call_path, calls FROM gpu_kernels WHERE kernel = 'relu(float*)'") == [
+        ("relu;cudaLaunchKernel", 3)]
+
+
+def test_without_the_variable_no_metrics_and_no_timing_note(db):
+    run_app(db, "metrics")
+    assert query(db, "SELECT COUNT(*) FROM gpu_metrics") == [(0,)]
+    assert notes(db) == []
+    assert info(db, "gpu.metrics") is None
+    assert query(db, "SELECT warps_per_inst FROM gpu_kernels WHERE kernel = 'relu(float*)'") == [
+        (None,)]
