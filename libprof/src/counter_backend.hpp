@@ -1,6 +1,6 @@
-// A source of per-thread event counts (PAPI on CPU; CUPTI later), read at every enter and exit
-// of a measured frame when SONDE_COUNTERS names events. The runtime owns one backend; each
-// thread gets its own handle. With no events asked for, no backend exists and the hot path
+// A source of per-thread event counts (PAPI on CPU; perf_event_open for the kernel's software
+// events where PAPI cannot), read at every enter and exit of a measured frame when
+// SONDE_COUNTERS names events. The runtime owns one backend; each thread gets its own handle. With no events asked for, no backend exists and the hot path
 // pays one predictable branch.
 #pragma once
 
@@ -24,6 +24,8 @@ class CounterBackend {
   virtual int start_thread() = 0;
   // Hot path: the current counts of this thread's events, in events() order.
   virtual bool read(int handle, uint64_t* values) = 0;
+  // Called on the thread as it ends: what start_thread opened for it can go.
+  virtual void stop_thread(int /*handle*/) {}
 };
 
 using NoteSink = std::function<void(const std::string& topic, const std::string& message)>;
@@ -33,5 +35,12 @@ using NoteSink = std::function<void(const std::string& topic, const std::string&
 // PAPI is unusable (also noted).
 std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>& names,
                                                   const NoteSink& note);
+
+// Where PAPI's perf_event component is disabled (`papi_reason` says why), the Linux software
+// events among `names` (perf::TASK-CLOCK, perf::PAGE-FAULTS, ...) are read through
+// perf_event_open by this backend instead; make_papi_backend hands over to it.
+std::unique_ptr<CounterBackend> make_perf_software_backend(const std::vector<std::string>& names,
+                                                           const std::string& papi_reason,
+                                                           const NoteSink& note);
 
 }  // namespace sonde

@@ -32,6 +32,14 @@ class PapiBackend final : public CounterBackend {
     return PAPI_start(set) == PAPI_OK ? set : -1;
   }
 
+  void stop_thread(int handle) override {
+    long long ignored[kMaxCounters];
+    PAPI_stop(handle, ignored);
+    PAPI_cleanup_eventset(handle);
+    PAPI_destroy_eventset(&handle);
+    PAPI_unregister_thread();
+  }
+
   bool read(int handle, uint64_t* values) override {
     long long raw[kMaxCounters];
     if (PAPI_read(handle, raw) != PAPI_OK) return false;
@@ -60,6 +68,13 @@ std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>
     note("counters", fmt::format("SONDE_COUNTERS: PAPI_thread_init failed ({}); no counters are "
                                  "recorded", PAPI_strerror(rc)));
     return nullptr;
+  }
+  // Without its perf_event component PAPI counts nothing on the CPU, the kernel's software
+  // events included; those can still be read directly.
+  int perf = PAPI_get_component_index("perf_event");
+  const PAPI_component_info_t* component = perf >= 0 ? PAPI_get_component_info(perf) : nullptr;
+  if (component != nullptr && component->disabled != 0) {
+    return make_perf_software_backend(names, component->disabled_reason, note);
   }
   // Which events can really be counted here (a preset may have a name and no counter behind
   // it), and whether they fit the counters together (else they are multiplexed).

@@ -28,7 +28,9 @@ namespace {
 pthread_key_t g_thread_key;  // its destructor marks a thread's end
 
 void on_thread_exit(void* state) {
-  static_cast<ThreadState*>(state)->mark_ended(now_ticks());
+  auto* t = static_cast<ThreadState*>(state);
+  if (t->counter_backend != nullptr) t->counter_backend->stop_thread(t->counter_handle);
+  t->mark_ended(now_ticks());
   // The flusher frees the state once written; a later call on this thread (another key's
   // destructor) starts a new one.
   t_state = nullptr;

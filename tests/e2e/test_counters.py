@@ -1,6 +1,6 @@
 """SONDE_COUNTERS: PAPI counter deltas per call path, inclusive and exclusive. This VM has no
 hardware events; PAPI's software events (perf::...) are real counters all the same."""
-from conftest import BIN, integrity_ok, query, run
+from conftest import BIN, integrity_ok, query, routine_calls, run
 
 
 def counter(db, routine, name):
@@ -59,3 +59,32 @@ def test_cpu_busy_share_tells_computing_from_waiting(db):
     # CPU from it (a loaded 2-core CI box), but far from the 200 ms asleep.
     assert busy["compute"] > 30, busy
     assert busy["sleep"] < 5, busy
+
+
+def test_without_papis_perf_component_software_events_are_read_directly(db):
+    # PAPI disables its perf_event component when libpfm4 knows no PMU for the CPU (a CPU newer
+    # than the library), and the kernel's software events go with it. A PMU name libpfm4 does
+    # not know makes that happen on any machine; sonde then reads them with perf_event_open.
+    r = run([BIN / "page_touch", 2000], db, LIBPFM_FORCE_PMU="no_such_pmu",
+            SONDE_COUNTERS="perf::PAGE-FAULTS,PAPI_TOT_CYC,perf::task-clock")
+    assert r.returncode == 0, r.stderr
+    incl, excl = counter(db, "touch", "perf::PAGE-FAULTS")
+    assert 2000 <= excl <= 2020 and incl == excl
+    assert counter(db, "idle", "perf::PAGE-FAULTS")[0] <= 2
+    assert counter(db, "idle", "perf::task-clock")[0] > 0
+    said = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic LIKE 'counters%'")]
+    assert len(said) == 2
+    assert any("PAPI_TOT_CYC" in m and "skipped" in m and "perf_event component" in m
+               for m in said)
+    assert any("read with perf_event_open" in m for m in said)
+
+
+def test_counting_threads_that_come_and_go_keeps_no_descriptor(db):
+    # Each counting thread holds perf descriptors (PAPI's or sonde's): under a limit of 256
+    # open files, 1500 threads would run out if an ended thread kept its own.
+    r = run(["bash", "-c", 'ulimit -n 256 && exec "$0" churn 1500', BIN / "misbehave"], db,
+            SONDE_COUNTERS="perf::PAGE-FAULTS")
+    assert r.returncode == 0, r.stderr
+    assert "counting failed" not in r.stderr and "failed" not in r.stderr
+    assert routine_calls(db, "cblas_sdot") == 10 + 1500  # every thread's call was written
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE message LIKE '%counting failed%'") == [(0,)]
