@@ -89,26 +89,13 @@ std::vector<Candidate> gpu_launches(const AdviceInput& in, const Rule& rule) {
   return {c};
 }
 
-namespace {
-// TAU's tuning-candidate ranking: a per-instruction metric times the kernel's time, so a
-// kernel is first when it is both long and inefficient; by time alone without metrics.
-double tau_score(const GpuKernel& k) {
-  return k.warps_per_inst ? *k.warps_per_inst * seconds(k.time_ns) : seconds(k.time_ns);
-}
-}  // namespace
-
 std::vector<Candidate> gpu_kernels(const AdviceInput& in, const Rule& rule) {
   const GpuSummary& g = in.gpu;
-  std::vector<const GpuKernel*> ranked;
-  for (const GpuKernel& k : g.kernels)
-    if (share(k.time_ns, g.kernel_ns) >= rule.threshold) ranked.push_back(&k);
-  std::stable_sort(ranked.begin(), ranked.end(), [](const GpuKernel* a, const GpuKernel* b) {
-    return tau_score(*a) > tau_score(*b);
-  });
   std::vector<Candidate> out;
-  for (const GpuKernel* kp : ranked) {
+  for (const GpuKernel* kp : rank_kernels_as_tau(g.kernels)) {
     const GpuKernel& k = *kp;
     double pct = share(k.time_ns, g.kernel_ns);
+    if (pct < rule.threshold) continue;
     double time_s = seconds(k.time_ns);
     Candidate c;
     c.rule = std::string(rule.id);

@@ -30,6 +30,20 @@ void derive_kernel_metrics(GpuKernel& k) {
                               "dram__throughput.avg.pct_of_peak_sustained_elapsed"});
 }
 
+double tau_score(const GpuKernel& k) {
+  double time_s = static_cast<double>(k.time_ns) / 1e9;
+  return k.warps_per_inst ? *k.warps_per_inst * time_s : time_s;
+}
+
+std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& kernels) {
+  std::vector<const GpuKernel*> ranked;
+  for (const GpuKernel& k : kernels) ranked.push_back(&k);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const GpuKernel* a, const GpuKernel* b) {
+    return tau_score(*a) > tau_score(*b);
+  });
+  return ranked;
+}
+
 namespace {
 void load_kernel_metrics(const ProfileFile& file, std::vector<GpuKernel>& kernels) {
   std::map<std::string, GpuKernel*> by_name;

@@ -269,9 +269,11 @@ int main(int argc, char** argv) {
 
   auto* metrics = app.add_subcommand(
       "metrics", "Derived metrics: roofline per routine, time per phase, iteration breakdown "
-                 "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates)");
+                 "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates), GPU "
+                 "kernels (TAU's warps/instruction and global loads/instruction x time)");
   add_file(metrics, a);
-  metrics->add_option("--section", a.section, "all, roofline, phases, breakdown or counters")
+  metrics->add_option("--section", a.section,
+                      "all, roofline, phases, breakdown, counters or kernels")
       ->capture_default_str();
   metrics->add_option("-n,--top", a.top, "Rows per table, largest first (0: all)")
       ->capture_default_str();

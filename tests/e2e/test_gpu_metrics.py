@@ -138,3 +138,29 @@ def test_without_the_variable_no_metrics_and_no_timing_note(db):
     assert info(db, "gpu.metrics") is None
     assert query(db, "SELECT warps_per_inst FROM gpu_kernels WHERE kernel = 'relu(float*)'") == [
         (None,)]
+
+
+def test_metrics_kernels_section_is_taus_table(db):
+    run_app(db, "metrics", SONDE_GPU_METRICS=METRICS)
+    r = run([CLI, "metrics", db, "--section", "kernels", "--format", "json"])
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["kernels"]
+    # Ranked by warps/inst x time: relu 0.1 x 3 ms = 3e-4 before conv 0.02 x 9 ms = 1.8e-4,
+    # although conv runs three times as long.
+    assert [row["kernel"] for row in rows] == ["relu(float*)", "conv(float*)"]
+    relu, conv = rows
+    assert relu["launches"] == 3 and relu["metric_launches"] == 3
+    assert relu["inst_per_gld"] == pytest.approx(2.0)
+    assert conv["inst_per_gld"] == pytest.approx(10.0)
+    assert relu["warps_per_inst_x_time_s"] == pytest.approx(3e-4)
+    assert conv["gld_per_inst_x_time_s"] == pytest.approx(0.1 * 0.009)
+    assert relu["memory_pct_peak"] == pytest.approx(90)
+    text = run([CLI, "metrics", db, "--section", "kernels"]).stdout
+    assert "ranked as TAU ranks tuning candidates" in text and "warps/inst" in text
+
+
+def test_kernels_section_without_metrics_says_how_to_get_them(db):
+    run_app(db, "metrics")
+    text = run([CLI, "metrics", db, "--section", "kernels"]).stdout
+    assert "SONDE_GPU_METRICS=tau" in text
+    assert text.index("conv(float*)") < text.index("relu(float*)")  # by time: 9 ms, 3 ms

@@ -31,6 +31,12 @@ struct GpuKernel {
 // The derived metrics of `k` from its metric_sum and metric_mean.
 void derive_kernel_metrics(GpuKernel& k);
 
+// TAU's tuning-candidate ranking: warps per instruction x time (s) where recorded, so a kernel
+// is first when it is both long and inefficient; its time alone otherwise.
+double tau_score(const GpuKernel& k);
+// `kernels`, best candidate first by tau_score (stable: by time among equals).
+std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& kernels);
+
 // CPU-side CUDA API time of one group of routines (kind cuda, by name).
 struct ApiTotals {
   std::int64_t calls = 0;
