@@ -1,5 +1,7 @@
 #include "monitoring.hpp"
 
+#include <structmember.h>
+
 #include <cstdio>
 #include <vector>
 
@@ -29,7 +31,22 @@ struct ThreadFrames {
   std::vector<Open> open;
   int skip = 0;
 };
-thread_local ThreadFrames t_frames;
+// _sonde is loaded with dlopen, so reaching a thread_local costs a __tls_get_addr call (two
+// per Python call, about 4 ns of the hook's 60). An initial-exec variable is one instruction,
+// but it takes static TLS that glibc sets aside for dlopened modules (512 bytes by default,
+// shared with libgomp and others): a pointer's 8 bytes, not the object.
+thread_local ThreadFrames* t_frames_fast __attribute__((tls_model("initial-exec"))) = nullptr;
+struct OwnedFrames {
+  ThreadFrames frames;
+  ~OwnedFrames() { t_frames_fast = nullptr; }
+};
+thread_local OwnedFrames t_frames_owner;
+
+ThreadFrames& thread_frames() {
+  ThreadFrames* f = t_frames_fast;
+  if (__builtin_expect(f == nullptr, 0)) f = t_frames_fast = &t_frames_owner.frames;
+  return *f;
+}
 
 // How far below the top a leaving frame's entry is looked for: an entry above it lost its
 // return event (none is known to, but a lost one then costs one frame, not the whole stack).
@@ -38,7 +55,7 @@ constexpr size_t kSearch = 8;
 bool g_installed = false;
 
 void push(const void* key, bool c_call, RoutineId id, bool resumed) {
-  ThreadFrames& f = t_frames;
+  ThreadFrames& f = thread_frames();
   if (f.skip > 0) {
     --f.skip;
     f.open.push_back({key, nullptr, c_call});
@@ -58,7 +75,7 @@ void pop_to(std::vector<Open>& open, size_t size) {
 
 // A Python frame leaves: return, yield, or an exception.
 void leave_frame(const void* code) {
-  std::vector<Open>& open = t_frames.open;
+  std::vector<Open>& open = thread_frames().open;
   size_t n = open.size();
   for (size_t i = n; i > 0 && n - i < kSearch; --i) {
     if (open[i - 1].key == code && !open[i - 1].c_call) {
@@ -105,7 +122,7 @@ PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 // C_RETURN, C_RAISE: the same arguments as the CALL they close.
 PyObject* on_c_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  std::vector<Open>& open = t_frames.open;
+  std::vector<Open>& open = thread_frames().open;
   if (nargs >= 3 && !open.empty() && open.back().c_call && open.back().key == args[2]) {
     pop_to(open, open.size() - 1);
   }
@@ -114,28 +131,48 @@ PyObject* on_c_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 
 using Callback = PyObject* (*)(PyObject*, PyObject* const*, Py_ssize_t);
 
+// The callbacks are objects of a small type of their own that sys.monitoring calls through
+// vectorcall straight into the function: a builtin function object would add its own call
+// layer (argument-convention dispatch and a recursion check) to every event.
+struct CallbackObject {
+  PyObject_HEAD vectorcallfunc vectorcall;
+};
+
+template <Callback F>
+PyObject* vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*) {
+  return F(self, args, PyVectorcall_NARGS(nargsf));
+}
+
+PyMemberDef g_callback_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(CallbackObject, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+PyType_Slot g_callback_slots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+                                  {Py_tp_members, g_callback_members},
+                                  {0, nullptr}};
+PyType_Spec g_callback_spec = {"sonde._sonde.MonitoringCallback", sizeof(CallbackObject), 0,
+                               Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, g_callback_slots};
+PyObject* g_callback_type = nullptr;  // kept for the process's life
+
+PyObject* new_callback(vectorcallfunc f) {
+  if (g_callback_type == nullptr) g_callback_type = PyType_FromSpec(&g_callback_spec);
+  if (g_callback_type == nullptr) return nullptr;
+  auto* o = PyObject_New(CallbackObject, reinterpret_cast<PyTypeObject*>(g_callback_type));
+  if (o != nullptr) o->vectorcall = f;
+  return reinterpret_cast<PyObject*>(o);
+}
+
 struct EventHook {
   const char* event;  // name in sys.monitoring.events
   bool builtins;      // only with builtins
-  PyMethodDef def;
+  vectorcallfunc callback;
 };
 
-PyMethodDef fastcall(const char* name, Callback f) {
-  return {name, reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f)), METH_FASTCALL,
-          nullptr};
-}
-
-// PyCFunction_New keeps a pointer to its PyMethodDef: these live as long as the process.
 EventHook g_hooks[] = {
-    {"PY_START", false, fastcall("_sonde_py_start", on_start)},
-    {"PY_RESUME", false, fastcall("_sonde_py_resume", on_resume)},
-    {"PY_THROW", false, fastcall("_sonde_py_throw", on_resume)},
-    {"PY_RETURN", false, fastcall("_sonde_py_return", on_leave)},
-    {"PY_YIELD", false, fastcall("_sonde_py_yield", on_leave)},
-    {"PY_UNWIND", false, fastcall("_sonde_py_unwind", on_leave)},
-    {"CALL", true, fastcall("_sonde_call", on_call)},
-    {"C_RETURN", true, fastcall("_sonde_c_return", on_c_leave)},
-    {"C_RAISE", true, fastcall("_sonde_c_raise", on_c_leave)},
+    {"PY_START", false, vectorcall<on_start>},  {"PY_RESUME", false, vectorcall<on_resume>},
+    {"PY_THROW", false, vectorcall<on_resume>}, {"PY_RETURN", false, vectorcall<on_leave>},
+    {"PY_YIELD", false, vectorcall<on_leave>},  {"PY_UNWIND", false, vectorcall<on_leave>},
+    {"CALL", true, vectorcall<on_call>},        {"C_RETURN", true, vectorcall<on_c_leave>},
+    {"C_RAISE", true, vectorcall<on_c_leave>},
 };
 
 PyObject* monitoring_module() {
@@ -184,7 +221,7 @@ bool register_all(PyObject* mon, bool builtins) {
     if (h.builtins && !builtins) continue;
     long bit = event_bit(mon, h.event);
     if (bit < 0) return false;
-    PyObject* f = PyCFunction_New(&h.def, nullptr);
+    PyObject* f = new_callback(h.callback);
     if (f == nullptr) return false;
     bool ok = call_ok(PyObject_CallMethod(mon, "register_callback", "ilO", kToolId, bit, f));
     Py_DECREF(f);
@@ -222,7 +259,7 @@ bool install_monitoring(bool builtins) {
   return ok;
 }
 
-void monitoring_skip_calls(int n) { t_frames.skip = n; }
+void monitoring_skip_calls(int n) { thread_frames().skip = n; }
 
 void uninstall_monitoring() {
   if (!g_installed) return;
