@@ -96,11 +96,7 @@ std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>
                                    name, PAPI_strerror(rc)));
       continue;
     }
-    if (events.size() == kMaxCounters) {
-      note("counters", fmt::format("SONDE_COUNTERS: at most {} events are counted; {} is skipped",
-                                   kMaxCounters, name));
-      continue;
-    }
+    if (counters_full(events.size(), name, note)) continue;
     events.push_back(name);
     codes.push_back(code);
   }

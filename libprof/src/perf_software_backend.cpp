@@ -124,11 +124,7 @@ std::unique_ptr<CounterBackend> make_perf_software_backend(const std::vector<std
                                    name, papi_reason));
       continue;
     }
-    if (events.size() == kMaxCounters) {
-      note("counters", fmt::format("SONDE_COUNTERS: at most {} events are counted; {} is skipped",
-                                   kMaxCounters, name));
-      continue;
-    }
+    if (counters_full(events.size(), name, note)) continue;
     events.push_back(name);
     configs.push_back(e->config);
   }

@@ -201,16 +201,21 @@ CREATE VIEW IF NOT EXISTS hotspots AS
          CASE WHEN total.t > 0 THEN 100.0 * excl_ns / total.t ELSE 0 END AS excl_pct
   FROM per, total;
 
-CREATE VIEW IF NOT EXISTS callpaths AS
+-- Every node's call path, frames joined by ';' from below its thread root: what callpaths,
+-- gpu_kernels and gpu_kernel_metrics group by.
+CREATE VIEW IF NOT EXISTS node_paths AS
   WITH RECURSIVE p(node_id, path) AS (
     SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
       JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
     UNION ALL
     SELECT c.node_id, p.path || ';' || r.name
       FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
+  SELECT node_id, path FROM p;
+
+CREATE VIEW IF NOT EXISTS callpaths AS
   SELECT p.path AS path, SUM(n.calls) AS calls, SUM(n.incl_ns) / 1e9 AS incl_s,
          SUM(n.excl_ns) / 1e9 AS excl_s
-  FROM p JOIN nodes n USING (node_id)
+  FROM node_paths p JOIN nodes n USING (node_id)
   GROUP BY p.path;
 
 CREATE VIEW IF NOT EXISTS gemm_shapes AS
@@ -232,13 +237,7 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
 -- instructions per warp instruction executed) over the launches whose metrics were recorded
 -- (SONDE_GPU_METRICS=tau); NULL without them.
 CREATE VIEW IF NOT EXISTS gpu_kernels AS
-  WITH RECURSIVE p(node_id, path) AS (
-    SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
-      JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
-    UNION ALL
-    SELECT c.node_id, p.path || ';' || r.name
-      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id),
-  tau(activity_id, warps, inst, gld) AS (
+  WITH tau(activity_id, warps, inst, gld) AS (
     SELECT activity_id,
            MAX(CASE metric WHEN 'smsp__warps_launched.sum' THEN value END),
            MAX(CASE metric WHEN 'smsp__inst_executed.sum' THEN value END),
@@ -253,21 +252,17 @@ CREATE VIEW IF NOT EXISTS gpu_kernels AS
          AVG(g.shared_bytes) AS shared_bytes,
          SUM(t.warps) / SUM(CASE WHEN t.warps IS NOT NULL THEN t.inst END) AS warps_per_inst,
          SUM(t.gld) / SUM(CASE WHEN t.gld IS NOT NULL THEN t.inst END) AS gld_per_inst
-  FROM gpu_activity g LEFT JOIN p USING (node_id) LEFT JOIN tau t USING (activity_id)
+  FROM gpu_activity g LEFT JOIN node_paths p USING (node_id)
+       LEFT JOIN tau t USING (activity_id)
   WHERE g.kind = 'kernel'
   GROUP BY g.name, p.path;
 
 -- One row per kernel, launching call path and metric recorded (SONDE_GPU_METRICS): the
 -- launches measured, the metric's sum and mean over them, and their kernel time.
 CREATE VIEW IF NOT EXISTS gpu_kernel_metrics AS
-  WITH RECURSIVE p(node_id, path) AS (
-    SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
-      JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
-    UNION ALL
-    SELECT c.node_id, p.path || ';' || r.name
-      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
   SELECT g.name AS kernel, p.path AS call_path, m.metric AS metric, COUNT(*) AS launches,
          SUM(m.value) AS total, AVG(m.value) AS mean,
          SUM(g.end_ns - g.start_ns) / 1e9 AS time_s
-  FROM gpu_metrics m JOIN gpu_activity g USING (activity_id) LEFT JOIN p USING (node_id)
+  FROM gpu_metrics m JOIN gpu_activity g USING (activity_id)
+       LEFT JOIN node_paths p USING (node_id)
   GROUP BY g.name, p.path, m.metric;
