@@ -25,10 +25,22 @@ RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
   return id;
 }
 
-std::vector<Routine> RoutineRegistry::since(size_t from) {
+std::vector<const Routine*> RoutineRegistry::since(size_t from) {
   std::lock_guard lock(mu_);
-  if (from >= routines_.size()) return {};
-  return {routines_.begin() + long(from), routines_.end()};
+  std::vector<const Routine*> out;
+  if (from >= routines_.size()) return out;
+  out.reserve(routines_.size() - from);
+  for (size_t i = from; i < routines_.size(); ++i) out.push_back(&routines_[i]);
+  return out;
+}
+
+std::vector<bool> RoutineRegistry::measured_kinds() {
+  std::lock_guard lock(mu_);
+  std::vector<bool> out(routines_.size());
+  for (size_t i = 0; i < routines_.size(); ++i) {
+    out[i] = routines_[i].kind != "root" && routines_[i].kind != "region";
+  }
+  return out;
 }
 
 }  // namespace sonde

@@ -305,12 +305,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   if (final) {
     // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
     // Python hook recorded, is no failed interception), not a user region.
-    std::vector<Routine> all = routines_.since(0);
+    std::vector<bool> measured_kind = routines_.measured_kinds();
     for (const ThreadSnapshot& s : d.threads) {
-      for (const NodeRow& row : s.nodes) {
-        const std::string& kind = all[row.routine].kind;
-        measured += row.calls > 0 && kind != "root" && kind != "region";
-      }
+      for (const NodeRow& row : s.nodes) measured += row.calls > 0 && measured_kind[row.routine];
     }
   }
   if (final && measured == 0) {

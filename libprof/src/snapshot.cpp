@@ -44,18 +44,25 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
                          int64_t(node.incl_ticks.load(kRelaxed)),
                          int64_t(node.excl_ticks.load(kRelaxed)),
                          node.flops.load(kRelaxed),
-                         node.bytes.load(kRelaxed),
-                         {},
-                         {}};
-    for (uint32_t c = 0; c < kMaxCounters; ++c) {
-      s.nodes[i].counter_incl[c] = node.counter_incl[c].load(kRelaxed);
-      s.nodes[i].counter_excl[c] = node.counter_excl[c].load(kRelaxed);
-    }
+                         node.bytes.load(kRelaxed)};
   }
-  // The root cannot read another thread's counters: it shows what its children counted.
-  for (uint32_t i = 1; i < n; ++i) {
-    if (s.nodes[i].depth != 1) continue;
-    for (uint32_t c = 0; c < kMaxCounters; ++c) s.nodes[0].counter_incl[c] += s.nodes[i].counter_incl[c];
+  s.counters = t.counters;
+  if (s.counters != 0) {
+    const uint32_t k = s.counters;
+    s.counter_values.assign(size_t(2) * k * n, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t* incl = s.counter_values.data() + size_t(2) * k * i;
+      for (uint32_t c = 0; c < k; ++c) {
+        incl[c] = t.nodes[i].counter_incl[c].load(kRelaxed);
+        incl[k + c] = t.nodes[i].counter_excl[c].load(kRelaxed);
+      }
+    }
+    // The root cannot read another thread's counters: it shows what its children counted.
+    for (uint32_t i = 1; i < n; ++i) {
+      if (s.nodes[i].depth != 1) continue;
+      for (uint32_t c = 0; c < k; ++c)
+        s.counter_values[c] += s.counter_values[size_t(2) * k * i + c];
+    }
   }
 
   // Open frames: frame i has run (now - start_i); its children's completed time is in
@@ -100,8 +107,8 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   s.lines.reserve(nl);
   for (uint32_t i = 0; i < nl; ++i) {
     const LineRecord& r = t.lines[i];
-    s.lines.push_back(LineRow{r.routine, r.line, r.hits.load(kRelaxed),
-                              clock.to_ns(r.ticks.load(kRelaxed))});
+    s.lines.push_back(
+        LineRow{r.routine, r.line, r.hits.load(kRelaxed), clock.to_ns(r.ticks.load(kRelaxed))});
   }
 
   if (t.trace) {

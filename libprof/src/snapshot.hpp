@@ -22,7 +22,6 @@ struct NodeRow {
   uint64_t calls, subrs;
   int64_t incl_ns, excl_ns;
   uint64_t flops, bytes;
-  uint64_t counter_incl[kMaxCounters], counter_excl[kMaxCounters];
 };
 
 struct ShapeRow {
@@ -55,6 +54,15 @@ struct ThreadSnapshot {
   std::optional<int64_t> ended_ns;
   bool ftz, daz;
   std::vector<NodeRow> nodes;  // index order: a parent always precedes its children
+  // With counters on (`counters` of them): node i's inclusive counts at [2 i counters ...) and
+  // its exclusive ones right after; empty otherwise, so that a flush of many paths without
+  // counters does not copy their empty slots.
+  uint32_t counters = 0;
+  std::vector<uint64_t> counter_values;
+  const uint64_t* counter_incl(uint32_t node) const {
+    return counter_values.data() + size_t(2) * counters * node;
+  }
+  const uint64_t* counter_excl(uint32_t node) const { return counter_incl(node) + counters; }
   std::vector<ShapeRow> shapes;
   std::vector<LineRow> lines;
   std::vector<TraceRow> events;

@@ -141,7 +141,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   }
 
   // Routines: the table is shared by all processes of the file, so look up before inserting.
-  for (Routine& r : registry.since(routines_.size())) routines_.push_back(std::move(r));
+  std::vector<const Routine*> added = registry.since(routines_.size());
+  routines_.insert(routines_.end(), added.begin(), added.end());
   if (routine_ids_.size() < routines_.size()) {
     // One statement for a new routine; the lookup only when another process inserted it.
     Statement ins(h,
@@ -152,7 +153,7 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
                    "AND file=? AND line=?");
     if (!check_prepared({&ins, &find}, db, error)) return false;
     for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
-      const Routine& r = routines_[i];
+      const Routine& r = *routines_[i];
       for (Statement* s : {&ins, &find}) {
         s->bind(1, r.name).bind(2, r.kind).bind(3, r.library).bind(4, r.file);
         s->bind(5, int64_t(r.line));
@@ -277,11 +278,13 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       id = sqlite3_last_insert_rowid(h);
     }
 
+    size_t counted = std::min<size_t>(counter_ids_.size(), t.counters);
     for (const NodeRow& n : t.nodes) {
-      if (counter_ids_.empty() || ids.nodes[n.index] == 0) continue;
-      for (size_t c = 0; c < counter_ids_.size(); ++c) {
+      if (counted == 0 || ids.nodes[n.index] == 0) continue;
+      const uint64_t *incl = t.counter_incl(n.index), *excl = t.counter_excl(n.index);
+      for (size_t c = 0; c < counted; ++c) {
         counter.bind(1, ids.nodes[n.index]).bind(2, counter_ids_[c]);
-        counter.bind(3, double(n.counter_incl[c])).bind(4, double(n.counter_excl[c]));
+        counter.bind(3, double(incl[c])).bind(4, double(excl[c]));
         SONDE_STEP(counter, "writing counters");
       }
     }
@@ -299,7 +302,7 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       // The call site: the nearest Python frame above the call, else the native caller.
       std::string site;
       for (uint32_t a = t.nodes[s.node].parent; a != 0; a = t.nodes[a].parent) {
-        const Routine& r = routines_[t.nodes[a].routine];
+        const Routine& r = *routines_[t.nodes[a].routine];
         if (r.kind == "python") {
           site = r.name;
           break;

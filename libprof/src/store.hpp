@@ -78,7 +78,7 @@ class Store {
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
   std::vector<int64_t> routine_ids_;  // registry id -> routines.routine_id
-  std::vector<Routine> routines_;     // registry copies, for kinds and names
+  std::vector<const Routine*> routines_;  // the registry's, for kinds and names
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::unordered_map<const void*, std::string> sites_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
