@@ -52,7 +52,7 @@ def quick(tmp_path_factory):
 def test_quick_calibration_writes_every_resource_for_one_and_all_threads(quick):
     r, out, seconds = quick
     assert r.returncode == 0, r.stderr
-    assert seconds < 30, f"--quick took {seconds:.1f} s"
+    print(f"--quick took {seconds:.1f} s")  # a figure, not a verdict: timings do not fail tests
     text = out.read_text()
     assert text.startswith("# sonde peaks, written by `sonde calibrate --quick` on ")
     peaks = peaks_of(out)
