@@ -223,7 +223,9 @@ void CuptiBackend::thread_gone(const ThreadState* thread, const std::vector<int6
 }
 
 void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) const {
-  if (!activity_.load()) return;
+  // A fork child's numbers are its parent's, and another parent thread may have held the
+  // metrics lock at the fork.
+  if (!activity_.load() || forked_.load()) return;
   if (metrics_) metrics_->info(out);
   out.emplace_back("gpu.records", std::to_string(delivered_.load()));
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));

@@ -68,6 +68,8 @@ std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
 }
 
 bool CuptiBackend::start() {
+  // Before subscribing: the callbacks read metrics_ from the moment they are enabled.
+  start_metrics();
   uint32_t version = 0;
   lib_.cuptiGetVersion(&version);
   SubscriberParams params{};
@@ -129,7 +131,13 @@ bool CuptiBackend::start() {
     return true;
   }
   activity_.store(true, std::memory_order_release);
-  start_metrics();
+  if (metrics_) {
+    // Kernel replay runs each kernel once per pass and serialises launches: a metrics run
+    // measures what kernels do, not how long the program takes.
+    note_("gpu-metrics-timing",
+          "SONDE_GPU_METRICS: kernels are replayed and serialised to count their metrics; GPU "
+          "and CPU times of this run are inflated (time a run without metrics)");
+  }
   return true;
 }
 
@@ -140,11 +148,6 @@ void CuptiBackend::start_metrics() {
     note_("gpu-metrics", fmt::format("GPU metrics are not recorded: {}", error));
     return;
   }
-  // Kernel replay runs each kernel once per pass and serialises launches: a metrics run
-  // measures what kernels do, not how long the program takes.
-  note_("gpu-metrics-timing",
-        "SONDE_GPU_METRICS: kernels are replayed and serialised to count their metrics; GPU and "
-        "CPU times of this run are inflated (time a run without metrics)");
   metrics_ = std::make_unique<KernelMetrics>(lib_, metric_names_, note_);
 }
 

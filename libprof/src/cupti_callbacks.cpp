@@ -164,7 +164,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
     // Outside the call's own time: setting up and starting the range profiler is sonde's work.
-    if (info.kernel && metrics_) {
+    if (info.kernel && metrics_ && activity_.load(std::memory_order_relaxed)) {
       metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
     }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
@@ -190,7 +190,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     probe_exit(top.thread, &cost, nullptr);
   }
-  if (info.kernel && metrics_) {
+  if (info.kernel && metrics_ && activity_.load(std::memory_order_relaxed)) {
     std::vector<std::pair<uint32_t, MetricValues>> measured;
     metrics_->launch_exit(data->context, data->correlationId, measured);
     attach_metrics(measured);

@@ -7,7 +7,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+
+#include "signal_block.hpp"
 
 namespace sonde {
 
@@ -74,8 +77,8 @@ KernelMetrics::Chip* KernelMetrics::chip_for(CUcontext context) {
   avail.ctx = context;
   rc = lib_.cuptiProfilerGetCounterAvailability(&avail);
   if (rc != CUPTI_SUCCESS) return fail("cuptiProfilerGetCounterAvailability", rc), nullptr;
-  std::vector<uint8_t> image(avail.counterAvailabilityImageSize);
-  avail.pCounterAvailabilityImage = image.data();
+  chip.availability.resize(avail.counterAvailabilityImageSize);
+  avail.pCounterAvailabilityImage = chip.availability.data();
   rc = lib_.cuptiProfilerGetCounterAvailability(&avail);
   if (rc != CUPTI_SUCCESS) return fail("cuptiProfilerGetCounterAvailability", rc), nullptr;
 
@@ -83,7 +86,7 @@ KernelMetrics::Chip* KernelMetrics::chip_for(CUcontext context) {
       CUpti_Profiler_Host_Initialize_Params_STRUCT_SIZE);
   init.profilerType = CUPTI_PROFILER_TYPE_RANGE_PROFILER;
   init.pChipName = it->first.c_str();
-  init.pCounterAvailabilityImage = image.data();
+  init.pCounterAvailabilityImage = chip.availability.data();
   rc = lib_.cuptiProfilerHostInitialize(&init);
   if (rc != CUPTI_SUCCESS) return fail("cuptiProfilerHostInitialize", rc), nullptr;
   chip.host = init.pHostObject;
@@ -189,7 +192,12 @@ bool KernelMetrics::set_up(CUcontext context, Session& s) {
       params<CUpti_RangeProfiler_Enable_Params>(CUpti_RangeProfiler_Enable_Params_STRUCT_SIZE);
   enable.ctx = context;
   CUptiResult rc = lib_.cuptiRangeProfilerEnable(&enable);
-  if (rc != CUPTI_SUCCESS) return fail("cuptiRangeProfilerEnable", rc);
+  if (rc != CUPTI_SUCCESS) {
+    // Said once; other contexts (another device) may still be measured.
+    fail("cuptiRangeProfilerEnable", rc);
+    s.failed = true;
+    return true;
+  }
   s.object = enable.pRangeProfilerObject;
   std::vector<const char*> names;
   for (const std::string& m : chip->metrics) names.push_back(m.c_str());
@@ -208,6 +216,8 @@ bool KernelMetrics::set_up(CUcontext context, Session& s) {
 
 void KernelMetrics::launch_enter(CUcontext context, uint32_t correlation, const char* symbol) {
   if (context == nullptr) return;
+  // A flush on SIGTERM reads info() under this lock: the signal waits until it is released.
+  AsyncSignalBlock no_signals;
   std::lock_guard lock(mu_);
   if (disabled_) return;
   auto [it, added] = sessions_.try_emplace(context);
@@ -238,6 +248,7 @@ bool KernelMetrics::start(Session& s) {
 void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
                                 std::vector<std::pair<uint32_t, MetricValues>>& out) {
   if (context == nullptr) return;
+  AsyncSignalBlock no_signals;
   std::lock_guard lock(mu_);
   auto it = sessions_.find(context);
   if (it == sessions_.end() || it->second.failed || !it->second.started) return;
@@ -261,7 +272,10 @@ void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
     return;
   }
   dropped_ += decode.numOfRangeDropped;
-  evaluate(s, out);
+  if (!evaluate(s, out)) {
+    s.failed = disabled_ = true;
+    return;
+  }
   // This launch made no range (it failed): it is not waited for. Other threads' launches that
   // entered meanwhile are, so the profiler starts again for them.
   auto own = std::find_if(s.pending.begin(), s.pending.end(),
@@ -277,16 +291,13 @@ void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
   if (!s.pending.empty()) start(s);
 }
 
-void KernelMetrics::evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out) {
+bool KernelMetrics::evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out) {
   auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = s.counter_data.data();
   info.counterDataImageSize = s.counter_data.size();
   CUptiResult rc = lib_.cuptiRangeProfilerGetCounterDataInfo(&info);
-  if (rc != CUPTI_SUCCESS) {
-    fail("cuptiRangeProfilerGetCounterDataInfo", rc);
-    return;
-  }
+  if (rc != CUPTI_SUCCESS) return fail("cuptiRangeProfilerGetCounterDataInfo", rc);
   const std::vector<std::string>& metrics = s.chip->metrics;
   std::vector<const char*> names;
   for (const std::string& m : metrics) names.push_back(m.c_str());
@@ -325,24 +336,36 @@ void KernelMetrics::evaluate(Session& s, std::vector<std::pair<uint32_t, MetricV
     eval.pMetricValues = values.data();
     rc = lib_.cuptiProfilerHostEvaluateToGpuValues(&eval);
     if (rc != CUPTI_SUCCESS) {
-      fail("cuptiProfilerHostEvaluateToGpuValues", rc);
       ++unmatched_;
-      continue;
+      return fail("cuptiProfilerHostEvaluateToGpuValues", rc);
     }
+    // A ratio over nothing (a hit rate of a kernel without accesses) evaluates to NaN: it is
+    // left out, as the file has no value for it.
     MetricValues v;
-    for (size_t i = 0; i < names.size(); ++i) v.emplace_back(metrics[i], values[i]);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (std::isfinite(values[i])) {
+        v.emplace_back(metrics[i], values[i]);
+      } else {
+        ++not_finite_;
+      }
+    }
     out.emplace_back(correlation, std::move(v));
     ++measured_;
   }
+  return true;
 }
 
 void KernelMetrics::info(std::vector<std::pair<std::string, std::string>>& out) const {
+  AsyncSignalBlock no_signals;
   std::lock_guard lock(mu_);
   if (evaluated_.empty()) return;
   out.emplace_back("gpu.metrics", evaluated_);
   out.emplace_back("gpu.metric_passes", std::to_string(passes_));
   out.emplace_back("gpu.metric_launches", std::to_string(measured_));
-  out.emplace_back("gpu.metric_lost", std::to_string(dropped_ + unmatched_));
+  // Launches that got no values (their range was dropped, or their launch failed).
+  out.emplace_back("gpu.metric_lost", std::to_string(unmatched_));
+  out.emplace_back("gpu.metric_ranges_dropped", std::to_string(dropped_));
+  out.emplace_back("gpu.metric_not_finite", std::to_string(not_finite_));
 }
 
 }  // namespace sonde

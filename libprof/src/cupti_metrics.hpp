@@ -56,6 +56,7 @@ class KernelMetrics {
     CUpti_Profiler_Host_Object* host = nullptr;
     std::vector<std::string> metrics;  // the requested ones this chip knows
     std::vector<uint8_t> config;
+    std::vector<uint8_t> availability;  // the counter availability image the host was given
     size_t passes = 0;
     bool ok = false;
   };
@@ -72,7 +73,7 @@ class KernelMetrics {
   Chip* chip_for(CUcontext context);
   bool configure(Session& s);
   bool start(Session& s);
-  void evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out);
+  bool evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out);
   // Says `what` failed, in CUPTI's words, once per topic; false.
   bool fail(const std::string& what, CUptiResult rc);
 
@@ -86,7 +87,7 @@ class KernelMetrics {
   std::map<CUcontext, Session> sessions_;
   std::map<std::string, Chip> chips_;
   std::vector<std::string> noted_;
-  uint64_t measured_ = 0, dropped_ = 0, unmatched_ = 0;
+  uint64_t measured_ = 0, dropped_ = 0, unmatched_ = 0, not_finite_ = 0;
   size_t passes_ = 0;
   std::string evaluated_;  // comma-separated, for run_info
 };

@@ -164,3 +164,15 @@ def test_kernels_section_without_metrics_says_how_to_get_them(db):
     text = run([CLI, "metrics", db, "--section", "kernels"]).stdout
     assert "SONDE_GPU_METRICS=tau" in text
     assert text.index("conv(float*)") < text.index("relu(float*)")  # by time: 9 ms, 3 ms
+
+
+def test_a_metric_that_evaluates_to_nan_is_left_out_and_the_flush_goes_on(db):
+    # CUPTI gives NaN for a ratio over nothing; SQLite would store it as NULL and refuse the
+    # row (value NOT NULL), failing every flush after it. Left out and counted instead.
+    run_app(db, "metrics_nan", SONDE_GPU_METRICS=METRICS)
+    assert metrics_of(db, "empty()") == [{"smsp__warps_launched.sum": 10,
+                                         "smsp__inst_executed.sum": 100,
+                                         "smsp__inst_executed_op_global_ld.sum": 0}]
+    assert info(db, "gpu.metric_not_finite") == "2"
+    assert query(db, "SELECT end_reason FROM processes") == [("exit",)]
+    assert query(db, "SELECT call_path FROM gpu_kernels") == [("empty;cudaLaunchKernel",)]

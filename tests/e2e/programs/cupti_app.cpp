@@ -8,6 +8,7 @@
 //   cupti_app midcall   a runtime call that opens the driver: its exit comes without its entry
 //   cupti_app metrics   kernels whose metrics the stub's range profiler reports (SONDE_GPU_METRICS)
 //   cupti_app metrics_threads  two threads launching on one context at the same time
+//   cupti_app metrics_nan  a launch whose ratio metrics evaluate to NaN (nothing to divide)
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -15,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -249,6 +251,10 @@ int main(int argc, char** argv) {
     failed.exit(0);
     metric_launch("_Z4convPf", conv, 3 * kMs);
     sonde_region_end("failed");
+  } else if (std::strcmp(mode, "metrics_nan") == 0) {
+    sonde_region_begin("empty");
+    metric_launch("_Z5emptyv", {10, 100, 0, std::nan(""), std::nan("")}, kMs);
+    sonde_region_end("empty");
   } else if (std::strcmp(mode, "metrics_threads") == 0) {
     pthread_t thread;
     pthread_create(&thread, nullptr, metric_worker, nullptr);
