@@ -29,7 +29,10 @@ pthread_key_t g_thread_key;  // its destructor marks a thread's end
 
 void on_thread_exit(void* state) {
   auto* t = static_cast<ThreadState*>(state);
-  if (t->counter_backend != nullptr) t->counter_backend->stop_thread(t->counter_handle);
+  if (t->counter_backend != nullptr) {
+    t->counter_backend->stop_thread(t->counter_handle);
+    t->counter_handle = -1;  // a late frame's read fails instead of reading a reused descriptor
+  }
   t->mark_ended(now_ticks());
   // The flusher frees the state once written; a later call on this thread (another key's
   // destructor) starts a new one.
@@ -471,8 +474,10 @@ void Runtime::fork_child() {
   threads_.clear();
   if (t_state != nullptr) {
     t_state->reset_counts(now);
-    // The parent's counter handles count the parent's threads, not this process.
+    // The parent's counter handles count the parent's threads, not this process, and are not
+    // this process's to release.
     t_state->counters = 0;
+    t_state->counter_backend = nullptr;
     threads_.push_back(t_state);
   }
 

@@ -1,5 +1,9 @@
 """SONDE_COUNTERS: PAPI counter deltas per call path, inclusive and exclusive. This VM has no
 hardware events; PAPI's software events (perf::...) are real counters all the same."""
+import os
+
+import pytest
+
 from conftest import BIN, integrity_ok, query, routine_calls, run
 
 
@@ -88,3 +92,15 @@ def test_counting_threads_that_come_and_go_keeps_no_descriptor(db):
     assert "counting failed" not in r.stderr and "failed" not in r.stderr
     assert routine_calls(db, "cblas_sdot") == 10 + 1500  # every thread's call was written
     assert query(db, "SELECT COUNT(*) FROM notes WHERE message LIKE '%counting failed%'") == [(0,)]
+
+
+def test_context_switches_are_counted_where_the_thread_waits(db):
+    # A context switch happens in the kernel: read directly, the event includes kernel mode
+    # (where allowed), so the 200 ms nanosleep of "sleep" switches the thread out at least once.
+    r = run([BIN / "known_time", 5, 1000, 200], db, LIBPFM_FORCE_PMU="no_such_pmu",
+            SONDE_COUNTERS="perf::CONTEXT-SWITCHES")
+    assert r.returncode == 0, r.stderr
+    incl, excl = counter(db, "sleep", "perf::CONTEXT-SWITCHES")
+    if os.geteuid() != 0 and open("/proc/sys/kernel/perf_event_paranoid").read().strip() >= "2":
+        pytest.skip("kernel-mode software events are refused to this user (perf_event_paranoid)")
+    assert incl >= 1 and excl == incl
