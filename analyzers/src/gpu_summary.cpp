@@ -39,6 +39,9 @@ std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& 
   std::vector<const GpuKernel*> ranked;
   for (const GpuKernel& k : kernels) ranked.push_back(&k);
   std::stable_sort(ranked.begin(), ranked.end(), [](const GpuKernel* a, const GpuKernel* b) {
+    if (a->warps_per_inst.has_value() != b->warps_per_inst.has_value()) {
+      return a->warps_per_inst.has_value();
+    }
     return tau_score(*a) > tau_score(*b);
   });
   return ranked;

@@ -156,5 +156,19 @@ INSERT INTO gpu_metrics (activity_id, metric, value) VALUES
   EXPECT_THROW(number(k[1], "gld_per_inst"), std::runtime_error);
 }
 
+// A kernel whose metrics were not recorded is not ranked against those whose were (time in s
+// against warps/inst x s): measured kernels first, then the rest by time.
+TEST_F(GpuRulesTest, KernelsWithoutMetricsComeAfterMeasuredOnes) {
+  add_gpu_run();
+  sql(R"sql(
+INSERT INTO gpu_metrics (activity_id, metric, value) VALUES
+  (3, 'smsp__warps_launched.sum', 2000), (3, 'smsp__inst_executed.sum', 4000);
+)sql");
+  auto k = of_rule("gpu-kernel");
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(k[0].location, "relu_kernel");   // 0.5 x 0.1 s = 0.05, measured
+  EXPECT_EQ(k[1].location, "sgemm_128x64");  // 0.9 s, not measured
+}
+
 }  // namespace
 }  // namespace sonde::analyzers

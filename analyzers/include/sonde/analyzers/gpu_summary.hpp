@@ -34,7 +34,8 @@ void derive_kernel_metrics(GpuKernel& k);
 // TAU's tuning-candidate ranking: warps per instruction x time (s) where recorded, so a kernel
 // is first when it is both long and inefficient; its time alone otherwise.
 double tau_score(const GpuKernel& k);
-// `kernels`, best candidate first by tau_score (stable: by time among equals).
+// `kernels`, best candidate first: those with warps per instruction by tau_score, then the
+// others by time (the two scores are in different units and are not compared).
 std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& kernels);
 
 // CPU-side CUDA API time of one group of routines (kind cuda, by name).
