@@ -54,7 +54,9 @@ bool Store::prepare(const std::string& path, std::string& error) {
           db.exec("ROLLBACK", error);
           return false;
         }
-        return db.exec("COMMIT", error);
+        // Tables added to this version since the file was made (gpu_metrics, line_costs):
+        // every statement of the schema is CREATE ... IF NOT EXISTS, so what is there stays.
+        return db.exec(kSchemaSql, error) && db.exec("COMMIT", error);
       }
     } else {
       // No meta table: refuse a database that has tables of its own.

@@ -140,6 +140,26 @@ TEST(StorePrepare, RefusesAnotherSQLiteDatabase) {
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'meta'"), "0");
 }
 
+// A file of this schema version made by an earlier sonde, before a table was added to it:
+// joining it adds the table, so a flush that writes there does not fail.
+TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
+  test::TempDir dir;
+  std::string path = dir.file("older.db");
+  std::string error;
+  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics", nullptr, nullptr,
+                 nullptr);
+    sqlite3_close(db);
+  }
+  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  Reader r(path);
+  EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_metrics'"), "1");
+  EXPECT_EQ(r.count("meta"), 2);
+}
+
 TEST(StorePrepare, RefusesAnotherSchemaVersion) {
   test::TempDir dir;
   std::string path = dir.file("future.db");
