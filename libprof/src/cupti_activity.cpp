@@ -160,6 +160,8 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   std::vector<Record> records;
   std::unique_lock rlock(records_mu_);
   records.swap(records_);
+  records.insert(records.begin(), held_.begin(), held_.end());
+  held_.clear();
   std::lock_guard olock(origins_mu_);
   ++generation_;
   out.reserve(out.size() + records.size());
@@ -168,8 +170,14 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       incomplete_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    GpuRow row = to_row(r, offset);
     auto it = origins_.find(r.correlation);
+    // Held for a later flush, but not past the origin's lifetime (it would lose its path).
+    if (it != origins_.end() && it->second.awaiting_metrics && r.kind == 0 && !final &&
+        generation_ - it->second.generation < kOriginLifetime) {
+      held_.push_back(r);
+      continue;
+    }
+    GpuRow row = to_row(r, offset);
     if (it != origins_.end()) {
       row.thread = it->second.thread;
       row.node = it->second.node;

@@ -58,6 +58,9 @@ class CuptiBackend final : public GpuBackend {
     uint32_t generation = 0;  // collect() count when it was launched
     bool seen = false;
     MetricValues metrics;  // the kernel's, known at the launch's exit
+    // Its metrics are decoded at the launch's exit; a record that arrives before (the kernel
+    // ran inside the launch, under kernel replay) waits for them.
+    bool awaiting_metrics = false;
   };
   // A finished activity as CUPTI delivered it (times in CUPTI's clock).
   struct Record {
@@ -74,8 +77,8 @@ class CuptiBackend final : public GpuBackend {
   void start_metrics();
   ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
-  void remember_origin(uint32_t correlation);
-  void attach_metrics(std::vector<std::pair<uint32_t, MetricValues>>& measured);
+  void remember_origin(uint32_t correlation, bool awaiting_metrics);
+  void attach_metrics(uint32_t exiting, std::vector<std::pair<uint32_t, MetricValues>>& measured);
   void parse_buffer(uint8_t* buffer, size_t valid);
   GpuRow to_row(const Record& r, int64_t offset);
 
@@ -108,6 +111,7 @@ class CuptiBackend final : public GpuBackend {
   std::unordered_map<std::string, uint32_t> name_index_;
 
   std::vector<GpuRow> retry_;  // flushing thread only
+  std::vector<Record> held_;   // flushing thread only: kernel records awaiting their metrics
 
   std::atomic<uint64_t> delivered_{0}, cupti_dropped_{0}, no_buffer_{0}, unattributed_{0},
       incomplete_{0}, origins_full_{0};

@@ -129,7 +129,7 @@ RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, i
   return id;
 }
 
-void CuptiBackend::remember_origin(uint32_t correlation) {
+void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics) {
   // The innermost open frame: the API call itself when it is measured, else whatever frame
   // (a cuBLAS call, a Python function) the launch happened in.
   ThreadState* t = t_state;
@@ -144,6 +144,7 @@ void CuptiBackend::remember_origin(uint32_t correlation) {
     return;
   }
   o.generation = generation_;
+  o.awaiting_metrics = awaiting_metrics;
   origins_[correlation] = o;
 }
 
@@ -164,14 +165,13 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
     // Outside the call's own time: setting up and starting the range profiler is sonde's work.
-    if (info.kernel && metrics_ && activity_.load(std::memory_order_relaxed)) {
-      metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
-    }
+    bool metrics = info.kernel && metrics_ && activity_.load(std::memory_order_relaxed);
+    if (metrics) metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
     t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
     t_runtime_open += runtime;
     if (info.activity && activity_.load(std::memory_order_relaxed)) {
-      remember_origin(data->correlationId);
+      remember_origin(data->correlationId, metrics);
     }
     return;
   }
@@ -193,17 +193,21 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (info.kernel && metrics_ && activity_.load(std::memory_order_relaxed)) {
     std::vector<std::pair<uint32_t, MetricValues>> measured;
     metrics_->launch_exit(data->context, data->correlationId, measured);
-    attach_metrics(measured);
+    attach_metrics(data->correlationId, measured);
   }
 }
 
-void CuptiBackend::attach_metrics(std::vector<std::pair<uint32_t, MetricValues>>& measured) {
-  if (measured.empty()) return;
+void CuptiBackend::attach_metrics(uint32_t exiting,
+                                  std::vector<std::pair<uint32_t, MetricValues>>& measured) {
   std::lock_guard lock(origins_mu_);
   for (auto& [correlation, values] : measured) {
     auto it = origins_.find(correlation);
-    if (it != origins_.end()) it->second.metrics = std::move(values);
+    if (it == origins_.end()) continue;
+    it->second.metrics = std::move(values);
+    it->second.awaiting_metrics = false;
   }
+  // The exiting launch has whatever it will get (nothing, when its range was lost).
+  if (auto it = origins_.find(exiting); it != origins_.end()) it->second.awaiting_metrics = false;
 }
 
 }  // namespace sonde

@@ -176,3 +176,12 @@ def test_a_metric_that_evaluates_to_nan_is_left_out_and_the_flush_goes_on(db):
     assert info(db, "gpu.metric_not_finite") == "2"
     assert query(db, "SELECT end_reason FROM processes") == [("exit",)]
     assert query(db, "SELECT call_path FROM gpu_kernels") == [("empty;cudaLaunchKernel",)]
+
+
+def test_a_record_flushed_before_its_launch_exits_waits_for_its_metrics(db):
+    run_app(db, "metrics_early", SONDE_GPU_METRICS="tau")
+    assert metrics_of(db, "early()") == [{"smsp__warps_launched.sum": 40,
+                                         "smsp__inst_executed.sum": 400,
+                                         "smsp__inst_executed_op_global_ld.sum": 4}]
+    assert query(db, "SELECT call_path, calls FROM gpu_kernels") == [("early;cudaLaunchKernel", 1)]
+    assert info(db, "gpu.metric_lost") == "0"

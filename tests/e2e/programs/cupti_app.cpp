@@ -9,6 +9,7 @@
 //   cupti_app metrics   kernels whose metrics the stub's range profiler reports (SONDE_GPU_METRICS)
 //   cupti_app metrics_threads  two threads launching on one context at the same time
 //   cupti_app metrics_nan  a launch whose ratio metrics evaluate to NaN (nothing to divide)
+//   cupti_app metrics_early  a kernel's record is flushed before its launch's exit decodes it
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -251,6 +252,19 @@ int main(int argc, char** argv) {
     failed.exit(0);
     metric_launch("_Z4convPf", conv, 3 * kMs);
     sonde_region_end("failed");
+  } else if (std::strcmp(mode, "metrics_early") == 0) {
+    // Under kernel replay the kernel has finished inside its launch: a flush on another
+    // thread (here, this one) can take its record before the exit callback has its values.
+    sonde_region_begin("early");
+    MetricLaunch l{.kernel = "_Z5earlyv"};
+    l.enter();
+    l.run({40, 400, 4, 0, 0});
+    uint64_t t = cupti_stub_now();
+    cupti_stub_kernel(l.c, l.kernel, t, t + kMs, 64, 256, 32);
+    sonde_flush();
+    l.exit(0);  // its record is already out
+    sonde_region_end("early");
+    sonde_flush();
   } else if (std::strcmp(mode, "metrics_nan") == 0) {
     sonde_region_begin("empty");
     metric_launch("_Z5emptyv", {10, 100, 0, std::nan(""), std::nan("")}, kMs);
