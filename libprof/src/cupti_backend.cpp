@@ -19,6 +19,13 @@ CuptiBackend* backend() {
 
 void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                            const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && data != nullptr) {
+      static_cast<CuptiBackend*>(userdata)->on_context_destroyed(
+          static_cast<const CUpti_ResourceData*>(data)->context);
+    }
+    return;
+  }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   static_cast<CuptiBackend*>(userdata)->on_api(domain, cbid,
                                                static_cast<const CUpti_CallbackData*>(data));
@@ -129,6 +136,14 @@ bool CuptiBackend::start() {
                              "measured, kernels and copies are not",
                              lib_.describe(rc)));
     return true;
+  }
+  // Contexts that end take their range profilers with them: sonde lets go of them first.
+  if (metrics_ &&
+      lib_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS) {
+    metrics_.reset();  // no callback has used it: launches reach it only once activity is on
+    note_("gpu-metrics",
+          "GPU metrics are not recorded: CUPTI's resource callbacks could not be "
+          "enabled");
   }
   activity_.store(true, std::memory_order_release);
   if (metrics_) {

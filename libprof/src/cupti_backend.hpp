@@ -35,6 +35,9 @@ class CuptiBackend final : public GpuBackend {
 
   // CUPTI's callbacks land here (cupti_callbacks.cpp, cupti_activity.cpp).
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
+  void on_context_destroyed(CUcontext context) {
+    if (metrics_ && !forked_.load(std::memory_order_relaxed)) metrics_->context_destroyed(context);
+  }
   void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                           size_t valid);

@@ -165,7 +165,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
     // Outside the call's own time: setting up and starting the range profiler is sonde's work.
-    bool metrics = info.kernel && metrics_ && activity_.load(std::memory_order_relaxed);
+    bool metrics = info.kernel && activity_.load(std::memory_order_acquire) && metrics_;
     if (metrics) metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
     t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
@@ -190,7 +190,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     probe_exit(top.thread, &cost, nullptr);
   }
-  if (info.kernel && metrics_ && activity_.load(std::memory_order_relaxed)) {
+  if (info.kernel && activity_.load(std::memory_order_acquire) && metrics_) {
     std::vector<std::pair<uint32_t, MetricValues>> measured;
     metrics_->launch_exit(data->context, data->correlationId, measured);
     attach_metrics(data->correlationId, measured);

@@ -355,6 +355,28 @@ bool KernelMetrics::evaluate(Session& s, std::vector<std::pair<uint32_t, MetricV
   return true;
 }
 
+void KernelMetrics::context_destroyed(CUcontext context) {
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(context);
+  if (it == sessions_.end()) return;
+  Session& s = it->second;
+  if (s.object != nullptr) {
+    if (s.started) {
+      auto stop =
+          params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+      stop.pRangeProfilerObject = s.object;
+      lib_.cuptiRangeProfilerStop(&stop);
+    }
+    auto disable =
+        params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
+    disable.pRangeProfilerObject = s.object;
+    lib_.cuptiRangeProfilerDisable(&disable);
+  }
+  unmatched_ += s.pending.size();
+  sessions_.erase(it);
+}
+
 void KernelMetrics::info(std::vector<std::pair<std::string, std::string>>& out) const {
   AsyncSignalBlock no_signals;
   std::lock_guard lock(mu_);

@@ -43,6 +43,10 @@ class KernelMetrics {
   void launch_exit(CUcontext context, uint32_t correlation,
                    std::vector<std::pair<uint32_t, MetricValues>>& out);
 
+  // The context is being destroyed: its range profiler is stopped and disabled, and a context
+  // made later with the same handle starts afresh.
+  void context_destroyed(CUcontext context);
+
   // Running totals for run_info: the metrics evaluated, passes per kernel, launches measured,
   // and ranges lost.
   void info(std::vector<std::pair<std::string, std::string>>& out) const;

@@ -185,3 +185,18 @@ def test_a_record_flushed_before_its_launch_exits_waits_for_its_metrics(db):
                                          "smsp__inst_executed_op_global_ld.sum": 4}]
     assert query(db, "SELECT call_path, calls FROM gpu_kernels") == [("early;cudaLaunchKernel", 1)]
     assert info(db, "gpu.metric_lost") == "0"
+
+
+def test_a_context_made_again_with_the_same_handle_is_measured_afresh(db):
+    # cudaDeviceReset destroys the context, and the next one may get the same handle: sonde
+    # stops and disables the old range profiler when it hears of the destruction, so the new
+    # context gets one of its own instead of a dead object.
+    r = run_app(db, "metrics_reset", SONDE_GPU_METRICS="tau")
+    assert metrics_of(db, "before()") == [{"smsp__warps_launched.sum": 1,
+                                          "smsp__inst_executed.sum": 10,
+                                          "smsp__inst_executed_op_global_ld.sum": 1}]
+    assert metrics_of(db, "after()") == [{"smsp__warps_launched.sum": 2,
+                                         "smsp__inst_executed.sum": 20,
+                                         "smsp__inst_executed_op_global_ld.sum": 2}]
+    assert "outside a range" not in r.stdout
+    assert [m for m in notes(db, "gpu-metrics") if "failed" in m] == []

@@ -10,6 +10,7 @@
 //   cupti_app metrics_threads  two threads launching on one context at the same time
 //   cupti_app metrics_nan  a launch whose ratio metrics evaluate to NaN (nothing to divide)
 //   cupti_app metrics_early  a kernel's record is flushed before its launch's exit decodes it
+//   cupti_app metrics_reset  the context is destroyed and made again with the same handle
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@ int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlation, const voi
                       int enter, uint64_t* slot, const char* symbol, uintptr_t context);
 int cupti_stub_kernel_run(uintptr_t context, const char* name, const char* const* metric_names,
                           const double* values, int n);
+void cupti_stub_context_destroy(uintptr_t context);
 }
 
 namespace {
@@ -265,6 +267,14 @@ int main(int argc, char** argv) {
     l.exit(0);  // its record is already out
     sonde_region_end("early");
     sonde_flush();
+  } else if (std::strcmp(mode, "metrics_reset") == 0) {
+    sonde_region_begin("before");
+    metric_launch("_Z6beforev", {1, 10, 1, 0, 0}, kMs);
+    sonde_region_end("before");
+    cupti_stub_context_destroy(kContext);  // cudaDeviceReset; the next context reuses the handle
+    sonde_region_begin("after");
+    metric_launch("_Z5afterv", {2, 20, 2, 0, 0}, kMs);
+    sonde_region_end("after");
   } else if (std::strcmp(mode, "metrics_nan") == 0) {
     sonde_region_begin("empty");
     metric_launch("_Z5emptyv", {10, 100, 0, std::nan(""), std::nan("")}, kMs);

@@ -836,6 +836,22 @@ STUB_EXPORT int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlatio
   return 1;
 }
 
+// The context is being destroyed (cudaDeviceReset, cuCtxDestroy): the subscriber hears of it
+// first, if it asked for resource callbacks; then, as with a real context, any range profiler
+// still enabled on it is gone.
+STUB_EXPORT void cupti_stub_context_destroy(uintptr_t context) {
+  Stub& s = stub();
+  auto ctx = reinterpret_cast<CUcontext>(context);
+  if (s.callback != nullptr && s.domains[CUPTI_CB_DOMAIN_RESOURCE]) {
+    CUpti_ResourceData data{};
+    data.context = ctx;
+    s.callback(s.userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+               &data);
+  }
+  std::lock_guard lock(s.mu);
+  std::erase_if(s.profilers, [ctx](const auto& p) { return p->context == ctx; });
+}
+
 // The same on the stub's default context, naming no kernel.
 STUB_EXPORT int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params,
                                int enter, uint64_t* slot) {
