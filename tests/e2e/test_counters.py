@@ -104,3 +104,43 @@ def test_context_switches_are_counted_where_the_thread_waits(db):
     if os.geteuid() != 0 and open("/proc/sys/kernel/perf_event_paranoid").read().strip() >= "2":
         pytest.skip("kernel-mode software events are refused to this user (perf_event_paranoid)")
     assert incl >= 1 and excl == incl
+
+
+THREADS_SCRIPT = """\
+import mmap
+import threading
+
+PAGE = mmap.PAGESIZE
+
+
+def touch(pages):
+    m = mmap.mmap(-1, pages * PAGE)
+    for i in range(0, pages * PAGE, PAGE):
+        m[i] = 1
+    m.close()
+
+
+threads = [threading.Thread(target=touch, args=(n,)) for n in (2000, 500)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+def test_each_thread_counts_its_own_events(db, tmp_path):
+    # Two Python threads first-touch 2000 and 500 pages in the same function: each thread's
+    # `touch` node holds its own faults, not the other's, and not the main thread's.
+    script = tmp_path / "touch_threads.py"
+    script.write_text(THREADS_SCRIPT)
+    pythonpath = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+    r = run(["/usr/bin/python3", "-m", "sonde", "-o", db, script], None,
+            SONDE_COUNTERS="perf::PAGE-FAULTS", PYTHONPATH=pythonpath)
+    assert r.returncode == 0, r.stderr
+    rows = query(db, "SELECT t.seq, nc.excl FROM node_counters nc JOIN nodes n USING (node_id) "
+                     "JOIN routines r USING (routine_id) JOIN threads t USING (thread_id) "
+                     "JOIN counters c USING (counter_id) "
+                     "WHERE r.name LIKE '%(touch)' AND c.name = 'perf::PAGE-FAULTS' ORDER BY t.seq")
+    assert [seq for seq, _ in rows] == [1, 2]
+    faults = sorted(f for _, f in rows)
+    assert 500 <= faults[0] <= 520 and 2000 <= faults[1] <= 2020, rows
