@@ -1,7 +1,8 @@
 // `sonde calibrate`: the peaks file (read, merge, write) and the measurements behind it.
 //
 // GEMM goes through the system BLAS, opened with dlopen("libblas.so.3") so that sonde measures
-// the library the profiled programs load (Debian's alternatives pick it) without linking it.
+// the library the profiled programs load (Debian's alternatives pick it) without linking it,
+// or through the one --blas names (a program that brings its own).
 // Memory bandwidth is a STREAM triad, a[i] = b[i] + s * c[i], counted as STREAM does: 24 bytes
 // per element (read b and c, write a; the write-allocate read is not counted).
 #include "sonde/analyzers/calibrate.hpp"
@@ -118,18 +119,18 @@ struct Blas {
   }
 };
 
-Blas load_blas(int all_threads) {
+Blas load_blas(int all_threads, const std::string& library) {
   // Size OpenBLAS's (or an OpenMP build's) thread pool for every CPU before it initialises;
   // the 1-thread figures then come from openblas_set_num_threads(1).
   std::string n = std::to_string(all_threads);
   setenv("OPENBLAS_NUM_THREADS", n.c_str(), 1);
   setenv("OMP_NUM_THREADS", n.c_str(), 1);
-  const char* name = "libblas.so.3";
+  const char* name = library.c_str();
   Blas b;
   b.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
   if (!b.handle) {
     const char* why = dlerror();
-    throw Error(fmt::format("cannot load the system BLAS ({}): {}", name, why ? why : "?"));
+    throw Error(fmt::format("cannot load the BLAS {}: {}", name, why ? why : "?"));
   }
   // The handle's lookup scope includes its dependencies: Debian's libblas.so.3 for OpenBLAS is a
   // thin library over libopenblas.so.0, where openblas_set_num_threads lives.
@@ -470,7 +471,7 @@ Calibration run_calibration(const CalibrateOptions& options) {
   Calibration cal;
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   cal.all_threads = online > 0 ? static_cast<int>(online) : 1;
-  Blas blas = load_blas(cal.all_threads);
+  Blas blas = load_blas(cal.all_threads, options.blas_library);
   cal.blas = blas.description;
   say(fmt::format("BLAS: {}", cal.blas));
   if (!blas.can_set_threads())
@@ -574,6 +575,7 @@ int calibrate_command(const CalibrateCommand& command) {
   PeaksFile existing = load(true);
   CalibrateOptions options;
   options.quick = command.quick;
+  options.blas_library = command.blas;
   options.progress = [](const std::string& s, bool done) {
     std::cerr << s << (done ? '\n' : ' ') << std::flush;
   };

@@ -306,6 +306,11 @@ int main(int argc, char** argv) {
   cal->add_option("-o,--output", a.calibrate.output,
                   "Peaks file (default: $SONDE_PEAKS, else $XDG_CACHE_HOME/sonde/peaks.txt, "
                   "else ~/.cache/sonde/peaks.txt)");
+  auto* blas = cal->add_option("--blas", a.calibrate.blas,
+                               "BLAS library whose GEMMs are timed (default libblas.so.3, the "
+                               "system's); for a program's % of peak, the one it uses: its "
+                               "profile's blas.library")
+                   ->type_name("PATH");
   auto* set = cal->add_option("--set", a.calibrate.sets,
                               "Record a hand-given peak (source manual), measure nothing; "
                               "THREADS 1 or 0 = all (default)")
@@ -313,6 +318,7 @@ int main(int argc, char** argv) {
   auto* show = cal->add_flag("--show", a.calibrate.show,
                              "Print the peaks file (after any --set), measure nothing");
   quick->excludes(set)->excludes(show);
+  blas->excludes(set)->excludes(show);
   cal->footer("RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "
               "replaced, manual ones kept unless --set again.");
 

@@ -7,7 +7,9 @@ import time
 
 import pytest
 
-from conftest import CLI, clean_env
+from pathlib import Path
+
+from conftest import CLI, LIB, clean_env
 
 RESOURCES = ("gemm.f32", "gemm.f64", "mem.bw")
 LINE = re.compile(r"^(\S+) (\d+) (\S+) (calibrated|manual)$")
@@ -182,3 +184,27 @@ def test_bad_lines_in_an_existing_file_are_reported_and_dropped(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"{out}:1: not a peak line" in r.stderr
     assert peaks_of(out) == {("mem.bw", 0): (11.0, "manual"), ("gemm.f32", 0): (5.0, "manual")}
+
+
+def test_blas_option_times_the_named_library_with_a_known_answer(tmp_path):
+    # The test's fake BLAS spins M microseconds per M x N x K product: a 512^3 GEMM is
+    # 2 * 512^3 FLOPs in 512 us, 524.288 GFLOP/s at best (a spin can only overrun).
+    fake = Path(LIB).parent / "libfake_blas.so"  # built beside libsonde.so
+    out = tmp_path / "peaks.txt"
+    r = sonde("calibrate", "--quick", "--blas", fake, "--output", out)
+    assert r.returncode == 0, r.stderr
+    assert f"BLAS: {fake.resolve()}" in r.stderr
+    assert "no way to set its thread count" in r.stderr  # neither OpenBLAS nor BLIS
+    peaks = peaks_of(out)
+    for res in ("gemm.f32", "gemm.f64"):
+        for threads in (1, 0):
+            value, source = peaks[(res, threads)]
+            assert 0.95 * 524.288 <= value <= 524.288 + 0.1 and source == "calibrated", peaks
+
+
+def test_blas_that_cannot_be_loaded_is_named(tmp_path):
+    r = sonde("calibrate", "--quick", "--blas", tmp_path / "nothing.so", "--output",
+              tmp_path / "peaks.txt")
+    assert r.returncode == 1
+    assert f"cannot load the BLAS {tmp_path / 'nothing.so'}" in r.stderr
+    assert not (tmp_path / "peaks.txt").exists()

@@ -75,6 +75,9 @@ void check_peaks_writable(const std::string& path);
 
 struct CalibrateOptions {
   bool quick = false;
+  // The BLAS whose GEMMs are timed: the system's by default; the one a program uses (a
+  // profile's blas.library) for that program's % of peak.
+  std::string blas_library = "libblas.so.3";
   // Progress, e.g. ("calibrating gemm.f32, 1 thread, n=512 ...", false) before a measurement
   // and ("74.2 GFLOP/s", true) after it; may be empty.
   std::function<void(const std::string& text, bool line_done)> progress;
@@ -87,13 +90,14 @@ struct Calibration {
   std::vector<std::string> warnings;
 };
 
-// Loads libblas.so.3 (dlopen), times square GEMMs and the triad. Throws Error (exit 1) when the
+// Loads options.blas_library (dlopen), times square GEMMs and the triad. Throws Error (exit 1) when the
 // BLAS cannot be loaded or lacks cblas_sgemm / cblas_dgemm, or memory cannot be had.
 Calibration run_calibration(const CalibrateOptions& options);
 
 struct CalibrateCommand {
   bool quick = false;
   std::optional<std::string> output;  // default: default_peaks_path()
+  std::string blas = "libblas.so.3";  // --blas
   std::vector<std::string> sets;      // RESOURCE[@THREADS]=VALUE: record, measure nothing
   bool show = false;                  // print the file (after any --set); measure nothing
 };
