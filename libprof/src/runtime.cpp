@@ -221,7 +221,8 @@ void Runtime::cuda_opening(const char* file, int flags) {
 
 void Runtime::start_gpu() {
   auto note = [this](const std::string& t, const std::string& m) { add_note(t, m, root()); };
-  std::unique_ptr<GpuBackend> backend = make_cupti_backend(config_.cupti_library, config_.gpu_metrics, note);
+  std::unique_ptr<GpuBackend> backend =
+      make_cupti_backend(config_.cupti_library, config_.gpu_metrics, note);
   if (!backend) return;
   // Reachable before it starts: CUPTI may ask for a buffer as soon as activity is enabled.
   gpu_.store(backend.release(), std::memory_order_release);
