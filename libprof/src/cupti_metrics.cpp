@@ -142,8 +142,9 @@ KernelMetrics::Chip* KernelMetrics::chip_for(CUcontext context) {
     passes_ = std::max(passes_, chip.passes);
   }
   for (const std::string& m : chip.metrics) {
-    if (evaluated_.find(m) != std::string::npos) continue;
-    evaluated_ += (evaluated_.empty() ? "" : ",") + m;
+    if (std::find(evaluated_.begin(), evaluated_.end(), m) == evaluated_.end()) {
+      evaluated_.push_back(m);
+    }
   }
   chip.ok = true;
   return &chip;
@@ -381,7 +382,7 @@ void KernelMetrics::info(std::vector<std::pair<std::string, std::string>>& out) 
   AsyncSignalBlock no_signals;
   std::lock_guard lock(mu_);
   if (evaluated_.empty()) return;
-  out.emplace_back("gpu.metrics", evaluated_);
+  out.emplace_back("gpu.metrics", fmt::format("{}", fmt::join(evaluated_, ",")));
   out.emplace_back("gpu.metric_passes", std::to_string(passes_));
   out.emplace_back("gpu.metric_launches", std::to_string(measured_));
   // Launches that got no values (their range was dropped, or their launch failed).

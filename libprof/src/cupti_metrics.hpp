@@ -93,7 +93,7 @@ class KernelMetrics {
   std::vector<std::string> noted_;
   uint64_t measured_ = 0, dropped_ = 0, unmatched_ = 0, not_finite_ = 0;
   size_t passes_ = 0;
-  std::string evaluated_;  // comma-separated, for run_info
+  std::vector<std::string> evaluated_;  // the metrics of every chip seen, for run_info
 };
 
 }  // namespace sonde
