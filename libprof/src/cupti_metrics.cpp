@@ -246,6 +246,13 @@ bool KernelMetrics::start(Session& s) {
   return true;
 }
 
+CUptiResult KernelMetrics::stop(Session& s) {
+  auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
+  stop.pRangeProfilerObject = s.object;
+  s.started = false;
+  return lib_.cuptiRangeProfilerStop(&stop);
+}
+
 void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
                                 std::vector<std::pair<uint32_t, MetricValues>>& out) {
   if (context == nullptr) return;
@@ -254,10 +261,7 @@ void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
   auto it = sessions_.find(context);
   if (it == sessions_.end() || it->second.failed || !it->second.started) return;
   Session& s = it->second;
-  auto stop = params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-  stop.pRangeProfilerObject = s.object;
-  CUptiResult rc = lib_.cuptiRangeProfilerStop(&stop);
-  s.started = false;
+  CUptiResult rc = stop(s);
   if (rc != CUPTI_SUCCESS) {
     s.failed = disabled_ = true;
     fail("cuptiRangeProfilerStop", rc);
@@ -363,12 +367,7 @@ void KernelMetrics::context_destroyed(CUcontext context) {
   if (it == sessions_.end()) return;
   Session& s = it->second;
   if (s.object != nullptr) {
-    if (s.started) {
-      auto stop =
-          params<CUpti_RangeProfiler_Stop_Params>(CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE);
-      stop.pRangeProfilerObject = s.object;
-      lib_.cuptiRangeProfilerStop(&stop);
-    }
+    if (s.started) stop(s);
     auto disable =
         params<CUpti_RangeProfiler_Disable_Params>(CUpti_RangeProfiler_Disable_Params_STRUCT_SIZE);
     disable.pRangeProfilerObject = s.object;

@@ -77,6 +77,7 @@ class KernelMetrics {
   Chip* chip_for(CUcontext context);
   bool configure(Session& s);
   bool start(Session& s);
+  CUptiResult stop(Session& s);
   bool evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out);
   // Says `what` failed, in CUPTI's words, once per topic; false.
   bool fail(const std::string& what, CUptiResult rc);
