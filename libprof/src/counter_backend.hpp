@@ -4,8 +4,6 @@
 // no events asked for, no backend exists and the hot path pays one predictable branch.
 #pragma once
 
-#include <fmt/format.h>
-
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -33,12 +31,7 @@ class CounterBackend {
 using NoteSink = std::function<void(const std::string& topic, const std::string& message)>;
 
 // True, after a note naming `name`, when `counted` events already fill the counters.
-inline bool counters_full(size_t counted, const std::string& name, const NoteSink& note) {
-  if (counted < kMaxCounters) return false;
-  note("counters", fmt::format("SONDE_COUNTERS: at most {} events are counted; {} is skipped",
-                               kMaxCounters, name));
-  return true;
-}
+bool counters_full(size_t counted, const std::string& name, const NoteSink& note);
 
 // PAPI with the given event names (presets or native). Events that do not exist are reported
 // once through `note`, with PAPI's own error string, and skipped; nullptr when none is left or

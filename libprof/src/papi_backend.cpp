@@ -55,6 +55,13 @@ class PapiBackend final : public CounterBackend {
 
 }  // namespace
 
+bool counters_full(size_t counted, const std::string& name, const NoteSink& note) {
+  if (counted < kMaxCounters) return false;
+  note("counters", fmt::format("SONDE_COUNTERS: at most {} events are counted; {} is skipped",
+                               kMaxCounters, name));
+  return true;
+}
+
 std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>& names,
                                                   const NoteSink& note) {
   if (names.empty()) return nullptr;
