@@ -11,7 +11,7 @@
 
 namespace sonde {
 
-void* find_real_symbol(const char* name);  // libprof/src/real_symbol.cpp
+void* find_real_symbol(const char* name);  // libprof/src/symbols/real_symbol.cpp
 [[noreturn]] void missing_real_symbol(const char* name);
 
 // One per interposed function: the real definition, looked up at its first call and cached.

@@ -316,7 +316,7 @@ def bench_memory(cfg, summary):
 
 
 def schema_sql(cfg):
-    with open(os.path.join(cfg.source, "libprof", "src", "store_schema.sql")) as f:
+    with open(os.path.join(cfg.source, "libprof", "src", "store", "store_schema.sql")) as f:
         return f.read()
 
 

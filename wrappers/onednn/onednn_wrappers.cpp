@@ -13,7 +13,7 @@
 #include "sonde/process_hooks.hpp"
 
 namespace sonde {
-std::string object_path_of(const void* address);  // libprof/src/real_symbol.cpp
+std::string object_path_of(const void* address);  // libprof/src/symbols/real_symbol.cpp
 }
 
 namespace {

@@ -9,9 +9,9 @@
 
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
-#include "sonde/analyzers/candidates.hpp"
-#include "sonde/analyzers/diff.hpp"
-#include "sonde/analyzers/metrics.hpp"
+#include "advice/candidates.hpp"
+#include "metrics/diff.hpp"
+#include "metrics/metrics.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -7,8 +7,8 @@
 #include <optional>
 #include <sstream>
 
-#include "sonde/analyzers/calibrate.hpp"
-#include "sonde/analyzers/profile_file.hpp"
+#include "tools/calibrate.hpp"
+#include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
 namespace {

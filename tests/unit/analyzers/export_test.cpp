@@ -4,9 +4,9 @@
 #include <sstream>
 
 #include "fixture.hpp"
-#include "sonde/analyzers/export.hpp"
-#include "sonde/analyzers/query.hpp"
-#include "sonde/analyzers/table_format.hpp"
+#include "export/export.hpp"
+#include "profile/query.hpp"
+#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 namespace {

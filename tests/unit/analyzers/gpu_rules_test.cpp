@@ -6,7 +6,7 @@
 
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
-#include "sonde/analyzers/candidates.hpp"
+#include "advice/candidates.hpp"
 
 namespace sonde::analyzers {
 namespace {

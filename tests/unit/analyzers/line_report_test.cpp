@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "fixture.hpp"
-#include "sonde/analyzers/line_report.hpp"
+#include "render/line_report.hpp"
 
 namespace sonde::analyzers {
 namespace {

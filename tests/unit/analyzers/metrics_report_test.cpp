@@ -9,9 +9,9 @@
 
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
-#include "sonde/analyzers/breakdown.hpp"
-#include "sonde/analyzers/counter_metrics.hpp"
-#include "sonde/analyzers/metrics_report.hpp"
+#include "metrics/breakdown.hpp"
+#include "metrics/counter_metrics.hpp"
+#include "render/metrics_report.hpp"
 
 namespace sonde::analyzers {
 namespace {

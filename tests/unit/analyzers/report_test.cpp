@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "fixture.hpp"
-#include "sonde/analyzers/report.hpp"
-#include "sonde/analyzers/run_summary.hpp"
+#include "render/report.hpp"
+#include "profile/run_summary.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "fixture.hpp"
-#include "sonde/analyzers/query.hpp"
-#include "sonde/analyzers/shapes.hpp"
+#include "profile/query.hpp"
+#include "render/shapes.hpp"
 
 namespace sonde::analyzers {
 namespace {

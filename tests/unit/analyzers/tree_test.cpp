@@ -1,8 +1,8 @@
 #include <gtest/gtest.h>
 
 #include "fixture.hpp"
-#include "sonde/analyzers/call_tree.hpp"
-#include "sonde/analyzers/tree.hpp"
+#include "profile/call_tree.hpp"
+#include "render/tree.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,4 +1,4 @@
-#include "chunked_array.hpp"
+#include "core/chunked_array.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "config.hpp"
+#include "runtime/config.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "elf_symbols.hpp"
+#include "symbols/elf_symbols.hpp"
 
 #include <dlfcn.h>
 #include <elf.h>

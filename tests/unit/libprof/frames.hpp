@@ -1,8 +1,8 @@
-// Drives a ThreadState the way probe_enter/probe_exit (libprof/src/probe.cpp) do, but with tick
+// Drives a ThreadState the way probe_enter/probe_exit (libprof/src/core/probe.cpp) do, but with tick
 // values chosen by the test instead of the clock, so every expected time is exact.
 #pragma once
 
-#include "thread_state.hpp"
+#include "core/thread_state.hpp"
 
 namespace sonde::test {
 

@@ -1,4 +1,4 @@
-#include "run_info.hpp"
+#include "process/run_info.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

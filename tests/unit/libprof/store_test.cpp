@@ -1,4 +1,4 @@
-#include "store.hpp"
+#include "store/store.hpp"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -77,7 +77,7 @@ TEST(StorePrepare, CreatesASondeProfile) {
   ASSERT_TRUE(store.prepare(path, error)) << error;
   Reader r(path);
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
-  EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'created_by'"), "sonde test");
+  EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'created_by'"), "sonde " SONDE_VERSION);
   for (const char* view : {"hotspots", "callpaths", "gemm_shapes"}) {
     EXPECT_EQ(r.rows(std::string("SELECT * FROM ") + view).size(), 0u) << view;
   }

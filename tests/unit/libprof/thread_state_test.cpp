@@ -1,4 +1,4 @@
-#include "thread_state.hpp"
+#include "core/thread_state.hpp"
 
 #include <gtest/gtest.h>
 

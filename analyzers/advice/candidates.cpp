@@ -1,0 +1,474 @@
+#include "advice/candidates.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "advice/gpu_rules.hpp"
+#include "advice/rule_helpers.hpp"
+#include "profile/call_tree.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+using namespace rules_detail;
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// `word` in `text` with no identifier character on either side ("run" is not in "run_info").
+bool contains_word(std::string_view text, std::string_view word) {
+  if (word.size() < 3) return false;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (auto pos = text.find(word); pos != std::string_view::npos; pos = text.find(word, pos + 1)) {
+    bool left = pos == 0 || !ident(text[pos - 1]);
+    auto end = pos + word.size();
+    bool right = end >= text.size() || !ident(text[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+std::optional<double> info_number(const RunFacts& facts, const std::string& key) {
+  auto it = facts.info.find(key);
+  if (it == facts.info.end()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str()) return std::nullopt;
+  return v;
+}
+
+const LineFunction* lines_of(const AdviceInput& in, const std::string& routine) {
+  for (const auto& f : in.lines.functions)
+    if (f.name == routine) return &f;
+  return nullptr;
+}
+
+// ---- optimizer-update -------------------------------------------------------------------
+
+std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  std::vector<const RoutineMetrics*> hits;
+  for (const RoutineMetrics* r : phases(m)) {
+    if (!looks_like_optimizer(r->name)) continue;
+    if (share(r->incl_ns, m.run_ns()) < rule.threshold) continue;
+    // Low efficiency: the phase is not a GEMM in disguise (little time in FLOP-counted calls).
+    if (share(r->blas_under_ns, r->incl_ns) >= 25.0) continue;
+    hits.push_back(r);
+  }
+  // An update() that spends most of its time in update_core_cpu() is reported once, as the
+  // inner, more specific function: a hit with half or more of its time in optimizer-like
+  // phases called beneath it is left out.
+  std::vector<Candidate> out;
+  for (const RoutineMetrics* r : hits) {
+    auto inner = in.optimizer_inner_ns.find(r->name);
+    if (inner != in.optimizer_inner_ns.end() && 2 * inner->second >= r->incl_ns) continue;
+    Candidate c;
+    c.rule = std::string(rule.id);
+    c.location = r->name;
+    std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
+    double gflops = r->incl_ns > 0 ? r->flops_under / static_cast<double>(r->incl_ns) : 0.0;
+    c.evidence = {{"time_s", seconds(r->incl_ns)},
+                  {"pct_run", share(r->incl_ns, m.run_ns())},
+                  {"calls", r->calls},
+                  {"blas_time_s", seconds(r->blas_under_ns)},
+                  {"blas_pct", share(r->blas_under_ns, r->incl_ns)},
+                  {"gflops", gflops}};
+    c.summary = fmt::format("{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
+                            "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
+                            fn, share(r->incl_ns, m.run_ns()), seconds(r->incl_ns), r->calls,
+                            share(r->blas_under_ns, r->incl_ns), gflops);
+    std::string where = fn;
+    if (const LineFunction* f = lines_of(in, r->name)) {
+      std::vector<const LineRow*> rows;
+      for (const auto& l : f->lines)
+        if (l.recorded) rows.push_back(&l);
+      std::stable_sort(rows.begin(), rows.end(),
+                       [](const LineRow* a, const LineRow* b) { return a->time_ns > b->time_ns; });
+      std::vector<std::string> named;
+      for (std::size_t i = 0; i < rows.size() && i < 2; ++i) {
+        const LineRow& l = *rows[i];
+        std::string p = i == 0 ? "hottest_line" : "second_line";
+        c.evidence.emplace_back(p, l.line);
+        c.evidence.emplace_back(p + "_pct", l.pct);
+        std::string text = l.contents;
+        text.erase(0, text.find_first_not_of(" \t"));
+        if (!text.empty()) c.evidence.emplace_back(p + "_text", text);
+        named.push_back(fmt::format("line {} ({:.1f} %{})", l.line, l.pct,
+                                    text.empty() ? "" : ": " + text));
+      }
+      if (!named.empty()) {
+        c.summary += "; hottest: " + named[0];
+        if (named.size() > 1) c.summary += ", then " + named[1];
+        where += fmt::format(" (line {} first)", rows[0]->line);
+      }
+    }
+    c.advice = fill(rule.advice, where);
+    c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// ---- blas-threads -----------------------------------------------------------------------
+
+struct GemmTotals {
+  std::int64_t time_ns = 0;
+  double flops = 0;
+  std::string dtype;
+  std::string top_routine;
+};
+
+GemmTotals gemm_totals(const Metrics& m) {
+  GemmTotals g;
+  std::int64_t top = -1;
+  for (const auto& r : m.routines) {
+    if ((r.kind != "blas" && r.kind != "onednn") || r.flops <= 0) continue;
+    g.time_ns += r.incl_ns;
+    g.flops += r.flops;
+    if (r.incl_ns > top) {
+      top = r.incl_ns;
+      g.dtype = r.dtype;
+      g.top_routine = r.name;
+    }
+  }
+  return g;
+}
+
+std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  auto threads = m.facts.blas_threads;
+  auto cores = m.facts.available_cores();
+  if (!threads || !cores || *threads >= *cores) return {};
+  GemmTotals g = gemm_totals(m);
+  double pct = share(g.time_ns, m.run_ns());
+  if (g.time_ns <= 0 || pct < rule.threshold) return {};
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = m.facts.blas_library ? "BLAS (" + *m.facts.blas_library + ")" : "BLAS";
+  double gflops = g.flops / static_cast<double>(g.time_ns);
+  c.evidence = {{"blas_threads", *threads},     {"cores", *cores},
+                {"gemm_time_s", seconds(g.time_ns)}, {"gemm_pct_run", pct},
+                {"gemm_gflops", gflops}};
+  std::string peak_text;
+  if (!g.dtype.empty()) {
+    // Against the all-threads peak: what the machine could do, not what one thread does.
+    auto it = m.facts.peaks.find({"gemm." + g.dtype, 0});
+    if (it != m.facts.peaks.end() && it->second > 0) {
+      double p = 100.0 * gflops / it->second;
+      c.evidence.emplace_back("pct_peak", p);
+      peak_text = fmt::format(" ({:.1f} % of peak)", p);
+    }
+  }
+  c.summary = fmt::format("BLAS runs {} thread{} of {} available; GEMMs reach {:.2f} GFLOP/s{} "
+                          "and take {:.1f} % of the run ({:.3f} s)",
+                          *threads, *threads == 1 ? "" : "s", *cores, gflops, peak_text, pct,
+                          seconds(g.time_ns));
+  c.advice = fill(rule.advice, fmt::format("{}", *cores));
+  c.est_gain_s = seconds(g.time_ns) *
+                 (1.0 - static_cast<double>(*threads) / static_cast<double>(*cores));
+  return {c};
+}
+
+// ---- subnormals -------------------------------------------------------------------------
+
+std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  if (m.facts.fpu_ftz != "0" || m.facts.fpu_daz != "0") return {};
+  std::vector<const Note*> evidence;
+  for (const auto& n : in.notes)
+    if (n.topic == "denormals") evidence.push_back(&n);
+  if (evidence.empty()) return {};  // FTZ off alone is not a problem
+  std::int64_t affected_ns = 0;
+  std::vector<std::string> affected;
+  for (const auto& r : m.routines) {
+    std::string fn = function_part(r.name);
+    bool named = std::any_of(evidence.begin(), evidence.end(), [&](const Note* n) {
+      return contains_word(n->message, r.name) ||
+             (r.kind == "python" && contains_word(n->message, fn));
+    });
+    if (!named) continue;
+    affected_ns += r.incl_ns;
+    affected.push_back(r.name);
+  }
+  std::string basis = "named routines";
+  auto sampled = info_number(m.facts, "blas.subnormal.sampled_calls");
+  auto flagged = info_number(m.facts, "blas.subnormal.flagged_calls");
+  if (affected.empty()) {
+    // Subnormal operands are sampled at GEMM calls: the GEMM time, scaled by the share of the
+    // sampled calls that had some when libsonde says.
+    affected_ns = gemm_totals(m).time_ns;
+    basis = "BLAS/oneDNN calls";
+    if (sampled && flagged && *sampled > 0) {
+      affected_ns = static_cast<std::int64_t>(static_cast<double>(affected_ns) * *flagged / *sampled);
+      basis = "BLAS/oneDNN calls x flagged/sampled calls";
+    }
+  }
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = affected.empty() ? "run" : affected.front();
+  c.evidence = {{"fpu_ftz", 0}, {"fpu_daz", 0},
+                {"notes", static_cast<std::int64_t>(evidence.size())},
+                {"affected_time_s", seconds(affected_ns)}, {"affected", basis},
+                {"note", evidence.front()->message}};
+  if (sampled) c.evidence.emplace_back("sampled_calls", *sampled);
+  if (flagged) c.evidence.emplace_back("flagged_calls", *flagged);
+  if (auto v = info_number(m.facts, "blas.subnormal.values")) c.evidence.emplace_back("subnormal_values", *v);
+  c.summary = fmt::format("subnormal values seen with FTZ and DAZ off: {}", evidence.front()->message);
+  c.advice = std::string(rule.advice);
+  c.est_gain_s = rule.threshold / 100.0 * seconds(affected_ns);
+  return {c};
+}
+
+// ---- gemm-shape -------------------------------------------------------------------------
+
+std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  constexpr double kMinShare = 1.0;   // % of the run a shape must take to be worth a look
+  constexpr double kPeakPct = 10.0;   // below this % of peak is "far below peak"
+  std::map<std::pair<std::string, std::string>, double> best;  // routine, dtype
+  for (const auto& s : m.shapes)
+    if (s.perf.gflops && share(s.time_ns, m.run_ns()) >= kMinShare) {
+      double& b = best[{s.routine, s.dtype}];
+      b = std::max(b, *s.perf.gflops);
+    }
+  std::vector<Candidate> out;
+  for (const auto& s : m.shapes) {
+    if (!s.perf.gflops || share(s.time_ns, m.run_ns()) < kMinShare) continue;
+    double g = *s.perf.gflops;
+    double b = best[{s.routine, s.dtype}];
+    bool vs_best = g < rule.threshold / 100.0 * b;
+    bool vs_peak = s.perf.pct_peak && *s.perf.pct_peak < kPeakPct;
+    if (!vs_best && !vs_peak) continue;
+    double target = b;
+    if (vs_peak) target = std::max(target, *s.perf.gflops / *s.perf.pct_peak * kPeakPct);
+    if (target <= g) continue;
+    Candidate c;
+    c.rule = std::string(rule.id);
+    c.location = fmt::format("{} {}x{}x{} at {}", s.routine, s.m, s.n, s.k, s.call_site);
+    std::int64_t small = std::min({s.m, s.n, s.k});
+    c.evidence = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"calls", s.calls},
+                  {"time_s", seconds(s.time_ns)}, {"pct_total", share(s.time_ns, m.run_ns())},
+                  {"gflops", g}, {"best_shape_gflops", b}};
+    if (s.perf.pct_peak) c.evidence.emplace_back("pct_peak", *s.perf.pct_peak);
+    if (s.perf.intensity) c.evidence.emplace_back("flops_per_byte", *s.perf.intensity);
+    std::string why = vs_best ? fmt::format("{:.0f} % of the routine's best shape ({:.2f} GFLOP/s)",
+                                            100.0 * g / b, b)
+                              : "";
+    if (vs_peak) why += fmt::format("{}{:.1f} % of peak", why.empty() ? "" : ", ", *s.perf.pct_peak);
+    c.summary = fmt::format("{} {}x{}x{} ({}, {} calls, {:.3f} s) reaches {:.2f} GFLOP/s: {}{}",
+                            s.routine, s.m, s.n, s.k, s.call_site, s.calls, seconds(s.time_ns), g,
+                            why, small < 64 ? fmt::format("; skinny (smallest side {})", small)
+                                            : "");
+    c.advice = std::string(rule.advice);
+    c.est_gain_s = seconds(s.time_ns) * (1.0 - g / target);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// ---- unmeasured -------------------------------------------------------------------------
+
+std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  double pct = share(m.unmeasured_ns, m.total_ns);
+  if (pct < rule.threshold) return {};
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = "<thread>";
+  c.evidence = {{"unmeasured_s", seconds(m.unmeasured_ns)}, {"pct_total", pct},
+                {"total_s", seconds(m.total_ns)}};
+  c.summary = fmt::format("{:.1f} % of the threads' time ({:.3f} s) is outside any measured "
+                          "routine", pct, seconds(m.unmeasured_ns));
+  c.advice = std::string(rule.advice);
+  c.est_gain_s = 0;  // unknown until that time is attributed
+  return {c};
+}
+
+const std::array<Rule, 9> kRules{{
+    {"optimizer-update",
+     "a region or Python function named like update/adam/sgd/optimizer takes at least "
+     "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
+     5.0,
+     "fuse and vectorise the parameter update in {}: one pass over each parameter (a fused or "
+     "foreach optimizer, numexpr/numba, or a compiled kernel) instead of one temporary per "
+     "numpy operation",
+     "0.8 x (its inclusive time - BLAS time under it)", optimizer_update},
+    {"blas-threads",
+     "run_info blas.threads < available cores (affinity_cores, else cores) and FLOP-counted "
+     "BLAS/oneDNN calls take at least threshold % of the run's wall time",
+     5.0,
+     "let BLAS use all {} cores (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS unset "
+     "or raised), or link a multi-threaded BLAS",
+     "GEMM time x (1 - blas.threads / cores)", blas_threads},
+    {"subnormals",
+     "fpu.ftz = 0 and fpu.daz = 0 and a note of topic 'denormals' (subnormal operands sampled); "
+     "threshold is the % of the affected time expected back",
+     50.0,
+     "enable flush-to-zero and denormals-are-zero (MXCSR FTZ/DAZ, e.g. -ffast-math at link, "
+     "torch.set_flush_denormal(True)), or rescale the values that underflow",
+     "threshold % x time of the routines named in the notes (else of the BLAS/oneDNN calls)",
+     subnormals},
+    {"gemm-shape",
+     "a GEMM shape taking at least 1 % of the run reaches under threshold % of its routine's "
+     "best shape GFLOP/s, or under 10 % of the peak when known",
+     50.0,
+     "batch the small or skinny products into larger GEMMs (concatenate, batched GEMM), "
+     "reorder dimensions so the long side is not k, or pick a layout the BLAS handles better",
+     "shape time x (1 - GFLOP/s / target), target = max(best shape GFLOP/s, 10 % of peak)",
+     gemm_shape},
+    {"unmeasured",
+     "the thread roots' exclusive time (outside any measured routine) is at least threshold % "
+     "of the run",
+     20.0,
+     "attribute that time: mark phases with sonde regions (SONDE_REGION / sonde.region), run "
+     "Python under python3 -m sonde, or check start-up and idle threads",
+     "0 (unknown until that time is measured)", unmeasured},
+    {"gpu-copies",
+     "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
+     "memcpy activity time) take at least threshold % of the run's wall time",
+     5.0,
+     "keep tensors on the device between steps, copy from pinned memory (cudaMallocHost, "
+     "DataLoader(pin_memory=True)) with asynchronous copies that overlap compute, and batch "
+     "small copies",
+     "0.5 x copy time (what overlapping or removing copies typically hides)", gpu_copies},
+    {"gpu-sync",
+     "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the run's "
+     "wall time: the host waits for the GPU instead of queueing work",
+     5.0,
+     "remove per-step host synchronisation (loss.item(), .cpu(), printing tensors, "
+     "cudaDeviceSynchronize in the loop); synchronise with events on streams, and read metrics "
+     "every N steps",
+     "0.5 x synchronisation time", gpu_syncs},
+    {"gpu-launches",
+     "CPU time in kernel launch calls (names with Launch) is at least threshold % of the run's "
+     "wall time",
+     5.0,
+     "launch fewer, larger kernels: fuse elementwise operations (torch.compile, fused "
+     "optimizers), capture the step in a CUDA graph, or enlarge the batch",
+     "0.5 x launch time", gpu_launches},
+    {"gpu-kernel",
+     "a GPU kernel takes at least threshold % of the GPU's kernel time; ranked as TAU ranks "
+     "tuning candidates, by warps per instruction x time where SONDE_GPU_METRICS recorded them, "
+     "else by time",
+     10.0,
+     "look at {} first: check its occupancy, memory throughput and warp efficiency "
+     "(SONDE_GPU_METRICS, or Nsight Compute: ncu -k <kernel>), and its grid and block sizes",
+     "0.5 x time x (1 - the larger of its SM and memory throughput % of peak / 100) where those "
+     "metrics were recorded, else 0", gpu_kernels},
+}};
+
+}  // namespace
+
+bool looks_like_optimizer(std::string_view routine_name) {
+  std::string fn = lower(function_part(routine_name));
+  for (std::string_view word : {"update", "adam", "sgd", "optimizer", "optimiser"})
+    if (fn.find(word) != std::string::npos) return true;
+  return false;
+}
+
+std::span<const Rule> rules() { return kRules; }
+
+namespace {
+bool optimizer_phase(const CallNode& n) {
+  return (n.kind == "region" || n.kind == "python") && looks_like_optimizer(n.name);
+}
+
+void walk_optimizers(const CallNode& node, const CallNode* enclosing,
+                     std::map<std::string, std::int64_t>& inner) {
+  const CallNode* next = enclosing;
+  if (optimizer_phase(node)) {
+    if (enclosing && enclosing->name != node.name) inner[enclosing->name] += node.incl_ns;
+    if (!enclosing || enclosing->name != node.name) next = &node;
+  }
+  for (const auto& child : node.children) walk_optimizers(child, next, inner);
+}
+}  // namespace
+
+AdviceInput load_advice_input(const ProfileFile& file) {
+  AdviceInput in;
+  in.metrics = compute_metrics(file);
+  in.notes = load_run_summary(file).notes;
+  in.gpu = load_gpu_summary(file);
+  for (const ThreadTree& t : load_thread_trees(file))
+    walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
+  bool has_lines = false;
+  if (file.has_table("line_costs")) {
+    auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");
+    has_lines = st.step() && st.int64(0) != 0;
+  }
+  if (has_lines) in.lines = compute_line_costs(file);
+  return in;
+}
+
+std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rule_table) {
+  std::vector<std::pair<std::size_t, Candidate>> all;
+  for (std::size_t i = 0; i < rule_table.size(); ++i)
+    for (auto& c : rule_table[i].evaluate(input, rule_table[i])) all.emplace_back(i, std::move(c));
+  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
+    if (a.second.est_gain_s != b.second.est_gain_s) return a.second.est_gain_s > b.second.est_gain_s;
+    return a.first < b.first;  // then each rule's own ranking
+  });
+  std::vector<Candidate> out;
+  for (auto& [i, c] : all) out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<Candidate> compute_candidates(const ProfileFile& file) {
+  return evaluate_rules(load_advice_input(file), rules());
+}
+
+namespace {
+std::string cell_text(const Cell& cell) {
+  if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
+  if (const auto* d = std::get_if<double>(&cell)) return fmt::format("{:.4g}", *d);
+  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  return "-";
+}
+}  // namespace
+
+std::string render_candidates_text(const std::vector<Candidate>& cs, std::size_t top) {
+  if (cs.empty()) return "no tuning candidates: no rule fired\n";
+  std::size_t n = top == 0 ? cs.size() : std::min(top, cs.size());
+  std::string out;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Candidate& c = cs[i];
+    out += fmt::format("{}. [{}] {}  (est. gain {:.3f} s)\n", i + 1, c.rule, c.location,
+                       c.est_gain_s);
+    out += fmt::format("   {}\n", c.summary);
+    std::string ev;
+    for (const auto& [k, v] : c.evidence) ev += fmt::format("{}{}={}", ev.empty() ? "" : ", ", k, cell_text(v));
+    out += fmt::format("   evidence: {}\n", ev);
+    out += fmt::format("   advice: {}\n", c.advice);
+  }
+  if (n < cs.size()) out += fmt::format("({} more candidates; --top 0 shows all)\n", cs.size() - n);
+  return out;
+}
+
+Json render_candidates_json(const std::vector<Candidate>& cs, std::size_t top) {
+  std::size_t n = top == 0 ? cs.size() : std::min(top, cs.size());
+  Json out = Json::array();
+  for (std::size_t i = 0; i < n; ++i) {
+    const Candidate& c = cs[i];
+    Json ev = Json::object();
+    for (const auto& [k, v] : c.evidence) ev[k] = cell_to_json(v);
+    out.push_back(Json{{"rule", c.rule},
+                       {"location", c.location},
+                       {"summary", c.summary},
+                       {"evidence", std::move(ev)},
+                       {"advice", c.advice},
+                       {"est_gain_s", c.est_gain_s}});
+  }
+  return out;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,71 @@
+// `sonde candidates`: tuning candidates from a rule engine whose rules are data (kRules), each
+// candidate with its numbers as evidence and an estimated gain, ranked by that gain.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "metrics/gpu_summary.hpp"
+#include "render/line_report.hpp"
+#include "metrics/metrics.hpp"
+#include "profile/profile_file.hpp"
+#include "profile/run_summary.hpp"
+#include "render/table_format.hpp"
+
+namespace sonde::analyzers {
+
+// Everything a rule may look at, loaded once.
+struct AdviceInput {
+  Metrics metrics;
+  std::vector<Note> notes;
+  LineCosts lines;  // empty when the file has none
+  // Per optimizer-like phase (by name): the inclusive time of the nearest other optimizer-like
+  // phases called beneath it (update() -> update_core_cpu()), from the calling-context trees.
+  std::map<std::string, std::int64_t> optimizer_inner_ns;
+  GpuSummary gpu;  // empty for CPU-only runs
+};
+
+struct Candidate {
+  std::string rule;      // Rule::id
+  std::string location;  // routine, shape or "run"
+  std::string summary;   // one sentence with the numbers
+  std::vector<std::pair<std::string, Cell>> evidence;  // in reading order
+  std::string advice;
+  double est_gain_s = 0;
+};
+
+struct Rule;
+using RuleFunction = std::vector<Candidate> (*)(const AdviceInput& input, const Rule& rule);
+
+struct Rule {
+  std::string_view id;
+  std::string_view description;  // when it fires
+  double threshold;              // the rule's one knob (its meaning is in description)
+  std::string_view advice;       // what to do
+  std::string_view gain;         // the estimated-gain formula, as documented
+  RuleFunction evaluate;
+};
+
+// The rule table, in documentation order.
+std::span<const Rule> rules();
+
+AdviceInput load_advice_input(const ProfileFile& file);
+// Every rule's candidates, best (largest est_gain_s) first; ties by rule order, then in the
+// order the rule ranks them.
+std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rules);
+std::vector<Candidate> compute_candidates(const ProfileFile& file);
+
+// Names matched by the optimizer rule: update, adam, sgd, optimizer (case-insensitive) in the
+// function part of a Python routine or in a region name.
+bool looks_like_optimizer(std::string_view routine_name);
+
+// top = 0: all.
+std::string render_candidates_text(const std::vector<Candidate>& candidates, std::size_t top);
+Json render_candidates_json(const std::vector<Candidate>& candidates, std::size_t top);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,227 @@
+#include "metrics/metrics.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <set>
+#include <utility>
+
+#include "profile/call_tree.hpp"
+#include "render/report.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+using Key = std::pair<std::string, std::string>;  // name, kind
+
+bool is_library_call(const std::string& kind) { return kind == "blas" || kind == "onednn"; }
+
+struct Under {
+  double flops = 0;
+  std::int64_t blas_ns = 0;
+};
+
+// Adds each node's flops (and the time of outermost library calls) to every distinct routine on
+// its path, itself included: a routine's "under" figures, recursion counted once.
+void walk(const CallNode& node, std::vector<const CallNode*>& path, bool in_library,
+          std::map<Key, Under>& under) {
+  path.push_back(&node);
+  bool library = is_library_call(node.kind);
+  std::set<Key> seen;
+  for (const CallNode* p : path) {
+    Key key{p->name, p->kind};
+    if (!seen.insert(key).second) continue;
+    Under& u = under[key];
+    u.flops += node.flops;
+    if (library && !in_library && p != &node) u.blas_ns += node.incl_ns;
+  }
+  for (const auto& child : node.children) walk(child, path, in_library || library, under);
+  path.pop_back();
+}
+
+}  // namespace
+
+std::optional<std::int64_t> RunFacts::available_cores() const {
+  if (affinity_cores && *affinity_cores > 0) return affinity_cores;
+  if (cores && *cores > 0) return cores;
+  return std::nullopt;
+}
+
+std::optional<double> RunFacts::peak(std::string_view resource) const {
+  std::string r(resource);
+  if (blas_threads) {
+    if (auto it = peaks.find({r, *blas_threads}); it != peaks.end() && it->second > 0)
+      return it->second;
+  }
+  if (auto it = peaks.find({r, 0}); it != peaks.end() && it->second > 0) return it->second;
+  return std::nullopt;
+}
+
+std::string dtype_from_name(std::string_view routine) {
+  std::string_view s = routine;
+  if (s.starts_with("cblas_")) s.remove_prefix(6);
+  if (s.empty()) return "";
+  if (s.find("gemm") == std::string_view::npos && s.find("syrk") == std::string_view::npos &&
+      s.find("gemv") == std::string_view::npos)
+    return "";
+  switch (s[0]) {
+    case 's': return "f32";
+    case 'd': return "f64";
+    case 'c': return "c64";
+    case 'z': return "c128";
+    default: return "";
+  }
+}
+
+Roofline roofline(const RunFacts& facts, double flops, double bytes, std::int64_t time_ns,
+                  std::string_view dtype) {
+  Roofline r;
+  if (flops <= 0) return r;
+  if (time_ns > 0) r.gflops = flops / static_cast<double>(time_ns);
+  if (bytes > 0) r.intensity = flops / bytes;
+  std::optional<double> peak;
+  if (!dtype.empty()) peak = facts.peak("gemm." + std::string(dtype));
+  if (peak && r.gflops) r.pct_peak = 100.0 * *r.gflops / *peak;
+  std::optional<double> bw = facts.peak("mem.bw");
+  if (peak && bw && r.intensity) {
+    double memory = *r.intensity * *bw;
+    r.attainable_gflops = std::min(*peak, memory);
+    r.bound = memory < *peak ? "memory" : "compute";
+  }
+  return r;
+}
+
+RunFacts load_run_facts(const ProfileFile& file) {
+  RunFacts f;
+  std::int64_t run_id = 0;
+  {
+    auto st = file.prepare("SELECT run_id, cores, affinity_cores FROM runs ORDER BY run_id LIMIT 1");
+    if (st.step()) {
+      run_id = st.int64(0);
+      if (!st.is_null(1)) f.cores = st.int64(1);
+      if (!st.is_null(2)) f.affinity_cores = st.int64(2);
+    }
+  }
+  {
+    // Read so that the row that must win comes last: run-wide, else the root process.
+    auto st = file.prepare("SELECT key, value FROM run_info WHERE run_id = ? "
+                           "ORDER BY process_id IS NULL, process_id DESC");
+    st.bind(1, run_id);
+    while (st.step()) f.info[st.text(0)] = st.text(1);
+  }
+  auto get = [&](const char* key) -> std::optional<std::string> {
+    auto it = f.info.find(key);
+    if (it == f.info.end()) return std::nullopt;
+    return it->second;
+  };
+  f.blas_library = get("blas.library");
+  f.fpu_ftz = get("fpu.ftz");
+  f.fpu_daz = get("fpu.daz");
+  if (auto t = get("blas.threads")) {
+    char* end = nullptr;
+    long long v = std::strtoll(t->c_str(), &end, 10);
+    if (end != t->c_str() && *end == '\0' && v > 0) f.blas_threads = v;
+  }
+  {
+    auto st = file.prepare("SELECT resource, threads, value FROM peaks WHERE run_id = ?");
+    st.bind(1, run_id);
+    while (st.step()) f.peaks[{st.text(0), st.int64(1)}] = st.real(2);
+  }
+  return f;
+}
+
+Metrics compute_metrics(const ProfileFile& file) {
+  Metrics m;
+  m.facts = load_run_facts(file);
+  Hotspots h = compute_hotspots(file, ReportSort::kInclusive);
+  m.total_ns = h.total_ns;
+  {
+    auto st = file.prepare("SELECT MIN(started_ns), MAX(COALESCE(ended_ns, last_flush_ns)) "
+                           "FROM processes");
+    if (st.step() && !st.is_null(0) && !st.is_null(1) && st.int64(1) > st.int64(0))
+      m.wall_ns = st.int64(1) - st.int64(0);
+  }
+
+  std::map<Key, std::pair<double, double>> cost;  // flops, bytes
+  {
+    auto st = file.prepare("SELECT r.name, r.kind, SUM(n.flops), SUM(n.bytes) FROM nodes n "
+                           "JOIN routines r USING (routine_id) GROUP BY r.name, r.kind");
+    while (st.step()) cost[{st.text(0), st.text(1)}] = {st.real(2), st.real(3)};
+  }
+  std::map<Key, Under> under;
+  for (const ThreadTree& t : load_thread_trees(file)) {
+    std::vector<const CallNode*> path;
+    walk(t.root, path, false, under);
+  }
+
+  // Shapes, grouped as the gemm_shapes view groups them, with their bytes.
+  std::map<std::string, std::map<std::string, double>> dtype_flops;  // routine -> dtype -> flops
+  {
+    auto st = file.prepare(
+        "SELECT r.name, s.call_site, s.m, s.n, s.k, s.dtype, SUM(s.calls), SUM(s.time_ns), "
+        "SUM(s.flops), SUM(s.bytes) FROM shapes s JOIN nodes n USING (node_id) "
+        "JOIN routines r USING (routine_id) "
+        "GROUP BY r.name, s.call_site, s.m, s.n, s.k, s.dtype");
+    while (st.step()) {
+      ShapeMetrics s;
+      s.routine = st.text(0);
+      s.call_site = st.text(1);
+      s.m = st.int64(2);
+      s.n = st.int64(3);
+      s.k = st.int64(4);
+      s.dtype = st.text(5);
+      s.calls = st.int64(6);
+      s.time_ns = st.int64(7);
+      s.flops = st.real(8);
+      s.bytes = st.real(9);
+      s.perf = roofline(m.facts, s.flops, s.bytes, s.time_ns, s.dtype);
+      dtype_flops[s.routine][s.dtype] += s.flops;
+      m.shapes.push_back(std::move(s));
+    }
+  }
+  std::stable_sort(m.shapes.begin(), m.shapes.end(), [](const ShapeMetrics& a, const ShapeMetrics& b) {
+    if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+    return std::tie(a.routine, a.call_site, a.m, a.n, a.k) <
+           std::tie(b.routine, b.call_site, b.m, b.n, b.k);
+  });
+
+  for (const HotspotRow& row : h.rows) {
+    if (row.kind == "root") {
+      m.unmeasured_ns += row.excl_ns;
+      continue;
+    }
+    RoutineMetrics r;
+    r.name = row.name;
+    r.kind = row.kind;
+    r.calls = row.calls;
+    r.incl_ns = row.incl_ns;
+    r.excl_ns = row.excl_ns;
+    r.pct_total = row.pct_time;
+    if (auto it = cost.find({row.name, row.kind}); it != cost.end()) {
+      r.flops = it->second.first;
+      r.bytes = it->second.second;
+    }
+    if (auto it = under.find({row.name, row.kind}); it != under.end()) {
+      r.flops_under = it->second.flops;
+      r.blas_under_ns = it->second.blas_ns;
+    }
+    if (auto it = dtype_flops.find(row.name); it != dtype_flops.end()) {
+      r.dtype = std::max_element(it->second.begin(), it->second.end(),
+                                 [](const auto& a, const auto& b) { return a.second < b.second; })
+                    ->first;
+    } else {
+      r.dtype = dtype_from_name(row.name);
+    }
+    r.perf = roofline(m.facts, r.flops, r.bytes, r.incl_ns, r.dtype);
+    m.routines.push_back(std::move(r));
+  }
+  return m;
+}
+
+std::vector<const RoutineMetrics*> phases(const Metrics& metrics) {
+  std::vector<const RoutineMetrics*> out;
+  for (const auto& r : metrics.routines)
+    if (r.kind == "region" || r.kind == "python") out.push_back(&r);
+  return out;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,50 @@
+// The calling-context tree loaded from the `nodes` table, per thread or merged over threads.
+// Shared by `sonde tree` and the exporters.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profile/profile_file.hpp"
+
+namespace sonde::analyzers {
+
+struct CallNode {
+  std::string name;
+  std::string kind;
+  std::int64_t calls = 0;
+  std::int64_t subrs = 0;
+  std::int64_t incl_ns = 0;
+  std::int64_t excl_ns = 0;
+  double flops = 0;
+  // GPU time (kernels, copies, memsets from gpu_activity) launched from this call path or
+  // below it: device time, never part of the CPU times above.
+  std::int64_t gpu_ns = 0;
+  std::vector<CallNode> children;  // in file order; sort_by_inclusive() for display
+};
+
+struct ThreadTree {
+  std::int64_t thread_id = 0;
+  std::int64_t pid = 0;
+  std::string process_command;
+  std::int64_t seq = 0;
+  std::int64_t tid = 0;
+  std::string thread_name;
+  std::int64_t wall_ns = 0;  // thread end - start; the root's inclusive time while it runs
+  CallNode root;
+};
+
+// One tree per thread that has a root node, ordered by process and thread sequence.
+std::vector<ThreadTree> load_thread_trees(const ProfileFile& file);
+
+// All threads' trees as one: children matched by routine (name and kind), numbers summed.
+CallNode merge_trees(const std::vector<ThreadTree>& trees);
+
+// True when any node of the trees launched GPU work (the file has gpu_activity rows).
+bool has_gpu_time(const std::vector<ThreadTree>& trees);
+
+// Children by inclusive time, largest first (ties by name), at every level.
+void sort_by_inclusive(CallNode& node);
+
+}  // namespace sonde::analyzers

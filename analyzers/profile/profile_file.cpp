@@ -1,0 +1,154 @@
+#include "profile/profile_file.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+
+namespace sonde::analyzers {
+namespace {
+
+// A running program may hold the write lock during a flush; wait that long before giving up.
+constexpr int kBusyTimeoutMs = 2000;
+
+void check_readable(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) throw Error(fmt::format("cannot open {}: no such file", path));
+    throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) throw Error(fmt::format("cannot open {}: is a directory", path));
+  if (::access(path.c_str(), R_OK) != 0)
+    throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+  if (st.st_size == 0)
+    throw Error(fmt::format("{} is empty: not a sonde profile", path));
+}
+
+}  // namespace
+
+void ProfileFile::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+ProfileFile::ProfileFile(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+ProfileFile::~ProfileFile() = default;
+
+void ProfileFile::fail(int rc, std::string_view what) const {
+  const char* msg = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
+  switch (rc & 0xff) {
+    case SQLITE_NOTADB:
+      throw Error(fmt::format("{} is not a SQLite database (or its header is damaged)", path_));
+    case SQLITE_CORRUPT:
+      throw Error(fmt::format("{} is corrupt or truncated (SQLite: {})", path_, msg));
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      throw Error(fmt::format("{} stayed locked by a writer for {} ms; try again", path_,
+                              kBusyTimeoutMs));
+    case SQLITE_IOERR:
+      throw Error(fmt::format("cannot read {}: I/O error ({})", path_, msg));
+    default:
+      if (what.empty()) throw Error(fmt::format("{}: {}", path_, msg));
+      throw Error(fmt::format("{}: {}", what, msg));
+  }
+}
+
+ProfileFile ProfileFile::open(const std::string& path) {
+  check_readable(path);
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
+  ProfileFile file(path, raw);
+  if (rc != SQLITE_OK) file.fail(rc);
+  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
+  sqlite3_extended_result_codes(raw, 1);
+
+  // Reading sqlite_master is the first real page access: a text file or truncated copy fails here.
+  if (!file.has_table("meta"))
+    throw Error(fmt::format("{} is a SQLite database but not a sonde profile (no meta table)", path));
+  auto st = file.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
+  if (!st.step())
+    throw Error(
+        fmt::format("{} is a SQLite database but not a sonde profile (no schema_version)", path));
+  std::string text = st.text(0);
+  int version = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (ec != std::errc{} || end != text.data() + text.size() || version < 1)
+    throw Error(fmt::format("{} has an invalid schema_version '{}'", path, text));
+  if (version > kSchemaVersion)
+    throw Error(fmt::format("{} has schema version {}; this sonde reads up to version {}: "
+                            "use a newer sonde",
+                            path, version, kSchemaVersion));
+  file.schema_version_ = version;
+  return file;
+}
+
+bool ProfileFile::has_table(std::string_view name) const {
+  auto st = prepare("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?");
+  st.bind(1, name);
+  return st.step();
+}
+
+void ProfileFile::exec(const std::string& sql) const {
+  char* err = nullptr;
+  int rc = sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) fail(rc);
+}
+
+Statement::Statement(const ProfileFile& file, std::string_view sql) : file_(&file) {
+  int rc = sqlite3_prepare_v2(file.db(), sql.data(), static_cast<int>(sql.size()), &stmt_,
+                              nullptr);
+  if (rc != SQLITE_OK) file.fail(rc, "SQL error");
+}
+
+Statement::Statement(Statement&& other) noexcept : file_(other.file_), stmt_(other.stmt_) {
+  other.stmt_ = nullptr;
+}
+
+Statement::~Statement() { sqlite3_finalize(stmt_); }
+
+Statement& Statement::bind(int index, std::int64_t value) {
+  sqlite3_bind_int64(stmt_, index, value);
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return *this;
+}
+
+bool Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  file_->fail(rc, "SQL error");
+}
+
+bool Statement::is_readonly() const { return sqlite3_stmt_readonly(stmt_) != 0; }
+int Statement::column_count() const { return sqlite3_column_count(stmt_); }
+std::string Statement::column_name(int col) const {
+  const char* name = sqlite3_column_name(stmt_, col);
+  return name ? name : "";
+}
+bool Statement::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
+std::int64_t Statement::int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
+std::string Statement::text(int col) const {
+  const auto* p = sqlite3_column_text(stmt_, col);
+  return p ? std::string(reinterpret_cast<const char*>(p),
+                         static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
+           : std::string();
+}
+
+Cell Statement::cell(int col) const {
+  switch (sqlite3_column_type(stmt_, col)) {
+    case SQLITE_INTEGER: return int64(col);
+    case SQLITE_FLOAT: return real(col);
+    case SQLITE_TEXT: return text(col);
+    case SQLITE_BLOB: return fmt::format("<blob {} bytes>", sqlite3_column_bytes(stmt_, col));
+    default: return std::monostate{};
+  }
+}
+
+}  // namespace sonde::analyzers

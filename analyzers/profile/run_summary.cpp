@@ -1,0 +1,130 @@
+#include "profile/run_summary.hpp"
+
+#include <fmt/format.h>
+
+namespace sonde::analyzers {
+
+RunSummary load_run_summary(const ProfileFile& file) {
+  RunSummary s;
+  std::int64_t run_id = 0;
+  {
+    auto st = file.prepare("SELECT COUNT(*) FROM runs");
+    if (st.step()) s.runs = static_cast<int>(st.int64(0));
+  }
+  {
+    // A merged file holds several runs; the header describes the first.
+    auto st = file.prepare(
+        "SELECT run_id, command, host, cpu_model, cores, mode FROM runs ORDER BY run_id LIMIT 1");
+    if (st.step()) {
+      run_id = st.int64(0);
+      s.command = st.text(1);
+      s.host = st.text(2);
+      s.cpu_model = st.text(3);
+      if (!st.is_null(4)) s.cores = st.int64(4);
+      s.mode = st.text(5);
+    }
+  }
+  {
+    auto st = file.prepare(
+        "SELECT (SELECT COUNT(*) FROM processes), (SELECT COUNT(*) FROM threads), "
+        "MIN(started_ns), MAX(COALESCE(ended_ns, last_flush_ns)) FROM processes");
+    if (st.step()) {
+      s.processes = st.int64(0);
+      s.threads = st.int64(1);
+      if (!st.is_null(2) && !st.is_null(3) && st.int64(3) >= st.int64(2))
+        s.wall_s = static_cast<double>(st.int64(3) - st.int64(2)) / 1e9;
+    }
+  }
+  {
+    // Rows are read so that the one that must win comes last: run-wide, else the root process.
+    auto st = file.prepare(
+        "SELECT key, value FROM run_info WHERE run_id = ? "
+        "ORDER BY process_id IS NULL, process_id DESC");
+    st.bind(1, run_id);
+    while (st.step()) {
+      std::string key = st.text(0);
+      std::string value = st.text(1);
+      if (key == "blas.library") s.blas_library = value;
+      else if (key == "blas.threads") s.blas_threads = value;
+      else if (key == "fpu.ftz") s.fpu_ftz = value;
+      else if (key == "fpu.daz") s.fpu_daz = value;
+    }
+  }
+  {
+    auto st = file.prepare(
+        "SELECT n.severity, n.topic, n.message, p.pid FROM notes n "
+        "LEFT JOIN processes p USING (process_id) ORDER BY n.note_id");
+    while (st.step()) {
+      Note note{st.text(0), st.text(1), st.text(2), std::nullopt};
+      if (!st.is_null(3)) note.pid = st.int64(3);
+      s.notes.push_back(std::move(note));
+    }
+  }
+  return s;
+}
+
+namespace {
+std::string on_off(const std::string& v) { return v == "1" ? "on" : v == "0" ? "off" : v; }
+}  // namespace
+
+std::string render_notes(const RunSummary& s) {
+  std::string out;
+  for (const auto& note : s.notes) {
+    std::string where = note.pid ? fmt::format(" (pid {})", *note.pid) : "";
+    out += fmt::format("{}: {}{}\n", note.severity == "info" ? "note" : "warning", note.message,
+                       where);
+  }
+  return out;
+}
+
+std::string render_run_header(const RunSummary& s) {
+  std::string out;
+  out += fmt::format("command:   {}\n", s.command.empty() ? "?" : s.command);
+  std::string machine = s.host.empty() ? "?" : s.host;
+  if (!s.cpu_model.empty()) machine += ", " + s.cpu_model;
+  if (s.cores) machine += fmt::format(", {} cores", *s.cores);
+  out += fmt::format("host:      {}\n", machine);
+  out += fmt::format("processes: {}, threads: {}", s.processes, s.threads);
+  if (s.runs > 1) out += fmt::format(", runs: {}", s.runs);
+  if (s.wall_s) out += fmt::format(", wall time: {:.3f} s", *s.wall_s);
+  out += "\n";
+  if (s.blas_library || s.blas_threads || s.fpu_ftz || s.fpu_daz) {
+    std::string blas = s.blas_library.value_or("?");
+    if (s.blas_threads) blas += fmt::format(", {} threads", *s.blas_threads);
+    if (s.fpu_ftz) blas += fmt::format("; FTZ {}", on_off(*s.fpu_ftz));
+    if (s.fpu_daz) blas += fmt::format(", DAZ {}", on_off(*s.fpu_daz));
+    out += fmt::format("BLAS:      {}\n", blas);
+  }
+  out += render_notes(s);
+  return out;
+}
+
+namespace {
+auto opt = [](const auto& v) -> Json { return v ? Json(*v) : Json(nullptr); };
+}  // namespace
+
+Json notes_to_json(const RunSummary& s) {
+  Json notes = Json::array();
+  for (const auto& n : s.notes)
+    notes.push_back({{"severity", n.severity}, {"topic", n.topic}, {"message", n.message},
+                     {"pid", opt(n.pid)}});
+  return notes;
+}
+
+Json run_summary_to_json(const RunSummary& s) {
+  return Json{{"command", s.command},
+              {"host", s.host},
+              {"cpu_model", s.cpu_model},
+              {"cores", opt(s.cores)},
+              {"mode", s.mode},
+              {"runs", s.runs},
+              {"processes", s.processes},
+              {"threads", s.threads},
+              {"wall_s", opt(s.wall_s)},
+              {"blas_library", opt(s.blas_library)},
+              {"blas_threads", opt(s.blas_threads)},
+              {"fpu_ftz", opt(s.fpu_ftz)},
+              {"fpu_daz", opt(s.fpu_daz)}};
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,47 @@
+// What a profile says about the run itself: command, machine, processes, BLAS, warnings.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/profile_file.hpp"
+#include "render/table_format.hpp"
+
+namespace sonde::analyzers {
+
+struct Note {
+  std::string severity;  // 'info' or 'warning'
+  std::string topic;
+  std::string message;
+  std::optional<std::int64_t> pid;  // the process that raised it, when known
+};
+
+struct RunSummary {
+  int runs = 0;
+  std::string command;
+  std::string host;
+  std::string cpu_model;
+  std::optional<std::int64_t> cores;
+  std::string mode;
+  std::int64_t processes = 0;
+  std::int64_t threads = 0;
+  std::optional<double> wall_s;  // first process start to last process end (or last flush)
+  std::optional<std::string> blas_library;
+  std::optional<std::string> blas_threads;
+  std::optional<std::string> fpu_ftz;
+  std::optional<std::string> fpu_daz;
+  std::vector<Note> notes;
+};
+
+RunSummary load_run_summary(const ProfileFile& file);
+
+// The lines printed above a text report: run facts, then one line per note.
+std::string render_run_header(const RunSummary& summary);
+// One "warning: ..." (or "note: ..." for info) line per note.
+std::string render_notes(const RunSummary& summary);
+Json run_summary_to_json(const RunSummary& summary);  // without the notes
+Json notes_to_json(const RunSummary& summary);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,188 @@
+#include "render/metrics_report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+namespace sonde::analyzers {
+namespace {
+
+constexpr std::array<std::string_view, 5> kSections{"roofline", "phases", "breakdown", "counters",
+                                                    "kernels"};
+
+Cell opt(const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; }
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+std::string peaks_line(const RunFacts& facts) {
+  std::string out;
+  for (const auto& [key, value] : facts.peaks) {
+    const auto& [resource, threads] = key;
+    out += fmt::format("{}{} {}{:.1f} {}", out.empty() ? "" : ", ", resource,
+                       threads == 0 ? "" : fmt::format("({} thr) ", threads), value,
+                       resource == "mem.bw" ? "GB/s" : "GFLOP/s");
+  }
+  return out.empty() ? "no peaks: run `sonde calibrate` for % of peak and the roofline"
+                     : "peaks: " + out;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_metrics_sections(std::string_view name) {
+  if (name == "all") return {kSections.begin(), kSections.end()};
+  for (std::string_view s : kSections)
+    if (s == name) return {std::string(s)};
+  throw Error(
+      fmt::format("unknown section '{}' (all, roofline, phases, breakdown, counters, kernels)",
+                  name),
+      2);
+}
+
+MetricsReport compute_metrics_report(const ProfileFile& file,
+                                     const std::vector<PhaseMapping>& mappings) {
+  return {compute_metrics(file), compute_breakdown(file, mappings), compute_counter_report(file),
+          load_gpu_summary(file)};
+}
+
+Table roofline_table(const Metrics& m, std::size_t top) {
+  Table t;
+  t.columns = {{"routine", "routine"},
+               {"kind", "kind"},
+               {"calls", "calls"},
+               {"incl_s", "incl_s", 3},
+               {"GFLOP/s", "gflops", 2},
+               {"% peak", "pct_peak", 1},
+               {"FLOP/byte", "intensity", 2},
+               {"attainable", "attainable_gflops", 2},
+               {"bound", "bound"}};
+  for (const RoutineMetrics& r : m.routines) {
+    if (r.flops <= 0) continue;  // no cost model, no roofline
+    if (top && t.rows.size() >= top) break;
+    t.rows.push_back({r.name, r.kind, r.calls, seconds(r.incl_ns), opt(r.perf.gflops),
+                      opt(r.perf.pct_peak), opt(r.perf.intensity), opt(r.perf.attainable_gflops),
+                      r.perf.bound ? Cell{*r.perf.bound} : Cell{}});
+  }
+  return t;
+}
+
+Table phases_table(const Metrics& m, std::size_t top) {
+  Table t;
+  t.columns = {{"phase", "phase"},       {"kind", "kind"},         {"calls", "calls"},
+               {"incl_s", "incl_s", 3},  {"% run", "pct_run", 1},  {"excl_s", "excl_s", 3},
+               {"GFLOP/s", "gflops", 2}, {"BLAS %", "blas_pct", 1}};
+  for (const RoutineMetrics* r : phases(m)) {
+    if (top && t.rows.size() >= top) break;
+    double run = static_cast<double>(m.run_ns());
+    t.rows.push_back(
+        {r->name, r->kind, r->calls, seconds(r->incl_ns),
+         run > 0 ? Cell{100.0 * static_cast<double>(r->incl_ns) / run} : Cell{},
+         seconds(r->excl_ns),
+         r->incl_ns > 0 ? Cell{r->flops_under / static_cast<double>(r->incl_ns)} : Cell{},
+         r->incl_ns > 0
+             ? Cell{100.0 * static_cast<double>(r->blas_under_ns) / static_cast<double>(r->incl_ns)}
+             : Cell{}});
+  }
+  return t;
+}
+
+Table kernels_table(const GpuSummary& gpu, std::size_t top) {
+  Table t;
+  t.columns = {{"kernel", "kernel"},
+               {"launches", "launches"},
+               {"time_s", "time_s", 4},
+               {"measured", "metric_launches"},
+               {"warps/inst", "warps_per_inst", 4},
+               {"inst/gld", "inst_per_gld", 1},
+               {"(warps/inst)*t", "warps_per_inst_x_time_s", 6},
+               {"(gld/inst)*t", "gld_per_inst_x_time_s", 6},
+               {"SM %", "sm_pct_peak", 1},
+               {"mem %", "memory_pct_peak", 1}};
+  for (const GpuKernel* k : rank_kernels_as_tau(gpu.kernels)) {
+    if (top && t.rows.size() >= top) break;
+    double time_s = seconds(k->time_ns);
+    auto times = [&](const std::optional<double>& v) { return v ? Cell{*v * time_s} : Cell{}; };
+    t.rows.push_back(
+        {k->name, k->calls, time_s, k->metric_launches, opt(k->warps_per_inst),
+         k->gld_per_inst && *k->gld_per_inst > 0 ? Cell{1.0 / *k->gld_per_inst} : Cell{},
+         times(k->warps_per_inst), times(k->gld_per_inst), opt(k->sm_pct), opt(k->memory_pct)});
+  }
+  return t;
+}
+
+Table metrics_section_table(const MetricsReport& r, const std::string& section, std::size_t top) {
+  if (section == "roofline") return roofline_table(r.metrics, top);
+  if (section == "phases") return phases_table(r.metrics, top);
+  if (section == "breakdown") return breakdown_table(r.breakdown);
+  if (section == "kernels") return kernels_table(r.gpu, top);
+  return counter_table(r.counters, top);
+}
+
+std::string render_metrics_text(const MetricsReport& r, const std::vector<std::string>& sections,
+                                std::size_t top) {
+  std::string out;
+  for (const std::string& s : sections) {
+    if (!out.empty()) out += '\n';
+    Table t = metrics_section_table(r, s, top);
+    if (s == "roofline") {
+      out += "Roofline per routine (" + peaks_line(r.metrics.facts) + ")\n";
+      if (t.rows.empty()) {
+        out += "no routine with a FLOP model was called\n";
+        continue;
+      }
+    } else if (s == "phases") {
+      out += "Time per phase (regions and Python functions, inclusive)\n";
+      if (t.rows.empty()) {
+        out += "no regions or Python functions recorded\n";
+        continue;
+      }
+    } else if (s == "breakdown") {
+      const Breakdown& b = r.breakdown;
+      out += b.iterations > 0
+                 ? fmt::format("Iteration breakdown ({} iterations, counted at {})\n", b.iterations,
+                               b.iterations_from)
+                 : std::string(
+                       "Iteration breakdown (iterations unknown: no update or forward phase)\n");
+    } else if (s == "kernels") {
+      out += "GPU kernels, ranked as TAU ranks tuning candidates (warps per instruction x time)\n";
+      if (t.rows.empty()) {
+        out += "no GPU kernels recorded\n";
+        continue;
+      }
+      bool measured = std::any_of(r.gpu.kernels.begin(), r.gpu.kernels.end(),
+                                  [](const GpuKernel& k) { return k.metric_launches > 0; });
+      if (!measured) out += "(no per-kernel metrics: run with SONDE_GPU_METRICS=tau; by time)\n";
+    } else {
+      out += "Counter metrics per routine (inclusive)\n";
+      if (r.counters.events.empty()) {
+        out += "no counters recorded: run with SONDE_COUNTERS=EV1,EV2 (sonde run --counters)\n";
+        continue;
+      }
+      if (r.counters.metrics.empty())
+        out += "(no derived metric can be computed from these events; raw counts below)\n";
+    }
+    out += render_text(t);
+  }
+  return out;
+}
+
+Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>& sections,
+                         std::size_t top) {
+  Json out = Json::object();
+  for (const std::string& s : sections) {
+    Json rows = render_json(metrics_section_table(r, s, top));
+    if (s == "breakdown") {
+      out[s] = Json{{"iterations", r.breakdown.iterations},
+                    {"iterations_from", r.breakdown.iterations_from},
+                    {"run_s", seconds(r.breakdown.run_ns)},
+                    {"phases", std::move(rows)}};
+    } else if (s == "counters") {
+      out[s] = Json{{"events", r.counters.events}, {"routines", std::move(rows)}};
+    } else {
+      out[s] = std::move(rows);
+    }
+  }
+  return out;
+}
+
+}  // namespace sonde::analyzers

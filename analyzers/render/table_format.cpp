@@ -1,0 +1,119 @@
+#include "render/table_format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace sonde::analyzers {
+namespace {
+
+std::string text_of(const Cell& cell, int precision) {
+  if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
+  if (const auto* d = std::get_if<double>(&cell)) {
+    if (!std::isfinite(*d)) return fmt::format("{}", *d);
+    return fmt::format("{:.{}f}", *d, precision);
+  }
+  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  return "-";
+}
+
+}  // namespace
+
+Format parse_format(std::string_view name) {
+  if (name == "text") return Format::kText;
+  if (name == "csv") return Format::kCsv;
+  if (name == "json") return Format::kJson;
+  throw Error(fmt::format("unknown format '{}' (expected text, csv or json)", name), 2);
+}
+
+std::string render_text(const Table& table) {
+  const std::size_t ncol = table.columns.size();
+  std::vector<std::vector<std::string>> cells(table.rows.size());
+  std::vector<std::size_t> width(ncol);
+  // Numbers, and columns of nothing but NULLs, are right-aligned; any text makes a column left.
+  std::vector<bool> right(ncol, !table.rows.empty());
+  for (std::size_t c = 0; c < ncol; ++c) width[c] = table.columns[c].title.size();
+  for (std::size_t r = 0; r < table.rows.size(); ++r) {
+    for (std::size_t c = 0; c < ncol && c < table.rows[r].size(); ++c) {
+      const Cell& cell = table.rows[r][c];
+      cells[r].push_back(text_of(cell, table.columns[c].precision));
+      width[c] = std::max(width[c], cells[r].back().size());
+      if (std::holds_alternative<std::string>(cell)) right[c] = false;
+    }
+  }
+  auto line = [&](const std::vector<std::string>& fields) {
+    std::string out;
+    for (std::size_t c = 0; c < ncol; ++c) {
+      const std::string& f = c < fields.size() ? fields[c] : std::string();
+      if (c > 0) out += "  ";
+      if (right[c]) {
+        out += fmt::format("{:>{}}", f, width[c]);
+      } else if (c + 1 < ncol) {
+        out += fmt::format("{:<{}}", f, width[c]);
+      } else {
+        out += f;  // no trailing blanks after the last column
+      }
+    }
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out + "\n";
+  };
+  std::vector<std::string> titles;
+  std::size_t total = 0;
+  for (std::size_t c = 0; c < ncol; ++c) {
+    titles.push_back(table.columns[c].title);
+    total += width[c] + (c > 0 ? 2 : 0);
+  }
+  std::string out = line(titles);
+  out += std::string(total, '-') + "\n";
+  for (const auto& row : cells) out += line(row);
+  return out;
+}
+
+std::string csv_escape(std::string_view field) {
+  if (field.find_first_of(",\"\n\r") == std::string_view::npos) return std::string(field);
+  std::string out = "\"";
+  for (char ch : field) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string render_csv(const Table& table) {
+  std::string out;
+  for (std::size_t c = 0; c < table.columns.size(); ++c)
+    out += (c ? "," : "") + csv_escape(table.columns[c].key);
+  out += "\n";
+  for (const auto& row : table.rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      if (c) out += ",";
+      const Cell& cell = row[c];
+      if (const auto* i = std::get_if<std::int64_t>(&cell)) out += fmt::format("{}", *i);
+      else if (const auto* d = std::get_if<double>(&cell)) out += fmt::format("{}", *d);
+      else if (const auto* s = std::get_if<std::string>(&cell)) out += csv_escape(*s);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+Json cell_to_json(const Cell& cell) {
+  if (const auto* i = std::get_if<std::int64_t>(&cell)) return *i;
+  if (const auto* d = std::get_if<double>(&cell)) return std::isfinite(*d) ? Json(*d) : nullptr;
+  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  return nullptr;
+}
+
+Json render_json(const Table& table) {
+  auto rows = Json::array();
+  for (const auto& row : table.rows) {
+    Json obj = Json::object();
+    for (std::size_t c = 0; c < table.columns.size() && c < row.size(); ++c)
+      obj[table.columns[c].key] = cell_to_json(row[c]);
+    rows.push_back(std::move(obj));
+  }
+  return rows;
+}
+
+}  // namespace sonde::analyzers

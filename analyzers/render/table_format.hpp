@@ -1,0 +1,45 @@
+// One table type and its three renderings (aligned text, CSV, JSON), shared by every subcommand
+// so that numbers are computed once and only their presentation differs.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profile/profile_file.hpp"
+
+namespace sonde::analyzers {
+
+// Ordered, so that JSON members come out in the order a reader expects (name first, etc.).
+using Json = nlohmann::ordered_json;
+
+enum class Format { kText, kCsv, kJson };
+
+// Throws Error for anything but "text", "csv", "json".
+Format parse_format(std::string_view name);
+
+struct Column {
+  std::string title;  // shown in text output
+  std::string key;    // CSV header and JSON member name
+  int precision = 3;  // digits after the point for floating values in text output
+};
+
+struct Table {
+  std::vector<Column> columns;
+  std::vector<std::vector<Cell>> rows;
+};
+
+// Aligned columns under a header line; numbers right-aligned, NULL shown as "-".
+std::string render_text(const Table& table);
+// RFC 4180 CSV with a header of column keys; NULL is an empty field.
+std::string render_csv(const Table& table);
+// An array with one object per row, keyed by column key; NULL is null.
+Json render_json(const Table& table);
+
+std::string csv_escape(std::string_view field);
+Json cell_to_json(const Cell& cell);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,158 @@
+#include "render/tree.hpp"
+
+#include <fmt/format.h>
+
+namespace sonde::analyzers {
+namespace {
+
+constexpr std::string_view kColumns = "  incl %     incl s     excl s       calls  name\n";
+// With GPU activity in the file: the device time launched from each path, beside (never
+// inside) its CPU time.
+constexpr std::string_view kGpuColumns =
+    "  incl %     incl s     excl s      gpu s       calls  name\n";
+
+double pct(std::int64_t part, std::int64_t total) {
+  return total > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(total) : 0.0;
+}
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+// Splits children into those shown and the sum of those folded below the threshold.
+struct Visible {
+  std::vector<const CallNode*> shown;
+  int folded = 0;
+  std::int64_t folded_incl_ns = 0;
+  std::int64_t folded_excl_ns = 0;
+  std::int64_t folded_calls = 0;
+  std::int64_t folded_gpu_ns = 0;
+};
+
+Visible visible_children(const CallNode& node, std::int64_t total, const TreeOptions& o) {
+  Visible v;
+  for (const CallNode& child : node.children) {
+    if (pct(child.incl_ns, total) >= o.min_pct) {
+      v.shown.push_back(&child);
+    } else {
+      ++v.folded;
+      v.folded_incl_ns += child.incl_ns;
+      v.folded_excl_ns += child.excl_ns;
+      v.folded_calls += child.calls;
+      v.folded_gpu_ns += child.gpu_ns;
+    }
+  }
+  return v;
+}
+
+std::string gpu_cell(bool gpu, std::int64_t ns) {
+  return gpu ? fmt::format("{:>9.3f}  ", seconds(ns)) : std::string();
+}
+
+void text_node(std::string& out, const CallNode& node, std::int64_t total, int depth,
+               const std::string& prefix, const std::string& branch, const TreeOptions& o,
+               bool gpu) {
+  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{} [{}]\n",
+                     pct(node.incl_ns, total), seconds(node.incl_ns), seconds(node.excl_ns),
+                     gpu_cell(gpu, node.gpu_ns), node.calls, prefix + branch, node.name,
+                     node.kind);
+  if (o.max_depth && depth >= *o.max_depth) return;
+  Visible v = visible_children(node, total, o);
+  // The root's children start at the margin; below that, each level indents by three columns.
+  std::string child_prefix = depth == 0 ? "" : prefix + (branch == "├─ " ? "│  " : "   ");
+  for (std::size_t i = 0; i < v.shown.size(); ++i) {
+    bool last = i + 1 == v.shown.size() && v.folded == 0;
+    text_node(out, *v.shown[i], total, depth + 1, child_prefix, last ? "└─ " : "├─ ", o, gpu);
+  }
+  if (v.folded > 0)
+    out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}└─ ({} more below {} %)\n",
+                       pct(v.folded_incl_ns, total), seconds(v.folded_incl_ns),
+                       seconds(v.folded_excl_ns), gpu_cell(gpu, v.folded_gpu_ns), v.folded_calls,
+                       child_prefix, v.folded, o.min_pct);
+}
+
+Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
+               bool gpu) {
+  Json j{{"name", node.name},
+         {"kind", node.kind},
+         {"calls", node.calls},
+         {"subrs", node.subrs},
+         {"incl_s", seconds(node.incl_ns)},
+         {"excl_s", seconds(node.excl_ns)},
+         {"incl_pct", pct(node.incl_ns, total)}};
+  if (node.flops > 0) j["flops"] = node.flops;
+  if (gpu) j["gpu_s"] = seconds(node.gpu_ns);
+  Json children = Json::array();
+  if (!o.max_depth || depth < *o.max_depth) {
+    Visible v = visible_children(node, total, o);
+    for (const CallNode* child : v.shown)
+      children.push_back(json_node(*child, total, depth + 1, o, gpu));
+    if (v.folded > 0)
+      j["folded"] = Json{{"count", v.folded},
+                         {"incl_s", seconds(v.folded_incl_ns)},
+                         {"excl_s", seconds(v.folded_excl_ns)},
+                         {"calls", v.folded_calls}};
+  }
+  j["children"] = std::move(children);
+  return j;
+}
+
+std::string thread_header(const ThreadTree& t) {
+  std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", t.thread_name);
+  return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s\n", t.pid, t.seq, t.tid, name,
+                     seconds(t.wall_ns));
+}
+
+}  // namespace
+
+std::string render_tree_text(const std::vector<ThreadTree>& trees, const TreeOptions& o) {
+  std::string out;
+  bool gpu = has_gpu_time(trees);
+  std::string_view columns = gpu ? kGpuColumns : kColumns;
+  if (o.merge_threads) {
+    CallNode merged = merge_trees(trees);
+    sort_by_inclusive(merged);
+    out += fmt::format("all {} threads merged: {:.3f} s\n", trees.size(), seconds(merged.incl_ns));
+    out += columns;
+    text_node(out, merged, merged.incl_ns, 0, "", "", o, gpu);
+    return out;
+  }
+  for (const ThreadTree& t : trees) {
+    if (t.root.children.empty()) continue;  // a thread that never called a measured routine
+    CallNode root = t.root;
+    sort_by_inclusive(root);
+    if (!out.empty()) out += "\n";
+    out += thread_header(t);
+    out += columns;
+    text_node(out, root, root.incl_ns, 0, "", "", o, gpu);
+  }
+  if (out.empty()) out = "no thread called a measured routine\n";
+  return out;
+}
+
+Json render_tree_json(const std::vector<ThreadTree>& trees, const TreeOptions& o) {
+  bool gpu = has_gpu_time(trees);
+  Json out{{"min_pct", o.min_pct},
+           {"max_depth", o.max_depth ? Json(*o.max_depth) : Json(nullptr)},
+           {"threads", o.merge_threads ? "merge" : "each"}};
+  Json list = Json::array();
+  if (o.merge_threads) {
+    CallNode merged = merge_trees(trees);
+    sort_by_inclusive(merged);
+    out["tree"] = json_node(merged, merged.incl_ns, 0, o, gpu);
+    return out;
+  }
+  for (const ThreadTree& t : trees) {
+    if (t.root.children.empty()) continue;
+    CallNode root = t.root;
+    sort_by_inclusive(root);
+    list.push_back(Json{{"pid", t.pid},
+                        {"seq", t.seq},
+                        {"tid", t.tid},
+                        {"name", t.thread_name},
+                        {"wall_s", seconds(t.wall_ns)},
+                        {"tree", json_node(root, root.incl_ns, 0, o, gpu)}});
+  }
+  out["trees"] = std::move(list);
+  return out;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,22 @@
+// `sonde tree`: the calling-context tree as indented text or nested JSON.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/call_tree.hpp"
+#include "render/table_format.hpp"
+
+namespace sonde::analyzers {
+
+struct TreeOptions {
+  double min_pct = 0.5;           // nodes below this % of the tree's total are folded
+  std::optional<int> max_depth;   // deepest level shown (the thread root is level 0)
+  bool merge_threads = false;     // one tree for all threads instead of one per thread
+};
+
+std::string render_tree_text(const std::vector<ThreadTree>& trees, const TreeOptions& options);
+Json render_tree_json(const std::vector<ThreadTree>& trees, const TreeOptions& options);
+
+}  // namespace sonde::analyzers

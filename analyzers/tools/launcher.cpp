@@ -1,0 +1,182 @@
+#include "tools/launcher.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+
+#include "profile/profile_file.hpp"
+#include "sonde/options.hpp"
+
+namespace sonde::analyzers {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+// Access bits say nothing for root or on read-only mounts; creating a file is the real test.
+void check_output_directory(const fs::path& output) {
+  fs::path dir = output.parent_path();
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(fmt::format("output directory {} does not exist", dir.string()));
+  fs::path probe = dir / fmt::format(".sonde-probe-{}", ::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw Error(fmt::format("cannot write to output directory {}: {}", dir.string(),
+                            std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void prepare_output(const fs::path& output, const std::string& shown, bool force) {
+  struct stat st {};
+  if (::lstat(output.c_str(), &st) == 0) {
+    if (!force)
+      throw Error(fmt::format("{} already exists; use --force to replace it or -o for another "
+                              "file",
+                              shown));
+    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{} is a directory", shown));
+  }
+  check_output_directory(output);
+  if (force) {
+    // A stale journal or WAL beside a new database would be replayed into it by SQLite.
+    for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+      std::string path = output.string() + suffix;
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        throw Error(fmt::format("cannot remove {}: {}", path, std::strerror(errno)));
+    }
+  }
+}
+
+void set_environment(const RunOptions& o, const std::string& output, const std::string& library) {
+  ::setenv("SONDE_OUTPUT", output.c_str(), 1);
+  const char* old = std::getenv("LD_PRELOAD");
+  std::string preload = library;
+  if (old && *old) preload += fmt::format(":{}", old);
+  ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (o.trace) ::setenv("SONDE_TRACE", "1", 1);
+  if (o.flush_interval) ::setenv("SONDE_FLUSH_INTERVAL", o.flush_interval->c_str(), 1);
+  if (o.counters) ::setenv("SONDE_COUNTERS", o.counters->c_str(), 1);
+  // Inherited from an enclosing `sonde run`, it would make this run join that one.
+  ::unsetenv("SONDE_RUN_ID");
+}
+
+}  // namespace
+
+std::string find_preload_library() {
+  if (const char* env = std::getenv("SONDE_LIBRARY"); env && *env) {
+    if (::access(env, R_OK) != 0)
+      throw Error(fmt::format("SONDE_LIBRARY={}: {}", env, std::strerror(errno)));
+    return fs::absolute(env).lexically_normal().string();
+  }
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) throw Error(fmt::format("cannot locate the sonde executable: {}", ec.message()));
+  fs::path lib = (self.parent_path() / ".." / "lib" / "libsonde.so").lexically_normal();
+  if (::access(lib.c_str(), R_OK) != 0)
+    throw Error(fmt::format("cannot find libsonde.so (looked at {}); set SONDE_LIBRARY to its path",
+                            lib.string()));
+  return lib.string();
+}
+
+std::optional<std::string> resolve_command(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos)
+    return is_executable_file(name) ? std::optional(name) : std::nullopt;
+  const char* env = std::getenv("PATH");
+  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+int run_command(const RunOptions& o) {
+  if (o.command.empty()) throw Error("no command given (sonde run [options] -- COMMAND ...)", 2);
+  std::optional<std::string> program = resolve_command(o.command[0]);
+  if (!program) throw Error(fmt::format("command not found: {}", o.command[0]), 127);
+  std::string library = find_preload_library();
+  fs::path output = fs::absolute(o.output).lexically_normal();
+  prepare_output(output, o.output, o.force);
+  set_environment(o, output.string(), library);
+
+  std::vector<char*> argv;
+  for (const auto& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+
+  // Ignored before fork so that no ^C can slip between fork and the handler change; the child
+  // restores the defaults, and gets the terminal's signals itself.
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ::sigaction(SIGINT, &ignore, &old_int);
+  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  pid_t child = ::fork();
+  if (child < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child == 0) {
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::execv(program->c_str(), argv.data());
+    int err = errno;
+    std::string msg = fmt::format("sonde run: cannot execute {}: {}\n", *program, std::strerror(err));
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(err == ENOENT ? 127 : 126);
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) throw Error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+  }
+  ::sigaction(SIGINT, &old_int, nullptr);
+  ::sigaction(SIGQUIT, &old_quit, nullptr);
+
+  int code = 0;
+  if (WIFEXITED(status)) {
+    code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    code = 128 + sig;
+    fmt::print(stderr, "sonde run: {} killed by signal {} ({})\n", o.command[0], sig,
+               signal_name(sig));
+  }
+  if (::access(output.c_str(), F_OK) == 0)
+    fmt::print(stderr, "sonde: profile written to {}\n", o.output);
+  else
+    fmt::print(stderr,
+               "sonde: warning: no profile was written to {} (statically linked program, or "
+               "one that never loaded libsonde.so?)\n",
+               o.output);
+  return code;
+}
+
+std::string environment_help() {
+  std::string out = "Environment (read by libsonde.so; the options above set some of them):\n";
+  for (const auto& spec : kOptionSpecs) {
+    std::string def = spec.default_value.empty() ? "" : fmt::format(" (default {})", spec.default_value);
+    out += fmt::format("  {}{}\n      {}\n", spec.name, def, spec.help);
+  }
+  return out;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,66 @@
+#include "core/clock.hpp"
+
+#include <chrono>
+#include <thread>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
+namespace sonde {
+
+namespace clock_detail {
+bool use_tsc = false;
+}
+
+namespace {
+
+bool invariant_tsc() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0x80000000u, nullptr) < 0x80000007u) return false;
+  __cpuid(0x80000007u, a, b, c, d);
+  return (d & (1u << 8)) != 0;  // "Invariant TSC": constant rate in all P-, C- and T-states
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
+}
+
+int64_t realtime_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t(ts.tv_sec) * 1000000000ll + ts.tv_nsec;
+}
+
+void Clock::init() {
+  clock_detail::use_tsc = invariant_tsc();
+  ticks0_ = now_ticks();
+  mono0_ = monotonic_ns();
+  realtime0_ = realtime_ns();
+  ns_per_tick_ = 1.0;
+  if (clock_detail::use_tsc) {
+    // A first estimate over ~200 us, so a flush soon after start is still close; refresh()
+    // replaces it with the ratio over the whole run.
+    int64_t until = mono0_ + 200000;
+    while (monotonic_ns() < until) {
+    }
+    refresh();
+  }
+}
+
+void Clock::refresh() {
+  if (!clock_detail::use_tsc) return;
+  uint64_t t = now_ticks();
+  int64_t m = monotonic_ns();
+  if (t > ticks0_ && m > mono0_) ns_per_tick_ = double(m - mono0_) / double(t - ticks0_);
+}
+
+}  // namespace sonde

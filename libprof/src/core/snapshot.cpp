@@ -1,0 +1,127 @@
+#include "core/snapshot.hpp"
+
+#include <fstream>
+
+namespace sonde {
+
+namespace {
+constexpr auto kRelaxed = std::memory_order_relaxed;
+
+std::string thread_name(pid_t tid) {
+  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+}  // namespace
+
+ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
+  ThreadSnapshot s{};
+  s.state = &t;
+  s.seq = t.seq();
+  s.tid = t.tid();
+  s.started_ns = clock.to_realtime_ns(t.start_ticks());
+  uint64_t end = t.end_ticks();
+  s.name = end == 0 ? thread_name(t.tid()) : std::string(t.final_name());
+  if (end != 0) {
+    s.ended_ns = clock.to_realtime_ns(end);
+    now = end;
+  }
+  uint32_t fpu = t.fpu_seen.load(kRelaxed);
+  s.ftz = (fpu & (1u << 15)) != 0;
+  s.daz = (fpu & (1u << 6)) != 0;
+
+  uint32_t n = t.nodes.size_acquire();
+  s.nodes.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const Node& node = t.nodes[i];
+    s.nodes[i] = NodeRow{i,
+                         node.parent,
+                         node.routine,
+                         node.depth,
+                         node.calls.load(kRelaxed),
+                         node.subrs.load(kRelaxed),
+                         int64_t(node.incl_ticks.load(kRelaxed)),
+                         int64_t(node.excl_ticks.load(kRelaxed)),
+                         node.flops.load(kRelaxed),
+                         node.bytes.load(kRelaxed)};
+  }
+  s.counters = t.counters;
+  if (s.counters != 0) {
+    const uint32_t k = s.counters;
+    s.counter_values.assign(size_t(2) * k * n, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint64_t* incl = s.counter_values.data() + size_t(2) * k * i;
+      for (uint32_t c = 0; c < k; ++c) {
+        incl[c] = t.nodes[i].counter_incl[c].load(kRelaxed);
+        incl[k + c] = t.nodes[i].counter_excl[c].load(kRelaxed);
+      }
+    }
+    // The root cannot read another thread's counters: it shows what its children counted.
+    for (uint32_t i = 1; i < n; ++i) {
+      if (s.nodes[i].depth != 1) continue;
+      for (uint32_t c = 0; c < k; ++c)
+        s.counter_values[c] += s.counter_values[size_t(2) * k * i + c];
+    }
+  }
+
+  // Open frames: frame i has run (now - start_i); its children's completed time is in
+  // child_ticks_i and its open child's time is the next frame's elapsed time. The root (frame 0)
+  // spans the thread's life so far.
+  uint32_t depth = t.depth_.load(std::memory_order_acquire);
+  if (depth > t.max_depth_) depth = t.max_depth_;
+  std::vector<int64_t> elapsed(depth + 2, 0);
+  for (uint32_t i = 0; i <= depth; ++i) {
+    uint64_t start = t.stack_[i].start.load(kRelaxed);
+    elapsed[i] = now > start ? int64_t(now - start) : 0;
+  }
+  for (uint32_t i = 0; i <= depth; ++i) {
+    const StackEntry& e = t.stack_[i];
+    uint32_t node = e.node.load(kRelaxed);
+    if (node >= n) continue;
+    int64_t excl = elapsed[i] - int64_t(e.child_ticks.load(kRelaxed)) - elapsed[i + 1];
+    if (i == 0) {
+      // The root never closes: its totals are entirely the open part.
+      s.nodes[node].incl_ns = elapsed[0];
+      s.nodes[node].excl_ns = excl;
+    } else {
+      s.nodes[node].incl_ns += elapsed[i];
+      s.nodes[node].excl_ns += excl;
+    }
+  }
+  for (auto& row : s.nodes) {
+    row.incl_ns = clock.to_ns(uint64_t(std::max<int64_t>(row.incl_ns, 0)));
+    row.excl_ns = clock.to_ns(uint64_t(std::max<int64_t>(row.excl_ns, 0)));
+  }
+
+  uint32_t ns = t.shapes.size_acquire();
+  s.shapes.reserve(ns);
+  for (uint32_t i = 0; i < ns; ++i) {
+    const ShapeRecord& r = t.shapes[i];
+    s.shapes.push_back(ShapeRow{i, r.node, r.site, r.shape, r.calls.load(kRelaxed),
+                                clock.to_ns(r.ticks.load(kRelaxed)), r.flops.load(kRelaxed),
+                                r.bytes.load(kRelaxed)});
+  }
+
+  uint32_t nl = t.lines.size_acquire();
+  s.lines.reserve(nl);
+  for (uint32_t i = 0; i < nl; ++i) {
+    const LineRecord& r = t.lines[i];
+    s.lines.push_back(
+        LineRow{r.routine, r.line, r.hits.load(kRelaxed), clock.to_ns(r.ticks.load(kRelaxed))});
+  }
+
+  if (t.trace) {
+    t.trace->drain([&](const TraceEvent& e) {
+      s.events.push_back(
+          TraceRow{e.node, clock.to_realtime_ns(e.start), clock.to_realtime_ns(e.end)});
+    });
+    s.dropped_events = t.trace->dropped();
+  }
+  s.depth_overflows = t.depth_overflows.load(kRelaxed);
+  s.node_overflows = t.node_overflows.load(kRelaxed);
+  s.region_mismatches = t.region_mismatches.load(kRelaxed);
+  return s;
+}
+
+}  // namespace sonde

@@ -1,0 +1,74 @@
+// A copy of one thread's measurements in nanoseconds, taken by the flushing thread while the
+// owner keeps running. Frames still open are charged up to `now`, so a periodic flush (and the
+// file a crash leaves) already shows where a long phase is spending its time.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "core/thread_state.hpp"
+
+namespace sonde {
+
+struct NodeRow {
+  uint32_t index, parent;
+  RoutineId routine;
+  uint32_t depth;
+  uint64_t calls, subrs;
+  int64_t incl_ns, excl_ns;
+  uint64_t flops, bytes;
+};
+
+struct ShapeRow {
+  uint32_t index, node;
+  const void* site;
+  GemmShape shape;
+  uint64_t calls;
+  int64_t time_ns;
+  uint64_t flops, bytes;
+};
+
+struct LineRow {
+  RoutineId routine;
+  int line;
+  uint64_t hits;
+  int64_t time_ns;
+};
+
+struct TraceRow {
+  uint32_t node;
+  int64_t start_ns, end_ns;  // CLOCK_REALTIME-based
+};
+
+struct ThreadSnapshot {
+  const ThreadState* state;
+  uint32_t seq;
+  pid_t tid;
+  std::string name;  // from /proc; empty once the thread is gone
+  int64_t started_ns;
+  std::optional<int64_t> ended_ns;
+  bool ftz, daz;
+  std::vector<NodeRow> nodes;  // index order: a parent always precedes its children
+  // With counters on (`counters` of them): node i's inclusive counts at [2 i counters ...) and
+  // its exclusive ones right after; empty otherwise, so that a flush of many paths without
+  // counters does not copy their empty slots.
+  uint32_t counters = 0;
+  std::vector<uint64_t> counter_values;
+  const uint64_t* counter_incl(uint32_t node) const {
+    return counter_values.data() + size_t(2) * counters * node;
+  }
+  const uint64_t* counter_excl(uint32_t node) const { return counter_incl(node) + counters; }
+  std::vector<ShapeRow> shapes;
+  std::vector<LineRow> lines;
+  std::vector<TraceRow> events;
+  uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
+};
+
+ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now);
+
+}  // namespace sonde

@@ -1,0 +1,238 @@
+#include "core/thread_state.hpp"
+
+#include <cstdio>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+
+namespace sonde {
+
+namespace {
+
+constexpr uint32_t LineIndexMiss = UINT32_MAX;
+
+uint64_t shape_hash(uint32_t node, const void* site, const GemmShape& s) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 1099511628211ull; };
+  mix(node);
+  mix(reinterpret_cast<uintptr_t>(site));
+  mix(uint64_t(s.m));
+  mix(uint64_t(s.n));
+  mix(uint64_t(s.k));
+  mix(uint64_t(s.batch));
+  mix(uint64_t(s.trans_a) << 16 | uint64_t(s.trans_b) << 8 | uint64_t(s.dtype));
+  return h;
+}
+
+bool same_shape(const ShapeRecord& r, uint32_t node, const void* site, const GemmShape& s) {
+  return r.node == node && r.site == site && r.shape.m == s.m && r.shape.n == s.n &&
+         r.shape.k == s.k && r.shape.batch == s.batch && r.shape.trans_a == s.trans_a &&
+         r.shape.trans_b == s.trans_b && r.shape.dtype == s.dtype;
+}
+
+}  // namespace
+
+ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
+                         uint64_t trace_capacity)
+    : stack_(std::make_unique<StackEntry[]>(max_depth + 1)),
+      max_depth_(max_depth),
+      seq_(seq),
+      tid_(tid),
+      start_ticks_(start_ticks) {
+  // Node 0 is the thread root ('<thread>', routine 0); it is never anyone's child.
+  uint32_t root = nodes.reserve();
+  nodes[root].calls.store(1, std::memory_order_relaxed);
+  nodes.publish(root);
+  stack_[0].start.store(start_ticks, std::memory_order_relaxed);
+  if (trace_capacity > 0) trace = std::make_unique<TraceRing>(trace_capacity);
+  sample_fpu();
+}
+
+static uint64_t child_hash(uint32_t parent, RoutineId routine) {
+  return (uint64_t(parent) << 32 | routine) * 0x9E3779B97F4A7C15ull;
+}
+
+uint32_t ThreadState::child_of(uint32_t parent, RoutineId routine) {
+  Node& p = nodes[parent];
+  if (p.hot_child != 0 && nodes[p.hot_child].routine == routine) return p.hot_child;
+  // Hashed, not a walk over the siblings: a frame with many distinct children (a Python
+  // main() calling thousands of functions) must not cost O(children) per call.
+  size_t mask = child_index_.size() - 1;
+  size_t slot = (child_hash(parent, routine) >> 20) & mask;
+  for (;; slot = (slot + 1) & mask) {
+    uint32_t c = child_index_[slot];
+    if (c == 0) break;
+    if (nodes[c].parent == parent && nodes[c].routine == routine) return p.hot_child = c;
+  }
+  uint32_t i = nodes.reserve();
+  if (i == nodes.kFull) {
+    bump(node_overflows, 1);
+    return parent;  // charged to the caller: wrong path, right total, and counted
+  }
+  Node& n = nodes[i];
+  n.parent = parent;
+  n.routine = routine;
+  n.depth = p.depth + 1;
+  nodes.publish(i);
+  index_child(i);
+  sample_fpu();
+  return p.hot_child = i;
+}
+
+void ThreadState::index_child(uint32_t node) {
+  if (2 * (nodes.size_owner() + 1) > child_index_.size()) {  // keep the probe chains short
+    std::vector<uint32_t> bigger(child_index_.size() * 2, 0);
+    size_t mask = bigger.size() - 1;
+    for (uint32_t c : child_index_) {
+      if (c == 0) continue;
+      size_t k = (child_hash(nodes[c].parent, nodes[c].routine) >> 20) & mask;
+      while (bigger[k] != 0) k = (k + 1) & mask;
+      bigger[k] = c;
+    }
+    child_index_.swap(bigger);
+  }
+  size_t mask = child_index_.size() - 1;
+  size_t k = (child_hash(nodes[node].parent, nodes[node].routine) >> 20) & mask;
+  while (child_index_[k] != 0) k = (k + 1) & mask;
+  child_index_[k] = node;
+}
+
+uint32_t ThreadState::find_shape(uint32_t node, const void* site, const GemmShape& s) {
+  if (shape_index_.empty()) shape_index_.assign(64, 0);
+  size_t mask = shape_index_.size() - 1;
+  for (size_t slot = shape_hash(node, site, s) & mask;; slot = (slot + 1) & mask) {
+    uint32_t v = shape_index_[slot];
+    if (v == 0) {
+      uint32_t i = shapes.reserve();
+      if (i == shapes.kFull) return i;
+      ShapeRecord& r = shapes[i];
+      r.node = node;
+      r.site = site;
+      r.shape = s;
+      shapes.publish(i);
+      shape_index_[slot] = i + 1;
+      if (2 * shapes.size_owner() > shape_index_.size()) {  // keep the probe chains short
+        std::vector<uint32_t> bigger(shape_index_.size() * 2, 0);
+        size_t m2 = bigger.size() - 1;
+        for (uint32_t j = 0; j < shapes.size_owner(); ++j) {
+          const ShapeRecord& q = shapes[j];
+          size_t k = shape_hash(q.node, q.site, q.shape) & m2;
+          while (bigger[k] != 0) k = (k + 1) & m2;
+          bigger[k] = j + 1;
+        }
+        shape_index_.swap(bigger);
+      }
+      return i;
+    }
+    if (same_shape(shapes[v - 1], node, site, s)) return v - 1;
+  }
+}
+
+void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape& shape,
+                               uint64_t ticks, uint64_t flops, uint64_t bytes) {
+  uint32_t i = find_shape(node, site, shape);
+  if (i == shapes.kFull) return;
+  ShapeRecord& r = shapes[i];
+  bump(r.calls, 1);
+  bump(r.ticks, ticks);
+  bump(r.flops, flops);
+  bump(r.bytes, bytes);
+}
+
+void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
+  auto hash = [](RoutineId r, int l) {
+    return (uint64_t(r) << 32 | uint32_t(l)) * 0x9E3779B97F4A7C15ull >> 20;
+  };
+  if (line_index_.empty()) line_index_.assign(64, 0);
+  size_t mask = line_index_.size() - 1;
+  size_t slot = hash(routine, line) & mask;
+  uint32_t i = LineIndexMiss;
+  for (;; slot = (slot + 1) & mask) {
+    uint32_t v = line_index_[slot];
+    if (v == 0) break;
+    if (lines[v - 1].routine == routine && lines[v - 1].line == line) {
+      i = v - 1;
+      break;
+    }
+  }
+  if (i == LineIndexMiss) {
+    i = lines.reserve();
+    if (i == lines.kFull) return;
+    lines[i].routine = routine;
+    lines[i].line = line;
+    lines.publish(i);
+    line_index_[slot] = i + 1;
+    if (2 * lines.size_owner() > line_index_.size()) {
+      std::vector<uint32_t> bigger(line_index_.size() * 2, 0);
+      size_t m2 = bigger.size() - 1;
+      for (uint32_t j = 0; j < lines.size_owner(); ++j) {
+        size_t k = hash(lines[j].routine, lines[j].line) & m2;
+        while (bigger[k] != 0) k = (k + 1) & m2;
+        bigger[k] = j + 1;
+      }
+      line_index_.swap(bigger);
+    }
+  }
+  bump(lines[i].hits, 1);
+  bump(lines[i].ticks, ticks);
+}
+
+void ThreadState::reset_counts(uint64_t now) {
+  uint32_t n = nodes.size_owner();
+  for (uint32_t i = 0; i < n; ++i) {
+    Node& node = nodes[i];
+    for (auto* a : {&node.calls, &node.subrs, &node.incl_ticks, &node.excl_ticks, &node.flops,
+                    &node.bytes}) {
+      a->store(0, std::memory_order_relaxed);
+    }
+    for (uint32_t c = 0; c < kMaxCounters; ++c) {
+      node.counter_incl[c].store(0, std::memory_order_relaxed);
+      node.counter_excl[c].store(0, std::memory_order_relaxed);
+    }
+  }
+  for (uint32_t i = 0; i < shapes.size_owner(); ++i) {
+    ShapeRecord& r = shapes[i];
+    for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes}) a->store(0, std::memory_order_relaxed);
+  }
+  for (uint32_t i = 0; i < lines.size_owner(); ++i) {
+    lines[i].hits.store(0, std::memory_order_relaxed);
+    lines[i].ticks.store(0, std::memory_order_relaxed);
+  }
+  // Frames still open were entered once in this process as far as its profile is concerned.
+  uint32_t d = depth();
+  for (uint32_t i = 0; i <= d; ++i) {
+    StackEntry& e = stack_[i];
+    e.start.store(now, std::memory_order_relaxed);
+    e.child_ticks.store(0, std::memory_order_relaxed);
+    nodes[e.node.load(std::memory_order_relaxed)].calls.store(1, std::memory_order_relaxed);
+    if (i > 0) bump(nodes[stack_[i - 1].node.load(std::memory_order_relaxed)].subrs, 1);
+  }
+  start_ticks_.store(now, std::memory_order_relaxed);
+  end_ticks_.store(0, std::memory_order_relaxed);
+  depth_overflows.store(0);
+  node_overflows.store(0);
+  region_mismatches.store(0);
+  if (trace) trace->clear();
+}
+
+void ThreadState::mark_ended(uint64_t t) {
+  if (FILE* f = std::fopen("/proc/thread-self/comm", "r")) {
+    if (std::fgets(final_name_, sizeof final_name_, f) != nullptr) {
+      final_name_[std::strcspn(final_name_, "\n")] = '\0';
+    }
+    std::fclose(f);
+  }
+  end_ticks_.store(t, std::memory_order_release);
+}
+
+void ThreadState::sample_fpu() {
+#if defined(__x86_64__)
+  constexpr uint32_t kFtz = 1u << 15, kDaz = 1u << 6;
+  uint32_t seen = _mm_getcsr() & (kFtz | kDaz);
+  fpu_seen.store(fpu_seen.load(std::memory_order_relaxed) | seen, std::memory_order_relaxed);
+#endif
+}
+
+}  // namespace sonde

@@ -1,0 +1,162 @@
+// Everything one thread records: its shadow stack, its calling-context tree, the shapes of its
+// GEMM-like calls, and (trace mode) its event ring. Written only by the owning thread without
+// locks; read by the flushing thread through acquire/relaxed atomics (see chunked_array.hpp).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/chunked_array.hpp"
+#include "counters/counter_backend.hpp"
+#include "sonde/probe.hpp"
+
+namespace sonde {
+
+struct Node {
+  // Set once before the node is published; immutable afterwards.
+  uint32_t parent = 0;
+  RoutineId routine = 0;
+  uint32_t depth = 0;
+  // Owner-only: the child entered last from here. Loops enter the same child over and over,
+  // so one comparison usually settles the lookup; the thread's child index does the rest.
+  uint32_t hot_child = 0;
+  std::atomic<uint64_t> calls{0}, subrs{0};
+  std::atomic<uint64_t> incl_ticks{0}, excl_ticks{0};
+  std::atomic<uint64_t> flops{0}, bytes{0};
+  // Counter deltas (SONDE_COUNTERS), inclusive and exclusive like the times.
+  std::atomic<uint64_t> counter_incl[kMaxCounters]{}, counter_excl[kMaxCounters]{};
+};
+
+struct StackEntry {
+  std::atomic<uint32_t> node{0};
+  Nesting nesting = Nesting::kChildren;
+  std::atomic<uint64_t> start{0};
+  std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
+  // Owner-only: counts at entry and completed children's deltas (counters on).
+  uint64_t counter_start[kMaxCounters] = {};
+  uint64_t counter_children[kMaxCounters] = {};
+};
+
+struct ShapeRecord {
+  uint32_t node = 0;
+  const void* site = nullptr;
+  GemmShape shape;
+  std::atomic<uint64_t> calls{0}, ticks{0}, flops{0}, bytes{0};
+};
+
+struct LineRecord {
+  RoutineId routine = 0;
+  int line = 0;
+  std::atomic<uint64_t> hits{0}, ticks{0};
+};
+
+struct TraceEvent {
+  uint32_t node;
+  uint64_t start, end;
+};
+
+// Bounded single-producer (owner) single-consumer (flusher) ring.
+class TraceRing {
+ public:
+  explicit TraceRing(uint64_t capacity) : events_(capacity) {}
+  void push(const TraceEvent& e) {
+    uint64_t h = head_.load(std::memory_order_relaxed);
+    if (h - tail_.load(std::memory_order_acquire) == events_.size()) {
+      bump(dropped_, 1);
+      return;
+    }
+    events_[h % events_.size()] = e;
+    head_.store(h + 1, std::memory_order_release);
+  }
+  template <class F>
+  void drain(F&& consume) {
+    uint64_t t = tail_.load(std::memory_order_relaxed);
+    uint64_t h = head_.load(std::memory_order_acquire);
+    for (; t != h; ++t) consume(events_[t % events_.size()]);
+    tail_.store(t, std::memory_order_release);
+  }
+  uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  void clear() {
+    tail_.store(head_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    dropped_.store(0, std::memory_order_relaxed);
+  }
+
+ private:
+  std::vector<TraceEvent> events_;
+  std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0};
+};
+
+class ThreadState {
+ public:
+  ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
+              uint64_t trace_capacity);
+
+  // --- owner thread, hot path ---
+  uint32_t child_of(uint32_t parent, RoutineId routine);
+  uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
+  StackEntry& top() { return stack_[depth()]; }
+
+  // --- owner thread, slow path ---
+  void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
+                    uint64_t flops, uint64_t bytes);
+  void record_line(RoutineId routine, int line, uint64_t ticks);
+  // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
+  void reset_counts(uint64_t now);
+  // Samples the FPU control word; denormal handling matters for the advice.
+  void sample_fpu();
+
+  // --- any thread ---
+  uint32_t seq() const { return seq_; }
+  pid_t tid() const { return tid_; }
+  uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
+  uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_acquire); }
+  // Owner, as it exits: keeps its name (gone from /proc afterwards), then publishes the end.
+  void mark_ended(uint64_t t);
+  const char* final_name() const { return final_name_; }
+
+  // Small first chunks: a thread costs little until it has many call paths (up to 1 M nodes).
+  ChunkedArray<Node, 8, 4096> nodes;
+  ChunkedArray<ShapeRecord, 6, 4096> shapes;
+  ChunkedArray<LineRecord, 6, 4096> lines;
+  std::unique_ptr<StackEntry[]> stack_;
+  std::atomic<uint32_t> depth_{0};
+  uint32_t max_depth_;
+  uint32_t suppress = 0;     // >0 while a kSuppress routine runs; also set by sonde's own code
+  std::atomic<uint64_t> depth_overflows{0};
+  std::atomic<uint64_t> node_overflows{0};
+  std::atomic<uint64_t> region_mismatches{0};
+  std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
+  std::unique_ptr<TraceRing> trace;
+  // Counters: the runtime's backend and this thread's handle; `counters` is 0 when off.
+  CounterBackend* counter_backend = nullptr;
+  int counter_handle = -1;
+  uint32_t counters = 0;
+
+  // Region names are usually literals: a small pointer-keyed cache avoids the registry lock.
+  struct RegionCacheEntry {
+    const char* name = nullptr;
+    const char* copy = nullptr;  // our own copy of the text, to detect a reused buffer
+    RoutineId id = 0;
+  };
+  RegionCacheEntry region_cache[64];
+
+ private:
+  uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
+  void index_child(uint32_t node);
+
+  uint32_t seq_;
+  pid_t tid_;
+  std::atomic<uint64_t> start_ticks_;
+  std::atomic<uint64_t> end_ticks_{0};
+  char final_name_[16] = {};  // Linux thread names are at most 15 characters
+  std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
+  std::vector<uint32_t> line_index_;   // owner-only open addressing on (routine, line): index + 1
+  // Owner-only open addressing on (parent, routine) -> node; 0 is free (the root is no child).
+  std::vector<uint32_t> child_index_ = std::vector<uint32_t>(64, 0);
+};
+
+}  // namespace sonde

@@ -1,0 +1,243 @@
+// CUPTI's activity buffers: sonde hands CUPTI buffers to fill, copies each finished buffer's
+// kernels, copies and memsets into compact records, and at every flush ties those records to
+// the call paths that launched them and converts their times to sonde's clock.
+#include <cxxabi.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <memory>
+
+#include "gpu/cupti_backend.hpp"
+
+namespace sonde {
+
+namespace {
+constexpr size_t kBufferBytes = size_t(8) << 20;
+constexpr size_t kAlignment = 8;         // CUPTI's requirement for activity buffers
+constexpr uint32_t kOriginLifetime = 6;  // flushes a launch may wait for its records
+
+std::string demangle(const char* name) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      abi::__cxa_demangle(name, nullptr, nullptr, &status), &std::free);
+  return status == 0 && out ? std::string(out.get()) : std::string(name);
+}
+
+const char* direction_name(uint8_t copy_kind) {
+  switch (copy_kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+      return "memcpy HtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+      return "memcpy DtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+      return "memcpy DtoD";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOH:
+      return "memcpy HtoH";
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return "memcpy PtoP";
+    default:
+      return "memcpy";
+  }
+}
+}  // namespace
+
+void CuptiBackend::on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlignment, kBufferBytes));
+  *size = *buffer != nullptr ? kBufferBytes : 0;
+  *max_records = 0;  // as many as fit
+  if (*buffer == nullptr) no_buffer_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void CuptiBackend::on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer,
+                                      size_t size, size_t valid) {
+  if (buffer == nullptr) return;
+  if (!forked_.load(std::memory_order_relaxed)) parse_buffer(buffer, valid);
+  size_t dropped = 0;
+  if (lib_.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) {
+    cupti_dropped_.fetch_add(dropped, std::memory_order_relaxed);
+  }
+  std::free(buffer);
+}
+
+void CuptiBackend::parse_buffer(uint8_t* buffer, size_t valid) {
+  std::lock_guard lock(records_mu_);
+  CUpti_Activity* record = nullptr;
+  while (lib_.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    Record r;
+    switch (record->kind) {
+      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
+        r.kind = 0;
+        r.correlation = k->correlationId;
+        std::string name = k->name ? k->name : "(unnamed kernel)";
+        auto [it, added] = name_index_.emplace(name, uint32_t(names_.size()));
+        if (added) names_.push_back(demangle(name.c_str()));
+        r.name = it->second;
+        r.device = k->deviceId;
+        r.stream = k->streamId;
+        r.start = k->start;
+        r.end = k->end;
+        r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
+        r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
+        r.registers = k->registersPerThread;
+        r.shared_bytes = k->staticSharedMemory + k->dynamicSharedMemory;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMCPY: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
+        r.kind = 1;
+        r.copy_kind = m->copyKind;
+        r.correlation = m->correlationId;
+        r.device = m->deviceId;
+        r.stream = m->streamId;
+        r.start = m->start;
+        r.end = m->end;
+        r.bytes = m->bytes;
+        break;
+      }
+      case CUPTI_ACTIVITY_KIND_MEMSET: {
+        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
+        r.kind = 2;
+        r.correlation = m->correlationId;
+        r.device = m->deviceId;
+        r.stream = m->streamId;
+        r.start = m->start;
+        r.end = m->end;
+        r.bytes = m->bytes;
+        break;
+      }
+      default:
+        continue;  // kinds sonde did not ask for
+    }
+    records_.push_back(r);
+    delivered_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+GpuRow CuptiBackend::to_row(const Record& r, int64_t offset) {
+  GpuRow row;
+  static const char* const kKinds[] = {"kernel", "memcpy", "memset"};
+  row.kind = kKinds[r.kind];
+  if (r.kind == 0) {
+    row.name = names_[r.name];
+    for (int i = 0; i < 3; ++i) row.grid[i] = r.grid[i], row.block[i] = r.block[i];
+    row.registers = r.registers;
+    row.shared_bytes = r.shared_bytes;
+  } else {
+    row.name = r.kind == 1 ? direction_name(r.copy_kind) : "memset";
+    row.bytes = int64_t(r.bytes);
+  }
+  row.device = r.device;
+  row.stream = r.stream;
+  row.start_ns = int64_t(r.start) + offset;
+  row.end_ns = int64_t(r.end) + offset;
+  return row;
+}
+
+void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& clock) {
+  out = std::move(retry_);
+  retry_.clear();
+  if (forked_.load()) out.clear();  // the parent's records, for the parent's file
+  if (!activity_.load() || forked_.load()) return;
+  // Without the records lock: the completion callback runs inside this call and takes it.
+  if (!flushed_final_) {
+    CUptiResult rc = lib_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+    if (rc != CUPTI_SUCCESS && final) {
+      note_("gpu",
+            fmt::format("CUPTI could not flush its last activity records: {}", lib_.describe(rc)));
+    }
+    flushed_final_ = final;
+  }
+  // The offset between CUPTI's clock and sonde's, taken now: sonde's tick ratio is refreshed
+  // at every flush, and CUPTI's clock need not be CLOCK_REALTIME.
+  uint64_t before = now_ticks();
+  uint64_t cupti_now = 0;
+  lib_.cuptiGetTimestamp(&cupti_now);
+  uint64_t after = now_ticks();
+  int64_t offset = clock.to_realtime_ns(before + (after - before) / 2) - int64_t(cupti_now);
+
+  std::vector<Record> records;
+  std::unique_lock rlock(records_mu_);
+  records.swap(records_);
+  records.insert(records.begin(), held_.begin(), held_.end());
+  held_.clear();
+  std::lock_guard olock(origins_mu_);
+  ++generation_;
+  out.reserve(out.size() + records.size());
+  for (const Record& r : records) {
+    if (r.start == 0 || r.end < r.start) {
+      incomplete_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
+    auto it = origins_.find(r.correlation);
+    // Held for a later flush, but not past the origin's lifetime (it would lose its path).
+    if (it != origins_.end() && it->second.awaiting_metrics && r.kind == 0 && !final &&
+        generation_ - it->second.generation < kOriginLifetime) {
+      held_.push_back(r);
+      continue;
+    }
+    GpuRow row = to_row(r, offset);
+    if (it != origins_.end()) {
+      row.thread = it->second.thread;
+      row.node = it->second.node;
+      row.node_id = it->second.node_id;
+      if (r.kind == 0) row.metrics = std::move(it->second.metrics);
+      it->second.seen = true;
+    } else {
+      unattributed_.fetch_add(1, std::memory_order_relaxed);
+    }
+    out.push_back(std::move(row));
+  }
+  rlock.unlock();
+  // A launch's records arrive together (a graph's kernels too); one never followed by any
+  // (a host function, a launch that failed) is forgotten after a few flushes.
+  std::erase_if(origins_, [&](const auto& entry) {
+    return entry.second.seen || generation_ - entry.second.generation > kOriginLifetime;
+  });
+  if (final) {
+    uint64_t dropped = cupti_dropped_ + no_buffer_ + origins_full_;
+    if (dropped > 0 || incomplete_ > 0) {
+      note_("gpu-drops",
+            fmt::format("GPU activity lost: {} records dropped by CUPTI, {} buffers that could "
+                        "not be allocated, {} launches beyond the correlation table, {} records "
+                        "unfinished at exit",
+                        cupti_dropped_.load(), no_buffer_.load(), origins_full_.load(),
+                        incomplete_.load()));
+    }
+    if (unattributed_ > 0) {
+      note_("gpu-unattributed",
+            fmt::format("{} GPU activity records came from launches sonde did not see (before "
+                        "it subscribed, or from another CUPTI client); they have no call path",
+                        unattributed_.load()));
+    }
+  }
+}
+
+void CuptiBackend::requeue(std::vector<GpuRow>&& rows) {
+  for (GpuRow& r : rows) retry_.push_back(std::move(r));
+}
+
+void CuptiBackend::thread_gone(const ThreadState* thread, const std::vector<int64_t>& node_ids) {
+  auto resolve = [&](const ThreadState*& t, uint32_t node, int64_t& node_id) {
+    if (t != thread) return;
+    node_id = node < node_ids.size() ? node_ids[node] : 0;
+    t = nullptr;
+  };
+  for (GpuRow& r : retry_) resolve(r.thread, r.node, r.node_id);
+  if (forked_.load()) return;
+  std::lock_guard lock(origins_mu_);
+  for (auto& [correlation, o] : origins_) resolve(o.thread, o.node, o.node_id);
+}
+
+void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) const {
+  // A fork child's numbers are its parent's, and another parent thread may have held the
+  // metrics lock at the fork.
+  if (!activity_.load() || forked_.load()) return;
+  if (metrics_) metrics_->info(out);
+  out.emplace_back("gpu.records", std::to_string(delivered_.load()));
+  out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));
+  out.emplace_back("gpu.unattributed", std::to_string(unattributed_.load()));
+}
+
+}  // namespace sonde

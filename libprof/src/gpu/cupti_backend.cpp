@@ -1,0 +1,175 @@
+// Starting CUPTI: subscribing next to other CUPTI clients where CUDA allows it, the callback
+// domains, and the activity kinds. Every refusal is said once, in CUPTI's words, and leaves
+// the CPU side of the profile as it would be without CUDA.
+#include "gpu/cupti_backend.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/runtime.hpp"
+
+namespace sonde {
+
+namespace {
+
+// CUPTI's buffer callbacks carry no user data: the backend is the runtime's.
+CuptiBackend* backend() {
+  Runtime* rt = Runtime::get();
+  return rt ? static_cast<CuptiBackend*>(rt->gpu()) : nullptr;
+}
+
+void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                           const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && data != nullptr) {
+      static_cast<CuptiBackend*>(userdata)->on_context_destroyed(
+          static_cast<const CUpti_ResourceData*>(data)->context);
+    }
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  static_cast<CuptiBackend*>(userdata)->on_api(domain, cbid,
+                                               static_cast<const CUpti_CallbackData*>(data));
+}
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  if (CuptiBackend* b = backend()) {
+    b->on_buffer_request(buffer, size, max_records);
+  } else {
+    *buffer = nullptr;
+    *size = 0;
+  }
+}
+
+void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
+                               size_t valid) {
+  if (CuptiBackend* b = backend()) {
+    b->on_buffer_complete(context, stream, buffer, size, valid);
+  }
+}
+
+// CUDA 13.2 added allowMultipleSubscribers after oldSubscriberSize; older headers lack it, and
+// a CUPTI of the same age reads only structSize bytes, so the field is sent only to one that
+// knows it.
+constexpr uint32_t kMultiSubscriberVersion = 130200;
+struct SubscriberParams {
+  CUpti_SubscriberParams base;
+#if CUPTI_API_VERSION < 130200
+  uint8_t allowMultipleSubscribers;
+#endif
+};
+
+}  // namespace
+
+std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
+                                               const std::vector<std::string>& metrics,
+                                               const NoteSink& note) {
+  CuptiLibrary lib;
+  std::string error;
+  if (!lib.load(library, error)) {
+    note("gpu", fmt::format("{}: CUDA calls and GPU activity are not recorded through CUPTI "
+                            "(set SONDE_CUPTI_LIBRARY to its path)",
+                            error));
+    return nullptr;
+  }
+  return std::make_unique<CuptiBackend>(std::move(lib), expand_gpu_metrics(metrics), note);
+}
+
+bool CuptiBackend::start() {
+  // Before subscribing: the callbacks read metrics_ from the moment they are enabled.
+  start_metrics();
+  uint32_t version = 0;
+  lib_.cuptiGetVersion(&version);
+  SubscriberParams params{};
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  params.base.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.base.subscriberName = "sonde";
+  params.base.oldSubscriberName = holder;
+  params.base.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
+  if (version >= kMultiSubscriberVersion) {
+#if CUPTI_API_VERSION < 130200
+    params.allowMultipleSubscribers = 1;
+    params.base.structSize = offsetof(SubscriberParams, allowMultipleSubscribers) + 1;
+#else
+    params.base.allowMultipleSubscribers = 1;
+    params.base.structSize = sizeof(CUpti_SubscriberParams);
+#endif
+  }
+  CUptiResult rc = lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base);
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
+    std::string who = holder[0] != 0 ? holder : "another CUPTI client";
+    note_("gpu", fmt::format("CUPTI is held by {}, which allows no second subscriber: CUDA calls "
+                             "are measured by the preloaded wrappers where they can be, and GPU "
+                             "activity is not recorded",
+                             who));
+    return false;
+  }
+  if (rc != CUPTI_SUCCESS) {
+    note_("gpu", fmt::format("CUPTI refused a subscriber ({}); GPU activity is not recorded",
+                             lib_.describe(rc)));
+    return false;
+  }
+  for (CUpti_CallbackDomain d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) {
+    rc = lib_.cuptiEnableDomain(1, subscriber_, d);
+    if (rc != CUPTI_SUCCESS) {
+      note_("gpu", fmt::format("CUPTI callbacks could not be enabled ({}); GPU activity is not "
+                               "recorded",
+                               lib_.describe(rc)));
+      lib_.cuptiUnsubscribe(subscriber_);
+      return false;
+    }
+  }
+  traced_.store(true, std::memory_order_release);
+  if (holder[0] != 0) {
+    note_("gpu-shared", fmt::format("CUPTI is shared with {}", holder));
+  }
+
+  rc = lib_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET}) {
+    if (rc != CUPTI_SUCCESS) break;
+    rc = lib_.cuptiActivityEnable(kind);
+  }
+  if (rc != CUPTI_SUCCESS) {
+    // No driver, no device, or activity tracing held by another client: the API calls are
+    // still measured, the GPU side is not.
+    note_("gpu", fmt::format("CUPTI activity records are unavailable ({}): CUDA calls are "
+                             "measured, kernels and copies are not",
+                             lib_.describe(rc)));
+    return true;
+  }
+  // Contexts that end take their range profilers with them: sonde lets go of them first.
+  if (metrics_ &&
+      lib_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS) {
+    metrics_.reset();  // no callback has used it: launches reach it only once activity is on
+    note_("gpu-metrics",
+          "GPU metrics are not recorded: CUPTI's resource callbacks could not be "
+          "enabled");
+  }
+  activity_.store(true, std::memory_order_release);
+  if (metrics_) {
+    // Kernel replay runs each kernel once per pass and serialises launches: a metrics run
+    // measures what kernels do, not how long the program takes.
+    note_("gpu-metrics-timing",
+          "SONDE_GPU_METRICS: kernels are replayed and serialised to count their metrics; GPU "
+          "and CPU times of this run are inflated (time a run without metrics)");
+  }
+  return true;
+}
+
+void CuptiBackend::start_metrics() {
+  if (metric_names_.empty()) return;
+  std::string error;
+  if (!lib_.load_profiler(error)) {
+    note_("gpu-metrics", fmt::format("GPU metrics are not recorded: {}", error));
+    return;
+  }
+  metrics_ = std::make_unique<KernelMetrics>(lib_, metric_names_, note_);
+}
+
+void CuptiBackend::fork_child() {
+  // The parent's locks may have been held at fork: the child never takes them again.
+  forked_.store(true);
+  traced_.store(false);
+}
+
+}  // namespace sonde

@@ -1,0 +1,123 @@
+// The CUPTI backend: callbacks on the CUDA runtime and driver APIs measure those calls as
+// routines of the calling thread's call path, and remember which call path each launch, copy
+// or memset came from (by CUPTI correlation id); the activity API delivers what the GPU then
+// did, which the flush ties back to those call paths.
+#pragma once
+
+#include <cupti.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpu/cupti_library.hpp"
+#include "gpu/cupti_metrics.hpp"
+#include "gpu/gpu_backend.hpp"
+#include "sonde/probe.hpp"
+
+namespace sonde {
+
+class CuptiBackend final : public GpuBackend {
+ public:
+  CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note)
+      : lib_(std::move(lib)), metric_names_(std::move(metrics)), note_(std::move(note)) {}
+
+  bool start() override;
+  bool api_traced() const override { return traced_.load(std::memory_order_acquire); }
+  void collect(std::vector<GpuRow>& out, bool final, const Clock& clock) override;
+  void requeue(std::vector<GpuRow>&& rows) override;
+  void thread_gone(const ThreadState* thread, const std::vector<int64_t>& node_ids) override;
+  void fork_child() override;
+  void info(std::vector<std::pair<std::string, std::string>>& out) const override;
+
+  // CUPTI's callbacks land here (cupti_callbacks.cpp, cupti_activity.cpp).
+  void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
+  void on_context_destroyed(CUcontext context) {
+    if (metrics_ && !forked_.load(std::memory_order_relaxed)) metrics_->context_destroyed(context);
+  }
+  void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
+  void on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
+                          size_t valid);
+
+ private:
+  // What sonde knows about one API callback id, worked out on its first call.
+  struct ApiInfo {
+    std::atomic<bool> ready{false};
+    bool activity = false;                   // launches, copies, memsets: GPU records will follow
+    bool kernel = false;                     // a kernel launch (metrics are taken around it)
+    int kind_offset = -1;                    // cudaMemcpyKind in the parameters (runtime copies)
+    int count_offset = -1;                   // byte count in the parameters
+    std::atomic<RoutineId> routine[6] = {};  // per copy direction (0-4), 5: none
+    std::string name;
+  };
+  // The call path a correlation id was launched from.
+  struct Origin {
+    const ThreadState* thread = nullptr;
+    uint32_t node = 0;
+    int64_t node_id = 0;
+    uint32_t generation = 0;  // collect() count when it was launched
+    bool seen = false;
+    MetricValues metrics;  // the kernel's, known at the launch's exit
+    // Its metrics are decoded at the launch's exit; a record that arrives before (the kernel
+    // ran inside the launch, under kernel replay) waits for them.
+    bool awaiting_metrics = false;
+  };
+  // A finished activity as CUPTI delivered it (times in CUPTI's clock).
+  struct Record {
+    uint8_t kind = 0;  // 0 kernel, 1 memcpy, 2 memset
+    uint8_t copy_kind = 0;
+    uint32_t correlation = 0;
+    uint32_t name = 0;  // index into names_ (kernels)
+    uint32_t device = 0, stream = 0;
+    uint64_t start = 0, end = 0, bytes = 0;
+    int32_t grid[3] = {}, block[3] = {};
+    int32_t registers = 0, shared_bytes = 0;
+  };
+
+  void start_metrics();
+  ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
+  RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
+  void remember_origin(uint32_t correlation, bool awaiting_metrics);
+  void attach_metrics(uint32_t exiting, std::vector<std::pair<uint32_t, MetricValues>>& measured);
+  void parse_buffer(uint8_t* buffer, size_t valid);
+  GpuRow to_row(const Record& r, int64_t offset);
+
+  CuptiLibrary lib_;
+  std::vector<std::string> metric_names_;  // SONDE_GPU_METRICS, expanded
+  NoteSink note_;
+  std::unique_ptr<KernelMetrics> metrics_;  // set by start() when metrics are asked for
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::atomic<bool> traced_{false};
+  std::atomic<bool> activity_{false};  // activity records enabled
+  std::atomic<bool> forked_{false};
+  // The last forced flush was made (at exit, before the CUDA runtime's teardown where the order
+  // allows): later flushes take what CUPTI delivered since, without calling into it again.
+  bool flushed_final_ = false;  // flushing thread only
+
+  std::mutex info_mu_;  // first call of a callback id only
+  std::vector<ApiInfo> runtime_info_ = std::vector<ApiInfo>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
+  std::vector<ApiInfo> driver_info_ = std::vector<ApiInfo>(CUPTI_DRIVER_TRACE_CBID_SIZE);
+
+  // Taken by the API callback of every launch; never held while calling into CUPTI.
+  std::mutex origins_mu_;
+  std::unordered_map<uint32_t, Origin> origins_;
+  uint32_t generation_ = 0;
+
+  // Taken by the buffer-completion callback, which CUPTI may run on its own thread or inside
+  // cuptiActivityFlushAll: collect() flushes first and takes the lock afterwards.
+  std::mutex records_mu_;
+  std::vector<Record> records_;
+  std::vector<std::string> names_;
+  std::unordered_map<std::string, uint32_t> name_index_;
+
+  std::vector<GpuRow> retry_;  // flushing thread only
+  std::vector<Record> held_;   // flushing thread only: kernel records awaiting their metrics
+
+  std::atomic<uint64_t> delivered_{0}, cupti_dropped_{0}, no_buffer_{0}, unattributed_{0},
+      incomplete_{0}, origins_full_{0};
+};
+
+}  // namespace sonde

@@ -1,0 +1,213 @@
+// CUPTI's runtime- and driver-API callbacks: each call is measured as a routine of kind 'cuda'
+// on the calling thread, named as the preloaded wrappers name it (copies carry their direction:
+// 'cudaMemcpy HtoD'), and launches, copies and memsets remember the call path they came from.
+#include <cstddef>
+#include <cstring>
+
+#include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
+#include "core/thread_local_state.hpp"
+
+namespace sonde {
+
+namespace {
+
+// The API calls this thread entered through sonde's callbacks, innermost last. An exit is
+// measured only when it matches the innermost entry: CUPTI may subscribe in the middle of a call
+// (the runtime's first call opens the driver), and then delivers an exit without its entry.
+struct OpenCall {
+  uint32_t correlation;
+  bool runtime;
+  ThreadState* thread;  // nullptr: entered but not measured
+};
+constexpr uint32_t kMaxOpenCalls = 32;  // API calls do not nest deeper (a callback's own calls)
+thread_local OpenCall t_open[kMaxOpenCalls];
+thread_local uint32_t t_open_count = 0;
+// Runtime calls among them: the driver calls a runtime call makes are its own business (their
+// work is reported under the runtime call's correlation id; measuring them would count twice).
+thread_local uint32_t t_runtime_open = 0;
+
+constexpr const char* kDirections[] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default"};
+constexpr int kNoDirection = 5;
+constexpr size_t kMaxOrigins = size_t(1) << 20;  // launches in flight whose records are pending
+
+// Where the copy direction and the byte count sit in the runtime's copy and memset parameters.
+struct CopyParams {
+  CUpti_CallbackId cbid;
+  int kind_offset, count_offset;
+};
+#define SONDE_COPY(fn)                                               \
+  {                                                                  \
+    CUPTI_RUNTIME_TRACE_CBID_##fn, int(offsetof(fn##_params, kind)), \
+        int(offsetof(fn##_params, count))                            \
+  }
+#define SONDE_COPY_2D(fn) \
+  { CUPTI_RUNTIME_TRACE_CBID_##fn, int(offsetof(fn##_params, kind)), -1 }
+#define SONDE_SET(fn) \
+  { CUPTI_RUNTIME_TRACE_CBID_##fn, -1, int(offsetof(fn##_params, count)) }
+constexpr CopyParams kCopies[] = {
+    SONDE_COPY(cudaMemcpy_v3020),
+    SONDE_COPY(cudaMemcpyAsync_v3020),
+    SONDE_COPY(cudaMemcpy_ptds_v7000),
+    SONDE_COPY(cudaMemcpyAsync_ptsz_v7000),
+    SONDE_COPY(cudaMemcpyToSymbol_v3020),
+    SONDE_COPY(cudaMemcpyFromSymbol_v3020),
+    SONDE_COPY(cudaMemcpyToSymbolAsync_v3020),
+    SONDE_COPY(cudaMemcpyFromSymbolAsync_v3020),
+    SONDE_COPY_2D(cudaMemcpy2D_v3020),
+    SONDE_COPY_2D(cudaMemcpy2DAsync_v3020),
+    SONDE_COPY_2D(cudaMemcpy2D_ptds_v7000),
+    SONDE_COPY_2D(cudaMemcpy2DAsync_ptsz_v7000),
+    SONDE_SET(cudaMemset_v3020),
+    SONDE_SET(cudaMemsetAsync_v3020),
+    SONDE_SET(cudaMemset_ptds_v7000),
+    SONDE_SET(cudaMemsetAsync_ptsz_v7000),
+};
+#undef SONDE_COPY
+#undef SONDE_COPY_2D
+#undef SONDE_SET
+
+// CUPTI's names may carry the API version and the per-thread-stream variant
+// (cudaMemcpy_v3020, cudaMemcpyAsync_ptsz): the user called cudaMemcpy / cudaMemcpyAsync.
+std::string plain_name(const char* raw) {
+  std::string name = raw;
+  auto strip = [&](std::string_view suffix) {
+    if (name.size() > suffix.size() && name.ends_with(suffix))
+      name.resize(name.size() - suffix.size());
+  };
+  size_t v = name.rfind("_v");
+  if (v != std::string::npos && v + 2 < name.size() && name.size() - v >= 6 &&
+      name.find_first_not_of("0123456789", v + 2) == std::string::npos) {
+    name.resize(v);  // _v3020, _v11060: runtime versions; the driver's _v2 are real symbols
+  }
+  strip("_ptds");
+  strip("_ptsz");
+  return name;
+}
+
+bool makes_gpu_work(const std::string& name) {
+  return name.find("Launch") != std::string::npos || name.find("Memcpy") != std::string::npos ||
+         name.find("Memset") != std::string::npos;
+}
+
+}  // namespace
+
+CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  ApiInfo& info = runtime ? runtime_info_[cbid] : driver_info_[cbid];
+  if (info.ready.load(std::memory_order_acquire)) return info;
+  std::lock_guard lock(info_mu_);
+  if (info.ready.load(std::memory_order_relaxed)) return info;
+  const char* raw = nullptr;
+  if (lib_.cuptiGetCallbackName(domain, cbid, &raw) == CUPTI_SUCCESS && raw != nullptr) {
+    info.name = plain_name(raw);
+  } else {
+    info.name = std::string(runtime ? "cudart#" : "cu#") + std::to_string(cbid);
+  }
+  info.activity = makes_gpu_work(info.name);
+  info.kernel = info.name.find("LaunchKernel") != std::string::npos ||
+                info.name.find("LaunchCooperativeKernel") != std::string::npos;
+  if (runtime) {
+    for (const CopyParams& c : kCopies) {
+      if (c.cbid != cbid) continue;
+      info.kind_offset = c.kind_offset;
+      info.count_offset = c.count_offset;
+    }
+  }
+  info.ready.store(true, std::memory_order_release);
+  return info;
+}
+
+RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction) {
+  RoutineId id = info.routine[direction].load(std::memory_order_relaxed);
+  if (id != 0) return id;
+  std::string name =
+      direction == kNoDirection ? info.name : info.name + " " + kDirections[direction];
+  // The preloaded wrappers' names (wrappers/cuda): either path gives the same routines.
+  const char* library = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cudart" : "cuda";
+  id = register_routine({name.c_str(), "cuda", library});
+  info.routine[direction].store(id, std::memory_order_relaxed);
+  return id;
+}
+
+void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics) {
+  // The innermost open frame: the API call itself when it is measured, else whatever frame
+  // (a cuBLAS call, a Python function) the launch happened in.
+  ThreadState* t = t_state;
+  Origin o;
+  if (t != nullptr) {
+    o.thread = t;
+    o.node = t->stack_[t->depth()].node.load(std::memory_order_relaxed);
+  }
+  std::lock_guard lock(origins_mu_);
+  if (origins_.size() >= kMaxOrigins) {
+    origins_full_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  o.generation = generation_;
+  o.awaiting_metrics = awaiting_metrics;
+  origins_[correlation] = o;
+}
+
+void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                          const CUpti_CallbackData* data) {
+  if (forked_.load(std::memory_order_relaxed) || t_internal || data == nullptr) return;
+  bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
+  if (!runtime && t_runtime_open > 0) return;
+  if ((runtime ? runtime_info_.size() : driver_info_.size()) <= cbid) return;  // newer CUPTI
+  ApiInfo& info = api_info(domain, cbid);
+  if (data->callbackSite == CUPTI_API_ENTER) {
+    if (t_open_count == kMaxOpenCalls) return;
+    int direction = kNoDirection;
+    if (info.kind_offset >= 0 && data->functionParams != nullptr) {
+      int kind = 0;
+      std::memcpy(&kind, static_cast<const char*>(data->functionParams) + info.kind_offset,
+                  sizeof kind);
+      direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
+    }
+    // Outside the call's own time: setting up and starting the range profiler is sonde's work.
+    bool metrics = info.kernel && activity_.load(std::memory_order_acquire) && metrics_;
+    if (metrics) metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
+    ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
+    t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
+    t_runtime_open += runtime;
+    if (info.activity && activity_.load(std::memory_order_relaxed)) {
+      remember_origin(data->correlationId, metrics);
+    }
+    return;
+  }
+  if (t_open_count == 0) return;
+  OpenCall& top = t_open[t_open_count - 1];
+  if (top.correlation != data->correlationId || top.runtime != runtime) return;
+  --t_open_count;
+  t_runtime_open -= runtime;
+  if (top.thread != nullptr) {
+    CallCost cost;
+    if (info.count_offset >= 0 && data->functionParams != nullptr) {
+      size_t count = 0;
+      std::memcpy(&count, static_cast<const char*>(data->functionParams) + info.count_offset,
+                  sizeof count);
+      cost.bytes = count;
+    }
+    probe_exit(top.thread, &cost, nullptr);
+  }
+  if (info.kernel && activity_.load(std::memory_order_acquire) && metrics_) {
+    std::vector<std::pair<uint32_t, MetricValues>> measured;
+    metrics_->launch_exit(data->context, data->correlationId, measured);
+    attach_metrics(data->correlationId, measured);
+  }
+}
+
+void CuptiBackend::attach_metrics(uint32_t exiting,
+                                  std::vector<std::pair<uint32_t, MetricValues>>& measured) {
+  std::lock_guard lock(origins_mu_);
+  for (auto& [correlation, values] : measured) {
+    auto it = origins_.find(correlation);
+    if (it == origins_.end()) continue;
+    it->second.metrics = std::move(values);
+    it->second.awaiting_metrics = false;
+  }
+  // The exiting launch has whatever it will get (nothing, when its range was lost).
+  if (auto it = origins_.find(exiting); it != origins_.end()) it->second.awaiting_metrics = false;
+}
+
+}  // namespace sonde

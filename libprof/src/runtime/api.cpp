@@ -1,0 +1,149 @@
+// The C API of sonde.h and the hooks of process_hooks.hpp.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "symbols/elf_symbols.hpp"
+#include "runtime/runtime.hpp"
+#include "sonde/process_hooks.hpp"
+#include "sonde/sonde.h"
+#include "core/thread_local_state.hpp"
+
+#define SONDE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace sonde {
+
+namespace {
+
+RoutineId region_id(ThreadState* t, Runtime* rt, const char* name) {
+  auto slot = (reinterpret_cast<uintptr_t>(name) >> 3) & 63;
+  ThreadState::RegionCacheEntry& c = t->region_cache[slot];
+  // The pointer is the fast key; the comparison guards against a reused buffer.
+  if (c.name == name && c.copy != nullptr && std::strcmp(c.copy, name) == 0) return c.id;
+  c.id = rt->routines().intern({name, "region", ""});
+  free(const_cast<char*>(c.copy));
+  c.copy = strdup(name);
+  c.name = name;
+  return c.id;
+}
+
+void region_begin(const char* name) {
+  Runtime* rt = Runtime::get();
+  if (rt == nullptr || name == nullptr) return;
+  ThreadState* t = rt->attach_current_thread();
+  if (t == nullptr) return;
+  probe_enter(region_id(t, rt, name), Nesting::kChildren);
+}
+
+void region_end(const char* name) {
+  Runtime* rt = Runtime::get();
+  ThreadState* t = t_state;
+  if (rt == nullptr || t == nullptr || name == nullptr) return;
+  RoutineId id = region_id(t, rt, name);
+  uint32_t d = t->depth();
+  uint32_t i = d;
+  while (i > 0 && t->nodes[t->stack_[i].node.load(std::memory_order_relaxed)].routine != id) --i;
+  if (i == 0 || t->stack_[i].nesting != Nesting::kChildren) {
+    bump(t->region_mismatches, 1);
+    return;
+  }
+  if (i != d) bump(t->region_mismatches, 1);
+  // Frames left open above the region close with it, as an exception unwinding them would.
+  while (t->depth() >= i) probe_exit(t, nullptr, nullptr);
+}
+
+}  // namespace
+
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
+  Runtime* rt = Runtime::get();
+  if (rt == nullptr || !rt->recording() || envp == nullptr) return envp;
+  // In a vfork child (Python's subprocess uses vfork) the parent's memory is shared: no flush,
+  // no allocation, only pointers and thread-local buffers.
+  bool vfork_child = getpid() != rt->pid();
+  if (!vfork_child) rt->flush(FlushKind::kExec, "exec");
+  auto starts = [](const char* s, const char* prefix) {
+    return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
+  };
+  int n = 0;
+  bool has_preload = false, has_output = false, has_run = false;
+  for (char* const* e = envp; *e != nullptr; ++e) {
+    if (n >= scratch_len - exec_env_extra() - 1) return envp;
+    if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=")) continue;
+    has_preload |= starts(*e, "LD_PRELOAD=");
+    has_output |= starts(*e, "SONDE_OUTPUT=");
+    has_run |= starts(*e, "SONDE_RUN_ID=");
+    scratch[n++] = *e;
+  }
+  // An environment built from scratch still carries the run; one that names its own
+  // LD_PRELOAD is respected.
+  if (!has_preload) scratch[n++] = const_cast<char*>(rt->env_preload().c_str());
+  if (!has_output) scratch[n++] = const_cast<char*>(rt->env_output().c_str());
+  if (!has_run) scratch[n++] = const_cast<char*>(rt->env_run().c_str());
+  thread_local char process_ref[64], exec_of[64];
+  std::snprintf(process_ref, sizeof process_ref, "SONDE_PROCESS=%d:%lld", int(rt->pid()),
+                (long long)rt->process_id());
+  scratch[n++] = process_ref;
+  if (!vfork_child) {
+    std::snprintf(exec_of, sizeof exec_of, "SONDE_EXEC_OF=%d:%lld", int(rt->pid()),
+                  (long long)rt->process_id());
+    scratch[n++] = exec_of;
+  }
+  scratch[n] = nullptr;
+  return scratch;
+}
+
+int exec_env_extra() { return 5; }
+
+void before_process_exit(int) {
+  // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the
+  // flusher thread does the work, and the wait for it is bounded, never a hang.
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(Runtime::kExitRequest);
+}
+
+void thread_started() {
+  if (Runtime* rt = Runtime::get()) rt->attach_current_thread();
+}
+
+void note_deepbind(const char* file) {
+  if (Runtime* rt = Runtime::get()) {
+    rt->add_note("deepbind", fmt::format("{} was opened with RTLD_DEEPBIND: the calls it makes "
+                                         "into its own dependencies bypass sonde",
+                                         file ? file : "(main program)"));
+  }
+}
+
+void library_opening(const char* file, int flags) {
+  if (Runtime* rt = Runtime::get()) rt->cuda_opening(file, flags);
+}
+
+void register_info_provider(InfoProvider provider) {
+  if (Runtime* rt = Runtime::get()) rt->register_info_provider(provider);
+}
+
+void add_note(const char* topic, const char* message) {
+  if (Runtime* rt = Runtime::get()) rt->add_note(topic, message);
+}
+
+bool executable_defines(const char* function) {
+  static const ElfSymbols exe("/proc/self/exe");
+  return exe.defines(function);
+}
+
+}  // namespace sonde
+
+SONDE_EXPORT void sonde_impl_region_begin(const char* name) { sonde::region_begin(name); }
+SONDE_EXPORT void sonde_impl_region_end(const char* name) { sonde::region_end(name); }
+SONDE_EXPORT int sonde_impl_flush(void) {
+  sonde::Runtime* rt = sonde::Runtime::get();
+  return rt != nullptr && rt->flush(sonde::FlushKind::kExplicit) ? 0 : -1;
+}
+SONDE_EXPORT int sonde_impl_active(void) {
+  sonde::Runtime* rt = sonde::Runtime::get();
+  return rt != nullptr && rt->recording() ? 1 : 0;
+}
+SONDE_EXPORT void sonde_region_begin(const char* name) { sonde::region_begin(name); }
+SONDE_EXPORT void sonde_region_end(const char* name) { sonde::region_end(name); }
+SONDE_EXPORT int sonde_flush(void) { return sonde_impl_flush(); }
+SONDE_EXPORT int sonde_active(void) { return sonde_impl_active(); }

@@ -1,0 +1,34 @@
+// The runtime's configuration: parsed once at start-up from the SONDE_* variables described in
+// sonde/options.hpp. Nothing else in libprof calls getenv.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/log.hpp"
+
+namespace sonde {
+
+struct Config {
+  std::string output;            // empty: sonde-<pid>.db in the working directory
+  bool trace = false;
+  uint64_t trace_buffer = 1u << 20;
+  double flush_interval_s = 10.0;
+  std::vector<std::string> counters;
+  bool python = true;
+  LogLevel log_level = LogLevel::kWarn;
+  uint32_t max_depth = 256;
+  std::string run_id;            // inherited from the parent process of the same run
+  std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
+  std::string cupti_library;     // empty: libcupti.so.13, then the CUDA install paths
+  std::vector<std::string> gpu_metrics;  // CUPTI metrics per kernel; `tau` stands for a set
+};
+
+using EnvLookup = const char* (*)(const char*);
+
+// Parses the environment through `lookup` (getenv in production). A bad value produces one
+// warning naming the variable and the default used instead; it never fails.
+Config parse_config(EnvLookup lookup);
+
+}  // namespace sonde

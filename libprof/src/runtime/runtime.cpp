@@ -1,0 +1,497 @@
+#include "runtime/runtime.hpp"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+
+#include "symbols/real_symbol.hpp"
+#include "process/run_info.hpp"
+#include "core/signal_block.hpp"
+#include "process/signals.hpp"
+#include "core/thread_local_state.hpp"
+
+namespace sonde {
+
+std::atomic<Runtime*> Runtime::instance_{nullptr};
+
+namespace {
+
+pthread_key_t g_thread_key;  // its destructor marks a thread's end
+
+void on_thread_exit(void* state) {
+  auto* t = static_cast<ThreadState*>(state);
+  if (t->counter_backend != nullptr) {
+    t->counter_backend->stop_thread(t->counter_handle);
+    t->counter_handle = -1;  // a late frame's read fails instead of reading a reused descriptor
+  }
+  t->mark_ended(now_ticks());
+  // The flusher frees the state once written; a later call on this thread (another key's
+  // destructor) starts a new one.
+  t_state = nullptr;
+  if (Runtime* rt = Runtime::get()) rt->thread_ended();
+}
+
+pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
+
+std::string absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof cwd) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+// "pid:process_id" as passed between processes of a run.
+bool parse_process_ref(const char* text, pid_t& pid, int64_t& id) {
+  if (text == nullptr) return false;
+  long long p = 0, i = 0;
+  if (std::sscanf(text, "%lld:%lld", &p, &i) != 2) return false;
+  pid = pid_t(p);
+  id = i;
+  return true;
+}
+
+void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
+void fork_parent() { if (auto* rt = Runtime::get()) rt->fork_parent(); }
+void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
+void at_exit() { if (auto* rt = Runtime::get()) rt->flush(FlushKind::kExit, "exit"); }
+void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
+
+}  // namespace
+
+void Runtime::init() {
+  static std::atomic<bool> started{false};
+  if (started.exchange(true)) return;
+  auto* rt = new Runtime();
+  rt->start();
+}
+
+std::string Runtime::choose_output(bool root) {
+  std::string path = config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
+  path = absolute(path);
+  if (root && exists(path)) {
+    // Never overwrite a result: this run's profile goes beside it.
+    size_t slash = path.rfind('/');
+    size_t dot = path.rfind('.');
+    std::string alt = (dot != std::string::npos && dot > slash)
+                          ? fmt::format("{}.{}{}", path.substr(0, dot), pid(), path.substr(dot))
+                          : fmt::format("{}.{}", path, pid());
+    warn("{} already exists; writing this run's profile to {}", path, alt);
+    path = alt;
+  }
+  return path;
+}
+
+void Runtime::start() {
+  clock_.init();
+  config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
+  pid_ = getpid();
+  bool root = config_.run_id.empty();
+  run_id_ = root ? new_run_uuid() : config_.run_id;
+
+  process_.pid = pid();
+  process_.ppid = getppid();
+  process_.command = read_command_line();
+  process_.started_ns = clock_.realtime0();
+  pid_t ref_pid = 0;
+  int64_t ref_id = 0;
+  if (parse_process_ref(getenv("SONDE_EXEC_OF"), ref_pid, ref_id) && ref_pid == pid()) {
+    process_.origin = "exec";
+    process_.parent_process_id = ref_id;
+  } else if (root) {
+    process_.origin = "root";
+  } else {
+    process_.origin = "child";
+    if (parse_process_ref(getenv("SONDE_PROCESS"), ref_pid, ref_id) && ref_pid == process_.ppid) {
+      process_.parent_process_id = ref_id;
+    }
+  }
+  unsetenv("SONDE_EXEC_OF");
+
+  output_ = choose_output(root);
+  std::string error;
+  if (!store_.prepare(output_, error)) {
+    warn("cannot write the profile: {}; this process runs unprofiled", error);
+    return;
+  }
+  store_ok_ = true;
+  if (root) {
+    setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
+    setenv("SONDE_OUTPUT", output_.c_str(), 1);
+  }
+  env_preload_ = "LD_PRELOAD=" + object_path_of(reinterpret_cast<const void*>(&Runtime::init));
+  env_output_ = "SONDE_OUTPUT=" + output_;
+  env_run_ = "SONDE_RUN_ID=" + run_id_;
+  run_ = collect_run_info(run_id_, config_.trace, clock_.realtime0());
+  int bad_peaks = 0;
+  peaks_ = read_peaks(config_.peaks_file, bad_peaks);
+  if (bad_peaks > 0 && root) {
+    warn("{}: {} malformed lines ignored (expected: resource threads value [source])",
+         config_.peaks_file, bad_peaks);
+  }
+  sem_init(&flush_request_, 0, 0);
+  sem_init(&flush_done_, 0, 0);
+  pthread_key_create(&g_thread_key, on_thread_exit);
+  // Missing events are said once, by the root process; every process notes them in the file.
+  counters_ = make_papi_backend(config_.counters,
+                                [this, root](const std::string& t, const std::string& m) {
+                                  add_note(t, m, root);
+                                });
+  instance_.store(this, std::memory_order_release);
+  attach_current_thread();
+  // Programs linked against the driver have it loaded by now; the runtime (libcudart) opens it
+  // later, through the dlopen hook.
+  if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr) cuda_loaded();
+
+  // The first flush claims the file and gives children our process id.
+  if (flush(FlushKind::kExplicit)) {
+    setenv("SONDE_PROCESS", fmt::format("{}:{}", pid(), store_.process_id()).c_str(), 1);
+  }
+  pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
+  install_signal_handlers();
+  std::atexit(at_exit);
+  start_flusher();
+  log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
+}
+
+ThreadState* Runtime::attach_current_thread() {
+  if (t_internal) return nullptr;
+  if (t_state != nullptr) return t_state;
+  uint64_t trace = config_.trace ? config_.trace_buffer : 0;
+  ThreadState* t;
+  {
+    AsyncSignalBlock no_signals;
+    std::lock_guard lock(threads_mu_);
+    t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace);
+    threads_.push_back(t);
+  }
+  if (counters_) {
+    t->counter_handle = counters_->start_thread();
+    if (t->counter_handle >= 0) {
+      t->counter_backend = counters_.get();
+      t->counters = uint32_t(counters_->events().size());
+    } else {
+      add_note("counters", fmt::format("SONDE_COUNTERS: counting failed on thread {}; its "
+                                       "counters are not recorded", t->seq()), false);
+    }
+  }
+  t_state = t;
+  pthread_setspecific(g_thread_key, t);
+  return t;
+}
+
+std::vector<std::string> Runtime::counter_events() const {
+  return counters_ ? counters_->events() : std::vector<std::string>{};
+}
+
+void Runtime::cuda_loaded() {
+  if (!store_ok_ || gpu_tried_.exchange(true)) return;
+  start_gpu();
+}
+
+void Runtime::cuda_opening(const char* file, int flags) {
+  if (file == nullptr || (flags & RTLD_NOLOAD) != 0 || !store_ok_ || gpu_tried_.load()) return;
+  const char* base = std::strrchr(file, '/');
+  base = base != nullptr ? base + 1 : file;
+  if (std::strncmp(base, "libcuda.so", 10) != 0 || gpu_tried_.exchange(true)) return;
+  // The dlopen wrapper jumps to the real dlopen and never sees it return, and CUPTI must
+  // subscribe before the runtime's first call reaches the driver: so sonde opens the driver
+  // itself first, with the host's flags, and the host's dlopen then finds it loaded.
+  if (dlopen(file, flags) == nullptr) {
+    const char* why = dlerror();
+    add_note("gpu", fmt::format("no CUDA driver: {}; GPU activity is not recorded, the CPU side "
+                                "is", why ? why : file), root());
+    return;
+  }
+  start_gpu();
+}
+
+void Runtime::start_gpu() {
+  auto note = [this](const std::string& t, const std::string& m) { add_note(t, m, root()); };
+  std::unique_ptr<GpuBackend> backend =
+      make_cupti_backend(config_.cupti_library, config_.gpu_metrics, note);
+  if (!backend) return;
+  // Reachable before it starts: CUPTI may ask for a buffer as soon as activity is enabled.
+  gpu_.store(backend.release(), std::memory_order_release);
+  if (gpu()->start()) {
+    // Runs before the CUDA runtime's own exit handlers (registered later, at its first call),
+    // so the last records are taken while the contexts still exist.
+    std::atexit(gpu_at_exit);
+  }
+}
+
+void Runtime::drain_gpu() {
+  GpuBackend* g = gpu();
+  if (g == nullptr || !store_ok_) return;
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(store_mu_);
+  if (finished_) return;
+  std::vector<GpuRow> rows;
+  g->collect(rows, true, clock_);
+  g->requeue(std::move(rows));  // written by the final flush, which follows
+}
+
+void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {
+  {
+    AsyncSignalBlock no_signals;
+    std::lock_guard lock(notes_mu_);
+    for (const Note& n : notes_) {
+      if (n.topic == topic && n.message == message) return;
+    }
+    notes_.push_back(Note{"warning", topic, message});
+  }
+  if (print) warn("{}", message);
+}
+
+void Runtime::register_info_provider(InfoProvider p) {
+  std::lock_guard lock(notes_mu_);
+  providers_.push_back(p);
+}
+
+bool Runtime::flush(FlushKind kind, const char* end_reason) {
+  if (!store_ok_) return false;
+  // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
+  // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(store_mu_);
+  if (finished_) return false;
+  bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
+  uint64_t now = now_ticks();
+  clock_.refresh();
+
+  FlushData d;
+  d.run = &run_;
+  d.process = &process_;
+  // GPU records first: every call path they point to is then in the snapshots below.
+  GpuBackend* gpu = this->gpu();
+  if (gpu != nullptr) gpu->collect(d.gpu, final, clock_);
+  std::vector<ThreadState*> threads;
+  {
+    std::lock_guard tl(threads_mu_);
+    threads = threads_;
+  }
+  uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0;
+  for (ThreadState* t : threads) {
+    d.threads.push_back(take_snapshot(*t, clock_, now));
+    const ThreadSnapshot& s = d.threads.back();
+    overflows += s.depth_overflows + s.node_overflows;
+    mismatches += s.region_mismatches;
+    dropped += s.dropped_events;
+  }
+  if (overflows > 0) {
+    add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
+                                  "limit) were charged to their caller",
+                                  overflows, config_.max_depth));
+  }
+  if (dropped > 0) {
+    add_note("trace-drops", fmt::format("trace mode dropped {} events (SONDE_TRACE_BUFFER={} per "
+                                        "thread); the profile itself counts every call",
+                                        dropped, config_.trace_buffer),
+             false);
+  }
+  if (mismatches > 0) {
+    add_note("regions", fmt::format("{} region ends did not match the innermost open region",
+                                    mismatches));
+  }
+  if (final) {
+    // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
+    // Python hook recorded, is no failed interception), not a user region.
+    std::vector<bool> measured_kind = routines_.measured_kinds();
+    for (const ThreadSnapshot& s : d.threads) {
+      for (const NodeRow& row : s.nodes) measured += row.calls > 0 && measured_kind[row.routine];
+    }
+  }
+  if (final && measured == 0) {
+    // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
+    add_note("no-calls",
+             "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
+             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
+             root());
+  }
+  std::vector<InfoProvider> providers;
+  {
+    std::lock_guard nl(notes_mu_);
+    providers = providers_;
+  }
+  d.info = allowed_environment();
+  d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
+  d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
+  d.info.emplace_back("sonde.version", SONDE_VERSION);
+  if (gpu != nullptr) gpu->info(d.info);
+  if (!d.threads.empty()) {
+    d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
+    d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
+  }
+  for (InfoProvider p : providers) {
+    p([](const char* k, const char* v, void* ctx) {
+        static_cast<FlushData*>(ctx)->info.emplace_back(k, v);
+      }, &d);
+  }
+  {  // after the providers, which may add notes of their own
+    std::lock_guard nl(notes_mu_);
+    d.notes = notes_;
+  }
+  d.counter_events = counter_events();
+  d.peaks = peaks_;
+  d.now_ns = clock_.to_realtime_ns(now);
+  d.end_reason = end_reason;
+
+  std::string error;
+  if (!store_.write(d, routines_, error)) {
+    warn("flushing the profile to {} failed: {}", output_, error);
+    if (gpu != nullptr) gpu->requeue(std::move(d.gpu));
+    return false;
+  }
+  if (final) finished_ = true;
+  // Threads that had ended before this snapshot are written for good: free them, so memory
+  // follows the live threads and their call paths, not every thread the process ever had.
+  std::vector<ThreadState*> done;
+  for (const ThreadSnapshot& t : d.threads) {
+    if (t.ended_ns && !final) done.push_back(const_cast<ThreadState*>(t.state));
+  }
+  ended_unflushed_.fetch_sub(std::min<uint32_t>(uint32_t(done.size()), ended_unflushed_.load()),
+                            std::memory_order_relaxed);
+  if (!done.empty()) {
+    {
+      AsyncSignalBlock no_signals;
+      std::lock_guard tl(threads_mu_);
+      std::erase_if(threads_, [&](ThreadState* t) {
+        return std::find(done.begin(), done.end(), t) != done.end();
+      });
+    }
+    for (ThreadState* t : done) {
+      if (gpu != nullptr) gpu->thread_gone(t, store_.node_ids(t));
+      store_.forget_thread(t);
+      delete t;
+    }
+  }
+  return true;
+}
+
+void Runtime::thread_ended() {
+  constexpr uint32_t kBatch = 256;  // ~25 MB of ended threads at most before they are freed
+  if (ended_unflushed_.fetch_add(1, std::memory_order_relaxed) + 1 == kBatch) {
+    sem_post(&flush_request_);
+  }
+}
+
+void Runtime::flush_from_signal(int sig) {
+  if (t_internal || finished_) return;
+  pending_signal_.store(sig);
+  sem_post(&flush_request_);
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 3;  // bounded: a crashed heap must not turn a crash into a hang
+  while (sem_timedwait(&flush_done_, &deadline) == -1 && errno == EINTR) {
+  }
+}
+
+void Runtime::start_flusher() {
+  // The real pthread_create: sonde's own wrapper would measure the flusher as a host thread.
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (create == nullptr) create = &pthread_create;
+  pthread_t thread;
+  auto body = [](void* self) -> void* {
+    static_cast<Runtime*>(self)->flusher_loop();
+    return nullptr;
+  };
+  if (create(&thread, nullptr, body, this) == 0) pthread_detach(thread);
+}
+
+void Runtime::flusher_loop() {
+  t_internal = true;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
+  double interval = config_.flush_interval_s;
+  for (;;) {
+    int rc;
+    if (interval > 0) {
+      timespec deadline;
+      clock_gettime(CLOCK_MONOTONIC, &deadline);
+      auto ns = int64_t(interval * 1e9);
+      deadline.tv_sec += ns / 1000000000;
+      deadline.tv_nsec += ns % 1000000000;
+      if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000;
+      }
+      rc = sem_clockwait(&flush_request_, CLOCK_MONOTONIC, &deadline);
+    } else {
+      rc = sem_wait(&flush_request_);
+    }
+    if (rc == -1 && errno == EINTR) continue;
+    int sig = pending_signal_.exchange(0);
+    if (sig != 0) {
+      std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
+      flush(FlushKind::kSignal, reason.c_str());
+      sem_post(&flush_done_);
+    } else {
+      flush(FlushKind::kPeriodic);
+    }
+  }
+}
+
+void Runtime::fork_prepare() {
+  store_mu_.lock();
+  notes_mu_.lock();
+  routines_.mutex().lock();
+  threads_mu_.lock();
+}
+
+void Runtime::fork_parent() {
+  threads_mu_.unlock();
+  routines_.mutex().unlock();
+  notes_mu_.unlock();
+  store_mu_.unlock();
+}
+
+void Runtime::fork_child() {
+  fork_parent();  // this thread took the locks before fork, so it may release them here
+  uint64_t now = now_ticks();
+  pid_t parent = pid();
+  pid_ = getpid();
+  process_.ppid = parent;
+  process_.pid = pid();
+  process_.origin = "fork";
+  process_.parent_process_id = store_.process_id();
+  process_.started_ns = clock_.to_realtime_ns(now);
+  store_.forget_process();
+  // Only the forking thread exists in the child; the others' states belong to the parent.
+  threads_.clear();
+  if (t_state != nullptr) {
+    t_state->reset_counts(now);
+    // The parent's counter handles count the parent's threads, not this process, and are not
+    // this process's to release.
+    t_state->counters = 0;
+    t_state->counter_backend = nullptr;
+    threads_.push_back(t_state);
+  }
+
+  notes_.clear();
+  if (GpuBackend* gpu = this->gpu()) gpu->fork_child();
+  if (counters_) {
+    notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
+  }
+  finished_ = false;
+  pending_signal_ = 0;
+  sem_init(&flush_request_, 0, 0);
+  sem_init(&flush_done_, 0, 0);
+  start_flusher();
+}
+
+}  // namespace sonde

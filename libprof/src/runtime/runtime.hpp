@@ -1,0 +1,118 @@
+// The runtime singleton: configuration, the threads of this process, process identity, and
+// when to flush. Created once by the library constructor and never destroyed, because threads
+// and atexit handlers may still call in while the process winds down.
+#pragma once
+
+#include <semaphore.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/clock.hpp"
+#include "runtime/config.hpp"
+#include "counters/counter_backend.hpp"
+#include "gpu/gpu_backend.hpp"
+#include "core/routine_registry.hpp"
+#include "sonde/process_hooks.hpp"
+#include "store/store.hpp"
+#include "core/thread_state.hpp"
+
+namespace sonde {
+
+enum class FlushKind { kPeriodic, kExplicit, kSignal, kExit, kExec };
+
+class Runtime {
+ public:
+  static Runtime* get() { return instance_.load(std::memory_order_acquire); }
+  static void init();
+
+  ThreadState* attach_current_thread();
+  bool flush(FlushKind kind, const char* end_reason = nullptr);
+  // Recorded in the profile; also printed once on stderr when `print` is set.
+  void add_note(const std::string& topic, const std::string& message, bool print = true);
+  void register_info_provider(InfoProvider p);
+  // Signal handler side: asks the flusher thread to flush and waits a bounded time. `sig` is
+  // the signal, or kExitRequest for _exit (which may itself be called from a signal handler).
+  void flush_from_signal(int sig);
+  static constexpr int kExitRequest = -1;
+
+  // A thread ended: once enough have, wake the flusher so that their states are written and
+  // freed instead of waiting for the next period.
+  void thread_ended();
+
+  // CUDA is in use: libcuda.so.1 was loaded at start, or is being opened now (`file`, with the
+  // host's dlopen `flags`). Starts the GPU backend once; a process without CUDA never does.
+  void cuda_loaded();
+  void cuda_opening(const char* file, int flags);
+  GpuBackend* gpu() const { return gpu_.load(std::memory_order_acquire); }
+  // At exit, before the CUDA runtime tears its contexts down: takes CUPTI's last records.
+  void drain_gpu();
+
+  void fork_prepare();
+  void fork_parent();
+  void fork_child();
+
+  const Config& config() const { return config_; }
+  RoutineRegistry& routines() { return routines_; }
+  const Clock& clock() const { return clock_; }
+  pid_t pid() const { return pid_.load(std::memory_order_relaxed); }
+  const std::string& output() const { return output_; }
+  const std::string& run_id() const { return run_id_; }
+  int64_t process_id() const { return store_.process_id(); }
+  bool finished() const { return finished_.load(); }
+  bool recording() const { return store_ok_.load(); }
+  bool root() const { return process_.origin == "root"; }
+  // The counted events, in column order (empty: counters off).
+  std::vector<std::string> counter_events() const;
+  // Environment entries handed to exec'd images that lack them ("NAME=value", built at start).
+  const std::string& env_preload() const { return env_preload_; }
+  const std::string& env_output() const { return env_output_; }
+  const std::string& env_run() const { return env_run_; }
+
+ private:
+  Runtime() = default;
+  void start();
+  void start_flusher();
+  void flusher_loop();
+  std::string choose_output(bool root);
+  void start_gpu();
+
+  static std::atomic<Runtime*> instance_;
+
+  Config config_;
+  Clock clock_;
+  RoutineRegistry routines_;
+  std::string output_;
+  std::string run_id_;
+  std::string env_preload_, env_output_, env_run_;
+  std::atomic<pid_t> pid_{0};
+  RunInfo run_;
+  ProcessInfo process_;
+
+  std::mutex threads_mu_;
+  std::vector<ThreadState*> threads_;
+  uint32_t next_seq_ = 0;
+
+  std::mutex store_mu_;  // held for a whole flush; fork waits for it
+  Store store_;
+  std::mutex notes_mu_;
+  std::vector<Note> notes_;
+  std::vector<InfoProvider> providers_;
+  std::unique_ptr<CounterBackend> counters_;
+  std::vector<Peak> peaks_;  // from the peaks file, read once at start
+  std::atomic<bool> gpu_tried_{false};
+  std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
+
+  std::atomic<bool> finished_{false};
+  std::atomic<bool> store_ok_{false};
+  sem_t flush_request_;
+  sem_t flush_done_;
+  std::atomic<int> pending_signal_{0};
+  std::atomic<uint32_t> ended_unflushed_{0};
+};
+
+}  // namespace sonde

@@ -1,0 +1,48 @@
+#include "store/sqlite_db.hpp"
+
+namespace sonde {
+
+Statement::Statement(sqlite3* db, std::string_view sql) {
+  if (sqlite3_prepare_v2(db, sql.data(), int(sql.size()), &stmt_, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(stmt_);
+    stmt_ = nullptr;
+  }
+}
+
+int Statement::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc != SQLITE_ROW) reset();
+  return rc;
+}
+
+bool Database::open(const std::string& path, bool create, std::string& error) {
+  // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    error = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    close();
+    return false;
+  }
+  // Other processes of the run write the same file: wait for them rather than fail.
+  sqlite3_busy_timeout(db_, 15000);
+  // OFF: a crash of the profiled program never loses a committed flush (the data is with the
+  // OS); only an OS crash could. Syncing each flush cost 9 fdatasyncs and up to ~50 ms a process.
+  return exec("PRAGMA synchronous=OFF", error);
+}
+
+void Database::close() {
+  if (db_) sqlite3_close_v2(db_);
+  db_ = nullptr;
+}
+
+bool Database::exec(const char* sql, std::string& error) {
+  char* msg = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
+    error = msg ? msg : sqlite3_errmsg(db_);
+    sqlite3_free(msg);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sonde

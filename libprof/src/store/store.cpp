@@ -1,0 +1,422 @@
+#include "store/store.hpp"
+
+#include <fmt/format.h>
+
+#include "schema_sql.hpp"  // generated from store_schema.sql
+#include "store/sqlite_db.hpp"
+#include "symbols/symbolize.hpp"
+
+namespace sonde {
+
+namespace {
+
+constexpr int kSchemaVersion = 1;
+
+// A failed step aborts the flush with SQLite's own message.
+#define SONDE_STEP(stmt, what)                                                      \
+  do {                                                                              \
+    int rc_ = (stmt).step();                                                        \
+    if (rc_ != SQLITE_DONE && rc_ != SQLITE_ROW) {                                  \
+      error = fmt::format("{}: {}", what, db.message());                            \
+      return false;                                                                 \
+    }                                                                               \
+  } while (0)
+
+bool check_prepared(std::initializer_list<const Statement*> all, Database& db,
+                    std::string& error) {
+  for (const Statement* s : all) {
+    if (!s->ok()) {
+      error = fmt::format("preparing statements: {}", db.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool Store::prepare(const std::string& path, std::string& error) {
+  path_ = path;
+  Database db;
+  if (!db.open(path, true, error) || !db.exec("BEGIN IMMEDIATE", error)) {
+    error = fmt::format("{}: {}", path, error);
+    return false;
+  }
+  {
+    Statement probe(db.handle(), "SELECT value FROM meta WHERE key = 'schema_version'");
+    if (probe.ok()) {
+      if (probe.step() == SQLITE_ROW) {
+        int64_t v = probe.column_int(0);
+        probe.reset();
+        if (v != kSchemaVersion) {
+          error = fmt::format("{} holds schema version {}, this sonde writes {}", path, v,
+                              kSchemaVersion);
+          db.exec("ROLLBACK", error);
+          return false;
+        }
+        // Tables added to this version since the file was made (gpu_metrics, line_costs):
+        // every statement of the schema is CREATE ... IF NOT EXISTS, so what is there stays.
+        return db.exec(kSchemaSql, error) && db.exec("COMMIT", error);
+      }
+    } else {
+      // No meta table: refuse a database that has tables of its own.
+      Statement tables(db.handle(), "SELECT count(*) FROM sqlite_master");
+      if (!tables.ok() || tables.step() != SQLITE_ROW) {
+        error = fmt::format("{} is not a SQLite database: {}", path, db.message());
+        return false;
+      }
+      int64_t n = tables.column_int(0);
+      tables.reset();
+      if (n > 0) {
+        error = fmt::format("{} is a SQLite database but not a sonde profile", path);
+        std::string ignored;
+        db.exec("ROLLBACK", ignored);
+        return false;
+      }
+    }
+  }
+  if (!db.exec(kSchemaSql, error)) return false;
+  std::string meta = fmt::format(
+      "INSERT OR IGNORE INTO meta VALUES ('schema_version', '{}'), ('created_by', 'sonde {}')",
+      kSchemaVersion, SONDE_VERSION);
+  if (!db.exec(meta.c_str(), error)) return false;
+  return db.exec("COMMIT", error);
+}
+
+void Store::forget_process() {
+  process_id_ = 0;
+  threads_.clear();
+}
+
+bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string& error) {
+  // A failed flush rolls its transaction back, so the row ids it learned must be forgotten too.
+  int64_t run_id = run_id_, process_id = process_id_;
+  size_t routines = routine_ids_.size();
+  auto threads = threads_;
+  if (write_transaction(data, registry, error)) return true;
+  run_id_ = run_id;
+  process_id_ = process_id;
+  routine_ids_.resize(routines);
+  threads_ = std::move(threads);
+  return false;
+}
+
+bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
+                              std::string& error) {
+  Database db;
+  if (!db.open(path_, false, error)) return false;
+  if (!db.exec("BEGIN IMMEDIATE", error)) return false;
+  sqlite3* h = db.handle();
+
+  if (run_id_ == 0) {
+    Statement find(h, "SELECT run_id FROM runs WHERE uuid = ?");
+    if (!check_prepared({&find}, db, error)) return false;
+    find.bind(1, data.run->uuid);
+    if (find.step() == SQLITE_ROW) {
+      run_id_ = find.column_int(0);
+      find.reset();
+    } else {
+      const RunInfo& r = *data.run;
+      Statement ins(h,
+                    "INSERT INTO runs (uuid, started_ns, command, host, cpu_model, cores, "
+                    "affinity_cores, mode) VALUES (?,?,?,?,?,?,?,?)");
+      if (!check_prepared({&ins}, db, error)) return false;
+      ins.bind(1, r.uuid).bind(2, r.started_ns).bind(3, r.command).bind(4, r.host);
+      ins.bind(5, r.cpu_model).bind(6, int64_t(r.cores)).bind(7, int64_t(r.affinity_cores));
+      ins.bind(8, r.mode);
+      SONDE_STEP(ins, "recording the run");
+      run_id_ = sqlite3_last_insert_rowid(h);
+    }
+  }
+  if (process_id_ == 0) {
+    const ProcessInfo& p = *data.process;
+    Statement ins(h,
+                  "INSERT INTO processes (run_id, pid, ppid, origin, parent_process_id, "
+                  "command, started_ns) VALUES (?,?,?,?,?,?,?)");
+    if (!check_prepared({&ins}, db, error)) return false;
+    ins.bind(1, run_id_).bind(2, int64_t(p.pid)).bind(3, int64_t(p.ppid)).bind(4, p.origin);
+    if (p.parent_process_id > 0) ins.bind(5, p.parent_process_id); else ins.bind_null(5);
+    ins.bind(6, p.command).bind(7, p.started_ns);
+    SONDE_STEP(ins, "recording the process");
+    process_id_ = sqlite3_last_insert_rowid(h);
+    threads_.clear();
+  }
+
+  // Routines: the table is shared by all processes of the file, so look up before inserting.
+  std::vector<const Routine*> added = registry.since(routines_.size());
+  routines_.insert(routines_.end(), added.begin(), added.end());
+  if (routine_ids_.size() < routines_.size()) {
+    // One statement for a new routine; the lookup only when another process inserted it.
+    Statement ins(h,
+                  "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
+                  "ON CONFLICT DO NOTHING RETURNING routine_id");
+    Statement find(h,
+                   "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
+                   "AND file=? AND line=?");
+    if (!check_prepared({&ins, &find}, db, error)) return false;
+    for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
+      const Routine& r = *routines_[i];
+      for (Statement* s : {&ins, &find}) {
+        s->bind(1, r.name).bind(2, r.kind).bind(3, r.library).bind(4, r.file);
+        s->bind(5, int64_t(r.line));
+      }
+      Statement* source = &ins;
+      int rc = ins.step();
+      if (rc == SQLITE_DONE) {
+        source = &find;
+        rc = find.step();
+      }
+      if (rc != SQLITE_ROW) {
+        error = fmt::format("recording routines: {}", db.message());
+        return false;
+      }
+      routine_ids_.push_back(source->column_int(0));
+      source->reset();
+      if (source == &ins) find.reset();
+    }
+  }
+
+  if (counter_ids_.size() != data.counter_events.size()) {
+    counter_ids_.clear();
+    Statement ins(h, "INSERT INTO counters (name, source) VALUES (?, 'papi') "
+                     "ON CONFLICT (name) DO UPDATE SET source = source RETURNING counter_id");
+    if (!check_prepared({&ins}, db, error)) return false;
+    for (const std::string& name : data.counter_events) {
+      ins.bind(1, name);
+      if (ins.step() != SQLITE_ROW) {
+        error = fmt::format("recording counters: {}", db.message());
+        return false;
+      }
+      counter_ids_.push_back(ins.column_int(0));
+      ins.reset();
+    }
+  }
+  Statement counter(h,
+                    "INSERT OR REPLACE INTO node_counters (node_id, counter_id, incl, excl) "
+                    "VALUES (?,?,?,?)");
+  if (!check_prepared({&counter}, db, error)) return false;
+
+  Statement ins_thread(h,
+                       "INSERT INTO threads (process_id, seq, tid, started_ns, ended_ns, ftz, "
+                       "daz, name) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''))");
+  Statement upd_thread(h,
+                       "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=?, "
+                       "name=COALESCE(NULLIF(?, ''), name) WHERE thread_id=?");
+  Statement ins_node(h,
+                     "INSERT INTO nodes (thread_id, parent_id, routine_id, depth, recursive, "
+                     "calls, subrs, incl_ns, excl_ns, flops, bytes) "
+                     "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  Statement upd_node(h,
+                     "UPDATE nodes SET calls=?, subrs=?, incl_ns=?, excl_ns=?, flops=?, "
+                     "bytes=? WHERE node_id=?");
+  Statement ins_shape(h,
+                      "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, "
+                      "dtype, batch, calls, time_ns, flops, bytes) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement upd_shape(h,
+                      "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? "
+                      "WHERE shape_id=?");
+  Statement ins_event(h,
+                      "INSERT INTO trace_events (thread_id, node_id, start_ns, end_ns) "
+                      "VALUES (?,?,?,?)");
+  Statement drops(h, "INSERT OR REPLACE INTO trace_drops (thread_id, dropped) VALUES (?,?)");
+  Statement line(h,
+                 "INSERT OR REPLACE INTO line_costs (thread_id, routine_id, line, hits, time_ns) "
+                 "VALUES (?,?,?,?,?)");
+  if (!check_prepared({&ins_thread, &upd_thread, &ins_node, &upd_node, &ins_shape, &upd_shape,
+                       &ins_event, &drops, &line},
+                      db, error)) {
+    return false;
+  }
+
+  static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128", "f16", "bf16"};
+  static_assert(std::size(kDtypes) == size_t(DType::kBF16) + 1, "one name per DType");
+  for (const ThreadSnapshot& t : data.threads) {
+    ThreadIds& ids = threads_[t.state];
+    if (ids.thread_id == 0) {
+      ins_thread.bind(1, process_id_).bind(2, int64_t(t.seq)).bind(3, int64_t(t.tid));
+      ins_thread.bind(4, t.started_ns);
+      if (t.ended_ns) ins_thread.bind(5, *t.ended_ns); else ins_thread.bind_null(5);
+      ins_thread.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz)).bind(8, t.name);
+      SONDE_STEP(ins_thread, "recording a thread");
+      ids.thread_id = sqlite3_last_insert_rowid(h);
+    } else {
+      upd_thread.bind(1, t.started_ns);
+      if (t.ended_ns) upd_thread.bind(2, *t.ended_ns); else upd_thread.bind_null(2);
+      upd_thread.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
+      upd_thread.bind(6, ids.thread_id);
+      SONDE_STEP(upd_thread, "updating a thread");
+    }
+
+    ids.nodes.resize(t.nodes.size(), 0);
+    for (const NodeRow& n : t.nodes) {
+      // Inherited across fork and never run here. A generator first resumed under this path
+      // has no call of its own but has time, and children that need it as their parent.
+      if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
+      int64_t& id = ids.nodes[n.index];
+      if (id != 0) {
+        upd_node.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);
+        upd_node.bind(4, n.excl_ns).bind(5, double(n.flops)).bind(6, double(n.bytes));
+        upd_node.bind(7, id);
+        SONDE_STEP(upd_node, "updating the call tree");
+        continue;
+      }
+      bool recursive = false;
+      for (uint32_t a = n.parent; n.index != 0; a = t.nodes[a].parent) {
+        if (t.nodes[a].routine == n.routine) recursive = true;
+        if (a == 0 || recursive) break;
+      }
+      ins_node.bind(1, ids.thread_id);
+      if (n.index == 0 || ids.nodes[n.parent] == 0) {
+        ins_node.bind_null(2);
+      } else {
+        ins_node.bind(2, ids.nodes[n.parent]);
+      }
+      ins_node.bind(3, routine_ids_.at(n.routine)).bind(4, int64_t(n.depth));
+      ins_node.bind(5, int64_t(recursive)).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
+      ins_node.bind(8, n.incl_ns).bind(9, n.excl_ns).bind(10, double(n.flops));
+      ins_node.bind(11, double(n.bytes));
+      SONDE_STEP(ins_node, "writing the call tree");
+      id = sqlite3_last_insert_rowid(h);
+    }
+
+    size_t counted = std::min<size_t>(counter_ids_.size(), t.counters);
+    for (const NodeRow& n : t.nodes) {
+      if (counted == 0 || ids.nodes[n.index] == 0) continue;
+      const uint64_t *incl = t.counter_incl(n.index), *excl = t.counter_excl(n.index);
+      for (size_t c = 0; c < counted; ++c) {
+        counter.bind(1, ids.nodes[n.index]).bind(2, counter_ids_[c]);
+        counter.bind(3, double(incl[c])).bind(4, double(excl[c]));
+        SONDE_STEP(counter, "writing counters");
+      }
+    }
+
+    ids.shapes.resize(t.shapes.size(), 0);
+    for (const ShapeRow& s : t.shapes) {
+      int64_t& id = ids.shapes[s.index];
+      if (id != 0) {
+        upd_shape.bind(1, int64_t(s.calls)).bind(2, s.time_ns).bind(3, double(s.flops));
+        upd_shape.bind(4, double(s.bytes)).bind(5, id);
+        SONDE_STEP(upd_shape, "updating shapes");
+        continue;
+      }
+      if (s.calls == 0 || ids.nodes[s.node] == 0) continue;
+      // The call site: the nearest Python frame above the call, else the native caller.
+      std::string site;
+      for (uint32_t a = t.nodes[s.node].parent; a != 0; a = t.nodes[a].parent) {
+        const Routine& r = *routines_[t.nodes[a].routine];
+        if (r.kind == "python") {
+          site = r.name;
+          break;
+        }
+      }
+      if (site.empty()) {
+        auto it = sites_.find(s.site);
+        if (it == sites_.end()) it = sites_.emplace(s.site, symbolize(s.site)).first;
+        site = it->second;
+      }
+      char ta[2] = {s.shape.trans_a, 0}, tb[2] = {s.shape.trans_b, 0};
+      ins_shape.bind(1, ids.nodes[s.node]).bind(2, site).bind(3, s.shape.m).bind(4, s.shape.n);
+      ins_shape.bind(5, s.shape.k).bind(6, std::string_view(ta)).bind(7, std::string_view(tb));
+      ins_shape.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
+      ins_shape.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
+      ins_shape.bind(12, double(s.flops)).bind(13, double(s.bytes));
+      SONDE_STEP(ins_shape, "writing shapes");
+      id = sqlite3_last_insert_rowid(h);
+    }
+
+    for (const TraceRow& e : t.events) {
+      if (ids.nodes[e.node] == 0) continue;
+      ins_event.bind(1, ids.thread_id).bind(2, ids.nodes[e.node]).bind(3, e.start_ns);
+      ins_event.bind(4, e.end_ns);
+      SONDE_STEP(ins_event, "writing trace events");
+    }
+    for (const LineRow& l : t.lines) {
+      if (l.hits == 0) continue;
+      line.bind(1, ids.thread_id).bind(2, routine_ids_.at(l.routine)).bind(3, int64_t(l.line));
+      line.bind(4, int64_t(l.hits)).bind(5, l.time_ns);
+      SONDE_STEP(line, "writing line costs");
+    }
+    if (t.dropped_events > 0) {
+      drops.bind(1, ids.thread_id).bind(2, int64_t(t.dropped_events));
+      SONDE_STEP(drops, "counting dropped events");
+    }
+  }
+
+  if (!data.gpu.empty()) {
+    Statement gpu(h,
+                  "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
+                  "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
+                  "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    Statement metric(h, "INSERT INTO gpu_metrics (activity_id, metric, value) VALUES (?,?,?)");
+    if (!check_prepared({&gpu, &metric}, db, error)) return false;
+    for (const GpuRow& g : data.gpu) {
+      // The launching call path: written above in this same transaction, or resolved to its
+      // row when the launching thread's state was freed.
+      int64_t node_id = g.node_id;
+      if (g.thread != nullptr) {
+        const std::vector<int64_t>& ids = node_ids(g.thread);
+        node_id = g.node < ids.size() ? ids[g.node] : 0;
+      }
+      gpu.bind(1, process_id_);
+      if (node_id != 0) gpu.bind(2, node_id); else gpu.bind_null(2);
+      gpu.bind(3, std::string_view(g.kind)).bind(4, g.name).bind(5, g.device).bind(6, g.stream);
+      gpu.bind(7, g.start_ns).bind(8, g.end_ns);
+      if (g.bytes >= 0) gpu.bind(9, g.bytes); else gpu.bind_null(9);
+      bool kernel = g.registers >= 0;
+      for (int i = 0; i < 3; ++i) {
+        if (kernel) gpu.bind(10 + i, int64_t(g.grid[i])); else gpu.bind_null(10 + i);
+        if (kernel) gpu.bind(13 + i, int64_t(g.block[i])); else gpu.bind_null(13 + i);
+      }
+      if (kernel) gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
+      else gpu.bind_null(16).bind_null(17);
+      SONDE_STEP(gpu, "writing GPU activity");
+      int64_t activity_id = sqlite3_last_insert_rowid(h);
+      for (const auto& [name, value] : g.metrics) {
+        metric.bind(1, activity_id).bind(2, name).bind(3, value);
+        SONDE_STEP(metric, "writing GPU metrics");
+      }
+    }
+  }
+
+  Statement note(h,
+                 "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
+                 "VALUES (?,?,?,?,?)");
+  Statement info(h,
+                 "INSERT OR REPLACE INTO run_info (run_id, process_id, key, value) "
+                 "VALUES (?,?,?,?)");
+  Statement proc(h,
+                 "UPDATE processes SET last_flush_ns=?, flushes=flushes+1, ended_ns=?, "
+                 "end_reason=? WHERE process_id=?");
+  if (!check_prepared({&note, &info, &proc}, db, error)) return false;
+  for (const Note& n : data.notes) {
+    note.bind(1, run_id_).bind(2, process_id_).bind(3, n.severity).bind(4, n.topic);
+    note.bind(5, n.message);
+    SONDE_STEP(note, "writing notes");
+  }
+  for (const auto& [key, value] : data.info) {
+    info.bind(1, run_id_).bind(2, process_id_).bind(3, key).bind(4, value);
+    SONDE_STEP(info, "writing run information");
+  }
+  if (!data.peaks.empty()) {
+    Statement peak(h, "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
+                      "VALUES (?,?,?,?,?)");
+    if (!check_prepared({&peak}, db, error)) return false;
+    for (const Peak& p : data.peaks) {
+      peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);
+      peak.bind(5, p.source);
+      SONDE_STEP(peak, "writing peaks");
+    }
+  }
+  proc.bind(1, data.now_ns);
+  if (data.end_reason) {
+    proc.bind(2, data.now_ns).bind(3, std::string_view(data.end_reason));
+  } else {
+    proc.bind_null(2).bind_null(3);
+  }
+  proc.bind(4, process_id_);
+  SONDE_STEP(proc, "updating the process");
+  return db.exec("COMMIT", error);
+}
+
+}  // namespace sonde

@@ -1,0 +1,87 @@
+// Writes snapshots into the SQLite profile. One connection per flush, opened and closed inside
+// it, so no SQLite state is ever carried across fork and a crash leaves at worst a hot journal
+// that the next reader rolls back.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gpu/gpu_backend.hpp"
+#include "store/peaks.hpp"
+#include "core/routine_registry.hpp"
+#include "core/snapshot.hpp"
+
+namespace sonde {
+
+struct RunInfo {
+  std::string uuid, command, host, cpu_model, mode;
+  int64_t started_ns = 0;
+  int cores = 0, affinity_cores = 0;
+};
+
+struct ProcessInfo {
+  pid_t pid = 0, ppid = 0;
+  std::string origin;              // root, fork, exec, child
+  int64_t parent_process_id = 0;   // 0: unknown
+  std::string command;
+  int64_t started_ns = 0;
+};
+
+struct Note {
+  std::string severity, topic, message;
+};
+
+struct FlushData {
+  const RunInfo* run;
+  const ProcessInfo* process;
+  std::vector<ThreadSnapshot> threads;
+  std::vector<Note> notes;
+  std::vector<std::pair<std::string, std::string>> info;  // run_info for this process
+  int64_t now_ns = 0;
+  const char* end_reason = nullptr;  // set on the last flush of a process image
+  std::vector<std::string> counter_events;  // column order of the nodes' counters
+  std::vector<Peak> peaks;                    // written once per process
+  std::vector<GpuRow> gpu;                    // finished GPU activity since the last flush
+};
+
+class Store {
+ public:
+  // Creates the schema if the file is new and checks that it is a sonde profile otherwise.
+  // Returns false with a reason the user can act on.
+  bool prepare(const std::string& path, std::string& error);
+  bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
+  // A thread's final state is written and the state freed: its address may be reused.
+  void forget_thread(const ThreadState* t) { threads_.erase(t); }
+  // The node_id of each of `t`'s nodes written so far (0: not written); empty if none.
+  const std::vector<int64_t>& node_ids(const ThreadState* t) const {
+    static const std::vector<int64_t> kNone;
+    auto it = threads_.find(t);
+    return it != threads_.end() ? it->second.nodes : kNone;
+  }
+  // Fork child: the parent's rows are not this process's.
+  void forget_process();
+  int64_t process_id() const { return process_id_; }
+
+ private:
+  bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
+
+  struct ThreadIds {
+    int64_t thread_id = 0;
+    std::vector<int64_t> nodes, shapes;
+  };
+  std::string path_;
+  int64_t run_id_ = 0;
+  int64_t process_id_ = 0;
+  std::vector<int64_t> routine_ids_;  // registry id -> routines.routine_id
+  std::vector<const Routine*> routines_;  // the registry's, for kinds and names
+  std::unordered_map<const ThreadState*, ThreadIds> threads_;
+  std::unordered_map<const void*, std::string> sites_;
+  std::vector<int64_t> counter_ids_;  // counters.counter_id per column
+};
+
+}  // namespace sonde

@@ -1,0 +1,88 @@
+#include "symbols/elf_symbols.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace sonde {
+
+ElfSymbols::ElfSymbols(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  struct stat st;
+  if (fstat(fd, &st) != 0 || size_t(st.st_size) < sizeof(Elf64_Ehdr)) {
+    close(fd);
+    return;
+  }
+  size_t size = size_t(st.st_size);
+  void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) return;
+  auto* base = static_cast<const unsigned char*>(map);
+  auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
+  // Every range is checked against what remains of the file, never by a sum that can wrap:
+  // the loader reads only program headers, so a library with a lying section table loads fine.
+  auto fits = [size](uint64_t offset, uint64_t length) {
+    return offset <= size && length <= size - offset;
+  };
+  bool ok = std::memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 && eh->e_ident[EI_CLASS] == ELFCLASS64 &&
+            eh->e_shnum <= (size - std::min<uint64_t>(eh->e_shoff, size)) / sizeof(Elf64_Shdr) &&
+            fits(eh->e_shoff, uint64_t(eh->e_shnum) * sizeof(Elf64_Shdr));
+  if (ok) {
+    exec_ = eh->e_type == ET_EXEC;
+    auto* sections = reinterpret_cast<const Elf64_Shdr*>(base + eh->e_shoff);
+    // .symtab when present (it has the local functions), else .dynsym.
+    const Elf64_Shdr* table = nullptr;
+    for (int want : {SHT_SYMTAB, SHT_DYNSYM}) {
+      for (int i = 0; i < eh->e_shnum && table == nullptr; ++i) {
+        if (sections[i].sh_type == uint32_t(want)) table = &sections[i];
+      }
+      if (table != nullptr) break;
+    }
+    if (table != nullptr && table->sh_link < eh->e_shnum && fits(table->sh_offset, table->sh_size) &&
+        fits(sections[table->sh_link].sh_offset, sections[table->sh_link].sh_size)) {
+      const Elf64_Shdr& strtab = sections[table->sh_link];
+      auto* syms = reinterpret_cast<const Elf64_Sym*>(base + table->sh_offset);
+      size_t count = table->sh_size / sizeof(Elf64_Sym);
+      for (size_t i = 0; i < count; ++i) {
+        const Elf64_Sym& s = syms[i];
+        if (ELF64_ST_TYPE(s.st_info) != STT_FUNC || s.st_value == 0 || s.st_name == 0) continue;
+        if (s.st_name >= strtab.sh_size) continue;
+        const char* name = reinterpret_cast<const char*>(base + strtab.sh_offset + s.st_name);
+        functions_.push_back(Function{s.st_value, s.st_size, uint32_t(names_.size())});
+        names_.append(name, strnlen(name, strtab.sh_size - s.st_name));
+        names_.push_back('\0');
+      }
+    }
+  }
+  munmap(map, size);
+  std::sort(functions_.begin(), functions_.end(),
+            [](const Function& a, const Function& b) { return a.start < b.start; });
+}
+
+const char* ElfSymbols::function_at(uint64_t address) const {
+  auto it = std::upper_bound(functions_.begin(), functions_.end(), address,
+                             [](uint64_t a, const Function& f) { return a < f.start; });
+  if (it == functions_.begin()) return nullptr;
+  --it;
+  if (address >= it->start + std::max<uint64_t>(it->size, 1)) return nullptr;
+  return names_.c_str() + it->name;
+}
+
+}  // namespace sonde
+
+namespace sonde {
+
+bool ElfSymbols::defines(const char* function) const {
+  for (const Function& f : functions_) {
+    if (std::strcmp(names_.c_str() + f.name, function) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace sonde

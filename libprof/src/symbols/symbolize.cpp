@@ -1,0 +1,77 @@
+#include "symbols/symbolize.hpp"
+
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include "symbols/elf_symbols.hpp"
+
+namespace sonde {
+
+namespace {
+
+// Without the parameter list: call sites are read by people, and the object disambiguates.
+std::string without_parameters(std::string s) {
+  if (s.empty() || s.back() != ')') return s;
+  int depth = 0;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (s[i] == ')') ++depth;
+    if (s[i] == '(' && --depth == 0) return i > 0 ? s.substr(0, i) : s;
+  }
+  return s;
+}
+
+std::string demangle(const char* name) {
+  int status = 0;
+  char* out = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  if (status != 0 || out == nullptr) return name;
+  std::string s(out);
+  std::free(out);
+  return without_parameters(std::move(s));
+}
+
+std::string base_name(const char* path) {
+  if (path == nullptr) return "?";
+  const char* slash = std::strrchr(path, '/');
+  return slash ? slash + 1 : path;
+}
+
+// dladdr names the main program as argv[0] (or ""), which may not be a path from here.
+std::string object_file(const char* fname) {
+  if (fname == nullptr || fname[0] == '\0' || std::strchr(fname, '/') == nullptr) {
+    return "/proc/self/exe";
+  }
+  return fname;
+}
+
+}  // namespace
+
+std::string symbolize(const void* address) {
+  if (address == nullptr) return "?";
+  // The return address points after the call; step back into the calling instruction.
+  auto ip = reinterpret_cast<uintptr_t>(address) - 1;
+  Dl_info info{};
+  dladdr(reinterpret_cast<void*>(ip), &info);
+  std::string object = base_name(info.dli_fname);
+  // The object's own symbol table names local functions too; dladdr knows exported ones only.
+  if (info.dli_fname != nullptr) {
+    static std::map<std::string, std::unique_ptr<ElfSymbols>> cache;  // flusher thread only
+    auto& symbols = cache[info.dli_fname];
+    if (!symbols) symbols = std::make_unique<ElfSymbols>(object_file(info.dli_fname));
+    auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+    uint64_t address = symbols->position_dependent() ? ip : ip - base;
+    if (const char* fn = symbols->function_at(address)) {
+      return fmt::format("{} [{}]", demangle(fn), object);
+    }
+  }
+  if (info.dli_sname != nullptr) return fmt::format("{} [{}]", demangle(info.dli_sname), object);
+  auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
+  return fmt::format("{}+{:#x}", object, ip - base);
+}
+
+}  // namespace sonde
