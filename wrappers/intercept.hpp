@@ -41,9 +41,14 @@ struct RoutineChoice {
 template <class R, class... P, class Model, class... A>
 inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* site,
                    Model&& model, A... args) {
-  ThreadState* t = probe_enter(id, nesting);
+  ThreadState* t = probe_open(id, nesting);
   if (t == nullptr) return real(args...);
+  // The cost model (and the sampled subnormal check) runs before the clock starts, so the
+  // measured time is the real call's alone; errno is the host's again before the call.
+  int before = errno;
   CallCost cost = model();
+  errno = before;
+  probe_start(t);
   if constexpr (std::is_void_v<R>) {
     real(args...);
     int saved = errno;

@@ -52,6 +52,11 @@ SONDE_API RoutineId register_routine(const RoutineSpec& spec);
 // forwards without calling probe_exit.
 SONDE_API ThreadState* probe_enter(RoutineId routine, Nesting nesting);
 
+// probe_enter in two steps, for callers with work to do between deciding to measure a call
+// and starting its clock (a wrapper's cost model): probe_open returns what probe_enter would,
+// without starting the clock; probe_start must follow when it returned a thread.
+SONDE_API ThreadState* probe_open(RoutineId routine, Nesting nesting);
+SONDE_API void probe_start(ThreadState* thread);
 // Like probe_enter for a frame that is re-entered rather than called (a generator or coroutine
 // resuming): time accrues to the same call path, the call count does not grow.
 SONDE_API ThreadState* probe_resume(RoutineId routine, Nesting nesting);

@@ -1,44 +1,27 @@
-// Drives a ThreadState the way probe_enter/probe_exit (libprof/src/core/probe.cpp) do, but with tick
-// values chosen by the test instead of the clock, so every expected time is exact.
+// Drives a ThreadState through the hot path's own steps (core/frame_ops.hpp, which
+// probe_enter/probe_exit run with the clock) with tick values chosen by the test, so every
+// expected time is exact. Nothing of the hot path is re-implemented here.
 #pragma once
 
-#include "core/thread_state.hpp"
+#include <stdexcept>
+
+#include "core/frame_ops.hpp"
 
 namespace sonde::test {
 
-inline uint32_t enter_at(ThreadState& t, RoutineId routine, uint64_t at) {
-  uint32_t d = t.depth();
-  uint32_t parent = t.stack_[d].node.load();
-  uint32_t node = t.child_of(parent, routine);
-  bump(t.nodes[node].calls, 1);
-  bump(t.nodes[parent].subrs, 1);
-  StackEntry& e = t.stack_[d + 1];
-  e.node.store(node);
-  e.nesting = Nesting::kChildren;
-  e.child_ticks.store(0);
-  e.start.store(at);
-  t.depth_.store(d + 1);
-  return node;
+// Returns the node the frame was opened on.
+inline uint32_t enter_at(ThreadState& t, RoutineId routine, uint64_t at,
+                         Nesting nesting = Nesting::kChildren) {
+  if (open_frame<true>(&t, routine, nesting) == nullptr) {
+    throw std::logic_error("the hot path refused the frame");
+  }
+  start_frame(&t, at);
+  return t.top().node.load();
 }
 
 inline void leave_at(ThreadState& t, uint64_t at, const CallCost* cost = nullptr,
                      const void* site = nullptr) {
-  uint32_t d = t.depth();
-  StackEntry& e = t.stack_[d];
-  uint64_t elapsed = at - e.start.load();
-  Node& n = t.nodes[e.node.load()];
-  bump(n.incl_ticks, elapsed);
-  uint64_t children = e.child_ticks.load();
-  bump(n.excl_ticks, elapsed > children ? elapsed - children : 0);
-  if (cost != nullptr) {
-    bump(n.flops, cost->flops);
-    bump(n.bytes, cost->bytes);
-    if (cost->shape.dtype != DType::kNone) {
-      t.record_shape(e.node.load(), site, cost->shape, elapsed, cost->flops, cost->bytes);
-    }
-  }
-  bump(t.stack_[d - 1].child_ticks, elapsed);
-  t.depth_.store(d - 1);
+  close_frame(&t, cost, site, at);
 }
 
 }  // namespace sonde::test

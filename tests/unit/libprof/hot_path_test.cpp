@@ -1,0 +1,88 @@
+// The hot path's own rules, run through the same frame steps probe_enter/probe_exit use
+// (core/frame_ops.hpp), with chosen ticks: suppression of nested interposed calls, the depth
+// limit, exclusive time under children, and trace events.
+#include <gtest/gtest.h>
+
+#include "core/frame_ops.hpp"
+#include "frames.hpp"
+
+namespace sonde {
+namespace {
+
+using test::enter_at;
+using test::leave_at;
+
+TEST(HotPath, ASuppressingFrameHidesCallsMadeInsideIt) {
+  ThreadState t(0, 1, 0, 16, 0);
+  enter_at(t, 5, 100, Nesting::kSuppress);  // cblas_sgemm
+  // sgemm_ reached inside the BLAS: not measured, no node, no call counted.
+  EXPECT_EQ(open_frame<true>(&t, 6, Nesting::kSuppress), nullptr);
+  EXPECT_EQ(t.nodes.size_acquire(), 2u);
+  leave_at(t, 300);
+  // Outside it again, the next call is measured.
+  EXPECT_NE(open_frame<true>(&t, 6, Nesting::kSuppress), nullptr);
+  start_frame(&t, 400);
+  leave_at(t, 450);
+  EXPECT_EQ(t.suppress, 0u);
+  EXPECT_EQ(t.nodes[1].incl_ticks.load(), 200u);
+  EXPECT_EQ(t.nodes[2].calls.load(), 1u);
+}
+
+TEST(HotPath, RegionsNestTheirChildrenAndChargeExclusiveTime) {
+  ThreadState t(0, 1, 0, 16, 0);
+  uint32_t region = enter_at(t, 1, 0);
+  uint32_t gemm = enter_at(t, 2, 10, Nesting::kSuppress);
+  leave_at(t, 70);
+  leave_at(t, 100);
+  EXPECT_EQ(t.nodes[region].incl_ticks.load(), 100u);
+  EXPECT_EQ(t.nodes[region].excl_ticks.load(), 40u);
+  EXPECT_EQ(t.nodes[gemm].incl_ticks.load(), 60u);
+  EXPECT_EQ(t.nodes[region].subrs.load(), 1u);
+}
+
+TEST(HotPath, CallsPastTheDepthLimitAreCountedAndNotMeasured) {
+  ThreadState t(0, 1, 0, 2, 0);
+  enter_at(t, 1, 0);
+  enter_at(t, 2, 1);
+  EXPECT_EQ(open_frame<true>(&t, 3, Nesting::kChildren), nullptr);
+  EXPECT_EQ(t.depth_overflows.load(), 1u);
+  EXPECT_EQ(t.depth(), 2u);
+  leave_at(t, 5);
+  leave_at(t, 9);
+  EXPECT_EQ(t.depth(), 0u);
+}
+
+TEST(HotPath, AnUnbalancedExitChangesNothing) {
+  ThreadState t(0, 1, 0, 4, 0);
+  leave_at(t, 50);
+  EXPECT_EQ(t.depth(), 0u);
+  EXPECT_EQ(t.nodes[0].incl_ticks.load(), 0u);
+}
+
+TEST(HotPath, TraceModeRecordsEachCallWithItsTicks) {
+  ThreadState t(0, 1, 0, 8, 4);
+  uint32_t a = enter_at(t, 1, 10);
+  leave_at(t, 25);
+  uint32_t b = enter_at(t, 2, 30);
+  leave_at(t, 31);
+  std::vector<TraceEvent> seen;
+  t.trace->drain([&](const TraceEvent& e) { seen.push_back(e); });
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0].node, a);
+  EXPECT_EQ(seen[0].start, 10u);
+  EXPECT_EQ(seen[0].end, 25u);
+  EXPECT_EQ(seen[1].node, b);
+  EXPECT_EQ(seen[1].end, 31u);
+}
+
+TEST(HotPath, CostModelFiguresAndShapesAreChargedOnExit) {
+  ThreadState t(0, 1, 0, 8, 0);
+  uint32_t n = enter_at(t, 1, 0, Nesting::kSuppress);
+  CallCost cost{2 * 8 * 8 * 8, 3 * 8 * 8 * 4, GemmShape{8, 8, 8, 1, 'N', 'N', DType::kF32}};
+  leave_at(t, 64, &cost, reinterpret_cast<const void*>(0x1000));
+  EXPECT_EQ(t.nodes[n].flops.load(), 1024u);
+  EXPECT_EQ(t.nodes[n].bytes.load(), 768u);
+}
+
+}  // namespace
+}  // namespace sonde
