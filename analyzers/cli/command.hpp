@@ -1,0 +1,47 @@
+// One subcommand of `sonde`: each cli/<name>.cpp declares its options on its own CLI11
+// subcommand and returns what runs it, so a subcommand is read (and changed) in one file.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "profile/profile_file.hpp"
+#include "render/table_format.hpp"
+
+namespace sonde::cli {
+
+inline constexpr int kUsageError = 2;
+
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+  // Checks between options that CLI11 cannot express; returns a message, or "" when fine.
+  std::function<std::string()> check = [] { return std::string(); };
+};
+
+// The subcommands, in the order `sonde --help` lists them.
+Command add_report(CLI::App& app);
+Command add_tree(CLI::App& app);
+Command add_shapes(CLI::App& app);
+Command add_query(CLI::App& app);
+Command add_export(CLI::App& app);
+Command add_candidates(CLI::App& app);
+Command add_metrics(CLI::App& app);
+Command add_diff(CLI::App& app);
+Command add_run(CLI::App& app);
+Command add_calibrate(CLI::App& app);
+
+// `sonde run`'s command starts at "--" or at the first word that is neither an option nor an
+// option's value; it is taken out of args before CLI11 sees them.
+std::vector<std::string> split_run_command(std::vector<std::string>& args);
+void set_run_command(std::vector<std::string> command);
+
+// Shared option helpers.
+void add_file(CLI::App* cmd, std::string& file);
+CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices);
+void print_table(const analyzers::Table& table, analyzers::Format format);
+
+}  // namespace sonde::cli

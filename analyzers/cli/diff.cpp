@@ -1,0 +1,40 @@
+// sonde diff: two profiles side by side, with speedups per phase, routine and GEMM shape.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "metrics/diff.hpp"
+#include "metrics/metrics.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+struct Options {
+  std::string before, after;
+  std::string format = "text";
+};
+
+int diff(const Options& a) {
+  Format format = parse_format(a.format);
+  Metrics before = compute_metrics(ProfileFile::open(a.before));
+  Metrics after = compute_metrics(ProfileFile::open(a.after));
+  ProfileDiff d = compute_diff(before, after);
+  if (format == Format::kJson) std::cout << render_diff_json(a.before, a.after, d).dump(2) << '\n';
+  else std::cout << render_diff_text(d);
+  return 0;
+}
+}  // namespace
+
+Command add_diff(CLI::App& app) {
+  auto a = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("diff", "Two profiles side by side: time per phase and routine "
+                                         "with the speedup, GEMM GFLOP/s per shape");
+  cmd->add_option("before", a->before, "Profile before the change")->required();
+  cmd->add_option("after", a->after, "Profile after the change")->required();
+  add_format(cmd, a->format, {"text", "json"});
+  return {cmd, [a] { return diff(*a); }};
+}
+
+}  // namespace sonde::cli

@@ -1,0 +1,58 @@
+// sonde metrics: roofline per routine, phases, the iteration breakdown, counter metrics and
+// GPU kernels.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "render/metrics_report.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+struct Options {
+  std::string file;
+  std::string format = "text";
+  std::string section = "all";
+  std::vector<std::string> phase_map;
+  std::size_t top = 0;
+};
+
+int metrics(const Options& a) {
+  Format format = parse_format(a.format);
+  std::vector<std::string> sections = parse_metrics_sections(a.section);
+  if (format == Format::kCsv && sections.size() != 1)
+    throw Error("csv holds one table: name it with --section", kUsageError);
+  std::vector<PhaseMapping> mappings;
+  for (const std::string& m : a.phase_map) mappings.push_back(parse_phase_mapping(m));
+  ProfileFile file = ProfileFile::open(a.file);
+  MetricsReport report = compute_metrics_report(file, mappings);
+  switch (format) {
+    case Format::kText: std::cout << render_metrics_text(report, sections, a.top); break;
+    case Format::kCsv: std::cout << render_csv(metrics_section_table(report, sections[0], a.top)); break;
+    case Format::kJson: std::cout << render_metrics_json(report, sections, a.top).dump(2) << '\n'; break;
+  }
+  return 0;
+}
+}  // namespace
+
+Command add_metrics(CLI::App& app) {
+  auto a = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "metrics", "Derived metrics: roofline per routine, time per phase, iteration breakdown "
+                 "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates), GPU "
+                 "kernels (TAU's warps/instruction and global loads/instruction x time)");
+  add_file(cmd, a->file);
+  cmd->add_option("--section", a->section, "all, roofline, phases, breakdown, counters or kernels")
+      ->capture_default_str();
+  cmd->add_option("-n,--top", a->top, "Rows per table, largest first (0: all)")
+      ->capture_default_str();
+  cmd->add_option("--phase", a->phase_map,
+                  "CLASS=GLOB: routines matching GLOB count as that breakdown class "
+                  "(t_io, t_h2d, t_f, t_b, t_u, t_comm); repeatable");
+  add_format(cmd, a->format, {"text", "csv", "json"});
+  return {cmd, [a] { return metrics(*a); }};
+}
+
+}  // namespace sonde::cli

@@ -1,0 +1,80 @@
+// sonde report: the flat profile, one row per routine (or per source line with --by line).
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "render/line_report.hpp"
+#include "render/report.hpp"
+#include "profile/run_summary.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+struct Options {
+  std::string file;
+  std::string format = "text";
+  std::string sort = "excl";
+  std::string by = "routine";
+  std::optional<std::string> lines;
+  std::size_t top = 0;
+};
+
+int report_lines(const Options& a) {
+  Format format = parse_format(a.format);
+  ProfileFile file = ProfileFile::open(a.file);
+  LineCosts costs = compute_line_costs(file, a.lines.value_or(""));
+  switch (format) {
+    case Format::kText: std::cout << render_line_report_text(costs); break;
+    case Format::kCsv: std::cout << render_csv(line_costs_table(costs)); break;
+    case Format::kJson: std::cout << render_line_report_json(a.file, costs).dump(2) << '\n'; break;
+  }
+  return 0;
+}
+
+int report(const Options& a) {
+  if (a.by == "line" || a.lines) return report_lines(a);
+  ProfileFile file = ProfileFile::open(a.file);
+  RunSummary run = load_run_summary(file);
+  Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort));
+  switch (parse_format(a.format)) {
+    case Format::kText: std::cout << render_report_text(run, hotspots, a.top); break;
+    case Format::kCsv:
+      // The table stays machine-readable; the run's warnings still reach the user.
+      std::cerr << render_notes(run);
+      std::cout << render_csv(hotspots_table(hotspots, a.top));
+      break;
+    case Format::kJson:
+      std::cout << render_report_json(a.file, run, hotspots, a.top).dump(2) << '\n';
+      break;
+  }
+  return 0;
+}
+}  // namespace
+
+Command add_report(CLI::App& app) {
+  auto a = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("report", "Flat profile, one row per routine (like TAU pprof)");
+  add_file(cmd, a->file);
+  cmd->add_option("-n,--top", a->top, "Rows to show, largest first (0: all)")->capture_default_str();
+  add_format(cmd, a->format, {"text", "csv", "json"});
+  cmd->add_option("-s,--sort", a->sort, "Sort key: exclusive time, inclusive time or calls")
+      ->check(CLI::IsMember({"excl", "incl", "calls"}))
+      ->capture_default_str();
+  auto* by = cmd->add_option("--by", a->by, "One row per routine, or per source line of the "
+                                            "functions recorded by python3 -m sonde --lines")
+                 ->check(CLI::IsMember({"routine", "line"}))
+                 ->capture_default_str();
+  cmd->add_option("--lines", a->lines, "With --by line: only functions matching this glob "
+                                       "(e.g. 'update_core*'); implies --by line");
+  Command c{cmd, [a] { return report(*a); }};
+  c.check = [a, by] {
+    return a->lines && by->count() > 0 && a->by != "line" ? std::string("--lines needs --by line")
+                                                          : std::string();
+  };
+  return c;
+}
+
+}  // namespace sonde::cli

@@ -1,0 +1,64 @@
+// sonde run: run a command with libsonde.so preloaded (the launcher is analyzers/tools).
+#include <algorithm>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "tools/launcher.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+// Set before parsing: CLI11 never sees the command, whose options are its own.
+std::vector<std::string>& run_command_words() {
+  static std::vector<std::string> words;
+  return words;
+}
+}  // namespace
+
+std::vector<std::string> split_run_command(std::vector<std::string>& args) {
+  if (args.empty() || args[0] != "run") return {};
+  std::size_t i = 1;
+  std::vector<std::string> command;
+  for (; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') {
+      command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+      break;
+    }
+    if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters") ++i;
+  }
+  args.resize(std::min(i, args.size()));
+  return command;
+}
+
+void set_run_command(std::vector<std::string> command) { run_command_words() = std::move(command); }
+
+Command add_run(CLI::App& app) {
+  auto a = std::make_shared<RunOptions>();
+  auto* cmd = app.add_subcommand("run", "Run a command with libsonde.so preloaded");
+  cmd->add_option("-o,--output", a->output, "Profile database to write")->capture_default_str();
+  cmd->add_flag("--force", a->force, "Replace the output (and its -journal/-wal/-shm) if it exists");
+  cmd->add_flag("--trace", a->trace, "Also record every call as a timed event (SONDE_TRACE=1)");
+  cmd->add_option("--flush-interval", a->flush_interval,
+                  "Seconds between periodic flushes (SONDE_FLUSH_INTERVAL)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--counters", a->counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
+  cmd->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
+  cmd->footer(environment_help());
+  Command c{cmd, [a] {
+              a->command = run_command_words();
+              return run_command(*a);
+            }};
+  c.check = [] {
+    return run_command_words().empty() ? std::string("no command given") : std::string();
+  };
+  return c;
+}
+
+}  // namespace sonde::cli

@@ -1,0 +1,51 @@
+// sonde tree: the calling-context tree, Python frames and native calls mixed.
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "profile/call_tree.hpp"
+#include "render/tree.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+struct Options {
+  std::string file;
+  std::string format = "text";
+  double min_pct = 0.5;
+  std::optional<int> depth;
+  std::string threads = "each";
+};
+
+int tree(const Options& a) {
+  Format format = parse_format(a.format);
+  if (format == Format::kCsv) throw Error("tree has no csv format (text or json)", kUsageError);
+  ProfileFile file = ProfileFile::open(a.file);
+  TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
+  std::vector<ThreadTree> trees = load_thread_trees(file);
+  if (format == Format::kJson) std::cout << render_tree_json(trees, options).dump(2) << '\n';
+  else std::cout << render_tree_text(trees, options);
+  return 0;
+}
+}  // namespace
+
+Command add_tree(CLI::App& app) {
+  auto a = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("tree", "Calling-context tree (Python frames and native calls)");
+  add_file(cmd, a->file);
+  cmd->add_option("--min-pct", a->min_pct, "Fold nodes below this % of the tree's total")
+      ->check(CLI::Range(0.0, 100.0))
+      ->capture_default_str();
+  cmd->add_option("--depth", a->depth, "Deepest level shown (the thread root is level 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", a->threads, "One tree per thread (each) or one for all (merge)")
+      ->check(CLI::IsMember({"each", "merge"}))
+      ->capture_default_str();
+  add_format(cmd, a->format, {"text", "json"});
+  return {cmd, [a] { return tree(*a); }};
+}
+
+}  // namespace sonde::cli
