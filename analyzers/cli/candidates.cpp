@@ -32,6 +32,7 @@ Command add_candidates(CLI::App& app) {
       "candidates", "Tuning candidates from the advice rules, ranked by estimated gain");
   add_file(cmd, a->file);
   cmd->add_option("-n,--top", a->top, "Candidates to show, best first (0: all)")
+      ->check(count_check())
       ->capture_default_str();
   add_format(cmd, a->format, {"text", "json"});
   return {cmd, [a] { return candidates(*a); }};

@@ -33,6 +33,7 @@ Command add_metrics(CLI::App& app);
 Command add_diff(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_calibrate(CLI::App& app);
+Command add_env_table(CLI::App& app);  // hidden: README.md's environment table
 
 // `sonde run`'s command starts at "--" or at the first word that is neither an option nor an
 // option's value; it is taken out of args before CLI11 sees them.
@@ -43,5 +44,8 @@ void set_run_command(std::vector<std::string> command);
 void add_file(CLI::App* cmd, std::string& file);
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices);
 void print_table(const analyzers::Table& table, analyzers::Format format);
+// CLI11 would read "-5" into a size_t as a huge count, and NaN passes its Range check.
+const CLI::Validator& count_check();    // a whole number >= 0
+const CLI::Validator& percent_check();  // a finite number from 0 to 100
 
 }  // namespace sonde::cli

@@ -47,6 +47,7 @@ Command add_metrics(CLI::App& app) {
   cmd->add_option("--section", a->section, "all, roofline, phases, breakdown, counters or kernels")
       ->capture_default_str();
   cmd->add_option("-n,--top", a->top, "Rows per table, largest first (0: all)")
+      ->check(count_check())
       ->capture_default_str();
   cmd->add_option("--phase", a->phase_map,
                   "CLASS=GLOB: routines matching GLOB count as that breakdown class "

@@ -1,4 +1,7 @@
 // Option helpers shared by the subcommands.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/command.hpp"
@@ -15,6 +18,31 @@ CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::str
   return cmd->add_option("-f,--format", format, "Output format")
       ->check(CLI::IsMember(choices))
       ->capture_default_str();
+}
+
+const CLI::Validator& count_check() {
+  static const CLI::Validator check(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        long long n = std::strtoll(v.c_str(), &end, 10);
+        bool ok = !v.empty() && *end == '\0' && errno == 0 && n >= 0;
+        return ok ? "" : "'" + v + "' is not a count (a whole number >= 0; 0: all)";
+      },
+      "COUNT");
+  return check;
+}
+
+const CLI::Validator& percent_check() {
+  static const CLI::Validator check(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        bool ok = !v.empty() && *end == '\0' && std::isfinite(d) && d >= 0 && d <= 100;
+        return ok ? "" : "'" + v + "' is not a percentage (0 to 100)";
+      },
+      "PERCENT");
+  return check;
 }
 
 void print_table(const Table& table, Format format) {

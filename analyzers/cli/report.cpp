@@ -58,7 +58,8 @@ Command add_report(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("report", "Flat profile, one row per routine (like TAU pprof)");
   add_file(cmd, a->file);
-  cmd->add_option("-n,--top", a->top, "Rows to show, largest first (0: all)")->capture_default_str();
+  cmd->add_option("-n,--top", a->top, "Rows to show, largest first (0: all)")
+      ->check(count_check())->capture_default_str();
   add_format(cmd, a->format, {"text", "csv", "json"});
   cmd->add_option("-s,--sort", a->sort, "Sort key: exclusive time, inclusive time or calls")
       ->check(CLI::IsMember({"excl", "incl", "calls"}))

@@ -46,8 +46,10 @@ Command add_run(CLI::App& app) {
   cmd->add_flag("--force", a->force, "Replace the output (and its -journal/-wal/-shm) if it exists");
   cmd->add_flag("--trace", a->trace, "Also record every call as a timed event (SONDE_TRACE=1)");
   cmd->add_option("--flush-interval", a->flush_interval,
-                  "Seconds between periodic flushes (SONDE_FLUSH_INTERVAL)")
-      ->check(CLI::NonNegativeNumber);
+                  "Seconds between periodic flushes: 0 (only at exit) or 0.1 to 1e6 "
+                  "(SONDE_FLUSH_INTERVAL); another value is refused with a warning");
+  cmd->add_flag("--no-record-args", a->no_record_args,
+                "Record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)");
   cmd->add_option("--counters", a->counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
   cmd->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
   cmd->footer(environment_help());

@@ -33,7 +33,8 @@ Command add_shapes(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand("shapes", "GEMM-like calls per shape and call site, GFLOP/s");
   add_file(cmd, a->file);
-  cmd->add_option("-n,--top", a->top, "Rows to show, by time (0: all)")->capture_default_str();
+  cmd->add_option("-n,--top", a->top, "Rows to show, by time (0: all)")
+      ->check(count_check())->capture_default_str();
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return shapes(*a); }};
 }

@@ -37,7 +37,7 @@ Command add_tree(CLI::App& app) {
   auto* cmd = app.add_subcommand("tree", "Calling-context tree (Python frames and native calls)");
   add_file(cmd, a->file);
   cmd->add_option("--min-pct", a->min_pct, "Fold nodes below this % of the tree's total")
-      ->check(CLI::Range(0.0, 100.0))
+      ->check(percent_check())
       ->capture_default_str();
   cmd->add_option("--depth", a->depth, "Deepest level shown (the thread root is level 0)")
       ->check(CLI::NonNegativeNumber);

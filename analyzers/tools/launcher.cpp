@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -64,6 +65,25 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
   }
 }
 
+const OptionSpec& spec_of(std::string_view name) {
+  for (const OptionSpec& s : kOptionSpecs) {
+    if (s.name == name) return s;
+  }
+  throw Error(fmt::format("{} is not in options.hpp", name));
+}
+
+// A flag's number is held to its variable's range; outside it the library's default is kept,
+// as a bad variable would be (one line, and the run goes on).
+bool number_in_range(const char* flag, const std::string& value, std::string_view variable) {
+  const OptionSpec& spec = spec_of(variable);
+  char* end = nullptr;
+  double d = std::strtod(value.c_str(), &end);
+  if (!value.empty() && *end == '\0' && std::isfinite(d) && option_in_range(spec, d)) return true;
+  fmt::print(stderr, "sonde run: ignoring {} {}: not {}{:g} to {:g}; using the default {}\n", flag,
+             value, spec.zero_ok ? "0 or " : "", spec.min, spec.max, spec.default_value);
+  return false;
+}
+
 void set_environment(const RunOptions& o, const std::string& output, const std::string& library) {
   ::setenv("SONDE_OUTPUT", output.c_str(), 1);
   const char* old = std::getenv("LD_PRELOAD");
@@ -71,7 +91,13 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
   if (old && *old) preload += fmt::format(":{}", old);
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
   if (o.trace) ::setenv("SONDE_TRACE", "1", 1);
-  if (o.flush_interval) ::setenv("SONDE_FLUSH_INTERVAL", o.flush_interval->c_str(), 1);
+  if (o.flush_interval) {
+    if (number_in_range("--flush-interval", *o.flush_interval, "SONDE_FLUSH_INTERVAL"))
+      ::setenv("SONDE_FLUSH_INTERVAL", o.flush_interval->c_str(), 1);
+    else
+      ::unsetenv("SONDE_FLUSH_INTERVAL");
+  }
+  if (o.no_record_args) ::setenv("SONDE_RECORD_ARGS", "0", 1);
   if (o.counters) ::setenv("SONDE_COUNTERS", o.counters->c_str(), 1);
   // Inherited from an enclosing `sonde run`, it would make this run join that one.
   ::unsetenv("SONDE_RUN_ID");
@@ -173,8 +199,20 @@ int run_command(const RunOptions& o) {
 std::string environment_help() {
   std::string out = "Environment (read by libsonde.so; the options above set some of them):\n";
   for (const auto& spec : kOptionSpecs) {
+    if (spec.internal) continue;
     std::string def = spec.default_value.empty() ? "" : fmt::format(" (default {})", spec.default_value);
-    out += fmt::format("  {}{}\n      {}\n", spec.name, def, spec.help);
+    std::string help(spec.help);
+    std::erase(help, '`');
+    out += fmt::format("  {}{}\n      {}\n", spec.name, def, help);
+  }
+  return out;
+}
+
+std::string environment_markdown() {
+  std::string out = "| variable | default | meaning |\n| --- | --- | --- |\n";
+  for (const auto& spec : kOptionSpecs) {
+    std::string def = spec.default_value.empty() ? "" : fmt::format("`{}`", spec.default_value);
+    out += fmt::format("| `{}` | {} | {} |\n", spec.name, def, spec.help);
   }
   return out;
 }

@@ -11,6 +11,7 @@ struct RunOptions {
   std::string output = "sonde.db";
   bool force = false;
   bool trace = false;
+  bool no_record_args = false;
   std::optional<std::string> flush_interval;
   std::optional<std::string> counters;
   std::vector<std::string> command;  // program and its arguments
@@ -28,5 +29,8 @@ std::optional<std::string> resolve_command(const std::string& name);
 
 // The SONDE_* variables, one paragraph each, for `sonde run --help`.
 std::string environment_help();
+
+// The same as README.md's markdown table (`sonde env-table`).
+std::string environment_markdown();
 
 }  // namespace sonde::analyzers

@@ -1,5 +1,7 @@
-// The SONDE_* environment variables, described once. The runtime parses them from this table
-// (libprof/src/config.cpp) and the CLI prints its help from it, so the two cannot drift apart.
+// Every environment variable sonde reads, described once. The runtime parses them from this
+// table (libprof/src/runtime/config.cpp), `sonde run --help` prints it, and README.md's
+// environment table is `sonde env-table`'s output (a test compares them), so none can drift.
+// Nothing in sonde reads a SONDE_* variable this table does not declare.
 #pragma once
 
 #include <array>
@@ -9,56 +11,119 @@ namespace sonde {
 
 enum class OptionType { kPath, kBool, kUInt, kSeconds, kList, kLevel, kText };
 
+// Who reads a variable: the preloaded library, `sonde run`, or `python3 -m sonde`.
+enum class OptionReader { kLibrary, kLauncher, kPython };
+
 struct OptionSpec {
   std::string_view name;           // environment variable
   OptionType type;
   std::string_view default_value;  // as it would be written in the environment
-  std::string_view help;
+  std::string_view help;           // markdown: `code` is printed bare by `sonde run --help`
+  // Numbers (kUInt, kSeconds) outside [min, max] are refused (0 too, unless zero_ok): an
+  // absurd value must cost a warning, never a flush loop or a bad_alloc.
+  double min = 0, max = 0;
+  bool zero_ok = false;
+  OptionReader reader = OptionReader::kLibrary;
+  bool internal = false;  // set by sonde itself for its children; not for users
 };
+
+// A value within the spec's range (numbers only; other types always pass).
+constexpr bool option_in_range(const OptionSpec& s, double v) {
+  if (s.type != OptionType::kUInt && s.type != OptionType::kSeconds) return true;
+  if (!(v == v)) return false;  // NaN
+  if (v == 0) return s.zero_ok;
+  return v >= s.min && v <= s.max;
+}
 
 inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_OUTPUT", OptionType::kPath, "sonde-<pid>.db",
-               "Profile database to write. An existing file of another run is never "
-               "overwritten: the profile then goes to <name>.<pid>.db, with a warning."},
+               "Profile to write. An existing file of another run is never overwritten: the "
+               "profile then goes to `<name>.<pid>.db`, with a warning. Children of the run "
+               "(fork, exec) write into the same file."},
     OptionSpec{"SONDE_TRACE", OptionType::kBool, "0",
-               "1 also records every call as a timed event (trace mode), through bounded "
-               "per-thread buffers; dropped events are counted in the file."},
+               "`1` also records every call as a timed event, through per-thread buffers "
+               "bounded by `SONDE_TRACE_BUFFER` and `SONDE_TRACE_MEMORY`; dropped events are "
+               "counted in `trace_drops` and a note."},
     OptionSpec{"SONDE_TRACE_BUFFER", OptionType::kUInt, "1048576",
-               "Trace events buffered per thread between two flushes; events beyond are "
-               "dropped and counted."},
+               "Trace events buffered per thread between two flushes (1 to 268435456). Memory "
+               "is taken in chunks as events arrive, not reserved up front; events beyond are "
+               "dropped and counted.",
+               1, double(1ull << 28)},
+    OptionSpec{"SONDE_TRACE_MEMORY", OptionType::kUInt, "256",
+               "MiB of trace buffers in all threads of a process together (1 to 65536); events "
+               "beyond are dropped and counted, with a note naming this variable.",
+               1, 65536},
     OptionSpec{"SONDE_FLUSH_INTERVAL", OptionType::kSeconds, "10",
-               "Seconds between periodic flushes (0: only at exit, exec and signals). A crash "
-               "loses at most this much."},
+               "Seconds between periodic flushes: 0 (only at exit, exec and fatal signals) or "
+               "0.1 to 1000000. A crash loses at most this much.",
+               0.1, 1e6, true},
     OptionSpec{"SONDE_COUNTERS", OptionType::kList, "",
-               "Comma-separated PAPI events to count per call path, at most 4 (e.g. "
-               "perf::TASK-CLOCK,perf::PAGE-FAULTS); missing ones are reported and skipped."},
+               "Comma-separated PAPI events (presets or native, e.g. "
+               "`perf::PAGE-FAULTS,perf::TASK-CLOCK`; at most 4) counted per call path, "
+               "inclusive and exclusive, into `node_counters`. An event that does not exist "
+               "here is reported once, with PAPI's reason, and skipped. Where PAPI's perf_event "
+               "component is disabled (libpfm4 knows no PMU for this CPU, e.g. AMD Zen 5 with "
+               "Debian 12's libpfm4), the kernel's software events (`perf::TASK-CLOCK`, "
+               "`PAGE-FAULTS`, `CONTEXT-SWITCHES`, `CPU-MIGRATIONS`, `MINOR-FAULTS`, "
+               "`MAJOR-FAULTS`, `CPU-CLOCK`) are read with `perf_event_open` instead, and a "
+               "note says so. Reading counters costs a system call per enter and exit for "
+               "software events. Not recorded in fork children."},
     OptionSpec{"SONDE_PYTHON", OptionType::kBool, "1",
-               "0: child interpreters of a `python3 -m sonde` run do not start the Python hook."},
+               "`0`: child interpreters of a `python3 -m sonde` run do not start the Python "
+               "hook.",
+               0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PYTHON_BUILTINS", OptionType::kBool, "0",
-               "1: the Python hook also records calls of C functions (builtins, numpy.dot) "
-               "through CPython's profile function, at about 4 times the cost per Python call; "
-               "0: Python frames only, through the frame-evaluation hook (CPython 3.11). "
-               "`python3 -m sonde --builtins` sets it."},
+               "`1` (or `python3 -m sonde --builtins`): the Python hook also records C "
+               "functions (builtins, `numpy.dot`) through CPython's profile function, at about "
+               "4 times the cost per Python call (on 3.12+ through sys.monitoring's CALL "
+               "event); `0`: Python frames only, through CPython 3.11's frame-evaluation hook "
+               "(sys.monitoring on 3.12+; docs/python.md).",
+               0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
-               "Peak rates (written by `sonde calibrate`, or by hand) copied into each "
-               "profile for % of peak; $XDG_CACHE_HOME/sonde/peaks.txt when that is set."},
-    OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn",
-               "How much sonde says on stderr: quiet, warn, info or debug."},
+               "Peak rates (from `sonde calibrate`, or by hand: lines `resource threads value "
+               "source`) copied into each profile, for `pct_peak`. "
+               "`$XDG_CACHE_HOME/sonde/peaks.txt` when that is set."},
+    OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn", "`quiet`, `warn`, `info` or `debug`."},
     OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
-               "Deepest call path recorded per thread; deeper calls are charged to the "
-               "deepest frame and counted in the file's notes."},
+               "Deepest call path recorded (2 to 65536); deeper calls are charged to the "
+               "deepest frame and noted in the file.",
+               2, 65536},
+    OptionSpec{"SONDE_RECORD_ARGS", OptionType::kBool, "1",
+               "`0` (or `sonde run --no-record-args`): the profile records the program's name "
+               "only, not its arguments. With `1`, the values of arguments whose name looks "
+               "secret (`--password=...`, `--api-key ...`, `TOKEN=...`: a name containing "
+               "TOKEN, SECRET, KEY, PASSWORD, PASS, CREDENTIAL or AUTH) are recorded as "
+               "`<redacted>`."},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
-               "The CUPTI library to load in processes that use CUDA; by default the loader's "
-               "search, then /usr/local/cuda/lib64 and extras/CUPTI/lib64."},
+               "In processes that use CUDA: the CUPTI library to load (default: the loader's "
+               "search, then `/usr/local/cuda/lib64` and `extras/CUPTI/lib64`). See "
+               "docs/gpu.md."},
     OptionSpec{"SONDE_GPU_METRICS", OptionType::kList, "",
-               "Comma-separated CUPTI metrics to count per kernel launch through the range "
-               "profiler (e.g. smsp__inst_executed.sum); `tau` stands for the counts of TAU's "
-               "warps per instruction and global loads per instruction. Kernels are replayed "
-               "and serialised: time a run without it. Unknown metrics are reported and "
-               "skipped."},
+               "Comma-separated CUPTI metrics counted per kernel launch through CUPTI's range "
+               "profiler (e.g. `smsp__inst_executed.sum,sm__throughput.avg.pct_of_peak_"
+               "sustained_elapsed`); `tau` stands for the three counts of TAU's warps per "
+               "instruction and global loads per instruction. Values go to `gpu_metrics`; "
+               "`gpu_kernels`, `sonde metrics --section kernels` and the `gpu-kernel` "
+               "candidate rule use them. Kernels are replayed and serialised while metrics are "
+               "taken, so time a run without it. Unknown metrics are reported once and "
+               "skipped. See docs/gpu.md."},
+    OptionSpec{"SONDE_LIBRARY", OptionType::kPath, "<sonde>/../lib/libsonde.so",
+               "For `sonde run` and `python3 -m sonde` only: the preload library to use.",
+               0, 0, false, OptionReader::kLauncher},
     OptionSpec{"SONDE_RUN_ID", OptionType::kText, "",
-               "Set by sonde itself so that fork and exec children join their parent's run; "
-               "not for users."},
+               "Set by sonde so that child processes join their parent's run; not for users.",
+               0, 0, false, OptionReader::kLibrary, true},
+    OptionSpec{"SONDE_PROCESS", OptionType::kText, "",
+               "Set by sonde: `pid:process_id` of the process a fork or exec child comes from; "
+               "not for users.",
+               0, 0, false, OptionReader::kLibrary, true},
+    OptionSpec{"SONDE_EXEC_OF", OptionType::kText, "",
+               "Set by sonde for one exec: `pid:process_id` of the image it replaces; not for "
+               "users.",
+               0, 0, false, OptionReader::kLibrary, true},
+    OptionSpec{"SONDE_PYTHON_LAUNCHED", OptionType::kBool, "",
+               "Set by `python3 -m sonde` for the interpreter it re-executes; not for users.",
+               0, 0, false, OptionReader::kPython, true},
 };
 
 }  // namespace sonde

@@ -4,22 +4,63 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <string_view>
+
+#include "sonde/options.hpp"
 
 extern char** environ;
 
 namespace sonde {
 
-std::string read_command_line() {
+bool name_looks_secret(std::string_view name) {
+  static constexpr std::string_view kWords[] = {"TOKEN", "SECRET",     "KEY", "PASSWORD",
+                                                "PASS",  "CREDENTIAL", "AUTH"};
+  std::string upper(name);
+  for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return std::any_of(std::begin(kWords), std::end(kWords),
+                     [&](std::string_view w) { return upper.find(w) != std::string::npos; });
+}
+
+std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
+  std::string out;
+  bool value_follows = false;  // the previous word was a secret-looking option without '='
+  for (size_t i = 0; i < argv.size() && (with_args || i == 0); ++i) {
+    std::string word = argv[i];
+    if (i > 0) {
+      size_t eq = word.find('=');
+      std::string_view name = std::string_view(word).substr(0, eq);
+      if (value_follows && word.rfind("--", 0) != 0) {
+        word = "<redacted>";
+        value_follows = false;
+      } else if (eq != std::string::npos && name_looks_secret(name)) {
+        word = word.substr(0, eq + 1) + "<redacted>";
+        value_follows = false;
+      } else {
+        value_follows = word.size() > 1 && word[0] == '-' && name_looks_secret(name);
+      }
+    }
+    if (!out.empty()) out += ' ';
+    out += word;
+  }
+  return out;
+}
+
+std::string read_command_line(bool with_args) {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
-  for (char& c : raw) {
-    if (c == '\0') c = ' ';
+  std::vector<std::string> argv;
+  for (size_t start = 0; start < raw.size();) {
+    size_t end = raw.find('\0', start);
+    if (end == std::string::npos) end = raw.size();
+    argv.push_back(raw.substr(start, end - start));
+    start = end + 1;
   }
-  return raw;
+  return redact_arguments(argv, with_args);
 }
 
 namespace {
@@ -38,10 +79,11 @@ std::string cpu_model() {
 
 }  // namespace
 
-RunInfo collect_run_info(const std::string& uuid, bool trace, int64_t started_ns) {
+RunInfo collect_run_info(const std::string& uuid, bool trace, bool record_args,
+                         int64_t started_ns) {
   RunInfo r;
   r.uuid = uuid;
-  r.command = read_command_line();
+  r.command = read_command_line(record_args);
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   r.host = host;
@@ -56,12 +98,28 @@ RunInfo collect_run_info(const std::string& uuid, bool trace, int64_t started_ns
 }
 
 bool environment_allowed(const std::string& name) {
-  static const char* const kPrefixes[] = {"SONDE_", "OMP_",  "OPENBLAS_", "MKL_",
-                                          "CUDA_",  "NCCL_", "PYTHON"};
-  for (const char* p : kPrefixes) {
-    if (name.rfind(p, 0) == 0) return true;
-  }
-  return false;
+  // Names, not prefixes: a prefix lets PYTHON_API_TOKEN or any CUDA_* value of a site's own
+  // travel with the profile. These are the variables that change how a run performs.
+  static constexpr std::string_view kNames[] = {
+      "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OMP_SCHEDULE", "OMP_DYNAMIC",
+      "OMP_WAIT_POLICY", "OMP_STACKSIZE", "OMP_MAX_ACTIVE_LEVELS", "OMP_THREAD_LIMIT",
+      "OPENBLAS_NUM_THREADS", "OPENBLAS_CORETYPE", "OPENBLAS_MAIN_FREE", "OPENBLAS_VERBOSE",
+      "GOTO_NUM_THREADS", "MKL_NUM_THREADS", "MKL_DYNAMIC", "MKL_CBWR", "MKL_THREADING_LAYER",
+      "MKL_INTERFACE_LAYER", "MKL_ENABLE_INSTRUCTIONS", "MKL_DEBUG_CPU_TYPE",
+      "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_MODULE_LOADING",
+      "CUDA_DEVICE_MAX_CONNECTIONS", "CUDA_CACHE_DISABLE", "CUBLAS_WORKSPACE_CONFIG",
+      "CUDNN_LOGINFO_DBG", "NCCL_DEBUG", "NCCL_ALGO", "NCCL_PROTO", "NCCL_NTHREADS",
+      "NCCL_BUFFSIZE", "NCCL_IB_DISABLE", "NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE",
+      "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "PYTHONHASHSEED", "PYTHONOPTIMIZE",
+      "PYTHONMALLOC", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONFAULTHANDLER",
+      "PYTHONDEVMODE", "PYTHONPERFSUPPORT", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
+      "PMI_RANK", "PMI_SIZE", "WORLD_SIZE", "RANK", "LOCAL_RANK"};
+  if (name_looks_secret(name)) return false;
+  if (std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames)) return true;
+  // sonde's own settings, except those that carry identifiers between its processes.
+  return std::any_of(kOptionSpecs.begin(), kOptionSpecs.end(), [&](const OptionSpec& s) {
+    return s.name == name && !s.internal;
+  });
 }
 
 std::vector<std::pair<std::string, std::string>> allowed_environment() {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -9,9 +10,16 @@
 
 namespace sonde {
 
-std::string read_command_line();
-RunInfo collect_run_info(const std::string& uuid, bool trace, int64_t started_ns);
-// Allow-listed environment only: profiles get shared, and secrets must not travel in them.
+// The command line as recorded: values of secret-looking arguments (`--password=x`,
+// `--api-key x`, `TOKEN=x`) replaced by <redacted>; without args, the program's name only.
+std::string read_command_line(bool with_args);
+std::string redact_arguments(const std::vector<std::string>& argv, bool with_args);
+// A name containing TOKEN, SECRET, KEY, PASSWORD, PASS, CREDENTIAL or AUTH, in any case.
+bool name_looks_secret(std::string_view name);
+RunInfo collect_run_info(const std::string& uuid, bool trace, bool record_args,
+                         int64_t started_ns);
+// Allow-listed environment only (known names, never a secret-looking one): profiles get
+// shared, and secrets must not travel in them.
 std::vector<std::pair<std::string, std::string>> allowed_environment();
 bool environment_allowed(const std::string& name);
 std::string new_run_uuid();

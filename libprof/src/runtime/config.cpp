@@ -31,6 +31,21 @@ bool parse_seconds(std::string_view v, double& out) {
   return true;
 }
 
+// The number a kUInt or kSeconds value stands for, or NaN when it is no number of that type.
+double parse_number(const OptionSpec& spec, std::string_view v) {
+  if (spec.type == OptionType::kUInt) {
+    uint64_t u = 0;
+    return parse_uint(v, u) ? double(u) : std::nan("");
+  }
+  double d = 0;
+  return parse_seconds(v, d) ? d : std::nan("");
+}
+
+std::string range_text(const OptionSpec& spec) {
+  std::string unit = spec.type == OptionType::kSeconds ? " seconds" : "";
+  return fmt::format("{}{:g} to {:g}{}", spec.zero_ok ? "0 or " : "", spec.min, spec.max, unit);
+}
+
 bool parse_level(std::string_view v, LogLevel& out) {
   if (v == "quiet") return out = LogLevel::kQuiet, true;
   if (v == "warn") return out = LogLevel::kWarn, true;
@@ -54,23 +69,21 @@ std::vector<std::string> split_list(std::string_view v) {
 }
 
 // Applies one variable's value; returns false when the value does not parse.
+// Numbers have been checked against the spec's range before.
 bool apply(Config& c, std::string_view name, std::string_view v) {
   uint64_t u = 0;
   if (name == "SONDE_OUTPUT") return c.output = std::string(v), !v.empty();
   if (name == "SONDE_TRACE") return parse_bool(v, c.trace);
-  if (name == "SONDE_TRACE_BUFFER") {
-    if (!parse_uint(v, u) || u == 0 || u > (1ull << 28)) return false;
-    return c.trace_buffer = u, true;
-  }
+  if (name == "SONDE_TRACE_BUFFER") return parse_uint(v, c.trace_buffer);
+  if (name == "SONDE_TRACE_MEMORY") return parse_uint(v, c.trace_memory_mb);
+  if (name == "SONDE_RECORD_ARGS") return parse_bool(v, c.record_args);
   if (name == "SONDE_FLUSH_INTERVAL") return parse_seconds(v, c.flush_interval_s);
   if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;
-  if (name == "SONDE_PYTHON") return parse_bool(v, c.python);
   if (name == "SONDE_LOG") return parse_level(v, c.log_level);
-  if (name == "SONDE_MAX_DEPTH") {
-    if (!parse_uint(v, u) || u < 2 || u > 65536) return false;
-    return c.max_depth = uint32_t(u), true;
-  }
+  if (name == "SONDE_MAX_DEPTH") return parse_uint(v, u) && (c.max_depth = uint32_t(u), true);
   if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), true;
+  if (name == "SONDE_PROCESS") return c.process_ref = std::string(v), true;
+  if (name == "SONDE_EXEC_OF") return c.exec_of = std::string(v), true;
   if (name == "SONDE_PEAKS") return c.peaks_file = std::string(v), !v.empty();
   if (name == "SONDE_CUPTI_LIBRARY") return c.cupti_library = std::string(v), !v.empty();
   if (name == "SONDE_GPU_METRICS") return c.gpu_metrics = split_list(v), true;
@@ -85,12 +98,30 @@ Config parse_config(EnvLookup lookup) {
   for (const OptionSpec& spec : kOptionSpecs) {
     std::string name(spec.name);
     const char* value = lookup(name.c_str());
-    if (value == nullptr) continue;
+    // Empty is unset, as `SONDE_X= prog` means in a shell.
+    if (value == nullptr || *value == '\0' || spec.reader != OptionReader::kLibrary) continue;
+    std::string_view v(value);
+    std::string shown(v.substr(0, 64));
+    if (v.size() > 64) shown += "...";
+    auto complain = [&](const std::string& why) {
+      complaints.push_back(fmt::format("ignoring {}='{}': {}; using the default '{}'", spec.name,
+                                       shown, why, spec.default_value));
+    };
+    if (spec.type == OptionType::kUInt || spec.type == OptionType::kSeconds) {
+      double d = parse_number(spec, v);
+      if (std::isnan(d)) {
+        complain(spec.type == OptionType::kUInt ? "not a whole number" : "not a number");
+        continue;
+      }
+      if (!option_in_range(spec, d)) {
+        complain("out of range (" + range_text(spec) + ")");
+        continue;
+      }
+    }
     Config before = c;
-    if (!apply(c, spec.name, value)) {
+    if (!apply(c, spec.name, v)) {
       c = before;
-      complaints.push_back(fmt::format("ignoring {}='{}': not a valid value; using the default '{}'",
-                                       spec.name, value, spec.default_value));
+      complain("not a valid value");
     }
   }
   if (c.peaks_file.empty()) {

@@ -13,13 +13,16 @@ namespace sonde {
 struct Config {
   std::string output;            // empty: sonde-<pid>.db in the working directory
   bool trace = false;
-  uint64_t trace_buffer = 1u << 20;
+  uint64_t trace_buffer = 1u << 20;      // events per thread
+  uint64_t trace_memory_mb = 256;        // all threads' trace buffers together
   double flush_interval_s = 10.0;
   std::vector<std::string> counters;
-  bool python = true;
   LogLevel log_level = LogLevel::kWarn;
   uint32_t max_depth = 256;
+  bool record_args = true;       // false: the command's name only
   std::string run_id;            // inherited from the parent process of the same run
+  std::string process_ref;       // SONDE_PROCESS: "pid:process_id" of the parent
+  std::string exec_of;           // SONDE_EXEC_OF: "pid:process_id" of the image exec replaced
   std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
   std::string cupti_library;     // empty: libcupti.so.13, then the CUDA install paths
   std::vector<std::string> gpu_metrics;  // CUPTI metrics per kernel; `tau` stands for a set

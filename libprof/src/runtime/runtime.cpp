@@ -104,18 +104,19 @@ void Runtime::start() {
 
   process_.pid = pid();
   process_.ppid = getppid();
-  process_.command = read_command_line();
+  process_.command = read_command_line(config_.record_args);
   process_.started_ns = clock_.realtime0();
   pid_t ref_pid = 0;
   int64_t ref_id = 0;
-  if (parse_process_ref(getenv("SONDE_EXEC_OF"), ref_pid, ref_id) && ref_pid == pid()) {
+  if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {
     process_.origin = "exec";
     process_.parent_process_id = ref_id;
   } else if (root) {
     process_.origin = "root";
   } else {
     process_.origin = "child";
-    if (parse_process_ref(getenv("SONDE_PROCESS"), ref_pid, ref_id) && ref_pid == process_.ppid) {
+    if (parse_process_ref(config_.process_ref.c_str(), ref_pid, ref_id) &&
+        ref_pid == process_.ppid) {
       process_.parent_process_id = ref_id;
     }
   }
@@ -135,7 +136,7 @@ void Runtime::start() {
   env_preload_ = "LD_PRELOAD=" + object_path_of(reinterpret_cast<const void*>(&Runtime::init));
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
-  run_ = collect_run_info(run_id_, config_.trace, clock_.realtime0());
+  run_ = collect_run_info(run_id_, config_.trace, config_.record_args, clock_.realtime0());
   int bad_peaks = 0;
   peaks_ = read_peaks(config_.peaks_file, bad_peaks);
   if (bad_peaks > 0 && root) {

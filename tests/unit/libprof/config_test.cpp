@@ -51,7 +51,9 @@ TEST(Config, ValidValuesAreParsed) {
                     {"SONDE_TRACE_BUFFER", "4096"},
                     {"SONDE_FLUSH_INTERVAL", "0.5"},
                     {"SONDE_COUNTERS", "a, b,,c"},
-                    {"SONDE_PYTHON", "off"},
+                    {"SONDE_TRACE_MEMORY", "64"},
+                    {"SONDE_RECORD_ARGS", "0"},
+                    {"SONDE_PROCESS", "12:3"},
                     {"SONDE_LOG", "info"},
                     {"SONDE_MAX_DEPTH", "64"},
                     {"SONDE_RUN_ID", "abc123"}});
@@ -60,7 +62,9 @@ TEST(Config, ValidValuesAreParsed) {
   EXPECT_EQ(p.config.trace_buffer, 4096u);
   EXPECT_DOUBLE_EQ(p.config.flush_interval_s, 0.5);
   EXPECT_EQ(p.config.counters, (std::vector<std::string>{"a", "b", "c"}));
-  EXPECT_FALSE(p.config.python);
+  EXPECT_EQ(p.config.trace_memory_mb, 64u);
+  EXPECT_FALSE(p.config.record_args);
+  EXPECT_EQ(p.config.process_ref, "12:3");
   EXPECT_EQ(p.config.log_level, LogLevel::kInfo);
   EXPECT_EQ(p.config.max_depth, 64u);
   EXPECT_EQ(p.config.run_id, "abc123");
@@ -112,12 +116,36 @@ INSTANTIATE_TEST_SUITE_P(
                     BadValue{"SONDE_MAX_DEPTH", "100000"},
                     BadValue{"SONDE_MAX_DEPTH", "12x"},
                     BadValue{"SONDE_LOG", "loud"},
-                    BadValue{"SONDE_OUTPUT", ""}),
+                    BadValue{"SONDE_FLUSH_INTERVAL", "1e10"},
+                    BadValue{"SONDE_FLUSH_INTERVAL", "1e-300"},
+                    BadValue{"SONDE_FLUSH_INTERVAL", "nan"},
+                    BadValue{"SONDE_TRACE_BUFFER", "268435457"},
+                    BadValue{"SONDE_TRACE_BUFFER", "99999999999999999999999"},
+                    BadValue{"SONDE_TRACE_MEMORY", "0"},
+                    BadValue{"SONDE_TRACE_MEMORY", "-5"},
+                    BadValue{"SONDE_RECORD_ARGS", "2"}),
     [](const testing::TestParamInfo<BadValue>& info) {
       std::string name = std::string(info.param.name).substr(6) + "_" +
                          std::to_string(info.index);
       return name;
     });
+
+TEST(Config, EmptyMeansUnsetSilently) {
+  Parsed p = parse({{"SONDE_OUTPUT", ""}, {"SONDE_FLUSH_INTERVAL", ""}, {"SONDE_TRACE", ""}});
+  EXPECT_EQ(p.config.output, "");
+  EXPECT_DOUBLE_EQ(p.config.flush_interval_s, 10.0);
+  EXPECT_EQ(p.stderr_text, "");
+}
+
+TEST(Config, TheRangeIsNamedInTheWarning) {
+  Parsed p = parse({{"SONDE_FLUSH_INTERVAL", "1e10"}});
+  EXPECT_NE(p.stderr_text.find("0 or 0.1 to 1e+06 seconds"), std::string::npos) << p.stderr_text;
+}
+
+TEST(Config, VariablesOfOtherReadersAreNotParsedHere) {
+  Parsed p = parse({{"SONDE_PYTHON", "maybe"}, {"SONDE_LIBRARY", ""}});
+  EXPECT_EQ(p.stderr_text, "");
+}
 
 TEST(Config, TheDefaultIsNamedInTheWarning) {
   Parsed p = parse({{"SONDE_FLUSH_INTERVAL", "abc"}});

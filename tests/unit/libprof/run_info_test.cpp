@@ -9,15 +9,19 @@ namespace sonde {
 namespace {
 
 TEST(RunInfo, EnvironmentAllowListKeepsTuningVariables) {
-  for (const char* name : {"SONDE_X", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                           "PYTHONPATH", "CUDA_VISIBLE_DEVICES", "NCCL_DEBUG"}) {
+  for (const char* name : {"SONDE_TRACE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                           "MKL_NUM_THREADS", "PYTHONHASHSEED", "CUDA_VISIBLE_DEVICES",
+                           "NCCL_DEBUG"}) {
     EXPECT_TRUE(environment_allowed(name)) << name;
   }
 }
 
 TEST(RunInfo, EnvironmentAllowListRejectsEverythingElse) {
   for (const char* name : {"AWS_SECRET_ACCESS_KEY", "HOME", "PATH", "GITHUB_TOKEN", "",
-                           "XSONDE_X", "sonde_x", "LD_PRELOAD"}) {
+                           "XSONDE_X", "sonde_x", "LD_PRELOAD", "SONDE_X", "SONDE_API_KEY",
+                           "SONDE_PROCESS", "PYTHON_API_TOKEN", "PYTHONSTARTUP", "PYTHONPATH",
+                           "CUDA_SECRET", "CUDA_ANYTHING", "NCCL_PASSWORD", "OMP_AUTH",
+                           "MKL_LICENSE_KEY", "OPENBLAS_CREDENTIAL"}) {
     EXPECT_FALSE(environment_allowed(name)) << name;
   }
 }
@@ -49,7 +53,7 @@ TEST(RunInfo, RunUuidsAreHexAndDistinct) {
 }
 
 TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
-  RunInfo r = collect_run_info("u", true, 42);
+  RunInfo r = collect_run_info("u", true, true, 42);
   EXPECT_EQ(r.uuid, "u");
   EXPECT_EQ(r.mode, "trace");
   EXPECT_EQ(r.started_ns, 42);
@@ -57,7 +61,25 @@ TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
   EXPECT_GE(r.affinity_cores, 1);
   EXPECT_LE(r.affinity_cores, r.cores);
   EXPECT_NE(r.command.find("sonde_libprof_tests"), std::string::npos) << r.command;
-  EXPECT_EQ(collect_run_info("u", false, 0).mode, "profile");
+  EXPECT_EQ(collect_run_info("u", false, true, 0).mode, "profile");
+}
+
+TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
+  std::vector<std::string> argv = {"./train",       "--password=hunter2", "--api-key", "sk-1",
+                                   "--steps",       "3",                  "GH_TOKEN=ghp", "-p",
+                                   "--Auth",        "--verbose",          "x"};
+  EXPECT_EQ(redact_arguments(argv, true),
+            "./train --password=<redacted> --api-key <redacted> --steps 3 GH_TOKEN=<redacted> "
+            "-p --Auth --verbose x");
+  EXPECT_EQ(redact_arguments(argv, false), "./train");
+  EXPECT_EQ(redact_arguments({}, true), "");
+}
+
+TEST(RunInfo, SecretLookingNames) {
+  for (const char* name : {"token", "MY_SECRET", "apikey", "db-passwd", "Credentials", "OAUTH"})
+    EXPECT_TRUE(name_looks_secret(name)) << name;
+  for (const char* name : {"--steps", "OMP_NUM_THREADS", "--lr", ""})
+    EXPECT_FALSE(name_looks_secret(name)) << name;
 }
 
 }  // namespace

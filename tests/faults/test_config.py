@@ -1,0 +1,272 @@
+"""Configuration cells: bad values of every SONDE_* variable and `sonde run` flag, bounded trace
+memory, no secret in a profile (environment, command line), children that set their own
+LD_PRELOAD, sonde loaded twice or nested, static binaries."""
+import os
+import re
+import resource
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import (CLI, LIB, PYTHON, Run, calls, clean_env, notes, plain, preloaded, prog,
+                      profile_whole, query, same_behaviour, secrets_absent, sonde_run)
+
+SOURCE = Path(os.environ.get("SONDE_SOURCE", Path(__file__).parents[2]))
+BUILD = Path(os.environ.get("SONDE_BUILD", ""))
+OPTIONS = SOURCE / "libprof/include/sonde/options.hpp"
+
+
+def option_names():
+    """Every variable options.hpp declares: a new one gets its cells without a list to update."""
+    return re.findall(r'OptionSpec\{\s*"(SONDE_[A-Z_]+)"', OPTIONS.read_text())
+
+
+BAD_VALUES = {"empty": "", "garbage": "x!y", "negative": "-1", "huge": "9" * 40,
+              "nan": "nan", "inf": "inf", "overflow": "1e10", "tiny": "1e-300"}
+
+
+def measured(cmd, env, cwd=None, timeout=60, limit_as=None):
+    """Runs cmd to its end; returns the Run and the CPU seconds and peak RSS (MiB) it used."""
+    def limits():
+        os.setsid()
+        if limit_as:
+            resource.setrlimit(resource.RLIMIT_AS, (limit_as, limit_as))
+    start = time.monotonic()
+    p = subprocess.Popen([str(c) for c in cmd], env=env, cwd=cwd, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, errors="replace", preexec_fn=limits)
+    try:
+        out, err = p.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        out, err = p.communicate()
+        timed_out = True
+    # communicate() reaped the child: its rusage is in RUSAGE_CHILDREN's running totals, so the
+    # caller takes differences around this call.
+    return Run(p.returncode, out, err, time.monotonic() - start, timed_out)
+
+
+def child_usage():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def sonde_lines(err):
+    return [line for line in err.splitlines() if "sonde" in line.lower()]
+
+
+# --- bad values ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("value", BAD_VALUES.keys())
+@pytest.mark.parametrize("name", option_names())
+def test_bad_value(name, value, tmp_path):
+    """SONDE_X set to a bad value: the host runs as without sonde, at most one line said"""
+    cmd = [prog("exit_status"), 0]
+    db = str(tmp_path / "prof.db")
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db)
+    env[name] = BAD_VALUES[value]
+    alone = plain(cmd, cwd=tmp_path)
+    profiled = measured(cmd, env, cwd=tmp_path, timeout=30)
+    same_behaviour(alone, profiled)
+    assert len(sonde_lines(profiled.err)) <= 1, profiled.err
+    if name not in ("SONDE_OUTPUT", "SONDE_RUN_ID"):
+        profile_whole(db)
+        assert calls(db, "cblas_sgemm") == 10
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+@pytest.mark.parametrize("value", ["1e10", "1e-300", "1e308"])
+def test_flush_interval_no_busy_loop(how, value, db):
+    """an absurd flush interval: no flush loop burning a core while the host sleeps"""
+    cmd = [prog("cfg_threads"), 1, 10, 1000]
+    if how == "env":
+        env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL=value)
+        full = cmd
+    else:
+        env = clean_env()
+        full = [CLI, "run", "-o", db, "--flush-interval", value, "--", *cmd]
+    before = child_usage()
+    r = measured(full, env, timeout=30)
+    cpu = child_usage() - before
+    assert not r.timed_out and r.rc == 0, r.err
+    assert cpu < 0.25, f"{cpu:.2f} s of CPU in a 1 s sleep: a flush loop"
+    assert len(sonde_lines(r.err)) <= 2, r.err  # the warning and `sonde run`'s last word
+    profile_whole(db)
+
+
+@pytest.mark.parametrize("args", [["report", "--top", "-5"], ["tree", "--min-pct", "nan"],
+                                  ["tree", "--min-pct", "-1"], ["shapes", "--top", "-1"]])
+def test_report_flags_rejected(args, db):
+    """sonde report --top -5, tree --min-pct nan: a usage error, not a silent default"""
+    r = measured([prog("exit_status"), 0], clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db))
+    assert r.rc == 0
+    r = measured([CLI, args[0], db, *args[1:]], clean_env())
+    assert r.rc == 2, f"accepted ({r.rc}): {r.out[:200]}"
+    assert args[1] in r.err, r.err
+
+
+# --- trace memory --------------------------------------------------------------------------
+
+def test_trace_buffer_maximum(db):
+    """SONDE_TRACE_BUFFER=268435456 (the largest accepted): no bad_alloc, events recorded"""
+    cmd = [prog("exit_status"), 0]
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_TRACE=1,
+                    SONDE_TRACE_BUFFER=268435456)
+    # A 3 GiB address space: a buffer reserved whole (6 GiB) fails the same way here as on a
+    # machine without that much memory, and never eats this one's.
+    r = measured(cmd, env, limit_as=3 << 30)
+    same_behaviour(plain(cmd), r)
+    profile_whole(db)
+    assert query(db, "SELECT COUNT(*) FROM trace_events")[0][0] >= 10
+
+
+def test_trace_memory_follows_events(db):
+    """trace mode, 32 threads of 20 calls, default buffer: memory follows the events"""
+    cmd = [prog("cfg_threads"), 32, 20]
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_TRACE=1)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    r = measured(cmd, env)
+    same_behaviour(plain(cmd), r)
+    rss_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert rss_mib < 200 or before / 1024 >= 200, f"peak RSS {rss_mib:.0f} MiB"
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 640
+    assert query(db, "SELECT COUNT(*) FROM trace_events")[0][0] >= 640
+
+
+def test_trace_memory_cap(db):
+    """trace memory capped (SONDE_TRACE_MEMORY=1): drops counted in trace_drops and a note"""
+    cmd = [prog("cfg_threads"), 4, 20000]
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_TRACE=1, SONDE_TRACE_MEMORY=1)
+    r = measured(cmd, env)
+    same_behaviour(plain(cmd), r)
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 80000
+    events = query(db, "SELECT COUNT(*) FROM trace_events")[0][0]
+    dropped = query(db, "SELECT COALESCE(SUM(dropped), 0) FROM trace_drops")[0][0]
+    assert dropped > 0 and events < 80000
+    # Every intercepted call is either an event or a drop (thread roots are no events).
+    assert events + dropped >= 80000
+    assert any("SONDE_TRACE_MEMORY" in n for n in notes(db)), notes(db)
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+ENV_SECRETS = {
+    "PYTHON_API_TOKEN": "tok-6f1d2a", "CUDA_SECRET_THING": "cuda-3e8b77",
+    "NCCL_PASSWORD": "nccl-9a0c11", "OMP_AUTH_HEADER": "omp-bearer-42aa",
+    "MKL_LICENSE_KEY": "mkl-5d5d5d", "OPENBLAS_CREDENTIAL": "oblas-7f7f7f",
+    "SONDE_API_KEY": "sonde-k-1b2b3b", "PYTHONSTARTUP": "/home/alice-secret-dir/startup.py",
+    "CUDA_UNKNOWN_VAR": "cuda-unknown-0b0b", "OMP_PASS": "omp-pass-6c6c",
+}
+
+
+@pytest.mark.parametrize("mode", ["preload", "sonde-run"])
+def test_environment_secrets(mode, db):
+    """secrets in allow-listed prefixes (PYTHON_API_TOKEN, CUDA_*, ...): never in the file"""
+    cmd = [prog("exit_status"), 0]
+    extra = dict(ENV_SECRETS, OMP_NUM_THREADS="3")
+    r = (preloaded(cmd, db, env_extra=extra) if mode == "preload"
+         else sonde_run(cmd, db, env_extra=extra))
+    same_behaviour(plain(cmd), r)
+    profile_whole(db)
+    secrets_absent(db, ENV_SECRETS.values())
+    # The known names that explain a run are still recorded.
+    assert query(db, "SELECT value FROM run_info WHERE key = 'env.OMP_NUM_THREADS'") == [("3",)]
+
+
+ARG_SECRETS = ["hunter2-pw", "sk-live-8c1e9f", "tok-ab12cd", "s3cr3t-val", "bearer-77aa"]
+SECRET_ARGS = ["--password=hunter2-pw", "--api-key", "sk-live-8c1e9f", "--token=tok-ab12cd",
+               "--client-secret", "s3cr3t-val", "AUTH_HEADER=bearer-77aa", "--steps", "3"]
+
+
+@pytest.mark.parametrize("mode", ["preload", "sonde-run", "python"])
+@pytest.mark.parametrize("record", ["args", "no-args"])
+def test_command_line_secrets(mode, record, db, tmp_path):
+    """--password=..., --api-key ...: values redacted in runs and processes (SONDE_RECORD_ARGS=0: none)"""
+    extra = {} if record == "args" else {"SONDE_RECORD_ARGS": "0"}
+    if mode == "python":
+        script = tmp_path / "script.py"
+        script.write_text("import sys\nprint(len(sys.argv))\n")
+        cmd = [PYTHON, "-m", "sonde", "-o", db, str(script), *SECRET_ARGS]
+        extra["PYTHONPATH"] = str(BUILD / "python")
+        r = plain(cmd, env_extra=extra)
+        alone = plain([PYTHON, str(script), *SECRET_ARGS])
+    elif mode == "preload":
+        cmd = [prog("cfg_args"), *SECRET_ARGS]
+        alone, r = plain(cmd), preloaded(cmd, db, env_extra=extra)
+    else:
+        cmd = [prog("cfg_args"), *SECRET_ARGS]
+        args = ["--no-record-args"] if record == "no-args" else []
+        alone, r = plain(cmd), sonde_run(cmd, db, args=args)
+    same_behaviour(alone, r)
+    profile_whole(db)
+    secrets_absent(db, ARG_SECRETS)
+    commands = [c for (c,) in query(db, "SELECT command FROM runs UNION ALL "
+                                        "SELECT command FROM processes")]
+    assert commands
+    for c in commands:
+        if record == "args":
+            assert "--steps 3" in c, c  # what is no secret stays
+        else:
+            assert "--steps" not in c, c
+
+
+# --- children and nesting ------------------------------------------------------------------
+
+@pytest.mark.parametrize("how", ["execve", "shell"])
+def test_child_sets_own_preload(how, db):
+    """a child exec'd with its own LD_PRELOAD (execve env, or LD_PRELOAD=lib ./child): still profiled"""
+    child = [prog("exit_status"), 0]
+    if how == "execve":
+        cmd = [prog("cfg_exec_env"), *child]
+    else:
+        cmd = ["/bin/sh", "-c", f"LD_PRELOAD=libm.so.6 {child[0]} 0"]
+    same_behaviour(plain(cmd), preloaded(cmd, db))
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 10
+
+
+def test_preload_twice(db):
+    """LD_PRELOAD=libsonde.so:libsonde.so: one sonde, every call counted once"""
+    cmd = [prog("exit_status"), 0]
+    r = run_env(cmd, clean_env(LD_PRELOAD=f"{LIB}:{LIB}", SONDE_OUTPUT=db))
+    same_behaviour(plain(cmd), r)
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 10
+
+
+def run_env(cmd, env):
+    return measured(cmd, env, timeout=60)
+
+
+def test_sonde_under_sonde(tmp_path):
+    """sonde run -- sonde run -- prog: the inner run's profile has the host's calls"""
+    outer, inner = str(tmp_path / "outer.db"), str(tmp_path / "inner.db")
+    cmd = [prog("exit_status"), 3]
+    r = run_env([CLI, "run", "-o", outer, "--", CLI, "run", "-o", inner, "--", *cmd], clean_env())
+    alone = plain(cmd)
+    assert r.rc == alone.rc and r.out == alone.out, r.err
+    profile_whole(inner)
+    assert calls(inner, "cblas_sgemm") == 10
+    if Path(outer).exists():
+        profile_whole(outer)
+
+
+def test_static_binary(db, tmp_path):
+    """a statically linked host: runs unchanged, nothing recorded, and `sonde run` says why"""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None or not Path("/usr/lib/x86_64-linux-gnu/libc.a").exists():
+        pytest.skip("no static libc to link with")
+    src = tmp_path / "static_host.c"
+    src.write_text('#include <stdio.h>\nint main(void) { puts("static host"); return 4; }\n')
+    exe = tmp_path / "static_host"
+    subprocess.run([cc, "-static", "-O1", "-o", str(exe), str(src)], check=True)
+    alone = plain([exe])
+    r = sonde_run([exe], db)
+    same_behaviour(alone, r)
+    assert not Path(db).exists()
+    assert "statically linked" in r.err, r.err
