@@ -53,6 +53,24 @@ void region_end(const char* name) {
   while (t->depth() >= i) probe_exit(t, nullptr, nullptr);
 }
 
+// A child given an LD_PRELOAD of its own (`LD_PRELOAD=libfoo.so ./child` from a script) keeps
+// sonde in front of it, so the run's children stay followed. Thread-local, not allocated: this
+// runs in vfork children too.
+char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child) {
+  if (std::strstr(entry, "libsonde") != nullptr) return entry;
+  thread_local char merged[8192];
+  const std::string& ours = rt->env_preload();  // "LD_PRELOAD=/path/libsonde.so"
+  const char* theirs = entry + std::strlen("LD_PRELOAD=");
+  int len = std::snprintf(merged, sizeof merged, "%s%s%s", ours.c_str(), *theirs ? ":" : "",
+                          theirs);
+  if (len > 0 && size_t(len) < sizeof merged) return merged;
+  if (!vfork_child) {
+    rt->add_note("exec", "a child was exec'd with an LD_PRELOAD too long to put sonde in front "
+                         "of it: that child is not profiled");
+  }
+  return entry;
+}
+
 }  // namespace
 
 char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
@@ -70,13 +88,16 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
   for (char* const* e = envp; *e != nullptr; ++e) {
     if (n >= scratch_len - exec_env_extra() - 1) return envp;
     if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=")) continue;
-    has_preload |= starts(*e, "LD_PRELOAD=");
+    if (starts(*e, "LD_PRELOAD=")) {
+      has_preload = true;
+      scratch[n++] = keep_sonde_preloaded(rt, *e, vfork_child);
+      continue;
+    }
     has_output |= starts(*e, "SONDE_OUTPUT=");
     has_run |= starts(*e, "SONDE_RUN_ID=");
     scratch[n++] = *e;
   }
-  // An environment built from scratch still carries the run; one that names its own
-  // LD_PRELOAD is respected.
+  // An environment built from scratch still carries the run.
   if (!has_preload) scratch[n++] = const_cast<char*>(rt->env_preload().c_str());
   if (!has_output) scratch[n++] = const_cast<char*>(rt->env_output().c_str());
   if (!has_run) scratch[n++] = const_cast<char*>(rt->env_run().c_str());
