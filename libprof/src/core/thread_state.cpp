@@ -1,7 +1,10 @@
 #include "core/thread_state.hpp"
 
+#include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #if defined(__x86_64__)
 #include <xmmintrin.h>
@@ -34,8 +37,40 @@ bool same_shape(const ShapeRecord& r, uint32_t node, const void* site, const Gem
 
 }  // namespace
 
+TraceRing::TraceRing(uint64_t capacity, TraceBudget* budget) : budget_(budget) {
+  // Chunks of 4096 events (96 KiB), larger for huge capacities so that the table of chunk
+  // pointers stays within 1024 entries; smaller for small ones.
+  capacity = std::max<uint64_t>(capacity, 1);
+  uint64_t chunk = std::min<uint64_t>(4096, std::bit_ceil(capacity));
+  while (capacity / chunk > 1024) chunk *= 2;
+  chunk_shift_ = uint32_t(std::countr_zero(chunk));
+  chunk_mask_ = chunk - 1;
+  capacity_ = capacity;  // exact: the last chunk is cut to fit
+  chunks_ = std::make_unique<TraceEvent*[]>(chunk_count());  // null: not yet allocated
+}
+
+TraceRing::~TraceRing() {
+  for (uint64_t i = 0; i < chunk_count(); ++i) delete[] chunks_[i];
+  if (budget_ != nullptr) budget_->give(bytes_held_);
+}
+
+TraceEvent* TraceRing::grow() {
+  uint64_t first = write_pos_ & ~chunk_mask_;
+  uint64_t events = std::min(chunk_mask_ + 1, capacity_ - first);
+  uint64_t bytes = events * sizeof(TraceEvent);
+  if (budget_ != nullptr && !budget_->take(bytes)) return nullptr;
+  // Not value-initialised: untouched pages of a chunk cost no memory until events fill them.
+  auto* chunk = new (std::nothrow) TraceEvent[events];
+  if (chunk == nullptr) {
+    if (budget_ != nullptr) budget_->give(bytes);
+    return nullptr;
+  }
+  bytes_held_ += bytes;
+  return chunks_[write_pos_ >> chunk_shift_] = chunk;
+}
+
 ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
-                         uint64_t trace_capacity)
+                         uint64_t trace_capacity, TraceBudget* trace_budget)
     : stack_(std::make_unique<StackEntry[]>(max_depth + 1)),
       max_depth_(max_depth),
       seq_(seq),
@@ -46,7 +81,7 @@ ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t
   nodes[root].calls.store(1, std::memory_order_relaxed);
   nodes.publish(root);
   stack_[0].start.store(start_ticks, std::memory_order_relaxed);
-  if (trace_capacity > 0) trace = std::make_unique<TraceRing>(trace_capacity);
+  if (trace_capacity > 0) trace = std::make_unique<TraceRing>(trace_capacity, trace_budget);
   sample_fpu();
 }
 

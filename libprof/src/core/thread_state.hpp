@@ -59,41 +59,95 @@ struct TraceEvent {
   uint64_t start, end;
 };
 
-// Bounded single-producer (owner) single-consumer (flusher) ring.
+// The trace buffers of all threads of a process draw on one budget (SONDE_TRACE_MEMORY): 64
+// threads at the default per-thread capacity would otherwise hold 1.6 GB.
+class TraceBudget {
+ public:
+  explicit TraceBudget(uint64_t cap_bytes) : cap_(cap_bytes) {}
+  bool take(uint64_t bytes) {
+    if (used_.fetch_add(bytes, std::memory_order_relaxed) + bytes <= cap_) return true;
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+    return false;
+  }
+  void give(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  uint64_t cap() const { return cap_; }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  const uint64_t cap_;
+  std::atomic<uint64_t> used_{0};
+};
+
+// Bounded single-producer (owner) single-consumer (flusher) ring of `capacity` events, stored
+// in chunks allocated as the ring first reaches them: memory follows the events a thread
+// records, not the capacity it may use. A chunk the budget refuses (or malloc) drops the event,
+// counted, never aborts. Chunks stay until the ring dies, so a steady thread allocates nothing.
 class TraceRing {
  public:
-  explicit TraceRing(uint64_t capacity) : events_(capacity) {}
+  explicit TraceRing(uint64_t capacity, TraceBudget* budget = nullptr);
+  ~TraceRing();
+  TraceRing(const TraceRing&) = delete;
+  TraceRing& operator=(const TraceRing&) = delete;
+
   void push(const TraceEvent& e) {
     uint64_t h = head_.load(std::memory_order_relaxed);
-    if (h - tail_.load(std::memory_order_acquire) == events_.size()) {
+    if (h - tail_.load(std::memory_order_acquire) == capacity_) {
       bump(dropped_, 1);
       return;
     }
-    events_[h % events_.size()] = e;
+    TraceEvent* chunk = chunks_[write_pos_ >> chunk_shift_];
+    if (chunk == nullptr && (chunk = grow()) == nullptr) {
+      bump(dropped_, 1);
+      bump(dropped_by_budget_, 1);
+      return;
+    }
+    chunk[write_pos_ & chunk_mask_] = e;
+    if (++write_pos_ == capacity_) write_pos_ = 0;
+    // Publishes the event and the chunk pointer written before it.
     head_.store(h + 1, std::memory_order_release);
   }
   template <class F>
   void drain(F&& consume) {
     uint64_t t = tail_.load(std::memory_order_relaxed);
     uint64_t h = head_.load(std::memory_order_acquire);
-    for (; t != h; ++t) consume(events_[t % events_.size()]);
+    for (; t != h; ++t) {
+      consume(chunks_[read_pos_ >> chunk_shift_][read_pos_ & chunk_mask_]);
+      if (++read_pos_ == capacity_) read_pos_ = 0;
+    }
     tail_.store(t, std::memory_order_release);
   }
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
+  // The part of dropped() refused by the process's budget rather than this ring's capacity.
+  uint64_t dropped_by_budget() const { return dropped_by_budget_.load(std::memory_order_relaxed); }
+  uint64_t capacity() const { return capacity_; }
+  uint64_t bytes_held() const { return bytes_held_; }
+  // Only with the owner stopped (fork child): forgets unread events, keeps the chunks.
   void clear() {
     tail_.store(head_.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    read_pos_ = write_pos_;
     dropped_.store(0, std::memory_order_relaxed);
+    dropped_by_budget_.store(0, std::memory_order_relaxed);
   }
 
  private:
-  std::vector<TraceEvent> events_;
-  std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0};
+  TraceEvent* grow();
+  uint64_t chunk_count() const { return (capacity_ + chunk_mask_) >> chunk_shift_; }
+
+  TraceBudget* budget_;
+  uint64_t capacity_;
+  uint32_t chunk_shift_;
+  uint64_t chunk_mask_;
+  std::unique_ptr<TraceEvent*[]> chunks_;
+  uint64_t bytes_held_ = 0;
+  uint64_t write_pos_ = 0;  // owner: slot of the next push
+  uint64_t read_pos_ = 0;   // flusher: slot of the next drain
+  std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0}, dropped_by_budget_{0};
 };
 
 class ThreadState {
  public:
   ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
-              uint64_t trace_capacity);
+              uint64_t trace_capacity, TraceBudget* trace_budget = nullptr);
 
   // --- owner thread, hot path ---
   uint32_t child_of(uint32_t parent, RoutineId routine);

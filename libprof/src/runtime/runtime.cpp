@@ -99,6 +99,7 @@ void Runtime::start() {
   clock_.init();
   config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
   pid_ = getpid();
+  trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();
   run_id_ = root ? new_run_uuid() : config_.run_id;
 
@@ -176,7 +177,8 @@ ThreadState* Runtime::attach_current_thread() {
   {
     AsyncSignalBlock no_signals;
     std::lock_guard lock(threads_mu_);
-    t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace);
+    t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace,
+                        trace_budget_.get());
     threads_.push_back(t);
   }
   if (counters_) {
@@ -284,13 +286,14 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     std::lock_guard tl(threads_mu_);
     threads = threads_;
   }
-  uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0;
+  uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
   for (ThreadState* t : threads) {
     d.threads.push_back(take_snapshot(*t, clock_, now));
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
     mismatches += s.region_mismatches;
     dropped += s.dropped_events;
+    if (t->trace) over_budget += t->trace->dropped_by_budget();
   }
   if (overflows > 0) {
     add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
@@ -298,9 +301,12 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
                                   overflows, config_.max_depth));
   }
   if (dropped > 0) {
+    std::string budget = over_budget == 0 ? "" : fmt::format(
+        ", {} of them beyond SONDE_TRACE_MEMORY={} MiB for all threads", over_budget,
+        config_.trace_memory_mb);
     add_note("trace-drops", fmt::format("trace mode dropped {} events (SONDE_TRACE_BUFFER={} per "
-                                        "thread); the profile itself counts every call",
-                                        dropped, config_.trace_buffer),
+                                        "thread{}); the profile itself counts every call",
+                                        dropped, config_.trace_buffer, budget),
              false);
   }
   if (mismatches > 0) {

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -84,6 +85,7 @@ class Runtime {
   static std::atomic<Runtime*> instance_;
 
   Config config_;
+  std::unique_ptr<TraceBudget> trace_budget_;  // trace mode: all threads' buffers together
   Clock clock_;
   RoutineRegistry routines_;
   std::string output_;

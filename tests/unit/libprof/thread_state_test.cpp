@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <vector>
 
 #include "frames.hpp"
 
@@ -186,6 +187,70 @@ TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
   EXPECT_EQ(t.stack_[2].node.load(), c);
   // The tree itself survives: the same paths map to the same nodes.
   EXPECT_EQ(t.child_of(a, 2), b);
+}
+
+std::vector<uint32_t> drained(TraceRing& r) {
+  std::vector<uint32_t> out;
+  r.drain([&](const TraceEvent& e) { out.push_back(e.node); });
+  return out;
+}
+
+TEST(TraceRing, KeepsOrderAcrossChunksAndWrapsAround) {
+  TraceRing r(10000);  // chunks of 4096, 4096 and 1808 events
+  EXPECT_EQ(r.capacity(), 10000u);
+  EXPECT_EQ(r.bytes_held(), 0u);  // nothing allocated before the first event
+  uint32_t next = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 9000; ++i) r.push(TraceEvent{next++, 0, 0});
+    std::vector<uint32_t> got = drained(r);
+    ASSERT_EQ(got.size(), 9000u);
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], next - 9000 + i);
+  }
+  EXPECT_EQ(r.dropped(), 0u);
+  EXPECT_EQ(r.bytes_held(), 10000 * sizeof(TraceEvent));
+}
+
+TEST(TraceRing, AFullRingDropsAndCounts) {
+  TraceRing r(16);
+  for (uint32_t i = 0; i < 20; ++i) r.push(TraceEvent{i, 0, 0});
+  EXPECT_EQ(drained(r).size(), 16u);
+  EXPECT_EQ(r.dropped(), 4u);
+  EXPECT_EQ(r.dropped_by_budget(), 0u);
+}
+
+TEST(TraceRing, TheLargestCapacityReservesNothingUpFront) {
+  TraceRing r(uint64_t(1) << 28);  // 6 GiB if reserved whole
+  EXPECT_EQ(r.bytes_held(), 0u);
+  r.push(TraceEvent{1, 2, 3});
+  EXPECT_LE(r.bytes_held(), uint64_t(8) << 20);
+  EXPECT_EQ(drained(r), std::vector<uint32_t>{1});
+}
+
+TEST(TraceRing, RingsShareTheBudgetAndGiveItBack) {
+  TraceBudget budget(2 * 4096 * sizeof(TraceEvent));  // two chunks for everyone
+  {
+    TraceRing a(1 << 20, &budget), b(1 << 20, &budget);
+    for (uint32_t i = 0; i < 4096 + 1; ++i) a.push(TraceEvent{i, 0, 0});  // two chunks
+    b.push(TraceEvent{7, 0, 0});  // none left
+    EXPECT_EQ(a.dropped(), 0u);
+    EXPECT_EQ(b.dropped(), 1u);
+    EXPECT_EQ(b.dropped_by_budget(), 1u);
+    EXPECT_EQ(budget.used(), budget.cap());
+  }
+  EXPECT_EQ(budget.used(), 0u);
+  TraceRing c(64, &budget);
+  c.push(TraceEvent{9, 0, 0});
+  EXPECT_EQ(drained(c), std::vector<uint32_t>{9});
+}
+
+TEST(TraceRing, ClearForgetsUnreadEventsAndCounts) {
+  TraceRing r(8);
+  for (uint32_t i = 0; i < 10; ++i) r.push(TraceEvent{i, 0, 0});
+  r.clear();
+  EXPECT_EQ(r.dropped(), 0u);
+  EXPECT_TRUE(drained(r).empty());
+  r.push(TraceEvent{42, 0, 0});
+  EXPECT_EQ(drained(r), std::vector<uint32_t>{42});
 }
 
 }  // namespace
