@@ -252,8 +252,11 @@ def test_sonde_under_sonde(tmp_path):
     assert r.rc == alone.rc and r.out == alone.out, r.err
     profile_whole(inner)
     assert calls(inner, "cblas_sgemm") == 10
-    if Path(outer).exists():
-        profile_whole(outer)
+    profile_whole(outer)  # the inner sonde itself, profiled by the outer one
+    # Two runs, each in its own file: the host joined the inner one, not the outer.
+    [(inner_uuid,)] = query(inner, "SELECT uuid FROM runs")
+    [(outer_uuid,)] = query(outer, "SELECT uuid FROM runs")
+    assert inner_uuid != outer_uuid
 
 
 def test_static_binary(db, tmp_path):

@@ -84,7 +84,7 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
     return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
   };
   int n = 0;
-  bool has_preload = false, has_output = false, has_run = false;
+  bool has_preload = false, has_output = false, has_run = false, other_output = false;
   for (char* const* e = envp; *e != nullptr; ++e) {
     if (n >= scratch_len - exec_env_extra() - 1) return envp;
     if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=")) continue;
@@ -93,14 +93,18 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
       scratch[n++] = keep_sonde_preloaded(rt, *e, vfork_child);
       continue;
     }
-    has_output |= starts(*e, "SONDE_OUTPUT=");
+    if (starts(*e, "SONDE_OUTPUT=")) {
+      has_output = true;
+      // Another output is a run of its own (a nested `sonde run`), which must not join ours.
+      other_output = std::strcmp(*e, rt->env_output().c_str()) != 0;
+    }
     has_run |= starts(*e, "SONDE_RUN_ID=");
     scratch[n++] = *e;
   }
   // An environment built from scratch still carries the run.
   if (!has_preload) scratch[n++] = const_cast<char*>(rt->env_preload().c_str());
   if (!has_output) scratch[n++] = const_cast<char*>(rt->env_output().c_str());
-  if (!has_run) scratch[n++] = const_cast<char*>(rt->env_run().c_str());
+  if (!has_run && !other_output) scratch[n++] = const_cast<char*>(rt->env_run().c_str());
   thread_local char process_ref[64], exec_of[64];
   std::snprintf(process_ref, sizeof process_ref, "SONDE_PROCESS=%d:%lld", int(rt->pid()),
                 (long long)rt->process_id());
