@@ -1,5 +1,7 @@
 #include "runtime/config.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -54,6 +56,21 @@ bool parse_level(std::string_view v, LogLevel& out) {
   return false;
 }
 
+// A run id travels between processes and names the run in the file: a short word.
+bool valid_run_id(std::string_view v) {
+  return v.size() <= 64 && std::all_of(v.begin(), v.end(), [](char ch) {
+           return std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_';
+         });
+}
+
+// "pid:process_id", as sonde writes it.
+bool valid_process_ref(std::string_view v) {
+  size_t colon = v.find(':');
+  uint64_t a = 0, b = 0;
+  return colon != std::string_view::npos && parse_uint(v.substr(0, colon), a) &&
+         parse_uint(v.substr(colon + 1), b);
+}
+
 std::vector<std::string> split_list(std::string_view v) {
   std::vector<std::string> items;
   while (!v.empty()) {
@@ -81,9 +98,9 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
   if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;
   if (name == "SONDE_LOG") return parse_level(v, c.log_level);
   if (name == "SONDE_MAX_DEPTH") return parse_uint(v, u) && (c.max_depth = uint32_t(u), true);
-  if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), true;
-  if (name == "SONDE_PROCESS") return c.process_ref = std::string(v), true;
-  if (name == "SONDE_EXEC_OF") return c.exec_of = std::string(v), true;
+  if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), valid_run_id(v);
+  if (name == "SONDE_PROCESS") return c.process_ref = std::string(v), valid_process_ref(v);
+  if (name == "SONDE_EXEC_OF") return c.exec_of = std::string(v), valid_process_ref(v);
   if (name == "SONDE_PEAKS") return c.peaks_file = std::string(v), !v.empty();
   if (name == "SONDE_CUPTI_LIBRARY") return c.cupti_library = std::string(v), !v.empty();
   if (name == "SONDE_GPU_METRICS") return c.gpu_metrics = split_list(v), true;

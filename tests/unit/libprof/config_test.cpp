@@ -97,6 +97,9 @@ TEST_P(ConfigBadValue, KeepsTheDefaultAndWarnsOnceNamingTheVariable) {
   EXPECT_EQ(p.config.max_depth, d.max_depth);
   EXPECT_EQ(p.config.log_level, d.log_level);
   EXPECT_EQ(p.config.output, d.output);
+  EXPECT_EQ(p.config.run_id, d.run_id);
+  EXPECT_EQ(p.config.process_ref, d.process_ref);
+  EXPECT_EQ(p.config.exec_of, d.exec_of);
   EXPECT_EQ(lines(p.stderr_text), 1u) << p.stderr_text;
   EXPECT_NE(p.stderr_text.find(bad.name), std::string::npos) << p.stderr_text;
   EXPECT_NE(p.stderr_text.find(std::string("'") + bad.value + "'"), std::string::npos)
@@ -123,7 +126,10 @@ INSTANTIATE_TEST_SUITE_P(
                     BadValue{"SONDE_TRACE_BUFFER", "99999999999999999999999"},
                     BadValue{"SONDE_TRACE_MEMORY", "0"},
                     BadValue{"SONDE_TRACE_MEMORY", "-5"},
-                    BadValue{"SONDE_RECORD_ARGS", "2"}),
+                    BadValue{"SONDE_RECORD_ARGS", "2"},
+                    BadValue{"SONDE_RUN_ID", "x!y"},
+                    BadValue{"SONDE_PROCESS", "12"},
+                    BadValue{"SONDE_EXEC_OF", "a:b"}),
     [](const testing::TestParamInfo<BadValue>& info) {
       std::string name = std::string(info.param.name).substr(6) + "_" +
                          std::to_string(info.index);
