@@ -239,6 +239,20 @@ def test_preload_twice(db):
     assert calls(db, "cblas_sgemm") == 10
 
 
+def test_two_copies_preloaded(db, tmp_path):
+    """two different libsonde.so files preloaded: the first records, the second stays off, said once"""
+    other = tmp_path / "other" / "libsonde.so"
+    other.parent.mkdir()
+    shutil.copy(LIB, other)
+    cmd = [prog("exit_status"), 0]
+    r = run_env(cmd, clean_env(LD_PRELOAD=f"{LIB}:{other}", SONDE_OUTPUT=db))
+    same_behaviour(plain(cmd), r)
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 10
+    assert query(db, "SELECT COUNT(*) FROM processes")[0][0] == 1
+    assert len(sonde_lines(r.err)) == 1 and "stays inactive" in r.err, r.err
+
+
 def run_env(cmd, env):
     return measured(cmd, env, timeout=60)
 
