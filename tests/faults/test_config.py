@@ -19,9 +19,16 @@ BUILD = Path(os.environ.get("SONDE_BUILD", ""))
 OPTIONS = SOURCE / "libprof/include/sonde/options.hpp"
 
 
-def option_names():
-    """Every variable options.hpp declares: a new one gets its cells without a list to update."""
-    return re.findall(r'OptionSpec\{\s*"(SONDE_[A-Z_]+)"', OPTIONS.read_text())
+def option_names(reader="kLibrary"):
+    """The variables options.hpp declares for a reader (the library unless the spec names
+    another): a new one gets its cells without a list to update."""
+    names = []
+    for block in OPTIONS.read_text().split("OptionSpec{")[1:]:
+        m = re.match(r'\s*"(SONDE_[A-Z_]+)"', block)
+        spec_reader = re.search(r"OptionReader::(k[A-Za-z]+)", block)
+        if m and (spec_reader.group(1) if spec_reader else "kLibrary") == reader:
+            names.append(m.group(1))
+    return names
 
 
 BAD_VALUES = {"empty": "", "garbage": "x!y", "negative": "-1", "huge": "9" * 40,
@@ -75,6 +82,26 @@ def test_bad_value(name, value, tmp_path):
     if name != "SONDE_OUTPUT":
         profile_whole(db)
         assert calls(db, "cblas_sgemm") == 10
+
+
+@pytest.mark.parametrize("value", BAD_VALUES.keys())
+@pytest.mark.parametrize("name", option_names("kPython"))
+def test_bad_value_python(name, value, db, tmp_path):
+    """SONDE_X of the Python side set to a bad value under python3 -m sonde: the script runs as alone
+    (SONDE_PYTHON_BUILTINS, which chooses the hook: refused before the script starts, exit 2)"""
+    script = tmp_path / "script.py"
+    script.write_text("import subprocess, sys\n"
+                      "print(subprocess.run([sys.executable, '-c', 'print(6 * 7)'],"
+                      " capture_output=True, text=True).stdout.strip())\n")
+    env = clean_env(PYTHONPATH=BUILD / "python")
+    env[name] = BAD_VALUES[value]
+    r = measured([PYTHON, "-m", "sonde", "-o", db, script], env, cwd=tmp_path, timeout=60)
+    if name == "SONDE_PYTHON_BUILTINS" and value != "empty":
+        assert r.rc == 2 and r.err.count("\n") == 1 and name in r.err, r.err
+        return
+    same_behaviour(plain([PYTHON, script], cwd=tmp_path), r)
+    assert len(sonde_lines(r.err)) <= 1, r.err
+    profile_whole(db)
 
 
 @pytest.mark.parametrize("how", ["env", "flag"])
