@@ -205,9 +205,11 @@ def test_environment_secrets(mode, db):
     assert query(db, "SELECT value FROM run_info WHERE key = 'env.OMP_NUM_THREADS'") == [("3",)]
 
 
-ARG_SECRETS = ["hunter2-pw", "sk-live-8c1e9f", "tok-ab12cd", "s3cr3t-val", "bearer-77aa"]
+ARG_SECRETS = ["hunter2-pw", "sk-live-8c1e9f", "tok-ab12cd", "s3cr3t-val", "bearer-77aa",
+               "urlpw-5e5e"]
 SECRET_ARGS = ["--password=hunter2-pw", "--api-key", "sk-live-8c1e9f", "--token=tok-ab12cd",
-               "--client-secret", "s3cr3t-val", "AUTH_HEADER=bearer-77aa", "--steps", "3"]
+               "--client-secret", "s3cr3t-val", "AUTH_HEADER=bearer-77aa",
+               "--db=postgres://ann:urlpw-5e5e@dbhost/x", "--steps", "3"]
 
 
 @pytest.mark.parametrize("mode", ["preload", "sonde-run", "python"])

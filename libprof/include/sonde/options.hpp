@@ -93,7 +93,7 @@ inline constexpr std::array kOptionSpecs{
                "only, not its arguments. With `1`, the values of arguments whose name looks "
                "secret (`--password=...`, `--api-key ...`, `TOKEN=...`: a name containing "
                "TOKEN, SECRET, KEY, PASSWORD, PASS, CREDENTIAL or AUTH) are recorded as "
-               "`<redacted>`."},
+               "`<redacted>`, and so are passwords in URLs (`scheme://user:<redacted>@host`)."},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
                "In processes that use CUDA: the CUPTI library to load (default: the loader's "
                "search, then `/usr/local/cuda/lib64` and `extras/CUPTI/lib64`). See "

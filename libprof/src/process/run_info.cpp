@@ -26,6 +26,19 @@ bool name_looks_secret(std::string_view name) {
                      [&](std::string_view w) { return upper.find(w) != std::string::npos; });
 }
 
+// scheme://user:password@host keeps the user and host, not the password.
+std::string redact_url_password(std::string word) {
+  size_t scheme = word.find("://");
+  if (scheme == std::string::npos) return word;
+  size_t start = scheme + 3;
+  size_t at = word.find('@', start);
+  size_t slash = word.find('/', start);
+  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return word;
+  size_t colon = word.find(':', start);
+  if (colon == std::string::npos || colon > at) return word;
+  return word.substr(0, colon + 1) + "<redacted>" + word.substr(at);
+}
+
 std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
   std::string out;
   bool value_follows = false;  // the previous word was a secret-looking option without '='
@@ -45,7 +58,7 @@ std::string redact_arguments(const std::vector<std::string>& argv, bool with_arg
       }
     }
     if (!out.empty()) out += ' ';
-    out += word;
+    out += i > 0 ? redact_url_password(word) : word;
   }
   return out;
 }

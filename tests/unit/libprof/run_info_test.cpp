@@ -72,6 +72,8 @@ TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
             "./train --password=<redacted> --api-key <redacted> --steps 3 GH_TOKEN=<redacted> "
             "-p --Auth --verbose x");
   EXPECT_EQ(redact_arguments(argv, false), "./train");
+  EXPECT_EQ(redact_arguments({"x", "--db=postgres://ann:pw1@db:5432/x", "http://h/a@b:c"}, true),
+            "x --db=postgres://ann:<redacted>@db:5432/x http://h/a@b:c");
   EXPECT_EQ(redact_arguments({}, true), "");
 }
 
