@@ -1,5 +1,6 @@
 #include "tools/launcher.hpp"
 
+#include <elf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
@@ -63,6 +64,28 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
         throw Error(fmt::format("cannot remove {}: {}", path, std::strerror(errno)));
     }
   }
+}
+
+// An ELF executable without a program interpreter is linked statically: the dynamic loader
+// never runs, so LD_PRELOAD (and sonde) cannot reach it. Scripts and other files: false.
+bool statically_linked(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Elf64_Ehdr eh{};
+  bool is_static = false;
+  if (::pread(fd, &eh, sizeof eh, 0) == ssize_t(sizeof eh) &&
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    is_static = true;
+    for (unsigned i = 0; i < eh.e_phnum && is_static; ++i) {
+      Elf64_Phdr ph{};
+      if (::pread(fd, &ph, sizeof ph, off_t(eh.e_phoff + i * sizeof ph)) != ssize_t(sizeof ph) ||
+          ph.p_type == PT_INTERP)
+        is_static = false;
+    }
+  }
+  ::close(fd);
+  return is_static;
 }
 
 const OptionSpec& spec_of(std::string_view name) {
@@ -147,6 +170,10 @@ int run_command(const RunOptions& o) {
   fs::path output = fs::absolute(o.output).lexically_normal();
   prepare_output(output, o.output, o.force);
   set_environment(o, output.string(), library);
+  bool is_static = statically_linked(*program);
+  if (is_static)
+    fmt::print(stderr, "sonde run: {} is statically linked: LD_PRELOAD cannot reach it, so "
+               "nothing is recorded; it runs as usual\n", *program);
 
   std::vector<char*> argv;
   for (const auto& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -188,7 +215,7 @@ int run_command(const RunOptions& o) {
   }
   if (::access(output.c_str(), F_OK) == 0)
     fmt::print(stderr, "sonde: profile written to {}\n", o.output);
-  else
+  else if (!is_static)
     fmt::print(stderr,
                "sonde: warning: no profile was written to {} (statically linked program, or "
                "one that never loaded libsonde.so?)\n",

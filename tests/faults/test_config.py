@@ -315,4 +315,4 @@ def test_static_binary(db, tmp_path):
     r = sonde_run([exe], db)
     same_behaviour(alone, r)
     assert not Path(db).exists()
-    assert "statically linked" in r.err, r.err
+    assert len(sonde_lines(r.err)) == 1 and "is statically linked" in r.err, r.err
