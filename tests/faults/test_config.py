@@ -84,6 +84,17 @@ def test_bad_value(name, value, tmp_path):
         assert calls(db, "cblas_sgemm") == 10
 
 
+def test_bad_value_said_once_per_run(db):
+    """a bad value in a run of several processes (a shell and its children): said once, not per process"""
+    child = prog("exit_status")
+    cmd = ["/bin/sh", "-c", f"{child} 0 && {child} 0"]
+    r = run_env(cmd, clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_MAX_DEPTH="1"))
+    same_behaviour(plain(cmd), r)
+    assert sum("SONDE_MAX_DEPTH" in line for line in r.err.splitlines()) == 1, r.err
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 20
+
+
 @pytest.mark.parametrize("value", BAD_VALUES.keys())
 @pytest.mark.parametrize("name", option_names("kPython"))
 def test_bad_value_python(name, value, db, tmp_path):

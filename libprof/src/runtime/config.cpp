@@ -148,9 +148,13 @@ Config parse_config(EnvLookup lookup) {
       c.peaks_file = std::string(home) + "/.cache/sonde/peaks.txt";
     }
   }
-  // The level must be known before the complaints are printed.
+  // The level must be known before the complaints are printed. A process that joins a run
+  // (SONDE_RUN_ID set by its root) inherited the same values, which the root has already
+  // complained about: a shell script's every command would say it again.
   set_log_level(c.log_level);
-  for (const auto& line : complaints) warn("{}", line);
+  if (c.run_id.empty()) {
+    for (const auto& line : complaints) warn("{}", line);
+  }
   return c;
 }
 

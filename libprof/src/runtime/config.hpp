@@ -31,7 +31,8 @@ struct Config {
 using EnvLookup = const char* (*)(const char*);
 
 // Parses the environment through `lookup` (getenv in production). A bad value produces one
-// warning naming the variable and the default used instead; it never fails.
+// warning naming the variable and the default used instead (in the run's root process only);
+// it never fails.
 Config parse_config(EnvLookup lookup);
 
 }  // namespace sonde

@@ -143,6 +143,12 @@ TEST(Config, EmptyMeansUnsetSilently) {
   EXPECT_EQ(p.stderr_text, "");
 }
 
+TEST(Config, AProcessJoiningARunLeavesTheWarningToItsRoot) {
+  Parsed p = parse({{"SONDE_RUN_ID", "abc"}, {"SONDE_MAX_DEPTH", "1"}});
+  EXPECT_EQ(p.config.max_depth, Config().max_depth);
+  EXPECT_EQ(p.stderr_text, "");
+}
+
 TEST(Config, TheRangeIsNamedInTheWarning) {
   Parsed p = parse({{"SONDE_FLUSH_INTERVAL", "1e10"}});
   EXPECT_NE(p.stderr_text.find("0 or 0.1 to 1e+06 seconds"), std::string::npos) << p.stderr_text;
