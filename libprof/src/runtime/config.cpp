@@ -118,7 +118,9 @@ Config parse_config(EnvLookup lookup) {
     // Empty is unset, as `SONDE_X= prog` means in a shell.
     if (value == nullptr || *value == '\0' || spec.reader != OptionReader::kLibrary) continue;
     std::string_view v(value);
+    // Shown on one line, whatever the value holds.
     std::string shown(v.substr(0, 64));
+    for (char& ch : shown) ch = std::isprint(static_cast<unsigned char>(ch)) ? ch : '?';
     if (v.size() > 64) shown += "...";
     auto complain = [&](const std::string& why) {
       complaints.push_back(fmt::format("ignoring {}='{}': {}; using the default '{}'", spec.name,

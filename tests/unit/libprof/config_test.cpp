@@ -149,6 +149,13 @@ TEST(Config, AProcessJoiningARunLeavesTheWarningToItsRoot) {
   EXPECT_EQ(p.stderr_text, "");
 }
 
+TEST(Config, AValueIsShownOnOneLineAndShort) {
+  Parsed p = parse({{"SONDE_LOG", "a\nb" + std::string(200, 'x')}});
+  EXPECT_EQ(lines(p.stderr_text), 1u) << p.stderr_text;
+  EXPECT_NE(p.stderr_text.find("'a?bxxx"), std::string::npos) << p.stderr_text;
+  EXPECT_LT(p.stderr_text.size(), 200u);
+}
+
 TEST(Config, TheRangeIsNamedInTheWarning) {
   Parsed p = parse({{"SONDE_FLUSH_INTERVAL", "1e10"}});
   EXPECT_NE(p.stderr_text.find("0 or 0.1 to 1e+06 seconds"), std::string::npos) << p.stderr_text;
