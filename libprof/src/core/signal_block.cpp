@@ -5,14 +5,15 @@
 namespace sonde {
 
 namespace {
-// The signals sonde flushes on that arrive from outside, at any point of the host's code.
-constexpr int kAsyncSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGXCPU};
+// A fault in sonde's own code must still kill at once (blocked, it would kill without a
+// flush, or hang): only the signals that come from outside are held back.
+constexpr int kSynchronousSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
 }  // namespace
 
 AsyncSignalBlock::AsyncSignalBlock() {
   sigset_t block;
-  sigemptyset(&block);
-  for (int sig : kAsyncSignals) sigaddset(&block, sig);
+  sigfillset(&block);
+  for (int sig : kSynchronousSignals) sigdelset(&block, sig);
   pthread_sigmask(SIG_BLOCK, &block, &old_);
 }
 

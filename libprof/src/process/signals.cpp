@@ -1,7 +1,12 @@
 #include "process/signals.hpp"
 
 #include <dlfcn.h>
-#include <signal.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
 
 #include "runtime/runtime.hpp"
 
@@ -9,32 +14,256 @@ namespace sonde {
 
 namespace {
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT,
-                            SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXCPU};
+constexpr int kSignalLimit = 65;  // _NSIG on Linux: signals 1..64
 
+// The host's disposition of one signal sonde took over. `handler` and `flags` are what the
+// signal handler reads, without a lock, under the table's sequence count; `action` is the
+// whole structure a query returns, read and written under the lock.
+struct HostDisposition {
+  std::atomic<uintptr_t> handler{0};
+  std::atomic<int> flags{0};
+  struct sigaction action {};
+};
 
-void on_signal(int sig, siginfo_t*, void*) {
-  if (Runtime* rt = Runtime::get()) rt->flush_from_signal(sig);
-  // SA_RESETHAND restored the default action: dying now looks exactly as it would have.
-  raise(sig);
+struct Table {
+  std::atomic<bool> managed[kSignalLimit]{};
+  HostDisposition host[kSignalLimit];
+  std::atomic<uint32_t> seq{0};
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  std::atomic<pid_t> owner{0};  // the process the table describes (a vfork child shares it)
+  sigset_t fork_saved{};
+};
+
+// Constant-initialised: wrappers may be called before any constructor has run.
+constinit Table g_table;
+
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
+constinit std::atomic<SigactionFn> g_real{nullptr};
+
+uintptr_t handler_of(const struct sigaction& a) {
+  return (a.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<uintptr_t>(a.sa_sigaction)
+                                        : reinterpret_cast<uintptr_t>(a.sa_handler);
+}
+
+const uintptr_t kDefault = reinterpret_cast<uintptr_t>(SIG_DFL);
+const uintptr_t kIgnore = reinterpret_cast<uintptr_t>(SIG_IGN);
+
+bool terminates_by_default(int sig) {
+  switch (sig) {
+    case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
+    case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
+    case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
+    case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
+      return true;
+    default:
+      return sig >= SIGRTMIN && sig <= SIGRTMAX;
+  }
+}
+
+// Held with every signal blocked on this thread: a handler that interrupted the holder and
+// then waited for the lock would wait forever. Signal handlers take it too.
+class TableLock {
+ public:
+  TableLock() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, &saved_);
+    while (g_table.lock.test_and_set(std::memory_order_acquire)) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    }
+  }
+  ~TableLock() {
+    g_table.lock.clear(std::memory_order_release);
+    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  TableLock(const TableLock&) = delete;
+  TableLock& operator=(const TableLock&) = delete;
+
+ private:
+  sigset_t saved_;
+};
+
+void store_host(int sig, const struct sigaction& a) {  // under TableLock
+  HostDisposition& d = g_table.host[sig];
+  g_table.seq.fetch_add(1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  d.action = a;
+  d.handler.store(handler_of(a), std::memory_order_relaxed);
+  d.flags.store(a.sa_flags, std::memory_order_relaxed);
+  g_table.seq.fetch_add(1, std::memory_order_release);
+}
+
+struct HostView {
+  uintptr_t handler;
+  int flags;
+};
+
+// Lock-free: a writer holds the lock with its signals blocked, so it is never this thread.
+HostView load_host(int sig) {
+  const HostDisposition& d = g_table.host[sig];
+  for (;;) {
+    uint32_t before = g_table.seq.load(std::memory_order_acquire);
+    if ((before & 1) == 0) {
+      HostView v{d.handler.load(std::memory_order_relaxed), d.flags.load(std::memory_order_relaxed)};
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (g_table.seq.load(std::memory_order_relaxed) == before) return v;
+    }
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+}
+
+void on_signal(int sig, siginfo_t* info, void* context);
+
+// What the kernel holds for a host disposition: sonde's handler, except where the host ignores
+// the signal (ignored signals must stay ignored across exec, and never interrupt a call).
+struct sigaction kernel_action(const struct sigaction& host) {
+  uintptr_t h = handler_of(host);
+  if (h == kIgnore) return host;
+  struct sigaction k {};
+  k.sa_sigaction = on_signal;
+  if (h == kDefault) {
+    // Flush and die: nothing else runs meanwhile, and a stack overflow finds the host's
+    // alternate stack where it has one.
+    k.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
+    sigfillset(&k.sa_mask);
+  } else {
+    // The host's handler runs with the host's mask and flags; SA_RESETHAND is done by sonde
+    // (in the kernel it would reset the disposition past sonde's handler).
+    k.sa_flags = (host.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    k.sa_mask = host.sa_mask;
+  }
+  return k;
+}
+
+// The default action, for real: the process ends as it would have without sonde.
+void die_of(int sig) {
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  real_sigaction(sig, &dfl, nullptr);
+  raise(sig);  // pending while the handler's mask blocks it; delivered on the unblock
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  // Still alive: the init of a PID namespace, which the kernel spares. Sonde's handler goes back.
+  struct sigaction k = kernel_action(dfl);
+  real_sigaction(sig, &k, nullptr);
+}
+
+void on_signal(int sig, siginfo_t* info, void* context) {
+  int saved_errno = errno;
+  HostView v = load_host(sig);
+  if (v.handler == kIgnore) {  // the host ignored it while it was on its way
+    errno = saved_errno;
+    return;
+  }
+  if (v.handler != kDefault) {
+    if ((v.flags & SA_RESETHAND) != 0) {
+      TableLock lock;
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      store_host(sig, dfl);
+    }
+    errno = saved_errno;
+    if ((v.flags & SA_SIGINFO) != 0) {
+      reinterpret_cast<void (*)(int, siginfo_t*, void*)>(v.handler)(sig, info, context);
+    } else {
+      reinterpret_cast<void (*)(int)>(v.handler)(sig);
+    }
+    return;
+  }
+  pid_t self = getpid();
+  // The init of a PID namespace never sees a signal at its default that a process sent.
+  if (self == 1 && info != nullptr && info->si_code <= 0) {
+    errno = saved_errno;
+    return;
+  }
+  // A vfork child runs in its parent's memory: it must not flush the parent's profile.
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && self == g_table.owner.load(std::memory_order_relaxed) && self == rt->pid()) {
+    rt->flush_from_signal(sig);
+  }
+  die_of(sig);
+  errno = saved_errno;
+}
+
+// A fork in the middle of a change would leave the child's table locked, or half written.
+void fork_prepare() {
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &saved);
+  while (g_table.lock.test_and_set(std::memory_order_acquire)) {
+  }
+  g_table.fork_saved = saved;
+}
+
+void fork_parent() {
+  sigset_t saved = g_table.fork_saved;
+  g_table.lock.clear(std::memory_order_release);
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+}
+
+void fork_child() {
+  g_table.owner.store(getpid(), std::memory_order_relaxed);
+  fork_parent();
 }
 
 }  // namespace
 
+int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  SigactionFn fn = g_real.load(std::memory_order_acquire);
+  if (fn == nullptr) {
+    fn = reinterpret_cast<SigactionFn>(dlsym(RTLD_NEXT, "sigaction"));
+    if (fn == nullptr) {
+      errno = ENOSYS;
+      return -1;
+    }
+    g_real.store(fn, std::memory_order_release);
+  }
+  return fn(sig, act, old);
+}
+
+int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
+  if (sig <= 0 || sig >= kSignalLimit || !g_table.managed[sig].load(std::memory_order_acquire) ||
+      getpid() != g_table.owner.load(std::memory_order_relaxed)) {
+    return real_sigaction(sig, act, old);
+  }
+  struct sigaction wanted {}, previous;
+  if (act != nullptr) wanted = *act;  // before the lock: a bad pointer faults as in libc
+  {
+    TableLock lock;
+    previous = g_table.host[sig].action;
+    if (act != nullptr) {
+      struct sigaction k = kernel_action(wanted);
+      if (real_sigaction(sig, &k, nullptr) != 0) return -1;
+      store_host(sig, wanted);
+    }
+  }
+  if (old != nullptr) *old = previous;
+  return 0;
+}
+
 void install_signal_handlers() {
-  // CPython turns SIGINT into KeyboardInterrupt only if it finds SIGINT at its default: a
-  // handler of ours would turn Ctrl-C into death. Python exits through atexit instead.
-  bool python_host = dlsym(RTLD_DEFAULT, "Py_InitializeEx") != nullptr;
-  for (int sig : kSignals) {
-    if (sig == SIGINT && python_host) continue;
-    struct sigaction old{};
-    if (sigaction(sig, nullptr, &old) != 0) continue;
-    if ((old.sa_flags & SA_SIGINFO) != 0 || old.sa_handler != SIG_DFL) continue;
-    struct sigaction sa{};
-    sa.sa_sigaction = on_signal;
-    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    sigaction(sig, &sa, nullptr);
+  static std::atomic<bool> installed{false};
+  if (installed.exchange(true)) return;
+  g_table.owner.store(getpid(), std::memory_order_relaxed);
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+  for (int sig = 1; sig < kSignalLimit; ++sig) {
+    if (!terminates_by_default(sig)) continue;
+    TableLock lock;
+    struct sigaction current {};
+    if (real_sigaction(sig, nullptr, &current) != 0) continue;
+    store_host(sig, current);
+    if (handler_of(current) != kIgnore) {
+      struct sigaction k = kernel_action(current);
+      if (real_sigaction(sig, &k, nullptr) != 0) continue;
+    }
+    g_table.managed[sig].store(true, std::memory_order_release);
   }
 }
 

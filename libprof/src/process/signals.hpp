@@ -1,12 +1,24 @@
-// Flush on the signals that end a process by default (SIGINT, SIGTERM, crashes), then die of
-// the same signal, so the exit status is what it would have been without sonde.
+// Signals under sonde behave as without it. For every signal whose default action ends the
+// process, sonde's handler sits in the kernel underneath the host's: a host that asks
+// (sigaction, signal, Python's signal.getsignal) sees the disposition it installed, or the
+// default; when the signal comes, sonde runs the host's handler, or, where the host left the
+// default, flushes the profile and dies of the same signal.
 #pragma once
+
+#include <signal.h>
 
 namespace sonde {
 
-// Installs handlers only where the disposition is still the default: a host that handles a
-// signal itself keeps doing so (and its process then exits through atexit, which flushes).
+// Takes over the terminating signals: each keeps the disposition it has now as the host's.
+// Signals the host ignores stay ignored in the kernel (so they are ignored across exec too).
 void install_signal_handlers();
 
+// sigaction as the host sees it; the wrappers of sigaction, signal and their relatives call it.
+// Before install_signal_handlers, for signals sonde leaves alone, and in a vfork child (whose
+// memory is its parent's), it is the real sigaction.
+int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
+
+// The real sigaction of libc, past sonde's wrapper.
+int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
 }  // namespace sonde

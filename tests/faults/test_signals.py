@@ -1,0 +1,309 @@
+"""Signals: a host under sonde meets every signal as it would alone (same handlers seen, same
+death, same status), and what it did before is in the profile."""
+import fcntl
+import os
+import pty
+import signal
+import subprocess
+import termios
+import textwrap
+import time
+
+import pytest
+
+from conftest import (CLI, LIB, PYTHON, calls, clean_env, plain, preloaded, prog, profile_whole,
+                      query, run, same_behaviour, sonde_run)
+
+MODES = ["preload", "sonde-run"]
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+HOST = prog("signal_host")
+
+
+def under(mode, cmd, db, **kw):
+    return preloaded(cmd, db, **kw) if mode == "preload" else sonde_run(cmd, db, **kw)
+
+
+def gemms(db):
+    return calls(db, "cblas_sgemm")
+
+
+# Every signal whose default action ends the process, but the two that cannot be caught.
+TERMINATING = [signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGILL, signal.SIGTRAP,
+               signal.SIGABRT, signal.SIGBUS, signal.SIGFPE, signal.SIGUSR1, signal.SIGSEGV,
+               signal.SIGUSR2, signal.SIGPIPE, signal.SIGALRM, signal.SIGTERM, signal.SIGSTKFLT,
+               signal.SIGXCPU, signal.SIGXFSZ, signal.SIGVTALRM, signal.SIGPROF, signal.SIGIO,
+               signal.SIGPWR, signal.SIGSYS, signal.SIGRTMIN, signal.SIGRTMAX]
+
+
+@pytest.mark.parametrize("sig", TERMINATING, ids=lambda s: signal.Signals(s).name)
+def test_default_death_flushes_first(sig, db):
+    """raise(SIG) at the default disposition: same death, every call recorded"""
+    cmd = [HOST, "default", int(sig)]
+    alone = plain(cmd)
+    assert alone.rc == -sig
+    same_behaviour(alone, preloaded(cmd, db))
+    profile_whole(db)
+    assert gemms(db) == 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["chain", "reraise", "resethand", "replace"])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGUSR1])
+def test_host_handler(mode, how, sig, db):
+    """a host handler that chains to the old one / re-raises / resets itself / exits"""
+    cmd = [HOST, how, int(sig)]
+    alone = plain(cmd, timeout=20)
+    assert alone.rc == (5 if how == "replace" else -sig)
+    same_behaviour(alone, under(mode, cmd, db, timeout=20))
+    profile_whole(db)
+    assert gemms(db) == 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how,sig,rc", [("segv", signal.SIGSEGV, -signal.SIGSEGV),
+                                        ("segv", 0, -signal.SIGSEGV),
+                                        ("abort", 0, -signal.SIGABRT),
+                                        ("blocked", signal.SIGTERM, -signal.SIGTERM),
+                                        ("ignored", signal.SIGTERM, 0),
+                                        ("alarm", signal.SIGALRM, -signal.SIGALRM),
+                                        ("alarm", signal.SIGVTALRM, -signal.SIGVTALRM)],
+                         ids=["segv-chained", "segv", "abort", "blocked", "ignored", "sigalrm",
+                              "sigvtalrm"])
+def test_faults_and_timers(mode, how, sig, rc, db):
+    """a real segfault (chained or not), abort, a blocked or ignored signal, timers"""
+    cmd = [HOST, how, int(sig)]
+    alone = plain(cmd, timeout=20)
+    assert alone.rc == rc
+    same_behaviour(alone, under(mode, cmd, db, timeout=20))
+    profile_whole(db)
+    assert gemms(db) == (20 if how == "blocked" else 10)
+
+
+def first_line_then_close(cmd, env):
+    """`cmd | head -1`: reads one line, closes the pipe, returns (exit status, line)."""
+    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    line = p.stdout.readline()
+    p.stdout.close()
+    try:
+        return p.wait(timeout=20), line
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        return "hung", line
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_sigpipe(mode, db):
+    """`prog | head -1`: dies of SIGPIPE, every call recorded"""
+    cmd = [HOST, "pipe"]
+    alone = first_line_then_close(cmd, clean_env())
+    assert alone == (-signal.SIGPIPE, b"gemms done\n")
+    if mode == "preload":
+        profiled = first_line_then_close(cmd, clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db))
+    else:
+        profiled = first_line_then_close([CLI, "run", "-o", db, "--", *cmd], clean_env())
+    assert profiled == alone
+    profile_whole(db)
+    assert gemms(db) == 10
+
+
+def test_query_sees_the_hosts_dispositions(db):
+    """sigaction(sig, NULL, &old) and signal() report what the host would see alone"""
+    cmd = [HOST, "query"]
+    same_behaviour(plain(cmd), preloaded(cmd, db))
+
+
+def started(p, timeout=20):
+    """Waits for the host's "ready" line."""
+    deadline = time.monotonic() + timeout
+    line = b""
+    while time.monotonic() < deadline and b"ready" not in line:
+        line = p.stdout.readline()
+        if not line:
+            break
+    assert b"ready" in line, "the host never got ready"
+
+
+def signalled(cmd, env, sig, group=False, settle=0.0):
+    """Starts cmd, waits for it to be ready, sends sig to it (or to its process group, as a
+    terminal's ^C does), returns its exit status."""
+    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        started(p)
+        time.sleep(settle)
+        if group:
+            os.killpg(p.pid, sig)
+        else:
+            p.send_signal(sig)
+        return p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        return "hung"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1])
+def test_signal_to_sonde_run_reaches_the_workload(sig, db, tmp_path):
+    """SIG sent to `sonde run` (not to its group): forwarded, and sonde run dies of it too"""
+    cmd = [HOST, "wait"]
+    alone = signalled(cmd, clean_env(), sig)
+    assert alone == -sig
+    assert signalled([CLI, "run", "-o", db, "--", *cmd], clean_env(), sig) == alone
+    profile_whole(db)
+    assert gemms(db) == 10
+    assert query(db, "SELECT end_reason FROM processes") == [(f"signal {int(sig)}",)]
+
+
+def on_a_terminal(cmd, env):
+    """Runs cmd as the foreground job of a terminal of its own, types ^C once it is ready, and
+    returns its exit status."""
+    master, terminal = pty.openpty()
+
+    def take_terminal():
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    p = subprocess.Popen([str(c) for c in cmd], env=env, stdin=terminal, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, preexec_fn=take_terminal)
+    os.close(terminal)
+    try:
+        started(p)
+        os.write(master, b"\x03")
+        return p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        return "hung"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+        os.close(master)
+
+
+# Counts its SIGINTs: a second one (sonde run passing on a ^C the command got already) would
+# change the exit status.
+COUNTS_SIGINT = [PYTHON, "-c", textwrap.dedent("""
+    import signal, sys, time
+    n = 0
+    def h(s, f):
+        global n
+        n += 1
+    signal.signal(signal.SIGINT, h)
+    print("ready", flush=True)
+    t = time.monotonic()
+    while n == 0 and time.monotonic() < t + 10:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    sys.exit(10 + n)
+""")]
+
+
+def test_ctrl_c_reaches_the_workload_once(db):
+    """^C typed on the terminal: the command gets one SIGINT, sonde run ends as it did"""
+    alone = on_a_terminal(COUNTS_SIGINT, clean_env())
+    assert alone == 11
+    assert on_a_terminal([CLI, "run", "-o", db, "--", *COUNTS_SIGINT], clean_env()) == alone
+    profile_whole(db)
+
+
+def test_sigkill_leaves_a_readable_file(db):
+    """SIGKILL: the periodic flush's data stays, and the file opens"""
+    cmd = [HOST, "wait"]
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL=0.1)
+    assert signalled(cmd, env, signal.SIGKILL, settle=0.5) == -signal.SIGKILL
+    profile_whole(db)
+    assert gemms(db) == 10
+
+
+def test_not_executable_exits_126(db, tmp_path):
+    """`sonde run` of a file that is not executable: 126, as docs/cli.md says"""
+    script = tmp_path / "noexec.sh"
+    script.write_text("#!/bin/sh\necho hi\n")
+    r = run([CLI, "run", "-o", db, "--", script], env=clean_env())
+    assert r.rc == 126, r.err
+    assert "ermission denied" in r.err
+
+
+# Python: SIGINT becomes KeyboardInterrupt; CPython dies of SIGINT after finalizing, without
+# running C atexit handlers.
+PY_SIGINT = """
+import os, signal, sys
+import numpy as np
+a = np.ones((8, 8), dtype=np.float32)
+for _ in range(5001):
+    a @ a
+print("calls done", signal.getsignal(signal.SIGINT) is signal.default_int_handler, flush=True)
+os.kill(os.getpid(), signal.SIGINT)
+import time
+time.sleep(10)
+"""
+
+PY_MODES = ["preload", "sonde-run", "python-m-sonde"]
+
+
+def py_under(mode, args, db, **kw):
+    if mode == "preload":
+        return preloaded([PYTHON, *args], db, **kw)
+    if mode == "sonde-run":
+        return sonde_run([PYTHON, *args], db, **kw)
+    return run([PYTHON, "-m", "sonde", "-o", db, *args], env=clean_env(PYTHONPATH=PYTHONPATH),
+               **kw)
+
+
+@pytest.mark.parametrize("mode", PY_MODES)
+def test_python_ctrl_c(mode, db, tmp_path):
+    """Python interrupted by SIGINT: KeyboardInterrupt, death by SIGINT, all 5001 calls kept"""
+    path = tmp_path / "interrupted.py"
+    path.write_text(PY_SIGINT)
+    alone = plain([PYTHON, path], timeout=60)
+    assert alone.rc == -signal.SIGINT and "KeyboardInterrupt" in alone.err
+    profiled = py_under(mode, [path], db, timeout=60)
+    same_behaviour(alone, profiled)
+    assert "KeyboardInterrupt" in profiled.err
+    profile_whole(db)
+    assert gemms(db) == 5001
+
+
+PY_GETSIGNAL = """
+import signal
+for s in sorted(signal.valid_signals()):
+    try:
+        print(int(s), signal.getsignal(s))
+    except (OSError, ValueError) as e:
+        print(int(s), type(e).__name__)
+# What training frameworks do: save a handler, install theirs, put the old one back.
+old = signal.getsignal(signal.SIGTERM)
+signal.signal(signal.SIGTERM, lambda s, f: None)
+signal.signal(signal.SIGTERM, old)
+print("restored", signal.getsignal(signal.SIGTERM))
+"""
+
+
+@pytest.mark.parametrize("mode", PY_MODES)
+def test_python_getsignal(mode, db, tmp_path):
+    """signal.getsignal() returns what Python alone returns; save/restore works"""
+    path = tmp_path / "getsignal.py"
+    path.write_text(PY_GETSIGNAL)
+    same_behaviour(plain([PYTHON, path]), py_under(mode, [path], db))
+    profile_whole(db)
+
+
+CPYTHON_TESTS = [["test.test_signal.PosixTests.test_getsignal", "test.test_threading.InterruptMainTests"],
+                 ["-k", "test_subprocess_send_signal", "test.test_asyncio.test_events"]]
+
+
+@pytest.mark.skipif(not os.path.exists("/usr/lib/python3.11/test/test_signal.py"),
+                    reason="libpython3.11-testsuite is not installed")
+@pytest.mark.parametrize("tests", CPYTHON_TESTS, ids=["getsignal-interrupt_main", "asyncio"])
+def test_cpython_signal_tests(tests, db):
+    """CPython's own test_getsignal, interrupt_main and asyncio send_signal tests pass under
+    LD_PRELOAD"""
+    r = preloaded([PYTHON, "-m", "unittest", *tests], db, timeout=120)
+    assert r.rc == 0, r.err[-2000:]
+    profile_whole(db)
