@@ -4,12 +4,15 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +27,74 @@ namespace {
 bool is_executable_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Why `name` cannot be run when it is there but not executable (126, as a shell says), or
+// nothing when it is not there at all (127).
+std::optional<std::string> cannot_execute(const std::string& name) {
+  auto why = [](const std::string& path) -> std::optional<std::string> {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    if (S_ISDIR(st.st_mode)) return fmt::format("{}: Is a directory", path);
+    return fmt::format("{}: Permission denied", path);
+  };
+  if (name.find('/') != std::string::npos) return why(name);
+  const char* env = std::getenv("PATH");
+  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= path.size();) {
+    std::size_t end = std::min(path.find(':', start), path.size());
+    std::string dir = path.substr(start, end - start);
+    if (auto reason = why((dir.empty() ? std::string(".") : dir) + "/" + name)) return reason;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+// Every signal whose default action ends a process: sonde run passes these on to its command.
+bool terminates_by_default(int sig) {
+  switch (sig) {
+    case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
+    case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
+    case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
+    case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
+      return true;
+    default:
+      return sig >= SIGRTMIN && sig <= SIGRTMAX;
+  }
+}
+
+bool is_fault(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+         sig == SIGSYS;
+}
+
+std::atomic<pid_t> g_child{0};
+
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (info->si_code > 0) {
+    // Sent by the kernel, not by a process: a fault of sonde run's own (it dies of it, once the
+    // handler returns to the faulting instruction), or a terminal's ^C, ^\ or hangup, which went
+    // to the whole foreground process group, the command included.
+    if (is_fault(sig)) ::signal(sig, SIG_DFL);
+    return;
+  }
+  pid_t child = g_child.load();
+  if (child > 0) ::kill(child, sig);
+}
+
+// sonde run ends as its command did: killed by the same signal, so that whoever waits for it
+// sees WIFSIGNALED. Without a core file of its own: the command's is the one that matters.
+void die_of(int sig) {
+  std::fflush(nullptr);
+  struct rlimit no_core {};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(sig, SIG_DFL);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(sig);
+  // Still alive: the init of a PID namespace ignores it. The shell's convention, then.
 }
 
 std::string signal_name(int sig) {
@@ -165,7 +236,10 @@ std::optional<std::string> resolve_command(const std::string& name) {
 int run_command(const RunOptions& o) {
   if (o.command.empty()) throw Error("no command given (sonde run [options] -- COMMAND ...)", 2);
   std::optional<std::string> program = resolve_command(o.command[0]);
-  if (!program) throw Error(fmt::format("command not found: {}", o.command[0]), 127);
+  if (!program) {
+    if (auto why = cannot_execute(o.command[0])) throw Error(fmt::format("cannot execute {}", *why), 126);
+    throw Error(fmt::format("command not found: {}", o.command[0]), 127);
+  }
   std::string library = find_preload_library();
   fs::path output = fs::absolute(o.output).lexically_normal();
   prepare_output(output, o.output, o.force);
@@ -179,39 +253,60 @@ int run_command(const RunOptions& o) {
   for (const auto& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
 
-  // Ignored before fork so that no ^C can slip between fork and the handler change; the child
-  // restores the defaults, and gets the terminal's signals itself.
-  struct sigaction ignore {}, old_int {}, old_quit {};
-  ignore.sa_handler = SIG_IGN;
-  sigemptyset(&ignore.sa_mask);
-  ::sigaction(SIGINT, &ignore, &old_int);
-  ::sigaction(SIGQUIT, &ignore, &old_quit);
+  // Blocked across fork: one that came before the handlers below would end sonde run alone and
+  // orphan the command. The command gets the mask and every disposition as they were.
+  sigset_t terminating, old_mask;
+  sigemptyset(&terminating);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (terminates_by_default(sig)) sigaddset(&terminating, sig);
+  }
+  ::sigprocmask(SIG_BLOCK, &terminating, &old_mask);
   pid_t child = ::fork();
-  if (child < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child < 0) {
+    int err = errno;
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    throw Error(fmt::format("fork failed: {}", std::strerror(err)));
+  }
   if (child == 0) {
-    ::sigaction(SIGINT, &old_int, nullptr);
-    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execv(program->c_str(), argv.data());
     int err = errno;
     std::string msg = fmt::format("sonde run: cannot execute {}: {}\n", *program, std::strerror(err));
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg.data(), msg.size());
     ::_exit(err == ENOENT ? 127 : 126);
   }
+  // A signal sent to sonde run (kill, a scheduler, timeout) goes on to the command, which
+  // flushes its profile and ends as it would alone; sonde run then ends the same way. Signals
+  // ignored here stay ignored: the command inherited that, and would ignore them too.
+  g_child.store(child);
+  struct sigaction forward {}, previous[NSIG]{};
+  bool forwarded[NSIG]{};
+  forward.sa_sigaction = forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&forward.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (!sigismember(&terminating, sig) || ::sigaction(sig, nullptr, &previous[sig]) != 0) continue;
+    if (previous[sig].sa_handler != SIG_IGN) forwarded[sig] = ::sigaction(sig, &forward, nullptr) == 0;
+  }
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
   while (::waitpid(child, &status, 0) < 0) {
     if (errno != EINTR) throw Error(fmt::format("waitpid failed: {}", std::strerror(errno)));
   }
-  ::sigaction(SIGINT, &old_int, nullptr);
-  ::sigaction(SIGQUIT, &old_quit, nullptr);
+  g_child.store(0);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (forwarded[sig]) ::sigaction(sig, &previous[sig], nullptr);
+  }
 
   int code = 0;
+  int killed_by = 0;
   if (WIFEXITED(status)) {
     code = WEXITSTATUS(status);
   } else if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    code = 128 + sig;
-    fmt::print(stderr, "sonde run: {} killed by signal {} ({})\n", o.command[0], sig,
-               signal_name(sig));
+    killed_by = WTERMSIG(status);
+    code = 128 + killed_by;
+    fmt::print(stderr, "sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
+               signal_name(killed_by));
   }
   if (::access(output.c_str(), F_OK) == 0)
     fmt::print(stderr, "sonde: profile written to {}\n", o.output);
@@ -220,6 +315,7 @@ int run_command(const RunOptions& o) {
                "sonde: warning: no profile was written to {} (statically linked program, or "
                "one that never loaded libsonde.so?)\n",
                o.output);
+  if (killed_by != 0) die_of(killed_by);
   return code;
 }
 
