@@ -416,7 +416,13 @@ void Runtime::start_flusher() {
     static_cast<Runtime*>(self)->flusher_loop();
     return nullptr;
   };
+  // Born with every signal blocked: one that reached it before flusher_loop blocked them would
+  // wait for a flush that only this thread can do (3 s, then death without it).
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &saved);
   if (create(&thread, nullptr, body, this) == 0) pthread_detach(thread);
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }
 
 void Runtime::flusher_loop() {
