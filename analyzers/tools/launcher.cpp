@@ -19,6 +19,7 @@
 
 #include "profile/profile_file.hpp"
 #include "sonde/options.hpp"
+#include "sonde/signals.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -50,19 +51,6 @@ std::optional<std::string> cannot_execute(const std::string& name) {
   return std::nullopt;
 }
 
-// Every signal whose default action ends a process: sonde run passes these on to its command.
-bool terminates_by_default(int sig) {
-  switch (sig) {
-    case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
-    case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
-    case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
-    case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
-      return true;
-    default:
-      return sig >= SIGRTMIN && sig <= SIGRTMAX;
-  }
-}
-
 bool is_fault(int sig) {
   return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
          sig == SIGSYS;
@@ -79,7 +67,7 @@ void forward_signal(int sig, siginfo_t* info, void*) {
     return;
   }
   pid_t child = g_child.load();
-  if (child > 0) ::kill(child, sig);
+  if (child > 0) ::sigqueue(child, sig, sigval{.sival_int = kForwardedSignalMark});
 }
 
 // sonde run ends as its command did: killed by the same signal, so that whoever waits for it

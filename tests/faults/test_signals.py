@@ -212,6 +212,19 @@ def test_ctrl_c_reaches_the_workload_once(db):
     profile_whole(db)
 
 
+COUNTS_SIGTERM = [arg.replace("SIGINT", "SIGTERM") for arg in COUNTS_SIGINT]
+
+
+def test_group_kill_reaches_the_workload_once(db):
+    """SIGTERM to the whole process group by a process (systemd, SLURM, kill -TERM -PGID): the
+    command handles one SIGTERM, not a second one passed on by sonde run"""
+    alone = signalled(COUNTS_SIGTERM, clean_env(), signal.SIGTERM, group=True)
+    assert alone == 11
+    assert signalled([CLI, "run", "-o", db, "--", *COUNTS_SIGTERM], clean_env(), signal.SIGTERM,
+                     group=True) == alone
+    profile_whole(db)
+
+
 def test_sigkill_leaves_a_readable_file(db):
     """SIGKILL: the periodic flush's data stays, and the file opens"""
     cmd = [HOST, "wait"]

@@ -7,8 +7,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <ctime>
 
 #include "runtime/runtime.hpp"
+#include "sonde/signals.hpp"
 
 namespace sonde {
 
@@ -47,18 +49,6 @@ uintptr_t handler_of(const struct sigaction& a) {
 
 const uintptr_t kDefault = reinterpret_cast<uintptr_t>(SIG_DFL);
 const uintptr_t kIgnore = reinterpret_cast<uintptr_t>(SIG_IGN);
-
-bool terminates_by_default(int sig) {
-  switch (sig) {
-    case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
-    case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
-    case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
-    case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
-      return true;
-    default:
-      return sig >= SIGRTMIN && sig <= SIGRTMAX;
-  }
-}
 
 // Held with every signal blocked on this thread: a handler that interrupted the holder and
 // then waited for the lock would wait forever. Signal handlers take it too.
@@ -118,6 +108,37 @@ HostView load_host(int sig) {
 
 void on_signal(int sig, siginfo_t* info, void* context);
 
+// The last delivery of each signal sent by a process, and of each that `sonde run` passed on.
+struct Deliveries {
+  std::atomic<int64_t> direct_ns{0};
+  std::atomic<int64_t> forwarded_ns{0};
+};
+constinit Deliveries g_deliveries[kSignalLimit];
+// The copy comes a scheduling delay after the original, milliseconds on a loaded machine.
+constexpr int64_t kPairWindowNs = 1'000'000'000;
+
+int64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// True for the second delivery of a signal that came both from its sender and through
+// `sonde run` (sonde/signals.hpp): the host saw the first one already. A copy that passes reads
+// as the kill() from sonde run that it is.
+bool second_of_a_pair(int sig, siginfo_t* info) {
+  if (info == nullptr || info->si_code > 0) return false;  // the kernel's own: never a copy
+  bool forwarded = info->si_code == SI_QUEUE &&
+                   info->si_value.sival_int == kForwardedSignalMark && info->si_pid == getppid();
+  Deliveries& d = g_deliveries[sig];
+  int64_t now = monotonic_ns();
+  int64_t other = (forwarded ? d.direct_ns : d.forwarded_ns).exchange(0);
+  if (other != 0 && now - other < kPairWindowNs) return true;
+  (forwarded ? d.forwarded_ns : d.direct_ns).store(now);
+  if (forwarded) info->si_code = SI_USER;
+  return false;
+}
+
 // What the kernel holds for a host disposition: sonde's handler, except where the host ignores
 // the signal (ignored signals must stay ignored across exec, and never interrupt a call).
 struct sigaction kernel_action(const struct sigaction& host) {
@@ -163,6 +184,10 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     return;
   }
   if (v.handler != kDefault) {
+    if (second_of_a_pair(sig, info)) {
+      errno = saved_errno;
+      return;
+    }
     if ((v.flags & SA_RESETHAND) != 0) {
       TableLock lock;
       struct sigaction dfl {};
