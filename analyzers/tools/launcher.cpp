@@ -225,7 +225,8 @@ int run_command(const RunOptions& o) {
   if (o.command.empty()) throw Error("no command given (sonde run [options] -- COMMAND ...)", 2);
   std::optional<std::string> program = resolve_command(o.command[0]);
   if (!program) {
-    if (auto why = cannot_execute(o.command[0])) throw Error(fmt::format("cannot execute {}", *why), 126);
+    if (auto why = cannot_execute(o.command[0]))
+      throw Error(fmt::format("cannot execute {}", *why), 126);
     throw Error(fmt::format("command not found: {}", o.command[0]), 127);
   }
   std::string library = find_preload_library();
@@ -259,7 +260,8 @@ int run_command(const RunOptions& o) {
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execv(program->c_str(), argv.data());
     int err = errno;
-    std::string msg = fmt::format("sonde run: cannot execute {}: {}\n", *program, std::strerror(err));
+    std::string msg =
+        fmt::format("sonde run: cannot execute {}: {}\n", *program, std::strerror(err));
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg.data(), msg.size());
     ::_exit(err == ENOENT ? 127 : 126);
   }
@@ -267,14 +269,16 @@ int run_command(const RunOptions& o) {
   // flushes its profile and ends as it would alone; sonde run then ends the same way. Signals
   // ignored here stay ignored: the command inherited that, and would ignore them too.
   g_child.store(child);
-  struct sigaction forward {}, previous[NSIG]{};
+  struct sigaction forward {};
+  struct sigaction previous[NSIG]{};
   bool forwarded[NSIG]{};
   forward.sa_sigaction = forward_signal;
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
   sigfillset(&forward.sa_mask);
   for (int sig = 1; sig < NSIG; ++sig) {
     if (!sigismember(&terminating, sig) || ::sigaction(sig, nullptr, &previous[sig]) != 0) continue;
-    if (previous[sig].sa_handler != SIG_IGN) forwarded[sig] = ::sigaction(sig, &forward, nullptr) == 0;
+    if (previous[sig].sa_handler != SIG_IGN)
+      forwarded[sig] = ::sigaction(sig, &forward, nullptr) == 0;
   }
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;

@@ -63,14 +63,16 @@ def test_host_handler(mode, how, sig, db):
 @pytest.mark.parametrize("how,sig,rc", [("segv", signal.SIGSEGV, -signal.SIGSEGV),
                                         ("segv", 0, -signal.SIGSEGV),
                                         ("abort", 0, -signal.SIGABRT),
+                                        ("abort", signal.SIGABRT, -signal.SIGABRT),
                                         ("blocked", signal.SIGTERM, -signal.SIGTERM),
                                         ("ignored", signal.SIGTERM, 0),
                                         ("alarm", signal.SIGALRM, -signal.SIGALRM),
                                         ("alarm", signal.SIGVTALRM, -signal.SIGVTALRM)],
-                         ids=["segv-chained", "segv", "abort", "blocked", "ignored", "sigalrm",
-                              "sigvtalrm"])
+                         ids=["segv-chained", "segv", "abort", "abort-handled", "blocked",
+                              "ignored", "sigalrm", "sigvtalrm"])
 def test_faults_and_timers(mode, how, sig, rc, db):
-    """a real segfault (chained or not), abort, a blocked or ignored signal, timers"""
+    """a real segfault (chained or not), abort (a SIGABRT handler that returns or none), a blocked
+    or ignored signal, timers"""
     cmd = [HOST, how, int(sig)]
     alone = plain(cmd, timeout=20)
     assert alone.rc == rc
@@ -307,7 +309,8 @@ def test_python_getsignal(mode, db, tmp_path):
     profile_whole(db)
 
 
-CPYTHON_TESTS = [["test.test_signal.PosixTests.test_getsignal", "test.test_threading.InterruptMainTests"],
+CPYTHON_TESTS = [["test.test_signal.PosixTests.test_getsignal",
+                  "test.test_threading.InterruptMainTests"],
                  ["-k", "test_subprocess_send_signal", "test.test_asyncio.test_events"]]
 
 
@@ -319,4 +322,36 @@ def test_cpython_signal_tests(tests, db):
     LD_PRELOAD"""
     r = preloaded([PYTHON, "-m", "unittest", *tests], db, timeout=120)
     assert r.rc == 0, r.err[-2000:]
+    profile_whole(db)
+
+
+# subprocess starts children with vfork: the child resets the parent's handlers through
+# sigaction while it runs in the parent's memory, which must not change what the parent sees.
+PY_SPAWNS = """
+import os, signal, subprocess, sys
+signal.signal(signal.SIGTERM, lambda s, f: print("SIGTERM handled", flush=True))
+for restore in (True, False):
+    # What the child inherited ignored (libsonde, which the child loads too, catches the rest).
+    status = subprocess.run(["grep", "^SigIgn", "/proc/self/status"], restore_signals=restore,
+                            capture_output=True, text=True).stdout
+    print(restore, status.replace("\\t", " ").strip().replace("\\n", ", "), flush=True)
+print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,
+      signal.getsignal(signal.SIGPIPE), flush=True)
+os.kill(os.getpid(), signal.SIGTERM)
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", PY_MODES)
+def test_python_subprocess_keeps_the_parents_handlers(mode, db, tmp_path):
+    """Python starting children (vfork): children see the dispositions they would alone, the
+    parent keeps its handlers"""
+    path = tmp_path / "spawns.py"
+    path.write_text(PY_SPAWNS)
+    alone = plain([PYTHON, path])
+    assert alone.rc == 0 and "KeyboardInterrupt" in alone.out and "SIGTERM handled" in alone.out
+    same_behaviour(alone, py_under(mode, [path], db))
     profile_whole(db)

@@ -2,6 +2,7 @@
 // host sees the dispositions it installed (libprof/src/process/signals.hpp), never sonde's.
 // glibc's signal(), sysv_signal() and sigset() call sigaction inside libc, where LD_PRELOAD
 // cannot reach, so they are written out here with glibc's semantics.
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 
@@ -24,7 +25,8 @@ sighandler_t install(int sig, sighandler_t handler, int flags, bool mask_self) {
     errno = EINVAL;
     return SIG_ERR;
   }
-  struct sigaction act {}, old {};
+  struct sigaction act {
+  }, old{};
   act.sa_handler = handler;
   act.sa_flags = flags;
   sigemptyset(&act.sa_mask);
@@ -117,4 +119,16 @@ SONDE_EXPORT_C sighandler_t sigset(int sig, sighandler_t disposition) {
   if (sonde::host_sigaction(sig, &act, &old) < 0) return SIG_ERR;
   if (sigprocmask(SIG_UNBLOCK, &one, &before) < 0) return SIG_ERR;
   return sigismember(&before, sig) ? SIG_HOLD : old.sa_handler;
+}
+
+// Resolved at load: abort runs where the heap may be broken, and dlsym may allocate.
+sonde::RealSymbol g_real_abort{"abort"};
+__attribute__((constructor(102))) void resolve_abort() { g_real_abort.get(); }
+
+// glibc's abort, once a host SIGABRT handler returns, resets SIGABRT to its default inside libc
+// and raises it again: that death would pass sonde by, so sonde does the first step itself.
+SONDE_EXPORT_C __attribute__((noreturn)) void abort() noexcept {
+  sonde::before_abort();
+  reinterpret_cast<void (*)()>(g_real_abort.get())();
+  __builtin_unreachable();
 }

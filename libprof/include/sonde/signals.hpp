@@ -7,16 +7,16 @@ namespace sonde {
 
 // Every signal whose default action ends the process (SIGKILL and SIGSTOP aside, which cannot
 // be caught): libsonde flushes before such a death, and `sonde run` passes these on.
+inline constexpr int kTerminatingSignals[] = {
+    SIGHUP,  SIGINT,    SIGQUIT, SIGILL,  SIGTRAP, SIGABRT, SIGBUS,    SIGFPE,
+    SIGUSR1, SIGSEGV,   SIGUSR2, SIGPIPE, SIGALRM, SIGTERM, SIGSTKFLT, SIGXCPU,
+    SIGXFSZ, SIGVTALRM, SIGPROF, SIGIO,   SIGPWR,  SIGSYS};
+
 inline bool terminates_by_default(int sig) {
-  switch (sig) {
-    case SIGHUP: case SIGINT: case SIGQUIT: case SIGILL: case SIGTRAP: case SIGABRT:
-    case SIGBUS: case SIGFPE: case SIGUSR1: case SIGSEGV: case SIGUSR2: case SIGPIPE:
-    case SIGALRM: case SIGTERM: case SIGSTKFLT: case SIGXCPU: case SIGXFSZ: case SIGVTALRM:
-    case SIGPROF: case SIGIO: case SIGPWR: case SIGSYS:
-      return true;
-    default:
-      return sig >= SIGRTMIN && sig <= SIGRTMAX;
+  for (int s : kTerminatingSignals) {
+    if (s == sig) return true;
   }
+  return sig >= SIGRTMIN && sig <= SIGRTMAX;  // glibc's SIGRTMIN is known at run time only
 }
 
 // `sonde run` passes a signal on with sigqueue and this value. When the same signal was sent

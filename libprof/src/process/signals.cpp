@@ -96,7 +96,8 @@ HostView load_host(int sig) {
   for (;;) {
     uint32_t before = g_table.seq.load(std::memory_order_acquire);
     if ((before & 1) == 0) {
-      HostView v{d.handler.load(std::memory_order_relaxed), d.flags.load(std::memory_order_relaxed)};
+      HostView v{d.handler.load(std::memory_order_relaxed),
+                 d.flags.load(std::memory_order_relaxed)};
       std::atomic_thread_fence(std::memory_order_acquire);
       if (g_table.seq.load(std::memory_order_relaxed) == before) return v;
     }
@@ -128,8 +129,8 @@ int64_t monotonic_ns() {
 // as the kill() from sonde run that it is.
 bool second_of_a_pair(int sig, siginfo_t* info) {
   if (info == nullptr || info->si_code > 0) return false;  // the kernel's own: never a copy
-  bool forwarded = info->si_code == SI_QUEUE &&
-                   info->si_value.sival_int == kForwardedSignalMark && info->si_pid == getppid();
+  bool forwarded = info->si_code == SI_QUEUE && info->si_value.sival_int == kForwardedSignalMark &&
+                   info->si_pid == getppid();
   Deliveries& d = g_deliveries[sig];
   int64_t now = monotonic_ns();
   int64_t other = (forwarded ? d.direct_ns : d.forwarded_ns).exchange(0);
@@ -258,7 +259,8 @@ int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old) 
       getpid() != g_table.owner.load(std::memory_order_relaxed)) {
     return real_sigaction(sig, act, old);
   }
-  struct sigaction wanted {}, previous;
+  struct sigaction wanted {};
+  struct sigaction previous {};
   if (act != nullptr) wanted = *act;  // before the lock: a bad pointer faults as in libc
   {
     TableLock lock;
@@ -271,6 +273,27 @@ int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old) 
   }
   if (old != nullptr) *old = previous;
   return 0;
+}
+
+void before_abort() {
+  static std::atomic<bool> aborting{false};
+  if (!g_table.managed[SIGABRT].load(std::memory_order_acquire) ||
+      getpid() != g_table.owner.load(std::memory_order_relaxed) || aborting.exchange(true)) {
+    return;  // a second abort (from the handler) goes straight to libc's, as in libc
+  }
+  // What libc's abort does first: the host's handler runs, or the default flushes and dies.
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, SIGABRT);
+  pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+  raise(SIGABRT);
+  // The handler returned, or SIGABRT is ignored: libc resets it to the default where sonde
+  // cannot see and dies of it. The flush comes first.
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(SIGABRT);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  host_sigaction(SIGABRT, &dfl, nullptr);
 }
 
 void install_signal_handlers() {

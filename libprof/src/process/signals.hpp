@@ -18,6 +18,10 @@ void install_signal_handlers();
 // memory is its parent's), it is the real sigaction.
 int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
+// Called by the abort() wrapper before libc's abort: a host SIGABRT handler that returns would
+// otherwise be followed by a death that sonde's handler never sees.
+void before_abort();
+
 // The real sigaction of libc, past sonde's wrapper.
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 

@@ -9,7 +9,7 @@
 //   blocked    SIGNAL blocked, raised (stays pending), 10 more GEMMs, then unblocked
 //   ignored    SIGNAL set to SIG_IGN and raised: nothing happens, exit 0
 //   segv       a real segmentation fault, with a chaining SIGSEGV handler when SIGNAL is 11
-//   abort      abort()
+//   abort      abort(), with a SIGABRT handler that prints and returns when SIGNAL is 6
 //   pipe       writes lines to stdout until the reader goes away (SIGPIPE)
 //   alarm      ITIMER_REAL (SIGALRM), or ITIMER_VIRTUAL while spinning (SIGVTALRM) if SIGNAL
 //              is 26, and no handler
@@ -74,6 +74,12 @@ static void replace(int sig) {
   (void)sig;
   say("replace handler\n");
   exit(5);
+}
+
+static void returns(int sig) {
+  (void)sig;
+  count_call();
+  say("returning handler\n");
 }
 
 static void install(int sig, void (*handler)(int), int flags) {
@@ -151,6 +157,7 @@ int main(int argc, char** argv) {
     say("ignored\n");
     return 0;
   } else if (strcmp(mode, "abort") == 0) {
+    if (sig == SIGABRT) install(SIGABRT, returns, 0);
     abort();
   } else if (strcmp(mode, "pipe") == 0) {
     for (int i = 0; i < 1000000; ++i) printf("line %d\n", i);
