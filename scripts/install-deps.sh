@@ -12,6 +12,8 @@ packages=(
 # The Python issue's tests need these; they are big, so callers may skip them.
 if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(python3-torch python3-yappi)
+  # CPython's own signal tests, run under sonde by tests/faults/test_signals.py.
+  packages+=(libpython3.11-testsuite)
 fi
 
 missing=()
