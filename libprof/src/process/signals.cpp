@@ -189,7 +189,9 @@ void on_signal(int sig, siginfo_t* info, void* context) {
       errno = saved_errno;
       return;
     }
-    if ((v.flags & SA_RESETHAND) != 0) {
+    // (A vfork child would reset its parent's view: it shares the table.)
+    if ((v.flags & SA_RESETHAND) != 0 &&
+        getpid() == g_table.owner.load(std::memory_order_relaxed)) {
       TableLock lock;
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
