@@ -128,7 +128,8 @@ int64_t monotonic_ns() {
 // `sonde run` (sonde/signals.hpp): the host saw the first one already. A copy that passes reads
 // as the kill() from sonde run that it is.
 bool second_of_a_pair(int sig, siginfo_t* info) {
-  if (info == nullptr || info->si_code > 0) return false;  // the kernel's own: never a copy
+  // Only kill() and sigqueue() make such pairs (not timers, the kernel, or raise()).
+  if (info == nullptr || (info->si_code != SI_USER && info->si_code != SI_QUEUE)) return false;
   bool forwarded = info->si_code == SI_QUEUE && info->si_value.sival_int == kForwardedSignalMark &&
                    info->si_pid == getppid();
   Deliveries& d = g_deliveries[sig];
