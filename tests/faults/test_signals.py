@@ -355,3 +355,23 @@ def test_python_subprocess_keeps_the_parents_handlers(mode, db, tmp_path):
     assert alone.rc == 0 and "KeyboardInterrupt" in alone.out and "SIGTERM handled" in alone.out
     same_behaviour(alone, py_under(mode, [path], db))
     profile_whole(db)
+
+
+def pid_namespaces():
+    return run(["unshare", "-p", "-f", "true"], timeout=20).rc == 0
+
+
+@pytest.mark.skipif(not pid_namespaces(), reason="unshare -p is not permitted here")
+@pytest.mark.parametrize("how,sig", [("default", signal.SIGTERM), ("segv", 0), ("abort", 0)],
+                         ids=["sigterm", "segv", "abort"])
+def test_init_of_a_pid_namespace(how, sig, db):
+    """the host is PID 1 of a container: a raised SIGTERM is ignored, a fault kills, as alone"""
+    cmd = ["unshare", "-p", "-f", HOST, how, int(sig)]
+    alone = plain(cmd, timeout=20)
+    same_behaviour(alone, preloaded(cmd, db, timeout=20))
+    profile_whole(db)
+    assert gemms(db) == 10
+    # unshare is profiled too: the host is the image it execs.
+    ends = {"default": "exit", "segv": f"signal {int(signal.SIGSEGV)}",
+            "abort": f"signal {int(signal.SIGABRT)}"}
+    assert query(db, "SELECT end_reason FROM processes WHERE origin = 'exec'") == [(ends[how],)]

@@ -173,9 +173,14 @@ void die_of(int sig) {
   sigemptyset(&only);
   sigaddset(&only, sig);
   pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
-  // Still alive: the init of a PID namespace, which the kernel spares. Sonde's handler goes back.
-  struct sigaction k = kernel_action(dfl);
-  real_sigaction(sig, &k, nullptr);
+  // Still alive: a fault in the init of a PID namespace, which ignores a raised signal. The
+  // default stays: the faulting instruction runs again when the handler returns, and kills.
+}
+
+bool is_fault(int sig, const siginfo_t* info) {
+  bool synchronous = sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL ||
+                     sig == SIGTRAP || sig == SIGSYS;
+  return synchronous && info != nullptr && info->si_code > 0;
 }
 
 void on_signal(int sig, siginfo_t* info, void* context) {
@@ -207,8 +212,9 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     return;
   }
   pid_t self = getpid();
-  // The init of a PID namespace never sees a signal at its default that a process sent.
-  if (self == 1 && info != nullptr && info->si_code <= 0) {
+  // The init of a PID namespace is killed at the default only by a fault of its own: the kernel
+  // drops any other signal, so sonde does too, and goes on profiling.
+  if (self == 1 && !is_fault(sig, info)) {
     errno = saved_errno;
     return;
   }
