@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -50,6 +51,20 @@ uintptr_t handler_of(const struct sigaction& a) {
 const uintptr_t kDefault = reinterpret_cast<uintptr_t>(SIG_DFL);
 const uintptr_t kIgnore = reinterpret_cast<uintptr_t>(SIG_IGN);
 
+// Writers hold it for a few instructions, but a fork holds it while the runtime's fork handlers
+// wait for a flush: past a short spin, waiters give the core away.
+void lock_table() {
+  for (int spins = 0; g_table.lock.test_and_set(std::memory_order_acquire); ++spins) {
+    if (spins < 100) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#endif
+    } else {
+      sched_yield();
+    }
+  }
+}
+
 // Held with every signal blocked on this thread: a handler that interrupted the holder and
 // then waited for the lock would wait forever. Signal handlers take it too.
 class TableLock {
@@ -58,11 +73,7 @@ class TableLock {
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, &saved_);
-    while (g_table.lock.test_and_set(std::memory_order_acquire)) {
-#if defined(__x86_64__)
-      __builtin_ia32_pause();
-#endif
-    }
+    lock_table();
   }
   ~TableLock() {
     g_table.lock.clear(std::memory_order_release);
@@ -232,8 +243,7 @@ void fork_prepare() {
   sigset_t all, saved;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &saved);
-  while (g_table.lock.test_and_set(std::memory_order_acquire)) {
-  }
+  lock_table();
   g_table.fork_saved = saved;
 }
 
