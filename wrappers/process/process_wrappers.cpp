@@ -1,5 +1,6 @@
 // Process-level interposition: threads are measured from their first instruction, exec'd
-// images join the run (and the old image is flushed first), _exit flushes, and libraries
+// images join the run (and the old image is flushed first), _exit flushes, exit and the return
+// from main stop sonde's flusher before the exit handlers run, and libraries
 // opened with RTLD_DEEPBIND are reported. These wrap libc itself, so they are written out
 // rather than generated: each has its own reason to exist and its own hazards.
 #include <dlfcn.h>
@@ -18,9 +19,11 @@ extern char** environ;
 
 // The real libc functions, resolved when the library loads: exec runs in vfork children
 // (Python's subprocess), where a first dlsym could allocate in memory the parent shares.
-enum class Libc { pthread_create, execve, execvpe, fexecve, _exit, _Exit, kCount };
-::sonde::RealSymbol g_libc[] = {{"pthread_create"}, {"execve"}, {"execvpe"},
-                                {"fexecve"},        {"_exit"},  {"_Exit"}};
+enum class Libc {
+  pthread_create, execve, execvpe, fexecve, _exit, _Exit, exit, __libc_start_main, kCount
+};
+::sonde::RealSymbol g_libc[] = {{"pthread_create"}, {"execve"}, {"execvpe"}, {"fexecve"},
+                                {"_exit"},          {"_Exit"},  {"exit"},    {"__libc_start_main"}};
 static_assert(std::size(g_libc) == size_t(Libc::kCount));
 
 __attribute__((constructor(102))) void resolve_libc() {
@@ -42,6 +45,17 @@ void* thread_trampoline(void* p) {
   std::free(p);
   sonde::thread_started();
   return start.routine(start.arg);
+}
+
+using MainFn = int (*)(int, char**, char**);
+MainFn g_main = nullptr;
+
+// Returning from main calls exit inside libc, past any wrapper of exit: this frame sees it.
+// Not noexcept: pthread_exit in main unwinds through it.
+int main_then_exit(int argc, char** argv, char** envp) {
+  int status = g_main(argc, argv, envp);
+  sonde::exit_begins();
+  return status;
 }
 
 // The environment for an exec'd image; `scratch` lives on the caller's stack, sized for envp
@@ -133,6 +147,22 @@ SONDE_EXPORT_C int execle(const char* path, const char* arg, ...) {
   char* const* envp = va_arg(ap, char* const*);
   va_end(ap);
   return execve(path, argv, envp);
+}
+
+// The exit handlers are about to run: sonde's flusher stops first (see Runtime::exit_begins).
+SONDE_EXPORT_C __attribute__((noreturn)) void exit(int status) {
+  SONDE_REAL(exit);
+  sonde::exit_begins();
+  exit_fn(status);
+  __builtin_unreachable();
+}
+
+SONDE_EXPORT_C int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(),
+                                     void (*fini)(), void (*rtld_fini)(), void* stack_end) {
+  using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
+  auto start_fn = reinterpret_cast<StartFn>(g_libc[size_t(Libc::__libc_start_main)].get());
+  g_main = main;
+  return start_fn(main_then_exit, argc, argv, init, fini, rtld_fini, stack_end);
 }
 
 SONDE_EXPORT_C __attribute__((noreturn)) void _exit(int status) {

@@ -15,6 +15,9 @@ int exec_env_extra();  // how many entries prepare_exec may add (size `scratch` 
 // The process is about to end without atexit (_exit): final flush.
 void before_process_exit(int status);
 
+// The host's exit begins (main returned or exit was called), before any exit handler runs.
+void exit_begins();
+
 // A thread created through pthread_create starts running: measure it from now.
 void thread_started();
 

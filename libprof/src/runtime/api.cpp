@@ -127,6 +127,10 @@ void before_process_exit(int) {
   if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(Runtime::kExitRequest);
 }
 
+void exit_begins() {
+  if (Runtime* rt = Runtime::get()) rt->exit_begins();
+}
+
 void thread_started() {
   if (Runtime* rt = Runtime::get()) rt->attach_current_thread();
 }
@@ -152,8 +156,8 @@ void add_note(const char* topic, const char* message) {
 }
 
 bool executable_defines(const char* function) {
-  static const ElfSymbols exe("/proc/self/exe");
-  return exe.defines(function);
+  static const auto* exe = new ElfSymbols("/proc/self/exe");  // never destroyed: see symbolize
+  return exe->defines(function);
 }
 
 }  // namespace sonde

@@ -15,6 +15,7 @@
 
 #include "symbols/real_symbol.hpp"
 #include "process/run_info.hpp"
+#include "runtime/last_thread.hpp"
 #include "core/signal_block.hpp"
 #include "process/signals.hpp"
 #include "core/thread_local_state.hpp"
@@ -41,6 +42,8 @@ void on_thread_exit(void* state) {
 }
 
 pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
+
+constexpr double kOrphanPoll = 0.05;  // s
 
 std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
@@ -181,6 +184,7 @@ ThreadState* Runtime::attach_current_thread() {
                         trace_budget_.get());
     threads_.push_back(t);
   }
+  live_threads_.fetch_add(1, std::memory_order_relaxed);
   if (counters_) {
     t->counter_handle = counters_->start_thread();
     if (t->counter_handle >= 0) {
@@ -270,7 +274,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
   AsyncSignalBlock no_signals;
   std::lock_guard lock(store_mu_);
-  if (finished_) return false;
+  if (finished_ || (kind == FlushKind::kPeriodic && exiting_)) return false;
   bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
   uint64_t now = now_ticks();
   clock_.refresh();
@@ -390,8 +394,21 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
 
 void Runtime::thread_ended() {
   constexpr uint32_t kBatch = 256;  // ~25 MB of ended threads at most before they are freed
-  if (ended_unflushed_.fetch_add(1, std::memory_order_relaxed) + 1 == kBatch) {
-    sem_post(&flush_request_);
+  bool batch = ended_unflushed_.fetch_add(1, std::memory_order_relaxed) + 1 == kBatch;
+  bool last = live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1;
+  if (batch || last) sem_post(&flush_request_);
+}
+
+void Runtime::exit_begins() {
+  if (exiting_.exchange(true)) return;
+  // A periodic flush under way finishes first. Bounded: exit may come from a signal handler
+  // that interrupted this very thread inside a flush.
+  for (int i = 0; i < 2000; ++i) {
+    if (store_mu_.try_lock()) {
+      store_mu_.unlock();
+      return;
+    }
+    usleep(1000);
   }
 }
 
@@ -430,8 +447,10 @@ void Runtime::flusher_loop() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
-  double interval = config_.flush_interval_s;
   for (;;) {
+    // With no host thread attached, look often for the moment sonde's thread is the last one.
+    bool orphan = live_threads_.load(std::memory_order_acquire) <= 0;
+    double interval = orphan ? kOrphanPoll : config_.flush_interval_s;
     int rc;
     if (interval > 0) {
       timespec deadline;
@@ -448,6 +467,11 @@ void Runtime::flusher_loop() {
       rc = sem_wait(&flush_request_);
     }
     if (rc == -1 && errno == EINTR) continue;
+    if (live_threads_.load(std::memory_order_acquire) <= 0 && !exiting_ && alone_in_process()) {
+      // The host's last thread ended (pthread_exit in main, or in a fork child's only thread):
+      // glibc ends the process with exit(0) then, and would have without this thread.
+      std::exit(0);
+    }
     int sig = pending_signal_.exchange(0);
     if (sig != 0) {
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
@@ -501,6 +525,7 @@ void Runtime::fork_child() {
     notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
   }
   finished_ = false;
+  live_threads_ = t_state != nullptr ? 1 : 0;
   pending_signal_ = 0;
   sem_init(&flush_request_, 0, 0);
   sem_init(&flush_done_, 0, 0);

@@ -42,8 +42,13 @@ class Runtime {
   static constexpr int kExitRequest = -1;
 
   // A thread ended: once enough have, wake the flusher so that their states are written and
-  // freed instead of waiting for the next period.
+  // freed instead of waiting for the next period; when it was the last host thread, the flusher
+  // ends the process, as glibc would have (sonde's thread must not keep a process alive).
   void thread_ended();
+
+  // The host's exit has begun (main returned, or exit was called): no periodic flush from here
+  // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
+  void exit_begins();
 
   // CUDA is in use: libcuda.so.1 was loaded at start, or is being opened now (`file`, with the
   // host's dlopen `flags`). Starts the GPU backend once; a process without CUDA never does.
@@ -110,6 +115,8 @@ class Runtime {
   std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
   std::atomic<bool> finished_{false};
+  std::atomic<bool> exiting_{false};
+  std::atomic<int32_t> live_threads_{0};  // host threads attached and not yet ended
   std::atomic<bool> store_ok_{false};
   sem_t flush_request_;
   sem_t flush_done_;

@@ -59,9 +59,9 @@ class Store {
   void forget_thread(const ThreadState* t) { threads_.erase(t); }
   // The node_id of each of `t`'s nodes written so far (0: not written); empty if none.
   const std::vector<int64_t>& node_ids(const ThreadState* t) const {
-    static const std::vector<int64_t> kNone;
+    static const auto* kNone = new std::vector<int64_t>;  // never destroyed: flushes at exit
     auto it = threads_.find(t);
-    return it != threads_.end() ? it->second.nodes : kNone;
+    return it != threads_.end() ? it->second.nodes : *kNone;
   }
   // Fork child: the parent's rows are not this process's.
   void forget_process();

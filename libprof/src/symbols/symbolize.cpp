@@ -60,8 +60,10 @@ std::string symbolize(const void* address) {
   std::string object = base_name(info.dli_fname);
   // The object's own symbol table names local functions too; dladdr knows exported ones only.
   if (info.dli_fname != nullptr) {
-    static std::map<std::string, std::unique_ptr<ElfSymbols>> cache;  // flusher thread only
-    auto& symbols = cache[info.dli_fname];
+    // Under the store lock. Never destroyed: a flush may run while exit handlers destroy
+    // function-local statics (a destroyed map here corrupted the heap of programs at exit).
+    static auto* cache = new std::map<std::string, std::unique_ptr<ElfSymbols>>;
+    auto& symbols = (*cache)[info.dli_fname];
     if (!symbols) symbols = std::make_unique<ElfSymbols>(object_file(info.dli_fname));
     auto base = reinterpret_cast<uintptr_t>(info.dli_fbase);
     uint64_t address = symbols->position_dependent() ? ip : ip - base;

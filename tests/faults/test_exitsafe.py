@@ -1,0 +1,73 @@
+"""Cells for the ends of processes and threads: exit while sonde's flusher works, threads still
+running at exit, processes whose last thread ends with pthread_exit, many children ending at
+once, forks, spawns and execs. A host must end as it does alone, with a whole profile."""
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import (LIB, PYTHON, calls, notes, plain, preloaded, prog, profile_whole, query,
+                      same_behaviour, sonde_run)
+
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
+MODES = ["preload", "sonde-run"]
+
+
+def under(mode, cmd, db, **kw):
+    return preloaded(cmd, db, **kw) if mode == "preload" else sonde_run(cmd, db, **kw)
+
+
+def processes(db):
+    return query(db, "SELECT origin FROM processes ORDER BY process_id")
+
+
+def test_no_exit_time_destructors():
+    """libsonde.so registers no exit-time destructor (a flush may run while exit handlers do)"""
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-C", LIB], text=True,
+                         capture_output=True, check=True).stdout
+    registering, function = set(), ""
+    for line in dis.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.*)>:$", line)
+        if m:
+            function = m.group(1)
+        elif "call" in line and "<__cxa_atexit@plt>" in line:
+            registering.add(function)
+    assert not registering, f"exit-time destructors registered by: {sorted(registering)}"
+
+
+def test_exit_while_flushing(tmp_path):
+    """exit while the flusher names new call sites and exit handlers allocate (8 runs)"""
+    cmd = [prog("exit_race")]
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0.001")
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=20)
+    for i in range(8):
+        db = str(tmp_path / f"race{i}.db")
+        same_behaviour(alone, preloaded(cmd, db, env_extra=env, timeout=20))
+        profile_whole(db)
+        assert calls(db, "cblas_sgemm") >= 512
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["main", "fork", "fork-main"])
+def test_last_thread_ends(mode, how, db):
+    """the last thread ends with pthread_exit (HOW): the process ends, as it does alone"""
+    cmd = [prog("last_thread"), how]
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=10)
+    assert alone.rc == 0
+    same_behaviour(alone, under(mode, cmd, db, env_extra=ONE_BLAS_THREAD, timeout=10))
+    profile_whole(db)
+    expected = {"main": 8, "fork": 12, "fork-main": 17}[how]
+    assert calls(db, "cblas_sgemm") == expected
+    assert len(processes(db)) == (1 if how == "main" else 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_threads_end_and_cancel(mode, db):
+    """64 threads calling BLAS, and one cancelled while it calls: every call recorded"""
+    cmd = [prog("thread_ends"), 64, 25, 0, "cancel"]
+    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD),
+                   under(mode, cmd, db, env_extra=ONE_BLAS_THREAD))
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") > 64 * 25  # and the cancelled thread's
+    assert query(db, "SELECT count(*) FROM threads")[0][0] >= 66
