@@ -62,6 +62,16 @@ def test_last_thread_ends(mode, how, db):
     assert len(processes(db)) == (1 if how == "main" else 2)
 
 
+def test_ended_threads_intercepted(db):
+    """threads that called BLAS ended before a periodic flush: no "nothing intercepted" note"""
+    cmd = [prog("thread_ends"), 4, 10, 400]
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0.1")
+    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD), preloaded(cmd, db, env_extra=env))
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 40
+    assert not [n for n in notes(db) if "nothing was intercepted" in n]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_threads_end_and_cancel(mode, db):
     """64 threads calling BLAS, and one cancelled while it calls: every call recorded"""

@@ -317,15 +317,17 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     add_note("regions", fmt::format("{} region ends did not match the innermost open region",
                                     mismatches));
   }
-  if (final) {
+  if (!measured_seen_) {
     // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
-    // Python hook recorded, is no failed interception), not a user region.
+    // Python hook recorded, is no failed interception), not a user region. Looked for at every
+    // flush until found: threads that ended are freed after the flush that wrote them.
     std::vector<bool> measured_kind = routines_.measured_kinds();
     for (const ThreadSnapshot& s : d.threads) {
       for (const NodeRow& row : s.nodes) measured += row.calls > 0 && measured_kind[row.routine];
     }
+    measured_seen_ = measured > 0;
   }
-  if (final && measured == 0) {
+  if (final && !measured_seen_) {
     // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
     add_note("no-calls",
              "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
@@ -525,6 +527,7 @@ void Runtime::fork_child() {
     notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
   }
   finished_ = false;
+  measured_seen_ = false;
   live_threads_ = t_state != nullptr ? 1 : 0;
   pending_signal_ = 0;
   sem_init(&flush_request_, 0, 0);

@@ -117,6 +117,7 @@ class Runtime {
   std::atomic<bool> finished_{false};
   std::atomic<bool> exiting_{false};
   std::atomic<int32_t> live_threads_{0};  // host threads attached and not yet ended
+  bool measured_seen_ = false;  // a library call or Python frame recorded (under store_mu_)
   std::atomic<bool> store_ok_{false};
   sem_t flush_request_;
   sem_t flush_done_;
