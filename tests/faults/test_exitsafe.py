@@ -81,3 +81,13 @@ def test_threads_end_and_cancel(mode, db):
     profile_whole(db)
     assert calls(db, "cblas_sgemm") > 64 * 25  # and the cancelled thread's
     assert query(db, "SELECT count(*) FROM threads")[0][0] >= 66
+
+
+def test_children_exit_together(db):
+    """400 fork children ending with _exit at the same moment: every call recorded"""
+    cmd = [prog("exit_together"), 400, 10]
+    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=60),
+                   preloaded(cmd, db, env_extra=ONE_BLAS_THREAD, timeout=60))
+    profile_whole(db)
+    assert len(processes(db)) == 401
+    assert calls(db, "cblas_sgemm") == 400 * 10 + 1

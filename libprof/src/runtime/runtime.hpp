@@ -122,6 +122,7 @@ class Runtime {
   sem_t flush_request_;
   sem_t flush_done_;
   std::atomic<int> pending_signal_{0};
+  std::atomic<bool> exit_flush_started_{false};  // the flusher took the signal's request
   std::atomic<uint32_t> ended_unflushed_{0};
 };
 
