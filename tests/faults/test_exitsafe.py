@@ -10,6 +10,7 @@ import pytest
 from conftest import (LIB, PYTHON, calls, notes, plain, preloaded, prog, profile_whole, query,
                       same_behaviour, sonde_run)
 
+SCRIPTS = Path(__file__).parent / "scripts"
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
 MODES = ["preload", "sonde-run"]
 
@@ -91,3 +92,21 @@ def test_children_exit_together(db):
     profile_whole(db)
     assert len(processes(db)) == 401
     assert calls(db, "cblas_sgemm") == 400 * 10 + 1
+
+
+def test_detached_thread_at_exit(tmp_path):
+    """a detached thread inside the BLAS when main returns: no more deaths than alone (40 runs)"""
+    # The host races with OpenBLAS's own destructor and dies now and then by itself; sonde's
+    # final flush, once run after the libraries' destructors, made that 6 times likelier.
+    deaths_alone = deaths_profiled = 0
+    for i in range(40):
+        cmd = [prog("detached_blas"), 64, i % 4]
+        alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=20)
+        profiled = preloaded(cmd, str(tmp_path / f"d{i}.db"), env_extra=ONE_BLAS_THREAD,
+                             timeout=20)
+        assert not profiled.timed_out
+        deaths_alone += alone.rc != 0
+        deaths_profiled += profiled.rc != 0
+        if profiled.rc == 0:
+            profile_whole(str(tmp_path / f"d{i}.db"))
+    assert deaths_profiled <= deaths_alone + 2, f"{deaths_profiled} deaths of 40, alone {deaths_alone}"

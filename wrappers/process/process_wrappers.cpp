@@ -50,9 +50,11 @@ void* thread_trampoline(void* p) {
 using MainFn = int (*)(int, char**, char**);
 MainFn g_main = nullptr;
 
-// Returning from main calls exit inside libc, past any wrapper of exit: this frame sees it.
+// Returning from main calls exit inside libc, past any wrapper of exit: this frame sees it,
+// and sees main begin, after the library constructors.
 // Not noexcept: pthread_exit in main unwinds through it.
 int main_then_exit(int argc, char** argv, char** envp) {
+  sonde::main_starts();
   int status = g_main(argc, argv, envp);
   sonde::exit_begins();
   return status;

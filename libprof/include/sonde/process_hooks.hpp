@@ -15,6 +15,9 @@ int exec_env_extra();  // how many entries prepare_exec may add (size `scratch` 
 // The process is about to end without atexit (_exit): final flush.
 void before_process_exit(int status);
 
+// The host's main is about to run (the program started through __libc_start_main).
+void main_starts();
+
 // The host's exit begins (main returned or exit was called), before any exit handler runs.
 void exit_begins();
 

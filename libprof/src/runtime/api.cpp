@@ -127,6 +127,10 @@ void before_process_exit(int) {
   if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(Runtime::kExitRequest);
 }
 
+void main_starts() {
+  if (Runtime* rt = Runtime::get()) rt->main_starts();
+}
+
 void exit_begins() {
   if (Runtime* rt = Runtime::get()) rt->exit_begins();
 }

@@ -402,6 +402,10 @@ void Runtime::thread_ended() {
   if (batch || last) sem_post(&flush_request_);
 }
 
+void Runtime::main_starts() {
+  if (store_ok_) std::atexit(at_exit);  // the one registered at start stays, for dlopen'd sonde
+}
+
 void Runtime::exit_begins() {
   if (exiting_.exchange(true)) return;
   // A periodic flush under way finishes first. Bounded: exit may come from a signal handler

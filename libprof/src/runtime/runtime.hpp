@@ -46,6 +46,12 @@ class Runtime {
   // ends the process, as glibc would have (sonde's thread must not keep a process alive).
   void thread_ended();
 
+  // main is about to run: the final flush is registered again, to run after the exit handlers
+  // that main registers but before the libraries' destructors (glibc's _dl_fini is registered
+  // after the library constructors, so it ran before the flush registered at start: OpenBLAS
+  // was shut down under threads still calling it while the flush took its time).
+  void main_starts();
+
   // The host's exit has begun (main returned, or exit was called): no periodic flush from here
   // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
   void exit_begins();
