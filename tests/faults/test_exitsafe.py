@@ -94,6 +94,42 @@ def test_children_exit_together(db):
     assert calls(db, "cblas_sgemm") == 400 * 10 + 1
 
 
+@pytest.mark.parametrize("how", ["fork", "vfork", "posix_spawn", "exec"])
+def test_process_starts(how, db):
+    """a process started by HOW: both processes recorded, every call"""
+    cmd = [prog("spawn_kinds"), how, prog("exit_status"), 0]
+    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD),
+                   preloaded(cmd, db, env_extra=ONE_BLAS_THREAD))
+    profile_whole(db)
+    child = {"fork": "fork", "exec": "exec"}.get(how, "child")
+    assert [o for (o,) in processes(db)] == ["root", child]
+    assert calls(db, "cblas_sgemm") == (10 if how == "fork" else 15)
+
+
+@pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
+def test_multiprocessing(method, db):
+    """a multiprocessing pool (METHOD) multiplying with numpy: same results, every product"""
+    cmd = [PYTHON, SCRIPTS / "mp_pool.py", method]
+    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD),
+                   preloaded(cmd, db, env_extra=ONE_BLAS_THREAD))
+    profile_whole(db)
+    assert calls(db, "cblas_dgemm") == 20
+    assert len(processes(db)) >= 3  # the pool's two workers at least
+
+
+def test_cpython_fork_from_thread(db):
+    """CPython's test_main_thread_after_fork_from_nonmain_thread passes under sonde"""
+    cmd = [PYTHON, "-m", "unittest", "test.test_threading.ThreadTests."
+           "test_main_thread_after_fork_from_nonmain_thread"]
+    alone = plain(cmd, timeout=30)
+    if alone.rc != 0 and "No module named" in alone.err:
+        pytest.skip("CPython's test package is not installed")
+    profiled = preloaded(cmd, db, timeout=30)
+    same_behaviour(alone, profiled)
+    assert profiled.err.count(" ok") == alone.err.count(" ok")
+    profile_whole(db)
+
+
 def test_detached_thread_at_exit(tmp_path):
     """a detached thread inside the BLAS when main returns: no more deaths than alone (40 runs)"""
     # The host races with OpenBLAS's own destructor and dies now and then by itself; sonde's
