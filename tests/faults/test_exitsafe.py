@@ -1,13 +1,17 @@
 """Cells for the ends of processes and threads: exit while sonde's flusher works, threads still
 running at exit, processes whose last thread ends with pthread_exit, many children ending at
 once, forks, spawns and execs. A host must end as it does alone, with a whole profile."""
+import os
 import re
+import signal
+import sqlite3
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
-from conftest import (LIB, PYTHON, calls, notes, plain, preloaded, prog, profile_whole, query,
+from conftest import (LIB, PYTHON, calls, clean_env, notes, plain, preloaded, prog, profile_whole, query,
                       same_behaviour, sonde_run)
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -40,7 +44,7 @@ def test_no_exit_time_destructors():
 def test_exit_while_flushing(tmp_path):
     """exit while the flusher names new call sites and exit handlers allocate (8 runs)"""
     cmd = [prog("exit_race")]
-    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0.001")
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0.1")
     alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=20)
     for i in range(8):
         db = str(tmp_path / f"race{i}.db")
@@ -146,3 +150,30 @@ def test_detached_thread_at_exit(tmp_path):
         if profiled.rc == 0:
             profile_whole(str(tmp_path / f"d{i}.db"))
     assert deaths_profiled <= deaths_alone + 2, f"{deaths_profiled} deaths of 40, alone {deaths_alone}"
+
+
+def test_exit_while_file_locked(db):
+    """_exit while another process holds the profile's file: the loss is said on stderr"""
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL="0.1",
+                    **ONE_BLAS_THREAD)
+    p = subprocess.Popen([prog("exit_when_told")], env=env, stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        holder = sqlite3.connect(db, timeout=30)
+        holder.execute("BEGIN EXCLUSIVE")
+        time.sleep(0.3)  # the periodic flush now waits for the lock
+        start = time.monotonic()
+        out, err = p.communicate("go\n", timeout=30)
+        seconds = time.monotonic() - start
+        holder.rollback()
+        holder.close()
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == 3
+    assert seconds < 25
+    # Said by the flush that failed, or by _exit when the flusher never got to it.
+    assert "failed: database is locked" in err or "before its profile was written" in err, err
+    profile_whole(db)

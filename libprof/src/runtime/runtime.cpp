@@ -433,12 +433,22 @@ void Runtime::flush_from_signal(int sig) {
     return rc == 0;
   };
   // Bounded: a crashed heap must not turn a crash into a hang.
-  if (wait_until(timespec{start.tv_sec + 3, start.tv_nsec})) return;
+  bool done = wait_until(timespec{start.tv_sec + 3, start.tv_nsec});
+  if (done || sig != kExitRequest) return;
   // An _exit (no crash) whose flush is under way is waiting its turn for the file that every
   // process of the run writes (a thousand children ending together lost 86 % of their calls
   // at 3 s): it may take as long as SQLite waits for the lock, and a little more.
-  if (sig == kExitRequest && exit_flush_started_.load()) {
-    wait_until(timespec{start.tv_sec + kExitFlushWait, start.tv_nsec});
+  if (exit_flush_started_.load()) {
+    done = wait_until(timespec{start.tv_sec + kExitFlushWait, start.tv_nsec});
+  }
+  if (!done && log_level() >= LogLevel::kWarn) {
+    // On stderr: the file cannot say it, its writer is what did not finish. No allocation:
+    // _exit may be called from a signal handler.
+    char line[192];
+    int n = std::snprintf(line, sizeof line, "sonde: process %d ended (_exit) before its "
+                          "profile was written; its calls since the last flush are lost\n",
+                          int(getpid()));
+    if (n > 0 && ::write(STDERR_FILENO, line, std::min(size_t(n), sizeof line - 1)) < 0) return;
   }
 }
 
