@@ -71,7 +71,11 @@ bool parse_process_ref(const char* text, pid_t& pid, int64_t& id) {
 void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
 void fork_parent() { if (auto* rt = Runtime::get()) rt->fork_parent(); }
 void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
-void at_exit() { if (auto* rt = Runtime::get()) rt->flush(FlushKind::kExit, "exit"); }
+// A vfork child that calls exit shares the parent's memory: nothing of sonde's is its to end.
+void at_exit() {
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && getpid() == rt->pid()) rt->flush(FlushKind::kExit, "exit");
+}
 void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
 
 }  // namespace
@@ -407,7 +411,7 @@ void Runtime::main_starts() {
 }
 
 void Runtime::exit_begins() {
-  if (exiting_.exchange(true)) return;
+  if (getpid() != pid() || exiting_.exchange(true)) return;  // getpid: see at_exit
   // A periodic flush under way finishes first. Bounded: exit may come from a signal handler
   // that interrupted this very thread inside a flush.
   for (int i = 0; i < 2000; ++i) {
