@@ -18,6 +18,7 @@
 #include <cstdint>
 #endif
 
+#include "code_table.hpp"
 #include "frames.hpp"
 #include "sonde/probe.hpp"
 
@@ -122,7 +123,7 @@ PyInterpreterState* interpreter() { return PyThreadState_GetInterpreter(PyThread
 bool eval_frame_available() { return true; }
 
 bool install_eval_frame() {
-  if (!reserve_code_extra()) return false;
+  if (!code_table_init()) return false;
   PyInterpreterState* interp = interpreter();
   // Still in the chain (stop() found another hook above it): recording again is enough.
   if (!g_in_chain) {

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "code_table.hpp"
 #include "sonde/probe.hpp"
 
 namespace sonde::python {
@@ -24,9 +25,6 @@ bool set_trace_all(Py_tracefunc f) {
   PyEval_SetTraceAllThreads(f, nullptr);
   return !PyErr_Occurred();
 }
-#define SONDE_CODE_GET_EXTRA PyUnstable_Code_GetExtra
-#define SONDE_CODE_SET_EXTRA PyUnstable_Code_SetExtra
-#define SONDE_REQUEST_CODE_EXTRA PyUnstable_Eval_RequestCodeExtraIndex
 #else
 template <int (*Set)(PyThreadState*, Py_tracefunc, PyObject*)>
 bool set_all(Py_tracefunc f) {
@@ -39,18 +37,15 @@ bool set_all(Py_tracefunc f) {
 }
 bool set_profile_all(Py_tracefunc f) { return set_all<_PyEval_SetProfile>(f); }
 bool set_trace_all(Py_tracefunc f) { return set_all<_PyEval_SetTrace>(f); }
-#define SONDE_CODE_GET_EXTRA _PyCode_GetExtra
-#define SONDE_CODE_SET_EXTRA _PyCode_SetExtra
-#define SONDE_REQUEST_CODE_EXTRA _PyEval_RequestCodeExtraIndex
 #endif
-
-// Code objects carry their routine id (+1) in a co_extra slot: one indexed load per call.
-Py_ssize_t g_extra_index = -1;
 
 // Per thread: did each open Python-level call open a sonde frame? Frames running when the hook
 // was installed return without having been entered, and the depth limit can refuse one.
 thread_local std::vector<ThreadState*> t_open;
 thread_local int t_skip = 0;
+// C functions are recorded too (`--builtins`); else the profile function stands in for the
+// frame-evaluation hook and passes over their events.
+bool g_builtins = true;
 
 std::string base_name(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -86,26 +81,20 @@ bool wants_lines(PyCodeObject* code) {
   return false;
 }
 
-// The slot holds (id + 1) << 1 | timed-lines, so 0 still means "not seen yet".
+// The table holds (id + 1) << 1 | timed-lines, so 0 still means "not seen yet".
 CodeInfo code_info(PyCodeObject* code) {
-  void* extra = nullptr;
-  if (SONDE_CODE_GET_EXTRA(reinterpret_cast<PyObject*>(code), g_extra_index, &extra) == 0 &&
-      extra != nullptr) {
-    auto v = reinterpret_cast<uintptr_t>(extra);
-    return {RoutineId((v >> 1) - 1), (v & 1) != 0};
-  }
+  if (uintptr_t v = code_table_find(code)) return {RoutineId((v >> 1) - 1), (v & 1) != 0};
   // pprof/cProfile style: file.py:LINE(function); the full path is kept in routines.file.
   std::string file = utf8(code->co_filename);
   std::string name = base_name(file) + ":" + std::to_string(code->co_firstlineno) + "(" +
                      utf8(code->co_name) + ")";
   CodeInfo info{register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno}),
                 wants_lines(code)};
-  SONDE_CODE_SET_EXTRA(reinterpret_cast<PyObject*>(code), g_extra_index,
-                       reinterpret_cast<void*>((uintptr_t(info.id) + 1) << 1 | info.lines));
+  code_table_insert(code, (uintptr_t(info.id) + 1) << 1 | info.lines);
   return info;
 }
 
-// C functions have no co_extra: cache by method definition and the type it is bound to (none
+// C functions have no code object: cache by method definition and the type it is bound to (none
 // for a module function). The GIL guards the map (the hooks run holding it).
 RoutineId builtin_routine(PyMethodDef* ml, PyTypeObject* bound, PyObject* module) {
   static std::unordered_map<uint64_t, RoutineId> cache;
@@ -191,6 +180,7 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
       leave();
       break;
     case PyTrace_C_CALL:
+      if (!g_builtins) break;
       if (PyCFunction_Check(arg)) {
         enter(cfunction_routine(arg));
       } else {
@@ -200,7 +190,7 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
       break;
     case PyTrace_C_RETURN:
     case PyTrace_C_EXCEPTION:
-      leave();
+      if (g_builtins) leave();
       break;
     default:
       break;
@@ -305,17 +295,6 @@ bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id) {
   return false;
 }
 
-bool reserve_code_extra() {
-  if (g_extra_index < 0) {
-    g_extra_index = SONDE_REQUEST_CODE_EXTRA(nullptr);
-    if (g_extra_index < 0) {
-      PyErr_SetString(PyExc_RuntimeError, "no free code-object extra slot");
-      return false;
-    }
-  }
-  return true;
-}
-
 void skip_calls(int n) { t_skip = n; }
 
 bool install_line_tracing(const std::vector<std::string>& patterns) {
@@ -328,8 +307,9 @@ bool install_line_tracing(const std::vector<std::string>& patterns) {
   return ok && set_trace_all(trace);
 }
 
-bool install_all_threads() {
-  if (!reserve_code_extra()) return false;
+bool install_all_threads(bool builtins) {
+  if (!code_table_init()) return false;
+  g_builtins = builtins;
   PyObject* hook = PyCFunction_New(&g_bootstrap_def, nullptr);
   if (hook == nullptr) return false;
   bool ok = set_threading_hook("setprofile", hook);

@@ -14,11 +14,8 @@
 
 namespace sonde::python {
 
-// Reserves the co_extra slot where code objects keep their routine id. Returns false with a
-// Python exception set.
-bool reserve_code_extra();
 // The routine of a code object: registered on first sight as file.py:LINE(function), then read
-// back from its co_extra slot (one indexed load). Needs reserve_code_extra first; holds the GIL.
+// back from code_table.hpp's table (one hash probe). Needs code_table_init first; holds the GIL.
 RoutineId code_routine(PyCodeObject* code);
 // The routine of a C function that `--builtins` records: a PyCFunction (`len`, a bound
 // `numpy.ndarray.dot`), or a C method descriptor called with `self_arg` (nullptr: no argument)
@@ -26,8 +23,9 @@ RoutineId code_routine(PyCodeObject* code);
 bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id);
 
 // Installs the profile function on every existing thread and, through threading.setprofile,
-// on every thread started later. Returns false with a Python exception set.
-bool install_all_threads();
+// on every thread started later; C functions are recorded only with `builtins`. Returns false
+// with a Python exception set.
+bool install_all_threads(bool builtins);
 // Times the source lines of functions whose name or qualified name matches one of `patterns`
 // (fnmatch), on every thread. Call after install_all_threads; empty: no line timing.
 bool install_line_tracing(const std::vector<std::string>& patterns);

@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include "eval_frame.hpp"
+#include "code_table.hpp"
 #include "frames.hpp"
 #include "monitoring.hpp"
 #include "sonde/sonde.h"
@@ -56,7 +57,7 @@ Hook install(bool builtins) {
     if (install_monitoring(builtins)) return Hook::kMonitoring;
     if (PyErr_Occurred()) return Hook::kNone;  // else another tool has the id: fall back
   }
-  return install_all_threads() ? Hook::kProfile : Hook::kNone;
+  return install_all_threads(builtins) ? Hook::kProfile : Hook::kNone;
 }
 
 PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
@@ -89,12 +90,15 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
                     "or with LD_PRELOAD=libsonde.so)");
     return nullptr;
   }
-  if (!sonde::python::reserve_code_extra()) return nullptr;
+  // Sub-interpreters (their site imports sonde's sitecustomize too) are not recorded: the hooks
+  // and sonde's per-code table belong to the main interpreter.
+  if (PyInterpreterState_Get() != PyInterpreterState_Main()) Py_RETURN_NONE;
+  if (!sonde::python::code_table_init()) return nullptr;
   stop_hooks();  // a second start() may choose another hook
   g_hook = install(builtins);
   if (g_hook == Hook::kNone) return nullptr;
   // The launcher's exec (a C function) comes next: only hooks that see C functions see it.
-  bool sees_c_calls = g_hook == Hook::kProfile || (g_hook == Hook::kMonitoring && builtins);
+  bool sees_c_calls = builtins && (g_hook == Hook::kProfile || g_hook == Hook::kMonitoring);
   int skip = skip_calls + (skip_exec && sees_c_calls ? 1 : 0);
   switch (g_hook) {
     case Hook::kEvalFrame:
@@ -135,7 +139,7 @@ PyMethodDef kMethods[] = {
      "thread that the chosen hook sees (the launcher's own) are not recorded, plus one with\n"
      "skip_exec where the hook sees C functions (the launcher's exec); functions matching a\n"
      "pattern in lines (fnmatch) get per-line times. Returns the hook used: 'eval_frame',\n"
-     "'monitoring' or 'profile'."},
+     "'monitoring' or 'profile'; None in a sub-interpreter, which is not recorded."},
     {"stop", stop, METH_NOARGS, "Stop recording Python frames."},
     {"flush", flush, METH_NOARGS,
      "Write what was measured so far to the profile; True on success."},

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "code_table.hpp"
 #include "frames.hpp"
 #include "sonde/probe.hpp"
 
@@ -236,7 +237,7 @@ bool register_all(PyObject* mon, bool builtins) {
 bool monitoring_available() { return true; }
 
 bool install_monitoring(bool builtins) {
-  if (!reserve_code_extra()) return false;
+  if (!code_table_init()) return false;
   PyObject* mon = monitoring_module();
   if (mon == nullptr) return false;
   if (g_missing == nullptr) g_missing = PyObject_GetAttrString(mon, "MISSING");  // kept
