@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <unordered_set>
+#include <vector>
 #endif
 
 #include "code_table.hpp"
@@ -37,6 +39,63 @@ bool g_in_chain = false;
 bool g_recording = false;
 // The hook is out of the interpreter while a frame deep in its thread's C stack runs.
 bool g_suspended = false;
+
+// CPython 3.11.0 to 3.11.3 (gh-104405, fixed in 3.11.4): once `obj[i]` is specialised into
+// BINARY_SUBSCR_GETITEM, the interpreter pushes the Python __getitem__'s frame itself, without
+// the hook: 7 calls of 8000 were recorded. The specialiser takes only a function whose version
+// fits in 16 bits, so sonde gives every function that could be a __getitem__ (two positional
+// parameters) a version of its own above that before a subscript can be specialised on it:
+// when the hook sees it called, when the class or module body that defines it returns, and, for
+// classes made before start(), at start. Versions only key the interpreter's caches: the call
+// specialisations (which the hook already turns off) take any, and sonde's count down from the
+// top where CPython's count up from 1.
+bool g_guard_getitem = false;
+uint32_t g_next_version = UINT32_MAX;
+constexpr uint32_t kLastVersion = 0x80000000u;  // then the guard stops: 2^31 functions
+
+void guard_function(PyFunctionObject* func) {
+  if (func->func_version > 0xFFFF || g_next_version < kLastVersion) return;
+  if (reinterpret_cast<PyCodeObject*>(func->func_code)->co_argcount == 2) {
+    func->func_version = g_next_version--;
+  }
+}
+
+void guard_namespace(PyObject* ns) {
+  if (ns == nullptr || !PyDict_Check(ns)) return;
+  Py_ssize_t pos = 0;
+  PyObject *key, *value;
+  while (PyDict_Next(ns, &pos, &key, &value)) {
+    if (PyFunction_Check(value)) guard_function(reinterpret_cast<PyFunctionObject*>(value));
+  }
+}
+
+// Every class made before start() (whose subscripts may be specialised already): a walk of
+// object's subclasses.
+void guard_existing_classes() {
+  std::vector<PyObject*> todo{reinterpret_cast<PyObject*>(&PyBaseObject_Type)};
+  std::unordered_set<PyObject*> seen;
+  while (!todo.empty()) {
+    PyObject* type = todo.back();
+    todo.pop_back();
+    if (!seen.insert(type).second) continue;
+    PyObject* dict = reinterpret_cast<PyTypeObject*>(type)->tp_dict;
+    PyObject* getitem = dict != nullptr ? PyDict_GetItemString(dict, "__getitem__") : nullptr;
+    if (getitem != nullptr && PyFunction_Check(getitem)) {
+      guard_function(reinterpret_cast<PyFunctionObject*>(getitem));
+    }
+    PyObject* subclasses = PyObject_CallMethod(type, "__subclasses__", nullptr);
+    if (subclasses == nullptr || !PyList_Check(subclasses)) {
+      PyErr_Clear();
+      Py_XDECREF(subclasses);
+      continue;
+    }
+    // Borrowed: a class lives on in its base's list while this walk holds the GIL.
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(subclasses); ++i) {
+      todo.push_back(PyList_GET_ITEM(subclasses, i));
+    }
+    Py_DECREF(subclasses);
+  }
+}
 
 struct ThreadHook {
   uintptr_t stack_floor = 0;  // below this address, frames run without the hook; 0: not known
@@ -67,6 +126,7 @@ uintptr_t stack_floor() {
 // however often it resumes.
 ThreadState* open_frame(_PyInterpreterFrame* frame, int throwflag) {
   if (!g_recording) return nullptr;
+  if (g_guard_getitem) guard_function(frame->f_func);
   PyCodeObject* code = frame->f_code;
   bool resumed = false;
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
@@ -113,6 +173,11 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
   ThreadState* t = open_frame(frame, throwflag);
   PyObject* result = g_beneath(tstate, frame, throwflag);
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  // A class or module body has returned: its namespace holds the functions it defined. The
+  // frame is cleared by the caller, after this.
+  if (g_guard_getitem && result != nullptr && (frame->f_code->co_flags & CO_OPTIMIZED) == 0) {
+    guard_namespace(frame->f_locals);
+  }
   return result;
 }
 
@@ -130,6 +195,10 @@ bool install_eval_frame() {
     g_beneath = _PyInterpreterState_GetEvalFrameFunc(interp);
     _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
     g_in_chain = true;
+  }
+  if (Py_Version < 0x030B0400 && !g_guard_getitem) {
+    g_guard_getitem = true;
+    guard_existing_classes();
   }
   g_recording = true;
   return true;

@@ -107,3 +107,72 @@ def test_subinterpreter_threads(mode, db, tmp_path):
     same_behaviour(alone, profiled)
     assert "Error" not in profiled.err, profiled.err
     profile_whole(db)
+
+
+# CPython before 3.11.4 (gh-104405) pushes the frame of a Python __getitem__ that `obj[i]` was
+# specialised for without the frame-evaluation hook: 7 of 8000 calls were recorded.
+GETITEM = """
+    class Items:
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return i * 2
+
+    items = Items(8000)
+    print(sum(items[i] for i in range(len(items))))
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", "builtins"])
+def test_getitem_calls_exact(mode, db, tmp_path):
+    """obj[i] over 8000 items: exactly 8000 __getitem__ calls recorded"""
+    host = [script(tmp_path, GETITEM)]
+    same_behaviour(plain([PY, *host]), under(mode, host, db))
+    profile_whole(db)
+    assert python_calls(db, "__getitem__") == 8000
+
+
+# sonde.start() in a running program, after the subscript was specialised, and classes made
+# afterwards (one per call of a factory) met first by a site that has been specialised before.
+GETITEM_LATE = """
+    import sys
+    sys.path.insert(0, sys.argv[1])
+    count = [0]
+
+    def make():
+        class Fresh:
+            def __getitem__(self, i):
+                count[0] += 1
+                return i
+        return Fresh()
+
+    class Early:
+        def __getitem__(self, i):
+            count[0] += 1
+            return i
+
+    def loop(objs):
+        return sum(o[1] for o in objs)
+
+    loop([Early()] * 5000)
+    import sonde
+    sonde.start()
+    before = count[0]
+    loop([Early()] * 500 + [make() for _ in range(10)] * 40 + [Early()] * 500)
+    sonde.stop()
+    print(count[0] - before)
+"""
+
+
+def test_getitem_calls_exact_after_start(db, tmp_path):
+    """obj[i] specialised before sonde.start(), new classes after: every call recorded"""
+    host = [script(tmp_path, GETITEM_LATE), PYTHONPATH]
+    alone = plain([PY, *host])
+    assert alone.out == "1400\n", alone.err
+    same_behaviour(alone, run([PY, *host], env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db)))
+    profile_whole(db)
+    assert python_calls(db, "__getitem__") == 1400
