@@ -170,9 +170,28 @@ def _die_if_interrupted():
         os.kill(os.getpid(), signal.SIGINT)
 
 
+def _split_module_args(argv):
+    """sonde's arguments, and with -m MODULE everything after the module, options included,
+    for the module (as python -m and cProfile -m have it); ([], None) without -m."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if a.startswith("-m") and not a.startswith("--"):
+            return argv[:i + 1], argv[i + 1:]  # -mMODULE
+        if a == "--" or not a.startswith("-"):
+            break  # the script: argparse gives it all that follows
+        i += 2 if a in ("-o", "--output", "--lines") else 1
+    return argv, None
+
+
 def main():
     argv = sys.argv[1:]
-    opts = _parser().parse_args(argv)
+    own, module_args = _split_module_args(argv)
+    opts = _parser().parse_args(own)
+    if module_args is not None:
+        opts.target, opts.args = None, module_args
     if os.environ.get(_MARK) == "1":
         _run(opts)
     else:

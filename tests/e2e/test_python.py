@@ -183,6 +183,11 @@ def test_dash_m_runs_a_module_as_main(db, tmp_path):
     r = sonde_py(["-m", "pkg.tool", "x"], db, tmp_path)
     assert (r.returncode, r.stdout) == (0, "7 ['x']\n"), r.stderr
     assert python_calls(db, "go") == 1
+    # Everything after the module is the module's, options too (`-m pytest -q --junitxml F`).
+    db.unlink()
+    args = ["--junit-xml", "f.xml", "-q", "-o", "x", "-m", "y"]
+    r = sonde_py(["-m", "pkg.tool", *args], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, f"7 {args}\n"), r.stderr
 
 
 def test_fork_children_record_their_python_frames(db, tmp_path):
