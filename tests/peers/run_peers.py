@@ -1,0 +1,231 @@
+"""Peer suites: CPython's and numpy's own tests run without sonde and under it (python3 -m sonde,
+its --builtins mode, and LD_PRELOAD alone); every test must end the same way (passed, failed,
+skipped) in each mode as without sonde, apart from the known conflicts listed below.
+
+    run_peers.py cpython|numpy [--jobs N] [--keep DIR]
+
+Needs SONDE_LIB and SONDE_BUILD (as ctest sets them); CPython's tests come from Debian's
+libpython3.11-testsuite, numpy's ship with python3-numpy."""
+import argparse
+import concurrent.futures
+import fnmatch
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+PY = "/usr/bin/python3"
+NUMPY = "/usr/lib/python3/dist-packages/numpy"
+MODES = ["plain", "default", "builtins", "preload"]
+SONDE_MODES = MODES[1:]
+# A mode whose Python hook is a profile function (CPython 3.11's --builtins): conflicts that any
+# profile function has, cProfile's too.
+PROFILE_FUNCTION = ["builtins"]
+
+# One job is one test process per mode. Tests left out of every mode (`-i`, `--deselect`) say
+# why; together the jobs take about 4 minutes on 2 cores.
+CPYTHON_JOBS = {
+    "core": ["test_generators", "test_coroutines", "test_exceptions", "test_code", "test_frame",
+             "test_sys_settrace", "test_threading",
+             # Both hang under sonde (a fork from a non-main thread; the second until its 300 s
+             # timeout): issue 10, being fixed by helper "exitsafe". These two -i go when that
+             # lands.
+             "-i", "test_3_join_in_forked_from_thread",
+             "-i", "test_main_thread_after_fork_from_nonmain_thread"],
+    # test_siginterrupt_off waits 30 s for a signal that must not come, and test_itimer_virtual
+    # spins a core for 5 s, whatever the mode.
+    "signal": ["test_signal", "-i", "test_siginterrupt_off", "-i", "test_itimer_virtual"],
+    # The classes about fds, signals, fork and exec; the others mostly start Python children
+    # (0.1 s more each under sonde) to test pipes.
+    "subprocess": ["test_subprocess", "-m", "POSIXProcessTestCase", "-m", "RunFuncTestCase",
+                   "-m", "MiscTests", "-i", "test_check_output_timeout"],
+    "multiprocessing": ["test_multiprocessing_fork", "-m", "WithProcessesTestProcess",
+                        "-m", "WithProcessesTestPool", "-m", "WithProcessesTestQueue"],
+}
+NUMPY_JOBS = {
+    "core": [f"{NUMPY}/core/tests/test_numeric.py", f"{NUMPY}/core/tests/test_regression.py"],
+    # BLAS-backed products (interposed by sonde), the refcount-checking resize, linalg. Not
+    # test_huge_vectordot: it needs 18 GB free or skips, and its runs in parallel take the
+    # memory from each other (and it takes 3 minutes).
+    "blas": [f"{NUMPY}/core/tests/test_multiarray.py", f"{NUMPY}/linalg/tests/test_linalg.py",
+             "-k", "(resize or TestDot or TestMatmul or TestSolve or TestInv or TestDet or "
+             "TestMatrixPower) and not huge"],
+}
+
+# Known differences: (modes, test id pattern, why). Each is a conflict that the tool named
+# has too, or a defect being fixed elsewhere (then the issue item is named and the entry goes
+# when the fix lands).
+EXPECTED = [
+    # Any profile function (cProfile too): f_back of a frame seen from a trace function.
+    (PROFILE_FUNCTION, "test.test_frame.*test_sneaky_frame_object", "profile function"),
+    # Any profile function holds a reference to the frame's locals: ndarray.resize's refcount
+    # check refuses (cProfile too).
+    (PROFILE_FUNCTION, "*TestResize*", "profile function"),
+    (PROFILE_FUNCTION, "*TestSizeOf.test_resize", "profile function"),
+    (PROFILE_FUNCTION, "*test_regression.TestRegression.test_blasdot_uninitialized_memory",
+     "profile function"),
+    # signal.getsignal() returns None for SIGHUP and SIGTERM, whose handlers sonde installed,
+    # where the program sees SIG_DFL without sonde (and putting that None back raises
+    # TypeError): issue 10, being fixed by helper "signals"; these two entries go when that
+    # lands.
+    (SONDE_MODES, "test.test_signal.PosixTests.test_getsignal", "signals"),
+    (SONDE_MODES, "test.test_threading.InterruptMainTests.test_interrupt_main_noerror", "signals"),
+]
+
+
+def sonde_env(mode, db):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SONDE_") and k != "LD_PRELOAD"}
+    env["SONDE_PEAKS"] = "/nonexistent/sonde-peaks.txt"
+    if mode == "preload":
+        env.update(LD_PRELOAD=os.environ["SONDE_LIB"], SONDE_OUTPUT=db)
+    elif mode != "plain":
+        env["PYTHONPATH"] = str(Path(os.environ["SONDE_BUILD"]) / "python")
+    return env
+
+
+def command(suite, args, mode, xml, db):
+    if suite == "cpython":
+        tail = ["-m", "test", "--junit-xml", xml, *args]
+    else:
+        tail = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", xml, *args]
+    if mode in ("default", "builtins"):
+        opts = ["--builtins"] if mode == "builtins" else []
+        return [PY, "-m", "sonde", "-o", db, *opts, *tail]
+    return [PY, *tail]
+
+
+def outcomes(xml):
+    """{test id: passed|failed|error|skipped} from a JUnit file (regrtest's or pytest's)."""
+    result = {}
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        name = case.get("name")
+        if case.get("classname"):
+            name = f"{case.get('classname')}.{name}"
+        kinds = {child.tag for child in case}
+        outcome = "passed"
+        for kind in ("error", "failure", "skipped"):
+            if kind in kinds:
+                outcome = {"failure": "failed"}.get(kind, kind)
+                break
+        result[name] = outcome
+    return result
+
+
+def run_one(suite, job, args, mode, work, timeout):
+    xml = str(work / f"{job}.{mode}.xml")
+    db = str(work / f"{job}.{mode}.db")
+    cwd = work / f"{job}.{mode}.cwd"
+    cwd.mkdir()
+    start = time.monotonic()
+    p = subprocess.Popen(command(suite, args, mode, xml, db), env=sonde_env(mode, db), cwd=cwd,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         errors="replace", start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        hung = False
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, 9)
+        out, _ = p.communicate()
+        hung = True
+    (work / f"{job}.{mode}.log").write_text(out)
+    found = outcomes(xml) if os.path.exists(xml) else None
+    return dict(mode=mode, rc=p.returncode, hung=hung, seconds=time.monotonic() - start,
+                outcomes=found, db=db, tail=out[-2000:])
+
+
+def expected(mode, test):
+    return next((why for modes, pattern, why in EXPECTED
+                 if mode in modes and fnmatch.fnmatchcase(test, pattern)), None)
+
+
+def profile_ok(db):
+    if not os.path.exists(db):
+        return "no profile written"
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        ok = con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    finally:
+        con.close()
+    return None if ok else "profile fails integrity_check"
+
+
+def compare(job, runs):
+    """Lines describing what differs from the plain run; the first element is True when every
+    difference is expected."""
+    base = runs["plain"]
+    problems, notes = [], []
+    if base["hung"] or base["outcomes"] is None:
+        return False, [f"{job}: the plain run itself did not finish ({base['tail'][-400:]})"]
+    for mode in SONDE_MODES:
+        r = runs[mode]
+        head = f"{job} [{mode}]"
+        if r["hung"] or r["outcomes"] is None:
+            why = "hung" if r["hung"] else f"exit {r['rc']}"
+            problems.append(f"{head}: no result ({why}); output ends:\n{r['tail'][-800:]}")
+            continue
+        differ = False
+        for test in sorted(set(r["outcomes"]) | set(base["outcomes"])):
+            a, b = base["outcomes"].get(test, "absent"), r["outcomes"].get(test, "absent")
+            if a == b:
+                continue
+            differ = True
+            why = expected(mode, test)
+            line = f"{head}: {test}: {a} without sonde, {b} under sonde"
+            (notes if why else problems).append(line + (f" (expected: {why})" if why else ""))
+        if not differ and r["rc"] != base["rc"]:
+            problems.append(f"{head}: exit {r['rc']}, {base['rc']} without sonde")
+        if bad := profile_ok(r["db"]):
+            problems.append(f"{head}: {bad}")
+    return not problems, problems + notes
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("suite", choices=["cpython", "numpy"])
+    ap.add_argument("--jobs", type=int, default=4, help="test processes at once")
+    ap.add_argument("--only", action="append", help="run only these jobs")
+    ap.add_argument("--timeout", type=int, default=420, help="seconds per test process")
+    ap.add_argument("--keep", help="keep the logs, JUnit files and profiles in this directory")
+    opts = ap.parse_args()
+    if opts.suite == "cpython" and not Path("/usr/lib/python3.11/test/test_code.py").exists():
+        print("SKIP: CPython's tests are not installed (apt-get install libpython3.11-testsuite)")
+        return 0
+    if opts.suite == "numpy" and not Path(f"{NUMPY}/core/tests").is_dir():
+        print("SKIP: numpy's tests are not installed (python3-numpy)")
+        return 0
+    jobs = CPYTHON_JOBS if opts.suite == "cpython" else NUMPY_JOBS
+    jobs = {k: v for k, v in jobs.items() if not opts.only or k in opts.only}
+    work = Path(opts.keep or tempfile.mkdtemp(prefix="sonde-peers-"))
+    work.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    runs = {job: {} for job in jobs}
+    with concurrent.futures.ThreadPoolExecutor(opts.jobs) as pool:
+        futures = {pool.submit(run_one, opts.suite, job, args, mode, work, opts.timeout): job
+                   for job, args in jobs.items() for mode in MODES}
+        for f in concurrent.futures.as_completed(futures):
+            r = f.result()
+            runs[futures[f]][r["mode"]] = r
+    ok = True
+    for job in jobs:
+        same, lines = compare(job, runs[job])
+        ok &= same
+        counts = {m: len(runs[job][m]["outcomes"] or {}) for m in MODES}
+        times = ", ".join(f"{m} {runs[job][m]['seconds']:.0f} s" for m in MODES)
+        print(f"{opts.suite} {job}: {counts['plain']} tests; {times}; "
+              f"{'same outcomes' if same else 'DIFFERENT'}")
+        for line in lines:
+            print("  " + line)
+    print(f"{opts.suite}: {'every' if ok else 'NOT every'} test ends as without sonde "
+          f"(known conflicts aside) in {time.monotonic() - start:.0f} s")
+    if not opts.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
