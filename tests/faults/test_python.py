@@ -140,7 +140,6 @@ def test_getitem_calls_exact(mode, db, tmp_path):
 # afterwards (one per call of a factory) met first by a site that has been specialised before.
 GETITEM_LATE = """
     import sys
-    sys.path.insert(0, sys.argv[1])
     count = [0]
 
     def make():
@@ -159,20 +158,22 @@ GETITEM_LATE = """
         return sum(o[1] for o in objs)
 
     loop([Early()] * 5000)
-    import sonde
-    sonde.start()
+    if len(sys.argv) > 1:  # under sonde: the package's directory
+        sys.path.insert(0, sys.argv[1])
+        import sonde
+        sonde.start()
     before = count[0]
     loop([Early()] * 500 + [make() for _ in range(10)] * 40 + [Early()] * 500)
-    sonde.stop()
     print(count[0] - before)
 """
 
 
 def test_getitem_calls_exact_after_start(db, tmp_path):
     """obj[i] specialised before sonde.start(), new classes after: every call recorded"""
-    host = [script(tmp_path, GETITEM_LATE), PYTHONPATH]
-    alone = plain([PY, *host])
+    host = script(tmp_path, GETITEM_LATE)
+    alone = plain([PY, host])
     assert alone.out == "1400\n", alone.err
-    same_behaviour(alone, run([PY, *host], env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db)))
+    same_behaviour(alone, run([PY, host, PYTHONPATH],
+                              env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db)))
     profile_whole(db)
     assert python_calls(db, "__getitem__") == 1400
