@@ -72,6 +72,13 @@ void guard_namespace(PyObject* ns) {
 // Every class made before start() (whose subscripts may be specialised already): a walk of
 // object's subclasses.
 void guard_existing_classes() {
+  // type's own method, not one a metaclass may define in Python.
+  PyObject* subclasses_of =
+      PyObject_GetAttrString(reinterpret_cast<PyObject*>(&PyType_Type), "__subclasses__");
+  if (subclasses_of == nullptr) {
+    PyErr_Clear();
+    return;
+  }
   std::vector<PyObject*> todo{reinterpret_cast<PyObject*>(&PyBaseObject_Type)};
   std::unordered_set<PyObject*> seen;
   while (!todo.empty()) {
@@ -83,7 +90,7 @@ void guard_existing_classes() {
     if (getitem != nullptr && PyFunction_Check(getitem)) {
       guard_function(reinterpret_cast<PyFunctionObject*>(getitem));
     }
-    PyObject* subclasses = PyObject_CallMethod(type, "__subclasses__", nullptr);
+    PyObject* subclasses = PyObject_CallOneArg(subclasses_of, type);
     if (subclasses == nullptr || !PyList_Check(subclasses)) {
       PyErr_Clear();
       Py_XDECREF(subclasses);
@@ -95,6 +102,7 @@ void guard_existing_classes() {
     }
     Py_DECREF(subclasses);
   }
+  Py_DECREF(subclasses_of);
 }
 
 struct ThreadHook {
