@@ -31,12 +31,7 @@ PROFILE_FUNCTION = ["builtins"]
 # why; together the jobs take about 4 minutes on 2 cores.
 CPYTHON_JOBS = {
     "core": ["test_generators", "test_coroutines", "test_exceptions", "test_code", "test_frame",
-             "test_sys_settrace", "test_threading",
-             # Both hang under sonde (a fork from a non-main thread; the second until its 300 s
-             # timeout): issue 10, being fixed by helper "exitsafe". These two -i go when that
-             # lands.
-             "-i", "test_3_join_in_forked_from_thread",
-             "-i", "test_main_thread_after_fork_from_nonmain_thread"],
+             "test_sys_settrace", "test_threading"],
     # test_siginterrupt_off waits 30 s for a signal that must not come, and test_itimer_virtual
     # spins a core for 5 s, whatever the mode.
     "signal": ["test_signal", "-i", "test_siginterrupt_off", "-i", "test_itimer_virtual"],
@@ -72,12 +67,6 @@ EXPECTED = [
     (PROFILE_FUNCTION, "*TestSizeOf.test_resize", "profile function"),
     (PROFILE_FUNCTION, "*test_regression.TestRegression.test_blasdot_uninitialized_memory",
      "profile function"),
-    # signal.getsignal() returns None for SIGHUP and SIGTERM, whose handlers sonde installed,
-    # where the program sees SIG_DFL without sonde (and putting that None back raises
-    # TypeError): issue 10, being fixed by helper "signals"; these two entries go when that
-    # lands.
-    (SONDE_MODES, "test.test_signal.PosixTests.test_getsignal", "signals"),
-    (SONDE_MODES, "test.test_threading.InterruptMainTests.test_interrupt_main_noerror", "signals"),
 ]
 
 
