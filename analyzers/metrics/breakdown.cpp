@@ -1,184 +1,305 @@
 #include "metrics/breakdown.hpp"
 
 #include <fmt/format.h>
-#include <fnmatch.h>
 
 #include <algorithm>
 #include <array>
-#include <cctype>
+#include <bit>
+#include <limits>
 #include <map>
 
 #include "profile/call_tree.hpp"
-#include "advice/candidates.hpp"
-#include "render/line_report.hpp"
 
 namespace sonde::analyzers {
 namespace {
 
-using Words = std::string_view;
-constexpr std::string_view kCommKinds[] = {"mpi", "nccl"};
-constexpr Words kIoWords[] = {"data",  "dataset", "load",    "loader", "read", "fetch",
-                              "prefetch", "collate", "batch", "batches", "io", "input", "inputs"};
-constexpr Words kH2dWords[] = {"h2d", "htod"};
-constexpr Words kForwardWords[] = {"forward", "fwd", "predict", "inference"};
-constexpr Words kBackwardWords[] = {"backward", "bwd", "backprop", "grad", "grads", "gradient",
-                                    "gradients"};
-// The update class also takes every name looks_like_optimizer accepts (update_core_cpu, adamw).
-constexpr Words kUpdateWords[] = {"update", "optimizer", "optimiser", "adam", "sgd"};
-constexpr Words kCommWords[] = {"comm", "allreduce", "allgather", "broadcast", "communicate"};
+constexpr unsigned bit(int phase) { return 1u << phase; }
+constexpr unsigned kFb = bit(kForward) | bit(kBackward);
+constexpr unsigned kFbu = kFb | bit(kUpdate);
 
-// Order matters for names with words of several classes: the first class that matches wins.
-const std::array<PhaseClass, 6> kClasses{{
-    {"t_io", "data loading", {}, "", kIoWords},
-    {"t_h2d", "host-to-device copies", {}, "HtoD", kH2dWords},
-    {"t_f", "forward", {}, "", kForwardWords},
-    {"t_b", "backward", {}, "", kBackwardWords},
-    {"t_u", "update", {}, "", kUpdateWords},
-    {"t_comm", "communication", kCommKinds, "", kCommWords},
-}};
-constexpr int kUpdate = 4;
-constexpr int kNoClass = -1;
-constexpr int kImport = -2;  // inside an import: nothing is classified
+// A frame with its role and the phases of the entries strictly beneath it.
+struct Frame {
+  const CallNode* node = nullptr;
+  const Frame* parent = nullptr;
+  Role role;
+  unsigned below = 0;        // phases of any role beneath
+  unsigned below_entry = 0;  // phases of iteration entries (forward, backward, update) beneath
+  std::vector<Frame> kids;
 
-// "update_core_cpu" -> update, core, cpu; "loadBatch" -> load, batch; "h2d" stays one word.
-std::vector<std::string> words_of(std::string_view name) {
-  std::vector<std::string> out;
-  std::string cur;
-  auto push = [&] {
-    if (!cur.empty()) out.push_back(cur);
-    cur.clear();
-  };
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
-    if (!std::isalnum(c)) {
-      push();
-      continue;
-    }
-    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) push();
-    cur += static_cast<char>(std::tolower(c));
+  // Chainer's Optimizer.update(lossfun) or a step(closure) runs forward and backward itself: it
+  // is part of the iteration's structure, not one phase.
+  bool container() const { return std::popcount(below_entry & kFbu) >= 2; }
+  int phase() const { return container() ? -1 : role.phase; }
+};
+
+// Nothing an import runs is part of an iteration (the class bodies of torch.optim, enum's
+// helpers): frames beneath an import have no role.
+void annotate(Frame& f, const CallNode& n, const Frame* parent,
+              const std::vector<PhaseMapping>& mappings, bool under_import = false) {
+  f.node = &n;
+  f.parent = parent;
+  bool import = under_import || is_import_frame(n);
+  if (!import) f.role = role_of(n, mappings);
+  f.kids.resize(n.children.size());
+  for (std::size_t i = 0; i < n.children.size(); ++i) {
+    Frame& k = f.kids[i];
+    annotate(k, n.children[i], &f, mappings, import);
+    if (import) continue;
+    f.below |= k.below | (k.role.phase >= 0 ? bit(k.role.phase) : 0);
+    f.below_entry |= k.below_entry | (k.role.counts ? bit(k.role.phase) : 0);
   }
-  push();
-  return out;
 }
 
-bool named_phase_kind(const std::string& kind) { return kind == "region" || kind == "python"; }
+// The deepest frames whose subtree holds every phase of `want`.
+void find_bodies(const Frame& f, unsigned want, std::vector<const Frame*>& out) {
+  if ((f.below_entry & want) != want) return;
+  std::size_t before = out.size();
+  for (const Frame& k : f.kids) find_bodies(k, want, out);
+  if (out.size() == before) out.push_back(&f);
+}
 
-struct Walker {
-  const std::vector<PhaseMapping>& mappings;
+// Calls of the outermost entries at or beneath `k`, per phase: a model's submodules and an
+// optimizer's per-parameter steps are inside their entry and do not count again.
+void count_entries(const Frame& k, std::array<std::int64_t, kPhaseCount>& calls) {
+  if (k.role.anywhere || is_import_frame(*k.node)) return;
+  if (int p = k.phase(); p >= 0) {
+    if (k.role.counts) calls[p] += k.node->calls;
+    return;
+  }
+  for (const Frame& c : k.kids) count_entries(c, calls);
+}
+
+// The fewest calls among the forward, backward and update entries: one of each per iteration,
+// whatever else runs several times (a loss module beside the model, per-layer steps).
+std::int64_t fewest(const std::array<std::int64_t, kPhaseCount>& calls, int& counted) {
+  std::int64_t n = std::numeric_limits<std::int64_t>::max();
+  counted = -1;
+  for (int p : {kUpdate, kForward, kBackward}) {  // ties: the update names the count
+    if (calls[p] > 0 && calls[p] < n) {
+      n = calls[p];
+      counted = p;
+    }
+  }
+  return counted < 0 ? 0 : n;
+}
+
+struct Accumulator {
   Breakdown& out;
-  std::vector<std::map<std::string, std::int64_t>> opened;  // class -> routine -> time
-  std::vector<std::int64_t> opening_calls;
+  std::array<std::map<std::string, std::int64_t>, kPhaseCount> opened;
+  std::vector<const Frame*> loading;  // guessed data loading (guessed_loading)
 
-  int kind_class(const CallNode& n) const {
-    for (std::size_t i = 0; i < kClasses.size(); ++i) {
-      const PhaseClass& c = kClasses[i];
-      if (std::find(c.kinds.begin(), c.kinds.end(), n.kind) != c.kinds.end()) return int(i);
-      if (!c.cuda_name_part.empty() && n.kind == "cuda" &&
-          n.name.find(c.cuda_name_part) != std::string::npos)
-        return int(i);
-    }
-    return -1;
-  }
+  void open(int phase, const CallNode& n) { opened[phase][n.name] += n.incl_ns; }
 
-  int name_class(const CallNode& n) const {
-    for (const PhaseMapping& m : mappings) {
-      if (fnmatch(m.glob.c_str(), n.name.c_str(), 0) != 0 &&
-          fnmatch(m.glob.c_str(), function_part(n.name).c_str(), 0) != 0)
-        continue;
-      for (std::size_t i = 0; i < kClasses.size(); ++i)
-        if (kClasses[i].id == m.id) return int(i);
-    }
-    if (!named_phase_kind(n.kind)) return -1;
-    std::string fn = n.kind == "python" ? function_part(n.name) : n.name;
-    if (n.kind == "python") {
-      // Import machinery (<frozen importlib._bootstrap>:..(_find_and_load)) and class bodies
-      // (CamelCase by PEP 8: the body of class DataLoader runs once, at import) are no phase.
-      if (n.name.starts_with("<") || fn.empty() ||
-          std::isupper(static_cast<unsigned char>(fn[0])))
-        return -1;
-    }
-    std::vector<std::string> words = words_of(fn);
-    for (std::size_t i = 0; i < kClasses.size(); ++i) {
-      for (const std::string& w : words)
-        for (std::string_view c : kClasses[i].words)
-          if (w == c) return int(i);
-      if (int(i) == kUpdate && looks_like_optimizer(n.name)) return int(i);
-    }
-    return -1;
-  }
-
-  void open(int cls, const CallNode& n) {
-    opened[cls][n.name] += n.incl_ns;
-    opening_calls[cls] += n.calls;
-  }
-
-  void walk(const CallNode& n, int current) {
-    int cls = current;
-    if (int k = kind_class(n); k >= 0 && current != kImport) {
-      // A copy or a collective is itself wherever it runs; what it calls is part of it.
-      out.rows[k].time_ns += n.incl_ns;
-      open(k, n);
+  // Outermost entry wins: everything beneath it is its phase, except copies and collectives.
+  void walk(const Frame& f, int current) {
+    const CallNode& n = *f.node;
+    if (f.role.anywhere) {
+      out.rows[f.role.phase].time_ns += n.incl_ns;
+      open(f.role.phase, n);
       return;
     }
-    if (n.kind == "python" && n.name.starts_with("<frozen importlib")) {
-      // An import runs library code whose names mean nothing here (enum's _find_data_type_,
-      // functools.update_wrapper): all of it is "other".
-      cls = kImport;
-    } else if (current == kNoClass) {
-      cls = name_class(n);
-      if (cls >= 0) open(cls, n);
+    if (is_import_frame(n) && current < 0) {
+      out.other_ns += n.incl_ns;
+      return;
     }
-    (cls >= 0 ? out.rows[cls].time_ns : out.other_ns) += n.excl_ns;
-    for (const CallNode& c : n.children) walk(c, cls);
+    if (current < 0 && f.phase() >= 0) {
+      current = f.phase();
+      open(current, n);
+    } else if (current < 0 && std::find(loading.begin(), loading.end(), &f) != loading.end()) {
+      current = kIo;
+      open(current, n);
+    }
+    (current >= 0 ? out.rows[current].time_ns : out.other_ns) += n.excl_ns;
+    for (const Frame& k : f.kids) walk(k, current);
   }
 };
 
-}  // namespace
-
-std::span<const PhaseClass> phase_classes() { return kClasses; }
-
-PhaseMapping parse_phase_mapping(std::string_view text) {
-  auto eq = text.find('=');
-  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
-    throw Error(fmt::format("--phase wants CLASS=GLOB (e.g. t_io=next_batch), not '{}'", text), 2);
-  std::string id(text.substr(0, eq));
-  bool known = std::any_of(kClasses.begin(), kClasses.end(),
-                           [&](const PhaseClass& c) { return c.id == id; });
-  if (!known) {
-    std::string ids;
-    for (const PhaseClass& c : kClasses) ids += (ids.empty() ? "" : ", ") + std::string(c.id);
-    throw Error(fmt::format("unknown phase class '{}' (one of {})", id, ids), 2);
-  }
-  return {id, std::string(text.substr(eq + 1))};
+bool on_path(const Frame* f, const Frame* descendant) {
+  for (const Frame* d = descendant; d != nullptr; d = d->parent)
+    if (d == f) return true;
+  return false;
 }
+
+struct ThreadLoop {
+  const Frame* body = nullptr;
+  const Frame* loop = nullptr;
+  std::int64_t iterations = 0;
+  int counted = -1;
+  std::size_t bodies = 0;
+};
+
+// Frames of the loop frame that belong to its iterations: those run every iteration, the path
+// to the body, data loading, and wrappers of data loading only (tqdm around a DataLoader).
+bool in_iterations(const Frame& k, const ThreadLoop& t) {
+  if (on_path(&k, t.body) || k.node->calls >= t.iterations) return true;
+  if (k.role.phase == kIo || k.role.phase == kH2d) return true;
+  return k.phase() < 0 && (k.below & (bit(kIo) | bit(kH2d))) && !(k.below_entry & kFbu);
+}
+
+ThreadLoop find_loop(const Frame& root, bool& without_update) {
+  ThreadLoop t;
+  std::vector<const Frame*> bodies;
+  find_bodies(root, kFbu, bodies);
+  without_update = bodies.empty();
+  if (bodies.empty()) find_bodies(root, kFb, bodies);
+  if (bodies.empty()) return t;
+  t.bodies = bodies.size();
+  t.body = *std::max_element(bodies.begin(), bodies.end(), [](const Frame* a, const Frame* b) {
+    return a->node->incl_ns < b->node->incl_ns;
+  });
+  std::array<std::int64_t, kPhaseCount> calls{};
+  for (const Frame& k : t.body->kids) count_entries(k, calls);
+  t.iterations = fewest(calls, t.counted);
+  if (t.counted < 0) return {};
+  // A body run once per iteration (train_step, a "step" region, Chainer's updater) is called
+  // from the frame holding the loop; a body called fewer times holds the loop itself.
+  const Frame* top = t.body;
+  if (t.iterations > 1 && t.body->node->calls >= t.iterations) {
+    while (top->parent && top->parent->parent && top->parent->node->calls >= t.iterations)
+      top = top->parent;
+    t.loop = top->parent ? top->parent : top;
+  } else {
+    // The body holds the loop: count again over the frames run every iteration only, so that
+    // set-up (a warm-up forward, an optimizer's construction) is not an iteration.
+    t.loop = t.body;
+    calls = {};
+    for (const Frame& k : t.body->kids)
+      if (in_iterations(k, t)) count_entries(k, calls);
+    int counted = -1;
+    if (std::int64_t n = fewest(calls, counted); n > 0) {
+      t.iterations = n;
+      t.counted = counted;
+    }
+  }
+  return t;
+}
+
+// No data-loading entry (DataLoader, a "data" region) in the iterations: the user frames run
+// every iteration before the forward, on the way from the loop frame to the body, are taken as
+// loading the batch (mlp_numpy's sampler.next, an updater's iterator).
+std::vector<const Frame*> guessed_loading(const ThreadLoop& t) {
+  for (const Frame& k : t.loop->kids)
+    if (in_iterations(k, t) && (k.role.phase == kIo || (k.below & bit(kIo)))) return {};
+  std::vector<const Frame*> path;
+  for (const Frame* f = t.body; f != t.loop; f = f->parent) path.push_back(f);
+  path.push_back(t.loop);
+  std::vector<const Frame*> out;
+  for (const Frame* f : path) {
+    for (const Frame& k : f->kids) {
+      if (f == t.loop && !in_iterations(k, t)) continue;
+      if (k.phase() == kForward || (k.below_entry & bit(kForward))) break;
+      if ((k.node->kind == "python" || k.node->kind == "region") && k.role.phase < 0 &&
+          k.below == 0 && k.node->calls >= t.iterations && !is_import_frame(*k.node))
+        out.push_back(&k);
+    }
+  }
+  return out;
+}
+
+std::string missing_reason(unsigned seen, const std::array<std::string, kPhaseCount>& example) {
+  if ((seen & kFb) == 0 && (seen & bit(kUpdate)) == 0)
+    return "no forward, backward or update entry in any thread (no PyTorch or Chainer entry "
+           "point, no Python method named forward/backward/update, no region named so)";
+  std::string found, missing;
+  for (int p : {kForward, kBackward, kUpdate}) {
+    std::string_view title = phase_classes()[p].title;
+    if (seen & bit(p)) {
+      found += fmt::format("{}{} ({})", found.empty() ? "" : ", ", title, example[p]);
+    } else {
+      missing += fmt::format("{}{}", missing.empty() ? "" : " or ", title);
+    }
+  }
+  return fmt::format("found {}, but no {} entry, so no frame repeats forward and backward", found,
+                     missing);
+}
+
+void collect_seen(const Frame& f, unsigned& seen, std::array<std::string, kPhaseCount>& example) {
+  if (f.role.counts && !(seen & bit(f.role.phase))) {
+    seen |= bit(f.role.phase);
+    example[f.role.phase] = f.node->name;
+  }
+  for (const Frame& k : f.kids)
+    if (!is_import_frame(*k.node)) collect_seen(k, seen, example);
+}
+
+}  // namespace
 
 Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapping>& mappings) {
   Breakdown b;
-  for (const PhaseClass& c : kClasses) b.rows.push_back({std::string(c.id), std::string(c.title), 0, {}});
-  Walker w{mappings, b, std::vector<std::map<std::string, std::int64_t>>(kClasses.size()),
-           std::vector<std::int64_t>(kClasses.size(), 0)};
-  for (const ThreadTree& t : load_thread_trees(file)) {
-    // A thread with nothing measured (an idle BLAS worker) would only add its whole life as
-    // unmeasured time.
-    if (t.root.children.empty()) continue;
-    b.unmeasured_ns += t.root.excl_ns;
-    for (const CallNode& c : t.root.children) w.walk(c, kNoClass);
+  for (const PhaseClass& c : phase_classes())
+    b.rows.push_back({std::string(c.id), std::string(c.title), 0, true, {}});
+  b.run_ns = compute_metrics(file).run_ns();
+  Accumulator acc{b, {}};
+  std::vector<ThreadTree> trees = load_thread_trees(file);
+  unsigned seen = 0;
+  std::array<std::string, kPhaseCount> example;
+  std::int64_t largest_body = -1, iterations_by_update = 0;
+  bool any_without_update = false;
+  for (const ThreadTree& tree : trees) {
+    if (tree.root.children.empty()) continue;  // an idle library thread measured nothing
+    Frame root;
+    annotate(root, tree.root, nullptr, mappings);
+    collect_seen(root, seen, example);
+    bool without_update = false;
+    ThreadLoop t = find_loop(root, without_update);
+    std::int64_t measured = tree.root.incl_ns - tree.root.excl_ns;
+    if (!t.loop) {
+      ++b.left_out_threads;
+      b.left_out_ns += measured;
+      continue;
+    }
+    ++b.threads;
+    any_without_update |= without_update;
+    b.iterations += t.iterations;
+    if (t.counted == kUpdate) iterations_by_update += t.iterations;
+    if (t.body->node->incl_ns > largest_body) {
+      largest_body = t.body->node->incl_ns;
+      b.loop = t.loop->node->name;
+      b.body = t.body->node->name;
+      b.iterations_from = std::string(phase_classes()[t.counted].id);
+      if (t.bodies > 1)
+        b.notes.push_back(fmt::format("{} loops found in one thread; the breakdown is of the "
+                                      "longest, in {}", t.bodies, b.body));
+    }
+    b.unmeasured_ns += tree.root.excl_ns;
+    std::int64_t in_loop = 0;
+    if (t.loop->parent) {  // a thread root's own time is unmeasured, not the loop's
+      b.other_ns += t.loop->node->excl_ns;
+      in_loop += t.loop->node->excl_ns;
+    }
+    acc.loading = guessed_loading(t);
+    for (const Frame* k : acc.loading)
+      b.notes.push_back(fmt::format("t_io: {} runs every iteration before the forward and is "
+                                    "taken as loading the batch (no DataLoader or data region)",
+                                    k->node->name));
+    for (const Frame& k : t.loop->kids) {
+      if (!in_iterations(k, t)) continue;
+      acc.walk(k, -1);
+      in_loop += k.node->incl_ns;
+    }
+    b.outside_ns += measured - in_loop;
   }
-  for (std::size_t i = 0; i < kClasses.size(); ++i) {
-    std::vector<std::pair<std::string, std::int64_t>> rs(w.opened[i].begin(), w.opened[i].end());
+  if (b.threads == 0) {
+    b.reason = missing_reason(seen, example);
+    b.iterations = 0;
+    return b;
+  }
+  b.found = true;
+  if (b.threads > 1 && iterations_by_update > 0 && iterations_by_update != b.iterations)
+    b.iterations_from = "t_u, t_f";
+  if (any_without_update) {
+    b.rows[kUpdate].known = false;
+    b.notes.push_back("t_u cannot be told: no optimizer entry (Optimizer.step, an update method "
+                      "or region) repeats in the loop; an update written inline in the loop "
+                      "counts as other");
+  }
+  for (int p = 0; p < kPhaseCount; ++p) {
+    std::vector<std::pair<std::string, std::int64_t>> rs(acc.opened[p].begin(),
+                                                         acc.opened[p].end());
     std::stable_sort(rs.begin(), rs.end(),
                      [](const auto& x, const auto& y) { return x.second > y.second; });
-    for (auto& [name, ns] : rs) b.rows[i].routines.push_back(name);
+    for (auto& [name, ns] : rs) b.rows[p].routines.push_back(name);
   }
-  for (int cls : {kUpdate, 2}) {  // an iteration updates once; else it runs forward once
-    if (w.opening_calls[cls] > 0) {
-      b.iterations = w.opening_calls[cls];
-      b.iterations_from = std::string(kClasses[cls].id);
-      break;
-    }
-  }
-  Metrics m = compute_metrics(file);
-  b.run_ns = m.run_ns();
   return b;
 }
 
@@ -187,21 +308,25 @@ Table breakdown_table(const Breakdown& b) {
   t.columns = {{"phase", "phase"},          {"what", "what"},
                {"time_s", "time_s", 3},      {"% run", "pct_run", 1},
                {"ms/iter", "ms_per_iter", 3}, {"from", "routines"}};
-  auto row = [&](const std::string& id, const std::string& what, std::int64_t ns,
-                 const std::vector<std::string>& routines) {
-    Cell pct, per_iter;  // NULL unless known
-    if (b.run_ns > 0) pct = 100.0 * static_cast<double>(ns) / static_cast<double>(b.run_ns);
-    if (b.iterations > 0) per_iter = static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations);
-    std::vector<Cell> r{id, what, static_cast<double>(ns) / 1e9, pct, per_iter};
+  if (!b.found) return t;
+  auto row = [&](const std::string& id, const std::string& what, std::int64_t ns, bool known,
+                 const std::vector<std::string>& routines, bool per_iteration = true) {
+    Cell time, pct, per_iter;  // NULL unless known
+    if (known) {
+      time = static_cast<double>(ns) / 1e9;
+      if (b.run_ns > 0) pct = 100.0 * static_cast<double>(ns) / static_cast<double>(b.run_ns);
+      if (b.iterations > 0 && per_iteration)
+        per_iter = static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations);
+    }
     std::string from;
     for (std::size_t i = 0; i < routines.size() && i < 3; ++i) from += (i ? ", " : "") + routines[i];
     if (routines.size() > 3) from += fmt::format(" (+{})", routines.size() - 3);
-    r.emplace_back(from);
-    t.rows.push_back(std::move(r));
+    t.rows.push_back({id, what, time, pct, per_iter, from});
   };
-  for (const BreakdownRow& r : b.rows) row(r.id, r.title, r.time_ns, r.routines);
-  row("other", "measured, in no phase", b.other_ns, {});
-  row("unmeasured", "outside any measured routine", b.unmeasured_ns, {});
+  for (const BreakdownRow& r : b.rows) row(r.id, r.title, r.time_ns, r.known, r.routines);
+  row("other", "in the iterations, in no phase", b.other_ns, true, {});
+  row("outside", "outside the loop (set-up, evaluation)", b.outside_ns, true, {}, false);
+  row("unmeasured", "outside any measured routine", b.unmeasured_ns, true, {}, false);
   return t;
 }
 

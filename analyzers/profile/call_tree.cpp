@@ -39,6 +39,7 @@ void merge_into(CallNode& dst, const CallNode& src) {
       CallNode empty;
       empty.name = child.name;
       empty.kind = child.kind;
+      empty.file = child.file;
       dst.children.push_back(std::move(empty));
     }
     merge_into(dst.children[it->second], child);
@@ -82,7 +83,7 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::vector<std::pair<std::size_t, std::size_t>> roots;  // (tree, flat index)
   auto st = file.prepare(
       "SELECT n.node_id, n.parent_id, n.thread_id, r.name, r.kind, n.calls, n.subrs, "
-      "       n.incl_ns, n.excl_ns, n.flops "
+      "       n.incl_ns, n.excl_ns, n.flops, r.file "
       "FROM nodes n JOIN routines r USING (routine_id) ORDER BY n.depth, n.node_id");
   while (st.step()) {
     FlatNode f;
@@ -93,6 +94,7 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     f.data.incl_ns = st.int64(7);
     f.data.excl_ns = st.int64(8);
     f.data.flops = st.real(9);
+    f.data.file = st.text(10);
     if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
       f.data.gpu_ns = gpu->second;
     }

@@ -13,6 +13,7 @@ namespace sonde::analyzers {
 struct CallNode {
   std::string name;
   std::string kind;
+  std::string file;  // routines.file: a Python frame's full path (framework entry points)
   std::int64_t calls = 0;
   std::int64_t subrs = 0;
   std::int64_t incl_ns = 0;

@@ -138,11 +138,22 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
       }
     } else if (s == "breakdown") {
       const Breakdown& b = r.breakdown;
-      out += b.iterations > 0
-                 ? fmt::format("Iteration breakdown ({} iterations, counted at {})\n", b.iterations,
-                               b.iterations_from)
-                 : std::string(
-                       "Iteration breakdown (iterations unknown: no update or forward phase)\n");
+      if (!b.found) {
+        out += "Iteration breakdown: cannot tell (" + b.reason +
+               "). Mark the phases with sonde_region_begin/end (forward, backward, update) or "
+               "name them with --phase CLASS=GLOB.\n";
+        continue;
+      }
+      out += fmt::format("Iteration breakdown ({} iterations, counted at {}; loop in {}{})\n",
+                         b.iterations, b.iterations_from, b.loop,
+                         b.body == b.loop ? "" : ", iterations through " + b.body);
+      out += render_text(t);
+      if (b.left_out_threads > 0)
+        out += fmt::format("left out: {} thread(s) with no training loop, {:.3f} s measured "
+                           "(data-loader workers, library pools)\n",
+                           b.left_out_threads, seconds(b.left_out_ns));
+      for (const std::string& note : b.notes) out += "note: " + note + "\n";
+      continue;
     } else if (s == "kernels") {
       out += "GPU kernels, ranked as TAU ranks tuning candidates (warps per instruction x time)\n";
       if (t.rows.empty()) {
@@ -172,9 +183,18 @@ Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>&
   for (const std::string& s : sections) {
     Json rows = render_json(metrics_section_table(r, s, top));
     if (s == "breakdown") {
-      out[s] = Json{{"iterations", r.breakdown.iterations},
-                    {"iterations_from", r.breakdown.iterations_from},
-                    {"run_s", seconds(r.breakdown.run_ns)},
+      const Breakdown& b = r.breakdown;
+      out[s] = Json{{"found", b.found},
+                    {"reason", b.reason},
+                    {"iterations", b.iterations},
+                    {"iterations_from", b.iterations_from},
+                    {"loop", b.loop},
+                    {"body", b.body},
+                    {"threads", b.threads},
+                    {"left_out_threads", b.left_out_threads},
+                    {"left_out_s", seconds(b.left_out_ns)},
+                    {"notes", b.notes},
+                    {"run_s", seconds(b.run_ns)},
                     {"phases", std::move(rows)}};
     } else if (s == "counters") {
       out[s] = Json{{"events", r.counters.events}, {"routines", std::move(rows)}};

@@ -62,25 +62,6 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     assert text.startswith("1. [optimizer-update]") and f"line {ev['hottest_line']}" in text
 
 
-@pytest.mark.skipif(CORES < 2, reason="needs at least 2 cores")
-def test_iteration_breakdown_of_the_numpy_workload(mlp_numpy):
-    """t_f, t_b, t_u from the Python methods forward, backward and update; one iteration per
-    update() call (30 steps); imports and class bodies stay out of every phase."""
-    rep = json.loads(sonde("metrics", mlp_numpy, "--section", "breakdown", "--format", "json"))
-    b = rep["breakdown"]
-    assert b["iterations"] == 30 and b["iterations_from"] == "t_u"
-    phases = {p["phase"]: p for p in b["phases"]}
-    for phase, fn in (("t_f", "(forward)"), ("t_b", "(backward)"), ("t_u", "(update)")):
-        assert phases[phase]["time_s"] > 0, phases
-        assert phases[phase]["routines"].startswith("train.py:") and fn in phases[phase]["routines"]
-    assert phases["t_io"]["time_s"] == 0 and phases["t_h2d"]["time_s"] == 0
-    # Mapping the batch sampler's next() makes it the data-loading phase.
-    rep = json.loads(sonde("metrics", mlp_numpy, "--section", "breakdown", "--format", "json",
-                           "--phase", "t_io=next"))
-    io = [p for p in rep["breakdown"]["phases"] if p["phase"] == "t_io"][0]
-    assert io["time_s"] > 0 and "(next)" in io["routines"]
-
-
 def test_single_threaded_blas_is_a_candidate(mlp_numpy, mlp_numpy_1thread):
     cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))
     assert not [c for c in cands if c["rule"] == "blas-threads"], cands

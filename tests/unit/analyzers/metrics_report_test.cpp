@@ -29,23 +29,39 @@ class MetricsReportTest : public test::AdviceFixtureTest {
   }
 };
 
-TEST_F(MetricsReportTest, BreakdownByNamesOutermostWins) {
+// The fixture's train region with a backward beside forward and update: the loop is the
+// region, which the three repeat in (10 calls each).
+constexpr const char* kBackward = R"sql(
+INSERT INTO routines (routine_id, name, kind, file, line) VALUES
+  (7, 'train.py:12(backward)', 'python', 'train.py', 12);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES (7, 1, 2, 7, 2, 0, 10, 0, 300000000, 300000000);
+UPDATE nodes SET excl_ns = 200000000 WHERE node_id = 2;
+)sql";
+
+TEST_F(MetricsReportTest, BreakdownOutermostEntryWins) {
+  sql(kBackward);
   Breakdown b = breakdown();
+  ASSERT_TRUE(b.found) << b.reason;
   ASSERT_EQ(b.rows.size(), 6u);
   // forward: its own 0.5 s and the 1.5 s GEMM beneath it.
   EXPECT_EQ(row(b, "t_f").time_ns, 2'000'000'000);
+  EXPECT_EQ(row(b, "t_b").time_ns, 300'000'000);
   // update() and the update_core_cpu() inside it: one phase, opened by update.
   EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);
   EXPECT_EQ(row(b, "t_u").routines, std::vector<std::string>{"train.py:20(update)"});
-  EXPECT_EQ(row(b, "t_b").time_ns, 0);
-  EXPECT_EQ(b.other_ns, 500'000'000);       // the region "train" itself
+  EXPECT_EQ(b.other_ns, 200'000'000);       // the region "train" itself: the loop frame
+  EXPECT_EQ(b.outside_ns, 0);
   EXPECT_EQ(b.unmeasured_ns, 500'000'000);  // the thread root's own time
   EXPECT_EQ(b.iterations, 10);              // update() ran 10 times
   EXPECT_EQ(b.iterations_from, "t_u");
+  EXPECT_EQ(b.loop, "train");
+  EXPECT_EQ(b.body, "train");
   EXPECT_EQ(b.run_ns, 10'000'000'000);
 }
 
 TEST_F(MetricsReportTest, CopiesAndCollectivesCountWhereverTheyRun) {
+  sql(kBackward);
   // A host-to-device copy inside forward and an NCCL all-reduce inside update.
   sql(R"sql(
 INSERT INTO routines (routine_id, name, kind) VALUES (20, 'cudaMemcpy HtoD', 'cuda'),
@@ -61,35 +77,54 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   EXPECT_EQ(row(b, "t_comm").time_ns, 300'000'000);
   EXPECT_EQ(row(b, "t_f").time_ns, 2'000'000'000 + 100'000'000);  // DtoH stays in forward
   EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);
+  EXPECT_EQ(b.iterations, 10);
 }
 
 TEST_F(MetricsReportTest, ImportsAndClassBodiesAreNoPhase) {
+  sql(kBackward);
   sql(R"sql(
-INSERT INTO routines (routine_id, name, kind) VALUES
-  (30, '<frozen importlib._bootstrap>:1167(_find_and_load)', 'python'),
-  (31, 'functools.py:35(update_wrapper)', 'python'),
-  (32, 'train.py:50(DataLoader)', 'python');
+INSERT INTO routines (routine_id, name, kind, file) VALUES
+  (30, '<frozen importlib._bootstrap>:1167(_find_and_load)', 'python', '<frozen>'),
+  (31, 'functools.py:35(update)', 'python', '/usr/lib/python3.11/functools.py'),
+  (32, 'train.py:50(DataLoader)', 'python', 'train.py');
 INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
                    incl_ns, excl_ns) VALUES
-  (30, 1, 1, 30, 1, 0, 1, 1, 100000000, 40000000),
-  (31, 1, 30, 31, 2, 0, 3, 0, 60000000, 60000000),
-  (32, 1, 1, 32, 1, 0, 1, 0, 5000000, 5000000);
+  (30, 1, 2, 30, 2, 0, 10, 1, 100000000, 40000000),
+  (31, 1, 30, 31, 3, 0, 30, 0, 60000000, 60000000),
+  (32, 1, 2, 32, 2, 0, 10, 0, 5000000, 5000000);
 )sql");
   Breakdown b = breakdown();
-  EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);  // update_wrapper under an import: not t_u
+  EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);  // an update under an import: not t_u
   EXPECT_EQ(b.iterations, 10);
   EXPECT_EQ(row(b, "t_io").time_ns, 0);  // class DataLoader's body
-  EXPECT_EQ(b.other_ns, 500'000'000 + 100'000'000 + 5'000'000);
+  EXPECT_EQ(b.other_ns, 200'000'000 + 100'000'000 + 5'000'000);
 }
 
-TEST_F(MetricsReportTest, UserMappingsAndTheirErrors) {
-  Breakdown b = breakdown({parse_phase_mapping("t_comm=train")});
-  EXPECT_EQ(row(b, "t_comm").time_ns, 9'500'000'000);  // everything under train
-  EXPECT_EQ(row(b, "t_f").time_ns, 0);
-  EXPECT_EQ(b.iterations, 0);  // no update or forward opened a phase
+TEST_F(MetricsReportTest, UserMappingsWinAndTheirErrors) {
+  sql(kBackward);
+  // The user says update() loads data: no update entry is left, so t_u cannot be told, and
+  // the iterations are counted at the forward.
+  Breakdown b = breakdown({parse_phase_mapping("t_io=update")});
+  ASSERT_TRUE(b.found);
+  EXPECT_EQ(row(b, "t_io").time_ns, 7'000'000'000);
+  EXPECT_FALSE(row(b, "t_u").known);
+  EXPECT_EQ(b.iterations, 10);
+  EXPECT_EQ(b.iterations_from, "t_f");
+  EXPECT_EQ(b.notes.size(), 1u);
   EXPECT_THROW(parse_phase_mapping("t_x=train"), Error);
   EXPECT_THROW(parse_phase_mapping("t_io"), Error);
   EXPECT_THROW(parse_phase_mapping("t_io="), Error);
+}
+
+TEST_F(MetricsReportTest, NoBackwardCannotTell) {
+  Breakdown b = breakdown();  // the fixture as it is: forward and update, no backward
+  EXPECT_FALSE(b.found);
+  EXPECT_EQ(b.iterations, 0);
+  EXPECT_EQ(b.reason,
+            "found forward (train.py:5(forward)), update (train.py:20(update)), but no backward "
+            "entry, so no frame repeats forward and backward");
+  EXPECT_TRUE(breakdown_table(b).rows.empty());
+  EXPECT_EQ(b.left_out_threads, 1);
 }
 
 TEST_F(MetricsReportTest, CounterMetricsFromKnownCounts) {
@@ -123,10 +158,15 @@ INSERT INTO node_counters VALUES
 }
 
 TEST_F(MetricsReportTest, CliSectionsAndFormats) {
-  auto r = test::run_sonde("metrics '" + path_ + "'");
+  auto r = test::run_sonde("metrics '" + path_ + "' --section breakdown");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Iteration breakdown: cannot tell (found forward"), std::string::npos)
+      << r.out;
+  sql(kBackward);
+  r = test::run_sonde("metrics '" + path_ + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* heading : {"Roofline per routine", "Time per phase",
-                              "Iteration breakdown (10 iterations, counted at t_u)",
+                              "Iteration breakdown (10 iterations, counted at t_u; loop in train)",
                               "no counters recorded"})
     EXPECT_NE(r.out.find(heading), std::string::npos) << heading << "\n" << r.out;
   r = test::run_sonde("metrics '" + path_ + "' --section breakdown --format json");

@@ -1,0 +1,177 @@
+#include "metrics/breakdown_roles.hpp"
+
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <regex>
+
+#include "profile/profile_file.hpp"
+#include "render/line_report.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+constexpr std::array<PhaseClass, kPhaseCount> kClasses{{
+    {"t_io", "data loading"},
+    {"t_h2d", "host-to-device copies"},
+    {"t_f", "forward"},
+    {"t_b", "backward"},
+    {"t_u", "update"},
+    {"t_comm", "communication"},
+}};
+
+// Words of a user region's name (sonde_region_begin): the user said what the region is. Python
+// functions are never matched by words (functools.update_wrapper is no update).
+using Words = std::span<const std::string_view>;
+constexpr std::string_view kIoWords[] = {"data",  "dataset", "load",    "loader", "read",
+                                         "fetch", "prefetch", "collate", "batch",  "batches",
+                                         "io",    "input",   "inputs"};
+constexpr std::string_view kH2dWords[] = {"h2d", "htod"};
+constexpr std::string_view kForwardWords[] = {"forward", "fwd", "loss", "predict", "inference"};
+constexpr std::string_view kBackwardWords[] = {"backward", "bwd", "backprop", "gradient",
+                                               "gradients"};
+constexpr std::string_view kUpdateWords[] = {"update", "optimizer", "optimiser", "adam", "sgd"};
+constexpr std::string_view kCommWords[] = {"comm", "allreduce", "allgather", "broadcast",
+                                           "communicate"};
+constexpr std::array<Words, kPhaseCount> kRegionWords{kIoWords,       kH2dWords,    kForwardWords,
+                                                      kBackwardWords, kUpdateWords, kCommWords};
+
+// "update_core_cpu" -> update, core, cpu; "loadBatch" -> load, batch; "h2d" stays one word.
+std::vector<std::string> words_of(std::string_view name) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto push = [&] {
+    if (!cur.empty()) out.push_back(cur);
+    cur.clear();
+  };
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (!std::isalnum(c)) {
+      push();
+      continue;
+    }
+    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) push();
+    cur += static_cast<char>(std::tolower(c));
+  }
+  push();
+  return out;
+}
+
+Role region_role(const std::string& name) {
+  std::vector<std::string> words = words_of(name);
+  for (int p = 0; p < kPhaseCount; ++p)
+    for (const std::string& w : words)
+      if (std::find(kRegionWords[p].begin(), kRegionWords[p].end(), w) != kRegionWords[p].end())
+        return {p, p == kForward || p == kBackward || p == kUpdate, false, true};
+  return {};
+}
+
+bool in(std::string_view file, std::string_view part) {
+  return file.find(part) != std::string_view::npos;
+}
+
+template <std::size_t N>
+bool one_of(const std::string& fn, const std::array<std::string_view, N>& names) {
+  return std::find(names.begin(), names.end(), fn) != names.end();
+}
+
+// PyTorch's own entry points, by the file they live in (torch/nn/modules/module.py, ...).
+Role torch_role(const std::string& file, const std::string& fn) {
+  if (in(file, "torch/nn/modules/module.py")) {
+    if (one_of(fn, std::array<std::string_view, 3>{"_call_impl", "_wrapped_call_impl", "__call__"}))
+      return {kForward, true};
+    if (fn == "zero_grad") return {kUpdate, false};
+    return {};
+  }
+  if (in(file, "torch/nn/functional.py")) return {kForward, false};  // F.cross_entropy
+  if (in(file, "torch/_tensor.py") && fn == "backward") return {kBackward, true};
+  if (in(file, "torch/autograd/__init__.py") && (fn == "backward" || fn == "grad"))
+    return {kBackward, true};
+  if (in(file, "torch/nn/utils/clip_grad.py")) return {kUpdate, false};
+  if (in(file, "torch/optim/lr_scheduler.py")) return {kUpdate, false};
+  if (in(file, "torch/optim/")) {
+    if (fn == "zero_grad") return {kUpdate, false};
+    // Optimizer.step and the wrappers torch/optim/optimizer.py puts around it (profile_hook_step's
+    // wrapper, _use_grad); not the set-up an optimizer's __init__ runs.
+    if (one_of(fn, std::array<std::string_view, 3>{"step", "wrapper", "_use_grad"}))
+      return {kUpdate, true};
+    return {};
+  }
+  if (in(file, "torch/utils/data/dataloader.py") && (fn == "__next__" || fn == "__iter__"))
+    return {kIo, false};
+  if (in(file, "torch/distributed/distributed_c10d.py")) return {kComm, false};
+  return {};
+}
+
+// Chainer's kind (define-by-run, an updater whose update() runs forward, backward and the
+// optimizer) and plain scripts: the methods forward, backward and update by name. The standard
+// library and third-party packages other than the frameworks are left out (tqdm's update is a
+// progress bar, collections.Counter.update a dictionary).
+bool names_mean_phases(const std::string& file) {
+  static const std::regex kStdlib(R"(/python3\.\d+/)");
+  bool packaged = in(file, "/site-packages/") || in(file, "/dist-packages/");
+  if (packaged) return in(file, "/chainer/") || in(file, "/torch/");
+  return !std::regex_search(file, kStdlib);
+}
+
+Role python_role(const CallNode& n) {
+  std::string fn = function_part(n.name);
+  // A module's or a class's body runs once, at import (classes are CamelCase by PEP 8).
+  if (fn.empty() || fn == "<module>" || std::isupper(static_cast<unsigned char>(fn[0])))
+    return {};
+  if (Role r = torch_role(n.file, fn); r.phase >= 0) return r;
+  if (in(n.file, "chainer/link.py") && fn == "__call__") return {kForward, true};
+  if ((in(n.file, "chainer/iterators/") && (fn == "__next__" || fn == "next")) ||
+      in(n.file, "chainer/dataset/convert.py"))
+    return {kIo, false};
+  if (!names_mean_phases(n.file)) return {};
+  if (fn == "forward") return {kForward, true};
+  if (fn == "backward") return {kBackward, true};
+  if (fn == "update") return {kUpdate, true};
+  if (fn == "cleargrads" || fn == "zerograds") return {kUpdate, false};
+  return {};
+}
+
+}  // namespace
+
+std::span<const PhaseClass> phase_classes() { return kClasses; }
+
+PhaseMapping parse_phase_mapping(std::string_view text) {
+  auto eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
+    throw Error(fmt::format("--phase wants CLASS=GLOB (e.g. t_io=next_batch), not '{}'", text), 2);
+  std::string id(text.substr(0, eq));
+  bool known = std::any_of(kClasses.begin(), kClasses.end(),
+                           [&](const PhaseClass& c) { return c.id == id; });
+  if (!known) {
+    std::string ids;
+    for (const PhaseClass& c : kClasses) ids += (ids.empty() ? "" : ", ") + std::string(c.id);
+    throw Error(fmt::format("unknown phase class '{}' (one of {})", id, ids), 2);
+  }
+  return {id, std::string(text.substr(eq + 1))};
+}
+
+bool is_import_frame(const CallNode& n) {
+  return n.kind == "python" && n.name.starts_with("<frozen importlib");
+}
+
+Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
+  for (const PhaseMapping& m : mappings) {
+    if (fnmatch(m.glob.c_str(), n.name.c_str(), 0) != 0 &&
+        fnmatch(m.glob.c_str(), function_part(n.name).c_str(), 0) != 0)
+      continue;
+    for (int p = 0; p < kPhaseCount; ++p)
+      if (kClasses[p].id == m.id) return {p, p == kForward || p == kBackward || p == kUpdate,
+                                          false, true};
+  }
+  if (n.kind == "mpi" || n.kind == "nccl") return {kComm, false, true};
+  if (n.kind == "cuda" && in(n.name, "HtoD")) return {kH2d, false, true};
+  if (n.kind == "region") return region_role(n.name);
+  if (n.kind == "python" && !is_import_frame(n)) return python_role(n);
+  return {};
+}
+
+}  // namespace sonde::analyzers

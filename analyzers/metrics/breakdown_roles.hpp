@@ -1,0 +1,50 @@
+// What a single frame of the calling-context tree is to a training iteration, before any
+// structure is looked at: a framework's entry point (PyTorch's Module.__call__, Tensor.backward,
+// Optimizer.step, DataLoader.__next__), a user region named for a phase, a copy or collective by
+// its kind, or a user's --phase mapping. The structure (which frame repeats them) is breakdown.cpp.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profile/call_tree.hpp"
+
+namespace sonde::analyzers {
+
+// The phases of the Chu deck, in the order they are shown.
+enum Phase : int { kIo, kH2d, kForward, kBackward, kUpdate, kComm, kPhaseCount };
+
+struct PhaseClass {
+  std::string_view id;     // "t_f"
+  std::string_view title;  // "forward"
+};
+std::span<const PhaseClass> phase_classes();
+
+// A user's addition: routines whose name or function part matches `glob` (fnmatch) belong to
+// class `id`; checked before everything else.
+struct PhaseMapping {
+  std::string id;
+  std::string glob;
+};
+// Parses "t_io=load_*" style arguments; throws Error for an unknown class or a missing '='.
+PhaseMapping parse_phase_mapping(std::string_view text);
+
+struct Role {
+  int phase = -1;  // a Phase, or -1: no role
+  // An entry that starts one per iteration: its calls count iterations. zero_grad, gradient
+  // clipping and learning-rate schedulers are update time but not the update's entry.
+  bool counts = false;
+  // A copy or a collective (by routine kind): its phase wherever it runs, even inside another.
+  bool anywhere = false;
+  bool user = false;  // a --phase mapping or a user region: wins over framework guesses
+};
+
+Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings);
+
+// Import machinery: nothing run by an import belongs to an iteration.
+bool is_import_frame(const CallNode& n);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,184 @@
+"""The iteration breakdown on real training programs: PyTorch loops (SGD, Adam, Adadelta,
+zero_grad, clip_grad_norm_, a train_step function over epochs, a DataLoader with two workers),
+a define-by-run updater of Chainer's shape, the numpy and C++ reference workloads, and programs
+with no training loop. Iterations are asserted exactly, each phase non-zero where it exists,
+and the rows sum to the training thread's measured time."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import CLI, MLP, clean_env, query
+
+PY = "/usr/bin/python3"
+BUILD = os.environ.get("SONDE_BUILD", "")
+SOURCE = os.environ.get("SONDE_SOURCE", "")
+PROGRAMS = os.path.join(os.path.dirname(__file__), "programs")
+TORCH_TRAIN = os.path.join(PROGRAMS, "torch_train.py")
+PHASES = ("t_io", "t_h2d", "t_f", "t_b", "t_u", "t_comm")
+
+
+def profile_python(db, script, *args):
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), script, *map(str, args)],
+                       env=clean_env(PYTHONPATH=os.path.join(BUILD, "python"),
+                                     OPENBLAS_NUM_THREADS=1),
+                       capture_output=True, text=True, timeout=300, cwd=os.path.dirname(db))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def breakdown(db, *extra):
+    r = subprocess.run([CLI, "metrics", str(db), "--section", "breakdown", "--format", "json",
+                        *extra], capture_output=True, text=True, timeout=120, env=clean_env())
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout)["breakdown"]
+    b["by"] = {p["phase"]: p for p in b["phases"]}
+    return b
+
+
+def text(db):
+    r = subprocess.run([CLI, "metrics", str(db), "--section", "breakdown"], capture_output=True,
+                       text=True, timeout=120, env=clean_env())
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def assert_rows_add_up(db, b):
+    """Phases, other, outside and unmeasured are the training thread's whole life, no more."""
+    (total,) = query(db, "SELECT SUM(n.incl_ns) FROM nodes n WHERE n.parent_id IS NULL AND "
+                         "n.thread_id IN (SELECT t.thread_id FROM threads t JOIN processes p "
+                         "USING (process_id) WHERE p.origin = 'root' AND t.seq = 0)")[0]
+    rows = sum(p["time_s"] for p in b["phases"])
+    assert rows == pytest.approx(total / 1e9, rel=1e-6, abs=1e-6), b["phases"]
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("breakdown")
+
+
+@pytest.mark.parametrize("opt", ["sgd", "adam", "adadelta"])
+def test_pytorch_loop_inline_with_each_optimizer(tmp, opt):
+    """Adadelta's step gave t_u = 0, zero_grad and clip_grad_norm_ counted as backward, and
+    functools.update_wrapper/linecache.updatecache calls were taken as iterations."""
+    db = tmp / f"inline_{opt}.db"
+    assert profile_python(db, TORCH_TRAIN, "--opt", opt, "--steps", 20, "--clip") == "steps 20\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 20 and b["iterations_from"] == "t_u", b
+    assert b["loop"] == b["body"] == "torch_train.py:53(main)"
+    by = b["by"]
+    for phase in ("t_f", "t_b", "t_u"):
+        assert by[phase]["time_s"] > 0 and by[phase]["ms_per_iter"] > 0, by[phase]
+    assert by["t_f"]["routines"].startswith("module.py:") and "(_call_impl)" in by["t_f"]["routines"]
+    assert by["t_b"]["routines"] == "_tensor.py:429(backward)"
+    u = by["t_u"]["routines"]
+    assert "optimizer.py:" in u and "(zero_grad)" in u and "clip_grad_norm_" in u, u
+    assert by["t_io"]["time_s"] == 0 and by["t_comm"]["time_s"] == 0
+    assert by["outside"]["time_s"] > 0  # imports, the weight initialisation, the evaluation
+    assert_rows_add_up(db, b)
+
+
+def test_pytorch_train_step_over_epochs_with_dataloader_workers(tmp):
+    """Two epochs of a DataLoader with two worker processes (8 batches each), the step in a
+    train_step function: 16 iterations, data loading from the DataLoader's __next__/__iter__,
+    the workers left out of the rows."""
+    db = tmp / "workers.db"
+    out = profile_python(db, TORCH_TRAIN, "--workers", 2, "--epochs", 2, "--style", "function")
+    assert out == "steps 16\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 16 and b["iterations_from"] == "t_u", b
+    assert b["body"] == "torch_train.py:34(train_step)" and b["loop"] == "torch_train.py:53(main)"
+    by = b["by"]
+    for phase in ("t_io", "t_f", "t_b", "t_u"):
+        assert by[phase]["time_s"] > 0, by[phase]
+    assert "dataloader.py:" in by["t_io"]["routines"] and "(__next__)" in by["t_io"]["routines"]
+    assert b["left_out_threads"] >= 2 and b["left_out_s"] > 0  # the two workers' processes
+    assert (query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'")[0][0]) >= 2
+    assert "left out:" in text(db)
+    assert_rows_add_up(db, b)
+
+
+def test_define_by_run_updater(tmp):
+    """Chainer's shape: the updater's update() runs forward, backward and the optimizer. The old
+    breakdown put everything under the word "update" (t_f = t_b = 0)."""
+    db = tmp / "dbr.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "define_by_run.py"), 25) == "iterations 25\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 25, b
+    # UpdateRule.update runs once per parameter (4 per iteration): the forward counts them.
+    assert b["iterations_from"] == "t_f"
+    assert b["body"] == "define_by_run.py:96(update)" and b["loop"] == "define_by_run.py:131(run)"
+    by = b["by"]
+    for phase in ("t_io", "t_f", "t_b", "t_u"):
+        assert by[phase]["time_s"] > 0, by[phase]
+    assert by["t_f"]["routines"] == "define_by_run.py:66(forward)"
+    assert by["t_b"]["routines"] == "define_by_run.py:18(backward)"
+    assert "define_by_run.py:82(update)" in by["t_u"]["routines"]  # UpdateRule.update
+    assert "(__next__)" in by["t_io"]["routines"]
+    assert_rows_add_up(db, b)
+
+
+def test_numpy_reference_workload(tmp):
+    """examples/mlp_numpy: the loop inline in main; the sampler's next() before the forward is
+    the data loading; evaluate()'s forwards after the loop are outside the iterations."""
+    db = tmp / "numpy.db"
+    profile_python(db, os.path.join(SOURCE, "examples", "mlp_numpy", "train.py"), "--steps", 30,
+                   "--hidden", 200)
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 30 and b["iterations_from"] == "t_u", b
+    assert b["loop"] == b["body"] == "train.py:360(main)"
+    by = b["by"]
+    for phase, fn in (("t_io", "(next)"), ("t_f", "(forward)"), ("t_b", "(backward)"),
+                      ("t_u", "(update)")):
+        assert by[phase]["time_s"] > 0 and by[phase]["routines"] == f"train.py:" + \
+            {"t_io": "183", "t_f": "257", "t_b": "264", "t_u": "300"}[phase] + fn, by[phase]
+    assert any("taken as loading the batch" in n for n in b["notes"])
+    # evaluate() runs forward over the 2000 test samples once, after the loop.
+    (eval_s,) = query(db, "SELECT SUM(n.incl_ns) / 1e9 FROM nodes n JOIN routines r "
+                          "USING (routine_id) WHERE r.name LIKE 'train.py:%(evaluate)'")[0]
+    assert by["outside"]["time_s"] >= eval_s > 0
+    assert_rows_add_up(db, b)
+    # A user's mapping wins over the guess.
+    b = breakdown(db, "--phase", "t_u=next")
+    assert b["by"]["t_io"]["time_s"] == 0 and "(next)" in b["by"]["t_u"]["routines"]
+
+
+def test_cpp_reference_workload(tmp):
+    """examples/mlp_cpp by its regions: step holds data, forward, backward, update."""
+    db = tmp / "cpp.db"
+    r = subprocess.run([CLI, "run", "-o", str(db), "--", MLP, "--steps", "40", "--hidden", "200"],
+                       env=clean_env(OPENBLAS_NUM_THREADS=1), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 40 and b["iterations_from"] == "t_u", b
+    assert b["body"] == "step" and b["loop"] == "<thread>"
+    by = b["by"]
+    for phase, region in (("t_io", "data"), ("t_f", "forward"), ("t_b", "backward"),
+                          ("t_u", "update")):
+        assert by[phase]["time_s"] > 0 and by[phase]["routines"] == region, by[phase]
+    (evaluate,) = query(db, "SELECT SUM(n.incl_ns) / 1e9 FROM nodes n JOIN routines r "
+                            "USING (routine_id) WHERE r.name = 'evaluate'")[0]
+    assert by["outside"]["time_s"] == pytest.approx(evaluate, abs=1e-6)
+    assert_rows_add_up(db, b)
+
+
+def test_no_training_loop_says_it_cannot_tell(tmp):
+    """Inference only (forward, no backward) and a script with no phases at all: no numbers,
+    an explicit reason, exit status 0."""
+    db = tmp / "infer.db"
+    assert profile_python(db, TORCH_TRAIN, "--mode", "infer") == "steps 0\n"
+    b = breakdown(db)
+    assert not b["found"] and b["iterations"] == 0 and b["phases"] == []
+    assert "found forward (module.py:" in b["reason"] and "no backward" in b["reason"], b
+    out = text(db)
+    assert out.startswith("Iteration breakdown: cannot tell (found forward") and "t_f" not in out
+
+    script = tmp / "plain.py"
+    script.write_text("import json\nprint(json.dumps({'update': sum(range(100))}))\n")
+    db = tmp / "plain.db"
+    profile_python(db, str(script))
+    b = breakdown(db)
+    assert not b["found"] and b["reason"].startswith("no forward, backward or update entry"), b
+    assert "cannot tell" in text(db)

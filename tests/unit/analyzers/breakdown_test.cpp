@@ -1,0 +1,246 @@
+// The iteration breakdown on calling-context trees of the shapes real programs take, written
+// with the real schema: Chainer's updater, PyTorch's optimizer set-up and zero_grad/clipping,
+// names of the standard library and of tqdm, loops at a thread's top level, threads without a
+// loop, and programs whose phases cannot be told.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "fixture.hpp"
+#include "metrics/breakdown.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+constexpr long long kMs = 1'000'000;
+
+// Frames added parent first; times in ms; each frame's exclusive time is its inclusive time
+// minus its children's, computed when written.
+class TreeBuilder {
+ public:
+  int thread(const std::string& name) {
+    threads_.push_back(name);
+    return add(0, "<thread>", "root", "", 1, 0, int(threads_.size()));
+  }
+  int add(int parent, const std::string& name, const std::string& kind, const std::string& file,
+          long long calls, long long incl_ms, int thread = 0) {
+    if (parent) thread = frames_[parent - 1].thread;
+    frames_.push_back({parent, name, kind, file, calls, incl_ms * kMs, thread});
+    return int(frames_.size());
+  }
+  // A Python frame: name "file.py:LINE(fn)" from the path's base name.
+  int py(int parent, const std::string& path, int line, const std::string& fn, long long calls,
+         long long incl_ms) {
+    std::string base = path.substr(path.rfind('/') + 1);
+    return add(parent, base + ":" + std::to_string(line) + "(" + fn + ")", "python", path, calls,
+               incl_ms);
+  }
+  void set_root_ms(int root, long long ms) { frames_[root - 1].incl = ms * kMs; }
+
+  void write(const std::string& path) const {
+    std::string sql = test::read_file(SONDE_SCHEMA_SQL);
+    sql += "INSERT INTO meta VALUES ('schema_version', '1');"
+           "INSERT INTO runs VALUES (1, 'u', 0, 'train', 'h', 'cpu', 2, 2, 'profile');"
+           "INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns,"
+           " ended_ns, end_reason) VALUES (1, 1, 10, 1, 'root', 'train', 0, 10000000000, "
+           "'exit');";
+    for (std::size_t t = 0; t < threads_.size(); ++t)
+      sql += "INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) "
+             "VALUES (" + std::to_string(t + 1) + ", 1, " + std::to_string(t) + ", " +
+             std::to_string(10 + t) + ", '" + threads_[t] + "', 0, 10000000000);";
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      long long children = 0;
+      int depth = 0;
+      for (const Frame& c : frames_)
+        if (c.parent == int(i + 1)) children += c.incl;
+      for (int p = f.parent; p; p = frames_[p - 1].parent) ++depth;
+      std::string id = std::to_string(i + 1), routine = id;
+      for (std::size_t j = 0; j < i; ++j)  // a routine is one row however often it is called
+        if (frames_[j].name == f.name && frames_[j].kind == f.kind && frames_[j].file == f.file)
+          routine = std::to_string(j + 1);
+      if (routine == id)
+        sql += "INSERT INTO routines (routine_id, name, kind, file) VALUES (" + id + ", '" +
+               f.name + "', '" + f.kind + "', '" + f.file + "');";
+      sql += "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, "
+             "calls, subrs, incl_ns, excl_ns) VALUES (" + id + ", " + std::to_string(f.thread) +
+             ", " + (f.parent ? std::to_string(f.parent) : "NULL") + ", " + routine + ", " +
+             std::to_string(depth) + ", 0, " + std::to_string(f.calls) + ", 0, " +
+             std::to_string(f.incl) + ", " + std::to_string(f.incl - children) + ");";
+    }
+    test::exec_sql(path, sql);
+  }
+
+ private:
+  struct Frame {
+    int parent;
+    std::string name, kind, file;
+    long long calls, incl;
+    int thread;
+  };
+  std::vector<Frame> frames_;
+  std::vector<std::string> threads_;
+};
+
+const BreakdownRow& row(const Breakdown& b, const std::string& id) {
+  return *std::find_if(b.rows.begin(), b.rows.end(),
+                       [&](const BreakdownRow& r) { return r.id == id; });
+}
+
+constexpr const char* kTorch = "/usr/lib/python3/dist-packages/torch/";
+std::string torch(const std::string& rel) { return kTorch + rel; }
+
+class BreakdownTest : public ::testing::Test {
+ protected:
+  Breakdown compute(const std::vector<PhaseMapping>& mappings = {}) {
+    std::string path = (dir_.path / ("b" + std::to_string(++files_) + ".db")).string();
+    tree_.write(path);
+    return compute_breakdown(ProfileFile::open(path), mappings);
+  }
+  test::TempDir dir_;
+  TreeBuilder tree_;
+  int files_ = 0;
+};
+
+TEST_F(BreakdownTest, ChainerUpdaterIsStructureNotUpdate) {
+  // Trainer.run -> StandardUpdater.update -> update_core -> {iterator.__next__,
+  // Optimizer.update(lossfun) -> {cleargrads, forward, backward, UpdateRule.update x 4}}.
+  int root = tree_.thread("main");
+  int run = tree_.py(root, "/w/train.py", 130, "run", 1, 1000);
+  int upd = tree_.py(run, "/w/train.py", 118, "update", 10, 900);
+  int core = tree_.py(upd, "/w/train.py", 122, "update_core", 10, 880);
+  tree_.py(core, "/w/train.py", 108, "__next__", 10, 30);
+  int opt = tree_.py(core, "/w/train.py", 96, "update", 10, 840);
+  tree_.py(opt, "/w/train.py", 62, "cleargrads", 10, 10);
+  tree_.py(opt, "/w/train.py", 66, "forward", 10, 300);
+  tree_.py(opt, "/w/train.py", 18, "backward", 10, 400);
+  int rule = tree_.py(opt, "/w/train.py", 82, "update", 40, 120);
+  tree_.py(rule, "/w/train.py", 88, "update_core_cpu", 40, 100);
+  tree_.set_root_ms(root, 1100);
+  Breakdown b = compute();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 10);
+  EXPECT_EQ(b.iterations_from, "t_f");  // the rule's update runs per parameter
+  EXPECT_EQ(b.loop, "train.py:130(run)");
+  EXPECT_EQ(b.body, "train.py:96(update)");
+  EXPECT_EQ(row(b, "t_f").time_ns, 300 * kMs);
+  EXPECT_EQ(row(b, "t_b").time_ns, 400 * kMs);
+  EXPECT_EQ(row(b, "t_u").time_ns, 130 * kMs);  // cleargrads and the rule
+  EXPECT_EQ(row(b, "t_io").time_ns, 30 * kMs);  // before the forward, every iteration
+  // run's, updater.update's, update_core's and Optimizer.update's own time.
+  EXPECT_EQ(b.other_ns, (100 + 20 + 10 + 10) * kMs);
+  EXPECT_EQ(b.unmeasured_ns, 100 * kMs);
+  EXPECT_EQ(b.outside_ns, 0);
+}
+
+TEST_F(BreakdownTest, TorchSetUpZeroGradClippingAndNamesOfOtherLibraries) {
+  int root = tree_.thread("main");
+  int main = tree_.py(root, "/w/t.py", 50, "main", 1, 2000);
+  // Set-up: weight initialisation, the optimizer's construction (which runs torch.optim code),
+  // one warm-up forward.
+  int init = tree_.py(main, torch("nn/init.py"), 12, "_no_grad_uniform_", 2, 50);
+  (void)init;
+  int ctor = tree_.py(main, torch("optim/adadelta.py"), 56, "__init__", 1, 40);
+  tree_.py(ctor, torch("optim/optimizer.py"), 133, "profile_hook_step", 1, 5);
+  tree_.py(main, torch("nn/modules/module.py"), 1188, "_call_impl", 21, 420);
+  // The loop: zero_grad, forward (above, 20 of its 21 calls), backward, clipping, the step
+  // through its wrappers; tqdm's and a stdlib Counter's update are no update.
+  tree_.py(main, torch("optim/optimizer.py"), 246, "zero_grad", 20, 30);
+  int bw = tree_.py(main, torch("_tensor.py"), 429, "backward", 20, 600);
+  tree_.py(bw, torch("autograd/__init__.py"), 103, "backward", 20, 590);
+  tree_.py(main, torch("nn/utils/clip_grad.py"), 10, "clip_grad_norm_", 20, 60);
+  int wrap = tree_.py(main, torch("optim/optimizer.py"), 135, "wrapper", 20, 300);
+  int use = tree_.py(wrap, torch("optim/optimizer.py"), 19, "_use_grad", 20, 290);
+  tree_.py(use, torch("optim/adadelta.py"), 80, "step", 20, 280);
+  tree_.py(main, "/usr/lib/python3/dist-packages/tqdm/std.py", 1190, "update", 20, 40);
+  tree_.py(main, "/usr/lib/python3.11/collections/__init__.py", 670, "update", 20, 20);
+  tree_.py(main, "/w/t.py", 90, "evaluate", 1, 200);
+  tree_.set_root_ms(root, 2100);
+  Breakdown b = compute();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 20);  // not 21 (the warm-up), not 21 (the optimizer's set-up)
+  EXPECT_EQ(b.iterations_from, "t_u");
+  EXPECT_EQ(row(b, "t_f").time_ns, 420 * kMs);
+  EXPECT_EQ(row(b, "t_b").time_ns, 600 * kMs);
+  EXPECT_EQ(row(b, "t_u").time_ns, (30 + 60 + 300) * kMs);
+  EXPECT_EQ(row(b, "t_u").routines,
+            (std::vector<std::string>{"optimizer.py:135(wrapper)", "clip_grad.py:10(clip_grad_norm_)",
+                                      "optimizer.py:246(zero_grad)"}));
+  EXPECT_EQ(b.other_ns, (2000 - 50 - 40 - 420 - 30 - 600 - 60 - 300 - 200) * kMs);
+  EXPECT_EQ(b.outside_ns, (50 + 40 + 200) * kMs);  // init, construction, evaluation
+  EXPECT_EQ(row(b, "t_io").time_ns, 0);  // set-up comes before the forward, but once
+}
+
+TEST_F(BreakdownTest, RegionsAtTheThreadsTopLevelAndThreadsWithoutALoop) {
+  int root = tree_.thread("main");
+  tree_.add(root, "load batch", "region", "", 8, 80);
+  tree_.add(root, "fwd", "region", "", 8, 200);
+  int bwd = tree_.add(root, "bwd", "region", "", 8, 300);
+  tree_.add(bwd, "cudaMemcpy HtoD", "cuda", "", 8, 20);
+  tree_.add(root, "sgd", "region", "", 8, 100);
+  tree_.add(root, "checkpoint", "region", "", 1, 50);
+  tree_.set_root_ms(root, 1000);
+  int worker = tree_.thread("worker");
+  tree_.py(worker, "/w/t.py", 10, "forward", 5, 100);  // a forward alone: no loop
+  tree_.set_root_ms(worker, 200);
+  Breakdown b = compute();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 8);
+  EXPECT_EQ(b.loop, "<thread>");
+  EXPECT_EQ(row(b, "t_io").time_ns, 80 * kMs);
+  EXPECT_EQ(row(b, "t_f").time_ns, 200 * kMs);
+  EXPECT_EQ(row(b, "t_b").time_ns, 280 * kMs);
+  EXPECT_EQ(row(b, "t_h2d").time_ns, 20 * kMs);  // a copy inside backward is a copy
+  EXPECT_EQ(row(b, "t_u").time_ns, 100 * kMs);
+  EXPECT_EQ(b.outside_ns, 50 * kMs);
+  EXPECT_EQ(b.unmeasured_ns, 270 * kMs);  // the training thread's root only
+  EXPECT_EQ(b.threads, 1);
+  EXPECT_EQ(b.left_out_threads, 1);
+  EXPECT_EQ(b.left_out_ns, 100 * kMs);
+}
+
+TEST_F(BreakdownTest, AnUpdateInlineInTheLoopCannotBeTold) {
+  int root = tree_.thread("main");
+  int main = tree_.py(root, "/w/t.py", 1, "<module>", 1, 500);
+  tree_.py(main, torch("nn/modules/module.py"), 1188, "_call_impl", 12, 100);
+  tree_.py(main, torch("_tensor.py"), 429, "backward", 12, 200);
+  Breakdown b = compute();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 12);
+  EXPECT_FALSE(row(b, "t_u").known);
+  ASSERT_EQ(b.notes.size(), 1u);
+  EXPECT_NE(b.notes[0].find("t_u cannot be told"), std::string::npos);
+  Table t = breakdown_table(b);
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[kUpdate][2]));  // no time shown
+}
+
+TEST_F(BreakdownTest, NothingToTellFrom) {
+  int root = tree_.thread("main");
+  int main = tree_.py(root, "/w/t.py", 1, "<module>", 1, 500);
+  tree_.py(main, "/usr/lib/python3.11/functools.py", 35, "update_wrapper", 1466, 10);
+  tree_.py(main, "/usr/lib/python3.11/linecache.py", 80, "updatecache", 30, 10);
+  Breakdown b = compute();
+  EXPECT_FALSE(b.found);
+  EXPECT_EQ(b.iterations, 0);
+  EXPECT_EQ(b.reason.rfind("no forward, backward or update entry in any thread", 0), 0u)
+      << b.reason;
+  EXPECT_TRUE(breakdown_table(b).rows.empty());
+}
+
+TEST_F(BreakdownTest, UserMappingNamesTheDataLoading) {
+  int root = tree_.thread("main");
+  int main = tree_.py(root, "/w/t.py", 1, "main", 1, 1000);
+  tree_.py(main, "/w/t.py", 20, "forward", 10, 100);
+  tree_.py(main, "/w/t.py", 40, "fetch_next", 10, 70);  // after the forward: no guess
+  tree_.py(main, "/w/t.py", 30, "backward", 10, 200);
+  tree_.py(main, "/w/t.py", 60, "update", 10, 50);
+  EXPECT_EQ(row(compute(), "t_io").time_ns, 0);
+  Breakdown b = compute({parse_phase_mapping("t_io=fetch_*")});
+  EXPECT_EQ(row(b, "t_io").time_ns, 70 * kMs);
+  EXPECT_EQ(b.iterations, 10);
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
