@@ -5,6 +5,7 @@ with no training loop. Iterations are asserted exactly, each phase non-zero wher
 and the rows sum to the training thread's measured time."""
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -70,8 +71,10 @@ def test_pytorch_loop_inline_with_each_optimizer(tmp, opt):
     by = b["by"]
     for phase in ("t_f", "t_b", "t_u"):
         assert by[phase]["time_s"] > 0 and by[phase]["ms_per_iter"] > 0, by[phase]
-    assert by["t_f"]["routines"].startswith("module.py:") and "(_call_impl)" in by["t_f"]["routines"]
-    assert by["t_b"]["routines"] == "_tensor.py:429(backward)"
+    # The model's Module.__call__ and F.cross_entropy, in either order (by time).
+    fwd = sorted(re.sub(r":\d+", "", r) for r in by["t_f"]["routines"].split(", "))
+    assert fwd == ["functional.py(cross_entropy)", "module.py(_call_impl)"], by["t_f"]
+    assert re.fullmatch(r"_tensor\.py:\d+\(backward\)", by["t_b"]["routines"]), by["t_b"]
     u = by["t_u"]["routines"]
     assert "optimizer.py:" in u and "(zero_grad)" in u and "clip_grad_norm_" in u, u
     assert by["t_io"]["time_s"] == 0 and by["t_comm"]["time_s"] == 0

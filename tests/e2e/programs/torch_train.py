@@ -59,6 +59,7 @@ def main():
     p.add_argument("--clip", action="store_true")
     p.add_argument("--style", choices=("inline", "function"), default="inline")
     p.add_argument("--mode", choices=("train", "infer"), default="train")
+    p.add_argument("--progress", action="store_true", help="print each step as it ends")
     args = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -85,6 +86,8 @@ def main():
                     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                 opt.step()
             steps += 1
+            if args.progress:
+                print("step", steps, flush=True)
     with torch.no_grad():  # evaluation after the loop: outside the iterations
         model(x)
     print("steps", steps)
