@@ -188,8 +188,8 @@ std::vector<const Frame*> guessed_loading(const ThreadLoop& t) {
     for (const Frame& k : f->kids) {
       if (f == t.loop && !in_iterations(k, t)) continue;
       if (k.phase() == kForward || (k.below_entry & bit(kForward))) break;
-      if ((k.node->kind == "python" || k.node->kind == "region") && k.role.phase < 0 &&
-          k.below == 0 && k.node->calls >= t.iterations && !is_import_frame(*k.node))
+      if (is_user_frame(*k.node) && k.role.phase < 0 && k.below == 0 &&
+          k.node->calls >= t.iterations)
         out.push_back(&k);
     }
   }

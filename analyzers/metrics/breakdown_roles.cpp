@@ -110,11 +110,18 @@ Role torch_role(const std::string& file, const std::string& fn) {
 // optimizer) and plain scripts: the methods forward, backward and update by name. The standard
 // library and third-party packages other than the frameworks are left out (tqdm's update is a
 // progress bar, collections.Counter.update a dictionary).
-bool names_mean_phases(const std::string& file) {
+bool packaged(const std::string& file) {
+  return in(file, "/site-packages/") || in(file, "/dist-packages/");
+}
+
+bool in_stdlib(const std::string& file) {
   static const std::regex kStdlib(R"(/python3\.\d+/)");
-  bool packaged = in(file, "/site-packages/") || in(file, "/dist-packages/");
-  if (packaged) return in(file, "/chainer/") || in(file, "/torch/");
-  return !std::regex_search(file, kStdlib);
+  return file.starts_with("<") || std::regex_search(file, kStdlib);
+}
+
+bool names_mean_phases(const std::string& file) {
+  if (packaged(file)) return in(file, "/chainer/") || in(file, "/torch/");
+  return !in_stdlib(file);
 }
 
 Role python_role(const CallNode& n) {
@@ -152,6 +159,11 @@ PhaseMapping parse_phase_mapping(std::string_view text) {
     throw Error(fmt::format("unknown phase class '{}' (one of {})", id, ids), 2);
   }
   return {id, std::string(text.substr(eq + 1))};
+}
+
+bool is_user_frame(const CallNode& n) {
+  if (n.kind == "region") return true;
+  return n.kind == "python" && !packaged(n.file) && !in_stdlib(n.file);
 }
 
 bool is_import_frame(const CallNode& n) {

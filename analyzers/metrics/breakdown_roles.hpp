@@ -44,6 +44,10 @@ struct Role {
 
 Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings);
 
+// A frame of the user's own: a region, or a Python function outside the standard library and
+// installed packages.
+bool is_user_frame(const CallNode& n);
+
 // Import machinery: nothing run by an import belongs to an iteration.
 bool is_import_frame(const CallNode& n);
 

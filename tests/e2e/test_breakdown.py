@@ -102,6 +102,22 @@ def test_pytorch_train_step_over_epochs_with_dataloader_workers(tmp):
     assert_rows_add_up(db, b)
 
 
+def test_torch_cnn_example(tmp):
+    """examples/torch_cnn: train_step(model, opt, x, y) called from main's loop, Adam, the
+    batches indexed in main (no loading frame: len() of a tensor is torch's, not loading)."""
+    db = tmp / "cnn.db"
+    profile_python(db, os.path.join(SOURCE, "examples", "torch_cnn", "train.py"), "--steps", 12,
+                   "--eval-every", 4)
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 12 and b["iterations_from"] == "t_u", b
+    assert b["body"].endswith("(train_step)") and b["loop"].endswith("(main)")
+    by = b["by"]
+    for phase in ("t_f", "t_b", "t_u"):
+        assert by[phase]["time_s"] > 0, by[phase]
+    assert by["t_io"]["time_s"] == 0 and b["notes"] == []
+    assert_rows_add_up(db, b)
+
+
 def test_define_by_run_updater(tmp):
     """Chainer's shape: the updater's update() runs forward, backward and the optimizer. The old
     breakdown put everything under the word "update" (t_f = t_b = 0)."""
