@@ -95,10 +95,12 @@ Role torch_role(const std::string& file, const std::string& fn) {
   if (in(file, "torch/optim/")) {
     if (fn == "zero_grad") return {kUpdate, false};
     // Optimizer.step and the wrappers torch/optim/optimizer.py puts around it (profile_hook_step's
-    // wrapper, _use_grad); not the set-up an optimizer's __init__ runs.
+    // wrapper, _use_grad) count; what an optimizer's __init__ runs once does not.
     if (one_of(fn, std::array<std::string_view, 3>{"step", "wrapper", "_use_grad"}))
       return {kUpdate, true};
-    return {};
+    // The functional adam()/sgd() beneath a step that ran a closure (Lightning's
+    // optimizer.step(closure)): update time, never an iteration of its own.
+    return {kUpdate, false};
   }
   if (in(file, "torch/utils/data/dataloader.py") && (fn == "__next__" || fn == "__iter__"))
     return {kIo, false};

@@ -175,6 +175,29 @@ TEST_F(BreakdownTest, TorchSetUpZeroGradClippingAndNamesOfOtherLibraries) {
   EXPECT_EQ(row(b, "t_io").time_ns, 0);  // set-up runs once, __len__ is torch's
 }
 
+TEST_F(BreakdownTest, StepWithAClosureRunsForwardAndBackward) {
+  // Lightning's shape: optimizer.step(closure), the closure running the training step's
+  // forward and backward, then the functional adam() doing the update.
+  int root = tree_.thread("main");
+  int fit = tree_.py(root, "/w/t.py", 5, "fit", 1, 1000);
+  int wrap = tree_.py(fit, torch("optim/optimizer.py"), 135, "wrapper", 10, 900);
+  int use = tree_.py(wrap, torch("optim/optimizer.py"), 19, "_use_grad", 10, 890);
+  int step = tree_.py(use, torch("optim/adam.py"), 120, "step", 10, 880);
+  int closure = tree_.py(step, "/w/t.py", 30, "closure", 10, 700);
+  tree_.py(closure, torch("nn/modules/module.py"), 1188, "_call_impl", 10, 300);
+  tree_.py(closure, torch("_tensor.py"), 429, "backward", 10, 350);
+  tree_.py(step, torch("optim/adam.py"), 200, "adam", 10, 150);
+  Breakdown b = compute();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 10);
+  EXPECT_EQ(b.iterations_from, "t_f");
+  EXPECT_EQ(row(b, "t_f").time_ns, 300 * kMs);
+  EXPECT_EQ(row(b, "t_b").time_ns, 350 * kMs);
+  EXPECT_EQ(row(b, "t_u").time_ns, 150 * kMs);
+  // fit's, the wrappers', step's and the closure's own time.
+  EXPECT_EQ(b.other_ns, (100 + 10 + 10 + 30 + 50) * kMs);
+}
+
 TEST_F(BreakdownTest, RegionsAtTheThreadsTopLevelAndThreadsWithoutALoop) {
   int root = tree_.thread("main");
   tree_.add(root, "load batch", "region", "", 8, 80);
