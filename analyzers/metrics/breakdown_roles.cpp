@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <regex>
 
 #include "profile/profile_file.hpp"
 #include "render/line_report.hpp"
@@ -116,9 +115,17 @@ bool packaged(const std::string& file) {
   return in(file, "/site-packages/") || in(file, "/dist-packages/");
 }
 
+// "<frozen ...>", "<string>", or a path with a "/python3.N/" part (/usr/lib/python3.11/...); no
+// regex: this runs for every Python frame of a profile.
 bool in_stdlib(const std::string& file) {
-  static const std::regex kStdlib(R"(/python3\.\d+/)");
-  return file.starts_with("<") || std::regex_search(file, kStdlib);
+  if (file.starts_with("<")) return true;
+  for (auto at = file.find("/python3."); at != std::string::npos;
+       at = file.find("/python3.", at + 1)) {
+    std::size_t i = at + 9, digits = 0;
+    while (i < file.size() && std::isdigit(static_cast<unsigned char>(file[i]))) ++i, ++digits;
+    if (digits > 0 && i < file.size() && file[i] == '/') return true;
+  }
+  return false;
 }
 
 bool names_mean_phases(const std::string& file) {
