@@ -36,7 +36,8 @@ def test_killed_in_the_loop(db):
                 break
             lines.append(line)
         p.send_signal(signal.SIGTERM)
-        rest, _ = p.communicate(timeout=60)
+        p.wait(timeout=60)
+        rest = p.stdout.read()  # what readline() buffered too (communicate() would skip it)
     finally:
         if p.poll() is None:
             os.killpg(p.pid, signal.SIGKILL)
