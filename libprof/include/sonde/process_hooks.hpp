@@ -21,7 +21,8 @@ void main_starts();
 // The host's exit begins (main returned or exit was called), before any exit handler runs.
 void exit_begins();
 
-// A thread created through pthread_create starts running: measure it from now.
+// A thread created through pthread_create starts running. It is registered later, at its first
+// measured call, so that idle threads are never recorded.
 void thread_started();
 
 // A library was opened with RTLD_DEEPBIND: its calls may bypass the preload.

@@ -136,7 +136,10 @@ void exit_begins() {
 }
 
 void thread_started() {
-  if (Runtime* rt = Runtime::get()) rt->attach_current_thread();
+  // Not attached here: a thread is registered at its first measured call (probe.cpp), so a
+  // library's worker pool that never makes one (OpenBLAS's) is never recorded. Attaching at
+  // creation recorded it only when it happened to start after sonde's constructor, so the
+  // same program gave one thread or two from run to run.
 }
 
 void note_deepbind(const char* file) {
