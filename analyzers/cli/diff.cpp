@@ -4,7 +4,6 @@
 
 #include "cli/command.hpp"
 #include "metrics/diff.hpp"
-#include "metrics/metrics.hpp"
 
 namespace sonde::cli {
 
@@ -18,9 +17,7 @@ struct Options {
 
 int diff(const Options& a) {
   Format format = parse_format(a.format);
-  Metrics before = compute_metrics(ProfileFile::open(a.before));
-  Metrics after = compute_metrics(ProfileFile::open(a.after));
-  ProfileDiff d = compute_diff(before, after);
+  ProfileDiff d = compute_diff(ProfileFile::open(a.before), ProfileFile::open(a.after));
   if (format == Format::kJson) std::cout << render_diff_json(a.before, a.after, d).dump(2) << '\n';
   else std::cout << render_diff_text(d);
   return 0;

@@ -10,7 +10,6 @@
 
 #include "cli/command.hpp"
 #include "export/export.hpp"
-#include "profile/call_tree.hpp"
 #include "profile/query.hpp"
 
 namespace sonde::cli {
@@ -32,9 +31,14 @@ int export_profile(const Options& a) {
     if (!out_file) throw Error(fmt::format("cannot write {}: {}", *a.output, std::strerror(errno)));
   }
   std::ostream& out = a.output ? out_file : std::cout;
-  if (a.format == "folded") write_folded(load_thread_trees(file), out);
-  else if (a.format == "csv") out << render_csv(run_query(file, "SELECT * FROM callpaths ORDER BY path"));
-  else write_chrome_trace(file, out);
+  if (a.format == "folded") {
+    write_folded(file, out);
+  } else if (a.format == "csv") {
+    out << render_csv(run_query(file, "SELECT path, calls, incl_s, excl_s FROM callpaths "
+                                      "ORDER BY path, path_ids"));
+  } else {
+    write_chrome_trace(file, out);
+  }
   out.flush();
   if (!out) throw Error(fmt::format("writing {} failed", a.output.value_or("standard output")));
   return 0;

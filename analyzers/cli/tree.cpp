@@ -25,9 +25,9 @@ int tree(const Options& a) {
   if (format == Format::kCsv) throw Error("tree has no csv format (text or json)", kUsageError);
   ProfileFile file = ProfileFile::open(a.file);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
-  std::vector<ThreadTree> trees = load_thread_trees(file);
-  if (format == Format::kJson) std::cout << render_tree_json(trees, options).dump(2) << '\n';
-  else std::cout << render_tree_text(trees, options);
+  Forest forest = load_forest(file, options.merge_threads);
+  if (format == Format::kJson) std::cout << render_tree_json(forest, options).dump(2) << '\n';
+  else std::cout << render_tree_text(forest, options);
   return 0;
 }
 }  // namespace

@@ -12,11 +12,11 @@
 
 namespace sonde::analyzers {
 
-// Folded stacks (flamegraph.pl, speedscope, inferno): path without the thread root, frames
-// root-first joined by ';', value = exclusive microseconds, merged over threads, sorted by path,
-// zero values left out.
-std::vector<std::pair<std::string, std::int64_t>> folded_stacks(const std::vector<ThreadTree>& trees);
-void write_folded(const std::vector<ThreadTree>& trees, std::ostream& out);
+// Folded stacks (flamegraph.pl, speedscope, inferno): the `callpaths` view's paths (frames
+// root-first joined by ';', no thread root), value = exclusive microseconds merged over threads,
+// sorted by path, zero values left out.
+std::vector<std::pair<std::string, std::int64_t>> folded_stacks(const ProfileFile& file);
+void write_folded(const ProfileFile& file, std::ostream& out);
 
 // Chrome trace-event JSON (Perfetto, chrome://tracing). Real events when the file has trace
 // events; otherwise a flame-chart layout of the aggregated tree, labelled as such in otherData.

@@ -7,14 +7,19 @@
 #include <string>
 #include <vector>
 
-#include "metrics/metrics.hpp"
+#include "profile/profile_file.hpp"
 #include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
+// One routine, matched between the files by its identity (kind, library, file, line, name):
+// two routines of one display name are two rows.
 struct DiffRow {
   std::string name;
   std::string kind;
+  std::string library;
+  std::string file;
+  std::int64_t line = 0;
   std::optional<std::int64_t> before_ns, after_ns;  // inclusive; nullopt: not in that file
   std::optional<double> speedup;                    // before / after, both present and after > 0
   std::string status;  // "both", "only before", "only after"
@@ -29,15 +34,17 @@ struct ShapeDiffRow {
 };
 
 struct ProfileDiff {
-  std::int64_t total_before_ns = 0, total_after_ns = 0;
-  std::optional<double> total_speedup;
+  std::int64_t total_before_ns = 0, total_after_ns = 0;  // wall time: the run's total
+  std::optional<double> total_speedup;                   // wall time before / after
+  std::int64_t threads_before_ns = 0, threads_after_ns = 0;  // the busy threads' time
   std::vector<DiffRow> phases;    // regions and Python functions
   std::vector<DiffRow> routines;  // every other kind (blas, onednn, native, ...)
   std::vector<ShapeDiffRow> shapes;
 };
 
-// Rows by time before (then after), largest first.
-ProfileDiff compute_diff(const Metrics& before, const Metrics& after);
+// From each file's `run_totals`, `hotspots` and `gemm_shapes` views; rows by time before (then
+// after), largest first.
+ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after);
 
 Table diff_table(const std::vector<DiffRow>& rows);
 Table shape_diff_table(const std::vector<ShapeDiffRow>& rows);

@@ -1,6 +1,7 @@
 #include "profile/call_tree.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -30,20 +31,29 @@ void merge_into(CallNode& dst, const CallNode& src) {
   dst.excl_ns += src.excl_ns;
   dst.flops += src.flops;
   dst.gpu_ns += src.gpu_ns;
-  std::map<std::pair<std::string, std::string>, std::size_t> index;
+  std::map<std::int64_t, std::size_t> index;
   for (std::size_t i = 0; i < dst.children.size(); ++i)
-    index.emplace(std::pair{dst.children[i].name, dst.children[i].kind}, i);
+    index.emplace(dst.children[i].routine_id, i);
   for (const CallNode& child : src.children) {
-    auto [it, inserted] = index.emplace(std::pair{child.name, child.kind}, dst.children.size());
+    auto [it, inserted] = index.emplace(child.routine_id, dst.children.size());
     if (inserted) {
       CallNode empty;
+      empty.routine_id = child.routine_id;
       empty.name = child.name;
       empty.kind = child.kind;
       empty.file = child.file;
+      empty.where = child.where;
       dst.children.push_back(std::move(empty));
     }
     merge_into(dst.children[it->second], child);
   }
+}
+
+std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
+
+std::string where(const std::string& file, std::int64_t line, const std::string& library) {
+  if (!file.empty()) return file + ":" + std::to_string(line);
+  return library;
 }
 
 }  // namespace
@@ -83,7 +93,7 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::vector<std::pair<std::size_t, std::size_t>> roots;  // (tree, flat index)
   auto st = file.prepare(
       "SELECT n.node_id, n.parent_id, n.thread_id, r.name, r.kind, n.calls, n.subrs, "
-      "       n.incl_ns, n.excl_ns, n.flops, r.file "
+      "       n.incl_ns, n.excl_ns, n.flops, n.routine_id, r.file, r.line, r.library "
       "FROM nodes n JOIN routines r USING (routine_id) ORDER BY n.depth, n.node_id");
   while (st.step()) {
     FlatNode f;
@@ -94,7 +104,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     f.data.incl_ns = st.int64(7);
     f.data.excl_ns = st.int64(8);
     f.data.flops = st.real(9);
-    f.data.file = st.text(10);
+    f.data.routine_id = st.int64(10);
+    f.data.file = st.text(11);
+    f.data.where = where(st.text(11), st.int64(12), st.text(13));
     if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
       f.data.gpu_ns = gpu->second;
     }
@@ -136,19 +148,80 @@ bool has_gpu_time(const std::vector<ThreadTree>& trees) {
   return false;
 }
 
-CallNode merge_trees(const std::vector<ThreadTree>& trees) {
-  CallNode merged;
-  merged.name = "<thread>";
-  merged.kind = "root";
-  for (const auto& t : trees) merge_into(merged, t.root);
-  return merged;
+CallNode load_merged_tree(const ProfileFile& file) {
+  CallNode root;
+  root.name = "<thread>";
+  root.kind = "root";
+  {
+    auto st = file.prepare("SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
+                           "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
+    if (st.step()) {
+      root.calls = st.int64(0);
+      root.incl_ns = to_ns(st.real(1));
+      root.excl_ns = to_ns(st.real(2));
+    }
+    auto id = file.prepare("SELECT routine_id FROM routines WHERE kind = 'root' LIMIT 1");
+    if (id.step()) root.routine_id = id.int64(0);
+  }
+  // A path's parent is the path without its last routine id; shorter paths come first.
+  std::vector<FlatNode> flat;
+  std::unordered_map<std::string, std::size_t> index_of_path;
+  std::vector<std::size_t> top;
+  auto st = file.prepare(
+      "SELECT c.path_ids, c.routine_id, r.name, r.kind, c.calls, c.subrs, c.incl_s, c.excl_s, "
+      "       c.flops, c.gpu_s, r.file, r.line, r.library "
+      "FROM callpaths c JOIN routines r USING (routine_id) "
+      "ORDER BY length(c.path_ids) - length(replace(c.path_ids, '/', '')), c.path_ids");
+  while (st.step()) {
+    std::string path = st.text(0);
+    FlatNode f;
+    f.data.routine_id = st.int64(1);
+    f.data.name = st.text(2);
+    f.data.kind = st.text(3);
+    f.data.calls = st.int64(4);
+    f.data.subrs = st.int64(5);
+    f.data.incl_ns = to_ns(st.real(6));
+    f.data.excl_ns = to_ns(st.real(7));
+    f.data.flops = st.real(8);
+    f.data.gpu_ns = to_ns(st.real(9));
+    f.data.where = where(st.text(10), st.int64(11), st.text(12));
+    std::size_t index = flat.size();
+    auto slash = path.rfind('/');
+    if (slash == std::string::npos) {
+      top.push_back(index);
+    } else {
+      auto parent = index_of_path.find(path.substr(0, slash));
+      if (parent == index_of_path.end()) continue;  // below a path the view does not have
+      flat[parent->second].children.push_back(index);
+    }
+    index_of_path.emplace(std::move(path), index);
+    flat.push_back(std::move(f));
+  }
+  for (std::size_t index : top) {
+    root.children.push_back(build(flat, index));
+    root.subrs += root.children.back().calls;
+    root.gpu_ns += root.children.back().gpu_ns;
+  }
+  return root;
+}
+
+Forest load_forest(const ProfileFile& file, bool merge_threads) {
+  Forest f;
+  for (ThreadTree& t : load_thread_trees(file))
+    (t.root.children.empty() ? f.idle : f.busy).push_back(std::move(t));
+  if (merge_threads) {
+    f.merged = true;
+    f.merged_root = load_merged_tree(file);
+  }
+  return f;
 }
 
 void sort_by_inclusive(CallNode& node) {
   std::stable_sort(node.children.begin(), node.children.end(),
                    [](const CallNode& a, const CallNode& b) {
                      if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
-                     return a.name < b.name;
+                     if (a.name != b.name) return a.name < b.name;
+                     return a.routine_id < b.routine_id;
                    });
   for (auto& child : node.children) sort_by_inclusive(child);
 }

@@ -11,9 +11,11 @@
 namespace sonde::analyzers {
 
 struct CallNode {
+  std::int64_t routine_id = 0;  // what children are matched by: never the name alone
   std::string name;
   std::string kind;
   std::string file;  // routines.file: a Python frame's full path (framework entry points)
+  std::string where;  // "file:line", else the library, else ""
   std::int64_t calls = 0;
   std::int64_t subrs = 0;
   std::int64_t incl_ns = 0;
@@ -39,8 +41,19 @@ struct ThreadTree {
 // One tree per thread that has a root node, ordered by process and thread sequence.
 std::vector<ThreadTree> load_thread_trees(const ProfileFile& file);
 
-// All threads' trees as one: children matched by routine (name and kind), numbers summed.
-CallNode merge_trees(const std::vector<ThreadTree>& trees);
+// What `sonde tree` shows: the busy threads' trees (or, merged, one tree read from the
+// `callpaths` view), and the idle threads apart (no measured call: in no percentage).
+struct Forest {
+  std::vector<ThreadTree> busy;
+  std::vector<ThreadTree> idle;
+  bool merged = false;
+  CallNode merged_root;  // when merged: <thread> over the busy threads, paths from callpaths
+};
+Forest load_forest(const ProfileFile& file, bool merge_threads);
+
+// The busy threads' paths as one tree, from the `callpaths` view (one node per path of routine
+// ids) and `thread_times` (the root: the busy threads' time and what no call covers).
+CallNode load_merged_tree(const ProfileFile& file);
 
 // True when any node of the trees launched GPU work (the file has gpu_activity rows).
 bool has_gpu_time(const std::vector<ThreadTree>& trees);

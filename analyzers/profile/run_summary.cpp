@@ -25,14 +25,14 @@ RunSummary load_run_summary(const ProfileFile& file) {
     }
   }
   {
+    // Threads without a measured call are counted apart: they are in no denominator.
     auto st = file.prepare(
-        "SELECT (SELECT COUNT(*) FROM processes), (SELECT COUNT(*) FROM threads), "
-        "MIN(started_ns), MAX(COALESCE(ended_ns, last_flush_ns)) FROM processes");
+        "SELECT processes, busy_threads, idle_threads, wall_s FROM run_totals");
     if (st.step()) {
       s.processes = st.int64(0);
       s.threads = st.int64(1);
-      if (!st.is_null(2) && !st.is_null(3) && st.int64(3) >= st.int64(2))
-        s.wall_s = static_cast<double>(st.int64(3) - st.int64(2)) / 1e9;
+      s.idle_threads = st.int64(2);
+      if (!st.is_null(3) && st.real(3) >= 0) s.wall_s = st.real(3);
     }
   }
   {
@@ -85,6 +85,7 @@ std::string render_run_header(const RunSummary& s) {
   if (s.cores) machine += fmt::format(", {} cores", *s.cores);
   out += fmt::format("host:      {}\n", machine);
   out += fmt::format("processes: {}, threads: {}", s.processes, s.threads);
+  if (s.idle_threads > 0) out += fmt::format(" (+{} idle)", s.idle_threads);
   if (s.runs > 1) out += fmt::format(", runs: {}", s.runs);
   if (s.wall_s) out += fmt::format(", wall time: {:.3f} s", *s.wall_s);
   out += "\n";
@@ -120,6 +121,7 @@ Json run_summary_to_json(const RunSummary& s) {
               {"runs", s.runs},
               {"processes", s.processes},
               {"threads", s.threads},
+              {"idle_threads", s.idle_threads},
               {"wall_s", opt(s.wall_s)},
               {"blas_library", opt(s.blas_library)},
               {"blas_threads", opt(s.blas_threads)},

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
-#include <unordered_map>
+#include <cmath>
+#include <set>
 
 namespace sonde::analyzers {
 
@@ -15,71 +15,66 @@ ReportSort parse_report_sort(std::string_view name) {
   throw Error(fmt::format("unknown sort key '{}' (expected excl, incl or calls)", name), 2);
 }
 
+namespace {
+
+std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
+
+}  // namespace
+
 Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
   Hotspots h;
-  // One plain scan aggregated here is several times faster than GROUP BY over a join, which
-  // matters for the 1M-node files `sonde report` must still answer in under a second.
-  struct Sums {
-    std::int64_t calls = 0, subrs = 0, incl_ns = 0, excl_ns = 0;
-  };
-  std::unordered_map<std::int64_t, Sums> by_routine;
   {
-    auto st = file.prepare("SELECT routine_id, calls, subrs, incl_ns, excl_ns, recursive, depth "
-                           "FROM nodes");
-    while (st.step()) {
-      Sums& sums = by_routine[st.int64(0)];
-      sums.calls += st.int64(1);
-      sums.subrs += st.int64(2);
-      // A recursive node's time is already inside its outer call's inclusive time.
-      if (st.int64(5) == 0) sums.incl_ns += st.int64(3);
-      sums.excl_ns += st.int64(4);
-      if (st.int64(6) == 0) h.total_ns += st.int64(3);
+    auto st = file.prepare("SELECT wall_s, thread_s, busy_threads, idle_threads FROM run_totals");
+    if (st.step()) {
+      h.wall_ns = st.is_null(0) ? 0 : to_ns(st.real(0));
+      h.total_ns = to_ns(st.real(1));
+      h.busy_threads = st.int64(2);
+      h.idle_threads = st.int64(3);
     }
   }
-  // Merged by name and kind rather than routine_id: the same routine seen from two libraries
-  // (or two processes' ids in a merged file) is one line for the reader.
-  std::map<std::pair<std::string, std::string>, Sums> by_name;
-  {
-    auto st = file.prepare("SELECT routine_id, name, kind FROM routines");
-    while (st.step()) {
-      auto it = by_routine.find(st.int64(0));
-      if (it == by_routine.end()) continue;
-      Sums& sums = by_name[{st.text(1), st.text(2)}];
-      sums.calls += it->second.calls;
-      sums.subrs += it->second.subrs;
-      sums.incl_ns += it->second.incl_ns;
-      sums.excl_ns += it->second.excl_ns;
-    }
-  }
-  for (const auto& [key, sums] : by_name) {
+  std::string_view order = sort == ReportSort::kInclusive ? "incl_s DESC, "
+                           : sort == ReportSort::kCalls   ? "calls DESC, incl_s DESC, "
+                                                          : "excl_s DESC, incl_s DESC, ";
+  auto st = file.prepare(fmt::format(
+      "SELECT routine_id, routine, kind, library, file, line, calls, subrs, incl_s, excl_s, "
+      "incl_pct, excl_pct FROM hotspots ORDER BY {}routine, routine_id",
+      order));
+  while (st.step()) {
     HotspotRow row;
-    row.name = key.first;
-    row.kind = key.second;
-    row.calls = sums.calls;
-    row.subrs = sums.subrs;
-    row.incl_ns = sums.incl_ns;
-    row.excl_ns = sums.excl_ns;
-    row.pct_time = h.total_ns > 0 ? 100.0 * static_cast<double>(row.incl_ns) /
-                                        static_cast<double>(h.total_ns)
-                                  : 0.0;
+    row.routine_id = st.int64(0);
+    row.name = st.text(1);
+    row.kind = st.text(2);
+    row.library = st.text(3);
+    row.file = st.text(4);
+    row.line = st.int64(5);
+    row.calls = st.int64(6);
+    row.subrs = st.int64(7);
+    row.incl_ns = to_ns(st.real(8));
+    row.excl_ns = to_ns(st.real(9));
+    row.pct_time = st.real(10);
+    row.excl_pct = st.real(11);
     row.incl_us_per_call =
         row.calls > 0 ? static_cast<double>(row.incl_ns) / 1e3 / static_cast<double>(row.calls)
                       : 0.0;
     h.rows.push_back(std::move(row));
   }
-  auto key = [sort](const HotspotRow& r) {
-    switch (sort) {
-      case ReportSort::kInclusive: return r.incl_ns;
-      case ReportSort::kCalls: return r.calls;
-      default: return r.excl_ns;
-    }
-  };
-  std::stable_sort(h.rows.begin(), h.rows.end(), [&](const HotspotRow& a, const HotspotRow& b) {
-    if (key(a) != key(b)) return key(a) > key(b);
-    if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
-    return a.name < b.name;
-  });
   return h;
+}
+
+std::string display_name(const HotspotRow& row, bool ambiguous) {
+  std::string out = fmt::format("{} [{}]", row.name, row.kind);
+  if (!ambiguous) return out;
+  // Two routines of one display name: say where each is, so the reader sees two codes.
+  if (!row.file.empty()) return out + fmt::format(" {}:{}", row.file, row.line);
+  if (!row.library.empty()) return out + fmt::format(" ({})", row.library);
+  return out + fmt::format(" #{}", row.routine_id);
+}
+
+std::set<std::pair<std::string, std::string>> ambiguous_names(const Hotspots& h) {
+  std::set<std::pair<std::string, std::string>> seen, twice;
+  for (const auto& r : h.rows)
+    if (!seen.insert({r.name, r.kind}).second) twice.insert({r.name, r.kind});
+  return twice;
 }
 
 Table hotspots_table(const Hotspots& h, std::size_t top) {
@@ -91,28 +86,44 @@ Table hotspots_table(const Hotspots& h, std::size_t top) {
                {"#Subrs", "subrs", 0},
                {"Inclusive usec/call", "incl_us_per_call", 1},
                {"Name", "name", 0},
-               {"Kind", "kind", 0}};
+               {"Kind", "kind", 0},
+               {"Library", "library", 0},
+               {"File", "file", 0},
+               {"Line", "line", 0}};
   std::size_t n = top == 0 ? h.rows.size() : std::min(top, h.rows.size());
   for (std::size_t i = 0; i < n; ++i) {
     const auto& r = h.rows[i];
     t.rows.push_back({r.pct_time, static_cast<double>(r.excl_ns) / 1e6,
                       static_cast<double>(r.incl_ns) / 1e6, r.calls, r.subrs,
-                      r.incl_us_per_call, r.name, r.kind});
+                      r.incl_us_per_call, r.name, r.kind, r.library, r.file, r.line});
   }
   return t;
 }
 
+std::string denominators_text(const Hotspots& h) {
+  std::string idle = h.idle_threads == 0
+                         ? ""
+                         : fmt::format("; {} idle thread{} left out", h.idle_threads,
+                                       h.idle_threads == 1 ? "" : "s");
+  return fmt::format(
+      "total:     {:.3f} s wall time\n%Time of:  {:.3f} s, the busy threads' time ({} thread{}{})\n",
+      static_cast<double>(h.wall_ns) / 1e9, static_cast<double>(h.total_ns) / 1e9,
+      h.busy_threads, h.busy_threads == 1 ? "" : "s", idle);
+}
+
 std::string render_report_text(const RunSummary& run, const Hotspots& h, std::size_t top) {
   std::string out = render_run_header(run);
-  out += fmt::format("total:     {:.3f} s (sum of the threads' inclusive time = 100 %)\n\n",
-                     static_cast<double>(h.total_ns) / 1e9);
+  out += denominators_text(h) + "\n";
   Table t = hotspots_table(h, top);
-  // In text the kind reads better beside the name, as the tree shows it.
-  for (auto& row : t.rows) {
-    row[6] = fmt::format("{} [{}]", std::get<std::string>(row[6]), std::get<std::string>(row[7]));
-    row.pop_back();
+  auto twice = ambiguous_names(h);
+  // In text the kind reads better beside the name, as the tree shows it; where routines share
+  // a name, their file or library follows.
+  for (std::size_t i = 0; i < t.rows.size(); ++i) {
+    const HotspotRow& r = h.rows[i];
+    t.rows[i][6] = display_name(r, twice.count({r.name, r.kind}) != 0);
+    t.rows[i].resize(7);
   }
-  t.columns.pop_back();
+  t.columns.resize(7);
   out += render_text(t);
   if (top != 0 && h.rows.size() > top)
     out += fmt::format("({} more routines; --top 0 shows all)\n", h.rows.size() - top);
@@ -124,7 +135,10 @@ Json render_report_json(const std::string& path, const RunSummary& run, const Ho
   return Json{{"file", path},
               {"run", run_summary_to_json(run)},
               {"notes", notes_to_json(run)},
+              {"wall_s", static_cast<double>(h.wall_ns) / 1e9},
               {"total_s", static_cast<double>(h.total_ns) / 1e9},
+              {"busy_threads", h.busy_threads},
+              {"idle_threads", h.idle_threads},
               {"rows", render_json(hotspots_table(h, top))}};
 }
 

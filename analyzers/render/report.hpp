@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -14,23 +15,42 @@ namespace sonde::analyzers {
 enum class ReportSort { kExclusive, kInclusive, kCalls };
 ReportSort parse_report_sort(std::string_view name);  // "excl", "incl", "calls"
 
+// One row of the `hotspots` view: one routine (kind, library or file, line, name), merged over
+// the busy threads of every process.
 struct HotspotRow {
-  std::string name;
+  std::int64_t routine_id = 0;
+  std::string name;  // the display name: two rows may share it, never their numbers
   std::string kind;
+  std::string library;
+  std::string file;
+  std::int64_t line = 0;
   std::int64_t calls = 0;
   std::int64_t subrs = 0;
   std::int64_t incl_ns = 0;  // recursive nodes left out, so recursion is not counted twice
   std::int64_t excl_ns = 0;
-  double pct_time = 0;       // inclusive as % of the total
+  double pct_time = 0;       // inclusive as % of the busy threads' time (incl_pct)
+  double excl_pct = 0;
   double incl_us_per_call = 0;
 };
 
+// The denominators (the `run_totals` view; docs/metrics.md).
 struct Hotspots {
-  std::int64_t total_ns = 0;  // sum of the thread roots' inclusive time: the 100 %
+  std::int64_t total_ns = 0;  // the busy threads' time summed: the 100 % of every row
+  std::int64_t wall_ns = 0;   // the run's total: first process start to last process end
+  std::int64_t busy_threads = 0;
+  std::int64_t idle_threads = 0;  // registered without a measured call: in no denominator
   std::vector<HotspotRow> rows;  // sorted, all of them
 };
 
+// Reads the `hotspots` and `run_totals` views; sorting is the only thing done here.
 Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort = ReportSort::kExclusive);
+
+// "name [kind]", followed by the file and line (or library) when `ambiguous`: another routine
+// has the same name and kind.
+std::string display_name(const HotspotRow& row, bool ambiguous);
+std::set<std::pair<std::string, std::string>> ambiguous_names(const Hotspots& hotspots);
+// The run's total and the denominator of %Time, as printed above the table.
+std::string denominators_text(const Hotspots& hotspots);
 
 // top = 0 means every row.
 Table hotspots_table(const Hotspots& hotspots, std::size_t top);

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <set>
+
 namespace sonde::analyzers {
 namespace {
 
@@ -47,20 +49,37 @@ std::string gpu_cell(bool gpu, std::int64_t ns) {
   return gpu ? fmt::format("{:>9.3f}  ", seconds(ns)) : std::string();
 }
 
+// Siblings of one name and kind are different routines: each says where it is.
+std::set<std::pair<std::string, std::string>> shared_names(const std::vector<const CallNode*>& v) {
+  std::set<std::pair<std::string, std::string>> seen, twice;
+  for (const CallNode* c : v)
+    if (!seen.insert({c->name, c->kind}).second) twice.insert({c->name, c->kind});
+  return twice;
+}
+
+std::string label(const CallNode& node, bool ambiguous) {
+  std::string out = fmt::format("{} [{}]", node.name, node.kind);
+  if (ambiguous && !node.where.empty()) out += " " + node.where;
+  return out;
+}
+
 void text_node(std::string& out, const CallNode& node, std::int64_t total, int depth,
                const std::string& prefix, const std::string& branch, const TreeOptions& o,
-               bool gpu) {
-  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{} [{}]\n",
+               bool gpu, bool ambiguous = false) {
+  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n",
                      pct(node.incl_ns, total), seconds(node.incl_ns), seconds(node.excl_ns),
-                     gpu_cell(gpu, node.gpu_ns), node.calls, prefix + branch, node.name,
-                     node.kind);
+                     gpu_cell(gpu, node.gpu_ns), node.calls, prefix + branch,
+                     label(node, ambiguous));
   if (o.max_depth && depth >= *o.max_depth) return;
   Visible v = visible_children(node, total, o);
   // The root's children start at the margin; below that, each level indents by three columns.
   std::string child_prefix = depth == 0 ? "" : prefix + (branch == "├─ " ? "│  " : "   ");
+  auto twice = shared_names(v.shown);
   for (std::size_t i = 0; i < v.shown.size(); ++i) {
     bool last = i + 1 == v.shown.size() && v.folded == 0;
-    text_node(out, *v.shown[i], total, depth + 1, child_prefix, last ? "└─ " : "├─ ", o, gpu);
+    const CallNode& c = *v.shown[i];
+    text_node(out, c, total, depth + 1, child_prefix, last ? "└─ " : "├─ ", o, gpu,
+              twice.count({c.name, c.kind}) != 0);
   }
   if (v.folded > 0)
     out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}└─ ({} more below {} %)\n",
@@ -73,6 +92,7 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
                bool gpu) {
   Json j{{"name", node.name},
          {"kind", node.kind},
+         {"where", node.where},
          {"calls", node.calls},
          {"subrs", node.subrs},
          {"incl_s", seconds(node.incl_ns)},
@@ -97,26 +117,45 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
 
 std::string thread_header(const ThreadTree& t) {
   std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", t.thread_name);
-  return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s\n", t.pid, t.seq, t.tid, name,
-                     seconds(t.wall_ns));
+  return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time)\n",
+                     t.pid, t.seq, t.tid, name, seconds(t.root.incl_ns));
+}
+
+std::string idle_line(const Forest& f) {
+  if (f.idle.empty()) return "";
+  std::string list;
+  for (const ThreadTree& t : f.idle)
+    list += fmt::format("{}thread {} (pid {}, tid {})", list.empty() ? "" : ", ", t.seq, t.pid,
+                        t.tid);
+  return fmt::format("idle threads (no measured call; in no percentage): {}\n", list);
+}
+
+Json idle_json(const Forest& f) {
+  Json idle = Json::array();
+  for (const ThreadTree& t : f.idle)
+    idle.push_back(Json{{"pid", t.pid}, {"seq", t.seq}, {"tid", t.tid}, {"name", t.thread_name},
+                        {"wall_s", seconds(t.wall_ns)}});
+  return idle;
 }
 
 }  // namespace
 
-std::string render_tree_text(const std::vector<ThreadTree>& trees, const TreeOptions& o) {
+std::string render_tree_text(const Forest& f, const TreeOptions& o) {
   std::string out;
-  bool gpu = has_gpu_time(trees);
-  std::string_view columns = gpu ? kGpuColumns : kColumns;
-  if (o.merge_threads) {
-    CallNode merged = merge_trees(trees);
+  if (f.merged) {
+    CallNode merged = f.merged_root;
+    bool gpu = merged.gpu_ns > 0;
     sort_by_inclusive(merged);
-    out += fmt::format("all {} threads merged: {:.3f} s\n", trees.size(), seconds(merged.incl_ns));
-    out += columns;
+    out += fmt::format("{} busy thread{} merged: {:.3f} s = 100 % (the busy threads' time)\n",
+                       merged.calls, merged.calls == 1 ? "" : "s", seconds(merged.incl_ns));
+    out += gpu ? kGpuColumns : kColumns;
     text_node(out, merged, merged.incl_ns, 0, "", "", o, gpu);
-    return out;
+    std::string idle = idle_line(f);
+    return idle.empty() ? out : out + "\n" + idle;
   }
-  for (const ThreadTree& t : trees) {
-    if (t.root.children.empty()) continue;  // a thread that never called a measured routine
+  bool gpu = has_gpu_time(f.busy);
+  std::string_view columns = gpu ? kGpuColumns : kColumns;
+  for (const ThreadTree& t : f.busy) {
     CallNode root = t.root;
     sort_by_inclusive(root);
     if (!out.empty()) out += "\n";
@@ -125,23 +164,25 @@ std::string render_tree_text(const std::vector<ThreadTree>& trees, const TreeOpt
     text_node(out, root, root.incl_ns, 0, "", "", o, gpu);
   }
   if (out.empty()) out = "no thread called a measured routine\n";
-  return out;
+  std::string idle = idle_line(f);
+  return idle.empty() ? out : out + "\n" + idle;
 }
 
-Json render_tree_json(const std::vector<ThreadTree>& trees, const TreeOptions& o) {
-  bool gpu = has_gpu_time(trees);
+Json render_tree_json(const Forest& f, const TreeOptions& o) {
   Json out{{"min_pct", o.min_pct},
            {"max_depth", o.max_depth ? Json(*o.max_depth) : Json(nullptr)},
-           {"threads", o.merge_threads ? "merge" : "each"}};
-  Json list = Json::array();
-  if (o.merge_threads) {
-    CallNode merged = merge_trees(trees);
+           {"threads", f.merged ? "merge" : "each"}};
+  if (f.merged) {
+    CallNode merged = f.merged_root;
     sort_by_inclusive(merged);
-    out["tree"] = json_node(merged, merged.incl_ns, 0, o, gpu);
+    out["denominator"] = "busy threads' time";
+    out["tree"] = json_node(merged, merged.incl_ns, 0, o, merged.gpu_ns > 0);
+    out["idle_threads"] = idle_json(f);
     return out;
   }
-  for (const ThreadTree& t : trees) {
-    if (t.root.children.empty()) continue;
+  bool gpu = has_gpu_time(f.busy);
+  Json list = Json::array();
+  for (const ThreadTree& t : f.busy) {
     CallNode root = t.root;
     sort_by_inclusive(root);
     list.push_back(Json{{"pid", t.pid},
@@ -151,7 +192,9 @@ Json render_tree_json(const std::vector<ThreadTree>& trees, const TreeOptions& o
                         {"wall_s", seconds(t.wall_ns)},
                         {"tree", json_node(root, root.incl_ns, 0, o, gpu)}});
   }
+  out["denominator"] = "each thread's time";
   out["trees"] = std::move(list);
+  out["idle_threads"] = idle_json(f);
   return out;
 }
 

@@ -16,7 +16,9 @@ struct TreeOptions {
   bool merge_threads = false;     // one tree for all threads instead of one per thread
 };
 
-std::string render_tree_text(const std::vector<ThreadTree>& trees, const TreeOptions& options);
-Json render_tree_json(const std::vector<ThreadTree>& trees, const TreeOptions& options);
+// Percentages are of each thread's own time, or merged, of the busy threads' time; idle threads
+// are listed after the trees.
+std::string render_tree_text(const Forest& forest, const TreeOptions& options);
+Json render_tree_json(const Forest& forest, const TreeOptions& options);
 
 }  // namespace sonde::analyzers

@@ -187,36 +187,85 @@ CREATE TABLE IF NOT EXISTS trace_drops (
   dropped    INTEGER NOT NULL
 );
 
--- Public views. They never change meaning without a schema_version bump.
+-- Public views. They never change meaning without a schema_version bump. The analyzers
+-- define them again as TEMP views on every file they open, so every command and `sonde query`
+-- read this definition whichever sonde wrote the file. Denominators: docs/metrics.md.
+
+-- One row per thread: its time (the root's inclusive time, from the thread's registration to
+-- its end or the last flush), the part no measured call covers, and whether it made a measured
+-- call at all. Idle threads (busy = 0; e.g. a BLAS worker pool) never enter a denominator.
+CREATE VIEW IF NOT EXISTS thread_times AS
+  SELECT t.thread_id AS thread_id, t.process_id AS process_id, t.seq AS seq, t.tid AS tid,
+         t.name AS name, SUM(r.incl_ns) / 1e9 AS time_s, SUM(r.excl_ns) / 1e9 AS unmeasured_s,
+         MAX(EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = r.node_id)) AS busy
+  FROM threads t JOIN nodes r ON r.thread_id = t.thread_id AND r.parent_id IS NULL
+  GROUP BY t.thread_id;
+
+-- One row per process: its wall time and its busy and idle threads.
+CREATE VIEW IF NOT EXISTS process_times AS
+  SELECT p.process_id AS process_id, p.pid AS pid,
+         (COALESCE(p.ended_ns, p.last_flush_ns) - p.started_ns) / 1e9 AS wall_s,
+         COALESCE(SUM(tt.busy), 0) AS busy_threads,
+         COALESCE(SUM(1 - tt.busy), 0) AS idle_threads,
+         COALESCE(SUM(CASE WHEN tt.busy THEN tt.time_s END), 0) AS thread_s
+  FROM processes p LEFT JOIN thread_times tt USING (process_id)
+  GROUP BY p.process_id;
+
+-- One row for the file: the run's total is its wall time (first process start to last process
+-- end); thread_s, the busy threads' time summed, is the 100 % of hotspots and callpaths.
+CREATE VIEW IF NOT EXISTS run_totals AS
+  SELECT (SELECT (MAX(COALESCE(ended_ns, last_flush_ns)) - MIN(started_ns)) / 1e9
+          FROM processes) AS wall_s,
+         COALESCE(SUM(thread_s), 0) AS thread_s,
+         COALESCE(SUM(busy_threads), 0) AS busy_threads,
+         COALESCE(SUM(idle_threads), 0) AS idle_threads,
+         COUNT(*) AS processes
+  FROM process_times;
+
+-- One row per routine (routine_id: kind, library or file, line and name; two routines of one
+-- display name are two rows), over the busy threads. incl_s leaves out recursive nodes, whose
+-- time is inside their outer call's; the percentages are of run_totals.thread_s.
 CREATE VIEW IF NOT EXISTS hotspots AS
   WITH per AS (
-    SELECT r.name AS routine, r.kind AS kind,
-           SUM(n.calls) AS calls,
+    SELECT n.routine_id AS routine_id, SUM(n.calls) AS calls, SUM(n.subrs) AS subrs,
            SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
            SUM(n.excl_ns) AS excl_ns
-    FROM nodes n JOIN routines r USING (routine_id)
+    FROM nodes n
+    WHERE n.parent_id IS NOT NULL
+       OR n.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
     GROUP BY n.routine_id),
-  total AS (SELECT SUM(excl_ns) AS t FROM nodes)
-  SELECT routine, kind, calls, incl_ns / 1e9 AS incl_s, excl_ns / 1e9 AS excl_s,
-         CASE WHEN total.t > 0 THEN 100.0 * excl_ns / total.t ELSE 0 END AS excl_pct
-  FROM per, total;
+  total AS (SELECT thread_s * 1e9 AS t FROM run_totals)
+  SELECT r.name AS routine, r.kind AS kind, per.calls AS calls, per.incl_ns / 1e9 AS incl_s,
+         per.excl_ns / 1e9 AS excl_s,
+         CASE WHEN total.t > 0 THEN 100.0 * per.excl_ns / total.t ELSE 0 END AS excl_pct,
+         CASE WHEN total.t > 0 THEN 100.0 * per.incl_ns / total.t ELSE 0 END AS incl_pct,
+         per.subrs AS subrs, r.library AS library, r.file AS file, r.line AS line,
+         r.routine_id AS routine_id
+  FROM per JOIN routines r USING (routine_id), total;
 
--- Every node's call path, frames joined by ';' from below its thread root: what callpaths,
--- gpu_kernels and gpu_kernel_metrics group by.
+-- Every node's call path below its thread root: path joins the frames' names by ';' (what
+-- people read), path_ids their routine ids by '/' (what distinguishes two routines of one name).
 CREATE VIEW IF NOT EXISTS node_paths AS
-  WITH RECURSIVE p(node_id, path) AS (
-    SELECT n.node_id, r.name FROM nodes n JOIN routines r USING (routine_id)
+  WITH RECURSIVE p(node_id, path, path_ids) AS (
+    SELECT n.node_id, r.name, CAST(n.routine_id AS TEXT)
+      FROM nodes n JOIN routines r USING (routine_id)
       JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
     UNION ALL
-    SELECT c.node_id, p.path || ';' || r.name
+    SELECT c.node_id, p.path || ';' || r.name, p.path_ids || '/' || c.routine_id
       FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
-  SELECT node_id, path FROM p;
+  SELECT node_id, path, path_ids FROM p;
 
+-- One row per call path of routines (path_ids), merged over threads and processes; routine_id
+-- is the path's last frame, gpu_s the device time launched from that frame itself.
 CREATE VIEW IF NOT EXISTS callpaths AS
   SELECT p.path AS path, SUM(n.calls) AS calls, SUM(n.incl_ns) / 1e9 AS incl_s,
-         SUM(n.excl_ns) / 1e9 AS excl_s
+         SUM(n.excl_ns) / 1e9 AS excl_s, SUM(n.subrs) AS subrs, SUM(n.flops) AS flops,
+         COALESCE(SUM(g.gpu_ns), 0) / 1e9 AS gpu_s, n.routine_id AS routine_id,
+         p.path_ids AS path_ids
   FROM node_paths p JOIN nodes n USING (node_id)
-  GROUP BY p.path;
+       LEFT JOIN (SELECT node_id, SUM(end_ns - start_ns) AS gpu_ns FROM gpu_activity
+                  WHERE node_id IS NOT NULL GROUP BY node_id) g USING (node_id)
+  GROUP BY p.path_ids;
 
 CREATE VIEW IF NOT EXISTS gemm_shapes AS
   SELECT r.name AS routine, s.call_site AS call_site, s.m AS m, s.n AS n, s.k AS k,

@@ -25,7 +25,7 @@ TEST_F(ExportTest, FoldedIsExclusiveMicrosecondsMergedOverThreads) {
   write();
   ProfileFile file = ProfileFile::open(path_);
   std::ostringstream out;
-  write_folded(load_thread_trees(file), out);
+  write_folded(file, out);
   // noop (0 us) is left out; the thread roots never appear as frames.
   EXPECT_EQ(out.str(),
             "load_data 3010000\n"
@@ -39,9 +39,11 @@ TEST_F(ExportTest, CsvIsTheCallpathsView) {
   write();
   ProfileFile file = ProfileFile::open(path_);
   std::string csv = render_csv(run_query(file, "SELECT * FROM callpaths ORDER BY path"));
-  EXPECT_EQ(csv.substr(0, csv.find('\n')), "path,calls,incl_s,excl_s");
-  EXPECT_NE(csv.find("\ntrain;cblas_sgemm,6,6,6\n"), std::string::npos) << csv;
-  EXPECT_NE(csv.find("\ntrain;fib;fib,2,0.6,0.6\n"), std::string::npos) << csv;
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "path,calls,incl_s,excl_s,subrs,flops,gpu_s,routine_id,path_ids");
+  EXPECT_NE(csv.find("\ntrain;cblas_sgemm,6,6,6,0,8067108864,0,3,2/3\n"), std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find("\ntrain;fib;fib,2,0.6,0.6,0,0,0,4,2/4/4\n"), std::string::npos) << csv;
 }
 
 std::vector<Json> complete_events(const Json& trace) {

@@ -18,7 +18,10 @@ const HotspotRow& row(const Hotspots& h, const std::string& name) {
 TEST_F(ReportTest, HotspotsMergeThreadsAndSkipRecursiveInclusive) {
   ProfileFile file = ProfileFile::open(path_);
   Hotspots h = compute_hotspots(file);
-  EXPECT_EQ(h.total_ns, 15'500'000'000);
+  EXPECT_EQ(h.total_ns, 15'000'000'000);  // the busy threads': the idle one's 0.5 s is out
+  EXPECT_EQ(h.wall_ns, 10'500'000'000);
+  EXPECT_EQ(h.busy_threads, 2);
+  EXPECT_EQ(h.idle_threads, 1);
   ASSERT_EQ(h.rows.size(), 6u);
 
   const auto& sgemm = row(h, "cblas_sgemm");
@@ -27,7 +30,7 @@ TEST_F(ReportTest, HotspotsMergeThreadsAndSkipRecursiveInclusive) {
   EXPECT_EQ(sgemm.excl_ns, 6'000'000'000);
   EXPECT_EQ(sgemm.incl_ns, 6'000'000'000);
   EXPECT_DOUBLE_EQ(sgemm.incl_us_per_call, 1e6);
-  EXPECT_DOUBLE_EQ(sgemm.pct_time, 100.0 * 6.0 / 15.5);
+  EXPECT_DOUBLE_EQ(sgemm.pct_time, 100.0 * 6.0 / 15.0);
 
   const auto& fib = row(h, "fib");
   EXPECT_EQ(fib.calls, 3);
@@ -42,9 +45,9 @@ TEST_F(ReportTest, HotspotsMergeThreadsAndSkipRecursiveInclusive) {
   EXPECT_EQ(train.excl_ns, 2'000'000'000);
 
   const auto& root = row(h, "<thread>");
-  EXPECT_EQ(root.calls, 3);
+  EXPECT_EQ(root.calls, 2);
   EXPECT_EQ(root.subrs, 6);
-  EXPECT_EQ(root.excl_ns, 3'490'000'000);
+  EXPECT_EQ(root.excl_ns, 2'990'000'000);
   EXPECT_DOUBLE_EQ(root.pct_time, 100.0);
 
   // Every nanosecond is somebody's exclusive time.
@@ -61,7 +64,7 @@ TEST_F(ReportTest, SortKeys) {
     return out;
   };
   EXPECT_EQ(names(compute_hotspots(file, ReportSort::kExclusive)),
-            (std::vector<std::string>{"cblas_sgemm", "<thread>", "load_data", "train", "fib",
+            (std::vector<std::string>{"cblas_sgemm", "load_data", "<thread>", "train", "fib",
                                       "noop"}));
   EXPECT_EQ(names(compute_hotspots(file, ReportSort::kInclusive)),
             (std::vector<std::string>{"<thread>", "train", "cblas_sgemm", "load_data", "fib",
@@ -75,7 +78,8 @@ TEST_F(ReportTest, RunSummaryAndHeader) {
   RunSummary s = load_run_summary(file);
   EXPECT_EQ(s.command, "./train --steps 3");
   EXPECT_EQ(s.processes, 1);
-  EXPECT_EQ(s.threads, 3);
+  EXPECT_EQ(s.threads, 2);
+  EXPECT_EQ(s.idle_threads, 1);
   ASSERT_TRUE(s.wall_s);
   EXPECT_DOUBLE_EQ(*s.wall_s, 10.5);
   EXPECT_EQ(s.blas_library.value_or(""), "OpenBLAS 0.3.21");
@@ -85,12 +89,17 @@ TEST_F(ReportTest, RunSummaryAndHeader) {
   std::string text = render_report_text(s, compute_hotspots(file), 3);
   EXPECT_NE(text.find("command:   ./train --steps 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("testhost, Test CPU 9000, 8 cores"), std::string::npos) << text;
-  EXPECT_NE(text.find("processes: 1, threads: 3, wall time: 10.500 s"), std::string::npos);
+  EXPECT_NE(text.find("processes: 1, threads: 2 (+1 idle), wall time: 10.500 s"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("total:     10.500 s wall time\n"
+                      "%Time of:  15.000 s, the busy threads' time (2 threads; 1 idle thread "
+                      "left out)\n"),
+            std::string::npos) << text;
   EXPECT_NE(text.find("BLAS:      OpenBLAS 0.3.21, 4 threads"), std::string::npos) << text;
   EXPECT_NE(text.find("warning: libfoo.so was opened with RTLD_DEEPBIND"), std::string::npos);
   EXPECT_NE(text.find("(3 more routines; --top 0 shows all)"), std::string::npos) << text;
-  // The top row: %Time 38.7, exclusive 6000 ms over 6 calls of 1e6 us each.
-  EXPECT_NE(text.find("38.7        6000.000"), std::string::npos) << text;
+  // The top row: %Time 40.0, exclusive 6000 ms over 6 calls of 1e6 us each.
+  EXPECT_NE(text.find("40.0        6000.000"), std::string::npos) << text;
   EXPECT_NE(text.find("1000000.0  cblas_sgemm [blas]"), std::string::npos) << text;
 }
 
@@ -99,7 +108,8 @@ TEST_F(ReportTest, JsonHasRunNotesAndRows) {
   Json j = render_report_json(path_, load_run_summary(file), compute_hotspots(file), 0);
   EXPECT_EQ(j["run"]["host"], "testhost");
   EXPECT_EQ(j["notes"][0]["topic"], "deepbind");
-  EXPECT_DOUBLE_EQ(j["total_s"].get<double>(), 15.5);
+  EXPECT_DOUBLE_EQ(j["total_s"].get<double>(), 15.0);
+  EXPECT_DOUBLE_EQ(j["wall_s"].get<double>(), 10.5);
   ASSERT_EQ(j["rows"].size(), 6u);
   EXPECT_EQ(j["rows"][0]["name"], "cblas_sgemm");
   EXPECT_EQ(j["rows"][0]["calls"], 6);

@@ -46,9 +46,10 @@ TEST_F(TreeTest, LoadsOneTreePerThread) {
 
 TEST_F(TreeTest, MergeMatchesChildrenByRoutine) {
   ProfileFile file = ProfileFile::open(path_);
-  CallNode merged = merge_trees(load_thread_trees(file));
-  EXPECT_EQ(merged.incl_ns, 15'500'000'000);
-  EXPECT_EQ(merged.calls, 3);
+  CallNode merged = load_merged_tree(file);
+  EXPECT_EQ(merged.incl_ns, 15'000'000'000);  // the idle thread's 0.5 s is in no total
+  EXPECT_EQ(merged.calls, 2);
+  EXPECT_EQ(merged.excl_ns, 2'990'000'000);
   ASSERT_EQ(merged.children.size(), 2u);
   const CallNode& train = child(merged, "train");
   EXPECT_EQ(train.calls, 2);
@@ -61,9 +62,9 @@ TEST_F(TreeTest, MergeMatchesChildrenByRoutine) {
 
 TEST_F(TreeTest, TextFoldsSmallNodesAndDrawsBoxes) {
   ProfileFile file = ProfileFile::open(path_);
-  std::string text = render_tree_text(load_thread_trees(file), TreeOptions{});
+  std::string text = render_tree_text(load_forest(file, false), TreeOptions{});
   const std::string expected =
-      "process 1000, thread 0 (tid 1000) \"main\": 10.000 s\n"
+      "process 1000, thread 0 (tid 1000) \"main\": 10.000 s = 100 % (this thread's time)\n"
       "  incl %     incl s     excl s       calls  name\n"
       "  100.0%     10.000      1.000           1  <thread> [root]\n"
       "   60.0%      6.000      1.000           1  ├─ train [region]\n"
@@ -72,13 +73,15 @@ TEST_F(TreeTest, TextFoldsSmallNodesAndDrawsBoxes) {
       "    6.0%      0.600      0.600           2  │     └─ fib [python]\n"
       "   30.0%      3.000      3.000           3  └─ load_data [native]\n"
       "\n"
-      "process 1000, thread 1 (tid 1001) \"worker\": 5.000 s\n"
+      "process 1000, thread 1 (tid 1001) \"worker\": 5.000 s = 100 % (this thread's time)\n"
       "  incl %     incl s     excl s       calls  name\n"
       "  100.0%      5.000      1.990           1  <thread> [root]\n"
       "   60.0%      3.000      1.000           1  ├─ train [region]\n"
       "   40.0%      2.000      2.000           2  │  ├─ cblas_sgemm [blas]\n"
       "    0.0%      0.000      0.000           1  │  └─ (1 more below 0.5 %)\n"
-      "    0.2%      0.010      0.010           1  └─ (1 more below 0.5 %)\n";
+      "    0.2%      0.010      0.010           1  └─ (1 more below 0.5 %)\n"
+      "\n"
+      "idle threads (no measured call; in no percentage): thread 2 (pid 1000, tid 1002)\n";
   EXPECT_EQ(text, expected);
 }
 
@@ -88,8 +91,9 @@ TEST_F(TreeTest, DepthAndMergedText) {
   o.max_depth = 1;
   o.merge_threads = true;
   o.min_pct = 0;
-  std::string text = render_tree_text(load_thread_trees(file), o);
-  EXPECT_NE(text.find("all 3 threads merged: 15.500 s"), std::string::npos) << text;
+  std::string text = render_tree_text(load_forest(file, true), o);
+  EXPECT_NE(text.find("2 busy threads merged: 15.000 s = 100 % (the busy threads' time)"),
+            std::string::npos) << text;
   EXPECT_NE(text.find("├─ train [region]"), std::string::npos) << text;
   EXPECT_NE(text.find("└─ load_data [native]"), std::string::npos) << text;
   EXPECT_EQ(text.find("cblas_sgemm"), std::string::npos) << text;
@@ -97,8 +101,10 @@ TEST_F(TreeTest, DepthAndMergedText) {
 
 TEST_F(TreeTest, JsonNestsAndReportsFolded) {
   ProfileFile file = ProfileFile::open(path_);
-  Json j = render_tree_json(load_thread_trees(file), TreeOptions{});
+  Json j = render_tree_json(load_forest(file, false), TreeOptions{});
   ASSERT_EQ(j["trees"].size(), 2u);  // the idle thread has no tree to show
+  ASSERT_EQ(j["idle_threads"].size(), 1u);
+  EXPECT_EQ(j["idle_threads"][0]["tid"], 1002);
   const Json& worker = j["trees"][1]["tree"];
   EXPECT_EQ(worker["folded"]["count"], 1);
   EXPECT_DOUBLE_EQ(worker["folded"]["incl_s"].get<double>(), 0.01);
