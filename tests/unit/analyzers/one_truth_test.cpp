@@ -1,0 +1,264 @@
+// One truth per figure: every consumer prints what a plain SELECT on its view returns, routines
+// are told apart by identity (not display name), idle threads are in no denominator, and the
+// text of `report` and `tree` on known profiles is checked against golden files.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "export/export.hpp"
+#include "fixture.hpp"
+#include "metrics/diff.hpp"
+#include "profile/call_tree.hpp"
+#include "profile/run_summary.hpp"
+#include "render/report.hpp"
+#include "render/tree.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+// A Python import chain: three different `__init__.py:1(<module>)` routines nested in each
+// other, and two `cblas_sgemm` from two libraries. Summed by name, the modules made 7.6 s of
+// a 4 s thread (190 %).
+//   thread 0 "main" (4 s): <thread> excl 0.2
+//     train.py:1(<module>) 3.8, excl 0.3
+//       numpy/__init__ 3.0, excl 0.4
+//         numpy/core/__init__ 2.6, excl 0.6
+//           numpy/linalg/__init__ 2.0, excl 1.5
+//             cblas_sgemm (openblas) 0.5
+//       cblas_sgemm (mkl) 0.5
+//   thread 1: root only (an idle worker), 3.9 s
+void write_modules_fixture(const std::filesystem::path& path) {
+  std::string sql = test::read_file(SONDE_SCHEMA_SQL);
+  sql += R"sql(
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO runs VALUES (1, 'uuid-m', 1000000000000, 'python3 train.py', 'testhost', 'Test CPU',
+                         2, 2, 'profile');
+INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
+                       end_reason)
+  VALUES (1, 1, 500, 1, 'root', 'python3 train.py', 1000000000000, 1000000000000 + 4200000000,
+          'exit');
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
+  (1, 1, 0, 500, 'main', 1000100000000, 1000100000000 + 4000000000),
+  (2, 1, 1, 501, 'worker', 1000100000000, 1000100000000 + 3900000000);
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (1, '<thread>', 'root', '', '', 0),
+  (2, 'train.py:1(<module>)', 'python', '', '/w/train.py', 1),
+  (3, '__init__.py:1(<module>)', 'python', '', '/site/numpy/__init__.py', 1),
+  (4, '__init__.py:1(<module>)', 'python', '', '/site/numpy/core/__init__.py', 1),
+  (5, '__init__.py:1(<module>)', 'python', '', '/site/numpy/linalg/__init__.py', 1),
+  (6, 'cblas_sgemm', 'blas', 'libopenblas.so.0', '', 0),
+  (7, 'cblas_sgemm', 'blas', 'libmkl_rt.so.2', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES
+  (1, 1, NULL, 1, 0, 0, 1, 1, 4000000000, 200000000),
+  (2, 1, 1,    2, 1, 0, 1, 2, 3800000000, 300000000),
+  (3, 1, 2,    3, 2, 0, 1, 1, 3000000000, 400000000),
+  (4, 1, 3,    4, 3, 0, 1, 1, 2600000000, 600000000),
+  (5, 1, 4,    5, 4, 0, 1, 3, 2000000000, 1500000000),
+  (6, 1, 5,    6, 5, 0, 3, 0,  500000000,  500000000),
+  (7, 1, 2,    7, 2, 0, 2, 0,  500000000,  500000000),
+  (8, 2, NULL, 1, 0, 0, 1, 0, 3900000000, 3900000000);
+)sql";
+  test::exec_sql(path, sql);
+}
+
+class OneTruthTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fixture_ = (dir_.path / "prof.db").string();
+    modules_ = (dir_.path / "modules.db").string();
+    test::write_fixture(fixture_);
+    write_modules_fixture(modules_);
+  }
+  test::TempDir dir_;
+  std::string fixture_, modules_;
+};
+
+// Runs `sonde ARGS` and parses its JSON output.
+Json cli_json(const std::string& args) {
+  test::CliResult r = test::run_sonde(args + " --format json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return Json::parse(r.out);
+}
+
+double one_real(const ProfileFile& file, const std::string& sql) {
+  auto st = file.prepare(sql);
+  EXPECT_TRUE(st.step()) << sql;
+  return st.real(0);
+}
+
+// ---- golden output --------------------------------------------------------------------------
+
+// The expected text is checked in; SONDE_UPDATE_GOLDEN=1 rewrites it (then review the diff).
+void expect_golden(const std::string& name, const std::string& text) {
+  std::filesystem::path path = std::filesystem::path(SONDE_GOLDEN_DIR) / name;
+  if (std::getenv("SONDE_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << text;
+    return;
+  }
+  std::string expected = test::read_file(path);
+  ASSERT_FALSE(expected.empty()) << "no golden file " << path;
+  EXPECT_EQ(text, expected) << "golden file " << path << " differs";
+}
+
+TEST_F(OneTruthTest, GoldenReportAndTree) {
+  for (const auto& [db, tag] : {std::pair{fixture_, "fixture"}, std::pair{modules_, "modules"}}) {
+    ProfileFile file = ProfileFile::open(db);
+    expect_golden(std::string("report_") + tag + ".txt",
+                  render_report_text(load_run_summary(file), compute_hotspots(file), 0));
+    TreeOptions each;
+    each.min_pct = 0;
+    expect_golden(std::string("tree_") + tag + ".txt",
+                  render_tree_text(load_forest(file, false), each));
+    TreeOptions merged = each;
+    merged.merge_threads = true;
+    expect_golden(std::string("tree_merged_") + tag + ".txt",
+                  render_tree_text(load_forest(file, true), merged));
+  }
+}
+
+// ---- routine identity and denominators ------------------------------------------------------
+
+TEST_F(OneTruthTest, RoutinesOfOneNameStayApartAndNoRowPassesItsDenominator) {
+  ProfileFile file = ProfileFile::open(modules_);
+  Hotspots h = compute_hotspots(file);
+  EXPECT_EQ(h.wall_ns, 4'200'000'000);
+  EXPECT_EQ(h.total_ns, 4'000'000'000);  // the idle worker's 3.9 s is in no denominator
+  EXPECT_EQ(h.busy_threads, 1);
+  EXPECT_EQ(h.idle_threads, 1);
+  int modules = 0, sgemms = 0;
+  for (const HotspotRow& r : h.rows) {
+    EXPECT_LE(r.pct_time, 100.0) << r.name << " " << r.file;
+    modules += r.name == "__init__.py:1(<module>)";
+    sgemms += r.name == "cblas_sgemm";
+  }
+  EXPECT_EQ(modules, 3);
+  EXPECT_EQ(sgemms, 2);
+  std::string text = render_report_text(load_run_summary(file), h, 0);
+  EXPECT_NE(text.find("__init__.py:1(<module>) [python] /site/numpy/core/__init__.py:1"),
+            std::string::npos) << text;
+  EXPECT_NE(text.find("cblas_sgemm [blas] (libmkl_rt.so.2)"), std::string::npos) << text;
+  EXPECT_NE(text.find("train.py:1(<module>) [python]\n"), std::string::npos) << text;
+
+  // Merged over threads, the tree keeps them apart too, and its root is the busy time.
+  CallNode merged = load_merged_tree(file);
+  EXPECT_EQ(merged.incl_ns, 4'000'000'000);
+  ASSERT_EQ(merged.children.size(), 1u);
+  EXPECT_EQ(merged.children[0].children.size(), 2u);  // numpy/__init__ and mkl's sgemm
+}
+
+TEST_F(OneTruthTest, DiffOfAFileWithItselfIsOneAndMatchesByIdentity) {
+  ProfileDiff d = compute_diff(ProfileFile::open(modules_), ProfileFile::open(modules_));
+  ASSERT_TRUE(d.total_speedup);
+  EXPECT_DOUBLE_EQ(*d.total_speedup, 1.0);
+  EXPECT_EQ(d.total_before_ns, 4'200'000'000);
+  EXPECT_EQ(d.phases.size(), 4u);    // train.py and three modules, never summed
+  EXPECT_EQ(d.routines.size(), 2u);  // two sgemms
+  for (const auto& rows : {d.phases, d.routines})
+    for (const DiffRow& r : rows) {
+      EXPECT_EQ(r.status, "both") << r.name;
+      EXPECT_DOUBLE_EQ(r.speedup.value_or(0), 1.0) << r.name;
+    }
+  std::string text = render_diff_text(d);
+  EXPECT_NE(text.find("speedup 1.00x (busy threads' time 4.000 s -> 4.000 s)"),
+            std::string::npos) << text;
+}
+
+// ---- each consumer against its view ---------------------------------------------------------
+
+TEST_F(OneTruthTest, ReportPrintsTheHotspotsView) {
+  for (const std::string& db : {fixture_, modules_}) {
+    ProfileFile file = ProfileFile::open(db);
+    Json j = cli_json("report '" + db + "' --top 0");
+    std::map<std::tuple<std::string, std::string, std::string, std::int64_t>,
+             std::tuple<std::int64_t, double, double, double>> view;
+    auto st = file.prepare("SELECT routine, library, file, line, calls, incl_s, excl_s, incl_pct "
+                           "FROM hotspots");
+    while (st.step())
+      view[{st.text(0), st.text(1), st.text(2), st.int64(3)}] = {st.int64(4), st.real(5),
+                                                                  st.real(6), st.real(7)};
+    ASSERT_EQ(j["rows"].size(), view.size()) << db;
+    for (const auto& row : j["rows"]) {
+      auto it = view.find({row["name"], row["library"], row["file"], row["line"]});
+      ASSERT_NE(it, view.end()) << row.dump();
+      auto [calls, incl_s, excl_s, pct] = it->second;
+      EXPECT_EQ(row["calls"].get<std::int64_t>(), calls);
+      EXPECT_NEAR(row["incl_ms"].get<double>(), incl_s * 1e3, 1e-6);
+      EXPECT_NEAR(row["excl_ms"].get<double>(), excl_s * 1e3, 1e-6);
+      EXPECT_NEAR(row["pct_time"].get<double>(), pct, 1e-9);
+    }
+    EXPECT_DOUBLE_EQ(j["total_s"].get<double>(),
+                     one_real(file, "SELECT thread_s FROM run_totals"));
+    EXPECT_DOUBLE_EQ(j["wall_s"].get<double>(), one_real(file, "SELECT wall_s FROM run_totals"));
+    EXPECT_EQ(j["run"]["threads"].get<double>(),
+              one_real(file, "SELECT busy_threads FROM run_totals"));
+    EXPECT_EQ(j["run"]["idle_threads"].get<double>(),
+              one_real(file, "SELECT idle_threads FROM run_totals"));
+  }
+}
+
+// Walks a `tree --threads merge` JSON node: its path of names and its numbers, per node.
+void collect_tree(const Json& node, const std::string& path,
+                  std::multiset<std::tuple<std::string, std::int64_t, long, long>>& out) {
+  for (const auto& c : node["children"]) {
+    std::string p = path.empty() ? c["name"].get<std::string>()
+                                 : path + ";" + c["name"].get<std::string>();
+    out.insert({p, c["calls"].get<std::int64_t>(), std::lround(c["incl_s"].get<double>() * 1e9),
+                std::lround(c["excl_s"].get<double>() * 1e9)});
+    collect_tree(c, p, out);
+  }
+}
+
+TEST_F(OneTruthTest, MergedTreeAndFoldedExportPrintTheCallpathsView) {
+  for (const std::string& db : {fixture_, modules_}) {
+    ProfileFile file = ProfileFile::open(db);
+    std::multiset<std::tuple<std::string, std::int64_t, long, long>> view, tree;
+    std::ostringstream folded_view;
+    auto st = file.prepare("SELECT path, calls, incl_s, excl_s FROM callpaths "
+                           "ORDER BY path, path_ids");
+    while (st.step()) {
+      view.insert({st.text(0), st.int64(1), std::lround(st.real(2) * 1e9),
+                   std::lround(st.real(3) * 1e9)});
+      if (std::llround(st.real(3) * 1e6) > 0)
+        folded_view << st.text(0) << ' ' << std::llround(st.real(3) * 1e6) << '\n';
+    }
+    Json j = cli_json("tree '" + db + "' --threads merge --min-pct 0");
+    collect_tree(j["tree"], "", tree);
+    EXPECT_EQ(tree, view) << db;
+    EXPECT_DOUBLE_EQ(j["tree"]["incl_s"].get<double>(),
+                     one_real(file, "SELECT thread_s FROM run_totals"));
+
+    test::CliResult r = test::run_sonde("export '" + db + "' --format folded");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, folded_view.str()) << db;
+  }
+}
+
+TEST_F(OneTruthTest, DiffPrintsTheHotspotsAndRunTotalsViews) {
+  ProfileFile file = ProfileFile::open(fixture_);
+  Json j = cli_json("diff '" + fixture_ + "' '" + modules_ + "'");
+  EXPECT_DOUBLE_EQ(j["total_before_s"].get<double>(),
+                   one_real(file, "SELECT wall_s FROM run_totals"));
+  EXPECT_DOUBLE_EQ(j["threads_before_s"].get<double>(),
+                   one_real(file, "SELECT thread_s FROM run_totals"));
+  std::size_t rows = 0;
+  for (const char* section : {"phases", "routines"})
+    for (const auto& row : j[section]) {
+      if (row["before_s"].is_null()) continue;
+      ++rows;
+      auto st = file.prepare("SELECT incl_s FROM hotspots WHERE routine = ? AND kind = ?");
+      st.bind(1, row["name"].get<std::string>()).bind(2, row["kind"].get<std::string>());
+      ASSERT_TRUE(st.step()) << row.dump();
+      EXPECT_NEAR(row["before_s"].get<double>(), st.real(0), 1e-9) << row.dump();
+    }
+  EXPECT_EQ(rows, 5u);  // every routine of the fixture but the thread root
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
