@@ -53,10 +53,12 @@ CREATE TABLE IF NOT EXISTS processes (
   end_reason   TEXT                        -- 'exit', 'signal N', 'exec', NULL if never ended cleanly
 );
 
+-- A thread is registered at its first measured call (the loading thread at start-up), so a
+-- library's worker that never makes one is never recorded, and started_ns is that moment.
 CREATE TABLE IF NOT EXISTS threads (
   thread_id   INTEGER PRIMARY KEY,
   process_id  INTEGER NOT NULL REFERENCES processes(process_id),
-  seq         INTEGER NOT NULL,            -- 0 = the thread that loaded sonde, then creation order
+  seq         INTEGER NOT NULL,            -- 0 = the thread that loaded sonde, then registration order
   tid         INTEGER NOT NULL,
   name        TEXT,
   started_ns  INTEGER NOT NULL,
