@@ -20,12 +20,13 @@ def test_idle_worker_pool_is_in_no_denominator(db):
     cmd = [prog("idle_pool"), 3]
     same_behaviour(plain(cmd), preloaded(cmd, db))
     profile_whole(db)
-    assert calls(db, "cblas_sgemm") == 200
+    assert calls(db, "cblas_sgemm") == 1000
     # Registered at their start, the three waiting workers made a 4x "total" (each lived as
     # long as main) and cut every share to a quarter.
     assert query(db, "SELECT COUNT(*) FROM threads") == [(1,)]
     r = report(db)
     assert (r["run"]["threads"], r["run"]["idle_threads"]) == (1, 0)
-    assert 0.9 <= r["total_s"] / r["wall_s"] <= 1.0, (r["total_s"], r["wall_s"])
+    # The busy thread spans the process but for sonde's start-up before it and the exit after.
+    assert 0.8 <= r["total_s"] / r["wall_s"] <= 1.0, (r["total_s"], r["wall_s"])
     root = next(row for row in r["rows"] if row["kind"] == "root")
     assert root["pct_time"] == 100.0

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n; ++i) pthread_create(&workers[i], NULL, idle, NULL);
   static float a[128 * 128], b[128 * 128], c[128 * 128];
   for (int i = 0; i < 128 * 128; ++i) a[i] = b[i] = 1.0f;
-  for (int i = 0; i < 200; ++i)
+  for (int i = 0; i < 1000; ++i)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 128, 128, 128, 1.0f, a, 128, b, 128,
                 0.0f, c, 128);
   pthread_mutex_lock(&mu);
