@@ -184,6 +184,7 @@ CallNode load_merged_tree(const ProfileFile& file) {
     f.data.excl_ns = to_ns(st.real(7));
     f.data.flops = st.real(8);
     f.data.gpu_ns = to_ns(st.real(9));
+    f.data.file = st.text(10);
     f.data.where = where(st.text(10), st.int64(11), st.text(12));
     std::size_t index = flat.size();
     auto slash = path.rfind('/');
