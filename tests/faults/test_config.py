@@ -217,10 +217,14 @@ def test_environment_secrets(mode, db):
 
 
 ARG_SECRETS = ["hunter2-pw", "sk-live-8c1e9f", "tok-ab12cd", "s3cr3t-val", "bearer-77aa",
-               "urlpw-5e5e"]
+               "urlpw-5e5e", "onearg-pw-3f", "hdr-bearer-9d", "pwd-val-4c", "ghp_urltok77"]
 SECRET_ARGS = ["--password=hunter2-pw", "--api-key", "sk-live-8c1e9f", "--token=tok-ab12cd",
                "--client-secret", "s3cr3t-val", "AUTH_HEADER=bearer-77aa",
-               "--db=postgres://ann:urlpw-5e5e@dbhost/x", "--steps", "3"]
+               "--db=postgres://ann:urlpw-5e5e@dbhost/x", "--steps", "3",
+               # forms a red-team run found stored: one quoted argument, a header, --pwd, a
+               # token as a URL's user
+               "--password onearg-pw-3f", "Authorization: Bearer hdr-bearer-9d",
+               "--pwd=pwd-val-4c", "https://ghp_urltok77@github.com/a/b"]
 
 
 @pytest.mark.parametrize("mode", ["preload", "sonde-run", "python"])

@@ -26,7 +26,8 @@ bool name_looks_secret(std::string_view name) {
                      [&](std::string_view w) { return upper.find(w) != std::string::npos; });
 }
 
-// scheme://user:password@host keeps the user and host, not the password.
+// scheme://user:password@host keeps the user and host, not the password; scheme://token@host
+// (how access tokens ride in git URLs) keeps only the host.
 std::string redact_url_password(std::string word) {
   size_t scheme = word.find("://");
   if (scheme == std::string::npos) return word;
@@ -35,26 +36,51 @@ std::string redact_url_password(std::string word) {
   size_t slash = word.find('/', start);
   if (at == std::string::npos || (slash != std::string::npos && slash < at)) return word;
   size_t colon = word.find(':', start);
-  if (colon == std::string::npos || colon > at) return word;
+  if (colon == std::string::npos || colon > at) {
+    return word.substr(0, start) + "<redacted>" + word.substr(at);
+  }
   return word.substr(0, colon + 1) + "<redacted>" + word.substr(at);
 }
 
+namespace {
+// An argument's name looks secret by the environment's rule, or by words only arguments use
+// (--pwd, --bearer, a cookie header).
+bool argument_name_looks_secret(std::string_view name) {
+  static constexpr std::string_view kWords[] = {"PWD", "BEARER", "COOKIE"};
+  std::string upper(name);
+  for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return name_looks_secret(name) ||
+         std::any_of(std::begin(kWords), std::end(kWords),
+                     [&](std::string_view w) { return upper.find(w) != std::string::npos; });
+}
+
+// Where a name ends and its value starts inside one word: `--name=value`, `--name value` (one
+// quoted argument), `Authorization: Bearer x` (a header). npos when the word has no value.
+size_t value_separator(const std::string& word) {
+  size_t eq = word.find('=');
+  size_t space = word.find(' ');
+  size_t colon = word.find(": ");
+  return std::min({eq, space, colon});
+}
+}  // namespace
+
 std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
   std::string out;
-  bool value_follows = false;  // the previous word was a secret-looking option without '='
+  bool value_follows = false;  // the previous word was a secret-looking option without a value
   for (size_t i = 0; i < argv.size() && (with_args || i == 0); ++i) {
     std::string word = argv[i];
     if (i > 0) {
-      size_t eq = word.find('=');
-      std::string_view name = std::string_view(word).substr(0, eq);
+      size_t sep = value_separator(word);
+      std::string_view name = std::string_view(word).substr(0, sep);
       if (value_follows && word.rfind("--", 0) != 0) {
         word = "<redacted>";
         value_follows = false;
-      } else if (eq != std::string::npos && name_looks_secret(name)) {
-        word = word.substr(0, eq + 1) + "<redacted>";
+      } else if (sep != std::string::npos && argument_name_looks_secret(name)) {
+        size_t value = word[sep] == ':' ? sep + 2 : sep + 1;
+        word = word.substr(0, value) + "<redacted>";
         value_follows = false;
       } else {
-        value_follows = word.size() > 1 && word[0] == '-' && name_looks_secret(name);
+        value_follows = word.size() > 1 && word[0] == '-' && argument_name_looks_secret(name);
       }
     }
     if (!out.empty()) out += ' ';

@@ -77,6 +77,17 @@ TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
   EXPECT_EQ(redact_arguments({}, true), "");
 }
 
+// Forms a new user's command lines had that the first rules missed (red-team run).
+TEST(RunInfo, SecretsInsideOneArgumentHeadersAndTokenUrlsAreRedacted) {
+  EXPECT_EQ(redact_arguments({"x", "--password pw1", "Authorization: Bearer ab2", "--pwd=p3",
+                              "--bearer", "b4", "--mysql-pwd=p5", "--lr 0.1"},
+                             true),
+            "x --password <redacted> Authorization: <redacted> --pwd=<redacted> --bearer "
+            "<redacted> --mysql-pwd=<redacted> --lr 0.1");
+  EXPECT_EQ(redact_arguments({"git", "clone", "https://ghp_tok@github.com/a/b"}, true),
+            "git clone https://<redacted>@github.com/a/b");
+}
+
 TEST(RunInfo, SecretLookingNames) {
   for (const char* name : {"token", "MY_SECRET", "apikey", "db-passwd", "Credentials", "OAUTH"})
     EXPECT_TRUE(name_looks_secret(name)) << name;
