@@ -1,0 +1,453 @@
+"""Files: full disks and file-size limits, outputs that are taken, odd or unusable, profiles that
+are foreign, damaged or left mid-write, and routine names that break terminals, JSON and folded
+stacks."""
+import json
+import os
+import re
+import resource
+import shutil
+import sqlite3
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from conftest import (CLI, calls, clean_env, plain, preloaded, prog, profile_whole, query, run,
+                      same_behaviour, sonde_run)
+
+MODES = ["preload", "sonde-run"]
+
+
+def under(mode, cmd, db, **kw):
+    return preloaded(cmd, db, **kw) if mode == "preload" else sonde_run(cmd, db, **kw)
+
+
+def fsize_limit(kib):
+    """preexec_fn: RLIMIT_FSIZE of `kib` KiB, as `ulimit -f` sets it."""
+    return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
+
+
+def sonde(*args, **kw):
+    return run([CLI, *args], env=clean_env(), **kw)
+
+
+def said(err):
+    """sonde's own lines on stderr."""
+    return [l for l in err.splitlines() if l.startswith("sonde")]
+
+
+def written_claim(err):
+    """What `sonde run` said about its profile: (path or None, complete)."""
+    for line in said(err):
+        m = re.match(r"sonde: profile written to (.+?)(, up to its last periodic flush.*)?$", line)
+        if m:
+            return m.group(1), m.group(2) is None
+    return None, False
+
+
+def claim_is_true(r, cwd, expected_calls):
+    """`sonde run` names the file this run wrote, whole when it says so, and says so when
+    nothing could be written."""
+    path, complete = written_claim(r.err)
+    if path is None:
+        assert any("could not be written" in l or "no profile was written" in l
+                   for l in said(r.err)), r.err
+        return None
+    db = str(Path(cwd) / path)
+    if complete:
+        profile_whole(db)
+        assert calls(db, "cblas_sgemm") == expected_calls
+    else:
+        assert query(db, "SELECT COUNT(*) FROM processes")[0][0] >= 1, \
+            f"{path} named as written (in part) but holds no process"
+    return path
+
+
+# --- full disks and file-size limits ------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", MODES)
+def test_file_size_limit(mode, db):
+    """ulimit -f 100: the host lives (no SIGXFSZ), sonde says the profile could not be written"""
+    cmd = [prog("exit_status"), 0]
+    alone = plain(cmd, preexec_fn=fsize_limit(100))
+    profiled = under(mode, cmd, db, preexec_fn=fsize_limit(100))
+    same_behaviour(alone, profiled)
+    assert any("ulimit -f" in l for l in said(profiled.err)), profiled.err
+    if mode == "sonde-run":
+        assert written_claim(profiled.err)[0] is None, profiled.err
+
+
+def test_file_size_limit_sweep(tmp_path):
+    """ulimit -f at every page from 96 to 192 KiB: the host lives, sonde run's claim is true"""
+    cmd = [prog("exit_status"), 0]
+    alone = plain(cmd)
+    outcomes = set()
+    for kib in range(96, 196, 4):
+        r = sonde_run(cmd, f"p{kib}.db", cwd=tmp_path, preexec_fn=fsize_limit(kib))
+        same_behaviour(alone, r)
+        path = claim_is_true(r, tmp_path, 10)
+        outcomes.add("none" if path is None else written_claim(r.err)[1])
+    # The sweep crosses every case: nothing written, written in part, written whole.
+    assert outcomes == {"none", False, True}, outcomes
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 1 MiB tmpfs, mounted for the test (root only)."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {r.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def fill(disk, free_kib):
+    """Leaves about `free_kib` KiB free on `disk`."""
+    filler = disk / "filler"
+    filler.unlink(missing_ok=True)
+    st = os.statvfs(disk)
+    free = st.f_bavail * st.f_frsize
+    with open(filler, "wb") as f:
+        f.write(b"\0" * max(0, free - free_kib * 1024))
+
+
+def test_disk_full_sweep(small_disk):
+    """disk full (tmpfs) at every page from 64 to 224 KiB free: host lives, the claim is true"""
+    cmd = [prog("exit_status"), 0]
+    alone = plain(cmd)
+    outcomes = set()
+    for kib in range(64, 228, 8):
+        for f in small_disk.glob("p*"):
+            f.unlink()
+        fill(small_disk, kib)
+        r = sonde_run(cmd, f"p{kib}.db", cwd=small_disk)
+        same_behaviour(alone, r)
+        path = claim_is_true(r, small_disk, 10)
+        outcomes.add("none" if path is None else written_claim(r.err)[1])
+        if path is None:
+            assert any("full" in l for l in said(r.err)), r.err
+    assert "none" in outcomes and True in outcomes, outcomes
+
+
+# --- outputs -----------------------------------------------------------------------------------
+
+def test_concurrent_runs_into_one_file(tmp_path):
+    """two sonde run -o same.db at once: each names the file its own run wrote"""
+    for attempt in range(8):
+        for f in tmp_path.iterdir():
+            f.unlink()
+        results = [None, None]
+
+        def one(i):
+            results[i] = sonde_run([prog("hostile_names")], "same.db", cwd=tmp_path)
+
+        threads = [threading.Thread(target=one, args=(i,)) for i in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if all(r.rc == 0 for r in results):
+            break  # both started before either file existed: the race this cell is about
+    else:
+        pytest.skip("the two runs never overlapped")
+    named = set()
+    for r in results:
+        pid = int(re.search(r"pid (\d+)", r.out).group(1))
+        path, complete = written_claim(r.err)
+        assert path and complete, r.err
+        db = str(tmp_path / path)
+        assert [pid] == [p for (p,) in query(db, "SELECT pid FROM processes")], \
+            f"{path} named by the run of pid {pid} is another run's"
+        named.add(path)
+    assert len(named) == 2
+
+
+ODD_NAMES = {"space": "my profile.db", "unicode": "prof\u00e9\u6f22.db", "no-extension": "prof",
+             "leading-dash": "-prof.db", "dot-dir": ".hidden/prof.db"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", ODD_NAMES)
+def test_odd_output_names(mode, kind, tmp_path):
+    """an output name with spaces, unicode, no extension, a leading dash, in a dot directory"""
+    name = ODD_NAMES[kind]
+    (tmp_path / name).parent.mkdir(exist_ok=True)
+    cmd = [prog("exit_status"), 0]
+    r = under(mode, cmd, name if mode == "sonde-run" else str(tmp_path / name), cwd=tmp_path)
+    same_behaviour(plain(cmd), r)
+    profile_whole(str(tmp_path / name))
+    assert calls(str(tmp_path / name), "cblas_sgemm") == 10
+    if mode == "sonde-run":
+        assert written_claim(r.err) == (name, True), r.err
+
+
+def unusable(tmp_path, kind):
+    if kind == "directory":
+        (tmp_path / "d.db").mkdir()
+        return tmp_path / "d.db"
+    if kind == "missing-directory":
+        return tmp_path / "no" / "such" / "p.db"
+    if kind == "under-a-file":
+        (tmp_path / "file").write_text("x")
+        return tmp_path / "file" / "p.db"
+    if kind == "read-only-fs":
+        return Path("/proc/sonde-test.db")
+    raise ValueError(kind)
+
+
+@pytest.mark.parametrize("kind", ["directory", "missing-directory", "under-a-file",
+                                  "read-only-fs"])
+def test_unusable_output_preloaded(kind, tmp_path):
+    """SONDE_OUTPUT unusable (a directory, missing dir, under a file, read-only): host unharmed"""
+    cmd = [prog("exit_status"), 0]
+    target = unusable(tmp_path, kind)
+    r = preloaded(cmd, str(target))
+    same_behaviour(plain(cmd), r)
+    assert len(said(r.err)) >= 1, "nothing said"
+    assert not any("Traceback" in l or "internal error" in l for l in r.err.splitlines())
+
+
+@pytest.mark.parametrize("kind", ["directory", "missing-directory", "under-a-file",
+                                  "read-only-fs"])
+def test_unusable_output_sonde_run(kind, tmp_path):
+    """sonde run -o unusable: one clear line, exit 2 or the host's status, never a false claim"""
+    cmd = [prog("exit_status"), 0]
+    r = sonde_run(cmd, str(unusable(tmp_path, kind)))
+    assert not r.timed_out
+    assert written_claim(r.err)[0] is None, r.err
+    assert said(r.err), "nothing said"
+    assert not any("internal error" in l for l in r.err.splitlines())
+
+
+def foreign(path, kind, good):
+    """Makes `path` an existing file of `kind`; `good` is a whole profile to start from."""
+    if kind == "sonde-profile":
+        shutil.copy(good, path)
+    elif kind == "foreign-sqlite":
+        con = sqlite3.connect(path)
+        con.execute("CREATE TABLE t(x)")
+        con.execute("INSERT INTO t VALUES (1)")
+        con.commit()
+        con.close()
+    elif kind == "text":
+        Path(path).write_text("not a database\n" * 100)
+    elif kind == "empty":
+        Path(path).write_bytes(b"")
+    elif kind == "truncated":
+        Path(path).write_bytes(Path(good).read_bytes()[:10000])
+    elif kind == "corrupt-page":
+        shutil.copy(good, path)
+        con = sqlite3.connect(path)
+        [(page,)] = con.execute("SELECT max(pageno) FROM dbstat WHERE name = ?",
+                                ("sqlite_autoindex_routines_1",)).fetchall()
+        con.close()
+        with open(path, "r+b") as f:  # an index page none of the readers' queries touch
+            f.seek((page - 1) * 4096)
+            f.write(b"\x0d" + b"\xa5" * 4095)
+    elif kind == "newer-schema":
+        shutil.copy(good, path)
+        con = sqlite3.connect(path)
+        con.execute("UPDATE meta SET value = '99' WHERE key = 'schema_version'")
+        con.commit()
+        con.close()
+    else:
+        raise ValueError(kind)
+
+
+FOREIGN = ["sonde-profile", "foreign-sqlite", "text", "empty", "truncated", "corrupt-page",
+           "newer-schema"]
+
+
+@pytest.fixture(scope="module")
+def good_profile(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("good") / "good.db")
+    r = preloaded([prog("exit_status"), 0], db)
+    assert r.rc == 0
+    profile_whole(db)
+    return db
+
+
+@pytest.mark.parametrize("kind", FOREIGN)
+def test_existing_output_preloaded(kind, tmp_path, good_profile):
+    """SONDE_OUTPUT names an existing file: it stays as it was, the profile goes beside it"""
+    target = tmp_path / "prof.db"
+    foreign(target, kind, good_profile)
+    before = target.read_bytes()
+    cmd = [prog("exit_status"), 0]
+    r = preloaded(cmd, str(target))
+    same_behaviour(plain(cmd), r)
+    assert target.read_bytes() == before
+    beside = [p for p in tmp_path.iterdir() if p.name not in ("prof.db",)]
+    assert len(beside) == 1 and beside[0].name in r.err, r.err
+    assert calls(str(beside[0]), "cblas_sgemm") == 10
+
+
+@pytest.mark.parametrize("kind", FOREIGN)
+def test_existing_output_sonde_run(kind, tmp_path, good_profile):
+    """sonde run -o an existing file: refused without --force, replaced whole with it"""
+    target = tmp_path / "prof.db"
+    foreign(target, kind, good_profile)
+    before = target.read_bytes()
+    cmd = [prog("exit_status"), 0]
+    r = sonde_run(cmd, str(target))
+    assert r.rc == 1 and "already exists" in r.err and target.read_bytes() == before
+    r = sonde_run(cmd, str(target), args=["--force"])
+    same_behaviour(plain(cmd), r)
+    assert written_claim(r.err) == (str(target), True), r.err
+    profile_whole(str(target))
+    assert calls(str(target), "cblas_sgemm") == 10
+
+
+# --- damaged profiles as input ------------------------------------------------------------------
+
+READ_ERRORS = {"foreign-sqlite": "not a sonde profile", "text": "not a SQLite database",
+               "empty": "empty", "truncated": "corrupt", "corrupt-page": "corrupt",
+               "newer-schema": "newer sonde"}
+
+
+@pytest.mark.parametrize("command", ["report", "query", "tree", "export"])
+@pytest.mark.parametrize("kind", READ_ERRORS)
+def test_damaged_input(kind, command, tmp_path, good_profile):
+    """a foreign, empty, truncated, corrupt or newer file given to a reader: one clear line"""
+    target = str(tmp_path / "in.db")
+    foreign(target, kind, good_profile)
+    args = {"report": ["report", target], "query": ["query", target, "SELECT COUNT(*) FROM nodes"],
+            "tree": ["tree", target], "export": ["export", target, "--format", "folded"]}[command]
+    r = sonde(*args)
+    assert r.rc == 1, f"exit {r.rc}: {r.out[:200]}"
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and READ_ERRORS[kind] in lines[0], r.err
+    assert "internal error" not in r.err
+
+
+def hot_journal(path, good):
+    """A writer killed inside a transaction that had already spilled pages into the file."""
+    shutil.copy(good, path)
+    script = f"""
+import os, signal, sqlite3
+con = sqlite3.connect({str(path)!r}, isolation_level=None)
+con.execute("PRAGMA cache_size = 1")
+con.execute("BEGIN IMMEDIATE")
+con.execute("DELETE FROM nodes")
+con.execute("CREATE TABLE filler (x)")
+con.execute("INSERT INTO filler SELECT randomblob(1000) FROM "
+            "(WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 200) "
+            "SELECT i FROM r)")
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+    r = run(["/usr/bin/python3", "-c", script])
+    assert r.rc == -9 and Path(str(path) + "-journal").stat().st_size > 0
+
+
+@pytest.mark.parametrize("command", ["report", "query"])
+def test_hot_journal(command, tmp_path, good_profile):
+    """a writer killed mid-flush left a hot journal: readers roll it back and read the profile"""
+    target = tmp_path / "prof.db"
+    hot_journal(target, good_profile)
+    args = ["report", target] if command == "report" else \
+        ["query", target, "SELECT COUNT(*) AS n FROM nodes", "--format", "csv"]
+    r = sonde(*args)
+    assert r.rc == 0, r.err
+    assert "rolled back an interrupted write" in r.err
+    if command == "query":
+        assert int(r.out.splitlines()[1]) > 0  # the nodes the dead writer deleted are back
+    profile_whole(str(target))
+    assert calls(str(target), "cblas_sgemm") == 10
+
+
+def test_hot_journal_read_only(tmp_path, good_profile):
+    """a hot journal where the reader cannot write: one clear line, not 'readonly database'"""
+    target = tmp_path / "prof.db"
+    hot_journal(target, good_profile)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    r = subprocess.run(["mount", "--bind", "-o", "ro", str(tmp_path), str(ro)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot bind-mount read-only here: {r.stderr.strip()}")
+    try:
+        r = sonde("report", ro / "prof.db")
+    finally:
+        subprocess.run(["umount", "-l", str(ro)], check=False)
+    assert r.rc == 1
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and "interrupted write" in lines[0] and "-journal" in lines[0], r.err
+
+
+# --- hostile routine names ----------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    db = str(tmp_path_factory.mktemp("hostile") / "names.db")
+    r = preloaded([prog("hostile_names")], db)
+    assert r.rc == 0
+    return db
+
+
+JSON_COMMANDS = {"export-chrome": ["export", "{db}", "--format", "chrome"],
+                 "report": ["report", "{db}", "--format", "json"],
+                 "tree": ["tree", "{db}", "--format", "json"],
+                 "metrics": ["metrics", "{db}", "--format", "json"],
+                 "query": ["query", "{db}", "SELECT name FROM routines", "--format", "json"]}
+
+
+@pytest.mark.parametrize("command", JSON_COMMANDS)
+def test_json_with_invalid_utf8(command, hostile):
+    """a routine name with invalid UTF-8: JSON output is valid, the bytes replaced by U+FFFD"""
+    r = sonde(*[a.format(db=hostile) for a in JSON_COMMANDS[command]])
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    text = json.dumps(doc, ensure_ascii=False)
+    assert "bad\ufffd\ufffd utf8" in text
+    assert "semi;colon" in text
+
+
+def test_export_failure_keeps_the_old_file(hostile, tmp_path):
+    """export -o over an existing file that fails midway (ulimit -f): the old file stays whole"""
+    out = tmp_path / "trace.json"
+    out.write_text("old")
+    r = run([CLI, "export", hostile, "--format", "chrome", "-o", out], env=clean_env(),
+            preexec_fn=fsize_limit(1))
+    assert r.rc == 1, f"exit {r.rc}: {r.err}"
+    assert str(out) in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert out.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["trace.json"]
+    r = sonde("export", hostile, "--format", "chrome", "-o", out)
+    assert r.rc == 0 and json.loads(out.read_text())["traceEvents"]
+
+
+def test_folded_hostile_names(hostile):
+    """folded export of names with ';', newline, tab, escapes, nothing: one frame per name"""
+    r = sonde("export", hostile, "--format", "folded")
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    assert len(lines) == 12, lines  # six regions, each alone and above its cblas_sgemm
+    for line in lines:
+        m = re.fullmatch(r"(\S.*) (\d+)", line)
+        assert m, f"malformed line {line!r}"
+        frames = m.group(1).split(";")
+        assert 1 <= len(frames) <= 2 and all(frames), f"fake or empty frames in {line!r}"
+        assert len(frames) == 1 or frames[1] == "cblas_sgemm", line
+        assert not any(ord(c) < 0x20 or ord(c) == 0x7f for c in line), repr(line)
+    assert len({l.rsplit(" ", 1)[0].split(";")[0] for l in lines}) == 6
+
+
+TEXT_COMMANDS = {"report": ["report", "{db}"], "tree": ["tree", "{db}"],
+                 "metrics": ["metrics", "{db}"],
+                 "query": ["query", "{db}", "SELECT name FROM routines"]}
+
+
+@pytest.mark.parametrize("command", TEXT_COMMANDS)
+def test_text_shows_control_characters(command, hostile):
+    """a name holding a terminal escape (ESC ]0;...BEL): text output shows it as \\x1b, inert"""
+    r = sonde(*[a.format(db=hostile) for a in TEXT_COMMANDS[command]])
+    assert r.rc == 0, r.err
+    bad = {c for c in r.out if (ord(c) < 0x20 and c not in "\n") or ord(c) == 0x7f}
+    assert not bad, f"raw control characters {bad} in the output"
+    assert "\\x1b]0;pwned\\x07title" in r.out
