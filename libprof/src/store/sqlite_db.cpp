@@ -1,6 +1,55 @@
 #include "store/sqlite_db.hpp"
 
+#include <time.h>
+
+#include <cerrno>
+#include <cstring>
+
 namespace sonde {
+
+namespace {
+
+std::string describe(sqlite3* db, const char* msg) {
+  std::string out = msg ? msg : (db ? sqlite3_errmsg(db) : "out of memory");
+  // Only for failures of the system: the errno of an earlier, handled call may linger.
+  int code = db ? sqlite3_errcode(db) & 0xff : 0;
+  int err = db ? sqlite3_system_errno(db) : 0;
+  if ((code == SQLITE_IOERR || code == SQLITE_CANTOPEN || code == SQLITE_FULL) && err != 0 &&
+      err != ENOSPC) {  // "database or disk is full" says ENOSPC already
+    out += std::string(": ") + std::strerror(err);
+  }
+  return out;
+}
+
+bool xfsz_pending() {
+  sigset_t pending;
+  return sigpending(&pending) == 0 && sigismember(&pending, SIGXFSZ) == 1;
+}
+
+}  // namespace
+
+FileSizeSignalGuard::FileSizeSignalGuard() {
+  sigset_t xfsz;
+  sigemptyset(&xfsz);
+  sigaddset(&xfsz, SIGXFSZ);
+  pthread_sigmask(SIG_BLOCK, &xfsz, &old_);
+  was_pending_ = xfsz_pending();
+}
+
+bool FileSizeSignalGuard::limit_reached() const { return !was_pending_ && xfsz_pending(); }
+
+FileSizeSignalGuard::~FileSizeSignalGuard() {
+  if (limit_reached()) {
+    sigset_t xfsz;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    timespec now{0, 0};
+    sigtimedwait(&xfsz, nullptr, &now);
+  }
+  pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+}
+
+std::string Database::message() const { return db_ ? describe(db_, nullptr) : "no database"; }
 
 Statement::Statement(sqlite3* db, std::string_view sql) {
   if (sqlite3_prepare_v2(db, sql.data(), int(sql.size()), &stmt_, nullptr) != SQLITE_OK) {
@@ -19,7 +68,7 @@ bool Database::open(const std::string& path, bool create, std::string& error) {
   // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
   if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
-    error = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    error = describe(db_, nullptr);
     close();
     return false;
   }
@@ -38,7 +87,7 @@ void Database::close() {
 bool Database::exec(const char* sql, std::string& error) {
   char* msg = nullptr;
   if (sqlite3_exec(db_, sql, nullptr, nullptr, &msg) != SQLITE_OK) {
-    error = msg ? msg : sqlite3_errmsg(db_);
+    error = describe(db_, msg);
     sqlite3_free(msg);
     return false;
   }

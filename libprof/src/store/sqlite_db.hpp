@@ -2,6 +2,7 @@
 // errors become a message rather than an exception.
 #pragma once
 
+#include <signal.h>
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -35,6 +36,23 @@ class Statement {
   sqlite3_stmt* stmt_ = nullptr;
 };
 
+// Held around every write of the profile. A file-size limit (ulimit -f) or a full disk must fail
+// sonde's write, not kill the host: SIGXFSZ, which the kernel sends to the writing thread, is
+// blocked on this thread for the while and the one a write of ours raised is taken back.
+class FileSizeSignalGuard {
+ public:
+  FileSizeSignalGuard();
+  ~FileSizeSignalGuard();
+  FileSizeSignalGuard(const FileSizeSignalGuard&) = delete;
+  FileSizeSignalGuard& operator=(const FileSizeSignalGuard&) = delete;
+  // A write since the guard was made went past RLIMIT_FSIZE (SQLite says only "disk I/O error").
+  bool limit_reached() const;
+
+ private:
+  sigset_t old_;
+  bool was_pending_ = false;
+};
+
 class Database {
  public:
   ~Database() { close(); }
@@ -42,7 +60,9 @@ class Database {
   void close();
   bool exec(const char* sql, std::string& error);
   sqlite3* handle() { return db_; }
-  std::string message() const { return db_ ? sqlite3_errmsg(db_) : "no database"; }
+  // SQLite's message, with the system's reason where there is one ("disk I/O error: File too
+  // large").
+  std::string message() const;
 
  private:
   sqlite3* db_ = nullptr;

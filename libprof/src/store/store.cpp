@@ -11,6 +11,7 @@ namespace sonde {
 namespace {
 
 constexpr int kSchemaVersion = 1;
+constexpr const char* kFileSizeLimit = " (the file size limit, ulimit -f, was reached)";
 
 // A failed step aborts the flush with SQLite's own message.
 #define SONDE_STEP(stmt, what)                                                      \
@@ -37,6 +38,14 @@ bool check_prepared(std::initializer_list<const Statement*> all, Database& db,
 
 bool Store::prepare(const std::string& path, std::string& error) {
   path_ = path;
+  FileSizeSignalGuard no_sigxfsz;
+  if (prepare_transaction(path, error)) return true;
+  if (error.rfind(path, 0) != 0) error = fmt::format("{}: {}", path, error);
+  if (no_sigxfsz.limit_reached()) error += kFileSizeLimit;
+  return false;
+}
+
+bool Store::prepare_transaction(const std::string& path, std::string& error) {
   Database db;
   if (!db.open(path, true, error) || !db.exec("BEGIN IMMEDIATE", error)) {
     error = fmt::format("{}: {}", path, error);
@@ -93,7 +102,11 @@ bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string&
   int64_t run_id = run_id_, process_id = process_id_;
   size_t routines = routine_ids_.size();
   auto threads = threads_;
-  if (write_transaction(data, registry, error)) return true;
+  {
+    FileSizeSignalGuard no_sigxfsz;
+    if (write_transaction(data, registry, error)) return true;
+    if (no_sigxfsz.limit_reached()) error += kFileSizeLimit;
+  }
   run_id_ = run_id;
   process_id_ = process_id;
   routine_ids_.resize(routines);

@@ -68,6 +68,7 @@ class Store {
   int64_t process_id() const { return process_id_; }
 
  private:
+  bool prepare_transaction(const std::string& path, std::string& error);
   bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
 
   struct ThreadIds {
