@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -19,6 +20,7 @@
 
 #include "profile/profile_file.hpp"
 #include "sonde/options.hpp"
+#include "sonde/output_name.hpp"
 #include "sonde/signals.hpp"
 
 namespace sonde::analyzers {
@@ -185,6 +187,71 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
   ::unsetenv("SONDE_RUN_ID");
 }
 
+// The file a run's root process wrote: the name asked for or, when that was taken when the run
+// started, the one beside it that the runtime claimed instead (sonde/output_name.hpp).
+struct WrittenProfile {
+  int alternative = -1;  // -1: none found; 0: the name asked for; n: alternative_output(.., n)
+  bool any_file = false;
+  bool ended = false;    // its last process image made its final flush
+  std::string problem;   // why a file that is there could not be read
+};
+
+WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int64_t since_ns) {
+  WrittenProfile w;
+  for (int n = 0; n <= kOutputAlternatives; ++n) {
+    std::string name = n == 0 ? output.string() : alternative_output(output.string(), root, n);
+    if (::access(name.c_str(), F_OK) != 0) continue;
+    w.any_file = true;
+    try {
+      ProfileFile file = ProfileFile::open(name);
+      // A stale file of an earlier run whose root had the same pid started before this one.
+      auto st = file.prepare(
+          "SELECT ended_ns IS NOT NULL FROM processes WHERE pid = ? AND started_ns >= ? "
+          "ORDER BY process_id DESC LIMIT 1");
+      st.bind(1, std::int64_t{root}).bind(2, since_ns);
+      if (st.step()) {
+        w.alternative = n;
+        w.ended = st.int64(0) != 0;
+        return w;
+      }
+    } catch (const Error& e) {
+      w.problem = e.what();
+    }
+  }
+  return w;
+}
+
+void say_what_was_written(const RunOptions& o, const fs::path& output, pid_t root,
+                          std::int64_t since_ns, bool is_static) {
+  WrittenProfile w = find_written_profile(output, root, since_ns);
+  if (w.alternative >= 0) {
+    std::string shown =
+        w.alternative == 0 ? o.output : alternative_output(o.output, root, w.alternative);
+    if (w.ended)
+      fmt::print(stderr, "sonde: profile written to {}\n", shown);
+    else
+      fmt::print(stderr,
+                 "sonde: profile written to {}, up to its last periodic flush (the final flush "
+                 "did not happen or failed)\n",
+                 shown);
+  } else if (w.any_file) {
+    fmt::print(stderr, "sonde: warning: the profile could not be written to {} ({})\n", o.output,
+               w.problem.empty() ? "no process of this run in it; see sonde's messages above"
+                                 : w.problem);
+  } else if (!is_static) {  // a static command was named as such before it ran
+    fmt::print(stderr,
+               "sonde: warning: no profile was written to {} (see sonde's messages above, if "
+               "any; else a program that never loaded libsonde.so)\n",
+               o.output);
+  }
+}
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 }  // namespace
 
 std::string find_preload_library() {
@@ -250,6 +317,8 @@ int run_command(const RunOptions& o) {
     if (terminates_by_default(sig)) sigaddset(&terminating, sig);
   }
   ::sigprocmask(SIG_BLOCK, &terminating, &old_mask);
+  // A second of slack: the runtime's start time is derived from its own clock calibration.
+  std::int64_t since_ns = realtime_ns() - 1'000'000'000;
   pid_t child = ::fork();
   if (child < 0) {
     int err = errno;
@@ -300,13 +369,7 @@ int run_command(const RunOptions& o) {
     fmt::print(stderr, "sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
                signal_name(killed_by));
   }
-  if (::access(output.c_str(), F_OK) == 0)
-    fmt::print(stderr, "sonde: profile written to {}\n", o.output);
-  else if (!is_static)
-    fmt::print(stderr,
-               "sonde: warning: no profile was written to {} (statically linked program, or "
-               "one that never loaded libsonde.so?)\n",
-               o.output);
+  say_what_was_written(o, output, child, since_ns, is_static);
   if (killed_by != 0) die_of(killed_by);
   return code;
 }

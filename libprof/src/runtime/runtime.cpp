@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sonde/output_name.hpp"
 #include "symbols/real_symbol.hpp"
 #include "process/run_info.hpp"
 #include "runtime/last_thread.hpp"
@@ -53,11 +55,6 @@ std::string absolute(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
-bool exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
 // "pid:process_id" as passed between processes of a run.
 bool parse_process_ref(const char* text, pid_t& pid, int64_t& id) {
   if (text == nullptr) return false;
@@ -90,15 +87,19 @@ void Runtime::init() {
 std::string Runtime::choose_output(bool root) {
   std::string path = config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
   path = absolute(path);
-  if (root && exists(path)) {
-    // Never overwrite a result: this run's profile goes beside it.
-    size_t slash = path.rfind('/');
-    size_t dot = path.rfind('.');
-    std::string alt = (dot != std::string::npos && dot > slash)
-                          ? fmt::format("{}.{}{}", path.substr(0, dot), pid(), path.substr(dot))
-                          : fmt::format("{}.{}", path, pid());
-    warn("{} already exists; writing this run's profile to {}", path, alt);
-    path = alt;
+  if (!root) return path;  // joins the run's file
+  // Claimed with O_EXCL, never overwritten: of two runs started at once into one name, the
+  // second writes beside it rather than into the first one's file.
+  for (int n = 0; n <= kOutputAlternatives; ++n) {
+    std::string name = n == 0 ? path : alternative_output(path, pid(), n);
+    int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      close(fd);
+      output_claimed_ = true;
+      if (n > 0) warn("{} already exists; writing this run's profile to {}", path, name);
+      return name;
+    }
+    if (errno != EEXIST) break;  // the store's own open says why (no such directory, ...)
   }
   return path;
 }
@@ -135,6 +136,11 @@ void Runtime::start() {
   std::string error;
   if (!store_.prepare(output_, error)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
+    // An empty file claimed by this process would only make the next run pick another name.
+    if (output_claimed_) {
+      unlink(output_.c_str());
+      unlink((output_ + "-journal").c_str());
+    }
     return;
   }
   store_ok_ = true;

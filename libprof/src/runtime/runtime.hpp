@@ -100,6 +100,7 @@ class Runtime {
   Clock clock_;
   RoutineRegistry routines_;
   std::string output_;
+  bool output_claimed_ = false;  // this process created output_ (a root process)
   std::string run_id_;
   std::string env_preload_, env_output_, env_run_;
   std::atomic<pid_t> pid_{0};
