@@ -59,8 +59,10 @@ class Statement {
 
 class ProfileFile {
  public:
-  // Opens read-only and checks that this is a sonde profile this version can read; never
-  // creates a file. Throws Error with a one-line reason.
+  // Opens read-only and checks that this is a sonde profile this version can read, whole
+  // (quick_check up to 64 MB); never creates a file. A journal left by a writer that died in a
+  // flush is rolled back first (through a read-write connection: said on stderr). Throws Error
+  // with a one-line reason.
   static ProfileFile open(const std::string& path);
 
   ProfileFile(ProfileFile&&) noexcept = default;
@@ -84,6 +86,7 @@ class ProfileFile {
     void operator()(sqlite3* db) const;
   };
   ProfileFile(std::string path, sqlite3* db);
+  static ProfileFile open_read_only(const std::string& path);
 
   std::string path_;
   std::unique_ptr<sqlite3, Closer> db_;
