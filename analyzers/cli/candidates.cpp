@@ -20,7 +20,8 @@ int candidates(const Options& a) {
   Format format = parse_format(a.format);
   ProfileFile file = ProfileFile::open(a.file);
   std::vector<Candidate> found = compute_candidates(file);
-  if (format == Format::kJson) std::cout << render_candidates_json(found, a.top).dump(2) << '\n';
+  if (format == Format::kJson)
+    std::cout << dump_json(render_candidates_json(found, a.top)) << '\n';
   else std::cout << render_candidates_text(found, a.top);
   return 0;
 }

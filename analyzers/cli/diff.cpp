@@ -18,7 +18,8 @@ struct Options {
 int diff(const Options& a) {
   Format format = parse_format(a.format);
   ProfileDiff d = compute_diff(ProfileFile::open(a.before), ProfileFile::open(a.after));
-  if (format == Format::kJson) std::cout << render_diff_json(a.before, a.after, d).dump(2) << '\n';
+  if (format == Format::kJson)
+    std::cout << dump_json(render_diff_json(a.before, a.after, d)) << '\n';
   else std::cout << render_diff_text(d);
   return 0;
 }

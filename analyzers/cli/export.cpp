@@ -1,5 +1,6 @@
 // sonde export: the profile for other tools (chrome trace, folded stacks, csv).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -23,14 +24,7 @@ struct Options {
   std::optional<std::string> output;
 };
 
-int export_profile(const Options& a) {
-  ProfileFile file = ProfileFile::open(a.file);
-  std::ofstream out_file;
-  if (a.output) {
-    out_file.open(*a.output, std::ios::binary | std::ios::trunc);
-    if (!out_file) throw Error(fmt::format("cannot write {}: {}", *a.output, std::strerror(errno)));
-  }
-  std::ostream& out = a.output ? out_file : std::cout;
+void write_export(const Options& a, const ProfileFile& file, std::ostream& out) {
   if (a.format == "folded") {
     write_folded(file, out);
   } else if (a.format == "csv") {
@@ -40,7 +34,33 @@ int export_profile(const Options& a) {
     write_chrome_trace(file, out);
   }
   out.flush();
-  if (!out) throw Error(fmt::format("writing {} failed", a.output.value_or("standard output")));
+}
+
+int export_profile(const Options& a) {
+  ProfileFile file = ProfileFile::open(a.file);
+  if (!a.output) {
+    write_export(a, file, std::cout);
+    if (!std::cout) throw Error("writing to standard output failed");
+    return 0;
+  }
+  // Written beside the output and renamed over it: a failure midway leaves what was there.
+  std::string temp = fmt::format("{}.sonde-tmp-{}", *a.output, ::getpid());
+  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(fmt::format("cannot write {}: {}", *a.output, std::strerror(errno)));
+  try {
+    write_export(a, file, out);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
+  }
+  int err = out ? 0 : errno;
+  out.close();
+  if (err == 0 && out.fail()) err = errno;
+  if (err != 0 || ::rename(temp.c_str(), a.output->c_str()) != 0) {
+    if (err == 0) err = errno;
+    ::unlink(temp.c_str());
+    throw Error(fmt::format("writing {} failed: {}", *a.output, std::strerror(err)));
+  }
   return 0;
 }
 }  // namespace

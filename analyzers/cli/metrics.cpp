@@ -31,7 +31,9 @@ int metrics(const Options& a) {
   switch (format) {
     case Format::kText: std::cout << render_metrics_text(report, sections, a.top); break;
     case Format::kCsv: std::cout << render_csv(metrics_section_table(report, sections[0], a.top)); break;
-    case Format::kJson: std::cout << render_metrics_json(report, sections, a.top).dump(2) << '\n'; break;
+    case Format::kJson:
+      std::cout << dump_json(render_metrics_json(report, sections, a.top)) << '\n';
+      break;
   }
   return 0;
 }

@@ -49,7 +49,7 @@ void print_table(const Table& table, Format format) {
   switch (format) {
     case Format::kText: std::cout << render_text(table); break;
     case Format::kCsv: std::cout << render_csv(table); break;
-    case Format::kJson: std::cout << render_json(table).dump(2) << '\n'; break;
+    case Format::kJson: std::cout << dump_json(render_json(table)) << '\n'; break;
   }
 }
 

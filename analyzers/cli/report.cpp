@@ -29,7 +29,9 @@ int report_lines(const Options& a) {
   switch (format) {
     case Format::kText: std::cout << render_line_report_text(costs); break;
     case Format::kCsv: std::cout << render_csv(line_costs_table(costs)); break;
-    case Format::kJson: std::cout << render_line_report_json(a.file, costs).dump(2) << '\n'; break;
+    case Format::kJson:
+      std::cout << dump_json(render_line_report_json(a.file, costs)) << '\n';
+      break;
   }
   return 0;
 }
@@ -47,7 +49,7 @@ int report(const Options& a) {
       std::cout << render_csv(hotspots_table(hotspots, a.top));
       break;
     case Format::kJson:
-      std::cout << render_report_json(a.file, run, hotspots, a.top).dump(2) << '\n';
+      std::cout << dump_json(render_report_json(a.file, run, hotspots, a.top)) << '\n';
       break;
   }
   return 0;

@@ -26,7 +26,7 @@ int tree(const Options& a) {
   ProfileFile file = ProfileFile::open(a.file);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
-  if (format == Format::kJson) std::cout << render_tree_json(forest, options).dump(2) << '\n';
+  if (format == Format::kJson) std::cout << dump_json(render_tree_json(forest, options)) << '\n';
   else std::cout << render_tree_text(forest, options);
   return 0;
 }

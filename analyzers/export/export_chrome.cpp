@@ -15,11 +15,12 @@ class EventWriter {
  public:
   explicit EventWriter(std::ostream& out) : out_(out) { out_ << "{\"traceEvents\":[\n"; }
   void add(const Json& event) {
-    out_ << (first_ ? "" : ",\n") << event.dump();
+    out_ << (first_ ? "" : ",\n") << dump_json(event, -1);
     first_ = false;
   }
   void finish(const Json& other_data) {
-    out_ << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":" << other_data.dump() << "}\n";
+    out_ << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":" << dump_json(other_data, -1)
+         << "}\n";
   }
 
  private:

@@ -1,17 +1,50 @@
 #include <cmath>
+#include <string>
+#include <unordered_map>
 
 #include "export/export.hpp"
+#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
+namespace {
+
+// A frame's name as one folded-stack frame: ';' would split it, control characters and bytes
+// that are not UTF-8 would break the line (shown as escapes, see visible()), and an empty name
+// would leave an empty frame.
+std::string folded_frame(const std::string& name) {
+  if (name.empty()) return "<empty>";
+  std::string out;
+  for (char c : visible(name)) {
+    if (c == ';') out += "\\x3b";
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::vector<std::pair<std::string, std::int64_t>> folded_stacks(const ProfileFile& file) {
   // One line per row of the callpaths view (a path of routines, merged over threads); two
   // routines of one display path stay two lines, which flame-graph tools add up themselves.
+  // The path is rebuilt from path_ids: the view's own joins a ';' inside a name as a frame.
+  std::unordered_map<std::string, std::string> frame;
+  {
+    auto st = file.prepare("SELECT CAST(routine_id AS TEXT), name FROM routines");
+    while (st.step()) frame.emplace(st.text(0), folded_frame(st.text(1)));
+  }
   std::vector<std::pair<std::string, std::int64_t>> out;
-  auto st = file.prepare("SELECT path, excl_s FROM callpaths ORDER BY path, path_ids");
+  auto st = file.prepare("SELECT path_ids, excl_s FROM callpaths ORDER BY path, path_ids");
   while (st.step()) {
     auto us = static_cast<std::int64_t>(std::llround(st.real(1) * 1e6));
-    if (us > 0) out.emplace_back(st.text(0), us);
+    if (us <= 0) continue;
+    std::string ids = st.text(0), path;
+    for (std::size_t at = 0; at <= ids.size();) {
+      std::size_t end = std::min(ids.find('/', at), ids.size());
+      auto it = frame.find(ids.substr(at, end - at));
+      path += (path.empty() ? "" : ";") + (it != frame.end() ? it->second : "<unknown>");
+      at = end + 1;
+    }
+    out.emplace_back(std::move(path), us);
   }
   return out;
 }

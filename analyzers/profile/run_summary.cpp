@@ -71,15 +71,15 @@ std::string render_notes(const RunSummary& s) {
   std::string out;
   for (const auto& note : s.notes) {
     std::string where = note.pid ? fmt::format(" (pid {})", *note.pid) : "";
-    out += fmt::format("{}: {}{}\n", note.severity == "info" ? "note" : "warning", note.message,
-                       where);
+    out += fmt::format("{}: {}{}\n", note.severity == "info" ? "note" : "warning",
+                       visible(note.message), where);
   }
   return out;
 }
 
 std::string render_run_header(const RunSummary& s) {
   std::string out;
-  out += fmt::format("command:   {}\n", s.command.empty() ? "?" : s.command);
+  out += fmt::format("command:   {}\n", s.command.empty() ? "?" : visible(s.command));
   std::string machine = s.host.empty() ? "?" : s.host;
   if (!s.cpu_model.empty()) machine += ", " + s.cpu_model;
   if (s.cores) machine += fmt::format(", {} cores", *s.cores);

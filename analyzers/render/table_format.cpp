@@ -14,8 +14,27 @@ std::string text_of(const Cell& cell, int precision) {
     if (!std::isfinite(*d)) return fmt::format("{}", *d);
     return fmt::format("{:.{}f}", *d, precision);
   }
-  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  if (const auto* s = std::get_if<std::string>(&cell)) return visible(*s);
   return "-";
+}
+
+// Length of the well-formed UTF-8 sequence at text[i] (RFC 3629: no overlong forms, no
+// surrogates, nothing past U+10FFFF), 0 if there is none.
+std::size_t utf8_length(std::string_view text, std::size_t i) {
+  auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char b = at(i);
+  std::size_t n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3
+                : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+  if (n <= 1 || i + n > text.size()) return n == 1 ? 1 : 0;
+  unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
+  if (b == 0xe0) lo = 0xa0;
+  if (b == 0xed) hi = 0x9f;
+  if (b == 0xf0) lo = 0x90;
+  if (b == 0xf4) hi = 0x8f;
+  if (at(i + 1) < lo || at(i + 1) > hi) return 0;
+  for (std::size_t k = 2; k < n; ++k)
+    if (at(i + k) < 0x80 || at(i + k) > 0xbf) return 0;
+  return n;
 }
 
 }  // namespace
@@ -68,6 +87,39 @@ std::string render_text(const Table& table) {
   out += std::string(total, '-') + "\n";
   for (const auto& row : cells) out += line(row);
   return out;
+}
+
+std::string visible(std::string_view text) {
+  bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
+  });
+  if (plain) return std::string(text);
+  std::string out;
+  for (std::size_t i = 0; i < text.size();) {
+    auto b = static_cast<unsigned char>(text[i]);
+    std::size_t n = utf8_length(text, i);
+    bool c1 = n == 2 && b == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (n == 1 && b >= 0x20 && b != 0x7f) {
+      out += text[i];
+    } else if (n > 1 && !c1) {
+      out.append(text.substr(i, n));
+    } else {
+      if (n == 0) n = 1;
+      for (std::size_t k = i; k < i + n; ++k) {
+        auto c = static_cast<unsigned char>(text[k]);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c == '\r') out += "\\r";
+        else out += fmt::format("\\x{:02x}", c);
+      }
+    }
+    i += n;
+  }
+  return out;
+}
+
+std::string dump_json(const Json& value, int indent) {
+  return value.dump(indent, ' ', false, Json::error_handler_t::replace);
 }
 
 std::string csv_escape(std::string_view field) {

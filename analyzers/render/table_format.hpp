@@ -40,6 +40,13 @@ std::string render_csv(const Table& table);
 Json render_json(const Table& table);
 
 std::string csv_escape(std::string_view field);
+// Text for a terminal: control characters, DEL, C1 controls and bytes that are not UTF-8 are
+// shown as escapes (\n, \t, \r, \xNN), so a routine name cannot move the cursor, retitle the
+// window or break a line. Every text renderer passes names and other recorded text through it.
+std::string visible(std::string_view text);
+// JSON text with invalid UTF-8 replaced by U+FFFD rather than an exception: recorded names and
+// arguments are bytes, not necessarily UTF-8.
+std::string dump_json(const Json& value, int indent = 2);
 Json cell_to_json(const Cell& cell);
 
 }  // namespace sonde::analyzers

@@ -69,7 +69,7 @@ void text_node(std::string& out, const CallNode& node, std::int64_t total, int d
   out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n",
                      pct(node.incl_ns, total), seconds(node.incl_ns), seconds(node.excl_ns),
                      gpu_cell(gpu, node.gpu_ns), node.calls, prefix + branch,
-                     label(node, ambiguous));
+                     visible(label(node, ambiguous)));
   if (o.max_depth && depth >= *o.max_depth) return;
   Visible v = visible_children(node, total, o);
   // The root's children start at the margin; below that, each level indents by three columns.
@@ -116,7 +116,7 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
 }
 
 std::string thread_header(const ThreadTree& t) {
-  std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", t.thread_name);
+  std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", visible(t.thread_name));
   return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time)\n",
                      t.pid, t.seq, t.tid, name, seconds(t.root.incl_ns));
 }
