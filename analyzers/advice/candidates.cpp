@@ -431,7 +431,7 @@ namespace {
 std::string cell_text(const Cell& cell) {
   if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
   if (const auto* d = std::get_if<double>(&cell)) return fmt::format("{:.4g}", *d);
-  if (const auto* s = std::get_if<std::string>(&cell)) return *s;
+  if (const auto* s = std::get_if<std::string>(&cell)) return visible(*s);
   return "-";
 }
 }  // namespace
@@ -442,13 +442,13 @@ std::string render_candidates_text(const std::vector<Candidate>& cs, std::size_t
   std::string out;
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = cs[i];
-    out += fmt::format("{}. [{}] {}  (est. gain {:.3f} s)\n", i + 1, c.rule, c.location,
-                       c.est_gain_s);
-    out += fmt::format("   {}\n", c.summary);
+    out += fmt::format("{}. [{}] {}  (est. gain {:.3f} s)\n", i + 1, c.rule,
+                       visible(c.location), c.est_gain_s);
+    out += fmt::format("   {}\n", visible(c.summary));
     std::string ev;
     for (const auto& [k, v] : c.evidence) ev += fmt::format("{}{}={}", ev.empty() ? "" : ", ", k, cell_text(v));
     out += fmt::format("   evidence: {}\n", ev);
-    out += fmt::format("   advice: {}\n", c.advice);
+    out += fmt::format("   advice: {}\n", visible(c.advice));
   }
   if (n < cs.size()) out += fmt::format("({} more candidates; --top 0 shows all)\n", cs.size() - n);
   return out;

@@ -149,8 +149,8 @@ std::string render_line_report_text(const LineCosts& costs) {
   std::string out;
   for (const auto& f : costs.functions) {
     if (!out.empty()) out += "\n";
-    out += fmt::format("Function: {} at {}:{}  Total time: {:.3f} s\n\n", f.function,
-                       f.file.empty() ? f.name : f.file, f.first_line,
+    out += fmt::format("Function: {} at {}:{}  Total time: {:.3f} s\n\n", visible(f.function),
+                       visible(f.file.empty() ? f.name : f.file), f.first_line,
                        static_cast<double>(f.total_ns) / 1e9);
     std::vector<std::array<std::string, 5>> cells;
     std::array<std::size_t, 5> width{};

@@ -439,7 +439,7 @@ def test_folded_hostile_names(hostile):
 
 
 TEXT_COMMANDS = {"report": ["report", "{db}"], "tree": ["tree", "{db}"],
-                 "metrics": ["metrics", "{db}"],
+                 "metrics": ["metrics", "{db}"], "candidates": ["candidates", "{db}"],
                  "query": ["query", "{db}", "SELECT name FROM routines"]}
 
 
@@ -450,4 +450,5 @@ def test_text_shows_control_characters(command, hostile):
     assert r.rc == 0, r.err
     bad = {c for c in r.out if (ord(c) < 0x20 and c not in "\n") or ord(c) == 0x7f}
     assert not bad, f"raw control characters {bad} in the output"
-    assert "\\x1b]0;pwned\\x07title" in r.out
+    if command != "candidates":  # names appear there only where a rule fires on them
+        assert "\\x1b]0;pwned\\x07title" in r.out
