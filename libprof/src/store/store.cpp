@@ -34,6 +34,15 @@ bool check_prepared(std::initializer_list<const Statement*> all, Database& db,
   return true;
 }
 
+// The node's routine is also one of its callers'.
+bool is_recursive(const ThreadSnapshot& t, const NodeRow& n) {
+  if (n.index == 0) return false;
+  for (uint32_t a = n.parent;; a = t.nodes[a].parent) {
+    if (t.nodes[a].routine == n.routine) return true;
+    if (a == 0) return false;
+  }
+}
+
 }  // namespace
 
 bool Store::prepare(const std::string& path, std::string& error) {
@@ -102,6 +111,7 @@ bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string&
   int64_t run_id = run_id_, process_id = process_id_;
   size_t routines = routine_ids_.size();
   auto threads = threads_;
+  auto counters = counter_ids_;
   {
     FileSizeSignalGuard no_sigxfsz;
     if (write_transaction(data, registry, error)) return true;
@@ -111,6 +121,7 @@ bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string&
   process_id_ = process_id;
   routine_ids_.resize(routines);
   threads_ = std::move(threads);
+  counter_ids_ = std::move(counters);
   return false;
 }
 
@@ -119,289 +130,339 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   Database db;
   if (!db.open(path_, false, error)) return false;
   if (!db.exec("BEGIN IMMEDIATE", error)) return false;
+  return write_run(db, *data.run, error) && write_process(db, *data.process, error) &&
+         write_routines(db, registry, error) && write_counter_names(db, data, error) &&
+         write_threads(db, data, error) && write_gpu(db, data, error) &&
+         write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&
+         db.exec("COMMIT", error);
+}
+
+bool Store::write_run(Database& db, const RunInfo& r, std::string& error) {
+  if (run_id_ != 0) return true;
   sqlite3* h = db.handle();
-
-  if (run_id_ == 0) {
-    Statement find(h, "SELECT run_id FROM runs WHERE uuid = ?");
-    if (!check_prepared({&find}, db, error)) return false;
-    find.bind(1, data.run->uuid);
-    if (find.step() == SQLITE_ROW) {
-      run_id_ = find.column_int(0);
-      find.reset();
-    } else {
-      const RunInfo& r = *data.run;
-      Statement ins(h,
-                    "INSERT INTO runs (uuid, started_ns, command, host, cpu_model, cores, "
-                    "affinity_cores, mode) VALUES (?,?,?,?,?,?,?,?)");
-      if (!check_prepared({&ins}, db, error)) return false;
-      ins.bind(1, r.uuid).bind(2, r.started_ns).bind(3, r.command).bind(4, r.host);
-      ins.bind(5, r.cpu_model).bind(6, int64_t(r.cores)).bind(7, int64_t(r.affinity_cores));
-      ins.bind(8, r.mode);
-      SONDE_STEP(ins, "recording the run");
-      run_id_ = sqlite3_last_insert_rowid(h);
-    }
+  Statement find(h, "SELECT run_id FROM runs WHERE uuid = ?");
+  if (!check_prepared({&find}, db, error)) return false;
+  find.bind(1, r.uuid);
+  if (find.step() == SQLITE_ROW) {  // another process of the run came first
+    run_id_ = find.column_int(0);
+    find.reset();
+    return true;
   }
-  if (process_id_ == 0) {
-    const ProcessInfo& p = *data.process;
-    Statement ins(h,
-                  "INSERT INTO processes (run_id, pid, ppid, origin, parent_process_id, "
-                  "command, started_ns) VALUES (?,?,?,?,?,?,?)");
-    if (!check_prepared({&ins}, db, error)) return false;
-    ins.bind(1, run_id_).bind(2, int64_t(p.pid)).bind(3, int64_t(p.ppid)).bind(4, p.origin);
-    if (p.parent_process_id > 0) ins.bind(5, p.parent_process_id); else ins.bind_null(5);
-    ins.bind(6, p.command).bind(7, p.started_ns);
-    SONDE_STEP(ins, "recording the process");
-    process_id_ = sqlite3_last_insert_rowid(h);
-    threads_.clear();
-  }
+  Statement ins(h,
+                "INSERT INTO runs (uuid, started_ns, command, host, cpu_model, cores, "
+                "affinity_cores, mode) VALUES (?,?,?,?,?,?,?,?)");
+  if (!check_prepared({&ins}, db, error)) return false;
+  ins.bind(1, r.uuid).bind(2, r.started_ns).bind(3, r.command).bind(4, r.host);
+  ins.bind(5, r.cpu_model).bind(6, int64_t(r.cores)).bind(7, int64_t(r.affinity_cores));
+  ins.bind(8, r.mode);
+  SONDE_STEP(ins, "recording the run");
+  run_id_ = sqlite3_last_insert_rowid(h);
+  return true;
+}
 
-  // Routines: the table is shared by all processes of the file, so look up before inserting.
+bool Store::write_process(Database& db, const ProcessInfo& p, std::string& error) {
+  if (process_id_ != 0) return true;
+  sqlite3* h = db.handle();
+  Statement ins(h,
+                "INSERT INTO processes (run_id, pid, ppid, origin, parent_process_id, "
+                "command, started_ns) VALUES (?,?,?,?,?,?,?)");
+  if (!check_prepared({&ins}, db, error)) return false;
+  ins.bind(1, run_id_).bind(2, int64_t(p.pid)).bind(3, int64_t(p.ppid)).bind(4, p.origin);
+  if (p.parent_process_id > 0) ins.bind(5, p.parent_process_id); else ins.bind_null(5);
+  ins.bind(6, p.command).bind(7, p.started_ns);
+  SONDE_STEP(ins, "recording the process");
+  process_id_ = sqlite3_last_insert_rowid(h);
+  threads_.clear();
+  return true;
+}
+
+bool Store::write_routines(Database& db, RoutineRegistry& registry, std::string& error) {
+  // The table is shared by all processes of the file, so look up before inserting.
   std::vector<const Routine*> added = registry.since(routines_.size());
   routines_.insert(routines_.end(), added.begin(), added.end());
-  if (routine_ids_.size() < routines_.size()) {
-    // One statement for a new routine; the lookup only when another process inserted it.
-    Statement ins(h,
-                  "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
-                  "ON CONFLICT DO NOTHING RETURNING routine_id");
-    Statement find(h,
-                   "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
-                   "AND file=? AND line=?");
-    if (!check_prepared({&ins, &find}, db, error)) return false;
-    for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
-      const Routine& r = *routines_[i];
-      for (Statement* s : {&ins, &find}) {
-        s->bind(1, r.name).bind(2, r.kind).bind(3, r.library).bind(4, r.file);
-        s->bind(5, int64_t(r.line));
-      }
-      Statement* source = &ins;
-      int rc = ins.step();
-      if (rc == SQLITE_DONE) {
-        source = &find;
-        rc = find.step();
-      }
-      if (rc != SQLITE_ROW) {
-        error = fmt::format("recording routines: {}", db.message());
-        return false;
-      }
-      routine_ids_.push_back(source->column_int(0));
-      source->reset();
-      if (source == &ins) find.reset();
+  if (routine_ids_.size() >= routines_.size()) return true;
+  // One statement for a new routine; the lookup only when another process inserted it.
+  sqlite3* h = db.handle();
+  Statement ins(h,
+                "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
+                "ON CONFLICT DO NOTHING RETURNING routine_id");
+  Statement find(h,
+                 "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
+                 "AND file=? AND line=?");
+  if (!check_prepared({&ins, &find}, db, error)) return false;
+  for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
+    const Routine& r = *routines_[i];
+    for (Statement* s : {&ins, &find}) {
+      s->bind(1, r.name).bind(2, r.kind).bind(3, r.library).bind(4, r.file);
+      s->bind(5, int64_t(r.line));
     }
-  }
-
-  if (counter_ids_.size() != data.counter_events.size()) {
-    counter_ids_.clear();
-    Statement ins(h, "INSERT INTO counters (name, source) VALUES (?, 'papi') "
-                     "ON CONFLICT (name) DO UPDATE SET source = source RETURNING counter_id");
-    if (!check_prepared({&ins}, db, error)) return false;
-    for (const std::string& name : data.counter_events) {
-      ins.bind(1, name);
-      if (ins.step() != SQLITE_ROW) {
-        error = fmt::format("recording counters: {}", db.message());
-        return false;
-      }
-      counter_ids_.push_back(ins.column_int(0));
-      ins.reset();
+    Statement* source = &ins;
+    int rc = ins.step();
+    if (rc == SQLITE_DONE) {
+      source = &find;
+      rc = find.step();
     }
+    if (rc != SQLITE_ROW) {
+      error = fmt::format("recording routines: {}", db.message());
+      return false;
+    }
+    routine_ids_.push_back(source->column_int(0));
+    source->reset();
+    if (source == &ins) find.reset();
   }
-  Statement counter(h,
-                    "INSERT OR REPLACE INTO node_counters (node_id, counter_id, incl, excl) "
-                    "VALUES (?,?,?,?)");
-  if (!check_prepared({&counter}, db, error)) return false;
+  return true;
+}
 
-  Statement ins_thread(h,
-                       "INSERT INTO threads (process_id, seq, tid, started_ns, ended_ns, ftz, "
-                       "daz, name) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''))");
-  Statement upd_thread(h,
-                       "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=?, "
-                       "name=COALESCE(NULLIF(?, ''), name) WHERE thread_id=?");
-  Statement ins_node(h,
-                     "INSERT INTO nodes (thread_id, parent_id, routine_id, depth, recursive, "
-                     "calls, subrs, incl_ns, excl_ns, flops, bytes) "
-                     "VALUES (?,?,?,?,?,?,?,?,?,?,?)");
-  Statement upd_node(h,
-                     "UPDATE nodes SET calls=?, subrs=?, incl_ns=?, excl_ns=?, flops=?, "
-                     "bytes=? WHERE node_id=?");
-  Statement ins_shape(h,
-                      "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, "
-                      "dtype, batch, calls, time_ns, flops, bytes) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  Statement upd_shape(h,
-                      "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? "
-                      "WHERE shape_id=?");
-  Statement ins_event(h,
-                      "INSERT INTO trace_events (thread_id, node_id, start_ns, end_ns) "
-                      "VALUES (?,?,?,?)");
-  Statement drops(h, "INSERT OR REPLACE INTO trace_drops (thread_id, dropped) VALUES (?,?)");
-  Statement line(h,
-                 "INSERT OR REPLACE INTO line_costs (thread_id, routine_id, line, hits, time_ns) "
-                 "VALUES (?,?,?,?,?)");
-  if (!check_prepared({&ins_thread, &upd_thread, &ins_node, &upd_node, &ins_shape, &upd_shape,
-                       &ins_event, &drops, &line},
-                      db, error)) {
-    return false;
+bool Store::write_counter_names(Database& db, const FlushData& data, std::string& error) {
+  if (counter_ids_.size() == data.counter_events.size()) return true;
+  counter_ids_.clear();
+  Statement ins(db.handle(), "INSERT INTO counters (name, source) VALUES (?, 'papi') "
+                             "ON CONFLICT (name) DO UPDATE SET source = source RETURNING counter_id");
+  if (!check_prepared({&ins}, db, error)) return false;
+  for (const std::string& name : data.counter_events) {
+    ins.bind(1, name);
+    if (ins.step() != SQLITE_ROW) {
+      error = fmt::format("recording counters: {}", db.message());
+      return false;
+    }
+    counter_ids_.push_back(ins.column_int(0));
+    ins.reset();
   }
+  return true;
+}
 
-  static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128", "f16", "bf16"};
-  static_assert(std::size(kDtypes) == size_t(DType::kBF16) + 1, "one name per DType");
+// The statements of a thread's rows, prepared once per flush for all its threads.
+struct Store::ThreadStatements {
+  explicit ThreadStatements(sqlite3* h)
+      : ins_thread(h,
+                   "INSERT INTO threads (process_id, seq, tid, started_ns, ended_ns, ftz, daz, "
+                   "name) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''))"),
+        upd_thread(h,
+                   "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=?, "
+                   "name=COALESCE(NULLIF(?, ''), name) WHERE thread_id=?"),
+        ins_node(h,
+                 "INSERT INTO nodes (thread_id, parent_id, routine_id, depth, recursive, calls, "
+                 "subrs, incl_ns, excl_ns, flops, bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)"),
+        upd_node(h,
+                 "UPDATE nodes SET calls=?, subrs=?, incl_ns=?, excl_ns=?, flops=?, bytes=? "
+                 "WHERE node_id=?"),
+        counter(h,
+                "INSERT OR REPLACE INTO node_counters (node_id, counter_id, incl, excl) "
+                "VALUES (?,?,?,?)"),
+        ins_shape(h,
+                  "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, "
+                  "batch, calls, time_ns, flops, bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+        upd_shape(h,
+                  "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? WHERE shape_id=?"),
+        ins_event(h,
+                  "INSERT INTO trace_events (thread_id, node_id, start_ns, end_ns) "
+                  "VALUES (?,?,?,?)"),
+        drops(h, "INSERT OR REPLACE INTO trace_drops (thread_id, dropped) VALUES (?,?)"),
+        line(h,
+             "INSERT OR REPLACE INTO line_costs (thread_id, routine_id, line, hits, time_ns) "
+             "VALUES (?,?,?,?,?)") {}
+  bool ok(Database& db, std::string& error) const {
+    return check_prepared({&ins_thread, &upd_thread, &ins_node, &upd_node, &counter, &ins_shape,
+                           &upd_shape, &ins_event, &drops, &line},
+                          db, error);
+  }
+  Statement ins_thread, upd_thread, ins_node, upd_node, counter, ins_shape, upd_shape, ins_event,
+      drops, line;
+};
+
+bool Store::write_threads(Database& db, const FlushData& data, std::string& error) {
+  ThreadStatements st(db.handle());
+  if (!st.ok(db, error)) return false;
   for (const ThreadSnapshot& t : data.threads) {
     ThreadIds& ids = threads_[t.state];
-    if (ids.thread_id == 0) {
-      ins_thread.bind(1, process_id_).bind(2, int64_t(t.seq)).bind(3, int64_t(t.tid));
-      ins_thread.bind(4, t.started_ns);
-      if (t.ended_ns) ins_thread.bind(5, *t.ended_ns); else ins_thread.bind_null(5);
-      ins_thread.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz)).bind(8, t.name);
-      SONDE_STEP(ins_thread, "recording a thread");
-      ids.thread_id = sqlite3_last_insert_rowid(h);
+    if (!write_thread_row(db, st, t, ids, error) || !write_nodes(db, st, t, ids, error) ||
+        !write_node_counters(db, st, t, ids, error) || !write_shapes(db, st, t, ids, error) ||
+        !write_events_and_lines(db, st, t, ids, error)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool Store::write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                             ThreadIds& ids, std::string& error) {
+  if (ids.thread_id == 0) {
+    Statement& ins = st.ins_thread;
+    ins.bind(1, process_id_).bind(2, int64_t(t.seq)).bind(3, int64_t(t.tid));
+    ins.bind(4, t.started_ns);
+    if (t.ended_ns) ins.bind(5, *t.ended_ns); else ins.bind_null(5);
+    ins.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz)).bind(8, t.name);
+    SONDE_STEP(ins, "recording a thread");
+    ids.thread_id = sqlite3_last_insert_rowid(db.handle());
+    return true;
+  }
+  Statement& upd = st.upd_thread;
+  upd.bind(1, t.started_ns);
+  if (t.ended_ns) upd.bind(2, *t.ended_ns); else upd.bind_null(2);
+  upd.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
+  upd.bind(6, ids.thread_id);
+  SONDE_STEP(upd, "updating a thread");
+  return true;
+}
+
+bool Store::write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                        ThreadIds& ids, std::string& error) {
+  ids.nodes.resize(t.nodes.size(), 0);
+  for (const NodeRow& n : t.nodes) {
+    // Inherited across fork and never run here. A generator first resumed under this path
+    // has no call of its own but has time, and children that need it as their parent.
+    if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
+    int64_t& id = ids.nodes[n.index];
+    if (id != 0) {
+      Statement& upd = st.upd_node;
+      upd.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);
+      upd.bind(4, n.excl_ns).bind(5, double(n.flops)).bind(6, double(n.bytes));
+      upd.bind(7, id);
+      SONDE_STEP(upd, "updating the call tree");
+      continue;
+    }
+    Statement& ins = st.ins_node;
+    ins.bind(1, ids.thread_id);
+    if (n.index == 0 || ids.nodes[n.parent] == 0) {
+      ins.bind_null(2);
     } else {
-      upd_thread.bind(1, t.started_ns);
-      if (t.ended_ns) upd_thread.bind(2, *t.ended_ns); else upd_thread.bind_null(2);
-      upd_thread.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
-      upd_thread.bind(6, ids.thread_id);
-      SONDE_STEP(upd_thread, "updating a thread");
+      ins.bind(2, ids.nodes[n.parent]);
     }
+    ins.bind(3, routine_ids_.at(n.routine)).bind(4, int64_t(n.depth));
+    ins.bind(5, int64_t(is_recursive(t, n))).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
+    ins.bind(8, n.incl_ns).bind(9, n.excl_ns).bind(10, double(n.flops));
+    ins.bind(11, double(n.bytes));
+    SONDE_STEP(ins, "writing the call tree");
+    id = sqlite3_last_insert_rowid(db.handle());
+  }
+  return true;
+}
 
-    ids.nodes.resize(t.nodes.size(), 0);
-    for (const NodeRow& n : t.nodes) {
-      // Inherited across fork and never run here. A generator first resumed under this path
-      // has no call of its own but has time, and children that need it as their parent.
-      if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
-      int64_t& id = ids.nodes[n.index];
-      if (id != 0) {
-        upd_node.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);
-        upd_node.bind(4, n.excl_ns).bind(5, double(n.flops)).bind(6, double(n.bytes));
-        upd_node.bind(7, id);
-        SONDE_STEP(upd_node, "updating the call tree");
-        continue;
-      }
-      bool recursive = false;
-      for (uint32_t a = n.parent; n.index != 0; a = t.nodes[a].parent) {
-        if (t.nodes[a].routine == n.routine) recursive = true;
-        if (a == 0 || recursive) break;
-      }
-      ins_node.bind(1, ids.thread_id);
-      if (n.index == 0 || ids.nodes[n.parent] == 0) {
-        ins_node.bind_null(2);
-      } else {
-        ins_node.bind(2, ids.nodes[n.parent]);
-      }
-      ins_node.bind(3, routine_ids_.at(n.routine)).bind(4, int64_t(n.depth));
-      ins_node.bind(5, int64_t(recursive)).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
-      ins_node.bind(8, n.incl_ns).bind(9, n.excl_ns).bind(10, double(n.flops));
-      ins_node.bind(11, double(n.bytes));
-      SONDE_STEP(ins_node, "writing the call tree");
-      id = sqlite3_last_insert_rowid(h);
-    }
-
-    size_t counted = std::min<size_t>(counter_ids_.size(), t.counters);
-    for (const NodeRow& n : t.nodes) {
-      if (counted == 0 || ids.nodes[n.index] == 0) continue;
-      const uint64_t *incl = t.counter_incl(n.index), *excl = t.counter_excl(n.index);
-      for (size_t c = 0; c < counted; ++c) {
-        counter.bind(1, ids.nodes[n.index]).bind(2, counter_ids_[c]);
-        counter.bind(3, double(incl[c])).bind(4, double(excl[c]));
-        SONDE_STEP(counter, "writing counters");
-      }
-    }
-
-    ids.shapes.resize(t.shapes.size(), 0);
-    for (const ShapeRow& s : t.shapes) {
-      int64_t& id = ids.shapes[s.index];
-      if (id != 0) {
-        upd_shape.bind(1, int64_t(s.calls)).bind(2, s.time_ns).bind(3, double(s.flops));
-        upd_shape.bind(4, double(s.bytes)).bind(5, id);
-        SONDE_STEP(upd_shape, "updating shapes");
-        continue;
-      }
-      if (s.calls == 0 || ids.nodes[s.node] == 0) continue;
-      // The call site: the nearest Python frame above the call, else the native caller.
-      std::string site;
-      for (uint32_t a = t.nodes[s.node].parent; a != 0; a = t.nodes[a].parent) {
-        const Routine& r = *routines_[t.nodes[a].routine];
-        if (r.kind == "python") {
-          site = r.name;
-          break;
-        }
-      }
-      if (site.empty()) {
-        auto it = sites_.find(s.site);
-        if (it == sites_.end()) it = sites_.emplace(s.site, symbolize(s.site)).first;
-        site = it->second;
-      }
-      char ta[2] = {s.shape.trans_a, 0}, tb[2] = {s.shape.trans_b, 0};
-      ins_shape.bind(1, ids.nodes[s.node]).bind(2, site).bind(3, s.shape.m).bind(4, s.shape.n);
-      ins_shape.bind(5, s.shape.k).bind(6, std::string_view(ta)).bind(7, std::string_view(tb));
-      ins_shape.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
-      ins_shape.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
-      ins_shape.bind(12, double(s.flops)).bind(13, double(s.bytes));
-      SONDE_STEP(ins_shape, "writing shapes");
-      id = sqlite3_last_insert_rowid(h);
-    }
-
-    for (const TraceRow& e : t.events) {
-      if (ids.nodes[e.node] == 0) continue;
-      ins_event.bind(1, ids.thread_id).bind(2, ids.nodes[e.node]).bind(3, e.start_ns);
-      ins_event.bind(4, e.end_ns);
-      SONDE_STEP(ins_event, "writing trace events");
-    }
-    for (const LineRow& l : t.lines) {
-      if (l.hits == 0) continue;
-      line.bind(1, ids.thread_id).bind(2, routine_ids_.at(l.routine)).bind(3, int64_t(l.line));
-      line.bind(4, int64_t(l.hits)).bind(5, l.time_ns);
-      SONDE_STEP(line, "writing line costs");
-    }
-    if (t.dropped_events > 0) {
-      drops.bind(1, ids.thread_id).bind(2, int64_t(t.dropped_events));
-      SONDE_STEP(drops, "counting dropped events");
+bool Store::write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                                const ThreadIds& ids, std::string& error) {
+  size_t counted = std::min<size_t>(counter_ids_.size(), t.counters);
+  if (counted == 0) return true;
+  for (const NodeRow& n : t.nodes) {
+    if (ids.nodes[n.index] == 0) continue;
+    const uint64_t *incl = t.counter_incl(n.index), *excl = t.counter_excl(n.index);
+    for (size_t c = 0; c < counted; ++c) {
+      st.counter.bind(1, ids.nodes[n.index]).bind(2, counter_ids_[c]);
+      st.counter.bind(3, double(incl[c])).bind(4, double(excl[c]));
+      SONDE_STEP(st.counter, "writing counters");
     }
   }
+  return true;
+}
 
-  if (!data.gpu.empty()) {
-    Statement gpu(h,
-                  "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
-                  "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-                  "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-    Statement metric(h, "INSERT INTO gpu_metrics (activity_id, metric, value) VALUES (?,?,?)");
-    if (!check_prepared({&gpu, &metric}, db, error)) return false;
-    for (const GpuRow& g : data.gpu) {
-      // The launching call path: written above in this same transaction, or resolved to its
-      // row when the launching thread's state was freed.
-      int64_t node_id = g.node_id;
-      if (g.thread != nullptr) {
-        const std::vector<int64_t>& ids = node_ids(g.thread);
-        node_id = g.node < ids.size() ? ids[g.node] : 0;
-      }
-      gpu.bind(1, process_id_);
-      if (node_id != 0) gpu.bind(2, node_id); else gpu.bind_null(2);
-      gpu.bind(3, std::string_view(g.kind)).bind(4, g.name).bind(5, g.device).bind(6, g.stream);
-      gpu.bind(7, g.start_ns).bind(8, g.end_ns);
-      if (g.bytes >= 0) gpu.bind(9, g.bytes); else gpu.bind_null(9);
-      bool kernel = g.registers >= 0;
-      for (int i = 0; i < 3; ++i) {
-        if (kernel) gpu.bind(10 + i, int64_t(g.grid[i])); else gpu.bind_null(10 + i);
-        if (kernel) gpu.bind(13 + i, int64_t(g.block[i])); else gpu.bind_null(13 + i);
-      }
-      if (kernel) gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
-      else gpu.bind_null(16).bind_null(17);
-      SONDE_STEP(gpu, "writing GPU activity");
-      int64_t activity_id = sqlite3_last_insert_rowid(h);
-      for (const auto& [name, value] : g.metrics) {
-        metric.bind(1, activity_id).bind(2, name).bind(3, value);
-        SONDE_STEP(metric, "writing GPU metrics");
-      }
+std::string Store::call_site(const ThreadSnapshot& t, const ShapeRow& s) {
+  // The nearest Python frame above the call, else the native caller.
+  for (uint32_t a = t.nodes[s.node].parent; a != 0; a = t.nodes[a].parent) {
+    const Routine& r = *routines_[t.nodes[a].routine];
+    if (r.kind == "python") return r.name;
+  }
+  auto it = sites_.find(s.site);
+  if (it == sites_.end()) it = sites_.emplace(s.site, symbolize(s.site)).first;
+  return it->second;
+}
+
+bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                         ThreadIds& ids, std::string& error) {
+  static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128", "f16", "bf16"};
+  static_assert(std::size(kDtypes) == size_t(DType::kBF16) + 1, "one name per DType");
+  ids.shapes.resize(t.shapes.size(), 0);
+  for (const ShapeRow& s : t.shapes) {
+    int64_t& id = ids.shapes[s.index];
+    if (id != 0) {
+      Statement& upd = st.upd_shape;
+      upd.bind(1, int64_t(s.calls)).bind(2, s.time_ns).bind(3, double(s.flops));
+      upd.bind(4, double(s.bytes)).bind(5, id);
+      SONDE_STEP(upd, "updating shapes");
+      continue;
+    }
+    if (s.calls == 0 || ids.nodes[s.node] == 0) continue;
+    std::string site = call_site(t, s);
+    char ta[2] = {s.shape.trans_a, 0}, tb[2] = {s.shape.trans_b, 0};
+    Statement& ins = st.ins_shape;
+    ins.bind(1, ids.nodes[s.node]).bind(2, site).bind(3, s.shape.m).bind(4, s.shape.n);
+    ins.bind(5, s.shape.k).bind(6, std::string_view(ta)).bind(7, std::string_view(tb));
+    ins.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
+    ins.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
+    ins.bind(12, double(s.flops)).bind(13, double(s.bytes));
+    SONDE_STEP(ins, "writing shapes");
+    id = sqlite3_last_insert_rowid(db.handle());
+  }
+  return true;
+}
+
+bool Store::write_events_and_lines(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                                   const ThreadIds& ids, std::string& error) {
+  for (const TraceRow& e : t.events) {
+    if (ids.nodes[e.node] == 0) continue;
+    st.ins_event.bind(1, ids.thread_id).bind(2, ids.nodes[e.node]).bind(3, e.start_ns);
+    st.ins_event.bind(4, e.end_ns);
+    SONDE_STEP(st.ins_event, "writing trace events");
+  }
+  for (const LineRow& l : t.lines) {
+    if (l.hits == 0) continue;
+    st.line.bind(1, ids.thread_id).bind(2, routine_ids_.at(l.routine)).bind(3, int64_t(l.line));
+    st.line.bind(4, int64_t(l.hits)).bind(5, l.time_ns);
+    SONDE_STEP(st.line, "writing line costs");
+  }
+  if (t.dropped_events > 0) {
+    st.drops.bind(1, ids.thread_id).bind(2, int64_t(t.dropped_events));
+    SONDE_STEP(st.drops, "counting dropped events");
+  }
+  return true;
+}
+
+bool Store::write_gpu(Database& db, const FlushData& data, std::string& error) {
+  if (data.gpu.empty()) return true;
+  sqlite3* h = db.handle();
+  Statement gpu(h,
+                "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
+                "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
+                "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  Statement metric(h, "INSERT INTO gpu_metrics (activity_id, metric, value) VALUES (?,?,?)");
+  if (!check_prepared({&gpu, &metric}, db, error)) return false;
+  for (const GpuRow& g : data.gpu) {
+    // The launching call path: written above in this same transaction, or resolved to its
+    // row when the launching thread's state was freed.
+    int64_t node_id = g.node_id;
+    if (g.thread != nullptr) {
+      const std::vector<int64_t>& ids = node_ids(g.thread);
+      node_id = g.node < ids.size() ? ids[g.node] : 0;
+    }
+    gpu.bind(1, process_id_);
+    if (node_id != 0) gpu.bind(2, node_id); else gpu.bind_null(2);
+    gpu.bind(3, std::string_view(g.kind)).bind(4, g.name).bind(5, g.device).bind(6, g.stream);
+    gpu.bind(7, g.start_ns).bind(8, g.end_ns);
+    if (g.bytes >= 0) gpu.bind(9, g.bytes); else gpu.bind_null(9);
+    bool kernel = g.registers >= 0;
+    for (int i = 0; i < 3; ++i) {
+      if (kernel) gpu.bind(10 + i, int64_t(g.grid[i])); else gpu.bind_null(10 + i);
+      if (kernel) gpu.bind(13 + i, int64_t(g.block[i])); else gpu.bind_null(13 + i);
+    }
+    if (kernel) gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
+    else gpu.bind_null(16).bind_null(17);
+    SONDE_STEP(gpu, "writing GPU activity");
+    int64_t activity_id = sqlite3_last_insert_rowid(h);
+    for (const auto& [name, value] : g.metrics) {
+      metric.bind(1, activity_id).bind(2, name).bind(3, value);
+      SONDE_STEP(metric, "writing GPU metrics");
     }
   }
+  return true;
+}
 
+bool Store::write_notes_and_info(Database& db, const FlushData& data, std::string& error) {
+  sqlite3* h = db.handle();
   Statement note(h,
                  "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
                  "VALUES (?,?,?,?,?)");
   Statement info(h,
                  "INSERT OR REPLACE INTO run_info (run_id, process_id, key, value) "
                  "VALUES (?,?,?,?)");
-  Statement proc(h,
-                 "UPDATE processes SET last_flush_ns=?, flushes=flushes+1, ended_ns=?, "
-                 "end_reason=? WHERE process_id=?");
-  if (!check_prepared({&note, &info, &proc}, db, error)) return false;
+  if (!check_prepared({&note, &info}, db, error)) return false;
   for (const Note& n : data.notes) {
     note.bind(1, run_id_).bind(2, process_id_).bind(3, n.severity).bind(4, n.topic);
     note.bind(5, n.message);
@@ -411,16 +472,23 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
     info.bind(1, run_id_).bind(2, process_id_).bind(3, key).bind(4, value);
     SONDE_STEP(info, "writing run information");
   }
-  if (!data.peaks.empty()) {
-    Statement peak(h, "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
-                      "VALUES (?,?,?,?,?)");
-    if (!check_prepared({&peak}, db, error)) return false;
-    for (const Peak& p : data.peaks) {
-      peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);
-      peak.bind(5, p.source);
-      SONDE_STEP(peak, "writing peaks");
-    }
+  if (data.peaks.empty()) return true;
+  Statement peak(h, "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
+                    "VALUES (?,?,?,?,?)");
+  if (!check_prepared({&peak}, db, error)) return false;
+  for (const Peak& p : data.peaks) {
+    peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);
+    peak.bind(5, p.source);
+    SONDE_STEP(peak, "writing peaks");
   }
+  return true;
+}
+
+bool Store::write_process_state(Database& db, const FlushData& data, std::string& error) {
+  Statement proc(db.handle(),
+                 "UPDATE processes SET last_flush_ns=?, flushes=flushes+1, ended_ns=?, "
+                 "end_reason=? WHERE process_id=?");
+  if (!check_prepared({&proc}, db, error)) return false;
   proc.bind(1, data.now_ns);
   if (data.end_reason) {
     proc.bind(2, data.now_ns).bind(3, std::string_view(data.end_reason));
@@ -429,7 +497,7 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   }
   proc.bind(4, process_id_);
   SONDE_STEP(proc, "updating the process");
-  return db.exec("COMMIT", error);
+  return true;
 }
 
 }  // namespace sonde

@@ -18,6 +18,8 @@
 
 namespace sonde {
 
+class Database;
+
 struct RunInfo {
   std::string uuid, command, host, cpu_model, mode;
   int64_t started_ns = 0;
@@ -68,13 +70,34 @@ class Store {
   int64_t process_id() const { return process_id_; }
 
  private:
-  bool prepare_transaction(const std::string& path, std::string& error);
-  bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
-
   struct ThreadIds {
     int64_t thread_id = 0;
     std::vector<int64_t> nodes, shapes;
   };
+  struct ThreadStatements;
+
+  bool prepare_transaction(const std::string& path, std::string& error);
+  // One flush, one transaction; a function per group of tables, each false with `error` set.
+  bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
+  bool write_run(Database& db, const RunInfo& run, std::string& error);
+  bool write_process(Database& db, const ProcessInfo& process, std::string& error);
+  bool write_routines(Database& db, RoutineRegistry& registry, std::string& error);
+  bool write_counter_names(Database& db, const FlushData& data, std::string& error);
+  bool write_threads(Database& db, const FlushData& data, std::string& error);
+  bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                        ThreadIds& ids, std::string& error);
+  bool write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
+                   std::string& error);
+  bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                           const ThreadIds& ids, std::string& error);
+  bool write_shapes(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
+                    std::string& error);
+  bool write_events_and_lines(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                              const ThreadIds& ids, std::string& error);
+  bool write_gpu(Database& db, const FlushData& data, std::string& error);
+  bool write_notes_and_info(Database& db, const FlushData& data, std::string& error);
+  bool write_process_state(Database& db, const FlushData& data, std::string& error);
+  std::string call_site(const ThreadSnapshot& t, const ShapeRow& s);
   std::string path_;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
