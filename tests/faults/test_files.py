@@ -92,6 +92,18 @@ def test_file_size_limit_sweep(tmp_path):
     assert outcomes == {"none", False, True}, outcomes
 
 
+def test_failing_flushes_said_once(tmp_path):
+    """the profile outgrows ulimit -f while the host runs: later flushes fail, said once"""
+    cmd = [prog("slow_gemms"), 1000]  # a new region every ms: the file grows with each flush
+    alone = plain(cmd)
+    r = sonde_run(cmd, "p.db", cwd=tmp_path, preexec_fn=fsize_limit(176),
+                  env_extra={"SONDE_FLUSH_INTERVAL": "0.1"})
+    same_behaviour(alone, r)
+    failed = [l for l in said(r.err) if "flushing the profile" in l]
+    assert len(failed) == 1, failed
+    assert written_claim(r.err) == ("p.db", False), r.err
+
+
 @pytest.fixture
 def small_disk(tmp_path):
     """A 1 MiB tmpfs, mounted for the test (root only)."""

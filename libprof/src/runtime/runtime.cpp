@@ -375,10 +375,13 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
 
   std::string error;
   if (!store_.write(d, routines_, error)) {
-    warn("flushing the profile to {} failed: {}", output_, error);
+    // Once per cause: a full disk fails every periodic flush the same way.
+    if (error != last_flush_error_) warn("flushing the profile to {} failed: {}", output_, error);
+    last_flush_error_ = error;
     if (gpu != nullptr) gpu->requeue(std::move(d.gpu));
     return false;
   }
+  last_flush_error_.clear();
   if (final) finished_ = true;
   // Threads that had ended before this snapshot are written for good: free them, so memory
   // follows the live threads and their call paths, not every thread the process ever had.

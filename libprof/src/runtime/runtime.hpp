@@ -112,6 +112,7 @@ class Runtime {
   uint32_t next_seq_ = 0;
 
   std::mutex store_mu_;  // held for a whole flush; fork waits for it
+  std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
   Store store_;
   std::mutex notes_mu_;
   std::vector<Note> notes_;
