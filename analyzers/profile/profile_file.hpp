@@ -8,13 +8,15 @@
 #include <string_view>
 #include <variant>
 
+#include "store/schema_version.hpp"
+
 struct sqlite3;
 struct sqlite3_stmt;
 
 namespace sonde::analyzers {
 
-// The newest schema_version this sonde understands.
-inline constexpr int kSchemaVersion = 1;
+// The newest schema_version this sonde understands: the one libsonde writes.
+using sonde::kSchemaVersion;
 
 // Everything the library reports to a user: one line, no prefix; the CLI adds "sonde <cmd>: ".
 class Error : public std::runtime_error {

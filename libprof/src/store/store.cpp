@@ -3,14 +3,13 @@
 #include <fmt/format.h>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql
+#include "store/schema_version.hpp"
 #include "store/sqlite_db.hpp"
 #include "symbols/symbolize.hpp"
 
 namespace sonde {
 
 namespace {
-
-constexpr int kSchemaVersion = 1;
 
 // A failed step aborts the flush with SQLite's own message.
 #define SONDE_STEP(stmt, what)                                                      \
