@@ -4,7 +4,7 @@
 
 namespace sonde {
 
-// 1: the first.
-inline constexpr int kSchemaVersion = 1;
+// 2: shapes.threads (the thread count a call ran with); % of peak against the peak for it.
+inline constexpr int kSchemaVersion = 2;
 
 }  // namespace sonde

@@ -210,8 +210,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
                      "bytes=? WHERE node_id=?");
   Statement ins_shape(h,
                       "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, "
-                      "dtype, batch, calls, time_ns, flops, bytes) "
-                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                      "dtype, batch, calls, time_ns, flops, bytes, threads) "
+                      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   Statement upd_shape(h,
                       "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? "
                       "WHERE shape_id=?");
@@ -320,6 +320,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
       ins_shape.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
       ins_shape.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
       ins_shape.bind(12, double(s.flops)).bind(13, double(s.bytes));
+      if (s.shape.threads > 0) ins_shape.bind(14, int64_t(s.shape.threads));
+      else ins_shape.bind_null(14);
       SONDE_STEP(ins_shape, "writing shapes");
       id = sqlite3_last_insert_rowid(h);
     }

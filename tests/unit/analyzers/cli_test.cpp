@@ -88,7 +88,7 @@ TEST_F(CliTest, NewerSchemaVersion) {
   write_fixture(newer, {.schema_version = "99"});
   CliResult r = run_sonde("report " + q(newer));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "schema version 99; this sonde reads up to version 1");
+  expect_one_clean_line(r, "schema version 99; this sonde reads up to version 2");
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {

@@ -11,7 +11,7 @@ namespace sonde::test {
 inline constexpr long long kT0 = 1'000'000'000'000;  // the run's start, CLOCK_REALTIME ns
 
 struct FixtureOptions {
-  std::string schema_version = "1";
+  std::string schema_version = "2";
   bool trace_events = false;
 };
 
