@@ -109,6 +109,10 @@ ProfileFile ProfileFile::open(const std::string& path) {
     throw Error(fmt::format("{} has schema version {}; this sonde reads up to version {}: "
                             "use a newer sonde",
                             path, version, kSchemaVersion));
+  if (version < kSchemaVersion)
+    throw Error(fmt::format("{} has schema version {}, written by an older sonde; this sonde reads "
+                            "version {} (its views are not in the file): profile the run again",
+                            path, version, kSchemaVersion));
   file.schema_version_ = version;
   define_views(raw);
   return file;
