@@ -2,16 +2,13 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
 
 #include "store/schema_version.hpp"
-
-struct sqlite3;
-struct sqlite3_stmt;
+#include "store/sqlite_db.hpp"
 
 namespace sonde::analyzers {
 
@@ -56,7 +53,7 @@ class Statement {
 
  private:
   const ProfileFile* file_;
-  sqlite3_stmt* stmt_ = nullptr;
+  sonde::Statement stmt_;  // the one SQLite wrapper, libsonde's; errors thrown here
 };
 
 class ProfileFile {
@@ -71,7 +68,7 @@ class ProfileFile {
 
   const std::string& path() const { return path_; }
   int schema_version() const { return schema_version_; }
-  sqlite3* db() const { return db_.get(); }
+  sqlite3* db() const { return db_.handle(); }
 
   Statement prepare(std::string_view sql) const { return Statement(*this, sql); }
   bool has_table(std::string_view name) const;
@@ -82,13 +79,10 @@ class ProfileFile {
   [[noreturn]] void fail(int rc, std::string_view what = {}) const;
 
  private:
-  struct Closer {
-    void operator()(sqlite3* db) const;
-  };
-  ProfileFile(std::string path, sqlite3* db);
+  explicit ProfileFile(std::string path);
 
   std::string path_;
-  std::unique_ptr<sqlite3, Closer> db_;
+  sonde::Database db_;
   int schema_version_ = 0;
 };
 
