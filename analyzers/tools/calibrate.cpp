@@ -521,6 +521,7 @@ int calibrate_command(const CalibrateCommand& command) {
   };
 
   if (!sets.empty()) {
+    check_peaks_writable(path);  // a directory is said as such, not as an unreadable file
     std::vector<Peak> merged = merge_peaks(load(true).peaks, sets);
     write_peaks_file(path, format_peaks(merged, fmt::format("`sonde calibrate --set` on {}",
                                                             host_and_date())));

@@ -76,7 +76,7 @@ bool read_peaks_file(const std::string& path, PeaksText& out, std::string& error
   // libsonde reads it).
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    if (errno == ENOENT) return true;
+    if (errno == ENOENT || errno == ENOTDIR) return true;  // nothing there
     error = path + ": " + std::strerror(errno);
     return false;
   }

@@ -53,6 +53,9 @@ TEST(PeaksFile, MissingIsNoPeaks) {
   EXPECT_TRUE(read_peaks_file(dir.file("absent.txt"), t, error));
   EXPECT_TRUE(t.peaks.empty());
   EXPECT_TRUE(error.empty());
+  std::string file = dir.write("plain", "x");  // a path beneath a file: nothing there either
+  EXPECT_TRUE(read_peaks_file(file + "/peaks.txt", t, error));
+  EXPECT_TRUE(error.empty());
 }
 
 TEST(PeaksFile, RefusesFifoDeviceAndDirectoryWithoutBlocking) {
