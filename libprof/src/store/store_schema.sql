@@ -276,11 +276,13 @@ CREATE VIEW IF NOT EXISTS callpaths AS
 -- the count outright wins over it). No row where no peak is at or below the count.
 CREATE VIEW IF NOT EXISTS peaks_at_threads AS
   WITH RECURSIVE
-    calibrated(run_id, resource, threads, explicit, value) AS (
+    calibrated(run_id, resource, threads, value) AS (
       SELECT pk.run_id, pk.resource,
-             CASE WHEN pk.threads > 0 THEN pk.threads ELSE r.cores END, pk.threads > 0, pk.value
+             CASE WHEN pk.threads > 0 THEN pk.threads ELSE r.cores END, pk.value
       FROM peaks pk JOIN runs r USING (run_id)
-      WHERE (pk.threads > 0 OR r.cores > 0) AND pk.value > 0),
+      WHERE pk.value > 0 AND (pk.threads > 0 OR (r.cores > 0 AND NOT EXISTS (
+              SELECT 1 FROM peaks e WHERE e.run_id = pk.run_id AND e.resource = pk.resource
+                                      AND e.threads = r.cores AND e.value > 0)))),
     top(n) AS (
       SELECT MIN(4096, MAX(1, COALESCE((SELECT MAX(cores) FROM runs), 1),
                               COALESCE((SELECT MAX(threads) FROM peaks), 1),
@@ -288,15 +290,12 @@ CREATE VIEW IF NOT EXISTS peaks_at_threads AS
     counts(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM counts, top WHERE t < top.n),
     chosen(run_id, resource, threads, peak_threads) AS (
       SELECT c.run_id, c.resource, counts.t, MAX(c.threads)
-      FROM (SELECT DISTINCT run_id, resource, threads FROM calibrated) c JOIN counts
-           ON c.threads <= counts.t
+      FROM calibrated c JOIN counts ON c.threads <= counts.t
       GROUP BY c.run_id, c.resource, counts.t)
   SELECT ch.run_id AS run_id, ch.resource AS resource, ch.threads AS threads,
-         ch.peak_threads AS peak_threads,
-         (SELECT c.value FROM calibrated c
-          WHERE c.run_id = ch.run_id AND c.resource = ch.resource AND c.threads = ch.peak_threads
-          ORDER BY c.explicit DESC LIMIT 1) AS value
-  FROM chosen ch;
+         ch.peak_threads AS peak_threads, c.value AS value
+  FROM chosen ch JOIN calibrated c
+       ON c.run_id = ch.run_id AND c.resource = ch.resource AND c.threads = ch.peak_threads;
 
 -- Each shapes row with the peaks its calls are held against: gemm.<dtype> and mem.bw at the
 -- thread count the calls ran with (NULL: unknown count, or no peak at or below it).
