@@ -173,7 +173,7 @@ SubnormalStats subnormal_stats() {
 
 }  // namespace sonde::blas
 
-#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL)                                    \
+#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL)                                     \
   SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
                   ::sonde::blas::with_threads(MODEL))
 #include "blas_routines.def"

@@ -35,8 +35,7 @@ std::string parse_line(std::string_view line, Peak& p) {
     return "threads must be a whole number >= 0";
   double value = 0;
   auto [vend, vec] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), value);
-  if (vec != std::errc() || vend != f[2].data() + f[2].size())
-    return "value is not a number";
+  if (vec != std::errc() || vend != f[2].data() + f[2].size()) return "value is not a number";
   if (!std::isfinite(value) || value <= 0) return "value must be finite and > 0";
   p.resource = std::string(f[0]);
   p.threads = threads;
@@ -56,7 +55,8 @@ PeaksText parse_peaks(std::string_view text) {
     std::string_view raw = text.substr(0, eol);
     text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
     std::string_view line = raw;
-    if (std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
+    if (std::size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     Peak p;

@@ -57,8 +57,9 @@ TEST_F(PeaksViewsTest, ShapesMetricsAndCandidatesPrintTheGemmShapesView) {
   // One shape on 1 thread, the other on 2: each against its own peak (2.5 and 4).
   sql("UPDATE shapes SET threads = 2 WHERE n = 10;"
       "UPDATE peaks SET value = 25 WHERE threads = 1;");  // the 1000^3 shape: 10 % of 25
-  auto view = rows("SELECT m, n, gflops, pct_peak, threads, peak_gflops FROM gemm_shapes "
-                   "ORDER BY time_s DESC");
+  auto view = rows(
+      "SELECT m, n, gflops, pct_peak, threads, peak_gflops FROM gemm_shapes "
+      "ORDER BY time_s DESC");
   ASSERT_EQ(view.size(), 2u);
   EXPECT_DOUBLE_EQ(*view[0][3], 10.0);
   EXPECT_DOUBLE_EQ(*view[1][3], 25.0);  // 1 GFLOP/s of the 2-thread 4
@@ -76,7 +77,7 @@ TEST_F(PeaksViewsTest, ShapesMetricsAndCandidatesPrintTheGemmShapesView) {
     EXPECT_EQ(m.shapes[i].perf.gflops, view[i][2]);
     EXPECT_EQ(m.shapes[i].perf.pct_peak, view[i][3]);
   }
-  // The gemm-shape rule fires on the 10 % shape? No: 10 is not below 10; make it 5 %.
+  // The gemm-shape rule's evidence: the 1000^3 shape at 5 % (below its 10 % threshold).
   sql("UPDATE peaks SET value = 50 WHERE threads = 1;");
   view = rows("SELECT pct_peak FROM gemm_shapes ORDER BY time_s DESC");
   bool found = false;
@@ -90,8 +91,9 @@ TEST_F(PeaksViewsTest, ShapesMetricsAndCandidatesPrintTheGemmShapesView) {
 
 TEST_F(PeaksViewsTest, RoutineMetricsPrintTheRoutinePeaksView) {
   sql("UPDATE shapes SET threads = 2 WHERE n = 10;");
-  auto view = rows("SELECT gflops, pct_peak, peak_gflops, mem_bw_gbs FROM routine_peaks "
-                   "WHERE routine = 'cblas_sgemm'");
+  auto view = rows(
+      "SELECT gflops, pct_peak, peak_gflops, mem_bw_gbs FROM routine_peaks "
+      "WHERE routine = 'cblas_sgemm'");
   ASSERT_EQ(view.size(), 1u);
   // 3e9 FLOPs over 1 s x 2.5 + 0.5 s x 4: 3 / 4.5 = 66.7 %.
   EXPECT_DOUBLE_EQ(*view[0][1], 100.0 * 3.0 / 4.5);
