@@ -26,8 +26,8 @@ namespace sonde::test {
 
 inline void write_advice_fixture(const std::filesystem::path& path) {
   std::string sql = read_file(SONDE_SCHEMA_SQL);
+  sql += "INSERT INTO meta VALUES ('schema_version', '" + std::to_string(kSchemaVersion) + "');";
   sql += R"sql(
-INSERT INTO meta VALUES ('schema_version', '2');
 INSERT INTO runs VALUES (1, 'uuid-a', 1000000000000, 'python3 train.py', 'h', 'cpu', 2, 2,
                          'profile');
 INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
