@@ -105,10 +105,11 @@ ProfileFile ProfileFile::open(const std::string& path) {
                             path, version, kSchemaVersion));
   if (version < kSchemaVersion)
     throw Error(fmt::format("{} has schema version {}, written by an older sonde; this sonde reads "
-                            "version {} (its views are not in the file): profile the run again",
+                            "version {} (the peaks views read shapes.threads, which it lacks): profile "
+                            "the run again",
                             path, version, kSchemaVersion));
   file.schema_version_ = version;
-  define_views(raw);
+  define_views(file.db());
   return file;
 }
 
