@@ -161,12 +161,12 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
                 {"gemm_gflops", gflops}};
   std::string peak_text;
   if (!g.dtype.empty()) {
-    // Against the all-threads peak: what the machine could do, not what one thread does.
-    auto it = m.facts.peaks.find({"gemm." + g.dtype, 0});
-    if (it != m.facts.peaks.end() && it->second > 0) {
-      double p = 100.0 * gflops / it->second;
-      c.evidence.emplace_back("pct_peak", p);
-      peak_text = fmt::format(" ({:.1f} % of peak)", p);
+    // Against the peak for every available core (what the machine could do), not the peak for
+    // the threads the BLAS ran (gemm_shapes' pct_peak): a figure of its own, named so.
+    if (auto peak = m.facts.peak_at("gemm." + g.dtype, *cores)) {
+      double p = 100.0 * gflops / *peak;
+      c.evidence.emplace_back("pct_peak_all_cores", p);
+      peak_text = fmt::format(" ({:.1f} % of the {}-thread peak)", p, *cores);
     }
   }
   c.summary = fmt::format("BLAS runs {} thread{} of {} available; GEMMs reach {:.2f} GFLOP/s{} "

@@ -1,6 +1,7 @@
 #include "metrics/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <set>
 #include <utility>
@@ -46,14 +47,12 @@ std::optional<std::int64_t> RunFacts::available_cores() const {
   return std::nullopt;
 }
 
-std::optional<double> RunFacts::peak(std::string_view resource) const {
-  std::string r(resource);
-  if (blas_threads) {
-    if (auto it = peaks.find({r, *blas_threads}); it != peaks.end() && it->second > 0)
-      return it->second;
-  }
-  if (auto it = peaks.find({r, 0}); it != peaks.end() && it->second > 0) return it->second;
-  return std::nullopt;
+std::optional<double> RunFacts::peak_at(std::string_view resource,
+                                        std::optional<std::int64_t> threads) const {
+  if (!threads) return std::nullopt;
+  auto it = peaks_at.find({std::string(resource), *threads});
+  if (it == peaks_at.end() || !(it->second > 0)) return std::nullopt;
+  return it->second;
 }
 
 std::string dtype_from_name(std::string_view routine) {
@@ -72,18 +71,16 @@ std::string dtype_from_name(std::string_view routine) {
   }
 }
 
-Roofline roofline(const RunFacts& facts, double flops, double bytes, std::int64_t time_ns,
-                  std::string_view dtype) {
+Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optional<double> peak,
+                  std::optional<double> mem_bw) {
   Roofline r;
   if (flops <= 0) return r;
   if (time_ns > 0) r.gflops = flops / static_cast<double>(time_ns);
   if (bytes > 0) r.intensity = flops / bytes;
-  std::optional<double> peak;
-  if (!dtype.empty()) peak = facts.peak("gemm." + std::string(dtype));
+  if (peak && !(*peak > 0)) peak.reset();
   if (peak && r.gflops) r.pct_peak = 100.0 * *r.gflops / *peak;
-  std::optional<double> bw = facts.peak("mem.bw");
-  if (peak && bw && r.intensity) {
-    double memory = *r.intensity * *bw;
+  if (peak && mem_bw && *mem_bw > 0 && r.intensity) {
+    double memory = *r.intensity * *mem_bw;
     r.attainable_gflops = std::min(*peak, memory);
     r.bound = memory < *peak ? "memory" : "compute";
   }
@@ -126,6 +123,12 @@ RunFacts load_run_facts(const ProfileFile& file) {
     st.bind(1, run_id);
     while (st.step()) f.peaks[{st.text(0), st.int64(1)}] = st.real(2);
   }
+  {
+    auto st = file.prepare("SELECT resource, threads, value FROM peaks_at_threads "
+                           "WHERE run_id = ? AND value IS NOT NULL");
+    st.bind(1, run_id);
+    while (st.step()) f.peaks_at[{st.text(0), st.int64(1)}] = st.real(2);
+  }
   return f;
 }
 
@@ -153,14 +156,16 @@ Metrics compute_metrics(const ProfileFile& file) {
     walk(t.root, path, false, under);
   }
 
-  // Shapes, grouped as the gemm_shapes view groups them, with their bytes.
+  // Shapes: the gemm_shapes view's rows and figures, as `sonde shapes` prints them.
   std::map<std::string, std::map<std::string, double>> dtype_flops;  // routine -> dtype -> flops
   {
     auto st = file.prepare(
-        "SELECT r.name, s.call_site, s.m, s.n, s.k, s.dtype, SUM(s.calls), SUM(s.time_ns), "
-        "SUM(s.flops), SUM(s.bytes) FROM shapes s JOIN nodes n USING (node_id) "
-        "JOIN routines r USING (routine_id) "
-        "GROUP BY r.name, s.call_site, s.m, s.n, s.k, s.dtype");
+        "SELECT routine, call_site, m, n, k, dtype, calls, time_s, flops, bytes, gflops, "
+        "pct_peak, threads, peak_gflops, mem_bw_gbs FROM gemm_shapes");
+    auto opt = [&](int col) -> std::optional<double> {
+      if (st.is_null(col)) return std::nullopt;
+      return st.real(col);
+    };
     while (st.step()) {
       ShapeMetrics s;
       s.routine = st.text(0);
@@ -170,10 +175,13 @@ Metrics compute_metrics(const ProfileFile& file) {
       s.k = st.int64(4);
       s.dtype = st.text(5);
       s.calls = st.int64(6);
-      s.time_ns = st.int64(7);
+      s.time_ns = std::llround(st.real(7) * 1e9);
       s.flops = st.real(8);
       s.bytes = st.real(9);
-      s.perf = roofline(m.facts, s.flops, s.bytes, s.time_ns, s.dtype);
+      if (!st.is_null(12)) s.threads = st.int64(12);
+      s.perf = roofline(s.flops, s.bytes, s.time_ns, opt(13), opt(14));
+      s.perf.gflops = opt(10);
+      s.perf.pct_peak = opt(11);
       dtype_flops[s.routine][s.dtype] += s.flops;
       m.shapes.push_back(std::move(s));
     }
@@ -183,6 +191,23 @@ Metrics compute_metrics(const ProfileFile& file) {
     return std::tie(a.routine, a.call_site, a.m, a.n, a.k) <
            std::tie(b.routine, b.call_site, b.m, b.n, b.k);
   });
+
+  // Per routine with shapes: the peaks for the thread counts its calls ran with, and its % of
+  // peak, from the routine_peaks view.
+  struct RoutinePeaks {
+    std::optional<double> peak, mem_bw, pct_peak;
+  };
+  std::map<Key, RoutinePeaks> routine_peaks;
+  {
+    auto st = file.prepare("SELECT routine, kind, peak_gflops, mem_bw_gbs, pct_peak "
+                           "FROM routine_peaks ORDER BY routine_id");
+    auto opt = [&](int col) -> std::optional<double> {
+      if (st.is_null(col)) return std::nullopt;
+      return st.real(col);
+    };
+    while (st.step())
+      routine_peaks.emplace(Key{st.text(0), st.text(1)}, RoutinePeaks{opt(2), opt(3), opt(4)});
+  }
 
   for (const HotspotRow& row : h.rows) {
     if (row.kind == "root") {
@@ -211,7 +236,16 @@ Metrics compute_metrics(const ProfileFile& file) {
     } else {
       r.dtype = dtype_from_name(row.name);
     }
-    r.perf = roofline(m.facts, r.flops, r.bytes, r.incl_ns, r.dtype);
+    if (auto it = routine_peaks.find({row.name, row.kind}); it != routine_peaks.end()) {
+      r.perf = roofline(r.flops, r.bytes, r.incl_ns, it->second.peak, it->second.mem_bw);
+      r.perf.pct_peak = it->second.pct_peak;
+    } else {
+      // No shapes to say how many threads ran it: the process's BLAS setting, where known.
+      std::optional<double> peak;
+      if (!r.dtype.empty()) peak = m.facts.peak_at("gemm." + r.dtype, m.facts.blas_threads);
+      r.perf = roofline(r.flops, r.bytes, r.incl_ns, peak,
+                        m.facts.peak_at("mem.bw", m.facts.blas_threads));
+    }
     m.routines.push_back(std::move(r));
   }
   return m;

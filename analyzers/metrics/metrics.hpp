@@ -23,14 +23,18 @@ struct RunFacts {
   std::optional<std::string> blas_library;
   std::optional<std::string> fpu_ftz, fpu_daz;  // "0" / "1"
   std::map<std::string, std::string> info;     // every run_info key
-  // (resource, threads) -> value: GFLOP/s for gemm.*, GB/s for mem.bw.
+  // The peaks table as recorded: (resource, threads) -> value, GFLOP/s for gemm.*, GB/s for
+  // mem.bw; threads 0 = all.
   std::map<std::pair<std::string, std::int64_t>, double> peaks;
+  // The peaks_at_threads view: (resource, thread count) -> the peak work on that many threads
+  // is held against (the nearest calibrated count not above it).
+  std::map<std::pair<std::string, std::int64_t>, double> peaks_at;
 
   // CPUs the program may use: affinity_cores, else cores.
   std::optional<std::int64_t> available_cores() const;
-  // The peak of a resource at the run's BLAS thread count when the table has that row, else the
-  // all-threads row (threads = 0); nullopt without either.
-  std::optional<double> peak(std::string_view resource) const;
+  // peaks_at for `threads`; nullopt without a thread count or a peak at or below it.
+  std::optional<double> peak_at(std::string_view resource,
+                                std::optional<std::int64_t> threads) const;
 };
 
 struct Roofline {
@@ -41,9 +45,10 @@ struct Roofline {
   std::optional<std::string> bound;         // "compute" or "memory" (both peaks known)
 };
 
-// flops, bytes, time and the dtype of the peak to compare with.
-Roofline roofline(const RunFacts& facts, double flops, double bytes, std::int64_t time_ns,
-                  std::string_view dtype);
+// flops, bytes, time and the peaks to compare with (GEMM GFLOP/s and memory GB/s at the thread
+// count the work ran with, from the views; none: no % of peak or roofline).
+Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optional<double> peak,
+                  std::optional<double> mem_bw);
 
 struct RoutineMetrics {
   std::string name;
@@ -56,7 +61,9 @@ struct RoutineMetrics {
   std::int64_t blas_under_ns = 0;     // time of outermost blas/onednn calls beneath it
   std::string dtype;                  // of its GEMM shapes, else guessed from the name; may be ""
   double pct_total = 0;               // incl as % of the total
-  Roofline perf;                      // from flops, bytes, incl_ns
+  // From flops, bytes, incl_ns; its peaks from the routine_peaks view (its GEMM shapes' thread
+  // counts), else at the process's blas.threads (peaks_at_threads); pct_peak from the view.
+  Roofline perf;
 };
 
 struct ShapeMetrics {
@@ -67,7 +74,8 @@ struct ShapeMetrics {
   std::int64_t calls = 0;
   std::int64_t time_ns = 0;
   double flops = 0, bytes = 0;
-  Roofline perf;
+  std::optional<std::int64_t> threads;  // when all its calls ran with one count
+  Roofline perf;                        // gflops and pct_peak as the gemm_shapes view has them
 };
 
 struct Metrics {

@@ -96,13 +96,11 @@ constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
 
 }  // namespace
 
-void ProfileFile::Closer::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
-
-ProfileFile::ProfileFile(std::string path, sqlite3* db) : path_(std::move(path)), db_(db) {}
+ProfileFile::ProfileFile(std::string path) : path_(std::move(path)) {}
 ProfileFile::~ProfileFile() = default;
 
 void ProfileFile::fail(int rc, std::string_view what) const {
-  const char* msg = db_ ? sqlite3_errmsg(db_.get()) : sqlite3_errstr(rc);
+  const char* msg = db_.handle() ? sqlite3_errmsg(db_.handle()) : sqlite3_errstr(rc);
   switch (rc & 0xff) {
     case SQLITE_NOTADB:
       throw Error(fmt::format("{} is not a SQLite database (or its header is damaged)", path_));
@@ -126,7 +124,7 @@ ProfileFile ProfileFile::open(const std::string& path) {
   int rc = sqlite3_exec(file.db(), "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr,
                         nullptr);
   if (rc == SQLITE_READONLY_ROLLBACK) {
-    file = ProfileFile(path, nullptr);
+    file.db_.close();
     roll_back_journal(path);
     file = open_read_only(path);
   }
@@ -156,18 +154,19 @@ ProfileFile ProfileFile::open(const std::string& path) {
     throw Error(fmt::format("{} has schema version {}; this sonde reads up to version {}: "
                             "use a newer sonde",
                             path, version, kSchemaVersion));
+  if (version < kSchemaVersion)
+    throw Error(fmt::format("{} has schema version {}, written by an older sonde; this sonde reads "
+                            "version {} (the peaks views read shapes.threads, which it lacks): profile "
+                            "the run again",
+                            path, version, kSchemaVersion));
   file.schema_version_ = version;
   define_views(file.db());
   return file;
 }
 
 ProfileFile ProfileFile::open_read_only(const std::string& path) {
-  sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr);
-  ProfileFile file(path, raw);
-  if (rc != SQLITE_OK) file.fail(rc);
-  sqlite3_busy_timeout(raw, kBusyTimeoutMs);
-  sqlite3_extended_result_codes(raw, 1);
+  ProfileFile file(path);
+  if (int rc = file.db_.open_readonly(path, kBusyTimeoutMs); rc != SQLITE_OK) file.fail(rc);
   return file;
 }
 
@@ -179,62 +178,52 @@ bool ProfileFile::has_table(std::string_view name) const {
 
 void ProfileFile::exec(const std::string& sql) const {
   char* err = nullptr;
-  int rc = sqlite3_exec(db_.get(), sql.c_str(), nullptr, nullptr, &err);
+  int rc = sqlite3_exec(db_.handle(), sql.c_str(), nullptr, nullptr, &err);
   sqlite3_free(err);
   if (rc != SQLITE_OK) fail(rc);
 }
 
-Statement::Statement(const ProfileFile& file, std::string_view sql) : file_(&file) {
-  int rc = sqlite3_prepare_v2(file.db(), sql.data(), static_cast<int>(sql.size()), &stmt_,
-                              nullptr);
-  if (rc != SQLITE_OK) file.fail(rc, "SQL error");
+Statement::Statement(const ProfileFile& file, std::string_view sql)
+    : file_(&file), stmt_(file.db(), sql) {
+  if (!stmt_.ok()) file.fail(stmt_.prepare_rc(), "SQL error");
 }
 
-Statement::Statement(Statement&& other) noexcept : file_(other.file_), stmt_(other.stmt_) {
-  other.stmt_ = nullptr;
-}
+Statement::Statement(Statement&& other) noexcept
+    : file_(other.file_), stmt_(std::move(other.stmt_)) {}
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::~Statement() = default;
 
 Statement& Statement::bind(int index, std::int64_t value) {
-  sqlite3_bind_int64(stmt_, index, value);
+  stmt_.bind(index, static_cast<int64_t>(value));
   return *this;
 }
 
 Statement& Statement::bind(int index, std::string_view value) {
-  sqlite3_bind_text(stmt_, index, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  stmt_.bind_copy(index, value);
   return *this;
 }
 
 bool Statement::step() {
-  int rc = sqlite3_step(stmt_);
+  int rc = stmt_.step();
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
   file_->fail(rc, "SQL error");
 }
 
-bool Statement::is_readonly() const { return sqlite3_stmt_readonly(stmt_) != 0; }
-int Statement::column_count() const { return sqlite3_column_count(stmt_); }
-std::string Statement::column_name(int col) const {
-  const char* name = sqlite3_column_name(stmt_, col);
-  return name ? name : "";
-}
-bool Statement::is_null(int col) const { return sqlite3_column_type(stmt_, col) == SQLITE_NULL; }
-std::int64_t Statement::int64(int col) const { return sqlite3_column_int64(stmt_, col); }
-double Statement::real(int col) const { return sqlite3_column_double(stmt_, col); }
-std::string Statement::text(int col) const {
-  const auto* p = sqlite3_column_text(stmt_, col);
-  return p ? std::string(reinterpret_cast<const char*>(p),
-                         static_cast<std::size_t>(sqlite3_column_bytes(stmt_, col)))
-           : std::string();
-}
+bool Statement::is_readonly() const { return stmt_.readonly(); }
+int Statement::column_count() const { return stmt_.column_count(); }
+std::string Statement::column_name(int col) const { return stmt_.column_name(col); }
+bool Statement::is_null(int col) const { return stmt_.column_type(col) == SQLITE_NULL; }
+std::int64_t Statement::int64(int col) const { return stmt_.column_int(col); }
+double Statement::real(int col) const { return stmt_.column_double(col); }
+std::string Statement::text(int col) const { return stmt_.column_text(col); }
 
 Cell Statement::cell(int col) const {
-  switch (sqlite3_column_type(stmt_, col)) {
+  switch (stmt_.column_type(col)) {
     case SQLITE_INTEGER: return int64(col);
     case SQLITE_FLOAT: return real(col);
     case SQLITE_TEXT: return text(col);
-    case SQLITE_BLOB: return fmt::format("<blob {} bytes>", sqlite3_column_bytes(stmt_, col));
+    case SQLITE_BLOB: return fmt::format("<blob {} bytes>", stmt_.column_bytes(col));
     default: return std::monostate{};
   }
 }

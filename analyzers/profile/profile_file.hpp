@@ -2,19 +2,18 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
 
-struct sqlite3;
-struct sqlite3_stmt;
+#include "store/schema_version.hpp"
+#include "store/sqlite_db.hpp"
 
 namespace sonde::analyzers {
 
-// The newest schema_version this sonde understands.
-inline constexpr int kSchemaVersion = 1;
+// The newest schema_version this sonde understands: the one libsonde writes.
+using sonde::kSchemaVersion;
 
 // Everything the library reports to a user: one line, no prefix; the CLI adds "sonde <cmd>: ".
 class Error : public std::runtime_error {
@@ -54,7 +53,7 @@ class Statement {
 
  private:
   const ProfileFile* file_;
-  sqlite3_stmt* stmt_ = nullptr;
+  sonde::Statement stmt_;  // the one SQLite wrapper, libsonde's; errors thrown here
 };
 
 class ProfileFile {
@@ -71,7 +70,7 @@ class ProfileFile {
 
   const std::string& path() const { return path_; }
   int schema_version() const { return schema_version_; }
-  sqlite3* db() const { return db_.get(); }
+  sqlite3* db() const { return db_.handle(); }
 
   Statement prepare(std::string_view sql) const { return Statement(*this, sql); }
   bool has_table(std::string_view name) const;
@@ -82,14 +81,11 @@ class ProfileFile {
   [[noreturn]] void fail(int rc, std::string_view what = {}) const;
 
  private:
-  struct Closer {
-    void operator()(sqlite3* db) const;
-  };
-  ProfileFile(std::string path, sqlite3* db);
+  explicit ProfileFile(std::string path);
   static ProfileFile open_read_only(const std::string& path);
 
   std::string path_;
-  std::unique_ptr<sqlite3, Closer> db_;
+  sonde::Database db_;
   int schema_version_ = 0;
 };
 

@@ -42,18 +42,6 @@ std::string env(const char* name) {
   return v ? v : "";
 }
 
-std::vector<std::string> split_words(std::string_view line) {
-  std::vector<std::string> words;
-  std::size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    std::size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) words.emplace_back(line.substr(start, i - start));
-  }
-  return words;
-}
-
 std::optional<int> parse_threads(std::string_view s) {
   int v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -312,34 +300,16 @@ std::string default_peaks_path() {
 }
 
 PeaksFile parse_peaks(std::istream& in) {
-  PeaksFile file;
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    std::string_view text = line;
-    if (auto hash = text.find('#'); hash != std::string_view::npos) text = text.substr(0, hash);
-    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
-    std::vector<std::string> w = split_words(text);
-    if (w.empty()) continue;
-    // Like libsonde's reader: a line without a source is a hand-written one, `manual`.
-    bool fields_ok = w.size() == 3 || w.size() == 4;
-    std::optional<int> threads = fields_ok ? parse_threads(w[1]) : std::nullopt;
-    std::optional<double> value = fields_ok ? parse_value(w[2]) : std::nullopt;
-    if (!threads || !value) {
-      file.bad_lines.push_back(fmt::format("{}: {}", number, line));
-      continue;
-    }
-    file.peaks.push_back(Peak{w[0], *threads, *value, w.size() == 4 ? w[3] : kSourceManual});
-  }
-  return file;
+  std::ostringstream text;
+  text << in.rdbuf();
+  return sonde::parse_peaks(text.str());
 }
 
 PeaksFile read_peaks_file(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return {};
-  if (fs::is_directory(path, ec)) throw Error(fmt::format("{} is a directory", path));
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-  return parse_peaks(in);
+  PeaksFile file;
+  std::string error;
+  if (!sonde::read_peaks_file(path, file, error)) throw Error(error);
+  return file;
 }
 
 Peak parse_peak_setting(std::string_view text) {
@@ -541,9 +511,8 @@ int calibrate_command(const CalibrateCommand& command) {
   auto load = [&](bool dropping) {
     PeaksFile file = read_peaks_file(path);
     for (const std::string& bad : file.bad_lines)
-      std::cerr << fmt::format("sonde calibrate: warning: {}:{}: not `resource threads value "
-                               "source`{}\n",
-                               path, bad, dropping ? ", dropped" : ", ignored");
+      std::cerr << fmt::format("sonde calibrate: warning: {}:{}{}\n", path, bad,
+                               dropping ? ", dropped" : ", ignored");
     return file;
   };
   auto print = [&](const std::vector<Peak>& peaks, const std::string& title) {
@@ -552,6 +521,7 @@ int calibrate_command(const CalibrateCommand& command) {
   };
 
   if (!sets.empty()) {
+    check_peaks_writable(path);  // a directory is said as such, not as an unreadable file
     std::vector<Peak> merged = merge_peaks(load(true).peaks, sets);
     write_peaks_file(path, format_peaks(merged, fmt::format("`sonde calibrate --set` on {}",
                                                             host_and_date())));

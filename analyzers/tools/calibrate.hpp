@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "render/table_format.hpp"
+#include "store/peaks.hpp"
 
 namespace sonde::analyzers {
 
@@ -26,26 +27,19 @@ const std::vector<std::string>& peak_resources();
 // "GFLOP/s" for gemm.*, "GB/s" for mem.bw, "" otherwise.
 std::string peak_unit(std::string_view resource);
 
-struct Peak {
-  std::string resource;
-  int threads = 0;  // 1: one thread; 0: all threads
-  double value = 0;
-  std::string source;
-};
-
-struct PeaksFile {
-  std::vector<Peak> peaks;
-  // Lines that are neither comments nor `resource threads value [source]`: "LINE: text".
-  // (A line without a source is `manual`, as libsonde reads it.)
-  std::vector<std::string> bad_lines;
-};
+// The peaks file has one reader, libsonde's (store/peaks.hpp): what calibrate keeps is what a
+// profile gets.
+using Peak = sonde::Peak;
+// bad_lines: "LINE: why: text" for each line the strict reader rejects.
+using PeaksFile = sonde::PeaksText;
 
 // The peaks file's location from the environment (SONDE_PEAKS, XDG_CACHE_HOME, HOME; empty values
 // count as unset), as libsonde resolves it. Throws Error (exit 1) when none is set.
 std::string default_peaks_path();
 
 PeaksFile parse_peaks(std::istream& in);
-// A missing file is an empty PeaksFile; an unreadable one throws Error (exit 1).
+// A missing file is an empty PeaksFile; an unreadable one, or one libsonde would refuse (not a
+// regular file, too large), throws Error (exit 1).
 PeaksFile read_peaks_file(const std::string& path);
 
 // "RESOURCE[@THREADS]=VALUE" (threads default 0 = all) into a manual peak. Throws Error with

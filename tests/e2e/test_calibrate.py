@@ -179,10 +179,12 @@ def test_show_without_a_file_and_conflicting_options(tmp_path):
 
 def test_bad_lines_in_an_existing_file_are_reported_and_dropped(tmp_path):
     out = tmp_path / "peaks.txt"
-    out.write_text("not a peak line\nmem.bw 0 11\n")  # no source: manual, as libsonde reads it
+    # libsonde's own reader, strict: trailing garbage is no number.
+    out.write_text("not a peak line\nmem.bw 0 11\ngemm.f64 0 100abc\n")  # no source: manual
     r = sonde("calibrate", "--set", "gemm.f32=5", "-o", out)
     assert r.returncode == 0, r.stderr
-    assert f"{out}:1: not a peak line" in r.stderr
+    assert f"{out}:1: threads must be a whole number >= 0: not a peak line, dropped" in r.stderr
+    assert f"{out}:3: value is not a number: gemm.f64 0 100abc, dropped" in r.stderr
     assert peaks_of(out) == {("mem.bw", 0): (11.0, "manual"), ("gemm.f32", 0): (5.0, "manual")}
 
 

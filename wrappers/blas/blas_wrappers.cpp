@@ -47,6 +47,60 @@ void describe_subnormals(sonde::InfoEmit emit, void* ctx) {
   }
 }
 
+// How the BLAS tells its thread count, where it does: OpenBLAS, MKL, BLIS.
+constexpr const char* kThreadQueries[] = {"openblas_get_num_threads", "mkl_get_max_threads",
+                                          "bli_thread_get_num_threads"};
+using ThreadsFn = int (*)();
+
+// The thread query of the library behind `routine` (its own lookup scope: Debian's libblas.so.3
+// reaches libopenblas.so.0's), so that another BLAS loaded beside it is never asked.
+ThreadsFn thread_query_of(const void* routine) {
+  Dl_info info{};
+  if (routine == nullptr || dladdr(routine, &info) == 0 || info.dli_fname == nullptr)
+    return nullptr;
+  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return nullptr;
+  ThreadsFn fn = nullptr;
+  for (const char* name : kThreadQueries) {
+    if ((fn = reinterpret_cast<ThreadsFn>(dlsym(handle, name)))) break;
+  }
+  dlclose(handle);  // RTLD_NOLOAD took a reference; the library stays loaded by its owner
+  return fn;
+}
+
+// 0: not looked up yet; 1: the BLAS has no thread query; else the query.
+std::atomic<uintptr_t> g_thread_query{0};
+
+}  // namespace
+
+namespace sonde::blas {
+
+// Threads the BLAS runs a call with: its own setting, asked at each shaped call (a load of a
+// global in OpenBLAS, MKL and BLIS). A BLAS with no way to say (the reference BLAS) runs on the
+// calling thread: 1. OpenBLAS runs GEMMs of m*n*k <= 262144 on one thread whatever its setting;
+// that is not modelled (docs/metrics.md).
+CallCost with_threads(CallCost cost) {
+  if (cost.shape.dtype == DType::kNone) return cost;
+  uintptr_t q = g_thread_query.load(std::memory_order_acquire);
+  if (q == 0) {
+    for (const auto& slot : g_real) {
+      if (!slot.resolved()) continue;
+      ThreadsFn fn = thread_query_of(reinterpret_cast<const void*>(slot.fn.load()));
+      q = fn ? reinterpret_cast<uintptr_t>(fn) : 1;
+      break;
+    }
+    if (q == 0) return cost;  // nothing resolved yet (cannot happen inside a call); ask later
+    g_thread_query.store(q, std::memory_order_release);
+  }
+  int n = q == 1 ? 1 : reinterpret_cast<ThreadsFn>(q)();
+  cost.shape.threads = n > 0 && n <= 65535 ? uint16_t(n) : 0;
+  return cost;
+}
+
+}  // namespace sonde::blas
+
+namespace {
+
 // The BLAS the program really uses: the library behind the first resolved routine, and its
 // thread count where the library says (OpenBLAS, MKL, BLIS).
 void describe_blas(sonde::InfoEmit emit, void* ctx) {
@@ -119,7 +173,8 @@ SubnormalStats subnormal_stats() {
 
 }  // namespace sonde::blas
 
-#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL) \
-  SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, MODEL)
+#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL)                                     \
+  SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
+                  ::sonde::blas::with_threads(MODEL))
 #include "blas_routines.def"
 #undef SONDE_BLAS

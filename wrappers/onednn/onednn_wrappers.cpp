@@ -2,6 +2,7 @@
 // (one per primitive kind and direction), and describes the oneDNN in use for the run's metadata.
 // libsonde is not linked against libdnnl: every oneDNN function called here is looked up at its
 // first use, so programs without oneDNN load sonde as before.
+#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <array>
@@ -36,7 +37,22 @@ struct Api {
   const dnnl_memory_desc_t* (*query_md)(const_dnnl_primitive_desc_t, dnnl_query_t, int) = nullptr;
   const dnnl_version_t* version = nullptr;
   bool usable = false;
+  // The OpenMP runtime's omp_get_max_threads as libdnnl sees it (its own lookup scope), when
+  // libdnnl is built on OpenMP; sequential builds run on the calling thread.
+  int (*omp_max_threads)() = nullptr;
+  bool sequential = false;
 };
+
+// omp_get_max_threads of the OpenMP runtime that the library holding `fn` uses.
+int (*omp_of(const void* fn))() {
+  Dl_info info{};
+  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return nullptr;
+  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return nullptr;
+  auto q = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_max_threads"));
+  dlclose(handle);  // RTLD_NOLOAD took a reference; the library stays loaded by its owner
+  return q;
+}
 
 template <class F>
 void lookup(F& fn, const char* name) {
@@ -53,6 +69,9 @@ const Api& api() {
     lookup(version, "dnnl_version");
     if (version) r.version = version();
     r.usable = r.get_pd && r.query && r.query_md && r.version && r.version->major == 2;
+    if (r.version && r.version->cpu_runtime == DNNL_RUNTIME_OMP)
+      r.omp_max_threads = omp_of(reinterpret_cast<const void*>(r.get_pd));
+    r.sequential = r.version && r.version->cpu_runtime == DNNL_RUNTIME_SEQ;
     return r;
   }();
   return a;
@@ -119,7 +138,12 @@ inline CallCost measure(const Choice& c) {
                          dnnl_query_diff_weights_md, dnnl_query_dst_md, dnnl_query_diff_dst_md}) {
     t.bytes += all_bytes(a, c.pd, q);
   }
-  return cost(c.kind, c.dir, t);
+  CallCost result = cost(c.kind, c.dir, t);
+  // The threads oneDNN runs the primitive with: OpenMP's setting on the calling thread (what
+  // torch.set_num_threads sets); unknown (0) for the TBB and threadpool runtimes.
+  int threads = a.sequential ? 1 : a.omp_max_threads ? a.omp_max_threads() : 0;
+  result.shape.threads = threads > 0 && threads <= 65535 ? uint16_t(threads) : 0;
+  return result;
 }
 
 }  // namespace sonde::onednn

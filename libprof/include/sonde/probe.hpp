@@ -33,6 +33,9 @@ struct GemmShape {
   int64_t batch = 1;
   char trans_a = 'N', trans_b = 'N';
   DType dtype = DType::kNone;  // kNone: the call has no shape worth recording
+  // Threads the library ran the call with, as it says (OpenBLAS, MKL, BLIS, OpenMP); 0:
+  // unknown. % of peak compares with the peak for this count (docs/metrics.md).
+  uint16_t threads = 0;
 };
 
 struct CallCost {

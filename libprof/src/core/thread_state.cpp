@@ -25,14 +25,15 @@ uint64_t shape_hash(uint32_t node, const void* site, const GemmShape& s) {
   mix(uint64_t(s.n));
   mix(uint64_t(s.k));
   mix(uint64_t(s.batch));
-  mix(uint64_t(s.trans_a) << 16 | uint64_t(s.trans_b) << 8 | uint64_t(s.dtype));
+  mix(uint64_t(s.threads) << 24 | uint64_t(s.trans_a) << 16 | uint64_t(s.trans_b) << 8 |
+      uint64_t(s.dtype));
   return h;
 }
 
 bool same_shape(const ShapeRecord& r, uint32_t node, const void* site, const GemmShape& s) {
   return r.node == node && r.site == site && r.shape.m == s.m && r.shape.n == s.n &&
          r.shape.k == s.k && r.shape.batch == s.batch && r.shape.trans_a == s.trans_a &&
-         r.shape.trans_b == s.trans_b && r.shape.dtype == s.dtype;
+         r.shape.trans_b == s.trans_b && r.shape.dtype == s.dtype && r.shape.threads == s.threads;
 }
 
 }  // namespace

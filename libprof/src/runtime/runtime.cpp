@@ -152,12 +152,17 @@ void Runtime::start() {
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
   run_ = collect_run_info(run_id_, config_.trace, config_.record_args, clock_.realtime0());
-  int bad_peaks = 0;
-  peaks_ = read_peaks(config_.peaks_file, bad_peaks);
-  if (bad_peaks > 0 && root) {
-    warn("{}: {} malformed lines ignored (expected: resource threads value [source])",
-         config_.peaks_file, bad_peaks);
+  PeaksText peaks;
+  std::string peaks_error;
+  if (!read_peaks_file(config_.peaks_file, peaks, peaks_error)) {
+    if (root) warn("{}", peaks_error);
+  } else if (!peaks.bad_lines.empty() && root) {
+    warn("{}:{}{}", config_.peaks_file, peaks.bad_lines.front(),
+         peaks.bad_lines.size() > 1
+             ? fmt::format(" (and {} more lines ignored)", peaks.bad_lines.size() - 1)
+             : std::string(", ignored"));
   }
+  peaks_ = std::move(peaks.peaks);
   sem_init(&flush_request_, 0, 0);
   sem_init(&flush_done_, 0, 0);
   pthread_key_create(&g_thread_key, on_thread_exit);

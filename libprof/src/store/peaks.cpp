@@ -1,30 +1,120 @@
 #include "store/peaks.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
 
 namespace sonde {
+namespace {
 
-std::vector<Peak> read_peaks(const std::string& path, int& bad_lines) {
-  bad_lines = 0;
-  std::vector<Peak> peaks;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    size_t hash = line.find('#');
-    if (hash != std::string::npos) line.resize(hash);
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    std::istringstream fields(line);
+std::vector<std::string_view> split_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    std::size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) fields.push_back(line.substr(start, i - start));
+  }
+  return fields;
+}
+
+// Empty when the line is good, else why not.
+std::string parse_line(std::string_view line, Peak& p) {
+  std::vector<std::string_view> f = split_fields(line);
+  if (f.size() < 3) return "expected `resource threads value [source]`";
+  if (f.size() > 4) return "more than four fields";
+  int threads = 0;
+  auto [tend, tec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), threads);
+  if (tec != std::errc() || tend != f[1].data() + f[1].size() || threads < 0)
+    return "threads must be a whole number >= 0";
+  double value = 0;
+  auto [vend, vec] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), value);
+  if (vec != std::errc() || vend != f[2].data() + f[2].size()) return "value is not a number";
+  if (!std::isfinite(value) || value <= 0) return "value must be finite and > 0";
+  p.resource = std::string(f[0]);
+  p.threads = threads;
+  p.value = value;
+  p.source = f.size() == 4 ? std::string(f[3]) : "manual";
+  return {};
+}
+
+}  // namespace
+
+PeaksText parse_peaks(std::string_view text) {
+  PeaksText out;
+  int number = 0;
+  while (!text.empty()) {
+    ++number;
+    std::size_t eol = text.find('\n');
+    std::string_view raw = text.substr(0, eol);
+    text = eol == std::string_view::npos ? std::string_view{} : text.substr(eol + 1);
+    std::string_view line = raw;
+    if (std::size_t hash = line.find('#'); hash != std::string_view::npos)
+      line = line.substr(0, hash);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
     Peak p;
-    std::string extra;
-    if (!(fields >> p.resource >> p.threads >> p.value) || p.threads < 0 || !(p.value > 0)) {
-      ++bad_lines;
+    if (std::string why = parse_line(line, p); !why.empty()) {
+      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+      out.bad_lines.push_back(std::to_string(number) + ": " + why + ": " + std::string(raw));
       continue;
     }
-    if (!(fields >> p.source)) p.source = "manual";
-    peaks.push_back(std::move(p));
+    out.peaks.push_back(std::move(p));
   }
-  return peaks;
+  return out;
+}
+
+bool read_peaks_file(const std::string& path, PeaksText& out, std::string& error) {
+  out = {};
+  // O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever (before main, when
+  // libsonde reads it).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return true;  // nothing there
+    error = path + ": " + std::strerror(errno);
+    return false;
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    error = path + ": not a regular file; peaks not read";
+    return false;
+  }
+  if (static_cast<std::size_t>(st.st_size) > kMaxPeaksFileBytes) {
+    ::close(fd);
+    error = path + ": " + std::to_string(st.st_size) + " bytes, over the " +
+            std::to_string(kMaxPeaksFileBytes) + " a peaks file may have; peaks not read";
+    return false;
+  }
+  // Read at most one byte past the cap: a file growing meanwhile is refused, not followed.
+  std::string text(kMaxPeaksFileBytes + 1, '\0');
+  std::size_t got = 0;
+  while (got < text.size()) {
+    ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      error = path + ": " + std::strerror(errno);
+      ::close(fd);
+      return false;
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (got > kMaxPeaksFileBytes) {
+    error = path + ": grew past the " + std::to_string(kMaxPeaksFileBytes) +
+            " bytes a peaks file may have; peaks not read";
+    return false;
+  }
+  text.resize(got);
+  out = parse_peaks(text);
+  return true;
 }
 
 }  // namespace sonde

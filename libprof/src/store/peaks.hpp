@@ -1,21 +1,39 @@
 // Peak rates (GEMM GFLOP/s, memory GB/s) from `sonde calibrate` or a datasheet, copied into
-// each profile so that % of peak can be computed from the file alone.
+// each profile so that % of peak can be computed from the file alone. The one reader of the
+// peaks file: libsonde (at start-up, before the host's main) and `sonde calibrate` both use it.
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sonde {
 
 struct Peak {
   std::string resource;  // gemm.f32, gemm.f64, mem.bw
-  int threads = 0;       // 0 = all threads, 1 = one
-  double value = 0;
+  int threads = 0;       // 0 = all threads (the machine's online CPUs), else that many
+  double value = 0;      // GFLOP/s or GB/s
   std::string source;    // calibrated, manual
 };
 
-// Lines `resource threads value source`, '#' comments. A missing file is no peaks; malformed
-// lines are skipped and counted in `bad_lines`.
-std::vector<Peak> read_peaks(const std::string& path, int& bad_lines);
+struct PeaksText {
+  std::vector<Peak> peaks;
+  // One per rejected line: "LINE: why: text". The other lines are still read.
+  std::vector<std::string> bad_lines;
+};
+
+// A peaks file is a few hundred bytes; anything larger is not one (e.g. SONDE_PEAKS=/dev/zero).
+inline constexpr std::size_t kMaxPeaksFileBytes = 64 * 1024;
+
+// Lines `resource threads value [source]` separated by blanks, '#' starts a comment. Strict:
+// threads a whole number >= 0, value a finite number > 0, each field whole (no `100abc`), at
+// most four fields; a line without a source is `manual`.
+PeaksText parse_peaks(std::string_view text);
+
+// Reads and parses the file at `path`. A missing file is no peaks (true, empty). A file that
+// is not a regular file (a FIFO, a device, a directory), larger than kMaxPeaksFileBytes, or
+// unreadable is refused without blocking: false and a one-line `error` naming the path.
+bool read_peaks_file(const std::string& path, PeaksText& out, std::string& error);
 
 }  // namespace sonde

@@ -52,10 +52,18 @@ FileSizeSignalGuard::~FileSizeSignalGuard() {
 std::string Database::message() const { return db_ ? describe(db_, nullptr) : "no database"; }
 
 Statement::Statement(sqlite3* db, std::string_view sql) {
-  if (sqlite3_prepare_v2(db, sql.data(), int(sql.size()), &stmt_, nullptr) != SQLITE_OK) {
+  prepare_rc_ = sqlite3_prepare_v2(db, sql.data(), int(sql.size()), &stmt_, nullptr);
+  if (prepare_rc_ != SQLITE_OK) {
     sqlite3_finalize(stmt_);
     stmt_ = nullptr;
   }
+}
+
+std::string Statement::column_text(int i) const {
+  const auto* p = sqlite3_column_text(stmt_, i);
+  return p ? std::string(reinterpret_cast<const char*>(p),
+                         static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)))
+           : std::string();
 }
 
 int Statement::step() {
@@ -77,6 +85,15 @@ bool Database::open(const std::string& path, bool create, std::string& error) {
   // OFF: a crash of the profiled program never loses a committed flush (the data is with the
   // OS); only an OS crash could. Syncing each flush cost 9 fdatasyncs and up to ~50 ms a process.
   return exec("PRAGMA synchronous=OFF", error);
+}
+
+int Database::open_readonly(const std::string& path, int busy_ms) {
+  close();
+  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+  if (db_ == nullptr) return rc == SQLITE_OK ? SQLITE_NOMEM : rc;
+  sqlite3_busy_timeout(db_, busy_ms);
+  sqlite3_extended_result_codes(db_, 1);
+  return rc;
 }
 
 void Database::close() {

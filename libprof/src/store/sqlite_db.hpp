@@ -1,5 +1,6 @@
-// Minimal RAII over SQLite's C API for the writer: a connection and prepared statements whose
-// errors become a message rather than an exception.
+// The one RAII layer over SQLite's C API, for libsonde's writer and the analyzers' reader alike:
+// a connection and prepared statements whose errors become a return code and a message rather
+// than an exception (the analyzers turn them into their own Error).
 #pragma once
 
 #include <signal.h>
@@ -15,10 +16,16 @@ class Statement {
  public:
   Statement(sqlite3* db, std::string_view sql);
   ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(Statement&& other) noexcept : stmt_(other.stmt_), prepare_rc_(other.prepare_rc_) {
+    other.stmt_ = nullptr;
+  }
   Statement(const Statement&) = delete;
   Statement& operator=(const Statement&) = delete;
+  Statement& operator=(Statement&&) = delete;
 
   bool ok() const { return stmt_ != nullptr; }
+  // sqlite3_prepare_v2's result (SQLITE_OK when ok()).
+  int prepare_rc() const { return prepare_rc_; }
   Statement& bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); return *this; }
   Statement& bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); return *this; }
   // Not copied: every caller steps the statement while the text it bound is still alive.
@@ -26,14 +33,32 @@ class Statement {
     sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC);
     return *this;
   }
+  // Copied, for callers that cannot promise that.
+  Statement& bind_copy(int i, std::string_view v) {
+    sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
   Statement& bind_null(int i) { sqlite3_bind_null(stmt_, i); return *this; }
-  // Runs to completion (or to the first row); resets for reuse. SQLITE_ROW or SQLITE_DONE.
+  // Runs to completion (or to the first row); resets for reuse. SQLITE_ROW or SQLITE_DONE, else
+  // the error (the connection's message says more).
   int step();
-  int64_t column_int(int i) { return sqlite3_column_int64(stmt_, i); }
   void reset() { sqlite3_reset(stmt_); sqlite3_clear_bindings(stmt_); }
+
+  int column_count() const { return sqlite3_column_count(stmt_); }
+  std::string column_name(int i) const {
+    const char* name = sqlite3_column_name(stmt_, i);
+    return name ? name : "";
+  }
+  int column_type(int i) const { return sqlite3_column_type(stmt_, i); }
+  int64_t column_int(int i) const { return sqlite3_column_int64(stmt_, i); }
+  double column_double(int i) const { return sqlite3_column_double(stmt_, i); }
+  std::string column_text(int i) const;
+  int column_bytes(int i) const { return sqlite3_column_bytes(stmt_, i); }
+  bool readonly() const { return sqlite3_stmt_readonly(stmt_) != 0; }
 
  private:
   sqlite3_stmt* stmt_ = nullptr;
+  int prepare_rc_ = SQLITE_OK;
 };
 
 // Held around every write of the profile. A file-size limit (ulimit -f) or a full disk must fail
@@ -55,11 +80,29 @@ class FileSizeSignalGuard {
 
 class Database {
  public:
+  Database() = default;
   ~Database() { close(); }
+  Database(Database&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
+  Database& operator=(Database&& other) noexcept {
+    if (this != &other) {
+      close();
+      db_ = other.db_;
+      other.db_ = nullptr;
+    }
+    return *this;
+  }
+  Database(const Database&) = delete;
+  Database& operator=(const Database&) = delete;
+
+  // The writer's connection: read-write (created when `create`), synchronous off, waits 15 s
+  // for other writers.
   bool open(const std::string& path, bool create, std::string& error);
+  // A reader's: read-only, never creates, waits `busy_ms` for a writer's lock, extended result
+  // codes. SQLite's code on failure (the connection, kept open, has the message), else SQLITE_OK.
+  int open_readonly(const std::string& path, int busy_ms);
   void close();
   bool exec(const char* sql, std::string& error);
-  sqlite3* handle() { return db_; }
+  sqlite3* handle() const { return db_; }
   // SQLite's message, with the system's reason where there is one ("disk I/O error: File too
   // large").
   std::string message() const;

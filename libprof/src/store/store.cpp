@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql
+#include "store/schema_version.hpp"
 #include "store/sqlite_db.hpp"
 #include "symbols/symbolize.hpp"
 
@@ -10,7 +11,6 @@ namespace sonde {
 
 namespace {
 
-constexpr int kSchemaVersion = 1;
 constexpr const char* kFileSizeLimit = " (the file size limit, ulimit -f, was reached)";
 
 // A failed step aborts the flush with SQLite's own message.
@@ -251,7 +251,8 @@ struct Store::ThreadStatements {
                 "VALUES (?,?,?,?)"),
         ins_shape(h,
                   "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, "
-                  "batch, calls, time_ns, flops, bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"),
+                  "batch, calls, time_ns, flops, bytes, threads) "
+                  "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
         upd_shape(h,
                   "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? WHERE shape_id=?"),
         ins_event(h,
@@ -388,6 +389,8 @@ bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapsho
     ins.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
     ins.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
     ins.bind(12, double(s.flops)).bind(13, double(s.bytes));
+    if (s.shape.threads > 0) ins.bind(14, int64_t(s.shape.threads));
+    else ins.bind_null(14);
     SONDE_STEP(ins, "writing shapes");
     id = sqlite3_last_insert_rowid(db.handle());
   }

@@ -1,4 +1,4 @@
--- sonde profile schema, version 1. Documented in docs/schema.md; the views at the end are the
+-- sonde profile schema, version 2 (store/schema_version.hpp). Documented in docs/schema.md; the views at the end are the
 -- public contract. Times are integer nanoseconds in tables and seconds in views.
 CREATE TABLE IF NOT EXISTS meta (
   key   TEXT PRIMARY KEY,
@@ -126,7 +126,8 @@ CREATE TABLE IF NOT EXISTS shapes (
   calls      INTEGER NOT NULL,
   time_ns    INTEGER NOT NULL,
   flops      REAL NOT NULL,
-  bytes      REAL NOT NULL
+  bytes      REAL NOT NULL,
+  threads    INTEGER                       -- threads the library ran the calls with; NULL: unknown
 );
 CREATE INDEX IF NOT EXISTS shapes_node ON shapes(node_id);
 
@@ -146,7 +147,7 @@ CREATE TABLE IF NOT EXISTS line_costs (
 CREATE TABLE IF NOT EXISTS peaks (
   run_id   INTEGER NOT NULL REFERENCES runs(run_id),
   resource TEXT NOT NULL,                  -- 'gemm.f32', 'gemm.f64', 'mem.bw'
-  threads  INTEGER NOT NULL,               -- 0 = all
+  threads  INTEGER NOT NULL,               -- 0 = all (the run's cores), else that many
   value    REAL NOT NULL,                  -- GFLOP/s or GB/s
   source   TEXT NOT NULL,
   PRIMARY KEY (run_id, resource, threads)
@@ -269,18 +270,85 @@ CREATE VIEW IF NOT EXISTS callpaths AS
                   WHERE node_id IS NOT NULL GROUP BY node_id) g USING (node_id)
   GROUP BY p.path_ids;
 
+-- The peak that work run on `threads` threads is held against, for every thread count from 1 to
+-- the largest a run has (its cores, a peak's or a shape's count): the calibrated peak of the
+-- nearest thread count not above it (peaks.threads 0 stands for the run's cores; a row naming
+-- the count outright wins over it). No row where no peak is at or below the count.
+CREATE VIEW IF NOT EXISTS peaks_at_threads AS
+  WITH RECURSIVE
+    calibrated(run_id, resource, threads, value) AS (
+      SELECT pk.run_id, pk.resource,
+             CASE WHEN pk.threads > 0 THEN pk.threads ELSE r.cores END, pk.value
+      FROM peaks pk JOIN runs r USING (run_id)
+      WHERE pk.value > 0 AND (pk.threads > 0 OR (r.cores > 0 AND NOT EXISTS (
+              SELECT 1 FROM peaks e WHERE e.run_id = pk.run_id AND e.resource = pk.resource
+                                      AND e.threads = r.cores AND e.value > 0)))),
+    top(n) AS (
+      SELECT MIN(4096, MAX(1, COALESCE((SELECT MAX(cores) FROM runs), 1),
+                              COALESCE((SELECT MAX(threads) FROM peaks), 1),
+                              COALESCE((SELECT MAX(threads) FROM shapes), 1)))),
+    counts(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM counts, top WHERE t < top.n),
+    chosen(run_id, resource, threads, peak_threads) AS (
+      SELECT c.run_id, c.resource, counts.t, MAX(c.threads)
+      FROM calibrated c JOIN counts ON c.threads <= counts.t
+      GROUP BY c.run_id, c.resource, counts.t)
+  SELECT ch.run_id AS run_id, ch.resource AS resource, ch.threads AS threads,
+         ch.peak_threads AS peak_threads, c.value AS value
+  FROM chosen ch JOIN calibrated c
+       ON c.run_id = ch.run_id AND c.resource = ch.resource AND c.threads = ch.peak_threads;
+
+-- Each shapes row with the peaks its calls are held against: gemm.<dtype> and mem.bw at the
+-- thread count the calls ran with (NULL: unknown count, or no peak at or below it).
+CREATE VIEW IF NOT EXISTS shape_peaks AS
+  SELECT s.shape_id AS shape_id, s.threads AS threads, g.peak_threads AS peak_threads,
+         g.value AS gemm_peak, bw.value AS mem_bw
+  FROM shapes s JOIN nodes n USING (node_id)
+       JOIN threads t ON t.thread_id = n.thread_id
+       JOIN processes pr ON pr.process_id = t.process_id
+       LEFT JOIN peaks_at_threads g ON g.run_id = pr.run_id AND g.threads = s.threads
+            AND g.resource = 'gemm.' || s.dtype
+       LEFT JOIN peaks_at_threads bw ON bw.run_id = pr.run_id AND bw.threads = s.threads
+            AND bw.resource = 'mem.bw';
+
+-- pct_peak: the calls' FLOPs over what the peak for their thread count does in their time,
+-- SUM(flops) / SUM(time x peak) (one thread count: gflops / peak); NULL when a call of the
+-- group has no peak. threads: the thread count when all calls share one, else NULL.
+-- peak_gflops, mem_bw_gbs: the peaks, time-weighted over the group, for the roofline.
 CREATE VIEW IF NOT EXISTS gemm_shapes AS
   SELECT r.name AS routine, s.call_site AS call_site, s.m AS m, s.n AS n, s.k AS k,
          s.dtype AS dtype, SUM(s.calls) AS calls, SUM(s.time_ns) / 1e9 AS time_s,
          CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
-         CASE WHEN SUM(s.time_ns) > 0 AND pk.value > 0
-              THEN 100.0 * (SUM(s.flops) / SUM(s.time_ns)) / pk.value END AS pct_peak
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN 100.0 * SUM(s.flops) / SUM(s.time_ns * sp.gemm_peak) END AS pct_peak,
+         CASE WHEN MIN(s.threads) = MAX(s.threads) AND COUNT(s.threads) = COUNT(*)
+              THEN MIN(s.threads) END AS threads,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)
+              THEN SUM(s.time_ns * sp.mem_bw) / SUM(s.time_ns) END AS mem_bw_gbs,
+         SUM(s.flops) AS flops, SUM(s.bytes) AS bytes
   FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
-       JOIN threads t ON t.thread_id = n.thread_id
-       JOIN processes pr ON pr.process_id = t.process_id
-       LEFT JOIN peaks pk ON pk.run_id = pr.run_id AND pk.threads = 0
-            AND pk.resource = 'gemm.' || s.dtype
+       JOIN shape_peaks sp USING (shape_id)
   GROUP BY r.name, s.call_site, s.m, s.n, s.k, s.dtype;
+
+-- One row per routine with GEMM shapes (routine_id): its shapes' FLOPs, time and bytes, and
+-- the peaks for the thread counts its calls ran with, time-weighted as in gemm_shapes. What
+-- the per-routine % of peak and roofline use (sonde metrics, candidates).
+CREATE VIEW IF NOT EXISTS routine_peaks AS
+  SELECT n.routine_id AS routine_id, r.name AS routine, r.kind AS kind,
+         SUM(s.flops) AS flops, SUM(s.time_ns) / 1e9 AS time_s,
+         CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN 100.0 * SUM(s.flops) / SUM(s.time_ns * sp.gemm_peak) END AS pct_peak,
+         CASE WHEN MIN(s.threads) = MAX(s.threads) AND COUNT(s.threads) = COUNT(*)
+              THEN MIN(s.threads) END AS threads,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)
+              THEN SUM(s.time_ns * sp.mem_bw) / SUM(s.time_ns) END AS mem_bw_gbs
+  FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+       JOIN shape_peaks sp USING (shape_id)
+  GROUP BY n.routine_id;
 
 -- One row per GPU kernel and the call path that launched it (NULL: a launch sonde did not
 -- see). grid and block are the average blocks per grid and threads per block of its launches.

@@ -52,19 +52,32 @@ TEST_F(AdviceTest, GemmRateAndPeakAtTheRunsBlasThreadCount) {
   EXPECT_EQ(*g.perf.bound, "memory");
 }
 
-TEST_F(AdviceTest, PeakFallsBackToAllThreadsAndIsNullWithoutOne) {
-  sql("DELETE FROM run_info WHERE key = 'blas.threads';");
+TEST_F(AdviceTest, PeakIsTheOneForTheThreadCountTheCallsRanWith) {
+  // Both shapes ran on 2 threads: the all-threads row (threads 0 = the run's 2 cores).
+  sql("UPDATE shapes SET threads = 2;");
   {
     const RoutineMetrics& g = routine(metrics(), "cblas_sgemm");
     EXPECT_DOUBLE_EQ(*g.perf.pct_peak, 50.0);  // 2 of 4
   }
-  sql("UPDATE peaks SET value = 1000 WHERE resource = 'mem.bw';");
+  // 8 threads on 2 cores: the nearest calibrated count not above 8, all threads.
+  sql("UPDATE shapes SET threads = 8;");
+  {
+    const RoutineMetrics& g = routine(metrics(), "cblas_sgemm");
+    EXPECT_DOUBLE_EQ(*g.perf.pct_peak, 50.0);
+  }
+  sql("UPDATE shapes SET threads = 2; UPDATE peaks SET value = 1000 WHERE resource = 'mem.bw';");
   {
     Metrics m = metrics();
     const RoutineMetrics& g = routine(m, "cblas_sgemm");
     EXPECT_DOUBLE_EQ(*g.perf.attainable_gflops, 4.0);  // min(4, 10 x 1000)
     EXPECT_EQ(*g.perf.bound, "compute");
   }
+  // A count nobody recorded has no peak: not the all-threads one.
+  sql("UPDATE shapes SET threads = NULL;");
+  EXPECT_FALSE(routine(metrics(), "cblas_sgemm").perf.pct_peak);
+  // 1 thread, with only the all-threads (2) peak calibrated: none at or below 1.
+  sql("UPDATE shapes SET threads = 1; DELETE FROM peaks WHERE threads = 1;");
+  EXPECT_FALSE(routine(metrics(), "cblas_sgemm").perf.pct_peak);
   sql("DELETE FROM peaks;");
   const RoutineMetrics& g = routine(metrics(), "cblas_sgemm");
   EXPECT_DOUBLE_EQ(*g.perf.gflops, 2.0);
@@ -187,8 +200,10 @@ TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
   EXPECT_DOUBLE_EQ(number(c[0], "blas_threads"), 1);
   EXPECT_DOUBLE_EQ(number(c[0], "cores"), 2);
   EXPECT_DOUBLE_EQ(number(c[0], "gemm_gflops"), 2.0);
-  EXPECT_DOUBLE_EQ(number(c[0], "pct_peak"), 50.0);  // against the all-threads peak
-  EXPECT_NE(c[0].summary.find("BLAS runs 1 thread of 2 available"), std::string::npos)
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_peak_all_cores"), 50.0);  // the 2-thread peak, 4
+  EXPECT_NE(c[0].summary.find("BLAS runs 1 thread of 2 available; GEMMs reach 2.00 GFLOP/s "
+                              "(50.0 % of the 2-thread peak)"),
+            std::string::npos)
       << c[0].summary;
   sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
   EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());

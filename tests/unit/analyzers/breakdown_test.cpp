@@ -41,7 +41,8 @@ class TreeBuilder {
 
   void write(const std::string& path) const {
     std::string sql = test::read_file(SONDE_SCHEMA_SQL);
-    sql += "INSERT INTO meta VALUES ('schema_version', '1');"
+    sql += "INSERT INTO meta VALUES ('schema_version', '" + std::to_string(kSchemaVersion) +
+           "');"
            "INSERT INTO runs VALUES (1, 'u', 0, 'train', 'h', 'cpu', 2, 2, 'profile');"
            "INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns,"
            " ended_ns, end_reason) VALUES (1, 1, 10, 1, 'root', 'train', 0, 10000000000, "

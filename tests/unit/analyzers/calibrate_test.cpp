@@ -30,7 +30,7 @@ TEST(PeaksFile, ParsesLinesCommentsAndBadLines) {
   EXPECT_EQ(f.peaks[1].threads, 0);
   EXPECT_EQ(f.peaks[2].source, "manual");  // no source: hand-written
   ASSERT_EQ(f.bad_lines.size(), 3u);
-  EXPECT_EQ(f.bad_lines[0], "6: gemm.f64 x 1 manual");
+  EXPECT_EQ(f.bad_lines[0], "6: threads must be a whole number >= 0: gemm.f64 x 1 manual");
 }
 
 TEST(PeaksFile, SetSyntax) {

@@ -6,12 +6,14 @@
 #include <filesystem>
 #include <string>
 
+#include "store/schema_version.hpp"
+
 namespace sonde::test {
 
 inline constexpr long long kT0 = 1'000'000'000'000;  // the run's start, CLOCK_REALTIME ns
 
 struct FixtureOptions {
-  std::string schema_version = "1";
+  std::string schema_version = std::to_string(kSchemaVersion);
   bool trace_events = false;
 };
 

@@ -35,8 +35,8 @@ namespace {
 //   thread 1: root only (an idle worker), 3.9 s
 void write_modules_fixture(const std::filesystem::path& path) {
   std::string sql = test::read_file(SONDE_SCHEMA_SQL);
+  sql += "INSERT INTO meta VALUES ('schema_version', '" + std::to_string(kSchemaVersion) + "');";
   sql += R"sql(
-INSERT INTO meta VALUES ('schema_version', '1');
 INSERT INTO runs VALUES (1, 'uuid-m', 1000000000000, 'python3 train.py', 'testhost', 'Test CPU',
                          2, 2, 'profile');
 INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,

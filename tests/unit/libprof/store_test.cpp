@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "frames.hpp"
+#include "store/schema_version.hpp"
 #include "temp_dir.hpp"
 
 namespace sonde {
@@ -76,7 +79,8 @@ TEST(StorePrepare, CreatesASondeProfile) {
   std::string error;
   ASSERT_TRUE(store.prepare(path, error)) << error;
   Reader r(path);
-  EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'schema_version'"), "1");
+  EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'schema_version'"),
+            std::to_string(kSchemaVersion));
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'created_by'"), "sonde " SONDE_VERSION);
   for (const char* view : {"hotspots", "callpaths", "gemm_shapes"}) {
     EXPECT_EQ(r.rows(std::string("SELECT * FROM ") + view).size(), 0u) << view;
@@ -168,12 +172,17 @@ TEST(StorePrepare, RefusesAnotherSchemaVersion) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db, "UPDATE meta SET value = '2' WHERE key = 'schema_version'", nullptr, nullptr,
-                 nullptr);
+    // An older file: its tables lack this version's columns (shapes.threads).
+    std::string older = "UPDATE meta SET value = '" + std::to_string(kSchemaVersion - 1) +
+                        "' WHERE key = 'schema_version'";
+    sqlite3_exec(db, older.c_str(), nullptr, nullptr, nullptr);
     sqlite3_close(db);
   }
   EXPECT_FALSE(Store().prepare(path, error));
-  EXPECT_NE(error.find("schema version 2"), std::string::npos) << error;
+  EXPECT_NE(error.find(fmt::format("holds schema version {}, this sonde writes {}",
+                                   kSchemaVersion - 1, kSchemaVersion)),
+            std::string::npos)
+      << error;
 }
 
 TEST(StorePrepare, RefusesAPathThatCannotBeCreated) {

@@ -1,0 +1,110 @@
+// One definition per figure: the peaks views (peaks_at_threads, gemm_shapes, routine_peaks) hold
+// the rule for % of peak, and every consumer (sonde shapes, sonde metrics, sonde candidates)
+// prints what they hold. Against the advice fixture, with the shapes' thread counts varied.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advice/candidates.hpp"
+#include "advice_fixture.hpp"
+#include "metrics/metrics.hpp"
+#include "profile/profile_file.hpp"
+#include "render/shapes.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+using Row = std::vector<std::optional<double>>;
+
+class PeaksViewsTest : public test::AdviceFixtureTest {
+ protected:
+  std::vector<Row> rows(const std::string& sql) {
+    ProfileFile file = ProfileFile::open(path_);
+    auto st = file.prepare(sql);
+    std::vector<Row> out;
+    while (st.step()) {
+      Row r;
+      for (int c = 0; c < st.column_count(); ++c)
+        r.push_back(st.is_null(c) ? std::nullopt : std::optional<double>(st.real(c)));
+      out.push_back(r);
+    }
+    return out;
+  }
+  std::optional<double> peak_at(const std::string& resource, int threads) {
+    auto r = rows("SELECT value FROM peaks_at_threads WHERE resource = '" + resource +
+                  "' AND threads = " + std::to_string(threads));
+    return r.empty() ? std::nullopt : r[0][0];
+  }
+};
+
+TEST_F(PeaksViewsTest, PeaksAtThreadsIsTheNearestCalibratedCountNotAbove) {
+  // gemm.f32: 1 thread 2.5, threads 0 = the run's 2 cores 4.
+  EXPECT_EQ(peak_at("gemm.f32", 1), 2.5);
+  EXPECT_EQ(peak_at("gemm.f32", 2), 4.0);
+  sql("UPDATE shapes SET threads = 6;");  // the view reaches the largest count a shape has
+  EXPECT_EQ(peak_at("gemm.f32", 6), 4.0);
+  sql("INSERT INTO peaks VALUES (1, 'gemm.f32', 4, 7.0, 'manual'),"
+      "                         (1, 'gemm.f32', 2, 3.0, 'manual');");
+  EXPECT_EQ(peak_at("gemm.f32", 3), 3.0);  // the explicit 2-thread row wins over threads 0
+  EXPECT_EQ(peak_at("gemm.f32", 5), 7.0);
+  sql("DELETE FROM peaks WHERE threads = 1;");
+  EXPECT_EQ(peak_at("gemm.f32", 1), std::nullopt);  // none at or below 1
+}
+
+TEST_F(PeaksViewsTest, ShapesMetricsAndCandidatesPrintTheGemmShapesView) {
+  // One shape on 1 thread, the other on 2: each against its own peak (2.5 and 4).
+  sql("UPDATE shapes SET threads = 2 WHERE n = 10;"
+      "UPDATE peaks SET value = 25 WHERE threads = 1;");  // the 1000^3 shape: 10 % of 25
+  auto view = rows(
+      "SELECT m, n, gflops, pct_peak, threads, peak_gflops FROM gemm_shapes "
+      "ORDER BY time_s DESC");
+  ASSERT_EQ(view.size(), 2u);
+  EXPECT_DOUBLE_EQ(*view[0][3], 10.0);
+  EXPECT_DOUBLE_EQ(*view[1][3], 25.0);  // 1 GFLOP/s of the 2-thread 4
+  EXPECT_EQ(view[1][4], 2.0);
+  EXPECT_EQ(view[1][5], 4.0);
+
+  ProfileFile file = ProfileFile::open(path_);
+  std::vector<ShapeRow> shapes = compute_shapes(file);
+  Metrics m = compute_metrics(file);
+  ASSERT_EQ(shapes.size(), 2u);
+  ASSERT_EQ(m.shapes.size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(shapes[i].gflops, view[i][2]);
+    EXPECT_EQ(shapes[i].pct_peak, view[i][3]);
+    EXPECT_EQ(m.shapes[i].perf.gflops, view[i][2]);
+    EXPECT_EQ(m.shapes[i].perf.pct_peak, view[i][3]);
+  }
+  // The gemm-shape rule's evidence: the 1000^3 shape at 5 % (below its 10 % threshold).
+  sql("UPDATE peaks SET value = 50 WHERE threads = 1;");
+  view = rows("SELECT pct_peak FROM gemm_shapes ORDER BY time_s DESC");
+  bool found = false;
+  for (const Candidate& c : compute_candidates(ProfileFile::open(path_))) {
+    if (c.rule != "gemm-shape" || number(c, "n") != 1000) continue;
+    found = true;
+    EXPECT_EQ(number(c, "pct_peak"), *view[0][0]);
+  }
+  EXPECT_TRUE(found);
+}
+
+TEST_F(PeaksViewsTest, RoutineMetricsPrintTheRoutinePeaksView) {
+  sql("UPDATE shapes SET threads = 2 WHERE n = 10;");
+  auto view = rows(
+      "SELECT gflops, pct_peak, peak_gflops, mem_bw_gbs FROM routine_peaks "
+      "WHERE routine = 'cblas_sgemm'");
+  ASSERT_EQ(view.size(), 1u);
+  // 3e9 FLOPs over 1 s x 2.5 + 0.5 s x 4: 3 / 4.5 = 66.7 %.
+  EXPECT_DOUBLE_EQ(*view[0][1], 100.0 * 3.0 / 4.5);
+  EXPECT_DOUBLE_EQ(*view[0][2], 4.5 / 1.5);  // time-weighted
+  Metrics m = compute_metrics(ProfileFile::open(path_));
+  auto it = std::find_if(m.routines.begin(), m.routines.end(),
+                         [](const RoutineMetrics& r) { return r.name == "cblas_sgemm"; });
+  ASSERT_NE(it, m.routines.end());
+  EXPECT_EQ(it->perf.pct_peak, view[0][1]);
+  EXPECT_EQ(it->perf.attainable_gflops, std::min(*view[0][2], 10.0 * *view[0][3]));
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
