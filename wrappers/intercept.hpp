@@ -41,6 +41,7 @@ struct RoutineChoice {
 template <class R, class... P, class Model, class... A>
 inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* site,
                    Model&& model, A... args) {
+  if (__builtin_expect(exit_gate_closed(), 0)) wait_at_exit_gate();
   ThreadState* t = probe_open(id, nesting);
   if (t == nullptr) return real(args...);
   // The cost model (and the sampled subnormal check) runs before the clock starts, so the

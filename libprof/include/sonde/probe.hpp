@@ -3,6 +3,7 @@
 // the cost its model computed.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 // Exported from libsonde.so for the modules that live outside it (the Python extension).
@@ -68,6 +69,15 @@ SONDE_API ThreadState* probe_resume(RoutineId routine, Nesting nesting);
 // return address, used to tell call sites apart for shapes (nullptr: none).
 SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
 
+// The exit gate. When the final flush at exit begins, every thread but the exiting one is held
+// at the entry of an intercepted library call (for at most a few seconds), so a detached thread
+// still calling the BLAS does not run into a library that the exit is about to tear down (its
+// destructors run after the flush): without sonde it would mostly have been ended by then.
+// One relaxed load on the hot path; wait_at_exit_gate is the slow path.
+extern std::atomic<bool> g_exit_gate_closed;
+void close_exit_gate();
+void wait_at_exit_gate();
+inline bool exit_gate_closed() { return g_exit_gate_closed.load(std::memory_order_relaxed); }
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();
 

@@ -3,6 +3,8 @@
 #include "sonde/probe.hpp"
 
 #include <errno.h>
+#include <pthread.h>
+#include <time.h>
 
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
@@ -13,6 +15,27 @@ namespace sonde {
 
 thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
 thread_local bool t_internal __attribute__((tls_model("initial-exec"))) = false;
+std::atomic<bool> g_exit_gate_closed{false};
+
+namespace {
+std::atomic<pthread_t> g_exiting_thread{};
+}  // namespace
+
+void close_exit_gate() {
+  g_exiting_thread.store(pthread_self(), std::memory_order_relaxed);
+  g_exit_gate_closed.store(true, std::memory_order_release);
+}
+
+void wait_at_exit_gate() {
+  if (pthread_equal(g_exiting_thread.load(std::memory_order_relaxed), pthread_self())) return;
+  // Bounded: a held thread may own a lock that a library destructor still needs.
+  int saved = errno;
+  for (int i = 0; i < 300; ++i) {
+    struct timespec ten_ms = {0, 10 * 1000 * 1000};
+    nanosleep(&ten_ms, nullptr);
+  }
+  errno = saved;
+}
 
 namespace {
 __attribute__((noinline)) ThreadState* attach_slow() {

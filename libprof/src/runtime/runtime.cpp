@@ -71,7 +71,10 @@ void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
 // A vfork child that calls exit shares the parent's memory: nothing of sonde's is its to end.
 void at_exit() {
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && getpid() == rt->pid()) rt->flush(FlushKind::kExit, "exit");
+  if (rt != nullptr && getpid() == rt->pid()) {
+    close_exit_gate();
+    rt->flush(FlushKind::kExit, "exit");
+  }
 }
 void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
 
