@@ -12,7 +12,9 @@
 namespace sonde::analyzers {
 namespace {
 
-using Key = std::pair<std::string, std::string>;  // name, kind
+// A routine is its identity (routines.routine_id: kind, library or file, line, name), never its
+// display name: two `__init__.py:1(<module>)` are two routines.
+using Key = std::int64_t;
 
 bool is_library_call(const std::string& kind) { return kind == "blas" || kind == "onednn"; }
 
@@ -29,7 +31,7 @@ void walk(const CallNode& node, std::vector<const CallNode*>& path, bool in_libr
   bool library = is_library_call(node.kind);
   std::set<Key> seen;
   for (const CallNode* p : path) {
-    Key key{p->name, p->kind};
+    Key key = p->routine_id;
     if (!seen.insert(key).second) continue;
     Under& u = under[key];
     u.flops += node.flops;
@@ -146,9 +148,8 @@ Metrics compute_metrics(const ProfileFile& file) {
 
   std::map<Key, std::pair<double, double>> cost;  // flops, bytes
   {
-    auto st = file.prepare("SELECT r.name, r.kind, SUM(n.flops), SUM(n.bytes) FROM nodes n "
-                           "JOIN routines r USING (routine_id) GROUP BY r.name, r.kind");
-    while (st.step()) cost[{st.text(0), st.text(1)}] = {st.real(2), st.real(3)};
+    auto st = file.prepare("SELECT routine_id, SUM(flops), SUM(bytes) FROM nodes GROUP BY routine_id");
+    while (st.step()) cost[st.int64(0)] = {st.real(1), st.real(2)};
   }
   std::map<Key, Under> under;
   for (const ThreadTree& t : load_thread_trees(file)) {
@@ -199,14 +200,14 @@ Metrics compute_metrics(const ProfileFile& file) {
   };
   std::map<Key, RoutinePeaks> routine_peaks;
   {
-    auto st = file.prepare("SELECT routine, kind, peak_gflops, mem_bw_gbs, pct_peak "
+    auto st = file.prepare("SELECT routine_id, peak_gflops, mem_bw_gbs, pct_peak "
                            "FROM routine_peaks ORDER BY routine_id");
     auto opt = [&](int col) -> std::optional<double> {
       if (st.is_null(col)) return std::nullopt;
       return st.real(col);
     };
     while (st.step())
-      routine_peaks.emplace(Key{st.text(0), st.text(1)}, RoutinePeaks{opt(2), opt(3), opt(4)});
+      routine_peaks.emplace(st.int64(0), RoutinePeaks{opt(1), opt(2), opt(3)});
   }
 
   for (const HotspotRow& row : h.rows) {
@@ -221,11 +222,11 @@ Metrics compute_metrics(const ProfileFile& file) {
     r.incl_ns = row.incl_ns;
     r.excl_ns = row.excl_ns;
     r.pct_total = row.pct_time;
-    if (auto it = cost.find({row.name, row.kind}); it != cost.end()) {
+    if (auto it = cost.find(row.routine_id); it != cost.end()) {
       r.flops = it->second.first;
       r.bytes = it->second.second;
     }
-    if (auto it = under.find({row.name, row.kind}); it != under.end()) {
+    if (auto it = under.find(row.routine_id); it != under.end()) {
       r.flops_under = it->second.flops;
       r.blas_under_ns = it->second.blas_ns;
     }
@@ -236,7 +237,7 @@ Metrics compute_metrics(const ProfileFile& file) {
     } else {
       r.dtype = dtype_from_name(row.name);
     }
-    if (auto it = routine_peaks.find({row.name, row.kind}); it != routine_peaks.end()) {
+    if (auto it = routine_peaks.find(row.routine_id); it != routine_peaks.end()) {
       r.perf = roofline(r.flops, r.bytes, r.incl_ns, it->second.peak, it->second.mem_bw);
       r.perf.pct_peak = it->second.pct_peak;
     } else {

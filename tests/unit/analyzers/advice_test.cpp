@@ -343,5 +343,23 @@ TEST_F(AdviceTest, CliCandidatesAndDiff) {
   EXPECT_NE(r.err.find("sonde candidates:"), std::string::npos) << r.err;
 }
 
+
+// Metrics are per routine identity: a second `train.py:5(forward)` (another file, 7e9 FLOPs of
+// its own) is its own row, and neither row takes the other's FLOPs (they were summed by name).
+TEST_F(AdviceTest, RoutinesOfOneDisplayNameKeepTheirOwnFigures) {
+  sql("INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
+      "(7, 'train.py:5(forward)', 'python', 'other/train.py', 5);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (7, 1, 2, 7, 2, 0, 1, 0, 100000000, "
+      "100000000, 7000000000, 0);");
+  std::vector<double> under;
+  for (const RoutineMetrics& r : metrics().routines)
+    if (r.name == "train.py:5(forward)") under.push_back(r.flops_under);
+  std::sort(under.begin(), under.end());
+  ASSERT_EQ(under.size(), 2u);
+  EXPECT_DOUBLE_EQ(under[0], 3e9);
+  EXPECT_DOUBLE_EQ(under[1], 7e9);
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
