@@ -51,10 +51,11 @@ def test_identical_runs_have_the_same_threads_and_their_wall_time_as_total(tmp_p
         d = sonde_json("diff", a, b)
         assert d["total_speedup"] == pytest.approx(ra["wall_s"] / rb["wall_s"], rel=1e-9)
         # The speedup follows the runs' real durations (this machine is shared, so identical
-        # runs can take different times); where those agree within 5 %, it reads 0.95-1.05.
+        # runs can take different times); where those agree within 2 %, it reads 0.95-1.05
+        # (within 5 %, the few ms of start-up the outside clock adds could put it at 0.946).
         assert abs(d["total_speedup"] / (out_a / out_b) - 1) <= 0.10, (d["total_speedup"],
                                                                        out_a, out_b)
-        if 1 / 1.05 <= out_a / out_b <= 1.05:
+        if 1 / 1.02 <= out_a / out_b <= 1.02:
             assert 0.95 <= d["total_speedup"] <= 1.05, d["total_speedup"]
 
 
