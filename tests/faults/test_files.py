@@ -464,3 +464,16 @@ def test_text_shows_control_characters(command, hostile):
     assert not bad, f"raw control characters {bad} in the output"
     if command != "candidates":  # names appear there only where a rule fires on them
         assert "\\x1b]0;pwned\\x07title" in r.out
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "/dev/full", "directory"])
+def test_output_that_is_not_a_regular_file(target, tmp_path):
+    """SONDE_OUTPUT naming a device or a directory: the host runs unprofiled, nothing is created beside it"""
+    out = str(tmp_path) if target == "directory" else target
+    parent = Path(out).parent
+    before = set(parent.iterdir())
+    cmd = [prog("exit_status"), 0]
+    r = preloaded(cmd, out)
+    same_behaviour(plain(cmd), r)
+    assert "not a regular file" in r.err, r.err
+    assert set(parent.iterdir()) == before, sorted(set(parent.iterdir()) - before)

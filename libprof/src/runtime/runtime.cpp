@@ -91,6 +91,9 @@ std::string Runtime::choose_output(bool root) {
   std::string path = config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
   path = absolute(path);
   if (!root) return path;  // joins the run's file
+  // A device, FIFO or directory is nothing a profile can go into, nor beside (/dev/null.<pid>).
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return {};
   // Claimed with O_EXCL, never overwritten: of two runs started at once into one name, the
   // second writes beside it rather than into the first one's file.
   for (int n = 0; n <= kOutputAlternatives; ++n) {
@@ -136,6 +139,11 @@ void Runtime::start() {
   unsetenv("SONDE_EXEC_OF");
 
   output_ = choose_output(root);
+  if (output_.empty()) {
+    warn("{} is not a regular file (a device, FIFO or directory); this process runs unprofiled",
+         config_.output);
+    return;
+  }
   std::string error;
   if (!store_.prepare(output_, error)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
