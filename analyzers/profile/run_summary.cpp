@@ -60,6 +60,24 @@ RunSummary load_run_summary(const ProfileFile& file) {
       s.notes.push_back(std::move(note));
     }
   }
+  {
+    // A process that never wrote its final flush (SIGKILL, a machine that went down, or one
+    // still running) left no note of its own: the reader says what its figures cover.
+    auto st = file.prepare(
+        "SELECT pid, (last_flush_ns - started_ns) / 1e9 FROM processes "
+        "WHERE ended_ns IS NULL AND end_reason IS NULL ORDER BY process_id");
+    while (st.step()) {
+      std::string upto = st.is_null(1) ? std::string("its last flush")
+                                       : fmt::format("its last flush, {:.3f} s after it started",
+                                                     st.real(1));
+      s.notes.push_back(Note{"warning", "unfinished",
+                             fmt::format("the process did not write its final flush (killed by "
+                                         "SIGKILL or a crash of the machine, or still running): "
+                                         "its figures are as of {}",
+                                         upto),
+                             st.int64(0)});
+    }
+  }
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "advice_fixture.hpp"
+#include "profile/run_summary.hpp"
 #include "fixture.hpp"
 #include "advice/candidates.hpp"
 #include "metrics/diff.hpp"
@@ -359,6 +360,21 @@ TEST_F(AdviceTest, RoutinesOfOneDisplayNameKeepTheirOwnFigures) {
   ASSERT_EQ(under.size(), 2u);
   EXPECT_DOUBLE_EQ(under[0], 3e9);
   EXPECT_DOUBLE_EQ(under[1], 7e9);
+}
+
+
+// A process killed by SIGKILL never writes its end: the reader says what its figures cover.
+TEST_F(AdviceTest, AProcessWithoutItsFinalFlushIsNoted) {
+  auto unfinished = [&] {
+    int n = 0;
+    for (const Note& note : load_run_summary(ProfileFile::open(path_)).notes)
+      n += note.topic == "unfinished";
+    return n;
+  };
+  EXPECT_EQ(unfinished(), 0);
+  sql("UPDATE processes SET ended_ns = NULL, end_reason = NULL, "
+      "last_flush_ns = started_ns + 4000000000");
+  EXPECT_EQ(unfinished(), 1);
 }
 
 }  // namespace
