@@ -1,6 +1,5 @@
 // Expands blas_routines.def into the interposed BLAS functions, their routine ids and their
 // real-symbol slots, and describes the BLAS in use for the run's metadata.
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <array>
@@ -13,7 +12,8 @@
 #include "sonde/process_hooks.hpp"
 
 namespace sonde {
-std::string object_path_of(const void* address);  // libprof/src/symbols/real_symbol.cpp
+std::string object_path_of(const void* address);       // libprof/src/symbols/real_symbol.cpp
+void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
 }
 
 namespace {
@@ -52,24 +52,31 @@ constexpr const char* kThreadQueries[] = {"openblas_get_num_threads", "mkl_get_m
                                           "bli_thread_get_num_threads"};
 using ThreadsFn = int (*)();
 
-// The thread query of the library behind `routine` (its own lookup scope: Debian's libblas.so.3
-// reaches libopenblas.so.0's), so that another BLAS loaded beside it is never asked.
+// The thread query of the library behind `routine`, asked in that library's own scope.
 ThreadsFn thread_query_of(const void* routine) {
-  Dl_info info{};
-  if (routine == nullptr || dladdr(routine, &info) == 0 || info.dli_fname == nullptr)
-    return nullptr;
-  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) return nullptr;
-  ThreadsFn fn = nullptr;
   for (const char* name : kThreadQueries) {
-    if ((fn = reinterpret_cast<ThreadsFn>(dlsym(handle, name)))) break;
+    if (auto fn = reinterpret_cast<ThreadsFn>(sonde::symbol_beside(routine, name))) return fn;
   }
-  dlclose(handle);  // RTLD_NOLOAD took a reference; the library stays loaded by its owner
-  return fn;
+  return nullptr;
 }
 
 // 0: not looked up yet; 1: the BLAS has no thread query; else the query.
 std::atomic<uintptr_t> g_thread_query{0};
+
+// The query of the BLAS behind the first resolved routine, looked up once; 0 while no routine
+// is resolved, 1 when that BLAS has none.
+uintptr_t thread_query() {
+  uintptr_t q = g_thread_query.load(std::memory_order_acquire);
+  if (q != 0) return q;
+  for (const auto& slot : g_real) {
+    if (!slot.resolved()) continue;
+    ThreadsFn fn = thread_query_of(reinterpret_cast<const void*>(slot.fn.load()));
+    q = fn ? reinterpret_cast<uintptr_t>(fn) : 1;
+    g_thread_query.store(q, std::memory_order_release);
+    return q;
+  }
+  return 0;
+}
 
 }  // namespace
 
@@ -81,17 +88,8 @@ namespace sonde::blas {
 // that is not modelled (docs/metrics.md).
 CallCost with_threads(CallCost cost) {
   if (cost.shape.dtype == DType::kNone) return cost;
-  uintptr_t q = g_thread_query.load(std::memory_order_acquire);
-  if (q == 0) {
-    for (const auto& slot : g_real) {
-      if (!slot.resolved()) continue;
-      ThreadsFn fn = thread_query_of(reinterpret_cast<const void*>(slot.fn.load()));
-      q = fn ? reinterpret_cast<uintptr_t>(fn) : 1;
-      break;
-    }
-    if (q == 0) return cost;  // nothing resolved yet (cannot happen inside a call); ask later
-    g_thread_query.store(q, std::memory_order_release);
-  }
+  uintptr_t q = thread_query();
+  if (q == 0) return cost;  // nothing resolved yet (cannot happen inside a call)
   int n = q == 1 ? 1 : reinterpret_cast<ThreadsFn>(q)();
   cost.shape.threads = n > 0 && n <= 65535 ? uint16_t(n) : 0;
   return cost;
@@ -126,17 +124,9 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
     std::string lib = sonde::object_path_of(g_real[i].fn.load());
     emit("blas.library", lib.c_str(), ctx);
     emit("blas.first_routine", kNames[i], ctx);
-    struct Query {
-      const char* symbol;
-      const char* key;
-    };
-    for (Query q : {Query{"openblas_get_num_threads", "blas.threads"},
-                    Query{"mkl_get_max_threads", "blas.threads"},
-                    Query{"bli_thread_get_num_threads", "blas.threads"}}) {
-      if (auto fn = reinterpret_cast<int (*)()>(sonde::find_real_symbol(q.symbol))) {
-        emit(q.key, std::to_string(fn()).c_str(), ctx);
-        break;
-      }
+    // The same query the shapes' thread counts come from.
+    if (uintptr_t q = thread_query(); q > 1) {
+      emit("blas.threads", std::to_string(reinterpret_cast<ThreadsFn>(q)()).c_str(), ctx);
     }
     if (auto cfg = reinterpret_cast<const char* (*)()>(
             sonde::find_real_symbol("openblas_get_config"))) {

@@ -2,7 +2,6 @@
 // (one per primitive kind and direction), and describes the oneDNN in use for the run's metadata.
 // libsonde is not linked against libdnnl: every oneDNN function called here is looked up at its
 // first use, so programs without oneDNN load sonde as before.
-#include <dlfcn.h>
 #include <oneapi/dnnl/dnnl.h>
 
 #include <array>
@@ -14,7 +13,8 @@
 #include "sonde/process_hooks.hpp"
 
 namespace sonde {
-std::string object_path_of(const void* address);  // libprof/src/symbols/real_symbol.cpp
+std::string object_path_of(const void* address);       // libprof/src/symbols/real_symbol.cpp
+void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
 }
 
 namespace {
@@ -43,17 +43,6 @@ struct Api {
   bool sequential = false;
 };
 
-// omp_get_max_threads of the OpenMP runtime that the library holding `fn` uses.
-int (*omp_of(const void* fn))() {
-  Dl_info info{};
-  if (fn == nullptr || dladdr(fn, &info) == 0 || info.dli_fname == nullptr) return nullptr;
-  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  if (handle == nullptr) return nullptr;
-  auto q = reinterpret_cast<int (*)()>(dlsym(handle, "omp_get_max_threads"));
-  dlclose(handle);  // RTLD_NOLOAD took a reference; the library stays loaded by its owner
-  return q;
-}
-
 template <class F>
 void lookup(F& fn, const char* name) {
   fn = reinterpret_cast<F>(sonde::find_real_symbol(name));
@@ -70,7 +59,8 @@ const Api& api() {
     if (version) r.version = version();
     r.usable = r.get_pd && r.query && r.query_md && r.version && r.version->major == 2;
     if (r.version && r.version->cpu_runtime == DNNL_RUNTIME_OMP)
-      r.omp_max_threads = omp_of(reinterpret_cast<const void*>(r.get_pd));
+      r.omp_max_threads = reinterpret_cast<int (*)()>(sonde::symbol_beside(
+          reinterpret_cast<const void*>(r.get_pd), "omp_get_max_threads"));
     r.sequential = r.version && r.version->cpu_runtime == DNNL_RUNTIME_SEQ;
     return r;
   }();

@@ -69,4 +69,15 @@ std::string object_path_of(const void* address) {
   return info.dli_fname;
 }
 
+void* symbol_beside(const void* address, const char* name) {
+  Dl_info info{};
+  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr)
+    return nullptr;
+  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (handle == nullptr) return nullptr;
+  void* found = dlsym(handle, name);
+  dlclose(handle);  // RTLD_NOLOAD took a reference; the object stays loaded by its owner
+  return found;
+}
+
 }  // namespace sonde

@@ -13,6 +13,11 @@ void* find_real_symbol(const char* name);
 // The file of the loaded object that contains `address`, resolved to a real path; '' if none.
 std::string object_path_of(const void* address);
 
+// `name` as the loaded object containing `address` sees it (its own lookup scope: Debian's
+// libblas.so.3 reaches libopenblas.so.0's symbols), so that another library of the same kind
+// loaded beside it is never asked. nullptr if none.
+void* symbol_beside(const void* address, const char* name);
+
 [[noreturn]] void missing_real_symbol(const char* name);
 
 // True when `address` lies in libsonde itself.
