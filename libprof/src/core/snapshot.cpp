@@ -31,6 +31,25 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   s.ftz = (fpu & (1u << 15)) != 0;
   s.daz = (fpu & (1u << 6)) != 0;
 
+  // Shapes and trace events name nodes: they are read before the nodes, so that every node they
+  // name (published before any record of it) is in the copy. Read after, a shape recorded on a
+  // node created in between pointed past the copied nodes (the store then read out of bounds).
+  uint32_t ns = t.shapes.size_acquire();
+  s.shapes.reserve(ns);
+  for (uint32_t i = 0; i < ns; ++i) {
+    const ShapeRecord& r = t.shapes[i];
+    s.shapes.push_back(ShapeRow{i, r.node, r.site, r.shape, r.calls.load(kRelaxed),
+                                clock.to_ns(r.ticks.load(kRelaxed)), r.flops.load(kRelaxed),
+                                r.bytes.load(kRelaxed)});
+  }
+
+  if (t.trace) {
+    t.trace->drain([&](const TraceEvent& e) {
+      s.events.push_back(
+          TraceRow{e.node, clock.to_realtime_ns(e.start), clock.to_realtime_ns(e.end)});
+    });
+    s.dropped_events = t.trace->dropped();
+  }
   uint32_t n = t.nodes.size_acquire();
   s.nodes.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
@@ -94,15 +113,6 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
     row.excl_ns = clock.to_ns(uint64_t(std::max<int64_t>(row.excl_ns, 0)));
   }
 
-  uint32_t ns = t.shapes.size_acquire();
-  s.shapes.reserve(ns);
-  for (uint32_t i = 0; i < ns; ++i) {
-    const ShapeRecord& r = t.shapes[i];
-    s.shapes.push_back(ShapeRow{i, r.node, r.site, r.shape, r.calls.load(kRelaxed),
-                                clock.to_ns(r.ticks.load(kRelaxed)), r.flops.load(kRelaxed),
-                                r.bytes.load(kRelaxed)});
-  }
-
   uint32_t nl = t.lines.size_acquire();
   s.lines.reserve(nl);
   for (uint32_t i = 0; i < nl; ++i) {
@@ -111,13 +121,6 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
         LineRow{r.routine, r.line, r.hits.load(kRelaxed), clock.to_ns(r.ticks.load(kRelaxed))});
   }
 
-  if (t.trace) {
-    t.trace->drain([&](const TraceEvent& e) {
-      s.events.push_back(
-          TraceRow{e.node, clock.to_realtime_ns(e.start), clock.to_realtime_ns(e.end)});
-    });
-    s.dropped_events = t.trace->dropped();
-  }
   s.depth_overflows = t.depth_overflows.load(kRelaxed);
   s.node_overflows = t.node_overflows.load(kRelaxed);
   s.region_mismatches = t.region_mismatches.load(kRelaxed);
