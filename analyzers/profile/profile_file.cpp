@@ -9,7 +9,6 @@
 #include <charconv>
 #include <cstring>
 
-#include "schema_sql.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -29,34 +28,6 @@ std::int64_t check_readable(const std::string& path) {
   if (st.st_size == 0)
     throw Error(fmt::format("{} is empty: not a sonde profile", path));
   return st.st_size;
-}
-
-// The public views as this sonde defines them, made TEMP so that they shadow the ones stored in
-// the file: a file written by an earlier sonde is read with the same definitions as a new one.
-// A view over a table the file lacks is left to the file's own definition (or to no view).
-void define_views(sqlite3* db) {
-  std::string sql = kSchemaSql;
-  const std::string from = "CREATE VIEW IF NOT EXISTS ";
-  const std::string to = "CREATE TEMP VIEW IF NOT EXISTS ";
-  for (auto at = sql.find(from); at != std::string::npos; at = sql.find(from, at + to.size()))
-    sql.replace(at, from.size(), to);
-  const char* next = sql.c_str();
-  while (*next != '\0') {
-    sqlite3_stmt* st = nullptr;
-    const char* tail = nullptr;
-    if (sqlite3_prepare_v2(db, next, -1, &st, &tail) != SQLITE_OK || tail == nullptr) {
-      // Only a view can fail here (tables are not created): skip to the next statement.
-      sqlite3_finalize(st);
-      const char* semi = std::strstr(next, ";\n");
-      if (semi == nullptr) break;
-      next = semi + 2;
-      continue;
-    }
-    if (st != nullptr && std::string_view(sqlite3_sql(st)).find(to) != std::string_view::npos)
-      sqlite3_step(st);
-    sqlite3_finalize(st);
-    next = tail;
-  }
 }
 
 // A writer killed inside a flush leaves a hot journal: its half-written pages are in the file and
@@ -160,7 +131,6 @@ ProfileFile ProfileFile::open(const std::string& path) {
                             "the run again",
                             path, version, kSchemaVersion));
   file.schema_version_ = version;
-  define_views(file.db());
   return file;
 }
 

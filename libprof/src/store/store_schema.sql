@@ -190,9 +190,9 @@ CREATE TABLE IF NOT EXISTS trace_drops (
   dropped    INTEGER NOT NULL
 );
 
--- Public views. They never change meaning without a schema_version bump. The analyzers
--- define them again as TEMP views on every file they open, so every command and `sonde query`
--- read this definition whichever sonde wrote the file. Denominators: docs/metrics.md.
+-- Public views. They never change meaning without a schema_version bump, and readers accept
+-- only this version, so the views stored in a file are the ones every reader uses.
+-- Denominators: docs/metrics.md.
 
 -- One row per thread: its time (the root's inclusive time, from the thread's registration to
 -- its end or the last flush), the part no measured call covers, and whether it made a measured
