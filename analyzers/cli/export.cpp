@@ -1,4 +1,5 @@
-// sonde export: the profile for other tools (chrome trace, folded stacks, csv).
+// sonde export: the profile for other tools (chrome trace, speedscope, SVG flame graph, folded
+// stacks, csv).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -25,13 +26,19 @@ struct Options {
 };
 
 void write_export(const Options& a, const ProfileFile& file, std::ostream& out) {
+  // On a terminal only: stderr piped or redirected gets no progress line.
+  Progress progress(stderr, "sonde export");
   if (a.format == "folded") {
     write_folded(file, out);
   } else if (a.format == "csv") {
     out << render_csv(run_query(file, "SELECT path, calls, incl_s, excl_s FROM callpaths "
                                       "ORDER BY path, path_ids"));
+  } else if (a.format == "speedscope") {
+    write_speedscope(file, out, &progress);
+  } else if (a.format == "svg") {
+    write_svg_flamegraph(file, out);
   } else {
-    write_chrome_trace(file, out);
+    write_chrome_trace(file, out, &progress);
   }
   out.flush();
 }
@@ -67,11 +74,13 @@ int export_profile(const Options& a) {
 
 Command add_export(CLI::App& app) {
   auto a = std::make_shared<Options>();
-  auto* cmd = app.add_subcommand("export", "The profile for other tools: chrome, folded or csv");
+  auto* cmd = app.add_subcommand(
+      "export", "The profile for other tools: chrome, speedscope, svg, folded or csv");
   add_file(cmd, a->file);
   cmd->add_option("-f,--format", a->format,
-                  "chrome: trace-event JSON (Perfetto); folded: flame-graph stacks; csv: callpaths")
-      ->check(CLI::IsMember({"chrome", "folded", "csv"}))
+                  "chrome: trace-event JSON (Perfetto, chrome://tracing); speedscope: speedscope's "
+                  "JSON; svg: a static flame graph; folded: flame-graph stacks; csv: callpaths")
+      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv"}))
       ->required();
   cmd->add_option("-o,--output", a->output, "Output file (default: standard output)");
   return {cmd, [a] { return export_profile(*a); }};

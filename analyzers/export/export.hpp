@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "export/progress.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/profile_file.hpp"
 
@@ -20,6 +21,17 @@ void write_folded(const ProfileFile& file, std::ostream& out);
 
 // Chrome trace-event JSON (Perfetto, chrome://tracing). Real events when the file has trace
 // events; otherwise a flame-chart layout of the aggregated tree, labelled as such in otherData.
-void write_chrome_trace(const ProfileFile& file, std::ostream& out);
+// Each call path is written once, in the top-level `stackFrames` dictionary; an event names its
+// path by `sf`.
+void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* progress = nullptr);
+
+// speedscope's own file format (https://www.speedscope.app/file-format-schema.json): one profile
+// per thread, `evented` from the trace events when the file has them, else `sampled` with one
+// sample per call path weighted by its exclusive nanoseconds; frames shared by all profiles.
+void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* progress = nullptr);
+
+// A static SVG flame graph of the busy threads' merged tree (the `callpaths` view): widths by
+// inclusive time, colours by kind, a <title> tooltip per frame, no script.
+void write_svg_flamegraph(const ProfileFile& file, std::ostream& out);
 
 }  // namespace sonde::analyzers

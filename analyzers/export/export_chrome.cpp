@@ -1,115 +1,209 @@
 #include <fmt/format.h>
 
 #include <unordered_map>
+#include <unordered_set>
 
 #include "export/export.hpp"
-#include "render/table_format.hpp"
+#include "export/json_sink.hpp"
 
 namespace sonde::analyzers {
 namespace {
 
-double micros(std::int64_t ns) { return static_cast<double>(ns) / 1e3; }
-
-// Streams events one by one: a trace can hold millions, which need not sit in memory as JSON.
-class EventWriter {
+// Chrome's stackFrames dictionary: one entry per distinct call path, a frame (name, category)
+// and its parent entry, shared by every thread. An event names its path by "sf" instead of
+// repeating it: the path of a deep Python stack was most of a 2-step PyTorch trace's 536 MB.
+// Ids grow from 1, a parent always below its children (the order chrome://tracing reads them).
+class FrameTable {
  public:
-  explicit EventWriter(std::ostream& out) : out_(out) { out_ << "{\"traceEvents\":[\n"; }
-  void add(const Json& event) {
-    out_ << (first_ ? "" : ",\n") << dump_json(event, -1);
-    first_ = false;
+  std::int64_t intern(std::int64_t parent, std::int64_t routine_id, const std::string& name,
+                      const std::string& kind) {
+    auto [it, added] = ids_.try_emplace({parent, routine_id}, next_id());
+    if (added) {
+      frames_.push_back(
+          fmt::format("{{\"name\":{},\"category\":{}{}}}", json_string(name), json_string(kind),
+                      parent == 0 ? std::string() : fmt::format(",\"parent\":\"{}\"", parent)));
+    }
+    return it->second;
   }
-  void finish(const Json& other_data) {
-    out_ << "\n],\n\"displayTimeUnit\":\"ms\",\n\"otherData\":" << dump_json(other_data, -1)
-         << "}\n";
+  void write(JsonSink& out) const {
+    out.put("\"stackFrames\":{{");
+    for (std::size_t i = 0; i < frames_.size(); ++i)
+      out.put("{}\n\"{}\":{}", i == 0 ? "" : ",", i + 1, frames_[i]);
+    out.put("}}");
   }
 
  private:
-  std::ostream& out_;
+  struct PairHash {
+    std::size_t operator()(const std::pair<std::int64_t, std::int64_t>& p) const {
+      return std::hash<std::int64_t>()(p.first * 1000003 + p.second);
+    }
+  };
+  std::int64_t next_id() const { return static_cast<std::int64_t>(frames_.size()) + 1; }
+
+  std::unordered_map<std::pair<std::int64_t, std::int64_t>, std::int64_t, PairHash> ids_;
+  std::vector<std::string> frames_;  // the JSON of frame id i + 1
+};
+
+// Streams the traceEvents array: a trace can hold millions, which need not sit in memory.
+class EventWriter {
+ public:
+  explicit EventWriter(JsonSink& out) : out_(out) { out_.put("{{\"traceEvents\":[\n"); }
+  template <typename... Args>
+  void add(fmt::format_string<Args...> format, Args&&... args) {
+    if (!first_) out_.put(",\n");
+    out_.put(format, std::forward<Args>(args)...);
+    first_ = false;
+  }
+  void complete(std::int64_t ts_ns, std::int64_t dur_ns, std::int64_t pid, std::int64_t tid,
+                const std::string& name_json, const std::string& cat_json, std::int64_t sf,
+                const std::string& args = {}) {
+    add("{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"ts\":{},\"dur\":{},\"pid\":{},\"tid\":{}",
+        name_json, cat_json, Micros{ts_ns}, Micros{dur_ns}, pid, tid);
+    if (sf != 0) out_.put(",\"sf\":{}", sf);
+    if (!args.empty()) out_.put(",\"args\":{}", args);
+    out_.put("}}");
+  }
+  void finish(const FrameTable& frames, const Json& other_data) {
+    out_.put("\n],\n\"displayTimeUnit\":\"ms\",\n");
+    frames.write(out_);
+    out_.put(",\n\"otherData\":{}}}\n", dump_json(other_data, -1));
+  }
+
+ private:
+  JsonSink& out_;
   bool first_ = true;
 };
 
 void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads) {
-  std::unordered_map<std::int64_t, bool> named;
+  std::unordered_set<std::int64_t> named;
   for (const ThreadTree& t : threads) {
-    if (!named[t.pid]) {
-      w.add({{"name", "process_name"}, {"ph", "M"}, {"pid", t.pid}, {"tid", t.tid},
-             {"args", {{"name", fmt::format("{} (pid {})", t.process_command, t.pid)}}}});
-      named[t.pid] = true;
+    if (named.insert(t.pid).second) {
+      w.add(
+          "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}"
+          "}",
+          t.pid, t.tid, json_string(fmt::format("{} (pid {})", t.process_command, t.pid)));
     }
     std::string name = t.thread_name.empty() ? fmt::format("thread {}", t.seq) : t.thread_name;
-    w.add({{"name", "thread_name"}, {"ph", "M"}, {"pid", t.pid}, {"tid", t.tid},
-           {"args", {{"name", name}}}});
-    w.add({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", t.pid}, {"tid", t.tid},
-           {"args", {{"sort_index", t.seq}}}});
+    w.add(
+        "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
+        t.pid, t.tid, json_string(name));
+    w.add(
+        "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{},\"tid\":{},"
+        "\"args\":{{\"sort_index\":{}}}}}",
+        t.pid, t.tid, t.seq);
   }
 }
 
-void layout(EventWriter& w, const ThreadTree& t, const CallNode& node, std::int64_t start_ns,
-            const std::string& path) {
-  w.add({{"name", node.name}, {"cat", node.kind}, {"ph", "X"}, {"ts", micros(start_ns)},
-         {"dur", micros(node.incl_ns)}, {"pid", t.pid}, {"tid", t.tid},
-         {"args", {{"path", path}, {"calls", node.calls}, {"excl_us", micros(node.excl_ns)}}}});
+// The aggregated tree as a flame chart: each child after its previous sibling, from its
+// parent's start, lasting its inclusive time. The thread root is no frame (like callpaths).
+void layout(EventWriter& w, FrameTable& frames, const ThreadTree& t, const CallNode& node,
+            std::int64_t start_ns, std::int64_t parent_sf, Progress& progress) {
+  std::int64_t sf =
+      &node == &t.root ? 0 : frames.intern(parent_sf, node.routine_id, node.name, node.kind);
+  w.complete(start_ns, node.incl_ns, t.pid, t.tid, json_string(node.name), json_string(node.kind),
+             sf, fmt::format("{{\"calls\":{},\"excl_us\":{}}}", node.calls, Micros{node.excl_ns}));
+  progress.advance();
   std::int64_t next = start_ns;
   for (const CallNode& child : node.children) {
-    // Like the callpaths view, paths leave out the thread root.
-    layout(w, t, child, next, &node == &t.root ? child.name : path + ";" + child.name);
+    layout(w, frames, t, child, next, sf, progress);
     next += child.incl_ns;
   }
 }
 
-void write_trace_events(const ProfileFile& file, EventWriter& w) {
-  // Paths are rebuilt from the node table: parents are read before their children.
-  std::unordered_map<std::int64_t, std::string> path_of;
+std::int64_t count_nodes(const CallNode& node) {
+  std::int64_t n = 1;
+  for (const CallNode& child : node.children) n += count_nodes(child);
+  return n;
+}
+
+void write_trace_events(const ProfileFile& file, EventWriter& w, FrameTable& frames,
+                        Progress& progress) {
+  struct Routine {
+    std::string name_json, kind_json, name, kind;
+  };
+  std::unordered_map<std::int64_t, Routine> routines;
   {
-    auto st = file.prepare(
-        "SELECT n.node_id, n.parent_id, r.name FROM nodes n JOIN routines r USING (routine_id) "
-        "ORDER BY n.depth, n.node_id");
+    auto st = file.prepare("SELECT routine_id, name, kind FROM routines");
     while (st.step()) {
-      std::string path = st.text(2);
-      if (!st.is_null(1)) {
-        auto parent = path_of.find(st.int64(1));
-        if (parent != path_of.end() && parent->second != "<thread>") path = parent->second + ";" + path;
-      }
-      path_of.emplace(st.int64(0), std::move(path));
+      std::string name = st.text(1), kind = st.text(2);
+      routines.emplace(st.int64(0), Routine{json_string(name), json_string(kind), name, kind});
     }
   }
+  // A node's frame; parents are read before their children. Thread roots have none.
+  struct Node {
+    std::int64_t sf = 0;
+    const Routine* routine = nullptr;
+  };
+  std::unordered_map<std::int64_t, Node> nodes;
+  {
+    auto st =
+        file.prepare("SELECT node_id, parent_id, routine_id FROM nodes ORDER BY depth, node_id");
+    while (st.step()) {
+      const Routine& r = routines.at(st.int64(2));
+      Node node{0, &r};
+      if (!st.is_null(1)) {
+        auto parent = nodes.find(st.int64(1));
+        std::int64_t parent_sf = parent == nodes.end() ? 0 : parent->second.sf;
+        node.sf = frames.intern(parent_sf, st.int64(2), r.name, r.kind);
+      }
+      nodes.emplace(st.int64(0), node);
+    }
+  }
+  std::int64_t total = 0;
+  {
+    auto st = file.prepare("SELECT COUNT(*) FROM trace_events");
+    if (st.step()) total = st.int64(0);
+  }
+  progress.start(total, "events");
+  // Ties by the longer first: a parent starting with its child is written before it, which
+  // chrome://tracing needs to nest them.
   auto st = file.prepare(
       "SELECT e.start_ns - (SELECT MIN(start_ns) FROM trace_events), e.end_ns - e.start_ns, "
-      "       p.pid, t.tid, r.name, r.kind, e.node_id "
+      "       p.pid, t.tid, e.node_id "
       "FROM trace_events e JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
-      "     JOIN nodes n ON n.node_id = e.node_id JOIN routines r ON r.routine_id = n.routine_id "
-      "ORDER BY e.start_ns");
+      "ORDER BY e.start_ns, e.end_ns DESC");
   while (st.step()) {
-    auto path = path_of.find(st.int64(6));
-    w.add({{"name", st.text(4)}, {"cat", st.text(5)}, {"ph", "X"}, {"ts", micros(st.int64(0))},
-           {"dur", micros(st.int64(1))}, {"pid", st.int64(2)}, {"tid", st.int64(3)},
-           {"args", {{"path", path == path_of.end() ? st.text(4) : path->second}}}});
+    auto node = nodes.find(st.int64(4));
+    if (node == nodes.end()) continue;  // cannot happen in a file sonde wrote: nodes come first
+    const Routine& r = *node->second.routine;
+    w.complete(st.int64(0), st.int64(1), st.int64(2), st.int64(3), r.name_json, r.kind_json,
+               node->second.sf);
+    progress.advance();
   }
 }
 
 }  // namespace
 
-void write_chrome_trace(const ProfileFile& file, std::ostream& out) {
+void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* progress) {
+  Progress silent;
+  Progress& p = progress != nullptr ? *progress : silent;
   std::vector<ThreadTree> threads = load_thread_trees(file);
   bool has_events = false;
   {
     auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM trace_events)");
     has_events = st.step() && st.int64(0) != 0;
   }
-  EventWriter w(out);
+  JsonSink sink(out);
+  EventWriter w(sink);
+  FrameTable frames;
   add_metadata(w, threads);
   Json other{{"sonde_file", file.path()}};
   if (has_events) {
-    write_trace_events(file, w);
+    write_trace_events(file, w, frames, p);
     other["sonde_layout"] = "timeline (trace events)";
   } else {
+    std::int64_t total = 0;
+    for (const ThreadTree& t : threads) total += count_nodes(t.root);
+    p.start(total, "nodes");
     for (ThreadTree& t : threads) {
       sort_by_inclusive(t.root);
-      layout(w, t, t.root, 0, t.root.name);
+      layout(w, frames, t, t.root, 0, 0, p);
     }
     other["sonde_layout"] = "aggregated call tree, not a timeline";
   }
-  w.finish(other);
+  other["sonde_call_paths"] = "stackFrames: each call path once; an event's sf names its path";
+  w.finish(frames, other);
+  p.finish();
 }
 
 }  // namespace sonde::analyzers

@@ -1,10 +1,12 @@
+#include "export/export.hpp"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
 #include <sstream>
 
 #include "fixture.hpp"
-#include "export/export.hpp"
 #include "profile/query.hpp"
 #include "render/table_format.hpp"
 
@@ -41,8 +43,7 @@ TEST_F(ExportTest, CsvIsTheCallpathsView) {
   std::string csv = render_csv(run_query(file, "SELECT * FROM callpaths ORDER BY path"));
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
             "path,calls,incl_s,excl_s,subrs,flops,gpu_s,routine_id,path_ids");
-  EXPECT_NE(csv.find("\ntrain;cblas_sgemm,6,6,6,0,8067108864,0,3,2/3\n"), std::string::npos)
-      << csv;
+  EXPECT_NE(csv.find("\ntrain;cblas_sgemm,6,6,6,0,8067108864,0,3,2/3\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\ntrain;fib;fib,2,0.6,0.6,0,0,0,4,2/4/4\n"), std::string::npos) << csv;
 }
 
@@ -51,6 +52,18 @@ std::vector<Json> complete_events(const Json& trace) {
   for (const auto& e : trace["traceEvents"])
     if (e["ph"] == "X") out.push_back(e);
   return out;
+}
+
+// An event's call path from its sf and the stackFrames dictionary (root first, by ';').
+std::string path_of(const Json& trace, const Json& event) {
+  if (!event.contains("sf")) return "";
+  std::string path, id = std::to_string(event["sf"].get<std::int64_t>());
+  while (!id.empty()) {
+    const Json& frame = trace["stackFrames"].at(id);
+    path = frame["name"].get<std::string>() + (path.empty() ? "" : ";") + path;
+    id = frame.contains("parent") ? frame["parent"].get<std::string>() : "";
+  }
+  return path;
 }
 
 TEST_F(ExportTest, ChromeWithoutTraceEventsLaysOutTheTree) {
@@ -63,8 +76,10 @@ TEST_F(ExportTest, ChromeWithoutTraceEventsLaysOutTheTree) {
   auto events = complete_events(trace);
   ASSERT_EQ(events.size(), 12u);  // one per node
   std::map<std::pair<std::int64_t, std::string>, Json> by_path;
-  for (const auto& e : events)
-    by_path[{e["tid"].get<std::int64_t>(), e["args"]["path"].get<std::string>()}] = e;
+  for (const auto& e : events) by_path[{e["tid"].get<std::int64_t>(), path_of(trace, e)}] = e;
+  // Each distinct call path once, shared by the threads: load_data, train, train;cblas_sgemm,
+  // train;fib, train;fib;fib, train;noop.
+  EXPECT_EQ(trace["stackFrames"].size(), 6u) << trace["stackFrames"].dump();
   const Json& train = by_path.at({1000, "train"});
   EXPECT_EQ(train["pid"], 1000);
   EXPECT_DOUBLE_EQ(train["ts"].get<double>(), 0.0);
@@ -96,9 +111,65 @@ TEST_F(ExportTest, ChromeWithTraceEventsIsATimeline) {
   EXPECT_DOUBLE_EQ(events[0]["ts"].get<double>(), 0.0);
   EXPECT_DOUBLE_EQ(events[0]["dur"].get<double>(), 3e6);
   EXPECT_EQ(events[2]["name"], "cblas_sgemm");
-  EXPECT_EQ(events[2]["args"]["path"], "train;cblas_sgemm");
+  EXPECT_EQ(path_of(trace, events[2]), "train;cblas_sgemm");
+  EXPECT_FALSE(events[2].contains("args"));  // the path is the sf, not repeated per event
   EXPECT_DOUBLE_EQ(events[2]["ts"].get<double>(), 1.5);
   EXPECT_DOUBLE_EQ(events[2]["dur"].get<double>(), 1e6);
+}
+
+Json speedscope(const std::string& path) {
+  ProfileFile file = ProfileFile::open(path);
+  std::ostringstream out;
+  write_speedscope(file, out);
+  return Json::parse(out.str());
+}
+
+TEST_F(ExportTest, SpeedscopeWithoutTraceEventsSamplesEachCallPathByExclusiveTime) {
+  write();
+  Json doc = speedscope(path_);
+  EXPECT_EQ(doc["$schema"], "https://www.speedscope.app/file-format-schema.json");
+  std::vector<std::string> frames;
+  for (const auto& f : doc["shared"]["frames"]) frames.push_back(f["name"]);
+  ASSERT_EQ(doc["profiles"].size(), 2u);  // the idle thread has nothing to show
+  const Json& main = doc["profiles"][0];
+  EXPECT_EQ(main["type"], "sampled");
+  EXPECT_EQ(main["unit"], "nanoseconds");
+  EXPECT_EQ(main["name"], "main (pid 1000, tid 1000)");
+  std::map<std::string, std::int64_t> weight;
+  for (std::size_t i = 0; i < main["samples"].size(); ++i) {
+    std::string path;
+    for (const auto& f : main["samples"][i]) path += (path.empty() ? "" : ";") + frames.at(f);
+    weight[path] += main["weights"][i].get<std::int64_t>();
+  }
+  std::map<std::string, std::int64_t> expected{{"train", 1000000000},
+                                               {"train;cblas_sgemm", 4000000000},
+                                               {"train;fib", 400000000},
+                                               {"train;fib;fib", 600000000},
+                                               {"load_data", 3000000000}};
+  EXPECT_EQ(weight, expected);
+  EXPECT_EQ(main["endValue"], 9000000000);  // the weights' sum: the thread's measured time
+  EXPECT_EQ(doc["activeProfileIndex"], 0);
+}
+
+TEST_F(ExportTest, SpeedscopeWithTraceEventsIsEventedAndBalanced) {
+  write({.trace_events = true});
+  Json doc = speedscope(path_);
+  std::vector<std::string> frames;
+  for (const auto& f : doc["shared"]["frames"]) frames.push_back(f["name"]);
+  ASSERT_EQ(doc["profiles"].size(), 2u);
+  const Json& main = doc["profiles"][0];
+  EXPECT_EQ(main["type"], "evented");
+  std::vector<std::string> seen;
+  for (const auto& e : main["events"])
+    seen.push_back(fmt::format("{} {} {}", e["type"].get<std::string>(),
+                               frames.at(e["frame"].get<std::size_t>()),
+                               e["at"].get<std::int64_t>()));
+  // Nanoseconds from the file's first event (the worker's, 500 ns earlier).
+  EXPECT_EQ(seen, (std::vector<std::string>{"O train 500", "O cblas_sgemm 1500",
+                                            "C cblas_sgemm 1000001500", "C train 6000000500"}));
+  EXPECT_EQ(main["startValue"], 500);
+  EXPECT_EQ(main["endValue"], 6000000500);
+  EXPECT_EQ(doc["activeProfileIndex"], 0);  // the longer of the two
 }
 
 }  // namespace

@@ -1,0 +1,173 @@
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <unordered_map>
+
+#include "export/export.hpp"
+#include "export/json_sink.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+constexpr const char* kSchema = "https://www.speedscope.app/file-format-schema.json";
+
+// shared.frames: one frame per routine that ran, so a routine called from many paths is one frame
+// (what speedscope's left-heavy and sandwich views merge by). The index is the frame's position.
+std::unordered_map<std::int64_t, std::int64_t> write_frames(const ProfileFile& file,
+                                                            JsonSink& out) {
+  std::unordered_map<std::int64_t, std::int64_t> index;
+  out.put("\"shared\":{{\"frames\":[");
+  auto st = file.prepare(
+      "SELECT routine_id, name, CASE WHEN file <> '' THEN file ELSE library END, line "
+      "FROM routines WHERE routine_id IN (SELECT routine_id FROM nodes) ORDER BY routine_id");
+  while (st.step()) {
+    auto i = static_cast<std::int64_t>(index.size());
+    index.emplace(st.int64(0), i);
+    out.put("{}\n{{\"name\":{}", i == 0 ? "" : ",", json_string(st.text(1)));
+    if (std::string where = st.text(2); !where.empty()) out.put(",\"file\":{}", json_string(where));
+    if (st.int64(3) > 0) out.put(",\"line\":{}", st.int64(3));
+    out.put("}}");
+  }
+  out.put("]}},\n");
+  return index;
+}
+
+std::string profile_name(const ThreadTree& t) {
+  std::string thread = t.thread_name.empty() ? fmt::format("thread {}", t.seq) : t.thread_name;
+  return fmt::format("{} (pid {}, tid {})", thread, t.pid, t.tid);
+}
+
+// Without trace events: a sampled profile per busy thread, one "sample" per call path (root
+// first, the thread root left out as in callpaths) weighted by its exclusive nanoseconds; the
+// weights add up to the thread's measured time.
+struct Samples {
+  std::string stacks, weights;
+  std::int64_t total = 0;
+};
+
+void collect(const CallNode& node, const std::unordered_map<std::int64_t, std::int64_t>& frame,
+             std::vector<std::int64_t>& stack, Samples& s) {
+  stack.push_back(frame.at(node.routine_id));
+  if (node.excl_ns > 0) {
+    s.stacks += fmt::format("{}[{}]", s.total == 0 ? "" : ",", fmt::join(stack, ","));
+    s.weights += fmt::format("{}{}", s.total == 0 ? "" : ",", node.excl_ns);
+    s.total += node.excl_ns;
+  }
+  for (const CallNode& child : node.children) collect(child, frame, stack, s);
+  stack.pop_back();
+}
+
+// Returns the index of the profile with the most time (shown first); counts the profiles.
+std::int64_t write_sampled(const std::vector<ThreadTree>& threads,
+                           const std::unordered_map<std::int64_t, std::int64_t>& frame,
+                           JsonSink& out, Progress& progress, std::int64_t& count) {
+  progress.start(static_cast<std::int64_t>(threads.size()), "threads");
+  std::int64_t busiest = 0, most = -1;
+  for (const ThreadTree& t : threads) {
+    Samples s;
+    std::vector<std::int64_t> stack;
+    for (const CallNode& child : t.root.children) collect(child, frame, stack, s);
+    progress.advance();
+    if (s.total == 0) continue;  // an idle thread: nothing to show
+    if (s.total > most) most = s.total, busiest = count;
+    out.put(
+        "{}\n{{\"type\":\"sampled\",\"name\":{},\"unit\":\"nanoseconds\",\"startValue\":0,"
+        "\"endValue\":{},\"samples\":[{}],\"weights\":[{}]}}",
+        count++ == 0 ? "" : ",", json_string(profile_name(t)), s.total, s.stacks, s.weights);
+  }
+  return busiest;
+}
+
+// With trace events: an evented profile per thread, each event an open and a close of its
+// routine's frame at its start and end, in nanoseconds from the file's first event. speedscope
+// needs them balanced and in time order; an event that would outlast its enclosing one (it
+// cannot in a file sonde wrote) is cut at the enclosing one's end.
+std::int64_t write_evented(const ProfileFile& file, const std::vector<ThreadTree>& threads,
+                           const std::unordered_map<std::int64_t, std::int64_t>& frame,
+                           JsonSink& out, Progress& progress, std::int64_t& count) {
+  std::unordered_map<std::int64_t, const ThreadTree*> thread_of;
+  for (const ThreadTree& t : threads) thread_of.emplace(t.thread_id, &t);
+  {
+    auto st = file.prepare("SELECT COUNT(*) FROM trace_events");
+    progress.start(st.step() ? st.int64(0) : 0, "events");
+  }
+  auto st = file.prepare(
+      "SELECT e.thread_id, e.start_ns - (SELECT MIN(start_ns) FROM trace_events), "
+      "       e.end_ns - (SELECT MIN(start_ns) FROM trace_events), n.routine_id "
+      "FROM trace_events e JOIN nodes n USING (node_id) "
+      "ORDER BY e.thread_id, e.start_ns, e.end_ns DESC");
+  struct Open {
+    std::int64_t frame, end;
+  };
+  std::vector<Open> stack;
+  std::int64_t thread = -1, first = 0, last = 0, busiest = 0, longest = -1;
+  bool first_event = true;
+  auto close_until = [&](std::int64_t at) {
+    while (!stack.empty() && stack.back().end <= at) {
+      out.put(",{{\"type\":\"C\",\"frame\":{},\"at\":{}}}", stack.back().frame, stack.back().end);
+      stack.pop_back();
+    }
+  };
+  auto end_profile = [&] {
+    close_until(INT64_MAX);
+    out.put("],\"startValue\":{},\"endValue\":{}}}", first, last);
+    if (last - first > longest) longest = last - first, busiest = count - 1;
+  };
+  while (st.step()) {
+    std::int64_t start = st.int64(1), end = st.int64(2);
+    if (st.int64(0) != thread) {
+      if (thread != -1) end_profile();
+      thread = st.int64(0);
+      auto t = thread_of.find(thread);
+      std::string name =
+          t != thread_of.end() ? profile_name(*t->second) : fmt::format("thread {}", thread);
+      out.put("{}\n{{\"type\":\"evented\",\"name\":{},\"unit\":\"nanoseconds\",\"events\":[",
+              count++ == 0 ? "" : ",", json_string(name));
+      first = start;
+      last = end;
+      first_event = true;
+    }
+    close_until(start);
+    if (!stack.empty() && end > stack.back().end) end = stack.back().end;
+    std::int64_t f = frame.at(st.int64(3));
+    out.put("{}{{\"type\":\"O\",\"frame\":{},\"at\":{}}}", first_event ? "" : ",", f, start);
+    first_event = false;
+    stack.push_back({f, end});
+    last = std::max(last, end);
+    progress.advance();
+  }
+  if (thread != -1) end_profile();
+  return busiest;
+}
+
+}  // namespace
+
+void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* progress) {
+  Progress silent;
+  Progress& p = progress != nullptr ? *progress : silent;
+  std::vector<ThreadTree> threads = load_thread_trees(file);
+  bool has_events = false;
+  {
+    auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM trace_events)");
+    has_events = st.step() && st.int64(0) != 0;
+  }
+  JsonSink sink(out);
+  sink.put("{{\"$schema\":\"{}\",\"exporter\":\"sonde\",\"name\":{},\n", kSchema,
+           json_string(std::filesystem::path(file.path()).filename().string()));
+  auto frame = write_frames(file, sink);
+  sink.put("\"profiles\":[");
+  std::int64_t count = 0;
+  std::int64_t active = has_events ? write_evented(file, threads, frame, sink, p, count)
+                                   : write_sampled(threads, frame, sink, p, count);
+  // Nothing measured (a program that made no call sonde sees): one empty profile, which
+  // speedscope opens, rather than none, which it refuses.
+  if (count == 0) {
+    sink.put(
+        "\n{{\"type\":\"sampled\",\"name\":\"no calls recorded\",\"unit\":\"nanoseconds\","
+        "\"startValue\":0,\"endValue\":0,\"samples\":[],\"weights\":[]}}");
+  }
+  sink.put("\n],\n\"activeProfileIndex\":{}}}\n", active);
+  p.finish();
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,182 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include "export/export.hpp"
+#include "render/table_format.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+constexpr double kWidth = 1200;  // the image
+constexpr double kMargin = 10;   // left and right
+constexpr double kRow = 17;      // one frame's row
+constexpr double kHeader = 48;   // title and legend
+constexpr double kFooter = 24;
+constexpr double kMinWidth = 0.3;   // px: narrower frames (and what they call) are not drawn
+constexpr double kCharWidth = 6.7;  // px per character at 11 px monospace
+
+// One hue per kind of frame, so Python, library and GPU time stand apart at a glance.
+struct KindColour {
+  const char* kind;
+  int hue, saturation;
+};
+// The last entry is for any other kind (a wrapper's own, native code).
+constexpr KindColour kColours[] = {
+    {"root", 0, 0},     {"python", 210, 60}, {"builtin", 190, 55}, {"region", 280, 45},
+    {"blas", 25, 85},   {"onednn", 10, 75},  {"cuda", 120, 50},    {"cublas", 100, 55},
+    {"cudnn", 140, 50}, {"nccl", 160, 50},   {"gpu", 85, 55},      {"native", 50, 75},
+};
+
+const KindColour& colour_of(const std::string& kind) {
+  for (const KindColour& c : kColours)
+    if (kind == c.kind) return c;
+  return std::end(kColours)[-1];
+}
+
+std::string fill(const CallNode& node) {
+  const KindColour& c = colour_of(node.kind);
+  // Neighbours of one kind differ a little in lightness, as in flamegraph.pl.
+  auto shade = static_cast<int>(std::hash<std::string>()(node.name) % 16);
+  return fmt::format("hsl({},{}%,{}%)", c.hue, c.saturation, 62 + shade);
+}
+
+// Text in SVG: visible() turns control characters and bytes that are not UTF-8 into escapes
+// (XML cannot hold most control characters at all), then the markup characters become entities,
+// so a routine named <img src=x onerror=alert(1)> is text.
+std::string xml_text(std::string_view raw) {
+  std::string out;
+  for (char c : visible(raw)) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+// The label that fits `width` px: whole UTF-8 characters, ".." where cut.
+std::string label(const std::string& name, double width) {
+  std::string shown = visible(name);
+  auto fits = static_cast<std::size_t>(std::max(0.0, (width - 6) / kCharWidth));
+  std::size_t chars = 0, cut = shown.size();
+  for (std::size_t i = 0; i < shown.size(); ++i) {
+    if ((static_cast<unsigned char>(shown[i]) & 0xC0) == 0x80) continue;
+    if (chars == fits - 2 && cut == shown.size()) cut = i;
+    if (++chars > fits) return fits < 3 ? std::string() : xml_text(shown.substr(0, cut) + "..");
+  }
+  return xml_text(shown);
+}
+
+class FlameWriter {
+ public:
+  FlameWriter(std::ostream& out, double total_ns, int depth)
+      : out_(out),
+        scale_((kWidth - 2 * kMargin) / std::max(total_ns, 1.0)),
+        total_(total_ns),
+        depth_(depth) {}
+
+  void frame(const CallNode& node, double x, int level, const std::string& shown_name) {
+    double w = static_cast<double>(node.incl_ns) * scale_;
+    double y = kHeader + (depth_ - level) * kRow;
+    out_ << fmt::format(
+        "<g class=\"f\"><title>{}\n{}: {:.6f} s inclusive ({:.2f} %), {:.6f} s exclusive, {} "
+        "calls</title><rect x=\"{:.3f}\" y=\"{:.1f}\" width=\"{:.3f}\" height=\"{:.1f}\" "
+        "fill=\"{}\"/>",
+        xml_text(shown_name), xml_text(node.kind), node.incl_ns / 1e9,
+        100.0 * node.incl_ns / std::max(total_, 1.0), node.excl_ns / 1e9, node.calls, x, y, w,
+        kRow - 1, fill(node));
+    if (std::string text = label(shown_name, w); !text.empty())
+      out_ << fmt::format("<text x=\"{:.3f}\" y=\"{:.1f}\">{}</text>", x + 3, y + kRow - 5, text);
+    double child_x = x;
+    // An empty name is shown as folded stacks show it.
+    for (const CallNode& child : node.children) {
+      double cw = static_cast<double>(child.incl_ns) * scale_;
+      if (cw >= kMinWidth)
+        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name);
+      else
+        ++hidden_;
+      child_x += cw;
+    }
+    out_ << "</g>\n";
+  }
+  int hidden() const { return hidden_; }
+
+ private:
+  std::ostream& out_;
+  double scale_, total_;
+  int depth_;
+  int hidden_ = 0;
+};
+
+// The depth of the deepest frame that will be drawn, and the kinds drawn.
+int drawn_depth(const CallNode& node, double scale, int level, std::map<std::string, int>& kinds) {
+  ++kinds[node.kind];
+  int deepest = level;
+  for (const CallNode& child : node.children)
+    if (static_cast<double>(child.incl_ns) * scale >= kMinWidth)
+      deepest = std::max(deepest, drawn_depth(child, scale, level + 1, kinds));
+  return deepest;
+}
+
+}  // namespace
+
+void write_svg_flamegraph(const ProfileFile& file, std::ostream& out) {
+  CallNode root = load_merged_tree(file);
+  sort_by_inclusive(root);
+  auto total = static_cast<double>(root.incl_ns);
+  double scale = (kWidth - 2 * kMargin) / std::max(total, 1.0);
+  std::map<std::string, int> kinds;
+  int depth = drawn_depth(root, scale, 0, kinds);
+  double height = kHeader + (depth + 1) * kRow + kFooter;
+  std::string name = std::filesystem::path(file.path()).filename().string();
+
+  out << fmt::format(
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1:.0f}\" "
+      "viewBox=\"0 0 {0} {1:.0f}\">\n"
+      "<style>text{{font-family:monospace;font-size:11px;fill:#000}} "
+      "g.f:hover>rect{{stroke:#000;stroke-width:0.5}}</style>\n"
+      "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
+      "<text x=\"{2}\" y=\"18\" style=\"font-size:14px\">sonde flame graph: {3}, {4:.3f} s on "
+      "busy threads (width: inclusive time, merged over threads)</text>\n",
+      kWidth, height, kMargin, xml_text(name), total / 1e9);
+  double x = kMargin;
+  for (const auto& [kind, count] : kinds) {
+    if (kind == "root") continue;
+    CallNode sample;
+    sample.kind = kind;
+    out << fmt::format(
+        "<rect x=\"{:.0f}\" y=\"27\" width=\"12\" height=\"12\" fill=\"hsl({},{}%,68%)\"/>"
+        "<text x=\"{:.0f}\" y=\"37\">{}</text>\n",
+        x, colour_of(kind).hue, colour_of(kind).saturation, x + 16, xml_text(kind));
+    x += 24 + kind.size() * kCharWidth;
+  }
+  FlameWriter w(out, total, depth);
+  w.frame(root, kMargin, 0, "all threads");
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{:.0f}\">{}</text>\n</svg>\n", kMargin, height - 8,
+      w.hidden() > 0
+          ? fmt::format("{} call paths narrower than {} px (and what they call) not drawn",
+                        w.hidden(), kMinWidth)
+          : std::string("every call path drawn"));
+}
+
+}  // namespace sonde::analyzers
