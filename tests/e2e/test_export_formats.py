@@ -1,0 +1,338 @@
+"""sonde export on real profiles: the Chrome trace with its call paths interned (checked against
+what Perfetto's JSON importer reads), speedscope's own format (checked against speedscope's
+published JSON schema, tests/e2e/data/speedscope-file-format-schema.json, copied from the
+speedscope 1.25.0 npm package, MIT licence, and against the rules its importer enforces), the SVG
+flame graph (parsed as XML, widths against the callpaths view) and the progress line."""
+import json
+import os
+import pty
+import subprocess
+import xml.etree.ElementTree as ET
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, MLP, clean_env, query, run
+
+PY = "/usr/bin/python3"
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+HERE = Path(__file__).parent
+WORKLOAD = HERE / "programs" / "export_workload.py"
+HOSTILE = "<img src=x onerror=alert(1)>"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def sonde_py(db, script, *args, trace=False):
+    env = clean_env(PYTHONPATH=PYTHONPATH, **({"SONDE_TRACE": "1"} if trace else {}))
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(script), *map(str, args)], env=env,
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def mlp_profile(tmp_path_factory):
+    db = tmp_path_factory.mktemp("mlp") / "prof.db"
+    r = run([CLI, "run", "-o", db, "--", MLP, "--steps", 20], OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def mlp_trace(tmp_path_factory):
+    db = tmp_path_factory.mktemp("mlptrace") / "trace.db"
+    r = run([CLI, "run", "--trace", "-o", db, "--", MLP, "--steps", 20], OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+@pytest.fixture(scope="module")
+def py_profile(tmp_path_factory):
+    return sonde_py(tmp_path_factory.mktemp("py") / "prof.db", WORKLOAD, 1000)
+
+
+@pytest.fixture(scope="module")
+def py_trace(tmp_path_factory):
+    """Python frames as events: 120,000 calls of a small function (above the progress line's
+    threshold of 100,000 units)."""
+    return sonde_py(tmp_path_factory.mktemp("pytrace") / "trace.db", WORKLOAD, 120000, trace=True)
+
+
+def export(db, fmt, out=None):
+    args = [CLI, "export", db, "--format", fmt] + (["-o", out] if out else [])
+    r = run(args)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr == ""  # piped: no progress line
+    return r.stdout
+
+
+# --- chrome --------------------------------------------------------------------------------------
+
+def check_perfetto_structure(text):
+    """What Perfetto's JSON importer (src/trace_processor/importers/json/json_trace_tokenizer.cc)
+    needs: an object starting with {" (its sniffer), traceEvents an array of objects each with a
+    ph; X events with numeric ts and dur (microseconds), integer pid and tid; M events naming
+    processes and threads in args.name. Top-level keys it does not know (stackFrames, otherData)
+    it skips as whole JSON values, so they must be valid JSON; displayTimeUnit must be a string."""
+    assert text.startswith('{"traceEvents":[')
+    doc = json.loads(text)
+    assert isinstance(doc["traceEvents"], list) and isinstance(doc["displayTimeUnit"], str)
+    for e in doc["traceEvents"]:
+        assert isinstance(e["ph"], str) and len(e["ph"]) == 1
+        assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
+        if e["ph"] == "X":
+            assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float))
+            assert e["dur"] >= 0 and isinstance(e["name"], str) and e["name"]
+        else:
+            assert e["ph"] == "M" and e["name"] in ("process_name", "thread_name",
+                                                    "thread_sort_index")
+    return doc
+
+
+def sf_path(doc, sf):
+    frames, path = doc["stackFrames"], []
+    while sf is not None:
+        frame = frames[str(sf)]
+        path.append(frame["name"])
+        sf = frame.get("parent")
+    return ";".join(reversed(path))
+
+
+def check_stack_frames(doc):
+    """Chrome's stackFrames: string ids, each parent an earlier id (chrome://tracing builds
+    parents first), and every event's sf one of them."""
+    frames = doc["stackFrames"]
+    for fid, frame in frames.items():
+        assert set(frame) <= {"name", "category", "parent"} and frame["name"]
+        if "parent" in frame:
+            assert isinstance(frame["parent"], str) and int(frame["parent"]) < int(fid)
+    events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    for e in events:
+        assert str(e["sf"]) in frames
+        assert "args" not in e or "path" not in e["args"]  # the path is never repeated
+    return events
+
+
+def distinct_paths(db):
+    return {p for (p,) in query(db, "SELECT path FROM callpaths")}
+
+
+def test_chrome_trace_names_each_call_path_once(mlp_trace):
+    """Trace mode: one X event per trace_events row, its sf the node's call path, each distinct
+    path (parent frame, routine) once in stackFrames, shared by all events."""
+    doc = check_perfetto_structure(export(mlp_trace, "chrome"))
+    events = check_stack_frames(doc)
+    assert len(events) == query(mlp_trace, "SELECT COUNT(*) FROM trace_events")[0][0]
+    assert len(doc["stackFrames"]) == query(mlp_trace, "SELECT COUNT(*) FROM callpaths")[0][0]
+    assert {sf_path(doc, e["sf"]) for e in events} <= distinct_paths(mlp_trace)
+    # The slices nest as their paths say (what Perfetto shows without reading sf).
+    by_thread = defaultdict(list)
+    for e in events:
+        by_thread[e["tid"]].append(e)
+    for evs in by_thread.values():
+        stack = []
+        for e in evs:
+            start, end = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            assert not stack or end <= stack[-1][0]
+            assert ";".join([s[1] for s in stack] + [e["name"]]) == sf_path(doc, e["sf"])
+            stack.append((end, e["name"]))
+
+
+def test_chrome_profile_layout_has_the_tree_once(mlp_profile):
+    """Profile mode: the aggregated tree as a flame chart, one X event per node, each path once."""
+    doc = check_perfetto_structure(export(mlp_profile, "chrome"))
+    assert doc["otherData"]["sonde_layout"] == "aggregated call tree, not a timeline"
+    events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    assert len(events) == query(mlp_profile, "SELECT COUNT(*) FROM nodes")[0][0]
+    paths = {sf_path(doc, e["sf"]) for e in events if "sf" in e}
+    assert paths == distinct_paths(mlp_profile)
+    assert len(doc["stackFrames"]) == len(paths)
+
+
+# --- speedscope ----------------------------------------------------------------------------------
+
+def validate(value, schema, root, where="$"):
+    """A JSON-schema check for the keywords speedscope's schema uses (draft-07: $ref, anyOf,
+    const, enum, type, properties, required, items). Returns a list of errors."""
+    if "$ref" in schema:
+        target = root
+        for part in schema["$ref"].lstrip("#/").split("/"):
+            target = target[part]
+        return validate(value, target, root, where)
+    if "anyOf" in schema:
+        if all(validate(value, s, root, where) for s in schema["anyOf"]):
+            return [f"{where}: matches none of anyOf"]
+        return []
+    types = {"object": dict, "array": list, "string": str, "number": (int, float)}
+    if "type" in schema and (not isinstance(value, types[schema["type"]])
+                             or isinstance(value, bool)):
+        return [f"{where}: not a {schema['type']}"]
+    if "const" in schema and value != schema["const"]:
+        return [f"{where}: {value!r} is not {schema['const']!r}"]
+    if "enum" in schema and value not in schema["enum"]:
+        return [f"{where}: {value!r} not in {schema['enum']}"]
+    errors = []
+    if isinstance(value, dict):
+        errors += [f"{where}: {k} missing" for k in schema.get("required", []) if k not in value]
+        for k, sub in schema.get("properties", {}).items():
+            if k in value:
+                errors += validate(value[k], sub, root, f"{where}.{k}")
+    if isinstance(value, list) and "items" in schema:
+        for i, item in enumerate(value):
+            errors += validate(item, schema["items"], root, f"{where}[{i}]")
+            if errors:
+                break
+    return errors
+
+
+def check_speedscope(doc):
+    schema = json.loads((HERE / "data" / "speedscope-file-format-schema.json").read_text())
+    assert validate(doc, schema, schema) == []
+    # What speedscope's importer (src/lib/file-format.ts, profile builders) enforces beyond it.
+    nframes = len(doc["shared"]["frames"])
+    for p in doc["profiles"]:
+        assert p["unit"] == "nanoseconds" and p["endValue"] >= p["startValue"]
+        if p["type"] == "sampled":
+            assert len(p["samples"]) == len(p["weights"])
+            assert all(0 <= f < nframes for s in p["samples"] for f in s)
+            assert all(w > 0 for w in p["weights"])
+        else:
+            stack, last = [], p["startValue"]
+            for e in p["events"]:
+                assert last <= e["at"] <= p["endValue"] and 0 <= e["frame"] < nframes
+                last = e["at"]
+                if e["type"] == "O":
+                    stack.append(e["frame"])
+                else:
+                    assert stack.pop() == e["frame"]
+            assert stack == []
+    assert 0 <= doc["activeProfileIndex"] < len(doc["profiles"])
+
+
+def test_speedscope_sampled_weights_are_each_threads_exclusive_time(py_profile):
+    doc = json.loads(export(py_profile, "speedscope"))
+    check_speedscope(doc)
+    assert [p["type"] for p in doc["profiles"]] == ["sampled"] * len(doc["profiles"])
+    busy = query(py_profile, "SELECT t.tid, SUM(n.excl_ns) FROM nodes n JOIN threads t "
+                             "USING (thread_id) WHERE n.depth > 0 GROUP BY t.thread_id "
+                             "HAVING SUM(n.excl_ns) > 0")
+    assert sorted(sum(p["weights"]) for p in doc["profiles"]) == sorted(ns for _, ns in busy)
+    names = [f["name"] for f in doc["shared"]["frames"]]
+    assert any(HOSTILE in n for n in names)
+
+
+def test_speedscope_evented_from_trace_events(mlp_trace):
+    doc = json.loads(export(mlp_trace, "speedscope"))
+    check_speedscope(doc)
+    opens = sum(e["type"] == "O" for p in doc["profiles"] for e in p["events"])
+    assert [p["type"] for p in doc["profiles"]] == ["evented"]
+    assert opens == query(mlp_trace, "SELECT COUNT(*) FROM trace_events")[0][0]
+
+
+# --- svg -----------------------------------------------------------------------------------------
+
+def frames_of(group, path=()):
+    """(path, width, x, element) for each frame <g class="f">, nested as the call tree."""
+    title = group.find(f"{SVG}title").text.split("\n")[0]
+    rect = group.find(f"{SVG}rect")
+    here = path + (title,)
+    yield here, float(rect.get("width")), float(rect.get("x")), group
+    for child in group.findall(f"{SVG}g"):
+        yield from frames_of(child, here)
+
+
+def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
+    out = tmp_path / "flame.svg"
+    export(py_profile, "svg", out)
+    text = out.read_text()
+    tree = ET.fromstring(text)  # well-formed XML
+    assert tree.tag == f"{SVG}svg"
+    assert not list(tree.iter(f"{SVG}script")) and "<img" not in text
+    for el in tree.iter():
+        assert not any(a.lower().startswith("on") for a in el.attrib)
+    root = next(g for g in tree.findall(f"{SVG}g") if g.get("class") == "f")
+    frames = list(frames_of(root))
+    total_w = frames[0][1]
+    assert total_w == pytest.approx(1180)
+    (busy_s,) = query(py_profile, "SELECT SUM(time_s) FROM thread_times WHERE busy")[0]
+    incl, rows = defaultdict(float), defaultdict(int)
+    for path, incl_s in query(py_profile, "SELECT path, incl_s FROM callpaths"):
+        incl[path] += incl_s
+        rows[path] += 1
+    by_path = defaultdict(float)
+    for path, width, _, _ in frames[1:]:
+        by_path[";".join(path[1:])] += width
+    for path, width in by_path.items():
+        # Names have no control characters here, so the title is the name as recorded.
+        expected = incl[path] / busy_s * total_w
+        if rows[path] == 1:
+            assert width == pytest.approx(expected, abs=0.002), path
+        else:
+            # Two routines of one display name (__init__.py:1(<module>) of two packages) are
+            # two paths; one narrower than 0.3 px is not drawn.
+            assert expected - 0.3 * rows[path] <= width <= expected + 0.002 * rows[path], path
+    # Children side by side within their parent, their widths adding up to at most its width.
+    for path, width, x, group in frames:
+        kids = [(float(g.find(f"{SVG}rect").get("x")), float(g.find(f"{SVG}rect").get("width")))
+                for g in group.findall(f"{SVG}g")]
+        assert sum(w for _, w in kids) <= width + 0.002 * (len(kids) + 1)
+        assert all(x - 0.002 <= kx and kx + kw <= x + width + 0.002 * (len(kids) + 1)
+                   for kx, kw in kids)
+    hostile = [p for p, *_ in frames if HOSTILE in p[-1]]
+    assert hostile, "the routine named like an HTML tag is drawn, as text"
+    assert "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+# --- progress ------------------------------------------------------------------------------------
+
+def test_progress_on_a_terminal_quiet_when_piped(py_trace, tmp_path):
+    """stderr a terminal: a progress line redrawn in place, ending at 100 %; piped: nothing. The
+    file written is the same either way."""
+    events = query(py_trace, "SELECT COUNT(*) FROM trace_events")[0][0]
+    assert events >= 100000
+    piped = run([CLI, "export", py_trace, "--format", "chrome", "-o", tmp_path / "piped.json"])
+    assert piped.returncode == 0 and piped.stderr == ""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([CLI, "export", str(py_trace), "--format", "chrome", "-o",
+                             str(tmp_path / "tty.json")], stdout=subprocess.DEVNULL,
+                            stderr=slave, env=clean_env())
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the other side closed
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    text = seen.decode()
+    assert text.startswith("\rsonde export:") and f"100 % ({events} of {events} events)" in text
+    assert text.endswith("\n") or text.endswith("\r\n")
+    assert (tmp_path / "piped.json").read_bytes() == (tmp_path / "tty.json").read_bytes()
+
+
+# --- the issue's target: a 2-step PyTorch trace --------------------------------------------------
+
+def have_torch():
+    return subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not have_torch(), reason="Debian's python3-torch not installed")
+def test_torch_trace_under_50_mb(tmp_path):
+    """examples/torch_cnn, 2 steps in trace mode: 536 MB of Chrome trace when every event
+    carried its path; the target is under 50 MB, each path once."""
+    db = sonde_py(tmp_path / "torch.db", HERE.parent.parent / "examples" / "torch_cnn" / "train.py",
+                  "--steps", 2, "--eval-every", 0, trace=True)
+    out = tmp_path / "torch.json"
+    export(db, "chrome", out)
+    size = out.stat().st_size
+    events = query(db, "SELECT COUNT(*) FROM trace_events")[0][0]
+    assert size < 50e6, f"{size / 1e6:.1f} MB for {events} events"
+    doc = check_perfetto_structure(out.read_text())
+    assert len(check_stack_frames(doc)) == events
