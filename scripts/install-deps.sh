@@ -20,8 +20,19 @@ missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# speedscope's built app, which the export tests open in headless Chromium; pinned by
+# tests/e2e/speedscope/package-lock.json, installed once (npm from the registry), skipped without npm.
+npm_deps() {
+  local dir
+  dir="$(dirname "$0")/../tests/e2e/speedscope"
+  if command -v npm >/dev/null && [[ ! -d "$dir/node_modules/speedscope" ]]; then
+    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+  fi
+}
+
 if (( ${#missing[@]} == 0 )); then
   echo "install-deps: all ${#packages[@]} packages present"
+  npm_deps
   exit 0
 fi
 
@@ -31,3 +42,4 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+npm_deps

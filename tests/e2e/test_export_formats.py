@@ -3,10 +3,14 @@ what Perfetto's JSON importer reads), speedscope's own format (checked against s
 published JSON schema, tests/e2e/data/speedscope-file-format-schema.json, copied from the
 speedscope 1.25.0 npm package, MIT licence, and against the rules its importer enforces), the SVG
 flame graph (parsed as XML, widths against the callpaths view) and the progress line."""
+import functools
+import http.server
 import json
 import os
 import pty
+import shutil
 import subprocess
+import threading
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
@@ -230,6 +234,62 @@ def test_speedscope_evented_from_trace_events(mlp_trace):
     opens = sum(e["type"] == "O" for p in doc["profiles"] for e in p["events"])
     assert [p["type"] for p in doc["profiles"]] == ["evented"]
     assert opens == query(mlp_trace, "SELECT COUNT(*) FROM trace_events")[0][0]
+
+
+SPEEDSCOPE_APP = HERE / "speedscope" / "node_modules" / "speedscope" / "dist" / "release"
+CHROMIUM = shutil.which("chromium")
+
+
+def speedscope_imports(files, tmp_path):
+    """Opens each file in speedscope's own app (the npm package's build, in headless Chromium,
+    served from 127.0.0.1) and returns what the page shows: its <title> and whether speedscope
+    said it failed. The app reads the file with its importer (src/lib/file-format.ts)."""
+    site = tmp_path / "site"
+    shutil.copytree(SPEEDSCOPE_APP, site)
+    for name, path in files.items():
+        shutil.copy(path, site / name)
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *a: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    shown = {}
+    try:
+        for name in files:
+            r = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                                f"--user-data-dir={tmp_path / 'chromium'}",
+                                "--virtual-time-budget=20000", "--dump-dom",
+                                f"{url}/index.html#profileURL={url}/{name}"],
+                               capture_output=True, text=True, timeout=180)
+            dom = r.stdout
+            title = dom.split("<title>", 1)[1].split("</title>", 1)[0] if "<title>" in dom else ""
+            shown[name] = (title, "Something went wrong" in dom, dom)
+    finally:
+        server.shutdown()
+    return shown
+
+
+@pytest.mark.skipif(CHROMIUM is None or not SPEEDSCOPE_APP.is_dir(),
+                    reason="needs Debian's chromium and `npm ci` in tests/e2e/speedscope "
+                           "(scripts/install-deps.sh)")
+def test_speedscope_itself_opens_the_files(mlp_trace, py_profile, tmp_path):
+    """speedscope 1.25.0 imports an evented (trace) and a sampled (profile) file and shows the
+    busiest thread; a file with one close event removed is refused, so the check can fail."""
+    assert (HERE / "data" / "speedscope-file-format-schema.json").read_bytes() == \
+        (SPEEDSCOPE_APP / "file-format-schema.json").read_bytes()
+    (tmp_path / "evented.json").write_text(export(mlp_trace, "speedscope"))
+    (tmp_path / "sampled.json").write_text(export(py_profile, "speedscope"))
+    broken = json.loads((tmp_path / "evented.json").read_text())
+    events = broken["profiles"][0]["events"]
+    events.remove(next(e for e in events if e["type"] == "C"))
+    (tmp_path / "broken.json").write_text(json.dumps(broken))
+    shown = speedscope_imports({n: tmp_path / n for n in
+                                ["evented.json", "sampled.json", "broken.json"]}, tmp_path)
+    for name, db in [("evented.json", mlp_trace), ("sampled.json", py_profile)]:
+        title, failed, dom = shown[name]
+        assert title == f"{Path(db).name} - speedscope" and not failed, dom[-2000:]
+        assert "(pid " in dom  # the active profile's name in the toolbar
+    assert shown["broken.json"][1], shown["broken.json"][2][-2000:]
 
 
 # --- svg -----------------------------------------------------------------------------------------
