@@ -80,8 +80,12 @@ std::int64_t write_sampled(const std::vector<ThreadTree>& threads,
 
 // With trace events: an evented profile per thread, each event an open and a close of its
 // routine's frame at its start and end, in nanoseconds from the file's first event. speedscope
-// needs them balanced and in time order; an event that would outlast its enclosing one (it
-// cannot in a file sonde wrote) is cut at the enclosing one's end.
+// needs them balanced and in time order. Events of one thread can overlap without nesting by
+// tens of microseconds: each flush converts ticks to nanoseconds with the ratio measured so far,
+// so a long call written at a later flush than its first child can appear to start after it
+// (torch_cnn's trace: 97 pairs, by up to 60 us). The open frame that ends inside the new event
+// is then closed where the new one starts: 0.38 s of the trace's event time is lost that way,
+// where cutting the new event at the open frame's end lost 83 s (a 15 s import became 46 us).
 std::int64_t write_evented(const ProfileFile& file, const std::vector<ThreadTree>& threads,
                            const std::unordered_map<std::int64_t, std::int64_t>& frame,
                            JsonSink& out, Progress& progress, std::int64_t& count) {
@@ -128,7 +132,10 @@ std::int64_t write_evented(const ProfileFile& file, const std::vector<ThreadTree
       first_event = true;
     }
     close_until(start);
-    if (!stack.empty() && end > stack.back().end) end = stack.back().end;
+    while (!stack.empty() && stack.back().end < end) {
+      out.put(",{{\"type\":\"C\",\"frame\":{},\"at\":{}}}", stack.back().frame, start);
+      stack.pop_back();
+    }
     std::int64_t f = frame.at(st.int64(3));
     out.put("{}{{\"type\":\"O\",\"frame\":{},\"at\":{}}}", first_event ? "" : ",", f, start);
     first_event = false;

@@ -172,5 +172,26 @@ TEST_F(ExportTest, SpeedscopeWithTraceEventsIsEventedAndBalanced) {
   EXPECT_EQ(doc["activeProfileIndex"], 0);  // the longer of the two
 }
 
+TEST_F(ExportTest, SpeedscopeClosesAnOpenFrameThatEndsInsideALaterEvent) {
+  // The worker's train (node 8) seen starting 200 ns after its child cblas_sgemm (node 9), as
+  // two flushes' tick conversions can make it: the child is closed where train starts, and
+  // train keeps its 3 s.
+  write({.trace_events = true});
+  test::exec_sql(path_,
+                 "INSERT INTO trace_events VALUES (2, 9, 1000000000000 + 300, "
+                 "1000000000000 + 300 + 1000000000)");
+  Json doc = speedscope(path_);
+  std::vector<std::string> frames;
+  for (const auto& f : doc["shared"]["frames"]) frames.push_back(f["name"]);
+  const Json& worker = doc["profiles"][1];
+  std::vector<std::string> seen;
+  for (const auto& e : worker["events"])
+    seen.push_back(fmt::format("{} {} {}", e["type"].get<std::string>(),
+                               frames.at(e["frame"].get<std::size_t>()),
+                               e["at"].get<std::int64_t>()));
+  EXPECT_EQ(seen, (std::vector<std::string>{"O cblas_sgemm 0", "C cblas_sgemm 200", "O train 200",
+                                            "C train 3000000200"}));
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
