@@ -97,10 +97,9 @@ class FlameWriter {
     double w = static_cast<double>(node.incl_ns) * scale_;
     double y = kHeader + (depth_ - level) * kRow;
     out_ << fmt::format(
-        "<g class=\"f\"><title>{}\n{}: {:.6f} s inclusive ({:.2f} % of busy time), {:.6f} s "
-        "exclusive, {} "
-        "calls</title><rect x=\"{:.3f}\" y=\"{:.1f}\" width=\"{:.3f}\" height=\"{:.1f}\" "
-        "fill=\"{}\"/>",
+        "<g class=\"f\"><title>{}\n{}: {:.6f} s inclusive ({:.2f} % of busy time), "
+        "{:.6f} s exclusive, {} calls</title>"
+        "<rect x=\"{:.3f}\" y=\"{:.1f}\" width=\"{:.3f}\" height=\"{:.1f}\" fill=\"{}\"/>",
         xml_text(shown_name), xml_text(node.kind), node.incl_ns / 1e9,
         100.0 * node.incl_ns / std::max(total_, 1.0), node.excl_ns / 1e9, node.calls, x, y, w,
         kRow - 1, fill(node));
