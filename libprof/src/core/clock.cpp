@@ -58,9 +58,16 @@ void Clock::init() {
 
 void Clock::refresh() {
   if (!clock_detail::use_tsc) return;
-  uint64_t t = now_ticks();
-  int64_t m = monotonic_ns();
+  refresh_at(now_ticks(), monotonic_ns());
+}
+
+void Clock::refresh_at(uint64_t t, int64_t m) {
   if (t > ticks0_ && m > mono0_) ns_per_tick_ = double(m - mono0_) / double(t - ticks0_);
+  if (timeline_frozen_) return;
+  timeline_ns_per_tick_ = ns_per_tick_;
+  // A ratio over one second is within a few parts in 10^8 of the final one with a
+  // nanosecond clock; a shorter-lived process keeps the best it had at each flush.
+  timeline_frozen_ = m - mono0_ >= 1000000000;
 }
 
 }  // namespace sonde
