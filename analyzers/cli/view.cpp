@@ -119,9 +119,13 @@ Command add_view(CLI::App& app) {
       cmd->add_flag("--open", a->open, "Start the browser ($BROWSER, else xdg-open) on the viewer");
   auto* html =
       cmd->add_option("--html", a->html, "Write one self-contained HTML file instead of serving")
+                   ->option_text("FILE")
           ->excludes(port)
           ->excludes(open);
   cmd->add_flag("--force", a->force, "With --html: replace FILE if it exists")->needs(html);
+  cmd->footer("Prints http://127.0.0.1:PORT/?token=T and serves until Ctrl-C or SIGTERM (exit 0). "
+              "A missing file, a file that is not a profile or a port in use: one line, exit 2. "
+              "See docs/viewer.md.");
   return {cmd, [a] { return view(*a); }};
 }
 
