@@ -235,6 +235,8 @@ int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   ::pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
+  // cpp-httplib sends without MSG_NOSIGNAL (strace: sendto(..., 0)); a write to a browser that
+  // has gone must fail, not end the server.
   ::signal(SIGPIPE, SIG_IGN);
 
   std::atomic<bool> done{false};

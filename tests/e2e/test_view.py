@@ -9,6 +9,7 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import socket
 import sqlite3
@@ -277,6 +278,20 @@ def test_missing_viewer_files_are_named(profile, tmp_path):
         r = subprocess.run([CLI, "view", str(profile)], env=clean_env(), capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 1 and str(BUILT) in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("layout", ["viewer/dist", "share/sonde/viewer"])
+def test_pages_found_beside_the_executable(profile, tmp_path, layout):
+    """A build tree (<build>/bin/sonde, <build>/viewer/dist) and an installed one
+    (<prefix>/bin/sonde, <prefix>/share/sonde/viewer), without SONDE_VIEWER_DIR."""
+    (tmp_path / "bin").mkdir()
+    shutil.copy2(CLI, tmp_path / "bin" / "sonde")  # /proc/self/exe would resolve a link
+    shutil.copytree(HERE / "viewer_fixture", tmp_path / layout)
+    out = tmp_path / "page.html"
+    r = subprocess.run([tmp_path / "bin" / "sonde", "view", str(profile), "--html", str(out)],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "<title>sonde view (test fixture)</title>" in out.read_text()
 
 
 def html_data(page):
