@@ -100,7 +100,16 @@ int view(const Options& a) {
   ViewServer server(std::move(assets));
   server.bind(a.port);
   auto bundle = std::make_shared<const std::string>(bundle_text(a.files));
-  return server.serve(std::move(bundle), a.open, [&] { std::cout << server.url() << std::endl; });
+  // Nobody could open a viewer whose URL went nowhere (a full disk, a closed pipe): it says so
+  // and stops rather than serve unseen.
+  auto announce = [&] {
+    std::cout << server.url() << std::endl;
+    if (std::cout) return true;
+    fmt::print(stderr, "sonde view: cannot print the URL on standard output: {}\n",
+               std::strerror(errno ? errno : EIO));
+    return false;
+  };
+  return server.serve(std::move(bundle), a.open, announce);
 }
 
 }  // namespace
@@ -119,13 +128,14 @@ Command add_view(CLI::App& app) {
       cmd->add_flag("--open", a->open, "Start the browser ($BROWSER, else xdg-open) on the viewer");
   auto* html =
       cmd->add_option("--html", a->html, "Write one self-contained HTML file instead of serving")
-                   ->option_text("FILE")
+          ->option_text("FILE")
           ->excludes(port)
           ->excludes(open);
   cmd->add_flag("--force", a->force, "With --html: replace FILE if it exists")->needs(html);
-  cmd->footer("Prints http://127.0.0.1:PORT/?token=T and serves until Ctrl-C or SIGTERM (exit 0). "
-              "A missing file, a file that is not a profile or a port in use: one line, exit 2. "
-              "See docs/viewer.md.");
+  cmd->footer(
+      "Prints http://127.0.0.1:PORT/?token=T and serves until Ctrl-C or SIGTERM (exit 0). "
+      "A missing file, a file that is not a profile or a port in use: one line, exit 2. "
+      "See docs/viewer.md.");
   return {cmd, [a] { return view(*a); }};
 }
 

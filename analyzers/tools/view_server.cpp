@@ -225,7 +225,7 @@ std::string ViewServer::url() const {
 }
 
 int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
-                      const std::function<void()>& ready) {
+                      const std::function<bool()>& ready) {
   impl_->bodies[3] = std::move(bundle);
   httplib::Server& s = impl_->server;
   // The signals are taken with sigtimedwait, so stop() runs in this thread and not in a signal
@@ -247,11 +247,11 @@ int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
   });
   while (!s.is_running() && !done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
-  ready();
+  bool announced = ready();
   BrowserLaunch browser;
-  if (open) browser = open_browser(url());
-  bool stopped = false;
-  while (!done) {
+  if (open && announced) browser = open_browser(url());
+  bool stopped = !announced;
+  while (!done && announced) {
     timespec tick{0, 200'000'000};
     int sig = ::sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig == SIGINT || sig == SIGTERM) {
@@ -265,6 +265,7 @@ int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
   browser.poll();
   browser.finish();
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  if (!announced) return 1;
   if (!stopped || !listened) {
     fmt::print(stderr, "sonde view: the server stopped unexpectedly\n");
     return 1;

@@ -28,10 +28,11 @@ class ViewServer {
   // http://127.0.0.1:PORT/?token=T
   std::string url() const;
   // Serves `bundle` as /data.json until SIGINT or SIGTERM. `ready` runs once the signals are
-  // taken (so a script that reads the URL and sends SIGTERM gets a clean exit); then, with
-  // `open`, the user's browser starts. Returns the exit status.
+  // taken (so a script that reads the URL and sends SIGTERM gets a clean exit); when it returns
+  // false (the URL could not be printed) the server stops at once. Then, with `open`, the
+  // user's browser starts. Returns the exit status.
   int serve(std::shared_ptr<const std::string> bundle, bool open,
-            const std::function<void()>& ready);
+            const std::function<bool()>& ready);
 
  private:
   struct Impl;

@@ -241,6 +241,17 @@ def test_a_fixed_free_port(profile):
         assert got == port and get(port, f"/?token={token}")[0] == 200
 
 
+def test_a_url_that_cannot_be_printed_stops_it(profile):
+    """Standard output on a full disk: nobody could open the viewer, so it stops (it served on,
+    unseen, before)."""
+    with open("/dev/full", "w") as full:
+        r = subprocess.run([CLI, "view", str(profile)], env=view_env(), stdout=full,
+                           stderr=subprocess.PIPE, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr == "sonde view: cannot print the URL on standard output: " \
+                       "No space left on device\n"
+
+
 def one_line_exit_2(args, env=None):
     r = subprocess.run([CLI, "view", *map(str, args)], env=env or view_env(),
                        capture_output=True, text=True, timeout=60)
