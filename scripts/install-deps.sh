@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
-  libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev
+  libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libunwind-dev libpapi-dev libgtest-dev libopenblas-dev libdnnl-dev
   python3-dev python3-numpy python3-pytest libpython3.11-testsuite
 )

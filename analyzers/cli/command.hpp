@@ -33,6 +33,7 @@ Command add_metrics(CLI::App& app);
 Command add_diff(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_calibrate(CLI::App& app);
+Command add_view(CLI::App& app);
 Command add_env_table(CLI::App& app);  // hidden: README.md's environment table
 
 // `sonde run`'s command starts at "--" or at the first word that is neither an option nor an

@@ -110,6 +110,11 @@ inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_LIBRARY", OptionType::kPath, "<sonde>/../lib/libsonde.so",
                "For `sonde run` and `python3 -m sonde` only: the preload library to use.",
                0, 0, false, OptionReader::kLauncher},
+    OptionSpec{"SONDE_VIEWER_DIR", OptionType::kPath, "<sonde>/../share/sonde/viewer",
+               "For `sonde view` only: the folder of the browser viewer's built files "
+               "(`index.html`, `app.js`, `app.css`). By default `<build>/viewer/dist` beside a "
+               "build tree's `sonde`, else the installed copy.",
+               0, 0, false, OptionReader::kLauncher},
     OptionSpec{"SONDE_RUN_ID", OptionType::kText, "",
                "Set by sonde so that child processes join their parent's run; not for users.",
                0, 0, false, OptionReader::kLibrary, true},

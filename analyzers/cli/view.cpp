@@ -1,0 +1,142 @@
+// sonde view: the profile in the browser, served on 127.0.0.1 with a token, or written as one
+// self-contained HTML file (--html).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "cli/command.hpp"
+#include "export/html_page.hpp"
+#include "export/view_bundle.hpp"
+#include "tools/view_server.hpp"
+#include "tools/viewer_assets.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> files;
+  int port = 0;
+  bool open = false;
+  std::optional<std::string> html;
+  bool force = false;
+};
+
+// Below this, reading is quick enough that a progress line would only flicker.
+constexpr off_t kProgressBytes = 32 << 20;
+
+// The bundle as JSON text. A profile that cannot be read is the user's input: exit 2.
+std::string bundle_text(const std::vector<std::string>& files) {
+  off_t total = 0;
+  for (const std::string& f : files)
+    if (struct stat st{}; ::stat(f.c_str(), &st) == 0) total += st.st_size;
+  bool progress = total >= kProgressBytes && ::isatty(STDERR_FILENO);
+  auto start = std::chrono::steady_clock::now();
+  if (progress)
+    fmt::print(stderr, "sonde view: reading {} ({:.0f} MB)...",
+               files.size() == 1 ? files[0] : fmt::format("{} profiles", files.size()),
+               total / 1e6);
+  std::string text;
+  try {
+    text = make_view_bundle(files).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (const Error& e) {
+    if (progress) fmt::print(stderr, "\n");
+    throw Error(e.what(), kUsageError);
+  }
+  if (progress)
+    fmt::print(stderr, " {:.1f} s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return text;
+}
+
+// Written beside the output and renamed over it; without --force an existing file stays, even
+// one that appears while the page is written.
+int write_html(const Options& a, const ViewerAssets& assets) {
+  const std::string& out = *a.html;
+  struct stat st {};
+  if (!a.force && ::lstat(out.c_str(), &st) == 0)
+    throw Error(fmt::format("{} already exists; use --force to replace it", out), kUsageError);
+  std::string page = make_standalone_html(assets, bundle_text(a.files));
+  std::string temp = fmt::format("{}.sonde-tmp-{}", out, ::getpid());
+  std::ofstream file(temp, std::ios::binary | std::ios::trunc);
+  if (!file) throw Error(fmt::format("cannot write {}: {}", out, std::strerror(errno)));
+  file.write(page.data(), static_cast<std::streamsize>(page.size()));
+  int err = file ? 0 : errno;
+  file.close();
+  if (err == 0 && file.fail()) err = errno ? errno : EIO;
+  if (err == 0) {
+    int rc = a.force ? ::rename(temp.c_str(), out.c_str())
+                     : ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, out.c_str(), RENAME_NOREPLACE);
+    if (rc != 0 && !a.force && errno == EINVAL) {  // a file system without RENAME_NOREPLACE
+      rc = ::lstat(out.c_str(), &st) == 0 ? (errno = EEXIST, -1)
+                                          : ::rename(temp.c_str(), out.c_str());
+    }
+    if (rc != 0) err = errno;
+  }
+  if (err != 0) {
+    ::unlink(temp.c_str());
+    if (err == EEXIST)
+      throw Error(fmt::format("{} already exists; use --force to replace it", out), kUsageError);
+    throw Error(fmt::format("writing {} failed: {}", out, std::strerror(err)));
+  }
+  return 0;
+}
+
+int view(const Options& a) {
+  ViewerAssets assets = load_viewer_assets(find_viewer_dir());
+  if (a.html) return write_html(a, assets);
+  ViewServer server(std::move(assets));
+  server.bind(a.port);
+  auto bundle = std::make_shared<const std::string>(bundle_text(a.files));
+  // Nobody could open a viewer whose URL went nowhere (a full disk, a closed pipe): it says so
+  // and stops rather than serve unseen.
+  auto announce = [&] {
+    std::cout << server.url() << std::endl;
+    if (std::cout) return true;
+    fmt::print(stderr, "sonde view: cannot print the URL on standard output: {}\n",
+               std::strerror(errno ? errno : EIO));
+    return false;
+  };
+  return server.serve(std::move(bundle), a.open, announce);
+}
+
+}  // namespace
+
+Command add_view(CLI::App& app) {
+  auto a = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "view", "The profile in the browser: served on 127.0.0.1 with a token, or --html FILE");
+  cmd->add_option("files", a->files,
+                  "Profiles written by sonde run / libsonde.so (two or more: side by side)")
+      ->required();
+  auto* port = cmd->add_option("-p,--port", a->port, "Port on 127.0.0.1 (0: any free port)")
+                   ->check(CLI::Range(0, 65535))
+                   ->capture_default_str();
+  auto* open =
+      cmd->add_flag("--open", a->open, "Start the browser ($BROWSER, else xdg-open) on the viewer");
+  auto* html =
+      cmd->add_option("--html", a->html, "Write one self-contained HTML file instead of serving")
+          ->option_text("FILE")
+          ->excludes(port)
+          ->excludes(open);
+  cmd->add_flag("--force", a->force, "With --html: replace FILE if it exists")->needs(html);
+  cmd->footer(
+      "Prints http://127.0.0.1:PORT/?token=T and serves until Ctrl-C or SIGTERM (exit 0). "
+      "A missing file, a file that is not a profile or a port in use: one line, exit 2. "
+      "See docs/viewer.md.");
+  return {cmd, [a] { return view(*a); }};
+}
+
+}  // namespace sonde::cli
