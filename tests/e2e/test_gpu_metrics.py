@@ -85,19 +85,57 @@ def test_candidates_rank_kernels_by_tau_metric_times_time(db):
     assert gains == {"conv(float*)": pytest.approx(0.00135), "relu(float*)": pytest.approx(0.00015)}
 
 
-def test_threads_launching_together_keep_their_own_values(db):
-    # Both launches enter before either kernel runs, and the worker's kernel runs first: one
-    # decode holds both ranges, out of entry order; the kernels' names place them.
-    run_app(db, "metrics_threads", SONDE_GPU_METRICS="tau")
-    assert metrics_of(db, "a()") == [{"smsp__warps_launched.sum": 10,
-                                     "smsp__inst_executed.sum": 100,
-                                     "smsp__inst_executed_op_global_ld.sum": 1}]
-    assert metrics_of(db, "b()") == [{"smsp__warps_launched.sum": 60,
-                                     "smsp__inst_executed.sum": 300,
-                                     "smsp__inst_executed_op_global_ld.sum": 30}]
+@pytest.mark.parametrize("mode", ["metrics_threads", "metrics_threads_swapped"])
+def test_launches_on_one_context_at_once_are_counted_not_guessed(db, mode):
+    # Two threads launch on one context: the first launch's range window holds both kernels.
+    # Auto ranges are named "0", "1" (by the order the kernels ran, not after them), so which
+    # range is whose cannot be known: the second launch is not profiled (skipped, busy) and the
+    # first one's decode, holding two ranges, is counted as ambiguous instead of guessed. With
+    # the kernels run in the opposite order of the entries (swapped), a guess by entry order
+    # gives b() the values of a().
+    run_app(db, mode, SONDE_GPU_METRICS="tau")
+    assert metrics_of(db, "a()") == []
+    assert metrics_of(db, "b()") == []
     paths = dict(query(db, "SELECT kernel, call_path FROM gpu_kernels"))
     assert paths == {"a()": "main_launch;cudaLaunchKernel", "b()": "cudaLaunchKernel"}
+    assert info(db, "gpu.metric_skipped_busy") == "1"
+    assert info(db, "gpu.metric_ambiguous") == "1"
+    assert info(db, "gpu.metric_lost") == "1"
+    assert info(db, "gpu.metric_launches") == "0"
+
+
+def test_no_launch_is_profiled_during_a_stream_capture(db):
+    # The range profiler synchronises the context, which invalidates a capture under way
+    # (CUDA graphs in PyTorch, torch.compile): launches between BeginCapture and EndCapture are
+    # not profiled; the next launch after it is.
+    r = run_app(db, "metrics_capture", SONDE_GPU_METRICS="tau")
+    assert "capture_invalidated=0" in r.stdout
+    assert info(db, "gpu.metric_skipped_capture") == "1"
+    assert metrics_of(db, "after()") == [{"smsp__warps_launched.sum": 2,
+                                         "smsp__inst_executed.sum": 20,
+                                         "smsp__inst_executed_op_global_ld.sum": 2}]
+    assert routine_calls(db, "cudaStreamBeginCapture") == 1
+
+
+def test_kernels_that_wait_for_others_are_not_replayed(db):
+    # An NCCL kernel spins until its peers arrive and a cooperative grid waits for all its
+    # blocks: kernel replay would run one alone and hang. Skipped and counted; a plain launch
+    # right after is measured.
+    run_app(db, "metrics_waits", SONDE_GPU_METRICS="tau")
+    assert info(db, "gpu.metric_skipped_waiting") == "3"
+    for kernel in ["ncclDevKernel_AllReduce_Sum_f32_RING_LL()", "grid()", "gridex()"]:
+        assert metrics_of(db, kernel) == [], kernel
+    assert metrics_of(db, "plain()") == [{"smsp__warps_launched.sum": 3,
+                                         "smsp__inst_executed.sum": 30,
+                                         "smsp__inst_executed_op_global_ld.sum": 3}]
     assert info(db, "gpu.metric_lost") == "0"
+
+
+def test_range_profiler_is_set_up_when_the_context_is_created(db):
+    # Enable, counter data image and configuration happen in the context-created callback,
+    # not inside the first launch's callback.
+    r = run_app(db, "context", SONDE_GPU_METRICS="tau")
+    assert "ready_before_launch=1" in r.stdout
 
 
 def test_unknown_metric_is_said_once_and_the_others_recorded(db):

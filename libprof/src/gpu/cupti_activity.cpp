@@ -3,10 +3,15 @@
 // the call paths that launched them and converts their times to sonde's clock.
 #include <cxxabi.h>
 #include <fmt/format.h>
+#include <signal.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <memory>
+#include <thread>
 
+#include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"
 
 namespace sonde {
@@ -15,6 +20,9 @@ namespace {
 constexpr size_t kBufferBytes = size_t(8) << 20;
 constexpr size_t kAlignment = 8;         // CUPTI's requirement for activity buffers
 constexpr uint32_t kOriginLifetime = 6;  // flushes a launch may wait for its records
+// A forced flush can hang inside CUPTI at exit (a known CUPTI hang, worked around in Kineto by
+// skipping the teardown flush): the exit goes on after this long without the records it held.
+constexpr auto kFinalFlushTimeout = std::chrono::seconds(3);
 
 std::string demangle(const char* name) {
   int status = 0;
@@ -141,13 +149,12 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   if (forked_.load()) out.clear();  // the parent's records, for the parent's file
   if (!activity_.load() || forked_.load()) return;
   // Without the records lock: the completion callback runs inside this call and takes it.
-  if (!flushed_final_) {
-    CUptiResult rc = lib_.cuptiActivityFlushAll(final ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
-    if (rc != CUPTI_SUCCESS && final) {
-      note_("gpu",
-            fmt::format("CUPTI could not flush its last activity records: {}", lib_.describe(rc)));
-    }
-    flushed_final_ = final;
+  if (ceded_.load()) {
+    // The other client's buffers, not sonde's: flushing them is not sonde's to do.
+  } else if (!flushed_final_ && final) {
+    final_flush();
+  } else if (!flushed_final_) {
+    lib_.cuptiActivityFlushAll(0);
   }
   // The offset between CUPTI's clock and sonde's, taken now: sonde's tick ratio is refreshed
   // at every flush, and CUPTI's clock need not be CLOCK_REALTIME.
@@ -183,17 +190,21 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       row.node = it->second.node;
       row.node_id = it->second.node_id;
       if (r.kind == 0) row.metrics = std::move(it->second.metrics);
-      it->second.seen = true;
+      it->second.seen = generation_;
     } else {
       unattributed_.fetch_add(1, std::memory_order_relaxed);
     }
     out.push_back(std::move(row));
   }
   rlock.unlock();
-  // A launch's records arrive together (a graph's kernels too); one never followed by any
-  // (a host function, a launch that failed) is forgotten after a few flushes.
+  // A kernel launch, copy or memset makes one record and is done with at the first. All the
+  // kernels of one graph launch share its correlation id and finish over any number of flushes:
+  // its origin stays until none has come for the origin's lifetime. A launch never followed
+  // by any record (a host function, a launch that failed) is forgotten after as long.
   std::erase_if(origins_, [&](const auto& entry) {
-    return entry.second.seen || generation_ - entry.second.generation > kOriginLifetime;
+    const Origin& o = entry.second;
+    if (o.seen != 0 && !o.graph) return true;
+    return generation_ - (o.seen != 0 ? o.seen : o.generation) > kOriginLifetime;
   });
   if (final) {
     uint64_t dropped = cupti_dropped_ + no_buffer_ + origins_full_;
@@ -211,6 +222,60 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
                         "it subscribed, or from another CUPTI client); they have no call path",
                         unattributed_.load()));
     }
+  }
+}
+
+void CuptiBackend::final_flush() {
+  flushed_final_ = true;
+  // No callback may reach sonde once its file is being closed (CUDA calls from the host's static
+  // destructors, after sonde's last flush): the subscriber goes first.
+  if (traced_.exchange(false)) lib_.cuptiUnsubscribe(subscriber_);
+  struct Call {
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    CUptiResult rc = CUPTI_SUCCESS;
+  };
+  auto call = std::make_shared<Call>();
+  auto flush = lib_.cuptiActivityFlushAll;
+  std::thread worker([call, flush] {
+    t_internal = true;  // the completion callback runs here: nothing of it is the host's
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    CUptiResult rc = flush(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    std::lock_guard lock(call->mu);
+    call->rc = rc;
+    call->done = true;
+    call->done_cv.notify_all();
+  });
+  std::unique_lock lock(call->mu);
+  if (!call->done_cv.wait_for(lock, kFinalFlushTimeout, [&] { return call->done; })) {
+    lock.unlock();
+    worker.detach();  // stuck in CUPTI; the process ends around it
+    note_("gpu", fmt::format("CUPTI's last activity flush did not return within {} s: the GPU "
+                             "records it still held are not in the profile",
+                             kFinalFlushTimeout.count()));
+    return;
+  }
+  CUptiResult rc = call->rc;
+  lock.unlock();
+  worker.join();
+  if (rc != CUPTI_SUCCESS) {
+    note_("gpu",
+          fmt::format("CUPTI could not flush its last activity records: {}", lib_.describe(rc)));
+  }
+}
+
+void CuptiBackend::on_context_destroyed(CUcontext context) {
+  if (forked_.load(std::memory_order_relaxed)) return;
+  if (metrics_) metrics_->context_destroyed(context);
+  // The context's records go with it: taken now (the collecting flush converts them). Not
+  // forced: its work is finished (destroying a context synchronises it first), so its records
+  // are complete, and a forced flush is what can hang inside CUPTI during teardown.
+  if (activity_.load(std::memory_order_acquire) && !ceded_.load()) {
+    lib_.cuptiActivityFlushAll(0);
+    contexts_flushed_.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
@@ -238,6 +303,7 @@ void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) c
   out.emplace_back("gpu.records", std::to_string(delivered_.load()));
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));
   out.emplace_back("gpu.unattributed", std::to_string(unattributed_.load()));
+  out.emplace_back("gpu.contexts_flushed", std::to_string(contexts_flushed_.load()));
 }
 
 }  // namespace sonde

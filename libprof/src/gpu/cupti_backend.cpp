@@ -20,10 +20,11 @@ CuptiBackend* backend() {
 void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                            const void* data) {
   if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING && data != nullptr) {
-      static_cast<CuptiBackend*>(userdata)->on_context_destroyed(
-          static_cast<const CUpti_ResourceData*>(data)->context);
-    }
+    if (data == nullptr) return;
+    CUcontext context = static_cast<const CUpti_ResourceData*>(data)->context;
+    auto* b = static_cast<CuptiBackend*>(userdata);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) b->on_context_created(context);
+    if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) b->on_context_destroyed(context);
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
@@ -137,15 +138,22 @@ bool CuptiBackend::start() {
                              lib_.describe(rc)));
     return true;
   }
-  // Contexts that end take their range profilers with them: sonde lets go of them first.
-  if (metrics_ &&
-      lib_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS) {
-    metrics_.reset();  // no callback has used it: launches reach it only once activity is on
-    note_("gpu-metrics",
-          "GPU metrics are not recorded: CUPTI's resource callbacks could not be "
-          "enabled");
+  // Contexts that end take their records and range profilers with them: the CUDA runtime
+  // destroys its contexts in its own exit handlers, which run before sonde's (see
+  // Runtime::start_gpu), so each context's records are taken when it is being destroyed.
+  if (lib_.cuptiEnableDomain(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE) != CUPTI_SUCCESS) {
+    note_("gpu",
+          "CUPTI's resource callbacks could not be enabled: GPU records of a context "
+          "destroyed before exit may be lost");
+    if (metrics_) {
+      metrics_.reset();  // no callback has used it: launches reach it only once activity is on
+      note_("gpu-metrics",
+            "GPU metrics are not recorded: CUPTI's resource callbacks could not be "
+            "enabled");
+    }
   }
   activity_.store(true, std::memory_order_release);
+  guard_cupti(this);
   if (metrics_) {
     // Kernel replay runs each kernel once per pass and serialises launches: a metrics run
     // measures what kernels do, not how long the program takes.
@@ -170,6 +178,7 @@ void CuptiBackend::fork_child() {
   // The parent's locks may have been held at fork: the child never takes them again.
   forked_.store(true);
   traced_.store(false);
+  guard_cupti(nullptr);
 }
 
 }  // namespace sonde

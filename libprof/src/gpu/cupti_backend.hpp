@@ -35,9 +35,14 @@ class CuptiBackend final : public GpuBackend {
 
   // CUPTI's callbacks land here (cupti_callbacks.cpp, cupti_activity.cpp).
   void on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const CUpti_CallbackData* data);
-  void on_context_destroyed(CUcontext context) {
-    if (metrics_ && !forked_.load(std::memory_order_relaxed)) metrics_->context_destroyed(context);
+  void on_context_created(CUcontext context) {
+    if (metrics_ && !forked_.load(std::memory_order_relaxed)) metrics_->context_created(context);
   }
+  void on_context_destroyed(CUcontext context);
+  // Another CUPTI client (cupti_guard.cpp) is about to register its buffer callbacks, or has
+  // disabled a kind sonde uses; `who` names its library.
+  void other_client_registers(const std::string& who);
+  void other_client_disables(const std::string& who, const char* kind);
   void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                           size_t valid);
@@ -46,10 +51,14 @@ class CuptiBackend final : public GpuBackend {
   // What sonde knows about one API callback id, worked out on its first call.
   struct ApiInfo {
     std::atomic<bool> ready{false};
-    bool activity = false;                   // launches, copies, memsets: GPU records will follow
-    bool kernel = false;                     // a kernel launch (metrics are taken around it)
-    int kind_offset = -1;                    // cudaMemcpyKind in the parameters (runtime copies)
-    int count_offset = -1;                   // byte count in the parameters
+    bool activity = false;     // launches, copies, memsets: GPU records will follow
+    bool kernel = false;       // a kernel launch (metrics are taken around it)
+    bool graph = false;        // a graph launch: many records, one correlation id
+    bool cooperative = false;  // a cooperative launch (its blocks wait for each other)
+    int launch_config = 0;     // 1: cudaLaunchKernelExC, 2: cuLaunchKernelEx
+    int capture = 0;           // +1 begins a stream capture, -1 ends one
+    int kind_offset = -1;      // cudaMemcpyKind in the parameters (runtime copies)
+    int count_offset = -1;     // byte count in the parameters
     std::atomic<RoutineId> routine[6] = {};  // per copy direction (0-4), 5: none
     std::string name;
   };
@@ -59,8 +68,9 @@ class CuptiBackend final : public GpuBackend {
     uint32_t node = 0;
     int64_t node_id = 0;
     uint32_t generation = 0;  // collect() count when it was launched
-    bool seen = false;
-    MetricValues metrics;  // the kernel's, known at the launch's exit
+    uint32_t seen = 0;        // collect() count when its last record arrived, 0: none yet
+    bool graph = false;       // records keep coming (a graph's kernels) until its lifetime ends
+    MetricValues metrics;     // the kernel's, known at the launch's exit
     // Its metrics are decoded at the launch's exit; a record that arrives before (the kernel
     // ran inside the launch, under kernel replay) waits for them.
     bool awaiting_metrics = false;
@@ -80,10 +90,15 @@ class CuptiBackend final : public GpuBackend {
   void start_metrics();
   ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
-  void remember_origin(uint32_t correlation, bool awaiting_metrics);
+  void remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph);
+  // Why this launch is not profiled (skip_none when it may be).
+  int metrics_skip(const ApiInfo& info, const CUpti_CallbackData* data) const;
+  void track_capture(const ApiInfo& info, const CUpti_CallbackData* data);
   void attach_metrics(uint32_t exiting, std::vector<std::pair<uint32_t, MetricValues>>& measured);
   void parse_buffer(uint8_t* buffer, size_t valid);
   GpuRow to_row(const Record& r, int64_t offset);
+  // The forced flush at exit: unsubscribes first, and gives up after a bounded wait.
+  void final_flush();
 
   CuptiLibrary lib_;
   std::vector<std::string> metric_names_;  // SONDE_GPU_METRICS, expanded
@@ -93,6 +108,12 @@ class CuptiBackend final : public GpuBackend {
   std::atomic<bool> traced_{false};
   std::atomic<bool> activity_{false};  // activity records enabled
   std::atomic<bool> forked_{false};
+  // Another client took the activity buffers: sonde no longer flushes CUPTI or expects records.
+  std::atomic<bool> ceded_{false};
+  // Stream captures under way in the process (cudaStreamBeginCapture to EndCapture): a capture
+  // in global mode is invalidated by a synchronising call from any thread, which the range
+  // profiler makes, so no launch is profiled while one is open.
+  std::atomic<int> captures_{0};
   // The last forced flush was made (at exit, before the CUDA runtime's teardown where the order
   // allows): later flushes take what CUPTI delivered since, without calling into it again.
   bool flushed_final_ = false;  // flushing thread only
@@ -117,7 +138,10 @@ class CuptiBackend final : public GpuBackend {
   std::vector<Record> held_;   // flushing thread only: kernel records awaiting their metrics
 
   std::atomic<uint64_t> delivered_{0}, cupti_dropped_{0}, no_buffer_{0}, unattributed_{0},
-      incomplete_{0}, origins_full_{0};
+      incomplete_{0}, origins_full_{0}, contexts_flushed_{0};
 };
+
+// Arms cupti_guard.cpp's interposers for `backend` (nullptr: disarms them).
+void guard_cupti(CuptiBackend* backend);
 
 }  // namespace sonde

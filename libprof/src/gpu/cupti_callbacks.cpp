@@ -4,8 +4,8 @@
 #include <cstddef>
 #include <cstring>
 
-#include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
 #include "core/thread_local_state.hpp"
+#include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
 
 namespace sonde {
 
@@ -104,8 +104,12 @@ CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti
     info.name = std::string(runtime ? "cudart#" : "cu#") + std::to_string(cbid);
   }
   info.activity = makes_gpu_work(info.name);
-  info.kernel = info.name.find("LaunchKernel") != std::string::npos ||
-                info.name.find("LaunchCooperativeKernel") != std::string::npos;
+  auto has = [&](const char* part) { return info.name.find(part) != std::string::npos; };
+  info.kernel = has("LaunchKernel") || has("LaunchCooperativeKernel");
+  info.cooperative = has("Cooperative");
+  info.graph = has("GraphLaunch");
+  if (has("LaunchKernelEx")) info.launch_config = runtime ? 1 : 2;
+  info.capture = has("BeginCapture") ? 1 : has("EndCapture") ? -1 : 0;
   if (runtime) {
     for (const CopyParams& c : kCopies) {
       if (c.cbid != cbid) continue;
@@ -129,7 +133,7 @@ RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, i
   return id;
 }
 
-void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics) {
+void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph) {
   // The innermost open frame: the API call itself when it is measured, else whatever frame
   // (a cuBLAS call, a Python function) the launch happened in.
   ThreadState* t = t_state;
@@ -145,6 +149,7 @@ void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics) 
   }
   o.generation = generation_;
   o.awaiting_metrics = awaiting_metrics;
+  o.graph = graph;
   origins_[correlation] = o;
 }
 
@@ -164,14 +169,22 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                   sizeof kind);
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
-    // Outside the call's own time: setting up and starting the range profiler is sonde's work.
-    bool metrics = info.kernel && activity_.load(std::memory_order_acquire) && metrics_;
-    if (metrics) metrics_->launch_enter(data->context, data->correlationId, data->symbolName);
+    // Outside the call's own time: starting the range profiler is sonde's work.
+    bool metrics = false;
+    if (info.kernel && activity_.load(std::memory_order_acquire) && metrics_) {
+      int skip = metrics_skip(info, data);
+      if (skip >= 0) {
+        metrics_->skipped(KernelMetrics::Skip(skip));
+      } else {
+        metrics = metrics_->launch_enter(data->context, data->correlationId);
+      }
+    }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
     t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
     t_runtime_open += runtime;
-    if (info.activity && activity_.load(std::memory_order_relaxed)) {
-      remember_origin(data->correlationId, metrics);
+    if (info.activity && activity_.load(std::memory_order_relaxed) &&
+        !ceded_.load(std::memory_order_relaxed)) {
+      remember_origin(data->correlationId, metrics, info.graph);
     }
     return;
   }
@@ -180,6 +193,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (top.correlation != data->correlationId || top.runtime != runtime) return;
   --t_open_count;
   t_runtime_open -= runtime;
+  if (info.capture != 0) track_capture(info, data);
   if (top.thread != nullptr) {
     CallCost cost;
     if (info.count_offset >= 0 && data->functionParams != nullptr) {
@@ -194,6 +208,54 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     std::vector<std::pair<uint32_t, MetricValues>> measured;
     metrics_->launch_exit(data->context, data->correlationId, measured);
     attach_metrics(data->correlationId, measured);
+  }
+}
+
+int CuptiBackend::metrics_skip(const ApiInfo& info, const CUpti_CallbackData* data) const {
+  if (captures_.load(std::memory_order_acquire) > 0) return int(KernelMetrics::Skip::kCapture);
+  if (info.cooperative) return int(KernelMetrics::Skip::kWaits);
+  // NCCL's kernels (ncclKernel_*, ncclDevKernel_* in NCCL 2.19+) spin until their peers on
+  // other GPUs arrive; a replayed pass would wait for peers that never come.
+  const char* symbol = data->symbolName;
+  if (symbol != nullptr &&
+      (std::strstr(symbol, "ncclKernel") != nullptr || std::strstr(symbol, "ncclDevKernel"))) {
+    return int(KernelMetrics::Skip::kWaits);
+  }
+  // The extensible launches carry cooperation as an attribute (cudaLaunchAttributeCooperative,
+  // CU_LAUNCH_ATTRIBUTE_COOPERATIVE: both 2, a nonzero int value).
+  if (info.launch_config != 0 && data->functionParams != nullptr) {
+    const void* config = *static_cast<const void* const*>(data->functionParams);
+    bool cooperative = false;
+    if (info.launch_config == 1 && config != nullptr) {
+      const auto* c = static_cast<const cudaLaunchConfig_t*>(config);
+      for (unsigned i = 0; c->attrs != nullptr && i < c->numAttrs; ++i) {
+        cooperative |=
+            c->attrs[i].id == cudaLaunchAttributeCooperative && c->attrs[i].val.cooperative;
+      }
+    } else if (config != nullptr) {
+      const auto* c = static_cast<const CUlaunchConfig*>(config);
+      for (unsigned i = 0; c->attrs != nullptr && i < c->numAttrs; ++i) {
+        cooperative |=
+            c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE && c->attrs[i].value.cooperative;
+      }
+    }
+    if (cooperative) return int(KernelMetrics::Skip::kWaits);
+  }
+  return -1;
+}
+
+void CuptiBackend::track_capture(const ApiInfo& info, const CUpti_CallbackData* data) {
+  // cudaError_t and CUresult both say success with 0; a begin that failed opened nothing.
+  int rc = data->functionReturnValue != nullptr
+               ? *static_cast<const int*>(data->functionReturnValue)
+               : 0;
+  if (info.capture > 0) {
+    if (rc == 0) captures_.fetch_add(1, std::memory_order_acq_rel);
+    return;
+  }
+  // An end closes the capture even when it reports the capture invalidated.
+  int open = captures_.load(std::memory_order_acquire);
+  while (open > 0 && !captures_.compare_exchange_weak(open, open - 1)) {
   }
 }
 

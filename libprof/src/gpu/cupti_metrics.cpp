@@ -1,6 +1,7 @@
-// The range profiler's life per CUDA context: set up at the context's first kernel launch
-// (chip name, counter availability, host configuration of the metrics, counter data image),
-// started at each launch's entry, stopped, decoded and evaluated at its exit. Whatever fails is
+// The range profiler's life per CUDA context: set up when the context is created (or at its
+// first launch when it predates sonde's subscription: chip name, counter availability, host
+// configuration of the metrics, counter data image), started at a launch's entry, stopped,
+// decoded and evaluated at its exit. Whatever fails is
 // said once in CUPTI's words and switches metrics off; kernels and copies are still recorded.
 #include "gpu/cupti_metrics.hpp"
 
@@ -16,7 +17,7 @@ namespace sonde {
 
 namespace {
 // Ranges one counter data image holds: a launch decodes its own range at its exit, so more
-// than one appears only when threads launch on the same context at the same time.
+// than one appears only when another thread's kernel ran on the context inside the window.
 constexpr size_t kMaxRanges = 16;
 
 // CUPTI's parameter structs: zeroed, with the size of the fields this build knows.
@@ -215,21 +216,44 @@ bool KernelMetrics::set_up(CUcontext context, Session& s) {
   return configure(s);
 }
 
-void KernelMetrics::launch_enter(CUcontext context, uint32_t correlation, const char* symbol) {
-  if (context == nullptr) return;
-  // A flush on SIGTERM reads info() under this lock: the signal waits until it is released.
-  AsyncSignalBlock no_signals;
-  std::lock_guard lock(mu_);
-  if (disabled_) return;
+KernelMetrics::Session* KernelMetrics::session(CUcontext context) {
+  if (disabled_ || context == nullptr) return nullptr;
   auto [it, added] = sessions_.try_emplace(context);
   Session& s = it->second;
   if (added && !set_up(context, s)) {
     // Whatever failed would fail again on every context: one note, then nothing more.
     s.failed = disabled_ = true;
-    return;
   }
-  if (s.failed || !start(s)) return;
-  s.pending.push_back(Pending{correlation, symbol != nullptr ? symbol : ""});
+  return s.failed ? nullptr : &s;
+}
+
+void KernelMetrics::context_created(CUcontext context) {
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(mu_);
+  session(context);
+}
+
+bool KernelMetrics::launch_enter(CUcontext context, uint32_t correlation) {
+  // A flush on SIGTERM reads info() under this lock: the signal waits until it is released.
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(mu_);
+  Session* s = session(context);
+  if (s == nullptr) return false;
+  if (s->in_flight != 0) {
+    // Its kernel may still run inside the other launch's range and make that decode
+    // ambiguous, which evaluate() counts.
+    ++skipped_[int(Skip::kBusy)];
+    return false;
+  }
+  if (!start(*s)) return false;
+  s->in_flight = correlation;
+  return true;
+}
+
+void KernelMetrics::skipped(Skip why) {
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(mu_);
+  ++skipped_[int(why)];
 }
 
 bool KernelMetrics::start(Session& s) {
@@ -259,8 +283,9 @@ void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
   AsyncSignalBlock no_signals;
   std::lock_guard lock(mu_);
   auto it = sessions_.find(context);
-  if (it == sessions_.end() || it->second.failed || !it->second.started) return;
+  if (it == sessions_.end() || it->second.failed || it->second.in_flight != correlation) return;
   Session& s = it->second;
+  s.in_flight = 0;
   CUptiResult rc = stop(s);
   if (rc != CUPTI_SUCCESS) {
     s.failed = disabled_ = true;
@@ -277,86 +302,55 @@ void KernelMetrics::launch_exit(CUcontext context, uint32_t correlation,
     return;
   }
   dropped_ += decode.numOfRangeDropped;
-  if (!evaluate(s, out)) {
-    s.failed = disabled_ = true;
-    return;
-  }
-  // This launch made no range (it failed): it is not waited for. Other threads' launches that
-  // entered meanwhile are, so the profiler starts again for them.
-  auto own = std::find_if(s.pending.begin(), s.pending.end(),
-                          [&](const Pending& p) { return p.correlation == correlation; });
-  if (own != s.pending.end()) {
-    s.pending.erase(own);
-    ++unmatched_;
-  }
-  if (!configure(s)) {
-    s.failed = disabled_ = true;
-    return;
-  }
-  if (!s.pending.empty()) start(s);
+  // A fresh image for the next launch: the decoded ranges are read before it is initialised.
+  if (!evaluate(s, correlation, out) || !configure(s)) s.failed = disabled_ = true;
 }
 
-bool KernelMetrics::evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out) {
+bool KernelMetrics::evaluate(Session& s, uint32_t correlation,
+                             std::vector<std::pair<uint32_t, MetricValues>>& out) {
   auto info = params<CUpti_RangeProfiler_GetCounterDataInfo_Params>(
       CUpti_RangeProfiler_GetCounterDataInfo_Params_STRUCT_SIZE);
   info.pCounterDataImage = s.counter_data.data();
   info.counterDataImageSize = s.counter_data.size();
   CUptiResult rc = lib_.cuptiRangeProfilerGetCounterDataInfo(&info);
   if (rc != CUPTI_SUCCESS) return fail("cuptiRangeProfilerGetCounterDataInfo", rc);
+  if (info.numTotalRanges != 1) {
+    // None: the launch failed. More: another thread's kernel ran on this context inside the
+    // range window, and auto ranges are named by number, so which one is ours is unknowable.
+    ++unmatched_;
+    if (info.numTotalRanges > 1) ++ambiguous_;
+    return true;
+  }
   const std::vector<std::string>& metrics = s.chip->metrics;
   std::vector<const char*> names;
   for (const std::string& m : metrics) names.push_back(m.c_str());
   std::vector<double> values(names.size());
-  for (size_t range = 0; range < info.numTotalRanges; ++range) {
-    auto range_info = params<CUpti_RangeProfiler_CounterData_GetRangeInfo_Params>(
-        CUpti_RangeProfiler_CounterData_GetRangeInfo_Params_STRUCT_SIZE);
-    range_info.pCounterDataImage = s.counter_data.data();
-    range_info.counterDataImageSize = s.counter_data.size();
-    range_info.rangeIndex = range;
-    range_info.rangeDelimiter = "/";
-    const char* name = "";
-    if (lib_.cuptiRangeProfilerCounterDataGetRangeInfo(&range_info) == CUPTI_SUCCESS &&
-        range_info.rangeName != nullptr) {
-      name = range_info.rangeName;
-    }
-    // Ranges come in launch order; the kernel's name settles which launch a range is when
-    // threads launched on this context at the same time.
-    auto launch = std::find_if(s.pending.begin(), s.pending.end(),
-                               [&](const Pending& p) { return p.symbol == name; });
-    if (launch == s.pending.end()) launch = s.pending.begin();
-    if (launch == s.pending.end()) {
-      ++unmatched_;
-      continue;
-    }
-    uint32_t correlation = launch->correlation;
-    s.pending.erase(launch);
-    auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
-        CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
-    eval.pHostObject = s.chip->host;
-    eval.pCounterDataImage = s.counter_data.data();
-    eval.counterDataImageSize = s.counter_data.size();
-    eval.rangeIndex = range;
-    eval.ppMetricNames = names.data();
-    eval.numMetrics = names.size();
-    eval.pMetricValues = values.data();
-    rc = lib_.cuptiProfilerHostEvaluateToGpuValues(&eval);
-    if (rc != CUPTI_SUCCESS) {
-      ++unmatched_;
-      return fail("cuptiProfilerHostEvaluateToGpuValues", rc);
-    }
-    // A ratio over nothing (a hit rate of a kernel without accesses) evaluates to NaN: it is
-    // left out, as the file has no value for it.
-    MetricValues v;
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (std::isfinite(values[i])) {
-        v.emplace_back(metrics[i], values[i]);
-      } else {
-        ++not_finite_;
-      }
-    }
-    out.emplace_back(correlation, std::move(v));
-    ++measured_;
+  auto eval = params<CUpti_Profiler_Host_EvaluateToGpuValues_Params>(
+      CUpti_Profiler_Host_EvaluateToGpuValues_Params_STRUCT_SIZE);
+  eval.pHostObject = s.chip->host;
+  eval.pCounterDataImage = s.counter_data.data();
+  eval.counterDataImageSize = s.counter_data.size();
+  eval.rangeIndex = 0;
+  eval.ppMetricNames = names.data();
+  eval.numMetrics = names.size();
+  eval.pMetricValues = values.data();
+  rc = lib_.cuptiProfilerHostEvaluateToGpuValues(&eval);
+  if (rc != CUPTI_SUCCESS) {
+    ++unmatched_;
+    return fail("cuptiProfilerHostEvaluateToGpuValues", rc);
   }
+  // A ratio over nothing (a hit rate of a kernel without accesses) evaluates to NaN: it is
+  // left out, as the file has no value for it.
+  MetricValues v;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (std::isfinite(values[i])) {
+      v.emplace_back(metrics[i], values[i]);
+    } else {
+      ++not_finite_;
+    }
+  }
+  out.emplace_back(correlation, std::move(v));
+  ++measured_;
   return true;
 }
 
@@ -373,7 +367,7 @@ void KernelMetrics::context_destroyed(CUcontext context) {
     disable.pRangeProfilerObject = s.object;
     lib_.cuptiRangeProfilerDisable(&disable);
   }
-  unmatched_ += s.pending.size();
+  unmatched_ += s.in_flight != 0;
   sessions_.erase(it);
 }
 
@@ -387,6 +381,13 @@ void KernelMetrics::info(std::vector<std::pair<std::string, std::string>>& out) 
   // Launches that got no values (their range was dropped, or their launch failed).
   out.emplace_back("gpu.metric_lost", std::to_string(unmatched_));
   out.emplace_back("gpu.metric_ranges_dropped", std::to_string(dropped_));
+  // Decodes holding several ranges (a kernel of another thread ran inside the window).
+  out.emplace_back("gpu.metric_ambiguous", std::to_string(ambiguous_));
+  // Launches not profiled: another on the context was; a stream capture was under way; NCCL
+  // or cooperative kernels, which may wait on work that a replay does not repeat.
+  out.emplace_back("gpu.metric_skipped_busy", std::to_string(skipped_[int(Skip::kBusy)]));
+  out.emplace_back("gpu.metric_skipped_capture", std::to_string(skipped_[int(Skip::kCapture)]));
+  out.emplace_back("gpu.metric_skipped_waiting", std::to_string(skipped_[int(Skip::kWaits)]));
   out.emplace_back("gpu.metric_not_finite", std::to_string(not_finite_));
 }
 

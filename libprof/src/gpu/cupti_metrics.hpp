@@ -1,7 +1,9 @@
-// Per-kernel hardware metrics (SONDE_GPU_METRICS) through CUPTI's range profiler: every kernel
-// launch is one range (auto range), replayed as often as the metrics need (kernel replay), and
-// decoded and evaluated at the launch's API exit, so each value belongs to one launch and,
-// through its correlation id, to one call path and one activity record.
+// Per-kernel hardware metrics (SONDE_GPU_METRICS) through CUPTI's range profiler: each kernel
+// runs as one range (auto range), replayed as often as the metrics need (kernel replay), and is
+// decoded and evaluated at its launch's API exit. Auto ranges are named "0", "1", ... (CUPTI's
+// range profiler documentation), not after the kernel, so a range says nothing about which
+// launch it was: at most one launch per context is profiled at a time, and a decode that holds
+// anything but exactly one range is counted as lost rather than guessed at.
 #pragma once
 
 #include <cupti.h>
@@ -9,7 +11,6 @@
 #include <cupti_range_profiler.h>
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <string>
@@ -35,11 +36,24 @@ class KernelMetrics {
   KernelMetrics(const CuptiLibrary& lib, std::vector<std::string> requested, NoteSink note)
       : lib_(lib), requested_(std::move(requested)), note_(std::move(note)) {}
 
-  // API entry of a kernel launch on `context`: the context's range profiler is set up on its
-  // first launch and started. `symbol` is the kernel's name as CUPTI gives it (may be null).
-  void launch_enter(CUcontext context, uint32_t correlation, const char* symbol);
-  // API exit of that launch: the ranges recorded since the entry are decoded and evaluated;
-  // each launch they belong to is appended to `out` with its values.
+  // Why a launch is not profiled although metrics are on.
+  enum class Skip {
+    kBusy,     // another launch on its context is being profiled (threads launching at once)
+    kCapture,  // a stream capture is under way: the profiler's synchronisation would end it
+    kWaits,    // an NCCL or cooperative kernel: it may wait for work that a replay never runs
+  };
+
+  // The context was created: its range profiler is enabled and configured now, outside any
+  // launch (the samples' order: enable, counter data image, set config; then start/stop per
+  // range, decode).
+  void context_created(CUcontext context);
+  // API entry of a kernel launch on `context`: true when the profiler was started for it (a
+  // context created before sonde subscribed is set up here, at its first launch).
+  bool launch_enter(CUcontext context, uint32_t correlation);
+  // A launch not profiled, and why (run_info counts them).
+  void skipped(Skip why);
+  // API exit of a launch that launch_enter started: its range is decoded and evaluated, and
+  // appended to `out` with its values when the decode holds exactly one range.
   void launch_exit(CUcontext context, uint32_t correlation,
                    std::vector<std::pair<uint32_t, MetricValues>>& out);
 
@@ -52,10 +66,6 @@ class KernelMetrics {
   void info(std::vector<std::pair<std::string, std::string>>& out) const;
 
  private:
-  struct Pending {
-    uint32_t correlation;
-    std::string symbol;
-  };
   struct Chip {  // host-side configuration, one per GPU model (std::map: stable addresses)
     CUpti_Profiler_Host_Object* host = nullptr;
     std::vector<std::string> metrics;  // the requested ones this chip knows
@@ -69,16 +79,18 @@ class KernelMetrics {
     std::vector<uint8_t> counter_data;
     const Chip* chip = nullptr;  // the GPU model's configuration
     bool started = false;
-    bool failed = false;  // set up failed: the context is not measured
-    std::deque<Pending> pending;
+    bool failed = false;     // set up failed: the context is not measured
+    uint32_t in_flight = 0;  // correlation id of the launch being profiled, 0: none
   };
 
+  Session* session(CUcontext context);  // under mu_; nullptr when not measured
   bool set_up(CUcontext context, Session& s);
   Chip* chip_for(CUcontext context);
   bool configure(Session& s);
   bool start(Session& s);
   CUptiResult stop(Session& s);
-  bool evaluate(Session& s, std::vector<std::pair<uint32_t, MetricValues>>& out);
+  bool evaluate(Session& s, uint32_t correlation,
+                std::vector<std::pair<uint32_t, MetricValues>>& out);
   // Says `what` failed, in CUPTI's words, once per topic; false.
   bool fail(const std::string& what, CUptiResult rc);
 
@@ -92,7 +104,8 @@ class KernelMetrics {
   std::map<CUcontext, Session> sessions_;
   std::map<std::string, Chip> chips_;
   std::vector<std::string> noted_;
-  uint64_t measured_ = 0, dropped_ = 0, unmatched_ = 0, not_finite_ = 0;
+  uint64_t measured_ = 0, dropped_ = 0, unmatched_ = 0, not_finite_ = 0, ambiguous_ = 0;
+  uint64_t skipped_[3] = {};  // by Skip
   size_t passes_ = 0;
   std::vector<std::string> evaluated_;  // the metrics of every chip seen, for run_info
 };

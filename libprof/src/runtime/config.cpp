@@ -150,6 +150,9 @@ Config parse_config(EnvLookup lookup) {
       c.peaks_file = std::string(home) + "/.cache/sonde/peaks.txt";
     }
   }
+  // CUDA loads the tool this names (Nsight Systems, Nsight Compute, another CUPTI client) as
+  // its injection library, which takes CUPTI before sonde can.
+  if (const char* tool = lookup("CUDA_INJECTION64_PATH"); tool && *tool) c.cuda_injection = tool;
   // The level must be known before the complaints are printed. A process that joins a run
   // (SONDE_RUN_ID set by its root) inherited the same values, which the root has already
   // complained about: a shell script's every command would say it again.

@@ -26,6 +26,7 @@ struct Config {
   std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
   std::string cupti_library;     // empty: libcupti.so.13, then the CUDA install paths
   std::vector<std::string> gpu_metrics;  // CUPTI metrics per kernel; `tau` stands for a set
+  std::string cuda_injection;    // CUDA_INJECTION64_PATH: a tool CUDA injects (Nsight), not sonde's
 };
 
 using EnvLookup = const char* (*)(const char*);

@@ -255,14 +255,26 @@ void Runtime::cuda_opening(const char* file, int flags) {
 
 void Runtime::start_gpu() {
   auto note = [this](const std::string& t, const std::string& m) { add_note(t, m, root()); };
+  if (!config_.cuda_injection.empty()) {
+    // The injected tool subscribes and owns the activity buffers first; a second client would
+    // take records from it or lose its own (Nsight refuses to share).
+    note("gpu", fmt::format("CUDA_INJECTION64_PATH names another tool ({}): sonde leaves CUPTI "
+                            "to it; CUDA calls are measured by the preloaded wrappers, GPU "
+                            "activity is not recorded",
+                            config_.cuda_injection));
+    return;
+  }
   std::unique_ptr<GpuBackend> backend =
       make_cupti_backend(config_.cupti_library, config_.gpu_metrics, note);
   if (!backend) return;
   // Reachable before it starts: CUPTI may ask for a buffer as soon as activity is enabled.
   gpu_.store(backend.release(), std::memory_order_release);
   if (gpu()->start()) {
-    // Runs before the CUDA runtime's own exit handlers (registered later, at its first call),
-    // so the last records are taken while the contexts still exist.
+    // atexit handlers run in the reverse order of their registration, so the CUDA runtime's
+    // (registered later, at its first call) run before this one and destroy its contexts:
+    // each context's records were taken in CUPTI's context-destroy callback. This one takes
+    // what is left, with a bounded forced flush, before sonde's final flush where that was
+    // registered earlier (libcudart opened after start-up).
     std::atexit(gpu_at_exit);
   }
 }

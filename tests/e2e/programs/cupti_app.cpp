@@ -11,16 +11,26 @@
 //   cupti_app metrics_nan  a launch whose ratio metrics evaluate to NaN (nothing to divide)
 //   cupti_app metrics_early  a kernel's record is flushed before its launch's exit decodes it
 //   cupti_app metrics_reset  the context is destroyed and made again with the same handle
+//   cupti_app metrics_threads_swapped  as metrics_threads, the later launch's kernel first
+//   cupti_app metrics_capture  a launch during a stream capture, then the captured graph runs
+//   cupti_app metrics_waits  an NCCL kernel and a cooperative launch
+//   cupti_app context  a context is created before any launch on it
+//   cupti_app graph   one cudaGraphLaunch whose kernels' records arrive over several flushes
+//   cupti_app kineto  a second activity client registers its buffers and disables kernels
+//   cupti_app disable  a library disables kernel records mid-run
+//   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -40,6 +50,9 @@ int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlation, const voi
 int cupti_stub_kernel_run(uintptr_t context, const char* name, const char* const* metric_names,
                           const double* values, int n);
 void cupti_stub_context_destroy(uintptr_t context);
+void cupti_stub_context_create(uintptr_t context);
+int cupti_stub_profiler_ready(uintptr_t context);
+int cupti_stub_capture_invalidated(void);
 }
 
 namespace {
@@ -88,10 +101,10 @@ struct MetricLaunch {
   uint64_t slot = 0;
   cudaLaunchKernel_v7000_params p{};
   const char* kernel;
+  uint32_t cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000;
   void enter() {
     c = ++g_correlation;
-    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                      c, &p, 1, &slot, kernel, kContext);
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, c, &p, 1, &slot, kernel, kContext);
   }
   void run(const KernelMetrics& m) {
     double values[] = {m.warps, m.inst, m.gld, m.sm_pct, m.mem_pct};
@@ -100,8 +113,7 @@ struct MetricLaunch {
     }
   }
   void exit(uint64_t duration) {  // 0: the launch failed and left no record
-    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
-                      c, &p, 0, &slot, kernel, kContext);
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, c, &p, 0, &slot, kernel, kContext);
     if (duration == 0) return;
     uint64_t t = cupti_stub_now();
     cupti_stub_kernel(c, kernel, t, t + duration, 64, 256, 32);
@@ -118,6 +130,7 @@ void metric_launch(const char* kernel, const KernelMetrics& m, uint64_t duration
 // Two threads launch on one context: their entries come first, then both kernels run, then
 // both exits: one decode holds both ranges.
 std::atomic<int> g_turn{0};
+bool g_swapped = false;  // the main thread's kernel (entered second) runs first
 void wait_turn(int turn) {
   while (g_turn.load() != turn) std::this_thread::yield();
 }
@@ -127,8 +140,13 @@ void* metric_worker(void*) {
   l.enter();
   g_turn = 2;
   wait_turn(3);
-  l.run({60, 300, 30, 0, 0});
+  if (!g_swapped) l.run({60, 300, 30, 0, 0});
   g_turn = 4;
+  if (g_swapped) {
+    wait_turn(6);
+    l.run({60, 300, 30, 0, 0});
+    g_turn = 7;
+  }
   wait_turn(5);
   l.exit(kMs);
   return nullptr;
@@ -154,6 +172,18 @@ void spin(double seconds) {
   auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   volatile double x = 0;
   while (std::chrono::steady_clock::now() < end) x = x + 1;
+}
+
+std::atomic<int> g_kineto_records{0};
+void CUPTIAPI kineto_request(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *size = 1 << 16;
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, *size));
+  *max_records = 0;
+}
+void CUPTIAPI kineto_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++g_kineto_records;
+  std::free(buffer);
 }
 
 void* late_worker(void* out) {
@@ -294,6 +324,136 @@ int main(int argc, char** argv) {
     g_turn = 5;
     sonde_region_end("main_launch");
     pthread_join(thread, nullptr);
+  } else if (std::strcmp(mode, "metrics_threads_swapped") == 0) {
+    // The launch entered second runs its kernel first, then the first one's runs: both inside
+    // the first launch's range window, in the opposite order of their entries.
+    g_swapped = true;
+    pthread_t thread;
+    pthread_create(&thread, nullptr, metric_worker, nullptr);
+    sonde_region_begin("main_launch");
+    MetricLaunch l{.kernel = "_Z1av"};
+    l.enter();
+    g_turn = 1;
+    wait_turn(2);
+    g_turn = 3;
+    wait_turn(4);
+    l.run({10, 100, 1, 0, 0});
+    g_turn = 6;
+    wait_turn(7);
+    l.exit(kMs);
+    g_turn = 5;
+    sonde_region_end("main_launch");
+    pthread_join(thread, nullptr);
+  } else if (std::strcmp(mode, "metrics_capture") == 0) {
+    // torch.cuda.graphs / torch.compile: launches between BeginCapture and EndCapture are
+    // recorded into a graph, not run; the graph then runs as one launch.
+    uint64_t slot = 0;
+    cudaStreamBeginCapture_v10000_params begin{};
+    cudaStreamEndCapture_v10000_params end{};
+    sonde_region_begin("capture");
+    uint32_t b = ++g_correlation;
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, b, &begin, 1, &slot,
+                      nullptr, kContext);
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, b, &begin, 0, &slot,
+                      nullptr, kContext);
+    MetricLaunch captured{.kernel = "_Z8capturedv"};
+    captured.enter();
+    captured.exit(0);  // recorded into the graph: nothing runs
+    uint32_t e = ++g_correlation;
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, e, &end, 1, &slot,
+                      nullptr, kContext);
+    cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API,
+                      CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, e, &end, 0, &slot,
+                      nullptr, kContext);
+    sonde_region_end("capture");
+    std::printf("capture_invalidated=%d\n", cupti_stub_capture_invalidated());
+    sonde_region_begin("after");
+    metric_launch("_Z5afterv", {2, 20, 2, 0, 0}, kMs);
+    sonde_region_end("after");
+  } else if (std::strcmp(mode, "metrics_waits") == 0) {
+    // Kernels that wait for others: replaying one alone would spin for ever.
+    sonde_region_begin("waits");
+    MetricLaunch nccl{.kernel = "_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LLv"};
+    nccl.enter();
+    nccl.run({1, 1, 1, 0, 0});
+    nccl.exit(kMs);
+    MetricLaunch coop{.kernel = "_Z4gridv"};
+    coop.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000;
+    coop.enter();
+    coop.run({1, 1, 1, 0, 0});
+    coop.exit(kMs);
+    // cudaLaunchKernelEx with the cooperative attribute.
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeCooperative;
+    attr.val.cooperative = 1;
+    cudaLaunchConfig_t config{};
+    config.attrs = &attr;
+    config.numAttrs = 1;
+    MetricLaunch ex{.kernel = "_Z6gridexv"};
+    ex.cbid = CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060;
+    // The launch's parameters are read from the start of `p`, where ExC's config pointer goes.
+    cudaLaunchKernelExC_v11060_params ex_params{&config, nullptr, nullptr};
+    std::memcpy(&ex.p, &ex_params, std::min(sizeof ex.p, sizeof ex_params));
+    ex.enter();
+    ex.run({1, 1, 1, 0, 0});
+    ex.exit(kMs);
+    metric_launch("_Z5plainv", {3, 30, 3, 0, 0}, kMs);
+    sonde_region_end("waits");
+  } else if (std::strcmp(mode, "context") == 0) {
+    constexpr uintptr_t kSecond = 0x2000;
+    cupti_stub_context_create(kSecond);
+    std::printf("ready_before_launch=%d\n", cupti_stub_profiler_ready(kSecond));
+  } else if (std::strcmp(mode, "graph") == 0) {
+    // All kernels of one graph launch carry its correlation id; they finish over time, so
+    // their records come in different buffers and flushes.
+    sonde_region_begin("graph");
+    uint32_t c = ++g_correlation;
+    uint64_t slot = 0;
+    cudaGraphLaunch_v10000_params gp{};
+    cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, c,
+                   &gp, 1, &slot);
+    cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, c,
+                   &gp, 0, &slot);
+    sonde_region_end("graph");
+    const char* kernels[] = {"_Z5node0v", "_Z5node1v", "_Z5node2v", "_Z5node3v"};
+    for (int i = 0; i < 4; ++i) {
+      uint64_t t = cupti_stub_now();
+      cupti_stub_kernel(c, kernels[i], t, t + kMs, 8, 64, 16);
+      if (i == 0 || i == 2) {
+        usleep(20000);  // the stub's own thread hands back full buffers
+        sonde_flush();
+      }
+    }
+  } else if (std::strcmp(mode, "kineto") == 0) {
+    sonde_region_begin("before");
+    launch("_Z6beforev", kMs, 1, 32, 8);
+    sonde_region_end("before");
+    // torch.profiler starting: Kineto registers its buffers and enables kernels; stopping, it
+    // disables them. Its records must reach it, as without sonde.
+    CUptiResult rc = cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    sonde_region_begin("profiled");
+    launch("_Z6insidev", kMs, 1, 32, 8);
+    sonde_region_end("profiled");
+    cuptiActivityFlushAll(0);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    std::printf("kineto rc=%d records=%d\n", int(rc), g_kineto_records.load());
+  } else if (std::strcmp(mode, "disable") == 0) {
+    // A library that turns kernel records off for everyone, without buffers of its own.
+    launch("_Z6beforev", kMs, 1, 32, 8);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    launch("_Z5afterv", kMs, 1, 32, 8);
+  } else if (std::strcmp(mode, "teardown") == 0) {
+    sonde_region_begin("step");
+    launch("_Z4stepv", kMs, 8, 64, 24);
+    launch("_Z4stepv", kMs, 8, 64, 24);
+    sonde_region_end("step");
+    // libcudart registers its exit handler at its first call, after sonde's: it runs first,
+    // and destroys the context while sonde's records are still in CUPTI's buffers.
+    std::atexit([] { cupti_stub_context_destroy(kContext); });
   } else if (std::strcmp(mode, "late") == 0) {
     uint32_t correlation = 0;
     pthread_t thread;

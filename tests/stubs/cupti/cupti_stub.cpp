@@ -7,7 +7,13 @@
 //   CUPTI_STUB_HELD_BY=name   another tool holds CUPTI: cuptiSubscribe_v2 refuses and names it
 //   CUPTI_STUB_NO_DEVICE=1    a driver but no usable device: activity tracing cannot start
 //   CUPTI_STUB_NO_PROFILER=1  performance counters are for admin users only: range profiling
-//                             cannot start
+//                             cannot start (cuptiRangeProfilerEnable, as cupti_range_profiler.h
+//                             documents)
+//   CUPTI_STUB_VERSION=n      cuptiGetVersion's answer; from 130200 a subscriber that sets
+//                             allowMultipleSubscribers joins one already there (CUDA 13.2)
+//   CUPTI_STUB_RECORDS_PER_BUFFER=n  a buffer is complete after n records and handed back from
+//                             the stub's own thread, as CUPTI's worker thread does
+//   CUPTI_STUB_FLUSH_HANG=1   a forced cuptiActivityFlushAll never returns (a known CUPTI hang)
 //
 // It also stands in for the CUDA 13 range profiler and profiler host APIs: one device (a
 // "GH100"), a fixed list of metrics, and counter data that the test program supplies per kernel
@@ -19,8 +25,10 @@
 #include <cupti_range_profiler.h>
 #include <cupti_target.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #define STUB_EXPORT extern "C" __attribute__((visibility("default")))
@@ -46,6 +55,7 @@ struct RangeProfiler {
   };
   CUcontext context = nullptr;
   bool configured = false, started = false;
+  uint64_t next_range = 0;           // auto ranges are named "0", "1", ... in the order kernels ran
   std::vector<std::string> metrics;  // of the config image given to SetConfig
   uint8_t* image = nullptr;          // the counter data image given to SetConfig
   size_t image_size = 0;
@@ -67,11 +77,32 @@ struct Stub {
   std::vector<std::string*> names;  // kernel names stay valid, as CUPTI's do
   uint64_t dropped = 0;
   std::vector<std::unique_ptr<RangeProfiler>> profilers;  // under mu
+  int capturing = 0;                                      // stream captures under way
+  bool capture_invalidated = false;                       // a synchronising call came during one
+  size_t records = 0;                                     // in the buffer being filled
+  size_t records_per_buffer = 0;                          // 0: as many as fit
+  std::condition_variable full_cv;
+  bool worker = false;
 };
 
+// CUPTI's own thread: hands back buffers that are complete, outside any call of the program.
+void complete_worker(Stub* s) {
+  std::unique_lock lock(s->mu);
+  for (;;) {
+    s->full_cv.wait(lock, [&] { return !s->full.empty(); });
+    std::vector<std::pair<uint8_t*, size_t>> done;
+    done.swap(s->full);
+    auto complete = s->complete;
+    lock.unlock();
+    for (auto [buffer, used] : done) complete(nullptr, 0, buffer, used, used);
+    lock.lock();
+  }
+}
+
+// Never destroyed: CUPTI's thread and late callbacks may still use it while the process exits.
 Stub& stub() {
-  static Stub s;
-  return s;
+  static Stub* s = new Stub;
+  return *s;
 }
 
 // CUPTI's clock in this stub: CLOCK_REALTIME shifted by an hour, so a profiler that forgets to
@@ -98,11 +129,24 @@ void* reserve(Stub& s, size_t bytes) {
     s.full.emplace_back(s.buffer, s.used);
     s.buffer = nullptr;
   }
+  if (s.buffer != nullptr && s.records_per_buffer > 0 && s.records == s.records_per_buffer) {
+    s.full.emplace_back(s.buffer, s.used);
+    s.buffer = nullptr;
+    if (!s.worker) {
+      s.worker = true;
+      std::thread(complete_worker, &s).detach();
+    }
+    s.full_cv.notify_one();
+  }
   if (s.buffer == nullptr) {
     size_t max_records = 0;
     if (s.request == nullptr) return nullptr;
     s.request(&s.buffer, &s.size, &max_records);
     s.used = 0;
+    s.records = 0;
+    if (const char* n = std::getenv("CUPTI_STUB_RECORDS_PER_BUFFER")) {
+      s.records_per_buffer = std::strtoul(n, nullptr, 10);
+    }
     if (s.buffer == nullptr || s.size < bytes) {
       s.buffer = nullptr;
       ++s.dropped;
@@ -111,6 +155,7 @@ void* reserve(Stub& s, size_t bytes) {
   }
   void* at = s.buffer + s.used;
   s.used += (bytes + 7) & ~size_t(7);
+  ++s.records;
   std::memset(at, 0, bytes);
   return at;
 }
@@ -249,8 +294,13 @@ RangeProfiler* profiler(Stub& s, CUpti_RangeProfiler_Object* object) {
 
 }  // namespace
 
+uint32_t stub_version() {
+  const char* v = std::getenv("CUPTI_STUB_VERSION");
+  return v != nullptr ? uint32_t(std::strtoul(v, nullptr, 10)) : CUPTI_API_VERSION;
+}
+
 STUB_EXPORT CUptiResult cuptiGetVersion(uint32_t* version) {
-  *version = CUPTI_API_VERSION;
+  *version = stub_version();
   return CUPTI_SUCCESS;
 }
 
@@ -298,7 +348,15 @@ STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
     return CUPTI_ERROR_INVALID_PARAMETER;
   }
   const char* holder = std::getenv("CUPTI_STUB_HELD_BY");
-  if (holder != nullptr || s.callback != nullptr) {
+  // CUDA 13.2's field after oldSubscriberSize, read only from a caller whose struct has it.
+  constexpr size_t kAllowAt = sizeof(CUpti_SubscriberParams);
+  bool allow = stub_version() >= 130200 && params->structSize > kAllowAt &&
+               reinterpret_cast<const uint8_t*>(params)[kAllowAt] != 0;
+  if (holder != nullptr && allow && s.callback == nullptr) {
+    if (params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
+      std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
+    }
+  } else if (holder != nullptr || s.callback != nullptr) {
     if (params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
       std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
                     holder ? holder : "CUPTI for an earlier subscriber");
@@ -342,6 +400,16 @@ STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset_v3020"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
        "cudaDeviceSynchronize_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+       "cudaGraphLaunch_v10000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000,
+       "cudaStreamBeginCapture_v10000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
+       "cudaStreamEndCapture_v10000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+       "cudaLaunchCooperativeKernel_v9000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+       "cudaLaunchKernelExC_v11060"},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, "cuLaunchKernel"},
       {CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoD_v2, "cuMemcpyHtoD_v2"},
   };
@@ -376,8 +444,11 @@ STUB_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequ
   return CUPTI_SUCCESS;
 }
 
-STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t) {
+STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   Stub& s = stub();
+  if ((flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) != 0 && std::getenv("CUPTI_STUB_FLUSH_HANG")) {
+    for (;;) pause();
+  }
   std::vector<std::pair<uint8_t*, size_t>> done;
   {
     std::lock_guard lock(s.mu);
@@ -717,6 +788,7 @@ STUB_EXPORT CUptiResult cuptiRangeProfilerSetConfig(CUpti_RangeProfiler_SetConfi
   p->image = pParams->pCounterDataImage;
   p->image_size = pParams->counterDataImageSize;
   p->max_ranges_per_pass = pParams->maxRangesPerPass;
+  p->next_range = 0;
   return CUPTI_SUCCESS;
 }
 
@@ -729,6 +801,9 @@ STUB_EXPORT CUptiResult cuptiRangeProfilerStart(CUpti_RangeProfiler_Start_Params
   RangeProfiler* p = profiler(s, pParams->pRangeProfilerObject);
   if (p == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (!p->configured || p->started) return CUPTI_ERROR_INVALID_OPERATION;
+  // The range profiler synchronises the context, which ends a stream capture under way with
+  // cudaErrorStreamCaptureInvalidated.
+  if (s.capturing > 0) s.capture_invalidated = true;
   p->started = true;
   return CUPTI_SUCCESS;
 }
@@ -743,6 +818,7 @@ STUB_EXPORT CUptiResult cuptiRangeProfilerStop(CUpti_RangeProfiler_Stop_Params* 
   RangeProfiler* p = profiler(s, pParams->pRangeProfilerObject);
   if (p == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
   if (!p->started) return CUPTI_ERROR_INVALID_OPERATION;
+  if (s.capturing > 0) s.capture_invalidated = true;
   p->started = false;
   pParams->passIndex = 0;
   pParams->targetNestingLevel = 1;
@@ -823,6 +899,12 @@ STUB_EXPORT int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlatio
                                   const void* params, int enter, uint64_t* slot, const char* symbol,
                                   uintptr_t context) {
   Stub& s = stub();
+  // A capture runs from inside cudaStreamBeginCapture to inside cudaStreamEndCapture.
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+    std::lock_guard lock(s.mu);
+    if (enter && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000) ++s.capturing;
+    if (!enter && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000) --s.capturing;
+  }
   if (s.callback == nullptr || !s.domains[domain]) return 0;
   CUpti_CallbackData data{};
   data.callbackSite = enter ? CUPTI_API_ENTER : CUPTI_API_EXIT;
@@ -850,6 +932,38 @@ STUB_EXPORT void cupti_stub_context_destroy(uintptr_t context) {
   }
   std::lock_guard lock(s.mu);
   std::erase_if(s.profilers, [ctx](const auto& p) { return p->context == ctx; });
+  // An assumption (docs/gpu.md): records CUPTI still holds for a destroyed context are not
+  // delivered later. The stub runs every record on the one context, so it drops them all.
+  s.used = 0;
+  s.records = 0;
+  for (auto [buffer, used] : s.full) std::free(buffer);
+  s.full.clear();
+}
+
+// A context was created: the subscriber hears of it if it asked for resource callbacks.
+STUB_EXPORT void cupti_stub_context_create(uintptr_t context) {
+  Stub& s = stub();
+  if (s.callback != nullptr && s.domains[CUPTI_CB_DOMAIN_RESOURCE]) {
+    CUpti_ResourceData data{};
+    data.context = reinterpret_cast<CUcontext>(context);
+    s.callback(s.userdata, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &data);
+  }
+}
+
+// 1 when a range profiler is enabled and configured on `context`.
+STUB_EXPORT int cupti_stub_profiler_ready(uintptr_t context) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  for (auto& p : s.profilers) {
+    if (p->context == reinterpret_cast<CUcontext>(context) && p->configured) return 1;
+  }
+  return 0;
+}
+
+// 1 when a stream capture was invalidated by the range profiler's synchronisation.
+STUB_EXPORT int cupti_stub_capture_invalidated(void) {
+  std::lock_guard lock(stub().mu);
+  return stub().capture_invalidated ? 1 : 0;
 }
 
 // The same on the stub's default context, naming no kernel.
@@ -918,7 +1032,8 @@ STUB_EXPORT void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_
 }
 
 // The GPU ran kernel `name` on `context` just now: a range profiler started there records it as a
-// range of its own, with the value given for each metric of its config (0 for one not given).
+// range of its own, named by its number as CUPTI names auto ranges (not after the kernel), with
+// the value given for each metric of its config (0 for one not given).
 // Returns 1 when a profiler recorded it, 0 when none was profiling.
 STUB_EXPORT int cupti_stub_kernel_run(uintptr_t context, const char* name,
                                       const char* const* metric_names, const double* values,
@@ -927,7 +1042,7 @@ STUB_EXPORT int cupti_stub_kernel_run(uintptr_t context, const char* name,
   std::lock_guard lock(s.mu);
   for (auto& p : s.profilers) {
     if (p->context != reinterpret_cast<CUcontext>(context) || !p->started) continue;
-    RangeProfiler::Range range{name != nullptr ? name : "", {}};
+    RangeProfiler::Range range{std::to_string(p->next_range++), {}};
     for (const std::string& metric : p->metrics) {
       double value = 0;
       for (int i = 0; i < n; ++i) {

@@ -1,0 +1,96 @@
+// CUPTI's activity API is one per process: whoever registers buffer callbacks last receives
+// every record, and any client may disable a kind for all. A later client (Kineto when
+// torch.profiler starts inside a run under sonde) would silently take sonde's GPU records, so
+// libsonde interposes the two calls that do it, forwards them unchanged, and says
+// what they did to sonde's profile. sonde's own calls go through CuptiLibrary's pointers and
+// never come here.
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "gpu/cupti_backend.hpp"
+
+#define SONDE_CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace sonde {
+
+namespace {
+
+std::atomic<CuptiBackend*> g_guarded{nullptr};
+
+// The library that made the call, for the note (libkineto, libtorch_cuda.so, a tool).
+std::string caller_name(const void* address) {
+  Dl_info info{};
+  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "another CUPTI client";
+  const char* base = std::strrchr(info.dli_fname, '/');
+  return base != nullptr ? base + 1 : info.dli_fname;
+}
+
+template <class Fn>
+Fn next(const char* name, Fn fallback) {
+  void* f = dlsym(RTLD_NEXT, name);
+  return f != nullptr ? reinterpret_cast<Fn>(f) : fallback;
+}
+
+const char* kind_name(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return "kernel";
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return "memcpy";
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return "memset";
+    default:
+      return nullptr;  // a kind sonde does not use
+  }
+}
+
+}  // namespace
+
+void guard_cupti(CuptiBackend* backend) { g_guarded.store(backend, std::memory_order_release); }
+
+void CuptiBackend::other_client_registers(const std::string& who) {
+  if (!activity_.load() || ceded_.exchange(true)) return;
+  // sonde's records so far still come to sonde: after the registration CUPTI would hand its
+  // buffers, and the records in them, to the other client's callbacks.
+  lib_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  note_("gpu-other-client",
+        fmt::format("{} registered its own CUPTI activity buffers while the program ran (as "
+                    "torch.profiler's Kineto does): GPU kernels, copies and memsets from then on "
+                    "went to it and are not in this profile; CUDA calls still are",
+                    who));
+}
+
+void CuptiBackend::other_client_disables(const std::string& who, const char* kind) {
+  if (!activity_.load() || ceded_.load()) return;
+  note_("gpu-other-client",
+        fmt::format("{} disabled CUPTI's {} records, which sonde had enabled: {}s after that are "
+                    "missing from this profile",
+                    who, kind, kind));
+}
+
+}  // namespace sonde
+
+using sonde::g_guarded;
+
+SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
+    CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
+  static auto real = sonde::next<decltype(&cuptiActivityRegisterCallbacks)>(
+      "cuptiActivityRegisterCallbacks", nullptr);
+  if (sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire)) {
+    b->other_client_registers(sonde::caller_name(__builtin_return_address(0)));
+  }
+  return real != nullptr ? real(request, complete) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
+  static auto real = sonde::next<decltype(&cuptiActivityDisable)>("cuptiActivityDisable", nullptr);
+  if (sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire)) {
+    if (const char* name = sonde::kind_name(kind)) {
+      b->other_client_disables(sonde::caller_name(__builtin_return_address(0)), name);
+    }
+  }
+  return real != nullptr ? real(kind) : CUPTI_ERROR_NOT_INITIALIZED;
+}

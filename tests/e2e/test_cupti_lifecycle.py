@@ -1,0 +1,96 @@
+"""CUPTI over a run's whole life, as the real library behaves (tests/stubs/cupti): graph launches
+whose kernels share one correlation id and finish over several flushes, buffers completed from
+CUPTI's own thread, a second activity client (Kineto) taking the buffers, contexts destroyed by
+the CUDA runtime's exit handlers before sonde's run, a forced flush that never returns, another
+tool injected through CUDA_INJECTION64_PATH, and CUDA 13.2's shared subscription."""
+import time
+
+import pytest
+
+from conftest import query, routine_calls
+from test_cupti import STUBS, cpu_side_normal, gpu_rows, notes, run_app
+
+pytestmark = pytest.mark.skipif(
+    not STUBS, reason="CUPTI headers absent at configure time: no CUPTI backend, no stub")
+
+
+def info(db, key):
+    rows = query(db, "SELECT value FROM run_info WHERE key = ?", (key,))
+    return rows[0][0] if rows else None
+
+
+@pytest.mark.parametrize("per_buffer", [None, "1"])
+def test_every_kernel_of_a_graph_launch_keeps_its_call_path(db, per_buffer):
+    # Four kernels of one cudaGraphLaunch carry its correlation id; the first flush sees one,
+    # the next two more, the exit the last. With one record per buffer the stub's own thread
+    # hands the buffers back, between sonde's flushes.
+    env = {"CUPTI_STUB_RECORDS_PER_BUFFER": per_buffer} if per_buffer else {}
+    run_app(db, "graph", **env)
+    kernels = sorted((k[1], k[5], k[6]) for k in gpu_rows(db, "kernel"))
+    assert kernels == [(f"node{i}()", "cudaGraphLaunch", "graph") for i in range(4)]
+    assert info(db, "gpu.unattributed") == "0"
+    assert routine_calls(db, "cudaGraphLaunch") == 1
+
+
+def test_a_later_activity_client_is_said_and_keeps_its_records(db):
+    # torch.profiler inside a run under sonde: Kineto registers its own buffer callbacks and
+    # disables kernel records when it stops. It gets its records as it would alone; sonde keeps
+    # what came before, and says from when its profile lacks GPU activity.
+    r = run_app(db, "kineto")
+    assert "kineto rc=0 records=1" in r.stdout
+    assert [k[1] for k in gpu_rows(db, "kernel")] == ["before()"]
+    (registered,) = notes(db, "gpu-other-client")  # its disabling later changes nothing more
+    assert "cupti_app" in registered and "registered its own CUPTI activity buffers" in registered
+    assert routine_calls(db, "cudaLaunchKernel") == 2  # the API side goes on
+
+
+def test_kernel_records_disabled_by_another_library_are_said(db):
+    run_app(db, "disable")
+    assert [k[1] for k in gpu_rows(db, "kernel")] == ["before()"]
+    (note,) = notes(db, "gpu-other-client")
+    assert "cupti_app disabled CUPTI's kernel records" in note
+
+
+def test_records_of_a_context_destroyed_at_exit_are_kept(db):
+    # libcudart's exit handler (registered after sonde's, so run before it) destroys the
+    # context; the records CUPTI still held for it are taken in the context-destroy callback.
+    run_app(db, "teardown")
+    kernels = gpu_rows(db, "kernel")
+    assert [(k[1], k[5], k[6]) for k in kernels] == [("step()", "cudaLaunchKernel", "step")] * 2
+    assert info(db, "gpu.contexts_flushed") == "1"
+
+
+def test_a_final_flush_that_hangs_is_bounded(db):
+    # A forced flush that never returns inside CUPTI: the exit goes on after the bound, with
+    # one note, the CPU side and the exit status as without it.
+    started = time.monotonic()
+    r = run_app(db, "basic", CUPTI_STUB_FLUSH_HANG="1")
+    assert time.monotonic() - started < 20
+    (note,) = [m for m in notes(db) if "did not return" in m]
+    assert "3 s" in note
+    assert r.stderr.count("did not return") == 1
+    cpu_side_normal(db)
+
+
+def test_records_of_a_destroyed_context_survive_a_hanging_final_flush(db):
+    run_app(db, "teardown", CUPTI_STUB_FLUSH_HANG="1")
+    assert len(gpu_rows(db, "kernel")) == 2
+
+
+def test_another_injected_tool_keeps_cupti(db):
+    # Nsight Systems runs its collector as CUDA's injection library: sonde leaves CUPTI to it.
+    r = run_app(db, CUDA_INJECTION64_PATH="/opt/nsight-systems/libToolsInjection64.so")
+    assert "traced_by_cupti=0" in r.stdout
+    (note,) = notes(db)
+    assert "CUDA_INJECTION64_PATH" in note and "libToolsInjection64.so" in note
+    assert gpu_rows(db) == []
+    cpu_side_normal(db)
+
+
+def test_cuda_13_2_shares_cupti_with_an_earlier_subscriber(db):
+    # From CUPTI 13.2 a subscriber that allows others joins one already there (the header
+    # field allowMultipleSubscribers); before, the same holder refuses sonde.
+    r = run_app(db, CUPTI_STUB_HELD_BY="Nsight Systems", CUPTI_STUB_VERSION="130200")
+    assert "traced_by_cupti=1" in r.stdout
+    assert notes(db, "gpu-shared") == ["CUPTI is shared with Nsight Systems"]
+    assert len(gpu_rows(db, "kernel")) == 6
