@@ -27,7 +27,8 @@ CALLS = {
     "cudaMemcpy HtoD": 3, "cudaMemcpy DtoH": 1, "cudaMemcpy DtoD": 1, "cudaMemcpy Default": 1,
     "cudaMemcpy HtoH": 1, "cudaMemcpyAsync HtoD": 2, "cudaMemcpyAsync DtoH": 1,
     "cudaMemcpy2D HtoD": 1, "cudaMemset": 1, "cudaMemsetAsync": 1,
-    "cudaLaunchKernel": 3 + 3,  # three by the program, one inside each cublasSgemm_v2
+    # three by the program, one inside each cublasSgemm_v2, two at the outer ncclGroupEnd
+    "cudaLaunchKernel": 3 + 3 + 2,
     "cudaLaunchKernelExC": 1,
     "cudaDeviceSynchronize": 1, "cudaStreamSynchronize": 2, "cudaEventSynchronize": 1,
     # driver: cuCtxSynchronize once, not twice (the stub's cudaDeviceSynchronize calls it inside)
@@ -39,6 +40,8 @@ CALLS = {
     "cublasGemmEx": 1, "cublasSgemmStridedBatched": 1, "cublasSgemmBatched": 1,
     "cublasGemmStridedBatchedEx": 1, "cublasGemmBatchedEx": 1, "cublasLtMatmul": 1,
     "cublasSgemm_v2_64": 1, "cublasGemmStridedBatchedEx_64": 1,
+    "cublasSgemmEx": 1, "cublasHgemmBatched": 1, "cublasHgemmStridedBatched": 1,
+    "cublasCgemmStridedBatched": 1, "cublasGemmGroupedBatchedEx": 1,
     # cuDNN
     "cudnnConvolutionForward": 2, "cudnnConvolutionBackwardData": 1,
     "cudnnConvolutionBackwardFilter": 1, "cudnnConvolutionBiasActivationForward": 1,
@@ -46,9 +49,11 @@ CALLS = {
     "cudnnActivationBackward": 1, "cudnnBatchNormalizationForwardTraining": 1,
     "cudnnBatchNormalizationForwardInference": 1, "cudnnBatchNormalizationBackward": 1,
     "cudnnSoftmaxForward": 1, "cudnnSoftmaxBackward": 1, "cudnnBackendExecute": 2,
+    "cudnnBatchNormalizationForwardTrainingEx": 1, "cudnnBatchNormalizationBackwardEx": 1,
     # NCCL
-    "ncclAllReduce": 1, "ncclBroadcast": 1, "ncclReduce": 1, "ncclAllGather": 1,
+    "ncclAllReduce": 1 + 2, "ncclBroadcast": 1, "ncclReduce": 1, "ncclAllGather": 1,
     "ncclReduceScatter": 1, "ncclSend": 1, "ncclRecv": 1,
+    "ncclGroupStart": 2, "ncclGroupEnd": 2,
 }
 
 
@@ -73,6 +78,10 @@ SHAPES = {
     "cublasGemmBatchedEx": [(4, 4, 4, 2, "f32", 1, *gemm(4, 4, 4, batch=2))],
     # The ILP64 forms: m past 2^31; beta = 1, so C read.
     "cublasSgemm_v2_64": [(3000000000, 2, 2, 1, "f32", 1, *gemm(3000000000, 2, 2))],
+    "cublasSgemmEx": [(32, 16, 8, 1, "f16", 1, *gemm(32, 16, 8, a=2, c=4))],
+    "cublasHgemmBatched": [(4, 4, 4, 4, "f16", 1, *gemm(4, 4, 4, batch=4, a=2))],
+    "cublasHgemmStridedBatched": [(6, 6, 6, 2, "f16", 1, *gemm(6, 6, 6, batch=2, a=2))],
+    "cublasCgemmStridedBatched": [(4, 4, 4, 3, "c64", 1, *gemm(4, 4, 4, batch=3, a=8, fma=8))],
     "cublasGemmStridedBatchedEx_64": [(8, 8, 8, 2, "f32", 1, *gemm(8, 8, 8, batch=2, c_read=True))],
     # A stored 32 x 64 and transposed: k comes from the descriptor's TRANSA, batch from layouts.
     "cublasLtMatmul": [(64, 48, 32, 4, "f16", 1, *gemm(64, 48, 32, batch=4, a=2))],
@@ -176,6 +185,24 @@ def test_cublas_shapes_and_flops(profile):
     assert trans == {"cublasLtMatmul": "TN", "cublasDgemm_v2": "TN", "cublasZgemm_v2": "CN"}
 
 
+def test_batch_norm_ex_bytes(profile):
+    # y (2x8x32x32 floats) = BN(x) + z: x and z read, y written; backward reads x, y and dy and
+    # writes dx and dz (betas 0: nothing read before it is written).
+    db, _, _ = profile
+    assert totals(db, "cudnnBatchNormalizationForwardTrainingEx") == (1, 0, 4 * 3 * Y)
+    assert totals(db, "cudnnBatchNormalizationBackwardEx") == (1, 0, 4 * 5 * Y)
+
+
+def test_grouped_gemm_sums_its_groups(profile):
+    # Two groups of their own shapes: the FLOPs and bytes of both, C read in the group whose
+    # beta is 1; no one shape to record.
+    db, _, _ = profile
+    g1, g2 = gemm(8, 4, 2, batch=3), gemm(16, 16, 16, batch=2, c_read=True)
+    assert totals(db, "cublasGemmGroupedBatchedEx") == (1, g1[0] + g2[0], g1[1] + g2[1])
+    assert query(db, "SELECT COUNT(*) FROM shapes s JOIN nodes n USING (node_id) JOIN routines r "
+                     "USING (routine_id) WHERE r.name = 'cublasGemmGroupedBatchedEx'") == [(0,)]
+
+
 def test_convolution_flops_and_shapes(profile):
     db, _, _ = profile
     for routine, (flops, nbytes) in CONVOLUTIONS.items():
@@ -192,7 +219,16 @@ def test_convolution_flops_and_shapes(profile):
 def test_nccl_bytes(profile):
     db, _, _ = profile
     for routine, nbytes in NCCL_BYTES.items():
-        assert totals(db, routine) == (1, 0, nbytes), routine
+        assert totals(db, routine) == (CALLS[routine], 0, nbytes), routine
+
+
+def test_nccl_group_bytes_and_kernels_at_its_end(profile):
+    # Inside a group the all-reduces only queue (bytes 0 there); the outer ncclGroupEnd launches
+    # both kernels and carries both calls' bytes, 500 x 4 + 250 x 8.
+    db, _, _ = profile
+    assert totals(db, "ncclGroupEnd") == (2, 0, 4000)
+    paths = dict(query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%ncclGroupEnd%'"))
+    assert paths == {"step;ncclGroupEnd": 2, "step;ncclGroupEnd;cudaLaunchKernel": 2}
 
 
 def test_call_paths(profile):

@@ -186,4 +186,35 @@ inline bool nonzero(const void* p, Scalar s, bool complex) {
   return false;
 }
 
+constexpr int64_t scalar_bytes(Scalar s, bool complex) {
+  int64_t b = s == Scalar::kF16 ? 2 : s == Scalar::kF64 ? 8 : 4;
+  return complex ? 2 * b : b;
+}
+
+// cublasGemmGroupedBatchedEx: the sum over groups of group_size[g] GEMMs of group g's shape, C
+// read where that group's beta (one scalar per group) is not zero or cannot be read. The shape
+// is recorded only for one group: several groups have no one shape.
+template <class I>
+CallCost grouped(const cublasOperation_t* ta, const cublasOperation_t* tb, const I* m, const I* n,
+                 const I* k, I groups, const I* group_size, const Operands& t, const void* betas,
+                 bool host_scalars, Scalar s, bool complex) {
+  CallCost total;
+  if (ta == nullptr || tb == nullptr || m == nullptr || n == nullptr || k == nullptr ||
+      group_size == nullptr) {
+    return total;
+  }
+  for (I g = 0; g < groups; ++g) {
+    if (group_size[g] <= 0) continue;
+    const void* beta = host_scalars && betas != nullptr
+                           ? static_cast<const char*>(betas) + g * scalar_bytes(s, complex)
+                           : nullptr;
+    CallCost c = gemm(op_char(ta[g]), op_char(tb[g]), m[g], n[g], k[g], group_size[g], t,
+                      nonzero(beta, s, complex));
+    total.flops += c.flops;
+    total.bytes += c.bytes;
+    if (groups == 1) total.shape = c.shape;
+  }
+  return total;
+}
+
 }  // namespace sonde::cublas

@@ -63,6 +63,14 @@ bool c_read(cublasHandle_t handle, const void* beta, cublas::Scalar s, bool comp
   return cublas::nonzero(beta, s, complex);
 }
 
+// Whether the scalars are host values the model may read (else C counts as read).
+bool host_scalars(cublasHandle_t handle) {
+  cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
+  const Api& a = api();
+  return a.pointer_mode != nullptr && a.pointer_mode(handle, &mode) == CUBLAS_STATUS_SUCCESS &&
+         mode == CUBLAS_POINTER_MODE_HOST;
+}
+
 // One attribute of `desc` into `out` (left as it is when the library does not answer).
 template <class T, class Desc, class Attr>
 void attribute(cublasStatus_t (*get)(Desc, Attr, void*, size_t, size_t*), Desc desc, Attr attr,

@@ -25,10 +25,42 @@ __attribute__((constructor(200))) void register_nccl() {
   }
 }
 
+// Groups are per thread; these change on every call, measured or not, so they stay in step.
+thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint64_t t_group_bytes __attribute__((tls_model("initial-exec"))) = 0;
+thread_local uint64_t t_ended_bytes __attribute__((tls_model("initial-exec"))) = 0;
+
+sonde::RoutineChoice choose(Entry e) {
+  if (e == Entry::ncclGroupStart) {
+    ++t_depth;
+  } else if (e == Entry::ncclGroupEnd && t_depth > 0 && --t_depth == 0) {
+    t_ended_bytes = t_group_bytes;
+    t_group_bytes = 0;
+  }
+  return {g_ids[size_t(e)]};
+}
+
+// Inside a group a collective only queues its work: its bytes are counted at the group's end.
+sonde::CallCost in_group(sonde::CallCost c) {
+  if (t_depth > 0) {
+    t_group_bytes += c.bytes;
+    c.bytes = 0;
+  }
+  return c;
+}
+
+sonde::CallCost group_end_cost() {
+  sonde::CallCost c;
+  c.bytes = t_ended_bytes;
+  t_ended_bytes = 0;
+  return c;
+}
+
 }  // namespace
 
-// The kernels a collective launches show beneath it: kChildren.
-#define SONDE_NCCL(NAME, RET, PARAMS, ARGS, MODEL) \
-  SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS, MODEL)
+// The kernels a collective (or a group's end) launches show beneath it: kChildren.
+#define SONDE_NCCL(NAME, RET, PARAMS, ARGS, MODEL)                                 \
+  SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS, \
+                     choose(Entry::NAME), in_group(MODEL))
 #include "nccl_routines.def"
 #undef SONDE_NCCL

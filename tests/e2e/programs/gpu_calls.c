@@ -22,6 +22,14 @@ cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t,
                            const void*, const void*, int, const void*, int, const void*, void*,
                            int);
 
+cublasStatus_t cublasHgemmBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const void*, const void* const[], int, const void* const[],
+                                  int, const void*, void* const[], int, int);
+cublasStatus_t cublasHgemmStridedBatched(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                         int, int, const void*, const void*, int, long long,
+                                         const void*, int, long long, const void*, void*, int,
+                                         long long, int);
+
 static int failures = 0;
 #define CHECK(call)                           \
   do {                                        \
@@ -125,6 +133,27 @@ static void gemms(void) {
   CHECK(cublasGemmStridedBatchedEx_64(h, CUBLAS_OP_T, CUBLAS_OP_N, 8, 8, 8, &f_one, A, CUDA_R_32F,
                                       8, 64, B, CUDA_R_32F, 8, 64, &f_one, C, CUDA_R_32F, 8, 64, 2,
                                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  /* What PyTorch also calls: SgemmEx (fp16 in, fp32 out), half and complex batches, and a
+   * grouped GEMM of two groups (3 GEMMs of 8x4x2 with beta 0, 2 of 16x16x16 with beta 1). */
+  CHECK(cublasSgemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 32, 16, 8, &f_one, A, CUDA_R_16F, 32, B,
+                      CUDA_R_16F, 8, &f_zero, C, CUDA_R_32F, 32));
+  const void* Hs[4] = {A, A, A, A};
+  void* HCs[4] = {C, C, C, C};
+  CHECK(cublasHgemmBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, 4, 4, 4, &h_zero, Hs, 4, Hs, 4, &h_zero,
+                           HCs, 4, 4));
+  CHECK(cublasHgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 6, 6, 6, &h_zero, A, 6, 36, B, 6, 36,
+                                  &h_zero, C, 6, 36, 2));
+  const cuComplex c_zero = {0, 0};
+  CHECK(cublasCgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &c_zero, (cuComplex*)A, 4,
+                                  16, (cuComplex*)B, 4, 16, &c_zero, (cuComplex*)C, 4, 16, 3));
+  const cublasOperation_t ops[2] = {CUBLAS_OP_N, CUBLAS_OP_T};
+  const int gm[2] = {8, 16}, gn[2] = {4, 16}, gk[2] = {2, 16}, gsize[2] = {3, 2};
+  const float galpha[2] = {1, 1}, gbeta[2] = {0, 1};
+  const void* Ag[5] = {A, A, A, A, A};
+  void* Cg[5] = {C, C, C, C, C};
+  CHECK(cublasGemmGroupedBatchedEx(h, ops, ops, gm, gn, gk, galpha, Ag, CUDA_R_32F, gm, Ag,
+                                   CUDA_R_32F, gk, gbeta, Cg, CUDA_R_32F, gm, 2, gsize,
+                                   CUBLAS_COMPUTE_32F));
   /* beta in device memory: sonde cannot read it, so C counts as read. */
   CHECK(cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_DEVICE));
   CHECK(cublasSgemm_v2(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &f_one, A, 2, B, 2, &f_zero, C, 2));
@@ -217,6 +246,14 @@ static void convolutions(void) {
                                                 buf, bias, buf, buf, buf, buf, 1e-5));
   CHECK(cudnnBatchNormalizationBackward(h, CUDNN_BATCHNORM_SPATIAL, &one, &zero, &one, &zero, y,
                                         buf, y, buf, y, buf, bias, buf, buf, buf, 1e-5, buf, buf));
+  /* The Ex forms PyTorch's batch norm calls: y = BN(x) + z, then dx and dz from dy. */
+  CHECK(cudnnBatchNormalizationForwardTrainingEx(
+      h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT, CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, &one, &zero, y,
+      buf, y, buf, y, buf, bias, buf, buf, 0.1, buf, buf, 1e-5, buf, buf, NULL, NULL, 0, NULL, 0));
+  CHECK(cudnnBatchNormalizationBackwardEx(h, CUDNN_BATCHNORM_SPATIAL_PERSISTENT,
+                                          CUDNN_BATCHNORM_OPS_BN_ADD_ACTIVATION, &one, &zero, &one,
+                                          &zero, y, buf, y, buf, y, buf, y, buf, y, buf, bias, buf,
+                                          buf, buf, buf, 1e-5, buf, buf, NULL, NULL, 0, NULL, 0));
   CHECK(cudnnSoftmaxForward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf,
                             &zero, y, buf));
   CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf, y,
@@ -242,6 +279,13 @@ static void collectives(void) {
   CHECK(ncclReduceScatter(buf, buf, 50, ncclFloat16, ncclSum, NULL, 0));
   CHECK(ncclSend(buf, 3, ncclInt64, 1, NULL, 0));
   CHECK(ncclRecv(buf, 3, ncclInt64, 1, NULL, 0));
+  /* A group (nested once, as libraries do): the two all-reduces run at the outer end. */
+  CHECK(ncclGroupStart());
+  CHECK(ncclAllReduce(buf, buf, 500, ncclFloat32, ncclSum, NULL, 0));
+  CHECK(ncclGroupStart());
+  CHECK(ncclAllReduce(buf, buf, 250, ncclFloat64, ncclSum, NULL, 0));
+  CHECK(ncclGroupEnd());
+  CHECK(ncclGroupEnd());
 }
 
 int main(void) {

@@ -81,6 +81,25 @@ cublasStatus_t cublasGemmStridedBatchedEx(cublasHandle_t h, cublasOperation_t ta
   return CUBLAS_STATUS_SUCCESS;
 }
 
+/* cublas_api.h declares the __half forms for C++ only: the same ABI with void here. */
+cublasStatus_t cublasHgemmBatched(BATCHED_P(void)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasHgemmStridedBatched(STRIDED_P(void)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasCgemmStridedBatched(STRIDED_P(cuComplex)) { return CUBLAS_STATUS_SUCCESS; }
+cublasStatus_t cublasSgemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
+                             int n, int k, const float* alpha, const void* A, cudaDataType at,
+                             int lda, const void* B, cudaDataType bt, int ldb, const float* beta,
+                             void* C, cudaDataType ct, int ldc) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+cublasStatus_t cublasGemmGroupedBatchedEx(
+    cublasHandle_t h, const cublasOperation_t ta[], const cublasOperation_t tb[], const int m[],
+    const int n[], const int k[], const void* alpha, const void* const A[], cudaDataType_t at,
+    const int lda[], const void* const B[], cudaDataType_t bt, const int ldb[], const void* beta,
+    void* const C[], cudaDataType_t ct, const int ldc[], int groups, const int group_size[],
+    cublasComputeType_t compute) {
+  return CUBLAS_STATUS_SUCCESS;
+}
+
 /* The ILP64 forms: int64_t sizes. */
 #define GEMM64_P(T)                                                                              \
   cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int64_t m, int64_t n, int64_t k, \

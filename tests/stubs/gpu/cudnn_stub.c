@@ -261,6 +261,23 @@ cudnnStatus_t cudnnBatchNormalizationBackward(H, cudnnBatchNormMode_t m, const v
                                               const void* inv_var) {
   return OK;
 }
+cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
+    H, cudnnBatchNormMode_t m, cudnnBatchNormOps_t ops, const void* a, const void* b, TD xd,
+    const void* x, TD zd, const void* z, TD yd, void* y, TD pd, const void* scale,
+    const void* bias, double factor, void* run_mean, void* run_var, double eps, void* save_mean,
+    void* save_inv_var, cudnnActivationDescriptor_t act, void* ws, size_t ws_size, void* rs,
+    size_t rs_size) {
+  return OK;
+}
+cudnnStatus_t cudnnBatchNormalizationBackwardEx(
+    H, cudnnBatchNormMode_t m, cudnnBatchNormOps_t ops, const void* ad, const void* bd,
+    const void* ap, const void* bp, TD xd, const void* x, TD yd, const void* y, TD dyd,
+    const void* dy, TD dzd, void* dz, TD dxd, void* dx, TD pd, const void* scale,
+    const void* bias, void* dscale, void* dbias, double eps, const void* mean,
+    const void* inv_var, cudnnActivationDescriptor_t act, void* ws, size_t ws_size, void* rs,
+    size_t rs_size) {
+  return OK;
+}
 cudnnStatus_t cudnnSoftmaxForward(H, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
                                   const void* a, TD xd, const void* x, const void* b, TD yd,
                                   void* y) {

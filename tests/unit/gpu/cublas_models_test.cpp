@@ -102,3 +102,29 @@ TEST(CublasModels, OperationCharacters) {
   EXPECT_EQ(cublas::op_char(CUBLAS_OP_T), 'T');
   EXPECT_EQ(cublas::op_char(CUBLAS_OP_C), 'C');
 }
+
+TEST(CublasModels, GroupedGemmSumsGroupsAndReadsEachGroupsBeta) {
+  const cublasOperation_t ta[2] = {CUBLAS_OP_N, CUBLAS_OP_T}, tb[2] = {CUBLAS_OP_N, CUBLAS_OP_N};
+  const int m[2] = {8, 16}, n[2] = {4, 16}, k[2] = {2, 16}, size[2] = {3, 2};
+  const double betas[2] = {0, 1};
+  auto t = cublas::same_type(CUDA_R_64F);
+  auto one = cublas::gemm('N', 'N', 8, 4, 2, 3, t, false);
+  auto two = cublas::gemm('T', 'N', 16, 16, 16, 2, t, true);
+  auto g = cublas::grouped(ta, tb, m, n, k, 2, size, t, betas, true, cublas::Scalar::kF64, false);
+  EXPECT_EQ(g.flops, one.flops + two.flops);
+  EXPECT_EQ(g.bytes, one.bytes + two.bytes);
+  EXPECT_EQ(g.shape.dtype, DType::kNone);  // two shapes: none recorded
+  // Scalars in device memory: every group's C counts as read.
+  auto device = cublas::grouped(ta, tb, m, n, k, 2, size, t, betas, false, cublas::Scalar::kF64,
+                                false);
+  EXPECT_EQ(device.bytes, g.bytes + 3 * 8 * 8 * 4);
+  // One group keeps its shape; an empty group adds nothing.
+  const int empty[2] = {3, 0};
+  auto single = cublas::grouped(ta, tb, m, n, k, 1, size, t, betas, true, cublas::Scalar::kF64,
+                                false);
+  EXPECT_EQ(single.shape.m, 8);
+  EXPECT_EQ(single.shape.batch, 3);
+  EXPECT_EQ(cublas::grouped(ta, tb, m, n, k, 2, empty, t, betas, true, cublas::Scalar::kF64, false)
+                .flops,
+            one.flops);
+}
