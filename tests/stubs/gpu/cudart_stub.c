@@ -1,8 +1,20 @@
 /* Stand-in for libcudart.so.13: the runtime calls sonde wraps. Device memory is host memory.
- * cudaDeviceSynchronize calls the driver, so the tests see a driver call inside a runtime one. */
+ * As libcudart does, it is not linked against the driver: it opens libcuda.so.1 with dlopen at
+ * its first call that needs it, so sonde meets the driver through its dlopen hook. Then
+ * cudaDeviceSynchronize calls the driver: the tests see a driver call inside a runtime one. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <stdlib.h>
+
+static CUresult (*driver_sync)(void);
+static int open_driver(void) {
+  if (driver_sync == NULL) {
+    void* driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (driver != NULL) driver_sync = (CUresult(*)(void))dlsym(driver, "cuCtxSynchronize");
+  }
+  return driver_sync != NULL;
+}
 
 cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t s, cudaStream_t st) {
   return cudaSuccess;
@@ -46,7 +58,8 @@ cudaError_t cudaMallocHost(void** p, size_t n) { return cudaMalloc(p, n); }
 cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  return cuCtxSynchronize() == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+  if (!open_driver()) return cudaErrorInsufficientDriver;
+  return driver_sync() == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
 cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) { return cudaSuccess; }
@@ -54,7 +67,10 @@ cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaSuccess; }
 
 /* What examples/cnn_cudnn (cnn_train) calls besides the wrapped entry points: one device. */
 cudaError_t cudaGetDeviceCount(int* count) {
+  if (!open_driver()) return cudaErrorInsufficientDriver;
   *count = 1;
   return cudaSuccess;
 }
-const char* cudaGetErrorString(cudaError_t e) { return e == cudaSuccess ? "no error" : "stub error"; }
+const char* cudaGetErrorString(cudaError_t e) {
+  return e == cudaSuccess ? "no error" : "stub error";
+}
