@@ -22,9 +22,12 @@ struct cudnnConvolutionStruct {
   cudnnDataType_t compute;
 };
 
+/* Built three times, as the sub-libraries cuDNN 9 ships (libcudnn_graph, libcudnn_ops,
+ * libcudnn_cnn), each with its part of the API; libcudnn.so.9 is cudnn_dispatch.c. */
 #define OK CUDNN_STATUS_SUCCESS
 #define BAD CUDNN_STATUS_BAD_PARAM
 
+#if STUB_PART_GRAPH
 cudnnStatus_t cudnnCreate(cudnnHandle_t* h) {
   *h = calloc(1, sizeof(struct cudnnContext));
   return OK;
@@ -35,6 +38,8 @@ cudnnStatus_t cudnnDestroy(cudnnHandle_t h) {
 }
 
 /* ---- tensors ---- */
+#endif
+#if STUB_PART_OPS
 cudnnStatus_t cudnnCreateTensorDescriptor(cudnnTensorDescriptor_t* d) {
   *d = calloc(1, sizeof(struct cudnnTensorStruct));
   return OK;
@@ -125,6 +130,8 @@ cudnnStatus_t cudnnGetFilter4dDescriptor(const cudnnFilterDescriptor_t d, cudnnD
 }
 
 /* ---- convolutions ---- */
+#endif
+#if STUB_PART_CNN
 cudnnStatus_t cudnnCreateConvolutionDescriptor(cudnnConvolutionDescriptor_t* d) {
   *d = calloc(1, sizeof(struct cudnnConvolutionStruct));
   (*d)->groups = 1;
@@ -175,6 +182,8 @@ cudnnStatus_t cudnnGetConvolution2dForwardOutputDim(const cudnnConvolutionDescri
 }
 
 /* Pooling and activation descriptors: opaque here, nothing reads them. */
+#endif
+#if STUB_PART_OPS
 cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t* d) {
   *d = calloc(1, 64);
   return OK;
@@ -191,12 +200,14 @@ cudnnStatus_t cudnnDestroyActivationDescriptor(cudnnActivationDescriptor_t d) {
   free(d);
   return OK;
 }
+#endif
 
 /* ---- the entry points sonde wraps: they succeed and do nothing ---- */
 #define H cudnnHandle_t handle
 #define TD const cudnnTensorDescriptor_t
 #define FD const cudnnFilterDescriptor_t
 #define CD const cudnnConvolutionDescriptor_t
+#if STUB_PART_CNN
 cudnnStatus_t cudnnConvolutionForward(H, const void* a, TD xd, const void* x, FD wd, const void* w,
                                       CD cd, cudnnConvolutionFwdAlgo_t algo, void* ws, size_t wsn,
                                       const void* b, TD yd, void* y) {
@@ -220,6 +231,8 @@ cudnnStatus_t cudnnConvolutionBiasActivationForward(
     TD bd, const void* bias, const cudnnActivationDescriptor_t ad, TD yd, void* y) {
   return OK;
 }
+#endif
+#if STUB_PART_OPS
 cudnnStatus_t cudnnPoolingForward(H, const cudnnPoolingDescriptor_t p, const void* a, TD xd,
                                   const void* x, const void* b, TD yd, void* y) {
   return OK;
@@ -288,6 +301,8 @@ cudnnStatus_t cudnnSoftmaxBackward(H, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmax
                                    const void* b, TD dxd, void* dx) {
   return OK;
 }
+#endif
+#if STUB_PART_GRAPH
 cudnnStatus_t cudnnBackendExecute(H, cudnnBackendDescriptor_t plan, cudnnBackendDescriptor_t pack) {
   return OK;
 }
@@ -295,6 +310,8 @@ cudnnStatus_t cudnnBackendExecute(H, cudnnBackendDescriptor_t plan, cudnnBackend
 /* What examples/cnn_cudnn (cnn_train) calls besides the wrapped entry points: descriptor setters,
  * algorithm heuristics offering algorithm 0 with no workspace, bias and error strings. */
 const char* cudnnGetErrorString(cudnnStatus_t s) { return s == OK ? "CUDNN_STATUS_SUCCESS" : "stub"; }
+#endif
+#if STUB_PART_OPS
 cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnActivationMode_t m,
                                            cudnnNanPropagation_t nan, double coef) {
   return OK;
@@ -308,6 +325,8 @@ cudnnStatus_t cudnnAddTensor(H, const void* a, TD bd, const void* b, const void*
                              void* y) {
   return OK;
 }
+#endif
+#if STUB_PART_CNN
 cudnnStatus_t cudnnConvolutionBackwardBias(H, const void* a, TD dyd, const void* dy,
                                            const void* beta, TD dbd, void* db) {
   return OK;
@@ -358,3 +377,4 @@ cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(H, TD xd, TD dyd,
   *n = 0;
   return OK;
 }
+#endif
