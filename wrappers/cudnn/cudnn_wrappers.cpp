@@ -8,6 +8,7 @@
 
 #include "../intercept.hpp"
 #include "../outermost_call.hpp"
+#include "cudnn_backend.hpp"
 #include "cudnn_models.hpp"
 
 namespace {

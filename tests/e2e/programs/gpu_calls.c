@@ -185,6 +185,62 @@ static void gemms(void) {
   CHECK(cublasLtDestroy(lt));
 }
 
+static cudnnBackendDescriptor_t backend(cudnnBackendDescriptorType_t type) {
+  cudnnBackendDescriptor_t d = NULL;
+  CHECK(cudnnBackendCreateDescriptor(type, &d));
+  return d;
+}
+static void set_desc(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                     cudnnBackendDescriptor_t value) {
+  CHECK(cudnnBackendSetAttribute(d, name, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &value));
+}
+static cudnnBackendDescriptor_t backend_tensor(int nd, const int64_t* dims, int64_t id) {
+  cudnnBackendDescriptor_t t = backend(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;
+  int64_t strides[4] = {1, 1, 1, 1};
+  for (int i = nd - 2; i >= 0; --i) strides[i] = strides[i + 1] * dims[i + 1];
+  CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type));
+  CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims));
+  CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, strides));
+  CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &id));
+  CHECK(cudnnBackendFinalize(t));
+  return t;
+}
+static cudnnBackendDescriptor_t conv_graph_op(void) {
+  const int64_t x[4] = {2, 3, 32, 32}, w[4] = {8, 3, 3, 3}, y[4] = {2, 8, 32, 32};
+  cudnnBackendDescriptor_t op = backend(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR);
+  set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, backend_tensor(4, x, 1));
+  set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, backend_tensor(4, w, 2));
+  set_desc(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, backend_tensor(4, y, 3));
+  CHECK(cudnnBackendFinalize(op));
+  return op;
+}
+static cudnnBackendDescriptor_t matmul_graph_op(void) {
+  const int64_t a[3] = {2, 4, 6}, b[3] = {2, 6, 5}, c[3] = {2, 4, 5};
+  cudnnBackendDescriptor_t op = backend(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+  set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, backend_tensor(3, a, 4));
+  set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, backend_tensor(3, b, 5));
+  set_desc(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, backend_tensor(3, c, 6));
+  CHECK(cudnnBackendFinalize(op));
+  return op;
+}
+/* Operation graph -> engine -> engine config -> execution plan. */
+static cudnnBackendDescriptor_t backend_plan(cudnnBackendDescriptor_t op) {
+  cudnnBackendDescriptor_t graph = backend(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  set_desc(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, op);
+  CHECK(cudnnBackendFinalize(graph));
+  cudnnBackendDescriptor_t engine = backend(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+  set_desc(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH, graph);
+  CHECK(cudnnBackendFinalize(engine));
+  cudnnBackendDescriptor_t config = backend(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+  set_desc(config, CUDNN_ATTR_ENGINECFG_ENGINE, engine);
+  CHECK(cudnnBackendFinalize(config));
+  cudnnBackendDescriptor_t plan = backend(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+  set_desc(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config);
+  CHECK(cudnnBackendFinalize(plan));
+  return plan;
+}
+
 static void convolutions(void) {
   cudnnHandle_t h;
   CHECK(cudnnCreate(&h));
@@ -258,8 +314,13 @@ static void convolutions(void) {
                             &zero, y, buf));
   CHECK(cudnnSoftmaxBackward(h, CUDNN_SOFTMAX_ACCURATE, CUDNN_SOFTMAX_MODE_CHANNEL, &one, y, buf, y,
                              buf, &zero, y, buf));
-  CHECK(cudnnBackendExecute(h, NULL, NULL));
-  CHECK(cudnnBackendExecute(h, NULL, NULL));
+  /* The graph API, as cudnn-frontend (PyTorch) drives it: the same forward convolution, run
+   * twice from one plan, and a batched matmul 2 x (4 x 6) (6 x 5). */
+  cudnnBackendDescriptor_t conv_plan = backend_plan(conv_graph_op());
+  cudnnBackendDescriptor_t matmul_plan = backend_plan(matmul_graph_op());
+  CHECK(cudnnBackendExecute(h, conv_plan, NULL));
+  CHECK(cudnnBackendExecute(h, conv_plan, NULL));
+  CHECK(cudnnBackendExecute(h, matmul_plan, NULL));
 
   cudnnTensorDescriptor_t tensors[6] = {x, y, x2, y2, pooled, bias};
   for (int i = 0; i < 6; ++i) CHECK(cudnnDestroyTensorDescriptor(tensors[i]));

@@ -307,6 +307,86 @@ cudnnStatus_t cudnnBackendExecute(H, cudnnBackendDescriptor_t plan, cudnnBackend
   return OK;
 }
 
+/* The graph API's descriptors keep the attributes set on them. Getting a descriptor attribute
+ * copies it into descriptors the caller created, which must be of its type (an assumption the
+ * docs list); asking for 0 elements gives the count. */
+#define MAX_ATTRS 16
+#define ATTR_BYTES 128
+struct stub_attr {
+  cudnnBackendAttributeName_t name;
+  int64_t count;
+  unsigned char data[ATTR_BYTES];
+};
+struct stub_backend {
+  cudnnBackendDescriptorType_t type;
+  int nattrs;
+  struct stub_attr attrs[MAX_ATTRS];
+};
+static size_t element_bytes(cudnnBackendAttributeType_t t) {
+  switch (t) {
+    case CUDNN_TYPE_BACKEND_DESCRIPTOR:
+    case CUDNN_TYPE_HANDLE:
+    case CUDNN_TYPE_VOID_PTR:
+      return sizeof(void*);
+    case CUDNN_TYPE_INT64:
+    case CUDNN_TYPE_DOUBLE:
+      return 8;
+    default:
+      return 4; /* enums, int32, float */
+  }
+}
+cudnnStatus_t cudnnBackendCreateDescriptor(cudnnBackendDescriptorType_t type,
+                                           cudnnBackendDescriptor_t* d) {
+  struct stub_backend* b = calloc(1, sizeof(struct stub_backend));
+  if (b == NULL) return CUDNN_STATUS_ALLOC_FAILED;
+  b->type = type;
+  *d = b;
+  return OK;
+}
+cudnnStatus_t cudnnBackendDestroyDescriptor(cudnnBackendDescriptor_t d) {
+  free(d);
+  return OK;
+}
+cudnnStatus_t cudnnBackendFinalize(cudnnBackendDescriptor_t d) { return d ? OK : BAD; }
+cudnnStatus_t cudnnBackendSetAttribute(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t count,
+                                       const void* elements) {
+  struct stub_backend* b = d;
+  size_t bytes = (size_t)count * element_bytes(type);
+  if (b == NULL || count < 0 || bytes > ATTR_BYTES || b->nattrs == MAX_ATTRS) return BAD;
+  struct stub_attr* a = &b->attrs[b->nattrs++];
+  a->name = name;
+  a->count = count;
+  memcpy(a->data, elements, bytes);
+  return OK;
+}
+cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
+                                       cudnnBackendAttributeName_t name,
+                                       cudnnBackendAttributeType_t type, int64_t requested,
+                                       int64_t* count, void* elements) {
+  const struct stub_backend* b = d;
+  if (b == NULL || count == NULL) return BAD;
+  for (int i = b->nattrs - 1; i >= 0; --i) {
+    const struct stub_attr* a = &b->attrs[i];
+    if (a->name != name) continue;
+    *count = a->count;
+    if (requested <= 0 || elements == NULL) return OK;
+    int64_t n = requested < a->count ? requested : a->count;
+    if (type != CUDNN_TYPE_BACKEND_DESCRIPTOR) {
+      memcpy(elements, a->data, (size_t)n * element_bytes(type));
+      return OK;
+    }
+    for (int64_t k = 0; k < n; ++k) {
+      struct stub_backend* dst = ((struct stub_backend**)elements)[k];
+      const struct stub_backend* src = ((const struct stub_backend* const*)a->data)[k];
+      if (dst == NULL || src == NULL || dst->type != src->type) return BAD;
+      *dst = *src;
+    }
+    return OK;
+  }
+  return CUDNN_STATUS_NOT_INITIALIZED;
+}
+
 /* What examples/cnn_cudnn (cnn_train) calls besides the wrapped entry points: descriptor setters,
  * algorithm heuristics offering algorithm 0 with no workspace, bias and error strings. */
 const char* cudnnGetErrorString(cudnnStatus_t s) { return s == OK ? "CUDNN_STATUS_SUCCESS" : "stub"; }
