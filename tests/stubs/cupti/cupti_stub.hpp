@@ -1,0 +1,154 @@
+// Shared by the two halves of the stub libcupti (cupti_stub.cpp: callbacks and activity records;
+// cupti_stub_profiler.cpp: the range profiler and its host API): the one stub state, its
+// buffers and the range profilers it keeps per context.
+#pragma once
+
+#include <cupti.h>
+#include <cupti_profiler_host.h>
+#include <cupti_profiler_target.h>
+#include <cupti_range_profiler.h>
+#include <cupti_target.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#define STUB_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace cupti_stub {
+
+// The one context the stub's "GPU" runs on unless the test program names another.
+constexpr uintptr_t kDefaultContext = 0x1000;
+
+// The range profiler on one context; the CUpti_RangeProfiler_Object* handed out is its address.
+struct RangeProfiler {
+  struct Range {
+    std::string name;
+    std::vector<double> values;  // in the order of `metrics`
+  };
+  CUcontext context = nullptr;
+  bool configured = false, started = false;
+  uint64_t next_range = 0;           // auto ranges are named "0", "1", ... in the order kernels ran
+  std::vector<std::string> metrics;  // of the config image given to SetConfig
+  uint8_t* image = nullptr;          // the counter data image given to SetConfig
+  size_t image_size = 0;
+  size_t max_ranges_per_pass = 0;
+  std::vector<Range> collected;  // since Start, until DecodeData moves them into `image`
+};
+
+struct Stub {
+  std::mutex mu;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  bool domains[CUPTI_CB_DOMAIN_SIZE] = {};
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  bool kinds[64] = {};
+  uint8_t* buffer = nullptr;  // the buffer being filled
+  size_t size = 0, used = 0;
+  std::vector<std::pair<uint8_t*, size_t>> full;
+  std::vector<std::string*> names;  // kernel names stay valid, as CUPTI's do
+  uint64_t dropped = 0;
+  std::vector<std::unique_ptr<RangeProfiler>> profilers;  // under mu
+  int capturing = 0;                                      // stream captures under way
+  bool capture_invalidated = false;                       // a synchronising call came during one
+  size_t records = 0;                                     // in the buffer being filled
+  size_t records_per_buffer = 0;                          // 0: as many as fit
+  std::condition_variable full_cv;
+  bool worker = false;
+};
+
+// CUPTI's own thread: hands back buffers that are complete, outside any call of the program.
+inline void complete_worker(Stub* s) {
+  std::unique_lock lock(s->mu);
+  for (;;) {
+    s->full_cv.wait(lock, [&] { return !s->full.empty(); });
+    std::vector<std::pair<uint8_t*, size_t>> done;
+    done.swap(s->full);
+    auto complete = s->complete;
+    lock.unlock();
+    for (auto [buffer, used] : done) complete(nullptr, 0, buffer, used, used);
+    lock.lock();
+  }
+}
+
+// Never destroyed: CUPTI's thread and late callbacks may still use it while the process exits.
+inline Stub& stub() {
+  static Stub* s = new Stub;
+  return *s;
+}
+
+// CUPTI's clock in this stub: CLOCK_REALTIME shifted by an hour, so a profiler that forgets to
+// convert puts the GPU an hour away from the CPU.
+constexpr uint64_t kClockShift = 3600ull * 1000000000ull;
+
+inline size_t record_size(CUpti_ActivityKind kind) {
+  switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return sizeof(CUpti_ActivityMemset4);
+    default:
+      return 0;
+  }
+}
+
+// Space for one record in the current buffer, asking sonde for one when needed.
+inline void* reserve(Stub& s, size_t bytes) {
+  if (s.buffer != nullptr && s.used + bytes > s.size) {
+    s.full.emplace_back(s.buffer, s.used);
+    s.buffer = nullptr;
+  }
+  if (s.buffer != nullptr && s.records_per_buffer > 0 && s.records == s.records_per_buffer) {
+    s.full.emplace_back(s.buffer, s.used);
+    s.buffer = nullptr;
+    if (!s.worker) {
+      s.worker = true;
+      std::thread(complete_worker, &s).detach();
+    }
+    s.full_cv.notify_one();
+  }
+  if (s.buffer == nullptr) {
+    size_t max_records = 0;
+    if (s.request == nullptr) return nullptr;
+    s.request(&s.buffer, &s.size, &max_records);
+    s.used = 0;
+    s.records = 0;
+    if (const char* n = std::getenv("CUPTI_STUB_RECORDS_PER_BUFFER")) {
+      s.records_per_buffer = std::strtoul(n, nullptr, 10);
+    }
+    if (s.buffer == nullptr || s.size < bytes) {
+      s.buffer = nullptr;
+      ++s.dropped;
+      return nullptr;
+    }
+  }
+  void* at = s.buffer + s.used;
+  s.used += (bytes + 7) & ~size_t(7);
+  ++s.records;
+  std::memset(at, 0, bytes);
+  return at;
+}
+
+// Every params struct of the profiler APIs starts with structSize; CUPTI refuses one too small
+// for the fields it reads.
+template <class Params>
+bool sized(const Params* p, size_t size) {
+  return p != nullptr && p->structSize != 0 && p->structSize >= size;
+}
+
+}  // namespace cupti_stub
