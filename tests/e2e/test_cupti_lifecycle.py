@@ -44,6 +44,17 @@ def test_a_later_activity_client_is_said_and_keeps_its_records(db):
     assert routine_calls(db, "cudaLaunchKernel") == 2  # the API side goes on
 
 
+def test_an_earlier_activity_client_keeps_its_buffers(db):
+    # Kineto registered before the driver was loaded (so before sonde started): sonde must not
+    # register its own buffers over them; it measures the CUDA calls and says why no kernels.
+    r = run_app(db, "kineto_first")
+    assert "kineto records=1" in r.stdout
+    assert gpu_rows(db) == []
+    (note,) = notes(db, "gpu-other-client")
+    assert "cupti_app had registered its own CUPTI activity buffers before sonde" in note
+    assert routine_calls(db, "cudaLaunchKernel") == 1
+
+
 def test_kernel_records_disabled_by_another_library_are_said(db):
     run_app(db, "disable")
     assert [k[1] for k in gpu_rows(db, "kernel")] == ["before()"]

@@ -124,6 +124,16 @@ bool CuptiBackend::start() {
     note_("gpu-shared", fmt::format("CUPTI is shared with {}", holder));
   }
 
+  // The activity API has one set of buffer callbacks per process: registering sonde's would
+  // take every record from a client that registered first.
+  if (std::string who; registered_before(who)) {
+    note_("gpu-other-client",
+          fmt::format("{} had registered its own CUPTI activity buffers before sonde started: "
+                      "sonde leaves them to it; CUDA calls are measured, kernels and copies are "
+                      "not",
+                      who));
+    return true;
+  }
   rc = lib_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                   CUPTI_ACTIVITY_KIND_MEMSET}) {

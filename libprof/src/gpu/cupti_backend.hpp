@@ -143,5 +143,8 @@ class CuptiBackend final : public GpuBackend {
 
 // Arms cupti_guard.cpp's interposers for `backend` (nullptr: disarms them).
 void guard_cupti(CuptiBackend* backend);
+// Another client registered activity buffers before sonde started (cupti_guard.cpp): its name.
+void note_registered_before(const std::string& who);
+bool registered_before(std::string& who);
 
 }  // namespace sonde

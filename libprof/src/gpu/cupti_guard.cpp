@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 
 #include "gpu/cupti_backend.hpp"
@@ -49,7 +50,22 @@ const char* kind_name(CUpti_ActivityKind kind) {
 
 }  // namespace
 
+// Who registered activity buffers before sonde started, if anyone (set once, read at start).
+std::atomic<bool> g_registered_before{false};
+char g_registered_by[128];
+
 void guard_cupti(CuptiBackend* backend) { g_guarded.store(backend, std::memory_order_release); }
+
+void note_registered_before(const std::string& who) {
+  if (g_registered_before.exchange(true)) return;
+  std::snprintf(g_registered_by, sizeof g_registered_by, "%s", who.c_str());
+}
+
+bool registered_before(std::string& who) {
+  if (!g_registered_before.load()) return false;
+  who = g_registered_by;
+  return true;
+}
 
 void CuptiBackend::other_client_registers(const std::string& who) {
   if (!activity_.load() || ceded_.exchange(true)) return;
@@ -79,10 +95,21 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
     CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
   static auto real = sonde::next<decltype(&cuptiActivityRegisterCallbacks)>(
       "cuptiActivityRegisterCallbacks", nullptr);
-  if (sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire)) {
-    b->other_client_registers(sonde::caller_name(__builtin_return_address(0)));
+  std::string who = sonde::caller_name(__builtin_return_address(0));
+  sonde::CuptiBackend* before = g_guarded.load(std::memory_order_acquire);
+  if (before != nullptr) before->other_client_registers(who);
+  CUptiResult rc = real != nullptr ? real(request, complete) : CUPTI_ERROR_NOT_INITIALIZED;
+  if (before == nullptr && rc == CUPTI_SUCCESS) {
+    // CUPTI loads the driver inside its first call, and sonde starts there: its buffers were
+    // registered first and the caller's replaced them. Or sonde has not started yet, and must
+    // not take the caller's buffers when it does.
+    if (sonde::CuptiBackend* inside = g_guarded.load(std::memory_order_acquire)) {
+      inside->other_client_registers(who);
+    } else {
+      sonde::note_registered_before(who);
+    }
   }
-  return real != nullptr ? real(request, complete) : CUPTI_ERROR_NOT_INITIALIZED;
+  return rc;
 }
 
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {

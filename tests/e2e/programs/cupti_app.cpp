@@ -17,6 +17,7 @@
 //   cupti_app context  a context is created before any launch on it
 //   cupti_app graph   one cudaGraphLaunch whose kernels' records arrive over several flushes
 //   cupti_app kineto  a second activity client registers its buffers and disables kernels
+//   cupti_app kineto_first  the other client registers its buffers before the driver loads
 //   cupti_app disable  a library disables kernel records mid-run
 //   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
 #include <cupti.h>
@@ -204,6 +205,11 @@ int main(int argc, char** argv) {
     // libcudart's first call opens the driver: CUPTI starts inside it and sees only its exit.
     cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
                    first_call, &first_params, 1, &first_slot);
+  }
+  if (std::strcmp(mode, "kineto_first") == 0) {
+    // torch.profiler started before the first CUDA call: its buffers come before sonde starts.
+    cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
 #ifdef CUDA_LINKED
   cuInit(0);  // a reference, so the linker keeps libcuda.so.1 among the program's needs
@@ -441,6 +447,12 @@ int main(int argc, char** argv) {
     cuptiActivityFlushAll(0);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     std::printf("kineto rc=%d records=%d\n", int(rc), g_kineto_records.load());
+  } else if (std::strcmp(mode, "kineto_first") == 0) {
+    sonde_region_begin("profiled");
+    launch("_Z6insidev", kMs, 1, 32, 8);
+    sonde_region_end("profiled");
+    cuptiActivityFlushAll(0);
+    std::printf("kineto records=%d\n", g_kineto_records.load());
   } else if (std::strcmp(mode, "disable") == 0) {
     // A library that turns kernel records off for everyone, without buffers of its own.
     launch("_Z6beforev", kMs, 1, 32, 8);
