@@ -13,6 +13,21 @@ std::string thread_name(pid_t tid) {
   std::getline(in, name);
   return name;
 }
+
+// A node is recursive when its routine is also one of its callers'. Parents precede their
+// children in index order, so each walk only reads rows already copied.
+void mark_recursion(std::vector<NodeRow>& nodes) {
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    NodeRow& n = nodes[i];
+    for (uint32_t a = n.parent; a < i; a = nodes[a].parent) {
+      if (nodes[a].routine == n.routine) {
+        n.recursive = true;
+        break;
+      }
+      if (a == 0) break;
+    }
+  }
+}
 }  // namespace
 
 ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
@@ -63,8 +78,10 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
                          int64_t(node.incl_ticks.load(kRelaxed)),
                          int64_t(node.excl_ticks.load(kRelaxed)),
                          node.flops.load(kRelaxed),
-                         node.bytes.load(kRelaxed)};
+                         node.bytes.load(kRelaxed),
+                         false};
   }
+  mark_recursion(s.nodes);
   s.counters = t.counters;
   if (s.counters != 0) {
     const uint32_t k = s.counters;

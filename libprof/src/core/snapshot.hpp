@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/clock.hpp"
@@ -22,6 +23,8 @@ struct NodeRow {
   uint64_t calls, subrs;
   int64_t incl_ns, excl_ns;
   uint64_t flops, bytes;
+  // Its routine is also one of its callers' (hotspots counts only the outermost inclusive time).
+  bool recursive;
 };
 
 struct ShapeRow {
@@ -31,6 +34,8 @@ struct ShapeRow {
   uint64_t calls;
   int64_t time_ns;
   uint64_t flops, bytes;
+  // Where the call came from, named by CallSites (core/call_sites.hpp); "" until then.
+  std::string_view call_site = "";
 };
 
 struct LineRow {

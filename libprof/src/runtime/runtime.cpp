@@ -332,6 +332,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
   for (ThreadState* t : threads) {
     d.threads.push_back(take_snapshot(*t, clock_, now));
+    call_sites_.name(d.threads.back(), routines_);
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
     mismatches += s.region_mismatches;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/call_sites.hpp"
 #include "core/clock.hpp"
 #include "runtime/config.hpp"
 #include "counters/counter_backend.hpp"
@@ -114,6 +115,7 @@ class Runtime {
   std::mutex store_mu_;  // held for a whole flush; fork waits for it
   std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
   Store store_;
+  CallSites call_sites_;  // names the shapes' call sites before the store writes them
   std::mutex notes_mu_;
   std::vector<Note> notes_;
   std::vector<InfoProvider> providers_;

@@ -5,7 +5,6 @@
 #include "schema_sql.hpp"  // generated from store_schema.sql
 #include "store/schema_version.hpp"
 #include "store/sqlite_db.hpp"
-#include "symbols/symbolize.hpp"
 
 namespace sonde {
 
@@ -32,15 +31,6 @@ bool check_prepared(std::initializer_list<const Statement*> all, Database& db,
     }
   }
   return true;
-}
-
-// The node's routine is also one of its callers'.
-bool is_recursive(const ThreadSnapshot& t, const NodeRow& n) {
-  if (n.index == 0) return false;
-  for (uint32_t a = n.parent;; a = t.nodes[a].parent) {
-    if (t.nodes[a].routine == n.routine) return true;
-    if (a == 0) return false;
-  }
 }
 
 }  // namespace
@@ -330,7 +320,7 @@ bool Store::write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot
       ins.bind(2, ids.nodes[n.parent]);
     }
     ins.bind(3, routine_ids_.at(n.routine)).bind(4, int64_t(n.depth));
-    ins.bind(5, int64_t(is_recursive(t, n))).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
+    ins.bind(5, int64_t(n.recursive)).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
     ins.bind(8, n.incl_ns).bind(9, n.excl_ns).bind(10, double(n.flops));
     ins.bind(11, double(n.bytes));
     SONDE_STEP(ins, "writing the call tree");
@@ -355,17 +345,6 @@ bool Store::write_node_counters(Database& db, ThreadStatements& st, const Thread
   return true;
 }
 
-std::string Store::call_site(const ThreadSnapshot& t, const ShapeRow& s) {
-  // The nearest Python frame above the call, else the native caller.
-  for (uint32_t a = t.nodes[s.node].parent; a != 0; a = t.nodes[a].parent) {
-    const Routine& r = *routines_[t.nodes[a].routine];
-    if (r.kind == "python") return r.name;
-  }
-  auto it = sites_.find(s.site);
-  if (it == sites_.end()) it = sites_.emplace(s.site, symbolize(s.site)).first;
-  return it->second;
-}
-
 bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                          ThreadIds& ids, std::string& error) {
   static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128", "f16", "bf16"};
@@ -381,10 +360,9 @@ bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapsho
       continue;
     }
     if (s.calls == 0 || ids.nodes[s.node] == 0) continue;
-    std::string site = call_site(t, s);
     char ta[2] = {s.shape.trans_a, 0}, tb[2] = {s.shape.trans_b, 0};
     Statement& ins = st.ins_shape;
-    ins.bind(1, ids.nodes[s.node]).bind(2, site).bind(3, s.shape.m).bind(4, s.shape.n);
+    ins.bind(1, ids.nodes[s.node]).bind(2, s.call_site).bind(3, s.shape.m).bind(4, s.shape.n);
     ins.bind(5, s.shape.k).bind(6, std::string_view(ta)).bind(7, std::string_view(tb));
     ins.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
     ins.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);

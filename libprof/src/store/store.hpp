@@ -41,7 +41,7 @@ struct Note {
 struct FlushData {
   const RunInfo* run;
   const ProcessInfo* process;
-  std::vector<ThreadSnapshot> threads;
+  std::vector<ThreadSnapshot> threads;  // their shapes' call sites named (core/call_sites.hpp)
   std::vector<Note> notes;
   std::vector<std::pair<std::string, std::string>> info;  // run_info for this process
   int64_t now_ns = 0;
@@ -97,14 +97,12 @@ class Store {
   bool write_gpu(Database& db, const FlushData& data, std::string& error);
   bool write_notes_and_info(Database& db, const FlushData& data, std::string& error);
   bool write_process_state(Database& db, const FlushData& data, std::string& error);
-  std::string call_site(const ThreadSnapshot& t, const ShapeRow& s);
   std::string path_;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
   std::vector<int64_t> routine_ids_;  // registry id -> routines.routine_id
-  std::vector<const Routine*> routines_;  // the registry's, for kinds and names
+  std::vector<const Routine*> routines_;  // the registry's, for their rows
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
-  std::unordered_map<const void*, std::string> sites_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
 
 #include "frames.hpp"
 
@@ -151,6 +152,42 @@ TEST_F(Scenario, ShapesCostsAndCountersAreCopied) {
   EXPECT_EQ(s.depth_overflows, 3u);
   EXPECT_EQ(s.node_overflows, 4u);
   EXPECT_EQ(s.region_mismatches, 5u);
+  expect_times_add_up(s);
+}
+
+// The recursion flag is decided here, where the tree is copied, not by the store: a node is
+// recursive when its routine is also one of its callers', at any distance.
+TEST(SnapshotRecursion, ANodeIsRecursiveWhenAnAncestorIsTheSameRoutine) {
+  ThreadState t(0, 1, 0, 16, 0);
+  // root -> 1 -> 2 -> 1 -> 1, then root -> 2 -> 3 (2 twice in the tree, never nested)
+  uint32_t outer = enter_at(t, 1, 10);
+  uint32_t mid = enter_at(t, 2, 20);
+  uint32_t indirect = enter_at(t, 1, 30);
+  uint32_t direct = enter_at(t, 1, 40);
+  for (uint64_t at : {50, 60, 70, 80}) leave_at(t, at);
+  uint32_t other = enter_at(t, 2, 90);
+  uint32_t leaf = enter_at(t, 3, 100);
+  leave_at(t, 110);
+  leave_at(t, 120);
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 200);
+  ASSERT_EQ(s.nodes.size(), 7u);
+  EXPECT_FALSE(s.nodes[0].recursive);
+  EXPECT_FALSE(s.nodes[outer].recursive);
+  EXPECT_FALSE(s.nodes[mid].recursive);
+  EXPECT_TRUE(s.nodes[indirect].recursive);  // 1 -> 2 -> 1
+  EXPECT_TRUE(s.nodes[direct].recursive);    // 1 -> 1
+  EXPECT_FALSE(s.nodes[other].recursive);    // same routine as mid, but its sibling's branch
+  EXPECT_FALSE(s.nodes[leaf].recursive);
+}
+
+// A frame still open is flagged too: a periodic flush of a deep recursion writes it right.
+TEST(SnapshotRecursion, OpenRecursiveFramesAreFlagged) {
+  ThreadState t(0, 1, 0, 64, 0);
+  std::vector<uint32_t> nodes;
+  for (uint64_t i = 0; i < 20; ++i) nodes.push_back(enter_at(t, 7, 10 + i));
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 100);
+  EXPECT_FALSE(s.nodes[nodes[0]].recursive);
+  for (size_t i = 1; i < nodes.size(); ++i) EXPECT_TRUE(s.nodes[nodes[i]].recursive) << i;
   expect_times_add_up(s);
 }
 

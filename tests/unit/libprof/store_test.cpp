@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/call_sites.hpp"
 #include "frames.hpp"
 #include "store/schema_version.hpp"
 #include "temp_dir.hpp"
@@ -231,6 +232,7 @@ class StoreWrite : public testing::Test {
   FlushData flush(uint64_t now, const char* end_reason = nullptr) {
     FlushData d{&run_, &process_, {}, notes_, info_, int64_t(now), end_reason};
     d.threads.push_back(take_snapshot(t_, Clock{}, now));
+    call_sites_.name(d.threads.back(), registry_);
     return d;
   }
 
@@ -245,6 +247,7 @@ class StoreWrite : public testing::Test {
   std::string path_;
   Store store_;
   RoutineRegistry registry_;
+  CallSites call_sites_;
   RoutineId train_ = 0, forward_ = 0, sgemm_ = 0;
   RunInfo run_;
   ProcessInfo process_;
@@ -397,6 +400,7 @@ TEST_F(StoreWrite, AnotherProcessOfTheSameRunJoinsIt) {
   child.parent_process_id = store_.process_id();
   FlushData d{&run_, &child, {}, notes_, info_, 2600, "exit"};
   d.threads.push_back(take_snapshot(t_, Clock{}, 2600));
+  call_sites_.name(d.threads.back(), registry_);
   ASSERT_TRUE(exec_store.write(d, registry_, error)) << error;
 
   Reader r(path_);
@@ -426,6 +430,23 @@ TEST_F(StoreWrite, RecursionIsMarkedAndNotCountedTwiceInHotspots) {
   EXPECT_EQ(r.one("SELECT CAST(round(incl_s * 1e9) AS INTEGER) FROM hotspots "
                   "WHERE routine = 'train'"),
             "1300");
+}
+
+// The store decides no attribution: the recursion flag and the call site it writes are the
+// snapshot's, whatever the tree looks like.
+TEST_F(StoreWrite, WritesTheAttributionItIsGiven) {
+  FlushData d = flush(2500);
+  ThreadSnapshot& t = d.threads.back();
+  ASSERT_EQ(t.nodes.size(), 5u);
+  t.nodes[4].recursive = true;  // root -> cblas_sgemm, not nested in itself
+  ASSERT_EQ(t.shapes.size(), 2u);
+  t.shapes[0].call_site = "given.py:3(site)";
+  ASSERT_TRUE(write(d));
+  Reader r(path_);
+  EXPECT_EQ(r.rows("SELECT n.depth, n.recursive FROM nodes n JOIN routines USING (routine_id) "
+                   "WHERE name = 'cblas_sgemm' ORDER BY n.depth"),
+            (Rows{{"1", "1"}, {"3", "0"}}));
+  EXPECT_EQ(r.one("SELECT call_site FROM shapes WHERE m = 64"), "given.py:3(site)");
 }
 
 // GPU activity rows point at the launching call path: by (thread, node index) while the thread's
