@@ -3,10 +3,13 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <string>
+
 #include "eval_frame.hpp"
 #include "code_table.hpp"
 #include "frames.hpp"
 #include "monitoring.hpp"
+#include "sonde/probe.hpp"
 #include "sonde/sonde.h"
 
 namespace {
@@ -120,7 +123,29 @@ PyObject* stop(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// torch's intra-op thread count, when the program has imported torch (sonde never imports
+// it): the count its oneDNN and ATen kernels run with where the library itself cannot say
+// (docs/metrics.md). Read with the GIL held, at each flush the Python side asks for (the
+// launchers' atexit flush among them), so the count the program ended with is recorded.
+void record_torch_threads() {
+  PyObject* modules = PyImport_GetModuleDict();  // borrowed
+  PyObject* torch = modules ? PyMapping_GetItemString(modules, "torch") : nullptr;
+  if (torch == nullptr || torch == Py_None) {
+    Py_XDECREF(torch);
+    PyErr_Clear();
+    return;
+  }
+  // A torch still being imported has no get_num_threads yet: nothing to record.
+  PyObject* count = PyObject_CallMethod(torch, "get_num_threads", nullptr);
+  Py_DECREF(torch);
+  long n = count != nullptr && PyLong_Check(count) ? PyLong_AsLong(count) : -1;
+  Py_XDECREF(count);
+  PyErr_Clear();
+  if (n > 0 && n <= 65535) sonde::set_run_fact("torch.num_threads", std::to_string(n).c_str());
+}
+
 PyObject* flush(PyObject*, PyObject*) {
+  record_torch_threads();
   int rc;
   Py_BEGIN_ALLOW_THREADS rc = sonde_flush();
   Py_END_ALLOW_THREADS return PyBool_FromLong(rc == 0);

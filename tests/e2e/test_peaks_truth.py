@@ -4,11 +4,14 @@ threads torch runs them with, each held against the peak for that count; `sonde 
 `sonde metrics` print what the gemm_shapes and routine_peaks views hold."""
 import json
 import os
+import sqlite3
 import subprocess
 
 import pytest
 
 from conftest import CLI, MLP, clean_env, query, run
+
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
 
 PYTHON = "/usr/bin/python3"
 CONV = os.path.join(os.path.dirname(__file__), "programs", "torch_conv.py")
@@ -89,3 +92,42 @@ def test_onednn_convolutions_against_the_peak_for_torchs_threads(tmp_path, peaks
                      "USING (routine_id) WHERE r.kind = 'onednn'"):
         pytest.skip("libsonde was built without the oneDNN headers (libdnnl-dev)")
     check_one_figure(db, threads)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_torchs_thread_count_is_recorded_and_agrees_with_onednns(tmp_path, peaks, threads):
+    """Under `python3 -m sonde`, the Python hook records torch.get_num_threads() of a program
+    that imported torch (run_info torch.num_threads; sonde imports no torch itself): the count
+    the peaks views use for oneDNN work whose runtime cannot say. With Debian's OpenMP oneDNN
+    each call says, and both sources must agree with torch.set_num_threads."""
+    torch_threads()
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PYTHON, "-m", "sonde", "-o", str(db), CONV, str(threads)],
+                       capture_output=True, text=True, timeout=300,
+                       env=clean_env(PYTHONPATH=PYTHONPATH, SONDE_PEAKS=str(peaks)))
+    assert r.returncode == 0, r.stderr
+    assert query(db, "SELECT value FROM run_info WHERE key = 'torch.num_threads'") == \
+        [(str(threads),)]
+    recorded = query(db, "SELECT DISTINCT s.threads FROM shapes s JOIN nodes n USING (node_id) "
+                         "JOIN routines r USING (routine_id) WHERE r.kind = 'onednn'")
+    if not recorded:
+        pytest.skip("libsonde was built without the oneDNN headers (libdnnl-dev)")
+    assert recorded == [(threads,)]
+    check_one_figure(db, threads)
+    # The fallback itself, on this real file: a oneDNN build that cannot say its count (NULL)
+    # is held against the peak for torch's.
+    with sqlite3.connect(db) as c:
+        c.execute("UPDATE shapes SET threads = NULL WHERE node_id IN (SELECT node_id FROM nodes "
+                  "JOIN routines USING (routine_id) WHERE kind = 'onednn')")
+    check_one_figure(db, threads)
+
+
+def test_a_program_without_torch_records_no_torch_count(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text("import sys\nprint(sum(range(10)), 'torch' in sys.modules)\n")
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PYTHON, "-m", "sonde", "-o", str(db), script], capture_output=True,
+                       text=True, timeout=120, env=clean_env(PYTHONPATH=PYTHONPATH))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "45 False\n"  # and sonde did not import it
+    assert query(db, "SELECT value FROM run_info WHERE key = 'torch.num_threads'") == []

@@ -84,4 +84,8 @@ SONDE_API uint64_t probe_now();
 // Charges `ticks` and one hit to `line` of `routine` on the calling thread (line costs).
 SONDE_API void record_line(RoutineId routine, int line, uint64_t ticks);
 
+// A fact about this process for run_info (`torch.num_threads` from the Python hook), written
+// from the next flush on; a later value of the same key replaces it. Not for the hot path.
+SONDE_API void set_run_fact(const char* key, const char* value);
+
 }  // namespace sonde

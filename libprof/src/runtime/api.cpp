@@ -162,6 +162,11 @@ void add_note(const char* topic, const char* message) {
   if (Runtime* rt = Runtime::get()) rt->add_note(topic, message);
 }
 
+void set_run_fact(const char* key, const char* value) {
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && key != nullptr && *key != '\0' && value != nullptr) rt->facts().set(key, value);
+}
+
 bool executable_defines(const char* function) {
   static const auto* exe = new ElfSymbols("/proc/self/exe");  // never destroyed: see symbolize
   return exe->defines(function);

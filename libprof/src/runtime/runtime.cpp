@@ -397,6 +397,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     std::lock_guard nl(notes_mu_);
     d.notes = notes_;
   }
+  facts_.append_to(d.info);
   d.counter_events = counter_events();
   d.peaks = peaks_;
   d.now_ns = clock_.to_realtime_ns(now);
@@ -558,6 +559,7 @@ void Runtime::flusher_loop() {
 void Runtime::fork_prepare() {
   store_mu_.lock();
   notes_mu_.lock();
+  facts_.mutex().lock();
   routines_.mutex().lock();
   threads_mu_.lock();
 }
@@ -565,6 +567,7 @@ void Runtime::fork_prepare() {
 void Runtime::fork_parent() {
   threads_mu_.unlock();
   routines_.mutex().unlock();
+  facts_.mutex().unlock();
   notes_mu_.unlock();
   store_mu_.unlock();
 }

@@ -16,6 +16,7 @@
 #include "core/call_sites.hpp"
 #include "core/clock.hpp"
 #include "runtime/config.hpp"
+#include "runtime/facts.hpp"
 #include "counters/counter_backend.hpp"
 #include "gpu/gpu_backend.hpp"
 #include "core/routine_registry.hpp"
@@ -37,6 +38,7 @@ class Runtime {
   // Recorded in the profile; also printed once on stderr when `print` is set.
   void add_note(const std::string& topic, const std::string& message, bool print = true);
   void register_info_provider(InfoProvider p);
+  Facts& facts() { return facts_; }
   // Signal handler side: asks the flusher thread to flush and waits a bounded time. `sig` is
   // the signal, or kExitRequest for _exit (which may itself be called from a signal handler).
   void flush_from_signal(int sig);
@@ -119,6 +121,7 @@ class Runtime {
   std::mutex notes_mu_;
   std::vector<Note> notes_;
   std::vector<InfoProvider> providers_;
+  Facts facts_;  // run_info entries set from outside (set_run_fact)
   std::unique_ptr<CounterBackend> counters_;
   std::vector<Peak> peaks_;  // from the peaks file, read once at start
   std::atomic<bool> gpu_tried_{false};

@@ -286,7 +286,9 @@ CREATE VIEW IF NOT EXISTS peaks_at_threads AS
     top(n) AS (
       SELECT MIN(4096, MAX(1, COALESCE((SELECT MAX(cores) FROM runs), 1),
                               COALESCE((SELECT MAX(threads) FROM peaks), 1),
-                              COALESCE((SELECT MAX(threads) FROM shapes), 1)))),
+                              COALESCE((SELECT MAX(threads) FROM shapes), 1),
+                              COALESCE((SELECT MAX(CAST(value AS INTEGER)) FROM run_info
+                                        WHERE key = 'torch.num_threads'), 1)))),
     counts(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM counts, top WHERE t < top.n),
     chosen(run_id, resource, threads, peak_threads) AS (
       SELECT c.run_id, c.resource, counts.t, MAX(c.threads)
@@ -297,17 +299,28 @@ CREATE VIEW IF NOT EXISTS peaks_at_threads AS
   FROM chosen ch JOIN calibrated c
        ON c.run_id = ch.run_id AND c.resource = ch.resource AND c.threads = ch.peak_threads;
 
--- Each shapes row with the peaks its calls are held against: gemm.<dtype> and mem.bw at the
--- thread count the calls ran with (NULL: unknown count, or no peak at or below it).
-CREATE VIEW IF NOT EXISTS shape_peaks AS
-  SELECT s.shape_id AS shape_id, s.threads AS threads, g.peak_threads AS peak_threads,
-         g.value AS gemm_peak, bw.value AS mem_bw
-  FROM shapes s JOIN nodes n USING (node_id)
+-- Each shapes row with the thread count its calls ran with and the peaks they are held
+-- against: gemm.<dtype> and mem.bw at that count (NULL: unknown count, or no peak at or below
+-- it). The count is the library's own, recorded per call; where a oneDNN build cannot say (TBB,
+-- threadpool runtimes), the process's torch.num_threads from run_info (the Python hook records
+-- torch.get_num_threads() of a program that imported torch), the pool torch runs oneDNN on.
+CREATE VIEW IF NOT EXISTS shape_threads AS
+  SELECT s.shape_id AS shape_id, s.dtype AS dtype, pr.run_id AS run_id,
+         COALESCE(s.threads, CASE WHEN r.kind = 'onednn'
+                                  THEN CAST(tn.value AS INTEGER) END) AS threads
+  FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
        JOIN threads t ON t.thread_id = n.thread_id
        JOIN processes pr ON pr.process_id = t.process_id
-       LEFT JOIN peaks_at_threads g ON g.run_id = pr.run_id AND g.threads = s.threads
-            AND g.resource = 'gemm.' || s.dtype
-       LEFT JOIN peaks_at_threads bw ON bw.run_id = pr.run_id AND bw.threads = s.threads
+       LEFT JOIN run_info tn ON tn.run_id = pr.run_id AND tn.process_id = pr.process_id
+            AND tn.key = 'torch.num_threads' AND CAST(tn.value AS INTEGER) > 0;
+
+CREATE VIEW IF NOT EXISTS shape_peaks AS
+  SELECT st.shape_id AS shape_id, st.threads AS threads, g.peak_threads AS peak_threads,
+         g.value AS gemm_peak, bw.value AS mem_bw
+  FROM shape_threads st
+       LEFT JOIN peaks_at_threads g ON g.run_id = st.run_id AND g.threads = st.threads
+            AND g.resource = 'gemm.' || st.dtype
+       LEFT JOIN peaks_at_threads bw ON bw.run_id = st.run_id AND bw.threads = st.threads
             AND bw.resource = 'mem.bw';
 
 -- pct_peak: the calls' FLOPs over what the peak for their thread count does in their time,
@@ -320,8 +333,8 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
          CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
               THEN 100.0 * SUM(s.flops) / SUM(s.time_ns * sp.gemm_peak) END AS pct_peak,
-         CASE WHEN MIN(s.threads) = MAX(s.threads) AND COUNT(s.threads) = COUNT(*)
-              THEN MIN(s.threads) END AS threads,
+         CASE WHEN MIN(sp.threads) = MAX(sp.threads) AND COUNT(sp.threads) = COUNT(*)
+              THEN MIN(sp.threads) END AS threads,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
               THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)
@@ -340,8 +353,8 @@ CREATE VIEW IF NOT EXISTS routine_peaks AS
          CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
               THEN 100.0 * SUM(s.flops) / SUM(s.time_ns * sp.gemm_peak) END AS pct_peak,
-         CASE WHEN MIN(s.threads) = MAX(s.threads) AND COUNT(s.threads) = COUNT(*)
-              THEN MIN(s.threads) END AS threads,
+         CASE WHEN MIN(sp.threads) = MAX(sp.threads) AND COUNT(sp.threads) = COUNT(*)
+              THEN MIN(sp.threads) END AS threads,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
               THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)

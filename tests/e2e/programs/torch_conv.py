@@ -1,8 +1,13 @@
 """Convolutions of known shapes through PyTorch's oneDNN (mkldnn) path; prints results that
-must not change under the preload."""
+must not change under the preload. An argument N runs them on N threads
+(torch.set_num_threads)."""
+import sys
+
 import torch
 import torch.nn.functional as F
 
+if len(sys.argv) > 1:
+    torch.set_num_threads(int(sys.argv[1]))
 torch.manual_seed(0)
 torch.backends.mkldnn.enabled = True
 

@@ -106,5 +106,46 @@ TEST_F(PeaksViewsTest, RoutineMetricsPrintTheRoutinePeaksView) {
   EXPECT_EQ(it->perf.attainable_gflops, std::min(*view[0][2], 10.0 * *view[0][3]));
 }
 
+// A oneDNN build that cannot say its thread count (TBB, threadpool) runs on torch's intra-op
+// pool: its shapes take the process's torch.num_threads, recorded by the Python hook. A BLAS
+// shape never does (its own query is the truth), nor a process without the fact.
+TEST_F(PeaksViewsTest, OnednnShapesWithoutACountTakeTorchsThreads) {
+  sql("UPDATE routines SET name = 'dnnl:convolution_fwd', kind = 'onednn' WHERE routine_id = 4;"
+      "UPDATE shapes SET threads = NULL;");
+  auto threads = [&] {
+    return rows("SELECT threads, pct_peak, peak_gflops FROM gemm_shapes ORDER BY time_s DESC");
+  };
+  auto view = threads();
+  ASSERT_EQ(view.size(), 2u);
+  EXPECT_EQ(view[0][0], std::nullopt);  // unknown: no % of a CPU peak
+  EXPECT_EQ(view[0][1], std::nullopt);
+
+  sql("INSERT INTO run_info VALUES (1, 1, 'torch.num_threads', '2');");
+  view = threads();
+  EXPECT_EQ(view[0][0], 2.0);
+  EXPECT_EQ(view[0][2], 4.0);                   // the 2-thread (all cores) peak
+  EXPECT_DOUBLE_EQ(*view[0][1], 100.0 * 2.5 / 4.0);
+  EXPECT_EQ(rows("SELECT threads FROM routine_peaks")[0][0], 2.0);
+
+  sql("UPDATE run_info SET value = '1' WHERE key = 'torch.num_threads';");
+  view = threads();
+  EXPECT_EQ(view[0][0], 1.0);
+  EXPECT_DOUBLE_EQ(*view[0][1], 100.0);  // 2.5 GFLOP/s of the 1-thread 2.5
+  // A count recorded with the call wins over the process's setting.
+  sql("UPDATE shapes SET threads = 2 WHERE n = 1000;");
+  EXPECT_EQ(threads()[0][0], 2.0);
+
+  // The same shapes as BLAS calls: no fallback (a BLAS that cannot say runs on 1 thread and
+  // records 1; NULL here means unknown and stays so).
+  sql("UPDATE shapes SET threads = NULL; UPDATE routines SET kind = 'blas' WHERE routine_id = 4;");
+  EXPECT_EQ(threads()[0][0], std::nullopt);
+  // torch's count larger than any other count in the run still has its peaks row.
+  sql("UPDATE routines SET kind = 'onednn' WHERE routine_id = 4;"
+      "UPDATE run_info SET value = '8' WHERE key = 'torch.num_threads';");
+  view = threads();
+  EXPECT_EQ(view[0][0], 8.0);
+  EXPECT_EQ(view[0][2], 4.0);  // the nearest calibrated count not above 8: the 2 cores
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
