@@ -257,7 +257,7 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
     c.location = fmt::format("{} {}x{}x{} at {}", s.routine, s.m, s.n, s.k, s.call_site);
     std::int64_t small = std::min({s.m, s.n, s.k});
     c.evidence = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"calls", s.calls},
-                  {"time_s", seconds(s.time_ns)}, {"pct_total", share(s.time_ns, m.run_ns())},
+                  {"time_s", seconds(s.time_ns)}, {"pct_run", share(s.time_ns, m.run_ns())},
                   {"gflops", g}, {"best_shape_gflops", b}};
     if (s.perf.pct_peak) c.evidence.emplace_back("pct_peak", *s.perf.pct_peak);
     if (s.perf.intensity) c.evidence.emplace_back("flops_per_byte", *s.perf.intensity);
