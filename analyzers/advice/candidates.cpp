@@ -62,7 +62,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     if (!looks_like_optimizer(r->name)) continue;
     if (share(r->incl_ns, m.run_ns()) < rule.threshold) continue;
     // Low efficiency: the phase is not a GEMM in disguise (little time in FLOP-counted calls).
-    if (share(r->blas_under_ns, r->incl_ns) >= 25.0) continue;
+    if (r->blas_pct.value_or(0.0) >= 25.0) continue;
     hits.push_back(r);
   }
   // An update() that spends most of its time in update_core_cpu() is reported once, as the
@@ -76,17 +76,17 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     c.rule = std::string(rule.id);
     c.location = r->name;
     std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
-    double gflops = r->incl_ns > 0 ? r->flops_under / static_cast<double>(r->incl_ns) : 0.0;
+    double gflops = r->gflops_under.value_or(0.0), blas_pct = r->blas_pct.value_or(0.0);
     c.evidence = {{"time_s", seconds(r->incl_ns)},
                   {"pct_run", share(r->incl_ns, m.run_ns())},
                   {"calls", r->calls},
                   {"blas_time_s", seconds(r->blas_under_ns)},
-                  {"blas_pct", share(r->blas_under_ns, r->incl_ns)},
+                  {"blas_pct", blas_pct},
                   {"gflops", gflops}};
     c.summary = fmt::format("{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
                             "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
                             fn, share(r->incl_ns, m.run_ns()), seconds(r->incl_ns), r->calls,
-                            share(r->blas_under_ns, r->incl_ns), gflops);
+                            blas_pct, gflops);
     std::string where = fn;
     if (const LineFunction* f = lines_of(in, r->name)) {
       std::vector<const LineRow*> rows;

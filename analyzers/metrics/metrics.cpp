@@ -230,6 +230,10 @@ Metrics compute_metrics(const ProfileFile& file) {
       r.flops_under = it->second.flops;
       r.blas_under_ns = it->second.blas_ns;
     }
+    if (r.incl_ns > 0) {
+      r.gflops_under = r.flops_under / static_cast<double>(r.incl_ns);
+      r.blas_pct = 100.0 * static_cast<double>(r.blas_under_ns) / static_cast<double>(r.incl_ns);
+    }
     if (auto it = dtype_flops.find(row.name); it != dtype_flops.end()) {
       r.dtype = std::max_element(it->second.begin(), it->second.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; })

@@ -60,7 +60,10 @@ struct RoutineMetrics {
   double flops_under = 0;             // its own and its callees' (outermost occurrences)
   std::int64_t blas_under_ns = 0;     // time of outermost blas/onednn calls beneath it
   std::string dtype;                  // of its GEMM shapes, else guessed from the name; may be ""
-  double pct_total = 0;               // incl as % of the total
+  double pct_total = 0;               // incl as % of the total (the hotspots view's incl_pct)
+  // A phase's figures: GFLOP/s of everything beneath it, and the share of its time in the
+  // outermost blas/onednn calls beneath it; none when it took no time.
+  std::optional<double> gflops_under, blas_pct;
   // From flops, bytes, incl_ns; its peaks from the routine_peaks view (its GEMM shapes' thread
   // counts), else at the process's blas.threads (peaks_at_threads); pct_peak from the view.
   Roofline perf;

@@ -69,19 +69,12 @@ Table roofline_table(const Metrics& m, std::size_t top) {
 Table phases_table(const Metrics& m, std::size_t top) {
   Table t;
   t.columns = {{"phase", "phase"},       {"kind", "kind"},         {"calls", "calls"},
-               {"incl_s", "incl_s", 3},  {"% run", "pct_run", 1},  {"excl_s", "excl_s", 3},
+               {"incl_s", "incl_s", 3},  {"% total", "pct_total", 1},  {"excl_s", "excl_s", 3},
                {"GFLOP/s", "gflops", 2}, {"BLAS %", "blas_pct", 1}};
   for (const RoutineMetrics* r : phases(m)) {
     if (top && t.rows.size() >= top) break;
-    double run = static_cast<double>(m.run_ns());
-    t.rows.push_back(
-        {r->name, r->kind, r->calls, seconds(r->incl_ns),
-         run > 0 ? Cell{100.0 * static_cast<double>(r->incl_ns) / run} : Cell{},
-         seconds(r->excl_ns),
-         r->incl_ns > 0 ? Cell{r->flops_under / static_cast<double>(r->incl_ns)} : Cell{},
-         r->incl_ns > 0
-             ? Cell{100.0 * static_cast<double>(r->blas_under_ns) / static_cast<double>(r->incl_ns)}
-             : Cell{}});
+    t.rows.push_back({r->name, r->kind, r->calls, seconds(r->incl_ns), r->pct_total,
+                      seconds(r->excl_ns), opt(r->gflops_under), opt(r->blas_pct)});
   }
   return t;
 }
@@ -131,7 +124,9 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
         continue;
       }
     } else if (s == "phases") {
-      out += "Time per phase (regions and Python functions, inclusive)\n";
+      out += fmt::format("Time per phase (regions and Python functions, inclusive; % total: "
+                         "of {:.3f} s, the busy threads' time)\n",
+                         seconds(r.metrics.total_ns));
       if (t.rows.empty()) {
         out += "no regions or Python functions recorded\n";
         continue;

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <map>
+#include <string>
 
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
@@ -184,6 +186,41 @@ TEST_F(MetricsReportTest, CliSectionsAndFormats) {
   r = test::run_sonde("metrics '" + path_ + "' --phase bogus");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("CLASS=GLOB"), std::string::npos) << r.err;
+}
+
+// A phase's share is the hotspots view's incl_pct, of the busy threads' time: with a second
+// thread running the same region for the run's 10 s, `train` has 19 s inclusive, 95 % of the
+// threads' 20 s (it read 190 % "of run" when the renderer divided by the wall time).
+TEST_F(MetricsReportTest, PhaseSharesAreOfTheBusyThreadsTime) {
+  sql("INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES "
+      "  (2, 1, 1, 11, 'worker', 1000000000000, 1000000000000 + 10000000000);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "                   subrs, incl_ns, excl_ns) VALUES "
+      "  (20, 2, NULL, 1, 0, 0, 1, 1, 10000000000, 500000000),"
+      "  (21, 2, 20, 2, 1, 0, 1, 0, 9500000000, 9500000000);");
+  auto r = test::run_sonde("metrics '" + path_ + "' --section phases --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ProfileFile file = ProfileFile::open(path_);
+  auto st = file.prepare("SELECT routine, incl_pct FROM hotspots WHERE kind <> 'root'");
+  std::map<std::string, double> view;
+  while (st.step()) view[st.text(0)] = st.real(1);
+  ASSERT_FALSE(j["phases"].empty());
+  for (const auto& p : j["phases"]) {
+    EXPECT_DOUBLE_EQ(p["pct_total"].get<double>(), view.at(p["phase"].get<std::string>()));
+    EXPECT_LE(p["pct_total"].get<double>(), 100.0);
+    EXPECT_FALSE(p.contains("pct_run"));
+  }
+  EXPECT_DOUBLE_EQ(j["phases"][0]["pct_total"].get<double>(), 95.0);  // train
+  // GFLOP/s and BLAS % of everything beneath forward: 3e9 FLOPs and 1.5 s of BLAS in 2 s.
+  for (const auto& p : j["phases"]) {
+    if (p["phase"] != "train.py:5(forward)") continue;
+    EXPECT_DOUBLE_EQ(p["gflops"].get<double>(), 1.5);
+    EXPECT_DOUBLE_EQ(p["blas_pct"].get<double>(), 75.0);
+  }
+  r = test::run_sonde("metrics '" + path_ + "' --section phases");
+  EXPECT_NE(r.out.find("% total: of 20.000 s, the busy threads' time"), std::string::npos)
+      << r.out;
 }
 
 }  // namespace
