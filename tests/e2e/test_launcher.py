@@ -1,0 +1,115 @@
+"""python3 -m sonde as a drop-in for python3 -m cProfile: the same argv gives the program the same
+sys.argv, exit status and output as under cProfile (and -c as python -c); -s prints the report."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import clean_env, query
+
+PY = "/usr/bin/python3"
+BUILD = os.environ.get("SONDE_BUILD", "")
+PYTHONPATH = os.path.join(BUILD, "python")
+
+# Prints what the program sees and exits with the status its first argument names.
+SEES = """\
+import json, sys
+print(json.dumps({"argv": sys.argv, "name": __name__}))
+if len(sys.argv) > 1 and sys.argv[1].isdigit():
+    sys.exit(int(sys.argv[1]))
+"""
+
+
+def run(argv, cwd, **env):
+    return subprocess.run([PY, *map(str, argv)], env=clean_env(PYTHONPATH=PYTHONPATH, **env),
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture
+def prog(tmp_path):
+    (tmp_path / "sees.py").write_text(SEES)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sees.py").write_text(SEES)
+    return tmp_path
+
+
+# argv after `-m cProfile -o c.prof` / `-m sonde -o s.db`: options after the script or the
+# module are the program's, even those that sonde or cProfile have themselves.
+@pytest.mark.parametrize("argv", [
+    ["sees.py"],
+    ["sees.py", "a", "b c"],
+    ["sees.py", "-o", "x.db", "-s", "time", "--force", "-h", "--version"],
+    ["sees.py", "--", "-m", "-c", "x"],
+    ["sees.py", "3"],
+    ["-m", "pkg.sees"],
+    ["-m", "pkg.sees", "-o", "out", "-s", "calls", "-h", "-m", "x"],
+    ["-m", "pkg.sees", "7", "--help"],
+])
+def test_the_program_sees_what_it_sees_under_cprofile(prog, argv):
+    c = run(["-m", "cProfile", "-o", "c.prof", *argv], prog)
+    s = run(["-m", "sonde", "-o", "s.db", *argv], prog)
+    # The program's exit status, as without a profiler: cProfile swallows SystemExit (exits 0).
+    program_args = argv[2:] if argv[0] == "-m" else argv[1:]
+    status = int(program_args[0]) if program_args and program_args[0].isdigit() else 0
+    assert s.returncode == run(argv, prog).returncode == status, s.stderr
+    assert c.returncode == 0
+    seen_c, seen_s = json.loads(c.stdout), json.loads(s.stdout)
+    assert seen_s["name"] == seen_c["name"] == "__main__"
+    if argv[0] == "-m":
+        # cProfile leaves the module's name in argv[0]; python -m (and sonde) put its path.
+        assert seen_s["argv"][1:] == seen_c["argv"][1:]
+        assert seen_s["argv"][0] == str(prog / "pkg" / "sees.py")
+        assert seen_s == json.loads(run(argv, prog).stdout)
+    else:
+        assert seen_s == seen_c
+    assert s.stderr.splitlines()[-1] == "sonde: profile written to s.db", s.stderr
+    assert (prog / "s.db").exists()
+
+
+def test_a_module_gets_its_own_options_and_help(prog):
+    data = prog / "d.json"
+    data.write_text('{"b": 1, "a": 2}')
+    c = run(["-m", "cProfile", "-o", "c.prof", "-m", "json.tool", "--sort-keys", data], prog)
+    s = run(["-m", "sonde", "-o", "s.db", "-m", "json.tool", "--sort-keys", data], prog)
+    assert (s.returncode, s.stdout) == (c.returncode, c.stdout) == (0, '{\n    "a": 2,\n    "b": 1\n}\n')
+    h = run(["-m", "sonde", "-o", "h.db", "-m", "json.tool", "-h"], prog)
+    assert h.returncode == 0 and h.stdout.startswith("usage: python -m json.tool"), h.stdout
+
+
+def test_dash_c_runs_a_command_as_python_does(prog):
+    cmd = "import sys, json; print(json.dumps([sys.argv, sys.path[0], __name__])); sys.exit(4)"
+    p = run(["-c", cmd, "-o", "x", "y"], prog)
+    s = run(["-m", "sonde", "-o", "s.db", "-c", cmd, "-o", "x", "y"], prog)
+    assert (s.returncode, s.stdout) == (p.returncode, p.stdout) == (4, '[["-c", "-o", "x", "y"], "", "__main__"]\n')
+    assert query(prog / "s.db", "SELECT COUNT(*) FROM routines WHERE name = '<string>:1(<module>)'") == [(1,)]
+
+
+def test_dash_s_prints_the_report_after_the_program(prog):
+    s = run(["-m", "sonde", "-o", "s.db", "-s", "cumulative", "sees.py", "a"], prog)
+    assert s.returncode == 0, s.stderr
+    out = s.stdout.splitlines()
+    assert json.loads(out[0])["argv"] == ["sees.py", "a"]
+    header = next(i for i, l in enumerate(out) if "Inclusive total msec" in l)
+    rows = [l for l in out[header + 2:] if l.strip()]
+    incl = [float(l.split()[2]) for l in rows]
+    assert incl == sorted(incl, reverse=True) and any("sees.py:1(<module>)" in l for l in rows)
+    bad = run(["-m", "sonde", "-o", "b.db", "-s", "stdname", "sees.py"], prog)
+    assert bad.returncode == 2 and "invalid choice: 'stdname'" in bad.stderr
+    assert not (prog / "b.db").exists()
+
+
+def test_version_trace_and_errors(prog):
+    v = run(["-m", "sonde", "--version"], prog)
+    assert v.returncode == 0 and v.stdout.startswith("sonde ") and v.stdout.split()[1][0].isdigit()
+    t = run(["-m", "sonde", "-o", "t.db", "--trace", "sees.py"], prog)
+    assert t.returncode == 0, t.stderr
+    assert query(prog / "t.db", "SELECT COUNT(*) FROM trace_events")[0][0] > 0
+    n = run(["-m", "sonde", "-o", "n.db", "sees.py"], prog)
+    assert query(prog / "n.db", "SELECT COUNT(*) FROM trace_events") == [(0,)]
+    e = run(["-m", "sonde", "-o", "e.db"], prog)
+    assert e.returncode == 2 and "nothing to run" in e.stderr
+    e = run(["-m", "sonde", "-o", "e.db", "-m"], prog)
+    assert e.returncode == 2 and "argument -m: expected one argument" in e.stderr
