@@ -1,8 +1,11 @@
 """python3 -m sonde as a drop-in for python3 -m cProfile: the same argv gives the program the same
-sys.argv, exit status and output as under cProfile (and -c as python -c); -s prints the report."""
+sys.argv, exit status and output as under cProfile (and -c as python -c); -s prints the report;
+`import sonde` outside sonde does nothing; sonde.region() from Python."""
 import json
 import os
 import subprocess
+import sys
+import textwrap
 
 import pytest
 
@@ -113,3 +116,67 @@ def test_version_trace_and_errors(prog):
     assert e.returncode == 2 and "nothing to run" in e.stderr
     e = run(["-m", "sonde", "-o", "e.db", "-m"], prog)
     assert e.returncode == 2 and "argument -m: expected one argument" in e.stderr
+
+
+def test_import_sonde_outside_sonde_starts_nothing(tmp_path):
+    (tmp_path / "plain.py").write_text(textwrap.dedent("""\
+        import sonde
+        @sonde.region("step")
+        def step(x):
+            return x + 1
+        with sonde.region("forward"):
+            y = step(1)
+        print(sonde.active(), y, step.__name__, sonde.flush())
+        sonde.stop()
+    """))
+    r = run(["plain.py"], tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "False 2 step False\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.py"]
+    maps = run(["-c", "import sonde; sonde.active(); print(open('/proc/self/maps').read())"],
+               tmp_path)
+    assert "libsonde" not in maps.stdout
+
+
+REGIONS = """\
+import numpy as np
+import sonde
+a = np.ones((32, 32), dtype=np.float32)
+
+class Model:
+    @sonde.region("step")
+    def step(self, x):
+        with sonde.region("forward"):
+            y = x.dot(a)
+        with sonde.region("backward"):
+            try:
+                with sonde.region("inner"):
+                    raise ValueError
+            except ValueError:
+                pass
+            return y.dot(a)
+
+m = Model()
+for _ in range(5):
+    m.step(a)
+print(Model.step.__name__, Model.step.__wrapped__.__qualname__)
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--builtins"]])
+def test_regions_nest_with_python_frames_and_native_calls(tmp_path, mode):
+    (tmp_path / "regions.py").write_text(REGIONS)
+    r = run(["-m", "sonde", "-o", "r.db", *mode, "regions.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "step Model.step\n"), r.stderr
+    db = tmp_path / "r.db"
+    paths = {p.split("regions.py:1(<module>);", 1)[1]: c
+             for p, c in query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%step%'")}
+    dot = "<built-in numpy.ndarray.dot>;" if mode else ""
+    assert paths == {
+        "step": 5, "step;regions.py:6(step)": 5,
+        "step;regions.py:6(step);forward": 5, f"step;regions.py:6(step);forward;{dot}cblas_sgemm": 5,
+        "step;regions.py:6(step);backward": 5, "step;regions.py:6(step);backward;inner": 5,
+        f"step;regions.py:6(step);backward;{dot}cblas_sgemm": 5,
+        **({"step;regions.py:6(step);forward;<built-in numpy.ndarray.dot>": 5,
+            "step;regions.py:6(step);backward;<built-in numpy.ndarray.dot>": 5} if mode else {}),
+    }, paths
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
