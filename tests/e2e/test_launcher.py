@@ -180,3 +180,15 @@ def test_regions_nest_with_python_frames_and_native_calls(tmp_path, mode):
             "step;regions.py:6(step);backward;<built-in numpy.ndarray.dot>": 5} if mode else {}),
     }, paths
     assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
+
+
+def test_sonde_run_preloads_an_absolute_path(tmp_path):
+    """A relative LD_PRELOAD breaks in children that change directory: sonde run passes an
+    absolute one, also when SONDE_LIBRARY is given relative to the current directory."""
+    lib = os.path.relpath(os.path.join(BUILD, "lib", "libsonde.so"), tmp_path)
+    cli = os.path.join(BUILD, "bin", "sonde")
+    child = "import os, subprocess; os.chdir('/'); print(os.environ['LD_PRELOAD'])"
+    r = subprocess.run([cli, "run", "-o", "p.db", "--", PY, "-c", child], cwd=tmp_path,
+                       env=clean_env(SONDE_LIBRARY=lib), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == os.path.normpath(os.path.join(tmp_path, lib))
