@@ -205,6 +205,8 @@ def _run(opts, program, kind):
     atexit.register(_sonde.flush)
     # The tree starts at the program's own <module>: the exec below, a C function, is not
     # recorded (skipped where the chosen hook sees C functions).
+    from . import _frameworks
+    _frameworks.install()
     _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins)
     try:
         exec(code, module.__dict__)

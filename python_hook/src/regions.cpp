@@ -194,6 +194,121 @@ PyGetSetDef kRegionGetSet[] = {{"__enter__", region_enter, nullptr, "opens the r
                                {"name", region_name, nullptr, "the region's name", nullptr},
                                {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
+// A framework's own range (torch.autograd.profiler.record_function) recorded as a region: its
+// class's __enter__ and __exit__ are replaced by these, which call the originals and open the
+// region after __enter__ and close it before __exit__, at the level of the `with` (the
+// originals' frames stay siblings). The region's name is the instance's `name`.
+struct RangeHook {
+  PyObject_HEAD PyObject* original;
+  bool begin;
+  vectorcallfunc vectorcall;
+};
+
+PyTypeObject* RangeHookType = nullptr;
+
+const char* range_name(PyObject* self_obj) {
+  PyObject* name = PyObject_GetAttrString(self_obj, "name");
+  if (name == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const char* c = PyUnicode_Check(name) ? stable_name(name) : nullptr;
+  Py_DECREF(name);
+  if (c == nullptr) PyErr_Clear();
+  return c;
+}
+
+PyObject* range_hook_call(PyObject* self, PyObject* const* args, size_t nargsf,
+                          PyObject* kwnames) {
+  auto* h = reinterpret_cast<RangeHook*>(self);
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  if (h->begin) {
+    PyObject* result = PyObject_Vectorcall(h->original, args, nargsf, kwnames);
+    if (result != nullptr && n > 0) {
+      if (const char* name = range_name(args[0])) sonde_region_begin(name);
+    }
+    return result;
+  }
+  if (n > 0) {
+    if (const char* name = range_name(args[0])) sonde_region_end(name);
+  }
+  return PyObject_Vectorcall(h->original, args, nargsf, kwnames);
+}
+
+int range_hook_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(reinterpret_cast<RangeHook*>(self)->original);
+  return 0;
+}
+
+int range_hook_clear(PyObject* self) {
+  Py_CLEAR(reinterpret_cast<RangeHook*>(self)->original);
+  return 0;
+}
+
+void range_hook_dealloc(PyObject* self) {
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject_GC_UnTrack(self);
+  range_hook_clear(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+PyMemberDef kRangeHookMembers[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(RangeHook, vectorcall), READONLY, nullptr},
+    {"__wrapped__", T_OBJECT, offsetof(RangeHook, original), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+
+PyType_Slot kRangeHookSlots[] = {
+    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+    {Py_tp_descr_get, reinterpret_cast<void*>(region_call_get)},
+    {Py_tp_traverse, reinterpret_cast<void*>(range_hook_traverse)},
+    {Py_tp_clear, reinterpret_cast<void*>(range_hook_clear)},
+    {Py_tp_dealloc, reinterpret_cast<void*>(range_hook_dealloc)},
+    {Py_tp_members, kRangeHookMembers},
+    {0, nullptr}};
+PyType_Spec kRangeHookSpec = {
+    "sonde._sonde.RangeHook", sizeof(RangeHook), 0,
+    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, kRangeHookSlots};
+
+PyObject* new_range_hook(PyObject* original, bool begin) {
+  auto* h = PyObject_GC_New(RangeHook, RangeHookType);
+  if (h == nullptr) return nullptr;
+  h->original = Py_NewRef(original);
+  h->begin = begin;
+  h->vectorcall = range_hook_call;
+  PyObject_GC_Track(h);
+  return reinterpret_cast<PyObject*>(h);
+}
+
+// record_ranges(cls): cls's `with` blocks become regions named by the instance's `name`. Once per
+// class: a second call finds the hooks in place and leaves them.
+PyObject* record_ranges(PyObject*, PyObject* cls) {
+  if (!PyType_Check(cls)) {
+    PyErr_SetString(PyExc_TypeError, "record_ranges(cls) takes a class");
+    return nullptr;
+  }
+  const char* methods[] = {"__enter__", "__exit__"};
+  for (int i = 0; i < 2; ++i) {
+    PyObject* original = PyObject_GetAttrString(cls, methods[i]);
+    if (original == nullptr) return nullptr;
+    bool done = Py_IS_TYPE(original, RangeHookType);
+    PyObject* hook = done ? nullptr : new_range_hook(original, i == 0);
+    Py_DECREF(original);
+    if (done) continue;
+    if (hook == nullptr || PyObject_SetAttrString(cls, methods[i], hook) < 0) {
+      Py_XDECREF(hook);
+      return nullptr;
+    }
+    Py_DECREF(hook);
+  }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef kRecordRanges = {"record_ranges", record_ranges, METH_O,
+                             "record_ranges(cls): record the `with` blocks of cls (a context "
+                             "manager with a `name`, such as torch's record_function) as sonde "
+                             "regions of that name."};
+
 void action_dealloc(PyObject* self) {
   PyTypeObject* type = Py_TYPE(self);
   PyObject_Free(self);
@@ -250,8 +365,16 @@ bool add_region_types(PyObject* module) {
   if (g_names == nullptr && (g_names = PyDict_New()) == nullptr) return false;
   ActionType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kActionSpec));
   RegionCallType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kRegionCallSpec));
+  RangeHookType = reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&kRangeHookSpec));
   PyObject* region = PyType_FromSpec(&kRegionSpec);
-  if (ActionType == nullptr || RegionCallType == nullptr || region == nullptr) return false;
+  if (ActionType == nullptr || RegionCallType == nullptr || RangeHookType == nullptr ||
+      region == nullptr)
+    return false;
+  PyObject* record = PyCFunction_New(&kRecordRanges, nullptr);
+  if (record == nullptr || PyModule_AddObject(module, "record_ranges", record) < 0) {
+    Py_XDECREF(record);
+    return false;
+  }
   return PyModule_AddObject(module, "Region", region) == 0;
 }
 

@@ -2,6 +2,7 @@
 sys.argv, exit status and output as under cProfile (and -c as python -c); -s prints the report;
 `import sonde` outside sonde does nothing; sonde.region() from Python."""
 import json
+import re
 import os
 import subprocess
 import sys
@@ -192,3 +193,37 @@ def test_sonde_run_preloads_an_absolute_path(tmp_path):
                        env=clean_env(SONDE_LIBRARY=lib), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == os.path.normpath(os.path.join(tmp_path, lib))
+
+
+TORCH_RANGES = """\
+import torch
+from torch.autograd.profiler import record_function
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.Adam(model.parameters())
+x = torch.ones(32, 64)
+for _ in range(3):
+    with record_function("fwd"):
+        loss = model(x).sum()
+    with torch.profiler.record_function("bwd"):
+        loss.backward()
+    opt.step()
+print("ok")
+"""
+
+
+def test_torch_record_function_ranges_are_regions(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "ranges.py").write_text(TORCH_RANGES)
+    r = run(["-m", "sonde", "-o", "t.db", "ranges.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr
+    db = tmp_path / "t.db"
+    regions = dict(query(db, "SELECT r.name, SUM(n.calls) FROM nodes n JOIN routines r "
+                             "USING (routine_id) WHERE r.kind = 'region' GROUP BY r.name"))
+    # The user's ranges, and the one torch's optimizer opens around each step.
+    assert regions == {"fwd": 3, "bwd": 3, "Optimizer.step#Adam.step": 3}, regions
+    paths = [p.split("ranges.py:1(<module>);", 1)[1] for (p,) in query(
+        db, "SELECT path FROM callpaths WHERE path LIKE '%sgemm%' OR path LIKE '%adam.py%(step)'")]
+    assert any(p.startswith("fwd;") and p.endswith("sgemm_") for p in paths), paths
+    assert any(p.startswith("bwd;") and p.endswith("sgemm_") for p in paths), paths
+    assert any("Optimizer.step#Adam.step;" in p and re.search(r"adam.py:\d+\(step\)$", p) for p in paths)
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
