@@ -72,7 +72,8 @@ def test_call_counts_are_exact_through_sys_monitoring(db, tmp_path, py, mode):
     """)
     r = sonde_py(py, [path], db, tmp_path, mode=mode)
     assert r.returncode == 0, r.stderr
-    assert r.stderr == "sonde\n"  # the hook that recorded is sys.monitoring's
+    # The hook that recorded is sys.monitoring's; then the launcher's last line.
+    assert r.stderr == f"sonde\nsonde: profile written to {db}\n"
     assert r.stdout == plain_py(py, [path], tmp_path).stdout
     for function, n in eval(r.stdout).items():
         assert python_calls(db, function) == n, function
@@ -423,5 +424,5 @@ def test_a_program_that_runs_cprofile_itself_still_can(db, tmp_path, py):
         print([v[1] for k, v in stats.items() if k[2] == "f"])
     """)
     r = sonde_py(py, [path], db, tmp_path)
-    assert (r.returncode, r.stdout, r.stderr) == (0, "[5]\n", "")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[5]\n", f"sonde: profile written to {db}\n")
     assert python_calls(db, "f") == 5
