@@ -330,7 +330,8 @@ const std::array<Rule, 9> kRules{{
      "the thread roots' exclusive time (outside any measured routine) is at least threshold % "
      "of the run",
      20.0,
-     "attribute that time: mark phases with sonde regions (SONDE_REGION / sonde.region), run "
+     "attribute that time: mark phases with sonde regions (with sonde.region(\"forward\") in "
+     "Python, sonde_region_begin/end in C and C++, or NVTX ranges), run "
      "Python under python3 -m sonde, or check start-up and idle threads",
      "0 (unknown until that time is measured)", unmeasured},
     {"gpu-copies",
