@@ -426,3 +426,26 @@ def test_a_program_that_runs_cprofile_itself_still_can(db, tmp_path, py):
     r = sonde_py(py, [path], db, tmp_path)
     assert (r.returncode, r.stdout, r.stderr) == (0, "[5]\n", f"sonde: profile written to {db}\n")
     assert python_calls(db, "f") == 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_regions_through_sys_monitoring(db, tmp_path, py, mode):
+    """sonde.region's enter, exit and decorated callable are no frames for sys.monitoring's CALL
+    event (--builtins): the region holds the function and the builtin it calls."""
+    path = script(tmp_path, "reg.py", """
+        import sonde
+        @sonde.region("step")
+        def step(x):
+            with sonde.region("inner"):
+                return sorted(x)
+        for _ in range(4):
+            step([3, 1, 2])
+    """)
+    r = sonde_py(py, [path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    paths = {p.split("reg.py:1(<module>);", 1)[1]: c
+             for p, c in query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%step%'")}
+    sorted_frame = {"step;reg.py:3(step);inner;<built-in builtins.sorted>": 4} if mode == "builtins" else {}
+    assert paths == {"step": 4, "step;reg.py:3(step)": 4, "step;reg.py:3(step);inner": 4,
+                     **sorted_frame}, paths
