@@ -455,6 +455,20 @@ std::string render_candidates_text(const std::vector<Candidate>& cs, std::size_t
   return out;
 }
 
+Table candidates_table(const std::vector<Candidate>& cs, std::size_t top) {
+  Table t;
+  t.columns = {{"rank", "rank", 0},       {"rule", "rule", 0},       {"location", "location", 0},
+               {"est. gain s", "est_gain_s", 3}, {"summary", "summary", 0},
+               {"advice", "advice", 0},   {"evidence", "evidence", 0}};
+  Json all = render_candidates_json(cs, top);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Candidate& c = cs[i];
+    t.rows.push_back({static_cast<std::int64_t>(i + 1), c.rule, c.location, c.est_gain_s,
+                      c.summary, c.advice, dump_json(all[i]["evidence"], -1)});
+  }
+  return t;
+}
+
 Json render_candidates_json(const std::vector<Candidate>& cs, std::size_t top) {
   std::size_t n = top == 0 ? cs.size() : std::min(top, cs.size());
   Json out = Json::array();
