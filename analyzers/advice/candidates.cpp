@@ -55,6 +55,31 @@ const LineFunction* lines_of(const AdviceInput& in, const std::string& routine) 
 
 // ---- optimizer-update -------------------------------------------------------------------
 
+// The update's advice in the language it is written in. The rule's own text is numpy's (the
+// reference Python workload); torch's per-parameter loops (torch.optim's _single_tensor_adam,
+// _single_tensor_sgd, ...) have a multi-tensor path, and a region of a program without Python
+// frames is C or C++, whose loop is the compiler's to vectorise.
+constexpr std::string_view kTorchUpdateAdvice =
+    "use torch.optim's multi-tensor path instead of the per-parameter loop in {}: pass "
+    "foreach=True to the optimizer (fused=True where it has one, on CUDA), or torch.compile the "
+    "training step (PyTorch 2): one kernel per operation for all parameters instead of one per "
+    "parameter tensor";
+constexpr std::string_view kNativeUpdateAdvice =
+    "vectorise and fuse the update loop in {}: build with -O3 -march=native and check that the "
+    "loop vectorises (-fopt-info-vec-missed), mark the arrays __restrict, fuse the update's "
+    "loops into one pass over each parameter, and spread it over the cores with OpenMP "
+    "(#pragma omp parallel for simd)";
+
+std::string_view update_advice(const Metrics& m, const RoutineMetrics& r, const Rule& rule) {
+  std::string fn = r.kind == "python" ? function_part(r.name) : r.name;
+  if (r.kind == "python" && (fn.starts_with("_single_tensor_") || fn.starts_with("_multi_tensor_")))
+    return kTorchUpdateAdvice;
+  bool python = std::any_of(m.routines.begin(), m.routines.end(),
+                            [](const RoutineMetrics& x) { return x.kind == "python"; });
+  if (r.kind != "python" && !python) return kNativeUpdateAdvice;
+  return rule.advice;
+}
+
 std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   std::vector<const RoutineMetrics*> hits;
@@ -112,7 +137,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
         where += fmt::format(" (line {} first)", rows[0]->line);
       }
     }
-    c.advice = fill(rule.advice, where);
+    c.advice = fill(update_advice(m, *r, rule), where);
     c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
     out.push_back(std::move(c));
   }

@@ -195,6 +195,27 @@ TEST_F(AdviceTest, OptimizerRuleKeepsPhasesThatAreNotNested) {
   EXPECT_DOUBLE_EQ(c[1].est_gain_s, 0.8 * 2.0);
 }
 
+TEST_F(AdviceTest, OptimizerAdviceIsInTheUpdatesLanguage) {
+  // numpy (the fixture's Python update): temporaries per numpy operation.
+  auto c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("numexpr"), std::string::npos) << c[0].advice;
+  // torch.optim's per-parameter loop: its multi-tensor path.
+  sql("UPDATE routines SET name = 'adam.py:260(_single_tensor_adam)' WHERE routine_id = 6;");
+  c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("foreach=True"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("numpy"), std::string::npos) << c[0].advice;
+  // A C++ program's regions (no Python frame in the run): the compiler's loop.
+  sql("UPDATE routines SET kind = 'region', name = 'update' WHERE routine_id = 6;"
+      "UPDATE routines SET kind = 'region' WHERE kind = 'python';");
+  c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("-march=native"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("OpenMP"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("numpy"), std::string::npos) << c[0].advice;
+}
+
 TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
   auto c = of_rule(candidates(), "blas-threads");
   ASSERT_EQ(c.size(), 1u);
