@@ -319,7 +319,32 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
   return {c};
 }
 
-const std::array<Rule, 9> kRules{{
+// ---- onednn-reorder ---------------------------------------------------------------------
+
+// oneDNN reorders copy a tensor from one memory layout into another (PyTorch's NCHW tensors into
+// the blocked layout its convolutions want, and back): no arithmetic, only a copy the model's
+// layout could avoid.
+std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  for (const RoutineMetrics& r : m.routines) {
+    if (r.kind != "onednn" || r.name != "dnnl:reorder") continue;
+    double pct = share(r.incl_ns, m.run_ns());
+    if (pct < rule.threshold) return {};
+    Candidate c;
+    c.rule = std::string(rule.id);
+    c.location = r.name;
+    c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
+    c.summary = fmt::format("oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
+                            "calls)",
+                            pct, seconds(r.incl_ns), r.calls);
+    c.advice = std::string(rule.advice);
+    c.est_gain_s = 0.5 * seconds(r.incl_ns);
+    return {c};
+  }
+  return {};
+}
+
+const std::array<Rule, 10> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
@@ -359,6 +384,15 @@ const std::array<Rule, 9> kRules{{
      "Python, sonde_region_begin/end in C and C++, or NVTX ranges), run "
      "Python under python3 -m sonde, or check start-up and idle threads",
      "0 (unknown until that time is measured)", unmeasured},
+    {"onednn-reorder",
+     "oneDNN's reorders (dnnl:reorder: copies of a tensor into another memory layout) take at "
+     "least threshold % of the run's wall time",
+     5.0,
+     "keep tensors in the layout the convolutions use: channels-last in PyTorch "
+     "(model.to(memory_format=torch.channels_last) and the inputs too), and for inference "
+     "torch.jit.freeze, which reorders the weights once instead of at every call",
+     "0.5 x reorder time (the reorders at the model's inputs and outputs remain)",
+     onednn_reorder},
     {"gpu-copies",
      "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
      "memcpy activity time) take at least threshold % of the run's wall time",
