@@ -61,6 +61,10 @@ def builtins_from_env(environ=None):
     raise ValueError(f"{BUILTINS_ENV}={value!r} is not a boolean (1/0, yes/no, true/false, on/off)")
 
 
+# The launcher's --lines patterns, for a start() the program makes itself (--paused).
+_lines = ()
+
+
 def start(builtins=None):
     """Records Python frames of every thread (libsonde must be preloaded).
 
@@ -70,7 +74,7 @@ def start(builtins=None):
     SONDE_PYTHON_BUILTINS says. Returns the hook used: 'eval_frame', 'monitoring' or 'profile'."""
     if builtins is None:
         builtins = builtins_from_env()
-    return _ext().start(builtins=builtins)
+    return _ext().start(builtins=builtins, lines=_lines)
 
 
 def stop():
@@ -116,3 +120,7 @@ class _NoRegion:
 # once, here: a type whose calls no hook records (a function would add a frame per `with`), and
 # where sonde is not loaded a no-op whose decorator returns the function itself.
 region = _ext().Region if _libsonde_loaded() else _NoRegion
+if _libsonde_loaded():
+    # The extension's own stop: a Python stop() would leave its frames open in the tree (they
+    # return after the hook is gone).
+    stop = _ext().stop

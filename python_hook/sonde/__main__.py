@@ -57,6 +57,10 @@ def _parser():
                         "it only Python frames are recorded, through the much cheaper "
                         "frame-evaluation hook (sys.monitoring on 3.12+) "
                         "(environment: SONDE_PYTHON_BUILTINS=1)")
+    p.add_argument("--paused", action="store_true",
+                   help="record no Python frames until the program calls sonde.start() (and "
+                        "none after sonde.stop()), so that imports and set-up stay out of the "
+                        "tree; native calls are recorded throughout")
     p.add_argument("--trace", action="store_true",
                    help="also record every call as a timed event (SONDE_TRACE=1)")
     p.add_argument("--counters", metavar="EVENTS",
@@ -207,7 +211,10 @@ def _run(opts, program, kind):
     # recorded (skipped where the chosen hook sees C functions).
     from . import _frameworks
     _frameworks.install()
-    _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins)
+    sonde = sys.modules[__package__]
+    sonde._lines = tuple(opts.lines)
+    if not opts.paused:
+        _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins)
     try:
         exec(code, module.__dict__)
     except SystemExit:

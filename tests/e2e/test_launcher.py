@@ -227,3 +227,34 @@ def test_torch_record_function_ranges_are_regions(tmp_path):
     assert any(p.startswith("bwd;") and p.endswith("sgemm_") for p in paths), paths
     assert any("Optimizer.step#Adam.step;" in p and re.search(r"adam.py:\d+\(step\)$", p) for p in paths)
     assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
+
+
+PAUSED = """\
+import numpy as np
+import sonde
+def work(a):
+    return a.dot(a)
+a = np.ones((32, 32), dtype=np.float32)
+work(a)
+sonde.start()
+for _ in range(3):
+    work(a)
+sonde.stop()
+work(a)
+"""
+
+
+def test_paused_records_python_frames_between_start_and_stop(tmp_path):
+    (tmp_path / "paused.py").write_text(PAUSED)
+    r = run(["-m", "sonde", "-o", "p.db", "--paused", "paused.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    db = tmp_path / "p.db"
+    # No import machinery, no <module>: only the calls made between start() and stop().
+    assert query(db, "SELECT DISTINCT r.name FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.kind = 'python'") == [("paused.py:3(work)",)]
+    paths = dict(query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%sgemm'"))
+    # Native calls are recorded throughout: before start() and after stop() under the root.
+    assert paths == {"paused.py:3(work);cblas_sgemm": 3, "cblas_sgemm": 2}, paths
+    r = run(["-m", "sonde", "-o", "q.db", "paused.py"], tmp_path)
+    assert query(tmp_path / "q.db", "SELECT COUNT(*) FROM routines WHERE kind = 'python' AND "
+                                    "name LIKE '<frozen importlib%'")[0][0] > 0
