@@ -8,6 +8,7 @@ packages=(
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   libunwind-dev libpapi-dev libgtest-dev libopenblas-dev libdnnl-dev
   python3-dev python3-numpy python3-pytest libpython3.11-testsuite
+  help2man
 )
 # The Python issue's tests need these; they are big, so callers may skip them.
 if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then

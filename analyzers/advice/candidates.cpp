@@ -55,6 +55,31 @@ const LineFunction* lines_of(const AdviceInput& in, const std::string& routine) 
 
 // ---- optimizer-update -------------------------------------------------------------------
 
+// The update's advice in the language it is written in. The rule's own text is numpy's (the
+// reference Python workload); torch's per-parameter loops (torch.optim's _single_tensor_adam,
+// _single_tensor_sgd, ...) have a multi-tensor path, and a region of a program without Python
+// frames is C or C++, whose loop is the compiler's to vectorise.
+constexpr std::string_view kTorchUpdateAdvice =
+    "use torch.optim's multi-tensor path instead of the per-parameter loop in {}: pass "
+    "foreach=True to the optimizer (fused=True where it has one, on CUDA), or torch.compile the "
+    "training step (PyTorch 2): one kernel per operation for all parameters instead of one per "
+    "parameter tensor";
+constexpr std::string_view kNativeUpdateAdvice =
+    "vectorise and fuse the update loop in {}: build with -O3 -march=native and check that the "
+    "loop vectorises (-fopt-info-vec-missed), mark the arrays __restrict, fuse the update's "
+    "loops into one pass over each parameter, and spread it over the cores with OpenMP "
+    "(#pragma omp parallel for simd)";
+
+std::string_view update_advice(const Metrics& m, const RoutineMetrics& r, const Rule& rule) {
+  std::string fn = r.kind == "python" ? function_part(r.name) : r.name;
+  if (r.kind == "python" && (fn.starts_with("_single_tensor_") || fn.starts_with("_multi_tensor_")))
+    return kTorchUpdateAdvice;
+  bool python = std::any_of(m.routines.begin(), m.routines.end(),
+                            [](const RoutineMetrics& x) { return x.kind == "python"; });
+  if (r.kind != "python" && !python) return kNativeUpdateAdvice;
+  return rule.advice;
+}
+
 std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   std::vector<const RoutineMetrics*> hits;
@@ -112,7 +137,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
         where += fmt::format(" (line {} first)", rows[0]->line);
       }
     }
-    c.advice = fill(rule.advice, where);
+    c.advice = fill(update_advice(m, *r, rule), where);
     c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
     out.push_back(std::move(c));
   }
@@ -294,7 +319,32 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
   return {c};
 }
 
-const std::array<Rule, 9> kRules{{
+// ---- onednn-reorder ---------------------------------------------------------------------
+
+// oneDNN reorders copy a tensor from one memory layout into another (PyTorch's NCHW tensors into
+// the blocked layout its convolutions want, and back): no arithmetic, only a copy the model's
+// layout could avoid.
+std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  for (const RoutineMetrics& r : m.routines) {
+    if (r.kind != "onednn" || r.name != "dnnl:reorder") continue;
+    double pct = share(r.incl_ns, m.run_ns());
+    if (pct < rule.threshold) return {};
+    Candidate c;
+    c.rule = std::string(rule.id);
+    c.location = r.name;
+    c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
+    c.summary = fmt::format("oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
+                            "calls)",
+                            pct, seconds(r.incl_ns), r.calls);
+    c.advice = std::string(rule.advice);
+    c.est_gain_s = 0.5 * seconds(r.incl_ns);
+    return {c};
+  }
+  return {};
+}
+
+const std::array<Rule, 10> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
@@ -330,9 +380,19 @@ const std::array<Rule, 9> kRules{{
      "the thread roots' exclusive time (outside any measured routine) is at least threshold % "
      "of the run",
      20.0,
-     "attribute that time: mark phases with sonde regions (SONDE_REGION / sonde.region), run "
+     "attribute that time: mark phases with sonde regions (with sonde.region(\"forward\") in "
+     "Python, sonde_region_begin/end in C and C++, or NVTX ranges), run "
      "Python under python3 -m sonde, or check start-up and idle threads",
      "0 (unknown until that time is measured)", unmeasured},
+    {"onednn-reorder",
+     "oneDNN's reorders (dnnl:reorder: copies of a tensor into another memory layout) take at "
+     "least threshold % of the run's wall time",
+     5.0,
+     "keep tensors in the layout the convolutions use: channels-last in PyTorch "
+     "(model.to(memory_format=torch.channels_last) and the inputs too), and for inference "
+     "torch.jit.freeze, which reorders the weights once instead of at every call",
+     "0.5 x reorder time (the reorders at the model's inputs and outputs remain)",
+     onednn_reorder},
     {"gpu-copies",
      "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
      "memcpy activity time) take at least threshold % of the run's wall time",
@@ -452,6 +512,20 @@ std::string render_candidates_text(const std::vector<Candidate>& cs, std::size_t
   }
   if (n < cs.size()) out += fmt::format("({} more candidates; --top 0 shows all)\n", cs.size() - n);
   return out;
+}
+
+Table candidates_table(const std::vector<Candidate>& cs, std::size_t top) {
+  Table t;
+  t.columns = {{"rank", "rank", 0},       {"rule", "rule", 0},       {"location", "location", 0},
+               {"est. gain s", "est_gain_s", 3}, {"summary", "summary", 0},
+               {"advice", "advice", 0},   {"evidence", "evidence", 0}};
+  Json all = render_candidates_json(cs, top);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    const Candidate& c = cs[i];
+    t.rows.push_back({static_cast<std::int64_t>(i + 1), c.rule, c.location, c.est_gain_s,
+                      c.summary, c.advice, dump_json(all[i]["evidence"], -1)});
+  }
+  return t;
 }
 
 Json render_candidates_json(const std::vector<Candidate>& cs, std::size_t top) {

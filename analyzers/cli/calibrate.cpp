@@ -28,6 +28,7 @@ Command add_calibrate(CLI::App& app) {
                   ->type_name("RESOURCE[@THREADS]=VALUE");
   auto* show = cmd->add_flag("--show", a->show,
                              "Print the peaks file (after any --set), measure nothing");
+  add_format(cmd, a->format, {"text", "csv", "json"});
   quick->excludes(set)->excludes(show);
   blas->excludes(set)->excludes(show);
   cmd->footer("RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "

@@ -22,6 +22,7 @@ int candidates(const Options& a) {
   std::vector<Candidate> found = compute_candidates(file);
   if (format == Format::kJson)
     std::cout << dump_json(render_candidates_json(found, a.top)) << '\n';
+  else if (format == Format::kCsv) std::cout << render_csv(candidates_table(found, a.top));
   else std::cout << render_candidates_text(found, a.top);
   return 0;
 }
@@ -35,7 +36,7 @@ Command add_candidates(CLI::App& app) {
   cmd->add_option("-n,--top", a->top, "Candidates to show, best first (0: all)")
       ->check(count_check())
       ->capture_default_str();
-  add_format(cmd, a->format, {"text", "json"});
+  add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return candidates(*a); }};
 }
 

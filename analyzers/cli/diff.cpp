@@ -20,6 +20,7 @@ int diff(const Options& a) {
   ProfileDiff d = compute_diff(ProfileFile::open(a.before), ProfileFile::open(a.after));
   if (format == Format::kJson)
     std::cout << dump_json(render_diff_json(a.before, a.after, d)) << '\n';
+  else if (format == Format::kCsv) std::cout << render_csv(diff_csv_table(d));
   else std::cout << render_diff_text(d);
   return 0;
 }
@@ -31,7 +32,7 @@ Command add_diff(CLI::App& app) {
                                          "with the speedup, GEMM GFLOP/s per shape");
   cmd->add_option("before", a->before, "Profile before the change")->required();
   cmd->add_option("after", a->after, "Profile after the change")->required();
-  add_format(cmd, a->format, {"text", "json"});
+  add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return diff(*a); }};
 }
 

@@ -31,7 +31,9 @@ std::vector<std::string> split_run_command(std::vector<std::string>& args) {
       command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
       break;
     }
-    if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters") ++i;
+    if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters" ||
+        arg == "--report")
+      ++i;
   }
   args.resize(std::min(i, args.size()));
   return command;
@@ -51,6 +53,10 @@ Command add_run(CLI::App& app) {
   cmd->add_flag("--no-record-args", a->no_record_args,
                 "Record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)");
   cmd->add_option("--counters", a->counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
+  cmd->add_option("--report", a->report_sort,
+                  "Print the flat profile (sonde report --sort KEY) on stdout when the command "
+                  "has ended, as python3 -m cProfile prints its table")
+      ->check(CLI::IsMember({"excl", "incl", "calls"}));
   cmd->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
   cmd->footer(environment_help());
   Command c{cmd, [a] {

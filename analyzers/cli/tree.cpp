@@ -22,11 +22,11 @@ struct Options {
 
 int tree(const Options& a) {
   Format format = parse_format(a.format);
-  if (format == Format::kCsv) throw Error("tree has no csv format (text or json)", kUsageError);
   ProfileFile file = ProfileFile::open(a.file);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
   if (format == Format::kJson) std::cout << dump_json(render_tree_json(forest, options)) << '\n';
+  else if (format == Format::kCsv) std::cout << render_csv(tree_table(forest, options));
   else std::cout << render_tree_text(forest, options);
   return 0;
 }
@@ -44,7 +44,7 @@ Command add_tree(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "One tree per thread (each) or one for all (merge)")
       ->check(CLI::IsMember({"each", "merge"}))
       ->capture_default_str();
-  add_format(cmd, a->format, {"text", "json"});
+  add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return tree(*a); }};
 }
 

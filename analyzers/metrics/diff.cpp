@@ -143,6 +143,20 @@ Table diff_table(const std::vector<DiffRow>& rows) {
   return t;
 }
 
+Table diff_csv_table(const ProfileDiff& d) {
+  Table t;
+  t.columns.push_back({"section", "section", 0});
+  for (const auto& [section, rows] : {std::pair{"phase", &d.phases}, {"routine", &d.routines}}) {
+    Table part = diff_table(*rows);
+    if (t.columns.size() == 1) t.columns.insert(t.columns.end(), part.columns.begin(), part.columns.end());
+    for (auto& row : part.rows) {
+      row.insert(row.begin(), Cell(std::string(section)));
+      t.rows.push_back(std::move(row));
+    }
+  }
+  return t;
+}
+
 namespace {
 
 // Text: where two routines share a name, the file (or library) follows it, as in the report.

@@ -115,6 +115,29 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   return j;
 }
 
+void table_node(Table& t, const CallNode& node, std::int64_t total, int depth,
+                const std::string& path, const TreeOptions& o, std::int64_t pid, std::int64_t seq,
+                bool gpu) {
+  auto row = [&](const std::string& p, const std::string& name, const std::string& kind,
+                 const std::string& where, std::int64_t calls, std::int64_t incl,
+                 std::int64_t excl, std::int64_t gpu_ns) {
+    t.rows.push_back({pid, seq, depth, p, name, kind, where, calls, seconds(incl), seconds(excl),
+                      pct(incl, total), gpu ? Cell(seconds(gpu_ns)) : Cell()});
+  };
+  row(path, node.name, node.kind, node.where, node.calls, node.incl_ns, node.excl_ns,
+      node.gpu_ns);
+  if (o.max_depth && depth >= *o.max_depth) return;
+  Visible v = visible_children(node, total, o);
+  for (const CallNode* c : v.shown)
+    table_node(t, *c, total, depth + 1, path.empty() ? c->name : path + ";" + c->name, o, pid,
+               seq, gpu);
+  if (v.folded > 0) {
+    ++depth;
+    row(path, fmt::format("({} more below {} %)", v.folded, o.min_pct), "folded", "",
+        v.folded_calls, v.folded_incl_ns, v.folded_excl_ns, v.folded_gpu_ns);
+  }
+}
+
 std::string thread_header(const ThreadTree& t) {
   std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", visible(t.thread_name));
   return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time)\n",
@@ -166,6 +189,29 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
   if (out.empty()) out = "no thread called a measured routine\n";
   std::string idle = idle_line(f);
   return idle.empty() ? out : out + "\n" + idle;
+}
+
+Table tree_table(const Forest& f, const TreeOptions& o) {
+  Table t;
+  t.columns = {{"pid", "pid", 0},          {"thread", "thread", 0},  {"depth", "depth", 0},
+               {"path", "path", 0},        {"name", "name", 0},      {"kind", "kind", 0},
+               {"where", "where", 0},      {"calls", "calls", 0},    {"incl s", "incl_s", 3},
+               {"excl s", "excl_s", 3},    {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3}};
+  if (f.merged) {
+    CallNode merged = f.merged_root;
+    sort_by_inclusive(merged);
+    // The root is the busy threads together: no one thread (NULL), its time the denominator.
+    table_node(t, merged, merged.incl_ns, 0, "", o, 0, 0, merged.gpu_ns > 0);
+    for (auto& row : t.rows) row[0] = row[1] = Cell();
+    return t;
+  }
+  bool gpu = has_gpu_time(f.busy);
+  for (const ThreadTree& tree : f.busy) {
+    CallNode root = tree.root;
+    sort_by_inclusive(root);
+    table_node(t, root, root.incl_ns, 0, "", o, tree.pid, tree.seq, gpu);
+  }
+  return t;
 }
 
 Json render_tree_json(const Forest& f, const TreeOptions& o) {

@@ -515,8 +515,17 @@ int calibrate_command(const CalibrateCommand& command) {
                                dropping ? ", dropped" : ", ignored");
     return file;
   };
+  Format format = parse_format(command.format);
+  // CSV and JSON keep stdout to the table alone (the title goes to stderr, or into the JSON).
   auto print = [&](const std::vector<Peak>& peaks, const std::string& title) {
-    std::cout << title << '\n' << render_text(peaks_table(sort_peaks(peaks)));
+    Table table = peaks_table(sort_peaks(peaks));
+    if (format == Format::kText) std::cout << title << '\n' << render_text(table);
+    if (format == Format::kCsv) {
+      std::cerr << title << '\n';
+      std::cout << render_csv(table);
+    }
+    if (format == Format::kJson)
+      std::cout << dump_json(Json{{"peaks_file", path}, {"peaks", render_json(table)}}) << '\n';
     std::cout.flush();
   };
 

@@ -94,6 +94,7 @@ struct CalibrateCommand {
   std::string blas = "libblas.so.3";  // --blas
   std::vector<std::string> sets;      // RESOURCE[@THREADS]=VALUE: record, measure nothing
   bool show = false;                  // print the file (after any --set); measure nothing
+  std::string format = "text";        // of the table printed: text, csv or json
 };
 
 // `sonde calibrate`: progress and notes on stderr, the resulting table on stdout. Returns 0;

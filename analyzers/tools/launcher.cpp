@@ -19,6 +19,8 @@
 #include <filesystem>
 
 #include "profile/profile_file.hpp"
+#include "profile/run_summary.hpp"
+#include "render/report.hpp"
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
 #include "sonde/signals.hpp"
@@ -221,8 +223,9 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
   return w;
 }
 
-void say_what_was_written(const RunOptions& o, const fs::path& output, pid_t root,
-                          std::int64_t since_ns, bool is_static) {
+// Returns the file written (its absolute path), or "" when there is none.
+std::string say_what_was_written(const RunOptions& o, const fs::path& output, pid_t root,
+                                 std::int64_t since_ns, bool is_static) {
   WrittenProfile w = find_written_profile(output, root, since_ns);
   if (w.alternative >= 0) {
     std::string shown =
@@ -234,7 +237,10 @@ void say_what_was_written(const RunOptions& o, const fs::path& output, pid_t roo
                  "sonde: profile written to {}, up to its last periodic flush (the final flush "
                  "did not happen or failed)\n",
                  shown);
-  } else if (w.any_file) {
+    return w.alternative == 0 ? output.string()
+                              : alternative_output(output.string(), root, w.alternative);
+  }
+  if (w.any_file) {
     fmt::print(stderr, "sonde: warning: the profile could not be written to {} ({})\n", o.output,
                w.problem.empty() ? "no process of this run in it; see sonde's messages above"
                                  : w.problem);
@@ -243,6 +249,22 @@ void say_what_was_written(const RunOptions& o, const fs::path& output, pid_t roo
                "sonde: warning: no profile was written to {} (see sonde's messages above, if "
                "any; else a program that never loaded libsonde.so)\n",
                o.output);
+  }
+  return "";
+}
+
+// The flat profile on stdout once the command has ended, as `python3 -m cProfile -s` prints its
+// table; a profile that cannot be read is said in one line and leaves the exit status alone.
+void print_report(const std::string& path, const std::string& sort) {
+  try {
+    ProfileFile file = ProfileFile::open(path);
+    RunSummary run = load_run_summary(file);
+    Hotspots hotspots = compute_hotspots(file, parse_report_sort(sort));
+    std::fflush(stderr);
+    fmt::print(stdout, "{}", render_report_text(run, hotspots, 0));
+    std::fflush(stdout);
+  } catch (const Error& e) {
+    fmt::print(stderr, "sonde: cannot print the report of {}: {}\n", path, e.what());
   }
 }
 
@@ -369,7 +391,8 @@ int run_command(const RunOptions& o) {
     fmt::print(stderr, "sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
                signal_name(killed_by));
   }
-  say_what_was_written(o, output, child, since_ns, is_static);
+  std::string written = say_what_was_written(o, output, child, since_ns, is_static);
+  if (o.report_sort && !written.empty()) print_report(written, *o.report_sort);
   if (killed_by != 0) die_of(killed_by);
   return code;
 }

@@ -3,6 +3,15 @@
     python3 -m sonde -o prof.db train.py --steps 300
     python3 -m sonde -o prof.db -m package.module args
 
+    import sonde
+    with sonde.region("forward"):      # a frame of the tree, with the native calls beneath it
+        ...
+    @sonde.region("update")            # the region around every call
+    def update(...): ...
+
+Importing sonde in a program that does not run under sonde starts nothing, writes nothing and
+says nothing: active() is False and regions cost a no-op.
+
 Python frames (file.py:LINE(function)) and intercepted native calls (BLAS, ...) go into one
 calling-context tree per thread, written to a SQLite profile that the `sonde` CLI reads
 (`sonde report prof.db`, `sonde tree prof.db`, ...).
@@ -10,10 +19,31 @@ calling-context tree per thread, written to a SQLite profile that the `sonde` CL
 
 import os
 
-__all__ = ["start", "stop", "flush", "active"]
+__all__ = ["start", "stop", "flush", "active", "region"]
+
+_preloaded = None
+
+
+def _libsonde_loaded():
+    """True when libsonde.so is in this process (preloaded). Asked before the extension is
+    imported: the extension links libsonde.so, so importing it elsewhere would load the library
+    and start a profile of its own (a stray sonde-<pid>.db and a warning)."""
+    global _preloaded
+    if _preloaded is None:
+        _preloaded = False
+        if "libsonde" in os.environ.get("LD_PRELOAD", ""):
+            try:
+                with open("/proc/self/maps") as maps:
+                    _preloaded = any("libsonde" in line for line in maps)
+            except OSError:
+                pass
+    return _preloaded
 
 
 def _ext():
+    if not _libsonde_loaded():
+        raise RuntimeError("libsonde is not loaded in this process (run through `python3 -m "
+                          "sonde` or with LD_PRELOAD=libsonde.so)")
     from . import _sonde
     return _sonde
 
@@ -31,6 +61,10 @@ def builtins_from_env(environ=None):
     raise ValueError(f"{BUILTINS_ENV}={value!r} is not a boolean (1/0, yes/no, true/false, on/off)")
 
 
+# The launcher's --lines patterns, for a start() the program makes itself (--paused).
+_lines = ()
+
+
 def start(builtins=None):
     """Records Python frames of every thread (libsonde must be preloaded).
 
@@ -40,22 +74,53 @@ def start(builtins=None):
     SONDE_PYTHON_BUILTINS says. Returns the hook used: 'eval_frame', 'monitoring' or 'profile'."""
     if builtins is None:
         builtins = builtins_from_env()
-    return _ext().start(builtins=builtins)
+    return _ext().start(builtins=builtins, lines=_lines)
 
 
 def stop():
-    """Stops recording Python frames."""
-    _ext().stop()
+    """Stops recording Python frames (nothing to do where sonde is not loaded)."""
+    if _libsonde_loaded():
+        _ext().stop()
 
 
 def flush():
-    """Writes what was measured so far; True on success."""
-    return _ext().flush()
+    """Writes what was measured so far; True on success (False where sonde is not loaded)."""
+    return _ext().flush() if _libsonde_loaded() else False
 
 
 def active():
     """True when libsonde is loaded into this process and recording."""
     try:
-        return _ext().active()
-    except ImportError:
+        return bool(_ext().active())
+    except (ImportError, RuntimeError):
         return False
+
+
+class _NoRegion:
+    """region(name): a named region of sonde's calling-context tree (here a no-op: sonde is
+    not loaded in this process; a decorated function is returned as it is)."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+    def __call__(self, func):
+        return func
+
+
+# region(name): `with sonde.region("forward"): ...`, or `@sonde.region("update")` around every
+# call of a function. Python frames and native calls made inside appear beneath it; regions
+# nest. A region closes in the frame that opened it (not across a `yield` or `await`). Chosen
+# once, here: a type whose calls no hook records (a function would add a frame per `with`), and
+# where sonde is not loaded a no-op whose decorator returns the function itself.
+region = _ext().Region if _libsonde_loaded() else _NoRegion
+if _libsonde_loaded():
+    # The extension's own stop: a Python stop() would leave its frames open in the tree (they
+    # return after the hook is gone).
+    stop = _ext().stop

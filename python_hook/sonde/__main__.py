@@ -1,27 +1,52 @@
-"""python3 -m sonde [options] script.py [args] | -m module [args]
+"""python3 -m sonde [options] (script.py | -m MODULE | -c CMD) [args...]
 
-Runs a Python program under sonde, like `python3 -m cProfile`, with the program's native calls
-intercepted too. The interposition needs libsonde.so in the global symbol scope before numpy or
-torch bind their BLAS, so this launcher re-executes the interpreter with LD_PRELOAD set (loading
-it later, RTLD_GLOBAL, would miss libraries already loaded and bound); the second run installs
-the Python hook and runs the program as __main__.
+Runs a Python program under sonde, as `python3 -m cProfile` does, with the program's native calls
+intercepted too. Everything after the script, the module or the command belongs to the program,
+options included. The interposition needs libsonde.so in the global symbol scope before numpy
+or torch bind their BLAS, so the interpreter is started again under `sonde run` (which preloads
+libsonde.so, forwards signals, says where the profile went and, with -s, prints the report);
+that second interpreter installs the Python hook and runs the program as __main__.
 """
 import argparse
 import os
+import shutil
 import sys
 
 _MARK = "SONDE_PYTHON_LAUNCHED"
+
+# cProfile's -s keys, and sonde report's own, as sonde report's --sort key.
+_SORT_KEYS = {"tottime": "excl", "time": "excl", "excl": "excl",
+              "cumtime": "incl", "cumulative": "incl", "incl": "incl",
+              "ncalls": "calls", "calls": "calls"}
+# sonde's options that take a value: the word after them is not the program.
+_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval")
+
+
+def _version():
+    try:
+        from ._version import VERSION
+    except ImportError:  # the sources, not a build
+        VERSION = "unknown"
+    return f"sonde {VERSION}"
 
 
 def _parser():
     p = argparse.ArgumentParser(
         prog="python3 -m sonde",
-        description="Profile a Python program: Python frames and native calls in one tree.",
+        usage="python3 -m sonde [options] (script.py | -m MODULE | -c CMD) [args ...]",
+        description="Profile a Python program: Python frames and native calls in one tree. "
+                    "Everything after the script, -m MODULE or -c CMD is the program's, "
+                    "options included, as with python3 -m cProfile.",
         epilog="Environment variables (SONDE_*) are described in the README and by "
                "`sonde run --help`.")
+    p.add_argument("--version", action="version", version=_version())
     p.add_argument("-o", "--output", default="sonde.db",
                    help="profile to write (default: sonde.db)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    p.add_argument("-s", "--sort", choices=sorted(_SORT_KEYS), metavar="SORT",
+                   help="print the flat profile (sonde report) when the program ends, sorted "
+                        "by SORT: tottime/time/excl, cumtime/cumulative/incl or ncalls/calls "
+                        "(cProfile's names are accepted)")
     p.add_argument("--lines", action="append", default=[], metavar="PATTERN",
                    help="time each source line of the functions whose name matches PATTERN "
                         "(fnmatch, e.g. 'update_core*'; repeatable), like line_profiler; "
@@ -32,11 +57,42 @@ def _parser():
                         "it only Python frames are recorded, through the much cheaper "
                         "frame-evaluation hook (sys.monitoring on 3.12+) "
                         "(environment: SONDE_PYTHON_BUILTINS=1)")
+    p.add_argument("--paused", action="store_true",
+                   help="record no Python frames until the program calls sonde.start() (and "
+                        "none after sonde.stop()), so that imports and set-up stay out of the "
+                        "tree; native calls are recorded throughout")
+    p.add_argument("--trace", action="store_true",
+                   help="also record every call as a timed event (SONDE_TRACE=1)")
+    p.add_argument("--counters", metavar="EVENTS",
+                   help="comma-separated PAPI events to count per call path (SONDE_COUNTERS)")
+    p.add_argument("--flush-interval", metavar="SECONDS",
+                   help="seconds between periodic flushes (SONDE_FLUSH_INTERVAL)")
+    p.add_argument("--no-record-args", action="store_true",
+                   help="record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
-    p.add_argument("target", nargs="?", help="the script to run (unless -m is given)")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="arguments of the program")
+    p.add_argument("-c", dest="command", metavar="CMD",
+                   help="run the program passed as a string, like python -c")
     return p
+
+
+def _split(argv):
+    """(sonde's options, the program: [script or MODULE or CMD, args...], '-m'/'-c'/None).
+    As cProfile (optparse without interspersed arguments) and python itself: sonde's options
+    end at the first word that is not one, at --, or at -m/-c and their value."""
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return argv[:i], argv[i + 1:], None
+        if a in ("-m", "-c"):
+            return argv[:i], argv[i + 1:], a
+        if a[:2] in ("-m", "-c") and not a.startswith("--"):
+            return argv[:i], [a[2:], *argv[i + 1:]], a[:2]  # -mMODULE, -cCMD
+        if not a.startswith("-") or a == "-":
+            return argv[:i], argv[i:], None
+        i += 2 if a in _VALUED else 1
+    return argv, [], None
 
 
 def _library():
@@ -46,10 +102,18 @@ def _library():
         return explicit
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (os.path.join(here, "..", "..", "lib", "libsonde.so"),     # <build>/python/sonde
-                      os.path.join(here, "..", "..", "..", "libsonde.so")):     # <libdir>/python3/dist-packages/sonde
+                      os.path.join(here, "..", "..", "..", "libsonde.so")):     # <prefix>/lib/python3*/dist-packages/sonde
         if os.path.exists(candidate):
             return os.path.realpath(candidate)
     return None
+
+
+def _cli(library):
+    """The sonde executable of the same build or installation as libsonde.so (<dir>/../bin)."""
+    beside = os.path.join(os.path.dirname(library), "..", "bin", "sonde")
+    if os.access(beside, os.X_OK):
+        return os.path.realpath(beside)
+    return shutil.which("sonde")
 
 
 def _fail(message, code=1):
@@ -57,32 +121,22 @@ def _fail(message, code=1):
     sys.exit(code)
 
 
-def _launch(opts, argv):
+def _launch(opts, program, kind, argv):
     from . import BUILTINS_ENV, builtins_from_env
     try:
         builtins_from_env()
     except ValueError as e:
         _fail(str(e), 2)
+    if kind is None and not os.path.isfile(program[0]):
+        _fail(f"cannot open script {program[0]}: no such file", 2)
     lib = _library()
     if lib is None or not os.path.exists(lib):
         _fail("cannot find libsonde.so (set SONDE_LIBRARY)")
-    if opts.module is None and opts.target is None:
-        _fail("nothing to run: give a script or -m MODULE", 2)
-    if opts.module is None and not os.path.isfile(opts.target):
-        _fail(f"cannot open script {opts.target}: no such file", 2)
-    output = os.path.abspath(opts.output)
-    if not os.path.isdir(os.path.dirname(output)):
-        _fail(f"cannot write {opts.output}: no such directory")
-    if os.path.exists(output):
-        if not opts.force:
-            _fail(f"{opts.output} exists; use --force to overwrite it")
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            if os.path.exists(output + suffix):
-                os.remove(output + suffix)
+    cli = _cli(lib)
+    if cli is None:
+        _fail(f"cannot find the sonde executable (looked beside {lib} and on PATH)")
     env = dict(os.environ)
-    preload = env.get("LD_PRELOAD", "")
-    env["LD_PRELOAD"] = lib + (":" + preload if preload else "")
-    env["SONDE_OUTPUT"] = output
+    env["SONDE_LIBRARY"] = lib  # sonde run preloads this one, whatever its own tree holds
     if opts.builtins:
         env[BUILTINS_ENV] = "1"  # child interpreters of the run record the same way
     # Child interpreters of the run start the hook from sonde/autostart/sitecustomize.py.
@@ -90,18 +144,25 @@ def _launch(opts, argv):
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (autostart, package_parent, env.get("PYTHONPATH")) if p)
-    env.pop("SONDE_RUN_ID", None)  # a new run, even when launched from a profiled process
     env[_MARK] = "1"
+    run = [cli, "run", "-o", opts.output]
+    run += ["--force"] if opts.force else []
+    run += ["--report", _SORT_KEYS[opts.sort]] if opts.sort else []
+    run += ["--trace"] if opts.trace else []
+    run += ["--counters", opts.counters] if opts.counters is not None else []
+    run += ["--flush-interval", opts.flush_interval] if opts.flush_interval is not None else []
+    run += ["--no-record-args"] if opts.no_record_args else []
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, "-m", "sonde", *argv], env)
+    os.execve(cli, [*run, "--", sys.executable, "-m", "sonde", *argv], env)
 
 
-def _main_module(code, path, spec):
-    """A fresh __main__ module, as the interpreter makes one for a script or for -m."""
+def _main_module(path, spec):
+    """A fresh __main__ module, as the interpreter makes one for a script, -m or -c."""
     import types
     module = types.ModuleType("__main__")
-    module.__file__ = path
+    if path is not None:
+        module.__file__ = path
     module.__builtins__ = __builtins__
     module.__spec__ = spec
     module.__loader__ = spec.loader if spec is not None else None
@@ -110,38 +171,50 @@ def _main_module(code, path, spec):
     return module
 
 
-def _run(opts):
-    import atexit
+def _program(program, kind):
+    """(code, __file__, spec), with sys.argv and sys.path[0] as python itself sets them."""
     import runpy
+    if kind == "-m":
+        # runpy's own lookup: packages run their __main__, errors read as python -m's do.
+        try:
+            name, spec, code = runpy._get_module_details(program[0])
+        except ImportError as e:
+            _fail(f"No module named {program[0]}" if not str(e) else str(e))
+        sys.argv = [spec.origin, *program[1:]]
+        sys.path[0] = os.getcwd()
+        return code, spec.origin, spec
+    if kind == "-c":
+        sys.argv = ["-c", *program[1:]]
+        sys.path[0] = ""
+        return compile(program[0], "<string>", "exec"), None, None
+    path = program[0]
+    with open(path, "rb") as f:
+        code = compile(f.read(), path, "exec")
+    sys.argv = list(program)
+    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    return code, path, None
+
+
+def _run(opts, program, kind):
+    import atexit
 
     from . import _sonde, builtins_from_env
     os.environ.pop(_MARK, None)
     builtins = builtins_from_env()
-    if opts.module is not None:
-        # runpy's own lookup: packages run their __main__, errors read as python -m's do.
-        try:
-            name, spec, code = runpy._get_module_details(opts.module)
-        except ImportError as e:
-            _fail(f"No module named {opts.module}" if not str(e) else str(e))
-        path = spec.origin
-        # argparse takes the module's first argument for the script: give it back.
-        sys.argv = [path, *([opts.target] if opts.target else []), *opts.args]
-        sys.path.insert(0, os.getcwd())
-    else:
-        path = opts.target
-        with open(path, "rb") as f:
-            code = compile(f.read(), path, "exec")
-        spec = None
-        sys.argv = [path, *opts.args]
-        sys.path[0] = os.path.dirname(os.path.abspath(path))
-    module = _main_module(code, path, spec)
+    code, path, spec = _program(program, kind)
+    module = _main_module(path, spec)
     # atexit runs last what was registered first: the SIGINT death after everything else, and
     # before it a flush, since dying of a signal skips libsonde's own exit flush.
     atexit.register(_die_if_interrupted)
     atexit.register(_sonde.flush)
     # The tree starts at the program's own <module>: the exec below, a C function, is not
     # recorded (skipped where the chosen hook sees C functions).
-    _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins)
+    from . import _frameworks
+    _frameworks.install()
+    sonde = sys.modules[__package__]
+    sonde._lines = tuple(opts.lines)
+    if not opts.paused:
+        _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins)
     try:
         exec(code, module.__dict__)
     except SystemExit:
@@ -170,32 +243,20 @@ def _die_if_interrupted():
         os.kill(os.getpid(), signal.SIGINT)
 
 
-def _split_module_args(argv):
-    """sonde's arguments, and with -m MODULE everything after the module, options included,
-    for the module (as python -m and cProfile -m have it); ([], None) without -m."""
-    i = 0
-    while i < len(argv):
-        a = argv[i]
-        if a == "-m":
-            return argv[:i + 2], argv[i + 2:]
-        if a.startswith("-m") and not a.startswith("--"):
-            return argv[:i + 1], argv[i + 1:]  # -mMODULE
-        if a == "--" or not a.startswith("-"):
-            break  # the script: argparse gives it all that follows
-        i += 2 if a in ("-o", "--output", "--lines") else 1
-    return argv, None
-
-
 def main():
     argv = sys.argv[1:]
-    own, module_args = _split_module_args(argv)
-    opts = _parser().parse_args(own)
-    if module_args is not None:
-        opts.target, opts.args = None, module_args
+    own, program, kind = _split(argv)
+    parser = _parser()
+    opts = parser.parse_args(own)
+    if kind is not None and not program:
+        parser.error(f"argument {kind}: expected one argument")
+    if not program:
+        parser.print_usage(sys.stderr)
+        _fail("nothing to run: give a script, -m MODULE or -c CMD", 2)
     if os.environ.get(_MARK) == "1":
-        _run(opts)
+        _run(opts, program, kind)
     else:
-        _launch(opts, argv)
+        _launch(opts, program, kind, argv)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include "code_table.hpp"
 #include "frames.hpp"
 #include "monitoring.hpp"
+#include "regions.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/sonde.h"
 
@@ -191,7 +192,8 @@ PyMODINIT_FUNC PyInit__sonde() {
   if (PyModule_AddObject(m, "EVAL_FRAME", PyBool_FromLong(sonde::python::eval_frame_available())) <
           0 ||
       PyModule_AddObject(m, "MONITORING", PyBool_FromLong(sonde::python::monitoring_available())) <
-          0) {
+          0 ||
+      !sonde::python::add_region_types(m)) {
     Py_DECREF(m);
     return nullptr;
   }

@@ -177,6 +177,26 @@ def test_show_without_a_file_and_conflicting_options(tmp_path):
     assert not (tmp_path / "x.txt").exists()
 
 
+def test_show_as_csv_and_json_keeps_stdout_to_the_table(tmp_path):
+    import csv
+    import io
+    import json
+    peaks = tmp_path / "peaks.txt"
+    r = sonde("calibrate", "--set", "gemm.f32=100", "--set", "mem.bw@1=10", "--show",
+              "--format", "csv", "-o", peaks)
+    assert r.returncode == 0, r.stderr
+    assert list(csv.reader(io.StringIO(r.stdout))) == [
+        ["resource", "threads", "value", "unit", "source"],
+        ["gemm.f32", "all", "100", "GFLOP/s", "manual"], ["mem.bw", "1", "10", "GB/s", "manual"]]
+    assert f"peaks file: {peaks}" in r.stderr
+    r = sonde("calibrate", "--show", "-f", "json", "-o", peaks)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == {"peaks_file": str(peaks), "peaks": [
+        {"resource": "gemm.f32", "threads": "all", "value": 100.0, "unit": "GFLOP/s",
+         "source": "manual"},
+        {"resource": "mem.bw", "threads": "1", "value": 10.0, "unit": "GB/s", "source": "manual"}]}
+
+
 def test_bad_lines_in_an_existing_file_are_reported_and_dropped(tmp_path):
     out = tmp_path / "peaks.txt"
     # libsonde's own reader, strict: trailing garbage is no number.

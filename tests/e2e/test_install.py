@@ -1,8 +1,10 @@
-"""`cmake --install`: the installed tree works on its own, without the build tree. The Python
-package finds libsonde.so beside it (<prefix>/lib), and the installed `sonde` reads the
-profile it wrote, with a GEMM under the Python function that called it."""
+"""Installing sonde: `cmake --install` into a prefix and the .deb from CPack unpacked into a fresh
+root. Each tree works on its own, without the build tree: `sonde run` finds its libsonde.so
+(also under /usr), `python3 -m sonde` its package through the .pth file, and a program built
+against the installed region API (pkg-config or find_package(sonde)) records its regions."""
 import os
 import subprocess
+import textwrap
 
 import pytest
 
@@ -16,6 +18,26 @@ def product():
     return x.dot(x)
 print(product().sum())
 """
+REGIONS_C = """\
+#include <sonde/sonde.h>
+#include <stdio.h>
+int main(void) {
+  for (int i = 0; i < 3; ++i) {
+    sonde_region_begin("step");
+    sonde_region_end("step");
+  }
+  printf("active %d\\n", sonde_active());
+  return 0;
+}
+"""
+PY_VERSION = subprocess.run(["/usr/bin/python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                            capture_output=True, text=True).stdout.strip()
+
+
+def sh(cmd, **kw):
+    r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=300, **kw)
+    assert r.returncode == 0, f"{cmd}: {r.stdout}{r.stderr}"
+    return r
 
 
 @pytest.fixture(scope="module")
@@ -23,34 +45,95 @@ def prefix(tmp_path_factory):
     if not os.path.isdir(os.path.join(BUILD, "python", "sonde")):
         pytest.skip("the Python hook was not built (no Python development files)")
     prefix = tmp_path_factory.mktemp("install")
-    r = subprocess.run(["cmake", "--install", BUILD, "--prefix", str(prefix)],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stdout + r.stderr
+    sh(["cmake", "--install", BUILD, "--prefix", prefix])
     return prefix
 
 
-def test_installed_package_and_cli_work_without_the_build_tree(prefix, tmp_path):
+@pytest.fixture(scope="module")
+def debroot(tmp_path_factory):
+    if not os.path.isdir(os.path.join(BUILD, "python", "sonde")):
+        pytest.skip("the Python hook was not built (no Python development files)")
+    out = tmp_path_factory.mktemp("cpack")
+    sh(["cpack", "-G", "DEB", "--config", os.path.join(BUILD, "CPackConfig.cmake"), "-B", out])
+    [deb] = out.glob("sonde_*.deb")
+    root = tmp_path_factory.mktemp("root")
+    sh(["dpkg-deb", "-x", deb, root])
+    return root
+
+
+def profile_python(root_lib, tmp_path, pythonpath):
+    """python3 -m sonde from an installed tree: the preload is that tree's libsonde.so."""
     script = tmp_path / "prog.py"
     script.write_text(PROGRAM)
     db = tmp_path / "prof.db"
-    package_dir = prefix / "lib" / "python3" / "dist-packages"
-    assert (package_dir / "sonde" / "__main__.py").exists()
-    assert (prefix / "lib" / "libsonde.so").exists()
-    # LD_DEBUG=files names every library the re-executed interpreter loads: the preload must
-    # be the installed libsonde.so, not the build tree's.
+    # LD_DEBUG=files names every library the re-executed interpreter loads.
     r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", str(db), str(script)],
-                       env=clean_env(PYTHONPATH=str(package_dir), LD_DEBUG="files"),
-                       capture_output=True,
-                       text=True, timeout=120, cwd=tmp_path)
+                       env=clean_env(PYTHONPATH=pythonpath, LD_DEBUG="files", PATH="/usr/bin:/bin"),
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(64.0 * 64 * 64)
     loaded = [l for l in r.stderr.splitlines() if "file=" in l and "libsonde.so" in l]
-    assert loaded and all(str(prefix / "lib" / "libsonde.so") in l for l in loaded), loaded
+    assert loaded and all(str(root_lib / "libsonde.so") in l for l in loaded), loaded
     assert query(db, "SELECT pr.name FROM nodes n JOIN routines r USING (routine_id) "
                      "JOIN nodes p ON p.node_id = n.parent_id "
                      "JOIN routines pr ON pr.routine_id = p.routine_id "
                      "WHERE r.name = 'cblas_sgemm'") == [("prog.py:3(product)",)]
+    return db
+
+
+def test_installed_package_and_cli_work_without_the_build_tree(prefix, tmp_path):
+    site = prefix / "lib" / f"python{PY_VERSION}" / "dist-packages"
+    assert (site / "sonde.pth").read_text() == f"{prefix}/lib/sonde/python\n"
+    # Python reads a .pth in its site directories (here one added as /usr/local's would be).
+    found = sh(["/usr/bin/python3", "-c", f"import site; site.addsitedir({str(site)!r}); "
+                "import sonde; print(sonde.__file__)"], env=clean_env())
+    assert found.stdout.strip() == f"{prefix}/lib/sonde/python/sonde/__init__.py"
+    db = profile_python(prefix / "lib", tmp_path, prefix / "lib" / "sonde" / "python")
     report = subprocess.run([str(prefix / "bin" / "sonde"), "report", str(db)],
                             capture_output=True, text=True, env=clean_env(), timeout=60)
     assert report.returncode == 0, report.stderr
     assert "cblas_sgemm" in report.stdout
+
+
+def test_programs_build_against_the_installed_region_api(prefix, tmp_path):
+    (tmp_path / "regions.c").write_text(REGIONS_C)
+    env = clean_env(PKG_CONFIG_PATH=prefix / "lib" / "pkgconfig")
+    flags = sh(["pkg-config", "--cflags", "--libs", "sonde"], env=env).stdout.split()
+    sh(["cc", "-o", tmp_path / "with_pc", tmp_path / "regions.c", *flags])
+    (tmp_path / "CMakeLists.txt").write_text(textwrap.dedent("""\
+        cmake_minimum_required(VERSION 3.25)
+        project(uses_sonde C)
+        find_package(sonde 0.1 REQUIRED)
+        add_executable(with_cmake regions.c)
+        target_link_libraries(with_cmake PRIVATE sonde::api)
+    """))
+    sh(["cmake", "-S", tmp_path, "-B", tmp_path / "b", f"-DCMAKE_PREFIX_PATH={prefix}"], env=env)
+    sh(["cmake", "--build", tmp_path / "b"], env=env)
+    for exe in (tmp_path / "with_pc", tmp_path / "b" / "with_cmake"):
+        assert sh([exe], env=env).stdout == "active 0\n"  # not under sonde: the stubs do nothing
+        db = tmp_path / f"{exe.name}.db"
+        r = sh([prefix / "bin" / "sonde", "run", "-o", db, "--", exe], env=env)
+        assert r.stdout == "active 1\n"
+        assert query(db, "SELECT n.calls FROM nodes n JOIN routines r USING (routine_id) "
+                         "WHERE r.name = 'step' AND r.kind = 'region'") == [(3,)]
+
+
+def test_the_deb_installs_into_a_fresh_root_and_profiles_from_there(debroot, tmp_path):
+    usr = debroot / "usr"
+    for f in ("bin/sonde", "lib/libsonde.so", "lib/libsonde_api.a", "include/sonde/sonde.h",
+              "lib/pkgconfig/sonde.pc", "lib/cmake/sonde/sondeConfig.cmake",
+              "share/bash-completion/completions/sonde"):
+        assert (usr / f).exists(), f
+    # Debian's python3 reads /usr/lib/python3/dist-packages, where the .pth names the package.
+    assert (usr / "lib/python3/dist-packages/sonde.pth").read_text() == "/usr/lib/sonde/python\n"
+    man = usr / "share/man/man1/sonde.1"
+    if man.exists():  # help2man is optional at build time
+        assert man.read_text().startswith('.\\" DO NOT MODIFY THIS FILE!')
+    # sonde run under <root>/usr finds <root>/usr/lib/libsonde.so, from any directory.
+    blas = os.path.join(os.environ.get("SONDE_E2E_BIN", ""), "blas_threads")
+    db = tmp_path / "native.db"
+    r = subprocess.run([str(usr / "bin" / "sonde"), "run", "-o", "native.db", "--", blas, "2", "10"],
+                       env=clean_env(), capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert query(db, "SELECT COUNT(*) FROM routines WHERE library != '' AND name LIKE 'cblas_%'")[0][0] > 0
+    profile_python(usr / "lib", tmp_path, usr / "lib/sonde/python")

@@ -167,8 +167,13 @@ def test_the_program_behaves_as_without_sonde_and_its_profile_is_saved(db, tmp_p
     r = sonde_py([path, "a", "b"], db, tmp_path)
     assert bare.returncode == code
     assert (r.returncode, r.stdout) == (bare.returncode, bare.stdout)
-    # The same traceback, without the launcher's frames.
-    assert r.stderr.splitlines()[-3:] == bare.stderr.splitlines()[-3:]
+    # The same traceback, without the launcher's frames, then sonde's own last lines.
+    lines = r.stderr.splitlines()
+    program = len(lines)
+    while program > 0 and lines[program - 1].startswith("sonde"):
+        program -= 1
+    assert lines[:program][-3:] == bare.stderr.splitlines()[-3:]
+    assert lines[-1] == f"sonde: profile written to {db}"
     assert "sonde/__main__.py" not in r.stderr
     assert integrity_ok(db)
     assert query(db, "SELECT COUNT(*) FROM routines WHERE name = 'prog.py:1(<module>)'") == [(1,)]

@@ -72,7 +72,8 @@ def test_call_counts_are_exact_through_sys_monitoring(db, tmp_path, py, mode):
     """)
     r = sonde_py(py, [path], db, tmp_path, mode=mode)
     assert r.returncode == 0, r.stderr
-    assert r.stderr == "sonde\n"  # the hook that recorded is sys.monitoring's
+    # The hook that recorded is sys.monitoring's; then the launcher's last line.
+    assert r.stderr == f"sonde\nsonde: profile written to {db}\n"
     assert r.stdout == plain_py(py, [path], tmp_path).stdout
     for function, n in eval(r.stdout).items():
         assert python_calls(db, function) == n, function
@@ -423,5 +424,28 @@ def test_a_program_that_runs_cprofile_itself_still_can(db, tmp_path, py):
         print([v[1] for k, v in stats.items() if k[2] == "f"])
     """)
     r = sonde_py(py, [path], db, tmp_path)
-    assert (r.returncode, r.stdout, r.stderr) == (0, "[5]\n", "")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "[5]\n", f"sonde: profile written to {db}\n")
     assert python_calls(db, "f") == 5
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_regions_through_sys_monitoring(db, tmp_path, py, mode):
+    """sonde.region's enter, exit and decorated callable are no frames for sys.monitoring's CALL
+    event (--builtins): the region holds the function and the builtin it calls."""
+    path = script(tmp_path, "reg.py", """
+        import sonde
+        @sonde.region("step")
+        def step(x):
+            with sonde.region("inner"):
+                return sorted(x)
+        for _ in range(4):
+            step([3, 1, 2])
+    """)
+    r = sonde_py(py, [path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    paths = {p.split("reg.py:1(<module>);", 1)[1]: c
+             for p, c in query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%step%'")}
+    sorted_frame = {"step;reg.py:3(step);inner;<built-in builtins.sorted>": 4} if mode == "builtins" else {}
+    assert paths == {"step": 4, "step;reg.py:3(step)": 4, "step;reg.py:3(step);inner": 4,
+                     **sorted_frame}, paths

@@ -21,6 +21,8 @@ def _start_hook():
                 builtins = sonde.builtins_from_env()
             except ValueError:
                 builtins = False  # the launcher refuses such a value; a child keeps the default
+            from sonde import _frameworks
+            _frameworks.install()
             _sonde.start(builtins=builtins)
             import atexit
             atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's

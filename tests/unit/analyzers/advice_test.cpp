@@ -195,6 +195,45 @@ TEST_F(AdviceTest, OptimizerRuleKeepsPhasesThatAreNotNested) {
   EXPECT_DOUBLE_EQ(c[1].est_gain_s, 0.8 * 2.0);
 }
 
+TEST_F(AdviceTest, OptimizerAdviceIsInTheUpdatesLanguage) {
+  // numpy (the fixture's Python update): temporaries per numpy operation.
+  auto c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("numexpr"), std::string::npos) << c[0].advice;
+  // torch.optim's per-parameter loop: its multi-tensor path.
+  sql("UPDATE routines SET name = 'adam.py:260(_single_tensor_adam)' WHERE routine_id = 6;");
+  c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("foreach=True"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("numpy"), std::string::npos) << c[0].advice;
+  // A C++ program's regions (no Python frame in the run): the compiler's loop.
+  sql("UPDATE routines SET kind = 'region', name = 'update' WHERE routine_id = 6;"
+      "UPDATE routines SET kind = 'region' WHERE kind = 'python';");
+  c = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("-march=native"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("OpenMP"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("numpy"), std::string::npos) << c[0].advice;
+}
+
+TEST_F(AdviceTest, OnednnReorderRuleOnLayoutCopies) {
+  EXPECT_TRUE(of_rule(candidates(), "onednn-reorder").empty());  // no oneDNN in the fixture
+  // A reorder beside the forward pass: 1 s of the 10 s run, 40 calls.
+  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (90, 'dnnl:reorder', 'onednn', 'dnnl', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns) VALUES (90, 1, 2, 90, 2, 40, 0, 1000000000, "
+      "                   1000000000);"
+      "UPDATE nodes SET excl_ns = excl_ns - 1000000000 WHERE node_id = 2;");
+  auto c = of_rule(candidates(), "onednn-reorder");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "dnnl:reorder");
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.5);
+  EXPECT_NE(c[0].advice.find("channels_last"), std::string::npos);
+  EXPECT_NE(c[0].summary.find("10.0 % of the run (1.000 s over 40 calls)"), std::string::npos)
+      << c[0].summary;
+}
+
 TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
   auto c = of_rule(candidates(), "blas-threads");
   ASSERT_EQ(c.size(), 1u);

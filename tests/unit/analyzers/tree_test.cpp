@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <sstream>
+
 #include "fixture.hpp"
 #include "profile/call_tree.hpp"
 #include "render/tree.hpp"
@@ -110,6 +113,30 @@ TEST_F(TreeTest, JsonNestsAndReportsFolded) {
   EXPECT_DOUBLE_EQ(worker["folded"]["incl_s"].get<double>(), 0.01);
   EXPECT_EQ(worker["children"][0]["name"], "train");
   EXPECT_DOUBLE_EQ(worker["children"][0]["incl_pct"].get<double>(), 60.0);
+}
+
+TEST_F(TreeTest, CsvHasOneRowPerShownNodeWithItsThreadAndPath) {
+  ProfileFile file = ProfileFile::open(path_);
+  Forest forest = load_forest(file, false);
+  Table t = tree_table(forest, TreeOptions{});
+  std::string csv = render_csv(t);
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "pid,thread,depth,path,name,kind,where,calls,incl_s,excl_s,incl_pct,gpu_s");
+  // The worker's fib frame: thread 1, below train, its path as the callpaths view writes it.
+  EXPECT_NE(csv.find(",1,1,train,train,"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",folded,"), std::string::npos) << csv;  // the worker's folded child
+  // As many rows as the text shows lines of nodes (one per node or folded group).
+  std::string text = render_tree_text(forest, TreeOptions{});
+  std::size_t node_lines = 0;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::size_t first = line.find_first_not_of(' ');
+    std::size_t pct = line.find("%  ");
+    if (first != std::string::npos && std::isdigit(static_cast<unsigned char>(line[first])) &&
+        pct != std::string::npos && pct < 9)
+      ++node_lines;
+  }
+  EXPECT_EQ(t.rows.size(), node_lines) << text;
 }
 
 }  // namespace

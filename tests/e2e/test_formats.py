@@ -1,0 +1,61 @@
+"""--format csv for the commands that print a table (tree, candidates, diff; calibrate's is in
+test_calibrate.py): each reads back with Python's csv module and says what the JSON says."""
+import csv
+import io
+import json
+import subprocess
+
+import pytest
+
+from conftest import CLI, MLP, clean_env, run
+
+
+def sonde(*args):
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, env=clean_env(),
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+@pytest.fixture(scope="module")
+def profiles(tmp_path_factory):
+    d = tmp_path_factory.mktemp("formats")
+    for name, batch in (("a.db", 100), ("b.db", 200)):
+        r = run([MLP, "--steps", 10, "--batch", batch, "--eval-every", 0], d / name)
+        assert r.returncode == 0, r.stderr
+    return d / "a.db", d / "b.db"
+
+
+def rows(text):
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+def test_tree_csv_rows_are_the_json_nodes(profiles):
+    a, _ = profiles
+    table = rows(sonde("tree", a, "--format", "csv", "--min-pct", 0))
+    tree = json.loads(sonde("tree", a, "--format", "json", "--min-pct", 0))["trees"][0]["tree"]
+
+    def walk(node, path, depth):
+        yield path, node["name"], node["calls"], depth
+        for c in node["children"]:
+            yield from walk(c, f"{path};{c['name']}" if path else c["name"], depth + 1)
+
+    assert [(r["path"], r["name"], int(r["calls"]), int(r["depth"])) for r in table] == \
+        list(walk(tree, "", 0))
+    assert any(r["path"] == "step;forward;cblas_sgemm" for r in table)
+
+
+def test_candidates_and_diff_csv_say_what_the_json_says(profiles):
+    a, b = profiles
+    table = rows(sonde("candidates", a, "-f", "csv"))
+    found = json.loads(sonde("candidates", a, "-f", "json"))
+    assert [(r["rule"], r["location"], float(r["est_gain_s"]), json.loads(r["evidence"]))
+            for r in table] == [(c["rule"], c["location"], c["est_gain_s"], c["evidence"])
+                                for c in found]
+    assert [int(r["rank"]) for r in table] == list(range(1, len(found) + 1))
+    diff = rows(sonde("diff", a, b, "-f", "csv"))
+    d = json.loads(sonde("diff", a, b, "-f", "json"))
+    for section, key in (("phase", "phases"), ("routine", "routines")):
+        mine = [(r["name"], float(r["before_s"])) for r in diff if r["section"] == section]
+        assert mine == [(x["name"], x["before_s"]) for x in d[key]]
+    assert any(r["section"] == "routine" and r["name"] == "cblas_sgemm" for r in diff)

@@ -1,0 +1,260 @@
+"""python3 -m sonde as a drop-in for python3 -m cProfile: the same argv gives the program the same
+sys.argv, exit status and output as under cProfile (and -c as python -c); -s prints the report;
+`import sonde` outside sonde does nothing; sonde.region() from Python."""
+import json
+import re
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import clean_env, query
+
+PY = "/usr/bin/python3"
+BUILD = os.environ.get("SONDE_BUILD", "")
+PYTHONPATH = os.path.join(BUILD, "python")
+
+# Prints what the program sees and exits with the status its first argument names.
+SEES = """\
+import json, sys
+print(json.dumps({"argv": sys.argv, "name": __name__}))
+if len(sys.argv) > 1 and sys.argv[1].isdigit():
+    sys.exit(int(sys.argv[1]))
+"""
+
+
+def run(argv, cwd, **env):
+    return subprocess.run([PY, *map(str, argv)], env=clean_env(PYTHONPATH=PYTHONPATH, **env),
+                          capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture
+def prog(tmp_path):
+    (tmp_path / "sees.py").write_text(SEES)
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sees.py").write_text(SEES)
+    return tmp_path
+
+
+# argv after `-m cProfile -o c.prof` / `-m sonde -o s.db`: options after the script or the
+# module are the program's, even those that sonde or cProfile have themselves.
+@pytest.mark.parametrize("argv", [
+    ["sees.py"],
+    ["sees.py", "a", "b c"],
+    ["sees.py", "-o", "x.db", "-s", "time", "--force", "-h", "--version"],
+    ["sees.py", "--", "-m", "-c", "x"],
+    ["sees.py", "3"],
+    ["-m", "pkg.sees"],
+    ["-m", "pkg.sees", "-o", "out", "-s", "calls", "-h", "-m", "x"],
+    ["-m", "pkg.sees", "7", "--help"],
+])
+def test_the_program_sees_what_it_sees_under_cprofile(prog, argv):
+    c = run(["-m", "cProfile", "-o", "c.prof", *argv], prog)
+    s = run(["-m", "sonde", "-o", "s.db", *argv], prog)
+    # The program's exit status, as without a profiler: cProfile swallows SystemExit (exits 0).
+    program_args = argv[2:] if argv[0] == "-m" else argv[1:]
+    status = int(program_args[0]) if program_args and program_args[0].isdigit() else 0
+    assert s.returncode == run(argv, prog).returncode == status, s.stderr
+    assert c.returncode == 0
+    seen_c, seen_s = json.loads(c.stdout), json.loads(s.stdout)
+    assert seen_s["name"] == seen_c["name"] == "__main__"
+    if argv[0] == "-m":
+        # cProfile leaves the module's name in argv[0]; python -m (and sonde) put its path.
+        assert seen_s["argv"][1:] == seen_c["argv"][1:]
+        assert seen_s["argv"][0] == str(prog / "pkg" / "sees.py")
+        assert seen_s == json.loads(run(argv, prog).stdout)
+    else:
+        assert seen_s == seen_c
+    assert s.stderr.splitlines()[-1] == "sonde: profile written to s.db", s.stderr
+    assert (prog / "s.db").exists()
+
+
+def test_a_module_gets_its_own_options_and_help(prog):
+    data = prog / "d.json"
+    data.write_text('{"b": 1, "a": 2}')
+    c = run(["-m", "cProfile", "-o", "c.prof", "-m", "json.tool", "--sort-keys", data], prog)
+    s = run(["-m", "sonde", "-o", "s.db", "-m", "json.tool", "--sort-keys", data], prog)
+    assert (s.returncode, s.stdout) == (c.returncode, c.stdout) == (0, '{\n    "a": 2,\n    "b": 1\n}\n')
+    h = run(["-m", "sonde", "-o", "h.db", "-m", "json.tool", "-h"], prog)
+    assert h.returncode == 0 and h.stdout.startswith("usage: python -m json.tool"), h.stdout
+
+
+def test_dash_c_runs_a_command_as_python_does(prog):
+    cmd = "import sys, json; print(json.dumps([sys.argv, sys.path[0], __name__])); sys.exit(4)"
+    p = run(["-c", cmd, "-o", "x", "y"], prog)
+    s = run(["-m", "sonde", "-o", "s.db", "-c", cmd, "-o", "x", "y"], prog)
+    assert (s.returncode, s.stdout) == (p.returncode, p.stdout) == (4, '[["-c", "-o", "x", "y"], "", "__main__"]\n')
+    assert query(prog / "s.db", "SELECT COUNT(*) FROM routines WHERE name = '<string>:1(<module>)'") == [(1,)]
+
+
+def test_dash_s_prints_the_report_after_the_program(prog):
+    s = run(["-m", "sonde", "-o", "s.db", "-s", "cumulative", "sees.py", "a"], prog)
+    assert s.returncode == 0, s.stderr
+    out = s.stdout.splitlines()
+    assert json.loads(out[0])["argv"] == ["sees.py", "a"]
+    header = next(i for i, l in enumerate(out) if "Inclusive total msec" in l)
+    rows = [l for l in out[header + 2:] if l.strip()]
+    incl = [float(l.split()[2]) for l in rows]
+    assert incl == sorted(incl, reverse=True) and any("sees.py:1(<module>)" in l for l in rows)
+    bad = run(["-m", "sonde", "-o", "b.db", "-s", "stdname", "sees.py"], prog)
+    assert bad.returncode == 2 and "invalid choice: 'stdname'" in bad.stderr
+    assert not (prog / "b.db").exists()
+
+
+def test_version_trace_and_errors(prog):
+    v = run(["-m", "sonde", "--version"], prog)
+    assert v.returncode == 0 and v.stdout.startswith("sonde ") and v.stdout.split()[1][0].isdigit()
+    t = run(["-m", "sonde", "-o", "t.db", "--trace", "sees.py"], prog)
+    assert t.returncode == 0, t.stderr
+    assert query(prog / "t.db", "SELECT COUNT(*) FROM trace_events")[0][0] > 0
+    n = run(["-m", "sonde", "-o", "n.db", "sees.py"], prog)
+    assert query(prog / "n.db", "SELECT COUNT(*) FROM trace_events") == [(0,)]
+    e = run(["-m", "sonde", "-o", "e.db"], prog)
+    assert e.returncode == 2 and "nothing to run" in e.stderr
+    e = run(["-m", "sonde", "-o", "e.db", "-m"], prog)
+    assert e.returncode == 2 and "argument -m: expected one argument" in e.stderr
+
+
+def test_import_sonde_outside_sonde_starts_nothing(tmp_path):
+    (tmp_path / "plain.py").write_text(textwrap.dedent("""\
+        import sonde
+        @sonde.region("step")
+        def step(x):
+            return x + 1
+        with sonde.region("forward"):
+            y = step(1)
+        print(sonde.active(), y, step.__name__, sonde.flush())
+        sonde.stop()
+    """))
+    r = run(["plain.py"], tmp_path)
+    assert (r.returncode, r.stdout, r.stderr) == (0, "False 2 step False\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.py"]
+    maps = run(["-c", "import sonde; sonde.active(); print(open('/proc/self/maps').read())"],
+               tmp_path)
+    assert "libsonde" not in maps.stdout
+
+
+REGIONS = """\
+import numpy as np
+import sonde
+a = np.ones((32, 32), dtype=np.float32)
+
+class Model:
+    @sonde.region("step")
+    def step(self, x):
+        with sonde.region("forward"):
+            y = x.dot(a)
+        with sonde.region("backward"):
+            try:
+                with sonde.region("inner"):
+                    raise ValueError
+            except ValueError:
+                pass
+            return y.dot(a)
+
+m = Model()
+for _ in range(5):
+    m.step(a)
+print(Model.step.__name__, Model.step.__wrapped__.__qualname__)
+"""
+
+
+@pytest.mark.parametrize("mode", [[], ["--builtins"]])
+def test_regions_nest_with_python_frames_and_native_calls(tmp_path, mode):
+    (tmp_path / "regions.py").write_text(REGIONS)
+    r = run(["-m", "sonde", "-o", "r.db", *mode, "regions.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "step Model.step\n"), r.stderr
+    db = tmp_path / "r.db"
+    paths = {p.split("regions.py:1(<module>);", 1)[1]: c
+             for p, c in query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%step%'")}
+    dot = "<built-in numpy.ndarray.dot>;" if mode else ""
+    assert paths == {
+        "step": 5, "step;regions.py:6(step)": 5,
+        "step;regions.py:6(step);forward": 5, f"step;regions.py:6(step);forward;{dot}cblas_sgemm": 5,
+        "step;regions.py:6(step);backward": 5, "step;regions.py:6(step);backward;inner": 5,
+        f"step;regions.py:6(step);backward;{dot}cblas_sgemm": 5,
+        **({"step;regions.py:6(step);forward;<built-in numpy.ndarray.dot>": 5,
+            "step;regions.py:6(step);backward;<built-in numpy.ndarray.dot>": 5} if mode else {}),
+    }, paths
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
+
+
+def test_sonde_run_preloads_an_absolute_path(tmp_path):
+    """A relative LD_PRELOAD breaks in children that change directory: sonde run passes an
+    absolute one, also when SONDE_LIBRARY is given relative to the current directory."""
+    lib = os.path.relpath(os.path.join(BUILD, "lib", "libsonde.so"), tmp_path)
+    cli = os.path.join(BUILD, "bin", "sonde")
+    child = "import os, subprocess; os.chdir('/'); print(os.environ['LD_PRELOAD'])"
+    r = subprocess.run([cli, "run", "-o", "p.db", "--", PY, "-c", child], cwd=tmp_path,
+                       env=clean_env(SONDE_LIBRARY=lib), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == os.path.normpath(os.path.join(tmp_path, lib))
+
+
+TORCH_RANGES = """\
+import torch
+from torch.autograd.profiler import record_function
+model = torch.nn.Linear(64, 64)
+opt = torch.optim.Adam(model.parameters())
+x = torch.ones(32, 64)
+for _ in range(3):
+    with record_function("fwd"):
+        loss = model(x).sum()
+    with torch.profiler.record_function("bwd"):
+        loss.backward()
+    opt.step()
+print("ok")
+"""
+
+
+def test_torch_record_function_ranges_are_regions(tmp_path):
+    pytest.importorskip("torch")
+    (tmp_path / "ranges.py").write_text(TORCH_RANGES)
+    r = run(["-m", "sonde", "-o", "t.db", "ranges.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr
+    db = tmp_path / "t.db"
+    regions = dict(query(db, "SELECT r.name, SUM(n.calls) FROM nodes n JOIN routines r "
+                             "USING (routine_id) WHERE r.kind = 'region' GROUP BY r.name"))
+    # The user's ranges, and the one torch's optimizer opens around each step.
+    assert regions == {"fwd": 3, "bwd": 3, "Optimizer.step#Adam.step": 3}, regions
+    paths = [p.split("ranges.py:1(<module>);", 1)[1] for (p,) in query(
+        db, "SELECT path FROM callpaths WHERE path LIKE '%sgemm%' OR path LIKE '%adam.py%(step)'")]
+    assert any(p.startswith("fwd;") and p.endswith("sgemm_") for p in paths), paths
+    assert any(p.startswith("bwd;") and p.endswith("sgemm_") for p in paths), paths
+    assert any("Optimizer.step#Adam.step;" in p and re.search(r"adam.py:\d+\(step\)$", p) for p in paths)
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
+
+
+PAUSED = """\
+import numpy as np
+import sonde
+def work(a):
+    return a.dot(a)
+a = np.ones((32, 32), dtype=np.float32)
+work(a)
+sonde.start()
+for _ in range(3):
+    work(a)
+sonde.stop()
+work(a)
+"""
+
+
+def test_paused_records_python_frames_between_start_and_stop(tmp_path):
+    (tmp_path / "paused.py").write_text(PAUSED)
+    r = run(["-m", "sonde", "-o", "p.db", "--paused", "paused.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    db = tmp_path / "p.db"
+    # No import machinery, no <module>: only the calls made between start() and stop().
+    assert query(db, "SELECT DISTINCT r.name FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.kind = 'python'") == [("paused.py:3(work)",)]
+    paths = dict(query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%sgemm'"))
+    # Native calls are recorded throughout: before start() and after stop() under the root.
+    assert paths == {"paused.py:3(work);cblas_sgemm": 3, "cblas_sgemm": 2}, paths
+    r = run(["-m", "sonde", "-o", "q.db", "paused.py"], tmp_path)
+    assert query(tmp_path / "q.db", "SELECT COUNT(*) FROM routines WHERE kind = 'python' AND "
+                                    "name LIKE '<frozen importlib%'")[0][0] > 0
