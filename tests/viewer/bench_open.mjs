@@ -16,7 +16,7 @@ for (let i = 0; i < Number(runs); ++i) {
   result.frames = Number(await page.locator('#flame').getAttribute('data-frames'));
   await page.close();
   const blank = await browser.newPage();
-  await blank.goto(`${server.url}nothing-here`);
+  await blank.goto(`${server.url}blank`);
   result.blank_ms.push(await blank.evaluate(() => performance.now()));
   await blank.close();
 }

@@ -18,7 +18,12 @@ if (process.env.SONDE_SHOT_SELECT) await page.evaluate((n) => window.sonde.selec
 if (process.env.SONDE_SHOT_SEARCH) await page.locator('#search').fill(process.env.SONDE_SHOT_SEARCH);
 const ids = wanted.length ? wanted : await page.locator('section.panel').evaluateAll((s) => s.map((x) => x.dataset.panel));
 for (const id of ids) {
-  await page.locator(`#panel-${id}`).screenshot({ path: join(out, `viewer-${id}.png`) });
+  // at most 720 px of each panel: the top of a long list shows what it is
+  const panel = page.locator(`#panel-${id}`);
+  await panel.evaluate((p) => p.scrollIntoView({ block: 'start' }));
+  const box = await panel.boundingBox();
+  await page.screenshot({ path: join(out, `viewer-${id}.png`),
+                          clip: { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 720) } });
   console.log(join(out, `viewer-${id}.png`));
 }
 await browser.close();

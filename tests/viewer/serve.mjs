@@ -26,6 +26,7 @@ export async function serve(bundles) {
   const server = createServer((req, res) => {
     const url = new URL(req.url, 'http://127.0.0.1');
     let file = null, type = 'application/json';
+    if (url.pathname === '/blank') { res.writeHead(200, { 'content-type': TYPES['.html'] }).end('<!doctype html><title>blank</title>'); return; }
     if (url.pathname === '/data.json') file = bundles[url.searchParams.get('b')];
     else {
       const name = url.pathname === '/' ? 'index.html' : url.pathname.slice(1);
