@@ -6,12 +6,13 @@ import { CHROMIUM, playwright, serve } from './serve.mjs';
 const [bundlePath, runs = '3'] = process.argv.slice(2);
 const server = await serve({ big: bundlePath });
 const browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
-const result = { first_panel_ms: [], blank_ms: [], frames: 0, errors: [] };
+const result = { first_panel_ms: [], all_panels_ms: [], blank_ms: [], frames: 0, errors: [] };
 for (let i = 0; i < Number(runs); ++i) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   page.on('pageerror', (e) => result.errors.push(String(e)));
   await page.goto(`${server.url}?b=big`);
   await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
+  result.all_panels_ms.push(await page.evaluate(() => performance.now()));  // ready seen: every panel built
   result.first_panel_ms.push(await page.evaluate(() => performance.getEntriesByName('sonde-first-panel')[0].startTime));
   result.frames = Number(await page.locator('#flame').getAttribute('data-frames'));
   await page.close();

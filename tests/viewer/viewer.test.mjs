@@ -151,7 +151,7 @@ describe('viewer in chromium', { skip }, () => {
     await page.close();
   });
 
-  test('search filters the table and dims the flame graph', async () => {
+  test('search filters the table; exclusive sorts it by exclusive time', async () => {
     const { page, errors } = await open(`${server.url}?b=mlp`);
     const all = await page.locator('#hotspot-table tbody tr').count();
     await page.locator('#search').fill('update');
@@ -160,6 +160,9 @@ describe('viewer in chromium', { skip }, () => {
     for (const n of names) assert.match(n.toLowerCase(), /update/);
     await page.locator('#search').fill('');
     assert.equal(await page.locator('#hotspot-table tbody tr').count(), all);
+    // the exclusive toggle sorts the table by exclusive time (the analyzers' excl_ms, descending)
+    await page.locator('input[name=time][value=excl]').check();
+    assert.equal(await page.locator('#hotspot-table th[aria-sort=descending]').getAttribute('data-key'), 'excl_ms');
     assert.deepEqual(errors, []);
     await page.close();
   });

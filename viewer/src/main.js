@@ -147,18 +147,30 @@ function diffPanel(d) {
   return { section, tables };
 }
 
+// The run and the flame graph first, the other panels in the next task, so that a large
+// profile shows its first panel before its tables are built. Resolves when all are there.
 function render(index) {
   const b = state.bundle, p = b.profiles[index];
   state.profile = p;
   state.linked = [flame];
+  state.filtered = [];
   const main = document.getElementById('panels');
   main.replaceChildren();
   main.appendChild(runPanel(p));
   const fp = flamePanel(p);
   main.appendChild(fp.section);
+  flame.search = state.search.toLowerCase();
+  flame.selected = null;
+  fp.show();
+  performance.mark('sonde-first-panel');
+  return new Promise((done) => setTimeout(() => { renderRest(p, main); done(); }, 0));
+}
+
+function renderRest(p, main) {
+  const b = state.bundle;
   const hot = hotspotPanel(p);
   main.appendChild(hot.section);
-  state.filtered = [hot.table];
+  state.filtered.push(hot.table);
   state.linked.push(hot.table);
   const shapes = tablePanel('shapes', 'GEMM and convolution shapes',
     'Per shape and call site; GFLOP/s achieved, % of the calibrated peak for the thread count the calls ran with.',
@@ -195,7 +207,6 @@ function render(index) {
     state.linked.push(...d.tables);
     state.filtered.push(...d.tables);
   }
-  fp.show();
   applySearch();
   select(null);
 }
@@ -222,13 +233,12 @@ async function start() {
     state.bundle = b;
     const pick = document.getElementById('profile');
     pick.replaceChildren(...b.profiles.map((p, i) => el('option', { value: String(i) }, p.path)));
-    pick.onchange = () => render(Number(pick.value));
+    pick.onchange = () => { document.body.dataset.ready = '0'; render(Number(pick.value)).then(() => { document.body.dataset.ready = '1'; }); };
     document.getElementById('search').addEventListener('input', (e) => { state.search = e.target.value; applySearch(); });
     for (const r of document.querySelectorAll('input[name=time]')) r.addEventListener('change', (e) => setMode(e.target.value));
     document.title = `sonde view: ${b.profiles.map((p) => p.path).join(' vs ')}`;
-    render(0);
+    await render(0);
     document.body.dataset.ready = '1';
-    performance.mark('sonde-first-panel');
   } catch (err) {
     status.textContent = 'sonde view: ' + err.message;
     status.className = 'error';

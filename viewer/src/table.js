@@ -27,7 +27,7 @@ export class DataTable {
     this.draw();
   }
 
-  setFilter(text) { this.filter = text.toLowerCase(); this.draw(); }
+  setFilter(text) { if (text.toLowerCase() !== this.filter) { this.filter = text.toLowerCase(); this.draw(); } }
 
   setSelected(name, scroll = true) {
     this.selected = name;
