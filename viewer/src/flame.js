@@ -4,7 +4,7 @@ import { el, fmtNum } from './dom.js';
 
 const ROW = 18;
 const KIND_COLOURS = {
-  root: '#b0b0b0', python: '#6b9bd1', native: '#e8a25a', blas: '#d9534f', onednn: '#c0392b',
+  root: '#b0b0b0', python: '#6b9bd1', native: '#e8a25a', blas: '#d9534f', onednn: '#e377c2',
   region: '#5cb85c', cuda: '#9b59b6', cublas: '#8e44ad', cudnn: '#7d3c98', gpu: '#a569bd',
   nccl: '#af7ac5', mpi: '#17a2b8', io: '#f0ad4e', folded: '#dddddd',
 };
@@ -55,8 +55,9 @@ export class FlameGraph {
     this.canvas = el('canvas', { id: 'flame', role: 'img', 'aria-label': 'flame graph' });
     this.reset = el('button', { type: 'button', onclick: () => this.zoom(0) }, 'reset zoom');
     this.crumb = el('span', { class: 'crumb' });
-    this.element = el('div', { class: 'flame-wrap' }, el('div', { class: 'flame-tools' }, this.reset, this.crumb),
-                      this.canvas);
+    this.legend = el('span', { class: 'kinds' });
+    this.element = el('div', { class: 'flame-wrap' },
+                      el('div', { class: 'flame-tools' }, this.reset, this.legend, this.crumb), this.canvas);
     this.frames = [];
     this.zoomed = 0;
     this.search = '';
@@ -70,6 +71,9 @@ export class FlameGraph {
 
   setTree(root, minPct) {
     this.frames = root ? flatten(root, minPct) : [];
+    const kinds = [...new Set(this.frames.map((f) => f.kind))].sort();
+    this.legend.replaceChildren(...kinds.map((k) => el('span', { class: 'kind' },
+      el('span', { class: 'swatch', style: `background:${kindColour(k)}` }), ' ', k)));
     this.zoomed = 0;
     this.draw();
   }
