@@ -78,6 +78,9 @@ before(async () => {
   bundle('cnn', c);
   bundle('xss', x);
   bundle('diff', m2, m1);
+  const none = join(dir, 'none.db');  // a program that calls nothing sonde measures
+  execFileSync(CLI, ['run', '-o', none, '--', '/bin/true'], { env: env(), stdio: 'ignore' });
+  bundle('none', none);
   server = await serve(bundles);
   browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
 });
@@ -180,6 +183,14 @@ describe('viewer in chromium', { skip }, () => {
       assert.deepEqual(errors, [], url);
       await page.close();
     }
+  });
+
+  test('a profile without a measured call opens and says there is no tree', async () => {
+    const { page, errors } = await open(`${server.url}?b=none`);
+    assert.match(await page.locator('#panel-flame').textContent(), /no tree to draw/);
+    assert.equal(await page.locator('#hotspot-table').count(), 1);
+    assert.deepEqual(errors, []);
+    await page.close();
   });
 
   test('two profiles: the diff panel shows per-routine speedups', async () => {

@@ -114,6 +114,7 @@ export class FlameGraph {
   }
 
   draw() {
+    if (!this.frames.length) { this.canvas.width = 0; this.canvas.height = 0; this.canvas.dataset.frames = '0'; return; }
     const width = Math.max(300, this.canvas.parentElement ? this.canvas.parentElement.clientWidth : 800);
     let maxDepth = 0;
     this.visit(width, (f) => { if (f.depth > maxDepth) maxDepth = f.depth; });

@@ -56,9 +56,10 @@ function flamePanel(p) {
   threads.replaceChildren(...options);
   const show = () => {
     const v = threads.value;
-    const root = v === 'merged' ? p.tree_merged.tree : trees[Number(v)].tree;
-    flame.setTree(root, v === 'merged' ? p.tree_merged.min_pct : p.tree.min_pct);
+    const root = v === 'merged' ? p.tree_merged.tree : trees[Number(v)]?.tree;
+    flame.setTree(root ?? null, v === 'merged' ? p.tree_merged.min_pct : p.tree.min_pct);
   };
+  if (!trees.length) body.appendChild(empty('No thread called a measured routine: there is no tree to draw.'));
   threads.onchange = show;
   body.appendChild(flame.element);
   const kinds = new Set();
