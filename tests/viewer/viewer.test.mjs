@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromiumMissing, CHROMIUM, inlineHtml, playwright, serve, SOURCE } from './serve.mjs';
@@ -78,6 +78,28 @@ before(async () => {
   bundle('cnn', c);
   bundle('xss', x);
   bundle('diff', m2, m1);
+  // No GPU here: CUPTI's kernel records, as the store writes them, added to a copy of a real
+  // profile under its hottest node (two kernels, one with SONDE_GPU_METRICS values).
+  const gpu = join(dir, 'gpu.db');
+  copyFileSync(m1, gpu);
+  execFileSync(PY, ['-c', [
+    'import sqlite3, sys',
+    'db = sqlite3.connect(sys.argv[1])',
+    'node, proc, t0 = db.execute("SELECT n.node_id, t.process_id, t.started_ns FROM nodes n JOIN threads t USING (thread_id) '
+      + 'WHERE n.depth > 0 ORDER BY n.incl_ns DESC LIMIT 1").fetchone()',
+    'for i in range(12):',
+    '    name = "sgemm_128x64_nn" if i % 3 else "<b>relu_kernel</b>"',
+    '    start = t0 + 1000000 * i',
+    '    db.execute("INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, start_ns, end_ns, '
+      + 'grid_x, grid_y, grid_z, block_x, block_y, block_z, registers) VALUES (?,?,?,?,0,7,?,?,64,1,1,256,1,1,96)", '
+      + '(proc, node, "kernel", name, start, start + 200000 + 50000 * (i % 3)))',
+    '    aid = db.execute("SELECT last_insert_rowid()").fetchone()[0]',
+    '    if i % 3:',
+    '        db.execute("INSERT INTO gpu_metrics VALUES (?, ?, ?)", (aid, "smsp__inst_executed.sum", 1e6))',
+    '        db.execute("INSERT INTO gpu_metrics VALUES (?, ?, ?)", (aid, "smsp__warps_launched.sum", 2e4))',
+    'db.commit()',
+  ].join('\n'), gpu]);
+  bundle('gpu', gpu);
   const none = join(dir, 'none.db');  // a program that calls nothing sonde measures
   execFileSync(CLI, ['run', '-o', none, '--', '/bin/true'], { env: env(), stdio: 'ignore' });
   bundle('none', none);
@@ -216,6 +238,18 @@ describe('viewer in chromium', { skip }, () => {
     } finally {
       srv.kill('SIGTERM');
     }
+  });
+
+  test('GPU kernels where recorded: the kernels table, as the analyzers rank them', async () => {
+    const { page, errors } = await open(`${server.url}?b=gpu`);
+    const kernels = JSON.parse(readFileSync(bundles.gpu, 'utf8')).profiles[0].metrics.kernels;
+    assert.equal(kernels.length, 2);
+    const shown = await page.locator('#kernels-table tbody tr').evaluateAll((trs) => trs.map((t) => t.dataset.name));
+    assert.deepEqual(shown.slice().sort(), kernels.map((k) => k.kernel).sort());
+    assert.ok(shown.includes('<b>relu_kernel</b>'), 'the kernel name is shown as text');
+    assert.equal(await page.locator('#panels b').count(), 0);
+    assert.deepEqual(errors, []);
+    await page.close();
   });
 
   test('two profiles: the diff panel shows per-routine speedups', async () => {

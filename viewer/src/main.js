@@ -198,7 +198,7 @@ function renderRest(p, main) {
                         { key: 'metric_launches', title: 'Measured' }, { key: 'warps_per_inst', title: 'Warps/inst', digits: 4 },
                         { key: 'inst_per_gld', title: 'Inst/gld', digits: 1 }, { key: 'sm_pct_peak', title: 'SM %', digits: 1 },
                         { key: 'memory_pct_peak', title: 'Mem %', digits: 1 }],
-    'kernel', 'time_s', 'No GPU kernel was recorded (a CPU run, or CUPTI was not available).');
+    'kernel', null, 'No GPU kernel was recorded (a CPU run, or CUPTI was not available).');
   main.appendChild(kernels.section);
   for (const x of [shapes.table, plot, cands, lines.table, kernels.table]) if (x) state.linked.push(x);
   for (const x of [shapes.table, lines.table, kernels.table]) if (x) state.filtered.push(x);
