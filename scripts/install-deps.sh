@@ -17,6 +17,21 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(libpython3.11-testsuite)
 fi
 
+# The viewer: Node/npm build its pages (esbuild, from viewer/package-lock.json), chromium runs its
+# browser tests. A Node that is already installed (with its own npm) is kept.
+packages+=(chromium)
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(nodejs npm); fi
+
+# The viewer's npm packages, pinned by its lock file; once installed, builds work offline (the
+# build runs `npm ci` itself when they are missing).
+viewer_modules() {
+  local viewer
+  viewer="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/viewer"
+  if [[ -f "$viewer/package-lock.json" && ! -d "$viewer/node_modules" ]]; then
+    (cd "$viewer" && npm ci --no-audit --no-fund)
+  fi
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -34,6 +49,7 @@ npm_deps() {
 if (( ${#missing[@]} == 0 )); then
   echo "install-deps: all ${#packages[@]} packages present"
   npm_deps
+  viewer_modules
   exit 0
 fi
 
@@ -44,3 +60,4 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 npm_deps
+viewer_modules

@@ -35,6 +35,7 @@ Command add_run(CLI::App& app);
 Command add_calibrate(CLI::App& app);
 Command add_view(CLI::App& app);
 Command add_env_table(CLI::App& app);  // hidden: README.md's environment table
+Command add_view_bundle(CLI::App& app);  // hidden: the viewer's JSON document
 
 // `sonde run`'s command starts at "--" or at the first word that is neither an option nor an
 // option's value; it is taken out of args before CLI11 sees them.

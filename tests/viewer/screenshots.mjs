@@ -1,0 +1,30 @@
+// Screenshots of each panel of the viewer for docs/viewer.md:
+//   node tests/viewer/screenshots.mjs BUNDLE.json OUTDIR [PANEL...]
+// (SONDE_SOURCE and SONDE_VIEWER_DIST as for the tests). Clicks the widest routine below the
+// root first, so the flame graph, the table and the plot show a linked selection.
+import { CHROMIUM, playwright, serve } from './serve.mjs';
+import { join } from 'node:path';
+
+const [bundle, out, ...wanted] = process.argv.slice(2);
+const server = await serve({ doc: bundle });
+const browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
+const page = await browser.newPage({ viewport: { width: 1100, height: 800 } });
+page.on('pageerror', (e) => console.error(String(e)));
+page.on('console', (m) => { if (m.type() === 'error') console.error(m.text()); });
+await page.goto(`${server.url}?b=doc`);
+await page.waitForSelector('body[data-ready="1"]');
+await page.addStyleTag({ content: '#bar { position: static; }' });  // not over the panel shot
+if (process.env.SONDE_SHOT_SELECT) await page.evaluate((n) => window.sonde.select(n), process.env.SONDE_SHOT_SELECT);
+if (process.env.SONDE_SHOT_SEARCH) await page.locator('#search').fill(process.env.SONDE_SHOT_SEARCH);
+const ids = wanted.length ? wanted : await page.locator('section.panel').evaluateAll((s) => s.map((x) => x.dataset.panel));
+for (const id of ids) {
+  // at most 720 px of each panel: the top of a long list shows what it is
+  const panel = page.locator(`#panel-${id}`);
+  await panel.evaluate((p) => p.scrollIntoView({ block: 'start' }));
+  const box = await panel.boundingBox();
+  await page.screenshot({ path: join(out, `viewer-${id}.png`),
+                          clip: { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 720) } });
+  console.log(join(out, `viewer-${id}.png`));
+}
+await browser.close();
+await server.close();

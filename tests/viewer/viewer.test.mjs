@@ -1,0 +1,264 @@
+// The viewer in a real browser (Debian's chromium via playwright-core): real profiles of
+// examples/mlp_numpy and examples/torch_cnn, made here with few steps, their bundles from
+// `sonde view-bundle`, the pages from the build. Every panel renders without a console error, a
+// click on a flame-graph frame zooms and selects the routine's row, search filters, and a
+// routine named like markup is shown as text.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromiumMissing, CHROMIUM, inlineHtml, playwright, serve, SOURCE } from './serve.mjs';
+
+const CLI = process.env.SONDE_CLI;
+const BUILD = process.env.SONDE_BUILD;
+const PY = '/usr/bin/python3';
+const XSS = '<img src=x onerror=alert(1)>';
+const skip = chromiumMissing();
+if (skip) console.log(`# SKIP: ${skip}`);
+
+const PANELS = ['run', 'flame', 'hotspots', 'shapes', 'roofline', 'breakdown', 'candidates', 'lines', 'kernels'];
+let dir, server, browser;
+const bundles = {};
+
+function env(extra) {
+  const e = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SONDE_') && k !== 'LD_PRELOAD'));
+  return { ...e, PYTHONPATH: join(BUILD, 'python'), SONDE_PEAKS: join(dir, 'peaks.txt'), ...extra };
+}
+
+function profile(name, args, extra = {}) {
+  const db = join(dir, `${name}.db`);
+  execFileSync(PY, ['-m', 'sonde', '-o', db, ...args], { env: env(extra), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 240000 });
+  return db;
+}
+
+function bundle(name, ...dbs) {
+  const out = join(dir, `${name}.json`);
+  writeFileSync(out, execFileSync(CLI, ['view-bundle', ...dbs], { env: env(), maxBuffer: 1 << 30 }));
+  bundles[name] = out;
+  return out;
+}
+
+// A page with its console errors and uncaught exceptions collected, and any alert() noted.
+async function open(url) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('dialog', async (d) => { errors.push(`dialog: ${d.message()}`); await d.dismiss(); });
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
+  return { page, errors };
+}
+
+before(async () => {
+  if (skip) return;
+  dir = mkdtempSync(join(tmpdir(), 'sonde-viewer-'));
+  writeFileSync(join(dir, 'peaks.txt'), 'gemm.f32 1 100 manual\ngemm.f32 0 200 manual\ngemm.f64 1 50 manual\n' +
+                'gemm.f64 0 100 manual\nmem.bw 1 18 manual\nmem.bw 0 29 manual\n');
+  writeFileSync(join(dir, 'xss.py'), [
+    'import ctypes, time, numpy as np',
+    'sonde = ctypes.CDLL(None)',
+    `name = ${JSON.stringify(XSS)}.encode()`,
+    'a = np.ones((64, 64), dtype=np.float32)',
+    'for _ in range(20):',
+    '    sonde.sonde_region_begin(name)',
+    '    a = (a @ a) / 64.0',
+    '    time.sleep(0.02)  # wide enough to be drawn at full view',
+    '    sonde.sonde_region_end(name)',
+  ].join('\n') + '\n');
+  const mlp = join(SOURCE, 'examples', 'mlp_numpy', 'train.py');
+  const cnn = join(SOURCE, 'examples', 'torch_cnn', 'train.py');
+  const m1 = profile('mlp', ['--lines', 'update_core*', mlp, '--steps', '20', '--hidden', '200']);
+  const m2 = profile('mlp1', [mlp, '--steps', '20', '--hidden', '200'], { OPENBLAS_NUM_THREADS: '1' });
+  const c = profile('cnn', [cnn, '--steps', '3', '--batch', '16', '--eval-every', '0']);
+  const x = profile('xss', [join(dir, 'xss.py')]);
+  bundle('mlp', m1);
+  bundle('cnn', c);
+  bundle('xss', x);
+  bundle('diff', m2, m1);
+  // No GPU here: CUPTI's kernel records, as the store writes them, added to a copy of a real
+  // profile under its hottest node (two kernels, one with SONDE_GPU_METRICS values).
+  const gpu = join(dir, 'gpu.db');
+  copyFileSync(m1, gpu);
+  execFileSync(PY, ['-c', [
+    'import sqlite3, sys',
+    'db = sqlite3.connect(sys.argv[1])',
+    'node, proc, t0 = db.execute("SELECT n.node_id, t.process_id, t.started_ns FROM nodes n JOIN threads t USING (thread_id) '
+      + 'WHERE n.depth > 0 ORDER BY n.incl_ns DESC LIMIT 1").fetchone()',
+    'for i in range(12):',
+    '    name = "sgemm_128x64_nn" if i % 3 else "<b>relu_kernel</b>"',
+    '    start = t0 + 1000000 * i',
+    '    db.execute("INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, start_ns, end_ns, '
+      + 'grid_x, grid_y, grid_z, block_x, block_y, block_z, registers) VALUES (?,?,?,?,0,7,?,?,64,1,1,256,1,1,96)", '
+      + '(proc, node, "kernel", name, start, start + 200000 + 50000 * (i % 3)))',
+    '    aid = db.execute("SELECT last_insert_rowid()").fetchone()[0]',
+    '    if i % 3:',
+    '        db.execute("INSERT INTO gpu_metrics VALUES (?, ?, ?)", (aid, "smsp__inst_executed.sum", 1e6))',
+    '        db.execute("INSERT INTO gpu_metrics VALUES (?, ?, ?)", (aid, "smsp__warps_launched.sum", 2e4))',
+    'db.commit()',
+  ].join('\n'), gpu]);
+  bundle('gpu', gpu);
+  const none = join(dir, 'none.db');  // a program that calls nothing sonde measures
+  execFileSync(CLI, ['run', '-o', none, '--', '/bin/true'], { env: env(), stdio: 'ignore' });
+  bundle('none', none);
+  server = await serve(bundles);
+  browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (server) await server.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+async function panelsRender(name) {
+  const { page, errors } = await open(`${server.url}?b=${name}`);
+  for (const id of PANELS) {
+    const n = await page.locator(`#panel-${id} .body`).evaluate((b) => b.childElementCount);
+    assert.ok(n > 0, `panel ${id} is empty`);
+  }
+  const frames = Number(await page.locator('#flame').getAttribute('data-frames'));
+  assert.ok(frames > 3, `flame graph drew ${frames} frames`);
+  assert.ok(await page.locator('#hotspot-table tbody tr').count() > 3);
+  assert.match(await page.locator('#panel-hotspots .note').textContent(), /busy threads' time: [\d.]+ s = 100 %/);
+  return { page, errors };
+}
+
+describe('viewer in chromium', { skip }, () => {
+  test('mlp_numpy: every panel renders, with shapes, roofline, breakdown, candidates, line costs', async () => {
+    const { page, errors } = await panelsRender('mlp');
+    const data = JSON.parse(readFileSync(bundles.mlp, 'utf8')).profiles[0];
+    assert.ok(data.shapes.length > 0 && data.lines.rows.length > 0, 'the mlp_numpy profile has shapes and line costs');
+    // one element per row of the analyzers' JSON (which rules fire depends on the run's speed)
+    assert.equal(await page.locator('#shapes-table tbody tr').count(), data.shapes.length);
+    assert.equal(await page.locator('#panel-candidates li.candidate').count(), data.candidates.length);
+    assert.equal(await page.locator('#lines-table tbody tr').count(), data.lines.rows.length);
+    assert.equal(await page.locator('#hotspot-table tbody tr').count(), Math.min(500, data.report.rows.length));
+    assert.ok(await page.locator('#panel-roofline svg .point').count() > 0, 'no roofline point');
+    assert.ok(await page.locator('#panel-roofline svg .ceiling').count() >= 2, 'no calibrated ceilings drawn');
+    assert.ok(await page.locator('#panel-breakdown svg.stack .segment').count() >= 3, 'no breakdown segments');
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('torch_cnn: every panel renders', async () => {
+    const html = inlineHtml(readFileSync(bundles.cnn, 'utf8'));
+    console.log(`# torch_cnn as one self-contained file: ${(html.length / 2 ** 20).toFixed(2)} MiB (target < 5 MB)`);
+    assert.ok(html.length < 5e6, `the self-contained torch_cnn page is ${html.length} bytes`);
+    const { page, errors } = await panelsRender('cnn');
+    assert.ok(await page.locator('#panel-breakdown svg.stack .segment').count() >= 3, 'no breakdown segments');
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('a click on a flame frame zooms to it and selects its row in the table', async () => {
+    const { page, errors } = await open(`${server.url}?b=mlp`);
+    const names = await page.locator('#hotspot-table tbody tr').evaluateAll((trs) => trs.map((t) => t.dataset.name));
+    let target = null;
+    for (const n of names) {
+      const at = await page.evaluate((name) => window.sonde.flame.locate(name), n);
+      if (at && at.w > 40 && n !== '<thread>') { target = { n, at }; break; }
+    }
+    assert.ok(target, 'no routine of the table is drawn wide enough to click');
+    const before = Number(await page.locator('#flame').getAttribute('data-frames'));
+    await page.mouse.click(target.at.x, target.at.y);
+    assert.equal(await page.locator('#flame').getAttribute('data-zoomed'), target.n);
+    const selected = await page.locator('#hotspot-table tbody tr.selected').evaluateAll((trs) => trs.map((t) => t.dataset.name));
+    assert.deepEqual(selected, [target.n]);
+    assert.match(await page.locator('#selection').textContent(), /selected: /);
+    // zoomed in, the frame spans the width: its subtree has room for frames too narrow before
+    const wide = await page.evaluate((name) => window.sonde.flame.locate(name), target.n);
+    assert.ok(wide.w > 1000, `zoomed frame is ${wide.w} px wide`);
+    assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) <= before + 1000);
+    // and a click on a row selects the routine in the flame graph's caption and the other tables
+    await page.locator('#hotspot-table tbody tr').nth(1).click();
+    const rowName = await page.locator('#hotspot-table tbody tr').nth(1).getAttribute('data-name');
+    assert.equal(await page.locator('#selection').textContent(), `selected: ${rowName}`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('search filters the table; exclusive sorts it by exclusive time', async () => {
+    const { page, errors } = await open(`${server.url}?b=mlp`);
+    const all = await page.locator('#hotspot-table tbody tr').count();
+    await page.locator('#search').fill('update');
+    const names = await page.locator('#hotspot-table tbody tr').evaluateAll((trs) => trs.map((t) => t.dataset.name));
+    assert.ok(names.length > 0 && names.length < all, `${names.length} of ${all} rows after search`);
+    for (const n of names) assert.match(n.toLowerCase(), /update/);
+    await page.locator('#search').fill('');
+    assert.equal(await page.locator('#hotspot-table tbody tr').count(), all);
+    // the exclusive toggle sorts the table by exclusive time (the analyzers' excl_ms, descending)
+    await page.locator('input[name=time][value=excl]').check();
+    assert.equal(await page.locator('#hotspot-table th[aria-sort=descending]').getAttribute('data-key'), 'excl_ms');
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('a routine named like markup renders as text, served and in a self-contained file', async () => {
+    const file = join(dir, 'xss.html');
+    writeFileSync(file, inlineHtml(readFileSync(bundles.xss, 'utf8')));
+    for (const url of [`${server.url}?b=xss`, `file://${file}`]) {
+      const { page, errors } = await open(url);
+      assert.equal(await page.locator('#panels img').count(), 0, `an <img> was made from a name (${url})`);
+      const cells = await page.locator('#hotspot-table td').evaluateAll((tds) => tds.map((t) => t.textContent));
+      assert.ok(cells.includes(XSS), `the name is not shown as text (${url})`);
+      const at = await page.evaluate((name) => window.sonde.flame.locate(name), XSS);
+      assert.ok(at, 'the region is not in the flame graph');
+      assert.deepEqual(errors, [], url);
+      await page.close();
+    }
+  });
+
+  test('a profile without a measured call opens and says there is no tree', async () => {
+    const { page, errors } = await open(`${server.url}?b=none`);
+    assert.match(await page.locator('#panel-flame').textContent(), /no tree to draw/);
+    assert.equal(await page.locator('#hotspot-table').count(), 1);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('under the real sonde view: served with its token and CSP, and as --html', async () => {
+    const srv = spawn(CLI, ['view', join(dir, 'mlp.db')], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const url = await new Promise((ok, fail) => {
+        srv.stdout.on('data', (d) => { const m = String(d).match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/); if (m) ok(m[0]); });
+        srv.on('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
+      });
+      const html = join(dir, 'mlp.html');
+      execFileSync(CLI, ['view', join(dir, 'mlp.db'), '--html', html], { env: env(), stdio: 'ignore' });
+      for (const u of [url, `file://${html}`]) {
+        const { page, errors } = await open(u);
+        assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) > 3, u);
+        assert.ok(await page.locator('#hotspot-table tbody tr').count() > 3, u);
+        assert.deepEqual(errors, [], u);  // a CSP violation is a console error
+        await page.close();
+      }
+    } finally {
+      srv.kill('SIGTERM');
+    }
+  });
+
+  test('GPU kernels where recorded: the kernels table, as the analyzers rank them', async () => {
+    const { page, errors } = await open(`${server.url}?b=gpu`);
+    const kernels = JSON.parse(readFileSync(bundles.gpu, 'utf8')).profiles[0].metrics.kernels;
+    assert.equal(kernels.length, 2);
+    const shown = await page.locator('#kernels-table tbody tr').evaluateAll((trs) => trs.map((t) => t.dataset.name));
+    assert.deepEqual(shown.slice().sort(), kernels.map((k) => k.kernel).sort());
+    assert.ok(shown.includes('<b>relu_kernel</b>'), 'the kernel name is shown as text');
+    assert.equal(await page.locator('#panels b').count(), 0);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('two profiles: the diff panel shows per-routine speedups', async () => {
+    const { page, errors } = await open(`${server.url}?b=diff`);
+    assert.ok(await page.locator('#panel-diff table tbody tr').count() > 0);
+    assert.equal(await page.locator('#profile option').count(), 2);
+    await page.locator('#profile').selectOption('1');
+    assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) > 3);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+});

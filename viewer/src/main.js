@@ -1,0 +1,251 @@
+// sonde view: shows the bundle that `sonde view` (or the --html file) carries. Panels are linked
+// by the routine's name: a click anywhere selects it everywhere.
+import { el, empty, fmtNum, panel } from './dom.js';
+import { DataTable } from './table.js';
+import { FlameGraph } from './flame.js';
+import { breakdown, roofline } from './charts.js';
+
+const SUPPORTED_FORMAT = 1;
+
+async function loadBundle() {
+  const inline = document.getElementById('sonde-data');
+  if (inline) return JSON.parse(inline.textContent);
+  const response = await fetch('data.json' + location.search);
+  if (!response.ok) throw new Error(`the server answered ${response.status} for the profile's data`);
+  return response.json();
+}
+
+const state = { bundle: null, profile: null, selected: null, search: '', mode: 'incl', linked: [] };
+const tooltip = document.getElementById('tooltip');
+const flame = new FlameGraph({ onSelect: select, tooltip });
+
+function select(name) {
+  state.selected = name;
+  document.getElementById('selection').textContent = name === null ? '' : 'selected: ' + name;
+  for (const l of state.linked) l.setSelected(name);
+}
+
+function runPanel(p) {
+  const { section, body } = panel('run', 'Run');
+  const r = p.report.run;
+  const facts = [
+    ['file', p.path], ['command', r.command], ['host', r.host], ['CPU', r.cpu_model], ['cores', r.cores],
+    ['mode', r.mode], ['processes', r.processes], ['busy threads', r.threads], ['idle threads', r.idle_threads],
+    ['wall time s', r.wall_s], ['BLAS', r.blas_library], ['BLAS threads', r.blas_threads],
+    ['FTZ / DAZ', `${r.fpu_ftz ?? '–'} / ${r.fpu_daz ?? '–'}`],
+  ];
+  body.appendChild(el('dl', { class: 'facts' }, facts.map(([k, v]) => [el('dt', {}, k), el('dd', {}, fmtNum(v))])));
+  const notes = p.report.notes || [];
+  body.appendChild(el('h3', {}, `Notes (${notes.length}): what sonde could not see or wants you to know`));
+  body.appendChild(notes.length
+    ? el('ul', { class: 'notes' }, notes.map((n) => el('li', { class: n.severity },
+        el('strong', {}, n.severity), ` ${n.topic}: `, n.message, n.pid !== null ? ` (pid ${n.pid})` : '')))
+    : empty('No notes.'));
+  return section;
+}
+
+function flamePanel(p) {
+  const { section, body } = panel('flame', 'Calling-context tree',
+    'Icicle: the root on top, callees below, width = inclusive time. Click a frame to zoom and select it; ' +
+    'exclusive mode darkens each frame\'s own time. Colours are kinds: python, native, blas, region, GPU.');
+  const threads = document.getElementById('threads');
+  const trees = p.tree.trees || [];
+  const options = (p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.length} busy threads merged`)] : [])
+    .concat(trees.map((t, i) => el('option', { value: String(i) },
+      `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s`)));
+  threads.replaceChildren(...options);
+  const show = () => {
+    const v = threads.value;
+    const root = v === 'merged' ? p.tree_merged.tree : trees[Number(v)]?.tree;
+    flame.setTree(root ?? null, v === 'merged' ? p.tree_merged.min_pct : p.tree.min_pct);
+  };
+  if (!trees.length) body.appendChild(empty('No thread called a measured routine: there is no tree to draw.'));
+  threads.onchange = show;
+  body.appendChild(flame.element);
+  const kinds = new Set();
+  return { section, show, kinds };
+}
+
+function hotspotPanel(p) {
+  const rep = p.report;
+  const { section, body } = panel('hotspots', 'Hot spots',
+    `%Time is of the busy threads' time: ${fmtNum(rep.total_s)} s = 100 % (${rep.busy_threads} busy thread(s); ` +
+    `${rep.idle_threads} idle, in no percentage). The run's wall time: ${fmtNum(rep.wall_s)} s.`);
+  const t = new DataTable({
+    id: 'hotspot-table', rows: rep.rows, nameKey: 'name', sortKey: state.mode === 'excl' ? 'excl_ms' : 'incl_ms',
+    onSelect: select,
+    columns: [
+      { key: 'name', title: 'Name' }, { key: 'kind', title: 'Kind' },
+      { key: 'pct_time', title: '%Time', digits: 1 }, { key: 'excl_ms', title: 'Exclusive ms' },
+      { key: 'incl_ms', title: 'Inclusive ms' }, { key: 'calls', title: 'Calls' }, { key: 'subrs', title: 'Subrs' },
+      { key: 'incl_us_per_call', title: 'Incl µs/call', digits: 1 },
+      { key: 'library', title: 'Library' }, { key: 'file', title: 'File' }, { key: 'line', title: 'Line' },
+    ],
+  });
+  body.appendChild(t.element);
+  return { section, table: t };
+}
+
+function tablePanel(id, title, note, rows, columns, nameKey, sortKey, emptyText) {
+  const { section, body } = panel(id, title, note);
+  if (!rows || !rows.length) { body.appendChild(empty(emptyText)); return { section, table: null }; }
+  const t = new DataTable({ id: id + '-table', rows, columns, nameKey, sortKey, onSelect: select });
+  body.appendChild(t.element);
+  return { section, table: t };
+}
+
+function candidatesPanel(p) {
+  const { section, body } = panel('candidates', 'Tuning candidates',
+    'Ranked by estimated gain; each with the numbers that made the rule fire.');
+  const list = p.candidates || [];
+  if (!list.length) { body.appendChild(empty('No rule fired.')); return { section, setSelected() {} }; }
+  // A candidate's location names a routine ("cblas_sgemm 100x200x784 at train.py:207(forward)"):
+  // the longest routine name it holds is the one selected.
+  const names = p.report.rows.map((r) => r.name).filter((n) => n.length > 2).sort((a, b) => b.length - a.length);
+  const routineOf = (loc) => names.find((n) => loc.includes(n)) ?? loc;
+  const items = list.map((c, i) => el('li', { class: 'candidate', dataset: { name: c.location }, onclick: () => select(routineOf(c.location)) },
+    el('h3', {}, `${i + 1}. ${c.location}`, el('span', { class: 'rule' }, ` ${c.rule} · est. gain ${fmtNum(c.est_gain_s)} s`)),
+    el('p', {}, c.summary),
+    el('table', { class: 'evidence' }, el('tbody', {}, (c.evidence_keys || Object.keys(c.evidence || {})).map((k) =>
+      el('tr', {}, el('th', {}, k), el('td', {}, fmtNum(c.evidence[k])))))),
+    el('p', { class: 'advice' }, c.advice)));
+  body.appendChild(el('ol', { class: 'candidates' }, items));
+  return {
+    section,
+    setSelected(name) { for (const li of items) li.classList.toggle('selected', name !== null && li.dataset.name.includes(name)); },
+  };
+}
+
+function linesPanel(p) {
+  const { section, body } = panel('lines', 'Line costs',
+    'Per source line of the functions recorded with python3 -m sonde --lines; % is of the function\'s total.');
+  if (!p.lines) { body.appendChild(empty('Not recorded: run python3 -m sonde --lines PATTERN to see line costs.')); return { section, table: null }; }
+  // rows name the function and file; the routine (for the linked selection) is in functions
+  const routine = new Map(p.lines.functions.map((f) => [f.function + '\0' + f.file, f.name]));
+  const rows = p.lines.rows.map((r) => ({ ...r, routine: routine.get(r.function + '\0' + r.file) ?? r.function }));
+  const t = new DataTable({
+    id: 'lines-table', rows, nameKey: 'routine', sortKey: 'line', desc: false, onSelect: select, limit: 2000,
+    columns: [{ key: 'function', title: 'Function' }, { key: 'line', title: 'Line' }, { key: 'hits', title: 'Hits' },
+              { key: 'time_s', title: 'Time s', digits: 6 }, { key: 'pct', title: '% function', digits: 1 },
+              { key: 'contents', title: 'Line contents', format: (v) => el('code', {}, v ?? '') }],
+  });
+  body.appendChild(t.element);
+  return { section, table: t };
+}
+
+function diffPanel(d) {
+  const { section, body } = panel('diff', 'Before and after',
+    `${d.before} → ${d.after}: speedup = before / after (wall time ${fmtNum(d.total_speedup ?? null, 2)}×).`);
+  const cols = [{ key: 'name', title: 'Name' }, { key: 'kind', title: 'Kind' }, { key: 'before_s', title: 'Before s', digits: 6 },
+                { key: 'after_s', title: 'After s', digits: 6 }, { key: 'speedup', title: 'Speedup', digits: 2 }, { key: 'status', title: 'Status' }];
+  const tables = [];
+  for (const [key, title] of [['phases', 'Phases'], ['routines', 'Routines']]) {
+    if (!d[key] || !d[key].length) continue;
+    const t = new DataTable({ id: 'diff-' + key, rows: d[key], columns: cols, nameKey: 'name', sortKey: 'before_s', onSelect: select });
+    body.append(el('h3', {}, title), t.element);
+    tables.push(t);
+  }
+  return { section, tables };
+}
+
+// The run and the flame graph first, the other panels in the next task, so that a large
+// profile shows its first panel before its tables are built. Resolves when all are there.
+function render(index) {
+  const b = state.bundle, p = b.profiles[index];
+  state.profile = p;
+  state.linked = [flame];
+  state.filtered = [];
+  const main = document.getElementById('panels');
+  main.replaceChildren();
+  main.appendChild(runPanel(p));
+  const fp = flamePanel(p);
+  main.appendChild(fp.section);
+  flame.search = state.search.toLowerCase();
+  flame.selected = null;
+  fp.show();
+  performance.mark('sonde-first-panel');
+  return new Promise((done) => setTimeout(() => { renderRest(p, main); done(); }, 0));
+}
+
+function renderRest(p, main) {
+  const b = state.bundle;
+  const hot = hotspotPanel(p);
+  main.appendChild(hot.section);
+  state.filtered.push(hot.table);
+  state.linked.push(hot.table);
+  const shapes = tablePanel('shapes', 'GEMM and convolution shapes',
+    'Per shape and call site; GFLOP/s achieved, % of the calibrated peak for the thread count the calls ran with.',
+    p.shapes, [{ key: 'routine', title: 'Routine' }, { key: 'call_site', title: 'Call site' }, { key: 'm', title: 'm' },
+               { key: 'n', title: 'n' }, { key: 'k', title: 'k' }, { key: 'dtype', title: 'dtype' }, { key: 'calls', title: 'Calls' },
+               { key: 'time_s', title: 'Time s', digits: 6 }, { key: 'gflops', title: 'GFLOP/s', digits: 2 },
+               { key: 'pct_peak', title: '% peak', digits: 1 }],
+    'routine', 'time_s', 'No GEMM-like call was recorded.');
+  main.appendChild(shapes.section);
+  const rl = panel('roofline', 'Roofline', 'Routines and GEMM shapes by arithmetic intensity and GFLOP/s, under the calibrated ceilings.');
+  const plot = roofline(p.roofline, select);
+  rl.body.appendChild(plot.element);
+  main.appendChild(rl.section);
+  const bd = panel('breakdown', 'Iteration breakdown', 'The training loop\'s time by phase: t_io, t_h2d, t_f, t_b, t_u, t_comm.');
+  bd.body.appendChild(breakdown(p.metrics.breakdown));
+  main.appendChild(bd.section);
+  const cands = candidatesPanel(p);
+  main.appendChild(cands.section);
+  const lines = linesPanel(p);
+  main.appendChild(lines.section);
+  const kernels = tablePanel('kernels', 'GPU kernels',
+    'Kernels from CUPTI, ranked as TAU does: (warps per instruction) × time where the metrics were recorded.',
+    p.metrics.kernels, [{ key: 'kernel', title: 'Kernel' }, { key: 'launches', title: 'Launches' }, { key: 'time_s', title: 'Time s', digits: 4 },
+                        { key: 'metric_launches', title: 'Measured' }, { key: 'warps_per_inst', title: 'Warps/inst', digits: 4 },
+                        { key: 'inst_per_gld', title: 'Inst/gld', digits: 1 }, { key: 'sm_pct_peak', title: 'SM %', digits: 1 },
+                        { key: 'memory_pct_peak', title: 'Mem %', digits: 1 }],
+    'kernel', null, 'No GPU kernel was recorded (a CPU run, or CUPTI was not available).');
+  main.appendChild(kernels.section);
+  for (const x of [shapes.table, plot, cands, lines.table, kernels.table]) if (x) state.linked.push(x);
+  for (const x of [shapes.table, lines.table, kernels.table]) if (x) state.filtered.push(x);
+  if (b.diff) {
+    const d = diffPanel(b.diff);
+    main.appendChild(d.section);
+    state.linked.push(...d.tables);
+    state.filtered.push(...d.tables);
+  }
+  applySearch();
+  select(null);
+}
+
+function applySearch() {
+  flame.setSearch(state.search);
+  for (const t of state.filtered) t.setFilter(state.search);
+}
+
+function setMode(mode) {
+  state.mode = mode;
+  flame.setMode(mode);
+  const t = state.filtered[0];
+  if (t) { t.sortKey = mode === 'excl' ? 'excl_ms' : 'incl_ms'; t.desc = true; t.draw(); }
+}
+
+async function start() {
+  const status = document.getElementById('status');
+  try {
+    const b = await loadBundle();
+    if (b.format_version !== SUPPORTED_FORMAT)
+      throw new Error(`data format ${b.format_version}, this viewer reads ${SUPPORTED_FORMAT}: use the sonde that made it`);
+    if (!b.profiles || !b.profiles.length) throw new Error('the data holds no profile');
+    state.bundle = b;
+    const pick = document.getElementById('profile');
+    pick.replaceChildren(...b.profiles.map((p, i) => el('option', { value: String(i) }, p.path)));
+    pick.onchange = () => { document.body.dataset.ready = '0'; render(Number(pick.value)).then(() => { document.body.dataset.ready = '1'; }); };
+    document.getElementById('search').addEventListener('input', (e) => { state.search = e.target.value; applySearch(); });
+    for (const r of document.querySelectorAll('input[name=time]')) r.addEventListener('change', (e) => setMode(e.target.value));
+    document.title = `sonde view: ${b.profiles.map((p) => p.path).join(' vs ')}`;
+    await render(0);
+    document.body.dataset.ready = '1';
+  } catch (err) {
+    status.textContent = 'sonde view: ' + err.message;
+    status.className = 'error';
+    console.error(err);
+  }
+}
+
+window.sonde = { flame, select, state };
+start();
