@@ -24,12 +24,17 @@ if ! command -v node >/dev/null || ! command -v npm >/dev/null; then packages+=(
 
 # The viewer's npm packages, pinned by its lock file; once installed, builds work offline (the
 # build runs `npm ci` itself when they are missing).
-viewer_modules() {
-  local viewer
-  viewer="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/viewer"
-  if [[ -f "$viewer/package-lock.json" && ! -d "$viewer/node_modules" ]]; then
-    (cd "$viewer" && npm ci --no-audit --no-fund)
-  fi
+# The npm packages of the viewer and of the speedscope check, each pinned by its lock file;
+# installed once, after which builds and tests work offline.
+npm_deps() {
+  local root dir
+  root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+  command -v npm >/dev/null || return 0
+  for dir in "$root/viewer" "$root/tests/e2e/speedscope"; do
+    if [[ -f "$dir/package-lock.json" && ! -d "$dir/node_modules" ]]; then
+      npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
+    fi
+  done
 }
 
 missing=()
@@ -38,18 +43,9 @@ for p in "${packages[@]}"; do
 done
 # speedscope's built app, which the export tests open in headless Chromium; pinned by
 # tests/e2e/speedscope/package-lock.json, installed once (npm from the registry), skipped without npm.
-npm_deps() {
-  local dir
-  dir="$(dirname "$0")/../tests/e2e/speedscope"
-  if command -v npm >/dev/null && [[ ! -d "$dir/node_modules/speedscope" ]]; then
-    npm ci --prefix "$dir" --no-audit --no-fund --loglevel=error
-  fi
-}
-
 if (( ${#missing[@]} == 0 )); then
   echo "install-deps: all ${#packages[@]} packages present"
   npm_deps
-  viewer_modules
   exit 0
 fi
 
@@ -60,4 +56,3 @@ export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -q
 $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
 npm_deps
-viewer_modules
