@@ -127,8 +127,8 @@ ProfileFile ProfileFile::open(const std::string& path) {
                             path, version, kSchemaVersion));
   if (version < kSchemaVersion)
     throw Error(fmt::format("{} has schema version {}, written by an older sonde; this sonde reads "
-                            "version {} (the peaks views read shapes.threads, which it lacks): profile "
-                            "the run again",
+                            "version {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
+                            "shapes.threads since 2): profile the run again",
                             path, version, kSchemaVersion));
   file.schema_version_ = version;
   return file;

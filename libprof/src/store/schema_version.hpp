@@ -5,6 +5,7 @@
 namespace sonde {
 
 // 2: shapes.threads (the thread count a call ran with); % of peak against the peak for it.
-inline constexpr int kSchemaVersion = 2;
+// 3: ranks (processes.host, rank, world_size, local_rank), comm_ops and comm_overlap.
+inline constexpr int kSchemaVersion = 3;
 
 }  // namespace sonde

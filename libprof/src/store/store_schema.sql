@@ -1,4 +1,4 @@
--- sonde profile schema, version 2 (store/schema_version.hpp). Documented in docs/schema.md; the views at the end are the
+-- sonde profile schema, version 3 (store/schema_version.hpp). Documented in docs/schema.md; the views at the end are the
 -- public contract. Times are integer nanoseconds in tables and seconds in views.
 CREATE TABLE IF NOT EXISTS meta (
   key   TEXT PRIMARY KEY,
@@ -50,7 +50,13 @@ CREATE TABLE IF NOT EXISTS processes (
   ended_ns     INTEGER,                    -- NULL while running or after a crash
   last_flush_ns INTEGER,
   flushes      INTEGER NOT NULL DEFAULT 0,
-  end_reason   TEXT                        -- 'exit', 'signal N', 'exec', NULL if never ended cleanly
+  end_reason   TEXT,                       -- 'exit', 'signal N', 'exec', NULL if never ended cleanly
+  -- A ranked run (MPI, SLURM, torch.distributed): NULL otherwise. host is per process because the
+  -- ranks of one merged file come from many hosts.
+  host         TEXT,
+  rank         INTEGER,
+  world_size   INTEGER,
+  local_rank   INTEGER
 );
 
 -- A thread is registered at its first measured call (the loading thread at start-up), so a
@@ -130,6 +136,29 @@ CREATE TABLE IF NOT EXISTS shapes (
   threads    INTEGER                       -- threads the library ran the calls with; NULL: unknown
 );
 CREATE INDEX IF NOT EXISTS shapes_node ON shapes(node_id);
+
+-- One row per call path, communication operation, communicator size and message size.
+CREATE TABLE IF NOT EXISTS comm_ops (
+  node_id    INTEGER NOT NULL REFERENCES nodes(node_id),
+  op         TEXT NOT NULL,      -- 'MPI_Allreduce', 'MPI_Isend', 'MPI_Wait', 'ncclAllReduce', ...
+  kind       TEXT NOT NULL,      -- 'p2p', 'collective', 'wait', 'setup'
+  blocking   INTEGER NOT NULL,   -- 1 blocking call, 0 start of a nonblocking operation
+  comm_size  INTEGER NOT NULL,
+  bytes      INTEGER NOT NULL,   -- per call: count x datatype size (this rank's send side, or recv for recv-only ops)
+  calls      INTEGER NOT NULL,
+  time_ns    INTEGER NOT NULL,
+  UNIQUE (node_id, op, comm_size, bytes)
+);
+CREATE INDEX IF NOT EXISTS comm_ops_node ON comm_ops(node_id);
+
+-- Per thread: exposed = time inside blocking calls and waits; overlapped = time during which at
+-- least one nonblocking operation was in flight while the thread was outside communication calls.
+CREATE TABLE IF NOT EXISTS comm_overlap (
+  thread_id     INTEGER PRIMARY KEY REFERENCES threads(thread_id),
+  exposed_ns    INTEGER NOT NULL,
+  overlapped_ns INTEGER NOT NULL,
+  inflight_ns   INTEGER NOT NULL
+);
 
 -- Per-line costs of the functions named by `python3 -m sonde --lines`, like line_profiler:
 -- a line's time runs from its first instruction to the next line event of the same frame, so it

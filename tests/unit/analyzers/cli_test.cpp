@@ -88,16 +88,16 @@ TEST_F(CliTest, NewerSchemaVersion) {
   write_fixture(newer, {.schema_version = "99"});
   CliResult r = run_sonde("report " + q(newer));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "schema version 99; this sonde reads up to version 2");
+  expect_one_clean_line(r, "schema version 99; this sonde reads up to version 3");
 }
 
 TEST_F(CliTest, OlderSchemaVersion) {
-  // Version 1 files lack the peaks views `sonde metrics` reads: one line, not an SQL error.
+  // Version 2 files lack the rank and communication tables: one line, not an SQL error.
   fs::path older = dir_.path / "older.db";
-  write_fixture(older, {.schema_version = "1"});
+  write_fixture(older, {.schema_version = "2"});
   CliResult r = run_sonde("metrics " + q(older));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "schema version 1, written by an older sonde; this sonde reads version 2");
+  expect_one_clean_line(r, "schema version 2, written by an older sonde; this sonde reads version 3");
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {
