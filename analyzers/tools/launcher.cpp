@@ -23,6 +23,7 @@
 #include "render/report.hpp"
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
+#include "sonde/rank_env.hpp"
 #include "sonde/signals.hpp"
 
 namespace sonde::analyzers {
@@ -224,12 +225,16 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
 }
 
 // Returns the file written (its absolute path), or "" when there is none.
-std::string say_what_was_written(const RunOptions& o, const fs::path& output, pid_t root,
+std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid_t root,
                                  std::int64_t since_ns, bool is_static) {
+  // A rank of a parallel job wrote its own file beside the one asked for (sonde/rank_env.hpp).
+  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  std::string requested = rank.rank >= 0 ? rank_output(o.output, rank.rank) : o.output;
+  fs::path output = rank.rank >= 0 ? fs::path(rank_output(asked.string(), rank.rank)) : asked;
   WrittenProfile w = find_written_profile(output, root, since_ns);
   if (w.alternative >= 0) {
     std::string shown =
-        w.alternative == 0 ? o.output : alternative_output(o.output, root, w.alternative);
+        w.alternative == 0 ? requested : alternative_output(requested, root, w.alternative);
     if (w.ended)
       fmt::print(stderr, "sonde: profile written to {}\n", shown);
     else
@@ -241,14 +246,14 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& output, pi
                               : alternative_output(output.string(), root, w.alternative);
   }
   if (w.any_file) {
-    fmt::print(stderr, "sonde: warning: the profile could not be written to {} ({})\n", o.output,
+    fmt::print(stderr, "sonde: warning: the profile could not be written to {} ({})\n", requested,
                w.problem.empty() ? "no process of this run in it; see sonde's messages above"
                                  : w.problem);
   } else if (!is_static) {  // a static command was named as such before it ran
     fmt::print(stderr,
                "sonde: warning: no profile was written to {} (see sonde's messages above, if "
                "any; else a program that never loaded libsonde.so)\n",
-               o.output);
+               requested);
   }
   return "";
 }

@@ -164,7 +164,7 @@ inline CallCost inner_product(Dir d, const Tensors& t) {
 
 // dst (batch x M x N) = src (batch x M x K) weights (batch x K x N), batch dims broadcast.
 inline CallCost matmul(const Tensors& t) {
-  if (!present(t.src) || !present(t.dst)) return CallCost{0, t.bytes, {}};
+  if (!present(t.src) || !present(t.dst)) return CallCost{0, t.bytes, {}, {}};
   int s = t.src->ndims, o = t.dst->ndims;
   int64_t m = dim(t.dst, o - 2), n = dim(t.dst, o - 1), k = dim(t.src, s - 1);
   int64_t batch = dims_product(t.dst, 0, o - 2);
@@ -172,7 +172,7 @@ inline CallCost matmul(const Tensors& t) {
 }
 
 // Everything else: bytes only.
-inline CallCost data_movement(const Tensors& t) { return CallCost{0, t.bytes, {}}; }
+inline CallCost data_movement(const Tensors& t) { return CallCost{0, t.bytes, {}, {}}; }
 
 inline CallCost cost(dnnl_primitive_kind_t kind, Dir d, const Tensors& t) {
   switch (kind) {

@@ -39,10 +39,21 @@ struct GemmShape {
   uint16_t threads = 0;
 };
 
+// A communication call (MPI, NCCL): recorded per call path, communicator size and message size
+// (the comm_ops table), the bytes being CallCost::bytes. Values are stored by name (store.cpp).
+enum class CommKind : uint8_t { kNone = 0, kP2P, kCollective, kWait, kSetup };
+
+struct CommCost {
+  CommKind kind = CommKind::kNone;  // kNone: not a communication call
+  bool blocking = true;             // false: the start of a nonblocking operation
+  int32_t comm_size = 0;
+};
+
 struct CallCost {
   uint64_t flops = 0;
   uint64_t bytes = 0;
   GemmShape shape;
+  CommCost comm;
 };
 
 class ThreadState;
@@ -78,6 +89,20 @@ extern std::atomic<bool> g_exit_gate_closed;
 void close_exit_gate();
 void wait_at_exit_gate();
 inline bool exit_gate_closed() { return g_exit_gate_closed.load(std::memory_order_relaxed); }
+// Exposed and overlapped communication (comm_overlap): a communication wrapper says when its call
+// begins and ends on this thread (`now` from probe_now), whether its time is exposed (a blocking
+// call or a wait), and how many nonblocking operations the call started and completed. Owner
+// thread only; no lock.
+SONDE_API void comm_call_begin(ThreadState* thread, uint64_t now);
+SONDE_API void comm_call_end(ThreadState* thread, uint64_t now, bool exposed, int started,
+                             int completed);
+// Requests a wrapper could not track (its table of outstanding requests was full): counted and
+// noted, their time then missing from the in-flight figures.
+SONDE_API void comm_untracked(ThreadState* thread, uint64_t requests);
+
+// The MPI library's own rank and size, told once MPI_Init returns (docs/distributed.md).
+SONDE_API void set_mpi_rank(int rank, int world_size);
+
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();
 

@@ -88,6 +88,7 @@ inline void close_frame(ThreadState* t, const CallCost* cost, const void* call_s
     if (cost->shape.dtype != DType::kNone) {
       t->record_shape(node, call_site, cost->shape, elapsed, cost->flops, cost->bytes);
     }
+    if (cost->comm.kind != CommKind::kNone) t->record_comm(node, cost->comm, cost->bytes, elapsed);
   }
   if (t->trace) t->trace->push(TraceEvent{node, start, at});
   if (__builtin_expect(t->counters != 0, 0)) stop_counters(t, e, n, t->stack_[d - 1]);

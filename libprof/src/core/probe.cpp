@@ -86,6 +86,28 @@ void record_line(RoutineId routine, int line, uint64_t ticks) {
   if (ThreadState* t = t_state) t->record_line(routine, line, ticks);
 }
 
+void comm_call_begin(ThreadState* t, uint64_t now) {
+  CommClock& c = t->comm_clock;
+  c.advance(now);
+  if (c.in_call++ == 0) c.call_start = now;
+}
+
+void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int completed) {
+  CommClock& c = t->comm_clock;
+  c.advance(now);
+  if (c.in_call > 0 && --c.in_call == 0 && exposed && now > c.call_start)
+    bump(c.exposed, now - c.call_start);
+  c.inflight += started - completed;
+  if (c.inflight < 0) c.inflight = 0;
+  if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
+}
+
+void comm_untracked(ThreadState* t, uint64_t requests) { bump(t->comm_clock.untracked, requests); }
+
+void set_mpi_rank(int rank, int world_size) {
+  if (Runtime* rt = Runtime::get()) rt->mpi_rank_known(rank, world_size);
+}
+
 void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
   close_frame(t, cost, call_site, now_ticks());
 }

@@ -58,6 +58,21 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
                                 r.bytes.load(kRelaxed)});
   }
 
+  uint32_t nc = t.comms.size_acquire();
+  s.comms.reserve(nc);
+  for (uint32_t i = 0; i < nc; ++i) {
+    const CommRecord& r = t.comms[i];
+    s.comms.push_back(CommRow{r.node, r.comm, r.bytes, r.calls.load(kRelaxed),
+                              clock.to_ns(r.ticks.load(kRelaxed))});
+  }
+  if (t.comm_clock.used.load(std::memory_order_acquire)) {
+    const CommClock& c = t.comm_clock;
+    s.comm_overlap = CommOverlapRow{clock.to_ns(c.exposed.load(kRelaxed)),
+                                    clock.to_ns(c.overlapped.load(kRelaxed)),
+                                    clock.to_ns(c.inflight_ticks.load(kRelaxed)),
+                                    c.untracked.load(kRelaxed)};
+  }
+
   if (t.trace) {
     t.trace->drain([&](const TraceEvent& e) {
       s.events.push_back(

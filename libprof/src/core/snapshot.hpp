@@ -38,6 +38,18 @@ struct ShapeRow {
   std::string_view call_site = "";
 };
 
+struct CommRow {
+  uint32_t node;
+  CommCost comm;
+  uint64_t bytes, calls;
+  int64_t time_ns;
+};
+
+struct CommOverlapRow {
+  int64_t exposed_ns, overlapped_ns, inflight_ns;
+  uint64_t untracked;
+};
+
 struct LineRow {
   RoutineId routine;
   int line;
@@ -70,6 +82,8 @@ struct ThreadSnapshot {
   const uint64_t* counter_excl(uint32_t node) const { return counter_incl(node) + counters; }
   std::vector<ShapeRow> shapes;
   std::vector<LineRow> lines;
+  std::vector<CommRow> comms;
+  std::optional<CommOverlapRow> comm_overlap;  // set once the thread made a communication call
   std::vector<TraceRow> events;
   uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
 };

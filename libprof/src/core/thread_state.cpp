@@ -177,6 +177,61 @@ void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape&
   bump(r.bytes, bytes);
 }
 
+void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t bytes,
+                              uint64_t ticks) {
+  auto hash = [](uint32_t n, const CommCost& c, uint64_t b) {
+    uint64_t h = (uint64_t(n) << 32) ^ (uint64_t(uint32_t(c.comm_size)) << 8) ^
+                 (uint64_t(c.kind) << 1) ^ uint64_t(c.blocking);
+    return (h ^ (b * 0xff51afd7ed558ccdull)) * 0x9E3779B97F4A7C15ull >> 20;
+  };
+  auto same = [&](const CommRecord& r) {
+    return r.node == node && r.bytes == bytes && r.comm.kind == comm.kind &&
+           r.comm.blocking == comm.blocking && r.comm.comm_size == comm.comm_size;
+  };
+  if (comm_index_.empty()) comm_index_.assign(64, 0);
+  size_t mask = comm_index_.size() - 1;
+  uint32_t i = comms.kFull;
+  size_t slot = hash(node, comm, bytes) & mask;
+  for (;; slot = (slot + 1) & mask) {
+    uint32_t v = comm_index_[slot];
+    if (v == 0) break;
+    if (same(comms[v - 1])) {
+      i = v - 1;
+      break;
+    }
+  }
+  if (i == comms.kFull) {
+    i = comms.reserve();
+    if (i == comms.kFull) return;
+    CommRecord& r = comms[i];
+    r.node = node;
+    r.comm = comm;
+    r.bytes = bytes;
+    comms.publish(i);
+    comm_index_[slot] = i + 1;
+    if (2 * comms.size_owner() > comm_index_.size()) {  // keep the probe chains short
+      std::vector<uint32_t> bigger(comm_index_.size() * 2, 0);
+      size_t m2 = bigger.size() - 1;
+      for (uint32_t j = 0; j < comms.size_owner(); ++j) {
+        size_t k = hash(comms[j].node, comms[j].comm, comms[j].bytes) & m2;
+        while (bigger[k] != 0) k = (k + 1) & m2;
+        bigger[k] = j + 1;
+      }
+      comm_index_.swap(bigger);
+    }
+  }
+  bump(comms[i].calls, 1);
+  bump(comms[i].ticks, ticks);
+}
+
+void CommClock::advance(uint64_t now) {
+  uint64_t dt = now > last ? now - last : 0;
+  last = now;
+  if (inflight <= 0) return;
+  bump(inflight_ticks, dt);
+  if (in_call == 0) bump(overlapped, dt);
+}
+
 void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
   auto hash = [](RoutineId r, int l) {
     return (uint64_t(r) << 32 | uint32_t(l)) * 0x9E3779B97F4A7C15ull >> 20;
@@ -232,6 +287,15 @@ void ThreadState::reset_counts(uint64_t now) {
     ShapeRecord& r = shapes[i];
     for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes}) a->store(0, std::memory_order_relaxed);
   }
+  for (uint32_t i = 0; i < comms.size_owner(); ++i) {
+    comms[i].calls.store(0, std::memory_order_relaxed);
+    comms[i].ticks.store(0, std::memory_order_relaxed);
+  }
+  for (auto* a : {&comm_clock.exposed, &comm_clock.overlapped, &comm_clock.inflight_ticks,
+                  &comm_clock.untracked}) {
+    a->store(0, std::memory_order_relaxed);
+  }
+  comm_clock.last = now;
   for (uint32_t i = 0; i < lines.size_owner(); ++i) {
     lines[i].hits.store(0, std::memory_order_relaxed);
     lines[i].ticks.store(0, std::memory_order_relaxed);

@@ -48,6 +48,25 @@ struct ShapeRecord {
   std::atomic<uint64_t> calls{0}, ticks{0}, flops{0}, bytes{0};
 };
 
+struct CommRecord {
+  uint32_t node = 0;
+  CommCost comm;
+  uint64_t bytes = 0;  // per call
+  std::atomic<uint64_t> calls{0}, ticks{0};
+};
+
+// Owner-only clock of a thread's communication: what it has added up is published in the atomics
+// for the flusher (comm_overlap).
+struct CommClock {
+  uint64_t last = 0;   // the last transition
+  int32_t in_call = 0;
+  int64_t inflight = 0;
+  uint64_t call_start = 0;
+  std::atomic<uint64_t> exposed{0}, overlapped{0}, inflight_ticks{0}, untracked{0};
+  std::atomic<bool> used{false};
+  void advance(uint64_t now);
+};
+
 struct LineRecord {
   RoutineId routine = 0;
   int line = 0;
@@ -158,6 +177,7 @@ class ThreadState {
   void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
                     uint64_t flops, uint64_t bytes);
   void record_line(RoutineId routine, int line, uint64_t ticks);
+  void record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
   // Samples the FPU control word; denormal handling matters for the advice.
@@ -176,6 +196,8 @@ class ThreadState {
   ChunkedArray<Node, 8, 4096> nodes;
   ChunkedArray<ShapeRecord, 6, 4096> shapes;
   ChunkedArray<LineRecord, 6, 4096> lines;
+  ChunkedArray<CommRecord, 6, 4096> comms;
+  CommClock comm_clock;
   std::unique_ptr<StackEntry[]> stack_;
   std::atomic<uint32_t> depth_{0};
   uint32_t max_depth_;
@@ -208,6 +230,7 @@ class ThreadState {
   std::atomic<uint64_t> end_ticks_{0};
   char final_name_[16] = {};  // Linux thread names are at most 15 characters
   std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
+  std::vector<uint32_t> comm_index_;   // owner-only open addressing: record index + 1
   std::vector<uint32_t> line_index_;   // owner-only open addressing on (routine, line): index + 1
   // Owner-only open addressing on (parent, routine) -> node; 0 is free (the root is no child).
   std::vector<uint32_t> child_index_ = std::vector<uint32_t>(64, 0);

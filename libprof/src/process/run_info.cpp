@@ -173,6 +173,14 @@ std::vector<std::pair<std::string, std::string>> allowed_environment() {
   return out;
 }
 
+std::string job_run_uuid(const std::string& job) {
+  auto fnv = [&](uint64_t h) {
+    for (unsigned char c : job) h = (h ^ c) * 0x100000001b3ull;
+    return h;
+  };
+  return fmt::format("{:016x}{:016x}", fnv(0xcbf29ce484222325ull), fnv(0x84222325cbf29ce4ull));
+}
+
 std::string new_run_uuid() {
   std::random_device rd;
   std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid()));

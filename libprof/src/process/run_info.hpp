@@ -23,5 +23,7 @@ RunInfo collect_run_info(const std::string& uuid, bool trace, bool record_args,
 std::vector<std::pair<std::string, std::string>> allowed_environment();
 bool environment_allowed(const std::string& name);
 std::string new_run_uuid();
+// The same for every rank of one job: `job` is what the launcher names the job by (RankEnv::job).
+std::string job_run_uuid(const std::string& job);
 
 }  // namespace sonde

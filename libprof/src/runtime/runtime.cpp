@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "sonde/output_name.hpp"
+#include "sonde/rank_env.hpp"
 #include "symbols/real_symbol.hpp"
 #include "process/run_info.hpp"
 #include "runtime/last_thread.hpp"
@@ -87,10 +88,9 @@ void Runtime::init() {
   rt->start();
 }
 
-std::string Runtime::choose_output(bool root) {
-  std::string path = config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
+std::string Runtime::choose_output(std::string path, bool claim) {
   path = absolute(path);
-  if (!root) return path;  // joins the run's file
+  if (!claim) return path;  // joins the run's file
   // A device, FIFO or directory is nothing a profile can go into, nor beside (/dev/null.<pid>).
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return {};
@@ -116,7 +116,12 @@ void Runtime::start() {
   pid_ = getpid();
   trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();
-  run_id_ = root ? new_run_uuid() : config_.run_id;
+  // Ranks of one job share a run id, so `sonde merge` can tell their files from another run's.
+  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  run_id_ = !root ? config_.run_id : rank.job.empty() ? new_run_uuid() : job_run_uuid(rank.job);
+  process_.rank = rank.rank;
+  process_.world_size = rank.world_size;
+  process_.local_rank = rank.local_rank;
 
   process_.pid = pid();
   process_.ppid = getppid();
@@ -138,7 +143,18 @@ void Runtime::start() {
   }
   unsetenv("SONDE_EXEC_OF");
 
-  output_ = choose_output(root);
+  // A rank writes its own file (prof.db -> prof.rank<R>.db), even when it is the child of a
+  // profiled launcher (LD_PRELOAD on mpirun): ranks on many nodes must never share one SQLite
+  // file. Its own children inherit that file's name, and join it.
+  std::string requested =
+      config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
+  bool claim = root;
+  if (rank.rank >= 0 && !is_rank_output(requested, rank.rank)) {
+    requested = rank_output(requested, rank.rank);
+    claim = true;
+    process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
+  }
+  output_ = choose_output(requested, claim);
   if (output_.empty()) {
     warn("{} is not a regular file (a device, FIFO or directory); this process runs unprofiled",
          config_.output);
@@ -155,7 +171,7 @@ void Runtime::start() {
     return;
   }
   store_ok_ = true;
-  if (root) {
+  if (claim) {
     setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
     setenv("SONDE_OUTPUT", output_.c_str(), 1);
   }
@@ -163,6 +179,7 @@ void Runtime::start() {
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
   run_ = collect_run_info(run_id_, config_.trace, config_.record_args, clock_.realtime0());
+  process_.host = run_.host;
   PeaksText peaks;
   std::string peaks_error;
   if (!read_peaks_file(config_.peaks_file, peaks, peaks_error)) {
@@ -197,6 +214,25 @@ void Runtime::start() {
   std::atexit(at_exit);
   start_flusher();
   log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
+}
+
+void Runtime::mpi_rank_known(int rank, int world_size) {
+  std::string note;
+  {
+    std::lock_guard lock(store_mu_);
+    if (process_.rank < 0 && world_size > 1) {
+      note = fmt::format("MPI says rank {} of {}, but the launcher's environment named no rank "
+                         "(docs/distributed.md): this rank's profile is in {}, not a .rank{} file",
+                         rank, world_size, output_, rank);
+    } else if (process_.rank >= 0 && (process_.rank != rank || process_.world_size != world_size)) {
+      note = fmt::format("MPI says rank {} of {}, the launcher's environment rank {} of {}: the "
+                         "file is named after the environment, the processes row holds MPI's",
+                         rank, world_size, process_.rank, process_.world_size);
+    }
+    process_.rank = rank;
+    process_.world_size = world_size;
+  }
+  if (!note.empty()) add_note("rank", note);
 }
 
 ThreadState* Runtime::attach_current_thread() {

@@ -67,6 +67,10 @@ class Runtime {
   // At exit, before the CUDA runtime tears its contexts down: takes CUPTI's last records.
   void drain_gpu();
 
+  // MPI_Init returned: the MPI library's rank and size (the file was chosen from the launcher's
+  // environment at start; a disagreement is noted).
+  void mpi_rank_known(int rank, int world_size);
+
   void fork_prepare();
   void fork_parent();
   void fork_child();
@@ -93,7 +97,7 @@ class Runtime {
   void start();
   void start_flusher();
   void flusher_loop();
-  std::string choose_output(bool root);
+  std::string choose_output(std::string path, bool claim);
   void start_gpu();
 
   static std::atomic<Runtime*> instance_;

@@ -122,7 +122,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   if (!db.exec("BEGIN IMMEDIATE", error)) return false;
   return write_run(db, *data.run, error) && write_process(db, *data.process, error) &&
          write_routines(db, registry, error) && write_counter_names(db, data, error) &&
-         write_threads(db, data, error) && write_gpu(db, data, error) &&
+         write_threads(db, data, error) && write_comm(db, data, error) &&
+         write_gpu(db, data, error) &&
          write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&
          db.exec("COMMIT", error);
 }
@@ -465,10 +466,53 @@ bool Store::write_notes_and_info(Database& db, const FlushData& data, std::strin
   return true;
 }
 
+static const char* comm_kind_name(CommKind k) {
+  switch (k) {
+    case CommKind::kP2P: return "p2p";
+    case CommKind::kCollective: return "collective";
+    case CommKind::kWait: return "wait";
+    case CommKind::kSetup: return "setup";
+    case CommKind::kNone: break;
+  }
+  return "none";
+}
+
+// comm_ops names the operation by its node's routine; the snapshot holds running totals.
+bool Store::write_comm(Database& db, const FlushData& data, std::string& error) {
+  sqlite3* h = db.handle();
+  Statement op(h,
+               "INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, "
+               "time_ns) SELECT n.node_id, r.name, ?, ?, ?, ?, ?, ? FROM nodes n JOIN routines r "
+               "USING (routine_id) WHERE n.node_id = ? ON CONFLICT (node_id, op, comm_size, bytes) "
+               "DO UPDATE SET calls = excluded.calls, time_ns = excluded.time_ns");
+  Statement overlap(h,
+                    "INSERT OR REPLACE INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, "
+                    "inflight_ns) VALUES (?,?,?,?)");
+  if (!check_prepared({&op, &overlap}, db, error)) return false;
+  for (const ThreadSnapshot& t : data.threads) {
+    const ThreadIds& ids = threads_[t.state];
+    for (const CommRow& c : t.comms) {
+      if (c.calls == 0 || c.node >= ids.nodes.size() || ids.nodes[c.node] == 0) continue;
+      op.bind(1, std::string_view(comm_kind_name(c.comm.kind)));
+      op.bind(2, int64_t(c.comm.blocking)).bind(3, int64_t(c.comm.comm_size));
+      op.bind(4, int64_t(c.bytes)).bind(5, int64_t(c.calls)).bind(6, c.time_ns);
+      op.bind(7, ids.nodes[c.node]);
+      SONDE_STEP(op, "recording communication");
+    }
+    if (t.comm_overlap && ids.thread_id != 0) {
+      overlap.bind(1, ids.thread_id).bind(2, t.comm_overlap->exposed_ns);
+      overlap.bind(3, t.comm_overlap->overlapped_ns).bind(4, t.comm_overlap->inflight_ns);
+      SONDE_STEP(overlap, "recording communication overlap");
+    }
+  }
+  return true;
+}
+
 bool Store::write_process_state(Database& db, const FlushData& data, std::string& error) {
+  // The rank is known for certain only once MPI_Init returned: written at every flush.
   Statement proc(db.handle(),
                  "UPDATE processes SET last_flush_ns=?, flushes=flushes+1, ended_ns=?, "
-                 "end_reason=? WHERE process_id=?");
+                 "end_reason=?, host=?, rank=?, world_size=?, local_rank=? WHERE process_id=?");
   if (!check_prepared({&proc}, db, error)) return false;
   proc.bind(1, data.now_ns);
   if (data.end_reason) {
@@ -476,7 +520,15 @@ bool Store::write_process_state(Database& db, const FlushData& data, std::string
   } else {
     proc.bind_null(2).bind_null(3);
   }
-  proc.bind(4, process_id_);
+  const ProcessInfo& p = *data.process;
+  proc.bind(4, p.host);
+  auto bind_rank = [&](int column, int value) {
+    if (p.rank >= 0 && value >= 0) proc.bind(column, int64_t(value)); else proc.bind_null(column);
+  };
+  bind_rank(5, p.rank);
+  bind_rank(6, p.world_size);
+  bind_rank(7, p.local_rank);
+  proc.bind(8, process_id_);
   SONDE_STEP(proc, "updating the process");
   return true;
 }

@@ -32,6 +32,8 @@ struct ProcessInfo {
   int64_t parent_process_id = 0;   // 0: unknown
   std::string command;
   int64_t started_ns = 0;
+  std::string host;
+  int rank = -1, world_size = -1, local_rank = -1;  // -1: not a ranked process, or unknown
 };
 
 struct Note {
@@ -84,6 +86,7 @@ class Store {
   bool write_routines(Database& db, RoutineRegistry& registry, std::string& error);
   bool write_counter_names(Database& db, const FlushData& data, std::string& error);
   bool write_threads(Database& db, const FlushData& data, std::string& error);
+  bool write_comm(Database& db, const FlushData& data, std::string& error);
   bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                         ThreadIds& ids, std::string& error);
   bool write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,

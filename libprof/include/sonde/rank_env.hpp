@@ -1,0 +1,70 @@
+// The rank of a process of a parallel job, as its launcher tells it in the environment, before
+// MPI_Init runs: the profile's file is chosen at start-up (prof.db -> prof.rank<R>.db) and ranks
+// must never share one SQLite file. Header-only: libsonde and `sonde run` (which names the file
+// its run wrote) decide alike. docs/distributed.md gives the rule.
+#pragma once
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+namespace sonde {
+
+struct RankEnv {
+  int rank = -1;        // -1: not a ranked process
+  int world_size = -1;
+  int local_rank = -1;  // -1: unknown
+  std::string source;   // the variable the rank came from
+  std::string job;      // the same for every rank of one job (empty: unknown)
+};
+
+namespace rank_env_detail {
+
+inline int non_negative(const char* text) {
+  if (text == nullptr || *text == '\0') return -1;
+  errno = 0;
+  char* end = nullptr;
+  long v = std::strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < 0 || v > (1L << 30)) return -1;
+  return int(v);
+}
+
+}  // namespace rank_env_detail
+
+// `lookup` is getenv (or a test's table). Open MPI, then PMI (MPICH, Intel MPI, srun --mpi),
+// then SLURM (more than one task: a batch script's single task is no parallel job), then
+// torch.distributed's RANK and WORLD_SIZE. A rank not below its size is ignored.
+template <class Lookup>
+RankEnv detect_rank_env(Lookup lookup) {
+  using rank_env_detail::non_negative;
+  struct Scheme {
+    const char *rank, *size, *local, *job, *job2;
+    int min_size;
+  };
+  static constexpr Scheme kSchemes[] = {
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+       "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", 1},
+      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_KVS_NAME", "SLURM_JOB_ID", 1},
+      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID", 2},
+      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_PORT", 1},
+  };
+  RankEnv r;
+  for (const Scheme& s : kSchemes) {
+    int rank = non_negative(lookup(s.rank));
+    int size = non_negative(lookup(s.size));
+    if (rank < 0 || size < s.min_size || rank >= size) continue;
+    r.rank = rank;
+    r.world_size = size;
+    r.local_rank = non_negative(lookup(s.local));
+    r.source = s.rank;
+    for (const char* name : {s.job, s.job2}) {
+      const char* v = lookup(name);
+      if (v != nullptr && *v != '\0') r.job += std::string(name) + "=" + v + ";";
+    }
+    return r;
+  }
+  return r;
+}
+
+}  // namespace sonde

@@ -1,0 +1,67 @@
+/* A known sequence of MPI calls per step, for exact call counts and bytes (test_mpi.py):
+ *   MPI_Allreduce of 1000 floats, MPI_Bcast of 10 doubles from rank 0, a ring exchange of 100 ints
+ *   (--blocking: MPI_Sendrecv after the compute; else MPI_Irecv + MPI_Isend, the compute while
+ *   they are in flight, then MPI_Waitall), MPI_Barrier.
+ * Usage: mpi_calls [--steps N] [--blocking] [--compute-ms M] */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Work that keeps the CPU busy for about `ms` milliseconds, outside any MPI call. */
+static double compute(double ms) {
+  volatile double x = 0;
+  double end = now_s() + ms * 1e-3;
+  while (now_s() < end)
+    for (int i = 0; i < 1000; ++i) x += i * 1e-9;
+  return x;
+}
+
+int main(int argc, char** argv) {
+  int steps = 5, blocking = 0;
+  double compute_ms = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--blocking")) blocking = 1;
+    else if (!strcmp(argv[i], "--compute-ms") && i + 1 < argc) compute_ms = atof(argv[++i]);
+  }
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  float grad[1000], sum[1000];
+  double params[10];
+  int out[100], in[100];
+  for (int i = 0; i < 1000; ++i) grad[i] = (float)(rank + i);
+  for (int i = 0; i < 10; ++i) params[i] = rank == 0 ? i : 0;
+  for (int i = 0; i < 100; ++i) out[i] = rank * 1000 + i;
+  int right = (rank + 1) % size, left = (rank + size - 1) % size;
+  double checksum = 0;
+  for (int s = 0; s < steps; ++s) {
+    MPI_Allreduce(grad, sum, 1000, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Bcast(params, 10, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    if (blocking) {
+      checksum += compute(compute_ms);
+      MPI_Sendrecv(out, 100, MPI_INT, right, 7, in, 100, MPI_INT, left, 7, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+    } else {
+      MPI_Request req[2];
+      MPI_Irecv(in, 100, MPI_INT, left, 7, MPI_COMM_WORLD, &req[0]);
+      MPI_Isend(out, 100, MPI_INT, right, 7, MPI_COMM_WORLD, &req[1]);
+      checksum += compute(compute_ms);
+      MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  printf("rank %d of %d: sum[1]=%g params[9]=%g in[0]=%d\n", rank, size, sum[1], params[9],
+         in[0]);
+  MPI_Finalize();
+  return checksum < 0;
+}

@@ -1,0 +1,191 @@
+#include "mpi_models.hpp"
+
+#include <dlfcn.h>
+
+#include <atomic>
+
+namespace sonde {
+void* find_real_symbol(const char* name);  // libprof/src/symbols/real_symbol.cpp
+}
+
+namespace sonde::mpi {
+
+namespace {
+
+enum State : int { kUnknown = 0, kActive = 1, kFinalized = 2 };
+std::atomic<int> g_state{kUnknown};
+std::atomic<int> g_abi{0};  // 0 not looked at, 1 Open MPI, 2 something else
+
+// Looked up once, after the ABI check found Open MPI.
+struct Pmpi {
+  int (*comm_size)(MPI_Comm, int*) = nullptr;
+  int (*type_size)(MPI_Datatype, int*) = nullptr;
+  int (*initialized)(int*) = nullptr;
+  int (*finalized)(int*) = nullptr;
+  const void* comm_null = nullptr;
+  const void* datatype_null = nullptr;
+  const void* request_null = nullptr;
+};
+Pmpi g_pmpi;
+
+// An object's address as the host sees it: a program referring to MPI_COMM_WORLD holds a copy
+// of ompi_mpi_comm_world (a copy relocation) that libmpi uses too, found first in the global scope;
+// RTLD_NEXT would give libmpi's unused original. A libmpi opened RTLD_LOCAL (by a Python module)
+// is only found by looking in each loaded object.
+const void* find_object(const char* name) {
+  if (void* p = dlsym(RTLD_DEFAULT, name)) return p;
+  return find_real_symbol(name);
+}
+
+template <class F>
+void find(F& fn, const char* name) {
+  fn = reinterpret_cast<F>(find_real_symbol(name));
+}
+
+struct Outstanding {
+  MPI_Request handle;
+  int pos;  // its index in the array a wait or test is given; -1 none
+};
+constexpr int kOutstanding = 64;
+thread_local Outstanding t_out[kOutstanding] __attribute__((tls_model("initial-exec")));
+thread_local int t_used __attribute__((tls_model("initial-exec"))) = 0;
+
+bool is_null(MPI_Request r) { return r == nullptr || r == g_pmpi.request_null; }
+
+int remove_marked(bool (*pick)(int pos, const void* arg), const void* arg) {
+  int removed = 0;
+  for (int i = 0; i < t_used; ++i) {
+    Outstanding& o = t_out[i];
+    if (o.handle != nullptr && o.pos >= 0 && pick(o.pos, arg)) {
+      o.handle = nullptr;
+      ++removed;
+    }
+    o.pos = -1;
+  }
+  while (t_used > 0 && t_out[t_used - 1].handle == nullptr) --t_used;
+  return removed;
+}
+
+}  // namespace
+
+bool abi_ok() {
+  int abi = g_abi.load(std::memory_order_acquire);
+  if (__builtin_expect(abi != 0, 1)) return abi == 1;
+  // Open MPI's predefined communicator: an MPICH or other ABI has int handles the wrappers,
+  // compiled for Open MPI's pointers, must not interpret.
+  bool ompi = find_object("ompi_mpi_comm_world") != nullptr;
+  if (ompi) {
+    find(g_pmpi.comm_size, "PMPI_Comm_size");
+    find(g_pmpi.type_size, "PMPI_Type_size");
+    find(g_pmpi.initialized, "PMPI_Initialized");
+    find(g_pmpi.finalized, "PMPI_Finalized");
+    g_pmpi.comm_null = find_object("ompi_mpi_comm_null");
+    g_pmpi.datatype_null = find_object("ompi_mpi_datatype_null");
+    g_pmpi.request_null = find_object("ompi_request_null");
+    ompi = g_pmpi.comm_size && g_pmpi.type_size && g_pmpi.initialized && g_pmpi.finalized;
+  }
+  g_abi.store(ompi ? 1 : 2, std::memory_order_release);
+  return ompi;
+}
+
+void initialized() { g_state.store(kActive, std::memory_order_release); }
+void finalizing() { g_state.store(kFinalized, std::memory_order_release); }
+
+bool active() {
+  int s = g_state.load(std::memory_order_acquire);
+  if (__builtin_expect(s != kUnknown, 1)) return s == kActive;
+  // Initialized without our MPI_Init wrapper (through PMPI_Init, or before sonde was loaded).
+  int init = 0, fin = 0;
+  if (!abi_ok() || g_pmpi.initialized(&init) != MPI_SUCCESS || !init) return false;
+  if (g_pmpi.finalized(&fin) == MPI_SUCCESS && fin) return false;
+  initialized();
+  return true;
+}
+
+MPI_Comm world() { return static_cast<MPI_Comm>(const_cast<void*>(find_object("ompi_mpi_comm_world"))); }
+
+int comm_size(MPI_Comm comm) {
+  if (comm == nullptr || comm == g_pmpi.comm_null || !active()) return 0;
+  int n = 0;
+  return g_pmpi.comm_size(comm, &n) == MPI_SUCCESS ? n : 0;
+}
+
+int64_t type_size(MPI_Datatype type) {
+  if (type == nullptr || type == g_pmpi.datatype_null || !active()) return 0;
+  int n = 0;
+  return g_pmpi.type_size(type, &n) == MPI_SUCCESS ? n : 0;
+}
+
+int64_t bytes_summed(const int counts[], MPI_Datatype type, MPI_Comm comm) {
+  int n = comm_size(comm);
+  if (counts == nullptr || n <= 0) return 0;
+  int64_t total = 0;
+  for (int i = 0; i < n; ++i) total += counts[i] > 0 ? counts[i] : 0;
+  return total * type_size(type);
+}
+
+void Track::before() {
+  if (kind_ == kNone || kind_ == kStart || t_used == 0 || requests_ == nullptr) return;
+  for (int i = 0; i < count_; ++i) {
+    MPI_Request r = requests_[i];
+    if (is_null(r)) continue;
+    for (int j = 0; j < t_used; ++j) {
+      if (t_out[j].handle == r) {
+        t_out[j].pos = i;
+        break;
+      }
+    }
+  }
+}
+
+void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
+  started = completed = 0;
+  switch (kind_) {
+    case kNone:
+      return;
+    case kStart: {
+      if (rc != MPI_SUCCESS || requests_ == nullptr || is_null(*requests_)) return;
+      for (int i = 0; i < kOutstanding; ++i) {
+        if (i < t_used && t_out[i].handle != nullptr) continue;
+        t_out[i] = Outstanding{*requests_, -1};
+        if (i >= t_used) t_used = i + 1;
+        started = 1;
+        return;
+      }
+      comm_untracked(thread, 1);
+      return;
+    }
+    case kAll: {
+      bool done = rc == MPI_SUCCESS && (flag_ == nullptr || *flag_);
+      completed = remove_marked([](int, const void* d) { return *static_cast<const bool*>(d); },
+                                &done);
+      return;
+    }
+    case kAny: {
+      int index = rc == MPI_SUCCESS && (flag_ == nullptr || *flag_) && index_ != nullptr
+                      ? *index_
+                      : MPI_UNDEFINED;
+      completed = remove_marked(
+          [](int pos, const void* d) { return pos == *static_cast<const int*>(d); }, &index);
+      return;
+    }
+    case kSome: {
+      struct Done {
+        int n;
+        const int* indices;
+      } done{rc == MPI_SUCCESS && index_ != nullptr && *index_ != MPI_UNDEFINED ? *index_ : 0,
+             indices_};
+      completed = remove_marked(
+          [](int pos, const void* d) {
+            auto* s = static_cast<const Done*>(d);
+            for (int k = 0; k < s->n; ++k)
+              if (s->indices[k] == pos) return true;
+            return false;
+          },
+          &done);
+      return;
+    }
+  }
+}
+
+}  // namespace sonde::mpi

@@ -1,0 +1,108 @@
+// What an MPI call moves and on how many ranks, and which of its requests complete: read through
+// the profiling interface (PMPI_Type_size, PMPI_Comm_size) of the MPI library the host uses.
+// libsonde is not linked against libmpi: the PMPI functions and Open MPI's predefined handles are
+// looked up at run time, and the wrappers measure nothing unless that library is Open MPI (whose
+// ABI, MPI_Request a pointer, they were compiled for).
+#pragma once
+
+// The C API only: Open MPI's C++ bindings would reference libmpi_cxx.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "sonde/probe.hpp"
+
+namespace sonde::mpi {
+
+// The MPI library's state, as far as the models may call it: sizes are asked only between
+// MPI_Init and MPI_Finalize (asked outside, Open MPI aborts the host).
+bool active();
+void initialized();  // MPI_Init or MPI_Init_thread returned
+void finalizing();   // MPI_Finalize is about to run
+// The host's MPI library is Open MPI (its predefined handles are there): else forward only.
+bool abi_ok();
+
+int comm_size(MPI_Comm comm);  // 0: unknown
+MPI_Comm world();               // MPI_COMM_WORLD as the host sees it
+int64_t type_size(MPI_Datatype type);
+
+struct Moved {
+  int64_t bytes;
+  int comm_size;
+};
+inline MPI_Comm no_comm() { return nullptr; }
+
+inline int64_t bytes(int count, MPI_Datatype type) {
+  return count > 0 ? int64_t(count) * type_size(type) : 0;
+}
+// Per-destination counts (Alltoall) and per-rank blocks (Reduce_scatter_block) times the ranks.
+inline int64_t bytes_times_size(int count, MPI_Datatype type, MPI_Comm comm) {
+  return bytes(count, type) * comm_size(comm);
+}
+int64_t bytes_summed(const int counts[], MPI_Datatype type, MPI_Comm comm);
+// Gathers: what this rank contributes; with MPI_IN_PLACE its block is the receive one.
+inline int64_t sent(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int recvcount,
+                    MPI_Datatype recvtype) {
+  return sendbuf == MPI_IN_PLACE ? bytes(recvcount, recvtype) : bytes(sendcount, sendtype);
+}
+// Scatters: what this rank receives; with MPI_IN_PLACE (the root) its own block.
+inline int64_t received(const void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                        int sendcount, MPI_Datatype sendtype) {
+  return recvbuf == MPI_IN_PLACE ? bytes(sendcount, sendtype) : bytes(recvcount, recvtype);
+}
+
+// The requests a call starts or completes, for the in-flight figures of comm_overlap. Each
+// thread keeps a small fixed table of the requests it started; a request it cannot hold is
+// counted (comm_untracked), never allocated for.
+class Track {
+ public:
+  static Track none() { return Track(kNone); }
+  static Track start(MPI_Request* request) {
+    Track t(kStart);
+    t.requests_ = request;
+    t.count_ = 1;
+    return t;
+  }
+  // Every request given completes when the call succeeds (and `flag`, where given, is set).
+  static Track all(int count, MPI_Request* requests, int* flag = nullptr) {
+    Track t(kAll);
+    t.count_ = count;
+    t.requests_ = requests;
+    t.flag_ = flag;
+    return t;
+  }
+  static Track any(int count, MPI_Request* requests, int* index, int* flag = nullptr) {
+    Track t(kAny);
+    t.count_ = count;
+    t.requests_ = requests;
+    t.index_ = index;
+    t.flag_ = flag;
+    return t;
+  }
+  static Track some(int count, MPI_Request* requests, int* outcount, int* indices) {
+    Track t(kSome);
+    t.count_ = count;
+    t.requests_ = requests;
+    t.index_ = outcount;
+    t.indices_ = indices;
+    return t;
+  }
+  // Before the real call: marks the tracked requests among those given (the call may null them).
+  void before();
+  // After it: how many tracked requests it started and completed.
+  void after(ThreadState* thread, int rc, int& started, int& completed);
+
+ private:
+  enum Kind { kNone, kStart, kAll, kAny, kSome };
+  explicit Track(Kind k) : kind_(k) {}
+  Kind kind_;
+  int count_ = 0;
+  MPI_Request* requests_ = nullptr;
+  int* flag_ = nullptr;
+  int* index_ = nullptr;
+  int* indices_ = nullptr;
+};
+
+}  // namespace sonde::mpi
