@@ -9,6 +9,8 @@ packages=(
   libunwind-dev libpapi-dev libgtest-dev libopenblas-dev libdnnl-dev
   python3-dev python3-numpy python3-pytest libpython3.11-testsuite
   help2man
+  # MPI: the wrappers' headers, mpirun for the rank tests, mpi4py for the numpy example.
+  libopenmpi-dev openmpi-bin python3-mpi4py
 )
 # The Python issue's tests need these; they are big, so callers may skip them.
 if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then

@@ -64,7 +64,9 @@ Mlp::Mlp(int in_size, int hidden, int classes, int max_batch, Rng& rng)
       dlogits_(logits_.size()),
       ones_(static_cast<size_t>(max_batch), 1.0f) {}
 
-BatchStats Mlp::forward(const float* x, const std::int32_t* labels, int n, bool grad) {
+BatchStats Mlp::forward(const float* x, const std::int32_t* labels, int n, bool grad,
+                        int mean_over) {
+  const int denominator = mean_over > 0 ? mean_over : n;
   if (n > max_batch_) throw std::logic_error("batch larger than the buffers");
   linear_forward(l1_, x, n, h1_.data());
   relu(h1_.data(), static_cast<long>(n) * l1_.out);
@@ -88,20 +90,23 @@ BatchStats Mlp::forward(const float* x, const std::int32_t* labels, int n, bool 
       float* dz = dlogits_.data() + static_cast<long>(r) * classes;
       for (int c = 0; c < classes; ++c) {
         const double p = std::exp(static_cast<double>(z[c] - *best) - log_sum);
-        dz[c] = static_cast<float>((p - (c == labels[r] ? 1.0 : 0.0)) / n);
+        dz[c] = static_cast<float>((p - (c == labels[r] ? 1.0 : 0.0)) / denominator);
       }
     }
   }
   return stats;
 }
 
-void Mlp::backward(const float* x, int n) {
+void Mlp::backward(const float* x, int n, const std::function<void(int)>& layer_done) {
   linear_backward(l3_, h2_.data(), dlogits_.data(), n, ones_.data(), dh2_.data());
+  if (layer_done) layer_done(2);
   relu_backward(h2_.data(), dh2_.data(), static_cast<long>(n) * l2_.out);
   linear_backward(l2_, h1_.data(), dh2_.data(), n, ones_.data(), dh1_.data());
+  if (layer_done) layer_done(1);
   relu_backward(h1_.data(), dh1_.data(), static_cast<long>(n) * l1_.out);
   // The input needs no gradient, which saves the largest dx product.
   linear_backward(l1_, x, dh1_.data(), n, ones_.data(), nullptr);
+  if (layer_done) layer_done(0);
 }
 
 std::vector<ParamRef> Mlp::params() {

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "rng.hpp"
@@ -38,11 +39,15 @@ class Mlp {
   Mlp(int in_size, int hidden, int classes, int max_batch, Rng& rng);
 
   // Runs the n rows of x through the network and returns the summed loss and hits. When `grad` is
-  // set it also leaves d(mean loss)/d(logits) for backward().
-  BatchStats forward(const float* x, const std::int32_t* labels, int n, bool grad);
+  // set it also leaves d(mean loss)/d(logits) for backward(): the mean over `mean_over` rows (0: n;
+  // a data-parallel rank's share of the global batch averages over the global batch).
+  BatchStats forward(const float* x, const std::int32_t* labels, int n, bool grad,
+                     int mean_over = 0);
 
-  // Fills every layer's gw/gb for the batch last passed to forward(..., grad = true).
-  void backward(const float* x, int n);
+  // Fills every layer's gw/gb for the batch last passed to forward(..., grad = true). `layer_done`,
+  // when given, is called with a layer's index in params() / 2 as soon as its gradients are
+  // complete (last layer first), so a data-parallel run can start reducing them.
+  void backward(const float* x, int n, const std::function<void(int)>& layer_done = {});
 
   std::vector<ParamRef> params();
 

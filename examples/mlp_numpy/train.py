@@ -229,8 +229,9 @@ def relu_backward(y, gy):
     return gy * (y > 0)
 
 
-def softmax_cross_entropy(z, labels):
-    """Summed loss (float64), number correct, and d(mean loss)/dz (float32)."""
+def softmax_cross_entropy(z, labels, mean_over=None):
+    """Summed loss (float64), number correct, and d(mean loss)/dz (float32): the mean over
+    `mean_over` rows (None: these; a data-parallel rank's share averages over the global batch)."""
     n = z.shape[0]
     shifted = z.astype(numpy.float64) - z.max(axis=1, keepdims=True)
     log_sum = numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))
@@ -240,7 +241,7 @@ def softmax_cross_entropy(z, labels):
     correct = int((z.argmax(axis=1) == labels).sum())
     gz = numpy.exp(log_p)
     gz[rows, labels] -= 1.0
-    gz /= n
+    gz /= n if mean_over is None else mean_over
     return loss_sum, correct, gz.astype(numpy.float32)
 
 
@@ -254,11 +255,11 @@ class MLP:
         """(owner, attribute) pairs: the arrays Adam updates in place and their gradients."""
         return [(l, name) for l in (self.l1, self.l2, self.l3) for name in ("W", "b")]
 
-    def forward(self, x, labels):
+    def forward(self, x, labels, mean_over=None):
         self.h1 = relu(self.l1.forward(x))
         self.h2 = relu(self.l2.forward(self.h1))
         z = self.l3.forward(self.h2)
-        loss_sum, correct, self.gz = softmax_cross_entropy(z, labels)
+        loss_sum, correct, self.gz = softmax_cross_entropy(z, labels, mean_over)
         return loss_sum, correct
 
     def backward(self):

@@ -366,6 +366,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     threads = threads_;
   }
   uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
+  uint64_t untracked = 0;
   for (ThreadState* t : threads) {
     d.threads.push_back(take_snapshot(*t, clock_, now));
     call_sites_.name(d.threads.back(), routines_);
@@ -373,6 +374,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     overflows += s.depth_overflows + s.node_overflows;
     mismatches += s.region_mismatches;
     dropped += s.dropped_events;
+    if (s.comm_overlap) untracked += s.comm_overlap->untracked;
     if (t->trace) over_budget += t->trace->dropped_by_budget();
   }
   if (overflows > 0) {
@@ -387,6 +389,13 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     add_note("trace-drops", fmt::format("trace mode dropped {} events (SONDE_TRACE_BUFFER={} per "
                                         "thread{}); the profile itself counts every call",
                                         dropped, config_.trace_buffer, budget),
+             false);
+  }
+  if (untracked > 0) {
+    add_note("comm-untracked",
+             fmt::format("{} nonblocking requests were started while 64 were outstanding on "
+                         "their thread: comm_overlap's in-flight figures leave them out",
+                         untracked),
              false);
   }
   if (mismatches > 0) {

@@ -1,0 +1,163 @@
+"""MPI under sonde: one file per rank with its rank, size and host; exact MPI call counts and
+bytes per rank (comm_ops); exposed and overlapped communication (comm_overlap); mpi4py programs
+seen through the same C library; programs without MPI unaffected. mpirun oversubscribes this
+machine's cores, so every run is a few short steps."""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BIN, CLI, LIB, clean_env, query, routine_calls
+
+MPIRUN = shutil.which("mpirun")
+PROG = BIN / "mpi_calls"
+pytestmark = pytest.mark.skipif(MPIRUN is None or not PROG.exists(),
+                                reason="no mpirun, or sonde built without MPI headers")
+
+
+def mpirun(np, cmd, timeout=120, **env):
+    e = clean_env(**env)
+    args = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(np)] + [str(c) for c in cmd]
+    return subprocess.run(args, env=e, capture_output=True, text=True, timeout=timeout)
+
+
+def sonde_run(tmp_path, np, *prog_args):
+    out = tmp_path / "prof.db"
+    r = mpirun(np, [CLI, "run", "-o", out, "--", PROG, *prog_args], SONDE_LIBRARY=LIB)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def ops(db):
+    """comm_ops summed per operation: {op: (kind, blocking, comm_size, bytes, calls)}."""
+    rows = query(db, "SELECT op, kind, blocking, comm_size, bytes, SUM(calls) FROM comm_ops "
+                     "GROUP BY op, kind, blocking, comm_size, bytes")
+    out = {}
+    for op, kind, blocking, size, nbytes, calls in rows:
+        assert op not in out, f"{op} recorded with two sizes: {out[op]} and {rows}"
+        out[op] = (kind, blocking, size, nbytes, calls)
+    return out
+
+
+@pytest.mark.parametrize("np", [1, 2, 4])
+def test_one_file_per_rank_with_exact_calls_and_bytes(tmp_path, np):
+    """mpirun -np N sonde run: prof.rank<R>.db per rank, each with rank, size, host, local rank,
+    and the program's MPI calls counted exactly with their bytes (count x datatype size)."""
+    steps = 3
+    r = sonde_run(tmp_path, np, "--steps", steps, "--compute-ms", 1)
+    files = sorted(p.name for p in tmp_path.glob("*.db"))
+    assert files == [f"prof.rank{k}.db" for k in range(np)], files
+    uuids = set()
+    for rank in range(np):
+        db = tmp_path / f"prof.rank{rank}.db"
+        assert f"profile written to {db}" in r.stderr
+        proc = query(db, "SELECT rank, world_size, local_rank, host, end_reason FROM processes "
+                         "WHERE rank IS NOT NULL")
+        assert proc == [(rank, np, rank, socket.gethostname(), "exit")]
+        uuids.add(query(db, "SELECT uuid FROM runs")[0][0])
+        got = ops(db)
+        expected = {
+            "MPI_Init": ("setup", 1, 0, 0, 1),
+            "MPI_Comm_rank": ("setup", 1, np, 0, 1),
+            "MPI_Comm_size": ("setup", 1, np, 0, 1),
+            "MPI_Allreduce": ("collective", 1, np, 1000 * 4, steps),
+            "MPI_Bcast": ("collective", 1, np, 10 * 8, steps),
+            "MPI_Irecv": ("p2p", 0, np, 100 * 4, steps),
+            "MPI_Isend": ("p2p", 0, np, 100 * 4, steps),
+            "MPI_Waitall": ("wait", 1, 0, 0, steps),
+            "MPI_Barrier": ("collective", 1, np, 0, steps),
+            "MPI_Finalize": ("setup", 1, 0, 0, 1),
+        }
+        assert got == expected
+        # The same calls in the calling-context tree.
+        assert routine_calls(db, "MPI_Allreduce") == steps
+        assert routine_calls(db, "MPI_Isend") == steps
+    assert len(uuids) == 1, "ranks of one job share a run id"
+
+
+def test_overlap_blocking_against_nonblocking(tmp_path):
+    """Blocking exchange: nothing in flight, so no overlap; Isend/Irecv with compute before the
+    Waitall: overlapped time at least the compute the program did while they were in flight."""
+    steps, compute_ms = 4, 20
+    (tmp_path / "b").mkdir()
+    (tmp_path / "n").mkdir()
+    sonde_run(tmp_path / "b", 2, "--steps", steps, "--compute-ms", compute_ms, "--blocking")
+    sonde_run(tmp_path / "n", 2, "--steps", steps, "--compute-ms", compute_ms)
+    for rank in range(2):
+        exposed, overlapped, inflight = query(
+            tmp_path / "b" / f"prof.rank{rank}.db",
+            "SELECT exposed_ns, overlapped_ns, inflight_ns FROM comm_overlap")[0]
+        assert exposed > 0 and overlapped == 0 and inflight == 0
+        assert ops(tmp_path / "b" / f"prof.rank{rank}.db")["MPI_Sendrecv"] == (
+            "p2p", 1, 2, 400, steps)
+        exposed, overlapped, inflight = query(
+            tmp_path / "n" / f"prof.rank{rank}.db",
+            "SELECT exposed_ns, overlapped_ns, inflight_ns FROM comm_overlap")[0]
+        assert overlapped >= 0.9 * steps * compute_ms * 1e6, overlapped
+        assert inflight >= overlapped
+
+
+def test_preloaded_launcher_gives_ranks_their_own_files(tmp_path):
+    """LD_PRELOAD on mpirun itself: mpirun writes prof.db, each rank its own prof.rank<R>.db
+    (never the launcher's file), all with one run id."""
+    db = tmp_path / "prof.db"
+    r = mpirun(2, [PROG, "--steps", 2, "--compute-ms", 1], LD_PRELOAD=LIB, SONDE_OUTPUT=db)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == [
+        "prof.db", "prof.rank0.db", "prof.rank1.db"]
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE rank IS NOT NULL") == [(0,)]
+    assert query(db, "SELECT COUNT(*) FROM comm_ops") == [(0,)]
+    run_id = query(db, "SELECT uuid FROM runs")
+    for rank in range(2):
+        rdb = tmp_path / f"prof.rank{rank}.db"
+        assert query(rdb, "SELECT uuid FROM runs") == run_id
+        assert query(rdb, "SELECT rank, world_size FROM processes WHERE rank IS NOT NULL") == [
+            (rank, 2)]
+        assert ops(rdb)["MPI_Allreduce"][4] == 2
+
+
+def test_mpi4py_calls_are_seen(tmp_path):
+    """mpi4py goes through the same C library: its Allreduce of a numpy buffer and its pickled
+    allreduce appear as MPI calls with their bytes, under the Python frames of the script."""
+    pytest.importorskip("mpi4py")
+    script = tmp_path / "allreduce.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from mpi4py import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "x = np.full(1000, comm.Get_rank(), dtype=np.float64)\n"
+        "y = np.empty_like(x)\n"
+        "def step():\n"
+        "    comm.Allreduce(x, y, op=MPI.SUM)\n"
+        "for _ in range(3):\n"
+        "    step()\n"
+        "print(comm.Get_rank(), y[0])\n")
+    out = tmp_path / "prof.db"
+    r = mpirun(2, [CLI, "run", "-o", out, "--", "/usr/bin/python3", script], SONDE_LIBRARY=LIB)
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        db = tmp_path / f"prof.rank{rank}.db"
+        rows = query(db, "SELECT bytes, SUM(calls), comm_size FROM comm_ops "
+                         "WHERE op = 'MPI_Allreduce' GROUP BY bytes, comm_size")
+        assert rows == [(8000, 3, 2)]
+        assert query(db, "SELECT rank FROM processes WHERE rank IS NOT NULL") == [(rank,)]
+
+
+def test_program_without_mpi_unaffected(tmp_path):
+    """libsonde is not linked against libmpi, and a program without MPI runs as before: same
+    output, no rank, no communication rows."""
+    needed = subprocess.run(["readelf", "-d", LIB], capture_output=True, text=True).stdout
+    assert "libmpi" not in needed
+    plain = subprocess.run([BIN / "blas_threads", "2", "1000"], env=clean_env(),
+                           capture_output=True, text=True)
+    db = tmp_path / "prof.db"
+    pre = subprocess.run([BIN / "blas_threads", "2", "1000"],
+                         env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db),
+                         capture_output=True, text=True)
+    assert (pre.returncode, pre.stdout) == (plain.returncode, plain.stdout)
+    assert query(db, "SELECT rank, world_size, local_rank FROM processes") == [(None, None, None)]
+    assert query(db, "SELECT COUNT(*) FROM comm_ops") == [(0,)]
+    assert query(db, "SELECT COUNT(*) FROM comm_overlap") == [(0,)]
