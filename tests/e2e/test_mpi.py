@@ -161,3 +161,33 @@ def test_program_without_mpi_unaffected(tmp_path):
     assert query(db, "SELECT rank, world_size, local_rank FROM processes") == [(None, None, None)]
     assert query(db, "SELECT COUNT(*) FROM comm_ops") == [(0,)]
     assert query(db, "SELECT COUNT(*) FROM comm_overlap") == [(0,)]
+
+
+def test_nccl_calls_join_comm_ops(tmp_path):
+    """NCCL's calls (through the stub libraries, no GPU) are comm_ops rows too: kind, bytes as the
+    nccl wrappers count them, one call each."""
+    import test_gpu_wrappers as gpu
+    if not gpu.PROGRAM.exists():
+        pytest.skip("gpu_calls not built")
+    db = tmp_path / "prof.db"
+    r = gpu.run([gpu.PROGRAM], db, **gpu.NO_CUPTI)
+    assert r.returncode == 0, r.stderr
+    rows = query(db, "SELECT op, kind, blocking, bytes, calls FROM comm_ops ORDER BY op")
+    assert rows == sorted(
+        (op, "p2p" if op in ("ncclSend", "ncclRecv") else "collective", 1, nbytes, 1)
+        for op, nbytes in gpu.NCCL_BYTES.items())
+    assert query(db, "SELECT COUNT(*) FROM comm_overlap") == [(0,)]
+
+
+def test_rank_file_of_an_earlier_run_is_not_overwritten(tmp_path):
+    """prof.rank0.db already there: rank 0 writes beside it (prof.rank0.<pid>.db), says so, and
+    `sonde run` names the file it wrote."""
+    old = tmp_path / "prof.rank0.db"
+    old.write_bytes(b"an earlier run's file")
+    r = sonde_run(tmp_path, 1, "--steps", 1, "--compute-ms", 1)
+    assert old.read_bytes() == b"an earlier run's file"
+    written = [p for p in tmp_path.glob("prof.rank0.*.db")]
+    assert len(written) == 1, list(tmp_path.iterdir())
+    assert f"profile written to {written[0]}" in r.stderr
+    assert query(written[0], "SELECT rank, world_size FROM processes WHERE rank IS NOT NULL") == [
+        (0, 1)]

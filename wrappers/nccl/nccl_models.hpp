@@ -35,10 +35,21 @@ constexpr int64_t element_size(ncclDataType_t t) {
   }
 }
 
-constexpr CallCost moved(size_t count, ncclDataType_t t) {
+// The communicator's rank count, through the NCCL the host uses (0: unknown).
+int comm_count(ncclComm_t comm);
+
+// Also a row of comm_ops (docs/distributed.md): enqueued on a stream, so no request to track.
+inline CallCost moved(size_t count, ncclDataType_t t, ncclComm_t comm, CommKind kind) {
   CallCost c;
   c.bytes = uint64_t(count) * uint64_t(element_size(t));
+  c.comm = CommCost{kind, true, comm_count(comm)};
   return c;
+}
+inline CallCost collective(size_t count, ncclDataType_t t, ncclComm_t comm) {
+  return moved(count, t, comm, CommKind::kCollective);
+}
+inline CallCost p2p(size_t count, ncclDataType_t t, ncclComm_t comm) {
+  return moved(count, t, comm, CommKind::kP2P);
 }
 
 }  // namespace sonde::nccl

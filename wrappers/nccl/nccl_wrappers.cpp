@@ -45,6 +45,7 @@ sonde::CallCost in_group(sonde::CallCost c) {
   if (t_depth > 0) {
     t_group_bytes += c.bytes;
     c.bytes = 0;
+    c.comm = {};  // its bytes are the group end's comm_ops row
   }
   return c;
 }
@@ -53,10 +54,21 @@ sonde::CallCost group_end_cost() {
   sonde::CallCost c;
   c.bytes = t_ended_bytes;
   t_ended_bytes = 0;
+  // The outermost end launches the group's operations: one comm_ops row with all their bytes.
+  if (t_depth == 0) c.comm = sonde::CommCost{sonde::CommKind::kCollective, true, 0};
   return c;
 }
 
 }  // namespace
+
+namespace sonde::nccl {
+int comm_count(ncclComm_t comm) {
+  using Fn = ncclResult_t (*)(const ncclComm_t, int*);
+  static const Fn count = reinterpret_cast<Fn>(find_real_symbol("ncclCommCount"));
+  int n = 0;
+  return comm != nullptr && count != nullptr && count(comm, &n) == ncclSuccess ? n : 0;
+}
+}  // namespace sonde::nccl
 
 // The kernels a collective (or a group's end) launches show beneath it: kChildren.
 #define SONDE_NCCL(NAME, RET, PARAMS, ARGS, MODEL)                                 \
