@@ -126,10 +126,11 @@ ProfileFile ProfileFile::open(const std::string& path) {
                             "use a newer sonde",
                             path, version, kSchemaVersion));
   if (version < kSchemaVersion)
-    throw Error(fmt::format("{} has schema version {}, written by an older sonde; this sonde reads "
-                            "version {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
-                            "shapes.threads since 2): profile the run again",
-                            path, version, kSchemaVersion));
+    throw Error(fmt::format(
+        "{} has schema version {}, written by an older sonde; this sonde reads "
+        "version {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
+        "shapes.threads since 2): profile the run again",
+        path, version, kSchemaVersion));
   file.schema_version_ = version;
   return file;
 }

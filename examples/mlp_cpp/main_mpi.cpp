@@ -63,8 +63,10 @@ int main(int argc, char** argv) {
   bool overlap = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--overlap") == 0) overlap = true;
-    else args.push_back(argv[i]);
+    if (std::strcmp(argv[i], "--overlap") == 0)
+      overlap = true;
+    else
+      args.push_back(argv[i]);
   }
   MPI_Init(&argc, &argv);
   int rank = 0, ranks = 1;
@@ -73,7 +75,8 @@ int main(int argc, char** argv) {
   const Options opt = parse_options(static_cast<int>(args.size()), args.data());
   if (opt.threads) openblas_set_num_threads(*opt.threads);
   if (opt.batch < ranks) {
-    if (rank == 0) std::fprintf(stderr, "mlp_train_mpi: --batch %d is below %d ranks\n", opt.batch, ranks);
+    if (rank == 0)
+      std::fprintf(stderr, "mlp_train_mpi: --batch %d is below %d ranks\n", opt.batch, ranks);
     MPI_Finalize();
     return 2;
   }
@@ -118,8 +121,10 @@ int main(int argc, char** argv) {
                        MPI_COMM_WORLD, &requests.back());
       }
     };
-    if (overlap) model.backward(xs, mine.n, reduce_layer);
-    else model.backward(xs, mine.n);
+    if (overlap)
+      model.backward(xs, mine.n, reduce_layer);
+    else
+      model.backward(xs, mine.n);
     sonde_region_end("backward");
 
     sonde_region_begin("allreduce");
@@ -156,7 +161,8 @@ int main(int argc, char** argv) {
   sonde_region_begin("evaluate");
   const BatchStats test = evaluate(model, data.test, opt.batch, rank, ranks);
   sonde_region_end("evaluate");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (rank == 0) {
     std::printf("final loss %.6f test_acc %.4f\n", test.loss_sum / data.test.size(),
                 static_cast<double>(test.correct) / data.test.size());

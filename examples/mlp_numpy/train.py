@@ -230,8 +230,7 @@ def relu_backward(y, gy):
 
 
 def softmax_cross_entropy(z, labels, mean_over=None):
-    """Summed loss (float64), number correct, and d(mean loss)/dz (float32): the mean over
-    `mean_over` rows (None: these; a data-parallel rank's share averages over the global batch)."""
+    """Summed loss (float64), hits, d(mean loss)/dz (float32) over mean_over rows (None: n)."""
     n = z.shape[0]
     shifted = z.astype(numpy.float64) - z.max(axis=1, keepdims=True)
     log_sum = numpy.log(numpy.exp(shifted).sum(axis=1, keepdims=True))

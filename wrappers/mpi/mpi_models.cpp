@@ -102,7 +102,9 @@ bool active() {
   return true;
 }
 
-MPI_Comm world() { return static_cast<MPI_Comm>(const_cast<void*>(find_object("ompi_mpi_comm_world"))); }
+MPI_Comm world() {
+  return static_cast<MPI_Comm>(const_cast<void*>(find_object("ompi_mpi_comm_world")));
+}
 
 int comm_size(MPI_Comm comm) {
   if (comm == nullptr || comm == g_pmpi.comm_null || !active()) return 0;
@@ -157,8 +159,8 @@ void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
     }
     case kAll: {
       bool done = rc == MPI_SUCCESS && (flag_ == nullptr || *flag_);
-      completed = remove_marked([](int, const void* d) { return *static_cast<const bool*>(d); },
-                                &done);
+      completed =
+          remove_marked([](int, const void* d) { return *static_cast<const bool*>(d); }, &done);
       return;
     }
     case kAny: {

@@ -25,7 +25,7 @@ void finalizing();   // MPI_Finalize is about to run
 bool abi_ok();
 
 int comm_size(MPI_Comm comm);  // 0: unknown
-MPI_Comm world();               // MPI_COMM_WORLD as the host sees it
+MPI_Comm world();              // MPI_COMM_WORLD as the host sees it
 int64_t type_size(MPI_Datatype type);
 
 struct Moved {
@@ -48,8 +48,8 @@ inline int64_t sent(const void* sendbuf, int sendcount, MPI_Datatype sendtype, i
   return sendbuf == MPI_IN_PLACE ? bytes(recvcount, recvtype) : bytes(sendcount, sendtype);
 }
 // Scatters: what this rank receives; with MPI_IN_PLACE (the root) its own block.
-inline int64_t received(const void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                        int sendcount, MPI_Datatype sendtype) {
+inline int64_t received(const void* recvbuf, int recvcount, MPI_Datatype recvtype, int sendcount,
+                        MPI_Datatype sendtype) {
   return recvbuf == MPI_IN_PLACE ? bytes(sendcount, sendtype) : bytes(recvcount, recvtype);
 }
 

@@ -97,14 +97,16 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
 
 }  // namespace
 
-#define SONDE_MPI(NAME, KIND, BLOCKING, PARAMS, ARGS, BYTES, COMM, TRACK)                    \
-  SONDE_EXPORT_C int NAME PARAMS {                                                          \
-    using Fn = int(*) PARAMS;                                                               \
-    Fn real = reinterpret_cast<Fn>(g_pmpi[size_t(Entry::NAME)].get());                      \
-    return measure(                                                                         \
-        Entry::NAME, KIND, BLOCKING != 0,                                                   \
-        [&]() { return mpi::Moved{int64_t(BYTES), mpi::comm_size(COMM)}; }, TRACK,          \
-        [&]() { return real ARGS; });                                                       \
+#define SONDE_MPI(NAME, KIND, BLOCKING, PARAMS, ARGS, BYTES, COMM, TRACK) \
+  SONDE_EXPORT_C int NAME PARAMS {                                        \
+    using Fn = int(*) PARAMS;                                             \
+    Fn real = reinterpret_cast<Fn>(g_pmpi[size_t(Entry::NAME)].get());    \
+    return measure(                                                       \
+        Entry::NAME, KIND, BLOCKING != 0,                                 \
+        [&]() {                                                           \
+          return mpi::Moved{int64_t(BYTES), mpi::comm_size(COMM)};        \
+        },                                                                \
+        TRACK, [&]() { return real ARGS; });                              \
   }
 #include "mpi_routines.def"
 #undef SONDE_MPI

@@ -38,18 +38,22 @@ constexpr int64_t element_size(ncclDataType_t t) {
 // The communicator's rank count, through the NCCL the host uses (0: unknown).
 int comm_count(ncclComm_t comm);
 
-// Also a row of comm_ops (docs/distributed.md): enqueued on a stream, so no request to track.
-inline CallCost moved(size_t count, ncclDataType_t t, ncclComm_t comm, CommKind kind) {
+constexpr CallCost moved(size_t count, ncclDataType_t t) {
   CallCost c;
   c.bytes = uint64_t(count) * uint64_t(element_size(t));
-  c.comm = CommCost{kind, true, comm_count(comm)};
   return c;
 }
+
+// Also a row of comm_ops (docs/distributed.md): enqueued on a stream, so no request to track.
 inline CallCost collective(size_t count, ncclDataType_t t, ncclComm_t comm) {
-  return moved(count, t, comm, CommKind::kCollective);
+  CallCost c = moved(count, t);
+  c.comm = CommCost{CommKind::kCollective, true, comm_count(comm)};
+  return c;
 }
 inline CallCost p2p(size_t count, ncclDataType_t t, ncclComm_t comm) {
-  return moved(count, t, comm, CommKind::kP2P);
+  CallCost c = moved(count, t);
+  c.comm = CommCost{CommKind::kP2P, true, comm_count(comm)};
+  return c;
 }
 
 }  // namespace sonde::nccl

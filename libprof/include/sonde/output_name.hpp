@@ -38,8 +38,8 @@ inline bool is_rank_output(const std::string& path, int rank) {
   size_t slash = path.rfind('/');
   std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
   size_t at = file.find(tag + ".");
-  return at != std::string::npos ||
-         (file.size() >= tag.size() && file.compare(file.size() - tag.size(), tag.size(), tag) == 0);
+  return at != std::string::npos || (file.size() >= tag.size() &&
+                                     file.compare(file.size() - tag.size(), tag.size(), tag) == 0);
 }
 
 }  // namespace sonde

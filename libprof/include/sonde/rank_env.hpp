@@ -12,7 +12,7 @@
 namespace sonde {
 
 struct RankEnv {
-  int rank = -1;        // -1: not a ranked process
+  int rank = -1;  // -1: not a ranked process
   int world_size = -1;
   int local_rank = -1;  // -1: unknown
   std::string source;   // the variable the rank came from

@@ -67,10 +67,9 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   }
   if (t.comm_clock.used.load(std::memory_order_acquire)) {
     const CommClock& c = t.comm_clock;
-    s.comm_overlap = CommOverlapRow{clock.to_ns(c.exposed.load(kRelaxed)),
-                                    clock.to_ns(c.overlapped.load(kRelaxed)),
-                                    clock.to_ns(c.inflight_ticks.load(kRelaxed)),
-                                    c.untracked.load(kRelaxed)};
+    s.comm_overlap = CommOverlapRow{
+        clock.to_ns(c.exposed.load(kRelaxed)), clock.to_ns(c.overlapped.load(kRelaxed)),
+        clock.to_ns(c.inflight_ticks.load(kRelaxed)), c.untracked.load(kRelaxed)};
   }
 
   if (t.trace) {

@@ -177,8 +177,7 @@ void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape&
   bump(r.bytes, bytes);
 }
 
-void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t bytes,
-                              uint64_t ticks) {
+void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks) {
   auto hash = [](uint32_t n, const CommCost& c, uint64_t b) {
     uint64_t h = (uint64_t(n) << 32) ^ (uint64_t(uint32_t(c.comm_size)) << 8) ^
                  (uint64_t(c.kind) << 1) ^ uint64_t(c.blocking);

@@ -58,7 +58,7 @@ struct CommRecord {
 // Owner-only clock of a thread's communication: what it has added up is published in the atomics
 // for the flusher (comm_overlap).
 struct CommClock {
-  uint64_t last = 0;   // the last transition
+  uint64_t last = 0;  // the last transition
   int32_t in_call = 0;
   int64_t inflight = 0;
   uint64_t call_start = 0;

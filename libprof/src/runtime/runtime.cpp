@@ -14,14 +14,14 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/signal_block.hpp"
+#include "core/thread_local_state.hpp"
+#include "process/run_info.hpp"
+#include "process/signals.hpp"
+#include "runtime/last_thread.hpp"
 #include "sonde/output_name.hpp"
 #include "sonde/rank_env.hpp"
 #include "symbols/real_symbol.hpp"
-#include "process/run_info.hpp"
-#include "runtime/last_thread.hpp"
-#include "core/signal_block.hpp"
-#include "process/signals.hpp"
-#include "core/thread_local_state.hpp"
 
 namespace sonde {
 
@@ -221,13 +221,15 @@ void Runtime::mpi_rank_known(int rank, int world_size) {
   {
     std::lock_guard lock(store_mu_);
     if (process_.rank < 0 && world_size > 1) {
-      note = fmt::format("MPI says rank {} of {}, but the launcher's environment named no rank "
-                         "(docs/distributed.md): this rank's profile is in {}, not a .rank{} file",
-                         rank, world_size, output_, rank);
+      note = fmt::format(
+          "MPI says rank {} of {}, but the launcher's environment named no rank "
+          "(docs/distributed.md): this rank's profile is in {}, not a .rank{} file",
+          rank, world_size, output_, rank);
     } else if (process_.rank >= 0 && (process_.rank != rank || process_.world_size != world_size)) {
-      note = fmt::format("MPI says rank {} of {}, the launcher's environment rank {} of {}: the "
-                         "file is named after the environment, the processes row holds MPI's",
-                         rank, world_size, process_.rank, process_.world_size);
+      note = fmt::format(
+          "MPI says rank {} of {}, the launcher's environment rank {} of {}: the "
+          "file is named after the environment, the processes row holds MPI's",
+          rank, world_size, process_.rank, process_.world_size);
     }
     process_.rank = rank;
     process_.world_size = world_size;

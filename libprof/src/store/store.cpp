@@ -123,9 +123,8 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   return write_run(db, *data.run, error) && write_process(db, *data.process, error) &&
          write_routines(db, registry, error) && write_counter_names(db, data, error) &&
          write_threads(db, data, error) && write_comm(db, data, error) &&
-         write_gpu(db, data, error) &&
-         write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&
-         db.exec("COMMIT", error);
+         write_gpu(db, data, error) && write_notes_and_info(db, data, error) &&
+         write_process_state(db, data, error) && db.exec("COMMIT", error);
 }
 
 bool Store::write_run(Database& db, const RunInfo& r, std::string& error) {
@@ -468,11 +467,16 @@ bool Store::write_notes_and_info(Database& db, const FlushData& data, std::strin
 
 static const char* comm_kind_name(CommKind k) {
   switch (k) {
-    case CommKind::kP2P: return "p2p";
-    case CommKind::kCollective: return "collective";
-    case CommKind::kWait: return "wait";
-    case CommKind::kSetup: return "setup";
-    case CommKind::kNone: break;
+    case CommKind::kP2P:
+      return "p2p";
+    case CommKind::kCollective:
+      return "collective";
+    case CommKind::kWait:
+      return "wait";
+    case CommKind::kSetup:
+      return "setup";
+    case CommKind::kNone:
+      break;
   }
   return "none";
 }
@@ -523,7 +527,10 @@ bool Store::write_process_state(Database& db, const FlushData& data, std::string
   const ProcessInfo& p = *data.process;
   proc.bind(4, p.host);
   auto bind_rank = [&](int column, int value) {
-    if (p.rank >= 0 && value >= 0) proc.bind(column, int64_t(value)); else proc.bind_null(column);
+    if (p.rank >= 0 && value >= 0)
+      proc.bind(column, int64_t(value));
+    else
+      proc.bind_null(column);
   };
   bind_rank(5, p.rank);
   bind_rank(6, p.world_size);

@@ -28,9 +28,12 @@ int main(int argc, char** argv) {
   int steps = 5, blocking = 0;
   double compute_ms = 5;
   for (int i = 1; i < argc; ++i) {
-    if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
-    else if (!strcmp(argv[i], "--blocking")) blocking = 1;
-    else if (!strcmp(argv[i], "--compute-ms") && i + 1 < argc) compute_ms = atof(argv[++i]);
+    if (!strcmp(argv[i], "--steps") && i + 1 < argc)
+      steps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--blocking"))
+      blocking = 1;
+    else if (!strcmp(argv[i], "--compute-ms") && i + 1 < argc)
+      compute_ms = atof(argv[++i]);
   }
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -60,8 +63,7 @@ int main(int argc, char** argv) {
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
-  printf("rank %d of %d: sum[1]=%g params[9]=%g in[0]=%d\n", rank, size, sum[1], params[9],
-         in[0]);
+  printf("rank %d of %d: sum[1]=%g params[9]=%g in[0]=%d\n", rank, size, sum[1], params[9], in[0]);
   MPI_Finalize();
   return checksum < 0;
 }

@@ -97,7 +97,8 @@ TEST_F(CliTest, OlderSchemaVersion) {
   write_fixture(older, {.schema_version = "2"});
   CliResult r = run_sonde("metrics " + q(older));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "schema version 2, written by an older sonde; this sonde reads version 3");
+  expect_one_clean_line(r,
+                        "schema version 2, written by an older sonde; this sonde reads version 3");
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {

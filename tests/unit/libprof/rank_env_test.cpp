@@ -1,11 +1,12 @@
 // The rank a process takes from its launcher's environment, and the file it names.
+#include "sonde/rank_env.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
 #include "sonde/output_name.hpp"
-#include "sonde/rank_env.hpp"
 
 namespace sonde {
 namespace {
@@ -53,10 +54,10 @@ TEST(RankEnv, TorchDistributed) {
 }
 
 TEST(RankEnv, BadValuesAreNoRank) {
-  EXPECT_EQ(detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).rank, -1);   // not below the size
+  EXPECT_EQ(detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).rank, -1);  // not below the size
   EXPECT_EQ(detect({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}).rank, -1);
   EXPECT_EQ(detect({{"RANK", "1x"}, {"WORLD_SIZE", "2"}}).rank, -1);
-  EXPECT_EQ(detect({{"RANK", "1"}}).rank, -1);                         // no size
+  EXPECT_EQ(detect({{"RANK", "1"}}).rank, -1);  // no size
   EXPECT_EQ(detect({{"PMI_RANK", "1"}, {"PMI_SIZE", "99999999999"}}).rank, -1);
 }
 
