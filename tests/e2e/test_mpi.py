@@ -191,3 +191,35 @@ def test_rank_file_of_an_earlier_run_is_not_overwritten(tmp_path):
     assert f"profile written to {written[0]}" in r.stderr
     assert query(written[0], "SELECT rank, world_size FROM processes WHERE rank IS NOT NULL") == [
         (0, 1)]
+
+
+def test_mpi_call_before_init_fails_as_without_sonde(tmp_path):
+    """MPI_Send before MPI_Init: Open MPI's own refusal naming MPI_Send, and the same exit status
+    (sonde asking PMPI_Type_size first would make Open MPI name that instead)."""
+    prog = BIN / "mpi_early"
+    plain = subprocess.run([prog], env=clean_env(), capture_output=True, text=True, timeout=60)
+    pre = subprocess.run([prog], env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=tmp_path / "p.db"),
+                         capture_output=True, text=True, timeout=60)
+    assert "The MPI_Send() function was called before MPI_INIT" in plain.stderr
+    assert "The MPI_Send() function was called before MPI_INIT" in pre.stderr
+    assert "MPI_Type_size" not in pre.stderr
+    assert (pre.returncode, pre.stdout) == (plain.returncode, plain.stdout)
+
+
+def test_launcher_environment_without_mpi(tmp_path):
+    """A program started with a rank in its environment but no MPI (a helper under mpirun, a
+    torchrun worker): its own rank file with the environment's rank; nonsense values: no rank."""
+    db = tmp_path / "prof.db"
+    env = dict(OMPI_COMM_WORLD_RANK=1, OMPI_COMM_WORLD_SIZE=2, OMPI_COMM_WORLD_LOCAL_RANK=0)
+    r = subprocess.run([BIN / "blas_threads", "1", "10"],
+                       env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, **env),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert query(tmp_path / "prof.rank1.db", "SELECT rank, world_size, local_rank FROM processes"
+                 ) == [(1, 2, 0)]
+    assert not db.exists()
+    r = subprocess.run([BIN / "blas_threads", "1", "10"],
+                       env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, RANK="x", WORLD_SIZE=2),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert query(db, "SELECT rank FROM processes") == [(None,)]
