@@ -223,3 +223,37 @@ def test_launcher_environment_without_mpi(tmp_path):
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert query(db, "SELECT rank FROM processes") == [(None,)]
+
+
+@pytest.mark.parametrize("kind", ["waitall", "wait", "waitany", "waitsome", "test", "testall",
+                                  "testany", "testsome"])
+def test_every_wait_and_test_ends_the_requests_in_flight(tmp_path, kind):
+    """The exchange completed by each wait or test function: once it returns, nothing is in
+    flight, so the 150 ms computed afterwards in each step is neither in flight nor overlapped
+    (a request left on the books would add all of it)."""
+    steps, after_ms = 2, 150
+    sonde_run(tmp_path, 2, "--steps", steps, "--compute-ms", 5, "--after-ms", after_ms,
+              "--complete", kind)
+    for rank in range(2):
+        db = tmp_path / f"prof.rank{rank}.db"
+        overlapped, inflight = query(db, "SELECT overlapped_ns, inflight_ns FROM comm_overlap")[0]
+        assert 0 < overlapped <= inflight < 0.5 * steps * after_ms * 1e6, (overlapped, inflight)
+        op = "MPI_" + kind.capitalize()
+        calls = query(db, "SELECT SUM(calls) FROM comm_ops WHERE op = ? AND kind = 'wait'", (op,))
+        expected = {"waitall": steps, "wait": 2 * steps, "waitany": 2 * steps}
+        assert calls[0][0] == expected.get(kind, calls[0][0]) and calls[0][0] >= steps
+
+
+def test_more_requests_than_the_table_holds(tmp_path):
+    """200 requests outstanding at once on one thread (the table holds 64): every call counted,
+    the 136 that did not fit noted, and after the one MPI_Waitall nothing is left in flight."""
+    sonde_run(tmp_path, 1, "--steps", 1, "--compute-ms", 1, "--burst", 100, "--after-ms", 150)
+    db = tmp_path / "prof.rank0.db"
+    for op, calls in (("MPI_Isend", {4: 100, 400: 1}), ("MPI_Irecv", {4: 100, 400: 1}),
+                      ("MPI_Waitall", {0: 2})):
+        assert dict(query(db, "SELECT bytes, SUM(calls) FROM comm_ops WHERE op = ? "
+                              "GROUP BY bytes", (op,))) == calls
+    notes = query(db, "SELECT message FROM notes WHERE topic = 'comm-untracked'")
+    assert len(notes) == 1 and notes[0][0].startswith("136 nonblocking requests"), notes
+    _, inflight = query(db, "SELECT overlapped_ns, inflight_ns FROM comm_overlap")[0]
+    assert inflight < 75e6

@@ -2,7 +2,11 @@
  *   MPI_Allreduce of 1000 floats, MPI_Bcast of 10 doubles from rank 0, a ring exchange of 100 ints
  *   (--blocking: MPI_Sendrecv after the compute; else MPI_Irecv + MPI_Isend, the compute while
  *   they are in flight, then MPI_Waitall), MPI_Barrier.
- * Usage: mpi_calls [--steps N] [--blocking] [--compute-ms M] */
+ * --complete KIND completes the exchange with MPI_Wait, Waitany, Waitsome, Test, Testall, Testany
+ * or Testsome instead of Waitall; --after-ms M computes M ms more once nothing is in flight.
+ * --burst N first posts N receives and N sends to itself, then one MPI_Waitall.
+ * Usage: mpi_calls [--steps N] [--blocking] [--compute-ms M] [--complete KIND] [--after-ms M]
+ *                  [--burst N] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +28,42 @@ static double compute(double ms) {
   return x;
 }
 
+/* Completes both requests of the exchange the way `kind` names. */
+static void complete(const char* kind, MPI_Request req[2]) {
+  int flag = 0, index, outcount, indices[2];
+  if (!strcmp(kind, "waitall")) {
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+  } else if (!strcmp(kind, "wait")) {
+    MPI_Wait(&req[0], MPI_STATUS_IGNORE);
+    MPI_Wait(&req[1], MPI_STATUS_IGNORE);
+  } else if (!strcmp(kind, "waitany")) {
+    MPI_Waitany(2, req, &index, MPI_STATUS_IGNORE);
+    MPI_Waitany(2, req, &index, MPI_STATUS_IGNORE);
+  } else if (!strcmp(kind, "waitsome")) {
+    for (int done = 0; done < 2; done += outcount)
+      MPI_Waitsome(2, req, &outcount, indices, MPI_STATUSES_IGNORE);
+  } else if (!strcmp(kind, "test")) {
+    for (int i = 0; i < 2; ++i)
+      for (flag = 0; !flag;) MPI_Test(&req[i], &flag, MPI_STATUS_IGNORE);
+  } else if (!strcmp(kind, "testall")) {
+    while (!flag) MPI_Testall(2, req, &flag, MPI_STATUSES_IGNORE);
+  } else if (!strcmp(kind, "testany")) {
+    for (int done = 0; done < 2;) {
+      MPI_Testany(2, req, &index, &flag, MPI_STATUS_IGNORE);
+      done += flag && index != MPI_UNDEFINED;
+    }
+  } else if (!strcmp(kind, "testsome")) {
+    for (int done = 0; done < 2;) {
+      MPI_Testsome(2, req, &outcount, indices, MPI_STATUSES_IGNORE);
+      if (outcount != MPI_UNDEFINED) done += outcount;
+    }
+  }
+}
+
 int main(int argc, char** argv) {
-  int steps = 5, blocking = 0;
-  double compute_ms = 5;
+  int steps = 5, blocking = 0, burst = 0;
+  double compute_ms = 5, after_ms = 0;
+  const char* kind = "waitall";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc)
       steps = atoi(argv[++i]);
@@ -34,6 +71,12 @@ int main(int argc, char** argv) {
       blocking = 1;
     else if (!strcmp(argv[i], "--compute-ms") && i + 1 < argc)
       compute_ms = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--after-ms") && i + 1 < argc)
+      after_ms = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--complete") && i + 1 < argc)
+      kind = argv[++i];
+    else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
+      burst = atoi(argv[++i]);
   }
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -47,6 +90,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < 100; ++i) out[i] = rank * 1000 + i;
   int right = (rank + 1) % size, left = (rank + size - 1) % size;
   double checksum = 0;
+  if (burst > 0) {
+    MPI_Request* reqs = malloc(sizeof(MPI_Request) * 2 * burst);
+    int* bufs = calloc(2 * (size_t)burst, sizeof(int));
+    for (int i = 0; i < burst; ++i)
+      MPI_Irecv(&bufs[i], 1, MPI_INT, rank, 100 + i, MPI_COMM_WORLD, &reqs[i]);
+    for (int i = 0; i < burst; ++i)
+      MPI_Isend(&bufs[burst + i], 1, MPI_INT, rank, 100 + i, MPI_COMM_WORLD, &reqs[burst + i]);
+    MPI_Waitall(2 * burst, reqs, MPI_STATUSES_IGNORE);
+    free(reqs);
+    free(bufs);
+  }
   for (int s = 0; s < steps; ++s) {
     MPI_Allreduce(grad, sum, 1000, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Bcast(params, 10, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -59,7 +113,8 @@ int main(int argc, char** argv) {
       MPI_Irecv(in, 100, MPI_INT, left, 7, MPI_COMM_WORLD, &req[0]);
       MPI_Isend(out, 100, MPI_INT, right, 7, MPI_COMM_WORLD, &req[1]);
       checksum += compute(compute_ms);
-      MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+      complete(kind, req);
+      checksum += compute(after_ms);
     }
     MPI_Barrier(MPI_COMM_WORLD);
   }
