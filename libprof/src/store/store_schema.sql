@@ -149,7 +149,6 @@ CREATE TABLE IF NOT EXISTS comm_ops (
   time_ns    INTEGER NOT NULL,
   UNIQUE (node_id, op, comm_size, bytes)
 );
-CREATE INDEX IF NOT EXISTS comm_ops_node ON comm_ops(node_id);
 
 -- Per thread: exposed = time inside blocking calls and waits; overlapped = time during which at
 -- least one nonblocking operation was in flight while the thread was outside communication calls.
