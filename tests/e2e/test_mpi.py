@@ -165,7 +165,7 @@ def test_program_without_mpi_unaffected(tmp_path):
 
 def test_nccl_calls_join_comm_ops(tmp_path):
     """NCCL's calls (through the stub libraries, no GPU) are comm_ops rows too: kind, bytes as the
-    nccl wrappers count them, one call each."""
+    nccl wrappers count them, one call each; a group's operations are one row of its end."""
     import test_gpu_wrappers as gpu
     if not gpu.PROGRAM.exists():
         pytest.skip("gpu_calls not built")
@@ -173,9 +173,10 @@ def test_nccl_calls_join_comm_ops(tmp_path):
     r = gpu.run([gpu.PROGRAM], db, **gpu.NO_CUPTI)
     assert r.returncode == 0, r.stderr
     rows = query(db, "SELECT op, kind, blocking, bytes, calls FROM comm_ops ORDER BY op")
+    # The two all-reduces inside a group only queue: their bytes are the outer ncclGroupEnd's row.
     assert rows == sorted(
-        (op, "p2p" if op in ("ncclSend", "ncclRecv") else "collective", 1, nbytes, 1)
-        for op, nbytes in gpu.NCCL_BYTES.items())
+        [(op, "p2p" if op in ("ncclSend", "ncclRecv") else "collective", 1, nbytes, 1)
+         for op, nbytes in gpu.NCCL_BYTES.items()] + [("ncclGroupEnd", "collective", 1, 4000, 1)])
     assert query(db, "SELECT COUNT(*) FROM comm_overlap") == [(0,)]
 
 

@@ -78,7 +78,7 @@ TEST(HotPath, TraceModeRecordsEachCallWithItsTicks) {
 TEST(HotPath, CostModelFiguresAndShapesAreChargedOnExit) {
   ThreadState t(0, 1, 0, 8, 0);
   uint32_t n = enter_at(t, 1, 0, Nesting::kSuppress);
-  CallCost cost{2 * 8 * 8 * 8, 3 * 8 * 8 * 4, GemmShape{8, 8, 8, 1, 'N', 'N', DType::kF32}};
+  CallCost cost{2 * 8 * 8 * 8, 3 * 8 * 8 * 4, GemmShape{8, 8, 8, 1, 'N', 'N', DType::kF32}, {}};
   leave_at(t, 64, &cost, reinterpret_cast<const void*>(0x1000));
   EXPECT_EQ(t.nodes[n].flops.load(), 1024u);
   EXPECT_EQ(t.nodes[n].bytes.load(), 768u);

@@ -132,7 +132,7 @@ TEST_F(Scenario, AnEndedThreadIsChargedUpToItsEnd) {
 }
 
 TEST_F(Scenario, ShapesCostsAndCountersAreCopied) {
-  CallCost cost{1000, 64, GemmShape{4, 5, 6, 1, 'N', 'T', DType::kF64}};
+  CallCost cost{1000, 64, GemmShape{4, 5, 6, 1, 'N', 'T', DType::kF64}, {}};
   uint32_t g = enter_at(t, 9, 2300);
   leave_at(t, 2350, &cost, reinterpret_cast<const void*>(0x42));
   bump(t.depth_overflows, 3);

@@ -215,12 +215,12 @@ class StoreWrite : public testing::Test {
     enter_at(t_, train_, 1100);
     enter_at(t_, forward_, 1200);
     enter_at(t_, sgemm_, 1300);
-    CallCost big{65536, 14336, GemmShape{64, 32, 16, 1, 'N', 'T', DType::kF32}};
+    CallCost big{65536, 14336, GemmShape{64, 32, 16, 1, 'N', 'T', DType::kF32}, {}};
     leave_at(t_, 1500, &big, python_site_);
     leave_at(t_, 1900);
     leave_at(t_, 2100);
     enter_at(t_, sgemm_, 2200);
-    CallCost small{1024, 768, GemmShape{8, 8, 8, 1, 'N', 'N', DType::kF32}};
+    CallCost small{1024, 768, GemmShape{8, 8, 8, 1, 'N', 'N', DType::kF32}, {}};
     leave_at(t_, 2300, &small, native_site());
   }
 
@@ -353,7 +353,7 @@ TEST_F(StoreWrite, ASecondFlushUpdatesRowsInsteadOfAddingThem) {
   enter_at(t_, train_, 2600);
   enter_at(t_, forward_, 2650);
   enter_at(t_, sgemm_, 2700);
-  CallCost big{65536, 14336, GemmShape{64, 32, 16, 1, 'N', 'T', DType::kF32}};
+  CallCost big{65536, 14336, GemmShape{64, 32, 16, 1, 'N', 'T', DType::kF32}, {}};
   leave_at(t_, 2750, &big, python_site_);
   leave_at(t_, 2800);
   leave_at(t_, 2900);

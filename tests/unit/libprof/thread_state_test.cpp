@@ -151,7 +151,7 @@ TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
   ThreadState t = make_state(1000);
   uint32_t a = enter_at(t, 1, 1100);
   uint32_t b = enter_at(t, 2, 1200);
-  CallCost cost{10, 20, shape(2, 2, 2)};
+  CallCost cost{10, 20, shape(2, 2, 2), {}};
   leave_at(t, 1300, &cost, site(0x10));
   EXPECT_EQ(t.nodes[b].calls.load(), 1u);
   uint32_t c = enter_at(t, 3, 1400);  // a -> c stays open
