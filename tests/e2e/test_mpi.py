@@ -238,6 +238,7 @@ def test_every_wait_and_test_ends_the_requests_in_flight(tmp_path, kind):
     for rank in range(2):
         db = tmp_path / f"prof.rank{rank}.db"
         overlapped, inflight = query(db, "SELECT overlapped_ns, inflight_ns FROM comm_overlap")[0]
+        # Half the time after: room for this loaded machine's preemptions, none for a lost request.
         assert 0 < overlapped <= inflight < 0.5 * steps * after_ms * 1e6, (overlapped, inflight)
         op = "MPI_" + kind.capitalize()
         calls = query(db, "SELECT SUM(calls) FROM comm_ops WHERE op = ? AND kind = 'wait'", (op,))
@@ -248,7 +249,7 @@ def test_every_wait_and_test_ends_the_requests_in_flight(tmp_path, kind):
 def test_more_requests_than_the_table_holds(tmp_path):
     """200 requests outstanding at once on one thread (the table holds 64): every call counted,
     the 136 that did not fit noted, and after the one MPI_Waitall nothing is left in flight."""
-    sonde_run(tmp_path, 1, "--steps", 1, "--compute-ms", 1, "--burst", 100, "--after-ms", 150)
+    sonde_run(tmp_path, 1, "--steps", 1, "--compute-ms", 1, "--burst", 100, "--after-ms", 300)
     db = tmp_path / "prof.rank0.db"
     for op, calls in (("MPI_Isend", {4: 100, 400: 1}), ("MPI_Irecv", {4: 100, 400: 1}),
                       ("MPI_Waitall", {0: 2})):
@@ -257,4 +258,4 @@ def test_more_requests_than_the_table_holds(tmp_path):
     notes = query(db, "SELECT message FROM notes WHERE topic = 'comm-untracked'")
     assert len(notes) == 1 and notes[0][0].startswith("136 nonblocking requests"), notes
     _, inflight = query(db, "SELECT overlapped_ns, inflight_ns FROM comm_overlap")[0]
-    assert inflight < 75e6
+    assert inflight < 150e6, inflight
