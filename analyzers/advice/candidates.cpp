@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "advice/gpu_rules.hpp"
+#include "advice/rank_rules.hpp"
 #include "advice/rule_helpers.hpp"
 #include "profile/call_tree.hpp"
 
@@ -344,7 +345,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
   return {};
 }
 
-const std::array<Rule, 10> kRules{{
+const std::array<Rule, 13> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
@@ -425,6 +426,27 @@ const std::array<Rule, 10> kRules{{
      "(SONDE_GPU_METRICS, or Nsight Compute: ncu -k <kernel>), and its grid and block sizes",
      "0.5 x time x (1 - the larger of its SM and memory throughput % of peak / 100) where those "
      "metrics were recorded, else 0", gpu_kernels},
+    {"rank-imbalance",
+     "a routine or phase (outside communication) takes its slowest rank at least threshold % "
+     "longer than the mean over ranks, and the difference is at least 1 % of a rank's busy time",
+     10.0,
+     "even out the work per rank (partition the data or the model by cost, not by count), or "
+     "move the slow rank's extra work (I/O, logging, checkpoints on rank 0) off the step",
+     "max - mean (what the other ranks wait for the slowest)", rank_imbalance},
+    {"comm-exposed",
+     "time inside blocking communication and waits is at least threshold % of a rank's busy "
+     "time, on average over ranks",
+     10.0,
+     "overlap communication with computation: start nonblocking collectives (MPI_Iallreduce per "
+     "layer during backward, DDP's bucketed all-reduce) and wait only where the result is needed",
+     "0.5 x exposed time per rank", comm_exposed},
+    {"small-collectives",
+     "a collective of messages under threshold KiB is called at least 10 times per rank and "
+     "takes at least 1 % of a rank's busy time",
+     64.0,
+     "fuse or bucket the small collectives: flatten the tensors into one buffer per step (or "
+     "per bucket of ~25 MB, as DDP's bucket_cap_mb) and reduce it with one call",
+     "0.5 x their time per rank", small_collectives},
 }};
 
 }  // namespace
@@ -459,6 +481,7 @@ AdviceInput load_advice_input(const ProfileFile& file) {
   in.metrics = compute_metrics(file);
   in.notes = load_run_summary(file).notes;
   in.gpu = load_gpu_summary(file);
+  in.ranks = load_rank_summary(file);
   for (const ThreadTree& t : load_thread_trees(file))
     walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
   bool has_lines = false;

@@ -13,6 +13,7 @@
 #include "metrics/gpu_summary.hpp"
 #include "render/line_report.hpp"
 #include "metrics/metrics.hpp"
+#include "metrics/ranks.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
 #include "render/table_format.hpp"
@@ -28,6 +29,7 @@ struct AdviceInput {
   // phases called beneath it (update() -> update_core_cpu()), from the calling-context trees.
   std::map<std::string, std::int64_t> optimizer_inner_ns;
   GpuSummary gpu;  // empty for CPU-only runs
+  RankSummary ranks;  // one rank: nothing to compare
 };
 
 struct Candidate {

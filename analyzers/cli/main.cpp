@@ -19,7 +19,8 @@ int main(int argc, char** argv) {
              "not found).");
   std::vector<Command> commands = {add_report(app),     add_tree(app),    add_shapes(app),
                                    add_query(app),      add_export(app),  add_candidates(app),
-                                   add_metrics(app),    add_diff(app),    add_run(app),
+                                   add_metrics(app),    add_diff(app),    add_merge(app),
+                                   add_ranks(app),      add_scaling(app), add_run(app),
                                    add_calibrate(app),  add_view(app),   add_env_table(app),
                                    add_view_bundle(app)};
 

@@ -20,6 +20,7 @@ struct Options {
   std::string by = "routine";
   std::optional<std::string> lines;
   std::size_t top = 0;
+  std::optional<std::int64_t> rank;
 };
 
 int report_lines(const Options& a) {
@@ -40,7 +41,7 @@ int report(const Options& a) {
   if (a.by == "line" || a.lines) return report_lines(a);
   ProfileFile file = ProfileFile::open(a.file);
   RunSummary run = load_run_summary(file);
-  Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort));
+  Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort), a.rank);
   switch (parse_format(a.format)) {
     case Format::kText: std::cout << render_report_text(run, hotspots, a.top); break;
     case Format::kCsv:
@@ -70,6 +71,8 @@ Command add_report(CLI::App& app) {
                                             "functions recorded by python3 -m sonde --lines")
                  ->check(CLI::IsMember({"routine", "line"}))
                  ->capture_default_str();
+  cmd->add_option("--rank", a->rank, "Only this rank's routines (a merged or ranked profile)")
+      ->check(count_check());
   cmd->add_option("--lines", a->lines, "With --by line: only functions matching this glob "
                                        "(e.g. 'update_core*'); implies --by line");
   Command c{cmd, [a] { return report(*a); }};

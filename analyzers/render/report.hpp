@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +44,9 @@ struct Hotspots {
 };
 
 // Reads the `hotspots` and `run_totals` views; sorting is the only thing done here.
-Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort = ReportSort::kExclusive);
+// With `rank`, one rank's routines (rank_hotspots) and its busy threads' time as the 100 %.
+Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort = ReportSort::kExclusive,
+                          std::optional<std::int64_t> rank = std::nullopt);
 
 // "name [kind]", followed by the file and line (or library) when `ambiguous`: another routine
 // has the same name and kind.

@@ -6,6 +6,7 @@ namespace sonde {
 
 // 2: shapes.threads (the thread count a call ran with); % of peak against the peak for it.
 // 3: ranks (processes.host, rank, world_size, local_rank), comm_ops and comm_overlap.
+//    The rank views (rank_hotspots, rank_imbalance, rank_comm, comm_bandwidth, rank_overlap).
 inline constexpr int kSchemaVersion = 3;
 
 }  // namespace sonde

@@ -426,3 +426,126 @@ CREATE VIEW IF NOT EXISTS gpu_kernel_metrics AS
   FROM gpu_metrics m JOIN gpu_activity g USING (activity_id)
        LEFT JOIN node_paths p USING (node_id)
   GROUP BY g.name, p.path, m.metric;
+
+-- Ranks. A file from one rank, or merged from many (sonde merge), holds each rank's processes.
+-- The rank of a process: its own; else its parent's (a child a rank started without the
+-- launcher's variables); else 0, so a file without ranks reads as one rank.
+CREATE VIEW IF NOT EXISTS process_ranks AS
+  SELECT p.process_id AS process_id, p.run_id AS run_id, COALESCE(p.rank, parent.rank, 0) AS rank
+  FROM processes p LEFT JOIN processes parent ON parent.process_id = p.parent_process_id;
+
+-- One row per rank: its wall time (first process start to last process end), its busy
+-- threads' time summed (busy_s: the denominator of a rank's percentages) and its host.
+CREATE VIEW IF NOT EXISTS rank_times AS
+  SELECT pr.rank AS rank, COUNT(*) AS processes,
+         (MAX(COALESCE(p.ended_ns, p.last_flush_ns)) - MIN(p.started_ns)) / 1e9 AS wall_s,
+         COALESCE(SUM(pt.thread_s), 0) AS busy_s, COALESCE(SUM(pt.busy_threads), 0) AS busy_threads,
+         MAX(p.host) AS host
+  FROM process_ranks pr JOIN processes p USING (process_id) JOIN process_times pt USING (process_id)
+  GROUP BY pr.rank;
+
+-- hotspots per rank: one row per rank and routine (routine_id), over the rank's busy threads;
+-- bytes from the wrappers' cost models (for communication, the bytes the calls moved);
+-- percentages of the rank's busy_s.
+CREATE VIEW IF NOT EXISTS rank_hotspots AS
+  WITH per_thread AS (
+    -- Summed per thread first: the join to a thread's rank then runs once per thread and
+    -- routine, not once per node (1,024 merged ranks: 3.7 -> 2.8 s here).
+    SELECT n.thread_id AS thread_id, n.routine_id AS routine_id, SUM(n.calls) AS calls,
+           SUM(n.subrs) AS subrs,
+           SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
+           SUM(n.excl_ns) AS excl_ns, SUM(n.bytes) AS bytes
+    FROM nodes n
+    WHERE n.parent_id IS NOT NULL
+       OR n.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    GROUP BY n.thread_id, n.routine_id),
+  per AS (
+    SELECT pr.rank AS rank, pt.routine_id AS routine_id, SUM(pt.calls) AS calls,
+           SUM(pt.subrs) AS subrs, SUM(pt.incl_ns) AS incl_ns, SUM(pt.excl_ns) AS excl_ns,
+           SUM(pt.bytes) AS bytes
+    FROM per_thread pt JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank, pt.routine_id)
+  SELECT per.rank AS rank, r.name AS routine, r.kind AS kind, per.calls AS calls,
+         per.incl_ns / 1e9 AS incl_s, per.excl_ns / 1e9 AS excl_s, per.bytes AS bytes,
+         CASE WHEN rt.busy_s > 0 THEN 100.0 * per.excl_ns / 1e9 / rt.busy_s ELSE 0 END AS excl_pct,
+         CASE WHEN rt.busy_s > 0 THEN 100.0 * per.incl_ns / 1e9 / rt.busy_s ELSE 0 END AS incl_pct,
+         per.subrs AS subrs, r.library AS library, r.file AS file, r.line AS line,
+         r.routine_id AS routine_id
+  FROM per JOIN routines r USING (routine_id) JOIN rank_times rt USING (rank);
+
+-- Load imbalance per routine, and per phase (a region, kind 'region', is a phase the program
+-- named), over every rank: a rank that never called it counts 0 s. Times are the ranks'
+-- inclusive times in it; max_over_mean 1 is perfect balance; lost_s (max - mean) is what the
+-- other ranks wait, on average, where they next synchronise. slowest_rank: the lowest of ties.
+CREATE VIEW IF NOT EXISTS rank_imbalance AS
+  WITH all_ranks AS (SELECT COUNT(*) AS ranks FROM rank_times),
+  ordered AS (
+    SELECT routine_id, rank, incl_s,
+           ROW_NUMBER() OVER (PARTITION BY routine_id ORDER BY incl_s DESC, rank) AS nth
+    FROM rank_hotspots),
+  agg AS (
+    SELECT routine_id, COUNT(*) AS ranks_with, SUM(incl_s) AS sum_s, MAX(incl_s) AS max_s,
+           MIN(incl_s) AS min_s, MAX(CASE WHEN nth = 1 THEN rank END) AS slowest_rank
+    FROM ordered GROUP BY routine_id)
+  SELECT r.name AS routine, r.kind AS kind, a.ranks AS ranks, agg.ranks_with AS ranks_with,
+         agg.sum_s / a.ranks AS mean_s, agg.max_s AS max_s,
+         CASE WHEN agg.ranks_with < a.ranks THEN 0.0 ELSE agg.min_s END AS min_s,
+         CASE WHEN agg.sum_s > 0 THEN agg.max_s * a.ranks / agg.sum_s END AS max_over_mean,
+         CASE WHEN agg.ranks_with = a.ranks AND agg.min_s > 0 THEN agg.max_s / agg.min_s END
+           AS max_over_min,
+         agg.slowest_rank AS slowest_rank, agg.max_s - agg.sum_s / a.ranks AS lost_s,
+         r.routine_id AS routine_id
+  FROM agg JOIN routines r USING (routine_id), all_ranks a;
+
+-- Communication per rank: time inside communication calls (comm_s; MPI_Init and other setup
+-- apart, setup_s), its share of the rank's busy_s, the calls and the bytes they moved.
+CREATE VIEW IF NOT EXISTS rank_comm AS
+  WITH c AS (
+    SELECT pr.rank AS rank, SUM(CASE WHEN co.kind <> 'setup' THEN co.time_ns ELSE 0 END) AS comm_ns,
+           SUM(CASE WHEN co.kind = 'setup' THEN co.time_ns ELSE 0 END) AS setup_ns,
+           SUM(co.calls) AS calls, SUM(co.bytes * co.calls) AS bytes
+    FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id)
+         JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank)
+  SELECT rt.rank AS rank, rt.wall_s AS wall_s, rt.busy_s AS busy_s,
+         COALESCE(c.comm_ns, 0) / 1e9 AS comm_s, COALESCE(c.setup_ns, 0) / 1e9 AS setup_s,
+         CASE WHEN rt.busy_s > 0 THEN 100.0 * COALESCE(c.comm_ns, 0) / 1e9 / rt.busy_s END
+           AS comm_pct,
+         COALESCE(c.calls, 0) AS calls, COALESCE(c.bytes, 0) AS bytes
+  FROM rank_times rt LEFT JOIN c USING (rank);
+
+-- Bytes and effective bandwidth per operation, communicator size and message size (bytes per
+-- call), over all ranks: gbs is the bytes moved over the time inside the calls (GB/s), for
+-- blocking operations that move bytes only (a nonblocking call's time is its posting, not its
+-- transfer; a barrier moves none).
+CREATE VIEW IF NOT EXISTS comm_bandwidth AS
+  SELECT co.op AS op, co.kind AS kind, co.blocking AS blocking, co.comm_size AS comm_size,
+         co.bytes AS message_bytes, COUNT(DISTINCT pr.rank) AS ranks, SUM(co.calls) AS calls,
+         SUM(co.time_ns) / 1e9 AS time_s, SUM(co.bytes * co.calls) AS bytes,
+         CASE WHEN SUM(co.calls) > 0 THEN SUM(co.time_ns) / 1e3 / SUM(co.calls) END AS us_per_call,
+         CASE WHEN co.blocking = 1 AND co.bytes > 0 AND SUM(co.time_ns) > 0
+              THEN 1.0 * SUM(co.bytes * co.calls) / SUM(co.time_ns) END AS gbs
+  FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id)
+       JOIN process_ranks pr USING (process_id)
+  GROUP BY co.op, co.kind, co.blocking, co.comm_size, co.bytes;
+
+-- Exposed against overlapped communication per rank (comm_overlap summed over its threads):
+-- overlap_pct is the overlapped share of exposed + overlapped time (0: nothing hidden).
+CREATE VIEW IF NOT EXISTS rank_overlap AS
+  SELECT pr.rank AS rank, SUM(o.exposed_ns) / 1e9 AS exposed_s,
+         SUM(o.overlapped_ns) / 1e9 AS overlapped_s, SUM(o.inflight_ns) / 1e9 AS inflight_s,
+         CASE WHEN SUM(o.exposed_ns + o.overlapped_ns) > 0
+              THEN 100.0 * SUM(o.overlapped_ns) / SUM(o.exposed_ns + o.overlapped_ns) END
+           AS overlap_pct
+  FROM comm_overlap o JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
+  GROUP BY pr.rank;
+
+-- What a scaling study compares between runs (sonde scaling), one row: the ranks, the threads
+-- each rank's BLAS or OpenMP ran with (blas.threads, else OMP_NUM_THREADS, else 1), and the
+-- run's time, the slowest rank's wall time (every rank waits for it).
+CREATE VIEW IF NOT EXISTS run_scale AS
+  SELECT (SELECT COUNT(*) FROM rank_times) AS ranks,
+         COALESCE((SELECT MAX(CAST(value AS INTEGER)) FROM run_info WHERE key = 'blas.threads'),
+                  (SELECT MAX(CAST(value AS INTEGER)) FROM run_info
+                   WHERE key = 'env.OMP_NUM_THREADS'), 1) AS threads,
+         (SELECT MAX(wall_s) FROM rank_times) AS time_s;

@@ -1,0 +1,98 @@
+#include "advice/rank_rules.hpp"
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace sonde::analyzers {
+namespace {
+
+// Candidates of one rule at most: the nested phases of one imbalance would repeat it.
+constexpr std::size_t kMaxPerRule = 3;
+// Below this share of a rank's busy time a figure is noise, whatever the ratio says.
+constexpr double kMinShare = 0.01;
+
+}  // namespace
+
+std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
+  const RankSummary& r = in.ranks;
+  std::vector<Candidate> out;
+  if (r.ranks < 2 || r.mean_busy_s <= 0) return out;
+  for (const auto& i : r.imbalance) {
+    if (out.size() == kMaxPerRule) break;
+    if (i.max_over_mean < 1 + rule.threshold / 100 || i.lost_s < kMinShare * r.mean_busy_s)
+      continue;
+    Candidate c;
+    c.rule = std::string(rule.id);
+    c.location = fmt::format("{} [{}]", i.routine, i.kind);
+    c.summary = fmt::format(
+        "rank {} spends {:.3f} s in {}, {:.2f}x the mean over {} ranks ({:.3f} s): the others "
+        "wait {:.3f} s for it where they next synchronise",
+        i.slowest_rank, i.max_s, i.routine, i.max_over_mean, r.ranks, i.mean_s, i.lost_s);
+    c.evidence = {{"ranks", r.ranks},          {"slowest_rank", i.slowest_rank},
+                  {"max_s", i.max_s},          {"mean_s", i.mean_s},
+                  {"min_s", i.min_s},          {"max_over_mean", i.max_over_mean},
+                  {"lost_s", i.lost_s}};
+    c.advice = std::string(rule.advice);
+    c.est_gain_s = i.lost_s;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
+  const RankSummary& r = in.ranks;
+  if (!r.has_overlap || r.mean_busy_s <= 0 ||
+      r.exposed_s < rule.threshold / 100 * r.mean_busy_s)
+    return {};
+  double hidden = r.exposed_s + r.overlapped_s > 0
+                      ? 100 * r.overlapped_s / (r.exposed_s + r.overlapped_s)
+                      : 0;
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = "run";
+  c.summary = fmt::format(
+      "a rank waits {:.3f} s on average inside blocking communication and waits, {:.1f} % of its "
+      "busy time; {:.1f} % of its communication overlaps computation",
+      r.exposed_s, 100 * r.exposed_s / r.mean_busy_s, hidden);
+  c.evidence = {{"ranks", r.ranks},
+                {"exposed_s_per_rank", r.exposed_s},
+                {"overlapped_s_per_rank", r.overlapped_s},
+                {"overlap_pct", hidden},
+                {"busy_s_per_rank", r.mean_busy_s}};
+  c.advice = std::string(rule.advice);
+  c.est_gain_s = 0.5 * r.exposed_s;
+  return {c};
+}
+
+std::vector<Candidate> small_collectives(const AdviceInput& in, const Rule& rule) {
+  const RankSummary& r = in.ranks;
+  std::vector<Candidate> out;
+  if (r.ranks < 1 || r.mean_busy_s <= 0) return out;
+  for (const auto& c : r.collectives) {
+    if (out.size() == kMaxPerRule) break;
+    double per_rank_s = c.time_s / static_cast<double>(std::max<std::int64_t>(1, c.ranks));
+    std::int64_t calls_per_rank = c.calls / std::max<std::int64_t>(1, c.ranks);
+    if (c.message_bytes <= 0 || c.message_bytes >= rule.threshold * 1024 ||
+        calls_per_rank < 10 || per_rank_s < kMinShare * r.mean_busy_s)
+      continue;
+    Candidate cand;
+    cand.rule = std::string(rule.id);
+    cand.location = fmt::format("{} of {} bytes", c.op, c.message_bytes);
+    cand.summary = fmt::format(
+        "{} calls of {} with {} bytes each per rank take {:.3f} s per rank ({:.1f} us a call): "
+        "latency, not bandwidth, sets their time",
+        calls_per_rank, c.op, c.message_bytes, per_rank_s, 1e6 * per_rank_s / calls_per_rank);
+    cand.evidence = {{"op", c.op},
+                     {"message_bytes", c.message_bytes},
+                     {"calls_per_rank", calls_per_rank},
+                     {"time_s_per_rank", per_rank_s},
+                     {"ranks", c.ranks}};
+    cand.advice = std::string(rule.advice);
+    cand.est_gain_s = 0.5 * per_rank_s;
+    out.push_back(std::move(cand));
+  }
+  return out;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,47 @@
+// sonde scaling: strong or weak scaling efficiency across runs of different rank or thread counts.
+#include <iostream>
+#include <memory>
+
+#include "cli/command.hpp"
+#include "metrics/scaling.hpp"
+
+namespace sonde::cli {
+
+using namespace sonde::analyzers;
+
+namespace {
+struct Options {
+  std::vector<std::string> files;
+  std::string format = "text";
+  std::size_t top = 15;
+  bool weak = false;
+};
+
+int scaling(const Options& a) {
+  Format format = parse_format(a.format);
+  Scaling s = compute_scaling(a.files, a.weak, a.top);
+  if (format == Format::kJson)
+    std::cout << dump_json(render_scaling_json(s)) << '\n';
+  else
+    std::cout << render_scaling_text(s);
+  return 0;
+}
+}  // namespace
+
+Command add_scaling(CLI::App& app) {
+  auto a = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand(
+      "scaling", "Strong or weak scaling efficiency across runs of different rank/thread counts");
+  cmd->add_option("files", a->files, "Profiles of one program at different rank or thread "
+                                     "counts (merged files for MPI runs)")
+      ->required()->expected(2, -1);
+  cmd->add_flag("--weak", a->weak,
+                "Weak scaling: each run has the same problem per worker (default: strong, the "
+                "same global problem)");
+  cmd->add_option("-n,--top", a->top, "Routines to show, by the reference run's time (0: all)")
+      ->check(count_check())->capture_default_str();
+  add_format(cmd, a->format, {"text", "json"});
+  return {cmd, [a] { return scaling(*a); }};
+}
+
+}  // namespace sonde::cli

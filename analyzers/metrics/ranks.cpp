@@ -1,0 +1,112 @@
+#include "metrics/ranks.hpp"
+
+#include <fmt/format.h>
+
+namespace sonde::analyzers {
+namespace {
+
+std::string limit(std::size_t top) { return top ? fmt::format(" LIMIT {}", top) : ""; }
+
+}  // namespace
+
+Table table_from_sql(const ProfileFile& file, const std::string& sql, std::vector<Column> columns) {
+  Table t;
+  t.columns = std::move(columns);
+  for (auto st = file.prepare(sql); st.step();) {
+    std::vector<Cell> row;
+    for (int c = 0; c < st.column_count(); ++c) row.push_back(st.cell(c));
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
+  RanksReport r;
+  if (auto st = file.prepare("SELECT COUNT(*) FROM rank_times"); st.step()) r.ranks = st.int64(0);
+  r.sections.push_back(
+      {"per_rank", "Per rank (comm %: of the rank's busy threads' time)",
+       table_from_sql(
+           file,
+           "SELECT t.rank, t.host, t.wall_s, t.busy_s, c.comm_s, c.comm_pct, c.bytes, "
+           "o.exposed_s, o.overlapped_s, o.overlap_pct "
+           "FROM rank_times t JOIN rank_comm c USING (rank) LEFT JOIN rank_overlap o "
+           "USING (rank) ORDER BY t.rank",
+           {{"rank", "rank", 0}, {"host", "host"}, {"wall s", "wall_s"}, {"busy s", "busy_s"},
+            {"comm s", "comm_s"}, {"comm %", "comm_pct", 1}, {"bytes", "bytes", 0},
+            {"exposed s", "exposed_s"}, {"overlapped s", "overlapped_s"},
+            {"overlap %", "overlap_pct", 1}})});
+  r.sections.push_back(
+      {"imbalance",
+       "Load imbalance per routine and phase (inclusive time over ranks; lost: max - mean)",
+       table_from_sql(
+           file,
+           "SELECT routine, kind, mean_s, max_s, min_s, max_over_mean, max_over_min, "
+           "slowest_rank, lost_s FROM rank_imbalance WHERE kind <> 'root' "
+           "ORDER BY lost_s DESC, max_s DESC, routine" + limit(top),
+           {{"routine", "routine"}, {"kind", "kind"}, {"mean s", "mean_s"}, {"max s", "max_s"},
+            {"min s", "min_s"}, {"max/mean", "max_over_mean", 2},
+            {"max/min", "max_over_min", 2}, {"slowest", "slowest_rank", 0},
+            {"lost s", "lost_s"}})});
+  r.sections.push_back(
+      {"bandwidth", "Communication per operation and message size (GB/s: blocking calls)",
+       table_from_sql(
+           file,
+           "SELECT op, kind, comm_size, message_bytes, ranks, calls, time_s, bytes, "
+           "us_per_call, gbs FROM comm_bandwidth ORDER BY time_s DESC, op, message_bytes" +
+               limit(top),
+           {{"operation", "op"}, {"kind", "kind"}, {"comm size", "comm_size", 0},
+            {"msg bytes", "message_bytes", 0}, {"ranks", "ranks", 0}, {"calls", "calls", 0},
+            {"time s", "time_s"}, {"bytes", "bytes", 0}, {"us/call", "us_per_call", 1},
+            {"GB/s", "gbs", 2}})});
+  return r;
+}
+
+std::string render_ranks_text(const RanksReport& report) {
+  std::string out = fmt::format("{} rank{}\n", report.ranks, report.ranks == 1 ? "" : "s");
+  for (const RanksSection& s : report.sections) {
+    out += fmt::format("\n{}\n", s.title);
+    out += s.table.rows.empty() ? "  (none recorded)\n" : render_text(s.table);
+  }
+  return out;
+}
+
+Json render_ranks_json(const std::string& path, const RanksReport& report) {
+  Json j = {{"file", path}, {"ranks", report.ranks}};
+  for (const RanksSection& s : report.sections) j[s.id] = render_json(s.table);
+  return j;
+}
+
+RankSummary load_rank_summary(const ProfileFile& file) {
+  RankSummary r;
+  if (auto st = file.prepare("SELECT COUNT(*), AVG(busy_s) FROM rank_times"); st.step()) {
+    r.ranks = st.int64(0);
+    r.mean_busy_s = st.is_null(1) ? 0 : st.real(1);
+  }
+  if (r.ranks < 2) return r;
+  // Routines under which communication was recorded are waiting, not computing: their imbalance
+  // is the computation's, which the other rows name.
+  for (auto st = file.prepare(
+           "SELECT routine, kind, mean_s, max_s, min_s, max_over_mean, lost_s, slowest_rank "
+           "FROM rank_imbalance i WHERE kind <> 'root' AND max_over_mean IS NOT NULL AND NOT "
+           "EXISTS (SELECT 1 FROM comm_ops c JOIN nodes n USING (node_id) "
+           "WHERE n.routine_id = i.routine_id) ORDER BY lost_s DESC, routine");
+       st.step();)
+    r.imbalance.push_back({st.text(0), st.text(1), st.real(2), st.real(3), st.real(4), st.real(5),
+                           st.real(6), st.int64(7)});
+  if (auto st = file.prepare("SELECT AVG(comm_s) FROM rank_comm"); st.step() && !st.is_null(0))
+    r.comm_s = st.real(0);
+  if (auto st = file.prepare("SELECT SUM(exposed_s), SUM(overlapped_s), COUNT(*) FROM "
+                             "rank_overlap");
+      st.step() && st.int64(2) > 0) {
+    r.has_overlap = true;
+    r.exposed_s = st.real(0) / static_cast<double>(r.ranks);
+    r.overlapped_s = st.real(1) / static_cast<double>(r.ranks);
+  }
+  for (auto st = file.prepare("SELECT op, message_bytes, calls, ranks, time_s FROM "
+                              "comm_bandwidth WHERE kind = 'collective' ORDER BY time_s DESC");
+       st.step();)
+    r.collectives.push_back({st.text(0), st.int64(1), st.int64(2), st.int64(3), st.real(4)});
+  return r;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,56 @@
+// sonde ranks: how a run's ranks differ (load imbalance per routine and phase, communication
+// share, bandwidth per operation and message size, exposed against overlapped communication),
+// read from the rank views of store_schema.sql, which define every figure.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "profile/profile_file.hpp"
+#include "render/table_format.hpp"
+
+namespace sonde::analyzers {
+
+struct RanksSection {
+  std::string id;     // the JSON member
+  std::string title;  // the text heading
+  Table table;
+};
+
+struct RanksReport {
+  std::int64_t ranks = 0;
+  std::vector<RanksSection> sections;  // per rank, imbalance, bandwidth
+};
+
+// `top` bounds the imbalance and bandwidth rows (0: all); the per-rank rows are all there.
+RanksReport compute_ranks(const ProfileFile& file, std::size_t top);
+std::string render_ranks_text(const RanksReport& report);
+Json render_ranks_json(const std::string& path, const RanksReport& report);
+
+// What the rank rules of `sonde candidates` read (advice/rank_rules.cpp), from the same views.
+struct RankSummary {
+  std::int64_t ranks = 0;
+  double mean_busy_s = 0;  // a rank's busy threads' time, averaged over ranks
+  struct Imbalance {
+    std::string routine, kind;
+    double mean_s = 0, max_s = 0, min_s = 0, max_over_mean = 0, lost_s = 0;
+    std::int64_t slowest_rank = 0;
+  };
+  std::vector<Imbalance> imbalance;  // computation: routines outside communication, by lost_s
+  // Averaged over ranks.
+  double exposed_s = 0, overlapped_s = 0, comm_s = 0;
+  bool has_overlap = false;
+  struct Collective {
+    std::string op;
+    std::int64_t message_bytes = 0, calls = 0, ranks = 0;
+    double time_s = 0;
+  };
+  std::vector<Collective> collectives;  // by time, largest first
+};
+RankSummary load_rank_summary(const ProfileFile& file);
+
+// Rows of `sql` into a table with these columns, in the statement's column order.
+Table table_from_sql(const ProfileFile& file, const std::string& sql, std::vector<Column> columns);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,373 @@
+#include "profile/merge.hpp"
+
+#include <fmt/format.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "profile/profile_file.hpp"
+#include "schema_sql.hpp"  // generated from store_schema.sql
+#include "store/sqlite_db.hpp"
+
+namespace sonde::analyzers {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The ids a table's columns hold: shifted by the output's largest id of their kind (an input's
+// rows land after every row already merged), or mapped through the identity of a run (its
+// uuid: the ranks of one job share it), routine or counter (shared by a file's processes).
+enum class Id { kRun, kProcess, kThread, kNode, kNote, kShape, kActivity, kRoutine, kCounter };
+
+struct IdOwner {
+  Id id;
+  const char* table;
+  const char* column;
+};
+constexpr IdOwner kOwners[] = {
+    {Id::kProcess, "processes", "process_id"},
+    {Id::kThread, "threads", "thread_id"},  {Id::kNode, "nodes", "node_id"},
+    {Id::kNote, "notes", "note_id"},        {Id::kShape, "shapes", "shape_id"},
+    {Id::kActivity, "gpu_activity", "activity_id"}};
+
+struct TableSpec {
+  const char* table;
+  std::vector<std::pair<std::string, Id>> ids;  // the other columns are copied as they are
+  bool keep_first = false;  // rows the ranks of one run repeat (its peaks): the first is kept
+};
+
+// In an order where every row a row names is copied before it. A table of the schema missing
+// here is refused (check_tables_known), so a new table can never be dropped by a merge silently.
+const std::vector<TableSpec>& table_specs() {
+  static const std::vector<TableSpec> kSpecs = {
+      {"processes",
+       {{"process_id", Id::kProcess}, {"run_id", Id::kRun}, {"parent_process_id", Id::kProcess}}},
+      {"run_info", {{"run_id", Id::kRun}, {"process_id", Id::kProcess}}},
+      {"notes", {{"note_id", Id::kNote}, {"run_id", Id::kRun}, {"process_id", Id::kProcess}}},
+      {"peaks", {{"run_id", Id::kRun}}, true},
+      {"threads", {{"thread_id", Id::kThread}, {"process_id", Id::kProcess}}},
+      {"nodes",
+       {{"node_id", Id::kNode}, {"thread_id", Id::kThread}, {"parent_id", Id::kNode},
+        {"routine_id", Id::kRoutine}}},
+      {"node_counters", {{"node_id", Id::kNode}, {"counter_id", Id::kCounter}}},
+      {"shapes", {{"shape_id", Id::kShape}, {"node_id", Id::kNode}}},
+      {"line_costs", {{"thread_id", Id::kThread}, {"routine_id", Id::kRoutine}}},
+      {"gpu_activity",
+       {{"activity_id", Id::kActivity}, {"process_id", Id::kProcess}, {"node_id", Id::kNode}}},
+      {"gpu_metrics", {{"activity_id", Id::kActivity}}},
+      {"trace_events", {{"thread_id", Id::kThread}, {"node_id", Id::kNode}}},
+      {"trace_drops", {{"thread_id", Id::kThread}}},
+      {"comm_ops", {{"node_id", Id::kNode}}},
+      {"comm_overlap", {{"thread_id", Id::kThread}}},
+  };
+  return kSpecs;
+}
+// Written once for the output, or merged by identity rather than by id.
+constexpr const char* kSpecialTables[] = {"meta", "runs", "routines", "counters"};
+
+// A process whose rank was not recorded (a sonde before rank detection, or ranks a launcher
+// started without MPI_Init) takes it from the launcher's variables recorded with it.
+constexpr const char* kRankFromEnvSql = R"sql(
+  UPDATE main.processes SET rank = (
+    SELECT CAST(i.value AS INTEGER) FROM main.run_info i
+    WHERE i.run_id = processes.run_id
+      AND (i.process_id = processes.process_id OR i.process_id IS NULL)
+      AND i.key IN ('env.OMPI_COMM_WORLD_RANK', 'env.PMI_RANK', 'env.SLURM_PROCID', 'env.RANK')
+    ORDER BY i.process_id IS NULL, i.key LIMIT 1)
+  WHERE process_id > ?1 AND rank IS NULL)sql";
+
+class Output {
+ public:
+  Output(const std::string& path) : path_(path) {
+    int rc = sqlite3_open_v2(path.c_str(), &db_,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
+    if (rc != SQLITE_OK) fail(fmt::format("cannot create {}", path));
+    // The output is a temporary file renamed only when whole, so a crash loses nothing a
+    // journal would have saved; 32 MiB of page cache bounds the memory.
+    exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768;"
+         "PRAGMA temp_store = FILE");
+  }
+  ~Output() { sqlite3_close_v2(db_); }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw Error(fmt::format("{}: {}", what, db_ ? sqlite3_errmsg(db_) : "out of memory"));
+  }
+  void exec(const std::string& sql) const {
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+      fail(fmt::format("writing {}", path_));
+  }
+  std::int64_t integer(const std::string& sql, std::int64_t bound = 0) const {
+    sonde::Statement st(db_, sql);
+    if (!st.ok()) fail(fmt::format("writing {}", path_));
+    if (sql.find("?1") != std::string::npos) st.bind(1, bound);
+    int rc = st.step();
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) fail(fmt::format("writing {}", path_));
+    return rc == SQLITE_ROW ? st.column_int(0) : 0;
+  }
+  std::vector<std::string> texts(const std::string& sql) const {
+    sonde::Statement st(db_, sql);
+    if (!st.ok()) fail(fmt::format("reading {}", path_));
+    std::vector<std::string> out;
+    while (st.step() == SQLITE_ROW) out.push_back(st.column_text(0));
+    return out;
+  }
+  sqlite3* db() const { return db_; }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+void check_tables_known(const Output& out) {
+  for (const std::string& table :
+       out.texts("SELECT name FROM main.sqlite_master WHERE type = 'table'")) {
+    bool known = std::any_of(table_specs().begin(), table_specs().end(),
+                             [&](const TableSpec& s) { return table == s.table; }) ||
+                 std::find(std::begin(kSpecialTables), std::end(kSpecialTables), table) !=
+                     std::end(kSpecialTables);
+    if (!known) throw Error(fmt::format("internal: the schema's table {} has no merge rule", table));
+  }
+}
+
+// INSERT INTO main.T (every column) SELECT (each column, its id shifted or mapped) FROM src.T.
+std::string copy_sql(const Output& out, const TableSpec& spec,
+                     const std::map<Id, std::int64_t>& offsets) {
+  std::vector<std::string> columns =
+      out.texts(fmt::format("SELECT name FROM pragma_table_info('{}', 'main')", spec.table));
+  std::string names, values;
+  for (const std::string& c : columns) {
+    std::string value = c;
+    auto id = std::find_if(spec.ids.begin(), spec.ids.end(),
+                           [&](const auto& p) { return p.first == c; });
+    if (id != spec.ids.end()) {
+      if (id->second == Id::kRun || id->second == Id::kRoutine || id->second == Id::kCounter) {
+        const char* map = id->second == Id::kRun       ? "run_map"
+                          : id->second == Id::kRoutine ? "routine_map"
+                                                       : "counter_map";
+        value = fmt::format("(SELECT m.new FROM temp.{} m WHERE m.old = s.{})", map, c);
+      } else {
+        value = fmt::format("s.{} + {}", c, offsets.at(id->second));  // NULL stays NULL
+      }
+    } else {
+      value = "s." + c;
+    }
+    names += (names.empty() ? "" : ", ") + c;
+    values += (values.empty() ? "" : ", ") + value;
+  }
+  return fmt::format("INSERT {3}INTO main.{0} ({1}) SELECT {2} FROM src.{0} s", spec.table, names,
+                     values, spec.keep_first ? "OR IGNORE " : "");
+}
+
+constexpr const char* kMapSql = R"sql(
+  INSERT OR IGNORE INTO main.runs (uuid, started_ns, command, host, cpu_model, cores,
+                                   affinity_cores, mode)
+    SELECT uuid, started_ns, command, host, cpu_model, cores, affinity_cores, mode FROM src.runs;
+  UPDATE main.runs SET started_ns = MIN(started_ns, (SELECT s.started_ns FROM src.runs s
+                                                     WHERE s.uuid = runs.uuid))
+    WHERE uuid IN (SELECT uuid FROM src.runs);
+  DELETE FROM temp.run_map;
+  INSERT INTO temp.run_map
+    SELECT s.run_id, m.run_id FROM src.runs s JOIN main.runs m USING (uuid);
+  INSERT OR IGNORE INTO main.routines (name, kind, library, file, line)
+    SELECT name, kind, library, file, line FROM src.routines;
+  DELETE FROM temp.routine_map;
+  INSERT INTO temp.routine_map
+    SELECT s.routine_id, m.routine_id FROM src.routines s JOIN main.routines m
+      ON m.name = s.name AND m.kind = s.kind AND m.library = s.library AND m.file = s.file
+     AND m.line = s.line;
+  INSERT OR IGNORE INTO main.counters (name, source) SELECT name, source FROM src.counters;
+  DELETE FROM temp.counter_map;
+  INSERT INTO temp.counter_map
+    SELECT s.counter_id, m.counter_id FROM src.counters s JOIN main.counters m USING (name);
+)sql";
+
+struct InputFacts {
+  std::set<std::string> uuids;
+};
+
+InputFacts read_facts(const std::string& path) {
+  ProfileFile file = ProfileFile::open(path);  // version, quick_check, a dead writer's journal
+  InputFacts f;
+  for (auto st = file.prepare("SELECT uuid FROM runs"); st.step();) f.uuids.insert(st.text(0));
+  if (f.uuids.empty()) throw Error(fmt::format("{} holds no run", path));
+  return f;
+}
+
+class Merger {
+ public:
+  Merger(const MergeOptions& o, const std::string& tmp) : options_(o), out_(tmp) {
+    out_.exec(kSchemaSql);
+    out_.exec(fmt::format("INSERT INTO meta VALUES ('schema_version', '{}'), "
+                          "('created_by', 'sonde merge')",
+                          kSchemaVersion));
+    out_.exec("CREATE TEMP TABLE run_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
+              "CREATE TEMP TABLE routine_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
+              "CREATE TEMP TABLE counter_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
+    check_tables_known(out_);
+  }
+
+  void add(const std::string& path) {
+    InputFacts facts = read_facts(path);
+    check_same_run(path, facts);
+    sonde::Statement attach(out_.db(), "ATTACH DATABASE ?1 AS src");
+    attach.bind_copy(1, uri(path));
+    if (attach.step() != SQLITE_DONE) out_.fail(fmt::format("cannot read {}", path));
+    try {
+      copy(path);
+    } catch (...) {
+      sqlite3_exec(out_.db(), "ROLLBACK; DETACH DATABASE src", nullptr, nullptr, nullptr);
+      throw;
+    }
+    out_.exec("DETACH DATABASE src");
+    ++result_.files;
+  }
+
+  MergeResult finish() {
+    result_.processes = out_.integer("SELECT COUNT(*) FROM processes");
+    result_.nodes = out_.integer("SELECT COUNT(*) FROM nodes");
+    result_.ranks = static_cast<std::int64_t>(ranks_.size());
+    out_.exec(fmt::format("INSERT INTO meta VALUES ('merged_files', '{}')", result_.files));
+    return result_;
+  }
+
+ private:
+  static std::string uri(const std::string& path) {
+    std::string out = "file:";
+    for (char c : path) {
+      if (c == '%' || c == '?' || c == '#') out += fmt::format("%{:02X}", c);
+      else out += c;
+    }
+    return out + "?mode=ro";
+  }
+
+  // One run: the ranks of one job share its run id (runs.uuid, derived from the launcher's job
+  // id); a file of another job or of a single process has its own.
+  void check_same_run(const std::string& path, const InputFacts& f) {
+    if (result_.files == 0) {
+      first_ = path;
+      result_.run = *f.uuids.begin();
+    }
+    if (options_.force || (f.uuids.size() == 1 && *f.uuids.begin() == result_.run)) return;
+    throw Error(fmt::format("{} is not of the same run as {} (run {}, against {}); --force "
+                            "merges anyway",
+                            path, first_, *f.uuids.begin(), result_.run));
+  }
+
+  void copy(const std::string& path) {
+    out_.exec("BEGIN");
+    std::map<Id, std::int64_t> offsets;
+    for (const IdOwner& o : kOwners)
+      offsets[o.id] = out_.integer(
+          fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
+    out_.exec(kMapSql);
+    for (const TableSpec& spec : table_specs()) out_.exec(copy_sql(out_, spec, offsets));
+    std::int64_t first_process = offsets[Id::kProcess];
+    out_.integer(kRankFromEnvSql, first_process);
+    std::vector<std::string> ranks = out_.texts(fmt::format(
+        "SELECT DISTINCT rank FROM process_ranks WHERE process_id > {}", first_process));
+    for (const std::string& rank : ranks) {
+      auto [at, fresh] = ranks_.emplace(rank, path);
+      if (!fresh && !options_.force && at->second != path)
+        throw Error(fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
+                                "--force merges anyway",
+                                at->second, path, rank));
+    }
+    out_.exec("COMMIT");
+  }
+
+  const MergeOptions& options_;
+  Output out_;
+  MergeResult result_;
+  std::string first_;
+  std::map<std::string, std::string> ranks_;  // rank -> the input it came from
+};
+
+// The N of "name.rankN.db", or -1.
+long rank_in_name(const std::string& name) {
+  static const std::regex kRank(R"(\.rank([0-9]{1,9})\.db$)");
+  std::smatch m;
+  return std::regex_search(name, m, kRank) ? std::stol(m[1]) : -1;
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {}, sb {};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_merge_inputs(const std::vector<std::string>& inputs,
+                                             const std::string& output) {
+  std::vector<std::string> files;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (!fs::is_directory(input, ec)) {
+      files.push_back(input);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : fs::directory_iterator(input, ec)) {
+      std::string p = entry.path().string();
+      if (entry.path().extension() == ".db" && entry.is_regular_file(ec) && !same_file(p, output))
+        found.push_back(p);
+    }
+    if (ec) throw Error(fmt::format("cannot list {}: {}", input, ec.message()));
+    if (found.empty()) throw Error(fmt::format("{} holds no *.db file", input));
+    std::sort(found.begin(), found.end(), [](const std::string& a, const std::string& b) {
+      long ra = rank_in_name(a), rb = rank_in_name(b);
+      return ra != rb ? ra < rb : a < b;
+    });
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+MergeResult merge_profiles(const MergeOptions& options) {
+  std::vector<std::string> inputs = expand_merge_inputs(options.inputs, options.output);
+  if (inputs.empty()) throw Error("no input files", 2);
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_file(inputs[i], inputs[j]))
+        throw Error(fmt::format("{} is given twice (as {})", inputs[i], inputs[j]), 2);
+  for (const std::string& input : inputs)
+    if (same_file(input, options.output))
+      throw Error(fmt::format("{} is both an input and the output", input), 2);
+  std::error_code ec;
+  if (fs::exists(options.output, ec) && !options.force)
+    throw Error(fmt::format("{} exists; --force replaces it", options.output));
+  // Written beside the output and renamed when whole: a failed merge leaves no half file, and
+  // an existing output stays until the new one is complete.
+  std::string tmp = fmt::format("{}.merging.{}", options.output, ::getpid());
+  try {
+    MergeResult result;
+    {
+      Merger merger(options, tmp);
+      for (std::size_t i = 0; i < inputs.size(); ++i) {
+        merger.add(inputs[i]);
+        if (options.progress) options.progress(i + 1, inputs.size());
+      }
+      result = merger.finish();
+    }
+    if (std::rename(tmp.c_str(), options.output.c_str()) != 0)
+      throw Error(fmt::format("cannot rename {} to {}: {}", tmp, options.output,
+                              std::strerror(errno)));
+    return result;
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,37 @@
+// sonde merge: many profiles of one run (a file per MPI rank) into one file, streaming: each
+// input is attached to the output and copied with INSERT ... SELECT, its ids shifted past the
+// ones already there, so memory is bounded by SQLite's page cache, not by the inputs.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sonde::analyzers {
+
+struct MergeOptions {
+  std::vector<std::string> inputs;  // files, or directories whose *.db files are read
+  std::string output;
+  bool force = false;  // merge files of different runs or repeated ranks; replace the output
+  // Called after each input with (done, total); the CLI draws its progress bar with it.
+  std::function<void(std::size_t, std::size_t)> progress;
+};
+
+struct MergeResult {
+  std::size_t files = 0;
+  std::int64_t processes = 0, ranks = 0, nodes = 0;
+  std::string run;  // the run id (runs.uuid) the inputs share
+};
+
+// The inputs in merge order: files as given, a directory's *.db files by rank (prof.rank<R>.db
+// in rank order), then by name. Throws Error for a missing input or an empty directory.
+std::vector<std::string> expand_merge_inputs(const std::vector<std::string>& inputs,
+                                             const std::string& output);
+
+// Throws Error (nothing written to `output`) when an input is not a readable profile of this
+// version or is given twice; when it belongs to another run (another runs.uuid: the ranks of one
+// job share theirs) or repeats a rank, or when `output` exists, unless `force`.
+MergeResult merge_profiles(const MergeOptions& options);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,179 @@
+"""sonde merge, ranks and scaling on per-rank profiles written by the real library: known_time
+(a region 'sleep' of a known length) run once per rank, with the launcher's variables an mpirun
+sets (OMPI_COMM_WORLD_RANK/SIZE, PMIX_NAMESPACE) given by hand."""
+import json
+import subprocess
+import uuid
+
+import pytest
+
+from conftest import BIN, CLI, integrity_ok, query, run
+
+
+def sonde(*args, timeout=120):
+    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+
+def rank_files(tmp_path, sleeps_ms, job=None, name="run"):
+    """One profile per rank, rank r sleeping sleeps_ms[r] inside the region 'sleep'. Each rank
+    writes into its own folder (a ranked output may be renamed prof.rank<R>.db)."""
+    job = job or f"test-{uuid.uuid4()}"
+    files = []
+    for rank, ms in enumerate(sleeps_ms):
+        d = tmp_path / f"{name}.r{rank}"
+        d.mkdir()
+        p = run([BIN / "known_time", 3, 100, ms], db=d / "prof.db", OMPI_COMM_WORLD_RANK=rank,
+                OMPI_COMM_WORLD_SIZE=len(sleeps_ms), PMIX_NAMESPACE=job)
+        assert p.returncode == 0, p.stderr
+        (written,) = d.glob("*.db")
+        files.append(written)
+    return files
+
+
+def merge(out, files, *extra):
+    return sonde("merge", "-o", out, *files, *extra)
+
+
+def test_merge_holds_every_rank_and_the_views_read_it(tmp_path):
+    files = rank_files(tmp_path, [60, 60, 60, 60])
+    out = tmp_path / "run.db"
+    p = merge(out, files)
+    assert p.returncode == 0, p.stderr
+    assert "merged 4 files (4 ranks, 4 processes" in p.stdout
+    assert "\r" not in p.stderr  # no progress bar when stderr is not a terminal
+    assert integrity_ok(out)
+    assert query(out, "SELECT rank FROM processes ORDER BY rank") == [(0,), (1,), (2,), (3,)]
+    nodes_in = sum(query(f, "SELECT COUNT(*) FROM nodes")[0][0] for f in files)
+    assert query(out, "SELECT COUNT(*) FROM nodes") == [(nodes_in,)]
+    # Every node's parent and thread are the ones its input gave it, shifted.
+    assert query(out, "SELECT COUNT(*) FROM nodes c JOIN nodes p ON p.node_id = c.parent_id "
+                      "WHERE p.thread_id <> c.thread_id") == [(0,)]
+    assert query(out, "SELECT calls FROM hotspots WHERE routine = 'cblas_dgemm'") == [(12,)]
+    assert query(out, "SELECT COUNT(*) FROM routines WHERE name = 'sleep'") == [(1,)]
+    assert query(out, "SELECT rank, calls FROM rank_hotspots WHERE routine = 'cblas_dgemm' "
+                      "ORDER BY rank") == [(r, 3) for r in range(4)]
+    assert query(out, "SELECT path, calls FROM callpaths WHERE path = 'compute;cblas_dgemm'") == \
+        [("compute;cblas_dgemm", 12)]
+    for cmd in (["report"], ["tree"], ["shapes"], ["metrics"], ["candidates"]):
+        p = sonde(*cmd, out)
+        assert p.returncode == 0, (cmd, p.stderr)
+    p = sonde("report", out, "--rank", 2, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    rows = {r["name"]: r for r in json.loads(p.stdout)["rows"]}
+    assert rows["cblas_dgemm"]["calls"] == 3
+
+
+def test_slowest_rank_and_its_max_over_mean(tmp_path):
+    sleeps = [80, 80, 240, 80]
+    out = tmp_path / "run.db"
+    assert merge(out, rank_files(tmp_path, sleeps)).returncode == 0
+    (row,) = query(out, "SELECT slowest_rank, max_over_mean, max_s, mean_s, ranks "
+                        "FROM rank_imbalance WHERE routine = 'sleep'")
+    slowest, max_over_mean, max_s, mean_s, ranks = row
+    assert slowest == 2 and ranks == 4
+    expected = 240 / (sum(sleeps) / 4)  # 1.6
+    assert max_over_mean == pytest.approx(expected, rel=0.05)
+    assert max_s == pytest.approx(0.240, rel=0.05)
+    p = sonde("ranks", out, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["ranks"] == 4
+    first = report["imbalance"][0]  # the most time lost
+    assert first["routine"] == "sleep" and first["slowest_rank"] == 2
+    assert first["max_over_mean"] == pytest.approx(max_over_mean)
+    text = sonde("ranks", out).stdout
+    assert "Load imbalance" in text and "sleep" in text
+    p = sonde("candidates", out, "--format", "json")
+    assert p.returncode == 0, p.stderr
+    found = [c for c in json.loads(p.stdout) if c["rule"] == "rank-imbalance"]
+    assert found and found[0]["location"] == "sleep [region]"
+    evidence = found[0]["evidence"]
+    assert evidence["slowest_rank"] == 2
+    assert found[0]["est_gain_s"] == pytest.approx(max_s - mean_s)
+
+
+def test_refuses_files_of_different_runs_unless_forced(tmp_path):
+    a = rank_files(tmp_path, [20], name="a")
+    b = rank_files(tmp_path, [20, 20], name="b")[1:]  # rank 1 of another job
+    out = tmp_path / "run.db"
+    p = merge(out, a + b)
+    assert p.returncode == 1
+    assert "not of the same run" in p.stderr and len(p.stderr.splitlines()) == 1
+    assert not out.exists() and not list(tmp_path.glob("run.db.merging*"))
+    assert merge(out, a + b, "--force").returncode == 0
+    assert query(out, "SELECT COUNT(*) FROM processes") == [(2,)]
+    # An existing output is kept unless --force.
+    p = merge(out, a)
+    assert p.returncode == 1 and "exists" in p.stderr
+    assert query(out, "SELECT COUNT(*) FROM processes") == [(2,)]
+    # One rank twice (or one file twice) is not one run either.
+    job = "test-same-job"
+    c = rank_files(tmp_path, [20], job=job, name="c")
+    d = rank_files(tmp_path, [20], job=job, name="d")
+    p = merge(tmp_path / "twice.db", c + d)
+    assert p.returncode == 1 and "both hold rank 0" in p.stderr
+    p = merge(tmp_path / "same.db", c + c)
+    assert p.returncode == 2 and "given twice" in p.stderr
+
+
+def test_merge_reads_a_directory_and_merged_files(tmp_path):
+    files = rank_files(tmp_path, [20, 20, 20, 20])
+    d = tmp_path / "ranks"
+    d.mkdir()
+    for r, f in enumerate(files):
+        f.rename(d / f"prof.rank{r}.db")
+    half = [tmp_path / "h0.db", tmp_path / "h1.db"]
+    assert merge(half[0], [d / "prof.rank0.db", d / "prof.rank1.db"]).returncode == 0
+    assert merge(half[1], [d / "prof.rank2.db", d / "prof.rank3.db"]).returncode == 0
+    tree = tmp_path / "tree.db"
+    assert merge(tree, half).returncode == 0  # a reduction tree: merged files merge again
+    flat = tmp_path / "flat.db"
+    assert merge(flat, [d]).returncode == 0
+    sql = ("SELECT rank, routine, calls, round(incl_s, 9) FROM rank_hotspots "
+           "ORDER BY rank, routine")
+    assert query(tree, sql) == query(flat, sql)
+    assert query(flat, "SELECT rank FROM processes ORDER BY process_id") == \
+        [(0,), (1,), (2,), (3,)]
+
+
+def scaling(files, *extra):
+    p = sonde("scaling", *files, "--format", "json", "-n", 0, *extra)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def sleep_efficiency(result):
+    (row,) = [r for r in result["routines"] if r["routine"] == "sleep"]
+    return row["efficiency_pct"]
+
+
+def test_strong_scaling_known_answer(tmp_path):
+    # 480 ms of work: 1 rank does it all, 2 ranks half each (perfect), 4 ranks 180 ms each
+    # (480 / (4 x 180) = 66.7 %).
+    runs = []
+    for n, ms in ((1, 480), (2, 240), (4, 180)):
+        out = tmp_path / f"p{n}.db"
+        assert merge(out, rank_files(tmp_path, [ms] * n, name=f"p{n}")).returncode == 0
+        runs.append(out)
+    result = scaling(runs[::-1])  # any order: the fewest workers are the reference
+    assert [r["ranks"] for r in result["runs"]] == [1, 2, 4]
+    eff = sleep_efficiency(result)
+    assert eff[0] == pytest.approx(100.0)
+    assert eff[1] == pytest.approx(100.0, abs=6)
+    assert eff[2] == pytest.approx(66.7, abs=6)
+    text = sonde("scaling", *runs).stdout
+    assert "Strong" in text and "4x1 eff %" in text
+
+
+def test_weak_scaling_known_answer(tmp_path):
+    # 200 ms per rank at 1 and 2 ranks (perfect), 250 ms per rank at 4 (200 / 250 = 80 %).
+    runs = []
+    for n, ms in ((1, 200), (2, 200), (4, 250)):
+        out = tmp_path / f"w{n}.db"
+        assert merge(out, rank_files(tmp_path, [ms] * n, name=f"w{n}")).returncode == 0
+        runs.append(out)
+    eff = sleep_efficiency(scaling(runs, "--weak"))
+    # The slowest rank's sleep overshoots most on a loaded machine; the wrong (strong) formula
+    # would give 50 and 20 %.
+    assert eff[1] == pytest.approx(100.0, abs=6)
+    assert eff[2] == pytest.approx(80.0, abs=6)

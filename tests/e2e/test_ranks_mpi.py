@@ -1,0 +1,84 @@
+"""sonde merge and sonde ranks on a real mpirun: mpi_calls on 4 oversubscribed ranks (an
+MPI_Allreduce of 4,000 bytes, a Bcast of 80, a ring exchange of 400 per step), nonblocking with
+the compute in flight, or --blocking."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BIN, CLI, LIB, clean_env, query
+
+MPIRUN = shutil.which("mpirun")
+PROG = BIN / "mpi_calls"
+pytestmark = pytest.mark.skipif(MPIRUN is None or not PROG.exists(),
+                                reason="no mpirun, or sonde built without MPI headers")
+STEPS, NP = 5, 4
+
+
+def merged_run(tmp_path, *prog_args, steps=STEPS):
+    d = tmp_path / "ranks"
+    d.mkdir()
+    cmd = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", str(NP), CLI, "run", "-o",
+           d / "prof.db", "--", PROG, "--steps", steps, "--compute-ms", 20, *prog_args]
+    p = subprocess.run([str(c) for c in cmd], env=clean_env(SONDE_LIBRARY=LIB),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    out = tmp_path / "run.db"
+    p = subprocess.run([CLI, "merge", "-o", str(out), str(d)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    return d, out
+
+
+def ranks_json(db):
+    p = subprocess.run([CLI, "ranks", str(db), "--format", "json", "-n", "0"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+
+
+def test_ranks_of_a_real_mpirun(tmp_path):
+    d, out = merged_run(tmp_path)
+    assert query(out, "SELECT rank, world_size FROM processes ORDER BY rank") == \
+        [(r, NP) for r in range(NP)]
+    report = ranks_json(out)
+    assert report["ranks"] == NP
+    bw = {(r["op"], r["message_bytes"]): r for r in report["bandwidth"]}
+    allreduce = bw[("MPI_Allreduce", 4000)]
+    assert (allreduce["calls"], allreduce["bytes"], allreduce["ranks"]) == \
+        (STEPS * NP, 4000 * STEPS * NP, NP)
+    assert allreduce["gbs"] == pytest.approx(allreduce["bytes"] / allreduce["time_s"] / 1e9)
+    assert bw[("MPI_Isend", 400)]["gbs"] is None  # a nonblocking call's time is no transfer
+    assert bw[("MPI_Barrier", 0)]["gbs"] is None
+    for row in report["per_rank"]:
+        # Each rank's comm time is its file's comm_ops time, setup apart.
+        (own,) = query(d / f"prof.rank{row['rank']}.db",
+                       "SELECT SUM(time_ns) FROM comm_ops WHERE kind <> 'setup'")[0]
+        assert row["comm_s"] == pytest.approx(own / 1e9)
+        assert row["overlap_pct"] > 0  # the ring exchange is in flight during the compute
+    p = subprocess.run([CLI, "ranks", str(out)], capture_output=True, text=True, timeout=60)
+    assert "MPI_Allreduce" in p.stdout and "overlap %" in p.stdout
+
+
+def test_blocking_exchange_overlaps_nothing(tmp_path):
+    _, out = merged_run(tmp_path, "--blocking")
+    for row in ranks_json(out)["per_rank"]:
+        assert row["overlapped_s"] == 0 and row["overlap_pct"] == 0
+        assert row["exposed_s"] > 0
+
+
+def test_candidates_name_small_collectives_and_exposed_communication(tmp_path):
+    """20 steps of a 4,000-byte MPI_Allreduce per rank: a small-message collective to fuse; the
+    blocking exchange leaves its communication exposed."""
+    _, out = merged_run(tmp_path, "--blocking", steps=20)
+    p = subprocess.run([CLI, "candidates", str(out), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    found = {(c["rule"], c["location"]): c for c in json.loads(p.stdout)}
+    small = found[("small-collectives", "MPI_Allreduce of 4000 bytes")]
+    assert small["evidence"]["calls_per_rank"] == 20
+    assert small["evidence"]["ranks"] == NP
+    exposed = found[("comm-exposed", "run")]
+    assert exposed["evidence"]["overlap_pct"] == 0
+    assert exposed["est_gain_s"] == pytest.approx(0.5 * exposed["evidence"]["exposed_s_per_rank"])
