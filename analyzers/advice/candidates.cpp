@@ -455,11 +455,17 @@ void walk_optimizers(const CallNode& node, const CallNode* enclosing,
 }  // namespace
 
 AdviceInput load_advice_input(const ProfileFile& file) {
+  LoadedProfile profile(file);
+  return load_advice_input(profile);
+}
+
+AdviceInput load_advice_input(LoadedProfile& profile) {
+  const ProfileFile& file = profile.file();
   AdviceInput in;
-  in.metrics = compute_metrics(file);
-  in.notes = load_run_summary(file).notes;
-  in.gpu = load_gpu_summary(file);
-  for (const ThreadTree& t : load_thread_trees(file))
+  in.metrics = profile.metrics();
+  in.notes = profile.run().notes;
+  in.gpu = profile.gpu();
+  for (const ThreadTree& t : profile.forest().busy)
     walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
   bool has_lines = false;
   if (file.has_table("line_costs")) {
@@ -485,6 +491,10 @@ std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const 
 
 std::vector<Candidate> compute_candidates(const ProfileFile& file) {
   return evaluate_rules(load_advice_input(file), rules());
+}
+
+std::vector<Candidate> compute_candidates(LoadedProfile& profile) {
+  return evaluate_rules(load_advice_input(profile), rules());
 }
 
 namespace {

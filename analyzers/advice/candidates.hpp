@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "metrics/gpu_summary.hpp"
+#include "metrics/loaded_profile.hpp"
 #include "render/line_report.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/profile_file.hpp"
@@ -55,10 +56,12 @@ struct Rule {
 std::span<const Rule> rules();
 
 AdviceInput load_advice_input(const ProfileFile& file);
+AdviceInput load_advice_input(LoadedProfile& profile);
 // Every rule's candidates, best (largest est_gain_s) first; ties by rule order, then in the
 // order the rule ranks them.
 std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rules);
 std::vector<Candidate> compute_candidates(const ProfileFile& file);
+std::vector<Candidate> compute_candidates(LoadedProfile& profile);
 
 // Names matched by the optimizer rule: update, adam, sgd, optimizer (case-insensitive) in the
 // function part of a Python routine or in a region name.

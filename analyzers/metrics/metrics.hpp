@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profile/call_tree.hpp"
 #include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
@@ -96,6 +97,8 @@ struct Metrics {
 
 RunFacts load_run_facts(const ProfileFile& file);
 Metrics compute_metrics(const ProfileFile& file);
+// The same from the file's thread trees, already loaded (LoadedProfile shares them).
+Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& trees);
 
 // Phases: routines of kind region and python, by inclusive time.
 std::vector<const RoutineMetrics*> phases(const Metrics& metrics);
