@@ -100,6 +100,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = r->name;
+    c.routine_id = r->routine_id;
     std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
     double gflops = r->gflops_under.value_or(0.0), blas_pct = r->blas_pct.value_or(0.0);
     c.evidence = {{"time_s", seconds(r->incl_ns)},
@@ -333,6 +334,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = r.name;
+    c.routine_id = r.routine_id;
     c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
     c.summary = fmt::format("oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
                             "calls)",
@@ -547,6 +549,7 @@ Json render_candidates_json(const std::vector<Candidate>& cs, std::size_t top) {
     for (const auto& [k, v] : c.evidence) ev[k] = cell_to_json(v);
     out.push_back(Json{{"rule", c.rule},
                        {"location", c.location},
+                       {"routine_id", c.routine_id ? Json(*c.routine_id) : Json(nullptr)},
                        {"summary", c.summary},
                        {"evidence", std::move(ev)},
                        {"advice", c.advice},

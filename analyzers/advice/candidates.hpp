@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -34,6 +35,7 @@ struct AdviceInput {
 struct Candidate {
   std::string rule;      // Rule::id
   std::string location;  // routine, shape or "run"
+  std::optional<std::int64_t> routine_id;  // when the location is one routine of the file
   std::string summary;   // one sentence with the numbers
   std::vector<std::pair<std::string, Cell>> evidence;  // in reading order
   std::string advice;

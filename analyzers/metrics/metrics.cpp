@@ -227,6 +227,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
       continue;
     }
     RoutineMetrics r;
+    r.routine_id = row.routine_id;
     r.name = row.name;
     r.kind = row.kind;
     r.calls = row.calls;

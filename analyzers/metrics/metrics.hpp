@@ -52,6 +52,7 @@ Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optiona
                   std::optional<double> mem_bw);
 
 struct RoutineMetrics {
+  std::int64_t routine_id = 0;  // its identity in the file (names may repeat)
   std::string name;
   std::string kind;
   std::int64_t calls = 0;
