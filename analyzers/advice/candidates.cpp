@@ -101,6 +101,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = r->name;
+    c.routine_id = r->routine_id;
     std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
     double gflops = r->gflops_under.value_or(0.0), blas_pct = r->blas_pct.value_or(0.0);
     c.evidence = {{"time_s", seconds(r->incl_ns)},
@@ -334,6 +335,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = r.name;
+    c.routine_id = r.routine_id;
     c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
     c.summary = fmt::format("oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
                             "calls)",
@@ -477,12 +479,18 @@ void walk_optimizers(const CallNode& node, const CallNode* enclosing,
 }  // namespace
 
 AdviceInput load_advice_input(const ProfileFile& file) {
+  LoadedProfile profile(file);
+  return load_advice_input(profile);
+}
+
+AdviceInput load_advice_input(LoadedProfile& profile) {
+  const ProfileFile& file = profile.file();
   AdviceInput in;
-  in.metrics = compute_metrics(file);
-  in.notes = load_run_summary(file).notes;
-  in.gpu = load_gpu_summary(file);
+  in.metrics = profile.metrics();
+  in.notes = profile.run().notes;
+  in.gpu = profile.gpu();
   in.ranks = load_rank_summary(file);
-  for (const ThreadTree& t : load_thread_trees(file))
+  for (const ThreadTree& t : profile.forest().busy)
     walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
   bool has_lines = false;
   if (file.has_table("line_costs")) {
@@ -508,6 +516,10 @@ std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const 
 
 std::vector<Candidate> compute_candidates(const ProfileFile& file) {
   return evaluate_rules(load_advice_input(file), rules());
+}
+
+std::vector<Candidate> compute_candidates(LoadedProfile& profile) {
+  return evaluate_rules(load_advice_input(profile), rules());
 }
 
 namespace {
@@ -560,6 +572,7 @@ Json render_candidates_json(const std::vector<Candidate>& cs, std::size_t top) {
     for (const auto& [k, v] : c.evidence) ev[k] = cell_to_json(v);
     out.push_back(Json{{"rule", c.rule},
                        {"location", c.location},
+                       {"routine_id", c.routine_id ? Json(*c.routine_id) : Json(nullptr)},
                        {"summary", c.summary},
                        {"evidence", std::move(ev)},
                        {"advice", c.advice},

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "metrics/gpu_summary.hpp"
+#include "metrics/loaded_profile.hpp"
 #include "render/line_report.hpp"
 #include "metrics/metrics.hpp"
 #include "metrics/ranks.hpp"
@@ -35,6 +37,7 @@ struct AdviceInput {
 struct Candidate {
   std::string rule;      // Rule::id
   std::string location;  // routine, shape or "run"
+  std::optional<std::int64_t> routine_id;  // when the location is one routine of the file
   std::string summary;   // one sentence with the numbers
   std::vector<std::pair<std::string, Cell>> evidence;  // in reading order
   std::string advice;
@@ -57,10 +60,12 @@ struct Rule {
 std::span<const Rule> rules();
 
 AdviceInput load_advice_input(const ProfileFile& file);
+AdviceInput load_advice_input(LoadedProfile& profile);
 // Every rule's candidates, best (largest est_gain_s) first; ties by rule order, then in the
 // order the rule ranks them.
 std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rules);
 std::vector<Candidate> compute_candidates(const ProfileFile& file);
+std::vector<Candidate> compute_candidates(LoadedProfile& profile);
 
 // Names matched by the optimizer rule: update, adam, sgd, optimizer (case-insensitive) in the
 // function part of a Python routine or in a region name.

@@ -5,6 +5,7 @@
 
 #include "advice/candidates.hpp"
 #include "metrics/diff.hpp"
+#include "metrics/loaded_profile.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/run_summary.hpp"
 #include "render/line_report.hpp"
@@ -60,23 +61,29 @@ bool has_line_costs(const ProfileFile& file) {
 
 Json profile_json(const std::string& path) {
   ProfileFile file = ProfileFile::open(path);
-  RunSummary run = load_run_summary(file);
+  LoadedProfile profile(file);  // the trees and metrics loaded once for every member below
   Json p{{"path", path}};
   // run metadata and notes are in the report's "run" and "notes"
-  p["report"] = render_report_json(path, run, compute_hotspots(file), 0);
+  p["report"] = render_report_json(path, profile.run(), compute_hotspots(file), 0);
   TreeOptions each{kViewTreeMinPct, std::nullopt, false};
   TreeOptions merged{kViewTreeMinPct, std::nullopt, true};
-  Forest threads = load_forest(file, false);
+  const Forest& threads = profile.forest();
   p["tree"] = render_tree_json(threads, each);
   // One busy thread: the merged tree is the same tree again (a third of a torch_cnn bundle).
-  p["tree_merged"] = threads.busy.size() > 1
-                         ? render_tree_json(load_forest(file, true), merged)
-                         : Json(nullptr);
+  if (threads.busy.size() > 1) {
+    Forest all;  // what load_forest(file, true) gives, without loading the threads' trees again
+    all.merged = true;
+    all.merged_root = load_merged_tree(file);
+    all.idle = threads.idle;
+    p["tree_merged"] = render_tree_json(all, merged);
+  } else {
+    p["tree_merged"] = nullptr;
+  }
   p["shapes"] = render_json(shapes_table(compute_shapes(file)));
-  MetricsReport metrics = compute_metrics_report(file, {});
+  MetricsReport metrics = compute_metrics_report(profile, {});
   p["metrics"] = render_metrics_json(metrics, parse_metrics_sections("all"), 0);
   p["roofline"] = roofline_json(metrics.metrics);
-  p["candidates"] = render_candidates_json(compute_candidates(file), 0);
+  p["candidates"] = render_candidates_json(compute_candidates(profile), 0);
   // The bundle's objects lose their member order; the evidence is read in the rule's order.
   for (Json& c : p["candidates"]) {
     Json keys = Json::array();

@@ -225,12 +225,17 @@ void collect_seen(const Frame& f, unsigned& seen, std::array<std::string, kPhase
 }  // namespace
 
 Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapping>& mappings) {
+  LoadedProfile profile(file);
+  return compute_breakdown(profile, mappings);
+}
+
+Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMapping>& mappings) {
   Breakdown b;
   for (const PhaseClass& c : phase_classes())
     b.rows.push_back({std::string(c.id), std::string(c.title), 0, true, {}});
-  b.run_ns = compute_metrics(file).run_ns();
+  b.run_ns = profile.metrics().run_ns();
   Accumulator acc{b, {}};
-  std::vector<ThreadTree> trees = load_thread_trees(file);
+  const std::vector<ThreadTree>& trees = profile.forest().busy;
   unsigned seen = 0;
   std::array<std::string, kPhaseCount> example;
   std::int64_t largest_body = -1, iterations_by_update = 0;

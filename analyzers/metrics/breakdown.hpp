@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "metrics/breakdown_roles.hpp"
+#include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/profile_file.hpp"
 #include "render/table_format.hpp"
@@ -42,6 +43,7 @@ struct Breakdown {
 };
 
 Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapping>& mappings);
+Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMapping>& mappings);
 // Empty when no loop was found (the caller prints `reason`).
 Table breakdown_table(const Breakdown& b);
 

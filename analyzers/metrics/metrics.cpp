@@ -142,6 +142,10 @@ RunFacts load_run_facts(const ProfileFile& file) {
 }
 
 Metrics compute_metrics(const ProfileFile& file) {
+  return compute_metrics(file, load_thread_trees(file));
+}
+
+Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& trees) {
   Metrics m;
   m.facts = load_run_facts(file);
   Hotspots h = compute_hotspots(file, ReportSort::kInclusive);
@@ -159,7 +163,7 @@ Metrics compute_metrics(const ProfileFile& file) {
     while (st.step()) cost[st.int64(0)] = {st.real(1), st.real(2)};
   }
   std::map<Key, Under> under;
-  for (const ThreadTree& t : load_thread_trees(file)) {
+  for (const ThreadTree& t : trees) {
     std::map<Key, int> open;
     walk(t.root, false, open, under);
   }
@@ -223,6 +227,7 @@ Metrics compute_metrics(const ProfileFile& file) {
       continue;
     }
     RoutineMetrics r;
+    r.routine_id = row.routine_id;
     r.name = row.name;
     r.kind = row.kind;
     r.calls = row.calls;

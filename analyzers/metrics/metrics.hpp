@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profile/call_tree.hpp"
 #include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
@@ -51,6 +52,7 @@ Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optiona
                   std::optional<double> mem_bw);
 
 struct RoutineMetrics {
+  std::int64_t routine_id = 0;  // its identity in the file (names may repeat)
   std::string name;
   std::string kind;
   std::int64_t calls = 0;
@@ -96,6 +98,8 @@ struct Metrics {
 
 RunFacts load_run_facts(const ProfileFile& file);
 Metrics compute_metrics(const ProfileFile& file);
+// The same from the file's thread trees, already loaded (LoadedProfile shares them).
+Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& trees);
 
 // Phases: routines of kind region and python, by inclusive time.
 std::vector<const RoutineMetrics*> phases(const Metrics& metrics);

@@ -41,8 +41,14 @@ std::vector<std::string> parse_metrics_sections(std::string_view name) {
 
 MetricsReport compute_metrics_report(const ProfileFile& file,
                                      const std::vector<PhaseMapping>& mappings) {
-  return {compute_metrics(file), compute_breakdown(file, mappings), compute_counter_report(file),
-          load_gpu_summary(file)};
+  LoadedProfile profile(file);
+  return compute_metrics_report(profile, mappings);
+}
+
+MetricsReport compute_metrics_report(LoadedProfile& profile,
+                                     const std::vector<PhaseMapping>& mappings) {
+  return {profile.metrics(), compute_breakdown(profile, mappings),
+          compute_counter_report(profile.file()), profile.gpu()};
 }
 
 Table roofline_table(const Metrics& m, std::size_t top) {

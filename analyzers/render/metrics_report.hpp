@@ -28,6 +28,8 @@ std::vector<std::string> parse_metrics_sections(std::string_view name);
 
 MetricsReport compute_metrics_report(const ProfileFile& file,
                                      const std::vector<PhaseMapping>& mappings);
+MetricsReport compute_metrics_report(LoadedProfile& profile,
+                                     const std::vector<PhaseMapping>& mappings);
 Table roofline_table(const Metrics& metrics, std::size_t top);  // routines with a cost model
 Table phases_table(const Metrics& metrics, std::size_t top);
 // TAU's tuning-candidate table: GPU kernels with their per-instruction metrics and those x time.

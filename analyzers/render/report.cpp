@@ -96,13 +96,16 @@ Table hotspots_table(const Hotspots& h, std::size_t top) {
                {"Kind", "kind", 0},
                {"Library", "library", 0},
                {"File", "file", 0},
-               {"Line", "line", 0}};
+               {"Line", "line", 0},
+               // The routine's identity in this file: two routines may share a name.
+               {"Routine", "routine_id", 0}};
   std::size_t n = top == 0 ? h.rows.size() : std::min(top, h.rows.size());
   for (std::size_t i = 0; i < n; ++i) {
     const auto& r = h.rows[i];
     t.rows.push_back({r.pct_time, static_cast<double>(r.excl_ns) / 1e6,
                       static_cast<double>(r.incl_ns) / 1e6, r.calls, r.subrs,
-                      r.incl_us_per_call, r.name, r.kind, r.library, r.file, r.line});
+                      r.incl_us_per_call, r.name, r.kind, r.library, r.file, r.line,
+                      r.routine_id});
   }
   return t;
 }

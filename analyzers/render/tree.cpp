@@ -91,6 +91,7 @@ void text_node(std::string& out, const CallNode& node, std::int64_t total, int d
 Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
                bool gpu) {
   Json j{{"name", node.name},
+         {"routine_id", node.routine_id},  // what tells two routines of one name apart
          {"kind", node.kind},
          {"where", node.where},
          {"calls", node.calls},

@@ -32,3 +32,5 @@ def test_the_readme_commands_run_in_order(tmp_path):
         assert r.returncode == 0, f"{command}\n{r.stdout[-2000:]}{r.stderr[-2000:]}"
     assert (tmp_path / "trace.json").stat().st_size > 0 and (tmp_path / "prof.folded").stat().st_size > 0
     assert (tmp_path / "pre.db").exists() and (tmp_path / "py.db").exists()
+    page = (tmp_path / "prof.html").read_text()
+    assert '<script id="sonde-data" type="application/json">' in page and 'src="http' not in page

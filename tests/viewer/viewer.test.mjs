@@ -6,7 +6,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromiumMissing, CHROMIUM, inlineHtml, playwright, serve, SOURCE } from './serve.mjs';
@@ -74,9 +74,29 @@ before(async () => {
   const m2 = profile('mlp1', [mlp, '--steps', '20', '--hidden', '200'], { OPENBLAS_NUM_THREADS: '1' });
   const c = profile('cnn', [cnn, '--steps', '3', '--batch', '16', '--eval-every', '0']);
   const x = profile('xss', [join(dir, 'xss.py')]);
+  // Two routines of one display name: model.py:2(step) in two folders, the first three times
+  // as long as the second.
+  for (const [sub, ms] of [['one', 30], ['two', 10]]) {
+    mkdirSync(join(dir, sub));
+    writeFileSync(join(dir, sub, 'model.py'), `import time\ndef step():\n    time.sleep(${ms / 1000})\n`);
+  }
+  writeFileSync(join(dir, 'twins.py'), [
+    'import importlib.util, os',
+    'def load(sub):',
+    '    spec = importlib.util.spec_from_file_location(sub, os.path.join(os.path.dirname(__file__), sub, "model.py"))',
+    '    m = importlib.util.module_from_spec(spec)',
+    '    spec.loader.exec_module(m)',
+    '    return m',
+    'one, two = load("one"), load("two")',
+    'for _ in range(10):',
+    '    one.step()',
+    '    two.step()',
+  ].join('\n') + '\n');
+  const tw = profile('twins', [join(dir, 'twins.py')]);
   bundle('mlp', m1);
   bundle('cnn', c);
   bundle('xss', x);
+  bundle('twins', tw);
   bundle('diff', m2, m1);
   // No GPU here: CUPTI's kernel records, as the store writes them, added to a copy of a real
   // profile under its hottest node (two kernels, one with SONDE_GPU_METRICS values).
@@ -176,6 +196,39 @@ describe('viewer in chromium', { skip }, () => {
     await page.locator('#hotspot-table tbody tr').nth(1).click();
     const rowName = await page.locator('#hotspot-table tbody tr').nth(1).getAttribute('data-name');
     assert.equal(await page.locator('#selection').textContent(), `selected: ${rowName}`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('two routines of one name are selected apart, by routine id', async () => {
+    const { page, errors } = await open(`${server.url}?b=twins`);
+    const stepRows = () => page.locator('#hotspot-table tbody tr').evaluateAll((trs) =>
+      trs.filter((t) => /^model\.py:\d+\(step\)$/.test(t.dataset.name))
+        .map((t) => ({ name: t.dataset.name, id: t.dataset.id, selected: t.classList.contains('selected') })));
+    const rows = await stepRows();
+    assert.equal(rows.length, 2, `hot-spot rows of step: ${JSON.stringify(rows)}`);
+    assert.equal(rows[0].name, rows[1].name);
+    const name = rows[0].name;
+    const frameOf = (sub) => page.evaluate(([n, w]) => {
+      const f = window.sonde.flame.frames.find((x) => x.name === n && x.where.includes(w));
+      return f ? { id: f.id, at: window.sonde.flame.locate(n, f.where) } : null;
+    }, [name, sub]);
+    const one = await frameOf('/one/model.py'), two = await frameOf('/two/model.py');
+    assert.ok(one && two && one.at && one.at.w > 10, `frames: ${JSON.stringify([one, two])}`);
+    // a click on one's frame selects one's row alone (both rows were selected by name), and
+    // outlines one's frame alone
+    await page.mouse.click(one.at.x, one.at.y);
+    const selected = (await stepRows()).filter((r) => r.selected);
+    assert.equal(selected.length, 1, `rows selected by a click on one's step: ${JSON.stringify(selected)}`);
+    assert.equal(selected[0].id, String(one.id));
+    assert.notEqual(one.id, two.id);
+    assert.equal(Number(await page.locator('#flame').getAttribute('data-selected-frames')), 1);
+    // and a click on two's row selects two: its frame alone is outlined
+    await page.locator(`#hotspot-table tbody tr[data-id="${two.id}"]`).click();
+    await page.locator('button', { hasText: 'reset zoom' }).click();
+    assert.equal(await page.evaluate(() => window.sonde.state.selected.id), two.id);
+    assert.equal(Number(await page.locator('#flame').getAttribute('data-selected-frames')), 1);
+    assert.deepEqual((await stepRows()).filter((r) => r.selected).map((r) => r.id), [String(two.id)]);
     assert.deepEqual(errors, []);
     await page.close();
   });

@@ -60,7 +60,7 @@ export function roofline(data, onSelect) {
                                    (p.pct !== null && p.pct !== undefined ? `, ${fmtNum(p.pct, 1)} % of peak` : ''));
   wrap.appendChild(el('p', { class: 'legend' }, el('span', { class: 'dot routine' }), ' routines  ',
                       el('span', { class: 'dot shape' }), ' GEMM shapes (per call site)'));
-  return { element: wrap, setSelected(name) { dots.classed('selected', (p) => p.name === name); } };
+  return { element: wrap, setSelected(sel) { dots.classed('selected', (p) => sel !== null && p.name === sel.name); } };
 }
 
 export function breakdown(b) {

@@ -26,7 +26,7 @@ function flatten(root, minPct) {
     const { node, x, depth, parent } = item;
     const i = frames.length;
     const f = {
-      name: node.name, kind: node.kind, where: node.where || '', calls: node.calls,
+      name: node.name, id: node.routine_id ?? null, kind: node.kind, where: node.where || '', calls: node.calls,
       incl: node.incl_s, excl: node.excl_s, pct: node.incl_pct, x, depth, parent, end: i + 1,
     };
     frames.push(f);
@@ -80,7 +80,14 @@ export class FlameGraph {
 
   // Each redraws only on a change: a 1M-path profile's first draw costs tens of ms.
   setSearch(text) { if (text.toLowerCase() !== this.search) { this.search = text.toLowerCase(); this.draw(); } }
-  setSelected(name) { if (name !== this.selected) { this.selected = name; this.draw(); } }
+  setSelected(sel) { if (sel !== this.selected) { this.selected = sel; this.draw(); } }
+
+  // The frames of the selected routine: by routine_id where both know it, else by name.
+  isSelected(f) {
+    const s = this.selected;
+    if (s === null || f.kind === 'folded') return false;
+    return s.id !== null && f.id !== null ? f.id === s.id : f.name === s.name;
+  }
   setMode(mode) { if (mode !== this.mode) { this.mode = mode; this.draw(); } }
 
   zoom(i) {
@@ -131,6 +138,7 @@ export class FlameGraph {
     ctx.textBaseline = 'middle';
     const q = this.search;
     this.drawn = 0;
+    this.drawnSelected = 0;
     this.visit(width, (f, i, px, pw) => {
       if (f.depth >= rows) return;
       const y = f.depth * ROW;
@@ -143,11 +151,12 @@ export class FlameGraph {
         ctx.fillStyle = 'rgba(0,0,0,0.25)';
         ctx.fillRect(px, y, Math.max(0, pw - 0.5) * Math.min(1, f.excl / f.incl), ROW - 1);
       }
-      if (this.selected !== null && f.name === this.selected) {
+      if (this.isSelected(f)) {
         ctx.globalAlpha = 1;
         ctx.strokeStyle = '#000';
         ctx.lineWidth = 2;
         ctx.strokeRect(px + 1, y + 1, Math.max(pw - 2.5, 0.5), ROW - 3);
+        this.drawnSelected += 1;
       }
       if (pw > 36) {
         ctx.globalAlpha = match ? 1 : 0.4;
@@ -159,6 +168,7 @@ export class FlameGraph {
     });
     ctx.globalAlpha = 1;
     this.canvas.dataset.frames = String(this.drawn);
+    this.canvas.dataset.selectedFrames = String(this.drawnSelected);
     this.canvas.dataset.zoomed = this.frames[this.zoomed] ? this.frames[this.zoomed].name : '';
   }
 
@@ -187,7 +197,7 @@ export class FlameGraph {
     if (i < 0) return;
     const f = this.frames[i];
     this.zoom(f.kind === 'folded' ? f.parent : i);
-    if (f.kind !== 'root' && f.kind !== 'folded') this.onSelect(f.name);
+    if (f.kind !== 'root' && f.kind !== 'folded') this.onSelect(f.name, f.id);
   }
 
   hover(e) {
@@ -207,11 +217,11 @@ export class FlameGraph {
 
   // Where the widest drawn frame of that name is, in client coordinates (for keyboard-less
   // checks and the browser tests); null when none is drawn.
-  locate(name) {
+  locate(name, where = null) {
     const r = this.canvas.getBoundingClientRect();
     let best = null;
     this.visit(this.width || r.width, (f, i, px, pw) => {
-      if (f.name === name && (!best || pw > best.w)) best = { x: r.left + px + pw / 2, y: r.top + f.depth * ROW + ROW / 2, w: pw };
+      if (f.name === name && (where === null || f.where === where) && (!best || pw > best.w)) best = { x: r.left + px + pw / 2, y: r.top + f.depth * ROW + ROW / 2, w: pw };
     });
     return best;
   }

@@ -1,5 +1,6 @@
-// sonde view: shows the bundle that `sonde view` (or the --html file) carries. Panels are linked
-// by the routine's name: a click anywhere selects it everywhere.
+// sonde view: shows the bundle that `sonde view` (or the --html file) carries. Panels are linked:
+// a click anywhere selects the routine everywhere, by its routine_id where the panel has one (the
+// tree, the hot spots: two `step` of two files are two routines), else by its name.
 import { el, empty, fmtNum, panel } from './dom.js';
 import { DataTable } from './table.js';
 import { FlameGraph } from './flame.js';
@@ -19,10 +20,12 @@ const state = { bundle: null, profile: null, selected: null, search: '', mode: '
 const tooltip = document.getElementById('tooltip');
 const flame = new FlameGraph({ onSelect: select, tooltip });
 
-function select(name) {
-  state.selected = name;
-  document.getElementById('selection').textContent = name === null ? '' : 'selected: ' + name;
-  for (const l of state.linked) l.setSelected(name);
+// sel: null, or { name, id } with id null where the panel that chose it knows no routine id.
+function select(name, id = null) {
+  const sel = name === null ? null : { name, id: id ?? null };
+  state.selected = sel;
+  document.getElementById('selection').textContent = sel === null ? '' : 'selected: ' + name;
+  for (const l of state.linked) l.setSelected(sel);
 }
 
 function runPanel(p) {
@@ -72,7 +75,7 @@ function hotspotPanel(p) {
     `%Time is of the busy threads' time: ${fmtNum(rep.total_s)} s = 100 % (${rep.busy_threads} busy thread(s); ` +
     `${rep.idle_threads} idle, in no percentage). The run's wall time: ${fmtNum(rep.wall_s)} s.`);
   const t = new DataTable({
-    id: 'hotspot-table', rows: rep.rows, nameKey: 'name', sortKey: state.mode === 'excl' ? 'excl_ms' : 'incl_ms',
+    id: 'hotspot-table', rows: rep.rows, nameKey: 'name', idKey: 'routine_id', sortKey: state.mode === 'excl' ? 'excl_ms' : 'incl_ms',
     onSelect: select,
     columns: [
       { key: 'name', title: 'Name' }, { key: 'kind', title: 'Kind' },
@@ -103,7 +106,7 @@ function candidatesPanel(p) {
   // the longest routine name it holds is the one selected.
   const names = p.report.rows.map((r) => r.name).filter((n) => n.length > 2).sort((a, b) => b.length - a.length);
   const routineOf = (loc) => names.find((n) => loc.includes(n)) ?? loc;
-  const items = list.map((c, i) => el('li', { class: 'candidate', dataset: { name: c.location }, onclick: () => select(routineOf(c.location)) },
+  const items = list.map((c, i) => el('li', { class: 'candidate', dataset: { name: c.location, id: String(c.routine_id ?? '') }, onclick: () => select(routineOf(c.location), c.routine_id) },
     el('h3', {}, `${i + 1}. ${c.location}`, el('span', { class: 'rule' }, ` ${c.rule} · est. gain ${fmtNum(c.est_gain_s)} s`)),
     el('p', {}, c.summary),
     el('table', { class: 'evidence' }, el('tbody', {}, (c.evidence_keys || Object.keys(c.evidence || {})).map((k) =>
@@ -112,7 +115,12 @@ function candidatesPanel(p) {
   body.appendChild(el('ol', { class: 'candidates' }, items));
   return {
     section,
-    setSelected(name) { for (const li of items) li.classList.toggle('selected', name !== null && li.dataset.name.includes(name)); },
+    setSelected(sel) {
+      for (const li of items) {
+        const byId = sel !== null && sel.id !== null && li.dataset.id !== '';
+        li.classList.toggle('selected', sel !== null && (byId ? li.dataset.id === String(sel.id) : li.dataset.name.includes(sel.name)));
+      }
+    },
   };
 }
 

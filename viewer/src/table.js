@@ -2,9 +2,10 @@
 import { el, fmtNum } from './dom.js';
 
 export class DataTable {
-  // columns: [{key, title, digits}]; nameKey: the member naming the routine (linked selection).
-  constructor({ id, columns, rows, nameKey, sortKey, desc = true, limit = 500, onSelect }) {
-    Object.assign(this, { id, columns, rows, nameKey, sortKey, desc, limit, onSelect });
+  // columns: [{key, title, digits}]; nameKey: the member naming the routine, idKey: the one
+  // holding its routine_id where the rows have it (the linked selection).
+  constructor({ id, columns, rows, nameKey, idKey = null, sortKey, desc = true, limit = 500, onSelect }) {
+    Object.assign(this, { id, columns, rows, nameKey, idKey, sortKey, desc, limit, onSelect });
     this.filter = '';
     this.selected = null;
     this.tbody = el('tbody');
@@ -29,11 +30,14 @@ export class DataTable {
 
   setFilter(text) { if (text.toLowerCase() !== this.filter) { this.filter = text.toLowerCase(); this.draw(); } }
 
-  setSelected(name, scroll = true) {
-    this.selected = name;
+  // A selection with a routine id picks that routine's rows where this table has ids; one
+  // without (or a table without) picks the rows of that name.
+  setSelected(sel, scroll = true) {
+    this.selected = sel;
+    const byId = sel !== null && sel.id !== null && this.idKey !== null;
     let first = null;
     for (const tr of this.tbody.children) {
-      const on = name !== null && tr.dataset.name === name;
+      const on = sel !== null && (byId ? tr.dataset.id === String(sel.id) : tr.dataset.name === sel.name);
       tr.classList.toggle('selected', on);
       if (on && !first) first = tr;
     }
@@ -68,10 +72,12 @@ export class DataTable {
     const body = document.createDocumentFragment();
     for (const r of shown) {
       const name = this.nameKey ? String(r[this.nameKey] ?? '') : null;
-      const tr = el('tr', { dataset: name !== null ? { name } : {} },
+      const rid = this.idKey !== null ? r[this.idKey] ?? null : null;
+      const data = name === null ? {} : rid === null ? { name } : { name, id: String(rid) };
+      const tr = el('tr', { dataset: data },
                     this.columns.map((c) => el('td', { class: typeof r[c.key] === 'number' ? 'num' : '' },
                                                c.format ? c.format(r[c.key], r) : fmtNum(r[c.key], c.digits))));
-      if (name !== null && this.onSelect) tr.addEventListener('click', () => this.onSelect(name));
+      if (name !== null && this.onSelect) tr.addEventListener('click', () => this.onSelect(name, rid));
       body.appendChild(tr);
     }
     this.tbody.replaceChildren(body);

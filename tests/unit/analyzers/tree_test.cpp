@@ -113,6 +113,12 @@ TEST_F(TreeTest, JsonNestsAndReportsFolded) {
   EXPECT_DOUBLE_EQ(worker["folded"]["incl_s"].get<double>(), 0.01);
   EXPECT_EQ(worker["children"][0]["name"], "train");
   EXPECT_DOUBLE_EQ(worker["children"][0]["incl_pct"].get<double>(), 60.0);
+  // Each node names its routine by id (the viewer selects by it: two routines may share a name).
+  auto trees = load_thread_trees(file);
+  std::int64_t train = child(trees[1].root, "train").routine_id;
+  EXPECT_NE(train, 0);
+  EXPECT_EQ(worker["children"][0]["routine_id"], train);
+  EXPECT_EQ(worker["routine_id"], trees[1].root.routine_id);
 }
 
 TEST_F(TreeTest, CsvHasOneRowPerShownNodeWithItsThreadAndPath) {
