@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {add_report(app),     add_tree(app),    add_shapes(app),
                                    add_query(app),      add_export(app),  add_candidates(app),
                                    add_metrics(app),    add_diff(app),    add_run(app),
-                                   add_calibrate(app),  add_view(app),   add_env_table(app),
+                                   add_calibrate(app),  add_tune(app),    add_view(app),   add_env_table(app),
                                    add_view_bundle(app)};
 
   auto usage_error = [&](const CLI::Error& e) {
@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   };
   std::vector<std::string> args(argv + 1, argv + argc);
   set_run_command(split_run_command(args));
+  split_tune_command(args);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last-argument-first
   try {
     app.parse(args);
