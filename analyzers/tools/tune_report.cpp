@@ -80,7 +80,7 @@ std::string compare_outputs(const std::string& before, const std::string& after)
     worst = std::max(worst, rel);
   }
   if (first.empty()) return "";
-  return std::isfinite(worst) ? fmt::format("{} (largest relative difference {:.2g})", first, worst)
+  return std::isfinite(worst) ? fmt::format("{} (largest relative difference on the result lines {:.2g})", first, worst)
                               : first;
 }
 
