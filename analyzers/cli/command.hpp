@@ -36,6 +36,7 @@ Command add_ranks(CLI::App& app);
 Command add_scaling(CLI::App& app);
 Command add_run(CLI::App& app);
 Command add_calibrate(CLI::App& app);
+Command add_tune(CLI::App& app);
 Command add_view(CLI::App& app);
 Command add_env_table(CLI::App& app);  // hidden: README.md's environment table
 Command add_view_bundle(CLI::App& app);  // hidden: the viewer's JSON document
@@ -44,6 +45,8 @@ Command add_view_bundle(CLI::App& app);  // hidden: the viewer's JSON document
 // option's value; it is taken out of args before CLI11 sees them.
 std::vector<std::string> split_run_command(std::vector<std::string>& args);
 void set_run_command(std::vector<std::string> command);
+// `sonde tune`'s command is what follows "--"; taken out of args likewise.
+std::vector<std::string> split_tune_command(std::vector<std::string>& args);
 
 // Shared option helpers.
 void add_file(CLI::App* cmd, std::string& file);

@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
                                    add_query(app),      add_export(app),  add_candidates(app),
                                    add_metrics(app),    add_diff(app),    add_merge(app),
                                    add_ranks(app),      add_scaling(app), add_run(app),
-                                   add_calibrate(app),  add_view(app),   add_env_table(app),
+                                   add_calibrate(app),  add_tune(app),    add_view(app),
+                                   add_env_table(app),
                                    add_view_bundle(app)};
 
   auto usage_error = [&](const CLI::Error& e) {
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   };
   std::vector<std::string> args(argv + 1, argv + argc);
   set_run_command(split_run_command(args));
+  split_tune_command(args);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last-argument-first
   try {
     app.parse(args);

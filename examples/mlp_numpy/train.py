@@ -102,6 +102,15 @@ def sample_set(prototypes, n, rng, chunk=1000):
     return images, labels
 
 
+def blank_border(images, width=4):
+    """MNIST's digits sit in the central 20x20 pixels: a frame of exact zeros around them."""
+    square = images.reshape(-1, 28, 28)
+    square[:, :width, :] = 0
+    square[:, -width:, :] = 0
+    square[:, :, :width] = 0
+    square[:, :, -width:] = 0
+
+
 def make_synthetic(seed):
     """Ten prototype images plus per-sample mixing and noise, all determined by seed."""
     rng = Rng(seed ^ 0xD1B54A32D192ED03)
@@ -288,14 +297,21 @@ def update_core_cpu(param, grad, state, hp):
     param -= lr * m / (numpy.sqrt(v) + hp.eps)
 
 
+# A float32 subnormal (below 2**-126): where a weight's gradient has been zero for a long time,
+# Adam's moments decay geometrically into this range and stay there for thousands of steps.
+SUBNORMAL_MOMENT = 1e-39
+
+
 class Adam:
-    def __init__(self, params, hp=None):
+    def __init__(self, params, hp=None, subnormal_moments=False):
         self.params = params
         self.hp = hp or AdamHyperparameter()
         self.states = []
+        start = SUBNORMAL_MOMENT if subnormal_moments else 0.0
         for owner, name in params:
             p = getattr(owner, name)
-            self.states.append({"m": numpy.zeros_like(p), "v": numpy.zeros_like(p), "t": 0})
+            self.states.append({"m": numpy.full_like(p, start), "v": numpy.full_like(p, start),
+                                "t": 0})
 
     def update(self):
         for (owner, name), state in zip(self.params, self.states):
@@ -352,6 +368,11 @@ def parse_args(argv=None):
                         help="seed for data, weights and shuffling (1)")
     parser.add_argument("--eval-every", type=non_negative_int, default=50,
                         help="print training loss/accuracy every N steps (50; 0: never)")
+    parser.add_argument("--subnormal-moments", action="store_true",
+                        help="the K computer's underflow: blank MNIST-like image borders (the "
+                        "first layer's weights on them get exactly zero gradients) and Adam "
+                        "moments that start subnormal, as after a long stretch of zero gradient, "
+                        "so those moments stay subnormal; FTZ/DAZ (SONDE_FTZ=1) removes the cost")
     parser.add_argument("--mnist-dir", metavar="DIR",
                         help="train on the MNIST idx files in DIR instead of synthetic data")
     return parser.parse_args(argv)
@@ -375,7 +396,10 @@ def main(argv=None):
 
     # Separate streams, as in mlp_cpp, so changing the batch size leaves the weights alone.
     model = MLP(IMAGE_SIZE, args.hidden, CLASSES, Rng(args.seed))
-    optimizer = Adam(model.params())
+    if args.subnormal_moments:
+        for images in (train_x, test_x):
+            blank_border(images)
+    optimizer = Adam(model.params(), subnormal_moments=args.subnormal_moments)
     sampler = BatchSampler(len(train_y), args.seed ^ 0x6A09E667F3BCC909)
 
     window_loss, window_correct, window_samples = 0.0, 0, 0

@@ -94,6 +94,12 @@ inline constexpr std::array kOptionSpecs{
                "secret (`--password=...`, `--api-key ...`, `TOKEN=...`: a name containing "
                "TOKEN, SECRET, KEY, PASSWORD, PASS, CREDENTIAL or AUTH) are recorded as "
                "`<redacted>`, and so are passwords in URLs (`scheme://user:<redacted>@host`)."},
+    OptionSpec{"SONDE_FTZ", OptionType::kBool, "0",
+               "`1` sets flush-to-zero and denormals-are-zero (MXCSR FTZ and DAZ) in every thread "
+               "sonde sees, from its first instruction: the loading thread in the library's "
+               "constructor, every later thread as it starts. Subnormal float results become "
+               "0, which can be much faster and can change a program's numbers; `sonde tune`'s "
+               "`ftz` stage sets it and compares the output."},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
                "In processes that use CUDA: the CUPTI library to load (default: the loader's "
                "search, then `/usr/local/cuda/lib64` and `extras/CUPTI/lib64`). See "

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "symbols/elf_symbols.hpp"
+#include "runtime/fpu_mode.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/sonde.h"
@@ -136,6 +137,8 @@ void exit_begins() {
 }
 
 void thread_started() {
+  // Before the start routine, so the thread's first float operation already runs in the mode.
+  apply_fpu_mode();
   // Not attached here: a thread is registered at its first measured call (probe.cpp), so a
   // library's worker pool that never makes one (OpenBLAS's) is never recorded. Attaching at
   // creation recorded it only when it happened to start after sonde's constructor, so the

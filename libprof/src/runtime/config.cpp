@@ -94,6 +94,7 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
   if (name == "SONDE_TRACE_BUFFER") return parse_uint(v, c.trace_buffer);
   if (name == "SONDE_TRACE_MEMORY") return parse_uint(v, c.trace_memory_mb);
   if (name == "SONDE_RECORD_ARGS") return parse_bool(v, c.record_args);
+  if (name == "SONDE_FTZ") return parse_bool(v, c.ftz);
   if (name == "SONDE_FLUSH_INTERVAL") return parse_seconds(v, c.flush_interval_s);
   if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;
   if (name == "SONDE_LOG") return parse_level(v, c.log_level);
@@ -108,6 +109,12 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
 }
 
 }  // namespace
+
+bool ftz_requested(EnvLookup lookup) {
+  const char* value = lookup("SONDE_FTZ");
+  bool on = false;
+  return value != nullptr && parse_bool(value, on) && on;
+}
 
 Config parse_config(EnvLookup lookup) {
   Config c;

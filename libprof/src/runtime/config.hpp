@@ -20,6 +20,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarn;
   uint32_t max_depth = 256;
   bool record_args = true;       // false: the command's name only
+  bool ftz = false;              // SONDE_FTZ: MXCSR FTZ|DAZ in every thread
   std::string run_id;            // inherited from the parent process of the same run
   std::string process_ref;       // SONDE_PROCESS: "pid:process_id" of the parent
   std::string exec_of;           // SONDE_EXEC_OF: "pid:process_id" of the image exec replaced
@@ -35,5 +36,9 @@ using EnvLookup = const char* (*)(const char*);
 // warning naming the variable and the default used instead (in the run's root process only);
 // it never fails.
 Config parse_config(EnvLookup lookup);
+
+// SONDE_FTZ alone, for a thread started before the runtime has parsed the rest (a library's
+// constructor that starts its pool); no warning, the runtime's parse gives it.
+bool ftz_requested(EnvLookup lookup);
 
 }  // namespace sonde

@@ -1,5 +1,7 @@
 #include "runtime/runtime.hpp"
 
+#include "runtime/fpu_mode.hpp"
+
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -113,6 +115,7 @@ std::string Runtime::choose_output(std::string path, bool claim) {
 void Runtime::start() {
   clock_.init();
   config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
+  set_fpu_mode(config_.ftz);  // the loading thread, before main and the program's constructors
   pid_ = getpid();
   trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();

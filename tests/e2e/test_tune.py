@@ -1,0 +1,145 @@
+"""sonde tune: the program re-run with each knob, judged against interleaved original runs.
+
+Real programs under the real libsonde.so: mlp_numpy with subnormal Adam moments (the ftz stage),
+mlp_train at one BLAS thread (the blas-threads stage), a program that fails under a stage, one
+whose results FTZ changes, and one no stage can move (/bin/sleep)."""
+import json
+import os
+import subprocess
+import time
+
+import pytest
+
+from conftest import CLI, MLP, clean_env, query
+
+MLP_NUMPY = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "mlp_numpy", "train.py")
+
+
+def tune(tmp_path, args, command, timeout=300, **env):
+    out = tmp_path / "tune"
+    r = subprocess.run([CLI, "tune", "-o", str(out), "--format", "json", *args, "--", *command],
+                       env=clean_env(**env), capture_output=True, text=True, timeout=timeout)
+    return r, (json.loads(r.stdout) if r.returncode == 0 else None)
+
+
+def stage(result, name):
+    return next(s for s in result["stages"] if s["name"] == name)
+
+
+def run_fact(db, key):
+    rows = query(db, "SELECT value FROM run_info WHERE key = ?", (key,))
+    return rows[0][0] if rows else None
+
+
+def test_ftz_on_subnormal_moments(tmp_path):
+    """mlp_numpy --subnormal-moments: the ftz stage sets FTZ/DAZ, its update phase is faster and
+    its results are the same (the subnormal moments' updates are below float32's resolution)."""
+    r, j = tune(tmp_path, ["--repeat", "3", "--stages", "ftz"],
+                ["/usr/bin/python3", MLP_NUMPY, "--steps", "30", "--batch", "10",
+                 "--eval-every", "10", "--subnormal-moments"], OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    orig, ftz = stage(j, "original"), stage(j, "ftz")
+    assert ftz["status"] == "ran" and ftz["knobs"] == {"SONDE_FTZ": "1"}
+    assert ftz["judged_on"] == "cpu"
+    assert all(run_fact(x["profile"], "fpu.ftz") == "1" for x in ftz["runs"])
+    assert all(run_fact(x["profile"], "fpu.ftz") == "0" for x in orig["runs"])
+    # The work itself, read from the profiles: numpy's sqrt and division of subnormal float32
+    # cost 3-4x here (AMD EPYC; multiplication nothing), so Adam's step is cheaper under FTZ/DAZ
+    # while forward and backward (GEMMs on normal numbers) are not. The update's time over theirs
+    # in the same run cancels the load of the shared machine, which moves whole runs by 2x.
+    assert "update" in ftz["phases"], j
+
+    def update_share(run):
+        def incl(pattern, agg):
+            return query(run["profile"], "SELECT %s(incl_s) FROM hotspots WHERE routine LIKE ?"
+                         % agg, (pattern,))[0][0]
+        return incl("%(update_core_cpu)", "SUM") / (incl("%(forward)", "MAX") +
+                                                      incl("%(backward)", "MAX"))
+    orig_share = sorted(update_share(x) for x in orig["runs"])[1]  # medians of 3
+    ftz_share = sorted(update_share(x) for x in ftz["runs"])[1]
+    assert ftz_share < orig_share, (orig_share, ftz_share)
+    assert ftz["verdict"] in ("faster", "none")
+    assert ftz["output_changed"] is False
+    outs = {open(x["profile"][:-3] + ".out").read() for x in orig["runs"] + ftz["runs"]}
+    assert len(outs) == 1 and "final loss" in outs.pop()
+
+
+def test_ftz_changing_results_is_flagged(tmp_path):
+    """A program whose result is a subnormal: the ftz stage flags the changed loss line."""
+    prog = "x = float('1e-310'); print('loss %r' % (x * 1.5))"
+    r, j = tune(tmp_path, ["--repeat", "1", "--stages", "ftz"], ["/usr/bin/python3", "-c", prog])
+    assert r.returncode == 0, r.stderr
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is True
+    assert "'loss 1.4999" in ftz["output_difference"]
+    assert "-> 'loss 0.0' (largest relative difference on the result lines 1)" in ftz["output_difference"]
+
+
+def test_blas_threads_on_one_thread_mlp_train(tmp_path):
+    """mlp_train at OPENBLAS_NUM_THREADS=1: the stage runs it at one BLAS thread per core."""
+    r, j = tune(tmp_path, ["--repeat", "2", "--stages", "blas-threads"],
+                [MLP, "--steps", "20", "--eval-every", "10"], OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    cores, s = j["cores"], stage(j, "blas-threads")
+    if cores < 2:
+        assert s["status"] == "skipped" and s["reason"] == "one core"
+        return
+    assert s["knobs"]["OPENBLAS_NUM_THREADS"] == str(cores) and s["judged_on"] == "wall"
+    assert [run_fact(x["profile"], "blas.threads") for x in s["runs"]] == [str(cores)] * 2
+    assert [run_fact(x["profile"], "blas.threads") for x in stage(j, "original")["runs"]] == ["1"] * 2
+    assert s["verdict"] in ("faster", "slower", "none") and s["speedup"] > 0
+    # mlp_train's sums change order with the thread count: its loss may move in the last digits,
+    # which tune must then say.
+    if s["output_changed"]:
+        assert "loss" in s["output_difference"] and "largest relative difference" in s["output_difference"]
+
+
+def test_stage_inside_the_noise_is_none(tmp_path):
+    """/bin/sleep under ftz: nothing to change, so the difference is reported as none."""
+    r, j = tune(tmp_path, ["--repeat", "2", "--stages", "ftz,all"], ["/bin/sleep", "0.2"])
+    assert r.returncode == 0, r.stderr
+    assert stage(j, "ftz")["verdict"] == "none"
+    assert stage(j, "ftz")["measured_gain_s"] is None
+    assert stage(j, "all")["status"] == "skipped"
+
+
+def test_failing_stage_is_reported_once(tmp_path):
+    """A program that exits 3 under SONDE_FTZ: the stage is failed after one run, not retried."""
+    prog = 'test -z "$SONDE_FTZ" || exit 3'
+    r, j = tune(tmp_path, ["--repeat", "3", "--stages", "ftz"], ["/bin/sh", "-c", prog])
+    assert r.returncode == 0, r.stderr
+    s = stage(j, "ftz")
+    assert s["status"] == "failed" and s["reason"].startswith("exit 3")
+    assert len(s["runs"]) == 1
+    assert len(stage(j, "original")["runs"]) == 3
+
+
+def test_hanging_stage_is_stopped(tmp_path):
+    """A run past --timeout is stopped and its stage failed; sonde tune itself ends."""
+    prog = 'test -z "$SONDE_FTZ" || sleep 30'
+    t0 = time.monotonic()
+    r, j = tune(tmp_path, ["--repeat", "2", "--stages", "ftz", "--timeout", "1"],
+                ["/bin/sh", "-c", prog], timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert stage(j, "ftz")["status"] == "failed"
+    assert "timed out" in stage(j, "ftz")["reason"]
+    assert time.monotonic() - t0 < 20
+
+
+def test_failing_original_is_an_error(tmp_path):
+    """Nothing to compare with: one line and exit status 1."""
+    r, _ = tune(tmp_path, ["--repeat", "2", "--stages", "ftz"], ["/bin/sh", "-c", "exit 4"])
+    assert r.returncode == 1
+    assert "the command failed as it is (exit 4" in r.stderr
+
+
+def test_text_table(tmp_path):
+    """The text table names the stage, its knobs and the verdict."""
+    r = subprocess.run([CLI, "tune", "-o", str(tmp_path / "t"), "--repeat", "1", "--stages", "ftz",
+                        "--", "/bin/true"], env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert "SONDE_FTZ=1" in r.stdout and "none (" in r.stdout
+    bad = subprocess.run([CLI, "tune", "--stages", "nope", "--", "/bin/true"], env=clean_env(),
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "unknown stage 'nope'" in bad.stderr
