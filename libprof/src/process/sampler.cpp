@@ -10,6 +10,8 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+#include <setjmp.h>
+
 #include <cerrno>
 
 #include "core/thread_local_state.hpp"
@@ -64,6 +66,10 @@ bool open_libunwind() {
          g_unw.local;
 }
 #endif
+
+// Set while this thread unwinds in the sampler's handler.
+thread_local sigjmp_buf* t_escape __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint64_t> g_faults{0};
 
 bool in_sonde(uintptr_t ip) { return ip >= g_self_lo && ip < g_self_hi; }
 
@@ -170,10 +176,25 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   s->weight = 1 + uint32_t(info->si_overrun > 0 ? info->si_overrun : 0);
   uint32_t d = t->depth();
   s->node = d < t->max_depth_ ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
+  // The unwinder reads the stack and unwind tables: a frame it misreads must cost the sample,
+  // never the host. Faults are let through to sonde's handler, which jumps back here.
+  sigjmp_buf escape;
+  if (sigsetjmp(escape, 1) != 0) {  // the handler's mask is back
+    t_escape = nullptr;
+    g_faults.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  t_escape = &escape;
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
   unw_cursor_t cursor;
   // On x86-64 and aarch64 libunwind's context is the ucontext the kernel gave the handler:
   // unwinding starts at the interrupted instruction, past the handler's own frames.
   if (g_unw.init_local2(&cursor, static_cast<unw_context_t*>(context), UNW_INIT_SIGNAL_FRAME) < 0) {
+    t_escape = nullptr;
     return;
   }
   uint32_t n = 0;
@@ -185,6 +206,7 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
     s->pc[n] = n == 0 ? ip + 1 : ip;
     ++n;
   } while (n < kSampleFrames && g_unw.step(&cursor) > 0);
+  t_escape = nullptr;
   s->frames = n;
   t->samples->ring.commit();
 #else
@@ -192,5 +214,13 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   (void)context;
 #endif
 }
+
+bool sampler_escape_fault() {
+  sigjmp_buf* escape = t_escape;
+  if (escape == nullptr) return false;
+  siglongjmp(*escape, 1);
+}
+
+uint64_t sampler_faults() { return g_faults.load(std::memory_order_relaxed); }
 
 }  // namespace sonde

@@ -85,5 +85,10 @@ void sampler_drain(ThreadState& t);
 // Called by sonde's signal handler for a signal the sampler's timers sent.
 bool sampler_owns(int sig, const siginfo_t* info);
 void sampler_on_signal(const siginfo_t* info, void* context);
+// A SIGSEGV or SIGBUS raised by the unwinder itself (a frame without unwind information read
+// as garbage): abandons that sample and returns from the sampler's handler; does not return.
+// False when the fault is not the sampler's (the host's own, handled as always).
+bool sampler_escape_fault();
+uint64_t sampler_faults();  // samples abandoned so
 
 }  // namespace sonde

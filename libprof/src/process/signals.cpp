@@ -202,6 +202,7 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     errno = saved_errno;
     return;
   }
+  if ((sig == SIGSEGV || sig == SIGBUS) && is_fault(sig, info)) sampler_escape_fault();
   HostView v = load_host(sig);
   if (v.handler == kIgnore) {  // the host ignored it while it was on its way
     errno = saved_errno;

@@ -389,6 +389,11 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     if (t->trace) over_budget += t->trace->dropped_by_budget();
     samples_dropped += s.samples_dropped;
   }
+  if (uint64_t faults = sampler_faults(); faults > 0) {
+    add_note("samples", fmt::format("the sampler abandoned {} samples whose native stack could "
+                                    "not be read (a fault in the unwinder, caught)", faults),
+             false);
+  }
   if (samples_dropped > 0) {
     add_note("samples", fmt::format("the sampler dropped {} samples (its per-thread ring was full "
                                     "between two drains); the sampled shares are those of the "
