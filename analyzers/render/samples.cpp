@@ -6,6 +6,17 @@ namespace sonde::analyzers {
 
 namespace {
 
+// The innermost `keep` frames of a ';'-joined path, "…;" in front of those left out: a Python
+// path with its import machinery would push the native frames off a terminal.
+std::string innermost(const std::string& path, int keep) {
+  std::size_t cut = path.size();
+  for (int i = 0; i < keep; ++i) {
+    cut = path.rfind(';', cut == 0 ? 0 : cut - 1);
+    if (cut == std::string::npos) return path;
+  }
+  return "…" + path.substr(cut);
+}
+
 bool has_samples(const ProfileFile& file) {
   Statement s(file, "SELECT 1 FROM sqlite_master WHERE name = 'sampled_callpaths'");
   return s.step();
@@ -32,6 +43,10 @@ Table sampled_table(const ProfileFile& file, std::size_t top) {
 std::string render_samples_text(const ProfileFile& file, std::size_t top) {
   Table t = sampled_table(file, top);
   if (t.rows.empty()) return "";
+  for (auto& row : t.rows) {
+    row[3] = innermost(std::get<std::string>(row[3]), 3);
+    row[4] = innermost(std::get<std::string>(row[4]), 4);
+  }
   std::string hz;
   Statement s(file, "SELECT value FROM run_info WHERE key = 'sample.hz' LIMIT 1");
   if (s.step()) hz = s.text(0);

@@ -19,7 +19,7 @@ _SORT_KEYS = {"tottime": "excl", "time": "excl", "excl": "excl",
               "cumtime": "incl", "cumulative": "incl", "incl": "incl",
               "ncalls": "calls", "calls": "calls"}
 # sonde's options that take a value: the word after them is not the program.
-_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval")
+_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval", "--sample")
 
 
 def _version():
