@@ -6,6 +6,7 @@
 #include "cli/command.hpp"
 #include "render/line_report.hpp"
 #include "render/report.hpp"
+#include "render/samples.hpp"
 #include "profile/run_summary.hpp"
 
 namespace sonde::cli {
@@ -43,14 +44,20 @@ int report(const Options& a) {
   RunSummary run = load_run_summary(file);
   Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort), a.rank);
   switch (parse_format(a.format)) {
-    case Format::kText: std::cout << render_report_text(run, hotspots, a.top); break;
+    case Format::kText:
+      std::cout << render_report_text(run, hotspots, a.top) << render_samples_text(file);
+      break;
     case Format::kCsv:
       // The table stays machine-readable; the run's warnings still reach the user.
       std::cerr << render_notes(run);
       std::cout << render_csv(hotspots_table(hotspots, a.top));
       break;
     case Format::kJson:
-      std::cout << dump_json(render_report_json(a.file, run, hotspots, a.top)) << '\n';
+    {
+      Json j = render_report_json(a.file, run, hotspots, a.top);
+      j["sampled"] = render_samples_json(file);  // apart from the exact rows
+      std::cout << dump_json(j) << '\n';
+    }
       break;
   }
   return 0;

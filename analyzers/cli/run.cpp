@@ -32,7 +32,7 @@ std::vector<std::string> split_run_command(std::vector<std::string>& args) {
       break;
     }
     if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters" ||
-        arg == "--report")
+        arg == "--report" || arg == "--sample")
       ++i;
   }
   args.resize(std::min(i, args.size()));
@@ -53,6 +53,9 @@ Command add_run(CLI::App& app) {
   cmd->add_flag("--no-record-args", a->no_record_args,
                 "Record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)");
   cmd->add_option("--counters", a->counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
+  cmd->add_option("--sample", a->sample_hz,
+                  "Also sample each thread's CPU time N times a second, with native stacks, "
+                  "marked as sampled apart from the exact figures (SONDE_SAMPLE_HZ)");
   cmd->add_option("--report", a->report_sort,
                   "Print the flat profile (sonde report --sort KEY) on stdout when the command "
                   "has ended, as python3 -m cProfile prints its table")

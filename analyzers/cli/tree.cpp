@@ -5,6 +5,7 @@
 
 #include "cli/command.hpp"
 #include "profile/call_tree.hpp"
+#include "render/samples.hpp"
 #include "render/tree.hpp"
 
 namespace sonde::cli {
@@ -27,7 +28,7 @@ int tree(const Options& a) {
   Forest forest = load_forest(file, options.merge_threads);
   if (format == Format::kJson) std::cout << dump_json(render_tree_json(forest, options)) << '\n';
   else if (format == Format::kCsv) std::cout << render_csv(tree_table(forest, options));
-  else std::cout << render_tree_text(forest, options);
+  else std::cout << render_tree_text(forest, options) << render_samples_text(file);
   return 0;
 }
 }  // namespace

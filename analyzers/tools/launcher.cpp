@@ -186,6 +186,12 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
   }
   if (o.no_record_args) ::setenv("SONDE_RECORD_ARGS", "0", 1);
   if (o.counters) ::setenv("SONDE_COUNTERS", o.counters->c_str(), 1);
+  if (o.sample_hz) {
+    if (number_in_range("--sample", *o.sample_hz, "SONDE_SAMPLE_HZ"))
+      ::setenv("SONDE_SAMPLE_HZ", o.sample_hz->c_str(), 1);
+    else
+      ::unsetenv("SONDE_SAMPLE_HZ");
+  }
   // Inherited from an enclosing `sonde run`, it would make this run join that one.
   ::unsetenv("SONDE_RUN_ID");
 }

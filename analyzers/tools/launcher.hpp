@@ -14,6 +14,7 @@ struct RunOptions {
   bool no_record_args = false;
   std::optional<std::string> flush_interval;
   std::optional<std::string> counters;
+  std::optional<std::string> sample_hz;  // SONDE_SAMPLE_HZ
   std::optional<std::string> report_sort;  // print `sonde report --sort KEY` once it has ended
   std::vector<std::string> command;  // program and its arguments
 };

@@ -19,7 +19,7 @@ _SORT_KEYS = {"tottime": "excl", "time": "excl", "excl": "excl",
               "cumtime": "incl", "cumulative": "incl", "incl": "incl",
               "ncalls": "calls", "calls": "calls"}
 # sonde's options that take a value: the word after them is not the program.
-_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval")
+_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval", "--sample")
 
 
 def _version():
@@ -65,6 +65,9 @@ def _parser():
                    help="also record every call as a timed event (SONDE_TRACE=1)")
     p.add_argument("--counters", metavar="EVENTS",
                    help="comma-separated PAPI events to count per call path (SONDE_COUNTERS)")
+    p.add_argument("--sample", metavar="N",
+                   help="also sample each thread's CPU time N times a second, with native "
+                        "stacks (SONDE_SAMPLE_HZ)")
     p.add_argument("--flush-interval", metavar="SECONDS",
                    help="seconds between periodic flushes (SONDE_FLUSH_INTERVAL)")
     p.add_argument("--no-record-args", action="store_true",
@@ -152,6 +155,7 @@ def _launch(opts, program, kind, argv):
     run += ["--counters", opts.counters] if opts.counters is not None else []
     run += ["--flush-interval", opts.flush_interval] if opts.flush_interval is not None else []
     run += ["--no-record-args"] if opts.no_record_args else []
+    run += ["--sample", opts.sample] if opts.sample is not None else []
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(cli, [*run, "--", sys.executable, "-m", "sonde", *argv], env)

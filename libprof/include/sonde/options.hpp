@@ -88,6 +88,12 @@ inline constexpr std::array kOptionSpecs{
                "Deepest call path recorded (2 to 65536); deeper calls are charged to the "
                "deepest frame and noted in the file.",
                2, 65536},
+    OptionSpec{"SONDE_SAMPLE_HZ", OptionType::kUInt, "0",
+               "Samples per second of each thread's CPU time (or `sonde run --sample N`): 0 "
+               "(off) or 1 to 10000. Each sample records the shadow stack's current node and "
+               "the native frames below it (libunwind) into `samples`, apart from the exact "
+               "figures; `sonde tree` and `report` show them marked as sampled.",
+               1, 10000, true},
     OptionSpec{"SONDE_RECORD_ARGS", OptionType::kBool, "1",
                "`0` (or `sonde run --no-record-args`): the profile records the program's name "
                "only, not its arguments. With `1`, the values of arguments whose name looks "

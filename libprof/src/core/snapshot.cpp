@@ -46,6 +46,14 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   s.ftz = (fpu & (1u << 15)) != 0;
   s.daz = (fpu & (1u << 6)) != 0;
 
+  // Drained into counts by the flusher before this copy, under the same lock.
+  if (t.samples) {
+    s.samples_dropped = t.samples->ring.dropped();
+    for (const auto& [key, count] : t.samples->counts) {
+      // Innermost first in the ring, outermost first in the tree.
+      s.samples.push_back(SampleRow{key.first, {key.second.rbegin(), key.second.rend()}, count});
+    }
+  }
   // Shapes and trace events name nodes: they are read before the nodes, so that every node they
   // name (published before any record of it) is in the copy. Read after, a shape recorded on a
   // node created in between pointed past the copied nodes (the store then read out of bounds).

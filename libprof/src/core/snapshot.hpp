@@ -62,6 +62,13 @@ struct TraceRow {
   int64_t start_ns, end_ns;  // CLOCK_REALTIME-based
 };
 
+// The sampler's counts on one node (SONDE_SAMPLE_HZ): native frames below it, root first.
+struct SampleRow {
+  uint32_t node;
+  std::vector<uintptr_t> frames;
+  uint64_t count;
+};
+
 struct ThreadSnapshot {
   const ThreadState* state;
   uint32_t seq;
@@ -85,6 +92,8 @@ struct ThreadSnapshot {
   std::vector<CommRow> comms;
   std::optional<CommOverlapRow> comm_overlap;  // set once the thread made a communication call
   std::vector<TraceRow> events;
+  std::vector<SampleRow> samples;
+  uint64_t samples_dropped = 0;
   uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
 };
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/chunked_array.hpp"
+#include "process/sampler.hpp"
 #include "counters/counter_backend.hpp"
 #include "sonde/probe.hpp"
 
@@ -207,6 +208,7 @@ class ThreadState {
   std::atomic<uint64_t> region_mismatches{0};
   std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
   std::unique_ptr<TraceRing> trace;
+  std::unique_ptr<ThreadSamples> samples;  // SONDE_SAMPLE_HZ only
   // Counters: the runtime's backend and this thread's handle; `counters` is 0 when off.
   CounterBackend* counter_backend = nullptr;
   int counter_handle = -1;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "process/sampler.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/signals.hpp"
 
@@ -196,6 +197,12 @@ bool is_fault(int sig, const siginfo_t* info) {
 
 void on_signal(int sig, siginfo_t* info, void* context) {
   int saved_errno = errno;
+  if (sampler_owns(sig, info)) {  // the sampler's timer, not the host's: never the host's handler
+    sampler_on_signal(info, context);
+    errno = saved_errno;
+    return;
+  }
+  if ((sig == SIGSEGV || sig == SIGBUS) && is_fault(sig, info)) sampler_escape_fault();
   HostView v = load_host(sig);
   if (v.handler == kIgnore) {  // the host ignored it while it was on its way
     errno = saved_errno;

@@ -80,7 +80,10 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
   // In a vfork child (Python's subprocess uses vfork) the parent's memory is shared: no flush,
   // no allocation, only pointers and thread-local buffers.
   bool vfork_child = getpid() != rt->pid();
-  if (!vfork_child) rt->flush(FlushKind::kExec, "exec");
+  if (!vfork_child) {
+    if (t_state != nullptr) sampler_disarm(*t_state);
+    rt->flush(FlushKind::kExec, "exec");
+  }
   auto starts = [](const char* s, const char* prefix) {
     return std::strncmp(s, prefix, std::strlen(prefix)) == 0;
   };

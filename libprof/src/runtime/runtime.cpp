@@ -19,6 +19,7 @@
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 #include "process/run_info.hpp"
+#include "process/sampler.hpp"
 #include "process/signals.hpp"
 #include "runtime/last_thread.hpp"
 #include "sonde/output_name.hpp"
@@ -39,6 +40,7 @@ void on_thread_exit(void* state) {
     t->counter_backend->stop_thread(t->counter_handle);
     t->counter_handle = -1;  // a late frame's read fails instead of reading a reused descriptor
   }
+  sampler_disarm(*t);
   t->mark_ended(now_ticks());
   // The flusher frees the state once written; a later call on this thread (another key's
   // destructor) starts a new one.
@@ -214,6 +216,10 @@ void Runtime::start() {
   }
   pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
   install_signal_handlers();
+  // After the signal handlers: the sampler's signal comes through sonde's own handler.
+  if (config_.sample_hz > 0 && sampler_init(config_.sample_hz) && t_state != nullptr) {
+    sampler_arm(*t_state);
+  }
   std::atexit(at_exit);
   start_flusher();
   log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
@@ -265,6 +271,7 @@ ThreadState* Runtime::attach_current_thread() {
   }
   t_state = t;
   pthread_setspecific(g_thread_key, t);
+  sampler_arm(*t);
   return t;
 }
 
@@ -372,7 +379,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   }
   uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
   uint64_t untracked = 0;
+  uint64_t samples_dropped = 0;
   for (ThreadState* t : threads) {
+    sampler_drain(*t);
     d.threads.push_back(take_snapshot(*t, clock_, now));
     call_sites_.name(d.threads.back(), routines_);
     const ThreadSnapshot& s = d.threads.back();
@@ -381,6 +390,17 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     dropped += s.dropped_events;
     if (s.comm_overlap) untracked += s.comm_overlap->untracked;
     if (t->trace) over_budget += t->trace->dropped_by_budget();
+    samples_dropped += s.samples_dropped;
+  }
+  if (uint64_t faults = sampler_faults(); faults > 0) {
+    add_note("samples", fmt::format("the sampler abandoned {} samples whose native stack could "
+                                    "not be read (a fault in the unwinder, caught)", faults),
+             false);
+  }
+  if (samples_dropped > 0) {
+    add_note("samples", fmt::format("the sampler dropped {} samples (its per-thread ring was full "
+                                    "between two drains); the sampled shares are those of the "
+                                    "samples kept", samples_dropped), false);
   }
   if (overflows > 0) {
     add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
@@ -433,6 +453,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
   d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
   d.info.emplace_back("sonde.version", SONDE_VERSION);
+  if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (gpu != nullptr) gpu->info(d.info);
   if (!d.threads.empty()) {
     d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
@@ -569,10 +590,21 @@ void Runtime::flusher_loop() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
+  double since_flush = 0;  // s waited since the last flush, in the sampler's drains
   for (;;) {
     // With no host thread attached, look often for the moment sonde's thread is the last one.
     bool orphan = live_threads_.load(std::memory_order_acquire) <= 0;
     double interval = orphan ? kOrphanPoll : config_.flush_interval_s;
+    // The sampler's rings hold about two seconds: they are emptied every second in between.
+    bool drain_only = false;
+    if (sampler_on() && !orphan) {
+      if (interval <= 0 || interval - since_flush > 1.0) {
+        drain_only = true;
+        interval = 1.0;
+      } else {
+        interval = std::max(0.001, interval - since_flush);
+      }
+    }
     int rc;
     if (interval > 0) {
       timespec deadline;
@@ -589,6 +621,12 @@ void Runtime::flusher_loop() {
       rc = sem_wait(&flush_request_);
     }
     if (rc == -1 && errno == EINTR) continue;
+    if (rc == -1 && drain_only) {
+      since_flush += interval;
+      drain_samples();
+      continue;
+    }
+    since_flush = 0;
     if (live_threads_.load(std::memory_order_acquire) <= 0 && !exiting_ && alone_in_process()) {
       // The host's last thread ended (pthread_exit in main, or in a fork child's only thread):
       // glibc ends the process with exit(0) then, and would have without this thread.
@@ -604,6 +642,13 @@ void Runtime::flusher_loop() {
       flush(FlushKind::kPeriodic);
     }
   }
+}
+
+void Runtime::drain_samples() {
+  std::lock_guard lock(store_mu_);
+  if (finished_) return;
+  std::lock_guard tl(threads_mu_);
+  for (ThreadState* t : threads_) sampler_drain(*t);
 }
 
 void Runtime::fork_prepare() {
@@ -642,6 +687,13 @@ void Runtime::fork_child() {
     t_state->counters = 0;
     t_state->counter_backend = nullptr;
     threads_.push_back(t_state);
+    // Timers are not inherited: the child samples its thread from a timer of its own.
+    if (t_state->samples) {
+      t_state->samples->armed = false;
+      t_state->samples->ring.clear();
+      t_state->samples->counts.clear();
+      sampler_arm(*t_state);
+    }
   }
 
   notes_.clear();

@@ -97,6 +97,7 @@ class Runtime {
   void start();
   void start_flusher();
   void flusher_loop();
+  void drain_samples();  // the sampler's rings into their counts, between two flushes
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
 

@@ -268,7 +268,7 @@ bool Store::write_threads(Database& db, const FlushData& data, std::string& erro
     ThreadIds& ids = threads_[t.state];
     if (!write_thread_row(db, st, t, ids, error) || !write_nodes(db, st, t, ids, error) ||
         !write_node_counters(db, st, t, ids, error) || !write_shapes(db, st, t, ids, error) ||
-        !write_events_and_lines(db, st, t, ids, error)) {
+        !write_events_and_lines(db, st, t, ids, error) || !write_samples(db, t, ids, error)) {
       return false;
     }
   }

@@ -97,6 +97,9 @@ class Store {
                     std::string& error);
   bool write_events_and_lines(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                               const ThreadIds& ids, std::string& error);
+  // store_samples.cpp
+  bool write_samples(Database& db, const ThreadSnapshot& t, const ThreadIds& ids,
+                     std::string& error);
   bool write_gpu(Database& db, const FlushData& data, std::string& error);
   bool write_notes_and_info(Database& db, const FlushData& data, std::string& error);
   bool write_process_state(Database& db, const FlushData& data, std::string& error);

@@ -218,6 +218,18 @@ CREATE TABLE IF NOT EXISTS trace_drops (
   dropped    INTEGER NOT NULL
 );
 
+-- The sampler's counts (SONDE_SAMPLE_HZ, `sonde run --sample N`): samples of a thread's CPU time
+-- taken by a timer, each counted on the node of the shadow stack the thread was in, with the
+-- native frames below that node unwound at the sample. Never added into a node's exact figures.
+CREATE TABLE IF NOT EXISTS samples (
+  node_id    INTEGER NOT NULL REFERENCES nodes(node_id),
+  frames     TEXT NOT NULL,   -- native frames below the node, outermost first, ';'-joined;
+                              -- '' when the sample fell in the node's own frame (or sonde's)
+  leaf       TEXT NOT NULL,   -- the innermost of them ('' with frames '')
+  count      INTEGER NOT NULL,
+  PRIMARY KEY (node_id, frames)
+);
+
 -- Public views. They never change meaning without a schema_version bump, and readers accept
 -- only this version, so the views stored in a file are the ones every reader uses.
 -- Denominators: docs/metrics.md.
@@ -297,6 +309,30 @@ CREATE VIEW IF NOT EXISTS callpaths AS
        LEFT JOIN (SELECT node_id, SUM(end_ns - start_ns) AS gpu_ns FROM gpu_activity
                   WHERE node_id IS NOT NULL GROUP BY node_id) g USING (node_id)
   GROUP BY p.path_ids;
+
+-- One row per sampled native path (SONDE_SAMPLE_HZ): the shadow-stack path it fell under (''
+-- for the thread's root), its native frames, the count, its share of its thread's samples and
+-- the standard error of that share, sqrt(share (1 - share) / thread's samples).
+CREATE VIEW IF NOT EXISTS sampled_paths AS
+  WITH per_thread AS (SELECT n.thread_id, SUM(s.count) AS total
+                        FROM samples s JOIN nodes n USING (node_id) GROUP BY n.thread_id)
+  SELECT s.node_id AS node_id, n.thread_id AS thread_id, COALESCE(p.path, '') AS path,
+         s.frames AS frames, s.leaf AS leaf, s.count AS count,
+         s.count * 1.0 / t.total AS share,
+         sqrt((s.count * 1.0 / t.total) * (1 - s.count * 1.0 / t.total) / t.total) AS share_err
+  FROM samples s JOIN nodes n USING (node_id) JOIN per_thread t USING (thread_id)
+       LEFT JOIN node_paths p USING (node_id);
+
+-- The same merged over threads and processes by path and frames (what `sonde tree` and `report`
+-- show): share and share_err are of all the file's samples.
+CREATE VIEW IF NOT EXISTS sampled_callpaths AS
+  WITH m AS (SELECT path, frames, leaf, SUM(count) AS count FROM sampled_paths
+              GROUP BY path, frames),
+       n AS (SELECT SUM(count) AS total FROM m)
+  SELECT m.path AS path, m.frames AS frames, m.leaf AS leaf, m.count AS count,
+         m.count * 1.0 / n.total AS share,
+         sqrt((m.count * 1.0 / n.total) * (1 - m.count * 1.0 / n.total) / n.total) AS share_err
+  FROM m, n;
 
 -- The peak that work run on `threads` threads is held against, for every thread count from 1 to
 -- the largest a run has (its cores, a peak's or a shape's count): the calibrated peak of the

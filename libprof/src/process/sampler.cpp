@@ -1,0 +1,226 @@
+#include "process/sampler.hpp"
+
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <link.h>
+#if SONDE_HAVE_UNWIND
+#include <libunwind.h>
+#endif
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <setjmp.h>
+
+#include <cerrno>
+
+#include "core/thread_local_state.hpp"
+#include "runtime/log.hpp"
+
+namespace sonde {
+
+namespace {
+
+// A real-time signal: queued rather than merged, and apart from the SIGPROF and SIGALRM that
+// hosts (and other profilers) use. Near the top of the range, which hosts take from the bottom.
+int g_signal = 0;
+constexpr int kSampleMark = 0x50d3;  // si_value of the sampler's timers, told from a host's
+uint32_t g_hz = 0;
+std::atomic<bool> g_on{false};
+// libsonde's own text: the frames from here outwards (its wrappers, the handler) are not
+// native frames of the host below the shadow stack's node.
+uintptr_t g_self_lo = 0, g_self_hi = 0;
+
+uint32_t ring_capacity(uint32_t hz) {
+  // The flusher drains the rings every second; twice that many samples of a busy thread fit.
+  uint64_t c = uint64_t(hz) * 2;
+  return uint32_t(c < 256 ? 256 : c > 65536 ? 65536 : c);
+}
+
+#if SONDE_HAVE_UNWIND
+// libunwind is opened, RTLD_LOCAL, only when sampling is on: linked into a preloaded library,
+// its _Unwind_* functions would take the host's C++ exceptions from libgcc_s.
+#define SONDE_UNW_STR2(x) #x
+#define SONDE_UNW_STR(x) SONDE_UNW_STR2(x)
+#define SONDE_UNW_NAME(fn) SONDE_UNW_STR(UNW_OBJ(fn))
+struct Unwind {
+  decltype(&unw_init_local2) init_local2;
+  decltype(&unw_get_reg) get_reg;
+  decltype(&unw_step) step;
+  decltype(&unw_set_caching_policy) set_caching_policy;
+  unw_addr_space_t* local;
+};
+Unwind g_unw{};
+
+bool open_libunwind() {
+  void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return false;
+  auto get = [h](const char* name) { return dlsym(h, name); };
+  g_unw.init_local2 = reinterpret_cast<decltype(g_unw.init_local2)>(get(SONDE_UNW_NAME(init_local2)));
+  g_unw.get_reg = reinterpret_cast<decltype(g_unw.get_reg)>(get(SONDE_UNW_NAME(get_reg)));
+  g_unw.step = reinterpret_cast<decltype(g_unw.step)>(get(SONDE_UNW_NAME(step)));
+  g_unw.set_caching_policy =
+      reinterpret_cast<decltype(g_unw.set_caching_policy)>(get(SONDE_UNW_NAME(set_caching_policy)));
+  g_unw.local = static_cast<unw_addr_space_t*>(get(SONDE_UNW_NAME(local_addr_space)));
+  return g_unw.init_local2 && g_unw.get_reg && g_unw.step && g_unw.set_caching_policy &&
+         g_unw.local;
+}
+#endif
+
+// Set while this thread unwinds in the sampler's handler.
+thread_local sigjmp_buf* t_escape __attribute__((tls_model("initial-exec"))) = nullptr;
+std::atomic<uint64_t> g_faults{0};
+
+bool in_sonde(uintptr_t ip) { return ip >= g_self_lo && ip < g_self_hi; }
+
+int own_text(dl_phdr_info* info, size_t, void* base) {
+  if (reinterpret_cast<void*>(info->dlpi_addr) != base) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
+    g_self_lo = info->dlpi_addr + ph.p_vaddr;
+    g_self_hi = g_self_lo + ph.p_memsz;
+  }
+  return 1;
+}
+
+void find_own_text() {
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&sampler_on_signal), &info) == 0) return;
+  dl_iterate_phdr(own_text, info.dli_fbase);
+}
+
+}  // namespace
+
+bool sampler_init(uint32_t hz) {
+  if (hz == 0) return false;
+#if SONDE_HAVE_UNWIND
+  if (!open_libunwind()) {
+    warn("SONDE_SAMPLE_HZ: libunwind.so.8 cannot be opened ({}); the run is not sampled",
+         dlerror() ? "missing symbols" : "not found");
+    return false;
+  }
+  g_signal = SIGRTMAX - 5;
+  g_hz = hz;
+  find_own_text();
+  g_unw.set_caching_policy(*g_unw.local, UNW_CACHE_PER_THREAD);
+  // libunwind sets itself up at its first use: that happens here, not in a signal handler.
+  ucontext_t ctx;  // libunwind's local context is the ucontext on Linux
+  unw_cursor_t cursor;
+  if (getcontext(&ctx) == 0 &&
+      g_unw.init_local2(&cursor, reinterpret_cast<unw_context_t*>(&ctx), 0) == 0) {
+    g_unw.step(&cursor);
+  }
+  g_on.store(true, std::memory_order_release);
+  return true;
+#else
+  warn("SONDE_SAMPLE_HZ: sonde was built without libunwind; the run is not sampled");
+  return false;
+#endif
+}
+
+bool sampler_on() { return g_on.load(std::memory_order_acquire); }
+int sampler_signal() { return g_signal; }
+
+void sampler_arm(ThreadState& t) {
+  if (!sampler_on() || (t.samples && t.samples->armed)) return;
+  if (!t.samples) t.samples = std::make_unique<ThreadSamples>(ring_capacity(g_hz));
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = g_signal;
+  ev.sigev_value.sival_int = kSampleMark;
+  ev._sigev_un._tid = pid_t(syscall(SYS_gettid));  // sigev_notify_thread_id: glibc 2.35+ only
+  // CPU time, not wall time: a thread blocked in a system call consumes none, so the signal
+  // never interrupts one (no EINTR), and idle threads are not sampled.
+  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &t.samples->timer) != 0) {
+    warn("SONDE_SAMPLE_HZ: timer_create failed ({}); thread {} is not sampled", errno, t.seq());
+    return;
+  }
+  long period = 1000000000L / long(g_hz);
+  itimerspec spec{};
+  spec.it_interval.tv_sec = period / 1000000000L;
+  spec.it_interval.tv_nsec = period % 1000000000L;
+  spec.it_value = spec.it_interval;
+  timer_settime(t.samples->timer, 0, &spec, nullptr);
+  t.samples->armed = true;
+}
+
+void sampler_disarm(ThreadState& t) {
+  if (!t.samples || !t.samples->armed) return;
+  // A signal already queued is delivered as this call returns (it is not blocked), to the
+  // handler: none is left pending for an exec'd image, where it would kill at the default.
+  timer_delete(t.samples->timer);
+  t.samples->armed = false;
+}
+
+void sampler_drain(ThreadState& t) {
+  if (!t.samples) return;
+  t.samples->ring.drain([&](const Sample& s) {
+    std::vector<uintptr_t> frames(s.pc, s.pc + s.frames);
+    t.samples->counts[{s.node, std::move(frames)}] += s.weight;
+  });
+}
+
+bool sampler_owns(int sig, const siginfo_t* info) {
+  return sig == g_signal && g_signal != 0 && info != nullptr && info->si_code == SI_TIMER &&
+         info->si_value.sival_int == kSampleMark;
+}
+
+// Async-signal-safe: the thread's own ring and libunwind's local unwinder, no lock, no malloc.
+void sampler_on_signal(const siginfo_t* info, void* context) {
+#if SONDE_HAVE_UNWIND
+  ThreadState* t = t_state;
+  if (t == nullptr || !t->samples || context == nullptr) return;
+  Sample* s = t->samples->ring.reserve();
+  if (s == nullptr) return;
+  s->weight = 1 + uint32_t(info->si_overrun > 0 ? info->si_overrun : 0);
+  uint32_t d = t->depth();
+  s->node = d < t->max_depth_ ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
+  // The unwinder reads the stack and unwind tables: a frame it misreads must cost the sample,
+  // never the host. Faults are let through to sonde's handler, which jumps back here.
+  sigjmp_buf escape;
+  if (sigsetjmp(escape, 1) != 0) {  // the handler's mask is back
+    t_escape = nullptr;
+    g_faults.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  t_escape = &escape;
+  sigset_t faults;
+  sigemptyset(&faults);
+  sigaddset(&faults, SIGSEGV);
+  sigaddset(&faults, SIGBUS);
+  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
+  unw_cursor_t cursor;
+  // On x86-64 and aarch64 libunwind's context is the ucontext the kernel gave the handler:
+  // unwinding starts at the interrupted instruction, past the handler's own frames.
+  if (g_unw.init_local2(&cursor, static_cast<unw_context_t*>(context), UNW_INIT_SIGNAL_FRAME) < 0) {
+    t_escape = nullptr;
+    return;
+  }
+  uint32_t n = 0;
+  do {
+    unw_word_t ip = 0;
+    if (g_unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0 || in_sonde(ip)) break;
+    // Return addresses point past their call; the innermost frame is the interrupted
+    // instruction itself (symbolize steps one byte back from every address).
+    s->pc[n] = n == 0 ? ip + 1 : ip;
+    ++n;
+  } while (n < kSampleFrames && g_unw.step(&cursor) > 0);
+  t_escape = nullptr;
+  s->frames = n;
+  t->samples->ring.commit();
+#else
+  (void)info;
+  (void)context;
+#endif
+}
+
+bool sampler_escape_fault() {
+  sigjmp_buf* escape = t_escape;
+  if (escape == nullptr) return false;
+  siglongjmp(*escape, 1);
+}
+
+uint64_t sampler_faults() { return g_faults.load(std::memory_order_relaxed); }
+
+}  // namespace sonde

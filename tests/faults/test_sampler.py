@@ -1,0 +1,77 @@
+"""The sampler (SONDE_SAMPLE_HZ, `sonde run --sample N`): CPU-time samples with native stacks,
+attributed to the shadow stack's node and kept apart from the exact figures; the host meets
+no signal of it (its own SIGPROF timer and blocking calls behave as alone)."""
+import pytest
+
+from conftest import (CLI, calls, clean_env, plain, preloaded, prog, profile_whole, query, run,
+                      same_behaviour, sonde_run)
+
+HOST = prog("sample_hot")
+LEAF = "hot_update_loop [sample_hot]"
+
+
+def exact(db):
+    """Every node's path and call count: what sampling must leave untouched."""
+    return sorted(query(db, "SELECT p.path, n.calls FROM node_paths p JOIN nodes n "
+                            "USING (node_id) WHERE n.calls > 0"))
+
+
+def under_region(db, region):
+    """Samples whose innermost frame is the host's hot loop, under `region`, and all samples."""
+    hot = query(db, "SELECT COALESCE(SUM(count), 0) FROM sampled_paths WHERE path = ? "
+                    "AND leaf = ?", (region, LEAF))[0][0]
+    total = query(db, "SELECT COALESCE(SUM(count), 0) FROM samples")[0][0]
+    return hot, total
+
+
+def test_hot_loop_found_under_its_region(tmp_path):
+    """sampler: a native hot loop found under its region, exact counts untouched"""
+    off, on = str(tmp_path / "off.db"), str(tmp_path / "on.db")
+    alone = plain([HOST])
+    without = sonde_run([HOST], off)
+    with_ = sonde_run([HOST], on, args=["--sample", "1000"])
+    same_behaviour(alone, without)
+    same_behaviour(alone, with_)
+    profile_whole(on)
+    # Default off: no sample, no signal.
+    assert query(off, "SELECT COUNT(*) FROM samples") == [(0,)]
+    assert exact(on) == exact(off)
+    assert calls(on, "cblas_sgemm") == 3
+    hot, total = under_region(on, "update")
+    # 0.4 s of CPU in the loop at 1 kHz: about 400 samples (the kernel's tick merges periods,
+    # counted as the timer's overruns).
+    assert 200 <= hot <= 800, (hot, total)
+    assert hot >= 0.8 * total, (hot, total)
+    tree = run([CLI, "tree", on], env=clean_env())
+    assert tree.rc == 0 and "[sampled]" in tree.out and LEAF in tree.out, tree.out
+
+
+@pytest.mark.parametrize("mode", ["preload", "sonde-run"])
+def test_host_sigprof_and_eintr_unchanged(mode, db):
+    """sampler: a host with its own SIGPROF timer and EINTR-sensitive calls behaves the same"""
+    alone = plain([HOST, "hostile"])
+    assert "sigprof ticked, handler kept, eintr 0, read 20" in alone.out, alone.out
+    if mode == "preload":
+        profiled = preloaded([HOST, "hostile"], db, env_extra={"SONDE_SAMPLE_HZ": "1000"})
+    else:
+        profiled = sonde_run([HOST, "hostile"], db, args=["--sample", "1000"])
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    hot, _ = under_region(db, "update")
+    assert hot > 100
+
+
+def test_fork_child_samples_its_own(db):
+    """sampler: a fork child samples its own thread from its own timer"""
+    alone = plain([HOST, "fork"])
+    profiled = preloaded([HOST, "fork"], db, env_extra={"SONDE_SAMPLE_HZ": "1000"})
+    same_behaviour(alone, profiled)
+    child = query(db, "SELECT COALESCE(SUM(s.count), 0) FROM sampled_paths s JOIN threads t "
+                      "USING (thread_id) JOIN processes p USING (process_id) "
+                      "WHERE p.origin = 'fork' AND s.path = 'child_work'")[0][0]
+    parent_in_child_region = query(
+        db, "SELECT COUNT(*) FROM sampled_paths s JOIN threads t USING (thread_id) "
+            "JOIN processes p USING (process_id) WHERE p.origin = 'root' AND s.path = "
+            "'child_work'")[0][0]
+    assert 100 <= child <= 400, child
+    assert parent_in_child_region == 0
