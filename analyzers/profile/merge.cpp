@@ -68,6 +68,7 @@ const std::vector<TableSpec>& table_specs() {
       {"trace_drops", {{"thread_id", Id::kThread}}},
       {"comm_ops", {{"node_id", Id::kNode}}},
       {"comm_overlap", {{"thread_id", Id::kThread}}},
+      {"samples", {{"node_id", Id::kNode}}},
   };
   return kSpecs;
 }

@@ -33,7 +33,7 @@ def _libsonde_loaded():
         _preloaded = False
         if "libsonde" in os.environ.get("LD_PRELOAD", ""):
             try:
-                with open("/proc/self/maps") as maps:
+                with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
                     _preloaded = any("libsonde" in line for line in maps)
             except OSError:
                 pass

@@ -404,7 +404,7 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
     db.executescript(schema_sql(cfg))
     now = time.time_ns()
     with db:
-        db.execute("INSERT INTO meta VALUES ('schema_version', '2'), "
+        db.execute("INSERT INTO meta VALUES ('schema_version', '3'), "
                    "('created_by', 'run_benchmarks.py')")
         db.execute("INSERT INTO runs VALUES (1, 'bench-0000', ?, 'synthetic', 'bench', "
                    "'synthetic', 2, 2, 'profile')", (now,))

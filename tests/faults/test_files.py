@@ -79,11 +79,11 @@ def test_file_size_limit(mode, db):
 
 
 def test_file_size_limit_sweep(tmp_path):
-    """ulimit -f at every page from 96 to 192 KiB: the host lives, sonde run's claim is true"""
+    """ulimit -f at every page from 96 to 300 KiB: the host lives, sonde run's claim is true"""
     cmd = [prog("exit_status"), 0]
     alone = plain(cmd)
     outcomes = set()
-    for kib in range(96, 196, 4):
+    for kib in range(96, 304, 8):
         r = sonde_run(cmd, f"p{kib}.db", cwd=tmp_path, preexec_fn=fsize_limit(kib))
         same_behaviour(alone, r)
         path = claim_is_true(r, tmp_path, 10)
@@ -96,7 +96,7 @@ def test_failing_flushes_said_once(tmp_path):
     """the profile outgrows ulimit -f while the host runs: later flushes fail, said once"""
     cmd = [prog("slow_gemms"), 1000]  # a new region every ms: the file grows with each flush
     alone = plain(cmd)
-    r = sonde_run(cmd, "p.db", cwd=tmp_path, preexec_fn=fsize_limit(176),
+    r = sonde_run(cmd, "p.db", cwd=tmp_path, preexec_fn=fsize_limit(272),
                   env_extra={"SONDE_FLUSH_INTERVAL": "0.1"})
     same_behaviour(alone, r)
     failed = [l for l in said(r.err) if "flushing the profile" in l]
