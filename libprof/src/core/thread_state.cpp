@@ -14,7 +14,38 @@ namespace sonde {
 
 namespace {
 
-constexpr uint32_t LineIndexMiss = UINT32_MAX;
+// The owner's open-addressing index over a chunked record array (slots hold record index + 1),
+// shared by line costs and communication records: the record of hash h matching `same`, added
+// with `init` when absent; the array's kFull when it is full. The index doubles past half full,
+// rehashing each record with `hash_of`, so probe chains stay short.
+template <class Records, class HashOf, class Same, class Init>
+uint32_t find_or_add(std::vector<uint32_t>& index, Records& records, uint64_t h, HashOf hash_of,
+                     Same same, Init init) {
+  if (index.empty()) index.assign(64, 0);
+  size_t mask = index.size() - 1;
+  size_t slot = h & mask;
+  for (;; slot = (slot + 1) & mask) {
+    uint32_t v = index[slot];
+    if (v == 0) break;
+    if (same(records[v - 1])) return v - 1;
+  }
+  uint32_t i = records.reserve();
+  if (i == records.kFull) return i;
+  init(records[i]);
+  records.publish(i);
+  index[slot] = i + 1;
+  if (2 * records.size_owner() > index.size()) {
+    std::vector<uint32_t> bigger(index.size() * 2, 0);
+    size_t m2 = bigger.size() - 1;
+    for (uint32_t j = 0; j < records.size_owner(); ++j) {
+      size_t k = hash_of(records[j]) & m2;
+      while (bigger[k] != 0) k = (k + 1) & m2;
+      bigger[k] = j + 1;
+    }
+    index.swap(bigger);
+  }
+  return i;
+}
 
 uint64_t shape_hash(uint32_t node, const void* site, const GemmShape& s) {
   uint64_t h = 1469598103934665603ull;
@@ -183,42 +214,19 @@ void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t byte
                  (uint64_t(c.kind) << 1) ^ uint64_t(c.blocking);
     return (h ^ (b * 0xff51afd7ed558ccdull)) * 0x9E3779B97F4A7C15ull >> 20;
   };
-  auto same = [&](const CommRecord& r) {
-    return r.node == node && r.bytes == bytes && r.comm.kind == comm.kind &&
-           r.comm.blocking == comm.blocking && r.comm.comm_size == comm.comm_size;
-  };
-  if (comm_index_.empty()) comm_index_.assign(64, 0);
-  size_t mask = comm_index_.size() - 1;
-  uint32_t i = comms.kFull;
-  size_t slot = hash(node, comm, bytes) & mask;
-  for (;; slot = (slot + 1) & mask) {
-    uint32_t v = comm_index_[slot];
-    if (v == 0) break;
-    if (same(comms[v - 1])) {
-      i = v - 1;
-      break;
-    }
-  }
-  if (i == comms.kFull) {
-    i = comms.reserve();
-    if (i == comms.kFull) return;
-    CommRecord& r = comms[i];
-    r.node = node;
-    r.comm = comm;
-    r.bytes = bytes;
-    comms.publish(i);
-    comm_index_[slot] = i + 1;
-    if (2 * comms.size_owner() > comm_index_.size()) {  // keep the probe chains short
-      std::vector<uint32_t> bigger(comm_index_.size() * 2, 0);
-      size_t m2 = bigger.size() - 1;
-      for (uint32_t j = 0; j < comms.size_owner(); ++j) {
-        size_t k = hash(comms[j].node, comms[j].comm, comms[j].bytes) & m2;
-        while (bigger[k] != 0) k = (k + 1) & m2;
-        bigger[k] = j + 1;
-      }
-      comm_index_.swap(bigger);
-    }
-  }
+  uint32_t i = find_or_add(
+      comm_index_, comms, hash(node, comm, bytes),
+      [&](const CommRecord& r) { return hash(r.node, r.comm, r.bytes); },
+      [&](const CommRecord& r) {
+        return r.node == node && r.bytes == bytes && r.comm.kind == comm.kind &&
+               r.comm.blocking == comm.blocking && r.comm.comm_size == comm.comm_size;
+      },
+      [&](CommRecord& r) {
+        r.node = node;
+        r.comm = comm;
+        r.bytes = bytes;
+      });
+  if (i == comms.kFull) return;
   bump(comms[i].calls, 1);
   bump(comms[i].ticks, ticks);
 }
@@ -235,36 +243,15 @@ void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
   auto hash = [](RoutineId r, int l) {
     return (uint64_t(r) << 32 | uint32_t(l)) * 0x9E3779B97F4A7C15ull >> 20;
   };
-  if (line_index_.empty()) line_index_.assign(64, 0);
-  size_t mask = line_index_.size() - 1;
-  size_t slot = hash(routine, line) & mask;
-  uint32_t i = LineIndexMiss;
-  for (;; slot = (slot + 1) & mask) {
-    uint32_t v = line_index_[slot];
-    if (v == 0) break;
-    if (lines[v - 1].routine == routine && lines[v - 1].line == line) {
-      i = v - 1;
-      break;
-    }
-  }
-  if (i == LineIndexMiss) {
-    i = lines.reserve();
-    if (i == lines.kFull) return;
-    lines[i].routine = routine;
-    lines[i].line = line;
-    lines.publish(i);
-    line_index_[slot] = i + 1;
-    if (2 * lines.size_owner() > line_index_.size()) {
-      std::vector<uint32_t> bigger(line_index_.size() * 2, 0);
-      size_t m2 = bigger.size() - 1;
-      for (uint32_t j = 0; j < lines.size_owner(); ++j) {
-        size_t k = hash(lines[j].routine, lines[j].line) & m2;
-        while (bigger[k] != 0) k = (k + 1) & m2;
-        bigger[k] = j + 1;
-      }
-      line_index_.swap(bigger);
-    }
-  }
+  uint32_t i = find_or_add(
+      line_index_, lines, hash(routine, line),
+      [&](const LineRecord& r) { return hash(r.routine, r.line); },
+      [&](const LineRecord& r) { return r.routine == routine && r.line == line; },
+      [&](LineRecord& r) {
+        r.routine = routine;
+        r.line = line;
+      });
+  if (i == lines.kFull) return;
   bump(lines[i].hits, 1);
   bump(lines[i].ticks, ticks);
 }
