@@ -178,11 +178,7 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
   Progress silent;
   Progress& p = progress != nullptr ? *progress : silent;
   std::vector<ThreadTree> threads = load_thread_trees(file);
-  bool has_events = false;
-  {
-    auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM trace_events)");
-    has_events = st.step() && st.int64(0) != 0;
-  }
+  bool has_events = file.has_rows("trace_events");
   JsonSink sink(out);
   EventWriter w(sink);
   FrameTable frames;

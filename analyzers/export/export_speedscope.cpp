@@ -153,11 +153,7 @@ void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* prog
   Progress silent;
   Progress& p = progress != nullptr ? *progress : silent;
   std::vector<ThreadTree> threads = load_thread_trees(file);
-  bool has_events = false;
-  {
-    auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM trace_events)");
-    has_events = st.step() && st.int64(0) != 0;
-  }
+  bool has_events = file.has_rows("trace_events");
   JsonSink sink(out);
   sink.put("{{\"$schema\":\"{}\",\"exporter\":\"sonde\",\"name\":{},\n", kSchema,
            json_string(std::filesystem::path(file.path()).filename().string()));

@@ -141,6 +141,11 @@ ProfileFile ProfileFile::open_read_only(const std::string& path) {
   return file;
 }
 
+bool ProfileFile::has_rows(std::string_view table) const {
+  auto st = prepare(fmt::format("SELECT EXISTS (SELECT 1 FROM {})", table));
+  return st.step() && st.int64(0) != 0;
+}
+
 bool ProfileFile::has_table(std::string_view name) const {
   auto st = prepare("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?");
   st.bind(1, name);

@@ -74,6 +74,8 @@ class ProfileFile {
 
   Statement prepare(std::string_view sql) const { return Statement(*this, sql); }
   bool has_table(std::string_view name) const;
+  // Whether a table of the schema holds any row (the name is the schema's own, never a user's).
+  bool has_rows(std::string_view table) const;
   // Executes statements that return no rows (PRAGMAs).
   void exec(const std::string& sql) const;
 
