@@ -34,6 +34,14 @@ struct AdviceInput {
   RankSummary ranks;  // one rank: nothing to compare
 };
 
+// What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).
+struct MeasuredGain {
+  std::string stage, judged_on;  // judged_on: wall or cpu
+  double estimated_s = 0, measured_s = 0;
+  std::string verdict;  // confirmed, refuted (estimated a gain, none measured), underestimated
+  std::string source;   // the tune.json
+};
+
 struct Candidate {
   std::string rule;      // Rule::id
   std::string location;  // routine, shape or "run"
@@ -42,6 +50,7 @@ struct Candidate {
   std::vector<std::pair<std::string, Cell>> evidence;  // in reading order
   std::string advice;
   double est_gain_s = 0;
+  std::optional<MeasuredGain> measured;  // when a sonde tune result was given
 };
 
 struct Rule;

@@ -1,9 +1,14 @@
 // Small arithmetic and text helpers shared by the rule files of `sonde candidates`.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
+#include <cstdlib>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "metrics/metrics.hpp"
 
 namespace sonde::analyzers::rules_detail {
 
@@ -19,6 +24,28 @@ inline std::string fill(std::string_view text, std::string_view what) {
   std::string out(text);
   if (auto pos = out.find("{}"); pos != std::string::npos) out.replace(pos, 2, what);
   return out;
+}
+
+// `word` in `text` with no identifier character on either side ("run" is not in "run_info").
+inline bool contains_word(std::string_view text, std::string_view word) {
+  if (word.size() < 3) return false;
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (auto pos = text.find(word); pos != std::string_view::npos; pos = text.find(word, pos + 1)) {
+    bool left = pos == 0 || !ident(text[pos - 1]);
+    auto end = pos + word.size();
+    bool right = end >= text.size() || !ident(text[end]);
+    if (left && right) return true;
+  }
+  return false;
+}
+
+inline std::optional<double> info_number(const RunFacts& facts, const std::string& key) {
+  auto it = facts.info.find(key);
+  if (it == facts.info.end()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(it->second.c_str(), &end);
+  if (end == it->second.c_str()) return std::nullopt;
+  return v;
 }
 
 }  // namespace sonde::analyzers::rules_detail

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "advice/candidates.hpp"
+#include "advice/tune_results.hpp"
 #include "cli/command.hpp"
 
 namespace sonde::cli {
@@ -14,16 +15,30 @@ struct Options {
   std::string file;
   std::string format = "text";
   std::size_t top = 0;
+  std::string tune;  // a sonde tune folder or its tune.json
 };
 
 int candidates(const Options& a) {
   Format format = parse_format(a.format);
   ProfileFile file = ProfileFile::open(a.file);
   std::vector<Candidate> found = compute_candidates(file);
-  if (format == Format::kJson)
-    std::cout << dump_json(render_candidates_json(found, a.top)) << '\n';
-  else if (format == Format::kCsv) std::cout << render_csv(candidates_table(found, a.top));
-  else std::cout << render_candidates_text(found, a.top);
+  // A profile of sonde tune's own folder learns from that folder's result unasked.
+  std::optional<TuneResults> tune =
+      a.tune.empty() ? tune_results_beside(a.file) : std::optional(read_tune_results(a.tune));
+  std::vector<std::string> unpredicted;
+  if (tune) unpredicted = apply_tune_results(found, *tune);
+  if (format == Format::kJson) {
+    Json out = render_candidates_json(found, a.top);
+    // Without a tune result the output is the list it always was.
+    if (tune) out = Json{{"candidates", std::move(out)}, {"tune", tune->path},
+                         {"unpredicted", unpredicted}};
+    std::cout << dump_json(out) << '\n';
+  } else if (format == Format::kCsv) {
+    std::cout << render_csv(candidates_table(found, a.top));
+  } else {
+    std::cout << render_candidates_text(found, a.top);
+    for (const std::string& line : unpredicted) std::cout << line << '\n';
+  }
   return 0;
 }
 }  // namespace
@@ -36,6 +51,10 @@ Command add_candidates(CLI::App& app) {
   cmd->add_option("-n,--top", a->top, "Candidates to show, best first (0: all)")
       ->check(count_check())
       ->capture_default_str();
+  cmd->add_option("--tune", a->tune,
+                  "A sonde tune folder (or its tune.json): each rule's estimate is held against "
+                  "the gain tune measured for the stage that tests it. Default: the tune.json "
+                  "beside FILE when FILE is one of its runs");
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return candidates(*a); }};
 }

@@ -1,9 +1,12 @@
 // sonde tune: the program re-run with each tuning knob, the measured tuning-stage table.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
+#include "advice/tune_results.hpp"
 #include "cli/command.hpp"
 #include "tools/tune.hpp"
 
@@ -39,6 +42,9 @@ int tune(Options& a) {
     start = end + 1;
   }
   TuneResult result = run_tune(a.tune);
+  // Kept beside the profiles, where `sonde candidates` finds it (advice/tune_results.hpp).
+  std::string kept = (std::filesystem::path(a.tune.output_dir) / kTuneResultFile).string();
+  std::ofstream(kept) << dump_json(render_tune_json(result)) << '\n';
   if (format == Format::kJson) std::cout << dump_json(render_tune_json(result)) << '\n';
   else std::cout << render_tune_text(result);
   return 0;

@@ -186,6 +186,7 @@ Json render_tune_json(const TuneResult& r) {
       if (auto it = s.phases.find(p); it != s.phases.end()) e["phases"][p] = it->second;
     e["output_changed"] = s.output_changed;
     if (s.output_changed) e["output_difference"] = s.output_difference;
+    e["rule"] = s.rule.empty() ? Json() : Json(s.rule);
     e["estimated_gain_s"] = s.estimated_gain_s ? Json(*s.estimated_gain_s) : Json();
     e["measured_gain_s"] = s.measured_gain_s ? Json(*s.measured_gain_s) : Json();
     e["runs"] = Json::array();

@@ -1,4 +1,5 @@
 """python3 -m sonde [options] (script.py | -m MODULE | -c CMD) [args...]
+python3 -m sonde tune [tune options] (script.py | -m MODULE | -c CMD) [args...]
 
 Runs a Python program under sonde, as `python3 -m cProfile` does, with the program's native calls
 intercepted too. Everything after the script, the module or the command belongs to the program,
@@ -79,7 +80,7 @@ def _parser():
     return p
 
 
-def _split(argv):
+def _split(argv, valued=_VALUED):
     """(sonde's options, the program: [script or MODULE or CMD, args...], '-m'/'-c'/None).
     As cProfile (optparse without interspersed arguments) and python itself: sonde's options
     end at the first word that is not one, at --, or at -m/-c and their value."""
@@ -94,7 +95,7 @@ def _split(argv):
             return argv[:i], [a[2:], *argv[i + 1:]], a[:2]  # -mMODULE, -cCMD
         if not a.startswith("-") or a == "-":
             return argv[:i], argv[i:], None
-        i += 2 if a in _VALUED else 1
+        i += 2 if a in valued else 1
     return argv, [], None
 
 
@@ -159,6 +160,65 @@ def _launch(opts, program, kind, argv):
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(cli, [*run, "--", sys.executable, "-m", "sonde", *argv], env)
+
+
+# sonde tune's options that take a value.
+_TUNE_VALUED = ("-o", "--output", "--repeat", "--stages", "--timeout", "--format")
+
+
+def _tune_parser():
+    p = argparse.ArgumentParser(
+        prog="python3 -m sonde tune",
+        usage="python3 -m sonde tune [options] (script.py | -m MODULE | -c CMD) [args ...]",
+        description="Run a Python program under sonde as it is and with each tuning knob, and "
+                    "print the measured tuning-stage table (sonde tune; docs/tune.md). "
+                    "Everything after the script, -m MODULE or -c CMD is the program's, options "
+                    "included, as with python3 -m sonde.")
+    p.add_argument("--repeat", metavar="N", help="runs per stage, interleaved with the "
+                                                  "original's (default 3)")
+    p.add_argument("--stages", metavar="LIST",
+                   help="comma-separated stages: blas-threads, framework-threads, ftz, pinning, "
+                        "all (default: every stage that applies here, then all)")
+    p.add_argument("-o", "--output", metavar="DIR",
+                   help="folder of the runs' profiles, outputs and tune.json (default sonde-tune)")
+    p.add_argument("--timeout", metavar="S",
+                   help="seconds after which a run is stopped and its stage failed (0: none)")
+    p.add_argument("--format", choices=("text", "json"), help="table format (default text)")
+    return p
+
+
+def _tune_main(argv):
+    """sonde tune on the interpreter running this, with the program given as python3 -m sonde
+    takes it: the same split of options and program."""
+    own, program, kind = _split(argv, _TUNE_VALUED)
+    parser = _tune_parser()
+    opts = parser.parse_args(own)
+    if kind is not None and not program:
+        parser.error(f"argument {kind}: expected one argument")
+    if not program:
+        parser.print_usage(sys.stderr)
+        _fail("nothing to tune: give a script, -m MODULE or -c CMD", 2)
+    if kind is None and not os.path.isfile(program[0]):
+        _fail(f"cannot open script {program[0]}: no such file", 2)
+    lib = _library()
+    if lib is None or not os.path.exists(lib):
+        _fail("cannot find libsonde.so (set SONDE_LIBRARY)")
+    cli = _cli(lib)
+    if cli is None:
+        _fail(f"cannot find the sonde executable (looked beside {lib} and on PATH)")
+    env = dict(os.environ)
+    env["SONDE_LIBRARY"] = lib
+    tune = [cli, "tune"]
+    for flag, value in (("--repeat", opts.repeat), ("--stages", opts.stages),
+                        ("-o", opts.output), ("--timeout", opts.timeout),
+                        ("--format", opts.format)):
+        tune += [flag, value] if value is not None else []
+    # sonde tune puts the hook's folder on PYTHONPATH for an interpreter, so every run records
+    # the Python frames as under python3 -m sonde.
+    command = [sys.executable, *([kind] if kind else []), *program]
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(cli, [*tune, "--", *command], env)
 
 
 def _main_module(path, spec):
@@ -249,6 +309,9 @@ def _die_if_interrupted():
 
 def main():
     argv = sys.argv[1:]
+    # `tune` as the first word is the subcommand (a script named tune: ./tune, or -- tune).
+    if argv[:1] == ["tune"] and os.environ.get(_MARK) != "1":
+        _tune_main(argv[1:])
     own, program, kind = _split(argv)
     parser = _parser()
     opts = parser.parse_args(own)

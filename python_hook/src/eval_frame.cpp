@@ -23,6 +23,7 @@
 #include "code_table.hpp"
 #include "frames.hpp"
 #include "sonde/probe.hpp"
+#include "subnormals.hpp"
 
 namespace sonde::python {
 
@@ -148,7 +149,11 @@ ThreadState* open_frame(_PyInterpreterFrame* frame, int throwflag) {
     return nullptr;
   }
   RoutineId id = code_routine(code);
-  return resumed ? probe_resume(id, Nesting::kChildren) : probe_enter(id, Nesting::kChildren);
+  if (resumed) return probe_resume(id, Nesting::kChildren);
+  // Checked before the clock starts, as libsonde's check of GEMM operands is.
+  if (subnormal_sample_due())
+    check_subnormal_arguments(id, code, frame->localsplus, argument_slots(code));
+  return probe_enter(id, Nesting::kChildren);
 }
 
 // Every Python frame evaluation in the interpreter comes here. The sonde frame opened before is

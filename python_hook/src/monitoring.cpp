@@ -8,6 +8,7 @@
 #include "code_table.hpp"
 #include "frames.hpp"
 #include "sonde/probe.hpp"
+#include "subnormals.hpp"
 
 namespace sonde::python {
 
@@ -94,7 +95,11 @@ PyCodeObject* code_arg(PyObject* const* args, Py_ssize_t nargs) {
 // A generator or coroutine is one call: PY_START is its first entry, PY_RESUME and PY_THROW
 // (throw(), close()) re-enter it.
 PyObject* on_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (PyCodeObject* code = code_arg(args, nargs)) push(code, false, code_routine(code), false);
+  if (PyCodeObject* code = code_arg(args, nargs)) {
+    RoutineId id = code_routine(code);
+    push(code, false, id, false);
+    if (subnormal_sample_due()) check_subnormal_arguments_of_current_frame(id, code);
+  }
   Py_RETURN_NONE;
 }
 

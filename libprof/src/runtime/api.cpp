@@ -173,6 +173,12 @@ void set_run_fact(const char* key, const char* value) {
   if (rt != nullptr && key != nullptr && *key != '\0' && value != nullptr) rt->facts().set(key, value);
 }
 
+void add_run_note(const char* topic, const char* message) {
+  // Kept for the profile, not printed: the program's stderr stays its own.
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && topic != nullptr && message != nullptr) rt->add_note(topic, message, false);
+}
+
 bool executable_defines(const char* function) {
   static const auto* exe = new ElfSymbols("/proc/self/exe");  // never destroyed: see symbolize
   return exe->defines(function);

@@ -264,7 +264,8 @@ TEST_F(AdviceTest, SubnormalRuleNeedsTheNoteNotJustFtzOff) {
   auto c = of_rule(candidates(), "subnormals");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].location, "cblas_sgemm");
-  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);  // 50 % of the named routine's 1.5 s
+  // No share measured: the bound, 1.5 s x (1 - 1/4).
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.125);
   sql("UPDATE run_info SET value = '1' WHERE key = 'fpu.ftz';");
   EXPECT_TRUE(of_rule(candidates(), "subnormals").empty());
 }
@@ -280,7 +281,32 @@ TEST_F(AdviceTest, SubnormalRuleScalesGemmTimeByTheFlaggedCalls) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].location, "run");
   EXPECT_DOUBLE_EQ(number(c[0], "affected_time_s"), 0.375);  // 1.5 s x 1/4
-  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.1875);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.28125);  // 0.375 s x (1 - 1/4)
+  // With the sampled values, their subnormal share f instead: 1.5 s x f 3 / (1 + 3 f), f = 1/8.
+  sql("INSERT INTO run_info VALUES (1, 1, 'blas.subnormal.sampled_values', '512'),"
+      "  (1, 1, 'blas.subnormal.values', '64');");
+  c = of_rule(candidates(), "subnormals");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "subnormal_share"), 0.125);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.5 * 0.125 * 3 / (1 + 3 * 0.125));
+}
+
+TEST_F(AdviceTest, SubnormalRuleUsesThePythonHooksSampledShare) {
+  // The Python hook names the routine whose float arguments held subnormals, and their share.
+  sql("UPDATE routines SET name = 'train.py:291(update_core_cpu)', kind = 'python' "
+      "WHERE routine_id = 5;"
+      "INSERT INTO notes VALUES (1, 1, 1, 'warning', 'denormals', 'subnormal (denormal) values "
+      "were found in the float array arguments of sampled calls of train.py:291(update_core_cpu) "
+      "(share: run_info python.subnormal:train.py:291(update_core_cpu))');"
+      "INSERT INTO run_info VALUES (1, 1, 'python.subnormal:train.py:291(update_core_cpu)', "
+      "'0.100000 3 4');");
+  auto c = of_rule(candidates(), "subnormals");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "train.py:291(update_core_cpu)");
+  double t = number(c[0], "affected_time_s");
+  EXPECT_GT(t, 0);
+  EXPECT_DOUBLE_EQ(number(c[0], "subnormal_share"), 0.1);
+  EXPECT_NEAR(c[0].est_gain_s, t * 0.1 * 3 / (1 + 0.3), 1e-12);
 }
 
 TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {

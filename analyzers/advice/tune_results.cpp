@@ -1,0 +1,111 @@
+#include "advice/tune_results.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace sonde::analyzers {
+namespace fs = std::filesystem;
+namespace {
+
+std::optional<double> number_or_null(const Json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+std::string text_or(const Json& j, const char* key, const char* fallback = "") {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+// The rule a stage tests, for results written before tune.json named it.
+std::string rule_of_stage(const std::string& stage) {
+  if (stage == "blas-threads" || stage == "framework-threads") return "blas-threads";
+  if (stage == "ftz") return "subnormals";
+  return "";
+}
+
+// The estimate is within noise of zero below a millisecond.
+constexpr double kNothing = 0.001;
+
+}  // namespace
+
+TuneResults read_tune_results(const std::string& path) {
+  fs::path file = fs::is_directory(path) ? fs::path(path) / kTuneResultFile : fs::path(path);
+  std::ifstream in(file);
+  if (!in) throw Error(fmt::format("no sonde tune result at {} (sonde tune -o DIR writes "
+                                   "DIR/{})", file.string(), kTuneResultFile));
+  Json j = Json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("stages") || !j["stages"].is_array())
+    throw Error(fmt::format("{} is not a sonde tune result", file.string()));
+  TuneResults r;
+  r.path = file.string();
+  for (const Json& s : j["stages"]) {
+    if (!s.is_object()) continue;
+    TuneStageResult t;
+    t.name = text_or(s, "name");
+    t.rule = text_or(s, "rule", rule_of_stage(t.name).c_str());
+    t.verdict = text_or(s, "verdict");
+    t.judged_on = text_or(s, "judged_on", "wall");
+    t.speedup = number_or_null(s, "speedup").value_or(0);
+    t.estimated_gain_s = number_or_null(s, "estimated_gain_s");
+    t.measured_gain_s = number_or_null(s, "measured_gain_s");
+    t.output_changed = s.value("output_changed", false);
+    if (auto runs = s.find("runs"); runs != s.end() && runs->is_array())
+      for (const Json& run : *runs) t.profiles.push_back(text_or(run, "profile"));
+    r.stages.push_back(std::move(t));
+  }
+  return r;
+}
+
+std::optional<TuneResults> tune_results_beside(const std::string& profile) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(profile, ec);
+  if (ec) return std::nullopt;
+  fs::path json = p.parent_path() / kTuneResultFile;
+  if (!fs::exists(json, ec)) return std::nullopt;
+  try {
+    TuneResults r = read_tune_results(json.string());
+    for (const TuneStageResult& s : r.stages)
+      for (const std::string& run : s.profiles)
+        if (fs::weakly_canonical(run, ec) == p) return r;
+  } catch (const Error&) {  // not tune's: this profile has no tune result
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
+                                            const TuneResults& tune) {
+  std::vector<std::string> unpredicted;
+  for (const TuneStageResult& s : tune.stages) {
+    if (s.rule.empty() || s.verdict.empty()) continue;  // the original; a stage that did not run
+    double measured = s.measured_gain_s.value_or(0);
+    bool faster = s.verdict == "faster";
+    bool any = false;
+    for (Candidate& c : candidates) {
+      if (c.rule != s.rule) continue;
+      // Two stages test blas-threads: the one that measured more speaks for it.
+      if (c.measured && c.measured->measured_s >= measured) continue;
+      MeasuredGain m;
+      m.stage = s.name;
+      m.judged_on = s.judged_on;
+      m.estimated_s = s.estimated_gain_s.value_or(c.est_gain_s);
+      m.measured_s = measured;
+      m.verdict = faster ? (m.estimated_s > kNothing ? "confirmed" : "underestimated")
+                         : (m.estimated_s > kNothing ? "refuted" : "confirmed");
+      m.source = tune.path;
+      c.measured = m;
+      any = true;
+    }
+    if (!any && faster)
+      unpredicted.push_back(fmt::format(
+          "sonde tune measured {:.3f} s of {} time gained by stage {} ({:.2f}x), which no {} "
+          "candidate predicted",
+          measured, s.judged_on == "cpu" ? "CPU" : "wall", s.name, s.speedup, s.rule));
+  }
+  return unpredicted;
+}
+
+}  // namespace sonde::analyzers

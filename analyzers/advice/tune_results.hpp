@@ -1,0 +1,41 @@
+// Candidates that learn from `sonde tune`: tune keeps its result as DIR/tune.json, and
+// `sonde candidates` holds each rule's estimate against what tune measured for the stage that
+// tests it (ftz for subnormals, the thread stages for blas-threads).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "advice/candidates.hpp"
+
+namespace sonde::analyzers {
+
+inline constexpr const char* kTuneResultFile = "tune.json";
+
+struct TuneStageResult {
+  std::string name, rule, verdict, judged_on;  // verdict: faster, slower, none
+  double speedup = 0;
+  std::optional<double> estimated_gain_s, measured_gain_s;
+  bool output_changed = false;
+  std::vector<std::string> profiles;  // the stage's runs
+};
+
+struct TuneResults {
+  std::string path;  // the tune.json read
+  std::vector<TuneStageResult> stages;  // the original's first
+};
+
+// DIR/tune.json, or the file itself when `path` names one. Throws Error when it is missing or
+// not a tune result.
+TuneResults read_tune_results(const std::string& path);
+// The tune.json beside `profile` when that profile is one of its runs (sonde tune's own -o
+// folder), else nothing.
+std::optional<TuneResults> tune_results_beside(const std::string& profile);
+
+// Sets each candidate's `measured` from the stage that tests its rule. Returns one sentence per
+// stage that measured a gain no candidate predicted (the rule did not fire, or estimated 0).
+std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
+                                            const TuneResults& tune);
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,173 @@
+#include "subnormals.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+
+namespace sonde::python {
+namespace {
+
+constexpr Py_ssize_t kCheckedElements = 128;
+constexpr Py_ssize_t kContainerItems = 16;  // values of a dict argument, items of a list
+
+struct Found {
+  double elements = 0;   // of the checked arrays, all of their elements
+  double subnormal = 0;  // of those, the estimated subnormal ones
+};
+
+struct RoutineCounts {
+  double elements = 0, subnormal = 0;
+  std::uint64_t sampled = 0, flagged = 0;
+  std::string name;  // set when first flagged
+};
+
+// Guarded by the GIL; never freed (a thread may sample while the interpreter finalises).
+std::unordered_map<RoutineId, RoutineCounts>& counts() {
+  static auto* map = new std::unordered_map<RoutineId, RoutineCounts>();
+  return *map;
+}
+
+// 4 for float32, 8 for float64 in native byte order, else 0.
+int float_size(const Py_buffer& view) {
+  const char* f = view.format != nullptr ? view.format : "B";
+  if (*f == '@' || *f == '=' || *f == '<') ++f;
+  if (std::strcmp(f, "f") == 0 && view.itemsize == 4) return 4;
+  if (std::strcmp(f, "d") == 0 && view.itemsize == 8) return 8;
+  return 0;
+}
+
+bool subnormal_at(const char* p, int size) {
+  if (size == 4) {
+    std::uint32_t b;
+    std::memcpy(&b, p, 4);
+    return (b & 0x7f800000u) == 0 && (b & 0x007fffffu) != 0;
+  }
+  std::uint64_t b;
+  std::memcpy(&b, p, 8);
+  return (b & 0x7ff0000000000000ull) == 0 && (b & 0x000fffffffffffffull) != 0;
+}
+
+void check_buffer(PyObject* o, Found& found) {
+  PyTypeObject* type = Py_TYPE(o);
+  // C types only: a Python class's __buffer__ (3.12) would run Python code inside the hook.
+  if (type->tp_as_buffer == nullptr || type->tp_as_buffer->bf_getbuffer == nullptr ||
+      (type->tp_flags & Py_TPFLAGS_HEAPTYPE))
+    return;
+  Py_buffer view;
+  if (PyObject_GetBuffer(o, &view, PyBUF_RECORDS_RO) != 0) {
+    PyErr_Clear();
+    return;
+  }
+  int size = float_size(view);
+  Py_ssize_t n = 1;
+  for (int d = 0; d < view.ndim; ++d) n *= view.shape[d];
+  if (size != 0 && n > 0) {
+    Py_ssize_t k = std::min(n, kCheckedElements), step = n / k, hits = 0;
+    const char* base = static_cast<const char*>(view.buf);
+    if (PyBuffer_IsContiguous(&view, 'C')) {  // the usual array: no index arithmetic
+      for (Py_ssize_t i = 0; i < k; ++i) hits += subnormal_at(base + i * step * size, size);
+    } else {
+      for (Py_ssize_t i = 0; i < k; ++i) {
+        // Every step-th flat index, through the strides.
+        Py_ssize_t flat = i * step, offset = 0;
+        for (int d = view.ndim - 1; d >= 0; --d) {
+          offset += (flat % view.shape[d]) * view.strides[d];
+          flat /= view.shape[d];
+        }
+        hits += subnormal_at(base + offset, size);
+      }
+    }
+    found.elements += static_cast<double>(n);
+    found.subnormal += static_cast<double>(n) * static_cast<double>(hits) / static_cast<double>(k);
+  }
+  PyBuffer_Release(&view);
+}
+
+void check_object(PyObject* o, Found& found) {
+  if (PyDict_CheckExact(o)) {
+    Py_ssize_t pos = 0, seen = 0;
+    PyObject *key, *value;
+    while (seen++ < kContainerItems && PyDict_Next(o, &pos, &key, &value)) check_buffer(value, found);
+  } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
+    Py_ssize_t n = std::min(PySequence_Fast_GET_SIZE(o), kContainerItems);
+    for (Py_ssize_t i = 0; i < n; ++i) check_buffer(PySequence_Fast_GET_ITEM(o, i), found);
+  } else {
+    check_buffer(o, found);
+  }
+}
+
+std::string text(PyObject* s) {
+  const char* c = s != nullptr && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
+  if (c == nullptr) PyErr_Clear();
+  return c != nullptr ? c : "?";
+}
+
+// As frames.cpp registers it: file.py:LINE(function).
+std::string routine_name(PyCodeObject* code) {
+  std::string file = text(code->co_filename);
+  auto slash = file.rfind('/');
+  return (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +
+         std::to_string(code->co_firstlineno) + "(" + text(code->co_name) + ")";
+}
+
+}  // namespace
+
+int argument_slots(PyCodeObject* code) {
+  return code->co_argcount + code->co_kwonlyargcount + ((code->co_flags & CO_VARARGS) != 0) +
+         ((code->co_flags & CO_VARKEYWORDS) != 0);
+}
+
+void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
+                               int nargs) {
+  if (PyErr_Occurred()) return;  // a frame entered to handle an exception: leave it alone
+  Found found;
+  for (int i = 0; i < nargs; ++i)
+    if (args[i] != nullptr) check_object(args[i], found);
+  if (found.elements == 0) return;  // no float arrays: not a call this check speaks for
+  RoutineCounts& c = counts()[routine];
+  ++c.sampled;
+  c.elements += found.elements;
+  c.subnormal += found.subnormal;
+  if (found.subnormal > 0 && c.flagged++ == 0) {
+    c.name = routine_name(code);
+    std::string note = "subnormal (denormal) values were found in the float array arguments of "
+                       "sampled calls of " + c.name + " (share: run_info python.subnormal:" +
+                       c.name + "); arithmetic on them is slow unless FTZ/DAZ is on";
+    add_run_note("denormals", note.c_str());
+  }
+  if (c.flagged > 0) {
+    char value[96];
+    std::snprintf(value, sizeof value, "%.6f %llu %llu", c.subnormal / c.elements,
+                  static_cast<unsigned long long>(c.flagged), static_cast<unsigned long long>(c.sampled));
+    set_run_fact(("python.subnormal:" + c.name).c_str(), value);
+  }
+}
+
+#if PY_VERSION_HEX >= 0x030C0000
+void check_subnormal_arguments_of_current_frame(RoutineId routine, PyCodeObject* code) {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed: the function sys.monitoring started
+  int nargs = std::min(argument_slots(code), 16);
+  if (frame == nullptr || nargs == 0) return;
+  PyCodeObject* running = PyFrame_GetCode(frame);
+  Py_DECREF(running);
+  if (running != code) return;
+  PyObject* names = PyCode_GetVarnames(code);
+  if (names == nullptr) {
+    PyErr_Clear();
+    return;
+  }
+  PyObject* args[16] = {};
+  for (int i = 0; i < nargs && i < PyTuple_GET_SIZE(names); ++i) {
+    args[i] = PyFrame_GetVar(frame, PyTuple_GET_ITEM(names, i));
+    if (args[i] == nullptr) PyErr_Clear();
+  }
+  check_subnormal_arguments(routine, code, args, nargs);
+  for (PyObject* a : args) Py_XDECREF(a);
+  Py_DECREF(names);
+}
+#endif
+
+}  // namespace sonde::python

@@ -1,0 +1,43 @@
+// Subnormal (denormal) values in the float arrays a Python function is called with: the
+// element-wise work of an optimizer's update (numpy's Adam on moments that underflowed) never
+// reaches a BLAS call, where libsonde's own check looks, so the frame hook looks at a sample of
+// calls instead. What it finds is the `subnormals` rule's evidence (docs/metrics.md).
+#pragma once
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "sonde/probe.hpp"
+
+namespace sonde::python {
+
+// One call in kSampleEvery per thread is checked.
+inline constexpr unsigned kSubnormalSampleEvery = 32;
+
+// True on the calls to check: a thread-local countdown, nothing else on the hot path.
+inline bool subnormal_sample_due() {
+  static thread_local unsigned countdown = 0;
+  if (countdown != 0) {
+    --countdown;
+    return false;
+  }
+  countdown = kSubnormalSampleEvery - 1;
+  return true;
+}
+
+// The frame slots that hold a call's arguments: positional, keyword-only, *args, **kwargs.
+int argument_slots(PyCodeObject* code);
+
+// Checks up to 128 elements, evenly spread, of each float32/float64 buffer among `args` (and
+// among the values of a dict or the items of a list or tuple argument, one level down), weighs
+// each by its array's size, and keeps per routine the share of subnormal elements: run_info
+// `python.subnormal:ROUTINE` = "SHARE FLAGGED_CALLS SAMPLED_CALLS", and a `denormals` note
+// naming ROUTINE once any was found. Holds the GIL; leaves no Python exception set.
+void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
+                               int nargs);
+#if PY_VERSION_HEX >= 0x030C0000
+// The same for the function sys.monitoring's PY_START reports, read from its frame.
+void check_subnormal_arguments_of_current_frame(RoutineId routine, PyCodeObject* code);
+#endif
+
+}  // namespace sonde::python
