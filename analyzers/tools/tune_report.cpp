@@ -147,6 +147,10 @@ std::string render_tune_text(const TuneResult& r) {
     if (s.estimated_gain_s && *s.estimated_gain_s > 0 && s.verdict != Verdict::kFaster && s.status == "ran")
       out += fmt::format("{}: the {} rule estimated {:.3f} s; the measurement refutes it\n", s.name,
                          s.rule, *s.estimated_gain_s);
+    if (s.estimated_gain_s && s.measured_gain_s && s.verdict == Verdict::kFaster && s.status == "ran")
+      out += fmt::format("{}: the {} rule estimated {:.3f} s, {:.3f} s measured: the measurement "
+                         "{}\n", s.name, s.rule, *s.estimated_gain_s, *s.measured_gain_s,
+                         *s.estimated_gain_s > 0.001 ? "confirms it" : "finds what it missed");
   }
   for (const std::string& n : r.notes) out += "note: " + visible(n) + "\n";
   return out;

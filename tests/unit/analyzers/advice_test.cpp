@@ -3,14 +3,17 @@
 // built to trigger it and not on one that does not, the ranking, and `sonde diff` speedups.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fstream>
 
 #include "advice_fixture.hpp"
 #include "profile/run_summary.hpp"
 #include "fixture.hpp"
 #include "advice/candidates.hpp"
+#include "advice/tune_results.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/metrics.hpp"
 
@@ -447,6 +450,61 @@ TEST_F(AdviceTest, AProcessWithoutItsFinalFlushIsNoted) {
   sql("UPDATE processes SET ended_ns = NULL, end_reason = NULL, "
       "last_flush_ns = started_ns + 4000000000");
   EXPECT_EQ(unfinished(), 1);
+}
+
+// sonde tune's result held against the estimates: each outcome of a stage that tests a rule.
+TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
+  std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+  std::string me = std::filesystem::weakly_canonical(path_).string();
+  auto write = [&](const std::string& blas_verdict, const char* blas_measured,
+                   const std::string& ftz_verdict, const char* ftz_measured) {
+    std::ofstream(dir / "tune.json") << fmt::format(
+        R"({{"stages": [{{"name": "original", "runs": [{{"profile": "{}"}}]}},
+           {{"name": "blas-threads", "rule": "blas-threads", "verdict": "{}", "judged_on": "wall",
+             "speedup": 1.5, "estimated_gain_s": 2.0, "measured_gain_s": {}, "runs": []}},
+           {{"name": "ftz", "rule": "subnormals", "verdict": "{}", "judged_on": "cpu",
+             "speedup": 1.2, "estimated_gain_s": 0.0, "measured_gain_s": {}, "runs": []}}]}})",
+        me, blas_verdict, blas_measured, ftz_verdict, ftz_measured);
+  };
+  auto measured = [](const std::vector<Candidate>& cs, const std::string& rule) {
+    for (const Candidate& c : cs)
+      if (c.rule == rule) return c.measured;
+    return std::optional<MeasuredGain>();
+  };
+  std::vector<Candidate> cs = candidates();
+  ASSERT_FALSE(of_rule(cs, "blas-threads").empty());
+  ASSERT_TRUE(of_rule(cs, "subnormals").empty());  // the fixture has no subnormal evidence
+
+  write("none", "null", "faster", "0.3");
+  std::optional<TuneResults> tune = tune_results_beside(path_);  // the profile is a run of it
+  ASSERT_TRUE(tune);
+  std::vector<std::string> unpredicted = apply_tune_results(cs, *tune);
+  auto m = measured(cs, "blas-threads");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->verdict, "refuted");
+  EXPECT_EQ(m->stage, "blas-threads");
+  EXPECT_DOUBLE_EQ(m->estimated_s, 2.0);
+  EXPECT_DOUBLE_EQ(m->measured_s, 0.0);
+  ASSERT_EQ(unpredicted.size(), 1u);  // ftz gained; no subnormals candidate fired
+  EXPECT_EQ(unpredicted[0], "sonde tune measured 0.300 s of CPU time gained by stage ftz "
+                            "(1.20x), which no subnormals candidate predicted");
+  EXPECT_NE(render_candidates_text(cs, 0).find("measured: estimated 2.000 s, measured 0.000 s by "
+                                               "sonde tune (stage blas-threads, wall time): "
+                                               "refuted"),
+            std::string::npos);
+
+  cs = candidates();
+  write("faster", "1.25", "none", "null");
+  EXPECT_TRUE(apply_tune_results(cs, read_tune_results(dir.string())).empty());
+  EXPECT_EQ(measured(cs, "blas-threads")->verdict, "confirmed");
+  EXPECT_DOUBLE_EQ(measured(cs, "blas-threads")->measured_s, 1.25);
+  EXPECT_EQ(render_candidates_json(cs, 0)[0].contains("measured"),
+            cs[0].measured.has_value());
+
+  // A profile that is none of the folder's runs learns nothing unasked.
+  std::filesystem::copy_file(path_, dir / "other.db");
+  EXPECT_FALSE(tune_results_beside((dir / "other.db").string()));
+  EXPECT_THROW(read_tune_results((dir / "nothing").string()), Error);
 }
 
 }  // namespace
