@@ -146,7 +146,8 @@ def test_hook_samples_subnormal_arguments(tmp_path):
     assert not any(k.endswith("(plain)") for k in rows), rows
     share, flagged, sampled = rows["python.subnormal:<string>:3(step)"].split()
     assert float(share) == pytest.approx(3500 / 4000, abs=0.01)
-    assert int(flagged) == int(sampled) and int(sampled) >= 400 * 2 // 32 // 2
+    # One call in 32 of ~2,000 (step, plain and numpy's _sum under them) is checked.
+    assert int(flagged) == int(sampled) >= 5
     notes = query(db, "SELECT message FROM notes WHERE topic = 'denormals'")
     assert any("<string>:3(step)" in n for (n,) in notes), notes
     cands = candidates(db)
