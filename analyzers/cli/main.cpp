@@ -7,12 +7,14 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "store/schema_version.hpp"
 
 using namespace sonde::cli;
 
 int main(int argc, char** argv) {
   CLI::App app{"sonde: where the time of a deep-learning workload goes", "sonde"};
-  app.set_version_flag("--version", "sonde " SONDE_VERSION " (reads profile schema up to version 1)");
+  app.set_version_flag("--version", fmt::format("sonde {} (reads profile schema up to version {})",
+                                                SONDE_VERSION, sonde::kSchemaVersion));
   app.require_subcommand(0, 1);
   app.footer("Exit codes: 0 success, 1 error (unreadable profile, bad SQL), 2 usage error.\n"
              "sonde run exits with the command's status (128+N if killed by signal N, 127 if "
