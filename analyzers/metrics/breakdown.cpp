@@ -50,6 +50,24 @@ void annotate(Frame& f, const CallNode& n, const Frame* parent,
   }
 }
 
+// torch.optim's Optimizer.__init__, run once per optimizer whatever its class.
+bool is_optimizer_construction(const CallNode& n) {
+  return n.kind == "python" && n.file.ends_with("torch/optim/optimizer.py") &&
+         n.name.ends_with("(__init__)");
+}
+
+// Optimizers built outside the iterations (not in a frame run every iteration): a GAN's two.
+// One built every iteration is the same optimizer again, not another.
+std::int64_t optimizers_built(const Frame& f, const Frame* body, std::int64_t per_iteration) {
+  if (is_optimizer_construction(*f.node))
+    return f.node->calls < per_iteration ? f.node->calls : 0;
+  std::int64_t n = 0;
+  for (const Frame& k : f.kids)
+    if (!(&f == body && k.node->calls >= per_iteration) && !is_import_frame(*k.node))
+      n += optimizers_built(k, body, per_iteration);
+  return n;
+}
+
 // The deepest frames whose subtree holds every phase of `want`.
 void find_bodies(const Frame& f, unsigned want, std::vector<const Frame*>& out) {
   if ((f.below_entry & want) != want) return;
@@ -126,14 +144,44 @@ struct ThreadLoop {
   std::int64_t iterations = 0;
   int counted = -1;
   std::size_t bodies = 0;
+  std::int64_t optimizers = 1;  // whose steps are one iteration's update
+  std::vector<const Frame*> feeders;  // generators feeding the loop (feeders())
 };
+
+bool is_feeder(const Frame& k, const ThreadLoop& t) {
+  return std::find(t.feeders.begin(), t.feeders.end(), &k) != t.feeders.end();
+}
+
+// The iterations from the entries' calls; with several optimizers (a GAN's generator and
+// discriminator), each steps once per iteration, so the update's calls are divided by them.
+std::int64_t iterations_of(std::array<std::int64_t, kPhaseCount> calls, std::int64_t optimizers,
+                           int& counted) {
+  if (optimizers > 1 && calls[kUpdate] % optimizers == 0) calls[kUpdate] /= optimizers;
+  return fewest(calls, counted);
+}
 
 // Frames of the loop frame that belong to its iterations: those run every iteration, the path
 // to the body, data loading, and wrappers of data loading only (tqdm around a DataLoader).
 bool in_iterations(const Frame& k, const ThreadLoop& t) {
-  if (on_path(&k, t.body) || k.node->calls >= t.iterations) return true;
+  if (on_path(&k, t.body) || k.node->calls >= t.iterations || is_feeder(k, t)) return true;
   if (k.role.phase == kIo || k.role.phase == kH2d) return true;
   return k.phase() < 0 && (k.below & (bit(kIo) | bit(kH2d))) && !(k.below_entry & kFbu);
+}
+
+// A generator the loop resumes for its batches (`for x, y in batches():`, called from the loop
+// frame or on the way to the body) is one call however many batches it yields, and the time of
+// every resumption is its own: it is the data loading, unless a loader beneath says so itself
+// or it runs the training.
+std::vector<const Frame*> feeders(const ThreadLoop& t) {
+  std::vector<const Frame*> out;
+  for (const Frame* f = t.body; f != nullptr; f = f->parent) {
+    for (const Frame& k : f->kids)
+      if (k.node->generator && k.role.phase < 0 && !(k.below_entry & kFbu) &&
+          !(k.below & (bit(kIo) | bit(kH2d))))
+        out.push_back(&k);
+    if (f == t.loop) break;
+  }
+  return out;
 }
 
 ThreadLoop find_loop(const Frame& root, bool& without_update) {
@@ -151,6 +199,10 @@ ThreadLoop find_loop(const Frame& root, bool& without_update) {
   for (const Frame& k : t.body->kids) count_entries(k, calls);
   t.iterations = fewest(calls, t.counted);
   if (t.counted < 0) return {};
+  if (t.counted == kUpdate) {
+    t.optimizers = std::max<std::int64_t>(1, optimizers_built(root, t.body, t.iterations));
+    t.iterations = iterations_of(calls, t.optimizers, t.counted);
+  }
   // A body run once per iteration (train_step, a "step" region, Chainer's updater) is called
   // from the frame holding the loop; a body called fewer times holds the loop itself.
   const Frame* top = t.body;
@@ -158,15 +210,17 @@ ThreadLoop find_loop(const Frame& root, bool& without_update) {
     while (top->parent && top->parent->parent && top->parent->node->calls >= t.iterations)
       top = top->parent;
     t.loop = top->parent ? top->parent : top;
+    t.feeders = feeders(t);
   } else {
     // The body holds the loop: count again over the frames run every iteration only, so that
     // set-up (a warm-up forward, an optimizer's construction) is not an iteration.
     t.loop = t.body;
+    t.feeders = feeders(t);
     calls = {};
     for (const Frame& k : t.body->kids)
       if (in_iterations(k, t)) count_entries(k, calls);
     int counted = -1;
-    if (std::int64_t n = fewest(calls, counted); n > 0) {
+    if (std::int64_t n = iterations_of(calls, t.optimizers, counted); n > 0) {
       t.iterations = n;
       t.counted = counted;
     }
@@ -178,6 +232,7 @@ ThreadLoop find_loop(const Frame& root, bool& without_update) {
 // every iteration before the forward, on the way from the loop frame to the body, are taken as
 // loading the batch (mlp_numpy's sampler.next, an updater's iterator).
 std::vector<const Frame*> guessed_loading(const ThreadLoop& t) {
+  if (!t.feeders.empty()) return t.feeders;
   for (const Frame& k : t.loop->kids)
     if (in_iterations(k, t) && (k.role.phase == kIo || (k.below & bit(kIo)))) return {};
   std::vector<const Frame*> path;
@@ -234,7 +289,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   for (const PhaseClass& c : phase_classes())
     b.rows.push_back({std::string(c.id), std::string(c.title), 0, true, {}});
   b.run_ns = profile.metrics().run_ns();
-  Accumulator acc{b, {}};
+  Accumulator acc{b, {}, {}};
   const std::vector<ThreadTree>& trees = profile.forest().busy;
   unsigned seen = 0;
   std::array<std::string, kPhaseCount> example;
@@ -266,6 +321,11 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
         b.notes.push_back(fmt::format("{} loops found in one thread; the breakdown is of the "
                                       "longest, in {}", t.bodies, b.body));
     }
+    if (t.optimizers > 1)
+      b.notes.push_back(fmt::format("t_u: {} optimizers (torch.optim) built before the loop each "
+                                    "step once per iteration: iterations = optimizer steps / {}",
+                                    t.optimizers, t.optimizers));
+    b.threads_ns += tree.root.incl_ns;
     b.unmeasured_ns += tree.root.excl_ns;
     std::int64_t in_loop = 0;
     if (t.loop->parent) {  // a thread root's own time is unmeasured, not the loop's
@@ -273,7 +333,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       in_loop += t.loop->node->excl_ns;
     }
     acc.loading = guessed_loading(t);
-    for (const Frame* k : acc.loading)
+    for (const Frame* k : t.feeders.empty() ? acc.loading : std::vector<const Frame*>{})
       b.notes.push_back(fmt::format("t_io: {} runs every iteration before the forward and is "
                                     "taken as loading the batch (no DataLoader or data region)",
                                     k->node->name));
@@ -311,7 +371,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
 Table breakdown_table(const Breakdown& b) {
   Table t;
   t.columns = {{"phase", "phase"},          {"what", "what"},
-               {"time_s", "time_s", 3},      {"% run", "pct_run", 1},
+               {"time_s", "time_s", 3},      {"% thread", "pct_thread", 1},
                {"ms/iter", "ms_per_iter", 3}, {"from", "routines"}};
   if (!b.found) return t;
   auto row = [&](const std::string& id, const std::string& what, std::int64_t ns, bool known,
@@ -319,7 +379,8 @@ Table breakdown_table(const Breakdown& b) {
     Cell time, pct, per_iter;  // NULL unless known
     if (known) {
       time = static_cast<double>(ns) / 1e9;
-      if (b.run_ns > 0) pct = 100.0 * static_cast<double>(ns) / static_cast<double>(b.run_ns);
+      if (b.threads_ns > 0)
+        pct = 100.0 * static_cast<double>(ns) / static_cast<double>(b.threads_ns);
       if (b.iterations > 0 && per_iteration)
         per_iter = static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations);
     }

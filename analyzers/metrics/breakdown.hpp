@@ -31,7 +31,10 @@ struct Breakdown {
   std::int64_t other_ns = 0;       // in the loop's iterations, in no phase
   std::int64_t outside_ns = 0;     // the training threads' measured time outside the loop
   std::int64_t unmeasured_ns = 0;  // the training threads' roots' own time
-  std::int64_t run_ns = 0;         // what shares are taken of (Metrics::run_ns)
+  std::int64_t run_ns = 0;         // the run's wall time (Metrics::run_ns)
+  // What shares are taken of: the training threads' time (thread_times.time_s summed), which
+  // the rows add up to, so no share passes 100 % however many threads train side by side.
+  std::int64_t threads_ns = 0;
   std::int64_t iterations = 0;     // exact, from the loop's entries; 0 when not found
   std::string iterations_from;     // the class whose entries' calls gave the count
   std::string loop;                // the frame that holds the loop ("<thread>" at top level)

@@ -107,6 +107,7 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     f.data.routine_id = st.int64(10);
     f.data.file = st.text(11);
     f.data.where = where(st.text(11), st.int64(12), st.text(13));
+    f.data.generator = f.data.kind == "python" && st.text(13) == "generator";
     if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
       f.data.gpu_ns = gpu->second;
     }

@@ -16,6 +16,7 @@ struct CallNode {
   std::string kind;
   std::string file;  // routines.file: a Python frame's full path (framework entry points)
   std::string where;  // "file:line", else the library, else ""
+  bool generator = false;  // a Python generator function (routines.library 'generator')
   std::int64_t calls = 0;
   std::int64_t subrs = 0;
   std::int64_t incl_ns = 0;

@@ -145,9 +145,11 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
                "name them with --phase CLASS=GLOB.\n";
         continue;
       }
-      out += fmt::format("Iteration breakdown ({} iterations, counted at {}; loop in {}{})\n",
+      out += fmt::format("Iteration breakdown ({} iterations, counted at {}; loop in {}{}; "
+                         "% thread: of {:.3f} s, the time of the {} training thread{})\n",
                          b.iterations, b.iterations_from, b.loop,
-                         b.body == b.loop ? "" : ", iterations through " + b.body);
+                         b.body == b.loop ? "" : ", iterations through " + b.body,
+                         seconds(b.threads_ns), b.threads, b.threads == 1 ? "" : "s");
       out += render_text(t);
       if (b.left_out_threads > 0)
         out += fmt::format("left out: {} thread(s) with no training loop, {:.3f} s measured "
@@ -196,6 +198,7 @@ Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>&
                     {"left_out_s", seconds(b.left_out_ns)},
                     {"notes", b.notes},
                     {"run_s", seconds(b.run_ns)},
+                    {"threads_s", seconds(b.threads_ns)},
                     {"phases", std::move(rows)}};
     } else if (s == "counters") {
       out[s] = Json{{"events", r.counters.events}, {"routines", std::move(rows)}};

@@ -88,8 +88,12 @@ CodeInfo code_info(PyCodeObject* code) {
   std::string file = utf8(code->co_filename);
   std::string name = base_name(file) + ":" + std::to_string(code->co_firstlineno) + "(" +
                      utf8(code->co_name) + ")";
-  CodeInfo info{register_routine({name.c_str(), "python", "", file.c_str(), code->co_firstlineno}),
-                wants_lines(code)};
+  // A generator function is one call per generator object, however many times it is resumed:
+  // marking it lets the breakdown take the generator feeding a loop as its data loading.
+  const char* library = (code->co_flags & (CO_GENERATOR | CO_ASYNC_GENERATOR)) ? "generator" : "";
+  CodeInfo info{
+      register_routine({name.c_str(), "python", library, file.c_str(), code->co_firstlineno}),
+      wants_lines(code)};
   code_table_insert(code, (uintptr_t(info.id) + 1) << 1 | info.lines);
   return info;
 }

@@ -54,6 +54,21 @@ def assert_rows_add_up(db, b):
     assert rows == pytest.approx(total / 1e9, rel=1e-6, abs=1e-6), b["phases"]
 
 
+def incl_s(db, routine):
+    (s,) = query(db, "SELECT incl_s FROM hotspots WHERE routine = ?", (routine,))[0]
+    return s
+
+
+def assert_shares_of_training_threads(db, b, threads):
+    """% thread is of the training threads' time (thread_times), which the rows add up to."""
+    (total,) = query(db, "SELECT SUM(time_s) FROM thread_times WHERE thread_id IN (SELECT "
+                         "n.thread_id FROM nodes n JOIN routines r USING (routine_id) WHERE "
+                         f"r.name IN ({','.join('?' * len(threads))}))", tuple(threads))[0]
+    assert b["threads_s"] == pytest.approx(total, rel=1e-6, abs=1e-6), b
+    shares = [p["pct_thread"] for p in b["phases"]]
+    assert max(shares) <= 100.0 + 1e-9 and sum(shares) == pytest.approx(100.0, abs=1e-3), shares
+
+
 @pytest.fixture(scope="module")
 def tmp(tmp_path_factory):
     return tmp_path_factory.mktemp("breakdown")
@@ -77,7 +92,11 @@ def test_pytorch_loop_inline_with_each_optimizer(tmp, opt):
     assert re.fullmatch(r"_tensor\.py:\d+\(backward\)", by["t_b"]["routines"]), by["t_b"]
     u = by["t_u"]["routines"]
     assert "optimizer.py:" in u and "(zero_grad)" in u and "clip_grad_norm_" in u, u
-    assert by["t_io"]["time_s"] == 0 and by["t_comm"]["time_s"] == 0
+    # The batches come from a generator function: its resumptions are the data loading.
+    assert by["t_io"]["routines"] == "torch_train.py:44(batches)", by["t_io"]
+    assert by["t_io"]["time_s"] == pytest.approx(incl_s(db, "torch_train.py:44(batches)"),
+                                                 abs=2e-6)
+    assert by["t_comm"]["time_s"] == 0
     assert by["outside"]["time_s"] > 0  # imports, the weight initialisation, the evaluation
     assert_rows_add_up(db, b)
 
@@ -100,6 +119,63 @@ def test_pytorch_train_step_over_epochs_with_dataloader_workers(tmp):
     assert (query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'")[0][0]) >= 2
     assert "left out:" in text(db)
     assert_rows_add_up(db, b)
+
+
+def test_gan_with_two_optimizers_counts_one_iteration_per_step(tmp):
+    """A GAN: the discriminator's and the generator's optimizer.step() in every iteration, fed
+    by a generator function. Counted 40 iterations for 20 (two steps each) and put the
+    generator's batches outside the loop."""
+    db = tmp / "gan.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_gan.py"), 20) == "iterations 20\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 20 and b["iterations_from"] == "t_u", b
+    assert b["loop"] == b["body"] == "torch_gan.py:17(main)"
+    assert any(n.startswith("t_u: 2 optimizers") for n in b["notes"]), b["notes"]
+    by = b["by"]
+    for phase in ("t_io", "t_f", "t_b", "t_u"):
+        assert by[phase]["time_s"] > 0 and by[phase]["ms_per_iter"] > 0, by[phase]
+    assert by["t_io"]["routines"] == "torch_gan.py:11(real_batches)"
+    assert by["t_io"]["time_s"] == pytest.approx(incl_s(db, "torch_gan.py:11(real_batches)"),
+                                                 abs=2e-6)
+    # Two optimizers' steps: 40 calls of Optimizer.step's wrapper for 20 iterations.
+    (steps,) = query(db, "SELECT calls FROM hotspots WHERE routine LIKE 'optimizer.py:%(wrapper)'")[0]
+    assert steps == 40
+    assert_rows_add_up(db, b)
+    assert_shares_of_training_threads(db, b, ["torch_gan.py:17(main)"])
+
+
+def test_generator_fed_loop_loads_in_the_generator(tmp):
+    """`for xb, yb in batches(...)` with a generator function and a train_step body: the
+    generator is one call whose resumptions are the batches' loading (it was 'outside')."""
+    db = tmp / "generator.db"
+    assert profile_python(db, TORCH_TRAIN, "--steps", 24, "--style", "function") == "steps 24\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 24 and b["iterations_from"] == "t_u", b
+    assert b["body"] == "torch_train.py:34(train_step)" and b["loop"] == "torch_train.py:53(main)"
+    (calls, library) = query(db, "SELECT calls, library FROM hotspots "
+                                 "WHERE routine = 'torch_train.py:44(batches)'")[0]
+    assert (calls, library) == (1, "generator")  # one generator object, resumed 25 times
+    by = b["by"]
+    assert by["t_io"]["routines"] == "torch_train.py:44(batches)", by["t_io"]
+    assert by["t_io"]["time_s"] == pytest.approx(incl_s(db, "torch_train.py:44(batches)"),
+                                                 abs=2e-6) and by["t_io"]["time_s"] > 0
+    assert not any("taken as loading the batch" in n for n in b["notes"]), b["notes"]
+    assert_rows_add_up(db, b)
+
+
+def test_two_training_threads(tmp):
+    """Two threads each train their own model for 15 steps: 30 iterations, and every share is
+    of the two threads' time (the wall time summed over threads could pass 100 %)."""
+    db = tmp / "threads.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_threads.py"), 15) == "steps 15 15\n"
+    b = breakdown(db)
+    assert b["found"] and b["threads"] == 2 and b["iterations"] == 30, b
+    assert b["iterations_from"] == "t_u" and b["loop"] == b["body"] == "torch_threads.py:14(train)"
+    by = b["by"]
+    for phase in ("t_f", "t_b", "t_u"):
+        assert by[phase]["time_s"] > 0, by[phase]
+    assert_shares_of_training_threads(db, b, ["torch_threads.py:14(train)"])
+    assert f"of {b['threads_s']:.3f} s, the time of the 2 training threads" in text(db)
 
 
 def test_torch_cnn_example(tmp):

@@ -71,7 +71,7 @@ export function breakdown(b) {
   }
   wrap.appendChild(el('p', { class: 'note' },
     `${b.iterations} iterations (counted from ${b.iterations_from}) of the loop in ${b.loop}; ` +
-    `body ${b.body}; ${b.threads} training thread(s). % of the run's ${fmtNum(b.run_s)} s.`));
+    `body ${b.body}; ${b.threads} training thread(s). % thread: of their ${fmtNum(b.threads_s)} s.`));
   const colour = scaleOrdinal(PHASE_COLOURS);
   const bars = [
     { title: 'one iteration (ms)', key: 'ms_per_iter', digits: 3 },
@@ -90,7 +90,7 @@ export function breakdown(b) {
       g.append('rect').attr('x', x(at)).attr('width', Math.max(0, x(r[bar.key]) - 0.5)).attr('y', 0).attr('height', H)
         .attr('fill', colour(r.phase));
       g.append('title').text(`${r.phase}: ${r.what}\n${fmtNum(r[bar.key], bar.digits)} ${bar.key === 'time_s' ? 's' : 'ms'}` +
-                             (r.pct_run !== null ? `, ${fmtNum(r.pct_run, 1)} % of the run` : ''));
+                             (r.pct_thread !== null ? `, ${fmtNum(r.pct_thread, 1)} % of the training threads' time` : ''));
       if (x(r[bar.key]) > 50) g.append('text').attr('x', x(at) + 4).attr('y', H / 2 + 4).text(r.phase);
       at += r[bar.key];
     }
@@ -98,11 +98,11 @@ export function breakdown(b) {
     wrap.appendChild(svg.node());
   }
   const legend = el('table', { class: 'data legend-table' },
-    el('thead', {}, el('tr', {}, ['', 'phase', 'what', 'time s', '% run', 'ms/iter', 'from'].map((t) => el('th', {}, t)))),
+    el('thead', {}, el('tr', {}, ['', 'phase', 'what', 'time s', '% thread', 'ms/iter', 'from'].map((t) => el('th', {}, t)))),
     el('tbody', {}, b.phases.map((r) => el('tr', {},
       el('td', {}, el('span', { class: 'swatch', style: `background:${colour(r.phase)}` })),
       el('td', {}, r.phase), el('td', {}, r.what), el('td', { class: 'num' }, fmtNum(r.time_s)),
-      el('td', { class: 'num' }, fmtNum(r.pct_run, 1)), el('td', { class: 'num' }, fmtNum(r.ms_per_iter)),
+      el('td', { class: 'num' }, fmtNum(r.pct_thread, 1)), el('td', { class: 'num' }, fmtNum(r.ms_per_iter)),
       el('td', {}, r.routines || '')))));
   wrap.appendChild(legend);
   for (const n of b.notes || []) wrap.appendChild(el('p', { class: 'note' }, n));

@@ -168,7 +168,8 @@ TEST_F(MetricsReportTest, CliSectionsAndFormats) {
   r = test::run_sonde("metrics '" + path_ + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* heading : {"Roofline per routine", "Time per phase",
-                              "Iteration breakdown (10 iterations, counted at t_u; loop in train)",
+                              "Iteration breakdown (10 iterations, counted at t_u; loop in "
+                              "train; % thread: of 10.000 s, the time of the 1 training thread)",
                               "no counters recorded"})
     EXPECT_NE(r.out.find(heading), std::string::npos) << heading << "\n" << r.out;
   r = test::run_sonde("metrics '" + path_ + "' --section breakdown --format json");
@@ -177,7 +178,8 @@ TEST_F(MetricsReportTest, CliSectionsAndFormats) {
   EXPECT_EQ(j["breakdown"]["iterations"], 10);
   EXPECT_EQ(j["breakdown"]["phases"][4]["phase"], "t_u");
   EXPECT_DOUBLE_EQ(j["breakdown"]["phases"][4]["ms_per_iter"].get<double>(), 700.0);
-  EXPECT_DOUBLE_EQ(j["breakdown"]["phases"][4]["pct_run"].get<double>(), 70.0);
+  EXPECT_DOUBLE_EQ(j["breakdown"]["phases"][4]["pct_thread"].get<double>(), 70.0);
+  EXPECT_DOUBLE_EQ(j["breakdown"]["threads_s"].get<double>(), 10.0);
   r = test::run_sonde("metrics '" + path_ + "' --section roofline --format csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("cblas_sgemm,blas,30,1.5,2,80,10,1,memory"), std::string::npos) << r.out;
@@ -186,6 +188,40 @@ TEST_F(MetricsReportTest, CliSectionsAndFormats) {
   r = test::run_sonde("metrics '" + path_ + "' --phase bogus");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("CLASS=GLOB"), std::string::npos) << r.err;
+}
+
+// Two threads train side by side for the run's 10 s: the breakdown's shares are of their 20 s
+// (update 14 s, 70 %), never of the wall time (140 % "of run" before), and the rows add up to
+// 100 %; the denominator is printed beside them.
+TEST_F(MetricsReportTest, BreakdownSharesAreOfTheTrainingThreadsTime) {
+  sql(kBackward);
+  sql("INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) "
+      "SELECT 2, process_id, 1, 11, 'trainer', started_ns, ended_ns FROM threads "
+      "WHERE thread_id = 1;"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "                   subrs, incl_ns, excl_ns) "
+      "SELECT node_id + 100, 2, parent_id + 100, routine_id, depth, recursive, calls, subrs, "
+      "       incl_ns, excl_ns FROM nodes WHERE thread_id = 1;");
+  Breakdown b = breakdown();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.threads, 2);
+  EXPECT_EQ(b.iterations, 20);
+  EXPECT_EQ(b.threads_ns, 20'000'000'000);
+  EXPECT_EQ(b.run_ns, 10'000'000'000);
+  auto r = test::run_sonde("metrics '" + path_ + "' --section breakdown --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out)["breakdown"];
+  EXPECT_DOUBLE_EQ(j["threads_s"].get<double>(), 20.0);
+  double sum = 0;
+  for (const auto& p : j["phases"]) {
+    EXPECT_LE(p["pct_thread"].get<double>(), 100.0) << p;
+    sum += p["pct_thread"].get<double>();
+  }
+  EXPECT_NEAR(sum, 100.0, 1e-9);
+  EXPECT_DOUBLE_EQ(j["phases"][4]["pct_thread"].get<double>(), 70.0);
+  r = test::run_sonde("metrics '" + path_ + "' --section breakdown");
+  EXPECT_NE(r.out.find("% thread: of 20.000 s, the time of the 2 training threads"),
+            std::string::npos) << r.out;
 }
 
 // A phase's share is the hotspots view's incl_pct, of the busy threads' time: with a second
