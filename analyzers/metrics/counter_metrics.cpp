@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <set>
 
 namespace sonde::analyzers {
@@ -77,31 +78,30 @@ CounterReport compute_counter_report(const ProfileFile& file) {
   for (const CounterMetric& m : kMetrics)
     if (usable_pair(m, have)) rep.metrics.push_back(&m);
 
-  // Inclusive figures skip recursive nodes (their ancestor already holds them), as time does.
-  std::map<std::pair<std::string, std::string>, RoutineCounters> by;
+  // Per routine identity (routine_id), never per display name: two routines of one name are
+  // two codes. The time is the hotspots view's incl_s (recursive nodes left out); the counts
+  // skip recursive nodes the same way (their ancestor already holds them).
+  std::map<std::int64_t, RoutineCounters> by;
   {
-    auto st = file.prepare(
-        "SELECT r.name, r.kind, SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) "
-        "FROM nodes n JOIN routines r USING (routine_id) WHERE n.depth > 0 "
-        "GROUP BY r.name, r.kind");
+    auto st = file.prepare("SELECT routine_id, routine, kind, incl_s FROM hotspots "
+                           "WHERE kind <> 'root'");
     while (st.step()) {
-      RoutineCounters& rc = by[{st.text(0), st.text(1)}];
-      rc.name = st.text(0);
-      rc.kind = st.text(1);
-      rc.incl_ns = st.int64(2);
+      RoutineCounters& rc = by[st.int64(0)];
+      rc.name = st.text(1);
+      rc.kind = st.text(2);
+      rc.incl_ns = std::llround(st.real(3) * 1e9);
     }
   }
   {
     auto st = file.prepare(
-        "SELECT r.name, r.kind, c.name, SUM(CASE WHEN n.recursive = 0 THEN nc.incl ELSE 0 END), "
+        "SELECT n.routine_id, c.name, SUM(CASE WHEN n.recursive = 0 THEN nc.incl ELSE 0 END), "
         "SUM(nc.excl) FROM node_counters nc JOIN nodes n USING (node_id) "
-        "JOIN routines r USING (routine_id) JOIN counters c USING (counter_id) "
-        "WHERE n.depth > 0 GROUP BY r.name, r.kind, c.name");
+        "JOIN counters c USING (counter_id) WHERE n.depth > 0 GROUP BY n.routine_id, c.name");
     while (st.step()) {
-      auto it = by.find({st.text(0), st.text(1)});
+      auto it = by.find(st.int64(0));
       if (it == by.end()) continue;
-      it->second.incl[st.text(2)] = st.real(3);
-      it->second.excl[st.text(2)] = st.real(4);
+      it->second.incl[st.text(1)] = st.real(2);
+      it->second.excl[st.text(1)] = st.real(3);
     }
   }
   for (auto& [key, rc] : by)

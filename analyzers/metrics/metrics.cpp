@@ -151,10 +151,9 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   Hotspots h = compute_hotspots(file, ReportSort::kInclusive);
   m.total_ns = h.total_ns;
   {
-    auto st = file.prepare("SELECT MIN(started_ns), MAX(COALESCE(ended_ns, last_flush_ns)) "
-                           "FROM processes");
-    if (st.step() && !st.is_null(0) && !st.is_null(1) && st.int64(1) > st.int64(0))
-      m.wall_ns = st.int64(1) - st.int64(0);
+    // The run's wall time is run_totals' (its one definition), not a MIN/MAX of our own.
+    auto st = file.prepare("SELECT wall_s FROM run_totals");
+    if (st.step() && !st.is_null(0) && st.real(0) > 0) m.wall_ns = std::llround(st.real(0) * 1e9);
   }
 
   std::map<Key, std::pair<double, double>> cost;  // flops, bytes

@@ -159,6 +159,31 @@ INSERT INTO node_counters VALUES
   EXPECT_FALSE(metric_value(metric("ipc"), find("train.py:5(forward)")));
 }
 
+// Two routines of one display name (train.py:5(forward) in two folders) are two rows with their
+// own counts and times, the times the hotspots view's; they were summed into one row by name
+// (66.7 % CPU busy, neither's figure).
+TEST_F(MetricsReportTest, CounterRowsAreRoutinesNotNames) {
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, file, line) VALUES
+  (8, 'train.py:5(forward)', 'python', 'other/train.py', 5);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES (8, 1, 2, 8, 2, 0, 1, 0, 1000000000, 1000000000);
+UPDATE nodes SET excl_ns = excl_ns - 1000000000 WHERE node_id = 2;
+INSERT INTO counters VALUES (5, 'perf::TASK-CLOCK', 'papi');
+INSERT INTO node_counters VALUES (3, 5, 1e9, 4e8), (8, 5, 1e9, 1e9);
+)sql");
+  CounterReport rep = compute_counter_report(ProfileFile::open(path_));
+  const CounterMetric& cpu_busy =
+      *std::find_if(counter_metrics().begin(), counter_metrics().end(),
+                    [](const CounterMetric& m) { return m.key == "cpu_busy_pct"; });
+  std::map<std::int64_t, double> busy;  // incl_ns -> CPU busy %
+  for (const RoutineCounters& r : rep.routines)
+    if (r.name == "train.py:5(forward)") busy[r.incl_ns] = *metric_value(cpu_busy, r);
+  ASSERT_EQ(busy.size(), 2u);
+  EXPECT_DOUBLE_EQ(busy.at(2'000'000'000), 50.0);
+  EXPECT_DOUBLE_EQ(busy.at(1'000'000'000), 100.0);
+}
+
 TEST_F(MetricsReportTest, CliSectionsAndFormats) {
   auto r = test::run_sonde("metrics '" + path_ + "' --section breakdown");
   ASSERT_EQ(r.exit_code, 0) << r.err;
