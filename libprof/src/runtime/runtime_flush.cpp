@@ -1,0 +1,304 @@
+// The writing side of the runtime: a flush (a snapshot of every thread, written to the store),
+// the flusher thread that runs the periodic ones and the signal-requested ones, and the
+// sampler's drains between flushes.
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+
+#include "core/signal_block.hpp"
+#include "core/thread_local_state.hpp"
+#include "process/run_info.hpp"
+#include "process/sampler.hpp"
+#include "process/signals.hpp"
+#include "runtime/last_thread.hpp"
+#include "runtime/runtime.hpp"
+
+namespace sonde {
+
+namespace {
+constexpr double kOrphanPoll = 0.05;  // s
+constexpr time_t kExitFlushWait = 20;  // s; SQLite's busy timeout is 15 s
+}  // namespace
+
+bool Runtime::flush(FlushKind kind, const char* end_reason) {
+  if (!store_ok_) return false;
+  // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
+  // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(store_mu_);
+  if (finished_ || (kind == FlushKind::kPeriodic && exiting_)) return false;
+  bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
+  uint64_t now = now_ticks();
+  clock_.refresh();
+
+  FlushData d;
+  d.run = &run_;
+  d.process = &process_;
+  // GPU records first: every call path they point to is then in the snapshots below.
+  GpuBackend* gpu = this->gpu();
+  if (gpu != nullptr) gpu->collect(d.gpu, final, clock_);
+  std::vector<ThreadState*> threads;
+  {
+    std::lock_guard tl(threads_mu_);
+    threads = threads_;
+  }
+  uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
+  uint64_t untracked = 0;
+  uint64_t samples_dropped = 0;
+  for (ThreadState* t : threads) {
+    sampler_drain(*t);
+    d.threads.push_back(take_snapshot(*t, clock_, now));
+    call_sites_.name(d.threads.back(), routines_);
+    const ThreadSnapshot& s = d.threads.back();
+    overflows += s.depth_overflows + s.node_overflows;
+    mismatches += s.region_mismatches;
+    dropped += s.dropped_events;
+    if (s.comm_overlap) untracked += s.comm_overlap->untracked;
+    if (t->trace) over_budget += t->trace->dropped_by_budget();
+    samples_dropped += s.samples_dropped;
+  }
+  if (uint64_t faults = sampler_faults(); faults > 0) {
+    add_note("samples", fmt::format("the sampler abandoned {} samples whose native stack could "
+                                    "not be read (a fault in the unwinder, caught)", faults),
+             false);
+  }
+  if (samples_dropped > 0) {
+    add_note("samples", fmt::format("the sampler dropped {} samples (its per-thread ring was full "
+                                    "between two drains); the sampled shares are those of the "
+                                    "samples kept", samples_dropped), false);
+  }
+  if (overflows > 0) {
+    add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
+                                  "limit) were charged to their caller",
+                                  overflows, config_.max_depth));
+  }
+  if (dropped > 0) {
+    std::string budget = over_budget == 0 ? "" : fmt::format(
+        ", {} of them beyond SONDE_TRACE_MEMORY={} MiB for all threads", over_budget,
+        config_.trace_memory_mb);
+    add_note("trace-drops", fmt::format("trace mode dropped {} events (SONDE_TRACE_BUFFER={} per "
+                                        "thread{}); the profile itself counts every call",
+                                        dropped, config_.trace_buffer, budget),
+             false);
+  }
+  if (untracked > 0) {
+    add_note("comm-untracked",
+             fmt::format("{} nonblocking requests were started while 64 were outstanding on "
+                         "their thread: comm_overlap's in-flight figures leave them out",
+                         untracked),
+             false);
+  }
+  if (mismatches > 0) {
+    add_note("regions", fmt::format("{} region ends did not match the innermost open region",
+                                    mismatches));
+  }
+  if (!measured_seen_) {
+    // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
+    // Python hook recorded, is no failed interception), not a user region. Looked for at every
+    // flush until found: threads that ended are freed after the flush that wrote them.
+    std::vector<bool> measured_kind = routines_.measured_kinds();
+    for (const ThreadSnapshot& s : d.threads) {
+      for (const NodeRow& row : s.nodes) measured += row.calls > 0 && measured_kind[row.routine];
+    }
+    measured_seen_ = measured > 0;
+  }
+  if (final && !measured_seen_) {
+    // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
+    add_note("no-calls",
+             "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
+             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
+             root());
+  }
+  std::vector<InfoProvider> providers;
+  {
+    std::lock_guard nl(notes_mu_);
+    providers = providers_;
+  }
+  d.info = allowed_environment();
+  d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
+  d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
+  d.info.emplace_back("sonde.version", SONDE_VERSION);
+  if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
+  if (gpu != nullptr) gpu->info(d.info);
+  if (!d.threads.empty()) {
+    d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
+    d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
+  }
+  for (InfoProvider p : providers) {
+    p([](const char* k, const char* v, void* ctx) {
+        static_cast<FlushData*>(ctx)->info.emplace_back(k, v);
+      }, &d);
+  }
+  {  // after the providers, which may add notes of their own
+    std::lock_guard nl(notes_mu_);
+    d.notes = notes_;
+  }
+  facts_.append_to(d.info);
+  d.counter_events = counter_events();
+  d.peaks = peaks_;
+  d.now_ns = clock_.to_realtime_ns(now);
+  d.end_reason = end_reason;
+
+  std::string error;
+  if (!store_.write(d, routines_, error)) {
+    // Once per cause: a full disk fails every periodic flush the same way.
+    if (error != last_flush_error_) warn("flushing the profile to {} failed: {}", output_, error);
+    last_flush_error_ = error;
+    if (gpu != nullptr) gpu->requeue(std::move(d.gpu));
+    return false;
+  }
+  last_flush_error_.clear();
+  if (final) finished_ = true;
+  // Threads that had ended before this snapshot are written for good: free them, so memory
+  // follows the live threads and their call paths, not every thread the process ever had.
+  std::vector<ThreadState*> done;
+  for (const ThreadSnapshot& t : d.threads) {
+    if (t.ended_ns && !final) done.push_back(const_cast<ThreadState*>(t.state));
+  }
+  ended_unflushed_.fetch_sub(std::min<uint32_t>(uint32_t(done.size()), ended_unflushed_.load()),
+                            std::memory_order_relaxed);
+  if (!done.empty()) {
+    {
+      AsyncSignalBlock no_signals;
+      std::lock_guard tl(threads_mu_);
+      std::erase_if(threads_, [&](ThreadState* t) {
+        return std::find(done.begin(), done.end(), t) != done.end();
+      });
+    }
+    for (ThreadState* t : done) {
+      if (gpu != nullptr) gpu->thread_gone(t, store_.node_ids(t));
+      store_.forget_thread(t);
+      delete t;
+    }
+  }
+  return true;
+}
+
+void Runtime::flush_from_signal(int sig) {
+  if (t_internal || finished_) return;
+  exit_flush_started_.store(false);
+  pending_signal_.store(sig);
+  sem_post(&flush_request_);
+  timespec start;
+  clock_gettime(CLOCK_REALTIME, &start);
+  auto wait_until = [this](timespec deadline) {
+    int rc;
+    while ((rc = sem_timedwait(&flush_done_, &deadline)) == -1 && errno == EINTR) {
+    }
+    return rc == 0;
+  };
+  // Bounded: a crashed heap must not turn a crash into a hang.
+  bool done = wait_until(timespec{start.tv_sec + 3, start.tv_nsec});
+  if (done || sig != kExitRequest) return;
+  // An _exit (no crash) whose flush is under way is waiting its turn for the file that every
+  // process of the run writes (a thousand children ending together lost 86 % of their calls
+  // at 3 s): it may take as long as SQLite waits for the lock, and a little more.
+  if (exit_flush_started_.load()) {
+    done = wait_until(timespec{start.tv_sec + kExitFlushWait, start.tv_nsec});
+  }
+  if (!done && log_level() >= LogLevel::kWarn) {
+    // On stderr: the file cannot say it, its writer is what did not finish. No allocation:
+    // _exit may be called from a signal handler.
+    char line[192];
+    int n = std::snprintf(line, sizeof line, "sonde: process %d ended (_exit) before its "
+                          "profile was written; its calls since the last flush are lost\n",
+                          int(getpid()));
+    if (n > 0 && ::write(STDERR_FILENO, line, std::min(size_t(n), sizeof line - 1)) < 0) return;
+  }
+}
+
+void Runtime::start_flusher() {
+  // The real pthread_create: sonde's own wrapper would measure the flusher as a host thread.
+  using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
+  static auto create = reinterpret_cast<CreateFn>(dlsym(RTLD_NEXT, "pthread_create"));
+  if (create == nullptr) create = &pthread_create;
+  pthread_t thread;
+  auto body = [](void* self) -> void* {
+    static_cast<Runtime*>(self)->flusher_loop();
+    return nullptr;
+  };
+  // Born with every signal blocked: one that reached it before flusher_loop blocked them would
+  // wait for a flush that only this thread can do (3 s, then death without it).
+  sigset_t all, saved;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &saved);
+  if (create(&thread, nullptr, body, this) == 0) pthread_detach(thread);
+  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+}
+
+void Runtime::flusher_loop() {
+  t_internal = true;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
+  double since_flush = 0;  // s waited since the last flush, in the sampler's drains
+  for (;;) {
+    // With no host thread attached, look often for the moment sonde's thread is the last one.
+    bool orphan = live_threads_.load(std::memory_order_acquire) <= 0;
+    double interval = orphan ? kOrphanPoll : config_.flush_interval_s;
+    // The sampler's rings hold about two seconds: they are emptied every second in between.
+    bool drain_only = false;
+    if (sampler_on() && !orphan) {
+      if (interval <= 0 || interval - since_flush > 1.0) {
+        drain_only = true;
+        interval = 1.0;
+      } else {
+        interval = std::max(0.001, interval - since_flush);
+      }
+    }
+    int rc;
+    if (interval > 0) {
+      timespec deadline;
+      clock_gettime(CLOCK_MONOTONIC, &deadline);
+      auto ns = int64_t(interval * 1e9);
+      deadline.tv_sec += ns / 1000000000;
+      deadline.tv_nsec += ns % 1000000000;
+      if (deadline.tv_nsec >= 1000000000) {
+        deadline.tv_sec += 1;
+        deadline.tv_nsec -= 1000000000;
+      }
+      rc = sem_clockwait(&flush_request_, CLOCK_MONOTONIC, &deadline);
+    } else {
+      rc = sem_wait(&flush_request_);
+    }
+    if (rc == -1 && errno == EINTR) continue;
+    if (rc == -1 && drain_only) {
+      since_flush += interval;
+      drain_samples();
+      continue;
+    }
+    since_flush = 0;
+    if (live_threads_.load(std::memory_order_acquire) <= 0 && !exiting_ && alone_in_process()) {
+      // The host's last thread ended (pthread_exit in main, or in a fork child's only thread):
+      // glibc ends the process with exit(0) then, and would have without this thread.
+      std::exit(0);
+    }
+    int sig = pending_signal_.exchange(0);
+    if (sig != 0) {
+      exit_flush_started_.store(true);
+      std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
+      flush(FlushKind::kSignal, reason.c_str());
+      sem_post(&flush_done_);
+    } else {
+      flush(FlushKind::kPeriodic);
+    }
+  }
+}
+
+void Runtime::drain_samples() {
+  std::lock_guard lock(store_mu_);
+  if (finished_) return;
+  std::lock_guard tl(threads_mu_);
+  for (ThreadState* t : threads_) sampler_drain(*t);
+}
+
+
+}  // namespace sonde
