@@ -71,6 +71,54 @@ bool open_libunwind() {
 thread_local sigjmp_buf* t_escape __attribute__((tls_model("initial-exec"))) = nullptr;
 std::atomic<uint64_t> g_faults{0};
 
+// Threads armed by sampler_arm_other: no thread-local of theirs can be set from another
+// thread, so their handler finds its state here by its tid. Entries are only added (until a
+// fork child forgets them); adoption clears one.
+constexpr int kOthersMax = 512;
+struct Other {
+  std::atomic<pid_t> tid{0};
+  std::atomic<ThreadState*> state{nullptr};
+};
+Other g_others[kOthersMax];
+std::atomic<int> g_others_n{0};
+thread_local ThreadState* t_other __attribute__((tls_model("initial-exec"))) = nullptr;
+
+// Async-signal-safe: gettid and a scan of at most kOthersMax entries, once per thread.
+ThreadState* other_state() {
+  if (ThreadState* t = t_other) return t;
+  auto tid = pid_t(syscall(SYS_gettid));
+  int n = g_others_n.load(std::memory_order_acquire);
+  for (int i = 0; i < n && i < kOthersMax; ++i) {
+    if (g_others[i].tid.load(std::memory_order_acquire) == tid) {
+      t_other = g_others[i].state.load(std::memory_order_acquire);
+      return t_other;
+    }
+  }
+  return nullptr;
+}
+
+// The kernel's CPU-time clock of another thread of this process (MAKE_THREAD_CPUCLOCK with
+// CPUCLOCK_SCHED in linux/posix-timers.h; pthread_getcpuclockid needs its pthread_t).
+clockid_t thread_cpu_clock(pid_t tid) { return clockid_t((~unsigned(tid) << 3) | 4 | 2); }
+
+bool arm_timer(ThreadState& t, clockid_t clock, pid_t tid) {
+  if (!t.samples) t.samples = std::make_unique<ThreadSamples>(ring_capacity(g_hz));
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_THREAD_ID;
+  ev.sigev_signo = g_signal;
+  ev.sigev_value.sival_int = kSampleMark;
+  ev._sigev_un._tid = tid;  // sigev_notify_thread_id: glibc 2.35+ only
+  if (timer_create(clock, &ev, &t.samples->timer) != 0) return false;
+  long period = 1000000000L / long(g_hz);
+  itimerspec spec{};
+  spec.it_interval.tv_sec = period / 1000000000L;
+  spec.it_interval.tv_nsec = period % 1000000000L;
+  spec.it_value = spec.it_interval;
+  timer_settime(t.samples->timer, 0, &spec, nullptr);
+  t.samples->armed = true;
+  return true;
+}
+
 bool in_sonde(uintptr_t ip) { return ip >= g_self_lo && ip < g_self_hi; }
 
 int own_text(dl_phdr_info* info, size_t, void* base) {
@@ -124,25 +172,42 @@ int sampler_signal() { return g_signal; }
 
 void sampler_arm(ThreadState& t) {
   if (!sampler_on() || (t.samples && t.samples->armed)) return;
-  if (!t.samples) t.samples = std::make_unique<ThreadSamples>(ring_capacity(g_hz));
-  sigevent ev{};
-  ev.sigev_notify = SIGEV_THREAD_ID;
-  ev.sigev_signo = g_signal;
-  ev.sigev_value.sival_int = kSampleMark;
-  ev._sigev_un._tid = pid_t(syscall(SYS_gettid));  // sigev_notify_thread_id: glibc 2.35+ only
   // CPU time, not wall time: a thread blocked in a system call consumes none, so the signal
   // never interrupts one (no EINTR), and idle threads are not sampled.
-  if (timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &t.samples->timer) != 0) {
+  if (!arm_timer(t, CLOCK_THREAD_CPUTIME_ID, pid_t(syscall(SYS_gettid)))) {
     warn("SONDE_SAMPLE_HZ: timer_create failed ({}); thread {} is not sampled", errno, t.seq());
-    return;
   }
-  long period = 1000000000L / long(g_hz);
-  itimerspec spec{};
-  spec.it_interval.tv_sec = period / 1000000000L;
-  spec.it_interval.tv_nsec = period % 1000000000L;
-  spec.it_value = spec.it_interval;
-  timer_settime(t.samples->timer, 0, &spec, nullptr);
-  t.samples->armed = true;
+}
+
+bool sampler_arm_other(ThreadState& t) {
+  if (!sampler_on()) return false;
+  int i = g_others_n.load(std::memory_order_relaxed);
+  if (i >= kOthersMax) return false;
+  // Published before the timer exists, so its first signal finds the state.
+  g_others[i].state.store(&t, std::memory_order_relaxed);
+  g_others[i].tid.store(t.tid(), std::memory_order_release);
+  g_others_n.store(i + 1, std::memory_order_release);
+  if (arm_timer(t, thread_cpu_clock(t.tid()), t.tid())) return true;
+  g_others[i].tid.store(0, std::memory_order_release);
+  g_others_n.store(i, std::memory_order_release);
+  return false;
+}
+
+ThreadState* sampler_adopt(pid_t tid) {
+  int n = g_others_n.load(std::memory_order_acquire);
+  for (int i = 0; i < n && i < kOthersMax; ++i) {
+    if (g_others[i].tid.load(std::memory_order_acquire) != tid) continue;
+    ThreadState* t = g_others[i].state.load(std::memory_order_acquire);
+    g_others[i].tid.store(0, std::memory_order_release);  // t_state finds it from now on
+    return t;
+  }
+  return nullptr;
+}
+
+void sampler_forget_others() {
+  for (Other& o : g_others) o.tid.store(0, std::memory_order_relaxed);
+  g_others_n.store(0, std::memory_order_release);
+  t_other = nullptr;
 }
 
 void sampler_disarm(ThreadState& t) {
@@ -170,6 +235,7 @@ bool sampler_owns(int sig, const siginfo_t* info) {
 void sampler_on_signal(const siginfo_t* info, void* context) {
 #if SONDE_HAVE_UNWIND
   ThreadState* t = t_state;
+  if (t == nullptr) t = other_state();
   if (t == nullptr || !t->samples || context == nullptr) return;
   Sample* s = t->samples->ring.reserve();
   if (s == nullptr) return;

@@ -6,6 +6,7 @@
 
 #include <signal.h>
 #include <time.h>
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstdint>
@@ -77,6 +78,16 @@ bool sampler_on();
 int sampler_signal();
 // On the thread itself: creates its ring and timer. Slow path; allocation allowed.
 void sampler_arm(ThreadState& t);
+// A thread of the process that sonde did not attach (a library's worker pool started before
+// sonde's constructor, or a thread that never makes a measured call): armed from the thread
+// that calls this, on `t.tid()`'s CPU clock, its samples counted in `t` under its root. False
+// when the timer cannot be had (the thread is gone).
+bool sampler_arm_other(ThreadState& t);
+// The state armed for thread `tid` by sampler_arm_other, now taken over by the thread itself
+// (its first measured call); null when there is none.
+ThreadState* sampler_adopt(pid_t tid);
+// In a fork child: the other threads' timers and states are the parent's.
+void sampler_forget_others();
 // On the thread itself, as it ends; also in a fork child (the parent's timers are not the
 // child's, and a child is re-armed with sampler_arm).
 void sampler_disarm(ThreadState& t);

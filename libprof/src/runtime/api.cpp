@@ -6,6 +6,7 @@
 
 #include "symbols/elf_symbols.hpp"
 #include "runtime/fpu_mode.hpp"
+#include "process/sampler.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/sonde.h"
@@ -146,6 +147,11 @@ void thread_started() {
   // library's worker pool that never makes one (OpenBLAS's) is never recorded. Attaching at
   // creation recorded it only when it happened to start after sonde's constructor, so the
   // same program gave one thread or two from run to run.
+  // Sampled runs are the exception: a pool thread's CPU time is what the sampler is for, so
+  // the thread is armed (and recorded) from its start; its samples fall under its root.
+  if (sampler_on()) {
+    if (Runtime* rt = Runtime::get()) rt->attach_current_thread();
+  }
 }
 
 void note_deepbind(const char* file) {

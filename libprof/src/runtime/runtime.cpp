@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -215,8 +216,9 @@ void Runtime::start() {
   pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
   install_signal_handlers();
   // After the signal handlers: the sampler's signal comes through sonde's own handler.
-  if (config_.sample_hz > 0 && sampler_init(config_.sample_hz) && t_state != nullptr) {
-    sampler_arm(*t_state);
+  if (config_.sample_hz > 0 && sampler_init(config_.sample_hz)) {
+    if (t_state != nullptr) sampler_arm(*t_state);
+    sample_other_threads();
   }
   std::atexit(at_exit);
   start_flusher();
@@ -248,8 +250,10 @@ ThreadState* Runtime::attach_current_thread() {
   if (t_internal) return nullptr;
   if (t_state != nullptr) return t_state;
   uint64_t trace = config_.trace ? config_.trace_buffer : 0;
-  ThreadState* t;
-  {
+  // A thread the sampler armed from outside keeps its state (and its samples) when it starts
+  // making measured calls.
+  ThreadState* t = sampler_on() ? sampler_adopt(current_tid()) : nullptr;
+  if (t == nullptr) {
     AsyncSignalBlock no_signals;
     std::lock_guard lock(threads_mu_);
     t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace,
@@ -271,6 +275,28 @@ ThreadState* Runtime::attach_current_thread() {
   pthread_setspecific(g_thread_key, t);
   sampler_arm(*t);
   return t;
+}
+
+void Runtime::sample_other_threads() {
+  DIR* dir = opendir("/proc/self/task");
+  if (dir == nullptr) return;
+  pid_t self = current_tid();
+  uint64_t trace = config_.trace ? config_.trace_buffer : 0;
+  AsyncSignalBlock no_signals;
+  std::lock_guard lock(threads_mu_);
+  while (dirent* e = readdir(dir)) {
+    auto tid = pid_t(std::strtol(e->d_name, nullptr, 10));
+    if (tid <= 0 || tid == self) continue;
+    auto* t = new ThreadState(next_seq_, tid, now_ticks(), config_.max_depth, trace,
+                              trace_budget_.get());
+    if (!sampler_arm_other(*t)) {  // it ended meanwhile, or too many
+      delete t;
+      continue;
+    }
+    ++next_seq_;
+    threads_.push_back(t);
+  }
+  closedir(dir);
 }
 
 std::vector<std::string> Runtime::counter_events() const {
@@ -406,6 +432,7 @@ void Runtime::fork_child() {
   store_.forget_process();
   // Only the forking thread exists in the child; the others' states belong to the parent.
   threads_.clear();
+  sampler_forget_others();
   if (t_state != nullptr) {
     t_state->reset_counts(now);
     // The parent's counter handles count the parent's threads, not this process, and are not

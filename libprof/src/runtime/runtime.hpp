@@ -98,6 +98,9 @@ class Runtime {
   void start_flusher();
   void flusher_loop();
   void drain_samples();  // the sampler's rings into their counts, between two flushes
+  // The process's threads that exist before sampling starts (a BLAS pool started by its
+  // library's constructor, before sonde's): armed from here, recorded as threads of their own.
+  void sample_other_threads();
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
 
