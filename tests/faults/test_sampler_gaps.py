@@ -1,6 +1,12 @@
 """The sampler's gaps (issue 16 item 3): threads that never make an intercepted call (a
 library's worker pool, started before sonde's constructor or after it) are sampled under their
-own thread's root, and the samples reach the exports, marked as sampled."""
+own thread's root; under a Python frame, the interpreter's native frames are dropped and the
+extension modules' kept."""
+import os
+from pathlib import Path
+
+import pytest
+
 from conftest import calls, plain, preloaded, prog, profile_whole, query, same_behaviour
 
 POOL = prog("pool_spin")
@@ -39,3 +45,41 @@ def test_pool_threads_sampled_under_their_root(db, tmp_path):
     # Recorded as idle threads: no exact figure of theirs, so no denominator grows.
     busy = query(db, "SELECT busy_threads FROM run_totals")[0][0]
     assert busy == query(off, "SELECT busy_threads FROM run_totals")[0][0], busy
+
+
+TORCH_LINEAR = """
+import torch
+import torch.nn.functional as F
+torch.set_num_threads(1)
+torch.manual_seed(0)
+weight, bias, x = torch.randn(512, 512), torch.randn(512), torch.randn(256, 512)
+def forward():
+    with torch.no_grad():
+        return F.linear(x, weight, bias)
+for _ in range(300):
+    y = forward()
+print("ok", tuple(y.shape), round(float(y.abs().sum()) / y.numel(), 1))
+"""
+
+
+def test_torch_native_frames_under_python_frame(db, tmp_path):
+    """sampler: under a Python frame, torch's at::native frames kept, the interpreter's dropped"""
+    pytest.importorskip("torch")
+    path = tmp_path / "linear.py"
+    path.write_text(TORCH_LINEAR)
+    env = {"PYTHONPATH": str(Path(os.environ.get("SONDE_BUILD", ".")) / "python")}
+    alone = plain(["/usr/bin/python3", str(path)])
+    profiled = plain(["/usr/bin/python3", "-m", "sonde", "-o", db, "--sample", "1000", str(path)],
+                     env_extra=env, timeout=120)
+    same_behaviour(alone, profiled)
+    rows = query(db, "SELECT frames, count FROM sampled_callpaths WHERE path LIKE '%(forward)'")
+    native = sum(n for frames, n in rows if "at::native::" in frames)
+    interpreter = [f for f, _ in rows if "_PyEval_EvalFrameDefault" in f or "[python3" in f]
+    # at::native::linear and its addmm run between the Python frame and the GEMM it calls.
+    assert native >= 5, rows
+    # The interpreter's frames (the frame's own evaluation and its callers) are not native
+    # frames below the node: the shadow stack holds those Python frames already.
+    assert interpreter == [], interpreter[:2]
+    # And torch's frames start at the call out of the interpreter, not 32 frames above it.
+    assert any(f.split(";")[0].startswith(("libtorch_python", "torch::", "THP"))
+               for f, _ in rows if "at::native::" in f), rows

@@ -30,6 +30,11 @@ std::atomic<bool> g_on{false};
 // libsonde's own text: the frames from here outwards (its wrappers, the handler) are not
 // native frames of the host below the shadow stack's node.
 uintptr_t g_self_lo = 0, g_self_hi = 0;
+// The Python interpreter's text (the python3 executable, or libpython): under a node of the
+// shadow stack, its frames are the evaluation of that node's own frame and of the Python
+// frames outside it, which the shadow stack already holds; the frames worth showing are the
+// extension modules' inside it (numpy's, torch's at::native), between the node and its kernel.
+uintptr_t g_python_lo = 0, g_python_hi = 0;
 
 uint32_t ring_capacity(uint32_t hz) {
   // The flusher drains the rings every second; twice that many samples of a busy thread fit.
@@ -121,22 +126,42 @@ bool arm_timer(ThreadState& t, clockid_t clock, pid_t tid) {
 
 bool in_sonde(uintptr_t ip) { return ip >= g_self_lo && ip < g_self_hi; }
 
-int own_text(dl_phdr_info* info, size_t, void* base) {
-  if (reinterpret_cast<void*>(info->dlpi_addr) != base) return 0;
+struct TextRange {
+  uintptr_t address;
+  uintptr_t lo = 0, hi = 0;
+};
+
+int find_text(dl_phdr_info* info, size_t, void* arg) {
+  auto* range = static_cast<TextRange*>(arg);
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_LOAD || (ph.p_flags & PF_X) == 0) continue;
-    g_self_lo = info->dlpi_addr + ph.p_vaddr;
-    g_self_hi = g_self_lo + ph.p_memsz;
+    uintptr_t lo = info->dlpi_addr + ph.p_vaddr;
+    if (range->address < lo || range->address >= lo + ph.p_memsz) continue;
+    range->lo = lo;
+    range->hi = lo + ph.p_memsz;
+    return 1;
   }
-  return 1;
+  return 0;
+}
+
+// The executable segment that holds `address`; {0, 0} when none does.
+TextRange text_of(const void* address) {
+  TextRange range{reinterpret_cast<uintptr_t>(address)};
+  if (address != nullptr) dl_iterate_phdr(find_text, &range);
+  return range;
 }
 
 void find_own_text() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&sampler_on_signal), &info) == 0) return;
-  dl_iterate_phdr(own_text, info.dli_fbase);
+  TextRange self = text_of(reinterpret_cast<void*>(&sampler_on_signal));
+  g_self_lo = self.lo;
+  g_self_hi = self.hi;
+  TextRange python = text_of(dlsym(RTLD_DEFAULT, "_PyEval_EvalFrameDefault"));
+  g_python_lo = python.lo;
+  g_python_hi = python.hi;
 }
+
+bool in_python(uintptr_t ip) { return ip >= g_python_lo && ip < g_python_hi; }
 
 }  // namespace
 
@@ -267,6 +292,8 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   do {
     unw_word_t ip = 0;
     if (g_unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0 || in_sonde(ip)) break;
+    // At the thread's root the interpreter's frames are all there is to see: kept there.
+    if (s->node != 0 && in_python(ip)) break;
     // Return addresses point past their call; the innermost frame is the interrupted
     // instruction itself (symbolize steps one byte back from every address).
     s->pc[n] = n == 0 ? ip + 1 : ip;
