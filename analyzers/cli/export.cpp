@@ -12,6 +12,7 @@
 
 #include "cli/command.hpp"
 #include "export/export.hpp"
+#include "export/export_samples.hpp"
 #include "profile/query.hpp"
 
 namespace sonde::cli {
@@ -23,13 +24,18 @@ struct Options {
   std::string file;
   std::string format;
   std::optional<std::string> output;
+  bool sampled = false;
 };
 
 void write_export(const Options& a, const ProfileFile& file, std::ostream& out) {
   // On a terminal only: stderr piped or redirected gets no progress line.
   Progress progress(stderr, "sonde export");
-  if (a.format == "folded") {
+  if (a.format == "folded" && a.sampled) {
+    write_folded_samples(file, out);
+  } else if (a.format == "folded") {
     write_folded(file, out);
+  } else if (a.format == "samples") {
+    write_samples_json(file, out);
   } else if (a.format == "csv") {
     out << render_csv(run_query(file, "SELECT path, calls, incl_s, excl_s FROM callpaths "
                                       "ORDER BY path, path_ids"));
@@ -44,6 +50,10 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
 }
 
 int export_profile(const Options& a) {
+  if (a.sampled && a.format != "folded") {
+    throw Error("--sampled goes with --format folded (chrome and speedscope carry the samples "
+                "in tracks of their own; --format samples is their JSON)");
+  }
   ProfileFile file = ProfileFile::open(a.file);
   if (!a.output) {
     write_export(a, file, std::cout);
@@ -75,13 +85,17 @@ int export_profile(const Options& a) {
 Command add_export(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "export", "The profile for other tools: chrome, speedscope, svg, folded or csv");
+      "export", "The profile for other tools: chrome, speedscope, svg, folded, csv or samples");
   add_file(cmd, a->file);
   cmd->add_option("-f,--format", a->format,
                   "chrome: trace-event JSON (Perfetto, chrome://tracing); speedscope: speedscope's "
-                  "JSON; svg: a static flame graph; folded: flame-graph stacks; csv: callpaths")
-      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv"}))
+                  "JSON; svg: a static flame graph; folded: flame-graph stacks; csv: callpaths; "
+                  "samples: the sampler's paths as JSON")
+      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv", "samples"}))
       ->required();
+  cmd->add_flag("--sampled", a->sampled,
+                "With folded: the sampler's stacks (values in samples) instead of the exact "
+                "figures' (microseconds); the two never share a file");
   cmd->add_option("-o,--output", a->output, "Output file (default: standard output)");
   return {cmd, [a] { return export_profile(*a); }};
 }

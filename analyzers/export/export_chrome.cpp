@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "export/export.hpp"
+#include "export/export_samples.hpp"
 #include "export/json_sink.hpp"
 
 namespace sonde::analyzers {
@@ -196,6 +197,21 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
       layout(w, frames, t, t.root, 0, 0, p);
     }
     other["sonde_layout"] = "aggregated call tree, not a timeline";
+  }
+  std::unordered_map<std::int64_t, ThreadLabel> labels;
+  for (const ThreadTree& t : threads) {
+    labels[t.thread_id] = {t.pid, t.tid,
+                           t.thread_name.empty() ? fmt::format("thread {}", t.seq) : t.thread_name};
+  }
+  bool has_samples = false;
+  write_sampled_tracks(file, labels, [&](const std::string& event) {
+    w.add("{}", event);
+    has_samples = true;
+  });
+  if (has_samples) {
+    other["sonde_sampled"] = "tracks named [sampled]: the sampler's CPU-time samples per thread, "
+                             "merged into a flame chart (width = samples x period), apart from "
+                             "the exact figures";
   }
   other["sonde_call_paths"] = "stackFrames: each call path once; an event's sf names its path";
   w.finish(frames, other);

@@ -3,10 +3,10 @@
 #include <unordered_map>
 
 #include "export/export.hpp"
+#include "export/export_samples.hpp"
 #include "render/table_format.hpp"
 
 namespace sonde::analyzers {
-namespace {
 
 // A frame's name as one folded-stack frame: ';' would split it, control characters and bytes
 // that are not UTF-8 would break the line (shown as escapes, see visible()), and an empty name
@@ -20,8 +20,6 @@ std::string folded_frame(const std::string& name) {
   }
   return out;
 }
-
-}  // namespace
 
 std::vector<std::pair<std::string, std::int64_t>> folded_stacks(const ProfileFile& file) {
   // One line per row of the callpaths view (a path of routines, merged over threads); two

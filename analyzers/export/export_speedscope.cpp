@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "export/export.hpp"
+#include "export/export_samples.hpp"
 #include "export/json_sink.hpp"
 
 namespace sonde::analyzers {
@@ -13,8 +14,10 @@ constexpr const char* kSchema = "https://www.speedscope.app/file-format-schema.j
 
 // shared.frames: one frame per routine that ran, so a routine called from many paths is one frame
 // (what speedscope's left-heavy and sandwich views merge by). The index is the frame's position.
-std::unordered_map<std::int64_t, std::int64_t> write_frames(const ProfileFile& file,
-                                                            JsonSink& out) {
+// The sampler's native frames follow, one per distinct name: `native` gets their indices.
+std::unordered_map<std::int64_t, std::int64_t> write_frames(
+    const ProfileFile& file, const std::vector<SampledStack>& samples,
+    std::unordered_map<std::string, std::int64_t>& native, JsonSink& out) {
   std::unordered_map<std::int64_t, std::int64_t> index;
   out.put("\"shared\":{{\"frames\":[");
   auto st = file.prepare(
@@ -27,6 +30,13 @@ std::unordered_map<std::int64_t, std::int64_t> write_frames(const ProfileFile& f
     if (std::string where = st.text(2); !where.empty()) out.put(",\"file\":{}", json_string(where));
     if (st.int64(3) > 0) out.put(",\"line\":{}", st.int64(3));
     out.put("}}");
+  }
+  auto next = static_cast<std::int64_t>(index.size());
+  for (const SampledStack& s : samples) {
+    for (const std::string& f : s.frames) {
+      if (!native.try_emplace(f, next).second) continue;
+      out.put("{}\n{{\"name\":{}}}", next++ == 0 ? "" : ",", json_string(f));
+    }
   }
   out.put("]}},\n");
   return index;
@@ -147,6 +157,38 @@ std::int64_t write_evented(const ProfileFile& file, const std::vector<ThreadTree
   return busiest;
 }
 
+// The sampler's samples: one more profile per sampled thread, named "... [sampled]", weights
+// in samples (unit "none"), never added into the exact profiles above.
+void write_sampler_profiles(const std::vector<ThreadTree>& threads,
+                            const std::vector<SampledStack>& samples,
+                            const std::unordered_map<std::int64_t, std::int64_t>& frame,
+                            const std::unordered_map<std::string, std::int64_t>& native,
+                            JsonSink& out, std::int64_t& count) {
+  std::unordered_map<std::int64_t, const ThreadTree*> thread_of;
+  for (const ThreadTree& t : threads) thread_of.emplace(t.thread_id, &t);
+  for (std::size_t i = 0; i < samples.size();) {
+    std::int64_t thread = samples[i].thread_id, total = 0;
+    std::string stacks, weights;
+    std::vector<std::int64_t> stack;
+    for (; i < samples.size() && samples[i].thread_id == thread; ++i) {
+      const SampledStack& s = samples[i];
+      stack.clear();
+      for (std::int64_t r : s.routines) stack.push_back(frame.at(r));
+      for (const std::string& f : s.frames) stack.push_back(native.at(f));
+      stacks += fmt::format("{}[{}]", total == 0 ? "" : ",", fmt::join(stack, ","));
+      weights += fmt::format("{}{}", total == 0 ? "" : ",", s.count);
+      total += s.count;
+    }
+    auto t = thread_of.find(thread);
+    std::string name =
+        t != thread_of.end() ? profile_name(*t->second) : fmt::format("thread {}", thread);
+    out.put(
+        "{}\n{{\"type\":\"sampled\",\"name\":{},\"unit\":\"none\",\"startValue\":0,"
+        "\"endValue\":{},\"samples\":[{}],\"weights\":[{}]}}",
+        count++ == 0 ? "" : ",", json_string(name + " [sampled]"), total, stacks, weights);
+  }
+}
+
 }  // namespace
 
 void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* progress) {
@@ -157,11 +199,14 @@ void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* prog
   JsonSink sink(out);
   sink.put("{{\"$schema\":\"{}\",\"exporter\":\"sonde\",\"name\":{},\n", kSchema,
            json_string(std::filesystem::path(file.path()).filename().string()));
-  auto frame = write_frames(file, sink);
+  std::vector<SampledStack> samples = sampled_stacks(file);
+  std::unordered_map<std::string, std::int64_t> native;
+  auto frame = write_frames(file, samples, native, sink);
   sink.put("\"profiles\":[");
   std::int64_t count = 0;
   std::int64_t active = has_events ? write_evented(file, threads, frame, sink, p, count)
                                    : write_sampled(threads, frame, sink, p, count);
+  write_sampler_profiles(threads, samples, frame, native, sink, count);
   // Nothing measured (a program that made no call sonde sees): one empty profile, which
   // speedscope opens, rather than none, which it refuses.
   if (count == 0) {

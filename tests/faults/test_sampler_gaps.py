@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import calls, plain, preloaded, prog, profile_whole, query, same_behaviour
+from conftest import (CLI, calls, clean_env, plain, preloaded, prog, profile_whole, query, run,
+                      same_behaviour)
 
 POOL = prog("pool_spin")
 
@@ -83,3 +84,53 @@ def test_torch_native_frames_under_python_frame(db, tmp_path):
     # And torch's frames start at the call out of the interpreter, not 32 frames above it.
     assert any(f.split(";")[0].startswith(("libtorch_python", "torch::", "THP"))
                for f, _ in rows if "at::native::" in f), rows
+
+
+def test_exports_carry_samples_apart(db):
+    """sampler: folded, chrome, speedscope and JSON exports carry the samples, marked, unsummed"""
+    import json
+    profiled = preloaded([POOL], db, env_extra={"OPENBLAS_NUM_THREADS": "2",
+                                                "SONDE_SAMPLE_HZ": "1000"})
+    assert profiled.rc == 0, profiled.err
+    total = query(db, "SELECT SUM(count) FROM samples")[0][0]
+    exact_us = query(db, "SELECT SUM(excl_s) FROM callpaths")[0][0] * 1e6
+
+    def export(*args):
+        r = run([CLI, "export", db, *args], env=clean_env())
+        assert r.rc == 0, r.err
+        return r.out
+
+    # Folded: the exact stacks alone (microseconds); the samples in their own file (counts).
+    exact = export("-f", "folded")
+    assert "spin_only_loop" not in exact
+    assert abs(sum(int(l.rsplit(" ", 1)[1]) for l in exact.splitlines()) - exact_us) < 10
+    sampled = export("-f", "folded", "--sampled").splitlines()
+    assert sum(int(l.rsplit(" ", 1)[1]) for l in sampled) == total
+    assert any(l.endswith("spin_only_loop [pool_spin]" + l[l.rfind(" "):]) for l in sampled)
+    # Chrome: the samples on tracks of their own, named [sampled], category "sampled".
+    chrome = json.loads(export("-f", "chrome"))
+    events = chrome["traceEvents"]
+    marks = [e for e in events if e.get("cat") == "sampled"]
+    tracks = {e["tid"] for e in marks}
+    assert tracks and all(t >= 1 << 30 for t in tracks)
+    roots = [e for e in marks if e["name"] == "<thread> [sampled]"]
+    assert sum(e["args"]["samples"] for e in roots) == total
+    assert not any("spin_only_loop" in e["name"] for e in events if e.get("cat") != "sampled")
+    names = [e["args"]["name"] for e in events if e.get("name") == "thread_name"]
+    assert sum("[sampled" in n for n in names) == len(tracks)
+    # speedscope: one more profile per sampled thread, in samples, apart from the exact ones.
+    scope = json.loads(export("-f", "speedscope"))
+    extra = [p for p in scope["profiles"] if p["name"].endswith("[sampled]")]
+    assert extra and all(p["unit"] == "none" for p in extra)
+    assert sum(sum(p["weights"]) for p in extra) == total
+    measured = [p for p in scope["profiles"] if p not in extra]
+    assert abs(sum(sum(p["weights"]) for p in measured) / 1e3 - exact_us) < 10
+    # JSON for the viewer: the sampled_callpaths view.
+    doc = json.loads(export("-f", "samples"))
+    assert doc["sampled"] is True and doc["hz"] == 1000 and doc["samples"] == total
+    assert abs(sum(p["share"] for p in doc["paths"]) - 1) < 1e-9
+    spin = [p for p in doc["paths"] if p["leaf"] == "spin_only_loop [pool_spin]"]
+    assert spin and spin[0]["path"] == [] and spin[0]["frames"][-1] == spin[0]["leaf"]
+    # --sampled with another format: refused in one line.
+    r = run([CLI, "export", db, "-f", "chrome", "--sampled"], env=clean_env())
+    assert r.rc != 0 and len(r.err.strip().splitlines()) == 1, r.err
