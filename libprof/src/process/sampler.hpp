@@ -67,6 +67,9 @@ struct ThreadSamples {
   explicit ThreadSamples(uint32_t capacity) : ring(capacity) {}
   SampleRing ring;
   timer_t timer{};
+  // The thread's perf_event CPU clock when it could be opened (else `timer`); kept after
+  // disarming, so a signal it had already queued is still told from a host's.
+  int perf_fd = -1;
   bool armed = false;
   std::map<std::pair<uint32_t, std::vector<uintptr_t>>, uint64_t> counts;
 };
@@ -86,8 +89,11 @@ bool sampler_arm_other(ThreadState& t);
 // The state armed for thread `tid` by sampler_arm_other, now taken over by the thread itself
 // (its first measured call); null when there is none.
 ThreadState* sampler_adopt(pid_t tid);
-// In a fork child: the other threads' timers and states are the parent's.
-void sampler_forget_others();
+// In a fork child: the other threads' timers and states are the parent's (`others`: the
+// parent's thread states, whose event descriptors the child holds copies of).
+void sampler_forget_others(const std::vector<ThreadState*>& others);
+// In a fork child, on its one thread: forgets the parent's samples and arms a timer of its own.
+void sampler_fork_child(ThreadState& t);
 // On the thread itself, as it ends; also in a fork child (the parent's timers are not the
 // child's, and a child is re-armed with sampler_arm).
 void sampler_disarm(ThreadState& t);

@@ -431,8 +431,8 @@ void Runtime::fork_child() {
   process_.started_ns = clock_.to_realtime_ns(now);
   store_.forget_process();
   // Only the forking thread exists in the child; the others' states belong to the parent.
+  sampler_forget_others(threads_);
   threads_.clear();
-  sampler_forget_others();
   if (t_state != nullptr) {
     t_state->reset_counts(now);
     // The parent's counter handles count the parent's threads, not this process, and are not
@@ -441,12 +441,7 @@ void Runtime::fork_child() {
     t_state->counter_backend = nullptr;
     threads_.push_back(t_state);
     // Timers are not inherited: the child samples its thread from a timer of its own.
-    if (t_state->samples) {
-      t_state->samples->armed = false;
-      t_state->samples->ring.clear();
-      t_state->samples->counts.clear();
-      sampler_arm(*t_state);
-    }
+    sampler_fork_child(*t_state);
   }
 
   notes_.clear();
