@@ -12,17 +12,35 @@
 namespace sonde {
 
 ElfSymbols::ElfSymbols(const std::string& path) {
+  std::string build_id;
+  if (!read(path, &build_id) && build_id.size() > 2) {
+    // A stripped library's .symtab is in its separate debug file (Debian's -dbg packages),
+    // found by build id, as perf and gdb find it: libm's __cos_fma was libm.so.6+0x70aeb.
+    std::string debug = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" +
+                        build_id.substr(2) + ".debug";
+    ElfSymbols separate(debug, nullptr);
+    if (!separate.functions_.empty()) {
+      functions_ = std::move(separate.functions_);
+      names_ = std::move(separate.names_);
+    }
+  }
+}
+
+ElfSymbols::ElfSymbols(const std::string& path, std::string* build_id) { read(path, build_id); }
+
+bool ElfSymbols::read(const std::string& path, std::string* build_id) {
+  bool symtab = false;
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
+  if (fd < 0) return false;
   struct stat st;
   if (fstat(fd, &st) != 0 || size_t(st.st_size) < sizeof(Elf64_Ehdr)) {
     close(fd);
-    return;
+    return false;
   }
   size_t size = size_t(st.st_size);
   void* map = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
-  if (map == MAP_FAILED) return;
+  if (map == MAP_FAILED) return false;
   auto* base = static_cast<const unsigned char*>(map);
   auto* eh = reinterpret_cast<const Elf64_Ehdr*>(base);
   // Every range is checked against what remains of the file, never by a sum that can wrap:
@@ -44,6 +62,25 @@ ElfSymbols::ElfSymbols(const std::string& path) {
       }
       if (table != nullptr) break;
     }
+    symtab = table != nullptr && table->sh_type == SHT_SYMTAB;
+    for (int i = 0; i < eh->e_shnum && build_id != nullptr; ++i) {
+      const Elf64_Shdr& note = sections[i];
+      if (note.sh_type != SHT_NOTE || !fits(note.sh_offset, note.sh_size) ||
+          note.sh_size < sizeof(Elf64_Nhdr))
+        continue;
+      auto* nh = reinterpret_cast<const Elf64_Nhdr*>(base + note.sh_offset);
+      uint64_t desc = sizeof(Elf64_Nhdr) + ((uint64_t(nh->n_namesz) + 3) & ~uint64_t(3));
+      if (nh->n_type != NT_GNU_BUILD_ID || nh->n_namesz != 4 || nh->n_descsz > 64 ||
+          desc + nh->n_descsz > note.sh_size)
+        continue;
+      static const char kHex[] = "0123456789abcdef";
+      for (uint32_t b = 0; b < nh->n_descsz; ++b) {
+        unsigned char byte = base[note.sh_offset + desc + b];
+        build_id->push_back(kHex[byte >> 4]);
+        build_id->push_back(kHex[byte & 15]);
+      }
+      break;
+    }
     if (table != nullptr && table->sh_link < eh->e_shnum && fits(table->sh_offset, table->sh_size) &&
         fits(sections[table->sh_link].sh_offset, sections[table->sh_link].sh_size)) {
       const Elf64_Shdr& strtab = sections[table->sh_link];
@@ -63,6 +100,7 @@ ElfSymbols::ElfSymbols(const std::string& path) {
   munmap(map, size);
   std::sort(functions_.begin(), functions_.end(),
             [](const Function& a, const Function& b) { return a.start < b.start; });
+  return symtab;
 }
 
 const char* ElfSymbols::function_at(uint64_t address) const {

@@ -10,7 +10,8 @@ namespace sonde {
 
 class ElfSymbols {
  public:
-  // Reads the function symbols of the ELF file at `path`; empty if unreadable or stripped.
+  // Reads the function symbols of the ELF file at `path` (of its separate debug file when it is
+  // stripped and one is installed); empty if unreadable or stripped.
   explicit ElfSymbols(const std::string& path);
   // The function containing `address` (a file-relative virtual address), or nullptr.
   const char* function_at(uint64_t address) const;
@@ -18,6 +19,9 @@ class ElfSymbols {
   bool defines(const char* function) const;
 
  private:
+  ElfSymbols(const std::string& path, std::string* build_id);
+  // False when the file has no .symtab; `build_id` (when given) gets its GNU build id in hex.
+  bool read(const std::string& path, std::string* build_id);
   struct Function {
     uint64_t start, size;
     uint32_t name;  // offset into names_
