@@ -17,6 +17,7 @@ class ElfSymbols {
   const char* function_at(uint64_t address) const;
   bool position_dependent() const { return exec_; }
   bool defines(const char* function) const;
+  bool empty() const { return functions_.empty(); }
 
  private:
   ElfSymbols(const std::string& path, std::string* build_id);
