@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -30,6 +31,7 @@ int g_signal = 0;
 constexpr int kSampleMark = 0x50d3;  // si_value of the sampler's timers, told from a host's
 uint32_t g_hz = 0;
 bool g_perf = false;  // perf_event CPU clocks, not POSIX timers (open_cpu_clock)
+rlim_t g_fd_budget = 512;  // descriptors below which a thread's clock may be a perf_event
 std::atomic<bool> g_on{false};
 // libsonde's own text: the frames from here outwards (its wrappers, the handler) are not
 // native frames of the host below the shadow stack's node.
@@ -131,6 +133,12 @@ int open_cpu_clock(pid_t tid) {
   a.wakeup_events = 1;
   int fd = int(syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC));
   if (fd < 0) return -1;
+  // A descriptor per thread: past half the host's limit, threads get POSIX timers instead, so
+  // a program with thousands of threads never finds its own open() failing with EMFILE.
+  if (rlim_t(fd) >= g_fd_budget) {
+    close(fd);
+    return -1;
+  }
   f_owner_ex owner{F_OWNER_TID, tid};
   // One overflow, then the event disables itself until the handler refreshes it: never more
   // than one signal pending, so the kernel never finds the real-time queue full and falls back
@@ -229,6 +237,10 @@ bool sampler_init(uint32_t hz) {
   g_signal = SIGRTMAX - 5;
   g_hz = hz;
   g_perf = true;  // for the probe below
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0) {
+    g_fd_budget = files.rlim_cur == RLIM_INFINITY ? rlim_t(1) << 20 : files.rlim_cur / 2;
+  }
   find_own_text();
   g_unw.set_caching_policy(*g_unw.local, UNW_CACHE_PER_THREAD);
   // libunwind sets itself up at its first use: that happens here, not in a signal handler.
