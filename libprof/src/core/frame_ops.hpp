@@ -92,7 +92,10 @@ inline ThreadState* open_frame(ThreadState* t, RoutineId routine, Nesting nestin
     Node& n = t->nodes[node];
     bump(n.calls, 1);
     bump(t->nodes[parent].subrs, 1);
-    if (__builtin_expect(n.timing == AdaptiveTiming::kSampled, 0)) untimed = draw_untimed(t);
+    // The thread's flag first: with adaptive timing off, the node's later cache line is untouched.
+    if (__builtin_expect(t->adaptive.mask != 0, 0) && n.timing == AdaptiveTiming::kSampled) {
+      untimed = draw_untimed(t);
+    }
   }
   StackEntry& e = t->stack_[d + 1];
   e.node.store(node, std::memory_order_relaxed);
@@ -123,8 +126,10 @@ inline void start_untimed(ThreadState* t) {
 }
 
 // Closes the innermost frame at time `at`, charging its cost model's figures.
-inline void close_frame(ThreadState* t, const CallCost* cost, const void* call_site,
-                        uint64_t at) {
+// Always inlined: beside close_untimed in end_call, GCC otherwise made it a call of its own
+// (1.4 ns more per call on the call-cost benchmark with adaptive timing off).
+__attribute__((always_inline)) inline void close_frame(ThreadState* t, const CallCost* cost,
+                                                       const void* call_site, uint64_t at) {
   uint32_t d = t->depth_.load(std::memory_order_relaxed);
   if (__builtin_expect(d == 0, 0)) return;  // unbalanced exit: nothing open to close
   StackEntry& e = t->stack_[d];
@@ -178,7 +183,7 @@ inline void close_untimed(ThreadState* t, const CallCost* cost, const void* call
 // A new call's start and its end as probe_enter/probe_start and probe_exit run them: `now`
 // reads the clock, and is not called for a call adaptive timing leaves untimed.
 template <class Now>
-inline void begin_call(ThreadState* t, Now now) {
+__attribute__((always_inline)) inline void begin_call(ThreadState* t, Now now) {
   if (__builtin_expect(t->stack_[t->depth() + 1].untimed, 0)) {
     start_untimed(t);
   } else {
@@ -187,7 +192,8 @@ inline void begin_call(ThreadState* t, Now now) {
 }
 
 template <class Now>
-inline void end_call(ThreadState* t, const CallCost* cost, const void* call_site, Now now) {
+__attribute__((always_inline)) inline void end_call(ThreadState* t, const CallCost* cost,
+                                                    const void* call_site, Now now) {
   // Depth 0 (an unbalanced exit) is never untimed: close_frame ignores it.
   if (__builtin_expect(t->stack_[t->depth()].untimed, 0)) {
     close_untimed(t, cost, call_site);
