@@ -96,6 +96,11 @@ inline ThreadState* open_frame(ThreadState* t, RoutineId routine, Nesting nestin
     if (__builtin_expect(t->adaptive.mask != 0, 0) && n.timing == AdaptiveTiming::kSampled) {
       untimed = draw_untimed(t);
     }
+  } else if (__builtin_expect(t->adaptive.mask != 0, 0)) {
+    // A resumed generator: its entries outnumber its calls, so scaling by calls would be wrong.
+    // Seen in the warm-up, the path is timed in full; a path already sampled times its resumes.
+    Node& n = t->nodes[node];
+    if (n.timing == AdaptiveTiming::kWarmUp) n.timing = AdaptiveTiming::kFull;
   }
   StackEntry& e = t->stack_[d + 1];
   e.node.store(node, std::memory_order_relaxed);

@@ -119,6 +119,24 @@ TEST(AdaptiveTiming, LongOrCommunicationPathsStayTimedInFull) {
   EXPECT_EQ(t.nodes[1].incl_ticks.load(), 30000u * 5000u);
 }
 
+TEST(AdaptiveTiming, AResumedGeneratorIsTimedInFull) {
+  ThreadState t(0, 1, 0, 16, 0);
+  make_adaptive(t, 1);
+  uint64_t clock = 0;
+  for (int i = 0; i < 30000; ++i, clock += 100) {
+    // One call, then three resumes of it, as probe_enter and probe_resume open them.
+    ThreadState* r = i % 4 == 0 ? open_frame<true>(&t, 9, Nesting::kChildren)
+                                : open_frame<false>(&t, 9, Nesting::kChildren);
+    ASSERT_NE(r, nullptr);
+    EXPECT_FALSE(t.top().untimed);
+    start_frame(&t, clock);
+    end_call(&t, nullptr, nullptr, [&] { return clock + 10; });
+  }
+  EXPECT_EQ(t.nodes[1].timing, AdaptiveTiming::kFull);
+  EXPECT_EQ(t.nodes[1].calls.load(), 7500u);
+  EXPECT_EQ(t.nodes[1].incl_ticks.load(), 300000u);
+}
+
 TEST(AdaptiveTiming, AnOpenUntimedFrameShowsNoTimeToTheFlusher) {
   ThreadState t(0, 1, 0, 16, 0);
   make_adaptive(t, 1024);
