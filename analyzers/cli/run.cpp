@@ -53,6 +53,9 @@ Command add_run(CLI::App& app) {
   cmd->add_flag("--no-record-args", a->no_record_args,
                 "Record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)");
   cmd->add_option("--counters", a->counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
+  cmd->add_flag("--adaptive", a->adaptive,
+                "Time only 1 call in 16 of tiny hot call paths, scaled, counts exact "
+                "(SONDE_ADAPTIVE=1)");
   cmd->add_option("--sample", a->sample_hz,
                   "Also sample each thread's CPU time N times a second, with native stacks, "
                   "marked as sampled apart from the exact figures (SONDE_SAMPLE_HZ)");

@@ -69,6 +69,7 @@ const std::vector<TableSpec>& table_specs() {
       {"comm_ops", {{"node_id", Id::kNode}}},
       {"comm_overlap", {{"thread_id", Id::kThread}}},
       {"samples", {{"node_id", Id::kNode}}},
+      {"node_timing", {{"node_id", Id::kNode}}},
   };
   return kSpecs;
 }

@@ -65,8 +65,27 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort,
                       : 0.0;
     h.rows.push_back(std::move(row));
   }
+  if (!rank && file.has_table("scaled_times")) {
+    auto sc = file.prepare("SELECT routine_id, incl_se_s FROM scaled_times");
+    while (sc.step()) {
+      for (auto& row : h.rows)
+        if (row.routine_id == sc.int64(0)) row.incl_se_ns = sc.real(1) * 1e9;
+    }
+  }
   return h;
 }
+
+namespace {
+
+// Rows whose times adaptive timing scaled: "~" after the name and the error beside it, and one
+// line under the table saying what the mark means.
+std::string scaled_suffix(const HotspotRow& r) {
+  if (r.incl_se_ns < 0) return "";
+  double pct = r.incl_ns > 0 ? 100.0 * r.incl_se_ns / static_cast<double>(r.incl_ns) : 0.0;
+  return fmt::format(" ~±{:.1f}%", pct);
+}
+
+}  // namespace
 
 std::string display_name(const HotspotRow& row, bool ambiguous) {
   std::string out = fmt::format("{} [{}]", row.name, row.kind);
@@ -130,11 +149,15 @@ std::string render_report_text(const RunSummary& run, const Hotspots& h, std::si
   // a name, their file or library follows.
   for (std::size_t i = 0; i < t.rows.size(); ++i) {
     const HotspotRow& r = h.rows[i];
-    t.rows[i][6] = display_name(r, twice.count({r.name, r.kind}) != 0);
+    t.rows[i][6] = display_name(r, twice.count({r.name, r.kind}) != 0) + scaled_suffix(r);
     t.rows[i].resize(7);
   }
   t.columns.resize(7);
   out += render_text(t);
+  if (std::any_of(h.rows.begin(), h.rows.end(), [](const auto& r) { return r.incl_se_ns >= 0; })) {
+    out += "~ times scaled from a random sample of calls (adaptive timing), ± one standard error "
+           "of the inclusive time; call counts are exact\n";
+  }
   if (top != 0 && h.rows.size() > top)
     out += fmt::format("({} more routines; --top 0 shows all)\n", h.rows.size() - top);
   return out;

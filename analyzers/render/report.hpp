@@ -32,6 +32,9 @@ struct HotspotRow {
   double pct_time = 0;       // inclusive as % of the busy threads' time (incl_pct)
   double excl_pct = 0;
   double incl_us_per_call = 0;
+  // Adaptive timing (the scaled_times view): the standard error of incl_ns, its times scaled
+  // from sampled calls; negative when every call was timed.
+  double incl_se_ns = -1;
 };
 
 // The denominators (the `run_totals` view; docs/metrics.md).

@@ -185,6 +185,7 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
       ::unsetenv("SONDE_FLUSH_INTERVAL");
   }
   if (o.no_record_args) ::setenv("SONDE_RECORD_ARGS", "0", 1);
+  if (o.adaptive) ::setenv("SONDE_ADAPTIVE", "1", 1);
   if (o.counters) ::setenv("SONDE_COUNTERS", o.counters->c_str(), 1);
   if (o.sample_hz) {
     if (number_in_range("--sample", *o.sample_hz, "SONDE_SAMPLE_HZ"))

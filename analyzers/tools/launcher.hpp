@@ -12,6 +12,7 @@ struct RunOptions {
   bool force = false;
   bool trace = false;
   bool no_record_args = false;
+  bool adaptive = false;  // SONDE_ADAPTIVE=1
   std::optional<std::string> flush_interval;
   std::optional<std::string> counters;
   std::optional<std::string> sample_hz;  // SONDE_SAMPLE_HZ

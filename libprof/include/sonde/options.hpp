@@ -94,6 +94,14 @@ inline constexpr std::array kOptionSpecs{
                "the native frames below it (libunwind) into `samples`, apart from the exact "
                "figures; `sonde tree` and `report` show them marked as sampled.",
                1, 10000, true},
+    OptionSpec{"SONDE_ADAPTIVE", OptionType::kUInt, "0",
+               "Adaptive timing of tiny hot routines (or `sonde run --adaptive`): 0 (off), `1` "
+               "(time 1 call in 16) or N from 2 to 1024 (1 call in N, rounded down to a power "
+               "of two). Counts stay exact; a call path whose first 10,000 calls have a median "
+               "under 1 us is then timed on a random sample of its calls, its times scaled and "
+               "their standard error written to `node_timing`. Ignored with `SONDE_TRACE` or "
+               "`SONDE_COUNTERS`. See docs/performance.md.",
+               1, 1024, true},
     OptionSpec{"SONDE_RECORD_ARGS", OptionType::kBool, "1",
                "`0` (or `sonde run --no-record-args`): the profile records the program's name "
                "only, not its arguments. With `1`, the values of arguments whose name looks "

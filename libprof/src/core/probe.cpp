@@ -62,7 +62,7 @@ inline ThreadState* current() {
 ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
   ThreadState* t = current();
   if (t == nullptr || open_frame<true>(t, routine, nesting) == nullptr) return nullptr;
-  start_frame(t, now_ticks());
+  begin_call(t, now_ticks);
   return t;
 }
 
@@ -71,7 +71,7 @@ ThreadState* probe_open(RoutineId routine, Nesting nesting) {
   return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting);
 }
 
-void probe_start(ThreadState* t) { start_frame(t, now_ticks()); }
+void probe_start(ThreadState* t) { begin_call(t, now_ticks); }
 
 ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
   ThreadState* t = current();
@@ -109,7 +109,7 @@ void set_mpi_rank(int rank, int world_size) {
 }
 
 void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
-  close_frame(t, cost, call_site, now_ticks());
+  end_call(t, cost, call_site, now_ticks);
 }
 
 }  // namespace sonde

@@ -1,6 +1,9 @@
 #include "core/snapshot.hpp"
 
+#include <cmath>
 #include <fstream>
+
+#include "core/adaptive_timing.hpp"
 
 namespace sonde {
 
@@ -61,9 +64,13 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   s.shapes.reserve(ns);
   for (uint32_t i = 0; i < ns; ++i) {
     const ShapeRecord& r = t.shapes[i];
-    s.shapes.push_back(ShapeRow{i, r.node, r.site, r.shape, r.calls.load(kRelaxed),
-                                clock.to_ns(r.ticks.load(kRelaxed)), r.flops.load(kRelaxed),
-                                r.bytes.load(kRelaxed)});
+    uint64_t calls = r.calls.load(kRelaxed);
+    uint64_t ticks = r.ticks.load(kRelaxed);
+    // Adaptive timing left some calls untimed: the shape's time is its timed calls' scaled.
+    uint64_t timed = r.timed.load(kRelaxed);
+    if (timed != 0 && timed < calls) ticks = uint64_t(double(ticks) * double(calls) / double(timed));
+    s.shapes.push_back(ShapeRow{i, r.node, r.site, r.shape, calls, clock.to_ns(ticks),
+                                r.flops.load(kRelaxed), r.bytes.load(kRelaxed)});
   }
 
   uint32_t nc = t.comms.size_acquire();
@@ -91,17 +98,22 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   s.nodes.resize(n);
   for (uint32_t i = 0; i < n; ++i) {
     const Node& node = t.nodes[i];
+    uint64_t calls = node.calls.load(kRelaxed);
+    NodeTimes times = node_times(node, calls);
     s.nodes[i] = NodeRow{i,
                          node.parent,
                          node.routine,
                          node.depth,
-                         node.calls.load(kRelaxed),
+                         calls,
                          node.subrs.load(kRelaxed),
-                         int64_t(node.incl_ticks.load(kRelaxed)),
-                         int64_t(node.excl_ticks.load(kRelaxed)),
+                         times.incl_ticks,
+                         times.excl_ticks,
                          node.flops.load(kRelaxed),
                          node.bytes.load(kRelaxed),
-                         false};
+                         false,
+                         times.timed,
+                         times.sampled,
+                         clock.to_ns(uint64_t(std::llround(times.se_ticks)))};
   }
   mark_recursion(s.nodes);
   s.counters = t.counters;

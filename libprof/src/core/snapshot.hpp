@@ -25,6 +25,10 @@ struct NodeRow {
   uint64_t flops, bytes;
   // Its routine is also one of its callers' (hotspots counts only the outermost inclusive time).
   bool recursive;
+  // Adaptive timing: incl_ns and excl_ns are scaled from `timed` timed calls of the `sampled`
+  // calls after the warm-up, incl_ns within about incl_se_ns (one standard error); 0: exact.
+  uint64_t timed, sampled;
+  int64_t incl_se_ns;
 };
 
 struct ShapeRow {

@@ -198,11 +198,12 @@ uint32_t ThreadState::find_shape(uint32_t node, const void* site, const GemmShap
 }
 
 void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape& shape,
-                               uint64_t ticks, uint64_t flops, uint64_t bytes) {
+                               uint64_t ticks, uint64_t flops, uint64_t bytes, bool timed) {
   uint32_t i = find_shape(node, site, shape);
   if (i == shapes.kFull) return;
   ShapeRecord& r = shapes[i];
   bump(r.calls, 1);
+  bump(r.timed, timed);
   bump(r.ticks, ticks);
   bump(r.flops, flops);
   bump(r.bytes, bytes);
@@ -261,9 +262,14 @@ void ThreadState::reset_counts(uint64_t now) {
   for (uint32_t i = 0; i < n; ++i) {
     Node& node = nodes[i];
     for (auto* a : {&node.calls, &node.subrs, &node.incl_ticks, &node.excl_ticks, &node.flops,
-                    &node.bytes}) {
+                    &node.bytes, &node.warm_calls, &node.timed, &node.timed_incl,
+                    &node.timed_excl}) {
       a->store(0, std::memory_order_relaxed);
     }
+    node.timed_sq.store(0, std::memory_order_relaxed);
+    node.timing = AdaptiveTiming::kWarmUp;  // the child's own calls decide again
+    node.warm_closed = node.warm_fast = 0;
+    node.mean_ticks = 0;
     for (uint32_t c = 0; c < kMaxCounters; ++c) {
       node.counter_incl[c].store(0, std::memory_order_relaxed);
       node.counter_excl[c].store(0, std::memory_order_relaxed);
@@ -271,7 +277,9 @@ void ThreadState::reset_counts(uint64_t now) {
   }
   for (uint32_t i = 0; i < shapes.size_owner(); ++i) {
     ShapeRecord& r = shapes[i];
-    for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes}) a->store(0, std::memory_order_relaxed);
+    for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes, &r.timed}) {
+      a->store(0, std::memory_order_relaxed);
+    }
   }
   for (uint32_t i = 0; i < comms.size_owner(); ++i) {
     comms[i].calls.store(0, std::memory_order_relaxed);

@@ -17,6 +17,15 @@
 
 namespace sonde {
 
+enum class AdaptiveTiming : uint8_t { kWarmUp, kSampled, kFull };
+
+// What SONDE_ADAPTIVE asks of every thread; mask 0: off (every call timed).
+struct AdaptiveConfig {
+  uint64_t mask = 0;        // a call is timed when its random draw & mask is 0 (rate - 1)
+  uint32_t warmup = 10000;  // calls timed in full on a call path before it may be sampled
+  uint64_t short_ticks = 0; // a path is sampled when more than half its warm-up calls are shorter
+};
+
 struct Node {
   // Set once before the node is published; immutable afterwards.
   uint32_t parent = 0;
@@ -30,13 +39,26 @@ struct Node {
   std::atomic<uint64_t> flops{0}, bytes{0};
   // Counter deltas (SONDE_COUNTERS), inclusive and exclusive like the times.
   std::atomic<uint64_t> counter_incl[kMaxCounters]{}, counter_excl[kMaxCounters]{};
+  // Adaptive timing (SONDE_ADAPTIVE, core/adaptive_timing.hpp). Once sampling, incl_ticks and
+  // excl_ticks stop at the warm-up's exact times and the timed calls of the sampled part add up
+  // apart, to be scaled at the flush: calls - warm_calls calls, `timed` of them timed.
+  AdaptiveTiming timing = AdaptiveTiming::kWarmUp;  // owner-only
+  uint32_t warm_closed = 0, warm_fast = 0;          // owner-only: warm-up calls, and short ones
+  uint64_t mean_ticks = 0;  // owner-only: what an untimed call adds to its caller's children
+  std::atomic<uint64_t> warm_calls{0}, timed{0}, timed_incl{0}, timed_excl{0};
+  std::atomic<double> timed_sq{0};  // sum of the squared inclusive times, for the error
 };
+
+// A frame's start when the call is not timed (adaptive timing): the flusher then sees no elapsed
+// time in it (now > start never holds).
+inline constexpr uint64_t kUntimed = ~uint64_t(0);
 
 struct StackEntry {
   std::atomic<uint32_t> node{0};
   Nesting nesting = Nesting::kChildren;
   std::atomic<uint64_t> start{0};
   std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
+  bool untimed = false;  // owner-only: adaptive timing leaves this call's clock unread
   // Owner-only: counts at entry and completed children's deltas (counters on).
   uint64_t counter_start[kMaxCounters] = {};
   uint64_t counter_children[kMaxCounters] = {};
@@ -47,6 +69,7 @@ struct ShapeRecord {
   const void* site = nullptr;
   GemmShape shape;
   std::atomic<uint64_t> calls{0}, ticks{0}, flops{0}, bytes{0};
+  std::atomic<uint64_t> timed{0};  // calls whose ticks were read (all unless adaptive timing)
 };
 
 struct CommRecord {
@@ -175,8 +198,9 @@ class ThreadState {
   StackEntry& top() { return stack_[depth()]; }
 
   // --- owner thread, slow path ---
+  // `timed` false: an untimed call (adaptive timing), counted but without ticks.
   void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
-                    uint64_t flops, uint64_t bytes);
+                    uint64_t flops, uint64_t bytes, bool timed = true);
   void record_line(RoutineId routine, int line, uint64_t ticks);
   void record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
@@ -213,6 +237,8 @@ class ThreadState {
   CounterBackend* counter_backend = nullptr;
   int counter_handle = -1;
   uint32_t counters = 0;
+  AdaptiveConfig adaptive;  // mask 0 unless SONDE_ADAPTIVE (never with trace or counters)
+  uint64_t rng = 0;         // owner-only xorshift state of the adaptive draw
 
   // Region names are usually literals: a small pointer-keyed cache avoids the registry lock.
   struct RegionCacheEntry {

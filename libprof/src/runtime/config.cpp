@@ -99,6 +99,7 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
   if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;
   if (name == "SONDE_LOG") return parse_level(v, c.log_level);
   if (name == "SONDE_SAMPLE_HZ") return parse_uint(v, u) && (c.sample_hz = uint32_t(u), true);
+  if (name == "SONDE_ADAPTIVE") return parse_uint(v, u) && (c.adaptive = uint32_t(u), true);
   if (name == "SONDE_MAX_DEPTH") return parse_uint(v, u) && (c.max_depth = uint32_t(u), true);
   if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), valid_run_id(v);
   if (name == "SONDE_PROCESS") return c.process_ref = std::string(v), valid_process_ref(v);

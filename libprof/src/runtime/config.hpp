@@ -20,6 +20,7 @@ struct Config {
   LogLevel log_level = LogLevel::kWarn;
   uint32_t max_depth = 256;
   uint32_t sample_hz = 0;        // 0: the sampler is off
+  uint32_t adaptive = 0;         // SONDE_ADAPTIVE: 0 off, else time 1 call in this many (1: 16)
   bool record_args = true;       // false: the command's name only
   bool ftz = false;              // SONDE_FTZ: MXCSR FTZ|DAZ in every thread
   std::string run_id;            // inherited from the parent process of the same run

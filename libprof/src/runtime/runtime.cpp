@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/adaptive_timing.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 #include "process/run_info.hpp"
@@ -203,6 +204,16 @@ void Runtime::start() {
                                 [this, root](const std::string& t, const std::string& m) {
                                   add_note(t, m, root);
                                 });
+  if (config_.adaptive > 0) {
+    // Both need every call's clock: a trace its events, counters their per-call deltas.
+    if (config_.trace || counters_) {
+      if (root) {
+        warn("SONDE_ADAPTIVE is ignored with SONDE_TRACE or SONDE_COUNTERS: every call is timed");
+      }
+    } else {
+      adaptive_ = make_adaptive_config(config_.adaptive, clock_.ns_per_tick());
+    }
+  }
   instance_.store(this, std::memory_order_release);
   attach_current_thread();
   // Programs linked against the driver have it loaded by now; the runtime (libcudart) opens it
@@ -270,6 +281,10 @@ ThreadState* Runtime::attach_current_thread() {
       add_note("counters", fmt::format("SONDE_COUNTERS: counting failed on thread {}; its "
                                        "counters are not recorded", t->seq()), false);
     }
+  }
+  if (t->counters == 0) {
+    t->adaptive = adaptive_;
+    t->rng = adaptive_seed(now_ticks(), uint64_t(t->tid()) << 32 | t->seq());
   }
   t_state = t;
   pthread_setspecific(g_thread_key, t);

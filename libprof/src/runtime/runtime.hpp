@@ -108,6 +108,7 @@ class Runtime {
 
   Config config_;
   std::unique_ptr<TraceBudget> trace_budget_;  // trace mode: all threads' buffers together
+  AdaptiveConfig adaptive_;  // SONDE_ADAPTIVE as every new thread takes it (mask 0: off)
   Clock clock_;
   RoutineRegistry routines_;
   std::string output_;

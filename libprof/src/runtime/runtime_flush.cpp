@@ -127,6 +127,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
   d.info.emplace_back("sonde.version", SONDE_VERSION);
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
+  if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
   if (gpu != nullptr) gpu->info(d.info);
   if (!d.threads.empty()) {
     d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");

@@ -251,14 +251,17 @@ struct Store::ThreadStatements {
         drops(h, "INSERT OR REPLACE INTO trace_drops (thread_id, dropped) VALUES (?,?)"),
         line(h,
              "INSERT OR REPLACE INTO line_costs (thread_id, routine_id, line, hits, time_ns) "
-             "VALUES (?,?,?,?,?)") {}
+             "VALUES (?,?,?,?,?)"),
+        timing(h,
+               "INSERT OR REPLACE INTO node_timing (node_id, warm_calls, sampled_calls, "
+               "timed_calls, incl_se_ns) VALUES (?,?,?,?,?)") {}
   bool ok(Database& db, std::string& error) const {
     return check_prepared({&ins_thread, &upd_thread, &ins_node, &upd_node, &counter, &ins_shape,
-                           &upd_shape, &ins_event, &drops, &line},
+                           &upd_shape, &ins_event, &drops, &line, &timing},
                           db, error);
   }
   Statement ins_thread, upd_thread, ins_node, upd_node, counter, ins_shape, upd_shape, ins_event,
-      drops, line;
+      drops, line, timing;
 };
 
 bool Store::write_threads(Database& db, const FlushData& data, std::string& error) {
@@ -267,7 +270,8 @@ bool Store::write_threads(Database& db, const FlushData& data, std::string& erro
   for (const ThreadSnapshot& t : data.threads) {
     ThreadIds& ids = threads_[t.state];
     if (!write_thread_row(db, st, t, ids, error) || !write_nodes(db, st, t, ids, error) ||
-        !write_node_counters(db, st, t, ids, error) || !write_shapes(db, st, t, ids, error) ||
+        !write_node_counters(db, st, t, ids, error) || !write_node_timing(db, st, t, ids, error) ||
+        !write_shapes(db, st, t, ids, error) ||
         !write_events_and_lines(db, st, t, ids, error) || !write_samples(db, t, ids, error)) {
       return false;
     }
@@ -341,6 +345,17 @@ bool Store::write_node_counters(Database& db, ThreadStatements& st, const Thread
       st.counter.bind(3, double(incl[c])).bind(4, double(excl[c]));
       SONDE_STEP(st.counter, "writing counters");
     }
+  }
+  return true;
+}
+
+bool Store::write_node_timing(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                              const ThreadIds& ids, std::string& error) {
+  for (const NodeRow& n : t.nodes) {
+    if (n.timed == 0 || ids.nodes[n.index] == 0) continue;
+    st.timing.bind(1, ids.nodes[n.index]).bind(2, int64_t(n.calls - n.sampled));
+    st.timing.bind(3, int64_t(n.sampled)).bind(4, int64_t(n.timed)).bind(5, n.incl_se_ns);
+    SONDE_STEP(st.timing, "writing adaptive timing");
   }
   return true;
 }

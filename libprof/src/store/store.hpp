@@ -93,6 +93,8 @@ class Store {
                    std::string& error);
   bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                            const ThreadIds& ids, std::string& error);
+  bool write_node_timing(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                         const ThreadIds& ids, std::string& error);
   bool write_shapes(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
                     std::string& error);
   bool write_events_and_lines(Database& db, ThreadStatements& st, const ThreadSnapshot& t,

@@ -230,6 +230,19 @@ CREATE TABLE IF NOT EXISTS samples (
   PRIMARY KEY (node_id, frames)
 );
 
+-- Adaptive timing (SONDE_ADAPTIVE, `sonde run --adaptive`): one row per call path whose times
+-- are scaled from a random sample of its calls. Its nodes row keeps exact calls, flops and bytes;
+-- its incl_ns and excl_ns are the warm-up's exact times plus the sampled calls' times scaled by
+-- sampled_calls / timed_calls, incl_ns within about incl_se_ns (one standard error). Paths
+-- timed in full have no row.
+CREATE TABLE IF NOT EXISTS node_timing (
+  node_id       INTEGER PRIMARY KEY REFERENCES nodes(node_id),
+  warm_calls    INTEGER NOT NULL,   -- timed in full before sampling began
+  sampled_calls INTEGER NOT NULL,   -- calls after the warm-up, timed or not
+  timed_calls   INTEGER NOT NULL,   -- of those, the ones whose clock was read
+  incl_se_ns    INTEGER NOT NULL    -- standard error of the node's incl_ns
+);
+
 -- Public views. They never change meaning without a schema_version bump, and readers accept
 -- only this version, so the views stored in a file are the ones every reader uses.
 -- Denominators: docs/metrics.md.
@@ -585,3 +598,14 @@ CREATE VIEW IF NOT EXISTS run_scale AS
                   (SELECT MAX(CAST(value AS INTEGER)) FROM run_info
                    WHERE key = 'env.OMP_NUM_THREADS'), 1) AS threads,
          (SELECT MAX(wall_s) FROM rank_times) AS time_s;
+
+-- Adaptive timing per routine: how much of its time is scaled from sampled calls and the
+-- standard error of its inclusive time (its call paths' errors added in quadrature: their
+-- samples are independent). Routines timed in full have no row; reports mark the others.
+CREATE VIEW IF NOT EXISTS scaled_times AS
+  SELECT r.routine_id AS routine_id, r.name AS routine, r.kind AS kind, SUM(n.calls) AS calls,
+         SUM(t.sampled_calls) AS sampled_calls, SUM(t.timed_calls) AS timed_calls,
+         SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) / 1e9 AS incl_s,
+         sqrt(SUM(t.incl_se_ns * 1.0 * t.incl_se_ns)) / 1e9 AS incl_se_s
+  FROM node_timing t JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+  GROUP BY r.routine_id;

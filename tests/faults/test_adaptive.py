@@ -1,0 +1,96 @@
+"""Adaptive timing (SONDE_ADAPTIVE, `sonde run --adaptive`): counts exact, the times of tiny hot
+call paths scaled from a random sample of their calls and marked as such, the host unchanged."""
+import os
+import statistics
+import subprocess
+
+import pytest
+
+from conftest import (calls, clean_env, plain, preloaded, prog, profile_whole, query, run,
+                      same_behaviour, sonde_run)
+
+HOST = prog("adaptive_dot")
+ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+
+
+def test_threads_results_unchanged(tmp_path):
+    """adaptive: 4 threads of tiny sdot and sgemm calls, 0.1 s flushes: same output, exact counts"""
+    db = str(tmp_path / "prof.db")
+    cmd = [HOST, "60000", "64", "4", "gemm"]
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD)
+    profiled = sonde_run(cmd, db, args=["--adaptive", "--flush-interval", "0.1"],
+                         env_extra=ONE_BLAS_THREAD)
+    same_behaviour(alone, profiled)
+    report = profile_whole(db)
+    assert calls(db, "cblas_sdot") == 4 * 60000
+    assert calls(db, "cblas_sgemm") == 4 * 60000
+    assert query(db, "SELECT COALESCE(SUM(calls), 0) FROM shapes") == [(4 * 60000,)]
+    # Every thread's two paths were sampled after their 10,000-call warm-up, 1 call in 16 timed.
+    rows = query(db, "SELECT warm_calls, sampled_calls, timed_calls, incl_se_ns FROM node_timing")
+    assert len(rows) == 8, rows
+    for warm, sampled, timed, se in rows:
+        assert warm == 10000 and sampled == 50000
+        assert abs(timed - sampled / 16) < 0.15 * sampled / 16, (timed, sampled)
+        assert se >= 0
+    assert query(db, "SELECT value FROM run_info WHERE key = 'adaptive.rate'") == [("16",)]
+    # The report marks the scaled rows and says what the mark means.
+    assert "cblas_sdot [blas] ~±" in report
+    assert "~ times scaled from a random sample of calls" in report
+
+
+def test_off_by_default_and_with_trace(tmp_path):
+    """adaptive: off by default, and ignored (one line) with SONDE_TRACE: every call timed"""
+    cmd = [HOST, "20000", "64", "1"]
+    off, traced = str(tmp_path / "off.db"), str(tmp_path / "trace.db")
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD)
+    same_behaviour(alone, preloaded(cmd, off, env_extra=ONE_BLAS_THREAD))
+    with_trace = preloaded(cmd, traced, env_extra={**ONE_BLAS_THREAD, "SONDE_ADAPTIVE": "1",
+                                                  "SONDE_TRACE": "1"})
+    same_behaviour(alone, with_trace)
+    assert with_trace.err.count("SONDE_ADAPTIVE is ignored") == 1
+    for db in (off, traced):
+        profile_whole(db)
+        assert query(db, "SELECT COUNT(*) FROM node_timing") == [(0,)]
+    assert query(traced, "SELECT COUNT(*) FROM trace_events t JOIN nodes n USING (node_id) "
+                         "JOIN routines r USING (routine_id) WHERE r.name = 'cblas_sdot'") \
+        == [(20000,)]
+
+
+def fifo_available():
+    try:
+        return subprocess.run(["chrt", "-f", "1", "true"], capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def per_call_ns(db):
+    return query(db, "SELECT n.incl_ns * 1.0 / n.calls, n.calls, t.incl_se_ns * 1.0 / n.incl_ns "
+                     "FROM nodes n JOIN routines r USING (routine_id) "
+                     "LEFT JOIN node_timing t USING (node_id) WHERE r.name = 'cblas_sdot'")[0]
+
+
+def test_known_cost_within_2_percent(tmp_path):
+    """adaptive: sdot of 6,144 floats (~0.4 us), scaled time within 2 % of full timing"""
+    # Wall-clock timing on a loaded machine charges other processes' time slices to whatever
+    # call was running: real-time priority keeps both runs free of it, so both measure the call.
+    if not fifo_available():
+        pytest.skip("needs chrt -f (SCHED_FIFO) for runs free of preemption")
+    calls_each = 400000
+    cmd = ["chrt", "-f", "1", HOST, str(calls_each), "6144", "1"]
+    full, scaled = [], []
+    for i in range(3):
+        for adaptive in ("0", "1"):
+            db = str(tmp_path / f"kd{i}{adaptive}.db")
+            r = preloaded(cmd, db, env_extra={**ONE_BLAS_THREAD, "SONDE_ADAPTIVE": adaptive})
+            assert r.rc == 0, r.err
+            ns, n, rel_se = per_call_ns(db)
+            assert n == calls_each
+            if adaptive == "1":
+                assert rel_se is not None, "the known-cost path was not sampled"
+                scaled.append((ns, rel_se))
+            else:
+                assert rel_se is None
+                full.append(ns)
+    reference = statistics.median(full)
+    got = statistics.median(ns for ns, _ in scaled)
+    assert abs(got / reference - 1) < 0.02, (full, scaled)
