@@ -12,6 +12,8 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -286,8 +288,21 @@ int ViewServer::serve(std::shared_ptr<ViewData> data, bool open,
     }
     browser.poll();
   }
+  // stop() waits for the server's threads, and one may be computing a part (a 1M-path
+  // profile's metrics: 20 s at load); the viewer writes nothing, so after a grace period the
+  // process ends without them, with the status a clean stop has.
+  std::atomic<bool> joined{false};
+  std::thread grace([&] {
+    for (int i = 0; i < 20 && !joined; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (joined) return;
+    browser.finish();
+    std::fflush(nullptr);
+    std::_Exit(stopped && announced ? 0 : 1);
+  });
   s.stop();
   listener.join();
+  joined = true;
+  grace.join();
   browser.poll();
   browser.finish();
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
