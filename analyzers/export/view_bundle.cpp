@@ -211,6 +211,15 @@ std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::stri
   return text;
 }
 
+void ViewData::prepare_first_panel() {
+  try {
+    part(0, "run");
+    part(0, "tree_first");
+    part(0, "tree_merged");  // null at once with one busy thread
+  } catch (const std::exception&) {
+  }
+}
+
 std::string ViewData::diff() {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->diff) {

@@ -50,6 +50,9 @@ class ViewData {
   std::string index() const;
   // One part of profile `profile` as JSON text; null for an unknown part or profile.
   std::shared_ptr<const std::string> part(std::size_t profile, std::string_view name);
+  // Makes the parts of the first profile's first panel (run, first tree, merged tree where
+  // there is one) ahead of the page's requests. Errors are left for the request to report.
+  void prepare_first_panel();
   // The diff's JSON, "null" for one profile.
   std::string diff();
   // {"format_version": 1, "profiles": [{"path", every part}...], "diff": ...}

@@ -276,6 +276,9 @@ int ViewServer::serve(std::shared_ptr<ViewData> data, bool open,
   while (!s.is_running() && !done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   bool announced = ready();
+  // While the browser starts and loads the page, the first panel's data is made.
+  std::thread prepare;
+  if (announced) prepare = std::thread([data = impl_->data] { data->prepare_first_panel(); });
   BrowserLaunch browser;
   if (open && announced) browser = open_browser(url());
   bool stopped = !announced;
@@ -301,6 +304,7 @@ int ViewServer::serve(std::shared_ptr<ViewData> data, bool open,
   });
   s.stop();
   listener.join();
+  if (prepare.joinable()) prepare.join();
   joined = true;
   grace.join();
   browser.poll();
