@@ -37,20 +37,31 @@ struct Options {
 // Below this, reading is quick enough that a progress line would only flicker.
 constexpr off_t kProgressBytes = 32 << 20;
 
-// The bundle as JSON text. A profile that cannot be read is the user's input: exit 2.
+// The profiles opened (each checked now); a profile that cannot be read is the user's input:
+// exit 2.
+std::shared_ptr<ViewData> open_profiles(const std::vector<std::string>& files) {
+  try {
+    return std::make_shared<ViewData>(files);
+  } catch (const Error& e) {
+    throw Error(e.what(), kUsageError);
+  }
+}
+
+// The whole bundle as JSON text, for --html.
 std::string bundle_text(const std::vector<std::string>& files) {
   off_t total = 0;
   for (const std::string& f : files)
     if (struct stat st{}; ::stat(f.c_str(), &st) == 0) total += st.st_size;
   bool progress = total >= kProgressBytes && ::isatty(STDERR_FILENO);
   auto start = std::chrono::steady_clock::now();
+  std::shared_ptr<ViewData> data = open_profiles(files);
   if (progress)
     fmt::print(stderr, "sonde view: reading {} ({:.0f} MB)...",
                files.size() == 1 ? files[0] : fmt::format("{} profiles", files.size()),
                total / 1e6);
   std::string text;
   try {
-    text = make_view_bundle(files).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    text = data->whole();
   } catch (const Error& e) {
     if (progress) fmt::print(stderr, "\n");
     throw Error(e.what(), kUsageError);
@@ -99,7 +110,9 @@ int view(const Options& a) {
   if (a.html) return write_html(a, assets);
   ViewServer server(std::move(assets));
   server.bind(a.port);
-  auto bundle = std::make_shared<const std::string>(bundle_text(a.files));
+  // The parts are made when the page asks for them, the first panel's first: the URL is
+  // printed as soon as the files are open.
+  std::shared_ptr<ViewData> data = open_profiles(a.files);
   // Nobody could open a viewer whose URL went nowhere (a full disk, a closed pipe): it says so
   // and stops rather than serve unseen.
   auto announce = [&] {
@@ -109,7 +122,7 @@ int view(const Options& a) {
                std::strerror(errno ? errno : EIO));
     return false;
   };
-  return server.serve(std::move(bundle), a.open, announce);
+  return server.serve(std::move(data), a.open, announce);
 }
 
 }  // namespace

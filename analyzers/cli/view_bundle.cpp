@@ -18,7 +18,7 @@ Command add_view_bundle(CLI::App& app) {
       ->required()
       ->expected(1, 2);
   return {cmd, [files] {
-            std::cout << make_view_bundle(*files).dump() << '\n';
+            std::cout << ViewData(*files).whole() << '\n';
             return 0;
           }};
 }

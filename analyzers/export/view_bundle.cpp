@@ -1,16 +1,22 @@
 #include "export/view_bundle.hpp"
 
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
 #include "advice/candidates.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/loaded_profile.hpp"
+#include "metrics/ranks.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/run_summary.hpp"
 #include "render/line_report.hpp"
 #include "render/metrics_report.hpp"
 #include "render/report.hpp"
+#include "render/samples.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"
 
@@ -53,62 +59,199 @@ Json roofline_json(const Metrics& m) {
               {"shapes", std::move(shapes)}};
 }
 
-bool has_line_costs(const ProfileFile& file) {
-  if (!file.has_table("line_costs")) return false;
-  auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");
-  return st.step() && st.int64(0) != 0;
+// The gemm_shapes view groups by routine name; a name that only one routine with shapes has
+// (the routine_peaks view, by routine_id) gives the shape rows that routine's id, so that the
+// page selects it like the other panels. A shared name stays without one (selected by name).
+void add_shape_routine_ids(const ProfileFile& file, Json& rows) {
+  std::map<std::string, std::int64_t> id_of;
+  auto st = file.prepare(
+      "SELECT routine, MIN(routine_id) FROM routine_peaks GROUP BY routine HAVING COUNT(*) = 1");
+  while (st.step()) id_of.emplace(st.text(0), st.int64(1));
+  for (Json& row : rows) {
+    auto it = id_of.find(row["routine"].get<std::string>());
+    row["routine_id"] = it == id_of.end() ? Json(nullptr) : Json(it->second);
+  }
 }
 
-Json profile_json(const std::string& path) {
-  ProfileFile file = ProfileFile::open(path);
-  LoadedProfile profile(file);  // the trees and metrics loaded once for every member below
-  Json p{{"path", path}};
-  // run metadata and notes are in the report's "run" and "notes"
-  p["report"] = render_report_json(path, profile.run(), compute_hotspots(file), 0);
-  TreeOptions each{kViewTreeMinPct, std::nullopt, false};
-  TreeOptions merged{kViewTreeMinPct, std::nullopt, true};
-  const Forest& threads = profile.forest();
-  p["tree"] = render_tree_json(threads, each);
-  // One busy thread: the merged tree is the same tree again (a third of a torch_cnn bundle).
-  if (threads.busy.size() > 1) {
-    Forest all;  // what load_forest(file, true) gives, without loading the threads' trees again
-    all.merged = true;
-    all.merged_root = load_merged_tree(file);
-    all.idle = threads.idle;
-    p["tree_merged"] = render_tree_json(all, merged);
-  } else {
-    p["tree_merged"] = nullptr;
-  }
-  p["shapes"] = render_json(shapes_table(compute_shapes(file)));
-  MetricsReport metrics = compute_metrics_report(profile, {});
-  p["metrics"] = render_metrics_json(metrics, parse_metrics_sections("all"), 0);
-  p["roofline"] = roofline_json(metrics.metrics);
-  p["candidates"] = render_candidates_json(compute_candidates(profile), 0);
-  // The bundle's objects lose their member order; the evidence is read in the rule's order.
-  for (Json& c : p["candidates"]) {
-    Json keys = Json::array();
-    for (const auto& item : c["evidence"].items()) keys.push_back(item.key());
-    c["evidence_keys"] = std::move(keys);
-  }
-  p["lines"] = has_line_costs(file) ? render_line_report_json(path, compute_line_costs(file))
-                                    : Json(nullptr);
-  return p;
+bool has_line_costs(const ProfileFile& file) {
+  return file.has_table("line_costs") && file.has_rows("line_costs");
 }
+
+// The sampled paths shown at most (most samples first); `sonde tree` and CSV have them all.
+constexpr std::size_t kViewSampleRows = 2000;
+
+std::int64_t rank_count(const ProfileFile& file) {
+  if (!file.has_table("rank_times")) return 0;
+  auto st = file.prepare("SELECT COUNT(*) FROM rank_times");
+  return st.step() ? st.int64(0) : 0;
+}
+
+// One profile: its file, what several parts share, and each part's text once made.
+struct Profile {
+  std::string path;
+  ProfileFile file;
+  LoadedProfile loaded{file};
+  std::optional<MetricsReport> metrics;
+  std::optional<std::size_t> busy_threads;
+  std::vector<ThreadTree> idle_threads;
+  std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
+
+  explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
+
+  MetricsReport& metrics_report() {
+    if (!metrics) metrics = compute_metrics_report(loaded, {});
+    return *metrics;
+  }
+
+  Json make(std::string_view name) {
+    if (name == "run") {
+      const RunSummary& run = loaded.run();
+      return Json{{"file", path}, {"run", run_summary_to_json(run)}, {"notes", notes_to_json(run)}};
+    }
+    if (name == "tree" || name == "tree_first") {
+      // Only the frames the page can draw are built: the 1M-path benchmark's tree in 0.4 s of
+      // SQLite instead of 6 s of loading every node.
+      double min_pct = name == "tree" ? kViewTreeMinPct : kViewFirstTreeMinPct;
+      Forest forest = load_forest_above(file, min_pct);
+      busy_threads = forest.busy.size();
+      idle_threads = forest.idle;
+      return render_tree_json(forest, TreeOptions{min_pct, std::nullopt, false});
+    }
+    if (name == "tree_merged") {
+      if (!busy_threads) make("tree_first");  // the cheaper tree counts the same threads
+      // One busy thread: the merged tree is the same tree again (a third of a torch_cnn bundle).
+      if (*busy_threads < 2) return nullptr;
+      Forest all;
+      all.merged = true;
+      all.merged_root = load_merged_tree(file);
+      all.idle = idle_threads;
+      return render_tree_json(all, TreeOptions{kViewTreeMinPct, std::nullopt, true});
+    }
+    if (name == "report")
+      return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
+    if (name == "shapes") {
+      Json rows = render_json(shapes_table(compute_shapes(file)));
+      add_shape_routine_ids(file, rows);
+      return rows;
+    }
+    if (name == "metrics")
+      return render_metrics_json(metrics_report(), parse_metrics_sections("all"), 0);
+    if (name == "roofline") {
+      Json plot = roofline_json(metrics_report().metrics);
+      add_shape_routine_ids(file, plot["shapes"]);
+      return plot;
+    }
+    if (name == "candidates") {
+      Json list = render_candidates_json(compute_candidates(loaded), 0);
+      // The bundle's objects lose their member order; the evidence is read in the rule's order.
+      for (Json& c : list) {
+        Json keys = Json::array();
+        for (const auto& item : c["evidence"].items()) keys.push_back(item.key());
+        c["evidence_keys"] = std::move(keys);
+      }
+      return list;
+    }
+    if (name == "lines")
+      return has_line_costs(file) ? render_line_report_json(path, compute_line_costs(file))
+                                  : Json(nullptr);
+    if (name == "samples")
+      return file.has_table("samples") && file.has_rows("samples")
+                 ? render_samples_json(file, kViewSampleRows)
+                 : Json(nullptr);
+    if (name == "ranks")  // a merged MPI run: more than one rank to compare
+      return rank_count(file) > 1 ? render_ranks_json(path, compute_ranks(file, 0)) : Json(nullptr);
+    return nullptr;
+  }
+};
+
+bool known_part(std::string_view name) {
+  if (name == "tree_first") return true;
+  for (std::string_view p : kViewParts)
+    if (p == name) return true;
+  return false;
+}
+
+std::string json_string(const std::string& s) { return dump_json(Json(s), -1); }
 
 }  // namespace
 
-nlohmann::json make_view_bundle(const std::vector<std::string>& profiles) {
-  Json bundle{{"format_version", kViewBundleFormat}};
+struct ViewData::Impl {
+  std::mutex mutex;  // one part at a time: a file's connection and caches are not shared
+  std::vector<std::unique_ptr<Profile>> profiles;
+  std::optional<std::string> diff;
+};
+
+ViewData::ViewData(std::vector<std::string> paths) : impl_(std::make_unique<Impl>()) {
+  for (std::string& path : paths) impl_->profiles.push_back(std::make_unique<Profile>(std::move(path)));
+}
+
+ViewData::~ViewData() = default;
+
+std::string ViewData::index() const {
   Json list = Json::array();
-  for (const std::string& path : profiles) list.push_back(profile_json(path));
-  bundle["profiles"] = std::move(list);
-  bundle["diff"] = profiles.size() == 2
-                       ? render_diff_json(profiles[0], profiles[1],
-                                          compute_diff(ProfileFile::open(profiles[0]),
-                                                       ProfileFile::open(profiles[1])))
-                       : Json(nullptr);
-  // Recorded names are bytes: dump_json replaces what is not UTF-8, so no later dump throws.
-  return nlohmann::json::parse(dump_json(bundle, -1));
+  for (const auto& p : impl_->profiles) list.push_back(Json{{"path", p->path}});
+  Json parts = Json::array();
+  for (std::string_view p : kViewParts) parts.push_back(std::string(p));
+  return dump_json(Json{{"format_version", kViewBundleFormat},
+                        {"profiles", std::move(list)},
+                        {"diff", impl_->profiles.size() == 2},
+                        {"parts", std::move(parts)}},
+                   -1);
+}
+
+std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::string_view name) {
+  if (profile >= impl_->profiles.size() || !known_part(name)) return nullptr;
+  std::lock_guard lock(impl_->mutex);
+  Profile& p = *impl_->profiles[profile];
+  auto it = p.done.find(name);
+  if (it != p.done.end()) return it->second;
+  // Recorded names are bytes: dump_json replaces what is not UTF-8.
+  auto text = std::make_shared<const std::string>(dump_json(p.make(name), -1));
+  p.done.emplace(std::string(name), text);
+  return text;
+}
+
+void ViewData::prepare_first_panel() {
+  try {
+    part(0, "run");
+    part(0, "tree_first");
+    part(0, "tree_merged");  // null at once with one busy thread
+  } catch (const std::exception&) {
+  }
+}
+
+std::string ViewData::diff() {
+  std::lock_guard lock(impl_->mutex);
+  if (!impl_->diff) {
+    const auto& ps = impl_->profiles;
+    impl_->diff = ps.size() == 2 ? dump_json(render_diff_json(ps[0]->path, ps[1]->path,
+                                                              compute_diff(ps[0]->file, ps[1]->file)),
+                                             -1)
+                                 : "null";
+  }
+  return *impl_->diff;
+}
+
+std::string ViewData::whole() {
+  // The parts' own texts joined: each is serialised once.
+  std::string out = fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat);
+  for (std::size_t i = 0; i < impl_->profiles.size(); ++i) {
+    out += i ? ",{\"path\":" : "{\"path\":";
+    out += json_string(impl_->profiles[i]->path);
+    for (std::string_view name : kViewParts) {
+      out += fmt::format(",\"{}\":", name);
+      out += *part(i, name);
+    }
+    out += '}';
+  }
+  out += "],\"diff\":";
+  out += diff();
+  out += '}';
+  return out;
+}
+
+nlohmann::json make_view_bundle(const std::vector<std::string>& profiles) {
+  return nlohmann::json::parse(ViewData(profiles).whole());
 }
 
 }  // namespace sonde::analyzers

@@ -1,10 +1,15 @@
 // The data of `sonde view`: one JSON document with what the analyzers compute for each profile
 // (the same functions as the subcommands' --format json), which the browser viewer only shows.
+// The server hands it out part by part, each computed when first asked for, so the first panel
+// does not wait for the metrics of the last; --html and view-bundle write it whole.
 #pragma once
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sonde::analyzers {
@@ -17,9 +22,48 @@ inline constexpr int kViewBundleFormat = 1;
 // random 1M-path tree keeps 76k frames (19 MB of JSON) at 0.01 %, 252k (63 MB) at 0.001 %.
 inline constexpr double kViewTreeMinPct = 0.01;
 
-// {"format_version": 1, "profiles": [...], "diff": ...}: one entry per file, in order, and the
-// diff of the first against the second when there are two. Throws Error for an unreadable file.
-// Strings that are not UTF-8 come out with U+FFFD, so any json dump of it succeeds.
+// The server's first tree ("tree_first"): frames of at least 0.1 % of the total, 1.3 px of a
+// 1280 px page, are what the first view draws. The benchmark's 1M-path tree keeps 22k of them
+// (5 MB of JSON), drawn in a third of the time of the 76k at 0.01 %, which come next ("tree").
+inline constexpr double kViewFirstTreeMinPct = 0.1;
+
+// A profile's members in the whole bundle, in the order the page needs them: the run facts and
+// the tree draw the first panel. "samples" and "ranks" are null where the profile has none.
+// The server also serves "tree_first", which the whole bundle has no need of.
+inline constexpr std::string_view kViewParts[] = {
+    "run",        "tree",       "tree_merged", "report", "shapes", "metrics",
+    "roofline",   "candidates", "lines",       "samples", "ranks"};
+
+// The bundle's parts for one or two profiles (two: the diff of the first against the second).
+// Every part is computed once, when first asked for, one at a time (the server's threads share
+// it), and serialised once. Strings that are not UTF-8 come out with U+FFFD.
+class ViewData {
+ public:
+  // Opens each file now, so that a missing or foreign one is an Error before anything is served.
+  explicit ViewData(std::vector<std::string> profiles);
+  ~ViewData();
+  ViewData(const ViewData&) = delete;
+  ViewData& operator=(const ViewData&) = delete;
+
+  // {"format_version": 1, "profiles": [{"path": ...}, ...], "diff": true|false,
+  //  "parts": [kViewParts...]}: what the page asks for next.
+  std::string index() const;
+  // One part of profile `profile` as JSON text; null for an unknown part or profile.
+  std::shared_ptr<const std::string> part(std::size_t profile, std::string_view name);
+  // Makes the parts of the first profile's first panel (run, first tree, merged tree where
+  // there is one) ahead of the page's requests. Errors are left for the request to report.
+  void prepare_first_panel();
+  // The diff's JSON, "null" for one profile.
+  std::string diff();
+  // {"format_version": 1, "profiles": [{"path", every part}...], "diff": ...}
+  std::string whole();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The whole bundle as a document (ViewData::whole, parsed). Throws Error for an unreadable file.
 nlohmann::json make_view_bundle(const std::vector<std::string>& profiles);
 
 }  // namespace sonde::analyzers

@@ -5,6 +5,8 @@
 #include <map>
 #include <unordered_map>
 
+#include <fmt/format.h>
+
 namespace sonde::analyzers {
 namespace {
 
@@ -56,29 +58,64 @@ std::string where(const std::string& file, std::int64_t line, const std::string&
   return library;
 }
 
+// The nodes of every thread, parents before children; {0}: a join, {1}: a condition.
+constexpr const char* kNodeRows =
+    "SELECT n.node_id, n.parent_id, n.thread_id, r.name, r.kind, n.calls, n.subrs, "
+    "       n.incl_ns, n.excl_ns, n.flops, n.routine_id, r.file, r.line, r.library "
+    "FROM nodes n JOIN routines r USING (routine_id) {0} {1} ORDER BY n.depth, n.node_id";
+
+FlatNode node_row(Statement& st) {
+  FlatNode f;
+  f.data.name = st.text(3);
+  f.data.kind = st.text(4);
+  f.data.calls = st.int64(5);
+  f.data.subrs = st.int64(6);
+  f.data.incl_ns = st.int64(7);
+  f.data.excl_ns = st.int64(8);
+  f.data.flops = st.real(9);
+  f.data.routine_id = st.int64(10);
+  f.data.file = st.text(11);
+  f.data.where = where(st.text(11), st.int64(12), st.text(13));
+  f.data.generator = f.data.kind == "python" && st.text(13) == "generator";
+  return f;
+}
+
+// Each node's share of its thread's root as render/tree.cpp's pct() computes it (100.0 * part /
+// total in doubles, none when the total is 0), so the same nodes pass the same threshold.
+constexpr const char* kRootJoin =
+    "JOIN (SELECT thread_id, incl_ns AS total FROM nodes WHERE parent_id IS NULL) t "
+    "USING (thread_id)";
+std::string above(double min_pct) {
+  return fmt::format("(t.total > 0 AND 100.0 * n.incl_ns / t.total >= {:.17g})", min_pct);
+}
+
+// Every thread of the file, without its tree; wall_ns -1 where it has no end.
+std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
+  std::vector<ThreadTree> trees;
+  auto st = file.prepare(
+      "SELECT t.thread_id, p.pid, p.command, t.seq, t.tid, COALESCE(t.name, ''), "
+      "       t.ended_ns - t.started_ns "
+      "FROM threads t JOIN processes p USING (process_id) ORDER BY p.process_id, t.seq");
+  while (st.step()) {
+    ThreadTree t;
+    t.thread_id = st.int64(0);
+    t.pid = st.int64(1);
+    t.process_command = st.text(2);
+    t.seq = st.int64(3);
+    t.tid = st.int64(4);
+    t.thread_name = st.text(5);
+    t.wall_ns = st.is_null(6) ? -1 : st.int64(6);
+    trees.push_back(std::move(t));
+  }
+  return trees;
+}
+
 }  // namespace
 
 std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
-  std::vector<ThreadTree> trees;
+  std::vector<ThreadTree> trees = load_thread_list(file);
   std::unordered_map<std::int64_t, std::size_t> tree_of_thread;
-  {
-    auto st = file.prepare(
-        "SELECT t.thread_id, p.pid, p.command, t.seq, t.tid, COALESCE(t.name, ''), "
-        "       t.ended_ns - t.started_ns "
-        "FROM threads t JOIN processes p USING (process_id) ORDER BY p.process_id, t.seq");
-    while (st.step()) {
-      ThreadTree t;
-      t.thread_id = st.int64(0);
-      t.pid = st.int64(1);
-      t.process_command = st.text(2);
-      t.seq = st.int64(3);
-      t.tid = st.int64(4);
-      t.thread_name = st.text(5);
-      t.wall_ns = st.is_null(6) ? -1 : st.int64(6);
-      tree_of_thread.emplace(t.thread_id, trees.size());
-      trees.push_back(std::move(t));
-    }
-  }
+  for (std::size_t i = 0; i < trees.size(); ++i) tree_of_thread.emplace(trees[i].thread_id, i);
   // Device time of the GPU work each call path launched (its own, not yet its children's).
   std::unordered_map<std::int64_t, std::int64_t> gpu_of_node;
   {
@@ -91,23 +128,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::vector<FlatNode> flat;
   std::unordered_map<std::int64_t, std::size_t> index_of_node;
   std::vector<std::pair<std::size_t, std::size_t>> roots;  // (tree, flat index)
-  auto st = file.prepare(
-      "SELECT n.node_id, n.parent_id, n.thread_id, r.name, r.kind, n.calls, n.subrs, "
-      "       n.incl_ns, n.excl_ns, n.flops, n.routine_id, r.file, r.line, r.library "
-      "FROM nodes n JOIN routines r USING (routine_id) ORDER BY n.depth, n.node_id");
+  auto st = file.prepare(fmt::format(fmt::runtime(kNodeRows), "", ""));
   while (st.step()) {
-    FlatNode f;
-    f.data.name = st.text(3);
-    f.data.kind = st.text(4);
-    f.data.calls = st.int64(5);
-    f.data.subrs = st.int64(6);
-    f.data.incl_ns = st.int64(7);
-    f.data.excl_ns = st.int64(8);
-    f.data.flops = st.real(9);
-    f.data.routine_id = st.int64(10);
-    f.data.file = st.text(11);
-    f.data.where = where(st.text(11), st.int64(12), st.text(13));
-    f.data.generator = f.data.kind == "python" && st.text(13) == "generator";
+    FlatNode f = node_row(st);
     if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
       f.data.gpu_ns = gpu->second;
     }
@@ -214,6 +237,69 @@ Forest load_forest(const ProfileFile& file, bool merge_threads) {
   if (merge_threads) {
     f.merged = true;
     f.merged_root = load_merged_tree(file);
+  }
+  return f;
+}
+
+Forest load_forest_above(const ProfileFile& file, double min_pct) {
+  bool one_root_each = false;
+  if (auto st = file.prepare("SELECT COUNT(*) = COUNT(DISTINCT thread_id) FROM nodes "
+                             "WHERE parent_id IS NULL");
+      st.step())
+    one_root_each = st.int64(0) != 0;
+  if (min_pct <= 0 || !one_root_each || file.has_rows("gpu_activity"))
+    return load_forest(file, false);
+
+  std::vector<ThreadTree> trees = load_thread_list(file);
+  std::unordered_map<std::int64_t, std::size_t> tree_of_thread;
+  for (std::size_t i = 0; i < trees.size(); ++i) tree_of_thread.emplace(trees[i].thread_id, i);
+  std::vector<FlatNode> flat;
+  std::unordered_map<std::int64_t, std::size_t> index_of_node;
+  std::vector<std::pair<std::size_t, std::size_t>> roots;
+  auto st = file.prepare(
+      fmt::format(fmt::runtime(kNodeRows), kRootJoin, "WHERE n.parent_id IS NULL OR " + above(min_pct)));
+  while (st.step()) {
+    FlatNode f = node_row(st);
+    std::size_t index = flat.size();
+    if (st.is_null(1)) {
+      auto tree = tree_of_thread.find(st.int64(2));
+      if (tree == tree_of_thread.end()) continue;
+      roots.emplace_back(tree->second, index);
+    } else {
+      auto parent = index_of_node.find(st.int64(1));
+      if (parent == index_of_node.end()) continue;  // under a node below the threshold
+      flat[parent->second].children.push_back(index);
+    }
+    index_of_node.emplace(st.int64(0), index);
+    flat.push_back(std::move(f));
+  }
+  // What a renderer folds under a node it shows: its children below the threshold, found by
+  // their parents (the index on parent_id) rather than by scanning every node.
+  auto rest = file.prepare(fmt::format(
+      "WITH shown AS (SELECT n.node_id, t.total FROM nodes n {0} "
+      "               WHERE n.parent_id IS NULL OR {1}) "
+      "SELECT n.parent_id, n.calls, n.incl_ns, n.excl_ns "
+      "FROM shown t JOIN nodes n ON n.parent_id = t.node_id WHERE NOT {1}",
+      kRootJoin, above(min_pct)));
+  while (rest.step()) {
+    auto parent = index_of_node.find(rest.int64(0));
+    if (parent == index_of_node.end()) continue;
+    CallNode::Unloaded& u = flat[parent->second].data.unloaded;
+    ++u.count;
+    u.calls += rest.int64(1);
+    u.incl_ns += rest.int64(2);
+    u.excl_ns += rest.int64(3);
+  }
+  Forest f;
+  for (auto [tree, index] : roots) trees[tree].root = build(flat, index);
+  std::vector<bool> has_root(trees.size(), false);
+  for (auto [tree, index] : roots) has_root[tree] = true;
+  for (std::size_t i = 0; i < trees.size(); ++i) {
+    if (!has_root[i]) continue;
+    ThreadTree& t = trees[i];
+    if (t.wall_ns < 0) t.wall_ns = t.root.incl_ns;
+    bool idle = t.root.children.empty() && t.root.unloaded.count == 0;
+    (idle ? f.idle : f.busy).push_back(std::move(t));
   }
   return f;
 }

@@ -26,6 +26,11 @@ struct CallNode {
   // below it: device time, never part of the CPU times above.
   std::int64_t gpu_ns = 0;
   std::vector<CallNode> children;  // in file order; sort_by_inclusive() for display
+  // Children load_forest_above() left in the file (below its threshold): their number and sums,
+  // which a renderer folds like the children it hides itself.
+  struct Unloaded {
+    std::int64_t count = 0, calls = 0, incl_ns = 0, excl_ns = 0;
+  } unloaded;
 };
 
 struct ThreadTree {
@@ -51,6 +56,13 @@ struct Forest {
   CallNode merged_root;  // when merged: <thread> over the busy threads, paths from callpaths
 };
 Forest load_forest(const ProfileFile& file, bool merge_threads);
+
+// The busy threads' trees (not merged) with only the nodes of at least min_pct % of their
+// thread's root inclusive time: the rest stays in the file, summed per parent in `unloaded`.
+// What a renderer with the same min_pct shows is the same as from load_forest, without building
+// the nodes it would fold (a 1M-path tree: 76k nodes at 0.01 %). Falls back to load_forest where
+// that is not so: GPU time (inclusive over the unloaded nodes too), a thread with split roots.
+Forest load_forest_above(const ProfileFile& file, double min_pct);
 
 // The busy threads' paths as one tree, from the `callpaths` view (one node per path of routine
 // ids) and `thread_times` (the root: the busy threads' time and what no call covers).

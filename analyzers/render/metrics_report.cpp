@@ -61,13 +61,15 @@ Table roofline_table(const Metrics& m, std::size_t top) {
                {"% peak", "pct_peak", 1},
                {"FLOP/byte", "intensity", 2},
                {"attainable", "attainable_gflops", 2},
-               {"bound", "bound"}};
+               {"bound", "bound"},
+               // The routine's identity (names may repeat): CSV and JSON only, last.
+               {"routine_id", "routine_id", 0}};
   for (const RoutineMetrics& r : m.routines) {
     if (r.flops <= 0) continue;  // no cost model, no roofline
     if (top && t.rows.size() >= top) break;
     t.rows.push_back({r.name, r.kind, r.calls, seconds(r.incl_ns), opt(r.perf.gflops),
                       opt(r.perf.pct_peak), opt(r.perf.intensity), opt(r.perf.attainable_gflops),
-                      r.perf.bound ? Cell{*r.perf.bound} : Cell{}});
+                      r.perf.bound ? Cell{*r.perf.bound} : Cell{}, r.routine_id});
   }
   return t;
 }
@@ -129,6 +131,8 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
         out += "no routine with a FLOP model was called\n";
         continue;
       }
+      t.columns.pop_back();  // the routine id: the names are the text's
+      for (auto& row : t.rows) row.pop_back();
     } else if (s == "phases") {
       out += fmt::format("Time per phase (regions and Python functions, inclusive; % total: "
                          "of {:.3f} s, the busy threads' time)\n",

@@ -8,9 +8,12 @@
 #include <unistd.h>
 
 #include <array>
+#include <charconv>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <utility>
@@ -108,6 +111,7 @@ struct ViewServer::Impl {
   std::string token = make_token();
   int port = 0;
   std::array<Body, kResources.size()> bodies;
+  std::shared_ptr<ViewData> data;
 
   Body& body_of(const Resource* r) {
     return bodies[static_cast<std::size_t>(r - kResources.data())];
@@ -157,7 +161,31 @@ struct ViewServer::Impl {
       // URLs; per port, so two viewers in one browser do not overwrite each other's.
       res.set_header("Set-Cookie",
                      fmt::format("{}={}; Path=/; HttpOnly; SameSite=Strict", cookie_name(), token));
+    if (resource == &kResources[3]) return send_data(req, res);
     send(res, body_of(resource), resource->content_type);
+  }
+
+  // The page asks for the index, then the parts its first panel draws, then the rest.
+  void send_data(const httplib::Request& req, httplib::Response& res) {
+    const char* type = kResources[3].content_type;
+    std::string part = req.get_param_value("part");
+    try {
+      if (!req.has_param("part")) return send(res, std::make_shared<const std::string>(data->whole()), type);
+      if (part == "index") return send(res, std::make_shared<const std::string>(data->index()), type);
+      if (part == "diff") return send(res, std::make_shared<const std::string>(data->diff()), type);
+      std::string profile = req.get_param_value("profile");
+      std::size_t index = 0;
+      auto [end, ec] = std::from_chars(profile.data(), profile.data() + profile.size(), index);
+      Body body = ec == std::errc() && end == profile.data() + profile.size() && !profile.empty()
+                      ? data->part(index, part)
+                      : nullptr;
+      if (!body) return refuse(res, 404, "not found: no such part or profile");
+      send(res, std::move(body), type);
+    } catch (const std::exception& e) {
+      // A file that went bad after it was opened: the page shows the line in that panel.
+      fmt::print(stderr, "sonde view: {}\n", e.what());
+      refuse(res, 500, e.what());
+    }
   }
 };
 
@@ -224,9 +252,9 @@ std::string ViewServer::url() const {
   return fmt::format("http://127.0.0.1:{}/?token={}", impl_->port, impl_->token);
 }
 
-int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
+int ViewServer::serve(std::shared_ptr<ViewData> data, bool open,
                       const std::function<bool()>& ready) {
-  impl_->bodies[3] = std::move(bundle);
+  impl_->data = std::move(data);
   httplib::Server& s = impl_->server;
   // The signals are taken with sigtimedwait, so stop() runs in this thread and not in a signal
   // handler; the server's threads, started after this, inherit the mask.
@@ -248,6 +276,9 @@ int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
   while (!s.is_running() && !done) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 
   bool announced = ready();
+  // While the browser starts and loads the page, the first panel's data is made.
+  std::thread prepare;
+  if (announced) prepare = std::thread([data = impl_->data] { data->prepare_first_panel(); });
   BrowserLaunch browser;
   if (open && announced) browser = open_browser(url());
   bool stopped = !announced;
@@ -260,8 +291,22 @@ int ViewServer::serve(std::shared_ptr<const std::string> bundle, bool open,
     }
     browser.poll();
   }
+  // stop() waits for the server's threads, and one may be computing a part (a 1M-path
+  // profile's metrics: 20 s at load); the viewer writes nothing, so after a grace period the
+  // process ends without them, with the status a clean stop has.
+  std::atomic<bool> joined{false};
+  std::thread grace([&] {
+    for (int i = 0; i < 20 && !joined; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (joined) return;
+    browser.finish();
+    std::fflush(nullptr);
+    std::_Exit(stopped && announced ? 0 : 1);
+  });
   s.stop();
   listener.join();
+  if (prepare.joinable()) prepare.join();
+  joined = true;
+  grace.join();
   browser.poll();
   browser.finish();
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);

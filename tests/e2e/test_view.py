@@ -133,6 +133,30 @@ def test_data_json_is_the_bundle(server):
     assert status == 200 and empty == b"" and int(h["Content-Length"]) == len(body)
 
 
+def test_parts_are_the_bundles_members(server):
+    """The page's requests: the index, then each part of a profile, each the whole bundle's
+    member; the first tree is the tree at 0.1 %; unknown parts and profiles are refused, and
+    every part still needs the token."""
+    _, _, port, token = server
+    status, _, body = get(port, f"/data.json?token={token}&part=index")
+    assert status == 200
+    index = json.loads(body)
+    assert index["format_version"] == 1 and index["diff"] is False
+    assert [p["path"] for p in index["profiles"]] and "tree" in index["parts"]
+    whole = json.loads(get(port, f"/data.json?token={token}")[2])["profiles"][0]
+    for name in index["parts"]:
+        status, h, body = get(port, f"/data.json?token={token}&profile=0&part={name}")
+        assert status == 200 and h["Content-Type"] == "application/json", name
+        assert json.loads(body) == whole[name], name
+    status, _, body = get(port, f"/data.json?token={token}&profile=0&part=tree_first")
+    first = json.loads(body)
+    assert status == 200 and first["min_pct"] == 0.1 and first["trees"]
+    for query in ("profile=0&part=nope", "profile=1&part=tree", "profile=x&part=tree",
+                  "profile=&part=tree", "part=tree"):
+        assert get(port, f"/data.json?token={token}&{query}")[0] == 404, query
+    assert get(port, "/data.json?profile=0&part=tree")[0] == 403
+
+
 @pytest.mark.parametrize("path", [
     "/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd",
     "/app.js/../data.json", "/..%2f..%2f..%2fetc%2fpasswd", "/.%2e/.%2e/etc/passwd",

@@ -233,6 +233,28 @@ describe('viewer in chromium', { skip }, () => {
     await page.close();
   });
 
+  test('a shape row and a roofline point select their routine by routine id everywhere', async () => {
+    const { page, errors } = await open(`${server.url}?b=mlp`);
+    const data = JSON.parse(readFileSync(bundles.mlp, 'utf8')).profiles[0];
+    const shape = data.shapes[0];
+    assert.ok(Number.isInteger(shape.routine_id), 'the bundle gives the shape its routine id');
+    await page.locator('#shapes-table tbody tr').first().click();
+    const ids = await page.locator('#hotspot-table tbody tr.selected').evaluateAll((trs) => trs.map((t) => t.dataset.id));
+    assert.deepEqual(ids, [String(shape.routine_id)]);
+    const points = await page.locator('#panel-roofline .point.selected').evaluateAll((ps) => ps.map((p) => p.dataset.id));
+    assert.ok(points.length > 0 && points.every((id) => id === String(shape.routine_id)), `selected points ${points}`);
+    // and a roofline point selects the same way: its row in the hot spots (one the table draws:
+    // it shows the 500 hottest)
+    const drawn = await page.locator('#hotspot-table tbody tr').evaluateAll((trs) => trs.map((t) => t.dataset.id));
+    const plotted = data.roofline.routines.filter((r) => r.intensity > 0 && r.gflops > 0 && drawn.includes(String(r.routine_id)));
+    const point = plotted.find((r) => r.routine_id !== shape.routine_id) ?? plotted[0];
+    await page.locator(`#panel-roofline .point.routine[data-id="${point.routine_id}"]`).dispatchEvent('click');
+    const after = await page.locator('#hotspot-table tbody tr.selected').evaluateAll((trs) => trs.map((t) => t.dataset.id));
+    assert.deepEqual(after, [String(point.routine_id)]);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   test('search filters the table; exclusive sorts it by exclusive time', async () => {
     const { page, errors } = await open(`${server.url}?b=mlp`);
     const all = await page.locator('#hotspot-table tbody tr').count();

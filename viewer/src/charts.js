@@ -10,9 +10,9 @@ const PHASE_COLOURS = ['#4e79a7', '#f28e2b', '#e15759', '#76b7b2', '#59a14f', '#
 
 export function roofline(data, onSelect) {
   const routines = (data.routines || []).filter((r) => r.intensity > 0 && r.gflops > 0)
-    .map((r) => ({ name: r.routine, label: r.routine, x: r.intensity, y: r.gflops, pct: r.pct_peak, kind: 'routine' }));
+    .map((r) => ({ name: r.routine, id: r.routine_id ?? null, label: r.routine, x: r.intensity, y: r.gflops, pct: r.pct_peak, kind: 'routine' }));
   const shapes = (data.shapes || []).filter((s) => s.intensity > 0 && s.gflops > 0)
-    .map((s) => ({ name: s.routine, label: `${s.routine} ${s.m}×${s.n}×${s.k} ${s.dtype} @ ${s.call_site}`,
+    .map((s) => ({ name: s.routine, id: s.routine_id ?? null, label: `${s.routine} ${s.m}×${s.n}×${s.k} ${s.dtype} @ ${s.call_site}`,
                    x: s.intensity, y: s.gflops, pct: s.pct_peak, kind: 'shape' }));
   const points = routines.concat(shapes);
   const wrap = el('div', { class: 'roofline' });
@@ -55,12 +55,15 @@ export function roofline(data, onSelect) {
     .attr('d', (p) => p.kind === 'shape' ? 'M-4,-4h8v8h-8z' : 'M0,-5a5,5 0 1,0 0.01,0z')
     .attr('transform', (p) => `translate(${x(p.x)},${y(p.y)})`)
     .attr('data-name', (p) => p.name)
-    .on('click', (e, p) => onSelect(p.name));
+    .attr('data-id', (p) => p.id ?? '')
+    .on('click', (e, p) => onSelect(p.name, p.id));
   dots.append('title').text((p) => `${p.label}\n${fmtNum(p.x, 2)} FLOP/byte, ${fmtNum(p.y, 2)} GFLOP/s` +
                                    (p.pct !== null && p.pct !== undefined ? `, ${fmtNum(p.pct, 1)} % of peak` : ''));
   wrap.appendChild(el('p', { class: 'legend' }, el('span', { class: 'dot routine' }), ' routines  ',
                       el('span', { class: 'dot shape' }), ' GEMM shapes (per call site)'));
-  return { element: wrap, setSelected(sel) { dots.classed('selected', (p) => sel !== null && p.name === sel.name); } };
+  // by routine id where both have one (two routines may share a name), else by name
+  const picks = (p, sel) => sel !== null && (sel.id !== null && p.id !== null ? p.id === sel.id : p.name === sel.name);
+  return { element: wrap, setSelected(sel) { dots.classed('selected', (p) => picks(p, sel)); } };
 }
 
 export function breakdown(b) {

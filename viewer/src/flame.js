@@ -78,6 +78,24 @@ export class FlameGraph {
     this.draw();
   }
 
+  // The same tree in more detail (the server's first tree, then the finer one): the zoomed
+  // frame stays zoomed, found again by the routines on its path.
+  refineTree(root, minPct) {
+    const key = (f) => `${f.id}\u0000${f.name}\u0000${f.kind}`;
+    const path = [];
+    for (let j = this.zoomed; j > 0 && this.frames[j]; j = this.frames[j].parent) path.unshift(key(this.frames[j]));
+    this.setTree(root, minPct);
+    let at = 0;
+    for (const k of path) {
+      let next = -1;
+      for (let i = at + 1; i < (this.frames[at] ? this.frames[at].end : 0); i = this.frames[i].end)
+        if (key(this.frames[i]) === k) { next = i; break; }
+      if (next < 0) break;
+      at = next;
+    }
+    if (at) this.zoom(at);
+  }
+
   // Each redraws only on a change: a 1M-path profile's first draw costs tens of ms.
   setSearch(text) { if (text.toLowerCase() !== this.search) { this.search = text.toLowerCase(); this.draw(); } }
   setSelected(sel) { if (sel !== this.selected) { this.selected = sel; this.draw(); } }

@@ -1,6 +1,7 @@
 // sonde view: shows the bundle that `sonde view` (or the --html file) carries. Panels are linked:
 // a click anywhere selects the routine everywhere, by its routine_id where the panel has one (the
-// tree, the hot spots: two `step` of two files are two routines), else by its name.
+// tree, the hot spots, shapes, roofline, candidates: two `step` of two files are two routines),
+// else by its name (line costs, samples, ranks).
 import { el, empty, fmtNum, panel } from './dom.js';
 import { DataTable } from './table.js';
 import { FlameGraph } from './flame.js';
@@ -8,13 +9,29 @@ import { breakdown, roofline } from './charts.js';
 
 const SUPPORTED_FORMAT = 1;
 
+// The --html file carries the whole bundle; the server hands out an index and then each part
+// of a profile when the page asks (the first panel's first), so a large profile draws its tree
+// before its metrics are computed.
+async function fetchData(query) {
+  const response = await fetch('data.json' + location.search + (location.search ? '&' : '?') + query);
+  if (!response.ok) throw new Error(`the server answered ${response.status} for the profile's data: ${(await response.text()).trim()}`);
+  return response.json();
+}
+
 async function loadBundle() {
   const inline = document.getElementById('sonde-data');
   if (inline) return JSON.parse(inline.textContent);
-  const response = await fetch('data.json' + location.search);
-  if (!response.ok) throw new Error(`the server answered ${response.status} for the profile's data`);
-  return response.json();
+  return fetchData('part=index');
 }
+
+// Fetches the members of profile i the page needs that it does not hold yet.
+async function need(i, names) {
+  const p = state.bundle.profiles[i];
+  await Promise.all(names.filter((n) => !(n in p)).map(async (n) => { p[n] = await fetchData(`profile=${i}&part=${n}`); }));
+  return p;
+}
+
+const LATER_PARTS = ['report', 'shapes', 'metrics', 'roofline', 'candidates', 'lines', 'samples', 'ranks'];
 
 const state = { bundle: null, profile: null, selected: null, search: '', mode: 'incl', linked: [] };
 const tooltip = document.getElementById('tooltip');
@@ -30,7 +47,7 @@ function select(name, id = null) {
 
 function runPanel(p) {
   const { section, body } = panel('run', 'Run');
-  const r = p.report.run;
+  const r = p.run.run;
   const facts = [
     ['file', p.path], ['command', r.command], ['host', r.host], ['CPU', r.cpu_model], ['cores', r.cores],
     ['mode', r.mode], ['processes', r.processes], ['busy threads', r.threads], ['idle threads', r.idle_threads],
@@ -38,7 +55,7 @@ function runPanel(p) {
     ['FTZ / DAZ', `${r.fpu_ftz ?? '–'} / ${r.fpu_daz ?? '–'}`],
   ];
   body.appendChild(el('dl', { class: 'facts' }, facts.map(([k, v]) => [el('dt', {}, k), el('dd', {}, fmtNum(v))])));
-  const notes = p.report.notes || [];
+  const notes = p.run.notes || [];
   body.appendChild(el('h3', {}, `Notes (${notes.length}): what sonde could not see or wants you to know`));
   body.appendChild(notes.length
     ? el('ul', { class: 'notes' }, notes.map((n) => el('li', { class: n.severity },
@@ -52,21 +69,24 @@ function flamePanel(p) {
     'Icicle: the root on top, callees below, width = inclusive time. Click a frame to zoom and select it; ' +
     'exclusive mode darkens each frame\'s own time. Colours are kinds: python, native, blas, region, GPU.');
   const threads = document.getElementById('threads');
-  const trees = p.tree.trees || [];
+  const tree = () => p.tree ?? p.tree_first;  // the server's first tree until the finer one is here
+  const trees = tree().trees || [];
   const options = (p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.length} busy threads merged`)] : [])
     .concat(trees.map((t, i) => el('option', { value: String(i) },
       `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s`)));
   threads.replaceChildren(...options);
-  const show = () => {
+  const show = (refine = false) => {
     const v = threads.value;
-    const root = v === 'merged' ? p.tree_merged.tree : trees[Number(v)]?.tree;
-    flame.setTree(root ?? null, v === 'merged' ? p.tree_merged.min_pct : p.tree.min_pct);
+    const root = v === 'merged' ? p.tree_merged.tree : tree().trees[Number(v)]?.tree;
+    const minPct = v === 'merged' ? p.tree_merged.min_pct : tree().min_pct;
+    if (refine) flame.refineTree(root ?? null, minPct); else flame.setTree(root ?? null, minPct);
   };
   if (!trees.length) body.appendChild(empty('No thread called a measured routine: there is no tree to draw.'));
-  threads.onchange = show;
+  threads.onchange = () => show();
   body.appendChild(flame.element);
-  const kinds = new Set();
-  return { section, show, kinds };
+  // The finer tree, once fetched, replaces the first where a thread's tree is shown.
+  const refine = () => { if (threads.value !== 'merged') show(true); };
+  return { section, show, refine };
 }
 
 function hotspotPanel(p) {
@@ -89,10 +109,10 @@ function hotspotPanel(p) {
   return { section, table: t };
 }
 
-function tablePanel(id, title, note, rows, columns, nameKey, sortKey, emptyText) {
+function tablePanel(id, title, note, rows, columns, nameKey, sortKey, emptyText, idKey = null) {
   const { section, body } = panel(id, title, note);
   if (!rows || !rows.length) { body.appendChild(empty(emptyText)); return { section, table: null }; }
-  const t = new DataTable({ id: id + '-table', rows, columns, nameKey, sortKey, onSelect: select });
+  const t = new DataTable({ id: id + '-table', rows, columns, nameKey, idKey, sortKey, onSelect: select });
   body.appendChild(t.element);
   return { section, table: t };
 }
@@ -141,6 +161,52 @@ function linesPanel(p) {
   return { section, table: t };
 }
 
+// The sampler's paths (sonde run --sample): shares of all samples with their standard error, as
+// `sonde tree` lists them; a row selects the routine it was sampled under.
+function samplesPanel(p) {
+  const { section, body } = panel('samples', 'Sampled paths',
+    'CPU-time samples, not exact figures: each path\'s share of all samples, ± one standard error; ' +
+    'the native frames are those sampled below the measured routine.' +
+    (p.samples.length >= 2000 ? ' The 2,000 paths with most samples.' : ''));
+  const rows = p.samples.map((r) => ({ ...r, routine: r.path.slice(r.path.lastIndexOf(';') + 1) }));
+  const t = new DataTable({
+    id: 'samples-table', rows, nameKey: 'routine', sortKey: 'samples', onSelect: select,
+    columns: [{ key: 'samples', title: 'Samples' }, { key: 'share_pct', title: 'Share %', digits: 1 },
+              { key: 'share_err_pct', title: '± %', digits: 1 }, { key: 'path', title: 'Under' },
+              { key: 'frames', title: 'Sampled native frames', format: (v) => el('code', {}, v ?? '') }],
+  });
+  body.appendChild(t.element);
+  return { section, table: t };
+}
+
+// A merged MPI run (sonde merge): the tables of `sonde ranks`, as its JSON has them.
+function ranksPanel(r) {
+  const { section, body } = panel('ranks', `Ranks (${r.ranks})`,
+    'Per rank, the load imbalance per routine (lost: max − mean) and the communication per operation, ' +
+    'from the rank views; comm % is of the rank\'s busy threads\' time.');
+  const tables = [];
+  const specs = [
+    ['per_rank', 'Per rank', null, 'rank', [['rank', 'Rank'], ['host', 'Host'], ['wall_s', 'Wall s'], ['busy_s', 'Busy s'],
+      ['comm_s', 'Comm s'], ['comm_pct', 'Comm %', 1], ['bytes', 'Bytes'], ['exposed_s', 'Exposed s'],
+      ['overlapped_s', 'Overlapped s'], ['overlap_pct', 'Overlap %', 1]], false],
+    ['imbalance', 'Load imbalance', 'routine', 'lost_s', [['routine', 'Routine'], ['kind', 'Kind'], ['mean_s', 'Mean s'],
+      ['max_s', 'Max s'], ['min_s', 'Min s'], ['max_over_mean', 'Max/mean', 2], ['max_over_min', 'Max/min', 2],
+      ['slowest_rank', 'Slowest'], ['lost_s', 'Lost s']], true],
+    ['bandwidth', 'Communication', 'op', 'time_s', [['op', 'Operation'], ['kind', 'Kind'], ['comm_size', 'Comm size'],
+      ['message_bytes', 'Msg bytes'], ['ranks', 'Ranks'], ['calls', 'Calls'], ['time_s', 'Time s'], ['bytes', 'Bytes'],
+      ['us_per_call', 'µs/call', 1], ['gbs', 'GB/s', 2]], true],
+  ];
+  for (const [key, title, nameKey, sortKey, cols, desc] of specs) {
+    body.appendChild(el('h3', {}, title));
+    if (!r[key] || !r[key].length) { body.appendChild(empty('No rows.')); continue; }
+    const t = new DataTable({ id: 'ranks-' + key, rows: r[key], nameKey, sortKey, desc, onSelect: select,
+                              columns: cols.map(([k, t, digits]) => ({ key: k, title: t, digits })) });
+    body.appendChild(t.element);
+    tables.push(t);
+  }
+  return { section, tables };
+}
+
 function diffPanel(d) {
   const { section, body } = panel('diff', 'Before and after',
     `${d.before} → ${d.after}: speedup = before / after (wall time ${fmtNum(d.total_speedup ?? null, 2)}×).`);
@@ -156,10 +222,15 @@ function diffPanel(d) {
   return { section, tables };
 }
 
-// The run and the flame graph first, the other panels in the next task, so that a large
-// profile shows its first panel before its tables are built. Resolves when all are there.
-function render(index) {
-  const b = state.bundle, p = b.profiles[index];
+// The run and the flame graph first, the other panels once their data is there, so that a
+// large profile shows its first panel before its tables are built. Resolves when all are there.
+async function render(index) {
+  const b = state.bundle;
+  // The --html file has the tree; the server sends a coarser one first (frames of 0.1 % and up).
+  let p = state.bundle.profiles[index];
+  p = await need(index, ['run', 'tree' in p ? 'tree' : 'tree_first']);
+  if (((p.tree ?? p.tree_first).trees || []).length > 1) await need(index, ['tree_merged']);
+  else if (!('tree_merged' in p)) p.tree_merged = null;
   state.profile = p;
   state.linked = [flame];
   state.filtered = [];
@@ -172,7 +243,18 @@ function render(index) {
   flame.selected = null;
   fp.show();
   performance.mark('sonde-first-panel');
-  return new Promise((done) => setTimeout(() => { renderRest(p, main); done(); }, 0));
+  const waiting = el('p', { id: 'loading-rest', class: 'note' }, 'computing the other panels…');
+  main.appendChild(waiting);
+  await new Promise((done) => setTimeout(done, 0));  // the first panel is painted meanwhile
+  const finer = !('tree' in p);
+  await need(index, LATER_PARTS);
+  if (b.diff === true) b.diff = await fetchData('part=diff');
+  waiting.remove();
+  renderRest(p, main);
+  if (finer) {
+    await need(index, ['tree']);
+    fp.refine();
+  }
 }
 
 function renderRest(p, main) {
@@ -187,7 +269,7 @@ function renderRest(p, main) {
                { key: 'n', title: 'n' }, { key: 'k', title: 'k' }, { key: 'dtype', title: 'dtype' }, { key: 'calls', title: 'Calls' },
                { key: 'time_s', title: 'Time s', digits: 6 }, { key: 'gflops', title: 'GFLOP/s', digits: 2 },
                { key: 'pct_peak', title: '% peak', digits: 1 }],
-    'routine', 'time_s', 'No GEMM-like call was recorded.');
+    'routine', 'time_s', 'No GEMM-like call was recorded.', 'routine_id');
   main.appendChild(shapes.section);
   const rl = panel('roofline', 'Roofline', 'Routines and GEMM shapes by arithmetic intensity and GFLOP/s, under the calibrated ceilings.');
   const plot = roofline(p.roofline, select);
@@ -208,8 +290,11 @@ function renderRest(p, main) {
                         { key: 'memory_pct_peak', title: 'Mem %', digits: 1 }],
     'kernel', null, 'No GPU kernel was recorded (a CPU run, or CUPTI was not available).');
   main.appendChild(kernels.section);
-  for (const x of [shapes.table, plot, cands, lines.table, kernels.table]) if (x) state.linked.push(x);
-  for (const x of [shapes.table, lines.table, kernels.table]) if (x) state.filtered.push(x);
+  const extra = [];
+  if (p.samples) { const s = samplesPanel(p); main.appendChild(s.section); extra.push(s.table); }
+  if (p.ranks) { const r = ranksPanel(p.ranks); main.appendChild(r.section); extra.push(...r.tables); }
+  for (const x of [shapes.table, plot, cands, lines.table, kernels.table, ...extra]) if (x) state.linked.push(x);
+  for (const x of [shapes.table, lines.table, kernels.table, ...extra]) if (x) state.filtered.push(x);
   if (b.diff) {
     const d = diffPanel(b.diff);
     main.appendChild(d.section);

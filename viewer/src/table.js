@@ -37,7 +37,8 @@ export class DataTable {
     const byId = sel !== null && sel.id !== null && this.idKey !== null;
     let first = null;
     for (const tr of this.tbody.children) {
-      const on = sel !== null && (byId ? tr.dataset.id === String(sel.id) : tr.dataset.name === sel.name);
+      // a row without an id (a name two routines share) is picked by its name
+      const on = sel !== null && (byId && tr.dataset.id !== undefined ? tr.dataset.id === String(sel.id) : tr.dataset.name === sel.name);
       tr.classList.toggle('selected', on);
       if (on && !first) first = tr;
     }

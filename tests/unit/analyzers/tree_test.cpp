@@ -121,6 +121,30 @@ TEST_F(TreeTest, JsonNestsAndReportsFolded) {
   EXPECT_EQ(worker["routine_id"], trees[1].root.routine_id);
 }
 
+// The viewer loads only the frames above its threshold; what it shows must be what the whole
+// tree shows at that threshold (folded counts and sums included), at every threshold.
+TEST_F(TreeTest, LoadingOnlyTheShownNodesRendersTheSameJson) {
+  ProfileFile file = ProfileFile::open(path_);
+  for (double pct : {0.5, 1.0, 5.0, 30.0, 99.0}) {
+    TreeOptions o{pct, std::nullopt, false};
+    Forest above = load_forest_above(file, pct);
+    EXPECT_EQ(render_tree_json(above, o), render_tree_json(load_forest(file, false), o)) << pct;
+    std::size_t nodes = 0;
+    for (const ThreadTree& t : above.busy) nodes += t.root.children.size();
+    if (pct == 99.0) {
+      EXPECT_EQ(nodes, 0u);  // nothing below the roots was built
+    }
+  }
+  // GPU time is inclusive over the nodes left out: such a file loads every node.
+  test::exec_sql(path_, "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, "
+                        "stream, start_ns, end_ns) SELECT 1, MAX(node_id), 'kernel', 'k', 0, 0, "
+                        "0, 1000 FROM nodes");
+  ProfileFile gpu = ProfileFile::open(path_);
+  TreeOptions o{30.0, std::nullopt, false};
+  EXPECT_EQ(render_tree_json(load_forest_above(gpu, 30.0), o),
+            render_tree_json(load_forest(gpu, false), o));
+}
+
 TEST_F(TreeTest, CsvHasOneRowPerShownNodeWithItsThreadAndPath) {
   ProfileFile file = ProfileFile::open(path_);
   Forest forest = load_forest(file, false);

@@ -1,0 +1,124 @@
+// `sonde view` on every reference workload, in chromium: mlp_train (C++), mlp_numpy with --lines,
+// torch_cnn, mlp_train_mpi's two rank files merged, and mlp_numpy under --sample. Each profile
+// is made here with few steps; its `sonde view --html` file and its served page (the parts
+// fetched one by one) both draw every panel the profile has, without a console error.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { pathToFileURL } from 'node:url';
+import { chromiumMissing, CHROMIUM, playwright, SOURCE } from './serve.mjs';
+
+const CLI = process.env.SONDE_CLI;
+const BUILD = process.env.SONDE_BUILD;
+const MLP = process.env.SONDE_MLP || join(BUILD || 'build', 'examples', 'mlp_cpp', 'mlp_train');
+const MLP_MPI = join(dirname(MLP), 'mlp_train_mpi');
+const MPIRUN = ['/usr/bin/mpirun', '/usr/local/bin/mpirun'].find((p) => existsSync(p));
+const PY = '/usr/bin/python3';
+const skip = chromiumMissing();
+if (skip) console.log(`# SKIP: ${skip}`);
+
+// Shown for every profile; the others only when the profile has their data.
+const ALWAYS = ['run', 'flame', 'hotspots', 'shapes', 'roofline', 'breakdown', 'candidates', 'lines', 'kernels'];
+let dir, browser;
+
+function env(extra = {}) {
+  const e = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('SONDE_') && k !== 'LD_PRELOAD'));
+  return { ...e, PYTHONPATH: join(BUILD, 'python'), SONDE_PEAKS: join(dir, 'peaks.txt'), ...extra };
+}
+
+function run(cmd, args, extra) {
+  execFileSync(cmd, args, { env: env(extra), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 240000 });
+}
+
+async function check(url, panels) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
+  for (const id of panels) {
+    const n = await page.locator(`#panel-${id} .body`).evaluate((b) => b.childElementCount).catch(() => 0);
+    assert.ok(n > 0, `panel ${id} is missing or empty at ${url.slice(0, 60)}`);
+  }
+  assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) > 3, 'no flame graph');
+  assert.deepEqual(errors, []);
+  await page.close();
+}
+
+// The served viewer: `sonde view` prints its URL, the page fetches the parts, SIGTERM ends it.
+async function served(db, panels) {
+  const server = spawn(CLI, ['view', db, '--port', '0'], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    const url = await new Promise((ok, fail) => {
+      createInterface({ input: server.stdout }).once('line', ok);
+      server.once('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
+    });
+    await check(url, panels);
+  } finally {
+    server.kill('SIGTERM');
+    await new Promise((ok) => (server.exitCode !== null ? ok() : server.once('exit', ok)));
+  }
+  assert.equal(server.exitCode, 0);
+}
+
+async function both(db, panels) {
+  const html = db.replace(/\.db$/, '.html');
+  execFileSync(CLI, ['view', db, '--html', html], { env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
+  await check(pathToFileURL(html).href, panels);
+  await served(db, panels);
+}
+
+before(async () => {
+  if (skip) return;
+  dir = mkdtempSync(join(tmpdir(), 'sonde-workloads-'));
+  writeFileSync(join(dir, 'peaks.txt'), 'gemm.f32 1 100 manual\ngemm.f32 0 200 manual\nmem.bw 1 18 manual\nmem.bw 0 29 manual\n');
+  browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
+});
+
+after(async () => {
+  if (browser) await browser.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const mlpNumpy = () => join(SOURCE, 'examples', 'mlp_numpy', 'train.py');
+
+describe('every reference workload in chromium, as --html and served', { skip }, () => {
+  test('mlp_train (C++)', { skip: !existsSync(MLP) && `${MLP} not built` }, async () => {
+    const db = join(dir, 'mlp_train.db');
+    run(CLI, ['run', '-o', db, '--', MLP, '--steps', '20', '--hidden', '200']);
+    await both(db, ALWAYS);
+  });
+
+  test('mlp_numpy with --lines', async () => {
+    const db = join(dir, 'mlp_numpy.db');
+    run(PY, ['-m', 'sonde', '-o', db, '--lines', 'update_core*', mlpNumpy(), '--steps', '20', '--hidden', '200']);
+    await both(db, ALWAYS);
+  });
+
+  test('torch_cnn', async () => {
+    const db = join(dir, 'torch_cnn.db');
+    run(PY, ['-m', 'sonde', '-o', db, join(SOURCE, 'examples', 'torch_cnn', 'train.py'), '--steps', '3', '--batch', '16', '--eval-every', '0']);
+    await both(db, ALWAYS);
+  });
+
+  test('mlp_numpy under --sample: the sampled paths panel', async () => {
+    const db = join(dir, 'sampled.db');
+    run(PY, ['-m', 'sonde', '--sample', '1000', '-o', db, mlpNumpy(), '--steps', '20', '--hidden', '200']);
+    await both(db, [...ALWAYS, 'samples']);
+  });
+
+  test('mlp_train_mpi on 2 ranks, merged: the ranks panel',
+       { skip: (!MPIRUN || !existsSync(MLP_MPI)) && 'no mpirun, or mlp_train_mpi not built' }, async () => {
+    const db = join(dir, 'mpi.db');
+    run(MPIRUN, ['--oversubscribe', '--allow-run-as-root', '-np', '2', CLI, 'run', '-o', db, '--', MLP_MPI,
+                 '--steps', '12', '--hidden', '200'], { SONDE_LIBRARY: process.env.SONDE_LIB });
+    const merged = join(dir, 'merged.db');
+    run(CLI, ['merge', '-o', merged, join(dir, 'mpi.rank0.db'), join(dir, 'mpi.rank1.db')]);
+    await both(merged, [...ALWAYS, 'ranks']);
+  });
+});
