@@ -303,11 +303,15 @@ bool Store::write_thread_row(Database& db, ThreadStatements& st, const ThreadSna
 bool Store::write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                         ThreadIds& ids, std::string& error) {
   ids.nodes.resize(t.nodes.size(), 0);
+  ids.written.resize(t.nodes.size(), {0, 0});
   for (const NodeRow& n : t.nodes) {
     // Inherited across fork and never run here. A generator first resumed under this path
     // has no call of its own but has time, and children that need it as their parent.
     if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
     int64_t& id = ids.nodes[n.index];
+    auto& written = ids.written[n.index];
+    if (id != 0 && written == std::pair<uint64_t, int64_t>{n.calls, n.incl_ns}) continue;
+    written = {n.calls, n.incl_ns};
     if (id != 0) {
       Statement& upd = st.upd_node;
       upd.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);

@@ -75,6 +75,9 @@ class Store {
   struct ThreadIds {
     int64_t thread_id = 0;
     std::vector<int64_t> nodes, shapes;
+    // Per node, the calls and inclusive time last written: a node whose two are unchanged has
+    // nothing new (its other figures only move with them), so a flush rewrites only what moved.
+    std::vector<std::pair<uint64_t, int64_t>> written;
   };
   struct ThreadStatements;
 
