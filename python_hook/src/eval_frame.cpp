@@ -109,6 +109,7 @@ void guard_existing_classes() {
 struct ThreadHook {
   uintptr_t stack_floor = 0;  // below this address, frames run without the hook; 0: not known
   int skip = 0;               // frames not to record (the launcher's own)
+  bool in_machinery = false;  // the innermost hooked frame is the import machinery's
 };
 thread_local ThreadHook t_hook;
 
@@ -144,11 +145,15 @@ ThreadState* open_frame(_PyInterpreterFrame* frame, int throwflag) {
     // Its first real entry resumes after RETURN_GENERATOR; later ones after a YIELD_VALUE.
     resumed = throwflag != 0 || _Py_OPCODE(*frame->prev_instr) != RETURN_GENERATOR;
   }
+  bool machinery = false;
+  RoutineId id = code_routine(code, &machinery);
+  bool folded = machinery && t_hook.in_machinery;
+  t_hook.in_machinery = machinery;  // evaluate() restores the caller's when the frame leaves
   if (t_hook.skip > 0) {
     --t_hook.skip;
     return nullptr;
   }
-  RoutineId id = code_routine(code);
+  if (folded) return nullptr;  // within the import its outermost machinery frame opened
   if (resumed) return probe_resume(id, Nesting::kChildren);
   // Checked before the clock starts, as libsonde's check of GEMM operands is.
   if (subnormal_sample_due())
@@ -183,9 +188,11 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
   if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < t_hook.stack_floor) {
     return evaluate_unhooked(tstate, frame, throwflag);
   }
+  bool in_machinery = t_hook.in_machinery;
   ThreadState* t = open_frame(frame, throwflag);
   PyObject* result = g_beneath(tstate, frame, throwflag);
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  t_hook.in_machinery = in_machinery;
   // A class or module body has returned: its namespace holds the functions it defined. The
   // frame is cleared by the caller, after this.
   if (g_guard_getitem && result != nullptr && (frame->f_code->co_flags & CO_OPTIMIZED) == 0) {

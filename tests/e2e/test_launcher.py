@@ -257,4 +257,4 @@ def test_paused_records_python_frames_between_start_and_stop(tmp_path):
     assert paths == {"paused.py:3(work);cblas_sgemm": 3, "cblas_sgemm": 2}, paths
     r = run(["-m", "sonde", "-o", "q.db", "paused.py"], tmp_path)
     assert query(tmp_path / "q.db", "SELECT COUNT(*) FROM routines WHERE kind = 'python' AND "
-                                    "name LIKE '<frozen importlib%'")[0][0] > 0
+                                    "name = '<import>'")[0][0] > 0
