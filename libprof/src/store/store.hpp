@@ -56,8 +56,9 @@ struct FlushData {
 class Store {
  public:
   // Creates the schema if the file is new and checks that it is a sonde profile otherwise.
-  // Returns false with a reason the user can act on.
-  bool prepare(const std::string& path, std::string& error);
+  // Returns false with a reason the user can act on. `claimed`: this process made the file,
+  // empty, for itself (O_EXCL): the blank profile is written into it as it is.
+  bool prepare(const std::string& path, std::string& error, bool claimed = false);
   bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
   // A thread's final state is written and the state freed: its address may be reused.
   void forget_thread(const ThreadState* t) { threads_.erase(t); }
