@@ -8,9 +8,7 @@ or torch bind their BLAS, so the interpreter is started again under `sonde run` 
 libsonde.so, forwards signals, says where the profile went and, with -s, prints the report);
 that second interpreter installs the Python hook and runs the program as __main__.
 """
-import argparse
 import os
-import shutil
 import sys
 
 _MARK = "SONDE_PYTHON_LAUNCHED"
@@ -32,6 +30,7 @@ def _version():
 
 
 def _parser():
+    import argparse
     p = argparse.ArgumentParser(
         prog="python3 -m sonde",
         usage="python3 -m sonde [options] (script.py | -m MODULE | -c CMD) [args ...]",
@@ -80,7 +79,12 @@ def _parser():
     return p
 
 
-def _split(argv, valued=_VALUED):
+# Every long option of _parser(), those taking a value in _VALUED.
+_LONG = ("--version", "--output", "--force", "--sort", "--lines", "--builtins", "--paused",
+         "--trace", "--counters", "--sample", "--flush-interval", "--no-record-args", "--help")
+
+
+def _split(argv, valued=_VALUED, longs=_LONG):
     """(sonde's options, the program: [script or MODULE or CMD, args...], '-m'/'-c'/None).
     As cProfile (optparse without interspersed arguments) and python itself: sonde's options
     end at the first word that is not one, at --, or at -m/-c and their value."""
@@ -95,8 +99,18 @@ def _split(argv, valued=_VALUED):
             return argv[:i], [a[2:], *argv[i + 1:]], a[:2]  # -mMODULE, -cCMD
         if not a.startswith("-") or a == "-":
             return argv[:i], argv[i:], None
-        i += 2 if a in valued else 1
+        i += 2 if "=" not in a and _option(a, longs) in valued else 1
     return argv, [], None
+
+
+def _option(word, longs=_LONG):
+    """The long option a word names, as argparse reads it: --name=value, or a prefix of one
+    long option (--lin for --lines); any other word as it is."""
+    if not word.startswith("--"):
+        return word
+    word = word.split("=", 1)[0]
+    matches = [o for o in longs if o.startswith(word)]
+    return word if word in longs or len(matches) != 1 else matches[0]
 
 
 def _library():
@@ -117,6 +131,7 @@ def _cli(library):
     beside = os.path.join(os.path.dirname(library), "..", "bin", "sonde")
     if os.access(beside, os.X_OK):
         return os.path.realpath(beside)
+    import shutil
     return shutil.which("sonde")
 
 
@@ -164,9 +179,11 @@ def _launch(opts, program, kind, argv):
 
 # sonde tune's options that take a value.
 _TUNE_VALUED = ("-o", "--output", "--repeat", "--stages", "--timeout", "--format")
+_TUNE_LONG = ("--repeat", "--stages", "--output", "--timeout", "--format", "--help")
 
 
 def _tune_parser():
+    import argparse
     p = argparse.ArgumentParser(
         prog="python3 -m sonde tune",
         usage="python3 -m sonde tune [options] (script.py | -m MODULE | -c CMD) [args ...]",
@@ -190,7 +207,7 @@ def _tune_parser():
 def _tune_main(argv):
     """sonde tune on the interpreter running this, with the program given as python3 -m sonde
     takes it: the same split of options and program."""
-    own, program, kind = _split(argv, _TUNE_VALUED)
+    own, program, kind = _split(argv, _TUNE_VALUED, _TUNE_LONG)
     parser = _tune_parser()
     opts = parser.parse_args(own)
     if kind is not None and not program:
@@ -307,19 +324,61 @@ def _die_if_interrupted():
         os.kill(os.getpid(), signal.SIGINT)
 
 
+def _scan(own):
+    """sonde's options as _parser() would read them, without importing argparse (its import
+    and parser are a few ms of every run); None where argparse must answer: help, version, an
+    unknown or ambiguous option, a missing or refused value."""
+    opts = dict(output="sonde.db", force=False, sort=None, lines=[], builtins=False,
+                paused=False, trace=False, counters=None, sample=None, flush_interval=None,
+                no_record_args=False)
+    i = 0
+    while i < len(own):
+        a, value = own[i], None
+        name = _option(a)
+        if a.startswith("--"):
+            if "=" in a:
+                value = a.split("=", 1)[1]
+        elif a[:2] in ("-o", "-s"):
+            name, value = {"-o": "--output", "-s": "--sort"}[a[:2]], a[2:] or None
+        if name not in _LONG or name in ("--help", "--version"):
+            return None
+        if name in _VALUED:
+            if value is None:
+                i += 1
+                if i == len(own) or own[i].startswith("-"):
+                    return None
+                value = own[i]
+            key = name[2:].replace("-", "_")
+            if key == "lines":
+                opts["lines"].append(value)
+            elif key == "sort" and value not in _SORT_KEYS:
+                return None
+            else:
+                opts[key] = value
+        elif value is not None:
+            return None  # --force=1: argparse's error
+        else:
+            opts[name[2:].replace("-", "_")] = True
+        i += 1
+    import types
+    return types.SimpleNamespace(**opts)
+
+
 def main():
     argv = sys.argv[1:]
     # `tune` as the first word is the subcommand (a script named tune: ./tune, or -- tune).
     if argv[:1] == ["tune"] and os.environ.get(_MARK) != "1":
         _tune_main(argv[1:])
     own, program, kind = _split(argv)
-    parser = _parser()
-    opts = parser.parse_args(own)
-    if kind is not None and not program:
-        parser.error(f"argument {kind}: expected one argument")
-    if not program:
-        parser.print_usage(sys.stderr)
-        _fail("nothing to run: give a script, -m MODULE or -c CMD", 2)
+    opts = _scan(own) if program else None
+    if opts is None:  # argparse answers help, version, errors and nothing to run
+        parser = _parser()
+        opts = parser.parse_args(own)
+        if kind is not None and not program:
+            parser.error(f"argument {kind}: expected one argument")
+        if not program:
+            parser.print_usage(sys.stderr)
+            _fail("nothing to run: give a script, -m MODULE or -c CMD", 2)
     if os.environ.get(_MARK) == "1":
         _run(opts, program, kind)
     else:

@@ -109,8 +109,19 @@ void guard_existing_classes() {
 struct ThreadHook {
   uintptr_t stack_floor = 0;  // below this address, frames run without the hook; 0: not known
   int skip = 0;               // frames not to record (the launcher's own)
+  bool in_machinery = false;  // the innermost hooked frame is the import machinery's
 };
 thread_local ThreadHook t_hook;
+// _sonde is dlopened, so t_hook costs a __tls_get_addr call per access; an initial-exec pointer
+// is one instruction (8 bytes of the static TLS glibc keeps for dlopened modules), as in
+// monitoring.cpp. Pointed at t_hook on the thread's first frame.
+thread_local ThreadHook* t_hook_fast __attribute__((tls_model("initial-exec"))) = nullptr;
+
+ThreadHook& thread_hook() {
+  ThreadHook* h = t_hook_fast;
+  if (__builtin_expect(h == nullptr, 0)) h = t_hook_fast = &t_hook;
+  return *h;
+}
 
 // With the hook, every Python call takes a C frame of the evaluator, where the interpreter
 // alone inlines Python-to-Python calls and takes none: a recursion that the program allowed far
@@ -133,7 +144,7 @@ uintptr_t stack_floor() {
 // first next()/send() (the call, as the profile hook counts it), then at every resumption after
 // a yield or await, and for throw()/close(): those are probe_resume, so a generator is one call
 // however often it resumes.
-ThreadState* open_frame(_PyInterpreterFrame* frame, int throwflag) {
+ThreadState* open_frame(ThreadHook& hook, _PyInterpreterFrame* frame, int throwflag) {
   if (!g_recording) return nullptr;
   if (g_guard_getitem) guard_function(frame->f_func);
   PyCodeObject* code = frame->f_code;
@@ -144,11 +155,15 @@ ThreadState* open_frame(_PyInterpreterFrame* frame, int throwflag) {
     // Its first real entry resumes after RETURN_GENERATOR; later ones after a YIELD_VALUE.
     resumed = throwflag != 0 || _Py_OPCODE(*frame->prev_instr) != RETURN_GENERATOR;
   }
-  if (t_hook.skip > 0) {
-    --t_hook.skip;
+  bool machinery = false;
+  RoutineId id = code_routine(code, &machinery);
+  bool folded = machinery && hook.in_machinery;
+  hook.in_machinery = machinery;  // evaluate() restores the caller's when the frame leaves
+  if (hook.skip > 0) {
+    --hook.skip;
     return nullptr;
   }
-  RoutineId id = code_routine(code);
+  if (folded) return nullptr;  // within the import its outermost machinery frame opened
   if (resumed) return probe_resume(id, Nesting::kChildren);
   // Checked before the clock starts, as libsonde's check of GEMM operands is.
   if (subnormal_sample_due())
@@ -179,13 +194,16 @@ PyObject* evaluate_unhooked(PyThreadState* tstate, _PyInterpreterFrame* frame, i
 }
 
 PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag) {
-  if (t_hook.stack_floor == 0) t_hook.stack_floor = stack_floor();
-  if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < t_hook.stack_floor) {
+  ThreadHook& hook = thread_hook();
+  if (hook.stack_floor == 0) hook.stack_floor = stack_floor();
+  if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < hook.stack_floor) {
     return evaluate_unhooked(tstate, frame, throwflag);
   }
-  ThreadState* t = open_frame(frame, throwflag);
+  bool in_machinery = hook.in_machinery;
+  ThreadState* t = open_frame(hook, frame, throwflag);
   PyObject* result = g_beneath(tstate, frame, throwflag);
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  hook.in_machinery = in_machinery;
   // A class or module body has returned: its namespace holds the functions it defined. The
   // frame is cleared by the caller, after this.
   if (g_guard_getitem && result != nullptr && (frame->f_code->co_flags & CO_OPTIMIZED) == 0) {
@@ -217,7 +235,7 @@ bool install_eval_frame() {
   return true;
 }
 
-void eval_frame_skip_calls(int n) { t_hook.skip = n; }
+void eval_frame_skip_calls(int n) { thread_hook().skip = n; }
 
 void uninstall_eval_frame() {
   g_recording = false;

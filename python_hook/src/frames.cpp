@@ -4,6 +4,7 @@
 #include <frameobject.h>
 #include <opcode.h>
 
+#include <cstring>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,7 +42,13 @@ bool set_trace_all(Py_tracefunc f) { return set_all<_PyEval_SetTrace>(f); }
 
 // Per thread: did each open Python-level call open a sonde frame? Frames running when the hook
 // was installed return without having been entered, and the depth limit can refuse one.
-thread_local std::vector<ThreadState*> t_open;
+// `machinery`: the entry is a frame of the import machinery (or a C call it made), beneath
+// which further machinery frames open nothing.
+struct Opened {
+  ThreadState* thread;
+  bool machinery;
+};
+thread_local std::vector<Opened> t_open;
 thread_local int t_skip = 0;
 // C functions are recorded too (`--builtins`); else the profile function stands in for the
 // frame-evaluation hook and passes over their events.
@@ -68,7 +75,22 @@ std::vector<std::string> g_line_patterns;
 struct CodeInfo {
   RoutineId id;
   bool lines;
+  bool machinery;
 };
+
+// importlib's own frames (`<frozen importlib._bootstrap>`, `..._external`): an import runs some
+// 30 of them (finders, locks, path joins, stats), and every import makes a new path of each, so
+// they were most of a framework import's call paths (import torch: 51,619 of 51,650). They are
+// folded into one routine, entered once per outermost entry into the machinery; the module bodies
+// it runs, and what they call, are recorded beneath it as always.
+bool is_machinery(PyCodeObject* code) {
+  static const char kPrefix[] = "<frozen importlib._bootstrap";
+  PyObject* file = code->co_filename;
+  if (file == nullptr || !PyUnicode_Check(file) || !PyUnicode_IS_ASCII(file)) return false;
+  size_t n = size_t(PyUnicode_GET_LENGTH(file));
+  return n >= sizeof(kPrefix) - 1 &&
+         std::memcmp(PyUnicode_DATA(file), kPrefix, sizeof(kPrefix) - 1) == 0;
+}
 
 bool wants_lines(PyCodeObject* code) {
   if (g_line_patterns.empty()) return false;
@@ -81,9 +103,15 @@ bool wants_lines(PyCodeObject* code) {
   return false;
 }
 
-// The table holds (id + 1) << 1 | timed-lines, so 0 still means "not seen yet".
+// The table holds (id + 1) << 2 | machinery << 1 | timed-lines, so 0 still means "not seen yet".
 CodeInfo code_info(PyCodeObject* code) {
-  if (uintptr_t v = code_table_find(code)) return {RoutineId((v >> 1) - 1), (v & 1) != 0};
+  if (uintptr_t v = code_table_find(code))
+    return {RoutineId((v >> 2) - 1), (v & 1) != 0, (v & 2) != 0};
+  if (is_machinery(code)) {
+    CodeInfo info{import_routine(), false, true};
+    code_table_insert(code, (uintptr_t(info.id) + 1) << 2 | 2);
+    return info;
+  }
   // pprof/cProfile style: file.py:LINE(function); the full path is kept in routines.file.
   std::string file = utf8(code->co_filename);
   std::string name = base_name(file) + ":" + std::to_string(code->co_firstlineno) + "(" +
@@ -93,8 +121,8 @@ CodeInfo code_info(PyCodeObject* code) {
   const char* library = (code->co_flags & (CO_GENERATOR | CO_ASYNC_GENERATOR)) ? "generator" : "";
   CodeInfo info{
       register_routine({name.c_str(), "python", library, file.c_str(), code->co_firstlineno}),
-      wants_lines(code)};
-  code_table_insert(code, (uintptr_t(info.id) + 1) << 1 | info.lines);
+      wants_lines(code), false};
+  code_table_insert(code, (uintptr_t(info.id) + 1) << 2 | info.lines);
   return info;
 }
 
@@ -127,14 +155,21 @@ RoutineId cfunction_routine(PyObject* fn) {
   return builtin_routine(c->m_ml, bound ? Py_TYPE(self) : nullptr, c->m_module);
 }
 
-void enter(RoutineId id, bool resumed = false) {
+bool in_machinery() { return !t_open.empty() && t_open.back().machinery; }
+
+void enter(RoutineId id, bool resumed = false, bool machinery = false) {
   if (t_skip > 0) {
     --t_skip;
-    t_open.push_back(nullptr);  // its return is balanced, and nothing is recorded
+    t_open.push_back({nullptr, false});  // its return is balanced, and nothing is recorded
     return;
   }
-  t_open.push_back(resumed ? probe_resume(id, Nesting::kChildren)
-                           : probe_enter(id, Nesting::kChildren));
+  if (machinery && in_machinery()) {
+    t_open.push_back({nullptr, true});  // folded into the import the outermost one opened
+    return;
+  }
+  t_open.push_back({resumed ? probe_resume(id, Nesting::kChildren)
+                            : probe_enter(id, Nesting::kChildren),
+                    machinery});
 }
 
 // A generator or coroutine frame is entered at every resumption; only its first entry is a
@@ -167,7 +202,7 @@ bool resumed(PyFrameObject* frame, PyCodeObject* code) {
 
 void leave() {
   if (t_open.empty()) return;  // a frame that was running before the hook: never entered
-  ThreadState* t = t_open.back();
+  ThreadState* t = t_open.back().thread;
   t_open.pop_back();
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
 }
@@ -176,7 +211,8 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
   switch (what) {
     case PyTrace_CALL: {
       PyCodeObject* code = PyFrame_GetCode(frame);
-      enter(code_routine(code), resumed(frame, code));
+      CodeInfo info = code_info(code);
+      enter(info.id, resumed(frame, code), info.machinery);
       Py_DECREF(code);
       break;
     }
@@ -185,10 +221,12 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
       break;
     case PyTrace_C_CALL:
       if (!g_builtins) break;
-      if (PyCFunction_Check(arg)) {
+      if (in_machinery()) {
+        t_open.push_back({nullptr, true});  // the import machinery's C calls are folded too
+      } else if (PyCFunction_Check(arg)) {
         enter(cfunction_routine(arg));
       } else {
-        t_open.push_back(nullptr);  // keeps C_RETURN balanced
+        t_open.push_back({nullptr, false});  // keeps C_RETURN balanced
         t_skip -= t_skip > 0;
       }
       break;
@@ -283,6 +321,17 @@ bool set_threading_hook(const char* setter, PyObject* hook) {
 }  // namespace
 
 RoutineId code_routine(PyCodeObject* code) { return code_info(code).id; }
+
+RoutineId code_routine(PyCodeObject* code, bool* machinery) {
+  CodeInfo info = code_info(code);
+  *machinery = info.machinery;
+  return info.id;
+}
+
+RoutineId import_routine() {
+  static RoutineId id = register_routine({"<import>", "python", "", "<frozen importlib._bootstrap>", 0});
+  return id;
+}
 
 bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id) {
   if (PyCFunction_Check(callable)) {

@@ -17,6 +17,11 @@ namespace sonde::python {
 // The routine of a code object: registered on first sight as file.py:LINE(function), then read
 // back from code_table.hpp's table (one hash probe). Needs code_table_init first; holds the GIL.
 RoutineId code_routine(PyCodeObject* code);
+// The same, with `machinery` set for a frame of the import machinery (importlib's frozen
+// modules), whose routine is import_routine(): a hook opens it for the outermost such frame and
+// nothing for those beneath it, C calls included, so one import is one call of "<import>".
+RoutineId code_routine(PyCodeObject* code, bool* machinery);
+RoutineId import_routine();
 // The routine of a C function that `--builtins` records: a PyCFunction (`len`, a bound
 // `numpy.ndarray.dot`), or a C method descriptor called with `self_arg` (nullptr: no argument)
 // first. Returns false, leaving `id` alone, for any other callable. Holds the GIL.

@@ -25,8 +25,9 @@ constexpr int kToolId = 4;
 // hook was installed return without having been entered, and must not close another's.
 struct Open {
   const void* key;
-  ThreadState* thread;  // nullptr: not recorded (skipped, or refused by the depth limit)
+  ThreadState* thread;  // nullptr: not recorded (skipped, folded, or refused by the depth limit)
   bool c_call;
+  bool machinery;  // a frame of the import machinery: those it calls open nothing
 };
 // One thread-local object, so that a callback looks its thread up once.
 struct ThreadFrames {
@@ -56,16 +57,28 @@ constexpr size_t kSearch = 8;
 
 bool g_installed = false;
 
-void push(const void* key, bool c_call, RoutineId id, bool resumed) {
+void push(const void* key, bool c_call, RoutineId id, bool resumed, bool machinery = false) {
   ThreadFrames& f = thread_frames();
   if (f.skip > 0) {
     --f.skip;
-    f.open.push_back({key, nullptr, c_call});
+    f.open.push_back({key, nullptr, c_call, false});
+    return;
+  }
+  if (machinery && !f.open.empty() && f.open.back().machinery) {
+    f.open.push_back({key, nullptr, false, true});  // within the import its outermost frame opened
     return;
   }
   ThreadState* t =
       resumed ? probe_resume(id, Nesting::kChildren) : probe_enter(id, Nesting::kChildren);
-  f.open.push_back({key, t, c_call});
+  f.open.push_back({key, t, c_call, machinery});
+}
+
+RoutineId push_code(PyCodeObject* code, bool resumed, bool* machinery = nullptr) {
+  bool folded = false;
+  RoutineId id = code_routine(code, &folded);
+  push(code, false, id, resumed, folded);
+  if (machinery != nullptr) *machinery = folded;
+  return id;
 }
 
 void pop_to(std::vector<Open>& open, size_t size) {
@@ -96,15 +109,15 @@ PyCodeObject* code_arg(PyObject* const* args, Py_ssize_t nargs) {
 // (throw(), close()) re-enter it.
 PyObject* on_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (PyCodeObject* code = code_arg(args, nargs)) {
-    RoutineId id = code_routine(code);
-    push(code, false, id, false);
-    if (subnormal_sample_due()) check_subnormal_arguments_of_current_frame(id, code);
+    bool machinery = false;
+    RoutineId id = push_code(code, false, &machinery);
+    if (!machinery && subnormal_sample_due()) check_subnormal_arguments_of_current_frame(id, code);
   }
   Py_RETURN_NONE;
 }
 
 PyObject* on_resume(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (PyCodeObject* code = code_arg(args, nargs)) push(code, false, code_routine(code), true);
+  if (PyCodeObject* code = code_arg(args, nargs)) push_code(code, true);
   Py_RETURN_NONE;
 }
 
@@ -115,10 +128,19 @@ PyObject* on_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 }
 
 PyObject* g_missing = nullptr;  // sys.monitoring.MISSING: a call without arguments
+PyObject* g_disable = nullptr;  // sys.monitoring.DISABLE
 
 // CALL: (code, offset, callable, arg0). Python functions are left to PY_START.
 PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 4) Py_RETURN_NONE;
+  bool machinery = false;
+  if (PyCode_Check(args[0])) {
+    code_routine(reinterpret_cast<PyCodeObject*>(args[0]), &machinery);
+    // A call site in the import machinery's code never records its C call (folded), whoever
+    // ran it: the site is switched off for good, with its C_RETURN and C_RAISE. Python
+    // functions it calls still have their PY_START.
+    if (machinery) return Py_NewRef(g_disable);
+  }
   RoutineId id;
   if (c_callable_routine(args[2], args[3] == g_missing ? nullptr : args[3], &id)) {
     push(args[2], true, id, false);
@@ -246,7 +268,8 @@ bool install_monitoring(bool builtins) {
   PyObject* mon = monitoring_module();
   if (mon == nullptr) return false;
   if (g_missing == nullptr) g_missing = PyObject_GetAttrString(mon, "MISSING");  // kept
-  if (g_missing == nullptr ||
+  if (g_disable == nullptr) g_disable = PyObject_GetAttrString(mon, "DISABLE");  // kept
+  if (g_missing == nullptr || g_disable == nullptr ||
       !call_ok(PyObject_CallMethod(mon, "use_tool_id", "is", kToolId, "sonde"))) {
     bool taken = g_missing != nullptr && PyErr_ExceptionMatches(PyExc_ValueError);
     if (taken) report_taken(mon);

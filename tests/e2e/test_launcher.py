@@ -257,4 +257,23 @@ def test_paused_records_python_frames_between_start_and_stop(tmp_path):
     assert paths == {"paused.py:3(work);cblas_sgemm": 3, "cblas_sgemm": 2}, paths
     r = run(["-m", "sonde", "-o", "q.db", "paused.py"], tmp_path)
     assert query(tmp_path / "q.db", "SELECT COUNT(*) FROM routines WHERE kind = 'python' AND "
-                                    "name LIKE '<frozen importlib%'")[0][0] > 0
+                                    "name = '<import>'")[0][0] > 0
+
+
+@pytest.mark.parametrize("opts", [["--paused", "--lines", "wor*"], ["--pau", "--line=wor*"],
+                                  ["--lin", "wor*", "--paused", "--out", "p.db"]])
+def test_second_interpreter_takes_the_options_the_launcher_accepted(tmp_path, opts):
+    """The second interpreter reads --paused and --lines without argparse: long options
+    abbreviated and written with '=' as argparse took them."""
+    (tmp_path / "paused.py").write_text(PAUSED)
+    r = run(["-m", "sonde", "-o", "p.db", *opts, "paused.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    db = tmp_path / "p.db"
+    names = {n for n, in query(db, "SELECT DISTINCT r.name FROM nodes n JOIN routines r "
+                                   "USING (routine_id) WHERE r.kind = 'python'")}
+    # Paused: no <module>, no import; work() recorded after start().
+    assert "paused.py:3(work)" in names and not [n for n in names if "<" in n], names
+    # work's one line, hit once per call between start() and stop().
+    assert query(db, "SELECT l.line, SUM(l.hits) FROM line_costs l JOIN routines r "
+                     "USING (routine_id) WHERE r.name = 'paused.py:3(work)' GROUP BY l.line") == \
+        [(4, 3)]

@@ -117,8 +117,12 @@ ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t
   sample_fpu();
 }
 
+// The callers take bits 20 and up. A product alone leaves its bits below 32 independent of
+// the parent (the high word of the key), so every node of one routine (fib at 25 depths) fell
+// into one probe chain; folding the high half down makes every bit depend on both.
 static uint64_t child_hash(uint32_t parent, RoutineId routine) {
-  return (uint64_t(parent) << 32 | routine) * 0x9E3779B97F4A7C15ull;
+  uint64_t h = (uint64_t(parent) << 32 | routine) * 0x9E3779B97F4A7C15ull;
+  return h ^ (h >> 32);
 }
 
 uint32_t ThreadState::child_of(uint32_t parent, RoutineId routine) {

@@ -166,7 +166,7 @@ void Runtime::start() {
     return;
   }
   std::string error;
-  if (!store_.prepare(output_, error)) {
+  if (!store_.prepare(output_, error, output_claimed_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.
     if (output_claimed_) {

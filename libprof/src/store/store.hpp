@@ -56,8 +56,9 @@ struct FlushData {
 class Store {
  public:
   // Creates the schema if the file is new and checks that it is a sonde profile otherwise.
-  // Returns false with a reason the user can act on.
-  bool prepare(const std::string& path, std::string& error);
+  // Returns false with a reason the user can act on. `claimed`: this process made the file,
+  // empty, for itself (O_EXCL): the blank profile is written into it as it is.
+  bool prepare(const std::string& path, std::string& error, bool claimed = false);
   bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
   // A thread's final state is written and the state freed: its address may be reused.
   void forget_thread(const ThreadState* t) { threads_.erase(t); }
@@ -75,6 +76,9 @@ class Store {
   struct ThreadIds {
     int64_t thread_id = 0;
     std::vector<int64_t> nodes, shapes;
+    // Per node, the calls and inclusive time last written: a node whose two are unchanged has
+    // nothing new (its other figures only move with them), so a flush rewrites only what moved.
+    std::vector<std::pair<uint64_t, int64_t>> written;
   };
   struct ThreadStatements;
 

@@ -388,6 +388,31 @@ TEST_F(StoreWrite, ASecondFlushUpdatesRowsInsteadOfAddingThem) {
   EXPECT_EQ(r.one("SELECT incl_ns FROM nodes WHERE parent_id IS NULL"), "2200");
 }
 
+// A flush rewrites only the nodes that moved since the last: a row marked in the file between
+// two flushes keeps its mark where its node did not move, and is rewritten where it did.
+TEST_F(StoreWrite, AFlushRewritesOnlyTheNodesThatMoved) {
+  ASSERT_TRUE(write(flush(2500)));
+  auto mark = [&] {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET subrs = 777", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  };
+  mark();
+  enter_at(t_, forward_, 2600);  // a new call under the root: the root and it move
+  leave_at(t_, 2700);
+  ASSERT_TRUE(write(flush(2800)));
+  Reader r(path_);
+  EXPECT_EQ(r.rows("SELECT path, subrs FROM callpaths ORDER BY path"),
+            (Rows{{"cblas_sgemm", "777"},
+                  {"model.forward", "0"},
+                  {"train", "777"},
+                  {"train;model.forward", "777"},
+                  {"train;model.forward;cblas_sgemm", "777"}}));
+  EXPECT_EQ(r.one("SELECT subrs FROM nodes WHERE parent_id IS NULL"), "3");
+}
+
 TEST_F(StoreWrite, AnotherProcessOfTheSameRunJoinsIt) {
   ASSERT_TRUE(write(flush(2500)));
   Store exec_store;
