@@ -16,11 +16,12 @@ struct Options {
   std::string format = "text";
   std::size_t top = 0;
   std::string tune;  // a sonde tune folder or its tune.json
+  std::optional<std::int64_t> rank;
 };
 
 int candidates(const Options& a) {
   Format format = parse_format(a.format);
-  ProfileFile file = ProfileFile::open(a.file);
+  ProfileFile file = open_for_report(a.file, a.rank, format);
   std::vector<Candidate> found = compute_candidates(file);
   // A profile of sonde tune's own folder learns from that folder's result unasked.
   std::optional<TuneResults> tune =
@@ -55,6 +56,7 @@ Command add_candidates(CLI::App& app) {
                   "A sonde tune folder (or its tune.json): each rule's estimate is held against "
                   "the gain tune measured for the stage that tests it. Default: the tune.json "
                   "beside FILE when FILE is one of its runs");
+  add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return candidates(*a); }};
 }

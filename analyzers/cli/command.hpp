@@ -4,7 +4,9 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +52,13 @@ std::vector<std::string> split_tune_command(std::vector<std::string>& args);
 
 // Shared option helpers.
 void add_file(CLI::App* cmd, std::string& file);
+// --rank R: one rank of a merged or ranked profile (profile/rank_file.hpp).
+void add_rank(CLI::App* cmd, std::optional<std::int64_t>& rank);
+// The file, or one rank of it; read whole with several ranks, says so first (a text format's
+// first line, else on stderr) so summed figures are never taken for one rank's.
+analyzers::ProfileFile open_for_report(const std::string& path,
+                                       std::optional<std::int64_t> rank,
+                                       analyzers::Format format);
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices);
 void print_table(const analyzers::Table& table, analyzers::Format format);
 // CLI11 would read "-5" into a size_t as a huge count, and NaN passes its Range check.

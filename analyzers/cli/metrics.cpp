@@ -17,6 +17,7 @@ struct Options {
   std::string section = "all";
   std::vector<std::string> phase_map;
   std::size_t top = 0;
+  std::optional<std::int64_t> rank;
 };
 
 int metrics(const Options& a) {
@@ -26,7 +27,7 @@ int metrics(const Options& a) {
     throw Error("csv holds one table: name it with --section", kUsageError);
   std::vector<PhaseMapping> mappings;
   for (const std::string& m : a.phase_map) mappings.push_back(parse_phase_mapping(m));
-  ProfileFile file = ProfileFile::open(a.file);
+  ProfileFile file = open_for_report(a.file, a.rank, format);
   MetricsReport report = compute_metrics_report(file, mappings);
   switch (format) {
     case Format::kText: std::cout << render_metrics_text(report, sections, a.top); break;
@@ -54,6 +55,7 @@ Command add_metrics(CLI::App& app) {
   cmd->add_option("--phase", a->phase_map,
                   "CLASS=GLOB: routines matching GLOB count as that breakdown class "
                   "(t_io, t_h2d, t_f, t_b, t_u, t_comm); repeatable");
+  add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return metrics(*a); }};
 }

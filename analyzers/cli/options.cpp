@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "profile/rank_file.hpp"
 
 namespace sonde::cli {
 
@@ -12,6 +13,23 @@ using namespace sonde::analyzers;
 
 void add_file(CLI::App* cmd, std::string& file) {
   cmd->add_option("file", file, "Profile database written by sonde run / libsonde.so")->required();
+}
+
+void add_rank(CLI::App* cmd, std::optional<std::int64_t>& rank) {
+  cmd->add_option("--rank", rank,
+                  "Only this rank (of a merged or ranked profile), as its own file would read; "
+                  "default: all ranks, summed")
+      ->check(CLI::NonNegativeNumber);
+}
+
+ProfileFile open_for_report(const std::string& path, std::optional<std::int64_t> rank,
+                            Format format) {
+  ProfileFile file = open_profile(path, rank);
+  if (!rank) {
+    if (std::optional<std::string> note = all_ranks_note(file))
+      (format == Format::kText ? std::cout : std::cerr) << *note << '\n';
+  }
+  return file;
 }
 
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices) {

@@ -14,11 +14,12 @@ struct Options {
   std::string file;
   std::string format = "text";
   std::size_t top = 0;
+  std::optional<std::int64_t> rank;
 };
 
 int shapes(const Options& a) {
   Format format = parse_format(a.format);
-  ProfileFile file = ProfileFile::open(a.file);
+  ProfileFile file = open_for_report(a.file, a.rank, format);
   std::vector<ShapeRow> rows = compute_shapes(file, a.top);
   if (rows.empty() && format == Format::kText) {
     std::cout << "no GEMM-like calls recorded\n";
@@ -35,6 +36,7 @@ Command add_shapes(CLI::App& app) {
   add_file(cmd, a->file);
   cmd->add_option("-n,--top", a->top, "Rows to show, by time (0: all)")
       ->check(count_check())->capture_default_str();
+  add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return shapes(*a); }};
 }

@@ -19,11 +19,12 @@ struct Options {
   double min_pct = 0.5;
   std::optional<int> depth;
   std::string threads = "each";
+  std::optional<std::int64_t> rank;
 };
 
 int tree(const Options& a) {
   Format format = parse_format(a.format);
-  ProfileFile file = ProfileFile::open(a.file);
+  ProfileFile file = open_for_report(a.file, a.rank, format);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
   if (format == Format::kJson) std::cout << dump_json(render_tree_json(forest, options)) << '\n';
@@ -45,6 +46,7 @@ Command add_tree(CLI::App& app) {
   cmd->add_option("--threads", a->threads, "One tree per thread (each) or one for all (merge)")
       ->check(CLI::IsMember({"each", "merge"}))
       ->capture_default_str();
+  add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return tree(*a); }};
 }

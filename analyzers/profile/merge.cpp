@@ -87,6 +87,14 @@ constexpr const char* kRankFromEnvSql = R"sql(
     ORDER BY i.process_id IS NULL, i.key LIMIT 1)
   WHERE process_id > ?1 AND rank IS NULL)sql";
 
+// The rank views sum nodes per thread and routine (rank_hotspots); on a file of many ranks a
+// covering index in that order lets SQLite aggregate while it scans instead of sorting every
+// node (1,024 merged ranks: rank_imbalance 1.40 -> 0.56 s CPU). Built once, after the copies,
+// so the inserts do not maintain it; a rank's own small file does without.
+constexpr const char* kRankSumsIndexSql =
+    "CREATE INDEX IF NOT EXISTS nodes_rank_sums ON nodes(thread_id, routine_id, parent_id, "
+    "recursive, calls, subrs, incl_ns, excl_ns, bytes)";
+
 class Output {
  public:
   Output(const std::string& path) : path_(path) {
@@ -240,6 +248,7 @@ class Merger {
     result_.nodes = out_.integer("SELECT COUNT(*) FROM nodes");
     result_.ranks = static_cast<std::int64_t>(ranks_.size());
     out_.exec(fmt::format("INSERT INTO meta VALUES ('merged_files', '{}')", result_.files));
+    out_.exec(kRankSumsIndexSql);
     return result_;
   }
 

@@ -63,6 +63,9 @@ class ProfileFile {
   // flush is rolled back first (through a read-write connection: said on stderr). Throws Error
   // with a one-line reason.
   static ProfileFile open(const std::string& path);
+  // Rank `rank` of a merged or ranked profile alone, as its own file would read, in memory
+  // (profile/rank_file.cpp).
+  static ProfileFile open_rank(const std::string& path, std::int64_t rank);
 
   ProfileFile(ProfileFile&&) noexcept = default;
   ProfileFile& operator=(ProfileFile&&) noexcept = default;

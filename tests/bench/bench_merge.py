@@ -23,17 +23,19 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def timed(cmd):
-    """Runs cmd; returns (seconds, peak RSS in MiB of the command alone, stdout)."""
+    """Runs cmd; returns (seconds, peak RSS in MiB of the command alone, stdout). The CPU time
+    it took (user + sys) is kept in timed.cpu_s: on a loaded machine it is the steadier figure."""
     # /usr/bin/time reports the command's own peak, not this Python's (which a child forked
     # from it would inherit in wait4's figure).
     t0 = time.perf_counter()
-    p = subprocess.run(["/usr/bin/time", "-f", "maxrss_kib %M", *cmd], capture_output=True,
+    p = subprocess.run(["/usr/bin/time", "-f", "maxrss_kib %M cpu_s %U %S", *cmd], capture_output=True,
                        text=True)
     t = time.perf_counter() - t0
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{p.stderr}")
-    rss = [int(line.split()[1]) for line in p.stderr.splitlines() if line.startswith("maxrss_kib")]
-    return t, rss[-1] / 1024, p.stdout
+    fig = [line.split() for line in p.stderr.splitlines() if line.startswith("maxrss_kib")][-1]
+    timed.cpu_s = float(fig[3]) + float(fig[4])
+    return t, int(fig[1]) / 1024, p.stdout
 
 
 def make_ranks(build, work, ranks, paths):
@@ -82,7 +84,7 @@ def main():
     t, rss, out = timed([sonde, "merge", "-o", merged, d])
     print(out.strip())
     rate = a.ranks / t
-    print(f"merge:    {t:8.2f} s  (target < 60 s: {t / 60:.2f} of it)  "
+    print(f"merge:    {t:8.2f} s  (target < 60 s: {t / 60:.2f} of it), CPU {timed.cpu_s:.1f} s  "
           f"{rate:.0f} files/s, {a.ranks * nodes / t / 1e3:.0f}k nodes/s")
     print(f"          peak RSS {rss:.0f} MiB (target < 200 MiB: {rss / 200:.2f} of it), "
           f"merged file {os.path.getsize(merged) / 2**20:.0f} MiB")
@@ -92,16 +94,16 @@ def main():
     timed([sonde, "merge", "-o", half] + [os.path.join(d, f"prof.rank{r}.db")
                                          for r in range(a.ranks // 2)])
     t, rss, _ = timed([sonde, "scaling", half, merged, "--format", "json"])
-    print(f"scaling:  {t:8.2f} s  (target < 2 s: {t / 2:.2f} of it), peak RSS {rss:.0f} MiB "
-          f"({a.ranks // 2} against {a.ranks} ranks)")
+    print(f"scaling:  {t:8.2f} s  (target < 2 s: {t / 2:.2f} of it), CPU {timed.cpu_s:.2f} s, "
+          f"peak RSS {rss:.0f} MiB ({a.ranks // 2} against {a.ranks} ranks)")
     t, rss, _ = timed([sonde, "scaling", os.path.join(d, "prof.rank0.db"), merged, "--format",
                        "json"])
-    print(f"scaling:  {t:8.2f} s  (target < 2 s: {t / 2:.2f} of it), peak RSS {rss:.0f} MiB "
-          f"(1 against {a.ranks} ranks)")
+    print(f"scaling:  {t:8.2f} s  (target < 2 s: {t / 2:.2f} of it), CPU {timed.cpu_s:.2f} s, "
+          f"peak RSS {rss:.0f} MiB (1 against {a.ranks} ranks)")
     t, rss, _ = timed([sonde, "ranks", merged, "--format", "json"])
-    print(f"ranks:    {t:8.2f} s  peak RSS {rss:.0f} MiB")
+    print(f"ranks:    {t:8.2f} s  CPU {timed.cpu_s:.2f} s, peak RSS {rss:.0f} MiB")
     t, rss, _ = timed([sonde, "report", merged, "--format", "csv"])
-    print(f"report:   {t:8.2f} s  peak RSS {rss:.0f} MiB (all ranks)")
+    print(f"report:   {t:8.2f} s  CPU {timed.cpu_s:.2f} s, peak RSS {rss:.0f} MiB (all ranks)")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     if not a.work_dir:
         shutil.rmtree(work)

@@ -52,6 +52,38 @@ thread_local int t_used __attribute__((tls_model("initial-exec"))) = 0;
 
 bool is_null(MPI_Request r) { return r == nullptr || r == g_pmpi.request_null; }
 
+struct PersistentRequest {
+  MPI_Request handle;
+  int64_t bytes;
+  int size;
+};
+constexpr int kPersistent = 64;
+thread_local PersistentRequest t_persistent[kPersistent] __attribute__((tls_model("initial-exec")));
+// One-sided operations this thread started since its last synchronisation.
+thread_local int t_rma_pending __attribute__((tls_model("initial-exec"))) = 0;
+
+const PersistentRequest* find_persistent(MPI_Request r) {
+  if (is_null(r)) return nullptr;
+  for (const PersistentRequest& p : t_persistent)
+    if (p.handle == r) return &p;
+  return nullptr;
+}
+
+// Windows are few (an application makes a handful); a slot is claimed with one CAS.
+constexpr int kWindows = 64;
+struct Window {
+  std::atomic<MPI_Win> handle{nullptr};
+  std::atomic<int> size{0};
+};
+Window g_windows[kWindows];
+
+Window* find_window(MPI_Win w) {
+  if (w == nullptr) return nullptr;
+  for (Window& s : g_windows)
+    if (s.handle.load(std::memory_order_acquire) == w) return &s;
+  return nullptr;
+}
+
 int remove_marked(bool (*pick)(int pos, const void* arg), const void* arg) {
   int removed = 0;
   for (int i = 0; i < t_used; ++i) {
@@ -126,8 +158,38 @@ int64_t bytes_summed(const int counts[], MPI_Datatype type, MPI_Comm comm) {
   return total * type_size(type);
 }
 
+int64_t persistent_bytes(int count, const MPI_Request* requests) {
+  int64_t total = 0;
+  for (int i = 0; requests != nullptr && i < count; ++i)
+    if (const PersistentRequest* p = find_persistent(requests[i])) total += p->bytes;
+  return total;
+}
+
+Size persistent_size(int count, const MPI_Request* requests) {
+  for (int i = 0; requests != nullptr && i < count; ++i)
+    if (const PersistentRequest* p = find_persistent(requests[i])) return Size{p->size};
+  return Size{0};
+}
+
+void persistent_forget(const MPI_Request* request) {
+  if (request == nullptr || is_null(*request)) return;
+  for (PersistentRequest& p : t_persistent)
+    if (p.handle == *request) p = PersistentRequest{};
+}
+
+Size win_size(MPI_Win win) {
+  Window* w = find_window(win);
+  return Size{w ? w->size.load(std::memory_order_relaxed) : 0};
+}
+
+void win_forget(const MPI_Win* win) {
+  if (win == nullptr) return;
+  if (Window* w = find_window(*win)) w->handle.store(nullptr, std::memory_order_release);
+}
+
 void Track::before() {
-  if (kind_ == kNone || kind_ == kStart || t_used == 0 || requests_ == nullptr) return;
+  if ((kind_ != kAll && kind_ != kAny && kind_ != kSome) || t_used == 0 || requests_ == nullptr)
+    return;
   for (int i = 0; i < count_; ++i) {
     MPI_Request r = requests_[i];
     if (is_null(r)) continue;
@@ -146,17 +208,67 @@ void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
     case kNone:
       return;
     case kStart: {
-      if (rc != MPI_SUCCESS || requests_ == nullptr || is_null(*requests_)) return;
-      for (int i = 0; i < kOutstanding; ++i) {
-        if (i < t_used && t_out[i].handle != nullptr) continue;
-        t_out[i] = Outstanding{*requests_, -1};
+      if (rc != MPI_SUCCESS || requests_ == nullptr) return;
+      for (int r = 0; r < count_; ++r) {
+        if (is_null(requests_[r])) continue;
+        int i = 0;
+        while (i < kOutstanding && i < t_used && t_out[i].handle != nullptr) ++i;
+        if (i == kOutstanding) {
+          comm_untracked(thread, 1);
+          continue;
+        }
+        t_out[i] = Outstanding{requests_[r], -1};
         if (i >= t_used) t_used = i + 1;
-        started = 1;
-        return;
+        ++started;
       }
-      comm_untracked(thread, 1);
       return;
     }
+    case kPersist: {
+      if (rc != MPI_SUCCESS || requests_ == nullptr || is_null(*requests_)) return;
+      // A handle MPI reuses after a free replaces its old entry; else the first free slot.
+      PersistentRequest* slot = nullptr;
+      for (PersistentRequest& p : t_persistent) {
+        if (p.handle == *requests_) {
+          slot = &p;
+          break;
+        }
+        if (slot == nullptr && p.handle == nullptr) slot = &p;
+      }
+      if (slot == nullptr) {
+        comm_untracked(thread, 1);
+        return;
+      }
+      *slot = PersistentRequest{*requests_, bytes_, comm_size(comm_)};
+      return;
+    }
+    case kWindow: {
+      if (rc != MPI_SUCCESS || win_ == nullptr || *win_ == nullptr) return;
+      int size = comm_size(comm_);
+      if (Window* w = find_window(*win_)) {
+        w->size.store(size, std::memory_order_relaxed);
+        return;
+      }
+      for (Window& w : g_windows) {
+        MPI_Win empty = nullptr;
+        if (w.handle.compare_exchange_strong(empty, *win_, std::memory_order_acq_rel)) {
+          w.size.store(size, std::memory_order_relaxed);
+          return;
+        }
+      }
+      return;  // more windows than slots: their calls record communicator size 0
+    }
+    case kRmaStart:
+      if (rc == MPI_SUCCESS) {
+        ++t_rma_pending;
+        started = 1;
+      }
+      return;
+    case kRmaSync:
+      if (rc == MPI_SUCCESS) {
+        completed = t_rma_pending;
+        t_rma_pending = 0;
+      }
+      return;
     case kAll: {
       bool done = rc == MPI_SUCCESS && (flag_ == nullptr || *flag_);
       completed =

@@ -34,6 +34,25 @@ struct Moved {
 };
 inline MPI_Comm no_comm() { return nullptr; }
 
+// A communicator size found another way than from a communicator (a window's, a persistent
+// request's), for the COMM field of mpi_routines.def.
+struct Size {
+  int n;
+};
+inline int comm_size(Size s) { return s.n; }
+
+// Persistent requests (MPI_Send_init, MPI_Recv_init, ...): each thread keeps what the requests
+// it made move per start and on how many ranks, so MPI_Start and MPI_Startall record the bytes.
+// A request the table cannot hold starts with 0 bytes, counted (comm_untracked).
+int64_t persistent_bytes(int count, const MPI_Request* requests);
+Size persistent_size(int count, const MPI_Request* requests);
+void persistent_forget(const MPI_Request* request);  // before MPI_Request_free
+
+// Windows (MPI_Win_create, ...): the size of the group each was made on, kept for the process
+// (a window is used from any thread); the one-sided calls name only the window.
+Size win_size(MPI_Win win);
+void win_forget(const MPI_Win* win);  // before MPI_Win_free
+
 inline int64_t bytes(int count, MPI_Datatype type) {
   return count > 0 ? int64_t(count) * type_size(type) : 0;
 }
@@ -59,12 +78,31 @@ inline int64_t received(const void* recvbuf, int recvcount, MPI_Datatype recvtyp
 class Track {
  public:
   static Track none() { return Track(kNone); }
-  static Track start(MPI_Request* request) {
+  static Track start(MPI_Request* request) { return start_all(1, request); }
+  static Track start_all(int count, MPI_Request* requests) {
     Track t(kStart);
-    t.requests_ = request;
-    t.count_ = 1;
+    t.requests_ = requests;
+    t.count_ = count;
     return t;
   }
+  // A persistent request made: what each of its starts will move, kept for MPI_Start.
+  static Track persist(MPI_Request* request, int64_t bytes, MPI_Comm comm) {
+    Track t(kPersist);
+    t.requests_ = request;
+    t.bytes_ = bytes;
+    t.comm_ = comm;
+    return t;
+  }
+  static Track window(MPI_Win* win, MPI_Comm comm) {
+    Track t(kWindow);
+    t.win_ = win;
+    t.comm_ = comm;
+    return t;
+  }
+  // A one-sided operation starts (in flight until the thread's next synchronisation), or a
+  // synchronisation completes every one the thread started.
+  static Track rma_start() { return Track(kRmaStart); }
+  static Track rma_sync() { return Track(kRmaSync); }
   // Every request given completes when the call succeeds (and `flag`, where given, is set).
   static Track all(int count, MPI_Request* requests, int* flag = nullptr) {
     Track t(kAll);
@@ -95,7 +133,7 @@ class Track {
   void after(ThreadState* thread, int rc, int& started, int& completed);
 
  private:
-  enum Kind { kNone, kStart, kAll, kAny, kSome };
+  enum Kind { kNone, kStart, kAll, kAny, kSome, kPersist, kWindow, kRmaStart, kRmaSync };
   explicit Track(Kind k) : kind_(k) {}
   Kind kind_;
   int count_ = 0;
@@ -103,6 +141,9 @@ class Track {
   int* flag_ = nullptr;
   int* index_ = nullptr;
   int* indices_ = nullptr;
+  int64_t bytes_ = 0;
+  MPI_Comm comm_ = nullptr;
+  MPI_Win* win_ = nullptr;
 };
 
 }  // namespace sonde::mpi

@@ -41,7 +41,9 @@ struct GemmShape {
 
 // A communication call (MPI, NCCL): recorded per call path, communicator size and message size
 // (the comm_ops table), the bytes being CallCost::bytes. Values are stored by name (store.cpp).
-enum class CommKind : uint8_t { kNone = 0, kP2P, kCollective, kWait, kSetup };
+// kRma: a one-sided operation (MPI_Put, MPI_Get, ...), which completes at the window's next
+// synchronisation (a kWait call).
+enum class CommKind : uint8_t { kNone = 0, kP2P, kCollective, kWait, kSetup, kRma };
 
 struct CommCost {
   CommKind kind = CommKind::kNone;  // kNone: not a communication call

@@ -522,6 +522,8 @@ static const char* comm_kind_name(CommKind k) {
       return "wait";
     case CommKind::kSetup:
       return "setup";
+    case CommKind::kRma:
+      return "rma";
     case CommKind::kNone:
       break;
   }

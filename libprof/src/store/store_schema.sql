@@ -141,7 +141,7 @@ CREATE INDEX IF NOT EXISTS shapes_node ON shapes(node_id);
 CREATE TABLE IF NOT EXISTS comm_ops (
   node_id    INTEGER NOT NULL REFERENCES nodes(node_id),
   op         TEXT NOT NULL,      -- 'MPI_Allreduce', 'MPI_Isend', 'MPI_Wait', 'ncclAllReduce', ...
-  kind       TEXT NOT NULL,      -- 'p2p', 'collective', 'wait', 'setup'
+  kind       TEXT NOT NULL,      -- 'p2p', 'collective', 'wait', 'setup', 'rma' (one-sided)
   blocking   INTEGER NOT NULL,   -- 1 blocking call, 0 start of a nonblocking operation
   comm_size  INTEGER NOT NULL,
   bytes      INTEGER NOT NULL,   -- per call: count x datatype size (this rank's send side, or recv for recv-only ops)

@@ -1,0 +1,118 @@
+#include "profile/rank_file.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include "schema_sql.hpp"  // generated from store_schema.sql
+
+namespace sonde::analyzers {
+namespace {
+
+// What of each table belongs to the rank: rows of its processes, of their threads, of those
+// threads' call paths, of their GPU activities. Tables of the run (meta, runs, routines,
+// counters, peaks) are copied whole. A table missing here is refused (see copy_rank), so a new
+// table can never be left out of a rank's figures silently.
+constexpr const char* kCopies[][2] = {
+    {"meta", ""},
+    {"runs", ""},
+    {"routines", ""},
+    {"counters", ""},
+    {"peaks", ""},
+    {"processes", "process_id IN (SELECT id FROM temp.keep_processes)"},
+    {"run_info", "process_id IS NULL OR process_id IN (SELECT id FROM temp.keep_processes)"},
+    {"notes", "process_id IS NULL OR process_id IN (SELECT id FROM temp.keep_processes)"},
+    {"threads", "process_id IN (SELECT id FROM temp.keep_processes)"},
+    {"nodes", "thread_id IN (SELECT thread_id FROM main.threads)"},
+    {"node_counters", "node_id IN (SELECT node_id FROM main.nodes)"},
+    {"shapes", "node_id IN (SELECT node_id FROM main.nodes)"},
+    {"comm_ops", "node_id IN (SELECT node_id FROM main.nodes)"},
+    {"samples", "node_id IN (SELECT node_id FROM main.nodes)"},
+    {"node_timing", "node_id IN (SELECT node_id FROM main.nodes)"},
+    {"line_costs", "thread_id IN (SELECT thread_id FROM main.threads)"},
+    {"comm_overlap", "thread_id IN (SELECT thread_id FROM main.threads)"},
+    {"trace_events", "thread_id IN (SELECT thread_id FROM main.threads)"},
+    {"trace_drops", "thread_id IN (SELECT thread_id FROM main.threads)"},
+    {"gpu_activity", "process_id IN (SELECT id FROM temp.keep_processes)"},
+    {"gpu_metrics", "activity_id IN (SELECT activity_id FROM main.gpu_activity)"},
+};
+
+std::vector<std::int64_t> ranks_of(const ProfileFile& file) {
+  std::vector<std::int64_t> ranks;
+  for (auto st = file.prepare("SELECT rank FROM rank_times ORDER BY rank"); st.step();)
+    ranks.push_back(st.int64(0));
+  return ranks;
+}
+
+std::string listed(const std::vector<std::int64_t>& ranks) {
+  if (ranks.size() > 8)
+    return fmt::format("{} ranks, {} to {}", ranks.size(), ranks.front(), ranks.back());
+  return fmt::format("rank{} {}", ranks.size() == 1 ? "" : "s", fmt::join(ranks, ", "));
+}
+
+}  // namespace
+
+ProfileFile ProfileFile::open_rank(const std::string& path, std::int64_t rank) {
+  std::vector<std::int64_t> ranks;
+  int version = 0;
+  {
+    ProfileFile source = open(path);  // its checks: readable, a profile, this version
+    ranks = ranks_of(source);
+    version = source.schema_version();
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end())
+      throw Error(fmt::format("{} holds no rank {} ({})", path, rank, listed(ranks)), 2);
+    std::vector<std::string> tables;
+    for (auto st = source.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                  "name NOT LIKE 'sqlite_%'");
+         st.step();)
+      tables.push_back(st.text(0));
+    for (const std::string& t : tables)
+      if (std::none_of(std::begin(kCopies), std::end(kCopies),
+                       [&](const auto& c) { return t == c[0]; }))
+        throw Error(fmt::format("{}: table {} is not known to --rank; this sonde cannot take "
+                                "one rank of it",
+                                path, t));
+  }
+  ProfileFile file(path);
+  std::string error;
+  if (!file.db_.open(":memory:", true, error))
+    throw Error(fmt::format("cannot take rank {} of {}: {}", rank, path, error));
+  file.exec(kSchemaSql);
+  {
+    auto attach = file.prepare("ATTACH DATABASE ?1 AS src");
+    attach.bind(1, path);
+    attach.step();
+  }
+  file.exec(fmt::format("CREATE TEMP TABLE keep_processes AS SELECT process_id AS id FROM "
+                        "src.process_ranks WHERE rank = {}",
+                        rank));
+  for (const auto& [table, where] : kCopies) {
+    if (!file.prepare(fmt::format("SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND "
+                                  "name = '{}'",
+                                  table))
+             .step())
+      continue;  // an older file without it
+    file.exec(fmt::format("INSERT INTO main.{0} SELECT * FROM src.{0}{1}{2}", table,
+                          *where ? " WHERE " : "", where));
+  }
+  file.exec("DETACH DATABASE src; PRAGMA query_only = 1");
+  file.schema_version_ = version;
+  return file;
+}
+
+ProfileFile open_profile(const std::string& path, std::optional<std::int64_t> rank) {
+  return rank ? ProfileFile::open_rank(path, *rank) : ProfileFile::open(path);
+}
+
+std::optional<std::string> all_ranks_note(const ProfileFile& file) {
+  std::vector<std::int64_t> ranks = ranks_of(file);
+  if (ranks.size() < 2) return std::nullopt;
+  return fmt::format("all {} ranks summed ({}): times and calls add up over ranks, percentages "
+                     "are of their busy time together; --rank R shows one rank",
+                     ranks.size(), listed(ranks));
+}
+
+}  // namespace sonde::analyzers

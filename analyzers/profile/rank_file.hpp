@@ -1,0 +1,23 @@
+// One rank of a merged (or ranked) profile, as the rank's own file would read: its processes,
+// threads, call paths and everything recorded under them, copied into memory with the schema's
+// views, so every command computes a rank's figures with the same views it uses on any file
+// (its percentages are of that rank's time). And the line that says when a command's figures
+// are summed over several ranks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "profile/profile_file.hpp"
+
+namespace sonde::analyzers {
+
+// The file itself without `rank`; with it, that rank alone (Error when the file holds no such
+// rank, naming the ranks it holds).
+ProfileFile open_profile(const std::string& path, std::optional<std::int64_t> rank);
+
+// For a file of several ranks read whole: "all N ranks summed: ..."; nothing for one rank.
+std::optional<std::string> all_ranks_note(const ProfileFile& file);
+
+}  // namespace sonde::analyzers
