@@ -32,7 +32,8 @@ std::vector<std::string> split_run_command(std::vector<std::string>& args) {
       break;
     }
     if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters" ||
-        arg == "--report" || arg == "--sample")
+        arg == "--report" || arg == "--sample" || arg == "--delay" || arg == "--steps" ||
+        arg == "--step-region")
       ++i;
   }
   args.resize(std::min(i, args.size()));
@@ -59,6 +60,14 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--sample", a->sample_hz,
                   "Also sample each thread's CPU time N times a second, with native stacks, "
                   "marked as sampled apart from the exact figures (SONDE_SAMPLE_HZ)");
+  cmd->add_option("--delay", a->delay,
+                  "Measure nothing until S seconds after each process started, then every call "
+                  "exactly (SONDE_DELAY)");
+  cmd->add_option("--steps", a->steps,
+                  "Measure nothing until N steps have run: the window opens as the region named "
+                  "by --step-region begins for the (N+1)-th time (SONDE_STEPS)");
+  cmd->add_option("--step-region", a->step_region,
+                  "The region --steps counts (default 'step'; SONDE_STEP_REGION)");
   cmd->add_option("--report", a->report_sort,
                   "Print the flat profile (sonde report --sort KEY) on stdout when the command "
                   "has ended, as python3 -m cProfile prints its table")

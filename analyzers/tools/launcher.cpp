@@ -193,6 +193,19 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
     else
       ::unsetenv("SONDE_SAMPLE_HZ");
   }
+  if (o.delay) {
+    if (number_in_range("--delay", *o.delay, "SONDE_DELAY"))
+      ::setenv("SONDE_DELAY", o.delay->c_str(), 1);
+    else
+      ::unsetenv("SONDE_DELAY");
+  }
+  if (o.steps) {
+    if (number_in_range("--steps", *o.steps, "SONDE_STEPS"))
+      ::setenv("SONDE_STEPS", o.steps->c_str(), 1);
+    else
+      ::unsetenv("SONDE_STEPS");
+  }
+  if (o.step_region) ::setenv("SONDE_STEP_REGION", o.step_region->c_str(), 1);
   // Inherited from an enclosing `sonde run`, it would make this run join that one.
   ::unsetenv("SONDE_RUN_ID");
 }

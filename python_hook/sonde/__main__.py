@@ -18,7 +18,8 @@ _SORT_KEYS = {"tottime": "excl", "time": "excl", "excl": "excl",
               "cumtime": "incl", "cumulative": "incl", "incl": "incl",
               "ncalls": "calls", "calls": "calls"}
 # sonde's options that take a value: the word after them is not the program.
-_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval", "--sample")
+_VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval", "--sample",
+           "--delay", "--steps", "--step-region")
 
 
 def _version():
@@ -61,6 +62,15 @@ def _parser():
                    help="record no Python frames until the program calls sonde.start() (and "
                         "none after sonde.stop()), so that imports and set-up stay out of the "
                         "tree; native calls are recorded throughout")
+    p.add_argument("--delay", metavar="S",
+                   help="measure nothing (native calls, Python frames, regions) until S seconds "
+                        "after the program started, then every call exactly (SONDE_DELAY)")
+    p.add_argument("--steps", metavar="N",
+                   help="measure nothing until N steps have run: the window opens as the region "
+                        "named by --step-region (sonde.region, NVTX, record_function) begins "
+                        "for the (N+1)-th time (SONDE_STEPS)")
+    p.add_argument("--step-region", metavar="NAME",
+                   help="the region --steps counts (default: step)")
     p.add_argument("--trace", action="store_true",
                    help="also record every call as a timed event (SONDE_TRACE=1)")
     p.add_argument("--counters", metavar="EVENTS",
@@ -172,6 +182,9 @@ def _launch(opts, program, kind, argv):
     run += ["--flush-interval", opts.flush_interval] if opts.flush_interval is not None else []
     run += ["--no-record-args"] if opts.no_record_args else []
     run += ["--sample", opts.sample] if opts.sample is not None else []
+    run += ["--delay", opts.delay] if opts.delay is not None else []
+    run += ["--steps", opts.steps] if opts.steps is not None else []
+    run += ["--step-region", opts.step_region] if opts.step_region is not None else []
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(cli, [*run, "--", sys.executable, "-m", "sonde", *argv], env)

@@ -57,6 +57,23 @@ inline constexpr std::array kOptionSpecs{
                "Seconds between periodic flushes: 0 (only at exit, exec and fatal signals) or "
                "0.1 to 1000000. A crash loses at most this much.",
                0.1, 1e6, true},
+    OptionSpec{"SONDE_DELAY", OptionType::kSeconds, "0",
+               "Collection window (or `sonde run --delay S`, `python3 -m sonde --delay S`): "
+               "nothing is measured (native calls, Python frames, regions, samples) until S "
+               "seconds after each process started (0 or 0.001 to 1000000); from then on every "
+               "call is counted exactly. The process's `started_ns` is the window's opening, "
+               "so percentages of wall time are of the window.",
+               0.001, 1e6, true},
+    OptionSpec{"SONDE_STEPS", OptionType::kUInt, "0",
+               "Collection window by iterations (or `--steps N`): nothing is measured until "
+               "the region named by `SONDE_STEP_REGION` begins for the (N+1)-th time in the "
+               "process (`sonde.region`, `sonde_region_begin`, an NVTX range or a torch "
+               "`record_function` of that name, on any thread); that step and everything after "
+               "it are recorded. 0 (off) or 1 to 1000000000; with `SONDE_DELAY` too, the steps "
+               "decide. A run whose window never opened says so in a note.",
+               1, 1e9, true},
+    OptionSpec{"SONDE_STEP_REGION", OptionType::kText, "step",
+               "The region `SONDE_STEPS` counts, by its exact name."},
     OptionSpec{"SONDE_COUNTERS", OptionType::kList, "",
                "Comma-separated PAPI events (presets or native, e.g. "
                "`perf::PAGE-FAULTS,perf::TASK-CLOCK`; at most 4) counted per call path, "

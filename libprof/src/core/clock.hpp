@@ -50,6 +50,7 @@ class Clock {
   }
   uint64_t ticks0() const { return ticks0_; }
   int64_t realtime0() const { return realtime0_; }
+  int64_t mono0() const { return mono0_; }
   bool tsc() const { return clock_detail::use_tsc; }
 
  private:

@@ -8,6 +8,7 @@
 
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
+#include "core/window.hpp"
 #include "runtime/runtime.hpp"
 #include "core/thread_local_state.hpp"
 
@@ -60,6 +61,7 @@ inline ThreadState* current() {
 }
 
 ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
+  if (window_closed()) return nullptr;
   ThreadState* t = current();
   if (t == nullptr || open_frame<true>(t, routine, nesting) == nullptr) return nullptr;
   begin_call(t, now_ticks);
@@ -67,6 +69,7 @@ ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
 }
 
 ThreadState* probe_open(RoutineId routine, Nesting nesting) {
+  if (window_closed()) return nullptr;
   ThreadState* t = current();
   return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting);
 }
@@ -74,6 +77,7 @@ ThreadState* probe_open(RoutineId routine, Nesting nesting) {
 void probe_start(ThreadState* t) { begin_call(t, now_ticks); }
 
 ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
+  if (window_closed()) return nullptr;
   ThreadState* t = current();
   if (t == nullptr || open_frame<false>(t, routine, nesting) == nullptr) return nullptr;
   start_frame(t, now_ticks());
@@ -83,6 +87,7 @@ ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
 uint64_t probe_now() { return now_ticks(); }
 
 void record_line(RoutineId routine, int line, uint64_t ticks) {
+  if (window_closed()) return;
   if (ThreadState* t = t_state) t->record_line(routine, line, ticks);
 }
 

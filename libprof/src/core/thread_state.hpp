@@ -213,6 +213,15 @@ class ThreadState {
   pid_t tid() const { return tid_; }
   uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
   uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_acquire); }
+  // The collection window opened at `t`: the thread's life, and its root frame, count from
+  // there (nothing was measured before; a thread that had ended lasted no time in it).
+  void start_no_earlier_than(uint64_t t) {
+    uint64_t end = end_ticks();
+    if (end != 0 && end < t) t = end;
+    if (start_ticks() >= t) return;
+    start_ticks_.store(t, std::memory_order_relaxed);
+    stack_[0].start.store(t, std::memory_order_relaxed);
+  }
   // Owner, as it exits: keeps its name (gone from /proc afterwards), then publishes the end.
   void mark_ended(uint64_t t);
   const char* final_name() const { return final_name_; }
@@ -230,6 +239,7 @@ class ThreadState {
   std::atomic<uint64_t> depth_overflows{0};
   std::atomic<uint64_t> node_overflows{0};
   std::atomic<uint64_t> region_mismatches{0};
+  uint32_t regions_before_window = 0;  // begun before the collection window opened, still open
   std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
   std::unique_ptr<TraceRing> trace;
   std::unique_ptr<ThreadSamples> samples;  // SONDE_SAMPLE_HZ only

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "symbols/elf_symbols.hpp"
+#include "core/window.hpp"
 #include "runtime/fpu_mode.hpp"
 #include "process/sampler.hpp"
 #include "runtime/runtime.hpp"
@@ -35,6 +36,11 @@ void region_begin(const char* name) {
   if (rt == nullptr || name == nullptr) return;
   ThreadState* t = rt->attach_current_thread();
   if (t == nullptr) return;
+  if (__builtin_expect(g_window_closed.load(std::memory_order_relaxed), 0) &&
+      !window_region_begins(name)) {
+    ++t->regions_before_window;  // its end must not count as a mismatch
+    return;
+  }
   probe_enter(region_id(t, rt, name), Nesting::kChildren);
 }
 
@@ -46,6 +52,10 @@ void region_end(const char* name) {
   uint32_t d = t->depth();
   uint32_t i = d;
   while (i > 0 && t->nodes[t->stack_[i].node.load(std::memory_order_relaxed)].routine != id) --i;
+  if (i == 0 && t->regions_before_window > 0) {
+    --t->regions_before_window;  // begun before the window: nothing was recorded
+    return;
+  }
   if (i == 0 || t->stack_[i].nesting != Nesting::kChildren) {
     bump(t->region_mismatches, 1);
     return;

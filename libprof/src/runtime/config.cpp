@@ -96,6 +96,9 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
   if (name == "SONDE_RECORD_ARGS") return parse_bool(v, c.record_args);
   if (name == "SONDE_FTZ") return parse_bool(v, c.ftz);
   if (name == "SONDE_FLUSH_INTERVAL") return parse_seconds(v, c.flush_interval_s);
+  if (name == "SONDE_DELAY") return parse_seconds(v, c.delay_s);
+  if (name == "SONDE_STEPS") return parse_uint(v, c.steps);
+  if (name == "SONDE_STEP_REGION") return c.step_region = std::string(v), !v.empty();
   if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;
   if (name == "SONDE_LOG") return parse_level(v, c.log_level);
   if (name == "SONDE_SAMPLE_HZ") return parse_uint(v, u) && (c.sample_hz = uint32_t(u), true);

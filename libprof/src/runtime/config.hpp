@@ -23,6 +23,9 @@ struct Config {
   uint32_t adaptive = 0;         // SONDE_ADAPTIVE: 0 off, else time 1 call in this many (1: 16)
   bool record_args = true;       // false: the command's name only
   bool ftz = false;              // SONDE_FTZ: MXCSR FTZ|DAZ in every thread
+  double delay_s = 0;            // SONDE_DELAY: the collection window opens this late
+  uint64_t steps = 0;            // SONDE_STEPS: ... or after this many step regions
+  std::string step_region = "step";  // SONDE_STEP_REGION
   std::string run_id;            // inherited from the parent process of the same run
   std::string process_ref;       // SONDE_PROCESS: "pid:process_id" of the parent
   std::string exec_of;           // SONDE_EXEC_OF: "pid:process_id" of the image exec replaced

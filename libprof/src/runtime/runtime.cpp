@@ -20,6 +20,7 @@
 #include "core/adaptive_timing.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
+#include "core/window.hpp"
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
@@ -118,6 +119,7 @@ void Runtime::start() {
   clock_.init();
   config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
   set_fpu_mode(config_.ftz);  // the loading thread, before main and the program's constructors
+  window_init({config_.delay_s, config_.steps, config_.step_region}, clock_.mono0());
   pid_ = getpid();
   trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();
@@ -375,6 +377,32 @@ void Runtime::drain_gpu() {
   std::vector<GpuRow> rows;
   g->collect(rows, true, clock_);
   g->requeue(std::move(rows));  // written by the final flush, which follows
+}
+
+// Under store_mu_. Where the window opened is said in the file (and the process starts
+// there); one that never opened is said aloud too, or an empty profile would be a puzzle.
+void Runtime::note_window(bool final) {
+  if (!window_requested()) return;
+  WindowSpec w = window_spec();
+  std::string how = w.steps > 0 ? fmt::format("SONDE_STEPS={}, region '{}'", w.steps, w.step_region)
+                                : fmt::format("SONDE_DELAY={:g}", w.delay_s);
+  if (int64_t opened = window_opened_mono_ns(); opened != 0) {
+    int64_t at = clock_.realtime0() + (opened - clock_.mono0());
+    if (process_.started_ns < at) process_.started_ns = at;
+    add_note("window", fmt::format("collection began {:.3f} s after the process started ({}); "
+                                   "nothing before it is in the profile",
+                                   double(opened - clock_.mono0()) / 1e9, how),
+             false);
+  } else if (final) {
+    add_note("window",
+             w.steps > 0 ? fmt::format("the collection window never opened: region '{}' began {} "
+                                       "times, fewer than the {} steps to skip ({}); nothing "
+                                       "was measured", w.step_region, window_steps_seen(),
+                                       w.steps + 1, how)
+                         : fmt::format("the collection window never opened: the process ended "
+                                       "before the delay ({}); nothing was measured", how),
+             root());
+  }
 }
 
 void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {

@@ -101,6 +101,7 @@ class Runtime {
   // The process's threads that exist before sampling starts (a BLAS pool started by its
   // library's constructor, before sonde's): armed from here, recorded as threads of their own.
   void sample_other_threads();
+  void note_window(bool final);  // where the collection window opened, in the notes
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
 

@@ -15,6 +15,7 @@
 
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
+#include "core/window.hpp"
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
@@ -53,7 +54,11 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
   uint64_t untracked = 0;
   uint64_t samples_dropped = 0;
+  uint64_t window_ticks = 0;
+  if (int64_t opened = window_opened_mono_ns(); opened != 0 && clock_.ns_per_tick() > 0)
+    window_ticks = clock_.ticks0() + uint64_t(double(opened - clock_.mono0()) / clock_.ns_per_tick());
   for (ThreadState* t : threads) {
+    if (window_ticks != 0) t->start_no_earlier_than(window_ticks);
     sampler_drain(*t);
     d.threads.push_back(take_snapshot(*t, clock_, now));
     call_sites_.name(d.threads.back(), routines_);
@@ -96,6 +101,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
                          untracked),
              false);
   }
+  note_window(final);
   if (mismatches > 0) {
     add_note("regions", fmt::format("{} region ends did not match the innermost open region",
                                     mismatches));

@@ -565,7 +565,8 @@ bool Store::write_process_state(Database& db, const FlushData& data, std::string
   // The rank is known for certain only once MPI_Init returned: written at every flush.
   Statement proc(db.handle(),
                  "UPDATE processes SET last_flush_ns=?, flushes=flushes+1, ended_ns=?, "
-                 "end_reason=?, host=?, rank=?, world_size=?, local_rank=? WHERE process_id=?");
+                 "end_reason=?, host=?, rank=?, world_size=?, local_rank=?, started_ns=? "
+                 "WHERE process_id=?");
   if (!check_prepared({&proc}, db, error)) return false;
   proc.bind(1, data.now_ns);
   if (data.end_reason) {
@@ -584,7 +585,9 @@ bool Store::write_process_state(Database& db, const FlushData& data, std::string
   bind_rank(5, p.rank);
   bind_rank(6, p.world_size);
   bind_rank(7, p.local_rank);
-  proc.bind(8, process_id_);
+  // A collection window (SONDE_DELAY, SONDE_STEPS) moves the start to its opening.
+  proc.bind(8, p.started_ns);
+  proc.bind(9, process_id_);
   SONDE_STEP(proc, "updating the process");
   return true;
 }
