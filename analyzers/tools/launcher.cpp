@@ -206,6 +206,10 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
       ::unsetenv("SONDE_STEPS");
   }
   if (o.step_region) ::setenv("SONDE_STEP_REGION", o.step_region->c_str(), 1);
+  // NVTX 3 (header-only, in PyTorch and NVIDIA's libraries) reaches a tool only through the
+  // injection library this names: libsonde serves as one, unless the user chose another tool.
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0')
+    ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
   // Inherited from an enclosing `sonde run`, it would make this run join that one.
   ::unsetenv("SONDE_RUN_ID");
 }

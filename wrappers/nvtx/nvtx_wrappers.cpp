@@ -3,8 +3,10 @@
 // Python frames) appears beneath them. libsonde is not linked against libnvToolsExt; the real
 // functions are looked up at their first call, which only a program that has NVTX makes.
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <cwchar>
 
 #include "../intercept.hpp"
@@ -51,10 +53,17 @@ Label wide(const wchar_t* s) {
   return l;
 }
 
+// Set once libsonde is NVTX 3's injection library (nvtx3_injection.cpp): string handles are
+// then sonde's own copies, and libnvToolsExt (v2), which injects the same way, reaches sonde
+// through the injection, so the v2 wrappers below only forward.
+std::atomic<bool> g_injected{false};
+
 Label message_of(const EventAttributes* a) {
   if (a == nullptr) return ascii("<nvtx>");
   if (a->message_type == 1) return ascii(static_cast<const char*>(a->message));
   if (a->message_type == 2) return wide(static_cast<const wchar_t*>(a->message));
+  if (a->message_type == 3 && g_injected.load(std::memory_order_relaxed))
+    return ascii(static_cast<const char*>(a->message));
   return ascii("<nvtx registered string>");
 }
 
@@ -97,21 +106,42 @@ void close_id(RangeId id) {
 
 template <Kind K, class Call>
 auto range(Call call, const Label& label) {
+  auto injected = [] { return g_injected.load(std::memory_order_relaxed); };
   if constexpr (K == Kind::kPush) {
-    auto depth = call();
-    open_range(label, 0);
+    auto depth = call();  // the first call may load the injection (sonde itself)
+    if (!injected()) open_range(label, 0);
     return depth;
   } else if constexpr (K == Kind::kStart) {
     RangeId id = call();
-    open_range(label, id);
+    if (!injected()) open_range(label, id);
     return id;
   } else if constexpr (K == Kind::kPop) {
-    close_innermost();
+    if (!injected()) close_innermost();
     return call();
   } else {
-    close_id(label.id);
+    if (!injected()) close_id(label.id);
     return call();
   }
+}
+
+// NVTX 3 injection: sonde is the implementation behind NVTX's functions. Push and pop answer
+// what NVTX answers without a tool (NVTX_NO_PUSH_POP_TRACKING), so a host reads the same values
+// under sonde; a start needs an id of its own, to end the right range.
+constexpr int kNoPushPopTracking = -2;
+std::atomic<RangeId> g_next_range{1};
+
+int injected_push(const Label& label) {
+  open_range(label, 0);
+  return kNoPushPopTracking;
+}
+int injected_pop() {
+  close_innermost();
+  return kNoPushPopTracking;
+}
+RangeId injected_start(const Label& label) {
+  RangeId id = g_next_range.fetch_add(1, std::memory_order_relaxed);
+  open_range(label, id);
+  return id;
 }
 
 #define SONDE_TABLE "nvtx/nvtx_routines.def"  // relative to wrapper_table.inc
@@ -129,3 +159,5 @@ auto range(Call call, const Label& label) {
   }
 #include "nvtx_routines.def"
 #undef SONDE_NVTX
+
+#include "nvtx3_injection.inc"
