@@ -33,6 +33,19 @@ const LineFunction* lines_of(const AdviceInput& in, const std::string& routine) 
   return nullptr;
 }
 
+// The work cannot take less than `floor_s` (its FLOPs at the calibrated peak, its bytes at the
+// calibrated bandwidth): the gain is held to time - floor, and says so.
+void bound_gain(Candidate& c, double time_s, double floor_s, const std::string& limit) {
+  double most = std::max(0.0, time_s - floor_s);
+  c.evidence.emplace_back("floor_s", floor_s);
+  c.evidence.emplace_back("max_gain_s", most);
+  bool capped = c.est_gain_s > most;
+  if (capped) c.est_gain_s = most;
+  c.gain_bound = fmt::format("at most {:.3f} s: {} takes at least {:.3f} s of its {:.3f} s{}",
+                             most, limit, floor_s, time_s,
+                             capped ? " (the rule's estimate was higher: held to this)" : "");
+}
+
 // ---- optimizer-update -------------------------------------------------------------------
 
 // The update's advice in the language it is written in. The rule's own text is numpy's (the
@@ -120,6 +133,26 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     }
     c.advice = fill(update_advice(m, *r, rule), where);
     c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
+    // An element-wise phase moving N bytes cannot beat N / mem.bw. sonde does not see the
+    // bytes an update's own loops move, so the bound is said as the traffic under which the
+    // estimate holds, for the user to hold against the arrays the update touches.
+    auto cores = m.facts.available_cores();
+    if (auto bw = m.facts.peak_at("mem.bw", cores)) {
+      double left_s = seconds(r->incl_ns) - c.est_gain_s;
+      double max_bytes = left_s * *bw * 1e9;
+      c.evidence.emplace_back("mem_bw_gbs", *bw);
+      c.evidence.emplace_back("max_bytes_for_gain", max_bytes);
+      c.gain_bound = fmt::format(
+          "an element-wise phase moving N bytes takes at least N / mem.bw ({:.3g} GB/s, "
+          "calibrated, {} threads): the estimate holds if {} moves at most {:.3g} MB per call "
+          "({:.3g} GB in all; Adam reads and writes about 28 bytes per float32 parameter), and "
+          "shrinks to time - N / mem.bw beyond",
+          *bw, *cores, fn, max_bytes / 1e6 / static_cast<double>(std::max<std::int64_t>(r->calls, 1)),
+          max_bytes / 1e9);
+    } else {
+      c.gain_bound = "not bounded: no calibrated memory bandwidth (mem.bw) for this machine "
+                     "(sonde calibrate), and the bytes the phase moves are not measured";
+    }
     out.push_back(std::move(c));
   }
   return out;
@@ -182,10 +215,38 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
   c.est_gain_s = seconds(g.time_ns) *
                  (1.0 - static_cast<double>(*threads) / static_cast<double>(*cores));
+  if (auto peak = g.dtype.empty() ? std::nullopt : m.facts.peak_at("gemm." + g.dtype, *cores)) {
+    bound_gain(c, seconds(g.time_ns), g.flops / (*peak * 1e9),
+               fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} threads ({:.3g} "
+                           "GFLOP/s)", g.flops / 1e9, g.dtype, *cores, *peak));
+  } else {
+    c.gain_bound = "not bounded by a peak: none calibrated for these GEMMs on all cores "
+                   "(sonde calibrate)";
+  }
   return {c};
 }
 
 // ---- gemm-shape -------------------------------------------------------------------------
+
+// Batching same-shape products needs them independent: the steps of a recurrence (an RNN cell,
+// a loop over time steps) each need the previous step's output. sonde cannot see data flow, so
+// it reads the call site's name, and otherwise says the condition.
+bool looks_like_recurrence(std::string_view call_site) {
+  std::string site = lower(call_site);
+  for (std::string_view word : {"rnn", "lstm", "gru", "recurr", "cell", "time_step", "timestep"})
+    if (site.find(word) != std::string::npos) return true;
+  return false;
+}
+
+constexpr std::string_view kRecurrenceAdvice =
+    "these products come from {}, named like a recurrence, where each step needs the previous "
+    "step's output: they cannot be batched across steps. Batch what does not depend on the "
+    "previous step: the input projection of every time step as one GEMM (the whole sequence "
+    "times W) before the loop, leaving one hidden-state product per step, or use a fused "
+    "recurrent layer (torch.nn.LSTM/GRU, cuDNN or oneDNN RNN)";
+constexpr std::string_view kIfIndependent =
+    " (batching applies if the products are independent of each other: the steps of a "
+    "recurrence, each needing the previous step's output, cannot be batched)";
 
 std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
@@ -226,7 +287,27 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
                             why, small < 64 ? fmt::format("; skinny (smallest side {})", small)
                                             : "");
     c.advice = std::string(rule.advice);
+    if (looks_like_recurrence(s.call_site)) {
+      c.evidence.emplace_back("recurrence", std::string("call site named like a recurrence"));
+      c.advice = fill(kRecurrenceAdvice, s.call_site);
+    } else {
+      c.advice += std::string(kIfIndependent);
+    }
     c.est_gain_s = seconds(s.time_ns) * (1.0 - g / target);
+    if (s.perf.pct_peak && *s.perf.pct_peak > 0) {
+      // gemm_shapes' own peak: the one for the thread count these calls ran with.
+      double peak = g / *s.perf.pct_peak * 100.0;
+      bound_gain(c, seconds(s.time_ns), s.flops / (peak * 1e9),
+                 fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} ({:.3g} GFLOP/s)",
+                             s.flops / 1e9, s.dtype,
+                             s.threads ? fmt::format("{} thread{}", *s.threads,
+                                                     *s.threads == 1 ? "" : "s")
+                                       : std::string("the run's BLAS threads"),
+                             peak));
+    } else {
+      c.gain_bound = "bounded by the routine's best shape only: no calibrated peak for this "
+                     "type and thread count (sonde calibrate)";
+    }
     out.push_back(std::move(c));
   }
   return out;
@@ -247,6 +328,7 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
                           "routine", pct, seconds(m.unmeasured_ns));
   c.advice = std::string(rule.advice);
   c.est_gain_s = 0;  // unknown until that time is attributed
+  c.gain_bound = "none: nothing is known of that time until it is measured";
   return {c};
 }
 
@@ -271,6 +353,9 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
                             pct, seconds(r.incl_ns), r.calls);
     c.advice = std::string(rule.advice);
     c.est_gain_s = 0.5 * seconds(r.incl_ns);
+    c.gain_bound = fmt::format("at most the reorders' own {:.3f} s (a copy removed entirely); "
+                               "no calibrated limit applies to removing work",
+                               seconds(r.incl_ns));
     return {c};
   }
   return {};
@@ -284,14 +369,17 @@ const std::array<Rule, 13> kRules{{
      "fuse and vectorise the parameter update in {}: one pass over each parameter (a fused or "
      "foreach optimizer, numexpr/numba, or a compiled kernel) instead of one temporary per "
      "numpy operation",
-     "0.8 x (its inclusive time - BLAS time under it)", optimizer_update},
+     "0.8 x (its inclusive time - BLAS time under it); the bound states the bytes per call "
+     "under which that holds at the calibrated mem.bw (N bytes take N / mem.bw)",
+     optimizer_update},
     {"blas-threads",
      "run_info blas.threads < available cores (affinity_cores, else cores) and FLOP-counted "
      "BLAS/oneDNN calls take at least threshold % of the run's wall time",
      5.0,
      "let BLAS use all {} cores (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS unset "
      "or raised), or link a multi-threaded BLAS",
-     "GEMM time x (1 - blas.threads / cores)", blas_threads},
+     "GEMM time x (1 - blas.threads / cores), at most GEMM time - FLOPs / the calibrated "
+     "GEMM peak for all cores", blas_threads},
     {"subnormals",
      "fpu.ftz = 0 and fpu.daz = 0 and a note of topic 'denormals' (subnormal GEMM operands or "
      "Python call arguments sampled); threshold is the cost of arithmetic on a subnormal "
@@ -309,7 +397,8 @@ const std::array<Rule, 13> kRules{{
      50.0,
      "batch the small or skinny products into larger GEMMs (concatenate, batched GEMM), "
      "reorder dimensions so the long side is not k, or pick a layout the BLAS handles better",
-     "shape time x (1 - GFLOP/s / target), target = max(best shape GFLOP/s, 10 % of peak)",
+     "shape time x (1 - GFLOP/s / target), target = max(best shape GFLOP/s, 10 % of peak), at "
+     "most shape time - its FLOPs / the calibrated peak for its thread count",
      gemm_shape},
     {"unmeasured",
      "the thread roots' exclusive time (outside any measured routine) is at least threshold % "
@@ -442,7 +531,12 @@ std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const 
     return a.first < b.first;  // then each rule's own ranking
   });
   std::vector<Candidate> out;
-  for (auto& [i, c] : all) out.push_back(std::move(c));
+  for (auto& [i, c] : all) {
+    // The GPU and rank rules remove waiting or copying: their own time is the limit.
+    if (c.gain_bound.empty())
+      c.gain_bound = "at most the time the candidate names; no calibrated limit applies";
+    out.push_back(std::move(c));
+  }
   return out;
 }
 
@@ -452,73 +546,6 @@ std::vector<Candidate> compute_candidates(const ProfileFile& file) {
 
 std::vector<Candidate> compute_candidates(LoadedProfile& profile) {
   return evaluate_rules(load_advice_input(profile), rules());
-}
-
-namespace {
-std::string cell_text(const Cell& cell) {
-  if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
-  if (const auto* d = std::get_if<double>(&cell)) return fmt::format("{:.4g}", *d);
-  if (const auto* s = std::get_if<std::string>(&cell)) return visible(*s);
-  return "-";
-}
-}  // namespace
-
-std::string render_candidates_text(const std::vector<Candidate>& cs, std::size_t top) {
-  if (cs.empty()) return "no tuning candidates: no rule fired\n";
-  std::size_t n = top == 0 ? cs.size() : std::min(top, cs.size());
-  std::string out;
-  for (std::size_t i = 0; i < n; ++i) {
-    const Candidate& c = cs[i];
-    out += fmt::format("{}. [{}] {}  (est. gain {:.3f} s)\n", i + 1, c.rule,
-                       visible(c.location), c.est_gain_s);
-    out += fmt::format("   {}\n", visible(c.summary));
-    std::string ev;
-    for (const auto& [k, v] : c.evidence) ev += fmt::format("{}{}={}", ev.empty() ? "" : ", ", k, cell_text(v));
-    out += fmt::format("   evidence: {}\n", ev);
-    out += fmt::format("   advice: {}\n", visible(c.advice));
-    if (const auto& m = c.measured)
-      out += fmt::format("   measured: estimated {:.3f} s, measured {:.3f} s by sonde tune (stage {}, "
-                         "{} time): {}\n", m->estimated_s, m->measured_s, m->stage,
-                         m->judged_on == "cpu" ? "CPU" : "wall", m->verdict);
-  }
-  if (n < cs.size()) out += fmt::format("({} more candidates; --top 0 shows all)\n", cs.size() - n);
-  return out;
-}
-
-Table candidates_table(const std::vector<Candidate>& cs, std::size_t top) {
-  Table t;
-  t.columns = {{"rank", "rank", 0},       {"rule", "rule", 0},       {"location", "location", 0},
-               {"est. gain s", "est_gain_s", 3}, {"summary", "summary", 0},
-               {"advice", "advice", 0},   {"evidence", "evidence", 0}};
-  Json all = render_candidates_json(cs, top);
-  for (std::size_t i = 0; i < all.size(); ++i) {
-    const Candidate& c = cs[i];
-    t.rows.push_back({static_cast<std::int64_t>(i + 1), c.rule, c.location, c.est_gain_s,
-                      c.summary, c.advice, dump_json(all[i]["evidence"], -1)});
-  }
-  return t;
-}
-
-Json render_candidates_json(const std::vector<Candidate>& cs, std::size_t top) {
-  std::size_t n = top == 0 ? cs.size() : std::min(top, cs.size());
-  Json out = Json::array();
-  for (std::size_t i = 0; i < n; ++i) {
-    const Candidate& c = cs[i];
-    Json ev = Json::object();
-    for (const auto& [k, v] : c.evidence) ev[k] = cell_to_json(v);
-    out.push_back(Json{{"rule", c.rule},
-                       {"location", c.location},
-                       {"routine_id", c.routine_id ? Json(*c.routine_id) : Json(nullptr)},
-                       {"summary", c.summary},
-                       {"evidence", std::move(ev)},
-                       {"advice", c.advice},
-                       {"est_gain_s", c.est_gain_s}});
-    if (const auto& m = c.measured)
-      out.back()["measured"] = Json{{"stage", m->stage},         {"judged_on", m->judged_on},
-                                    {"estimated_s", m->estimated_s}, {"measured_s", m->measured_s},
-                                    {"verdict", m->verdict},     {"source", m->source}};
-  }
-  return out;
 }
 
 }  // namespace sonde::analyzers

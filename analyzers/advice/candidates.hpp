@@ -51,6 +51,9 @@ struct Candidate {
   std::string advice;
   double est_gain_s = 0;
   std::optional<MeasuredGain> measured;  // when a sonde tune result was given
+  // The limit the estimate is held to, in one sentence: the calibrated peak or memory
+  // bandwidth that applies, or why none does.
+  std::string gain_bound;
 };
 
 struct Rule;

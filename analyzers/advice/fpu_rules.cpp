@@ -114,6 +114,9 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
   c.summary = fmt::format("subnormal values seen with FTZ and DAZ off: {}", said->message);
   c.advice = std::string(rule.advice);
   c.est_gain_s = gain_s;
+  c.gain_bound = fmt::format("at most the affected {:.3f} s; no calibrated limit applies to the "
+                             "subnormal penalty (sonde tune's ftz stage measures it)",
+                             seconds(affected_ns));
   return {c};
 }
 

@@ -335,6 +335,69 @@ TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.0 * (1.0 - 2.5 / 25.0));  // target 10 % of 250
 }
 
+// Every estimate states the calibrated limit that applies (issue 15): GEMMs cannot beat their
+// FLOPs at the peak for the thread count used, an element-wise phase its bytes at mem.bw.
+TEST_F(AdviceTest, GainsAreHeldToTheCalibratedLimitThatApplies) {
+  auto c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  // 100x10x1000: 0.5 GFLOP at the 1-thread peak (2.5 GFLOP/s) takes 0.2 s of its 0.5 s.
+  EXPECT_DOUBLE_EQ(number(c[0], "floor_s"), 0.2);
+  EXPECT_DOUBLE_EQ(number(c[0], "max_gain_s"), 0.3);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.3);
+  EXPECT_NE(c[0].gain_bound.find("gemm.f32 peak for 1 thread (2.5 GFLOP/s)"), std::string::npos)
+      << c[0].gain_bound;
+  // A best shape above the calibrated peak (5 GFLOP/s) would promise 0.4 s: held to 0.3.
+  sql("UPDATE shapes SET flops = 5000000000 WHERE m = 1000;");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.3);
+  EXPECT_NE(c[0].gain_bound.find("held to this"), std::string::npos) << c[0].gain_bound;
+  sql("UPDATE shapes SET flops = 2500000000 WHERE m = 1000;");
+
+  // blas-threads on 8 cores: 1.5 s x 7/8 = 1.3125 s promised, but 3 GFLOP at the all-core peak
+  // (4 GFLOP/s) take 0.75 s: at most 0.75 s.
+  auto b = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(b[0], "floor_s"), 0.75);
+  EXPECT_DOUBLE_EQ(b[0].est_gain_s, 0.75);
+  sql("UPDATE runs SET cores = 8, affinity_cores = 8;");
+  b = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_DOUBLE_EQ(b[0].est_gain_s, 0.75);
+  sql("UPDATE runs SET cores = 2, affinity_cores = 2;");
+
+  // The update: 5.44 s of its 6.8 s promised, so the 1.36 s left at 0.1 GB/s hold 136 MB.
+  auto u = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(u[0], "mem_bw_gbs"), 0.1);
+  EXPECT_NEAR(number(u[0], "max_bytes_for_gain"), 1.36e8, 1.0);
+  EXPECT_NE(u[0].gain_bound.find("at most 2.27 MB per call (0.136 GB in all"), std::string::npos)
+      << u[0].gain_bound;
+
+  // Without a calibration each says it is not bounded, and every candidate states a bound.
+  sql("DELETE FROM peaks;");
+  for (const auto& x : candidates()) {
+    EXPECT_FALSE(x.gain_bound.empty()) << x.rule;
+    if (x.rule != "unmeasured") EXPECT_NE(x.gain_bound.find("calibrate"), std::string::npos) << x.gain_bound;
+  }
+}
+
+// Same-shape products of a recurrence depend on the previous step: no batching advice.
+TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
+  auto c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("batch the small"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("if the products are independent"), std::string::npos);
+  sql("UPDATE shapes SET call_site = 'rnn.py:40(lstm_cell)' WHERE n = 10;");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].advice.find("batch the small"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("rnn.py:40(lstm_cell), named like a recurrence"), std::string::npos)
+      << c[0].advice;
+  EXPECT_NE(c[0].advice.find("cannot be batched across steps"), std::string::npos);
+  EXPECT_NE(c[0].advice.find("input projection"), std::string::npos);
+}
+
 TEST_F(AdviceTest, UnmeasuredRuleOnLargeRootExclusiveTime) {
   EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());  // 5 %
   sql("UPDATE nodes SET excl_ns = 3000000000, incl_ns = 12500000000 WHERE node_id = 1;");
