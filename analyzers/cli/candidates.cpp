@@ -5,6 +5,7 @@
 #include "advice/candidates.hpp"
 #include "advice/tune_results.hpp"
 #include "cli/command.hpp"
+#include "render/colour.hpp"
 
 namespace sonde::cli {
 
@@ -37,7 +38,8 @@ int candidates(const Options& a) {
   } else if (format == Format::kCsv) {
     std::cout << render_csv(candidates_table(found, a.top));
   } else {
-    std::cout << render_candidates_text(found, a.top);
+    std::string text = render_candidates_text(found, a.top);
+    std::cout << (colour_wanted(stdout) ? colour_candidates(text) : text);
     for (const std::string& line : unpredicted) std::cout << line << '\n';
   }
   return 0;

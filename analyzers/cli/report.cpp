@@ -5,6 +5,7 @@
 
 #include "cli/command.hpp"
 #include "render/line_report.hpp"
+#include "render/colour.hpp"
 #include "render/report.hpp"
 #include "render/samples.hpp"
 #include "profile/run_summary.hpp"
@@ -45,7 +46,11 @@ int report(const Options& a) {
   Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort), a.rank);
   switch (parse_format(a.format)) {
     case Format::kText:
-      std::cout << render_report_text(run, hotspots, a.top) << render_samples_text(file);
+    {
+      std::string text = render_report_text(run, hotspots, a.top);
+      std::cout << (colour_wanted(stdout) ? colour_report(text) : text)
+                << render_samples_text(file);
+    }
       break;
     case Format::kCsv:
       // The table stays machine-readable; the run's warnings still reach the user.

@@ -555,10 +555,15 @@ int calibrate_command(const CalibrateCommand& command) {
   CalibrateOptions options;
   options.quick = command.quick;
   options.blas_library = command.blas;
-  options.progress = [](const std::string& s, bool done) {
-    std::cerr << s << (done ? '\n' : ' ') << std::flush;
-  };
+  // Progress on a terminal only: a pipe or a log gets the warnings and the table, not the steps.
+  if (::isatty(STDERR_FILENO) == 1) {
+    options.progress = [](const std::string& s, bool done) {
+      std::cerr << s << (done ? '\n' : ' ') << std::flush;
+    };
+  }
   Calibration cal = run_calibration(options);
+  // Which library was timed is a fact for the log too, not progress.
+  if (!options.progress) std::cerr << fmt::format("BLAS: {}\n", cal.blas);
   std::vector<Peak> kept;
   std::vector<Peak> merged = merge_peaks(existing.peaks, cal.peaks, &kept);
   write_peaks_file(path, format_peaks(merged, fmt::format("`sonde calibrate{}` on {}",

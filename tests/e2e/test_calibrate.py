@@ -75,11 +75,10 @@ def test_quick_calibration_writes_every_resource_for_one_and_all_threads(quick):
     assert peaks[("gemm.f32", 1)][0] >= 0.8 * peaks[("gemm.f64", 1)][0], peaks
 
 
-def test_progress_goes_to_stderr_and_the_table_to_stdout(quick):
+def test_the_table_goes_to_stdout_and_a_pipe_gets_no_progress(quick):
+    # The progress lines are for a terminal (test_terminal.py); piped stderr stays quiet.
     r, out, _ = quick
-    assert re.search(r"calibrating gemm\.f32, 1 thread, n=256 \.\.\. [\d.]+ GFLOP/s", r.stderr)
-    assert re.search(r"calibrating gemm\.f64, \d+ threads?, n=512 \.\.\. [\d.]+ GFLOP/s", r.stderr)
-    assert re.search(r"calibrating mem\.bw, 1 thread, .* [\d.]+ GB/s", r.stderr)
+    assert "calibrating" not in r.stderr
     assert f"peaks written to {out}" in r.stdout
     assert "calibrating" not in r.stdout
     for res in RESOURCES:

@@ -1,0 +1,81 @@
+"""Output for a person at a terminal (issue 15): progress while sonde calibrate measures, colour in
+the report's header and the candidates; none of it in a pipe, and no colour with NO_COLOR set."""
+import os
+import pty
+import re
+import subprocess
+
+from conftest import BIN, CLI, clean_env, run
+
+ESC = "\x1b["
+
+
+def on_terminal(cmd, stream="stdout", **env):
+    """Runs cmd with `stream` on a pseudo-terminal (the other one piped); returns both texts."""
+    master, slave = pty.openpty()
+    kw = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, stream: slave}
+    e = clean_env(**env)
+    if "NO_COLOR" not in env:
+        e.pop("NO_COLOR", None)  # the user's own setting must not decide the test
+    e["TERM"] = "xterm"
+    p = subprocess.Popen([str(c) for c in cmd], env=e, **kw)
+    os.close(slave)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    piped = (p.stderr if stream == "stdout" else p.stdout).read().decode()
+    p.wait(timeout=120)
+    return seen.decode(errors="replace"), piped, p.returncode
+
+
+def profile(db):
+    r = run([BIN / "named_regions"], db)
+    assert r.returncode == 0, r.stderr
+    return db
+
+
+def test_report_header_in_colour_on_a_terminal_only(db):
+    profile(db)
+    tty, _, rc = on_terminal([CLI, "report", db])
+    assert rc == 0
+    assert f"{ESC}1mcommand:{ESC}0m" in tty, tty
+    assert re.search(r"\x1b\[1m%Time .*\x1b\[0m", tty), tty
+    piped = run([CLI, "report", db])
+    assert ESC not in piped.stdout
+    # The same text once the colour is taken out.
+    assert re.sub(r"\x1b\[\d+m", "", tty).replace("\r\n", "\n") == piped.stdout
+
+
+def test_no_color_is_respected(db):
+    profile(db)
+    tty, _, rc = on_terminal([CLI, "report", db], NO_COLOR="1")
+    assert rc == 0 and "command:" in tty
+    assert ESC not in tty
+
+
+def test_candidates_in_colour_on_a_terminal(tmp_path):
+    db = tmp_path / "m.db"
+    # mlp_train's Adam update in plain loops: the optimizer-update candidate.
+    r = run([os.environ["SONDE_MLP"], "--steps", "5"], db)
+    assert r.returncode == 0, r.stderr
+    tty, _, rc = on_terminal([CLI, "candidates", db])
+    assert rc == 0
+    assert re.search(r"\x1b\[1m1\. \x1b\[0m\x1b\[36m\[[a-z-]+\]\x1b\[0m", tty), tty
+    assert f"{ESC}2m   gain bound:{ESC}0m" in tty, tty
+    assert ESC not in run([CLI, "candidates", db]).stdout
+
+
+def test_calibrate_shows_progress_on_a_terminal_only(tmp_path):
+    tty, out, rc = on_terminal([CLI, "calibrate", "--quick", "-o", tmp_path / "p.txt"],
+                               stream="stderr")
+    assert rc == 0
+    assert re.search(r"calibrating gemm\.f32, 1 thread, n=256 \.\.\. [\d.]+ GFLOP/s", tty), tty
+    assert re.search(r"calibrating mem\.bw, 1 thread, .* [\d.]+ GB/s", tty), tty
+    assert "calibrating" not in out and "peaks written to" in out
