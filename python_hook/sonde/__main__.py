@@ -91,7 +91,8 @@ def _parser():
 
 # Every long option of _parser(), those taking a value in _VALUED.
 _LONG = ("--version", "--output", "--force", "--sort", "--lines", "--builtins", "--paused",
-         "--trace", "--counters", "--sample", "--flush-interval", "--no-record-args", "--help")
+         "--trace", "--counters", "--sample", "--flush-interval", "--no-record-args", "--help",
+         "--delay", "--steps", "--step-region")
 
 
 def _split(argv, valued=_VALUED, longs=_LONG):
@@ -343,7 +344,7 @@ def _scan(own):
     unknown or ambiguous option, a missing or refused value."""
     opts = dict(output="sonde.db", force=False, sort=None, lines=[], builtins=False,
                 paused=False, trace=False, counters=None, sample=None, flush_interval=None,
-                no_record_args=False)
+                no_record_args=False, delay=None, steps=None, step_region=None)
     i = 0
     while i < len(own):
         a, value = own[i], None
