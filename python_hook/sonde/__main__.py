@@ -151,12 +151,9 @@ def _fail(message, code=1):
     sys.exit(code)
 
 
-def _launch(opts, program, kind, argv):
-    from . import BUILTINS_ENV, builtins_from_env
-    try:
-        builtins_from_env()
-    except ValueError as e:
-        _fail(str(e), 2)
+def _tools(program, kind):
+    """The script exists (or the program is -m/-c), and libsonde.so and the sonde executable
+    are found: returns their paths, or ends with the error a user can act on."""
     if kind is None and not os.path.isfile(program[0]):
         _fail(f"cannot open script {program[0]}: no such file", 2)
     lib = _library()
@@ -165,6 +162,16 @@ def _launch(opts, program, kind, argv):
     cli = _cli(lib)
     if cli is None:
         _fail(f"cannot find the sonde executable (looked beside {lib} and on PATH)")
+    return lib, cli
+
+
+def _launch(opts, program, kind, argv):
+    from . import BUILTINS_ENV, builtins_from_env
+    try:
+        builtins_from_env()
+    except ValueError as e:
+        _fail(str(e), 2)
+    lib, cli = _tools(program, kind)
     env = dict(os.environ)
     env["SONDE_LIBRARY"] = lib  # sonde run preloads this one, whatever its own tree holds
     if opts.builtins:
@@ -229,14 +236,7 @@ def _tune_main(argv):
     if not program:
         parser.print_usage(sys.stderr)
         _fail("nothing to tune: give a script, -m MODULE or -c CMD", 2)
-    if kind is None and not os.path.isfile(program[0]):
-        _fail(f"cannot open script {program[0]}: no such file", 2)
-    lib = _library()
-    if lib is None or not os.path.exists(lib):
-        _fail("cannot find libsonde.so (set SONDE_LIBRARY)")
-    cli = _cli(lib)
-    if cli is None:
-        _fail(f"cannot find the sonde executable (looked beside {lib} and on PATH)")
+    lib, cli = _tools(program, kind)
     env = dict(os.environ)
     env["SONDE_LIBRARY"] = lib
     tune = [cli, "tune"]

@@ -114,8 +114,7 @@ CodeInfo code_info(PyCodeObject* code) {
   }
   // pprof/cProfile style: file.py:LINE(function); the full path is kept in routines.file.
   std::string file = utf8(code->co_filename);
-  std::string name = base_name(file) + ":" + std::to_string(code->co_firstlineno) + "(" +
-                     utf8(code->co_name) + ")";
+  std::string name = code_display_name(code);
   // A generator function is one call per generator object, however many times it is resumed:
   // marking it lets the breakdown take the generator feeding a loop as its data loading.
   const char* library = (code->co_flags & (CO_GENERATOR | CO_ASYNC_GENERATOR)) ? "generator" : "";
@@ -326,6 +325,11 @@ RoutineId code_routine(PyCodeObject* code, bool* machinery) {
   CodeInfo info = code_info(code);
   *machinery = info.machinery;
   return info.id;
+}
+
+std::string code_display_name(PyCodeObject* code) {
+  return base_name(utf8(code->co_filename)) + ":" + std::to_string(code->co_firstlineno) + "(" +
+         utf8(code->co_name) + ")";
 }
 
 RoutineId import_routine() {

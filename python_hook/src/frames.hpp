@@ -22,6 +22,8 @@ RoutineId code_routine(PyCodeObject* code);
 // nothing for those beneath it, C calls included, so one import is one call of "<import>".
 RoutineId code_routine(PyCodeObject* code, bool* machinery);
 RoutineId import_routine();
+// The name a Python routine is registered under (pprof/cProfile style: file.py:LINE(function)).
+std::string code_display_name(PyCodeObject* code);
 // The routine of a C function that `--builtins` records: a PyCFunction (`len`, a bound
 // `numpy.ndarray.dot`), or a C method descriptor called with `self_arg` (nullptr: no argument)
 // first. Returns false, leaving `id` alone, for any other callable. Holds the GIL.

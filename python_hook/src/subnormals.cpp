@@ -7,6 +7,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "frames.hpp"
+
 namespace sonde::python {
 namespace {
 
@@ -99,20 +101,6 @@ void check_object(PyObject* o, Found& found) {
   }
 }
 
-std::string text(PyObject* s) {
-  const char* c = s != nullptr && PyUnicode_Check(s) ? PyUnicode_AsUTF8(s) : nullptr;
-  if (c == nullptr) PyErr_Clear();
-  return c != nullptr ? c : "?";
-}
-
-// As frames.cpp registers it: file.py:LINE(function).
-std::string routine_name(PyCodeObject* code) {
-  std::string file = text(code->co_filename);
-  auto slash = file.rfind('/');
-  return (slash == std::string::npos ? file : file.substr(slash + 1)) + ":" +
-         std::to_string(code->co_firstlineno) + "(" + text(code->co_name) + ")";
-}
-
 }  // namespace
 
 int argument_slots(PyCodeObject* code) {
@@ -132,7 +120,7 @@ void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* 
   c.elements += found.elements;
   c.subnormal += found.subnormal;
   if (found.subnormal > 0 && c.flagged++ == 0) {
-    c.name = routine_name(code);
+    c.name = code_display_name(code);
     std::string note = "subnormal (denormal) values were found in the float array arguments of "
                        "sampled calls of " + c.name + " (share: run_info python.subnormal:" +
                        c.name + "); arithmetic on them is slow unless FTZ/DAZ is on";
