@@ -45,6 +45,7 @@ void merge_into(CallNode& dst, const CallNode& src) {
       empty.kind = child.kind;
       empty.file = child.file;
       empty.where = child.where;
+      empty.generator = child.generator;
       dst.children.push_back(std::move(empty));
     }
     merge_into(dst.children[it->second], child);
@@ -56,6 +57,11 @@ std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
 std::string where(const std::string& file, std::int64_t line, const std::string& library) {
   if (!file.empty()) return file + ":" + std::to_string(line);
   return library;
+}
+
+// The Python hook marks generator functions with the library "generator" (frames.cpp).
+bool is_generator(const std::string& kind, const std::string& library) {
+  return kind == "python" && library == "generator";
 }
 
 // The nodes of every thread, parents before children; {0}: a join, {1}: a condition.
@@ -76,7 +82,7 @@ FlatNode node_row(Statement& st) {
   f.data.routine_id = st.int64(10);
   f.data.file = st.text(11);
   f.data.where = where(st.text(11), st.int64(12), st.text(13));
-  f.data.generator = f.data.kind == "python" && st.text(13) == "generator";
+  f.data.generator = is_generator(f.data.kind, st.text(13));
   return f;
 }
 
@@ -210,6 +216,7 @@ CallNode load_merged_tree(const ProfileFile& file) {
     f.data.gpu_ns = to_ns(st.real(9));
     f.data.file = st.text(10);
     f.data.where = where(st.text(10), st.int64(11), st.text(12));
+    f.data.generator = is_generator(f.data.kind, st.text(12));
     std::size_t index = flat.size();
     auto slash = path.rfind('/');
     if (slash == std::string::npos) {
