@@ -16,6 +16,7 @@
 #include "advice/tune_results.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/metrics.hpp"
+#include "tools/tune.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -572,3 +573,22 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
 
 }  // namespace
 }  // namespace sonde::analyzers
+
+// sonde tune compares the program's results, not its own timings: `python3 -m timeit` prints
+// only a timing, and a training loop prints its epoch time beside its loss.
+TEST(TuneOutputs, TheProgramsOwnTimingsAreNoResult) {
+  EXPECT_EQ(sonde::analyzers::compare_outputs("20 loops, best of 5: 310 usec per loop\n",
+                            "20 loops, best of 5: 305 usec per loop\n"),
+            "");
+  EXPECT_EQ(sonde::analyzers::compare_outputs("epoch 1 loss 0.4100 time 2.13s\nelapsed: 4.2\n",
+                            "epoch 1 loss 0.4100 time 1.98s\nelapsed: 3.9\n"),
+            "");
+  // The loss beside a timing still counts.
+  std::string changed = sonde::analyzers::compare_outputs("epoch 1 loss 0.4100 took 2.1 s\n",
+                                        "epoch 1 loss 0.4200 took 1.9 s\n");
+  EXPECT_NE(changed.find("loss 0.4100"), std::string::npos) << changed;
+  EXPECT_NE(changed.find("largest relative difference on the result lines 0.024"),
+            std::string::npos) << changed;
+  // Samples or steps are counts, not seconds.
+  EXPECT_NE(sonde::analyzers::compare_outputs("64 samples\n", "65 samples\n"), "");
+}
