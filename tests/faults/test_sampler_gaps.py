@@ -56,7 +56,7 @@ torch.manual_seed(0)
 weight, bias, x = torch.randn(512, 512), torch.randn(512), torch.randn(256, 512)
 def forward():
     with torch.no_grad():
-        return F.linear(x, weight, bias)
+        return torch.sin(F.linear(x, weight, bias))
 for _ in range(300):
     y = forward()
 print("ok", tuple(y.shape), round(float(y.abs().sum()) / y.numel(), 1))
@@ -64,7 +64,7 @@ print("ok", tuple(y.shape), round(float(y.abs().sum()) / y.numel(), 1))
 
 
 def test_torch_native_frames_under_python_frame(db, tmp_path):
-    """sampler: under a Python frame, torch's at::native frames kept, the interpreter's dropped"""
+    """sampler: under a Python frame, torch's own frames kept, the interpreter's dropped"""
     pytest.importorskip("torch")
     path = tmp_path / "linear.py"
     path.write_text(TORCH_LINEAR)
@@ -74,16 +74,19 @@ def test_torch_native_frames_under_python_frame(db, tmp_path):
                      env_extra=env, timeout=120)
     same_behaviour(alone, profiled)
     rows = query(db, "SELECT frames, count FROM sampled_callpaths WHERE path LIKE '%(forward)'")
-    native = sum(n for frames, n in rows if "at::native::" in frames)
+    native = sum(n for frames, n in rows if "libtorch_cpu" in frames)
     interpreter = [f for f, _ in rows if "_PyEval_EvalFrameDefault" in f or "[python3" in f]
-    # at::native::linear and its addmm run between the Python frame and the GEMM it calls.
-    assert native >= 5, rows
+    # The GEMM is an intercepted call with a node of its own; what stays at the Python frame is
+    # torch's own work: linear's dispatch and addmm's bias copy (a few ms in all, which one CI
+    # run sampled 4 times), and the sine of 131,072 floats 300 times (about 40 ms), which holds
+    # the count well above the bar on a loaded machine too.
+    assert native >= 10, rows
     # The interpreter's frames (the frame's own evaluation and its callers) are not native
     # frames below the node: the shadow stack holds those Python frames already.
     assert interpreter == [], interpreter[:2]
     # And torch's frames start at the call out of the interpreter, not 32 frames above it.
     assert any(f.split(";")[0].startswith(("libtorch_python", "torch::", "THP"))
-               for f, _ in rows if "at::native::" in f), rows
+               for f, _ in rows if "libtorch_cpu" in f), rows
 
 
 def test_exports_carry_samples_apart(db):
