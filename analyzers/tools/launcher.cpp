@@ -199,6 +199,19 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
     else
       ::unsetenv("SONDE_DELAY");
   }
+  // The delay counts from this launch, for every process of the run: an exec'd child or a
+  // program started late by a shell script opens its window at the same instant as the first.
+  ::unsetenv("SONDE_DELAY_UNTIL");
+  if (const char* delay = std::getenv("SONDE_DELAY"); delay != nullptr && *delay != '\0') {
+    char* end = nullptr;
+    double s = std::strtod(delay, &end);
+    if (end != delay && *end == '\0' && s > 0 && s <= 1e6) {
+      struct timespec now {};
+      clock_gettime(CLOCK_REALTIME, &now);
+      int64_t until = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec + std::llround(s * 1e9);
+      ::setenv("SONDE_DELAY_UNTIL", std::to_string(until).c_str(), 1);
+    }
+  }
   if (o.steps) {
     if (number_in_range("--steps", *o.steps, "SONDE_STEPS"))
       ::setenv("SONDE_STEPS", o.steps->c_str(), 1);

@@ -59,11 +59,18 @@ inline constexpr std::array kOptionSpecs{
                0.1, 1e6, true},
     OptionSpec{"SONDE_DELAY", OptionType::kSeconds, "0",
                "Collection window (or `sonde run --delay S`, `python3 -m sonde --delay S`): "
-               "nothing is measured (native calls, Python frames, regions, samples) until S "
-               "seconds after each process started (0 or 0.001 to 1000000); from then on every "
-               "call is counted exactly. The process's `started_ns` is the window's opening, "
-               "so percentages of wall time are of the window.",
+               "nothing is measured (native calls, Python frames, regions, samples, GPU "
+               "activity) until S seconds after the launch (0 or 0.001 to 1000000); from then "
+               "on every call is counted exactly. Under `sonde run` the launch is `sonde run`'s "
+               "start, one deadline for every process of the run (exec'd children, MPI ranks "
+               "each under their own `sonde run`); set by hand with `LD_PRELOAD`, each process "
+               "counts S from its own start. The process's `started_ns` is the window's "
+               "opening, so percentages of wall time are of the window.",
                0.001, 1e6, true},
+    OptionSpec{"SONDE_DELAY_UNTIL", OptionType::kText, "",
+               "Set by `sonde run --delay S`: the window's deadline, nanoseconds since the "
+               "epoch (CLOCK_REALTIME), which the run's processes share; not for users.",
+               0, 0, false, OptionReader::kLibrary, true},
     OptionSpec{"SONDE_STEPS", OptionType::kUInt, "0",
                "Collection window by iterations (or `--steps N`): nothing is measured until "
                "the region named by `SONDE_STEP_REGION` begins for the (N+1)-th time in the "

@@ -8,7 +8,6 @@
 
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
-#include "core/window.hpp"
 #include "runtime/runtime.hpp"
 #include "core/thread_local_state.hpp"
 
@@ -42,7 +41,8 @@ namespace {
 __attribute__((noinline)) ThreadState* attach_slow() {
   int saved = errno;
   Runtime* rt = Runtime::get();
-  ThreadState* t = rt ? rt->attach_current_thread() : nullptr;
+  // A thread whose first calls come before the collection window opens attaches once it has.
+  ThreadState* t = rt && !rt->window().closed() ? rt->attach_current_thread() : nullptr;
   errno = saved;
   return t;
 }
@@ -61,7 +61,6 @@ inline ThreadState* current() {
 }
 
 ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
-  if (window_closed()) return nullptr;
   ThreadState* t = current();
   if (t == nullptr || open_frame<true>(t, routine, nesting) == nullptr) return nullptr;
   begin_call(t, now_ticks);
@@ -69,7 +68,6 @@ ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
 }
 
 ThreadState* probe_open(RoutineId routine, Nesting nesting) {
-  if (window_closed()) return nullptr;
   ThreadState* t = current();
   return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting);
 }
@@ -77,7 +75,6 @@ ThreadState* probe_open(RoutineId routine, Nesting nesting) {
 void probe_start(ThreadState* t) { begin_call(t, now_ticks); }
 
 ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
-  if (window_closed()) return nullptr;
   ThreadState* t = current();
   if (t == nullptr || open_frame<false>(t, routine, nesting) == nullptr) return nullptr;
   start_frame(t, now_ticks());
@@ -87,8 +84,8 @@ ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
 uint64_t probe_now() { return now_ticks(); }
 
 void record_line(RoutineId routine, int line, uint64_t ticks) {
-  if (window_closed()) return;
-  if (ThreadState* t = t_state) t->record_line(routine, line, ticks);
+  ThreadState* t = t_state;
+  if (t != nullptr && !t->window_closed()) t->record_line(routine, line, ticks);
 }
 
 void comm_call_begin(ThreadState* t, uint64_t now) {

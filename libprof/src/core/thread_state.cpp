@@ -236,6 +236,12 @@ void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t byte
   bump(comms[i].ticks, ticks);
 }
 
+bool ThreadState::held_back() {
+  if ((suppress & kWindowClosed) != 0 && (window == nullptr || !window->closed()))
+    suppress &= ~kWindowClosed;
+  return suppress != 0;
+}
+
 void CommClock::advance(uint64_t now) {
   uint64_t dt = now > last ? now - last : 0;
   last = now;

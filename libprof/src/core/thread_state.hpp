@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/chunked_array.hpp"
+#include "core/window.hpp"
 #include "process/sampler.hpp"
 #include "counters/counter_backend.hpp"
 #include "sonde/probe.hpp"
@@ -236,6 +237,19 @@ class ThreadState {
   std::atomic<uint32_t> depth_{0};
   uint32_t max_depth_;
   uint32_t suppress = 0;     // >0 while a kSuppress routine runs; also set by sonde's own code
+  // The bit of `suppress` a thread attached while the collection window was closed carries:
+  // open_frame's one test of `suppress` covers the window too, so no call reads a shared flag.
+  static constexpr uint32_t kWindowClosed = 1u << 31;
+  CollectionWindow* window = nullptr;  // the runtime's, where the bit may be set
+  // Owner only, on open_frame's cold side: drops the bit once the window has opened; true
+  // while the window, or a suppressing routine, still holds this thread's calls back.
+  __attribute__((noinline)) bool held_back();
+  // Owner only: whether the window is still closed (dropping the bit once it is not).
+  bool window_closed() {
+    if (__builtin_expect((suppress & kWindowClosed) == 0, 1)) return false;
+    held_back();
+    return (suppress & kWindowClosed) != 0;
+  }
   std::atomic<uint64_t> depth_overflows{0};
   std::atomic<uint64_t> node_overflows{0};
   std::atomic<uint64_t> region_mismatches{0};

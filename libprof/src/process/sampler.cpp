@@ -19,7 +19,6 @@
 #include <cerrno>
 
 #include "core/thread_local_state.hpp"
-#include "core/window.hpp"
 #include "runtime/log.hpp"
 
 namespace sonde {
@@ -357,7 +356,11 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
 #if SONDE_HAVE_UNWIND
   ThreadState* t = t_state;
   if (t == nullptr) t = other_state();
-  if (t == nullptr || !t->samples || context == nullptr || window_closed()) return;
+  // Read, not cleared: the owner may be inside its own update of `suppress`.
+  if (t == nullptr || !t->samples || context == nullptr ||
+      ((t->suppress & ThreadState::kWindowClosed) != 0 && t->window->closed())) {
+    return;
+  }
   Refresh refresh{t->samples->armed && info->si_code != SI_TIMER ? info->si_fd : -1};
   Sample* s = t->samples->ring.reserve();
   if (s == nullptr) return;

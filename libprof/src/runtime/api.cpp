@@ -5,7 +5,6 @@
 #include <cstring>
 
 #include "symbols/elf_symbols.hpp"
-#include "core/window.hpp"
 #include "runtime/fpu_mode.hpp"
 #include "process/sampler.hpp"
 #include "runtime/runtime.hpp"
@@ -36,8 +35,7 @@ void region_begin(const char* name) {
   if (rt == nullptr || name == nullptr) return;
   ThreadState* t = rt->attach_current_thread();
   if (t == nullptr) return;
-  if (__builtin_expect(g_window_closed.load(std::memory_order_relaxed), 0) &&
-      !window_region_begins(name)) {
+  if (__builtin_expect(t->window_closed(), 0) && !rt->window().region_begins(name)) {
     ++t->regions_before_window;  // its end must not count as a mismatch
     return;
   }

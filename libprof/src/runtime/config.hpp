@@ -24,6 +24,7 @@ struct Config {
   bool record_args = true;       // false: the command's name only
   bool ftz = false;              // SONDE_FTZ: MXCSR FTZ|DAZ in every thread
   double delay_s = 0;            // SONDE_DELAY: the collection window opens this late
+  int64_t delay_until_ns = 0;    // SONDE_DELAY_UNTIL: the launch's deadline (CLOCK_REALTIME)
   uint64_t steps = 0;            // SONDE_STEPS: ... or after this many step regions
   std::string step_region = "step";  // SONDE_STEP_REGION
   std::string run_id;            // inherited from the parent process of the same run

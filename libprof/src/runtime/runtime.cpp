@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -119,7 +120,8 @@ void Runtime::start() {
   clock_.init();
   config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
   set_fpu_mode(config_.ftz);  // the loading thread, before main and the program's constructors
-  window_init({config_.delay_s, config_.steps, config_.step_region}, clock_.mono0());
+  window_.init({config_.delay_s, config_.steps, config_.step_region, config_.delay_until_ns},
+               clock_.mono0(), clock_.realtime0());
   pid_ = getpid();
   trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();
@@ -259,6 +261,13 @@ void Runtime::mpi_rank_known(int rank, int world_size) {
   if (!note.empty()) add_note("rank", note);
 }
 
+// Before its owner runs any call: the window only ever opens, and a bit set as it opens is
+// dropped at the thread's next call.
+void Runtime::hold_until_window(ThreadState& t) {
+  t.window = &window_;
+  if (window_.closed()) t.suppress |= ThreadState::kWindowClosed;
+}
+
 ThreadState* Runtime::attach_current_thread() {
   if (t_internal) return nullptr;
   if (t_state != nullptr) return t_state;
@@ -271,6 +280,7 @@ ThreadState* Runtime::attach_current_thread() {
     std::lock_guard lock(threads_mu_);
     t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace,
                         trace_budget_.get());
+    hold_until_window(*t);
     threads_.push_back(t);
   }
   live_threads_.fetch_add(1, std::memory_order_relaxed);
@@ -306,6 +316,7 @@ void Runtime::sample_other_threads() {
     if (tid <= 0 || tid == self) continue;
     auto* t = new ThreadState(next_seq_, tid, now_ticks(), config_.max_depth, trace,
                               trace_budget_.get());
+    hold_until_window(*t);
     if (!sampler_arm_other(*t)) {  // it ended meanwhile, or too many
       delete t;
       continue;
@@ -382,22 +393,33 @@ void Runtime::drain_gpu() {
 // Under store_mu_. Where the window opened is said in the file (and the process starts
 // there); one that never opened is said aloud too, or an empty profile would be a puzzle.
 void Runtime::note_window(bool final) {
-  if (!window_requested()) return;
-  WindowSpec w = window_spec();
+  if (!window_.requested()) return;
+  const WindowSpec& w = window_.spec();
   std::string how = w.steps > 0 ? fmt::format("SONDE_STEPS={}, region '{}'", w.steps, w.step_region)
                                 : fmt::format("SONDE_DELAY={:g}", w.delay_s);
-  if (int64_t opened = window_opened_mono_ns(); opened != 0) {
+  // From the launch's deadline (sonde run), the opening is said from the launch, where the
+  // delay counts from: this process may have started later (an exec'd child, a rank).
+  bool launched = w.steps == 0 && w.deadline_ns > 0;
+  int64_t launch = w.deadline_ns - std::llround(w.delay_s * 1e9);
+  if (int64_t opened = window_.opened_mono_ns(); opened != 0) {
     int64_t at = clock_.realtime0() + (opened - clock_.mono0());
     if (process_.started_ns < at) process_.started_ns = at;
-    add_note("window", fmt::format("collection began {:.3f} s after the process started ({}); "
-                                   "nothing before it is in the profile",
-                                   double(opened - clock_.mono0()) / 1e9, how),
+    double after_start = double(opened - clock_.mono0()) / 1e9;
+    std::string when =
+        !launched ? fmt::format("{:.3f} s after the process started", after_start)
+        : at > w.deadline_ns
+            ? fmt::format("as the process started, {:.3f} s after the launch: the launch's "
+                          "deadline had passed", double(at - launch) / 1e9)
+            : fmt::format("{:.3f} s after the launch ({:.3f} s after the process started)",
+                          double(at - launch) / 1e9, after_start);
+    add_note("window", fmt::format("collection began {} ({}); nothing before it is in the "
+                                   "profile", when, how),
              false);
   } else if (final) {
     add_note("window",
              w.steps > 0 ? fmt::format("the collection window never opened: region '{}' began {} "
                                        "times, fewer than the {} steps to skip ({}); nothing "
-                                       "was measured", w.step_region, window_steps_seen(),
+                                       "was measured", w.step_region, window_.steps_seen(),
                                        w.steps + 1, how)
                          : fmt::format("the collection window never opened: the process ended "
                                        "before the delay ({}); nothing was measured", how),

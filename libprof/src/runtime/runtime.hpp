@@ -23,6 +23,7 @@
 #include "sonde/process_hooks.hpp"
 #include "store/store.hpp"
 #include "core/thread_state.hpp"
+#include "core/window.hpp"
 
 namespace sonde {
 
@@ -78,6 +79,7 @@ class Runtime {
   const Config& config() const { return config_; }
   RoutineRegistry& routines() { return routines_; }
   const Clock& clock() const { return clock_; }
+  CollectionWindow& window() { return window_; }
   pid_t pid() const { return pid_.load(std::memory_order_relaxed); }
   const std::string& output() const { return output_; }
   const std::string& run_id() const { return run_id_; }
@@ -101,7 +103,8 @@ class Runtime {
   // The process's threads that exist before sampling starts (a BLAS pool started by its
   // library's constructor, before sonde's): armed from here, recorded as threads of their own.
   void sample_other_threads();
-  void note_window(bool final);  // where the collection window opened, in the notes
+  void note_window(bool final);
+  void hold_until_window(ThreadState& t);  // a new thread state takes the window's state  // where the collection window opened, in the notes
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
 
@@ -111,6 +114,7 @@ class Runtime {
   std::unique_ptr<TraceBudget> trace_budget_;  // trace mode: all threads' buffers together
   AdaptiveConfig adaptive_;  // SONDE_ADAPTIVE as every new thread takes it (mask 0: off)
   Clock clock_;
+  CollectionWindow window_;
   RoutineRegistry routines_;
   std::string output_;
   bool output_claimed_ = false;  // this process created output_ (a root process)

@@ -55,7 +55,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   uint64_t untracked = 0;
   uint64_t samples_dropped = 0;
   uint64_t window_ticks = 0;
-  if (int64_t opened = window_opened_mono_ns(); opened != 0 && clock_.ns_per_tick() > 0)
+  if (int64_t opened = window_.opened_mono_ns(); opened != 0 && clock_.ns_per_tick() > 0)
     window_ticks = clock_.ticks0() + uint64_t(double(opened - clock_.mono0()) / clock_.ns_per_tick());
   for (ThreadState* t : threads) {
     if (window_ticks != 0) t->start_no_earlier_than(window_ticks);
