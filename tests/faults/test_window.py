@@ -37,6 +37,39 @@ def gpu_rows(db):
                             "LEFT JOIN routines r ON r.routine_id = n.routine_id"))
 
 
+@needs_cupti
+def test_gpu_records_wait_for_the_window(db):
+    """window: --steps 2 over cupti_app's 3 train steps: the GPU records of step 3 on, none before"""
+    cmd = [CUPTI_APP, "basic"]
+    profiled = sonde_run(cmd, db, args=["--steps", "2", "--step-region", "train_step"],
+                         env_extra=cupti_env())
+    same_app(plain(cmd, env_extra=cupti_env()), profiled)
+    profile_whole(db)
+    # Steps 1 and 2 launched a matmul and copied 1 MB each: neither is in the profile (before:
+    # both stored, on the root, 11 records for 7 launches measured).
+    launch, copy = "cudaLaunchKernel", "cudaMemcpy"
+    assert gpu_rows(db) == sorted([
+        ("kernel", "matmul(float*, float*, float*, int)", launch),
+        ("kernel", "relu(float*, int)", launch), ("kernel", "relu(float*, int)", launch),
+        ("kernel", "directKer()", "cuLaunchKernel"),
+        ("memcpy", "memcpy HtoD", copy + " HtoD"), ("memcpy", "memcpy DtoH", copy + " DtoH"),
+        ("memset", "memset", "cudaMemset")])
+    held = query(db, "SELECT value FROM run_info WHERE key = 'gpu.before_window'")
+    assert held == [("4",)], held
+
+
+@needs_cupti
+def test_gpu_records_of_a_window_that_never_opened(db):
+    """window: --steps 5 over cupti_app's 3 train steps: no GPU record at all, the note says why"""
+    cmd = [CUPTI_APP, "basic"]
+    profiled = sonde_run(cmd, db, args=["--steps", "5", "--step-region", "train_step"],
+                         env_extra=cupti_env())
+    same_app(plain(cmd, env_extra=cupti_env()), profiled)
+    profile_whole(db)
+    assert gpu_rows(db) == []
+    assert any("never opened" in n for n in notes(db))
+
+
 def test_delay_counts_from_the_launch_for_an_execd_child(db):
     """window: --delay 0.5, a child exec'd 0.8 s after the launch: open from its start, all 12 calls"""
     cmd = ["sh", "-c", f"sleep 0.8; exec {HOST} delay"]

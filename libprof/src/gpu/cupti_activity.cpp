@@ -13,6 +13,7 @@
 
 #include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"
+#include "runtime/runtime.hpp"
 
 namespace sonde {
 
@@ -164,6 +165,14 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   uint64_t after = now_ticks();
   int64_t offset = clock.to_realtime_ns(before + (after - before) / 2) - int64_t(cupti_now);
 
+  // The collection window: a record of a launch made before it opened is held back, as the
+  // launch itself was; one whose launch sonde did not see, when it started before the opening.
+  int64_t window_opened = INT64_MIN;  // CUPTI's clock; INT64_MAX: not open yet
+  if (Runtime* rt = Runtime::get(); rt != nullptr && rt->window().requested()) {
+    int64_t opened = rt->window().opened_mono_ns();
+    window_opened = opened == 0 ? INT64_MAX
+                                : clock.realtime0() + (opened - clock.mono0()) - offset;
+  }
   std::vector<Record> records;
   std::unique_lock rlock(records_mu_);
   records.swap(records_);
@@ -178,6 +187,12 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       continue;
     }
     auto it = origins_.find(r.correlation);
+    if (it != origins_.end() ? it->second.before_window
+                             : int64_t(r.start) < window_opened) {
+      if (it != origins_.end()) it->second.seen = generation_;
+      before_window_.fetch_add(1, std::memory_order_relaxed);
+      continue;
+    }
     // Held for a later flush, but not past the origin's lifetime (it would lose its path).
     if (it != origins_.end() && it->second.awaiting_metrics && r.kind == 0 && !final &&
         generation_ - it->second.generation < kOriginLifetime) {
@@ -303,6 +318,8 @@ void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) c
   out.emplace_back("gpu.records", std::to_string(delivered_.load()));
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));
   out.emplace_back("gpu.unattributed", std::to_string(unattributed_.load()));
+  if (before_window_ > 0)
+    out.emplace_back("gpu.before_window", std::to_string(before_window_.load()));
   out.emplace_back("gpu.contexts_flushed", std::to_string(contexts_flushed_.load()));
 }
 

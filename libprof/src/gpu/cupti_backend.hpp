@@ -74,6 +74,7 @@ class CuptiBackend final : public GpuBackend {
     // Its metrics are decoded at the launch's exit; a record that arrives before (the kernel
     // ran inside the launch, under kernel replay) waits for them.
     bool awaiting_metrics = false;
+    bool before_window = false;  // launched while the collection window was closed
   };
   // A finished activity as CUPTI delivered it (times in CUPTI's clock).
   struct Record {
@@ -90,7 +91,8 @@ class CuptiBackend final : public GpuBackend {
   void start_metrics();
   ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
-  void remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph);
+  void remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph,
+                       bool before_window);
   // Why this launch is not profiled (skip_none when it may be).
   int metrics_skip(const ApiInfo& info, const CUpti_CallbackData* data) const;
   void track_capture(const ApiInfo& info, const CUpti_CallbackData* data);
@@ -138,7 +140,7 @@ class CuptiBackend final : public GpuBackend {
   std::vector<Record> held_;   // flushing thread only: kernel records awaiting their metrics
 
   std::atomic<uint64_t> delivered_{0}, cupti_dropped_{0}, no_buffer_{0}, unattributed_{0},
-      incomplete_{0}, origins_full_{0}, contexts_flushed_{0};
+      incomplete_{0}, origins_full_{0}, contexts_flushed_{0}, before_window_{0};
 };
 
 // Arms cupti_guard.cpp's interposers for `backend` (nullptr: disarms them).

@@ -6,6 +6,7 @@
 
 #include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
+#include "runtime/runtime.hpp"
 
 namespace sonde {
 
@@ -18,6 +19,7 @@ struct OpenCall {
   uint32_t correlation;
   bool runtime;
   ThreadState* thread;  // nullptr: entered but not measured
+  bool held;            // made while the collection window was closed
 };
 constexpr uint32_t kMaxOpenCalls = 32;  // API calls do not nest deeper (a callback's own calls)
 thread_local OpenCall t_open[kMaxOpenCalls];
@@ -133,7 +135,8 @@ RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, i
   return id;
 }
 
-void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph) {
+void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph,
+                                   bool before_window) {
   // The innermost open frame: the API call itself when it is measured, else whatever frame
   // (a cuBLAS call, a Python function) the launch happened in.
   ThreadState* t = t_state;
@@ -150,6 +153,7 @@ void CuptiBackend::remember_origin(uint32_t correlation, bool awaiting_metrics, 
   o.generation = generation_;
   o.awaiting_metrics = awaiting_metrics;
   o.graph = graph;
+  o.before_window = before_window;
   origins_[correlation] = o;
 }
 
@@ -169,9 +173,12 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                   sizeof kind);
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
+    // A launch before the collection window leaves no record and costs no metrics pass.
+    Runtime* rt = Runtime::get();
+    bool held = rt != nullptr && rt->window().closed();
     // Outside the call's own time: starting the range profiler is sonde's work.
     bool metrics = false;
-    if (info.kernel && activity_.load(std::memory_order_acquire) && metrics_) {
+    if (info.kernel && !held && activity_.load(std::memory_order_acquire) && metrics_) {
       int skip = metrics_skip(info, data);
       if (skip >= 0) {
         metrics_->skipped(KernelMetrics::Skip(skip));
@@ -180,11 +187,11 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       }
     }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
-    t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t};
+    t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t, held};
     t_runtime_open += runtime;
     if (info.activity && activity_.load(std::memory_order_relaxed) &&
         !ceded_.load(std::memory_order_relaxed)) {
-      remember_origin(data->correlationId, metrics, info.graph);
+      remember_origin(data->correlationId, metrics, info.graph, held);
     }
     return;
   }
@@ -193,6 +200,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (top.correlation != data->correlationId || top.runtime != runtime) return;
   --t_open_count;
   t_runtime_open -= runtime;
+  bool held = top.held;
   if (info.capture != 0) track_capture(info, data);
   if (top.thread != nullptr) {
     CallCost cost;
@@ -204,7 +212,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     }
     probe_exit(top.thread, &cost, nullptr);
   }
-  if (info.kernel && activity_.load(std::memory_order_acquire) && metrics_) {
+  if (info.kernel && !held && activity_.load(std::memory_order_acquire) && metrics_) {
     std::vector<std::pair<uint32_t, MetricValues>> measured;
     metrics_->launch_exit(data->context, data->correlationId, measured);
     attach_metrics(data->correlationId, measured);
