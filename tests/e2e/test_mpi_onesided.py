@@ -79,3 +79,29 @@ def test_one_sided_operations_overlap_the_compute_between_fences(tmp_path):
     assert rows == [("MPI_Accumulate", 2, 2 * STEPS, 16 * 2 * STEPS, None),
                     ("MPI_Get", 2, 2 * STEPS, 80 * 2 * STEPS, None),
                     ("MPI_Put", 2, 2 * STEPS, 100 * 2 * STEPS, None)]
+
+
+def test_window_keeps_the_set_up_it_did_not_measure(tmp_path):
+    """mpirun -np 2 sonde run --steps 1: the persistent requests and the window are made before
+    the collection window opens (not measured), yet steps 2 and 3 record their bytes and the
+    window's group size (before: MPI_Startall 0 bytes on 0 ranks, the RMA calls 0 ranks)."""
+    steps = 3
+    r = mpirun(2, [CLI, "run", "-o", tmp_path / "prof.db", "--steps", 1, "--", PROG, "--steps",
+                   steps, "--compute-ms", 1, "--regions"], SONDE_LIBRARY=LIB)
+    assert r.returncode == 0, r.stderr
+    for rank in range(2):
+        got = ops(tmp_path / f"prof.rank{rank}.db")
+        got = {op: v for op, v in got.items() if op not in ("MPI_Finalize", "MPI_Reduce",
+                                                             "MPI_Barrier", "MPI_Request_free",
+                                                             "MPI_Win_free")}
+        n = steps - 1
+        assert got == {
+            "MPI_Startall": ("p2p", 0, 2, 2 * 50 * 8, n),
+            "MPI_Waitall": ("wait", 1, 0, 0, n),
+            "MPI_Put": ("rma", 0, 2, 25 * 4, n),
+            "MPI_Get": ("rma", 0, 2, 10 * 8, n),
+            "MPI_Accumulate": ("rma", 0, 2, 4 * 4, n),
+            "MPI_Win_fence": ("wait", 1, 2, 0, 2 * n),
+            "MPI_Win_lock": ("wait", 1, 2, 0, n),
+            "MPI_Win_unlock": ("wait", 1, 2, 0, n),
+        }, got

@@ -202,6 +202,12 @@ void Track::before() {
   }
 }
 
+void Track::keep(int rc) {
+  if (kind_ != kPersist && kind_ != kWindow) return;
+  int started = 0, completed = 0;
+  after(nullptr, rc, started, completed);
+}
+
 void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
   started = completed = 0;
   switch (kind_) {
@@ -235,7 +241,7 @@ void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
         if (slot == nullptr && p.handle == nullptr) slot = &p;
       }
       if (slot == nullptr) {
-        comm_untracked(thread, 1);
+        if (thread != nullptr) comm_untracked(thread, 1);
         return;
       }
       *slot = PersistentRequest{*requests_, bytes_, comm_size(comm_)};

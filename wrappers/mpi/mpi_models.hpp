@@ -131,6 +131,9 @@ class Track {
   void before();
   // After it: how many tracked requests it started and completed.
   void after(ThreadState* thread, int rc, int& started, int& completed);
+  // After a set-up call that was not measured: only what it made (a persistent request, a
+  // window), for the measured calls that use it.
+  void keep(int rc);
 
  private:
   enum Kind { kNone, kStart, kAll, kAny, kSome, kPersist, kWindow, kRmaStart, kRmaSync };

@@ -71,8 +71,18 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
   if (setup) setup_before(e);
   sonde::ThreadState* t = sonde::probe_open(g_ids[size_t(e)], sonde::Nesting::kSuppress);
   if (t == nullptr) {
+    // Not measured (before the collection window, or nested), yet what a set-up call makes or
+    // frees (a persistent request, an RMA window) is kept: the calls measured later use it.
+    int saved = errno;
+    if (setup) model();
+    errno = saved;
     int rc = real();
-    if (setup) setup_after(e, rc);
+    saved = errno;
+    if (setup) {
+      setup_after(e, rc);
+      track.keep(rc);
+    }
+    errno = saved;
     return rc;
   }
   int saved = errno;

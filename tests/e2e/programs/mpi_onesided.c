@@ -8,12 +8,15 @@
  *   window.
  * Prints a checksum of every value transferred (not of the timed work), so a broken forward
  * would change it.
- * Usage: mpi_onesided [--steps N] [--compute-ms M] [--start] */
+ * --regions puts each step in a sonde region "step" (for a collection window by steps).
+ * Usage: mpi_onesided [--steps N] [--compute-ms M] [--start] [--regions] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "sonde/sonde.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -29,7 +32,7 @@ static void compute(double ms) {
 }
 
 int main(int argc, char** argv) {
-  int steps = 3, each = 0;
+  int steps = 3, each = 0, regions = 0;
   double compute_ms = 5;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -38,6 +41,8 @@ int main(int argc, char** argv) {
       compute_ms = atof(argv[++i]);
     else if (!strcmp(argv[i], "--start"))
       each = 1;
+    else if (!strcmp(argv[i], "--regions"))
+      regions = 1;
   }
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -65,6 +70,7 @@ int main(int argc, char** argv) {
   int src[25], one[4] = {1, 1, 1, 1};
   double got[10];
   for (int s = 0; s < steps; ++s) {
+    if (regions) sonde_region_begin("step");
     for (int i = 0; i < 50; ++i) out[i] = rank * 100 + s + i;
     if (each) {
       MPI_Start(&req[0]);
@@ -90,6 +96,7 @@ int main(int argc, char** argv) {
     MPI_Accumulate(one, 4, MPI_INT, 0, (MPI_Aint)((char*)mem->acc - (char*)mem), 4, MPI_INT,
                    MPI_SUM, win);
     MPI_Win_unlock(0, win);
+    if (regions) sonde_region_end("step");
   }
   MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0)
