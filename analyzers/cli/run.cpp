@@ -61,8 +61,8 @@ Command add_run(CLI::App& app) {
                   "Also sample each thread's CPU time N times a second, with native stacks, "
                   "marked as sampled apart from the exact figures (SONDE_SAMPLE_HZ)");
   cmd->add_option("--delay", a->delay,
-                  "Measure nothing until S seconds after each process started, then every call "
-                  "exactly (SONDE_DELAY)");
+                  "Measure nothing until S seconds after this launch (one deadline for every "
+                  "process of the run), then every call exactly (SONDE_DELAY)");
   cmd->add_option("--steps", a->steps,
                   "Measure nothing until N steps have run: the window opens as the region named "
                   "by --step-region begins for the (N+1)-th time (SONDE_STEPS)");

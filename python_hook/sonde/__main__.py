@@ -64,7 +64,8 @@ def _parser():
                         "tree; native calls are recorded throughout")
     p.add_argument("--delay", metavar="S",
                    help="measure nothing (native calls, Python frames, regions) until S seconds "
-                        "after the program started, then every call exactly (SONDE_DELAY)")
+                        "after the launch (every process of the run at once), then every call exactly "
+                        "(SONDE_DELAY)")
     p.add_argument("--steps", metavar="N",
                    help="measure nothing until N steps have run: the window opens as the region "
                         "named by --step-region (sonde.region, NVTX, record_function) begins "
