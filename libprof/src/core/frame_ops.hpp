@@ -78,7 +78,11 @@ __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, Node& n, u
 // start_frame must follow before anything else is measured on this thread.
 template <bool kNewCall>
 inline ThreadState* open_frame(ThreadState* t, RoutineId routine, Nesting nesting) {
-  if (__builtin_expect(t->suppress != 0, 0) && t->held_back()) return nullptr;
+  // A suppressing routine refuses at once; the window's bit alone asks whether it has opened.
+  if (__builtin_expect(t->suppress != 0, 0) &&
+      (t->suppress != ThreadState::kWindowClosed || t->held_back())) {
+    return nullptr;
+  }
   if (routine == 0) return nullptr;
   uint32_t d = t->depth_.load(std::memory_order_relaxed);
   if (__builtin_expect(d == t->max_depth_, 0)) {

@@ -28,6 +28,30 @@ TEST(HotPath, ASuppressingFrameHidesCallsMadeInsideIt) {
   EXPECT_EQ(t.nodes[2].calls.load(), 1u);
 }
 
+TEST(HotPath, TheWindowsBitHoldsCallsBackUntilTheWindowOpens) {
+  CollectionWindow window;
+  window.init({0, 2, "step", 0}, 0, 0);  // opens at the 3rd "step"
+  ThreadState t(0, 1, 0, 16, 0);
+  t.window = &window;
+  t.suppress |= ThreadState::kWindowClosed;
+  EXPECT_EQ(open_frame<true>(&t, 6, Nesting::kSuppress), nullptr);
+  EXPECT_FALSE(window.region_begins("step"));
+  EXPECT_FALSE(window.region_begins("other"));
+  EXPECT_FALSE(window.region_begins("step"));
+  EXPECT_EQ(t.nodes.size_acquire(), 1u);  // nothing measured, no node made
+  EXPECT_TRUE(window.region_begins("step"));
+  // Open: the thread's next call drops the bit and is measured.
+  enter_at(t, 6, 100, Nesting::kSuppress);
+  EXPECT_EQ(t.suppress, 1u);
+  EXPECT_EQ(open_frame<true>(&t, 7, Nesting::kSuppress), nullptr);  // suppressed as ever
+  leave_at(t, 150);
+  EXPECT_EQ(t.suppress, 0u);
+  EXPECT_EQ(t.nodes[1].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[1].incl_ticks.load(), 50u);
+  EXPECT_EQ(window.steps_seen(), 3u);
+  EXPECT_NE(window.opened_mono_ns(), 0);
+}
+
 TEST(HotPath, RegionsNestTheirChildrenAndChargeExclusiveTime) {
   ThreadState t(0, 1, 0, 16, 0);
   uint32_t region = enter_at(t, 1, 0);
