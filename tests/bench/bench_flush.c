@@ -1,5 +1,6 @@
 /* 4. Cost of writing many call paths. Creates `paths` distinct call paths, each entered once,
- * then times one sonde_flush(): the first flush writes every node row (and every new routine).
+ * then times one sonde_flush() (wall and the thread's CPU time): the first flush writes every
+ * node row (and every new routine).
  * A second flush, which updates the same rows, is timed too. Run with SONDE_FLUSH_INTERVAL=0.
  *
  *   --fanout 0 (flat): regions "f<i>" directly under the thread root, `paths` distinct names,
@@ -40,11 +41,11 @@ int main(int argc, char** argv) {
     sonde_region_end(leaf);
     if (fanout > 0 && p % fanout == fanout - 1) sonde_region_end(group_names[p / fanout]);
   }
-  double t1 = bench_now_s();
+  double t1 = bench_now_s(), c1 = bench_cpu_s();
   int s1 = sonde_flush();
-  double t2 = bench_now_s();
+  double t2 = bench_now_s(), c2 = bench_cpu_s();
   int s2 = sonde_flush();
-  double t3 = bench_now_s();
+  double t3 = bench_now_s(), c3 = bench_cpu_s();
   (void)sink;
   printf("paths %lld\n", paths);
   printf("fanout %lld\n", fanout);
@@ -52,6 +53,8 @@ int main(int argc, char** argv) {
   printf("create_s %.4f\n", t1 - t0);
   printf("flush1_s %.4f\n", t2 - t1);
   printf("flush2_s %.4f\n", t3 - t2);
+  printf("flush1_cpu_s %.4f\n", c2 - c1);
+  printf("flush2_cpu_s %.4f\n", c3 - c2);
   printf("flush_status %d %d\n", s1, s2);
   printf("sonde_active %d\n", sonde_active());
   return 0;

@@ -258,12 +258,6 @@ struct Store::ThreadStatements {
         upd_thread(h,
                    "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=?, "
                    "name=COALESCE(NULLIF(?, ''), name) WHERE thread_id=?"),
-        ins_node(h,
-                 "INSERT INTO nodes (thread_id, parent_id, routine_id, depth, recursive, calls, "
-                 "subrs, incl_ns, excl_ns, flops, bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?)"),
-        upd_node(h,
-                 "UPDATE nodes SET calls=?, subrs=?, incl_ns=?, excl_ns=?, flops=?, bytes=? "
-                 "WHERE node_id=?"),
         counter(h,
                 "INSERT OR REPLACE INTO node_counters (node_id, counter_id, incl, excl) "
                 "VALUES (?,?,?,?)"),
@@ -284,20 +278,20 @@ struct Store::ThreadStatements {
                "INSERT OR REPLACE INTO node_timing (node_id, warm_calls, sampled_calls, "
                "timed_calls, incl_se_ns) VALUES (?,?,?,?,?)") {}
   bool ok(Database& db, std::string& error) const {
-    return check_prepared({&ins_thread, &upd_thread, &ins_node, &upd_node, &counter, &ins_shape,
-                           &upd_shape, &ins_event, &drops, &line, &timing},
+    return check_prepared({&ins_thread, &upd_thread, &counter, &ins_shape, &upd_shape,
+                           &ins_event, &drops, &line, &timing},
                           db, error);
   }
-  Statement ins_thread, upd_thread, ins_node, upd_node, counter, ins_shape, upd_shape, ins_event,
-      drops, line, timing;
+  Statement ins_thread, upd_thread, counter, ins_shape, upd_shape, ins_event, drops, line, timing;
 };
 
 bool Store::write_threads(Database& db, const FlushData& data, std::string& error) {
+  next_node_id_ = 0;
   ThreadStatements st(db.handle());
   if (!st.ok(db, error)) return false;
   for (const ThreadSnapshot& t : data.threads) {
     ThreadIds& ids = threads_[t.state];
-    if (!write_thread_row(db, st, t, ids, error) || !write_nodes(db, st, t, ids, error) ||
+    if (!write_thread_row(db, st, t, ids, error) || !write_nodes(db, t, ids, error) ||
         !write_node_counters(db, st, t, ids, error) || !write_node_timing(db, st, t, ids, error) ||
         !write_shapes(db, st, t, ids, error) ||
         !write_events_and_lines(db, st, t, ids, error) || !write_samples(db, t, ids, error)) {
@@ -325,43 +319,6 @@ bool Store::write_thread_row(Database& db, ThreadStatements& st, const ThreadSna
   upd.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
   upd.bind(6, ids.thread_id);
   SONDE_STEP(upd, "updating a thread");
-  return true;
-}
-
-bool Store::write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
-                        ThreadIds& ids, std::string& error) {
-  ids.nodes.resize(t.nodes.size(), 0);
-  ids.written.resize(t.nodes.size(), {0, 0});
-  for (const NodeRow& n : t.nodes) {
-    // Inherited across fork and never run here. A generator first resumed under this path
-    // has no call of its own but has time, and children that need it as their parent.
-    if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
-    int64_t& id = ids.nodes[n.index];
-    auto& written = ids.written[n.index];
-    if (id != 0 && written == std::pair<uint64_t, int64_t>{n.calls, n.incl_ns}) continue;
-    written = {n.calls, n.incl_ns};
-    if (id != 0) {
-      Statement& upd = st.upd_node;
-      upd.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);
-      upd.bind(4, n.excl_ns).bind(5, double(n.flops)).bind(6, double(n.bytes));
-      upd.bind(7, id);
-      SONDE_STEP(upd, "updating the call tree");
-      continue;
-    }
-    Statement& ins = st.ins_node;
-    ins.bind(1, ids.thread_id);
-    if (n.index == 0 || ids.nodes[n.parent] == 0) {
-      ins.bind_null(2);
-    } else {
-      ins.bind(2, ids.nodes[n.parent]);
-    }
-    ins.bind(3, routine_ids_.at(n.routine)).bind(4, int64_t(n.depth));
-    ins.bind(5, int64_t(n.recursive)).bind(6, int64_t(n.calls)).bind(7, int64_t(n.subrs));
-    ins.bind(8, n.incl_ns).bind(9, n.excl_ns).bind(10, double(n.flops));
-    ins.bind(11, double(n.bytes));
-    SONDE_STEP(ins, "writing the call tree");
-    id = sqlite3_last_insert_rowid(db.handle());
-  }
   return true;
 }
 

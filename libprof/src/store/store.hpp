@@ -93,8 +93,10 @@ class Store {
   bool write_comm(Database& db, const FlushData& data, std::string& error);
   bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                         ThreadIds& ids, std::string& error);
-  bool write_nodes(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
-                   std::string& error);
+  // store_nodes.cpp
+  struct NewNode;
+  bool write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error);
+  bool insert_nodes(Database& db, std::vector<NewNode>& rows, std::string& error);
   bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                            const ThreadIds& ids, std::string& error);
   bool write_node_timing(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
@@ -116,6 +118,7 @@ class Store {
   std::vector<const Routine*> routines_;  // the registry's, for their rows
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
+  int64_t next_node_id_ = 0;  // within a flush's transaction; 0 until its first new node
 };
 
 }  // namespace sonde

@@ -413,6 +413,36 @@ TEST_F(StoreWrite, AFlushRewritesOnlyTheNodesThatMoved) {
   EXPECT_EQ(r.one("SELECT subrs FROM nodes WHERE parent_id IS NULL"), "3");
 }
 
+// New rows go many to a statement with the ids they were given (store_nodes.cpp): 280 new nodes
+// after a first flush are four full statements and a partial one, each leaf under its own parent.
+TEST_F(StoreWrite, ManyNewNodesKeepTheirParentsAndIds) {
+  ASSERT_TRUE(write(flush(2500)));
+  RoutineId leaf = registry_.intern({"leaf", "region", ""});
+  uint64_t at = 3000;
+  for (int i = 0; i < 140; ++i) {
+    std::string name = fmt::format("r{}", i);
+    enter_at(t_, registry_.intern({name.c_str(), "region", ""}), at++);
+    enter_at(t_, leaf, at++);
+    leave_at(t_, at++);
+    leave_at(t_, at++);
+  }
+  ASSERT_TRUE(write(flush(at)));
+  Reader r(path_);
+  EXPECT_EQ(r.count("nodes"), 285);
+  EXPECT_EQ(r.one("SELECT max(node_id) FROM nodes"), "285");
+  // Each leaf's parent is an r<i>, each r<i> has one leaf, and every parent precedes its child.
+  EXPECT_EQ(r.one("SELECT count(DISTINCT p.node_id) FROM nodes n JOIN routines nr "
+                  "ON nr.routine_id = n.routine_id JOIN nodes p ON p.node_id = n.parent_id "
+                  "JOIN routines pr ON pr.routine_id = p.routine_id "
+                  "WHERE nr.name = 'leaf' AND pr.name LIKE 'r%' "
+                  "AND n.depth = 2 AND p.depth = 1 AND p.node_id < n.node_id"),
+            "140");
+  EXPECT_EQ(r.one("SELECT count(*) FROM nodes n LEFT JOIN nodes p ON p.node_id = n.parent_id "
+                  "WHERE n.parent_id IS NOT NULL AND (p.node_id IS NULL OR p.node_id >= n.node_id)"),
+            "0");
+  EXPECT_EQ(r.rows("SELECT calls FROM callpaths WHERE path = 'r139;leaf'"), (Rows{{"1"}}));
+}
+
 TEST_F(StoreWrite, AnotherProcessOfTheSameRunJoinsIt) {
   ASSERT_TRUE(write(flush(2500)));
   Store exec_store;
