@@ -300,8 +300,11 @@ def _run(opts, program, kind):
     code, path, spec = _program(program, kind)
     module = _main_module(path, spec)
     # atexit runs last what was registered first: the SIGINT death after everything else, and
-    # before it a flush, since dying of a signal skips libsonde's own exit flush.
+    # before it a flush, since dying of a signal skips libsonde's own exit flush. The hook stops
+    # once the flush is written, so that the death handler (a Python function) is not a frame of
+    # the program's profile; stop and flush are C functions, which no hook sees called from C.
     atexit.register(_die_if_interrupted)
+    atexit.register(_sonde.stop)
     atexit.register(_sonde.flush)
     # The tree starts at the program's own <module>: the exec below, a C function, is not
     # recorded (skipped where the chosen hook sees C functions).

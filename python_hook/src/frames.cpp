@@ -83,13 +83,18 @@ struct CodeInfo {
 // they were most of a framework import's call paths (import torch: 51,619 of 51,650). They are
 // folded into one routine, entered once per outermost entry into the machinery; the module bodies
 // it runs, and what they call, are recorded beneath it as always.
+// sonde's own finder (_frameworks.py, first on sys.meta_path) is asked about every import: it is
+// machinery too, or each import would show a frame of sonde's package.
 bool is_machinery(PyCodeObject* code) {
   static const char kPrefix[] = "<frozen importlib._bootstrap";
+  static const char kFinder[] = "/sonde/_frameworks.py";
   PyObject* file = code->co_filename;
   if (file == nullptr || !PyUnicode_Check(file) || !PyUnicode_IS_ASCII(file)) return false;
   size_t n = size_t(PyUnicode_GET_LENGTH(file));
-  return n >= sizeof(kPrefix) - 1 &&
-         std::memcmp(PyUnicode_DATA(file), kPrefix, sizeof(kPrefix) - 1) == 0;
+  const char* data = static_cast<const char*>(PyUnicode_DATA(file));
+  return (n >= sizeof(kPrefix) - 1 && std::memcmp(data, kPrefix, sizeof(kPrefix) - 1) == 0) ||
+         (n >= sizeof(kFinder) - 1 &&
+          std::memcmp(data + n - (sizeof(kFinder) - 1), kFinder, sizeof(kFinder) - 1) == 0);
 }
 
 bool wants_lines(PyCodeObject* code) {

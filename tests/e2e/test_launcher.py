@@ -181,6 +181,11 @@ def test_regions_nest_with_python_frames_and_native_calls(tmp_path, mode):
             "step;regions.py:6(step);backward;<built-in numpy.ndarray.dot>": 5} if mode else {}),
     }, paths
     assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
+    # Nothing of sonde's own package is the program's: not its import finder, not the launcher's
+    # exit handler (__main__.py:(_die_if_interrupted) was in every profile).
+    package = os.path.join(PYTHONPATH, "sonde")
+    assert query(db, "SELECT DISTINCT r.file || ':' || r.name FROM nodes n JOIN routines r "
+                     "USING (routine_id) WHERE r.file LIKE ? || '%'", (package + os.sep,)) == []
 
 
 def test_sonde_run_preloads_an_absolute_path(tmp_path):
