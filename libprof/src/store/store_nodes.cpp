@@ -20,8 +20,8 @@ std::string insert_sql(int rows) {
   std::string sql =
       "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
       "subrs, incl_ns, excl_ns, flops, bytes) VALUES ";
-  for (int r = 0; r < rows; ++r) sql += r == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?)"
-                                                : ",(?,?,?,?,?,?,?,?,?,?,?,?)";
+  for (int r = 0; r < rows; ++r)
+    sql += r == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?)";
   return sql;
 }
 
@@ -57,7 +57,10 @@ bool Store::insert_nodes(Database& db, std::vector<NewNode>& rows, std::string& 
     // node_id NULL: SQLite takes the largest + 1, the id given, without the seek that checks
     // a given id is free (8 ms of 99,000 rows); each statement's last id is checked below.
     s.bind_null(first).bind(first + 1, n.thread_id);
-    if (n.parent_id != 0) s.bind(first + 2, n.parent_id); else s.bind_null(first + 2);
+    if (n.parent_id != 0)
+      s.bind(first + 2, n.parent_id);
+    else
+      s.bind_null(first + 2);
     s.bind(first + 3, n.routine_id).bind(first + 4, n.depth).bind(first + 5, n.recursive);
     s.bind(first + 6, n.calls).bind(first + 7, n.subrs).bind(first + 8, n.incl_ns);
     s.bind(first + 9, n.excl_ns).bind(first + 10, n.flops).bind(first + 11, n.bytes);
@@ -93,8 +96,7 @@ bool Store::insert_nodes(Database& db, std::vector<NewNode>& rows, std::string& 
   return true;
 }
 
-bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
-                        std::string& error) {
+bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error) {
   ids.nodes.resize(t.nodes.size(), 0);
   ids.written.resize(t.nodes.size(), {0, 0});
   std::vector<NewNode> added;
@@ -132,8 +134,8 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
     id = next_node_id_++;
     int64_t parent = n.index == 0 ? 0 : ids.nodes[n.parent];
     added.push_back({id, ids.thread_id, parent, routine_ids_.at(n.routine), int64_t(n.depth),
-                     int64_t(n.recursive), int64_t(n.calls), int64_t(n.subrs), n.incl_ns,
-                     n.excl_ns, double(n.flops), double(n.bytes)});
+                     int64_t(n.recursive), int64_t(n.calls), int64_t(n.subrs), n.incl_ns, n.excl_ns,
+                     double(n.flops), double(n.bytes)});
   }
   return insert_nodes(db, added, error);
 }
