@@ -6,9 +6,15 @@
 
 #include <errno.h>
 
+#include <algorithm>
+
 #include "core/thread_state.hpp"
 
 namespace sonde {
+
+// A sampled call timed at more than this many times its path's mean is an outlier: on a 1 us
+// routine that is a preemption or a page fault, which would otherwise be multiplied by the rate.
+inline constexpr uint64_t kOutlierFactor = 8;
 
 // Counters are read after the bookkeeping on entry and before it on exit, so they cover the
 // callee as closely as the timestamps do.
@@ -42,22 +48,64 @@ inline bool draw_untimed(ThreadState* t) {
   return (x & t->adaptive.mask) != 0;
 }
 
+// The table slot of `node`'s outliers, claimed when it has none; nullptr when the table is full.
+inline OutlierSums* outlier_slot(ThreadState* t, uint32_t node) {
+  for (OutlierSums& o : t->outlier_sums) {
+    uint32_t held = o.node.load(std::memory_order_relaxed);
+    if (held == node) return &o;
+    if (held == 0) {  // its sums are 0: published before any is bumped
+      o.node.store(node, std::memory_order_release);
+      return &o;
+    }
+  }
+  return nullptr;
+}
+
+// A sampled path's timed call, added to the sums the flusher scales; the mean of those is
+// what an untimed call charges its caller.
+__attribute__((always_inline)) inline void add_timed(Node& n, uint64_t elapsed, uint64_t excl) {
+  uint64_t k = n.timed.load(std::memory_order_relaxed) + 1;
+  bump(n.timed_incl, elapsed);
+  bump(n.timed_excl, excl);
+  double sq = double(elapsed) * double(elapsed);
+  n.timed_sq.store(n.timed_sq.load(std::memory_order_relaxed) + sq, std::memory_order_relaxed);
+  n.timed.store(k, std::memory_order_release);
+  n.mean_ticks = n.timed_incl.load(std::memory_order_relaxed) / k;
+}
+
+// A sampled timed call over the bound (kOutlierFactor x the path's mean): what exceeds it is
+// kept apart, to be counted once at the flush instead of once per call the sample stands for.
+// With the table full, the call is kept whole. Out of line, so the common case saves nothing.
+__attribute__((noinline, cold)) inline void add_outlier(ThreadState* t, uint32_t node, Node& n,
+                                                        uint64_t elapsed, uint64_t excl,
+                                                        uint64_t bound) {
+  if (OutlierSums* o = outlier_slot(t, node)) {
+    uint64_t cut = elapsed - bound, cut_excl = std::min(excl, cut);
+    bump(o->count, 1);
+    bump(o->incl, cut);
+    bump(o->excl, cut_excl);
+    double sq = double(elapsed) * double(elapsed) - double(bound) * double(bound);
+    o->sq.store(o->sq.load(std::memory_order_relaxed) + sq, std::memory_order_relaxed);
+    elapsed = bound;
+    excl -= cut_excl;
+  }
+  add_timed(n, elapsed, excl);
+}
+
 // A timed call of a path that is warming up or sampled (SONDE_ADAPTIVE). Warm-up: exact times,
 // and after `warmup` calls the path is sampled if more than half of them were shorter than
 // `short_ticks` (the median is), else timed in full for good. Sampled: the time adds up apart,
 // with its square for the standard error, and the mean is what an untimed call charges its
 // caller. Communication calls are always timed in full (comm_ops keeps per-call times).
-__attribute__((noinline)) inline void charge_adaptive(ThreadState* t, Node& n, uint64_t elapsed,
-                                                      uint64_t excl, const CallCost* cost) {
+__attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t node, Node& n,
+                                                      uint64_t elapsed, uint64_t excl,
+                                                      const CallCost* cost) {
   if (n.timing == AdaptiveTiming::kSampled) {
-    uint64_t k = n.timed.load(std::memory_order_relaxed) + 1;
-    bump(n.timed_incl, elapsed);
-    bump(n.timed_excl, excl);
-    double sq = double(elapsed) * double(elapsed);
-    n.timed_sq.store(n.timed_sq.load(std::memory_order_relaxed) + sq, std::memory_order_relaxed);
-    n.timed.store(k, std::memory_order_release);
-    n.mean_ticks = n.timed_incl.load(std::memory_order_relaxed) / k;
-    return;
+    uint64_t bound = kOutlierFactor * n.mean_ticks;
+    if (__builtin_expect(elapsed > bound, 0) && n.mean_ticks > 0) {
+      return add_outlier(t, node, n, elapsed, excl, bound);
+    }
+    return add_timed(n, elapsed, excl);
   }
   bump(n.incl_ticks, elapsed);
   bump(n.excl_ticks, excl);
@@ -150,7 +198,7 @@ __attribute__((always_inline)) inline void close_frame(ThreadState* t, const Cal
   uint64_t children = e.child_ticks.load(std::memory_order_relaxed);
   uint64_t excl = elapsed > children ? elapsed - children : 0;
   if (__builtin_expect(t->adaptive.mask != 0 && n.timing != AdaptiveTiming::kFull, 0)) {
-    charge_adaptive(t, n, elapsed, excl, cost);
+    charge_adaptive(t, node, n, elapsed, excl, cost);
   } else {
     bump(n.incl_ticks, elapsed);
     bump(n.excl_ticks, excl);

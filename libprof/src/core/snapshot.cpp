@@ -99,7 +99,8 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now) {
   for (uint32_t i = 0; i < n; ++i) {
     const Node& node = t.nodes[i];
     uint64_t calls = node.calls.load(kRelaxed);
-    NodeTimes times = node_times(node, calls);
+    NodeTimes times = node_times(node, calls,
+                                 node.timed.load(kRelaxed) != 0 ? outliers_of(t, i) : nullptr);
     s.nodes[i] = NodeRow{i,
                          node.parent,
                          node.routine,

@@ -268,6 +268,11 @@ void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
 }
 
 void ThreadState::reset_counts(uint64_t now) {
+  for (OutlierSums& o : outlier_sums) {
+    for (auto* a : {&o.count, &o.incl, &o.excl}) a->store(0, std::memory_order_relaxed);
+    o.sq.store(0, std::memory_order_relaxed);
+    o.node.store(0, std::memory_order_relaxed);
+  }
   uint32_t n = nodes.size_owner();
   for (uint32_t i = 0; i < n; ++i) {
     Node& node = nodes[i];

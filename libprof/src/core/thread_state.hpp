@@ -188,6 +188,17 @@ class TraceRing {
   std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0}, dropped_by_budget_{0};
 };
 
+// Adaptive timing's outliers on one call path (frame_ops.hpp clip_outlier): what the path's
+// timed calls had above the bound, cut off their sums to be counted once at the flush, and the
+// squares' part cut off (for the unclipped variance). Few paths have any, so a thread keeps a
+// small table of them rather than these fields in every Node (192 bytes, indexed on each call).
+struct OutlierSums {
+  std::atomic<uint32_t> node{0};  // 0: a free slot (node 0 is the thread's root, never timed)
+  std::atomic<uint64_t> count{0}, incl{0}, excl{0};
+  std::atomic<double> sq{0};
+};
+inline constexpr uint32_t kOutlierPaths = 32;
+
 class ThreadState {
  public:
   ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
@@ -263,6 +274,7 @@ class ThreadState {
   uint32_t counters = 0;
   AdaptiveConfig adaptive;  // mask 0 unless SONDE_ADAPTIVE (never with trace or counters)
   uint64_t rng = 0;         // owner-only xorshift state of the adaptive draw
+  OutlierSums outlier_sums[kOutlierPaths];  // claimed by the owner, read by the flusher
 
   // Region names are usually literals: a small pointer-keyed cache avoids the registry lock.
   struct RegionCacheEntry {
