@@ -106,6 +106,7 @@ std::vector<Candidate> gpu_kernels(const AdviceInput& in, const Rule& rule) {
                   {"avg_us", static_cast<double>(k.time_ns) / 1e3 / static_cast<double>(k.calls)},
                   {"grid_threads", k.grid},
                   {"block_threads", k.block},
+                  {"launch_configs", k.launch_configs},
                   {"registers", k.registers}};
     std::string measured;
     if (k.metric_launches > 0) c.evidence.emplace_back("metric_launches", k.metric_launches);

@@ -1,34 +1,9 @@
 #include "metrics/gpu_summary.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sonde::analyzers {
-
-namespace {
-std::optional<double> ratio(const std::map<std::string, double>& sums, const char* num,
-                            const char* den) {
-  auto n = sums.find(num), d = sums.find(den);
-  if (n == sums.end() || d == sums.end() || d->second <= 0) return std::nullopt;
-  return n->second / d->second;
-}
-
-std::optional<double> mean_of(const std::map<std::string, double>& means,
-                              std::initializer_list<const char*> names) {
-  for (const char* name : names)
-    if (auto it = means.find(name); it != means.end()) return it->second;
-  return std::nullopt;
-}
-}  // namespace
-
-void derive_kernel_metrics(GpuKernel& k) {
-  k.warps_per_inst = ratio(k.metric_sum, "smsp__warps_launched.sum", "smsp__inst_executed.sum");
-  k.gld_per_inst =
-      ratio(k.metric_sum, "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed.sum");
-  k.sm_pct = mean_of(k.metric_mean, {"sm__throughput.avg.pct_of_peak_sustained_elapsed"});
-  k.memory_pct =
-      mean_of(k.metric_mean, {"gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
-                              "dram__throughput.avg.pct_of_peak_sustained_elapsed"});
-}
 
 double tau_score(const GpuKernel& k) {
   double time_s = static_cast<double>(k.time_ns) / 1e9;
@@ -47,51 +22,36 @@ std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& 
   return ranked;
 }
 
-namespace {
-void load_kernel_metrics(const ProfileFile& file, std::vector<GpuKernel>& kernels) {
-  std::map<std::string, GpuKernel*> by_name;
-  for (GpuKernel& k : kernels) by_name[k.name] = &k;
-  auto launches = file.prepare(
-      "SELECT g.name, COUNT(*), SUM(g.end_ns - g.start_ns) FROM gpu_activity g "
-      "WHERE g.kind = 'kernel' AND EXISTS (SELECT 1 FROM gpu_metrics m "
-      "WHERE m.activity_id = g.activity_id) GROUP BY g.name");
-  while (launches.step()) {
-    if (auto it = by_name.find(launches.text(0)); it != by_name.end()) {
-      it->second->metric_launches = launches.int64(1);
-      it->second->metric_time_ns = launches.int64(2);
-    }
-  }
-  auto st = file.prepare(
-      "SELECT g.name, m.metric, SUM(m.value), SUM(m.value * (g.end_ns - g.start_ns)), "
-      "SUM(g.end_ns - g.start_ns), AVG(m.value) FROM gpu_metrics m "
-      "JOIN gpu_activity g USING (activity_id) WHERE g.kind = 'kernel' GROUP BY g.name, m.metric");
-  while (st.step()) {
-    auto it = by_name.find(st.text(0));
-    if (it == by_name.end()) continue;
-    GpuKernel& k = *it->second;
-    std::string metric = st.text(1);
-    k.metric_sum[metric] = st.real(2);
-    std::int64_t time = st.int64(4);
-    k.metric_mean[metric] = time > 0 ? st.real(3) / static_cast<double>(time) : st.real(5);
-  }
-  for (GpuKernel& k : kernels) derive_kernel_metrics(k);
-}
-}  // namespace
-
 GpuSummary load_gpu_summary(const ProfileFile& file) {
   GpuSummary g;
   if (file.has_table("gpu_activity")) {
+    // Every figure of a kernel is gpu_kernel_totals' (store_schema.sql), read as it is.
     auto st = file.prepare(
-        "SELECT name, COUNT(*), SUM(end_ns - start_ns), "
-        "MAX(COALESCE(grid_x, 1) * COALESCE(grid_y, 1) * COALESCE(grid_z, 1)), "
-        "MAX(COALESCE(block_x, 1) * COALESCE(block_y, 1) * COALESCE(block_z, 1)), "
-        "MAX(COALESCE(registers, 0)) FROM gpu_activity WHERE kind = 'kernel' GROUP BY name");
+        "SELECT kernel, calls, time_s, grid, block, launch_configs, registers, metric_launches, "
+        "metric_time_s, warps_per_inst, gld_per_inst, sm_pct_peak, memory_pct_peak "
+        "FROM gpu_kernel_totals");
+    auto opt = [&](int col) -> std::optional<double> {
+      if (st.is_null(col)) return std::nullopt;
+      return st.real(col);
+    };
     while (st.step()) {
-      GpuKernel k{st.text(0), st.int64(1), st.int64(2), st.int64(3), st.int64(4), st.int64(5)};
+      GpuKernel k;
+      k.name = st.text(0);
+      k.calls = st.int64(1);
+      k.time_ns = std::llround(st.real(2) * 1e9);
+      k.grid = st.int64(3);
+      k.block = st.int64(4);
+      k.launch_configs = st.int64(5);
+      k.registers = st.is_null(6) ? 0 : st.int64(6);
+      k.metric_launches = st.int64(7);
+      k.metric_time_ns = std::llround(st.real(8) * 1e9);
+      k.warps_per_inst = opt(9);
+      k.gld_per_inst = opt(10);
+      k.sm_pct = opt(11);
+      k.memory_pct = opt(12);
       g.kernel_ns += k.time_ns;
       g.kernels.push_back(std::move(k));
     }
-    if (file.has_table("gpu_metrics")) load_kernel_metrics(file, g.kernels);
     auto cp = file.prepare(
         "SELECT COALESCE(SUM(end_ns - start_ns), 0), COALESCE(SUM(bytes), 0) "
         "FROM gpu_activity WHERE kind = 'memcpy'");

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,20 +15,18 @@ struct GpuKernel {
   std::string name;
   std::int64_t calls = 0;
   std::int64_t time_ns = 0;
-  std::int64_t grid = 0, block = 0;  // threads per grid / block, of the longest launch
+  // The figures of gpu_kernel_totals (docs/schema.md): grid (blocks) and block (threads per
+  // block) and registers of the longest launch; launch_configs, the distinct grid x block
+  // configurations of its launches (1: all alike).
+  std::int64_t grid = 0, block = 0, launch_configs = 0;
   std::int64_t registers = 0;
   // SONDE_GPU_METRICS, over the launches whose metrics were recorded (metric_launches of them,
-  // metric_time_ns of kernel time): each metric's sum, and its mean weighted by launch time.
+  // metric_time_ns of kernel time): TAU's warps per instruction and global loads per
+  // instruction, and the speed-of-light throughputs in % of peak (time-weighted means).
   std::int64_t metric_launches = 0;
   std::int64_t metric_time_ns = 0;
-  std::map<std::string, double> metric_sum, metric_mean;
-  // Derived from them (docs/metrics.md): TAU's warps per instruction and global loads per
-  // instruction, and the speed-of-light throughputs in % of peak.
   std::optional<double> warps_per_inst, gld_per_inst, sm_pct, memory_pct;
 };
-
-// The derived metrics of `k` from its metric_sum and metric_mean.
-void derive_kernel_metrics(GpuKernel& k);
 
 // TAU's tuning-candidate ranking: warps per instruction x time (s) where recorded, so a kernel
 // is first when it is both long and inefficient; its time alone otherwise.

@@ -156,9 +156,9 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     if (st.step() && !st.is_null(0) && st.real(0) > 0) m.wall_ns = std::llround(st.real(0) * 1e9);
   }
 
-  std::map<Key, std::pair<double, double>> cost;  // flops, bytes
+  std::map<Key, std::pair<double, double>> cost;  // own flops, bytes: routine_totals'
   {
-    auto st = file.prepare("SELECT routine_id, SUM(flops), SUM(bytes) FROM nodes GROUP BY routine_id");
+    auto st = file.prepare("SELECT routine_id, flops, bytes FROM routine_totals");
     while (st.step()) cost[st.int64(0)] = {st.real(1), st.real(2)};
   }
   std::map<Key, Under> under;

@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <string_view>
+
+#include "schema_sql.hpp"  // generated from store_schema.sql
 
 
 namespace sonde::analyzers {
@@ -64,6 +67,23 @@ std::string one_line(std::string text) {
 // Up to this size every page is checked when a profile is opened (PRAGMA quick_check, about
 // 0.15 s of CPU for 44 MB here); a larger file is checked page by page as it is read.
 constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
+
+// Version 4 changed only views, over version 3's tables: a version 3 file is read through
+// version 4's views, made as temporary views of this connection (a read-only file takes them;
+// SQLite resolves a name in temp before main, so they stand in front of the file's own).
+void add_version_4_views(const ProfileFile& file) {
+  const std::string_view schema = kSchemaSql;
+  for (std::string_view name : {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels",
+                                "gpu_kernel_totals", "routine_totals"}) {
+    std::string head = fmt::format("CREATE VIEW IF NOT EXISTS {} AS", name);
+    std::size_t at = schema.find(head);
+    std::size_t end = at == std::string_view::npos ? at : schema.find(";\n", at);
+    if (end == std::string_view::npos)
+      throw Error(fmt::format("internal error: view {} is not in the schema", name));
+    file.exec(fmt::format("CREATE TEMP VIEW {} AS{}", name,
+                          schema.substr(at + head.size(), end - at - head.size())));
+  }
+}
 
 }  // namespace
 
@@ -125,12 +145,13 @@ ProfileFile ProfileFile::open(const std::string& path) {
     throw Error(fmt::format("{} has schema version {}; this sonde reads up to version {}: "
                             "use a newer sonde",
                             path, version, kSchemaVersion));
-  if (version < kSchemaVersion)
+  if (version < 3)
     throw Error(fmt::format(
         "{} has schema version {}, written by an older sonde; this sonde reads "
-        "version {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
+        "versions 3 to {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
+  if (version == 3) add_version_4_views(file);
   file.schema_version_ = version;
   return file;
 }

@@ -420,7 +420,7 @@ def bench_flush(cfg, summary):
 
 
 def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
-    """A profile of schema v1 with one run/process/thread, n_routines and n_nodes in a tree."""
+    """A profile (schema_version.hpp's version): one run, process and thread, n_nodes in a tree."""
     rnd = random.Random(seed)
     if os.path.exists(path):
         os.unlink(path)
@@ -428,7 +428,7 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
     db.executescript(schema_sql(cfg))
     now = time.time_ns()
     with db:
-        db.execute("INSERT INTO meta VALUES ('schema_version', '3'), "
+        db.execute("INSERT INTO meta VALUES ('schema_version', '4'), "
                    "('created_by', 'run_benchmarks.py')")
         db.execute("INSERT INTO runs VALUES (1, 'bench-0000', ?, 'synthetic', 'bench', "
                    "'synthetic', 2, 2, 'profile')", (now,))

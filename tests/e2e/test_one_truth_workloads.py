@@ -102,3 +102,15 @@ def test_version_names_the_schema_version():
     r = subprocess.run([CLI, "--version"], capture_output=True, text=True, env=clean_env())
     assert r.returncode == 0
     assert r.stdout.strip().endswith(f"(reads profile schema up to version {version})"), r.stdout
+
+
+def test_metrics_flops_come_from_routine_totals(profile):
+    """sonde metrics' roofline reads a routine's own FLOPs from routine_totals (schema 4): its
+    GFLOP/s is those FLOPs over the routine's inclusive time in hotspots."""
+    flops = dict(view(profile, "SELECT routine_id, flops FROM routine_totals"))
+    incl = dict(view(profile, "SELECT routine_id, incl_s FROM hotspots"))
+    metrics = sonde_json("metrics", profile, "--top", "0")
+    assert metrics["roofline"], "no routine with FLOPs"
+    for row in metrics["roofline"]:
+        rid = row["routine_id"]
+        assert row["gflops"] == pytest.approx(flops[rid] / incl[rid] / 1e9, rel=1e-6), row

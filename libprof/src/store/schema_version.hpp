@@ -7,6 +7,10 @@ namespace sonde {
 // 2: shapes.threads (the thread count a call ran with); % of peak against the peak for it.
 // 3: ranks (processes.host, rank, world_size, local_rank), comm_ops and comm_overlap.
 //    The rank views (rank_hotspots, rank_imbalance, rank_comm, comm_bandwidth, rank_overlap).
-inline constexpr int kSchemaVersion = 3;
+// 4: gpu_kernels' grid, block, registers and shared_bytes are its longest launch's (were
+//    averages), with launch_configs and the metric columns; gpu_kernel_launches,
+//    gpu_kernel_groups, gpu_kernel_totals (per kernel) and routine_totals (a routine's own
+//    FLOPs and bytes). A version 3 file is read with these views made at open.
+inline constexpr int kSchemaVersion = 4;
 
 }  // namespace sonde

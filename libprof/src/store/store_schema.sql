@@ -1,4 +1,4 @@
--- sonde profile schema, version 3 (store/schema_version.hpp). Documented in docs/schema.md; the views at the end are the
+-- sonde profile schema, version 4 (store/schema_version.hpp). Documented in docs/schema.md; the views at the end are the
 -- public contract. Times are integer nanoseconds in tables and seconds in views.
 CREATE TABLE IF NOT EXISTS meta (
   key   TEXT PRIMARY KEY,
@@ -440,31 +440,89 @@ CREATE VIEW IF NOT EXISTS routine_peaks AS
        JOIN shape_peaks sp USING (shape_id)
   GROUP BY n.routine_id;
 
--- One row per GPU kernel and the call path that launched it (NULL: a launch sonde did not
--- see). grid and block are the average blocks per grid and threads per block of its launches.
--- warps_per_inst and gld_per_inst are TAU's derived metrics (warps launched and global load
--- instructions per warp instruction executed) over the launches whose metrics were recorded
--- (SONDE_GPU_METRICS=tau); NULL without them.
-CREATE VIEW IF NOT EXISTS gpu_kernels AS
-  WITH tau(activity_id, warps, inst, gld) AS (
+-- One row per routine (routine_id) with its own FLOPs and bytes: the cost model's figures of
+-- its calls, every node of it summed (a recursive call's own cost is its own: no double count).
+CREATE VIEW IF NOT EXISTS routine_totals AS
+  SELECT routine_id, SUM(flops) AS flops, SUM(bytes) AS bytes FROM nodes GROUP BY routine_id;
+
+-- One row per kernel launch: its time, launch configuration (blocks per grid, threads per
+-- block), and the metrics recorded for it (SONDE_GPU_METRICS; NULL where not): TAU's three
+-- counts and the speed-of-light throughputs in % of peak (memory: the compute-memory
+-- throughput, else DRAM's).
+CREATE VIEW IF NOT EXISTS gpu_kernel_launches AS
+  WITH m(activity_id, warps, inst, gld, sm_pct, memory_pct) AS (
     SELECT activity_id,
            MAX(CASE metric WHEN 'smsp__warps_launched.sum' THEN value END),
            MAX(CASE metric WHEN 'smsp__inst_executed.sum' THEN value END),
-           MAX(CASE metric WHEN 'smsp__inst_executed_op_global_ld.sum' THEN value END)
+           MAX(CASE metric WHEN 'smsp__inst_executed_op_global_ld.sum' THEN value END),
+           MAX(CASE metric WHEN 'sm__throughput.avg.pct_of_peak_sustained_elapsed' THEN value END),
+           COALESCE(
+             MAX(CASE metric WHEN 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'
+                 THEN value END),
+             MAX(CASE metric WHEN 'dram__throughput.avg.pct_of_peak_sustained_elapsed' THEN value END))
     FROM gpu_metrics GROUP BY activity_id)
-  SELECT g.name AS kernel, p.path AS call_path, COUNT(*) AS calls,
-         SUM(g.end_ns - g.start_ns) / 1e9 AS time_s,
-         AVG(g.end_ns - g.start_ns) / 1e9 AS avg_s,
-         AVG(g.grid_x * g.grid_y * g.grid_z) AS grid,
-         AVG(g.block_x * g.block_y * g.block_z) AS block,
-         AVG(g.registers) AS registers,
-         AVG(g.shared_bytes) AS shared_bytes,
-         SUM(t.warps) / SUM(CASE WHEN t.warps IS NOT NULL THEN t.inst END) AS warps_per_inst,
-         SUM(t.gld) / SUM(CASE WHEN t.gld IS NOT NULL THEN t.inst END) AS gld_per_inst
-  FROM gpu_activity g LEFT JOIN node_paths p USING (node_id)
-       LEFT JOIN tau t USING (activity_id)
-  WHERE g.kind = 'kernel'
-  GROUP BY g.name, p.path;
+  SELECT g.activity_id AS activity_id, g.name AS kernel, g.node_id AS node_id,
+         g.end_ns - g.start_ns AS ns,
+         COALESCE(g.grid_x, 1) * COALESCE(g.grid_y, 1) * COALESCE(g.grid_z, 1) AS grid,
+         COALESCE(g.block_x, 1) * COALESCE(g.block_y, 1) * COALESCE(g.block_z, 1) AS block,
+         g.registers AS registers, g.shared_bytes AS shared_bytes,
+         m.activity_id IS NOT NULL AS measured, m.warps AS warps, m.inst AS inst, m.gld AS gld,
+         m.sm_pct AS sm_pct, m.memory_pct AS memory_pct
+  FROM gpu_activity g LEFT JOIN m USING (activity_id)
+  WHERE g.kind = 'kernel';
+
+-- The figures of gpu_kernels (by_path 1: per kernel and call path) and gpu_kernel_totals
+-- (by_path 0: per kernel), written once: each launch is counted in both groupings.
+-- grid, block, registers, shared_bytes: those of the group's longest launch (the earliest of
+-- equal ones); launch_configs: how many distinct grid x block configurations its launches had
+-- (1: every launch alike). warps_per_inst and gld_per_inst: TAU's ratios over the launches
+-- whose counts were recorded; sm_pct_peak and memory_pct_peak: means weighted by launch time
+-- over the launches that recorded them (plain means where those took no time).
+CREATE VIEW IF NOT EXISTS gpu_kernel_groups AS
+  WITH keyed AS (
+    SELECT l.*, b.by_path AS by_path,
+           CASE WHEN b.by_path THEN (SELECT p.path FROM node_paths p WHERE p.node_id = l.node_id)
+           END AS call_path
+    FROM gpu_kernel_launches l, (SELECT 0 AS by_path UNION ALL SELECT 1 AS by_path) b),
+  ranked AS (
+    SELECT keyed.*, ROW_NUMBER() OVER (PARTITION BY by_path, kernel, call_path
+                                       ORDER BY ns DESC, activity_id) AS nth
+    FROM keyed)
+  SELECT by_path, kernel, call_path, COUNT(*) AS calls, SUM(ns) / 1e9 AS time_s,
+         AVG(ns) / 1e9 AS avg_s,
+         MAX(CASE WHEN nth = 1 THEN grid END) AS grid,
+         MAX(CASE WHEN nth = 1 THEN block END) AS block,
+         COUNT(DISTINCT grid || 'x' || block) AS launch_configs,
+         MAX(CASE WHEN nth = 1 THEN registers END) AS registers,
+         MAX(CASE WHEN nth = 1 THEN shared_bytes END) AS shared_bytes,
+         SUM(measured) AS metric_launches,
+         SUM(CASE WHEN measured THEN ns ELSE 0 END) / 1e9 AS metric_time_s,
+         SUM(warps) / SUM(CASE WHEN warps IS NOT NULL THEN inst END) AS warps_per_inst,
+         SUM(gld) / SUM(CASE WHEN gld IS NOT NULL THEN inst END) AS gld_per_inst,
+         CASE WHEN SUM(CASE WHEN sm_pct IS NOT NULL THEN ns END) > 0
+              THEN SUM(sm_pct * ns) / SUM(CASE WHEN sm_pct IS NOT NULL THEN ns END)
+              ELSE AVG(sm_pct) END AS sm_pct_peak,
+         CASE WHEN SUM(CASE WHEN memory_pct IS NOT NULL THEN ns END) > 0
+              THEN SUM(memory_pct * ns) / SUM(CASE WHEN memory_pct IS NOT NULL THEN ns END)
+              ELSE AVG(memory_pct) END AS memory_pct_peak
+  FROM ranked
+  GROUP BY by_path, kernel, call_path;
+
+-- One row per GPU kernel and the call path that launched it (NULL: a launch sonde did not
+-- see); the figures as in gpu_kernel_groups.
+CREATE VIEW IF NOT EXISTS gpu_kernels AS
+  SELECT kernel, call_path, calls, time_s, avg_s, grid, block, launch_configs, registers,
+         shared_bytes, metric_launches, metric_time_s, warps_per_inst, gld_per_inst,
+         sm_pct_peak, memory_pct_peak
+  FROM gpu_kernel_groups WHERE by_path = 1;
+
+-- One row per GPU kernel (by name) over all its launches: what sonde metrics --section kernels
+-- and the gpu-kernel rule print.
+CREATE VIEW IF NOT EXISTS gpu_kernel_totals AS
+  SELECT kernel, calls, time_s, avg_s, grid, block, launch_configs, registers, shared_bytes,
+         metric_launches, metric_time_s, warps_per_inst, gld_per_inst, sm_pct_peak,
+         memory_pct_peak
+  FROM gpu_kernel_groups WHERE by_path = 0;
 
 -- One row per kernel, launching call path and metric recorded (SONDE_GPU_METRICS): the
 -- launches measured, the metric's sum and mean over them, and their kernel time.

@@ -88,7 +88,8 @@ TEST_F(CliTest, NewerSchemaVersion) {
   write_fixture(newer, {.schema_version = "99"});
   CliResult r = run_sonde("report " + q(newer));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "schema version 99; this sonde reads up to version 3");
+  expect_one_clean_line(
+      r, "schema version 99; this sonde reads up to version " + std::to_string(kSchemaVersion));
 }
 
 TEST_F(CliTest, OlderSchemaVersion) {
@@ -97,8 +98,8 @@ TEST_F(CliTest, OlderSchemaVersion) {
   write_fixture(older, {.schema_version = "2"});
   CliResult r = run_sonde("metrics " + q(older));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r,
-                        "schema version 2, written by an older sonde; this sonde reads version 3");
+  expect_one_clean_line(r, "schema version 2, written by an older sonde; this sonde reads "
+                           "versions 3 to " + std::to_string(kSchemaVersion));
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {

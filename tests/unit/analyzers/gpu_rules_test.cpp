@@ -7,6 +7,7 @@
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
 #include "advice/candidates.hpp"
+#include "metrics/metrics.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -94,10 +95,56 @@ TEST_F(GpuRulesTest, KernelsRankedByTheirShareOfGpuTime) {
   const Candidate& sgemm = k[0];
   EXPECT_DOUBLE_EQ(number(sgemm, "pct_gpu_kernel_time"), 90.0);
   EXPECT_EQ(number(sgemm, "calls"), 2);
-  EXPECT_EQ(number(sgemm, "grid_threads"), 128);
-  EXPECT_EQ(number(sgemm, "block_threads"), 256);
-  EXPECT_EQ(number(sgemm, "registers"), 96);
+  // The launch configuration of its longest launch (0.6 s of 0.9), one of two.
+  EXPECT_EQ(number(sgemm, "grid_threads"), 8);
+  EXPECT_EQ(number(sgemm, "block_threads"), 128);
+  EXPECT_EQ(number(sgemm, "registers"), 90);
+  EXPECT_EQ(number(sgemm, "launch_configs"), 2);
   EXPECT_NE(sgemm.advice.find("sgemm_128x64"), std::string::npos);
+}
+
+// Grid and block are one launch's, never the largest grid of one launch beside the largest
+// block of another (before: 128 blocks of 1024 threads, which no launch had); the evidence
+// and gpu_kernel_totals agree.
+TEST_F(GpuRulesTest, GridAndBlockAreTheLongestLaunchs) {
+  add_gpu_run();
+  sql("INSERT INTO gpu_activity (process_id, node_id, kind, name, start_ns, end_ns, grid_x, "
+      "grid_y, grid_z, block_x, block_y, block_z, registers) VALUES "
+      "(1, 23, 'kernel', 'sgemm_128x64', 0, 50000000, 1, 1, 1, 1024, 1, 1, 255)");
+  auto k = of_rule("gpu-kernel");
+  ASSERT_FALSE(k.empty());
+  EXPECT_EQ(k[0].location, "sgemm_128x64");
+  EXPECT_EQ(number(k[0], "grid_threads"), 8);
+  EXPECT_EQ(number(k[0], "block_threads"), 128);
+  EXPECT_EQ(number(k[0], "registers"), 90);
+  EXPECT_EQ(number(k[0], "launch_configs"), 3);
+  EXPECT_EQ(number(k[0], "calls"), 3);
+  auto st = ProfileFile::open(path_).prepare(
+      "SELECT grid, block, launch_configs, calls FROM gpu_kernel_totals "
+      "WHERE kernel = 'sgemm_128x64'");
+  ASSERT_TRUE(st.step());
+  EXPECT_EQ(st.int64(0), 8);
+  EXPECT_EQ(st.int64(1), 128);
+  EXPECT_EQ(st.int64(2), 3);
+  EXPECT_EQ(st.int64(3), 3);
+}
+
+// A version 3 file (the same tables, version 3's views) is read through version 4's views,
+// made at open: its old gpu_kernels (averages) is not what the candidates read.
+TEST_F(GpuRulesTest, AVersion3FileIsReadThroughVersion4sViews) {
+  add_gpu_run();
+  sql("DROP VIEW gpu_kernel_totals; DROP VIEW gpu_kernels; DROP VIEW gpu_kernel_groups; "
+      "DROP VIEW gpu_kernel_launches; DROP VIEW routine_totals; "
+      "CREATE VIEW gpu_kernels AS SELECT name AS kernel, AVG(grid_x) AS grid FROM gpu_activity "
+      "GROUP BY name; UPDATE meta SET value = '3' WHERE key = 'schema_version'");
+  auto k = of_rule("gpu-kernel");
+  ASSERT_EQ(k.size(), 2u);
+  EXPECT_EQ(number(k[0], "grid_threads"), 8);
+  auto st = ProfileFile::open(path_).prepare(
+      "SELECT launch_configs FROM gpu_kernels WHERE kernel = 'sgemm_128x64'");
+  ASSERT_TRUE(st.step());
+  EXPECT_EQ(st.int64(0), 2);
+  EXPECT_NO_THROW(compute_metrics(ProfileFile::open(path_)));
 }
 
 // SONDE_GPU_METRICS per launch (activity ids 1-3 above): TAU's derived metrics summed over
