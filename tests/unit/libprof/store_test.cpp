@@ -547,8 +547,8 @@ TEST_F(StoreWrite, GpuActivityKeepsTheLaunchingCallPath) {
                    "10"}}));
   EXPECT_EQ(r.rows("SELECT kernel, COALESCE(call_path, 'NULL'), calls, time_s * 1e9, grid, block "
                    "FROM gpu_kernels ORDER BY call_path"),
-            (Rows{{"matmul(float*, int)", "NULL", "1", "10.0", "256.0", "256.0"},
-                  {"matmul(float*, int)", "train;model.forward", "1", "50.0", "256.0", "256.0"}}));
+            (Rows{{"matmul(float*, int)", "NULL", "1", "10.0", "256", "256"},
+                  {"matmul(float*, int)", "train;model.forward", "1", "50.0", "256", "256"}}));
 }
 
 }  // namespace
