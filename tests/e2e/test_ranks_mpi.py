@@ -70,8 +70,10 @@ def test_blocking_exchange_overlaps_nothing(tmp_path):
 
 def test_candidates_name_small_collectives_and_exposed_communication(tmp_path):
     """20 steps of a 4,000-byte MPI_Allreduce per rank: a small-message collective to fuse; the
-    blocking exchange leaves its communication exposed."""
-    _, out = merged_run(tmp_path, "--blocking", steps=20)
+    blocking exchange leaves its communication exposed. Rank 0 computes 20 ms more per step, so
+    the other three wait for it in the Allreduce whatever the scheduler does (on 4 ranks sharing
+    2 cores under load, a balanced run's exposed share fell under the rule's 10 % in one CI)."""
+    _, out = merged_run(tmp_path, "--blocking", "--rank0-ms", 20, steps=20)
     p = subprocess.run([CLI, "candidates", str(out), "--format", "json"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr

@@ -5,8 +5,10 @@
  * --complete KIND completes the exchange with MPI_Wait, Waitany, Waitsome, Test, Testall, Testany
  * or Testsome instead of Waitall; --after-ms M computes M ms more once nothing is in flight.
  * --burst N first posts N receives and N sends to itself, then one MPI_Waitall.
+ * --rank0-ms M makes rank 0 compute M ms more per step, so the others wait for it: communication
+ * that is exposed however the ranks happen to be scheduled.
  * Usage: mpi_calls [--steps N] [--blocking] [--compute-ms M] [--complete KIND] [--after-ms M]
- *                  [--burst N] */
+ *                  [--burst N] [--rank0-ms M] */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +64,7 @@ static void complete(const char* kind, MPI_Request req[2]) {
 
 int main(int argc, char** argv) {
   int steps = 5, blocking = 0, burst = 0;
-  double compute_ms = 5, after_ms = 0;
+  double compute_ms = 5, after_ms = 0, rank0_ms = 0;
   const char* kind = "waitall";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
       kind = argv[++i];
     else if (!strcmp(argv[i], "--burst") && i + 1 < argc)
       burst = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--rank0-ms") && i + 1 < argc)
+      rank0_ms = atof(argv[++i]);
   }
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -101,7 +105,9 @@ int main(int argc, char** argv) {
     free(reqs);
     free(bufs);
   }
+  if (rank != 0) rank0_ms = 0;
   for (int s = 0; s < steps; ++s) {
+    checksum += compute(rank0_ms);
     MPI_Allreduce(grad, sum, 1000, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Bcast(params, 10, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (blocking) {
