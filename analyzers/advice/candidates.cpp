@@ -252,17 +252,17 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   constexpr double kMinShare = 1.0;   // % of the run a shape must take to be worth a look
   constexpr double kPeakPct = 10.0;   // below this % of peak is "far below peak"
-  std::map<std::pair<std::string, std::string>, double> best;  // routine, dtype
+  std::map<std::pair<std::int64_t, std::string>, double> best;  // routine_id, dtype
   for (const auto& s : m.shapes)
     if (s.perf.gflops && share(s.time_ns, m.run_ns()) >= kMinShare) {
-      double& b = best[{s.routine, s.dtype}];
+      double& b = best[{s.routine_id, s.dtype}];
       b = std::max(b, *s.perf.gflops);
     }
   std::vector<Candidate> out;
   for (const auto& s : m.shapes) {
     if (!s.perf.gflops || share(s.time_ns, m.run_ns()) < kMinShare) continue;
     double g = *s.perf.gflops;
-    double b = best[{s.routine, s.dtype}];
+    double b = best[{s.routine_id, s.dtype}];
     bool vs_best = g < rule.threshold / 100.0 * b;
     bool vs_peak = s.perf.pct_peak && *s.perf.pct_peak < kPeakPct;
     if (!vs_best && !vs_peak) continue;

@@ -41,6 +41,7 @@ Json roofline_json(const Metrics& m) {
   for (const ShapeMetrics& s : m.shapes) {
     if (!s.perf.intensity || !s.perf.gflops) continue;  // no bytes or no time: no point
     shapes.push_back(Json{{"routine", s.routine},
+                          {"routine_id", s.routine_id},
                           {"call_site", s.call_site},
                           {"m", s.m}, {"n", s.n}, {"k", s.k},
                           {"dtype", s.dtype},
@@ -57,20 +58,6 @@ Json roofline_json(const Metrics& m) {
               {"memory_gbs", opt(f.peak_at("mem.bw", f.blas_threads))},
               {"routines", render_json(roofline_table(m, 0))},
               {"shapes", std::move(shapes)}};
-}
-
-// The gemm_shapes view groups by routine name; a name that only one routine with shapes has
-// (the routine_peaks view, by routine_id) gives the shape rows that routine's id, so that the
-// page selects it like the other panels. A shared name stays without one (selected by name).
-void add_shape_routine_ids(const ProfileFile& file, Json& rows) {
-  std::map<std::string, std::int64_t> id_of;
-  auto st = file.prepare(
-      "SELECT routine, MIN(routine_id) FROM routine_peaks GROUP BY routine HAVING COUNT(*) = 1");
-  while (st.step()) id_of.emplace(st.text(0), st.int64(1));
-  for (Json& row : rows) {
-    auto it = id_of.find(row["routine"].get<std::string>());
-    row["routine_id"] = it == id_of.end() ? Json(nullptr) : Json(it->second);
-  }
 }
 
 bool has_line_costs(const ProfileFile& file) {
@@ -130,16 +117,16 @@ struct Profile {
     if (name == "report")
       return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
     if (name == "shapes") {
-      Json rows = render_json(shapes_table(compute_shapes(file)));
-      add_shape_routine_ids(file, rows);
+      // Each row carries its routine's id, so the page selects it like the other panels.
+      std::vector<ShapeRow> shapes = compute_shapes(file);
+      Json rows = render_json(shapes_table(shapes));
+      for (std::size_t i = 0; i < shapes.size(); ++i) rows[i]["routine_id"] = shapes[i].routine_id;
       return rows;
     }
     if (name == "metrics")
       return render_metrics_json(metrics_report(), parse_metrics_sections("all"), 0);
     if (name == "roofline") {
-      Json plot = roofline_json(metrics_report().metrics);
-      add_shape_routine_ids(file, plot["shapes"]);
-      return plot;
+      return roofline_json(metrics_report().metrics);
     }
     if (name == "candidates") {
       Json list = render_candidates_json(compute_candidates(loaded), 0);

@@ -95,17 +95,19 @@ ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after) {
   std::stable_sort(d.phases.begin(), d.phases.end(), by_time);
   std::stable_sort(d.routines.begin(), d.routines.end(), by_time);
 
-  using ShapeKey = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::int64_t,
-                              std::string>;
+  // A routine across two files is its name and library (ids are each file's own).
+  using ShapeKey = std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t,
+                              std::int64_t, std::string>;
   std::map<ShapeKey, ShapeDiffRow> shapes;
   std::map<ShapeKey, std::int64_t> time_before;
   auto add = [&](const ProfileFile& file, bool is_before) {
     auto st = file.prepare(
-        "SELECT routine, call_site, m, n, k, dtype, time_s, gflops FROM gemm_shapes");
+        "SELECT routine, call_site, m, n, k, dtype, time_s, gflops, library FROM gemm_shapes");
     while (st.step()) {
-      ShapeKey key{st.text(0), st.text(1), st.int64(2), st.int64(3), st.int64(4), st.text(5)};
+      ShapeKey key{st.text(0), st.text(8), st.text(1), st.int64(2),
+                   st.int64(3), st.int64(4), st.text(5)};
       ShapeDiffRow& row = shapes[key];
-      std::tie(row.routine, row.call_site, row.m, row.n, row.k, row.dtype) = key;
+      std::tie(row.routine, std::ignore, row.call_site, row.m, row.n, row.k, row.dtype) = key;
       double g = st.is_null(7) ? 0.0 : st.real(7);
       if (is_before) {
         row.gflops_before = g;

@@ -168,11 +168,11 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   }
 
   // Shapes: the gemm_shapes view's rows and figures, as `sonde shapes` prints them.
-  std::map<std::string, std::map<std::string, double>> dtype_flops;  // routine -> dtype -> flops
+  std::map<Key, std::map<std::string, double>> dtype_flops;  // routine_id -> dtype -> flops
   {
     auto st = file.prepare(
         "SELECT routine, call_site, m, n, k, dtype, calls, time_s, flops, bytes, gflops, "
-        "pct_peak, threads, peak_gflops, mem_bw_gbs FROM gemm_shapes");
+        "pct_peak, threads, peak_gflops, mem_bw_gbs, routine_id FROM gemm_shapes");
     auto opt = [&](int col) -> std::optional<double> {
       if (st.is_null(col)) return std::nullopt;
       return st.real(col);
@@ -193,7 +193,8 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
       s.perf = roofline(s.flops, s.bytes, s.time_ns, opt(13), opt(14));
       s.perf.gflops = opt(10);
       s.perf.pct_peak = opt(11);
-      dtype_flops[s.routine][s.dtype] += s.flops;
+      s.routine_id = st.int64(15);
+      dtype_flops[s.routine_id][s.dtype] += s.flops;
       m.shapes.push_back(std::move(s));
     }
   }
@@ -245,7 +246,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
       r.gflops_under = r.flops_under / static_cast<double>(r.incl_ns);
       r.blas_pct = 100.0 * static_cast<double>(r.blas_under_ns) / static_cast<double>(r.incl_ns);
     }
-    if (auto it = dtype_flops.find(row.name); it != dtype_flops.end()) {
+    if (auto it = dtype_flops.find(row.routine_id); it != dtype_flops.end()) {
       r.dtype = std::max_element(it->second.begin(), it->second.end(),
                                  [](const auto& a, const auto& b) { return a.second < b.second; })
                     ->first;

@@ -72,6 +72,7 @@ struct RoutineMetrics {
 };
 
 struct ShapeMetrics {
+  std::int64_t routine_id = 0;  // the routine's identity; two of one name are two routines
   std::string routine;
   std::string call_site;
   std::int64_t m = 0, n = 0, k = 0;

@@ -74,7 +74,7 @@ constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
 void add_version_4_views(const ProfileFile& file) {
   const std::string_view schema = kSchemaSql;
   for (std::string_view name : {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels",
-                                "gpu_kernel_totals", "routine_totals"}) {
+                                "gpu_kernel_totals", "routine_totals", "gemm_shapes"}) {
     std::string head = fmt::format("CREATE VIEW IF NOT EXISTS {} AS", name);
     std::size_t at = schema.find(head);
     std::size_t end = at == std::string_view::npos ? at : schema.find(";\n", at);

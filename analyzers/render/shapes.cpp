@@ -4,8 +4,8 @@ namespace sonde::analyzers {
 
 std::vector<ShapeRow> compute_shapes(const ProfileFile& file, std::size_t top) {
   auto st = file.prepare(
-      "SELECT routine, call_site, m, n, k, dtype, calls, time_s, gflops, pct_peak "
-      "FROM gemm_shapes ORDER BY time_s DESC, routine, call_site, m, n, k "
+      "SELECT routine, call_site, m, n, k, dtype, calls, time_s, gflops, pct_peak, routine_id "
+      "FROM gemm_shapes ORDER BY time_s DESC, routine, call_site, m, n, k, routine_id "
       "LIMIT CASE WHEN ?1 > 0 THEN ?1 ELSE -1 END");
   st.bind(1, static_cast<std::int64_t>(top));
   std::vector<ShapeRow> rows;
@@ -21,6 +21,7 @@ std::vector<ShapeRow> compute_shapes(const ProfileFile& file, std::size_t top) {
     r.time_s = st.real(7);
     if (!st.is_null(8)) r.gflops = st.real(8);
     if (!st.is_null(9)) r.pct_peak = st.real(9);
+    r.routine_id = st.int64(10);
     rows.push_back(std::move(r));
   }
   return rows;

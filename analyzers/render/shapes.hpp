@@ -12,6 +12,7 @@
 namespace sonde::analyzers {
 
 struct ShapeRow {
+  std::int64_t routine_id = 0;  // gemm_shapes groups by it: one name can be two routines
   std::string routine;
   std::string call_site;
   std::int64_t m = 0, n = 0, k = 0;

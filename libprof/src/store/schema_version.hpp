@@ -10,7 +10,8 @@ namespace sonde {
 // 4: gpu_kernels' grid, block, registers and shared_bytes are its longest launch's (were
 //    averages), with launch_configs and the metric columns; gpu_kernel_launches,
 //    gpu_kernel_groups, gpu_kernel_totals (per kernel) and routine_totals (a routine's own
-//    FLOPs and bytes). A version 3 file is read with these views made at open.
+//    FLOPs and bytes); gemm_shapes groups by routine_id (was the routine's name) and gives it
+//    with the library. A version 3 file is read with these views made at open.
 inline constexpr int kSchemaVersion = 4;
 
 }  // namespace sonde

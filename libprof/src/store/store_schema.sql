@@ -404,6 +404,8 @@ CREATE VIEW IF NOT EXISTS shape_peaks AS
 -- SUM(flops) / SUM(time x peak) (one thread count: gflops / peak); NULL when a call of the
 -- group has no peak. threads: the thread count when all calls share one, else NULL.
 -- peak_gflops, mem_bw_gbs: the peaks, time-weighted over the group, for the roofline.
+-- A routine is its routine_id (kind, library, file, line, name): two routines of one name
+-- (an sgemm_ in two BLAS libraries) are two rows, never summed.
 CREATE VIEW IF NOT EXISTS gemm_shapes AS
   SELECT r.name AS routine, s.call_site AS call_site, s.m AS m, s.n AS n, s.k AS k,
          s.dtype AS dtype, SUM(s.calls) AS calls, SUM(s.time_ns) / 1e9 AS time_s,
@@ -416,10 +418,11 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
               THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
          CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)
               THEN SUM(s.time_ns * sp.mem_bw) / SUM(s.time_ns) END AS mem_bw_gbs,
-         SUM(s.flops) AS flops, SUM(s.bytes) AS bytes
+         SUM(s.flops) AS flops, SUM(s.bytes) AS bytes, n.routine_id AS routine_id,
+         r.library AS library
   FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
        JOIN shape_peaks sp USING (shape_id)
-  GROUP BY r.name, s.call_site, s.m, s.n, s.k, s.dtype;
+  GROUP BY n.routine_id, s.call_site, s.m, s.n, s.k, s.dtype;
 
 -- One row per routine with GEMM shapes (routine_id): its shapes' FLOPs, time and bytes, and
 -- the peaks for the thread counts its calls ran with, time-weighted as in gemm_shapes. What

@@ -14,9 +14,11 @@
 #include "export/export.hpp"
 #include "fixture.hpp"
 #include "metrics/diff.hpp"
+#include "metrics/metrics.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/run_summary.hpp"
 #include "render/report.hpp"
+#include "render/shapes.hpp"
 #include "render/tree.hpp"
 
 namespace sonde::analyzers {
@@ -33,6 +35,7 @@ namespace {
 //             cblas_sgemm (openblas) 0.5
 //       cblas_sgemm (mkl) 0.5
 //   thread 1: root only (an idle worker), 3.9 s
+// Both sgemms ran one shape (64x64x64 f32) from one call site: by name, one shape row.
 void write_modules_fixture(const std::filesystem::path& path) {
   std::string sql = test::read_file(SONDE_SCHEMA_SQL);
   sql += "INSERT INTO meta VALUES ('schema_version', '" + std::to_string(kSchemaVersion) + "');";
@@ -64,6 +67,10 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   (6, 1, 5,    6, 5, 0, 3, 0,  500000000,  500000000),
   (7, 1, 2,    7, 2, 0, 2, 0,  500000000,  500000000),
   (8, 2, NULL, 1, 0, 0, 1, 0, 3900000000, 3900000000);
+INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls, time_ns, flops,
+                    bytes, threads) VALUES
+  (6, 'model.py:9', 64, 64, 64, 'N', 'N', 'f32', 3, 500000000, 1572864, 147456, 1),
+  (7, 'model.py:9', 64, 64, 64, 'N', 'N', 'f32', 2, 500000000, 1048576, 98304, 1);
 )sql";
   test::exec_sql(path, sql);
 }
@@ -151,6 +158,23 @@ TEST_F(OneTruthTest, RoutinesOfOneNameStayApartAndNoRowPassesItsDenominator) {
   EXPECT_EQ(merged.incl_ns, 4'000'000'000);
   ASSERT_EQ(merged.children.size(), 1u);
   EXPECT_EQ(merged.children[0].children.size(), 2u);  // numpy/__init__ and mkl's sgemm
+}
+
+TEST_F(OneTruthTest, ShapesOfTwoRoutinesOfOneNameStayApart) {
+  ProfileFile file = ProfileFile::open(modules_);
+  std::vector<ShapeRow> rows = compute_shapes(file);
+  ASSERT_EQ(rows.size(), 2u);  // by name: one row of 5 calls
+  std::map<std::int64_t, std::int64_t> calls_of;
+  for (const ShapeRow& r : rows) calls_of[r.routine_id] = r.calls;
+  EXPECT_EQ(calls_of, (std::map<std::int64_t, std::int64_t>{{6, 3}, {7, 2}}));
+
+  // metrics (and the roofline and candidates built on it) and diff keep the two rows.
+  Metrics m = compute_metrics(file);
+  ASSERT_EQ(m.shapes.size(), 2u);
+  EXPECT_NE(m.shapes[0].routine_id, m.shapes[1].routine_id);
+  ProfileDiff d = compute_diff(file, ProfileFile::open(modules_));
+  ASSERT_EQ(d.shapes.size(), 2u);
+  for (const ShapeDiffRow& r : d.shapes) EXPECT_DOUBLE_EQ(r.ratio.value_or(0), 1.0);
 }
 
 TEST_F(OneTruthTest, DiffOfAFileWithItselfIsOneAndMatchesByIdentity) {
