@@ -98,27 +98,27 @@ constexpr const char* kRankSumsIndexSql =
 class Output {
  public:
   Output(const std::string& path) : path_(path) {
-    int rc = sqlite3_open_v2(path.c_str(), &db_,
-                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, nullptr);
-    if (rc != SQLITE_OK) fail(fmt::format("cannot create {}", path));
+    std::string error;
+    if (!db_.open(path, true, error, true))
+      throw Error(fmt::format("cannot create {}: {}", path, error));
     // The output is a temporary file renamed only when whole, so a crash loses nothing a
     // journal would have saved; 32 MiB of page cache bounds the memory.
     exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768;"
          "PRAGMA temp_store = FILE");
   }
-  ~Output() { sqlite3_close_v2(db_); }
-  Output(const Output&) = delete;
-  Output& operator=(const Output&) = delete;
-
   [[noreturn]] void fail(const std::string& what) const {
-    throw Error(fmt::format("{}: {}", what, db_ ? sqlite3_errmsg(db_) : "out of memory"));
+    throw Error(fmt::format("{}: {}", what, db_.message()));
   }
-  void exec(const std::string& sql) const {
-    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
-      fail(fmt::format("writing {}", path_));
+  void exec(const std::string& sql) {
+    std::string error;
+    if (!db_.exec(sql.c_str(), error)) throw Error(fmt::format("writing {}: {}", path_, error));
+  }
+  void exec_quietly(const char* sql) {
+    std::string ignored;
+    db_.exec(sql, ignored);
   }
   std::int64_t integer(const std::string& sql, std::int64_t bound = 0) const {
-    sonde::Statement st(db_, sql);
+    sonde::Statement st(db_.handle(), sql);
     if (!st.ok()) fail(fmt::format("writing {}", path_));
     if (sql.find("?1") != std::string::npos) st.bind(1, bound);
     int rc = st.step();
@@ -126,17 +126,17 @@ class Output {
     return rc == SQLITE_ROW ? st.column_int(0) : 0;
   }
   std::vector<std::string> texts(const std::string& sql) const {
-    sonde::Statement st(db_, sql);
+    sonde::Statement st(db_.handle(), sql);
     if (!st.ok()) fail(fmt::format("reading {}", path_));
     std::vector<std::string> out;
     while (st.step() == SQLITE_ROW) out.push_back(st.column_text(0));
     return out;
   }
-  sqlite3* db() const { return db_; }
+  sqlite3* db() const { return db_.handle(); }
 
  private:
   std::string path_;
-  sqlite3* db_ = nullptr;
+  sonde::Database db_;
 };
 
 void check_tables_known(const Output& out) {
@@ -236,7 +236,7 @@ class Merger {
     try {
       copy(path);
     } catch (...) {
-      sqlite3_exec(out_.db(), "ROLLBACK; DETACH DATABASE src", nullptr, nullptr, nullptr);
+      out_.exec_quietly("ROLLBACK; DETACH DATABASE src");  // the error thrown says what failed
       throw;
     }
     out_.exec("DETACH DATABASE src");

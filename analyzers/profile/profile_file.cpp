@@ -37,15 +37,15 @@ std::int64_t check_readable(const std::string& path) {
 // the way back is in <file>-journal. SQLite rolls it back on the next read, but only through a
 // connection that may write, so the reader opens one for that alone.
 void roll_back_journal(const std::string& path) {
-  sqlite3* db = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-  if (rc == SQLITE_OK) {
-    sqlite3_busy_timeout(db, kBusyTimeoutMs);
-    rc = sqlite3_exec(db, "SELECT count(*) FROM sqlite_master", nullptr, nullptr, nullptr);
+  sonde::Database db;
+  std::string msg;
+  bool ok = db.open(path, false, msg);
+  if (ok) {
+    sqlite3_busy_timeout(db.handle(), kBusyTimeoutMs);
+    ok = db.exec("SELECT count(*) FROM sqlite_master", msg);
   }
-  std::string msg = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  sqlite3_close_v2(db);
-  if (rc != SQLITE_OK)
+  db.close();
+  if (!ok)
     throw Error(fmt::format("{} holds an interrupted write (a writer died during a flush) that "
                             "must be rolled back from {}-journal, and that failed: {}; run sonde "
                             "where the file is writable",

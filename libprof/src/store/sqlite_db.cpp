@@ -72,10 +72,13 @@ int Statement::step() {
   return rc;
 }
 
-bool Database::open(const std::string& path, bool create, std::string& error) {
+bool Database::open(const std::string& path, bool create, std::string& error, bool uris) {
   // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0);
-  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0) |
+              (uris ? SQLITE_OPEN_URI : 0);
+  // With URIs on, a path that happens to begin with "file:" would be parsed as one.
+  std::string name = uris && path.rfind("file:", 0) == 0 ? "./" + path : path;
+  if (sqlite3_open_v2(name.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     error = describe(db_, nullptr);
     close();
     return false;

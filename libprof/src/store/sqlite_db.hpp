@@ -95,8 +95,9 @@ class Database {
   Database& operator=(const Database&) = delete;
 
   // The writer's connection: read-write (created when `create`), synchronous off, waits 15 s
-  // for other writers.
-  bool open(const std::string& path, bool create, std::string& error);
+  // for other writers. `uris`: names given to ATTACH may be file: URIs (sonde merge attaches
+  // its inputs read-only so); the path itself is taken as a plain name either way.
+  bool open(const std::string& path, bool create, std::string& error, bool uris = false);
   // A reader's: read-only, never creates, waits `busy_ms` for a writer's lock, extended result
   // codes. SQLite's code on failure (the connection, kept open, has the message), else SQLITE_OK.
   int open_readonly(const std::string& path, int busy_ms);
