@@ -13,7 +13,7 @@
 
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
-#include "render/line_report.hpp"
+#include "profile/line_costs.hpp"
 #include "metrics/metrics.hpp"
 #include "metrics/ranks.hpp"
 #include "profile/profile_file.hpp"

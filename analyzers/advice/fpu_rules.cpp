@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "advice/rule_helpers.hpp"
-#include "render/line_report.hpp"
+#include "profile/line_costs.hpp"
 
 namespace sonde::analyzers {
 

@@ -8,7 +8,7 @@
 #include <cctype>
 
 #include "profile/profile_file.hpp"
-#include "render/line_report.hpp"
+#include "profile/line_costs.hpp"
 
 namespace sonde::analyzers {
 namespace {

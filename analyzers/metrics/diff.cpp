@@ -8,7 +8,7 @@
 #include <set>
 #include <tuple>
 
-#include "render/report.hpp"
+#include "profile/hotspots.hpp"
 
 namespace sonde::analyzers {
 namespace {

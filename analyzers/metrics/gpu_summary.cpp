@@ -67,7 +67,7 @@ GpuSummary load_gpu_summary(const ProfileFile& file) {
       "SELECT r.name, SUM(n.calls), SUM(n.incl_ns), SUM(n.bytes) FROM nodes n "
       "JOIN routines r USING (routine_id) WHERE r.kind = 'cuda' AND NOT EXISTS ("
       "  SELECT 1 FROM nodes p JOIN routines pr USING (routine_id) "
-      "  WHERE p.node_id = n.parent_id AND pr.kind = 'cuda') GROUP BY r.name");
+      "  WHERE p.node_id = n.parent_id AND pr.kind = 'cuda') GROUP BY n.routine_id");
   while (api.step()) {
     std::string name = api.text(0);
     ApiTotals* into = nullptr;

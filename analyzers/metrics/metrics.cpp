@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "profile/call_tree.hpp"
-#include "render/report.hpp"
+#include "profile/hotspots.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,4 +1,5 @@
-// The flat profile (`sonde report`): one row per routine, merged over threads and processes.
+// The flat profile (`sonde report`): one row per routine, merged over threads and processes, as
+// profile/hotspots reads them.
 #pragma once
 
 #include <cstdint>
@@ -7,49 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "profile/hotspots.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
 #include "render/table_format.hpp"
 
 namespace sonde::analyzers {
-
-enum class ReportSort { kExclusive, kInclusive, kCalls };
-ReportSort parse_report_sort(std::string_view name);  // "excl", "incl", "calls"
-
-// One row of the `hotspots` view: one routine (kind, library or file, line, name), merged over
-// the busy threads of every process.
-struct HotspotRow {
-  std::int64_t routine_id = 0;
-  std::string name;  // the display name: two rows may share it, never their numbers
-  std::string kind;
-  std::string library;
-  std::string file;
-  std::int64_t line = 0;
-  std::int64_t calls = 0;
-  std::int64_t subrs = 0;
-  std::int64_t incl_ns = 0;  // recursive nodes left out, so recursion is not counted twice
-  std::int64_t excl_ns = 0;
-  double pct_time = 0;       // inclusive as % of the busy threads' time (incl_pct)
-  double excl_pct = 0;
-  double incl_us_per_call = 0;
-  // Adaptive timing (the scaled_times view): the standard error of incl_ns, its times scaled
-  // from sampled calls; negative when every call was timed.
-  double incl_se_ns = -1;
-};
-
-// The denominators (the `run_totals` view; docs/metrics.md).
-struct Hotspots {
-  std::int64_t total_ns = 0;  // the busy threads' time summed: the 100 % of every row
-  std::int64_t wall_ns = 0;   // the run's total: first process start to last process end
-  std::int64_t busy_threads = 0;
-  std::int64_t idle_threads = 0;  // registered without a measured call: in no denominator
-  std::vector<HotspotRow> rows;  // sorted, all of them
-};
-
-// Reads the `hotspots` and `run_totals` views; sorting is the only thing done here.
-// With `rank`, one rank's routines (rank_hotspots) and its busy threads' time as the 100 %.
-Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort = ReportSort::kExclusive,
-                          std::optional<std::int64_t> rank = std::nullopt);
 
 // "name [kind]", followed by the file and line (or library) when `ambiguous`: another routine
 // has the same name and kind.

@@ -1,0 +1,78 @@
+#include "profile/hotspots.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <unordered_map>
+
+namespace sonde::analyzers {
+
+ReportSort parse_report_sort(std::string_view name) {
+  if (name == "excl") return ReportSort::kExclusive;
+  if (name == "incl") return ReportSort::kInclusive;
+  if (name == "calls") return ReportSort::kCalls;
+  throw Error(fmt::format("unknown sort key '{}' (expected excl, incl or calls)", name), 2);
+}
+
+namespace {
+
+std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
+
+}  // namespace
+
+Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort,
+                          std::optional<std::int64_t> rank) {
+  Hotspots h;
+  {
+    auto st = file.prepare(rank ? "SELECT wall_s, busy_s, busy_threads, 0 FROM rank_times "
+                                  "WHERE rank = ?1"
+                                : "SELECT wall_s, thread_s, busy_threads, idle_threads FROM "
+                                  "run_totals");
+    if (rank) st.bind(1, *rank);
+    if (rank && !st.step()) throw Error(fmt::format("{} holds no rank {}", file.path(), *rank));
+    if (rank || st.step()) {
+      h.wall_ns = st.is_null(0) ? 0 : to_ns(st.real(0));
+      h.total_ns = to_ns(st.real(1));
+      h.busy_threads = st.int64(2);
+      h.idle_threads = st.int64(3);
+    }
+  }
+  std::string_view order = sort == ReportSort::kInclusive ? "incl_s DESC, "
+                           : sort == ReportSort::kCalls   ? "calls DESC, incl_s DESC, "
+                                                          : "excl_s DESC, incl_s DESC, ";
+  auto st = file.prepare(fmt::format(
+      "SELECT routine_id, routine, kind, library, file, line, calls, subrs, incl_s, excl_s, "
+      "incl_pct, excl_pct FROM {} ORDER BY {}routine, routine_id",
+      rank ? "rank_hotspots WHERE rank = ?1" : "hotspots", order));
+  if (rank) st.bind(1, *rank);
+  while (st.step()) {
+    HotspotRow row;
+    row.routine_id = st.int64(0);
+    row.name = st.text(1);
+    row.kind = st.text(2);
+    row.library = st.text(3);
+    row.file = st.text(4);
+    row.line = st.int64(5);
+    row.calls = st.int64(6);
+    row.subrs = st.int64(7);
+    row.incl_ns = to_ns(st.real(8));
+    row.excl_ns = to_ns(st.real(9));
+    row.pct_time = st.real(10);
+    row.excl_pct = st.real(11);
+    row.incl_us_per_call =
+        row.calls > 0 ? static_cast<double>(row.incl_ns) / 1e3 / static_cast<double>(row.calls)
+                      : 0.0;
+    h.rows.push_back(std::move(row));
+  }
+  if (!rank && file.has_table("scaled_times")) {
+    std::unordered_map<std::int64_t, HotspotRow*> by_id;
+    for (auto& row : h.rows) by_id.emplace(row.routine_id, &row);
+    auto sc = file.prepare("SELECT routine_id, incl_se_s FROM scaled_times");
+    while (sc.step())
+      if (auto it = by_id.find(sc.int64(0)); it != by_id.end())
+        it->second->incl_se_ns = sc.real(1) * 1e9;
+  }
+  return h;
+}
+
+}  // namespace sonde::analyzers
