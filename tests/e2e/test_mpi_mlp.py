@@ -86,3 +86,51 @@ def test_cpp_under_sonde(tmp_path, overlap):
         assert r.returncode == 0, r.stderr
         phases = {p["phase"]: p for p in json.loads(r.stdout)["breakdown"]["phases"]}
         assert phases["t_comm"]["time_s"] > 0
+
+
+def test_cpp_on_1_2_4_ranks_merged_ranked_and_scaled(tmp_path):
+    """The issue's done-when on the reference workload itself: mlp_train_mpi under sonde run on
+    1, 2 and 4 ranks (the same global batch: strong scaling), each run's rank files merged, sonde
+    ranks on the merged 4-rank file, and sonde scaling over the three merged files, whose figures
+    must be the ones the merged files' own views hold."""
+    steps, merged = 12, {}
+    for np in (1, 2, 4):
+        d = tmp_path / f"np{np}"
+        d.mkdir()
+        mpirun(np, [CLI, "run", "-o", d / "prof.db", "--", MLP_MPI] + ARGS, SONDE_LIBRARY=LIB)
+        assert sorted(p.name for p in d.iterdir()) == [f"prof.rank{r}.db" for r in range(np)]
+        merged[np] = tmp_path / f"run{np}.db"
+        r = subprocess.run([CLI, "merge", "-o", merged[np], d], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        assert query(merged[np], "SELECT rank, world_size FROM processes ORDER BY rank") == \
+            [(r, np) for r in range(np)]
+
+    r = subprocess.run([CLI, "ranks", merged[4], "--format", "json", "-n", "0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    ranks = json.loads(r.stdout)
+    assert ranks["ranks"] == 4
+    # Each rank all-reduces every parameter array's gradient once per step, on 4 ranks (two
+    # arrays of one size share a row).
+    per_size = {}
+    for b in grad_bytes():
+        per_size[b] = per_size.get(b, 0) + steps * 4
+    got = {b["message_bytes"]: (b["calls"], b["ranks"]) for b in ranks["bandwidth"]
+           if b["op"] == "MPI_Allreduce" and b["message_bytes"] in per_size}
+    assert got == {size: (calls, 4) for size, calls in per_size.items()}
+    assert all(row["comm_s"] > 0 for row in ranks["per_rank"])
+
+    r = subprocess.run([CLI, "scaling", merged[1], merged[4], merged[2], "--format", "json",
+                        "-n", "0"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    scaling = json.loads(r.stdout)
+    assert scaling["mode"] == "strong"
+    runs = {row["ranks"]: row for row in scaling["runs"]}
+    assert sorted(runs) == [1, 2, 4]
+    ref = runs[1]  # the fewest workers: every rank has the same BLAS threads
+    for np, row in runs.items():
+        threads, time_s = query(merged[np], "SELECT threads, time_s FROM run_scale")[0]
+        assert (row["threads"], row["workers"]) == (threads, np * threads)
+        assert row["time_s"] == pytest.approx(time_s)
+        assert row["efficiency_pct"] == pytest.approx(
+            100 * ref["time_s"] * ref["workers"] / (row["workers"] * row["time_s"]), rel=1e-6)
