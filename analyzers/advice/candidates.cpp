@@ -183,6 +183,22 @@ GemmTotals gemm_totals(const Metrics& m) {
   return g;
 }
 
+// Work that ran on `threads` of `cores`: what all of them would save at best (linear scaling),
+// held to the work's FLOPs at the calibrated peak for every core.
+void more_threads_gain(Candidate& c, const Metrics& m, const GemmTotals& g, std::int64_t threads,
+                       std::int64_t cores) {
+  c.est_gain_s = seconds(g.time_ns) *
+                 (1.0 - static_cast<double>(threads) / static_cast<double>(cores));
+  if (auto peak = g.dtype.empty() ? std::nullopt : m.facts.peak_at("gemm." + g.dtype, cores)) {
+    bound_gain(c, seconds(g.time_ns), g.flops / (*peak * 1e9),
+               fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} threads ({:.3g} "
+                           "GFLOP/s)", g.flops / 1e9, g.dtype, cores, *peak));
+  } else {
+    c.gain_bound = "not bounded by a peak: none calibrated for this work on all cores "
+                   "(sonde calibrate)";
+  }
+}
+
 std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto threads = m.facts.blas_threads;
@@ -213,16 +229,55 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
                           *threads, *threads == 1 ? "" : "s", *cores, gflops, peak_text, pct,
                           seconds(g.time_ns));
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
-  c.est_gain_s = seconds(g.time_ns) *
-                 (1.0 - static_cast<double>(*threads) / static_cast<double>(*cores));
-  if (auto peak = g.dtype.empty() ? std::nullopt : m.facts.peak_at("gemm." + g.dtype, *cores)) {
-    bound_gain(c, seconds(g.time_ns), g.flops / (*peak * 1e9),
-               fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} threads ({:.3g} "
-                           "GFLOP/s)", g.flops / 1e9, g.dtype, *cores, *peak));
-  } else {
-    c.gain_bound = "not bounded by a peak: none calibrated for these GEMMs on all cores "
-                   "(sonde calibrate)";
+  more_threads_gain(c, m, g, *threads, *cores);
+  return {c};
+}
+
+// ---- framework-threads ------------------------------------------------------------------
+
+// torch runs oneDNN on its own intra-op pool, torch.get_num_threads() wide (run_info
+// torch.num_threads, read by the Python hook): a program that lowers it (torch.set_num_threads,
+// OMP_NUM_THREADS) leaves cores idle that no BLAS setting gives back. The work counted is the
+// oneDNN shapes that ran on fewer threads than the cores, as gemm_shapes recorded them; BLAS
+// calls have their own count and rule (blas-threads).
+std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  auto it = m.facts.info.find("torch.num_threads");
+  auto cores = m.facts.available_cores();
+  if (it == m.facts.info.end() || !cores) return {};
+  std::int64_t threads = std::atoll(it->second.c_str());
+  if (threads <= 0 || threads >= *cores) return {};
+  std::map<std::int64_t, const RoutineMetrics*> routine;
+  for (const auto& r : m.routines) routine.emplace(r.routine_id, &r);
+  GemmTotals g;
+  std::map<std::string, double> dtype_time;
+  for (const auto& s : m.shapes) {
+    auto r = routine.find(s.routine_id);
+    if (r == routine.end() || r->second->kind != "onednn" || !s.threads || *s.threads >= *cores)
+      continue;
+    g.time_ns += s.time_ns;
+    g.flops += s.flops;
+    dtype_time[s.dtype] += static_cast<double>(s.time_ns);
   }
+  double pct = share(g.time_ns, m.run_ns());
+  if (g.time_ns <= 0 || pct < rule.threshold) return {};
+  g.dtype = std::max_element(dtype_time.begin(), dtype_time.end(),
+                             [](const auto& a, const auto& b) { return a.second < b.second; })
+                ->first;
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = "torch intra-op threads";
+  c.evidence = {{"torch_threads", threads},
+                {"cores", *cores},
+                {"onednn_time_s", seconds(g.time_ns)},
+                {"onednn_pct_run", pct},
+                {"onednn_gflops", g.flops / static_cast<double>(g.time_ns)}};
+  c.summary = fmt::format(
+      "torch runs {} intra-op thread{} of {} available; its oneDNN calls on them take {:.1f} % "
+      "of the run ({:.3f} s)",
+      threads, threads == 1 ? "" : "s", *cores, pct, seconds(g.time_ns));
+  c.advice = fill(rule.advice, fmt::format("{}", *cores));
+  more_threads_gain(c, m, g, threads, *cores);
   return {c};
 }
 
@@ -361,7 +416,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
   return {};
 }
 
-const std::array<Rule, 13> kRules{{
+const std::array<Rule, 14> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
@@ -380,6 +435,15 @@ const std::array<Rule, 13> kRules{{
      "or raised), or link a multi-threaded BLAS",
      "GEMM time x (1 - blas.threads / cores), at most GEMM time - FLOPs / the calibrated "
      "GEMM peak for all cores", blas_threads},
+    {"framework-threads",
+     "run_info torch.num_threads < available cores and oneDNN calls that ran on fewer threads "
+     "than the cores take at least threshold % of the run's wall time",
+     5.0,
+     "give torch's intra-op pool all {} cores: torch.set_num_threads({}) (or stop lowering it: "
+     "the program's own torch.set_num_threads or OMP_NUM_THREADS); oneDNN's convolutions and "
+     "matmuls run on that pool, whatever the BLAS is set to",
+     "oneDNN time x (1 - torch.num_threads / cores), at most that time - FLOPs / the "
+     "calibrated GEMM peak for all cores", framework_threads},
     {"subnormals",
      "fpu.ftz = 0 and fpu.daz = 0 and a note of topic 'denormals' (subnormal GEMM operands or "
      "Python call arguments sampled); threshold is the cost of arithmetic on a subnormal "

@@ -19,10 +19,11 @@ inline double share(std::int64_t part, std::int64_t total) {
   return total > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(total) : 0.0;
 }
 
-// The rule's advice text with its "{}" replaced by what the candidate concerns.
+// The rule's advice text with each "{}" replaced by what the candidate concerns.
 inline std::string fill(std::string_view text, std::string_view what) {
   std::string out(text);
-  if (auto pos = out.find("{}"); pos != std::string::npos) out.replace(pos, 2, what);
+  for (auto pos = out.find("{}"); pos != std::string::npos; pos = out.find("{}", pos + what.size()))
+    out.replace(pos, 2, what);
   return out;
 }
 

@@ -6,6 +6,14 @@
 #include <fstream>
 
 namespace sonde::analyzers {
+
+std::string rule_of_stage(const std::string& stage) {
+  if (stage == "blas-threads") return "blas-threads";
+  if (stage == "framework-threads") return "framework-threads";
+  if (stage == "ftz") return "subnormals";
+  return "";
+}
+
 namespace fs = std::filesystem;
 namespace {
 
@@ -20,12 +28,6 @@ std::string text_or(const Json& j, const char* key, const char* fallback = "") {
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-// The rule a stage tests, for results written before tune.json named it.
-std::string rule_of_stage(const std::string& stage) {
-  if (stage == "blas-threads" || stage == "framework-threads") return "blas-threads";
-  if (stage == "ftz") return "subnormals";
-  return "";
-}
 
 // The estimate is within noise of zero below a millisecond.
 constexpr double kNothing = 0.001;

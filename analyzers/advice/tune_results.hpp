@@ -28,6 +28,10 @@ struct TuneResults {
 
 // DIR/tune.json, or the file itself when `path` names one. Throws Error when it is missing or
 // not a tune result.
+// The candidate rule whose estimate a `sonde tune` stage tests ("" for none): what tune writes
+// into tune.json, and what a tune.json written before it named the rule is read with.
+std::string rule_of_stage(const std::string& stage);
+
 TuneResults read_tune_results(const std::string& path);
 // The tune.json beside `profile` when that profile is one of its runs (sonde tune's own -o
 // folder), else nothing.

@@ -46,6 +46,7 @@ RunSummary load_run_summary(const ProfileFile& file) {
       std::string value = st.text(1);
       if (key == "blas.library") s.blas_library = value;
       else if (key == "blas.threads") s.blas_threads = value;
+      else if (key == "torch.num_threads") s.torch_threads = value;
       else if (key == "fpu.ftz") s.fpu_ftz = value;
       else if (key == "fpu.daz") s.fpu_daz = value;
     }
@@ -114,6 +115,11 @@ std::string render_run_header(const RunSummary& s) {
     if (s.fpu_daz) blas += fmt::format(", DAZ {}", on_off(*s.fpu_daz));
     out += fmt::format("BLAS:      {}\n", blas);
   }
+  // torch's own pool runs oneDNN whatever the BLAS is set to (candidates: framework-threads).
+  if (s.torch_threads)
+    out += fmt::format("torch:     {} intra-op thread{}{}\n", *s.torch_threads,
+                       *s.torch_threads == "1" ? "" : "s",
+                       s.cores ? fmt::format(" of {} cores", *s.cores) : "");
   out += render_notes(s);
   return out;
 }
@@ -143,6 +149,7 @@ Json run_summary_to_json(const RunSummary& s) {
               {"wall_s", opt(s.wall_s)},
               {"blas_library", opt(s.blas_library)},
               {"blas_threads", opt(s.blas_threads)},
+              {"torch_threads", opt(s.torch_threads)},
               {"fpu_ftz", opt(s.fpu_ftz)},
               {"fpu_daz", opt(s.fpu_daz)}};
 }

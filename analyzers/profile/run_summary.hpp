@@ -31,6 +31,7 @@ struct RunSummary {
   std::optional<double> wall_s;  // the run's total: first process start to last end (or flush)
   std::optional<std::string> blas_library;
   std::optional<std::string> blas_threads;
+  std::optional<std::string> torch_threads;  // torch.get_num_threads(), where torch was imported
   std::optional<std::string> fpu_ftz;
   std::optional<std::string> fpu_daz;
   std::vector<Note> notes;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "advice/candidates.hpp"
+#include "advice/tune_results.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
 #include "tools/launcher.hpp"
@@ -51,13 +52,6 @@ std::vector<Knob> stage_knobs(const std::string& name, int cores) {
   if (name == "ftz") return {{"SONDE_FTZ", "1"}};
   if (name == "pinning") return {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}};
   return {};
-}
-
-// The candidate rule whose estimate a stage tests.
-std::string stage_rule(const std::string& name) {
-  if (name == "blas-threads" || name == "framework-threads") return "blas-threads";
-  if (name == "ftz") return "subnormals";
-  return "";
 }
 
 // Why a stage cannot change anything here, or "".
@@ -365,7 +359,7 @@ TuneResult run_tune(const TuneOptions& o) {
     TuneStage s;
     s.name = name;
     s.knobs = stage_knobs(name, result.cores);
-    s.rule = stage_rule(name);
+    s.rule = rule_of_stage(name);
     if (std::string why = not_applicable(name, result.cores, s.knobs); !why.empty()) {
       s.status = "skipped";
       s.reason = why;

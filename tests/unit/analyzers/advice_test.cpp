@@ -253,6 +253,41 @@ TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
   EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
 }
 
+// torch's intra-op pool on fewer threads than the cores: its oneDNN work is what more threads
+// would speed up; the BLAS calls (1 thread here too) stay blas-threads' alone.
+TEST_F(AdviceTest, FrameworkThreadsRuleOnTorchsOwnPool) {
+  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (91, 'dnnl:convolution_fwd', 'onednn', 'dnnl', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns, flops, bytes) VALUES (91, 1, 3, 91, 3, 20, 0, "
+      "                   1000000000, 1000000000, 1000000000, 100000000);"
+      "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls, "
+      "                    time_ns, flops, bytes, threads) VALUES (91, 'conv.py:454(forward)', "
+      "                    4096, 16, 25, 'N', 'N', 'f32', 20, 1000000000, 1000000000, "
+      "                    100000000, 1);");
+  EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());  // torch not imported
+  sql("INSERT INTO run_info VALUES (1, 1, 'torch.num_threads', '1');");
+  auto c = of_rule(candidates(), "framework-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "torch intra-op threads");
+  EXPECT_DOUBLE_EQ(number(c[0], "torch_threads"), 1);
+  EXPECT_DOUBLE_EQ(number(c[0], "onednn_time_s"), 1.0);  // the 1.5 s of BLAS left out
+  EXPECT_DOUBLE_EQ(number(c[0], "onednn_pct_run"), 10.0);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.5);                // 1 s x (1 - 1/2)
+  EXPECT_DOUBLE_EQ(number(c[0], "floor_s"), 0.25);       // 1 GFLOP at the 2-thread 4 GFLOP/s
+  EXPECT_NE(c[0].advice.find("torch.set_num_threads(2)"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].summary.find("torch runs 1 intra-op thread of 2 available"), std::string::npos)
+      << c[0].summary;
+  EXPECT_NE(render_run_header(load_run_summary(ProfileFile::open(path_)))
+                .find("torch:     1 intra-op thread of 2 cores\n"),
+            std::string::npos);
+  sql("UPDATE shapes SET threads = 2 WHERE node_id = 91;");  // ran on every core
+  EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());
+  sql("UPDATE shapes SET threads = 1 WHERE node_id = 91;"
+      "UPDATE run_info SET value = '2' WHERE key = 'torch.num_threads';");
+  EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());
+}
+
 TEST_F(AdviceTest, BlasThreadsRuleUsesAffinityCoresAndNeedsGemmTime) {
   sql("UPDATE runs SET cores = 8, affinity_cores = 1;");
   EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
