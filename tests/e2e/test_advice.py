@@ -116,3 +116,42 @@ def test_subnormal_operands_make_a_candidate_and_normal_ones_do_not(tmp_path):
         rules[kind] = [c["rule"] for c in json.loads(out.stdout)]
     assert "subnormals" in rules["subnormal"]
     assert "subnormals" not in rules["normal"]
+
+
+TORCH_CNN = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "torch_cnn", "train.py")
+
+
+def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
+    """The same kinds of finding, said in the program's own terms: the C++ workload's update
+    region gets compiler advice (vectorise, -march=native, OpenMP), numpy's update function the
+    numpy advice (one pass instead of a temporary per operation), and the PyTorch CNN, which sets
+    torch's pool to 1 thread itself, the torch knob (torch.set_num_threads); none of them gets
+    another language's words."""
+    def advice(db):
+        return {c["rule"]: c for c in json.loads(sonde("candidates", db, "--format", "json"))}
+
+    cpp = tmp_path / "cpp.db"
+    profile_mlp(cpp, CORES)
+    update = advice(cpp)["optimizer-update"]
+    assert update["location"] == "update"
+    assert "-march=native" in update["advice"] and "OpenMP" in update["advice"]
+    assert "numexpr" not in update["advice"] and "torch" not in update["advice"]
+
+    update = advice(mlp_numpy)["optimizer-update"]
+    assert "numexpr" in update["advice"] and "temporary per numpy operation" in update["advice"]
+    assert "-march" not in update["advice"] and "torch" not in update["advice"]
+
+    pytest.importorskip("torch")
+    torch_db = tmp_path / "torch.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(torch_db), TORCH_CNN, "--steps", "30"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    found = advice(torch_db)
+    if CORES > 1:
+        threads = found["framework-threads"]
+        assert threads["evidence"]["torch_threads"] == 1
+        assert f"torch.set_num_threads({CORES})" in threads["advice"]
+        assert threads["evidence"]["onednn_pct_run"] >= 5
+    for c in found.values():
+        assert "numexpr" not in c["advice"] and "-march" not in c["advice"], c
