@@ -7,21 +7,32 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <cstdint>
+
 #include "sonde/probe.hpp"
 
 namespace sonde::python {
 
-// One call in kSampleEvery per thread is checked.
+// One call in kSubnormalSampleEvery per thread is checked, on average.
 inline constexpr unsigned kSubnormalSampleEvery = 32;
 
-// True on the calls to check: a thread-local countdown, nothing else on the hot path.
+// True on the calls to check: a thread-local countdown, nothing else on the hot path. The gap
+// to the next check is drawn anew each time (uniform over 0 .. 2 x 31 calls skipped, mean 31):
+// a fixed gap aliases with a training loop whose calls per step share a factor with it, and
+// checks the same parameter's arrays every step while the others are never looked at.
 inline bool subnormal_sample_due() {
   static thread_local unsigned countdown = 0;
+  static thread_local std::uint32_t state = 0;
   if (countdown != 0) {
     --countdown;
     return false;
   }
-  countdown = kSubnormalSampleEvery - 1;
+  if (state == 0)  // a different stream per thread; xorshift32 never returns to 0
+    state = 0x9E3779B9u ^ static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(&state));
+  state ^= state << 13;
+  state ^= state >> 17;
+  state ^= state << 5;
+  countdown = state % (2 * kSubnormalSampleEvery - 1);
   return true;
 }
 
