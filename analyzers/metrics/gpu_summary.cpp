@@ -25,7 +25,7 @@ std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& 
 GpuSummary load_gpu_summary(const ProfileFile& file) {
   GpuSummary g;
   if (file.has_table("gpu_activity")) {
-    // Every figure of a kernel is gpu_kernel_totals' (store_schema.sql), read as it is.
+    // Every figure of a kernel is gpu_kernel_totals' (store_views.sql), read as it is.
     auto st = file.prepare(
         "SELECT kernel, calls, time_s, grid, block, launch_configs, registers, metric_launches, "
         "metric_time_s, warps_per_inst, gld_per_inst, sm_pct_peak, memory_pct_peak "

@@ -1,6 +1,6 @@
 // sonde ranks: how a run's ranks differ (load imbalance per routine and phase, communication
 // share, bandwidth per operation and message size, exposed against overlapped communication),
-// read from the rank views of store_schema.sql, which define every figure.
+// read from the rank views of store_views.sql, which define every figure.
 #pragma once
 
 #include <cstdint>

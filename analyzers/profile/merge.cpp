@@ -15,7 +15,7 @@
 #include <set>
 
 #include "profile/profile_file.hpp"
-#include "schema_sql.hpp"  // generated from store_schema.sql
+#include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "store/sqlite_db.hpp"
 
 namespace sonde::analyzers {

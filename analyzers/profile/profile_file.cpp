@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "schema_sql.hpp"  // generated from store_schema.sql
+#include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 
 
 namespace sonde::analyzers {

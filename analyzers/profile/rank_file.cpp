@@ -7,7 +7,7 @@
 #include <iterator>
 #include <vector>
 
-#include "schema_sql.hpp"  // generated from store_schema.sql
+#include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 
 namespace sonde::analyzers {
 namespace {

@@ -340,8 +340,12 @@ def bench_memory(cfg, summary):
 
 
 def schema_sql(cfg):
-    with open(os.path.join(cfg.source, "libprof", "src", "store", "store_schema.sql")) as f:
-        return f.read()
+    """The tables, then the views: the script libsonde runs (kSchemaSql)."""
+    parts = []
+    for name in ("store_schema.sql", "store_views.sql"):
+        with open(os.path.join(cfg.source, "libprof", "src", "store", name)) as f:
+            parts.append(f.read())
+    return "\n".join(parts)
 
 
 def plain_insert_s(cfg, n_routines, node_parents):

@@ -1,0 +1,429 @@
+-- sonde profile schema, part 2: the public views over store_schema.sql's tables (the build
+-- runs them after it, as one script).
+-- Public views. They never change meaning without a schema_version bump, and readers accept
+-- only this version, so the views stored in a file are the ones every reader uses.
+-- Denominators: docs/metrics.md.
+
+-- One row per thread: its time (the root's inclusive time, from the thread's registration to
+-- its end or the last flush), the part no measured call covers, and whether it made a measured
+-- call at all. Idle threads (busy = 0; e.g. a BLAS worker pool) never enter a denominator.
+CREATE VIEW IF NOT EXISTS thread_times AS
+  SELECT t.thread_id AS thread_id, t.process_id AS process_id, t.seq AS seq, t.tid AS tid,
+         t.name AS name, SUM(r.incl_ns) / 1e9 AS time_s, SUM(r.excl_ns) / 1e9 AS unmeasured_s,
+         MAX(EXISTS (SELECT 1 FROM nodes c WHERE c.parent_id = r.node_id)) AS busy
+  FROM threads t JOIN nodes r ON r.thread_id = t.thread_id AND r.parent_id IS NULL
+  GROUP BY t.thread_id;
+
+-- One row per process: its wall time and its busy and idle threads.
+CREATE VIEW IF NOT EXISTS process_times AS
+  SELECT p.process_id AS process_id, p.pid AS pid,
+         (COALESCE(p.ended_ns, p.last_flush_ns) - p.started_ns) / 1e9 AS wall_s,
+         COALESCE(SUM(tt.busy), 0) AS busy_threads,
+         COALESCE(SUM(1 - tt.busy), 0) AS idle_threads,
+         COALESCE(SUM(CASE WHEN tt.busy THEN tt.time_s END), 0) AS thread_s
+  FROM processes p LEFT JOIN thread_times tt USING (process_id)
+  GROUP BY p.process_id;
+
+-- One row for the file: the run's total is its wall time (first process start to last process
+-- end); thread_s, the busy threads' time summed, is the 100 % of hotspots and callpaths.
+CREATE VIEW IF NOT EXISTS run_totals AS
+  SELECT (SELECT (MAX(COALESCE(ended_ns, last_flush_ns)) - MIN(started_ns)) / 1e9
+          FROM processes) AS wall_s,
+         COALESCE(SUM(thread_s), 0) AS thread_s,
+         COALESCE(SUM(busy_threads), 0) AS busy_threads,
+         COALESCE(SUM(idle_threads), 0) AS idle_threads,
+         COUNT(*) AS processes
+  FROM process_times;
+
+-- One row per routine (routine_id: kind, library or file, line and name; two routines of one
+-- display name are two rows), over the busy threads. incl_s leaves out recursive nodes, whose
+-- time is inside their outer call's; the percentages are of run_totals.thread_s.
+CREATE VIEW IF NOT EXISTS hotspots AS
+  WITH per AS (
+    SELECT n.routine_id AS routine_id, SUM(n.calls) AS calls, SUM(n.subrs) AS subrs,
+           SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
+           SUM(n.excl_ns) AS excl_ns
+    FROM nodes n
+    WHERE n.parent_id IS NOT NULL
+       OR n.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    GROUP BY n.routine_id),
+  total AS (SELECT thread_s * 1e9 AS t FROM run_totals)
+  SELECT r.name AS routine, r.kind AS kind, per.calls AS calls, per.incl_ns / 1e9 AS incl_s,
+         per.excl_ns / 1e9 AS excl_s,
+         CASE WHEN total.t > 0 THEN 100.0 * per.excl_ns / total.t ELSE 0 END AS excl_pct,
+         CASE WHEN total.t > 0 THEN 100.0 * per.incl_ns / total.t ELSE 0 END AS incl_pct,
+         per.subrs AS subrs, r.library AS library, r.file AS file, r.line AS line,
+         r.routine_id AS routine_id
+  FROM per JOIN routines r USING (routine_id), total;
+
+-- Every node's call path below its thread root: path joins the frames' names by ';' (what
+-- people read), path_ids their routine ids by '/' (what distinguishes two routines of one name).
+CREATE VIEW IF NOT EXISTS node_paths AS
+  WITH RECURSIVE p(node_id, path, path_ids) AS (
+    SELECT n.node_id, r.name, CAST(n.routine_id AS TEXT)
+      FROM nodes n JOIN routines r USING (routine_id)
+      JOIN nodes root ON root.node_id = n.parent_id WHERE root.depth = 0
+    UNION ALL
+    SELECT c.node_id, p.path || ';' || r.name, p.path_ids || '/' || c.routine_id
+      FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
+  SELECT node_id, path, path_ids FROM p;
+
+-- One row per call path of routines (path_ids), merged over threads and processes; routine_id
+-- is the path's last frame, gpu_s the device time launched from that frame itself.
+CREATE VIEW IF NOT EXISTS callpaths AS
+  SELECT p.path AS path, SUM(n.calls) AS calls, SUM(n.incl_ns) / 1e9 AS incl_s,
+         SUM(n.excl_ns) / 1e9 AS excl_s, SUM(n.subrs) AS subrs, SUM(n.flops) AS flops,
+         COALESCE(SUM(g.gpu_ns), 0) / 1e9 AS gpu_s, n.routine_id AS routine_id,
+         p.path_ids AS path_ids
+  FROM node_paths p JOIN nodes n USING (node_id)
+       LEFT JOIN (SELECT node_id, SUM(end_ns - start_ns) AS gpu_ns FROM gpu_activity
+                  WHERE node_id IS NOT NULL GROUP BY node_id) g USING (node_id)
+  GROUP BY p.path_ids;
+
+-- One row per sampled native path (SONDE_SAMPLE_HZ): the shadow-stack path it fell under (''
+-- for the thread's root), its native frames, the count, its share of its thread's samples and
+-- the standard error of that share, sqrt(share (1 - share) / thread's samples).
+CREATE VIEW IF NOT EXISTS sampled_paths AS
+  WITH per_thread AS (SELECT n.thread_id, SUM(s.count) AS total
+                        FROM samples s JOIN nodes n USING (node_id) GROUP BY n.thread_id)
+  SELECT s.node_id AS node_id, n.thread_id AS thread_id, COALESCE(p.path, '') AS path,
+         s.frames AS frames, s.leaf AS leaf, s.count AS count,
+         s.count * 1.0 / t.total AS share,
+         sqrt((s.count * 1.0 / t.total) * (1 - s.count * 1.0 / t.total) / t.total) AS share_err
+  FROM samples s JOIN nodes n USING (node_id) JOIN per_thread t USING (thread_id)
+       LEFT JOIN node_paths p USING (node_id);
+
+-- The same merged over threads and processes by path and frames (what `sonde tree` and `report`
+-- show): share and share_err are of all the file's samples.
+CREATE VIEW IF NOT EXISTS sampled_callpaths AS
+  WITH m AS (SELECT path, frames, leaf, SUM(count) AS count FROM sampled_paths
+              GROUP BY path, frames),
+       n AS (SELECT SUM(count) AS total FROM m)
+  SELECT m.path AS path, m.frames AS frames, m.leaf AS leaf, m.count AS count,
+         m.count * 1.0 / n.total AS share,
+         sqrt((m.count * 1.0 / n.total) * (1 - m.count * 1.0 / n.total) / n.total) AS share_err
+  FROM m, n;
+
+-- The peak that work run on `threads` threads is held against, for every thread count from 1 to
+-- the largest a run has (its cores, a peak's or a shape's count): the calibrated peak of the
+-- nearest thread count not above it (peaks.threads 0 stands for the run's cores; a row naming
+-- the count outright wins over it). No row where no peak is at or below the count.
+CREATE VIEW IF NOT EXISTS peaks_at_threads AS
+  WITH RECURSIVE
+    calibrated(run_id, resource, threads, value) AS (
+      SELECT pk.run_id, pk.resource,
+             CASE WHEN pk.threads > 0 THEN pk.threads ELSE r.cores END, pk.value
+      FROM peaks pk JOIN runs r USING (run_id)
+      WHERE pk.value > 0 AND (pk.threads > 0 OR (r.cores > 0 AND NOT EXISTS (
+              SELECT 1 FROM peaks e WHERE e.run_id = pk.run_id AND e.resource = pk.resource
+                                      AND e.threads = r.cores AND e.value > 0)))),
+    top(n) AS (
+      SELECT MIN(4096, MAX(1, COALESCE((SELECT MAX(cores) FROM runs), 1),
+                              COALESCE((SELECT MAX(threads) FROM peaks), 1),
+                              COALESCE((SELECT MAX(threads) FROM shapes), 1),
+                              COALESCE((SELECT MAX(CAST(value AS INTEGER)) FROM run_info
+                                        WHERE key = 'torch.num_threads'), 1)))),
+    counts(t) AS (SELECT 1 UNION ALL SELECT t + 1 FROM counts, top WHERE t < top.n),
+    chosen(run_id, resource, threads, peak_threads) AS (
+      SELECT c.run_id, c.resource, counts.t, MAX(c.threads)
+      FROM calibrated c JOIN counts ON c.threads <= counts.t
+      GROUP BY c.run_id, c.resource, counts.t)
+  SELECT ch.run_id AS run_id, ch.resource AS resource, ch.threads AS threads,
+         ch.peak_threads AS peak_threads, c.value AS value
+  FROM chosen ch JOIN calibrated c
+       ON c.run_id = ch.run_id AND c.resource = ch.resource AND c.threads = ch.peak_threads;
+
+-- Each shapes row with the thread count its calls ran with and the peaks they are held
+-- against: gemm.<dtype> and mem.bw at that count (NULL: unknown count, or no peak at or below
+-- it). The count is the library's own, recorded per call; where a oneDNN build cannot say (TBB,
+-- threadpool runtimes), the process's torch.num_threads from run_info (the Python hook records
+-- torch.get_num_threads() of a program that imported torch), the pool torch runs oneDNN on.
+CREATE VIEW IF NOT EXISTS shape_threads AS
+  SELECT s.shape_id AS shape_id, s.dtype AS dtype, pr.run_id AS run_id,
+         COALESCE(s.threads, CASE WHEN r.kind = 'onednn'
+                                  THEN CAST(tn.value AS INTEGER) END) AS threads
+  FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+       JOIN threads t ON t.thread_id = n.thread_id
+       JOIN processes pr ON pr.process_id = t.process_id
+       LEFT JOIN run_info tn ON tn.run_id = pr.run_id AND tn.process_id = pr.process_id
+            AND tn.key = 'torch.num_threads' AND CAST(tn.value AS INTEGER) > 0;
+
+CREATE VIEW IF NOT EXISTS shape_peaks AS
+  SELECT st.shape_id AS shape_id, st.threads AS threads, g.peak_threads AS peak_threads,
+         g.value AS gemm_peak, bw.value AS mem_bw
+  FROM shape_threads st
+       LEFT JOIN peaks_at_threads g ON g.run_id = st.run_id AND g.threads = st.threads
+            AND g.resource = 'gemm.' || st.dtype
+       LEFT JOIN peaks_at_threads bw ON bw.run_id = st.run_id AND bw.threads = st.threads
+            AND bw.resource = 'mem.bw';
+
+-- pct_peak: the calls' FLOPs over what the peak for their thread count does in their time,
+-- SUM(flops) / SUM(time x peak) (one thread count: gflops / peak); NULL when a call of the
+-- group has no peak. threads: the thread count when all calls share one, else NULL.
+-- peak_gflops, mem_bw_gbs: the peaks, time-weighted over the group, for the roofline.
+-- A routine is its routine_id (kind, library, file, line, name): two routines of one name
+-- (an sgemm_ in two BLAS libraries) are two rows, never summed.
+CREATE VIEW IF NOT EXISTS gemm_shapes AS
+  SELECT r.name AS routine, s.call_site AS call_site, s.m AS m, s.n AS n, s.k AS k,
+         s.dtype AS dtype, SUM(s.calls) AS calls, SUM(s.time_ns) / 1e9 AS time_s,
+         CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN 100.0 * SUM(s.flops) / SUM(s.time_ns * sp.gemm_peak) END AS pct_peak,
+         CASE WHEN MIN(sp.threads) = MAX(sp.threads) AND COUNT(sp.threads) = COUNT(*)
+              THEN MIN(sp.threads) END AS threads,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)
+              THEN SUM(s.time_ns * sp.mem_bw) / SUM(s.time_ns) END AS mem_bw_gbs,
+         SUM(s.flops) AS flops, SUM(s.bytes) AS bytes, n.routine_id AS routine_id,
+         r.library AS library
+  FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+       JOIN shape_peaks sp USING (shape_id)
+  GROUP BY n.routine_id, s.call_site, s.m, s.n, s.k, s.dtype;
+
+-- One row per routine with GEMM shapes (routine_id): its shapes' FLOPs, time and bytes, and
+-- the peaks for the thread counts its calls ran with, time-weighted as in gemm_shapes. What
+-- the per-routine % of peak and roofline use (sonde metrics, candidates).
+CREATE VIEW IF NOT EXISTS routine_peaks AS
+  SELECT n.routine_id AS routine_id, r.name AS routine, r.kind AS kind,
+         SUM(s.flops) AS flops, SUM(s.time_ns) / 1e9 AS time_s,
+         CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN 100.0 * SUM(s.flops) / SUM(s.time_ns * sp.gemm_peak) END AS pct_peak,
+         CASE WHEN MIN(sp.threads) = MAX(sp.threads) AND COUNT(sp.threads) = COUNT(*)
+              THEN MIN(sp.threads) END AS threads,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.gemm_peak) = COUNT(*)
+              THEN SUM(s.time_ns * sp.gemm_peak) / SUM(s.time_ns) END AS peak_gflops,
+         CASE WHEN SUM(s.time_ns) > 0 AND COUNT(sp.mem_bw) = COUNT(*)
+              THEN SUM(s.time_ns * sp.mem_bw) / SUM(s.time_ns) END AS mem_bw_gbs
+  FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+       JOIN shape_peaks sp USING (shape_id)
+  GROUP BY n.routine_id;
+
+-- One row per routine (routine_id) with its own FLOPs and bytes: the cost model's figures of
+-- its calls, every node of it summed (a recursive call's own cost is its own: no double count).
+CREATE VIEW IF NOT EXISTS routine_totals AS
+  SELECT routine_id, SUM(flops) AS flops, SUM(bytes) AS bytes FROM nodes GROUP BY routine_id;
+
+-- One row per kernel launch: its time, launch configuration (blocks per grid, threads per
+-- block), and the metrics recorded for it (SONDE_GPU_METRICS; NULL where not): TAU's three
+-- counts and the speed-of-light throughputs in % of peak (memory: the compute-memory
+-- throughput, else DRAM's).
+CREATE VIEW IF NOT EXISTS gpu_kernel_launches AS
+  WITH m(activity_id, warps, inst, gld, sm_pct, memory_pct) AS (
+    SELECT activity_id,
+           MAX(CASE metric WHEN 'smsp__warps_launched.sum' THEN value END),
+           MAX(CASE metric WHEN 'smsp__inst_executed.sum' THEN value END),
+           MAX(CASE metric WHEN 'smsp__inst_executed_op_global_ld.sum' THEN value END),
+           MAX(CASE metric WHEN 'sm__throughput.avg.pct_of_peak_sustained_elapsed' THEN value END),
+           COALESCE(
+             MAX(CASE metric WHEN 'gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed'
+                 THEN value END),
+             MAX(CASE metric WHEN 'dram__throughput.avg.pct_of_peak_sustained_elapsed' THEN value END))
+    FROM gpu_metrics GROUP BY activity_id)
+  SELECT g.activity_id AS activity_id, g.name AS kernel, g.node_id AS node_id,
+         g.end_ns - g.start_ns AS ns,
+         COALESCE(g.grid_x, 1) * COALESCE(g.grid_y, 1) * COALESCE(g.grid_z, 1) AS grid,
+         COALESCE(g.block_x, 1) * COALESCE(g.block_y, 1) * COALESCE(g.block_z, 1) AS block,
+         g.registers AS registers, g.shared_bytes AS shared_bytes,
+         m.activity_id IS NOT NULL AS measured, m.warps AS warps, m.inst AS inst, m.gld AS gld,
+         m.sm_pct AS sm_pct, m.memory_pct AS memory_pct
+  FROM gpu_activity g LEFT JOIN m USING (activity_id)
+  WHERE g.kind = 'kernel';
+
+-- The figures of gpu_kernels (by_path 1: per kernel and call path) and gpu_kernel_totals
+-- (by_path 0: per kernel), written once: each launch is counted in both groupings.
+-- grid, block, registers, shared_bytes: those of the group's longest launch (the earliest of
+-- equal ones); launch_configs: how many distinct grid x block configurations its launches had
+-- (1: every launch alike). warps_per_inst and gld_per_inst: TAU's ratios over the launches
+-- whose counts were recorded; sm_pct_peak and memory_pct_peak: means weighted by launch time
+-- over the launches that recorded them (plain means where those took no time).
+CREATE VIEW IF NOT EXISTS gpu_kernel_groups AS
+  WITH keyed AS (
+    SELECT l.*, b.by_path AS by_path,
+           CASE WHEN b.by_path THEN (SELECT p.path FROM node_paths p WHERE p.node_id = l.node_id)
+           END AS call_path
+    FROM gpu_kernel_launches l, (SELECT 0 AS by_path UNION ALL SELECT 1 AS by_path) b),
+  ranked AS (
+    SELECT keyed.*, ROW_NUMBER() OVER (PARTITION BY by_path, kernel, call_path
+                                       ORDER BY ns DESC, activity_id) AS nth
+    FROM keyed)
+  SELECT by_path, kernel, call_path, COUNT(*) AS calls, SUM(ns) / 1e9 AS time_s,
+         AVG(ns) / 1e9 AS avg_s,
+         MAX(CASE WHEN nth = 1 THEN grid END) AS grid,
+         MAX(CASE WHEN nth = 1 THEN block END) AS block,
+         COUNT(DISTINCT grid || 'x' || block) AS launch_configs,
+         MAX(CASE WHEN nth = 1 THEN registers END) AS registers,
+         MAX(CASE WHEN nth = 1 THEN shared_bytes END) AS shared_bytes,
+         SUM(measured) AS metric_launches,
+         SUM(CASE WHEN measured THEN ns ELSE 0 END) / 1e9 AS metric_time_s,
+         SUM(warps) / SUM(CASE WHEN warps IS NOT NULL THEN inst END) AS warps_per_inst,
+         SUM(gld) / SUM(CASE WHEN gld IS NOT NULL THEN inst END) AS gld_per_inst,
+         CASE WHEN SUM(CASE WHEN sm_pct IS NOT NULL THEN ns END) > 0
+              THEN SUM(sm_pct * ns) / SUM(CASE WHEN sm_pct IS NOT NULL THEN ns END)
+              ELSE AVG(sm_pct) END AS sm_pct_peak,
+         CASE WHEN SUM(CASE WHEN memory_pct IS NOT NULL THEN ns END) > 0
+              THEN SUM(memory_pct * ns) / SUM(CASE WHEN memory_pct IS NOT NULL THEN ns END)
+              ELSE AVG(memory_pct) END AS memory_pct_peak
+  FROM ranked
+  GROUP BY by_path, kernel, call_path;
+
+-- One row per GPU kernel and the call path that launched it (NULL: a launch sonde did not
+-- see); the figures as in gpu_kernel_groups.
+CREATE VIEW IF NOT EXISTS gpu_kernels AS
+  SELECT kernel, call_path, calls, time_s, avg_s, grid, block, launch_configs, registers,
+         shared_bytes, metric_launches, metric_time_s, warps_per_inst, gld_per_inst,
+         sm_pct_peak, memory_pct_peak
+  FROM gpu_kernel_groups WHERE by_path = 1;
+
+-- One row per GPU kernel (by name) over all its launches: what sonde metrics --section kernels
+-- and the gpu-kernel rule print.
+CREATE VIEW IF NOT EXISTS gpu_kernel_totals AS
+  SELECT kernel, calls, time_s, avg_s, grid, block, launch_configs, registers, shared_bytes,
+         metric_launches, metric_time_s, warps_per_inst, gld_per_inst, sm_pct_peak,
+         memory_pct_peak
+  FROM gpu_kernel_groups WHERE by_path = 0;
+
+-- One row per kernel, launching call path and metric recorded (SONDE_GPU_METRICS): the
+-- launches measured, the metric's sum and mean over them, and their kernel time.
+CREATE VIEW IF NOT EXISTS gpu_kernel_metrics AS
+  SELECT g.name AS kernel, p.path AS call_path, m.metric AS metric, COUNT(*) AS launches,
+         SUM(m.value) AS total, AVG(m.value) AS mean,
+         SUM(g.end_ns - g.start_ns) / 1e9 AS time_s
+  FROM gpu_metrics m JOIN gpu_activity g USING (activity_id)
+       LEFT JOIN node_paths p USING (node_id)
+  GROUP BY g.name, p.path, m.metric;
+
+-- Ranks. A file from one rank, or merged from many (sonde merge), holds each rank's processes.
+-- The rank of a process: its own; else its parent's (a child a rank started without the
+-- launcher's variables); else 0, so a file without ranks reads as one rank.
+CREATE VIEW IF NOT EXISTS process_ranks AS
+  SELECT p.process_id AS process_id, p.run_id AS run_id, COALESCE(p.rank, parent.rank, 0) AS rank
+  FROM processes p LEFT JOIN processes parent ON parent.process_id = p.parent_process_id;
+
+-- One row per rank: its wall time (first process start to last process end), its busy
+-- threads' time summed (busy_s: the denominator of a rank's percentages) and its host.
+CREATE VIEW IF NOT EXISTS rank_times AS
+  SELECT pr.rank AS rank, COUNT(*) AS processes,
+         (MAX(COALESCE(p.ended_ns, p.last_flush_ns)) - MIN(p.started_ns)) / 1e9 AS wall_s,
+         COALESCE(SUM(pt.thread_s), 0) AS busy_s, COALESCE(SUM(pt.busy_threads), 0) AS busy_threads,
+         MAX(p.host) AS host
+  FROM process_ranks pr JOIN processes p USING (process_id) JOIN process_times pt USING (process_id)
+  GROUP BY pr.rank;
+
+-- hotspots per rank: one row per rank and routine (routine_id), over the rank's busy threads;
+-- bytes from the wrappers' cost models (for communication, the bytes the calls moved);
+-- percentages of the rank's busy_s.
+CREATE VIEW IF NOT EXISTS rank_hotspots AS
+  WITH per_thread AS (
+    -- Summed per thread first: the join to a thread's rank then runs once per thread and
+    -- routine, not once per node (1,024 merged ranks: 3.7 -> 2.8 s here).
+    SELECT n.thread_id AS thread_id, n.routine_id AS routine_id, SUM(n.calls) AS calls,
+           SUM(n.subrs) AS subrs,
+           SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
+           SUM(n.excl_ns) AS excl_ns, SUM(n.bytes) AS bytes
+    FROM nodes n
+    WHERE n.parent_id IS NOT NULL
+       OR n.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    GROUP BY n.thread_id, n.routine_id),
+  per AS (
+    SELECT pr.rank AS rank, pt.routine_id AS routine_id, SUM(pt.calls) AS calls,
+           SUM(pt.subrs) AS subrs, SUM(pt.incl_ns) AS incl_ns, SUM(pt.excl_ns) AS excl_ns,
+           SUM(pt.bytes) AS bytes
+    FROM per_thread pt JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank, pt.routine_id)
+  SELECT per.rank AS rank, r.name AS routine, r.kind AS kind, per.calls AS calls,
+         per.incl_ns / 1e9 AS incl_s, per.excl_ns / 1e9 AS excl_s, per.bytes AS bytes,
+         CASE WHEN rt.busy_s > 0 THEN 100.0 * per.excl_ns / 1e9 / rt.busy_s ELSE 0 END AS excl_pct,
+         CASE WHEN rt.busy_s > 0 THEN 100.0 * per.incl_ns / 1e9 / rt.busy_s ELSE 0 END AS incl_pct,
+         per.subrs AS subrs, r.library AS library, r.file AS file, r.line AS line,
+         r.routine_id AS routine_id
+  FROM per JOIN routines r USING (routine_id) JOIN rank_times rt USING (rank);
+
+-- Load imbalance per routine, and per phase (a region, kind 'region', is a phase the program
+-- named), over every rank: a rank that never called it counts 0 s. Times are the ranks'
+-- inclusive times in it; max_over_mean 1 is perfect balance; lost_s (max - mean) is what the
+-- other ranks wait, on average, where they next synchronise. slowest_rank: the lowest of ties.
+CREATE VIEW IF NOT EXISTS rank_imbalance AS
+  WITH all_ranks AS (SELECT COUNT(*) AS ranks FROM rank_times),
+  ordered AS (
+    SELECT routine_id, rank, incl_s,
+           ROW_NUMBER() OVER (PARTITION BY routine_id ORDER BY incl_s DESC, rank) AS nth
+    FROM rank_hotspots),
+  agg AS (
+    SELECT routine_id, COUNT(*) AS ranks_with, SUM(incl_s) AS sum_s, MAX(incl_s) AS max_s,
+           MIN(incl_s) AS min_s, MAX(CASE WHEN nth = 1 THEN rank END) AS slowest_rank
+    FROM ordered GROUP BY routine_id)
+  SELECT r.name AS routine, r.kind AS kind, a.ranks AS ranks, agg.ranks_with AS ranks_with,
+         agg.sum_s / a.ranks AS mean_s, agg.max_s AS max_s,
+         CASE WHEN agg.ranks_with < a.ranks THEN 0.0 ELSE agg.min_s END AS min_s,
+         CASE WHEN agg.sum_s > 0 THEN agg.max_s * a.ranks / agg.sum_s END AS max_over_mean,
+         CASE WHEN agg.ranks_with = a.ranks AND agg.min_s > 0 THEN agg.max_s / agg.min_s END
+           AS max_over_min,
+         agg.slowest_rank AS slowest_rank, agg.max_s - agg.sum_s / a.ranks AS lost_s,
+         r.routine_id AS routine_id
+  FROM agg JOIN routines r USING (routine_id), all_ranks a;
+
+-- Communication per rank: time inside communication calls (comm_s; MPI_Init and other setup
+-- apart, setup_s), its share of the rank's busy_s, the calls and the bytes they moved.
+CREATE VIEW IF NOT EXISTS rank_comm AS
+  WITH c AS (
+    SELECT pr.rank AS rank, SUM(CASE WHEN co.kind <> 'setup' THEN co.time_ns ELSE 0 END) AS comm_ns,
+           SUM(CASE WHEN co.kind = 'setup' THEN co.time_ns ELSE 0 END) AS setup_ns,
+           SUM(co.calls) AS calls, SUM(co.bytes * co.calls) AS bytes
+    FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id)
+         JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank)
+  SELECT rt.rank AS rank, rt.wall_s AS wall_s, rt.busy_s AS busy_s,
+         COALESCE(c.comm_ns, 0) / 1e9 AS comm_s, COALESCE(c.setup_ns, 0) / 1e9 AS setup_s,
+         CASE WHEN rt.busy_s > 0 THEN 100.0 * COALESCE(c.comm_ns, 0) / 1e9 / rt.busy_s END
+           AS comm_pct,
+         COALESCE(c.calls, 0) AS calls, COALESCE(c.bytes, 0) AS bytes
+  FROM rank_times rt LEFT JOIN c USING (rank);
+
+-- Bytes and effective bandwidth per operation, communicator size and message size (bytes per
+-- call), over all ranks: gbs is the bytes moved over the time inside the calls (GB/s), for
+-- blocking operations that move bytes only (a nonblocking call's time is its posting, not its
+-- transfer; a barrier moves none).
+CREATE VIEW IF NOT EXISTS comm_bandwidth AS
+  SELECT co.op AS op, co.kind AS kind, co.blocking AS blocking, co.comm_size AS comm_size,
+         co.bytes AS message_bytes, COUNT(DISTINCT pr.rank) AS ranks, SUM(co.calls) AS calls,
+         SUM(co.time_ns) / 1e9 AS time_s, SUM(co.bytes * co.calls) AS bytes,
+         CASE WHEN SUM(co.calls) > 0 THEN SUM(co.time_ns) / 1e3 / SUM(co.calls) END AS us_per_call,
+         CASE WHEN co.blocking = 1 AND co.bytes > 0 AND SUM(co.time_ns) > 0
+              THEN 1.0 * SUM(co.bytes * co.calls) / SUM(co.time_ns) END AS gbs
+  FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id)
+       JOIN process_ranks pr USING (process_id)
+  GROUP BY co.op, co.kind, co.blocking, co.comm_size, co.bytes;
+
+-- Exposed against overlapped communication per rank (comm_overlap summed over its threads):
+-- overlap_pct is the overlapped share of exposed + overlapped time (0: nothing hidden).
+CREATE VIEW IF NOT EXISTS rank_overlap AS
+  SELECT pr.rank AS rank, SUM(o.exposed_ns) / 1e9 AS exposed_s,
+         SUM(o.overlapped_ns) / 1e9 AS overlapped_s, SUM(o.inflight_ns) / 1e9 AS inflight_s,
+         CASE WHEN SUM(o.exposed_ns + o.overlapped_ns) > 0
+              THEN 100.0 * SUM(o.overlapped_ns) / SUM(o.exposed_ns + o.overlapped_ns) END
+           AS overlap_pct
+  FROM comm_overlap o JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
+  GROUP BY pr.rank;
+
+-- What a scaling study compares between runs (sonde scaling), one row: the ranks, the threads
+-- each rank's BLAS or OpenMP ran with (blas.threads, else OMP_NUM_THREADS, else 1), and the
+-- run's time, the slowest rank's wall time (every rank waits for it).
+CREATE VIEW IF NOT EXISTS run_scale AS
+  SELECT (SELECT COUNT(*) FROM rank_times) AS ranks,
+         COALESCE((SELECT MAX(CAST(value AS INTEGER)) FROM run_info WHERE key = 'blas.threads'),
+                  (SELECT MAX(CAST(value AS INTEGER)) FROM run_info
+                   WHERE key = 'env.OMP_NUM_THREADS'), 1) AS threads,
+         (SELECT MAX(wall_s) FROM rank_times) AS time_s;
+
+-- Adaptive timing per routine: how much of its time is scaled from sampled calls and the
+-- standard error of its inclusive time (its call paths' errors added in quadrature: their
+-- samples are independent). Routines timed in full have no row; reports mark the others.
+CREATE VIEW IF NOT EXISTS scaled_times AS
+  SELECT r.routine_id AS routine_id, r.name AS routine, r.kind AS kind, SUM(n.calls) AS calls,
+         SUM(t.sampled_calls) AS sampled_calls, SUM(t.timed_calls) AS timed_calls,
+         SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) / 1e9 AS incl_s,
+         sqrt(SUM(t.incl_se_ns * 1.0 * t.incl_se_ns)) / 1e9 AS incl_se_s
+  FROM node_timing t JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+  GROUP BY r.routine_id;
