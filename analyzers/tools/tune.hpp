@@ -79,8 +79,13 @@ TuneResult run_tune(const TuneOptions& options);
 // The rule: a stage is faster (slower) only when every one of its runs is faster (slower) than
 // every run of the original and the medians differ by more than kTuneMinEffect, and by more than
 // kTuneMinSeconds (a launch's own jitter: a 5 ms program's 3 % is not a finding).
+// "Every run of one beat every run of the other" also happens with no effect at all, in one of
+// the C(n + m, n) orders the runs can fall in: 1 in 2 for a run each, 1 in 6 for two. No verdict
+// where that chance is over kTuneMaxChance (three runs each: 1 in 20).
 inline constexpr double kTuneMinEffect = 0.03;
 inline constexpr double kTuneMinSeconds = 0.02;
+inline constexpr double kTuneMaxChance = 0.05;
+bool tune_too_few_runs(std::size_t original_runs, std::size_t stage_runs);
 Verdict tune_verdict(const std::vector<double>& original, const std::vector<double>& stage);
 
 // Numbers on the loss/accuracy-like lines of two outputs: "" when they agree, else the first

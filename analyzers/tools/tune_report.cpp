@@ -57,8 +57,16 @@ std::string shorten(const std::string& line) {
 
 }  // namespace
 
+bool tune_too_few_runs(std::size_t original_runs, std::size_t stage_runs) {
+  double orders = 1;  // C(n + m, m), built up term by term
+  for (std::size_t i = 1; i <= stage_runs; ++i)
+    orders = orders * static_cast<double>(original_runs + i) / static_cast<double>(i);
+  return 1 / orders > kTuneMaxChance;
+}
+
 Verdict tune_verdict(const std::vector<double>& original, const std::vector<double>& stage) {
-  if (original.empty() || stage.empty()) return Verdict::kNone;
+  if (original.empty() || stage.empty() || tune_too_few_runs(original.size(), stage.size()))
+    return Verdict::kNone;
   auto [omin, omax] = std::minmax_element(original.begin(), original.end());
   auto [smin, smax] = std::minmax_element(stage.begin(), stage.end());
   auto med = [](std::vector<double> v) {
@@ -98,6 +106,9 @@ std::string compare_outputs(const std::string& before, const std::string& after)
 }
 
 Table tune_table(const TuneResult& r) {
+  std::size_t original_runs = 0;
+  for (const TuneStage& s : r.stages)
+    if (s.name == "original") original_runs = s.runs.size();
   Table t;
   t.columns = {{"stage", "stage", 0}, {"knobs", "knobs", 0}};
   for (const std::string& p : r.phase_names) t.columns.push_back({p + " s", p, 3});
@@ -125,7 +136,10 @@ Table tune_table(const TuneResult& r) {
     if (s.status != "ran") speed = s.status + ": " + s.reason;
     else if (s.name == "original") speed = "1.00x";
     else if (s.verdict == Verdict::kNone)
-      speed = fmt::format("none ({:.2f}x {}, in the noise)", s.speedup.value_or(0), s.by_cpu ? "cpu" : "wall");
+      speed = fmt::format("none ({:.2f}x {}, {})", s.speedup.value_or(0), s.by_cpu ? "cpu" : "wall",
+                          tune_too_few_runs(original_runs, s.runs.size())
+                              ? "too few runs to tell: --repeat 3 or more"
+                              : "in the noise");
     else speed = fmt::format("{:.2f}x {}", s.speedup.value_or(0), s.by_cpu ? "cpu" : "wall");
     row.push_back(speed);
     row.push_back(s.estimated_gain_s ? Cell{*s.estimated_gain_s} : Cell{});

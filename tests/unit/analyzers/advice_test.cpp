@@ -627,3 +627,20 @@ TEST(TuneOutputs, TheProgramsOwnTimingsAreNoResult) {
   // Samples or steps are counts, not seconds.
   EXPECT_NE(sonde::analyzers::compare_outputs("64 samples\n", "65 samples\n"), "");
 }
+
+// A verdict only where "every run beat every run" would be a 1-in-20 chance without an effect.
+TEST(TuneVerdict, NoVerdictFromTooFewRuns) {
+  using sonde::analyzers::tune_too_few_runs;
+  using sonde::analyzers::tune_verdict;
+  using sonde::analyzers::Verdict;
+  EXPECT_TRUE(tune_too_few_runs(1, 1));   // 1 in 2
+  EXPECT_TRUE(tune_too_few_runs(2, 2));   // 1 in 6
+  EXPECT_TRUE(tune_too_few_runs(4, 2));   // 1 in 15
+  EXPECT_FALSE(tune_too_few_runs(3, 3));  // 1 in 20
+  EXPECT_FALSE(tune_too_few_runs(5, 2));  // 1 in 21
+  EXPECT_EQ(tune_verdict({1.0, 1.01, 1.02}, {0.5, 0.51, 0.52}), Verdict::kFaster);
+  EXPECT_EQ(tune_verdict({0.5, 0.51, 0.52}, {1.0, 1.01, 1.02}), Verdict::kSlower);
+  // Twice as fast, twice each, and once each: the order could be chance.
+  EXPECT_EQ(tune_verdict({1.0, 1.01}, {0.5, 0.51}), Verdict::kNone);
+  EXPECT_EQ(tune_verdict({1.0}, {0.5}), Verdict::kNone);
+}
