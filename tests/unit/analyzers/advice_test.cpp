@@ -597,6 +597,14 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   EXPECT_TRUE(apply_tune_results(cs, read_tune_results(dir.string())).empty());
   EXPECT_EQ(measured(cs, "blas-threads")->verdict, "confirmed");
   EXPECT_DOUBLE_EQ(measured(cs, "blas-threads")->measured_s, 1.25);
+  // Faster, but the estimated 2 s is off by more than 2x: the size was wrong, and which way.
+  for (auto [gain, verdict] : {std::pair{"0.5", "overestimated"}, std::pair{"5.0", "underestimated"},
+                               std::pair{"1.0", "confirmed"}}) {
+    std::vector<Candidate> again = candidates();
+    write("faster", gain, "none", "null");
+    apply_tune_results(again, read_tune_results(dir.string()));
+    EXPECT_EQ(measured(again, "blas-threads")->verdict, verdict) << gain;
+  }
   EXPECT_EQ(render_candidates_json(cs, 0)[0].contains("measured"),
             cs[0].measured.has_value());
 
