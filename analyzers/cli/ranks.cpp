@@ -13,13 +13,26 @@ namespace {
 struct Options {
   std::string file;
   std::string format = "text";
+  std::string section;
   std::size_t top = 20;
 };
 
 int ranks(const Options& a) {
   Format format = parse_format(a.format);
+  if (format == Format::kCsv && a.section.empty())
+    throw Error("csv holds one table: name it with --section per_rank, imbalance or bandwidth",
+                kUsageError);
   ProfileFile file = ProfileFile::open(a.file);
   RanksReport r = compute_ranks(file, a.top);
+  if (format == Format::kCsv) {
+    for (const RanksSection& s : r.sections)
+      if (s.id == a.section) {
+        std::cout << render_csv(s.table);
+        return 0;
+      }
+    throw Error("no such section '" + a.section + "' (per_rank, imbalance or bandwidth)",
+                kUsageError);
+  }
   if (format == Format::kJson)
     std::cout << dump_json(render_ranks_json(a.file, r)) << '\n';
   else
@@ -35,7 +48,9 @@ Command add_ranks(CLI::App& app) {
   add_file(cmd, a->file);
   cmd->add_option("-n,--top", a->top, "Imbalance and bandwidth rows to show (0: all)")
       ->check(count_check())->capture_default_str();
-  add_format(cmd, a->format, {"text", "json"});
+  cmd->add_option("--section", a->section,
+                  "With --format csv, the one table: per_rank, imbalance or bandwidth");
+  add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return ranks(*a); }};
 }
 

@@ -13,14 +13,20 @@ namespace {
 struct Options {
   std::vector<std::string> files;
   std::string format = "text";
+  std::string section;
   std::size_t top = 15;
   bool weak = false;
 };
 
 int scaling(const Options& a) {
   Format format = parse_format(a.format);
+  if (format == Format::kCsv && a.section != "runs" && a.section != "routines")
+    throw Error("csv holds one table: name it with --section runs or routines", kUsageError);
   Scaling s = compute_scaling(a.files, a.weak, a.top);
-  if (format == Format::kJson)
+  if (format == Format::kCsv)
+    std::cout << render_csv(a.section == "runs" ? scaling_runs_table(s)
+                                                : scaling_routines_table(s));
+  else if (format == Format::kJson)
     std::cout << dump_json(render_scaling_json(s)) << '\n';
   else
     std::cout << render_scaling_text(s);
@@ -40,7 +46,8 @@ Command add_scaling(CLI::App& app) {
                 "same global problem)");
   cmd->add_option("-n,--top", a->top, "Routines to show, by the reference run's time (0: all)")
       ->check(count_check())->capture_default_str();
-  add_format(cmd, a->format, {"text", "json"});
+  cmd->add_option("--section", a->section, "With --format csv, the one table: runs or routines");
+  add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return scaling(*a); }};
 }
 

@@ -1,6 +1,8 @@
 """sonde merge, ranks and scaling on per-rank profiles written by the real library: known_time
 (a region 'sleep' of a known length) run once per rank, with the launcher's variables an mpirun
 sets (OMPI_COMM_WORLD_RANK/SIZE, PMIX_NAMESPACE) given by hand."""
+import csv
+import io
 import json
 import subprocess
 import uuid
@@ -210,3 +212,38 @@ def test_weak_scaling_known_answer(tmp_path):
     for i in (1, 2):
         lo, hi = efficiency_bounds(bounds[0], bounds[i], weak=True)
         assert lo <= eff[i] <= hi, (i, eff, bounds)
+
+
+def test_csv_is_one_table_of_the_json(tmp_path):
+    """sonde ranks and sonde scaling --format csv --section NAME: the rows of that table of the
+    JSON, as CSV with its keys as the header (for pandas.read_csv); without a section, exit 2."""
+    runs, _ = scaled_runs(tmp_path, ((1, 40), (2, 20)), "c")
+
+    def csv_rows(*args):
+        p = sonde(*args)
+        assert p.returncode == 0, p.stderr
+        return list(csv.DictReader(io.StringIO(p.stdout)))
+
+    def same(csv_row, json_row):
+        for key, value in json_row.items():
+            if value is None:
+                assert csv_row[key] == "", key
+            elif isinstance(value, (int, float)):
+                assert float(csv_row[key]) == pytest.approx(value), key
+            else:
+                assert csv_row[key] == value, key
+
+    report = json.loads(sonde("ranks", runs[1], "--format", "json", "-n", 0).stdout)
+    for section in ("per_rank", "imbalance", "bandwidth"):
+        rows = csv_rows("ranks", runs[1], "--format", "csv", "--section", section, "-n", 0)
+        assert len(rows) == len(report[section])
+        for c, j in zip(rows, report[section]):
+            same(c, j)
+    result = scaling(runs)
+    rows = csv_rows("scaling", *runs, "--format", "csv", "--section", "runs")
+    assert len(rows) == 2
+    for c, j in zip(rows, result["runs"]):
+        same(c, j)
+    for args in (("ranks", runs[1]), ("scaling", *runs)):
+        p = sonde(*args, "--format", "csv")
+        assert p.returncode == 2 and "--section" in p.stderr
