@@ -3,6 +3,8 @@
 Real programs under the real libsonde.so: mlp_numpy with subnormal Adam moments (the ftz stage),
 mlp_train at one BLAS thread (the blas-threads stage), a program that fails under a stage, one
 whose results FTZ changes, and one no stage can move (/bin/sleep)."""
+import csv
+import io
 import json
 import os
 import subprocess
@@ -143,3 +145,19 @@ def test_text_table(tmp_path):
     bad = subprocess.run([CLI, "tune", "--stages", "nope", "--", "/bin/true"], env=clean_env(),
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown stage 'nope'" in bad.stderr
+
+
+def test_csv_is_the_table_and_one_run_is_no_verdict(tmp_path):
+    """--format csv: the stage table with the JSON's keys as header; one run a side is too few
+    for a verdict whatever the times (1 chance in 2), and the row says so."""
+    out = tmp_path / "tune"
+    r = subprocess.run([CLI, "tune", "-o", str(out), "--repeat", "1", "--stages", "ftz",
+                        "--format", "csv", "--", "/bin/sleep", "0.05"],
+                       env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert [row["stage"] for row in rows] == ["original", "ftz"]
+    assert rows[1]["knobs"] == "SONDE_FTZ=1"
+    assert "too few runs to tell: --repeat 3 or more" in rows[1]["speedup"]
+    kept = json.loads((out / "tune.json").read_text())
+    assert stage(kept, "ftz")["verdict"] == "none"
