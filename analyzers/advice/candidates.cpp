@@ -133,11 +133,25 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     }
     c.advice = fill(update_advice(m, *r, rule), where);
     c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
-    // An element-wise phase moving N bytes cannot beat N / mem.bw. sonde does not see the
-    // bytes an update's own loops move, so the bound is said as the traffic under which the
-    // estimate holds, for the user to hold against the arrays the update touches.
+    // An element-wise phase moving N bytes cannot beat N / mem.bw. Where the Python hook
+    // measured the float arrays a function is called with (run_info python.arg_bytes:NAME, the
+    // mean over its sampled calls), it must at least read them once: N is that, per call. Else
+    // sonde does not see the bytes an update's own loops move, and the bound is said as the
+    // traffic under which the estimate holds, for the user to hold against the arrays touched.
     auto cores = m.facts.available_cores();
-    if (auto bw = m.facts.peak_at("mem.bw", cores)) {
+    auto arg_bytes = m.facts.info.find("python.arg_bytes:" + r->name);
+    auto bw = m.facts.peak_at("mem.bw", cores);
+    if (bw && arg_bytes != m.facts.info.end() && std::atof(arg_bytes->second.c_str()) > 0) {
+      double per_call = std::atof(arg_bytes->second.c_str());
+      double bytes = per_call * static_cast<double>(r->calls);
+      c.evidence.emplace_back("mem_bw_gbs", *bw);
+      c.evidence.emplace_back("arg_bytes_per_call", per_call);
+      bound_gain(c, seconds(r->incl_ns), bytes / (*bw * 1e9),
+                 fmt::format("reading its float array arguments once ({:.3g} MB per call, "
+                             "measured on sampled calls; {:.3g} GB over {} calls) at the "
+                             "calibrated mem.bw ({:.3g} GB/s, {} threads)",
+                             per_call / 1e6, bytes / 1e9, r->calls, *bw, *cores));
+    } else if (bw) {
       double left_s = seconds(r->incl_ns) - c.est_gain_s;
       double max_bytes = left_s * *bw * 1e9;
       c.evidence.emplace_back("mem_bw_gbs", *bw);

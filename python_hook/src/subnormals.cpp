@@ -18,13 +18,19 @@ constexpr Py_ssize_t kContainerItems = 16;  // values of a dict argument, items 
 struct Found {
   double elements = 0;   // of the checked arrays, all of their elements
   double subnormal = 0;  // of those, the estimated subnormal ones
+  double bytes = 0;      // the checked arrays' sizes
 };
 
 struct RoutineCounts {
-  double elements = 0, subnormal = 0;
+  double elements = 0, subnormal = 0, bytes = 0;
   std::uint64_t sampled = 0, flagged = 0;
-  std::string name;  // set when first flagged
+  std::string name;  // set when first written
 };
+
+// A call whose float array arguments come to this much on average is one whose arrays an
+// element-wise phase must at least read: its bytes bound an update's gain (docs/metrics.md,
+// optimizer-update). Smaller ones are not worth a run_info row.
+constexpr double kArgBytesKept = 64 * 1024;
 
 // Guarded by the GIL; never freed (a thread may sample while the interpreter finalises).
 std::unordered_map<RoutineId, RoutineCounts>& counts() {
@@ -84,6 +90,7 @@ void check_buffer(PyObject* o, Found& found) {
     }
     found.elements += static_cast<double>(n);
     found.subnormal += static_cast<double>(n) * static_cast<double>(hits) / static_cast<double>(k);
+    found.bytes += static_cast<double>(n) * size;
   }
   PyBuffer_Release(&view);
 }
@@ -119,8 +126,16 @@ void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* 
   ++c.sampled;
   c.elements += found.elements;
   c.subnormal += found.subnormal;
-  if (found.subnormal > 0 && c.flagged++ == 0) {
+  c.bytes += found.bytes;
+  if (c.name.empty() && (found.subnormal > 0 || c.bytes >= kArgBytesKept * c.sampled))
     c.name = code_display_name(code);
+  if (c.bytes >= kArgBytesKept * c.sampled) {
+    char value[64];
+    std::snprintf(value, sizeof value, "%.0f %llu", c.bytes / c.sampled,
+                  static_cast<unsigned long long>(c.sampled));
+    set_run_fact(("python.arg_bytes:" + c.name).c_str(), value);
+  }
+  if (found.subnormal > 0 && c.flagged++ == 0) {
     std::string note = "subnormal (denormal) values were found in the float array arguments of "
                        "sampled calls of " + c.name + " (share: run_info python.subnormal:" +
                        c.name + "); arithmetic on them is slow unless FTZ/DAZ is on";

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, CLI, MLP, clean_env, run
+from conftest import BIN, CLI, MLP, clean_env, query, run
 
 PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
@@ -155,3 +155,32 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
         assert threads["evidence"]["onednn_pct_run"] >= 5
     for c in found.values():
         assert "numexpr" not in c["advice"] and "-march" not in c["advice"], c
+
+
+def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path):
+    """mlp_numpy's update_core_cpu(param, grad, state, hp): the hook measures the float arrays
+    it is called with (param, grad and the state dict's m and v: 16 bytes per float32 weight),
+    and the optimizer-update candidate's gain is held to its time less reading them once at the
+    calibrated mem.bw. A bandwidth slow enough that reading takes most of the time shows it."""
+    peaks = tmp_path / "peaks.txt"
+    peaks.write_text("mem.bw 0 0.05 manual\n")  # 50 MB/s: the arrays' reads fill the time
+    db = tmp_path / "p.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), MLP_NUMPY, "--steps", "20"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH, SONDE_PEAKS=str(peaks)),
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    (value,) = [v for (v,) in query(db, "SELECT value FROM run_info WHERE key = ?",
+                                    ("python.arg_bytes:train.py:291(update_core_cpu)",))]
+    per_call, sampled = value.split()
+    # Each sampled call is one parameter: W (784x1000, 1000x1000, 1000x10) or b (1000, 1000, 10)
+    # float32, 4 arrays of it; the mean lies between the smallest and the largest.
+    sizes = [16 * n for n in (784 * 1000, 1000 * 1000, 1000 * 10, 1000, 1000, 10)]
+    assert min(sizes) <= float(per_call) <= max(sizes) and int(sampled) >= 1
+    (update,) = [c for c in json.loads(sonde("candidates", db, "--format", "json"))
+                 if c["rule"] == "optimizer-update"]
+    ev = update["evidence"]
+    assert ev["arg_bytes_per_call"] == pytest.approx(float(per_call))
+    calls = ev["calls"]
+    assert ev["floor_s"] == pytest.approx(float(per_call) * calls / 0.05e9)
+    assert update["est_gain_s"] <= max(0.0, ev["time_s"] - ev["floor_s"]) + 1e-9
+    assert "reading its float array arguments once" in update["gain_bound"]

@@ -409,6 +409,24 @@ TEST_F(AdviceTest, GainsAreHeldToTheCalibratedLimitThatApplies) {
   EXPECT_NEAR(number(u[0], "max_bytes_for_gain"), 1.36e8, 1.0);
   EXPECT_NE(u[0].gain_bound.find("at most 2.27 MB per call (0.136 GB in all"), std::string::npos)
       << u[0].gain_bound;
+  // With the arrays the hook measured it is called with: 1 MB a call, 60 calls, read once at
+  // 0.1 GB/s take 0.6 s, so 6.2 s at most, above the 5.44 s promised; at 10 MB a call 6 s, so
+  // the promise is held to 0.8 s.
+  sql("INSERT INTO run_info VALUES (1, 1, 'python.arg_bytes:train.py:30(update_core_cpu)', "
+      "'1000000 8');");
+  u = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(u[0], "arg_bytes_per_call"), 1e6);
+  EXPECT_DOUBLE_EQ(number(u[0], "floor_s"), 0.6);
+  EXPECT_DOUBLE_EQ(u[0].est_gain_s, 0.8 * 6.8);
+  EXPECT_NE(u[0].gain_bound.find("reading its float array arguments once (1 MB per call"),
+            std::string::npos) << u[0].gain_bound;
+  sql("UPDATE run_info SET value = '10000000 8' WHERE key LIKE 'python.arg_bytes:%';");
+  u = of_rule(candidates(), "optimizer-update");
+  ASSERT_EQ(u.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(u[0], "floor_s"), 6.0);
+  EXPECT_NEAR(u[0].est_gain_s, 0.8, 1e-9);
+  EXPECT_NE(u[0].gain_bound.find("held to this"), std::string::npos) << u[0].gain_bound;
 
   // Without a calibration each says it is not bounded, and every candidate states a bound.
   sql("DELETE FROM peaks;");
