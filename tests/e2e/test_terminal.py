@@ -79,3 +79,19 @@ def test_calibrate_shows_progress_on_a_terminal_only(tmp_path):
     assert re.search(r"calibrating gemm\.f32, 1 thread, n=256 \.\.\. [\d.]+ GFLOP/s", tty), tty
     assert re.search(r"calibrating mem\.bw, 1 thread, .* [\d.]+ GB/s", tty), tty
     assert "calibrating" not in out and "peaks written to" in out
+
+
+def test_merge_shows_progress_on_a_terminal_only(tmp_path):
+    """sonde merge of two rank files: a progress bar on a terminal's stderr, ending at 2/2; the
+    same merge with stderr piped writes no carriage return."""
+    for rank in (0, 1):
+        r = run([BIN / "blas_threads", "1", "10"], tmp_path / "prof.db", OMPI_MCA_ess_base_jobid="4242",
+                OMPI_COMM_WORLD_RANK=rank, OMPI_COMM_WORLD_SIZE=2)
+        assert r.returncode == 0, r.stderr
+    files = [tmp_path / f"prof.rank{rank}.db" for rank in (0, 1)]
+    tty, out, rc = on_terminal([CLI, "merge", "-o", tmp_path / "tty.db", *files], stream="stderr")
+    assert rc == 0, tty
+    assert re.search(r"\rmerging \[#+\] 2/2 files", tty), repr(tty)
+    piped = run([CLI, "merge", "-o", tmp_path / "piped.db", *files])
+    assert piped.returncode == 0, piped.stderr
+    assert "\r" not in piped.stderr and "merging [" not in piped.stderr
