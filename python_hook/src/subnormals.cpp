@@ -127,9 +127,11 @@ void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* 
   c.elements += found.elements;
   c.subnormal += found.subnormal;
   c.bytes += found.bytes;
-  if (c.name.empty() && (found.subnormal > 0 || c.bytes >= kArgBytesKept * c.sampled))
-    c.name = code_display_name(code);
-  if (c.bytes >= kArgBytesKept * c.sampled) {
+  // The mean is written at the 1st, 2nd, 4th, 8th ... sampled call: a string and a run_info
+  // update on log2(n) of a routine's checks, not on each.
+  bool write_bytes = (c.sampled & (c.sampled - 1)) == 0 && c.bytes >= kArgBytesKept * c.sampled;
+  if (c.name.empty() && (found.subnormal > 0 || write_bytes)) c.name = code_display_name(code);
+  if (write_bytes) {
     char value[64];
     std::snprintf(value, sizeof value, "%.0f %llu", c.bytes / c.sampled,
                   static_cast<unsigned long long>(c.sampled));
