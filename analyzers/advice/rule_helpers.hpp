@@ -1,6 +1,9 @@
 // Small arithmetic and text helpers shared by the rule files of `sonde candidates`.
 #pragma once
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdlib>
@@ -8,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "advice/candidates.hpp"
 #include "metrics/metrics.hpp"
 
 namespace sonde::analyzers::rules_detail {
@@ -47,6 +51,19 @@ inline std::optional<double> info_number(const RunFacts& facts, const std::strin
   double v = std::strtod(it->second.c_str(), &end);
   if (end == it->second.c_str()) return std::nullopt;
   return v;
+}
+
+// The work cannot take less than `floor_s` (its FLOPs at the calibrated peak, its bytes at the
+// calibrated bandwidth): the gain is held to time - floor, and says so.
+inline void bound_gain(Candidate& c, double time_s, double floor_s, const std::string& limit) {
+  double most = std::max(0.0, time_s - floor_s);
+  c.evidence.emplace_back("floor_s", floor_s);
+  c.evidence.emplace_back("max_gain_s", most);
+  bool capped = c.est_gain_s > most;
+  if (capped) c.est_gain_s = most;
+  c.gain_bound = fmt::format("at most {:.3f} s: {} takes at least {:.3f} s of its {:.3f} s{}",
+                             most, limit, floor_s, time_s,
+                             capped ? " (the rule's estimate was higher: held to this)" : "");
 }
 
 }  // namespace sonde::analyzers::rules_detail
