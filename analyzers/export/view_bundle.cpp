@@ -8,6 +8,7 @@
 #include <set>
 
 #include "advice/candidates.hpp"
+#include "export/view_trees.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/ranks.hpp"
@@ -81,9 +82,22 @@ struct Profile {
   std::optional<MetricsReport> metrics;
   std::optional<std::size_t> busy_threads;
   std::vector<ThreadTree> idle_threads;
+  std::optional<TreeScopes> scopes;
   std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
 
   explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
+
+  const TreeScopes& tree_scopes() {
+    if (!scopes) scopes = list_tree_scopes(file);
+    return *scopes;
+  }
+  // The rank or process whose merged tree the part named holds; null for another name.
+  const TreeScope* scope_of(std::string_view part) {
+    if (!part.starts_with("tree_rank_") && !part.starts_with("tree_process_")) return nullptr;
+    for (const TreeScope& s : tree_scopes().scopes)
+      if (s.part == part) return &s;
+    return nullptr;
+  }
 
   MetricsReport& metrics_report() {
     if (!metrics) metrics = compute_metrics_report(loaded, {});
@@ -114,6 +128,9 @@ struct Profile {
       all.idle = idle_threads;
       return render_tree_json(all, TreeOptions{kViewTreeMinPct, std::nullopt, true});
     }
+    if (name == "tree_scopes") return tree_scopes_json(tree_scopes());
+    if (const TreeScope* scope = scope_of(name))
+      return scope_tree_json(file, *scope, kViewTreeMinPct);
     if (name == "report")
       return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
     if (name == "shapes") {
@@ -151,6 +168,7 @@ struct Profile {
   }
 };
 
+// The fixed parts; a rank's or process's tree is known once the profile lists it.
 bool known_part(std::string_view name) {
   if (name == "tree_first") return true;
   for (std::string_view p : kViewParts)
@@ -187,11 +205,12 @@ std::string ViewData::index() const {
 }
 
 std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::string_view name) {
-  if (profile >= impl_->profiles.size() || !known_part(name)) return nullptr;
+  if (profile >= impl_->profiles.size()) return nullptr;
   std::lock_guard lock(impl_->mutex);
   Profile& p = *impl_->profiles[profile];
   auto it = p.done.find(name);
   if (it != p.done.end()) return it->second;
+  if (!known_part(name) && !p.scope_of(name)) return nullptr;
   // Recorded names are bytes: dump_json replaces what is not UTF-8.
   auto text = std::make_shared<const std::string>(dump_json(p.make(name), -1));
   p.done.emplace(std::string(name), text);
@@ -203,6 +222,7 @@ void ViewData::prepare_first_panel() {
     part(0, "run");
     part(0, "tree_first");
     part(0, "tree_merged");  // null at once with one busy thread
+    part(0, "tree_scopes");
   } catch (const std::exception&) {
   }
 }
@@ -229,6 +249,17 @@ std::string ViewData::whole() {
       out += fmt::format(",\"{}\":", name);
       out += *part(i, name);
     }
+    // Each rank's and process's tree, under the part name "tree_scopes" gives it (two may
+    // share one).
+    std::set<std::string> scope_parts;
+    std::vector<TreeScope> scopes;
+    {
+      std::lock_guard lock(impl_->mutex);
+      scopes = impl_->profiles[i]->tree_scopes().scopes;
+    }
+    for (const TreeScope& s : scopes)
+      if (scope_parts.insert(s.part).second)
+        out += fmt::format(",\"{}\":{}", s.part, *part(i, s.part));
     out += '}';
   }
   out += "],\"diff\":";

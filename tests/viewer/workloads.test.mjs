@@ -34,7 +34,8 @@ function run(cmd, args, extra) {
   execFileSync(cmd, args, { env: env(extra), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 240000 });
 }
 
-async function check(url, panels) {
+// extra(page): the profile's own checks, on each of the two pages.
+async function check(url, panels, extra) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   const errors = [];
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
@@ -46,19 +47,20 @@ async function check(url, panels) {
     assert.ok(n > 0, `panel ${id} is missing or empty at ${url.slice(0, 60)}`);
   }
   assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) > 3, 'no flame graph');
+  if (extra) await extra(page);
   assert.deepEqual(errors, []);
   await page.close();
 }
 
 // The served viewer: `sonde view` prints its URL, the page fetches the parts, SIGTERM ends it.
-async function served(db, panels) {
+async function served(db, panels, extra) {
   const server = spawn(CLI, ['view', db, '--port', '0'], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
   try {
     const url = await new Promise((ok, fail) => {
       createInterface({ input: server.stdout }).once('line', ok);
       server.once('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
     });
-    await check(url, panels);
+    await check(url, panels, extra);
   } finally {
     server.kill('SIGTERM');
     await new Promise((ok) => (server.exitCode !== null ? ok() : server.once('exit', ok)));
@@ -66,11 +68,11 @@ async function served(db, panels) {
   assert.equal(server.exitCode, 0);
 }
 
-async function both(db, panels) {
+async function both(db, panels, extra) {
   const html = db.replace(/\.db$/, '.html');
   execFileSync(CLI, ['view', db, '--html', html], { env: env(), stdio: ['ignore', 'ignore', 'pipe'] });
-  await check(pathToFileURL(html).href, panels);
-  await served(db, panels);
+  await check(pathToFileURL(html).href, panels, extra);
+  await served(db, panels, extra);
 }
 
 before(async () => {
@@ -119,6 +121,18 @@ describe('every reference workload in chromium, as --html and served', { skip },
                  '--steps', '12', '--hidden', '200'], { SONDE_LIBRARY: process.env.SONDE_LIB });
     const merged = join(dir, 'merged.db');
     run(CLI, ['merge', '-o', merged, join(dir, 'mpi.rank0.db'), join(dir, 'mpi.rank1.db')]);
-    await both(merged, [...ALWAYS, 'ranks']);
+    // the threads menu has each rank's tree; chosen, it is `sonde tree --rank R --threads merge`'s
+    await both(merged, [...ALWAYS, 'ranks'], async (page) => {
+      const options = await page.locator('#threads option[value^="scope:"]').evaluateAll((os) => os.map((o) => [o.value, o.textContent]));
+      for (const rank of [0, 1]) {
+        const tree = JSON.parse(execFileSync(CLI, ['tree', merged, '--rank', String(rank), '--threads', 'merge', '--min-pct', '0.01',
+                                                    '--format', 'json'], { env: env(), encoding: 'utf8' }));
+        const option = options.find(([, label]) => new RegExp(`^rank ${rank}\\b`).test(label));
+        assert.ok(option, `no rank ${rank} in the threads menu: ${JSON.stringify(options)}`);
+        await page.selectOption('#threads', option[0]);
+        await page.waitForFunction((want) => window.sonde.flame.frames[0]?.incl === want, tree.tree.incl_s, { timeout: 30000 });
+        assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) > 3, `rank ${rank}'s tree not drawn`);
+      }
+    });
   });
 });
