@@ -26,38 +26,75 @@ namespace {
 
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
-// The plot's lines: each GEMM peak and the memory bandwidth at the thread count the BLAS ran
-// with (the same lookup RoutineMetrics' % of peak uses), and the points as the metrics code
-// computed them, routines and GEMM shapes.
+Json opt_int(const std::optional<std::int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// What a point is held against: its thread count and the peaks at that count.
+void add_ceiling(Json& point, std::optional<std::int64_t> threads, const Roofline& perf) {
+  point["threads"] = opt_int(threads);
+  point["peak_gflops"] = opt(perf.peak_gflops);
+  point["mem_bw_gbs"] = opt(perf.mem_bw_gbs);
+}
+
+// The plot's ceilings: for each thread count a plotted point ran with, the GEMM peak of each
+// dtype held at that count and the memory bandwidth (peaks_at_threads, the lookup the points'
+// % of peak uses); the BLAS thread count's, every dtype, where no point has a count. And the
+// points as the metrics code computed them, routines and GEMM shapes, each with its count and
+// peaks (a count of null: its calls ran with several, its peaks time-weighted, no line).
 Json roofline_json(const Metrics& m) {
   const RunFacts& f = m.facts;
-  std::set<std::string> resources;
-  for (const auto& [key, value] : f.peaks_at)
-    if (key.first.starts_with("gemm.")) resources.insert(key.first);
-  Json compute = Json::array();
-  for (const std::string& r : resources)
-    if (auto peak = f.peak_at(r, f.blas_threads))
-      compute.push_back(Json{{"dtype", r.substr(5)}, {"gflops", *peak}});
+  auto plotted = [](const Roofline& r) { return r.intensity && r.gflops && *r.gflops > 0; };
+  std::map<std::int64_t, std::set<std::string>> dtypes_at;  // thread count -> dtypes held there
+  Json routines = render_json(roofline_table(m, 0));
+  std::size_t row = 0;
+  for (const RoutineMetrics& r : m.routines) {
+    if (r.flops <= 0) continue;  // as roofline_table
+    add_ceiling(routines[row++], r.threads, r.perf);
+    if (plotted(r.perf) && r.threads) {
+      auto& d = dtypes_at[*r.threads];
+      if (r.perf.peak_gflops && !r.dtype.empty()) d.insert(r.dtype);
+    }
+  }
   Json shapes = Json::array();
   for (const ShapeMetrics& s : m.shapes) {
     if (!s.perf.intensity || !s.perf.gflops) continue;  // no bytes or no time: no point
-    shapes.push_back(Json{{"routine", s.routine},
-                          {"routine_id", s.routine_id},
-                          {"call_site", s.call_site},
-                          {"m", s.m}, {"n", s.n}, {"k", s.k},
-                          {"dtype", s.dtype},
-                          {"calls", s.calls},
-                          {"time_s", static_cast<double>(s.time_ns) / 1e9},
-                          {"gflops", opt(s.perf.gflops)},
-                          {"pct_peak", opt(s.perf.pct_peak)},
-                          {"intensity", opt(s.perf.intensity)},
-                          {"attainable_gflops", opt(s.perf.attainable_gflops)},
-                          {"threads", s.threads ? Json(*s.threads) : Json(nullptr)}});
+    Json point{{"routine", s.routine},
+               {"routine_id", s.routine_id},
+               {"call_site", s.call_site},
+               {"m", s.m},
+               {"n", s.n},
+               {"k", s.k},
+               {"dtype", s.dtype},
+               {"calls", s.calls},
+               {"time_s", static_cast<double>(s.time_ns) / 1e9},
+               {"gflops", opt(s.perf.gflops)},
+               {"pct_peak", opt(s.perf.pct_peak)},
+               {"intensity", opt(s.perf.intensity)},
+               {"attainable_gflops", opt(s.perf.attainable_gflops)}};
+    add_ceiling(point, s.threads, s.perf);
+    if (plotted(s.perf) && s.threads) {
+      auto& d = dtypes_at[*s.threads];
+      if (s.perf.peak_gflops) d.insert(s.dtype);
+    }
+    shapes.push_back(std::move(point));
   }
-  return Json{{"threads", f.blas_threads ? Json(*f.blas_threads) : Json(nullptr)},
-              {"compute", std::move(compute)},
-              {"memory_gbs", opt(f.peak_at("mem.bw", f.blas_threads))},
-              {"routines", render_json(roofline_table(m, 0))},
+  if (dtypes_at.empty() && f.blas_threads) {
+    auto& d = dtypes_at[*f.blas_threads];
+    for (const auto& [key, value] : f.peaks_at)
+      if (key.first.starts_with("gemm.")) d.insert(key.first.substr(5));
+  }
+  Json ceilings = Json::array();
+  for (const auto& [threads, dtypes] : dtypes_at) {
+    Json compute = Json::array();
+    for (const std::string& d : dtypes)
+      if (auto peak = f.peak_at("gemm." + d, threads))
+        compute.push_back(Json{{"dtype", d}, {"gflops", *peak}});
+    ceilings.push_back(Json{{"threads", threads},
+                            {"compute", std::move(compute)},
+                            {"memory_gbs", opt(f.peak_at("mem.bw", threads))}});
+  }
+  return Json{{"blas_threads", opt_int(f.blas_threads)},
+              {"ceilings", std::move(ceilings)},
+              {"routines", std::move(routines)},
               {"shapes", std::move(shapes)}};
 }
 

@@ -15,7 +15,7 @@
 namespace sonde::analyzers {
 
 // Bumped when a member the viewer reads changes meaning or goes away.
-inline constexpr int kViewBundleFormat = 1;
+inline constexpr int kViewBundleFormat = 2;
 
 // Frames under this % of their tree's total are folded into one "(N more)" entry per parent
 // (`sonde tree --min-pct 0` lists them): 1e-4 of the total is a pixel at 8x zoom. The benchmark's

@@ -124,7 +124,7 @@ def test_data_json_is_the_bundle(server):
     assert status == 200 and headers["Content-Type"] == "application/json"
     assert headers["Cache-Control"] == "no-store"
     bundle = json.loads(body)
-    assert bundle["format_version"] == 1 and len(bundle["profiles"]) == 1
+    assert bundle["format_version"] == 2 and len(bundle["profiles"]) == 1
     assert HOSTILE in body.decode()  # a JSON string: the browser shows it as text
     # Ranges and HEAD work on the same bytes.
     status, _, part = get(port, f"/data.json?token={token}", {"Range": "bytes=0-9"})
@@ -141,7 +141,7 @@ def test_parts_are_the_bundles_members(server):
     status, _, body = get(port, f"/data.json?token={token}&part=index")
     assert status == 200
     index = json.loads(body)
-    assert index["format_version"] == 1 and index["diff"] is False
+    assert index["format_version"] == 2 and index["diff"] is False
     assert [p["path"] for p in index["profiles"]] and "tree" in index["parts"]
     whole = json.loads(get(port, f"/data.json?token={token}")[2])["profiles"][0]
     for name in index["parts"]:
@@ -364,7 +364,7 @@ def test_html_refuses_to_overwrite_without_force(profile, tmp_path):
     r = subprocess.run([CLI, "view", str(profile), "--html", str(out), "--force"],
                        env=view_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert html_data(out.read_text())["format_version"] == 1
+    assert html_data(out.read_text())["format_version"] == 2
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary left
 
 

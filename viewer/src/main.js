@@ -8,7 +8,7 @@ import { FlameGraph } from './flame.js';
 import { breakdown, roofline } from './charts.js';
 import { flamePanel } from './tree_panel.js';
 
-const SUPPORTED_FORMAT = 1;
+const SUPPORTED_FORMAT = 2;
 
 // The --html file carries the whole bundle; the server hands out an index and then each part
 // of a profile when the page asks (the first panel's first), so a large profile draws its tree

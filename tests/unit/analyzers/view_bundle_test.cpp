@@ -177,6 +177,30 @@ TEST_F(ViewBundleTest, OneProcessHasNoScopes) {
   EXPECT_TRUE(scopes["scopes"].empty());
 }
 
+// Each point carries the thread count and peaks it is held against; the ceilings are those of
+// the counts the points ran with (here 4 threads for the f32 shape, 1 for the f64 one, and the
+// routine with both: several counts, no line).
+TEST_F(ViewBundleTest, RooflineCeilingsForEachThreadCountThePointsRanWith) {
+  test::exec_sql(path_,
+                 "UPDATE shapes SET threads = 1 WHERE dtype = 'f64'; "
+                 "INSERT INTO peaks VALUES (1, 'gemm.f64', 1, 50.0, 'calibrate'), "
+                 "(1, 'mem.bw', 1, 10.0, 'calibrate'), (1, 'mem.bw', 4, 20.0, 'calibrate');");
+  nlohmann::json r = make_view_bundle({path_})["profiles"][0]["roofline"];
+  EXPECT_EQ(r["blas_threads"], 4);
+  EXPECT_EQ(r["ceilings"], nlohmann::json::parse(R"([
+      {"threads": 1, "compute": [{"dtype": "f64", "gflops": 50.0}], "memory_gbs": 10.0},
+      {"threads": 4, "compute": [{"dtype": "f32", "gflops": 100.0}], "memory_gbs": 20.0}])"));
+  std::map<std::string, nlohmann::json> shapes;
+  for (const auto& s : r["shapes"]) shapes[s["dtype"]] = s;
+  EXPECT_EQ(shapes["f32"]["threads"], 4);
+  EXPECT_DOUBLE_EQ(shapes["f32"]["peak_gflops"].get<double>(), 100.0);
+  EXPECT_EQ(shapes["f64"]["threads"], 1);
+  EXPECT_DOUBLE_EQ(shapes["f64"]["peak_gflops"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(shapes["f64"]["mem_bw_gbs"].get<double>(), 10.0);
+  ASSERT_EQ(r["routines"].size(), 1u);  // cblas_sgemm, both shapes
+  EXPECT_TRUE(r["routines"][0]["threads"].is_null());
+}
+
 TEST_F(ViewBundleTest, AnUnreadableFileIsAnError) {
   EXPECT_THROW(make_view_bundle({(dir_.path / "missing.db").string()}), Error);
 }
