@@ -149,11 +149,13 @@ struct Profile {
     if (name == "tree" || name == "tree_first") {
       // Only the frames the page can draw are built: the 1M-path benchmark's tree in 0.4 s of
       // SQLite instead of 6 s of loading every node.
-      double min_pct = name == "tree" ? kViewTreeMinPct : kViewFirstTreeMinPct;
-      Forest forest = load_forest_above(file, min_pct);
+      bool first = name == "tree_first";
+      double min_pct = first ? kViewFirstTreeMinPct : kViewTreeMinPct;
+      std::optional<int> depth = first ? std::optional(kViewFirstTreeDepth) : std::nullopt;
+      Forest forest = load_forest_above(file, min_pct, depth);
       busy_threads = forest.busy.size();
       idle_threads = forest.idle;
-      return render_tree_json(forest, TreeOptions{min_pct, std::nullopt, false});
+      return render_tree_json(forest, TreeOptions{min_pct, depth, false});
     }
     if (name == "tree_merged") {
       if (!busy_threads) make("tree_first");  // the cheaper tree counts the same threads

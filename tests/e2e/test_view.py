@@ -135,8 +135,8 @@ def test_data_json_is_the_bundle(server):
 
 def test_parts_are_the_bundles_members(server):
     """The page's requests: the index, then each part of a profile, each the whole bundle's
-    member; the first tree is the tree at 0.1 %; unknown parts and profiles are refused, and
-    every part still needs the token."""
+    member; the first tree is the tree at 0.1 %, 64 levels deep; unknown parts and profiles are
+    refused, and every part still needs the token."""
     _, _, port, token = server
     status, _, body = get(port, f"/data.json?token={token}&part=index")
     assert status == 200
@@ -150,7 +150,7 @@ def test_parts_are_the_bundles_members(server):
         assert json.loads(body) == whole[name], name
     status, _, body = get(port, f"/data.json?token={token}&profile=0&part=tree_first")
     first = json.loads(body)
-    assert status == 200 and first["min_pct"] == 0.1 and first["trees"]
+    assert status == 200 and first["min_pct"] == 0.1 and first["max_depth"] == 64 and first["trees"]
     for query in ("profile=0&part=nope", "profile=1&part=tree", "profile=x&part=tree",
                   "profile=&part=tree", "part=tree"):
         assert get(port, f"/data.json?token={token}&{query}")[0] == 404, query

@@ -46,6 +46,8 @@ export function flamePanel(p, flame, need, fail) {
     }
     const root = t ? t.tree : tree().trees[Number(v)]?.tree;
     const minPct = t ? t.min_pct : tree().min_pct;
+    const depth = t ? null : tree().max_depth;  // the server's first tree stops at a level
+    flame.setNote(depth !== null && depth !== undefined ? `the top ${depth} levels; the deeper ones are on their way` : '');
     if (refine) flame.refineTree(root ?? null, minPct); else flame.setTree(root ?? null, minPct);
   };
   if (!trees.length) body.appendChild(empty('No thread called a measured routine: there is no tree to draw.'));

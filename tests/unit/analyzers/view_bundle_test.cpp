@@ -86,7 +86,7 @@ TEST_F(ViewBundleTest, PartsAreTheBundlesMembers) {
   nlohmann::json first = nlohmann::json::parse(*data.part(0, "tree_first"));
   EXPECT_EQ(first, nlohmann::json::parse(dump_json(render_tree_json(
                        load_forest(file, false),
-                       TreeOptions{kViewFirstTreeMinPct, std::nullopt, false}))));
+                       TreeOptions{kViewFirstTreeMinPct, kViewFirstTreeDepth, false}))));
   EXPECT_FALSE(data.part(1, "tree"));
   EXPECT_FALSE(data.part(0, "nope"));
   EXPECT_TRUE(whole["profiles"][0]["samples"].is_null());  // the fixture was not sampled
