@@ -5,6 +5,7 @@
 
 #include "cli/command.hpp"
 #include "profile/call_tree.hpp"
+#include "profile/rank_file.hpp"
 #include "render/samples.hpp"
 #include "render/tree.hpp"
 
@@ -20,11 +21,14 @@ struct Options {
   std::optional<int> depth;
   std::string threads = "each";
   std::optional<std::int64_t> rank;
+  std::optional<std::int64_t> pid;
 };
 
 int tree(const Options& a) {
   Format format = parse_format(a.format);
-  ProfileFile file = open_for_report(a.file, a.rank, format);
+  // One process is in one rank: no note that ranks are summed.
+  ProfileFile file = a.pid ? open_pid(open_profile(a.file, a.rank), *a.pid)
+                           : open_for_report(a.file, a.rank, format);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
   if (format == Format::kJson) std::cout << dump_json(render_tree_json(forest, options)) << '\n';
@@ -47,6 +51,10 @@ Command add_tree(CLI::App& app) {
       ->check(CLI::IsMember({"each", "merge"}))
       ->capture_default_str();
   add_rank(cmd, a->rank);
+  cmd->add_option("--pid", a->pid,
+                  "Only this process (its threads), as --rank takes a rank's; with --rank R, "
+                  "the process of that pid in rank R")
+      ->check(CLI::NonNegativeNumber);
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return tree(*a); }};
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "advice/candidates.hpp"
+#include "export/view_trees.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/ranks.hpp"
@@ -25,38 +26,75 @@ namespace {
 
 Json opt(const std::optional<double>& v) { return v ? Json(*v) : Json(nullptr); }
 
-// The plot's lines: each GEMM peak and the memory bandwidth at the thread count the BLAS ran
-// with (the same lookup RoutineMetrics' % of peak uses), and the points as the metrics code
-// computed them, routines and GEMM shapes.
+Json opt_int(const std::optional<std::int64_t>& v) { return v ? Json(*v) : Json(nullptr); }
+
+// What a point is held against: its thread count and the peaks at that count.
+void add_ceiling(Json& point, std::optional<std::int64_t> threads, const Roofline& perf) {
+  point["threads"] = opt_int(threads);
+  point["peak_gflops"] = opt(perf.peak_gflops);
+  point["mem_bw_gbs"] = opt(perf.mem_bw_gbs);
+}
+
+// The plot's ceilings: for each thread count a plotted point ran with, the GEMM peak of each
+// dtype held at that count and the memory bandwidth (peaks_at_threads, the lookup the points'
+// % of peak uses); the BLAS thread count's, every dtype, where no point has a count. And the
+// points as the metrics code computed them, routines and GEMM shapes, each with its count and
+// peaks (a count of null: its calls ran with several, its peaks time-weighted, no line).
 Json roofline_json(const Metrics& m) {
   const RunFacts& f = m.facts;
-  std::set<std::string> resources;
-  for (const auto& [key, value] : f.peaks_at)
-    if (key.first.starts_with("gemm.")) resources.insert(key.first);
-  Json compute = Json::array();
-  for (const std::string& r : resources)
-    if (auto peak = f.peak_at(r, f.blas_threads))
-      compute.push_back(Json{{"dtype", r.substr(5)}, {"gflops", *peak}});
+  auto plotted = [](const Roofline& r) { return r.intensity && r.gflops && *r.gflops > 0; };
+  std::map<std::int64_t, std::set<std::string>> dtypes_at;  // thread count -> dtypes held there
+  Json routines = render_json(roofline_table(m, 0));
+  std::size_t row = 0;
+  for (const RoutineMetrics& r : m.routines) {
+    if (r.flops <= 0) continue;  // as roofline_table
+    add_ceiling(routines[row++], r.threads, r.perf);
+    if (plotted(r.perf) && r.threads) {
+      auto& d = dtypes_at[*r.threads];
+      if (r.perf.peak_gflops && !r.dtype.empty()) d.insert(r.dtype);
+    }
+  }
   Json shapes = Json::array();
   for (const ShapeMetrics& s : m.shapes) {
     if (!s.perf.intensity || !s.perf.gflops) continue;  // no bytes or no time: no point
-    shapes.push_back(Json{{"routine", s.routine},
-                          {"routine_id", s.routine_id},
-                          {"call_site", s.call_site},
-                          {"m", s.m}, {"n", s.n}, {"k", s.k},
-                          {"dtype", s.dtype},
-                          {"calls", s.calls},
-                          {"time_s", static_cast<double>(s.time_ns) / 1e9},
-                          {"gflops", opt(s.perf.gflops)},
-                          {"pct_peak", opt(s.perf.pct_peak)},
-                          {"intensity", opt(s.perf.intensity)},
-                          {"attainable_gflops", opt(s.perf.attainable_gflops)},
-                          {"threads", s.threads ? Json(*s.threads) : Json(nullptr)}});
+    Json point{{"routine", s.routine},
+               {"routine_id", s.routine_id},
+               {"call_site", s.call_site},
+               {"m", s.m},
+               {"n", s.n},
+               {"k", s.k},
+               {"dtype", s.dtype},
+               {"calls", s.calls},
+               {"time_s", static_cast<double>(s.time_ns) / 1e9},
+               {"gflops", opt(s.perf.gflops)},
+               {"pct_peak", opt(s.perf.pct_peak)},
+               {"intensity", opt(s.perf.intensity)},
+               {"attainable_gflops", opt(s.perf.attainable_gflops)}};
+    add_ceiling(point, s.threads, s.perf);
+    if (plotted(s.perf) && s.threads) {
+      auto& d = dtypes_at[*s.threads];
+      if (s.perf.peak_gflops) d.insert(s.dtype);
+    }
+    shapes.push_back(std::move(point));
   }
-  return Json{{"threads", f.blas_threads ? Json(*f.blas_threads) : Json(nullptr)},
-              {"compute", std::move(compute)},
-              {"memory_gbs", opt(f.peak_at("mem.bw", f.blas_threads))},
-              {"routines", render_json(roofline_table(m, 0))},
+  if (dtypes_at.empty() && f.blas_threads) {
+    auto& d = dtypes_at[*f.blas_threads];
+    for (const auto& [key, value] : f.peaks_at)
+      if (key.first.starts_with("gemm.")) d.insert(key.first.substr(5));
+  }
+  Json ceilings = Json::array();
+  for (const auto& [threads, dtypes] : dtypes_at) {
+    Json compute = Json::array();
+    for (const std::string& d : dtypes)
+      if (auto peak = f.peak_at("gemm." + d, threads))
+        compute.push_back(Json{{"dtype", d}, {"gflops", *peak}});
+    ceilings.push_back(Json{{"threads", threads},
+                            {"compute", std::move(compute)},
+                            {"memory_gbs", opt(f.peak_at("mem.bw", threads))}});
+  }
+  return Json{{"blas_threads", opt_int(f.blas_threads)},
+              {"ceilings", std::move(ceilings)},
+              {"routines", std::move(routines)},
               {"shapes", std::move(shapes)}};
 }
 
@@ -81,9 +119,22 @@ struct Profile {
   std::optional<MetricsReport> metrics;
   std::optional<std::size_t> busy_threads;
   std::vector<ThreadTree> idle_threads;
+  std::optional<TreeScopes> scopes;
   std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
 
   explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
+
+  const TreeScopes& tree_scopes() {
+    if (!scopes) scopes = list_tree_scopes(file);
+    return *scopes;
+  }
+  // The rank or process whose merged tree the part named holds; null for another name.
+  const TreeScope* scope_of(std::string_view part) {
+    if (!part.starts_with("tree_rank_") && !part.starts_with("tree_process_")) return nullptr;
+    for (const TreeScope& s : tree_scopes().scopes)
+      if (s.part == part) return &s;
+    return nullptr;
+  }
 
   MetricsReport& metrics_report() {
     if (!metrics) metrics = compute_metrics_report(loaded, {});
@@ -98,11 +149,13 @@ struct Profile {
     if (name == "tree" || name == "tree_first") {
       // Only the frames the page can draw are built: the 1M-path benchmark's tree in 0.4 s of
       // SQLite instead of 6 s of loading every node.
-      double min_pct = name == "tree" ? kViewTreeMinPct : kViewFirstTreeMinPct;
-      Forest forest = load_forest_above(file, min_pct);
+      bool first = name == "tree_first";
+      double min_pct = first ? kViewFirstTreeMinPct : kViewTreeMinPct;
+      std::optional<int> depth = first ? std::optional(kViewFirstTreeDepth) : std::nullopt;
+      Forest forest = load_forest_above(file, min_pct, depth);
       busy_threads = forest.busy.size();
       idle_threads = forest.idle;
-      return render_tree_json(forest, TreeOptions{min_pct, std::nullopt, false});
+      return render_tree_json(forest, TreeOptions{min_pct, depth, false});
     }
     if (name == "tree_merged") {
       if (!busy_threads) make("tree_first");  // the cheaper tree counts the same threads
@@ -114,6 +167,9 @@ struct Profile {
       all.idle = idle_threads;
       return render_tree_json(all, TreeOptions{kViewTreeMinPct, std::nullopt, true});
     }
+    if (name == "tree_scopes") return tree_scopes_json(tree_scopes());
+    if (const TreeScope* scope = scope_of(name))
+      return scope_tree_json(file, *scope, kViewTreeMinPct);
     if (name == "report")
       return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
     if (name == "shapes") {
@@ -151,6 +207,7 @@ struct Profile {
   }
 };
 
+// The fixed parts; a rank's or process's tree is known once the profile lists it.
 bool known_part(std::string_view name) {
   if (name == "tree_first") return true;
   for (std::string_view p : kViewParts)
@@ -187,11 +244,12 @@ std::string ViewData::index() const {
 }
 
 std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::string_view name) {
-  if (profile >= impl_->profiles.size() || !known_part(name)) return nullptr;
+  if (profile >= impl_->profiles.size()) return nullptr;
   std::lock_guard lock(impl_->mutex);
   Profile& p = *impl_->profiles[profile];
   auto it = p.done.find(name);
   if (it != p.done.end()) return it->second;
+  if (!known_part(name) && !p.scope_of(name)) return nullptr;
   // Recorded names are bytes: dump_json replaces what is not UTF-8.
   auto text = std::make_shared<const std::string>(dump_json(p.make(name), -1));
   p.done.emplace(std::string(name), text);
@@ -203,6 +261,7 @@ void ViewData::prepare_first_panel() {
     part(0, "run");
     part(0, "tree_first");
     part(0, "tree_merged");  // null at once with one busy thread
+    part(0, "tree_scopes");
   } catch (const std::exception&) {
   }
 }
@@ -229,6 +288,17 @@ std::string ViewData::whole() {
       out += fmt::format(",\"{}\":", name);
       out += *part(i, name);
     }
+    // Each rank's and process's tree, under the part name "tree_scopes" gives it (two may
+    // share one).
+    std::set<std::string> scope_parts;
+    std::vector<TreeScope> scopes;
+    {
+      std::lock_guard lock(impl_->mutex);
+      scopes = impl_->profiles[i]->tree_scopes().scopes;
+    }
+    for (const TreeScope& s : scopes)
+      if (scope_parts.insert(s.part).second)
+        out += fmt::format(",\"{}\":{}", s.part, *part(i, s.part));
     out += '}';
   }
   out += "],\"diff\":";

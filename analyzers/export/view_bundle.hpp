@@ -15,7 +15,7 @@
 namespace sonde::analyzers {
 
 // Bumped when a member the viewer reads changes meaning or goes away.
-inline constexpr int kViewBundleFormat = 1;
+inline constexpr int kViewBundleFormat = 2;
 
 // Frames under this % of their tree's total are folded into one "(N more)" entry per parent
 // (`sonde tree --min-pct 0` lists them): 1e-4 of the total is a pixel at 8x zoom. The benchmark's
@@ -23,16 +23,21 @@ inline constexpr int kViewBundleFormat = 1;
 inline constexpr double kViewTreeMinPct = 0.01;
 
 // The server's first tree ("tree_first"): frames of at least 0.1 % of the total, 1.3 px of a
-// 1280 px page, are what the first view draws. The benchmark's 1M-path tree keeps 22k of them
-// (5 MB of JSON), drawn in a third of the time of the 76k at 0.01 %, which come next ("tree").
+// 1280 px page, down to the 64th level: the first view draws 31 rows (the panel is 560 px
+// tall) and 0.5 px and up. The benchmark's 1M-path tree (384 levels) keeps 22k such frames at
+// every level (5.5 MB of JSON, 0.4 s of the browser's time), 3.6k in the first 64; the finer
+// tree (76k frames at 0.01 %, every level) comes next ("tree").
 inline constexpr double kViewFirstTreeMinPct = 0.1;
+inline constexpr int kViewFirstTreeDepth = 64;
 
 // A profile's members in the whole bundle, in the order the page needs them: the run facts and
 // the tree draw the first panel. "samples" and "ranks" are null where the profile has none.
 // The server also serves "tree_first", which the whole bundle has no need of.
+// "tree_scopes" lists the ranks and processes with a merged tree of their own, each in the part
+// it names (tree_rank_<R>, tree_process_<process_id>), which follow these in the whole bundle.
 inline constexpr std::string_view kViewParts[] = {
-    "run",        "tree",       "tree_merged", "report", "shapes", "metrics",
-    "roofline",   "candidates", "lines",       "samples", "ranks"};
+    "run",     "tree",     "tree_merged", "tree_scopes", "report",  "shapes",
+    "metrics", "roofline", "candidates",  "lines",       "samples", "ranks"};
 
 // The bundle's parts for one or two profiles (two: the diff of the first against the second).
 // Every part is computed once, when first asked for, one at a time (the server's threads share

@@ -87,6 +87,8 @@ Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optiona
   if (time_ns > 0) r.gflops = flops / static_cast<double>(time_ns);
   if (bytes > 0) r.intensity = flops / bytes;
   if (peak && !(*peak > 0)) peak.reset();
+  r.peak_gflops = peak;
+  if (mem_bw && *mem_bw > 0) r.mem_bw_gbs = mem_bw;
   if (peak && r.gflops) r.pct_peak = 100.0 * *r.gflops / *peak;
   if (peak && mem_bw && *mem_bw > 0 && r.intensity) {
     double memory = *r.intensity * *mem_bw;
@@ -208,17 +210,21 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   // peak, from the routine_peaks view.
   struct RoutinePeaks {
     std::optional<double> peak, mem_bw, pct_peak;
+    std::optional<std::int64_t> threads;
   };
   std::map<Key, RoutinePeaks> routine_peaks;
   {
-    auto st = file.prepare("SELECT routine_id, peak_gflops, mem_bw_gbs, pct_peak "
-                           "FROM routine_peaks ORDER BY routine_id");
+    auto st = file.prepare(
+        "SELECT routine_id, peak_gflops, mem_bw_gbs, pct_peak, threads "
+        "FROM routine_peaks ORDER BY routine_id");
     auto opt = [&](int col) -> std::optional<double> {
       if (st.is_null(col)) return std::nullopt;
       return st.real(col);
     };
     while (st.step())
-      routine_peaks.emplace(st.int64(0), RoutinePeaks{opt(1), opt(2), opt(3)});
+      routine_peaks.emplace(
+          st.int64(0), RoutinePeaks{opt(1), opt(2), opt(3),
+                                    st.is_null(4) ? std::nullopt : std::optional(st.int64(4))});
   }
 
   for (const HotspotRow& row : h.rows) {
@@ -256,12 +262,14 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     if (auto it = routine_peaks.find(row.routine_id); it != routine_peaks.end()) {
       r.perf = roofline(r.flops, r.bytes, r.incl_ns, it->second.peak, it->second.mem_bw);
       r.perf.pct_peak = it->second.pct_peak;
+      r.threads = it->second.threads;
     } else {
       // No shapes to say how many threads ran it: the process's BLAS setting, where known.
       std::optional<double> peak;
       if (!r.dtype.empty()) peak = m.facts.peak_at("gemm." + r.dtype, m.facts.blas_threads);
       r.perf = roofline(r.flops, r.bytes, r.incl_ns, peak,
                         m.facts.peak_at("mem.bw", m.facts.blas_threads));
+      r.threads = m.facts.blas_threads;
     }
     m.routines.push_back(std::move(r));
   }

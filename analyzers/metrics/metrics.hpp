@@ -44,6 +44,9 @@ struct Roofline {
   std::optional<double> intensity;          // flops / bytes (FLOP/byte)
   std::optional<double> attainable_gflops;  // min(peak, intensity x mem.bw)
   std::optional<std::string> bound;         // "compute" or "memory" (both peaks known)
+  // The ceilings it is held against: the GEMM peak (GFLOP/s) and memory bandwidth (GB/s) at
+  // the thread count the work ran with (time-weighted where its calls ran with several).
+  std::optional<double> peak_gflops, mem_bw_gbs;
 };
 
 // flops, bytes, time and the peaks to compare with (GEMM GFLOP/s and memory GB/s at the thread
@@ -69,6 +72,9 @@ struct RoutineMetrics {
   // From flops, bytes, incl_ns; its peaks from the routine_peaks view (its GEMM shapes' thread
   // counts), else at the process's blas.threads (peaks_at_threads); pct_peak from the view.
   Roofline perf;
+  // The thread count those peaks are for: its shapes' when all ran with one, blas.threads for
+  // a routine without shapes; none when its shapes ran with several (a time-weighted peak).
+  std::optional<std::int64_t> threads;
 };
 
 struct ShapeMetrics {

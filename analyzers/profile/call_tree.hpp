@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,10 @@ Forest load_forest(const ProfileFile& file, bool merge_threads);
 // What a renderer with the same min_pct shows is the same as from load_forest, without building
 // the nodes it would fold (a 1M-path tree: 76k nodes at 0.01 %). Falls back to load_forest where
 // that is not so: GPU time (inclusive over the unloaded nodes too), a thread with split roots.
-Forest load_forest_above(const ProfileFile& file, double min_pct);
+// With max_depth, nodes below that level are left in the file too (not summed: a renderer
+// with the same max_depth shows nothing of them).
+Forest load_forest_above(const ProfileFile& file, double min_pct,
+                         std::optional<int> max_depth = std::nullopt);
 
 // The busy threads' paths as one tree, from the `callpaths` view (one node per path of routine
 // ids) and `thread_times` (the root: the busy threads' time and what no call covers).

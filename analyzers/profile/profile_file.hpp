@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "store/schema_version.hpp"
 #include "store/sqlite_db.hpp"
@@ -66,6 +67,11 @@ class ProfileFile {
   // Rank `rank` of a merged or ranked profile alone, as its own file would read, in memory
   // (profile/rank_file.cpp).
   static ProfileFile open_rank(const std::string& path, std::int64_t rank);
+  // Those processes of an open file alone (their threads, call paths and all recorded under
+  // them), in memory, as open_rank takes a rank's: what a rank's or a process's figures are
+  // computed from with the views every file has.
+  static ProfileFile open_processes(const ProfileFile& source,
+                                    const std::vector<std::int64_t>& process_ids);
 
   ProfileFile(ProfileFile&&) noexcept = default;
   ProfileFile& operator=(ProfileFile&&) noexcept = default;

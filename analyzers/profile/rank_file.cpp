@@ -56,39 +56,46 @@ std::string listed(const std::vector<std::int64_t>& ranks) {
 }  // namespace
 
 ProfileFile ProfileFile::open_rank(const std::string& path, std::int64_t rank) {
-  std::vector<std::int64_t> ranks;
-  int version = 0;
-  {
-    ProfileFile source = open(path);  // its checks: readable, a profile, this version
-    ranks = ranks_of(source);
-    version = source.schema_version();
-    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end())
-      throw Error(fmt::format("{} holds no rank {} ({})", path, rank, listed(ranks)), 2);
-    std::vector<std::string> tables;
-    for (auto st = source.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                                  "name NOT LIKE 'sqlite_%'");
-         st.step();)
-      tables.push_back(st.text(0));
-    for (const std::string& t : tables)
-      if (std::none_of(std::begin(kCopies), std::end(kCopies),
-                       [&](const auto& c) { return t == c[0]; }))
-        throw Error(fmt::format("{}: table {} is not known to --rank; this sonde cannot take "
-                                "one rank of it",
-                                path, t));
+  ProfileFile source = open(path);  // its checks: readable, a profile, this version
+  std::vector<std::int64_t> ranks = ranks_of(source);
+  if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end())
+    throw Error(fmt::format("{} holds no rank {} ({})", path, rank, listed(ranks)), 2);
+  std::vector<std::int64_t> processes;
+  auto st = source.prepare("SELECT process_id FROM process_ranks WHERE rank = ?1");
+  for (st.bind(1, rank); st.step();) processes.push_back(st.int64(0));
+  return open_processes(source, processes);
+}
+
+ProfileFile ProfileFile::open_processes(const ProfileFile& source,
+                                        const std::vector<std::int64_t>& process_ids) {
+  const std::string& path = source.path();
+  for (auto st = source.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                "name NOT LIKE 'sqlite_%'");
+       st.step();) {
+    std::string t = st.text(0);
+    if (std::none_of(std::begin(kCopies), std::end(kCopies),
+                     [&](const auto& c) { return t == c[0]; }))
+      throw Error(
+          fmt::format("{}: table {} is not known to --rank; this sonde cannot take "
+                      "one rank of it",
+                      path, t));
   }
   ProfileFile file(path);
   std::string error;
   if (!file.db_.open(":memory:", true, error))
-    throw Error(fmt::format("cannot take rank {} of {}: {}", rank, path, error));
+    throw Error(fmt::format("cannot take processes of {}: {}", path, error));
   file.exec(kSchemaSql);
   {
     auto attach = file.prepare("ATTACH DATABASE ?1 AS src");
     attach.bind(1, path);
     attach.step();
   }
-  file.exec(fmt::format("CREATE TEMP TABLE keep_processes AS SELECT process_id AS id FROM "
-                        "src.process_ranks WHERE rank = {}",
-                        rank));
+  file.exec("CREATE TEMP TABLE keep_processes (id INTEGER PRIMARY KEY)");
+  for (std::int64_t id : process_ids) {
+    auto keep = file.prepare("INSERT OR IGNORE INTO temp.keep_processes VALUES (?1)");
+    keep.bind(1, id);
+    keep.step();
+  }
   for (const auto& [table, where] : kCopies) {
     if (!file.prepare(fmt::format("SELECT 1 FROM src.sqlite_master WHERE type = 'table' AND "
                                   "name = '{}'",
@@ -99,12 +106,40 @@ ProfileFile ProfileFile::open_rank(const std::string& path, std::int64_t rank) {
                           *where ? " WHERE " : "", where));
   }
   file.exec("DETACH DATABASE src; PRAGMA query_only = 1");
-  file.schema_version_ = version;
+  file.schema_version_ = source.schema_version();
   return file;
 }
 
 ProfileFile open_profile(const std::string& path, std::optional<std::int64_t> rank) {
   return rank ? ProfileFile::open_rank(path, *rank) : ProfileFile::open(path);
+}
+
+ProfileFile open_pid(const ProfileFile& file, std::int64_t pid) {
+  std::vector<std::int64_t> ids, ranks, pids;
+  {
+    auto st = file.prepare(
+        "SELECT p.process_id, pr.rank FROM processes p JOIN process_ranks pr "
+        "USING (process_id) WHERE p.pid = ?1 ORDER BY p.process_id");
+    st.bind(1, pid);
+    while (st.step()) {
+      ids.push_back(st.int64(0));
+      ranks.push_back(st.int64(1));
+    }
+  }
+  if (ids.empty()) {
+    for (auto st = file.prepare("SELECT pid FROM processes ORDER BY process_id"); st.step();)
+      pids.push_back(st.int64(0));
+    std::string list = pids.size() > 8 ? fmt::format("{} processes", pids.size())
+                                       : fmt::format("pids {}", fmt::join(pids, ", "));
+    throw Error(fmt::format("{} holds no process {} ({})", file.path(), pid, list), 2);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (ranks.size() > 1)
+    throw Error(fmt::format("{} holds processes with pid {} in {}: add --rank R", file.path(), pid,
+                            listed(ranks)),
+                2);
+  return ProfileFile::open_processes(file, ids);
 }
 
 std::optional<std::string> all_ranks_note(const ProfileFile& file) {

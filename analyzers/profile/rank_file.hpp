@@ -17,6 +17,11 @@ namespace sonde::analyzers {
 // rank, naming the ranks it holds).
 ProfileFile open_profile(const std::string& path, std::optional<std::int64_t> rank);
 
+// The process with that pid alone (its threads and what they recorded; an exec'd image, which
+// keeps the pid, with it), as open_rank takes a rank's processes. Error (exit 2) when no process
+// has the pid, or processes of several ranks (hosts) have it.
+ProfileFile open_pid(const ProfileFile& file, std::int64_t pid);
+
 // For a file of several ranks read whole: "all N ranks summed: ..."; nothing for one rank.
 std::optional<std::string> all_ranks_note(const ProfileFile& file);
 

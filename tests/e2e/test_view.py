@@ -124,7 +124,7 @@ def test_data_json_is_the_bundle(server):
     assert status == 200 and headers["Content-Type"] == "application/json"
     assert headers["Cache-Control"] == "no-store"
     bundle = json.loads(body)
-    assert bundle["format_version"] == 1 and len(bundle["profiles"]) == 1
+    assert bundle["format_version"] == 2 and len(bundle["profiles"]) == 1
     assert HOSTILE in body.decode()  # a JSON string: the browser shows it as text
     # Ranges and HEAD work on the same bytes.
     status, _, part = get(port, f"/data.json?token={token}", {"Range": "bytes=0-9"})
@@ -135,13 +135,13 @@ def test_data_json_is_the_bundle(server):
 
 def test_parts_are_the_bundles_members(server):
     """The page's requests: the index, then each part of a profile, each the whole bundle's
-    member; the first tree is the tree at 0.1 %; unknown parts and profiles are refused, and
-    every part still needs the token."""
+    member; the first tree is the tree at 0.1 %, 64 levels deep; unknown parts and profiles are
+    refused, and every part still needs the token."""
     _, _, port, token = server
     status, _, body = get(port, f"/data.json?token={token}&part=index")
     assert status == 200
     index = json.loads(body)
-    assert index["format_version"] == 1 and index["diff"] is False
+    assert index["format_version"] == 2 and index["diff"] is False
     assert [p["path"] for p in index["profiles"]] and "tree" in index["parts"]
     whole = json.loads(get(port, f"/data.json?token={token}")[2])["profiles"][0]
     for name in index["parts"]:
@@ -150,7 +150,7 @@ def test_parts_are_the_bundles_members(server):
         assert json.loads(body) == whole[name], name
     status, _, body = get(port, f"/data.json?token={token}&profile=0&part=tree_first")
     first = json.loads(body)
-    assert status == 200 and first["min_pct"] == 0.1 and first["trees"]
+    assert status == 200 and first["min_pct"] == 0.1 and first["max_depth"] == 64 and first["trees"]
     for query in ("profile=0&part=nope", "profile=1&part=tree", "profile=x&part=tree",
                   "profile=&part=tree", "part=tree"):
         assert get(port, f"/data.json?token={token}&{query}")[0] == 404, query
@@ -364,7 +364,7 @@ def test_html_refuses_to_overwrite_without_force(profile, tmp_path):
     r = subprocess.run([CLI, "view", str(profile), "--html", str(out), "--force"],
                        env=view_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert html_data(out.read_text())["format_version"] == 1
+    assert html_data(out.read_text())["format_version"] == 2
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]  # no temporary left
 
 

@@ -255,6 +255,38 @@ describe('viewer in chromium', { skip }, () => {
     await page.close();
   });
 
+  // torch_cnn: torch runs oneDNN on its own thread count (1 here), the BLAS on its own (2 on
+  // this 2-core machine): each count's ceilings, each point in its count's colour, the legend
+  // naming what is held against which.
+  test('roofline: the ceilings of each thread count the points ran with', async () => {
+    const { page, errors } = await open(`${server.url}?b=cnn`);
+    const r = JSON.parse(readFileSync(bundles.cnn, 'utf8')).profiles[0].roofline;
+    const points = [...r.routines, ...r.shapes].filter((p) => p.intensity > 0 && p.gflops > 0);
+    const counts = [...new Set(points.map((p) => p.threads).filter((t) => t !== null))].sort();
+    console.log(`# torch_cnn's roofline points ran on ${counts.join(' and ')} thread(s)`);
+    assert.deepEqual(r.ceilings.map((c) => c.threads), counts);
+    const groups = await page.locator('#panel-roofline g.ceilings').evaluateAll((gs) => gs.map((g) => ({
+      threads: Number(g.dataset.threads), stroke: g.getAttribute('stroke'),
+      peaks: [...g.querySelectorAll('text')].map((t) => t.textContent) })));
+    assert.deepEqual(groups.map((g) => g.threads), counts);
+    for (const [i, c] of r.ceilings.entries()) {  // each line labelled with the bundle's peak at its count
+      const labels = groups[i].peaks.map((t) => t.match(/^(\S+) peak ([\d.,]+), (\d+) threads?$/));
+      assert.deepEqual(labels.map((m) => [m[1], Number(m[2].replace(/,/g, '')), Number(m[3])]),
+                       c.compute.map((k) => [k.dtype, Number(k.gflops.toFixed(1)), c.threads]));
+    }
+    const colour = Object.fromEntries(groups.map((g) => [g.threads, g.stroke]));
+    assert.equal(new Set(Object.values(colour)).size, counts.length, 'one colour per thread count');
+    const drawn = await page.locator('#panel-roofline .point').evaluateAll((ps) => ps.map((p) => [p.dataset.threads, p.getAttribute('fill')]));
+    assert.equal(drawn.length, points.length);
+    for (const [t, fill] of drawn) if (t !== '') assert.equal(fill, colour[t], `a point of ${t} thread(s)`);
+    const legend = Object.fromEntries(await page.locator('#panel-roofline .roofline-legend li[data-threads]')
+      .evaluateAll((lis) => lis.map((li) => [li.dataset.threads, li.textContent])));
+    for (const p of points.filter((q) => q.threads !== null))
+      assert.ok(legend[p.threads].includes(p.routine), `${p.routine} not named under ${p.threads} thread(s): ${legend[p.threads]}`);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
   test('search filters the table; exclusive sorts it by exclusive time', async () => {
     const { page, errors } = await open(`${server.url}?b=mlp`);
     const all = await page.locator('#hotspot-table tbody tr').count();

@@ -3,47 +3,75 @@
 import { el, fmtNum } from './dom.js';
 
 const ROW = 18;
-const KIND_COLOURS = {
+// A Map: a kind is a profile's string ('constructor' is not a colour).
+const KIND_COLOURS = new Map(Object.entries({
   root: '#b0b0b0', python: '#6b9bd1', native: '#e8a25a', blas: '#d9534f', onednn: '#e377c2',
   region: '#5cb85c', cuda: '#9b59b6', cublas: '#8e44ad', cudnn: '#7d3c98', gpu: '#a569bd',
   nccl: '#af7ac5', mpi: '#17a2b8', io: '#f0ad4e', folded: '#dddddd',
-};
+}));
 
-function kindColour(kind) {
-  if (KIND_COLOURS[kind]) return KIND_COLOURS[kind];
-  let h = 0;
-  for (const ch of String(kind)) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
-  return `hsl(${h % 360}, 45%, 60%)`;
+const FONT = '11px system-ui, sans-serif';
+
+// Each character's width in FONT, measured once: a label is fitted by adding them up rather
+// than by measuring every prefix of it (canvas measureText, ~10 calls a label).
+const charWidths = new Map();
+function charWidth(ch, ctx) {
+  let w = charWidths.get(ch);
+  if (w === undefined) charWidths.set(ch, w = ctx.measureText(ch).width);
+  return w;
 }
 
-// Depth-first frames with their subtree's end, so a narrow frame skips its whole subtree.
+// The text, or as much of it as fits in max px followed by '…' (null when under 3 characters).
+function fitText(text, max, ctx) {
+  const ellipsis = charWidth('…', ctx);
+  let w = 0, fit = 0;  // fit: the characters that fit with the ellipsis after them
+  for (let i = 0; i < text.length; ++i) {
+    w += charWidth(text[i], ctx);
+    if (w + ellipsis <= max) fit = i + 1;
+    else if (w > max) {
+      if (fit > 0 && text.charCodeAt(fit - 1) >= 0xd800 && text.charCodeAt(fit - 1) < 0xdc00) fit -= 1;  // half a pair
+      return fit > 2 ? text.slice(0, fit) + '…' : null;
+    }
+  }
+  return text;
+}
+
+function kindColour(kind) {
+  let c = KIND_COLOURS.get(kind);
+  if (c === undefined) {  // a kind of its own: a colour from its name, kept
+    let h = 0;
+    for (const ch of String(kind)) h = (h * 31 + ch.charCodeAt(0)) >>> 0;
+    KIND_COLOURS.set(kind, c = `hsl(${h % 360}, 45%, 60%)`);
+  }
+  return c;
+}
+
+// Depth-first frames with their subtree's end, so a narrow frame skips its whole subtree. The
+// stack holds the nodes still to lay out, children pushed last-first so that they come out in
+// order, left to right; a negative entry closes frame -1 - entry.
 function flatten(root, minPct) {
   const frames = [];
-  const stack = [{ node: root, x: 0, depth: 0, parent: -1 }];
-  while (stack.length) {
-    const item = stack.pop();
-    if (item.close !== undefined) { frames[item.close].end = frames.length; continue; }
-    const { node, x, depth, parent } = item;
+  const nodes = [root], xs = [0], depths = [0], parents = [-1];
+  while (nodes.length) {
+    const node = nodes.pop(), x = xs.pop(), depth = depths.pop(), parent = parents.pop();
+    if (typeof node === 'number') { frames[node].end = frames.length; continue; }
     const i = frames.length;
-    const f = {
+    frames.push({
       name: node.name, id: node.routine_id ?? null, kind: node.kind, where: node.where || '', calls: node.calls,
-      incl: node.incl_s, excl: node.excl_s, pct: node.incl_pct, x, depth, parent, end: i + 1,
-    };
-    frames.push(f);
-    if (item.folded) continue;
-    stack.push({ close: i });
-    // Children pushed last-first so they come out in order, laid out left to right.
-    const kids = [];
+      incl: node.incl_s, excl: node.excl_s, pct: node.incl_pct ?? null, x, depth, parent, end: i + 1,
+    });
+    const kids = node.children || [];
+    if (!kids.length && !node.folded) continue;
+    nodes.push(i); xs.push(0); depths.push(0); parents.push(0);
+    const at = new Array(kids.length);  // the children's x, summed left to right as laid out
     let cx = x;
-    for (const c of node.children || []) { kids.push({ node: c, x: cx, depth: depth + 1, parent: i }); cx += c.incl_s; }
+    for (let k = 0; k < kids.length; ++k) { at[k] = cx; cx += kids[k].incl_s; }
     if (node.folded) {
-      kids.push({
-        node: { name: `(${node.folded.count} more below ${minPct} %)`, kind: 'folded', calls: node.folded.calls,
-                incl_s: node.folded.incl_s, excl_s: node.folded.excl_s, incl_pct: null, children: [] },
-        x: cx, depth: depth + 1, parent: i, folded: true,
-      });
+      nodes.push({ name: `(${node.folded.count} more below ${minPct} %)`, kind: 'folded', calls: node.folded.calls,
+                   incl_s: node.folded.incl_s, excl_s: node.folded.excl_s, incl_pct: null });
+      xs.push(cx); depths.push(depth + 1); parents.push(i);
     }
-    for (let k = kids.length - 1; k >= 0; --k) stack.push(kids[k]);
+    for (let k = kids.length - 1; k >= 0; --k) { nodes.push(kids[k]); xs.push(at[k]); depths.push(depth + 1); parents.push(i); }
   }
   return frames;
 }
@@ -55,9 +83,18 @@ export class FlameGraph {
     this.canvas = el('canvas', { id: 'flame', role: 'img', 'aria-label': 'flame graph' });
     this.reset = el('button', { type: 'button', onclick: () => this.zoom(0) }, 'reset zoom');
     this.crumb = el('span', { class: 'crumb' });
+    this.note = el('span', { class: 'note flame-note' });
     this.legend = el('span', { class: 'kinds' });
-    this.element = el('div', { class: 'flame-wrap' },
-                      el('div', { class: 'flame-tools' }, this.reset, this.legend, this.crumb), this.canvas);
+    // The canvas covers the scroller's visible rows only (sticky at its top), over a spacer as
+    // tall as the tree: a deep tree (384 rows in the 1M-path benchmark) is not painted whole.
+    this.space = el('div', { class: 'flame-space' }, this.canvas);
+    this.scroller = el('div', { class: 'flame-wrap' }, this.space);
+    this.element = el('div', {}, el('div', { class: 'flame-tools' }, this.reset, this.legend, this.note, this.crumb), this.scroller);
+    this.top = 0;
+    this.scroller.addEventListener('scroll', () => {
+      if (this.scrolled) return;
+      this.scrolled = requestAnimationFrame(() => { this.scrolled = 0; this.draw(); });
+    });
     this.frames = [];
     this.zoomed = 0;
     this.search = '';
@@ -96,6 +133,8 @@ export class FlameGraph {
     if (at) this.zoom(at);
   }
 
+  setNote(text) { this.note.textContent = text; }
+
   // Each redraws only on a change: a 1M-path profile's first draw costs tens of ms.
   setSearch(text) { if (text.toLowerCase() !== this.search) { this.search = text.toLowerCase(); this.draw(); } }
   setSelected(sel) { if (sel !== this.selected) { this.selected = sel; this.draw(); } }
@@ -117,8 +156,9 @@ export class FlameGraph {
   }
 
   // Calls fn(frame, index, x px, width px) for the zoomed frame's ancestors (full width), then
-  // for every frame of its subtree wider than half a pixel; a narrower frame skips its subtree.
-  visit(width, fn) {
+  // for every frame of its subtree wider than half a pixel down to depth maxDepth; a narrower
+  // or deeper frame skips its subtree.
+  visit(width, fn, maxDepth = Infinity) {
     const frames = this.frames;
     if (!frames.length) return;
     const z = frames[this.zoomed];
@@ -130,7 +170,7 @@ export class FlameGraph {
     while (i < z.end) {
       const f = frames[i];
       let px = (f.x - x0) * scale, pw = f.incl * scale;
-      if (px >= width || px + pw <= 0 || pw < 0.5) { i = f.end; continue; }
+      if (px >= width || px + pw <= 0 || pw < 0.5 || f.depth > maxDepth) { i = f.end; continue; }
       if (px < 0) { pw += px; px = 0; }
       if (px + pw > width) pw = width - px;
       fn(f, i, px, pw);
@@ -138,75 +178,87 @@ export class FlameGraph {
     }
   }
 
+  // Frames are batched by colour into one path each: a fill per colour instead of a style
+  // change and a fill per frame (22k frames of the 1M-path benchmark's first tree).
   draw() {
-    if (!this.frames.length) { this.canvas.width = 0; this.canvas.height = 0; this.canvas.dataset.frames = '0'; return; }
-    const width = Math.max(300, this.canvas.parentElement ? this.canvas.parentElement.clientWidth : 800);
+    if (!this.frames.length) {
+      this.canvas.width = 0; this.canvas.height = 0; this.space.style.height = '0';
+      this.canvas.dataset.frames = '0';
+      return;
+    }
     let maxDepth = 0;
-    this.visit(width, (f) => { if (f.depth > maxDepth) maxDepth = f.depth; });
-    const rows = Math.min(maxDepth + 1, 400);
+    this.visit(this.scroller.clientWidth || 800, (f) => { if (f.depth > maxDepth) maxDepth = f.depth; });
+    this.space.style.height = (maxDepth + 1) * ROW + 'px';
+    // the rows in view (the scroller is at most its CSS max-height tall)
+    const width = Math.max(300, this.scroller.clientWidth || 800);
+    const height = Math.min((maxDepth + 1) * ROW, this.scroller.clientHeight || 560);
+    const top = this.top = Math.max(0, Math.min(this.scroller.scrollTop, (maxDepth + 1) * ROW - height));
+    const first = this.first = Math.floor(top / ROW), last = this.last = Math.floor((top + height - 1) / ROW);
     const dpr = window.devicePixelRatio || 1;
     this.width = width;
     this.canvas.width = Math.round(width * dpr);
-    this.canvas.height = Math.round(rows * ROW * dpr);
+    this.canvas.height = Math.round(height * dpr);
     this.canvas.style.width = width + 'px';
-    this.canvas.style.height = rows * ROW + 'px';
+    this.canvas.style.height = height + 'px';
     const ctx = this.canvas.getContext('2d');
-    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-    ctx.font = '11px system-ui, sans-serif';
+    ctx.setTransform(dpr, 0, 0, dpr, 0, -top * dpr);
+    ctx.font = FONT;
     ctx.textBaseline = 'middle';
-    const q = this.search;
+    const q = this.search, excl = this.mode === 'excl';
+    const fills = new Map(), own = [], selected = [], labels = [];
     this.drawn = 0;
-    this.drawnSelected = 0;
     this.visit(width, (f, i, px, pw) => {
-      if (f.depth >= rows) return;
+      if (f.depth < first) return;
       const y = f.depth * ROW;
       const match = !q || f.name.toLowerCase().includes(q);
-      ctx.globalAlpha = match ? 1 : 0.25;
-      ctx.fillStyle = kindColour(f.kind);
-      ctx.fillRect(px, y, Math.max(pw - 0.5, 0.5), ROW - 1);
-      if (this.mode === 'excl' && f.incl > 0 && f.kind !== 'folded') {
-        // the frame's own time, darker, from its left edge
-        ctx.fillStyle = 'rgba(0,0,0,0.25)';
-        ctx.fillRect(px, y, Math.max(0, pw - 0.5) * Math.min(1, f.excl / f.incl), ROW - 1);
-      }
-      if (this.isSelected(f)) {
-        ctx.globalAlpha = 1;
-        ctx.strokeStyle = '#000';
-        ctx.lineWidth = 2;
-        ctx.strokeRect(px + 1, y + 1, Math.max(pw - 2.5, 0.5), ROW - 3);
-        this.drawnSelected += 1;
-      }
-      if (pw > 36) {
-        ctx.globalAlpha = match ? 1 : 0.4;
-        ctx.fillStyle = '#111';
-        const t = this.mode === 'excl' ? f.excl : f.incl;
-        this.label(ctx, `${f.name} (${fmtNum(t)} s)`, px + 3, y + ROW / 2, pw - 6);
-      }
+      const key = (match ? '1 ' : '0.25 ') + kindColour(f.kind);
+      let rects = fills.get(key);
+      if (!rects) fills.set(key, rects = []);
+      rects.push(px, y, Math.max(pw - 0.5, 0.5));
+      // the frame's own time, darker, from its left edge
+      if (excl && f.incl > 0 && f.kind !== 'folded') own.push(px, y, Math.max(0, pw - 0.5) * Math.min(1, f.excl / f.incl));
+      if (this.isSelected(f)) selected.push(px, y, pw);
+      if (pw > 36) labels.push(f, px, y, pw, match);
       this.drawn += 1;
-    });
+    }, last);
+    const fillAll = (style, alpha, rects, h = ROW - 1) => {
+      ctx.globalAlpha = alpha;
+      ctx.fillStyle = style;
+      ctx.beginPath();
+      for (let k = 0; k < rects.length; k += 3) ctx.rect(rects[k], rects[k + 1], rects[k + 2], h);
+      ctx.fill();
+    };
+    for (const [key, rects] of fills) {
+      const space = key.indexOf(' ');
+      fillAll(key.slice(space + 1), Number(key.slice(0, space)), rects);
+    }
+    if (own.length) fillAll('rgba(0,0,0,0.25)', 1, own);
     ctx.globalAlpha = 1;
+    ctx.strokeStyle = '#000';
+    ctx.lineWidth = 2;
+    for (let k = 0; k < selected.length; k += 3)
+      ctx.strokeRect(selected[k] + 1, selected[k + 1] + 1, Math.max(selected[k + 2] - 2.5, 0.5), ROW - 3);
+    ctx.fillStyle = '#111';
+    for (let k = 0; k < labels.length; k += 5) {
+      const f = labels[k];
+      ctx.globalAlpha = labels[k + 4] ? 1 : 0.4;
+      const text = fitText(`${f.name} (${fmtNum(excl ? f.excl : f.incl)} s)`, labels[k + 3] - 6, ctx);
+      if (text) ctx.fillText(text, labels[k + 1] + 3, labels[k + 2] + ROW / 2);
+    }
+    ctx.globalAlpha = 1;
+    this.drawnSelected = selected.length / 3;
     this.canvas.dataset.frames = String(this.drawn);
     this.canvas.dataset.selectedFrames = String(this.drawnSelected);
     this.canvas.dataset.zoomed = this.frames[this.zoomed] ? this.frames[this.zoomed].name : '';
   }
 
-  label(ctx, text, x, y, max) {
-    if (ctx.measureText(text).width <= max) { ctx.fillText(text, x, y); return; }
-    let lo = 0, hi = text.length;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (ctx.measureText(text.slice(0, mid) + '…').width <= max) lo = mid; else hi = mid - 1;
-    }
-    if (lo > 2) ctx.fillText(text.slice(0, lo) + '…', x, y);
-  }
-
   frameAt(e) {
     const r = this.canvas.getBoundingClientRect();
-    const mx = e.clientX - r.left, depth = Math.floor((e.clientY - r.top) / ROW);
+    const mx = e.clientX - r.left, depth = Math.floor((e.clientY - r.top + this.top) / ROW);
     let hit = -1;
     this.visit(this.width || r.width, (f, i, px, pw) => {
       if (f.depth === depth && mx >= px && mx < px + pw) hit = i;
-    });
+    }, depth);
     return hit;
   }
 
@@ -234,13 +286,14 @@ export class FlameGraph {
   }
 
   // Where the widest drawn frame of that name is, in client coordinates (for keyboard-less
-  // checks and the browser tests); null when none is drawn.
+  // checks and the browser tests); null when none is drawn (in the rows scrolled into view).
   locate(name, where = null) {
     const r = this.canvas.getBoundingClientRect();
     let best = null;
     this.visit(this.width || r.width, (f, i, px, pw) => {
-      if (f.name === name && (where === null || f.where === where) && (!best || pw > best.w)) best = { x: r.left + px + pw / 2, y: r.top + f.depth * ROW + ROW / 2, w: pw };
-    });
+      if (f.depth >= this.first && f.name === name && (where === null || f.where === where) && (!best || pw > best.w))
+        best = { x: r.left + px + pw / 2, y: r.top + f.depth * ROW - this.top + ROW / 2, w: pw };
+    }, this.last);
     return best;
   }
 }

@@ -6,8 +6,9 @@ import { el, empty, fmtNum, panel } from './dom.js';
 import { DataTable } from './table.js';
 import { FlameGraph } from './flame.js';
 import { breakdown, roofline } from './charts.js';
+import { flamePanel } from './tree_panel.js';
 
-const SUPPORTED_FORMAT = 1;
+const SUPPORTED_FORMAT = 2;
 
 // The --html file carries the whole bundle; the server hands out an index and then each part
 // of a profile when the page asks (the first panel's first), so a large profile draws its tree
@@ -62,31 +63,6 @@ function runPanel(p) {
         el('strong', {}, n.severity), ` ${n.topic}: `, n.message, n.pid !== null ? ` (pid ${n.pid})` : '')))
     : empty('No notes.'));
   return section;
-}
-
-function flamePanel(p) {
-  const { section, body } = panel('flame', 'Calling-context tree',
-    'Icicle: the root on top, callees below, width = inclusive time. Click a frame to zoom and select it; ' +
-    'exclusive mode darkens each frame\'s own time. Colours are kinds: python, native, blas, region, GPU.');
-  const threads = document.getElementById('threads');
-  const tree = () => p.tree ?? p.tree_first;  // the server's first tree until the finer one is here
-  const trees = tree().trees || [];
-  const options = (p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.length} busy threads merged`)] : [])
-    .concat(trees.map((t, i) => el('option', { value: String(i) },
-      `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s`)));
-  threads.replaceChildren(...options);
-  const show = (refine = false) => {
-    const v = threads.value;
-    const root = v === 'merged' ? p.tree_merged.tree : tree().trees[Number(v)]?.tree;
-    const minPct = v === 'merged' ? p.tree_merged.min_pct : tree().min_pct;
-    if (refine) flame.refineTree(root ?? null, minPct); else flame.setTree(root ?? null, minPct);
-  };
-  if (!trees.length) body.appendChild(empty('No thread called a measured routine: there is no tree to draw.'));
-  threads.onchange = () => show();
-  body.appendChild(flame.element);
-  // The finer tree, once fetched, replaces the first where a thread's tree is shown.
-  const refine = () => { if (threads.value !== 'merged') show(true); };
-  return { section, show, refine };
 }
 
 function hotspotPanel(p) {
@@ -228,7 +204,7 @@ async function render(index) {
   const b = state.bundle;
   // The --html file has the tree; the server sends a coarser one first (frames of 0.1 % and up).
   let p = state.bundle.profiles[index];
-  p = await need(index, ['run', 'tree' in p ? 'tree' : 'tree_first']);
+  p = await need(index, ['run', 'tree' in p ? 'tree' : 'tree_first', 'tree_scopes']);
   if (((p.tree ?? p.tree_first).trees || []).length > 1) await need(index, ['tree_merged']);
   else if (!('tree_merged' in p)) p.tree_merged = null;
   state.profile = p;
@@ -237,11 +213,11 @@ async function render(index) {
   const main = document.getElementById('panels');
   main.replaceChildren();
   main.appendChild(runPanel(p));
-  const fp = flamePanel(p);
+  const fp = flamePanel(p, flame, (names) => need(index, names), fail);
   main.appendChild(fp.section);
   flame.search = state.search.toLowerCase();
   flame.selected = null;
-  fp.show();
+  await fp.show();
   performance.mark('sonde-first-panel');
   const waiting = el('p', { id: 'loading-rest', class: 'note' }, 'computing the other panels…');
   main.appendChild(waiting);
@@ -253,7 +229,7 @@ async function render(index) {
   renderRest(p, main);
   if (finer) {
     await need(index, ['tree']);
-    fp.refine();
+    await fp.refine();
   }
 }
 
@@ -317,8 +293,16 @@ function setMode(mode) {
   if (t) { t.sortKey = mode === 'excl' ? 'excl_ms' : 'incl_ms'; t.desc = true; t.draw(); }
 }
 
+// The line that says what failed, above the panels (render() replaces the first one).
+function fail(err) {
+  let status = document.getElementById('status');
+  if (!status) document.getElementById('panels').prepend(status = el('p', { id: 'status' }));
+  status.textContent = 'sonde view: ' + err.message;
+  status.className = 'error';
+  console.error(err);
+}
+
 async function start() {
-  const status = document.getElementById('status');
   try {
     const b = await loadBundle();
     if (b.format_version !== SUPPORTED_FORMAT)
@@ -334,9 +318,7 @@ async function start() {
     await render(0);
     document.body.dataset.ready = '1';
   } catch (err) {
-    status.textContent = 'sonde view: ' + err.message;
-    status.className = 'error';
-    console.error(err);
+    fail(err);
   }
 }
 

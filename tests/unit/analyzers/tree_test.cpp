@@ -134,6 +134,17 @@ TEST_F(TreeTest, LoadingOnlyTheShownNodesRendersTheSameJson) {
     if (pct == 99.0) {
       EXPECT_EQ(nodes, 0u);  // nothing below the roots was built
     }
+    // and with a depth limit (the viewer's first tree), the levels below it left out too
+    for (int depth : {1, 2}) {
+      TreeOptions od{pct, depth, false};
+      Forest shallow = load_forest_above(file, pct, depth);
+      EXPECT_EQ(render_tree_json(shallow, od), render_tree_json(load_forest(file, false), od))
+          << pct << " " << depth;
+      if (depth == 1) {  // level 2 was not built
+        for (const ThreadTree& t : shallow.busy)
+          for (const CallNode& c : t.root.children) EXPECT_TRUE(c.children.empty()) << c.name;
+      }
+    }
   }
   // GPU time is inclusive over the nodes left out: such a file loads every node.
   test::exec_sql(path_, "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, "

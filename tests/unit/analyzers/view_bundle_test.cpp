@@ -1,14 +1,19 @@
 // The viewer's bundle holds what the subcommands' --format json say, not figures of its own.
+#include "export/view_bundle.hpp"
+
 #include <gtest/gtest.h>
 
-#include "export/view_bundle.hpp"
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "fixture.hpp"
 #include "metrics/diff.hpp"
+#include "profile/rank_file.hpp"
 #include "render/report.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"
-
-#include <map>
 
 namespace sonde::analyzers {
 namespace {
@@ -81,7 +86,7 @@ TEST_F(ViewBundleTest, PartsAreTheBundlesMembers) {
   nlohmann::json first = nlohmann::json::parse(*data.part(0, "tree_first"));
   EXPECT_EQ(first, nlohmann::json::parse(dump_json(render_tree_json(
                        load_forest(file, false),
-                       TreeOptions{kViewFirstTreeMinPct, std::nullopt, false}))));
+                       TreeOptions{kViewFirstTreeMinPct, kViewFirstTreeDepth, false}))));
   EXPECT_FALSE(data.part(1, "tree"));
   EXPECT_FALSE(data.part(0, "nope"));
   EXPECT_TRUE(whole["profiles"][0]["samples"].is_null());  // the fixture was not sampled
@@ -98,6 +103,102 @@ TEST_F(ViewBundleTest, ShapesAndRooflineCarryRoutineIds) {
   ASSERT_FALSE(p["roofline"]["routines"].empty());
   for (const auto& r : p["roofline"]["routines"]) EXPECT_EQ(r["routine_id"], ids.at(r["routine"]));
   for (const auto& s : p["roofline"]["shapes"]) EXPECT_EQ(s["routine_id"], ids.at(s["routine"]));
+}
+
+// The worker thread moved into a second process: with ranks 0 and 1, and with both in rank 0.
+constexpr const char* kSecondProcess =
+    "INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, "
+    "ended_ns, end_reason, rank) VALUES (2, 1, 2000, 1000, 'child', './worker', 1000000000000, "
+    "1000000000000 + 6000000000, 'exit', {rank}); "
+    "UPDATE processes SET rank = 0 WHERE process_id = 1; "
+    "UPDATE threads SET process_id = 2 WHERE thread_id = 2;";
+
+nlohmann::json merged_tree_of(ProfileFile file) {
+  return nlohmann::json::parse(dump_json(
+      render_tree_json(load_forest(file, true), TreeOptions{kViewTreeMinPct, std::nullopt, true})));
+}
+
+// Each rank's tree is `sonde tree --rank R --threads merge`'s; a process alone in its rank
+// shares the rank's part.
+TEST_F(ViewBundleTest, EachRankHasItsMergedTree) {
+  std::string sql = kSecondProcess;
+  test::exec_sql(path_, sql.replace(sql.find("{rank}"), 6, "1"));
+  ViewData data({path_});
+  nlohmann::json scopes = nlohmann::json::parse(*data.part(0, "tree_scopes"));
+  EXPECT_EQ(scopes["ranks"], 2);
+  EXPECT_EQ(scopes["processes"], 2);
+  std::vector<std::string> parts;
+  for (const auto& s : scopes["scopes"])
+    parts.push_back(s["kind"].get<std::string>() + " " + s["part"].get<std::string>());
+  EXPECT_EQ(parts, (std::vector<std::string>{"rank tree_rank_0", "rank tree_rank_1",
+                                             "process tree_rank_0", "process tree_rank_1"}));
+  EXPECT_EQ(scopes["scopes"][3]["pid"], 2000);
+  EXPECT_DOUBLE_EQ(scopes["scopes"][1]["busy_s"].get<double>(), 5.0);
+  nlohmann::json whole = nlohmann::json::parse(data.whole())["profiles"][0];
+  for (int rank : {0, 1}) {
+    std::string part = "tree_rank_" + std::to_string(rank);
+    nlohmann::json tree = merged_tree_of(ProfileFile::open_rank(path_, rank));
+    EXPECT_EQ(nlohmann::json::parse(*data.part(0, part)), tree) << part;
+    EXPECT_EQ(whole[part], tree) << part;
+  }
+  EXPECT_DOUBLE_EQ(whole["tree_rank_1"]["tree"]["incl_s"].get<double>(), 5.0);   // the worker
+  EXPECT_DOUBLE_EQ(whole["tree_rank_0"]["tree"]["incl_s"].get<double>(), 10.0);  // main alone
+  EXPECT_FALSE(data.part(0, "tree_rank_2"));                                     // no such rank
+  EXPECT_FALSE(data.part(0, "tree_process_2"));  // its rank's part has it
+}
+
+// One rank, two processes: each process has a part of its own, its threads alone.
+TEST_F(ViewBundleTest, EachProcessHasItsMergedTree) {
+  std::string sql = kSecondProcess;
+  test::exec_sql(path_, sql.replace(sql.find("{rank}"), 6, "NULL"));
+  ViewData data({path_});
+  nlohmann::json scopes = nlohmann::json::parse(*data.part(0, "tree_scopes"));
+  EXPECT_EQ(scopes["ranks"], 1);
+  ASSERT_EQ(scopes["scopes"].size(), 2u);
+  ProfileFile file = ProfileFile::open(path_);
+  for (const auto& [id, pid] : {std::pair{1, 1000}, std::pair{2, 2000}}) {
+    const auto& s = scopes["scopes"][id - 1];
+    EXPECT_EQ(s["kind"], "process");
+    EXPECT_EQ(s["pid"], pid);
+    EXPECT_TRUE(s["rank"].is_null());
+    ASSERT_EQ(s["part"], "tree_process_" + std::to_string(id));
+    EXPECT_EQ(nlohmann::json::parse(*data.part(0, s["part"].get<std::string>())),
+              merged_tree_of(open_pid(file, pid)));
+  }
+  nlohmann::json whole = nlohmann::json::parse(data.whole())["profiles"][0];
+  EXPECT_DOUBLE_EQ(whole["tree_process_2"]["tree"]["incl_s"].get<double>(), 5.0);
+  EXPECT_EQ(whole["tree_process_1"]["idle_threads"].size(), 1u);  // thread 2 of process 1
+}
+
+// One process: nothing beyond the threads and their merged tree.
+TEST_F(ViewBundleTest, OneProcessHasNoScopes) {
+  nlohmann::json scopes = make_view_bundle({path_})["profiles"][0]["tree_scopes"];
+  EXPECT_EQ(scopes["processes"], 1);
+  EXPECT_TRUE(scopes["scopes"].empty());
+}
+
+// Each point carries the thread count and peaks it is held against; the ceilings are those of
+// the counts the points ran with (here 4 threads for the f32 shape, 1 for the f64 one, and the
+// routine with both: several counts, no line).
+TEST_F(ViewBundleTest, RooflineCeilingsForEachThreadCountThePointsRanWith) {
+  test::exec_sql(path_,
+                 "UPDATE shapes SET threads = 1 WHERE dtype = 'f64'; "
+                 "INSERT INTO peaks VALUES (1, 'gemm.f64', 1, 50.0, 'calibrate'), "
+                 "(1, 'mem.bw', 1, 10.0, 'calibrate'), (1, 'mem.bw', 4, 20.0, 'calibrate');");
+  nlohmann::json r = make_view_bundle({path_})["profiles"][0]["roofline"];
+  EXPECT_EQ(r["blas_threads"], 4);
+  EXPECT_EQ(r["ceilings"], nlohmann::json::parse(R"([
+      {"threads": 1, "compute": [{"dtype": "f64", "gflops": 50.0}], "memory_gbs": 10.0},
+      {"threads": 4, "compute": [{"dtype": "f32", "gflops": 100.0}], "memory_gbs": 20.0}])"));
+  std::map<std::string, nlohmann::json> shapes;
+  for (const auto& s : r["shapes"]) shapes[s["dtype"]] = s;
+  EXPECT_EQ(shapes["f32"]["threads"], 4);
+  EXPECT_DOUBLE_EQ(shapes["f32"]["peak_gflops"].get<double>(), 100.0);
+  EXPECT_EQ(shapes["f64"]["threads"], 1);
+  EXPECT_DOUBLE_EQ(shapes["f64"]["peak_gflops"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(shapes["f64"]["mem_bw_gbs"].get<double>(), 10.0);
+  ASSERT_EQ(r["routines"].size(), 1u);  // cblas_sgemm, both shapes
+  EXPECT_TRUE(r["routines"][0]["threads"].is_null());
 }
 
 TEST_F(ViewBundleTest, AnUnreadableFileIsAnError) {
