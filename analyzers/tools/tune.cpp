@@ -47,8 +47,11 @@ std::vector<Knob> stage_knobs(const std::string& name, int cores) {
   std::string n = std::to_string(cores);
   if (name == "blas-threads")
     return {{"OPENBLAS_NUM_THREADS", n}, {"MKL_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}};
-  // torch takes its intra-op thread count from OMP_NUM_THREADS (then MKL_NUM_THREADS).
-  if (name == "framework-threads") return {{"OMP_NUM_THREADS", n}, {"MKL_NUM_THREADS", n}};
+  // torch takes its intra-op thread count from OMP_NUM_THREADS (then MKL_NUM_THREADS), unless
+  // the program calls torch.set_num_threads itself (most training scripts, torch_cnn among
+  // them): SONDE_TORCH_THREADS holds the pool at the count against that call.
+  if (name == "framework-threads")
+    return {{"OMP_NUM_THREADS", n}, {"MKL_NUM_THREADS", n}, {"SONDE_TORCH_THREADS", n}};
   if (name == "ftz") return {{"SONDE_FTZ", "1"}};
   if (name == "pinning") return {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}};
   return {};

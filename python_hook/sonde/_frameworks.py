@@ -1,22 +1,64 @@
-"""Framework ranges as sonde regions: torch.autograd.profiler.record_function (which
-torch.profiler.record_function is, and which torch's optimizers and DataLoader open around every
-step and batch) appears in the tree as a region of its name, with what runs inside beneath it.
+"""Framework hooks that sonde installs in the launcher and in the run's child interpreters.
 
-Installed by the launcher and in the run's child interpreters. The class is patched when its
-module is first imported (a finder on sys.meta_path, removed once it has done so), or at once
-when it already is."""
+- Framework ranges as sonde regions: torch.autograd.profiler.record_function (which
+  torch.profiler.record_function is, and which torch's optimizers and DataLoader open around
+  every step and batch) appears in the tree as a region of its name, with what runs inside
+  beneath it.
+- `SONDE_TORCH_THREADS=N` (sonde tune's framework-threads stage): torch's intra-op pool is held
+  at N threads, including against the program's own torch.set_num_threads, which would
+  otherwise win over OMP_NUM_THREADS. An experiment's knob, off unless set.
+
+A module is patched when it is first imported (a finder on sys.meta_path that finds nothing
+itself), or at once when it already is."""
 import importlib.machinery
+import os
 import sys
 
-# module -> the context-manager class in it whose `with` blocks are regions named by `.name`.
-RANGES = {"torch.autograd.profiler": "record_function"}
+
+def _record_ranges(module):
+    from . import _sonde
+    cls = getattr(module, "record_function", None)
+    if isinstance(cls, type):
+        _sonde.record_ranges(cls)
+
+
+def torch_threads_from_env(environ=None):
+    """The thread count SONDE_TORCH_THREADS asks for: None when unset or 0; ValueError for a
+    value that is no count from 1 to 65535 (as libprof/include/sonde/options.hpp declares)."""
+    value = (os.environ if environ is None else environ).get("SONDE_TORCH_THREADS", "0")
+    if value.strip() in ("", "0"):
+        return None
+    if not value.strip().isdigit() or not 0 < int(value) <= 65535:
+        raise ValueError(f"SONDE_TORCH_THREADS={value!r} is not a thread count from 1 to 65535;"
+                         " torch's threads are left as the program sets them")
+    return int(value)
+
+
+def _hold_torch_threads(module):
+    held = torch_threads_from_env()
+    original = getattr(module, "set_num_threads", None)
+    if held is None or not callable(original) or getattr(original, "_sonde_held", False):
+        return
+
+    def set_num_threads(requested):
+        """torch.set_num_threads, held by sonde at SONDE_TORCH_THREADS."""
+        int(requested)  # the program's own errors for a bad argument stay its own
+        original(held)
+
+    set_num_threads._sonde_held = True
+    module.set_num_threads = set_num_threads
+    original(held)
+
+
+# module -> what is done to it once it has run (or at once, when already imported).
+PATCHES = {"torch.autograd.profiler": _record_ranges, "torch": _hold_torch_threads}
 
 
 def _patch(module):
-    from . import _sonde
-    cls = getattr(module, RANGES[module.__name__], None)
-    if isinstance(cls, type):
-        _sonde.record_ranges(cls)
+    try:
+        PATCHES[module.__name__](module)
+    except Exception as e:  # never break the program's import
+        print(f"sonde: {module.__name__} not patched: {e}", file=sys.stderr)
 
 
 class _PatchOnImport:
@@ -24,7 +66,7 @@ class _PatchOnImport:
     loader's exec_module, so the module is patched as soon as it has run."""
 
     def find_spec(self, name, path=None, target=None):
-        if name not in RANGES:
+        if name not in PATCHES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
@@ -33,18 +75,14 @@ class _PatchOnImport:
 
         def exec_and_patch(module):
             exec_module(module)
-            try:
-                _patch(module)
-            except Exception as e:  # never break the program's import
-                print(f"sonde: {name}.{RANGES[name]} not recorded as regions: {e}",
-                      file=sys.stderr)
+            _patch(module)
 
         spec.loader.exec_module = exec_and_patch
         return spec
 
 
 def install():
-    for name in RANGES:
+    for name in PATCHES:
         if name in sys.modules:
             _patch(sys.modules[name])
     if not any(isinstance(f, _PatchOnImport) for f in sys.meta_path):

@@ -234,6 +234,33 @@ def test_torch_record_function_ranges_are_regions(tmp_path):
     assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
 
 
+TORCH_THREADS = """\
+import torch
+torch.set_num_threads(1)
+print(torch.get_num_threads())
+from torch import set_num_threads
+set_num_threads(1)
+print(torch.get_num_threads())
+"""
+
+
+def test_torch_threads_held_against_the_program(tmp_path):
+    """SONDE_TORCH_THREADS holds torch's pool against the program's own set_num_threads (by
+    attribute or imported by name); unset it changes nothing; a bad value is one line and off."""
+    pytest.importorskip("torch")
+    (tmp_path / "threads.py").write_text(TORCH_THREADS)
+    held = run(["-m", "sonde", "-o", "a.db", "threads.py"], tmp_path, SONDE_TORCH_THREADS="3")
+    assert (held.returncode, held.stdout) == (0, "3\n3\n"), held.stderr
+    assert query(tmp_path / "a.db", "SELECT value FROM run_info "
+                                    "WHERE key = 'torch.num_threads'") == [("3",)]
+    plain = run(["-m", "sonde", "-o", "b.db", "threads.py"], tmp_path)
+    assert (plain.returncode, plain.stdout) == (0, "1\n1\n"), plain.stderr
+    bad = run(["-m", "sonde", "-o", "c.db", "threads.py"], tmp_path, SONDE_TORCH_THREADS="many")
+    assert (bad.returncode, bad.stdout) == (0, "1\n1\n"), bad.stderr
+    said = [line for line in bad.stderr.splitlines() if "SONDE_TORCH_THREADS" in line]
+    assert len(said) == 1 and "'many' is not a thread count" in said[0], bad.stderr
+
+
 PAUSED = """\
 import numpy as np
 import sonde

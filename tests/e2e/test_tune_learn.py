@@ -95,7 +95,8 @@ def test_python_tune_mlp_numpy_and_candidates_learn(tmp_path):
 
 def test_python_tune_torch_cnn(tmp_path):
     """python3 -m sonde tune on the torch CNN (3 steps): every stage's profiles hold the Python
-    frames and torch's thread count, and FTZ leaves its losses alone."""
+    frames and torch's thread count, framework-threads holds torch's pool at the cores although
+    train.py calls torch.set_num_threads(1) itself, and FTZ leaves its losses alone."""
     pytest.importorskip("torch")
     out = tmp_path / "t"
     r = py_sonde(["tune", "--repeat", "1", "--stages", "framework-threads,ftz", "-o", str(out),
@@ -113,6 +114,13 @@ def test_python_tune_torch_cnn(tmp_path):
                                          "WHERE key = 'torch.num_threads'"), run
             assert query(run["profile"], "SELECT COUNT(*) FROM routines WHERE kind = 'python'")[0][0] > 0
     assert stage(j, "ftz")["output_changed"] is False
+    threads = {s["name"]: {query(run["profile"], "SELECT value FROM run_info "
+                                                 "WHERE key = 'torch.num_threads'")[0][0]
+                           for run in s["runs"]} for s in j["stages"]}
+    assert threads["original"] == {"1"} and threads["ftz"] == {"1"}, threads
+    if j["cores"] > 1:
+        assert stage(j, "framework-threads")["knobs"]["SONDE_TORCH_THREADS"] == str(j["cores"])
+        assert threads["framework-threads"] == {str(j["cores"])}, threads
 
 
 def test_python_tune_usage():

@@ -138,6 +138,11 @@ inline constexpr std::array kOptionSpecs{
                "constructor, every later thread as it starts. Subnormal float results become "
                "0, which can be much faster and can change a program's numbers; `sonde tune`'s "
                "`ftz` stage sets it and compares the output."},
+    OptionSpec{"SONDE_TORCH_THREADS", OptionType::kUInt, "0",
+               "`N` from 1 to 65535 holds PyTorch's intra-op pool at N threads, even against "
+               "the program's own `torch.set_num_threads` (which wins over `OMP_NUM_THREADS`): "
+               "`sonde tune`'s `framework-threads` stage sets it to the cores. 0: off.",
+               1, 65535, true, OptionReader::kPython},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
                "In processes that use CUDA: the CUPTI library to load (default: the loader's "
                "search, then `/usr/local/cuda/lib64` and `extras/CUPTI/lib64`). See "
