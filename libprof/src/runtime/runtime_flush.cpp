@@ -21,12 +21,14 @@
 #include "process/signals.hpp"
 #include "runtime/last_thread.hpp"
 #include "runtime/runtime.hpp"
+#include "store/sqlite_db.hpp"
 
 namespace sonde {
 
 namespace {
 constexpr double kOrphanPoll = 0.05;  // s
-constexpr time_t kExitFlushWait = 20;  // s; SQLite's busy timeout is 15 s
+// s: as long as a writer waits for the others of its run (store/sqlite_db.hpp), and a little more.
+constexpr time_t kExitFlushWait = kWriterWaitMaxS + 5;
 }  // namespace
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {

@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -78,26 +79,31 @@ class FileSizeSignalGuard {
   bool was_pending_ = false;
 };
 
+// How long a writer waits for the others of its run: while the file keeps changing (they are
+// writing, in turn), up to kWriterWaitMax; once it has not changed for kWriterStall, it gives
+// up (a writer stopped or stuck holds the lock).
+inline constexpr int kWriterStallS = 15;
+inline constexpr int kWriterWaitMaxS = 90;
+
+// The writer's busy handler's state (sqlite_db.cpp); it must outlive the connection.
+struct WriterWait;
+
 class Database {
  public:
-  Database() = default;
-  ~Database() { close(); }
-  Database(Database&& other) noexcept : db_(other.db_) { other.db_ = nullptr; }
-  Database& operator=(Database&& other) noexcept {
-    if (this != &other) {
-      close();
-      db_ = other.db_;
-      other.db_ = nullptr;
-    }
-    return *this;
-  }
+  Database();
+  ~Database();
+  Database(Database&& other) noexcept;
+  Database& operator=(Database&& other) noexcept;
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
-  // The writer's connection: read-write (created when `create`), synchronous off, waits 15 s
-  // for other writers. `uris`: names given to ATTACH may be file: URIs (sonde merge attaches
+  // The writer's connection: read-write (created when `create`), synchronous off, waits for
+  // other writers as the constants above say. `uris`: names given to ATTACH may be file: URIs (sonde merge attaches
   // its inputs read-only so); the path itself is taken as a plain name either way.
   bool open(const std::string& path, bool create, std::string& error, bool uris = false);
+  // The writer's wait, other than kWriterStallS and kWriterWaitMaxS, for the connections
+  // open() makes after (tests).
+  void set_writer_patience(int stall_ms, int max_ms);
   // A reader's: read-only, never creates, waits `busy_ms` for a writer's lock, extended result
   // codes. SQLite's code on failure (the connection, kept open, has the message), else SQLITE_OK.
   int open_readonly(const std::string& path, int busy_ms);
@@ -110,6 +116,7 @@ class Database {
 
  private:
   sqlite3* db_ = nullptr;
+  std::unique_ptr<WriterWait> wait_;
 };
 
 }  // namespace sonde
