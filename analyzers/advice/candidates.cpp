@@ -164,11 +164,48 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
 
 // Batching same-shape products needs them independent: the steps of a recurrence (an RNN cell,
 // a loop over time steps) each need the previous step's output. sonde cannot see data flow, so
-// it reads the call site's name, and otherwise says the condition.
+// it reads the call site's name, and otherwise says the condition. By words, so that
+// `lstm_cell`, `RNNCell.forward` and `time_step` match and `cancellation` or `miscellaneous`
+// (which hold "cell") do not.
+std::vector<std::string> name_words(std::string_view name) {
+  std::vector<std::string> words;
+  std::string word;
+  auto end_word = [&] {
+    if (!word.empty()) words.push_back(lower(word));
+    word.clear();
+  };
+  for (size_t i = 0; i < name.size(); ++i) {
+    char ch = name[i];
+    if (!std::isalpha(static_cast<unsigned char>(ch))) {
+      end_word();
+      continue;
+    }
+    // A capital after a small letter, or a capital before a small one after capitals
+    // (RNNCell: RNN, Cell), begins a word.
+    bool upper = std::isupper(static_cast<unsigned char>(ch));
+    bool after_lower = !word.empty() && std::islower(static_cast<unsigned char>(word.back()));
+    bool before_lower = i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1]));
+    if (upper && (after_lower || (!word.empty() && before_lower))) end_word();
+    word += ch;
+  }
+  end_word();
+  return words;
+}
+
 bool looks_like_recurrence(std::string_view call_site) {
-  std::string site = lower(call_site);
-  for (std::string_view word : {"rnn", "lstm", "gru", "recurr", "cell", "time_step", "timestep"})
-    if (site.find(word) != std::string::npos) return true;
+  std::vector<std::string> words = name_words(call_site);
+  for (size_t i = 0; i < words.size(); ++i) {
+    const std::string& w = words[i];
+    auto ends_with = [&](std::string_view s) {
+      return w.size() >= s.size() && w.compare(w.size() - s.size(), s.size(), s) == 0;
+    };
+    // birnn, convlstm, mygru: a recurrent layer's name ends so.
+    if (ends_with("rnn") || ends_with("lstm") || ends_with("gru")) return true;
+    if (w == "cell" || w == "cells" || w == "timestep" || w == "timesteps" || w.rfind("recur", 0) == 0)
+      return true;
+    if (w == "time" && i + 1 < words.size() && (words[i + 1] == "step" || words[i + 1] == "steps"))
+      return true;
+  }
   return false;
 }
 
@@ -178,6 +215,16 @@ constexpr std::string_view kRecurrenceAdvice =
     "previous step: the input projection of every time step as one GEMM (the whole sequence "
     "times W) before the loop, leaving one hidden-state product per step, or use a fused "
     "recurrent layer (torch.nn.LSTM/GRU, cuDNN or oneDNN RNN)";
+// A convolution's shape is its implicit GEMM (oneDNN's and cuDNN's: m = batch x output pixels,
+// n = output channels, k = input channels x kernel area): a thin side is the layer's own
+// channel count, which batching or reordering products cannot change.
+constexpr std::string_view kConvolutionAdvice =
+    "this is a convolution, shown as its implicit GEMM (m = batch x output pixels, n = output "
+    "channels, k = input channels x kernel area): its thin side is the layer's channel count. "
+    "In PyTorch: the channels-last memory format (model.to(memory_format=torch.channels_last) "
+    "and the inputs too), a larger batch per step, all cores for torch's intra-op pool "
+    "(torch.set_num_threads), and on a GPU torch.backends.cudnn.benchmark = True; wider layers "
+    "(channels a multiple of 16) where the model allows";
 constexpr std::string_view kIfIndependent =
     " (batching applies if the products are independent of each other: the steps of a "
     "recurrence, each needing the previous step's output, cannot be batched)";
@@ -221,7 +268,9 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
                             why, small < 64 ? fmt::format("; skinny (smallest side {})", small)
                                             : "");
     c.advice = std::string(rule.advice);
-    if (looks_like_recurrence(s.call_site)) {
+    if (lower(s.routine).find("convolution") != std::string::npos) {
+      c.advice = std::string(kConvolutionAdvice);
+    } else if (looks_like_recurrence(s.call_site)) {
       c.evidence.emplace_back("recurrence", std::string("call site named like a recurrence"));
       c.advice = fill(kRecurrenceAdvice, s.call_site);
     } else {
@@ -300,9 +349,9 @@ const std::array<Rule, 14> kRules{{
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
      5.0,
-     "fuse and vectorise the parameter update in {}: one pass over each parameter (a fused or "
-     "foreach optimizer, numexpr/numba, or a compiled kernel) instead of one temporary per "
-     "numpy operation",
+     "fuse and vectorise the parameter update in {}: one pass over each parameter instead of "
+     "one temporary array per numpy operation: in-place ufuncs (a *= b, np.multiply(a, b, "
+     "out=a)), numexpr or numba, or a compiled kernel",
      "0.8 x (its inclusive time - BLAS time under it); the bound states the bytes per call "
      "under which that holds at the calibrated mem.bw (N bytes take N / mem.bw)",
      optimizer_update},

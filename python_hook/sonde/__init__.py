@@ -71,7 +71,11 @@ def start(builtins=None):
     builtins=False: Python frames only, through CPython 3.11's frame-evaluation hook or 3.12's
     sys.monitoring (the cheapest); True: C functions (builtins, numpy.dot) too, through
     sys.monitoring on 3.12+ and CPython's profile function on 3.11; None: as
-    SONDE_PYTHON_BUILTINS says. Returns the hook used: 'eval_frame', 'monitoring' or 'profile'."""
+    SONDE_PYTHON_BUILTINS says. Returns the hook used: 'eval_frame', 'monitoring' or 'profile';
+    None where sonde is not loaded (the program runs plainly: a `--paused` program's start()
+    must not break it), as stop() and flush() do nothing there."""
+    if not _libsonde_loaded():
+        return None
     if builtins is None:
         builtins = builtins_from_env()
     return _ext().start(builtins=builtins, lines=_lines)

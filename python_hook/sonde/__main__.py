@@ -222,7 +222,7 @@ def _tune_parser():
                    help="folder of the runs' profiles, outputs and tune.json (default sonde-tune)")
     p.add_argument("--timeout", metavar="S",
                    help="seconds after which a run is stopped and its stage failed (0: none)")
-    p.add_argument("--format", choices=("text", "json"), help="table format (default text)")
+    p.add_argument("--format", choices=("text", "json", "csv"), help="table format (default text)")
     return p
 
 

@@ -138,7 +138,7 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
     assert "numexpr" not in update["advice"] and "torch" not in update["advice"]
 
     update = advice(mlp_numpy)["optimizer-update"]
-    assert "numexpr" in update["advice"] and "temporary per numpy operation" in update["advice"]
+    assert "numexpr" in update["advice"] and "temporary array per numpy operation" in update["advice"]
     assert "-march" not in update["advice"] and "torch" not in update["advice"]
 
     pytest.importorskip("torch")
@@ -155,6 +155,11 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
         assert threads["evidence"]["onednn_pct_run"] >= 5
     for c in found.values():
         assert "numexpr" not in c["advice"] and "-march" not in c["advice"], c
+    # Its convolutions' implicit GEMMs are not products to batch: PyTorch's own knobs.
+    every = json.loads(sonde("candidates", torch_db, "--format", "json", "--top", "100"))
+    convolutions = [c for c in every if c["rule"] == "gemm-shape" and "convolution" in c["location"]]
+    for c in convolutions:
+        assert "torch.channels_last" in c["advice"] and "batch the small" not in c["advice"], c
 
 
 def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path):

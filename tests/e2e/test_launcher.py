@@ -127,11 +127,11 @@ def test_import_sonde_outside_sonde_starts_nothing(tmp_path):
             return x + 1
         with sonde.region("forward"):
             y = step(1)
-        print(sonde.active(), y, step.__name__, sonde.flush())
+        print(sonde.active(), y, step.__name__, sonde.flush(), sonde.start())
         sonde.stop()
     """))
     r = run(["plain.py"], tmp_path)
-    assert (r.returncode, r.stdout, r.stderr) == (0, "False 2 step False\n", "")
+    assert (r.returncode, r.stdout, r.stderr) == (0, "False 2 step False None\n", "")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["plain.py"]
     maps = run(["-c", "import sonde; sonde.active(); print(open('/proc/self/maps').read())"],
                tmp_path)

@@ -129,6 +129,8 @@ def test_python_tune_usage():
     assert r.returncode == 2 and "nothing to tune" in r.stderr
     r = py_sonde(["tune", "--help"])
     assert r.returncode == 0 and "python3 -m sonde tune" in r.stdout
+    r = py_sonde(["tune", "--format", "csv", "--repeat", "1"])  # as `sonde tune` takes it
+    assert r.returncode == 2 and "nothing to tune" in r.stderr, r.stderr
 
 
 SUBNORMAL_PROGRAM = r"""

@@ -204,6 +204,7 @@ TEST_F(AdviceTest, OptimizerAdviceIsInTheUpdatesLanguage) {
   auto c = of_rule(candidates(), "optimizer-update");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].advice.find("numexpr"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("out=a"), std::string::npos) << c[0].advice;
   // torch.optim's per-parameter loop: its multi-tensor path.
   sql("UPDATE routines SET name = 'adam.py:260(_single_tensor_adam)' WHERE routine_id = 6;");
   c = of_rule(candidates(), "optimizer-update");
@@ -450,6 +451,21 @@ TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
       << c[0].advice;
   EXPECT_NE(c[0].advice.find("cannot be batched across steps"), std::string::npos);
   EXPECT_NE(c[0].advice.find("input projection"), std::string::npos);
+  // By words of the name: these are recurrences, and "cell" inside another word is not.
+  for (std::string site : {"m.py:3(RNNCell.forward)", "loop.py:9(time_step)", "seq.py:2(BiGRU)",
+                           "x.py:1(recurrent_update)"}) {
+    sql("UPDATE shapes SET call_site = '" + site + "' WHERE n = 10;");
+    c = of_rule(candidates(), "gemm-shape");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_NE(c[0].advice.find("named like a recurrence"), std::string::npos) << site;
+  }
+  for (std::string site : {"ops.py:12(cancellation)", "misc.py:4(miscellaneous)",
+                           "g.py:7(group_norm)"}) {
+    sql("UPDATE shapes SET call_site = '" + site + "' WHERE n = 10;");
+    c = of_rule(candidates(), "gemm-shape");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_NE(c[0].advice.find("batch the small"), std::string::npos) << site;
+  }
 }
 
 TEST_F(AdviceTest, UnmeasuredRuleOnLargeRootExclusiveTime) {
@@ -458,6 +474,20 @@ TEST_F(AdviceTest, UnmeasuredRuleOnLargeRootExclusiveTime) {
   auto c = of_rule(candidates(), "unmeasured");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_DOUBLE_EQ(number(c[0], "pct_total"), 24.0);
+  // It names the region APIs that exist: Python's and sonde.h's.
+  EXPECT_NE(c[0].advice.find("sonde.region(\"forward\")"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("sonde_region_begin/end"), std::string::npos) << c[0].advice;
+}
+
+// A convolution's shape is its implicit GEMM: the framework's advice, not batching products.
+TEST_F(AdviceTest, GemmShapeAdviceOnAConvolutionIsTheFrameworks) {
+  sql("UPDATE routines SET name = 'dnnl:convolution_fwd' WHERE routine_id IN "
+      "(SELECT routine_id FROM nodes WHERE node_id IN (SELECT node_id FROM shapes WHERE n = 10));");
+  auto c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].location.find("dnnl:convolution_fwd"), std::string::npos) << c[0].location;
+  EXPECT_NE(c[0].advice.find("torch.channels_last"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("batch the small"), std::string::npos) << c[0].advice;
 }
 
 TEST_F(AdviceTest, JsonIsAListBestFirstWithTheContractFields) {
