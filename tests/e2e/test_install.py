@@ -128,7 +128,13 @@ def test_the_deb_installs_into_a_fresh_root_and_profiles_from_there(debroot, tmp
     assert (usr / "lib/python3/dist-packages/sonde.pth").read_text() == "/usr/lib/sonde/python\n"
     man = usr / "share/man/man1/sonde.1"
     if man.exists():  # help2man is optional at build time
-        assert man.read_text().startswith('.\\" DO NOT MODIFY THIS FILE!')
+        page = man.read_text()
+        assert page.startswith('.\\" DO NOT MODIFY THIS FILE!')
+        # Every subcommand's own options, the environment and the launcher, not only a list.
+        for section in (".SS run", ".SS tune", ".SS view", "SONDE_SAMPLE_HZ", "SONDE_TORCH_THREADS",
+                        "python3 -m sonde [options]"):
+            assert section in page, section
+        assert "--repeat" in page and "--stages" in page  # sonde tune's options
     # sonde run under <root>/usr finds <root>/usr/lib/libsonde.so, from any directory.
     blas = os.path.join(os.environ.get("SONDE_E2E_BIN", ""), "blas_threads")
     db = tmp_path / "native.db"
@@ -137,3 +143,43 @@ def test_the_deb_installs_into_a_fresh_root_and_profiles_from_there(debroot, tmp
     assert r.returncode == 0, r.stderr
     assert query(db, "SELECT COUNT(*) FROM routines WHERE library != '' AND name LIKE 'cblas_%'")[0][0] > 0
     profile_python(usr / "lib", tmp_path, usr / "lib/sonde/python")
+
+
+def test_the_site_directory_is_the_interpreters_own():
+    """Where `cmake --install` puts sonde.pth is asked of the interpreter: for /usr and
+    /usr/local, one of Debian's python3's own site directories (not a guess at its layout)."""
+    source = os.environ["SONDE_SOURCE"]
+    path = sh(["/usr/bin/python3", "-c",
+               "import site; print('\\n'.join(site.getsitepackages()))"]).stdout.split()
+    for prefix in ("/usr", "/usr/local"):
+        rest = sh(["/usr/bin/python3", os.path.join(source, "python_hook/install/site_dir.py"),
+                   prefix]).stdout.strip()
+        assert f"{prefix}/{rest}" in path, (prefix, rest, path)
+    # Another prefix: the interpreter's scheme there, in Debian's spelling.
+    rest = sh(["/usr/bin/python3", os.path.join(source, "python_hook/install/site_dir.py"),
+               "/opt/sonde"]).stdout.strip()
+    assert rest == f"lib/python{PY_VERSION}/dist-packages"
+
+
+def complete(words, cwd):
+    """What bash's completion of `words` (the last one being typed) offers, with sonde.bash."""
+    script = os.path.join(os.environ["SONDE_SOURCE"], "packaging", "sonde.bash")
+    cli = os.environ["SONDE_CLI"]
+    line = " ".join([os.path.abspath(cli)] + words)
+    r = subprocess.run(["bash", "-c", f'source "{script}"; COMP_WORDS=({line}); '
+                        f'COMP_CWORD={len(words)}; _sonde; printf "%s\\n" "${{COMPREPLY[@]}}"'],
+                       capture_output=True, text=True, timeout=60, cwd=cwd)
+    assert r.returncode == 0, r.stderr
+    return set(r.stdout.split())
+
+
+def test_bash_completion_offers_subcommands_options_and_profiles(tmp_path):
+    """The completion reads the tool's own --help: subcommands, then a subcommand's options,
+    then profile files."""
+    (tmp_path / "a.db").write_text("")
+    (tmp_path / "notes.txt").write_text("")
+    assert {"report", "tree", "run", "tune", "view"} <= complete(["t"], tmp_path) | complete([""], tmp_path)
+    assert complete(["t"], tmp_path) == {"tree", "tune"}
+    assert {"--repeat", "--stages"} <= complete(["tune", "--"], tmp_path)
+    assert complete(["report", "--f"], tmp_path) == {"--format"}
+    assert complete(["report", ""], tmp_path) == {"a.db"}
