@@ -309,3 +309,47 @@ def test_second_interpreter_takes_the_options_the_launcher_accepted(tmp_path, op
     assert query(db, "SELECT l.line, SUM(l.hits) FROM line_costs l JOIN routines r "
                      "USING (routine_id) WHERE r.name = 'paused.py:3(work)' GROUP BY l.line") == \
         [(4, 3)]
+
+
+BUSY = """\
+import numpy as np
+def work():
+    s = 0
+    for i in range(300000):
+        s += i * i
+    return s
+a = np.ones((64, 64), dtype=np.float32)
+for _ in range(3):
+    work(); a.dot(a)
+print("ok")
+"""
+
+
+def test_measurement_flags_reach_the_run(tmp_path):
+    """--sample, --counters and --delay are sonde run's, passed on: samples, counters and the
+    window's setting are in the profile (the program's output unchanged)."""
+    (tmp_path / "busy.py").write_text(BUSY)
+    r = run(["-m", "sonde", "-o", "f.db", "--sample", "1000", "--delay", "0.01",
+             "--counters", "perf::TASK-CLOCK", "busy.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr
+    db = tmp_path / "f.db"
+    info = dict(query(db, "SELECT key, value FROM run_info WHERE key IN "
+                          "('sample.hz', 'env.SONDE_DELAY', 'env.SONDE_COUNTERS')"))
+    assert info == {"sample.hz": "1000", "env.SONDE_DELAY": "0.01",
+                    "env.SONDE_COUNTERS": "perf::TASK-CLOCK"}, info
+    assert query(db, "SELECT COUNT(*) FROM samples")[0][0] > 0
+    assert query(db, "SELECT COUNT(*) FROM node_counters")[0][0] > 0
+
+
+def test_cprofile_under_sonde_keeps_both_files(tmp_path):
+    """python3 -m sonde -o a.db -m cProfile -o c.prof x.py: -o after the module is cProfile's,
+    so both profilers write their own file, and sonde's tree holds cProfile's frames."""
+    import pstats
+    (tmp_path / "busy.py").write_text(BUSY)
+    r = run(["-m", "sonde", "-o", "a.db", "-m", "cProfile", "-o", "c.prof", "busy.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr
+    stats = pstats.Stats(str(tmp_path / "c.prof"))
+    assert any(fn == "work" for (_, _, fn) in stats.stats), list(stats.stats)[:5]
+    names = [n for (n,) in query(tmp_path / "a.db", "SELECT name FROM routines WHERE kind = 'python'")]
+    assert any(n.startswith("cProfile.py:") for n in names), names
+    assert any(n.endswith("(work)") for n in names), names
