@@ -121,15 +121,28 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     }
     c.advice = fill(update_advice(m, *r, rule), where);
     c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
-    // An element-wise phase moving N bytes cannot beat N / mem.bw. Where the Python hook
-    // measured the float arrays a function is called with (run_info python.arg_bytes:NAME, the
-    // mean over its sampled calls), it must at least read them once: N is that, per call. Else
-    // sonde does not see the bytes an update's own loops move, and the bound is said as the
-    // traffic under which the estimate holds, for the user to hold against the arrays touched.
+    // An element-wise phase moving N bytes cannot beat N / mem.bw. A region whose program
+    // declared what one entry moves (sonde_region_bytes: run_info region.bytes:NAME) moves
+    // that. Where the Python hook measured the float arrays a function is called with
+    // (python.arg_bytes:NAME, the mean over its sampled calls), it must at least read them
+    // once: N is that, per call. Else sonde does not see the bytes an update's own loops move,
+    // and the bound is said as the traffic under which the estimate holds.
     auto cores = m.facts.available_cores();
     auto arg_bytes = m.facts.info.find("python.arg_bytes:" + r->name);
+    auto declared = r->kind == "region" ? m.facts.info.find("region.bytes:" + r->name)
+                                        : m.facts.info.end();
     auto bw = m.facts.peak_at("mem.bw", cores);
-    if (bw && arg_bytes != m.facts.info.end() && std::atof(arg_bytes->second.c_str()) > 0) {
+    if (bw && declared != m.facts.info.end() && std::atof(declared->second.c_str()) > 0) {
+      double per_call = std::atof(declared->second.c_str());
+      double bytes = per_call * static_cast<double>(r->calls);
+      c.evidence.emplace_back("mem_bw_gbs", *bw);
+      c.evidence.emplace_back("region_bytes_per_call", per_call);
+      bound_gain(c, seconds(r->incl_ns), bytes / (*bw * 1e9),
+                 fmt::format("moving the {:.3g} MB per call the program declared "
+                             "(sonde_region_bytes; {:.3g} GB over {} calls) at the calibrated "
+                             "mem.bw ({:.3g} GB/s, {} threads)",
+                             per_call / 1e6, bytes / 1e9, r->calls, *bw, *cores));
+    } else if (bw && arg_bytes != m.facts.info.end() && std::atof(arg_bytes->second.c_str()) > 0) {
       double per_call = std::atof(arg_bytes->second.c_str());
       double bytes = per_call * static_cast<double>(r->calls);
       c.evidence.emplace_back("mem_bw_gbs", *bw);

@@ -13,6 +13,12 @@ Adam::Adam(std::vector<ParamRef> params, AdamConfig config)
   }
 }
 
+unsigned long long Adam::bytes_per_update() const {
+  unsigned long long n = 0;
+  for (const auto& p : params_) n += p.size;
+  return 7 * sizeof(float) * n;
+}
+
 void Adam::update() {
   ++t_;
   // Chainer's alpha_t: the bias corrections of both moments folded into one step size.

@@ -21,6 +21,10 @@ class Adam {
   // One optimizer step over every parameter, using the gradients the last backward pass left.
   void update();
 
+  // What one update() moves to and from memory: it reads each parameter, its gradient and both
+  // moments and writes the parameter and the moments, 7 floats per parameter.
+  unsigned long long bytes_per_update() const;
+
  private:
   std::vector<ParamRef> params_;
   AdamConfig config_;

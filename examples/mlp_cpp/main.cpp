@@ -48,6 +48,8 @@ int main(int argc, char** argv) {
   Rng init_rng(opt.seed);
   Mlp model(kImageSize, opt.hidden, kClasses, opt.batch, init_rng);
   Adam optimizer(model.params());
+  // The update region is element-wise: its bytes bound what the advice may promise for it.
+  sonde_region_bytes("update", optimizer.bytes_per_update());
   BatchSampler sampler(data.train.size(), opt.seed ^ 0x6A09E667F3BCC909ull);
 
   std::vector<float> x(static_cast<size_t>(opt.batch) * kImageSize);

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
   Mlp model(kImageSize, opt.hidden, kClasses, std::max(opt.batch, mine.n), init_rng);
   std::vector<ParamRef> params = model.params();
   Adam optimizer(params);
+  sonde_region_bytes("update", optimizer.bytes_per_update());
   BatchSampler sampler(data.train.size(), opt.seed ^ 0x6A09E667F3BCC909ull);
 
   std::vector<float> x(static_cast<size_t>(opt.batch) * kImageSize);

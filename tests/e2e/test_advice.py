@@ -191,3 +191,29 @@ def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path)
     assert ev["floor_s"] == pytest.approx(float(per_call) * calls / 0.05e9)
     assert update["est_gain_s"] <= max(0.0, ev["time_s"] - ev["floor_s"]) + 1e-9
     assert "reading its float array arguments once" in update["gain_bound"]
+
+
+def test_cpp_update_gain_is_held_to_the_bytes_it_declares(tmp_path):
+    """mlp_train declares what its Adam step moves (sonde_region_bytes("update", 28 B per
+    parameter: 784x1000 + 1000x1000 + 1000x10 weights and their biases), and the update
+    region's candidate is held to its time less those bytes at the calibrated mem.bw."""
+    peaks = tmp_path / "peaks.txt"
+    peaks.write_text("mem.bw 0 20 manual\n")
+    db = tmp_path / "cpp.db"
+    r = subprocess.run([CLI, "run", "-o", str(db), "--", MLP, "--steps", "30"],
+                       env=clean_env(OPENBLAS_NUM_THREADS=1, SONDE_PEAKS=str(peaks)),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    params = 784 * 1000 + 1000 * 1000 + 1000 * 10 + 1000 + 1000 + 10
+    assert query(db, "SELECT value FROM run_info WHERE key = 'region.bytes:update'") == \
+        [(str(28 * params),)]
+    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))
+             if c["rule"] == "optimizer-update"]
+    if not found:  # the update under the rule's 5 % on this run: nothing to hold
+        return
+    (update,) = found
+    ev = update["evidence"]
+    assert ev["region_bytes_per_call"] == 28 * params
+    assert ev["floor_s"] == pytest.approx(28 * params * ev["calls"] / 20e9)
+    assert update["est_gain_s"] <= max(0.0, ev["time_s"] - ev["floor_s"]) + 1e-9
+    assert "the program declared" in update["gain_bound"]

@@ -22,6 +22,13 @@ void sonde_region_begin(const char* name);
 /* Closes the innermost open region named `name` (see above for mismatches). */
 void sonde_region_end(const char* name);
 
+/* Declares how many bytes one entry of region `name` moves to and from memory (reads plus
+ * writes; e.g. an Adam step over P float32 parameters: 28 P). sonde cannot see what a program's
+ * own loops touch; with this, the advice holds an element-wise region's possible gain to what
+ * the calibrated memory bandwidth allows (time - calls x bytes / mem.bw). The last value given
+ * for a name stands; call it once, outside the loop. */
+void sonde_region_bytes(const char* name, unsigned long long bytes);
+
 /* Writes everything measured so far to the output file now. Returns 0 on success. */
 int sonde_flush(void);
 

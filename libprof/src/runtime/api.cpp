@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "symbols/elf_symbols.hpp"
 #include "runtime/fpu_mode.hpp"
@@ -202,6 +203,10 @@ bool executable_defines(const char* function) {
 
 SONDE_EXPORT void sonde_impl_region_begin(const char* name) { sonde::region_begin(name); }
 SONDE_EXPORT void sonde_impl_region_end(const char* name) { sonde::region_end(name); }
+SONDE_EXPORT void sonde_impl_region_bytes(const char* name, unsigned long long bytes) {
+  if (name == nullptr || *name == '\0') return;
+  sonde::set_run_fact(("region.bytes:" + std::string(name)).c_str(), std::to_string(bytes).c_str());
+}
 SONDE_EXPORT int sonde_impl_flush(void) {
   sonde::Runtime* rt = sonde::Runtime::get();
   return rt != nullptr && rt->flush(sonde::FlushKind::kExplicit) ? 0 : -1;
@@ -212,5 +217,8 @@ SONDE_EXPORT int sonde_impl_active(void) {
 }
 SONDE_EXPORT void sonde_region_begin(const char* name) { sonde::region_begin(name); }
 SONDE_EXPORT void sonde_region_end(const char* name) { sonde::region_end(name); }
+SONDE_EXPORT void sonde_region_bytes(const char* name, unsigned long long bytes) {
+  sonde_impl_region_bytes(name, bytes);
+}
 SONDE_EXPORT int sonde_flush(void) { return sonde_impl_flush(); }
 SONDE_EXPORT int sonde_active(void) { return sonde_impl_active(); }

@@ -34,6 +34,13 @@ void sonde_region_end(const char* name) {
   if (fn) fn(name);
 }
 
+void sonde_region_bytes(const char* name, unsigned long long bytes) {
+  typedef void (*BytesFn)(const char*, unsigned long long);
+  static _Atomic(void*) slot;
+  BytesFn fn = (BytesFn)(uintptr_t)resolve(&slot, "sonde_impl_region_bytes");
+  if (fn) fn(name, bytes);
+}
+
 int sonde_flush(void) {
   static _Atomic(void*) slot;
   IntFn fn = (IntFn)(uintptr_t)resolve(&slot, "sonde_impl_flush");
