@@ -128,30 +128,30 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     // once: N is that, per call. Else sonde does not see the bytes an update's own loops move,
     // and the bound is said as the traffic under which the estimate holds.
     auto cores = m.facts.available_cores();
-    auto arg_bytes = m.facts.info.find("python.arg_bytes:" + r->name);
-    auto declared = r->kind == "region" ? m.facts.info.find("region.bytes:" + r->name)
-                                        : m.facts.info.end();
     auto bw = m.facts.peak_at("mem.bw", cores);
-    if (bw && declared != m.facts.info.end() && std::atof(declared->second.c_str()) > 0) {
-      double per_call = std::atof(declared->second.c_str());
+    // The bytes per call where known: the evidence's name for them, and how they are known.
+    auto fact = [&](const std::string& key) {
+      auto it = m.facts.info.find(key);
+      return it == m.facts.info.end() ? 0.0 : std::atof(it->second.c_str());
+    };
+    double per_call = r->kind == "region" ? fact("region.bytes:" + r->name) : 0.0;
+    const char* key = "region_bytes_per_call";
+    const char* how = "moving the {:.3g} MB per call the program declared (sonde_region_bytes; ";
+    if (per_call <= 0) {
+      per_call = fact("python.arg_bytes:" + r->name);
+      key = "arg_bytes_per_call";
+      how = "reading its float array arguments once ({:.3g} MB per call, measured on sampled "
+            "calls; ";
+    }
+    if (bw && per_call > 0) {
       double bytes = per_call * static_cast<double>(r->calls);
       c.evidence.emplace_back("mem_bw_gbs", *bw);
-      c.evidence.emplace_back("region_bytes_per_call", per_call);
+      c.evidence.emplace_back(key, per_call);
       bound_gain(c, seconds(r->incl_ns), bytes / (*bw * 1e9),
-                 fmt::format("moving the {:.3g} MB per call the program declared "
-                             "(sonde_region_bytes; {:.3g} GB over {} calls) at the calibrated "
-                             "mem.bw ({:.3g} GB/s, {} threads)",
-                             per_call / 1e6, bytes / 1e9, r->calls, *bw, *cores));
-    } else if (bw && arg_bytes != m.facts.info.end() && std::atof(arg_bytes->second.c_str()) > 0) {
-      double per_call = std::atof(arg_bytes->second.c_str());
-      double bytes = per_call * static_cast<double>(r->calls);
-      c.evidence.emplace_back("mem_bw_gbs", *bw);
-      c.evidence.emplace_back("arg_bytes_per_call", per_call);
-      bound_gain(c, seconds(r->incl_ns), bytes / (*bw * 1e9),
-                 fmt::format("reading its float array arguments once ({:.3g} MB per call, "
-                             "measured on sampled calls; {:.3g} GB over {} calls) at the "
-                             "calibrated mem.bw ({:.3g} GB/s, {} threads)",
-                             per_call / 1e6, bytes / 1e9, r->calls, *bw, *cores));
+                 fmt::format(fmt::runtime(how), per_call / 1e6) +
+                     fmt::format("{:.3g} GB over {} calls) at the calibrated mem.bw ({:.3g} "
+                                 "GB/s, {} threads)",
+                                 bytes / 1e9, r->calls, *bw, *cores));
     } else if (bw) {
       double left_s = seconds(r->incl_ns) - c.est_gain_s;
       double max_bytes = left_s * *bw * 1e9;
