@@ -49,16 +49,27 @@ def _ext():
 
 
 BUILTINS_ENV = "SONDE_PYTHON_BUILTINS"
+IMPORTS_ENV = "SONDE_PYTHON_IMPORTS"
 
 
-def builtins_from_env(environ=None):
-    """SONDE_PYTHON_BUILTINS as a bool (unset: False); ValueError for a value that is no bool."""
-    value = (os.environ if environ is None else environ).get(BUILTINS_ENV, "0")
+def _bool_from_env(name, environ):
+    value = (os.environ if environ is None else environ).get(name, "0")
     if value in ("1", "yes", "true", "on"):
         return True
     if value in ("0", "no", "false", "off", ""):
         return False
-    raise ValueError(f"{BUILTINS_ENV}={value!r} is not a boolean (1/0, yes/no, true/false, on/off)")
+    raise ValueError(f"{name}={value!r} is not a boolean (1/0, yes/no, true/false, on/off)")
+
+
+def builtins_from_env(environ=None):
+    """SONDE_PYTHON_BUILTINS as a bool (unset: False); ValueError for a value that is no bool."""
+    return _bool_from_env(BUILTINS_ENV, environ)
+
+
+def imports_from_env(environ=None):
+    """SONDE_PYTHON_IMPORTS as a bool (unset: False: each import is one <import> node, what it
+    runs folded into it); ValueError for a value that is no bool."""
+    return _bool_from_env(IMPORTS_ENV, environ)
 
 
 # The launcher's --lines patterns, for a start() the program makes itself (--paused).
@@ -78,7 +89,7 @@ def start(builtins=None):
         return None
     if builtins is None:
         builtins = builtins_from_env()
-    return _ext().start(builtins=builtins, lines=_lines)
+    return _ext().start(builtins=builtins, lines=_lines, imports=imports_from_env())
 
 
 def stop():

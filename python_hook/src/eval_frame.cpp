@@ -156,9 +156,16 @@ ThreadState* open_frame(ThreadHook& hook, _PyInterpreterFrame* frame, int throwf
     resumed = throwflag != 0 || _Py_OPCODE(*frame->prev_instr) != RETURN_GENERATOR;
   }
   bool machinery = false;
-  RoutineId id = code_routine(code, &machinery);
-  bool folded = machinery && hook.in_machinery;
-  hook.in_machinery = machinery;  // evaluate() restores the caller's when the frame leaves
+  RoutineId id = 0;
+  // Inside an import folded whole, a frame is not even looked up: registering the thousands of
+  // functions a large import runs (import torch: 3,400) would cost what folding saves.
+  bool folded = hook.in_machinery && fold_imports();
+  if (!folded) {
+    id = code_routine(code, &machinery);
+    folded = folded_into_import(hook.in_machinery, machinery);
+  }
+  // evaluate() restores the caller's when the frame leaves; a folded frame is inside the import
+  hook.in_machinery = machinery || folded;
   if (hook.skip > 0) {
     --hook.skip;
     return nullptr;

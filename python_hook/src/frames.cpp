@@ -167,7 +167,7 @@ void enter(RoutineId id, bool resumed = false, bool machinery = false) {
     t_open.push_back({nullptr, false});  // its return is balanced, and nothing is recorded
     return;
   }
-  if (machinery && in_machinery()) {
+  if (folded_into_import(in_machinery(), machinery)) {
     t_open.push_back({nullptr, true});  // folded into the import the outermost one opened
     return;
   }
@@ -214,6 +214,10 @@ void leave() {
 int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
   switch (what) {
     case PyTrace_CALL: {
+      if (t_skip == 0 && in_machinery() && fold_imports()) {
+        t_open.push_back({nullptr, true});  // inside an import folded whole: not looked up
+        break;
+      }
       PyCodeObject* code = PyFrame_GetCode(frame);
       CodeInfo info = code_info(code);
       enter(info.id, resumed(frame, code), info.machinery);
@@ -336,6 +340,13 @@ std::string code_display_name(PyCodeObject* code) {
   return base_name(utf8(code->co_filename)) + ":" + std::to_string(code->co_firstlineno) + "(" +
          utf8(code->co_name) + ")";
 }
+
+namespace {
+bool g_fold_imports = true;
+}  // namespace
+
+void set_fold_imports(bool fold) { g_fold_imports = fold; }
+bool fold_imports() { return g_fold_imports; }
 
 RoutineId import_routine() {
   static RoutineId id = register_routine({"<import>", "python", "", "<frozen importlib._bootstrap>", 0});

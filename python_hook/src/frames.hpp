@@ -22,6 +22,17 @@ RoutineId code_routine(PyCodeObject* code);
 // nothing for those beneath it, C calls included, so one import is one call of "<import>".
 RoutineId code_routine(PyCodeObject* code, bool* machinery);
 RoutineId import_routine();
+// Whether everything an import runs (module bodies, what they call) is folded into its
+// "<import>" node too (the default), or recorded beneath it (SONDE_PYTHON_IMPORTS=1, start()'s
+// imports=True). Set by start() with the GIL held, before any hook is installed.
+void set_fold_imports(bool fold);
+bool fold_imports();
+// Whether a frame entered where the innermost open frame is `inside_import` (the import
+// machinery's, or folded into an import) opens nothing: machinery frames beneath machinery
+// always, any frame when imports are folded whole.
+inline bool folded_into_import(bool inside_import, bool machinery) {
+  return inside_import && (machinery || fold_imports());
+}
 // The name a Python routine is registered under (pprof/cProfile style: file.py:LINE(function)).
 std::string code_display_name(PyCodeObject* code);
 // The routine of a C function that `--builtins` records: a PyCFunction (`len`, a bound

@@ -65,13 +65,15 @@ Hook install(bool builtins) {
 }
 
 PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"skip_calls", "lines", "builtins", "skip_exec", nullptr};
+  static const char* kKeywords[] = {"skip_calls", "lines", "builtins", "skip_exec", "imports",
+                                    nullptr};
   int skip_calls = 0;
   PyObject* lines = nullptr;
   int builtins = 0;
   int skip_exec = 0;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iOpp", const_cast<char**>(kKeywords),
-                                   &skip_calls, &lines, &builtins, &skip_exec)) {
+  int imports = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iOppp", const_cast<char**>(kKeywords),
+                                   &skip_calls, &lines, &builtins, &skip_exec, &imports)) {
     return nullptr;
   }
   std::vector<std::string> patterns;
@@ -99,6 +101,7 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
   if (PyInterpreterState_Get() != PyInterpreterState_Main()) Py_RETURN_NONE;
   if (!sonde::python::code_table_init()) return nullptr;
   stop_hooks();  // a second start() may choose another hook
+  sonde::python::set_fold_imports(!imports);
   g_hook = install(builtins);
   if (g_hook == Hook::kNone) return nullptr;
   // The launcher's exec (a C function) comes next: only hooks that see C functions see it.
@@ -157,14 +160,16 @@ PyObject* active(PyObject*, PyObject*) { return PyBool_FromLong(sonde_active());
 PyMethodDef kMethods[] = {
     {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
      METH_VARARGS | METH_KEYWORDS,
-     "start(*, skip_calls=0, lines=(), builtins=False, skip_exec=False): record Python frames\n"
-     "of every thread into sonde's stacks. builtins=False: Python frames only, through the\n"
+     "start(*, skip_calls=0, lines=(), builtins=False, skip_exec=False, imports=False): record\n"
+     "Python frames of every thread into sonde's stacks. builtins=False: Python frames only, through the\n"
      "frame-evaluation hook where EVAL_FRAME is True, sys.monitoring where MONITORING is True,\n"
      "else as builtins=True; builtins=True: C functions too, through sys.monitoring where\n"
      "MONITORING is True, else CPython's profile function. The next skip_calls calls on this\n"
      "thread that the chosen hook sees (the launcher's own) are not recorded, plus one with\n"
      "skip_exec where the hook sees C functions (the launcher's exec); functions matching a\n"
-     "pattern in lines (fnmatch) get per-line times. Returns the hook used: 'eval_frame',\n"
+     "pattern in lines (fnmatch) get per-line times. imports=False: each import is one <import>\n"
+     "frame, what it runs folded into it; True: module bodies recorded beneath it. Returns the\n"
+     "hook used: 'eval_frame',\n"
      "'monitoring' or 'profile'; None in a sub-interpreter, which is not recorded."},
     {"stop", stop, METH_NOARGS, "Stop recording Python frames."},
     {"flush", flush, METH_NOARGS,

@@ -64,8 +64,8 @@ void push(const void* key, bool c_call, RoutineId id, bool resumed, bool machine
     f.open.push_back({key, nullptr, c_call, false});
     return;
   }
-  if (machinery && !f.open.empty() && f.open.back().machinery) {
-    f.open.push_back({key, nullptr, false, true});  // within the import its outermost frame opened
+  if (folded_into_import(!f.open.empty() && f.open.back().machinery, machinery)) {
+    f.open.push_back({key, nullptr, c_call, true});  // within the import its outermost frame opened
     return;
   }
   ThreadState* t =
@@ -74,6 +74,12 @@ void push(const void* key, bool c_call, RoutineId id, bool resumed, bool machine
 }
 
 RoutineId push_code(PyCodeObject* code, bool resumed, bool* machinery = nullptr) {
+  ThreadFrames& f = thread_frames();
+  if (f.skip == 0 && fold_imports() && !f.open.empty() && f.open.back().machinery) {
+    f.open.push_back({code, nullptr, false, true});  // inside an import folded whole: not looked up
+    if (machinery != nullptr) *machinery = false;
+    return 0;
+  }
   bool folded = false;
   RoutineId id = code_routine(code, &folded);
   push(code, false, id, resumed, folded);
@@ -111,7 +117,9 @@ PyObject* on_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (PyCodeObject* code = code_arg(args, nargs)) {
     bool machinery = false;
     RoutineId id = push_code(code, false, &machinery);
-    if (!machinery && subnormal_sample_due()) check_subnormal_arguments_of_current_frame(id, code);
+    bool recorded = thread_frames().open.back().thread != nullptr;
+    if (recorded && !machinery && subnormal_sample_due())
+      check_subnormal_arguments_of_current_frame(id, code);
   }
   Py_RETURN_NONE;
 }
@@ -133,6 +141,10 @@ PyObject* g_disable = nullptr;  // sys.monitoring.DISABLE
 // CALL: (code, offset, callable, arg0). Python functions are left to PY_START.
 PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   if (nargs < 4) Py_RETURN_NONE;
+  // Inside an import folded whole nothing is recorded, nor its call sites looked up (which
+  // would register every function an import runs); their C_RETURN finds no entry of theirs.
+  ThreadFrames& f = thread_frames();
+  if (f.skip == 0 && fold_imports() && !f.open.empty() && f.open.back().machinery) Py_RETURN_NONE;
   bool machinery = false;
   if (PyCode_Check(args[0])) {
     code_routine(reinterpret_cast<PyCodeObject*>(args[0]), &machinery);

@@ -1,7 +1,8 @@
 """The import machinery folded: importlib's own frames (<frozen importlib._bootstrap*>) are one
-"<import>" node per outermost entry into them, with the module bodies an import runs, and what
-they call, recorded beneath it. On 3.11 (frame-evaluation hook, profile function) and 3.12+
-(sys.monitoring), both modes."""
+"<import>" node per outermost entry into them. By default what an import runs (module bodies,
+what they call) is folded into it too; with SONDE_PYTHON_IMPORTS=1 (--imports) it is recorded
+beneath it. On 3.11 (frame-evaluation hook, profile function) and 3.12+ (sys.monitoring), both
+modes."""
 import pytest
 
 from conftest import query
@@ -47,7 +48,7 @@ def modules(tmp_path):
 def test_import_machinery_is_one_node_per_import(db, tmp_path, py, mode):
     modules(tmp_path)
     path = script(tmp_path, "imps.py", PROGRAM)
-    r = sonde_py(py, [path], db, tmp_path, mode=mode)
+    r = sonde_py(py, [path], db, tmp_path, mode=mode, SONDE_PYTHON_IMPORTS="1")
     assert (r.returncode, r.stdout) == (0, "13 1\n"), r.stderr
     # No frame of importlib's own: they are folded into <import>.
     assert query(db, "SELECT COUNT(*) FROM routines WHERE name LIKE '<frozen importlib%'") == [(0,)]
@@ -68,4 +69,25 @@ def test_import_machinery_is_one_node_per_import(db, tmp_path, py, mode):
     if mode == "builtins":
         assert paths[top + ";alpha.py:1(<module>);alpha.py:4(setup);<built-in builtins.len>"] == 1
     assert python_calls(db, "setup") == 1
+    assert tree_is_consistent(db)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_an_import_is_one_node_by_default(db, tmp_path, py, mode):
+    """Without SONDE_PYTHON_IMPORTS, each outermost import is one <import> node with what it ran
+    folded in: no module body, no function it called, not even their names in the profile;
+    the program's own frames after the imports are recorded as ever."""
+    modules(tmp_path)
+    path = script(tmp_path, "imps.py", PROGRAM)
+    r = sonde_py(py, [path], db, tmp_path, mode=mode)
+    assert (r.returncode, r.stdout) == (0, "13 1\n"), r.stderr
+    paths = dict(query(db, "SELECT path, calls FROM callpaths"))
+    assert paths["imps.py:1(<module>);<import>"] == 1, paths
+    under = [p for p in paths if p.endswith("(import_module);<import>")]
+    assert len(under) == 1 and paths[under[0]] == 5, paths
+    assert not [p for p in paths if "<import>;" in p], paths
+    names = [n for (n,) in query(db, "SELECT name FROM routines WHERE kind = 'python'")]
+    assert not [n for n in names if n.startswith(("alpha.py", "beta.py", "gamma.py"))], names
+    assert [c for p, c in paths.items() if p.startswith("imps.py:1(<module>);imps.py:") and p.endswith("(main)")] == [1], paths
     assert tree_is_consistent(db)

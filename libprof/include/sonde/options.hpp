@@ -103,6 +103,13 @@ inline constexpr std::array kOptionSpecs{
                "event); `0`: Python frames only, through CPython 3.11's frame-evaluation hook "
                "(sys.monitoring on 3.12+; docs/python.md).",
                0, 0, false, OptionReader::kPython},
+    OptionSpec{"SONDE_PYTHON_IMPORTS", OptionType::kBool, "0",
+               "`1` (or `python3 -m sonde --imports`): the Python frames an import runs (module "
+               "bodies and what they call) are recorded beneath its `<import>` node; `0`: each "
+               "import is one `<import>` node with its time, which keeps the thousands of "
+               "paths of a large import (`import torch`: about 24,000) and their cost out of "
+               "the profile (docs/python.md).",
+               0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
                "Peak rates (from `sonde calibrate`, or by hand: lines `resource threads value "
                "source`) copied into each profile, for `pct_peak`. "

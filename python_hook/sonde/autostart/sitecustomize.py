@@ -21,9 +21,13 @@ def _start_hook():
                 builtins = sonde.builtins_from_env()
             except ValueError:
                 builtins = False  # the launcher refuses such a value; a child keeps the default
+            try:
+                imports = sonde.imports_from_env()
+            except ValueError:
+                imports = False
             from sonde import _frameworks
             _frameworks.install()
-            _sonde.start(builtins=builtins)
+            _sonde.start(builtins=builtins, imports=imports)
             import atexit
             atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's
     except Exception as e:  # never break the program being measured
