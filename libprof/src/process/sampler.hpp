@@ -14,6 +14,8 @@
 #include <memory>
 #include <vector>
 
+#include "process/cfi_unwind.hpp"
+
 namespace sonde {
 
 class ThreadState;
@@ -66,6 +68,7 @@ class SampleRing {
 struct ThreadSamples {
   explicit ThreadSamples(uint32_t capacity) : ring(capacity) {}
   SampleRing ring;
+  CfiCache unwind;  // the rules of the frames this thread's samples went through
   timer_t timer{};
   // The thread's perf_event CPU clock when it could be opened (else `timer`); kept after
   // disarming, so a signal it had already queued is still told from a host's.
@@ -107,5 +110,7 @@ void sampler_on_signal(const siginfo_t* info, void* context);
 // False when the fault is not the sampler's (the host's own, handled as always).
 bool sampler_escape_fault();
 uint64_t sampler_faults();  // samples abandoned so
+// At the exit flush (SONDE_LOG=debug): how the threads' stacks were walked.
+void sampler_log_unwinding(const std::vector<ThreadState*>& threads);
 
 }  // namespace sonde
