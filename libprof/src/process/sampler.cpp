@@ -19,6 +19,7 @@
 #include <cerrno>
 
 #include "core/thread_local_state.hpp"
+#include "process/signals.hpp"
 #include "runtime/log.hpp"
 
 namespace sonde {
@@ -277,6 +278,7 @@ bool sampler_init(uint32_t hz) {
     return false;
   }
   g_signal = SIGRTMAX - 5;
+  reinstall_signal_handler(g_signal);  // its mask lets the unwinder's faults through
   g_hz = hz;
   g_perf = true;  // for the probe below
   rlimit files{};
@@ -418,18 +420,14 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   s->node = d < t->max_depth_ ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
   // The unwinder reads the stack and unwind tables: a frame it misreads must cost the sample,
   // never the host. Faults are let through to sonde's handler, which jumps back here.
+  // The mask is not saved (a system call): the handler's return restores the host's anyway.
   sigjmp_buf escape;
-  if (sigsetjmp(escape, 1) != 0) {  // the handler's mask is back
+  if (sigsetjmp(escape, 0) != 0) {
     t_escape = nullptr;
     g_faults.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  t_escape = &escape;
-  sigset_t faults;
-  sigemptyset(&faults);
-  sigaddset(&faults, SIGSEGV);
-  sigaddset(&faults, SIGBUS);
-  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
+  t_escape = &escape;  // SIGSEGV and SIGBUS are out of this handler's mask (kernel_action)
 #if defined(__x86_64__)
   // sonde's own walk of the CFI, with its per-thread cache; libunwind only from a frame whose
   // CFI it cannot follow.
