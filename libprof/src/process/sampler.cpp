@@ -18,6 +18,7 @@
 
 #include <cerrno>
 
+#include "core/clock.hpp"
 #include "core/thread_local_state.hpp"
 #include "process/signals.hpp"
 #include "runtime/log.hpp"
@@ -411,6 +412,7 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
       ((t->suppress & ThreadState::kWindowClosed) != 0 && t->window->closed())) {
     return;
   }
+  uint64_t start = now_ticks();
   Refresh refresh{t->samples->armed && info->si_code != SI_TIMER ? info->si_fd : -1};
   Sample* s = t->samples->ring.reserve();
   if (s == nullptr) return;
@@ -469,6 +471,10 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   t_escape = nullptr;
   s->frames = n;
   t->samples->ring.commit();
+  CfiCache::bump(t->samples->handled);
+  t->samples->handler_ticks.store(
+      t->samples->handler_ticks.load(std::memory_order_relaxed) + (now_ticks() - start),
+      std::memory_order_relaxed);
 #else
   (void)info;
   (void)context;
@@ -483,13 +489,17 @@ bool sampler_escape_fault() {
 
 uint64_t sampler_faults() { return g_faults.load(std::memory_order_relaxed); }
 
-void sampler_log_unwinding(const std::vector<ThreadState*>& threads) {
-  uint64_t hits = 0, misses = 0;
+void sampler_log_unwinding(const std::vector<ThreadState*>& threads, double ns_per_tick) {
+  uint64_t hits = 0, misses = 0, ticks = 0, handled = 0;
   for (const ThreadState* t : threads) {
     if (!t->samples) continue;
     hits += t->samples->unwind.hits.load(std::memory_order_relaxed);
     misses += t->samples->unwind.misses.load(std::memory_order_relaxed);
+    ticks += t->samples->handler_ticks.load(std::memory_order_relaxed);
+    handled += t->samples->handled.load(std::memory_order_relaxed);
   }
+  log(LogLevel::kDebug, "sampler: {} samples, {:.1f} us each in the handler (mean, before the "
+      "perf_event refresh)", handled, handled == 0 ? 0.0 : double(ticks) * ns_per_tick / 1e3 / double(handled));
   log(LogLevel::kDebug, "sampler: {} frames stepped, {} of their rules read from the unwind tables "
       "(cache misses); {} samples finished by libunwind",
       hits + misses, misses, g_handovers.load(std::memory_order_relaxed));

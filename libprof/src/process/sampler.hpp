@@ -69,6 +69,8 @@ struct ThreadSamples {
   explicit ThreadSamples(uint32_t capacity) : ring(capacity) {}
   SampleRing ring;
   CfiCache unwind;  // the rules of the frames this thread's samples went through
+  // The handler's own time (clock ticks) over the samples it kept: SONDE_LOG=debug's figure.
+  std::atomic<uint64_t> handler_ticks{0}, handled{0};
   timer_t timer{};
   // The thread's perf_event CPU clock when it could be opened (else `timer`); kept after
   // disarming, so a signal it had already queued is still told from a host's.
@@ -111,6 +113,6 @@ void sampler_on_signal(const siginfo_t* info, void* context);
 bool sampler_escape_fault();
 uint64_t sampler_faults();  // samples abandoned so
 // At the exit flush (SONDE_LOG=debug): how the threads' stacks were walked.
-void sampler_log_unwinding(const std::vector<ThreadState*>& threads);
+void sampler_log_unwinding(const std::vector<ThreadState*>& threads, double ns_per_tick);
 
 }  // namespace sonde
