@@ -402,7 +402,8 @@ bool sampler_owns(int sig, const siginfo_t* info) {
   return t != nullptr && t->samples && t->samples->perf_fd == info->si_fd;
 }
 
-// Async-signal-safe: the thread's own ring and libunwind's local unwinder, no lock, no malloc.
+// Async-signal-safe: the thread's own ring and rule cache, no lock, no malloc, no system call but
+// the refresh (libunwind, for a frame the CFI walk cannot follow, takes its own locks).
 void sampler_on_signal(const siginfo_t* info, void* context) {
 #if SONDE_HAVE_UNWIND
   ThreadState* t = t_state;
@@ -498,8 +499,10 @@ void sampler_log_unwinding(const std::vector<ThreadState*>& threads, double ns_p
     ticks += t->samples->handler_ticks.load(std::memory_order_relaxed);
     handled += t->samples->handled.load(std::memory_order_relaxed);
   }
-  log(LogLevel::kDebug, "sampler: {} samples, {:.1f} us each in the handler (mean, before the "
-      "perf_event refresh)", handled, handled == 0 ? 0.0 : double(ticks) * ns_per_tick / 1e3 / double(handled));
+  double us = handled == 0 ? 0.0 : double(ticks) * ns_per_tick / 1e3 / double(handled);
+  log(LogLevel::kDebug,
+      "sampler: {} samples, {:.1f} us each in the handler (mean, before the perf_event refresh)",
+      handled, us);
   log(LogLevel::kDebug, "sampler: {} frames stepped, {} of their rules read from the unwind tables "
       "(cache misses); {} samples finished by libunwind",
       hits + misses, misses, g_handovers.load(std::memory_order_relaxed));

@@ -1,6 +1,6 @@
 // The optional sampler of the gaps (SONDE_SAMPLE_HZ): a per-thread CPU-time timer whose signal
 // records the node of sonde's shadow stack the thread is in and the native frames below it
-// (libunwind), into a ring preallocated per thread. Samples are counted apart from the exact
+// (cfi_unwind.hpp), into a ring preallocated per thread. Samples are counted apart from the exact
 // figures: they go to the `samples` table, never into a node's calls or times.
 #pragma once
 
