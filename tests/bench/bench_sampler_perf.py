@@ -6,6 +6,8 @@ then the sampler's overhead at HZ in alternating pairs (CPU time of the child, w
 
   /usr/bin/python3 tests/bench/bench_sampler_perf.py --workload mlp_train --steps 30
   /usr/bin/python3 tests/bench/bench_sampler_perf.py --workload torch_cnn --steps 10 --pairs 4
+  ... --pairs 6 --against /tmp/base/libsonde.so   (a third run per pair: another libsonde.so,
+                                                   sampling too: before and after in one run)
 
 Shares are of user-mode CPU time on both sides: the sampler's clock counts user time only
 (its signal never interrupts a system call), so perf's kernel samples are left out of its
@@ -145,10 +147,10 @@ def compare(args, tmp):
     return worst
 
 
-def cpu_of(cmd):
+def cpu_of(cmd, env=None):
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     wall = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if r.returncode != 0:
@@ -158,25 +160,33 @@ def cpu_of(cmd):
 
 
 def overhead(args, tmp):
-    without, with_ = [], []
+    runs = [("without", [], None), ("with", ["--sample", str(args.hz)], None)]
+    if args.against:
+        runs.append(("with " + os.path.basename(os.path.dirname(args.against) or "."),
+                     ["--sample", str(args.hz)], args.against))
+    cpu = {name: [] for name, _, _ in runs}
     for i in range(args.pairs):
-        runs = [("off", []), ("on", ["--sample", str(args.hz)])]
-        if i % 2:
-            runs.reverse()  # alternate which goes first
-        for name, extra in runs:
-            db = os.path.join(tmp, f"o{i}{name}.db")
-            cpu, _ = cpu_of([CLI, "run", *extra, "-o", db, "--", *workload(args.workload,
-                                                                            args.steps)])
-            (with_ if name == "on" else without).append(cpu)
-    ratios = [b / a for a, b in zip(without, with_)]
+        order = runs if i % 2 == 0 else runs[::-1]  # alternate which goes first
+        for name, extra, library in order:
+            db = os.path.join(tmp, f"o{i}{len(cpu[name])}{name.replace(' ', '_')}.db")
+            env = dict(os.environ)
+            if library:
+                env["SONDE_LIBRARY"] = library
+            c, _ = cpu_of([CLI, "run", *extra, "-o", db, "--", *workload(args.workload,
+                                                                          args.steps)], env)
+            cpu[name].append(c)
     print(f"\noverhead at {args.hz} Hz, {args.workload} --steps {args.steps}, {args.pairs} "
           f"alternating pairs, CPU s of the child (user + system)")
     print("| pair | " + " | ".join(str(i) for i in range(args.pairs)) + " |")
     print("| --- |" + " --- |" * args.pairs)
-    print("| without | " + " | ".join(f"{x:.3f}" for x in without) + " |")
-    print("| with | " + " | ".join(f"{x:.3f}" for x in with_) + " |")
-    print(f"median ratio {statistics.median(ratios):.3f}, mean {statistics.mean(ratios):.3f} "
-          f"(target < 1.02), load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    for name, _, _ in runs:
+        print(f"| {name} | " + " | ".join(f"{x:.3f}" for x in cpu[name]) + " |")
+    for name, _, library in runs[1:]:
+        ratios = [b / a for a, b in zip(cpu["without"], cpu[name])]
+        print(f"{name}: median ratio {statistics.median(ratios):.3f}, mean "
+              f"{statistics.mean(ratios):.3f} (target < 1.02)"
+              + (f" [{library}]" if library else ""))
+    print(f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs at the end")
 
 
 def main():
@@ -186,12 +196,16 @@ def main():
     ap.add_argument("--hz", type=int, default=1000)
     ap.add_argument("--top", type=int, default=5)
     ap.add_argument("--pairs", type=int, default=0, help="overhead pairs (0: none)")
+    ap.add_argument("--against", metavar="LIB",
+                    help="another libsonde.so (an older build) sampled in each pair too")
+    ap.add_argument("--no-compare", action="store_true", help="the overhead pairs only")
     args = ap.parse_args()
     if shutil.which("perf") is None:
         sys.exit("perf is not installed")
     tmp = tempfile.mkdtemp(prefix="sonde-bench-sampler-")
     try:
-        compare(args, tmp)
+        if not args.no_compare:
+            compare(args, tmp)
         if args.pairs:
             overhead(args, tmp)
     finally:

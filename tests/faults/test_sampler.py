@@ -75,3 +75,14 @@ def test_fork_child_samples_its_own(db):
             "'child_work'")[0][0]
     assert 100 <= child <= 400, child
     assert parent_in_child_region == 0
+
+
+def test_unwinder_fault_costs_the_sample_not_the_host(db):
+    """sampler: unwind information that leads into unmapped memory costs samples, not the host"""
+    host = prog("misleading_cfi")
+    alone = plain([host])
+    profiled = sonde_run([host], db, args=["--sample", "1000"])
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'samples'")]
+    assert any("abandoned" in n for n in notes), notes

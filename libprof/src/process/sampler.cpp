@@ -18,7 +18,9 @@
 
 #include <cerrno>
 
+#include "core/clock.hpp"
 #include "core/thread_local_state.hpp"
+#include "process/signals.hpp"
 #include "runtime/log.hpp"
 
 namespace sonde {
@@ -224,6 +226,48 @@ void find_own_text() {
 
 bool in_python(uintptr_t ip) { return ip >= g_python_lo && ip < g_python_hi; }
 
+// Whether the walk goes on to record `ip`: not past the stack's end, sonde's own frames, or,
+// under a node of the shadow stack, the interpreter's (at the thread's root they are all
+// there is to see, and kept).
+bool keep_frame(const Sample* s, uintptr_t ip) {
+  return ip != 0 && !in_sonde(ip) && !(s->node != 0 && in_python(ip));
+}
+
+#if defined(__x86_64__)
+// The ucontext's register of each DWARF register number (x86-64 psABI order).
+constexpr int kGregOfDwarf[kCfiRegs] = {REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI,
+                                        REG_RBP, REG_RSP, REG_R8,  REG_R9,  REG_R10, REG_R11,
+                                        REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP};
+#endif
+
+// Objects unloaded so far (glibc's dlpi_subs), read at each drain: a thread's cache of frame
+// rules is emptied when it changes, since a new object may now hold an old one's addresses.
+std::atomic<uint64_t> g_unloads{0};
+std::atomic<uint64_t> g_handovers{0};  // samples whose walk libunwind finished
+
+#if SONDE_HAVE_UNWIND && defined(__x86_64__)
+// The frames past the one in `regs` (already recorded as the n-th), by libunwind: its state is
+// a ucontext holding the registers the CFI walk had reached.
+uint32_t unwind_rest(const ucontext_t& interrupted, const CfiRegs& regs, bool exact, Sample* s,
+                     uint32_t n) {
+  ucontext_t uc = interrupted;
+  for (int r = 0; r < kCfiRegs; ++r) {
+    if ((regs.known >> r) & 1) uc.uc_mcontext.gregs[kGregOfDwarf[r]] = greg_t(regs.r[r]);
+  }
+  unw_cursor_t cursor;
+  if (g_unw.init_local2(&cursor, reinterpret_cast<unw_context_t*>(&uc),
+                        exact ? UNW_INIT_SIGNAL_FRAME : 0) < 0) {
+    return n;
+  }
+  while (n < kSampleFrames && g_unw.step(&cursor) > 0) {
+    unw_word_t ip = 0;
+    if (g_unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !keep_frame(s, ip)) break;
+    s->pc[n++] = ip;
+  }
+  return n;
+}
+#endif
+
 }  // namespace
 
 bool sampler_init(uint32_t hz) {
@@ -235,6 +279,7 @@ bool sampler_init(uint32_t hz) {
     return false;
   }
   g_signal = SIGRTMAX - 5;
+  reinstall_signal_handler(g_signal);  // its mask lets the unwinder's faults through
   g_hz = hz;
   g_perf = true;  // for the probe below
   rlimit files{};
@@ -335,6 +380,12 @@ void sampler_disarm(ThreadState& t) {
 
 void sampler_drain(ThreadState& t) {
   if (!t.samples) return;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void*) {
+        g_unloads.store(info->dlpi_subs, std::memory_order_relaxed);
+        return 1;  // the count is the same in every entry
+      },
+      nullptr);
   t.samples->ring.drain([&](const Sample& s) {
     std::vector<uintptr_t> frames(s.pc, s.pc + s.frames);
     t.samples->counts[{s.node, std::move(frames)}] += s.weight;
@@ -351,7 +402,8 @@ bool sampler_owns(int sig, const siginfo_t* info) {
   return t != nullptr && t->samples && t->samples->perf_fd == info->si_fd;
 }
 
-// Async-signal-safe: the thread's own ring and libunwind's local unwinder, no lock, no malloc.
+// Async-signal-safe: the thread's own ring and rule cache, no lock, no malloc, no system call but
+// the refresh (libunwind, for a frame the CFI walk cannot follow, takes its own locks).
 void sampler_on_signal(const siginfo_t* info, void* context) {
 #if SONDE_HAVE_UNWIND
   ThreadState* t = t_state;
@@ -361,6 +413,7 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
       ((t->suppress & ThreadState::kWindowClosed) != 0 && t->window->closed())) {
     return;
   }
+  uint64_t start = now_ticks();
   Refresh refresh{t->samples->armed && info->si_code != SI_TIMER ? info->si_fd : -1};
   Sample* s = t->samples->ring.reserve();
   if (s == nullptr) return;
@@ -370,39 +423,59 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   s->node = d < t->max_depth_ ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
   // The unwinder reads the stack and unwind tables: a frame it misreads must cost the sample,
   // never the host. Faults are let through to sonde's handler, which jumps back here.
+  // The mask is not saved (a system call): the handler's return restores the host's anyway.
   sigjmp_buf escape;
-  if (sigsetjmp(escape, 1) != 0) {  // the handler's mask is back
+  if (sigsetjmp(escape, 0) != 0) {
     t_escape = nullptr;
     g_faults.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  t_escape = &escape;
-  sigset_t faults;
-  sigemptyset(&faults);
-  sigaddset(&faults, SIGSEGV);
-  sigaddset(&faults, SIGBUS);
-  pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
-  unw_cursor_t cursor;
-  // On x86-64 and aarch64 libunwind's context is the ucontext the kernel gave the handler:
-  // unwinding starts at the interrupted instruction, past the handler's own frames.
-  if (g_unw.init_local2(&cursor, static_cast<unw_context_t*>(context), UNW_INIT_SIGNAL_FRAME) < 0) {
-    t_escape = nullptr;
-    return;
-  }
+  t_escape = &escape;  // SIGSEGV and SIGBUS are out of this handler's mask (kernel_action)
+#if defined(__x86_64__)
+  // sonde's own walk of the CFI, with its per-thread cache; libunwind only from a frame whose
+  // CFI it cannot follow.
+  const auto& gregs = static_cast<const ucontext_t*>(context)->uc_mcontext.gregs;
+  CfiRegs regs;
+  for (int r = 0; r < kCfiRegs; ++r) regs.r[r] = uint64_t(gregs[kGregOfDwarf[r]]);
+  regs.known = (1u << kCfiRegs) - 1;
+  uint64_t unloads = g_unloads.load(std::memory_order_relaxed);
+  if (t->samples->unwind.generation != unloads) t->samples->unwind.clear(unloads);
+  bool exact = true;  // the interrupted instruction itself, not a return address
   uint32_t n = 0;
-  do {
-    unw_word_t ip = 0;
-    if (g_unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || ip == 0 || in_sonde(ip)) break;
-    // At the thread's root the interpreter's frames are all there is to see: kept there.
-    if (s->node != 0 && in_python(ip)) break;
+  CfiStep step = CfiStep::kEnd;
+  while (keep_frame(s, regs.r[kCfiRip])) {
     // Return addresses point past their call; the innermost frame is the interrupted
     // instruction itself (symbolize steps one byte back from every address).
-    s->pc[n] = n == 0 ? ip + 1 : ip;
-    ++n;
-  } while (n < kSampleFrames && g_unw.step(&cursor) > 0);
+    s->pc[n] = n == 0 ? regs.r[kCfiRip] + 1 : regs.r[kCfiRip];
+    if (++n == kSampleFrames) break;
+    step = cfi_step(t->samples->unwind, regs, exact);
+    if (step != CfiStep::kStepped) break;
+  }
+  if (step == CfiStep::kUnsupported) {
+    g_handovers.fetch_add(1, std::memory_order_relaxed);
+    n = unwind_rest(*static_cast<const ucontext_t*>(context), regs, exact, s, n);
+  }
+#else
+  // Elsewhere (aarch64) libunwind walks the whole stack from the kernel's ucontext.
+  unw_cursor_t cursor;
+  uint32_t n = 0;
+  auto* uc = static_cast<unw_context_t*>(context);
+  if (g_unw.init_local2(&cursor, uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+    do {
+      unw_word_t ip = 0;
+      if (g_unw.get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !keep_frame(s, ip)) break;
+      s->pc[n] = n == 0 ? ip + 1 : ip;
+      ++n;
+    } while (n < kSampleFrames && g_unw.step(&cursor) > 0);
+  }
+#endif
   t_escape = nullptr;
   s->frames = n;
   t->samples->ring.commit();
+  CfiCache::bump(t->samples->handled);
+  t->samples->handler_ticks.store(
+      t->samples->handler_ticks.load(std::memory_order_relaxed) + (now_ticks() - start),
+      std::memory_order_relaxed);
 #else
   (void)info;
   (void)context;
@@ -416,5 +489,23 @@ bool sampler_escape_fault() {
 }
 
 uint64_t sampler_faults() { return g_faults.load(std::memory_order_relaxed); }
+
+void sampler_log_unwinding(const std::vector<ThreadState*>& threads, double ns_per_tick) {
+  uint64_t hits = 0, misses = 0, ticks = 0, handled = 0;
+  for (const ThreadState* t : threads) {
+    if (!t->samples) continue;
+    hits += t->samples->unwind.hits.load(std::memory_order_relaxed);
+    misses += t->samples->unwind.misses.load(std::memory_order_relaxed);
+    ticks += t->samples->handler_ticks.load(std::memory_order_relaxed);
+    handled += t->samples->handled.load(std::memory_order_relaxed);
+  }
+  double us = handled == 0 ? 0.0 : double(ticks) * ns_per_tick / 1e3 / double(handled);
+  log(LogLevel::kDebug,
+      "sampler: {} samples, {:.1f} us each in the handler (mean, before the perf_event refresh)",
+      handled, us);
+  log(LogLevel::kDebug, "sampler: {} frames stepped, {} of their rules read from the unwind tables "
+      "(cache misses); {} samples finished by libunwind",
+      hits + misses, misses, g_handovers.load(std::memory_order_relaxed));
+}
 
 }  // namespace sonde

@@ -1,6 +1,6 @@
 // The optional sampler of the gaps (SONDE_SAMPLE_HZ): a per-thread CPU-time timer whose signal
 // records the node of sonde's shadow stack the thread is in and the native frames below it
-// (libunwind), into a ring preallocated per thread. Samples are counted apart from the exact
+// (cfi_unwind.hpp), into a ring preallocated per thread. Samples are counted apart from the exact
 // figures: they go to the `samples` table, never into a node's calls or times.
 #pragma once
 
@@ -13,6 +13,8 @@
 #include <map>
 #include <memory>
 #include <vector>
+
+#include "process/cfi_unwind.hpp"
 
 namespace sonde {
 
@@ -66,6 +68,9 @@ class SampleRing {
 struct ThreadSamples {
   explicit ThreadSamples(uint32_t capacity) : ring(capacity) {}
   SampleRing ring;
+  CfiCache unwind;  // the rules of the frames this thread's samples went through
+  // The handler's own time (clock ticks) over the samples it kept: SONDE_LOG=debug's figure.
+  std::atomic<uint64_t> handler_ticks{0}, handled{0};
   timer_t timer{};
   // The thread's perf_event CPU clock when it could be opened (else `timer`); kept after
   // disarming, so a signal it had already queued is still told from a host's.
@@ -107,5 +112,7 @@ void sampler_on_signal(const siginfo_t* info, void* context);
 // False when the fault is not the sampler's (the host's own, handled as always).
 bool sampler_escape_fault();
 uint64_t sampler_faults();  // samples abandoned so
+// At the exit flush (SONDE_LOG=debug): how the threads' stacks were walked.
+void sampler_log_unwinding(const std::vector<ThreadState*>& threads, double ns_per_tick);
 
 }  // namespace sonde

@@ -155,7 +155,7 @@ bool second_of_a_pair(int sig, siginfo_t* info) {
 
 // What the kernel holds for a host disposition: sonde's handler, except where the host ignores
 // the signal (ignored signals must stay ignored across exec, and never interrupt a call).
-struct sigaction kernel_action(const struct sigaction& host) {
+struct sigaction kernel_action(int sig, const struct sigaction& host) {
   uintptr_t h = handler_of(host);
   if (h == kIgnore) return host;
   struct sigaction k {};
@@ -170,6 +170,13 @@ struct sigaction kernel_action(const struct sigaction& host) {
     // (in the kernel it would reset the disposition past sonde's handler).
     k.sa_flags = (host.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
     k.sa_mask = host.sa_mask;
+  }
+  if (sig != 0 && sig == sampler_signal()) {
+    // The sampler's unwinder may fault on a misread frame; the fault must reach sonde's
+    // handler, which jumps back into the sampler's. Left out of the mask here, it costs no
+    // system call per sample to unblock.
+    sigdelset(&k.sa_mask, SIGSEGV);
+    sigdelset(&k.sa_mask, SIGBUS);
   }
   return k;
 }
@@ -292,7 +299,7 @@ int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old) 
     TableLock lock;
     previous = g_table.host[sig].action;
     if (act != nullptr) {
-      struct sigaction k = kernel_action(wanted);
+      struct sigaction k = kernel_action(sig, wanted);
       if (real_sigaction(sig, &k, nullptr) != 0) return -1;
       store_host(sig, wanted);
     }
@@ -322,6 +329,17 @@ void before_abort() {
   host_sigaction(SIGABRT, &dfl, nullptr);
 }
 
+void reinstall_signal_handler(int sig) {
+  if (sig <= 0 || sig >= kSignalLimit || !g_table.managed[sig].load(std::memory_order_acquire)) {
+    return;
+  }
+  TableLock lock;
+  const struct sigaction& host = g_table.host[sig].action;
+  if (handler_of(host) == kIgnore) return;
+  struct sigaction k = kernel_action(sig, host);
+  real_sigaction(sig, &k, nullptr);
+}
+
 void install_signal_handlers() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;
@@ -334,7 +352,7 @@ void install_signal_handlers() {
     if (real_sigaction(sig, nullptr, &current) != 0) continue;
     store_host(sig, current);
     if (handler_of(current) != kIgnore) {
-      struct sigaction k = kernel_action(current);
+      struct sigaction k = kernel_action(sig, current);
       if (real_sigaction(sig, &k, nullptr) != 0) continue;
     }
     g_table.managed[sig].store(true, std::memory_order_release);

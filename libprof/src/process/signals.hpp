@@ -12,6 +12,8 @@ namespace sonde {
 // Takes over the terminating signals: each keeps the disposition it has now as the host's.
 // Signals the host ignores stay ignored in the kernel (so they are ignored across exec too).
 void install_signal_handlers();
+// Sets the kernel's action for `sig` again from the host's (the sampler's signal, once chosen).
+void reinstall_signal_handler(int sig);
 
 // sigaction as the host sees it; the wrappers of sigaction, signal and their relatives call it.
 // Before install_signal_handlers, for signals sonde leaves alone, and in a vfork child (whose

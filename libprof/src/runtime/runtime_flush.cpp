@@ -72,6 +72,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     if (t->trace) over_budget += t->trace->dropped_by_budget();
     samples_dropped += s.samples_dropped;
   }
+  if (final && sampler_on()) sampler_log_unwinding(threads, clock_.ns_per_tick());
   if (uint64_t faults = sampler_faults(); faults > 0) {
     add_note("samples", fmt::format("the sampler abandoned {} samples whose native stack could "
                                     "not be read (a fault in the unwinder, caught)", faults),
