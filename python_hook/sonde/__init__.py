@@ -68,8 +68,12 @@ def builtins_from_env(environ=None):
 
 def imports_from_env(environ=None):
     """SONDE_PYTHON_IMPORTS as a bool (unset: False: each import is one <import> node, what it
-    runs folded into it); ValueError for a value that is no bool."""
-    return _bool_from_env(IMPORTS_ENV, environ)
+    runs folded into it). A value that is no bool is the default, as for libsonde's variables
+    (the launcher says so once): it changes what is recorded, not what runs."""
+    try:
+        return _bool_from_env(IMPORTS_ENV, environ)
+    except ValueError:
+        return False
 
 
 # The launcher's --lines patterns, for a start() the program makes itself (--paused).

@@ -172,12 +172,15 @@ def _tools(program, kind):
 
 
 def _launch(opts, program, kind, argv):
-    from . import BUILTINS_ENV, IMPORTS_ENV, builtins_from_env, imports_from_env
+    from . import BUILTINS_ENV, IMPORTS_ENV, _bool_from_env, builtins_from_env
     try:
         builtins_from_env()
-        imports_from_env()
     except ValueError as e:
         _fail(str(e), 2)
+    try:
+        _bool_from_env(IMPORTS_ENV, None)
+    except ValueError as e:
+        print(f"python3 -m sonde: {e}; imports are folded (the default)", file=sys.stderr)
     lib, cli = _tools(program, kind)
     env = dict(os.environ)
     env["SONDE_LIBRARY"] = lib  # sonde run preloads this one, whatever its own tree holds

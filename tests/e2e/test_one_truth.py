@@ -74,7 +74,8 @@ def test_no_row_of_a_real_python_program_passes_its_denominator(tmp_path):
                       "xml.dom.minidom, concurrent.futures\n"
                       "a = torch.ones(64, 64)\nprint(float((a @ a).sum()))\n")
     db = tmp_path / "py.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(script)], capture_output=True,
+    # --imports: the module bodies an import runs are recorded, not folded into <import>.
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), "--imports", str(script)], capture_output=True,
                        text=True, timeout=300, cwd=tmp_path, env=clean_env(PYTHONPATH=PYTHONPATH))
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "262144.0"
