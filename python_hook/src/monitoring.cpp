@@ -75,7 +75,7 @@ void push(const void* key, bool c_call, RoutineId id, bool resumed, bool machine
 
 RoutineId push_code(PyCodeObject* code, bool resumed, bool* machinery = nullptr) {
   ThreadFrames& f = thread_frames();
-  if (f.skip == 0 && fold_imports() && !f.open.empty() && f.open.back().machinery) {
+  if (!f.open.empty() && f.open.back().machinery && f.skip == 0 && fold_imports()) {
     f.open.push_back({code, nullptr, false, true});  // inside an import folded whole: not looked up
     if (machinery != nullptr) *machinery = false;
     return 0;
@@ -144,7 +144,7 @@ PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
   // Inside an import folded whole nothing is recorded, nor its call sites looked up (which
   // would register every function an import runs); their C_RETURN finds no entry of theirs.
   ThreadFrames& f = thread_frames();
-  if (f.skip == 0 && fold_imports() && !f.open.empty() && f.open.back().machinery) Py_RETURN_NONE;
+  if (!f.open.empty() && f.open.back().machinery && f.skip == 0 && fold_imports()) Py_RETURN_NONE;
   bool machinery = false;
   if (PyCode_Check(args[0])) {
     code_routine(reinterpret_cast<PyCodeObject*>(args[0]), &machinery);
