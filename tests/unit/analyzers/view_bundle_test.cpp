@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,6 +114,15 @@ constexpr const char* kSecondProcess =
     "UPDATE processes SET rank = 0 WHERE process_id = 1; "
     "UPDATE threads SET process_id = 2 WHERE thread_id = 2;";
 
+// The fixture with kSecondProcess in rank `rank` ("NULL": no rank), and its bundle's scopes.
+nlohmann::json scopes_with_second_process(const std::string& path, const char* rank,
+                                          std::optional<ViewData>& data) {
+  std::string sql = kSecondProcess;
+  test::exec_sql(path, sql.replace(sql.find("{rank}"), 6, rank));
+  data.emplace(std::vector<std::string>{path});
+  return nlohmann::json::parse(*data->part(0, "tree_scopes"));
+}
+
 nlohmann::json merged_tree_of(ProfileFile file) {
   return nlohmann::json::parse(dump_json(
       render_tree_json(load_forest(file, true), TreeOptions{kViewTreeMinPct, std::nullopt, true})));
@@ -121,10 +131,9 @@ nlohmann::json merged_tree_of(ProfileFile file) {
 // Each rank's tree is `sonde tree --rank R --threads merge`'s; a process alone in its rank
 // shares the rank's part.
 TEST_F(ViewBundleTest, EachRankHasItsMergedTree) {
-  std::string sql = kSecondProcess;
-  test::exec_sql(path_, sql.replace(sql.find("{rank}"), 6, "1"));
-  ViewData data({path_});
-  nlohmann::json scopes = nlohmann::json::parse(*data.part(0, "tree_scopes"));
+  std::optional<ViewData> loaded;
+  nlohmann::json scopes = scopes_with_second_process(path_, "1", loaded);
+  ViewData& data = *loaded;
   EXPECT_EQ(scopes["ranks"], 2);
   EXPECT_EQ(scopes["processes"], 2);
   std::vector<std::string> parts;
@@ -149,10 +158,9 @@ TEST_F(ViewBundleTest, EachRankHasItsMergedTree) {
 
 // One rank, two processes: each process has a part of its own, its threads alone.
 TEST_F(ViewBundleTest, EachProcessHasItsMergedTree) {
-  std::string sql = kSecondProcess;
-  test::exec_sql(path_, sql.replace(sql.find("{rank}"), 6, "NULL"));
-  ViewData data({path_});
-  nlohmann::json scopes = nlohmann::json::parse(*data.part(0, "tree_scopes"));
+  std::optional<ViewData> loaded;
+  nlohmann::json scopes = scopes_with_second_process(path_, "NULL", loaded);
+  ViewData& data = *loaded;
   EXPECT_EQ(scopes["ranks"], 1);
   ASSERT_EQ(scopes["scopes"].size(), 2u);
   ProfileFile file = ProfileFile::open(path_);
