@@ -183,7 +183,10 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
 
 -- One row per routine with GEMM shapes (routine_id): its shapes' FLOPs, time and bytes, and
 -- the peaks for the thread counts its calls ran with, time-weighted as in gemm_shapes. What
--- the per-routine % of peak and roofline use (sonde metrics, candidates).
+-- the per-routine % of peak and roofline use (sonde metrics, candidates). Its figures are
+-- gemm_shapes' over another grouping, written out again because SQLite has no GROUPING SETS:
+-- summing gemm_shapes' rows would need its raw sums (time in ns, time x peak) as columns of
+-- that documented view, and would round each shape's figure before the routine's.
 CREATE VIEW IF NOT EXISTS routine_peaks AS
   SELECT n.routine_id AS routine_id, r.name AS routine, r.kind AS kind,
          SUM(s.flops) AS flops, SUM(s.time_ns) / 1e9 AS time_s,
