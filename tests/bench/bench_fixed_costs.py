@@ -121,7 +121,7 @@ def main():
             }, max(3, a.pairs // 2) if case == "torch" else a.pairs, work), target)
     if "flush" in only:
         bench = os.path.join(build, "tests", "bench", "bench_flush")
-        first, second, first_cpu, second_cpu = [], [], [], []
+        first, second, first_cpu, second_cpu, faults = [], [], [], [], []
         for _ in range(max(3, a.pairs // 3)):
             db = os.path.join(work, "flush.db")
             for suffix in ("", "-journal"):
@@ -135,6 +135,7 @@ def main():
             second.append(float(vals["flush2_s"]))
             first_cpu.append(float(vals["flush1_cpu_s"]))
             second_cpu.append(float(vals["flush2_cpu_s"]))
+            faults.append((int(vals["flush1_faults"]), int(vals["flush2_faults"])))
         print(f"\n== sonde_flush() of {a.paths:,} new call paths (bench_flush, 100 groups)")
         print(f"  first flush (inserts)        {statistics.median(first) * 1000:8.1f} ms "
               f"(runs {min(first) * 1000:.0f}-{max(first) * 1000:.0f})")
@@ -144,6 +145,8 @@ def main():
         print(f"  first flush, CPU time        {statistics.median(first_cpu) * 1000:8.1f} ms "
               f"(runs {min(first_cpu) * 1000:.0f}-{max(first_cpu) * 1000:.0f})")
         print(f"  nothing new, CPU time        {statistics.median(second_cpu) * 1000:8.1f} ms")
+        print(f"  page faults (minor)          {statistics.median(f for f, _ in faults):8.0f} first, "
+              f"{statistics.median(s for _, s in faults):.0f} nothing new")
         print("  target: the exit flush of ~99k paths well under 100 ms")
     print(f"\nload average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 

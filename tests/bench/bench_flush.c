@@ -41,11 +41,16 @@ int main(int argc, char** argv) {
     sonde_region_end(leaf);
     if (fanout > 0 && p % fanout == fanout - 1) sonde_region_end(group_names[p / fanout]);
   }
+  /* Page faults beside the times: each first touch of a page is a kernel entry, and on a
+   * paravirtualised VM one cost about 15 us (docs/performance.md). */
   double t1 = bench_now_s(), c1 = bench_cpu_s();
+  long f1 = bench_minor_faults();
   int s1 = sonde_flush();
   double t2 = bench_now_s(), c2 = bench_cpu_s();
+  long f2 = bench_minor_faults();
   int s2 = sonde_flush();
   double t3 = bench_now_s(), c3 = bench_cpu_s();
+  long f3 = bench_minor_faults();
   (void)sink;
   printf("paths %lld\n", paths);
   printf("fanout %lld\n", fanout);
@@ -55,6 +60,8 @@ int main(int argc, char** argv) {
   printf("flush2_s %.4f\n", t3 - t2);
   printf("flush1_cpu_s %.4f\n", c2 - c1);
   printf("flush2_cpu_s %.4f\n", c3 - c2);
+  printf("flush1_faults %ld\n", f2 - f1);
+  printf("flush2_faults %ld\n", f3 - f2);
   printf("flush_status %d %d\n", s1, s2);
   printf("sonde_active %d\n", sonde_active());
   return 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/huge_pages.hpp"
 #include "core/thread_state.hpp"
 
 namespace sonde {
@@ -30,6 +31,9 @@ struct NodeRow {
   uint64_t timed, sampled;
   int64_t incl_se_ns;
 };
+
+// Huge pages: see core/huge_pages.hpp.
+using NodeRows = HugeVector<NodeRow>;
 
 struct ShapeRow {
   uint32_t index, node;
@@ -81,7 +85,7 @@ struct ThreadSnapshot {
   int64_t started_ns;
   std::optional<int64_t> ended_ns;
   bool ftz, daz;
-  std::vector<NodeRow> nodes;  // index order: a parent always precedes its children
+  NodeRows nodes;  // index order: a parent always precedes its children
   // With counters on (`counters` of them): node i's inclusive counts at [2 i counters ...) and
   // its exclusive ones right after; empty otherwise, so that a flush of many paths without
   // counters does not copy their empty slots.
@@ -101,6 +105,7 @@ struct ThreadSnapshot {
   uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
 };
 
-ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now);
+// `rows`: a previous snapshot's nodes, whose memory the copy reuses (core/huge_pages.hpp).
+ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, NodeRows rows = {});
 
 }  // namespace sonde

@@ -298,7 +298,7 @@ void CuptiBackend::requeue(std::vector<GpuRow>&& rows) {
   for (GpuRow& r : rows) retry_.push_back(std::move(r));
 }
 
-void CuptiBackend::thread_gone(const ThreadState* thread, const std::vector<int64_t>& node_ids) {
+void CuptiBackend::thread_gone(const ThreadState* thread, const HugeVector<int64_t>& node_ids) {
   auto resolve = [&](const ThreadState*& t, uint32_t node, int64_t& node_id) {
     if (t != thread) return;
     node_id = node < node_ids.size() ? node_ids[node] : 0;

@@ -29,7 +29,7 @@ class CuptiBackend final : public GpuBackend {
   bool api_traced() const override { return traced_.load(std::memory_order_acquire); }
   void collect(std::vector<GpuRow>& out, bool final, const Clock& clock) override;
   void requeue(std::vector<GpuRow>&& rows) override;
-  void thread_gone(const ThreadState* thread, const std::vector<int64_t>& node_ids) override;
+  void thread_gone(const ThreadState* thread, const HugeVector<int64_t>& node_ids) override;
   void fork_child() override;
   void info(std::vector<std::pair<std::string, std::string>>& out) const override;
 

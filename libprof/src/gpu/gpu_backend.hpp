@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/huge_pages.hpp"
 #include "counters/counter_backend.hpp"  // NoteSink
 
 namespace sonde {
@@ -50,7 +51,7 @@ class GpuBackend {
   // A flush that collected `rows` failed: they go out with the next one.
   virtual void requeue(std::vector<GpuRow>&& rows) = 0;
   // `thread`'s state is about to be freed; `node_ids` are the rows its nodes were written to.
-  virtual void thread_gone(const ThreadState* thread, const std::vector<int64_t>& node_ids) = 0;
+  virtual void thread_gone(const ThreadState* thread, const HugeVector<int64_t>& node_ids) = 0;
   // In a fork child the driver is unusable: drop the parent's state and stop asking CUPTI.
   virtual void fork_child() = 0;
   // Running totals for run_info (gpu.records, gpu.dropped, ...), so a crash still shows them.

@@ -130,6 +130,7 @@ class Runtime {
 
   std::mutex store_mu_;  // held for a whole flush; fork waits for it
   std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
+  std::vector<NodeRows> spare_rows_;  // the last snapshots' nodes (under store_mu_)
   Store store_;
   CallSites call_sites_;  // names the shapes' call sites before the store writes them
   std::mutex notes_mu_;

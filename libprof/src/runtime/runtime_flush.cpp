@@ -62,7 +62,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   for (ThreadState* t : threads) {
     if (window_ticks != 0) t->start_no_earlier_than(window_ticks);
     sampler_drain(*t);
-    d.threads.push_back(take_snapshot(*t, clock_, now));
+    size_t k = d.threads.size();
+    d.threads.push_back(take_snapshot(
+        *t, clock_, now, k < spare_rows_.size() ? std::move(spare_rows_[k]) : NodeRows{}));
     call_sites_.name(d.threads.back(), routines_);
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
@@ -158,7 +160,12 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   d.end_reason = end_reason;
 
   std::string error;
-  if (!store_.write(d, routines_, error)) {
+  bool written = store_.write(d, routines_, error);
+  if (!final) {  // the next flush copies into the same memory
+    spare_rows_.resize(d.threads.size());
+    for (size_t k = 0; k < d.threads.size(); ++k) spare_rows_[k] = std::move(d.threads[k].nodes);
+  }
+  if (!written) {
     // Once per cause: a full disk fails every periodic flush the same way.
     if (error != last_flush_error_) warn("flushing the profile to {} failed: {}", output_, error);
     last_flush_error_ = error;

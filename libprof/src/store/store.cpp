@@ -414,7 +414,7 @@ bool Store::write_gpu(Database& db, const FlushData& data, std::string& error) {
     // row when the launching thread's state was freed.
     int64_t node_id = g.node_id;
     if (g.thread != nullptr) {
-      const std::vector<int64_t>& ids = node_ids(g.thread);
+      const HugeVector<int64_t>& ids = node_ids(g.thread);
       node_id = g.node < ids.size() ? ids[g.node] : 0;
     }
     gpu.bind(1, process_id_);

@@ -63,8 +63,8 @@ class Store {
   // A thread's final state is written and the state freed: its address may be reused.
   void forget_thread(const ThreadState* t) { threads_.erase(t); }
   // The node_id of each of `t`'s nodes written so far (0: not written); empty if none.
-  const std::vector<int64_t>& node_ids(const ThreadState* t) const {
-    static const auto* kNone = new std::vector<int64_t>;  // never destroyed: flushes at exit
+  const HugeVector<int64_t>& node_ids(const ThreadState* t) const {
+    static const auto* kNone = new HugeVector<int64_t>;  // never destroyed: flushes at exit
     auto it = threads_.find(t);
     return it != threads_.end() ? it->second.nodes : *kNone;
   }
@@ -75,10 +75,11 @@ class Store {
  private:
   struct ThreadIds {
     int64_t thread_id = 0;
-    std::vector<int64_t> nodes, shapes;
+    HugeVector<int64_t> nodes;  // core/huge_pages.hpp, as the snapshot's rows
+    std::vector<int64_t> shapes;
     // Per node, the calls and inclusive time last written: a node whose two are unchanged has
     // nothing new (its other figures only move with them), so a flush rewrites only what moved.
-    std::vector<std::pair<uint64_t, int64_t>> written;
+    HugeVector<std::pair<uint64_t, int64_t>> written;
   };
   struct ThreadStatements;
 
@@ -94,9 +95,7 @@ class Store {
   bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                         ThreadIds& ids, std::string& error);
   // store_nodes.cpp
-  struct NewNode;
   bool write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error);
-  bool insert_nodes(Database& db, std::vector<NewNode>& rows, std::string& error);
   bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                            const ThreadIds& ids, std::string& error);
   bool write_node_timing(Database& db, ThreadStatements& st, const ThreadSnapshot& t,

@@ -508,7 +508,7 @@ TEST_F(StoreWrite, WritesTheAttributionItIsGiven) {
 // state lives, by the node_id it was written to once the state is gone, or nowhere.
 TEST_F(StoreWrite, GpuActivityKeepsTheLaunchingCallPath) {
   ASSERT_TRUE(write(flush(2500)));
-  const std::vector<int64_t>& ids = store_.node_ids(&t_);
+  const auto& ids = store_.node_ids(&t_);
   ASSERT_GE(ids.size(), 3u);  // root, train, model.forward
   FlushData d = flush(2600);
   GpuRow kernel;
