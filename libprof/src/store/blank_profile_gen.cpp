@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "schema_sql.hpp"
-#include "store/schema_version.hpp"
+#include "store/schema_meta.hpp"
 #include "store/sqlite_db.hpp"
 
 int main(int argc, char** argv) {
@@ -22,9 +22,7 @@ int main(int argc, char** argv) {
   std::string error;
   {
     sonde::Database db;
-    std::string meta = fmt::format(
-        "INSERT OR IGNORE INTO meta VALUES ('schema_version', '{}'), ('created_by', 'sonde {}')",
-        sonde::kSchemaVersion, SONDE_VERSION);
+    std::string meta = sonde::schema_meta_sql();
     if (!db.open(argv[1], true, error) || !db.exec("BEGIN IMMEDIATE", error) ||
         !db.exec(sonde::kSchemaSql, error) || !db.exec(meta.c_str(), error) ||
         !db.exec("COMMIT", error)) {

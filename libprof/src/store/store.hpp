@@ -15,10 +15,10 @@
 #include "store/peaks.hpp"
 #include "core/routine_registry.hpp"
 #include "core/snapshot.hpp"
+#include "store/sqlite_db.hpp"
 
 namespace sonde {
 
-class Database;
 
 struct RunInfo {
   std::string uuid, command, host, cpu_model, mode;
@@ -111,6 +111,9 @@ class Store {
   bool write_notes_and_info(Database& db, const FlushData& data, std::string& error);
   bool write_process_state(Database& db, const FlushData& data, std::string& error);
   std::string path_;
+  // A joining process's connection from prepare(), for the flush that follows it at start (no
+  // host code runs between, so nothing can close its descriptor): one schema read fewer.
+  Database held_;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
   std::vector<int64_t> routine_ids_;  // registry id -> routines.routine_id

@@ -105,7 +105,7 @@ TEST(StorePrepare, AcceptsAnExistingProfileWithoutTouchingIt) {
   ASSERT_TRUE(Store().prepare(path, error)) << error;
   Reader r(path);
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'marker'"), "kept");
-  EXPECT_EQ(r.count("meta"), 3);
+  EXPECT_EQ(r.count("meta"), 4);
 }
 
 TEST(StorePrepare, RefusesATextFileAndLeavesItAlone) {
@@ -145,8 +145,9 @@ TEST(StorePrepare, RefusesAnotherSQLiteDatabase) {
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'meta'"), "0");
 }
 
-// A file of this schema version made by an earlier sonde, before a table was added to it:
-// joining it adds the table, so a flush that writes there does not fail.
+// A file of this schema version made by an earlier sonde, before a table was added to it (and
+// before the schema's hash was kept in meta): joining it adds the table, so a flush that writes
+// there does not fail, and the hash.
 TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
   test::TempDir dir;
   std::string path = dir.file("older.db");
@@ -155,14 +156,35 @@ TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db, "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics", nullptr, nullptr,
-                 nullptr);
+    sqlite3_exec(db,
+                 "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
+                 "DELETE FROM meta WHERE key = 'schema_sql'",
+                 nullptr, nullptr, nullptr);
     sqlite3_close(db);
   }
   ASSERT_TRUE(Store().prepare(path, error)) << error;
   Reader r(path);
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_metrics'"), "1");
-  EXPECT_EQ(r.count("meta"), 2);
+  EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'schema_sql'").size(), 16u);
+  EXPECT_EQ(r.count("meta"), 3);
+}
+
+// The same file with the hash of this build's schema: joining it creates nothing (the dropped
+// table stays dropped), which is what saves a joining process the schema's statements.
+TEST(StorePrepare, AFileOfThisSchemaIsJoinedWithoutItsStatements) {
+  test::TempDir dir;
+  std::string path = dir.file("same.db");
+  std::string error;
+  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    sqlite3_exec(db, "DROP VIEW gpu_kernel_metrics", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  Reader r(path);
+  EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_kernel_metrics'"), "0");
 }
 
 TEST(StorePrepare, RefusesAnotherSchemaVersion) {
@@ -469,6 +491,40 @@ TEST_F(StoreWrite, AnotherProcessOfTheSameRunJoinsIt) {
             (Rows{{"321", "root", "0"},
                   {"322", "child", std::to_string(store_.process_id())}}));
   EXPECT_EQ(r.rows("SELECT calls FROM hotspots WHERE routine = 'cblas_sgemm'"), (Rows{{"4"}}));
+}
+
+// A child whose routines came in another order after the first ones: the leading rows it shares
+// with the file are taken by position, the rest by name, and its calls land on the right rows.
+TEST_F(StoreWrite, AJoiningProcessWithOtherRoutinesKeepsTheirNames) {
+  ASSERT_TRUE(write(flush(2500)));
+  RoutineRegistry reg2;
+  RoutineId train2 = reg2.intern({"train", "region", ""});
+  RoutineId only2 = reg2.intern({"only_in_the_child", "region", ""});
+  RoutineId sgemm2 = reg2.intern({"cblas_sgemm", "blas", "libopenblas.so.0"});
+  ThreadState t2{1, 4243, 3000, 16, 0};
+  enter_at(t2, train2, 3000);
+  enter_at(t2, only2, 3100);
+  enter_at(t2, sgemm2, 3200);
+  leave_at(t2, 3300);
+  leave_at(t2, 3400);
+  leave_at(t2, 3500);
+  Store child_store;
+  std::string error;
+  ASSERT_TRUE(child_store.prepare(path_, error)) << error;
+  ProcessInfo child = process_;
+  child.pid = 322;
+  child.origin = "child";
+  FlushData d{&run_, &child, {}, notes_, info_, 3600, "exit"};
+  d.threads.push_back(take_snapshot(t2, Clock{}, 3600));
+  ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
+
+  Reader r(path_);
+  EXPECT_EQ(r.count("routines"), 5);  // <thread>, train, model.forward, cblas_sgemm, the new one
+  EXPECT_EQ(r.rows("SELECT r.name, n.depth FROM nodes n JOIN routines r USING (routine_id) "
+                   "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
+                   "WHERE p.pid = 322 ORDER BY n.depth"),
+            (Rows{{"<thread>", "0"}, {"train", "1"}, {"only_in_the_child", "2"},
+                  {"cblas_sgemm", "3"}}));
 }
 
 TEST_F(StoreWrite, RecursionIsMarkedAndNotCountedTwiceInHotspots) {
