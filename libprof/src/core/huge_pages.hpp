@@ -12,7 +12,7 @@
 
 namespace sonde {
 
-// nullptr when the mapping fails (and malloc too, for small blocks).
+// nullptr only when malloc fails too.
 void* huge_alloc(size_t bytes);
 void huge_free(void* p, size_t bytes);
 
