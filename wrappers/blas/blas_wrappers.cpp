@@ -137,6 +137,7 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
 }
 
 __attribute__((constructor(200))) void register_blas() {
+  sonde::RoutineBatch batch;
   for (size_t i = 0; i < kCount; ++i) {
     g_ids[i] = sonde::register_routine({kNames[i], "blas", "blas"});
   }

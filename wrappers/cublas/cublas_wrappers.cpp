@@ -124,6 +124,7 @@ sonde::CallCost lt_cost(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
 }
 
 __attribute__((constructor(200))) void register_cublas() {
+  sonde::RoutineBatch batch;
   constexpr const char* kKind = "cublas";
 #define SONDE_CUBLAS(NAME, LIBRARY, ...) \
   g_ids[size_t(Entry::NAME)] = sonde::register_routine({#NAME, kKind, LIBRARY});

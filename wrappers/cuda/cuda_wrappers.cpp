@@ -48,6 +48,7 @@ inline sonde::RoutineChoice choose_copy(Entry e, cudaMemcpyKind kind) {
 }
 
 __attribute__((constructor(200))) void register_cuda() {
+  sonde::RoutineBatch batch;
   constexpr const char* kKind = "cuda";
 #define SONDE_CUDA(NAME, ROUTINE, LIBRARY, ...) \
   g_ids[size_t(Entry::NAME)][0] = sonde::register_routine({ROUTINE, kKind, LIBRARY});

@@ -112,6 +112,7 @@ sonde::CallCost moved(uint64_t read, cudnnTensorDescriptor_t out, const void* be
 }
 
 __attribute__((constructor(200))) void register_cudnn() {
+  sonde::RoutineBatch batch;
 #define SONDE_CUDNN(NAME, ...) \
   g_ids[size_t(Entry::NAME)] = sonde::register_routine({#NAME, "cudnn", "cudnn"});
 #include "cudnn_routines.def"

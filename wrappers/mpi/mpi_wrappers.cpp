@@ -37,6 +37,7 @@ constexpr const char* kNames[] = {
 std::array<sonde::RoutineId, kCount> g_ids{};
 
 __attribute__((constructor(200))) void register_mpi() {
+  sonde::RoutineBatch batch;
   for (size_t i = 0; i < kCount; ++i) g_ids[i] = sonde::register_routine({kNames[i], "mpi", "mpi"});
 }
 

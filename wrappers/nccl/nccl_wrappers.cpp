@@ -20,6 +20,7 @@ namespace nccl = sonde::nccl;
 std::array<sonde::RoutineId, kCount> g_ids{};
 
 __attribute__((constructor(200))) void register_nccl() {
+  sonde::RoutineBatch batch;
   for (size_t i = 0; i < kCount; ++i) {
     g_ids[i] = sonde::register_routine({kNames[i], "nccl", "nccl"});
   }

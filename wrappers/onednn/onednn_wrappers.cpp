@@ -165,6 +165,7 @@ void describe_onednn(sonde::InfoEmit emit, void* ctx) {
 }
 
 __attribute__((constructor(200))) void register_onednn() {
+  sonde::RoutineBatch batch;
   constexpr const char* kKind = "onednn";
   constexpr const char* kLibrary = "dnnl";
   g_other_id = sonde::register_routine({"dnnl:primitive", kKind, kLibrary});

@@ -9,6 +9,7 @@
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
 #include "runtime/runtime.hpp"
+#include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 
 namespace sonde {
@@ -52,6 +53,9 @@ RoutineId register_routine(const RoutineSpec& spec) {
   Runtime* rt = Runtime::get();
   return rt ? rt->routines().intern(spec) : 0;
 }
+
+RoutineBatch::RoutineBatch() : block_(new AsyncSignalBlock) {}
+RoutineBatch::~RoutineBatch() { delete static_cast<AsyncSignalBlock*>(block_); }
 
 // The thread's state, attached at its first measured call.
 inline ThreadState* current() {

@@ -64,6 +64,15 @@ class Reader {
   sqlite3* db_ = nullptr;
 };
 
+// A change made to a profile behind the store's back (another tool, an older sonde).
+bool change_file(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  bool ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
+            sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+  sqlite3_close(db);
+  return ok;
+}
+
 bool make_plain_database(const std::string& path) {
   sqlite3* db = nullptr;
   bool ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
@@ -96,12 +105,7 @@ TEST(StorePrepare, AcceptsAnExistingProfileWithoutTouchingIt) {
   std::string path = dir.file("p.db");
   std::string error;
   ASSERT_TRUE(Store().prepare(path, error)) << error;
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db, "INSERT INTO meta VALUES ('marker', 'kept')", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
+  ASSERT_TRUE(change_file(path, "INSERT INTO meta VALUES ('marker', 'kept')"));
   ASSERT_TRUE(Store().prepare(path, error)) << error;
   Reader r(path);
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'marker'"), "kept");
@@ -153,15 +157,8 @@ TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
   std::string path = dir.file("older.db");
   std::string error;
   ASSERT_TRUE(Store().prepare(path, error)) << error;
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db,
-                 "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
-                 "DELETE FROM meta WHERE key = 'schema_sql'",
-                 nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
+  ASSERT_TRUE(change_file(path, "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
+                                "DELETE FROM meta WHERE key = 'schema_sql'"));
   ASSERT_TRUE(Store().prepare(path, error)) << error;
   Reader r(path);
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_metrics'"), "1");
@@ -176,12 +173,7 @@ TEST(StorePrepare, AFileOfThisSchemaIsJoinedWithoutItsStatements) {
   std::string path = dir.file("same.db");
   std::string error;
   ASSERT_TRUE(Store().prepare(path, error)) << error;
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    sqlite3_exec(db, "DROP VIEW gpu_kernel_metrics", nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
+  ASSERT_TRUE(change_file(path, "DROP VIEW gpu_kernel_metrics"));
   ASSERT_TRUE(Store().prepare(path, error)) << error;
   Reader r(path);
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_kernel_metrics'"), "0");
@@ -192,15 +184,9 @@ TEST(StorePrepare, RefusesAnotherSchemaVersion) {
   std::string path = dir.file("future.db");
   std::string error;
   ASSERT_TRUE(Store().prepare(path, error)) << error;
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    // An older file: its tables lack this version's columns (shapes.threads).
-    std::string older = "UPDATE meta SET value = '" + std::to_string(kSchemaVersion - 1) +
-                        "' WHERE key = 'schema_version'";
-    sqlite3_exec(db, older.c_str(), nullptr, nullptr, nullptr);
-    sqlite3_close(db);
-  }
+  // An older file: its tables lack this version's columns (shapes.threads).
+  ASSERT_TRUE(change_file(path, "UPDATE meta SET value = '" + std::to_string(kSchemaVersion - 1) +
+                                    "' WHERE key = 'schema_version'"));
   EXPECT_FALSE(Store().prepare(path, error));
   EXPECT_NE(error.find(fmt::format("holds schema version {}, this sonde writes {}",
                                    kSchemaVersion - 1, kSchemaVersion)),
