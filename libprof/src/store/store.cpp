@@ -207,63 +207,6 @@ bool Store::write_process(Database& db, const ProcessInfo& p, std::string& error
   return true;
 }
 
-bool Store::write_routines(Database& db, RoutineRegistry& registry, std::string& error) {
-  // The table is shared by all processes of the file, so look up before inserting.
-  std::vector<const Routine*> added = registry.since(routines_.size());
-  routines_.insert(routines_.end(), added.begin(), added.end());
-  if (routine_ids_.size() >= routines_.size()) return true;
-  sqlite3* h = db.handle();
-  if (routine_ids_.empty() || routine_ids_.back() == int64_t(routine_ids_.size())) {
-    // Every process of a build registers the wrappers' routines in the same order, and the
-    // run's first process wrote them first: while a joining process (a child) has found its
-    // routines as rows 1, 2, ..., it takes the next ones in one read instead of two statements
-    // each (277 routines: 554 steps per process).
-    Statement lead(h, "SELECT routine_id, name, kind, library, file, line FROM routines "
-                      "WHERE routine_id > ? AND routine_id <= ? ORDER BY routine_id");
-    if (!check_prepared({&lead}, db, error)) return false;
-    lead.bind(1, int64_t(routine_ids_.size())).bind(2, int64_t(routines_.size()));
-    while (lead.step() == SQLITE_ROW) {
-      int64_t id = int64_t(routine_ids_.size()) + 1;
-      const Routine& r = *routines_[routine_ids_.size()];
-      if (lead.column_int(0) != id || lead.column_text(1) != r.name ||
-          lead.column_text(2) != r.kind || lead.column_text(3) != r.library ||
-          lead.column_text(4) != r.file || lead.column_int(5) != int64_t(r.line))
-        break;
-      routine_ids_.push_back(id);
-    }
-    lead.reset();
-  }
-  // One statement for a new routine; the lookup only when another process inserted it.
-  Statement ins(h,
-                "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING RETURNING routine_id");
-  Statement find(h,
-                 "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
-                 "AND file=? AND line=?");
-  if (!check_prepared({&ins, &find}, db, error)) return false;
-  for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
-    const Routine& r = *routines_[i];
-    for (Statement* s : {&ins, &find}) {
-      s->bind(1, r.name).bind(2, r.kind).bind(3, r.library).bind(4, r.file);
-      s->bind(5, int64_t(r.line));
-    }
-    Statement* source = &ins;
-    int rc = ins.step();
-    if (rc == SQLITE_DONE) {
-      source = &find;
-      rc = find.step();
-    }
-    if (rc != SQLITE_ROW) {
-      error = fmt::format("recording routines: {}", db.message());
-      return false;
-    }
-    routine_ids_.push_back(source->column_int(0));
-    source->reset();
-    if (source == &ins) find.reset();
-  }
-  return true;
-}
-
 bool Store::write_counter_names(Database& db, const FlushData& data, std::string& error) {
   if (counter_ids_.size() == data.counter_events.size()) return true;
   counter_ids_.clear();

@@ -88,7 +88,11 @@ class Store {
   bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
   bool write_run(Database& db, const RunInfo& run, std::string& error);
   bool write_process(Database& db, const ProcessInfo& process, std::string& error);
+  // store_routines.cpp
   bool write_routines(Database& db, RoutineRegistry& registry, std::string& error);
+  bool adopt_leading_routines(Database& db, std::string& error);
+  bool insert_new_routines(Database& db, std::string& error);
+  bool insert_routines_one_by_one(Database& db, std::string& error);
   bool write_counter_names(Database& db, const FlushData& data, std::string& error);
   bool write_threads(Database& db, const FlushData& data, std::string& error);
   bool write_comm(Database& db, const FlushData& data, std::string& error);

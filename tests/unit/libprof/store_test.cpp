@@ -513,6 +513,44 @@ TEST_F(StoreWrite, AJoiningProcessWithOtherRoutinesKeepsTheirNames) {
                   {"cblas_sgemm", "3"}}));
 }
 
+// Many new routines go 64 to a statement; a batch holding one that the file has already (here
+// 'train', written by the first process) is undone by SQLite and goes one by one: every call
+// still lands on its own routine's row.
+TEST_F(StoreWrite, NewRoutinesGoInBulkAndABatchWithAKnownOneFallsBack) {
+  ASSERT_TRUE(write(flush(2500)));
+  RoutineRegistry reg2;
+  std::vector<RoutineId> ids;
+  std::vector<std::string> names;
+  for (int i = 0; i < 130; ++i) {
+    names.push_back(i == 100 ? std::string("train") : "r" + std::to_string(i));
+    ids.push_back(reg2.intern({names.back().c_str(), "region", ""}));
+  }
+  ThreadState t2{1, 4243, 3000, 16, 0};
+  std::vector<int> chain = {0, 63, 64, 99, 100, 129};
+  uint64_t now = 3000;
+  for (int i : chain) enter_at(t2, ids[size_t(i)], now += 10);
+  for (size_t k = 0; k < chain.size(); ++k) leave_at(t2, now += 10);
+  Store child_store;
+  std::string error;
+  ASSERT_TRUE(child_store.prepare(path_, error)) << error;
+  ProcessInfo child = process_;
+  child.pid = 323;
+  child.origin = "child";
+  FlushData d{&run_, &child, {}, notes_, info_, int64_t(now + 10), "exit"};
+  d.threads.push_back(take_snapshot(t2, Clock{}, now + 10));
+  ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
+
+  Reader r(path_);
+  EXPECT_EQ(r.count("routines"), 4 + 129);  // 'train' is the first process's row
+  EXPECT_EQ(r.one("SELECT count(*) FROM routines WHERE name = 'train'"), "1");
+  Rows expected{{"<thread>"}};
+  for (int i : chain) expected.push_back({names[size_t(i)]});
+  EXPECT_EQ(r.rows("SELECT r.name FROM nodes n JOIN routines r USING (routine_id) "
+                   "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
+                   "WHERE p.pid = 323 ORDER BY n.depth"),
+            expected);
+}
+
 TEST_F(StoreWrite, RecursionIsMarkedAndNotCountedTwiceInHotspots) {
   // train -> train: the inner node is recursive, so hotspots counts only the outer incl.
   enter_at(t_, train_, 3000);

@@ -1,0 +1,134 @@
+// The routines table: shared by every process of the file, so a process looks before it
+// inserts. Most of a process's routines are the wrappers' (277), registered in the same order by
+// every process of a build, and the rest are new: both go in bulk, and only what another
+// process wrote in between is looked up one at a time.
+#include <fmt/format.h>
+
+#include <string>
+
+#include "store/sqlite_db.hpp"
+#include "store/store.hpp"
+
+namespace sonde {
+
+namespace {
+
+constexpr int kRoutineColumns = 5;
+constexpr int kRoutinesPerInsert = 64;
+
+std::string insert_routines_sql(int rows) {
+  std::string sql = "INSERT INTO routines (name, kind, library, file, line) VALUES ";
+  for (int r = 0; r < rows; ++r) sql += r == 0 ? "(?,?,?,?,?)" : ",(?,?,?,?,?)";
+  return sql;
+}
+
+void bind_routine(Statement& s, int first, const Routine& r) {
+  s.bind(first, r.name).bind(first + 1, r.kind).bind(first + 2, r.library);
+  s.bind(first + 3, r.file).bind(first + 4, int64_t(r.line));
+}
+
+}  // namespace
+
+bool Store::write_routines(Database& db, RoutineRegistry& registry, std::string& error) {
+  std::vector<const Routine*> added = registry.since(routines_.size());
+  routines_.insert(routines_.end(), added.begin(), added.end());
+  if (routine_ids_.size() >= routines_.size()) return true;
+  return adopt_leading_routines(db, error) && insert_new_routines(db, error) &&
+         insert_routines_one_by_one(db, error);
+}
+
+// While this process's routines have been rows 1, 2, ... of the file (the run's first process
+// wrote the wrappers' first), the next ones are taken by position in one read, as long as they
+// match: a joining process (a child) used to spend an INSERT and a SELECT on each.
+bool Store::adopt_leading_routines(Database& db, std::string& error) {
+  if (!routine_ids_.empty() && routine_ids_.back() != int64_t(routine_ids_.size())) return true;
+  Statement lead(db.handle(), "SELECT routine_id, name, kind, library, file, line FROM routines "
+                              "WHERE routine_id > ? AND routine_id <= ? ORDER BY routine_id");
+  if (!lead.ok()) {
+    error = fmt::format("preparing statements: {}", db.message());
+    return false;
+  }
+  lead.bind(1, int64_t(routine_ids_.size())).bind(2, int64_t(routines_.size()));
+  while (lead.step() == SQLITE_ROW) {
+    int64_t id = int64_t(routine_ids_.size()) + 1;
+    const Routine& r = *routines_[routine_ids_.size()];
+    if (lead.column_int(0) != id || lead.column_text(1) != r.name ||
+        lead.column_text(2) != r.kind || lead.column_text(3) != r.library ||
+        lead.column_text(4) != r.file || lead.column_int(5) != int64_t(r.line))
+      break;
+    routine_ids_.push_back(id);
+  }
+  lead.reset();
+  return true;
+}
+
+// The rest, 64 to a plain INSERT: the flush holds the write lock, so each row takes the largest
+// id + 1, in order. A routine another process wrote in between violates the UNIQUE constraint,
+// SQLite undoes that statement, and from there they go one by one.
+bool Store::insert_new_routines(Database& db, std::string& error) {
+  if (routines_.size() - routine_ids_.size() < size_t(kRoutinesPerInsert)) return true;
+  sqlite3* h = db.handle();
+  Statement last(h, "SELECT coalesce(max(routine_id), 0) FROM routines");
+  Statement many(h, insert_routines_sql(kRoutinesPerInsert));
+  if (!last.ok() || !many.ok() || last.step() != SQLITE_ROW) {
+    error = fmt::format("recording routines: {}", db.message());
+    return false;
+  }
+  int64_t next = last.column_int(0) + 1;
+  last.reset();
+  while (routines_.size() - routine_ids_.size() >= size_t(kRoutinesPerInsert)) {
+    size_t first = routine_ids_.size();
+    for (int r = 0; r < kRoutinesPerInsert; ++r)
+      bind_routine(many, 1 + r * kRoutineColumns, *routines_[first + size_t(r)]);
+    int rc = many.step();
+    if ((rc & 0xff) == SQLITE_CONSTRAINT) return true;  // one of them is there already
+    if (rc != SQLITE_DONE) {
+      error = fmt::format("recording routines: {}", db.message());
+      return false;
+    }
+    int64_t last_id = next + kRoutinesPerInsert - 1;
+    if (sqlite3_last_insert_rowid(h) != last_id) {
+      error = fmt::format("recording routines: routine {} was written as {}", last_id,
+                          sqlite3_last_insert_rowid(h));
+      return false;
+    }
+    for (int r = 0; r < kRoutinesPerInsert; ++r) routine_ids_.push_back(next++);
+  }
+  return true;
+}
+
+// One statement for a new routine; the lookup only when another process inserted it.
+bool Store::insert_routines_one_by_one(Database& db, std::string& error) {
+  sqlite3* h = db.handle();
+  Statement ins(h,
+                "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
+                "ON CONFLICT DO NOTHING RETURNING routine_id");
+  Statement find(h,
+                 "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
+                 "AND file=? AND line=?");
+  if (!ins.ok() || !find.ok()) {
+    error = fmt::format("preparing statements: {}", db.message());
+    return false;
+  }
+  for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
+    const Routine& r = *routines_[i];
+    bind_routine(ins, 1, r);
+    bind_routine(find, 1, r);
+    Statement* source = &ins;
+    int rc = ins.step();
+    if (rc == SQLITE_DONE) {
+      source = &find;
+      rc = find.step();
+    }
+    if (rc != SQLITE_ROW) {
+      error = fmt::format("recording routines: {}", db.message());
+      return false;
+    }
+    routine_ids_.push_back(source->column_int(0));
+    source->reset();
+    if (source == &ins) find.reset();
+  }
+  return true;
+}
+
+}  // namespace sonde
