@@ -109,7 +109,7 @@ void ProfileFile::fail(int rc, std::string_view what) const {
   }
 }
 
-ProfileFile ProfileFile::open(const std::string& path) {
+ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   std::int64_t size = check_readable(path);
   ProfileFile file = open_read_only(path);
   int rc = sqlite3_exec(file.db(), "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr,
@@ -122,7 +122,7 @@ ProfileFile ProfileFile::open(const std::string& path) {
   // SQLite finds a damaged page only when a query reads it: a report could succeed on a file
   // whose other tables are lost.
   file.exec("PRAGMA cell_size_check = ON");
-  if (size <= kQuickCheckBytes) {
+  if (check_pages && size <= kQuickCheckBytes) {
     auto check = file.prepare("PRAGMA quick_check(1)");
     if (check.step() && check.text(0) != "ok")
       throw Error(fmt::format("{} is corrupt (SQLite's quick_check: {})", path,

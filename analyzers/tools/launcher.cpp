@@ -243,7 +243,9 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
     if (::access(name.c_str(), F_OK) != 0) continue;
     w.any_file = true;
     try {
-      ProfileFile file = ProfileFile::open(name);
+      // Which file holds this run's root is all it asks: the pages are checked by whatever
+      // reads them next (sonde report, or --report below).
+      ProfileFile file = ProfileFile::open(name, false);
       // A stale file of an earlier run whose root had the same pid started before this one.
       auto st = file.prepare(
           "SELECT ended_ns IS NOT NULL FROM processes WHERE pid = ? AND started_ns >= ? "
