@@ -73,6 +73,15 @@ bool change_file(const std::string& path, const std::string& sql) {
   return ok;
 }
 
+// A profile this store made, changed behind its back, then joined by another store.
+testing::AssertionResult joined_after_change(const std::string& path, const std::string& sql) {
+  std::string error;
+  if (!Store().prepare(path, error)) return testing::AssertionFailure() << error;
+  if (!change_file(path, sql)) return testing::AssertionFailure() << "cannot change " << path;
+  if (!Store().prepare(path, error)) return testing::AssertionFailure() << error;
+  return testing::AssertionSuccess();
+}
+
 bool make_plain_database(const std::string& path) {
   sqlite3* db = nullptr;
   bool ok = sqlite3_open(path.c_str(), &db) == SQLITE_OK &&
@@ -103,10 +112,7 @@ TEST(StorePrepare, CreatesASondeProfile) {
 TEST(StorePrepare, AcceptsAnExistingProfileWithoutTouchingIt) {
   test::TempDir dir;
   std::string path = dir.file("p.db");
-  std::string error;
-  ASSERT_TRUE(Store().prepare(path, error)) << error;
-  ASSERT_TRUE(change_file(path, "INSERT INTO meta VALUES ('marker', 'kept')"));
-  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  ASSERT_TRUE(joined_after_change(path, "INSERT INTO meta VALUES ('marker', 'kept')"));
   Reader r(path);
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'marker'"), "kept");
   EXPECT_EQ(r.count("meta"), 4);
@@ -155,11 +161,8 @@ TEST(StorePrepare, RefusesAnotherSQLiteDatabase) {
 TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
   test::TempDir dir;
   std::string path = dir.file("older.db");
-  std::string error;
-  ASSERT_TRUE(Store().prepare(path, error)) << error;
-  ASSERT_TRUE(change_file(path, "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
-                                "DELETE FROM meta WHERE key = 'schema_sql'"));
-  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  ASSERT_TRUE(joined_after_change(path, "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
+                                        "DELETE FROM meta WHERE key = 'schema_sql'"));
   Reader r(path);
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_metrics'"), "1");
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'schema_sql'").size(), 16u);
@@ -171,10 +174,7 @@ TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
 TEST(StorePrepare, AFileOfThisSchemaIsJoinedWithoutItsStatements) {
   test::TempDir dir;
   std::string path = dir.file("same.db");
-  std::string error;
-  ASSERT_TRUE(Store().prepare(path, error)) << error;
-  ASSERT_TRUE(change_file(path, "DROP VIEW gpu_kernel_metrics"));
-  ASSERT_TRUE(Store().prepare(path, error)) << error;
+  ASSERT_TRUE(joined_after_change(path, "DROP VIEW gpu_kernel_metrics"));
   Reader r(path);
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_kernel_metrics'"), "0");
 }
