@@ -28,14 +28,34 @@ def stage(result, name):
     return next(s for s in result["stages"] if s["name"] == name)
 
 
+def subnormal_penalty():
+    """How much dearer numpy's float32 sqrt and division are on subnormal inputs than on normal
+    ones on this CPU, best of 3: 3-4x on the EPYC of 2026-11-23, 1.0x on the one of 2026-11-27
+    (avx512_bf16), which handles them at full speed."""
+    code = ("import numpy as np, time\n"
+            "def t(a):\n"
+            "    best = 1e9\n"
+            "    for _ in range(3):\n"
+            "        s = time.perf_counter()\n"
+            "        for _ in range(10): np.sqrt(a); a / (a + np.float32(1e-8))\n"
+            "        best = min(best, time.perf_counter() - s)\n"
+            "    return best\n"
+            "n = 1000000\n"
+            "print(t(np.full(n, 1e-40, np.float32)) / t(np.full(n, 1e-3, np.float32)))\n")
+    r = subprocess.run(["/usr/bin/python3", "-c", code], env=clean_env(OPENBLAS_NUM_THREADS=1),
+                       capture_output=True, text=True, timeout=120, check=True)
+    return float(r.stdout)
+
+
 def run_fact(db, key):
     rows = query(db, "SELECT value FROM run_info WHERE key = ?", (key,))
     return rows[0][0] if rows else None
 
 
 def test_ftz_on_subnormal_moments(tmp_path):
-    """mlp_numpy --subnormal-moments: the ftz stage sets FTZ/DAZ, its update phase is faster and
-    its results are the same (the subnormal moments' updates are below float32's resolution)."""
+    """mlp_numpy --subnormal-moments: the ftz stage sets FTZ/DAZ, its update phase is faster (on a
+    CPU that pays for subnormals) and its results are the same (the subnormal moments' updates
+    are below float32's resolution)."""
     r, j = tune(tmp_path, ["--repeat", "3", "--stages", "ftz"],
                 ["/usr/bin/python3", MLP_NUMPY, "--steps", "30", "--batch", "10",
                  "--eval-every", "10", "--subnormal-moments"], OPENBLAS_NUM_THREADS=1)
@@ -59,7 +79,13 @@ def test_ftz_on_subnormal_moments(tmp_path):
                                                       incl("%(backward)", "MAX"))
     orig_share = sorted(update_share(x) for x in orig["runs"])[1]  # medians of 3
     ftz_share = sorted(update_share(x) for x in ftz["runs"])[1]
-    assert ftz_share < orig_share, (orig_share, ftz_share)
+    # Only a CPU that pays for subnormals can show FTZ's gain; on one that does not, the two
+    # shares are the same work and their order is the machine's noise (2026-11-27: update 148-181
+    # ms under FTZ against 163-211 without, with the old libsonde and the new alike).
+    penalty = subnormal_penalty()
+    print(f"subnormal penalty {penalty:.2f}x; update share {orig_share:.3f} -> {ftz_share:.3f}")
+    if penalty >= 1.5:
+        assert ftz_share < orig_share, (orig_share, ftz_share, penalty)
     assert ftz["verdict"] in ("faster", "none")
     assert ftz["output_changed"] is False
     outs = {open(x["profile"][:-3] + ".out").read() for x in orig["runs"] + ftz["runs"]}
