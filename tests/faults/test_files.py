@@ -466,14 +466,18 @@ def test_text_shows_control_characters(command, hostile):
         assert "\\x1b]0;pwned\\x07title" in r.out
 
 
-@pytest.mark.parametrize("target", ["/dev/null", "/dev/full", "directory"])
+@pytest.mark.parametrize("target", ["/dev/null", "/dev/full", "directory", "joining /dev/null"])
 def test_output_that_is_not_a_regular_file(target, tmp_path):
-    """SONDE_OUTPUT naming a device or a directory: the host runs unprofiled, nothing is created beside it"""
-    out = str(tmp_path) if target == "directory" else target
+    """SONDE_OUTPUT naming a device or a directory: the host runs unprofiled, nothing is created beside it
+
+    A process joining a run (SONDE_RUN_ID, as a child) is refused the same."""
+    out = str(tmp_path) if target == "directory" else target.split()[-1]
     parent = Path(out).parent
     before = set(parent.iterdir())
     cmd = [prog("exit_status"), 0]
-    r = preloaded(cmd, out)
+    extra = {"SONDE_RUN_ID": "0123456789abcdef0123456789abcdef"} if "joining" in target else {}
+    r = preloaded(cmd, out, env_extra=extra)
     same_behaviour(plain(cmd), r)
     assert "not a regular file" in r.err, r.err
+    assert "flushing" not in r.err, r.err
     assert set(parent.iterdir()) == before, sorted(set(parent.iterdir()) - before)

@@ -96,10 +96,11 @@ void Runtime::init() {
 
 std::string Runtime::choose_output(std::string path, bool claim) {
   path = absolute(path);
-  if (!claim) return path;  // joins the run's file
-  // A device, FIFO or directory is nothing a profile can go into, nor beside (/dev/null.<pid>).
+  // A device, FIFO or directory is nothing a profile can go into, nor beside (/dev/null.<pid>);
+  // nor can a child join one (SQLite "wrote" to /dev/null and the flush failed, no such table).
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return {};
+  if (!claim) return path;  // joins the run's file
   // Claimed with O_EXCL, never overwritten: of two runs started at once into one name, the
   // second writes beside it rather than into the first one's file.
   for (int n = 0; n <= kOutputAlternatives; ++n) {
