@@ -205,4 +205,32 @@ bool Database::exec(const char* sql, std::string& error) {
   return true;
 }
 
+std::string insert_rows_sql(std::string_view head, int columns, int rows) {
+  std::string row = "(?";
+  for (int c = 1; c < columns; ++c) row += ",?";
+  row += ")";
+  std::string sql = std::string(head) + " VALUES ";
+  for (int r = 0; r < rows; ++r) sql += r == 0 ? row : "," + row;
+  return sql;
+}
+
+bool one_int(Database& db, const char* sql, int64_t& value, std::string_view what,
+             std::string& error) {
+  Statement s(db.handle(), sql);
+  if (!s.ok() || s.step() != SQLITE_ROW) {
+    error = std::string(what) + ": " + db.message();
+    return false;
+  }
+  value = s.column_int(0);
+  s.reset();
+  return true;
+}
+
+bool took_rowids(Database& db, int64_t last, std::string_view what, std::string& error) {
+  int64_t got = sqlite3_last_insert_rowid(db.handle());
+  if (got == last) return true;
+  error = std::string(what) + " " + std::to_string(last) + " was written as " + std::to_string(got);
+  return false;
+}
+
 }  // namespace sonde

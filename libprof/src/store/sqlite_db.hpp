@@ -119,4 +119,15 @@ class Database {
   std::unique_ptr<WriterWait> wait_;
 };
 
+// Bulk writes (store_nodes.cpp, store_routines.cpp): `head` is "INSERT INTO t (a, b, ...)",
+// followed by `rows` rows of `columns` parameters each.
+std::string insert_rows_sql(std::string_view head, int columns, int rows);
+// A single integer from `sql`'s first row; false with `error` ("WHAT: SQLite's message").
+bool one_int(Database& db, const char* sql, int64_t& value, std::string_view what,
+             std::string& error);
+// A statement that inserted rows given no id took the largest + 1 each, so its last row is
+// `last`: anything else (never seen; only a table at the largest rowid picks at random) fails
+// the flush, whose rows' ids were handed out already. `what`: "node", "routine".
+bool took_rowids(Database& db, int64_t last, std::string_view what, std::string& error);
+
 }  // namespace sonde

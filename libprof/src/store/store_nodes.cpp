@@ -18,34 +18,9 @@ namespace {
 constexpr int kColumns = 12;
 constexpr int kRowsPerInsert = 64;  // 768 parameters: SQLite allows 32,766
 
-std::string insert_sql(int rows) {
-  std::string sql =
-      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
-      "subrs, incl_ns, excl_ns, flops, bytes) VALUES ";
-  for (int r = 0; r < rows; ++r)
-    sql += r == 0 ? "(?,?,?,?,?,?,?,?,?,?,?,?)" : ",(?,?,?,?,?,?,?,?,?,?,?,?)";
-  return sql;
-}
-
-bool one_int(Database& db, const char* sql, int64_t& value, std::string& error) {
-  Statement s(db.handle(), sql);
-  if (!s.ok() || s.step() != SQLITE_ROW) {
-    error = fmt::format("reading the call tree: {}", db.message());
-    return false;
-  }
-  value = s.column_int(0);
-  s.reset();
-  return true;
-}
-
-// The rows' children name them as parents by the ids given: a row that took another id (never
-// seen: only a table at the largest rowid picks at random) fails the flush, rolled back.
-bool took_ids(Database& db, int64_t last, std::string& error) {
-  int64_t got = sqlite3_last_insert_rowid(db.handle());
-  if (got == last) return true;
-  error = fmt::format("writing the call tree: node {} was written as {}", last, got);
-  return false;
-}
+constexpr const char* kInsertHead =
+    "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+    "subrs, incl_ns, excl_ns, flops, bytes)";
 
 // One new row, its node_id given in creation order (parents before their children).
 struct NewNode {
@@ -63,7 +38,7 @@ class NodeInserter {
   bool add(const NewNode& n, std::string& error) {
     batch_[size_++] = n;
     if (size_ < kRowsPerInsert) return true;
-    if (!many_) many_.emplace(db_.handle(), insert_sql(kRowsPerInsert));
+    if (!many_) many_.emplace(db_.handle(), insert_rows_sql(kInsertHead, kColumns, kRowsPerInsert));
     if (!many_->ok()) {
       error = fmt::format("preparing statements: {}", db_.message());
       return false;
@@ -76,7 +51,7 @@ class NodeInserter {
   // What is left, a statement each.
   bool finish(std::string& error) {
     if (size_ == 0) return true;
-    Statement one(db_.handle(), insert_sql(1));
+    Statement one(db_.handle(), insert_rows_sql(kInsertHead, kColumns, 1));
     for (int r = 0; r < size_; ++r) {
       if (!one.ok()) {
         error = fmt::format("preparing statements: {}", db_.message());
@@ -108,7 +83,9 @@ class NodeInserter {
       error = fmt::format("writing the call tree: {}", db_.message());
       return false;
     }
-    return took_ids(db_, last_id, error);
+    if (took_rowids(db_, last_id, "node", error)) return true;
+    error = "writing the call tree: " + error;
+    return false;
   }
 
   Database& db_;
@@ -151,7 +128,9 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, s
     // The flush holds the write lock: no other process can take the ids after the largest.
     if (next_node_id_ == 0) {
       int64_t last = 0;
-      if (!one_int(db, "SELECT coalesce(max(node_id), 0) FROM nodes", last, error)) return false;
+      if (!one_int(db, "SELECT coalesce(max(node_id), 0) FROM nodes", last,
+                   "reading the call tree", error))
+        return false;
       next_node_id_ = last + 1;
     }
     id = next_node_id_++;

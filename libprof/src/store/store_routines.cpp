@@ -16,11 +16,7 @@ namespace {
 constexpr int kRoutineColumns = 5;
 constexpr int kRoutinesPerInsert = 64;
 
-std::string insert_routines_sql(int rows) {
-  std::string sql = "INSERT INTO routines (name, kind, library, file, line) VALUES ";
-  for (int r = 0; r < rows; ++r) sql += r == 0 ? "(?,?,?,?,?)" : ",(?,?,?,?,?)";
-  return sql;
-}
+constexpr const char* kInsertHead = "INSERT INTO routines (name, kind, library, file, line)";
 
 void bind_routine(Statement& s, int first, const Routine& r) {
   s.bind(first, r.name).bind(first + 1, r.kind).bind(first + 2, r.library);
@@ -67,15 +63,16 @@ bool Store::adopt_leading_routines(Database& db, std::string& error) {
 // SQLite undoes that statement, and from there they go one by one.
 bool Store::insert_new_routines(Database& db, std::string& error) {
   if (routines_.size() - routine_ids_.size() < size_t(kRoutinesPerInsert)) return true;
-  sqlite3* h = db.handle();
-  Statement last(h, "SELECT coalesce(max(routine_id), 0) FROM routines");
-  Statement many(h, insert_routines_sql(kRoutinesPerInsert));
-  if (!last.ok() || !many.ok() || last.step() != SQLITE_ROW) {
-    error = fmt::format("recording routines: {}", db.message());
+  int64_t next = 0;
+  if (!one_int(db, "SELECT coalesce(max(routine_id), 0) FROM routines", next,
+               "recording routines", error))
+    return false;
+  ++next;
+  Statement many(db.handle(), insert_rows_sql(kInsertHead, kRoutineColumns, kRoutinesPerInsert));
+  if (!many.ok()) {
+    error = fmt::format("preparing statements: {}", db.message());
     return false;
   }
-  int64_t next = last.column_int(0) + 1;
-  last.reset();
   while (routines_.size() - routine_ids_.size() >= size_t(kRoutinesPerInsert)) {
     size_t first = routine_ids_.size();
     for (int r = 0; r < kRoutinesPerInsert; ++r)
@@ -86,10 +83,8 @@ bool Store::insert_new_routines(Database& db, std::string& error) {
       error = fmt::format("recording routines: {}", db.message());
       return false;
     }
-    int64_t last_id = next + kRoutinesPerInsert - 1;
-    if (sqlite3_last_insert_rowid(h) != last_id) {
-      error = fmt::format("recording routines: routine {} was written as {}", last_id,
-                          sqlite3_last_insert_rowid(h));
+    if (!took_rowids(db, next + kRoutinesPerInsert - 1, "routine", error)) {
+      error = "recording routines: " + error;
       return false;
     }
     for (int r = 0; r < kRoutinesPerInsert; ++r) routine_ids_.push_back(next++);
@@ -100,9 +95,8 @@ bool Store::insert_new_routines(Database& db, std::string& error) {
 // One statement for a new routine; the lookup only when another process inserted it.
 bool Store::insert_routines_one_by_one(Database& db, std::string& error) {
   sqlite3* h = db.handle();
-  Statement ins(h,
-                "INSERT INTO routines (name, kind, library, file, line) VALUES (?,?,?,?,?) "
-                "ON CONFLICT DO NOTHING RETURNING routine_id");
+  Statement ins(h, insert_rows_sql(kInsertHead, kRoutineColumns, 1) +
+                       " ON CONFLICT DO NOTHING RETURNING routine_id");
   Statement find(h,
                  "SELECT routine_id FROM routines WHERE name=? AND kind=? AND library=? "
                  "AND file=? AND line=?");
