@@ -126,7 +126,7 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::unordered_map<std::int64_t, std::int64_t> gpu_of_node;
   {
     auto st = file.prepare(
-        "SELECT node_id, SUM(end_ns - start_ns) FROM gpu_activity "
+        "SELECT node_id, SUM(ns) FROM gpu_activity_ns "
         "WHERE node_id IS NOT NULL GROUP BY node_id");
     while (st.step()) gpu_of_node.emplace(st.int64(0), st.int64(1));
   }

@@ -68,10 +68,16 @@ std::string one_line(std::string text) {
 // 0.15 s of CPU for 44 MB here); a larger file is checked page by page as it is read.
 constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
 
-// Version 4 changed only views, over version 3's tables: a version 3 file is read through
-// version 4's views, made as temporary views of this connection (a read-only file takes them;
-// SQLite resolves a name in temp before main, so they stand in front of the file's own).
-void add_version_4_views(const ProfileFile& file) {
+// Older files are read through this version's views, made as temporary views of this
+// connection (a read-only file takes them; SQLite resolves a name in temp before main, so they
+// stand in front of the file's own). Versions 3 and 4 hold only timed GPU rows, so their
+// gpu_activity_ns is the timestamps'; version 4 changed only views over version 3's tables, and
+// a version 3 file gets those from this schema's text (they read gpu_activity_ns, made first).
+void add_version_5_views(const ProfileFile& file, int version) {
+  file.exec(
+      "CREATE TEMP VIEW gpu_activity_ns AS SELECT activity_id, node_id, kind, "
+      "end_ns - start_ns AS ns FROM gpu_activity");
+  if (version >= 4) return;
   const std::string_view schema = kSchemaSql;
   for (std::string_view name : {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels",
                                 "gpu_kernel_totals", "routine_totals", "gemm_shapes"}) {
@@ -151,7 +157,7 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
         "versions 3 to {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
-  if (version == 3) add_version_4_views(file);
+  if (version <= 4) add_version_5_views(file, version);
   file.schema_version_ = version;
   return file;
 }

@@ -20,6 +20,7 @@ import datetime
 import os
 import platform
 import random
+import re
 import sqlite3
 import statistics
 import subprocess
@@ -348,6 +349,12 @@ def schema_sql(cfg):
     return "\n".join(parts)
 
 
+def schema_version(cfg):
+    """kSchemaVersion, as schema_version.hpp says."""
+    with open(os.path.join(cfg.source, "libprof", "src", "store", "schema_version.hpp")) as f:
+        return re.search(r"kSchemaVersion = (\d+);", f.read()).group(1)
+
+
 def plain_insert_s(cfg, n_routines, node_parents):
     """Seconds for a plain sqlite3 transaction inserting the same rows into a fresh file."""
     path = os.path.join(cfg.work, "plain_insert.db")
@@ -432,8 +439,8 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
     db.executescript(schema_sql(cfg))
     now = time.time_ns()
     with db:
-        db.execute("INSERT INTO meta VALUES ('schema_version', '4'), "
-                   "('created_by', 'run_benchmarks.py')")
+        db.execute("INSERT INTO meta VALUES ('schema_version', ?), "
+                   "('created_by', 'run_benchmarks.py')", (schema_version(cfg),))
         db.execute("INSERT INTO runs VALUES (1, 'bench-0000', ?, 'synthetic', 'bench', "
                    "'synthetic', 2, 2, 'profile')", (now,))
         db.execute("INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, "

@@ -18,14 +18,20 @@ SOL = ["sm__throughput.avg.pct_of_peak_sustained_elapsed",
 METRICS = ",".join(["tau"] + SOL)
 
 
-def metrics_of(db, kernel):
-    """Each launch of `kernel` as {metric: value}, in launch order."""
+DURATION = "gpu__time_duration.sum"  # added by sonde to every metrics configuration
+
+
+def metrics_of(db, kernel, duration=False):
+    """Each launch of `kernel` as {metric: value}, in launch order (replayed kernels have no
+    timestamps: the order their records were written), without the duration sonde adds unless
+    `duration`."""
     rows = query(db, "SELECT g.activity_id, m.metric, m.value FROM gpu_activity g "
                      "JOIN gpu_metrics m USING (activity_id) WHERE g.name = ? "
-                     "ORDER BY g.start_ns, m.metric", (kernel,))
+                     "ORDER BY g.activity_id, m.metric", (kernel,))
     launches = {}
     for activity, metric, value in rows:
-        launches.setdefault(activity, {})[metric] = value
+        if duration or metric != DURATION:
+            launches.setdefault(activity, {})[metric] = value
     return list(launches.values())
 
 
@@ -42,11 +48,21 @@ def test_each_launch_gets_its_own_metrics(db):
             "smsp__inst_executed_op_global_ld.sum": 1000, SOL[0]: 10, SOL[1]: 90}
     assert metrics_of(db, "conv(float*)") == [conv] * 3
     assert metrics_of(db, "relu(float*)") == [relu] * 3
+    # CUPTI delivers a replayed kernel's record without timestamps: the rows have none, and
+    # the range profiler's duration is the launch's time in every view.
+    assert query(db, "SELECT COUNT(*) FROM gpu_activity WHERE kind = 'kernel' AND "
+                     "start_ns IS NULL AND end_ns IS NULL") == [(6,)]
+    assert [m[DURATION] for m in metrics_of(db, "conv(float*)", True)] == [3e6] * 3
+    assert query(db, "SELECT kernel, calls, time_s, avg_s FROM gpu_kernel_totals "
+                     "ORDER BY kernel") == [("conv(float*)", 3, 0.009, 0.003),
+                                            ("relu(float*)", 3, 0.003, 0.001)]
+    assert info(db, "gpu.untimed") == "6"
+    assert not notes(db, "gpu-drops")  # nothing lost, nothing "unfinished"
     # The launches are measured as usual, each once.
     assert routine_calls(db, "cudaLaunchKernel") == 7
     assert info(db, "gpu.metrics") == ",".join(
         ["smsp__warps_launched.sum", "smsp__inst_executed.sum",
-         "smsp__inst_executed_op_global_ld.sum"] + SOL)
+         "smsp__inst_executed_op_global_ld.sum"] + SOL + [DURATION])
     assert info(db, "gpu.metric_launches") == "6"
     assert info(db, "gpu.metric_lost") == "1"
     assert info(db, "gpu.metric_passes") == "3"  # the stub's: (5 metrics + 1) / 2
@@ -144,7 +160,7 @@ def test_unknown_metric_is_said_once_and_the_others_recorded(db):
     assert "CUPTI_ERROR_INVALID_METRIC_NAME" in note and "GH100" in note
     assert r.stderr.count("no_such__metric.sum") == 1
     assert len(metrics_of(db, "relu(float*)")) == 3
-    assert query(db, "SELECT COUNT(DISTINCT metric) FROM gpu_metrics") == [(3,)]
+    assert query(db, "SELECT COUNT(DISTINCT metric) FROM gpu_metrics") == [(4,)]  # + duration
 
 
 def test_no_known_metric_records_kernels_without_metrics(db):

@@ -182,11 +182,17 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   ++generation_;
   out.reserve(out.size() + records.size());
   for (const Record& r : records) {
-    if (r.start == 0 || r.end < r.start) {
+    auto it = origins_.find(r.correlation);
+    // In a metrics run CUPTI delivers the kernels its range profiler replayed without
+    // timestamps (start = end = 0, which cupti_activity.h says means "could not be collected";
+    // seen on an H200 with CUDA 13.0), the profiled launch's and any other that ran inside its
+    // window: kept, untimed (the profiled one's duration is its gpu__time_duration.sum). Any
+    // other record without them was unfinished.
+    bool untimed = metrics_ && r.kind == 0 && r.start == 0 && r.end == 0 && it != origins_.end();
+    if (!untimed && (r.start == 0 || r.end < r.start)) {
       incomplete_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    auto it = origins_.find(r.correlation);
     if (it != origins_.end() ? it->second.before_window
                              : int64_t(r.start) < window_opened) {
       if (it != origins_.end()) it->second.seen = generation_;
@@ -200,6 +206,10 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       continue;
     }
     GpuRow row = to_row(r, offset);
+    if (untimed) {
+      row.timed = false;
+      untimed_.fetch_add(1, std::memory_order_relaxed);
+    }
     if (it != origins_.end()) {
       row.thread = it->second.thread;
       row.node = it->second.node;
@@ -318,6 +328,7 @@ void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) c
   out.emplace_back("gpu.records", std::to_string(delivered_.load()));
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));
   out.emplace_back("gpu.unattributed", std::to_string(unattributed_.load()));
+  if (untimed_ > 0) out.emplace_back("gpu.untimed", std::to_string(untimed_.load()));
   if (before_window_ > 0)
     out.emplace_back("gpu.before_window", std::to_string(before_window_.load()));
   out.emplace_back("gpu.contexts_flushed", std::to_string(contexts_flushed_.load()));

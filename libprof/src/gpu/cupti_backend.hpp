@@ -140,7 +140,7 @@ class CuptiBackend final : public GpuBackend {
   std::vector<Record> held_;   // flushing thread only: kernel records awaiting their metrics
 
   std::atomic<uint64_t> delivered_{0}, cupti_dropped_{0}, no_buffer_{0}, unattributed_{0},
-      incomplete_{0}, origins_full_{0}, contexts_flushed_{0}, before_window_{0};
+      incomplete_{0}, origins_full_{0}, contexts_flushed_{0}, before_window_{0}, untimed_{0};
 };
 
 // Arms cupti_guard.cpp's interposers for `backend` (nullptr: disarms them).

@@ -106,6 +106,16 @@ KernelMetrics::Chip* KernelMetrics::chip_for(CUcontext context) {
                                        it->first, lib_.describe(rc)));
     }
   }
+  if (!chip.metrics.empty() &&
+      std::find(chip.metrics.begin(), chip.metrics.end(), kDurationMetric) == chip.metrics.end()) {
+    auto props = params<CUpti_Profiler_Host_GetMetricProperties_Params>(
+        CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
+    props.pHostObject = chip.host;
+    props.pMetricName = kDurationMetric;
+    if (lib_.cuptiProfilerHostGetMetricProperties(&props) == CUPTI_SUCCESS) {
+      chip.metrics.push_back(kDurationMetric);
+    }
+  }
   if (chip.metrics.empty()) {
     note_("gpu-metrics", fmt::format("none of the GPU metrics asked for (SONDE_GPU_METRICS) is "
                                      "available on {}; no metrics are recorded",

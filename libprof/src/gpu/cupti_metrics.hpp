@@ -23,6 +23,10 @@
 
 namespace sonde {
 
+// Added to every metrics configuration that measures anything: CUPTI delivers a replayed
+// kernel's activity record without timestamps, so this is the launch's GPU time
+// (gpu_activity_ns in the schema reads it).
+inline constexpr const char* kDurationMetric = "gpu__time_duration.sum";
 // The metrics of TAU's derived ratios (warps per instruction, global loads per instruction),
 // asked for by the word `tau` in SONDE_GPU_METRICS.
 inline constexpr const char* kTauMetrics[] = {"smsp__warps_launched.sum", "smsp__inst_executed.sum",

@@ -31,6 +31,9 @@ struct GpuRow {
   std::string name;       // demangled kernel name; 'memcpy HtoD', 'memset'
   int64_t device = 0, stream = 0;
   int64_t start_ns = 0, end_ns = 0;
+  // false: CUPTI could not time it (a kernel its range profiler replayed, SONDE_GPU_METRICS):
+  // written without times, its duration in gpu_metrics (gpu__time_duration.sum)
+  bool timed = true;
   int64_t bytes = -1;  // -1: none (kernels)
   int32_t grid[3] = {0, 0, 0}, block[3] = {0, 0, 0};
   int32_t registers = -1, shared_bytes = -1;  // -1: none (copies, memsets)

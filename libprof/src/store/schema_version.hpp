@@ -12,6 +12,10 @@ namespace sonde {
 //    gpu_kernel_groups, gpu_kernel_totals (per kernel) and routine_totals (a routine's own
 //    FLOPs and bytes); gemm_shapes groups by routine_id (was the routine's name) and gives it
 //    with the library. A version 3 file is read with these views made at open.
-inline constexpr int kSchemaVersion = 4;
+// 5: gpu_activity.start_ns and end_ns may be NULL (a kernel CUPTI's range profiler replayed
+//    comes without timestamps); gpu_activity_ns gives every row's device time, which
+//    callpaths, gpu_kernel_launches and gpu_kernel_metrics read. Versions 3 and 4 are read with
+//    gpu_activity_ns made at open (their rows are all timed).
+inline constexpr int kSchemaVersion = 5;
 
 }  // namespace sonde

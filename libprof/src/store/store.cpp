@@ -396,7 +396,7 @@ bool Store::write_gpu(Database& db, const FlushData& data, std::string& error) {
     gpu.bind(1, process_id_);
     if (node_id != 0) gpu.bind(2, node_id); else gpu.bind_null(2);
     gpu.bind(3, std::string_view(g.kind)).bind(4, g.name).bind(5, g.device).bind(6, g.stream);
-    gpu.bind(7, g.start_ns).bind(8, g.end_ns);
+    if (g.timed) gpu.bind(7, g.start_ns).bind(8, g.end_ns); else gpu.bind_null(7).bind_null(8);
     if (g.bytes >= 0) gpu.bind(9, g.bytes); else gpu.bind_null(9);
     bool kernel = g.registers >= 0;
     for (int i = 0; i < 3; ++i) {

@@ -191,7 +191,9 @@ CREATE TABLE IF NOT EXISTS gpu_activity (
   kind        TEXT NOT NULL,               -- 'kernel', 'memcpy', 'memset'
   name        TEXT NOT NULL,
   device      INTEGER, stream INTEGER,
-  start_ns    INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  -- NULL, both: a kernel CUPTI could not time (replayed by SONDE_GPU_METRICS' range profiler);
+  -- its duration is its gpu__time_duration.sum in gpu_metrics (gpu_activity_ns reads either)
+  start_ns    INTEGER, end_ns INTEGER,
   bytes       INTEGER,
   grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
   block_x INTEGER, block_y INTEGER, block_z INTEGER,

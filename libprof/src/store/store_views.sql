@@ -68,6 +68,17 @@ CREATE VIEW IF NOT EXISTS node_paths AS
       FROM nodes c JOIN p ON c.parent_id = p.node_id JOIN routines r ON r.routine_id = c.routine_id)
   SELECT node_id, path, path_ids FROM p;
 
+-- The device time of each GPU activity row, defined once: its CUPTI timestamps', or, for a
+-- kernel CUPTI could not time (replayed by SONDE_GPU_METRICS' range profiler: start_ns and
+-- end_ns NULL), the gpu__time_duration.sum the range profiler measured for it.
+CREATE VIEW IF NOT EXISTS gpu_activity_ns AS
+  SELECT g.activity_id AS activity_id, g.node_id AS node_id, g.kind AS kind,
+         COALESCE(g.end_ns - g.start_ns,
+                  (SELECT CAST(m.value AS INTEGER) FROM gpu_metrics m
+                    WHERE m.activity_id = g.activity_id AND m.metric = 'gpu__time_duration.sum'))
+           AS ns
+  FROM gpu_activity g;
+
 -- One row per call path of routines (path_ids), merged over threads and processes; routine_id
 -- is the path's last frame, gpu_s the device time launched from that frame itself.
 CREATE VIEW IF NOT EXISTS callpaths AS
@@ -76,7 +87,7 @@ CREATE VIEW IF NOT EXISTS callpaths AS
          COALESCE(SUM(g.gpu_ns), 0) / 1e9 AS gpu_s, n.routine_id AS routine_id,
          p.path_ids AS path_ids
   FROM node_paths p JOIN nodes n USING (node_id)
-       LEFT JOIN (SELECT node_id, SUM(end_ns - start_ns) AS gpu_ns FROM gpu_activity
+       LEFT JOIN (SELECT node_id, SUM(ns) AS gpu_ns FROM gpu_activity_ns
                   WHERE node_id IS NOT NULL GROUP BY node_id) g USING (node_id)
   GROUP BY p.path_ids;
 
@@ -225,13 +236,13 @@ CREATE VIEW IF NOT EXISTS gpu_kernel_launches AS
              MAX(CASE metric WHEN 'dram__throughput.avg.pct_of_peak_sustained_elapsed' THEN value END))
     FROM gpu_metrics GROUP BY activity_id)
   SELECT g.activity_id AS activity_id, g.name AS kernel, g.node_id AS node_id,
-         g.end_ns - g.start_ns AS ns,
+         t.ns AS ns,
          COALESCE(g.grid_x, 1) * COALESCE(g.grid_y, 1) * COALESCE(g.grid_z, 1) AS grid,
          COALESCE(g.block_x, 1) * COALESCE(g.block_y, 1) * COALESCE(g.block_z, 1) AS block,
          g.registers AS registers, g.shared_bytes AS shared_bytes,
          m.activity_id IS NOT NULL AS measured, m.warps AS warps, m.inst AS inst, m.gld AS gld,
          m.sm_pct AS sm_pct, m.memory_pct AS memory_pct
-  FROM gpu_activity g LEFT JOIN m USING (activity_id)
+  FROM gpu_activity g JOIN gpu_activity_ns t USING (activity_id) LEFT JOIN m USING (activity_id)
   WHERE g.kind = 'kernel';
 
 -- The figures of gpu_kernels (by_path 1: per kernel and call path) and gpu_kernel_totals
@@ -292,8 +303,8 @@ CREATE VIEW IF NOT EXISTS gpu_kernel_totals AS
 CREATE VIEW IF NOT EXISTS gpu_kernel_metrics AS
   SELECT g.name AS kernel, p.path AS call_path, m.metric AS metric, COUNT(*) AS launches,
          SUM(m.value) AS total, AVG(m.value) AS mean,
-         SUM(g.end_ns - g.start_ns) / 1e9 AS time_s
-  FROM gpu_metrics m JOIN gpu_activity g USING (activity_id)
+         SUM(t.ns) / 1e9 AS time_s
+  FROM gpu_metrics m JOIN gpu_activity g USING (activity_id) JOIN gpu_activity_ns t USING (activity_id)
        LEFT JOIN node_paths p USING (node_id)
   GROUP BY g.name, p.path, m.metric;
 

@@ -90,7 +90,7 @@ constexpr uintptr_t kContext = 0x1000;  // the stub's default context
 const char* const kMetricNames[] = {
     "smsp__warps_launched.sum", "smsp__inst_executed.sum", "smsp__inst_executed_op_global_ld.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"};
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum"};
 struct KernelMetrics {
   double warps, inst, gld, sm_pct, mem_pct;
 };
@@ -107,9 +107,11 @@ struct MetricLaunch {
     c = ++g_correlation;
     cupti_stub_api_ex(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, c, &p, 1, &slot, kernel, kContext);
   }
-  void run(const KernelMetrics& m) {
-    double values[] = {m.warps, m.inst, m.gld, m.sm_pct, m.mem_pct};
-    if (cupti_stub_kernel_run(kContext, kernel, kMetricNames, values, 5) != 1) {
+  // The kernel runs, `duration` ns as the range profiler times it (its activity record then has
+  // no timestamps: the duration given to exit() is what an unprofiled run would have).
+  void run(const KernelMetrics& m, uint64_t duration = kMs) {
+    double values[] = {m.warps, m.inst, m.gld, m.sm_pct, m.mem_pct, double(duration)};
+    if (cupti_stub_kernel_run(kContext, kernel, kMetricNames, values, 6) != 1) {
       std::printf("kernel %s ran outside a range\n", kernel);
     }
   }
@@ -124,7 +126,7 @@ struct MetricLaunch {
 void metric_launch(const char* kernel, const KernelMetrics& m, uint64_t duration) {
   MetricLaunch l{.kernel = kernel};
   l.enter();
-  l.run(m);
+  l.run(m, duration);
   l.exit(duration);
 }
 

@@ -305,8 +305,11 @@ STUB_EXPORT void cupti_stub_kernel(uint32_t correlation, const char* name, uint6
   k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
   k->correlationId = correlation;
   k->name = s.names.back()->c_str();
-  k->start = start;
-  k->end = end;
+  auto replayed = std::find(s.replayed.begin(), s.replayed.end(), name);
+  bool untimed = replayed != s.replayed.end();
+  if (untimed) s.replayed.erase(replayed);
+  k->start = untimed ? 0 : start;
+  k->end = untimed ? 0 : end;
   k->deviceId = 0;
   k->streamId = 7;
   k->gridX = grid_x, k->gridY = 1, k->gridZ = 1;

@@ -59,6 +59,9 @@ struct Stub {
   size_t size = 0, used = 0;
   std::vector<std::pair<uint8_t*, size_t>> full;
   std::vector<std::string*> names;  // kernel names stay valid, as CUPTI's do
+  // Kernels a started range profiler recorded (kernel replay): their activity records come
+  // without timestamps (start = end = 0), as CUPTI 13.0 delivered them on an H200.
+  std::vector<std::string> replayed;  // under mu
   uint64_t dropped = 0;
   std::vector<std::unique_ptr<RangeProfiler>> profilers;  // under mu
   int capturing = 0;                                      // stream captures under way

@@ -569,6 +569,7 @@ STUB_EXPORT int cupti_stub_kernel_run(uintptr_t context, const char* name,
       range.values.push_back(value);
     }
     p->collected.push_back(std::move(range));
+    s.replayed.push_back(name);
     return 1;
   }
   return 0;

@@ -147,6 +147,45 @@ TEST_F(GpuRulesTest, AVersion3FileIsReadThroughVersion4sViews) {
   EXPECT_NO_THROW(compute_metrics(ProfileFile::open(path_)));
 }
 
+// A kernel CUPTI's range profiler replayed comes without timestamps (as on an H200): its time
+// is its gpu__time_duration.sum, in every figure (kernel table, call paths, tree), once.
+TEST_F(GpuRulesTest, AnUntimedKernelTakesItsTimeFromItsDurationMetric) {
+  add_gpu_run();
+  sql("INSERT INTO gpu_activity (activity_id, process_id, node_id, kind, name, start_ns, end_ns, "
+      "grid_x, grid_y, grid_z, block_x, block_y, block_z, registers) VALUES "
+      "(10, 1, 23, 'kernel', 'relu_kernel', NULL, NULL, 4, 1, 1, 32, 1, 1, 16), "
+      "(11, 1, 23, 'kernel', 'relu_kernel', NULL, NULL, 4, 1, 1, 32, 1, 1, 16);"
+      "INSERT INTO gpu_metrics VALUES (10, 'gpu__time_duration.sum', 50000000), "
+      "(10, 'smsp__inst_executed.sum', 7);");
+  auto file = ProfileFile::open(path_);
+  auto k = file.prepare(
+      "SELECT calls, time_s, avg_s, grid FROM gpu_kernel_totals WHERE kernel = 'relu_kernel'");
+  ASSERT_TRUE(k.step());
+  EXPECT_EQ(k.int64(0), 3);                 // every launch is counted
+  EXPECT_DOUBLE_EQ(k.real(1), 0.15);        // 0.1 s timed + 0.05 s measured; 11 has neither
+  EXPECT_DOUBLE_EQ(k.real(2), 0.075);       // over the two launches with a time
+  EXPECT_EQ(k.int64(3), 1);                 // the longest launch's grid
+  auto p = file.prepare("SELECT gpu_s FROM callpaths WHERE routine_id = 23");
+  ASSERT_TRUE(p.step());
+  EXPECT_DOUBLE_EQ(p.real(0), 1.05);  // 0.3 + 0.6 + 0.1 + 0.05
+  auto m = file.prepare(
+      "SELECT time_s FROM gpu_kernel_metrics WHERE metric = 'smsp__inst_executed.sum'");
+  ASSERT_TRUE(m.step());
+  EXPECT_DOUBLE_EQ(m.real(0), 0.05);
+}
+
+// A version 4 file has no gpu_activity_ns: it is made at open, from the timestamps.
+TEST_F(GpuRulesTest, AVersion4FileGetsItsDeviceTimesAtOpen) {
+  add_gpu_run();
+  sql("DROP VIEW callpaths; DROP VIEW gpu_kernel_metrics; DROP VIEW gpu_kernel_totals; "
+      "DROP VIEW gpu_kernels; DROP VIEW gpu_kernel_groups; DROP VIEW gpu_kernel_launches; "
+      "DROP VIEW gpu_activity_ns; UPDATE meta SET value = '4' WHERE key = 'schema_version'");
+  auto st = ProfileFile::open(path_).prepare(
+      "SELECT SUM(ns) FROM gpu_activity_ns WHERE kind = 'kernel'");
+  ASSERT_TRUE(st.step());
+  EXPECT_EQ(st.int64(0), 1000000000);
+}
+
 // SONDE_GPU_METRICS per launch (activity ids 1-3 above): TAU's derived metrics summed over
 // launches, ranking by warps per instruction x time, and the gain from the throughput peaks.
 TEST_F(GpuRulesTest, KernelMetricsRankAsTauAndGiveTheGain) {
