@@ -3,6 +3,7 @@ whose kernels share one correlation id and finish over several flushes, buffers 
 CUPTI's own thread, a second activity client (Kineto) taking the buffers, contexts destroyed by
 the CUDA runtime's exit handlers before sonde's run, a forced flush that never returns, another
 tool injected through CUDA_INJECTION64_PATH, and CUDA 13.2's shared subscription."""
+import re
 import time
 
 import pytest
@@ -42,6 +43,24 @@ def test_a_later_activity_client_is_said_and_keeps_its_records(db):
     (registered,) = notes(db, "gpu-other-client")  # its disabling later changes nothing more
     assert "cupti_app" in registered and "registered its own CUPTI activity buffers" in registered
     assert routine_calls(db, "cudaLaunchKernel") == 2  # the API side goes on
+
+
+def test_a_later_subscriber_is_given_cupti(db):
+    # torch.profiler inside a run under sonde, as Kineto starts: it subscribes first. Before
+    # CUDA 13.2 CUPTI takes one subscriber; with sonde holding it Kineto's cuptiSubscribe failed
+    # and torch.profiler recorded no GPU activity (seen on an H200). sonde now steps aside: the
+    # subscription succeeds, Kineto gets its callbacks (the launch's entry and exit at least)
+    # and its records; sonde keeps what came before and says from when its profile lacks GPU
+    # activity.
+    r = run_app(db, "kineto_subscribes")
+    m = re.search(r"kineto subscribe=(\d+) register=(\d+) api=(\d+) records=(\d+)", r.stdout)
+    assert m and m.group(1, 2, 4) == ("0", "0", "1") and int(m.group(3)) >= 2, r.stdout
+    assert [k[1] for k in gpu_rows(db, "kernel")] == ["before()"]
+    (note,) = notes(db, "gpu-other-client")
+    assert "cupti_app subscribed to CUPTI" in note and "gave its subscription up" in note
+    # The launch before is measured through CUPTI; the one after reached only Kineto's callback
+    # (the program makes it through the stub, not through a libcudart the wrappers measure).
+    assert routine_calls(db, "cudaLaunchKernel") == 1
 
 
 def test_an_earlier_activity_client_keeps_its_buffers(db):

@@ -120,6 +120,7 @@ bool CuptiBackend::start() {
     }
   }
   traced_.store(true, std::memory_order_release);
+  guard_cupti(this);  // a later subscriber is given CUPTI (cupti_guard.cpp)
   if (holder[0] != 0) {
     note_("gpu-shared", fmt::format("CUPTI is shared with {}", holder));
   }
@@ -163,7 +164,6 @@ bool CuptiBackend::start() {
     }
   }
   activity_.store(true, std::memory_order_release);
-  guard_cupti(this);
   if (metrics_) {
     // Kernel replay runs each kernel once per pass and serialises launches: a metrics run
     // measures what kernels do, not how long the program takes.

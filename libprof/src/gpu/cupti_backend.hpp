@@ -43,6 +43,9 @@ class CuptiBackend final : public GpuBackend {
   // disabled a kind sonde uses; `who` names its library.
   void other_client_registers(const std::string& who);
   void other_client_disables(const std::string& who, const char* kind);
+  // Another client's subscription was refused while sonde holds CUPTI's one subscriber:
+  // sonde unsubscribes (after taking its records) and says so. False: sonde held none.
+  bool other_client_subscribes(const std::string& who);
   void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                           size_t valid);

@@ -2,8 +2,10 @@
 // every record, and any client may disable a kind for all. A later client (Kineto when
 // torch.profiler starts inside a run under sonde) would silently take sonde's GPU records, so
 // libsonde interposes the two calls that do it, forwards them unchanged, and says
-// what they did to sonde's profile. sonde's own calls go through CuptiLibrary's pointers and
-// never come here.
+// what they did to sonde's profile. And before CUDA 13.2 CUPTI takes one subscriber: Kineto's
+// cuptiSubscribe failed while sonde held it (torch.profiler then recorded no GPU activity, seen
+// on an H200), so sonde gives its subscription up to a later subscriber. sonde's own calls go
+// through CuptiLibrary's pointers and never come here.
 #include <dlfcn.h>
 #include <fmt/format.h>
 
@@ -79,6 +81,23 @@ void CuptiBackend::other_client_registers(const std::string& who) {
                     who));
 }
 
+bool CuptiBackend::other_client_subscribes(const std::string& who) {
+  if (forked_.load() || !traced_.exchange(false)) return false;
+  // Its records so far are sonde's; the other client will register buffers of its own.
+  if (activity_.load() && !ceded_.exchange(true)) {
+    lib_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+  lib_.cuptiUnsubscribe(subscriber_);
+  note_("gpu-other-client",
+        fmt::format("{} subscribed to CUPTI while the program ran (as torch.profiler's Kineto "
+                    "does), and this CUPTI allows one subscriber: sonde gave its subscription up "
+                    "so that the other client works. GPU kernels, copies and memsets from then on "
+                    "are not in this profile; CUDA calls are measured by the preloaded wrappers "
+                    "where they can be",
+                    who));
+  return true;
+}
+
 void CuptiBackend::other_client_disables(const std::string& who, const char* kind) {
   if (!activity_.load() || ceded_.load()) return;
   note_("gpu-other-client",
@@ -108,6 +127,37 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
     } else {
       sonde::note_registered_before(who);
     }
+  }
+  return rc;
+}
+
+// A refused subscription while sonde holds the one subscriber: sonde steps aside and the
+// caller's subscription is made again. Any other answer is the caller's, unchanged.
+SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
+                                                       CUpti_CallbackFunc callback,
+                                                       void* userdata) {
+  static auto real = sonde::next<decltype(&cuptiSubscribe)>("cuptiSubscribe", nullptr);
+  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  CUptiResult rc = real(subscriber, callback, userdata);
+  sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && b != nullptr &&
+      b->other_client_subscribes(sonde::caller_name(__builtin_return_address(0)))) {
+    rc = real(subscriber, callback, userdata);
+  }
+  return rc;
+}
+
+SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                                          CUpti_CallbackFunc callback,
+                                                          void* userdata,
+                                                          CUpti_SubscriberParams* params) {
+  static auto real = sonde::next<decltype(&cuptiSubscribe_v2)>("cuptiSubscribe_v2", nullptr);
+  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  CUptiResult rc = real(subscriber, callback, userdata, params);
+  sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && b != nullptr &&
+      b->other_client_subscribes(sonde::caller_name(__builtin_return_address(0)))) {
+    rc = real(subscriber, callback, userdata, params);
   }
   return rc;
 }

@@ -17,6 +17,7 @@
 //   cupti_app context  a context is created before any launch on it
 //   cupti_app graph   one cudaGraphLaunch whose kernels' records arrive over several flushes
 //   cupti_app kineto  a second activity client registers its buffers and disables kernels
+//   cupti_app kineto_subscribes  torch.profiler's Kineto as it starts: it subscribes first
 //   cupti_app kineto_first  the other client registers its buffers before the driver loads
 //   cupti_app disable  a library disables kernel records mid-run
 //   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
@@ -187,6 +188,11 @@ void CUPTIAPI kineto_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++g_kineto_records;
   std::free(buffer);
+}
+
+std::atomic<int> g_kineto_api{0};
+void CUPTIAPI kineto_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
+  ++g_kineto_api;
 }
 
 void* late_worker(void* out) {
@@ -449,6 +455,25 @@ int main(int argc, char** argv) {
     cuptiActivityFlushAll(0);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     std::printf("kineto rc=%d records=%d\n", int(rc), g_kineto_records.load());
+  } else if (std::strcmp(mode, "kineto_subscribes") == 0) {
+    sonde_region_begin("before");
+    launch("_Z6beforev", kMs, 1, 32, 8);
+    sonde_region_end("before");
+    // Kineto's start: a subscriber for the runtime API, then its activity buffers and kinds.
+    // Before CUDA 13.2 CUPTI takes one subscriber, and sonde holds it.
+    CUpti_SubscriberHandle subscriber = nullptr;
+    CUptiResult subscribed = cuptiSubscribe(&subscriber, kineto_api, nullptr);
+    cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    CUptiResult registered = cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    sonde_region_begin("profiled");
+    launch("_Z6insidev", kMs, 1, 32, 8);
+    sonde_region_end("profiled");
+    cuptiActivityFlushAll(0);
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiUnsubscribe(subscriber);
+    std::printf("kineto subscribe=%d register=%d api=%d records=%d\n", int(subscribed),
+                int(registered), g_kineto_api.load(), g_kineto_records.load());
   } else if (std::strcmp(mode, "kineto_first") == 0) {
     sonde_region_begin("profiled");
     launch("_Z6insidev", kMs, 1, 32, 8);

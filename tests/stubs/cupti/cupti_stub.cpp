@@ -69,24 +69,22 @@ STUB_EXPORT CUptiResult cuptiGetResultString(CUptiResult result, const char** st
   return CUPTI_SUCCESS;
 }
 
-STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
-                                          CUpti_CallbackFunc callback, void* userdata,
-                                          CUpti_SubscriberParams* params) {
+// Both entry points; `params` nullptr: cuptiSubscribe, which allows no second subscriber and
+// names no holder.
+static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                             void* userdata, CUpti_SubscriberParams* params) {
   Stub& s = stub();
-  if (params == nullptr || params->structSize < CUpti_SubscriberParams_STRUCT_SIZE) {
-    return CUPTI_ERROR_INVALID_PARAMETER;
-  }
   const char* holder = std::getenv("CUPTI_STUB_HELD_BY");
   // CUDA 13.2's field after oldSubscriberSize, read only from a caller whose struct has it.
   constexpr size_t kAllowAt = sizeof(CUpti_SubscriberParams);
-  bool allow = stub_version() >= 130200 && params->structSize > kAllowAt &&
+  bool allow = params != nullptr && stub_version() >= 130200 && params->structSize > kAllowAt &&
                reinterpret_cast<const uint8_t*>(params)[kAllowAt] != 0;
+  bool named = params != nullptr && params->oldSubscriberName != nullptr &&
+               params->oldSubscriberSize > 0;
   if (holder != nullptr && allow && s.callback == nullptr) {
-    if (params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
-      std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
-    }
+    if (named) std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
   } else if (holder != nullptr || s.callback != nullptr) {
-    if (params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0) {
+    if (named) {
       std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s",
                     holder ? holder : "CUPTI for an earlier subscriber");
     }
@@ -96,6 +94,20 @@ STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
   s.userdata = userdata;
   *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
   return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                          CUpti_CallbackFunc callback, void* userdata,
+                                          CUpti_SubscriberParams* params) {
+  if (params == nullptr || params->structSize < CUpti_SubscriberParams_STRUCT_SIZE) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  return subscribe(subscriber, callback, userdata, params);
+}
+
+STUB_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
+                                       CUpti_CallbackFunc callback, void* userdata) {
+  return subscribe(subscriber, callback, userdata, nullptr);
 }
 
 STUB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
