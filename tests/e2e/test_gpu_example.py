@@ -25,6 +25,8 @@ BATCH = 64
 CONV1_FLOPS = 2 * BATCH * 8 * 28 * 28 * 1 * 5 * 5
 CONV2_FLOPS = 2 * BATCH * 16 * 14 * 14 * 8 * 5 * 5
 FC_FLOPS = 2 * 10 * BATCH * 784
+# The parameters momentum SGD updates: conv1 and conv2 weights and biases, the FC layer's.
+PARAMS = 8 * 1 * 5 * 5 + 8 + 16 * 8 * 5 * 5 + 16 + 10 * 784 + 10
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +54,21 @@ def test_library_calls_sit_under_the_phase_that_made_them(profile):
     assert path_row(profile, "step;h2d;cudaMemcpy HtoD") == STEPS
     assert path_row(profile, "step;loss;cudaMemcpy DtoH") == STEPS
     assert path_row(profile, "step;loss;cudaMemcpy HtoD") == STEPS
+
+
+def test_level_1_and_2_calls_and_bias_kernels_are_routines_of_their_own(profile):
+    # On an H200 their kernels (axpy_kernel_val, scal_kernel_val, calc_bias_diff, the bias add)
+    # showed straight under the regions: cuBLAS levels 1-2 and cuDNN's bias calls were not
+    # intercepted. Each is now a routine under its phase, with the CPU BLAS models' FLOPs.
+    assert path_row(profile, "step;forward;cudnnAddTensor") == 2 * STEPS
+    assert path_row(profile, "step;forward;cublasSger_v2") == STEPS
+    assert path_row(profile, "step;backward;cublasSgemv_v2") == STEPS
+    assert path_row(profile, "step;backward;cudnnConvolutionBackwardBias") == 2 * STEPS
+    assert path_row(profile, "step;update;cublasSscal_v2") == 6 * STEPS
+    assert path_row(profile, "step;update;cublasSaxpy_v2") == 12 * STEPS
+    # v = momentum v (1 FLOP an element), v += g and w -= lr v (2 each).
+    (flops,) = query(profile, "SELECT SUM(flops) FROM callpaths WHERE path LIKE 'step;update;%'")[0]
+    assert flops == STEPS * 5 * PARAMS
 
 
 def test_convolution_and_gemm_flops_come_from_the_programs_descriptors(profile):

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 
+#include "../blas/blas_models.hpp"
 #include "../intercept.hpp"
 #include "../outermost_call.hpp"
 #include "cublas_models.hpp"
