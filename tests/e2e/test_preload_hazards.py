@@ -1,4 +1,5 @@
 """The known ways an LD_PRELOAD tool breaks real programs, and real BLAS users."""
+import os
 import textwrap
 
 import pytest
@@ -19,6 +20,16 @@ def test_deepbind_libraries_are_reported(db):
     assert r.returncode == 0 and "deepbind loaded" in r.stdout
     [(message,)] = query(db, "SELECT message FROM notes WHERE topic = 'deepbind'")
     assert "libm.so.6" in message and "RTLD_DEEPBIND" in message
+
+
+def test_cuptis_own_deepbind_of_its_profiler_library_is_not_reported(db, tmp_path):
+    # CUPTI opens libnvperf_host.so with RTLD_DEEPBIND under SONDE_GPU_METRICS (seen on an
+    # H200): sonde's own doing, and libnvperf calls nothing sonde measures. A stand-in by name.
+    lib = tmp_path / "libnvperf_host.so"
+    lib.symlink_to(os.path.realpath("/lib/x86_64-linux-gnu/libm.so.6"))
+    r = run([BIN / "misbehave", "deepbind", lib], db)
+    assert r.returncode == 0 and "deepbind loaded" in r.stdout
+    assert query(db, "SELECT message FROM notes WHERE topic = 'deepbind'") == []
 
 
 def test_static_blas_is_reported_not_an_empty_profile(db):

@@ -164,6 +164,11 @@ void thread_started() {
 }
 
 void note_deepbind(const char* file) {
+  // CUPTI opens its profiler host library so (seen on an H200 under SONDE_GPU_METRICS): it is
+  // sonde's own doing, and libnvperf calls nothing sonde measures.
+  std::string_view name = file != nullptr ? file : "";
+  std::string_view base = name.substr(name.rfind('/') + 1);  // npos + 1 == 0: the whole name
+  if (base.starts_with("libnvperf_")) return;
   if (Runtime* rt = Runtime::get()) {
     rt->add_note("deepbind", fmt::format("{} was opened with RTLD_DEEPBIND: the calls it makes "
                                          "into its own dependencies bypass sonde",

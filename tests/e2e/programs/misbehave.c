@@ -1,5 +1,5 @@
 /* A host that ends badly after some BLAS calls, to check what the profile keeps.
- * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|churn N|deepbind|fork-stress N */
+ * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|churn N|deepbind [LIB]|fork-stress N */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
     for (;;) free(malloc(1000));
   }
   if (!strcmp(what, "deepbind")) {
-    void* h = dlopen("libm.so.6", RTLD_NOW | RTLD_DEEPBIND);
+    void* h = dlopen(argc > 2 ? argv[2] : "libm.so.6", RTLD_NOW | RTLD_DEEPBIND);
     printf("deepbind %s\n", h ? "loaded" : dlerror());
     return 0;
   }
