@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from conftest import query, routine_calls
-from test_cupti import STUBS, cpu_side_normal, gpu_rows, notes, run_app
+from conftest import BIN, query, routine_calls, run
+from test_cupti import CUPTI, DRIVER_DIR, STUBS, cpu_side_normal, gpu_rows, notes, run_app
 
 pytestmark = pytest.mark.skipif(
     not STUBS, reason="CUPTI headers absent at configure time: no CUPTI backend, no stub")
@@ -61,6 +61,21 @@ def test_a_later_subscriber_is_given_cupti(db):
     # The launch before is measured through CUPTI; the one after reached only Kineto's callback
     # (the program makes it through the stub, not through a libcudart the wrappers measure).
     assert routine_calls(db, "cudaLaunchKernel") == 1
+
+
+def test_a_client_whose_cupti_is_not_global_is_given_cupti(db):
+    # PyTorch's Kineto links libcupti and is opened with RTLD_LOCAL: libcupti is not in the
+    # global scope, and sonde's interposers found no real cuptiSubscribe with RTLD_NEXT (on an
+    # H200 they answered CUPTI_ERROR_NOT_INITIALIZED, and torch.profiler had no GPU activity).
+    # They find the loaded libcupti by its soname.
+    r = run([BIN / "cupti_local_client", BIN / "libkineto_like.so"], db=db,
+            SONDE_CUPTI_LIBRARY=CUPTI, LD_LIBRARY_PATH=DRIVER_DIR)
+    assert r.returncode == 0 and "done local" in r.stdout, r.stderr
+    m = re.search(r"subscribe=(\d+) register=(\d+) enable=(\d+) api=(\d+) records=(\d+)",
+                  r.stdout)
+    assert m and m.group(1, 2, 3, 5) == ("0", "0", "0", "1") and int(m.group(4)) >= 2, r.stdout
+    (note,) = notes(db, "gpu-other-client")
+    assert "libkineto_like.so subscribed to CUPTI" in note
 
 
 def test_an_earlier_activity_client_keeps_its_buffers(db):

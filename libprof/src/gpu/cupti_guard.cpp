@@ -31,11 +31,32 @@ std::string caller_name(const void* address) {
   return base != nullptr ? base + 1 : info.dli_fname;
 }
 
+// The real CUPTI function. RTLD_NEXT finds it only when libcupti is in the global scope; a
+// client opened with RTLD_LOCAL (PyTorch's libtorch_cuda, whose Kineto links libcupti) has it
+// in its own scope only, as has sonde (its dlopen is RTLD_LOCAL): on an H200 RTLD_NEXT found no
+// cuptiSubscribe there. The caller's CUPTI is loaded, so it is found by its soname too. Looked
+// up until found: a call before any libcupti is loaded must not fix a null for good.
 template <class Fn>
-Fn next(const char* name, Fn fallback) {
-  void* f = dlsym(RTLD_NEXT, name);
-  return f != nullptr ? reinterpret_cast<Fn>(f) : fallback;
-}
+class Real {
+ public:
+  explicit Real(const char* name) : name_(name) {}
+  Fn get() {
+    if (Fn f = fn_.load(std::memory_order_acquire)) return f;
+    void* f = dlsym(RTLD_NEXT, name_);
+    if (f == nullptr) {
+      if (void* cupti = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD)) {
+        f = dlsym(cupti, name_);
+        dlclose(cupti);  // NOLOAD took a reference; the library stays loaded
+      }
+    }
+    if (f != nullptr) fn_.store(reinterpret_cast<Fn>(f), std::memory_order_release);
+    return reinterpret_cast<Fn>(f);
+  }
+
+ private:
+  const char* name_;
+  std::atomic<Fn> fn_{nullptr};
+};
 
 const char* kind_name(CUpti_ActivityKind kind) {
   switch (kind) {
@@ -112,8 +133,9 @@ using sonde::g_guarded;
 
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
     CUpti_BuffersCallbackRequestFunc request, CUpti_BuffersCallbackCompleteFunc complete) {
-  static auto real = sonde::next<decltype(&cuptiActivityRegisterCallbacks)>(
-      "cuptiActivityRegisterCallbacks", nullptr);
+  static sonde::Real<decltype(&cuptiActivityRegisterCallbacks)> real_fn(
+      "cuptiActivityRegisterCallbacks");
+  auto real = real_fn.get();
   std::string who = sonde::caller_name(__builtin_return_address(0));
   sonde::CuptiBackend* before = g_guarded.load(std::memory_order_acquire);
   if (before != nullptr) before->other_client_registers(who);
@@ -136,7 +158,8 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
                                                        CUpti_CallbackFunc callback,
                                                        void* userdata) {
-  static auto real = sonde::next<decltype(&cuptiSubscribe)>("cuptiSubscribe", nullptr);
+  static sonde::Real<decltype(&cuptiSubscribe)> real_fn("cuptiSubscribe");
+  auto real = real_fn.get();
   if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   CUptiResult rc = real(subscriber, callback, userdata);
   sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
@@ -151,7 +174,8 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle
                                                           CUpti_CallbackFunc callback,
                                                           void* userdata,
                                                           CUpti_SubscriberParams* params) {
-  static auto real = sonde::next<decltype(&cuptiSubscribe_v2)>("cuptiSubscribe_v2", nullptr);
+  static sonde::Real<decltype(&cuptiSubscribe_v2)> real_fn("cuptiSubscribe_v2");
+  auto real = real_fn.get();
   if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   CUptiResult rc = real(subscriber, callback, userdata, params);
   sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
@@ -163,7 +187,8 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle
 }
 
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
-  static auto real = sonde::next<decltype(&cuptiActivityDisable)>("cuptiActivityDisable", nullptr);
+  static sonde::Real<decltype(&cuptiActivityDisable)> real_fn("cuptiActivityDisable");
+  auto real = real_fn.get();
   if (sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire)) {
     if (const char* name = sonde::kind_name(kind)) {
       b->other_client_disables(sonde::caller_name(__builtin_return_address(0)), name);
