@@ -72,6 +72,14 @@ def test_kernels_and_copies_land_under_the_call_path_that_launched_them(db, prog
     assert notes(db) == []
 
 
+def test_an_nvcc_13_launch_is_named_as_the_program_wrote_it(db):
+    # nvcc 13 compiles kernel<<<...>>> to __cudaLaunchKernel, which CUPTI calls
+    # __cudaLaunchKernel_v13000: the profile says cudaLaunchKernel, as the preloaded wrapper does.
+    run_app(db, "nvcc13")
+    assert [(k[1], k[5], k[6]) for k in gpu_rows(db, "kernel")] == [
+        ("step()", "cudaLaunchKernel", "step")]
+
+
 def test_gpu_kernels_view(db):
     run_app(db)
     rows = query(db, "SELECT kernel, call_path, calls, time_s, grid, block, registers "

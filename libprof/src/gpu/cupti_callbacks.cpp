@@ -83,6 +83,9 @@ std::string plain_name(const char* raw) {
   }
   strip("_ptds");
   strip("_ptsz");
+  // nvcc 13's launch entry (__cudaLaunchKernel) is the program's kernel<<<...>>>: named as the
+  // preloaded wrapper names it.
+  if (name.starts_with("__cuda")) name.erase(0, 2);
   return name;
 }
 

@@ -15,6 +15,7 @@
 //   cupti_app metrics_capture  a launch during a stream capture, then the captured graph runs
 //   cupti_app metrics_waits  an NCCL kernel and a cooperative launch
 //   cupti_app context  a context is created before any launch on it
+//   cupti_app nvcc13  a kernel<<<...>>> as nvcc 13 compiles it (__cudaLaunchKernel)
 //   cupti_app graph   one cudaGraphLaunch whose kernels' records arrive over several flushes
 //   cupti_app kineto  a second activity client registers its buffers and disables kernels
 //   cupti_app kineto_subscribes  torch.profiler's Kineto as it starts: it subscribes first
@@ -416,6 +417,12 @@ int main(int argc, char** argv) {
     ex.exit(kMs);
     metric_launch("_Z5plainv", {3, 30, 3, 0, 0}, kMs);
     sonde_region_end("waits");
+  } else if (std::strcmp(mode, "nvcc13") == 0) {
+    sonde_region_begin("step");
+    MetricLaunch l{.kernel = "_Z4stepv", .cbid = CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000};
+    l.enter();
+    l.exit(kMs);
+    sonde_region_end("step");
   } else if (std::strcmp(mode, "context") == 0) {
     constexpr uintptr_t kSecond = 0x2000;
     cupti_stub_context_create(kSecond);

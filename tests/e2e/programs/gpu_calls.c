@@ -17,6 +17,9 @@
  * CUDA_API_PER_THREAD_DEFAULT_STREAM. */
 cudaError_t cudaMemcpyAsync_ptsz(void*, const void*, size_t, enum cudaMemcpyKind, cudaStream_t);
 cudaError_t cudaLaunchKernel_ptsz(const void*, dim3, dim3, void**, size_t, cudaStream_t);
+/* What nvcc 13 generates for kernel<<<...>>> (crt/device_functions.h declares them for C++). */
+cudaError_t __cudaLaunchKernel(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t, dim3, dim3, void**, size_t, cudaStream_t);
 /* Declared for C++ only (its __half is a class); pointers to 16-bit values here. */
 cublasStatus_t cublasHgemm(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
                            const void*, const void*, int, const void*, int, const void*, void*,
@@ -64,6 +67,8 @@ static void runtime_and_driver(void) {
   CHECK(cudaLaunchKernel((const void*)host, grid, block, NULL, 0, 0));
   CHECK(cudaLaunchKernel((const void*)host, grid, block, NULL, 0, 0));
   CHECK(cudaLaunchKernel_ptsz((const void*)host, grid, block, NULL, 0, 0));
+  CHECK(__cudaLaunchKernel(NULL, grid, block, NULL, 0, 0));
+  CHECK(__cudaLaunchKernel_ptsz(NULL, grid, block, NULL, 0, 0));
   cudaLaunchConfig_t config = {0};
   CHECK(cudaLaunchKernelExC(&config, (const void*)host, NULL));
   CHECK(cudaDeviceSynchronize()); /* the stub calls cuCtxSynchronize inside */

@@ -23,6 +23,14 @@ cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_
                                   cudaStream_t st) {
   return cudaSuccess;
 }
+/* nvcc 13's launch entry points (crt/device_functions.h). */
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t s, cudaStream_t st) {
+  return cudaSuccess;
+}
+cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t s,
+                                    cudaStream_t st) {
+  return cudaSuccess;
+}
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) {
   return cudaSuccess;
 }
