@@ -1,5 +1,6 @@
-// sonde view: the profile in the browser, served on 127.0.0.1 with a token, or written as one
-// self-contained HTML file (--html).
+// sonde view: the profile in the browser, served on 127.0.0.1 with a token (by
+// sonde-view-server, which this execs: cli/view_serve.hpp), or written as one self-contained
+// HTML file (--html).
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <stdio.h>
@@ -15,9 +16,10 @@
 #include <optional>
 
 #include "cli/command.hpp"
+#include "cli/view_serve.hpp"
 #include "export/html_page.hpp"
 #include "export/view_bundle.hpp"
-#include "tools/view_server.hpp"
+#include "tools/executable_dir.hpp"
 #include "tools/viewer_assets.hpp"
 
 namespace sonde::cli {
@@ -37,16 +39,6 @@ struct Options {
 // Below this, reading is quick enough that a progress line would only flicker.
 constexpr off_t kProgressBytes = 32 << 20;
 
-// The profiles opened (each checked now); a profile that cannot be read is the user's input:
-// exit 2.
-std::shared_ptr<ViewData> open_profiles(const std::vector<std::string>& files) {
-  try {
-    return std::make_shared<ViewData>(files);
-  } catch (const Error& e) {
-    throw Error(e.what(), kUsageError);
-  }
-}
-
 // The whole bundle as JSON text, for --html.
 std::string bundle_text(const std::vector<std::string>& files) {
   off_t total = 0;
@@ -54,7 +46,7 @@ std::string bundle_text(const std::vector<std::string>& files) {
     if (struct stat st{}; ::stat(f.c_str(), &st) == 0) total += st.st_size;
   bool progress = total >= kProgressBytes && ::isatty(STDERR_FILENO);
   auto start = std::chrono::steady_clock::now();
-  std::shared_ptr<ViewData> data = open_profiles(files);
+  std::shared_ptr<ViewData> data = open_view_profiles(files);
   if (progress)
     fmt::print(stderr, "sonde view: reading {} ({:.0f} MB)...",
                files.size() == 1 ? files[0] : fmt::format("{} profiles", files.size()),
@@ -105,24 +97,21 @@ int write_html(const Options& a, const ViewerAssets& assets) {
   return 0;
 }
 
+// Serving is sonde-view-server's, beside this executable: exec'd with the parsed options.
+[[noreturn]] void exec_view_server(const Options& a) {
+  std::string server = (executable_dir() / "sonde-view-server").string();
+  std::vector<std::string> args = view_server_args(a.files, a.port, a.open);
+  std::vector<char*> argv = {server.data()};
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  ::execv(server.c_str(), argv.data());
+  throw Error(fmt::format("cannot start {}: {}", server, std::strerror(errno)));
+}
+
 int view(const Options& a) {
-  ViewerAssets assets = load_viewer_assets(find_viewer_dir());
-  if (a.html) return write_html(a, assets);
-  ViewServer server(std::move(assets));
-  server.bind(a.port);
-  // The parts are made when the page asks for them, the first panel's first: the URL is
-  // printed as soon as the files are open.
-  std::shared_ptr<ViewData> data = open_profiles(a.files);
-  // Nobody could open a viewer whose URL went nowhere (a full disk, a closed pipe): it says so
-  // and stops rather than serve unseen.
-  auto announce = [&] {
-    std::cout << server.url() << std::endl;
-    if (std::cout) return true;
-    fmt::print(stderr, "sonde view: cannot print the URL on standard output: {}\n",
-               std::strerror(errno ? errno : EIO));
-    return false;
-  };
-  return server.serve(std::move(data), a.open, announce);
+  if (!a.html) exec_view_server(a);
+  return write_html(a, load_viewer_assets(find_viewer_dir()));
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
+#include "tools/executable_dir.hpp"
 #include "render/report.hpp"
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
@@ -326,10 +327,7 @@ std::string find_preload_library() {
       throw Error(fmt::format("SONDE_LIBRARY={}: {}", env, std::strerror(errno)));
     return fs::absolute(env).lexically_normal().string();
   }
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error(fmt::format("cannot locate the sonde executable: {}", ec.message()));
-  fs::path lib = (self.parent_path() / ".." / "lib" / "libsonde.so").lexically_normal();
+  fs::path lib = (executable_dir() / ".." / "lib" / "libsonde.so").lexically_normal();
   if (::access(lib.c_str(), R_OK) != 0)
     throw Error(fmt::format("cannot find libsonde.so (looked at {}); set SONDE_LIBRARY to its path",
                             lib.string()));

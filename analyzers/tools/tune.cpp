@@ -23,6 +23,7 @@
 #include "advice/tune_results.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
+#include "tools/executable_dir.hpp"
 #include "tools/launcher.hpp"
 
 namespace sonde::analyzers {
@@ -72,10 +73,13 @@ std::string not_applicable(const std::string& name, int cores, const std::vector
 std::string python_path_for(const std::vector<std::string>& command) {
   std::string base = fs::path(command[0]).filename().string();
   if (base.rfind("python", 0) != 0) return "";
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) return "";
-  fs::path package = (self.parent_path() / ".." / "python").lexically_normal();
+  fs::path dir;
+  try {
+    dir = executable_dir();
+  } catch (const Error&) {
+    return "";
+  }
+  fs::path package = (dir / ".." / "python").lexically_normal();
   if (!fs::exists(package / "sonde" / "autostart" / "sitecustomize.py")) return "";
   std::string path = (package / "sonde" / "autostart").string() + ":" + package.string();
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "profile/profile_file.hpp"
+#include "tools/executable_dir.hpp"
 
 namespace sonde::analyzers {
 
@@ -56,10 +57,7 @@ std::string find_viewer_dir() {
                       env));
     return fs::absolute(env).lexically_normal().string();
   }
-  std::error_code ec;
-  fs::path self = fs::read_symlink("/proc/self/exe", ec);
-  if (ec) throw Error(fmt::format("cannot locate the sonde executable: {}", ec.message()));
-  fs::path prefix = self.parent_path().parent_path();
+  fs::path prefix = executable_dir().parent_path();
   fs::path build = prefix / "viewer" / "dist";
   fs::path installed = prefix / "share" / "sonde" / "viewer";
   for (const fs::path& dir : {build, installed})

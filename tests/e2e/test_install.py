@@ -5,6 +5,7 @@ against the installed region API (pkg-config or find_package(sonde)) records its
 import os
 import subprocess
 import textwrap
+import urllib.request
 
 import pytest
 
@@ -93,6 +94,18 @@ def test_installed_package_and_cli_work_without_the_build_tree(prefix, tmp_path)
                             capture_output=True, text=True, env=clean_env(), timeout=60)
     assert report.returncode == 0, report.stderr
     assert "cblas_sgemm" in report.stdout
+    # sonde view serves through the installed sonde-view-server beside it (exec'd).
+    view = subprocess.Popen([str(prefix / "bin" / "sonde"), "view", str(db)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=clean_env())
+    try:
+        url = view.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and "token=" in url, view.stderr.read()
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert b"sonde view" in page.read()
+    finally:
+        view.terminate()
+        assert view.wait(timeout=30) == 0
 
 
 def test_programs_build_against_the_installed_region_api(prefix, tmp_path):
