@@ -38,7 +38,7 @@ def test_a_later_activity_client_is_said_and_keeps_its_records(db):
     # disables kernel records when it stops. It gets its records as it would alone; sonde keeps
     # what came before, and says from when its profile lacks GPU activity.
     r = run_app(db, "kineto")
-    assert "kineto rc=0 records=1" in r.stdout
+    assert "kineto subscribe=-1 register=0 api=0 records=1" in r.stdout
     assert [k[1] for k in gpu_rows(db, "kernel")] == ["before()"]
     (registered,) = notes(db, "gpu-other-client")  # its disabling later changes nothing more
     assert "cupti_app" in registered and "registered its own CUPTI activity buffers" in registered

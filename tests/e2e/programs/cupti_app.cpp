@@ -37,26 +37,9 @@
 #include <cstring>
 #include <thread>
 
+#include "cupti_stub_control.h"
 #include "sonde/sonde.h"
 
-extern "C" {
-int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params, int enter,
-                   uint64_t* slot);
-uint64_t cupti_stub_now(void);
-void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start, uint64_t end,
-                       int grid_x, int block_x, int registers);
-void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes, uint64_t start,
-                       uint64_t end);
-void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_t start, uint64_t end);
-int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlation, const void* params,
-                      int enter, uint64_t* slot, const char* symbol, uintptr_t context);
-int cupti_stub_kernel_run(uintptr_t context, const char* name, const char* const* metric_names,
-                          const double* values, int n);
-void cupti_stub_context_destroy(uintptr_t context);
-void cupti_stub_context_create(uintptr_t context);
-int cupti_stub_profiler_ready(uintptr_t context);
-int cupti_stub_capture_invalidated(void);
-}
 
 namespace {
 
@@ -448,29 +431,19 @@ int main(int argc, char** argv) {
         sonde_flush();
       }
     }
-  } else if (std::strcmp(mode, "kineto") == 0) {
+  } else if (std::strcmp(mode, "kineto") == 0 || std::strcmp(mode, "kineto_subscribes") == 0) {
     sonde_region_begin("before");
     launch("_Z6beforev", kMs, 1, 32, 8);
     sonde_region_end("before");
-    // torch.profiler starting: Kineto registers its buffers and enables kernels; stopping, it
-    // disables them. Its records must reach it, as without sonde.
-    CUptiResult rc = cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
-    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    sonde_region_begin("profiled");
-    launch("_Z6insidev", kMs, 1, 32, 8);
-    sonde_region_end("profiled");
-    cuptiActivityFlushAll(0);
-    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    std::printf("kineto rc=%d records=%d\n", int(rc), g_kineto_records.load());
-  } else if (std::strcmp(mode, "kineto_subscribes") == 0) {
-    sonde_region_begin("before");
-    launch("_Z6beforev", kMs, 1, 32, 8);
-    sonde_region_end("before");
-    // Kineto's start: a subscriber for the runtime API, then its activity buffers and kinds.
-    // Before CUDA 13.2 CUPTI takes one subscriber, and sonde holds it.
+    // torch.profiler starting: Kineto subscribes for the runtime API (kineto_subscribes: before
+    // CUDA 13.2 CUPTI takes one subscriber, and sonde holds it), registers its buffers and
+    // enables kernels; stopping, it disables them. Its records must reach it, as without sonde.
     CUpti_SubscriberHandle subscriber = nullptr;
-    CUptiResult subscribed = cuptiSubscribe(&subscriber, kineto_api, nullptr);
-    cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    int subscribed = -1;  // not asked
+    if (std::strcmp(mode, "kineto_subscribes") == 0) {
+      subscribed = cuptiSubscribe(&subscriber, kineto_api, nullptr);
+      cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    }
     CUptiResult registered = cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     sonde_region_begin("profiled");
@@ -478,8 +451,8 @@ int main(int argc, char** argv) {
     sonde_region_end("profiled");
     cuptiActivityFlushAll(0);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    cuptiUnsubscribe(subscriber);
-    std::printf("kineto subscribe=%d register=%d api=%d records=%d\n", int(subscribed),
+    if (subscribed == CUPTI_SUCCESS) cuptiUnsubscribe(subscriber);
+    std::printf("kineto subscribe=%d register=%d api=%d records=%d\n", subscribed,
                 int(registered), g_kineto_api.load(), g_kineto_records.load());
   } else if (std::strcmp(mode, "kineto_first") == 0) {
     sonde_region_begin("profiled");

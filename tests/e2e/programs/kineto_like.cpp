@@ -9,13 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-extern "C" {
-int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params, int enter,
-                   uint64_t* slot);
-uint64_t cupti_stub_now(void);
-void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start, uint64_t end,
-                       int grid_x, int block_x, int registers);
-}
+#include "cupti_stub_control.h"
+
 
 namespace {
 std::atomic<int> g_api{0}, g_records{0};

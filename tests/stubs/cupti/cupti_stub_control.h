@@ -1,0 +1,25 @@
+// What the stub libcupti (cupti_stub.cpp, cupti_stub_profiler.cpp) exports for test programs:
+// each call says that the program made an API call or that the GPU ran something, and the stub
+// turns it into CUPTI's callbacks and activity records.
+#pragma once
+
+#include <stdint.h>
+
+extern "C" {
+int cupti_stub_api(int domain, uint32_t cbid, uint32_t correlation, const void* params, int enter,
+                   uint64_t* slot);
+uint64_t cupti_stub_now(void);
+void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start, uint64_t end,
+                       int grid_x, int block_x, int registers);
+void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes, uint64_t start,
+                       uint64_t end);
+void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_t start, uint64_t end);
+int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlation, const void* params,
+                      int enter, uint64_t* slot, const char* symbol, uintptr_t context);
+int cupti_stub_kernel_run(uintptr_t context, const char* name, const char* const* metric_names,
+                          const double* values, int n);
+void cupti_stub_context_destroy(uintptr_t context);
+void cupti_stub_context_create(uintptr_t context);
+int cupti_stub_profiler_ready(uintptr_t context);
+int cupti_stub_capture_invalidated(void);
+}
