@@ -58,6 +58,22 @@ class Real {
   std::atomic<Fn> fn_{nullptr};
 };
 
+// A refused subscription while sonde holds the one subscriber: sonde steps aside and the
+// caller's subscription is made again. Any other answer is the caller's, unchanged. `caller`:
+// the interposer's return address, for the note.
+template <class Fn, class... Args>
+CUptiResult subscribe(Real<Fn>& real_fn, const void* caller, Args... args) {
+  Fn real = real_fn.get();
+  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  CUptiResult rc = real(args...);
+  CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
+  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && b != nullptr &&
+      b->other_client_subscribes(caller_name(caller))) {
+    rc = real(args...);
+  }
+  return rc;
+}
+
 const char* kind_name(CUpti_ActivityKind kind) {
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
@@ -153,37 +169,20 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityRegisterCallbacks(
   return rc;
 }
 
-// A refused subscription while sonde holds the one subscriber: sonde steps aside and the
-// caller's subscription is made again. Any other answer is the caller's, unchanged.
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
                                                        CUpti_CallbackFunc callback,
                                                        void* userdata) {
-  static sonde::Real<decltype(&cuptiSubscribe)> real_fn("cuptiSubscribe");
-  auto real = real_fn.get();
-  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
-  CUptiResult rc = real(subscriber, callback, userdata);
-  sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
-  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && b != nullptr &&
-      b->other_client_subscribes(sonde::caller_name(__builtin_return_address(0)))) {
-    rc = real(subscriber, callback, userdata);
-  }
-  return rc;
+  static sonde::Real<decltype(&cuptiSubscribe)> real("cuptiSubscribe");
+  return sonde::subscribe(real, __builtin_return_address(0), subscriber, callback, userdata);
 }
 
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
                                                           CUpti_CallbackFunc callback,
                                                           void* userdata,
                                                           CUpti_SubscriberParams* params) {
-  static sonde::Real<decltype(&cuptiSubscribe_v2)> real_fn("cuptiSubscribe_v2");
-  auto real = real_fn.get();
-  if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
-  CUptiResult rc = real(subscriber, callback, userdata, params);
-  sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
-  if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && b != nullptr &&
-      b->other_client_subscribes(sonde::caller_name(__builtin_return_address(0)))) {
-    rc = real(subscriber, callback, userdata, params);
-  }
-  return rc;
+  static sonde::Real<decltype(&cuptiSubscribe_v2)> real("cuptiSubscribe_v2");
+  return sonde::subscribe(real, __builtin_return_address(0), subscriber, callback, userdata,
+                          params);
 }
 
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind kind) {
