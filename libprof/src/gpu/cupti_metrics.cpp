@@ -92,13 +92,16 @@ KernelMetrics::Chip* KernelMetrics::chip_for(CUcontext context) {
   if (rc != CUPTI_SUCCESS) return fail("cuptiProfilerHostInitialize", rc), nullptr;
   chip.host = init.pHostObject;
 
-  // Each unknown name is said once and skipped; the others are still measured.
-  for (const std::string& m : requested_) {
+  auto known = [&](const char* metric) {
     auto props = params<CUpti_Profiler_Host_GetMetricProperties_Params>(
         CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
     props.pHostObject = chip.host;
-    props.pMetricName = m.c_str();
-    rc = lib_.cuptiProfilerHostGetMetricProperties(&props);
+    props.pMetricName = metric;
+    return lib_.cuptiProfilerHostGetMetricProperties(&props);
+  };
+  // Each unknown name is said once and skipped; the others are still measured.
+  for (const std::string& m : requested_) {
+    rc = known(m.c_str());
     if (rc == CUPTI_SUCCESS) {
       chip.metrics.push_back(m);
     } else {
@@ -107,14 +110,9 @@ KernelMetrics::Chip* KernelMetrics::chip_for(CUcontext context) {
     }
   }
   if (!chip.metrics.empty() &&
-      std::find(chip.metrics.begin(), chip.metrics.end(), kDurationMetric) == chip.metrics.end()) {
-    auto props = params<CUpti_Profiler_Host_GetMetricProperties_Params>(
-        CUpti_Profiler_Host_GetMetricProperties_Params_STRUCT_SIZE);
-    props.pHostObject = chip.host;
-    props.pMetricName = kDurationMetric;
-    if (lib_.cuptiProfilerHostGetMetricProperties(&props) == CUPTI_SUCCESS) {
-      chip.metrics.push_back(kDurationMetric);
-    }
+      std::find(chip.metrics.begin(), chip.metrics.end(), kDurationMetric) == chip.metrics.end() &&
+      known(kDurationMetric) == CUPTI_SUCCESS) {
+    chip.metrics.push_back(kDurationMetric);
   }
   if (chip.metrics.empty()) {
     note_("gpu-metrics", fmt::format("none of the GPU metrics asked for (SONDE_GPU_METRICS) is "
