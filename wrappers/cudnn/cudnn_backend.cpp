@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "../intercept.hpp"
+#include "core/per_thread.hpp"
 #include "cudnn_models.hpp"
 
 namespace sonde::cudnn {
@@ -188,20 +189,20 @@ CallCost walk_plan(cudnnBackendDescriptor_t plan) {
 }
 
 // Plans are made once and executed many times (PyTorch keeps them in a cache), so each thread
-// keeps the cost of the plans it ran: no lock, no allocation. A plan destroyed and another made
+// keeps the cost of the plans it ran: no lock, one allocation per thread. A plan destroyed and another made
 // at the same address would be costed as the first (docs/gpu.md).
 constexpr size_t kCacheSlots = 64;
 struct CacheSlot {
   const void* plan = nullptr;
   CallCost cost;
 };
-thread_local std::array<CacheSlot, kCacheSlots> t_plans;
+thread_local PerThread<std::array<CacheSlot, kCacheSlots>> t_plans;
 
 }  // namespace
 
 CallCost backend_plan_cost(cudnnBackendDescriptor_t plan) {
   if (plan == nullptr) return {};
-  CacheSlot& slot = t_plans[(reinterpret_cast<uintptr_t>(plan) >> 4) % kCacheSlots];
+  CacheSlot& slot = t_plans.get()[(reinterpret_cast<uintptr_t>(plan) >> 4) % kCacheSlots];
   if (slot.plan != plan) {
     slot.cost = walk_plan(plan);
     slot.plan = plan;

@@ -2,7 +2,10 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <atomic>
+
+#include "core/per_thread.hpp"
 
 namespace sonde {
 void* find_real_symbol(const char* name);  // libprof/src/symbols/real_symbol.cpp
@@ -47,7 +50,7 @@ struct Outstanding {
   int pos;  // its index in the array a wait or test is given; -1 none
 };
 constexpr int kOutstanding = 64;
-thread_local Outstanding t_out[kOutstanding] __attribute__((tls_model("initial-exec")));
+thread_local PerThread<std::array<Outstanding, kOutstanding>> t_out;
 thread_local int t_used __attribute__((tls_model("initial-exec"))) = 0;
 
 bool is_null(MPI_Request r) { return r == nullptr || r == g_pmpi.request_null; }
@@ -58,13 +61,13 @@ struct PersistentRequest {
   int size;
 };
 constexpr int kPersistent = 64;
-thread_local PersistentRequest t_persistent[kPersistent] __attribute__((tls_model("initial-exec")));
+thread_local PerThread<std::array<PersistentRequest, kPersistent>> t_persistent;
 // One-sided operations this thread started since its last synchronisation.
 thread_local int t_rma_pending __attribute__((tls_model("initial-exec"))) = 0;
 
 const PersistentRequest* find_persistent(MPI_Request r) {
   if (is_null(r)) return nullptr;
-  for (const PersistentRequest& p : t_persistent)
+  for (const PersistentRequest& p : t_persistent.get())
     if (p.handle == r) return &p;
   return nullptr;
 }
@@ -87,14 +90,14 @@ Window* find_window(MPI_Win w) {
 int remove_marked(bool (*pick)(int pos, const void* arg), const void* arg) {
   int removed = 0;
   for (int i = 0; i < t_used; ++i) {
-    Outstanding& o = t_out[i];
+    Outstanding& o = t_out.get()[i];
     if (o.handle != nullptr && o.pos >= 0 && pick(o.pos, arg)) {
       o.handle = nullptr;
       ++removed;
     }
     o.pos = -1;
   }
-  while (t_used > 0 && t_out[t_used - 1].handle == nullptr) --t_used;
+  while (t_used > 0 && t_out.get()[t_used - 1].handle == nullptr) --t_used;
   return removed;
 }
 
@@ -173,7 +176,7 @@ Size persistent_size(int count, const MPI_Request* requests) {
 
 void persistent_forget(const MPI_Request* request) {
   if (request == nullptr || is_null(*request)) return;
-  for (PersistentRequest& p : t_persistent)
+  for (PersistentRequest& p : t_persistent.get())
     if (p.handle == *request) p = PersistentRequest{};
 }
 
@@ -194,8 +197,8 @@ void Track::before() {
     MPI_Request r = requests_[i];
     if (is_null(r)) continue;
     for (int j = 0; j < t_used; ++j) {
-      if (t_out[j].handle == r) {
-        t_out[j].pos = i;
+      if (t_out.get()[j].handle == r) {
+        t_out.get()[j].pos = i;
         break;
       }
     }
@@ -218,12 +221,12 @@ void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
       for (int r = 0; r < count_; ++r) {
         if (is_null(requests_[r])) continue;
         int i = 0;
-        while (i < kOutstanding && i < t_used && t_out[i].handle != nullptr) ++i;
+        while (i < kOutstanding && i < t_used && t_out.get()[i].handle != nullptr) ++i;
         if (i == kOutstanding) {
           comm_untracked(thread, 1);
           continue;
         }
-        t_out[i] = Outstanding{requests_[r], -1};
+        t_out.get()[i] = Outstanding{requests_[r], -1};
         if (i >= t_used) t_used = i + 1;
         ++started;
       }
@@ -233,7 +236,7 @@ void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
       if (rc != MPI_SUCCESS || requests_ == nullptr || is_null(*requests_)) return;
       // A handle MPI reuses after a free replaces its old entry; else the first free slot.
       PersistentRequest* slot = nullptr;
-      for (PersistentRequest& p : t_persistent) {
+      for (PersistentRequest& p : t_persistent.get()) {
         if (p.handle == *requests_) {
           slot = &p;
           break;

@@ -10,6 +10,7 @@
 #include <cwchar>
 
 #include "../intercept.hpp"
+#include "core/per_thread.hpp"
 #include "sonde/sonde.h"
 
 namespace {
@@ -73,7 +74,7 @@ struct Open {
   Label label;
   bool region;
 };
-thread_local Open t_open[kDepthMax];
+thread_local sonde::PerThread<std::array<Open, kDepthMax>> t_open;
 thread_local int t_depth = 0;
 
 enum class Kind { kPush, kPop, kStart, kEnd };
@@ -81,24 +82,24 @@ enum class Kind { kPush, kPop, kStart, kEnd };
 void open_range(const Label& label, RangeId id) {
   int d = t_depth++;
   if (d >= kDepthMax) return;
-  t_open[d].label = label;
-  t_open[d].label.id = id;
-  t_open[d].region = true;
-  sonde_region_begin(t_open[d].label.name);  // the slot's copy: a name that outlives the call
+  t_open.get()[d].label = label;
+  t_open.get()[d].label.id = id;
+  t_open.get()[d].region = true;
+  sonde_region_begin(t_open.get()[d].label.name);  // the slot's copy: a name that outlives the call
 }
 
 void close_innermost() {
   if (t_depth == 0) return;  // a pop without a push: NVTX returns an error, sonde does nothing
   int d = --t_depth;
-  if (d < kDepthMax && t_open[d].region) sonde_region_end(t_open[d].label.name);
+  if (d < kDepthMax && t_open.get()[d].region) sonde_region_end(t_open.get()[d].label.name);
 }
 
 // A start/end range closes where its id is open on this thread (ranges above it close with it,
 // as regions do); one started on another thread is not a region here.
 void close_id(RangeId id) {
   for (int d = std::min(t_depth, kDepthMax) - 1; d >= 0; --d) {
-    if (t_open[d].label.id != id || !t_open[d].region) continue;
-    sonde_region_end(t_open[d].label.name);
+    if (t_open.get()[d].label.id != id || !t_open.get()[d].region) continue;
+    sonde_region_end(t_open.get()[d].label.name);
     t_depth = d;
     return;
   }

@@ -67,7 +67,8 @@ int main_then_exit(int argc, char** argv, char** envp) {
   for (char* const* e_ = (envp); e_ && *e_; ++e_) ++env_count_;                        \
   int scratch_len_ = env_count_ + ::sonde::exec_env_extra() + 1;                       \
   char** scratch_ = static_cast<char**>(__builtin_alloca(sizeof(char*) * scratch_len_)); \
-  char* const* out = ::sonde::prepare_exec((envp), scratch_, scratch_len_)
+  ::sonde::ExecStrings strings_;                                                       \
+  char* const* out = ::sonde::prepare_exec((envp), scratch_, scratch_len_, strings_)
 
 // execl-style variadic arguments into an argv array on the stack.
 #define SONDE_COLLECT_ARGS(first, ap, argv)                                            \

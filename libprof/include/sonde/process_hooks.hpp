@@ -6,10 +6,19 @@
 
 namespace sonde {
 
+// The entries prepare_exec writes, on the caller's stack: not thread-local, since libsonde's
+// thread-local block must stay small (core/per_thread.hpp says why).
+struct ExecStrings {
+  char preload[8192];  // LD_PRELOAD with sonde in front of the child's own
+  char process_ref[64];
+  char exec_of[64];
+};
+
 // Flushes everything and marks this process image as ended by exec; returns an environment for
-// the new image that carries the preload and the run (entries point into `envp` or into storage
-// owned by sonde). Safe in a vfork child: then it allocates nothing and flushes nothing.
-char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len);
+// the new image that carries the preload and the run (entries point into `envp`, `strings` or
+// storage owned by sonde). Safe in a vfork child: then it allocates nothing and flushes nothing.
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len,
+                          ExecStrings& strings);
 int exec_env_extra();  // how many entries prepare_exec may add (size `scratch` for it)
 
 // The process is about to end without atexit (_exit): final flush.

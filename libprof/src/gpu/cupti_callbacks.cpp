@@ -1,9 +1,11 @@
 // CUPTI's runtime- and driver-API callbacks: each call is measured as a routine of kind 'cuda'
 // on the calling thread, named as the preloaded wrappers name it (copies carry their direction:
 // 'cudaMemcpy HtoD'), and launches, copies and memsets remember the call path they came from.
+#include <array>
 #include <cstddef>
 #include <cstring>
 
+#include "core/per_thread.hpp"
 #include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
 #include "runtime/runtime.hpp"
@@ -22,7 +24,7 @@ struct OpenCall {
   bool held;            // made while the collection window was closed
 };
 constexpr uint32_t kMaxOpenCalls = 32;  // API calls do not nest deeper (a callback's own calls)
-thread_local OpenCall t_open[kMaxOpenCalls];
+thread_local PerThread<std::array<OpenCall, kMaxOpenCalls>> t_open;
 thread_local uint32_t t_open_count = 0;
 // Runtime calls among them: the driver calls a runtime call makes are its own business (their
 // work is reported under the runtime call's correlation id; measuring them would count twice).
@@ -190,7 +192,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       }
     }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
-    t_open[t_open_count++] = OpenCall{data->correlationId, runtime, t, held};
+    t_open.get()[t_open_count++] = OpenCall{data->correlationId, runtime, t, held};
     t_runtime_open += runtime;
     if (info.activity && activity_.load(std::memory_order_relaxed) &&
         !ceded_.load(std::memory_order_relaxed)) {
@@ -199,7 +201,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     return;
   }
   if (t_open_count == 0) return;
-  OpenCall& top = t_open[t_open_count - 1];
+  OpenCall& top = t_open.get()[t_open_count - 1];
   if (top.correlation != data->correlationId || top.runtime != runtime) return;
   --t_open_count;
   t_runtime_open -= runtime;

@@ -65,16 +65,16 @@ void region_end(const char* name) {
 }
 
 // A child given an LD_PRELOAD of its own (`LD_PRELOAD=libfoo.so ./child` from a script) keeps
-// sonde in front of it, so the run's children stay followed. Thread-local, not allocated: this
-// runs in vfork children too.
-char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child) {
+// sonde in front of it, so the run's children stay followed. Into the caller's storage, not
+// allocated: this runs in vfork children too.
+char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child, ExecStrings& out) {
   if (std::strstr(entry, "libsonde") != nullptr) return entry;
-  thread_local char merged[8192];
+  char* merged = out.preload;
   const std::string& ours = rt->env_preload();  // "LD_PRELOAD=/path/libsonde.so"
   const char* theirs = entry + std::strlen("LD_PRELOAD=");
-  int len = std::snprintf(merged, sizeof merged, "%s%s%s", ours.c_str(), *theirs ? ":" : "",
+  int len = std::snprintf(merged, sizeof out.preload, "%s%s%s", ours.c_str(), *theirs ? ":" : "",
                           theirs);
-  if (len > 0 && size_t(len) < sizeof merged) return merged;
+  if (len > 0 && size_t(len) < sizeof out.preload) return merged;
   if (!vfork_child) {
     rt->add_note("exec", "a child was exec'd with an LD_PRELOAD too long to put sonde in front "
                          "of it: that child is not profiled");
@@ -84,7 +84,7 @@ char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child) {
 
 }  // namespace
 
-char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings) {
   Runtime* rt = Runtime::get();
   if (rt == nullptr || !rt->recording() || envp == nullptr) return envp;
   // In a vfork child (Python's subprocess uses vfork) the parent's memory is shared: no flush,
@@ -104,7 +104,7 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
     if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=")) continue;
     if (starts(*e, "LD_PRELOAD=")) {
       has_preload = true;
-      scratch[n++] = keep_sonde_preloaded(rt, *e, vfork_child);
+      scratch[n++] = keep_sonde_preloaded(rt, *e, vfork_child, strings);
       continue;
     }
     if (starts(*e, "SONDE_OUTPUT=")) {
@@ -119,14 +119,13 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len) {
   if (!has_preload) scratch[n++] = const_cast<char*>(rt->env_preload().c_str());
   if (!has_output) scratch[n++] = const_cast<char*>(rt->env_output().c_str());
   if (!has_run && !other_output) scratch[n++] = const_cast<char*>(rt->env_run().c_str());
-  thread_local char process_ref[64], exec_of[64];
-  std::snprintf(process_ref, sizeof process_ref, "SONDE_PROCESS=%d:%lld", int(rt->pid()),
-                (long long)rt->process_id());
-  scratch[n++] = process_ref;
+  std::snprintf(strings.process_ref, sizeof strings.process_ref, "SONDE_PROCESS=%d:%lld",
+                int(rt->pid()), (long long)rt->process_id());
+  scratch[n++] = strings.process_ref;
   if (!vfork_child) {
-    std::snprintf(exec_of, sizeof exec_of, "SONDE_EXEC_OF=%d:%lld", int(rt->pid()),
-                  (long long)rt->process_id());
-    scratch[n++] = exec_of;
+    std::snprintf(strings.exec_of, sizeof strings.exec_of, "SONDE_EXEC_OF=%d:%lld",
+                  int(rt->pid()), (long long)rt->process_id());
+    scratch[n++] = strings.exec_of;
   }
   scratch[n] = nullptr;
   return scratch;
