@@ -50,6 +50,7 @@ def _ext():
 
 BUILTINS_ENV = "SONDE_PYTHON_BUILTINS"
 IMPORTS_ENV = "SONDE_PYTHON_IMPORTS"
+IN_PROCESS_ENV = "SONDE_IN_PROCESS"
 
 
 def _bool_from_env(name, environ):

@@ -88,6 +88,12 @@ def _parser():
                    help="seconds between periodic flushes (SONDE_FLUSH_INTERVAL)")
     p.add_argument("--no-record-args", action="store_true",
                    help="record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)")
+    p.add_argument("--in-process", action="store_true",
+                   help="load libsonde into this interpreter instead of starting the program in "
+                        "a second one under sonde run: about a third of the start-up cost, "
+                        "with the limits docs/python.md lists (no GPU activity, no -s, no "
+                        "sampler); falls back, saying why, where it cannot "
+                        "(environment: SONDE_IN_PROCESS=1)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
     p.add_argument("-c", dest="command", metavar="CMD",
@@ -98,7 +104,7 @@ def _parser():
 # Every long option of _parser(), those taking a value in _VALUED.
 _LONG = ("--version", "--output", "--force", "--sort", "--lines", "--builtins", "--imports", "--paused",
          "--trace", "--counters", "--sample", "--flush-interval", "--no-record-args", "--help",
-         "--delay", "--steps", "--step-region")
+         "--delay", "--steps", "--step-region", "--in-process")
 
 
 def _split(argv, valued=_VALUED, longs=_LONG):
@@ -133,8 +139,11 @@ def _option(word, longs=_LONG):
 def _library():
     """libsonde.so: $SONDE_LIBRARY, else beside this package in the build or install tree."""
     explicit = os.environ.get("SONDE_LIBRARY")
-    if explicit:
-        return explicit
+    return explicit if explicit else _library_beside()
+
+
+def _library_beside():
+    """The libsonde.so of this package's build or install tree (the one its extension links)."""
     here = os.path.dirname(os.path.abspath(__file__))
     for candidate in (os.path.join(here, "..", "..", "lib", "libsonde.so"),     # <build>/python/sonde
                       os.path.join(here, "..", "..", "..", "libsonde.so")):     # <prefix>/lib/python3*/dist-packages/sonde
@@ -182,8 +191,7 @@ def _launch(opts, program, kind, argv):
     except ValueError as e:
         print(f"python3 -m sonde: {e}; imports are folded (the default)", file=sys.stderr)
     lib, cli = _tools(program, kind)
-    env = dict(os.environ)
-    env["SONDE_LIBRARY"] = lib  # sonde run preloads this one, whatever its own tree holds
+    env = {"SONDE_LIBRARY": lib}  # sonde run preloads this one, whatever its own tree holds
     if opts.builtins:
         env[BUILTINS_ENV] = "1"  # child interpreters of the run record the same way
     if opts.imports:
@@ -192,8 +200,20 @@ def _launch(opts, program, kind, argv):
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (autostart, package_parent, env.get("PYTHONPATH")) if p)
-    env[_MARK] = "1"
+        p for p in (autostart, package_parent, os.environ.get("PYTHONPATH")) if p)
+    if _in_process_wanted(opts):
+        from . import _in_process
+        why = _in_process.refusal(opts)
+        if why is None:
+            os.environ.update(env)
+            by_name = os.path.realpath(lib) != _library_beside()
+            if not _in_process.start(opts, lib, by_name, opts.output):
+                opts.paused = True  # sonde said why; the program runs as it would without it
+            _run(opts, program, kind, in_process=True)
+            return
+        print(f"python3 -m sonde: not in-process ({why}): starting the program again under "
+              "sonde run", file=sys.stderr)
+    env = {**os.environ, **env, _MARK: "1"}
     run = [cli, "run", "-o", opts.output]
     run += ["--force"] if opts.force else []
     run += ["--report", _SORT_KEYS[opts.sort]] if opts.sort else []
@@ -302,7 +322,17 @@ def _program(program, kind):
     return code, path, None
 
 
-def _run(opts, program, kind):
+def _in_process_wanted(opts):
+    from . import IN_PROCESS_ENV, _bool_from_env
+    try:
+        return opts.in_process or _bool_from_env(IN_PROCESS_ENV, None)
+    except ValueError as e:
+        print(f"python3 -m sonde: {e}; starting the program under sonde run (the default)",
+              file=sys.stderr)
+        return False
+
+
+def _run(opts, program, kind, in_process=False):
     import atexit
 
     from . import _sonde, builtins_from_env, imports_from_env
@@ -311,13 +341,17 @@ def _run(opts, program, kind):
     imports = imports_from_env()
     code, path, spec = _program(program, kind)
     module = _main_module(path, spec)
-    # atexit runs last what was registered first: the SIGINT death after everything else, and
-    # before it a flush, since dying of a signal skips libsonde's own exit flush. The hook stops
-    # once the flush is written, so that the death handler (a Python function) is not a frame of
-    # the program's profile; stop and flush are C functions, which no hook sees called from C.
+    # atexit runs last what was registered first: the SIGINT death after everything else. The
+    # hook stops before it, so that the death handler (a Python function) is not a frame of the
+    # program's profile; stop and record_facts (torch's thread count, for libsonde's exit flush)
+    # are C functions, which no hook sees called from C.
+    if in_process:
+        # Last of all, as exit() begins under LD_PRELOAD: no periodic flush beside the
+        # interpreter's own finalization; the final flush comes from C's atexit.
+        atexit.register(_sonde.exit_begins)
     atexit.register(_die_if_interrupted)
     atexit.register(_sonde.stop)
-    atexit.register(_sonde.flush)
+    atexit.register(_sonde.record_facts)
     # The tree starts at the program's own <module>: the exec below, a C function, is not
     # recorded (skipped where the chosen hook sees C functions).
     from . import _frameworks
@@ -348,6 +382,10 @@ def _die_if_interrupted():
     """CPython ends an uncaught KeyboardInterrupt by dying of SIGINT once finalized."""
     if _interrupted:
         import signal
+        from . import _sonde
+        # Dying of a signal skips libsonde's exit flush (and an in-process sonde, whose
+        # sigaction CPython does not call, has no handler of its own under SIG_DFL).
+        _sonde.flush()
         sys.stdout.flush()
         sys.stderr.flush()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -360,7 +398,7 @@ def _scan(own):
     unknown or ambiguous option, a missing or refused value."""
     opts = dict(output="sonde.db", force=False, sort=None, lines=[], builtins=False, imports=False,
                 paused=False, trace=False, counters=None, sample=None, flush_interval=None,
-                no_record_args=False, delay=None, steps=None, step_region=None)
+                no_record_args=False, delay=None, steps=None, step_region=None, in_process=False)
     i = 0
     while i < len(own):
         a, value = own[i], None

@@ -3,6 +3,8 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <unistd.h>
+
 #include <string>
 
 #include "eval_frame.hpp"
@@ -10,6 +12,7 @@
 #include "frames.hpp"
 #include "monitoring.hpp"
 #include "regions.hpp"
+#include "sonde/in_process.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/sonde.h"
 
@@ -130,7 +133,7 @@ PyObject* stop(PyObject*, PyObject*) {
 // torch's intra-op thread count, when the program has imported torch (sonde never imports
 // it): the count its oneDNN and ATen kernels run with where the library itself cannot say
 // (docs/metrics.md). Read with the GIL held, at each flush the Python side asks for (the
-// launchers' atexit flush among them), so the count the program ended with is recorded.
+// launcher's record_facts at exit among them), so the count the program ended with is recorded.
 void record_torch_threads() {
   PyObject* modules = PyImport_GetModuleDict();  // borrowed
   PyObject* torch = modules ? PyMapping_GetItemString(modules, "torch") : nullptr;
@@ -157,6 +160,155 @@ PyObject* flush(PyObject*, PyObject*) {
 
 PyObject* active(PyObject*, PyObject*) { return PyBool_FromLong(sonde_active()); }
 
+PyObject* record_facts(PyObject*, PyObject*) {
+  record_torch_threads();
+  Py_RETURN_NONE;
+}
+
+// The in-process launch (sonde/in_process.hpp): what the preloaded libc wrappers would do.
+PyObject* in_process(PyObject*, PyObject* arg) {
+  const char* shown = PyUnicode_AsUTF8(arg);
+  if (shown == nullptr) return nullptr;
+  return PyBool_FromLong(sonde::in_process_begin(shown));
+}
+
+PyObject* exit_begins(PyObject*, PyObject*) {
+  Py_BEGIN_ALLOW_THREADS sonde::in_process_exit_begins();  // may wait for a periodic flush
+  Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+// os._exit as CPython's: the final flush first. C functions, these three, so that the Python
+// hook records no frame of sonde's own under the program's call.
+PyObject* exit_now(PyObject*, PyObject* arg) {
+  int status = int(PyLong_AsLong(arg));
+  if (status == -1 && PyErr_Occurred()) return nullptr;
+  Py_BEGIN_ALLOW_THREADS sonde::in_process_before_exit(status);
+  Py_END_ALLOW_THREADS _exit(status);
+}
+
+PyObject* string_list(const std::vector<std::string>& items) {
+  PyObject* list = PyList_New(Py_ssize_t(items.size()));
+  if (list == nullptr) return nullptr;
+  for (size_t i = 0; i < items.size(); ++i) {
+    PyObject* s = PyUnicode_DecodeFSDefault(items[i].c_str());
+    if (s == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, Py_ssize_t(i), s);
+  }
+  return list;
+}
+
+// A mapping's items as 'NAME=value' in the file system's encoding (bytes keys and values too,
+// as os.execve takes them); false with a Python exception set.
+bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
+  PyObject* items = PyMapping_Items(mapping);
+  if (items == nullptr) return false;
+  bool ok = true;
+  for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(items); ++i) {
+    PyObject* item = PyList_GET_ITEM(items, i);
+    std::string entry;
+    for (int part = 0; ok && part < 2; ++part) {
+      PyObject* o = PyTuple_GET_ITEM(item, part);
+      PyObject* bytes = PyBytes_Check(o) ? (Py_INCREF(o), o) : PyUnicode_EncodeFSDefault(o);
+      if (bytes == nullptr) {
+        ok = false;
+        break;
+      }
+      entry.append(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes)));
+      if (part == 0) entry += '=';
+      Py_DECREF(bytes);
+    }
+    if (ok) out.push_back(std::move(entry));
+  }
+  Py_DECREF(items);
+  return ok;
+}
+
+// posix.execve(path, argv, env) with env joined to the run (flushed first, as the preloaded
+// exec wrappers do); what posix.execve raises, it raises.
+PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env) {
+  std::vector<std::string> entries;
+  if (!environment_entries(env, entries)) return nullptr;
+  std::vector<std::string> joined;
+  Py_BEGIN_ALLOW_THREADS joined = sonde::in_process_exec_env(entries);  // flushes
+  Py_END_ALLOW_THREADS PyObject* dict = PyDict_New();
+  if (dict == nullptr) return nullptr;
+  for (const std::string& entry : joined) {
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    PyObject* k = PyUnicode_DecodeFSDefaultAndSize(entry.data(), Py_ssize_t(eq));
+    PyObject* v = PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1,
+                                                   Py_ssize_t(entry.size() - eq - 1));
+    int rc = k && v ? PyDict_SetItem(dict, k, v) : -1;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    if (rc < 0) {
+      Py_DECREF(dict);
+      return nullptr;
+    }
+  }
+  PyObject* posix = PyImport_ImportModule("posix");
+  PyObject* result =
+      posix ? PyObject_CallMethod(posix, "execve", "OOO", path, argv, dict) : nullptr;
+  Py_XDECREF(posix);
+  Py_DECREF(dict);
+  return result;
+}
+
+PyObject* execve(PyObject*, PyObject* args) {
+  PyObject *path, *argv, *env;
+  if (!PyArg_ParseTuple(args, "OOO:execve", &path, &argv, &env)) return nullptr;
+  return exec_joined(path, argv, env);
+}
+
+PyObject* execv(PyObject*, PyObject* args) {
+  PyObject *path, *argv;
+  if (!PyArg_ParseTuple(args, "OO:execv", &path, &argv)) return nullptr;
+  PyObject* os = PyImport_ImportModule("os");
+  PyObject* environ = os ? PyObject_GetAttrString(os, "environ") : nullptr;
+  Py_XDECREF(os);
+  if (environ == nullptr) return nullptr;
+  PyObject* result = exec_joined(path, argv, environ);
+  Py_DECREF(environ);
+  return result;
+}
+
+// _signal.signal, then sonde's handler back under the one it installed (in-process launch).
+PyObject* g_real_signal = nullptr;
+
+PyObject* signal_set(PyObject*, PyObject* args) {
+  if (g_real_signal == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "sonde: _signal.signal was not taken over");
+    return nullptr;
+  }
+  PyObject* result = PyObject_Call(g_real_signal, args, nullptr);
+  if (result == nullptr) return nullptr;
+  long sig = PyTuple_GET_SIZE(args) > 0 ? PyLong_AsLong(PyTuple_GET_ITEM(args, 0)) : -1;
+  if (sig == -1 && PyErr_Occurred()) PyErr_Clear();  // _signal.signal took it: an int
+  if (sig > 0) sonde::in_process_signal_set(int(sig));
+  return result;
+}
+
+// Replaces _signal.signal (which signal.signal calls) with signal_set; once.
+PyObject* take_signal(PyObject* self, PyObject*) {
+  if (g_real_signal != nullptr) Py_RETURN_NONE;
+  PyObject* module = PyImport_ImportModule("_signal");
+  if (module == nullptr) return nullptr;
+  g_real_signal = PyObject_GetAttrString(module, "signal");
+  static PyMethodDef def = {"signal", signal_set, METH_VARARGS,
+                            "_signal.signal, with sonde's handler kept underneath."};
+  PyObject* fn = g_real_signal ? PyCFunction_New(&def, self) : nullptr;
+  int rc = fn ? PyObject_SetAttrString(module, "signal", fn) : -1;
+  Py_XDECREF(fn);
+  Py_DECREF(module);
+  if (rc < 0) return nullptr;
+  Py_RETURN_NONE;
+}
+
+PyObject* run_env(PyObject*, PyObject*) { return string_list(sonde::in_process_run_env()); }
+
 PyMethodDef kMethods[] = {
     {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
      METH_VARARGS | METH_KEYWORDS,
@@ -175,6 +327,24 @@ PyMethodDef kMethods[] = {
     {"flush", flush, METH_NOARGS,
      "Write what was measured so far to the profile; True on success."},
     {"active", active, METH_NOARGS, "True when libsonde is loaded and recording."},
+    {"record_facts", record_facts, METH_NOARGS,
+     "Record what only Python can tell (torch's thread count) for the next flush, without one."},
+    {"in_process", in_process, METH_O,
+     "in_process(shown): note that the launcher loaded libsonde into this interpreter; at exit\n"
+     "the profile's name (shown) is said after the final flush. False if sonde is not recording."},
+    {"exit_begins", exit_begins, METH_NOARGS,
+     "The program's exit begins: no periodic flush from here on (in-process launch)."},
+    {"_exit", exit_now, METH_O,
+     "os._exit(status) after the final flush (in-process launch: CPython's calls libc's)."},
+    {"execv", execv, METH_VARARGS,
+     "os.execv(path, argv) with os.environ joined to the run, after a flush (in-process launch)."},
+    {"execve", execve, METH_VARARGS,
+     "os.execve(path, argv, env) with env joined to the run, after a flush (in-process launch)."},
+    {"take_signal", take_signal, METH_NOARGS,
+     "Route _signal.signal through sonde, which keeps its handler under the program's "
+     "(in-process launch)."},
+    {"run_env", run_env, METH_NOARGS,
+     "['NAME=value', ...] of SONDE_RUN_ID, SONDE_OUTPUT and SONDE_PROCESS as sonde set them."},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT,

@@ -340,6 +340,17 @@ void reinstall_signal_handler(int sig) {
   real_sigaction(sig, &k, nullptr);
 }
 
+void adopt_kernel_action(int sig) {
+  if (sig <= 0 || sig >= kSignalLimit || !g_table.managed[sig].load(std::memory_order_acquire) ||
+      getpid() != g_table.owner.load(std::memory_order_relaxed)) {
+    return;
+  }
+  struct sigaction now {};
+  if (real_sigaction(sig, nullptr, &now) != 0) return;
+  if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == on_signal) return;  // sonde's still
+  host_sigaction(sig, &now, nullptr);
+}
+
 void install_signal_handlers() {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;

@@ -20,6 +20,10 @@ void reinstall_signal_handler(int sig);
 // memory is its parent's), it is the real sigaction.
 int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old);
 
+// The host set `sig`'s action past sonde's sigaction (an in-process sonde: CPython calls libc's):
+// that action becomes the host's, and sonde's handler goes back underneath it.
+void adopt_kernel_action(int sig);
+
 // Called by the abort() wrapper before libc's abort: a host SIGABRT handler that returns would
 // otherwise be followed by a death that sonde's handler never sees.
 void before_abort();

@@ -55,6 +55,11 @@ void on_thread_exit(void* state) {
 pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
 
 
+std::string realpath_of(const std::string& path) {
+  char resolved[PATH_MAX];
+  return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
+}
+
 std::string absolute(const std::string& path) {
   if (!path.empty() && path[0] == '/') return path;
   char cwd[PATH_MAX];
@@ -78,10 +83,7 @@ void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
 // A vfork child that calls exit shares the parent's memory: nothing of sonde's is its to end.
 void at_exit() {
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && getpid() == rt->pid()) {
-    close_exit_gate();
-    rt->flush(FlushKind::kExit, "exit");
-  }
+  if (rt != nullptr && getpid() == rt->pid()) rt->exit_flush();
 }
 void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
 
@@ -356,7 +358,10 @@ void Runtime::cuda_opening(const char* file, int flags) {
 
 void Runtime::start_gpu() {
   auto note = [this](const std::string& t, const std::string& m) { add_note(t, m, root()); };
-  if (!config_.cuda_injection.empty()) {
+  // An in-process launch names libsonde itself, for the driver to start it (cuda_loaded).
+  if (!config_.cuda_injection.empty() &&
+      realpath_of(config_.cuda_injection) !=
+          object_path_of(reinterpret_cast<const void*>(&Runtime::init))) {
     // The injected tool subscribes and owns the activity buffers first; a second client would
     // take records from it or lose its own (Nsight refuses to share).
     note("gpu", fmt::format("CUDA_INJECTION64_PATH names another tool ({}): sonde leaves CUPTI "
@@ -456,6 +461,36 @@ void Runtime::main_starts() {
   if (store_ok_) std::atexit(at_exit);  // the one registered at start stays, for dlopen'd sonde
 }
 
+void Runtime::loaded_in_process(const std::string& shown) {
+  in_process_ = true;
+  say_written_ = shown;
+  facts_.set("sonde.launch", "in-process");
+}
+
+void Runtime::exit_flush() {
+  close_exit_gate();
+  // In-process, the driver's dlopen is libc's, past sonde: CUPTI starts only where the driver
+  // calls sonde's injection entry at cuInit (CUDA_INJECTION64_PATH, set by the launcher).
+  if (in_process_ && !gpu_tried_.load() && dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+    add_note("gpu", "the CUDA driver was loaded after sonde was loaded in-process (python3 -m "
+                    "sonde --in-process) and did not start sonde through CUDA_INJECTION64_PATH: "
+                    "GPU activity is not recorded; CUDA calls are. Run without --in-process to "
+                    "record it");
+  }
+  say_where_written(flush(FlushKind::kExit, "exit"));
+}
+
+void Runtime::say_where_written(bool ok) {
+  if (say_written_.empty()) return;
+  // As `sonde run` says it once its command has ended (analyzers/tools/launcher.cpp).
+  std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
+  std::string line =
+      ok ? fmt::format("sonde: profile written to {}\n", name)
+         : fmt::format("sonde: profile written to {}, up to its last periodic flush (the final "
+                       "flush did not happen or failed)\n", name);
+  [[maybe_unused]] auto n = write(STDERR_FILENO, line.data(), line.size());
+}
+
 void Runtime::exit_begins() {
   if (getpid() != pid() || exiting_.exchange(true)) return;  // getpid: see at_exit
   // A periodic flush under way finishes first. Bounded: exit may come from a signal handler
@@ -511,6 +546,7 @@ void Runtime::fork_child() {
   }
 
   notes_.clear();
+  say_written_.clear();  // the launching image says where the profile went, not its children
   if (GpuBackend* gpu = this->gpu()) gpu->fork_child();
   if (counters_) {
     notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});

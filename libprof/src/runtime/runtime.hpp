@@ -60,8 +60,10 @@ class Runtime {
   // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
   void exit_begins();
 
-  // CUDA is in use: libcuda.so.1 was loaded at start, or is being opened now (`file`, with the
-  // host's dlopen `flags`). Starts the GPU backend once; a process without CUDA never does.
+  // CUDA is in use: libcuda.so.1 was loaded at start, or its cuInit called libsonde's
+  // InitializeInjection (CUDA_INJECTION64_PATH names libsonde: an in-process launch, whose
+  // dlopen sonde does not see), or it is being opened now (`file`, with the host's dlopen
+  // `flags`). Starts the GPU backend once; a process without CUDA never does.
   void cuda_loaded();
   void cuda_opening(const char* file, int flags);
   GpuBackend* gpu() const { return gpu_.load(std::memory_order_acquire); }
@@ -71,6 +73,12 @@ class Runtime {
   // MPI_Init returned: the MPI library's rank and size (the file was chosen from the launcher's
   // environment at start; a disagreement is noted).
   void mpi_rank_known(int rank, int world_size);
+
+  // Loaded into a running interpreter by `python3 -m sonde --in-process` (sonde/in_process.hpp):
+  // noted in run_info; at exit the profile's name (`shown`) is said after the final flush.
+  void loaded_in_process(const std::string& shown);
+  // The final flush at exit (registered with atexit at start and again as main starts).
+  void exit_flush();
 
   void fork_prepare();
   void fork_parent();
@@ -107,6 +115,8 @@ class Runtime {
   void hold_until_window(ThreadState& t);  // a new thread state takes the window's state  // where the collection window opened, in the notes
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
+  // After the final flush (ok: it was written) of an in-process launch: where the profile went.
+  void say_where_written(bool ok);
 
   static std::atomic<Runtime*> instance_;
 
@@ -140,6 +150,8 @@ class Runtime {
   std::unique_ptr<CounterBackend> counters_;
   std::vector<Peak> peaks_;  // from the peaks file, read once at start
   std::atomic<bool> gpu_tried_{false};
+  bool in_process_ = false;  // loaded_in_process
+  std::string say_written_;  // the name to say at exit ('' : say nothing); the launching image only
   std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
   std::atomic<bool> finished_{false};

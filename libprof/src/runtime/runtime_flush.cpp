@@ -302,7 +302,7 @@ void Runtime::flusher_loop() {
     if (sig != 0) {
       exit_flush_started_.store(true);
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
-      flush(FlushKind::kSignal, reason.c_str());
+      say_where_written(flush(FlushKind::kSignal, reason.c_str()));
       sem_post(&flush_done_);
     } else {
       flush(FlushKind::kPeriodic);

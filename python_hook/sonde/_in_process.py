@@ -1,0 +1,164 @@
+"""`python3 -m sonde --in-process`: libsonde.so loaded into the interpreter already running,
+instead of a second interpreter started under `sonde run`.
+
+Loaded RTLD_GLOBAL before the program imports anything, libsonde is in the global scope ahead
+of every library loaded after it, so numpy's BLAS and torch's oneDNN resolve their calls through
+it as under LD_PRELOAD (glibc searches the global scope before a dlopen'ed library's own). What
+CPython had bound to libc before sonde came is not interposed: exit, _exit and exec* are covered
+here at the Python level (os._exit, os.exec*); what is left is listed in docs/python.md,
+"In-process launch". Where that would lose something sonde was asked for, or a library sonde
+intercepts is loaded already, `refusal` says why and the launcher starts again under `sonde run`.
+"""
+import os
+import sys
+
+# Shared objects an interpreter loads by itself (and the extension modules of its lib-dynload):
+# none defines a function sonde intercepts, so loading sonde after them loses nothing.
+_INTERPRETER_OWN = ("ld-linux", "libc.so", "libm.so", "libz.so", "libexpat.so", "libpthread.so",
+                    "libdl.so", "librt.so", "libutil.so", "libffi.so", "libgcc_s.so",
+                    "libstdc++.so", "libcrypt.so", "libssl.so", "libcrypto.so", "liblzma.so",
+                    "libbz2.so", "libuuid.so", "libmpdec.so", "libreadline.so", "libncurses",
+                    "libtinfo.so", "libsqlite3.so", "libgdbm", "libnsl.so", "libtirpc.so",
+                    "libb2.so", "libpython", "libsonde.so", "libfmt.so", "libedit.so",
+                    "libgssapi", "libkrb5", "libk5crypto", "libcom_err", "libkeyutils",
+                    "libresolv", "libzstd.so", "liblz4.so", "libgpg-error", "libgcrypt",
+                    "libselinux", "libpcre2")
+
+
+def _loaded_objects():
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            return {line.split(None, 5)[5].strip() for line in maps if line.count(" ") >= 5
+                    and ".so" in line}
+    except (OSError, IndexError):
+        return None
+
+
+def refusal(opts):
+    """Why this run cannot load sonde in-process (a sentence), or None."""
+    if opts.sort:
+        return "-s prints sonde run's report"
+    if opts.sample is not None or os.environ.get("SONDE_SAMPLE_HZ", "0") not in ("", "0"):
+        return "the sampler arms each thread as pthread_create starts it"
+    if os.environ.get("SONDE_FTZ", "") not in ("", "0"):
+        return "SONDE_FTZ sets each thread's FPU mode as pthread_create starts it"
+    objects = _loaded_objects()
+    if objects is None:
+        return "/proc/self/maps cannot be read"
+    dynload = os.sep + "lib-dynload" + os.sep
+    for path in sorted(objects):
+        base = os.path.basename(path)
+        if base.startswith("libsonde"):
+            return "libsonde.so is loaded already (a run inside a run)"
+        if dynload in path or "/gconv/" in path or base.startswith(_INTERPRETER_OWN):
+            continue
+        return f"{path} was loaded before sonde"
+    return None
+
+
+def _fail(message, code=1):
+    print(f"python3 -m sonde: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def _prepare_output(output, force):
+    """As `sonde run` does before it starts its command (analyzers/tools/launcher.cpp)."""
+    path = os.path.abspath(output)
+    if os.path.lexists(path):
+        if not force:
+            _fail(f"{output} already exists; use --force to replace it or -o for another file")
+        if os.path.isdir(path):
+            _fail(f"{output} is a directory")
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        _fail(f"output directory {directory} does not exist")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        _fail(f"cannot write to output directory {directory}")
+    if force:
+        # A stale journal or WAL beside a new database would be replayed into it by SQLite.
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            try:
+                os.unlink(path + suffix)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                _fail(f"cannot remove {path + suffix}: {e.strerror}")
+    return path
+
+
+def _set_run_environment(opts, output, lib):
+    """The variables `sonde run` sets for its command (launcher.cpp, set_environment): read by
+    libsonde as it loads, and inherited by the program's children, which are preloaded."""
+    env = os.environ
+    env["SONDE_OUTPUT"] = output
+    old = env.get("LD_PRELOAD")
+    env["LD_PRELOAD"] = f"{lib}:{old}" if old else lib
+    if opts.trace:
+        env["SONDE_TRACE"] = "1"
+    for value, name in ((opts.flush_interval, "SONDE_FLUSH_INTERVAL"),
+                        (opts.counters, "SONDE_COUNTERS"), (opts.delay, "SONDE_DELAY"),
+                        (opts.steps, "SONDE_STEPS"), (opts.step_region, "SONDE_STEP_REGION")):
+        if value is not None:
+            env[name] = value  # libsonde says once, and keeps its default, if it is out of range
+    if opts.no_record_args:
+        env["SONDE_RECORD_ARGS"] = "0"
+    env.pop("SONDE_DELAY_UNTIL", None)
+    try:
+        delay = float(env.get("SONDE_DELAY", ""))
+    except ValueError:
+        delay = 0
+    if 0 < delay <= 1e6:
+        import time
+        env["SONDE_DELAY_UNTIL"] = str(time.time_ns() + round(delay * 1e9))
+    if not env.get("NVTX_INJECTION64_PATH"):
+        env["NVTX_INJECTION64_PATH"] = lib
+    # The driver's cuInit starts sonde's GPU side through this (InitializeInjection), since
+    # its dlopen by CPython's extensions never reaches sonde's dlopen wrapper. Another tool
+    # named here keeps CUPTI (Nsight), as under sonde run.
+    if not env.get("CUDA_INJECTION64_PATH"):
+        env["CUDA_INJECTION64_PATH"] = lib
+    env.pop("SONDE_RUN_ID", None)  # an enclosing run's would make this run join it
+
+
+def _sync_run_environment(_sonde):
+    """os.environ as sonde's setenv left the C environment: a child started with an env built
+    from os.environ (subprocess's env=) joins the run with the right parent."""
+    for entry in _sonde.run_env():
+        name, _, value = entry.partition("=")
+        os.environ[name] = value
+
+
+def _patch_os(_sonde):
+    """os._exit and the exec functions, which CPython calls in libc directly, past sonde. The
+    replacements are C functions (no frame of sonde's in the program's tree); os.execl, execlp,
+    execvp, execvpe and execle all go through os.execv and os.execve."""
+    os._exit, os.execv, os.execve = _sonde._exit, _sonde.execv, _sonde.execve
+    # signal.signal calls _signal.signal, which sets the kernel's action past sonde's handler:
+    # a handler set and reset to SIG_DFL would leave a death that sonde never flushes.
+    _sonde.take_signal()
+
+
+def start(opts, lib, by_name, output_shown):
+    """Loads libsonde (`lib`; `by_name`: not the copy the extension links) into this
+    interpreter for the run; False when it did not start recording (it said why)."""
+    output = _prepare_output(output_shown, opts.force)
+    _set_run_environment(opts, output, lib)
+    flags = sys.getdlopenflags()
+    sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)
+    try:
+        # The extension links libsonde.so (found by its RUNPATH, or loaded first by name where
+        # SONDE_LIBRARY names another copy): importing it loads sonde into the global scope.
+        if by_name:
+            import ctypes
+            ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
+        from . import _sonde
+    finally:
+        sys.setdlopenflags(flags)
+    if not _sonde.in_process(output_shown):
+        return False
+    sonde = sys.modules[__package__]
+    sonde._preloaded = True
+    _sync_run_environment(_sonde)
+    _patch_os(_sonde)
+    return True
+

@@ -1,0 +1,251 @@
+"""python3 -m sonde --in-process (SONDE_IN_PROCESS=1): libsonde loaded into the running
+interpreter, not a second interpreter under sonde run. The same program must give the same
+profile as the default launch: native calls under their Python frames, fork, exec and
+subprocess children in the run, os._exit and signal deaths flushed, the program's own output
+and exit status; where it cannot (-s, a library loaded before sonde), the launcher says why
+and starts again as usual. libraries loaded after it still find static TLS room, and the CUDA
+driver starts sonde's GPU side through CUDA_INJECTION64_PATH."""
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, clean_env, query, routine_calls
+
+PY = "/usr/bin/python3"
+BUILD = os.environ.get("SONDE_BUILD", "")
+PYTHONPATH = os.path.join(BUILD, "python")
+
+
+def launch(tmp_path, script, *args, in_process=True, db="prof.db", extra=(), **env):
+    """python3 -m sonde [--in-process] -o DB script args, in tmp_path."""
+    (tmp_path / "prog.py").write_text(textwrap.dedent(script))
+    flags = ["--in-process"] if in_process else []
+    return subprocess.run([PY, "-m", "sonde", *flags, *extra, "-o", db, "prog.py", *args],
+                          env=clean_env(PYTHONPATH=PYTHONPATH, **env), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=180)
+
+
+NUMPY = """\
+    import sys
+    import numpy as np
+
+    def step(a):
+        return a @ a / a.shape[0]
+
+    a = np.ones((64, 64))
+    for _ in range(7):
+        a = step(a)
+    print("sum", float(a.sum()))
+    sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
+"""
+
+
+def blas_parent(db):
+    """(calls, name of the Python frame above) of cblas_dgemm."""
+    return query(db, "SELECT SUM(n.calls), pr.name FROM nodes n JOIN routines r USING (routine_id)"
+                     " JOIN nodes p ON p.node_id = n.parent_id JOIN routines pr "
+                     "ON pr.routine_id = p.routine_id WHERE r.name = 'cblas_dgemm' GROUP BY pr.name")
+
+
+def test_the_profile_is_the_one_the_default_launch_writes(tmp_path):
+    inproc = launch(tmp_path, NUMPY, "3", db="in.db")
+    default = launch(tmp_path, NUMPY, "3", in_process=False, db="re.db")
+    assert inproc.returncode == default.returncode == 3
+    assert inproc.stdout == default.stdout == "sum 4096.0\n"
+    assert "sonde: profile written to in.db" in inproc.stderr
+    assert "not in-process" not in inproc.stderr
+    for db, launch_fact in ((tmp_path / "in.db", [("in-process",)]), (tmp_path / "re.db", [])):
+        assert blas_parent(db) == [(7, "prog.py:4(step)")]
+        assert query(db, "SELECT value FROM run_info WHERE key = 'sonde.launch'") == launch_fact
+        assert query(db, "SELECT origin, end_reason FROM processes") == [("root", "exit")]
+        # One interpreter: the command recorded is the one the user typed.
+        (command,), = query(db, "SELECT command FROM processes")
+        assert command.startswith(f"{PY} -m sonde")
+
+
+FAMILY = """\
+    import multiprocessing as mp, os, subprocess, sys
+    import numpy as np
+
+    def work(n):
+        a = np.ones((32, 32))
+        return float((a @ a).sum()) + n
+
+    if __name__ == "__main__":
+        mp.set_start_method("fork")
+        with mp.Pool(2) as pool:
+            print(pool.map(work, range(2)))
+        child = [sys.executable, "-c", "import numpy as np; a = np.ones((8, 8)); a @ a"]
+        subprocess.run(child, check=True)
+        subprocess.run(child, check=True, env=dict(os.environ, EXTRA="1"))  # an env= of its own
+        pid = os.fork()
+        if pid == 0:
+            work(0)
+            os._exit(5)
+        print("fork child", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        if len(sys.argv) == 1:
+            os.execv(sys.executable, [sys.executable, __file__, "again"])
+        print("exec image", flush=True)
+"""
+
+
+def family(db):
+    rows = query(db, "SELECT process_id, parent_process_id, origin, end_reason FROM processes")
+    # A pool worker ends by os._exit or by the pool's SIGTERM, whichever comes first.
+    return sorted((origin, parent is not None, "_exit" if reason == "signal 15" else reason)
+                  for _, parent, origin, reason in rows)
+
+
+def test_forks_children_and_execs_join_the_run_as_under_the_default_launch(tmp_path):
+    inproc = launch(tmp_path, FAMILY, db="in.db")
+    default = launch(tmp_path, FAMILY, in_process=False, db="re.db")
+    assert inproc.returncode == default.returncode == 0, inproc.stderr
+    assert inproc.stdout == default.stdout
+    assert "fork child 5" in inproc.stdout and "exec image" in inproc.stdout
+    assert family(tmp_path / "in.db") == family(tmp_path / "re.db")
+    got = family(tmp_path / "in.db")
+    # Both subprocess children (env= or not), in each of the two images.
+    assert got.count(("child", True, "exit")) == 4
+    assert ("fork", True, "_exit") in got  # os._exit flushed the fork child
+    assert ("root", False, "exec") in got and ("exec", True, "exit") in got
+    db = tmp_path / "in.db"
+    # Every process's calls are there, in both images: the pool's two tasks, the children's,
+    # the fork's.
+    assert routine_calls(db, "cblas_dgemm") == 2 * (2 + 2 + 1)
+    # sonde's own os._exit and exec are C functions: no frame of sonde's in the tree.
+    assert query(db, "SELECT COUNT(*) FROM routines WHERE file LIKE '%_in_process.py'") == [(0,)]
+
+
+SIGNALS = """\
+    import os, signal, sys, time
+    import numpy as np
+    a = np.ones((16, 16)); a @ a
+    mode = sys.argv[1]
+    if mode == "term":
+        os.kill(os.getpid(), signal.SIGTERM)
+    elif mode == "handler":
+        signal.signal(signal.SIGTERM, lambda s, f: sys.exit(7))
+        os.kill(os.getpid(), signal.SIGTERM)
+    elif mode == "reset":  # a handler set and put back: the death must still be flushed
+        signal.signal(signal.SIGTERM, lambda s, f: None)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+    elif mode == "interrupt":
+        raise KeyboardInterrupt
+    time.sleep(5)
+"""
+
+
+@pytest.mark.parametrize("mode,status,reason", [
+    ("term", -15, "signal 15"), ("handler", 7, "exit"), ("reset", -15, "signal 15"),
+    ("interrupt", -2, "signal 2")])
+def test_signal_deaths_are_flushed_as_under_the_default_launch(tmp_path, mode, status, reason):
+    r = launch(tmp_path, SIGNALS, mode)
+    assert r.returncode == status, r.stderr
+    db = tmp_path / "prof.db"
+    assert query(db, "SELECT end_reason FROM processes") == [(reason,)]
+    assert routine_calls(db, "cblas_dgemm") == 1
+    assert "sonde: profile written to prof.db" in r.stderr
+    default = launch(tmp_path, SIGNALS, mode, in_process=False, db="re.db")
+    assert default.returncode in (status, 128 - status)  # sonde run dies of it, or says it
+    assert query(tmp_path / "re.db", "SELECT end_reason FROM processes") == [(reason,)]
+
+
+def test_where_it_cannot_it_says_why_and_starts_again(tmp_path):
+    r = launch(tmp_path, NUMPY, extra=["-s", "calls"])
+    assert "not in-process (-s prints sonde run's report)" in r.stderr
+    assert r.returncode == 0 and "cblas_dgemm" in r.stdout  # the report, from sonde run
+    # A library loaded before sonde (here numpy's BLAS, by a sitecustomize) would keep the
+    # calls bound before sonde came: the launcher starts the program again under sonde run.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import numpy\n")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(NUMPY))
+    r = subprocess.run([PY, "-m", "sonde", "--in-process", "-o", "early.db", "prog.py"],
+                       env=clean_env(PYTHONPATH=f"{site}:{PYTHONPATH}"), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert "not in-process (" in r.stderr and "was loaded before sonde" in r.stderr
+    assert blas_parent(tmp_path / "early.db") == [(7, "prog.py:4(step)")]
+    assert query(tmp_path / "early.db", "SELECT COUNT(*) FROM run_info WHERE key = "
+                                        "'sonde.launch'") == [(0,)]
+
+
+def test_the_environment_variable_asks_for_it_and_a_bad_value_does_not(tmp_path):
+    r = launch(tmp_path, NUMPY, in_process=False, SONDE_IN_PROCESS="1")
+    assert r.returncode == 0, r.stderr
+    assert query(tmp_path / "prof.db", "SELECT value FROM run_info WHERE key = 'sonde.launch'") \
+        == [("in-process",)]
+    r = launch(tmp_path, NUMPY, in_process=False, db="bad.db", SONDE_IN_PROCESS="maybe")
+    assert r.returncode == 0 and "SONDE_IN_PROCESS='maybe' is not a boolean" in r.stderr
+    assert blas_parent(tmp_path / "bad.db") == [(7, "prog.py:4(step)")]
+
+
+def test_an_existing_output_is_refused_as_sonde_run_refuses_it(tmp_path):
+    (tmp_path / "prof.db").write_text("keep me")
+    r = launch(tmp_path, NUMPY)
+    assert r.returncode != 0 and "prof.db already exists; use --force" in r.stderr
+    assert r.stdout == ""  # the program never ran
+    assert (tmp_path / "prof.db").read_text() == "keep me"
+    r = launch(tmp_path, NUMPY, extra=["--force"])
+    assert r.returncode == 0 and blas_parent(tmp_path / "prof.db") == [(7, "prog.py:4(step)")]
+
+
+def test_a_library_loaded_later_still_finds_static_tls_room(tmp_path):
+    # libsonde's hot thread-locals are initial-exec, so its whole TLS block takes static TLS:
+    # loaded in-process it must leave what glibc keeps spare to libgomp and the like.
+    lib = BIN / "libstatic_tls.so"
+    script = f"""\
+        import ctypes, os
+        print("touched", ctypes.CDLL({str(lib)!r}, mode=os.RTLD_GLOBAL).static_tls_touch())
+    """
+    r = launch(tmp_path, script)
+    assert r.returncode == 0 and r.stdout == "touched 1\n", r.stderr
+
+
+STUBS = os.environ.get("SONDE_CUPTI_STUBS", "")
+
+
+@pytest.mark.skipif(not STUBS, reason="no CUPTI headers at configure time: no stub CUPTI")
+def test_the_cuda_driver_starts_cupti_through_the_injection_entry(tmp_path):
+    # CPython's extensions open the driver with libc's dlopen, past sonde's wrapper: the
+    # launcher names libsonde in CUDA_INJECTION64_PATH and the (stub) driver's cuInit calls it.
+    script = f"""\
+        import ctypes, os
+        driver = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
+        cupti = ctypes.CDLL({str(Path(STUBS) / "libcupti.so.13")!r})
+
+        def launch():
+            slot = ctypes.c_uint64(0)
+            for enter in (1, 0):  # cuLaunchKernel (driver domain 1, cbid 307), correlation 7
+                cupti.cupti_stub_api(1, 307, 7, None, enter, ctypes.byref(slot))
+            cupti.cupti_stub_now.restype = ctypes.c_uint64
+            t = cupti.cupti_stub_now()
+            cupti.cupti_stub_kernel(7, b"_Z4stepv", ctypes.c_uint64(t),
+                                    ctypes.c_uint64(t + 2_000_000), 8, 64, 16)
+
+        print("cuInit", driver.cuInit(0))
+        launch()
+    """
+    env = dict(LD_LIBRARY_PATH=str(Path(STUBS) / "driver"),
+               SONDE_CUPTI_LIBRARY=str(Path(STUBS) / "libcupti.so.13"))
+    r = launch(tmp_path, script, **env)
+    assert r.returncode == 0 and "cuInit 0" in r.stdout, r.stderr
+    db = tmp_path / "prof.db"
+    kernels = query(db, "SELECT g.name, r.name, pr.name FROM gpu_activity g "
+                        "JOIN nodes n USING (node_id) JOIN routines r USING (routine_id) "
+                        "JOIN nodes p ON p.node_id = n.parent_id "
+                        "JOIN routines pr ON pr.routine_id = p.routine_id")
+    assert kernels == [("step()", "cuLaunchKernel", "prog.py:5(launch)")]
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'gpu'") == [(0,)]
+    # Without the injection entry (another tool named there), the profile says what is missing.
+    r = launch(tmp_path, script, db="other.db",
+               CUDA_INJECTION64_PATH="/nonexistent/libToolsInjection64.so", **env)
+    assert r.returncode == 0, r.stderr
+    other = tmp_path / "other.db"
+    assert query(other, "SELECT COUNT(*) FROM gpu_activity") == [(0,)]
+    (note,), = query(other, "SELECT message FROM notes WHERE topic = 'gpu'")
+    assert "did not start sonde through CUDA_INJECTION64_PATH" in note
