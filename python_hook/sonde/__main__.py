@@ -90,10 +90,10 @@ def _parser():
                    help="record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)")
     p.add_argument("--in-process", action="store_true",
                    help="load libsonde into this interpreter instead of starting the program in "
-                        "a second one under sonde run: about a third of the start-up cost, "
-                        "with the limits docs/python.md lists (no GPU activity, no -s, no "
-                        "sampler); falls back, saying why, where it cannot "
-                        "(environment: SONDE_IN_PROCESS=1)")
+                        "a second one under sonde run: about a third of the start-up time "
+                        "sonde adds, the same profile; with -s, --sample or a library loaded "
+                        "before sonde it says why and starts the program again as usual "
+                        "(docs/python.md) (environment: SONDE_IN_PROCESS=1)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
     p.add_argument("-c", dest="command", metavar="CMD",

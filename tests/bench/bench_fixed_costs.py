@@ -11,7 +11,10 @@ figures are medians of the pairs, wall time and the CPU time (user + system) of 
 everything it waited for (getrusage RUSAGE_CHILDREN): on a shared, loaded machine the CPU time
 is the steadier of the two. The ratios are taken within each pair. For the empty script, the
 launcher's parts are timed too, so where the time goes is printed beside the total: the
-launcher's own interpreter, libsonde preloaded with no hook, and the whole.
+launcher's own interpreter, libsonde preloaded with no hook, and the whole; and the in-process
+launch (--in-process: libsonde loaded into the launcher's own interpreter, no second one).
+sonde's Python modules are byte-compiled first, as an installed package's are (a machine with
+PYTHONDONTWRITEBYTECODE=1 would otherwise compile them in every run).
 
 The flush is bench_flush's (a program under libsonde making N distinct call paths, 100 groups
 of N/100 regions, then timing sonde_flush() twice): the first flush inserts every row, the
@@ -99,8 +102,11 @@ def main():
     under = dict(base, PYTHONPATH=os.path.join(build, "python"))
     py = a.python
 
-    def sonde(script):
-        return ([py, "-m", "sonde", "-o", "prof.db", script], under)
+    def sonde(script, *flags):
+        return ([py, "-m", "sonde", *flags, "-o", "prof.db", script], under)
+
+    subprocess.run([py, "-m", "compileall", "-q", os.path.join(build, "python", "sonde")],
+                   check=True)
 
     if "empty" in only:
         preload = dict(base, LD_PRELOAD=lib, SONDE_OUTPUT=os.path.join(work, "pre.db"))
@@ -111,6 +117,7 @@ def main():
             "launcher alone (to its exec)": launcher,
             "libsonde preloaded, no hook": ([py, "empty.py"], preload),
             "python3 -m sonde empty.py": sonde("empty.py"),
+            "... --in-process empty.py": sonde("empty.py", "--in-process"),
         }, a.pairs, work), "python3 -m sonde at most 1.3x plain")
     for case, script, target in (("numpy", "numpy_import.py", None),
                                  ("torch", "torch_import.py", "at most 1.05x plain")):
@@ -118,6 +125,7 @@ def main():
             report(f"import {case}", paired({
                 f"plain python3 {script}": ([py, script], base),
                 f"python3 -m sonde {script}": sonde(script),
+                f"... --in-process {script}": sonde(script, "--in-process"),
             }, max(3, a.pairs // 2) if case == "torch" else a.pairs, work), target)
     if "flush" in only:
         bench = os.path.join(build, "tests", "bench", "bench_flush")
