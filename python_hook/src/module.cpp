@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 
 #include "eval_frame.hpp"
 #include "code_table.hpp"
@@ -201,8 +202,11 @@ PyObject* string_list(const std::vector<std::string>& items) {
 }
 
 // A mapping's items as 'NAME=value' in the file system's encoding (bytes keys and values too,
-// as os.execve takes them); false with a Python exception set.
-bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
+// as os.execve takes them); false with a Python exception set. `valid` false where posix.execve
+// would refuse the mapping (a NUL anywhere, an empty name or one with '='): it must see the
+// mapping as it is and raise, never a joined copy cut at the NUL that it would run.
+bool environment_entries(PyObject* mapping, std::vector<std::string>& out, bool& valid) {
+  valid = true;
   PyObject* items = PyMapping_Items(mapping);
   if (items == nullptr) return false;
   bool ok = true;
@@ -216,7 +220,12 @@ bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
         ok = false;
         break;
       }
-      entry.append(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes)));
+      std::string_view text(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes)));
+      if (text.find('\0') != std::string_view::npos ||
+          (part == 0 && (text.empty() || text.find('=') != std::string_view::npos))) {
+        valid = false;
+      }
+      entry.append(text);
       if (part == 0) entry += '=';
       Py_DECREF(bytes);
     }
@@ -226,11 +235,42 @@ bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
   return ok;
 }
 
+// posix.NAME(*args): CPython's own exec, for the calls it refuses with its own message.
+PyObject* posix_call(const char* name, PyObject* args) {
+  PyObject* posix = PyImport_ImportModule("posix");
+  PyObject* fn = posix ? PyObject_GetAttrString(posix, name) : nullptr;
+  Py_XDECREF(posix);
+  PyObject* result = fn ? PyObject_Call(fn, args, nullptr) : nullptr;
+  Py_XDECREF(fn);
+  return result;
+}
+
+// An argv CPython's exec refuses before it runs anything: not a list or tuple, empty, or an
+// empty first argument.
+bool argv_refused(PyObject* argv) {
+  if (!PyList_Check(argv) && !PyTuple_Check(argv)) return true;
+  if (PySequence_Size(argv) <= 0) return true;
+  PyObject* first = PySequence_GetItem(argv, 0);
+  if (first == nullptr) {
+    PyErr_Clear();
+    return true;
+  }
+  bool empty = (PyUnicode_Check(first) && PyUnicode_GET_LENGTH(first) == 0) ||
+               (PyBytes_Check(first) && PyBytes_GET_SIZE(first) == 0);
+  Py_DECREF(first);
+  return empty;
+}
+
 // posix.execve(path, argv, env) with env joined to the run (flushed first, as the preloaded
-// exec wrappers do); what posix.execve raises, it raises.
-PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env) {
+// exec wrappers do); what posix.execve raises, it raises. `args` are the caller's, for a call
+// CPython refuses, which goes to `refuser` (posix.execv or posix.execve) as it came.
+PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env, const char* refuser,
+                      PyObject* args) {
+  if (argv_refused(argv)) return posix_call(refuser, args);
   std::vector<std::string> entries;
-  if (!environment_entries(env, entries)) return nullptr;
+  bool valid = true;
+  if (!environment_entries(env, entries, valid)) return nullptr;
+  if (!valid) return posix_call(refuser, args);
   std::vector<std::string> joined;
   Py_BEGIN_ALLOW_THREADS joined = sonde::in_process_exec_env(entries);  // flushes
   Py_END_ALLOW_THREADS PyObject* dict = PyDict_New();
@@ -249,18 +289,26 @@ PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env) {
       return nullptr;
     }
   }
-  PyObject* posix = PyImport_ImportModule("posix");
-  PyObject* result =
-      posix ? PyObject_CallMethod(posix, "execve", "OOO", path, argv, dict) : nullptr;
-  Py_XDECREF(posix);
+  PyObject* joined_args = PyTuple_Pack(3, path, argv, dict);
   Py_DECREF(dict);
+  if (joined_args == nullptr) return nullptr;
+  PyObject* result = posix_call("execve", joined_args);
+  Py_DECREF(joined_args);
   return result;
 }
 
-PyObject* execve(PyObject*, PyObject* args) {
+PyObject* execve(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kKeywords[] = {"path", "argv", "env", nullptr};  // os.execve's names
   PyObject *path, *argv, *env;
-  if (!PyArg_ParseTuple(args, "OOO:execve", &path, &argv, &env)) return nullptr;
-  return exec_joined(path, argv, env);
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:execve", const_cast<char**>(kKeywords),
+                                   &path, &argv, &env)) {
+    return nullptr;
+  }
+  PyObject* positional = PyTuple_Pack(3, path, argv, env);
+  if (positional == nullptr) return nullptr;
+  PyObject* result = exec_joined(path, argv, env, "execve", positional);
+  Py_DECREF(positional);
+  return result;
 }
 
 PyObject* execv(PyObject*, PyObject* args) {
@@ -270,7 +318,7 @@ PyObject* execv(PyObject*, PyObject* args) {
   PyObject* environ = os ? PyObject_GetAttrString(os, "environ") : nullptr;
   Py_XDECREF(os);
   if (environ == nullptr) return nullptr;
-  PyObject* result = exec_joined(path, argv, environ);
+  PyObject* result = exec_joined(path, argv, environ, "execv", args);
   Py_DECREF(environ);
   return result;
 }
@@ -338,7 +386,8 @@ PyMethodDef kMethods[] = {
      "os._exit(status) after the final flush (in-process launch: CPython's calls libc's)."},
     {"execv", execv, METH_VARARGS,
      "os.execv(path, argv) with os.environ joined to the run, after a flush (in-process launch)."},
-    {"execve", execve, METH_VARARGS,
+    {"execve", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(execve)),
+     METH_VARARGS | METH_KEYWORDS,
      "os.execve(path, argv, env) with env joined to the run, after a flush (in-process launch)."},
     {"take_signal", take_signal, METH_NOARGS,
      "Route _signal.signal through sonde, which keeps its handler under the program's "

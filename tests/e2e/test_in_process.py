@@ -174,6 +174,31 @@ def test_where_it_cannot_it_says_why_and_starts_again(tmp_path):
                                         "'sonde.launch'") == [(0,)]
 
 
+def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
+    # CPython refuses an environment with a NUL in it (ValueError) before any exec: sonde must
+    # not hand it a copy cut at the NUL, which it would run (CPython's test_os caught this).
+    script = """\
+        import os, sys
+        argv = [sys.executable, "-c", "print('the new image ran')"]
+        for env in ({"FRUIT\\0VEGETABLE": "cabbage"}, {"": "x"}, {"A=B": "x"}):
+            try:
+                os.execve(argv[0], argv, env)
+            except ValueError as e:
+                print("refused:", e)
+        try:
+            os.execv(argv[0], [])
+        except ValueError as e:
+            print("refused:", e)
+    """
+    r = launch(tmp_path, script)
+    plain = subprocess.run([PY, "prog.py"], cwd=tmp_path, capture_output=True, text=True,
+                           env=clean_env())
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == plain.stdout and r.stdout.count("refused:") == 4
+    assert query(tmp_path / "prof.db", "SELECT origin, end_reason FROM processes") == [
+        ("root", "exit")]
+
+
 def test_the_environment_variable_asks_for_it_and_a_bad_value_does_not(tmp_path):
     r = launch(tmp_path, NUMPY, in_process=False, SONDE_IN_PROCESS="1")
     assert r.returncode == 0, r.stderr

@@ -1,5 +1,5 @@
 """Peer suites: CPython's and numpy's own tests run without sonde and under it (python3 -m sonde,
-its --builtins mode, and LD_PRELOAD alone); every test must end the same way (passed, failed,
+its --builtins and --in-process modes, and LD_PRELOAD alone); every test must end the same way (passed, failed,
 skipped) in each mode as without sonde, apart from the known conflicts listed below.
 
     run_peers.py cpython|numpy [--jobs N] [--keep DIR]
@@ -21,7 +21,7 @@ from pathlib import Path
 
 PY = "/usr/bin/python3"
 NUMPY = "/usr/lib/python3/dist-packages/numpy"
-MODES = ["plain", "default", "builtins", "preload"]
+MODES = ["plain", "default", "builtins", "inprocess", "preload"]
 SONDE_MODES = MODES[1:]
 # A mode whose Python hook is a profile function (CPython 3.11's --builtins): conflicts that any
 # profile function has, cProfile's too.
@@ -85,8 +85,8 @@ def command(suite, args, mode, xml, db):
         tail = ["-m", "test", "--junit-xml", xml, *args]
     else:
         tail = ["-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", xml, *args]
-    if mode in ("default", "builtins"):
-        opts = ["--builtins"] if mode == "builtins" else []
+    if mode in ("default", "builtins", "inprocess"):
+        opts = {"builtins": ["--builtins"], "inprocess": ["--in-process"]}.get(mode, [])
         return [PY, "-m", "sonde", "-o", db, *opts, *tail]
     return [PY, *tail]
 
