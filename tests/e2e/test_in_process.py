@@ -66,6 +66,28 @@ def test_the_profile_is_the_one_the_default_launch_writes(tmp_path):
         assert command.startswith(f"{PY} -m sonde")
 
 
+def test_a_torch_training_run_gives_the_same_profile(tmp_path):
+    # The reference PyTorch workload: the same native calls (oneDNN and BLAS, through libraries
+    # torch loads after sonde) under the same Python frames, and the same output.
+    train = Path(os.environ.get("SONDE_SOURCE", Path(__file__).parents[2])) / "examples" / \
+        "torch_cnn" / "train.py"
+    runs = {}
+    for mode, flags in (("in", ["--in-process"]), ("re", [])):
+        r = subprocess.run([PY, "-m", "sonde", *flags, "-o", f"{mode}.db", str(train), "--steps",
+                            "4", "--eval-every", "2"], env=clean_env(PYTHONPATH=PYTHONPATH),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        runs[mode] = r
+    assert [l for l in runs["in"].stdout.splitlines() if not l.startswith("time_s")] == \
+        [l for l in runs["re"].stdout.splitlines() if not l.startswith("time_s")]
+    sql = ("SELECT r.name, pr.name, SUM(n.calls) FROM nodes n JOIN routines r USING (routine_id) "
+           "JOIN nodes p ON p.node_id = n.parent_id JOIN routines pr "
+           "ON pr.routine_id = p.routine_id WHERE r.kind != 'python' GROUP BY 1, 2 ORDER BY 1, 2")
+    native_in = query(tmp_path / "in.db", sql)
+    assert native_in == query(tmp_path / "re.db", sql)
+    assert any(kind_calls for _, _, kind_calls in native_in)  # oneDNN or BLAS calls were seen
+
+
 FAMILY = """\
     import multiprocessing as mp, os, subprocess, sys
     import numpy as np

@@ -76,6 +76,13 @@ def sonde_run(cmd, db, args=(), **kw):
     return run([CLI, "run", "-o", db, *args, "--", *cmd], env=env, **kw)
 
 
+def in_process(script_and_args, db, **kw):
+    """The Python host under `python3 -m sonde --in-process -o db SCRIPT ARGS`."""
+    pythonpath = str(Path(os.environ.get("SONDE_BUILD", ".")) / "python")
+    env = clean_env(PYTHONPATH=pythonpath, **kw.pop("env_extra", {}))
+    return run([PYTHON, "-m", "sonde", "--in-process", "-o", db, *script_and_args], env=env, **kw)
+
+
 def query(db, sql, params=()):
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (LIB, PYTHON, calls, clean_env, notes, plain, preloaded, prog, profile_whole, query,
-                      same_behaviour, sonde_run)
+from conftest import (LIB, PYTHON, calls, clean_env, in_process, notes, plain, preloaded, prog,
+                      profile_whole, query, same_behaviour, sonde_run)
 
 SCRIPTS = Path(__file__).parent / "scripts"
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1"}
@@ -111,12 +111,14 @@ def test_process_starts(how, db):
     assert calls(db, "cblas_sgemm") == (10 if how == "fork" else 15)
 
 
+@pytest.mark.parametrize("launch", ["preload", "in-process"])
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
-def test_multiprocessing(method, db):
+def test_multiprocessing(method, launch, db):
     """a multiprocessing pool (METHOD) multiplying with numpy: same results, every product"""
     cmd = [PYTHON, SCRIPTS / "mp_pool.py", method]
-    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD),
-                   preloaded(cmd, db, env_extra=ONE_BLAS_THREAD))
+    profiled = (preloaded(cmd, db, env_extra=ONE_BLAS_THREAD) if launch == "preload" else
+                in_process(cmd[1:], db, env_extra=ONE_BLAS_THREAD))
+    same_behaviour(plain(cmd, env_extra=ONE_BLAS_THREAD), profiled)
     profile_whole(db)
     assert calls(db, "cblas_dgemm") == 20
     assert len(processes(db)) >= 3  # the pool's two workers at least

@@ -10,14 +10,15 @@ from conftest import LIB, clean_env, plain, profile_whole, query, run, same_beha
 PY = "/usr/bin/python3"
 PYTHONPATH = str(Path(os.environ.get("SONDE_BUILD", ".")) / "python")
 # python3 -m sonde (the default hook), python3 -m sonde --builtins (the profile function on
-# 3.11), and LD_PRELOAD alone (native calls only, no Python hook).
-MODES = ["default", "builtins", "preload"]
+# 3.11), python3 -m sonde --in-process (libsonde loaded into the running interpreter), and
+# LD_PRELOAD alone (native calls only, no Python hook).
+MODES = ["default", "builtins", "inprocess", "preload"]
 
 
 def under(mode, args, db, timeout=60):
     if mode == "preload":
         return run([PY, *args], env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db), timeout=timeout)
-    opts = ["--builtins"] if mode == "builtins" else []
+    opts = {"builtins": ["--builtins"], "inprocess": ["--in-process"]}.get(mode, [])
     return run([PY, "-m", "sonde", "-o", db, *opts, *args], env=clean_env(PYTHONPATH=PYTHONPATH),
                timeout=timeout)
 

@@ -259,7 +259,7 @@ import time
 time.sleep(10)
 """
 
-PY_MODES = ["preload", "sonde-run", "python-m-sonde"]
+PY_MODES = ["preload", "sonde-run", "python-m-sonde", "in-process"]
 
 
 def py_under(mode, args, db, **kw):
@@ -267,8 +267,9 @@ def py_under(mode, args, db, **kw):
         return preloaded([PYTHON, *args], db, **kw)
     if mode == "sonde-run":
         return sonde_run([PYTHON, *args], db, **kw)
-    return run([PYTHON, "-m", "sonde", "-o", db, *args], env=clean_env(PYTHONPATH=PYTHONPATH),
-               **kw)
+    opts = ["--in-process"] if mode == "in-process" else []
+    return run([PYTHON, "-m", "sonde", "-o", db, *opts, *args],
+               env=clean_env(PYTHONPATH=PYTHONPATH), **kw)
 
 
 @pytest.mark.parametrize("mode", PY_MODES)
