@@ -139,8 +139,16 @@ class _NoRegion:
 # nest. A region closes in the frame that opened it (not across a `yield` or `await`). Chosen
 # once, here: a type whose calls no hook records (a function would add a frame per `with`), and
 # where sonde is not loaded a no-op whose decorator returns the function itself.
-region = _ext().Region if _libsonde_loaded() else _NoRegion
-if _libsonde_loaded():
+def _bind_extension():
+    """The extension's Region and stop in place of the Python ones: at import where sonde is
+    loaded, and by the in-process launcher once it has loaded it (after this import)."""
+    global region, stop
+    region = _ext().Region
     # The extension's own stop: a Python stop() would leave its frames open in the tree (they
     # return after the hook is gone).
     stop = _ext().stop
+
+
+region = _NoRegion
+if _libsonde_loaded():
+    _bind_extension()

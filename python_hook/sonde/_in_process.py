@@ -158,6 +158,7 @@ def start(opts, lib, by_name, output_shown):
         return False
     sonde = sys.modules[__package__]
     sonde._preloaded = True
+    sonde._bind_extension()  # region and stop, chosen when the launcher imported sonde
     _sync_run_environment(_sonde)
     _patch_os(_sonde)
     return True

@@ -31,13 +31,14 @@ def launch(tmp_path, script, *args, in_process=True, db="prof.db", extra=(), **e
 NUMPY = """\
     import sys
     import numpy as np
-
+    import sonde
     def step(a):
         return a @ a / a.shape[0]
 
     a = np.ones((64, 64))
-    for _ in range(7):
-        a = step(a)
+    with sonde.region("loop"):
+        for _ in range(7):
+            a = step(a)
     print("sum", float(a.sum()))
     sys.exit(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 """
@@ -59,6 +60,11 @@ def test_the_profile_is_the_one_the_default_launch_writes(tmp_path):
     assert "not in-process" not in inproc.stderr
     for db, launch_fact in ((tmp_path / "in.db", [("in-process",)]), (tmp_path / "re.db", [])):
         assert blas_parent(db) == [(7, "prog.py:4(step)")]
+        # sonde.region is the extension's (no Python frame of sonde's), in both launches.
+        assert query(db, "SELECT r.kind, SUM(n.calls) FROM nodes n JOIN routines r "
+                         "USING (routine_id) WHERE r.name = 'loop'") == [("region", 1)]
+        assert query(db, "SELECT COUNT(*) FROM routines WHERE file LIKE '%sonde/__init__.py'") \
+            == [(0,)]
         assert query(db, "SELECT value FROM run_info WHERE key = 'sonde.launch'") == launch_fact
         assert query(db, "SELECT origin, end_reason FROM processes") == [("root", "exit")]
         # One interpreter: the command recorded is the one the user typed.
