@@ -7,8 +7,8 @@
 
 The workload is the repository's torch CNN with small batches (examples/torch_cnn/train.py
 --batch 8 --steps 200: many small operators per second, so the Python frames and the oneDNN and
-BLAS calls are many), which prints its loop's own time (`time_s`). Each round runs plain, sonde
-and cProfile once, in an order that rotates from round to round; the ratios are taken within a
+BLAS calls are many), which prints its loop's own time (`time_s`). Each round runs plain, sonde,
+sonde --in-process and cProfile once, in an order that rotates from round to round; the ratios are taken within a
 round and their medians printed, with the CPU time (user + system, RUSAGE_CHILDREN) beside the
 wall time. Every run's loss and accuracy lines must be the same.
 
@@ -62,13 +62,15 @@ def main():
         variants = {
             "plain": [PY] + prog,
             "sonde": [PY, "-m", "sonde", "-o", os.path.join(tmp, "p.db"), "--force"] + prog,
+            "in-proc": [PY, "-m", "sonde", "--in-process", "-o", os.path.join(tmp, "q.db"),
+                        "--force"] + prog,
             "cProfile": [PY, "-m", "cProfile", "-o", os.path.join(tmp, "c.prof")] + prog,
         }
         names = list(variants)
         runs = {n: [] for n in names}
         expected = None
         for i in range(args.rounds):
-            for n in names[i % 3:] + names[:i % 3]:
+            for n in names[i % len(names):] + names[:i % len(names)]:
                 wall, cpu, loop, result = run(variants[n], env, tmp)
                 if expected is None:
                     expected = result
@@ -81,12 +83,12 @@ def main():
           f"plain median wall {statistics.median(w for w, _, _ in runs['plain']):.3f} s, "
           f"loop {statistics.median(l for _, _, l in runs['plain']):.3f} s")
     targets = {"wall": 1.05, "loop": 1.03}
-    for n in ("sonde", "cProfile"):
+    for n in ("sonde", "in-proc", "cProfile"):
         for k, label in enumerate(("wall", "cpu", "loop")):
             ratios = [runs[n][i][k] / runs["plain"][i][k] for i in range(args.rounds)]
             line = (f"{n:8} {label:4} ratio to plain: median {statistics.median(ratios):.3f} "
                     f"(range {min(ratios):.3f}-{max(ratios):.3f})")
-            if n == "sonde" and label in targets:
+            if n in ("sonde", "in-proc") and label in targets:
                 met = statistics.median(ratios) < targets[label]
                 line += f" (target < {targets[label]:.2f}: {'met' if met else 'NOT met'})"
             print(line)
