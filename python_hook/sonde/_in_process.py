@@ -4,8 +4,9 @@ instead of a second interpreter started under `sonde run`.
 Loaded RTLD_GLOBAL before the program imports anything, libsonde is in the global scope ahead
 of every library loaded after it, so numpy's BLAS and torch's oneDNN resolve their calls through
 it as under LD_PRELOAD (glibc searches the global scope before a dlopen'ed library's own). What
-CPython had bound to libc before sonde came is not interposed: exit, _exit and exec* are covered
-here at the Python level (os._exit, os.exec*); what is left is listed in docs/python.md,
+CPython had bound to libc before sonde came is not interposed: os._exit, os.execv/execve (and
+the exec functions that call them) and _signal.signal are replaced by C functions of the
+extension, the exit by an atexit function; what is left is listed in docs/python.md,
 "In-process launch". Where that would lose something sonde was asked for, or a library sonde
 intercepts is loaded already, `refusal` says why and the launcher starts again under `sonde run`.
 """
