@@ -201,37 +201,37 @@ PyObject* string_list(const std::vector<std::string>& items) {
   return list;
 }
 
-// A mapping's items as 'NAME=value' in the file system's encoding (bytes keys and values too,
-// as os.execve takes them); false with a Python exception set. `valid` false where posix.execve
-// would refuse the mapping (a NUL anywhere, an empty name or one with '='): it must see the
-// mapping as it is and raise, never a joined copy cut at the NUL that it would run.
-bool environment_entries(PyObject* mapping, std::vector<std::string>& out, bool& valid) {
-  valid = true;
-  PyObject* items = PyMapping_Items(mapping);
-  if (items == nullptr) return false;
-  bool ok = true;
-  for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(items); ++i) {
-    PyObject* item = PyList_GET_ITEM(items, i);
+// A mapping's entries as 'NAME=value' in the file system's encoding (bytes names and values
+// too), read as posix.execve reads it (keys and values, not items(), which a mapping of its own
+// may give in any shape). False, with no exception, where posix.execve would refuse it (not a
+// mapping, a name or value it cannot take, a NUL anywhere, an empty name or one with '='): it
+// must then see the mapping as it came and raise, never a joined copy cut at the NUL, which it
+// would run.
+bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
+  PyObject* keys = PyMapping_Keys(mapping);
+  PyObject* values = keys ? PyMapping_Values(mapping) : nullptr;
+  bool ok = values != nullptr && PyList_GET_SIZE(keys) == PyList_GET_SIZE(values);
+  for (Py_ssize_t i = 0; ok && i < PyList_GET_SIZE(keys); ++i) {
     std::string entry;
     for (int part = 0; ok && part < 2; ++part) {
-      PyObject* o = PyTuple_GET_ITEM(item, part);
+      PyObject* o = PyList_GET_ITEM(part == 0 ? keys : values, i);
       PyObject* bytes = PyBytes_Check(o) ? (Py_INCREF(o), o) : PyUnicode_EncodeFSDefault(o);
       if (bytes == nullptr) {
         ok = false;
         break;
       }
       std::string_view text(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes)));
-      if (text.find('\0') != std::string_view::npos ||
-          (part == 0 && (text.empty() || text.find('=') != std::string_view::npos))) {
-        valid = false;
-      }
+      ok = text.find('\0') == std::string_view::npos &&
+           (part == 1 || (!text.empty() && text.find('=') == std::string_view::npos));
       entry.append(text);
       if (part == 0) entry += '=';
       Py_DECREF(bytes);
     }
     if (ok) out.push_back(std::move(entry));
   }
-  Py_DECREF(items);
+  Py_XDECREF(keys);
+  Py_XDECREF(values);
+  PyErr_Clear();
   return ok;
 }
 
@@ -268,9 +268,7 @@ PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env, const char*
                       PyObject* args) {
   if (argv_refused(argv)) return posix_call(refuser, args);
   std::vector<std::string> entries;
-  bool valid = true;
-  if (!environment_entries(env, entries, valid)) return nullptr;
-  if (!valid) return posix_call(refuser, args);
+  if (!environment_entries(env, entries)) return posix_call(refuser, args);
   std::vector<std::string> joined;
   Py_BEGIN_ALLOW_THREADS joined = sonde::in_process_exec_env(entries);  // flushes
   Py_END_ALLOW_THREADS PyObject* dict = PyDict_New();
