@@ -227,6 +227,27 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
         ("root", "exit")]
 
 
+def test_an_exec_with_a_mapping_of_its_own_joins_the_run(tmp_path):
+    # posix.execve reads keys and values; a mapping whose items() gives lists must be read the
+    # same way (reading items() as tuples would have read past them).
+    script = """\
+        import os, sys
+
+        class Env(dict):
+            def items(self):
+                return [list(kv) for kv in super().items()]
+
+        code = "import numpy as np; a = np.ones((8, 8)); a @ a; print('new image')"
+        os.execve(sys.executable, [sys.executable, "-c", code], Env(os.environ))
+    """
+    r = launch(tmp_path, script)
+    assert r.returncode == 0 and r.stdout == "new image\n", r.stderr
+    db = tmp_path / "prof.db"
+    assert query(db, "SELECT origin, end_reason FROM processes ORDER BY process_id") == [
+        ("root", "exec"), ("exec", "exit")]
+    assert routine_calls(db, "cblas_dgemm") == 1
+
+
 def test_the_environment_variable_asks_for_it_and_a_bad_value_does_not(tmp_path):
     r = launch(tmp_path, NUMPY, in_process=False, SONDE_IN_PROCESS="1")
     assert r.returncode == 0, r.stderr
