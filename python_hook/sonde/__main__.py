@@ -382,10 +382,8 @@ def _die_if_interrupted():
     """CPython ends an uncaught KeyboardInterrupt by dying of SIGINT once finalized."""
     if _interrupted:
         import signal
-        from . import _sonde
-        # Dying of a signal skips libsonde's exit flush (and an in-process sonde, whose
-        # sigaction CPython does not call, has no handler of its own under SIG_DFL).
-        _sonde.flush()
+        # sonde's handler stays under SIG_DFL (its sigaction wrapper, or in-process the
+        # _signal.signal it took over): the death below is flushed there, as any SIGINT's is.
         sys.stdout.flush()
         sys.stderr.flush()
         signal.signal(signal.SIGINT, signal.SIG_DFL)

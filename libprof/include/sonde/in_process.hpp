@@ -1,7 +1,7 @@
 // libsonde loaded into an interpreter that is already running (`python3 -m sonde --in-process`)
 // instead of preloaded. Libraries that load after it (numpy's BLAS, torch's oneDNN) resolve
-// their calls through it as under LD_PRELOAD, but CPython bound exit, _exit and exec* to libc
-// before sonde came: the Python launcher calls these where the preloaded wrappers would run.
+// their calls through it as under LD_PRELOAD, but CPython bound exit, _exit, exec* and sigaction
+// to libc before sonde came: the Python launcher calls these where the preloaded wrappers would.
 #pragma once
 
 #include <string>
