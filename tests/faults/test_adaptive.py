@@ -64,8 +64,11 @@ def fifo_available():
 
 
 def per_call_ns(db):
-    return query(db, "SELECT n.incl_ns * 1.0 / n.calls, n.calls, t.incl_se_ns * 1.0 / n.incl_ns "
+    """sdot's time a call, its calls, its relative error, and its thread's whole time a call."""
+    return query(db, "SELECT n.incl_ns * 1.0 / n.calls, n.calls, t.incl_se_ns * 1.0 / n.incl_ns, "
+                     "p.incl_ns * 1.0 / n.calls "
                      "FROM nodes n JOIN routines r USING (routine_id) "
+                     "JOIN nodes p ON p.node_id = n.parent_id "
                      "LEFT JOIN node_timing t USING (node_id) WHERE r.name = 'cblas_sdot'")[0]
 
 
@@ -83,23 +86,26 @@ def test_known_cost_near_full_timing(tmp_path):
             db = str(tmp_path / f"kd{i}{adaptive}.db")
             r = preloaded(cmd, db, env_extra={**ONE_BLAS_THREAD, "SONDE_ADAPTIVE": adaptive})
             assert r.rc == 0, r.err
-            ns, n, rel_se = per_call_ns(db)
+            ns, n, rel_se, thread_ns = per_call_ns(db)
             assert n == calls_each
             if adaptive == "1":
                 assert rel_se is not None, "the known-cost path was not sampled"
+                # The thread's wall time bounds its calls' (the loop costs ~30 ns a call more):
+                # a stall scaled 16-fold passes it, whatever the machine did in the other runs.
+                assert ns < thread_ns, (ns, thread_ns)
                 scaled.append((ns, rel_se))
             else:
                 assert rel_se is None
                 full.append(ns)
-    # Near full timing, not to its 2 %: the machine's stalls (interrupts, the hypervisor), which
-    # full timing counts inside every call they land in, are counted once when they land in a
-    # timed call (clipped at 8x the mean, the rest once), so where they are ~4 % of the time the
-    # scaled time reads ~3 % under (335-341 against 343-347 ns here, quiet, FIFO, with the
-    # switch below tried at 1 in 200); and in a run
-    # where more than 1 in 1,000 timed calls stall, they are taken for the routine's own slow
-    # branch and scaled 16-fold (411 and 500 against 358-377 ns, one run in three here). The
-    # exact arithmetic is the unit tests' (adaptive_timing_test.cpp, chosen ticks, within 2 %);
-    # this cell catches what is grossly wrong on real calls: a stall scaled whole (+48 %), a
-    # wrong scale (2x), nothing sampled.
+    # Near full timing, not to its 2 %: the machine's stalls (interrupts, the hypervisor; 1 call
+    # in 2,000 here, ~50 us each, ~7 % of the time), which full timing counts inside every call
+    # they land in, are counted once when they land in a timed call (clipped at 8x the mean, the
+    # rest once), so the scaled time reads a few % under (335-341 against 343-347 ns here,
+    # quiet, FIFO), more where the machine stalls more. Runs also differ among themselves by up
+    # to 10 % (356-401 ns fully timed, FIFO, one busy loop beside). The exact arithmetic is the
+    # unit tests' (adaptive_timing_test.cpp, chosen ticks, within 2 %); this cell catches what
+    # is grossly wrong on real calls: a stall scaled whole (+48 %), the machine's stalls taken
+    # for the routine's tail and scaled (+12 to +17 %, all three runs of a CI run when the
+    # switch was at 1 in 1,000), a wrong scale (2x), nothing sampled.
     got = statistics.median(ns for ns, _ in scaled)
-    assert 0.90 * min(full) < got < 1.10 * max(full), (full, scaled)
+    assert 0.85 * min(full) < got < 1.10 * max(full), (full, scaled)
