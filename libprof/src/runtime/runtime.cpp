@@ -183,6 +183,7 @@ void Runtime::start() {
     return;
   }
   store_ok_ = true;
+  int64_t prepared_ns = monotonic_ns();
   if (claim) {
     setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
     setenv("SONDE_OUTPUT", output_.c_str(), 1);
@@ -228,9 +229,11 @@ void Runtime::start() {
   if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr) cuda_loaded();
 
   // The first flush claims the file and gives children our process id.
+  int64_t flush_from_ns = monotonic_ns();
   if (flush(FlushKind::kExplicit)) {
     setenv("SONDE_PROCESS", fmt::format("{}:{}", pid(), store_.process_id()).c_str(), 1);
   }
+  int64_t flushed_ns = monotonic_ns();
   pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
   install_signal_handlers();
   // After the signal handlers: the sampler's signal comes through sonde's own handler.
@@ -241,6 +244,10 @@ void Runtime::start() {
   std::atexit(at_exit);
   start_flusher();
   log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
+  // What a start costs, for docs/performance.md's fixed costs (SONDE_LOG=debug).
+  log(LogLevel::kDebug, "start: {:.2f} ms to the prepared file, first flush {:.2f} ms, {:.2f} ms "
+      "after it", 1e-6 * double(prepared_ns - clock_.mono0()),
+      1e-6 * double(flushed_ns - flush_from_ns), 1e-6 * double(monotonic_ns() - flushed_ns));
 }
 
 void Runtime::mpi_rank_known(int rank, int world_size) {
@@ -477,7 +484,10 @@ void Runtime::exit_flush() {
                     "GPU activity is not recorded; CUDA calls are. Run without --in-process to "
                     "record it");
   }
-  say_where_written(flush(FlushKind::kExit, "exit"));
+  int64_t from_ns = monotonic_ns();
+  bool ok = flush(FlushKind::kExit, "exit");
+  log(LogLevel::kDebug, "exit flush: {:.2f} ms", 1e-6 * double(monotonic_ns() - from_ns));
+  say_where_written(ok);
 }
 
 void Runtime::say_where_written(bool ok) {

@@ -4,6 +4,8 @@
 // process wrote in between is looked up one at a time.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <string>
 
 #include "store/sqlite_db.hpp"
@@ -58,36 +60,45 @@ bool Store::adopt_leading_routines(Database& db, std::string& error) {
   return true;
 }
 
-// The rest, 64 to a plain INSERT: the flush holds the write lock, so each row takes the largest
-// id + 1, in order. A routine another process wrote in between violates the UNIQUE constraint,
-// SQLite undoes that statement, and from there they go one by one.
+// The rest, up to 64 to a plain INSERT (the last one holding what remains): the flush holds the
+// write lock, so each row takes the largest id + 1, in order. A routine another process wrote in
+// between violates the UNIQUE constraint, SQLite undoes that statement, and from there they go
+// one by one. The remainder went one by one too, which took 1.1 ms of every first process's exit
+// flush for the wrappers' last 30 routines, against 0.7 ms for the 256 before them.
 bool Store::insert_new_routines(Database& db, std::string& error) {
-  if (routines_.size() - routine_ids_.size() < size_t(kRoutinesPerInsert)) return true;
+  if (routines_.size() == routine_ids_.size()) return true;
   int64_t next = 0;
   if (!one_int(db, "SELECT coalesce(max(routine_id), 0) FROM routines", next,
                "recording routines", error))
     return false;
   ++next;
-  Statement many(db.handle(), insert_rows_sql(kInsertHead, kRoutineColumns, kRoutinesPerInsert));
-  if (!many.ok()) {
-    error = fmt::format("preparing statements: {}", db.message());
-    return false;
-  }
-  while (routines_.size() - routine_ids_.size() >= size_t(kRoutinesPerInsert)) {
+  std::optional<Statement> many;
+  int prepared_rows = 0;
+  while (size_t left = routines_.size() - routine_ids_.size()) {
+    int rows = int(std::min(left, size_t(kRoutinesPerInsert)));
+    if (rows != prepared_rows) {
+      many.reset();
+      many.emplace(db.handle(), insert_rows_sql(kInsertHead, kRoutineColumns, rows));
+      prepared_rows = rows;
+      if (!many->ok()) {
+        error = fmt::format("preparing statements: {}", db.message());
+        return false;
+      }
+    }
     size_t first = routine_ids_.size();
-    for (int r = 0; r < kRoutinesPerInsert; ++r)
-      bind_routine(many, 1 + r * kRoutineColumns, *routines_[first + size_t(r)]);
-    int rc = many.step();
+    for (int r = 0; r < rows; ++r)
+      bind_routine(*many, 1 + r * kRoutineColumns, *routines_[first + size_t(r)]);
+    int rc = many->step();
     if ((rc & 0xff) == SQLITE_CONSTRAINT) return true;  // one of them is there already
     if (rc != SQLITE_DONE) {
       error = fmt::format("recording routines: {}", db.message());
       return false;
     }
-    if (!took_rowids(db, next + kRoutinesPerInsert - 1, "routine", error)) {
+    if (!took_rowids(db, next + rows - 1, "routine", error)) {
       error = "recording routines: " + error;
       return false;
     }
-    for (int r = 0; r < kRoutinesPerInsert; ++r) routine_ids_.push_back(next++);
+    for (int r = 0; r < rows; ++r) routine_ids_.push_back(next++);
   }
   return true;
 }
