@@ -227,7 +227,44 @@ def _launch(opts, program, kind, argv):
     run += ["--step-region", opts.step_region] if opts.step_region is not None else []
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(cli, [*run, "--", sys.executable, "-m", "sonde", *argv], env)
+    os.execve(cli, [*run, "--", sys.executable, *_interpreter_options(), "-m", "sonde", *argv],
+              env)
+
+
+# Interpreter options that take their value as the next word (python3 --help).
+_INTERPRETER_VALUED = ("-W", "-X", "--check-hash-based-pycs")
+# Interpreter flags without a value, which may be joined (-OO, -Bu).
+_INTERPRETER_FLAGS = set("bBdEiIOPqsSuvR")
+
+
+def _interpreter_options():
+    """The interpreter's own options before -m sonde (-O, -u, -W error, -X dev, ...), as given,
+    for the interpreter started again: without them `python3 -O -m sonde` ran the program with
+    assertions on. Read from sys.orig_argv; where its shape is not one this reads, rebuilt from
+    sys.flags as multiprocessing does for its children."""
+    orig = getattr(sys, "orig_argv", None) or []
+    i = 1
+    while i < len(orig):
+        word = orig[i]
+        if word.startswith("-m"):
+            return orig[1:i]
+        if word in _INTERPRETER_VALUED:
+            i += 2
+            continue
+        if word[:2] in ("-W", "-X") or (word[:1] == "-" and len(word) > 1 and
+                                        set(word[1:]) <= _INTERPRETER_FLAGS):
+            i += 1
+            continue
+        break
+    import subprocess
+    return subprocess._args_from_interpreter_flags()
+
+
+def _plain_orig_argv(program, kind):
+    """sys.orig_argv as `python3 [options] PROGRAM` would have it, without -m sonde and its
+    options: a program that starts itself again from it must not start sonde's launcher."""
+    orig = getattr(sys, "orig_argv", None) or [sys.executable]
+    return [orig[0], *_interpreter_options(), *([kind] if kind else []), *program]
 
 
 # sonde tune's options that take a value.
@@ -292,8 +329,15 @@ def _main_module(path, spec):
         module.__file__ = path
     module.__builtins__ = __builtins__
     module.__spec__ = spec
-    module.__loader__ = spec.loader if spec is not None else None
     module.__package__ = spec.parent if spec is not None else None
+    if spec is not None:
+        module.__loader__ = spec.loader
+    else:  # what the interpreter gives a script (and no cache), or -c
+        import importlib.machinery
+        module.__loader__ = importlib.machinery.BuiltinImporter
+        if path is not None:
+            module.__loader__ = importlib.machinery.SourceFileLoader("__main__", path)
+            module.__cached__ = None
     sys.modules["__main__"] = module  # pickle (multiprocessing) looks functions up here
     return module
 
@@ -314,7 +358,9 @@ def _program(program, kind):
         sys.argv = ["-c", *program[1:]]
         sys.path[0] = ""
         return compile(program[0], "<string>", "exec"), None, None
-    path = program[0]
+    # The interpreter names a script by its absolute path (not normalised: /cwd/./x.py), in
+    # __file__ and in its code objects, and so in tracebacks; sys.argv[0] stays as given.
+    path = program[0] if os.path.isabs(program[0]) else os.path.join(os.getcwd(), program[0])
     with open(path, "rb") as f:
         code = compile(f.read(), path, "exec")
     sys.argv = list(program)
@@ -339,6 +385,7 @@ def _run(opts, program, kind, in_process=False):
     os.environ.pop(_MARK, None)
     builtins = builtins_from_env()
     imports = imports_from_env()
+    sys.orig_argv = _plain_orig_argv(program, kind)
     code, path, spec = _program(program, kind)
     module = _main_module(path, spec)
     # atexit runs last what was registered first: the SIGINT death after everything else. The

@@ -131,9 +131,10 @@ def _sync_run_environment(_sonde):
 
 def _patch_os(_sonde):
     """os._exit and the exec functions, which CPython calls in libc directly, past sonde. The
-    replacements are C functions (no frame of sonde's in the program's tree); os.execl, execlp,
-    execvp, execvpe and execle all go through os.execv and os.execve."""
-    os._exit, os.execv, os.execve = _sonde._exit, _sonde.execv, _sonde.execve
+    replacements are C functions (no frame of sonde's in the program's tree), put in posix as in
+    os (a program may call posix._exit); os.execl, execlp, execvp, execvpe and execle all go
+    through os.execv and os.execve."""
+    _sonde.take_os()
     # signal.signal calls _signal.signal, which sets the kernel's action past sonde's handler:
     # a handler set and reset to SIG_DFL would leave a death that sonde never flushes.
     _sonde.take_signal()

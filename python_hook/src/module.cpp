@@ -5,6 +5,9 @@
 
 #include <unistd.h>
 
+#include <climits>
+#include <cstring>
+
 #include <string>
 #include <string_view>
 
@@ -180,9 +183,22 @@ PyObject* exit_begins(PyObject*, PyObject*) {
 
 // os._exit as CPython's: the final flush first. C functions, these three, so that the Python
 // hook records no frame of sonde's own under the program's call.
-PyObject* exit_now(PyObject*, PyObject* arg) {
-  int status = int(PyLong_AsLong(arg));
-  if (status == -1 && PyErr_Occurred()) return nullptr;
+// Its argument read as os._exit's (status=, a C int, __index__), errors worded as CPython's.
+PyObject* exit_now(PyObject*, PyObject* args, PyObject* kwargs) {
+  static const char* kKeywords[] = {"status", nullptr};
+  PyObject* arg;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:_exit", const_cast<char**>(kKeywords),
+                                   &arg)) {
+    return nullptr;
+  }
+  int overflow = 0;
+  long value = PyLong_AsLongAndOverflow(arg, &overflow);
+  if (value == -1 && PyErr_Occurred()) return nullptr;
+  if (overflow != 0 || value > INT_MAX || value < INT_MIN) {
+    PyErr_SetString(PyExc_OverflowError, "Python int too large to convert to C int");
+    return nullptr;
+  }
+  int status = int(value);
   Py_BEGIN_ALLOW_THREADS sonde::in_process_before_exit(status);
   Py_END_ALLOW_THREADS _exit(status);
 }
@@ -235,14 +251,42 @@ bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
   return ok;
 }
 
+// CPython's own posix.execv and posix.execve, kept when take_os put sonde's in their place.
+PyObject* g_posix_execv = nullptr;
+PyObject* g_posix_execve = nullptr;
+
 // posix.NAME(*args): CPython's own exec, for the calls it refuses with its own message.
 PyObject* posix_call(const char* name, PyObject* args) {
+  PyObject* own = std::strcmp(name, "execv") == 0 ? g_posix_execv : g_posix_execve;
+  if (own != nullptr) return PyObject_Call(own, args, nullptr);
   PyObject* posix = PyImport_ImportModule("posix");
   PyObject* fn = posix ? PyObject_GetAttrString(posix, name) : nullptr;
   Py_XDECREF(posix);
   PyObject* result = fn ? PyObject_Call(fn, args, nullptr) : nullptr;
   Py_XDECREF(fn);
   return result;
+}
+
+// posix.execv's failure names no file (posix.execve's does): an execv that went through
+// posix.execve raises what posix.execv would have.
+void as_execv_error() {
+  if (!PyErr_ExceptionMatches(PyExc_OSError)) return;
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  PyObject* number = value ? PyObject_GetAttrString(value, "errno") : nullptr;
+  long e = number && PyLong_Check(number) ? PyLong_AsLong(number) : -1;
+  Py_XDECREF(number);
+  if (e <= 0 || PyErr_Occurred()) {
+    PyErr_Clear();
+    PyErr_Restore(type, value, tb);
+    return;
+  }
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+  errno = int(e);
+  PyErr_SetFromErrno(PyExc_OSError);
 }
 
 // An argv CPython's exec refuses before it runs anything: not a list or tuple, empty, or an
@@ -292,6 +336,7 @@ PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env, const char*
   if (joined_args == nullptr) return nullptr;
   PyObject* result = posix_call("execve", joined_args);
   Py_DECREF(joined_args);
+  if (result == nullptr && std::strcmp(refuser, "execv") == 0) as_execv_error();
   return result;
 }
 
@@ -355,6 +400,45 @@ PyObject* take_signal(PyObject* self, PyObject*) {
 
 PyObject* run_env(PyObject*, PyObject*) { return string_list(sonde::in_process_run_env()); }
 
+// sonde's _exit, execv and execve in place of CPython's, in posix and os alike (os took
+// posix's at import: `os._exit is posix._exit` stays true), and in os.supports_fd (execve takes
+// a descriptor); CPython's kept for posix_call. Once.
+PyObject* take_os(PyObject* self, PyObject*) {
+  if (g_posix_execve != nullptr) Py_RETURN_NONE;
+  PyObject* posix = PyImport_ImportModule("posix");
+  PyObject* os = posix ? PyImport_ImportModule("os") : nullptr;
+  bool ok = os != nullptr;
+  PyObject* execv_own = ok ? PyObject_GetAttrString(posix, "execv") : nullptr;
+  PyObject* execve_own = execv_own ? PyObject_GetAttrString(posix, "execve") : nullptr;
+  ok = execve_own != nullptr;
+  for (const char* name : {"_exit", "execv", "execve"}) {
+    PyObject* ours = ok ? PyObject_GetAttrString(self, name) : nullptr;
+    ok = ours != nullptr && PyObject_SetAttrString(posix, name, ours) == 0 &&
+         PyObject_SetAttrString(os, name, ours) == 0;
+    Py_XDECREF(ours);
+  }
+  PyObject* fd_set = ok ? PyObject_GetAttrString(os, "supports_fd") : nullptr;
+  if (fd_set != nullptr && PySet_Check(fd_set) && PySet_Contains(fd_set, execve_own) == 1) {
+    PyObject* ours = PyObject_GetAttrString(self, "execve");
+    ok = ours != nullptr && PySet_Discard(fd_set, execve_own) >= 0 && PySet_Add(fd_set, ours) == 0;
+    Py_XDECREF(ours);
+  }
+  Py_XDECREF(fd_set);
+  Py_XDECREF(os);
+  Py_XDECREF(posix);
+  if (!ok) {
+    Py_XDECREF(execv_own);
+    Py_XDECREF(execve_own);
+    if (!PyErr_Occurred()) {
+      PyErr_SetString(PyExc_RuntimeError, "sonde: posix's _exit and exec were not taken over");
+    }
+    return nullptr;
+  }
+  g_posix_execv = execv_own;
+  g_posix_execve = execve_own;
+  Py_RETURN_NONE;
+}
+
 PyMethodDef kMethods[] = {
     {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
      METH_VARARGS | METH_KEYWORDS,
@@ -380,7 +464,8 @@ PyMethodDef kMethods[] = {
      "the profile's name (shown) is said after the final flush. False if sonde is not recording."},
     {"exit_begins", exit_begins, METH_NOARGS,
      "The program's exit begins: no periodic flush from here on (in-process launch)."},
-    {"_exit", exit_now, METH_O,
+    {"_exit", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(exit_now)),
+     METH_VARARGS | METH_KEYWORDS,
      "os._exit(status) after the final flush (in-process launch: CPython's calls libc's)."},
     {"execv", execv, METH_VARARGS,
      "os.execv(path, argv) with os.environ joined to the run, after a flush (in-process launch)."},
@@ -390,6 +475,8 @@ PyMethodDef kMethods[] = {
     {"take_signal", take_signal, METH_NOARGS,
      "Route _signal.signal through sonde, which keeps its handler under the program's "
      "(in-process launch)."},
+    {"take_os", take_os, METH_NOARGS,
+     "Put _exit, execv and execve in place of CPython's in posix and os (in-process launch)."},
     {"run_env", run_env, METH_NOARGS,
      "['NAME=value', ...] of SONDE_RUN_ID, SONDE_OUTPUT and SONDE_PROCESS as sonde set them."},
     {nullptr, nullptr, 0, nullptr}};

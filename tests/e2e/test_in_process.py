@@ -227,6 +227,55 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
         ("root", "exit")]
 
 
+def test_exit_and_exec_read_their_arguments_and_fail_as_without_sonde(tmp_path):
+    # os._exit's status= keyword, its C int (2**32 + 7 is no exit 7), execv's error naming no
+    # file (execve's does), the replacements in posix as in os and in os.supports_fd.
+    script = """\
+        import os, posix
+        print(os.execve in os.supports_fd, posix._exit is os._exit, posix.execv is os.execv)
+        for call in ("os._exit(2**32 + 7)", "os._exit(2**70)", "os._exit(1.5)", "os._exit()",
+                     "os._exit(1, 2)", "os.execv('/nonexistent', ['x'])",
+                     "os.execve('/nonexistent', ['x'], {})"):
+            try:
+                eval(call)
+            except Exception as e:
+                print(call, type(e).__name__, e, getattr(e, "filename", None))
+        os._exit(status=4)
+    """
+    r = launch(tmp_path, script)
+    plain = subprocess.run([PY, "prog.py"], cwd=tmp_path, capture_output=True, text=True,
+                           env=clean_env())
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (4, plain.stdout)
+    assert plain.stdout.startswith("True True True\n") and plain.stdout.count("\n") == 8
+    assert query(tmp_path / "prof.db", "SELECT origin, end_reason FROM processes") == [
+        ("root", "_exit")]
+
+
+def test_posix_exit_and_exec_called_directly_are_seen(tmp_path):
+    # posix._exit and posix.execv are the functions os took at import: a program calling them
+    # by that name ended unflushed, or exec'd an image that joined as a stranger.
+    script = """\
+        import posix, sys
+        import numpy as np
+        a = np.ones((8, 8))
+        for _ in range(5):
+            a @ a
+        sys.stdout.flush()
+        if len(sys.argv) > 1:
+            posix.execv(sys.executable, [sys.executable, "-c", "import os; os._exit(6)"])
+        posix._exit(5)
+    """
+    r = launch(tmp_path, script, db="exit.db")
+    assert r.returncode == 5, r.stderr
+    assert query(tmp_path / "exit.db", "SELECT end_reason FROM processes") == [("_exit",)]
+    assert routine_calls(tmp_path / "exit.db", "cblas_dgemm") == 5
+    r = launch(tmp_path, script, "exec", db="exec.db")
+    assert r.returncode == 6, r.stderr
+    assert query(tmp_path / "exec.db", "SELECT origin, end_reason FROM processes ORDER BY "
+                                       "process_id") == [("root", "exec"), ("exec", "_exit")]
+    assert routine_calls(tmp_path / "exec.db", "cblas_dgemm") == 5
+
+
 def test_an_exec_with_a_mapping_of_its_own_joins_the_run(tmp_path):
     # posix.execve reads keys and values; a mapping whose items() gives lists must be read the
     # same way (reading items() as tuples would have read past them).

@@ -515,3 +515,37 @@ def test_a_recursion_the_program_allows_runs_as_deep_under_sonde(db, tmp_path, m
     # The hook is back once the deep recursion has returned: down(10) is recorded.
     assert query(db, "SELECT COUNT(*) FROM nodes n JOIN routines r USING (routine_id) "
                      "WHERE r.name LIKE '%(down)' AND n.depth = 2 AND n.calls = 2")[0][0] >= 1
+
+
+LAUNCHES = [[], ["--in-process"]]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["re-exec", "in-process"])
+def test_the_interpreters_options_and_own_argv_reach_the_program(tmp_path, launch):
+    """-O, -W, -X and -u reach the program (the re-exec dropped them: assertions ran under
+    python3 -O -m sonde), and sys.orig_argv, __file__ and __loader__ read as without sonde: a
+    program that starts itself again from sys.orig_argv runs its three generations."""
+    script(tmp_path, "prog.py", """\
+        import os, sys
+        m = sys.modules["__main__"]
+        print(__debug__, sys.flags.optimize, sys.warnoptions, sys.flags.dev_mode, sys.argv,
+              sys.orig_argv, __file__, type(__loader__).__name__, m.__cached__, m.__spec__,
+              sys.path[0])
+        generation = int(os.environ.get("GENERATION", "0"))
+        sys.stdout.flush()
+        if generation < 2:
+            os.environ["GENERATION"] = str(generation + 1)
+            os.execv(sys.executable, sys.orig_argv)
+        """)
+    options = ["-O", "-W", "error::DeprecationWarning", "-X", "dev", "-u"]
+    bare = subprocess.run([PY, *options, "./prog.py", "x"], env=clean_env(), cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 0, bare.stderr
+    assert bare.stdout.count("False 1") == 3
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PY, *options, "-m", "sonde", *launch, "-o", str(db), "./prog.py", "x"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)
+    assert (r.returncode, r.stdout) == (0, bare.stdout), r.stderr
+    assert query(db, "SELECT origin FROM processes ORDER BY process_id") == \
+        [("root",), ("exec",), ("exec",)]
