@@ -388,15 +388,12 @@ def _run(opts, program, kind, in_process=False):
     sys.orig_argv = _plain_orig_argv(program, kind)
     code, path, spec = _program(program, kind)
     module = _main_module(path, spec)
-    # atexit runs last what was registered first: the SIGINT death after everything else. The
-    # hook stops before it, so that the death handler (a Python function) is not a frame of the
-    # program's profile; stop and record_facts (torch's thread count, for libsonde's exit flush)
-    # are C functions, which no hook sees called from C.
+    # atexit runs last what was registered first. stop and record_facts (torch's thread count,
+    # for libsonde's exit flush) are C functions, which no hook sees called from C.
     if in_process:
         # Last of all, as exit() begins under LD_PRELOAD: no periodic flush beside the
         # interpreter's own finalization; the final flush comes from C's atexit.
         atexit.register(_sonde.exit_begins)
-    atexit.register(_die_if_interrupted)
     atexit.register(_sonde.stop)
     atexit.register(_sonde.record_facts)
     # The tree starts at the program's own <module>: the exec below, a C function, is not
@@ -418,23 +415,8 @@ def _run(opts, program, kind, in_process=False):
             tb = tb.tb_next
         sys.excepthook(type(e), e.with_traceback(tb), tb)  # it prints e.__traceback__
         if isinstance(e, KeyboardInterrupt):
-            _interrupted.append(True)
+            _sonde.die_of_sigint_at_exit()  # as CPython does, once finalized
         sys.exit(1)
-
-
-_interrupted = []
-
-
-def _die_if_interrupted():
-    """CPython ends an uncaught KeyboardInterrupt by dying of SIGINT once finalized."""
-    if _interrupted:
-        import signal
-        # sonde's handler stays under SIG_DFL (its sigaction wrapper, or in-process the
-        # _signal.signal it took over): the death below is flushed there, as any SIGINT's is.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
 
 
 def _scan(own):

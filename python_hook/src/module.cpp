@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <climits>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <string>
@@ -400,6 +403,33 @@ PyObject* take_signal(PyObject* self, PyObject*) {
 
 PyObject* run_env(PyObject*, PyObject*) { return string_list(sonde::in_process_run_env()); }
 
+// CPython ends a run whose KeyboardInterrupt went uncaught by dying of SIGINT once finalized.
+// The launcher catches it (to print it without its own frames), so it dies here: a C exit
+// function runs after the finalization, as CPython's own death does, and atexit._clear()
+// (which a program may call) cannot take it away.
+bool g_die_of_sigint = false;
+
+void die_of_sigint() {
+  if (!g_die_of_sigint) return;
+  std::fflush(nullptr);
+  // SIG_DFL through sonde (its sigaction wrapper, or in-process adopted below): sonde's
+  // handler stays underneath and flushes this death as any SIGINT's.
+  if (std::signal(SIGINT, SIG_DFL) != SIG_ERR) {
+    sonde::in_process_signal_set(SIGINT);
+    kill(getpid(), SIGINT);
+  }
+  std::exit(130);  // CPython's status where the signal did not end it (blocked); flushed at exit
+}
+
+PyObject* die_of_sigint_at_exit(PyObject*, PyObject*) {
+  if (!g_die_of_sigint && Py_AtExit(die_of_sigint) != 0) {
+    PyErr_SetString(PyExc_RuntimeError, "sonde: no room for another exit function");
+    return nullptr;
+  }
+  g_die_of_sigint = true;
+  Py_RETURN_NONE;
+}
+
 // sonde's _exit, execv and execve in place of CPython's, in posix and os alike (os took
 // posix's at import: `os._exit is posix._exit` stays true), and in os.supports_fd (execve takes
 // a descriptor); CPython's kept for posix_call. Once.
@@ -477,6 +507,9 @@ PyMethodDef kMethods[] = {
      "(in-process launch)."},
     {"take_os", take_os, METH_NOARGS,
      "Put _exit, execv and execve in place of CPython's in posix and os (in-process launch)."},
+    {"die_of_sigint_at_exit", die_of_sigint_at_exit, METH_NOARGS,
+     "Die of SIGINT once the interpreter is finalized, as CPython does after an uncaught\n"
+     "KeyboardInterrupt (the launcher caught it to print it)."},
     {"run_env", run_env, METH_NOARGS,
      "['NAME=value', ...] of SONDE_RUN_ID, SONDE_OUTPUT and SONDE_PROCESS as sonde set them."},
     {nullptr, nullptr, 0, nullptr}};

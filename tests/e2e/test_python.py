@@ -160,6 +160,12 @@ def test_gemm_appears_under_the_python_method_that_called_it(db, tmp_path, mode,
     ("def f():\n    raise RuntimeError('kaput')\nf()\n", 1),
     ("import os, signal\nprint('x', flush=True)\nos.kill(os.getpid(), signal.SIGINT)\n"
      "import time\ntime.sleep(5)\n", -signal.SIGINT),
+    # An uncaught KeyboardInterrupt dies of SIGINT once finalized, atexit cleared or not, and
+    # exits 130 where SIGINT is blocked, as CPython ends it.
+    ("import atexit\natexit.register(print, 'bye')\natexit._clear()\nraise KeyboardInterrupt\n",
+     -signal.SIGINT),
+    ("import atexit, signal\natexit.register(print, 'bye')\n"
+     "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})\nraise KeyboardInterrupt\n", 130),
 ])
 def test_the_program_behaves_as_without_sonde_and_its_profile_is_saved(db, tmp_path, body, code):
     path = script(tmp_path, "prog.py", body)
