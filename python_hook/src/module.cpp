@@ -13,6 +13,8 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "eval_frame.hpp"
 #include "code_table.hpp"
@@ -430,6 +432,122 @@ PyObject* die_of_sigint_at_exit(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// A list of 'NAME=value' bytes (what subprocess gives _posixsubprocess.fork_exec) joined to the
+// run for a new process; nullptr, with no exception, where an entry is not bytes (fork_exec
+// then sees the list as it came and says what it says).
+PyObject* spawn_env_list(PyObject* list) {
+  std::vector<std::string> entries;
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i) {
+    PyObject* o = PyList_GET_ITEM(list, i);
+    if (!PyBytes_Check(o)) return nullptr;
+    entries.emplace_back(PyBytes_AS_STRING(o), size_t(PyBytes_GET_SIZE(o)));
+  }
+  std::vector<std::string> out = sonde::in_process_spawn_env(entries);
+  PyObject* joined = PyList_New(Py_ssize_t(out.size()));
+  for (size_t i = 0; joined != nullptr && i < out.size(); ++i) {
+    PyObject* b = PyBytes_FromStringAndSize(out[i].data(), Py_ssize_t(out[i].size()));
+    if (b == nullptr) {
+      Py_CLEAR(joined);
+      break;
+    }
+    PyList_SET_ITEM(joined, Py_ssize_t(i), b);
+  }
+  if (joined == nullptr) PyErr_Clear();
+  return joined;
+}
+
+// A mapping (os.posix_spawn's env) joined to the run for a new process, as a dict; nullptr,
+// with no exception, where posix_spawn would refuse it (it then sees it as it came).
+PyObject* spawn_env_dict(PyObject* mapping) {
+  std::vector<std::string> entries;
+  if (!environment_entries(mapping, entries)) return nullptr;
+  PyObject* dict = PyDict_New();
+  for (const std::string& entry : sonde::in_process_spawn_env(entries)) {
+    size_t eq = entry.find('=');
+    if (dict == nullptr || eq == std::string::npos || eq == 0) continue;
+    PyObject* k = PyUnicode_DecodeFSDefaultAndSize(entry.data(), Py_ssize_t(eq));
+    PyObject* v = PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1,
+                                                   Py_ssize_t(entry.size() - eq - 1));
+    if (!k || !v || PyDict_SetItem(dict, k, v) < 0) Py_CLEAR(dict);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+  }
+  if (dict == nullptr) PyErr_Clear();
+  return dict;
+}
+
+// CPython's own functions that start a process with an environment of the caller's, taken by
+// take_os: subprocess's (_posixsubprocess.fork_exec, which execs in C past sonde) and
+// os.posix_spawn/posix_spawnp (glibc's, past sonde's posix_spawn wrapper in-process).
+PyObject* g_fork_exec = nullptr;
+PyObject* g_posix_spawn = nullptr;
+PyObject* g_posix_spawnp = nullptr;
+
+// fork_exec(args, executable_list, close_fds, pass_fds, cwd, env, ...): env (index 5, 3.11 to
+// 3.13) joined to the run where it is a list; None inherits os.environ's, which has the run.
+PyObject* fork_exec(PyObject*, PyObject* args) {
+  constexpr Py_ssize_t kEnv = 5;
+  PyObject* call = args;
+  Py_INCREF(call);
+  if (PyTuple_GET_SIZE(args) > kEnv && PyList_Check(PyTuple_GET_ITEM(args, kEnv))) {
+    if (PyObject* joined = spawn_env_list(PyTuple_GET_ITEM(args, kEnv))) {
+      PyObject* copy = PyTuple_GetSlice(args, 0, PyTuple_GET_SIZE(args));
+      if (copy != nullptr) {
+        PyObject* given = PyTuple_GET_ITEM(copy, kEnv);
+        PyTuple_SET_ITEM(copy, kEnv, joined);
+        Py_DECREF(given);
+        Py_SETREF(call, copy);
+      } else {
+        Py_DECREF(joined);
+        PyErr_Clear();
+      }
+    }
+  }
+  PyObject* result = PyObject_Call(g_fork_exec, call, nullptr);
+  Py_DECREF(call);
+  return result;
+}
+
+// posix_spawn(path, argv, env, /, *, ...) and posix_spawnp: env (positional only) joined.
+PyObject* spawn_joined(PyObject* own, PyObject* args, PyObject* kwargs) {
+  PyObject* call = PyTuple_GetSlice(args, 0, PyTuple_GET_SIZE(args));
+  if (call == nullptr) return nullptr;
+  if (PyTuple_GET_SIZE(call) > 2) {
+    if (PyObject* joined = spawn_env_dict(PyTuple_GET_ITEM(call, 2))) {
+      PyObject* given = PyTuple_GET_ITEM(call, 2);
+      PyTuple_SET_ITEM(call, 2, joined);
+      Py_DECREF(given);
+    }
+  }
+  PyObject* result = PyObject_Call(own, call, kwargs);
+  Py_DECREF(call);
+  return result;
+}
+
+PyObject* posix_spawn(PyObject*, PyObject* args, PyObject* kwargs) {
+  return spawn_joined(g_posix_spawn, args, kwargs);
+}
+
+PyObject* posix_spawnp(PyObject*, PyObject* args, PyObject* kwargs) {
+  return spawn_joined(g_posix_spawnp, args, kwargs);
+}
+
+// Puts `name` of this module in place of module.name, keeping the original in `*own`.
+bool take_function(PyObject* self, const char* module_name, const char* name, PyObject** own) {
+  PyObject* module = PyImport_ImportModule(module_name);
+  PyObject* original = module ? PyObject_GetAttrString(module, name) : nullptr;
+  PyObject* ours = original ? PyObject_GetAttrString(self, name) : nullptr;
+  bool ok = ours != nullptr && PyObject_SetAttrString(module, name, ours) == 0;
+  if (ok) {
+    *own = original;
+  } else {
+    Py_XDECREF(original);
+  }
+  Py_XDECREF(ours);
+  Py_XDECREF(module);
+  return ok;
+}
+
 // sonde's _exit, execv and execve in place of CPython's, in posix and os alike (os took
 // posix's at import: `os._exit is posix._exit` stays true), and in os.supports_fd (execve takes
 // a descriptor); CPython's kept for posix_call. Once.
@@ -466,6 +584,33 @@ PyObject* take_os(PyObject* self, PyObject*) {
   }
   g_posix_execv = execv_own;
   g_posix_execve = execve_own;
+  // The process starters, where this CPython has them (a module without one keeps its own).
+  // subprocess took fork_exec as _fork_exec at its import, if that came first.
+  if (take_function(self, "_posixsubprocess", "fork_exec", &g_fork_exec)) {
+    PyObject* modules = PyImport_GetModuleDict();
+    PyObject* subprocess = PyDict_GetItemString(modules, "subprocess");  // borrowed
+    PyObject* taken = subprocess ? PyObject_GetAttrString(subprocess, "_fork_exec") : nullptr;
+    if (taken == g_fork_exec) {
+      PyObject* fn = PyObject_GetAttrString(self, "fork_exec");
+      if (fn == nullptr || PyObject_SetAttrString(subprocess, "_fork_exec", fn) < 0) PyErr_Clear();
+      Py_XDECREF(fn);
+    }
+    Py_XDECREF(taken);
+  }
+  PyErr_Clear();
+  for (auto [name, own] : {std::pair{"posix_spawn", &g_posix_spawn},
+                           std::pair{"posix_spawnp", &g_posix_spawnp}}) {
+    if (!take_function(self, "posix", name, own)) {
+      PyErr_Clear();
+      continue;
+    }
+    PyObject* os_module = PyImport_ImportModule("os");
+    PyObject* fn = PyObject_GetAttrString(self, name);
+    if (os_module == nullptr || fn == nullptr || PyObject_SetAttrString(os_module, name, fn) < 0)
+      PyErr_Clear();
+    Py_XDECREF(fn);
+    Py_XDECREF(os_module);
+  }
   Py_RETURN_NONE;
 }
 
@@ -506,7 +651,16 @@ PyMethodDef kMethods[] = {
      "Route _signal.signal through sonde, which keeps its handler under the program's "
      "(in-process launch)."},
     {"take_os", take_os, METH_NOARGS,
-     "Put _exit, execv and execve in place of CPython's in posix and os (in-process launch)."},
+     "Put _exit, execv, execve, posix_spawn and posix_spawnp in place of CPython's in posix and\n"
+     "os, and fork_exec in _posixsubprocess (in-process launch)."},
+    {"fork_exec", fork_exec, METH_VARARGS,
+     "_posixsubprocess.fork_exec with its environment list joined to the run (in-process)."},
+    {"posix_spawn", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(posix_spawn)),
+     METH_VARARGS | METH_KEYWORDS,
+     "os.posix_spawn with its env joined to the run (in-process launch)."},
+    {"posix_spawnp", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(posix_spawnp)),
+     METH_VARARGS | METH_KEYWORDS,
+     "os.posix_spawnp with its env joined to the run (in-process launch)."},
     {"die_of_sigint_at_exit", die_of_sigint_at_exit, METH_NOARGS,
      "Die of SIGINT once the interpreter is finalized, as CPython does after an uncaught\n"
      "KeyboardInterrupt (the launcher caught it to print it)."},

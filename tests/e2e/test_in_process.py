@@ -276,6 +276,28 @@ def test_posix_exit_and_exec_called_directly_are_seen(tmp_path):
     assert routine_calls(tmp_path / "exec.db", "cblas_dgemm") == 5
 
 
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_children_given_an_environment_of_their_own_join_the_run(tmp_path, in_process):
+    # subprocess with env= (its C code execs past sonde in-process) and os.posix_spawn(p)
+    # (glibc's exec inside libc, past the exec wrappers under either launch) started children
+    # without sonde's variables: they ran unprofiled.
+    script = """\
+        import os, subprocess, sys
+        code = "import numpy as np; a = np.ones((8, 8)); a @ a; print('child', flush=True)"
+        clean = {"PATH": "/usr/bin:/bin"}
+        subprocess.run([sys.executable, "-c", code], env=clean, check=True)
+        subprocess.run([sys.executable, "-c", code], env=dict(clean, LD_PRELOAD=""), check=True)
+        for spawn in (os.posix_spawn, os.posix_spawnp):
+            os.waitpid(spawn(sys.executable, [sys.executable, "-c", code], clean), 0)
+    """
+    r = launch(tmp_path, script, in_process=in_process)
+    assert (r.returncode, r.stdout) == (0, "child\n" * 4), r.stderr
+    db = tmp_path / "prof.db"
+    assert query(db, "SELECT origin, parent_process_id, end_reason FROM processes ORDER BY "
+                     "process_id") == [("root", None, "exit")] + [("child", 1, "exit")] * 4
+    assert routine_calls(db, "cblas_dgemm") == 4
+
+
 def test_an_exec_with_a_mapping_of_its_own_joins_the_run(tmp_path):
     # posix.execve reads keys and values; a mapping whose items() gives lists must be read the
     # same way (reading items() as tuples would have read past them).

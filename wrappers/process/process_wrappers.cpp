@@ -5,6 +5,7 @@
 // rather than generated: each has its own reason to exist and its own hazards.
 #include <dlfcn.h>
 #include <pthread.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <unistd.h>
 
@@ -20,10 +21,13 @@ extern char** environ;
 // The real libc functions, resolved when the library loads: exec runs in vfork children
 // (Python's subprocess), where a first dlsym could allocate in memory the parent shares.
 enum class Libc {
-  pthread_create, execve, execvpe, fexecve, _exit, _Exit, exit, __libc_start_main, kCount
+  pthread_create, execve, execvpe, fexecve, _exit, _Exit, exit, __libc_start_main, posix_spawn,
+  posix_spawnp, kCount
 };
-::sonde::RealSymbol g_libc[] = {{"pthread_create"}, {"execve"}, {"execvpe"}, {"fexecve"},
-                                {"_exit"},          {"_Exit"},  {"exit"},    {"__libc_start_main"}};
+::sonde::RealSymbol g_libc[] = {{"pthread_create"}, {"execve"},      {"execvpe"},
+                                {"fexecve"},        {"_exit"},       {"_Exit"},
+                                {"exit"},           {"__libc_start_main"}, {"posix_spawn"},
+                                {"posix_spawnp"}};
 static_assert(std::size(g_libc) == size_t(Libc::kCount));
 
 __attribute__((constructor(102))) void resolve_libc() {
@@ -60,15 +64,16 @@ int main_then_exit(int argc, char** argv, char** envp) {
   return status;
 }
 
-// The environment for an exec'd image; `scratch` lives on the caller's stack, sized for envp
-// plus what sonde adds.
-#define SONDE_EXEC_ENV(envp, out)                                                      \
+// The environment for an exec'd image (JOIN: prepare_exec) or a spawned process's
+// (prepare_spawn); `scratch` lives on the caller's stack, sized for envp plus what sonde adds.
+#define SONDE_JOINED_ENV(JOIN, envp, out)                                              \
   int env_count_ = 0;                                                                  \
   for (char* const* e_ = (envp); e_ && *e_; ++e_) ++env_count_;                        \
   int scratch_len_ = env_count_ + ::sonde::exec_env_extra() + 1;                       \
   char** scratch_ = static_cast<char**>(__builtin_alloca(sizeof(char*) * scratch_len_)); \
   ::sonde::ExecStrings strings_;                                                       \
-  char* const* out = ::sonde::prepare_exec((envp), scratch_, scratch_len_, strings_)
+  char* const* out = ::sonde::JOIN((envp), scratch_, scratch_len_, strings_)
+#define SONDE_EXEC_ENV(envp, out) SONDE_JOINED_ENV(prepare_exec, envp, out)
 
 // execl-style variadic arguments into an argv array on the stack.
 #define SONDE_COLLECT_ARGS(first, ap, argv)                                            \
@@ -125,6 +130,27 @@ SONDE_EXPORT_C int fexecve(int fd, char* const argv[], char* const envp[]) {
   SONDE_REAL(fexecve);
   SONDE_EXEC_ENV(envp, env);
   return fexecve_fn(fd, argv, env);
+}
+
+// glibc's posix_spawn execs the child inside libc, past the exec wrappers: a child given an
+// environment without sonde's variables (Python's os.posix_spawn with env=, a C program's
+// envp of its own) ran unprofiled. Its environment is joined here, as a fork child's exec's is.
+SONDE_EXPORT_C int posix_spawn(pid_t* pid, const char* path,
+                               const posix_spawn_file_actions_t* actions,
+                               const posix_spawnattr_t* attr, char* const argv[],
+                               char* const envp[]) {
+  SONDE_REAL(posix_spawn);
+  SONDE_JOINED_ENV(prepare_spawn, envp, env);
+  return posix_spawn_fn(pid, path, actions, attr, argv, env);
+}
+
+SONDE_EXPORT_C int posix_spawnp(pid_t* pid, const char* file,
+                                const posix_spawn_file_actions_t* actions,
+                                const posix_spawnattr_t* attr, char* const argv[],
+                                char* const envp[]) {
+  SONDE_REAL(posix_spawnp);
+  SONDE_JOINED_ENV(prepare_spawn, envp, env);
+  return posix_spawnp_fn(pid, file, actions, attr, argv, env);
 }
 
 SONDE_EXPORT_C int execl(const char* path, const char* arg, ...) {

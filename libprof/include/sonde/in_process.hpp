@@ -23,6 +23,9 @@ SONDE_API bool in_process_begin(const std::string& shown);
 SONDE_API void in_process_exit_begins();
 SONDE_API void in_process_before_exit(int status);
 SONDE_API std::vector<std::string> in_process_exec_env(const std::vector<std::string>& env);
+// prepare_spawn's: the environment a new process started with `env` needs to join the run as
+// this one's child (subprocess with env=, os.posix_spawn), nothing flushed.
+SONDE_API std::vector<std::string> in_process_spawn_env(const std::vector<std::string>& env);
 
 // The program set `sig`'s disposition through libc (Python's signal.signal): sonde takes it as
 // the host's and keeps its own handler underneath, as its sigaction wrapper would have.

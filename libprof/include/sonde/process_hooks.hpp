@@ -19,7 +19,11 @@ struct ExecStrings {
 // storage owned by sonde). Safe in a vfork child: then it allocates nothing and flushes nothing.
 char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len,
                           ExecStrings& strings);
-int exec_env_extra();  // how many entries prepare_exec may add (size `scratch` for it)
+// The same for a new process this one starts with `envp` (posix_spawn): nothing flushed, the
+// new image a child of this process.
+char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,
+                           ExecStrings& strings);
+int exec_env_extra();  // how many entries either may add (size `scratch` for it)
 
 // The process is about to end without atexit (_exit): final flush.
 void before_process_exit(int status);

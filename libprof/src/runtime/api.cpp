@@ -84,13 +84,20 @@ char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child, ExecStrin
 
 }  // namespace
 
-char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings) {
+namespace {
+
+// The environment of a new image that joins the run: this process's own next image (an exec:
+// flushed first, the image marked as its successor) or a new process's (a vfork child's exec,
+// posix_spawn: no flush, a child of this process).
+char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings,
+                      bool own_image) {
   Runtime* rt = Runtime::get();
   if (rt == nullptr || !rt->recording() || envp == nullptr) return envp;
   // In a vfork child (Python's subprocess uses vfork) the parent's memory is shared: no flush,
   // no allocation, only pointers and thread-local buffers.
   bool vfork_child = getpid() != rt->pid();
-  if (!vfork_child) {
+  own_image = own_image && !vfork_child;
+  if (own_image) {
     if (t_state != nullptr) sampler_disarm(*t_state);
     rt->flush(FlushKind::kExec, "exec");
   }
@@ -122,13 +129,24 @@ char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, Ex
   std::snprintf(strings.process_ref, sizeof strings.process_ref, "SONDE_PROCESS=%d:%lld",
                 int(rt->pid()), (long long)rt->process_id());
   scratch[n++] = strings.process_ref;
-  if (!vfork_child) {
+  if (own_image) {
     std::snprintf(strings.exec_of, sizeof strings.exec_of, "SONDE_EXEC_OF=%d:%lld",
                   int(rt->pid()), (long long)rt->process_id());
     scratch[n++] = strings.exec_of;
   }
   scratch[n] = nullptr;
   return scratch;
+}
+
+}  // namespace
+
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings) {
+  return join_run(envp, scratch, scratch_len, strings, true);
+}
+
+char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,
+                           ExecStrings& strings) {
+  return join_run(envp, scratch, scratch_len, strings, false);
 }
 
 int exec_env_extra() { return 5; }

@@ -20,17 +20,31 @@ void in_process_exit_begins() { exit_begins(); }
 
 void in_process_before_exit(int status) { before_process_exit(status); }
 
-std::vector<std::string> in_process_exec_env(const std::vector<std::string>& env) {
+namespace {
+
+using JoinFn = char* const* (*)(char* const*, char**, int, ExecStrings&);
+
+std::vector<std::string> joined(const std::vector<std::string>& env, JoinFn join) {
   std::vector<char*> envp;
   envp.reserve(env.size() + 1);
   for (const std::string& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
   envp.push_back(nullptr);
   std::vector<char*> scratch(env.size() + size_t(exec_env_extra()) + 1);
   auto strings = std::make_unique<ExecStrings>();
-  char* const* out = prepare_exec(envp.data(), scratch.data(), int(scratch.size()), *strings);
+  char* const* out = join(envp.data(), scratch.data(), int(scratch.size()), *strings);
   std::vector<std::string> result;
   for (char* const* e = out; e != nullptr && *e != nullptr; ++e) result.emplace_back(*e);
   return result;
+}
+
+}  // namespace
+
+std::vector<std::string> in_process_exec_env(const std::vector<std::string>& env) {
+  return joined(env, prepare_exec);
+}
+
+std::vector<std::string> in_process_spawn_env(const std::vector<std::string>& env) {
+  return joined(env, prepare_spawn);
 }
 
 void in_process_signal_set(int sig) { adopt_kernel_action(sig); }
