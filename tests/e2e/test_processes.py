@@ -33,6 +33,17 @@ def test_fork_exec_and_threads_are_processes_and_threads_of_one_run(db):
     assert {p[5] for p in by_origin["fork"]} == {"exit", "_exit", "exec"}
 
 
+def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(db):
+    # glibc's posix_spawn execs the child inside libc, past the exec wrappers: children given
+    # an environment without sonde's variables ran unprofiled (two of these three).
+    r = run([BIN / "spawn_env"], db)
+    assert r.returncode == 0 and "children failed: 0" in r.stdout, r.stderr
+    procs = query(db, "SELECT process_id, origin, parent_process_id, end_reason FROM processes "
+                      "ORDER BY process_id")
+    assert [p[1:] for p in procs] == [("root", None, "exit")] + [("child", 1, "exit")] * 3
+    assert [routine_calls(db, "cblas_sdot", p[0]) for p in procs] == [1, 4, 4, 4]
+
+
 def test_forking_while_another_thread_holds_sondes_locks_never_hangs(db):
     # A churning thread keeps the registry, the thread list and the store busy (flushing every
     # 5 ms) while the main thread forks: a child that inherited a held lock would hang.
