@@ -1,5 +1,9 @@
 """Every process and thread of a run is recorded, with exact per-process counts."""
+import os
+
 from conftest import BIN, integrity_ok, query, routine_calls, run
+
+BUILD = os.environ.get("SONDE_BUILD", "")
 
 
 def test_fork_exec_and_threads_are_processes_and_threads_of_one_run(db):
@@ -42,6 +46,34 @@ def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(d
                       "ORDER BY process_id")
     assert [p[1:] for p in procs] == [("root", None, "exit")] + [("child", 1, "exit")] * 3
     assert [routine_calls(db, "cblas_sdot", p[0]) for p in procs] == [1, 4, 4, 4]
+
+
+def test_a_host_started_with_stdin_and_stderr_closed_keeps_them_closed(db):
+    # SQLite never opens a file as descriptor 0, 1 or 2: it fills a free one with /dev/null and
+    # leaves it, so a host started with stdin closed had one after sonde's first flush
+    # (CPython's test_posix: a posix_spawn child whose action closes fd 0). Checked after the
+    # start flush, a periodic one and an explicit one, and in a fork child.
+    code = (
+        "import errno, os, time, sonde\n"
+        "def closed(fd):\n"
+        "    try:\n"
+        "        os.fstat(fd)\n"
+        "    except OSError as e:\n"
+        "        return e.errno == errno.EBADF\n"
+        "    return False\n"
+        "time.sleep(0.3)\n"
+        "sonde.flush()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    sonde.flush()\n"
+        "    os._exit(0 if closed(0) and closed(2) else 3)\n"
+        "_, status = os.waitpid(pid, 0)\n"
+        "print(closed(0), closed(2), os.waitstatus_to_exitcode(status), flush=True)\n")
+    r = run(["sh", "-c", 'exec /usr/bin/python3 -c "$0" <&- 2>&-', code], db,
+            SONDE_FLUSH_INTERVAL="0.1", PYTHONPATH=os.path.join(BUILD, "python"))
+    assert (r.returncode, r.stdout) == (0, "True True 0\n")
+    assert query(db, "SELECT origin, end_reason FROM processes ORDER BY process_id") == [
+        ("root", "exec"), ("exec", "exit"), ("fork", "_exit")]  # sh, then python
 
 
 def test_forking_while_another_thread_holds_sondes_locks_never_hangs(db):

@@ -41,6 +41,10 @@ CPYTHON_JOBS = {
                    "-m", "MiscTests", "-i", "test_check_output_timeout"],
     "multiprocessing": ["test_multiprocessing_fork", "-m", "WithProcessesTestProcess",
                         "-m", "WithProcessesTestPool", "-m", "WithProcessesTestQueue"],
+    # posix_spawn's file actions (a child whose stdin is closed: SQLite filled it under sonde)
+    # and environments, exec and _exit.
+    "posix": ["test_posix", "-m", "TestPosixSpawn", "-m", "TestPosixSpawnP",
+              "-m", "*exec*", "-m", "*_exit*"],
 }
 NUMPY_JOBS = {
     # Not test_clip_property: hypothesis's generated cases, 2 s plain and 8 s with --builtins.

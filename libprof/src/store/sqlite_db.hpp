@@ -117,6 +117,9 @@ class Database {
  private:
   sqlite3* db_ = nullptr;
   std::unique_ptr<WriterWait> wait_;
+  // Which of descriptors 0-2 were closed when the connection opened: SQLite never opens a file
+  // as one of them, and fills them with /dev/null instead, for good (close() empties them).
+  unsigned closed_std_fds_ = 0;
 };
 
 // Bulk writes (store_nodes.cpp, store_routines.cpp): `head` is "INSERT INTO t (a, b, ...)",
