@@ -555,3 +555,25 @@ def test_the_interpreters_options_and_own_argv_reach_the_program(tmp_path, launc
     assert (r.returncode, r.stdout) == (0, bare.stdout), r.stderr
     assert query(db, "SELECT origin FROM processes ORDER BY process_id") == \
         [("root",), ("exec",), ("exec",)]
+
+
+def test_a_child_whose_output_its_parent_parses_says_nothing_of_sondes(tmp_path):
+    """A child of the run writes no warning of sonde's into a stderr that is not a terminal:
+    CPython's test runner reads its worker's last line of output (stderr merged) as its result,
+    and got sonde's depth warning instead. The warning is in the profile's notes."""
+    script(tmp_path, "parent.py", """\
+        import json, subprocess, sys
+        child = ("import json, sys\\n"
+                 "def f(n):\\n"
+                 "    return 0 if n == 0 else 1 + f(n - 1)\\n"
+                 "f(600)\\n"
+                 "print(json.dumps({'depth': 600}))\\n")
+        out = subprocess.run([sys.executable, "-c", child], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True).stdout
+        print(json.loads(out.strip().rpartition("\\n")[2]))
+        """)
+    db = tmp_path / "prof.db"
+    r = sonde_py(["parent.py"], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, "{'depth': 600}\n"), r.stderr
+    assert query(db, "SELECT p.origin FROM notes n JOIN processes p USING (process_id) "
+                     "WHERE n.topic = 'depth'") == [("child",)]

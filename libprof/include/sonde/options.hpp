@@ -121,7 +121,11 @@ inline constexpr std::array kOptionSpecs{
                "Peak rates (from `sonde calibrate`, or by hand: lines `resource threads value "
                "source`) copied into each profile, for `pct_peak`. "
                "`$XDG_CACHE_HOME/sonde/peaks.txt` when that is set."},
-    OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn", "`quiet`, `warn`, `info` or `debug`."},
+    OptionSpec{"SONDE_LOG", OptionType::kLevel, "warn",
+               "`quiet`, `warn`, `info` or `debug`. Unset, a process that joins a run (a child, "
+               "an exec'd image) says nothing on a stderr that is not a terminal, since the "
+               "program that started it may read that stream; its warnings are in the "
+               "profile's notes (`sonde report` shows them)."},
     OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
                "Deepest call path recorded (2 to 65536); deeper calls are charged to the "
                "deepest frame and noted in the file.",
