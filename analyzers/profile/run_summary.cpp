@@ -1,6 +1,10 @@
 #include "profile/run_summary.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <vector>
 
 namespace sonde::analyzers {
 
@@ -86,12 +90,36 @@ namespace {
 std::string on_off(const std::string& v) { return v == "1" ? "on" : v == "0" ? "off" : v; }
 }  // namespace
 
+// One line per distinct note, in the order they were first written, naming the processes
+// that wrote it: a test suite's 40 helper processes that intercept nothing wrote one line each.
 std::string render_notes(const RunSummary& s) {
-  std::string out;
+  struct Line {
+    const Note* note;
+    std::vector<int64_t> pids;
+  };
+  std::vector<Line> lines;
   for (const auto& note : s.notes) {
-    std::string where = note.pid ? fmt::format(" (pid {})", *note.pid) : "";
-    out += fmt::format("{}: {}{}\n", note.severity == "info" ? "note" : "warning",
-                       visible(note.message), where);
+    auto same = std::find_if(lines.begin(), lines.end(), [&](const Line& l) {
+      return l.note->severity == note.severity && l.note->message == note.message;
+    });
+    if (same == lines.end()) same = lines.insert(lines.end(), Line{&note, {}});
+    if (note.pid) same->pids.push_back(*note.pid);
+  }
+  constexpr size_t kNamed = 3;
+  std::string out;
+  for (const Line& l : lines) {
+    std::string where;
+    if (l.pids.size() == 1) {
+      where = fmt::format(" (pid {})", l.pids[0]);
+    } else if (!l.pids.empty()) {
+      std::vector<int64_t> named(l.pids.begin(), l.pids.begin() + std::min(kNamed, l.pids.size()));
+      where = fmt::format(" ({} processes: pid {}{})", l.pids.size(), fmt::join(named, ", "),
+                          l.pids.size() > kNamed
+                              ? fmt::format(" and {} more", l.pids.size() - kNamed)
+                              : std::string());
+    }
+    out += fmt::format("{}: {}{}\n", l.note->severity == "info" ? "note" : "warning",
+                       visible(l.note->message), where);
   }
   return out;
 }

@@ -472,12 +472,18 @@ def test_text_shows_control_characters(command, hostile):
 def test_output_that_is_not_a_regular_file(target, tmp_path):
     """SONDE_OUTPUT naming a device or a directory: the host runs unprofiled, nothing is created beside it
 
-    A process joining a run (SONDE_RUN_ID, as a child) is refused the same."""
+    A process joining a run (SONDE_RUN_ID, as a child) is refused the same, and says so only
+    where SONDE_LOG asks (its stderr, a pipe here, may be read by the program that started it)."""
     out = str(tmp_path) if target == "directory" else target.split()[-1]
     parent = Path(out).parent
     before = set(parent.iterdir())
     cmd = [prog("exit_status"), 0]
     extra = {"SONDE_RUN_ID": "0123456789abcdef0123456789abcdef"} if "joining" in target else {}
+    if extra:
+        quiet = preloaded(cmd, out, env_extra=extra)
+        same_behaviour(plain(cmd), quiet)
+        assert quiet.err == "", quiet.err
+        extra["SONDE_LOG"] = "warn"
     r = preloaded(cmd, out, env_extra=extra)
     same_behaviour(plain(cmd), r)
     assert "not a regular file" in r.err, r.err

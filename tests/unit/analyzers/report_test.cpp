@@ -129,3 +129,29 @@ TEST(TableFormat, CsvQuotesAndJsonNulls) {
 
 }  // namespace
 }  // namespace sonde::analyzers
+
+namespace sonde::analyzers {
+namespace {
+
+// The same note from many processes is one line naming them (a test suite's helpers that
+// intercept nothing wrote 40 lines); distinct notes keep their first order.
+TEST(RenderNotes, OneLinePerDistinctNoteNamingItsProcesses) {
+  RunSummary s;
+  auto note = [&](const char* severity, const char* message, std::optional<int64_t> pid) {
+    s.notes.push_back(Note{severity, "topic", message, pid});
+  };
+  note("warning", "nothing was intercepted", 10);
+  note("warning", "deep calls", 11);
+  for (int64_t pid = 12; pid < 17; ++pid) note("warning", "nothing was intercepted", pid);
+  note("info", "deep calls", std::nullopt);  // another severity: its own line
+  note("warning", "deep calls", 20);
+  note("info", "run note", std::nullopt);
+  EXPECT_EQ(render_notes(s),
+            "warning: nothing was intercepted (6 processes: pid 10, 12, 13 and 3 more)\n"
+            "warning: deep calls (2 processes: pid 11, 20)\n"
+            "note: deep calls\n"
+            "note: run note\n");
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
