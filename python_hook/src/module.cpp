@@ -433,14 +433,17 @@ PyObject* die_of_sigint_at_exit(PyObject*, PyObject*) {
 }
 
 // A list of 'NAME=value' bytes (what subprocess gives _posixsubprocess.fork_exec) joined to the
-// run for a new process; nullptr, with no exception, where an entry is not bytes (fork_exec
-// then sees the list as it came and says what it says).
+// run for a new process; nullptr, with no exception, where an entry is not bytes or holds a NUL
+// (fork_exec then sees the list as it came and raises: a joined copy, cut at the NUL, would run;
+// CPython's test_subprocess caught it).
 PyObject* spawn_env_list(PyObject* list) {
   std::vector<std::string> entries;
   for (Py_ssize_t i = 0; i < PyList_GET_SIZE(list); ++i) {
     PyObject* o = PyList_GET_ITEM(list, i);
     if (!PyBytes_Check(o)) return nullptr;
-    entries.emplace_back(PyBytes_AS_STRING(o), size_t(PyBytes_GET_SIZE(o)));
+    std::string_view entry(PyBytes_AS_STRING(o), size_t(PyBytes_GET_SIZE(o)));
+    if (entry.find('\0') != std::string_view::npos) return nullptr;
+    entries.emplace_back(entry);
   }
   std::vector<std::string> out = sonde::in_process_spawn_env(entries);
   PyObject* joined = PyList_New(Py_ssize_t(out.size()));

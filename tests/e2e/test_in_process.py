@@ -217,12 +217,23 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
             os.execv(argv[0], [])
         except ValueError as e:
             print("refused:", e)
+        # subprocess's env= and posix_spawn's, joined to the run by sonde's replacements.
+        import subprocess
+        for env in ({"FRUIT\\0VEGETABLE": "cabbage"}, {"FRUIT": "orange\\0VEGETABLE=cabbage"}):
+            try:
+                subprocess.run(argv, env=env)
+            except ValueError as e:
+                print("refused:", e)
+            try:
+                os.posix_spawn(argv[0], argv, env)
+            except ValueError as e:
+                print("refused:", e)
     """
     r = launch(tmp_path, script)
     plain = subprocess.run([PY, "prog.py"], cwd=tmp_path, capture_output=True, text=True,
                            env=clean_env())
     assert r.returncode == 0, r.stderr
-    assert r.stdout == plain.stdout and r.stdout.count("refused:") == 4
+    assert r.stdout == plain.stdout and r.stdout.count("refused:") == 8
     assert query(tmp_path / "prof.db", "SELECT origin, end_reason FROM processes") == [
         ("root", "exit")]
 

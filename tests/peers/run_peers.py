@@ -38,7 +38,7 @@ CPYTHON_JOBS = {
     # The classes about fds, signals, fork and exec; the others mostly start Python children
     # (0.1 s more each under sonde) to test pipes.
     "subprocess": ["test_subprocess", "-m", "POSIXProcessTestCase", "-m", "RunFuncTestCase",
-                   "-m", "MiscTests", "-i", "test_check_output_timeout"],
+                   "-m", "MiscTests", "-m", "test_invalid_env", "-i", "test_check_output_timeout"],
     "multiprocessing": ["test_multiprocessing_fork", "-m", "WithProcessesTestProcess",
                         "-m", "WithProcessesTestPool", "-m", "WithProcessesTestQueue"],
     # posix_spawn's file actions (a child whose stdin is closed: SQLite filled it under sonde)
