@@ -52,16 +52,16 @@ def test_a_host_started_with_stdin_and_stderr_closed_keeps_them_closed(db):
     # SQLite never opens a file as descriptor 0, 1 or 2: it fills a free one with /dev/null and
     # leaves it, so a host started with stdin closed had one after sonde's first flush
     # (CPython's test_posix: a posix_spawn child whose action closes fd 0). Checked after the
-    # start flush, a periodic one and an explicit one, and in a fork child.
+    # start flush and an explicit one, and in a fork child after its own; not beside a periodic
+    # flush, during which they are /dev/null (docs/reliability.md).
     code = (
-        "import errno, os, time, sonde\n"
+        "import errno, os, sonde\n"
         "def closed(fd):\n"
         "    try:\n"
         "        os.fstat(fd)\n"
         "    except OSError as e:\n"
         "        return e.errno == errno.EBADF\n"
         "    return False\n"
-        "time.sleep(0.3)\n"
         "sonde.flush()\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
@@ -70,7 +70,7 @@ def test_a_host_started_with_stdin_and_stderr_closed_keeps_them_closed(db):
         "_, status = os.waitpid(pid, 0)\n"
         "print(closed(0), closed(2), os.waitstatus_to_exitcode(status), flush=True)\n")
     r = run(["sh", "-c", 'exec /usr/bin/python3 -c "$0" <&- 2>&-', code], db,
-            SONDE_FLUSH_INTERVAL="0.1", PYTHONPATH=os.path.join(BUILD, "python"))
+            SONDE_FLUSH_INTERVAL="0", PYTHONPATH=os.path.join(BUILD, "python"))
     assert (r.returncode, r.stdout) == (0, "True True 0\n")
     assert query(db, "SELECT origin, end_reason FROM processes ORDER BY process_id") == [
         ("root", "exec"), ("exec", "exit"), ("fork", "_exit")]  # sh, then python
