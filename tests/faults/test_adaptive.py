@@ -73,7 +73,7 @@ def per_call_ns(db):
 
 
 def test_known_cost_near_full_timing(tmp_path):
-    """adaptive: sdot of 6,144 floats (~0.4 us), scaled time within 10 % of full timing"""
+    """adaptive: sdot of 6,144 floats (~0.4 us), scaled time under its run's thread time, near full timing"""
     # Wall-clock timing on a loaded machine charges other processes' time slices to whatever
     # call was running: real-time priority keeps both runs free of it, so both measure the call.
     if not fifo_available():
@@ -106,6 +106,8 @@ def test_known_cost_near_full_timing(tmp_path):
     # unit tests' (adaptive_timing_test.cpp, chosen ticks, within 2 %); this cell catches what
     # is grossly wrong on real calls: a stall scaled whole (+48 %), the machine's stalls taken
     # for the routine's tail and scaled (+12 to +17 %, all three runs of a CI run when the
-    # switch was at 1 in 1,000), a wrong scale (2x), nothing sampled.
+    # switch was at 1 in 1,000), a wrong scale (2x, or half), nothing sampled. Below, loosely:
+    # under ctest -j2 the fully timed runs read 447-531 ns (the machine's time counted in every
+    # call) where the scaled ones read 368-502.
     got = statistics.median(ns for ns, _ in scaled)
-    assert 0.85 * min(full) < got < 1.10 * max(full), (full, scaled)
+    assert 0.70 * min(full) < got < 1.10 * max(full), (full, scaled)
