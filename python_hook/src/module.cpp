@@ -260,6 +260,22 @@ bool environment_entries(PyObject* mapping, std::vector<std::string>& out) {
 PyObject* g_posix_execv = nullptr;
 PyObject* g_posix_execve = nullptr;
 
+// 'NAME=value' entries as the dict posix.execve and posix_spawn take; nullptr with the error.
+PyObject* entries_dict(const std::vector<std::string>& entries) {
+  PyObject* dict = PyDict_New();
+  for (const std::string& entry : entries) {
+    size_t eq = entry.find('=');
+    if (dict == nullptr || eq == std::string::npos || eq == 0) continue;
+    PyObject* k = PyUnicode_DecodeFSDefaultAndSize(entry.data(), Py_ssize_t(eq));
+    PyObject* v = PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1,
+                                                   Py_ssize_t(entry.size() - eq - 1));
+    if (!k || !v || PyDict_SetItem(dict, k, v) < 0) Py_CLEAR(dict);
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+  }
+  return dict;
+}
+
 // posix.NAME(*args): CPython's own exec, for the calls it refuses with its own message.
 PyObject* posix_call(const char* name, PyObject* args) {
   PyObject* own = std::strcmp(name, "execv") == 0 ? g_posix_execv : g_posix_execve;
@@ -320,22 +336,8 @@ PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env, const char*
   if (!environment_entries(env, entries)) return posix_call(refuser, args);
   std::vector<std::string> joined;
   Py_BEGIN_ALLOW_THREADS joined = sonde::in_process_exec_env(entries);  // flushes
-  Py_END_ALLOW_THREADS PyObject* dict = PyDict_New();
+  Py_END_ALLOW_THREADS PyObject* dict = entries_dict(joined);
   if (dict == nullptr) return nullptr;
-  for (const std::string& entry : joined) {
-    size_t eq = entry.find('=');
-    if (eq == std::string::npos || eq == 0) continue;
-    PyObject* k = PyUnicode_DecodeFSDefaultAndSize(entry.data(), Py_ssize_t(eq));
-    PyObject* v = PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1,
-                                                   Py_ssize_t(entry.size() - eq - 1));
-    int rc = k && v ? PyDict_SetItem(dict, k, v) : -1;
-    Py_XDECREF(k);
-    Py_XDECREF(v);
-    if (rc < 0) {
-      Py_DECREF(dict);
-      return nullptr;
-    }
-  }
   PyObject* joined_args = PyTuple_Pack(3, path, argv, dict);
   Py_DECREF(dict);
   if (joined_args == nullptr) return nullptr;
@@ -464,17 +466,7 @@ PyObject* spawn_env_list(PyObject* list) {
 PyObject* spawn_env_dict(PyObject* mapping) {
   std::vector<std::string> entries;
   if (!environment_entries(mapping, entries)) return nullptr;
-  PyObject* dict = PyDict_New();
-  for (const std::string& entry : sonde::in_process_spawn_env(entries)) {
-    size_t eq = entry.find('=');
-    if (dict == nullptr || eq == std::string::npos || eq == 0) continue;
-    PyObject* k = PyUnicode_DecodeFSDefaultAndSize(entry.data(), Py_ssize_t(eq));
-    PyObject* v = PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1,
-                                                   Py_ssize_t(entry.size() - eq - 1));
-    if (!k || !v || PyDict_SetItem(dict, k, v) < 0) Py_CLEAR(dict);
-    Py_XDECREF(k);
-    Py_XDECREF(v);
-  }
+  PyObject* dict = entries_dict(sonde::in_process_spawn_env(entries));
   if (dict == nullptr) PyErr_Clear();
   return dict;
 }

@@ -1,5 +1,7 @@
 #include "runtime/config.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -170,6 +172,14 @@ Config parse_config(EnvLookup lookup) {
   // The level must be known before the complaints are printed. A process that joins a run
   // (SONDE_RUN_ID set by its root) inherited the same values, which the root has already
   // complained about: a shell script's every command would say it again.
+  // Nor does it say anything on a stderr that is not a terminal, unless SONDE_LOG asks: the
+  // program that started it may read that stream (Python's test runner takes its worker's last
+  // line of output for its result, and got sonde's depth warning). What it would have said is
+  // in the profile's notes, which sonde report shows.
+  if (const char* level = lookup("SONDE_LOG");
+      !c.run_id.empty() && (level == nullptr || *level == '\0') && isatty(STDERR_FILENO) == 0) {
+    c.log_level = LogLevel::kQuiet;
+  }
   set_log_level(c.log_level);
   if (c.run_id.empty()) {
     for (const auto& line : complaints) warn("{}", line);

@@ -128,14 +128,6 @@ void Runtime::start() {
   pid_ = getpid();
   trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();
-  // A process that joins a run (a child, an exec'd image) says nothing on a stderr that is not
-  // a terminal, unless SONDE_LOG asks: the program that started it may read that stream (Python's
-  // test runner takes its worker's last line of output for its result, and got sonde's depth
-  // warning). What it would have said is in the profile's notes, which sonde report shows.
-  if (const char* level = std::getenv("SONDE_LOG");
-      !root && (level == nullptr || *level == '\0') && isatty(STDERR_FILENO) == 0) {
-    set_log_level(LogLevel::kQuiet);
-  }
   // Ranks of one job share a run id, so `sonde merge` can tell their files from another run's.
   RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
   run_id_ = !root ? config_.run_id : rank.job.empty() ? new_run_uuid() : job_run_uuid(rank.job);
