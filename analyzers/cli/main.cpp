@@ -7,9 +7,16 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "sonde/quiet_write.hpp"
 #include "store/schema_version.hpp"
 
 using namespace sonde::cli;
+
+namespace {
+// The last word on a failure: a stderr that is closed or a broken pipe must not turn it into an
+// abort (fmt throws there) or a death by SIGPIPE.
+void say_error(const std::string& line) { sonde::quiet_write(STDERR_FILENO, line); }
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"sonde: where the time of a deep-learning workload goes", "sonde"};
@@ -65,13 +72,13 @@ int main(int argc, char** argv) {
     return command->run();
   } catch (const sonde::analyzers::Error& e) {
     std::cout.flush();
-    fmt::print(stderr, "sonde {}: {}\n", name, e.what());
+    say_error(fmt::format("sonde {}: {}\n", name, e.what()));
     return e.exit_code();
   } catch (const std::exception& e) {
-    fmt::print(stderr, "sonde {}: internal error: {}\n", name, e.what());
+    say_error(fmt::format("sonde {}: internal error: {}\n", name, e.what()));
     return 1;
   } catch (...) {
-    fmt::print(stderr, "sonde {}: internal error\n", name);
+    say_error(fmt::format("sonde {}: internal error\n", name));
     return 1;
   }
 }

@@ -20,16 +20,25 @@
 
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
-#include "tools/executable_dir.hpp"
 #include "render/report.hpp"
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
+#include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
 #include "sonde/signals.hpp"
+#include "tools/executable_dir.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
 namespace {
+
+// sonde run's stderr and stdout are its command's: a closed descriptor or a pipe whose reader
+// has gone must not end sonde run (by SIGPIPE, or by fmt's exception when SIGPIPE is ignored)
+// and change the exit status of a command that ended well.
+template <class... A>
+void say(fmt::format_string<A...> f, A&&... args) {
+  quiet_write(STDERR_FILENO, fmt::format(f, std::forward<A>(args)...));
+}
 
 bool is_executable_file(const std::string& path) {
   struct stat st {};
@@ -167,8 +176,8 @@ bool number_in_range(const char* flag, const std::string& value, std::string_vie
   char* end = nullptr;
   double d = std::strtod(value.c_str(), &end);
   if (!value.empty() && *end == '\0' && std::isfinite(d) && option_in_range(spec, d)) return true;
-  fmt::print(stderr, "sonde run: ignoring {} {}: not {}{:g} to {:g}; using the default {}\n", flag,
-             value, spec.zero_ok ? "0 or " : "", spec.min, spec.max, spec.default_value);
+  say("sonde run: ignoring {} {}: not {}{:g} to {:g}; using the default {}\n", flag, value,
+      spec.zero_ok ? "0 or " : "", spec.min, spec.max, spec.default_value);
   return false;
 }
 
@@ -276,24 +285,21 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid
     std::string shown =
         w.alternative == 0 ? requested : alternative_output(requested, root, w.alternative);
     if (w.ended)
-      fmt::print(stderr, "sonde: profile written to {}\n", shown);
+      say("sonde: profile written to {}\n", shown);
     else
-      fmt::print(stderr,
-                 "sonde: profile written to {}, up to its last periodic flush (the final flush "
-                 "did not happen or failed)\n",
-                 shown);
+      say("sonde: profile written to {}, up to its last periodic flush (the final flush "
+          "did not happen or failed)\n",
+          shown);
     return w.alternative == 0 ? output.string()
                               : alternative_output(output.string(), root, w.alternative);
   }
   if (w.any_file) {
-    fmt::print(stderr, "sonde: warning: the profile could not be written to {} ({})\n", requested,
-               w.problem.empty() ? "no process of this run in it; see sonde's messages above"
-                                 : w.problem);
+    say("sonde: warning: the profile could not be written to {} ({})\n", requested,
+        w.problem.empty() ? "no process of this run in it; see sonde's messages above" : w.problem);
   } else if (!is_static) {  // a static command was named as such before it ran
-    fmt::print(stderr,
-               "sonde: warning: no profile was written to {} (see sonde's messages above, if "
-               "any; else a program that never loaded libsonde.so)\n",
-               requested);
+    say("sonde: warning: no profile was written to {} (see sonde's messages above, if "
+        "any; else a program that never loaded libsonde.so)\n",
+        requested);
   }
   return "";
 }
@@ -306,10 +312,10 @@ void print_report(const std::string& path, const std::string& sort) {
     RunSummary run = load_run_summary(file);
     Hotspots hotspots = compute_hotspots(file, parse_report_sort(sort));
     std::fflush(stderr);
-    fmt::print(stdout, "{}", render_report_text(run, hotspots, 0));
     std::fflush(stdout);
+    quiet_write(STDOUT_FILENO, render_report_text(run, hotspots, 0));
   } catch (const Error& e) {
-    fmt::print(stderr, "sonde: cannot print the report of {}: {}\n", path, e.what());
+    say("sonde: cannot print the report of {}: {}\n", path, e.what());
   }
 }
 
@@ -366,8 +372,9 @@ int run_command(const RunOptions& o) {
   set_environment(o, output.string(), library);
   bool is_static = statically_linked(*program);
   if (is_static)
-    fmt::print(stderr, "sonde run: {} is statically linked: LD_PRELOAD cannot reach it, so "
-               "nothing is recorded; it runs as usual\n", *program);
+    say("sonde run: {} is statically linked: LD_PRELOAD cannot reach it, so "
+        "nothing is recorded; it runs as usual\n",
+        *program);
 
   std::vector<char*> argv;
   for (const auto& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -430,8 +437,8 @@ int run_command(const RunOptions& o) {
   } else if (WIFSIGNALED(status)) {
     killed_by = WTERMSIG(status);
     code = 128 + killed_by;
-    fmt::print(stderr, "sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
-               signal_name(killed_by));
+    say("sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
+        signal_name(killed_by));
   }
   std::string written = say_what_was_written(o, output, child, since_ns, is_static);
   if (o.report_sort && !written.empty()) print_report(written, *o.report_sort);

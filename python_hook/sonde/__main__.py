@@ -11,6 +11,8 @@ that second interpreter installs the Python hook and runs the program as __main_
 import os
 import sys
 
+from ._say import flush_std, say
+
 _MARK = "SONDE_PYTHON_LAUNCHED"
 
 # cProfile's -s keys, and sonde report's own, as sonde report's --sort key.
@@ -162,7 +164,7 @@ def _cli(library):
 
 
 def _fail(message, code=1):
-    print(f"python3 -m sonde: {message}", file=sys.stderr)
+    say(f"python3 -m sonde: {message}")
     sys.exit(code)
 
 
@@ -189,7 +191,7 @@ def _launch(opts, program, kind, argv):
     try:
         _bool_from_env(IMPORTS_ENV, None)
     except ValueError as e:
-        print(f"python3 -m sonde: {e}; imports are folded (the default)", file=sys.stderr)
+        say(f"python3 -m sonde: {e}; imports are folded (the default)")
     lib, cli = _tools(program, kind)
     env = {"SONDE_LIBRARY": lib}  # sonde run preloads this one, whatever its own tree holds
     if opts.builtins:
@@ -211,8 +213,8 @@ def _launch(opts, program, kind, argv):
                 opts.paused = True  # sonde said why; the program runs as it would without it
             _run(opts, program, kind, in_process=True)
             return
-        print(f"python3 -m sonde: not in-process ({why}): starting the program again under "
-              "sonde run", file=sys.stderr)
+        say(f"python3 -m sonde: not in-process ({why}): starting the program again under "
+            "sonde run")
     env = {**os.environ, **env, _MARK: "1"}
     run = [cli, "run", "-o", opts.output]
     run += ["--force"] if opts.force else []
@@ -225,8 +227,7 @@ def _launch(opts, program, kind, argv):
     run += ["--delay", opts.delay] if opts.delay is not None else []
     run += ["--steps", opts.steps] if opts.steps is not None else []
     run += ["--step-region", opts.step_region] if opts.step_region is not None else []
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_std()
     os.execve(cli, [*run, "--", sys.executable, *_interpreter_options(), "-m", "sonde", *argv],
               env)
 
@@ -316,8 +317,7 @@ def _tune_main(argv):
     # sonde tune puts the hook's folder on PYTHONPATH for an interpreter, so every run records
     # the Python frames as under python3 -m sonde.
     command = [sys.executable, *([kind] if kind else []), *program]
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush_std()
     os.execve(cli, [*tune, "--", *command], env)
 
 
@@ -373,8 +373,7 @@ def _in_process_wanted(opts):
     try:
         return opts.in_process or _bool_from_env(IN_PROCESS_ENV, None)
     except ValueError as e:
-        print(f"python3 -m sonde: {e}; starting the program under sonde run (the default)",
-              file=sys.stderr)
+        say(f"python3 -m sonde: {e}; starting the program under sonde run (the default)")
         return False
 
 

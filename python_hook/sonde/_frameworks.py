@@ -14,6 +14,8 @@ import importlib.machinery
 import os
 import sys
 
+from ._say import say
+
 
 def _record_ranges(module):
     from . import _sonde
@@ -58,7 +60,7 @@ def _patch(module):
     try:
         PATCHES[module.__name__](module)
     except Exception as e:  # never break the program's import
-        print(f"sonde: {module.__name__} not patched: {e}", file=sys.stderr)
+        say(f"sonde: {module.__name__} not patched: {e}")
 
 
 class _PatchOnImport:

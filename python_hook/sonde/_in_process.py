@@ -13,6 +13,8 @@ intercepts is loaded already, `refusal` says why and the launcher starts again u
 import os
 import sys
 
+from ._say import say
+
 # Shared objects an interpreter loads by itself (and the extension modules of its lib-dynload):
 # none defines a function sonde intercepts, so loading sonde after them loses nothing.
 _INTERPRETER_OWN = ("ld-linux", "libc.so", "libm.so", "libz.so", "libexpat.so", "libpthread.so",
@@ -58,7 +60,7 @@ def refusal(opts):
 
 
 def _fail(message, code=1):
-    print(f"python3 -m sonde: {message}", file=sys.stderr)
+    say(f"python3 -m sonde: {message}")
     sys.exit(code)
 
 

@@ -1,8 +1,8 @@
 #include "runtime/log.hpp"
 
-#include <unistd.h>
-
 #include <string>
+
+#include "sonde/quiet_write.hpp"
 
 namespace sonde {
 
@@ -18,14 +18,7 @@ void log_write(std::string_view line) {
   out.append(line);
   out.push_back('\n');
   // write(2) directly: one syscall per line keeps lines whole between processes.
-  const char* p = out.data();
-  size_t left = out.size();
-  while (left > 0) {
-    ssize_t n = ::write(STDERR_FILENO, p, left);
-    if (n <= 0) break;
-    p += n;
-    left -= size_t(n);
-  }
+  quiet_write(STDERR_FILENO, out);
 }
 
 }  // namespace sonde

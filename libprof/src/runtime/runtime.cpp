@@ -1,10 +1,8 @@
 #include "runtime/runtime.hpp"
 
-#include "runtime/fpu_mode.hpp"
-
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,8 +23,10 @@
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
+#include "runtime/fpu_mode.hpp"
 #include "runtime/last_thread.hpp"
 #include "sonde/output_name.hpp"
+#include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
 #include "symbols/real_symbol.hpp"
 
@@ -498,7 +498,7 @@ void Runtime::say_where_written(bool ok) {
       ok ? fmt::format("sonde: profile written to {}\n", name)
          : fmt::format("sonde: profile written to {}, up to its last periodic flush (the final "
                        "flush did not happen or failed)\n", name);
-  [[maybe_unused]] auto n = write(STDERR_FILENO, line.data(), line.size());
+  quiet_write(STDERR_FILENO, line);
 }
 
 void Runtime::exit_begins() {

@@ -1,6 +1,7 @@
 // The writing side of the runtime: a flush (a snapshot of every thread, written to the store),
 // the flusher thread that runs the periodic ones and the signal-requested ones, and the
 // sampler's drains between flushes.
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -11,7 +12,6 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <dlfcn.h>
 
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
@@ -21,6 +21,7 @@
 #include "process/signals.hpp"
 #include "runtime/last_thread.hpp"
 #include "runtime/runtime.hpp"
+#include "sonde/quiet_write.hpp"
 #include "store/sqlite_db.hpp"
 
 namespace sonde {
@@ -228,7 +229,8 @@ void Runtime::flush_from_signal(int sig) {
     int n = std::snprintf(line, sizeof line, "sonde: process %d ended (_exit) before its "
                           "profile was written; its calls since the last flush are lost\n",
                           int(getpid()));
-    if (n > 0 && ::write(STDERR_FILENO, line, std::min(size_t(n), sizeof line - 1)) < 0) return;
+    if (n > 0)
+      quiet_write(STDERR_FILENO, std::string_view(line, std::min(size_t(n), sizeof line - 1)));
   }
 }
 

@@ -9,6 +9,8 @@
 
 #include <vector>
 
+#include "sonde/quiet_write.hpp"
+
 namespace sonde {
 
 namespace {
@@ -57,7 +59,8 @@ void missing_real_symbol(const char* name) {
   int n = snprintf(line, sizeof line,
                    "sonde: the program called %s, but no loaded library defines it; aborting\n",
                    name);
-  if (n > 0) (void)!write(2, line, size_t(n) < sizeof line ? size_t(n) : sizeof line - 1);
+  if (n > 0)
+    quiet_write(2, std::string_view(line, size_t(n) < sizeof line ? size_t(n) : sizeof line - 1));
   abort();
 }
 

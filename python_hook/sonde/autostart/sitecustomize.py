@@ -31,7 +31,11 @@ def _start_hook():
             import atexit
             atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's
     except Exception as e:  # never break the program being measured
-        print(f"sonde: Python hook not started in pid {os.getpid()}: {e}", file=sys.stderr)
+        if sys.stderr is not None:
+            try:
+                print(f"sonde: Python hook not started in pid {os.getpid()}: {e}", file=sys.stderr)
+            except (OSError, ValueError):
+                pass
 
 
 def _chain():
