@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import (CLI, LIB, PYTHON, Run, calls, clean_env, notes, plain, preloaded, prog,
-                      profile_whole, query, same_behaviour, secrets_absent, sonde_run)
+                      profile_whole, query, same_behaviour, secrets_absent, sonde_run,
+                      in_process)
 
 SOURCE = Path(os.environ.get("SONDE_SOURCE", Path(__file__).parents[2]))
 BUILD = Path(os.environ.get("SONDE_BUILD", ""))
@@ -259,6 +260,29 @@ def test_command_line_secrets(mode, record, db, tmp_path):
             assert "--steps 3" in c, c  # what is no secret stays
         else:
             assert "--steps" not in c, c
+
+
+FRESH_ENV_CHILDREN = """import os, subprocess, sys
+subprocess.run([sys.executable, "-c", "pass", "child-arg-b7"], env={"PATH": "/usr/bin:/bin"})
+os.spawnve(os.P_WAIT, "/bin/true", ["/bin/true", "spawnve-arg-c8"], {})
+os.waitpid(os.posix_spawn("/bin/true", ["/bin/true", "spawn-arg-d9"], {}), 0)
+"""
+
+
+@pytest.mark.parametrize("mode", ["sonde-run", "in-process"])
+def test_no_record_args_in_fresh_environments(mode, db, tmp_path):
+    """--no-record-args: children given an environment of their own keep their arguments out too"""
+    script = tmp_path / "fresh.py"
+    script.write_text(FRESH_ENV_CHILDREN)
+    if mode == "sonde-run":
+        r = sonde_run([PYTHON, str(script), "root-arg-a6"], db, args=["--no-record-args"])
+    else:
+        r = in_process(["--no-record-args", str(script), "root-arg-a6"], db)
+    assert r.rc == 0, r.err
+    profile_whole(db)
+    commands = [c for (c,) in query(db, "SELECT command FROM processes")]
+    assert len(commands) >= 4, commands  # the root and its three children
+    secrets_absent(db, ["root-arg-a6", "child-arg-b7", "spawnve-arg-c8", "spawn-arg-d9"])
 
 
 # --- children and nesting ------------------------------------------------------------------

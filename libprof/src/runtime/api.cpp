@@ -106,6 +106,7 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
   };
   int n = 0;
   bool has_preload = false, has_output = false, has_run = false, other_output = false;
+  bool has_record_args = false;
   for (char* const* e = envp; *e != nullptr; ++e) {
     if (n >= scratch_len - exec_env_extra() - 1) return envp;
     if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=")) continue;
@@ -120,12 +121,17 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
       other_output = std::strcmp(*e, rt->env_output().c_str()) != 0;
     }
     has_run |= starts(*e, "SONDE_RUN_ID=");
+    has_record_args |= starts(*e, "SONDE_RECORD_ARGS=");
     scratch[n++] = *e;
   }
   // An environment built from scratch still carries the run.
   if (!has_preload) scratch[n++] = const_cast<char*>(rt->env_preload().c_str());
   if (!has_output) scratch[n++] = const_cast<char*>(rt->env_output().c_str());
   if (!has_run && !other_output) scratch[n++] = const_cast<char*>(rt->env_run().c_str());
+  // A run told to keep its commands' arguments out (`--no-record-args`) keeps them out of the
+  // children it gives an environment of their own too.
+  if (!has_record_args && !other_output && !rt->config().record_args)
+    scratch[n++] = const_cast<char*>("SONDE_RECORD_ARGS=0");
   std::snprintf(strings.process_ref, sizeof strings.process_ref, "SONDE_PROCESS=%d:%lld",
                 int(rt->pid()), (long long)rt->process_id());
   scratch[n++] = strings.process_ref;
@@ -149,7 +155,7 @@ char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,
   return join_run(envp, scratch, scratch_len, strings, false);
 }
 
-int exec_env_extra() { return 5; }
+int exec_env_extra() { return 6; }
 
 void before_process_exit(int) {
   // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the
