@@ -373,6 +373,20 @@ def test_hot_journal(command, tmp_path, good_profile):
     assert calls(str(target), "cblas_sgemm") == 10
 
 
+@pytest.mark.parametrize("mode", ["preload", "sonde-run"])
+def test_stale_journal_beside_a_new_profile(mode, tmp_path, good_profile):
+    """a killed writer's journal left beside a removed profile: the next run's profile is whole"""
+    target = tmp_path / "prof.db"
+    hot_journal(target, good_profile)
+    target.unlink()  # `rm prof.db` after a kill -9 leaves prof.db-journal
+    cmd = [prog("exit_status"), 0]
+    r = preloaded(cmd, str(target)) if mode == "preload" else sonde_run(cmd, str(target))
+    same_behaviour(plain(cmd), r)
+    profile_whole(str(target))
+    assert calls(str(target), "cblas_sgemm") == 10
+    assert query(str(target), "SELECT COUNT(*) FROM sqlite_master WHERE name = 'filler'") == [(0,)]
+
+
 def test_hot_journal_read_only(tmp_path, good_profile):
     """a hot journal where the reader cannot write: one clear line, not 'readonly database'"""
     target = tmp_path / "prof.db"

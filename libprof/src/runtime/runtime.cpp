@@ -110,6 +110,10 @@ std::string Runtime::choose_output(std::string path, bool claim) {
     int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
       close(fd);
+      // The file is new, so a journal beside it is another file's: left by a writer of the
+      // name's last owner killed mid-flush, then the profile removed (`kill -9`, `rm prof.db`).
+      // SQLite would take it as this file's hot journal and roll its pages into the new profile.
+      for (const char* suffix : {"-journal", "-wal", "-shm"}) unlink((name + suffix).c_str());
       output_claimed_ = true;
       if (n > 0) warn("{} already exists; writing this run's profile to {}", path, name);
       return name;
