@@ -35,6 +35,12 @@ def test_fork_exec_and_threads_are_processes_and_threads_of_one_run(db):
                      "USING (thread_id) WHERE t.process_id = ? AND n.depth > 0",
                  (root[0],)) == [(3,)]
     assert {p[5] for p in by_origin["fork"]} == {"exit", "_exit", "exec"}
+    # A fork child's thread is the child's: numbered from 0 there, with its id there (the
+    # child's pid), not the forking thread's id in the parent, and so with its name.
+    for fork in by_origin["fork"]:
+        threads = query(db, "SELECT seq, tid, name FROM threads WHERE process_id = ? "
+                            "ORDER BY seq", (fork[0],))
+        assert threads[0][:2] == (0, fork[1]) and threads[0][2], threads
 
 
 def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(db):

@@ -217,6 +217,12 @@ class ThreadState {
   void record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
+  // Fork child, before its flusher starts: the forking thread is the new process's first
+  // thread, with the kernel's id for it there (the parent's tid is another thread's).
+  void renumber(uint32_t seq, pid_t tid) {
+    seq_ = seq;
+    tid_ = tid;
+  }
   // Samples the FPU control word; denormal handling matters for the advice.
   void sample_fpu();
 

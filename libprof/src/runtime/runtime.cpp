@@ -548,8 +548,10 @@ void Runtime::fork_child() {
   // Only the forking thread exists in the child; the others' states belong to the parent.
   sampler_forget_others(threads_);
   threads_.clear();
+  next_seq_ = 0;
   if (t_state != nullptr) {
     t_state->reset_counts(now);
+    t_state->renumber(next_seq_++, current_tid());
     // The parent's counter handles count the parent's threads, not this process, and are not
     // this process's to release.
     t_state->counters = 0;
