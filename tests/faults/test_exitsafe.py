@@ -4,9 +4,11 @@ once, forks, spawns and execs. A host must end as it does alone, with a whole pr
 import math
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -188,3 +190,49 @@ def test_exit_while_file_locked(db):
     # Said by the flush that failed, or by _exit when the flusher never got to it.
     assert "failed: database is locked" in err or "before its profile was written" in err, err
     profile_whole(db)
+
+
+FORK_THEN_EXIT = """import os, sys
+if sys.argv[1] == "kill":
+    os.kill(os.getpid(), 15)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.parametrize("how", ["fork-child-exit", "sigterm"])
+def test_flusher_thread_refused(how):
+    """no thread left for sonde's flusher (ulimit -u): no 3 s wait at _exit or a signal, every process and the reason in the profile"""
+    if os.geteuid() != 0 or subprocess.run(["which", "setpriv"], capture_output=True).returncode:
+        pytest.skip("needs root and setpriv to run a host under another user's RLIMIT_NPROC")
+    # pytest's own temporary folders are root's alone (0700 above them)
+    tmp_path = Path(tempfile.mkdtemp(prefix="sonde-nproc-", dir="/tmp"))
+    tmp_path.chmod(0o777)
+    try:
+        flusher_refused(how, tmp_path)
+    finally:
+        shutil.rmtree(tmp_path, ignore_errors=True)
+
+
+def flusher_refused(how, tmp_path):
+    script = tmp_path / "fork_exit.py"
+    script.write_text(FORK_THEN_EXIT)
+    db = str(tmp_path / "prof.db")
+    # nobody's processes: the shell, the host and sonde's flusher; a fork child has no room for
+    # a flusher of its own, and for the sigterm case the root gets none either.
+    limit = 3 if how == "fork-child-exit" else 1
+    arg = "kill" if how == "sigterm" else "exit"
+    def cmd(env):
+        return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "env", *env,
+                "bash", "-c", f'ulimit -u {limit}; exec "$@"', "sh", PYTHON, str(script), arg]
+    alone = plain(cmd([]))
+    profiled = plain(cmd([f"LD_PRELOAD={LIB}", f"SONDE_OUTPUT={db}"]))
+    same_behaviour(alone, profiled)
+    assert profiled.seconds < alone.seconds + 2, f"{profiled.seconds:.1f} s, {alone.seconds:.1f} alone"
+    profile_whole(db)
+    origins = [o for (o,) in query(db, "SELECT origin FROM processes ORDER BY process_id")]
+    # bash, the interpreter it became, and the fork child
+    assert origins == (["root", "exec", "fork"] if how == "fork-child-exit" else ["root", "exec"])
+    assert any("flusher thread could not be started" in n for n in notes(db))

@@ -163,6 +163,9 @@ class Runtime {
   sem_t flush_done_;
   std::atomic<int> pending_signal_{0};
   std::atomic<bool> exit_flush_started_{false};  // the flusher took the signal's request
+  // The flusher thread exists: a limit on threads (RLIMIT_NPROC, a cgroup's pids.max) may refuse
+  // it, and then nobody would serve a signal's or an _exit's request.
+  std::atomic<bool> flusher_running_{false};
   std::atomic<uint32_t> ended_unflushed_{0};
 };
 

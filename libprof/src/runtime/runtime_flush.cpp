@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
@@ -202,6 +203,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
 
 void Runtime::flush_from_signal(int sig) {
   if (t_internal || finished_) return;
+  // Without a flusher the request would wait out its 3 s for nobody; the profile has the note
+  // start_flusher wrote, and what came after the last flush is lost.
+  if (!flusher_running_.load()) return;
   exit_flush_started_.store(false);
   pending_signal_.store(sig);
   sem_post(&flush_request_);
@@ -249,8 +253,18 @@ void Runtime::start_flusher() {
   sigset_t all, saved;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &saved);
-  if (create(&thread, nullptr, body, this) == 0) pthread_detach(thread);
+  int rc = create(&thread, nullptr, body, this);
+  if (rc == 0) pthread_detach(thread);
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  flusher_running_.store(rc == 0);
+  if (rc == 0) return;
+  // Said in the profile at once, by a flush on this thread: the process may end by _exit or a
+  // signal before any other flush (a fork child under `ulimit -u` never had one).
+  add_note("flush", fmt::format("sonde's flusher thread could not be started ({}): no periodic "
+                                "flushes, and calls after the last flush are lost if this "
+                                "process ends by _exit or a signal", std::strerror(rc)),
+           true);
+  flush(FlushKind::kExplicit);
 }
 
 void Runtime::flusher_loop() {
