@@ -66,7 +66,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
   std::vector<const RoutineMetrics*> hits;
   for (const RoutineMetrics* r : phases(m)) {
     if (!looks_like_optimizer(r->name)) continue;
-    if (share(r->incl_ns, m.run_ns()) < rule.threshold) continue;
+    if (share(r->incl_ns, m.share_base_ns()) < rule.threshold) continue;
     // Low efficiency: the phase is not a GEMM in disguise (little time in FLOP-counted calls).
     if (r->blas_pct.value_or(0.0) >= 25.0) continue;
     hits.push_back(r);
@@ -85,14 +85,14 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
     double gflops = r->gflops_under.value_or(0.0), blas_pct = r->blas_pct.value_or(0.0);
     c.evidence = {{"time_s", seconds(r->incl_ns)},
-                  {"pct_run", share(r->incl_ns, m.run_ns())},
+                  {"pct_run", share(r->incl_ns, m.share_base_ns())},
                   {"calls", r->calls},
                   {"blas_time_s", seconds(r->blas_under_ns)},
                   {"blas_pct", blas_pct},
                   {"gflops", gflops}};
     c.summary = fmt::format("{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
                             "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
-                            fn, share(r->incl_ns, m.run_ns()), seconds(r->incl_ns), r->calls,
+                            fn, share(r->incl_ns, m.share_base_ns()), seconds(r->incl_ns), r->calls,
                             blas_pct, gflops);
     std::string where = fn;
     if (const LineFunction* f = lines_of(in, r->name)) {
@@ -248,13 +248,13 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
   constexpr double kPeakPct = 10.0;   // below this % of peak is "far below peak"
   std::map<std::pair<std::int64_t, std::string>, double> best;  // routine_id, dtype
   for (const auto& s : m.shapes)
-    if (s.perf.gflops && share(s.time_ns, m.run_ns()) >= kMinShare) {
+    if (s.perf.gflops && share(s.time_ns, m.share_base_ns()) >= kMinShare) {
       double& b = best[{s.routine_id, s.dtype}];
       b = std::max(b, *s.perf.gflops);
     }
   std::vector<Candidate> out;
   for (const auto& s : m.shapes) {
-    if (!s.perf.gflops || share(s.time_ns, m.run_ns()) < kMinShare) continue;
+    if (!s.perf.gflops || share(s.time_ns, m.share_base_ns()) < kMinShare) continue;
     double g = *s.perf.gflops;
     double b = best[{s.routine_id, s.dtype}];
     bool vs_best = g < rule.threshold / 100.0 * b;
@@ -268,7 +268,7 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
     c.location = fmt::format("{} {}x{}x{} at {}", s.routine, s.m, s.n, s.k, s.call_site);
     std::int64_t small = std::min({s.m, s.n, s.k});
     c.evidence = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"calls", s.calls},
-                  {"time_s", seconds(s.time_ns)}, {"pct_run", share(s.time_ns, m.run_ns())},
+                  {"time_s", seconds(s.time_ns)}, {"pct_run", share(s.time_ns, m.share_base_ns())},
                   {"gflops", g}, {"best_shape_gflops", b}};
     if (s.perf.pct_peak) c.evidence.emplace_back("pct_peak", *s.perf.pct_peak);
     if (s.perf.intensity) c.evidence.emplace_back("flops_per_byte", *s.perf.intensity);
@@ -337,7 +337,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   for (const RoutineMetrics& r : m.routines) {
     if (r.kind != "onednn" || r.name != "dnnl:reorder") continue;
-    double pct = share(r.incl_ns, m.run_ns());
+    double pct = share(r.incl_ns, m.share_base_ns());
     if (pct < rule.threshold) return {};
     Candidate c;
     c.rule = std::string(rule.id);
@@ -360,7 +360,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
 const std::array<Rule, 14> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
-     "threshold % of the run's wall time with under 25 % of its time in FLOP-counted BLAS",
+     "threshold % of the busy threads' time with under 25 % of its time in FLOP-counted BLAS",
      5.0,
      "fuse and vectorise the parameter update in {}: one pass over each parameter instead of "
      "one temporary array per numpy operation: in-place ufuncs (a *= b, np.multiply(a, b, "
@@ -370,7 +370,7 @@ const std::array<Rule, 14> kRules{{
      optimizer_update},
     {"blas-threads",
      "run_info blas.threads < available cores (affinity_cores, else cores) and FLOP-counted "
-     "BLAS/oneDNN calls take at least threshold % of the run's wall time",
+     "BLAS/oneDNN calls take at least threshold % of the busy threads' time",
      5.0,
      "let BLAS use all {} cores (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS unset "
      "or raised), or link a multi-threaded BLAS",
@@ -378,7 +378,7 @@ const std::array<Rule, 14> kRules{{
      "GEMM peak for all cores", blas_threads},
     {"framework-threads",
      "run_info torch.num_threads < available cores and oneDNN calls that ran on fewer threads "
-     "than the cores take at least threshold % of the run's wall time",
+     "than the cores take at least threshold % of the busy threads' time",
      5.0,
      "give torch's intra-op pool all {} cores: torch.set_num_threads({}) (or stop lowering it: "
      "the program's own torch.set_num_threads or OMP_NUM_THREADS); oneDNN's convolutions and "
@@ -415,7 +415,7 @@ const std::array<Rule, 14> kRules{{
      "0 (unknown until that time is measured)", unmeasured},
     {"onednn-reorder",
      "oneDNN's reorders (dnnl:reorder: copies of a tensor into another memory layout) take at "
-     "least threshold % of the run's wall time",
+     "least threshold % of the busy threads' time",
      5.0,
      "keep tensors in the layout the convolutions use: channels-last in PyTorch "
      "(model.to(memory_format=torch.channels_last) and the inputs too), and for inference "
@@ -424,23 +424,23 @@ const std::array<Rule, 14> kRules{{
      onednn_reorder},
     {"gpu-copies",
      "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
-     "memcpy activity time) take at least threshold % of the run's wall time",
+     "memcpy activity time) take at least threshold % of the busy threads' time",
      5.0,
      "keep tensors on the device between steps, copy from pinned memory (cudaMallocHost, "
      "DataLoader(pin_memory=True)) with asynchronous copies that overlap compute, and batch "
      "small copies",
      "0.5 x copy time (what overlapping or removing copies typically hides)", gpu_copies},
     {"gpu-sync",
-     "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the run's "
-     "wall time: the host waits for the GPU instead of queueing work",
+     "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the busy "
+     "threads' time: the host waits for the GPU instead of queueing work",
      5.0,
      "remove per-step host synchronisation (loss.item(), .cpu(), printing tensors, "
      "cudaDeviceSynchronize in the loop); synchronise with events on streams, and read metrics "
      "every N steps",
      "0.5 x synchronisation time", gpu_syncs},
     {"gpu-launches",
-     "CPU time in kernel launch calls (names with Launch) is at least threshold % of the run's "
-     "wall time",
+     "CPU time in kernel launch calls (names with Launch) is at least threshold % of the busy "
+     "threads' time",
      5.0,
      "launch fewer, larger kernels: fuse elementwise operations (torch.compile, fused "
      "optimizers), capture the step in a CUDA graph, or enlarge the batch",

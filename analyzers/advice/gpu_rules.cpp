@@ -13,7 +13,7 @@ using namespace rules_detail;
 
 std::vector<Candidate> gpu_copies(const AdviceInput& in, const Rule& rule) {
   const GpuSummary& g = in.gpu;
-  std::int64_t run = in.metrics.run_ns();
+  std::int64_t run = in.metrics.share_base_ns();
   // The CPU side says how long the program waited for its copies; without a CUDA API profile
   // the device's copy time is the next best figure.
   bool api = g.copies.calls > 0;
@@ -41,7 +41,7 @@ std::vector<Candidate> gpu_copies(const AdviceInput& in, const Rule& rule) {
 
 std::vector<Candidate> gpu_syncs(const AdviceInput& in, const Rule& rule) {
   const ApiTotals& s = in.gpu.syncs;
-  std::int64_t run = in.metrics.run_ns();
+  std::int64_t run = in.metrics.share_base_ns();
   if (s.time_ns <= 0 || share(s.time_ns, run) < rule.threshold) return {};
   Candidate c;
   c.rule = std::string(rule.id);
@@ -62,7 +62,7 @@ std::vector<Candidate> gpu_syncs(const AdviceInput& in, const Rule& rule) {
 std::vector<Candidate> gpu_launches(const AdviceInput& in, const Rule& rule) {
   const GpuSummary& g = in.gpu;
   const ApiTotals& l = g.launches;
-  std::int64_t run = in.metrics.run_ns();
+  std::int64_t run = in.metrics.share_base_ns();
   if (l.time_ns <= 0 || share(l.time_ns, run) < rule.threshold) return {};
   Candidate c;
   c.rule = std::string(rule.id);

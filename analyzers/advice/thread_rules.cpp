@@ -64,7 +64,7 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   auto cores = m.facts.available_cores();
   if (!threads || !cores || *threads >= *cores) return {};
   GemmTotals g = gemm_totals(m);
-  double pct = share(g.time_ns, m.run_ns());
+  double pct = share(g.time_ns, m.share_base_ns());
   if (g.time_ns <= 0 || pct < rule.threshold) return {};
   Candidate c;
   c.rule = std::string(rule.id);
@@ -118,7 +118,7 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
     g.flops += s.flops;
     dtype_time[s.dtype] += static_cast<double>(s.time_ns);
   }
-  double pct = share(g.time_ns, m.run_ns());
+  double pct = share(g.time_ns, m.share_base_ns());
   if (g.time_ns <= 0 || pct < rule.threshold) return {};
   g.dtype = std::max_element(dtype_time.begin(), dtype_time.end(),
                              [](const auto& a, const auto& b) { return a.second < b.second; })

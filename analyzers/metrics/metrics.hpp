@@ -98,9 +98,12 @@ struct Metrics {
   std::vector<RoutineMetrics> routines;  // by inclusive time, largest first; roots left out
   std::vector<ShapeMetrics> shapes;      // by time, largest first
 
-  // What "share of the run" is measured against: the wall time, else the threads' total (idle
-  // library worker threads would otherwise dilute every share).
+  // The run's duration (the iteration breakdown's whole): the wall time, else the threads' total.
   std::int64_t run_ns() const { return wall_ns > 0 ? wall_ns : total_ns; }
+  // What a candidate's "% of the run" is of: the busy threads' time, the 100 % of `sonde
+  // report`'s %Time (run_totals.thread_s). Its numerators are summed over threads and processes
+  // too, so no share passes 100 %; against the wall time a GEMM on 4 processes took 203.8 %.
+  std::int64_t share_base_ns() const { return total_ns > 0 ? total_ns : wall_ns; }
 };
 
 RunFacts load_run_facts(const ProfileFile& file);

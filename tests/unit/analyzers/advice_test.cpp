@@ -355,11 +355,12 @@ TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {
   EXPECT_DOUBLE_EQ(number(c[0], "n"), 10);
   EXPECT_DOUBLE_EQ(number(c[0], "gflops"), 1.0);
   EXPECT_DOUBLE_EQ(number(c[0], "best_shape_gflops"), 2.5);
-  // Its share names its denominator: the run's wall time (here 20 s, the busy thread's 10 s).
+  // Its share is of the busy threads' time, `sonde report`'s 100 % (here the busy thread's 10 s),
+  // whatever the wall time (20 s): the numerators are summed over threads and processes too.
   sql("UPDATE processes SET ended_ns = started_ns + 20000000000;");
   c = of_rule(candidates(), "gemm-shape");
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_DOUBLE_EQ(number(c[0], "pct_run"), 2.5);
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_run"), 5.0);
   EXPECT_THROW(number(c[0], "pct_total"), std::runtime_error);
   sql("UPDATE processes SET ended_ns = started_ns + 10000000000;");
   // Equal rates: nothing below the best shape, and 40 % / 100 % of peak is not far below.
