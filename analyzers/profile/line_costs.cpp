@@ -11,6 +11,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "sonde/source_fingerprint.hpp"
+
 namespace sonde::analyzers {
 namespace {
 
@@ -87,6 +89,23 @@ LineCosts compute_line_costs(const ProfileFile& file, std::string_view pattern) 
                             file.path(), pattern, fmt::join(names, ", ")));
   }
 
+  // The fingerprints the profiled processes took of their sources: a file is read only when it
+  // still has one (a profile from elsewhere may name any file of this machine).
+  std::unordered_map<std::string, std::string> fingerprints;
+  {
+    auto st = file.prepare("SELECT substr(key, ?), value FROM run_info WHERE key >= ? AND key < ?");
+    std::string prefix = kSourceFingerprintKey;
+    st.bind(1, static_cast<std::int64_t>(prefix.size() + 1));
+    st.bind(2, prefix);
+    st.bind(3, prefix.substr(0, prefix.size() - 1) + char(prefix.back() + 1));
+    while (st.step()) fingerprints.emplace(st.text(0), st.text(1));
+  }
+  auto verified_source = [&](const std::string& path) {
+    auto recorded = fingerprints.find(path);
+    if (recorded == fingerprints.end() || source_fingerprint(path) != recorded->second)
+      return std::vector<std::string>{};
+    return read_source_lines(path);
+  };
   std::unordered_map<std::string, std::vector<std::string>> sources;
   LineCosts costs;
   for (const auto& [key, lines] : by_function) {
@@ -98,7 +117,8 @@ LineCosts compute_line_costs(const ProfileFile& file, std::string_view pattern) 
     f.first_line = first_line;
     for (const auto& [line, sums] : lines) f.total_ns += sums.time_ns;
     auto src = sources.find(path);
-    if (src == sources.end()) src = sources.emplace(path, read_source_lines(path)).first;
+    if (src == sources.end()) src = sources.emplace(path, verified_source(path)).first;
+    f.source_shown = !src->second.empty();
     std::int64_t from = lines.begin()->first;
     if (first_line > 0) from = std::min(from, first_line);
     std::int64_t to = lines.rbegin()->first;

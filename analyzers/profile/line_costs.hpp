@@ -29,6 +29,9 @@ struct LineFunction {
   std::int64_t first_line = 0;
   std::int64_t total_ns = 0;  // sum of its lines' time: the function's 100 %
   std::vector<LineRow> lines;  // every line from the first line up to the last recorded one
+  // The file's text is shown only while it is the one profiled (its fingerprint, run_info
+  // source.fnv1a64:PATH): false when it is gone, changed, or never fingerprinted.
+  bool source_shown = false;
 };
 
 struct LineCosts {

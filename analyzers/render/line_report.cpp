@@ -35,6 +35,8 @@ std::string render_line_report_text(const LineCosts& costs) {
     out += fmt::format("Function: {} at {}:{}  Total time: {:.3f} s\n\n", visible(f.function),
                        visible(f.file.empty() ? f.name : f.file), f.first_line,
                        static_cast<double>(f.total_ns) / 1e9);
+    if (!f.source_shown)
+      out += "(source not shown: the file is gone, or is not the one profiled)\n\n";
     std::vector<std::array<std::string, 5>> cells;
     std::array<std::size_t, 5> width{};
     for (int c = 0; c < 5; ++c) width[c] = std::string_view(kTitles[c]).size();

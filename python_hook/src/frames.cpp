@@ -7,10 +7,12 @@
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "code_table.hpp"
 #include "sonde/probe.hpp"
+#include "sonde/source_fingerprint.hpp"
 
 namespace sonde::python {
 
@@ -97,6 +99,16 @@ bool is_machinery(PyCodeObject* code) {
           std::memcmp(data + n - (sizeof(kFinder) - 1), kFinder, sizeof(kFinder) - 1) == 0);
 }
 
+// Once per file whose lines are timed (under the GIL): readers show those lines' text only from
+// a file with this fingerprint (sonde/source_fingerprint.hpp).
+void fingerprint_source(const std::string& file) {
+  static std::unordered_set<std::string> done;
+  if (!done.insert(file).second) return;
+  std::string fingerprint = source_fingerprint(file);
+  if (!fingerprint.empty())
+    set_run_fact((kSourceFingerprintKey + file).c_str(), fingerprint.c_str());
+}
+
 bool wants_lines(PyCodeObject* code) {
   if (g_line_patterns.empty()) return false;
   std::string name = utf8(code->co_name), qualname = utf8(code->co_qualname);
@@ -127,6 +139,7 @@ CodeInfo code_info(PyCodeObject* code) {
       register_routine({name.c_str(), "python", library, file.c_str(), code->co_firstlineno}),
       wants_lines(code), false};
   code_table_insert(code, (uintptr_t(info.id) + 1) << 2 | info.lines);
+  if (info.lines) fingerprint_source(file);
   return info;
 }
 

@@ -8,6 +8,7 @@
 
 #include "fixture.hpp"
 #include "render/line_report.hpp"
+#include "sonde/source_fingerprint.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -47,6 +48,10 @@ INSERT INTO line_costs (thread_id, routine_id, line, hits, time_ns) VALUES
   (2, 8, 12, 3, 6000000),
   (1, 9, 6, 1, 1000000);
 )sql");
+    // What the Python hook writes for each file whose lines it times.
+    test::exec_sql(path_, "INSERT INTO run_info (run_id, process_id, key, value) VALUES (1, 1, '" +
+                              std::string(kSourceFingerprintKey) + source_ + "', '" +
+                              source_fingerprint(source_) + "');");
   }
   std::string source_;
 };
@@ -100,6 +105,26 @@ TEST_F(LineReportTest, MergesThreadsAndComputesShares) {
   EXPECT_DOUBLE_EQ(gpu.lines[1].pct, 100.0);
   EXPECT_EQ(gpu.lines[0].contents, "");
   EXPECT_EQ(gpu.lines[1].contents, "");
+}
+
+// A profile names its sources by path: one from elsewhere may name any file of the reader's (a
+// credentials file, with rows for its lines). Text is shown only from the file profiled.
+TEST_F(LineReportTest, SourceShownOnlyFromTheFileProfiled) {
+  ProfileFile file = ProfileFile::open(path_);
+  EXPECT_TRUE(compute_line_costs(file).functions[0].source_shown);
+  std::ofstream(source_, std::ios::app) << "# edited after the run\n";
+  LineCosts edited = compute_line_costs(file);
+  EXPECT_FALSE(edited.functions[0].source_shown);
+  for (const LineRow& r : edited.functions[0].lines) EXPECT_EQ(r.contents, "");
+  EXPECT_NE(render_line_report_text(edited).find("(source not shown"), std::string::npos);
+  // A file never fingerprinted (a secret named by a crafted profile) is not read at all.
+  std::string secret = (dir_.path / "credentials").string();
+  std::ofstream(secret) << "aws_secret_access_key = s3cr3t\n";
+  test::exec_sql(path_, "UPDATE routines SET file = '" + secret + "', line = 1 WHERE routine_id = 7;"
+                        "DELETE FROM line_costs WHERE routine_id = 7;"
+                        "INSERT INTO line_costs VALUES (1, 7, 1, 1, 9000000);");
+  std::string text = render_line_report_text(compute_line_costs(file));
+  EXPECT_EQ(text.find("s3cr3t"), std::string::npos) << text;
 }
 
 TEST_F(LineReportTest, PatternOnFunctionPartOrWholeName) {
