@@ -123,3 +123,27 @@ def test_many_short_threads_are_all_recorded_after_their_states_are_freed(db):
     assert query(db, "SELECT COUNT(*) FROM threads t JOIN nodes n USING (thread_id) "
                      "WHERE n.depth > 0") == [(1501,)]
     assert integrity_ok(db)
+
+
+def test_children_of_a_process_that_had_not_flushed_yet_are_linked_to_it(db):
+    # A fork child has no row id until its first flush: its own fork and spawn children were
+    # written with no parent (a daemon's double fork, a DataLoader worker's subprocess).
+    code = ("import os, subprocess\n"
+            "pid = os.fork()\n"
+            "if pid == 0:\n"
+            "    grandchild = os.fork()\n"
+            "    if grandchild == 0:\n"
+            "        os._exit(0)\n"
+            "    os.waitpid(grandchild, 0)\n"
+            "    subprocess.run(['/bin/true'])\n"
+            "    os._exit(0)\n"
+            "os.waitpid(pid, 0)\n")
+    r = run(["/usr/bin/python3", "-c", code], db)
+    assert r.returncode == 0, r.stderr
+    rows = query(db, "SELECT process_id, pid, ppid, origin, parent_process_id FROM processes "
+                     "ORDER BY process_id")
+    assert sorted(row[3] for row in rows) == ["child", "fork", "fork", "root"]
+    by_id = {row[0]: row for row in rows}
+    for row in rows:
+        if row[3] != "root":
+            assert row[4] in by_id and by_id[row[4]][1] == row[2], rows  # its parent's row

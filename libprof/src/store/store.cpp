@@ -194,15 +194,29 @@ bool Store::write_run(Database& db, const RunInfo& r, std::string& error) {
 bool Store::write_process(Database& db, const ProcessInfo& p, std::string& error) {
   if (process_id_ != 0) return true;
   sqlite3* h = db.handle();
+  // A parent that had not flushed when it forked or spawned this process had no row id to pass
+  // (its first flush gives it one): a fork child's fork child, a daemon's double fork. Whichever
+  // of the two writes second links them: this row takes the newest of the run's rows with its
+  // parent's pid started before it, and claims the rows of children that started after it and
+  // found none.
   Statement ins(h,
                 "INSERT INTO processes (run_id, pid, ppid, origin, parent_process_id, "
-                "command, started_ns) VALUES (?,?,?,?,?,?,?)");
-  if (!check_prepared({&ins}, db, error)) return false;
+                "command, started_ns) VALUES (?1, ?2, ?3, ?4, COALESCE(?5, CASE WHEN ?8 THEN "
+                "(SELECT process_id FROM processes WHERE run_id = ?1 AND pid = ?3 AND "
+                "started_ns <= ?7 ORDER BY process_id DESC LIMIT 1) END), ?6, ?7)");
+  Statement adopt(h,
+                  "UPDATE processes SET parent_process_id = ?1 WHERE run_id = ?2 AND ppid = ?3 "
+                  "AND parent_process_id IS NULL AND origin IN ('fork', 'child') AND "
+                  "started_ns >= ?4 AND process_id <> ?1");
+  if (!check_prepared({&ins, &adopt}, db, error)) return false;
+  bool has_parent_here = p.origin == "fork" || p.origin == "child";
   ins.bind(1, run_id_).bind(2, int64_t(p.pid)).bind(3, int64_t(p.ppid)).bind(4, p.origin);
   if (p.parent_process_id > 0) ins.bind(5, p.parent_process_id); else ins.bind_null(5);
-  ins.bind(6, p.command).bind(7, p.started_ns);
+  ins.bind(6, p.command).bind(7, p.started_ns).bind(8, int64_t(has_parent_here));
   SONDE_STEP(ins, "recording the process");
   process_id_ = sqlite3_last_insert_rowid(h);
+  adopt.bind(1, process_id_).bind(2, run_id_).bind(3, int64_t(p.pid)).bind(4, p.started_ns);
+  SONDE_STEP(adopt, "linking the process's children");
   threads_.clear();
   return true;
 }
