@@ -13,6 +13,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <link.h>
+#include <sys/resource.h>
 
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
@@ -31,6 +33,34 @@ namespace {
 constexpr double kOrphanPoll = 0.05;  // s
 // s: as long as a writer waits for the others of its run (store/sqlite_db.hpp), and a little more.
 constexpr time_t kExitFlushWait = kWriterWaitMaxS + 5;
+
+// Whether a process that intercepted nothing looks like one that should have: a library sonde
+// wraps is loaded (yet no call reached it: RTLD_DEEPBIND, a static copy beside it), or it spent
+// half a second of CPU (a statically linked BLAS shows no library at all). Launchers, shells,
+// multiprocessing's resource tracker and forkserver, `timeout`: none of these.
+bool looks_numeric() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  double cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  if (cpu_s >= 0.5) return true;
+  bool found = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const char* base = std::strrchr(info->dlpi_name, '/');
+        base = base != nullptr ? base + 1 : info->dlpi_name;
+        for (const char* lib : {"blas", "mkl_", "dnnl", "cudart", "libcuda.", "cudnn", "nccl",
+                                "libmpi"}) {
+          if (std::strstr(base, lib) != nullptr && std::strstr(base, "libsonde") == nullptr) {
+            *static_cast<bool*>(out) = true;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &found);
+  return found;
+}
 }  // namespace
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
@@ -123,7 +153,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     }
     measured_seen_ = measured > 0;
   }
-  if (final && !measured_seen_) {
+  if (final && !measured_seen_ && looks_numeric()) {
     // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
     add_note("no-calls",
              "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
