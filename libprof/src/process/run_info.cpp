@@ -28,13 +28,15 @@ bool name_looks_secret(std::string_view name) {
 
 // scheme://user:password@host keeps the user and host, not the password; scheme://token@host
 // (how access tokens ride in git URLs) keeps only the host.
+// The user part ends at the authority's last '@' (a password may hold '@' itself).
 std::string redact_url_password(std::string word) {
   size_t scheme = word.find("://");
   if (scheme == std::string::npos) return word;
   size_t start = scheme + 3;
-  size_t at = word.find('@', start);
-  size_t slash = word.find('/', start);
-  if (at == std::string::npos || (slash != std::string::npos && slash < at)) return word;
+  size_t authority_end = word.find_first_of("/?#", start);
+  if (authority_end == std::string::npos) authority_end = word.size();
+  size_t at = word.rfind('@', authority_end - 1);
+  if (at == std::string::npos || at < start) return word;
   size_t colon = word.find(':', start);
   if (colon == std::string::npos || colon > at) {
     return word.substr(0, start) + "<redacted>" + word.substr(at);
@@ -55,33 +57,85 @@ bool argument_name_looks_secret(std::string_view name) {
 }
 
 // Where a name ends and its value starts inside one word: `--name=value`, `--name value` (one
-// quoted argument), `Authorization: Bearer x` (a header). npos when the word has no value.
-size_t value_separator(const std::string& word) {
+// quoted argument), `Authorization: Bearer x` (a header), `--name:value` (an option's colon
+// form). npos when the word has no value.
+size_t value_separator(std::string_view word) {
   size_t eq = word.find('=');
   size_t space = word.find(' ');
   size_t colon = word.find(": ");
-  return std::min({eq, space, colon});
+  size_t option_colon = !word.empty() && word[0] == '-' ? word.find(':') : std::string_view::npos;
+  return std::min({eq, space, colon, option_colon});
+}
+
+size_t value_start(std::string_view word, size_t sep) {
+  return word.compare(sep, 2, ": ") == 0 ? sep + 2 : sep + 1;
+}
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+}
+
+// Quoted values given to secret-looking names inside one argument: `API_KEY = 'sk-...'` in the
+// code of `python3 -c`, `"password": "x"` in a JSON option.
+std::string redact_quoted_assignments(std::string word) {
+  for (size_t i = 0; i < word.size();) {
+    if (!is_name_char(word[i])) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < word.size() && is_name_char(word[i])) ++i;
+    std::string name = word.substr(start, i - start);
+    size_t j = i;
+    if (j < word.size() && (word[j] == '\'' || word[j] == '"')) ++j;  // a quoted key's end
+    while (j < word.size() && word[j] == ' ') ++j;
+    if (j >= word.size() || (word[j] != '=' && word[j] != ':')) continue;
+    ++j;
+    while (j < word.size() && word[j] == ' ') ++j;
+    if (j >= word.size() || (word[j] != '\'' && word[j] != '"')) continue;
+    size_t end = word.find(word[j], j + 1);
+    if (end == std::string::npos) end = word.size();
+    if (!name_looks_secret(name)) continue;
+    word.replace(j + 1, end - j - 1, "<redacted>");
+    i = j + 1 + std::string_view("<redacted>").size() + 1;
+  }
+  return word;
 }
 }  // namespace
 
 std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
   std::string out;
   bool value_follows = false;  // the previous word was a secret-looking option without a value
+  bool user_follows = false;   // the previous word was curl's -u/--user: user:password
   for (size_t i = 0; i < argv.size() && (with_args || i == 0); ++i) {
     std::string word = argv[i];
     if (i > 0) {
       size_t sep = value_separator(word);
       std::string_view name = std::string_view(word).substr(0, sep);
-      if (value_follows && word.rfind("--", 0) != 0) {
+      if (user_follows && word.find(':') != std::string::npos) {
+        word = word.substr(0, word.find(':') + 1) + "<redacted>";
+        user_follows = false;
+      } else if (value_follows && word.rfind("--", 0) != 0) {
         word = "<redacted>";
         value_follows = false;
       } else if (sep != std::string::npos && argument_name_looks_secret(name)) {
-        size_t value = word[sep] == ':' ? sep + 2 : sep + 1;
-        word = word.substr(0, value) + "<redacted>";
+        word = word.substr(0, value_start(word, sep)) + "<redacted>";
         value_follows = false;
       } else {
         value_follows = word.size() > 1 && word[0] == '-' && argument_name_looks_secret(name);
+        // A name=value inside the value: `--env=AWS_SECRET_ACCESS_KEY=x`, `-H=X-Api-Key: x`.
+        if (sep != std::string::npos) {
+          size_t inner = value_start(word, sep);
+          std::string_view value = std::string_view(word).substr(inner);
+          size_t inner_sep = value_separator(value);
+          if (inner_sep != std::string::npos &&
+              argument_name_looks_secret(value.substr(0, inner_sep))) {
+            word = word.substr(0, inner + value_start(value, inner_sep)) + "<redacted>";
+          }
+        }
+        word = redact_quoted_assignments(word);
       }
+      user_follows = argv[i] == "-u" || argv[i] == "--user";
     }
     if (!out.empty()) out += ' ';
     out += i > 0 ? redact_url_password(word) : word;

@@ -88,6 +88,27 @@ TEST(RunInfo, SecretsInsideOneArgumentHeadersAndTokenUrlsAreRedacted) {
             "git clone https://<redacted>@github.com/a/b");
 }
 
+// The second red-team run's forms: a password holding '@', a name=value inside a value, a
+// header given as an option's value, an option's colon form, curl's user:password, and quoted
+// values in the code of `python3 -c`.
+TEST(RunInfo, NestedColonAndQuotedSecretsAreRedacted) {
+  EXPECT_EQ(redact_arguments({"x", "https://u:p1_AA@ss_BB@host/x?a=b@c"}, true),
+            "x https://u:<redacted>@host/x?a=b@c");
+  EXPECT_EQ(redact_arguments({"x", "--env=AWS_SECRET_ACCESS_KEY=eq_QQ", "--header=X-Api-Key: hk",
+                              "--env=PATH=/bin"},
+                             true),
+            "x --env=AWS_SECRET_ACCESS_KEY=<redacted> --header=X-Api-Key: <redacted> "
+            "--env=PATH=/bin");
+  EXPECT_EQ(redact_arguments({"curl", "--password:colonpw", "-u", "me:curlpw", "-o", "out"}, true),
+            "curl --password:<redacted> -u me:<redacted> -o out");
+  EXPECT_EQ(redact_arguments({"python3", "-c",
+                              "import numpy; API_KEY='sk-mid'; password = \"pw\"; n = 'keep'; "
+                              "d = {'token': 'tk'}; ok = key == 'k'"},
+                             true),
+            "python3 -c import numpy; API_KEY='<redacted>'; password = \"<redacted>\"; "
+            "n = 'keep'; d = {'token': '<redacted>'}; ok = key == 'k'");
+}
+
 TEST(RunInfo, SecretLookingNames) {
   for (const char* name : {"token", "MY_SECRET", "apikey", "db-passwd", "Credentials", "OAUTH"})
     EXPECT_TRUE(name_looks_secret(name)) << name;
