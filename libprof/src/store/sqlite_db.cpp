@@ -119,31 +119,43 @@ Database& Database::operator=(Database&& other) noexcept {
 
 namespace {
 
-// Descriptors 0-2 that are closed now, as bits.
-unsigned closed_std_fds() {
-  unsigned closed = 0;
-  for (int fd = 0; fd <= 2; ++fd) {
-    if (fcntl(fd, F_GETFD) == -1 && errno == EBADF) closed |= 1u << fd;
-  }
-  return closed;
-}
-
 // SQLite's unix VFS never takes descriptor 0, 1 or 2 for a file: where one is free it opens
 // /dev/null into it and leaves it there, so a host started with stdin closed (`<&-`, a
 // posix_spawn action closing 0) found a stdin after sonde's first flush (CPython's test_posix
-// caught it). Those it filled go again when the connection closes; one the host opened in the
-// meantime is not /dev/null read-only, and stays.
-void close_filled_std_fds(unsigned were_closed) {
-  struct stat null_st {};
-  if (were_closed == 0 || ::stat("/dev/null", &null_st) != 0) return;
+// caught it). sonde fills the free ones itself before SQLite opens anything, with /dev/null
+// opened in a way no program opens its stdin (non-blocking, append, read-only), and empties at
+// the connection's close only the slots that still hold that: a stdin the host re-attached to
+// /dev/null in the meantime (`close(0); open("/dev/null")`) is its own, and stays.
+constexpr int kFillFlags = O_RDONLY | O_NONBLOCK | O_APPEND;
+
+unsigned fill_std_fds() {
+  unsigned filled = 0;
   for (int fd = 0; fd <= 2; ++fd) {
-    if ((were_closed & (1u << fd)) == 0) continue;
-    struct stat st {};
-    int flags = fcntl(fd, F_GETFL);
-    if (flags != -1 && (flags & O_ACCMODE) == O_RDONLY && fstat(fd, &st) == 0 &&
-        S_ISCHR(st.st_mode) && st.st_rdev == null_st.st_rdev) {
-      ::close(fd);
+    if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    int got = ::open("/dev/null", kFillFlags | O_CLOEXEC | O_NOCTTY);
+    if (got == fd) {
+      filled |= 1u << fd;
+    } else if (got > 2) {
+      ::close(got);  // the host took the slot meanwhile
+    } else if (got >= 0) {
+      filled |= 1u << got;  // a lower one the host closed meanwhile: ours too
     }
+  }
+  return filled;
+}
+
+bool is_our_fill(int fd, dev_t null_rdev) {
+  struct stat st {};
+  int flags = fcntl(fd, F_GETFL);
+  return flags != -1 && (flags & (O_ACCMODE | O_NONBLOCK | O_APPEND)) == kFillFlags &&
+         fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == null_rdev;
+}
+
+void close_filled_std_fds(unsigned filled) {
+  struct stat null_st {};
+  if (filled == 0 || ::stat("/dev/null", &null_st) != 0) return;
+  for (int fd = 0; fd <= 2; ++fd) {
+    if ((filled & (1u << fd)) != 0 && is_our_fill(fd, null_st.st_rdev)) ::close(fd);
   }
 }
 
@@ -194,7 +206,7 @@ int Statement::step() {
 }
 
 bool Database::open(const std::string& path, bool create, std::string& error, bool uris) {
-  closed_std_fds_ = closed_std_fds();
+  closed_std_fds_ = fill_std_fds();
   // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0) |
               (uris ? SQLITE_OPEN_URI : 0);
@@ -216,7 +228,7 @@ bool Database::open(const std::string& path, bool create, std::string& error, bo
 
 int Database::open_readonly(const std::string& path, int busy_ms) {
   close();
-  closed_std_fds_ = closed_std_fds();
+  closed_std_fds_ = fill_std_fds();
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
   if (db_ == nullptr) return rc == SQLITE_OK ? SQLITE_NOMEM : rc;
   sqlite3_busy_timeout(db_, busy_ms);

@@ -2,7 +2,9 @@
 // file keeps changing it waits, past the stall limit; once nothing changes it gives up.
 #include "store/sqlite_db.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -99,6 +101,35 @@ TEST_F(WriterWaitTest, GivesUpAtTheLimitHoweverTheOthersMove) {
   } else {
     EXPECT_LT(s, 1.0);
   }
+}
+
+// A free descriptor 0-2 is filled for the connection's life and emptied at its close, unless the
+// host put a file of its own there meanwhile: a stdin re-attached to /dev/null the usual way
+// (close(0), open) during a periodic flush was closed under the host.
+TEST(StdDescriptors, FilledForTheConnectionAndOnlyOursEmptied) {
+  test::TempDir dir;
+  int saved = ::dup(0);
+  ASSERT_GE(saved, 0);
+  auto closed = [](int fd) { return fcntl(fd, F_GETFD) == -1 && errno == EBADF; };
+  std::string error;
+  {
+    ::close(0);
+    Database db;
+    ASSERT_TRUE(db.open(dir.file("a.db"), true, error)) << error;
+    EXPECT_FALSE(closed(0));  // taken while the connection lives: SQLite never gets it
+    db.close();
+    EXPECT_TRUE(closed(0));   // the host's stdin is closed again, as it was
+  }
+  {
+    Database db;
+    ASSERT_TRUE(db.open(dir.file("b.db"), true, error)) << error;
+    ::close(0);  // the host, in another thread, re-attaches its stdin
+    ASSERT_EQ(::open("/dev/null", O_RDONLY), 0);
+    db.close();
+    EXPECT_FALSE(closed(0));  // its own: it stays
+  }
+  ::dup2(saved, 0);
+  ::close(saved);
 }
 
 }  // namespace
