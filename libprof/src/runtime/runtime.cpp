@@ -28,6 +28,7 @@
 #include "sonde/output_name.hpp"
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
+#include "store/fd_guard.hpp"
 #include "symbols/real_symbol.hpp"
 
 namespace sonde {
@@ -177,6 +178,7 @@ void Runtime::start() {
     return;
   }
   std::string error;
+  install_fd_guard();  // before sonde's first connection: its files are never the host's
   if (!store_.prepare(output_, error, output_claimed_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.

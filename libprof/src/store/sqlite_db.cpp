@@ -2,12 +2,14 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+
+#include "store/fd_guard.hpp"
 
 namespace sonde {
 
@@ -101,9 +103,13 @@ bool xfsz_pending() {
 Database::Database() = default;
 Database::~Database() { close(); }
 Database::Database(Database&& other) noexcept
-    : db_(other.db_), wait_(std::move(other.wait_)), closed_std_fds_(other.closed_std_fds_) {
+    : db_(other.db_),
+      wait_(std::move(other.wait_)),
+      closed_std_fds_(other.closed_std_fds_),
+      guarding_(other.guarding_) {
   other.db_ = nullptr;
   other.closed_std_fds_ = 0;
+  other.guarding_ = false;
 }
 Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {
@@ -111,8 +117,10 @@ Database& Database::operator=(Database&& other) noexcept {
     db_ = other.db_;
     wait_ = std::move(other.wait_);
     closed_std_fds_ = other.closed_std_fds_;
+    guarding_ = other.guarding_;
     other.db_ = nullptr;
     other.closed_std_fds_ = 0;
+    other.guarding_ = false;
   }
   return *this;
 }
@@ -207,6 +215,8 @@ int Statement::step() {
 
 bool Database::open(const std::string& path, bool create, std::string& error, bool uris) {
   closed_std_fds_ = fill_std_fds();
+  if (!guarding_) begin_guarded_opens();  // the journal opens later, in the writes: to close()
+  guarding_ = true;
   // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (create ? SQLITE_OPEN_CREATE : 0) |
               (uris ? SQLITE_OPEN_URI : 0);
@@ -247,6 +257,8 @@ void Database::close() {
   db_ = nullptr;
   close_filled_std_fds(closed_std_fds_);
   closed_std_fds_ = 0;
+  if (guarding_) end_guarded_opens();
+  guarding_ = false;
 }
 
 bool Database::exec(const char* sql, std::string& error) {

@@ -117,9 +117,10 @@ class Database {
  private:
   sqlite3* db_ = nullptr;
   std::unique_ptr<WriterWait> wait_;
-  // Which of descriptors 0-2 were closed when the connection opened: SQLite never opens a file
-  // as one of them, and fills them with /dev/null instead, for good (close() empties them).
+  // Which of descriptors 0-2 sonde filled with /dev/null for the connection (SQLite never opens
+  // a file as one of them, and would fill them itself, for good); close() empties them.
   unsigned closed_std_fds_ = 0;
+  bool guarding_ = false;  // a writer's connection: its files are guarded (store/fd_guard.hpp)
 };
 
 // Bulk writes (store_nodes.cpp, store_routines.cpp): `head` is "INSERT INTO t (a, b, ...)",

@@ -4,13 +4,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <string>
 #include <thread>
 
+#include "store/fd_guard.hpp"
 #include "temp_dir.hpp"
 
 namespace sonde {
@@ -130,6 +133,40 @@ TEST(StdDescriptors, FilledForTheConnectionAndOnlyOursEmptied) {
   }
   ::dup2(saved, 0);
   ::close(saved);
+}
+
+// A host that closes every descriptor during a flush and opens its own files must never have
+// sonde's SQLite read, write or close them (store/fd_guard.hpp).
+TEST(FdGuard, AFileThatIsNoLongerSondesIsNeitherWrittenNorClosed) {
+  ASSERT_TRUE(install_fd_guard());
+  test::TempDir dir;
+  std::string path = dir.file("g.db"), error;
+  Database db;
+  ASSERT_TRUE(db.open(path, true, error)) << error;
+  ASSERT_TRUE(db.exec("CREATE TABLE t (x); INSERT INTO t VALUES (1)", error)) << error;
+  int ours = -1;
+  for (int fd = 3; fd < 4096 && ours < 0; ++fd) {
+    char link[64], target[4096];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = ::readlink(link, target, sizeof target - 1);
+    if (n > 0 && std::string(target, size_t(n)) == path) ours = fd;
+  }
+  ASSERT_GE(ours, 0);
+  EXPECT_GE(ours, 256) << "moved above the numbers the host's opens take";
+  // The host's closerange, then a file of its own at the same number.
+  std::string host_path = dir.file("host.txt");
+  int host = ::open(host_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(host, 0);
+  ASSERT_EQ(::write(host, "host", 4), 4);
+  ASSERT_EQ(::dup2(host, ours), ours);
+  ::close(host);
+  EXPECT_FALSE(db.exec("INSERT INTO t VALUES (2)", error));
+  db.close();
+  EXPECT_EQ(fcntl(ours, F_GETFD), 0) << "the host's descriptor was closed";
+  struct stat st {};
+  ASSERT_EQ(::fstat(ours, &st), 0);
+  EXPECT_EQ(st.st_size, 4) << "the host's file was written";
+  ::close(ours);
 }
 
 }  // namespace

@@ -1,0 +1,182 @@
+#include "store/fd_guard.hpp"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+namespace sonde {
+namespace {
+
+// The descriptors sonde's connections opened, by number, with the file each was. A table, not
+// state of a connection: SQLite calls these as plain functions, from whichever connection.
+// Descriptors from 4096 on are not guarded (a host with that many files open is rare, and its
+// sonde descriptors are then as before).
+constexpr int kGuarded = 4096;
+struct Opened {
+  std::atomic<bool> ours{false};
+  std::atomic<std::uint64_t> dev{0}, ino{0};
+};
+Opened g_opened[kGuarded];
+
+thread_local int t_guarding = 0;
+
+// Where sonde's descriptors are moved: near the top of the guarded range and of the process's
+// limit, far above the lowest free numbers that every open of the host's takes. A host that
+// closes everything and opens again then gets other numbers than sonde's (checking the file
+// before each call leaves a few microseconds between the check and the call: 1 host
+// descriptor closed in 7,000 closerange-and-open rounds at 10 flushes a second). 0: not moved
+// (a limit too low to spare the room, `ulimit -n 64`).
+std::atomic<int> g_high_base{0};
+
+// SQLite's own calls, as the unix VFS had them.
+using OpenFn = int (*)(const char*, int, int);
+using CloseFn = int (*)(int);
+using FstatFn = int (*)(int, struct stat*);
+using FtruncateFn = int (*)(int, off_t);
+using FcntlFn = int (*)(int, int, ...);
+using ReadFn = ssize_t (*)(int, void*, size_t);
+using PreadFn = ssize_t (*)(int, void*, size_t, off_t);
+using WriteFn = ssize_t (*)(int, const void*, size_t);
+using PwriteFn = ssize_t (*)(int, const void*, size_t, off_t);
+using FallocateFn = int (*)(int, off_t, off_t);
+OpenFn real_open;
+CloseFn real_close;
+FstatFn real_fstat;
+FtruncateFn real_ftruncate;
+FcntlFn real_fcntl;
+ReadFn real_read;
+PreadFn real_pread, real_pread64;
+WriteFn real_write;
+PwriteFn real_pwrite, real_pwrite64;
+FallocateFn real_fallocate;
+
+bool ours(int fd) { return fd >= 0 && fd < kGuarded && g_opened[fd].ours.load(); }
+
+// A descriptor of sonde's that no longer is the file it opened (closed, or the host's now).
+bool lost(int fd) {
+  if (!ours(fd)) return false;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return true;
+  return std::uint64_t(st.st_dev) != g_opened[fd].dev.load() ||
+         std::uint64_t(st.st_ino) != g_opened[fd].ino.load();
+}
+
+template <class R>
+R refuse() {
+  errno = EBADF;
+  return R(-1);
+}
+
+int guarded_open(const char* path, int flags, int mode) {
+  int fd = real_open(path, flags, mode);
+  if (fd >= 0 && t_guarding > 0 && g_high_base.load() > fd) {
+    int high = real_fcntl(fd, F_DUPFD_CLOEXEC, g_high_base.load());
+    if (high >= 0 && high < kGuarded) {
+      real_close(fd);
+      fd = high;
+    } else if (high >= 0) {
+      real_close(high);
+    }
+  }
+  if (fd >= 0 && fd < kGuarded && t_guarding > 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      g_opened[fd].dev.store(std::uint64_t(st.st_dev));
+      g_opened[fd].ino.store(std::uint64_t(st.st_ino));
+      g_opened[fd].ours.store(true);
+    }
+  }
+  return fd;
+}
+
+int guarded_close(int fd) {
+  if (!ours(fd)) return real_close(fd);
+  bool gone = lost(fd);
+  g_opened[fd].ours.store(false);
+  return gone ? 0 : real_close(fd);  // the number is the host's now: not sonde's to close
+}
+
+int guarded_fstat(int fd, struct stat* st) { return lost(fd) ? refuse<int>() : real_fstat(fd, st); }
+int guarded_ftruncate(int fd, off_t n) { return lost(fd) ? refuse<int>() : real_ftruncate(fd, n); }
+int guarded_fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void* arg = va_arg(ap, void*);  // every command SQLite uses takes one word, or none
+  va_end(ap);
+  return lost(fd) ? refuse<int>() : real_fcntl(fd, cmd, arg);
+}
+ssize_t guarded_read(int fd, void* b, size_t n) {
+  return lost(fd) ? refuse<ssize_t>() : real_read(fd, b, n);
+}
+ssize_t guarded_pread(int fd, void* b, size_t n, off_t o) {
+  return lost(fd) ? refuse<ssize_t>() : real_pread(fd, b, n, o);
+}
+ssize_t guarded_pread64(int fd, void* b, size_t n, off_t o) {
+  return lost(fd) ? refuse<ssize_t>() : real_pread64(fd, b, n, o);
+}
+ssize_t guarded_write(int fd, const void* b, size_t n) {
+  return lost(fd) ? refuse<ssize_t>() : real_write(fd, b, n);
+}
+ssize_t guarded_pwrite(int fd, const void* b, size_t n, off_t o) {
+  return lost(fd) ? refuse<ssize_t>() : real_pwrite(fd, b, n, o);
+}
+ssize_t guarded_pwrite64(int fd, const void* b, size_t n, off_t o) {
+  return lost(fd) ? refuse<ssize_t>() : real_pwrite64(fd, b, n, o);
+}
+int guarded_fallocate(int fd, off_t o, off_t n) {
+  return lost(fd) ? refuse<int>() : real_fallocate(fd, o, n);
+}
+
+// Replaces `name` in the VFS's table, keeping what was there; a call this SQLite does not have
+// (or leaves null) is left alone.
+template <class Fn>
+bool replace(sqlite3_vfs* vfs, const char* name, Fn& real, Fn guarded) {
+  if (vfs->xGetSystemCall == nullptr) return false;
+  sqlite3_syscall_ptr current = vfs->xGetSystemCall(vfs, name);
+  if (current == nullptr) return true;
+  real = reinterpret_cast<Fn>(current);
+  return vfs->xSetSystemCall(vfs, name, reinterpret_cast<sqlite3_syscall_ptr>(guarded)) ==
+         SQLITE_OK;
+}
+
+}  // namespace
+
+bool install_fd_guard() {
+  static const bool installed = [] {
+    rlimit lim{};
+    if (getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+      rlim_t top = std::min<rlim_t>(lim.rlim_cur, kGuarded);
+      if (top >= 512) g_high_base.store(int(top - 64));
+    }
+    sqlite3_vfs* vfs = sqlite3_vfs_find("unix");
+    if (vfs == nullptr || vfs->iVersion < 3 || vfs->xSetSystemCall == nullptr) return false;
+    // The I/O calls first: until "open" is replaced no descriptor is marked, so each guarded
+    // call passes through.
+    return replace(vfs, "close", real_close, guarded_close) &&
+           replace(vfs, "fstat", real_fstat, guarded_fstat) &&
+           replace(vfs, "ftruncate", real_ftruncate, guarded_ftruncate) &&
+           replace(vfs, "fcntl", real_fcntl, guarded_fcntl) &&
+           replace(vfs, "read", real_read, guarded_read) &&
+           replace(vfs, "pread", real_pread, guarded_pread) &&
+           replace(vfs, "pread64", real_pread64, guarded_pread64) &&
+           replace(vfs, "write", real_write, guarded_write) &&
+           replace(vfs, "pwrite", real_pwrite, guarded_pwrite) &&
+           replace(vfs, "pwrite64", real_pwrite64, guarded_pwrite64) &&
+           replace(vfs, "fallocate", real_fallocate, guarded_fallocate) &&
+           replace(vfs, "open", real_open, guarded_open);
+  }();
+  return installed;
+}
+
+void begin_guarded_opens() { ++t_guarding; }
+void end_guarded_opens() { --t_guarding; }
+
+}  // namespace sonde

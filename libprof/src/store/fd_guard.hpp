@@ -1,0 +1,22 @@
+// sonde's SQLite files must never become the host's. A host that closes every descriptor while
+// a flush runs (a daemon's `closerange(3, ...)`, a sandbox) and opens a file of its own gets the
+// number SQLite still holds: SQLite would then read, write, lock and finally close the host's
+// file (seen: the host's fresh descriptor closed under it, EBADF). Through SQLite's documented
+// system-call table (sqlite3_vfs.xSetSystemCall) the unix VFS's calls on descriptors that sonde's
+// own connections opened check first that the descriptor is still the file that was opened
+// (device and inode); one that is not fails with EBADF, and is never closed.
+#pragma once
+
+namespace sonde {
+
+// Installs the checks in the process's unix VFS; libsonde only (the analyzers' own SQLite runs
+// in processes nothing closes under them). Idempotent; false where the VFS does not offer it.
+bool install_fd_guard();
+
+// Between the two (a writer connection's life: Database), the files SQLite opens on this thread
+// are sonde's, and guarded. The host's own SQLite (Python's sqlite3 shares the library) opens on
+// its threads, unguarded.
+void begin_guarded_opens();
+void end_guarded_opens();
+
+}  // namespace sonde
