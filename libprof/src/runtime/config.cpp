@@ -160,6 +160,7 @@ Config parse_config(EnvLookup lookup) {
     }
   }
   if (c.peaks_file.empty()) {
+    c.peaks_default = true;
     if (const char* cache = lookup("XDG_CACHE_HOME"); cache && *cache) {
       c.peaks_file = std::string(cache) + "/sonde/peaks.txt";
     } else if (const char* home = lookup("HOME"); home && *home) {

@@ -201,8 +201,12 @@ void Runtime::start() {
   process_.host = run_.host;
   PeaksText peaks;
   std::string peaks_error;
+  errno = 0;
   if (!read_peaks_file(config_.peaks_file, peaks, peaks_error)) {
-    if (root) warn("{}", peaks_error);
+    // The cache nobody named, under a HOME this user cannot read (a service user, `setpriv`,
+    // a container's HOME=/root): no peaks, and nothing for the host's stderr.
+    bool unreadable_default = config_.peaks_default && errno == EACCES;
+    if (root && !unreadable_default) warn("{}", peaks_error);
   } else if (!peaks.bad_lines.empty() && root) {
     warn("{}:{}{}", config_.peaks_file, peaks.bad_lines.front(),
          peaks.bad_lines.size() > 1

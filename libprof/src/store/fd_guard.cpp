@@ -26,7 +26,10 @@ struct Opened {
 };
 Opened g_opened[kGuarded];
 
-thread_local int t_guarding = 0;
+// initial-exec, as all of libsonde's thread-local state: the general model's first touch on a
+// thread after a dlopen resizes the thread's TLS vector with malloc, which deadlocked the signal
+// flush of a host interrupted inside malloc (a flaky fault cell found it: 3 s, then no flush).
+thread_local int t_guarding __attribute__((tls_model("initial-exec"))) = 0;
 
 // Where sonde's descriptors are moved: near the top of the guarded range and of the process's
 // limit, far above the lowest free numbers that every open of the host's takes. A host that

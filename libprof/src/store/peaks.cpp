@@ -76,8 +76,10 @@ bool read_peaks_file(const std::string& path, PeaksText& out, std::string& error
   // libsonde reads it).
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
-    if (errno == ENOENT || errno == ENOTDIR) return true;  // nothing there
-    error = path + ": " + std::strerror(errno);
+    int why = errno;
+    if (why == ENOENT || why == ENOTDIR) return true;  // nothing there
+    error = path + ": " + std::strerror(why);
+    errno = why;  // the caller may tell an unreadable file (EACCES) from the rest
     return false;
   }
   struct stat st {};

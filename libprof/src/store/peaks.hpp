@@ -33,7 +33,8 @@ PeaksText parse_peaks(std::string_view text);
 
 // Reads and parses the file at `path`. A missing file is no peaks (true, empty). A file that
 // is not a regular file (a FIFO, a device, a directory), larger than kMaxPeaksFileBytes, or
-// unreadable is refused without blocking: false and a one-line `error` naming the path.
+// unreadable is refused without blocking: false and a one-line `error` naming the path (and
+// errno EACCES where the file could not be opened for lack of permission).
 bool read_peaks_file(const std::string& path, PeaksText& out, std::string& error);
 
 }  // namespace sonde
