@@ -72,30 +72,33 @@ bool lost(int fd) {
          std::uint64_t(st.st_ino) != g_opened[fd].ino.load();
 }
 
-template <class R>
-R refuse() {
-  errno = EBADF;
-  return R(-1);
-}
-
 int guarded_open(const char* path, int flags, int mode) {
   int fd = real_open(path, flags, mode);
-  if (fd >= 0 && t_guarding > 0 && g_high_base.load() > fd) {
+  struct stat file {};
+  if (fd < 0 || t_guarding == 0 || ::stat(path, &file) != 0) return fd;
+  auto is_file = [&](int d) {
+    struct stat st {};
+    return ::fstat(d, &st) == 0 && st.st_dev == file.st_dev && st.st_ino == file.st_ino;
+  };
+  if (g_high_base.load() > fd) {
     int high = real_fcntl(fd, F_DUPFD_CLOEXEC, g_high_base.load());
-    if (high >= 0 && high < kGuarded) {
+    if (high >= kGuarded) {
+      real_close(high);
+    } else if (high >= 0 && !is_file(high)) {
+      // The low number was the host's by the time of the copy (its closerange, then its open,
+      // between SQLite's open and this): neither copy is sonde's to keep or close but the new.
+      real_close(high);
+      errno = EIO;
+      return -1;
+    } else if (high >= 0) {
       real_close(fd);
       fd = high;
-    } else if (high >= 0) {
-      real_close(high);
     }
   }
-  if (fd >= 0 && fd < kGuarded && t_guarding > 0) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) {
-      g_opened[fd].dev.store(std::uint64_t(st.st_dev));
-      g_opened[fd].ino.store(std::uint64_t(st.st_ino));
-      g_opened[fd].ours.store(true);
-    }
+  if (fd < kGuarded && is_file(fd)) {
+    g_opened[fd].dev.store(std::uint64_t(file.st_dev));
+    g_opened[fd].ino.store(std::uint64_t(file.st_ino));
+    g_opened[fd].ours.store(true);
   }
   return fd;
 }
@@ -107,35 +110,22 @@ int guarded_close(int fd) {
   return gone ? 0 : real_close(fd);  // the number is the host's now: not sonde's to close
 }
 
-int guarded_fstat(int fd, struct stat* st) { return lost(fd) ? refuse<int>() : real_fstat(fd, st); }
-int guarded_ftruncate(int fd, off_t n) { return lost(fd) ? refuse<int>() : real_ftruncate(fd, n); }
-int guarded_fcntl(int fd, int cmd, ...) {
+// Every other call on a descriptor: refused (EBADF) once the descriptor is not sonde's file.
+template <auto& Real, class... A>
+auto checked(int fd, A... args) -> decltype(Real(fd, args...)) {
+  if (lost(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  return Real(fd, args...);
+}
+
+int checked_fcntl(int fd, int cmd, ...) {
   va_list ap;
   va_start(ap, cmd);
   void* arg = va_arg(ap, void*);  // every command SQLite uses takes one word, or none
   va_end(ap);
-  return lost(fd) ? refuse<int>() : real_fcntl(fd, cmd, arg);
-}
-ssize_t guarded_read(int fd, void* b, size_t n) {
-  return lost(fd) ? refuse<ssize_t>() : real_read(fd, b, n);
-}
-ssize_t guarded_pread(int fd, void* b, size_t n, off_t o) {
-  return lost(fd) ? refuse<ssize_t>() : real_pread(fd, b, n, o);
-}
-ssize_t guarded_pread64(int fd, void* b, size_t n, off_t o) {
-  return lost(fd) ? refuse<ssize_t>() : real_pread64(fd, b, n, o);
-}
-ssize_t guarded_write(int fd, const void* b, size_t n) {
-  return lost(fd) ? refuse<ssize_t>() : real_write(fd, b, n);
-}
-ssize_t guarded_pwrite(int fd, const void* b, size_t n, off_t o) {
-  return lost(fd) ? refuse<ssize_t>() : real_pwrite(fd, b, n, o);
-}
-ssize_t guarded_pwrite64(int fd, const void* b, size_t n, off_t o) {
-  return lost(fd) ? refuse<ssize_t>() : real_pwrite64(fd, b, n, o);
-}
-int guarded_fallocate(int fd, off_t o, off_t n) {
-  return lost(fd) ? refuse<int>() : real_fallocate(fd, o, n);
+  return checked<real_fcntl>(fd, cmd, arg);
 }
 
 // Replaces `name` in the VFS's table, keeping what was there; a call this SQLite does not have
@@ -163,18 +153,19 @@ bool install_fd_guard() {
     if (vfs == nullptr || vfs->iVersion < 3 || vfs->xSetSystemCall == nullptr) return false;
     // The I/O calls first: until "open" is replaced no descriptor is marked, so each guarded
     // call passes through.
-    return replace(vfs, "close", real_close, guarded_close) &&
-           replace(vfs, "fstat", real_fstat, guarded_fstat) &&
-           replace(vfs, "ftruncate", real_ftruncate, guarded_ftruncate) &&
-           replace(vfs, "fcntl", real_fcntl, guarded_fcntl) &&
-           replace(vfs, "read", real_read, guarded_read) &&
-           replace(vfs, "pread", real_pread, guarded_pread) &&
-           replace(vfs, "pread64", real_pread64, guarded_pread64) &&
-           replace(vfs, "write", real_write, guarded_write) &&
-           replace(vfs, "pwrite", real_pwrite, guarded_pwrite) &&
-           replace(vfs, "pwrite64", real_pwrite64, guarded_pwrite64) &&
-           replace(vfs, "fallocate", real_fallocate, guarded_fallocate) &&
-           replace(vfs, "open", real_open, guarded_open);
+    return replace(vfs, "close", real_close, &guarded_close) &&
+           replace(vfs, "fstat", real_fstat, &checked<real_fstat, struct stat*>) &&
+           replace(vfs, "ftruncate", real_ftruncate, &checked<real_ftruncate, off_t>) &&
+           replace(vfs, "fcntl", real_fcntl, &checked_fcntl) &&
+           replace(vfs, "read", real_read, &checked<real_read, void*, size_t>) &&
+           replace(vfs, "pread", real_pread, &checked<real_pread, void*, size_t, off_t>) &&
+           replace(vfs, "pread64", real_pread64, &checked<real_pread64, void*, size_t, off_t>) &&
+           replace(vfs, "write", real_write, &checked<real_write, const void*, size_t>) &&
+           replace(vfs, "pwrite", real_pwrite, &checked<real_pwrite, const void*, size_t, off_t>) &&
+           replace(vfs, "pwrite64", real_pwrite64,
+                   &checked<real_pwrite64, const void*, size_t, off_t>) &&
+           replace(vfs, "fallocate", real_fallocate, &checked<real_fallocate, off_t, off_t>) &&
+           replace(vfs, "open", real_open, &guarded_open);
   }();
   return installed;
 }

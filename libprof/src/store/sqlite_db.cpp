@@ -105,10 +105,10 @@ Database::~Database() { close(); }
 Database::Database(Database&& other) noexcept
     : db_(other.db_),
       wait_(std::move(other.wait_)),
-      closed_std_fds_(other.closed_std_fds_),
+      filled_std_fds_(other.filled_std_fds_),
       guarding_(other.guarding_) {
   other.db_ = nullptr;
-  other.closed_std_fds_ = 0;
+  other.filled_std_fds_ = 0;
   other.guarding_ = false;
 }
 Database& Database::operator=(Database&& other) noexcept {
@@ -116,10 +116,10 @@ Database& Database::operator=(Database&& other) noexcept {
     close();
     db_ = other.db_;
     wait_ = std::move(other.wait_);
-    closed_std_fds_ = other.closed_std_fds_;
+    filled_std_fds_ = other.filled_std_fds_;
     guarding_ = other.guarding_;
     other.db_ = nullptr;
-    other.closed_std_fds_ = 0;
+    other.filled_std_fds_ = 0;
     other.guarding_ = false;
   }
   return *this;
@@ -214,7 +214,7 @@ int Statement::step() {
 }
 
 bool Database::open(const std::string& path, bool create, std::string& error, bool uris) {
-  closed_std_fds_ = fill_std_fds();
+  filled_std_fds_ = fill_std_fds();
   if (!guarding_) begin_guarded_opens();  // the journal opens later, in the writes: to close()
   guarding_ = true;
   // NOMUTEX: a connection lives inside one flush, under the store lock, on one thread.
@@ -238,7 +238,7 @@ bool Database::open(const std::string& path, bool create, std::string& error, bo
 
 int Database::open_readonly(const std::string& path, int busy_ms) {
   close();
-  closed_std_fds_ = fill_std_fds();
+  filled_std_fds_ = fill_std_fds();
   int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
   if (db_ == nullptr) return rc == SQLITE_OK ? SQLITE_NOMEM : rc;
   sqlite3_busy_timeout(db_, busy_ms);
@@ -255,8 +255,8 @@ void Database::set_writer_patience(int stall_ms, int max_ms) {
 void Database::close() {
   if (db_) sqlite3_close_v2(db_);
   db_ = nullptr;
-  close_filled_std_fds(closed_std_fds_);
-  closed_std_fds_ = 0;
+  close_filled_std_fds(filled_std_fds_);
+  filled_std_fds_ = 0;
   if (guarding_) end_guarded_opens();
   guarding_ = false;
 }

@@ -119,7 +119,7 @@ class Database {
   std::unique_ptr<WriterWait> wait_;
   // Which of descriptors 0-2 sonde filled with /dev/null for the connection (SQLite never opens
   // a file as one of them, and would fill them itself, for good); close() empties them.
-  unsigned closed_std_fds_ = 0;
+  unsigned filled_std_fds_ = 0;
   bool guarding_ = false;  // a writer's connection: its files are guarded (store/fd_guard.hpp)
 };
 
