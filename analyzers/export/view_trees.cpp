@@ -47,14 +47,16 @@ TreeScopes list_tree_scopes(const ProfileFile& file) {
     }
   }
   // Processes with a busy thread, by pid within a rank (an exec'd image keeps its pid: one
-  // process, as `sonde tree --pid` takes it); one alone in its rank has the rank's tree already.
+  // process, as `sonde tree --pid` takes it), in the order they started (rows are in the order
+  // processes first flushed); one alone in its rank has the rank's tree already.
   std::vector<TreeScope> processes;
   auto st = file.prepare(
       "SELECT pr.rank, p.pid, GROUP_CONCAT(p.process_id), SUM(pt.busy_threads), SUM(pt.thread_s), "
       "       MAX(p.process_id), COUNT(*) "
       "FROM processes p JOIN process_times pt USING (process_id) "
       "JOIN process_ranks pr USING (process_id) "
-      "GROUP BY pr.rank, p.pid HAVING SUM(pt.busy_threads) > 0 ORDER BY MIN(p.process_id)");
+      "GROUP BY pr.rank, p.pid HAVING SUM(pt.busy_threads) > 0 "
+      "ORDER BY MIN(p.started_ns), MIN(p.process_id)");
   while (st.step()) {
     ++out.processes;
     if (processes.size() >= kViewScopesMax) continue;

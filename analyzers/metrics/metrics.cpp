@@ -8,6 +8,7 @@
 
 #include "profile/call_tree.hpp"
 #include "profile/hotspots.hpp"
+#include "profile/run_summary.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -111,8 +112,7 @@ RunFacts load_run_facts(const ProfileFile& file) {
   }
   {
     // Read so that the row that must win comes last: run-wide, else the root process.
-    auto st = file.prepare("SELECT key, value FROM run_info WHERE run_id = ? "
-                           "ORDER BY process_id IS NULL, process_id DESC");
+    auto st = file.prepare(kRunInfoLastWinsSql);
     st.bind(1, run_id);
     while (st.step()) f.info[st.text(0)] = st.text(1);
   }

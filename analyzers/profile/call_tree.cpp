@@ -101,7 +101,8 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
   auto st = file.prepare(
       "SELECT t.thread_id, p.pid, p.command, t.seq, t.tid, COALESCE(t.name, ''), "
       "       t.ended_ns - t.started_ns "
-      "FROM threads t JOIN processes p USING (process_id) ORDER BY p.process_id, t.seq");
+      "FROM threads t JOIN processes p USING (process_id) "
+      "ORDER BY p.started_ns, p.process_id, t.seq");
   while (st.step()) {
     ThreadTree t;
     t.thread_id = st.int64(0);

@@ -41,9 +41,7 @@ RunSummary load_run_summary(const ProfileFile& file) {
   }
   {
     // Rows are read so that the one that must win comes last: run-wide, else the root process.
-    auto st = file.prepare(
-        "SELECT key, value FROM run_info WHERE run_id = ? "
-        "ORDER BY process_id IS NULL, process_id DESC");
+    auto st = file.prepare(kRunInfoLastWinsSql);
     st.bind(1, run_id);
     while (st.step()) {
       std::string key = st.text(0);

@@ -39,6 +39,14 @@ struct RunSummary {
 
 RunSummary load_run_summary(const ProfileFile& file);
 
+// A run's run_info rows (?1: its run_id), in the order in which a later row of a key wins:
+// the processes' rows, the root's last (whatever its row id: a child that ended within the
+// root's first second was written first), then the run-wide ones.
+inline constexpr const char* kRunInfoLastWinsSql =
+    "SELECT i.key, i.value FROM run_info i LEFT JOIN processes p USING (process_id) "
+    "WHERE i.run_id = ?1 ORDER BY i.process_id IS NULL, p.origin = 'root', p.started_ns DESC, "
+    "i.process_id DESC";
+
 // The lines printed above a text report: run facts, then one line per note.
 std::string render_run_header(const RunSummary& summary);
 // One "warning: ..." (or "note: ..." for info) line per note.

@@ -5,6 +5,7 @@ subprocess children in the run, os._exit and signal deaths flushed, the program'
 and exit status; where it cannot (-s, a library loaded before sonde), the launcher says why
 and starts again as usual. libraries loaded after it still find static TLS room, and the CUDA
 driver starts sonde's GPU side through CUDA_INJECTION64_PATH."""
+import json
 import os
 import subprocess
 import textwrap
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, clean_env, query, routine_calls
+from conftest import BIN, CLI, clean_env, query, routine_calls
 
 PY = "/usr/bin/python3"
 BUILD = os.environ.get("SONDE_BUILD", "")
@@ -304,9 +305,34 @@ def test_children_given_an_environment_of_their_own_join_the_run(tmp_path, in_pr
     r = launch(tmp_path, script, in_process=in_process)
     assert (r.returncode, r.stdout) == (0, "child\n" * 4), r.stderr
     db = tmp_path / "prof.db"
+    [(root_id,)] = query(db, "SELECT process_id FROM processes WHERE origin = 'root'")
     assert query(db, "SELECT origin, parent_process_id, end_reason FROM processes ORDER BY "
-                     "process_id") == [("root", None, "exit")] + [("child", 1, "exit")] * 4
+                     "origin <> 'root', process_id") == \
+        [("root", None, "exit")] + [("child", root_id, "exit")] * 4
     assert routine_calls(db, "cblas_dgemm") == 4
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_the_roots_facts_are_the_runs_though_a_child_wrote_first(tmp_path, in_process):
+    # A child that ends within the root's first second is written before it (lower row ids):
+    # the run's facts (its BLAS threads in the report's header) are still the root's.
+    script = """\
+        import os, subprocess, sys
+        import numpy as np
+        a = np.ones((64, 64)); a @ a
+        child = "import numpy as np; a = np.ones((64, 64)); a @ a"
+        subprocess.run([sys.executable, "-c", child], check=True,
+                       env=dict(os.environ, OPENBLAS_NUM_THREADS="1"))
+    """
+    r = launch(tmp_path, script, in_process=in_process, OPENBLAS_NUM_THREADS="2")
+    assert r.returncode == 0, r.stderr
+    db = tmp_path / "prof.db"
+    assert query(db, "SELECT p.origin, i.value FROM run_info i JOIN processes p USING "
+                     "(process_id) WHERE i.key = 'blas.threads' ORDER BY p.process_id") == \
+        [("child", "1"), ("root", "2")]
+    rep = subprocess.run([CLI, "report", db, "--format", "json"], capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    assert json.loads(rep.stdout)["run"]["blas_threads"] == "2"
 
 
 def test_an_exec_with_a_mapping_of_its_own_joins_the_run(tmp_path):

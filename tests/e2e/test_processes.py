@@ -48,9 +48,14 @@ def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(d
     # an environment without sonde's variables ran unprofiled (two of these three).
     r = run([BIN / "spawn_env"], db)
     assert r.returncode == 0 and "children failed: 0" in r.stdout, r.stderr
+    # Root first: children that end before the root's first flush are written before it.
     procs = query(db, "SELECT process_id, origin, parent_process_id, end_reason FROM processes "
-                      "ORDER BY process_id")
-    assert [p[1:] for p in procs] == [("root", None, "exit")] + [("child", 1, "exit")] * 3
+                      "ORDER BY origin <> 'root', process_id")
+    root_id = procs[0][0]
+    assert [p[1:] for p in procs] == [("root", None, "exit")] + [("child", root_id, "exit")] * 3
+    # The run's row is the root's, though a child wrote it first.
+    assert query(db, "SELECT r.command, r.started_ns FROM runs r") == \
+        query(db, "SELECT command, started_ns FROM processes WHERE origin = 'root'")
     assert [routine_calls(db, "cblas_sdot", p[0]) for p in procs] == [1, 4, 4, 4]
 
 

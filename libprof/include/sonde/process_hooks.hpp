@@ -34,6 +34,12 @@ void main_starts();
 // The host's exit begins (main returned or exit was called), before any exit handler runs.
 void exit_begins();
 
+// The host is about to change the process's user or group ids, which glibc does on every
+// thread: sonde's own thread is stopped for the call (true when it was) and started again by
+// credentials_changed() (wrappers/process/credential_wrappers.cpp).
+bool credentials_changing();
+void credentials_changed();
+
 // A thread created through pthread_create starts running. It is registered later, at its first
 // measured call, so that idle threads are never recorded.
 void thread_started();

@@ -172,6 +172,15 @@ void exit_begins() {
   if (Runtime* rt = Runtime::get()) rt->exit_begins();
 }
 
+bool credentials_changing() {
+  Runtime* rt = Runtime::get();
+  return rt != nullptr && rt->credentials_changing();
+}
+
+void credentials_changed() {
+  if (Runtime* rt = Runtime::get()) rt->credentials_changed();
+}
+
 void thread_started() {
   // Before the start routine, so the thread's first float operation already runs in the mode.
   apply_fpu_mode();

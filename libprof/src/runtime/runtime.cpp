@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -76,6 +77,24 @@ bool parse_process_ref(const char* text, pid_t& pid, int64_t& id) {
   pid = pid_t(p);
   id = i;
   return true;
+}
+
+// Whether the CUDA driver is loaded. dlopen(RTLD_NOLOAD) of a name that is not searches the
+// whole library path before it says so (50 failed opens, at every process's start): the loaded
+// objects' names are looked at first, and dlopen, which also knows sonames, asked only where
+// one may be the driver.
+bool cuda_driver_loaded() {
+  bool maybe = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const char* base = std::strrchr(info->dlpi_name, '/');
+        base = base != nullptr ? base + 1 : info->dlpi_name;
+        if (std::strncmp(base, "libcuda", 7) != 0) return 0;
+        *static_cast<bool*>(out) = true;
+        return 1;
+      },
+      &maybe);
+  return maybe && dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr;
 }
 
 void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
@@ -236,14 +255,10 @@ void Runtime::start() {
   attach_current_thread();
   // Programs linked against the driver have it loaded by now; the runtime (libcudart) opens it
   // later, through the dlopen hook.
-  if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr) cuda_loaded();
+  if (cuda_driver_loaded()) cuda_loaded();
 
-  // The first flush claims the file and gives children our process id.
-  int64_t flush_from_ns = monotonic_ns();
-  if (flush(FlushKind::kExplicit)) {
-    setenv("SONDE_PROCESS", fmt::format("{}:{}", pid(), store_.process_id()).c_str(), 1);
-  }
-  int64_t flushed_ns = monotonic_ns();
+  // No flush here: the flusher's first comes kFirstFlushS after start (runtime_flush.cpp), so
+  // a process that ends before it is written once, at its end.
   pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
   install_signal_handlers();
   // After the signal handlers: the sampler's signal comes through sonde's own handler.
@@ -255,9 +270,8 @@ void Runtime::start() {
   start_flusher();
   log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
   // What a start costs, for docs/performance.md's fixed costs (SONDE_LOG=debug).
-  log(LogLevel::kDebug, "start: {:.2f} ms to the prepared file, first flush {:.2f} ms, {:.2f} ms "
-      "after it", 1e-6 * double(prepared_ns - clock_.mono0()),
-      1e-6 * double(flushed_ns - flush_from_ns), 1e-6 * double(monotonic_ns() - flushed_ns));
+  log(LogLevel::kDebug, "start: {:.2f} ms to the prepared file, {:.2f} ms after it",
+      1e-6 * double(prepared_ns - clock_.mono0()), 1e-6 * double(monotonic_ns() - prepared_ns));
 }
 
 void Runtime::mpi_rank_known(int rank, int world_size) {
@@ -408,6 +422,10 @@ void Runtime::drain_gpu() {
   AsyncSignalBlock no_signals;
   std::lock_guard lock(store_mu_);
   if (finished_) return;
+  // As a flush does: the records' times are converted with the tick ratio, which must be the
+  // run's so far, not the first estimate of start (a process whose first flush is this one,
+  // 200 ms in, put its kernels a millisecond before its own start).
+  clock_.refresh();
   std::vector<GpuRow> rows;
   g->collect(rows, true, clock_);
   g->requeue(std::move(rows));  // written by the final flush, which follows
@@ -488,7 +506,7 @@ void Runtime::exit_flush() {
   close_exit_gate();
   // In-process, the driver's dlopen is libc's, past sonde: CUPTI starts only where the driver
   // calls sonde's injection entry at cuInit (CUDA_INJECTION64_PATH, set by the launcher).
-  if (in_process_ && !gpu_tried_.load() && dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+  if (in_process_ && !gpu_tried_.load() && cuda_driver_loaded()) {
     add_note("gpu", "the CUDA driver was loaded after sonde was loaded in-process (python3 -m "
                     "sonde --in-process) and did not start sonde through CUDA_INJECTION64_PATH: "
                     "GPU activity is not recorded; CUDA calls are. Run without --in-process to "
@@ -551,6 +569,7 @@ void Runtime::fork_child() {
   process_.parent_process_id = store_.process_id();
   process_.started_ns = clock_.to_realtime_ns(now);
   store_.forget_process();
+  process_id_.store(0);
   // Only the forking thread exists in the child; the others' states belong to the parent.
   sampler_forget_others(threads_);
   threads_.clear();

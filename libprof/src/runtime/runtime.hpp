@@ -60,6 +60,13 @@ class Runtime {
   // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
   void exit_begins();
 
+  // The host is about to change the process's user or group ids (setuid, setresgid, setgroups,
+  // ...): sonde's thread is stopped for the call (true when it was), and started again after it,
+  // by credentials_changed(), from the calling thread (wrappers/process/credential_wrappers.cpp
+  // says why).
+  bool credentials_changing();
+  void credentials_changed();
+
   // CUDA is in use: libcuda.so.1 was loaded at start, or its cuInit called libsonde's
   // InitializeInjection (CUDA_INJECTION64_PATH names libsonde: an in-process launch, whose
   // dlopen sonde does not see), or it is being opened now (`file`, with the host's dlopen
@@ -91,7 +98,9 @@ class Runtime {
   pid_t pid() const { return pid_.load(std::memory_order_relaxed); }
   const std::string& output() const { return output_; }
   const std::string& run_id() const { return run_id_; }
-  int64_t process_id() const { return store_.process_id(); }
+  // The processes row id, once a flush has written it (0 before: children then find their
+  // parent by its pid, store.cpp). Read by exec wrappers on the host's threads.
+  int64_t process_id() const { return process_id_.load(std::memory_order_acquire); }
   bool finished() const { return finished_.load(); }
   bool recording() const { return store_ok_.load(); }
   bool root() const { return process_.origin == "root"; }
@@ -166,6 +175,9 @@ class Runtime {
   // The flusher thread exists: a limit on threads (RLIMIT_NPROC, a cgroup's pids.max) may refuse
   // it, and then nobody would serve a signal's or an _exit's request.
   std::atomic<bool> flusher_running_{false};
+  std::atomic<bool> flusher_stop_{false};  // credentials_changing: the flusher is to end
+  pthread_t flusher_thread_{};
+  std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
   std::atomic<uint32_t> ended_unflushed_{0};
 };
 

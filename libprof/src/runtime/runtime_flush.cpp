@@ -31,6 +31,11 @@ namespace sonde {
 
 namespace {
 constexpr double kOrphanPoll = 0.05;  // s
+// s from start (or fork) to a process's first flush, which writes its processes row for the run
+// to see while it runs. Not at start: every profiled process paid a second flush there (5 ms
+// of a 40 ms Python start, most of it SQLite's first use), and the shells, launchers and
+// helpers a run starts end long before this, written once.
+constexpr double kFirstFlushS = 1.0;
 // s: as long as a writer waits for the others of its run (store/sqlite_db.hpp), and a little more.
 constexpr time_t kExitFlushWait = kWriterWaitMaxS + 5;
 
@@ -192,19 +197,27 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   d.end_reason = end_reason;
 
   std::string error;
+  // A periodic flush waiting for the other writers gives way to an _exit's or a signal's,
+  // which comes next on this thread: 400 fork children ending together in their first second,
+  // their periodic flushes queued for the lock, waited out their 3 s and lost 123 processes.
+  store_.give_up_when(kind == FlushKind::kPeriodic ? &pending_signal_ : nullptr);
   bool written = store_.write(d, routines_, error);
+  bool gave_way = !written && kind == FlushKind::kPeriodic && pending_signal_.load() != 0;
   if (!final) {  // the next flush copies into the same memory
     spare_rows_.resize(d.threads.size());
     for (size_t k = 0; k < d.threads.size(); ++k) spare_rows_[k] = std::move(d.threads[k].nodes);
   }
   if (!written) {
-    // Once per cause: a full disk fails every periodic flush the same way.
-    if (error != last_flush_error_) warn("flushing the profile to {} failed: {}", output_, error);
-    last_flush_error_ = error;
+    // Once per cause: a full disk fails every periodic flush the same way. One that gave way
+    // is followed at once by the flush that says whether it failed.
+    if (!gave_way && error != last_flush_error_)
+      warn("flushing the profile to {} failed: {}", output_, error);
+    if (!gave_way) last_flush_error_ = error;
     if (gpu != nullptr) gpu->requeue(std::move(d.gpu));
     return false;
   }
   last_flush_error_.clear();
+  process_id_.store(store_.process_id(), std::memory_order_release);
   if (final) finished_ = true;
   // Threads that had ended before this snapshot are written for good: free them, so memory
   // follows the live threads and their call paths, not every thread the process ever had.
@@ -252,7 +265,9 @@ void Runtime::flush_from_signal(int sig) {
   if (done || sig != kExitRequest) return;
   // An _exit (no crash) whose flush is under way is waiting its turn for the file that every
   // process of the run writes (a thousand children ending together lost 86 % of their calls
-  // at 3 s): it may take as long as SQLite waits for the lock, and a little more.
+  // at 3 s): it may take as long as SQLite waits for the lock, and a little more. A periodic
+  // flush waiting for the lock when the request came gives up at once (Store::give_up_when),
+  // so the request's flush starts, and this wait with it.
   if (exit_flush_started_.load()) {
     done = wait_until(timespec{start.tv_sec + kExitFlushWait, start.tv_nsec});
   }
@@ -283,9 +298,12 @@ void Runtime::start_flusher() {
   sigset_t all, saved;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &saved);
+  // Joinable: credentials_changing() waits for it to end. Never joined otherwise, as the
+  // process ends with it.
+  flusher_stop_.store(false);
   int rc = create(&thread, nullptr, body, this);
-  if (rc == 0) pthread_detach(thread);
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (rc == 0) flusher_thread_ = thread;
   flusher_running_.store(rc == 0);
   if (rc == 0) return;
   // Said in the profile at once, by a flush on this thread: the process may end by _exit or a
@@ -303,10 +321,14 @@ void Runtime::flusher_loop() {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
   double since_flush = 0;  // s waited since the last flush, in the sampler's drains
+  bool first = true;
   for (;;) {
     // With no host thread attached, look often for the moment sonde's thread is the last one.
     bool orphan = live_threads_.load(std::memory_order_acquire) <= 0;
     double interval = orphan ? kOrphanPoll : config_.flush_interval_s;
+    // Also with periodic flushes off (0): the row is what says the process exists.
+    first = first && process_id_.load(std::memory_order_acquire) == 0;
+    if (first && !orphan) interval = interval > 0 ? std::min(interval, kFirstFlushS) : kFirstFlushS;
     // The sampler's rings hold about two seconds: they are emptied every second in between.
     bool drain_only = false;
     if (sampler_on() && !orphan) {
@@ -339,12 +361,14 @@ void Runtime::flusher_loop() {
       continue;
     }
     since_flush = 0;
+    first = false;
+    int sig = pending_signal_.exchange(0);
+    if (sig == 0 && flusher_stop_.load()) return;
     if (live_threads_.load(std::memory_order_acquire) <= 0 && !exiting_ && alone_in_process()) {
       // The host's last thread ended (pthread_exit in main, or in a fork child's only thread):
       // glibc ends the process with exit(0) then, and would have without this thread.
       std::exit(0);
     }
-    int sig = pending_signal_.exchange(0);
     if (sig != 0) {
       exit_flush_started_.store(true);
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
@@ -354,6 +378,33 @@ void Runtime::flusher_loop() {
       flush(FlushKind::kPeriodic);
     }
   }
+}
+
+bool Runtime::credentials_changing() {
+  // Not in a vfork child (the parent's thread is not its own) nor without a flusher.
+  if (getpid() != pid()) return false;
+  // Written first, while the process may still open the file: a root that drops to another
+  // user may not be able to open the profile it created (0644) once it has.
+  flush(FlushKind::kExplicit);
+  if (!flusher_running_.load()) return false;
+  flusher_stop_.store(true);
+  sem_post(&flush_request_);
+  // Bounded, as every wait for the flusher: a flush under way (up to SQLite's wait for the
+  // other writers) finishes first. Past it the thread stays, and the call goes as it would.
+  timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += kExitFlushWait;
+  if (pthread_timedjoin_np(flusher_thread_, nullptr, &deadline) != 0) {
+    flusher_stop_.store(false);
+    return false;
+  }
+  flusher_running_.store(false);
+  return true;
+}
+
+void Runtime::credentials_changed() {
+  // A flusher refused now (the new uid's RLIMIT_NPROC) is said in the profile, as at start.
+  start_flusher();
 }
 
 void Runtime::drain_samples() {

@@ -63,6 +63,7 @@ struct WriterWait {
   int64_t next_look_ns = 0;
   int64_t stall_ns = int64_t(kWriterStallS) * 1'000'000'000;
   int64_t max_ns = int64_t(kWriterWaitMaxS) * 1'000'000'000;
+  const std::atomic<int>* give_up = nullptr;
 };
 
 namespace {
@@ -86,6 +87,7 @@ int wait_for_writers(void* arg, int tries) {
   if (now - w.progress_ns > w.stall_ns || now - w.started_ns > w.max_ns) {
     return 0;
   }
+  if (w.give_up != nullptr && w.give_up->load() != 0) return 0;
   static constexpr long kNapsMs[] = {1, 2, 5, 10, 15, 20, 25, 25, 25, 50, 50, 100};
   constexpr int kNaps = int(sizeof kNapsMs / sizeof kNapsMs[0]);
   timespec nap{0, kNapsMs[std::min(tries, kNaps - 1)] * 1'000'000};
@@ -244,6 +246,11 @@ int Database::open_readonly(const std::string& path, int busy_ms) {
   sqlite3_busy_timeout(db_, busy_ms);
   sqlite3_extended_result_codes(db_, 1);
   return rc;
+}
+
+void Database::give_up_when(const std::atomic<int>* flag) {
+  if (!wait_) wait_ = std::make_unique<WriterWait>();
+  wait_->give_up = flag;
 }
 
 void Database::set_writer_patience(int stall_ms, int max_ms) {

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -104,6 +105,9 @@ class Database {
   // The writer's wait, other than kWriterStallS and kWriterWaitMaxS, for the connections
   // open() makes after (tests).
   void set_writer_patience(int stall_ms, int max_ms);
+  // The writer's wait ends (SQLITE_BUSY) once `flag` is not 0, for the connections open()
+  // makes after; nullptr: as the constants above say.
+  void give_up_when(const std::atomic<int>* flag);
   // A reader's: read-only, never creates, waits `busy_ms` for a writer's lock, extended result
   // codes. SQLite's code on failure (the connection, kept open, has the message), else SQLITE_OK.
   int open_readonly(const std::string& path, int busy_ms);

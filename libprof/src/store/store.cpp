@@ -85,7 +85,6 @@ bool Store::prepare_transaction(const std::string& path, std::string& error) {
         made.column_text(0) == std::to_string(kSchemaVersion) &&
         made.column_text(1) == schema_sql_hash_text()) {
       made.reset();
-      held_ = std::move(db);
       return true;
     }
   }
@@ -158,36 +157,51 @@ bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string&
 
 bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
                               std::string& error) {
-  Database db = std::move(held_);
-  if (db.handle() == nullptr && !db.open(path_, false, error)) return false;
+  Database db;
+  db.give_up_when(give_up_);
+  if (!db.open(path_, false, error)) return false;
   if (!db.exec("BEGIN IMMEDIATE", error)) return false;
-  return write_run(db, *data.run, error) && write_process(db, *data.process, error) &&
-         write_routines(db, registry, error) && write_counter_names(db, data, error) &&
-         write_threads(db, data, error) && write_comm(db, data, error) &&
-         write_gpu(db, data, error) && write_notes_and_info(db, data, error) &&
-         write_process_state(db, data, error) && db.exec("COMMIT", error);
+  return write_run(db, *data.run, data.process->origin == "root", error) &&
+         write_process(db, *data.process, error) && write_routines(db, registry, error) &&
+         write_counter_names(db, data, error) && write_threads(db, data, error) &&
+         write_comm(db, data, error) && write_gpu(db, data, error) &&
+         write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&
+         db.exec("COMMIT", error);
 }
 
-bool Store::write_run(Database& db, const RunInfo& r, std::string& error) {
+// The run's row is its root's: a child that ends before the root's first flush (which comes a
+// second after start, runtime_flush.cpp) writes it first, with its own command and start, and
+// the root's row replaces them when it comes.
+bool Store::write_run(Database& db, const RunInfo& r, bool root, std::string& error) {
   if (run_id_ != 0) return true;
   sqlite3* h = db.handle();
-  Statement find(h, "SELECT run_id FROM runs WHERE uuid = ?");
-  if (!check_prepared({&find}, db, error)) return false;
-  find.bind(1, r.uuid);
-  if (find.step() == SQLITE_ROW) {  // another process of the run came first
-    run_id_ = find.column_int(0);
-    find.reset();
-    return true;
+  if (!root) {
+    Statement find(h, "SELECT run_id FROM runs WHERE uuid = ?");
+    if (!check_prepared({&find}, db, error)) return false;
+    find.bind(1, r.uuid);
+    if (find.step() == SQLITE_ROW) {  // another process of the run came first
+      run_id_ = find.column_int(0);
+      find.reset();
+      return true;
+    }
   }
   Statement ins(h,
                 "INSERT INTO runs (uuid, started_ns, command, host, cpu_model, cores, "
-                "affinity_cores, mode) VALUES (?,?,?,?,?,?,?,?)");
+                "affinity_cores, mode) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (uuid) DO UPDATE "
+                "SET started_ns = excluded.started_ns, command = excluded.command, "
+                "host = excluded.host, cpu_model = excluded.cpu_model, cores = excluded.cores, "
+                "affinity_cores = excluded.affinity_cores, mode = excluded.mode "
+                "RETURNING run_id");
   if (!check_prepared({&ins}, db, error)) return false;
   ins.bind(1, r.uuid).bind(2, r.started_ns).bind(3, r.command).bind(4, r.host);
   ins.bind(5, r.cpu_model).bind(6, int64_t(r.cores)).bind(7, int64_t(r.affinity_cores));
   ins.bind(8, r.mode);
-  SONDE_STEP(ins, "recording the run");
-  run_id_ = sqlite3_last_insert_rowid(h);
+  if (ins.step() != SQLITE_ROW) {
+    error = fmt::format("recording the run: {}", db.message());
+    return false;
+  }
+  run_id_ = ins.column_int(0);
+  ins.reset();
   return true;
 }
 

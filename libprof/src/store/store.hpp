@@ -5,16 +5,17 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "gpu/gpu_backend.hpp"
-#include "store/peaks.hpp"
 #include "core/routine_registry.hpp"
 #include "core/snapshot.hpp"
+#include "gpu/gpu_backend.hpp"
+#include "store/peaks.hpp"
 #include "store/sqlite_db.hpp"
 
 namespace sonde {
@@ -70,6 +71,9 @@ class Store {
   }
   // Fork child: the parent's rows are not this process's.
   void forget_process();
+  // The writes that follow stop waiting for the other writers of the run (and fail) once
+  // `flag` is not 0; nullptr: they wait as long as the others make progress.
+  void give_up_when(const std::atomic<int>* flag) { give_up_ = flag; }
   int64_t process_id() const { return process_id_; }
 
  private:
@@ -86,7 +90,7 @@ class Store {
   bool prepare_transaction(const std::string& path, std::string& error);
   // One flush, one transaction; a function per group of tables, each false with `error` set.
   bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
-  bool write_run(Database& db, const RunInfo& run, std::string& error);
+  bool write_run(Database& db, const RunInfo& run, bool root, std::string& error);
   bool write_process(Database& db, const ProcessInfo& process, std::string& error);
   // store_routines.cpp
   bool write_routines(Database& db, RoutineRegistry& registry, std::string& error);
@@ -115,9 +119,7 @@ class Store {
   bool write_notes_and_info(Database& db, const FlushData& data, std::string& error);
   bool write_process_state(Database& db, const FlushData& data, std::string& error);
   std::string path_;
-  // A joining process's connection from prepare(), for the flush that follows it at start (no
-  // host code runs between, so nothing can close its descriptor): one schema read fewer.
-  Database held_;
+  const std::atomic<int>* give_up_ = nullptr;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
   std::vector<int64_t> routine_ids_;  // registry id -> routines.routine_id

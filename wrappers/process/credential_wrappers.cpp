@@ -1,0 +1,76 @@
+// setuid and its kin change the ids of every thread of the process: glibc makes each thread
+// make the call in turn (its SIGSETXID handler) and aborts the process when one thread's call
+// fails where the caller's worked. A host that keeps its capabilities across a uid change with
+// per-thread calls (PR_SET_KEEPCAPS and capset, as `setpriv --reuid --regid` and daemons that
+// drop privileges do) holds them on its own thread only: sonde's flusher thread, which lost
+// them at the uid change, failed the gid change that followed, and the host died (SIGABRT). So
+// sonde's thread is not there for the call: stopped before it, and started again after it from
+// the calling thread, whose ids and capabilities a new thread inherits.
+#include <errno.h>
+#include <grp.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <iterator>
+
+#include "../intercept.hpp"
+#include "sonde/process_hooks.hpp"
+
+namespace {
+
+enum class Id {
+  setuid,
+  setgid,
+  seteuid,
+  setegid,
+  setreuid,
+  setregid,
+  setresuid,
+  setresgid,
+  setgroups,
+  kCount
+};
+::sonde::RealSymbol g_real[] = {{"setuid"},    {"setgid"},    {"seteuid"},
+                                {"setegid"},   {"setreuid"},  {"setregid"},
+                                {"setresuid"}, {"setresgid"}, {"setgroups"}};
+static_assert(std::size(g_real) == size_t(Id::kCount));
+
+// Resolved as the library loads: Python's subprocess changes ids in its vfork child, where a
+// first dlsym could allocate in memory the parent shares.
+__attribute__((constructor(102))) void resolve_credential_calls() {
+  for (auto& symbol : g_real) symbol.get();
+}
+
+// The real call, with sonde's thread away for it; errno is the call's.
+template <auto& Fn, class... A>
+int without_sonde_thread(Id id, A... args) {
+  auto real = reinterpret_cast<decltype(&Fn)>(g_real[size_t(id)].get());
+  bool stopped = sonde::credentials_changing();
+  int rc = real(args...);
+  int saved = errno;
+  if (stopped) sonde::credentials_changed();
+  errno = saved;
+  return rc;
+}
+
+}  // namespace
+
+SONDE_EXPORT_C int setuid(uid_t uid) { return without_sonde_thread<::setuid>(Id::setuid, uid); }
+SONDE_EXPORT_C int setgid(gid_t gid) { return without_sonde_thread<::setgid>(Id::setgid, gid); }
+SONDE_EXPORT_C int seteuid(uid_t uid) { return without_sonde_thread<::seteuid>(Id::seteuid, uid); }
+SONDE_EXPORT_C int setegid(gid_t gid) { return without_sonde_thread<::setegid>(Id::setegid, gid); }
+SONDE_EXPORT_C int setreuid(uid_t r, uid_t e) {
+  return without_sonde_thread<::setreuid>(Id::setreuid, r, e);
+}
+SONDE_EXPORT_C int setregid(gid_t r, gid_t e) {
+  return without_sonde_thread<::setregid>(Id::setregid, r, e);
+}
+SONDE_EXPORT_C int setresuid(uid_t r, uid_t e, uid_t s) {
+  return without_sonde_thread<::setresuid>(Id::setresuid, r, e, s);
+}
+SONDE_EXPORT_C int setresgid(gid_t r, gid_t e, gid_t s) {
+  return without_sonde_thread<::setresgid>(Id::setresgid, r, e, s);
+}
+SONDE_EXPORT_C int setgroups(size_t n, const gid_t* list) {
+  return without_sonde_thread<::setgroups>(Id::setgroups, n, list);
+}
