@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cmath>
@@ -17,6 +18,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
@@ -273,6 +276,72 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
   return w;
 }
 
+// The files the ranks of a job that this run launched wrote beside `output` (prof.rank<R>.db,
+// sonde/rank_env.hpp), by rank: `sonde run -o prof.db -- mpirun ...` names only mpirun's own
+// file otherwise, and the ranks' work is in theirs. A rank file counts when a process of it
+// started after this run did; `others` counts the rank-named files that do not.
+std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& output,
+                                                             std::int64_t since_ns, int& others) {
+  std::string name = output.filename().string();
+  std::size_t dot = name.rfind('.');
+  bool has_ext = dot != std::string::npos && dot > 0;
+  std::string prefix = (has_ext ? name.substr(0, dot) : name) + ".rank";
+  std::string suffix = has_ext ? name.substr(dot) : "";
+  std::vector<std::pair<long, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(output.parent_path(), ec)) {
+    std::string f = entry.path().filename().string();
+    if (f.size() <= prefix.size() + suffix.size() || !f.starts_with(prefix) || !f.ends_with(suffix))
+      continue;
+    std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+    if (digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    try {
+      ProfileFile file = ProfileFile::open(entry.path().string(), false);
+      auto st = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
+      st.bind(1, since_ns);
+      if (st.step() && st.int64(0) > 0) {
+        found.emplace_back(std::stol(digits), f);
+        continue;
+      }
+    } catch (const Error&) {
+      // Not a profile, or not readable: not one this run can name.
+    }
+    ++others;
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void say_rank_files(const fs::path& output, const std::string& requested, std::int64_t since_ns) {
+  int others = 0;
+  auto ranks = rank_files_written(output, since_ns, others);
+  if (ranks.empty()) return;
+  std::string dir = fs::path(requested).parent_path().string();
+  auto shown = [&](const std::string& f) { return dir.empty() ? f : dir + "/" + f; };
+  std::string files;
+  if (ranks.size() <= 4) {
+    for (const auto& r : ranks) files += (files.empty() ? "" : ", ") + shown(r.second);
+  } else {
+    files = fmt::format("{} to {}", shown(ranks.front().second), shown(ranks.back().second));
+  }
+  // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
+  std::string first = rank_output(requested, 0);
+  std::size_t tag = first.rfind(".rank0");
+  std::string glob = std::string(first).replace(tag, 6, ".rank*");
+  std::string merged = std::string(first).replace(tag, 6, ".merged");
+  if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
+    glob.clear();
+    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shown(r.second);
+  }
+  if (ranks.size() == 1)
+    say("sonde: 1 rank wrote its own file, {}\n", files);
+  else
+    say("sonde: {} ranks wrote their own files, {}; to read them as one: sonde merge -o {} {}\n",
+        ranks.size(), files, merged, glob);
+}
+
 // Returns the file written (its absolute path), or "" when there is none.
 std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid_t root,
                                  std::int64_t since_ns, bool is_static) {
@@ -290,6 +359,7 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid
       say("sonde: profile written to {}, up to its last periodic flush (the final flush "
           "did not happen or failed)\n",
           shown);
+    if (rank.rank < 0) say_rank_files(output, requested, since_ns);
     return w.alternative == 0 ? output.string()
                               : alternative_output(output.string(), root, w.alternative);
   }

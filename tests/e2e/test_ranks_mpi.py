@@ -3,6 +3,7 @@ MPI_Allreduce of 4,000 bytes, a Bcast of 80, a ring exchange of 400 per step), n
 the compute in flight, or --blocking."""
 import json
 import shutil
+import sqlite3
 import subprocess
 
 import pytest
@@ -84,3 +85,39 @@ def test_candidates_name_small_collectives_and_exposed_communication(tmp_path):
     exposed = found[("comm-exposed", "run")]
     assert exposed["evidence"]["overlap_pct"] == 0
     assert exposed["est_gain_s"] == pytest.approx(0.5 * exposed["evidence"]["exposed_s_per_rank"])
+
+
+def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
+    # The launcher's own file (mpirun's) holds no rank's work: the last lines name the ranks'
+    # files, and the merge they suggest runs as said. A rank file of an earlier run is not named.
+    stale = tmp_path / "prof.rank7.db"
+    first = subprocess.run([CLI, "run", "-o", "old.db", "--", PROG, "--steps", "1"],
+                           env=clean_env(SONDE_LIBRARY=LIB), cwd=tmp_path, capture_output=True,
+                           text=True, timeout=60)
+    assert first.returncode == 0, first.stderr
+    (tmp_path / "old.db").rename(stale)
+    with sqlite3.connect(stale) as c:  # an hour ago
+        c.execute("UPDATE processes SET started_ns = started_ns - 3600000000000")
+    cmd = [CLI, "run", "-o", "prof.db", "--", MPIRUN, "--oversubscribe", "--allow-run-as-root",
+           "-np", 2, PROG, "--steps", 2, "--compute-ms", 5]
+    p = subprocess.run([str(c) for c in cmd], env=clean_env(SONDE_LIBRARY=LIB), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    said = [l for l in p.stderr.splitlines() if l.startswith("sonde:")]
+    assert said[-2:] == [
+        "sonde: profile written to prof.db",
+        "sonde: 2 ranks wrote their own files, prof.rank0.db, prof.rank1.db; to read them as "
+        "one: sonde merge -o prof.merged.db prof.rank0.db prof.rank1.db"], p.stderr
+    # Alone in their folder, the ranks' files are named by pattern, and the merge runs as said.
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    p = subprocess.run([str(c) for c in cmd], env=clean_env(SONDE_LIBRARY=LIB), cwd=fresh,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    suggested = p.stderr.splitlines()[-1]
+    assert suggested.endswith("to read them as one: sonde merge -o prof.merged.db prof.rank*.db")
+    m = subprocess.run(suggested.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
+                       cwd=fresh, capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0, m.stderr
+    assert query(fresh / "prof.merged.db", "SELECT rank FROM processes ORDER BY rank") == \
+        [(0,), (1,)]
