@@ -4,9 +4,11 @@ passes PRAGMA integrity_check and `sonde report`, losses said in the file's note
 secret anywhere in the file. At the end the cells are printed as a table (and written as markdown
 to $SONDE_FAULTS_REPORT, which docs/reliability.md copies)."""
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,6 +131,18 @@ def same_behaviour(alone, profiled):
 @pytest.fixture
 def db(tmp_path):
     return str(tmp_path / "prof.db")
+
+
+@pytest.fixture
+def other_user_dir():
+    """A folder under /tmp that any user may write, for a host that runs as another user
+    (setpriv): pytest's own are root's alone (0700 above them). Skips without root and setpriv."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run a host as another user")
+    folder = Path(tempfile.mkdtemp(prefix="sonde-user-", dir="/tmp"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 # The matrix: every test of this folder is a cell; its docstring's first line names the cell.

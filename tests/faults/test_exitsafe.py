@@ -4,11 +4,9 @@ once, forks, spawns and execs. A host must end as it does alone, with a whole pr
 import math
 import os
 import re
-import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -203,17 +201,9 @@ os.waitpid(pid, 0)
 
 
 @pytest.mark.parametrize("how", ["fork-child-exit", "sigterm"])
-def test_flusher_thread_refused(how):
+def test_flusher_thread_refused(how, other_user_dir):
     """no thread left for sonde's flusher (ulimit -u): no 3 s wait at _exit or a signal, every process and the reason in the profile"""
-    if os.geteuid() != 0 or subprocess.run(["which", "setpriv"], capture_output=True).returncode:
-        pytest.skip("needs root and setpriv to run a host under another user's RLIMIT_NPROC")
-    # pytest's own temporary folders are root's alone (0700 above them)
-    tmp_path = Path(tempfile.mkdtemp(prefix="sonde-nproc-", dir="/tmp"))
-    tmp_path.chmod(0o777)
-    try:
-        flusher_refused(how, tmp_path)
-    finally:
-        shutil.rmtree(tmp_path, ignore_errors=True)
+    flusher_refused(how, other_user_dir)  # under another user's RLIMIT_NPROC
 
 
 def flusher_refused(how, tmp_path):
@@ -239,24 +229,17 @@ def flusher_refused(how, tmp_path):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_privilege_drop_as_setpriv_does(mode):
+def test_privilege_drop_as_setpriv_does(mode, other_user_dir):
     """a root host that drops its privileges as setpriv does (its capabilities kept on its own thread, then setresuid and setresgid): runs as without sonde, its own process in the profile"""
-    if os.geteuid() != 0 or subprocess.run(["which", "setpriv"], capture_output=True).returncode:
-        pytest.skip("needs root and setpriv")
     # glibc changes the ids on every thread and aborts when one thread's call fails: sonde's
     # thread, without the capabilities setpriv kept on its own, failed the gid change.
-    tmp_path = Path(tempfile.mkdtemp(prefix="sonde-setpriv-", dir="/tmp"))
-    tmp_path.chmod(0o777)
-    try:
-        db = str(tmp_path / "prof.db")
-        cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PYTHON, "-c",
-               "import os; print(os.getuid(), os.getgid(), os.getgroups())"]
-        alone = plain(cmd)
-        assert alone.rc == 0 and alone.out == "65534 65534 []\n", alone.err
-        profiled = preloaded(cmd, db) if mode == "preload" else sonde_run(cmd, db)
-        same_behaviour(alone, profiled)
-        profile_whole(db)
-        assert query(db, "SELECT origin, end_reason FROM processes WHERE origin = 'root'") == \
-            [("root", "exec")]
-    finally:
-        shutil.rmtree(tmp_path, ignore_errors=True)
+    db = str(other_user_dir / "prof.db")
+    cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", PYTHON, "-c",
+           "import os; print(os.getuid(), os.getgid(), os.getgroups())"]
+    alone = plain(cmd)
+    assert alone.rc == 0 and alone.out == "65534 65534 []\n", alone.err
+    profiled = preloaded(cmd, db) if mode == "preload" else sonde_run(cmd, db)
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    assert query(db, "SELECT origin, end_reason FROM processes WHERE origin = 'root'") == \
+        [("root", "exec")]
