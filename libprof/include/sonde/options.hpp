@@ -55,7 +55,8 @@ inline constexpr std::array kOptionSpecs{
                1, 65536},
     OptionSpec{"SONDE_FLUSH_INTERVAL", OptionType::kSeconds, "10",
                "Seconds between periodic flushes: 0 (only at exit, exec and fatal signals) or "
-               "0.1 to 1000000. A crash loses at most this much.",
+               "0.1 to 1000000. A crash loses at most this much. A process's first comes "
+               "after 1 s, or this, when shorter.",
                0.1, 1e6, true},
     OptionSpec{"SONDE_DELAY", OptionType::kSeconds, "0",
                "Collection window (or `sonde run --delay S`, `python3 -m sonde --delay S`): "

@@ -326,9 +326,9 @@ void Runtime::flusher_loop() {
     // With no host thread attached, look often for the moment sonde's thread is the last one.
     bool orphan = live_threads_.load(std::memory_order_acquire) <= 0;
     double interval = orphan ? kOrphanPoll : config_.flush_interval_s;
-    // Also with periodic flushes off (0): the row is what says the process exists.
+    // With periodic flushes off (0) none: a flush then comes only at exit, exec or a signal.
     first = first && process_id_.load(std::memory_order_acquire) == 0;
-    if (first && !orphan) interval = interval > 0 ? std::min(interval, kFirstFlushS) : kFirstFlushS;
+    if (first && !orphan && interval > 0) interval = std::min(interval, kFirstFlushS);
     // The sampler's rings hold about two seconds: they are emptied every second in between.
     bool drain_only = false;
     if (sampler_on() && !orphan) {
