@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <iterator>
+#include <mutex>
 
 #include "../intercept.hpp"
 #include "sonde/process_hooks.hpp"
@@ -41,10 +42,14 @@ __attribute__((constructor(102))) void resolve_credential_calls() {
   for (auto& symbol : g_real) symbol.get();
 }
 
+// Two host threads changing ids at once would both stop (join) the one flusher.
+std::mutex g_changing;
+
 // The real call, with sonde's thread away for it; errno is the call's.
 template <auto& Fn, class... A>
 int without_sonde_thread(Id id, A... args) {
   auto real = reinterpret_cast<decltype(&Fn)>(g_real[size_t(id)].get());
+  std::lock_guard one_at_a_time(g_changing);
   bool stopped = sonde::credentials_changing();
   int rc = real(args...);
   int saved = errno;
