@@ -15,6 +15,9 @@ packages=(
 # The Python issue's tests need these; they are big, so callers may skip them.
 if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(python3-torch python3-yappi)
+  # Greenlets: the e2e tests' gevent jobs, and greenlet's own tests as peers (objgraph for
+  # their leak checks).
+  packages+=(python3-greenlet python3-gevent python3-objgraph)
   # CPython's own signal tests, run under sonde by tests/faults/test_signals.py.
   packages+=(libpython3.11-testsuite)
 fi

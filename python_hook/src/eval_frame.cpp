@@ -22,6 +22,7 @@
 
 #include "code_table.hpp"
 #include "frames.hpp"
+#include "greenlets.hpp"
 #include "sonde/probe.hpp"
 #include "subnormals.hpp"
 
@@ -210,6 +211,10 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
   ThreadState* t = open_frame(hook, frame, throwflag);
   PyObject* result = g_beneath(tstate, frame, throwflag);
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  // The outermost frame of an import has returned.
+  if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed()) {
+    greenlets_import_ended();
+  }
   hook.in_machinery = in_machinery;
   // A class or module body has returned: its namespace holds the functions it defined. The
   // frame is cleared by the caller, after this.
@@ -244,6 +249,8 @@ bool install_eval_frame() {
 
 void eval_frame_skip_calls(int n) { thread_hook().skip = n; }
 
+bool& eval_frame_in_machinery() { return thread_hook().in_machinery; }
+
 void uninstall_eval_frame() {
   g_recording = false;
   PyInterpreterState* interp = interpreter();
@@ -266,6 +273,11 @@ bool install_eval_frame() {
 }
 
 void eval_frame_skip_calls(int) {}
+
+bool& eval_frame_in_machinery() {
+  thread_local bool unused = false;
+  return unused;
+}
 
 void uninstall_eval_frame() {}
 

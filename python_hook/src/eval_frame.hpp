@@ -18,6 +18,9 @@ bool eval_frame_available();
 bool install_eval_frame();
 // The next `n` Python frames entered on this thread are not recorded: the launcher's own.
 void eval_frame_skip_calls(int n);
+// Whether this thread's innermost hooked frame is the import machinery's: set aside with a
+// greenlet's frames at a switch (greenlets.hpp). A flag of no use where the hook is not built.
+bool& eval_frame_in_machinery();
 // Puts back the evaluator that was there before, if sonde's is still the one installed. Frames
 // running inside the hook still close their sonde frames when they return.
 void uninstall_eval_frame();

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "code_table.hpp"
+#include "greenlets.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/source_fingerprint.hpp"
 
@@ -42,15 +43,7 @@ bool set_profile_all(Py_tracefunc f) { return set_all<_PyEval_SetProfile>(f); }
 bool set_trace_all(Py_tracefunc f) { return set_all<_PyEval_SetTrace>(f); }
 #endif
 
-// Per thread: did each open Python-level call open a sonde frame? Frames running when the hook
-// was installed return without having been entered, and the depth limit can refuse one.
-// `machinery`: the entry is a frame of the import machinery (or a C call it made), beneath
-// which further machinery frames open nothing.
-struct Opened {
-  ThreadState* thread;
-  bool machinery;
-};
-thread_local std::vector<Opened> t_open;
+thread_local std::vector<OpenedFrame> t_open;
 thread_local int t_skip = 0;
 // C functions are recorded too (`--builtins`); else the profile function stands in for the
 // frame-evaluation hook and passes over their events.
@@ -220,8 +213,10 @@ bool resumed(PyFrameObject* frame, PyCodeObject* code) {
 void leave() {
   if (t_open.empty()) return;  // a frame that was running before the hook: never entered
   ThreadState* t = t_open.back().thread;
+  bool import_ends = t_open.back().machinery && !(t_open.size() > 1 && t_open.end()[-2].machinery);
   t_open.pop_back();
   if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  if (import_ends && !greenlets_followed()) greenlets_import_ended();
 }
 
 int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
@@ -382,6 +377,8 @@ bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id) {
 }
 
 void skip_calls(int n) { t_skip = n; }
+
+std::vector<OpenedFrame>& profile_hook_frames() { return t_open; }
 
 bool install_line_tracing(const std::vector<std::string>& patterns) {
   g_line_patterns = patterns;

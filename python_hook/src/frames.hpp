@@ -40,6 +40,17 @@ std::string code_display_name(PyCodeObject* code);
 // first. Returns false, leaving `id` alone, for any other callable. Holds the GIL.
 bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id);
 
+// The profile hook's record of one open Python frame or C call on its thread: whether it opened
+// a sonde frame (the thread's state, or nullptr: frames running when the hook was installed
+// return without having been entered, and the depth limit can refuse one), and whether it is
+// the import machinery's (or a C call it made), beneath which machinery frames open nothing.
+struct OpenedFrame {
+  ThreadState* thread;
+  bool machinery;
+};
+// This thread's, innermost last: a greenlet switch sets them aside with its sonde frames.
+std::vector<OpenedFrame>& profile_hook_frames();
+
 // Installs the profile function on every existing thread and, through threading.setprofile,
 // on every thread started later; C functions are recorded only with `builtins`. Returns false
 // with a Python exception set.

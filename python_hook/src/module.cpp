@@ -2,7 +2,6 @@
 // global scope (preloaded), where the probe API and the BLAS interposition live.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-
 #include <unistd.h>
 
 #include <climits>
@@ -10,15 +9,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "eval_frame.hpp"
 #include "code_table.hpp"
+#include "eval_frame.hpp"
 #include "frames.hpp"
+#include "greenlets.hpp"
 #include "monitoring.hpp"
 #include "regions.hpp"
 #include "sonde/in_process.hpp"
@@ -116,6 +115,9 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
   sonde::python::set_fold_imports(!imports);
   g_hook = install(builtins);
   if (g_hook == Hook::kNone) return nullptr;
+  // Imported already (a start() from the program): its switches are followed from here on.
+  if (g_hook != Hook::kMonitoring && !sonde::python::greenlets_followed())
+    sonde::python::greenlets_import_ended();
   // The launcher's exec (a C function) comes next: only hooks that see C functions see it.
   bool sees_c_calls = builtins && (g_hook == Hook::kProfile || g_hook == Hook::kMonitoring);
   int skip = skip_calls + (skip_exec && sees_c_calls ? 1 : 0);

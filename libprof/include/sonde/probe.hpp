@@ -91,6 +91,22 @@ SONDE_API void probe_start(ThreadState* thread);
 // resuming): time accrues to the same call path, the call count does not grow.
 SONDE_API ThreadState* probe_resume(RoutineId routine, Nesting nesting);
 
+// A thread that runs several call stacks by turns (greenlets: one C stack swapped for another
+// inside the thread) keeps one stack of sonde frames per call stack, set aside at each switch.
+// probe_suspend_stack closes every open frame of the calling thread at one instant, as a yield
+// closes a generator's (time charged, no call counted), and writes them into `out`, outermost
+// first; with more than `cap` open it closes nothing. It returns how many were open, and in
+// `owner` the thread state they belong to (nullptr: the thread records nothing).
+// probe_resume_stack re-opens such frames, as resumed generators, on top of this thread's stack
+// when `owner` is this thread's state, without the refusals of probe_enter: each frame will be
+// closed by the probe_exit its hook still owes it.
+struct SuspendedFrame {
+  uint32_t node = 0;
+  Nesting nesting = Nesting::kChildren;
+};
+SONDE_API uint32_t probe_suspend_stack(SuspendedFrame* out, uint32_t cap, const void** owner);
+SONDE_API void probe_resume_stack(const void* owner, const SuspendedFrame* frames, uint32_t n);
+
 // Closes the innermost frame opened by probe_enter on this thread. `call_site` is the caller's
 // return address, used to tell call sites apart for shapes (nullptr: none).
 SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);

@@ -260,4 +260,40 @@ __attribute__((always_inline)) inline void end_call(ThreadState* t, const CallCo
   }
 }
 
+// A switch of call stacks inside the thread (probe_suspend_stack): every open frame is closed at
+// `at`, innermost first, as a yield closes a generator's, and listed in `out` outermost first.
+// The caller has room for depth() entries.
+inline uint32_t suspend_stack(ThreadState* t, SuspendedFrame* out, uint64_t at) {
+  uint32_t n = t->depth();
+  for (uint32_t d = n; d >= 1; --d) {
+    const StackEntry& e = t->stack_[d];
+    out[d - 1] = {e.node.load(std::memory_order_relaxed), e.nesting};
+    end_call(t, nullptr, nullptr, [at] { return at; });
+  }
+  return n;
+}
+
+// Puts frames set aside by suspend_stack back on top of the stack, started at `at`, as resumed
+// generators: no call counted, and none refused (a hook will close each of them), except past
+// the depth limit, where the rest are left off and their closes find nothing to close.
+inline void resume_stack(ThreadState* t, const SuspendedFrame* frames, uint32_t n, uint64_t at) {
+  for (uint32_t i = 0; i < n; ++i) {
+    uint32_t d = t->depth();
+    if (d == t->max_depth_) return;
+    uint32_t node = frames[i].node;
+    if (node >= t->nodes.size_owner()) return;  // not this thread's: nothing to resume
+    // A warming-up path resumed is timed in full, as open_frame<false> has it.
+    Node& nd = t->nodes[node];
+    if (t->adaptive.mask != 0 && nd.timing == AdaptiveTiming::kWarmUp)
+      nd.timing = AdaptiveTiming::kFull;
+    StackEntry& e = t->stack_[d + 1];
+    e.node.store(node, std::memory_order_relaxed);
+    e.nesting = frames[i].nesting;
+    e.untimed = false;
+    e.child_ticks.store(0, std::memory_order_relaxed);
+    t->suppress += frames[i].nesting == Nesting::kSuppress;
+    start_frame(t, at);
+  }
+}
+
 }  // namespace sonde

@@ -85,6 +85,21 @@ ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
   return t;
 }
 
+uint32_t probe_suspend_stack(SuspendedFrame* out, uint32_t cap, const void** owner) {
+  ThreadState* t = t_state;
+  *owner = t;
+  if (t == nullptr) return 0;
+  uint32_t n = t->depth();
+  if (n > cap) return n;
+  return suspend_stack(t, out, now_ticks());
+}
+
+void probe_resume_stack(const void* owner, const SuspendedFrame* frames, uint32_t n) {
+  ThreadState* t = t_state;
+  if (t == nullptr || t != owner || n == 0) return;
+  resume_stack(t, frames, n, now_ticks());
+}
+
 uint64_t probe_now() { return now_ticks(); }
 
 void record_line(RoutineId routine, int line, uint64_t ticks) {

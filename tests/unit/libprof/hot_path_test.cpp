@@ -64,6 +64,78 @@ TEST(HotPath, RegionsNestTheirChildrenAndChargeExclusiveTime) {
   EXPECT_EQ(t.nodes[region].subrs.load(), 1u);
 }
 
+// Two greenlets on one thread: each switch sets the running one's frames aside and puts the
+// other's back, so every frame is charged only the time its own stack ran, and each call
+// counts once however often its stack was switched out.
+TEST(HotPath, SuspendedStacksChargeOnlyTheTimeTheyRan) {
+  ThreadState t(0, 1, 0, 16, 0);
+  uint32_t main_body = enter_at(t, 1, 0);
+  SuspendedFrame main_saved[4], other_saved[4];
+  ASSERT_EQ(suspend_stack(&t, main_saved, 100), 1u);  // main switches to the other greenlet
+  EXPECT_EQ(t.depth(), 0u);
+  uint32_t run = enter_at(t, 2, 100);
+  uint32_t work = enter_at(t, 3, 110);
+  ASSERT_EQ(suspend_stack(&t, other_saved, 200), 2u);  // and back
+  EXPECT_EQ(other_saved[0].node, run);
+  EXPECT_EQ(other_saved[1].node, work);
+  resume_stack(&t, main_saved, 1, 200);
+  EXPECT_EQ(t.top().node.load(), main_body);
+  ASSERT_EQ(suspend_stack(&t, main_saved, 250), 1u);  // main runs 50, then switches again
+  resume_stack(&t, other_saved, 2, 250);
+  leave_at(t, 300);  // work returns
+  leave_at(t, 310);  // run returns: the greenlet ends
+  resume_stack(&t, main_saved, 1, 310);
+  leave_at(t, 400);
+  EXPECT_EQ(t.depth(), 0u);
+  EXPECT_EQ(t.nodes[main_body].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[run].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[work].calls.load(), 1u);
+  // main: 0-100, 200-250, 310-400; the greenlet: 100-200, 250-310.
+  EXPECT_EQ(t.nodes[main_body].incl_ticks.load(), 240u);
+  EXPECT_EQ(t.nodes[main_body].excl_ticks.load(), 240u);
+  EXPECT_EQ(t.nodes[run].incl_ticks.load(), 160u);
+  EXPECT_EQ(t.nodes[work].incl_ticks.load(), 90 + 50u);
+  EXPECT_EQ(t.nodes[run].excl_ticks.load(), 20u);
+  // Only the greenlet's outermost frame is the root's child: 240 + 160 of 400.
+  EXPECT_EQ(t.stack_[0].child_ticks.load(), 400u);
+}
+
+TEST(HotPath, ASuspendedSuppressingFrameSuppressesAgainWhenResumed) {
+  ThreadState t(0, 1, 0, 16, 0);
+  enter_at(t, 5, 0, Nesting::kSuppress);
+  SuspendedFrame saved[2];
+  ASSERT_EQ(suspend_stack(&t, saved, 10), 1u);
+  EXPECT_EQ(t.suppress, 0u);
+  EXPECT_NE(open_frame<true>(&t, 6, Nesting::kChildren), nullptr);  // the other stack's call
+  start_frame(&t, 10);
+  leave_at(t, 20);
+  resume_stack(&t, saved, 1, 20);
+  EXPECT_EQ(t.suppress, 1u);
+  EXPECT_EQ(open_frame<true>(&t, 6, Nesting::kChildren), nullptr);
+  leave_at(t, 30);
+  EXPECT_EQ(t.suppress, 0u);
+  EXPECT_EQ(t.nodes[1].incl_ticks.load(), 20u);
+  EXPECT_EQ(t.nodes[1].calls.load(), 1u);
+}
+
+TEST(HotPath, FramesOfAnotherThreadOrPastTheDepthLimitAreNotResumed) {
+  ThreadState t(0, 1, 0, 2, 0);
+  SuspendedFrame foreign[1] = {{999, Nesting::kChildren}};
+  resume_stack(&t, foreign, 1, 0);
+  EXPECT_EQ(t.depth(), 0u);
+  enter_at(t, 1, 0);
+  enter_at(t, 2, 0);
+  SuspendedFrame saved[2];
+  ASSERT_EQ(suspend_stack(&t, saved, 5), 2u);
+  enter_at(t, 3, 5);  // the other stack's frame, still open at the switch back
+  resume_stack(&t, saved, 2, 6);
+  EXPECT_EQ(t.depth(), 2u);  // one of the two fits
+  leave_at(t, 7);
+  leave_at(t, 7);
+  leave_at(t, 7);  // its close finds nothing to close
+  EXPECT_EQ(t.depth(), 0u);
+}
+
 TEST(HotPath, CallsPastTheDepthLimitAreCountedAndNotMeasured) {
   ThreadState t(0, 1, 0, 2, 0);
   enter_at(t, 1, 0);
