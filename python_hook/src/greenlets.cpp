@@ -63,7 +63,27 @@ PyObject* watch(PyObject* greenlet) {
   return ref;
 }
 
+// greenlet 2's C API (greenlet.h: the capsule greenlet._C_API, entry 10 PyGreenlet_ACTIVE) says
+// whether a greenlet that has run is still alive without an attribute lookup; older greenlets'
+// API has no such entry, and their `dead` attribute is read instead.
+using ActiveFn = int (*)(PyObject*);
+ActiveFn g_active = nullptr;
+
+void find_active_fn(PyObject* module) {
+  PyObject* version = PyObject_GetAttrString(module, "__version__");
+  const char* text =
+      version != nullptr && PyUnicode_Check(version) ? PyUnicode_AsUTF8(version) : nullptr;
+  if (text != nullptr && text[0] >= '2' && text[0] <= '9' && text[1] == '.') {
+    auto** api = static_cast<void**>(PyCapsule_Import("greenlet._C_API", 0));
+    if (api != nullptr) g_active = reinterpret_cast<ActiveFn>(api[10]);
+  }
+  Py_XDECREF(version);
+  PyErr_Clear();
+}
+
+// For a greenlet that has run (the origin of a switch).
 bool has_ended(PyObject* greenlet) {
+  if (g_active != nullptr) return g_active(greenlet) == 0;
   PyObject* dead = PyObject_GetAttrString(greenlet, "dead");
   int ended = dead != nullptr ? PyObject_IsTrue(dead) : -1;
   Py_XDECREF(dead);
@@ -119,11 +139,9 @@ void switch_stacks(PyObject* origin, PyObject* target) {
 
 // tracer(event, (origin, target)), as greenlet calls it.
 PyObject* trace_switch(PyObject*, PyObject* args) {
-  PyObject *event, *origin, *target;
-  if (PyArg_ParseTuple(args, "O(OO)", &event, &origin, &target)) {
-    switch_stacks(origin, target);
-  } else {
-    PyErr_Clear();
+  PyObject* pair = PyTuple_GET_SIZE(args) == 2 ? PyTuple_GET_ITEM(args, 1) : nullptr;
+  if (pair != nullptr && PyTuple_Check(pair) && PyTuple_GET_SIZE(pair) == 2) {
+    switch_stacks(PyTuple_GET_ITEM(pair, 0), PyTuple_GET_ITEM(pair, 1));
   }
   if (g_previous != nullptr) return PyObject_Call(g_previous, args, nullptr);
   Py_RETURN_NONE;
@@ -157,6 +175,7 @@ void greenlets_import_ended() {
   PyObject* module = name != nullptr ? PyImport_GetModule(name) : nullptr;
   if (module != nullptr) {
     g_found = true;
+    find_active_fn(module);
     g_settrace = PyObject_GetAttrString(module, "settrace");
     g_tracer = g_settrace != nullptr ? PyCFunction_New(&g_tracer_def, nullptr) : nullptr;
     follow_this_thread();
