@@ -42,9 +42,12 @@ int64_t realtime_ns() {
 
 void Clock::init() {
   clock_detail::use_tsc = invariant_tsc();
-  ticks0_ = now_ticks();
-  mono0_ = monotonic_ns();
-  realtime0_ = realtime_ns();
+  ClockPair p = read_clock_pair(now_ticks, monotonic_ns);
+  ticks0_ = p.ticks;
+  mono0_ = p.mono_ns;
+  // The wall clock at mono0_, read the same way.
+  ClockPair wall = read_clock_pair([] { return uint64_t(realtime_ns()); }, monotonic_ns);
+  realtime0_ = int64_t(wall.ticks) - (wall.mono_ns - mono0_);
   ns_per_tick_ = 1.0;
   if (clock_detail::use_tsc) {
     // A first estimate over ~200 us, so a flush soon after start is still close; refresh()
@@ -58,7 +61,8 @@ void Clock::init() {
 
 void Clock::refresh() {
   if (!clock_detail::use_tsc) return;
-  refresh_at(now_ticks(), monotonic_ns());
+  ClockPair p = read_clock_pair(now_ticks, monotonic_ns);
+  refresh_at(p.ticks, p.mono_ns);
 }
 
 void Clock::refresh_at(uint64_t t, int64_t m) {

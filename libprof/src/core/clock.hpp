@@ -28,6 +28,31 @@ inline uint64_t now_ticks() {
 int64_t monotonic_ns();
 int64_t realtime_ns();
 
+// A tick reading and the monotonic time it stands for. Read as mono, ticks, mono: a thread
+// preempted between two reads (milliseconds on a loaded VM) would pair a tick with a later
+// time, and one such pair made a 0.3 s process's durations 1.5 % short. So the tightest of a
+// few tries is kept, the tick placed at the middle of its window; a window of a few
+// microseconds is taken at once.
+struct ClockPair {
+  uint64_t ticks = 0;
+  int64_t mono_ns = 0;
+  int64_t window_ns = 0;
+};
+inline constexpr int kClockPairTries = 8;
+inline constexpr int64_t kClockPairTightNs = 2000;
+template <class Ticks, class Mono>
+ClockPair read_clock_pair(Ticks ticks, Mono mono) {
+  ClockPair best;
+  best.window_ns = INT64_MAX;
+  for (int i = 0; i < kClockPairTries && best.window_ns > kClockPairTightNs; ++i) {
+    int64_t before = mono();
+    uint64_t t = ticks();
+    int64_t after = mono();
+    if (after - before < best.window_ns) best = {t, before + (after - before) / 2, after - before};
+  }
+  return best;
+}
+
 // Anchors taken at start-up; the conversion is refreshed at each flush.
 class Clock {
  public:

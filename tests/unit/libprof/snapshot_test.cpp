@@ -221,6 +221,40 @@ TEST(Snapshot, TimestampsKeepOneRatioOnceASecondIsMeasured) {
   EXPECT_EQ(clock.to_realtime_ns(4000000000), 2000000000);
 }
 
+// A preemption between the tick and the time read beside it is seen as a wide window, and
+// that try is passed over for a tight one.
+TEST(Snapshot, ClockPairsPassOverATryThatWasPreempted) {
+  int64_t mono = 1000;
+  uint64_t ticks = 5000;
+  int call = 0;
+  // The first try is preempted for 4 ms after its tick; the second is tight.
+  auto read_mono = [&] { return mono += (++call == 2 ? 4000000 : 30); };
+  auto read_ticks = [&] { return ticks += 60; };
+  ClockPair p = read_clock_pair(read_ticks, read_mono);
+  EXPECT_EQ(p.window_ns, 30);
+  EXPECT_EQ(p.ticks, 5120u);
+  EXPECT_EQ(p.mono_ns, 1000 + 30 + 4000000 + 30 + 15);  // the middle of the tight window
+  // It stopped at the first tight try.
+  EXPECT_EQ(call, 4);
+}
+
+TEST(Snapshot, ClockPairsKeepTheTightestWhenNoneIsTight) {
+  const int64_t windows[kClockPairTries] = {9000, 7000, 3000, 8000, 9000, 9000, 9000, 9000};
+  int reads = 0;
+  int64_t now = 0;
+  auto read_mono = [&] {
+    if (reads % 2 == 1) now += windows[reads / 2];  // a try's second read closes its window
+    ++reads;
+    return now;
+  };
+  uint64_t ticks = 0;
+  auto read_ticks = [&] { return ++ticks; };
+  ClockPair p = read_clock_pair(read_ticks, read_mono);
+  EXPECT_EQ(reads, 2 * kClockPairTries);
+  EXPECT_EQ(p.window_ns, 3000);
+  EXPECT_EQ(p.ticks, 3u);
+}
+
 TEST(Snapshot, TraceEventsAreDrainedInRealtime) {
   ThreadState t(0, 1, 100, 8, 4);
   for (uint64_t i = 0; i < 6; ++i) t.trace->push(TraceEvent{0, 100 + i, 200 + i});
