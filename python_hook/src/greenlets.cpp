@@ -108,32 +108,46 @@ void switch_stacks(PyObject* origin, PyObject* target) {
   std::vector<OpenedFrame>& profile_frames = profile_hook_frames();
   bool& in_machinery = eval_frame_in_machinery();
   // An ended greenlet's frames have all returned; whatever is left is not to come back.
-  if (has_ended(origin)) {
+  bool ended = has_ended(origin);
+  bool watch_origin = false;
+  if (ended) {
     forget(origin);
   } else {
     SetAside& s = (*g_set_aside)[origin];
-    if (s.greenlet_ref == nullptr) s.greenlet_ref = watch(origin);
-    if (s.greenlet_ref == nullptr) {
-      g_set_aside->erase(origin);  // its death would go unseen: not kept
-    } else {
-      s.owner = owner;
-      s.frames.assign(buffer.begin(), buffer.begin() + n);
-      s.profile_frames.swap(profile_frames);
-      s.in_machinery = in_machinery;
-    }
+    watch_origin = s.greenlet_ref == nullptr;
+    s.owner = owner;
+    s.frames.assign(buffer.begin(), buffer.begin() + n);
+    s.profile_frames.swap(profile_frames);
+    s.in_machinery = in_machinery;
   }
   profile_frames.clear();
   in_machinery = false;
   auto it = g_set_aside->find(target);
   if (it != g_set_aside->end()) {
     SetAside& s = it->second;
-    if (PyWeakref_GetObject(s.greenlet_ref) == target) {
+    // An entry not yet watched was made by the switch this one happens inside (below), which
+    // has not finished with it: its frames are not taken up here.
+    if (s.greenlet_ref != nullptr && PyWeakref_GetObject(s.greenlet_ref) == target) {
       probe_resume_stack(s.owner, s.frames.data(), uint32_t(s.frames.size()));
       profile_frames.swap(s.profile_frames);
       in_machinery = s.in_machinery;
     }
     s.frames.clear();  // running again: set aside anew at its next switch
     s.profile_frames.clear();
+  }
+  // Last, once the stacks are as they should be: making the weak reference allocates, which
+  // may collect a suspended greenlet, which greenlet kills by switching into it (a switch
+  // within this one).
+  if (watch_origin) {
+    PyObject* ref = watch(origin);
+    auto entry = g_set_aside->find(origin);
+    if (entry == g_set_aside->end()) {
+      Py_XDECREF(ref);
+    } else if (ref == nullptr) {
+      g_set_aside->erase(entry);  // its death would go unseen: not kept
+    } else {
+      entry->second.greenlet_ref = ref;
+    }
   }
 }
 
