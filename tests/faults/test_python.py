@@ -178,3 +178,43 @@ def test_getitem_calls_exact_after_start(db, tmp_path):
                               env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db)))
     profile_whole(db)
     assert python_calls(db, "__getitem__") == 1400
+
+
+# gevent jobs (greenlets) switched out in the middle of their frames when one of them sends
+# SIGTERM to the process: the death is the same, and the profile holds each job's calls as a
+# call stack of its own (docs/python.md, "Greenlets").
+GEVENT_KILLED = """
+    import os, signal
+    import gevent
+    import numpy as np
+
+    products = 0
+
+    def job(i):
+        global products
+        a = np.ones((32, 32), dtype=np.float32)
+        for n in range(1, 1000):
+            a = a @ a / 32
+            products += 1
+            if i == 3 and n == 50:
+                print("sgemm calls before the kill:", products, flush=True)
+                os.kill(os.getpid(), signal.SIGTERM)
+            gevent.sleep(0)
+
+    gevent.joinall([gevent.spawn(job, i) for i in range(8)])
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", "builtins", "inprocess"])
+def test_gevent_jobs_killed_mid_switch(mode, db, tmp_path):
+    """gevent jobs switched out mid-frame, SIGTERM from one of them: same death, each job's sgemm calls under it"""
+    pytest.importorskip("gevent")
+    host = script(tmp_path, GEVENT_KILLED)
+    alone = plain([PY, host])
+    profiled = under(mode, [host], db)
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    expected = int(alone.out.split(":")[1])
+    rows = query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%cblas_sgemm'")
+    assert [(path.split(";")[0].endswith("(job)"), calls) for path, calls in rows] == \
+        [(True, expected)]
