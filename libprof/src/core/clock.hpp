@@ -29,10 +29,11 @@ int64_t monotonic_ns();
 int64_t realtime_ns();
 
 // A tick reading and the monotonic time it stands for. Read as mono, ticks, mono: a thread
-// preempted between two reads (milliseconds on a loaded VM) would pair a tick with a later
-// time, and one such pair made a 0.3 s process's durations 1.5 % short. So the tightest of a
-// few tries is kept, the tick placed at the middle of its window; a window of a few
-// microseconds is taken at once.
+// preempted between two reads (a scheduler slice, 3-4 ms on a loaded VM) would pair a tick
+// with a later time, putting a 0.3 s process's ratio, and so its durations, about 1 % off (a
+// loaded test run saw a rank's 240 ms sleep recorded 1.5 % short). So the tightest of a few
+// tries is kept, its time taken as the middle of its window; a window of a few microseconds
+// is taken at once.
 struct ClockPair {
   uint64_t ticks = 0;
   int64_t mono_ns = 0;
