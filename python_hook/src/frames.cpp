@@ -400,6 +400,25 @@ bool install_all_threads(bool builtins) {
   return ok && set_profile_all(profile);
 }
 
+bool profile_function_replaced() {
+  PyThreadState* self = PyThreadState_Get();
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(self);
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
+    if (t->c_profilefunc == profile) continue;
+    // None on a thread sonde never had (one a C library made to call into Python) is no loss;
+    // on this one (which started sonde) it is a profiler's that has ended.
+    if (t->c_profilefunc == nullptr && t != self) continue;
+    // A new thread's bootstrap, before its first event.
+    PyObject* obj = t->c_profileobj;
+    if (obj != nullptr && PyCFunction_Check(obj) &&
+        reinterpret_cast<PyCFunctionObject*>(obj)->m_ml == &g_bootstrap_def) {
+      continue;
+    }
+    return true;
+  }
+  return false;
+}
+
 void uninstall_all_threads() {
   set_threading_hook("setprofile", Py_None);
   PyErr_Clear();

@@ -60,6 +60,10 @@ bool install_all_threads(bool builtins);
 bool install_line_tracing(const std::vector<std::string>& patterns);
 // The next `n` calls on this thread are not recorded (nor their returns): the launcher's own.
 void skip_calls(int n);
+// Whether a thread of this interpreter no longer has sonde's profile function: a profiler the
+// program ran (cProfile, yappi) takes the one slot there is, and that thread's Python frames go
+// unrecorded from then on. Holds the GIL.
+bool profile_function_replaced();
 // Removes it from every thread, and the line tracing too.
 void uninstall_all_threads();
 // Removes the line tracing alone (the frame-evaluation hook's stop).

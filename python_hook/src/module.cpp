@@ -47,6 +47,14 @@ const char* hook_name(Hook h) {
 void stop_hooks() {
   switch (g_hook) {
     case Hook::kProfile:
+      if (sonde::python::profile_function_replaced()) {
+        sonde::add_run_note(
+            "python", "a profile function of the program's own (a profiler it ran: cProfile, "
+                      "yappi) took the place of sonde's on a thread: from then on that thread's "
+                      "Python frames were not recorded (its native calls were, under the last "
+                      "frame recorded). The default mode, without --builtins, records beside "
+                      "such profilers");
+      }
       sonde::python::uninstall_all_threads();  // the line tracing too
       break;
     case Hook::kEvalFrame:

@@ -577,3 +577,34 @@ def test_a_child_whose_output_its_parent_parses_says_nothing_of_sondes(tmp_path)
     assert (r.returncode, r.stdout) == (0, "{'depth': 600}\n"), r.stderr
     assert query(db, "SELECT p.origin FROM notes n JOIN processes p USING (process_id) "
                      "WHERE n.topic = 'depth'") == [("child",)]
+
+
+# A profiler the program runs itself takes the one profile-function slot of its thread: under
+# --builtins sonde's Python frames stop there, and the profile says so in a note; the default
+# hook records beside it.
+@pytest.mark.parametrize("mode", MODES)
+def test_a_profiler_the_program_runs_is_recorded_beside_or_noted(db, tmp_path, mode):
+    path = script(tmp_path, "own_profiler.py", """
+        import cProfile, threading
+        calls = {"work": 0}
+        def work(n):
+            calls["work"] += 1
+            return sum(range(n))
+        t = threading.Thread(target=lambda: [work(100) for _ in range(50)])
+        t.start(); t.join()
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(10): work(100)
+        profiler.disable()
+        for _ in range(5): work(100)
+        print(calls)
+    """)
+    r = sonde_py([path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    notes = query(db, "SELECT message FROM notes WHERE topic = 'python'")
+    if mode == "default":
+        assert python_calls(db, "work") == eval(r.stdout)["work"] == 65
+        assert notes == []
+    else:
+        assert python_calls(db, "work") == 50  # the other thread's, before the profiler came
+        assert len(notes) == 1 and "cProfile" in notes[0][0]
