@@ -1,5 +1,6 @@
 """The known ways an LD_PRELOAD tool breaks real programs, and real BLAS users."""
 import os
+import resource
 import textwrap
 
 import pytest
@@ -109,3 +110,40 @@ def test_blas_called_from_a_constructor_and_an_early_thread_works(db):
     assert (r.returncode, r.stdout) == (0, bare.stdout)
     # Calls made before sonde was ready are forwarded, not lost in a crash; main's is counted.
     assert 1 <= routine_calls(db, "cblas_sdot") <= 1002
+
+
+def test_the_descriptor_table_is_grown_while_the_process_has_one_thread(db, tmp_path):
+    # sonde moves its files' descriptors near the top of the guarded range (store/fd_guard.hpp).
+    # Linux grows the descriptor table of a process with more than one thread only after an RCU
+    # grace period: every process paid 14-21 ms of wall time, with no CPU, at its first flush,
+    # when sonde's own thread was there. The table is now grown at start and in a fork child,
+    # while the process has one thread; /proc's FDSize is the table's size.
+    script = tmp_path / "fdsize.py"
+    script.write_text(textwrap.dedent("""
+        import os
+        def seen():
+            size = next(int(l.split()[1]) for l in open("/proc/self/status")
+                        if l.startswith("FDSize:"))
+            return size, len(os.listdir("/proc/self/fd"))
+        print("parent", *seen(), flush=True)
+        pid = os.fork()
+        if pid == 0:
+            print("child", *seen(), flush=True)
+            os._exit(0)
+        os.waitpid(pid, 0)
+    """))
+    bare = run([PY, script])
+    r = run([PY, script], db)
+    assert bare.returncode == 0 and r.returncode == 0, r.stderr
+    top = min(resource.getrlimit(resource.RLIMIT_NOFILE)[0], 4096)
+    if top < 512:
+        pytest.skip("the descriptor limit leaves sonde's files where the host's are")
+    high = top - 64  # where sonde's first file goes (fd_guard.cpp)
+    def table(out):  # who -> (table size, open descriptors)
+        return {who: (int(size), int(n)) for who, size, n in map(str.split, out.splitlines())}
+    plain, under = table(bare.stdout), table(r.stdout)
+    assert plain["parent"][0] <= high and plain["child"][0] <= high, bare.stdout
+    for who in ("parent", "child"):
+        assert under[who][0] > high, r.stdout
+        assert under[who][1] == plain[who][1], "a descriptor of sonde's was left open"
+    assert query(db, "SELECT COUNT(*) FROM processes") == [(2,)]

@@ -198,6 +198,7 @@ void Runtime::start() {
   }
   std::string error;
   install_fd_guard();  // before sonde's first connection: its files are never the host's
+  reserve_high_descriptors();
   if (!store_.prepare(output_, error, output_claimed_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.
@@ -589,6 +590,7 @@ void Runtime::fork_child() {
   notes_.clear();
   say_written_.clear();  // the launching image says where the profile went, not its children
   if (GpuBackend* gpu = this->gpu()) gpu->fork_child();
+  if (store_ok_) reserve_high_descriptors();
   if (counters_) {
     notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
   }

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdarg.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -168,6 +169,18 @@ bool install_fd_guard() {
            replace(vfs, "open", real_open, &guarded_open);
   }();
   return installed;
+}
+
+void reserve_high_descriptors() {
+  int base = g_high_base.load();
+  if (base == 0) return;
+  // An eventfd, not a copy of the host's descriptors: closing a copy of a file would drop the
+  // host's fcntl locks on it.
+  int probe = eventfd(0, EFD_CLOEXEC);
+  if (probe < 0) return;
+  int high = ::fcntl(probe, F_DUPFD_CLOEXEC, base);
+  if (high >= 0) ::close(high);
+  ::close(probe);
 }
 
 void begin_guarded_opens() { ++t_guarding; }

@@ -13,6 +13,14 @@ namespace sonde {
 // in processes nothing closes under them). Idempotent; false where the VFS does not offer it.
 bool install_fd_guard();
 
+// Grows the process's descriptor table now to hold the numbers sonde's files are moved to
+// (near 4,096). Linux grows the table of a process that has more than one thread only after an
+// RCU grace period: 21 ms of wall time, and no CPU, here, which every process paid at its first
+// flush, when sonde's own thread is there. With one thread it costs microseconds, so this is
+// called where the process has one (at start and in a fork child, whose table is copied only up
+// to its highest open descriptor), before sonde's thread starts. Call after install_fd_guard.
+void reserve_high_descriptors();
+
 // Between the two (a writer connection's life: Database), the files SQLite opens on this thread
 // are sonde's, and guarded. The host's own SQLite (Python's sqlite3 shares the library) opens on
 // its threads, unguarded.
