@@ -18,7 +18,9 @@ PYTHONDONTWRITEBYTECODE=1 would otherwise compile them in every run).
 
 The flush is bench_flush's (a program under libsonde making N distinct call paths, 100 groups
 of N/100 regions, then timing sonde_flush() twice): the first flush inserts every row, the
-second, with nothing new, shows the flush is proportional to what changed.
+second, with nothing new, shows the flush is proportional to what changed. Beside it, in the
+same rounds, bench_sqlite_floor writes the same rows into a fresh profile's `nodes` table with
+SQLite alone (64 to a statement, one transaction): the floor the first flush is held against.
 
   /usr/bin/python3 tests/bench/bench_fixed_costs.py [--build-dir build] [--pairs 9]
         [--only empty,numpy,torch,flush] [--python /usr/bin/python3]
@@ -129,16 +131,29 @@ def main():
             }, max(3, a.pairs // 2) if case == "torch" else a.pairs, work), target)
     if "flush" in only:
         bench = os.path.join(build, "tests", "bench", "bench_flush")
+        floor_bench = os.path.join(build, "tests", "bench", "bench_sqlite_floor")
         first, second, first_cpu, second_cpu, faults = [], [], [], [], []
+        floor_cpu, ratios = [], []
+        shape = ["--paths", str(a.paths), "--fanout", str(a.paths // 100)]
         for _ in range(max(3, a.pairs // 3)):
             db = os.path.join(work, "flush.db")
             for suffix in ("", "-journal"):
                 if os.path.exists(db + suffix):
                     os.unlink(db + suffix)
             env = dict(base, LD_PRELOAD=lib, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL="0")
-            out = subprocess.run([bench, "--paths", str(a.paths), "--fanout", str(a.paths // 100)],
+            out = subprocess.run([bench] + shape,
                                  env=env, capture_output=True, text=True, check=True).stdout
             vals = dict(line.split(None, 1) for line in out.splitlines() if " " in line)
+            # The floor: a fresh profile of sonde's (a process that measured nothing), then the
+            # same rows written into it with SQLite alone.
+            os.unlink(db)
+            subprocess.run(["/bin/true"], env=dict(base, LD_PRELOAD=lib, SONDE_OUTPUT=db),
+                           check=True)
+            floor = subprocess.run([floor_bench, db] + shape, env=base, capture_output=True,
+                                   text=True, check=True).stdout
+            floor_vals = dict(line.split(None, 1) for line in floor.splitlines() if " " in line)
+            floor_cpu.append(float(floor_vals["insert_cpu_s"]))
+            ratios.append(float(vals["flush1_cpu_s"]) / floor_cpu[-1])
             first.append(float(vals["flush1_s"]))
             second.append(float(vals["flush2_s"]))
             first_cpu.append(float(vals["flush1_cpu_s"]))
@@ -153,6 +168,9 @@ def main():
         print(f"  first flush, CPU time        {statistics.median(first_cpu) * 1000:8.1f} ms "
               f"(runs {min(first_cpu) * 1000:.0f}-{max(first_cpu) * 1000:.0f})")
         print(f"  nothing new, CPU time        {statistics.median(second_cpu) * 1000:8.1f} ms")
+        print(f"  SQLite alone, same rows, CPU {statistics.median(floor_cpu) * 1000:8.1f} ms "
+              f"(runs {min(floor_cpu) * 1000:.0f}-{max(floor_cpu) * 1000:.0f}); first flush "
+              f"x{statistics.median(ratios):.2f} of it (median of per-round ratios)")
         print(f"  page faults (minor)          {statistics.median(f for f, _ in faults):8.0f} first, "
               f"{statistics.median(s for _, s in faults):.0f} nothing new")
         print("  target: the exit flush of ~99k paths well under 100 ms")
