@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -460,6 +461,7 @@ int run_command(const RunOptions& o) {
   ::sigprocmask(SIG_BLOCK, &terminating, &old_mask);
   // A second of slack: the runtime's start time is derived from its own clock calibration.
   std::int64_t since_ns = realtime_ns() - 1'000'000'000;
+  pid_t self = ::getpid();
   pid_t child = ::fork();
   if (child < 0) {
     int err = errno;
@@ -467,6 +469,11 @@ int run_command(const RunOptions& o) {
     throw Error(fmt::format("fork failed: {}", std::strerror(err)));
   }
   if (child == 0) {
+    // sonde run killed by SIGKILL (`kill -9 $!`, a harness ending the process it started): the
+    // command ends too, as it would have been killed alone, instead of running on orphaned. Kept
+    // across its exec; not across a set-user-ID one, nor by the processes it starts.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != self) ::raise(SIGKILL);  // sonde run died before the line above
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     ::execv(program->c_str(), argv.data());
     int err = errno;

@@ -236,6 +236,43 @@ def test_sigkill_leaves_a_readable_file(db):
     assert gemms(db) == 10
 
 
+def test_sigkill_to_sonde_run_ends_the_command(db):
+    """SIGKILL to `sonde run` alone (`kill -9 $!`, a harness killing the process it started):
+    the command dies with it, as it would have been killed alone, instead of running on
+    orphaned; the profile keeps what the last periodic flush wrote"""
+    cmd = [PYTHON, "-c", "import os, time\nprint('ready', os.getpid(), flush=True)\n"
+                         "time.sleep(20)"]
+    p = subprocess.Popen([str(c) for c in [CLI, "run", "-o", db, "--", *cmd]],
+                         env=clean_env(SONDE_FLUSH_INTERVAL=0.1), stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        words = p.stdout.readline().split()
+        assert words[:1] == [b"ready"], "the command never got ready"
+        command = int(words[1])
+        time.sleep(0.5)
+        p.kill()
+        assert p.wait(timeout=10) == -signal.SIGKILL
+
+        def gone():
+            try:
+                with open(f"/proc/{command}/stat") as f:
+                    return f.read().split(") ")[1].startswith("Z")  # dead, not yet reaped
+            except FileNotFoundError:
+                return True
+        deadline = time.monotonic() + 10
+        while not gone() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert gone(), "the command ran on after sonde run was killed"
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait()
+    profile_whole(db)
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE pid = ?", (command,)) == [(1,)]
+
+
 def test_not_executable_exits_126(db, tmp_path):
     """`sonde run` of a file that is not executable: 126, as docs/cli.md says"""
     script = tmp_path / "noexec.sh"
