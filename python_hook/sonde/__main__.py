@@ -171,7 +171,7 @@ def _fail(message, code=1):
 def _tools(program, kind):
     """The script exists (or the program is -m/-c), and libsonde.so and the sonde executable
     are found: returns their paths, or ends with the error a user can act on."""
-    if kind is None and not os.path.isfile(program[0]):
+    if kind is None and not (os.path.isfile(program[0]) or os.path.isdir(program[0])):
         _fail(f"cannot open script {program[0]}: no such file", 2)
     lib = _library()
     if lib is None or not os.path.exists(lib):
@@ -328,10 +328,12 @@ def _main_module(path, spec):
     if path is not None:
         module.__file__ = path
     module.__builtins__ = __builtins__
+    module.__annotations__ = {}  # the interpreter's __main__ has it (PEP 526), runpy's keeps it
     module.__spec__ = spec
     module.__package__ = spec.parent if spec is not None else None
     if spec is not None:
         module.__loader__ = spec.loader
+        module.__cached__ = spec.cached  # as runpy sets it for -m
     else:  # what the interpreter gives a script (and no cache), or -c
         import importlib.machinery
         module.__loader__ = importlib.machinery.BuiltinImporter
@@ -340,6 +342,13 @@ def _main_module(path, spec):
             module.__cached__ = None
     sys.modules["__main__"] = module  # pickle (multiprocessing) looks functions up here
     return module
+
+
+def _set_path0(entry):
+    """sys.path[0] as the interpreter sets it for the program; with -P (PYTHONSAFEPATH) it adds
+    nothing, so sys.path[0] is then a real entry (PYTHONPATH's first) and stays."""
+    if not sys.flags.safe_path:
+        sys.path[0] = entry
 
 
 def _program(program, kind):
@@ -352,20 +361,64 @@ def _program(program, kind):
         except ImportError as e:
             _fail(f"No module named {program[0]}" if not str(e) else str(e))
         sys.argv = [spec.origin, *program[1:]]
-        sys.path[0] = os.getcwd()
+        _set_path0(os.getcwd())
         return code, spec.origin, spec
     if kind == "-c":
         sys.argv = ["-c", *program[1:]]
-        sys.path[0] = ""
+        _set_path0("")
         return compile(program[0], "<string>", "exec"), None, None
     # The interpreter names a script by its absolute path (not normalised: /cwd/./x.py), in
     # __file__ and in its code objects, and so in tracebacks; sys.argv[0] stays as given.
     path = program[0] if os.path.isabs(program[0]) else os.path.join(os.getcwd(), program[0])
-    with open(path, "rb") as f:
-        code = compile(f.read(), path, "exec")
     sys.argv = list(program)
-    sys.path[0] = os.path.dirname(os.path.abspath(path))
+    source = None
+    if not os.path.isdir(path):
+        with open(path, "rb") as f:
+            source = f.read()
+    # A directory or zip file with a __main__.py (a zipapp; source can hold no NUL byte): the
+    # interpreter puts it first on sys.path, even with -P, and runs its __main__ module.
+    if source is None or (b"\0" in source and _is_zip(path)):
+        if sys.flags.safe_path:
+            sys.path.insert(0, path)
+        else:
+            sys.path[0] = path
+        try:
+            name, spec, code = runpy._get_main_module_details()
+        except ImportError:
+            _fail(f"can't find '__main__' module in {program[0]!r}")
+        return code, spec.origin, spec
+    code = compile(source, path, "exec")
+    _set_path0(os.path.dirname(os.path.abspath(path)))
     return code, path, None
+
+
+def _is_zip(path):
+    import zipfile  # only for a file that is no source: its import is a few ms
+    try:
+        return zipfile.is_zipfile(path)
+    except OSError:
+        return False
+
+
+def _drop_launch_path():
+    """Takes off sys.path the two folders _launch put before the user's PYTHONPATH for this
+    interpreter (the autostart folder, whose sitecustomize has run, and the sonde package's
+    parent; `sonde` is imported): the program sees the sys.path it would see alone, whose first
+    entry under -P is the user's own. Child interpreters still get them from the environment."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    launch = [os.path.join(here, "autostart"), os.path.dirname(here)]
+    for i in range(len(sys.path) - 1):
+        if sys.path[i:i + 2] == launch:
+            del sys.path[i:i + 2]
+            return
+
+
+def _print_as_python_would(e):
+    """The traceback Python would print, without the launcher's frames."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
+        tb = tb.tb_next
+    sys.excepthook(type(e), e.with_traceback(tb), tb)  # it prints e.__traceback__
 
 
 def _in_process_wanted(opts):
@@ -385,7 +438,11 @@ def _run(opts, program, kind, in_process=False):
     builtins = builtins_from_env()
     imports = imports_from_env()
     sys.orig_argv = _plain_orig_argv(program, kind)
-    code, path, spec = _program(program, kind)
+    try:
+        code, path, spec = _program(program, kind)
+    except Exception as e:  # a SyntaxError, a module's own error under -m: Python's message
+        _print_as_python_would(e)
+        sys.exit(1)
     module = _main_module(path, spec)
     # atexit runs last what was registered first. stop and record_facts (torch's thread count,
     # for libsonde's exit flush) are C functions, which no hook sees called from C.
@@ -408,11 +465,7 @@ def _run(opts, program, kind, in_process=False):
     except SystemExit:
         raise  # the interpreter ends it exactly as it would have without sonde
     except BaseException as e:
-        # Reported as Python would, without the launcher's frame in the traceback.
-        tb = e.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
-            tb = tb.tb_next
-        sys.excepthook(type(e), e.with_traceback(tb), tb)  # it prints e.__traceback__
+        _print_as_python_would(e)
         if isinstance(e, KeyboardInterrupt):
             _sonde.die_of_sigint_at_exit()  # as CPython does, once finalized
         sys.exit(1)
@@ -474,6 +527,7 @@ def main():
             parser.print_usage(sys.stderr)
             _fail("nothing to run: give a script, -m MODULE or -c CMD", 2)
     if os.environ.get(_MARK) == "1":
+        _drop_launch_path()
         _run(opts, program, kind)
     else:
         _launch(opts, program, kind, argv)

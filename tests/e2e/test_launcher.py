@@ -26,7 +26,7 @@ if len(sys.argv) > 1 and sys.argv[1].isdigit():
 
 
 def run(argv, cwd, **env):
-    return subprocess.run([PY, *map(str, argv)], env=clean_env(PYTHONPATH=PYTHONPATH, **env),
+    return subprocess.run([PY, *map(str, argv)], env=clean_env(**{"PYTHONPATH": PYTHONPATH, **env}),
                           capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
@@ -89,6 +89,59 @@ def test_dash_c_runs_a_command_as_python_does(prog):
     s = run(["-m", "sonde", "-o", "s.db", "-c", cmd, "-o", "x", "y"], prog)
     assert (s.returncode, s.stdout) == (p.returncode, p.stdout) == (4, '[["-c", "-o", "x", "y"], "", "__main__"]\n')
     assert query(prog / "s.db", "SELECT COUNT(*) FROM routines WHERE name = '<string>:1(<module>)'") == [(1,)]
+
+
+# What the interpreter gives __main__ and sys.path, as a program can see them.
+SEES_MAIN = """\
+import __main__, json, sys
+print(json.dumps({"main": sorted((k, repr(v) if k != "__loader__" else type(v).__name__)
+                                 for k, v in vars(__main__).items() if k.startswith("__")),
+                  "path0": sys.path[0]}))
+"""
+
+MODES = [[], ["--in-process"]]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["reexec", "in-process"])
+@pytest.mark.parametrize("how", ["script", "-m", "-c", "-P script", "-P -m", "-P -c", "zipapp",
+                                 "directory", "-P zipapp"])
+def test_main_and_sys_path_are_the_interpreters(prog, how, mode):
+    # -P (PYTHONSAFEPATH) adds nothing to sys.path: sonde overwrote sys.path[0], a real entry
+    # (PYTHONPATH's first: a module not found, or the script's folder before the stdlib).
+    # __main__ has __annotations__ (and __cached__ under -m); a zipapp or a directory with a
+    # __main__.py runs as python runs it.
+    (prog / "main_sees.py").write_text(SEES_MAIN)
+    app = prog / "app"
+    app.mkdir()
+    (app / "__main__.py").write_text(SEES_MAIN)
+    subprocess.run([PY, "-m", "zipapp", app, "-o", prog / "app.pyz"], check=True)
+    words = how.split()
+    flags, kind = words[:-1], words[-1]
+    program = {"script": ["main_sees.py"], "-m": ["-m", "main_sees"], "-c": ["-c", SEES_MAIN],
+               "zipapp": ["app.pyz"], "directory": ["app"]}[kind]
+    # Another folder first on PYTHONPATH: the entry that -P leaves at sys.path[0].
+    first = prog / "first"
+    first.mkdir()
+    (first / "main_sees.py").write_text(SEES_MAIN)  # where -P -m finds it (not in the cwd)
+    path = f"{first}{os.pathsep}{PYTHONPATH}"
+    plain = run([*flags, *program], prog, PYTHONPATH=path)
+    s = run([*flags, "-m", "sonde", *mode, "-o", "s.db", *program], prog, PYTHONPATH=path)
+    assert plain.returncode == 0, plain.stderr
+    def seen(out):  # object addresses differ between any two runs
+        return json.loads(re.sub(r" at 0x[0-9a-f]+", "", out))
+    assert (s.returncode, seen(s.stdout)) == (0, seen(plain.stdout)), s.stderr
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["reexec", "in-process"])
+@pytest.mark.parametrize("kind", ["script", "-c"])
+def test_a_syntax_error_reads_as_pythons(prog, kind, mode):
+    (prog / "bad.py").write_text("print('a')\nx = (1,\n")
+    program = ["bad.py"] if kind == "script" else ["-c", "x = (1,"]
+    plain = run(program, prog)
+    s = run(["-m", "sonde", *mode, "-o", "s.db", *program], prog)
+    assert plain.returncode == s.returncode == 1
+    assert "SyntaxError" in plain.stderr and "Traceback" not in plain.stderr
+    assert s.stderr.replace("sonde: profile written to s.db\n", "") == plain.stderr
 
 
 def test_dash_s_prints_the_report_after_the_program(prog):
