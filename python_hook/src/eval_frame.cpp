@@ -210,7 +210,13 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
   bool in_machinery = hook.in_machinery;
   ThreadState* t = open_frame(hook, frame, throwflag);
   PyObject* result = g_beneath(tstate, frame, throwflag);
-  if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  if (t != nullptr) {
+    // Refused at the recursion check (a RecursionError), the frame never ran: no call.
+    if (__builtin_expect(result == nullptr, 0) && frame->prev_instr < _PyCode_CODE(frame->f_code))
+      probe_cancel(t);
+    else
+      probe_exit(t, nullptr, nullptr);
+  }
   // The outermost frame of an import has returned.
   if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed()) {
     greenlets_import_ended();

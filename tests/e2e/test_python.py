@@ -98,6 +98,32 @@ def test_python_call_counts_are_exact(db, tmp_path, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_call_refused_by_the_recursion_limit_is_not_counted(db, tmp_path, mode):
+    # CPython refuses the frame past the limit before its first instruction: no call happened.
+    # The frame-evaluation hook counted one for each RecursionError (465 for the program's 460).
+    path = script(tmp_path, "recurse.py", """
+        import sys
+        sys.setrecursionlimit(100)
+        n = 0
+        def r():
+            global n
+            n += 1
+            r()
+        for i in range(5):
+            try:
+                r()
+            except RecursionError:
+                pass
+        print(n)
+    """)
+    r = sonde_py([path], db, tmp_path, mode=mode)
+    assert r.returncode == 0, r.stderr
+    assert python_calls(db, "r") == int(r.stdout) > 0
+    assert query(db, "SELECT COUNT(*) FROM nodes WHERE calls = 0 AND incl_ns > 0") == [(0,)]
+    assert tree_is_consistent(db)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp_path, mode):
     path = script(tmp_path, "counted.py", COUNTED)
     assert sonde_py([path], db, tmp_path, mode=mode).returncode == 0

@@ -110,6 +110,10 @@ SONDE_API void probe_resume_stack(const void* owner, const SuspendedFrame* frame
 // Closes the innermost frame opened by probe_enter on this thread. `call_site` is the caller's
 // return address, used to tell call sites apart for shapes (nullptr: none).
 SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
+// Takes back the innermost frame probe_enter opened, for a call that never ran (CPython refused
+// a Python frame at its recursion check, before its first instruction): its count and its
+// caller's subrs are undone and nothing is charged to it, in place of probe_exit.
+SONDE_API void probe_cancel(ThreadState* thread);
 
 // The exit gate. When the final flush at exit begins, every thread but the exiting one is held
 // at the entry of an intercepted library call (for at most a few seconds), so a detached thread

@@ -238,6 +238,18 @@ inline void close_untimed(ThreadState* t, const CallCost* cost, const void* call
   t->depth_.store(d - 1, std::memory_order_release);
 }
 
+// Takes back the innermost frame of a call that never ran: its call and its caller's subrs are
+// undone, nothing is charged (its moment stays the caller's own), and no trace event is written.
+inline void cancel_frame(ThreadState* t) {
+  uint32_t d = t->depth_.load(std::memory_order_relaxed);
+  if (d == 0) return;
+  StackEntry& e = t->stack_[d];
+  bump(t->nodes[e.node.load(std::memory_order_relaxed)].calls, ~uint64_t(0));
+  bump(t->nodes[t->stack_[d - 1].node.load(std::memory_order_relaxed)].subrs, ~uint64_t(0));
+  t->suppress -= e.nesting == Nesting::kSuppress;
+  t->depth_.store(d - 1, std::memory_order_release);
+}
+
 // A new call's start and its end as probe_enter/probe_start and probe_exit run them: `now`
 // reads the clock, and is not called for a call adaptive timing leaves untimed.
 template <class Now>

@@ -133,4 +133,6 @@ void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
   end_call(t, cost, call_site, now_ticks);
 }
 
+void probe_cancel(ThreadState* t) { cancel_frame(t); }
+
 }  // namespace sonde

@@ -148,6 +148,23 @@ TEST(HotPath, CallsPastTheDepthLimitAreCountedAndNotMeasured) {
   EXPECT_EQ(t.depth(), 0u);
 }
 
+TEST(HotPath, ACancelledCallIsNeitherCountedNorCharged) {
+  ThreadState t(0, 1, 0, 16, 0);
+  enter_at(t, 5, 100, Nesting::kChildren);  // r()
+  enter_at(t, 5, 200, Nesting::kChildren);  // r() again, refused by the recursion check
+  cancel_frame(&t);
+  leave_at(t, 300);
+  EXPECT_EQ(t.depth(), 0u);
+  EXPECT_EQ(t.nodes[1].calls.load(), 1u);
+  EXPECT_EQ(t.nodes[1].subrs.load(), 0u);
+  EXPECT_EQ(t.nodes[1].incl_ticks.load(), 200u);
+  EXPECT_EQ(t.nodes[1].excl_ticks.load(), 200u);  // the refused call's moment stays the caller's
+  EXPECT_EQ(t.nodes[2].calls.load(), 0u);
+  EXPECT_EQ(t.nodes[2].incl_ticks.load(), 0u);
+  cancel_frame(&t);  // nothing open: nothing changes
+  EXPECT_EQ(t.depth(), 0u);
+}
+
 TEST(HotPath, AnUnbalancedExitChangesNothing) {
   ThreadState t(0, 1, 0, 4, 0);
   leave_at(t, 50);
