@@ -254,6 +254,40 @@ TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
   EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
 }
 
+// blas.threads sizes the BLAS alone: oneDNN's work (torch's own pool) was counted in, so a conv
+// net on every core was told to raise OPENBLAS_NUM_THREADS. And each type's FLOPs go at its own
+// peak: one peak for f32 and f64 together put a run at 115 % of it.
+TEST_F(AdviceTest, BlasThreadsCountsTheBlasAloneEachTypeAtItsPeak) {
+  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (91, 'dnnl:convolution_fwd', 'onednn', 'dnnl', '', 0),"
+      "         (92, 'cblas_dgemm', 'blas', '', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns, flops, bytes) VALUES (91, 1, 3, 91, 3, 20, 0, "
+      "                   1000000000, 1000000000, 1000000000, 100000000);");
+  auto c = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "gemm_time_s"), 1.5);  // cblas_sgemm's; not the 1 s of oneDNN
+  EXPECT_DOUBLE_EQ(number(c[0], "floor_s"), 0.75);     // 3 GFLOP at 4 GFLOP/s
+  // 1 GFLOP of f64 in 1 s more, at a 2-thread f64 peak of 2 GFLOP/s: 0.75 + 0.5 s of 2.5 s.
+  sql("INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns, flops, bytes) VALUES (92, 1, 3, 92, 3, 5, 0, "
+      "                   1000000000, 1000000000, 1000000000, 100000000);"
+      "INSERT INTO peaks VALUES (1, 'gemm.f64', 0, 2.0, 'test');");
+  c = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "gemm_time_s"), 2.5);
+  EXPECT_DOUBLE_EQ(number(c[0], "floor_s"), 1.25);
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_peak_all_cores"), 50.0);
+  EXPECT_NE(c[0].gain_bound.find("gemm.f32 4 GFLOP/s, gemm.f64 2 GFLOP/s"), std::string::npos)
+      << c[0].gain_bound;
+  // A type without a peak leaves the work unbounded, rather than bounded at another's.
+  sql("DELETE FROM peaks WHERE resource = 'gemm.f64';");
+  c = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_THROW(number(c[0], "pct_peak_all_cores"), std::exception);
+  EXPECT_NE(c[0].gain_bound.find("not bounded by a peak"), std::string::npos) << c[0].gain_bound;
+}
+
 // torch's intra-op pool on fewer threads than the cores: its oneDNN work is what more threads
 // would speed up; the BLAS calls (1 thread here too) stay blas-threads' alone.
 TEST_F(AdviceTest, FrameworkThreadsRuleOnTorchsOwnPool) {
