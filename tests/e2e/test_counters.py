@@ -45,13 +45,22 @@ def test_no_counters_when_none_is_asked_for(db):
     assert query(db, "SELECT COUNT(*) FROM node_counters") == [(0,)]
 
 
+def stolen_us():
+    """The machine's steal time so far (all CPUs; /proc/stat), in microseconds."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()
+    return int(fields[8]) * 1e6 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+
+
 def test_cpu_busy_share_tells_computing_from_waiting(db):
     """perf::TASK-CLOCK against wall time: the spinning fake GEMMs run the CPU, the nanosleep
     does not. `sonde metrics` derives the share from the real counter."""
     import json
     import subprocess
     from conftest import CLI, clean_env
+    stolen_before = stolen_us()
     r = run([BIN / "known_time", 20, 10000, 200], db, SONDE_COUNTERS="perf::TASK-CLOCK")
+    stolen = stolen_us() - stolen_before
     assert r.returncode == 0, r.stderr
     out = subprocess.run([CLI, "metrics", db, "--section", "counters", "--format", "json"],
                          capture_output=True, text=True, env=clean_env(), timeout=60)
@@ -72,8 +81,10 @@ def test_cpu_busy_share_tells_computing_from_waiting(db):
     gap_us = max(0.0, wall_us - region_us)
     slack = 0.01 * region_us  # the TSC's and CLOCK_MONOTONIC's rates, rounding
     low = 100 * (cpu_us - gap_us - slack) / region_us
-    high = 100 * (cpu_us + slack) / region_us
-    assert low <= busy["compute"] <= high, (busy, cpu_us, wall_us, region_us)
+    # The task clock runs on while the hypervisor holds the vCPU (steal), the thread's CPU
+    # clock does not: at load, a region read 2 ms over the thread's 159 ms (1 in 12 runs).
+    high = 100 * (cpu_us + slack + stolen) / region_us
+    assert low <= busy["compute"] <= high, (busy, cpu_us, wall_us, region_us, stolen)
     # 200 ms asleep takes next to no CPU, however loaded the machine.
     assert busy["sleep"] < 5 and busy["compute"] > busy["sleep"], busy
 
