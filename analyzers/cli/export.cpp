@@ -1,5 +1,7 @@
 // sonde export: the profile for other tools (chrome trace, speedscope, SVG flame graph, folded
 // stacks, csv).
+#include "export/export.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -11,9 +13,9 @@
 #include <optional>
 
 #include "cli/command.hpp"
-#include "export/export.hpp"
 #include "export/export_samples.hpp"
 #include "profile/query.hpp"
+#include "tools/output_file.hpp"
 
 namespace sonde::cli {
 
@@ -58,6 +60,13 @@ int export_profile(const Options& a) {
   if (!a.output) {
     write_export(a, file, std::cout);
     if (!std::cout) throw Error("writing to standard output failed");
+    return 0;
+  }
+  if (written_through(*a.output)) {  // /dev/null, /dev/stdout, a FIFO, a link (output_file.hpp)
+    std::ofstream out(*a.output, std::ios::binary | std::ios::trunc);
+    if (!out) throw Error(fmt::format("cannot write {}: {}", *a.output, std::strerror(errno)));
+    write_export(a, file, out);
+    if (!out) throw Error(fmt::format("writing {} failed: {}", *a.output, std::strerror(errno)));
     return 0;
   }
   // Written beside the output and renamed over it: a failure midway leaves what was there.

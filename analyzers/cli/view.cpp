@@ -20,6 +20,7 @@
 #include "export/html_page.hpp"
 #include "export/view_bundle.hpp"
 #include "tools/executable_dir.hpp"
+#include "tools/output_file.hpp"
 #include "tools/viewer_assets.hpp"
 
 namespace sonde::cli {
@@ -72,6 +73,13 @@ int write_html(const Options& a, const ViewerAssets& assets) {
   if (!a.force && ::lstat(out.c_str(), &st) == 0)
     throw Error(fmt::format("{} already exists; use --force to replace it", out), kUsageError);
   std::string page = make_standalone_html(assets, bundle_text(a.files));
+  if (written_through(out)) {  // /dev/stdout, a FIFO, a link (output_file.hpp): --force given
+    std::ofstream file(out, std::ios::binary | std::ios::trunc);
+    if (file) file.write(page.data(), static_cast<std::streamsize>(page.size()));
+    if (file) file.flush();
+    if (!file) throw Error(fmt::format("writing {} failed: {}", out, std::strerror(errno)));
+    return 0;
+  }
   std::string temp = fmt::format("{}.sonde-tmp-{}", out, ::getpid());
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) throw Error(fmt::format("cannot write {}: {}", out, std::strerror(errno)));

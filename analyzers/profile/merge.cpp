@@ -17,6 +17,7 @@
 #include "profile/profile_file.hpp"
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "store/sqlite_db.hpp"
+#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -355,6 +356,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
   for (const std::string& input : inputs)
     if (same_file(input, options.output))
       throw Error(fmt::format("{} is both an input and the output", input), 2);
+  require_regular_output(options.output, options.output);
   std::error_code ec;
   if (fs::exists(options.output, ec) && !options.force)
     throw Error(fmt::format("{} exists; --force replaces it", options.output));

@@ -8,10 +8,9 @@
 #include "tools/calibrate.hpp"
 
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <link.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -30,6 +29,7 @@
 #include <thread>
 
 #include "profile/profile_file.hpp"
+#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -413,6 +413,13 @@ void check_peaks_writable(const std::string& path) {
 
 void write_peaks_file(const std::string& path, const std::string& text) {
   check_peaks_writable(path);
+  if (written_through(path)) {  // /dev/null, /dev/stdout, a link (tools/output_file.hpp)
+    std::ofstream f(path, std::ios::trunc);
+    f << text;
+    f.flush();
+    if (!f) throw Error(fmt::format("writing {} failed", path));
+    return;
+  }
   fs::path tmp = path;
   tmp += fmt::format(".tmp{}", getpid());
   {

@@ -31,6 +31,7 @@
 #include "sonde/rank_env.hpp"
 #include "sonde/signals.hpp"
 #include "tools/executable_dir.hpp"
+#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -131,7 +132,7 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
       throw Error(fmt::format("{} already exists; use --force to replace it or -o for another "
                               "file",
                               shown));
-    if (S_ISDIR(st.st_mode)) throw Error(fmt::format("{} is a directory", shown));
+    require_regular_output(output.string(), shown);
   }
   check_output_directory(output);
   if (force) {

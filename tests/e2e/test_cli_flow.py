@@ -67,3 +67,46 @@ def test_folded_export_feeds_flamegraphs(profile):
     total_us = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
     [(excl_ns,)] = query(profile, "SELECT SUM(excl_ns) FROM nodes WHERE depth > 0")
     assert abs(total_us - excl_ns / 1e3) <= len(lines)
+
+
+def test_outputs_that_are_not_regular_files_are_written_through_never_replaced(profile, tmp_path):
+    # -o /dev/null, /dev/stdout, a FIFO, a symbolic link: written through, as a shell's `>`
+    # writes; the commands renamed a new file over them (as root, `sonde export -o /dev/null`
+    # left a regular file as the system's /dev/null). A profile's own output (run, merge) must
+    # be a regular file: those are refused, even with --force, and left as they were.
+    import os
+    import stat
+    import threading
+    folded = run([CLI, "export", profile, "--format", "folded"]).stdout
+    assert folded
+    device = tmp_path / "null"
+    if os.geteuid() == 0:
+        os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # /dev/null's numbers
+    else:
+        device.symlink_to("/dev/null")
+    link = tmp_path / "out_link"
+    target = tmp_path / "target.txt"
+    target.write_text("old")
+    link.symlink_to(target)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo).read()))
+    reader.start()
+    assert run([CLI, "export", profile, "--format", "folded", "-o", fifo]).returncode == 0
+    reader.join(30)
+    assert got == [folded]
+    for out in (device, link):
+        r = run([CLI, "export", profile, "--format", "folded", "-o", out])
+        assert r.returncode == 0, r.stderr
+    assert target.read_text() == folded and link.is_symlink()
+    r = run([CLI, "view", profile, "--html", link, "--force"])
+    assert r.returncode == 0, r.stderr
+    assert link.is_symlink() and target.read_text().lower().startswith("<!doctype html>")
+    for cmd in ([CLI, "run", "--force", "-o", device, "--", "/bin/true"],
+                [CLI, "run", "--force", "-o", link, "--", "/bin/true"],
+                [CLI, "merge", "--force", "-o", fifo, profile]):
+        r = run(cmd)
+        assert r.returncode != 0 and "not a regular file" in r.stderr, (cmd, r.stderr)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink()
+    assert stat.S_ISCHR(os.stat(device).st_mode)

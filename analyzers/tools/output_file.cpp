@@ -1,0 +1,40 @@
+#include "tools/output_file.hpp"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include "profile/profile_file.hpp"
+
+namespace sonde::analyzers {
+
+OutputKind output_kind(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return OutputKind::kNone;
+  if (S_ISREG(st.st_mode)) return OutputKind::kRegular;
+  if (S_ISDIR(st.st_mode)) return OutputKind::kDirectory;
+  return OutputKind::kOther;
+}
+
+std::string output_kind_name(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return "nothing";
+  if (S_ISLNK(st.st_mode)) return "a symbolic link";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  return "a regular file";
+}
+
+void require_regular_output(const std::string& path, const std::string& shown) {
+  OutputKind kind = output_kind(path);
+  if (kind == OutputKind::kDirectory) throw Error(fmt::format("{} is a directory", shown));
+  if (kind == OutputKind::kOther)
+    throw Error(
+        fmt::format("{} is {}, not a regular file: a profile is a SQLite file of its own, "
+                    "and sonde never replaces what is there; give another path",
+                    shown, output_kind_name(path)));
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,29 @@
+// The files the commands write where they are told (-o, --html). A new or regular file is
+// written beside and renamed over, so that a failure leaves what was there; a path that names
+// something else is written through, as a shell's `>` would, and never replaced: renaming over
+// it made, as root, `sonde export -o /dev/null` leave a regular file as the system's /dev/null.
+#pragma once
+
+#include <string>
+
+namespace sonde::analyzers {
+
+// What `path` names, not following a symbolic link.
+enum class OutputKind { kNone, kRegular, kDirectory, kOther };
+OutputKind output_kind(const std::string& path);
+
+// "a character device", "a FIFO", "a symbolic link", ...: for messages about a kOther path.
+std::string output_kind_name(const std::string& path);
+
+// True where `path` is written through rather than replaced: it exists and is neither a
+// regular file nor a directory (a device, FIFO or socket, or a symbolic link to anything).
+inline bool written_through(const std::string& path) {
+  return output_kind(path) == OutputKind::kOther;
+}
+
+// Refuses (Error) an output that must become a SQLite file of sonde's own (a profile, a merged
+// profile) where `path` names something else than a regular file: even with --force, it is
+// never removed or replaced.
+void require_regular_output(const std::string& path, const std::string& shown);
+
+}  // namespace sonde::analyzers
