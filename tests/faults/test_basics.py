@@ -32,3 +32,15 @@ def test_dies_of_signal(mode, sig, db):
     same_behaviour(alone, under(mode, cmd, db))
     profile_whole(db)
     assert calls(db, "cblas_sgemm") == 10
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_small_stack_limit(mode, db):
+    """`ulimit -s 64`: same output, every flush written (sonde's flusher thread took its stack
+    size from RLIMIT_STACK, and a periodic flush overflowed it: the host died of SIGSEGV)"""
+    cmd = ["/bin/bash", "-c", f"ulimit -s 64 && exec {prog('slow_gemms')} 1500"]
+    alone = plain(cmd)
+    assert alone.rc == 0
+    same_behaviour(alone, under(mode, cmd, db, env_extra={"SONDE_FLUSH_INTERVAL": "0.1"}))
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") > 0

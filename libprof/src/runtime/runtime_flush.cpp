@@ -283,6 +283,8 @@ void Runtime::flush_from_signal(int sig) {
   }
 }
 
+constexpr size_t kFlusherStack = size_t(1) << 20;
+
 void Runtime::start_flusher() {
   // The real pthread_create: sonde's own wrapper would measure the flusher as a host thread.
   using CreateFn = int (*)(pthread_t*, const pthread_attr_t*, void* (*)(void*), void*);
@@ -301,7 +303,13 @@ void Runtime::start_flusher() {
   // Joinable: credentials_changing() waits for it to end. Never joined otherwise, as the
   // process ends with it.
   flusher_stop_.store(false);
-  int rc = create(&thread, nullptr, body, this);
+  // Its own stack size, not RLIMIT_STACK's (glibc's default): under `ulimit -s 64` a periodic
+  // flush overflowed it and the host died of SIGSEGV. 1 MiB: flushes ran in 128 KiB here.
+  pthread_attr_t attr;
+  bool sized = pthread_attr_init(&attr) == 0;
+  if (sized) sized = pthread_attr_setstacksize(&attr, kFlusherStack) == 0;
+  int rc = create(&thread, sized ? &attr : nullptr, body, this);
+  pthread_attr_destroy(&attr);
   pthread_sigmask(SIG_SETMASK, &saved, nullptr);
   if (rc == 0) flusher_thread_ = thread;
   flusher_running_.store(rc == 0);
