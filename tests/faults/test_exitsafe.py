@@ -7,6 +7,7 @@ import re
 import signal
 import sqlite3
 import subprocess
+import textwrap
 import time
 from pathlib import Path
 
@@ -243,3 +244,34 @@ def test_privilege_drop_as_setpriv_does(mode, other_user_dir):
     profile_whole(db)
     assert query(db, "SELECT origin, end_reason FROM processes WHERE origin = 'root'") == \
         [("root", "exec")]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["unshare -U", "unshare -r", "fork-then-unshare"])
+def test_entering_a_user_namespace(mode, how, db, tmp_path):
+    """a host that enters a new user namespace (`unshare -U`, `unshare -r`, a fork child that
+    calls unshare(CLONE_NEWUSER) as sandboxes do): runs as without sonde, its calls recorded"""
+    # The kernel refuses a new user namespace to a process of more than one thread (EINVAL):
+    # sonde's flusher thread made every one of these fail.
+    if how == "fork-then-unshare":
+        script = tmp_path / "forkuns.py"
+        script.write_text(textwrap.dedent("""
+            import ctypes, os
+            libc = ctypes.CDLL(None, use_errno=True)
+            pid = os.fork()
+            if pid == 0:
+                rc = libc.unshare(0x10000000)  # CLONE_NEWUSER
+                print("child", rc, os.strerror(ctypes.get_errno()) if rc else "ok", flush=True)
+                os._exit(0 if rc == 0 else 1)
+            print("parent", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)
+        """))
+        cmd = [PYTHON, str(script)]
+    else:
+        cmd = how.split() + ["id", "-u"]
+    alone = plain(cmd)
+    if alone.rc != 0:
+        pytest.skip(f"user namespaces are not available here: {alone.err.strip()}")
+    profiled = preloaded(cmd, db) if mode == "preload" else sonde_run(cmd, db)
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    assert query(db, "SELECT COUNT(*) FROM processes") >= [(1,)]

@@ -6,8 +6,16 @@
 // them at the uid change, failed the gid change that followed, and the host died (SIGABRT). So
 // sonde's thread is not there for the call: stopped before it, and started again after it from
 // the calling thread, whose ids and capabilities a new thread inherits.
+//
+// Entering a new user namespace (unshare(CLONE_NEWUSER), setns into one) is refused by the
+// kernel to a process of more than one thread (EINVAL): with sonde's thread there, `unshare -U`,
+// `unshare -r` and the fork-then-unshare of sandboxes (bubblewrap, rootless containers) failed
+// under sonde. Those calls get the same treatment.
 #include <errno.h>
 #include <grp.h>
+#include <linux/nsfs.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -29,11 +37,13 @@ enum class Id {
   setresuid,
   setresgid,
   setgroups,
+  unshare,
+  setns,
   kCount
 };
-::sonde::RealSymbol g_real[] = {{"setuid"},    {"setgid"},    {"seteuid"},
-                                {"setegid"},   {"setreuid"},  {"setregid"},
-                                {"setresuid"}, {"setresgid"}, {"setgroups"}};
+::sonde::RealSymbol g_real[] = {{"setuid"},    {"setgid"},   {"seteuid"},   {"setegid"},
+                                {"setreuid"},  {"setregid"}, {"setresuid"}, {"setresgid"},
+                                {"setgroups"}, {"unshare"},  {"setns"}};
 static_assert(std::size(g_real) == size_t(Id::kCount));
 
 // Resolved as the library loads: Python's subprocess changes ids in its vfork child, where a
@@ -78,4 +88,30 @@ SONDE_EXPORT_C int setresgid(gid_t r, gid_t e, gid_t s) {
 }
 SONDE_EXPORT_C int setgroups(size_t n, const gid_t* list) {
   return without_sonde_thread<::setgroups>(Id::setgroups, n, list);
+}
+
+// Only a change of user namespace needs one thread; other namespaces are the caller's alone.
+SONDE_EXPORT_C int unshare(int flags) {
+  if ((flags & CLONE_NEWUSER) == 0) {
+    auto real = reinterpret_cast<decltype(&::unshare)>(g_real[size_t(Id::unshare)].get());
+    return real(flags);
+  }
+  return without_sonde_thread<::unshare>(Id::unshare, flags);
+}
+
+SONDE_EXPORT_C int setns(int fd, int nstype) {
+  // 0 lets the descriptor say which namespace it is; one that does not say (a pidfd, which
+  // names several at once) may hold a user namespace.
+  bool user = (nstype & CLONE_NEWUSER) != 0;
+  if (nstype == 0) {
+    int saved = errno;
+    int type = ::ioctl(fd, NS_GET_NSTYPE);
+    errno = saved;
+    user = type < 0 || type == CLONE_NEWUSER;
+  }
+  if (!user) {
+    auto real = reinterpret_cast<decltype(&::setns)>(g_real[size_t(Id::setns)].get());
+    return real(fd, nstype);
+  }
+  return without_sonde_thread<::setns>(Id::setns, fd, nstype);
 }

@@ -177,6 +177,7 @@ class Runtime {
   std::atomic<bool> flusher_running_{false};
   std::atomic<bool> flusher_stop_{false};  // credentials_changing: the flusher is to end
   pthread_t flusher_thread_{};
+  std::atomic<pid_t> flusher_tid_{0};   // its kernel id, to see it leave the thread group
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
   std::atomic<uint32_t> ended_unflushed_{0};
 };
