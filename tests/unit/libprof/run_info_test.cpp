@@ -109,6 +109,30 @@ TEST(RunInfo, NestedColonAndQuotedSecretsAreRedacted) {
             "n = 'keep'; d = {'token': '<redacted>'}; ok = key == 'k'");
 }
 
+// The third red-team run's: a wrapper's shell line holds whole commands, whose options are
+// words of one argument, a secret one anywhere among them (only the first split was looked
+// at); and a header or config pair with no space after its colon.
+TEST(RunInfo, SecretsInsideAShellLineAreRedacted) {
+  EXPECT_EQ(redact_arguments({"/bin/sh", "-c",
+                              "./blas 1 0 --password=SQ1 >/dev/null; /x --token=SQ2; exec "
+                              "./blas --api-key SQ3 --lr 0.1"},
+                             true),
+            "/bin/sh -c ./blas 1 0 --password=<redacted> >/dev/null; /x --token=<redacted> "
+            "exec ./blas --api-key <redacted> --lr 0.1");
+  EXPECT_EQ(redact_arguments({"bash", "-c",
+                              "export API_TOKEN=at1; curl -H \"Authorization: Bearer b1\" "
+                              "-u me:up1 https://u:pp1@h/x\n\tjava -Dpassword=jp1 -Xmx1g"},
+                             true),
+            "bash -c export API_TOKEN=<redacted> curl -H \"Authorization: Bearer <redacted> "
+            "-u me:<redacted> https://u:<redacted>@h/x\n\tjava -Dpassword=<redacted> -Xmx1g");
+  EXPECT_EQ(
+      redact_arguments({"x", "x-api-key:hv", "api_key:cv", "https://host:443/p", "a:b"}, true),
+      "x x-api-key:<redacted> api_key:<redacted> https://host:443/p a:b");
+  // Spacing and what is not secret are kept as they were.
+  EXPECT_EQ(redact_arguments({"sh", "-c", "python  train.py\t--epochs 3"}, true),
+            "sh -c python  train.py\t--epochs 3");
+}
+
 TEST(RunInfo, SecretLookingNames) {
   for (const char* name : {"token", "MY_SECRET", "apikey", "db-passwd", "Credentials", "OAUTH"})
     EXPECT_TRUE(name_looks_secret(name)) << name;
