@@ -112,6 +112,11 @@ std::string signal_name(int sig) {
 
 // Access bits say nothing for root or on read-only mounts; creating a file is the real test.
 void check_output_directory(const fs::path& output) {
+  if (output_name_length(output.string()) > longest_output_name(output.string()))
+    throw Error(
+        fmt::format("the output's name is {} characters long, over the {} its "
+                    "directory allows a profile (SQLite keeps <name>-journal beside it)",
+                    output_name_length(output.string()), longest_output_name(output.string())));
   fs::path dir = output.parent_path();
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

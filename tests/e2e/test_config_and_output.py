@@ -19,6 +19,25 @@ def test_unwritable_output_leaves_the_program_unharmed(tmp_path):
     assert len(r.stderr.strip().splitlines()) == 1
 
 
+def test_a_name_too_long_for_its_journal_is_refused_at_once(tmp_path):
+    # 248 characters and ".db" fit the directory (255) but not "-journal" beside them: the
+    # profile was claimed, every flush then failed ("File name too long"), and an empty file
+    # stayed, which the next run of that name refused as existing.
+    import os
+    from conftest import CLI
+    bare = run([BIN / "blas_threads", 1, 10])
+    long_name = tmp_path / ("c" * 248 + ".db")
+    r = run([BIN / "blas_threads", 1, 10], long_name)
+    assert (r.returncode, r.stdout) == (0, bare.stdout)
+    assert "over the 247 its directory allows" in r.stderr and "runs unprofiled" in r.stderr
+    r = run([CLI, "run", "-o", long_name, "--", BIN / "blas_threads", 1, 10])
+    assert r.returncode == 1 and "over the 247" in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == []
+    fits = tmp_path / ("c" * 244 + ".db")
+    assert run([BIN / "blas_threads", 1, 10], fits).returncode == 0
+    assert routine_calls(fits, "cblas_sdot") == 10
+
+
 def test_an_existing_output_is_never_overwritten(tmp_path):
     target = tmp_path / "prof.db"
     target.write_text("precious")

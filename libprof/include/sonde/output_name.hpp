@@ -4,10 +4,26 @@
 #pragma once
 
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <string>
 
 namespace sonde {
+
+// The longest file name a profile may have in its directory: SQLite keeps `<name>-journal`
+// beside it, and a name the directory holds whose journal it cannot (NAME_MAX, 255 here, less
+// 8) left a profile with nothing in it, its flushes refused ("File name too long").
+inline size_t longest_output_name(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  long max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  return (max > 8 ? size_t(max) : 255) - 8;
+}
+
+inline size_t output_name_length(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path.size() : path.size() - slash - 1;
+}
 
 // Names tried after the one asked for.
 inline constexpr int kOutputAlternatives = 16;

@@ -190,6 +190,14 @@ void Runtime::start() {
     claim = true;
     process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
   }
+  if (std::string full = absolute(requested);
+      output_name_length(full) > longest_output_name(full)) {
+    warn(
+        "{}: the name is {} characters long, over the {} its directory allows a profile (SQLite "
+        "keeps <name>-journal beside it); this process runs unprofiled",
+        requested, output_name_length(full), longest_output_name(full));
+    return;
+  }
   output_ = choose_output(requested, claim);
   if (output_.empty()) {
     warn("{} is not a regular file (a device, FIFO or directory); this process runs unprofiled",
