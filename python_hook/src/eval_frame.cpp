@@ -111,6 +111,7 @@ struct ThreadHook {
   uintptr_t stack_floor = 0;  // below this address, frames run without the hook; 0: not known
   int skip = 0;               // frames not to record (the launcher's own)
   bool in_machinery = false;  // the innermost hooked frame is the import machinery's
+  const void* subnormal_frame = nullptr;  // the innermost whose subnormal check waits for its end
 };
 thread_local ThreadHook t_hook;
 // _sonde is dlopened, so t_hook costs a __tls_get_addr call per access; an initial-exec pointer
@@ -174,8 +175,9 @@ ThreadState* open_frame(ThreadHook& hook, _PyInterpreterFrame* frame, int throwf
   if (folded) return nullptr;  // within the import its outermost machinery frame opened
   if (resumed) return probe_resume(id, Nesting::kChildren);
   // Checked before the clock starts, as libsonde's check of GEMM operands is.
-  if (subnormal_sample_due())
-    check_subnormal_arguments(id, code, frame->localsplus, argument_slots(code));
+  if (subnormal_sample_due() &&
+      check_subnormal_arguments(id, code, frame->localsplus, argument_slots(code), frame))
+    hook.subnormal_frame = frame;
   return probe_enter(id, Nesting::kChildren);
 }
 
@@ -217,6 +219,8 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
     else
       probe_exit(t, nullptr, nullptr);
   }
+  if (__builtin_expect(hook.subnormal_frame == frame, 0))
+    hook.subnormal_frame = settle_subnormal_arguments(frame);
   // The outermost frame of an import has returned.
   if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed()) {
     greenlets_import_ended();

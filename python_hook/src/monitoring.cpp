@@ -28,6 +28,7 @@ struct Open {
   ThreadState* thread;  // nullptr: not recorded (skipped, folded, or refused by the depth limit)
   bool c_call;
   bool machinery;  // a frame of the import machinery: those it calls open nothing
+  const void* subnormal_key = nullptr;  // its subnormal check waits for its end (subnormals.hpp)
 };
 // One thread-local object, so that a callback looks its thread up once.
 struct ThreadFrames {
@@ -90,6 +91,7 @@ RoutineId push_code(PyCodeObject* code, bool resumed, bool* machinery = nullptr)
 void pop_to(std::vector<Open>& open, size_t size) {
   while (open.size() > size) {
     if (open.back().thread != nullptr) probe_exit(open.back().thread, nullptr, nullptr);
+    if (open.back().subnormal_key != nullptr) settle_subnormal_arguments(open.back().subnormal_key);
     open.pop_back();
   }
 }
@@ -119,7 +121,8 @@ PyObject* on_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     RoutineId id = push_code(code, false, &machinery);
     bool recorded = thread_frames().open.back().thread != nullptr;
     if (recorded && !machinery && subnormal_sample_due())
-      check_subnormal_arguments_of_current_frame(id, code);
+      thread_frames().open.back().subnormal_key =
+          check_subnormal_arguments_of_current_frame(id, code);
   }
   Py_RETURN_NONE;
 }

@@ -1,11 +1,14 @@
 #include "subnormals.hpp"
 
+#include <opcode.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "frames.hpp"
 
@@ -58,6 +61,35 @@ bool subnormal_at(const char* p, int size) {
   return (b & 0x7ff0000000000000ull) == 0 && (b & 0x000fffffffffffffull) != 0;
 }
 
+// The arrays of a call whose verdict waits for its end, with what the start found.
+struct Pending {
+  const void* key;
+  RoutineId routine;
+  PyCodeObject* code;              // a reference
+  Found found;                     // elements and bytes as at the start
+  std::vector<PyObject*> flagged;  // references to the arrays with subnormal samples
+};
+// At most this many calls wait at once (frames that never end: an abandoned generator, a
+// greenlet left suspended); the oldest is then recorded as its start found it.
+constexpr size_t kPendingMax = 8;
+
+// Guarded by the GIL, per thread (only sampled calls with subnormal values reach it).
+std::vector<Pending>& pending() {
+  static thread_local std::vector<Pending> calls;
+  return calls;
+}
+
+void check_buffer(PyObject* o, Found& found);
+
+void check_buffer_into(PyObject* o, Found& found, std::vector<PyObject*>* flagged) {
+  double before = found.subnormal;
+  check_buffer(o, found);
+  if (flagged != nullptr && found.subnormal > before) {
+    Py_INCREF(o);
+    flagged->push_back(o);
+  }
+}
+
 void check_buffer(PyObject* o, Found& found) {
   PyTypeObject* type = Py_TYPE(o);
   // C types only: a Python class's __buffer__ (3.12) would run Python code inside the hook.
@@ -95,17 +127,96 @@ void check_buffer(PyObject* o, Found& found) {
   PyBuffer_Release(&view);
 }
 
-void check_object(PyObject* o, Found& found) {
+void check_object(PyObject* o, Found& found, std::vector<PyObject*>* flagged) {
   if (PyDict_CheckExact(o)) {
     Py_ssize_t pos = 0, seen = 0;
     PyObject *key, *value;
-    while (seen++ < kContainerItems && PyDict_Next(o, &pos, &key, &value)) check_buffer(value, found);
+    while (seen++ < kContainerItems && PyDict_Next(o, &pos, &key, &value))
+      check_buffer_into(value, found, flagged);
   } else if (PyList_CheckExact(o) || PyTuple_CheckExact(o)) {
     Py_ssize_t n = std::min(PySequence_Fast_GET_SIZE(o), kContainerItems);
-    for (Py_ssize_t i = 0; i < n; ++i) check_buffer(PySequence_Fast_GET_ITEM(o, i), found);
+    for (Py_ssize_t i = 0; i < n; ++i)
+      check_buffer_into(PySequence_Fast_GET_ITEM(o, i), found, flagged);
   } else {
-    check_buffer(o, found);
+    check_buffer_into(o, found, flagged);
   }
+}
+
+void record(RoutineId routine, PyCodeObject* code, const Found& found);
+
+bool passes_through(int op) {
+  switch (op) {
+    case CACHE:
+    case NOP:
+    case RESUME:
+    case LOAD_FAST:
+    case LOAD_CONST:
+    case STORE_FAST:
+    case BUILD_TUPLE:
+    case BUILD_LIST:
+    case RETURN_VALUE:
+    case YIELD_VALUE:
+    case POP_TOP:
+    case EXTENDED_ARG:
+    case IS_OP:
+    case JUMP_FORWARD:
+    case COPY_FREE_VARS:
+    case MAKE_CELL:
+    case RETURN_GENERATOR:
+#ifdef LOAD_FAST_CHECK
+    case LOAD_FAST_CHECK:
+#endif
+#ifdef LOAD_FAST_LOAD_FAST
+    case LOAD_FAST_LOAD_FAST:
+#endif
+#ifdef RETURN_CONST
+    case RETURN_CONST:
+#endif
+#ifdef POP_JUMP_FORWARD_IF_NONE
+    case POP_JUMP_FORWARD_IF_NONE:
+    case POP_JUMP_FORWARD_IF_NOT_NONE:
+    case POP_JUMP_BACKWARD_IF_NONE:
+    case POP_JUMP_BACKWARD_IF_NOT_NONE:
+#endif
+#ifdef POP_JUMP_IF_NONE
+    case POP_JUMP_IF_NONE:
+    case POP_JUMP_IF_NOT_NONE:
+#endif
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A function that only hands its arguments on (loads, packs into a tuple or list, returns or
+// yields them, tests them against None) does no arithmetic on them. numpy's __array_function__
+// dispatchers are such functions (`def copyto(dst, src, casting=None, where=None): return
+// (dst, src, where)`), called before the C function they stand for fills its output: np.ones
+// is np.empty and then copyto, and memory that held small integers reads as subnormal floats,
+// which flagged scikit-learn's np.ones/np.full calls as subnormal arithmetic.
+bool hands_arguments_on(PyCodeObject* code) {
+  PyObject* bytes = PyCode_GetCode(code);  // cached by the interpreter after the first time
+  if (bytes == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  const auto* ops = reinterpret_cast<const unsigned char*>(PyBytes_AS_STRING(bytes));
+  Py_ssize_t n = PyBytes_GET_SIZE(bytes);
+  bool on = true;
+  for (Py_ssize_t i = 0; i + 1 < n && on; i += 2) on = passes_through(ops[i]);
+  Py_DECREF(bytes);
+  return on;
+}
+
+// Records the call of `p` with the subnormal values its flagged arrays hold now, and lets go.
+void settle(Pending& p) {
+  Found now;
+  for (PyObject* o : p.flagged) check_buffer(o, now);
+  Found found = p.found;
+  found.subnormal = std::min(now.subnormal, found.subnormal);
+  record(p.routine, p.code, found);
+  for (PyObject* o : p.flagged) Py_DECREF(o);
+  Py_DECREF(p.code);
 }
 
 }  // namespace
@@ -115,13 +226,9 @@ int argument_slots(PyCodeObject* code) {
          ((code->co_flags & CO_VARKEYWORDS) != 0);
 }
 
-void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
-                               int nargs) {
-  if (PyErr_Occurred()) return;  // a frame entered to handle an exception: leave it alone
-  Found found;
-  for (int i = 0; i < nargs; ++i)
-    if (args[i] != nullptr) check_object(args[i], found);
-  if (found.elements == 0) return;  // no float arrays: not a call this check speaks for
+namespace {
+
+void record(RoutineId routine, PyCodeObject* code, const Found& found) {
   RoutineCounts& c = counts()[routine];
   ++c.sampled;
   c.elements += found.elements;
@@ -151,27 +258,79 @@ void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* 
   }
 }
 
+}  // namespace
+
+bool check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
+                               int nargs, const void* key) {
+  if (PyErr_Occurred()) return false;  // a frame entered to handle an exception: leave it alone
+  if (hands_arguments_on(code)) return false;
+  Found found;
+  std::vector<PyObject*> flagged;
+  for (int i = 0; i < nargs; ++i)
+    if (args[i] != nullptr) check_object(args[i], found, &flagged);
+  if (found.elements == 0) return false;  // no float arrays: not a call this check speaks for
+  if (flagged.empty()) {
+    record(routine, code, found);
+    return false;
+  }
+  std::vector<Pending>& waiting = pending();
+  if (waiting.size() == kPendingMax) {  // the oldest never ended: as its start found it
+    record(waiting.front().routine, waiting.front().code, waiting.front().found);
+    for (PyObject* o : waiting.front().flagged) Py_DECREF(o);
+    Py_DECREF(waiting.front().code);
+    waiting.erase(waiting.begin());
+  }
+  Py_INCREF(code);
+  waiting.push_back(Pending{key, routine, code, found, std::move(flagged)});
+  return true;
+}
+
+const void* settle_subnormal_arguments(const void* key) {
+  std::vector<Pending>& waiting = pending();
+  for (size_t i = waiting.size(); i-- > 0;) {
+    if (waiting[i].key != key) continue;
+      // The frame may be leaving with an exception: the buffer reads must not clear it.
 #if PY_VERSION_HEX >= 0x030C0000
-void check_subnormal_arguments_of_current_frame(RoutineId routine, PyCodeObject* code) {
+    PyObject* raised = PyErr_GetRaisedException();
+#else
+    PyObject *type, *value, *traceback;
+    PyErr_Fetch(&type, &value, &traceback);
+#endif
+    Pending p = std::move(waiting[i]);
+    waiting.erase(waiting.begin() + long(i));
+    settle(p);
+#if PY_VERSION_HEX >= 0x030C0000
+    PyErr_SetRaisedException(raised);
+#else
+    PyErr_Restore(type, value, traceback);
+#endif
+    break;
+  }
+  return waiting.empty() ? nullptr : waiting.back().key;
+}
+
+#if PY_VERSION_HEX >= 0x030C0000
+const void* check_subnormal_arguments_of_current_frame(RoutineId routine, PyCodeObject* code) {
   PyFrameObject* frame = PyEval_GetFrame();  // borrowed: the function sys.monitoring started
   int nargs = std::min(argument_slots(code), 16);
-  if (frame == nullptr || nargs == 0) return;
+  if (frame == nullptr || nargs == 0) return nullptr;
   PyCodeObject* running = PyFrame_GetCode(frame);
   Py_DECREF(running);
-  if (running != code) return;
+  if (running != code) return nullptr;
   PyObject* names = PyCode_GetVarnames(code);
   if (names == nullptr) {
     PyErr_Clear();
-    return;
+    return nullptr;
   }
   PyObject* args[16] = {};
   for (int i = 0; i < nargs && i < PyTuple_GET_SIZE(names); ++i) {
     args[i] = PyFrame_GetVar(frame, PyTuple_GET_ITEM(names, i));
     if (args[i] == nullptr) PyErr_Clear();
   }
-  check_subnormal_arguments(routine, code, args, nargs);
+  bool waits = check_subnormal_arguments(routine, code, args, nargs, frame);
   for (PyObject* a : args) Py_XDECREF(a);
   Py_DECREF(names);
+  return waits ? frame : nullptr;
 }
 #endif
 

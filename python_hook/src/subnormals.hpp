@@ -44,11 +44,21 @@ int argument_slots(PyCodeObject* code);
 // each by its array's size, and keeps per routine the share of subnormal elements: run_info
 // `python.subnormal:ROUTINE` = "SHARE FLAGGED_CALLS SAMPLED_CALLS", and a `denormals` note
 // naming ROUTINE once any was found. Holds the GIL; leaves no Python exception set.
-void check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
-                               int nargs);
+//
+// Subnormal values found at the call's start are judged at its end: an argument the call
+// filled (np.ones is np.empty, then copyto into it: memory that held small integers reads as
+// subnormal floats) holds other values by then, and was never an operand; the arrays still
+// subnormal when the call ends are counted. Returns true when the verdict waits: the caller
+// calls settle_subnormal_arguments(key) as the frame `key` ends (a return, a yield, an error).
+bool check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
+                               int nargs, const void* key);
+// The call of frame `key` ended: its flagged arrays are checked again and the call recorded.
+// Returns the key of the innermost call still waiting (nullptr: none). Keeps any exception set.
+const void* settle_subnormal_arguments(const void* key);
 #if PY_VERSION_HEX >= 0x030C0000
-// The same for the function sys.monitoring's PY_START reports, read from its frame.
-void check_subnormal_arguments_of_current_frame(RoutineId routine, PyCodeObject* code);
+// The same for the function sys.monitoring's PY_START reports, read from its frame; the key is
+// returned (nullptr: nothing waits).
+const void* check_subnormal_arguments_of_current_frame(RoutineId routine, PyCodeObject* code);
 #endif
 
 }  // namespace sonde::python

@@ -449,3 +449,9 @@ def test_regions_through_sys_monitoring(db, tmp_path, py, mode):
     sorted_frame = {"step;reg.py:3(step);inner;<built-in builtins.sorted>": 4} if mode == "builtins" else {}
     assert paths == {"step": 4, "step;reg.py:3(step)": 4, "step;reg.py:3(step);inner": 4,
                      **sorted_frame}, paths
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_arrays_only_handed_on_or_filled_are_not_subnormal_operands(py, tmp_path):
+    from test_tune_learn import only_computed_on_is_flagged
+    only_computed_on_is_flagged(tmp_path, py)

@@ -179,3 +179,49 @@ def test_hook_samples_subnormal_arguments(tmp_path):
                   (key[len("python.subnormal:"):],))[0][0]
         expected += t * f * 3 / (1 + 3 * f)
     assert sub[0]["est_gain_s"] == pytest.approx(expected, rel=1e-6)
+
+
+# Arrays that only look subnormal: memory that held small integers, read as float64 (as
+# np.empty hands out before np.ones's copyto fills it), passed to a function that only hands
+# it on, and to one that fills it. Neither computes on subnormal values; compute() does.
+FILLED_PROGRAM = """\
+import struct
+def hand_on(dst, src, where=None):
+    return (dst, src, where)
+def fill(out):
+    for i in range(len(out)):
+        out[i] = 1.0
+def compute(x):
+    s = 0.0
+    for v in x:
+        s += v * 0.5
+    return s
+junk = struct.pack("256q", *range(256))
+for i in range(400):
+    buf = memoryview(bytearray(junk)).cast("d")
+    hand_on(buf, buf)
+    fill(buf)
+tiny = memoryview(bytearray(struct.pack("256d", *[1e-310] * 256))).cast("d")
+for i in range(300):
+    compute(tiny)
+print("done")
+"""
+
+
+def only_computed_on_is_flagged(tmp_path, python="/usr/bin/python3"):
+    """An argument's subnormal-looking values count only where the call could compute on them:
+    not in a function that only hands its arguments on (numpy's __array_function__
+    dispatchers), and not in an array the call filled (still subnormal at its end: counted).
+    np.ones (np.empty, then copyto) in scikit-learn's code was advised FTZ/DAZ. 3.12+:
+    test_python_monitoring.py."""
+    db = tmp_path / "s.db"
+    r = subprocess.run([python, "-m", "sonde", "-o", str(db), "-c", FILLED_PROGRAM],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    rows = dict(query(db, "SELECT key, value FROM run_info WHERE key LIKE 'python.subnormal:%'"))
+    assert list(rows) == ["python.subnormal:<string>:7(compute)"], rows
+
+
+def test_arrays_only_handed_on_or_filled_are_not_subnormal_operands(tmp_path):
+    only_computed_on_is_flagged(tmp_path)
