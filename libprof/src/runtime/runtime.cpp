@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -108,6 +109,22 @@ void at_exit() {
 void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
 
 }  // namespace
+
+// The process's threads, from /proc (0: not known).
+static int threads_in_process() {
+  FILE* f = std::fopen("/proc/self/status", "re");
+  if (f == nullptr) return 0;
+  char line[256];
+  int n = 0;
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "Threads:", 8) == 0) {
+      n = std::atoi(line + 8);
+      break;
+    }
+  }
+  std::fclose(f);
+  return n;
+}
 
 void Runtime::init() {
   static std::atomic<bool> started{false};
@@ -206,7 +223,10 @@ void Runtime::start() {
   }
   std::string error;
   install_fd_guard();  // before sonde's first connection: its files are never the host's
-  reserve_high_descriptors();
+  // Grown here only where it costs nothing: a host already threaded at start (a program linked
+  // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
+  // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
+  if (threads_in_process() == 1) reserve_high_descriptors();
   if (!store_.prepare(output_, error, output_claimed_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.

@@ -20,6 +20,7 @@
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 #include "core/window.hpp"
+#include "store/fd_guard.hpp"
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
@@ -327,6 +328,7 @@ void Runtime::start_flusher() {
 void Runtime::flusher_loop() {
   t_internal = true;
   flusher_tid_.store(pid_t(syscall(SYS_gettid)));
+  reserve_high_descriptors();  // grown at start already where the host had one thread: cheap
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
