@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 #include <frameobject.h>
 #include <opcode.h>
+#include <structmember.h>
 
 #include <cstring>
 #include <string>
@@ -30,16 +31,24 @@ bool set_trace_all(Py_tracefunc f) {
   return !PyErr_Occurred();
 }
 #else
+PyObject* new_witness();
+bool g_sonde_sets = false;  // sonde itself sets or clears the profile functions: no witness counts
+
+// `witnessed`: each thread's profile function gets a witness of its own (below).
 template <int (*Set)(PyThreadState*, Py_tracefunc, PyObject*)>
-bool set_all(Py_tracefunc f) {
+bool set_all(Py_tracefunc f, bool witnessed = false) {
   PyInterpreterState* interp = PyThreadState_GetInterpreter(PyThreadState_Get());
   bool ok = true;
+  g_sonde_sets = true;
   for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
-    ok = Set(t, f, nullptr) == 0 && ok;
+    PyObject* witness = witnessed ? new_witness() : nullptr;
+    ok = Set(t, f, witness) == 0 && ok;
+    Py_XDECREF(witness);
   }
+  g_sonde_sets = false;
   return ok;
 }
-bool set_profile_all(Py_tracefunc f) { return set_all<_PyEval_SetProfile>(f); }
+bool set_profile_all(Py_tracefunc f) { return set_all<_PyEval_SetProfile>(f, f != nullptr); }
 bool set_trace_all(Py_tracefunc f) { return set_all<_PyEval_SetTrace>(f); }
 #endif
 
@@ -301,12 +310,99 @@ int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
   return 0;
 }
 
+#if PY_VERSION_HEX < 0x030C0000
+// The object sonde's profile function is set with, one per thread. CPython drops its reference
+// when the function is replaced (the new one already in place) or the thread ends (none in
+// place, no frame running), so its end tells when a program took the slot: cProfile's
+// enable(), yappi, sys.setprofile(f), or sys.setprofile(None) after `old = sys.getprofile()`
+// read None. A thread that did so and ended before the program's exit was lost without a word
+// (the check at stop sees only the threads then alive). And sys.getprofile() now returns it: a
+// program that saves it and sets it back gives the thread sonde's function again, as a call
+// of it (a Python-level profile function) puts that back.
+struct Witness {
+  PyObject_HEAD vectorcallfunc vectorcall;
+};
+bool g_profile_taken = false;  // under the GIL
+
+void witness_dealloc(PyObject* self) {
+  PyThreadState* t = _PyThreadState_UncheckedGet();
+  if (!g_sonde_sets && t != nullptr && t->c_profilefunc != profile && t->cframe != nullptr &&
+      t->cframe->current_frame != nullptr)
+    g_profile_taken = true;
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject_Free(self);
+  Py_DECREF(type);
+}
+
+PyObject* witness_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*);
+
+PyMemberDef g_witness_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Witness, vectorcall), READONLY, nullptr},
+    {nullptr, 0, 0, 0, nullptr}};
+PyType_Slot g_witness_slots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+                                 {Py_tp_dealloc, reinterpret_cast<void*>(witness_dealloc)},
+                                 {Py_tp_members, g_witness_members},
+                                 {0, nullptr}};
+PyType_Spec g_witness_spec = {"sonde._sonde.ProfileFunction", sizeof(Witness), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, g_witness_slots};
+PyObject* g_witness_type = nullptr;  // kept for the process's life
+
+PyObject* new_witness() {
+  if (g_witness_type == nullptr) g_witness_type = PyType_FromSpec(&g_witness_spec);
+  if (g_witness_type == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  auto* w = PyObject_New(Witness, reinterpret_cast<PyTypeObject*>(g_witness_type));
+  if (w == nullptr) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  w->vectorcall = witness_call;
+  return reinterpret_cast<PyObject*>(w);
+}
+#endif
+
+// Sets Hook on this thread: the profile function with a witness of its own (3.11).
+template <void (*Install)(Py_tracefunc, PyObject*), Py_tracefunc Hook>
+void install_here() {
+#if PY_VERSION_HEX < 0x030C0000
+  if (Hook == profile) {
+    PyObject* witness = new_witness();
+    g_sonde_sets = true;
+    Install(Hook, witness);
+    g_sonde_sets = false;
+    Py_XDECREF(witness);
+    return;
+  }
+#endif
+  Install(Hook, nullptr);
+}
+
+#if PY_VERSION_HEX < 0x030C0000
+// Called as a Python-level profile function (the program set back what sys.getprofile() gave
+// it): sonde's function again on this thread, and the call event passed on.
+PyObject* witness_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*) {
+  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+  Py_INCREF(self);  // replaced below, while this runs
+  // Something took sonde's place before it was set back: what ran meanwhile went unrecorded.
+  g_profile_taken = true;
+  install_here<PyEval_SetProfile, profile>();
+  if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
+      PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
+    profile(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
+  }
+  Py_DECREF(self);
+  Py_RETURN_NONE;
+}
+#endif
+
 // threading.setprofile() / settrace() hand new threads this callable as a Python-level hook:
 // its first call installs the C function on the thread (`Install` is PyEval_SetProfile or
 // PyEval_SetTrace) and passes on the call event of the frame being entered.
 template <void (*Install)(Py_tracefunc, PyObject*), Py_tracefunc Hook>
 PyObject* bootstrap(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  Install(Hook, nullptr);
+  install_here<Install, Hook>();
   if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
       PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
     Hook(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
@@ -401,6 +497,9 @@ bool install_all_threads(bool builtins) {
 }
 
 bool profile_function_replaced() {
+#if PY_VERSION_HEX < 0x030C0000
+  if (g_profile_taken) return true;
+#endif
   PyThreadState* self = PyThreadState_Get();
   PyInterpreterState* interp = PyThreadState_GetInterpreter(self);
   for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
@@ -417,6 +516,24 @@ bool profile_function_replaced() {
     return true;
   }
   return false;
+}
+
+bool threading_hook_replaced() {
+  PyObject* threading = PyImport_ImportModule("threading");
+  if (threading == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* hook = PyObject_GetAttrString(threading, "_profile_hook");
+  Py_DECREF(threading);
+  if (hook == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  bool ours = PyCFunction_Check(hook) &&
+              reinterpret_cast<PyCFunctionObject*>(hook)->m_ml == &g_bootstrap_def;
+  Py_DECREF(hook);
+  return !ours;
 }
 
 void uninstall_all_threads() {

@@ -64,6 +64,9 @@ void skip_calls(int n);
 // program ran (cProfile, yappi) takes the one slot there is, and that thread's Python frames go
 // unrecorded from then on. Holds the GIL.
 bool profile_function_replaced();
+// Whether the program replaced the hook threading gives the threads it starts (its own
+// threading.setprofile): those started after that never had sonde's profile function.
+bool threading_hook_replaced();
 // Removes it from every thread, and the line tracing too.
 void uninstall_all_threads();
 // Removes the line tracing alone (the frame-evaluation hook's stop).

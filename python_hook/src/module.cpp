@@ -49,11 +49,20 @@ void stop_hooks() {
     case Hook::kProfile:
       if (sonde::python::profile_function_replaced()) {
         sonde::add_run_note(
-            "python", "a profile function of the program's own (a profiler it ran: cProfile, "
-                      "yappi) took the place of sonde's on a thread: from then on that thread's "
-                      "Python frames were not recorded (its native calls were, under the last "
-                      "frame recorded). The default mode, without --builtins, records beside "
-                      "such profilers");
+            "python",
+            "a profile function of the program's own (a profiler it ran: cProfile, "
+            "yappi, sys.setprofile) took the place of sonde's on a thread: while it "
+            "was there, that thread's Python frames were not recorded (its native "
+            "calls were, under the last frame recorded). The default mode, without "
+            "--builtins, records beside such profilers");
+      }
+      if (sonde::python::threading_hook_replaced()) {
+        sonde::add_run_note(
+            "python",
+            "the program replaced the hook threading gives the threads it starts "
+            "(threading.setprofile): Python frames of threads started after that "
+            "were not recorded (their native calls were). The default mode, without "
+            "--builtins, records them");
       }
       sonde::python::uninstall_all_threads();  // the line tracing too
       break;

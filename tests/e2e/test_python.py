@@ -634,3 +634,61 @@ def test_a_profiler_the_program_runs_is_recorded_beside_or_noted(db, tmp_path, m
     else:
         assert python_calls(db, "work") == 50  # the other thread's, before the profiler came
         assert len(notes) == 1 and "cProfile" in notes[0][0]
+
+
+# Profile functions a program sets on its threads (--builtins has one slot per thread): what
+# each program calls g, what --builtins records of it, and the note that says why.
+OWN_PROFILE_FUNCTIONS = {
+    # threading.setprofile(None): the thread started after it never had sonde's function.
+    "threading-hook": ("""
+        import threading
+        def g(x): return x
+        def w():
+            for i in range(100): g(i)
+        threading.setprofile(None)
+        t = threading.Thread(target=w); t.start(); t.join()
+        w()
+    """, 200, 100, "the hook threading gives"),
+    # A thread sets its own, then None, and ends before the program: lost without a word before.
+    "thread-ended": ("""
+        import sys, threading
+        def g(x): return x
+        def prof(*a): pass
+        def w():
+            sys.setprofile(prof)
+            for i in range(10): g(i)
+            sys.setprofile(None)
+            for i in range(100): g(i)
+        t = threading.Thread(target=w); t.start(); t.join()
+        for i in range(10): g(i)
+    """, 120, 10, "took the place of sonde's"),
+    # Saved and set back: sonde's function again after it (old was None: lost from then on).
+    "saved-and-restored": ("""
+        import sys, threading
+        def g(x): return x
+        def prof(*a): pass
+        def w():
+            old = sys.getprofile()
+            sys.setprofile(prof)
+            for i in range(10): g(i)
+            sys.setprofile(old)
+            for i in range(100): g(i)
+        t = threading.Thread(target=w); t.start(); t.join()
+        w()
+    """, 220, 200, "took the place of sonde's"),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("case", list(OWN_PROFILE_FUNCTIONS))
+def test_profile_functions_the_program_sets_are_noted_or_undone(db, tmp_path, mode, case):
+    body, made, builtins_recorded, said = OWN_PROFILE_FUNCTIONS[case]
+    path = script(tmp_path, "own.py", body)
+    r = sonde_py([path], db, tmp_path, mode=mode)
+    assert r.returncode == 0 and r.stdout == plain_py([path], tmp_path).stdout, r.stderr
+    notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'python'")]
+    if mode == "default":  # the frame-evaluation hook records beside any profile function
+        assert python_calls(db, "g") == made and notes == []
+    else:
+        assert python_calls(db, "g") == builtins_recorded
+        assert len(notes) == 1 and said in notes[0], notes
