@@ -115,6 +115,15 @@ def test_query_sees_the_hosts_dispositions(db):
     same_behaviour(plain(cmd), preloaded(cmd, db))
 
 
+def end_group(p):
+    """Kills what is left of p's process group (p started a session of its own), reaps p."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
+
+
 def started(p, timeout=20):
     """Waits for the host's "ready" line."""
     deadline = time.monotonic() + timeout
@@ -142,11 +151,7 @@ def signalled(cmd, env, sig, group=False, settle=0.0):
     except subprocess.TimeoutExpired:
         return "hung"
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        end_group(p)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1])
@@ -180,11 +185,7 @@ def on_a_terminal(cmd, env):
     except subprocess.TimeoutExpired:
         return "hung"
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        end_group(p)
         os.close(master)
 
 
@@ -264,11 +265,7 @@ def test_sigkill_to_sonde_run_ends_the_command(db):
             time.sleep(0.05)
         assert gone(), "the command ran on after sonde run was killed"
     finally:
-        try:
-            os.killpg(p.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        p.wait()
+        end_group(p)
     profile_whole(db)
     assert query(db, "SELECT COUNT(*) FROM processes WHERE pid = ?", (command,)) == [(1,)]
 
