@@ -56,6 +56,7 @@ int export_profile(const Options& a) {
     throw Error("--sampled goes with --format folded (chrome and speedscope carry the samples "
                 "in tracks of their own; --format samples is their JSON)");
   }
+  if (a.output) refuse_input_as_output({a.file}, *a.output);
   ProfileFile file = ProfileFile::open(a.file);
   if (!a.output) {
     write_export(a, file, std::cout);

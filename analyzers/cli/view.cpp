@@ -69,6 +69,7 @@ std::string bundle_text(const std::vector<std::string>& files) {
 // one that appears while the page is written.
 int write_html(const Options& a, const ViewerAssets& assets) {
   const std::string& out = *a.html;
+  refuse_input_as_output(a.files, out);
   struct stat st {};
   if (!a.force && ::lstat(out.c_str(), &st) == 0)
     throw Error(fmt::format("{} already exists; use --force to replace it", out), kUsageError);

@@ -312,12 +312,6 @@ long rank_in_name(const std::string& name) {
   return std::regex_search(name, m, kRank) ? std::stol(m[1]) : -1;
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
-         sa.st_ino == sb.st_ino;
-}
-
 }  // namespace
 
 std::vector<std::string> expand_merge_inputs(const std::vector<std::string>& inputs,
@@ -353,9 +347,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
     for (std::size_t j = 0; j < i; ++j)
       if (same_file(inputs[i], inputs[j]))
         throw Error(fmt::format("{} is given twice (as {})", inputs[i], inputs[j]), 2);
-  for (const std::string& input : inputs)
-    if (same_file(input, options.output))
-      throw Error(fmt::format("{} is both an input and the output", input), 2);
+  refuse_input_as_output(inputs, options.output);
   require_regular_output(options.output, options.output);
   std::error_code ec;
   if (fs::exists(options.output, ec) && !options.force)

@@ -27,6 +27,19 @@ std::string output_kind_name(const std::string& path) {
   return "a regular file";
 }
 
+bool same_file(const std::string& a, const std::string& b) {
+  struct stat sa {
+  }, sb{};
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+void refuse_input_as_output(const std::vector<std::string>& inputs, const std::string& output) {
+  for (const std::string& input : inputs)
+    if (same_file(input, output))
+      throw Error(fmt::format("{} is both an input and the output", input), 2);
+}
+
 void require_regular_output(const std::string& path, const std::string& shown) {
   OutputKind kind = output_kind(path);
   if (kind == OutputKind::kDirectory) throw Error(fmt::format("{} is a directory", shown));

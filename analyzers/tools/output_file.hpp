@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace sonde::analyzers {
 
@@ -20,6 +21,14 @@ std::string output_kind_name(const std::string& path);
 inline bool written_through(const std::string& path) {
   return output_kind(path) == OutputKind::kOther;
 }
+
+// Whether two paths name one file (links, hard links, `./x` followed).
+bool same_file(const std::string& a, const std::string& b);
+
+// Refuses (Error, exit 2) an output that is one of the command's inputs: written (or, through
+// a link, emptied) before the input is read whole, a profile was lost to `sonde export p.db
+// -o p.db` and to `view p.db --html p.db --force`.
+void refuse_input_as_output(const std::vector<std::string>& inputs, const std::string& output);
 
 // Refuses (Error) an output that must become a SQLite file of sonde's own (a profile, a merged
 // profile) where `path` names something else than a regular file: even with --force, it is

@@ -110,3 +110,22 @@ def test_outputs_that_are_not_regular_files_are_written_through_never_replaced(p
         assert r.returncode != 0 and "not a regular file" in r.stderr, (cmd, r.stderr)
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and link.is_symlink()
     assert stat.S_ISCHR(os.stat(device).st_mode)
+
+
+def test_an_input_is_never_the_output(profile, tmp_path):
+    # `export p.db -o p.db` overwrote the profile it read; through a link to it, writing
+    # through emptied it before it was read. Refused as merge refuses it (exit 2).
+    import shutil
+    copy = tmp_path / "p.db"
+    shutil.copy(profile, copy)
+    link = tmp_path / "link.db"
+    link.symlink_to(copy)
+    before = copy.read_bytes()
+    for cmd in ([CLI, "export", copy, "--format", "svg", "-o", copy],
+                [CLI, "export", copy, "--format", "folded", "-o", link],
+                [CLI, "export", link, "--format", "folded", "-o", tmp_path / "." / "p.db"],
+                [CLI, "view", copy, "--html", link, "--force"],
+                [CLI, "merge", "--force", "-o", link, copy]):
+        r = run(cmd)
+        assert r.returncode == 2 and "is both an input and the output" in r.stderr, (cmd, r.stderr)
+    assert copy.read_bytes() == before
