@@ -124,6 +124,9 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
     file.db_.close();
     roll_back_journal(path);
     file = open_read_only(path);
+  } else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
+    // Said now: the next statement would wait the timeout again (4 s against the 2 s said).
+    file.fail(rc, "");
   }
   // SQLite finds a damaged page only when a query reads it: a report could succeed on a file
   // whose other tables are lost.
