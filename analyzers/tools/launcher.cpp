@@ -301,7 +301,17 @@ std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& out
     if (f.size() <= prefix.size() + suffix.size() || !f.starts_with(prefix) || !f.ends_with(suffix))
       continue;
     std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
-    if (digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
+    // prof.rank3.db, or beside a rank file of an earlier run prof.rank3.<pid>.db (and
+    // .<pid>-<n>, sonde/output_name.hpp): a rerun's rank files went unnamed.
+    std::string beside;
+    if (std::size_t d = digits.find('.'); d != std::string::npos) {
+      beside = digits.substr(d + 1);
+      digits.resize(d);
+      if (beside.empty() || beside.find_first_not_of("0123456789-") != std::string::npos ||
+          beside.front() == '-' || beside.back() == '-')
+        continue;
+    }
+    if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
         digits.find_first_not_of("0123456789") != std::string::npos)
       continue;
     try {

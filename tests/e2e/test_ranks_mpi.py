@@ -121,3 +121,18 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert m.returncode == 0, m.stderr
     assert query(fresh / "prof.merged.db", "SELECT rank FROM processes ORDER BY rank") == \
         [(0,), (1,)]
+    # Run again into the same name: the ranks write beside their earlier files
+    # (prof.rank0.<pid>.db), and the last line names those, the ones this run wrote. (A file
+    # counts as this run's when a process of it started at most 1 s before the run did.)
+    import time
+    time.sleep(1.5)
+    p = subprocess.run([str(c) for c in cmd[:2] + ["--force"] + cmd[2:]],
+                       env=clean_env(SONDE_LIBRARY=LIB), cwd=fresh, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    last = p.stderr.splitlines()[-1]
+    assert last.startswith("sonde: 2 ranks wrote their own files, prof.rank0."), p.stderr
+    named = last.split("one: sonde merge -o prof.merged.db ")[1].split()
+    assert len(named) == 2 and all(n.startswith(f"prof.rank{r}.") and n != f"prof.rank{r}.db"
+                                   for r, n in enumerate(named)), named
+    assert all((fresh / n).exists() for n in named)
