@@ -137,3 +137,15 @@ def test_exports_carry_samples_apart(db):
     # --sampled with another format: refused in one line.
     r = run([CLI, "export", db, "-f", "chrome", "--sampled"], env=clean_env())
     assert r.rc != 0 and len(r.err.strip().splitlines()) == 1, r.err
+
+
+def test_a_late_sample_never_ends_the_host(tmp_path):
+    """sampler: OpenBLAS's pool and a spinner sampled at 1 kHz, 20 runs: each ends as alone
+    (a sampler signal no thread's state claimed went to the host's default action, and the
+    host died of it: 4 runs in 40 at 1815732)"""
+    alone = plain([POOL], env_extra={"OPENBLAS_NUM_THREADS": "2"})
+    for i in range(20):
+        db = str(tmp_path / f"p{i}.db")
+        profiled = preloaded([POOL], db, env_extra={"OPENBLAS_NUM_THREADS": "2",
+                                                    "SONDE_SAMPLE_HZ": "1000"})
+        assert profiled.rc == alone.rc == 0, f"run {i}: exit {profiled.rc}"
