@@ -379,24 +379,6 @@ void install_here() {
   Install(Hook, nullptr);
 }
 
-#if PY_VERSION_HEX < 0x030C0000
-// Called as a Python-level profile function (the program set back what sys.getprofile() gave
-// it): sonde's function again on this thread, and the call event passed on.
-PyObject* witness_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*) {
-  Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  Py_INCREF(self);  // replaced below, while this runs
-  // Something took sonde's place before it was set back: what ran meanwhile went unrecorded.
-  g_profile_taken = true;
-  install_here<PyEval_SetProfile, profile>();
-  if (nargs >= 2 && PyFrame_Check(args[0]) && PyUnicode_Check(args[1]) &&
-      PyUnicode_CompareWithASCIIString(args[1], "call") == 0) {
-    profile(nullptr, reinterpret_cast<PyFrameObject*>(args[0]), PyTrace_CALL, Py_None);
-  }
-  Py_DECREF(self);
-  Py_RETURN_NONE;
-}
-#endif
-
 // threading.setprofile() / settrace() hand new threads this callable as a Python-level hook:
 // its first call installs the C function on the thread (`Install` is PyEval_SetProfile or
 // PyEval_SetTrace) and passes on the call event of the frame being entered.
@@ -416,6 +398,19 @@ PyMethodDef bootstrap_def(const char* name) {
           reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(bootstrap<Install, Hook>)),
           METH_FASTCALL, nullptr};
 }
+
+#if PY_VERSION_HEX < 0x030C0000
+// Called as a Python-level profile function (the program set back what sys.getprofile() gave
+// it): what threading's bootstrap does, sonde's function again and the call event passed on.
+PyObject* witness_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*) {
+  Py_INCREF(self);  // replaced in the bootstrap, while this runs
+  // Something took sonde's place before it was set back: what ran meanwhile went unrecorded.
+  g_profile_taken = true;
+  PyObject* result = bootstrap<PyEval_SetProfile, profile>(self, args, PyVectorcall_NARGS(nargsf));
+  Py_DECREF(self);
+  return result;
+}
+#endif
 
 // PyCFunction_New keeps a pointer to its PyMethodDef: these must outlive every thread.
 PyMethodDef g_bootstrap_def = bootstrap_def<PyEval_SetProfile, profile>("_sonde_thread_profile");
