@@ -208,15 +208,20 @@ bool hands_arguments_on(PyCodeObject* code) {
   return on;
 }
 
-// Records the call of `p` with the subnormal values its flagged arrays hold now, and lets go.
+// Records the call of `p` with `found`, and lets its references go.
+void let_go(Pending& p, const Found& found) {
+  record(p.routine, p.code, found);
+  for (PyObject* o : p.flagged) Py_DECREF(o);
+  Py_DECREF(p.code);
+}
+
+// Records the call of `p` with the subnormal values its flagged arrays hold now.
 void settle(Pending& p) {
   Found now;
   for (PyObject* o : p.flagged) check_buffer(o, now);
   Found found = p.found;
   found.subnormal = std::min(now.subnormal, found.subnormal);
-  record(p.routine, p.code, found);
-  for (PyObject* o : p.flagged) Py_DECREF(o);
-  Py_DECREF(p.code);
+  let_go(p, found);
 }
 
 }  // namespace
@@ -275,9 +280,7 @@ bool check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* 
   }
   std::vector<Pending>& waiting = pending();
   if (waiting.size() == kPendingMax) {  // the oldest never ended: as its start found it
-    record(waiting.front().routine, waiting.front().code, waiting.front().found);
-    for (PyObject* o : waiting.front().flagged) Py_DECREF(o);
-    Py_DECREF(waiting.front().code);
+    let_go(waiting.front(), waiting.front().found);
     waiting.erase(waiting.begin());
   }
   Py_INCREF(code);
