@@ -55,10 +55,15 @@ __attribute__((constructor(102))) void resolve_credential_calls() {
 // Two host threads changing ids at once would both stop (join) the one flusher.
 std::mutex g_changing;
 
+template <auto& Fn>
+auto real(Id id) {
+  return reinterpret_cast<decltype(&Fn)>(g_real[size_t(id)].get());
+}
+
 // The real call, with sonde's thread away for it; errno is the call's.
 template <auto& Fn, class... A>
 int without_sonde_thread(Id id, A... args) {
-  auto real = reinterpret_cast<decltype(&Fn)>(g_real[size_t(id)].get());
+  auto real = ::real<Fn>(id);
   std::lock_guard one_at_a_time(g_changing);
   bool stopped = sonde::credentials_changing();
   int rc = real(args...);
@@ -92,10 +97,7 @@ SONDE_EXPORT_C int setgroups(size_t n, const gid_t* list) {
 
 // Only a change of user namespace needs one thread; other namespaces are the caller's alone.
 SONDE_EXPORT_C int unshare(int flags) {
-  if ((flags & CLONE_NEWUSER) == 0) {
-    auto real = reinterpret_cast<decltype(&::unshare)>(g_real[size_t(Id::unshare)].get());
-    return real(flags);
-  }
+  if ((flags & CLONE_NEWUSER) == 0) return real<::unshare>(Id::unshare)(flags);
   return without_sonde_thread<::unshare>(Id::unshare, flags);
 }
 
@@ -109,9 +111,6 @@ SONDE_EXPORT_C int setns(int fd, int nstype) {
     errno = saved;
     user = type < 0 || type == CLONE_NEWUSER;
   }
-  if (!user) {
-    auto real = reinterpret_cast<decltype(&::setns)>(g_real[size_t(Id::setns)].get());
-    return real(fd, nstype);
-  }
+  if (!user) return real<::setns>(Id::setns)(fd, nstype);
   return without_sonde_thread<::setns>(Id::setns, fd, nstype);
 }

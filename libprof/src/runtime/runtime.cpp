@@ -110,22 +110,6 @@ void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
 
 }  // namespace
 
-// The process's threads, from /proc (0: not known).
-static int threads_in_process() {
-  FILE* f = std::fopen("/proc/self/status", "re");
-  if (f == nullptr) return 0;
-  char line[256];
-  int n = 0;
-  while (std::fgets(line, sizeof line, f) != nullptr) {
-    if (std::strncmp(line, "Threads:", 8) == 0) {
-      n = std::atoi(line + 8);
-      break;
-    }
-  }
-  std::fclose(f);
-  return n;
-}
-
 void Runtime::init() {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return;
@@ -226,7 +210,7 @@ void Runtime::start() {
   // Grown here only where it costs nothing: a host already threaded at start (a program linked
   // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
   // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
-  if (threads_in_process() == 1) reserve_high_descriptors();
+  if (alone_in_process()) reserve_high_descriptors();
   if (!store_.prepare(output_, error, output_claimed_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.
