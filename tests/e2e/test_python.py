@@ -253,6 +253,14 @@ def test_fork_children_record_their_python_frames(db, tmp_path):
                      "USING (process_id) JOIN nodes n USING (thread_id) JOIN routines r "
                      "USING (routine_id) WHERE r.name LIKE '%(child_work)' GROUP BY p.process_id")
     assert rows == [("fork", 1), ("fork", 1)]
+    # main() and <module> were called once, by the parent: the children run under them (their
+    # time is there) but made no call of them. Counted once per process, they read 3 calls.
+    assert python_calls(db, "main") == 1 and python_calls(db, "<module>") == 1
+    per_process = query(db, "SELECT p.origin, n.calls, n.incl_ns > 0 FROM processes p JOIN "
+                            "threads t USING (process_id) JOIN nodes n USING (thread_id) JOIN "
+                            "routines r USING (routine_id) WHERE r.name LIKE '%(main)' "
+                            "ORDER BY p.origin, n.calls")
+    assert per_process == [("fork", 0, 1), ("fork", 0, 1), ("root", 1, 1)]
 
 
 def test_launcher_errors_are_one_clear_line(db, tmp_path):

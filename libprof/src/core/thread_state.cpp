@@ -309,15 +309,16 @@ void ThreadState::reset_counts(uint64_t now) {
     lines[i].hits.store(0, std::memory_order_relaxed);
     lines[i].ticks.store(0, std::memory_order_relaxed);
   }
-  // Frames still open were entered once in this process as far as its profile is concerned.
+  // Frames still open were entered by the parent: the child's time runs under them, but it
+  // made none of those calls (a function that forked 3 children was called once, not 4 times).
+  // Only the thread's root counts one, as every thread's does.
   uint32_t d = depth();
   for (uint32_t i = 0; i <= d; ++i) {
     StackEntry& e = stack_[i];
     e.start.store(now, std::memory_order_relaxed);
     e.child_ticks.store(0, std::memory_order_relaxed);
-    nodes[e.node.load(std::memory_order_relaxed)].calls.store(1, std::memory_order_relaxed);
-    if (i > 0) bump(nodes[stack_[i - 1].node.load(std::memory_order_relaxed)].subrs, 1);
   }
+  nodes[stack_[0].node.load(std::memory_order_relaxed)].calls.store(1, std::memory_order_relaxed);
   start_ticks_.store(now, std::memory_order_relaxed);
   end_ticks_.store(0, std::memory_order_relaxed);
   depth_overflows.store(0);
