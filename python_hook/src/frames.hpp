@@ -39,6 +39,11 @@ std::string code_display_name(PyCodeObject* code);
 // `numpy.ndarray.dot`), or a C method descriptor called with `self_arg` (nullptr: no argument)
 // first. Returns false, leaving `id` alone, for any other callable. Holds the GIL.
 bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id);
+// Whether c_callable_routine takes `callable`: its type alone, nothing looked up.
+inline bool is_c_callable(PyObject* callable, PyObject* self_arg) {
+  return PyCFunction_Check(callable) ||
+         (Py_TYPE(callable) == &PyMethodDescr_Type && self_arg != nullptr);
+}
 
 // The profile hook's record of one open Python frame or C call on its thread: whether it opened
 // a sonde frame (the thread's state, or nullptr: frames running when the hook was installed

@@ -141,9 +141,11 @@ PyObject* on_leave(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
 PyObject* g_missing = nullptr;  // sys.monitoring.MISSING: a call without arguments
 PyObject* g_disable = nullptr;  // sys.monitoring.DISABLE
 
-// CALL: (code, offset, callable, arg0). Python functions are left to PY_START.
+// CALL: (code, offset, callable, arg0). Python functions are left to PY_START: most calls of
+// a call-heavy program are theirs, so the callable's type is asked first, with nothing looked up.
 PyObject* on_call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs < 4) Py_RETURN_NONE;
+  if (nargs < 4 || !is_c_callable(args[2], args[3] == g_missing ? nullptr : args[3]))
+    Py_RETURN_NONE;
   // Inside an import folded whole nothing is recorded, nor its call sites looked up (which
   // would register every function an import runs); their C_RETURN finds no entry of theirs.
   ThreadFrames& f = thread_frames();
