@@ -65,12 +65,23 @@ std::string base_name(const std::string& path) {
 
 std::string utf8(PyObject* s) {
   if (s == nullptr || !PyUnicode_Check(s)) return "?";
-  const char* c = PyUnicode_AsUTF8(s);
-  if (c == nullptr) {
+  if (const char* c = PyUnicode_AsUTF8(s)) return c;
+  PyErr_Clear();
+  // A path that is not UTF-8 (CPython decodes it with surrogateescape): its own bytes, as the
+  // run's command line keeps them, and as the renderers escape them. "?" had made every
+  // function of two such files one routine. Any other lone surrogate is written \udcXX.
+  PyObject* bytes = PyUnicode_AsEncodedString(s, "utf-8", "surrogateescape");
+  if (bytes == nullptr) {
+    PyErr_Clear();
+    bytes = PyUnicode_AsEncodedString(s, "utf-8", "backslashreplace");
+  }
+  if (bytes == nullptr) {
     PyErr_Clear();
     return "?";
   }
-  return c;
+  std::string out(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes)));
+  Py_DECREF(bytes);
+  return out;
 }
 
 // Functions whose lines are timed (`--lines`): fnmatch patterns on the name or qualified name.

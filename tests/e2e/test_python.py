@@ -2,6 +2,7 @@
 exactly as it does without sonde."""
 import os
 import signal
+import sqlite3
 import subprocess
 import textwrap
 
@@ -261,6 +262,39 @@ def test_fork_children_record_their_python_frames(db, tmp_path):
                             "routines r USING (routine_id) WHERE r.name LIKE '%(main)' "
                             "ORDER BY p.origin, n.calls")
     assert per_process == [("fork", 0, 1), ("fork", 0, 1), ("root", 1, 1)]
+
+
+def test_files_whose_paths_are_not_utf8_stay_apart_and_keep_their_bytes(db, tmp_path):
+    # CPython decodes such a path with surrogateescape; sonde stored "?" for it, which made the
+    # f() of two such files one routine, with no file or line.
+    for d, n in ((b"u\xe9a", 20000), (b"u\xe9b", 10)):
+        os.mkdir(os.path.join(bytes(tmp_path), d))
+        with open(os.path.join(bytes(tmp_path), d, b"m.py"), "w") as f:
+            f.write(f"def f():\n    return sum(range({n}))\n")
+    path = script(tmp_path, "two.py", """
+        import importlib.util, os
+        def load(name, path):
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+            return module
+        A = load("ma", os.fsdecode(b"u\\xe9a/m.py"))
+        B = load("mb", os.fsdecode(b"u\\xe9b/m.py"))
+        for _ in range(10): A.f()
+        for _ in range(7): B.f()
+    """)
+    r = sonde_py([path], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    con.text_factory = bytes
+    rows = con.execute("SELECT r.name, r.file, SUM(n.calls) FROM routines r JOIN nodes n USING "
+                       "(routine_id) WHERE r.name LIKE '%(f)' GROUP BY r.routine_id "
+                       "ORDER BY r.file").fetchall()
+    con.close()
+    assert rows == [(b"m.py:1(f)", bytes(tmp_path) + b"/u\xe9a/m.py", 10),
+                    (b"m.py:1(f)", bytes(tmp_path) + b"/u\xe9b/m.py", 7)]
+    report = subprocess.run([CLI, "report", str(db)], capture_output=True, timeout=60)
+    assert report.returncode == 0 and b"m.py:1(f)" in report.stdout
 
 
 def test_launcher_errors_are_one_clear_line(db, tmp_path):
