@@ -87,12 +87,19 @@ void write_samples_json(const ProfileFile& file, std::ostream& out) {
   Json rows = Json::array();
   std::int64_t total = 0;
   if (sampled(file)) {
+    auto names = routine_names(file);
+    // The path's frames by routine, from one of its nodes: its text joins the names with ';',
+    // which a name may hold (a file `semi;name.py` split into two frames).
     auto st = file.prepare(
-        "SELECT path, frames, leaf, count, share, share_err FROM sampled_callpaths "
-        "ORDER BY count DESC, path, frames");
+        "SELECT c.path, c.frames, c.leaf, c.count, c.share, c.share_err, "
+        "(SELECT p.path_ids FROM sampled_paths s JOIN node_paths p USING (node_id) "
+        "WHERE s.path = c.path LIMIT 1) FROM sampled_callpaths c "
+        "ORDER BY c.count DESC, c.path, c.frames");
     while (st.step()) {
       total += st.int64(3);
-      rows.push_back({{"path", split(st.text(0), ';')},
+      Json path = Json::array();
+      for (const std::string& id : split(st.text(6), '/')) path.push_back(names[std::stoll(id)]);
+      rows.push_back({{"path", std::move(path)},
                       {"frames", split(st.text(1), ';')},
                       {"leaf", st.text(2)},
                       {"samples", st.int64(3)},
@@ -102,7 +109,7 @@ void write_samples_json(const ProfileFile& file, std::ostream& out) {
   }
   double hz = sample_hz(file);
   Json j{{"format_version", 1},
-         {"sampled", true},
+         {"sampled", hz > 0 || total > 0},
          {"hz", hz > 0 ? Json(hz) : Json(nullptr)},
          {"samples", total},
          {"paths", std::move(rows)}};

@@ -396,3 +396,23 @@ def test_torch_trace_under_50_mb(tmp_path):
     assert size < 50e6, f"{size / 1e6:.1f} MB for {events} events"
     doc = check_perfetto_structure(out.read_text())
     assert len(check_stack_frames(doc)) == events
+
+
+def test_samples_json_keeps_a_name_that_holds_a_semicolon_whole(tmp_path, mlp_profile):
+    # The path was split on ';', the separator of its text: `semi;name.py:1(hot)` became two
+    # frames. And a profile that was not sampled said "sampled": true.
+    script = tmp_path / "semi;name.py"
+    script.write_text("def hot(n):\n    s = 0\n    for i in range(n): s += i * i\n    return s\n"
+                      "for _ in range(40): hot(100000)\n")
+    db = tmp_path / "sampled.db"
+    env = clean_env(PYTHONPATH=PYTHONPATH)
+    r = subprocess.run([PY, "-m", "sonde", "--sample", "500", "-o", str(db), str(script)],
+                       env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(run([CLI, "export", db, "--format", "samples"]).stdout)
+    assert doc["sampled"] is True and doc["samples"] > 0
+    paths = [p["path"] for p in doc["paths"] if p["path"]]
+    assert ["semi;name.py:1(<module>)", "semi;name.py:1(hot)"] in paths, paths
+    assert all(len(p) <= 2 for p in paths), paths
+    plain = json.loads(run([CLI, "export", mlp_profile, "--format", "samples"]).stdout)
+    assert plain["sampled"] is False and plain["samples"] == 0 and plain["paths"] == []
