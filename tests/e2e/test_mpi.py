@@ -147,6 +147,35 @@ def test_mpi4py_calls_are_seen(tmp_path):
         assert query(db, "SELECT rank FROM processes WHERE rank IS NOT NULL") == [(rank,)]
 
 
+def test_mpi4py_pickled_receive_is_seen_through_its_matched_probe(tmp_path):
+    """mpi4py's pickled comm.recv() is MPI_Mprobe + MPI_Mrecv (mpi4py.rc.recv_mprobe): neither
+    was intercepted, so a receiving rank's wait showed as its script's own time, with no bytes."""
+    pytest.importorskip("mpi4py")
+    script = tmp_path / "pickled.py"
+    script.write_text(
+        "import time\n"
+        "from mpi4py import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "for i in range(3):\n"
+        "    if comm.Get_rank() == 0:\n"
+        "        time.sleep(0.05)\n"
+        "        comm.send({'i': i, 'payload': 'x' * 100}, dest=1, tag=1)\n"
+        "    else:\n"
+        "        assert comm.recv(source=0, tag=1)['i'] == i\n"
+        "        if comm.iprobe(source=0, tag=2): raise SystemExit('no tag-2 message was sent')\n")
+    out = tmp_path / "prof.db"
+    r = mpirun(2, [CLI, "run", "-o", out, "--", "/usr/bin/python3", script], SONDE_LIBRARY=LIB)
+    assert r.returncode == 0, r.stderr
+    got = ops(tmp_path / "prof.rank1.db")
+    assert got["MPI_Mprobe"][0] == "wait" and got["MPI_Mprobe"][4] == 3, got
+    kind, blocking, _, nbytes, calls = got["MPI_Mrecv"]
+    assert (kind, blocking, calls) == ("p2p", 1, 3) and nbytes > 100, got
+    assert got["MPI_Iprobe"][0] == "wait" and got["MPI_Iprobe"][4] == 3, got
+    # The wait is the probe's: most of rank 1's 0.15 s of waiting is inside MPI_Mprobe.
+    [(exposed,)] = query(tmp_path / "prof.rank1.db", "SELECT SUM(exposed_ns) FROM comm_overlap")
+    assert exposed > 0.08e9, exposed
+
+
 def test_program_without_mpi_unaffected(tmp_path):
     """libsonde is not linked against libmpi, and a program without MPI runs as before: same
     output, no rank, no communication rows."""
