@@ -49,6 +49,12 @@ int merge(const Options& a) {
                            "{} in {:.2f} s\n",
                            r.files, r.ranks, r.processes, r.nodes,
                            r.run.empty() ? "" : ", run " + r.run, visible(a.output), seconds);
+  if (r.world_size > r.ranks) {
+    fmt::print(stderr,
+               "sonde merge: warning: the run had {} ranks and {} are in {}: its per-rank "
+               "figures cover those only, and sonde scaling refuses it\n",
+               r.world_size, r.ranks, visible(a.output));
+  }
   return 0;
 }
 }  // namespace

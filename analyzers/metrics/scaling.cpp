@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "profile/profile_file.hpp"
+#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -29,6 +30,14 @@ RunFigures read_run(const std::string& path) {
     f.run.time_s = st.is_null(2) ? 0 : st.real(2);
   }
   if (f.run.ranks == 0) throw Error(fmt::format("{} holds no process", path));
+  // One rank's file of a 4-rank job read as a 1-rank run, at 4 x the efficiency it had.
+  if (auto st = file.prepare("SELECT MAX(world_size) FROM processes WHERE rank IS NOT NULL");
+      st.step() && !st.is_null(0) && st.int64(0) > f.run.ranks) {
+    throw Error(fmt::format(
+        "{} holds {} of its run's {} ranks: scaling needs them all (sonde merge -o run.db "
+        "prof.rank*.db)",
+        path, f.run.ranks, st.int64(0)));
+  }
   auto st = file.prepare(
       "SELECT i.kind, i.routine, r.library, r.file, r.line, i.max_s FROM rank_imbalance i "
       "JOIN routines r USING (routine_id) WHERE i.kind <> 'root' ORDER BY i.max_s DESC, "
@@ -54,6 +63,10 @@ double scaling_efficiency(double ref_time, std::int64_t ref_workers, double time
 
 Scaling compute_scaling(const std::vector<std::string>& paths, bool weak, std::size_t top) {
   if (paths.size() < 2) throw Error("scaling compares at least two runs", 2);
+  for (std::size_t i = 0; i < paths.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_file(paths[i], paths[j]))
+        throw Error(fmt::format("{} is given twice (as {})", paths[i], paths[j]), 2);
   std::vector<RunFigures> runs;
   for (const std::string& p : paths) runs.push_back(read_run(p));
   std::stable_sort(runs.begin(), runs.end(), [](const RunFigures& a, const RunFigures& b) {

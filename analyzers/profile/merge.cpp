@@ -248,6 +248,8 @@ class Merger {
     result_.processes = out_.integer("SELECT COUNT(*) FROM processes");
     result_.nodes = out_.integer("SELECT COUNT(*) FROM nodes");
     result_.ranks = static_cast<std::int64_t>(ranks_.size());
+    result_.world_size =
+        out_.integer("SELECT COALESCE(MAX(world_size), 0) FROM processes WHERE rank IS NOT NULL");
     out_.exec(fmt::format("INSERT INTO meta VALUES ('merged_files', '{}')", result_.files));
     out_.exec(kRankSumsIndexSql);
     return result_;

@@ -21,6 +21,7 @@ struct MergeOptions {
 struct MergeResult {
   std::size_t files = 0;
   std::int64_t processes = 0, ranks = 0, nodes = 0;
+  std::int64_t world_size = 0;  // the ranks the run had (0: not a ranked run)
   std::string run;  // the run id (runs.uuid) the inputs share
 };
 

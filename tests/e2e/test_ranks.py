@@ -202,6 +202,27 @@ def test_strong_scaling_known_answer(tmp_path):
     assert "Strong" in text and "4x1 eff %" in text
 
 
+def test_scaling_refuses_a_run_with_ranks_missing_and_a_file_given_twice(tmp_path):
+    # One rank's file of a 4-rank job, or 3 of its 4 ranks merged, read as a 1- or 3-rank run:
+    # an efficiency 4 / 3 x too high (146 % seen), with no word.
+    one = merge(tmp_path / "one.db", rank_files(tmp_path, [40], name="one"))
+    assert one.returncode == 0, one.stderr
+    four = rank_files(tmp_path, [40] * 4, name="four")
+    part = merge(tmp_path / "part.db", four[:3])
+    assert part.returncode == 0 and "warning: the run had 4 ranks and 3 are in" in part.stderr
+    for partial in (four[2], tmp_path / "part.db"):
+        p = sonde("scaling", tmp_path / "one.db", partial)
+        assert p.returncode == 1, p.stdout
+        n = 3 if partial.name == "part.db" else 1
+        assert p.stderr.strip().endswith(f"holds {n} of its run's 4 ranks: scaling needs them "
+                                         f"all (sonde merge -o run.db prof.rank*.db)"), p.stderr
+    p = sonde("scaling", tmp_path / "one.db", tmp_path / "one.db")
+    assert p.returncode == 2 and "is given twice" in p.stderr, p.stderr
+    whole = merge(tmp_path / "all.db", four)
+    assert whole.returncode == 0 and whole.stderr == "", whole.stderr
+    assert [r["ranks"] for r in scaling([tmp_path / "one.db", tmp_path / "all.db"])["runs"]] == [1, 4]
+
+
 def test_weak_scaling_known_answer(tmp_path):
     # 200 ms per rank at 1 and 2 ranks (perfect), 250 ms per rank at 4 (200 / 250 = 80 % on an
     # idle machine; the wrong, strong formula would give 50 and 20 %). The slowest rank's sleep
