@@ -1,14 +1,16 @@
 // sonde report: the flat profile, one row per routine (or per source line with --by line).
+#include "render/report.hpp"
+
 #include <iostream>
 #include <memory>
 #include <optional>
 
 #include "cli/command.hpp"
-#include "render/line_report.hpp"
-#include "render/colour.hpp"
-#include "render/report.hpp"
-#include "render/samples.hpp"
+#include "profile/rank_file.hpp"
 #include "profile/run_summary.hpp"
+#include "render/colour.hpp"
+#include "render/line_report.hpp"
+#include "render/samples.hpp"
 
 namespace sonde::cli {
 
@@ -27,7 +29,7 @@ struct Options {
 
 int report_lines(const Options& a) {
   Format format = parse_format(a.format);
-  ProfileFile file = ProfileFile::open(a.file);
+  ProfileFile file = open_profile(a.file, a.rank);
   LineCosts costs = compute_line_costs(file, a.lines.value_or(""));
   switch (format) {
     case Format::kText: std::cout << render_line_report_text(costs); break;
@@ -41,9 +43,10 @@ int report_lines(const Options& a) {
 
 int report(const Options& a) {
   if (a.by == "line" || a.lines) return report_lines(a);
-  ProfileFile file = ProfileFile::open(a.file);
+  // One rank reads as its own file would: its header, notes and percentages are the rank's.
+  ProfileFile file = open_profile(a.file, a.rank);
   RunSummary run = load_run_summary(file);
-  Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort), a.rank);
+  Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort));
   switch (parse_format(a.format)) {
     case Format::kText:
     {
@@ -83,8 +86,7 @@ Command add_report(CLI::App& app) {
                                             "functions recorded by python3 -m sonde --lines")
                  ->check(CLI::IsMember({"routine", "line"}))
                  ->capture_default_str();
-  cmd->add_option("--rank", a->rank, "Only this rank's routines (a merged or ranked profile)")
-      ->check(count_check());
+  add_rank(cmd, a->rank);
   cmd->add_option("--lines", a->lines, "With --by line: only functions matching this glob "
                                        "(e.g. 'update_core*'); implies --by line");
   Command c{cmd, [a] { return report(*a); }};

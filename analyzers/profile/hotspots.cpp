@@ -20,17 +20,11 @@ std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
 
 }  // namespace
 
-Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort,
-                          std::optional<std::int64_t> rank) {
+Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
   Hotspots h;
   {
-    auto st = file.prepare(rank ? "SELECT wall_s, busy_s, busy_threads, 0 FROM rank_times "
-                                  "WHERE rank = ?1"
-                                : "SELECT wall_s, thread_s, busy_threads, idle_threads FROM "
-                                  "run_totals");
-    if (rank) st.bind(1, *rank);
-    if (rank && !st.step()) throw Error(fmt::format("{} holds no rank {}", file.path(), *rank));
-    if (rank || st.step()) {
+    auto st = file.prepare("SELECT wall_s, thread_s, busy_threads, idle_threads FROM run_totals");
+    if (st.step()) {
       h.wall_ns = st.is_null(0) ? 0 : to_ns(st.real(0));
       h.total_ns = to_ns(st.real(1));
       h.busy_threads = st.int64(2);
@@ -42,9 +36,8 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort,
                                                           : "excl_s DESC, incl_s DESC, ";
   auto st = file.prepare(fmt::format(
       "SELECT routine_id, routine, kind, library, file, line, calls, subrs, incl_s, excl_s, "
-      "incl_pct, excl_pct FROM {} ORDER BY {}routine, routine_id",
-      rank ? "rank_hotspots WHERE rank = ?1" : "hotspots", order));
-  if (rank) st.bind(1, *rank);
+      "incl_pct, excl_pct FROM hotspots ORDER BY {}routine, routine_id",
+      order));
   while (st.step()) {
     HotspotRow row;
     row.routine_id = st.int64(0);
@@ -64,7 +57,7 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort,
                       : 0.0;
     h.rows.push_back(std::move(row));
   }
-  if (!rank && file.has_table("scaled_times")) {
+  if (file.has_table("scaled_times")) {
     std::unordered_map<std::int64_t, HotspotRow*> by_id;
     for (auto& row : h.rows) by_id.emplace(row.routine_id, &row);
     auto sc = file.prepare("SELECT routine_id, incl_se_s FROM scaled_times");

@@ -45,9 +45,8 @@ struct Hotspots {
   std::vector<HotspotRow> rows;  // sorted, all of them
 };
 
-// Reads the `hotspots` and `run_totals` views; sorting is the only thing done here.
-// With `rank`, one rank's routines (rank_hotspots) and its busy threads' time as the 100 %.
-Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort = ReportSort::kExclusive,
-                          std::optional<std::int64_t> rank = std::nullopt);
+// Reads the `hotspots` and `run_totals` views; sorting is the only thing done here. One rank's
+// are those of its file (open_profile with the rank, rank_file.hpp).
+Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort = ReportSort::kExclusive);
 
 }  // namespace sonde::analyzers

@@ -105,6 +105,12 @@ ProfileFile ProfileFile::open_processes(const ProfileFile& source,
     file.exec(fmt::format("INSERT INTO main.{0} SELECT * FROM src.{0}{1}{2}", table,
                           *where ? " WHERE " : "", where));
   }
+  // The run's command is the one of its first process (write_run); in a merged file that is
+  // rank 0's, and the ranks of a job may have been started with other arguments.
+  file.exec(
+      "UPDATE main.runs SET command = (SELECT command FROM main.processes ORDER BY "
+      "origin <> 'root', started_ns, process_id LIMIT 1) WHERE EXISTS (SELECT 1 FROM "
+      "main.processes)");
   file.exec("DETACH DATABASE src; PRAGMA query_only = 1");
   file.schema_version_ = source.schema_version();
   return file;

@@ -1,4 +1,4 @@
-"""--rank R on tree, shapes, metrics and candidates over a merged file: the rank as its own file
+"""--rank R on report, tree, shapes, metrics and candidates over a merged file: the rank as its own file
 reads (same output, byte for byte), and read whole, a file of several ranks says first that its
 figures are summed over them. known_time per rank, the launcher's variables given by hand."""
 import json
@@ -8,6 +8,9 @@ import pytest
 from test_ranks import merge, rank_files, sonde
 
 COMMANDS = [
+    # report's header and notes were the whole file's (processes, threads, wall time, idle).
+    ["report"],
+    ["report", "--format", "json"],
     ["tree"],
     ["tree", "--threads", "merge", "--format", "json"],
     ["tree", "--format", "csv"],
@@ -36,7 +39,12 @@ def test_one_rank_of_the_merged_file_reads_as_its_own_file(ranks, cmd):
         assert p.returncode == 0, p.stderr
         alone = sonde(cmd[0], own, *cmd[1:])
         assert alone.returncode == 0, alone.stderr
-        assert p.stdout == alone.stdout
+        if cmd == ["report", "--format", "json"]:  # it names the file it read
+            mine, its = json.loads(p.stdout), json.loads(alone.stdout)
+            assert mine.pop("file") == str(out) and its.pop("file") == str(own)
+            assert mine == its
+        else:
+            assert p.stdout == alone.stdout
         assert p.stderr == "" and "summed" not in p.stdout
         got.append(p.stdout)
     if cmd[0] in ("tree", "metrics"):  # their sleeps differ (their GEMMs and advice do not)
@@ -60,7 +68,7 @@ def test_all_ranks_are_said_to_be_summed(ranks):
 
 def test_a_rank_the_file_does_not_hold(ranks):
     out, _ = ranks
-    for cmd in ("tree", "shapes", "metrics", "candidates"):
+    for cmd in ("report", "tree", "shapes", "metrics", "candidates"):
         p = sonde(cmd, out, "--rank", 5)
         assert p.returncode == 2 and p.stdout == ""
         assert p.stderr.strip().endswith("holds no rank 5 (ranks 0, 1)"), p.stderr
