@@ -96,6 +96,30 @@ def test_bad_value_said_once_per_run(db):
     assert calls(db, "cblas_sgemm") == 20
 
 
+def test_regions_deeper_than_the_depth_limit_end_without_a_mismatch(db, tmp_path):
+    """depth: 300 nested regions under SONDE_MAX_DEPTH=256 end as begun: the depth note alone (each
+    end of a refused begin closed an outer region of the same name: 44 'mismatches')"""
+    script = tmp_path / "deep.py"
+    script.write_text("import ctypes\n"
+                      "lib = ctypes.CDLL(None)\n"
+                      "for _ in range(300): lib.sonde_region_begin(b'deep')\n"
+                      "for _ in range(300): lib.sonde_region_end(b'deep')\n"
+                      "lib.sonde_region_begin(b'after'); lib.sonde_region_end(b'after')\n"
+                      "print('done')\n")
+    r = preloaded([PYTHON, script], db, env_extra={"SONDE_MAX_DEPTH": "256"})
+    assert (r.rc, r.out) == (0, "done\n"), r.err  # (sonde's region API: no run without it)
+    assert "did not match" not in r.err, r.err
+    profile_whole(db)
+    said = notes(db)
+    assert not any("did not match" in n for n in said), said
+    assert any("deeper than SONDE_MAX_DEPTH=256" in n for n in said), said
+    # 256 frames below the thread's root (the limit counts them), each closed once, in order.
+    assert query(db, "SELECT COUNT(*), MIN(n.calls), MAX(n.calls) FROM nodes n JOIN routines r "
+                     "USING (routine_id) WHERE r.name = 'deep'") == [(256, 1, 1)]
+    assert query(db, "SELECT n.depth FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.name = 'after'") == [(1,)]
+
+
 @pytest.mark.parametrize("value", BAD_VALUES.keys())
 @pytest.mark.parametrize("name", option_names("kPython"))
 def test_bad_value_python(name, value, db, tmp_path):

@@ -271,6 +271,7 @@ class ThreadState {
   std::atomic<uint64_t> node_overflows{0};
   std::atomic<uint64_t> region_mismatches{0};
   uint32_t regions_before_window = 0;  // begun before the collection window opened, still open
+  uint32_t regions_refused = 0;  // begun beyond the depth or node limit (innermost), still open
   std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
   std::unique_ptr<TraceRing> trace;
   std::unique_ptr<ThreadSamples> samples;  // SONDE_SAMPLE_HZ only

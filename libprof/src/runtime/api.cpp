@@ -40,13 +40,20 @@ void region_begin(const char* name) {
     ++t->regions_before_window;  // its end must not count as a mismatch
     return;
   }
-  probe_enter(region_id(t, rt, name), Nesting::kChildren);
+  // A begin refused (beyond SONDE_MAX_DEPTH, the node limit) is one of the innermost open
+  // regions: the next end is its own, and must close nothing (it closed an outer region of the
+  // same name, and the ends after it read as mismatches).
+  if (probe_enter(region_id(t, rt, name), Nesting::kChildren) == nullptr) ++t->regions_refused;
 }
 
 void region_end(const char* name) {
   Runtime* rt = Runtime::get();
   ThreadState* t = t_state;
   if (rt == nullptr || t == nullptr || name == nullptr) return;
+  if (t->regions_refused > 0) {
+    --t->regions_refused;
+    return;
+  }
   RoutineId id = region_id(t, rt, name);
   uint32_t d = t->depth();
   uint32_t i = d;
