@@ -49,6 +49,12 @@ int merge(const Options& a) {
                            "{} in {:.2f} s\n",
                            r.files, r.ranks, r.processes, r.nodes,
                            r.run.empty() ? "" : ", run " + r.run, visible(a.output), seconds);
+  for (const std::string& f : r.left_out) {
+    fmt::print(stderr,
+               "sonde merge: {} left out: not a rank's file (prof.rank<R>.db); given by name, "
+               "it is merged too\n",
+               visible(f));
+  }
   if (r.world_size > r.ranks) {
     fmt::print(stderr,
                "sonde merge: warning: the run had {} ranks and {} are in {}: its per-rank "

@@ -307,9 +307,9 @@ class Merger {
   std::map<std::string, std::string> ranks_;  // rank -> the input it came from
 };
 
-// The N of "name.rankN.db", or -1.
+// The N of "name.rankN.db" (or "name.rankN.PID.db", a rerun's), or -1.
 long rank_in_name(const std::string& name) {
-  static const std::regex kRank(R"(\.rank([0-9]{1,9})\.db$)");
+  static const std::regex kRank(R"(\.rank([0-9]{1,9})(\.[0-9]{1,10})?\.db$)");
   std::smatch m;
   return std::regex_search(name, m, kRank) ? std::stol(m[1]) : -1;
 }
@@ -317,7 +317,8 @@ long rank_in_name(const std::string& name) {
 }  // namespace
 
 std::vector<std::string> expand_merge_inputs(const std::vector<std::string>& inputs,
-                                             const std::string& output) {
+                                             const std::string& output,
+                                             std::vector<std::string>* left_out) {
   std::vector<std::string> files;
   for (const std::string& input : inputs) {
     std::error_code ec;
@@ -337,13 +338,23 @@ std::vector<std::string> expand_merge_inputs(const std::vector<std::string>& inp
       long ra = rank_in_name(a), rb = rank_in_name(b);
       return ra != rb ? ra < rb : a < b;
     });
+    // Beside rank files, a file named otherwise is not a rank's: `sonde run -o prof.db --
+    // mpirun ...` writes the launcher's own prof.db there, whose processes have no rank (read
+    // as rank 0, it was refused as a second rank 0). Given by name, it is merged.
+    if (rank_in_name(found.back()) >= 0) {  // sorted: the others come first
+      auto ranked = std::find_if(found.begin(), found.end(),
+                                 [](const std::string& f) { return rank_in_name(f) >= 0; });
+      if (left_out != nullptr) left_out->insert(left_out->end(), found.begin(), ranked);
+      found.erase(found.begin(), ranked);
+    }
     files.insert(files.end(), found.begin(), found.end());
   }
   return files;
 }
 
 MergeResult merge_profiles(const MergeOptions& options) {
-  std::vector<std::string> inputs = expand_merge_inputs(options.inputs, options.output);
+  std::vector<std::string> left_out;
+  std::vector<std::string> inputs = expand_merge_inputs(options.inputs, options.output, &left_out);
   if (inputs.empty()) throw Error("no input files", 2);
   for (std::size_t i = 0; i < inputs.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
@@ -366,6 +377,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
         if (options.progress) options.progress(i + 1, inputs.size());
       }
       result = merger.finish();
+      result.left_out = std::move(left_out);
     }
     if (std::rename(tmp.c_str(), options.output.c_str()) != 0)
       throw Error(fmt::format("cannot rename {} to {}: {}", tmp, options.output,

@@ -23,12 +23,15 @@ struct MergeResult {
   std::int64_t processes = 0, ranks = 0, nodes = 0;
   std::int64_t world_size = 0;  // the ranks the run had (0: not a ranked run)
   std::string run;  // the run id (runs.uuid) the inputs share
+  std::vector<std::string> left_out;  // a directory's files that are not ranks' (see below)
 };
 
 // The inputs in merge order: files as given, a directory's *.db files by rank (prof.rank<R>.db
 // in rank order), then by name. Throws Error for a missing input or an empty directory.
+// Where a directory holds rank files, its other *.db files are left out (into `left_out`).
 std::vector<std::string> expand_merge_inputs(const std::vector<std::string>& inputs,
-                                             const std::string& output);
+                                             const std::string& output,
+                                             std::vector<std::string>* left_out = nullptr);
 
 // Throws Error (nothing written to `output`) when an input is not a readable profile of this
 // version or is given twice; when it belongs to another run (another runs.uuid: the ranks of one
