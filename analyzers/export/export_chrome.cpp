@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -77,7 +79,10 @@ class EventWriter {
 
 void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads) {
   std::unordered_set<std::int64_t> named;
+  std::set<std::pair<std::int64_t, std::int64_t>> tracks;
   for (const ThreadTree& t : threads) {
+    // An exec'd image keeps its predecessor's pid and thread id: one track, named once.
+    if (!tracks.insert({t.pid, t.tid}).second) continue;
     if (named.insert(t.pid).second) {
       w.add(
           "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}"
@@ -192,9 +197,14 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
     std::int64_t total = 0;
     for (const ThreadTree& t : threads) total += count_nodes(t.root);
     p.start(total, "nodes");
+    // Threads of the same track (an exec'd image and the one it replaced: same pid and thread
+    // id) one after the other, in the order they ran, not on top of each other.
+    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_end;
     for (ThreadTree& t : threads) {
       sort_by_inclusive(t.root);
-      layout(w, frames, t, t.root, 0, 0, p);
+      std::int64_t& start = track_end[{t.pid, t.tid}];
+      layout(w, frames, t, t.root, start, 0, p);
+      start += t.root.incl_ns;
     }
     other["sonde_layout"] = "aggregated call tree, not a timeline";
   }
