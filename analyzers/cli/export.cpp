@@ -53,11 +53,20 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
 
 int export_profile(const Options& a) {
   if (a.sampled && a.format != "folded") {
-    throw Error("--sampled goes with --format folded (chrome and speedscope carry the samples "
-                "in tracks of their own; --format samples is their JSON)");
+    throw Error(
+        "--sampled goes with --format folded (chrome and speedscope carry the samples "
+        "in tracks of their own; --format samples is their JSON)",
+        2);
   }
   if (a.output) refuse_input_as_output({a.file}, *a.output);
   ProfileFile file = ProfileFile::open(a.file);
+  // An empty file would read as a flame graph of nothing, with no word of why.
+  if (a.sampled && !file.has_rows("samples")) {
+    throw Error(
+        fmt::format("{} holds no samples: record them with sonde run --sample N (or "
+                    "SONDE_SAMPLE_HZ=N)",
+                    a.file));
+  }
   if (!a.output) {
     write_export(a, file, std::cout);
     if (!std::cout) throw Error("writing to standard output failed");
