@@ -86,7 +86,10 @@ def test_ftz_on_subnormal_moments(tmp_path):
     print(f"subnormal penalty {penalty:.2f}x; update share {orig_share:.3f} -> {ftz_share:.3f}")
     if penalty >= 1.5:
         assert ftz_share < orig_share, (orig_share, ftz_share, penalty)
-    assert ftz["verdict"] in ("faster", "none")
+        assert ftz["verdict"] in ("faster", "none")
+    # Elsewhere the two stages are the same work, and the verdict is the machine's: 3 rounds of
+    # each, alternated, all three FTZ runs slower than all three originals is 1 chance in 20
+    # (seen under a loaded full ctest, penalty 1.30x: "slower").
     assert ftz["output_changed"] is False
     outs = {open(x["profile"][:-3] + ".out").read() for x in orig["runs"] + ftz["runs"]}
     assert len(outs) == 1 and "final loss" in outs.pop()
