@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, MLP, clean_env, query, run
+from conftest import BIN, CLI, MLP, clean_env, query, run
 
 PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
@@ -154,6 +154,30 @@ def test_chrome_profile_layout_has_the_tree_once(mlp_profile):
     paths = {sf_path(doc, e["sf"]) for e in events if "sf" in e}
     assert paths == distinct_paths(mlp_profile)
     assert len(doc["stackFrames"]) == len(paths)
+
+
+def test_chrome_profile_layout_puts_an_execd_image_after_the_one_it_replaced(tmp_path):
+    """An exec'd image keeps the pid and thread id of the one it replaced: both trees were laid
+    out from 0 on one track, so the second's frames nested under the first's."""
+    db = tmp_path / "exec.db"
+    r = run(["/bin/sh", "-c", f"exec {BIN / 'known_time'} 1 20 5"], db=db)
+    assert r.returncode == 0, r.stderr
+    doc = check_perfetto_structure(export(db, "chrome"))
+    [(pid,)] = query(db, "SELECT pid FROM processes WHERE origin = 'exec'")
+    track = sorted(((e["ts"], -e["dur"]) for e in doc["traceEvents"]
+                    if e["ph"] == "X" and e["pid"] == pid and e["tid"] == pid))
+    # Two trees, the second starting where the first ended; every event inside one of them.
+    ends, stack = [], []
+    for ts, neg in track:
+        while stack and ts >= stack[-1]:
+            stack.pop()
+        if not stack:
+            ends.append((ts, ts - neg))
+        stack.append(ts - neg)
+    assert len(ends) == 2 and ends[1][0] >= ends[0][1], ends
+    names = [e["args"]["name"] for e in doc["traceEvents"]
+             if e.get("name") == "thread_name" and e["pid"] == pid]
+    assert len(names) == 1, names
 
 
 # --- speedscope ----------------------------------------------------------------------------------
@@ -416,3 +440,6 @@ def test_samples_json_keeps_a_name_that_holds_a_semicolon_whole(tmp_path, mlp_pr
     assert all(len(p) <= 2 for p in paths), paths
     plain = json.loads(run([CLI, "export", mlp_profile, "--format", "samples"]).stdout)
     assert plain["sampled"] is False and plain["samples"] == 0 and plain["paths"] == []
+    # Folded samples of a run without them: one line saying so, not an empty flame graph.
+    r = run([CLI, "export", mlp_profile, "--format", "folded", "--sampled"])
+    assert r.returncode == 1 and r.stdout == "" and "holds no samples" in r.stderr, r.stderr
