@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -12,6 +13,8 @@
 
 namespace sonde::analyzers {
 namespace {
+
+namespace fs = std::filesystem;
 
 std::optional<double> ratio(double num, double den) {
   if (den <= 0) return std::nullopt;
@@ -79,6 +82,23 @@ ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after) {
   };
   add_rows(before, true);
   add_rows(after, false);
+  // A Python function's file is its absolute path: the same script in two checkouts (or
+  // machines) matched nothing. A routine found on one side only is paired with one found on
+  // the other only with the same file base name, line, name, kind and library, where that pair
+  // is the only one.
+  using Loose = std::tuple<std::string, std::string, std::string, std::int64_t, std::string>;
+  std::map<Loose, std::pair<std::vector<Key>, std::vector<Key>>> lone;
+  for (const auto& [key, row] : rows) {
+    if (row.before_ns.has_value() == row.after_ns.has_value()) continue;
+    Loose loose{row.kind, row.library, fs::path(row.file).filename().string(), row.line, row.name};
+    (row.before_ns ? lone[loose].first : lone[loose].second).push_back(key);
+  }
+  for (const auto& [loose, sides] : lone) {
+    if (sides.first.size() != 1 || sides.second.size() != 1) continue;
+    DiffRow& kept = rows[sides.first[0]];
+    kept.after_ns = rows[sides.second[0]].after_ns;
+    rows.erase(sides.second[0]);
+  }
   for (auto& [key, row] : rows) {
     row.status = status_of(row.before_ns.has_value(), row.after_ns.has_value());
     if (row.before_ns && row.after_ns && *row.after_ns > 0)

@@ -3,11 +3,14 @@ test_calibrate.py): each reads back with Python's csv module and says what the J
 import csv
 import io
 import json
+import os
 import subprocess
 
 import pytest
 
 from conftest import CLI, MLP, clean_env, run
+
+BUILD = os.environ.get("SONDE_BUILD", "")
 
 
 def sonde(*args):
@@ -59,3 +62,27 @@ def test_candidates_and_diff_csv_say_what_the_json_says(profiles):
         mine = [(r["name"], float(r["before_s"])) for r in diff if r["section"] == section]
         assert mine == [(x["name"], x["before_s"]) for x in d[key]]
     assert any(r["section"] == "routine" and r["name"] == "cblas_sgemm" for r in diff)
+
+
+def test_diff_matches_one_script_in_two_checkouts(tmp_path):
+    """A Python function's file is its absolute path: two checkouts of one script matched nothing
+    (every function 'only before' and 'only after'). A function on one side only is paired with
+    the one on the other side only that has the same file base name, line and name."""
+    body = ("def f(n):\n    return sum(i * i for i in range(n))\n"
+            "def g():\n    return 1\n"
+            "for _ in range(20): f(2000)\n")
+    dbs = []
+    for d in ("A", "B"):
+        (tmp_path / d).mkdir()
+        script = tmp_path / d / "s.py"
+        script.write_text(body + ("g()\n" if d == "A" else ""))
+        db = tmp_path / f"{d}.db"
+        r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", str(db), str(script)],
+                           env=clean_env(PYTHONPATH=os.path.join(BUILD, "python")),
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        dbs.append(db)
+    d = json.loads(sonde("diff", *dbs, "-f", "json"))
+    status = {p["name"]: p["status"] for p in d["phases"]}
+    assert status["s.py:1(f)"] == "both" and status["s.py:1(<module>)"] == "both", status
+    assert status["s.py:3(g)"] == "only before", status  # called in A's script alone
