@@ -180,6 +180,40 @@ def test_chrome_profile_layout_puts_an_execd_image_after_the_one_it_replaced(tmp
     assert len(names) == 1, names
 
 
+def test_trace_events_of_frames_open_at_the_end_are_written(tmp_path):
+    """Trace mode: frames still open at a process's last flush (os._exit inside main(), a fork
+    child's inherited frames) had no event: work's events named <module>;main;work as their path
+    with no <module> or main slice around them."""
+    script = tmp_path / "ox.py"
+    script.write_text("import os\n"
+                      "def work(n): return sum(range(n))\n"
+                      "def main():\n"
+                      "    pid = os.fork()\n"
+                      "    for _ in range(3): work(50000)\n"
+                      "    if pid == 0: os._exit(0)\n"
+                      "    os.waitpid(pid, 0)\n"
+                      "    os._exit(0)\n"
+                      "main()\n")
+    db = sonde_py(tmp_path / "ox.db", script, trace=True)
+    doc = check_perfetto_structure(export(db, "chrome"))
+    events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    tracks = defaultdict(list)
+    for e in events:
+        tracks[(e["pid"], e["tid"])].append(e)
+    assert len(tracks) == 2
+    for track in tracks.values():
+        names = [e["name"] for e in track]
+        assert names.count("ox.py:2(work)") == 3, names
+        assert names.count("ox.py:3(main)") == 1 and names.count("ox.py:1(<module>)") == 1, names
+        # Each event lies inside an event of each frame its path names above it.
+        for e in track:
+            path = sf_path(doc, e["sf"]).split(";")
+            for above in path[:-1]:
+                assert any(o["name"] == above and o["ts"] <= e["ts"] and
+                           e["ts"] + e["dur"] <= o["ts"] + o["dur"] + 0.002 for o in track), \
+                    (e, above)
+
+
 # --- speedscope ----------------------------------------------------------------------------------
 
 def validate(value, schema, root, where="$"):

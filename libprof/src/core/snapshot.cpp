@@ -33,7 +33,8 @@ void mark_recursion(NodeRows& nodes) {
 }
 }  // namespace
 
-ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, NodeRows rows) {
+ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, NodeRows rows,
+                             bool last) {
   ThreadSnapshot s{};
   s.state = &t;
   s.seq = t.seq();
@@ -160,6 +161,10 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
     } else {
       s.nodes[node].incl_ns += elapsed[i];
       s.nodes[node].excl_ns += excl;
+      if (last && t.trace) {
+        s.events.push_back(TraceRow{node, clock.to_realtime_ns(now - uint64_t(elapsed[i])),
+                                    clock.to_realtime_ns(now)});
+      }
     }
   }
   for (auto& row : s.nodes) {

@@ -106,6 +106,10 @@ struct ThreadSnapshot {
 };
 
 // `rows`: a previous snapshot's nodes, whose memory the copy reuses (core/huge_pages.hpp).
-ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, NodeRows rows = {});
+// `last`: the process's last flush (exit, a signal): in trace mode the frames still open get
+// their event, ending now (os._exit inside main(), a fork child's inherited frames), which no
+// later flush would write.
+ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, NodeRows rows = {},
+                             bool last = false);
 
 }  // namespace sonde

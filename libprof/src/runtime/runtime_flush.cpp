@@ -103,7 +103,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     sampler_drain(*t);
     size_t k = d.threads.size();
     d.threads.push_back(take_snapshot(
-        *t, clock_, now, k < spare_rows_.size() ? std::move(spare_rows_[k]) : NodeRows{}));
+        *t, clock_, now, k < spare_rows_.size() ? std::move(spare_rows_[k]) : NodeRows{}, final));
     call_sites_.name(d.threads.back(), routines_);
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
