@@ -375,7 +375,8 @@ const std::array<Rule, 14> kRules{{
      "let BLAS use all {} cores (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS unset "
      "or raised), or link a multi-threaded BLAS",
      "GEMM time x (1 - blas.threads / cores), at most GEMM time - FLOPs / the calibrated "
-     "GEMM peak for all cores", blas_threads},
+     "GEMM peak for all cores",
+     blas_threads},
     {"framework-threads",
      "run_info torch.num_threads < available cores and oneDNN calls that ran on fewer threads "
      "than the cores take at least threshold % of the busy threads' time",
@@ -384,7 +385,8 @@ const std::array<Rule, 14> kRules{{
      "the program's own torch.set_num_threads or OMP_NUM_THREADS); oneDNN's convolutions and "
      "matmuls run on that pool, whatever the BLAS is set to",
      "oneDNN time x (1 - torch.num_threads / cores), at most that time - FLOPs / the "
-     "calibrated GEMM peak for all cores", framework_threads},
+     "calibrated GEMM peak for all cores",
+     framework_threads},
     {"subnormals",
      "fpu.ftz = 0 and fpu.daz = 0 and a note of topic 'denormals' (subnormal GEMM operands or "
      "Python call arguments sampled); threshold is the cost of arithmetic on a subnormal "
@@ -420,8 +422,7 @@ const std::array<Rule, 14> kRules{{
      "keep tensors in the layout the convolutions use: channels-last in PyTorch "
      "(model.to(memory_format=torch.channels_last) and the inputs too), and for inference "
      "torch.jit.freeze, which reorders the weights once instead of at every call",
-     "0.5 x reorder time (the reorders at the model's inputs and outputs remain)",
-     onednn_reorder},
+     "0.5 x reorder time (the reorders at the model's inputs and outputs remain)", onednn_reorder},
     {"gpu-copies",
      "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
      "memcpy activity time) take at least threshold % of the busy threads' time",
@@ -453,10 +454,12 @@ const std::array<Rule, 14> kRules{{
      "look at {} first: check its occupancy, memory throughput and warp efficiency "
      "(SONDE_GPU_METRICS, or Nsight Compute: ncu -k <kernel>), and its grid and block sizes",
      "0.5 x time x (1 - the larger of its SM and memory throughput % of peak / 100) where those "
-     "metrics were recorded, else 0", gpu_kernels},
+     "metrics were recorded, else 0",
+     gpu_kernels},
     {"rank-imbalance",
-     "a routine or phase (outside communication) takes its slowest rank at least threshold % "
-     "longer than the mean over ranks, and the difference is at least 1 % of a rank's busy time",
+     "a routine or phase (outside communication, and not half or more communication calls "
+     "made under it) takes its slowest rank at least threshold % longer than the mean over "
+     "ranks, and the difference is at least 1 % of a rank's busy time",
      10.0,
      "even out the work per rank (partition the data or the model by cost, not by count), or "
      "move the slow rank's extra work (I/O, logging, checkpoints on rank 0) off the step",

@@ -87,6 +87,21 @@ def test_candidates_name_small_collectives_and_exposed_communication(tmp_path):
     assert exposed["est_gain_s"] == pytest.approx(0.5 * exposed["evidence"]["exposed_s_per_rank"])
 
 
+def test_rank_imbalance_names_the_slow_computation_not_the_phase_that_waits_for_it(tmp_path):
+    """Rank 0 computes 20 ms more per step in the phase 'compute'; the others wait for it in the
+    phase 'allreduce', which holds the MPI_Allreduce alone. The rule named 'allreduce' first
+    (its longest rank is one that waited), as a phase to even out."""
+    _, out = merged_run(tmp_path, "--rank0-ms", 20, "--regions", steps=10)
+    p = subprocess.run([CLI, "candidates", str(out), "--format", "json"], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    imbalance = [c["location"] for c in json.loads(p.stdout) if c["rule"] == "rank-imbalance"]
+    assert "compute [region]" in imbalance, imbalance
+    assert "allreduce [region]" not in imbalance, imbalance
+    ranks = ranks_json(out)  # the imbalance table itself keeps every phase
+    assert {"compute", "allreduce"} <= {r["routine"] for r in ranks["imbalance"]}, ranks
+
+
 def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     # The launcher's own file (mpirun's) holds no rank's work: the last lines name the ranks'
     # files, and the merge they suggest runs as said. A rank file of an earlier run is not named.

@@ -10,12 +10,16 @@
  * --rank0-ms M makes rank 0 compute M ms more per step, so the others wait for it: communication
  * that is exposed however the ranks happen to be scheduled.
  * Usage: mpi_calls [--steps N] [--blocking] [--compute-ms M] [--complete KIND] [--after-ms M]
- *                  [--burst N] [--rank0-ms M] */
+ *                  [--burst N] [--rank0-ms M] [--regions]
+ * --regions names two phases: "compute" (rank 0's extra compute) and "allreduce" (the
+ * MPI_Allreduce alone, where the other ranks wait for rank 0). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "sonde/sonde.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -65,7 +69,7 @@ static void complete(const char* kind, MPI_Request req[2]) {
 }
 
 int main(int argc, char** argv) {
-  int steps = 5, blocking = 0, burst = 0;
+  int steps = 5, blocking = 0, burst = 0, regions = 0;
   double compute_ms = 5, after_ms = 0, rank0_ms = 0;
   const char* kind = "waitall";
   for (int i = 1; i < argc; ++i) {
@@ -83,6 +87,8 @@ int main(int argc, char** argv) {
       burst = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--rank0-ms") && i + 1 < argc)
       rank0_ms = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--regions"))
+      regions = 1;
   }
   MPI_Init(&argc, &argv);
   int rank, size;
@@ -110,8 +116,12 @@ int main(int argc, char** argv) {
   }
   if (rank != 0) rank0_ms = 0;
   for (int s = 0; s < steps; ++s) {
+    if (regions) sonde_region_begin("compute");
     checksum += compute(rank0_ms);
+    if (regions) sonde_region_end("compute");
+    if (regions) sonde_region_begin("allreduce");
     MPI_Allreduce(grad, sum, 1000, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    if (regions) sonde_region_end("allreduce");
     MPI_Bcast(params, 10, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     if (blocking) {
       checksum += compute(compute_ms);
