@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "render/table_format.hpp"
 #include "sonde/quiet_write.hpp"
 #include "store/schema_version.hpp"
 
@@ -72,10 +73,12 @@ int main(int argc, char** argv) {
     return command->run();
   } catch (const sonde::analyzers::Error& e) {
     std::cout.flush();
-    say_error(fmt::format("sonde {}: {}\n", name, e.what()));
+    // One line whatever the message holds: a path with a newline split it into two.
+    say_error(fmt::format("sonde {}: {}\n", name, sonde::analyzers::visible(e.what())));
     return e.exit_code();
   } catch (const std::exception& e) {
-    say_error(fmt::format("sonde {}: internal error: {}\n", name, e.what()));
+    say_error(
+        fmt::format("sonde {}: internal error: {}\n", name, sonde::analyzers::visible(e.what())));
     return 1;
   } catch (...) {
     say_error(fmt::format("sonde {}: internal error\n", name));

@@ -129,3 +129,14 @@ def test_an_input_is_never_the_output(profile, tmp_path):
         r = run(cmd)
         assert r.returncode == 2 and "is both an input and the output" in r.stderr, (cmd, r.stderr)
     assert copy.read_bytes() == before
+
+
+def test_an_error_naming_an_odd_path_is_one_line(profile, tmp_path):
+    # A path with a newline split the error in two lines, the second looking like another's.
+    odd = tmp_path / "a\nsonde: b"
+    odd.mkdir()
+    for cmd in ([CLI, "report", odd / "missing.db"],
+                [CLI, "export", profile, "--format", "folded", "-o", odd / "no" / "x.folded"]):
+        r = run(cmd)
+        assert r.returncode == 1, (cmd, r.stderr)
+        assert r.stderr.count("\n") == 1 and "a\\nsonde: b" in r.stderr, r.stderr
