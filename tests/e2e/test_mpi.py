@@ -120,12 +120,20 @@ def test_preloaded_launcher_gives_ranks_their_own_files(tmp_path):
         assert ops(rdb)["MPI_Allreduce"][4] == 2
 
 
+def mpi4py_run(tmp_path, name, text):
+    """The mpi4py script `text` on 2 ranks under sonde run: prof.rank<R>.db in tmp_path."""
+    pytest.importorskip("mpi4py")
+    script = tmp_path / name
+    script.write_text(text)
+    r = mpirun(2, [CLI, "run", "-o", tmp_path / "prof.db", "--", "/usr/bin/python3", script],
+               SONDE_LIBRARY=LIB)
+    assert r.returncode == 0, r.stderr
+
+
 def test_mpi4py_calls_are_seen(tmp_path):
     """mpi4py goes through the same C library: its Allreduce of a numpy buffer and its pickled
     allreduce appear as MPI calls with their bytes, under the Python frames of the script."""
-    pytest.importorskip("mpi4py")
-    script = tmp_path / "allreduce.py"
-    script.write_text(
+    mpi4py_run(tmp_path, "allreduce.py",
         "import numpy as np\n"
         "from mpi4py import MPI\n"
         "comm = MPI.COMM_WORLD\n"
@@ -136,9 +144,6 @@ def test_mpi4py_calls_are_seen(tmp_path):
         "for _ in range(3):\n"
         "    step()\n"
         "print(comm.Get_rank(), y[0])\n")
-    out = tmp_path / "prof.db"
-    r = mpirun(2, [CLI, "run", "-o", out, "--", "/usr/bin/python3", script], SONDE_LIBRARY=LIB)
-    assert r.returncode == 0, r.stderr
     for rank in range(2):
         db = tmp_path / f"prof.rank{rank}.db"
         rows = query(db, "SELECT bytes, SUM(calls), comm_size FROM comm_ops "
@@ -150,9 +155,7 @@ def test_mpi4py_calls_are_seen(tmp_path):
 def test_mpi4py_pickled_receive_is_seen_through_its_matched_probe(tmp_path):
     """mpi4py's pickled comm.recv() is MPI_Mprobe + MPI_Mrecv (mpi4py.rc.recv_mprobe): neither
     was intercepted, so a receiving rank's wait showed as its script's own time, with no bytes."""
-    pytest.importorskip("mpi4py")
-    script = tmp_path / "pickled.py"
-    script.write_text(
+    mpi4py_run(tmp_path, "pickled.py",
         "import time\n"
         "from mpi4py import MPI\n"
         "comm = MPI.COMM_WORLD\n"
@@ -163,9 +166,6 @@ def test_mpi4py_pickled_receive_is_seen_through_its_matched_probe(tmp_path):
         "    else:\n"
         "        assert comm.recv(source=0, tag=1)['i'] == i\n"
         "        if comm.iprobe(source=0, tag=2): raise SystemExit('no tag-2 message was sent')\n")
-    out = tmp_path / "prof.db"
-    r = mpirun(2, [CLI, "run", "-o", out, "--", "/usr/bin/python3", script], SONDE_LIBRARY=LIB)
-    assert r.returncode == 0, r.stderr
     got = ops(tmp_path / "prof.rank1.db")
     assert got["MPI_Mprobe"][0] == "wait" and got["MPI_Mprobe"][4] == 3, got
     kind, blocking, _, nbytes, calls = got["MPI_Mrecv"]
