@@ -455,7 +455,20 @@ int run_command(const RunOptions& o) {
   }
   std::string library = find_preload_library();
   fs::path output = fs::absolute(o.output).lexically_normal();
-  prepare_output(output, o.output, o.force);
+  // A rank of a parallel job writes prof.rank<R>.db, never the name asked for: that one, an
+  // unrelated file, made every rank refuse; --force left the rank's own earlier file, and the
+  // rank wrote beside it. Without --force a rank's earlier file stays, the rank writing beside
+  // it (prof.rank<R>.<pid>.db) and saying so.
+  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  if (rank.rank < 0) {
+    prepare_output(output, o.output, o.force);
+  } else {
+    fs::path mine = rank_output(output.string(), rank.rank);
+    if (o.force)
+      prepare_output(mine, rank_output(o.output, rank.rank), true);
+    else
+      check_output_directory(mine);
+  }
   set_environment(o, output.string(), library);
   bool is_static = statically_linked(*program);
   if (is_static)

@@ -224,6 +224,26 @@ def test_rank_file_of_an_earlier_run_is_not_overwritten(tmp_path):
         (0, 1)]
 
 
+def test_ranks_ignore_the_name_asked_for_and_force_replaces_their_own_files(tmp_path):
+    """Ranks write prof.rank<R>.db: an unrelated prof.db made every rank refuse to start, and
+    --force removed it but left the ranks' earlier files, the ranks writing beside them."""
+    unrelated = tmp_path / "prof.db"
+    unrelated.write_bytes(b"not a rank's")
+    r = sonde_run(tmp_path, 2, "--steps", 1, "--compute-ms", 1)
+    assert unrelated.read_bytes() == b"not a rank's"
+    assert sorted(p.name for p in tmp_path.glob("prof.rank*.db")) == ["prof.rank0.db",
+                                                                     "prof.rank1.db"], r.stderr
+    first = [query(tmp_path / f"prof.rank{k}.db", "SELECT started_ns FROM processes") for k in (0, 1)]
+    r = mpirun(2, [CLI, "run", "--force", "-o", tmp_path / "prof.db", "--", PROG, "--steps", 1],
+               SONDE_LIBRARY=LIB)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.glob("prof.rank*.db")) == ["prof.rank0.db",
+                                                                     "prof.rank1.db"], r.stderr
+    again = [query(tmp_path / f"prof.rank{k}.db", "SELECT started_ns FROM processes") for k in (0, 1)]
+    assert all(a != b for a, b in zip(first, again))  # the ranks' new files, in place
+    assert unrelated.read_bytes() == b"not a rank's"
+
+
 def test_mpi_call_before_init_fails_as_without_sonde(tmp_path):
     """MPI_Send before MPI_Init: Open MPI's own refusal naming MPI_Send, and the same exit status
     (sonde asking PMPI_Type_size first would make Open MPI name that instead)."""
