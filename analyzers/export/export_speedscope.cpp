@@ -44,6 +44,10 @@ std::unordered_map<std::int64_t, std::int64_t> write_frames(
 
 std::string profile_name(const ThreadTree& t) {
   std::string thread = t.thread_name.empty() ? fmt::format("thread {}", t.seq) : t.thread_name;
+  // An exec'd image keeps the pid and thread id of the one it replaced: two profiles of one name.
+  if (t.earlier_on_track > 0)
+    return fmt::format("{} (pid {}, tid {}, image {})", thread, t.pid, t.tid,
+                       t.earlier_on_track + 1);
   return fmt::format("{} (pid {}, tid {})", thread, t.pid, t.tid);
 }
 

@@ -103,6 +103,7 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
       "       t.ended_ns - t.started_ns "
       "FROM threads t JOIN processes p USING (process_id) "
       "ORDER BY p.started_ns, p.process_id, t.seq");
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> on_track;
   while (st.step()) {
     ThreadTree t;
     t.thread_id = st.int64(0);
@@ -112,6 +113,7 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
     t.tid = st.int64(4);
     t.thread_name = st.text(5);
     t.wall_ns = st.is_null(6) ? -1 : st.int64(6);
+    t.earlier_on_track = on_track[{t.pid, t.tid}]++;
     trees.push_back(std::move(t));
   }
   return trees;

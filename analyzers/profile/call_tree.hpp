@@ -41,6 +41,9 @@ struct ThreadTree {
   std::int64_t seq = 0;
   std::int64_t tid = 0;
   std::string thread_name;
+  // Earlier threads of the file with this pid and tid: an image that exec replaced (or a pid
+  // used again), which viewers draw on the same track.
+  std::int64_t earlier_on_track = 0;
   std::int64_t wall_ns = 0;  // thread end - start; the root's inclusive time while it runs
   CallNode root;
 };

@@ -178,6 +178,10 @@ def test_chrome_profile_layout_puts_an_execd_image_after_the_one_it_replaced(tmp
     names = [e["args"]["name"] for e in doc["traceEvents"]
              if e.get("name") == "thread_name" and e["pid"] == pid]
     assert len(names) == 1, names
+    # speedscope: a profile per busy thread of each image, the exec'd one named as the second.
+    profiles = [p["name"] for p in json.loads(export(db, "speedscope"))["profiles"]
+                if f"pid {pid}," in p["name"]]
+    assert profiles == [f"known_time (pid {pid}, tid {pid}, image 2)"], profiles
 
 
 def test_trace_events_of_frames_open_at_the_end_are_written(tmp_path):
