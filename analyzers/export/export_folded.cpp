@@ -12,9 +12,19 @@ namespace sonde::analyzers {
 // that are not UTF-8 would break the line (shown as escapes, see visible()), and an empty name
 // would leave an empty frame.
 std::string folded_frame(const std::string& name) {
+  // Escapes that no name can spell: a backslash of the name's own is one too (a region
+  // "a\x3bb" was the frame "a;b"), and so is the "<" of a name "<empty>".
   if (name.empty()) return "<empty>";
+  if (name == "<empty>") return "\\x3cempty>";
+  std::string own;
+  for (char c : name) {
+    if (c == '\\')
+      own += "\\x5c";
+    else
+      own += c;
+  }
   std::string out;
-  for (char c : visible(name)) {
+  for (char c : visible(own)) {
     if (c == ';') out += "\\x3b";
     else out += c;
   }

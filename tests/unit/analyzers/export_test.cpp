@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "export/export_samples.hpp"
 #include "fixture.hpp"
 #include "profile/query.hpp"
 #include "render/table_format.hpp"
@@ -35,6 +37,23 @@ TEST_F(ExportTest, FoldedIsExclusiveMicrosecondsMergedOverThreads) {
             "train;cblas_sgemm 6000000\n"
             "train;fib 400000\n"
             "train;fib;fib 600000\n");
+}
+
+TEST(FoldedFrame, NoTwoNamesMakeOneFrame) {
+  // The frames a flame-graph tool would merge: "a;b" against "a" -> "b", a name that spells an
+  // escape against the character it stands for, "<empty>" against the empty name.
+  std::vector<std::string> names = {"a;b",     "a\\x3bb", "<empty>", "",     "a\\b",
+                                    "a\\x5cb", "x\ny",    "x\\ny",   "plain"};
+  std::set<std::string> frames;
+  for (const std::string& n : names) {
+    std::string f = folded_frame(n);
+    EXPECT_EQ(f.find(';'), std::string::npos) << n;
+    EXPECT_EQ(f.find('\n'), std::string::npos) << n;
+    EXPECT_TRUE(frames.insert(f).second) << n << " -> " << f;
+  }
+  EXPECT_EQ(folded_frame("a;b"), "a\\x3bb");
+  EXPECT_EQ(folded_frame("a\\x3bb"), "a\\x5cx3bb");
+  EXPECT_EQ(folded_frame("plain"), "plain");
 }
 
 TEST_F(ExportTest, CsvIsTheCallpathsView) {
