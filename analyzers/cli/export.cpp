@@ -39,8 +39,10 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
   } else if (a.format == "samples") {
     write_samples_json(file, out);
   } else if (a.format == "csv") {
-    out << render_csv(run_query(file, "SELECT path, calls, incl_s, excl_s FROM callpaths "
-                                      "ORDER BY path, path_ids"));
+    // path_ids tells apart two paths whose names join the same (a frame "a;b", frames a, b).
+    out << render_csv(run_query(file,
+                                "SELECT path, calls, incl_s, excl_s, path_ids FROM "
+                                "callpaths ORDER BY path, path_ids"));
   } else if (a.format == "speedscope") {
     write_speedscope(file, out, &progress);
   } else if (a.format == "svg") {

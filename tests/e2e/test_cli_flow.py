@@ -140,3 +140,17 @@ def test_an_error_naming_an_odd_path_is_one_line(profile, tmp_path):
         r = run(cmd)
         assert r.returncode == 1, (cmd, r.stderr)
         assert r.stderr.count("\n") == 1 and "a\\nsonde: b" in r.stderr, r.stderr
+
+
+def test_csv_export_tells_apart_paths_whose_names_join_the_same(profile):
+    # Each row is one path of routines; path_ids is what tells apart a frame named "a;b" from
+    # a frame a calling b, whose path columns read the same.
+    import csv
+    import io
+    r = run([CLI, "export", profile, "--format", "csv"])
+    assert r.returncode == 0, r.stderr
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert list(rows[0]) == ["path", "calls", "incl_s", "excl_s", "path_ids"]
+    assert len({row["path_ids"] for row in rows}) == len(rows)
+    assert [(row["path"], row["path_ids"]) for row in rows] == query(
+        profile, "SELECT path, path_ids FROM callpaths ORDER BY path, path_ids")
