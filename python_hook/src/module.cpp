@@ -118,12 +118,10 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
     }
     Py_DECREF(seq);
   }
-  if (!sonde_active()) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "libsonde is not recording in this process (run through `python3 -m sonde` "
-                    "or with LD_PRELOAD=libsonde.so)");
-    return nullptr;
-  }
+  // libsonde declined this process (its profile could not be created: `ulimit -f`, a full disk;
+  // it has said why on stderr): the program runs unprofiled, as under LD_PRELOAD. Raising here
+  // ended `python3 -m sonde` before the script ran.
+  if (!sonde_active()) Py_RETURN_NONE;
   // Sub-interpreters (their site imports sonde's sitecustomize too) are not recorded: the hooks
   // and sonde's per-code table belong to the main interpreter.
   if (PyInterpreterState_Get() != PyInterpreterState_Main()) Py_RETURN_NONE;
@@ -632,7 +630,8 @@ PyMethodDef kMethods[] = {
     {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
      METH_VARARGS | METH_KEYWORDS,
      "start(*, skip_calls=0, lines=(), builtins=False, skip_exec=False, imports=False): record\n"
-     "Python frames of every thread into sonde's stacks. builtins=False: Python frames only, through the\n"
+     "Python frames of every thread into sonde's stacks. builtins=False: Python frames only, "
+     "through the\n"
      "frame-evaluation hook where EVAL_FRAME is True, sys.monitoring where MONITORING is True,\n"
      "else as builtins=True; builtins=True: C functions too, through sys.monitoring where\n"
      "MONITORING is True, else CPython's profile function. The next skip_calls calls on this\n"
@@ -641,7 +640,8 @@ PyMethodDef kMethods[] = {
      "pattern in lines (fnmatch) get per-line times. imports=False: each import is one <import>\n"
      "frame, what it runs folded into it; True: module bodies recorded beneath it. Returns the\n"
      "hook used: 'eval_frame',\n"
-     "'monitoring' or 'profile'; None in a sub-interpreter, which is not recorded."},
+     "'monitoring' or 'profile'; None in a sub-interpreter, which is not recorded, and where\n"
+     "libsonde is not recording this process (it said why)."},
     {"stop", stop, METH_NOARGS, "Stop recording Python frames."},
     {"flush", flush, METH_NOARGS,
      "Write what was measured so far to the profile; True on success."},

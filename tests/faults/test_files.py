@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CLI, calls, clean_env, plain, preloaded, prog, profile_whole, query, run,
-                      same_behaviour, sonde_run)
+from conftest import (CLI, PYTHON, calls, clean_env, plain, preloaded, prog, profile_whole, query,
+                      run, same_behaviour, sonde_run)
 
 MODES = ["preload", "sonde-run"]
 
@@ -76,6 +76,22 @@ def test_file_size_limit(mode, db):
     assert any("ulimit -f" in l for l in said(profiled.err)), profiled.err
     if mode == "sonde-run":
         assert written_claim(profiled.err)[0] is None, profiled.err
+
+
+@pytest.mark.parametrize("launch", [[], ["--builtins"], ["--in-process"]],
+                         ids=["default", "builtins", "in-process"])
+def test_file_size_limit_python(launch, db, tmp_path):
+    """ulimit -f 100 under python3 -m sonde: the script runs unprofiled as it runs alone (the
+    launcher's start of the hook raised, and the script never ran: exit 1, no output)"""
+    script = tmp_path / "base.py"
+    script.write_text("def work(i):\n    return i * i\n"
+                      "print('sum', sum(work(i) for i in range(1000)))\n")
+    alone = plain([PYTHON, script], preexec_fn=fsize_limit(100))
+    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
+    profiled = run([PYTHON, "-m", "sonde", *launch, "-o", db, script], env=env,
+                   preexec_fn=fsize_limit(100))
+    same_behaviour(alone, profiled)
+    assert any("ulimit -f" in l for l in said(profiled.err)), profiled.err
 
 
 def test_file_size_limit_sweep(tmp_path):
