@@ -23,6 +23,18 @@ def test_exit_status(mode, code, db):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_quick_exit(mode, db):
+    """quick_exit(4) after BLAS calls, one more in its handler: same status, every call recorded
+    (libc's own _exit, past sonde's wrapper, had lost the process)"""
+    cmd = [prog("exit_status"), 4, "quick"]
+    alone = plain(cmd)
+    assert alone.rc == 4
+    same_behaviour(alone, under(mode, cmd, db))
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 11
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGABRT, signal.SIGSEGV])
 def test_dies_of_signal(mode, sig, db):
     """death by a signal after BLAS calls: same signal, every call recorded"""

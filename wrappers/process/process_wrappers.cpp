@@ -34,6 +34,12 @@ __attribute__((constructor(102))) void resolve_libc() {
   for (auto& symbol : g_libc) symbol.get();
 }
 
+// quick_exit runs its handlers, then libc's own _exit, past the wrapper below: the process was
+// lost from the profile. Registered before the program's own handlers, this one runs after
+// them, so what they call is recorded too.
+void flush_at_quick_exit() { sonde::before_process_exit(0); }
+__attribute__((constructor(103))) void register_quick_exit() { at_quick_exit(flush_at_quick_exit); }
+
 #define SONDE_REAL(name) \
   auto name##_fn = reinterpret_cast<decltype(&::name)>(g_libc[size_t(Libc::name)].get())
 
