@@ -253,6 +253,7 @@ struct WrittenProfile {
   int alternative = -1;  // -1: none found; 0: the name asked for; n: alternative_output(.., n)
   bool any_file = false;
   bool ended = false;    // its last process image made its final flush
+  bool exec_last = false;  // ... and that flush was before an exec: the next image wrote nothing
   std::string problem;   // why a file that is there could not be read
 };
 
@@ -268,12 +269,13 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
       ProfileFile file = ProfileFile::open(name, false);
       // A stale file of an earlier run whose root had the same pid started before this one.
       auto st = file.prepare(
-          "SELECT ended_ns IS NOT NULL FROM processes WHERE pid = ? AND started_ns >= ? "
-          "ORDER BY process_id DESC LIMIT 1");
+          "SELECT ended_ns IS NOT NULL, COALESCE(end_reason = 'exec', 0) FROM processes "
+          "WHERE pid = ? AND started_ns >= ? ORDER BY process_id DESC LIMIT 1");
       st.bind(1, std::int64_t{root}).bind(2, since_ns);
       if (st.step()) {
         w.alternative = n;
         w.ended = st.int64(0) != 0;
+        w.exec_last = st.int64(1) != 0;
         return w;
       }
     } catch (const Error& e) {
@@ -361,7 +363,7 @@ void say_rank_files(const fs::path& output, const std::string& requested, std::i
 
 // Returns the file written (its absolute path), or "" when there is none.
 std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid_t root,
-                                 std::int64_t since_ns, bool is_static) {
+                                 std::int64_t since_ns, bool is_static, int killed_by) {
   // A rank of a parallel job wrote its own file beside the one asked for (sonde/rank_env.hpp).
   RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
   std::string requested = rank.rank >= 0 ? rank_output(o.output, rank.rank) : o.output;
@@ -370,7 +372,14 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid
   if (w.alternative >= 0) {
     std::string shown =
         w.alternative == 0 ? requested : alternative_output(requested, root, w.alternative);
-    if (w.ended)
+    // The image the root exec'd last, killed before its first flush, wrote nothing: "written"
+    // alone read as a whole profile. (Ending normally, it was one libsonde never reached: a
+    // static or setuid program.)
+    if (w.ended && w.exec_last && killed_by != 0)
+      say("sonde: profile written to {}, without the program the command exec'd last (killed "
+          "before its first flush)\n",
+          shown);
+    else if (w.ended)
       say("sonde: profile written to {}\n", shown);
     else
       say("sonde: profile written to {}, up to its last periodic flush (the final flush "
@@ -546,7 +555,7 @@ int run_command(const RunOptions& o) {
     say("sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
         signal_name(killed_by));
   }
-  std::string written = say_what_was_written(o, output, child, since_ns, is_static);
+  std::string written = say_what_was_written(o, output, child, since_ns, is_static, killed_by);
   if (o.report_sort && !written.empty()) print_report(written, *o.report_sort);
   if (killed_by != 0) die_of(killed_by);
   return code;

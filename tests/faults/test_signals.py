@@ -237,6 +237,31 @@ def test_sigkill_leaves_a_readable_file(db):
     assert gemms(db) == 10
 
 
+def test_sigkill_of_an_execd_image_before_its_first_flush_is_said(db):
+    """SIGKILL to an exec'd image before its first flush: sonde run says the profile lacks it
+    (it said 'profile written to', as of a whole profile)"""
+    code = ("import os, sys, time\n"
+            "if len(sys.argv) == 1:\n"
+            "    os.execv(sys.executable, [sys.executable, '-c', CODE, 'again'])\n"
+            "print('ready', os.getpid(), flush=True)\n"
+            "time.sleep(20)\n")
+    code = "CODE = " + repr(code) + "\n" + code
+    p = subprocess.Popen([CLI, "run", "-o", str(db), "--", PYTHON, "-c", code],
+                         env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         start_new_session=True)
+    try:
+        words = p.stdout.readline().split()
+        assert words[:1] == [b"ready"], "the command never got ready"
+        os.kill(int(words[1]), signal.SIGKILL)  # the exec'd image, before its first flush (1 s)
+        err = p.communicate(timeout=30)[1].decode()
+    finally:
+        end_group(p)
+    assert p.returncode == -signal.SIGKILL  # sonde run dies of it too
+    assert f"profile written to {db}, without the program the command exec'd last (killed " \
+           "before its first flush)" in err, err
+    assert query(db, "SELECT end_reason FROM processes") == [("exec",)]
+
+
 def test_sigkill_to_sonde_run_ends_the_command(db):
     """SIGKILL to `sonde run` alone (`kill -9 $!`, a harness killing the process it started):
     the command dies with it, as it would have been killed alone, instead of running on
