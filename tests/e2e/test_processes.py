@@ -43,6 +43,20 @@ def test_fork_exec_and_threads_are_processes_and_threads_of_one_run(db):
         assert threads[0][:2] == (0, fork[1]) and threads[0][2], threads
 
 
+def test_children_of_an_execd_image_that_has_not_flushed_are_its_own(db):
+    # `env sh -c 'a; b'`: the shell is an image of env's pid, and had not flushed when it
+    # started a and b; their rows were linked to env's image, which had ended by its exec.
+    known = BIN / "known_time"
+    r = run(["env", "sh", "-c", f"{known} 1 1 1 >/dev/null; {known} 1 1 1 >/dev/null"], db)
+    assert r.returncode == 0, r.stderr
+    rows = query(db, "SELECT process_id, pid, origin, parent_process_id FROM processes "
+                     "ORDER BY process_id")
+    [shell] = [row for row in rows if row[2] == "exec"]
+    children = [row for row in rows if row[2] in ("child", "fork") and row[1] != shell[1]]
+    assert len(children) >= 2, rows
+    assert all(child[3] == shell[0] for child in children), rows
+
+
 def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(db):
     # glibc's posix_spawn execs the child inside libc, past the exec wrappers: children given
     # an environment without sonde's variables ran unprofiled (two of these three).

@@ -211,13 +211,15 @@ bool Store::write_process(Database& db, const ProcessInfo& p, std::string& error
   // A parent that had not flushed when it forked or spawned this process had no row id to pass
   // (its first flush gives it one): a fork child's fork child, a daemon's double fork. Whichever
   // of the two writes second links them: this row takes the newest of the run's rows with its
-  // parent's pid started before it, and claims the rows of children that started after it and
-  // found none.
+  // parent's pid that was alive when it started, and claims the rows of children that started
+  // after it and found none. Alive: the image an exec replaced keeps the pid but had ended (a
+  // shell's children were linked to the `env` that exec'd the shell).
   Statement ins(h,
                 "INSERT INTO processes (run_id, pid, ppid, origin, parent_process_id, "
                 "command, started_ns) VALUES (?1, ?2, ?3, ?4, COALESCE(?5, CASE WHEN ?8 THEN "
                 "(SELECT process_id FROM processes WHERE run_id = ?1 AND pid = ?3 AND "
-                "started_ns <= ?7 ORDER BY process_id DESC LIMIT 1) END), ?6, ?7)");
+                "started_ns <= ?7 AND (ended_ns IS NULL OR ended_ns >= ?7) "
+                "ORDER BY process_id DESC LIMIT 1) END), ?6, ?7)");
   Statement adopt(h,
                   "UPDATE processes SET parent_process_id = ?1 WHERE run_id = ?2 AND ppid = ?3 "
                   "AND parent_process_id IS NULL AND origin IN ('fork', 'child') AND "
