@@ -3,6 +3,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -254,6 +255,7 @@ struct WrittenProfile {
   bool any_file = false;
   bool ended = false;    // its last process image made its final flush
   bool exec_last = false;  // ... and that flush was before an exec: the next image wrote nothing
+  std::vector<std::int64_t> running;  // other processes of the run, not ended, still alive
   std::string problem;   // why a file that is there could not be read
 };
 
@@ -276,6 +278,17 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
         w.alternative = n;
         w.ended = st.int64(0) != 0;
         w.exec_last = st.int64(1) != 0;
+        // A daemon or a helper the command left behind (multiprocessing's resource tracker)
+        // writes as it ends: "written" alone read as a profile that would not change.
+        auto alive = file.prepare(
+            "SELECT DISTINCT pid FROM processes WHERE ended_ns IS NULL AND pid <> ? AND "
+            "started_ns >= ? AND NOT EXISTS (SELECT 1 FROM processes later WHERE later.pid = "
+            "processes.pid AND later.process_id > processes.process_id) ORDER BY pid");
+        alive.bind(1, std::int64_t{root}).bind(2, since_ns);
+        while (alive.step()) {
+          pid_t pid = pid_t(alive.int64(0));
+          if (::kill(pid, 0) == 0 || errno == EPERM) w.running.push_back(pid);
+        }
         return w;
       }
     } catch (const Error& e) {
@@ -385,6 +398,17 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid
       say("sonde: profile written to {}, up to its last periodic flush (the final flush "
           "did not happen or failed)\n",
           shown);
+    if (w.running.size() == 1) {
+      say("sonde: 1 process of the run is still running (pid {}); it adds its part to the "
+          "profile when it ends\n",
+          w.running[0]);
+    } else if (w.running.size() > 1) {
+      std::vector<std::int64_t> shown(w.running.begin(),
+                                      w.running.begin() + std::min<size_t>(5, w.running.size()));
+      say("sonde: {} processes of the run are still running (pids {}{}); they add their part to "
+          "the profile when they end\n",
+          w.running.size(), fmt::join(shown, ", "), w.running.size() > 5 ? ", ..." : "");
+    }
     if (rank.rank < 0) say_rank_files(output, requested, since_ns);
     return w.alternative == 0 ? output.string()
                               : alternative_output(output.string(), root, w.alternative);

@@ -1,7 +1,7 @@
 """Every process and thread of a run is recorded, with exact per-process counts."""
 import os
 
-from conftest import BIN, integrity_ok, query, routine_calls, run
+from conftest import BIN, CLI, clean_env, integrity_ok, query, routine_calls, run
 
 BUILD = os.environ.get("SONDE_BUILD", "")
 
@@ -55,6 +55,28 @@ def test_children_of_an_execd_image_that_has_not_flushed_are_its_own(db):
     children = [row for row in rows if row[2] in ("child", "fork") and row[1] != shell[1]]
     assert len(children) >= 2, rows
     assert all(child[3] == shell[0] for child in children), rows
+
+
+def test_sonde_run_says_which_processes_of_the_run_still_write(db):
+    # A helper the command leaves running (multiprocessing's resource tracker, a daemon) adds
+    # its part when it ends: "profile written" alone read as a profile that would not change.
+    import subprocess
+    import time
+    helper = "import os, time; print(os.getpid(), flush=True); time.sleep(1.5)"
+    r = subprocess.run([CLI, "run", "-o", str(db), "--", "sh", "-c",
+                        f"/usr/bin/python3 -c '{helper}' & sleep 0.6"],
+                       env=clean_env(SONDE_FLUSH_INTERVAL="0.1"), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split()[0])
+    assert f"sonde: 1 process of the run is still running (pid {pid}); it adds its part to the " \
+           "profile when it ends" in r.stderr, r.stderr
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and query(
+            db, "SELECT COUNT(*) FROM processes WHERE pid = ? AND ended_ns IS NULL", (pid,))[0][0]:
+        time.sleep(0.2)
+    assert query(db, "SELECT end_reason FROM processes WHERE pid = ? ORDER BY process_id DESC "
+                     "LIMIT 1", (pid,)) == [("exit",)]
 
 
 def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(db):
