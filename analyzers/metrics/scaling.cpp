@@ -63,10 +63,7 @@ double scaling_efficiency(double ref_time, std::int64_t ref_workers, double time
 
 Scaling compute_scaling(const std::vector<std::string>& paths, bool weak, std::size_t top) {
   if (paths.size() < 2) throw Error("scaling compares at least two runs", 2);
-  for (std::size_t i = 0; i < paths.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (same_file(paths[i], paths[j]))
-        throw Error(fmt::format("{} is given twice (as {})", paths[i], paths[j]), 2);
+  refuse_repeated_inputs(paths);
   std::vector<RunFigures> runs;
   for (const std::string& p : paths) runs.push_back(read_run(p));
   std::stable_sort(runs.begin(), runs.end(), [](const RunFigures& a, const RunFigures& b) {

@@ -356,10 +356,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
   std::vector<std::string> left_out;
   std::vector<std::string> inputs = expand_merge_inputs(options.inputs, options.output, &left_out);
   if (inputs.empty()) throw Error("no input files", 2);
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    for (std::size_t j = 0; j < i; ++j)
-      if (same_file(inputs[i], inputs[j]))
-        throw Error(fmt::format("{} is given twice (as {})", inputs[i], inputs[j]), 2);
+  refuse_repeated_inputs(inputs);
   refuse_input_as_output(inputs, options.output);
   require_regular_output(options.output, options.output);
   std::error_code ec;

@@ -40,6 +40,13 @@ void refuse_input_as_output(const std::vector<std::string>& inputs, const std::s
       throw Error(fmt::format("{} is both an input and the output", input), 2);
 }
 
+void refuse_repeated_inputs(const std::vector<std::string>& inputs) {
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (same_file(inputs[i], inputs[j]))
+        throw Error(fmt::format("{} is given twice (as {})", inputs[i], inputs[j]), 2);
+}
+
 void require_regular_output(const std::string& path, const std::string& shown) {
   OutputKind kind = output_kind(path);
   if (kind == OutputKind::kDirectory) throw Error(fmt::format("{} is a directory", shown));

@@ -30,6 +30,10 @@ bool same_file(const std::string& a, const std::string& b);
 // -o p.db` and to `view p.db --html p.db --force`.
 void refuse_input_as_output(const std::vector<std::string>& inputs, const std::string& output);
 
+// Refuses (Error, exit 2) an input given twice (as itself, `./x`, or a link to it): merge and
+// scaling would count its ranks or its run twice.
+void refuse_repeated_inputs(const std::vector<std::string>& inputs);
+
 // Refuses (Error) an output that must become a SQLite file of sonde's own (a profile, a merged
 // profile) where `path` names something else than a regular file: even with --force, it is
 // never removed or replaced.

@@ -464,18 +464,14 @@ RoutineId import_routine() {
 }
 
 bool c_callable_routine(PyObject* callable, PyObject* self_arg, RoutineId* id) {
-  if (PyCFunction_Check(callable)) {
-    *id = cfunction_routine(callable);
-    return true;
-  }
+  if (!is_c_callable(callable, self_arg)) return false;
   // `obj.method()` of a C type calls the unbound descriptor with obj as its first argument;
   // named after obj's type, as the bound method the profile function sees is.
-  if (Py_TYPE(callable) == &PyMethodDescr_Type && self_arg != nullptr) {
-    *id = builtin_routine(reinterpret_cast<PyMethodDescrObject*>(callable)->d_method,
-                          Py_TYPE(self_arg), nullptr);
-    return true;
-  }
-  return false;
+  *id = PyCFunction_Check(callable)
+            ? cfunction_routine(callable)
+            : builtin_routine(reinterpret_cast<PyMethodDescrObject*>(callable)->d_method,
+                              Py_TYPE(self_arg), nullptr);
+  return true;
 }
 
 void skip_calls(int n) { t_skip = n; }
