@@ -9,6 +9,8 @@ packages=(
   libunwind-dev libpapi-dev libgtest-dev libopenblas-dev libdnnl-dev
   python3-dev python3-numpy python3-pytest libpython3.11-testsuite
   help2man
+  # Wheels (scripts/build-wheels.sh, tests/e2e/test_wheels.py): RUNPATHs of bundled libraries.
+  patchelf
   # MPI: the wrappers' headers, mpirun for the rank tests, mpi4py for the numpy example.
   libopenmpi-dev openmpi-bin python3-mpi4py
 )

@@ -44,7 +44,14 @@ def _ext():
     if not _libsonde_loaded():
         raise RuntimeError("libsonde is not loaded in this process (run through `python3 -m "
                           "sonde` or with LD_PRELOAD=libsonde.so)")
-    from . import _sonde
+    try:
+        from . import _sonde
+    except ImportError:
+        from ._support import unsupported
+        reason = unsupported()
+        if reason is None:
+            raise
+        raise RuntimeError(reason) from None
     return _sonde
 
 

@@ -147,7 +147,8 @@ def _library():
 def _library_beside():
     """The libsonde.so of this package's build or install tree (the one its extension links)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    for candidate in (os.path.join(here, "..", "..", "lib", "libsonde.so"),     # <build>/python/sonde
+    for candidate in (os.path.join(here, "_kit", "lib", "libsonde.so"),         # a wheel
+                      os.path.join(here, "..", "..", "lib", "libsonde.so"),     # <build>/python/sonde
                       os.path.join(here, "..", "..", "..", "libsonde.so")):     # <prefix>/lib/python3*/dist-packages/sonde
         if os.path.exists(candidate):
             return os.path.realpath(candidate)
@@ -512,6 +513,10 @@ def _scan(own):
 
 
 def main():
+    from ._support import unsupported
+    reason = unsupported()
+    if reason:
+        _fail(reason, 2)
     argv = sys.argv[1:]
     # `tune` as the first word is the subcommand (a script named tune: ./tune, or -- tune).
     if argv[:1] == ["tune"] and os.environ.get(_MARK) != "1":

@@ -1,0 +1,189 @@
+"""The wheels (scripts/build-wheels.sh, packaging/wheel): for every CPython 3.10-3.13 found,
+a fresh venv, `pip install --no-index` of the wheel for it, then the commands a new user runs
+first, with no library of the build's on any path. Another check reads every ELF file of the
+installed wheel: each library it needs resolves inside the venv or is on the manylinux list.
+
+The wheels are made from this build (it must be SONDE_PORTABLE, as scripts/test.sh configures
+it), one per interpreter whose extension the build holds; pyenv's interpreters are used for the
+venvs (Debian's python3 has no venv module unless python3-venv is installed), so the cp311
+wheel, built against Debian's 3.11, runs on another build of 3.11."""
+import glob
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, MLP, clean_env, query
+
+SOURCE = Path(__file__).resolve().parents[2]
+BUILD = Path(CLI).resolve().parent.parent
+sys.path.insert(0, str(SOURCE / "packaging" / "wheel"))
+from elf_deps import ALLOWED, elves  # noqa: E402
+
+
+def _cache(name):
+    text = (BUILD / "CMakeCache.txt").read_text()
+    m = re.search(rf"^{name}:\w+=(.*)$", text, re.M)
+    return m.group(1) if m else ""
+
+
+PORTABLE = _cache("SONDE_PORTABLE").upper() in ("ON", "1", "TRUE", "YES")
+
+
+def interpreters():
+    """(minor, python) for each pyenv CPython 3.10-3.13 with venv, one per minor version."""
+    found = {}
+    for py in sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[0-3].*/bin/python3.1[0-3]"))):
+        minor = re.search(r"python3\.(\d+)$", py).group(1)
+        found.setdefault(int(minor), py)
+    return sorted(found.items())
+
+
+FOUND = interpreters()
+
+
+def _params():
+    if not FOUND:
+        return [pytest.param(None, None, id="none", marks=pytest.mark.skip(
+            reason="no pyenv CPython 3.10-3.13 here (~/.pyenv/versions)"))]
+    return [pytest.param(minor, py, id=f"cp3{minor}") for minor, py in FOUND]
+
+
+@pytest.fixture(scope="module")
+def wheels(tmp_path_factory):
+    if not PORTABLE:
+        pytest.skip(f"{BUILD} is not a SONDE_PORTABLE build (scripts/test.sh configures one)")
+    dist = tmp_path_factory.mktemp("dist")
+    made = {}
+    for minor, py in FOUND:
+        ext = BUILD / "python" / "sonde" / f"_sonde.cpython-3{minor}-x86_64-linux-gnu.so"
+        if not ext.exists():
+            continue
+        r = subprocess.run(
+            [py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import sonde_wheel; "
+                       "print(sonde_wheel.build_wheel(sys.argv[2], {'build-dir': sys.argv[3], "
+                       "'skip-build': '1'}))",
+             str(SOURCE / "packaging" / "wheel"), str(dist), str(BUILD)],
+            capture_output=True, text=True, timeout=300, env=clean_env())
+        assert r.returncode == 0, r.stderr
+        made[minor] = dist / r.stdout.strip()
+    return made
+
+
+@pytest.fixture(scope="module")
+def venvs(wheels, tmp_path_factory):
+    """{minor: venv dir} with the wheel installed by pip, offline."""
+    made = {}
+    for minor, py in FOUND:
+        if minor not in wheels:
+            continue
+        venv = tmp_path_factory.mktemp(f"venv3{minor}")
+        subprocess.run([py, "-m", "venv", str(venv)], check=True, timeout=300, env=clean_env())
+        r = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
+                            "--no-index", "--disable-pip-version-check", str(wheels[minor])],
+                           capture_output=True, text=True, timeout=300, env=clean_env())
+        assert r.returncode == 0, r.stdout + r.stderr
+        made[minor] = venv
+    return made
+
+
+def _venv(venvs, minor):
+    if minor is None or minor not in venvs:
+        pytest.skip(f"this build has no extension for CPython 3.{minor}")
+    return venvs[minor]
+
+
+def venv_env(venv, **extra):
+    """A user's shell in the activated venv: its bin first on PATH, nothing of the build's on
+    PATH, LD_LIBRARY_PATH or PYTHONPATH."""
+    env = clean_env(**extra)
+    env.pop("PYTHONPATH", None)
+    env["LD_LIBRARY_PATH"] = ""
+    env["PATH"] = f"{venv / 'bin'}:/usr/bin:/bin"
+    env["VIRTUAL_ENV"] = str(venv)
+    return env
+
+
+def sh(venv, cmd, cwd, **extra):
+    return subprocess.run(cmd, cwd=cwd, env=venv_env(venv, **extra), capture_output=True,
+                          text=True, timeout=300)
+
+
+PROGRAM = """\
+def leaf(i):
+    return i * 2
+
+def work(n):
+    return sum(leaf(i) for i in range(n))
+
+if __name__ == "__main__":
+    print(work(1234))
+"""
+
+
+@pytest.mark.parametrize("minor,py", _params())
+def test_first_commands_in_a_fresh_venv(venvs, minor, py, tmp_path):
+    venv = _venv(venvs, minor)
+    (tmp_path / "script.py").write_text(PROGRAM)
+    r = sh(venv, ["python", "-m", "sonde", "-o", "p.db", "script.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(sum(2 * i for i in range(1234)))
+    calls = query(tmp_path / "p.db", "SELECT calls FROM hotspots WHERE routine LIKE '%(leaf)'")
+    assert calls == [(1234,)]
+    r = sh(venv, ["sonde", "report", "p.db"], tmp_path)
+    assert r.returncode == 0 and "leaf" in r.stdout, r.stderr
+    r = sh(venv, ["sonde", "view", "p.db", "--html", "p.html"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "p.html").stat().st_size > 10_000
+    # A native program, its BLAS calls intercepted by the wheel's libsonde.so.
+    r = sh(venv, ["sonde", "run", "-o", "c.db", "--", MLP, "--steps", "5"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    gemms = query(tmp_path / "c.db", "SELECT SUM(calls) FROM hotspots WHERE routine LIKE '%gemm%'")
+    assert gemms[0][0] and gemms[0][0] > 0
+
+
+@pytest.mark.parametrize("minor,py", _params())
+def test_every_library_resolves_inside_the_venv_or_the_manylinux_list(venvs, minor, py):
+    venv = _venv(venvs, minor)
+    package = next(venv.glob("lib/python3.*/site-packages/sonde"))
+    files = elves(str(package))
+    assert any(f.startswith("_sonde.cpython-3") for f in files), files
+    assert "_kit/lib/libsonde.so" in files and "_kit/bin/sonde" in files
+    for rel in files:
+        out = subprocess.run(["ldd", str(package / rel)], capture_output=True, text=True,
+                             env=venv_env(venv)).stdout
+        for soname, path in re.findall(r"^\s*(\S+) => (\S+)", out, re.M):
+            assert soname in ALLOWED or path.startswith(str(package)), f"{rel}: {soname} => {path}"
+        assert "not found" not in out, f"{rel}:\n{out}"
+
+
+@pytest.mark.parametrize("minor,py", _params())
+def test_man_page_and_console_script(venvs, minor, py, tmp_path):
+    venv = _venv(venvs, minor)
+    assert (venv / "share" / "man" / "man1" / "sonde.1").exists()
+    r = sh(venv, ["sonde", "--version"], tmp_path)
+    assert r.returncode == 0 and "sonde" in r.stdout, r.stderr
+
+
+def test_an_interpreter_without_the_extension_is_refused_in_one_line(venvs, tmp_path):
+    """The cp3X wheel's package run by another CPython: one line naming what the install
+    supports, exit 2, no profile left (it was a 'circular import' and an empty profile)."""
+    if len(venvs) < 2:
+        pytest.skip("needs two interpreters' wheels")
+    (minor, venv), (other, _) = sorted(venvs.items())[:2]
+    other_py = dict(FOUND)[other]
+    package = next(venv.glob("lib/python3.*/site-packages"))
+    (tmp_path / "script.py").write_text(PROGRAM)
+    r = subprocess.run([other_py, "-m", "sonde", "-o", "p.db", "script.py"], cwd=tmp_path,
+                       env=clean_env(PYTHONPATH=str(package)), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert f"CPython 3.{other}" in lines[0] and f"supports CPython 3.{minor}" in lines[0]
+    assert f"cp3{other}" in lines[0]
+    assert not list(tmp_path.glob("*.db")), list(tmp_path.iterdir())
