@@ -11,7 +11,7 @@ from kit_env import KIT, kernel_rows, python_under_sonde, query, run, verdict
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
 SCRIPT = str(KIT / "torch_steps.py")
-OVERHEAD_PAIRS, OVERHEAD_STEPS = 5, 200
+OVERHEAD_PAIRS, OVERHEAD_STEPS = 3, 200
 # A gross-regression bound for the overhead check, not the design target (1.05): the CNN loop is
 # launch-bound, where CUPTI alone cost 1.3-1.7x on an H200 (docs/gpu.md, step 5).
 OVERHEAD_BOUND = 2.0
