@@ -5,7 +5,10 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
+#include <cupti_runtime_cbid.h>
 #include <stdlib.h>
+
+#include "cudart_device.h"
 
 static CUresult (*driver_sync)(void);
 static int open_driver(void) {
@@ -16,20 +19,28 @@ static int open_driver(void) {
   return driver_sync != NULL;
 }
 
+/* Launches run on the stub's "GPU" (cudart_device.c), reported under CUPTI's callback id for the
+ * entry point called. */
 cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** a, size_t s, cudaStream_t st) {
-  return cudaSuccess;
+  open_driver();
+  return stub_device_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, f, g, b, a, s, st);
 }
 cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_t s,
                                   cudaStream_t st) {
-  return cudaSuccess;
+  open_driver();
+  return stub_device_launch(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000, f, g, b, a, s,
+                            st);
 }
 /* nvcc 13's launch entry points (crt/device_functions.h). */
 cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t s, cudaStream_t st) {
-  return cudaSuccess;
+  open_driver();
+  return stub_device_launch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, k, g, b, a, s, st);
 }
 cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t s,
                                     cudaStream_t st) {
-  return cudaSuccess;
+  open_driver();
+  return stub_device_launch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000, k, g, b, a, s,
+                            st);
 }
 cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** a) {
   return cudaSuccess;
@@ -67,11 +78,12 @@ cudaError_t cudaFreeHost(void* p) { return cudaFree(p); }
 
 cudaError_t cudaDeviceSynchronize(void) {
   if (!open_driver()) return cudaErrorInsufficientDriver;
+  stub_device_wait_all();
   return driver_sync() == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t s) { return cudaSuccess; }
-cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t e) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t s) { return stub_device_stream_wait(s); }
+cudaError_t cudaStreamSynchronize_ptsz(cudaStream_t s) { return stub_device_stream_wait(s); }
+cudaError_t cudaEventSynchronize(cudaEvent_t e) { return stub_device_event_wait(e); }
 
 /* What examples/cnn_cudnn (cnn_train) calls besides the wrapped entry points: one device. */
 cudaError_t cudaGetDeviceCount(int* count) {

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The device kit: sonde's checks on a GPU machine, each with an asserted answer (docs/gpu.md,
+# "Device validation"). From the repository root, with dist/ holding the wheels:
+#
+#   tests/device/check.sh              on a machine with an NVIDIA GPU, CUDA 13, nvcc and PyTorch
+#   tests/device/check.sh --rehearse   anywhere: the same checks against the stub libraries
+#                                      (tests/stubs), in a fresh venv, torch checks not run
+#
+# Options: --sonde-root DIR  take sonde from a build tree (DIR/bin/sonde, DIR/lib/libsonde.so,
+#                            DIR/python) instead of the wheel
+#          --out DIR         where the table, the JSON summary and the logs go (default: $OUT
+#                            when set, else a temporary folder)
+#          --python PY       the interpreter (default python3; it must hold torch on a GPU run)
+# Exits non-zero when any check fails; a check that cannot run here says so and is no failure.
+set -euo pipefail
+
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+rehearse=0 sonde_root="" out="${OUT:-}" python=python3
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rehearse) rehearse=1 ;;
+    --sonde-root) sonde_root=$(cd "$2" && pwd); shift ;;
+    --out) out="$2"; shift ;;
+    --python) python="$2"; shift ;;
+    *) echo "check.sh: unknown option $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+work=$(mktemp -d "${TMPDIR:-/tmp}/sonde-kit.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+[ -n "$out" ] || out="$work/out"
+mkdir -p "$out"
+cuda="${CUDA_HOME:-/usr/local/cuda}"
+say() { echo "check.sh: $*" >&2; }
+
+# The interpreter. A rehearsal makes a fresh venv, so that nothing of a build or of the
+# machine's site-packages is found by accident.
+# pip (of the interpreter it was given) installs the wheel by --target, so the venv needs none.
+host_python="$python"
+if [ "$rehearse" = 1 ]; then
+  "$python" -m venv --without-pip "$work/venv"
+  python="$work/venv/bin/python"
+fi
+tag=$("$python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+
+# sonde: the wheel for this interpreter, installed into a folder of its own; or a build tree.
+if [ -n "$sonde_root" ]; then
+  sonde_cli="$sonde_root/bin/sonde" sonde_path="$sonde_root/python"
+else
+  wheel=$(ls "$repo"/dist/sonde-*-"$tag"-"$tag"-*.whl 2>/dev/null | head -n 1 || true)
+  if [ -z "$wheel" ]; then
+    say "no wheel for $tag in dist/ (scripts/build-wheels.sh writes them); or --sonde-root"
+    exit 2
+  fi
+  "$host_python" -m pip install -q --no-index --no-deps --no-compile --target "$work/site" "$wheel"
+  sonde_cli="$work/site/sonde/_kit/bin/sonde" sonde_path="$work/site"
+fi
+[ -x "$sonde_cli" ] || { say "no sonde CLI at $sonde_cli"; exit 2; }
+
+# The known-answer program: nvcc on a GPU; against stub libraries built here for a rehearsal.
+bin="$work/bin"
+mkdir -p "$bin"
+if [ "$rehearse" = 1 ]; then
+  "$repo/tests/device/kit/build_stubs.sh" "$cuda/include" "$work/stubs" >"$out/build.log" 2>&1 ||
+    { cat "$out/build.log" >&2; say "the stub libraries did not build"; exit 2; }
+  c++ -std=c++17 -O1 -x c++ -rdynamic -I"$cuda/include" -o "$bin/known_answer" \
+    "$repo/tests/device/kit/known_answer.cu" -L"$work/stubs" -lcublas -lcudart -pthread \
+    -Wl,-rpath,"$work/stubs" >>"$out/build.log" 2>&1 ||
+    { cat "$out/build.log" >&2; say "the known-answer program did not build"; exit 2; }
+  export LD_LIBRARY_PATH="$work/stubs" SONDE_CUPTI_LIBRARY="$work/stubs/libcupti.so.13"
+  export CUDART_STUB_DEVICE=1
+else
+  # cuBLAS from the toolkit, else from the interpreter's nvidia-* wheels (PyTorch's).
+  blas_dir=$(ls -d "$cuda"/lib64 2>/dev/null || true)
+  if [ ! -e "$blas_dir/libcublas.so" ] && [ ! -e "$blas_dir/libcublas.so.13" ]; then
+    blas_dir=$(dirname "$("$python" - <<'EOF'
+import glob, site
+for d in site.getsitepackages():
+    for f in glob.glob(d + "/nvidia/**/libcublas.so.*", recursive=True):
+        print(f); raise SystemExit
+EOF
+)")
+  fi
+  blas=$(ls "$blas_dir"/libcublas.so "$blas_dir"/libcublas.so.13 2>/dev/null | head -n 1)
+  nvcc -O2 -arch=native -o "$bin/known_answer" "$repo/tests/device/kit/known_answer.cu" \
+    "$blas" -Xlinker -rpath -Xlinker "$blas_dir" >"$out/build.log" 2>&1 ||
+    { cat "$out/build.log" >&2; say "nvcc failed"; exit 2; }
+fi
+
+mode=gpu
+[ "$rehearse" = 1 ] && mode=rehearse
+PYTHONUNBUFFERED=1 PYTHONPATH="$repo/tests/device/kit" \
+  SONDE_KIT_CLI="$sonde_cli" SONDE_KIT_PYTHONPATH="$sonde_path" \
+  SONDE_KIT_PROGRAM="$bin/known_answer" SONDE_KIT_WORK="$work" \
+  "$python" "$repo/tests/device/kit/run_checks.py" --mode "$mode" --out "$out"

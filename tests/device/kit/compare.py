@@ -1,0 +1,79 @@
+"""What the device kit compares, as pure functions over rows and traces, so that the rehearsal
+can test them on fixtures (test_compare.py) before a GPU ever runs them."""
+import json
+import re
+from collections import Counter
+
+
+def normalize_kernel(name):
+    """One spelling for a kernel name from sonde (its demangler) and from torch.profiler
+    (Kineto's): a template function's demangled name starts with its return type, which one
+    side may keep and the other drop, and spacing inside template arguments differs."""
+    name = re.sub(r"\s+", " ", name.strip())
+    if name.startswith("void "):
+        name = name[len("void "):]
+    return name.replace(", ", ",").replace(" >", ">").replace("< ", "<")
+
+
+def trace_kernel_counts(trace):
+    """Kernel launches per name in a torch.profiler chrome trace (a dict or a path)."""
+    if not isinstance(trace, dict):
+        with open(trace) as f:
+            trace = json.load(f)
+    events = trace.get("traceEvents", [])
+    return Counter(normalize_kernel(e["name"]) for e in events if e.get("cat") == "kernel")
+
+
+def count_differences(sonde, torch):
+    """(name, sonde's count, torch.profiler's) for every kernel whose counts differ."""
+    sonde = Counter({normalize_kernel(k): n for k, n in sonde.items()})
+    return sorted((name, sonde.get(name, 0), torch.get(name, 0))
+                  for name in set(sonde) | set(torch) if sonde.get(name, 0) != torch.get(name, 0))
+
+
+def frame_pattern(function):
+    """A Python frame of `function` as sonde names it: file.py:LINE(function)."""
+    return re.compile(r"(^|;)[^;]*:\d+\(" + re.escape(function) + r"\)(;|$)")
+
+
+def misattributed(rows, scope, frames):
+    """Kernel rows (name, call path) launched inside `scope` (a Python function whose frame is on
+    the path) that are not beneath one of `frames` (the functions that launch kernels), and rows
+    with no call path at all: a kernel sonde did not tie to the frame that launched it."""
+    inside = frame_pattern(scope)
+    below = [frame_pattern(f) for f in frames]
+    bad = []
+    for name, path in rows:
+        if path is None:
+            bad.append((name, path))
+        elif inside.search(path) and not any(p.search(path) for p in below):
+            bad.append((name, path))
+    return bad
+
+
+def event_time_mismatches(kernel_ns, event_ms, rel=0.05, abs_us=5.0):
+    """(launch, kernel us, events us) for each launch whose kernel time (ordered by start) is
+    off its cudaEventElapsedTime pair by more than rel x the events' time + abs_us; a count
+    mismatch is one entry with None for the launch."""
+    if len(kernel_ns) != len(event_ms):
+        return [(None, len(kernel_ns), len(event_ms))]
+    bad = []
+    for i, (ns, ms) in enumerate(zip(kernel_ns, event_ms)):
+        k_us, e_us = ns / 1e3, ms * 1e3
+        if abs(k_us - e_us) > rel * e_us + abs_us:
+            bad.append((i, round(k_us, 2), round(e_us, 2)))
+    return bad
+
+
+def median(values):
+    s = sorted(values)
+    if not s:
+        return None
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def paired_ratio(plain, profiled):
+    """The median of profiled/plain over pairs run alternately (each pair saw the same machine
+    state, so the ratio, not the absolute time, is the figure)."""
+    return median([p / q for q, p in zip(plain, profiled) if q > 0])

@@ -1,0 +1,77 @@
+"""What every check of the device kit shares: where sonde and the programs are (check.sh says, in
+the environment), running a command plain or under sonde, reading a profile, and a result."""
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CLI = os.environ["SONDE_KIT_CLI"]
+SONDE_PYTHONPATH = os.environ["SONDE_KIT_PYTHONPATH"]
+PROGRAM = os.environ["SONDE_KIT_PROGRAM"]
+WORK = Path(os.environ["SONDE_KIT_WORK"])
+KIT = Path(__file__).resolve().parent
+
+PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
+NEEDS_GPU = "rehearsal: not run (needs a GPU)"
+
+
+@dataclass
+class Result:
+    name: str
+    status: str
+    detail: str = ""
+    figures: dict = field(default_factory=dict)
+    expected_fail: str = ""  # why this check is known to fail today (it still counts as FAIL)
+
+
+def verdict(name, failures, figures=None, expected_fail=""):
+    """PASS when `failures` (strings) is empty; else FAIL saying the first few."""
+    detail = "; ".join(failures[:4]) + (f" (+{len(failures) - 4} more)" if len(failures) > 4 else "")
+    return Result(name, FAIL if failures else PASS, detail, figures or {}, expected_fail)
+
+
+def run(cmd, log, timeout=300, **env):
+    """Runs cmd, its output appended to `log`; returns (CompletedProcess, wall seconds)."""
+    e = dict(os.environ, **{k: str(v) for k, v in env.items()})
+    t = time.perf_counter()
+    r = subprocess.run([str(c) for c in cmd], env=e, capture_output=True, text=True,
+                       timeout=timeout)
+    wall = time.perf_counter() - t
+    with open(log, "a") as f:
+        f.write(f"$ {' '.join(map(str, cmd))}\n-> {r.returncode} in {wall:.2f} s\n")
+        f.write(r.stdout[-20000:] + r.stderr[-20000:] + "\n")
+    return r, wall
+
+
+def under_sonde(cmd, db, log, **env):
+    """A program under `sonde run`."""
+    return run([CLI, "run", "-o", db, "--", *cmd], log, **env)
+
+
+def python_under_sonde(script_args, db, log, **env):
+    """A Python script under `python3 -m sonde`, from the installed package."""
+    path = SONDE_PYTHONPATH + (os.pathsep + env.pop("PYTHONPATH") if "PYTHONPATH" in env else "")
+    return run([sys.executable, "-m", "sonde", "-o", db, *script_args], log, PYTHONPATH=path, **env)
+
+
+def query(db, sql, params=()):
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def run_info(db, key):
+    rows = query(db, "SELECT value FROM run_info WHERE key = ?", (key,))
+    return rows[0][0] if rows else None
+
+
+def kernel_rows(db):
+    """(kernel name, launching call path or None, start_ns, end_ns) for every kernel record."""
+    return query(db, "SELECT g.name, p.path, g.start_ns, g.end_ns FROM gpu_activity g "
+                     "LEFT JOIN node_paths p USING (node_id) WHERE g.kind = 'kernel' "
+                     "ORDER BY g.start_ns")

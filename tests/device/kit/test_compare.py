@@ -1,0 +1,66 @@
+"""The device kit's comparisons on small fixtures: what a GPU run will rely on, tested where
+there is none (check.sh runs these in every mode, the rehearsal included)."""
+import unittest
+from collections import Counter
+from pathlib import Path
+
+import compare
+
+TRACE = Path(__file__).parent / "fixtures" / "profiler_trace.json"
+CONV = ("cudnn::cnn::conv2d_grouped_direct_kernel<float, float, float, float, float, true, false, "
+        "0, 0, 0>(cudnn::cnn::GroupedDirectFpropParams, float const*, float const*, float*, float, "
+        "float, float const*, float const*, float const*, cudnnActivationStruct)")
+ADD = ("at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+       "std::array<char*, 3ul>>(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)")
+
+
+class KernelCounts(unittest.TestCase):
+    def test_trace_counts_kernels_only(self):
+        counts = compare.trace_kernel_counts(TRACE)
+        self.assertEqual(sum(counts.values()), 4)  # not the runtime call, not the copy
+        self.assertEqual(counts[compare.normalize_kernel("triton_poi_fused_add_mul_0")], 2)
+
+    def test_equal_counts_under_either_spelling(self):
+        # sonde's demangler without the return type and with '>>'; Kineto's with both.
+        sonde = {CONV: 1, "triton_poi_fused_add_mul_0": 2, ADD: 1}
+        self.assertEqual(compare.count_differences(sonde, compare.trace_kernel_counts(TRACE)), [])
+
+    def test_a_missing_or_extra_launch_is_reported(self):
+        sonde = {CONV: 1, "triton_poi_fused_add_mul_0": 1, ADD: 1, "extra()": 3}
+        diff = compare.count_differences(sonde, compare.trace_kernel_counts(TRACE))
+        self.assertEqual(diff, [("extra()", 3, 0), ("triton_poi_fused_add_mul_0", 1, 2)])
+
+    def test_empty_sides_differ(self):
+        self.assertEqual(compare.count_differences({}, Counter({"k()": 1})), [("k()", 0, 1)])
+
+
+class Attribution(unittest.TestCase):
+    FRAMES = ["cnn_step", "graph_step"]
+
+    def test_kernels_beneath_their_frames_pass(self):
+        rows = [("k", "kit.py:10(<module>);kit.py:50(run_steps);kit.py:20(cnn_step);"
+                      "cudnnBackendExecute;cudaLaunchKernel"),
+                ("g", "kit.py:50(run_steps);kit.py:30(graph_step);cudaGraphLaunch"),
+                ("init", "kit.py:10(<module>);cudaLaunchKernel")]  # outside the steps: not judged
+        self.assertEqual(compare.misattributed(rows, "run_steps", self.FRAMES), [])
+
+    def test_a_kernel_straight_under_the_loop_or_without_a_path_fails(self):
+        rows = [("k", "kit.py:50(run_steps);cudaLaunchKernel"), ("n", None),
+                ("x", "kit.py:50(run_steps);kit.py:20(cnn_step_helper);cudaLaunchKernel")]
+        self.assertEqual(len(compare.misattributed(rows, "run_steps", self.FRAMES)), 3)
+
+
+class Times(unittest.TestCase):
+    def test_within_tolerance(self):
+        self.assertEqual(compare.event_time_mismatches([100_000, 101_000], [0.1002, 0.1030]), [])
+
+    def test_outside_tolerance_and_count_mismatch(self):
+        self.assertEqual(compare.event_time_mismatches([100_000], [0.2]), [(0, 100.0, 200.0)])
+        self.assertEqual(compare.event_time_mismatches([1, 2], [0.1]), [(None, 2, 1)])
+
+    def test_paired_ratio_is_the_median(self):
+        self.assertEqual(compare.paired_ratio([1.0, 2.0, 1.0], [1.1, 2.0, 3.0]), 1.1)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,107 @@
+"""The PyTorch checks of the device kit (torch_steps.py on CUDA): kernels beneath the Python frames
+that launched them and in the numbers torch.profiler records; torch.profiler started and stopped
+inside a run under sonde; the overhead of profiling the training loop."""
+import json
+import sys
+from collections import Counter
+
+import compare
+from kit_env import KIT, kernel_rows, python_under_sonde, query, run, verdict
+
+STEPS = 5
+STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
+SCRIPT = str(KIT / "torch_steps.py")
+OVERHEAD_PAIRS, OVERHEAD_STEPS = 3, 200
+# A gross-regression bound for the overhead check, not the design target (1.05): the CNN loop is
+# launch-bound, where CUPTI alone cost 1.3-1.7x on an H200 (docs/gpu.md, step 5).
+OVERHEAD_BOUND = 2.0
+
+
+def window(kernels, scope="run_steps", exclude=("profiled", "after_profiler_steps")):
+    """Kernel names sonde recorded beneath `scope`'s frame (and not beneath `exclude`'s)."""
+    inside = compare.frame_pattern(scope)
+    out = [compare.frame_pattern(x) for x in exclude]
+    return Counter(n for n, p, _, _ in kernels
+                   if p and inside.search(p) and not any(x.search(p) for x in out))
+
+
+def attribution(out, log):
+    """Every kernel beneath its step's frame; names and counts as torch.profiler's."""
+    name = "torch: kernels under their frames = torch.profiler"
+    db, trace = out / "torch.db", out / "torch_trace.json"
+    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], db, log)
+    if r.returncode != 0:
+        return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
+    p, _ = run([sys.executable, SCRIPT, "--steps", STEPS, "--profiler", trace], log)
+    if p.returncode != 0:
+        return verdict(name, [f"torch.profiler run: exit {p.returncode}: {p.stderr.strip()[-300:]}"])
+    kernels = kernel_rows(db)
+    failures = [f"{k} under {path}" for k, path in
+                compare.misattributed([(k, path) for k, path, _, _ in kernels], "run_steps",
+                                      STEP_FRAMES)]
+    ours = window(kernels)
+    for frame in STEP_FRAMES:  # each kind of step launched something
+        pat = compare.frame_pattern(frame)
+        if not any(p and pat.search(p) for _, p, _, _ in kernels):
+            failures.append(f"no kernel beneath {frame}")
+    theirs = compare.trace_kernel_counts(trace)
+    failures += [f"{k[:80]}: sonde {a}, torch.profiler {b}"
+                 for k, a, b in compare.count_differences(ours, theirs)]
+    figures = {"sonde_kernels": sum(ours.values()), "profiler_kernels": sum(theirs.values()),
+               "names": len(theirs)}
+    return verdict(name, failures, figures)
+
+
+def profiler_inside(out, log):
+    """torch.profiler inside a run under sonde: its trace has kernels, and sonde's records
+    resume after it stops (as many beneath after_profiler_steps as beneath the first window)."""
+    name = "torch.profiler inside sonde: both record"
+    db, trace = out / "inside.db", out / "inside_trace.json"
+    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS, "--profiler-inside", trace], db, log)
+    why = "cupti_guard never re-arms: sonde gives CUPTI up to the later client for good"
+    if r.returncode != 0:
+        return verdict(name, [f"exit {r.returncode}: {r.stderr.strip()[-300:]}"], expected_fail=why)
+    theirs = json.loads(r.stdout.strip().splitlines()[-1])["profiler_kernels"]
+    kernels = kernel_rows(db)
+    before = sum(window(kernels).values())
+    after = sum(window(kernels, "after_profiler_steps", ()).values())
+    failures = []
+    if theirs == 0:
+        failures.append("torch.profiler's trace has no kernels")
+    if after != before:
+        failures.append(f"sonde after the profiler stopped: {after} kernels, before it: {before}")
+    notes = [m[:100] for (m,) in query(db, "SELECT message FROM notes WHERE topic = "
+                                           "'gpu-other-client'")]
+    return verdict(name, failures, {"profiler_kernels": theirs, "sonde_before": before,
+                                    "sonde_after": after, "note": notes[:1]}, expected_fail=why)
+
+
+def paired_overhead(name, plain_cmd, profiled, pairs, bound, log, parse=None):
+    """Plain and profiled runs alternated `pairs` times; the median of profiled/plain. `parse`
+    reads a run's own time from its output (else its wall time counts)."""
+    plain, prof, failures = [], [], []
+    for i in range(pairs):
+        for cmd, times in ((plain_cmd, plain), (profiled, prof)):
+            r, wall = cmd(i)
+            if r.returncode != 0:
+                failures.append(f"exit {r.returncode}: {r.stderr.strip()[-200:]}")
+                continue
+            times.append(parse(r.stdout) if parse else wall)
+    ratio = compare.paired_ratio(plain, prof)
+    if ratio is None:
+        failures.append("no pair completed")
+    elif bound is not None and ratio > bound:
+        failures.append(f"median ratio {ratio:.3f} over the bound {bound}")
+    figures = {"median_ratio": round(ratio, 3) if ratio else None, "pairs": len(plain),
+               "plain_s": [round(t, 4) for t in plain], "profiled_s": [round(t, 4) for t in prof],
+               "bound": bound}
+    return verdict(name, failures, figures)
+
+
+def overhead(out, log):
+    args = [SCRIPT, "--steps", OVERHEAD_STEPS, "--part", "cnn", "--time"]
+    loop_s = lambda stdout: json.loads(stdout.strip().splitlines()[-1])["loop_s"]
+    return paired_overhead(
+        "overhead: torch CNN loop, profiled/plain", lambda i: run([sys.executable, *args], log),
+        lambda i: python_under_sonde(args, out / f"overhead{i}.db", log),
+        OVERHEAD_PAIRS, OVERHEAD_BOUND, log, loop_s)
