@@ -8,6 +8,7 @@
 #
 # Options: --sonde-root DIR  take sonde from a build tree (DIR/bin/sonde, DIR/lib/libsonde.so,
 #                            DIR/python) instead of the wheel
+#          --dist DIR        where the wheels are (default: dist/)
 #          --out DIR         where the table, the JSON summary and the logs go (default: $OUT
 #                            when set, else a temporary folder)
 #          --python PY       the interpreter (default python3; it must hold torch on a GPU run)
@@ -15,12 +16,13 @@
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-rehearse=0 sonde_root="" out="${OUT:-}" python=python3
+rehearse=0 sonde_root="" out="${OUT:-}" python=python3 dist="$repo/dist"
 while [ $# -gt 0 ]; do
   case "$1" in
     --rehearse) rehearse=1 ;;
     --sonde-root) sonde_root=$(cd "$2" && pwd); shift ;;
     --out) out="$2"; shift ;;
+    --dist) dist=$(cd "$2" && pwd); shift ;;
     --python) python="$2"; shift ;;
     *) echo "check.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -47,9 +49,9 @@ tag=$("$python" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
 if [ -n "$sonde_root" ]; then
   sonde_cli="$sonde_root/bin/sonde" sonde_path="$sonde_root/python"
 else
-  wheel=$(ls "$repo"/dist/sonde-*-"$tag"-"$tag"-*.whl 2>/dev/null | head -n 1 || true)
+  wheel=$(ls "$dist"/sonde-*-"$tag"-"$tag"-*.whl 2>/dev/null | head -n 1 || true)
   if [ -z "$wheel" ]; then
-    say "no wheel for $tag in dist/ (scripts/build-wheels.sh writes them); or --sonde-root"
+    say "no wheel for $tag in $dist (scripts/build-wheels.sh writes them); or --sonde-root"
     exit 2
   fi
   "$host_python" -m pip install -q --no-index --no-deps --no-compile --target "$work/site" "$wheel"

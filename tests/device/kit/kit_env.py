@@ -48,7 +48,7 @@ def run(cmd, log, timeout=300, **env):
 
 def under_sonde(cmd, db, log, **env):
     """A program under `sonde run`."""
-    return run([CLI, "run", "-o", db, "--", *cmd], log, **env)
+    return run([CLI, "run", "--force", "-o", db, "--", *cmd], log, **env)
 
 
 def python_under_sonde(script_args, db, log, **env):

@@ -41,7 +41,7 @@ def rehearsed_overhead(out, log):
     args = [PROGRAM, 50, 20, 3, 10]
     return torch_checks.paired_overhead(
         "overhead: known-answer program (rehearsal)", lambda i: run(args, log),
-        lambda i: run([CLI, "run", "-o", out / f"overhead{i}.db", "--", *args], log), 3, None, log)
+        lambda i: run([CLI, "run", "--force", "-o", out / f"overhead{i}.db", "--", *args], log), 3, None, log)
 
 
 def checks(mode, out, log):
