@@ -53,8 +53,8 @@ CALLS = {
     "cudnnBatchNormalizationForwardTrainingEx": 1, "cudnnBatchNormalizationBackwardEx": 1,
     # NCCL
     "ncclAllReduce": 1 + 2, "ncclBroadcast": 1, "ncclReduce": 1, "ncclAllGather": 1,
-    "ncclReduceScatter": 1, "ncclSend": 1, "ncclRecv": 1,
-    "ncclGroupStart": 2, "ncclGroupEnd": 2,
+    "ncclReduceScatter": 1, "ncclSend": 1, "ncclRecv": 1, "ncclBcast": 1, "ncclAlltoAll": 1,
+    "ncclGather": 1, "ncclScatter": 1, "ncclGroupStart": 2, "ncclGroupEnd": 2,
 }
 
 
@@ -110,7 +110,9 @@ COPY_BYTES = {
 }
 
 NCCL_BYTES = {"ncclAllReduce": 4000, "ncclBroadcast": 80, "ncclReduce": 7, "ncclAllGather": 200,
-              "ncclReduceScatter": 100, "ncclSend": 24, "ncclRecv": 24}
+              "ncclReduceScatter": 100, "ncclSend": 24, "ncclRecv": 24, "ncclBcast": 24,
+              # AlltoAll: count x ranks, the rank count unknown here (a NULL communicator).
+              "ncclAlltoAll": 9, "ncclGather": 44, "ncclScatter": 26}
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,7 @@
 // Byte model of the NCCL collectives sonde intercepts (docs/gpu.md): a call's bytes are its
 // element count times the element size, the count as the call names it (per rank: AllGather's
-// sendcount, ReduceScatter's recvcount). No FLOPs: a reduction's additions are not the point.
+// sendcount, ReduceScatter's recvcount, Gather's and Scatter's count), except AlltoAll's,
+// whose count is per peer. No FLOPs: a reduction's additions are not the point.
 #pragma once
 
 #include <nccl.h>
@@ -48,6 +49,14 @@ constexpr CallCost moved(size_t count, ncclDataType_t t) {
 inline CallCost collective(size_t count, ncclDataType_t t, ncclComm_t comm) {
   CallCost c = moved(count, t);
   c.comm = CommCost{CommKind::kCollective, true, comm_count(comm)};
+  return c;
+}
+// ncclAlltoAll's count is what a rank sends to each peer: its buffer holds count values per
+// rank of the communicator (count alone where the rank count cannot be asked).
+inline CallCost all_to_all(size_t count, ncclDataType_t t, ncclComm_t comm) {
+  int ranks = comm_count(comm);
+  CallCost c = moved(count * size_t(ranks > 0 ? ranks : 1), t);
+  c.comm = CommCost{CommKind::kCollective, true, ranks};
   return c;
 }
 inline CallCost p2p(size_t count, ncclDataType_t t, ncclComm_t comm) {

@@ -343,6 +343,10 @@ static void collectives(void) {
   CHECK(ncclReduce(buf, buf, 7, ncclInt8, ncclSum, 0, NULL, 0));
   CHECK(ncclAllGather(buf, buf, 100, ncclBfloat16, NULL, 0));
   CHECK(ncclReduceScatter(buf, buf, 50, ncclFloat16, ncclSum, NULL, 0));
+  CHECK(ncclBcast(buf, 6, ncclInt32, 0, NULL, 0));
+  CHECK(ncclAlltoAll(buf, buf, 9, ncclUint8, NULL, 0));
+  CHECK(ncclGather(buf, buf, 11, ncclFloat32, 0, NULL, 0));
+  CHECK(ncclScatter(buf, buf, 13, ncclFloat16, 0, NULL, 0));
   CHECK(ncclSend(buf, 3, ncclInt64, 1, NULL, 0));
   CHECK(ncclRecv(buf, 3, ncclInt64, 1, NULL, 0));
   /* A group (nested once, as libraries do): the two all-reduces run at the outer end. */
