@@ -91,9 +91,9 @@ _lines = ()
 def start(builtins=None):
     """Records Python frames of every thread (libsonde must be preloaded).
 
-    builtins=False: Python frames only, through CPython 3.11's frame-evaluation hook or 3.12's
-    sys.monitoring (the cheapest); True: C functions (builtins, numpy.dot) too, through
-    sys.monitoring on 3.12+ and CPython's profile function on 3.11; None: as
+    builtins=False: Python frames only, through CPython's frame-evaluation hook (3.10, 3.11) or
+    sys.monitoring (3.12+; the cheapest); True: C functions (builtins, numpy.dot) too, through
+    sys.monitoring on 3.12+ and CPython's profile function on 3.10 and 3.11; None: as
     SONDE_PYTHON_BUILTINS says. Returns the hook used: 'eval_frame', 'monitoring' or 'profile';
     None where sonde is not loaded (the program runs plainly: a `--paused` program's start()
     must not break it), as stop() and flush() do nothing there."""

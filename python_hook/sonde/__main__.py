@@ -345,10 +345,15 @@ def _main_module(path, spec):
     return module
 
 
+def _safe_path():
+    """-P (PYTHONSAFEPATH): 3.11 and later; 3.10 has no such flag."""
+    return getattr(sys.flags, "safe_path", False)
+
+
 def _set_path0(entry):
     """sys.path[0] as the interpreter sets it for the program; with -P (PYTHONSAFEPATH) it adds
     nothing, so sys.path[0] is then a real entry (PYTHONPATH's first) and stays."""
-    if not sys.flags.safe_path:
+    if not _safe_path():
         sys.path[0] = entry
 
 
@@ -379,7 +384,7 @@ def _program(program, kind):
     # A directory or zip file with a __main__.py (a zipapp; source can hold no NUL byte): the
     # interpreter puts it first on sys.path, even with -P, and runs its __main__ module.
     if source is None or (b"\0" in source and _is_zip(path)):
-        if sys.flags.safe_path:
+        if _safe_path():
             sys.path.insert(0, path)
         else:
             sys.path[0] = path

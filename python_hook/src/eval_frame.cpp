@@ -1,23 +1,16 @@
-#include <patchlevel.h>
-
-// The frame struct is internal to CPython and changes with every minor version: the hook is
-// written for 3.11's, and other versions get the profile hook (3.12+ should use sys.monitoring).
-#if PY_VERSION_HEX >= 0x030B0000 && PY_VERSION_HEX < 0x030C0000
-#define SONDE_EVAL_FRAME 1
-#define Py_BUILD_CORE 1
-#endif
-
+// eval_frame_abi.hpp first: it sets Py_BUILD_CORE for 3.11's frames before Python.h is read.
+// clang-format off
+#include "eval_frame_abi.hpp"
 #include "eval_frame.hpp"
+// clang-format on
 
 #ifdef SONDE_EVAL_FRAME
-#include <internal/pycore_frame.h>
-#include <opcode.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_set>
-#include <vector>
+
+#include "getitem_guard.hpp"
 #endif
 
 #include "code_table.hpp"
@@ -32,6 +25,8 @@ namespace sonde::python {
 
 namespace {
 
+using abi::Frame;
+
 // The evaluator beneath sonde's: CPython's default, or a hook installed before (a debugger).
 _PyFrameEvalFunction g_beneath = nullptr;
 // sonde's evaluator is in the interpreter's chain (installed, and not taken out by stop()).
@@ -41,71 +36,6 @@ bool g_in_chain = false;
 bool g_recording = false;
 // The hook is out of the interpreter while a frame deep in its thread's C stack runs.
 bool g_suspended = false;
-
-// CPython 3.11.0 to 3.11.3 (gh-104405, fixed in 3.11.4): once `obj[i]` is specialised into
-// BINARY_SUBSCR_GETITEM, the interpreter pushes the Python __getitem__'s frame itself, without
-// the hook: 7 calls of 8000 were recorded. The specialiser takes only a function whose version
-// fits in 16 bits, so sonde gives every function that could be a __getitem__ (two positional
-// parameters) a version of its own above that before a subscript can be specialised on it:
-// when the hook sees it called, when the class or module body that defines it returns, and, for
-// classes made before start(), at start. Versions only key the interpreter's caches: the call
-// specialisations (which the hook already turns off) take any, and sonde's count down from the
-// top where CPython's count up from 1.
-bool g_guard_getitem = false;
-uint32_t g_next_version = UINT32_MAX;
-constexpr uint32_t kLastVersion = 0x80000000u;  // then the guard stops: 2^31 functions
-
-void guard_function(PyFunctionObject* func) {
-  if (func->func_version > 0xFFFF || g_next_version < kLastVersion) return;
-  if (reinterpret_cast<PyCodeObject*>(func->func_code)->co_argcount == 2) {
-    func->func_version = g_next_version--;
-  }
-}
-
-void guard_namespace(PyObject* ns) {
-  if (ns == nullptr || !PyDict_Check(ns)) return;
-  Py_ssize_t pos = 0;
-  PyObject *key, *value;
-  while (PyDict_Next(ns, &pos, &key, &value)) {
-    if (PyFunction_Check(value)) guard_function(reinterpret_cast<PyFunctionObject*>(value));
-  }
-}
-
-// Every class made before start() (whose subscripts may be specialised already): a walk of
-// object's subclasses.
-void guard_existing_classes() {
-  // type's own method, not one a metaclass may define in Python.
-  PyObject* subclasses_of =
-      PyObject_GetAttrString(reinterpret_cast<PyObject*>(&PyType_Type), "__subclasses__");
-  if (subclasses_of == nullptr) {
-    PyErr_Clear();
-    return;
-  }
-  std::vector<PyObject*> todo{reinterpret_cast<PyObject*>(&PyBaseObject_Type)};
-  std::unordered_set<PyObject*> seen;
-  while (!todo.empty()) {
-    PyObject* type = todo.back();
-    todo.pop_back();
-    if (!seen.insert(type).second) continue;
-    PyObject* dict = reinterpret_cast<PyTypeObject*>(type)->tp_dict;
-    PyObject* getitem = dict != nullptr ? PyDict_GetItemString(dict, "__getitem__") : nullptr;
-    if (getitem != nullptr && PyFunction_Check(getitem)) {
-      guard_function(reinterpret_cast<PyFunctionObject*>(getitem));
-    }
-    PyObject* subclasses = PyObject_CallOneArg(subclasses_of, type);
-    if (subclasses == nullptr || !PyList_Check(subclasses)) {
-      PyErr_Clear();
-      Py_XDECREF(subclasses);
-      continue;
-    }
-    // Borrowed: a class lives on in its base's list while this walk holds the GIL.
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(subclasses); ++i) {
-      todo.push_back(PyList_GET_ITEM(subclasses, i));
-    }
-    Py_DECREF(subclasses);
-  }
-  Py_DECREF(subclasses_of);
-}
 
 struct ThreadHook {
   uintptr_t stack_floor = 0;  // below this address, frames run without the hook; 0: not known
@@ -125,10 +55,10 @@ ThreadHook& thread_hook() {
   return *h;
 }
 
-// With the hook, every Python call takes a C frame of the evaluator, where the interpreter
-// alone inlines Python-to-Python calls and takes none: a recursion that the program allowed far
-// beyond the default limit would overflow the C stack under sonde only. So the hook keeps a
-// quarter of the thread's stack (at most 1 MiB) free.
+// With the hook, every Python call takes a C frame of the evaluator, where 3.11's interpreter
+// alone inlines Python-to-Python calls and takes none (and 3.10's takes a smaller one): a
+// recursion that the program allowed far beyond the default limit would overflow the C stack
+// under sonde only. So the hook keeps a quarter of the thread's stack (at most 1 MiB) free.
 uintptr_t stack_floor() {
   pthread_attr_t attr;
   void* low = nullptr;
@@ -141,21 +71,18 @@ uintptr_t stack_floor() {
   return reinterpret_cast<uintptr_t>(low) + std::min<size_t>(size / 4, size_t(1) << 20);
 }
 
-// Which sonde frame, if any, an evaluation opens. A generator or coroutine is evaluated once
-// when it is called, up to RETURN_GENERATOR (which makes the generator object), then at its
-// first next()/send() (the call, as the profile hook counts it), then at every resumption after
-// a yield or await, and for throw()/close(): those are probe_resume, so a generator is one call
-// however often it resumes.
-ThreadState* open_frame(ThreadHook& hook, _PyInterpreterFrame* frame, int throwflag) {
+// Which sonde frame, if any, an evaluation opens. A generator or coroutine frame is evaluated
+// at its first next()/send() and again at every resumption after a yield or await, and for
+// throw()/close() (eval_frame_abi.hpp says which is which): the resumptions are probe_resume,
+// so a generator is one call however often it resumes.
+ThreadState* open_frame(ThreadHook& hook, Frame* frame, int throwflag) {
   if (!g_recording) return nullptr;
-  if (g_guard_getitem) guard_function(frame->f_func);
-  PyCodeObject* code = frame->f_code;
-  bool resumed = false;
+  getitem_guard_entered(frame);
+  PyCodeObject* code = abi::frame_code(frame);
+  abi::Entry entry = abi::Entry::kCall;
   if (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) {
-    // A new frame stands before its first instruction: this is the call making the generator.
-    if (frame->prev_instr < _PyCode_CODE(code)) return nullptr;
-    // Its first real entry resumes after RETURN_GENERATOR; later ones after a YIELD_VALUE.
-    resumed = throwflag != 0 || _Py_OPCODE(*frame->prev_instr) != RETURN_GENERATOR;
+    entry = abi::generator_entry(frame, throwflag);
+    if (entry == abi::Entry::kNothing) return nullptr;
   }
   bool machinery = false;
   RoutineId id = 0;
@@ -173,10 +100,10 @@ ThreadState* open_frame(ThreadHook& hook, _PyInterpreterFrame* frame, int throwf
     return nullptr;
   }
   if (folded) return nullptr;  // within the import its outermost machinery frame opened
-  if (resumed) return probe_resume(id, Nesting::kChildren);
+  if (entry == abi::Entry::kResume) return probe_resume(id, Nesting::kChildren);
   // Checked before the clock starts, as libsonde's check of GEMM operands is.
   if (subnormal_sample_due() &&
-      check_subnormal_arguments(id, code, frame->localsplus, argument_slots(code), frame))
+      check_subnormal_arguments(id, code, abi::frame_slots(frame), argument_slots(code), frame))
     hook.subnormal_frame = frame;
   return probe_enter(id, Nesting::kChildren);
 }
@@ -185,13 +112,14 @@ ThreadState* open_frame(ThreadHook& hook, _PyInterpreterFrame* frame, int throwf
 // closed after, on the same C stack, whatever way the frame left: return, yield, or an exception
 // (a NULL result). Frames that were running when the hook was installed never come here, so
 // they are never closed either.
-PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag);
+PyObject* evaluate(PyThreadState* tstate, Frame* frame, int throwflag);
 
-// Deep in the C stack: this frame and everything it calls run without the hook, so the
-// interpreter inlines their Python calls again. They are not recorded (their time goes to the
+// Deep in the C stack: this frame and everything it calls run without the hook, so 3.11's
+// interpreter inlines their Python calls again (3.10's takes C frames either way, fewer without
+// sonde's). They are not recorded (their time goes to the
 // recorded frame above them), nor are other threads' calls made meanwhile; the hook comes back
 // when this frame returns.
-PyObject* evaluate_unhooked(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag) {
+PyObject* evaluate_unhooked(PyThreadState* tstate, Frame* frame, int throwflag) {
   PyInterpreterState* interp = tstate->interp;
   _PyInterpreterState_SetEvalFrameFunc(interp, g_beneath);
   g_suspended = true;
@@ -203,7 +131,7 @@ PyObject* evaluate_unhooked(PyThreadState* tstate, _PyInterpreterFrame* frame, i
   return result;
 }
 
-PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwflag) {
+PyObject* evaluate(PyThreadState* tstate, Frame* frame, int throwflag) {
   ThreadHook& hook = thread_hook();
   if (hook.stack_floor == 0) hook.stack_floor = stack_floor();
   if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < hook.stack_floor) {
@@ -214,7 +142,7 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
   PyObject* result = g_beneath(tstate, frame, throwflag);
   if (t != nullptr) {
     // Refused at the recursion check (a RecursionError), the frame never ran: no call.
-    if (__builtin_expect(result == nullptr, 0) && frame->prev_instr < _PyCode_CODE(frame->f_code))
+    if (__builtin_expect(result == nullptr, 0) && abi::not_started(frame))
       probe_cancel(t);
     else
       probe_exit(t, nullptr, nullptr);
@@ -226,11 +154,7 @@ PyObject* evaluate(PyThreadState* tstate, _PyInterpreterFrame* frame, int throwf
     greenlets_import_ended();
   }
   hook.in_machinery = in_machinery;
-  // A class or module body has returned: its namespace holds the functions it defined. The
-  // frame is cleared by the caller, after this.
-  if (g_guard_getitem && result != nullptr && (frame->f_code->co_flags & CO_OPTIMIZED) == 0) {
-    guard_namespace(frame->f_locals);
-  }
+  getitem_guard_returned(frame, result);
   return result;
 }
 
@@ -249,10 +173,7 @@ bool install_eval_frame() {
     _PyInterpreterState_SetEvalFrameFunc(interp, evaluate);
     g_in_chain = true;
   }
-  if (Py_Version < 0x030B0400 && !g_guard_getitem) {
-    g_guard_getitem = true;
-    guard_existing_classes();
-  }
+  getitem_guard_start();
   g_recording = true;
   return true;
 }
@@ -272,13 +193,13 @@ void uninstall_eval_frame() {
   }
 }
 
-#else  // not CPython 3.11
+#else  // not CPython 3.10 or 3.11
 
 bool eval_frame_available() { return false; }
 
 bool install_eval_frame() {
   PyErr_SetString(PyExc_RuntimeError,
-                  "sonde's frame-evaluation hook is written for CPython 3.11 only");
+                  "sonde's frame-evaluation hook is written for CPython 3.10 and 3.11 only");
   return false;
 }
 

@@ -1,8 +1,10 @@
-// Python frames through CPython 3.11's frame-evaluation hook (PEP 523): every Python frame the
-// interpreter evaluates, in any thread, passes through one C function that opens a sonde frame
-// before the default evaluator and closes it after. Unlike a profile function it leaves the
-// interpreter on its specialised fast path; it sees no C functions (see frames.hpp for the hook
-// that does). Elsewhere than 3.11 it is not available and the profile hook is used instead.
+// Python frames through CPython's frame-evaluation hook (PEP 523), on 3.10 and 3.11: every
+// Python frame the interpreter evaluates, in any thread, passes through one C function that
+// opens a sonde frame before the default evaluator and closes it after. Unlike a profile
+// function it leaves the interpreter on its fast path (3.11's specialised instructions; on
+// 3.10, dispatch without the tracing check of every instruction); it sees no C functions (see
+// frames.hpp for the hook that does). The frames it is handed differ by version:
+// eval_frame_abi.hpp. On 3.12+ it is not built (sys.monitoring is: monitoring.hpp).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN
@@ -10,7 +12,7 @@
 
 namespace sonde::python {
 
-// True where this build of the extension has the frame-evaluation hook (CPython 3.11).
+// True where this build of the extension has the frame-evaluation hook (CPython 3.10, 3.11).
 bool eval_frame_available();
 // Installs it for the current interpreter (all its threads, now and later). Another hook
 // installed before (a debugger's) keeps being called beneath it. Returns false with a Python

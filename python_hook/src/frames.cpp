@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "code_table.hpp"
+#include "cpython_compat.hpp"
 #include "greenlets.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/source_fingerprint.hpp"
@@ -124,7 +125,9 @@ void fingerprint_source(const std::string& file) {
 
 bool wants_lines(PyCodeObject* code) {
   if (g_line_patterns.empty()) return false;
-  std::string name = utf8(code->co_name), qualname = utf8(code->co_qualname);
+  // 3.10's code objects have no qualified name: its patterns match the name alone.
+  PyObject* qualified = code_qualname(code);
+  std::string name = utf8(code->co_name), qualname = qualified ? utf8(qualified) : name;
   for (const std::string& p : g_line_patterns) {
     if (fnmatch(p.c_str(), name.c_str(), 0) == 0 || fnmatch(p.c_str(), qualname.c_str(), 0) == 0) {
       return true;
@@ -203,12 +206,15 @@ void enter(RoutineId id, bool resumed = false, bool machinery = false) {
 }
 
 // A generator or coroutine frame is entered at every resumption; only its first entry is a
-// call. The frame stands on a RESUME instruction whose argument says which: 0 is the start of
-// the code, anything else a return from yield, yield from or await.
+// call.
 bool resumed(PyFrameObject* frame, PyCodeObject* code) {
   if ((code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR)) == 0) return false;
+#if PY_VERSION_HEX >= 0x030B0000
+  // The frame stands on a RESUME instruction whose argument says which: 0 is the start of the
+  // code, anything else a return from yield, yield from or await.
   int lasti = PyFrame_GetLasti(frame);
   if (lasti < 0) return false;
+#endif
 #if PY_VERSION_HEX >= 0x030C0000
   // Not built or tested here (3.11 is): the quickened instructions are private from 3.12 on,
   // the plain bytes public (and cached). RESUME's low two bits say where it resumes.
@@ -221,21 +227,43 @@ bool resumed(PyFrameObject* frame, PyCodeObject* code) {
   bool first_entry =
       lasti + 1 < PyBytes_GET_SIZE(bytes) && b[lasti] == RESUME && (b[lasti + 1] & 3) == 0;
   Py_DECREF(bytes);
-#else
+#elif PY_VERSION_HEX >= 0x030B0000
   _Py_CODEUNIT unit = _PyCode_CODE(code)[lasti / int(sizeof(_Py_CODEUNIT))];
   int op = _Py_OPCODE(unit);
   // close() and throw() enter on the YIELD_VALUE they interrupt: a resumption too.
   bool first_entry = (op == RESUME || op == RESUME_QUICK) && _Py_OPARG(unit) == 0;
+#else
+  // 3.10: no instruction has run before the first entry (f_lasti -1); never_ran() takes back
+  // the one that was a throw() or close() of a generator not yet started.
+  bool first_entry = frame->f_lasti < 0;
 #endif
   return !first_entry;
 }
 
-void leave() {
+// A frame that returns without having run an instruction: on 3.10, a generator thrown into
+// (closed, as 3.10 closes every generator dropped unstarted) before its first next(), which
+// raises at once. Its body never ran: no call, as on 3.11+, where such a frame is not entered.
+bool never_ran(PyFrameObject* frame) {
+#if PY_VERSION_HEX >= 0x030B0000
+  (void)frame;
+  return false;
+#else
+  return frame->f_lasti < 0;
+#endif
+}
+
+// `cancel`: the frame never ran (never_ran), its call is taken back.
+void leave(bool cancel = false) {
   if (t_open.empty()) return;  // a frame that was running before the hook: never entered
   ThreadState* t = t_open.back().thread;
   bool import_ends = t_open.back().machinery && !(t_open.size() > 1 && t_open.end()[-2].machinery);
   t_open.pop_back();
-  if (t != nullptr) probe_exit(t, nullptr, nullptr);
+  if (t != nullptr) {
+    if (__builtin_expect(cancel, 0))
+      probe_cancel(t);
+    else
+      probe_exit(t, nullptr, nullptr);
+  }
   if (import_ends && !greenlets_followed()) greenlets_import_ended();
 }
 
@@ -253,7 +281,7 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
       break;
     }
     case PyTrace_RETURN:  // also on yield and on an exception leaving the frame
-      leave();
+      leave(never_ran(frame));
       break;
     case PyTrace_C_CALL:
       if (!g_builtins) break;
@@ -337,8 +365,7 @@ bool g_profile_taken = false;  // under the GIL
 
 void witness_dealloc(PyObject* self) {
   PyThreadState* t = _PyThreadState_UncheckedGet();
-  if (!g_sonde_sets && t != nullptr && t->c_profilefunc != profile && t->cframe != nullptr &&
-      t->cframe->current_frame != nullptr)
+  if (!g_sonde_sets && t != nullptr && t->c_profilefunc != profile && runs_python_frame(t))
     g_profile_taken = true;
   PyTypeObject* type = Py_TYPE(self);
   PyObject_Free(self);

@@ -27,8 +27,8 @@
 namespace {
 
 // Which hook records the frames. By default the cheapest this build has: the frame-evaluation
-// hook on 3.11, sys.monitoring on 3.12+ (Python frames only). With builtins (C functions too):
-// sys.monitoring on 3.12+, else CPython's profile function, which is also the fallback when
+// hook on 3.10 and 3.11, sys.monitoring on 3.12+ (Python frames only). With builtins (C functions
+// too): sys.monitoring on 3.12+, else CPython's profile function, which is also the fallback when
 // another tool holds sonde's sys.monitoring tool id.
 enum class Hook { kNone, kEvalFrame, kMonitoring, kProfile };
 Hook g_hook = Hook::kNone;
@@ -495,7 +495,7 @@ PyObject* g_fork_exec = nullptr;
 PyObject* g_posix_spawn = nullptr;
 PyObject* g_posix_spawnp = nullptr;
 
-// fork_exec(args, executable_list, close_fds, pass_fds, cwd, env, ...): env (index 5, 3.11 to
+// fork_exec(args, executable_list, close_fds, pass_fds, cwd, env, ...): env (index 5, 3.10 to
 // 3.13) joined to the run where it is a list; None inherits os.environ's, which has the run.
 PyObject* fork_exec(PyObject*, PyObject* args) {
   constexpr Py_ssize_t kEnv = 5;
@@ -697,7 +697,7 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 PyMODINIT_FUNC PyInit__sonde() {
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
-  // True where start() records through the frame-evaluation hook (3.11) or sys.monitoring
+  // True where start() records through the frame-evaluation hook (3.10, 3.11) or sys.monitoring
   // (3.12+) by default.
   if (PyModule_AddObject(m, "EVAL_FRAME", PyBool_FromLong(sonde::python::eval_frame_available())) <
           0 ||

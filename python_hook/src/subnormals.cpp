@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "cpython_compat.hpp"
 #include "frames.hpp"
 
 namespace sonde::python {
@@ -146,9 +147,19 @@ void record(RoutineId routine, PyCodeObject* code, const Found& found);
 
 bool passes_through(int op) {
   switch (op) {
+#if PY_VERSION_HEX >= 0x030B0000
     case CACHE:
-    case NOP:
     case RESUME:
+    case COPY_FREE_VARS:
+    case MAKE_CELL:
+    case RETURN_GENERATOR:
+#else
+    case GEN_START:
+    // 3.10 tests against None with IS_OP and a plain conditional jump.
+    case POP_JUMP_IF_FALSE:
+    case POP_JUMP_IF_TRUE:
+#endif
+    case NOP:
     case LOAD_FAST:
     case LOAD_CONST:
     case STORE_FAST:
@@ -160,9 +171,6 @@ bool passes_through(int op) {
     case EXTENDED_ARG:
     case IS_OP:
     case JUMP_FORWARD:
-    case COPY_FREE_VARS:
-    case MAKE_CELL:
-    case RETURN_GENERATOR:
 #ifdef LOAD_FAST_CHECK
     case LOAD_FAST_CHECK:
 #endif
@@ -195,7 +203,7 @@ bool passes_through(int op) {
 // is np.empty and then copyto, and memory that held small integers reads as subnormal floats,
 // which flagged scikit-learn's np.ones/np.full calls as subnormal arithmetic.
 bool hands_arguments_on(PyCodeObject* code) {
-  PyObject* bytes = PyCode_GetCode(code);  // cached by the interpreter after the first time
+  PyObject* bytes = code_bytes(code);  // cached by the interpreter after the first time
   if (bytes == nullptr) {
     PyErr_Clear();
     return false;

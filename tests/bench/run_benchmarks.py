@@ -564,8 +564,8 @@ def python_frames(path, script, func):
 
 
 # The two ways python3 -m sonde records Python frames: the default (Python frames only: CPython
-# 3.11's frame-evaluation hook, sys.monitoring on 3.12+) and --builtins (C functions too: the
-# profile function on 3.11, sys.monitoring on 3.12+). Both are measured in the same rounds.
+# 3.10's and 3.11's frame-evaluation hook, sys.monitoring on 3.12+) and --builtins (C functions
+# too: the profile function on 3.10 and 3.11, sys.monitoring on 3.12+). Both are measured in the same rounds.
 SONDE_PY_MODES = {"sonde": [], "sonde-builtins": ["--builtins"]}
 
 

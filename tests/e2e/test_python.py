@@ -1,6 +1,9 @@
 """python3 -m sonde: Python frames and native calls in one tree, and a program that behaves
-exactly as it does without sonde."""
+exactly as it does without sonde. The tests of exact counts run on every CPython whose default
+hook is the frame-evaluation one: Debian's 3.11 and, where pyenv has it, 3.10."""
+import glob
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -14,20 +17,51 @@ PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
 
 
+def other_pythons(minors):
+    """(python, why-not) for each CPython 3.<minor> (minor in `minors`) that pyenv or PATH has,
+    one per ABI tag, Debian's own left out; why-not is None where the build made the extension
+    for it (python_hook/CMakeLists.txt, SONDE_EXTRA_PYTHONS), else why it cannot run."""
+    found = []
+    for minor in minors:
+        found += sorted(glob.glob(os.path.expanduser(
+            f"~/.pyenv/versions/3.{minor}.*/bin/python3.{minor}")))
+        found += [p for p in [shutil.which(f"python3.{minor}")] if p]
+    by_abi = {}
+    for py in found:
+        r = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var("
+                                      "'EXT_SUFFIX'), end='')"], capture_output=True, text=True)
+        if r.returncode != 0 or r.stdout in by_abi or os.path.realpath(py) == os.path.realpath(PY):
+            continue
+        ext = os.path.join(PYTHONPATH, "sonde", "_sonde" + r.stdout)
+        by_abi[r.stdout] = (py, None if os.path.exists(ext) else
+                            f"the build has no {os.path.basename(ext)} (SONDE_EXTRA_PYTHONS)")
+    return list(by_abi.values())
+
+
+# Where the default hook is CPython's frame evaluation (PEP 523): Debian's 3.11, and 3.10
+# through its own frame-evaluation API (skipped, with the reason, where there is none).
+PYTHON_310 = other_pythons([10])
+EVAL_FRAME_PYTHONS = [pytest.param(PY, id="python3.11")] + [
+    pytest.param(py, id=os.path.basename(py), marks=[pytest.mark.skip(reason=why)] if why else [])
+    for py, why in PYTHON_310] + ([] if PYTHON_310 else [pytest.param(
+        None, id="python3.10", marks=pytest.mark.skip(
+            reason="no CPython 3.10 here (~/.pyenv/versions/3.10*/bin/python3.10)"))])
+
+
 # The two ways of recording Python frames: the default (CPython's frame-evaluation hook, Python
 # frames only) and --builtins (the profile function, C functions such as numpy.dot too).
 MODES = ["default", "builtins"]
 
 
-def sonde_py(args, db, tmp_path, timeout=300, mode="default", **env):
+def sonde_py(args, db, tmp_path, timeout=300, mode="default", py=PY, **env):
     e = clean_env(PYTHONPATH=PYTHONPATH, **env)
     opts = ["--builtins"] if mode == "builtins" else []
-    return subprocess.run([PY, "-m", "sonde", "-o", str(db), *opts, *map(str, args)], env=e,
+    return subprocess.run([py, "-m", "sonde", "-o", str(db), *opts, *map(str, args)], env=e,
                           capture_output=True, text=True, timeout=timeout, cwd=tmp_path)
 
 
-def plain_py(args, tmp_path, **env):
-    return subprocess.run([PY, *map(str, args)], env=clean_env(**env), capture_output=True,
+def plain_py(args, tmp_path, py=PY, **env):
+    return subprocess.run([py, *map(str, args)], env=clean_env(**env), capture_output=True,
                           text=True, timeout=300, cwd=tmp_path)
 
 
@@ -85,11 +119,12 @@ COUNTED = """
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_python_call_counts_are_exact(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_python_call_counts_are_exact(db, tmp_path, py, mode):
     path = script(tmp_path, "counted.py", COUNTED)
-    r = sonde_py([path], db, tmp_path, mode=mode)
+    r = sonde_py([path], db, tmp_path, mode=mode, py=py)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == plain_py([path], tmp_path).stdout
+    assert r.stdout == plain_py([path], tmp_path, py=py).stdout
     counts = eval(r.stdout)  # the program counted its own calls: the reference
     for function, n in counts.items():
         assert python_calls(db, function) == n, function
@@ -99,7 +134,8 @@ def test_python_call_counts_are_exact(db, tmp_path, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_call_refused_by_the_recursion_limit_is_not_counted(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_a_call_refused_by_the_recursion_limit_is_not_counted(db, tmp_path, py, mode):
     # CPython refuses the frame past the limit before its first instruction: no call happened.
     # The frame-evaluation hook counted one for each RecursionError (465 for the program's 460).
     path = script(tmp_path, "recurse.py", """
@@ -117,7 +153,7 @@ def test_a_call_refused_by_the_recursion_limit_is_not_counted(db, tmp_path, mode
                 pass
         print(n)
     """)
-    r = sonde_py([path], db, tmp_path, mode=mode)
+    r = sonde_py([path], db, tmp_path, mode=mode, py=py)
     assert r.returncode == 0, r.stderr
     assert python_calls(db, "r") == int(r.stdout) > 0
     assert query(db, "SELECT COUNT(*) FROM nodes WHERE calls = 0 AND incl_ns > 0") == [(0,)]
@@ -125,9 +161,10 @@ def test_a_call_refused_by_the_recursion_limit_is_not_counted(db, tmp_path, mode
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_tree_stays_consistent_through_generators_exceptions_and_threads(db, tmp_path, py, mode):
     path = script(tmp_path, "counted.py", COUNTED)
-    assert sonde_py([path], db, tmp_path, mode=mode).returncode == 0
+    assert sonde_py([path], db, tmp_path, mode=mode, py=py).returncode == 0
     rows = query(db, "SELECT p.incl_ns, p.excl_ns, COALESCE(SUM(c.incl_ns), 0), COUNT(c.node_id) "
                      "FROM nodes p LEFT JOIN nodes c ON c.parent_id = p.node_id "
                      "GROUP BY p.node_id")
@@ -405,7 +442,8 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_path, py, mode):
     path = script(tmp_path, "gens.py", """
         def g():
             yield 1
@@ -436,7 +474,7 @@ def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_
 
         main()
     """)
-    r = sonde_py([path], db, tmp_path, mode=mode)
+    r = sonde_py([path], db, tmp_path, mode=mode, py=py)
     assert r.returncode == 0, r.stderr
     assert python_calls(db, "g") == 10
     assert python_calls(db, "h") == 1
@@ -456,7 +494,8 @@ def tree_is_consistent(db):
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_coroutines_and_async_generators_count_one_call_each(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_coroutines_and_async_generators_count_one_call_each(db, tmp_path, py, mode):
     path = script(tmp_path, "coros.py", """
         import asyncio
 
@@ -489,16 +528,17 @@ def test_coroutines_and_async_generators_count_one_call_each(db, tmp_path, mode)
         asyncio.run(main())
         print(calls)
     """)
-    r = sonde_py([path], db, tmp_path, mode=mode)
+    r = sonde_py([path], db, tmp_path, mode=mode, py=py)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == plain_py([path], tmp_path).stdout
+    assert r.stdout == plain_py([path], tmp_path, py=py).stdout
     for function, n in eval(r.stdout).items():
         assert python_calls(db, function) == n, function
     assert tree_is_consistent(db)
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_start_and_stop_from_the_program(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_start_and_stop_from_the_program(db, tmp_path, py, mode):
     # sonde.start() in a running program: a thread already running and call sites that the
     # interpreter has already specialised are recorded from then on; nothing after stop().
     path = script(tmp_path, "api.py", """
@@ -544,7 +584,7 @@ def test_start_and_stop_from_the_program(db, tmp_path, mode):
             after()
         print(during)
     """)
-    r = subprocess.run([PY, str(path), mode], env=clean_env(
+    r = subprocess.run([py, str(path), mode], env=clean_env(
         PYTHONPATH=PYTHONPATH, LD_PRELOAD=os.environ["SONDE_LIB"], SONDE_OUTPUT=str(db)),
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -651,7 +691,8 @@ def test_a_child_whose_output_its_parent_parses_says_nothing_of_sondes(tmp_path)
 # --builtins sonde's Python frames stop there, and the profile says so in a note; the default
 # hook records beside it.
 @pytest.mark.parametrize("mode", MODES)
-def test_a_profiler_the_program_runs_is_recorded_beside_or_noted(db, tmp_path, mode):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_a_profiler_the_program_runs_is_recorded_beside_or_noted(db, tmp_path, py, mode):
     path = script(tmp_path, "own_profiler.py", """
         import cProfile, threading
         calls = {"work": 0}
@@ -667,7 +708,7 @@ def test_a_profiler_the_program_runs_is_recorded_beside_or_noted(db, tmp_path, m
         for _ in range(5): work(100)
         print(calls)
     """)
-    r = sonde_py([path], db, tmp_path, mode=mode)
+    r = sonde_py([path], db, tmp_path, mode=mode, py=py)
     assert r.returncode == 0, r.stderr
     notes = query(db, "SELECT message FROM notes WHERE topic = 'python'")
     if mode == "default":
@@ -723,11 +764,12 @@ OWN_PROFILE_FUNCTIONS = {
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("case", list(OWN_PROFILE_FUNCTIONS))
-def test_profile_functions_the_program_sets_are_noted_or_undone(db, tmp_path, mode, case):
+@pytest.mark.parametrize("py", EVAL_FRAME_PYTHONS)
+def test_profile_functions_the_program_sets_are_noted_or_undone(db, tmp_path, py, mode, case):
     body, made, builtins_recorded, said = OWN_PROFILE_FUNCTIONS[case]
     path = script(tmp_path, "own.py", body)
-    r = sonde_py([path], db, tmp_path, mode=mode)
-    assert r.returncode == 0 and r.stdout == plain_py([path], tmp_path).stdout, r.stderr
+    r = sonde_py([path], db, tmp_path, mode=mode, py=py)
+    assert r.returncode == 0 and r.stdout == plain_py([path], tmp_path, py=py).stdout, r.stderr
     notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'python'")]
     if mode == "default":  # the frame-evaluation hook records beside any profile function
         assert python_calls(db, "g") == made and notes == []

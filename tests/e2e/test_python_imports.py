@@ -1,17 +1,17 @@
 """The import machinery folded: importlib's own frames (<frozen importlib._bootstrap*>) are one
 "<import>" node per outermost entry into them. By default what an import runs (module bodies,
 what they call) is folded into it too; with SONDE_PYTHON_IMPORTS=1 (--imports) it is recorded
-beneath it. On 3.11 (frame-evaluation hook, profile function) and 3.12+ (sys.monitoring), both
-modes."""
+beneath it. On 3.10 and 3.11 (frame-evaluation hook, profile function) and 3.12+
+(sys.monitoring), both modes."""
 import pytest
 
 from conftest import query
-from test_python import MODES, PY, python_calls, script, tree_is_consistent
+from test_python import MODES, PY, PYTHON_310, python_calls, script, tree_is_consistent
 from test_python_monitoring import FOUND, sonde_py
 
 PYTHONS = [pytest.param(PY, id="python3.11")] + [
     pytest.param(py, id=py.rsplit("/", 1)[-1], marks=[pytest.mark.skip(reason=why)] if why else [])
-    for py, why in FOUND]
+    for py, why in PYTHON_310 + FOUND]
 
 PROGRAM = """
     import importlib

@@ -3,32 +3,19 @@
 Runs where pyenv has a CPython 3.12 or later and the build made the extension for it
 (python_hook/CMakeLists.txt builds one per such interpreter, SONDE_EXTRA_PYTHONS); skips with
 the reason otherwise. These interpreters have no numpy: the programs are pure Python."""
-import glob
 import os
-import shutil
 import subprocess
 import textwrap
 
 import pytest
 
 from conftest import clean_env, integrity_ok, query
-from test_python import COUNTED, PYTHONPATH, python_calls, tree_is_consistent
+from test_python import COUNTED, PYTHONPATH, other_pythons, python_calls, tree_is_consistent
 
 
 def interpreters():
     """(python, why-not) for each CPython 3.12+ found; why-not is None where it can run."""
-    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3.1[2-9]")))
-    found += [p for p in map(shutil.which, ("python3.12", "python3.13", "python3.14")) if p]
-    by_abi = {}
-    for py in found:
-        r = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var("
-                                      "'EXT_SUFFIX'), end='')"], capture_output=True, text=True)
-        if r.returncode != 0 or r.stdout in by_abi:
-            continue
-        ext = os.path.join(PYTHONPATH, "sonde", "_sonde" + r.stdout)
-        by_abi[r.stdout] = (py, None if os.path.exists(ext) else
-                            f"the build has no {os.path.basename(ext)} (SONDE_EXTRA_PYTHONS)")
-    return list(by_abi.values())
+    return other_pythons(range(12, 20))
 
 
 FOUND = interpreters()
