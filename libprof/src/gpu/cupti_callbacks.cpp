@@ -168,8 +168,10 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   if (!runtime && t_runtime_open > 0) return;
   if ((runtime ? runtime_info_.size() : driver_info_.size()) <= cbid) {
-    // An id the loaded CUPTI has and sonde's table not: counted for the note at exit.
-    if (beyond_table_.fetch_add(1, std::memory_order_relaxed) == 0) {
+    // An id the loaded CUPTI has and sonde's table not: each call counted once, for the note
+    // at exit.
+    if (data->callbackSite == CUPTI_API_ENTER &&
+        beyond_table_.fetch_add(1, std::memory_order_relaxed) == 0) {
       first_beyond_.store(runtime ? cbid : cbid | 0x80000000u, std::memory_order_relaxed);
     }
     return;
