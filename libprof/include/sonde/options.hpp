@@ -162,10 +162,11 @@ inline constexpr std::array kOptionSpecs{
                "the program's own `torch.set_num_threads` (which wins over `OMP_NUM_THREADS`): "
                "`sonde tune`'s `framework-threads` stage sets it to the cores. 0: off.",
                1, 65535, true, OptionReader::kPython},
-    OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
-               "In processes that use CUDA: the CUPTI library to load (default: the loader's "
-               "search, then `/usr/local/cuda/lib64` and `extras/CUPTI/lib64`). See "
-               "docs/gpu.md."},
+    OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "<the runtime's libcupti.so.N>",
+               "In processes that use CUDA: the CUPTI library to load (default: the "
+               "`libcupti.so.12` or `.13` of the CUDA runtime the program loaded, beside it "
+               "first (pip's `nvidia/cuda_cupti/lib`, a toolkit's `extras/CUPTI/lib64`), then "
+               "the loader's search and `/usr/local/cuda`). See docs/gpu.md."},
     OptionSpec{"SONDE_GPU_METRICS", OptionType::kList, "",
                "Comma-separated CUPTI metrics counted per kernel launch through CUPTI's range "
                "profiler (e.g. `smsp__inst_executed.sum,sm__throughput.avg.pct_of_peak_"

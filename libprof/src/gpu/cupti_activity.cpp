@@ -71,53 +71,33 @@ void CuptiBackend::on_buffer_complete(CUcontext context, uint32_t stream, uint8_
 void CuptiBackend::parse_buffer(uint8_t* buffer, size_t valid) {
   std::lock_guard lock(records_mu_);
   CUpti_Activity* record = nullptr;
+  ActivityFields f;
+  // Read by the loaded CUPTI's layout (cupti_layouts.cpp): its records are its release's
+  // versions, not those of the header sonde was built with. start() enables no kind without one.
   while (lib_.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    if (!read_activity(*layout_, record, f)) continue;  // kinds sonde did not ask for
     Record r;
-    switch (record->kind) {
-      case CUPTI_ACTIVITY_KIND_KERNEL:
-      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
-        const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        r.kind = 0;
-        r.correlation = k->correlationId;
-        std::string name = k->name ? k->name : "(unnamed kernel)";
-        auto [it, added] = name_index_.emplace(name, uint32_t(names_.size()));
-        if (added) names_.push_back(demangle(name.c_str()));
-        r.name = it->second;
-        r.device = k->deviceId;
-        r.stream = k->streamId;
-        r.start = k->start;
-        r.end = k->end;
-        r.grid[0] = k->gridX, r.grid[1] = k->gridY, r.grid[2] = k->gridZ;
-        r.block[0] = k->blockX, r.block[1] = k->blockY, r.block[2] = k->blockZ;
-        r.registers = k->registersPerThread;
-        r.shared_bytes = k->staticSharedMemory + k->dynamicSharedMemory;
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMCPY: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemcpy6*>(record);
-        r.kind = 1;
-        r.copy_kind = m->copyKind;
-        r.correlation = m->correlationId;
-        r.device = m->deviceId;
-        r.stream = m->streamId;
-        r.start = m->start;
-        r.end = m->end;
-        r.bytes = m->bytes;
-        break;
-      }
-      case CUPTI_ACTIVITY_KIND_MEMSET: {
-        const auto* m = reinterpret_cast<const CUpti_ActivityMemset4*>(record);
-        r.kind = 2;
-        r.correlation = m->correlationId;
-        r.device = m->deviceId;
-        r.stream = m->streamId;
-        r.start = m->start;
-        r.end = m->end;
-        r.bytes = m->bytes;
-        break;
-      }
-      default:
-        continue;  // kinds sonde did not ask for
+    r.correlation = f.correlation;
+    r.device = f.device;
+    r.stream = f.stream;
+    r.start = f.start;
+    r.end = f.end;
+    if (f.kind == kCuptiKernel || f.kind == kCuptiConcurrentKernel) {
+      r.kind = 0;
+      std::string name = f.name ? f.name : "(unnamed kernel)";
+      auto [it, added] = name_index_.emplace(name, uint32_t(names_.size()));
+      if (added) names_.push_back(demangle(name.c_str()));
+      r.name = it->second;
+      for (int i = 0; i < 3; ++i) r.grid[i] = f.grid[i], r.block[i] = f.block[i];
+      r.registers = f.registers;
+      r.shared_bytes = f.shared_bytes;
+    } else if (f.kind == kCuptiMemset) {
+      r.kind = 2;
+      r.bytes = f.bytes;
+    } else {
+      r.kind = 1;  // a copy, peer-to-peer ones (MEMCPY2) included
+      r.copy_kind = f.copy_kind;
+      r.bytes = f.bytes;
     }
     records_.push_back(r);
     delivered_.fetch_add(1, std::memory_order_relaxed);
@@ -148,6 +128,16 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   out = std::move(retry_);
   retry_.clear();
   if (forked_.load()) out.clear();  // the parent's records, for the parent's file
+  if (final && !forked_.load()) {
+    if (uint64_t beyond = beyond_table_.load(); beyond > 0) {
+      uint32_t first = first_beyond_.load();
+      note_("gpu-callbacks",
+            fmt::format("{} CUDA API calls were not measured: CUPTI {} reported callback ids "
+                        "beyond sonde's table for it (the first: {} id {})",
+                        beyond, version_, first & 0x80000000u ? "driver" : "runtime",
+                        first & 0x7fffffffu));
+    }
+  }
   if (!activity_.load() || forked_.load()) return;
   // Without the records lock: the completion callback runs inside this call and takes it.
   if (ceded_.load()) {
@@ -170,8 +160,7 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   int64_t window_opened = INT64_MIN;  // CUPTI's clock; INT64_MAX: not open yet
   if (Runtime* rt = Runtime::get(); rt != nullptr && rt->window().requested()) {
     int64_t opened = rt->window().opened_mono_ns();
-    window_opened = opened == 0 ? INT64_MAX
-                                : clock.realtime0() + (opened - clock.mono0()) - offset;
+    window_opened = opened == 0 ? INT64_MAX : clock.realtime0() + (opened - clock.mono0()) - offset;
   }
   std::vector<Record> records;
   std::unique_lock rlock(records_mu_);
@@ -193,8 +182,7 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       incomplete_.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
-    if (it != origins_.end() ? it->second.before_window
-                             : int64_t(r.start) < window_opened) {
+    if (it != origins_.end() ? it->second.before_window : int64_t(r.start) < window_opened) {
       if (it != origins_.end()) it->second.seen = generation_;
       before_window_.fetch_add(1, std::memory_order_relaxed);
       continue;
@@ -323,7 +311,13 @@ void CuptiBackend::thread_gone(const ThreadState* thread, const HugeVector<int64
 void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) const {
   // A fork child's numbers are its parent's, and another parent thread may have held the
   // metrics lock at the fork.
-  if (!activity_.load() || forked_.load()) return;
+  if (forked_.load()) return;
+  out.emplace_back("gpu.cupti_version", std::to_string(version_));
+  if (layout_ != nullptr) {
+    out.emplace_back("gpu.cupti_records",
+                     fmt::format("CUDA {}: {}", layout_->cuda, layout_->records));
+  }
+  if (!activity_.load()) return;
   if (metrics_) metrics_->info(out);
   out.emplace_back("gpu.records", std::to_string(delivered_.load()));
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));

@@ -72,21 +72,37 @@ std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
                             error));
     return nullptr;
   }
-  return std::make_unique<CuptiBackend>(std::move(lib), expand_gpu_metrics(metrics), note);
+  uint32_t version = 0;
+  if (CUptiResult rc = lib.cuptiGetVersion(&version); rc != CUPTI_SUCCESS) {
+    note("gpu", fmt::format("{} did not say its version ({}): CUDA calls and GPU activity are "
+                            "not recorded through CUPTI",
+                            lib.path, lib.describe(rc)));
+    return nullptr;
+  }
+  return std::make_unique<CuptiBackend>(std::move(lib), expand_gpu_metrics(metrics), note, version);
 }
+
+CuptiBackend::CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note,
+                           uint32_t version)
+    : lib_(std::move(lib)),
+      metric_names_(std::move(metrics)),
+      note_(std::move(note)),
+      version_(version),
+      layout_(record_layout(version)),
+      // An unknown version's callbacks are still measured, up to the ids sonde was built with.
+      runtime_info_(layout_ ? layout_->runtime_cbids : CUPTI_RUNTIME_TRACE_CBID_SIZE),
+      driver_info_(layout_ ? layout_->driver_cbids : CUPTI_DRIVER_TRACE_CBID_SIZE) {}
 
 bool CuptiBackend::start() {
   // Before subscribing: the callbacks read metrics_ from the moment they are enabled.
   start_metrics();
-  uint32_t version = 0;
-  lib_.cuptiGetVersion(&version);
   SubscriberParams params{};
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
   params.base.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
   params.base.subscriberName = "sonde";
   params.base.oldSubscriberName = holder;
   params.base.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-  if (version >= kMultiSubscriberVersion) {
+  if (version_ >= kMultiSubscriberVersion) {
 #if CUPTI_API_VERSION < 130200
     params.allowMultipleSubscribers = 1;
     params.base.structSize = offsetof(SubscriberParams, allowMultipleSubscribers) + 1;
@@ -95,7 +111,10 @@ bool CuptiBackend::start() {
     params.base.structSize = sizeof(CUpti_SubscriberParams);
 #endif
   }
-  CUptiResult rc = lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base);
+  // CUPTI 12 has only cuptiSubscribe, which names no holder.
+  CUptiResult rc = lib_.cuptiSubscribe_v2 != nullptr
+                       ? lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base)
+                       : lib_.cuptiSubscribe(&subscriber_, api_callback, this);
   if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     std::string who = holder[0] != 0 ? holder : "another CUPTI client";
     note_("gpu", fmt::format("CUPTI is held by {}, which allows no second subscriber: CUDA calls "
@@ -135,20 +154,15 @@ bool CuptiBackend::start() {
                       who));
     return true;
   }
-  rc = lib_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
-  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
-                                  CUPTI_ACTIVITY_KIND_MEMSET}) {
-    if (rc != CUPTI_SUCCESS) break;
-    rc = lib_.cuptiActivityEnable(kind);
-  }
-  if (rc != CUPTI_SUCCESS) {
-    // No driver, no device, or activity tracing held by another client: the API calls are
-    // still measured, the GPU side is not.
-    note_("gpu", fmt::format("CUPTI activity records are unavailable ({}): CUDA calls are "
-                             "measured, kernels and copies are not",
-                             lib_.describe(rc)));
+  if (layout_ == nullptr) {
+    // Its records may be laid out otherwise than any release sonde knows: read by a guess,
+    // they would be wrong numbers, or a wild name pointer.
+    note_("gpu", fmt::format("CUPTI {} ({}) is a version whose activity records sonde cannot "
+                             "read: CUDA calls are measured, kernels and copies are not",
+                             version_, lib_.path));
     return true;
   }
+  if (!enable_activity_kinds()) return true;
   // Contexts that end take their records and range profilers with them: the CUDA runtime
   // destroys its contexts in its own exit handlers, which run before sonde's (see
   // Runtime::start_gpu), so each context's records are taken when it is being destroyed.
@@ -170,6 +184,31 @@ bool CuptiBackend::start() {
     note_("gpu-metrics-timing",
           "SONDE_GPU_METRICS: kernels are replayed and serialised to count their metrics; GPU "
           "and CPU times of this run are inflated (time a run without metrics)");
+  }
+  return true;
+}
+
+bool CuptiBackend::enable_activity_kinds() {
+  CUptiResult rc = lib_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET}) {
+    if (rc != CUPTI_SUCCESS) break;
+    rc = lib_.cuptiActivityEnable(kind);
+  }
+  if (rc != CUPTI_SUCCESS) {
+    // No driver, no device, or activity tracing held by another client: the API calls are
+    // still measured, the GPU side is not.
+    note_("gpu", fmt::format("CUPTI activity records are unavailable ({}): CUDA calls are "
+                             "measured, kernels and copies are not",
+                             lib_.describe(rc)));
+    return false;
+  }
+  // Copies between two GPUs come as their own kind; without them the rest still stands.
+  rc = lib_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+  if (rc != CUPTI_SUCCESS) {
+    note_("gpu", fmt::format("CUPTI peer-to-peer copy records are unavailable ({}): copies "
+                             "between GPUs are not in the profile",
+                             lib_.describe(rc)));
   }
   return true;
 }

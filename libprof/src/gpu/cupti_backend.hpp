@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpu/cupti_layouts.hpp"
 #include "gpu/cupti_library.hpp"
 #include "gpu/cupti_metrics.hpp"
 #include "gpu/gpu_backend.hpp"
@@ -22,8 +23,9 @@ namespace sonde {
 
 class CuptiBackend final : public GpuBackend {
  public:
-  CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note)
-      : lib_(std::move(lib)), metric_names_(std::move(metrics)), note_(std::move(note)) {}
+  // `version`: the loaded CUPTI's cuptiGetVersion; it chooses how records are read and how
+  // many callback ids there are.
+  CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note, uint32_t version);
 
   bool start() override;
   bool api_traced() const override { return traced_.load(std::memory_order_acquire); }
@@ -94,13 +96,13 @@ class CuptiBackend final : public GpuBackend {
   void start_metrics();
   ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
-  void remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph,
-                       bool before_window);
+  void remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph, bool before_window);
   // Why this launch is not profiled (skip_none when it may be).
   int metrics_skip(const ApiInfo& info, const CUpti_CallbackData* data) const;
   void track_capture(const ApiInfo& info, const CUpti_CallbackData* data);
   void attach_metrics(uint32_t exiting, std::vector<std::pair<uint32_t, MetricValues>>& measured);
   void parse_buffer(uint8_t* buffer, size_t valid);
+  bool enable_activity_kinds();
   GpuRow to_row(const Record& r, int64_t offset);
   // The forced flush at exit: unsubscribes first, and gives up after a bounded wait.
   void final_flush();
@@ -123,9 +125,15 @@ class CuptiBackend final : public GpuBackend {
   // allows): later flushes take what CUPTI delivered since, without calling into it again.
   bool flushed_final_ = false;  // flushing thread only
 
-  std::mutex info_mu_;  // first call of a callback id only
-  std::vector<ApiInfo> runtime_info_ = std::vector<ApiInfo>(CUPTI_RUNTIME_TRACE_CBID_SIZE);
-  std::vector<ApiInfo> driver_info_ = std::vector<ApiInfo>(CUPTI_DRIVER_TRACE_CBID_SIZE);
+  uint32_t version_ = 0;
+  const RecordLayout* layout_ = nullptr;  // nullptr: a CUPTI whose records sonde cannot read
+  std::mutex info_mu_;                    // first call of a callback id only
+  // One entry per callback id of the loaded CUPTI (its CUPTI_*_TRACE_CBID_SIZE).
+  std::vector<ApiInfo> runtime_info_, driver_info_;
+  // Callbacks whose id lies beyond those tables (a CUPTI newer than sonde knows): not measured,
+  // counted, and the first one named in a note.
+  std::atomic<uint64_t> beyond_table_{0};
+  std::atomic<uint32_t> first_beyond_{0};
 
   // Taken by the API callback of every launch; never held while calling into CUPTI.
   std::mutex origins_mu_;

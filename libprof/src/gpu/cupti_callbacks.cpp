@@ -167,7 +167,15 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
   if (forked_.load(std::memory_order_relaxed) || t_internal || data == nullptr) return;
   bool runtime = domain == CUPTI_CB_DOMAIN_RUNTIME_API;
   if (!runtime && t_runtime_open > 0) return;
-  if ((runtime ? runtime_info_.size() : driver_info_.size()) <= cbid) return;  // newer CUPTI
+  if ((runtime ? runtime_info_.size() : driver_info_.size()) <= cbid) {
+    // An id the loaded CUPTI has and sonde's table not: each call counted once, for the note
+    // at exit.
+    if (data->callbackSite == CUPTI_API_ENTER &&
+        beyond_table_.fetch_add(1, std::memory_order_relaxed) == 0) {
+      first_beyond_.store(runtime ? cbid : cbid | 0x80000000u, std::memory_order_relaxed);
+    }
+    return;
+  }
   ApiInfo& info = api_info(domain, cbid);
   if (data->callbackSite == CUPTI_API_ENTER) {
     if (t_open_count == kMaxOpenCalls) return;

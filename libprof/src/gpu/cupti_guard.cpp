@@ -34,8 +34,9 @@ std::string caller_name(const void* address) {
 // The real CUPTI function. RTLD_NEXT finds it only when libcupti is in the global scope; a
 // client opened with RTLD_LOCAL (PyTorch's libtorch_cuda, whose Kineto links libcupti) has it
 // in its own scope only, as has sonde (its dlopen is RTLD_LOCAL): on an H200 RTLD_NEXT found no
-// cuptiSubscribe there. The caller's CUPTI is loaded, so it is found by its soname too. Looked
-// up until found: a call before any libcupti is loaded must not fix a null for good.
+// cuptiSubscribe there. The caller's CUPTI is loaded, so it is found by its soname too (CUDA
+// 13's or 12's). Looked up until found: a call before any libcupti is loaded must not fix a
+// null for good.
 template <class Fn>
 class Real {
  public:
@@ -43,8 +44,9 @@ class Real {
   Fn get() {
     if (Fn f = fn_.load(std::memory_order_acquire)) return f;
     void* f = dlsym(RTLD_NEXT, name_);
-    if (f == nullptr) {
-      if (void* cupti = dlopen("libcupti.so.13", RTLD_LAZY | RTLD_NOLOAD)) {
+    for (const char* soname : {"libcupti.so.13", "libcupti.so.12"}) {
+      if (f != nullptr) break;
+      if (void* cupti = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD)) {
         f = dlsym(cupti, name_);
         dlclose(cupti);  // NOLOAD took a reference; the library stays loaded
       }
@@ -82,6 +84,8 @@ const char* kind_name(CUpti_ActivityKind kind) {
       return "memcpy";
     case CUPTI_ACTIVITY_KIND_MEMSET:
       return "memset";
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return "peer-to-peer memcpy";
     default:
       return nullptr;  // a kind sonde does not use
   }

@@ -3,13 +3,28 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include "gpu/cupti_search.hpp"
+
 namespace sonde {
 
+namespace {
+
+// The driver's CUDA version (13000 for 13.0), 0 when the driver is not loaded or cannot say.
+// cuDriverGetVersion needs no cuInit.
+int loaded_driver_version() {
+  void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  if (driver == nullptr) return 0;
+  int version = 0;
+  using Fn = int (*)(int*);
+  auto get = reinterpret_cast<Fn>(dlsym(driver, "cuDriverGetVersion"));
+  if (get == nullptr || get(&version) != 0) version = 0;
+  dlclose(driver);  // NOLOAD took a reference; the driver stays loaded
+  return version;
+}
+
+}  // namespace
+
 bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
-  static const char* const kCandidates[] = {
-      "libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
-      "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13",
-      "/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13"};
   std::string tried;
   auto open = [&](const char* file) {
     handle = dlopen(file, RTLD_NOW | RTLD_LOCAL);
@@ -23,24 +38,28 @@ bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
   if (!override_path.empty()) {
     open(override_path.c_str());
   } else {
-    for (const char* file : kCandidates) {
-      open(file);
+    std::string runtime = loaded_cuda_runtime();
+    for (const std::string& file : cupti_candidates(runtime, loaded_driver_version())) {
+      open(file.c_str());
       if (handle != nullptr) break;
     }
+    if (handle == nullptr && !runtime.empty()) tried += fmt::format("; the runtime is {}", runtime);
   }
   if (handle == nullptr) {
     error = fmt::format("libcupti could not be loaded ({})", tried);
     return false;
   }
-  // A library that lacks one of them is too old (cuptiSubscribe_v2 arrived in CUDA 12.x/13).
+  // A library that lacks one of them is too old for sonde.
 #define SONDE_CUPTI_RESOLVE(fn)                                                             \
   fn = reinterpret_cast<decltype(fn)>(dlsym(handle, #fn));                                  \
   if (fn == nullptr) {                                                                      \
-    error = fmt::format("{} lacks {}: a CUPTI from CUDA 13 or later is needed", path, #fn); \
+    error = fmt::format("{} lacks {}: a CUPTI from CUDA 12 or later is needed", path, #fn); \
     return false;                                                                           \
   }
   SONDE_CUPTI_FUNCTIONS(SONDE_CUPTI_RESOLVE)
 #undef SONDE_CUPTI_RESOLVE
+  cuptiSubscribe_v2 =
+      reinterpret_cast<decltype(cuptiSubscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
   return true;
 }
 

@@ -12,41 +12,45 @@
 
 namespace sonde {
 
-#define SONDE_CUPTI_FUNCTIONS(X)                                                          \
-  X(cuptiGetVersion)                                                                      \
-  X(cuptiGetResultString)                                                                 \
-  X(cuptiSubscribe_v2)                                                                    \
-  X(cuptiUnsubscribe) X(cuptiEnableDomain) X(cuptiGetCallbackName) X(cuptiActivityEnable) \
-      X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll)  \
-          X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+#define SONDE_CUPTI_FUNCTIONS(X)                                                               \
+  X(cuptiGetVersion)                                                                           \
+  X(cuptiGetResultString)                                                                      \
+  X(cuptiSubscribe)                                                                            \
+  X(cuptiUnsubscribe)                                                                          \
+  X(cuptiEnableDomain) X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)  \
+      X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
+          X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
 
 // The range profiler and its host side, used only for SONDE_GPU_METRICS.
-#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                                \
-  X(cuptiGetDeviceId)                                                                    \
-  X(cuptiDeviceGetChipName)                                                              \
-  X(cuptiProfilerInitialize)                                                             \
-  X(cuptiProfilerGetCounterAvailability) X(cuptiProfilerHostInitialize)                  \
-      X(cuptiProfilerHostGetMetricProperties) X(cuptiProfilerHostConfigAddMetrics)       \
-          X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)      \
-              X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues) \
-                  X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable)               \
-                      X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart)          \
-                          X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)      \
-                              X(cuptiRangeProfilerGetCounterDataSize)                    \
-                                  X(cuptiRangeProfilerCounterDataImageInitialize)        \
-                                      X(cuptiRangeProfilerGetCounterDataInfo)            \
-                                          X(cuptiRangeProfilerCounterDataGetRangeInfo)
+#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                                         \
+  X(cuptiGetDeviceId)                                                                             \
+  X(cuptiDeviceGetChipName)                                                                       \
+  X(cuptiProfilerInitialize)                                                                      \
+  X(cuptiProfilerGetCounterAvailability)                                                          \
+  X(cuptiProfilerHostInitialize) X(cuptiProfilerHostGetMetricProperties)                          \
+      X(cuptiProfilerHostConfigAddMetrics) X(cuptiProfilerHostGetConfigImageSize)                 \
+          X(cuptiProfilerHostGetConfigImage) X(cuptiProfilerHostGetNumOfPasses)                   \
+              X(cuptiProfilerHostEvaluateToGpuValues) X(cuptiRangeProfilerEnable)                 \
+                  X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerSetConfig)                     \
+                      X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                        \
+                          X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataSize) \
+                              X(cuptiRangeProfilerCounterDataImageInitialize)                     \
+                                  X(cuptiRangeProfilerGetCounterDataInfo)                         \
+                                      X(cuptiRangeProfilerCounterDataGetRangeInfo)
 
 struct CuptiLibrary {
 #define SONDE_CUPTI_POINTER(fn) decltype(&::fn) fn = nullptr;
   SONDE_CUPTI_FUNCTIONS(SONDE_CUPTI_POINTER)
   SONDE_CUPTI_PROFILER_FUNCTIONS(SONDE_CUPTI_POINTER)
 #undef SONDE_CUPTI_POINTER
+  // CUDA 13.0's subscriber that names the holder of CUPTI; nullptr in CUPTI 12.
+  decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
   std::string path;  // the file that was opened
   void* handle = nullptr;
 
-  // `override_path` (SONDE_CUPTI_LIBRARY) alone when set; else libcupti.so.13 by the loader's
-  // search, then the CUDA install paths. False with a reason when no usable library is found.
+  // `override_path` (SONDE_CUPTI_LIBRARY) alone when set; else the CUPTI of the CUDA runtime
+  // the program loaded, beside it first (cupti_search.hpp), then by the loader's search and the
+  // CUDA install paths. False with a reason when no usable library is found.
   bool load(const std::string& override_path, std::string& error);
   // The range profiler's functions, from the same library; false with the first one missing.
   bool load_profiler(std::string& error);

@@ -32,7 +32,7 @@ struct Config {
   std::string exec_of;           // SONDE_EXEC_OF: "pid:process_id" of the image exec replaced
   std::string peaks_file;        // SONDE_PEAKS, else the calibration cache of this user
   bool peaks_default = false;    // peaks_file is the cache's path, not one the user named
-  std::string cupti_library;     // empty: libcupti.so.13, then the CUDA install paths
+  std::string cupti_library;     // empty: the runtime's CUPTI (gpu/cupti_search.hpp)
   std::vector<std::string> gpu_metrics;  // CUPTI metrics per kernel; `tau` stands for a set
   std::string cuda_injection;    // CUDA_INJECTION64_PATH: a tool CUDA injects (Nsight), not sonde's
 };

@@ -22,6 +22,10 @@
 //   cupti_app kineto_first  the other client registers its buffers before the driver loads
 //   cupti_app disable  a library disables kernel records mid-run
 //   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
+//   cupti_app peer    a copy between two GPUs (a MEMCPY2 record)
+//   cupti_app newer_api  a callback id past sonde's tables, then a launch
+// Built a third time against the CUDA 12 stub (cupti_app12); CUPTI_APP_RUNTIME names a file
+// the program loads first as its CUDA runtime.
 #include <cupti.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -39,7 +43,6 @@
 
 #include "cupti_stub_control.h"
 #include "sonde/sonde.h"
-
 
 namespace {
 
@@ -73,9 +76,12 @@ void launch(const char* kernel, uint64_t duration, int grid, int block, int regi
 // What the stub's range profiler reports for a kernel (the TAU set and two throughputs).
 constexpr uintptr_t kContext = 0x1000;  // the stub's default context
 const char* const kMetricNames[] = {
-    "smsp__warps_launched.sum", "smsp__inst_executed.sum", "smsp__inst_executed_op_global_ld.sum",
+    "smsp__warps_launched.sum",
+    "smsp__inst_executed.sum",
+    "smsp__inst_executed_op_global_ld.sum",
     "sm__throughput.avg.pct_of_peak_sustained_elapsed",
-    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "gpu__time_duration.sum"};
+    "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed",
+    "gpu__time_duration.sum"};
 struct KernelMetrics {
   double warps, inst, gld, sm_pct, mem_pct;
 };
@@ -203,6 +209,11 @@ int main(int argc, char** argv) {
     cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
     cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   }
+  // A program whose CUDA runtime lives in a pip-style tree (the test names it): loaded first,
+  // as libtorch_cuda loads nvidia/cuda_runtime/lib/libcudart.so.12.
+  if (const char* runtime = std::getenv("CUPTI_APP_RUNTIME")) {
+    if (dlopen(runtime, RTLD_NOW | RTLD_LOCAL) == nullptr) std::printf("no runtime\n");
+  }
 #ifdef CUDA_LINKED
   cuInit(0);  // a reference, so the linker keeps libcuda.so.1 among the program's needs
 #else
@@ -259,6 +270,26 @@ int main(int argc, char** argv) {
     sonde_region_begin("cpu_work");
     spin(0.03);
     sonde_region_end("cpu_work");
+  } else if (std::strcmp(mode, "peer") == 0) {
+    // cudaMemcpyPeer from GPU 0 to GPU 1: CUPTI reports it as a MEMCPY2 record.
+    sonde_region_begin("exchange");
+    uint32_t c = ++g_correlation;
+    uint64_t slot = 0;
+    cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, c,
+                   nullptr, 1, &slot);
+    cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000, c,
+                   nullptr, 0, &slot);
+    uint64_t t = cupti_stub_now();
+    cupti_stub_peer_copy(c, 1 << 24, t, t + kMs, 0, 1);
+    sonde_region_end("exchange");
+  } else if (std::strcmp(mode, "newer_api") == 0) {
+    // A runtime call of a CUPTI newer than sonde's table: its id lies past every table.
+    uint64_t slot = 0;
+    uint32_t c = ++g_correlation;
+    for (int site = 1; site >= 0; --site) {
+      cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, 4000, c, nullptr, site, &slot);
+    }
+    launch("_Z4stepv", kMs, 1, 32, 8);
   } else if (std::strcmp(mode, "periodic") == 0) {
     for (int i = 0; i < 8; ++i) {
       sonde_region_begin("step");
@@ -402,7 +433,8 @@ int main(int argc, char** argv) {
     sonde_region_end("waits");
   } else if (std::strcmp(mode, "nvcc13") == 0) {
     sonde_region_begin("step");
-    MetricLaunch l{.kernel = "_Z4stepv", .cbid = CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000};
+    MetricLaunch l{.kernel = "_Z4stepv",
+                   .cbid = CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000};
     l.enter();
     l.exit(kMs);
     sonde_region_end("step");
@@ -452,8 +484,8 @@ int main(int argc, char** argv) {
     cuptiActivityFlushAll(0);
     cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     if (subscribed == CUPTI_SUCCESS) cuptiUnsubscribe(subscriber);
-    std::printf("kineto subscribe=%d register=%d api=%d records=%d\n", subscribed,
-                int(registered), g_kineto_api.load(), g_kineto_records.load());
+    std::printf("kineto subscribe=%d register=%d api=%d records=%d\n", subscribed, int(registered),
+                g_kineto_api.load(), g_kineto_records.load());
   } else if (std::strcmp(mode, "kineto_first") == 0) {
     sonde_region_begin("profiled");
     launch("_Z6insidev", kMs, 1, 32, 8);

@@ -10,7 +10,11 @@
 //                             cannot start (cuptiRangeProfilerEnable, as cupti_range_profiler.h
 //                             documents)
 //   CUPTI_STUB_VERSION=n      cuptiGetVersion's answer; from 130200 a subscriber that sets
-//                             allowMultipleSubscribers joins one already there (CUDA 13.2)
+//                             allowMultipleSubscribers joins one already there (CUDA 13.2);
+//                             records are as long as that release's (cupti_stub.hpp)
+//
+// Built twice: as libcupti.so.13 and, with CUPTI_STUB_MAJOR=12, as libcupti.so.12 (CUDA 12.6:
+// version 24, Kernel9 and Memcpy5 records, no cuptiSubscribe_v2).
 //   CUPTI_STUB_RECORDS_PER_BUFFER=n  a buffer is complete after n records and handed back from
 //                             the stub's own thread, as CUPTI's worker thread does
 //   CUPTI_STUB_FLUSH_HANG=1   a forced cuptiActivityFlushAll never returns (a known CUPTI hang)
@@ -22,11 +26,6 @@
 #include "cupti_stub.hpp"
 
 using namespace cupti_stub;
-
-static uint32_t stub_version() {
-  const char* v = std::getenv("CUPTI_STUB_VERSION");
-  return v != nullptr ? uint32_t(std::strtoul(v, nullptr, 10)) : CUPTI_API_VERSION;
-}
 
 STUB_EXPORT CUptiResult cuptiGetVersion(uint32_t* version) {
   *version = stub_version();
@@ -79,8 +78,8 @@ static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackF
   constexpr size_t kAllowAt = sizeof(CUpti_SubscriberParams);
   bool allow = params != nullptr && stub_version() >= 130200 && params->structSize > kAllowAt &&
                reinterpret_cast<const uint8_t*>(params)[kAllowAt] != 0;
-  bool named = params != nullptr && params->oldSubscriberName != nullptr &&
-               params->oldSubscriberSize > 0;
+  bool named =
+      params != nullptr && params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0;
   if (holder != nullptr && allow && s.callback == nullptr) {
     if (named) std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
   } else if (holder != nullptr || s.callback != nullptr) {
@@ -96,6 +95,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackF
   return CUPTI_SUCCESS;
 }
 
+#if CUPTI_STUB_MAJOR != 12  // cuptiSubscribe_v2 arrived in CUDA 13.0
 STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
                                           CUpti_CallbackFunc callback, void* userdata,
                                           CUpti_SubscriberParams* params) {
@@ -104,6 +104,7 @@ STUB_EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
   }
   return subscribe(subscriber, callback, userdata, params);
 }
+#endif
 
 STUB_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
                                        CUpti_CallbackFunc callback, void* userdata) {
@@ -139,6 +140,8 @@ STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
        "cudaMemcpyAsync_v3020"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, "cudaMemset_v3020"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyPeer_v4000,
+       "cudaMemcpyPeer_v4000"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020,
        "cudaDeviceSynchronize_v3020"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
@@ -313,7 +316,8 @@ STUB_EXPORT void cupti_stub_kernel(uint32_t correlation, const char* name, uint6
   Stub& s = stub();
   std::lock_guard lock(s.mu);
   if (!s.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) return;
-  auto* k = static_cast<CUpti_ActivityKernel10*>(reserve(s, sizeof(CUpti_ActivityKernel10)));
+  auto* k = static_cast<CUpti_ActivityKernel10*>(
+      reserve(s, record_size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)));
   if (k == nullptr) return;
   s.names.push_back(new std::string(name));
   k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
@@ -338,7 +342,8 @@ STUB_EXPORT void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t
   Stub& s = stub();
   std::lock_guard lock(s.mu);
   if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMCPY]) return;
-  auto* m = static_cast<CUpti_ActivityMemcpy6*>(reserve(s, sizeof(CUpti_ActivityMemcpy6)));
+  auto* m =
+      static_cast<CUpti_ActivityMemcpy6*>(reserve(s, record_size(CUPTI_ACTIVITY_KIND_MEMCPY)));
   if (m == nullptr) return;
   m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
   m->copyKind = uint8_t(copy_kind);
@@ -354,11 +359,32 @@ STUB_EXPORT void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_
   Stub& s = stub();
   std::lock_guard lock(s.mu);
   if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMSET]) return;
-  auto* m = static_cast<CUpti_ActivityMemset4*>(reserve(s, sizeof(CUpti_ActivityMemset4)));
+  auto* m =
+      static_cast<CUpti_ActivityMemset4*>(reserve(s, record_size(CUPTI_ACTIVITY_KIND_MEMSET)));
   if (m == nullptr) return;
   m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
   m->correlationId = correlation;
   m->bytes = bytes;
   m->start = start;
   m->end = end;
+}
+
+// A copy between two GPUs: CUPTI reports it as its own kind (CUpti_ActivityMemcpyPtoP4).
+STUB_EXPORT void cupti_stub_peer_copy(uint32_t correlation, uint64_t bytes, uint64_t start,
+                                      uint64_t end, uint32_t src_device, uint32_t dst_device) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMCPY2]) return;
+  auto* m = static_cast<CUpti_ActivityMemcpyPtoP4*>(reserve(s, sizeof(CUpti_ActivityMemcpyPtoP4)));
+  if (m == nullptr) return;
+  m->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+  m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+  m->bytes = bytes;
+  m->start = start;
+  m->end = end;
+  m->deviceId = src_device;
+  m->srcDeviceId = src_device;
+  m->dstDeviceId = dst_device;
+  m->streamId = 7;
+  m->correlationId = correlation;
 }

@@ -96,15 +96,32 @@ inline Stub& stub() {
 // convert puts the GPU an hour away from the CPU.
 constexpr uint64_t kClockShift = 3600ull * 1000000000ull;
 
+// What cuptiGetVersion answers: CUPTI_STUB_VERSION, else the release the stub was built as
+// (CUDA 12.6's 24 for the libcupti.so.12 build, the headers' own for libcupti.so.13).
+#ifndef CUPTI_STUB_DEFAULT_VERSION
+#define CUPTI_STUB_DEFAULT_VERSION CUPTI_API_VERSION
+#endif
+inline uint32_t stub_version() {
+  const char* v = std::getenv("CUPTI_STUB_VERSION");
+  return v != nullptr ? uint32_t(std::strtoul(v, nullptr, 10)) : CUPTI_STUB_DEFAULT_VERSION;
+}
+
+// The length of each record in the release the stub presents, as that release's header has it
+// (CUpti_ActivityKernel9 208 bytes before 13.0, Kernel10 216; Memcpy5 88 before 12.8, Memcpy6
+// 96; from 13.4 Kernel13, Memcpy7 and Memset5 append 24, 16 and 16 bytes). The fields the stub
+// fills lie in the prefix all of them share, so it writes them through the 13.0 structs.
 inline size_t record_size(CUpti_ActivityKind kind) {
+  uint32_t v = stub_version();
   switch (kind) {
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      return sizeof(CUpti_ActivityKernel10);
+      return v < 130000 ? 208 : v < 130400 ? 216 : 240;
     case CUPTI_ACTIVITY_KIND_MEMCPY:
-      return sizeof(CUpti_ActivityMemcpy6);
+      return v < 26 ? 88 : v < 130400 ? 96 : 112;
     case CUPTI_ACTIVITY_KIND_MEMSET:
-      return sizeof(CUpti_ActivityMemset4);
+      return v < 130400 ? 88 : 104;
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return 96;
     default:
       return 0;
   }

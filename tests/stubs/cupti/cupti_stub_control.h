@@ -14,6 +14,8 @@ void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start, u
 void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes, uint64_t start,
                        uint64_t end);
 void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_t start, uint64_t end);
+void cupti_stub_peer_copy(uint32_t correlation, uint64_t bytes, uint64_t start, uint64_t end,
+                          uint32_t src_device, uint32_t dst_device);
 int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlation, const void* params,
                       int enter, uint64_t* slot, const char* symbol, uintptr_t context);
 int cupti_stub_kernel_run(uintptr_t context, const char* name, const char* const* metric_names,
