@@ -101,8 +101,8 @@ inline constexpr std::array kOptionSpecs{
                "`1` (or `python3 -m sonde --builtins`): the Python hook also records C "
                "functions (builtins, `numpy.dot`) through CPython's profile function, at about "
                "4 times the cost per Python call (on 3.12+ through sys.monitoring's CALL "
-               "event); `0`: Python frames only, through CPython 3.11's frame-evaluation hook "
-               "(sys.monitoring on 3.12+; docs/python.md).",
+               "event); `0`: Python frames only, through CPython's frame-evaluation hook on "
+               "3.10 and 3.11 (sys.monitoring on 3.12+; docs/python.md).",
                0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PYTHON_IMPORTS", OptionType::kBool, "0",
                "`1` (or `python3 -m sonde --imports`): the Python frames an import runs (module "
