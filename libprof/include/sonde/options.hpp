@@ -162,6 +162,12 @@ inline constexpr std::array kOptionSpecs{
                "the program's own `torch.set_num_threads` (which wins over `OMP_NUM_THREADS`): "
                "`sonde tune`'s `framework-threads` stage sets it to the cores. 0: off.",
                1, 65535, true, OptionReader::kPython},
+    OptionSpec{"SONDE_TORCH_OPS", OptionType::kBool, "1",
+               "In Python processes that import PyTorch (1.13, 2.x): ATen operators, autograd "
+               "nodes and torch.distributed's collectives are recorded through PyTorch's "
+               "operator observer (RecordFunction), as frames of kind `torch` and rows of "
+               "`comm_ops`. `0` turns it off. See docs/torch.md.",
+               0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
                "In processes that use CUDA: the CUPTI library to load (default: the loader's "
                "search, then `/usr/local/cuda/lib64` and `extras/CUPTI/lib64`). See "
