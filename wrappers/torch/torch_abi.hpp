@@ -44,14 +44,12 @@ using CallbackHandle = uint64_t;
 using AddGlobalCallback = CallbackHandle (*)(Callback);
 using RemoveCallback = void (*)(CallbackHandle);
 using Name = const char* (*)(const RecordFunction*);  // const member: `this` first
-using IsAsync = bool (*)(const RecordFunction*);
 using InputSizes = std::vector<std::vector<int64_t>> (*)(const RecordFunction&, bool);
 using InputTypes = std::vector<std::string> (*)(const RecordFunction&);
 
 constexpr const char* kAddGlobalCallback = "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE";
 constexpr const char* kRemoveCallback = "_ZN2at14removeCallbackEm";
 constexpr const char* kName = "_ZNK2at14RecordFunction4nameEv";
-constexpr const char* kIsAsync = "_ZNK2at14RecordFunction7isAsyncEv";
 constexpr const char* kInputSizes = "_ZN5torch8profiler4impl10inputSizesERKN2at14RecordFunctionEb";
 // Returns std::string, so only the new string ABI's symbol (Debian's libtorch, wheels from about
 // 2.7) matches libsonde's std::string; an old-ABI libtorch has no such symbol and its dtypes are
