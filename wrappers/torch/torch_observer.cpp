@@ -3,8 +3,8 @@
 // Python frame that ran it and the library calls beneath it; the operators an operator calls
 // are its own business, as they are in torch.profiler's top-level view. Process-group calls
 // (c10d::*) are frames wherever they run (DDP's all-reduce runs inside an autograd hook) and comm
-// ops; their bytes come from the backend's own event (gloo:all_reduce, nccl:..., whose start runs
-// inside the c10d call on the same thread, with the tensors' sizes and dtypes).
+// ops; their bytes come from the backend's own work event (gloo:all_reduce, nccl:...), which has
+// the tensors' sizes and dtypes, paired with the call it belongs to (torch_comm.hpp).
 #include "torch_observer.hpp"
 
 #include <array>
@@ -28,7 +28,7 @@ using torch_abi::Scope;
 std::atomic<uint64_t> g_completed{0};
 
 constexpr uint32_t kMaxDepth = 128;
-constexpr uint32_t kMaxPending = 32;
+constexpr uint32_t kMaxPending = 64;
 
 struct Entry {
   ThreadState* thread = nullptr;  // the frame opened, or nullptr
@@ -164,10 +164,8 @@ void push(const torch_abi::RecordFunction& rf) {
   } else {
     open = s.function_depth++ == 0 || comm;
   }
-  if (!comm) {
-    if (s.pending_count != 0) pair_transfers(s);
-    poll_completions(s);
-  }
+  if (s.pending_count != 0) pair_transfers(s);  // also between back-to-back c10d calls
+  if (!comm) poll_completions(s);
   if (d >= kMaxDepth) return;
   s.entries[d] = e;
   if (!open || op == nullptr || !g_recording.load(std::memory_order_relaxed)) return;
