@@ -150,6 +150,15 @@ def test_ddp_allreduce_bytes_per_step(ddp):
         assert rows == [("collective", 0, 2, PARAMS * 4, 5)], rows
 
 
+def test_back_to_back_allreduces_keep_their_bytes(ddp):
+    for f in ddp["ranks"]:
+        rows = query(f, "SELECT c.bytes, SUM(c.calls) FROM comm_ops c JOIN nodes n USING "
+                        "(node_id) JOIN nodes p ON p.node_id = n.parent_id JOIN routines r ON "
+                        "r.routine_id = p.routine_id WHERE c.op = 'c10d::allreduce_' AND r.name "
+                        "LIKE '%(all_reduce)' GROUP BY 1")
+        assert rows == [(1000, 40)], rows
+
+
 def test_ddp_comm_time_and_setup(ddp):
     f = ddp["merged"]
     comm = query(f, "SELECT rank, comm_s, setup_s FROM rank_comm ORDER BY rank")

@@ -1,7 +1,8 @@
 """DistributedDataParallel training on CPU with gloo, as pytorch/examples' DDP example does it,
 started by torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment). 2,410
-float32 parameters: one gradient bucket, so one all-reduce of 9,640 bytes a step. Rank 1 sleeps
-before joining, so rank 0 waits in the rendezvous: set-up, not imbalance."""
+float32 parameters: one gradient bucket, so one all-reduce of 9,640 bytes a step; then 40
+all-reduces of 1,000 bytes back to back. Rank 1 sleeps before joining, so rank 0 waits in the
+rendezvous: set-up, not imbalance."""
 import os
 import time
 
@@ -25,5 +26,10 @@ for _ in range(STEPS):
     loss = torch.nn.functional.cross_entropy(model(x), y)
     loss.backward()
     opt.step()
-print(f"rank {rank} loss {float(loss):.6f}")
+# 40 blocking all-reduces back to back, no other operator between them: each must still get its
+# bytes (250 float32: 1,000).
+t = torch.ones(250)
+for _ in range(40):
+    dist.all_reduce(t)
+print(f"rank {rank} loss {float(loss):.6f} sum {float(t.sum()):.0f}")
 dist.destroy_process_group()
