@@ -163,10 +163,10 @@ inline constexpr std::array kOptionSpecs{
                "`sonde tune`'s `framework-threads` stage sets it to the cores. 0: off.",
                1, 65535, true, OptionReader::kPython},
     OptionSpec{"SONDE_TORCH_OPS", OptionType::kBool, "1",
-               "In Python processes that import PyTorch (1.13, 2.x): ATen operators, autograd "
-               "nodes and torch.distributed's collectives are recorded through PyTorch's "
-               "operator observer (RecordFunction), as frames of kind `torch` and rows of "
-               "`comm_ops`. `0` turns it off. See docs/torch.md.",
+               "In Python processes of a `python3 -m sonde` run (its hook) that import PyTorch "
+               "(1.13, 2.x): ATen operators, autograd nodes and torch.distributed's collectives "
+               "are recorded through PyTorch's operator observer (RecordFunction), as frames of "
+               "kind `torch` and rows of `comm_ops`. `0` turns it off. See docs/torch.md.",
                0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "libcupti.so.13",
                "In processes that use CUDA: the CUPTI library to load (default: the loader's "
