@@ -27,7 +27,8 @@ struct KindColour {
 constexpr KindColour kColours[] = {
     {"root", 0, 0},     {"python", 210, 60}, {"builtin", 190, 55}, {"region", 280, 45},
     {"blas", 25, 85},   {"onednn", 10, 75},  {"cuda", 120, 50},    {"cublas", 100, 55},
-    {"cudnn", 140, 50}, {"nccl", 160, 50},   {"gpu", 85, 55},      {"native", 50, 75},
+    {"cudnn", 140, 50}, {"nccl", 160, 50},   {"gpu", 85, 55},      {"torch", 330, 50},
+    {"native", 50, 75},
 };
 
 const KindColour& colour_of(const std::string& kind) {

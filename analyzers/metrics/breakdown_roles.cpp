@@ -189,6 +189,8 @@ Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
                                           false, true};
   }
   if (n.kind == "mpi" || n.kind == "nccl") return {kComm, false, true};
+  // torch.distributed's process-group calls (wrappers/torch: library c10d).
+  if (n.kind == "torch" && n.where == "c10d") return {kComm, false, true};
   if (n.kind == "cuda" && in(n.name, "HtoD")) return {kH2d, false, true};
   if (n.kind == "region") return region_role(n.name);
   if (n.kind == "python" && !is_import_frame(n)) return python_role(n);

@@ -4,6 +4,10 @@
   torch.profiler.record_function is, and which torch's optimizers and DataLoader open around
   every step and batch) appears in the tree as a region of its name, with what runs inside
   beneath it.
+- Operators and collectives: after `import torch`, libsonde registers with PyTorch's operator
+  observer (RecordFunction; wrappers/torch/), so ATen operators, autograd nodes and
+  torch.distributed's process-group calls appear in the tree (docs/torch.md). `SONDE_TORCH_OPS=0`
+  turns it off. init_process_group and new_group become set-up calls, as MPI_Init is.
 - `SONDE_TORCH_THREADS=N` (sonde tune's framework-threads stage): torch's intra-op pool is held
   at N threads, including against the program's own torch.set_num_threads, which would
   otherwise win over OMP_NUM_THREADS. An experiment's knob, off unless set.
@@ -52,8 +56,22 @@ def _hold_torch_threads(module):
     original(held)
 
 
+def _patch_torch(module):
+    try:
+        _hold_torch_threads(module)
+    finally:  # a bad SONDE_TORCH_THREADS is said by _patch; the operators are still recorded
+        from . import _torch
+        _torch.observe(module)
+
+
+def _patch_distributed(module):
+    from . import _torch
+    _torch.patch_distributed(module)
+
+
 # module -> what is done to it once it has run (or at once, when already imported).
-PATCHES = {"torch.autograd.profiler": _record_ranges, "torch": _hold_torch_threads}
+PATCHES = {"torch.autograd.profiler": _record_ranges, "torch": _patch_torch,
+           "torch.distributed": _patch_distributed}
 
 
 def _patch(module):

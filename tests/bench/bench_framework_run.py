@@ -10,7 +10,8 @@ The workload is the repository's torch CNN with small batches (examples/torch_cn
 BLAS calls are many), which prints its loop's own time (`time_s`). Each round runs plain, sonde,
 sonde --in-process and cProfile once, in an order that rotates from round to round; the ratios are taken within a
 round and their medians printed, with the CPU time (user + system, RUSAGE_CHILDREN) beside the
-wall time. Every run's loss and accuracy lines must be the same.
+wall time. Every run's loss and accuracy lines must be the same. `no-ops` is sonde with
+SONDE_TORCH_OPS=0: sonde's ratio to it is what recording torch's operators costs (docs/torch.md).
 
   /usr/bin/python3 tests/bench/bench_framework_run.py [--build-dir build] [--rounds 7]
         [--steps 200] [--batch 8]
@@ -64,6 +65,7 @@ def main():
             "sonde": [PY, "-m", "sonde", "-o", os.path.join(tmp, "p.db"), "--force"] + prog,
             "in-proc": [PY, "-m", "sonde", "--in-process", "-o", os.path.join(tmp, "q.db"),
                         "--force"] + prog,
+            "no-ops": [PY, "-m", "sonde", "-o", os.path.join(tmp, "r.db"), "--force"] + prog,
             "cProfile": [PY, "-m", "cProfile", "-o", os.path.join(tmp, "c.prof")] + prog,
         }
         names = list(variants)
@@ -71,7 +73,8 @@ def main():
         expected = None
         for i in range(args.rounds):
             for n in names[i % len(names):] + names[:i % len(names)]:
-                wall, cpu, loop, result = run(variants[n], env, tmp)
+                wall, cpu, loop, result = run(
+                    variants[n], dict(env, SONDE_TORCH_OPS="0") if n == "no-ops" else env, tmp)
                 if expected is None:
                     expected = result
                 elif result != expected:
@@ -92,6 +95,10 @@ def main():
                 met = statistics.median(ratios) < targets[label]
                 line += f" (target < {targets[label]:.2f}: {'met' if met else 'NOT met'})"
             print(line)
+    for k, label in enumerate(("wall", "cpu", "loop")):
+        ratios = [runs["sonde"][i][k] / runs["no-ops"][i][k] for i in range(args.rounds)]
+        print(f"torch ops {label:4} ratio sonde / SONDE_TORCH_OPS=0: median "
+              f"{statistics.median(ratios):.3f} (range {min(ratios):.3f}-{max(ratios):.3f})")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 

@@ -162,6 +162,12 @@ inline constexpr std::array kOptionSpecs{
                "the program's own `torch.set_num_threads` (which wins over `OMP_NUM_THREADS`): "
                "`sonde tune`'s `framework-threads` stage sets it to the cores. 0: off.",
                1, 65535, true, OptionReader::kPython},
+    OptionSpec{"SONDE_TORCH_OPS", OptionType::kBool, "1",
+               "In Python processes of a `python3 -m sonde` run (its hook) that import PyTorch "
+               "(1.13, 2.x): ATen operators, autograd nodes and torch.distributed's collectives "
+               "are recorded through PyTorch's operator observer (RecordFunction), as frames of "
+               "kind `torch` and rows of `comm_ops`. `0` turns it off. See docs/torch.md.",
+               0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "<the runtime's libcupti.so.N>",
                "In processes that use CUDA: the CUPTI library to load (default: the "
                "`libcupti.so.12` or `.13` of the CUDA runtime the program loaded, beside it "

@@ -131,6 +131,14 @@ inline bool exit_gate_closed() { return g_exit_gate_closed.load(std::memory_orde
 SONDE_API void comm_call_begin(ThreadState* thread, uint64_t now);
 SONDE_API void comm_call_end(ThreadState* thread, uint64_t now, bool exposed, int started,
                              int completed);
+// A communication call whose bytes are known only after its frame closed (torch.distributed over
+// gloo: the caller enqueues the work, and the tensors' sizes and dtypes are seen when gloo's
+// thread starts it). probe_current_node gives the innermost open frame's node (call it between
+// probe_start and probe_exit); comm_record_late, on the same thread later, records the call in
+// comm_ops for that node and adds its bytes, as probe_exit with a CommCost would have.
+SONDE_API uint32_t probe_current_node(ThreadState* thread);
+SONDE_API void comm_record_late(ThreadState* thread, uint32_t node, const CommCost& comm,
+                                uint64_t bytes, uint64_t ticks);
 // Requests a wrapper could not track (its table of outstanding requests was full): counted and
 // noted, their time then missing from the in-flight figures.
 SONDE_API void comm_untracked(ThreadState* thread, uint64_t requests);

@@ -123,6 +123,16 @@ void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int 
   if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
 }
 
+uint32_t probe_current_node(ThreadState* t) {
+  return t->top().node.load(std::memory_order_relaxed);
+}
+
+void comm_record_late(ThreadState* t, uint32_t node, const CommCost& comm, uint64_t bytes,
+                      uint64_t ticks) {
+  bump(t->nodes[node].bytes, bytes);
+  t->record_comm(node, comm, bytes, ticks);
+}
+
 void comm_untracked(ThreadState* t, uint64_t requests) { bump(t->comm_clock.untracked, requests); }
 
 void set_mpi_rank(int rank, int world_size) {

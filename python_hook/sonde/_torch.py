@@ -1,0 +1,100 @@
+"""PyTorch through libsonde's operator observer (wrappers/torch/, docs/torch.md).
+
+- After `import torch`: libsonde registers with RecordFunction, so ATen operators, autograd nodes
+  and torch.distributed's process-group calls are recorded; removed at exit.
+- torch.distributed's init_process_group and new_group become set-up calls (as MPI_Init is), and
+  the default group's size is told to libsonde for comm_ops.
+
+Apart from _frameworks.py, whose frames the Python hook folds into `<import>` (it is the import
+finder): the set-up wrapper here is a frame of its own, above the set-up call it opens.
+"""
+import os
+
+from ._say import say
+
+# torch versions whose RecordFunction layout wrappers/torch/torch_abi.hpp declares: 1.13 checked
+# here, 2.x per its header (checked on the GPU machine's 2.11).
+_TORCH_TESTED = ((1, 13),)
+_TORCH_SAME_LAYOUT = 2
+
+
+def _libsonde():
+    import ctypes
+    lib = ctypes.CDLL(None)  # libsonde is preloaded: its C entries are in the global scope
+    if not hasattr(lib, "sonde_torch_observe"):
+        raise RuntimeError("libsonde's torch observer is not in this process")
+    return lib
+
+
+def torch_ops_from_env(environ=None):
+    """SONDE_TORCH_OPS as a bool (default on); ValueError for a value that is no 0 or 1."""
+    value = (os.environ if environ is None else environ).get("SONDE_TORCH_OPS", "1").strip()
+    if value not in ("0", "1", ""):
+        raise ValueError(f"SONDE_TORCH_OPS={value!r} is not 0 or 1; torch operators are recorded")
+    return value != "0"
+
+
+def _torch_version(module):
+    try:
+        major, minor = str(module.__version__).split(".")[:2]
+        return int(major), int("".join(c for c in minor if c.isdigit()) or 0)
+    except (AttributeError, ValueError):
+        return None
+
+
+def observe(module):
+    try:
+        on = torch_ops_from_env()
+    except ValueError as e:
+        say(f"sonde: {e}")
+        on = True
+    if not on:
+        return
+    lib = _libsonde()
+    version = _torch_version(module)
+    if version not in _TORCH_TESTED and (version is None or version[0] != _TORCH_SAME_LAYOUT):
+        lib.sonde_torch_note(f"torch operators not recorded: torch {module.__version__} is not "
+                             "one whose RecordFunction layout sonde knows (1.13, 2.x)".encode())
+        return
+    if lib.sonde_torch_observe(1) == 0:
+        import atexit
+        atexit.register(lib.sonde_torch_unobserve)  # before libsonde's own exit flush
+
+
+def _setup_call(lib, name, function):
+    """`function` (init_process_group, new_group) as one set-up call named `name`."""
+    import functools
+
+    @functools.wraps(function)
+    def setup_call(*args, **kwargs):
+        lib.sonde_torch_setup_begin(name)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            lib.sonde_torch_setup_end()
+            _tell_group_size()
+
+    setup_call._sonde_setup = True
+    return setup_call
+
+
+def _tell_group_size():
+    try:
+        import torch.distributed as dist
+        if dist.is_initialized():
+            _libsonde().sonde_torch_group_size(dist.get_world_size())
+    except Exception:  # sizes are a figure of the profile, never the program's error
+        pass
+
+
+def patch_distributed(module):
+    if not torch_ops_from_env():
+        return
+    lib = _libsonde()
+    c10d = getattr(module, "distributed_c10d", None)
+    for name in ("init_process_group", "new_group"):
+        for owner in (module, c10d):
+            function = getattr(owner, name, None)
+            if callable(function) and not getattr(function, "_sonde_setup", False):
+                setattr(owner, name, _setup_call(lib, f"c10d::{name}".encode(), function))
+    _tell_group_size()

@@ -1,0 +1,190 @@
+"""PyTorch's operators and torch.distributed's collectives through RecordFunction
+(wrappers/torch/, docs/torch.md), on Debian's torch 1.13 and its Python."""
+import json
+import os
+import socket
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import CLI, clean_env, integrity_ok, query
+
+PY = "/usr/bin/python3"  # Debian's, the one python3-torch is built for
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+PROGRAMS = Path(__file__).parent / "programs"
+TRAIN = PROGRAMS / "torch_op_counts.py"
+DDP = PROGRAMS / "torch_ddp.py"
+
+
+def have_torch():
+    r = subprocess.run([PY, "-c", "import torch"], capture_output=True)
+    return r.returncode == 0
+
+
+pytestmark = pytest.mark.skipif(not have_torch(), reason="python3-torch is not installed")
+
+
+def sonde_py(args, db, cwd, timeout=300, **env):
+    return subprocess.run([PY, "-m", "sonde", "-o", str(db), *map(str, args)],
+                          env=clean_env(PYTHONPATH=PYTHONPATH, **env), capture_output=True,
+                          text=True, timeout=timeout, cwd=cwd)
+
+
+def torch_counts(db):
+    return dict(query(db, "SELECT r.name, SUM(n.calls) FROM nodes n JOIN routines r "
+                          "USING (routine_id) WHERE r.kind = 'torch' GROUP BY r.name"))
+
+
+@pytest.fixture(scope="module")
+def train(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("train")
+    plain = subprocess.run([PY, TRAIN], capture_output=True, text=True, env=clean_env())
+    counts = tmp / "counts.json"
+    ref = subprocess.run([PY, TRAIN, "--profiler", counts], capture_output=True, text=True,
+                         env=clean_env())
+    assert ref.returncode == 0, ref.stderr
+    db = tmp / "prof.db"
+    r = sonde_py([TRAIN], db, tmp)
+    assert r.returncode == 0, r.stderr
+    return {"plain": plain, "run": r, "db": db, "profiler": json.loads(counts.read_text()),
+            "ref": ref}
+
+
+def test_results_unchanged(train):
+    assert train["run"].stdout == train["plain"].stdout == train["ref"].stdout
+    assert integrity_ok(train["db"])
+
+
+def test_operators_between_python_frames_and_library_calls(train):
+    paths = [p for (p,) in query(train["db"], "SELECT path FROM callpaths")]
+    native = ("sgemm_", "cblas_sgemm", "dnnl")
+
+    def under(op):
+        for p in paths:
+            frames = p.split(";")
+            if op in frames[:-1] and frames[-1].startswith(native):
+                i = frames.index(op)
+                yield frames[i - 1], frames[-1]
+
+    # Forward: the Python frame that called the operator, then the operator, then oneDNN/BLAS.
+    conv = list(under("aten::conv2d"))
+    assert conv and all(caller.startswith("conv.py:") for caller, _ in conv), conv
+    assert any(caller.startswith("linear.py:") for caller, _ in under("aten::linear"))
+    # Backward: the autograd node, then the operators its formula calls, then the library.
+    assert any(caller == "AddmmBackward0" for caller, _ in under("aten::mm"))
+    assert list(under("aten::convolution_backward"))
+
+
+def test_kind_and_no_duplicate_regions(train):
+    kinds = dict(query(train["db"], "SELECT name, kind FROM routines WHERE name IN "
+                                    "('aten::conv2d', 'Optimizer.step#Adam.step')"))
+    # record_function ranges stay the Python hook's regions, never a torch frame as well.
+    assert kinds == {"aten::conv2d": "torch", "Optimizer.step#Adam.step": "region"}
+
+
+def test_counts_match_torch_profiler(train):
+    sonde, prof = torch_counts(train["db"]), train["profiler"]
+    # Every autograd node, and the operators the model's modules call from Python, which no
+    # other operator calls: sonde's count is torch.profiler's.
+    nodes = [n for n in prof if n.startswith("autograd::") or "Backward" in n or
+             n.endswith("AccumulateGrad")]
+    assert len(nodes) >= 18, nodes
+    exact = nodes + [
+        "aten::conv2d", "aten::relu", "aten::max_pool2d", "aten::flatten", "aten::linear",
+        "aten::cross_entropy_loss", "aten::ones_like", "aten::addcdiv_", "aten::addcmul_",
+        "aten::sqrt"]
+    assert {n: sonde.get(n) for n in exact} == {n: prof[n] for n in exact}
+    # Other operators are also called by operators, where sonde does not count them (the
+    # caller's time holds them): never more than torch.profiler's count.
+    over = {n: (c, prof.get(n)) for n, c in sonde.items() if c > prof.get(n, 0)}
+    assert not over, over
+
+
+def test_switched_off(tmp_path):
+    db = tmp_path / "off.db"
+    r = sonde_py([TRAIN], db, tmp_path, SONDE_TORCH_OPS=0)
+    assert r.returncode == 0, r.stderr
+    assert torch_counts(db) == {}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ddp(tmp_path_factory):
+    # Two ranks as torchrun starts them (its environment variables), each under python3 -m
+    # sonde: Debian's torchrun 1.13 fails on Python 3.11 before it starts any worker.
+    tmp = tmp_path_factory.mktemp("ddp")
+    db = tmp / "prof.db"
+    port = free_port()
+    procs = [subprocess.Popen(
+        [PY, "-m", "sonde", "-o", db, DDP], cwd=tmp, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True,
+        env=clean_env(PYTHONPATH=PYTHONPATH, RANK=r, LOCAL_RANK=r, WORLD_SIZE=2,
+                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port, TORCHELASTIC_RUN_ID="ddp-e2e",
+                      OMP_NUM_THREADS=1)) for r in (0, 1)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    ranks = [tmp / f"prof.rank{i}.db" for i in (0, 1)]
+    assert all(f.exists() for f in ranks), list(tmp.iterdir())
+    merged = tmp / "run.db"
+    m = subprocess.run([CLI, "merge", "-o", merged, *ranks], capture_output=True, text=True)
+    assert m.returncode == 0, m.stderr
+    return {"outs": outs, "ranks": ranks, "merged": merged}
+
+
+PARAMS = 64 * 32 + 32 + 32 * 10 + 10  # torch_ddp.py's model: one bucket
+
+
+def test_ddp_allreduce_bytes_per_step(ddp):
+    for f in ddp["ranks"]:
+        rows = query(f, "SELECT c.kind, c.blocking, c.comm_size, c.bytes, SUM(c.calls) FROM "
+                        "comm_ops c JOIN nodes n USING (node_id) JOIN nodes p ON p.node_id = "
+                        "n.parent_id JOIN routines r ON r.routine_id = p.routine_id WHERE c.op "
+                        "= 'c10d::allreduce_' AND r.name LIKE '%AccumulateGrad' GROUP BY 1, 2, "
+                        "3, 4")
+        assert rows == [("collective", 0, 2, PARAMS * 4, 5)], rows
+
+
+def test_back_to_back_allreduces_keep_their_bytes(ddp):
+    for f in ddp["ranks"]:
+        rows = query(f, "SELECT c.bytes, SUM(c.calls) FROM comm_ops c JOIN nodes n USING "
+                        "(node_id) JOIN nodes p ON p.node_id = n.parent_id JOIN routines r ON "
+                        "r.routine_id = p.routine_id WHERE c.op = 'c10d::allreduce_' AND r.name "
+                        "LIKE '%(all_reduce)' GROUP BY 1")
+        assert rows == [(1000, 40)], rows
+
+
+def test_ddp_comm_time_and_setup(ddp):
+    f = ddp["merged"]
+    comm = query(f, "SELECT rank, comm_s, setup_s FROM rank_comm ORDER BY rank")
+    assert len(comm) == 2 and all(c > 0 and s > 0 for _, c, s in comm), comm
+    # Rank 0 waited about 1 s for rank 1 in the rendezvous: a set-up call, nothing beneath it.
+    setup = query(f, "SELECT op, kind FROM comm_ops WHERE kind = 'setup'")
+    assert set(setup) == {("c10d::init_process_group", "setup")}, setup
+
+
+def test_ddp_rendezvous_is_no_imbalance(ddp):
+    # Rank 0 waits about 1 s in init_process_group for rank 1: without the set-up call, that
+    # wait's frames were the top rank-imbalance candidate.
+    r = subprocess.run([CLI, "candidates", ddp["merged"], "--format", "json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    text = r.stdout
+    for name in ("init_process_group", "setup_call", "rendezvous", "TCPStore",
+                 "_store_based_barrier", "<import>"):
+        assert name not in text, text
+
+
+def test_ddp_breakdown_counts_comm(ddp):
+    r = subprocess.run([CLI, "metrics", ddp["ranks"][0], "--section", "breakdown", "--format",
+                        "json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout)["breakdown"]
+    comm = next(p for p in b["phases"] if p["phase"] == "t_comm")
+    assert b["iterations"] == 5 and comm["time_s"] > 0, comm
+    assert "c10d::allreduce_" in comm["routines"], comm

@@ -1,0 +1,149 @@
+// Attaching to PyTorch's operator observer (RecordFunction, what torch.profiler uses) through
+// libtorch_cpu's exported functions, found in the process at run time: libsonde has no torch
+// header and no link against libtorch, so one libsonde serves torch 1.13 and 2.x. The Python
+// hook calls these after `import torch` (python_hook/sonde/_frameworks.py), only when sonde
+// records. See docs/torch.md.
+#include <dlfcn.h>
+#include <link.h>
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+#include "../intercept.hpp"
+#include "runtime/log.hpp"
+#include "sonde/probe.hpp"
+#include "torch_names.hpp"
+#include "torch_observer.hpp"
+
+namespace {
+
+namespace abi = sonde::torch_abi;
+namespace ops = sonde::torch_ops;
+using abi::Scope;
+
+std::mutex g_mutex;  // attach and detach, from Python: never on a hot path
+abi::RemoveCallback g_remove = nullptr;
+abi::CallbackHandle g_handles[3] = {};
+bool g_refused = false;  // the reason was noted once; later calls stay quiet
+
+void* find_torch_cpu() {
+  void* handle = nullptr;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name == nullptr ||
+            std::strstr(info->dlpi_name, "libtorch_cpu.so") == nullptr)
+          return 0;
+        *static_cast<void**>(out) = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+        return 1;
+      },
+      &handle);
+  return handle;
+}
+
+int refuse(int code, const char* why) {
+  if (!g_refused) {
+    g_refused = true;
+    sonde::add_run_note("torch", why);
+    sonde::log(sonde::LogLevel::kInfo, "{}", why);  // the program's stderr stays its own
+  }
+  return code;
+}
+
+abi::Callback callback(abi::StartCallback start, abi::EndCallback end, Scope scope) {
+  abi::Callback cb;
+  cb.start = start;
+  cb.end = end;
+  cb.scopes[int(scope)] = true;
+  // Inputs only for user scopes: a process group's work event gives its tensors' sizes and
+  // dtypes there. Operators' inputs would cost about 1 us an operator.
+  cb.needs_inputs = scope == Scope::kUserScope;
+  return cb;
+}
+
+}  // namespace
+
+// 0: attached (or already), -1: no libtorch_cpu in the process, -2: a function sonde needs is
+// missing from it. A refusal is noted in the profile (topic `torch`) once.
+SONDE_EXPORT_C int sonde_torch_observe(int flags) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (flags == 0 || g_remove != nullptr) return 0;
+  void* lib = find_torch_cpu();
+  if (lib == nullptr)
+    return refuse(-1, "torch operators not recorded: libtorch_cpu.so is not loaded");
+  auto add = reinterpret_cast<abi::AddGlobalCallback>(dlsym(lib, abi::kAddGlobalCallback));
+  auto remove = reinterpret_cast<abi::RemoveCallback>(dlsym(lib, abi::kRemoveCallback));
+  ops::g_reader.name = reinterpret_cast<abi::Name>(dlsym(lib, abi::kName));
+  ops::g_reader.input_sizes = reinterpret_cast<abi::InputSizes>(dlsym(lib, abi::kInputSizes));
+  ops::g_reader.input_types = reinterpret_cast<abi::InputTypes>(dlsym(lib, abi::kInputTypes));
+  if (add == nullptr || remove == nullptr || ops::g_reader.name == nullptr)
+    return refuse(-2,
+                  "torch operators not recorded: libtorch_cpu.so lacks "
+                  "at::addGlobalCallback, at::removeCallback or RecordFunction::name");
+  if (ops::g_reader.input_sizes == nullptr || ops::g_reader.input_types == nullptr) {
+    sonde::add_run_note("torch",
+                        "torch.distributed bytes not recorded: libtorch_cpu.so lacks "
+                        "torch::profiler::impl::inputSizes or inputTypes (new string ABI)");
+  }
+  ops::g_recording.store(true, std::memory_order_relaxed);
+  g_handles[0] = add(
+      callback(&ops::on_start<Scope::kFunction>, &ops::on_end<Scope::kFunction>, Scope::kFunction));
+  g_handles[1] = add(callback(&ops::on_start<Scope::kBackwardFunction>,
+                              &ops::on_end<Scope::kBackwardFunction>, Scope::kBackwardFunction));
+  g_handles[2] = add(callback(&ops::on_start<Scope::kUserScope>, &ops::on_end<Scope::kUserScope>,
+                              Scope::kUserScope));
+  g_remove = remove;
+  return 0;
+}
+
+// Removes the callbacks (sonde stops recording). Events already started still end through them,
+// which then record nothing.
+SONDE_EXPORT_C void sonde_torch_unobserve(void) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ops::settle_thread();
+  ops::g_recording.store(false, std::memory_order_relaxed);
+  if (g_remove == nullptr) return;
+  for (abi::CallbackHandle& h : g_handles) {
+    if (h != 0) g_remove(h);
+    h = 0;
+  }
+  g_remove = nullptr;
+}
+
+// The default process group's size, told when torch.distributed.init_process_group returns.
+SONDE_EXPORT_C void sonde_torch_group_size(int size) {
+  ops::g_group_size.store(size, std::memory_order_relaxed);
+}
+
+namespace {
+thread_local sonde::ThreadState* t_setup = nullptr;
+thread_local int t_setup_nesting = 0;  // new_group inside a set-up call is part of it
+}  // namespace
+
+// init_process_group and new_group as set-up, like MPI_Init: one frame that holds the
+// rendezvous and its waits (nothing beneath it is measured), a `setup` comm op, so the ranks'
+// differing waits there are never read as imbalance. `name`: a literal of the Python hook's.
+SONDE_EXPORT_C void sonde_torch_setup_begin(const char* name) {
+  if (t_setup_nesting++ > 0) return;
+  const ops::OpName* op = ops::op_name(name, false);
+  if (op == nullptr) return;
+  t_setup = sonde::probe_open(op->id, sonde::Nesting::kSuppress);
+  if (t_setup == nullptr) return;
+  sonde::comm_call_begin(t_setup, sonde::probe_now());
+  sonde::probe_start(t_setup);
+}
+
+SONDE_EXPORT_C void sonde_torch_setup_end(void) {
+  if (t_setup_nesting > 0 && --t_setup_nesting > 0) return;
+  sonde::ThreadState* t = t_setup;
+  if (t == nullptr) return;
+  t_setup = nullptr;
+  sonde::CallCost cost;
+  cost.comm = sonde::CommCost{sonde::CommKind::kSetup, true,
+                              ops::g_group_size.load(std::memory_order_relaxed)};
+  sonde::probe_exit(t, &cost, nullptr);
+  sonde::comm_call_end(t, sonde::probe_now(), false, 0, 0);
+}
+
+// A note of topic `torch` from the Python hook (a torch version it does not attach to).
+SONDE_EXPORT_C void sonde_torch_note(const char* message) { sonde::add_run_note("torch", message); }

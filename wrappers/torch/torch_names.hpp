@@ -1,0 +1,35 @@
+// RecordFunction names as sonde routines. A name's text is all sonde has to go on (autograd and
+// user-scope names are strings built per call, so their pointers change): the table is looked up
+// by content, without a lock; a name seen for the first time is copied and registered once.
+#pragma once
+
+#include <cstdint>
+
+#include "sonde/probe.hpp"
+
+namespace sonde::torch_ops {
+
+// What an event is to sonde, decided once per name.
+enum class Role : uint8_t {
+  kOperator,    // an ATen operator or autograd node: a frame of kind `torch`
+  kCollective,  // c10d::allreduce_, broadcast_, barrier, ...: a frame and a comm op
+  kP2P,         // c10d::send, recv_, recv_any_source_
+  kTransfer,    // a backend's own event (gloo:all_reduce, nccl:..., mpi:..., ucc:...)
+  kIgnored,     // a user scope that is a record_function range (the Python hook's region)
+};
+
+struct OpName {
+  RoutineId id = 0;  // none for user scopes, which are never frames
+  Role role = Role::kOperator;
+  uint32_t operation = 0;  // torch_comm.hpp's operation_key, for communication
+};
+
+// The routine of `name` for events of this scope (true: USER_SCOPE). nullptr when the table is
+// full (4,096 distinct names) or `name` is null: the event is then not recorded.
+const OpName* op_name(const char* name, bool user_scope);
+
+// Bytes per element of a dtype as torch::profiler::impl::inputTypes names it (caffe2's TypeMeta
+// names: "float", "c10::Half", "long int", ...); 0 when unknown.
+int64_t dtype_bytes(const char* type);
+
+}  // namespace sonde::torch_ops

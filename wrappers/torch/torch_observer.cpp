@@ -1,0 +1,271 @@
+// The tree torch adds: every top-level ATen operator (one called by Python or by an autograd
+// node, not by another operator) and every autograd node is a frame of kind `torch` between the
+// Python frame that ran it and the library calls beneath it; the operators an operator calls
+// are its own business, as they are in torch.profiler's top-level view. Process-group calls
+// (c10d::*) are frames wherever they run (DDP's all-reduce runs inside an autograd hook) and comm
+// ops; their bytes come from the backend's own work event (gloo:all_reduce, nccl:...), which has
+// the tensors' sizes and dtypes, paired with the call it belongs to (torch_comm.hpp).
+#include "torch_observer.hpp"
+
+#include <array>
+#include <cstdint>
+
+#include "core/per_thread.hpp"
+#include "torch_comm.hpp"
+#include "torch_names.hpp"
+
+namespace sonde::torch_ops {
+
+Reader g_reader;
+std::atomic<bool> g_recording{false};
+std::atomic<int> g_group_size{0};
+
+namespace {
+
+using torch_abi::Scope;
+
+// Completed backend work, process-wide: a work item's event ends on the thread that finishes it.
+std::atomic<uint64_t> g_completed{0};
+
+constexpr uint32_t kMaxDepth = 128;
+constexpr uint32_t kMaxPending = 64;
+
+struct Entry {
+  ThreadState* thread = nullptr;  // the frame opened, or nullptr
+  const OpName* op = nullptr;
+  uint32_t saved_function_depth = 0;  // a backward node's: restored at its end
+  uint32_t node = 0;                  // a c10d frame's, for its bytes told later
+  uint64_t start = 0;
+  uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
+  bool bytes_known = false;
+};
+
+// A c10d call closed before its backend's event told its bytes (gloo). `thread` nullptr: a call
+// not measured, kept all the same so that its event pairs with it and with no other.
+struct Pending {
+  ThreadState* thread = nullptr;
+  const OpName* op = nullptr;
+  uint32_t node = 0;
+  uint64_t ticks = 0;
+};
+
+struct Stack {
+  uint32_t depth = 0;           // FUNCTION and BACKWARD_FUNCTION events open on this thread
+  uint32_t function_depth = 0;  // operators open since the innermost autograd node
+  uint32_t comm_open = 0;       // c10d frames open (a poll must not end their comm call)
+  // Work this thread started and has not seen completed, for comm_overlap's in-flight time.
+  ThreadState* comm_thread = nullptr;
+  int64_t inflight = 0;
+  uint64_t completed_seen = 0;
+  uint32_t pending_count = 0;
+  std::array<Pending, kMaxPending> pending;
+  std::array<Entry, kMaxDepth> entries;
+};
+
+thread_local PerThread<Stack> t_stack;
+
+bool is_comm(const OpName* op) {
+  return op != nullptr && (op->role == Role::kCollective || op->role == Role::kP2P);
+}
+
+CommCost comm_of(const OpName* op) {
+  // The c10d call enqueues the work and returns: the transfer runs on the backend's threads or
+  // stream, and the wait is the caller's (Work::wait, the DDP reducer's), which 1.13 does not
+  // mark. So each call starts a nonblocking operation.
+  return CommCost{op->role == Role::kP2P ? CommKind::kP2P : CommKind::kCollective, false,
+                  g_group_size.load(std::memory_order_relaxed)};
+}
+
+void settle(const Pending& p, uint64_t bytes) {
+  if (p.thread != nullptr) comm_record_late(p.thread, p.node, comm_of(p.op), bytes, p.ticks);
+}
+
+void drop_pending(Stack& s, uint32_t i) {
+  for (uint32_t j = i + 1; j < s.pending_count; ++j) s.pending[j - 1] = s.pending[j];
+  --s.pending_count;
+}
+
+// Pairs the backend events posted so far with this thread's calls waiting for their bytes.
+void pair_transfers(Stack& s) {
+  uint32_t key;
+  uint64_t bytes;
+  while (s.pending_count > 0 && take_transfer(key, bytes)) {
+    for (uint32_t i = 0; i < s.pending_count; ++i) {
+      if (s.pending[i].op->operation != key) continue;
+      settle(s.pending[i], bytes);
+      drop_pending(s, i);
+      break;
+    }
+  }
+}
+
+void add_pending(Stack& s, const Pending& p) {
+  if (s.pending_count == kMaxPending) {  // its event never came: the call, without bytes
+    settle(s.pending[0], 0);
+    drop_pending(s, 0);
+  }
+  s.pending[s.pending_count++] = p;
+}
+
+// Work completed since this thread last looked, at most what it started, reported on its books.
+void poll_completions(Stack& s) {
+  if (s.inflight == 0 || s.comm_open != 0) return;
+  uint64_t done = g_completed.load(std::memory_order_relaxed);
+  if (done == s.completed_seen) return;
+  int64_t n = std::min<int64_t>(int64_t(done - s.completed_seen), s.inflight);
+  s.completed_seen = done;
+  s.inflight -= n;
+  comm_call_end(s.comm_thread, probe_now(), false, 0, int(n));
+}
+
+uint64_t bytes_of(const torch_abi::RecordFunction& rf) {
+  if (g_reader.input_sizes == nullptr || g_reader.input_types == nullptr) return 0;
+  try {
+    auto sizes = g_reader.input_sizes(rf, true);
+    auto types = g_reader.input_types(rf);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < sizes.size() && i < types.size(); ++i) {
+      uint64_t n = 1;
+      for (int64_t d : sizes[i]) n *= d > 0 ? uint64_t(d) : 0;
+      bytes += n * uint64_t(dtype_bytes(types[i].c_str()));
+    }
+    return bytes;
+  } catch (...) {  // an allocation failure in libtorch's helpers: no bytes, never the host's error
+    return 0;
+  }
+}
+
+void on_transfer_start(const torch_abi::RecordFunction& rf, const OpName* op) {
+  Stack& s = t_stack.get();
+  uint64_t bytes = bytes_of(rf);
+  uint32_t d = s.depth;
+  if (d > 0 && d <= kMaxDepth && is_comm(s.entries[d - 1].op)) {  // inside its c10d call
+    s.entries[d - 1].bytes += bytes;
+    s.entries[d - 1].bytes_known = true;
+    return;
+  }
+  post_transfer(op->operation, bytes);
+}
+
+template <Scope S>
+void push(const torch_abi::RecordFunction& rf) {
+  Stack& s = t_stack.get();
+  uint32_t d = s.depth++;
+  const OpName* op = op_name(g_reader.name(&rf), false);
+  bool comm = is_comm(op);
+  bool open;
+  Entry e;
+  e.op = op;
+  if constexpr (S == Scope::kBackwardFunction) {
+    // An autograd node: the operators its backward formula calls are top-level beneath it.
+    e.saved_function_depth = s.function_depth;
+    s.function_depth = 0;
+    open = true;
+  } else {
+    open = s.function_depth++ == 0 || comm;
+  }
+  if (s.pending_count != 0) pair_transfers(s);  // also between back-to-back c10d calls
+  if (!comm) poll_completions(s);
+  if (d >= kMaxDepth) return;
+  s.entries[d] = e;
+  if (!open || op == nullptr || !g_recording.load(std::memory_order_relaxed)) return;
+  ThreadState* t = probe_open(op->id, Nesting::kChildren);
+  if (t == nullptr) return;
+  Entry& mine = s.entries[d];
+  mine.thread = t;
+  if (comm) {
+    if (s.inflight == 0) s.completed_seen = g_completed.load(std::memory_order_relaxed);
+    ++s.comm_open;
+    mine.start = probe_now();
+    comm_call_begin(t, mine.start);
+  }
+  probe_start(t);
+  if (comm) mine.node = probe_current_node(t);  // the frame is this thread's innermost once started
+}
+
+void pop_comm(Stack& s, const Entry& e) {
+  if (e.thread == nullptr) {
+    if (!e.bytes_known && g_recording.load(std::memory_order_relaxed))
+      add_pending(s, Pending{nullptr, e.op, 0, 0});
+    return;
+  }
+  uint64_t now = probe_now();
+  if (e.bytes_known) {
+    CallCost cost;
+    cost.bytes = e.bytes;
+    cost.comm = comm_of(e.op);
+    probe_exit(e.thread, &cost, nullptr);
+  } else {
+    probe_exit(e.thread, nullptr, nullptr);
+    add_pending(s, Pending{e.thread, e.op, e.node, now > e.start ? now - e.start : 0});
+  }
+  --s.comm_open;
+  comm_call_end(e.thread, probe_now(), false, 1, 0);
+  s.comm_thread = e.thread;
+  ++s.inflight;
+}
+
+template <Scope S>
+void pop() {
+  Stack& s = t_stack.get();
+  if (s.depth == 0) return;  // an event that started before sonde's callbacks were added
+  uint32_t d = --s.depth;
+  Entry e = d < kMaxDepth ? s.entries[d] : Entry{};
+  if constexpr (S == Scope::kBackwardFunction) {
+    s.function_depth = e.saved_function_depth;
+  } else if (s.function_depth > 0) {
+    --s.function_depth;
+  }
+  if (is_comm(e.op)) return pop_comm(s, e);
+  if (e.thread != nullptr) probe_exit(e.thread, nullptr, nullptr);
+}
+
+}  // namespace
+
+template <Scope S>
+std::unique_ptr<torch_abi::ObserverContext> on_start(const torch_abi::RecordFunction& rf) {
+  if constexpr (S == Scope::kUserScope) {
+    // Never on the thread's stack: a work item's event ends on the thread that finishes it.
+    if (!g_recording.load(std::memory_order_relaxed)) return nullptr;
+    const OpName* op = op_name(g_reader.name(&rf), true);
+    if (op != nullptr && op->role == Role::kTransfer) on_transfer_start(rf, op);
+  } else {
+    push<S>(rf);
+  }
+  return nullptr;
+}
+
+template <Scope S>
+void on_end(const torch_abi::RecordFunction& rf, torch_abi::ObserverContext*) {
+  if constexpr (S == Scope::kUserScope) {
+    const OpName* op = op_name(g_reader.name(&rf), true);
+    if (op != nullptr && op->role == Role::kTransfer)
+      g_completed.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    pop<S>();
+  }
+}
+
+void settle_thread() {
+  Stack& s = t_stack.get();
+  pair_transfers(s);
+  while (s.pending_count > 0) {  // their events never came: the calls, without bytes
+    settle(s.pending[0], 0);
+    drop_pending(s, 0);
+  }
+}
+
+template std::unique_ptr<torch_abi::ObserverContext> on_start<Scope::kFunction>(
+    const torch_abi::RecordFunction&);
+template std::unique_ptr<torch_abi::ObserverContext> on_start<Scope::kBackwardFunction>(
+    const torch_abi::RecordFunction&);
+template std::unique_ptr<torch_abi::ObserverContext> on_start<Scope::kUserScope>(
+    const torch_abi::RecordFunction&);
+template void on_end<Scope::kFunction>(const torch_abi::RecordFunction&,
+                                       torch_abi::ObserverContext*);
+template void on_end<Scope::kBackwardFunction>(const torch_abi::RecordFunction&,
+                                               torch_abi::ObserverContext*);
+template void on_end<Scope::kUserScope>(const torch_abi::RecordFunction&,
+                                        torch_abi::ObserverContext*);
+
+}  // namespace sonde::torch_ops
