@@ -13,18 +13,17 @@
  * kernels carry the graph launch's id). Off by default: the wrapper tests
  * (test_gpu_wrappers.py) expect the runtime to report nothing. */
 #define _GNU_SOURCE
+#include "cudart_device.h"
+
 #include <cuda_runtime_api.h>
+#include <cupti_callbacks.h>
 #include <dlfcn.h>
+#include <generated_cuda_runtime_api_meta.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "cudart_device.h"
-
-#include <cupti_callbacks.h>
-#include <generated_cuda_runtime_api_meta.h>
 
 enum { kBlockNs = 5000, kMaxNodes = 64 };
 static const uint64_t kClockShift = 3600ull * 1000000000ull; /* the stub libcupti's */

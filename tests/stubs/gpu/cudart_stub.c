@@ -4,8 +4,8 @@
  * cudaDeviceSynchronize calls the driver: the tests see a driver call inside a runtime one. */
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <cupti_runtime_cbid.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #include "cudart_device.h"
@@ -32,7 +32,8 @@ cudaError_t cudaLaunchKernel_ptsz(const void* f, dim3 g, dim3 b, void** a, size_
                             st);
 }
 /* nvcc 13's launch entry points (crt/device_functions.h). */
-cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t s, cudaStream_t st) {
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3 g, dim3 b, void** a, size_t s,
+                               cudaStream_t st) {
   open_driver();
   return stub_device_launch(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, k, g, b, a, s, st);
 }
