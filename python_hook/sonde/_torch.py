@@ -42,13 +42,23 @@ def _torch_version(module):
         return None
 
 
-def observe(module):
+_bad_value_said = False
+
+
+def _wanted():
+    """SONDE_TORCH_OPS for both patches, a bad value said once (and read as the default)."""
+    global _bad_value_said
     try:
-        on = torch_ops_from_env()
+        return torch_ops_from_env()
     except ValueError as e:
-        say(f"sonde: {e}")
-        on = True
-    if not on:
+        if not _bad_value_said:
+            _bad_value_said = True
+            say(f"sonde: {e}")
+        return True
+
+
+def observe(module):
+    if not _wanted():
         return
     lib = _libsonde()
     version = _torch_version(module)
@@ -88,7 +98,7 @@ def _tell_group_size():
 
 
 def patch_distributed(module):
-    if not torch_ops_from_env():
+    if not _wanted():
         return
     lib = _libsonde()
     c10d = getattr(module, "distributed_c10d", None)

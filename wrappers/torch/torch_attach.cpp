@@ -4,6 +4,7 @@
 // hook calls these after `import torch` (python_hook/sonde/_frameworks.py), only when sonde
 // records. See docs/torch.md.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <link.h>
 
 #include <atomic>
@@ -101,6 +102,11 @@ SONDE_EXPORT_C int sonde_torch_observe(int flags) {
 SONDE_EXPORT_C void sonde_torch_unobserve(void) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ops::settle_thread();
+  if (uint64_t refused = ops::names_refused(); refused > 0)
+    sonde::add_run_note("torch", fmt::format("{} operator events were not recorded: their names "
+                                             "came after 4,096 distinct ones",
+                                             refused)
+                                     .c_str());
   ops::g_recording.store(false, std::memory_order_relaxed);
   if (g_remove == nullptr) return;
   for (abi::CallbackHandle& h : g_handles) {

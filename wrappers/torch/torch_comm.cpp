@@ -43,13 +43,17 @@ void post_transfer(uint32_t key, uint64_t bytes) {
   p.seq.store(i + 1, std::memory_order_release);
 }
 
-bool take_transfer(uint32_t& key, uint64_t& bytes) {
+bool take_transfer(bool (*wanted)(uint32_t key, const void* ctx), const void* ctx, uint32_t& key,
+                   uint64_t& bytes) {
+  constexpr uint64_t kStale = 32;
   uint64_t i = g_taken.load(std::memory_order_acquire);
   for (;;) {
     const Posted& p = g_ring[i % kRing];
     if (p.seq.load(std::memory_order_acquire) != i + 1) return false;  // none, or not written yet
     key = p.key;
     bytes = p.bytes;
+    bool stale = g_posted.load(std::memory_order_acquire) - i > kStale;
+    if (!wanted(key, ctx) && !stale) return false;  // another thread's: left for it
     if (g_taken.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel)) return true;
   }
 }

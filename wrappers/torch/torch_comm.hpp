@@ -17,7 +17,12 @@ uint32_t operation_key(const char* name);
 // A backend event's bytes, from whichever thread started it. Lock-free; a full ring drops it.
 void post_transfer(uint32_t key, uint64_t bytes);
 
-// Takes the oldest posted event not yet taken by any thread: false when none is.
-bool take_transfer(uint32_t& key, uint64_t& bytes);
+// Takes the oldest posted event not yet taken by any thread when `wanted(key, ctx)` says it is
+// the caller's (a call of its own waits for that operation): false when none is posted, or the
+// oldest is another thread's, which that thread takes. An oldest event that no thread took while
+// kStale more were posted behind it is taken all the same (its call's thread is gone), so it
+// cannot hold the others back.
+bool take_transfer(bool (*wanted)(uint32_t key, const void* ctx), const void* ctx, uint32_t& key,
+                   uint64_t& bytes);
 
 }  // namespace sonde::torch_ops

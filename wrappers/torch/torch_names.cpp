@@ -22,6 +22,12 @@ struct Slot {
 
 std::array<Slot, kSlots> g_slots;
 std::mutex g_insert;
+std::atomic<bool> g_full{false};
+std::atomic<uint64_t> g_refused{0};
+
+// Every record_function range (`ProfilerStep#12`, a name per iteration) is one of these: they
+// are never interned, so they cannot fill the table that operators need.
+const OpName kIgnoredScope{0, Role::kIgnored, 0};
 
 uint64_t fnv1a(const char* s, bool user_scope) {
   uint64_t h = 1469598103934665603ull ^ uint64_t(user_scope);
@@ -48,6 +54,11 @@ Role role_of(std::string_view name, bool user_scope) {
 }
 
 const OpName* insert(const char* name, bool user_scope, uint64_t h) {
+  // Full: refused without the lock, so a program of many names does not queue its threads on it.
+  if (g_full.load(std::memory_order_relaxed)) {
+    g_refused.fetch_add(1, std::memory_order_relaxed);
+    return nullptr;
+  }
   std::lock_guard<std::mutex> lock(g_insert);
   for (size_t i = 0; i < kSlots; ++i) {
     Slot& s = g_slots[(h + i) & (kSlots - 1)];
@@ -65,6 +76,8 @@ const OpName* insert(const char* name, bool user_scope, uint64_t h) {
     s.hash.store(h, std::memory_order_release);
     return &s.op;
   }
+  g_full.store(true, std::memory_order_relaxed);
+  g_refused.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
 
@@ -72,6 +85,7 @@ const OpName* insert(const char* name, bool user_scope, uint64_t h) {
 
 const OpName* op_name(const char* name, bool user_scope) {
   if (name == nullptr) return nullptr;
+  if (user_scope && role_of(name, true) == Role::kIgnored) return &kIgnoredScope;
   uint64_t h = fnv1a(name, user_scope);
   for (size_t i = 0; i < kSlots; ++i) {
     Slot& s = g_slots[(h + i) & (kSlots - 1)];
@@ -81,6 +95,8 @@ const OpName* op_name(const char* name, bool user_scope) {
   }
   return insert(name, user_scope, h);
 }
+
+uint64_t names_refused() { return g_refused.load(std::memory_order_relaxed); }
 
 int64_t dtype_bytes(const char* type) {
   static constexpr std::pair<std::string_view, int64_t> kSizes[] = {{"float", 4},

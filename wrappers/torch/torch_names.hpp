@@ -24,9 +24,11 @@ struct OpName {
   uint32_t operation = 0;  // torch_comm.hpp's operation_key, for communication
 };
 
-// The routine of `name` for events of this scope (true: USER_SCOPE). nullptr when the table is
-// full (4,096 distinct names) or `name` is null: the event is then not recorded.
+// The routine of `name` for events of this scope (true: USER_SCOPE; a record_function range is
+// kIgnored, never interned). nullptr when the table is full (4,096 distinct names) or `name` is
+// null: the event is then not recorded, and counted (names_refused, a note at the end).
 const OpName* op_name(const char* name, bool user_scope);
+uint64_t names_refused();
 
 // Bytes per element of a dtype as torch::profiler::impl::inputTypes names it (caffe2's TypeMeta
 // names: "float", "c10::Half", "long int", ...); 0 when unknown.

@@ -85,11 +85,19 @@ void drop_pending(Stack& s, uint32_t i) {
   --s.pending_count;
 }
 
-// Pairs the backend events posted so far with this thread's calls waiting for their bytes.
+bool waits_for(uint32_t key, const void* ctx) {
+  const Stack& s = *static_cast<const Stack*>(ctx);
+  for (uint32_t i = 0; i < s.pending_count; ++i)
+    if (s.pending[i].op->operation == key) return true;
+  return false;
+}
+
+// Pairs the backend events posted so far with this thread's calls waiting for their bytes; an
+// event of another thread's call stays posted for that thread.
 void pair_transfers(Stack& s) {
   uint32_t key;
   uint64_t bytes;
-  while (s.pending_count > 0 && take_transfer(key, bytes)) {
+  while (s.pending_count > 0 && take_transfer(&waits_for, &s, key, bytes)) {
     for (uint32_t i = 0; i < s.pending_count; ++i) {
       if (s.pending[i].op->operation != key) continue;
       settle(s.pending[i], bytes);
