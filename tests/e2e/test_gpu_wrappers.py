@@ -52,8 +52,9 @@ CALLS = {
     "cudnnSoftmaxForward": 1, "cudnnSoftmaxBackward": 1, "cudnnBackendExecute": 3,
     "cudnnBatchNormalizationForwardTrainingEx": 1, "cudnnBatchNormalizationBackwardEx": 1,
     # NCCL
-    "ncclAllReduce": 1 + 2, "ncclBroadcast": 1, "ncclReduce": 1, "ncclAllGather": 1,
-    "ncclReduceScatter": 1, "ncclSend": 1, "ncclRecv": 1, "ncclBcast": 1, "ncclAlltoAll": 1,
+    # ncclBroadcast: once itself, once inside ncclBcast (NCCL's, and the stub's, implementation).
+    "ncclAllReduce": 1 + 2, "ncclBroadcast": 1 + 1, "ncclReduce": 1, "ncclAllGather": 1,
+    "ncclReduceScatter": 1, "ncclSend": 1, "ncclRecv": 1, "ncclAlltoAll": 1,
     "ncclGather": 1, "ncclScatter": 1, "ncclGroupStart": 2, "ncclGroupEnd": 2,
 }
 
@@ -109,8 +110,9 @@ COPY_BYTES = {
     "cuMemcpyHtoDAsync_v2": 50, "cuMemcpyDtoHAsync_v2": 40, "cuMemcpyDtoDAsync_v2": 30,
 }
 
-NCCL_BYTES = {"ncclAllReduce": 4000, "ncclBroadcast": 80, "ncclReduce": 7, "ncclAllGather": 200,
-              "ncclReduceScatter": 100, "ncclSend": 24, "ncclRecv": 24, "ncclBcast": 24,
+NCCL_BYTES = {"ncclAllReduce": 4000, "ncclBroadcast": 80 + 24, "ncclReduce": 7,
+              "ncclAllGather": 200,
+              "ncclReduceScatter": 100, "ncclSend": 24, "ncclRecv": 24,
               # AlltoAll: count x ranks, the rank count unknown here (a NULL communicator).
               "ncclAlltoAll": 9, "ncclGather": 44, "ncclScatter": 26}
 

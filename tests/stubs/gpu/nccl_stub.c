@@ -31,7 +31,11 @@ ncclResult_t ncclBroadcast(S, R, size_t n, T, int root, TAIL) { return QUEUE(); 
 ncclResult_t ncclReduce(S, R, size_t n, T, ncclRedOp_t op, int root, TAIL) { return QUEUE(); }
 ncclResult_t ncclAllGather(S, R, size_t n, T, TAIL) { return QUEUE(); }
 ncclResult_t ncclReduceScatter(S, R, size_t n, T, ncclRedOp_t op, TAIL) { return QUEUE(); }
-ncclResult_t ncclBcast(void* buff, size_t n, T, int root, TAIL) { return QUEUE(); }
+/* As NCCL's own: the in-place broadcast calls ncclBroadcast, through the PLT (so a preloaded
+ * ncclBroadcast is what runs). */
+ncclResult_t ncclBcast(void* buff, size_t n, T, int root, TAIL) {
+  return ncclBroadcast(buff, buff, n, datatype, root, comm, stream);
+}
 ncclResult_t ncclAlltoAll(S, R, size_t n, T, TAIL) { return QUEUE(); }
 ncclResult_t ncclGather(S, R, size_t n, T, int root, TAIL) { return QUEUE(); }
 ncclResult_t ncclScatter(S, R, size_t n, T, int root, TAIL) { return QUEUE(); }
