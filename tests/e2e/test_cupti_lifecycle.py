@@ -5,6 +5,7 @@ the CUDA runtime's exit handlers before sonde's run, a forced flush that never r
 tool injected through CUDA_INJECTION64_PATH, and CUDA 13.2's shared subscription."""
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,20 @@ from test_cupti import CUPTI, DRIVER_DIR, STUBS, cpu_side_normal, gpu_rows, note
 
 pytestmark = pytest.mark.skipif(
     not STUBS, reason="CUPTI headers absent at configure time: no CUPTI backend, no stub")
+
+
+def gave(db):
+    """The gpu-other-client notes but the one of taking CUPTI back: the client unsubscribes
+    just before the exit, which may come first."""
+    return [n for n in notes(db, "gpu-other-client") if "took it back" not in n]
+
+
+def gave_and_took(db):
+    """The two gpu-other-client notes: sonde giving CUPTI up, and taking it back."""
+    found = notes(db, "gpu-other-client")
+    took = [n for n in found if "took it back" in n]
+    assert len(found) == 2 and len(took) == 1, found
+    return [n for n in found if n not in took][0], took[0]
 
 
 def info(db, key):
@@ -56,7 +71,7 @@ def test_a_later_subscriber_is_given_cupti(db):
     m = re.search(r"kineto subscribe=(\d+) register=(\d+) api=(\d+) records=(\d+)", r.stdout)
     assert m and m.group(1, 2, 4) == ("0", "0", "1") and int(m.group(3)) >= 2, r.stdout
     assert [k[1] for k in gpu_rows(db, "kernel")] == ["before()"]
-    (note,) = notes(db, "gpu-other-client")
+    (note,) = gave(db)
     assert "cupti_app subscribed to CUPTI" in note and "gave its subscription up" in note
     # The launch before is measured through CUPTI; the one after reached only Kineto's callback
     # (the program makes it through the stub, not through a libcudart the wrappers measure).
@@ -74,8 +89,41 @@ def test_a_client_whose_cupti_is_not_global_is_given_cupti(db):
     m = re.search(r"subscribe=(\d+) register=(\d+) enable=(\d+) api=(\d+) records=(\d+)",
                   r.stdout)
     assert m and m.group(1, 2, 3, 5) == ("0", "0", "0", "1") and int(m.group(4)) >= 2, r.stdout
-    (note,) = notes(db, "gpu-other-client")
+    (note,) = gave(db)
     assert "libkineto_like.so subscribed to CUPTI" in note
+
+
+@pytest.mark.parametrize("mode,left,program", [
+    ("kineto_leaves", "unsubscribed from", "cupti_app"),
+    ("kineto_finalizes", "finalized", "cupti_app"),
+    ("kineto_leaves", "unsubscribed from", "cupti_app12"),  # CUDA 12: no cuptiSubscribe_v2
+])
+def test_cupti_is_taken_back_when_the_other_client_leaves(db, mode, left, program):
+    # A scheduled torch.profiler window (steps 10-15 of a run): Kineto subscribes (sonde gives
+    # its one subscription up) and registers its buffers; stopping, it disables its kinds,
+    # flushes, and unsubscribes or finalizes CUPTI. sonde used to give the rest of the run's
+    # GPU records away; it now takes CUPTI back once the call returned.
+    env = {"SONDE_CUPTI_LIBRARY": str(Path(STUBS) / "cuda12" / "libcupti.so.12")
+           } if program == "cupti_app12" else {}
+    r = run_app(db, mode, program=program, **env)
+    m = re.search(r"kineto subscribe=(\d+) register=(\d+) left=(\d+) api=(\d+) records=(\d+) "
+                  r"later=(\d+)", r.stdout)
+    # The window's three kernels are the client's, delivered by its own flush; none later.
+    assert m and m.group(1, 2, 3, 5, 6) == ("0", "0", "0", "3", "0"), r.stdout
+    assert int(m.group(4)) >= 6, r.stdout  # its callback saw the window's launches
+    kernels = sorted((k[1], k[5], k[6]) for k in gpu_rows(db, "kernel"))
+    assert kernels == ([("after()", "cudaLaunchKernel", "after")] * 4 +
+                       [("before()", "cudaLaunchKernel", "before")] * 2)
+    assert routine_calls(db, "cudaLaunchKernel") == 6  # the window's reached only Kineto
+    gave, took = gave_and_took(db)
+    assert f"{program} subscribed to CUPTI" in gave
+    assert f"{program} {left} CUPTI and sonde took it back" in took
+    # The note names the window, in the timeline's clock: after the last kernel before it,
+    # before the first kernel after it.
+    t0, t1 = (int(t) for t in re.search(r"between (\d+) and (\d+) ns", took).groups())
+    starts = {name: [k[3] for k in gpu_rows(db, "kernel") if k[1] == name]
+              for name in ("before()", "after()")}
+    assert max(starts["before()"]) < t0 < t1 < min(starts["after()"])
 
 
 def test_an_earlier_activity_client_keeps_its_buffers(db):

@@ -240,6 +240,7 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
 
 void CuptiBackend::final_flush() {
   flushed_final_ = true;
+  closing_.store(true);  // another client's later unsubscribe must not subscribe sonde again
   // No callback may reach sonde once its file is being closed (CUDA calls from the host's static
   // destructors, after sonde's last flush): the subscriber goes first.
   if (traced_.exchange(false)) lib_.cuptiUnsubscribe(subscriber_);

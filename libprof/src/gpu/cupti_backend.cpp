@@ -96,25 +96,8 @@ CuptiBackend::CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, N
 bool CuptiBackend::start() {
   // Before subscribing: the callbacks read metrics_ from the moment they are enabled.
   start_metrics();
-  SubscriberParams params{};
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
-  params.base.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
-  params.base.subscriberName = "sonde";
-  params.base.oldSubscriberName = holder;
-  params.base.oldSubscriberSize = CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN;
-  if (version_ >= kMultiSubscriberVersion) {
-#if CUPTI_API_VERSION < 130200
-    params.allowMultipleSubscribers = 1;
-    params.base.structSize = offsetof(SubscriberParams, allowMultipleSubscribers) + 1;
-#else
-    params.base.allowMultipleSubscribers = 1;
-    params.base.structSize = sizeof(CUpti_SubscriberParams);
-#endif
-  }
-  // CUPTI 12 has only cuptiSubscribe, which names no holder.
-  CUptiResult rc = lib_.cuptiSubscribe_v2 != nullptr
-                       ? lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base)
-                       : lib_.cuptiSubscribe(&subscriber_, api_callback, this);
+  CUptiResult rc = subscribe(holder, CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN);
   if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
     std::string who = holder[0] != 0 ? holder : "another CUPTI client";
     note_("gpu", fmt::format("CUPTI is held by {}, which allows no second subscriber: CUDA calls "
@@ -186,6 +169,27 @@ bool CuptiBackend::start() {
           "and CPU times of this run are inflated (time a run without metrics)");
   }
   return true;
+}
+
+CUptiResult CuptiBackend::subscribe(char* holder, uint32_t holder_size) {
+  SubscriberParams params{};
+  params.base.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+  params.base.subscriberName = "sonde";
+  params.base.oldSubscriberName = holder;
+  params.base.oldSubscriberSize = holder_size;
+  if (version_ >= kMultiSubscriberVersion) {
+#if CUPTI_API_VERSION < 130200
+    params.allowMultipleSubscribers = 1;
+    params.base.structSize = offsetof(SubscriberParams, allowMultipleSubscribers) + 1;
+#else
+    params.base.allowMultipleSubscribers = 1;
+    params.base.structSize = sizeof(CUpti_SubscriberParams);
+#endif
+  }
+  // CUPTI 12 has only cuptiSubscribe, which names no holder.
+  return lib_.cuptiSubscribe_v2 != nullptr
+             ? lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base)
+             : lib_.cuptiSubscribe(&subscriber_, api_callback, this);
 }
 
 bool CuptiBackend::enable_activity_kinds() {

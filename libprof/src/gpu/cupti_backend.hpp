@@ -48,6 +48,14 @@ class CuptiBackend final : public GpuBackend {
   // Another client's subscription was refused while sonde holds CUPTI's one subscriber:
   // sonde unsubscribes (after taking its records) and says so. False: sonde held none.
   bool other_client_subscribes(const std::string& who);
+  // Another client unsubscribed, or finalized CUPTI (`finalized`: which detached sonde too),
+  // and its call has returned: if it had taken sonde's subscription or buffers, sonde takes
+  // them back, on a thread of its own, and says which window of GPU records it lacks. The
+  // client flushed its own records before (Kineto stops with disable, flush, then
+  // unsubscribe or finalize).
+  void other_client_leaves(const std::string& who, bool finalized);
+  // Another client is about to finalize CUPTI: sonde's records so far are taken first.
+  void other_client_finalizes();
   void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                           size_t valid);
@@ -103,6 +111,11 @@ class CuptiBackend final : public GpuBackend {
   void attach_metrics(uint32_t exiting, std::vector<std::pair<uint32_t, MetricValues>>& measured);
   void parse_buffer(uint8_t* buffer, size_t valid);
   bool enable_activity_kinds();
+  // cuptiSubscribe(_v2) for sonde; `holder` receives the name of one that refuses it.
+  CUptiResult subscribe(char* holder, uint32_t holder_size);
+  // Subscribes again and enables the callback domains, after another client let CUPTI go.
+  bool subscribe_again();
+  void take_back(const std::string& who, bool finalized);
   GpuRow to_row(const Record& r, int64_t offset);
   // The forced flush at exit: unsubscribes first, and gives up after a bounded wait.
   void final_flush();
@@ -117,6 +130,14 @@ class CuptiBackend final : public GpuBackend {
   std::atomic<bool> forked_{false};
   // Another client took the activity buffers: sonde no longer flushes CUPTI or expects records.
   std::atomic<bool> ceded_{false};
+  // sonde unsubscribed so that another client could subscribe (CUPTI before 13.2).
+  std::atomic<bool> gave_up_{false};
+  // When sonde's GPU records became another client's (CLOCK_REALTIME ns, 0: they are not).
+  std::atomic<int64_t> ceded_at_{0};
+  // One taking back at a time (an unsubscribe and then a finalize each start one).
+  std::mutex taking_back_mu_;
+  // The exit's last flush has begun: CUPTI is not taken back after it.
+  std::atomic<bool> closing_{false};
   // Stream captures under way in the process (cudaStreamBeginCapture to EndCapture): a capture
   // in global mode is invalidated by a synchronising call from any thread, which the range
   // profiler makes, so no launch is profiled while one is open.

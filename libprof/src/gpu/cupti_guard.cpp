@@ -4,15 +4,20 @@
 // libsonde interposes the two calls that do it, forwards them unchanged, and says
 // what they did to sonde's profile. And before CUDA 13.2 CUPTI takes one subscriber: Kineto's
 // cuptiSubscribe failed while sonde held it (torch.profiler then recorded no GPU activity, seen
-// on an H200), so sonde gives its subscription up to a later subscriber. sonde's own calls go
-// through CuptiLibrary's pointers and never come here.
+// on an H200), so sonde gives its subscription up to a later subscriber. When that client
+// unsubscribes or finalizes CUPTI (torch.profiler stopping), sonde takes CUPTI back, so that a
+// profiler window at steps 10-15 costs sonde those steps and not the rest of the run. sonde's
+// own calls go through CuptiLibrary's pointers and never come here.
 #include <dlfcn.h>
 #include <fmt/format.h>
+#include <signal.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <thread>
 
+#include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"
 
 #define SONDE_CUPTI_EXPORT extern "C" __attribute__((visibility("default")))
@@ -115,6 +120,8 @@ void CuptiBackend::other_client_registers(const std::string& who) {
   // sonde's records so far still come to sonde: after the registration CUPTI would hand its
   // buffers, and the records in them, to the other client's callbacks.
   lib_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  int64_t none = 0;
+  ceded_at_.compare_exchange_strong(none, realtime_ns());
   note_("gpu-other-client",
         fmt::format("{} registered its own CUPTI activity buffers while the program ran (as "
                     "torch.profiler's Kineto does): GPU kernels, copies and memsets from then on "
@@ -129,6 +136,9 @@ bool CuptiBackend::other_client_subscribes(const std::string& who) {
     lib_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
   lib_.cuptiUnsubscribe(subscriber_);
+  gave_up_.store(true);
+  int64_t none = 0;
+  ceded_at_.compare_exchange_strong(none, realtime_ns());
   note_("gpu-other-client",
         fmt::format("{} subscribed to CUPTI while the program ran (as torch.profiler's Kineto "
                     "does), and this CUPTI allows one subscriber: sonde gave its subscription up "
@@ -137,6 +147,71 @@ bool CuptiBackend::other_client_subscribes(const std::string& who) {
                     "where they can be",
                     who));
   return true;
+}
+
+void CuptiBackend::other_client_finalizes() {
+  if (forked_.load() || closing_.load()) return;
+  if (activity_.load() && !ceded_.exchange(true)) {
+    lib_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  }
+}
+
+bool CuptiBackend::subscribe_again() {
+  char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};
+  CUptiResult rc = subscribe(holder, CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN);
+  for (CUpti_CallbackDomain d :
+       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE}) {
+    if (rc != CUPTI_SUCCESS) break;
+    if (d == CUPTI_CB_DOMAIN_RESOURCE && !activity_.load()) break;
+    rc = lib_.cuptiEnableDomain(1, subscriber_, d);
+  }
+  if (rc != CUPTI_SUCCESS) {
+    note_("gpu-other-client",
+          fmt::format("sonde could not subscribe to CUPTI again after the other client left "
+                      "({}): CUDA calls and GPU activity after that are not recorded through it",
+                      lib_.describe(rc)));
+    traced_.store(false, std::memory_order_release);  // after cuptiFinalize it had none
+    return false;
+  }
+  return true;
+}
+
+void CuptiBackend::other_client_leaves(const std::string& who, bool finalized) {
+  if (forked_.load() || closing_.load()) return;
+  if (!finalized && !gave_up_.load() && !ceded_.load()) return;  // it had taken nothing
+  // Not on the caller's thread: CUPTI's samples call cuptiFinalize from inside a callback (at
+  // an API call's exit), and a subscription made there could deadlock or be refused. This
+  // thread's calls wait for that callback to return, as CUPTI serialises them.
+  std::thread([this, who, finalized] {
+    t_internal = true;  // nothing of this thread is the host's
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, nullptr);
+    std::lock_guard lock(taking_back_mu_);
+    take_back(who, finalized);
+  }).detach();
+}
+
+void CuptiBackend::take_back(const std::string& who, bool finalized) {
+  if (forked_.load() || closing_.load()) return;
+  bool resubscribe = gave_up_.exchange(false) || finalized;
+  bool reregister = activity_.load() && (ceded_.load() || finalized);
+  int64_t from = ceded_at_.exchange(0);
+  if (resubscribe && !subscribe_again()) return;
+  // From here CUPTI hands sonde's buffers its records again, and the flusher takes them.
+  if (reregister && enable_activity_kinds()) ceded_.store(false);
+  // Last: a program that sees CUPTI tracing again finds sonde's records enabled too.
+  if (resubscribe) traced_.store(true, std::memory_order_release);
+  if (from != 0 && (resubscribe || reregister)) {
+    int64_t to = realtime_ns();
+    note_("gpu-other-client",
+          fmt::format("{} {} CUPTI and sonde took it back: GPU kernels, copies and memsets "
+                      "between {} and {} ns (CLOCK_REALTIME, as the timeline's; {:.3f} s) went "
+                      "to the other client and are not in this profile; those before and after "
+                      "are",
+                      who, finalized ? "finalized" : "unsubscribed from", from, to,
+                      double(to - from) / 1e9));
+  }
 }
 
 void CuptiBackend::other_client_disables(const std::string& who, const char* kind) {
@@ -198,4 +273,31 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityDisable(CUpti_ActivityKind 
     }
   }
   return real != nullptr ? real(kind) : CUPTI_ERROR_NOT_INITIALIZED;
+}
+
+// The other client leaving: CUPTI is taken back once its call has returned (it flushed its own
+// records before, as Kineto does on stopping), never from inside a CUPTI callback.
+SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  static sonde::Real<decltype(&cuptiUnsubscribe)> real_fn("cuptiUnsubscribe");
+  auto real = real_fn.get();
+  CUptiResult rc = real != nullptr ? real(subscriber) : CUPTI_ERROR_NOT_INITIALIZED;
+  if (sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
+      b != nullptr && rc == CUPTI_SUCCESS) {
+    b->other_client_leaves(sonde::caller_name(__builtin_return_address(0)), false);
+  }
+  return rc;
+}
+
+// cuptiFinalize detaches every subscriber and activity kind, sonde's too: its records so far
+// are taken before, and it subscribes and enables them again after.
+SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiFinalize() {
+  static sonde::Real<decltype(&cuptiFinalize)> real_fn("cuptiFinalize");
+  auto real = real_fn.get();
+  sonde::CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
+  if (b != nullptr) b->other_client_finalizes();
+  CUptiResult rc = real != nullptr ? real() : CUPTI_ERROR_NOT_INITIALIZED;
+  if (b != nullptr && rc == CUPTI_SUCCESS) {
+    b->other_client_leaves(sonde::caller_name(__builtin_return_address(0)), true);
+  }
+  return rc;
 }

@@ -19,6 +19,9 @@
 //   cupti_app graph   one cudaGraphLaunch whose kernels' records arrive over several flushes
 //   cupti_app kineto  a second activity client registers its buffers and disables kernels
 //   cupti_app kineto_subscribes  torch.profiler's Kineto as it starts: it subscribes first
+//   cupti_app kineto_leaves  torch.profiler's window: Kineto subscribes, then stops (disable,
+//                   flush, unsubscribe) and the program launches again
+//   cupti_app kineto_finalizes  the same window, ended with cuptiFinalize
 //   cupti_app kineto_first  the other client registers its buffers before the driver loads
 //   cupti_app disable  a library disables kernel records mid-run
 //   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
@@ -486,6 +489,38 @@ int main(int argc, char** argv) {
     if (subscribed == CUPTI_SUCCESS) cuptiUnsubscribe(subscriber);
     std::printf("kineto subscribe=%d register=%d api=%d records=%d\n", subscribed, int(registered),
                 g_kineto_api.load(), g_kineto_records.load());
+  } else if (std::strcmp(mode, "kineto_leaves") == 0 ||
+             std::strcmp(mode, "kineto_finalizes") == 0) {
+    // A scheduled torch.profiler window in the middle of a run: before it and after it the
+    // program's kernels are sonde's, during it Kineto's.
+    sonde_region_begin("before");
+    launch("_Z6beforev", kMs, 1, 32, 8);
+    launch("_Z6beforev", kMs, 1, 32, 8);
+    sonde_region_end("before");
+    sonde_flush();
+    CUpti_SubscriberHandle subscriber = nullptr;
+    CUptiResult subscribed = cuptiSubscribe(&subscriber, kineto_api, nullptr);
+    cuptiEnableDomain(1, subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    CUptiResult registered = cuptiActivityRegisterCallbacks(kineto_request, kineto_complete);
+    cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    sonde_region_begin("profiled");
+    for (int i = 0; i < 3; ++i) launch("_Z6insidev", kMs, 1, 32, 8);
+    sonde_region_end("profiled");
+    sonde_flush();  // sonde's flusher runs during the window
+    // Kineto stopping: disable its kinds, flush its records to it, then let CUPTI go.
+    cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    cuptiActivityFlushAll(0);
+    CUptiResult left =
+        std::strcmp(mode, "kineto_leaves") == 0 ? cuptiUnsubscribe(subscriber) : cuptiFinalize();
+    int records = g_kineto_records.load();
+    // sonde takes CUPTI back on a thread of its own: the program waits for it (2 s at most).
+    for (int i = 0; i < 200 && (traced == nullptr || !traced()); ++i) usleep(10000);
+    sonde_region_begin("after");
+    for (int i = 0; i < 4; ++i) launch("_Z5afterv", kMs, 1, 32, 8);
+    sonde_region_end("after");
+    std::printf("kineto subscribe=%d register=%d left=%d api=%d records=%d later=%d\n",
+                int(subscribed), int(registered), int(left), g_kineto_api.load(), records,
+                g_kineto_records.load() - records);
   } else if (std::strcmp(mode, "kineto_first") == 0) {
     sonde_region_begin("profiled");
     launch("_Z6insidev", kMs, 1, 32, 8);

@@ -111,8 +111,30 @@ STUB_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
   return subscribe(subscriber, callback, userdata, nullptr);
 }
 
+// The one subscriber's slot is free again: a later cuptiSubscribe succeeds.
 STUB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
   stub().callback = nullptr;
+  return CUPTI_SUCCESS;
+}
+
+// As CUPTI documents: every subscriber, callback domain, activity kind and the buffer callbacks
+// are gone until a client sets them again. Records still in CUPTI's buffers are not delivered
+// (flushing first is the client's to do), an assumption the stub makes the strict way.
+STUB_EXPORT CUptiResult cuptiFinalize(void) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  s.callback = nullptr;
+  s.userdata = nullptr;
+  std::fill(std::begin(s.domains), std::end(s.domains), false);
+  std::fill(std::begin(s.kinds), std::end(s.kinds), false);
+  s.request = nullptr;
+  s.complete = nullptr;
+  std::free(s.buffer);
+  s.buffer = nullptr;
+  s.used = 0;
+  s.records = 0;
+  for (auto [buffer, used] : s.full) std::free(buffer);
+  s.full.clear();
   return CUPTI_SUCCESS;
 }
 
