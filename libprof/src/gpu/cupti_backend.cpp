@@ -90,8 +90,8 @@ CuptiBackend::CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, N
       version_(version),
       layout_(record_layout(version)),
       // An unknown version's callbacks are still measured, up to the ids sonde was built with.
-      runtime_info_(layout_ ? layout_->runtime_cbids : CUPTI_RUNTIME_TRACE_CBID_SIZE),
-      driver_info_(layout_ ? layout_->driver_cbids : CUPTI_DRIVER_TRACE_CBID_SIZE) {}
+      runtime_info_(layout_ ? layout_->runtime_cbids : uint32_t{CUPTI_RUNTIME_TRACE_CBID_SIZE}),
+      driver_info_(layout_ ? layout_->driver_cbids : uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}) {}
 
 bool CuptiBackend::start() {
   // Before subscribing: the callbacks read metrics_ from the moment they are enabled.

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "core/thread_local_state.hpp"
@@ -182,14 +183,21 @@ void CuptiBackend::other_client_leaves(const std::string& who, bool finalized) {
   // Not on the caller's thread: CUPTI's samples call cuptiFinalize from inside a callback (at
   // an API call's exit), and a subscription made there could deadlock or be refused. This
   // thread's calls wait for that callback to return, as CUPTI serialises them.
-  std::thread([this, who, finalized] {
-    t_internal = true;  // nothing of this thread is the host's
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, nullptr);
-    std::lock_guard lock(taking_back_mu_);
-    take_back(who, finalized);
-  }).detach();
+  try {
+    std::thread([this, who, finalized] {
+      t_internal = true;  // nothing of this thread is the host's
+      sigset_t all;
+      sigfillset(&all);
+      pthread_sigmask(SIG_BLOCK, &all, nullptr);
+      std::lock_guard lock(taking_back_mu_);
+      take_back(who, finalized);
+    }).detach();
+  } catch (const std::exception& e) {  // no thread to be had (RLIMIT_NPROC): never the host's error
+    note_("gpu-other-client",
+          fmt::format("{} left CUPTI, but sonde could not start the thread that takes it back "
+                      "({}): GPU activity after that is not in this profile",
+                      who, e.what()));
+  }
 }
 
 void CuptiBackend::take_back(const std::string& who, bool finalized) {
