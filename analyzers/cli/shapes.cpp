@@ -1,9 +1,12 @@
-// sonde shapes: GEMM-like calls per shape and call site, with GFLOP/s and % of peak.
+// sonde shapes: GEMM-like calls per shape and call site, with GFLOP/s and % of peak; with
+// --operators, PyTorch operators per input signature (`--record-shapes`).
+#include "render/shapes.hpp"
+
 #include <iostream>
 #include <memory>
 
 #include "cli/command.hpp"
-#include "render/shapes.hpp"
+#include "render/op_shapes.hpp"
 
 namespace sonde::cli {
 
@@ -15,17 +18,33 @@ struct Options {
   std::string format = "text";
   std::size_t top = 0;
   std::optional<std::int64_t> rank;
+  bool operators = false;
 };
+
+int operator_shapes(const ProfileFile& file, const Options& a, Format format) {
+  std::vector<OpShapeRow> rows = compute_op_shapes(file, a.top);
+  if (rows.empty() && format == Format::kText) {
+    std::cout << "no operator input shapes recorded (profile a PyTorch program with "
+                 "`python3 -m sonde --record-shapes`)\n";
+    return 0;
+  }
+  print_table(op_shapes_table(rows), format);
+  return 0;
+}
 
 int shapes(const Options& a) {
   Format format = parse_format(a.format);
   ProfileFile file = open_for_report(a.file, a.rank, format);
+  if (a.operators) return operator_shapes(file, a, format);
   std::vector<ShapeRow> rows = compute_shapes(file, a.top);
+  std::int64_t signatures = format == Format::kText ? count_op_shapes(file) : 0;
   if (rows.empty() && format == Format::kText) {
     std::cout << "no GEMM-like calls recorded\n";
-    return 0;
+  } else {
+    print_table(shapes_table(rows), format);
   }
-  print_table(shapes_table(rows), format);
+  if (signatures > 0)
+    std::cout << signatures << " operator input signatures recorded: sonde shapes --operators\n";
   return 0;
 }
 }  // namespace
@@ -35,7 +54,12 @@ Command add_shapes(CLI::App& app) {
   auto* cmd = app.add_subcommand("shapes", "GEMM-like calls per shape and call site, GFLOP/s");
   add_file(cmd, a->file);
   cmd->add_option("-n,--top", a->top, "Rows to show, by time (0: all)")
-      ->check(count_check())->capture_default_str();
+      ->check(count_check())
+      ->capture_default_str();
+  cmd->add_flag("--operators", a->operators,
+                "PyTorch operators per input shapes, dtypes and caller instead (recorded by "
+                "python3 -m sonde --record-shapes), as torch.profiler's "
+                "key_averages(group_by_input_shape=True)");
   add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return shapes(*a); }};

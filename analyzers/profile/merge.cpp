@@ -69,6 +69,7 @@ const std::vector<TableSpec>& table_specs() {
       {"trace_drops", {{"thread_id", Id::kThread}}},
       {"comm_ops", {{"node_id", Id::kNode}}},
       {"comm_overlap", {{"thread_id", Id::kThread}}},
+      {"op_shapes", {{"node_id", Id::kNode}}},
       {"samples", {{"node_id", Id::kNode}}},
       {"node_timing", {{"node_id", Id::kNode}}},
   };
@@ -285,7 +286,12 @@ class Merger {
       offsets[o.id] = out_.integer(
           fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
     out_.exec(kMapSql);
-    for (const TableSpec& spec : table_specs()) out_.exec(copy_sql(out_, spec, offsets));
+    // A table newer than the input's schema (op_shapes before version 6) has nothing to copy.
+    std::vector<std::string> present =
+        out_.texts("SELECT name FROM src.sqlite_master WHERE type = 'table'");
+    for (const TableSpec& spec : table_specs())
+      if (std::find(present.begin(), present.end(), spec.table) != present.end())
+        out_.exec(copy_sql(out_, spec, offsets));
     std::int64_t first_process = offsets[Id::kProcess];
     out_.integer(kRankFromEnvSql, first_process);
     std::vector<std::string> ranks = out_.texts(fmt::format(

@@ -30,6 +30,7 @@ constexpr const char* kCopies[][2] = {
     {"node_counters", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"shapes", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"comm_ops", "node_id IN (SELECT node_id FROM main.nodes)"},
+    {"op_shapes", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"samples", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"node_timing", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"line_costs", "thread_id IN (SELECT thread_id FROM main.threads)"},

@@ -65,6 +65,11 @@ def _parser():
                         "call) beneath its <import> node; without it each import is one "
                         "<import> node with its time, which keeps import torch's 20,000 paths "
                         "out of the profile (environment: SONDE_PYTHON_IMPORTS=1)")
+    p.add_argument("--record-shapes", action="store_true",
+                   help="with PyTorch: also record each operator's input shapes and dtypes per "
+                        "call path, as torch.profiler's record_shapes (table op_shapes, `sonde "
+                        "shapes`); libtorch then copies every operator's inputs, a cost of "
+                        "about 1 us an operator (environment: SONDE_TORCH_SHAPES=1)")
     p.add_argument("--paused", action="store_true",
                    help="record no Python frames until the program calls sonde.start() (and "
                         "none after sonde.stop()), so that imports and set-up stay out of the "
@@ -104,7 +109,8 @@ def _parser():
 
 
 # Every long option of _parser(), those taking a value in _VALUED.
-_LONG = ("--version", "--output", "--force", "--sort", "--lines", "--builtins", "--imports", "--paused",
+_LONG = ("--version", "--output", "--force", "--sort", "--lines", "--builtins", "--imports",
+         "--record-shapes", "--paused",
          "--trace", "--counters", "--sample", "--flush-interval", "--no-record-args", "--help",
          "--delay", "--steps", "--step-region", "--in-process")
 
@@ -199,6 +205,8 @@ def _launch(opts, program, kind, argv):
         env[BUILTINS_ENV] = "1"  # child interpreters of the run record the same way
     if opts.imports:
         env[IMPORTS_ENV] = "1"
+    if opts.record_shapes:
+        env["SONDE_TORCH_SHAPES"] = "1"
     # Child interpreters of the run start the hook from sonde/autostart/sitecustomize.py.
     package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
@@ -482,6 +490,7 @@ def _scan(own):
     and parser are a few ms of every run); None where argparse must answer: help, version, an
     unknown or ambiguous option, a missing or refused value."""
     opts = dict(output="sonde.db", force=False, sort=None, lines=[], builtins=False, imports=False,
+                record_shapes=False,
                 paused=False, trace=False, counters=None, sample=None, flush_interval=None,
                 no_record_args=False, delay=None, steps=None, step_region=None, in_process=False)
     i = 0

@@ -1,7 +1,8 @@
 """PyTorch through libsonde's operator observer (wrappers/torch/, docs/torch.md).
 
 - After `import torch`: libsonde registers with RecordFunction, so ATen operators, autograd nodes
-  and torch.distributed's process-group calls are recorded; removed at exit.
+  and torch.distributed's process-group calls are recorded; removed at exit. SONDE_TORCH_SHAPES=1
+  (`--record-shapes`) adds operators' input shapes and dtypes.
 - torch.distributed's init_process_group and new_group become set-up calls (as MPI_Init is), and
   the default group's size is told to libsonde for comm_ops.
 
@@ -32,6 +33,15 @@ def torch_ops_from_env(environ=None):
     if value not in ("0", "1", ""):
         raise ValueError(f"SONDE_TORCH_OPS={value!r} is not 0 or 1; torch operators are recorded")
     return value != "0"
+
+
+def torch_shapes_from_env(environ=None):
+    """SONDE_TORCH_SHAPES as a bool (default off); ValueError for a value that is no 0 or 1."""
+    value = (os.environ if environ is None else environ).get("SONDE_TORCH_SHAPES", "0").strip()
+    if value not in ("0", "1", ""):
+        raise ValueError(f"SONDE_TORCH_SHAPES={value!r} is not 0 or 1; operators' input shapes "
+                         "are not recorded")
+    return value == "1"
 
 
 def _torch_version(module):
@@ -66,7 +76,12 @@ def observe(module):
         lib.sonde_torch_note(f"torch operators not recorded: torch {module.__version__} is not "
                              "one whose RecordFunction layout sonde knows (1.13, 2.x)".encode())
         return
-    if lib.sonde_torch_observe(1) == 0:
+    try:
+        shapes = torch_shapes_from_env()
+    except ValueError as e:
+        say(f"sonde: {e}")
+        shapes = False
+    if lib.sonde_torch_observe(3 if shapes else 1) == 0:
         import atexit
         atexit.register(lib.sonde_torch_unobserve)  # before libsonde's own exit flush
 

@@ -188,3 +188,68 @@ def test_ddp_breakdown_counts_comm(ddp):
     comm = next(p for p in b["phases"] if p["phase"] == "t_comm")
     assert b["iterations"] == 5 and comm["time_s"] > 0, comm
     assert "c10d::allreduce_" in comm["routines"], comm
+
+
+SHAPES = PROGRAMS / "torch_op_shapes.py"
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("shapes")
+    counts = tmp / "counts.json"
+    ref = subprocess.run([PY, SHAPES, "--profiler", counts], capture_output=True, text=True,
+                         env=clean_env())
+    assert ref.returncode == 0, ref.stderr
+    db = tmp / "prof.db"
+    r = sonde_py(["--record-shapes", SHAPES], db, tmp)
+    assert r.returncode == 0, r.stderr
+    return {"run": r, "ref": ref, "db": db, "profiler": json.loads(counts.read_text())}
+
+
+def test_record_shapes_counts_match_torch_profiler(shapes):
+    assert shapes["run"].stdout == shapes["ref"].stdout
+    rows = query(shapes["db"], "SELECT operator, input_shapes, SUM(calls) FROM operator_shapes "
+                               "GROUP BY operator, input_shapes")
+    sonde = {f"{op}|{s}": n for op, s, n in rows}
+    prof = shapes["profiler"]
+    # The operators the model's modules call from Python, which no other operator calls: per
+    # input signature, sonde's count is torch.profiler's record_shapes count.
+    exact = {k for k in prof if k.split("|")[0] in
+             ("aten::conv2d", "aten::relu", "aten::max_pool2d", "aten::linear")}
+    assert {k: sonde.get(k) for k in exact} == {k: prof[k] for k in exact}
+    # Two batch sizes: two signatures of conv2d, 3 calls at 16 and 1 at 5.
+    conv = {k: v for k, v in sonde.items() if k.startswith("aten::conv2d|")}
+    assert conv == {"aten::conv2d|[[16, 1, 28, 28], [4, 1, 3, 3], [4], [], [], [], []]": 3,
+                    "aten::conv2d|[[5, 1, 28, 28], [4, 1, 3, 3], [4], [], [], [], []]": 1}
+    # Per signature the calls add up to the operator's node counts, and the time stays within
+    # the node's inclusive time.
+    per_node = query(shapes["db"], "SELECT o.node_id, SUM(o.calls), SUM(o.time_ns), n.calls, "
+                                   "n.incl_ns FROM op_shapes o JOIN nodes n USING (node_id) "
+                                   "GROUP BY o.node_id")
+    assert per_node
+    for node, calls, time_ns, node_calls, incl_ns in per_node:
+        assert calls == node_calls, node
+        assert 0 < time_ns <= incl_ns, node
+
+
+def test_record_shapes_dtypes_and_callers(shapes):
+    rows = query(shapes["db"], "SELECT input_dtypes, caller FROM operator_shapes "
+                               "WHERE operator = 'aten::conv2d'")
+    assert {d for d, _ in rows} == {"float, float, float, GenericList, GenericList, "
+                                    "GenericList, Int"}
+    assert {c.split(":")[0] + c[c.index("("):] for _, c in rows} == {"conv.py(_conv_forward)"}
+    # Ranges without inputs (autograd's evaluate_function, FUNCTION events too) have none.
+    assert query(shapes["db"], "SELECT COUNT(*) FROM op_shapes WHERE input_shapes = '[]'") == \
+        [(0,)]
+    out = subprocess.run([CLI, "shapes", "--operators", str(shapes["db"]), "--format", "csv"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == ("operator,input_shapes,input_dtypes,calls,time_s,"
+                                          "mean_us,caller")
+    assert '"[[5, 1, 28, 28], [4, 1, 3, 3], [4], [], [], [], []]"' in out.stdout
+    text = subprocess.run([CLI, "shapes", str(shapes["db"])], capture_output=True, text=True)
+    assert "operator input signatures recorded: sonde shapes --operators" in text.stdout
+
+
+def test_no_shapes_by_default(train):
+    assert query(train["db"], "SELECT COUNT(*) FROM op_shapes") == [(0,)]

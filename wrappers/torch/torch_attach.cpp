@@ -16,6 +16,7 @@
 #include "sonde/probe.hpp"
 #include "torch_names.hpp"
 #include "torch_observer.hpp"
+#include "torch_shapes.hpp"
 
 namespace {
 
@@ -51,24 +52,29 @@ int refuse(int code, const char* why) {
   return code;
 }
 
-abi::Callback callback(abi::StartCallback start, abi::EndCallback end, Scope scope) {
+abi::Callback callback(abi::StartCallback start, abi::EndCallback end, Scope scope, bool shapes) {
   abi::Callback cb;
   cb.start = start;
   cb.end = end;
   cb.scopes[int(scope)] = true;
-  // Inputs only for user scopes: a process group's work event gives its tensors' sizes and
-  // dtypes there. Operators' inputs would cost about 1 us an operator.
-  cb.needs_inputs = scope == Scope::kUserScope;
+  // Inputs for user scopes: a process group's work event gives its tensors' sizes and dtypes
+  // there. Operators' inputs cost about 1 us an operator: only with --record-shapes.
+  cb.needs_inputs = scope == Scope::kUserScope || (shapes && scope == Scope::kFunction);
   return cb;
 }
+
+constexpr int kObserve = 1;
+constexpr int kRecordShapes = 2;
 
 }  // namespace
 
 // 0: attached (or already), -1: no libtorch_cpu in the process, -2: a function sonde needs is
-// missing from it. A refusal is noted in the profile (topic `torch`) once.
+// missing from it. A refusal is noted in the profile (topic `torch`) once. `flags`: kObserve,
+// with kRecordShapes for operators' input signatures (`--record-shapes`).
 SONDE_EXPORT_C int sonde_torch_observe(int flags) {
   std::lock_guard<std::mutex> lock(g_mutex);
-  if (flags == 0 || g_remove != nullptr) return 0;
+  if ((flags & kObserve) == 0 || g_remove != nullptr) return 0;
+  bool shapes = (flags & kRecordShapes) != 0;
   void* lib = find_torch_cpu();
   if (lib == nullptr)
     return refuse(-1, "torch operators not recorded: libtorch_cpu.so is not loaded");
@@ -86,13 +92,21 @@ SONDE_EXPORT_C int sonde_torch_observe(int flags) {
                         "torch.distributed bytes not recorded: libtorch_cpu.so lacks "
                         "torch::profiler::impl::inputSizes or inputTypes (new string ABI)");
   }
+  if (shapes && ops::g_reader.input_sizes == nullptr) {
+    sonde::add_run_note("torch",
+                        "operator input shapes not recorded (--record-shapes): "
+                        "libtorch_cpu.so lacks torch::profiler::impl::inputSizes");
+    shapes = false;
+  }
+  ops::g_record_shapes.store(shapes, std::memory_order_relaxed);
   ops::g_recording.store(true, std::memory_order_relaxed);
-  g_handles[0] = add(
-      callback(&ops::on_start<Scope::kFunction>, &ops::on_end<Scope::kFunction>, Scope::kFunction));
-  g_handles[1] = add(callback(&ops::on_start<Scope::kBackwardFunction>,
-                              &ops::on_end<Scope::kBackwardFunction>, Scope::kBackwardFunction));
+  g_handles[0] = add(callback(&ops::on_start<Scope::kFunction>, &ops::on_end<Scope::kFunction>,
+                              Scope::kFunction, shapes));
+  g_handles[1] =
+      add(callback(&ops::on_start<Scope::kBackwardFunction>, &ops::on_end<Scope::kBackwardFunction>,
+                   Scope::kBackwardFunction, shapes));
   g_handles[2] = add(callback(&ops::on_start<Scope::kUserScope>, &ops::on_end<Scope::kUserScope>,
-                              Scope::kUserScope));
+                              Scope::kUserScope, shapes));
   g_remove = remove;
   return 0;
 }
@@ -105,6 +119,11 @@ SONDE_EXPORT_C void sonde_torch_unobserve(void) {
   if (uint64_t refused = ops::names_refused(); refused > 0)
     sonde::add_run_note("torch", fmt::format("{} operator events were not recorded: their names "
                                              "came after 4,096 distinct ones",
+                                             refused)
+                                     .c_str());
+  if (uint64_t refused = sonde::probe_op_signatures_refused(); refused > 0)
+    sonde::add_run_note("torch", fmt::format("{} operator calls' input shapes were not recorded: "
+                                             "their signatures came after 65,536 distinct ones",
                                              refused)
                                      .c_str());
   ops::g_recording.store(false, std::memory_order_relaxed);

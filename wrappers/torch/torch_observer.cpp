@@ -13,6 +13,7 @@
 #include "core/per_thread.hpp"
 #include "torch_comm.hpp"
 #include "torch_names.hpp"
+#include "torch_shapes.hpp"
 
 namespace sonde::torch_ops {
 
@@ -38,6 +39,7 @@ struct Entry {
   uint64_t start = 0;
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
   bool bytes_known = false;
+  uint32_t signature = 0;  // `--record-shapes`: the operator's inputs (node and start set too)
 };
 
 // A c10d call closed before its backend's event told its bytes (gloo). `thread` nullptr: a call
@@ -187,8 +189,13 @@ void push(const torch_abi::RecordFunction& rf) {
     mine.start = probe_now();
     comm_call_begin(t, mine.start);
   }
+  if constexpr (S == Scope::kFunction) {
+    if (!comm && g_record_shapes.load(std::memory_order_relaxed)) mine.signature = signature_of(rf);
+  }
   probe_start(t);
-  if (comm) mine.node = probe_current_node(t);  // the frame is this thread's innermost once started
+  // The frame is this thread's innermost once started.
+  if (comm || mine.signature != 0) mine.node = probe_current_node(t);
+  if (mine.signature != 0) mine.start = probe_now();
 }
 
 void pop_comm(Stack& s, const Entry& e) {
@@ -225,7 +232,12 @@ void pop() {
     --s.function_depth;
   }
   if (is_comm(e.op)) return pop_comm(s, e);
-  if (e.thread != nullptr) probe_exit(e.thread, nullptr, nullptr);
+  if (e.thread == nullptr) return;
+  if (e.signature != 0) {
+    uint64_t now = probe_now();
+    probe_op_shape(e.thread, e.node, e.signature, now > e.start ? now - e.start : 0);
+  }
+  probe_exit(e.thread, nullptr, nullptr);
 }
 
 }  // namespace

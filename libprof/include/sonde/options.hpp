@@ -168,6 +168,13 @@ inline constexpr std::array kOptionSpecs{
                "are recorded through PyTorch's operator observer (RecordFunction), as frames of "
                "kind `torch` and rows of `comm_ops`. `0` turns it off. See docs/torch.md.",
                0, 0, false, OptionReader::kPython},
+    OptionSpec{"SONDE_TORCH_SHAPES", OptionType::kBool, "0",
+               "With `SONDE_TORCH_OPS`: `1` (or `python3 -m sonde --record-shapes`) also records "
+               "each top-level operator's input shapes and dtypes per call path, as "
+               "torch.profiler's `record_shapes` (table `op_shapes`, view `operator_shapes`, "
+               "`sonde shapes`). libtorch then copies every operator's inputs: about 1 us an "
+               "operator. See docs/torch.md.",
+               0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_CUPTI_LIBRARY", OptionType::kPath, "<the runtime's libcupti.so.N>",
                "In processes that use CUDA: the CUPTI library to load (default: the "
                "`libcupti.so.12` or `.13` of the CUDA runtime the program loaded, beside it "

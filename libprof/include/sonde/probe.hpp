@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 
 // Exported from libsonde.so for the modules that live outside it (the Python extension).
 #define SONDE_API __attribute__((visibility("default")))
@@ -139,6 +140,14 @@ SONDE_API void comm_call_end(ThreadState* thread, uint64_t now, bool exposed, in
 SONDE_API uint32_t probe_current_node(ThreadState* thread);
 SONDE_API void comm_record_late(ThreadState* thread, uint32_t node, const CommCost& comm,
                                 uint64_t bytes, uint64_t ticks);
+// `--record-shapes`: the id of an operator's input signature (0 once the process's table is
+// full), and one call of the operator on `node` (probe_current_node) with that signature taking
+// `ticks`, recorded on this thread for op_shapes. Not for the default hot path: interning locks.
+SONDE_API uint32_t probe_op_signature(std::string_view shapes, std::string_view dtypes);
+SONDE_API void probe_op_shape(ThreadState* thread, uint32_t node, uint32_t signature,
+                              uint64_t ticks);
+// Signatures not recorded because the table was full.
+SONDE_API uint64_t probe_op_signatures_refused();
 // Requests a wrapper could not track (its table of outstanding requests was full): counted and
 // noted, their time then missing from the in-flight figures.
 SONDE_API void comm_untracked(ThreadState* thread, uint64_t requests);

@@ -8,6 +8,7 @@
 
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
+#include "core/op_signatures.hpp"
 #include "runtime/runtime.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
@@ -132,6 +133,16 @@ void comm_record_late(ThreadState* t, uint32_t node, const CommCost& comm, uint6
   bump(t->nodes[node].bytes, bytes);
   t->record_comm(node, comm, bytes, ticks);
 }
+
+uint32_t probe_op_signature(std::string_view shapes, std::string_view dtypes) {
+  return op_signatures().intern(shapes, dtypes);
+}
+
+void probe_op_shape(ThreadState* t, uint32_t node, uint32_t signature, uint64_t ticks) {
+  if (signature != 0) t->record_op_shape(node, signature, ticks);
+}
+
+uint64_t probe_op_signatures_refused() { return op_signatures().refused(); }
 
 void comm_untracked(ThreadState* t, uint64_t requests) { bump(t->comm_clock.untracked, requests); }
 

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/adaptive_timing.hpp"
+#include "core/op_signatures.hpp"
 
 namespace sonde {
 
@@ -80,6 +81,14 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
     const CommRecord& r = t.comms[i];
     s.comms.push_back(CommRow{r.node, r.comm, r.bytes, r.calls.load(kRelaxed),
                               clock.to_ns(r.ticks.load(kRelaxed))});
+  }
+  uint32_t no = t.op_shapes.size_acquire();
+  s.op_shapes.reserve(no);
+  for (uint32_t i = 0; i < no; ++i) {
+    const OpShapeRecord& r = t.op_shapes[i];
+    if (const OpSignature* sig = op_signatures().get(r.signature))
+      s.op_shapes.push_back(OpShapeRow{r.node, sig->shapes, sig->dtypes, r.calls.load(kRelaxed),
+                                       clock.to_ns(r.ticks.load(kRelaxed))});
   }
   if (t.comm_clock.used.load(std::memory_order_acquire)) {
     const CommClock& c = t.comm_clock;

@@ -53,6 +53,15 @@ struct CommRow {
   int64_t time_ns;
 };
 
+// An operator's calls on one call path with one input signature (`--record-shapes`); the texts
+// live in the process's OpSignatures for its life.
+struct OpShapeRow {
+  uint32_t node;
+  std::string_view shapes, dtypes;
+  uint64_t calls;
+  int64_t time_ns;
+};
+
 struct CommOverlapRow {
   int64_t exposed_ns, overlapped_ns, inflight_ns;
   uint64_t untracked;
@@ -98,6 +107,7 @@ struct ThreadSnapshot {
   std::vector<ShapeRow> shapes;
   std::vector<LineRow> lines;
   std::vector<CommRow> comms;
+  std::vector<OpShapeRow> op_shapes;
   std::optional<CommOverlapRow> comm_overlap;  // set once the thread made a communication call
   std::vector<TraceRow> events;
   std::vector<SampleRow> samples;

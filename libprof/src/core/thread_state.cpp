@@ -15,9 +15,9 @@ namespace sonde {
 namespace {
 
 // The owner's open-addressing index over a chunked record array (slots hold record index + 1),
-// shared by line costs and communication records: the record of hash h matching `same`, added
-// with `init` when absent; the array's kFull when it is full. The index doubles past half full,
-// rehashing each record with `hash_of`, so probe chains stay short.
+// shared by line costs, communication records and operator signatures: the record of hash h
+// matching `same`, added with `init` when absent; the array's kFull when it is full. The index
+// doubles past half full, rehashing each record with `hash_of`, so probe chains stay short.
 template <class Records, class HashOf, class Same, class Init>
 uint32_t find_or_add(std::vector<uint32_t>& index, Records& records, uint64_t h, HashOf hash_of,
                      Same same, Init init) {
@@ -236,6 +236,23 @@ void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t byte
   bump(comms[i].ticks, ticks);
 }
 
+void ThreadState::record_op_shape(uint32_t node, uint32_t signature, uint64_t ticks) {
+  auto hash = [](uint32_t n, uint32_t sig) {
+    return ((uint64_t(n) << 32 | sig) * 0x9E3779B97F4A7C15ull) >> 20;
+  };
+  uint32_t i = find_or_add(
+      op_shape_index_, op_shapes, hash(node, signature),
+      [&](const OpShapeRecord& r) { return hash(r.node, r.signature); },
+      [&](const OpShapeRecord& r) { return r.node == node && r.signature == signature; },
+      [&](OpShapeRecord& r) {
+        r.node = node;
+        r.signature = signature;
+      });
+  if (i == op_shapes.kFull) return;
+  bump(op_shapes[i].calls, 1);
+  bump(op_shapes[i].ticks, ticks);
+}
+
 bool ThreadState::held_back() {
   if ((suppress & kWindowClosed) != 0 && (window == nullptr || !window->closed()))
     suppress &= ~kWindowClosed;
@@ -299,6 +316,10 @@ void ThreadState::reset_counts(uint64_t now) {
   for (uint32_t i = 0; i < comms.size_owner(); ++i) {
     comms[i].calls.store(0, std::memory_order_relaxed);
     comms[i].ticks.store(0, std::memory_order_relaxed);
+  }
+  for (uint32_t i = 0; i < op_shapes.size_owner(); ++i) {
+    op_shapes[i].calls.store(0, std::memory_order_relaxed);
+    op_shapes[i].ticks.store(0, std::memory_order_relaxed);
   }
   for (auto* a : {&comm_clock.exposed, &comm_clock.overlapped, &comm_clock.inflight_ticks,
                   &comm_clock.untracked}) {

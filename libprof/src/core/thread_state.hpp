@@ -12,8 +12,8 @@
 
 #include "core/chunked_array.hpp"
 #include "core/window.hpp"
-#include "process/sampler.hpp"
 #include "counters/counter_backend.hpp"
+#include "process/sampler.hpp"
 #include "sonde/probe.hpp"
 
 namespace sonde {
@@ -22,9 +22,9 @@ enum class AdaptiveTiming : uint8_t { kWarmUp, kSampled, kFull };
 
 // What SONDE_ADAPTIVE asks of every thread; mask 0: off (every call timed).
 struct AdaptiveConfig {
-  uint64_t mask = 0;        // a call is timed when its random draw & mask is 0 (rate - 1)
-  uint32_t warmup = 10000;  // calls timed in full on a call path before it may be sampled
-  uint64_t short_ticks = 0; // a path is sampled when more than half its warm-up calls are shorter
+  uint64_t mask = 0;         // a call is timed when its random draw & mask is 0 (rate - 1)
+  uint32_t warmup = 10000;   // calls timed in full on a call path before it may be sampled
+  uint64_t short_ticks = 0;  // a path is sampled when more than half its warm-up calls are shorter
 };
 
 struct Node {
@@ -90,6 +90,13 @@ struct CommClock {
   std::atomic<uint64_t> exposed{0}, overlapped{0}, inflight_ticks{0}, untracked{0};
   std::atomic<bool> used{false};
   void advance(uint64_t now);
+};
+
+// An operator's calls on one call path with one input signature (`--record-shapes`).
+struct OpShapeRecord {
+  uint32_t node = 0;
+  uint32_t signature = 0;  // core/op_signatures.hpp
+  std::atomic<uint64_t> calls{0}, ticks{0};
 };
 
 struct LineRecord {
@@ -215,6 +222,7 @@ class ThreadState {
                     uint64_t flops, uint64_t bytes, bool timed = true);
   void record_line(RoutineId routine, int line, uint64_t ticks);
   void record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks);
+  void record_op_shape(uint32_t node, uint32_t signature, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
   // Fork child, before its flusher starts: the forking thread is the new process's first
@@ -249,11 +257,12 @@ class ThreadState {
   ChunkedArray<ShapeRecord, 6, 4096> shapes;
   ChunkedArray<LineRecord, 6, 4096> lines;
   ChunkedArray<CommRecord, 6, 4096> comms;
+  ChunkedArray<OpShapeRecord, 6, 4096> op_shapes;
   CommClock comm_clock;
   std::unique_ptr<StackEntry[]> stack_;
   std::atomic<uint32_t> depth_{0};
   uint32_t max_depth_;
-  uint32_t suppress = 0;     // >0 while a kSuppress routine runs; also set by sonde's own code
+  uint32_t suppress = 0;  // >0 while a kSuppress routine runs; also set by sonde's own code
   // The bit of `suppress` a thread attached while the collection window was closed carries:
   // open_frame's one test of `suppress` covers the window too, so no call reads a shared flag.
   static constexpr uint32_t kWindowClosed = 1u << 31;
@@ -299,10 +308,11 @@ class ThreadState {
   pid_t tid_;
   std::atomic<uint64_t> start_ticks_;
   std::atomic<uint64_t> end_ticks_{0};
-  char final_name_[16] = {};  // Linux thread names are at most 15 characters
-  std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
-  std::vector<uint32_t> comm_index_;   // owner-only open addressing: record index + 1
-  std::vector<uint32_t> line_index_;   // owner-only open addressing on (routine, line): index + 1
+  char final_name_[16] = {};              // Linux thread names are at most 15 characters
+  std::vector<uint32_t> shape_index_;     // owner-only open addressing: record index + 1
+  std::vector<uint32_t> comm_index_;      // owner-only open addressing: record index + 1
+  std::vector<uint32_t> op_shape_index_;  // owner-only open addressing: record index + 1
+  std::vector<uint32_t> line_index_;  // owner-only open addressing on (routine, line): index + 1
   // Owner-only open addressing on (parent, routine) -> node; 0 is free (the root is no child).
   std::vector<uint32_t> child_index_ = std::vector<uint32_t>(64, 0);
 };

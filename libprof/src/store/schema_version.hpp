@@ -16,6 +16,8 @@ namespace sonde {
 //    comes without timestamps); gpu_activity_ns gives every row's device time, which
 //    callpaths, gpu_kernel_launches and gpu_kernel_metrics read. Versions 3 and 4 are read with
 //    gpu_activity_ns made at open (their rows are all timed).
-inline constexpr int kSchemaVersion = 5;
+// 6: op_shapes (`--record-shapes`: operators' input signatures) and the operator_shapes view;
+//    a version 5 file has neither, and readers skip what needs them.
+inline constexpr int kSchemaVersion = 6;
 
 }  // namespace sonde

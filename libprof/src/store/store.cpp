@@ -493,7 +493,8 @@ static const char* comm_kind_name(CommKind k) {
   return "none";
 }
 
-// comm_ops names the operation by its node's routine; the snapshot holds running totals.
+// comm_ops names the operation by its node's routine; the snapshot holds running totals, as it
+// does for op_shapes, written here too (a torch operator's, beside its collectives).
 bool Store::write_comm(Database& db, const FlushData& data, std::string& error) {
   sqlite3* h = db.handle();
   Statement op(h,
@@ -504,7 +505,11 @@ bool Store::write_comm(Database& db, const FlushData& data, std::string& error) 
   Statement overlap(h,
                     "INSERT OR REPLACE INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, "
                     "inflight_ns) VALUES (?,?,?,?)");
-  if (!check_prepared({&op, &overlap}, db, error)) return false;
+  Statement shape(h,
+                  "INSERT INTO op_shapes (node_id, input_shapes, input_dtypes, calls, time_ns) "
+                  "VALUES (?,?,?,?,?) ON CONFLICT (node_id, input_shapes, input_dtypes) DO UPDATE "
+                  "SET calls = excluded.calls, time_ns = excluded.time_ns");
+  if (!check_prepared({&op, &overlap, &shape}, db, error)) return false;
   for (const ThreadSnapshot& t : data.threads) {
     const ThreadIds& ids = threads_[t.state];
     for (const CommRow& c : t.comms) {
@@ -514,6 +519,12 @@ bool Store::write_comm(Database& db, const FlushData& data, std::string& error) 
       op.bind(4, int64_t(c.bytes)).bind(5, int64_t(c.calls)).bind(6, c.time_ns);
       op.bind(7, ids.nodes[c.node]);
       SONDE_STEP(op, "recording communication");
+    }
+    for (const OpShapeRow& o : t.op_shapes) {
+      if (o.calls == 0 || o.node >= ids.nodes.size() || ids.nodes[o.node] == 0) continue;
+      shape.bind(1, ids.nodes[o.node]).bind(2, o.shapes).bind(3, o.dtypes);
+      shape.bind(4, int64_t(o.calls)).bind(5, o.time_ns);
+      SONDE_STEP(shape, "recording operator shapes");
     }
     if (t.comm_overlap && ids.thread_id != 0) {
       overlap.bind(1, ids.thread_id).bind(2, t.comm_overlap->exposed_ns);

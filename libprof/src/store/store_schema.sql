@@ -152,6 +152,18 @@ CREATE TABLE IF NOT EXISTS comm_ops (
   UNIQUE (node_id, op, comm_size, bytes)
 );
 
+-- `--record-shapes` (SONDE_TORCH_SHAPES=1): a top-level operator's calls per call path and input
+-- signature, the shapes and dtypes of its inputs as torch.profiler's record_shapes gives them
+-- ('[[64, 1, 28, 28], [32, 1, 3, 3], [32]]', 'float, float, float'). Empty without the option.
+CREATE TABLE IF NOT EXISTS op_shapes (
+  node_id      INTEGER NOT NULL REFERENCES nodes(node_id),
+  input_shapes TEXT NOT NULL,
+  input_dtypes TEXT NOT NULL,
+  calls        INTEGER NOT NULL,
+  time_ns      INTEGER NOT NULL,   -- inclusive, as the operator's node
+  PRIMARY KEY (node_id, input_shapes, input_dtypes)
+);
+
 -- Per thread: exposed = time inside blocking calls and waits; overlapped = time during which at
 -- least one nonblocking operation was in flight while the thread was outside communication calls.
 CREATE TABLE IF NOT EXISTS comm_overlap (

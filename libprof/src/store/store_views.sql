@@ -192,6 +192,19 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
        JOIN shape_peaks sp USING (shape_id)
   GROUP BY n.routine_id, s.call_site, s.m, s.n, s.k, s.dtype;
 
+-- One row per operator, input signature and calling routine (`--record-shapes`): torch.profiler's
+-- key_averages(group_by_input_shape=True) with the caller (the Python frame that ran it) beside.
+-- time_s is inclusive; mean_us per call.
+CREATE VIEW IF NOT EXISTS operator_shapes AS
+  SELECT r.name AS operator, o.input_shapes AS input_shapes, o.input_dtypes AS input_dtypes,
+         SUM(o.calls) AS calls, SUM(o.time_ns) / 1e9 AS time_s,
+         CASE WHEN SUM(o.calls) > 0 THEN SUM(o.time_ns) / 1e3 / SUM(o.calls) END AS mean_us,
+         pr.name AS caller, pr.file AS caller_file, pr.line AS caller_line,
+         n.routine_id AS routine_id, p.routine_id AS caller_id
+  FROM op_shapes o JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+       JOIN nodes p ON p.node_id = n.parent_id JOIN routines pr ON pr.routine_id = p.routine_id
+  GROUP BY n.routine_id, o.input_shapes, o.input_dtypes, p.routine_id;
+
 -- One row per routine with GEMM shapes (routine_id): its shapes' FLOPs, time and bytes, and
 -- the peaks for the thread counts its calls ran with, time-weighted as in gemm_shapes. What
 -- the per-routine % of peak and roofline use (sonde metrics, candidates). Its figures are
