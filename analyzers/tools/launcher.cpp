@@ -33,6 +33,7 @@
 #include "sonde/signals.hpp"
 #include "tools/executable_dir.hpp"
 #include "tools/output_file.hpp"
+#include "tools/previous_profile.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -125,8 +126,8 @@ void check_output_directory(const fs::path& output) {
   fs::path probe = dir / fmt::format(".sonde-probe-{}", ::getpid());
   int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
-    throw Error(fmt::format("cannot write to output directory {}: {}", dir.string(),
-                            std::strerror(errno)));
+    throw Error(
+        fmt::format("cannot write to output directory {}: {}", dir.string(), std::strerror(errno)));
   ::close(fd);
   ::unlink(probe.c_str());
 }
@@ -134,10 +135,17 @@ void check_output_directory(const fs::path& output) {
 void prepare_output(const fs::path& output, const std::string& shown, bool force) {
   struct stat st {};
   if (::lstat(output.c_str(), &st) == 0) {
-    if (!force)
-      throw Error(fmt::format("{} already exists; use --force to replace it or -o for another "
-                              "file",
-                              shown));
+    if (!force) {
+      if (keep_previous_profile(output.string())) {
+        say("sonde: kept the previous profile {} as {}\n", shown, shown + ".old");
+        check_output_directory(output);
+        return;
+      }
+      throw Error(
+          fmt::format("{} already exists and is not a sonde profile; use --force to "
+                      "replace it or -o for another file",
+                      shown));
+    }
     require_regular_output(output.string(), shown);
   }
   check_output_directory(output);
@@ -253,10 +261,10 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
 struct WrittenProfile {
   int alternative = -1;  // -1: none found; 0: the name asked for; n: alternative_output(.., n)
   bool any_file = false;
-  bool ended = false;    // its last process image made its final flush
+  bool ended = false;      // its last process image made its final flush
   bool exec_last = false;  // ... and that flush was before an exec: the next image wrote nothing
   std::vector<std::int64_t> running;  // other processes of the run, not ended, still alive
-  std::string problem;   // why a file that is there could not be read
+  std::string problem;                // why a file that is there could not be read
 };
 
 WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int64_t since_ns) {
@@ -549,7 +557,7 @@ int run_command(const RunOptions& o) {
   // ignored here stay ignored: the command inherited that, and would ignore them too.
   g_child.store(child);
   struct sigaction forward {};
-  struct sigaction previous[NSIG]{};
+  struct sigaction previous[NSIG] {};
   bool forwarded[NSIG]{};
   forward.sa_sigaction = forward_signal;
   forward.sa_flags = SA_SIGINFO | SA_RESTART;
@@ -589,7 +597,8 @@ std::string environment_help() {
   std::string out = "Environment (read by libsonde.so; the options above set some of them):\n";
   for (const auto& spec : kOptionSpecs) {
     if (spec.internal) continue;
-    std::string def = spec.default_value.empty() ? "" : fmt::format(" (default {})", spec.default_value);
+    std::string def =
+        spec.default_value.empty() ? "" : fmt::format(" (default {})", spec.default_value);
     std::string help(spec.help);
     std::erase(help, '`');
     out += fmt::format("  {}{}\n      {}\n", spec.name, def, help);

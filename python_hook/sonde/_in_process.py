@@ -64,13 +64,73 @@ def _fail(message, code=1):
     sys.exit(code)
 
 
+def _live_writer(path):
+    """(a sonde profile?, the pid of a process of it still running on this host or 0), as
+    analyzers/tools/previous_profile.cpp reads them."""
+    try:
+        import socket
+        import sqlite3
+        import urllib.parse
+        con = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
+    except Exception:
+        return False, 0
+    try:
+        if not con.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchall():
+            return False, 0
+        host = socket.gethostname()
+        for pid, h in con.execute("SELECT pid, host FROM processes WHERE ended_ns IS NULL"):
+            if pid and pid > 0 and pid != os.getpid() and (h is None or h == host):
+                try:
+                    os.kill(pid, 0)
+                    return True, pid
+                except PermissionError:
+                    return True, pid
+                except OSError:
+                    pass
+        return True, 0
+    except Exception:
+        return False, 0
+    finally:
+        con.close()
+
+
+def _keep_previous(output, path):
+    """An existing profile becomes <output>.old, as `sonde run` keeps it (previous_profile.cpp);
+    False where `path` is no profile of sonde's, left alone."""
+    if os.path.islink(path) or not os.path.isfile(path):
+        return False
+    profile, pid = _live_writer(path)
+    if not profile:
+        return False
+    if pid:
+        _fail(f"{output} is still being written by process {pid} of its run; use -o for another "
+              "file (or --force once that process has ended)")
+    old = path + ".old"
+    if os.path.lexists(old) and (os.path.islink(old) or not os.path.isfile(old)):
+        _fail(f"cannot keep the previous profile {output} as {output}.old: that is not a regular "
+              f"file; use --force to replace {output} or -o for another file")
+    try:
+        for suffix in ("-journal", "-wal", "-shm"):
+            if os.path.lexists(old + suffix):
+                os.unlink(old + suffix)
+        os.replace(path, old)
+        for suffix in ("-journal", "-wal", "-shm"):
+            if os.path.lexists(path + suffix):
+                os.replace(path + suffix, old + suffix)
+    except OSError as e:
+        _fail(f"cannot keep the previous profile {output} as {output}.old: {e.strerror}")
+    say(f"sonde: kept the previous profile {output} as {output}.old")
+    return True
+
+
 def _prepare_output(output, force):
     """As `sonde run` does before it starts its command (analyzers/tools/launcher.cpp)."""
     path = os.path.abspath(output)
     if os.path.lexists(path):
-        if not force:
-            _fail(f"{output} already exists; use --force to replace it or -o for another file")
-        if os.path.isdir(path):
+        if not force and not _keep_previous(output, path):
+            _fail(f"{output} already exists and is not a sonde profile; use --force to replace "
+                  "it or -o for another file")
+        if force and os.path.isdir(path):
             _fail(f"{output} is a directory")
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):

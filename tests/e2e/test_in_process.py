@@ -369,7 +369,8 @@ def test_the_environment_variable_asks_for_it_and_a_bad_value_does_not(tmp_path)
 def test_an_existing_output_is_refused_as_sonde_run_refuses_it(tmp_path):
     (tmp_path / "prof.db").write_text("keep me")
     r = launch(tmp_path, NUMPY)
-    assert r.returncode != 0 and "prof.db already exists; use --force" in r.stderr
+    assert r.returncode != 0 and \
+        "prof.db already exists and is not a sonde profile; use --force" in r.stderr
     assert r.stdout == ""  # the program never ran
     assert (tmp_path / "prof.db").read_text() == "keep me"
     r = launch(tmp_path, NUMPY, extra=["--force"])
@@ -431,3 +432,24 @@ def test_the_cuda_driver_starts_cupti_through_the_injection_entry(tmp_path):
     assert query(other, "SELECT COUNT(*) FROM gpu_activity") == [(0,)]
     (note,), = query(other, "SELECT message FROM notes WHERE topic = 'gpu'")
     assert "did not start sonde through CUDA_INJECTION64_PATH" in note
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_profile_edit_profile_again_keeps_the_previous_as_old(tmp_path, in_process):
+    """As perf keeps perf.data.old: the second run runs, the first profile is prof.db.old, and
+    a third replaces that .old (never the newest), each said in one line."""
+    first = launch(tmp_path, "def f():\n    pass\nf()\nprint('one')\n", in_process=in_process)
+    assert first.returncode == 0 and first.stdout == "one\n", first.stderr
+    assert "kept the previous" not in first.stderr
+    second = launch(tmp_path, "def g():\n    pass\ng()\ng()\nprint('two')\n",
+                    in_process=in_process)
+    assert second.returncode == 0 and second.stdout == "two\n", second.stderr
+    assert "sonde: kept the previous profile prof.db as prof.db.old" in second.stderr
+    names = lambda db: {n.split("(")[-1].rstrip(")")
+                        for (n,) in query(db, "SELECT name FROM routines WHERE kind = 'python'")}
+    assert "f" in names(tmp_path / "prof.db.old") and "g" not in names(tmp_path / "prof.db.old")
+    assert "g" in names(tmp_path / "prof.db") and "f" not in names(tmp_path / "prof.db")
+    third = launch(tmp_path, "def h():\n    pass\nh()\n", in_process=in_process)
+    assert third.returncode == 0, third.stderr
+    assert "g" in names(tmp_path / "prof.db.old") and "h" in names(tmp_path / "prof.db")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["prof.db", "prof.db.old", "prog.py"]

@@ -318,15 +318,37 @@ def test_existing_output_preloaded(kind, tmp_path, good_profile):
     assert calls(str(beside[0]), "cblas_sgemm") == 10
 
 
+def names_schema_version(path):
+    """The rule sonde run keeps a file as .old by: SQLite whose meta table names a
+    schema_version (docs/cli.md), however damaged elsewhere."""
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            return bool(con.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchall())
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return False
+
+
 @pytest.mark.parametrize("kind", FOREIGN)
 def test_existing_output_sonde_run(kind, tmp_path, good_profile):
-    """sonde run -o an existing file: refused without --force, replaced whole with it"""
+    """sonde run -o an existing file: a sonde profile is kept as .old and the run goes on (as
+    perf keeps perf.data.old); anything else is refused without --force; replaced whole with
+    it"""
     target = tmp_path / "prof.db"
     foreign(target, kind, good_profile)
     before = target.read_bytes()
     cmd = [prog("exit_status"), 0]
     r = sonde_run(cmd, str(target))
-    assert r.rc == 1 and "already exists" in r.err and target.read_bytes() == before
+    if names_schema_version(target):
+        same_behaviour(plain(cmd), r)
+        assert "kept the previous profile" in r.err, r.err
+        assert Path(str(target) + ".old").read_bytes() == before
+        profile_whole(str(target))
+        os.unlink(str(target) + ".old")
+    else:
+        assert r.rc == 1 and "already exists" in r.err and target.read_bytes() == before
     r = sonde_run(cmd, str(target), args=["--force"])
     same_behaviour(plain(cmd), r)
     assert written_claim(r.err) == (str(target), True), r.err

@@ -43,8 +43,10 @@ TEST_F(LauncherTest, ExistingOutputIsNotTouchedWithoutForce) {
   std::ofstream(out) << "precious";
   CliResult r = run_sonde("run -o " + q(out) + " -- true", env_);
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("already exists; use --force"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("already exists and is not a sonde profile; use --force"), std::string::npos)
+      << r.err;
   EXPECT_EQ(read_file(out), "precious");
+  EXPECT_FALSE(fs::exists(out.string() + ".old"));
 }
 
 TEST_F(LauncherTest, ForceRemovesOutputAndJournals) {
