@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <atomic>
@@ -123,13 +124,35 @@ struct ViewServer::Impl {
     return token_matches(cookie_value(req, cookie_name()), token);
   }
 
+  // `localhost`, `127.0.0.1` or `[::1]`, with any port or none.
+  static bool loopback_host(std::string_view host) {
+    std::string_view name = host, port;
+    if (host.starts_with('[')) {
+      std::size_t end = host.find(']');
+      if (end == std::string_view::npos) return false;
+      name = host.substr(0, end + 1);
+      port = host.substr(end + 1);
+      if (!port.empty() && !port.starts_with(':')) return false;
+      if (!port.empty()) port.remove_prefix(1);
+    } else if (std::size_t colon = host.rfind(':'); colon != std::string_view::npos) {
+      name = host.substr(0, colon);
+      port = host.substr(colon + 1);
+    }
+    if (host.find(':') != host.rfind(':') && !host.starts_with('[')) return false;
+    if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        }))
+      return false;
+    return name == "localhost" || name == "127.0.0.1" || name == "[::1]";
+  }
+
   // Every request goes through here first; what it refuses never reaches a route.
   httplib::Server::HandlerResponse screen(const httplib::Request& req, httplib::Response& res) {
     using R = httplib::Server::HandlerResponse;
     // A page of another site whose name resolves to 127.0.0.1 (DNS rebinding) sends its own
-    // name as Host.
-    std::string host = req.get_header_value("Host");
-    if (host != fmt::format("127.0.0.1:{}", port) && host != fmt::format("localhost:{}", port)) {
+    // name as Host. The name is the protection, not the port: a tunnel (`ssh -L 9000:localhost:
+    // 8080`) or a forwarded port brings the browser's own port.
+    if (!loopback_host(req.get_header_value("Host"))) {
       refuse(res, 403, "forbidden: unexpected Host");
       return R::Handled;
     }

@@ -182,6 +182,17 @@ def test_another_host_name_is_refused(server):
     _, _, port, token = server
     assert get(port, f"/?token={token}", {"Host": f"evil.example:{port}"})[0] == 403
     assert get(port, f"/?token={token}", {"Host": f"localhost:{port}"})[0] == 200
+    for host in (f"localhost.evil.example:{port}", f"evil.localhost:{port}", "localhost:80ab",
+                 f"127.0.0.1.evil:{port}", f"[::1]x:{port}", f"::1:{port}", ""):
+        assert get(port, f"/?token={token}", {"Host": host})[0] == 403, host
+
+
+def test_a_tunnel_port_is_a_loopback_host(server):
+    """Through `ssh -L 9000:localhost:PORT` (or a forwarded port) the browser sends its own
+    port: the loopback name is what is checked, not the port."""
+    _, _, port, token = server
+    for host in ("localhost:9000", "127.0.0.1:9000", "localhost", "[::1]:9000", "[::1]"):
+        assert get(port, f"/?token={token}", {"Host": host})[0] == 200, host
 
 
 def listeners(port):
