@@ -79,8 +79,10 @@ Command add_report(CLI::App& app) {
   cmd->add_option("-n,--top", a->top, "Rows to show, largest first (0: all)")
       ->check(count_check())->capture_default_str();
   add_format(cmd, a->format, {"text", "csv", "json"});
-  cmd->add_option("-s,--sort", a->sort, "Sort key: exclusive time, inclusive time or calls")
-      ->check(CLI::IsMember({"excl", "incl", "calls"}))
+  cmd->add_option("-s,--sort", a->sort,
+                  "Sort key: exclusive time (excl, or cProfile's tottime/time), inclusive time "
+                  "(incl, cumtime/cumulative) or calls (calls, ncalls)")
+      ->check(CLI::IsMember(report_sort_names()))
       ->capture_default_str();
   auto* by = cmd->add_option("--by", a->by, "One row per routine, or per source line of the "
                                             "functions recorded by python3 -m sonde --lines")

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "profile/hotspots.hpp"
 #include "tools/launcher.hpp"
 
 namespace sonde::cli {
@@ -71,7 +72,7 @@ Command add_run(CLI::App& app) {
   cmd->add_option("--report", a->report_sort,
                   "Print the flat profile (sonde report --sort KEY) on stdout when the command "
                   "has ended, as python3 -m cProfile prints its table")
-      ->check(CLI::IsMember({"excl", "incl", "calls"}));
+      ->check(CLI::IsMember(report_sort_names()));
   cmd->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
   cmd->footer(environment_help());
   Command c{cmd, [a] {

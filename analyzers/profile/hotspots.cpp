@@ -1,17 +1,25 @@
 #include "profile/hotspots.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <unordered_map>
 
 namespace sonde::analyzers {
 
+std::vector<std::string> report_sort_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, sort] : kReportSorts) names.emplace_back(name);
+  return names;
+}
+
 ReportSort parse_report_sort(std::string_view name) {
-  if (name == "excl") return ReportSort::kExclusive;
-  if (name == "incl") return ReportSort::kInclusive;
-  if (name == "calls") return ReportSort::kCalls;
-  throw Error(fmt::format("unknown sort key '{}' (expected excl, incl or calls)", name), 2);
+  for (const auto& [known, sort] : kReportSorts)
+    if (name == known) return sort;
+  throw Error(fmt::format("unknown sort key '{}' (expected {})", name,
+                          fmt::join(report_sort_names(), ", ")),
+              2);
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "profile/profile_file.hpp"
@@ -13,7 +14,15 @@
 namespace sonde::analyzers {
 
 enum class ReportSort { kExclusive, kInclusive, kCalls };
-ReportSort parse_report_sort(std::string_view name);  // "excl", "incl", "calls"
+// sonde's sort names ("excl", "incl", "calls") and cProfile's ("tottime"/"time",
+// "cumtime"/"cumulative", "ncalls"), so a cProfile user's habit works everywhere sonde sorts.
+inline constexpr std::pair<std::string_view, ReportSort> kReportSorts[] = {
+    {"excl", ReportSort::kExclusive},   {"tottime", ReportSort::kExclusive},
+    {"time", ReportSort::kExclusive},   {"incl", ReportSort::kInclusive},
+    {"cumtime", ReportSort::kInclusive}, {"cumulative", ReportSort::kInclusive},
+    {"calls", ReportSort::kCalls},      {"ncalls", ReportSort::kCalls}};
+std::vector<std::string> report_sort_names();
+ReportSort parse_report_sort(std::string_view name);
 
 // One row of the `hotspots` view: one routine (kind, library or file, line, name), merged over
 // the busy threads of every process.

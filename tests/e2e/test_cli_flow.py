@@ -24,6 +24,20 @@ def test_report_is_a_flat_profile(profile):
     assert "cblas_sgemm" in r.stdout and "update" in r.stdout
 
 
+def test_report_takes_cprofile_sort_names(profile):
+    """A cProfile user's -s/--sort habit works: tottime/time, cumtime/cumulative, ncalls."""
+    def table(key):
+        r = run([CLI, "report", profile, "--sort", key, "--format", "csv"])
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+    for sonde, cprofile in (("excl", "tottime"), ("excl", "time"), ("incl", "cumtime"),
+                            ("incl", "cumulative"), ("calls", "ncalls")):
+        assert table(cprofile) == table(sonde), cprofile
+    assert table("incl") != table("calls")
+    bad = run([CLI, "report", profile, "--sort", "stdname"])
+    assert bad.returncode != 0 and "tottime" in bad.stderr
+
+
 def test_tree_shows_gemms_under_forward(profile):
     r = run([CLI, "tree", profile])
     assert r.returncode == 0
