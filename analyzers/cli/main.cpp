@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
+#include "cli/did_you_mean.hpp"
 #include "render/table_format.hpp"
 #include "sonde/quiet_write.hpp"
 #include "store/schema_version.hpp"
@@ -17,6 +18,20 @@ namespace {
 // The last word on a failure: a stderr that is closed or a broken pipe must not turn it into an
 // abort (fmt throws there) or a death by SIGPIPE.
 void say_error(const std::string& line) { sonde::quiet_write(STDERR_FILENO, line); }
+// A first word that is no option and no command: one line, with the command meant when a
+// typo is near one (`sonde reprot`), instead of CLI11's whole help.
+std::string unknown_command(const CLI::App& app, const std::vector<std::string>& args) {
+  if (args.empty() || args[0].empty() || args[0][0] == '-') return "";
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == args[0]) return "";
+    if (!sub->get_group().empty()) names.push_back(sub->get_name());  // hidden ones: no group
+  }
+  std::string out = fmt::format("sonde: '{}' is not a sonde command", sonde::analyzers::visible(args[0]));
+  if (auto meant = nearest_name(args[0], names)) out += fmt::format("; did you mean '{}'?", *meant);
+  return out + " (sonde --help lists them)\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,6 +55,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : kUsageError;
   };
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (std::string problem = unknown_command(app, args); !problem.empty()) {
+    say_error(problem);
+    return kUsageError;
+  }
   set_run_command(split_run_command(args));
   split_tune_command(args);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last-argument-first

@@ -168,3 +168,16 @@ def test_csv_export_tells_apart_paths_whose_names_join_the_same(profile):
     assert len({row["path_ids"] for row in rows}) == len(rows)
     assert [(row["path"], row["path_ids"]) for row in rows] == query(
         profile, "SELECT path, path_ids FROM callpaths ORDER BY path, path_ids")
+
+
+def test_a_mistyped_command_is_one_line_naming_the_one_meant():
+    for word, meant in (("reprot", "report"), ("tre", "tree"), ("candiates", "candidates"),
+                        ("sahpes", "shapes")):
+        r = run([CLI, word, "x.db"])
+        assert r.returncode == 2 and r.stdout == ""
+        assert r.stderr == (f"sonde: '{word}' is not a sonde command; did you mean '{meant}'? "
+                            "(sonde --help lists them)\n"), r.stderr
+    r = run([CLI, "frobnicate"])
+    assert r.returncode == 2
+    assert r.stderr == "sonde: 'frobnicate' is not a sonde command (sonde --help lists them)\n"
+    assert run([CLI, "report", "--help"]).returncode == 0  # real commands untouched
