@@ -59,8 +59,7 @@ bool is_optimizer_construction(const CallNode& n) {
 // Optimizers built outside the iterations (not in a frame run every iteration): a GAN's two.
 // One built every iteration is the same optimizer again, not another.
 std::int64_t optimizers_built(const Frame& f, const Frame* body, std::int64_t per_iteration) {
-  if (is_optimizer_construction(*f.node))
-    return f.node->calls < per_iteration ? f.node->calls : 0;
+  if (is_optimizer_construction(*f.node)) return f.node->calls < per_iteration ? f.node->calls : 0;
   std::int64_t n = 0;
   for (const Frame& k : f.kids)
     if (!(&f == body && k.node->calls >= per_iteration) && !is_import_frame(*k.node))
@@ -144,7 +143,7 @@ struct ThreadLoop {
   std::int64_t iterations = 0;
   int counted = -1;
   std::size_t bodies = 0;
-  std::int64_t optimizers = 1;  // whose steps are one iteration's update
+  std::int64_t optimizers = 1;        // whose steps are one iteration's update
   std::vector<const Frame*> feeders;  // generators feeding the loop (feeders())
 };
 
@@ -318,13 +317,16 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       b.body = t.body->node->name;
       b.iterations_from = std::string(phase_classes()[t.counted].id);
       if (t.bodies > 1)
-        b.notes.push_back(fmt::format("{} loops found in one thread; the breakdown is of the "
-                                      "longest, in {}", t.bodies, b.body));
+        b.notes.push_back(
+            fmt::format("{} loops found in one thread; the breakdown is of the "
+                        "longest, in {}",
+                        t.bodies, b.body));
     }
     if (t.optimizers > 1)
-      b.notes.push_back(fmt::format("t_u: {} optimizers (torch.optim) built before the loop each "
-                                    "step once per iteration: iterations = optimizer steps / {}",
-                                    t.optimizers, t.optimizers));
+      b.notes.push_back(
+          fmt::format("t_u: {} optimizers (torch.optim) built before the loop each "
+                      "step once per iteration: iterations = optimizer steps / {}",
+                      t.optimizers, t.optimizers));
     b.threads_ns += tree.root.incl_ns;
     b.unmeasured_ns += tree.root.excl_ns;
     std::int64_t in_loop = 0;
@@ -334,9 +336,10 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     }
     acc.loading = guessed_loading(t);
     for (const Frame* k : t.feeders.empty() ? acc.loading : std::vector<const Frame*>{})
-      b.notes.push_back(fmt::format("t_io: {} runs every iteration before the forward and is "
-                                    "taken as loading the batch (no DataLoader or data region)",
-                                    k->node->name));
+      b.notes.push_back(
+          fmt::format("t_io: {} runs every iteration before the forward and is "
+                      "taken as loading the batch (no DataLoader or data region)",
+                      k->node->name));
     for (const Frame& k : t.loop->kids) {
       if (!in_iterations(k, t)) continue;
       acc.walk(k, -1);
@@ -354,9 +357,10 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     b.iterations_from = "t_u, t_f";
   if (any_without_update) {
     b.rows[kUpdate].known = false;
-    b.notes.push_back("t_u cannot be told: no optimizer entry (Optimizer.step, an update method "
-                      "or region) repeats in the loop; an update written inline in the loop "
-                      "counts as other");
+    b.notes.push_back(
+        "t_u cannot be told: no optimizer entry (Optimizer.step, an update method "
+        "or region) repeats in the loop; an update written inline in the loop "
+        "counts as other");
   }
   for (int p = 0; p < kPhaseCount; ++p) {
     std::vector<std::pair<std::string, std::int64_t>> rs(acc.opened[p].begin(),
@@ -370,9 +374,12 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
 
 Table breakdown_table(const Breakdown& b) {
   Table t;
-  t.columns = {{"phase", "phase"},          {"what", "what"},
-               {"time_s", "time_s", 3},      {"% thread", "pct_thread", 1},
-               {"ms/iter", "ms_per_iter", 3}, {"from", "routines"}};
+  t.columns = {{"phase", "phase"},
+               {"what", "what"},
+               {"time_s", "time_s", 3},
+               {"% thread", "pct_thread", 1},
+               {"ms/iter", "ms_per_iter", 3},
+               {"from", "routines"}};
   if (!b.found) return t;
   auto row = [&](const std::string& id, const std::string& what, std::int64_t ns, bool known,
                  const std::vector<std::string>& routines, bool per_iteration = true) {
@@ -385,7 +392,8 @@ Table breakdown_table(const Breakdown& b) {
         per_iter = static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations);
     }
     std::string from;
-    for (std::size_t i = 0; i < routines.size() && i < 3; ++i) from += (i ? ", " : "") + routines[i];
+    for (std::size_t i = 0; i < routines.size() && i < 3; ++i)
+      from += (i ? ", " : "") + routines[i];
     if (routines.size() > 3) from += fmt::format(" (+{})", routines.size() - 3);
     t.rows.push_back({id, what, time, pct, per_iter, from});
   };

@@ -25,7 +25,7 @@ struct BreakdownRow {
 };
 
 struct Breakdown {
-  bool found = false;   // a training loop was found; otherwise `reason` says why not
+  bool found = false;  // a training loop was found; otherwise `reason` says why not
   std::string reason;
   std::vector<BreakdownRow> rows;  // one per class, in phase_classes() order
   std::int64_t other_ns = 0;       // in the loop's iterations, in no phase
@@ -35,11 +35,11 @@ struct Breakdown {
   // What shares are taken of: the training threads' time (thread_times.time_s summed), which
   // the rows add up to, so no share passes 100 % however many threads train side by side.
   std::int64_t threads_ns = 0;
-  std::int64_t iterations = 0;     // exact, from the loop's entries; 0 when not found
-  std::string iterations_from;     // the class whose entries' calls gave the count
-  std::string loop;                // the frame that holds the loop ("<thread>" at top level)
-  std::string body;                // the deepest frame holding forward, backward and update
-  std::int64_t threads = 0;        // threads with a training loop
+  std::int64_t iterations = 0;        // exact, from the loop's entries; 0 when not found
+  std::string iterations_from;        // the class whose entries' calls gave the count
+  std::string loop;                   // the frame that holds the loop ("<thread>" at top level)
+  std::string body;                   // the deepest frame holding forward, backward and update
+  std::int64_t threads = 0;           // threads with a training loop
   std::int64_t left_out_threads = 0;  // threads (of every process) without one: not in the rows
   std::int64_t left_out_ns = 0;       // their measured time
   std::vector<std::string> notes;     // what the reader must know to trust the rows
