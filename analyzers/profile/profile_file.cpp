@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
@@ -68,19 +69,12 @@ std::string one_line(std::string text) {
 // 0.15 s of CPU for 44 MB here); a larger file is checked page by page as it is read.
 constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
 
-// Older files are read through this version's views, made as temporary views of this
-// connection (a read-only file takes them; SQLite resolves a name in temp before main, so they
-// stand in front of the file's own). Versions 3 and 4 hold only timed GPU rows, so their
-// gpu_activity_ns is the timestamps'; version 4 changed only views over version 3's tables, and
-// a version 3 file gets those from this schema's text (they read gpu_activity_ns, made first).
-void add_version_5_views(const ProfileFile& file, int version) {
-  file.exec(
-      "CREATE TEMP VIEW gpu_activity_ns AS SELECT activity_id, node_id, kind, "
-      "end_ns - start_ns AS ns FROM gpu_activity");
-  if (version >= 4) return;
+// Views of this schema, from its own text, made as temporary views of this connection (a
+// read-only file takes them; SQLite resolves a name in temp before main, so they stand in front
+// of the file's own).
+void add_views(const ProfileFile& file, std::initializer_list<std::string_view> names) {
   const std::string_view schema = kSchemaSql;
-  for (std::string_view name : {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels",
-                                "gpu_kernel_totals", "routine_totals", "gemm_shapes"}) {
+  for (std::string_view name : names) {
     std::string head = fmt::format("CREATE VIEW IF NOT EXISTS {} AS", name);
     std::size_t at = schema.find(head);
     std::size_t end = at == std::string_view::npos ? at : schema.find(";\n", at);
@@ -89,6 +83,21 @@ void add_version_5_views(const ProfileFile& file, int version) {
     file.exec(fmt::format("CREATE TEMP VIEW {} AS{}", name,
                           schema.substr(at + head.size(), end - at - head.size())));
   }
+}
+
+// Older files are read through this version's views. Versions 3 and 4 hold only timed GPU
+// rows, so their gpu_activity_ns is the timestamps'; version 4 changed only views over version
+// 3's tables, and a version 3 file gets those from this schema's text (they read
+// gpu_activity_ns, made first). Version 6 added gpu_work over version 5's tables.
+void add_current_views(const ProfileFile& file, int version) {
+  if (version <= 4)
+    file.exec(
+        "CREATE TEMP VIEW gpu_activity_ns AS SELECT activity_id, node_id, kind, "
+        "end_ns - start_ns AS ns FROM gpu_activity");
+  if (version <= 3)
+    add_views(file, {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels", "gpu_kernel_totals",
+                     "routine_totals", "gemm_shapes"});
+  if (version <= 5) add_views(file, {"gpu_work"});
 }
 
 }  // namespace
@@ -162,7 +171,7 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
         "versions 3 to {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
-  if (version <= 4) add_version_5_views(file, version);
+  if (version < kSchemaVersion) add_current_views(file, version);
   file.schema_version_ = version;
   return file;
 }

@@ -16,6 +16,8 @@ namespace sonde {
 //    comes without timestamps); gpu_activity_ns gives every row's device time, which
 //    callpaths, gpu_kernel_launches and gpu_kernel_metrics read. Versions 3 and 4 are read with
 //    gpu_activity_ns made at open (their rows are all timed).
-inline constexpr int kSchemaVersion = 5;
+// 6: gpu_work (each GPU activity row's work: nccl, compute, h2d, copy, memset), which the
+//    iteration breakdown's device times read. Versions 3 to 5 get it at open.
+inline constexpr int kSchemaVersion = 6;
 
 }  // namespace sonde
