@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "metrics/breakdown_gpu.hpp"
 #include "profile/call_tree.hpp"
 
 namespace sonde::analyzers {
@@ -104,8 +105,18 @@ struct Accumulator {
   Breakdown& out;
   std::array<std::map<std::string, std::int64_t>, kPhaseCount> opened;
   std::vector<const Frame*> loading;  // guessed data loading (guessed_loading)
+  LoopNodes nodes;                    // for the device time the nodes launched
 
   void open(int phase, const CallNode& n) { opened[phase][n.name] += n.incl_ns; }
+
+  void mark(const CallNode& n, int phase) {
+    nodes.phase[n.node_id] = phase;
+    for (std::int64_t id : n.merged_node_ids) nodes.phase[id] = phase;
+  }
+  void mark_subtree(const Frame& f, int phase) {
+    mark(*f.node, phase);
+    for (const Frame& k : f.kids) mark_subtree(k, phase);
+  }
 
   // Outermost entry wins: everything beneath it is its phase, except copies and collectives.
   void walk(const Frame& f, int current) {
@@ -113,10 +124,12 @@ struct Accumulator {
     if (f.role.anywhere) {
       out.rows[f.role.phase].time_ns += n.incl_ns;
       open(f.role.phase, n);
+      mark_subtree(f, f.role.phase);
       return;
     }
     if (is_import_frame(n) && current < 0) {
       out.other_ns += n.incl_ns;
+      mark_subtree(f, LoopNodes::kOther);
       return;
     }
     if (current < 0 && f.phase() >= 0) {
@@ -127,6 +140,7 @@ struct Accumulator {
       open(current, n);
     }
     (current >= 0 ? out.rows[current].time_ns : out.other_ns) += n.excl_ns;
+    mark(n, current >= 0 ? current : LoopNodes::kOther);
     for (const Frame& k : f.kids) walk(k, current);
   }
 };
@@ -288,7 +302,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   for (const PhaseClass& c : phase_classes())
     b.rows.push_back({std::string(c.id), std::string(c.title), 0, true, {}});
   b.run_ns = profile.metrics().run_ns();
-  Accumulator acc{b, {}, {}};
+  Accumulator acc{b, {}, {}, {}};
   const std::vector<ThreadTree>& trees = profile.forest().busy;
   unsigned seen = 0;
   std::array<std::string, kPhaseCount> example;
@@ -305,6 +319,8 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     if (!t.loop) {
       ++b.left_out_threads;
       b.left_out_ns += measured;
+      if (tree.thread_name.starts_with("pt_autograd_"))
+        acc.mark_subtree(root, LoopNodes::kAutograd);
       continue;
     }
     ++b.threads;
@@ -333,7 +349,9 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     if (t.loop->parent) {  // a thread root's own time is unmeasured, not the loop's
       b.other_ns += t.loop->node->excl_ns;
       in_loop += t.loop->node->excl_ns;
+      acc.mark(*t.loop->node, LoopNodes::kOther);
     }
+    acc.nodes.iterations[tree.thread_id] = t.iterations;
     acc.loading = guessed_loading(t);
     for (const Frame* k : t.feeders.empty() ? acc.loading : std::vector<const Frame*>{})
       b.notes.push_back(
@@ -369,6 +387,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
                      [](const auto& x, const auto& y) { return x.second > y.second; });
     for (auto& [name, ns] : rs) b.rows[p].routines.push_back(name);
   }
+  add_device_time(profile.file(), acc.nodes, b);
   return b;
 }
 
@@ -378,29 +397,75 @@ Table breakdown_table(const Breakdown& b) {
                {"what", "what"},
                {"time_s", "time_s", 3},
                {"% thread", "pct_thread", 1},
-               {"ms/iter", "ms_per_iter", 3},
-               {"from", "routines"}};
+               {"ms/iter", "ms_per_iter", 3}};
+  if (b.gpu)
+    t.columns.insert(t.columns.end(),
+                     {{"gpu_s", "gpu_s", 3}, {"gpu ms/iter", "gpu_ms_per_iter", 3}});
+  t.columns.push_back({"from", "routines"});
   if (!b.found) return t;
-  auto row = [&](const std::string& id, const std::string& what, std::int64_t ns, bool known,
-                 const std::vector<std::string>& routines, bool per_iteration = true) {
-    Cell time, pct, per_iter;  // NULL unless known
+  auto per_iter = [&](std::int64_t ns) {
+    return b.iterations > 0
+               ? Cell{static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations)}
+               : Cell{};
+  };
+  auto row = [&](const std::string& id, const std::string& what, std::int64_t ns,
+                 std::int64_t gpu_ns, bool known, const std::vector<std::string>& routines,
+                 bool per_iteration = true) {
+    Cell time, pct, iter, gpu, gpu_iter;  // NULL unless known
     if (known) {
       time = static_cast<double>(ns) / 1e9;
       if (b.threads_ns > 0)
         pct = 100.0 * static_cast<double>(ns) / static_cast<double>(b.threads_ns);
-      if (b.iterations > 0 && per_iteration)
-        per_iter = static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations);
+      gpu = static_cast<double>(gpu_ns) / 1e9;
+      if (per_iteration) {
+        iter = per_iter(ns);
+        gpu_iter = per_iter(gpu_ns);
+      }
     }
     std::string from;
     for (std::size_t i = 0; i < routines.size() && i < 3; ++i)
       from += (i ? ", " : "") + routines[i];
     if (routines.size() > 3) from += fmt::format(" (+{})", routines.size() - 3);
-    t.rows.push_back({id, what, time, pct, per_iter, from});
+    std::vector<Cell> cells{id, what, time, pct, iter};
+    if (b.gpu) cells.insert(cells.end(), {gpu, gpu_iter});
+    cells.push_back(from);
+    t.rows.push_back(std::move(cells));
   };
-  for (const BreakdownRow& r : b.rows) row(r.id, r.title, r.time_ns, r.known, r.routines);
-  row("other", "in the iterations, in no phase", b.other_ns, true, {});
-  row("outside", "outside the loop (set-up, evaluation)", b.outside_ns, true, {}, false);
-  row("unmeasured", "outside any measured routine", b.unmeasured_ns, true, {}, false);
+  for (const BreakdownRow& r : b.rows) row(r.id, r.title, r.time_ns, r.gpu_ns, r.known, r.routines);
+  row("other", "in the iterations, in no phase", b.other_ns, b.gpu_other_ns, true, {});
+  row("outside", "outside the loop (set-up, evaluation)", b.outside_ns, b.gpu_outside_ns, true, {},
+      false);
+  row("unmeasured", "outside any measured routine", b.unmeasured_ns, b.gpu_unseen_ns, true, {},
+      false);
+  return t;
+}
+
+Table breakdown_overlap_table(const Breakdown& b) {
+  Table t;
+  t.columns = {{"pid", "pid"},
+               {"device", "device"},
+               {"comm_s", "comm_s", 3},
+               {"compute_s", "compute_s", 3},
+               {"overlap_s", "overlap_s", 3},
+               {"% comm hidden", "overlap_pct", 1},
+               {"exposed ms/iter", "exposed_ms_per_iter", 3},
+               {"overlap ms/iter", "overlap_ms_per_iter", 3}};
+  for (const GpuOverlapRow& r : b.overlap) {
+    const DeviceOverlap& o = r.time;
+    auto per_iter = [&](std::int64_t ns) {
+      return r.iterations > 0
+                 ? Cell{static_cast<double>(ns) / 1e6 / static_cast<double>(r.iterations)}
+                 : Cell{};
+    };
+    Cell pct =
+        o.comm_ns > 0
+            ? Cell{100.0 * static_cast<double>(o.overlap_ns) / static_cast<double>(o.comm_ns)}
+            : Cell{};
+    t.rows.push_back({r.pid, r.device >= 0 ? Cell{r.device} : Cell{},
+                      static_cast<double>(o.comm_ns) / 1e9, static_cast<double>(o.compute_ns) / 1e9,
+                      static_cast<double>(o.overlap_ns) / 1e9, pct,
+                      per_iter(o.comm_ns - o.overlap_ns), per_iter(o.overlap_ns)});
+  }
   return t;
 }
 

@@ -27,6 +27,9 @@ CallNode build(std::vector<FlatNode>& flat, std::size_t index) {
 }
 
 void merge_into(CallNode& dst, const CallNode& src) {
+  if (src.node_id != 0 && src.node_id != dst.node_id) dst.merged_node_ids.push_back(src.node_id);
+  dst.merged_node_ids.insert(dst.merged_node_ids.end(), src.merged_node_ids.begin(),
+                             src.merged_node_ids.end());
   dst.calls += src.calls;
   dst.subrs += src.subrs;
   dst.incl_ns += src.incl_ns;
@@ -72,6 +75,7 @@ constexpr const char* kNodeRows =
 
 FlatNode node_row(Statement& st) {
   FlatNode f;
+  f.data.node_id = st.int64(0);
   f.data.name = st.text(3);
   f.data.kind = st.text(4);
   f.data.calls = st.int64(5);

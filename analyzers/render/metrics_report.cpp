@@ -157,7 +157,18 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
           b.iterations, b.iterations_from, b.loop,
           b.body == b.loop ? "" : ", iterations through " + b.body, seconds(b.threads_ns),
           b.threads, b.threads == 1 ? "" : "s");
+      if (b.gpu)
+        out +=
+            "gpu_s: device time of the kernels, copies and memsets launched in each phase "
+            "(NCCL kernels are t_comm, host-to-device copies t_h2d; summed over streams and "
+            "devices); time_s is the host's\n";
       out += render_text(t);
+      if (!b.overlap.empty()) {
+        out +=
+            "GPU communication/compute overlap per device (kernels launched in the "
+            "iterations; unions of intervals, so concurrent kernels count once)\n";
+        out += render_text(breakdown_overlap_table(b));
+      }
       if (b.left_out_threads > 0)
         out += fmt::format(
             "left out: {} thread(s) with no training loop, {:.3f} s measured "
@@ -207,7 +218,9 @@ Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>&
                     {"notes", b.notes},
                     {"run_s", seconds(b.run_ns)},
                     {"threads_s", seconds(b.threads_ns)},
-                    {"phases", std::move(rows)}};
+                    {"gpu", b.gpu},
+                    {"phases", std::move(rows)},
+                    {"gpu_overlap", render_json(breakdown_overlap_table(b))}};
     } else if (s == "counters") {
       out[s] = Json{{"events", r.counters.events}, {"routines", std::move(rows)}};
     } else {
