@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 
+#include "metrics/breakdown_gpu.hpp"
 #include "profile/call_tree.hpp"
 
 namespace sonde::analyzers {
@@ -59,8 +60,7 @@ bool is_optimizer_construction(const CallNode& n) {
 // Optimizers built outside the iterations (not in a frame run every iteration): a GAN's two.
 // One built every iteration is the same optimizer again, not another.
 std::int64_t optimizers_built(const Frame& f, const Frame* body, std::int64_t per_iteration) {
-  if (is_optimizer_construction(*f.node))
-    return f.node->calls < per_iteration ? f.node->calls : 0;
+  if (is_optimizer_construction(*f.node)) return f.node->calls < per_iteration ? f.node->calls : 0;
   std::int64_t n = 0;
   for (const Frame& k : f.kids)
     if (!(&f == body && k.node->calls >= per_iteration) && !is_import_frame(*k.node))
@@ -105,8 +105,18 @@ struct Accumulator {
   Breakdown& out;
   std::array<std::map<std::string, std::int64_t>, kPhaseCount> opened;
   std::vector<const Frame*> loading;  // guessed data loading (guessed_loading)
+  LoopNodes nodes;                    // for the device time the nodes launched
 
   void open(int phase, const CallNode& n) { opened[phase][n.name] += n.incl_ns; }
+
+  void mark(const CallNode& n, int phase) {
+    nodes.phase[n.node_id] = phase;
+    for (std::int64_t id : n.merged_node_ids) nodes.phase[id] = phase;
+  }
+  void mark_subtree(const Frame& f, int phase) {
+    mark(*f.node, phase);
+    for (const Frame& k : f.kids) mark_subtree(k, phase);
+  }
 
   // Outermost entry wins: everything beneath it is its phase, except copies and collectives.
   void walk(const Frame& f, int current) {
@@ -114,10 +124,12 @@ struct Accumulator {
     if (f.role.anywhere) {
       out.rows[f.role.phase].time_ns += n.incl_ns;
       open(f.role.phase, n);
+      mark_subtree(f, f.role.phase);
       return;
     }
     if (is_import_frame(n) && current < 0) {
       out.other_ns += n.incl_ns;
+      mark_subtree(f, LoopNodes::kOther);
       return;
     }
     if (current < 0 && f.phase() >= 0) {
@@ -128,6 +140,7 @@ struct Accumulator {
       open(current, n);
     }
     (current >= 0 ? out.rows[current].time_ns : out.other_ns) += n.excl_ns;
+    mark(n, current >= 0 ? current : LoopNodes::kOther);
     for (const Frame& k : f.kids) walk(k, current);
   }
 };
@@ -144,7 +157,7 @@ struct ThreadLoop {
   std::int64_t iterations = 0;
   int counted = -1;
   std::size_t bodies = 0;
-  std::int64_t optimizers = 1;  // whose steps are one iteration's update
+  std::int64_t optimizers = 1;        // whose steps are one iteration's update
   std::vector<const Frame*> feeders;  // generators feeding the loop (feeders())
 };
 
@@ -289,7 +302,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   for (const PhaseClass& c : phase_classes())
     b.rows.push_back({std::string(c.id), std::string(c.title), 0, true, {}});
   b.run_ns = profile.metrics().run_ns();
-  Accumulator acc{b, {}, {}};
+  Accumulator acc{b, {}, {}, {}};
   const std::vector<ThreadTree>& trees = profile.forest().busy;
   unsigned seen = 0;
   std::array<std::string, kPhaseCount> example;
@@ -306,6 +319,8 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     if (!t.loop) {
       ++b.left_out_threads;
       b.left_out_ns += measured;
+      if (tree.thread_name.starts_with("pt_autograd_"))
+        acc.mark_subtree(root, LoopNodes::kAutograd);
       continue;
     }
     ++b.threads;
@@ -318,25 +333,31 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       b.body = t.body->node->name;
       b.iterations_from = std::string(phase_classes()[t.counted].id);
       if (t.bodies > 1)
-        b.notes.push_back(fmt::format("{} loops found in one thread; the breakdown is of the "
-                                      "longest, in {}", t.bodies, b.body));
+        b.notes.push_back(
+            fmt::format("{} loops found in one thread; the breakdown is of the "
+                        "longest, in {}",
+                        t.bodies, b.body));
     }
     if (t.optimizers > 1)
-      b.notes.push_back(fmt::format("t_u: {} optimizers (torch.optim) built before the loop each "
-                                    "step once per iteration: iterations = optimizer steps / {}",
-                                    t.optimizers, t.optimizers));
+      b.notes.push_back(
+          fmt::format("t_u: {} optimizers (torch.optim) built before the loop each "
+                      "step once per iteration: iterations = optimizer steps / {}",
+                      t.optimizers, t.optimizers));
     b.threads_ns += tree.root.incl_ns;
     b.unmeasured_ns += tree.root.excl_ns;
     std::int64_t in_loop = 0;
     if (t.loop->parent) {  // a thread root's own time is unmeasured, not the loop's
       b.other_ns += t.loop->node->excl_ns;
       in_loop += t.loop->node->excl_ns;
+      acc.mark(*t.loop->node, LoopNodes::kOther);
     }
+    acc.nodes.iterations[tree.thread_id] = t.iterations;
     acc.loading = guessed_loading(t);
     for (const Frame* k : t.feeders.empty() ? acc.loading : std::vector<const Frame*>{})
-      b.notes.push_back(fmt::format("t_io: {} runs every iteration before the forward and is "
-                                    "taken as loading the batch (no DataLoader or data region)",
-                                    k->node->name));
+      b.notes.push_back(
+          fmt::format("t_io: {} runs every iteration before the forward and is "
+                      "taken as loading the batch (no DataLoader or data region)",
+                      k->node->name));
     for (const Frame& k : t.loop->kids) {
       if (!in_iterations(k, t)) continue;
       acc.walk(k, -1);
@@ -354,9 +375,10 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     b.iterations_from = "t_u, t_f";
   if (any_without_update) {
     b.rows[kUpdate].known = false;
-    b.notes.push_back("t_u cannot be told: no optimizer entry (Optimizer.step, an update method "
-                      "or region) repeats in the loop; an update written inline in the loop "
-                      "counts as other");
+    b.notes.push_back(
+        "t_u cannot be told: no optimizer entry (Optimizer.step, an update method "
+        "or region) repeats in the loop; an update written inline in the loop "
+        "counts as other");
   }
   for (int p = 0; p < kPhaseCount; ++p) {
     std::vector<std::pair<std::string, std::int64_t>> rs(acc.opened[p].begin(),
@@ -365,34 +387,85 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
                      [](const auto& x, const auto& y) { return x.second > y.second; });
     for (auto& [name, ns] : rs) b.rows[p].routines.push_back(name);
   }
+  add_device_time(profile.file(), acc.nodes, b);
   return b;
 }
 
 Table breakdown_table(const Breakdown& b) {
   Table t;
-  t.columns = {{"phase", "phase"},          {"what", "what"},
-               {"time_s", "time_s", 3},      {"% thread", "pct_thread", 1},
-               {"ms/iter", "ms_per_iter", 3}, {"from", "routines"}};
+  t.columns = {{"phase", "phase"},
+               {"what", "what"},
+               {"time_s", "time_s", 3},
+               {"% thread", "pct_thread", 1},
+               {"ms/iter", "ms_per_iter", 3}};
+  if (b.gpu)
+    t.columns.insert(t.columns.end(),
+                     {{"gpu_s", "gpu_s", 3}, {"gpu ms/iter", "gpu_ms_per_iter", 3}});
+  t.columns.push_back({"from", "routines"});
   if (!b.found) return t;
-  auto row = [&](const std::string& id, const std::string& what, std::int64_t ns, bool known,
-                 const std::vector<std::string>& routines, bool per_iteration = true) {
-    Cell time, pct, per_iter;  // NULL unless known
+  auto per_iter = [&](std::int64_t ns) {
+    return b.iterations > 0
+               ? Cell{static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations)}
+               : Cell{};
+  };
+  auto row = [&](const std::string& id, const std::string& what, std::int64_t ns,
+                 std::int64_t gpu_ns, bool known, const std::vector<std::string>& routines,
+                 bool per_iteration = true) {
+    Cell time, pct, iter, gpu, gpu_iter;  // NULL unless known
     if (known) {
       time = static_cast<double>(ns) / 1e9;
       if (b.threads_ns > 0)
         pct = 100.0 * static_cast<double>(ns) / static_cast<double>(b.threads_ns);
-      if (b.iterations > 0 && per_iteration)
-        per_iter = static_cast<double>(ns) / 1e6 / static_cast<double>(b.iterations);
+      gpu = static_cast<double>(gpu_ns) / 1e9;
+      if (per_iteration) {
+        iter = per_iter(ns);
+        gpu_iter = per_iter(gpu_ns);
+      }
     }
     std::string from;
-    for (std::size_t i = 0; i < routines.size() && i < 3; ++i) from += (i ? ", " : "") + routines[i];
+    for (std::size_t i = 0; i < routines.size() && i < 3; ++i)
+      from += (i ? ", " : "") + routines[i];
     if (routines.size() > 3) from += fmt::format(" (+{})", routines.size() - 3);
-    t.rows.push_back({id, what, time, pct, per_iter, from});
+    std::vector<Cell> cells{id, what, time, pct, iter};
+    if (b.gpu) cells.insert(cells.end(), {gpu, gpu_iter});
+    cells.push_back(from);
+    t.rows.push_back(std::move(cells));
   };
-  for (const BreakdownRow& r : b.rows) row(r.id, r.title, r.time_ns, r.known, r.routines);
-  row("other", "in the iterations, in no phase", b.other_ns, true, {});
-  row("outside", "outside the loop (set-up, evaluation)", b.outside_ns, true, {}, false);
-  row("unmeasured", "outside any measured routine", b.unmeasured_ns, true, {}, false);
+  for (const BreakdownRow& r : b.rows) row(r.id, r.title, r.time_ns, r.gpu_ns, r.known, r.routines);
+  row("other", "in the iterations, in no phase", b.other_ns, b.gpu_other_ns, true, {});
+  row("outside", "outside the loop (set-up, evaluation)", b.outside_ns, b.gpu_outside_ns, true, {},
+      false);
+  row("unmeasured", "outside any measured routine", b.unmeasured_ns, b.gpu_unseen_ns, true, {},
+      false);
+  return t;
+}
+
+Table breakdown_overlap_table(const Breakdown& b) {
+  Table t;
+  t.columns = {{"pid", "pid"},
+               {"device", "device"},
+               {"comm_s", "comm_s", 3},
+               {"compute_s", "compute_s", 3},
+               {"overlap_s", "overlap_s", 3},
+               {"% comm hidden", "overlap_pct", 1},
+               {"exposed ms/iter", "exposed_ms_per_iter", 3},
+               {"overlap ms/iter", "overlap_ms_per_iter", 3}};
+  for (const GpuOverlapRow& r : b.overlap) {
+    const DeviceOverlap& o = r.time;
+    auto per_iter = [&](std::int64_t ns) {
+      return r.iterations > 0
+                 ? Cell{static_cast<double>(ns) / 1e6 / static_cast<double>(r.iterations)}
+                 : Cell{};
+    };
+    Cell pct =
+        o.comm_ns > 0
+            ? Cell{100.0 * static_cast<double>(o.overlap_ns) / static_cast<double>(o.comm_ns)}
+            : Cell{};
+    t.rows.push_back({r.pid, r.device >= 0 ? Cell{r.device} : Cell{},
+                      static_cast<double>(o.comm_ns) / 1e9, static_cast<double>(o.compute_ns) / 1e9,
+                      static_cast<double>(o.overlap_ns) / 1e9, pct,
+                      per_iter(o.comm_ns - o.overlap_ns), per_iter(o.overlap_ns)});
+  }
   return t;
 }
 

@@ -2,7 +2,8 @@
 // iteration. The loop is found from the calling-context tree's structure: the deepest frame
 // whose subtree repeats forward, backward and update entries (breakdown_roles.hpp says what an
 // entry is); iterations are counted from those entries' calls. Where no such frame exists the
-// breakdown says it cannot tell, and why, instead of printing numbers.
+// breakdown says it cannot tell, and why, instead of printing numbers. Where the file has GPU
+// activity, each phase also has the device time of the work launched in it (breakdown_gpu.hpp).
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "metrics/breakdown_roles.hpp"
+#include "metrics/device_overlap.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/profile_file.hpp"
@@ -22,10 +24,22 @@ struct BreakdownRow {
   std::int64_t time_ns = 0;
   bool known = true;                  // false: the phase exists but cannot be told (no entry)
   std::vector<std::string> routines;  // that opened this class, by time, largest first
+  // Device time of the kernels, copies and memsets launched in this phase (Breakdown::gpu):
+  // NCCL kernels are t_comm and host-to-device copies t_h2d wherever they were launched.
+  std::int64_t gpu_ns = 0;
+};
+
+// Communication against compute on one device of one process, over the kernels launched in the
+// iterations (device_overlap.hpp: unions of intervals).
+struct GpuOverlapRow {
+  std::int64_t pid = 0;
+  std::int64_t device = -1;     // -1: a record without one
+  std::int64_t iterations = 0;  // the iterations of the process's training threads
+  DeviceOverlap time;
 };
 
 struct Breakdown {
-  bool found = false;   // a training loop was found; otherwise `reason` says why not
+  bool found = false;  // a training loop was found; otherwise `reason` says why not
   std::string reason;
   std::vector<BreakdownRow> rows;  // one per class, in phase_classes() order
   std::int64_t other_ns = 0;       // in the loop's iterations, in no phase
@@ -35,19 +49,29 @@ struct Breakdown {
   // What shares are taken of: the training threads' time (thread_times.time_s summed), which
   // the rows add up to, so no share passes 100 % however many threads train side by side.
   std::int64_t threads_ns = 0;
-  std::int64_t iterations = 0;     // exact, from the loop's entries; 0 when not found
-  std::string iterations_from;     // the class whose entries' calls gave the count
-  std::string loop;                // the frame that holds the loop ("<thread>" at top level)
-  std::string body;                // the deepest frame holding forward, backward and update
-  std::int64_t threads = 0;        // threads with a training loop
+  std::int64_t iterations = 0;        // exact, from the loop's entries; 0 when not found
+  std::string iterations_from;        // the class whose entries' calls gave the count
+  std::string loop;                   // the frame that holds the loop ("<thread>" at top level)
+  std::string body;                   // the deepest frame holding forward, backward and update
+  std::int64_t threads = 0;           // threads with a training loop
   std::int64_t left_out_threads = 0;  // threads (of every process) without one: not in the rows
   std::int64_t left_out_ns = 0;       // their measured time
   std::vector<std::string> notes;     // what the reader must know to trust the rows
+  // The file has GPU activity: the rows' gpu_ns and these are filled, summing to every
+  // gpu_activity row's device time.
+  bool gpu = false;
+  std::int64_t gpu_other_ns = 0;       // launched in the iterations, in no phase
+  std::int64_t gpu_outside_ns = 0;     // launched outside the iterations (or threads with no loop)
+  std::int64_t gpu_unseen_ns = 0;      // launched by a call sonde did not see (node_id NULL)
+  std::vector<GpuOverlapRow> overlap;  // the devices that ran NCCL kernels in the iterations
 };
 
 Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapping>& mappings);
 Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMapping>& mappings);
-// Empty when no loop was found (the caller prints `reason`).
+// Empty when no loop was found (the caller prints `reason`). With GPU activity it has the
+// device time beside the host time (gpu_s, gpu ms/iter).
 Table breakdown_table(const Breakdown& b);
+// One row per device of gpu_overlap; empty when no NCCL kernel ran in the iterations.
+Table breakdown_overlap_table(const Breakdown& b);
 
 }  // namespace sonde::analyzers

@@ -1,11 +1,11 @@
 #include "profile/call_tree.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace sonde::analyzers {
 namespace {
@@ -27,6 +27,9 @@ CallNode build(std::vector<FlatNode>& flat, std::size_t index) {
 }
 
 void merge_into(CallNode& dst, const CallNode& src) {
+  if (src.node_id != 0 && src.node_id != dst.node_id) dst.merged_node_ids.push_back(src.node_id);
+  dst.merged_node_ids.insert(dst.merged_node_ids.end(), src.merged_node_ids.begin(),
+                             src.merged_node_ids.end());
   dst.calls += src.calls;
   dst.subrs += src.subrs;
   dst.incl_ns += src.incl_ns;
@@ -72,6 +75,7 @@ constexpr const char* kNodeRows =
 
 FlatNode node_row(Statement& st) {
   FlatNode f;
+  f.data.node_id = st.int64(0);
   f.data.name = st.text(3);
   f.data.kind = st.text(4);
   f.data.calls = st.int64(5);
@@ -186,8 +190,9 @@ CallNode load_merged_tree(const ProfileFile& file) {
   root.name = "<thread>";
   root.kind = "root";
   {
-    auto st = file.prepare("SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
-                           "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
+    auto st = file.prepare(
+        "SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
+        "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
     if (st.step()) {
       root.calls = st.int64(0);
       root.incl_ns = to_ns(st.real(1));

@@ -13,10 +13,15 @@ namespace sonde::analyzers {
 
 struct CallNode {
   std::int64_t routine_id = 0;  // what children are matched by: never the name alone
+  // The nodes row (0 in a tree merged from callpaths); a thread whose writer split its root
+  // keeps the rows merged into this one in merged_node_ids, so that what refers to a row
+  // (gpu_activity.node_id) still finds its node.
+  std::int64_t node_id = 0;
+  std::vector<std::int64_t> merged_node_ids;
   std::string name;
   std::string kind;
-  std::string file;  // routines.file: a Python frame's full path (framework entry points)
-  std::string where;  // "file:line", else the library, else ""
+  std::string file;        // routines.file: a Python frame's full path (framework entry points)
+  std::string where;       // "file:line", else the library, else ""
   bool generator = false;  // a Python generator function (routines.library 'generator')
   std::int64_t calls = 0;
   std::int64_t subrs = 0;

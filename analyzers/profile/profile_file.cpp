@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
-
 
 namespace sonde::analyzers {
 namespace {
@@ -28,8 +28,7 @@ std::int64_t check_readable(const std::string& path) {
   if (S_ISDIR(st.st_mode)) throw Error(fmt::format("cannot open {}: is a directory", path));
   if (::access(path.c_str(), R_OK) != 0)
     throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  if (st.st_size == 0)
-    throw Error(fmt::format("{} is empty: not a sonde profile", path));
+  if (st.st_size == 0) throw Error(fmt::format("{} is empty: not a sonde profile", path));
   return st.st_size;
 }
 
@@ -46,12 +45,14 @@ void roll_back_journal(const std::string& path) {
   }
   db.close();
   if (!ok)
-    throw Error(fmt::format("{} holds an interrupted write (a writer died during a flush) that "
-                            "must be rolled back from {}-journal, and that failed: {}; run sonde "
-                            "where the file is writable",
-                            path, path, msg));
-  fmt::print(stderr, "sonde: rolled back an interrupted write to {} (a writer died during a "
-                     "flush; the profile is as of its last complete flush)\n",
+    throw Error(
+        fmt::format("{} holds an interrupted write (a writer died during a flush) that "
+                    "must be rolled back from {}-journal, and that failed: {}; run sonde "
+                    "where the file is writable",
+                    path, path, msg));
+  fmt::print(stderr,
+             "sonde: rolled back an interrupted write to {} (a writer died during a "
+             "flush; the profile is as of its last complete flush)\n",
              path);
 }
 
@@ -68,19 +69,12 @@ std::string one_line(std::string text) {
 // 0.15 s of CPU for 44 MB here); a larger file is checked page by page as it is read.
 constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
 
-// Older files are read through this version's views, made as temporary views of this
-// connection (a read-only file takes them; SQLite resolves a name in temp before main, so they
-// stand in front of the file's own). Versions 3 and 4 hold only timed GPU rows, so their
-// gpu_activity_ns is the timestamps'; version 4 changed only views over version 3's tables, and
-// a version 3 file gets those from this schema's text (they read gpu_activity_ns, made first).
-void add_version_5_views(const ProfileFile& file, int version) {
-  file.exec(
-      "CREATE TEMP VIEW gpu_activity_ns AS SELECT activity_id, node_id, kind, "
-      "end_ns - start_ns AS ns FROM gpu_activity");
-  if (version >= 4) return;
+// Views of this schema, from its own text, made as temporary views of this connection (a
+// read-only file takes them; SQLite resolves a name in temp before main, so they stand in front
+// of the file's own).
+void add_views(const ProfileFile& file, std::initializer_list<std::string_view> names) {
   const std::string_view schema = kSchemaSql;
-  for (std::string_view name : {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels",
-                                "gpu_kernel_totals", "routine_totals", "gemm_shapes"}) {
+  for (std::string_view name : names) {
     std::string head = fmt::format("CREATE VIEW IF NOT EXISTS {} AS", name);
     std::size_t at = schema.find(head);
     std::size_t end = at == std::string_view::npos ? at : schema.find(";\n", at);
@@ -89,6 +83,21 @@ void add_version_5_views(const ProfileFile& file, int version) {
     file.exec(fmt::format("CREATE TEMP VIEW {} AS{}", name,
                           schema.substr(at + head.size(), end - at - head.size())));
   }
+}
+
+// Older files are read through this version's views. Versions 3 and 4 hold only timed GPU
+// rows, so their gpu_activity_ns is the timestamps'; version 4 changed only views over version
+// 3's tables, and a version 3 file gets those from this schema's text (they read
+// gpu_activity_ns, made first). Version 6 added gpu_work over version 5's tables.
+void add_current_views(const ProfileFile& file, int version) {
+  if (version <= 4)
+    file.exec(
+        "CREATE TEMP VIEW gpu_activity_ns AS SELECT activity_id, node_id, kind, "
+        "end_ns - start_ns AS ns FROM gpu_activity");
+  if (version <= 3)
+    add_views(file, {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels", "gpu_kernel_totals",
+                     "routine_totals", "gemm_shapes"});
+  if (version <= 5) add_views(file, {"gpu_work"});
 }
 
 }  // namespace
@@ -105,8 +114,8 @@ void ProfileFile::fail(int rc, std::string_view what) const {
       throw Error(fmt::format("{} is corrupt or truncated (SQLite: {})", path_, msg));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      throw Error(fmt::format("{} stayed locked by a writer for {} ms; try again", path_,
-                              kBusyTimeoutMs));
+      throw Error(
+          fmt::format("{} stayed locked by a writer for {} ms; try again", path_, kBusyTimeoutMs));
     case SQLITE_IOERR:
       throw Error(fmt::format("cannot read {}: I/O error ({})", path_, msg));
     default:
@@ -118,8 +127,8 @@ void ProfileFile::fail(int rc, std::string_view what) const {
 ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   std::int64_t size = check_readable(path);
   ProfileFile file = open_read_only(path);
-  int rc = sqlite3_exec(file.db(), "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr,
-                        nullptr);
+  int rc =
+      sqlite3_exec(file.db(), "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr);
   if (rc == SQLITE_READONLY_ROLLBACK) {
     file.db_.close();
     roll_back_journal(path);
@@ -134,13 +143,14 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   if (check_pages && size <= kQuickCheckBytes) {
     auto check = file.prepare("PRAGMA quick_check(1)");
     if (check.step() && check.text(0) != "ok")
-      throw Error(fmt::format("{} is corrupt (SQLite's quick_check: {})", path,
-                              one_line(check.text(0))));
+      throw Error(
+          fmt::format("{} is corrupt (SQLite's quick_check: {})", path, one_line(check.text(0))));
   }
 
   // Reading sqlite_master is the first real page access: a text file or truncated copy fails here.
   if (!file.has_table("meta"))
-    throw Error(fmt::format("{} is a SQLite database but not a sonde profile (no meta table)", path));
+    throw Error(
+        fmt::format("{} is a SQLite database but not a sonde profile (no meta table)", path));
   auto st = file.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
   if (!st.step())
     throw Error(
@@ -151,16 +161,17 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   if (ec != std::errc{} || end != text.data() + text.size() || version < 1)
     throw Error(fmt::format("{} has an invalid schema_version '{}'", path, text));
   if (version > kSchemaVersion)
-    throw Error(fmt::format("{} has schema version {}; this sonde reads up to version {}: "
-                            "use a newer sonde",
-                            path, version, kSchemaVersion));
+    throw Error(
+        fmt::format("{} has schema version {}; this sonde reads up to version {}: "
+                    "use a newer sonde",
+                    path, version, kSchemaVersion));
   if (version < 3)
     throw Error(fmt::format(
         "{} has schema version {}, written by an older sonde; this sonde reads "
         "versions 3 to {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
-  if (version <= 4) add_version_5_views(file, version);
+  if (version < kSchemaVersion) add_current_views(file, version);
   file.schema_version_ = version;
   return file;
 }
@@ -226,11 +237,16 @@ std::string Statement::text(int col) const { return stmt_.column_text(col); }
 
 Cell Statement::cell(int col) const {
   switch (stmt_.column_type(col)) {
-    case SQLITE_INTEGER: return int64(col);
-    case SQLITE_FLOAT: return real(col);
-    case SQLITE_TEXT: return text(col);
-    case SQLITE_BLOB: return fmt::format("<blob {} bytes>", stmt_.column_bytes(col));
-    default: return std::monostate{};
+    case SQLITE_INTEGER:
+      return int64(col);
+    case SQLITE_FLOAT:
+      return real(col);
+    case SQLITE_TEXT:
+      return text(col);
+    case SQLITE_BLOB:
+      return fmt::format("<blob {} bytes>", stmt_.column_bytes(col));
+    default:
+      return std::monostate{};
   }
 }
 

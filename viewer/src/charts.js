@@ -123,6 +123,8 @@ export function breakdown(b) {
     { title: 'one iteration (ms)', key: 'ms_per_iter', digits: 3 },
     { title: 'whole run (s)', key: 'time_s', digits: 3 },
   ];
+  // device time of the work launched in each phase, beside the host's (metrics.md, "On the GPU")
+  if (b.gpu) bars.push({ title: 'one iteration on the GPU (ms of device time launched in each phase)', key: 'gpu_ms_per_iter', digits: 3 });
   for (const bar of bars) {
     const rows = b.phases.filter((r) => r[bar.key] > 0);
     const sum = rows.reduce((a, r) => a + r[bar.key], 0);
@@ -136,21 +138,33 @@ export function breakdown(b) {
       g.append('rect').attr('x', x(at)).attr('width', Math.max(0, x(r[bar.key]) - 0.5)).attr('y', 0).attr('height', H)
         .attr('fill', colour(r.phase));
       g.append('title').text(`${r.phase}: ${r.what}\n${fmtNum(r[bar.key], bar.digits)} ${bar.key === 'time_s' ? 's' : 'ms'}` +
-                             (r.pct_thread !== null ? `, ${fmtNum(r.pct_thread, 1)} % of the training threads' time` : ''));
+                             (bar.key === 'gpu_ms_per_iter' ? ' on the GPU'
+                               : r.pct_thread !== null ? `, ${fmtNum(r.pct_thread, 1)} % of the training threads' time` : ''));
       if (x(r[bar.key]) > 50) g.append('text').attr('x', x(at) + 4).attr('y', H / 2 + 4).text(r.phase);
       at += r[bar.key];
     }
     wrap.appendChild(el('h3', {}, bar.title));
     wrap.appendChild(svg.node());
   }
+  const gpuHeads = b.gpu ? ['gpu s', 'gpu ms/iter'] : [];
+  const gpuCells = (r) => (b.gpu ? [el('td', { class: 'num' }, fmtNum(r.gpu_s)), el('td', { class: 'num' }, fmtNum(r.gpu_ms_per_iter))] : []);
   const legend = el('table', { class: 'data legend-table' },
-    el('thead', {}, el('tr', {}, ['', 'phase', 'what', 'time s', '% thread', 'ms/iter', 'from'].map((t) => el('th', {}, t)))),
+    el('thead', {}, el('tr', {}, ['', 'phase', 'what', 'time s', '% thread', 'ms/iter', ...gpuHeads, 'from'].map((t) => el('th', {}, t)))),
     el('tbody', {}, b.phases.map((r) => el('tr', {},
       el('td', {}, el('span', { class: 'swatch', style: `background:${colour(r.phase)}` })),
       el('td', {}, r.phase), el('td', {}, r.what), el('td', { class: 'num' }, fmtNum(r.time_s)),
       el('td', { class: 'num' }, fmtNum(r.pct_thread, 1)), el('td', { class: 'num' }, fmtNum(r.ms_per_iter)),
-      el('td', {}, r.routines || '')))));
+      ...gpuCells(r), el('td', {}, r.routines || '')))));
   wrap.appendChild(legend);
+  if (b.gpu_overlap && b.gpu_overlap.length) {
+    wrap.appendChild(el('h3', {}, 'GPU communication/compute overlap per device (unions of intervals)'));
+    const heads = ['pid', 'device', 'comm s', 'compute s', 'overlap s', '% comm hidden', 'exposed ms/iter', 'overlap ms/iter'];
+    const keys = ['pid', 'device', 'comm_s', 'compute_s', 'overlap_s', 'overlap_pct', 'exposed_ms_per_iter', 'overlap_ms_per_iter'];
+    wrap.appendChild(el('table', { class: 'data overlap-table' },
+      el('thead', {}, el('tr', {}, heads.map((t) => el('th', {}, t)))),
+      el('tbody', {}, b.gpu_overlap.map((o) => el('tr', {}, keys.map((k) =>
+        el('td', { class: 'num' }, k === 'pid' || k === 'device' ? String(o[k] ?? '-') : fmtNum(o[k], k === 'overlap_pct' ? 1 : 3))))))));
+  }
   for (const n of b.notes || []) wrap.appendChild(el('p', { class: 'note' }, n));
   return wrap;
 }

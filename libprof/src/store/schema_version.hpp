@@ -17,7 +17,9 @@ namespace sonde {
 //    callpaths, gpu_kernel_launches and gpu_kernel_metrics read. Versions 3 and 4 are read with
 //    gpu_activity_ns made at open (their rows are all timed).
 // 6: op_shapes (`--record-shapes`: operators' input signatures) and the operator_shapes view;
-//    a version 5 file has neither, and readers skip what needs them.
+//    a version 3 to 5 file has neither, and readers skip what needs them. gpu_work (each GPU
+//    activity row's work: nccl, compute, h2d, copy, memset), which the iteration breakdown's
+//    device times read; versions 3 to 5 get it at open.
 inline constexpr int kSchemaVersion = 6;
 
 }  // namespace sonde

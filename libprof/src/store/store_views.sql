@@ -79,6 +79,22 @@ CREATE VIEW IF NOT EXISTS gpu_activity_ns AS
            AS ns
   FROM gpu_activity g;
 
+-- What each GPU activity row is to the iteration breakdown, defined once: work 'nccl' (a
+-- kernel of NCCL's, ncclKernel_* or ncclDevKernel_*: communication, whatever phase launched
+-- it), 'compute' (any other kernel), 'h2d' (a host-to-device copy), 'copy' (any other copy) or
+-- 'memset', with its device time as gpu_activity_ns gives it. The breakdown's device times and
+-- its communication/compute overlap read it.
+CREATE VIEW IF NOT EXISTS gpu_work AS
+  SELECT g.activity_id AS activity_id, g.process_id AS process_id, g.node_id AS node_id,
+         g.device AS device, g.stream AS stream, g.start_ns AS start_ns, g.end_ns AS end_ns,
+         t.ns AS ns,
+         CASE WHEN g.kind = 'kernel' AND g.name GLOB 'nccl*' THEN 'nccl'
+              WHEN g.kind = 'kernel' THEN 'compute'
+              WHEN g.kind = 'memcpy' AND g.name = 'memcpy HtoD' THEN 'h2d'
+              WHEN g.kind = 'memcpy' THEN 'copy'
+              ELSE g.kind END AS work
+  FROM gpu_activity g JOIN gpu_activity_ns t USING (activity_id);
+
 -- One row per call path of routines (path_ids), merged over threads and processes; routine_id
 -- is the path's last frame, gpu_s the device time launched from that frame itself.
 CREATE VIEW IF NOT EXISTS callpaths AS

@@ -77,3 +77,29 @@ def paired_ratio(plain, profiled):
     """The median of profiled/plain over pairs run alternately (each pair saw the same machine
     state, so the ratio, not the absolute time, is the figure)."""
     return median([p / q for q, p in zip(plain, profiled) if q > 0])
+
+
+def breakdown_failures(b, device_total_s, ratio=(1.3, 1.8)):
+    """What is wrong with the device-time breakdown of torch_breakdown.py (`sonde metrics
+    --section breakdown --format json`'s `breakdown`), given the device seconds of every
+    gpu_activity row: the rows must hold each row once, every phase of the loop its work, the
+    backward about 3/2 of the forward (its matrix products), and the host's forward (launch
+    time) less than the device's."""
+    if not b.get("found"):
+        return [f"no training loop found: {b.get('reason')}"]
+    if not b.get("gpu"):
+        return ["no device time in the breakdown (gpu false)"]
+    by = {p["phase"]: p for p in b["phases"]}
+    bad = []
+    total = sum(p.get("gpu_s") or 0 for p in b["phases"])
+    if abs(total - device_total_s) > 1e-9 * max(1.0, device_total_s):
+        bad.append(f"the rows' device time {total:.6f} s is not the file's {device_total_s:.6f} s")
+    for phase in ("t_h2d", "t_f", "t_b", "t_u"):
+        if not by[phase].get("gpu_s"):
+            bad.append(f"{phase}: no device time")
+    f, bw = by["t_f"].get("gpu_s") or 0, by["t_b"].get("gpu_s") or 0
+    if f > 0 and not ratio[0] <= bw / f <= ratio[1]:
+        bad.append(f"device t_b / t_f = {bw / f:.2f}, not within {ratio[0]}-{ratio[1]}")
+    if f > 0 and (by["t_f"].get("time_s") or 0) >= f:
+        bad.append(f"host t_f {by['t_f']['time_s']:.4f} s >= device t_f {f:.4f} s")
+    return bad

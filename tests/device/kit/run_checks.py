@@ -50,10 +50,12 @@ def checks(mode, out, log):
     yield fixture_tests()
     torch_names = ["torch: kernels under their frames = torch.profiler",
                    "torch.profiler inside sonde: both record",
+                   "torch: breakdown in device time",
                    "overhead: torch CNN loop, profiled/plain"]
     if mode == "gpu":
         yield torch_checks.attribution(out, log)
         yield torch_checks.profiler_inside(out, log)
+        yield torch_checks.breakdown(out, log)
         yield torch_checks.overhead(out, log)
     else:
         for name in torch_names:

@@ -62,5 +62,35 @@ class Times(unittest.TestCase):
         self.assertEqual(compare.paired_ratio([1.0, 2.0, 1.0], [1.1, 2.0, 3.0]), 1.1)
 
 
+class Breakdown(unittest.TestCase):
+    @staticmethod
+    def breakdown(**gpu):
+        """A `breakdown` member as sonde metrics writes it: host time_s, device gpu_s."""
+        device = {"t_io": 0.0, "t_h2d": 0.01, "t_f": 0.2, "t_b": 0.3, "t_u": 0.02, "t_comm": 0.0,
+                  "other": 0.01, "outside": 0.05, "unmeasured": 0.0}
+        device.update(gpu)
+        return {"found": True, "gpu": True,
+                "phases": [{"phase": k, "time_s": 0.005, "gpu_s": v} for k, v in device.items()]}
+
+    def test_a_good_run_passes(self):
+        self.assertEqual(compare.breakdown_failures(self.breakdown(), 0.59), [])
+
+    def test_rows_must_hold_all_device_time_once(self):
+        bad = compare.breakdown_failures(self.breakdown(), 0.6)
+        self.assertEqual(len(bad), 1)
+        self.assertIn("not the file's", bad[0])
+
+    def test_backward_missing_or_off_ratio(self):
+        # What an autograd thread left out of the loop looks like: t_b on the device ~ 0.
+        bad = compare.breakdown_failures(self.breakdown(t_b=0.0, outside=0.35), 0.59)
+        self.assertEqual(bad, ["t_b: no device time",
+                               "device t_b / t_f = 0.00, not within 1.3-1.8"])
+
+    def test_no_loop_or_no_device_time(self):
+        self.assertIn("no training loop", compare.breakdown_failures(
+            {"found": False, "reason": "x"}, 0)[0])
+        self.assertIn("gpu false", compare.breakdown_failures({"found": True, "gpu": False}, 0)[0])
+
+
 if __name__ == "__main__":
     unittest.main()

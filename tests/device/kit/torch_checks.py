@@ -6,7 +6,7 @@ import sys
 from collections import Counter
 
 import compare
-from kit_env import KIT, kernel_rows, python_under_sonde, query, run, verdict
+from kit_env import CLI, KIT, kernel_rows, python_under_sonde, query, run, verdict
 
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
@@ -76,6 +76,29 @@ def profiler_inside(out, log):
                                            "'gpu-other-client'")]
     return verdict(name, failures, {"profiler_kernels": theirs, "sonde_before": before,
                                     "sonde_after": after, "note": notes[:1]}, expected_fail=why)
+
+
+def breakdown(out, log):
+    """The iteration breakdown in device time (torch_breakdown.py): every device second in one
+    row, each phase its work, backward about 3/2 of forward on the device, host forward below
+    device forward."""
+    name = "torch: breakdown in device time"
+    db = out / "breakdown.db"
+    r, _ = python_under_sonde([str(KIT / "torch_breakdown.py"), "--steps", 20], db, log)
+    if r.returncode != 0:
+        return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
+    m, _ = run([CLI, "metrics", db, "--section", "breakdown", "--format", "json"], log)
+    if m.returncode != 0:
+        return verdict(name, [f"sonde metrics: exit {m.returncode}: {m.stderr.strip()[-300:]}"])
+    b = json.loads(m.stdout)["breakdown"]
+    (total_ns,), = query(db, "SELECT COALESCE(SUM(ns), 0) FROM gpu_activity_ns")
+    by = {p["phase"]: p for p in b.get("phases", [])}
+    figures = {"iterations": b.get("iterations"),
+               "gpu_ms_per_iter": {k: v.get("gpu_ms_per_iter") for k, v in by.items()},
+               "host_ms_per_iter": {k: v.get("ms_per_iter") for k, v in by.items()},
+               "threads": [t for (t,) in query(db, "SELECT DISTINCT name FROM threads")],
+               "notes": b.get("notes", [])}
+    return verdict(name, compare.breakdown_failures(b, total_ns / 1e9), figures)
 
 
 def paired_overhead(name, plain_cmd, profiled, pairs, bound, log, parse=None):

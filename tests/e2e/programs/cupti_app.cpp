@@ -27,6 +27,8 @@
 //   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
 //   cupti_app peer    a copy between two GPUs (a MEMCPY2 record)
 //   cupti_app newer_api  a callback id past sonde's tables, then a launch
+//   cupti_app breakdown  4 training steps whose copies and kernels, an NCCL one among them, run
+//                   at known device times (the host waits for each step's work to end)
 // Built a third time against the CUDA 12 stub (cupti_app12); CUPTI_APP_RUNTIME names a file
 // the program loads first as its CUDA runtime.
 #include <cupti.h>
@@ -74,6 +76,11 @@ void launch(const char* kernel, uint64_t duration, int grid, int block, int regi
   uint32_t c = launch_call();
   uint64_t t = cupti_stub_now();
   cupti_stub_kernel(c, kernel, t, t + duration, grid, block, registers);
+}
+
+// A launch whose kernel runs from `start` to `end` on the stub's clock (queued behind others).
+void launch_at(const char* kernel, uint64_t start, uint64_t end) {
+  cupti_stub_kernel(launch_call(), kernel, start, end, 64, 256, 32);
 }
 
 // What the stub's range profiler reports for a kernel (the TAU set and two throughputs).
@@ -149,7 +156,7 @@ void* metric_worker(void*) {
   return nullptr;
 }
 
-void copy(cudaMemcpyKind kind, size_t bytes) {
+void copy(cudaMemcpyKind kind, size_t bytes, uint64_t start = 0, uint64_t end = 0) {
   static char host[16];
   uint32_t c = ++g_correlation;
   uint64_t slot = 0;
@@ -161,8 +168,11 @@ void copy(cudaMemcpyKind kind, size_t bytes) {
   int copy_kind = kind == cudaMemcpyHostToDevice   ? CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
                   : kind == cudaMemcpyDeviceToHost ? CUPTI_ACTIVITY_MEMCPY_KIND_DTOH
                                                    : CUPTI_ACTIVITY_MEMCPY_KIND_DTOD;
-  uint64_t t = cupti_stub_now();
-  cupti_stub_memcpy(c, copy_kind, bytes, t, t + kMs / 2);
+  if (start == 0) {
+    start = cupti_stub_now();
+    end = start + kMs / 2;
+  }
+  cupti_stub_memcpy(c, copy_kind, bytes, start, end);
 }
 
 void spin(double seconds) {
@@ -540,6 +550,31 @@ int main(int argc, char** argv) {
     // libcudart registers its exit handler at its first call, after sonde's: it runs first,
     // and destroys the context while sonde's records are still in CUPTI's buffers.
     std::atexit([] { cupti_stub_context_destroy(kContext); });
+  } else if (std::strcmp(mode, "breakdown") == 0) {
+    // Each step's device work, in ms from the step's start: the batch's host-to-device copy
+    // [0, 1], forward [1, 4], backward [4, 9] and [8, 10] (two streams), NCCL kernels launched
+    // from backward (as DDP's gradient hooks do) [7, 11] and [10.5, 11.5], update [11, 12].
+    // The host launches it all at once and then waits for the device, as loss.item() does.
+    for (int step = 0; step < 4; ++step) {
+      sonde_region_begin("step");
+      uint64_t t = cupti_stub_now() + kMs;
+      auto at = [t](double ms) { return t + uint64_t(ms * double(kMs)); };
+      copy(cudaMemcpyHostToDevice, 1 << 20, at(0), at(1));
+      sonde_region_begin("forward");
+      launch_at("_Z8fwd_gemmv", at(1), at(4));
+      sonde_region_end("forward");
+      sonde_region_begin("backward");
+      launch_at("_Z8bwd_gemmv", at(4), at(9));
+      launch_at("_Z8bwd_reluv", at(8), at(10));
+      launch_at("_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LLv", at(7), at(11));
+      launch_at("_Z39ncclDevKernel_Broadcast_RING_LL_Sum_f32v", at(10.5), at(11.5));
+      sonde_region_end("backward");
+      sonde_region_begin("update");
+      launch_at("_Z10sgd_updatev", at(11), at(12));
+      sonde_region_end("update");
+      while (cupti_stub_now() < at(13)) usleep(200);
+      sonde_region_end("step");
+    }
   } else if (std::strcmp(mode, "late") == 0) {
     uint32_t correlation = 0;
     pthread_t thread;
