@@ -1,11 +1,11 @@
 #include "profile/call_tree.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
-
-#include <fmt/format.h>
 
 namespace sonde::analyzers {
 namespace {
@@ -186,8 +186,9 @@ CallNode load_merged_tree(const ProfileFile& file) {
   root.name = "<thread>";
   root.kind = "root";
   {
-    auto st = file.prepare("SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
-                           "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
+    auto st = file.prepare(
+        "SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
+        "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
     if (st.step()) {
       root.calls = st.int64(0);
       root.incl_ns = to_ns(st.real(1));

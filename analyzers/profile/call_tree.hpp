@@ -15,8 +15,8 @@ struct CallNode {
   std::int64_t routine_id = 0;  // what children are matched by: never the name alone
   std::string name;
   std::string kind;
-  std::string file;  // routines.file: a Python frame's full path (framework entry points)
-  std::string where;  // "file:line", else the library, else ""
+  std::string file;        // routines.file: a Python frame's full path (framework entry points)
+  std::string where;       // "file:line", else the library, else ""
   bool generator = false;  // a Python generator function (routines.library 'generator')
   std::int64_t calls = 0;
   std::int64_t subrs = 0;

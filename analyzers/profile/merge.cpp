@@ -35,10 +35,9 @@ struct IdOwner {
   const char* column;
 };
 constexpr IdOwner kOwners[] = {
-    {Id::kProcess, "processes", "process_id"},
-    {Id::kThread, "threads", "thread_id"},  {Id::kNode, "nodes", "node_id"},
-    {Id::kNote, "notes", "note_id"},        {Id::kShape, "shapes", "shape_id"},
-    {Id::kActivity, "gpu_activity", "activity_id"}};
+    {Id::kProcess, "processes", "process_id"}, {Id::kThread, "threads", "thread_id"},
+    {Id::kNode, "nodes", "node_id"},           {Id::kNote, "notes", "note_id"},
+    {Id::kShape, "shapes", "shape_id"},        {Id::kActivity, "gpu_activity", "activity_id"}};
 
 struct TableSpec {
   const char* table;
@@ -57,7 +56,9 @@ const std::vector<TableSpec>& table_specs() {
       {"peaks", {{"run_id", Id::kRun}}, true},
       {"threads", {{"thread_id", Id::kThread}, {"process_id", Id::kProcess}}},
       {"nodes",
-       {{"node_id", Id::kNode}, {"thread_id", Id::kThread}, {"parent_id", Id::kNode},
+       {{"node_id", Id::kNode},
+        {"thread_id", Id::kThread},
+        {"parent_id", Id::kNode},
         {"routine_id", Id::kRoutine}}},
       {"node_counters", {{"node_id", Id::kNode}, {"counter_id", Id::kCounter}}},
       {"shapes", {{"shape_id", Id::kShape}, {"node_id", Id::kNode}}},
@@ -104,8 +105,9 @@ class Output {
       throw Error(fmt::format("cannot create {}: {}", path, error));
     // The output is a temporary file renamed only when whole, so a crash loses nothing a
     // journal would have saved; 32 MiB of page cache bounds the memory.
-    exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768;"
-         "PRAGMA temp_store = FILE");
+    exec(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768;"
+        "PRAGMA temp_store = FILE");
   }
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(fmt::format("{}: {}", what, db_.message()));
@@ -147,7 +149,8 @@ void check_tables_known(const Output& out) {
                              [&](const TableSpec& s) { return table == s.table; }) ||
                  std::find(std::begin(kSpecialTables), std::end(kSpecialTables), table) !=
                      std::end(kSpecialTables);
-    if (!known) throw Error(fmt::format("internal: the schema's table {} has no merge rule", table));
+    if (!known)
+      throw Error(fmt::format("internal: the schema's table {} has no merge rule", table));
   }
 }
 
@@ -159,8 +162,8 @@ std::string copy_sql(const Output& out, const TableSpec& spec,
   std::string names, values;
   for (const std::string& c : columns) {
     std::string value = c;
-    auto id = std::find_if(spec.ids.begin(), spec.ids.end(),
-                           [&](const auto& p) { return p.first == c; });
+    auto id =
+        std::find_if(spec.ids.begin(), spec.ids.end(), [&](const auto& p) { return p.first == c; });
     if (id != spec.ids.end()) {
       if (id->second == Id::kRun || id->second == Id::kRoutine || id->second == Id::kCounter) {
         const char* map = id->second == Id::kRun       ? "run_map"
@@ -219,12 +222,14 @@ class Merger {
  public:
   Merger(const MergeOptions& o, const std::string& tmp) : options_(o), out_(tmp) {
     out_.exec(kSchemaSql);
-    out_.exec(fmt::format("INSERT INTO meta VALUES ('schema_version', '{}'), "
-                          "('created_by', 'sonde merge')",
-                          kSchemaVersion));
-    out_.exec("CREATE TEMP TABLE run_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
-              "CREATE TEMP TABLE routine_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
-              "CREATE TEMP TABLE counter_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
+    out_.exec(
+        fmt::format("INSERT INTO meta VALUES ('schema_version', '{}'), "
+                    "('created_by', 'sonde merge')",
+                    kSchemaVersion));
+    out_.exec(
+        "CREATE TEMP TABLE run_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
+        "CREATE TEMP TABLE routine_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
+        "CREATE TEMP TABLE counter_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
     check_tables_known(out_);
   }
 
@@ -259,8 +264,10 @@ class Merger {
   static std::string uri(const std::string& path) {
     std::string out = "file:";
     for (char c : path) {
-      if (c == '%' || c == '?' || c == '#') out += fmt::format("%{:02X}", c);
-      else out += c;
+      if (c == '%' || c == '?' || c == '#')
+        out += fmt::format("%{:02X}", c);
+      else
+        out += c;
     }
     return out + "?mode=ro";
   }
@@ -273,17 +280,18 @@ class Merger {
       result_.run = *f.uuids.begin();
     }
     if (options_.force || (f.uuids.size() == 1 && *f.uuids.begin() == result_.run)) return;
-    throw Error(fmt::format("{} is not of the same run as {} (run {}, against {}); --force "
-                            "merges anyway",
-                            path, first_, *f.uuids.begin(), result_.run));
+    throw Error(
+        fmt::format("{} is not of the same run as {} (run {}, against {}); --force "
+                    "merges anyway",
+                    path, first_, *f.uuids.begin(), result_.run));
   }
 
   void copy(const std::string& path) {
     out_.exec("BEGIN");
     std::map<Id, std::int64_t> offsets;
     for (const IdOwner& o : kOwners)
-      offsets[o.id] = out_.integer(
-          fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
+      offsets[o.id] =
+          out_.integer(fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
     out_.exec(kMapSql);
     for (const TableSpec& spec : table_specs()) out_.exec(copy_sql(out_, spec, offsets));
     std::int64_t first_process = offsets[Id::kProcess];
@@ -293,9 +301,10 @@ class Merger {
     for (const std::string& rank : ranks) {
       auto [at, fresh] = ranks_.emplace(rank, path);
       if (!fresh && !options_.force && at->second != path)
-        throw Error(fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
-                                "--force merges anyway",
-                                at->second, path, rank));
+        throw Error(
+            fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
+                        "--force merges anyway",
+                        at->second, path, rank));
     }
     out_.exec("COMMIT");
   }
@@ -377,8 +386,8 @@ MergeResult merge_profiles(const MergeOptions& options) {
       result.left_out = std::move(left_out);
     }
     if (std::rename(tmp.c_str(), options.output.c_str()) != 0)
-      throw Error(fmt::format("cannot rename {} to {}: {}", tmp, options.output,
-                              std::strerror(errno)));
+      throw Error(
+          fmt::format("cannot rename {} to {}: {}", tmp, options.output, std::strerror(errno)));
     return result;
   } catch (...) {
     std::remove(tmp.c_str());

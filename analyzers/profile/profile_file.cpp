@@ -12,7 +12,6 @@
 
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 
-
 namespace sonde::analyzers {
 namespace {
 
@@ -28,8 +27,7 @@ std::int64_t check_readable(const std::string& path) {
   if (S_ISDIR(st.st_mode)) throw Error(fmt::format("cannot open {}: is a directory", path));
   if (::access(path.c_str(), R_OK) != 0)
     throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  if (st.st_size == 0)
-    throw Error(fmt::format("{} is empty: not a sonde profile", path));
+  if (st.st_size == 0) throw Error(fmt::format("{} is empty: not a sonde profile", path));
   return st.st_size;
 }
 
@@ -46,12 +44,14 @@ void roll_back_journal(const std::string& path) {
   }
   db.close();
   if (!ok)
-    throw Error(fmt::format("{} holds an interrupted write (a writer died during a flush) that "
-                            "must be rolled back from {}-journal, and that failed: {}; run sonde "
-                            "where the file is writable",
-                            path, path, msg));
-  fmt::print(stderr, "sonde: rolled back an interrupted write to {} (a writer died during a "
-                     "flush; the profile is as of its last complete flush)\n",
+    throw Error(
+        fmt::format("{} holds an interrupted write (a writer died during a flush) that "
+                    "must be rolled back from {}-journal, and that failed: {}; run sonde "
+                    "where the file is writable",
+                    path, path, msg));
+  fmt::print(stderr,
+             "sonde: rolled back an interrupted write to {} (a writer died during a "
+             "flush; the profile is as of its last complete flush)\n",
              path);
 }
 
@@ -105,8 +105,8 @@ void ProfileFile::fail(int rc, std::string_view what) const {
       throw Error(fmt::format("{} is corrupt or truncated (SQLite: {})", path_, msg));
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      throw Error(fmt::format("{} stayed locked by a writer for {} ms; try again", path_,
-                              kBusyTimeoutMs));
+      throw Error(
+          fmt::format("{} stayed locked by a writer for {} ms; try again", path_, kBusyTimeoutMs));
     case SQLITE_IOERR:
       throw Error(fmt::format("cannot read {}: I/O error ({})", path_, msg));
     default:
@@ -118,8 +118,8 @@ void ProfileFile::fail(int rc, std::string_view what) const {
 ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   std::int64_t size = check_readable(path);
   ProfileFile file = open_read_only(path);
-  int rc = sqlite3_exec(file.db(), "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr,
-                        nullptr);
+  int rc =
+      sqlite3_exec(file.db(), "SELECT 1 FROM sqlite_master LIMIT 1", nullptr, nullptr, nullptr);
   if (rc == SQLITE_READONLY_ROLLBACK) {
     file.db_.close();
     roll_back_journal(path);
@@ -134,13 +134,14 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   if (check_pages && size <= kQuickCheckBytes) {
     auto check = file.prepare("PRAGMA quick_check(1)");
     if (check.step() && check.text(0) != "ok")
-      throw Error(fmt::format("{} is corrupt (SQLite's quick_check: {})", path,
-                              one_line(check.text(0))));
+      throw Error(
+          fmt::format("{} is corrupt (SQLite's quick_check: {})", path, one_line(check.text(0))));
   }
 
   // Reading sqlite_master is the first real page access: a text file or truncated copy fails here.
   if (!file.has_table("meta"))
-    throw Error(fmt::format("{} is a SQLite database but not a sonde profile (no meta table)", path));
+    throw Error(
+        fmt::format("{} is a SQLite database but not a sonde profile (no meta table)", path));
   auto st = file.prepare("SELECT value FROM meta WHERE key = 'schema_version'");
   if (!st.step())
     throw Error(
@@ -151,9 +152,10 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   if (ec != std::errc{} || end != text.data() + text.size() || version < 1)
     throw Error(fmt::format("{} has an invalid schema_version '{}'", path, text));
   if (version > kSchemaVersion)
-    throw Error(fmt::format("{} has schema version {}; this sonde reads up to version {}: "
-                            "use a newer sonde",
-                            path, version, kSchemaVersion));
+    throw Error(
+        fmt::format("{} has schema version {}; this sonde reads up to version {}: "
+                    "use a newer sonde",
+                    path, version, kSchemaVersion));
   if (version < 3)
     throw Error(fmt::format(
         "{} has schema version {}, written by an older sonde; this sonde reads "
@@ -226,11 +228,16 @@ std::string Statement::text(int col) const { return stmt_.column_text(col); }
 
 Cell Statement::cell(int col) const {
   switch (stmt_.column_type(col)) {
-    case SQLITE_INTEGER: return int64(col);
-    case SQLITE_FLOAT: return real(col);
-    case SQLITE_TEXT: return text(col);
-    case SQLITE_BLOB: return fmt::format("<blob {} bytes>", stmt_.column_bytes(col));
-    default: return std::monostate{};
+    case SQLITE_INTEGER:
+      return int64(col);
+    case SQLITE_FLOAT:
+      return real(col);
+    case SQLITE_TEXT:
+      return text(col);
+    case SQLITE_BLOB:
+      return fmt::format("<blob {} bytes>", stmt_.column_bytes(col));
+    default:
+      return std::monostate{};
   }
 }
 

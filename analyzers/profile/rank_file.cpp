@@ -151,9 +151,10 @@ ProfileFile open_pid(const ProfileFile& file, std::int64_t pid) {
 std::optional<std::string> all_ranks_note(const ProfileFile& file) {
   std::vector<std::int64_t> ranks = ranks_of(file);
   if (ranks.size() < 2) return std::nullopt;
-  return fmt::format("all {} ranks summed ({}): times and calls add up over ranks, percentages "
-                     "are of their busy time together; --rank R shows one rank",
-                     ranks.size(), listed(ranks));
+  return fmt::format(
+      "all {} ranks summed ({}): times and calls add up over ranks, percentages "
+      "are of their busy time together; --rank R shows one rank",
+      ranks.size(), listed(ranks));
 }
 
 }  // namespace sonde::analyzers

@@ -76,9 +76,10 @@ Table roofline_table(const Metrics& m, std::size_t top) {
 
 Table phases_table(const Metrics& m, std::size_t top) {
   Table t;
-  t.columns = {{"phase", "phase"},       {"kind", "kind"},         {"calls", "calls"},
-               {"incl_s", "incl_s", 3},  {"% total", "pct_total", 1},  {"excl_s", "excl_s", 3},
-               {"GFLOP/s", "gflops", 2}, {"BLAS %", "blas_pct", 1}};
+  t.columns = {{"phase", "phase"},          {"kind", "kind"},
+               {"calls", "calls"},          {"incl_s", "incl_s", 3},
+               {"% total", "pct_total", 1}, {"excl_s", "excl_s", 3},
+               {"GFLOP/s", "gflops", 2},    {"BLAS %", "blas_pct", 1}};
   for (const RoutineMetrics* r : phases(m)) {
     if (top && t.rows.size() >= top) break;
     t.rows.push_back({r->name, r->kind, r->calls, seconds(r->incl_ns), r->pct_total,
@@ -134,9 +135,10 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
       t.columns.pop_back();  // the routine id: the names are the text's
       for (auto& row : t.rows) row.pop_back();
     } else if (s == "phases") {
-      out += fmt::format("Time per phase (regions and Python functions, inclusive; % total: "
-                         "of {:.3f} s, the busy threads' time)\n",
-                         seconds(r.metrics.total_ns));
+      out += fmt::format(
+          "Time per phase (regions and Python functions, inclusive; % total: "
+          "of {:.3f} s, the busy threads' time)\n",
+          seconds(r.metrics.total_ns));
       if (t.rows.empty()) {
         out += "no regions or Python functions recorded\n";
         continue;
@@ -149,16 +151,18 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
                "name them with --phase CLASS=GLOB.\n";
         continue;
       }
-      out += fmt::format("Iteration breakdown ({} iterations, counted at {}; loop in {}{}; "
-                         "% thread: of {:.3f} s, the time of the {} training thread{})\n",
-                         b.iterations, b.iterations_from, b.loop,
-                         b.body == b.loop ? "" : ", iterations through " + b.body,
-                         seconds(b.threads_ns), b.threads, b.threads == 1 ? "" : "s");
+      out += fmt::format(
+          "Iteration breakdown ({} iterations, counted at {}; loop in {}{}; "
+          "% thread: of {:.3f} s, the time of the {} training thread{})\n",
+          b.iterations, b.iterations_from, b.loop,
+          b.body == b.loop ? "" : ", iterations through " + b.body, seconds(b.threads_ns),
+          b.threads, b.threads == 1 ? "" : "s");
       out += render_text(t);
       if (b.left_out_threads > 0)
-        out += fmt::format("left out: {} thread(s) with no training loop, {:.3f} s measured "
-                           "(data-loader workers, library pools)\n",
-                           b.left_out_threads, seconds(b.left_out_ns));
+        out += fmt::format(
+            "left out: {} thread(s) with no training loop, {:.3f} s measured "
+            "(data-loader workers, library pools)\n",
+            b.left_out_threads, seconds(b.left_out_ns));
       for (const std::string& note : b.notes) out += "note: " + note + "\n";
       continue;
     } else if (s == "kernels") {

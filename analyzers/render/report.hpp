@@ -3,8 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 

@@ -69,12 +69,11 @@ std::string label(const CallNode& node, bool ambiguous) {
 }
 
 void text_node(std::string& out, const CallNode& node, std::int64_t total, int depth,
-               const std::string& prefix, const std::string& branch, const TreeOptions& o,
-               bool gpu, bool ambiguous = false) {
-  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n",
-                     pct(node.incl_ns, total), seconds(node.incl_ns), seconds(node.excl_ns),
-                     gpu_cell(gpu, node.gpu_ns), node.calls, prefix + branch,
-                     visible(label(node, ambiguous)));
+               const std::string& prefix, const std::string& branch, const TreeOptions& o, bool gpu,
+               bool ambiguous = false) {
+  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n", pct(node.incl_ns, total),
+                     seconds(node.incl_ns), seconds(node.excl_ns), gpu_cell(gpu, node.gpu_ns),
+                     node.calls, prefix + branch, visible(label(node, ambiguous)));
   if (o.max_depth && depth >= *o.max_depth) return;
   Visible v = visible_children(node, total, o);
   // The root's children start at the margin; below that, each level indents by three columns.
@@ -125,18 +124,17 @@ void table_node(Table& t, const CallNode& node, std::int64_t total, int depth,
                 const std::string& path, const TreeOptions& o, std::int64_t pid, std::int64_t seq,
                 bool gpu) {
   auto row = [&](const std::string& p, const std::string& name, const std::string& kind,
-                 const std::string& where, std::int64_t calls, std::int64_t incl,
-                 std::int64_t excl, std::int64_t gpu_ns) {
+                 const std::string& where, std::int64_t calls, std::int64_t incl, std::int64_t excl,
+                 std::int64_t gpu_ns) {
     t.rows.push_back({pid, seq, depth, p, name, kind, where, calls, seconds(incl), seconds(excl),
                       pct(incl, total), gpu ? Cell(seconds(gpu_ns)) : Cell()});
   };
-  row(path, node.name, node.kind, node.where, node.calls, node.incl_ns, node.excl_ns,
-      node.gpu_ns);
+  row(path, node.name, node.kind, node.where, node.calls, node.incl_ns, node.excl_ns, node.gpu_ns);
   if (o.max_depth && depth >= *o.max_depth) return;
   Visible v = visible_children(node, total, o);
   for (const CallNode* c : v.shown)
-    table_node(t, *c, total, depth + 1, path.empty() ? c->name : path + ";" + c->name, o, pid,
-               seq, gpu);
+    table_node(t, *c, total, depth + 1, path.empty() ? c->name : path + ";" + c->name, o, pid, seq,
+               gpu);
   if (v.folded > 0) {
     ++depth;
     row(path, fmt::format("({} more below {} %)", v.folded, o.min_pct), "folded", "",
@@ -154,15 +152,18 @@ std::string idle_line(const Forest& f) {
   if (f.idle.empty()) return "";
   std::string list;
   for (const ThreadTree& t : f.idle)
-    list += fmt::format("{}thread {} (pid {}, tid {})", list.empty() ? "" : ", ", t.seq, t.pid,
-                        t.tid);
+    list +=
+        fmt::format("{}thread {} (pid {}, tid {})", list.empty() ? "" : ", ", t.seq, t.pid, t.tid);
   return fmt::format("idle threads (no measured call; in no percentage): {}\n", list);
 }
 
 Json idle_json(const Forest& f) {
   Json idle = Json::array();
   for (const ThreadTree& t : f.idle)
-    idle.push_back(Json{{"pid", t.pid}, {"seq", t.seq}, {"tid", t.tid}, {"name", t.thread_name},
+    idle.push_back(Json{{"pid", t.pid},
+                        {"seq", t.seq},
+                        {"tid", t.tid},
+                        {"name", t.thread_name},
                         {"wall_s", seconds(t.wall_ns)}});
   return idle;
 }
@@ -199,10 +200,10 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
 
 Table tree_table(const Forest& f, const TreeOptions& o) {
   Table t;
-  t.columns = {{"pid", "pid", 0},          {"thread", "thread", 0},  {"depth", "depth", 0},
-               {"path", "path", 0},        {"name", "name", 0},      {"kind", "kind", 0},
-               {"where", "where", 0},      {"calls", "calls", 0},    {"incl s", "incl_s", 3},
-               {"excl s", "excl_s", 3},    {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3}};
+  t.columns = {{"pid", "pid", 0},       {"thread", "thread", 0},   {"depth", "depth", 0},
+               {"path", "path", 0},     {"name", "name", 0},       {"kind", "kind", 0},
+               {"where", "where", 0},   {"calls", "calls", 0},     {"incl s", "incl_s", 3},
+               {"excl s", "excl_s", 3}, {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3}};
   if (f.merged) {
     CallNode merged = f.merged_root;
     sort_by_inclusive(merged);

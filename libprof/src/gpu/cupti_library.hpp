@@ -17,25 +17,27 @@ namespace sonde {
   X(cuptiGetResultString)                                                                      \
   X(cuptiSubscribe)                                                                            \
   X(cuptiUnsubscribe)                                                                          \
-  X(cuptiEnableDomain) X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)  \
+  X(cuptiEnableDomain)                                                                         \
+  X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)                       \
       X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
           X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
 
 // The range profiler and its host side, used only for SONDE_GPU_METRICS.
-#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                                         \
-  X(cuptiGetDeviceId)                                                                             \
-  X(cuptiDeviceGetChipName)                                                                       \
-  X(cuptiProfilerInitialize)                                                                      \
-  X(cuptiProfilerGetCounterAvailability)                                                          \
-  X(cuptiProfilerHostInitialize) X(cuptiProfilerHostGetMetricProperties)                          \
-      X(cuptiProfilerHostConfigAddMetrics) X(cuptiProfilerHostGetConfigImageSize)                 \
-          X(cuptiProfilerHostGetConfigImage) X(cuptiProfilerHostGetNumOfPasses)                   \
-              X(cuptiProfilerHostEvaluateToGpuValues) X(cuptiRangeProfilerEnable)                 \
-                  X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerSetConfig)                     \
-                      X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                        \
-                          X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataSize) \
-                              X(cuptiRangeProfilerCounterDataImageInitialize)                     \
-                                  X(cuptiRangeProfilerGetCounterDataInfo)                         \
+#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                            \
+  X(cuptiGetDeviceId)                                                                \
+  X(cuptiDeviceGetChipName)                                                          \
+  X(cuptiProfilerInitialize)                                                         \
+  X(cuptiProfilerGetCounterAvailability)                                             \
+  X(cuptiProfilerHostInitialize)                                                     \
+  X(cuptiProfilerHostGetMetricProperties) X(cuptiProfilerHostConfigAddMetrics)       \
+      X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)      \
+          X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues) \
+              X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable)               \
+                  X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart)          \
+                      X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)      \
+                          X(cuptiRangeProfilerGetCounterDataSize)                    \
+                              X(cuptiRangeProfilerCounterDataImageInitialize)        \
+                                  X(cuptiRangeProfilerGetCounterDataInfo)            \
                                       X(cuptiRangeProfilerCounterDataGetRangeInfo)
 
 struct CuptiLibrary {
