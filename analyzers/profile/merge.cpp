@@ -64,7 +64,10 @@ const std::vector<TableSpec>& table_specs() {
       {"shapes", {{"shape_id", Id::kShape}, {"node_id", Id::kNode}}},
       {"line_costs", {{"thread_id", Id::kThread}, {"routine_id", Id::kRoutine}}},
       {"gpu_activity",
-       {{"activity_id", Id::kActivity}, {"process_id", Id::kProcess}, {"node_id", Id::kNode}}},
+       {{"activity_id", Id::kActivity},
+        {"process_id", Id::kProcess},
+        {"node_id", Id::kNode},
+        {"origin_node_id", Id::kNode}}},
       {"gpu_metrics", {{"activity_id", Id::kActivity}}},
       {"trace_events", {{"thread_id", Id::kThread}, {"node_id", Id::kNode}}},
       {"trace_drops", {{"thread_id", Id::kThread}}},
@@ -159,9 +162,13 @@ std::string copy_sql(const Output& out, const TableSpec& spec,
                      const std::map<Id, std::int64_t>& offsets) {
   std::vector<std::string> columns =
       out.texts(fmt::format("SELECT name FROM pragma_table_info('{}', 'main')", spec.table));
+  // An older input lacks the columns this version added (gpu_activity.origin_node_id): NULL.
+  std::vector<std::string> present =
+      out.texts(fmt::format("SELECT name FROM pragma_table_info('{}', 'src')", spec.table));
   std::string names, values;
   for (const std::string& c : columns) {
     std::string value = c;
+    if (!present.empty() && std::find(present.begin(), present.end(), c) == present.end()) continue;
     auto id =
         std::find_if(spec.ids.begin(), spec.ids.end(), [&](const auto& p) { return p.first == c; });
     if (id != spec.ids.end()) {

@@ -91,6 +91,16 @@ void add_version_5_views(const ProfileFile& file, int version) {
   }
 }
 
+// Files before version 6 know no graph node origins: their views of them are empty.
+void add_version_6_views(const ProfileFile& file) {
+  file.exec(
+      "CREATE TEMP VIEW gpu_graph_origins AS SELECT NULL AS node_id, 0 AS records, 0 AS ns "
+      "LIMIT 0");
+  file.exec(
+      "CREATE TEMP VIEW gpu_graph_kernels AS SELECT '' AS kind, '' AS name, '' AS origin_path, "
+      "'' AS call_path, 0 AS records, 0.0 AS time_s LIMIT 0");
+}
+
 }  // namespace
 
 ProfileFile::ProfileFile(std::string path) : path_(std::move(path)) {}
@@ -163,6 +173,7 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
   if (version <= 4) add_version_5_views(file, version);
+  if (version <= 5) add_version_6_views(file);
   file.schema_version_ = version;
   return file;
 }

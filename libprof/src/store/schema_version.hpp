@@ -16,6 +16,8 @@ namespace sonde {
 //    comes without timestamps); gpu_activity_ns gives every row's device time, which
 //    callpaths, gpu_kernel_launches and gpu_kernel_metrics read. Versions 3 and 4 are read with
 //    gpu_activity_ns made at open (their rows are all timed).
-inline constexpr int kSchemaVersion = 5;
+// 6: gpu_activity.origin_node_id (where a CUDA graph's replayed work was captured), with the
+//    views gpu_graph_origins and gpu_graph_kernels; older files read them as empty.
+inline constexpr int kSchemaVersion = 6;
 
 }  // namespace sonde

@@ -422,17 +422,20 @@ bool Store::write_gpu(Database& db, const FlushData& data, std::string& error) {
   Statement gpu(h,
                 "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
                 "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-                "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "registers, shared_bytes, origin_node_id) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   Statement metric(h, "INSERT INTO gpu_metrics (activity_id, metric, value) VALUES (?,?,?)");
   if (!check_prepared({&gpu, &metric}, db, error)) return false;
+  // A call path: written above in this same transaction, or resolved to its row when its
+  // thread's state was freed.
+  auto row_of = [&](const ThreadState* thread, uint32_t node, int64_t node_id) -> int64_t {
+    if (thread == nullptr) return node_id;
+    const HugeVector<int64_t>& ids = node_ids(thread);
+    return node < ids.size() ? ids[node] : 0;
+  };
   for (const GpuRow& g : data.gpu) {
-    // The launching call path: written above in this same transaction, or resolved to its
-    // row when the launching thread's state was freed.
-    int64_t node_id = g.node_id;
-    if (g.thread != nullptr) {
-      const HugeVector<int64_t>& ids = node_ids(g.thread);
-      node_id = g.node < ids.size() ? ids[g.node] : 0;
-    }
+    int64_t node_id = row_of(g.thread, g.node, g.node_id);  // the launching call
+    int64_t origin_id = row_of(g.origin_thread, g.origin_node, g.origin_node_id);
     gpu.bind(1, process_id_);
     if (node_id != 0)
       gpu.bind(2, node_id);
@@ -462,6 +465,10 @@ bool Store::write_gpu(Database& db, const FlushData& data, std::string& error) {
       gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
     else
       gpu.bind_null(16).bind_null(17);
+    if (origin_id != 0)
+      gpu.bind(18, origin_id);
+    else
+      gpu.bind_null(18);
     SONDE_STEP(gpu, "writing GPU activity");
     int64_t activity_id = sqlite3_last_insert_rowid(h);
     for (const auto& [name, value] : g.metrics) {
