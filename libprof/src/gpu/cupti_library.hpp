@@ -47,6 +47,11 @@ struct CuptiLibrary {
 #undef SONDE_CUPTI_POINTER
   // CUDA 13.0's subscriber that names the holder of CUPTI; nullptr in CUPTI 12.
   decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
+  // The ids of CUDA graphs and their nodes (CUDA 11.1 on), which tie a replayed kernel to the
+  // call path its node was created in; all nullptr where one is missing.
+  decltype(&::cuptiGetGraphNodeId) cuptiGetGraphNodeId = nullptr;
+  decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
+  decltype(&::cuptiGetGraphExecId) cuptiGetGraphExecId = nullptr;
   std::string path;  // the file that was opened
   void* handle = nullptr;
 
