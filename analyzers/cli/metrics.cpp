@@ -50,9 +50,11 @@ Command add_metrics(CLI::App& app) {
       "metrics",
       "Derived metrics: roofline per routine, time per phase, iteration breakdown "
       "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates), GPU "
-      "kernels (TAU's warps/instruction and global loads/instruction x time)");
+      "kernels (TAU's warps/instruction and global loads/instruction x time), CUDA "
+      "graph replays by capture path");
   add_file(cmd, a->file);
-  cmd->add_option("--section", a->section, "all, roofline, phases, breakdown, counters or kernels")
+  cmd->add_option("--section", a->section,
+                  "all, roofline, phases, breakdown, counters, kernels or graphs")
       ->capture_default_str();
   cmd->add_option("-n,--top", a->top, "Rows per table, largest first (0: all)")
       ->check(count_check())

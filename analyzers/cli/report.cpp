@@ -54,8 +54,8 @@ int report(const Options& a) {
   switch (parse_format(a.format)) {
     case Format::kText: {
       std::string text = render_report_text(run, hotspots, a.top);
-      std::cout << (colour_wanted(stdout) ? colour_report(text) : text)
-                << render_samples_text(file);
+      std::cout << (colour_wanted(stdout) ? colour_report(text) : text) << render_samples_text(file)
+                << render_graphs_hint(file);
     } break;
     case Format::kCsv:
       // The table stays machine-readable; the run's warnings still reach the user.

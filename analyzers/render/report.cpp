@@ -97,6 +97,18 @@ std::string render_report_text(const RunSummary& run, const Hotspots& h, std::si
   return out;
 }
 
+std::string render_graphs_hint(const ProfileFile& file) {
+  auto st = file.prepare(
+      "SELECT COUNT(*), COALESCE(SUM(records), 0), COALESCE(SUM(ns), 0) "
+      "FROM gpu_graph_origins");
+  if (!st.step() || st.int64(0) == 0) return "";
+  return fmt::format(
+      "CUDA graphs: {} replayed GPU records ({:.3f} s of device time) are also "
+      "counted where their graph nodes were captured: `sonde tree` shows them as "
+      "graph s, `sonde metrics --section graphs` lists them\n",
+      st.int64(1), static_cast<double>(st.int64(2)) / 1e9);
+}
+
 Json render_report_json(const std::string& path, const RunSummary& run, const Hotspots& h,
                         std::size_t top) {
   return Json{{"file", path},

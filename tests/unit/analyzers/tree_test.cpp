@@ -165,7 +165,7 @@ TEST_F(TreeTest, CsvHasOneRowPerShownNodeWithItsThreadAndPath) {
   Table t = tree_table(forest, TreeOptions{});
   std::string csv = render_csv(t);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "pid,thread,depth,path,name,kind,where,calls,incl_s,excl_s,incl_pct,gpu_s");
+            "pid,thread,depth,path,name,kind,where,calls,incl_s,excl_s,incl_pct,gpu_s,graph_s");
   // The worker's fib frame: thread 1, below train, its path as the callpaths view writes it.
   EXPECT_NE(csv.find(",1,1,train,train,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",folded,"), std::string::npos) << csv;  // the worker's folded child
