@@ -30,8 +30,12 @@ int metrics(const Options& a) {
   ProfileFile file = open_for_report(a.file, a.rank, format);
   MetricsReport report = compute_metrics_report(file, mappings);
   switch (format) {
-    case Format::kText: std::cout << render_metrics_text(report, sections, a.top); break;
-    case Format::kCsv: std::cout << render_csv(metrics_section_table(report, sections[0], a.top)); break;
+    case Format::kText:
+      std::cout << render_metrics_text(report, sections, a.top);
+      break;
+    case Format::kCsv:
+      std::cout << render_csv(metrics_section_table(report, sections[0], a.top));
+      break;
     case Format::kJson:
       std::cout << dump_json(render_metrics_json(report, sections, a.top)) << '\n';
       break;
@@ -43,11 +47,14 @@ int metrics(const Options& a) {
 Command add_metrics(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "metrics", "Derived metrics: roofline per routine, time per phase, iteration breakdown "
-                 "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates), GPU "
-                 "kernels (TAU's warps/instruction and global loads/instruction x time)");
+      "metrics",
+      "Derived metrics: roofline per routine, time per phase, iteration breakdown "
+      "(t_io t_h2d t_f t_b t_u t_comm), counter metrics (IPC, miss rates), GPU "
+      "kernels (TAU's warps/instruction and global loads/instruction x time), CUDA "
+      "graph replays by capture path");
   add_file(cmd, a->file);
-  cmd->add_option("--section", a->section, "all, roofline, phases, breakdown, counters or kernels")
+  cmd->add_option("--section", a->section,
+                  "all, roofline, phases, breakdown, counters, kernels or graphs")
       ->capture_default_str();
   cmd->add_option("-n,--top", a->top, "Rows per table, largest first (0: all)")
       ->check(count_check())

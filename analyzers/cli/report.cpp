@@ -32,8 +32,12 @@ int report_lines(const Options& a) {
   ProfileFile file = open_profile(a.file, a.rank);
   LineCosts costs = compute_line_costs(file, a.lines.value_or(""));
   switch (format) {
-    case Format::kText: std::cout << render_line_report_text(costs); break;
-    case Format::kCsv: std::cout << render_csv(line_costs_table(costs)); break;
+    case Format::kText:
+      std::cout << render_line_report_text(costs);
+      break;
+    case Format::kCsv:
+      std::cout << render_csv(line_costs_table(costs));
+      break;
     case Format::kJson:
       std::cout << dump_json(render_line_report_json(a.file, costs)) << '\n';
       break;
@@ -48,25 +52,21 @@ int report(const Options& a) {
   RunSummary run = load_run_summary(file);
   Hotspots hotspots = compute_hotspots(file, parse_report_sort(a.sort));
   switch (parse_format(a.format)) {
-    case Format::kText:
-    {
+    case Format::kText: {
       std::string text = render_report_text(run, hotspots, a.top);
-      std::cout << (colour_wanted(stdout) ? colour_report(text) : text)
-                << render_samples_text(file);
-    }
-      break;
+      std::cout << (colour_wanted(stdout) ? colour_report(text) : text) << render_samples_text(file)
+                << render_graphs_hint(file);
+    } break;
     case Format::kCsv:
       // The table stays machine-readable; the run's warnings still reach the user.
       std::cerr << render_notes(run);
       std::cout << render_csv(hotspots_table(hotspots, a.top));
       break;
-    case Format::kJson:
-    {
+    case Format::kJson: {
       Json j = render_report_json(a.file, run, hotspots, a.top);
       j["sampled"] = render_samples_json(file);  // apart from the exact rows
       std::cout << dump_json(j) << '\n';
-    }
-      break;
+    } break;
   }
   return 0;
 }
@@ -77,20 +77,23 @@ Command add_report(CLI::App& app) {
   auto* cmd = app.add_subcommand("report", "Flat profile, one row per routine (like TAU pprof)");
   add_file(cmd, a->file);
   cmd->add_option("-n,--top", a->top, "Rows to show, largest first (0: all)")
-      ->check(count_check())->capture_default_str();
+      ->check(count_check())
+      ->capture_default_str();
   add_format(cmd, a->format, {"text", "csv", "json"});
   cmd->add_option("-s,--sort", a->sort,
                   "Sort key: exclusive time (excl, or cProfile's tottime/time), inclusive time "
                   "(incl, cumtime/cumulative) or calls (calls, ncalls)")
       ->check(CLI::IsMember(report_sort_names()))
       ->capture_default_str();
-  auto* by = cmd->add_option("--by", a->by, "One row per routine, or per source line of the "
-                                            "functions recorded by python3 -m sonde --lines")
+  auto* by = cmd->add_option("--by", a->by,
+                             "One row per routine, or per source line of the "
+                             "functions recorded by python3 -m sonde --lines")
                  ->check(CLI::IsMember({"routine", "line"}))
                  ->capture_default_str();
   add_rank(cmd, a->rank);
-  cmd->add_option("--lines", a->lines, "With --by line: only functions matching this glob "
-                                       "(e.g. 'update_core*'); implies --by line");
+  cmd->add_option("--lines", a->lines,
+                  "With --by line: only functions matching this glob "
+                  "(e.g. 'update_core*'); implies --by line");
   Command c{cmd, [a] { return report(*a); }};
   c.check = [a, by] {
     return a->lines && by->count() > 0 && a->by != "line" ? std::string("--lines needs --by line")

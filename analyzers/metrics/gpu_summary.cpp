@@ -60,6 +60,16 @@ GpuSummary load_gpu_summary(const ProfileFile& file) {
       g.copy_bytes = cp.real(1);
     }
   }
+  // Files before version 6 have the view as a temporary one, always empty.
+  if (file.has_rows("gpu_graph_kernels")) {
+    auto st = file.prepare(
+        "SELECT kind, name, origin_path, COALESCE(call_path, ''), records, time_s "
+        "FROM gpu_graph_kernels ORDER BY time_s DESC, origin_path, name");
+    while (st.step()) {
+      g.graphs.push_back({st.text(0), st.text(1), st.text(2), st.text(3), st.int64(4),
+                          std::llround(st.real(5) * 1e9)});
+    }
+  }
   std::stable_sort(g.kernels.begin(), g.kernels.end(),
                    [](const GpuKernel& a, const GpuKernel& b) { return a.time_ns > b.time_ns; });
   // Non-recursive nodes, so a copy inside a copy (a runtime call reaching the driver) counts once.

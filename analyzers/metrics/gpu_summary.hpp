@@ -42,14 +42,23 @@ struct ApiTotals {
   double bytes = 0;
 };
 
+// Work CUDA graphs replayed, by where its graph nodes were created (gpu_graph_kernels).
+struct GraphReplay {
+  std::string kind, name;                // 'kernel', 'memcpy', 'memset'; the kernel's name
+  std::string captured_at, replayed_by;  // call paths; replayed_by empty: a replay not seen
+  std::int64_t records = 0;
+  std::int64_t time_ns = 0;
+};
+
 struct GpuSummary {
   std::vector<GpuKernel> kernels;  // by time, largest first
   std::int64_t kernel_ns = 0;      // Σ kernel durations
   std::int64_t copy_ns = 0;        // Σ memcpy activity durations (device side)
   double copy_bytes = 0;
-  ApiTotals copies;    // routines naming HtoD or DtoH
-  ApiTotals syncs;     // routines naming Synchronize
-  ApiTotals launches;  // routines naming Launch
+  ApiTotals copies;                 // routines naming HtoD or DtoH
+  ApiTotals syncs;                  // routines naming Synchronize
+  ApiTotals launches;               // routines naming Launch
+  std::vector<GraphReplay> graphs;  // by time, largest first
   bool any() const { return !kernels.empty() || copies.calls || syncs.calls || launches.calls; }
 };
 

@@ -22,6 +22,7 @@ CallNode build(std::vector<FlatNode>& flat, std::size_t index) {
   for (std::size_t child : flat[index].children) {
     node.children.push_back(build(flat, child));
     node.gpu_ns += node.children.back().gpu_ns;
+    node.graph_ns += node.children.back().graph_ns;
   }
   return node;
 }
@@ -36,6 +37,7 @@ void merge_into(CallNode& dst, const CallNode& src) {
   dst.excl_ns += src.excl_ns;
   dst.flops += src.flops;
   dst.gpu_ns += src.gpu_ns;
+  dst.graph_ns += src.graph_ns;
   std::map<std::int64_t, std::size_t> index;
   for (std::size_t i = 0; i < dst.children.size(); ++i)
     index.emplace(dst.children[i].routine_id, i);
@@ -137,6 +139,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
         "WHERE node_id IS NOT NULL GROUP BY node_id");
     while (st.step()) gpu_of_node.emplace(st.int64(0), st.int64(1));
   }
+  std::unordered_map<std::int64_t, std::int64_t> graph_of_node;
+  for (auto st = file.prepare("SELECT node_id, ns FROM gpu_graph_origins"); st.step();)
+    graph_of_node.emplace(st.int64(0), st.int64(1));
   // Parents come before children when ordered by depth, so one pass links the whole tree.
   std::vector<FlatNode> flat;
   std::unordered_map<std::int64_t, std::size_t> index_of_node;
@@ -147,6 +152,8 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
       f.data.gpu_ns = gpu->second;
     }
+    if (auto graph = graph_of_node.find(st.int64(0)); graph != graph_of_node.end())
+      f.data.graph_ns = graph->second;
     std::size_t index = flat.size();
     if (st.is_null(1)) {
       auto tree = tree_of_thread.find(st.int64(2));
@@ -185,6 +192,12 @@ bool has_gpu_time(const std::vector<ThreadTree>& trees) {
   return false;
 }
 
+bool has_graph_time(const std::vector<ThreadTree>& trees) {
+  for (const auto& t : trees)
+    if (t.root.graph_ns > 0) return true;
+  return false;
+}
+
 CallNode load_merged_tree(const ProfileFile& file) {
   CallNode root;
   root.name = "<thread>";
@@ -200,6 +213,15 @@ CallNode load_merged_tree(const ProfileFile& file) {
     }
     auto id = file.prepare("SELECT routine_id FROM routines WHERE kind = 'root' LIMIT 1");
     if (id.step()) root.routine_id = id.int64(0);
+  }
+  // Graph replays by the path their nodes were created at, merged as callpaths merges nodes.
+  // (node_paths walks every node: only asked when there is something to find.)
+  std::unordered_map<std::string, std::int64_t> graph_of_path;
+  if (file.has_rows("gpu_graph_origins")) {
+    auto st = file.prepare(
+        "SELECT p.path_ids, SUM(o.ns) FROM gpu_graph_origins o "
+        "JOIN node_paths p USING (node_id) GROUP BY p.path_ids");
+    while (st.step()) graph_of_path.emplace(st.text(0), st.int64(1));
   }
   // A path's parent is the path without its last routine id; shorter paths come first.
   std::vector<FlatNode> flat;
@@ -225,6 +247,8 @@ CallNode load_merged_tree(const ProfileFile& file) {
     f.data.file = st.text(10);
     f.data.where = where(st.text(10), st.int64(11), st.text(12));
     f.data.generator = is_generator(f.data.kind, st.text(12));
+    if (auto graph = graph_of_path.find(path); graph != graph_of_path.end())
+      f.data.graph_ns = graph->second;
     std::size_t index = flat.size();
     auto slash = path.rfind('/');
     if (slash == std::string::npos) {
@@ -241,6 +265,7 @@ CallNode load_merged_tree(const ProfileFile& file) {
     root.children.push_back(build(flat, index));
     root.subrs += root.children.back().calls;
     root.gpu_ns += root.children.back().gpu_ns;
+    root.graph_ns += root.children.back().graph_ns;
   }
   return root;
 }

@@ -31,6 +31,10 @@ struct CallNode {
   // GPU time (kernels, copies, memsets from gpu_activity) launched from this call path or
   // below it: device time, never part of the CPU times above.
   std::int64_t gpu_ns = 0;
+  // Device time of CUDA graph replays whose graph nodes were created (captured) at this call
+  // path or below it (gpu_graph_origins). The same work is in gpu_ns of the replaying call
+  // (cudaGraphLaunch): the two are views of it, never added together.
+  std::int64_t graph_ns = 0;
   std::vector<CallNode> children;  // in file order; sort_by_inclusive() for display
   // Children load_forest_above() left in the file (below its threshold): their number and sums,
   // which a renderer folds like the children it hides itself.
@@ -82,6 +86,8 @@ CallNode load_merged_tree(const ProfileFile& file);
 
 // True when any node of the trees launched GPU work (the file has gpu_activity rows).
 bool has_gpu_time(const std::vector<ThreadTree>& trees);
+// True when any node of the trees created CUDA graph nodes whose replays were recorded.
+bool has_graph_time(const std::vector<ThreadTree>& trees);
 
 // Children by inclusive time, largest first (ties by name), at every level.
 void sort_by_inclusive(CallNode& node);

@@ -35,10 +35,9 @@ struct IdOwner {
   const char* column;
 };
 constexpr IdOwner kOwners[] = {
-    {Id::kProcess, "processes", "process_id"},
-    {Id::kThread, "threads", "thread_id"},  {Id::kNode, "nodes", "node_id"},
-    {Id::kNote, "notes", "note_id"},        {Id::kShape, "shapes", "shape_id"},
-    {Id::kActivity, "gpu_activity", "activity_id"}};
+    {Id::kProcess, "processes", "process_id"}, {Id::kThread, "threads", "thread_id"},
+    {Id::kNode, "nodes", "node_id"},           {Id::kNote, "notes", "note_id"},
+    {Id::kShape, "shapes", "shape_id"},        {Id::kActivity, "gpu_activity", "activity_id"}};
 
 struct TableSpec {
   const char* table;
@@ -57,13 +56,18 @@ const std::vector<TableSpec>& table_specs() {
       {"peaks", {{"run_id", Id::kRun}}, true},
       {"threads", {{"thread_id", Id::kThread}, {"process_id", Id::kProcess}}},
       {"nodes",
-       {{"node_id", Id::kNode}, {"thread_id", Id::kThread}, {"parent_id", Id::kNode},
+       {{"node_id", Id::kNode},
+        {"thread_id", Id::kThread},
+        {"parent_id", Id::kNode},
         {"routine_id", Id::kRoutine}}},
       {"node_counters", {{"node_id", Id::kNode}, {"counter_id", Id::kCounter}}},
       {"shapes", {{"shape_id", Id::kShape}, {"node_id", Id::kNode}}},
       {"line_costs", {{"thread_id", Id::kThread}, {"routine_id", Id::kRoutine}}},
       {"gpu_activity",
-       {{"activity_id", Id::kActivity}, {"process_id", Id::kProcess}, {"node_id", Id::kNode}}},
+       {{"activity_id", Id::kActivity},
+        {"process_id", Id::kProcess},
+        {"node_id", Id::kNode},
+        {"origin_node_id", Id::kNode}}},
       {"gpu_metrics", {{"activity_id", Id::kActivity}}},
       {"trace_events", {{"thread_id", Id::kThread}, {"node_id", Id::kNode}}},
       {"trace_drops", {{"thread_id", Id::kThread}}},
@@ -105,8 +109,9 @@ class Output {
       throw Error(fmt::format("cannot create {}: {}", path, error));
     // The output is a temporary file renamed only when whole, so a crash loses nothing a
     // journal would have saved; 32 MiB of page cache bounds the memory.
-    exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768;"
-         "PRAGMA temp_store = FILE");
+    exec(
+        "PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF; PRAGMA cache_size = -32768;"
+        "PRAGMA temp_store = FILE");
   }
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(fmt::format("{}: {}", what, db_.message()));
@@ -148,7 +153,8 @@ void check_tables_known(const Output& out) {
                              [&](const TableSpec& s) { return table == s.table; }) ||
                  std::find(std::begin(kSpecialTables), std::end(kSpecialTables), table) !=
                      std::end(kSpecialTables);
-    if (!known) throw Error(fmt::format("internal: the schema's table {} has no merge rule", table));
+    if (!known)
+      throw Error(fmt::format("internal: the schema's table {} has no merge rule", table));
   }
 }
 
@@ -157,11 +163,15 @@ std::string copy_sql(const Output& out, const TableSpec& spec,
                      const std::map<Id, std::int64_t>& offsets) {
   std::vector<std::string> columns =
       out.texts(fmt::format("SELECT name FROM pragma_table_info('{}', 'main')", spec.table));
+  // An older input lacks the columns this version added (gpu_activity.origin_node_id): NULL.
+  std::vector<std::string> present =
+      out.texts(fmt::format("SELECT name FROM pragma_table_info('{}', 'src')", spec.table));
   std::string names, values;
   for (const std::string& c : columns) {
     std::string value = c;
-    auto id = std::find_if(spec.ids.begin(), spec.ids.end(),
-                           [&](const auto& p) { return p.first == c; });
+    if (!present.empty() && std::find(present.begin(), present.end(), c) == present.end()) continue;
+    auto id =
+        std::find_if(spec.ids.begin(), spec.ids.end(), [&](const auto& p) { return p.first == c; });
     if (id != spec.ids.end()) {
       if (id->second == Id::kRun || id->second == Id::kRoutine || id->second == Id::kCounter) {
         const char* map = id->second == Id::kRun       ? "run_map"
@@ -220,12 +230,14 @@ class Merger {
  public:
   Merger(const MergeOptions& o, const std::string& tmp) : options_(o), out_(tmp) {
     out_.exec(kSchemaSql);
-    out_.exec(fmt::format("INSERT INTO meta VALUES ('schema_version', '{}'), "
-                          "('created_by', 'sonde merge')",
-                          kSchemaVersion));
-    out_.exec("CREATE TEMP TABLE run_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
-              "CREATE TEMP TABLE routine_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
-              "CREATE TEMP TABLE counter_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
+    out_.exec(
+        fmt::format("INSERT INTO meta VALUES ('schema_version', '{}'), "
+                    "('created_by', 'sonde merge')",
+                    kSchemaVersion));
+    out_.exec(
+        "CREATE TEMP TABLE run_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
+        "CREATE TEMP TABLE routine_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL);"
+        "CREATE TEMP TABLE counter_map (old INTEGER PRIMARY KEY, new INTEGER NOT NULL)");
     check_tables_known(out_);
   }
 
@@ -260,8 +272,10 @@ class Merger {
   static std::string uri(const std::string& path) {
     std::string out = "file:";
     for (char c : path) {
-      if (c == '%' || c == '?' || c == '#') out += fmt::format("%{:02X}", c);
-      else out += c;
+      if (c == '%' || c == '?' || c == '#')
+        out += fmt::format("%{:02X}", c);
+      else
+        out += c;
     }
     return out + "?mode=ro";
   }
@@ -274,17 +288,18 @@ class Merger {
       result_.run = *f.uuids.begin();
     }
     if (options_.force || (f.uuids.size() == 1 && *f.uuids.begin() == result_.run)) return;
-    throw Error(fmt::format("{} is not of the same run as {} (run {}, against {}); --force "
-                            "merges anyway",
-                            path, first_, *f.uuids.begin(), result_.run));
+    throw Error(
+        fmt::format("{} is not of the same run as {} (run {}, against {}); --force "
+                    "merges anyway",
+                    path, first_, *f.uuids.begin(), result_.run));
   }
 
   void copy(const std::string& path) {
     out_.exec("BEGIN");
     std::map<Id, std::int64_t> offsets;
     for (const IdOwner& o : kOwners)
-      offsets[o.id] = out_.integer(
-          fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
+      offsets[o.id] =
+          out_.integer(fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
     out_.exec(kMapSql);
     // A table newer than the input's schema (op_shapes before version 6) has nothing to copy.
     std::vector<std::string> present =
@@ -299,9 +314,10 @@ class Merger {
     for (const std::string& rank : ranks) {
       auto [at, fresh] = ranks_.emplace(rank, path);
       if (!fresh && !options_.force && at->second != path)
-        throw Error(fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
-                                "--force merges anyway",
-                                at->second, path, rank));
+        throw Error(
+            fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
+                        "--force merges anyway",
+                        at->second, path, rank));
     }
     out_.exec("COMMIT");
   }
@@ -383,8 +399,8 @@ MergeResult merge_profiles(const MergeOptions& options) {
       result.left_out = std::move(left_out);
     }
     if (std::rename(tmp.c_str(), options.output.c_str()) != 0)
-      throw Error(fmt::format("cannot rename {} to {}: {}", tmp, options.output,
-                              std::strerror(errno)));
+      throw Error(
+          fmt::format("cannot rename {} to {}: {}", tmp, options.output, std::strerror(errno)));
     return result;
   } catch (...) {
     std::remove(tmp.c_str());

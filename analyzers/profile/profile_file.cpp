@@ -88,7 +88,8 @@ void add_views(const ProfileFile& file, std::initializer_list<std::string_view> 
 // Older files are read through this version's views. Versions 3 and 4 hold only timed GPU
 // rows, so their gpu_activity_ns is the timestamps'; version 4 changed only views over version
 // 3's tables, and a version 3 file gets those from this schema's text (they read
-// gpu_activity_ns, made first). Version 6 added gpu_work over version 5's tables.
+// gpu_activity_ns, made first). Version 6 added gpu_work over version 5's tables, and
+// gpu_activity.origin_node_id with the graph views.
 void add_current_views(const ProfileFile& file, int version) {
   if (version <= 4)
     file.exec(
@@ -97,7 +98,16 @@ void add_current_views(const ProfileFile& file, int version) {
   if (version <= 3)
     add_views(file, {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels", "gpu_kernel_totals",
                      "routine_totals", "gemm_shapes"});
-  if (version <= 5) add_views(file, {"gpu_work"});
+  if (version <= 5) {
+    add_views(file, {"gpu_work"});
+    // Files before version 6 know no graph node origins: their views of them are empty.
+    file.exec(
+        "CREATE TEMP VIEW gpu_graph_origins AS SELECT NULL AS node_id, 0 AS records, 0 AS ns "
+        "LIMIT 0");
+    file.exec(
+        "CREATE TEMP VIEW gpu_graph_kernels AS SELECT '' AS kind, '' AS name, '' AS origin_path, "
+        "'' AS call_path, 0 AS records, 0.0 AS time_s LIMIT 0");
+  }
 }
 
 }  // namespace

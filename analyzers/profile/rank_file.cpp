@@ -103,8 +103,14 @@ ProfileFile ProfileFile::open_processes(const ProfileFile& source,
                                   table))
              .step())
       continue;  // an older file without it
-    file.exec(fmt::format("INSERT INTO main.{0} SELECT * FROM src.{0}{1}{2}", table,
-                          *where ? " WHERE " : "", where));
+    // By the source's columns: an older file lacks some of this version's (NULL here).
+    std::string columns;
+    for (auto c =
+             file.prepare(fmt::format("SELECT name FROM pragma_table_info('{}', 'src')", table));
+         c.step();)
+      columns += (columns.empty() ? "" : ", ") + c.text(0);
+    file.exec(fmt::format("INSERT INTO main.{0} ({3}) SELECT {3} FROM src.{0}{1}{2}", table,
+                          *where ? " WHERE " : "", where, columns));
   }
   // The run's command is the one of its first process (write_run); in a merged file that is
   // rank 0's, and the ranks of a job may have been started with other arguments.
@@ -152,9 +158,10 @@ ProfileFile open_pid(const ProfileFile& file, std::int64_t pid) {
 std::optional<std::string> all_ranks_note(const ProfileFile& file) {
   std::vector<std::int64_t> ranks = ranks_of(file);
   if (ranks.size() < 2) return std::nullopt;
-  return fmt::format("all {} ranks summed ({}): times and calls add up over ranks, percentages "
-                     "are of their busy time together; --rank R shows one rank",
-                     ranks.size(), listed(ranks));
+  return fmt::format(
+      "all {} ranks summed ({}): times and calls add up over ranks, percentages "
+      "are of their busy time together; --rank R shows one rank",
+      ranks.size(), listed(ranks));
 }
 
 }  // namespace sonde::analyzers

@@ -8,8 +8,8 @@
 namespace sonde::analyzers {
 namespace {
 
-constexpr std::array<std::string_view, 5> kSections{"roofline", "phases", "breakdown", "counters",
-                                                    "kernels"};
+constexpr std::array<std::string_view, 6> kSections{"roofline", "phases",  "breakdown",
+                                                    "counters", "kernels", "graphs"};
 
 Cell opt(const std::optional<double>& v) { return v ? Cell{*v} : Cell{}; }
 
@@ -34,8 +34,9 @@ std::vector<std::string> parse_metrics_sections(std::string_view name) {
   for (std::string_view s : kSections)
     if (s == name) return {std::string(s)};
   throw Error(
-      fmt::format("unknown section '{}' (all, roofline, phases, breakdown, counters, kernels)",
-                  name),
+      fmt::format(
+          "unknown section '{}' (all, roofline, phases, breakdown, counters, kernels, graphs)",
+          name),
       2);
 }
 
@@ -112,11 +113,26 @@ Table kernels_table(const GpuSummary& gpu, std::size_t top) {
   return t;
 }
 
+Table graphs_table(const GpuSummary& gpu, std::size_t top) {
+  Table t;
+  t.columns = {{"kernel", "kernel"},           {"kind", "kind"},
+               {"captured at", "captured_at"}, {"replayed by", "replayed_by"},
+               {"records", "records"},         {"time_s", "time_s", 4}};
+  for (const GraphReplay& g : gpu.graphs) {
+    if (top && t.rows.size() >= top) break;
+    t.rows.push_back({g.name, g.kind, g.captured_at,
+                      g.replayed_by.empty() ? Cell{} : Cell{g.replayed_by}, g.records,
+                      seconds(g.time_ns)});
+  }
+  return t;
+}
+
 Table metrics_section_table(const MetricsReport& r, const std::string& section, std::size_t top) {
   if (section == "roofline") return roofline_table(r.metrics, top);
   if (section == "phases") return phases_table(r.metrics, top);
   if (section == "breakdown") return breakdown_table(r.breakdown);
   if (section == "kernels") return kernels_table(r.gpu, top);
+  if (section == "graphs") return graphs_table(r.gpu, top);
   return counter_table(r.counters, top);
 }
 
@@ -185,6 +201,14 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
       bool measured = std::any_of(r.gpu.kernels.begin(), r.gpu.kernels.end(),
                                   [](const GpuKernel& k) { return k.metric_launches > 0; });
       if (!measured) out += "(no per-kernel metrics: run with SONDE_GPU_METRICS=tau; by time)\n";
+    } else if (s == "graphs") {
+      out +=
+          "CUDA graph replays by the call path their graph nodes were captured at (the same "
+          "work is under the replaying call in kernels and in the tree's gpu s)\n";
+      if (t.rows.empty()) {
+        out += "no CUDA graph replay with a known capture path\n";
+        continue;
+      }
     } else {
       out += "Counter metrics per routine (inclusive)\n";
       if (r.counters.events.empty()) {

@@ -22,8 +22,8 @@ struct MetricsReport {
   GpuSummary gpu;
 };
 
-// Sections by name: roofline, phases, breakdown, counters, kernels; "all" is every one. Throws
-// Error.
+// Sections by name: roofline, phases, breakdown, counters, kernels, graphs; "all" is every one.
+// Throws Error.
 std::vector<std::string> parse_metrics_sections(std::string_view name);
 
 MetricsReport compute_metrics_report(const ProfileFile& file,
@@ -34,6 +34,8 @@ Table roofline_table(const Metrics& metrics, std::size_t top);  // routines with
 Table phases_table(const Metrics& metrics, std::size_t top);
 // TAU's tuning-candidate table: GPU kernels with their per-instruction metrics and those x time.
 Table kernels_table(const GpuSummary& gpu, std::size_t top);
+// CUDA graph replays by the call path their nodes were captured at, and the replaying call.
+Table graphs_table(const GpuSummary& gpu, std::size_t top);
 Table metrics_section_table(const MetricsReport& report, const std::string& section,
                             std::size_t top);
 

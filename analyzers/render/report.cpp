@@ -55,9 +55,8 @@ Table hotspots_table(const Hotspots& h, std::size_t top) {
   for (std::size_t i = 0; i < n; ++i) {
     const auto& r = h.rows[i];
     t.rows.push_back({r.pct_time, static_cast<double>(r.excl_ns) / 1e6,
-                      static_cast<double>(r.incl_ns) / 1e6, r.calls, r.subrs,
-                      r.incl_us_per_call, r.name, r.kind, r.library, r.file, r.line,
-                      r.routine_id});
+                      static_cast<double>(r.incl_ns) / 1e6, r.calls, r.subrs, r.incl_us_per_call,
+                      r.name, r.kind, r.library, r.file, r.line, r.routine_id});
   }
   return t;
 }
@@ -68,9 +67,10 @@ std::string denominators_text(const Hotspots& h) {
                          : fmt::format("; {} idle thread{} left out", h.idle_threads,
                                        h.idle_threads == 1 ? "" : "s");
   return fmt::format(
-      "total:     {:.3f} s wall time\n%Time of:  {:.3f} s, the busy threads' time ({} thread{}{})\n",
-      static_cast<double>(h.wall_ns) / 1e9, static_cast<double>(h.total_ns) / 1e9,
-      h.busy_threads, h.busy_threads == 1 ? "" : "s", idle);
+      "total:     {:.3f} s wall time\n%Time of:  {:.3f} s, the busy threads' time ({} "
+      "thread{}{})\n",
+      static_cast<double>(h.wall_ns) / 1e9, static_cast<double>(h.total_ns) / 1e9, h.busy_threads,
+      h.busy_threads == 1 ? "" : "s", idle);
 }
 
 std::string render_report_text(const RunSummary& run, const Hotspots& h, std::size_t top) {
@@ -88,12 +88,25 @@ std::string render_report_text(const RunSummary& run, const Hotspots& h, std::si
   t.columns.resize(7);
   out += render_text(t);
   if (std::any_of(h.rows.begin(), h.rows.end(), [](const auto& r) { return r.incl_se_ns >= 0; })) {
-    out += "~ times scaled from a random sample of calls (adaptive timing), ± one standard error "
-           "of the inclusive time; call counts are exact\n";
+    out +=
+        "~ times scaled from a random sample of calls (adaptive timing), ± one standard error "
+        "of the inclusive time; call counts are exact\n";
   }
   if (top != 0 && h.rows.size() > top)
     out += fmt::format("({} more routines; --top 0 shows all)\n", h.rows.size() - top);
   return out;
+}
+
+std::string render_graphs_hint(const ProfileFile& file) {
+  auto st = file.prepare(
+      "SELECT COUNT(*), COALESCE(SUM(records), 0), COALESCE(SUM(ns), 0) "
+      "FROM gpu_graph_origins");
+  if (!st.step() || st.int64(0) == 0) return "";
+  return fmt::format(
+      "CUDA graphs: {} replayed GPU records ({:.3f} s of device time) are also "
+      "counted where their graph nodes were captured: `sonde tree` shows them as "
+      "graph s, `sonde metrics --section graphs` lists them\n",
+      st.int64(1), static_cast<double>(st.int64(2)) / 1e9);
 }
 
 Json render_report_json(const std::string& path, const RunSummary& run, const Hotspots& h,

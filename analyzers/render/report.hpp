@@ -3,8 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +24,10 @@ std::string denominators_text(const Hotspots& hotspots);
 
 // top = 0 means every row.
 Table hotspots_table(const Hotspots& hotspots, std::size_t top);
+// One line, when the file has CUDA graph replays with a known capture path: how many, and
+// where to see them (sonde tree's graph s, sonde metrics --section graphs); else empty.
+std::string render_graphs_hint(const ProfileFile& file);
+
 std::string render_report_text(const RunSummary& run, const Hotspots& hotspots, std::size_t top);
 Json render_report_json(const std::string& path, const RunSummary& run, const Hotspots& hotspots,
                         std::size_t top);

@@ -12,6 +12,20 @@ constexpr std::string_view kColumns = "  incl %     incl s     excl s       call
 // inside) its CPU time.
 constexpr std::string_view kGpuColumns =
     "  incl %     incl s     excl s      gpu s       calls  name\n";
+// With CUDA graph replays whose capture paths are known: their device time at those paths too.
+constexpr std::string_view kGraphColumns =
+    "  incl %     incl s     excl s      gpu s    graph s       calls  name\n";
+constexpr std::string_view kGraphLegend =
+    "graph s: device time of CUDA graph replays whose graph nodes were captured (created) at "
+    "this path; the same time is in gpu s of the call that replayed them (cudaGraphLaunch)\n";
+
+// Which device-time columns a tree shows.
+struct GpuColumns {
+  bool gpu = false, graph = false;
+};
+std::string_view columns_line(GpuColumns c) {
+  return c.graph ? kGraphColumns : c.gpu ? kGpuColumns : kColumns;
+}
 
 double pct(std::int64_t part, std::int64_t total) {
   return total > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(total) : 0.0;
@@ -27,6 +41,7 @@ struct Visible {
   std::int64_t folded_excl_ns = 0;
   std::int64_t folded_calls = 0;
   std::int64_t folded_gpu_ns = 0;
+  std::int64_t folded_graph_ns = 0;
 };
 
 Visible visible_children(const CallNode& node, std::int64_t total, const TreeOptions& o) {
@@ -45,13 +60,16 @@ Visible visible_children(const CallNode& node, std::int64_t total, const TreeOpt
       v.folded_excl_ns += child.excl_ns;
       v.folded_calls += child.calls;
       v.folded_gpu_ns += child.gpu_ns;
+      v.folded_graph_ns += child.graph_ns;
     }
   }
   return v;
 }
 
-std::string gpu_cell(bool gpu, std::int64_t ns) {
-  return gpu ? fmt::format("{:>9.3f}  ", seconds(ns)) : std::string();
+std::string gpu_cells(GpuColumns c, std::int64_t gpu_ns, std::int64_t graph_ns) {
+  std::string out = c.gpu ? fmt::format("{:>9.3f}  ", seconds(gpu_ns)) : std::string();
+  if (c.graph) out += fmt::format("{:>9.3f}  ", seconds(graph_ns));
+  return out;
 }
 
 // Siblings of one name and kind are different routines: each says where it is.
@@ -70,10 +88,10 @@ std::string label(const CallNode& node, bool ambiguous) {
 
 void text_node(std::string& out, const CallNode& node, std::int64_t total, int depth,
                const std::string& prefix, const std::string& branch, const TreeOptions& o,
-               bool gpu, bool ambiguous = false) {
-  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n",
-                     pct(node.incl_ns, total), seconds(node.incl_ns), seconds(node.excl_ns),
-                     gpu_cell(gpu, node.gpu_ns), node.calls, prefix + branch,
+               GpuColumns gpu, bool ambiguous = false) {
+  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n", pct(node.incl_ns, total),
+                     seconds(node.incl_ns), seconds(node.excl_ns),
+                     gpu_cells(gpu, node.gpu_ns, node.graph_ns), node.calls, prefix + branch,
                      visible(label(node, ambiguous)));
   if (o.max_depth && depth >= *o.max_depth) return;
   Visible v = visible_children(node, total, o);
@@ -87,14 +105,15 @@ void text_node(std::string& out, const CallNode& node, std::int64_t total, int d
               twice.count({c.name, c.kind}) != 0);
   }
   if (v.folded > 0)
-    out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}└─ ({} more below {} %)\n",
-                       pct(v.folded_incl_ns, total), seconds(v.folded_incl_ns),
-                       seconds(v.folded_excl_ns), gpu_cell(gpu, v.folded_gpu_ns), v.folded_calls,
-                       child_prefix, v.folded, o.min_pct);
+    out +=
+        fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}└─ ({} more below {} %)\n",
+                    pct(v.folded_incl_ns, total), seconds(v.folded_incl_ns),
+                    seconds(v.folded_excl_ns), gpu_cells(gpu, v.folded_gpu_ns, v.folded_graph_ns),
+                    v.folded_calls, child_prefix, v.folded, o.min_pct);
 }
 
 Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
-               bool gpu) {
+               GpuColumns gpu) {
   Json j{{"name", node.name},
          {"routine_id", node.routine_id},  // what tells two routines of one name apart
          {"kind", node.kind},
@@ -105,7 +124,8 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
          {"excl_s", seconds(node.excl_ns)},
          {"incl_pct", pct(node.incl_ns, total)}};
   if (node.flops > 0) j["flops"] = node.flops;
-  if (gpu) j["gpu_s"] = seconds(node.gpu_ns);
+  if (gpu.gpu) j["gpu_s"] = seconds(node.gpu_ns);
+  if (gpu.graph) j["graph_s"] = seconds(node.graph_ns);
   Json children = Json::array();
   if (!o.max_depth || depth < *o.max_depth) {
     Visible v = visible_children(node, total, o);
@@ -123,24 +143,25 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
 
 void table_node(Table& t, const CallNode& node, std::int64_t total, int depth,
                 const std::string& path, const TreeOptions& o, std::int64_t pid, std::int64_t seq,
-                bool gpu) {
+                GpuColumns gpu) {
   auto row = [&](const std::string& p, const std::string& name, const std::string& kind,
-                 const std::string& where, std::int64_t calls, std::int64_t incl,
-                 std::int64_t excl, std::int64_t gpu_ns) {
+                 const std::string& where, std::int64_t calls, std::int64_t incl, std::int64_t excl,
+                 std::int64_t gpu_ns, std::int64_t graph_ns) {
     t.rows.push_back({pid, seq, depth, p, name, kind, where, calls, seconds(incl), seconds(excl),
-                      pct(incl, total), gpu ? Cell(seconds(gpu_ns)) : Cell()});
+                      pct(incl, total), gpu.gpu ? Cell(seconds(gpu_ns)) : Cell(),
+                      gpu.graph ? Cell(seconds(graph_ns)) : Cell()});
   };
-  row(path, node.name, node.kind, node.where, node.calls, node.incl_ns, node.excl_ns,
-      node.gpu_ns);
+  row(path, node.name, node.kind, node.where, node.calls, node.incl_ns, node.excl_ns, node.gpu_ns,
+      node.graph_ns);
   if (o.max_depth && depth >= *o.max_depth) return;
   Visible v = visible_children(node, total, o);
   for (const CallNode* c : v.shown)
-    table_node(t, *c, total, depth + 1, path.empty() ? c->name : path + ";" + c->name, o, pid,
-               seq, gpu);
+    table_node(t, *c, total, depth + 1, path.empty() ? c->name : path + ";" + c->name, o, pid, seq,
+               gpu);
   if (v.folded > 0) {
     ++depth;
     row(path, fmt::format("({} more below {} %)", v.folded, o.min_pct), "folded", "",
-        v.folded_calls, v.folded_incl_ns, v.folded_excl_ns, v.folded_gpu_ns);
+        v.folded_calls, v.folded_incl_ns, v.folded_excl_ns, v.folded_gpu_ns, v.folded_graph_ns);
   }
 }
 
@@ -154,17 +175,27 @@ std::string idle_line(const Forest& f) {
   if (f.idle.empty()) return "";
   std::string list;
   for (const ThreadTree& t : f.idle)
-    list += fmt::format("{}thread {} (pid {}, tid {})", list.empty() ? "" : ", ", t.seq, t.pid,
-                        t.tid);
+    list +=
+        fmt::format("{}thread {} (pid {}, tid {})", list.empty() ? "" : ", ", t.seq, t.pid, t.tid);
   return fmt::format("idle threads (no measured call; in no percentage): {}\n", list);
 }
 
 Json idle_json(const Forest& f) {
   Json idle = Json::array();
   for (const ThreadTree& t : f.idle)
-    idle.push_back(Json{{"pid", t.pid}, {"seq", t.seq}, {"tid", t.tid}, {"name", t.thread_name},
+    idle.push_back(Json{{"pid", t.pid},
+                        {"seq", t.seq},
+                        {"tid", t.tid},
+                        {"name", t.thread_name},
                         {"wall_s", seconds(t.wall_ns)}});
   return idle;
+}
+
+GpuColumns merged_columns(const CallNode& merged) {
+  return {merged.gpu_ns > 0, merged.graph_ns > 0};
+}
+GpuColumns forest_columns(const Forest& f) {
+  return {has_gpu_time(f.busy), has_graph_time(f.busy)};
 }
 
 }  // namespace
@@ -173,17 +204,18 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
   std::string out;
   if (f.merged) {
     CallNode merged = f.merged_root;
-    bool gpu = merged.gpu_ns > 0;
+    GpuColumns gpu = merged_columns(merged);
     sort_by_inclusive(merged);
     out += fmt::format("{} busy thread{} merged: {:.3f} s = 100 % (the busy threads' time)\n",
                        merged.calls, merged.calls == 1 ? "" : "s", seconds(merged.incl_ns));
-    out += gpu ? kGpuColumns : kColumns;
+    out += columns_line(gpu);
     text_node(out, merged, merged.incl_ns, 0, "", "", o, gpu);
+    if (gpu.graph) out += kGraphLegend;
     std::string idle = idle_line(f);
     return idle.empty() ? out : out + "\n" + idle;
   }
-  bool gpu = has_gpu_time(f.busy);
-  std::string_view columns = gpu ? kGpuColumns : kColumns;
+  GpuColumns gpu = forest_columns(f);
+  std::string_view columns = columns_line(gpu);
   for (const ThreadTree& t : f.busy) {
     CallNode root = t.root;
     sort_by_inclusive(root);
@@ -192,26 +224,30 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
     out += columns;
     text_node(out, root, root.incl_ns, 0, "", "", o, gpu);
   }
-  if (out.empty()) out = "no thread called a measured routine\n";
+  if (out.empty())
+    out = "no thread called a measured routine\n";
+  else if (gpu.graph)
+    out += kGraphLegend;
   std::string idle = idle_line(f);
   return idle.empty() ? out : out + "\n" + idle;
 }
 
 Table tree_table(const Forest& f, const TreeOptions& o) {
   Table t;
-  t.columns = {{"pid", "pid", 0},          {"thread", "thread", 0},  {"depth", "depth", 0},
-               {"path", "path", 0},        {"name", "name", 0},      {"kind", "kind", 0},
-               {"where", "where", 0},      {"calls", "calls", 0},    {"incl s", "incl_s", 3},
-               {"excl s", "excl_s", 3},    {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3}};
+  t.columns = {{"pid", "pid", 0},        {"thread", "thread", 0},   {"depth", "depth", 0},
+               {"path", "path", 0},      {"name", "name", 0},       {"kind", "kind", 0},
+               {"where", "where", 0},    {"calls", "calls", 0},     {"incl s", "incl_s", 3},
+               {"excl s", "excl_s", 3},  {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3},
+               {"graph s", "graph_s", 3}};
   if (f.merged) {
     CallNode merged = f.merged_root;
     sort_by_inclusive(merged);
     // The root is the busy threads together: no one thread (NULL), its time the denominator.
-    table_node(t, merged, merged.incl_ns, 0, "", o, 0, 0, merged.gpu_ns > 0);
+    table_node(t, merged, merged.incl_ns, 0, "", o, 0, 0, merged_columns(merged));
     for (auto& row : t.rows) row[0] = row[1] = Cell();
     return t;
   }
-  bool gpu = has_gpu_time(f.busy);
+  GpuColumns gpu = forest_columns(f);
   for (const ThreadTree& tree : f.busy) {
     CallNode root = tree.root;
     sort_by_inclusive(root);
@@ -228,11 +264,11 @@ Json render_tree_json(const Forest& f, const TreeOptions& o) {
     CallNode merged = f.merged_root;
     sort_by_inclusive(merged);
     out["denominator"] = "busy threads' time";
-    out["tree"] = json_node(merged, merged.incl_ns, 0, o, merged.gpu_ns > 0);
+    out["tree"] = json_node(merged, merged.incl_ns, 0, o, merged_columns(merged));
     out["idle_threads"] = idle_json(f);
     return out;
   }
-  bool gpu = has_gpu_time(f.busy);
+  GpuColumns gpu = forest_columns(f);
   Json list = Json::array();
   for (const ThreadTree& t : f.busy) {
     CallNode root = t.root;

@@ -78,6 +78,7 @@ void CuptiBackend::parse_buffer(uint8_t* buffer, size_t valid) {
     if (!read_activity(*layout_, record, f)) continue;  // kinds sonde did not ask for
     Record r;
     r.correlation = f.correlation;
+    r.graph_node = f.graph_node;
     r.device = f.device;
     r.stream = f.stream;
     r.start = f.start;
@@ -194,6 +195,7 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
       continue;
     }
     GpuRow row = to_row(r, offset);
+    attach_graph_origin(row, r.graph_node);
     if (untimed) {
       row.timed = false;
       untimed_.fetch_add(1, std::memory_order_relaxed);
@@ -219,6 +221,10 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
     if (o.seen != 0 && !o.graph) return true;
     return generation_ - (o.seen != 0 ? o.seen : o.generation) > kOriginLifetime;
   });
+  std::erase_if(graph_nodes_, [&](const auto& entry) {
+    uint32_t gone = entry.second.gone;
+    return gone != 0 && generation_ + 1 - gone > kOriginLifetime;
+  });
   if (final) {
     uint64_t dropped = cupti_dropped_ + no_buffer_ + origins_full_;
     if (dropped > 0 || incomplete_ > 0) {
@@ -228,6 +234,13 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
                         "unfinished at exit",
                         cupti_dropped_.load(), no_buffer_.load(), origins_full_.load(),
                         incomplete_.load()));
+    }
+    if (graph_nodes_full_ > 0) {
+      note_("gpu-graphs",
+            fmt::format("{} CUDA graph nodes were created while sonde's table of graph node "
+                        "origins was full: the work they ran is counted under the replaying "
+                        "call (cudaGraphLaunch) only, with no capture path",
+                        graph_nodes_full_.load()));
     }
     if (unattributed_ > 0) {
       note_("gpu-unattributed",
@@ -303,10 +316,14 @@ void CuptiBackend::thread_gone(const ThreadState* thread, const HugeVector<int64
     node_id = node < node_ids.size() ? node_ids[node] : 0;
     t = nullptr;
   };
-  for (GpuRow& r : retry_) resolve(r.thread, r.node, r.node_id);
+  for (GpuRow& r : retry_) {
+    resolve(r.thread, r.node, r.node_id);
+    resolve(r.origin_thread, r.origin_node, r.origin_node_id);
+  }
   if (forked_.load()) return;
   std::lock_guard lock(origins_mu_);
   for (auto& [correlation, o] : origins_) resolve(o.thread, o.node, o.node_id);
+  for (auto& [id, o] : graph_nodes_) resolve(o.thread, o.node, o.node_id);
 }
 
 void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) const {
@@ -324,6 +341,10 @@ void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) c
   out.emplace_back("gpu.dropped", std::to_string(cupti_dropped_ + no_buffer_ + origins_full_));
   out.emplace_back("gpu.unattributed", std::to_string(unattributed_.load()));
   if (untimed_ > 0) out.emplace_back("gpu.untimed", std::to_string(untimed_.load()));
+  out.emplace_back("gpu.graph_records", std::to_string(graph_records_.load()));
+  out.emplace_back("gpu.graph_unknown", std::to_string(graph_unknown_.load()));
+  if (graph_nodes_full_ > 0)
+    out.emplace_back("gpu.graph_nodes_full", std::to_string(graph_nodes_full_.load()));
   if (before_window_ > 0)
     out.emplace_back("gpu.before_window", std::to_string(before_window_.load()));
   out.emplace_back("gpu.contexts_flushed", std::to_string(contexts_flushed_.load()));

@@ -25,6 +25,12 @@ void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_Ca
     auto* b = static_cast<CuptiBackend*>(userdata);
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_CREATED) b->on_context_created(context);
     if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) b->on_context_destroyed(context);
+    if (cbid >= CUPTI_CBID_RESOURCE_GRAPH_CREATED && cbid <= CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+      // These callbacks' resourceDescriptor is a CUpti_GraphData (CUPTI's cuda_graphs_trace
+      // sample reads it so).
+      const void* graph = static_cast<const CUpti_ResourceData*>(data)->resourceDescriptor;
+      if (graph != nullptr) b->on_graph(cbid, static_cast<const CUpti_GraphData*>(graph));
+    }
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;

@@ -41,6 +41,9 @@ class CuptiBackend final : public GpuBackend {
     if (metrics_ && !forked_.load(std::memory_order_relaxed)) metrics_->context_created(context);
   }
   void on_context_destroyed(CUcontext context);
+  // CUPTI's CUDA graph resource callbacks (cupti_graphs.cpp): a node created, cloned or about
+  // to be destroyed, a graph or executable graph about to be destroyed.
+  void on_graph(CUpti_CallbackId cbid, const CUpti_GraphData* data);
   // Another CUPTI client (cupti_guard.cpp) is about to register its buffer callbacks, or has
   // disabled a kind sonde uses; `who` names its library.
   void other_client_registers(const std::string& who);
@@ -70,6 +73,7 @@ class CuptiBackend final : public GpuBackend {
     bool cooperative = false;  // a cooperative launch (its blocks wait for each other)
     int launch_config = 0;     // 1: cudaLaunchKernelExC, 2: cuLaunchKernelEx
     int capture = 0;           // +1 begins a stream capture, -1 ends one
+    bool clones = false;       // copies graph nodes (instantiate, clone): no new origin
     int kind_offset = -1;      // cudaMemcpyKind in the parameters (runtime copies)
     int count_offset = -1;     // byte count in the parameters
     std::atomic<RoutineId> routine[6] = {};  // per copy direction (0-4), 5: none
@@ -94,14 +98,35 @@ class CuptiBackend final : public GpuBackend {
     uint8_t kind = 0;  // 0 kernel, 1 memcpy, 2 memset
     uint8_t copy_kind = 0;
     uint32_t correlation = 0;
-    uint32_t name = 0;  // index into names_ (kernels)
+    uint32_t name = 0;        // index into names_ (kernels)
+    uint64_t graph_node = 0;  // CUPTI's id of the graph node that ran it, 0: not a graph's
     uint32_t device = 0, stream = 0;
     uint64_t start = 0, end = 0, bytes = 0;
     int32_t grid[3] = {}, block[3] = {};
     int32_t registers = 0, shared_bytes = 0;
   };
 
+  // The call path a CUDA graph node was created in, kept by CUPTI's node id: a kernel, copy or
+  // memset a graph runs carries that id (graphNodeId), which leads back here.
+  struct NodeOrigin {
+    const ThreadState* thread = nullptr;
+    uint32_t node = 0;
+    int64_t node_id = 0;
+    uint32_t graph = 0;  // CUPTI's id of the graph or executable graph holding the node
+    uint32_t gone = 0;   // collect() count when the node or its graph was destroyed, 0: alive
+  };
+
   void start_metrics();
+  // True while this thread is inside an API call that copies graph nodes (cudaGraphInstantiate,
+  // cudaGraphClone): the nodes it creates come from others, whose origin they take.
+  static bool cloning_now();
+  // The origin of a new node: the calling thread's innermost open frame.
+  bool current_origin(NodeOrigin& o) const;
+  uint64_t graph_node_id(CUgraphNode node) const;
+  // Marks the nodes of graph `graph` gone (under origins_mu_).
+  void graph_gone(uint32_t graph);
+  // Ties `row` to the origin of its graph node (under origins_mu_).
+  void attach_graph_origin(GpuRow& row, uint64_t graph_node);
   ApiInfo& api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid);
   RoutineId routine_of(ApiInfo& info, CUpti_CallbackDomain domain, int direction);
   void remember_origin(uint32_t correlation, bool awaiting_metrics, bool graph, bool before_window);
@@ -160,6 +185,9 @@ class CuptiBackend final : public GpuBackend {
   std::mutex origins_mu_;
   std::unordered_map<uint32_t, Origin> origins_;
   uint32_t generation_ = 0;
+  // Graph node id -> origin, under origins_mu_; bounded, and a destroyed node's entry leaves
+  // once its records have had time to come (the origin lifetime).
+  std::unordered_map<uint64_t, NodeOrigin> graph_nodes_;
 
   // Taken by the buffer-completion callback, which CUPTI may run on its own thread or inside
   // cuptiActivityFlushAll: collect() flushes first and takes the lock afterwards.
@@ -173,6 +201,9 @@ class CuptiBackend final : public GpuBackend {
 
   std::atomic<uint64_t> delivered_{0}, cupti_dropped_{0}, no_buffer_{0}, unattributed_{0},
       incomplete_{0}, origins_full_{0}, contexts_flushed_{0}, before_window_{0}, untimed_{0};
+  // Records a graph ran (graphNodeId set), those whose node's origin is unknown, and nodes not
+  // kept because the table was full.
+  std::atomic<uint64_t> graph_records_{0}, graph_unknown_{0}, graph_nodes_full_{0};
 };
 
 // Arms cupti_guard.cpp's interposers for `backend` (nullptr: disarms them).

@@ -22,6 +22,7 @@ struct OpenCall {
   bool runtime;
   ThreadState* thread;  // nullptr: entered but not measured
   bool held;            // made while the collection window was closed
+  bool clones;          // copies graph nodes (cudaGraphInstantiate, cudaGraphClone)
 };
 constexpr uint32_t kMaxOpenCalls = 32;  // API calls do not nest deeper (a callback's own calls)
 thread_local PerThread<std::array<OpenCall, kMaxOpenCalls>> t_open;
@@ -117,6 +118,7 @@ CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti
   info.graph = has("GraphLaunch");
   if (has("LaunchKernelEx")) info.launch_config = runtime ? 1 : 2;
   info.capture = has("BeginCapture") ? 1 : has("EndCapture") ? -1 : 0;
+  info.clones = has("GraphInstantiate") || has("GraphClone");
   if (runtime) {
     for (const CopyParams& c : kCopies) {
       if (c.cbid != cbid) continue;
@@ -200,7 +202,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       }
     }
     ThreadState* t = probe_enter(routine_of(info, domain, direction), Nesting::kSuppress);
-    t_open.get()[t_open_count++] = OpenCall{data->correlationId, runtime, t, held};
+    t_open.get()[t_open_count++] = OpenCall{data->correlationId, runtime, t, held, info.clones};
     t_runtime_open += runtime;
     if (info.activity && activity_.load(std::memory_order_relaxed) &&
         !ceded_.load(std::memory_order_relaxed)) {
@@ -230,6 +232,23 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
     metrics_->launch_exit(data->context, data->correlationId, measured);
     attach_metrics(data->correlationId, measured);
   }
+}
+
+bool CuptiBackend::cloning_now() {
+  for (uint32_t i = 0; i < t_open_count; ++i)
+    if (t_open.get()[i].clones) return true;
+  return false;
+}
+
+bool CuptiBackend::current_origin(NodeOrigin& o) const {
+  // As a launch's (remember_origin): the API call that creates the node, else the innermost
+  // frame. Nothing before the collection window: those calls are not in the profile.
+  ThreadState* t = t_state;
+  Runtime* rt = Runtime::get();
+  if (t == nullptr || (rt != nullptr && rt->window().closed())) return false;
+  o.thread = t;
+  o.node = t->stack_[t->depth()].node.load(std::memory_order_relaxed);
+  return true;
 }
 
 int CuptiBackend::metrics_skip(const ApiInfo& info, const CUpti_CallbackData* data) const {

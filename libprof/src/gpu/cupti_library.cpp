@@ -60,6 +60,16 @@ bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
 #undef SONDE_CUPTI_RESOLVE
   cuptiSubscribe_v2 =
       reinterpret_cast<decltype(cuptiSubscribe_v2)>(dlsym(handle, "cuptiSubscribe_v2"));
+  cuptiGetGraphNodeId =
+      reinterpret_cast<decltype(cuptiGetGraphNodeId)>(dlsym(handle, "cuptiGetGraphNodeId"));
+  cuptiGetGraphId = reinterpret_cast<decltype(cuptiGetGraphId)>(dlsym(handle, "cuptiGetGraphId"));
+  cuptiGetGraphExecId =
+      reinterpret_cast<decltype(cuptiGetGraphExecId)>(dlsym(handle, "cuptiGetGraphExecId"));
+  if (!cuptiGetGraphNodeId || !cuptiGetGraphId || !cuptiGetGraphExecId) {
+    cuptiGetGraphNodeId = nullptr;
+    cuptiGetGraphId = nullptr;
+    cuptiGetGraphExecId = nullptr;
+  }
   return true;
 }
 

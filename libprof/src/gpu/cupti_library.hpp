@@ -17,25 +17,27 @@ namespace sonde {
   X(cuptiGetResultString)                                                                      \
   X(cuptiSubscribe)                                                                            \
   X(cuptiUnsubscribe)                                                                          \
-  X(cuptiEnableDomain) X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)  \
+  X(cuptiEnableDomain)                                                                         \
+  X(cuptiGetCallbackName) X(cuptiActivityEnable) X(cuptiActivityDisable)                       \
       X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
           X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
 
 // The range profiler and its host side, used only for SONDE_GPU_METRICS.
-#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                                         \
-  X(cuptiGetDeviceId)                                                                             \
-  X(cuptiDeviceGetChipName)                                                                       \
-  X(cuptiProfilerInitialize)                                                                      \
-  X(cuptiProfilerGetCounterAvailability)                                                          \
-  X(cuptiProfilerHostInitialize) X(cuptiProfilerHostGetMetricProperties)                          \
-      X(cuptiProfilerHostConfigAddMetrics) X(cuptiProfilerHostGetConfigImageSize)                 \
-          X(cuptiProfilerHostGetConfigImage) X(cuptiProfilerHostGetNumOfPasses)                   \
-              X(cuptiProfilerHostEvaluateToGpuValues) X(cuptiRangeProfilerEnable)                 \
-                  X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerSetConfig)                     \
-                      X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop)                        \
-                          X(cuptiRangeProfilerDecodeData) X(cuptiRangeProfilerGetCounterDataSize) \
-                              X(cuptiRangeProfilerCounterDataImageInitialize)                     \
-                                  X(cuptiRangeProfilerGetCounterDataInfo)                         \
+#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                            \
+  X(cuptiGetDeviceId)                                                                \
+  X(cuptiDeviceGetChipName)                                                          \
+  X(cuptiProfilerInitialize)                                                         \
+  X(cuptiProfilerGetCounterAvailability)                                             \
+  X(cuptiProfilerHostInitialize)                                                     \
+  X(cuptiProfilerHostGetMetricProperties) X(cuptiProfilerHostConfigAddMetrics)       \
+      X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)      \
+          X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues) \
+              X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable)               \
+                  X(cuptiRangeProfilerSetConfig) X(cuptiRangeProfilerStart)          \
+                      X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData)      \
+                          X(cuptiRangeProfilerGetCounterDataSize)                    \
+                              X(cuptiRangeProfilerCounterDataImageInitialize)        \
+                                  X(cuptiRangeProfilerGetCounterDataInfo)            \
                                       X(cuptiRangeProfilerCounterDataGetRangeInfo)
 
 struct CuptiLibrary {
@@ -45,6 +47,11 @@ struct CuptiLibrary {
 #undef SONDE_CUPTI_POINTER
   // CUDA 13.0's subscriber that names the holder of CUPTI; nullptr in CUPTI 12.
   decltype(&::cuptiSubscribe_v2) cuptiSubscribe_v2 = nullptr;
+  // The ids of CUDA graphs and their nodes (CUDA 11.1 on), which tie a replayed kernel to the
+  // call path its node was created in; all nullptr where one is missing.
+  decltype(&::cuptiGetGraphNodeId) cuptiGetGraphNodeId = nullptr;
+  decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
+  decltype(&::cuptiGetGraphExecId) cuptiGetGraphExecId = nullptr;
   std::string path;  // the file that was opened
   void* handle = nullptr;
 

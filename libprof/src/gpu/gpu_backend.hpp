@@ -27,6 +27,11 @@ struct GpuRow {
   const ThreadState* thread = nullptr;
   uint32_t node = 0;
   int64_t node_id = 0;
+  // Work a CUDA graph ran: the call path its graph node was created in (captured or added),
+  // as (origin_thread, origin_node) or origin_node_id like the launching path; none otherwise.
+  const ThreadState* origin_thread = nullptr;
+  uint32_t origin_node = 0;
+  int64_t origin_node_id = 0;
   const char* kind = "";  // 'kernel', 'memcpy', 'memset' (static strings)
   std::string name;       // demangled kernel name; 'memcpy HtoD', 'memset'
   int64_t device = 0, stream = 0;

@@ -20,6 +20,8 @@ namespace sonde {
 //    a version 3 to 5 file has neither, and readers skip what needs them. gpu_work (each GPU
 //    activity row's work: nccl, compute, h2d, copy, memset), which the iteration breakdown's
 //    device times read; versions 3 to 5 get it at open.
+//    gpu_activity.origin_node_id (where a CUDA graph's replayed work was captured), with the
+//    views gpu_graph_origins and gpu_graph_kernels; older files read them as empty.
 inline constexpr int kSchemaVersion = 6;
 
 }  // namespace sonde

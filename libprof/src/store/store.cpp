@@ -1,8 +1,7 @@
 #include "store/store.hpp"
 
-#include <fmt/format.h>
-
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,17 +19,16 @@ namespace {
 constexpr const char* kFileSizeLimit = " (the file size limit, ulimit -f, was reached)";
 
 // A failed step aborts the flush with SQLite's own message.
-#define SONDE_STEP(stmt, what)                                                      \
-  do {                                                                              \
-    int rc_ = (stmt).step();                                                        \
-    if (rc_ != SQLITE_DONE && rc_ != SQLITE_ROW) {                                  \
-      error = fmt::format("{}: {}", what, db.message());                            \
-      return false;                                                                 \
-    }                                                                               \
+#define SONDE_STEP(stmt, what)                           \
+  do {                                                   \
+    int rc_ = (stmt).step();                             \
+    if (rc_ != SQLITE_DONE && rc_ != SQLITE_ROW) {       \
+      error = fmt::format("{}: {}", what, db.message()); \
+      return false;                                      \
+    }                                                    \
   } while (0)
 
-bool check_prepared(std::initializer_list<const Statement*> all, Database& db,
-                    std::string& error) {
+bool check_prepared(std::initializer_list<const Statement*> all, Database& db, std::string& error) {
   for (const Statement* s : all) {
     if (!s->ok()) {
       error = fmt::format("preparing statements: {}", db.message());
@@ -79,8 +77,9 @@ bool Store::prepare_transaction(const std::string& path, std::string& error) {
     return false;
   }
   {  // Made by this build's schema (schema_meta.hpp): read without taking the write lock.
-    Statement made(db.handle(), "SELECT (SELECT value FROM meta WHERE key = 'schema_version'), "
-                                "(SELECT value FROM meta WHERE key = 'schema_sql')");
+    Statement made(db.handle(),
+                   "SELECT (SELECT value FROM meta WHERE key = 'schema_version'), "
+                   "(SELECT value FROM meta WHERE key = 'schema_sql')");
     if (made.ok() && made.step() == SQLITE_ROW &&
         made.column_text(0) == std::to_string(kSchemaVersion) &&
         made.column_text(1) == schema_sql_hash_text()) {
@@ -227,7 +226,10 @@ bool Store::write_process(Database& db, const ProcessInfo& p, std::string& error
   if (!check_prepared({&ins, &adopt}, db, error)) return false;
   bool has_parent_here = p.origin == "fork" || p.origin == "child";
   ins.bind(1, run_id_).bind(2, int64_t(p.pid)).bind(3, int64_t(p.ppid)).bind(4, p.origin);
-  if (p.parent_process_id > 0) ins.bind(5, p.parent_process_id); else ins.bind_null(5);
+  if (p.parent_process_id > 0)
+    ins.bind(5, p.parent_process_id);
+  else
+    ins.bind_null(5);
   ins.bind(6, p.command).bind(7, p.started_ns).bind(8, int64_t(has_parent_here));
   SONDE_STEP(ins, "recording the process");
   process_id_ = sqlite3_last_insert_rowid(h);
@@ -240,8 +242,9 @@ bool Store::write_process(Database& db, const ProcessInfo& p, std::string& error
 bool Store::write_counter_names(Database& db, const FlushData& data, std::string& error) {
   if (counter_ids_.size() == data.counter_events.size()) return true;
   counter_ids_.clear();
-  Statement ins(db.handle(), "INSERT INTO counters (name, source) VALUES (?, 'papi') "
-                             "ON CONFLICT (name) DO UPDATE SET source = source RETURNING counter_id");
+  Statement ins(db.handle(),
+                "INSERT INTO counters (name, source) VALUES (?, 'papi') "
+                "ON CONFLICT (name) DO UPDATE SET source = source RETURNING counter_id");
   if (!check_prepared({&ins}, db, error)) return false;
   for (const std::string& name : data.counter_events) {
     ins.bind(1, name);
@@ -271,8 +274,7 @@ struct Store::ThreadStatements {
                   "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, "
                   "batch, calls, time_ns, flops, bytes, threads) "
                   "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"),
-        upd_shape(h,
-                  "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? WHERE shape_id=?"),
+        upd_shape(h, "UPDATE shapes SET calls=?, time_ns=?, flops=?, bytes=? WHERE shape_id=?"),
         ins_event(h,
                   "INSERT INTO trace_events (thread_id, node_id, start_ns, end_ns) "
                   "VALUES (?,?,?,?)"),
@@ -284,8 +286,8 @@ struct Store::ThreadStatements {
                "INSERT OR REPLACE INTO node_timing (node_id, warm_calls, sampled_calls, "
                "timed_calls, incl_se_ns) VALUES (?,?,?,?,?)") {}
   bool ok(Database& db, std::string& error) const {
-    return check_prepared({&ins_thread, &upd_thread, &counter, &ins_shape, &upd_shape,
-                           &ins_event, &drops, &line, &timing},
+    return check_prepared({&ins_thread, &upd_thread, &counter, &ins_shape, &upd_shape, &ins_event,
+                           &drops, &line, &timing},
                           db, error);
   }
   Statement ins_thread, upd_thread, counter, ins_shape, upd_shape, ins_event, drops, line, timing;
@@ -299,8 +301,8 @@ bool Store::write_threads(Database& db, const FlushData& data, std::string& erro
     ThreadIds& ids = threads_[t.state];
     if (!write_thread_row(db, st, t, ids, error) || !write_nodes(db, t, ids, error) ||
         !write_node_counters(db, st, t, ids, error) || !write_node_timing(db, st, t, ids, error) ||
-        !write_shapes(db, st, t, ids, error) ||
-        !write_events_and_lines(db, st, t, ids, error) || !write_samples(db, t, ids, error)) {
+        !write_shapes(db, st, t, ids, error) || !write_events_and_lines(db, st, t, ids, error) ||
+        !write_samples(db, t, ids, error)) {
       return false;
     }
   }
@@ -313,7 +315,10 @@ bool Store::write_thread_row(Database& db, ThreadStatements& st, const ThreadSna
     Statement& ins = st.ins_thread;
     ins.bind(1, process_id_).bind(2, int64_t(t.seq)).bind(3, int64_t(t.tid));
     ins.bind(4, t.started_ns);
-    if (t.ended_ns) ins.bind(5, *t.ended_ns); else ins.bind_null(5);
+    if (t.ended_ns)
+      ins.bind(5, *t.ended_ns);
+    else
+      ins.bind_null(5);
     ins.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz)).bind(8, t.name);
     SONDE_STEP(ins, "recording a thread");
     ids.thread_id = sqlite3_last_insert_rowid(db.handle());
@@ -321,7 +326,10 @@ bool Store::write_thread_row(Database& db, ThreadStatements& st, const ThreadSna
   }
   Statement& upd = st.upd_thread;
   upd.bind(1, t.started_ns);
-  if (t.ended_ns) upd.bind(2, *t.ended_ns); else upd.bind_null(2);
+  if (t.ended_ns)
+    upd.bind(2, *t.ended_ns);
+  else
+    upd.bind_null(2);
   upd.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
   upd.bind(6, ids.thread_id);
   SONDE_STEP(upd, "updating a thread");
@@ -377,8 +385,10 @@ bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapsho
     ins.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
     ins.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
     ins.bind(12, double(s.flops)).bind(13, double(s.bytes));
-    if (s.shape.threads > 0) ins.bind(14, int64_t(s.shape.threads));
-    else ins.bind_null(14);
+    if (s.shape.threads > 0)
+      ins.bind(14, int64_t(s.shape.threads));
+    else
+      ins.bind_null(14);
     SONDE_STEP(ins, "writing shapes");
     id = sqlite3_last_insert_rowid(db.handle());
   }
@@ -412,29 +422,53 @@ bool Store::write_gpu(Database& db, const FlushData& data, std::string& error) {
   Statement gpu(h,
                 "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, stream, "
                 "start_ns, end_ns, bytes, grid_x, grid_y, grid_z, block_x, block_y, block_z, "
-                "registers, shared_bytes) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "registers, shared_bytes, origin_node_id) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   Statement metric(h, "INSERT INTO gpu_metrics (activity_id, metric, value) VALUES (?,?,?)");
   if (!check_prepared({&gpu, &metric}, db, error)) return false;
+  // A call path: written above in this same transaction, or resolved to its row when its
+  // thread's state was freed.
+  auto row_of = [&](const ThreadState* thread, uint32_t node, int64_t node_id) -> int64_t {
+    if (thread == nullptr) return node_id;
+    const HugeVector<int64_t>& ids = node_ids(thread);
+    return node < ids.size() ? ids[node] : 0;
+  };
   for (const GpuRow& g : data.gpu) {
-    // The launching call path: written above in this same transaction, or resolved to its
-    // row when the launching thread's state was freed.
-    int64_t node_id = g.node_id;
-    if (g.thread != nullptr) {
-      const HugeVector<int64_t>& ids = node_ids(g.thread);
-      node_id = g.node < ids.size() ? ids[g.node] : 0;
-    }
+    int64_t node_id = row_of(g.thread, g.node, g.node_id);  // the launching call
+    int64_t origin_id = row_of(g.origin_thread, g.origin_node, g.origin_node_id);
     gpu.bind(1, process_id_);
-    if (node_id != 0) gpu.bind(2, node_id); else gpu.bind_null(2);
+    if (node_id != 0)
+      gpu.bind(2, node_id);
+    else
+      gpu.bind_null(2);
     gpu.bind(3, std::string_view(g.kind)).bind(4, g.name).bind(5, g.device).bind(6, g.stream);
-    if (g.timed) gpu.bind(7, g.start_ns).bind(8, g.end_ns); else gpu.bind_null(7).bind_null(8);
-    if (g.bytes >= 0) gpu.bind(9, g.bytes); else gpu.bind_null(9);
+    if (g.timed)
+      gpu.bind(7, g.start_ns).bind(8, g.end_ns);
+    else
+      gpu.bind_null(7).bind_null(8);
+    if (g.bytes >= 0)
+      gpu.bind(9, g.bytes);
+    else
+      gpu.bind_null(9);
     bool kernel = g.registers >= 0;
     for (int i = 0; i < 3; ++i) {
-      if (kernel) gpu.bind(10 + i, int64_t(g.grid[i])); else gpu.bind_null(10 + i);
-      if (kernel) gpu.bind(13 + i, int64_t(g.block[i])); else gpu.bind_null(13 + i);
+      if (kernel)
+        gpu.bind(10 + i, int64_t(g.grid[i]));
+      else
+        gpu.bind_null(10 + i);
+      if (kernel)
+        gpu.bind(13 + i, int64_t(g.block[i]));
+      else
+        gpu.bind_null(13 + i);
     }
-    if (kernel) gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
-    else gpu.bind_null(16).bind_null(17);
+    if (kernel)
+      gpu.bind(16, int64_t(g.registers)).bind(17, int64_t(g.shared_bytes));
+    else
+      gpu.bind_null(16).bind_null(17);
+    if (origin_id != 0)
+      gpu.bind(18, origin_id);
+    else
+      gpu.bind_null(18);
     SONDE_STEP(gpu, "writing GPU activity");
     int64_t activity_id = sqlite3_last_insert_rowid(h);
     for (const auto& [name, value] : g.metrics) {
@@ -464,8 +498,9 @@ bool Store::write_notes_and_info(Database& db, const FlushData& data, std::strin
     SONDE_STEP(info, "writing run information");
   }
   if (data.peaks.empty()) return true;
-  Statement peak(h, "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
-                    "VALUES (?,?,?,?,?)");
+  Statement peak(h,
+                 "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
+                 "VALUES (?,?,?,?,?)");
   if (!check_prepared({&peak}, db, error)) return false;
   for (const Peak& p : data.peaks) {
     peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);

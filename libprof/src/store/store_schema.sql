@@ -209,7 +209,11 @@ CREATE TABLE IF NOT EXISTS gpu_activity (
   bytes       INTEGER,
   grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
   block_x INTEGER, block_y INTEGER, block_z INTEGER,
-  registers INTEGER, shared_bytes INTEGER
+  registers INTEGER, shared_bytes INTEGER,
+  -- Work a CUDA graph ran (a replay): the call path where its graph node was created, captured
+  -- from a launch during a stream capture or added with cudaGraphAdd*Node; node_id stays the
+  -- replaying call (cudaGraphLaunch). NULL for work launched directly, or an unknown origin.
+  origin_node_id INTEGER REFERENCES nodes(node_id)
 );
 
 -- Per-kernel hardware metrics (SONDE_GPU_METRICS, CUPTI's range profiler): one row per kernel

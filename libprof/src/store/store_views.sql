@@ -337,6 +337,33 @@ CREATE VIEW IF NOT EXISTS gpu_kernel_metrics AS
        LEFT JOIN node_paths p USING (node_id)
   GROUP BY g.name, p.path, m.metric;
 
+-- CUDA graphs. Work a graph runs is counted where it was replayed (gpu_activity.node_id, the
+-- cudaGraphLaunch call: callpaths.gpu_s, gpu_kernels) and, in these two views, also where its
+-- graph node was created (origin_node_id: the launch captured during a stream capture, or the
+-- cudaGraphAdd*Node call). One row per call-path node graph nodes were created at: the records
+-- of their replays and those records' device time. Records whose origin is unknown are in none.
+CREATE VIEW IF NOT EXISTS gpu_graph_origins AS
+  SELECT g.origin_node_id AS node_id, COUNT(*) AS records, SUM(t.ns) AS ns
+  FROM gpu_activity g JOIN gpu_activity_ns t USING (activity_id)
+  WHERE g.origin_node_id IS NOT NULL
+  GROUP BY g.origin_node_id;
+
+-- One row per kernel (copy, memset), call path its graph node was created at (origin_path) and
+-- call path that replayed it (call_path, NULL: a replay sonde did not see), merged over threads
+-- and processes: records and their device time.
+CREATE VIEW IF NOT EXISTS gpu_graph_kernels AS
+  WITH k AS (
+    SELECT g.kind AS kind, g.name AS name, g.origin_node_id AS origin_node_id,
+           g.node_id AS node_id, COUNT(*) AS records, SUM(t.ns) AS ns
+    FROM gpu_activity g JOIN gpu_activity_ns t USING (activity_id)
+    WHERE g.origin_node_id IS NOT NULL
+    GROUP BY g.kind, g.name, g.origin_node_id, g.node_id)
+  SELECT k.kind AS kind, k.name AS name, o.path AS origin_path, p.path AS call_path,
+         SUM(k.records) AS records, SUM(k.ns) / 1e9 AS time_s
+  FROM k JOIN node_paths o ON o.node_id = k.origin_node_id
+       LEFT JOIN node_paths p ON p.node_id = k.node_id
+  GROUP BY k.kind, k.name, o.path, p.path;
+
 -- Ranks. A file from one rank, or merged from many (sonde merge), holds each rank's processes.
 -- The rank of a process: its own; else its parent's (a child a rank started without the
 -- launcher's variables); else 0, so a file without ranks reads as one rank.

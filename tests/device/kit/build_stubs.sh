@@ -26,4 +26,5 @@ lib cublasLt 13 cc "$src/gpu/cublaslt_stub.c"
 lib cublas 13 cc "$src/gpu/cublas_stub.c" -L"$out" -lcublasLt -lcudart -Wl,-rpath,'$ORIGIN'
 # libcupti, as sonde opens it (by path: SONDE_CUPTI_LIBRARY); C++20, hidden but its API.
 c++ -std=c++20 -O1 -fPIC -shared -fvisibility=hidden -I"$inc" -o "$out/libcupti.so.13" \
-  -Wl,-soname,libcupti.so.13 "$src/cupti/cupti_stub.cpp" "$src/cupti/cupti_stub_profiler.cpp" -pthread
+  -Wl,-soname,libcupti.so.13 "$src/cupti/cupti_stub.cpp" "$src/cupti/cupti_stub_graphs.cpp" \
+  "$src/cupti/cupti_stub_profiler.cpp" -pthread

@@ -75,3 +75,10 @@ def kernel_rows(db):
     return query(db, "SELECT g.name, p.path, g.start_ns, g.end_ns FROM gpu_activity g "
                      "LEFT JOIN node_paths p USING (node_id) WHERE g.kind = 'kernel' "
                      "ORDER BY g.start_ns")
+
+
+def graph_origin_rows(db):
+    """(kernel name, capture path, replaying path, records) of every CUDA graph replay whose
+    graph nodes' origin is known (the gpu_graph_kernels view)."""
+    return query(db, "SELECT name, origin_path, call_path, records FROM gpu_graph_kernels "
+                     "WHERE kind = 'kernel' ORDER BY name, origin_path")

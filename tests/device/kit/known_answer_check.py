@@ -4,7 +4,7 @@ times against the cudaEventElapsedTime pair around each of its launches."""
 import json
 
 import compare
-from kit_env import PROGRAM, kernel_rows, query, run_info, under_sonde, verdict
+from kit_env import PROGRAM, graph_origin_rows, kernel_rows, query, run_info, under_sonde, verdict
 
 N, M, K, R = 200, 100, 3, 50  # kernel_a launches, Sgemm calls, graph nodes, graph launches
 # The tolerance on kernel_a's times: 5 % of the events' time + 5 us (events resolve about
@@ -43,12 +43,32 @@ def attribution_failures(kernels):
     return failures
 
 
+def graph_origin_failures(db):
+    """kernel_b's R * K replayed records are under the launches that captured its nodes
+    (capture;cudaLaunchKernel), as well as under replay;cudaGraphLaunch, and every record a
+    graph ran found its node's origin."""
+    failures = []
+    rows = graph_origin_rows(db)
+    want = [("capture;cudaLaunchKernel", "replay;cudaGraphLaunch", R * K)]
+    got = [(o, c, n) for name, o, c, n in rows if name.startswith("kernel_b(")]
+    if got != want:
+        failures.append(f"kernel_b by capture path: {got}, expected {want}")
+    others = [r for r in rows if not r[0].startswith("kernel_b(")]
+    if others:
+        failures.append(f"other kernels with a capture path: {others[:2]}")
+    for key, value in (("gpu.graph_records", R * K), ("gpu.graph_unknown", 0)):
+        if str(run_info(db, key)) != str(value):
+            failures.append(f"{key} = {run_info(db, key)}, expected {value}")
+    return failures
+
+
 def check(out, log):
     db = out / "known_answer.db"
     r, _ = under_sonde([PROGRAM, N, M, K, R], db, log)
     if r.returncode != 0:
         fail = [f"exit {r.returncode}: {r.stderr.strip()[-300:]}"]
         return [verdict("known-answer: counts and call paths", fail),
+                verdict("known-answer: graph replays under their capture path", fail),
                 verdict("known-answer: kernel times vs events", fail)]
     answer = json.loads(r.stdout.strip().splitlines()[-1])
     failures = []
@@ -67,6 +87,8 @@ def check(out, log):
     failures += [f"note {t}: {m[:120]}" for t, m in notes]
     counts = verdict("known-answer: counts and call paths", failures,
                      {"kernels": len(kernels), "records": run_info(db, "gpu.records")})
+    origins = verdict("known-answer: graph replays under their capture path",
+                      graph_origin_failures(db), {"graph_records": run_info(db, "gpu.graph_records")})
 
     a = [(e - s) for name, _, s, e in kernels if name.startswith("kernel_a(") and s is not None]
     bad = compare.event_time_mismatches(a, answer["event_ms"], REL, ABS_US)
@@ -78,4 +100,4 @@ def check(out, log):
     times = verdict("known-answer: kernel times vs events",
                     [f"launch {i}: kernel {k} us, events {e} us" if i is not None
                      else f"{k} kernel_a records, {e} event pairs" for i, k, e in bad], figures)
-    return [counts, times]
+    return [counts, origins, times]

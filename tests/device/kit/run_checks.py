@@ -29,7 +29,8 @@ def cli_reads(out, log):
     """The installed CLI reads the profile the known-answer run wrote."""
     db = out / "known_answer.db"
     bad = []
-    for cmd in (["report", db], ["tree", db], ["query", db, "SELECT COUNT(*) FROM gpu_kernels"]):
+    for cmd in (["report", db], ["tree", db], ["query", db, "SELECT COUNT(*) FROM gpu_kernels"],
+                ["metrics", db, "--section", "graphs"]):
         r, _ = run([CLI, *cmd], log)
         if r.returncode != 0 or not r.stdout.strip():
             bad.append(f"sonde {cmd[0]}: exit {r.returncode} {r.stderr.strip()[-150:]}")
@@ -49,11 +50,13 @@ def checks(mode, out, log):
     yield cli_reads(out, log)
     yield fixture_tests()
     torch_names = ["torch: kernels under their frames = torch.profiler",
+                   "torch: CUDA graph replays under their capture frame",
                    "torch.profiler inside sonde: both record",
                    "torch: breakdown in device time",
                    "overhead: torch CNN loop, profiled/plain"]
     if mode == "gpu":
         yield torch_checks.attribution(out, log)
+        yield torch_checks.graph_origins(out, log)
         yield torch_checks.profiler_inside(out, log)
         yield torch_checks.breakdown(out, log)
         yield torch_checks.overhead(out, log)

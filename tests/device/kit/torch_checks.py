@@ -6,7 +6,7 @@ import sys
 from collections import Counter
 
 import compare
-from kit_env import CLI, KIT, kernel_rows, python_under_sonde, query, run, verdict
+from kit_env import CLI, KIT, graph_origin_rows, kernel_rows, python_under_sonde, query, run, verdict
 
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
@@ -50,6 +50,28 @@ def attribution(out, log):
     figures = {"sonde_kernels": sum(ours.values()), "profiler_kernels": sum(theirs.values()),
                "names": len(theirs)}
     return verdict(name, failures, figures)
+
+
+def graph_origins(out, log):
+    """The CUDA graph's kernels, replayed in graph_step, are also under the frame that captured
+    them (build, `with torch.cuda.graph(...)`), as many as were replayed. Reads the profile
+    attribution() wrote."""
+    name = "torch: CUDA graph replays under their capture frame"
+    db = out / "torch.db"
+    if not db.exists():
+        return verdict(name, ["no profile: the attribution run failed"])
+    replayed, captured = compare.frame_pattern("graph_step"), compare.frame_pattern("build")
+    rows = [r for r in graph_origin_rows(db) if r[2] and replayed.search(r[2])]
+    n = sum(1 for _, p, _, _ in kernel_rows(db) if p and replayed.search(p))
+    failures = [] if rows else ["no kernel replayed in graph_step has a capture path"]
+    failures += [f"{k[:60]} captured at ...{o[-120:]}, not beneath build"
+                 for k, o, _, _ in rows if not captured.search(o)]
+    if sum(r[3] for r in rows) != n:
+        failures.append(f"{sum(r[3] for r in rows)} records with a capture path, {n} replayed")
+    unknown = query(db, "SELECT value FROM run_info WHERE key = 'gpu.graph_unknown'")
+    if unknown != [("0",)]:
+        failures.append(f"gpu.graph_unknown = {unknown}")
+    return verdict(name, failures, {"replayed": n, "kernels": len(rows)})
 
 
 def profiler_inside(out, log):

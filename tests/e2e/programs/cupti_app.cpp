@@ -17,6 +17,10 @@
 //   cupti_app context  a context is created before any launch on it
 //   cupti_app nvcc13  a kernel<<<...>>> as nvcc 13 compiles it (__cudaLaunchKernel)
 //   cupti_app graph   one cudaGraphLaunch whose kernels' records arrive over several flushes
+//   cupti_app graph_capture N  a graph captured in two regions, instantiated and replayed N
+//                   times, over flushes, then destroyed before the last flush; one built with
+//                   cudaGraphAddKernelNode, replayed twice
+//   cupti_app graph_many  a capture of more graph nodes than sonde keeps origins for
 //   cupti_app kineto  a second activity client registers its buffers and disables kernels
 //   cupti_app kineto_subscribes  torch.profiler's Kineto as it starts: it subscribes first
 //   cupti_app kineto_leaves  torch.profiler's window: Kineto subscribes, then stops (disable,
@@ -45,6 +49,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <vector>
 
 #include "cupti_stub_control.h"
 #include "sonde/sonde.h"
@@ -196,6 +201,70 @@ void CUPTIAPI kineto_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size
 std::atomic<int> g_kineto_api{0};
 void CUPTIAPI kineto_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {
   ++g_kineto_api;
+}
+
+// A runtime API call around `body`, as CUDA makes it: the callbacks of what the call does
+// (graph resource callbacks) come between its entry and its exit. Returns its correlation id.
+template <class Body>
+uint32_t runtime_call(uint32_t cbid, const void* params, Body body) {
+  uint32_t c = ++g_correlation;
+  uint64_t slot = 0;
+  cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, c, params, 1, &slot);
+  body();
+  cupti_stub_api(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, c, params, 0, &slot);
+  return c;
+}
+
+// A stream capture of `n` launches (a graph node each), inside regions as `region(i)` names.
+struct Captured {
+  uintptr_t graph = 0;
+  std::vector<uintptr_t> nodes;
+  std::vector<const char*> kernels;
+};
+template <class Region>
+Captured capture(int n, const char* const* kernels, Region region) {
+  Captured g;
+  cudaStreamBeginCapture_v10000_params begin{};
+  cudaStreamEndCapture_v10000_params end{};
+  runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, &begin,
+               [&] { g.graph = cupti_stub_graph_create(); });
+  for (int i = 0; i < n; ++i) {
+    const char* name = region(i);
+    if (name) sonde_region_begin(name);
+    cudaLaunchKernel_v7000_params p{};
+    runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &p,
+                 [&] { g.nodes.push_back(cupti_stub_graph_node_create(g.graph)); });
+    g.kernels.push_back(kernels[i]);
+    if (name) sonde_region_end(name);
+  }
+  runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &end, [] {});
+  return g;
+}
+
+struct Executable {
+  uintptr_t exec = 0;
+  std::vector<uintptr_t> copies;
+};
+Executable instantiate(const Captured& g) {
+  Executable e;
+  e.copies.resize(g.nodes.size());
+  cudaGraphInstantiate_v12000_params p{};
+  runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, &p, [&] {
+    e.exec =
+        cupti_stub_graph_instantiate(g.graph, g.nodes.data(), int(g.nodes.size()), e.copies.data());
+  });
+  return e;
+}
+
+// One cudaGraphLaunch: every kernel of the graph runs, its record carrying the launch's
+// correlation id and its node's id (the executable graph's copy).
+void replay(const Captured& g, const Executable& e) {
+  cudaGraphLaunch_v10000_params gp{};
+  uint32_t c = runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &gp, [] {});
+  for (size_t i = 0; i < e.copies.size(); ++i) {
+    uint64_t t = cupti_stub_now();
+    cupti_stub_graph_kernel(c, g.kernels[i], t, t + kMs, 8, 64, 16, e.copies[i], e.exec);
+  }
 }
 
 void* late_worker(void* out) {
@@ -476,6 +545,49 @@ int main(int argc, char** argv) {
         sonde_flush();
       }
     }
+  } else if (std::strcmp(mode, "graph_capture") == 0) {
+    // torch.cuda.graphs: a forward captured once (one launch in "conv", two in "relu"),
+    // instantiated, replayed N times; the replays' records come over two flushes, and the
+    // graphs are destroyed before the last one. Then a graph built node by node.
+    int n = argc > 2 ? std::atoi(argv[2]) : 5;
+    const char* const kernels[] = {"_Z4convv", "_Z4reluv", "_Z4reluv"};
+    sonde_region_begin("capture");
+    Captured g = capture(3, kernels, [](int i) { return i == 0 ? "conv" : "relu"; });
+    Executable e = instantiate(g);
+    sonde_region_end("capture");
+    sonde_region_begin("replay");
+    for (int i = 0; i < n; ++i) {
+      replay(g, e);
+      if (i == n / 2) sonde_flush();
+    }
+    sonde_region_end("replay");
+    // As PyTorch does after instantiating (keep_graph=False) and at the end.
+    cupti_stub_graph_destroy(g.graph, g.nodes.data(), int(g.nodes.size()));
+    cupti_stub_graph_exec_destroy(e.exec);
+    Captured b;
+    sonde_region_begin("build");
+    b.graph = cupti_stub_graph_create();
+    cudaGraphAddKernelNode_v10000_params ap{};
+    runtime_call(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, &ap,
+                 [&] { b.nodes.push_back(cupti_stub_graph_node_create(b.graph)); });
+    b.kernels.push_back("_Z5addedv");
+    Executable be = instantiate(b);
+    sonde_region_end("build");
+    sonde_region_begin("replay_built");
+    replay(b, be);
+    replay(b, be);
+    sonde_region_end("replay_built");
+  } else if (std::strcmp(mode, "graph_many") == 0) {
+    // More graph nodes than sonde keeps: the first ones keep their origin, the rest are said.
+    constexpr int kNodes = (1 << 16) + 10;
+    std::vector<const char*> kernels(kNodes, "_Z4manyv");
+    sonde_region_begin("capture");
+    Captured g = capture(kNodes, kernels.data(), [](int) { return nullptr; });
+    Executable e = instantiate(g);
+    sonde_region_end("capture");
+    sonde_region_begin("replay");
+    replay(g, e);
+    sonde_region_end("replay");
   } else if (std::strcmp(mode, "kineto") == 0 || std::strcmp(mode, "kineto_subscribes") == 0) {
     sonde_region_begin("before");
     launch("_Z6beforev", kMs, 1, 32, 8);

@@ -13,6 +13,9 @@
 //                             allowMultipleSubscribers joins one already there (CUDA 13.2);
 //                             records are as long as that release's (cupti_stub.hpp)
 //
+// CUDA graphs (graph and node ids, resource callbacks, records with graphNodeId) are in
+// cupti_stub_graphs.cpp.
+//
 // Built twice: as libcupti.so.13 and, with CUPTI_STUB_MAJOR=12, as libcupti.so.12 (CUDA 12.6:
 // version 24, Kernel9 and Memcpy5 records, no cuptiSubscribe_v2).
 //   CUPTI_STUB_RECORDS_PER_BUFFER=n  a buffer is complete after n records and handed back from
@@ -172,6 +175,10 @@ STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
        "cudaStreamBeginCapture_v10000"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000,
        "cudaStreamEndCapture_v10000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000,
+       "cudaGraphInstantiate_v12000"},
+      {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000,
+       "cudaGraphAddKernelNode_v10000"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
        "cudaLaunchCooperativeKernel_v9000"},
       {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
@@ -335,6 +342,12 @@ STUB_EXPORT uint64_t cupti_stub_now(void) {
 
 STUB_EXPORT void cupti_stub_kernel(uint32_t correlation, const char* name, uint64_t start,
                                    uint64_t end, int grid_x, int block_x, int registers) {
+  kernel_record(correlation, name, start, end, grid_x, block_x, registers, 0, 0);
+}
+
+void cupti_stub::kernel_record(uint32_t correlation, const char* name, uint64_t start, uint64_t end,
+                               int grid_x, int block_x, int registers, uint64_t graph_node,
+                               uint32_t graph) {
   Stub& s = stub();
   std::lock_guard lock(s.mu);
   if (!s.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) return;
@@ -357,6 +370,8 @@ STUB_EXPORT void cupti_stub_kernel(uint32_t correlation, const char* name, uint6
   k->registersPerThread = uint16_t(registers);
   k->staticSharedMemory = 1024;
   k->dynamicSharedMemory = 0;
+  k->graphNodeId = graph_node;
+  k->graphId = graph;
 }
 
 STUB_EXPORT void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes,

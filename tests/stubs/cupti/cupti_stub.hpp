@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdio>
@@ -163,6 +164,11 @@ inline void* reserve(Stub& s, size_t bytes) {
   std::memset(at, 0, bytes);
   return at;
 }
+
+// A kernel's activity record in the buffer (cupti_stub.cpp); `graph_node` and `graph`: the
+// graph node that ran it and its graph's id, 0 for a kernel launched directly.
+void kernel_record(uint32_t correlation, const char* name, uint64_t start, uint64_t end, int grid_x,
+                   int block_x, int registers, uint64_t graph_node, uint32_t graph);
 
 // Every params struct of the profiler APIs starts with structSize; CUPTI refuses one too small
 // for the fields it reads.

@@ -24,4 +24,15 @@ void cupti_stub_context_destroy(uintptr_t context);
 void cupti_stub_context_create(uintptr_t context);
 int cupti_stub_profiler_ready(uintptr_t context);
 int cupti_stub_capture_invalidated(void);
+// CUDA graphs (cupti_stub_graphs.cpp): handles the stub makes, each with CUPTI's resource
+// callbacks; call them inside the API call that does it, as CUDA does.
+uintptr_t cupti_stub_graph_create(void);
+uintptr_t cupti_stub_graph_node_create(uintptr_t graph);
+uintptr_t cupti_stub_graph_instantiate(uintptr_t graph, const uintptr_t* nodes, int n,
+                                       uintptr_t* copies);
+void cupti_stub_graph_destroy(uintptr_t graph, const uintptr_t* nodes, int n);
+void cupti_stub_graph_exec_destroy(uintptr_t exec);
+void cupti_stub_graph_kernel(uint32_t correlation, const char* name, uint64_t start, uint64_t end,
+                             int grid_x, int block_x, int registers, uintptr_t node,
+                             uintptr_t exec);
 }

@@ -10,7 +10,11 @@
  * CUDART_STUB_DEVICE=1: as the real runtime does for a CUPTI subscriber, each launch, graph
  * launch and capture begin/end is reported to the stub libcupti (tests/stubs/cupti) when it is
  * loaded, with a correlation id, and each kernel that runs gets its activity record (a graph's
- * kernels carry the graph launch's id). Off by default: the wrapper tests
+ * kernels carry the graph launch's id and their graph node's). Graphs and their nodes are made
+ * through the stub libcupti too, inside the call that makes them, so that its graph resource
+ * callbacks come as CUDA's do: a graph at cudaStreamBeginCapture, a node at each captured
+ * launch, a copy of each node at cudaGraphInstantiate (reported as an API call), and their
+ * destruction at cudaGraphDestroy / cudaGraphExecDestroy. Off by default: the wrapper tests
  * (test_gpu_wrappers.py) expect the runtime to report nothing. */
 #define _GNU_SOURCE
 #include "cudart_device.h"
@@ -32,13 +36,16 @@ static const uintptr_t kContext = 0x1000;                    /* the stub libcupt
 struct Node {
   const void* func;
   unsigned blocks, threads;
+  uintptr_t cupti; /* the stub libcupti's handle of the node, 0: none */
 };
 struct CUgraph_st {
   int n;
   struct Node nodes[kMaxNodes];
+  uintptr_t cupti;
 };
 struct CUgraphExec_st {
-  struct CUgraph_st graph;
+  struct CUgraph_st graph; /* its nodes' handles are the copies' */
+  uintptr_t cupti;
 };
 struct CUstream_st {
   uint64_t ready;             /* when its last work ends */
@@ -74,6 +81,19 @@ typedef int (*ApiFn)(int, uint32_t, uint32_t, const void*, int, uint64_t*, const
 typedef void (*KernelFn)(uint32_t, const char*, uint64_t, uint64_t, int, int, int);
 static ApiFn g_api;
 static KernelFn g_kernel;
+typedef uintptr_t (*GraphCreateFn)(void);
+typedef uintptr_t (*NodeCreateFn)(uintptr_t);
+typedef uintptr_t (*InstantiateFn)(uintptr_t, const uintptr_t*, int, uintptr_t*);
+typedef void (*GraphDestroyFn)(uintptr_t, const uintptr_t*, int);
+typedef void (*ExecDestroyFn)(uintptr_t);
+typedef void (*GraphKernelFn)(uint32_t, const char*, uint64_t, uint64_t, int, int, int, uintptr_t,
+                              uintptr_t);
+static GraphCreateFn g_graph_create;
+static NodeCreateFn g_node_create;
+static InstantiateFn g_instantiate;
+static GraphDestroyFn g_graph_destroy;
+static ExecDestroyFn g_exec_destroy;
+static GraphKernelFn g_graph_kernel;
 
 /* The stub libcupti once sonde has loaded it (by path or by name: its soname matches). */
 static int cupti(void) {
@@ -87,9 +107,17 @@ static int cupti(void) {
     void* h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
     if (h == NULL) return 0;
     g_kernel = (KernelFn)dlsym(h, "cupti_stub_kernel");
+    g_graph_create = (GraphCreateFn)dlsym(h, "cupti_stub_graph_create");
+    g_node_create = (NodeCreateFn)dlsym(h, "cupti_stub_graph_node_create");
+    g_instantiate = (InstantiateFn)dlsym(h, "cupti_stub_graph_instantiate");
+    g_graph_destroy = (GraphDestroyFn)dlsym(h, "cupti_stub_graph_destroy");
+    g_exec_destroy = (ExecDestroyFn)dlsym(h, "cupti_stub_graph_exec_destroy");
+    g_graph_kernel = (GraphKernelFn)dlsym(h, "cupti_stub_graph_kernel");
     g_api = (ApiFn)dlsym(h, "cupti_stub_api_ex");
   }
-  return g_api != NULL && g_kernel != NULL;
+  return g_api != NULL && g_kernel != NULL && g_graph_create != NULL && g_node_create != NULL &&
+         g_instantiate != NULL && g_graph_destroy != NULL && g_exec_destroy != NULL &&
+         g_graph_kernel != NULL;
 }
 
 static uint32_t next_correlation(void) {
@@ -130,12 +158,18 @@ cudaError_t stub_device_launch(uint32_t cbid, const void* f, dim3 grid, dim3 blo
   pthread_mutex_lock(&g_mu);
   struct CUstream_st* s = stream_of(stream);
   int captured = s->capture != NULL;
+  struct Node* node = NULL;
+  uintptr_t graph = 0;
   if (captured && s->capture->n < kMaxNodes) {
-    s->capture->nodes[s->capture->n++] = (struct Node){f, blocks, threads};
+    node = &s->capture->nodes[s->capture->n++];
+    *node = (struct Node){f, blocks, threads, 0};
+    graph = s->capture->cupti;
   } else if (!captured) {
     run(s, blocks, &start, &end);
   }
   pthread_mutex_unlock(&g_mu);
+  /* The captured launch makes a graph node, inside the launch call. */
+  if (node != NULL && graph != 0 && cupti()) node->cupti = g_node_create(graph);
   report(cbid, c, &p, 0, &slot, name);
   if (!captured && cupti()) g_kernel(c, name, start, end, (int)blocks, (int)threads, 32);
   return cudaSuccess;
@@ -206,6 +240,7 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMo
   cudaStreamBeginCapture_v10000_params p = {stream, mode};
   report(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, c, &p, 1, &slot, NULL);
   struct CUgraph_st* g = calloc(1, sizeof(struct CUgraph_st));
+  if (g != NULL && cupti()) g->cupti = g_graph_create();
   pthread_mutex_lock(&g_mu);
   stream_of(stream)->capture = g;
   pthread_mutex_unlock(&g_mu);
@@ -226,10 +261,22 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
 }
 cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
                                  unsigned long long flags) {
-  *exec = malloc(sizeof(struct CUgraphExec_st));
-  if (*exec == NULL) return cudaErrorMemoryAllocation;
-  (*exec)->graph = *graph;
-  return cudaSuccess;
+  uint32_t c = next_correlation();
+  uint64_t slot = 0;
+  cudaGraphInstantiate_v12000_params p = {exec, graph, flags};
+  report(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, c, &p, 1, &slot, NULL);
+  *exec = calloc(1, sizeof(struct CUgraphExec_st));
+  if (*exec != NULL) {
+    (*exec)->graph = *graph;
+    if (graph->cupti != 0 && cupti()) {
+      uintptr_t nodes[kMaxNodes], copies[kMaxNodes];
+      for (int i = 0; i < graph->n; ++i) nodes[i] = graph->nodes[i].cupti;
+      (*exec)->cupti = g_instantiate(graph->cupti, nodes, graph->n, copies);
+      for (int i = 0; i < graph->n; ++i) (*exec)->graph.nodes[i].cupti = copies[i];
+    }
+  }
+  report(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, c, &p, 0, &slot, NULL);
+  return *exec ? cudaSuccess : cudaErrorMemoryAllocation;
 }
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   uint32_t c = next_correlation();
@@ -243,15 +290,22 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   report(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, c, &p, 0, &slot, NULL);
   for (int i = 0; i < exec->graph.n && cupti(); ++i) {
     const struct Node* n = &exec->graph.nodes[i];
-    g_kernel(c, kernel_name(n->func), start[i], end[i], (int)n->blocks, (int)n->threads, 32);
+    g_graph_kernel(c, kernel_name(n->func), start[i], end[i], (int)n->blocks, (int)n->threads, 32,
+                   n->cupti, exec->cupti);
   }
   return cudaSuccess;
 }
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  if (exec != NULL && exec->cupti != 0 && cupti()) g_exec_destroy(exec->cupti);
   free(exec);
   return cudaSuccess;
 }
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  if (graph != NULL && graph->cupti != 0 && cupti()) {
+    uintptr_t nodes[kMaxNodes];
+    for (int i = 0; i < graph->n; ++i) nodes[i] = graph->nodes[i].cupti;
+    g_graph_destroy(graph->cupti, nodes, graph->n);
+  }
   free(graph);
   return cudaSuccess;
 }

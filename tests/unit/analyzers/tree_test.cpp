@@ -1,3 +1,5 @@
+#include "render/tree.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -5,7 +7,6 @@
 
 #include "fixture.hpp"
 #include "profile/call_tree.hpp"
-#include "render/tree.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -96,7 +97,8 @@ TEST_F(TreeTest, DepthAndMergedText) {
   o.min_pct = 0;
   std::string text = render_tree_text(load_forest(file, true), o);
   EXPECT_NE(text.find("2 busy threads merged: 15.000 s = 100 % (the busy threads' time)"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("├─ train [region]"), std::string::npos) << text;
   EXPECT_NE(text.find("└─ load_data [native]"), std::string::npos) << text;
   EXPECT_EQ(text.find("cblas_sgemm"), std::string::npos) << text;
@@ -147,9 +149,10 @@ TEST_F(TreeTest, LoadingOnlyTheShownNodesRendersTheSameJson) {
     }
   }
   // GPU time is inclusive over the nodes left out: such a file loads every node.
-  test::exec_sql(path_, "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, "
-                        "stream, start_ns, end_ns) SELECT 1, MAX(node_id), 'kernel', 'k', 0, 0, "
-                        "0, 1000 FROM nodes");
+  test::exec_sql(path_,
+                 "INSERT INTO gpu_activity (process_id, node_id, kind, name, device, "
+                 "stream, start_ns, end_ns) SELECT 1, MAX(node_id), 'kernel', 'k', 0, 0, "
+                 "0, 1000 FROM nodes");
   ProfileFile gpu = ProfileFile::open(path_);
   TreeOptions o{30.0, std::nullopt, false};
   EXPECT_EQ(render_tree_json(load_forest_above(gpu, 30.0), o),
@@ -162,7 +165,7 @@ TEST_F(TreeTest, CsvHasOneRowPerShownNodeWithItsThreadAndPath) {
   Table t = tree_table(forest, TreeOptions{});
   std::string csv = render_csv(t);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
-            "pid,thread,depth,path,name,kind,where,calls,incl_s,excl_s,incl_pct,gpu_s");
+            "pid,thread,depth,path,name,kind,where,calls,incl_s,excl_s,incl_pct,gpu_s,graph_s");
   // The worker's fib frame: thread 1, below train, its path as the callpaths view writes it.
   EXPECT_NE(csv.find(",1,1,train,train,"), std::string::npos) << csv;
   EXPECT_NE(csv.find(",folded,"), std::string::npos) << csv;  // the worker's folded child
