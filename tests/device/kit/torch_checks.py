@@ -6,7 +6,8 @@ import sys
 from collections import Counter
 
 import compare
-from kit_env import CLI, KIT, graph_origin_rows, kernel_rows, python_under_sonde, query, run, verdict
+from kit_env import (CLI, KIT, graph_origin_rows, kernel_rows, python_under_sonde, query, run,
+                     verdict)
 
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
