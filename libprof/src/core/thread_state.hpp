@@ -12,8 +12,8 @@
 
 #include "core/chunked_array.hpp"
 #include "core/window.hpp"
-#include "process/sampler.hpp"
 #include "counters/counter_backend.hpp"
+#include "process/sampler.hpp"
 #include "sonde/probe.hpp"
 
 namespace sonde {
@@ -22,9 +22,9 @@ enum class AdaptiveTiming : uint8_t { kWarmUp, kSampled, kFull };
 
 // What SONDE_ADAPTIVE asks of every thread; mask 0: off (every call timed).
 struct AdaptiveConfig {
-  uint64_t mask = 0;        // a call is timed when its random draw & mask is 0 (rate - 1)
-  uint32_t warmup = 10000;  // calls timed in full on a call path before it may be sampled
-  uint64_t short_ticks = 0; // a path is sampled when more than half its warm-up calls are shorter
+  uint64_t mask = 0;         // a call is timed when its random draw & mask is 0 (rate - 1)
+  uint32_t warmup = 10000;   // calls timed in full on a call path before it may be sampled
+  uint64_t short_ticks = 0;  // a path is sampled when more than half its warm-up calls are shorter
 };
 
 struct Node {
@@ -205,16 +205,25 @@ class ThreadState {
               uint64_t trace_capacity, TraceBudget* trace_budget = nullptr);
 
   // --- owner thread, hot path ---
-  uint32_t child_of(uint32_t parent, RoutineId routine);
+  // The child of `parent` for `routine`, made when new; `parent` itself at the node limit.
+  // The parent's hot child inline (a loop enters the same one over and over, and the child's
+  // first cache line is the one the call's counts go to); the index out of line.
+  uint32_t child_of(uint32_t parent, RoutineId routine) {
+    uint32_t c = nodes[parent].hot_child;
+    if (__builtin_expect(c != 0, 1) && nodes[c].routine == routine) return c;
+    return find_child(parent, routine);
+  }
   uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
   StackEntry& top() { return stack_[depth()]; }
 
   // --- owner thread, slow path ---
-  // `timed` false: an untimed call (adaptive timing), counted but without ticks.
-  void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
+  // `timed` false: an untimed call (adaptive timing), counted but without ticks. The shape and
+  // the communication come by value: a wrapper's CallCost, whose address would otherwise
+  // escape here, stays in registers, and its constant fields fold away (probe_inline.hpp).
+  void record_shape(uint32_t node, const void* site, GemmShape shape, uint64_t ticks,
                     uint64_t flops, uint64_t bytes, bool timed = true);
   void record_line(RoutineId routine, int line, uint64_t ticks);
-  void record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks);
+  void record_comm(uint32_t node, CommCost comm, uint64_t bytes, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
   // Fork child, before its flusher starts: the forking thread is the new process's first
@@ -253,7 +262,7 @@ class ThreadState {
   std::unique_ptr<StackEntry[]> stack_;
   std::atomic<uint32_t> depth_{0};
   uint32_t max_depth_;
-  uint32_t suppress = 0;     // >0 while a kSuppress routine runs; also set by sonde's own code
+  uint32_t suppress = 0;  // >0 while a kSuppress routine runs; also set by sonde's own code
   // The bit of `suppress` a thread attached while the collection window was closed carries:
   // open_frame's one test of `suppress` covers the window too, so no call reads a shared flag.
   static constexpr uint32_t kWindowClosed = 1u << 31;
@@ -292,6 +301,7 @@ class ThreadState {
   RegionCacheEntry region_cache[64];
 
  private:
+  __attribute__((noinline)) uint32_t find_child(uint32_t parent, RoutineId routine);
   uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
   void index_child(uint32_t node);
 
@@ -299,7 +309,7 @@ class ThreadState {
   pid_t tid_;
   std::atomic<uint64_t> start_ticks_;
   std::atomic<uint64_t> end_ticks_{0};
-  char final_name_[16] = {};  // Linux thread names are at most 15 characters
+  char final_name_[16] = {};           // Linux thread names are at most 15 characters
   std::vector<uint32_t> shape_index_;  // owner-only open addressing: record index + 1
   std::vector<uint32_t> comm_index_;   // owner-only open addressing: record index + 1
   std::vector<uint32_t> line_index_;   // owner-only open addressing on (routine, line): index + 1
