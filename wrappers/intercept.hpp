@@ -7,6 +7,7 @@
 
 #include <atomic>
 
+#include "core/probe_inline.hpp"
 #include "sonde/probe.hpp"
 
 namespace sonde {
@@ -37,28 +38,30 @@ struct RoutineChoice {
 };
 
 // Measures one call of `real` with routine id `id`; `model` computes the CallCost from the
-// arguments and runs only when the call is measured.
+// arguments and runs only when the call is measured. The probe is inlined (probe_inline.hpp):
+// with the model's constants in view, a routine without a shape or a communication keeps none
+// of the code that records them.
 template <class R, class... P, class Model, class... A>
-inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* site,
-                   Model&& model, A... args) {
+inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* site, Model&& model,
+                   A... args) {
   if (__builtin_expect(exit_gate_closed(), 0)) wait_at_exit_gate();
-  ThreadState* t = probe_open(id, nesting);
+  ThreadState* t = inline_probe::open(id, nesting);
   if (t == nullptr) return real(args...);
   // The cost model (and the sampled subnormal check) runs before the clock starts, so the
   // measured time is the real call's alone; errno is the host's again before the call.
   int before = errno;
   CallCost cost = model();
   errno = before;
-  probe_start(t);
+  inline_probe::start(t);
   if constexpr (std::is_void_v<R>) {
     real(args...);
     int saved = errno;
-    probe_exit(t, &cost, site);
+    inline_probe::exit(t, &cost, site);
     errno = saved;
   } else {
     R r = real(args...);
     int saved = errno;
-    probe_exit(t, &cost, site);
+    inline_probe::exit(t, &cost, site);
     errno = saved;
     return r;
   }
@@ -67,27 +70,28 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
 }  // namespace sonde
 
 #define SONDE_EXPAND(...) __VA_ARGS__
-// ", args" after the cost model, or nothing for a function without parameters (cudaDeviceSynchronize).
+// ", args" after the cost model, or nothing for a function without parameters
+// (cudaDeviceSynchronize).
 #define SONDE_COMMA_ARGS(...) __VA_OPT__(, ) __VA_ARGS__
 #define SONDE_EXPORT_C extern "C" __attribute__((visibility("default")))
 
 // Expands one table entry into the interposed function. `ids` is the library's routine-id
 // table, indexed by the entry's enumerator, filled when the library registers its routines.
-#define SONDE_INTERCEPT(table, ids, nesting, NAME, RET, PARAMS, ARGS, MODEL)                   \
-  SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS,                                \
+#define SONDE_INTERCEPT(table, ids, nesting, NAME, RET, PARAMS, ARGS, MODEL) \
+  SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS,                \
                      (::sonde::RoutineChoice{ids[size_t(Entry::NAME)]}), MODEL)
 
 // The same, for an entry point that stands for several routines (oneDNN's one execute function
 // runs every primitive kind): CHOOSE, an expression of the arguments evaluated before the
 // measurement starts, yields a value `call` with a member `id`; MODEL may read `call` too, so
 // what CHOOSE looked up is not looked up twice.
-#define SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS, CHOOSE, MODEL)             \
-  SONDE_EXPORT_C RET NAME PARAMS {                                                           \
-    using Fn = RET(*) PARAMS;                                                                \
-    auto& slot = table[size_t(Entry::NAME)];                                                 \
-    Fn real = reinterpret_cast<Fn>(slot.get());                                              \
-    const auto call = CHOOSE;                                                                \
-    return ::sonde::intercept<RET>(real, call.id, nesting, __builtin_return_address(0),      \
-                                   [&]() -> ::sonde::CallCost { return MODEL; }              \
-                                   SONDE_COMMA_ARGS ARGS);                                   \
+#define SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS, CHOOSE, MODEL) \
+  SONDE_EXPORT_C RET NAME PARAMS {                                                 \
+    using Fn = RET(*) PARAMS;                                                      \
+    auto& slot = table[size_t(Entry::NAME)];                                       \
+    Fn real = reinterpret_cast<Fn>(slot.get());                                    \
+    const auto call = CHOOSE;                                                      \
+    return ::sonde::intercept<RET>(                                                \
+        real, call.id, nesting, __builtin_return_address(0),                       \
+        [&]() -> ::sonde::CallCost { return MODEL; } SONDE_COMMA_ARGS ARGS);       \
   }

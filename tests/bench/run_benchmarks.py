@@ -7,9 +7,19 @@ with the median, the minimum and the spread over repetitions: these machines are
 
   /usr/bin/python3 tests/bench/run_benchmarks.py            # full sizes (a few minutes)
   /usr/bin/python3 tests/bench/run_benchmarks.py --quick    # small sizes, < 60 s (CI)
+  /usr/bin/python3 tests/bench/run_benchmarks.py --compare  # the guard: against the recorded
+  /usr/bin/python3 tests/bench/run_benchmarks.py --compare --only call.added --strict
+  /usr/bin/python3 tests/bench/run_benchmarks.py --record   # rewrites the recorded figures
+
+--compare holds every figure of the run against the one docs/performance.md records (its table
+of recorded figures, tests/bench/figures_table.py) and flags each that is worse by more than its
+spread; --record writes this run's figures, date and commit into that table. Without --full,
+both run the guard's set of benchmarks (GUARD) with fewer rounds than a full run: the same
+sizes, so the figures mean the same, in a few minutes.
 
 The timings never fail the run. It fails (exit 1) only when a benchmark program crashes or
-produces no data, or when a profile does not hold exactly the calls the program made.
+produces no data, or when a profile does not hold exactly the calls the program made; with
+--strict, also (exit 3) when --compare flags a figure as worse than recorded.
 
 Paths come from the environment that ctest sets (SONDE_LIB, SONDE_CLI, SONDE_BUILD,
 SONDE_SOURCE), else from --build-dir, else from the checkout this script lives in.
@@ -17,10 +27,14 @@ SONDE_SOURCE), else from --build-dir, else from the checkout this script lives i
 
 import argparse
 import datetime
+import hashlib
+import inspect
+import json
 import os
 import platform
 import random
 import re
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -29,6 +43,40 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import figures_table  # noqa: E402  (beside this script)
+
+# The figures the guard records (docs/performance.md) and compares: id -> (benchmark, unit,
+# what it is). Each is a ratio or a difference taken within one round against a baseline
+# measured in that round, never a raw timing; lower is better for every one.
+FIGURES = {
+    "call.added": ("call", "ns/call", "cblas_sdot(n=1): sonde - bare shim, paired per round"),
+    "call.adaptive": ("call", "ns/call", "SONDE_ADAPTIVE=1 - 1 in 1024 timed: the amortised "
+                                         "clock"),
+    "memory.extra": ("memory", "MiB", "peak RSS with - without sonde, 10 M calls, 1,000 paths"),
+    "flush.vs_sqlite": ("flush", "x sqlite3", "first flush of 100k flat paths / the same rows "
+                                              "inserted by Python's sqlite3"),
+    "report.vs_scan": ("report", "x scan", "sonde report on 1 M rows / a count-sum scan of "
+                                           "nodes"),
+    "mlp.overhead": ("mlp", "%", "mlp_train --steps 300, wall time with / without - 1"),
+    "mlp_numpy.overhead": ("mlp_numpy", "%", "mlp_numpy/train.py --steps 300 under python3 -m "
+                                             "sonde / plain - 1"),
+    "fixed.empty": ("fixed", "x plain", "python3 -m sonde on an empty script / plain python3"),
+    "fixed.torch": ("fixed", "x plain", "python3 -m sonde on `import torch` / plain python3"),
+}
+for _v in ("3.10", "3.11", "3.12", "3.13"):
+    FIGURES[f"python{_v}.default"] = ("python", "x cProfile", "added time of py_callheavy.py "
+                                      "under python3 -m sonde / under cProfile")
+    FIGURES[f"python{_v}.builtins"] = ("python", "x cProfile", "the same with --builtins")
+# What --compare and --record run unless --only or --full says otherwise: the benchmarks that
+# resolve their figures in a few minutes together (mlp and mlp_numpy need minutes each).
+GUARD = ("call", "memory", "flush", "report", "python", "fixed")
+
+
+def figure(cfg, fid, per_round):
+    """Keeps the per-round values of figure `fid` for --compare and --record."""
+    assert fid in FIGURES, fid
+    cfg.figures[fid] = figures_table.Measured(per_round, FIGURES[fid][1])
 
 
 class BenchError(Exception):
@@ -161,8 +209,8 @@ def section(title):
 
 def bench_call_cost(cfg, summary):
     section("1. Added cost per intercepted call (cblas_sdot, n = 1)")
-    prog = [cfg.bench("bench_call_cost"), "--calls", str(cfg.size(10_000_000, 1_000_000)),
-            "--reps", "3"]
+    prog = [cfg.bench("bench_call_cost"), "--calls",
+            str(cfg.size(10_000_000, 1_000_000, guard=3_000_000)), "--reps", "3"]
     # adaptive: SONDE_ADAPTIVE=1 (1 call in 16 timed once the path is sampled); untimed: 1 in
     # 1024, nearly no clock read, the floor the timing's amortised cost is measured from.
     variants = [("none", None, None), ("shim", cfg.shim, None), ("sonde", cfg.lib, None),
@@ -199,6 +247,7 @@ def bench_call_cost(cfg, summary):
         print(f"  two back-to-back rdtsc reads, ns: {spread(tsc)}")
     med = statistics.median(added)
     cfg.added_ns = med
+    figure(cfg, "call.added", added)
     summary.add("1. added cost per intercepted call",
                 f"{med:.1f} ns/call (sonde − shim, median of {rounds} paired rounds; "
                 f"range {min(added):.1f}–{max(added):.1f})",
@@ -206,12 +255,13 @@ def bench_call_cost(cfg, summary):
                 f"{statistics.median(per['shim']):.1f}, no preload "
                 f"{statistics.median(per['none']):.1f} ns/call"
                 + (f"; 2×rdtsc {statistics.median(tsc):.1f} ns" if tsc else ""),
-                "≤ 25 ns", med <= 25)
+                "≤ 20 ns", med <= 20)
     timing = [a - u for a, u in zip(per["adaptive"], per["untimed"])]
     full_timing = [s - u for s, u in zip(per["sonde"], per["untimed"])]
     print(f"  adaptive - untimed (1 in 16 timed vs 1 in 1024), ns/call: {spread(timing)}")
     print(f"  sonde - untimed (every call timed vs 1 in 1024), ns/call: {spread(full_timing)}")
     amortised = statistics.median(timing)
+    figure(cfg, "call.adaptive", timing)
     summary.add("1b. adaptive timing, amortised clock cost per call",
                 f"{amortised:.1f} ns/call (SONDE_ADAPTIVE=1 − 1 in 1024, median of {rounds} "
                 f"paired rounds)",
@@ -277,6 +327,7 @@ def bench_mlp(cfg, summary):
     print(f"  expected overhead = {n_calls:,} x {per_call:.1f} ns + {fixed * 1e3:.1f} ms = "
           f"{estimate:.3f} % of {statistics.median(base):.2f} s")
     med = statistics.median(ratios)
+    figure(cfg, "mlp.overhead", ratios)
     summary.add(f"2. mlp_train --steps {steps} wall-time overhead",
                 f"{med:+.2f} % (median of {pairs} pairs; range {min(ratios):+.2f} to "
                 f"{max(ratios):+.2f} %)",
@@ -301,7 +352,7 @@ def bench_memory(cfg, summary):
                 "--rounds", str(rounds)]
     db = os.path.join(cfg.work, "memory.db")
     base, prof, prof1 = [], [], []
-    for r in range(cfg.size(3, 1)):
+    for r in range(cfg.size(3, 1, guard=2)):
         # The programs' own VmHWM, read after their sonde_flush(): wait4's ru_maxrss would
         # also count this Python process, whose peak a child inherits through fork and exec.
         res = run(prog)
@@ -328,6 +379,7 @@ def bench_memory(cfg, summary):
     print(f"  extra RSS, 1 path (fixed cost of the library), MiB: "
           f"{spread([mib(x) for x in extra1])}")
     med = mib(statistics.median(extra))
+    figure(cfg, "memory.extra", [mib(x) for x in extra])
     summary.add(f"3. extra peak RSS, {calls / 1e6:g} M calls over {paths} paths",
                 f"{med:.1f} MiB (median of {len(extra)})",
                 f"without {mib(statistics.median(base)):.1f} MiB, with "
@@ -418,6 +470,7 @@ def bench_flush(cfg, summary):
     flat = statistics.median(res_by["flat"]["flush1_s"])
     tree = statistics.median(res_by["tree"]["flush1_s"])
     base = statistics.median(plain)
+    figure(cfg, "flush.vs_sqlite", [f / p for f, p in zip(res_by["flat"]["flush1_s"], plain)])
     summary.add(f"4. first flush of {paths / 1000:g}k new call paths",
                 f"{flat:.3f} s (flat, {paths / 1000:g}k routines too); {tree:.3f} s (tree, "
                 f"{paths // fanout + fanout} routines)",
@@ -486,15 +539,33 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
     db.close()
 
 
+def cached_big_profile(cfg, path, n_nodes, n_routines):
+    """make_big_profile's file at `path`, copied from <build>/tests/bench/cache when an earlier
+    run made the same one (same sizes, schema and generator): making it takes longer than the
+    benchmark. A copy each run, so that whatever a reader writes into it is not kept. Returns
+    whether it was made now."""
+    key = hashlib.sha256(json.dumps([n_nodes, n_routines, schema_sql(cfg), schema_version(cfg),
+                                     inspect.getsource(make_big_profile)]).encode()).hexdigest()
+    cache = os.path.join(cfg.bench_dir, "cache", f"big-{key[:16]}.db")
+    if os.path.exists(cache):
+        shutil.copyfile(cache, path)
+        return False
+    make_big_profile(cfg, path, n_nodes, n_routines)
+    os.makedirs(os.path.dirname(cache), exist_ok=True)
+    shutil.copyfile(path, cache + ".tmp")
+    os.replace(cache + ".tmp", cache)
+    return True
+
+
 def bench_report(cfg, summary):
     n_nodes = cfg.size(1_000_000, 50_000)
     n_routines = cfg.size(5_000, 500)
     section(f"5. sonde report on a profile of {n_nodes:,} node rows, {n_routines:,} routines")
     path = os.path.join(cfg.work, "big.db")
     t0 = time.perf_counter()
-    make_big_profile(cfg, path, n_nodes, n_routines)
-    print(f"  (made the file in {time.perf_counter() - t0:.1f} s, "
-          f"{os.path.getsize(path) / 2**20:.0f} MiB)")
+    made = cached_big_profile(cfg, path, n_nodes, n_routines)
+    print(f"  ({'made the file' if made else 'copied the file made by an earlier run'} in "
+          f"{time.perf_counter() - t0:.1f} s, {os.path.getsize(path) / 2**20:.0f} MiB)")
     rows = profile_query(path, "SELECT COUNT(*) FROM nodes")
     expect(rows[0][0] == n_nodes, f"the synthetic file has {rows[0][0]} nodes")
     have_cli = os.path.exists(cfg.cli)
@@ -532,6 +603,7 @@ def bench_report(cfg, summary):
     print(f"  {what}, s (whole process): {spread(rep)}")
     print(f"  sqlite3 module, SELECT count(*), sum(excl_ns) FROM nodes, s: {spread(base)}")
     med, b = statistics.median(rep), statistics.median(base)
+    figure(cfg, "report.vs_scan", [x / y for x, y in zip(rep, base)])  # paired in a round
     summary.add(f"5. `{what}` on {n_nodes / 1e6:g} M node rows",
                 f"{med:.3f} s (median of {len(rep)}; range {min(rep):.3f}–{max(rep):.3f})",
                 f"full scan count/sum {b:.3f} s (×{med / b:.1f})", "< 1 s", med < 1)
@@ -548,6 +620,12 @@ def python_ready(cfg, what):
               f"skipping {what}")
         return False
     return True
+
+
+def python_version(py):
+    """'3.11' for a CPython 3.11 interpreter."""
+    return subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
 
 
 def python_env(cfg):
@@ -571,7 +649,7 @@ SONDE_PY_MODES = {"sonde": [], "sonde-builtins": ["--builtins"]}
 
 def bench_python(cfg, summary):
     n, reps, loop = cfg.size(25, 20), cfg.size(4, 1), cfg.size(100_000, 10_000)
-    rounds = cfg.size(9, 2)
+    rounds = cfg.size(9, 2, guard=5)
     section(f"6. Python call overhead: py_callheavy.py (fib({n}) + {loop:,} turns of 4 method "
             f"calls) x {reps}, {rounds} rounds")
     if not python_ready(cfg, "the Python benchmarks"):
@@ -679,6 +757,9 @@ def bench_python(cfg, summary):
     if have_noop_mon:
         comparison += (f", no-op sys.monitoring callbacks +{med['noop-monitoring']:.3f} s "
                        f"(= {statistics.median(floor_m):.2f} × cProfile's)")
+    version = python_version(py)
+    figure(cfg, f"python{version}.default", ratio_c["sonde"])
+    figure(cfg, f"python{version}.builtins", ratio_c["sonde-builtins"])
     for mode in SONDE_PY_MODES:
         rc = statistics.median(ratio_c[mode])
         vs_yappi = (f"; / yappi's {statistics.median(ratio_y[mode]):.2f}" if have_yappi else "")
@@ -755,6 +836,7 @@ def bench_mlp_numpy(cfg, summary):
     print("  measured frames in the profile by kind (nodes, calls): " +
           ", ".join(f"{k} {nd:,}/{c:,}" for k, nd, c in frames))
     med = statistics.median(ratios)
+    figure(cfg, "mlp_numpy.overhead", ratios)
     summary.add(f"7. mlp_numpy/train.py --steps {steps} wall-time overhead",
                 f"{med:+.2f} % (median of {pairs} pairs; range {min(ratios):+.2f} to "
                 f"{max(ratios):+.2f} %)",
@@ -765,11 +847,61 @@ def bench_mlp_numpy(cfg, summary):
 
 
 # ----------------------------------------------------------------------------------------------
+# 8. Fixed costs of python3 -m sonde: an empty script, `import torch`
+
+
+def bench_fixed(cfg, summary):
+    pairs = cfg.size(15, 2, guard=11)
+    torch_pairs = cfg.size(7, 0, guard=5)
+    section(f"8. Fixed costs of python3 -m sonde: an empty script ({pairs} pairs) and `import "
+            f"torch` ({torch_pairs} pairs), each against plain {cfg.python}")
+    if not python_ready(cfg, "the fixed costs"):
+        return
+    py = cfg.python
+    # Byte-compiled as an installed package is: otherwise every run compiles sonde's modules.
+    subprocess.run([py, "-m", "compileall", "-q", cfg.pypkg], check=True, capture_output=True)
+    cases = [("fixed.empty", "empty.py", "", pairs, "python3 -m sonde empty.py", "≤ 1.3 ×")]
+    if torch_pairs and subprocess.run([py, "-c", "import torch"],
+                                      capture_output=True).returncode == 0:
+        cases.append(("fixed.torch", "torch_import.py", "import torch\n", torch_pairs,
+                      "python3 -m sonde on `import torch`", "≤ 1.03 ×"))
+    elif torch_pairs:
+        print(f"  NOTE: {py} cannot import torch; no `import torch` figure")
+    db = os.path.join(cfg.work, "fixed.db")
+    env = {"PYTHONPATH": cfg.pypath, "OPENBLAS_NUM_THREADS": "1"}
+    for fid, name, body, n, what, target in cases:
+        script = os.path.join(cfg.work, name)
+        with open(script, "w") as f:
+            f.write(body)
+        cmds = {"plain": [py, script], "sonde": [py, "-m", "sonde", "-o", db, "--force", script]}
+        got = {"plain": [], "sonde": []}
+        for i in range(n):
+            for which in ("plain", "sonde") if i % 2 == 0 else ("sonde", "plain"):
+                got[which].append(run(cmds[which], env_extra=env).wall_s)
+            if i == 0:
+                expect(os.path.exists(db), f"{what} wrote no profile at {db}")
+        ratios = [s / p for s, p in zip(got["sonde"], got["plain"])]
+        for which in got:
+            print(f"  {name} {which}, s: {spread(got[which])}")
+        print(f"  sonde / plain per pair: {spread(ratios)}")
+        figure(cfg, fid, ratios)
+        med = statistics.median(ratios)
+        summary.add(f"8. {what}", f"{med:.2f} × plain (median of {n} pairs; range "
+                                  f"{min(ratios):.2f}–{max(ratios):.2f})",
+                    f"plain {statistics.median(got['plain']) * 1e3:.1f} ms, under sonde "
+                    f"{statistics.median(got['sonde']) * 1e3:.1f} ms", target,
+                    med <= float(target.split()[1]))
+
+
+# ----------------------------------------------------------------------------------------------
 
 
 class Config:
     def __init__(self, args):
         self.quick = args.quick
+        # The guard (--compare, --record): full sizes, fewer rounds, unless --full.
+        self.guard = (args.compare or args.record) and not args.full and not args.quick
+        self.figures = {}  # figure id -> figures_table.Measured, filled by the benchmarks
         self.pairs = args.pairs
         self.blas_threads = args.blas_threads
         build = args.build_dir or os.environ.get("SONDE_BUILD") or \
@@ -794,8 +926,11 @@ class Config:
             if not os.path.exists(p):
                 raise BenchError(f"{p} is missing: build first (cmake --build build)")
 
-    def size(self, full, quick):
-        return quick if self.quick else full
+    def size(self, full, quick, guard=None):
+        """A size or a number of rounds: `guard` (else `full`) when the guard runs."""
+        if self.quick:
+            return quick
+        return guard if self.guard and guard is not None else full
 
     def bench(self, name):
         p = os.path.join(self.bench_dir, name)
@@ -818,7 +953,92 @@ def machine():
 
 BENCHES = {"call": bench_call_cost, "mlp": bench_mlp, "memory": bench_memory,
            "flush": bench_flush, "report": bench_report, "python": bench_python,
-           "mlp_numpy": bench_mlp_numpy}
+           "mlp_numpy": bench_mlp_numpy, "fixed": bench_fixed}
+
+
+def selected(only, guard):
+    """The benchmarks to run, in BENCHES' order, from --only's benchmarks and figure ids."""
+    if not only:
+        return [b for b in BENCHES if not guard or b in GUARD]
+    want = set()
+    for name in only.split(","):
+        if name in BENCHES:
+            want.add(name)
+        elif name in FIGURES:
+            want.add(FIGURES[name][0])
+        else:
+            raise BenchError(f"unknown benchmark or figure '{name}' (benchmarks: "
+                             f"{', '.join(BENCHES)}; figures: {', '.join(FIGURES)})")
+    return [b for b in BENCHES if b in want]
+
+
+def short_machine():
+    """The machine in a few words, for the recorded table."""
+    model = machine().split(",")[0]
+    model = re.sub(r"\((R|TM)\)|\bCPU\b|\bProcessor\b|@.*|\|", "", model)
+    return f"{' '.join(model.split())}, {os.cpu_count()} CPUs"
+
+
+def source_commit(cfg):
+    """The source's commit, '+' when tracked files other than the performance document differ."""
+    git = ["git", "-C", cfg.source]
+    head = subprocess.run(git + ["rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "?"
+    changed = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True).stdout.splitlines()
+    dirty = [c for c in changed if not c.endswith("docs/performance.md")]
+    return head + ("+" if dirty else "")
+
+
+def compare(cfg, doc):
+    """Prints every recorded figure beside this run's; returns the ids flagged WORSE."""
+    with open(doc) as f:
+        rows = figures_table.read(f.read())
+    section(f"Against the figures {os.path.relpath(doc)} records"
+            + (" (quick mode: other sizes, so indicative only)" if cfg.quick else ""))
+    here = short_machine()
+    head = ("figure", "now (median ± spread, rounds)", "recorded (± spread; date, commit)",
+            "target", "verdict")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "|".join("---" for _ in head) + "|")
+    worse, others = [], set()
+    for fid in list(rows) + [f for f in cfg.figures if f not in rows]:
+        row, m = rows.get(fid), cfg.figures.get(fid)
+        rec = "not recorded" if row is None else \
+            f"{row.value:.4g} ± {row.spread:.3g} ({row.cells['date']}, {row.cells['commit']})"
+        if m is None:
+            now, target, verdict = "not measured in this run", row.cells["target"], ""
+        else:
+            now = f"{m.value:.4g} ± {m.spread:.3g} {m.unit} (n={len(m.values)})"
+            tgt = row.target if row else None
+            met = figures_table.meets(tgt, m.value)
+            target = "-" if tgt is None else \
+                f"{row.cells['target']}: {'met' if met else 'MISSED'}"
+            verdict = "" if row is None else figures_table.verdict(row, m)
+            if row is not None and row.unit != m.unit:
+                verdict += f" (recorded in {row.unit}, measured in {m.unit})"
+            if verdict.startswith("WORSE"):
+                worse.append(fid)
+            if row is not None and row.cells["machine"] != here:
+                others.add(row.cells["machine"])
+        print(f"| {fid} | {now} | {rec} | {target} | {verdict} |")
+    print("WORSE: worse than recorded by more than the larger spread (and 2 % of the value); "
+          "lower is better for every figure")
+    for m in sorted(others):
+        print(f"NOTE: some figures were recorded on another machine ({m}); this one is {here}")
+    return worse
+
+
+def record(cfg, doc):
+    with open(doc) as f:
+        text = f.read()
+    date = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    commit = source_commit(cfg)
+    new = figures_table.record(text, cfg.figures, date, commit, short_machine())
+    with open(doc, "w") as f:
+        f.write(new)
+    print(f"\nrecorded {len(cfg.figures)} figures ({', '.join(cfg.figures)}) in "
+          f"{os.path.relpath(doc)}, {date}, commit {commit}")
 
 
 def main():
@@ -828,7 +1048,21 @@ def main():
                     help="small sizes (< 60 s): proves the benchmarks work, figures indicative")
     ap.add_argument("--build-dir", help="the CMake build folder (default: $SONDE_BUILD or ./build)")
     ap.add_argument("--work-dir", help="where profiles and scratch files go (default: a temp dir)")
-    ap.add_argument("--only", help="comma-separated subset of: " + ",".join(BENCHES))
+    ap.add_argument("--only", help="comma-separated benchmarks (" + ",".join(BENCHES) +
+                                   ") or figure ids (--list)")
+    ap.add_argument("--compare", action="store_true",
+                    help="print each figure beside the one docs/performance.md records and its "
+                         "target; flag those worse by more than their spread")
+    ap.add_argument("--strict", action="store_true",
+                    help="with --compare: exit 3 when a figure is flagged worse")
+    ap.add_argument("--record", action="store_true",
+                    help="write this run's figures, the date and the commit into "
+                         "docs/performance.md's table (targets are kept)")
+    ap.add_argument("--full", action="store_true",
+                    help="with --compare or --record: every benchmark, full rounds")
+    ap.add_argument("--doc", help="the document holding the recorded figures "
+                                  "(default: docs/performance.md of the source)")
+    ap.add_argument("--list", action="store_true", help="list the figure ids and exit")
     ap.add_argument("--pairs", type=int,
                     help="mlp_train and mlp_numpy pairs (default 9, quick 1)")
     ap.add_argument("--blas-threads", type=int, default=1,
@@ -841,6 +1075,13 @@ def main():
                     help="run the measured programs under chrt -f 1 (SCHED_FIFO, needs root): "
                          "on a loaded machine, no other process's time slice inside a timed call")
     args = ap.parse_args()
+    if args.list:
+        for fid, (bench, unit, what) in FIGURES.items():
+            print(f"{fid:28s} {bench:10s} {unit:11s} {what}")
+        return 0
+    if args.record and args.quick and not args.doc:
+        # Other sizes, other figures: quick ones go only into a copy (--doc), as the test does.
+        ap.error("--record with --quick writes only into a copy given with --doc")
     if args.fifo:
         RUN_PREFIX[:] = ["chrt", "-f", "1"]
     t_start = time.perf_counter()
@@ -850,17 +1091,31 @@ def main():
               f"{datetime.datetime.now().isoformat(timespec='seconds')}")
         print(f"machine: {machine()}")
         print(f"libsonde: {cfg.lib}\nwork dir: {cfg.work}")
+        doc = args.doc or os.path.join(cfg.source, "docs", "performance.md")
+        if args.compare or args.record:
+            with open(doc) as f:
+                figures_table.read(f.read())  # a malformed table stops the run before it starts
         summary = Summary()
-        names = args.only.split(",") if args.only else list(BENCHES)
+        names = selected(args.only, cfg.guard)
         for name in names:
-            if name not in BENCHES:
-                raise BenchError(f"unknown benchmark '{name}'")
             BENCHES[name](cfg, summary)
         summary.print(cfg.quick)
-    except BenchError as e:
+        if args.only:  # figure ids name what is compared and recorded, not their neighbours
+            ids = set(args.only.split(","))
+            if ids & set(FIGURES):
+                cfg.figures = {k: v for k, v in cfg.figures.items()
+                               if k in ids or FIGURES[k][0] in ids}
+        worse = compare(cfg, doc) if args.compare else []
+        if args.record:
+            record(cfg, doc)
+    except (BenchError, figures_table.TableError, OSError) as e:
         print(f"\nbenchmark FAILED: {e}", file=sys.stderr)
         return 1
-    print(f"\n(total {time.perf_counter() - t_start:.1f} s)")
+    print(f"loaded {os.getloadavg()[0]:.2f} (1-min average) on {os.cpu_count()} CPUs at the end; "
+          f"(total {time.perf_counter() - t_start:.1f} s)")
+    if worse and args.strict:
+        print(f"worse than recorded: {', '.join(worse)}", file=sys.stderr)
+        return 3
     return 0
 
 

@@ -12,9 +12,9 @@
 #include "sonde/process_hooks.hpp"
 
 namespace sonde {
-std::string object_path_of(const void* address);       // libprof/src/symbols/real_symbol.cpp
+std::string object_path_of(const void* address);             // libprof/src/symbols/real_symbol.cpp
 void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
-}
+}  // namespace sonde
 
 namespace {
 
@@ -85,13 +85,19 @@ namespace sonde::blas {
 // Threads the BLAS runs a call with: its own setting, asked at each shaped call (a load of a
 // global in OpenBLAS, MKL and BLIS). A BLAS with no way to say (the reference BLAS) runs on the
 // calling thread: 1. OpenBLAS runs GEMMs of m*n*k <= 262144 on one thread whatever its setting;
-// that is not modelled (docs/metrics.md).
-CallCost with_threads(CallCost cost) {
-  if (cost.shape.dtype == DType::kNone) return cost;
+// that is not modelled (docs/metrics.md). 0: unknown.
+__attribute__((noinline)) uint16_t threads_now() {
   uintptr_t q = thread_query();
-  if (q == 0) return cost;  // nothing resolved yet (cannot happen inside a call)
+  if (q == 0) return 0;  // nothing resolved yet (cannot happen inside a call)
   int n = q == 1 ? 1 : reinterpret_cast<ThreadsFn>(q)();
-  cost.shape.threads = n > 0 && n <= 65535 ? uint16_t(n) : 0;
+  return n > 0 && n <= 65535 ? uint16_t(n) : 0;
+}
+
+// Inlined into every wrapper, so that a routine without a shape (a level-1 call) pays nothing:
+// out of line, the 64-byte CallCost went by value through the stack, and the two 8-byte stores
+// read back as one 16-byte load stalled on store forwarding (issue 34: 3-7 ns a call).
+__attribute__((always_inline)) inline CallCost with_threads(CallCost cost) {
+  if (cost.shape.dtype != DType::kNone) cost.shape.threads = threads_now();
   return cost;
 }
 
@@ -128,8 +134,8 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
     if (uintptr_t q = thread_query(); q > 1) {
       emit("blas.threads", std::to_string(reinterpret_cast<ThreadsFn>(q)()).c_str(), ctx);
     }
-    if (auto cfg = reinterpret_cast<const char* (*)()>(
-            sonde::find_real_symbol("openblas_get_config"))) {
+    if (auto cfg =
+            reinterpret_cast<const char* (*)()>(sonde::find_real_symbol("openblas_get_config"))) {
       emit("blas.config", cfg(), ctx);
     }
     return;

@@ -96,10 +96,9 @@ __attribute__((noinline, cold)) inline void add_outlier(ThreadState* t, uint32_t
 // and after `warmup` calls the path is sampled if more than half of them were shorter than
 // `short_ticks` (the median is), else timed in full for good. Sampled: the time adds up apart,
 // with its square for the standard error, and the mean is what an untimed call charges its
-// caller. Communication calls are always timed in full (comm_ops keeps per-call times).
+// caller. Communication calls (`comm`) are always timed in full (comm_ops keeps per-call times).
 __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t node, Node& n,
-                                                      uint64_t elapsed, uint64_t excl,
-                                                      const CallCost* cost) {
+                                                      uint64_t elapsed, uint64_t excl, bool comm) {
   if (n.timing == AdaptiveTiming::kSampled) {
     uint64_t bound = kOutlierFactor * n.mean_ticks;
     if (__builtin_expect(elapsed > bound, 0) && n.mean_ticks > 0) {
@@ -111,7 +110,6 @@ __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t n
   bump(n.excl_ticks, excl);
   n.warm_fast += elapsed < t->adaptive.short_ticks;
   if (++n.warm_closed < t->adaptive.warmup) return;
-  bool comm = cost != nullptr && cost->comm.kind != CommKind::kNone;
   if (!comm && 2 * uint64_t(n.warm_fast) > n.warm_closed) {
     n.mean_ticks = n.incl_ticks.load(std::memory_order_relaxed) / n.warm_closed;
     n.warm_calls.store(n.calls.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -124,8 +122,10 @@ __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t n
 // Opens a frame of `routine` under the current one, not yet timed: returns nullptr when the call
 // must not be measured (a kSuppress routine is running, no routine, the depth or node limit).
 // start_frame must follow before anything else is measured on this thread.
+// Always inlined: the wrappers inline the probe (probe_inline.hpp).
 template <bool kNewCall>
-inline ThreadState* open_frame(ThreadState* t, RoutineId routine, Nesting nesting) {
+__attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, RoutineId routine,
+                                                              Nesting nesting) {
   // A suppressing routine refuses at once; the window's bit alone asks whether it has opened.
   if (__builtin_expect(t->suppress != 0, 0) &&
       (t->suppress != ThreadState::kWindowClosed || t->held_back())) {
@@ -183,6 +183,12 @@ inline void start_untimed(ThreadState* t) {
   t->depth_.store(d + 1, std::memory_order_release);
 }
 
+// Out of line: every wrapper inlines close_frame, and few runs trace.
+__attribute__((noinline)) inline void push_trace(TraceRing& ring, uint32_t node, uint64_t start,
+                                                 uint64_t end) {
+  ring.push(TraceEvent{node, start, end});
+}
+
 // Closes the innermost frame at time `at`, charging its cost model's figures.
 // Always inlined: beside close_untimed in end_call, GCC otherwise made it a call of its own
 // (1.4 ns more per call on the call-cost benchmark with adaptive timing off).
@@ -198,7 +204,8 @@ __attribute__((always_inline)) inline void close_frame(ThreadState* t, const Cal
   uint64_t children = e.child_ticks.load(std::memory_order_relaxed);
   uint64_t excl = elapsed > children ? elapsed - children : 0;
   if (__builtin_expect(t->adaptive.mask != 0 && n.timing != AdaptiveTiming::kFull, 0)) {
-    charge_adaptive(t, node, n, elapsed, excl, cost);
+    charge_adaptive(t, node, n, elapsed, excl,
+                    cost != nullptr && cost->comm.kind != CommKind::kNone);
   } else {
     bump(n.incl_ticks, elapsed);
     bump(n.excl_ticks, excl);
@@ -211,7 +218,7 @@ __attribute__((always_inline)) inline void close_frame(ThreadState* t, const Cal
     }
     if (cost->comm.kind != CommKind::kNone) t->record_comm(node, cost->comm, cost->bytes, elapsed);
   }
-  if (t->trace) t->trace->push(TraceEvent{node, start, at});
+  if (t->trace) push_trace(*t->trace, node, start, at);
   if (__builtin_expect(t->counters != 0, 0)) stop_counters(t, e, n, t->stack_[d - 1]);
   t->suppress -= e.nesting == Nesting::kSuppress;
   bump(t->stack_[d - 1].child_ticks, elapsed);
@@ -220,18 +227,19 @@ __attribute__((always_inline)) inline void close_frame(ThreadState* t, const Cal
 
 // Closes the innermost frame when adaptive timing left it untimed: exact counts and cost-model
 // figures, no clock read; its caller's children are charged the path's mean time, so the
-// caller's exclusive time stays its own.
-inline void close_untimed(ThreadState* t, const CallCost* cost, const void* call_site) {
+// caller's exclusive time stays its own (a frame without a cost model: a CallCost of zeros).
+// Out of line, adaptive timing's side of every wrapper; the cost by value, so that a wrapper's
+// never has its address taken (see ThreadState::record_shape).
+__attribute__((noinline)) inline void close_untimed(ThreadState* t, CallCost cost,
+                                                    const void* call_site) {
   uint32_t d = t->depth_.load(std::memory_order_relaxed);
   StackEntry& e = t->stack_[d];
   uint32_t node = e.node.load(std::memory_order_relaxed);
   Node& n = t->nodes[node];
-  if (cost != nullptr) {
-    bump(n.flops, cost->flops);
-    bump(n.bytes, cost->bytes);
-    if (cost->shape.dtype != DType::kNone) {
-      t->record_shape(node, call_site, cost->shape, 0, cost->flops, cost->bytes, false);
-    }
+  bump(n.flops, cost.flops);
+  bump(n.bytes, cost.bytes);
+  if (cost.shape.dtype != DType::kNone) {
+    t->record_shape(node, call_site, cost.shape, 0, cost.flops, cost.bytes, false);
   }
   t->suppress -= e.nesting == Nesting::kSuppress;
   bump(t->stack_[d - 1].child_ticks, n.mean_ticks);
@@ -266,7 +274,7 @@ __attribute__((always_inline)) inline void end_call(ThreadState* t, const CallCo
                                                     const void* call_site, Now now) {
   // Depth 0 (an unbalanced exit) is never untimed: close_frame ignores it.
   if (__builtin_expect(t->stack_[t->depth()].untimed, 0)) {
-    close_untimed(t, cost, call_site);
+    close_untimed(t, cost != nullptr ? *cost : CallCost{}, call_site);
   } else {
     close_frame(t, cost, call_site, now());
   }

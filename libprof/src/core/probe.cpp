@@ -9,14 +9,15 @@
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
 #include "core/op_signatures.hpp"
-#include "runtime/runtime.hpp"
+#include "core/probe_inline.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
+#include "runtime/runtime.hpp"
 
 namespace sonde {
 
-thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
-thread_local bool t_internal __attribute__((tls_model("initial-exec"))) = false;
+constinit thread_local ThreadState* t_state __attribute__((tls_model("initial-exec"))) = nullptr;
+constinit thread_local bool t_internal __attribute__((tls_model("initial-exec"))) = false;
 std::atomic<bool> g_exit_gate_closed{false};
 
 namespace {
@@ -39,8 +40,7 @@ void wait_at_exit_gate() {
   errno = saved;
 }
 
-namespace {
-__attribute__((noinline)) ThreadState* attach_slow() {
+__attribute__((noinline)) ThreadState* inline_probe::attach_current() {
   int saved = errno;
   Runtime* rt = Runtime::get();
   // A thread whose first calls come before the collection window opens attaches once it has.
@@ -48,7 +48,6 @@ __attribute__((noinline)) ThreadState* attach_slow() {
   errno = saved;
   return t;
 }
-}  // namespace
 
 RoutineId register_routine(const RoutineSpec& spec) {
   Runtime* rt = Runtime::get();
@@ -58,12 +57,7 @@ RoutineId register_routine(const RoutineSpec& spec) {
 RoutineBatch::RoutineBatch() : block_(new AsyncSignalBlock) {}
 RoutineBatch::~RoutineBatch() { delete static_cast<AsyncSignalBlock*>(block_); }
 
-// The thread's state, attached at its first measured call.
-inline ThreadState* current() {
-  ThreadState* t = t_state;
-  if (__builtin_expect(t == nullptr, 0)) t = attach_slow();
-  return t;
-}
+using inline_probe::current;
 
 ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
   ThreadState* t = current();
@@ -73,11 +67,10 @@ ThreadState* probe_enter(RoutineId routine, Nesting nesting) {
 }
 
 ThreadState* probe_open(RoutineId routine, Nesting nesting) {
-  ThreadState* t = current();
-  return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting);
+  return inline_probe::open(routine, nesting);
 }
 
-void probe_start(ThreadState* t) { begin_call(t, now_ticks); }
+void probe_start(ThreadState* t) { inline_probe::start(t); }
 
 ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
   ThreadState* t = current();
@@ -151,7 +144,7 @@ void set_mpi_rank(int rank, int world_size) {
 }
 
 void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
-  end_call(t, cost, call_site, now_ticks);
+  inline_probe::exit(t, cost, call_site);
 }
 
 void probe_cancel(ThreadState* t) { cancel_frame(t); }

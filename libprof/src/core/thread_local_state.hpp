@@ -7,8 +7,10 @@
 
 namespace sonde {
 
-extern thread_local ThreadState* t_state __attribute__((tls_model("initial-exec")));
+// constinit: no dynamic initialisation, so other files read them without asking for the TLS
+// init function first (a test and a branch on every inlined probe).
+extern constinit thread_local ThreadState* t_state __attribute__((tls_model("initial-exec")));
 // Set on sonde's own threads (the flusher): they are never measured.
-extern thread_local bool t_internal __attribute__((tls_model("initial-exec")));
+extern constinit thread_local bool t_internal __attribute__((tls_model("initial-exec")));
 
 }  // namespace sonde

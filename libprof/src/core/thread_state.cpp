@@ -77,7 +77,7 @@ TraceRing::TraceRing(uint64_t capacity, TraceBudget* budget) : budget_(budget) {
   while (capacity / chunk > 1024) chunk *= 2;
   chunk_shift_ = uint32_t(std::countr_zero(chunk));
   chunk_mask_ = chunk - 1;
-  capacity_ = capacity;  // exact: the last chunk is cut to fit
+  capacity_ = capacity;                                      // exact: the last chunk is cut to fit
   chunks_ = std::make_unique<TraceEvent*[]>(chunk_count());  // null: not yet allocated
 }
 
@@ -125,9 +125,8 @@ static uint64_t child_hash(uint32_t parent, RoutineId routine) {
   return h ^ (h >> 32);
 }
 
-uint32_t ThreadState::child_of(uint32_t parent, RoutineId routine) {
+uint32_t ThreadState::find_child(uint32_t parent, RoutineId routine) {
   Node& p = nodes[parent];
-  if (p.hot_child != 0 && nodes[p.hot_child].routine == routine) return p.hot_child;
   // Hashed, not a walk over the siblings: a frame with many distinct children (a Python
   // main() calling thousands of functions) must not cost O(children) per call.
   size_t mask = child_index_.size() - 1;
@@ -201,8 +200,8 @@ uint32_t ThreadState::find_shape(uint32_t node, const void* site, const GemmShap
   }
 }
 
-void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape& shape,
-                               uint64_t ticks, uint64_t flops, uint64_t bytes, bool timed) {
+void ThreadState::record_shape(uint32_t node, const void* site, GemmShape shape, uint64_t ticks,
+                               uint64_t flops, uint64_t bytes, bool timed) {
   uint32_t i = find_shape(node, site, shape);
   if (i == shapes.kFull) return;
   ShapeRecord& r = shapes[i];
@@ -213,7 +212,7 @@ void ThreadState::record_shape(uint32_t node, const void* site, const GemmShape&
   bump(r.bytes, bytes);
 }
 
-void ThreadState::record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks) {
+void ThreadState::record_comm(uint32_t node, CommCost comm, uint64_t bytes, uint64_t ticks) {
   auto hash = [](uint32_t n, const CommCost& c, uint64_t b) {
     uint64_t h = (uint64_t(n) << 32) ^ (uint64_t(uint32_t(c.comm_size)) << 8) ^
                  (uint64_t(c.kind) << 1) ^ uint64_t(c.blocking);
@@ -293,9 +292,9 @@ void ThreadState::reset_counts(uint64_t now) {
   uint32_t n = nodes.size_owner();
   for (uint32_t i = 0; i < n; ++i) {
     Node& node = nodes[i];
-    for (auto* a : {&node.calls, &node.subrs, &node.incl_ticks, &node.excl_ticks, &node.flops,
-                    &node.bytes, &node.warm_calls, &node.timed, &node.timed_incl,
-                    &node.timed_excl}) {
+    for (auto* a :
+         {&node.calls, &node.subrs, &node.incl_ticks, &node.excl_ticks, &node.flops, &node.bytes,
+          &node.warm_calls, &node.timed, &node.timed_incl, &node.timed_excl}) {
       a->store(0, std::memory_order_relaxed);
     }
     node.timed_sq.store(0, std::memory_order_relaxed);

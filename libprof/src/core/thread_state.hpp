@@ -212,16 +212,25 @@ class ThreadState {
               uint64_t trace_capacity, TraceBudget* trace_budget = nullptr);
 
   // --- owner thread, hot path ---
-  uint32_t child_of(uint32_t parent, RoutineId routine);
+  // The child of `parent` for `routine`, made when new; `parent` itself at the node limit.
+  // The parent's hot child inline (a loop enters the same one over and over, and the child's
+  // first cache line is the one the call's counts go to); the index out of line.
+  uint32_t child_of(uint32_t parent, RoutineId routine) {
+    uint32_t c = nodes[parent].hot_child;
+    if (__builtin_expect(c != 0, 1) && nodes[c].routine == routine) return c;
+    return find_child(parent, routine);
+  }
   uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
   StackEntry& top() { return stack_[depth()]; }
 
   // --- owner thread, slow path ---
-  // `timed` false: an untimed call (adaptive timing), counted but without ticks.
-  void record_shape(uint32_t node, const void* site, const GemmShape& shape, uint64_t ticks,
+  // `timed` false: an untimed call (adaptive timing), counted but without ticks. The shape and
+  // the communication come by value: a wrapper's CallCost, whose address would otherwise
+  // escape here, stays in registers, and its constant fields fold away (probe_inline.hpp).
+  void record_shape(uint32_t node, const void* site, GemmShape shape, uint64_t ticks,
                     uint64_t flops, uint64_t bytes, bool timed = true);
   void record_line(RoutineId routine, int line, uint64_t ticks);
-  void record_comm(uint32_t node, const CommCost& comm, uint64_t bytes, uint64_t ticks);
+  void record_comm(uint32_t node, CommCost comm, uint64_t bytes, uint64_t ticks);
   void record_op_shape(uint32_t node, uint32_t signature, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
@@ -301,6 +310,7 @@ class ThreadState {
   RegionCacheEntry region_cache[64];
 
  private:
+  __attribute__((noinline)) uint32_t find_child(uint32_t parent, RoutineId routine);
   uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
   void index_child(uint32_t node);
 

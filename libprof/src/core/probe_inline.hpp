@@ -1,0 +1,34 @@
+// The hot half of the probe API (sonde/probe.hpp), inline, for the wrappers built into libsonde
+// (wrappers/intercept.hpp): a measured call is then one function, with no call into libprof
+// between the wrapper's entry and the real function's. The exported probe_* functions, which
+// the Python extension reaches through the loader, are these same functions (probe.cpp).
+#pragma once
+
+#include "core/clock.hpp"
+#include "core/frame_ops.hpp"
+#include "core/thread_local_state.hpp"
+
+namespace sonde::inline_probe {
+
+ThreadState* attach_current();  // probe.cpp: the thread's first measured call, out of line
+
+// The calling thread's state, attached at its first measured call.
+__attribute__((always_inline)) inline ThreadState* current() {
+  ThreadState* t = t_state;
+  if (__builtin_expect(t == nullptr, 0)) t = attach_current();
+  return t;
+}
+
+__attribute__((always_inline)) inline ThreadState* open(RoutineId routine, Nesting nesting) {
+  ThreadState* t = current();
+  return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting);
+}
+
+__attribute__((always_inline)) inline void start(ThreadState* t) { begin_call(t, now_ticks); }
+
+__attribute__((always_inline)) inline void exit(ThreadState* t, const CallCost* cost,
+                                                const void* call_site) {
+  end_call(t, cost, call_site, now_ticks);
+}
+
+}  // namespace sonde::inline_probe
