@@ -525,7 +525,7 @@ def test_output_that_is_not_a_regular_file(target, tmp_path):
 
 # --- hostile files: a reader runs its own SQL, never the file's ---------------------------------
 
-READERS = {"report": ["report", "{db}"], "tree": ["tree", "{db}", "--merge"],
+READERS = {"report": ["report", "{db}"], "tree": ["tree", "{db}", "--threads", "merge"],
            "metrics": ["metrics", "{db}"], "candidates": ["candidates", "{db}"],
            "shapes": ["shapes", "{db}"], "ranks": ["ranks", "{db}"],
            "export-folded": ["export", "{db}", "--format", "folded"],
