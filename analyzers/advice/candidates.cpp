@@ -496,14 +496,19 @@ bool optimizer_phase(const CallNode& n) {
   return (n.kind == "region" || n.kind == "python") && looks_like_optimizer(n.name);
 }
 
-void walk_optimizers(const CallNode& node, const CallNode* enclosing,
-                     std::map<std::string, std::int64_t>& inner) {
-  const CallNode* next = enclosing;
-  if (optimizer_phase(node)) {
-    if (enclosing && enclosing->name != node.name) inner[enclosing->name] += node.incl_ns;
-    if (!enclosing || enclosing->name != node.name) next = &node;
+void walk_optimizers(const CallNode& root, std::map<std::string, std::int64_t>& inner) {
+  // Each node with the optimizer phase it is in; a stack of its own (a 65,536-deep path).
+  std::vector<std::pair<const CallNode*, const CallNode*>> todo{{&root, nullptr}};
+  while (!todo.empty()) {
+    auto [node, enclosing] = todo.back();
+    todo.pop_back();
+    const CallNode* next = enclosing;
+    if (optimizer_phase(*node)) {
+      if (enclosing && enclosing->name != node->name) inner[enclosing->name] += node->incl_ns;
+      if (!enclosing || enclosing->name != node->name) next = node;
+    }
+    for (const auto& child : node->children) todo.emplace_back(&child, next);
   }
-  for (const auto& child : node.children) walk_optimizers(child, next, inner);
 }
 }  // namespace
 
@@ -520,7 +525,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.gpu = profile.gpu();
   in.ranks = load_rank_summary(file);
   for (const ThreadTree& t : profile.forest().busy)
-    walk_optimizers(t.root, nullptr, in.optimizer_inner_ns);
+    walk_optimizers(t.root, in.optimizer_inner_ns);
   bool has_lines = false;
   if (file.has_table("line_costs")) {
     auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");

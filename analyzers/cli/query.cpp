@@ -26,6 +26,9 @@ Command add_query(CLI::App& app) {
   return {cmd, [a] {
             Format format = parse_format(a->format);
             ProfileFile file = ProfileFile::open(a->file);
+            // The user's own SQL may rightly run long (a cross join of a large file): no step
+            // limit, Ctrl-C ends it. The views it names are still this sonde's.
+            file.set_step_limit(0);
             print_table(run_query(file, a->sql), format);
             return 0;
           }};

@@ -102,23 +102,35 @@ void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads) {
 
 // The aggregated tree as a flame chart: each child after its previous sibling, from its
 // parent's start, lasting its inclusive time. The thread root is no frame (like callpaths).
-void layout(EventWriter& w, FrameTable& frames, const ThreadTree& t, const CallNode& node,
-            std::int64_t start_ns, std::int64_t parent_sf, Progress& progress) {
-  std::int64_t sf =
-      &node == &t.root ? 0 : frames.intern(parent_sf, node.routine_id, node.name, node.kind);
-  w.complete(start_ns, node.incl_ns, t.pid, t.tid, json_string(node.name), json_string(node.kind),
-             sf, fmt::format("{{\"calls\":{},\"excl_us\":{}}}", node.calls, Micros{node.excl_ns}));
-  progress.advance();
-  std::int64_t next = start_ns;
-  for (const CallNode& child : node.children) {
-    layout(w, frames, t, child, next, sf, progress);
-    next += child.incl_ns;
+void layout(EventWriter& w, FrameTable& frames, const ThreadTree& t, std::int64_t start_ns,
+            Progress& progress) {
+  // Parents before children, children in order, on a stack of its own (a 65,536-deep path).
+  struct Item {
+    const CallNode* node;
+    std::int64_t start_ns, parent_sf;
+  };
+  std::vector<Item> todo{{&t.root, start_ns, 0}};
+  while (!todo.empty()) {
+    auto [node, start, parent_sf] = todo.back();
+    todo.pop_back();
+    std::int64_t sf =
+        node == &t.root ? 0 : frames.intern(parent_sf, node->routine_id, node->name, node->kind);
+    w.complete(start, node->incl_ns, t.pid, t.tid, json_string(node->name),
+               json_string(node->kind), sf,
+               fmt::format("{{\"calls\":{},\"excl_us\":{}}}", node->calls, Micros{node->excl_ns}));
+    progress.advance();
+    std::int64_t end = start;
+    for (const CallNode& child : node->children) end += child.incl_ns;
+    for (auto it = node->children.rbegin(); it != node->children.rend(); ++it) {
+      end -= it->incl_ns;
+      todo.push_back({&*it, end, sf});
+    }
   }
 }
 
-std::int64_t count_nodes(const CallNode& node) {
-  std::int64_t n = 1;
-  for (const CallNode& child : node.children) n += count_nodes(child);
+std::int64_t count_nodes(const CallNode& root) {
+  std::int64_t n = 0;
+  for_each_node(root, [&](const CallNode&, int) { ++n; });
   return n;
 }
 
@@ -203,7 +215,7 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
     for (ThreadTree& t : threads) {
       sort_by_inclusive(t.root);
       std::int64_t& start = track_end[{t.pid, t.tid}];
-      layout(w, frames, t, t.root, start, 0, p);
+      layout(w, frames, t, start, p);
       start += t.root.incl_ns;
     }
     other["sonde_layout"] = "aggregated call tree, not a timeline";

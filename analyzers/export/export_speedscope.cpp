@@ -59,16 +59,20 @@ struct Samples {
   std::int64_t total = 0;
 };
 
-void collect(const CallNode& node, const std::unordered_map<std::int64_t, std::int64_t>& frame,
+void collect(const CallNode& top, const std::unordered_map<std::int64_t, std::int64_t>& frame,
              std::vector<std::int64_t>& stack, Samples& s) {
-  stack.push_back(frame.at(node.routine_id));
-  if (node.excl_ns > 0) {
-    s.stacks += fmt::format("{}[{}]", s.total == 0 ? "" : ",", fmt::join(stack, ","));
-    s.weights += fmt::format("{}{}", s.total == 0 ? "" : ",", node.excl_ns);
-    s.total += node.excl_ns;
-  }
-  for (const CallNode& child : node.children) collect(child, frame, stack, s);
-  stack.pop_back();
+  std::size_t base = stack.size();
+  // Parents before children: the path to a node is the stack cut at its depth, plus itself.
+  for_each_node(top, [&](const CallNode& node, int depth) {
+    stack.resize(base + static_cast<std::size_t>(depth));
+    stack.push_back(frame.at(node.routine_id));
+    if (node.excl_ns > 0) {
+      s.stacks += fmt::format("{}[{}]", s.total == 0 ? "" : ",", fmt::join(stack, ","));
+      s.weights += fmt::format("{}{}", s.total == 0 ? "" : ",", node.excl_ns);
+      s.total += node.excl_ns;
+    }
+  });
+  stack.resize(base);
 }
 
 // Returns the index of the profile with the most time (shown first); counts the profiles.

@@ -28,25 +28,45 @@ struct Under {
 // its path, itself included: a routine's "under" figures, recursion counted once. That is the
 // subtree sums of the routine's outermost occurrences, added up bottom-up in one pass (a set of
 // the path's routines at every node took 271 s on the benchmark's 1M-node, 429-deep tree).
-// Returns what the node's subtree holds: flops, and the time of outermost library calls in it.
-Under walk(const CallNode& node, bool in_library, std::map<Key, int>& open,
-           std::map<Key, Under>& under) {
-  bool library = is_library_call(node.kind);
-  int& occurrences = open[node.routine_id];  // std::map references stay valid on insertion
-  bool outermost = occurrences++ == 0;
-  Under below;
-  for (const auto& child : node.children) {
-    Under c = walk(child, in_library || library, open, under);
-    below.flops += c.flops;
-    below.blas_ns += c.blas_ns;
+// Returns what the tree holds: flops, and the time of outermost library calls in it. Walked
+// with a stack of its own, not the call stack (a 65,536-deep path).
+Under walk(const CallNode& root, std::map<Key, int>& open, std::map<Key, Under>& under) {
+  struct Frame {
+    const CallNode* node;
+    bool in_library;  // under a library call
+    bool outermost;   // no other frame of its routine above it
+    Under below;
+    std::size_t next = 0;  // the child to visit next
+  };
+  std::vector<Frame> stack;
+  auto enter = [&](const CallNode& n, bool in_library) {
+    bool outermost = open[n.routine_id]++ == 0;
+    stack.push_back({&n, in_library, outermost, {}, 0});
+  };
+  enter(root, false);
+  Under total;
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    const CallNode& node = *f.node;
+    bool library = is_library_call(node.kind);
+    if (f.next < node.children.size()) {
+      enter(node.children[f.next++], f.in_library || library);
+      continue;
+    }
+    --open[node.routine_id];
+    if (f.outermost) {
+      Under& u = under[node.routine_id];
+      u.flops += node.flops + f.below.flops;
+      u.blas_ns += f.below.blas_ns;  // a library call's own time is not "under" it
+    }
+    Under mine{node.flops + f.below.flops,
+               library && !f.in_library ? node.incl_ns : f.below.blas_ns};
+    stack.pop_back();
+    Under& into = stack.empty() ? total : stack.back().below;
+    into.flops += mine.flops;
+    into.blas_ns += mine.blas_ns;
   }
-  --occurrences;
-  if (outermost) {
-    Under& u = under[node.routine_id];
-    u.flops += node.flops + below.flops;
-    u.blas_ns += below.blas_ns;  // a library call's own time is not "under" it
-  }
-  return {node.flops + below.flops, library && !in_library ? node.incl_ns : below.blas_ns};
+  return total;
 }
 
 }  // namespace
@@ -166,7 +186,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   std::map<Key, Under> under;
   for (const ThreadTree& t : trees) {
     std::map<Key, int> open;
-    walk(t.root, false, open, under);
+    walk(t.root, open, under);
   }
 
   // Shapes: the gemm_shapes view's rows and figures, as `sonde shapes` prints them.

@@ -15,45 +15,62 @@ struct FlatNode {
   std::vector<std::size_t> children;
 };
 
-// Links the tree below `index`; GPU time becomes inclusive on the way up.
-CallNode build(std::vector<FlatNode>& flat, std::size_t index) {
-  CallNode node = std::move(flat[index].data);
-  node.children.reserve(flat[index].children.size());
-  for (std::size_t child : flat[index].children) {
-    node.children.push_back(build(flat, child));
-    node.gpu_ns += node.children.back().gpu_ns;
-    node.graph_ns += node.children.back().graph_ns;
+// Links every tree of `flat` at once, children first: a node's children come after it in `flat`
+// (its parent is looked up as it is added), so a pass from the end finds them built. GPU time
+// becomes inclusive on the way up. Linear in nodes, and no recursion (a 65,536-deep path).
+std::vector<CallNode> build_all(std::vector<FlatNode>& flat) {
+  std::vector<CallNode> built(flat.size());
+  for (std::size_t i = flat.size(); i-- > 0;) {
+    CallNode& node = built[i];
+    static_cast<CallNodeFields&>(node) = std::move(flat[i].data);
+    node.children.reserve(flat[i].children.size());
+    for (std::size_t child : flat[i].children) {
+      node.children.push_back(std::move(built[child]));
+      node.gpu_ns += node.children.back().gpu_ns;
+      node.graph_ns += node.children.back().graph_ns;
+    }
   }
-  return node;
+  return built;
 }
 
+// Adds `src`'s numbers into `dst`, path by path (children matched by routine id).
 void merge_into(CallNode& dst, const CallNode& src) {
-  if (src.node_id != 0 && src.node_id != dst.node_id) dst.merged_node_ids.push_back(src.node_id);
-  dst.merged_node_ids.insert(dst.merged_node_ids.end(), src.merged_node_ids.begin(),
-                             src.merged_node_ids.end());
-  dst.calls += src.calls;
-  dst.subrs += src.subrs;
-  dst.incl_ns += src.incl_ns;
-  dst.excl_ns += src.excl_ns;
-  dst.flops += src.flops;
-  dst.gpu_ns += src.gpu_ns;
-  dst.graph_ns += src.graph_ns;
-  std::map<std::int64_t, std::size_t> index;
-  for (std::size_t i = 0; i < dst.children.size(); ++i)
-    index.emplace(dst.children[i].routine_id, i);
-  for (const CallNode& child : src.children) {
-    auto [it, inserted] = index.emplace(child.routine_id, dst.children.size());
-    if (inserted) {
-      CallNode empty;
-      empty.routine_id = child.routine_id;
-      empty.name = child.name;
-      empty.kind = child.kind;
-      empty.file = child.file;
-      empty.where = child.where;
-      empty.generator = child.generator;
-      dst.children.push_back(std::move(empty));
+  // A pair's children are all added before any of theirs are visited: the pointers kept in
+  // `todo` into a children vector stay valid once it has stopped growing.
+  std::vector<std::pair<CallNode*, const CallNode*>> todo{{&dst, &src}};
+  while (!todo.empty()) {
+    auto [d, s] = todo.back();
+    todo.pop_back();
+    if (s->node_id != 0 && s->node_id != d->node_id) d->merged_node_ids.push_back(s->node_id);
+    d->merged_node_ids.insert(d->merged_node_ids.end(), s->merged_node_ids.begin(),
+                              s->merged_node_ids.end());
+    d->calls += s->calls;
+    d->subrs += s->subrs;
+    d->incl_ns += s->incl_ns;
+    d->excl_ns += s->excl_ns;
+    d->flops += s->flops;
+    d->gpu_ns += s->gpu_ns;
+    d->graph_ns += s->graph_ns;
+    std::map<std::int64_t, std::size_t> index;
+    for (std::size_t i = 0; i < d->children.size(); ++i)
+      index.emplace(d->children[i].routine_id, i);
+    std::vector<std::size_t> into;
+    for (const CallNode& child : s->children) {
+      auto [it, inserted] = index.emplace(child.routine_id, d->children.size());
+      if (inserted) {
+        CallNode empty;
+        empty.routine_id = child.routine_id;
+        empty.name = child.name;
+        empty.kind = child.kind;
+        empty.file = child.file;
+        empty.where = child.where;
+        empty.generator = child.generator;
+        d->children.push_back(std::move(empty));
+      }
+      into.push_back(it->second);
     }
-    merge_into(dst.children[it->second], child);
+    for (std::size_t i = s->children.size(); i-- > 0;)
+      todo.emplace_back(&d->children[into[i]], &s->children[i]);
   }
 }
 
@@ -168,8 +185,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     flat.push_back(std::move(f));
   }
   std::vector<bool> has_root(trees.size(), false);
+  std::vector<CallNode> built = build_all(flat);
   for (auto [tree, index] : roots) {
-    CallNode root = build(flat, index);
+    CallNode root = std::move(built[index]);
     if (has_root[tree]) {
       merge_into(trees[tree].root, root);  // a writer that split a root: keep every number
     } else {
@@ -261,8 +279,9 @@ CallNode load_merged_tree(const ProfileFile& file) {
     index_of_path.emplace(std::move(path), index);
     flat.push_back(std::move(f));
   }
+  std::vector<CallNode> built = build_all(flat);
   for (std::size_t index : top) {
-    root.children.push_back(build(flat, index));
+    root.children.push_back(std::move(built[index]));
     root.subrs += root.children.back().calls;
     root.gpu_ns += root.children.back().gpu_ns;
     root.graph_ns += root.children.back().graph_ns;
@@ -362,7 +381,8 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
     }
   }
   Forest f;
-  for (auto [tree, index] : roots) trees[tree].root = build(flat, index);
+  std::vector<CallNode> built = build_all(flat);
+  for (auto [tree, index] : roots) trees[tree].root = std::move(built[index]);
   std::vector<bool> has_root(trees.size(), false);
   for (auto [tree, index] : roots) has_root[tree] = true;
   for (std::size_t i = 0; i < trees.size(); ++i) {
@@ -375,14 +395,47 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
   return f;
 }
 
-void sort_by_inclusive(CallNode& node) {
-  std::stable_sort(node.children.begin(), node.children.end(),
-                   [](const CallNode& a, const CallNode& b) {
-                     if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
-                     if (a.name != b.name) return a.name < b.name;
-                     return a.routine_id < b.routine_id;
-                   });
-  for (auto& child : node.children) sort_by_inclusive(child);
+void sort_by_inclusive(CallNode& root) {
+  // Parents first: a node's children are sorted before they are visited.
+  for_each_node(root, [](CallNode& node, int) {
+    std::stable_sort(node.children.begin(), node.children.end(),
+                     [](const CallNode& a, const CallNode& b) {
+                       if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
+                       if (a.name != b.name) return a.name < b.name;
+                       return a.routine_id < b.routine_id;
+                     });
+  });
+}
+
+CallNode::CallNode(const CallNode& other) : CallNodeFields(other) {
+  // Each node's children are copied whole (their own children empty) before any is visited,
+  // so the pointers kept in `todo` stay valid.
+  std::vector<std::pair<const CallNode*, CallNode*>> todo{{&other, this}};
+  while (!todo.empty()) {
+    auto [src, dst] = todo.back();
+    todo.pop_back();
+    dst->children.resize(src->children.size());
+    for (std::size_t i = 0; i < src->children.size(); ++i) {
+      static_cast<CallNodeFields&>(dst->children[i]) = src->children[i];
+      todo.emplace_back(&src->children[i], &dst->children[i]);
+    }
+  }
+}
+
+CallNode& CallNode::operator=(const CallNode& other) {
+  if (this != &other) *this = CallNode(other);
+  return *this;
+}
+
+CallNode::~CallNode() {
+  // The descendants are taken out one at a time, each with no children left when it is freed.
+  std::vector<CallNode> pending = std::move(children);
+  while (!pending.empty()) {
+    CallNode last = std::move(pending.back());
+    pending.pop_back();
+    for (CallNode& child : last.children) pending.push_back(std::move(child));
+    last.children.clear();
+  }
 }
 
 }  // namespace sonde::analyzers

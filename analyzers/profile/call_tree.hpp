@@ -11,7 +11,8 @@
 
 namespace sonde::analyzers {
 
-struct CallNode {
+// What a node holds besides its children: copied one node at a time (CallNode's copy).
+struct CallNodeFields {
   std::int64_t routine_id = 0;  // what children are matched by: never the name alone
   // The nodes row (0 in a tree merged from callpaths); a thread whose writer split its root
   // keeps the rows merged into this one in merged_node_ids, so that what refers to a row
@@ -35,13 +36,39 @@ struct CallNode {
   // path or below it (gpu_graph_origins). The same work is in gpu_ns of the replaying call
   // (cudaGraphLaunch): the two are views of it, never added together.
   std::int64_t graph_ns = 0;
-  std::vector<CallNode> children;  // in file order; sort_by_inclusive() for display
   // Children load_forest_above() left in the file (below its threshold): their number and sums,
   // which a renderer folds like the children it hides itself.
   struct Unloaded {
     std::int64_t count = 0, calls = 0, incl_ns = 0, excl_ns = 0;
   } unloaded;
 };
+
+struct CallNode : CallNodeFields {
+  std::vector<CallNode> children;  // in file order; sort_by_inclusive() for display
+
+  CallNode() = default;
+  CallNode(CallNode&&) noexcept = default;
+  CallNode& operator=(CallNode&&) noexcept = default;
+  // Copied and freed without recursion: a call path as deep as SONDE_MAX_DEPTH allows (65,536
+  // frames) overflowed the stack in the implicit ones, as in every recursive walk.
+  CallNode(const CallNode& other);
+  CallNode& operator=(const CallNode& other);
+  ~CallNode();
+};
+
+// Calls visit(node, depth) for `root` and every node below it, parents before children and
+// children in order (depth 0: root), without recursion.
+template <typename Node, typename Visit>
+void for_each_node(Node& root, Visit&& visit) {
+  std::vector<std::pair<Node*, int>> todo{{&root, 0}};
+  while (!todo.empty()) {
+    auto [node, depth] = todo.back();
+    todo.pop_back();
+    visit(*node, depth);
+    for (auto it = node->children.rbegin(); it != node->children.rend(); ++it)
+      todo.emplace_back(&*it, depth + 1);
+  }
+}
 
 struct ThreadTree {
   std::int64_t thread_id = 0;

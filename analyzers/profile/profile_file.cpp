@@ -69,47 +69,6 @@ std::string one_line(std::string text) {
 // 0.15 s of CPU for 44 MB here); a larger file is checked page by page as it is read.
 constexpr std::int64_t kQuickCheckBytes = std::int64_t{64} << 20;
 
-// Views of this schema, from its own text, made as temporary views of this connection (a
-// read-only file takes them; SQLite resolves a name in temp before main, so they stand in front
-// of the file's own).
-void add_views(const ProfileFile& file, std::initializer_list<std::string_view> names) {
-  const std::string_view schema = kSchemaSql;
-  for (std::string_view name : names) {
-    std::string head = fmt::format("CREATE VIEW IF NOT EXISTS {} AS", name);
-    std::size_t at = schema.find(head);
-    std::size_t end = at == std::string_view::npos ? at : schema.find(";\n", at);
-    if (end == std::string_view::npos)
-      throw Error(fmt::format("internal error: view {} is not in the schema", name));
-    file.exec(fmt::format("CREATE TEMP VIEW {} AS{}", name,
-                          schema.substr(at + head.size(), end - at - head.size())));
-  }
-}
-
-// Older files are read through this version's views. Versions 3 and 4 hold only timed GPU
-// rows, so their gpu_activity_ns is the timestamps'; version 4 changed only views over version
-// 3's tables, and a version 3 file gets those from this schema's text (they read
-// gpu_activity_ns, made first). Version 6 added gpu_work over version 5's tables, and
-// gpu_activity.origin_node_id with the graph views.
-void add_current_views(const ProfileFile& file, int version) {
-  if (version <= 4)
-    file.exec(
-        "CREATE TEMP VIEW gpu_activity_ns AS SELECT activity_id, node_id, kind, "
-        "end_ns - start_ns AS ns FROM gpu_activity");
-  if (version <= 3)
-    add_views(file, {"gpu_kernel_launches", "gpu_kernel_groups", "gpu_kernels", "gpu_kernel_totals",
-                     "routine_totals", "gemm_shapes"});
-  if (version <= 5) {
-    add_views(file, {"gpu_work"});
-    // Files before version 6 know no graph node origins: their views of them are empty.
-    file.exec(
-        "CREATE TEMP VIEW gpu_graph_origins AS SELECT NULL AS node_id, 0 AS records, 0 AS ns "
-        "LIMIT 0");
-    file.exec(
-        "CREATE TEMP VIEW gpu_graph_kernels AS SELECT '' AS kind, '' AS name, '' AS origin_path, "
-        "'' AS call_path, 0 AS records, 0.0 AS time_s LIMIT 0");
-  }
-}
-
 }  // namespace
 
 ProfileFile::ProfileFile(std::string path) : path_(std::move(path)) {}
@@ -118,6 +77,13 @@ ProfileFile::~ProfileFile() = default;
 void ProfileFile::fail(int rc, std::string_view what) const {
   const char* msg = db_.handle() ? sqlite3_errmsg(db_.handle()) : sqlite3_errstr(rc);
   switch (rc & 0xff) {
+    case SQLITE_INTERRUPT:
+      if (limit_ && limit_->tripped())
+        throw Error(fmt::format("{}: a query stopped after {} million SQLite steps, far more "
+                                "than any profile sonde writes needs; the file's data is not "
+                                "as sonde writes it (damaged or made by hand?)",
+                                path_, limit_->limit() / 1000000));
+      break;
     case SQLITE_NOTADB:
       throw Error(fmt::format("{} is not a SQLite database (or its header is damaged)", path_));
     case SQLITE_CORRUPT:
@@ -181,7 +147,7 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
         "versions 3 to {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
-  if (version < kSchemaVersion) add_current_views(file, version);
+  use_own_views(file, version);
   file.schema_version_ = version;
   return file;
 }
@@ -189,8 +155,11 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
 ProfileFile ProfileFile::open_read_only(const std::string& path) {
   ProfileFile file(path);
   if (int rc = file.db_.open_readonly(path, kBusyTimeoutMs); rc != SQLITE_OK) file.fail(rc);
+  file.limit_work();
   return file;
 }
+
+void ProfileFile::limit_work() { limit_ = std::make_unique<WorkLimit>(db_.handle()); }
 
 bool ProfileFile::has_rows(std::string_view table) const {
   auto st = prepare(fmt::format("SELECT EXISTS (SELECT 1 FROM {})", table));
@@ -213,12 +182,17 @@ void ProfileFile::exec(const std::string& sql) const {
 Statement::Statement(const ProfileFile& file, std::string_view sql)
     : file_(&file), stmt_(file.db(), sql) {
   if (!stmt_.ok()) file.fail(stmt_.prepare_rc(), "SQL error");
+  file.work_limit().statement_opened();
 }
 
 Statement::Statement(Statement&& other) noexcept
-    : file_(other.file_), stmt_(std::move(other.stmt_)) {}
+    : file_(other.file_), stmt_(std::move(other.stmt_)) {
+  other.file_ = nullptr;
+}
 
-Statement::~Statement() = default;
+Statement::~Statement() {
+  if (file_ != nullptr) file_->work_limit().statement_closed();
+}
 
 Statement& Statement::bind(int index, std::int64_t value) {
   stmt_.bind(index, static_cast<int64_t>(value));

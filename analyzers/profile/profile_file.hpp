@@ -2,12 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
+#include "profile/file_guard.hpp"
 #include "store/schema_version.hpp"
 #include "store/sqlite_db.hpp"
 
@@ -90,14 +92,21 @@ class ProfileFile {
   // Executes statements that return no rows (PRAGMAs).
   void exec(const std::string& sql) const;
 
-  // Turns a SQLite failure into a user-facing Error (corrupt, not a database, SQL error).
+  // Turns a SQLite failure into a user-facing Error (corrupt, not a database, SQL error, a
+  // statement past the work limit).
   [[noreturn]] void fail(int rc, std::string_view what = {}) const;
+
+  // The steps one statement may take (file_guard.hpp); 0: unbounded.
+  void set_step_limit(std::int64_t steps) { limit_->set_limit(steps); }
+  WorkLimit& work_limit() const { return *limit_; }
 
  private:
   explicit ProfileFile(std::string path);
   static ProfileFile open_read_only(const std::string& path);
+  void limit_work();  // once the connection is open
 
   std::string path_;
+  std::unique_ptr<WorkLimit> limit_;  // before db_: the connection closes first
   sonde::Database db_;
   int schema_version_ = 0;
 };

@@ -85,6 +85,7 @@ ProfileFile ProfileFile::open_processes(const ProfileFile& source,
   std::string error;
   if (!file.db_.open(":memory:", true, error))
     throw Error(fmt::format("cannot take processes of {}: {}", path, error));
+  file.limit_work();
   file.exec(kSchemaSql);
   {
     auto attach = file.prepare("ATTACH DATABASE ?1 AS src");

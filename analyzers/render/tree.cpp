@@ -86,30 +86,62 @@ std::string label(const CallNode& node, bool ambiguous) {
   return out;
 }
 
-void text_node(std::string& out, const CallNode& node, std::int64_t total, int depth,
-               const std::string& prefix, const std::string& branch, const TreeOptions& o,
-               GpuColumns gpu, bool ambiguous = false) {
-  out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}\n", pct(node.incl_ns, total),
-                     seconds(node.incl_ns), seconds(node.excl_ns),
-                     gpu_cells(gpu, node.gpu_ns, node.graph_ns), node.calls, prefix + branch,
-                     visible(label(node, ambiguous)));
-  if (o.max_depth && depth >= *o.max_depth) return;
-  Visible v = visible_children(node, total, o);
-  // The root's children start at the margin; below that, each level indents by three columns.
-  std::string child_prefix = depth == 0 ? "" : prefix + (branch == "├─ " ? "│  " : "   ");
-  auto twice = shared_names(v.shown);
-  for (std::size_t i = 0; i < v.shown.size(); ++i) {
-    bool last = i + 1 == v.shown.size() && v.folded == 0;
-    const CallNode& c = *v.shown[i];
-    text_node(out, c, total, depth + 1, child_prefix, last ? "└─ " : "├─ ", o, gpu,
-              twice.count({c.name, c.kind}) != 0);
+// Levels drawn with guides: below them a line keeps the indentation of this level and says its
+// own, so a 20,000-deep recursion prints 20,000 lines, not 600 MB of indentation.
+constexpr int kDrawnLevels = 64;
+
+void text_tree(std::string& out, const CallNode& root, std::int64_t total, const TreeOptions& o,
+               GpuColumns gpu) {
+  // A line of the tree still to print: a node with its indentation, or the folded line its
+  // parent left after its shown children. Kept on a stack, not the call stack.
+  struct Item {
+    const CallNode* node;  // nullptr: `text` is a folded line, printed as it is
+    int depth;
+    std::string prefix, branch, text;
+    bool ambiguous;
+  };
+  std::vector<Item> todo;
+  todo.push_back({&root, 0, "", "", "", false});
+  while (!todo.empty()) {
+    Item item = std::move(todo.back());
+    todo.pop_back();
+    if (item.node == nullptr) {
+      out += item.text;
+      continue;
+    }
+    const CallNode& node = *item.node;
+    int depth = item.depth;
+    std::string level = depth > kDrawnLevels ? fmt::format("[{}] ", depth) : "";
+    out += fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}{}{}\n",
+                       pct(node.incl_ns, total), seconds(node.incl_ns), seconds(node.excl_ns),
+                       gpu_cells(gpu, node.gpu_ns, node.graph_ns), node.calls,
+                       item.prefix + item.branch, level, visible(label(node, item.ambiguous)));
+    if (o.max_depth && depth >= *o.max_depth) continue;
+    Visible v = visible_children(node, total, o);
+    // The root's children start at the margin; below that, each level indents by three columns.
+    std::string child_prefix = depth == 0 || depth >= kDrawnLevels
+                                   ? item.prefix
+                                   : item.prefix + (item.branch == "├─ " ? "│  " : "   ");
+    if (v.folded > 0)
+      todo.push_back({nullptr, 0, "", "",
+                      fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}└─ ({} more below "
+                                  "{} %)\n",
+                                  pct(v.folded_incl_ns, total), seconds(v.folded_incl_ns),
+                                  seconds(v.folded_excl_ns),
+                                  gpu_cells(gpu, v.folded_gpu_ns, v.folded_graph_ns),
+                                  v.folded_calls, child_prefix, v.folded, o.min_pct),
+                      false});
+    auto twice = shared_names(v.shown);
+    for (std::size_t i = v.shown.size(); i-- > 0;) {
+      bool last = i + 1 == v.shown.size() && v.folded == 0;
+      const CallNode& c = *v.shown[i];
+      todo.push_back({&c, depth + 1, child_prefix,
+                      depth >= kDrawnLevels ? item.branch
+                      : last                ? "└─ "
+                                            : "├─ ",
+                      "", twice.count({c.name, c.kind}) != 0});
+    }
   }
-  if (v.folded > 0)
-    out +=
-        fmt::format("{:>7.1f}%  {:>9.3f}  {:>9.3f}  {}{:>10}  {}└─ ({} more below {} %)\n",
-                    pct(v.folded_incl_ns, total), seconds(v.folded_incl_ns),
-                    seconds(v.folded_excl_ns), gpu_cells(gpu, v.folded_gpu_ns, v.folded_graph_ns),
-                    v.folded_calls, child_prefix, v.folded, o.min_pct);
 }
 
 Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
@@ -141,27 +173,46 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   return j;
 }
 
-void table_node(Table& t, const CallNode& node, std::int64_t total, int depth,
-                const std::string& path, const TreeOptions& o, std::int64_t pid, std::int64_t seq,
-                GpuColumns gpu) {
-  auto row = [&](const std::string& p, const std::string& name, const std::string& kind,
+void table_rows(Table& t, const CallNode& root, std::int64_t total, const TreeOptions& o,
+                std::int64_t pid, std::int64_t seq, GpuColumns gpu) {
+  // A row still to add: a node with its path, or the folded row its parent left after its shown
+  // children. On a stack, not the call stack (a 65,536-deep path).
+  struct Item {
+    const CallNode* node;  // nullptr: the folded row of `folded`
+    int depth;
+    std::string path;
+    Visible folded;
+  };
+  auto row = [&](int depth, const std::string& p, const std::string& name, const std::string& kind,
                  const std::string& where, std::int64_t calls, std::int64_t incl, std::int64_t excl,
                  std::int64_t gpu_ns, std::int64_t graph_ns) {
     t.rows.push_back({pid, seq, depth, p, name, kind, where, calls, seconds(incl), seconds(excl),
                       pct(incl, total), gpu.gpu ? Cell(seconds(gpu_ns)) : Cell(),
                       gpu.graph ? Cell(seconds(graph_ns)) : Cell()});
   };
-  row(path, node.name, node.kind, node.where, node.calls, node.incl_ns, node.excl_ns, node.gpu_ns,
-      node.graph_ns);
-  if (o.max_depth && depth >= *o.max_depth) return;
-  Visible v = visible_children(node, total, o);
-  for (const CallNode* c : v.shown)
-    table_node(t, *c, total, depth + 1, path.empty() ? c->name : path + ";" + c->name, o, pid, seq,
-               gpu);
-  if (v.folded > 0) {
-    ++depth;
-    row(path, fmt::format("({} more below {} %)", v.folded, o.min_pct), "folded", "",
-        v.folded_calls, v.folded_incl_ns, v.folded_excl_ns, v.folded_gpu_ns, v.folded_graph_ns);
+  std::vector<Item> todo;
+  todo.push_back({&root, 0, "", {}});
+  while (!todo.empty()) {
+    Item item = std::move(todo.back());
+    todo.pop_back();
+    if (item.node == nullptr) {
+      const Visible& v = item.folded;
+      row(item.depth, item.path, fmt::format("({} more below {} %)", v.folded, o.min_pct), "folded",
+          "", v.folded_calls, v.folded_incl_ns, v.folded_excl_ns, v.folded_gpu_ns,
+          v.folded_graph_ns);
+      continue;
+    }
+    const CallNode& node = *item.node;
+    row(item.depth, item.path, node.name, node.kind, node.where, node.calls, node.incl_ns,
+        node.excl_ns, node.gpu_ns, node.graph_ns);
+    if (o.max_depth && item.depth >= *o.max_depth) continue;
+    Visible v = visible_children(node, total, o);
+    if (v.folded > 0) todo.push_back({nullptr, item.depth + 1, item.path, v});
+    for (std::size_t i = v.shown.size(); i-- > 0;) {
+      const CallNode* c = v.shown[i];
+      todo.push_back(
+          {c, item.depth + 1, item.path.empty() ? c->name : item.path + ";" + c->name, {}});
+    }
   }
 }
 
@@ -209,7 +260,7 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
     out += fmt::format("{} busy thread{} merged: {:.3f} s = 100 % (the busy threads' time)\n",
                        merged.calls, merged.calls == 1 ? "" : "s", seconds(merged.incl_ns));
     out += columns_line(gpu);
-    text_node(out, merged, merged.incl_ns, 0, "", "", o, gpu);
+    text_tree(out, merged, merged.incl_ns, o, gpu);
     if (gpu.graph) out += kGraphLegend;
     std::string idle = idle_line(f);
     return idle.empty() ? out : out + "\n" + idle;
@@ -222,7 +273,7 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
     if (!out.empty()) out += "\n";
     out += thread_header(t);
     out += columns;
-    text_node(out, root, root.incl_ns, 0, "", "", o, gpu);
+    text_tree(out, root, root.incl_ns, o, gpu);
   }
   if (out.empty())
     out = "no thread called a measured routine\n";
@@ -243,7 +294,7 @@ Table tree_table(const Forest& f, const TreeOptions& o) {
     CallNode merged = f.merged_root;
     sort_by_inclusive(merged);
     // The root is the busy threads together: no one thread (NULL), its time the denominator.
-    table_node(t, merged, merged.incl_ns, 0, "", o, 0, 0, merged_columns(merged));
+    table_rows(t, merged, merged.incl_ns, o, 0, 0, merged_columns(merged));
     for (auto& row : t.rows) row[0] = row[1] = Cell();
     return t;
   }
@@ -251,7 +302,7 @@ Table tree_table(const Forest& f, const TreeOptions& o) {
   for (const ThreadTree& tree : f.busy) {
     CallNode root = tree.root;
     sort_by_inclusive(root);
-    table_node(t, root, root.incl_ns, 0, "", o, tree.pid, tree.seq, gpu);
+    table_rows(t, root, root.incl_ns, o, tree.pid, tree.seq, gpu);
   }
   return t;
 }

@@ -40,6 +40,12 @@ void exit_begins();
 bool credentials_changing();
 void credentials_changed();
 
+// The calling thread is about to enter SECCOMP_MODE_STRICT (prctl): from then on the kernel
+// kills it for any system call but read, write, exit and sigreturn, and for rdtsc (a SIGSEGV),
+// so sonde measures nothing more on it (true: it was told; `entered` false undoes it when the
+// call failed).
+void strict_sandbox(bool entered);
+
 // A thread created through pthread_create starts running. It is registered later, at its first
 // measured call, so that idle threads are never recorded.
 void thread_started();

@@ -188,6 +188,31 @@ void credentials_changed() {
   if (Runtime* rt = Runtime::get()) rt->credentials_changed();
 }
 
+namespace {
+// The thread's state while it is in a strict sandbox: kept by the runtime's list (its calls
+// before are flushed), out of the probes' reach.
+thread_local ThreadState* t_sandboxed = nullptr;
+}  // namespace
+
+void strict_sandbox(bool entered) {
+  if (!entered) {
+    t_internal = false;
+    t_state = t_sandboxed;
+    t_sandboxed = nullptr;
+    return;
+  }
+  // Said first: nothing that allocates may run on this thread once it is in the sandbox.
+  if (Runtime* rt = Runtime::get())
+    rt->add_note("seccomp",
+                 "a thread entered a SECCOMP_MODE_STRICT sandbox: its calls from then on are not "
+                 "measured (the sandbox allows no clock read and no system call sonde needs)",
+                 false);
+  // Every probe and wrapper on this thread now finds no state and may not attach one.
+  t_internal = true;
+  t_sandboxed = t_state;
+  t_state = nullptr;
+}
+
 void thread_started() {
   // Before the start routine, so the thread's first float operation already runs in the mode.
   apply_fpu_mode();

@@ -8,4 +8,9 @@ namespace sonde {
 // stays a zombie until the process ends, so zombies count as ended). False when unsure.
 bool alone_in_process();
 
+// The status the main thread ended with (its raw SYS_exit's argument), read from /proc while it
+// is a zombie; -1 when it has not ended or /proc does not say. A process whose last thread ends
+// so ends with that thread's argument as its status.
+int main_thread_exit_code();
+
 }  // namespace sonde

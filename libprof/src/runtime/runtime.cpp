@@ -246,7 +246,8 @@ void Runtime::start() {
              : std::string(", ignored"));
   }
   peaks_ = std::move(peaks.peaks);
-  sem_init(&flush_request_, 0, 0);
+  flush_request_.reset();
+  watched_ = this_thread_to_watch();
   sem_init(&flush_done_, 0, 0);
   pthread_key_create(&g_thread_key, on_thread_exit);
   // Missing events are said once, by the root process; every process notes them in the file.
@@ -502,7 +503,7 @@ void Runtime::thread_ended() {
   constexpr uint32_t kBatch = 256;  // ~25 MB of ended threads at most before they are freed
   bool batch = ended_unflushed_.fetch_add(1, std::memory_order_relaxed) + 1 == kBatch;
   bool last = live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1;
-  if (batch || last) sem_post(&flush_request_);
+  if (batch || last) flush_request_.ring();
 }
 
 void Runtime::main_starts() {
@@ -610,7 +611,8 @@ void Runtime::fork_child() {
   measured_seen_ = false;
   live_threads_ = t_state != nullptr ? 1 : 0;
   pending_signal_ = 0;
-  sem_init(&flush_request_, 0, 0);
+  flush_request_.reset();
+  watched_ = this_thread_to_watch();  // the forking thread is the child's only one
   sem_init(&flush_done_, 0, 0);
   start_flusher();
 }

@@ -16,6 +16,7 @@
 #include "core/call_sites.hpp"
 #include "core/clock.hpp"
 #include "runtime/config.hpp"
+#include "runtime/doorbell.hpp"
 #include "runtime/facts.hpp"
 #include "counters/counter_backend.hpp"
 #include "gpu/gpu_backend.hpp"
@@ -86,6 +87,9 @@ class Runtime {
   void loaded_in_process(const std::string& shown);
   // The final flush at exit (registered with atexit at start and again as main starts).
   void exit_flush();
+  // On sonde's thread, once the host's last thread has left by a raw SYS_exit: the final flush,
+  // then this thread's own end, which ends the process with the status the kernel keeps.
+  [[noreturn]] void end_without_host();
 
   void fork_prepare();
   void fork_parent();
@@ -168,7 +172,10 @@ class Runtime {
   std::atomic<int32_t> live_threads_{0};  // host threads attached and not yet ended
   bool measured_seen_ = false;  // a library call or Python frame recorded (under store_mu_)
   std::atomic<bool> store_ok_{false};
-  sem_t flush_request_;
+  Doorbell flush_request_;
+  // The thread that started the runtime (or forked this child): its end wakes the flusher, which
+  // then looks for the moment no host thread is left (runtime_flush.cpp).
+  WatchedThread watched_;
   sem_t flush_done_;
   std::atomic<int> pending_signal_{0};
   std::atomic<bool> exit_flush_started_{false};  // the flusher took the signal's request

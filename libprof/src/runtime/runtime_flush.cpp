@@ -253,7 +253,7 @@ void Runtime::flush_from_signal(int sig) {
   if (!flusher_running_.load()) return;
   exit_flush_started_.store(false);
   pending_signal_.store(sig);
-  sem_post(&flush_request_);
+  flush_request_.ring();
   timespec start;
   clock_gettime(CLOCK_REALTIME, &start);
   auto wait_until = [this](timespec deadline) {
@@ -334,9 +334,13 @@ void Runtime::flusher_loop() {
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
   double since_flush = 0;  // s waited since the last flush, in the sampler's drains
   bool first = true;
+  WatchedThread watched = watched_;
+  bool watched_ended = false;
   for (;;) {
-    // With no host thread attached, look often for the moment sonde's thread is the last one.
-    bool orphan = live_threads_.load(std::memory_order_acquire) <= 0;
+    // With no host thread attached, or the watched one ended (pthread_exit or a raw SYS_exit,
+    // which leaves no trace in live_threads_), look often for the moment sonde's thread is the
+    // last one.
+    bool orphan = live_threads_.load(std::memory_order_acquire) <= 0 || watched_ended;
     double interval = orphan ? kOrphanPoll : config_.flush_interval_s;
     // With periodic flushes off (0) none: a flush then comes only at exit, exec or a signal.
     first = first && process_id_.load(std::memory_order_acquire) == 0;
@@ -351,9 +355,8 @@ void Runtime::flusher_loop() {
         interval = std::max(0.001, interval - since_flush);
       }
     }
-    int rc;
+    timespec deadline;
     if (interval > 0) {
-      timespec deadline;
       clock_gettime(CLOCK_MONOTONIC, &deadline);
       auto ns = int64_t(interval * 1e9);
       deadline.tv_sec += ns / 1000000000;
@@ -362,25 +365,34 @@ void Runtime::flusher_loop() {
         deadline.tv_sec += 1;
         deadline.tv_nsec -= 1000000000;
       }
-      rc = sem_clockwait(&flush_request_, CLOCK_MONOTONIC, &deadline);
-    } else {
-      rc = sem_wait(&flush_request_);
     }
-    if (rc == -1 && errno == EINTR) continue;
-    if (rc == -1 && drain_only) {
+    Doorbell::Woke woke =
+        flush_request_.wait(interval > 0 ? &deadline : nullptr,
+                            watched_ended ? WatchedThread{} : watched);
+    if (woke == Doorbell::Woke::kWatchedEnded) watched_ended = true;
+    bool attached = live_threads_.load(std::memory_order_acquire) > 0;
+    if ((!attached || watched_ended) && !exiting_ && alone_in_process()) {
+      // The host's last thread ended. Through glibc's pthread_exit (main's, or a fork child's
+      // only thread) glibc ends the process with exit(0), and would have without this thread;
+      // a thread that left by a raw SYS_exit ran no exit path: end as the kernel would.
+      if (!attached) std::exit(0);
+      end_without_host();
+    }
+    if (woke == Doorbell::Woke::kWatchedEnded) continue;
+    if (woke == Doorbell::Woke::kTimeout && drain_only) {
       since_flush += interval;
       drain_samples();
       continue;
+    }
+    // Looking for the last thread is no reason for a periodic flush more often than asked.
+    if (woke == Doorbell::Woke::kTimeout && attached && watched_ended) {
+      since_flush += interval;
+      if (config_.flush_interval_s <= 0 || since_flush < config_.flush_interval_s) continue;
     }
     since_flush = 0;
     first = false;
     int sig = pending_signal_.exchange(0);
     if (sig == 0 && flusher_stop_.load()) return;
-    if (live_threads_.load(std::memory_order_acquire) <= 0 && !exiting_ && alone_in_process()) {
-      // The host's last thread ended (pthread_exit in main, or in a fork child's only thread):
-      // glibc ends the process with exit(0) then, and would have without this thread.
-      std::exit(0);
-    }
     if (sig != 0) {
       exit_flush_started_.store(true);
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
@@ -392,6 +404,32 @@ void Runtime::flusher_loop() {
   }
 }
 
+void Runtime::end_without_host() {
+  // The process ends with the status its last thread gives: the host's main thread's, read
+  // while it is still there to read (a host thread other than main that ended last is gone
+  // from /proc with its status: 0 then).
+  int code = std::max(0, main_thread_exit_code());
+  // Nothing of the host is left to handle a signal, and all are blocked here: a SIGTERM for the
+  // process waited forever. Each now takes its default action (stops are ignored: nothing is
+  // left to continue), so a signal during this last flush ends the process as it would have.
+  for (int sig = 1; sig < SIGRTMIN; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction action {};
+    bool stops = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+    action.sa_handler = stops ? SIG_IGN : SIG_DFL;
+    real_sigaction(sig, &action, nullptr);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  pthread_sigmask(SIG_SETMASK, &none, nullptr);
+  exiting_.store(true);
+  close_exit_gate();
+  bool ok = flush(FlushKind::kExit, "thread exit");
+  say_where_written(ok);
+  // SYS_exit, as the host's thread left: no exit handler runs (none did alone).
+  for (;;) syscall(SYS_exit, code);
+}
+
 bool Runtime::credentials_changing() {
   // Not in a vfork child (the parent's thread is not its own) nor without a flusher.
   if (getpid() != pid()) return false;
@@ -400,7 +438,7 @@ bool Runtime::credentials_changing() {
   flush(FlushKind::kExplicit);
   if (!flusher_running_.load()) return false;
   flusher_stop_.store(true);
-  sem_post(&flush_request_);
+  flush_request_.ring();
   // Bounded, as every wait for the flusher: a flush under way (up to SQLite's wait for the
   // other writers) finishes first. Past it the thread stays, and the call goes as it would.
   timespec deadline;
