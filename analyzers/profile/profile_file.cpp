@@ -95,9 +95,11 @@ void ProfileFile::fail(int rc, std::string_view what) const {
     case SQLITE_IOERR:
       throw Error(fmt::format("cannot read {}: I/O error ({})", path_, msg));
     default:
-      if (what.empty()) throw Error(fmt::format("{}: {}", path_, msg));
-      throw Error(fmt::format("{}: {}", what, msg));
+      break;
   }
+  // Any other failure, and an interrupt sonde's work limit did not cause: SQLite's own words.
+  if (what.empty()) throw Error(fmt::format("{}: {}", path_, msg));
+  throw Error(fmt::format("{}: {}", what, msg));
 }
 
 ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {

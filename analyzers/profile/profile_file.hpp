@@ -34,6 +34,8 @@ using Cell = std::variant<std::monostate, std::int64_t, double, std::string>;
 
 class ProfileFile;
 
+// A statement of an open file; it must not outlive the file (its end is counted there, for the
+// file's work limit): `ProfileFile::open(p).prepare(...)` kept in a variable is a dangling one.
 class Statement {
  public:
   Statement(const ProfileFile& file, std::string_view sql);

@@ -119,7 +119,8 @@ TEST_F(GpuRulesTest, GridAndBlockAreTheLongestLaunchs) {
   EXPECT_EQ(number(k[0], "registers"), 90);
   EXPECT_EQ(number(k[0], "launch_configs"), 3);
   EXPECT_EQ(number(k[0], "calls"), 3);
-  auto st = ProfileFile::open(path_).prepare(
+  auto opened = ProfileFile::open(path_);  // outlives its statement
+  auto st = opened.prepare(
       "SELECT grid, block, launch_configs, calls FROM gpu_kernel_totals "
       "WHERE kernel = 'sgemm_128x64'");
   ASSERT_TRUE(st.step());
@@ -140,7 +141,8 @@ TEST_F(GpuRulesTest, AVersion3FileIsReadThroughVersion4sViews) {
   auto k = of_rule("gpu-kernel");
   ASSERT_EQ(k.size(), 2u);
   EXPECT_EQ(number(k[0], "grid_threads"), 8);
-  auto st = ProfileFile::open(path_).prepare(
+  auto opened = ProfileFile::open(path_);  // outlives its statement
+  auto st = opened.prepare(
       "SELECT launch_configs FROM gpu_kernels WHERE kernel = 'sgemm_128x64'");
   ASSERT_TRUE(st.step());
   EXPECT_EQ(st.int64(0), 2);
@@ -180,7 +182,8 @@ TEST_F(GpuRulesTest, AVersion4FileGetsItsDeviceTimesAtOpen) {
   sql("DROP VIEW callpaths; DROP VIEW gpu_kernel_metrics; DROP VIEW gpu_kernel_totals; "
       "DROP VIEW gpu_kernels; DROP VIEW gpu_kernel_groups; DROP VIEW gpu_kernel_launches; "
       "DROP VIEW gpu_activity_ns; UPDATE meta SET value = '4' WHERE key = 'schema_version'");
-  auto st = ProfileFile::open(path_).prepare(
+  auto opened = ProfileFile::open(path_);  // outlives its statement
+  auto st = opened.prepare(
       "SELECT SUM(ns) FROM gpu_activity_ns WHERE kind = 'kernel'");
   ASSERT_TRUE(st.step());
   EXPECT_EQ(st.int64(0), 1000000000);
