@@ -136,10 +136,19 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
   struct stat st {};
   if (::lstat(output.c_str(), &st) == 0) {
     if (!force) {
-      if (keep_previous_profile(output.string())) {
-        say("sonde: kept the previous profile {} as {}\n", shown, shown + ".old");
-        check_output_directory(output);
-        return;
+      switch (keep_previous_profile(output.string())) {
+        case PreviousProfile::kept:
+          say("sonde: kept the previous profile {} as {}\n", shown, shown + ".old");
+          check_output_directory(output);
+          return;
+        case PreviousProfile::not_started:
+          say("sonde: {} holds no process yet (a run started into it a moment ago?); left as "
+              "it is\n",
+              shown);
+          check_output_directory(output);
+          return;
+        case PreviousProfile::none:
+          break;
       }
       throw Error(
           fmt::format("{} already exists and is not a sonde profile; use --force to "

@@ -29,6 +29,7 @@ bool exists(const std::string& path) {
 // What sonde needs to know of the file at the output before moving it.
 struct Found {
   bool profile = false;   // a SQLite file whose meta table names a schema_version
+  bool processes = false;  // ... with a process row (written by the first flush)
   pid_t live_writer = 0;  // a process of it on this host, not ended and alive (0: none)
 };
 
@@ -51,6 +52,8 @@ Found look_at(const std::string& path) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   if (found.profile)
+    rows("SELECT 1 FROM processes LIMIT 1", [&](sqlite3_stmt*) { found.processes = true; });
+  if (found.processes)
     rows("SELECT pid, host FROM processes WHERE ended_ns IS NULL", [&](sqlite3_stmt* st) {
       pid_t pid = pid_t(sqlite3_column_int64(st, 0));
       const auto* h = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
@@ -71,10 +74,11 @@ void move(const std::string& from, const std::string& to) {
 
 }  // namespace
 
-std::optional<std::string> keep_previous_profile(const std::string& output) {
-  if (!is_regular(output)) return std::nullopt;
+PreviousProfile keep_previous_profile(const std::string& output) {
+  if (!is_regular(output)) return PreviousProfile::none;
   Found found = look_at(output);
-  if (!found.profile) return std::nullopt;
+  if (!found.profile) return PreviousProfile::none;
+  if (!found.processes) return PreviousProfile::not_started;
   if (found.live_writer != 0)
     throw Error(
         fmt::format("{} is still being written by process {} of its run; use -o for "
@@ -95,7 +99,7 @@ std::optional<std::string> keep_previous_profile(const std::string& output) {
   move(output, old);
   for (const char* suffix : kSiblings)
     if (exists(output + suffix)) move(output + suffix, old + suffix);
-  return old;
+  return PreviousProfile::kept;
 }
 
 }  // namespace sonde::analyzers

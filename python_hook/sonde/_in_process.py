@@ -65,43 +65,51 @@ def _fail(message, code=1):
 
 
 def _live_writer(path):
-    """(a sonde profile?, the pid of a process of it still running on this host or 0), as
-    analyzers/tools/previous_profile.cpp reads them."""
+    """(a sonde profile?, with a process row?, the pid of a process of it still running on this
+    host or 0), as analyzers/tools/previous_profile.cpp reads them."""
     try:
         import socket
         import sqlite3
         import urllib.parse
         con = sqlite3.connect(f"file:{urllib.parse.quote(path)}?mode=ro", uri=True)
     except Exception:
-        return False, 0
+        return False, False, 0
     try:
         if not con.execute("SELECT 1 FROM meta WHERE key = 'schema_version'").fetchall():
-            return False, 0
+            return False, False, 0
+        if not con.execute("SELECT 1 FROM processes LIMIT 1").fetchall():
+            return True, False, 0
         host = socket.gethostname()
         for pid, h in con.execute("SELECT pid, host FROM processes WHERE ended_ns IS NULL"):
             if pid and pid > 0 and pid != os.getpid() and (h is None or h == host):
                 try:
                     os.kill(pid, 0)
-                    return True, pid
+                    return True, True, pid
                 except PermissionError:
-                    return True, pid
+                    return True, True, pid
                 except OSError:
                     pass
-        return True, 0
+        return True, True, 0
     except Exception:
-        return False, 0
+        return False, False, 0
     finally:
         con.close()
 
 
 def _keep_previous(output, path):
     """An existing profile becomes <output>.old, as `sonde run` keeps it (previous_profile.cpp);
-    False where `path` is no profile of sonde's, left alone."""
+    False where `path` is no profile of sonde's, left alone. A profile no process has written to
+    yet (another run's claim of the name, before its first flush) stays: this run's profile goes
+    beside it."""
     if os.path.islink(path) or not os.path.isfile(path):
         return False
-    profile, pid = _live_writer(path)
+    profile, started, pid = _live_writer(path)
     if not profile:
         return False
+    if not started:
+        say(f"sonde: {output} holds no process yet (a run started into it a moment ago?); left "
+            "as it is")
+        return True
     if pid:
         _fail(f"{output} is still being written by process {pid} of its run; use -o for another "
               "file (or --force once that process has ended)")

@@ -7,6 +7,7 @@ and starts again as usual. libraries loaded after it still find static TLS room,
 driver starts sonde's GPU side through CUDA_INJECTION64_PATH."""
 import json
 import os
+import sqlite3
 import subprocess
 import textwrap
 from pathlib import Path
@@ -453,3 +454,26 @@ def test_profile_edit_profile_again_keeps_the_previous_as_old(tmp_path, in_proce
     assert third.returncode == 0, third.stderr
     assert "g" in names(tmp_path / "prof.db.old") and "h" in names(tmp_path / "prof.db")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prof.db", "prof.db.old", "prog.py"]
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_a_profile_no_process_wrote_yet_stays_where_it_is(tmp_path, in_process):
+    """Another run's claim of the name before its first flush (a profile without a process
+    row): moved to .old, that run's first flush would open prof.db by name and write into this
+    run's file. It stays, byte for byte, and this run writes beside it."""
+    first = launch(tmp_path, "def f():\n    pass\nf()\n", in_process=in_process)
+    assert first.returncode == 0, first.stderr
+    con = sqlite3.connect(tmp_path / "prof.db")
+    for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                "name NOT IN ('meta', 'sqlite_sequence')").fetchall():
+        con.execute(f'DELETE FROM "{table}"')
+    con.commit()
+    con.close()
+    claimed = (tmp_path / "prof.db").read_bytes()
+    second = launch(tmp_path, "def g():\n    pass\ng()\nprint('two')\n", in_process=in_process)
+    assert second.returncode == 0 and second.stdout == "two\n", second.stderr
+    assert "prof.db holds no process yet" in second.stderr, second.stderr
+    assert (tmp_path / "prof.db").read_bytes() == claimed
+    beside = [p for p in tmp_path.iterdir() if p.name not in ("prof.db", "prog.py")]
+    assert len(beside) == 1 and beside[0].name.startswith("prof.") and beside[0].suffix == ".db"
+    assert any(n.endswith("(g)") for (n,) in query(beside[0], "SELECT name FROM routines"))

@@ -280,6 +280,14 @@ def foreign(path, kind, good):
         with open(path, "r+b") as f:  # an index page none of the readers' queries touch
             f.seek((page - 1) * 4096)
             f.write(b"\x0d" + b"\xa5" * 4095)
+    elif kind == "blank-profile":  # a run's claim of the name before its first flush
+        shutil.copy(good, path)
+        con = sqlite3.connect(path)
+        for (table,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                                    "name NOT IN ('meta', 'sqlite_sequence')").fetchall():
+            con.execute(f'DELETE FROM "{table}"')
+        con.commit()
+        con.close()
     elif kind == "newer-schema":
         shutil.copy(good, path)
         con = sqlite3.connect(path)
@@ -290,8 +298,8 @@ def foreign(path, kind, good):
         raise ValueError(kind)
 
 
-FOREIGN = ["sonde-profile", "foreign-sqlite", "text", "empty", "truncated", "corrupt-page",
-           "newer-schema"]
+FOREIGN = ["sonde-profile", "blank-profile", "foreign-sqlite", "text", "empty", "truncated",
+           "corrupt-page", "newer-schema"]
 
 
 @pytest.fixture(scope="module")
@@ -341,7 +349,14 @@ def test_existing_output_sonde_run(kind, tmp_path, good_profile):
     before = target.read_bytes()
     cmd = [prog("exit_status"), 0]
     r = sonde_run(cmd, str(target))
-    if names_schema_version(target):
+    if kind == "blank-profile":  # moved, its run's first flush would open the new file
+        same_behaviour(plain(cmd), r)
+        assert "holds no process yet" in r.err and target.read_bytes() == before, r.err
+        path, complete = written_claim(r.err)
+        assert complete and path != str(target), r.err
+        assert calls(path, "cblas_sgemm") == 10
+        os.unlink(path)
+    elif names_schema_version(target):
         same_behaviour(plain(cmd), r)
         assert "kept the previous profile" in r.err, r.err
         assert Path(str(target) + ".old").read_bytes() == before
