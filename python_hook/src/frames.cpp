@@ -5,6 +5,7 @@
 #include <opcode.h>
 #include <structmember.h>
 
+#include <climits>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -307,16 +308,65 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
 // Line timing, like line_profiler: a line runs from its line event to the next line event (or
 // the return) of the same frame, calls it makes included. Only frames of matching functions
 // keep a state; every other line event costs one comparison.
+//
+// A statement over several lines gets line events 4, 5, 4 (`x = f(a,\n b)`: the call after
+// its last argument's line): one run of it is one hit on each of its lines, the time of every
+// segment its line's, as line_profiler shows it. A run ends where a line of another statement
+// comes, or the same line of a one-line statement again (a loop's backward jump): a loop's
+// header is a hit a round.
+using StatementStarts = std::unordered_map<int, int>;  // line -> its statement's first line
+PyObject* g_statement_starts = nullptr;                 // sonde._statements.statement_starts
+
+// Once per file whose lines are timed: {} (each line its own statement) where it cannot be
+// read, or the helper is missing.
+const StatementStarts* statement_starts(PyCodeObject* code) {
+  static std::unordered_map<std::string, StatementStarts> files;
+  auto [it, added] = files.try_emplace(utf8(code->co_filename));
+  if (!added || g_statement_starts == nullptr) return &it->second;
+  PyObject *type, *value, *traceback;
+  PyErr_Fetch(&type, &value, &traceback);
+  PyObject* starts = PyObject_CallOneArg(g_statement_starts, code->co_filename);
+  PyObject *key, *first;
+  Py_ssize_t pos = 0;
+  while (starts != nullptr && PyDict_Check(starts) && PyDict_Next(starts, &pos, &key, &first)) {
+    long line = PyLong_AsLong(key), start = PyLong_AsLong(first);
+    if (line > 0 && start > 0 && line <= INT_MAX && start <= line)
+      it->second.emplace(int(line), int(start));
+  }
+  Py_XDECREF(starts);
+  PyErr_Clear();
+  PyErr_Restore(type, value, traceback);
+  return &it->second;
+}
+
 struct LineState {
   PyFrameObject* frame;
   RoutineId routine;
-  int line;
-  uint64_t start;
+  const StatementStarts* starts;
+  int line = -1;
+  uint64_t start = 0;
+  int statement = -1;  // the first line of the statement running
+  uint64_t seen = 0;   // its lines hit in this run, bit (line - statement)
+  bool hit = true;     // the segment since `start` is a hit of its line
+
+  // The line event at `next`.
+  void enter(int next) {
+    auto found = starts->find(next);
+    int first = found == starts->end() ? next : found->second;
+    uint64_t bit = next - first < 64 ? uint64_t{1} << (next - first) : 0;
+    // The same line again is a loop's next round, unless a statement over several lines
+    // holds the loop (3.12's inlined comprehensions).
+    bool again = first == statement && (next != line || found != starts->end());
+    hit = !again || bit == 0 || (seen & bit) == 0;
+    seen = (again ? seen : 0) | bit;
+    statement = first;
+    line = next;
+  }
 };
 thread_local std::vector<LineState> t_lines;
 
 void finish_line(LineState& s, uint64_t now) {
-  if (s.line >= 0) record_line(s.routine, s.line, now - s.start);
+  if (s.line >= 0) record_line(s.routine, s.line, now - s.start, s.hit ? 1 : 0);
 }
 
 int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
@@ -324,8 +374,8 @@ int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
     case PyTrace_CALL: {
       PyCodeObject* code = PyFrame_GetCode(frame);
       CodeInfo info = code_info(code);
+      if (info.lines) t_lines.push_back({frame, info.id, statement_starts(code)});
       Py_DECREF(code);
-      if (info.lines) t_lines.push_back({frame, info.id, -1, 0});
       break;
     }
     case PyTrace_LINE:
@@ -333,7 +383,7 @@ int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
         LineState& s = t_lines.back();
         uint64_t now = probe_now();
         finish_line(s, now);
-        s.line = PyFrame_GetLineNumber(frame);
+        s.enter(PyFrame_GetLineNumber(frame));
         s.start = now;
       }
       break;
@@ -508,6 +558,13 @@ std::vector<OpenedFrame>& profile_hook_frames() { return t_open; }
 bool install_line_tracing(const std::vector<std::string>& patterns) {
   g_line_patterns = patterns;
   if (patterns.empty()) return true;
+  if (g_statement_starts == nullptr) {
+    if (PyObject* helper = PyImport_ImportModule("sonde._statements")) {
+      g_statement_starts = PyObject_GetAttrString(helper, "statement_starts");
+      Py_DECREF(helper);
+    }
+    PyErr_Clear();  // without it each line is its own statement, as before
+  }
   PyObject* hook = PyCFunction_New(&g_bootstrap_trace_def, nullptr);
   if (hook == nullptr) return false;
   bool ok = set_threading_hook("settrace", hook);

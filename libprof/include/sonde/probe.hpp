@@ -158,8 +158,9 @@ SONDE_API void set_mpi_rank(int rank, int world_size);
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();
 
-// Charges `ticks` and one hit to `line` of `routine` on the calling thread (line costs).
-SONDE_API void record_line(RoutineId routine, int line, uint64_t ticks);
+// Charges `ticks` and `hits` (1, or 0 where a statement over several lines goes on) to `line`
+// of `routine` on the calling thread (line costs).
+SONDE_API void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits);
 
 // A fact about this process for run_info (`torch.num_threads` from the Python hook), written
 // from the next flush on; a later value of the same key replaces it. Not for the hot path.

@@ -96,9 +96,9 @@ void probe_resume_stack(const void* owner, const SuspendedFrame* frames, uint32_
 
 uint64_t probe_now() { return now_ticks(); }
 
-void record_line(RoutineId routine, int line, uint64_t ticks) {
+void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits) {
   ThreadState* t = t_state;
-  if (t != nullptr && !t->window_closed()) t->record_line(routine, line, ticks);
+  if (t != nullptr && !t->window_closed()) t->record_line(routine, line, ticks, hits);
 }
 
 void comm_call_begin(ThreadState* t, uint64_t now) {

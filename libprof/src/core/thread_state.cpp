@@ -266,7 +266,7 @@ void CommClock::advance(uint64_t now) {
   if (in_call == 0) bump(overlapped, dt);
 }
 
-void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
+void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits) {
   auto hash = [](RoutineId r, int l) {
     return (uint64_t(r) << 32 | uint32_t(l)) * 0x9E3779B97F4A7C15ull >> 20;
   };
@@ -279,7 +279,7 @@ void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks) {
         r.line = line;
       });
   if (i == lines.kFull) return;
-  bump(lines[i].hits, 1);
+  bump(lines[i].hits, hits);
   bump(lines[i].ticks, ticks);
 }
 

@@ -229,7 +229,7 @@ class ThreadState {
   // escape here, stays in registers, and its constant fields fold away (probe_inline.hpp).
   void record_shape(uint32_t node, const void* site, GemmShape shape, uint64_t ticks,
                     uint64_t flops, uint64_t bytes, bool timed = true);
-  void record_line(RoutineId routine, int line, uint64_t ticks);
+  void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits);
   void record_comm(uint32_t node, CommCost comm, uint64_t bytes, uint64_t ticks);
   void record_op_shape(uint32_t node, uint32_t signature, uint64_t ticks);
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
