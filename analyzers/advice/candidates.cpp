@@ -12,6 +12,7 @@
 
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
+#include "advice/optimizer_work.hpp"
 #include "advice/rank_rules.hpp"
 #include "advice/thread_rules.hpp"
 #include "advice/rule_helpers.hpp"
@@ -63,37 +64,48 @@ std::string_view update_advice(const Metrics& m, const RoutineMetrics& r, const 
 
 std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
-  std::vector<const RoutineMetrics*> hits;
+  std::vector<Candidate> out;
   for (const RoutineMetrics* r : phases(m)) {
     if (!looks_like_optimizer(r->name)) continue;
-    if (share(r->incl_ns, m.share_base_ns()) < rule.threshold) continue;
+    // The update's own work. Where optimizer-like phases run beneath it (Chainer's
+    // Optimizer.update(lossfun) -> Variable.update() -> update_core_cpu()), the other phases it
+    // calls (the loss's forward, backward) are not the update: its work is its time less
+    // theirs, and the gain is bounded by that, never by the caller's inclusive time.
+    OptimizerWork w;
+    if (auto it = in.optimizer_work.find(r->name); it != in.optimizer_work.end()) w = it->second;
+    if (w.inner_ns <= 0) w.other_ns = w.other_blas_ns = 0;
+    std::int64_t work_ns = r->incl_ns - w.other_ns;
+    std::int64_t blas_ns = r->blas_under_ns - w.other_blas_ns;
+    if (share(work_ns, m.share_base_ns()) < rule.threshold) continue;
     // Low efficiency: the phase is not a GEMM in disguise (little time in FLOP-counted calls).
-    if (r->blas_pct.value_or(0.0) >= 25.0) continue;
-    hits.push_back(r);
-  }
-  // An update() that spends most of its time in update_core_cpu() is reported once, as the
-  // inner, more specific function: a hit with half or more of its time in optimizer-like
-  // phases called beneath it is left out.
-  std::vector<Candidate> out;
-  for (const RoutineMetrics* r : hits) {
-    auto inner = in.optimizer_inner_ns.find(r->name);
-    if (inner != in.optimizer_inner_ns.end() && 2 * inner->second >= r->incl_ns) continue;
+    if (work_ns <= 0 || 4 * blas_ns >= work_ns) continue;
+    // An update() that spends most of its work in update_core_cpu() is reported once, as the
+    // inner, more specific function: a hit with half or more of its work in optimizer-like
+    // phases called beneath it is left out.
+    if (2 * w.inner_ns >= work_ns) continue;
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = r->name;
     c.routine_id = r->routine_id;
     std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
-    double gflops = r->gflops_under.value_or(0.0), blas_pct = r->blas_pct.value_or(0.0);
-    c.evidence = {{"time_s", seconds(r->incl_ns)},
-                  {"pct_run", share(r->incl_ns, m.share_base_ns())},
+    double gflops = r->gflops_under.value_or(0.0), blas_pct = share(blas_ns, work_ns);
+    c.evidence = {{"time_s", seconds(work_ns)},
+                  {"pct_run", share(work_ns, m.share_base_ns())},
                   {"calls", r->calls},
-                  {"blas_time_s", seconds(r->blas_under_ns)},
+                  {"blas_time_s", seconds(blas_ns)},
                   {"blas_pct", blas_pct},
                   {"gflops", gflops}};
     c.summary = fmt::format("{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
                             "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
-                            fn, share(r->incl_ns, m.share_base_ns()), seconds(r->incl_ns), r->calls,
+                            fn, share(work_ns, m.share_base_ns()), seconds(work_ns), r->calls,
                             blas_pct, gflops);
+    if (w.other_ns > 0) {
+      c.evidence.emplace_back("incl_s", seconds(r->incl_ns));
+      c.evidence.emplace_back("other_work_s", seconds(w.other_ns));
+      c.summary += fmt::format(", not counting the {:.3f} s of other work it calls (phases "
+                               "beneath it with no update in them: forward, backward)",
+                               seconds(w.other_ns));
+    }
     std::string where = fn;
     if (const LineFunction* f = lines_of(in, r->name)) {
       std::vector<const LineRow*> rows;
@@ -120,7 +132,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
       }
     }
     c.advice = fill(update_advice(m, *r, rule), where);
-    c.est_gain_s = 0.8 * seconds(r->incl_ns - r->blas_under_ns);
+    c.est_gain_s = 0.8 * seconds(work_ns - blas_ns);
     // An element-wise phase moving N bytes cannot beat N / mem.bw. A region whose program
     // declared what one entry moves (sonde_region_bytes: run_info region.bytes:NAME) moves
     // that. Where the Python hook measured the float arrays a function is called with
@@ -147,13 +159,13 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
       double bytes = per_call * static_cast<double>(r->calls);
       c.evidence.emplace_back("mem_bw_gbs", *bw);
       c.evidence.emplace_back(key, per_call);
-      bound_gain(c, seconds(r->incl_ns), bytes / (*bw * 1e9),
+      bound_gain(c, seconds(work_ns), bytes / (*bw * 1e9),
                  fmt::format(fmt::runtime(how), per_call / 1e6) +
                      fmt::format("{:.3g} GB over {} calls) at the calibrated mem.bw ({:.3g} "
                                  "GB/s, {} threads)",
                                  bytes / 1e9, r->calls, *bw, *cores));
     } else if (bw) {
-      double left_s = seconds(r->incl_ns) - c.est_gain_s;
+      double left_s = seconds(work_ns) - c.est_gain_s;
       double max_bytes = left_s * *bw * 1e9;
       c.evidence.emplace_back("mem_bw_gbs", *bw);
       c.evidence.emplace_back("max_bytes_for_gain", max_bytes);
@@ -165,8 +177,11 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
           *bw, *cores, fn, max_bytes / 1e6 / static_cast<double>(std::max<std::int64_t>(r->calls, 1)),
           max_bytes / 1e9);
     } else {
-      c.gain_bound = "not bounded: no calibrated memory bandwidth (mem.bw) for this machine "
-                     "(sonde calibrate), and the bytes the phase moves are not measured";
+      c.gain_bound = fmt::format(
+          "at most the update's own {:.3f} s; no tighter limit: no calibrated memory bandwidth "
+          "(mem.bw) for this machine (sonde calibrate), and the bytes the phase moves are not "
+          "measured",
+          seconds(work_ns));
     }
     out.push_back(std::move(c));
   }
@@ -365,12 +380,15 @@ const std::array<Rule, 14> kRules{{
      "fuse and vectorise the parameter update in {}: one pass over each parameter instead of "
      "one temporary array per numpy operation: in-place ufuncs (a *= b, np.multiply(a, b, "
      "out=a)), numexpr or numba, or a compiled kernel",
-     "0.8 x (its inclusive time - BLAS time under it); the bound states the bytes per call "
-     "under which that holds at the calibrated mem.bw (N bytes take N / mem.bw)",
+     "0.8 x (its work - BLAS time in it), its work being its inclusive time less the other "
+     "phases it calls where it calls other update phases (forward and backward under "
+     "Chainer's Optimizer.update); the bound states the bytes per call under which that "
+     "holds at the calibrated mem.bw (N bytes take N / mem.bw)",
      optimizer_update},
     {"blas-threads",
-     "run_info blas.threads < available cores (affinity_cores, else cores) and FLOP-counted "
-     "BLAS/oneDNN calls take at least threshold % of the busy threads' time",
+     "run_info blas.threads < available cores (affinity_cores, else cores; one rank's share "
+     "where ranks share a host) and FLOP-counted BLAS/oneDNN calls take at least threshold % "
+     "of the busy threads' time",
      5.0,
      "let BLAS use all {} cores (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS unset "
      "or raised), or link a multi-threaded BLAS",
@@ -378,8 +396,9 @@ const std::array<Rule, 14> kRules{{
      "GEMM peak for all cores",
      blas_threads},
     {"framework-threads",
-     "run_info torch.num_threads < available cores and oneDNN calls that ran on fewer threads "
-     "than the cores take at least threshold % of the busy threads' time",
+     "run_info torch.num_threads < available cores (one rank's share where ranks share a "
+     "host) and oneDNN calls that ran on fewer threads than the cores take at least "
+     "threshold % of the busy threads' time",
      5.0,
      "give torch's intra-op pool all {} cores: torch.set_num_threads({}) (or stop lowering it: "
      "the program's own torch.set_num_threads or OMP_NUM_THREADS); oneDNN's convolutions and "
@@ -459,7 +478,8 @@ const std::array<Rule, 14> kRules{{
     {"rank-imbalance",
      "a routine or phase (outside communication, and not half or more communication calls "
      "made under it) takes its slowest rank at least threshold % longer than the mean over "
-     "ranks, and the difference is at least 1 % of a rank's busy time",
+     "ranks, and the difference is at least 1 % of a rank's busy time; of a caller and a "
+     "callee holding 90 % of its lost time, only the callee (one imbalance, one candidate)",
      10.0,
      "even out the work per rank (partition the data or the model by cost, not by count), or "
      "move the slow rank's extra work (I/O, logging, checkpoints on rank 0) off the step",
@@ -491,27 +511,6 @@ bool looks_like_optimizer(std::string_view routine_name) {
 
 std::span<const Rule> rules() { return kRules; }
 
-namespace {
-bool optimizer_phase(const CallNode& n) {
-  return (n.kind == "region" || n.kind == "python") && looks_like_optimizer(n.name);
-}
-
-void walk_optimizers(const CallNode& root, std::map<std::string, std::int64_t>& inner) {
-  // Each node with the optimizer phase it is in; a stack of its own (a 65,536-deep path).
-  std::vector<std::pair<const CallNode*, const CallNode*>> todo{{&root, nullptr}};
-  while (!todo.empty()) {
-    auto [node, enclosing] = todo.back();
-    todo.pop_back();
-    const CallNode* next = enclosing;
-    if (optimizer_phase(*node)) {
-      if (enclosing && enclosing->name != node->name) inner[enclosing->name] += node->incl_ns;
-      if (!enclosing || enclosing->name != node->name) next = node;
-    }
-    for (const auto& child : node->children) todo.emplace_back(&child, next);
-  }
-}
-}  // namespace
-
 AdviceInput load_advice_input(const ProfileFile& file) {
   LoadedProfile profile(file);
   return load_advice_input(profile);
@@ -524,8 +523,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.notes = profile.run().notes;
   in.gpu = profile.gpu();
   in.ranks = load_rank_summary(file);
-  for (const ThreadTree& t : profile.forest().busy)
-    walk_optimizers(t.root, in.optimizer_inner_ns);
+  in.optimizer_work = optimizer_work(profile.forest().busy);
   bool has_lines = false;
   if (file.has_table("line_costs")) {
     auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");

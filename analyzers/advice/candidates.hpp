@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "advice/optimizer_work.hpp"
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "profile/line_costs.hpp"
@@ -27,9 +28,9 @@ struct AdviceInput {
   Metrics metrics;
   std::vector<Note> notes;
   LineCosts lines;  // empty when the file has none
-  // Per optimizer-like phase (by name): the inclusive time of the nearest other optimizer-like
-  // phases called beneath it (update() -> update_core_cpu()), from the calling-context trees.
-  std::map<std::string, std::int64_t> optimizer_inner_ns;
+  // Per optimizer-like phase (by name): the optimizer-like phases beneath it and the other work
+  // it calls, from the calling-context trees (advice/optimizer_work.hpp).
+  std::map<std::string, OptimizerWork> optimizer_work;
   GpuSummary gpu;  // empty for CPU-only runs
   RankSummary ranks;  // one rank: nothing to compare
 };

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 namespace sonde::analyzers {
@@ -12,16 +15,56 @@ constexpr std::size_t kMaxPerRule = 3;
 // Below this share of a rank's busy time a figure is noise, whatever the ratio says.
 constexpr double kMinShare = 0.01;
 
+// A callee that holds at least this share of its caller's lost time is the same imbalance.
+constexpr double kSameImbalance = 0.9;
+
 }  // namespace
 
 std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
   const RankSummary& r = in.ranks;
   std::vector<Candidate> out;
   if (r.ranks < 2 || r.mean_busy_s <= 0) return out;
+  using Row = RankSummary::Imbalance;
+  std::vector<const Row*> rows;
   for (const auto& i : r.imbalance) {
+    if (rows.size() == RankSummary::kMaxCallsAmong) break;
+    if (i.max_over_mean >= 1 + rule.threshold / 100 && i.lost_s >= kMinShare * r.mean_busy_s)
+      rows.push_back(&i);
+  }
+  // One cause, one candidate: a frame whose callee holds (nearly) all of its lost time (a
+  // Python step() whose only work is compute(), <module> above both) is the same imbalance
+  // seen from further up. The deepest of such a chain is kept: it names the work that differs
+  // between the ranks, where its callers only lead to it; the callers are named in its evidence.
+  auto same_below = [&](std::size_t caller) -> std::optional<std::size_t> {
+    for (std::size_t callee = 0; callee < rows.size(); ++callee) {
+      std::int64_t a = rows[caller]->routine_id, b = rows[callee]->routine_id;
+      // Two routines that call each other (recursion through both) collapse one way only:
+      // into the one listed later, the smaller lost time.
+      bool mutual = r.calls.count({b, a}) > 0;
+      if (r.calls.count({a, b}) && (!mutual || callee > caller) &&
+          rows[callee]->lost_s >= kSameImbalance * rows[caller]->lost_s)
+        return callee;
+    }
+    return std::nullopt;
+  };
+  std::map<std::size_t, std::vector<std::string>> callers;
+  std::vector<bool> collapsed(rows.size(), false);
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    std::size_t deepest = row;
+    std::set<std::size_t> seen{row};
+    bool cycle = false;  // a longer ring of calls: no deepest, each is kept
+    while (auto below = same_below(deepest)) {
+      if ((cycle = !seen.insert(*below).second)) break;
+      deepest = *below;
+    }
+    if (deepest == row || cycle) continue;
+    collapsed[row] = true;
+    callers[deepest].push_back(rows[row]->routine);
+  }
+  for (std::size_t row = 0; row < rows.size(); ++row) {
+    const Row& i = *rows[row];
     if (out.size() == kMaxPerRule) break;
-    if (i.max_over_mean < 1 + rule.threshold / 100 || i.lost_s < kMinShare * r.mean_busy_s)
-      continue;
+    if (collapsed[row]) continue;
     Candidate c;
     c.rule = std::string(rule.id);
     c.location = fmt::format("{} [{}]", i.routine, i.kind);
@@ -33,6 +76,13 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
                   {"max_s", i.max_s},          {"mean_s", i.mean_s},
                   {"min_s", i.min_s},          {"max_over_mean", i.max_over_mean},
                   {"lost_s", i.lost_s}};
+    if (auto it = callers.find(row); it != callers.end()) {
+      std::string names;
+      for (const auto& n : it->second) names += (names.empty() ? "" : ", ") + n;
+      c.evidence.emplace_back("same_imbalance_in", names);
+      c.summary += fmt::format("; the same imbalance shows in its caller{} {}",
+                               it->second.size() == 1 ? "" : "s", names);
+    }
     c.advice = std::string(rule.advice);
     c.est_gain_s = i.lost_s;
     out.push_back(std::move(c));

@@ -71,12 +71,26 @@ void more_threads_gain(Candidate& c, const Metrics& m, const GemmTotals& g, std:
   }
 }
 
+// The thread rules count one rank's share of its host's cores (cores_per_rank): the BLAS of 2
+// ranks on 2 cores told to use both oversubscribes them. Said, with the evidence, where ranks
+// share a host.
+void say_ranks(Candidate& c, const Metrics& m) {
+  if (m.facts.ranks_on_host <= 1) return;
+  auto cores = m.facts.available_cores();
+  c.evidence.emplace_back("ranks_on_host", m.facts.ranks_on_host);
+  c.evidence.emplace_back("host_cores", *cores);
+  std::string share = fmt::format(" ({} is one rank's share: {} ranks run on a host of {} cores)",
+                                  *m.facts.cores_per_rank(), m.facts.ranks_on_host, *cores);
+  c.summary += share;
+  c.advice += share;
+}
+
 }  // namespace
 
 std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto threads = m.facts.blas_threads;
-  auto cores = m.facts.available_cores();
+  auto cores = m.facts.cores_per_rank();
   if (!threads || !cores || *threads >= *cores) return {};
   GemmTotals g = blas_totals(m);
   double pct = share(g.time_ns, m.share_base_ns());
@@ -103,6 +117,7 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
                           *threads, *threads == 1 ? "" : "s", *cores, gflops, peak_text, pct,
                           seconds(g.time_ns));
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
+  say_ranks(c, m);
   more_threads_gain(c, m, g, *threads, *cores);
   return {c};
 }
@@ -117,7 +132,7 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
 std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto it = m.facts.info.find("torch.num_threads");
-  auto cores = m.facts.available_cores();
+  auto cores = m.facts.cores_per_rank();
   if (it == m.facts.info.end() || !cores) return {};
   std::int64_t threads = std::atoll(it->second.c_str());
   if (threads <= 0 || threads >= *cores) return {};
@@ -147,6 +162,7 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
       "of the run ({:.3f} s)",
       threads, threads == 1 ? "" : "s", *cores, pct, seconds(g.time_ns));
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
+  say_ranks(c, m);
   more_threads_gain(c, m, g, threads, *cores);
   return {c};
 }

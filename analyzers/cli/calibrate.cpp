@@ -28,9 +28,13 @@ Command add_calibrate(CLI::App& app) {
                   ->type_name("RESOURCE[@THREADS]=VALUE");
   auto* show = cmd->add_flag("--show", a->show,
                              "Print the peaks file (after any --set), measure nothing");
+  auto* force = cmd->add_flag("--force", a->force,
+                              "Write figures that fail the checks (more threads slower than one, "
+                              "repeats spread over 25 %) with source 'forced' instead of refusing");
   add_format(cmd, a->format, {"text", "csv", "json"});
   quick->excludes(set)->excludes(show);
   blas->excludes(set)->excludes(show);
+  force->excludes(set)->excludes(show);
   cmd->footer("RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "
               "replaced, manual ones kept unless --set again.");
   return {cmd, [a] { return calibrate_command(*a); }};

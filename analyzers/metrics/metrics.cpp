@@ -69,12 +69,42 @@ Under walk(const CallNode& root, std::map<Key, int>& open, std::map<Key, Under>&
   return total;
 }
 
+// The launchers' count of the ranks on this rank's host, as recorded in run_info's env.*.
+constexpr const char* kLocalSizeVariables[] = {"env.OMPI_COMM_WORLD_LOCAL_SIZE",
+                                               "env.LOCAL_WORLD_SIZE", "env.MPI_LOCALNRANKS"};
+
+std::int64_t ranks_on_host(const ProfileFile& file, const std::map<std::string, std::string>& info) {
+  std::int64_t most = 1;
+  // rank_times: one row per rank of the file, with its host.
+  if (auto st = file.prepare("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM rank_times "
+                             "GROUP BY host)");
+      st.step() && !st.is_null(0))
+    most = std::max(most, st.int64(0));
+  if (auto st = file.prepare("SELECT MAX(local_rank) + 1 FROM processes");
+      st.step() && !st.is_null(0))
+    most = std::max(most, st.int64(0));
+  for (const char* key : kLocalSizeVariables) {
+    auto it = info.find(key);
+    if (it == info.end()) continue;
+    char* end = nullptr;
+    long long v = std::strtoll(it->second.c_str(), &end, 10);
+    if (end != it->second.c_str() && *end == '\0' && v > 0) most = std::max<std::int64_t>(most, v);
+  }
+  return most;
+}
+
 }  // namespace
 
 std::optional<std::int64_t> RunFacts::available_cores() const {
   if (affinity_cores && *affinity_cores > 0) return affinity_cores;
   if (cores && *cores > 0) return cores;
   return std::nullopt;
+}
+
+std::optional<std::int64_t> RunFacts::cores_per_rank() const {
+  auto cores = available_cores();
+  if (!cores) return std::nullopt;
+  return std::max<std::int64_t>(1, *cores / std::max<std::int64_t>(1, ranks_on_host));
 }
 
 std::optional<double> RunFacts::peak_at(std::string_view resource,
@@ -144,6 +174,7 @@ RunFacts load_run_facts(const ProfileFile& file) {
   f.blas_library = get("blas.library");
   f.fpu_ftz = get("fpu.ftz");
   f.fpu_daz = get("fpu.daz");
+  f.ranks_on_host = ranks_on_host(file, f.info);
   if (auto t = get("blas.threads")) {
     char* end = nullptr;
     long long v = std::strtoll(t->c_str(), &end, 10);

@@ -31,8 +31,15 @@ struct RunFacts {
   // is held against (the nearest calibrated count not above it).
   std::map<std::pair<std::string, std::int64_t>, double> peaks_at;
 
+  // The most ranks of the file's run on one host (1: not a ranked run): from the ranks the
+  // file holds, their local ranks, and the launcher's local size (a rank's own file holds one).
+  std::int64_t ranks_on_host = 1;
+
   // CPUs the program may use: affinity_cores, else cores.
   std::optional<std::int64_t> available_cores() const;
+  // One rank's share of them: the ranks on a host share its cores (at least 1). What a thread
+  // count is held against: 2 ranks on 2 cores each given 2 BLAS threads oversubscribe them.
+  std::optional<std::int64_t> cores_per_rank() const;
   // peaks_at for `threads`; nullopt without a thread count or a peak at or below it.
   std::optional<double> peak_at(std::string_view resource,
                                 std::optional<std::int64_t> threads) const;

@@ -105,14 +105,26 @@ RankSummary load_rank_summary(const ProfileFile& file) {
            "own(routine_id, incl_ns) AS (SELECT routine_id, SUM(incl_ns) FROM nodes "
            "WHERE recursive = 0 GROUP BY routine_id) "
            "SELECT i.routine, i.kind, i.mean_s, i.max_s, i.min_s, i.max_over_mean, i.lost_s, "
-           "i.slowest_rank FROM rank_imbalance i LEFT JOIN under u USING (routine_id) "
+           "i.slowest_rank, i.routine_id FROM rank_imbalance i LEFT JOIN under u USING (routine_id) "
            "LEFT JOIN own o USING (routine_id) WHERE i.kind <> 'root' AND i.max_over_mean IS NOT "
            "NULL AND i.routine_id NOT IN (SELECT n.routine_id FROM comm JOIN nodes n USING "
            "(node_id)) AND COALESCE(u.comm_ns, 0) < 0.5 * COALESCE(o.incl_ns, 0) + 1 "
            "ORDER BY i.lost_s DESC, i.routine");
        st.step();)
     r.imbalance.push_back({st.text(0), st.text(1), st.real(2), st.real(3), st.real(4), st.real(5),
-                           st.real(6), st.int64(7)});
+                           st.real(6), st.int64(7), st.int64(8)});
+  if (!r.imbalance.empty()) {
+    std::string ids;
+    for (std::size_t i = 0; i < r.imbalance.size() && i < RankSummary::kMaxCallsAmong; ++i)
+      ids += fmt::format("{}{}", i ? "," : "", r.imbalance[i].routine_id);
+    for (auto st = file.prepare(fmt::format(
+             "SELECT DISTINCT p.routine_id, c.routine_id FROM nodes c JOIN nodes p ON "
+             "p.node_id = c.parent_id WHERE c.routine_id IN ({0}) AND p.routine_id IN ({0}) "
+             "AND p.routine_id <> c.routine_id",
+             ids));
+         st.step();)
+      r.calls.emplace(st.int64(0), st.int64(1));
+  }
   if (auto st = file.prepare("SELECT AVG(comm_s) FROM rank_comm"); st.step() && !st.is_null(0))
     r.comm_s = st.real(0);
   if (auto st = file.prepare("SELECT SUM(exposed_s), SUM(overlapped_s), COUNT(*) FROM "

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -36,8 +38,13 @@ struct RankSummary {
     std::string routine, kind;
     double mean_s = 0, max_s = 0, min_s = 0, max_over_mean = 0, lost_s = 0;
     std::int64_t slowest_rank = 0;
+    std::int64_t routine_id = 0;
   };
   std::vector<Imbalance> imbalance;  // computation: routines outside communication, by lost_s
+  // (caller, callee) routine ids of the calls between the first kMaxCallsAmong rows of
+  // `imbalance`, from the call paths of every rank: which imbalance is another's.
+  std::set<std::pair<std::int64_t, std::int64_t>> calls;
+  static constexpr std::size_t kMaxCallsAmong = 64;
   // Averaged over ranks.
   double exposed_s = 0, overlapped_s = 0, comm_s = 0;
   bool has_overlap = false;

@@ -154,9 +154,24 @@ std::vector<T> test_matrix(int n, unsigned seed) {
   return m;
 }
 
-// Best GFLOP/s of repeated n x n x n GEMMs, after one untimed call.
+// A measured rate: the best repeat's, and how far the median repeat fell below it (%).
+struct Rate {
+  double best = 0;
+  double spread_pct = 0;
+};
+
+// From the repeats' times (seconds) and the work of one repeat (FLOPs, bytes).
+Rate rate_of(std::vector<double> times, double work) {
+  if (times.empty()) return {};
+  std::sort(times.begin(), times.end());
+  double best = times.front(), median = times[times.size() / 2];
+  if (best <= 0) return {};
+  return {work / best / 1e9, 100.0 * (1.0 - best / median)};
+}
+
+// GFLOP/s of repeated n x n x n GEMMs, after one untimed call.
 template <typename T, typename Fn>
-double time_gemm(Fn gemm, int n, bool quick) {
+Rate time_gemm(Fn gemm, int n, bool quick) {
   std::vector<T> a = test_matrix<T>(n, 1), b = test_matrix<T>(n, 2);
   std::vector<T> c(static_cast<std::size_t>(n) * n, T(0));
   auto call = [&] {
@@ -165,15 +180,15 @@ double time_gemm(Fn gemm, int n, bool quick) {
   call();
   const int min_reps = quick ? 3 : 5, max_reps = 200;
   const double min_time = quick ? 0.25 : 1.0;
-  double best = 1e300;
+  std::vector<double> times;
   auto start = std::chrono::steady_clock::now();
   for (int rep = 0; rep < max_reps && (rep < min_reps || seconds_since(start) < min_time); ++rep) {
     auto t0 = std::chrono::steady_clock::now();
     call();
-    best = std::min(best, seconds_since(t0));
+    times.push_back(seconds_since(t0));
   }
-  if (!std::isfinite(c[0]) || best <= 0) return 0;
-  return 2.0 * n * n * static_cast<double>(n) / best / 1e9;
+  if (!std::isfinite(c[0])) return {};
+  return rate_of(std::move(times), 2.0 * n * n * static_cast<double>(n));
 }
 
 // ---- STREAM triad ------------------------------------------------------------------------------
@@ -255,10 +270,10 @@ Triad make_triad(int cpus) {
   return t;
 }
 
-// Best GB/s over the passes, 24 bytes per element per pass.
-double time_triad(Triad& t, int threads, int passes) {
+// GB/s over the passes, 24 bytes per element per pass.
+Rate time_triad(Triad& t, int threads, int passes) {
   const double s = 3.0;
-  double best = 1e300;
+  std::vector<double> times;
   for (int pass = 0; pass < passes; ++pass) {
     auto t0 = std::chrono::steady_clock::now();
     parallel_slices(threads, t.n, [&](std::size_t lo, std::size_t hi) {
@@ -267,11 +282,48 @@ double time_triad(Triad& t, int threads, int passes) {
       const double* __restrict c = t.c.get();
       for (std::size_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
     });
-    best = std::min(best, seconds_since(t0));
+    times.push_back(seconds_since(t0));
   }
   // Read the result back so that no pass can be optimised away, and catch a broken loop.
-  if (t.a[0] != 7.0 || t.a[t.n - 1] != 7.0 || best <= 0) return 0;
-  return 24.0 * static_cast<double>(t.n) / best / 1e9;
+  if (t.a[0] != 7.0 || t.a[t.n - 1] != 7.0) return {};
+  return rate_of(std::move(times), 24.0 * static_cast<double>(t.n));
+}
+
+// ---- plausibility ------------------------------------------------------------------------------
+
+// A machine busy with other work gives figures that are too low, and unevenly so: at load 40 a
+// 2-thread triad read 2.0 GB/s against 4.9 for 1 thread. A resource's figures are re-measured
+// while they fail these checks, at most kAttempts times in all, then refused (or, with --force,
+// kept with the source `forced`).
+constexpr int kAttempts = 3;
+// More threads may not be slower than one by more than this (the triad's threads start and
+// join each pass; a GEMM's split has its own overhead at small n).
+constexpr double kSlowerTolerance = 0.10;
+// The median repeat may fall this far below the best; beyond, the repeats did not see one
+// steady machine (quiet, a GEMM's repeats are within a few %).
+constexpr double kMaxSpreadPct = 25.0;
+
+// Why the figures of one resource (1 thread first, then all) are not believable; "" if they are.
+std::string implausible(const std::string& resource, const std::vector<Peak>& figures,
+                        int all_threads) {
+  std::string why;
+  auto add = [&](const std::string& s) { why += (why.empty() ? "" : ", ") + s; };
+  for (const Peak& p : figures)
+    if (p.spread_pct && *p.spread_pct > kMaxSpreadPct)
+      add(fmt::format("{} {}: repeats spread {:.0f} % below the best (at most {:.0f} %)", resource,
+                      threads_label(p.threads, true), *p.spread_pct, kMaxSpreadPct));
+  if (figures.size() == 2 && figures[1].value < (1.0 - kSlowerTolerance) * figures[0].value)
+    add(fmt::format("{} with {} threads {:.1f} {} below 1 thread's {:.1f}", resource, all_threads,
+                    figures[1].value, peak_unit(resource), figures[0].value));
+  return why;
+}
+
+// The 1-minute load average, as /proc/loadavg has it; none where it cannot be read.
+std::optional<double> load_average() {
+  std::ifstream f("/proc/loadavg");
+  double load = 0;
+  if (!(f >> load)) return std::nullopt;
+  return load;
 }
 
 double round1(double v) { return std::round(v * 10.0) / 10.0; }
@@ -376,19 +428,23 @@ std::vector<Peak> sort_peaks(const std::vector<Peak>& peaks) {
 
 std::string format_peaks(const std::vector<Peak>& peaks, const std::string& written_by) {
   std::string out = fmt::format("# sonde peaks, written by {}\n", written_by);
-  out += "# resource threads value source; threads 0 = all; gemm.* in GFLOP/s, mem.bw in GB/s\n";
-  for (const Peak& p : sort_peaks(peaks))
-    out += fmt::format("{} {} {} {}\n", p.resource, p.threads, p.value, p.source);
+  out += "# resource threads value source [spread]; threads 0 = all; gemm.* in GFLOP/s, mem.bw "
+         "in GB/s;\n# spread: % the median repeat fell below the value\n";
+  for (const Peak& p : sort_peaks(peaks)) {
+    out += fmt::format("{} {} {} {}", p.resource, p.threads, p.value, p.source);
+    out += p.spread_pct ? fmt::format(" {}\n", *p.spread_pct) : "\n";
+  }
   return out;
 }
 
 Table peaks_table(const std::vector<Peak>& peaks) {
   Table t;
   t.columns = {{"resource", "resource"}, {"threads", "threads"}, {"value", "value", 1},
-               {"unit", "unit"}, {"source", "source"}};
+               {"unit", "unit"}, {"source", "source"}, {"spread %", "spread_pct", 1}};
   for (const Peak& p : peaks)
     t.rows.push_back({p.resource, threads_label(p.threads, false), p.value,
-                      peak_unit(p.resource), p.source});
+                      peak_unit(p.resource), p.source,
+                      p.spread_pct ? Cell(*p.spread_pct) : Cell(std::monostate{})});
   return t;
 }
 
@@ -459,50 +515,79 @@ Calibration run_calibration(const CalibrateOptions& options) {
   // core (measured here: 18 GB/s instead of 29 with 2 threads).
   const std::vector<int> thread_counts =
       cal.all_threads > 1 ? std::vector<int>{1, cal.all_threads} : std::vector<int>{1};
+  cal.load = load_average();
+  // Measures one resource at each thread count, again while its figures fail the checks.
+  auto measure = [&](const std::string& resource, auto&& one) {
+    std::vector<Peak> figures;
+    std::string why, first_why;
+    int attempt = 1;
+    for (; attempt <= kAttempts; ++attempt) {
+      if (attempt > 1) say(fmt::format("measuring {} again ({})", resource, why));
+      figures.clear();
+      for (int threads : thread_counts) {
+        Rate r = one(threads);
+        if (r.best <= 0) throw Error(fmt::format("{} gave no usable timing", resource));
+        figures.push_back(Peak{resource, threads == cal.all_threads ? 0 : threads,
+                               round1(r.best), kSourceCalibrated, round1(r.spread_pct)});
+      }
+      why = implausible(resource, figures, cal.all_threads);
+      if (why.empty()) break;
+      if (first_why.empty()) first_why = why;
+    }
+    if (why.empty() && attempt > 1)
+      cal.warnings.push_back(fmt::format("{} measured {} times: {}; the last passed", resource,
+                                         attempt, first_why));
+    if (!why.empty()) {
+      cal.doubts.push_back(why);
+      for (Peak& p : figures) p.source = kSourceForced;  // kept only under --force
+    }
+    cal.peaks.insert(cal.peaks.end(), figures.begin(), figures.end());
+  };
   {
     Triad triad = make_triad(cal.all_threads);
     const int passes = options.quick ? 5 : 20;
-    for (int threads : thread_counts) {
+    measure("mem.bw", [&](int threads) {
       say(fmt::format("calibrating mem.bw, {}, triad over 3 x {} MiB ...",
                       threads_label(threads, true), (triad.n * 8) >> 20),
           false);
-      double gbs = time_triad(triad, threads, passes);
-      say(fmt::format("{:.1f} GB/s", gbs));
-      if (gbs <= 0) throw Error("the bandwidth test gave no usable timing");
-      cal.peaks.push_back(Peak{"mem.bw", threads == cal.all_threads ? 0 : threads, round1(gbs),
-                               kSourceCalibrated});
-    }
+      Rate r = time_triad(triad, threads, passes);
+      say(fmt::format("{:.1f} GB/s", r.best));
+      return r;
+    });
   }
 
   const std::vector<int> sizes = options.quick ? std::vector<int>{256, 512}
                                                : std::vector<int>{512, 1024, 2048};
   for (const std::string resource : {"gemm.f32", "gemm.f64"}) {
-    for (int threads : thread_counts) {
+    measure(resource, [&](int threads) {
       blas.set_threads(threads);
       if (blas.openblas_get && blas.openblas_set && blas.openblas_get() != threads)
         cal.warnings.push_back(fmt::format("asked OpenBLAS for {} threads, it uses {}", threads,
                                            blas.openblas_get()));
-      double best = 0;
+      Rate best;
       for (int n : sizes) {
         say(fmt::format("calibrating {}, {}, n={} ...", resource, threads_label(threads, true), n),
             false);
-        double g = resource == "gemm.f32" ? time_gemm<float>(blas.sgemm, n, options.quick)
-                                          : time_gemm<double>(blas.dgemm, n, options.quick);
-        say(fmt::format("{:.1f} GFLOP/s", g));
-        best = std::max(best, g);
+        Rate g = resource == "gemm.f32" ? time_gemm<float>(blas.sgemm, n, options.quick)
+                                        : time_gemm<double>(blas.dgemm, n, options.quick);
+        say(fmt::format("{:.1f} GFLOP/s", g.best));
+        if (g.best > best.best) best = g;
       }
-      if (best <= 0) throw Error(fmt::format("{} gave no usable timing", resource));
-      cal.peaks.push_back(Peak{resource, threads == cal.all_threads ? 0 : threads, round1(best),
-                               kSourceCalibrated});
-    }
+      return best;
+    });
   }
   blas.set_threads(cal.all_threads);
+  if (cal.doubts.empty() && cal.load && *cal.load >= cal.all_threads)
+    cal.warnings.push_back(fmt::format(
+        "the machine was busy (load {:.1f} on {} CPUs): the figures passed the checks, but a "
+        "quiet machine may give higher ones",
+        *cal.load, cal.all_threads));
 
   if (cal.all_threads == 1) {
     // One CPU: "all threads" is the one-thread figure, and both lines are written.
     std::vector<Peak> all;
     for (const Peak& p : cal.peaks) {
-      all.push_back(Peak{p.resource, 1, p.value, p.source});
+      all.push_back(Peak{p.resource, 1, p.value, p.source, p.spread_pct});
       all.push_back(p);
     }
     cal.peaks = all;
@@ -571,6 +656,21 @@ int calibrate_command(const CalibrateCommand& command) {
   Calibration cal = run_calibration(options);
   // Which library was timed is a fact for the log too, not progress.
   if (!options.progress) std::cerr << fmt::format("BLAS: {}\n", cal.blas);
+  if (!cal.doubts.empty()) {
+    std::string doubts;
+    for (const std::string& d : cal.doubts) doubts += (doubts.empty() ? "" : "; ") + d;
+    std::string load = cal.load ? fmt::format(" (load {:.1f} on {} CPUs)", *cal.load,
+                                              cal.all_threads)
+                                : "";
+    if (!command.force)
+      throw Error(fmt::format("figures not believable after {} measurements{}: {}; nothing "
+                              "written: measure on a quiet machine, or --force to keep them "
+                              "marked '{}'",
+                              kAttempts, load, doubts, kSourceForced));
+    std::cerr << fmt::format("sonde calibrate: warning: figures not believable{}: {}; kept "
+                             "with source '{}' (--force)\n",
+                             load, doubts, kSourceForced);
+  }
   std::vector<Peak> kept;
   std::vector<Peak> merged = merge_peaks(existing.peaks, cal.peaks, &kept);
   write_peaks_file(path, format_peaks(merged, fmt::format("`sonde calibrate{}` on {}",

@@ -21,6 +21,9 @@ namespace sonde::analyzers {
 
 inline constexpr const char* kSourceCalibrated = "calibrated";
 inline constexpr const char* kSourceManual = "manual";
+// Measured, failed the checks (more threads slower than one, repeats spread too far) on every
+// attempt, and written because of --force.
+inline constexpr const char* kSourceForced = "forced";
 
 // The resources sonde measures, in file order: gemm.f32 and gemm.f64 in GFLOP/s, mem.bw in GB/s.
 const std::vector<std::string>& peak_resources();
@@ -82,6 +85,10 @@ struct Calibration {
   std::string blas;          // what was loaded, e.g. "libblas.so.3 (OpenBLAS 0.3.21 ...)"
   int all_threads = 1;       // sysconf(_SC_NPROCESSORS_ONLN)
   std::vector<std::string> warnings;
+  // Per resource whose figures failed the checks on every attempt: why (its peaks then carry
+  // the source kSourceForced). Empty: every figure is believable.
+  std::vector<std::string> doubts;
+  std::optional<double> load;  // /proc/loadavg's 1-minute figure before measuring
 };
 
 // Loads options.blas_library (dlopen), times square GEMMs and the triad. Throws Error (exit 1) when the
@@ -94,11 +101,13 @@ struct CalibrateCommand {
   std::string blas = "libblas.so.3";  // --blas
   std::vector<std::string> sets;      // RESOURCE[@THREADS]=VALUE: record, measure nothing
   bool show = false;                  // print the file (after any --set); measure nothing
+  bool force = false;  // write figures that failed the checks, as source kSourceForced
   std::string format = "text";        // of the table printed: text, csv or json
 };
 
 // `sonde calibrate`: progress and notes on stderr, the resulting table on stdout. Returns 0;
-// problems throw Error (exit 1; 2 for a bad --set).
+// problems throw Error (exit 1; 2 for a bad --set), as do figures that fail the checks without
+// --force (nothing is written then).
 int calibrate_command(const CalibrateCommand& command);
 
 }  // namespace sonde::analyzers

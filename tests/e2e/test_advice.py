@@ -217,3 +217,31 @@ def test_cpp_update_gain_is_held_to_the_bytes_it_declares(tmp_path):
     assert ev["floor_s"] == pytest.approx(28 * params * ev["calls"] / 20e9)
     assert update["est_gain_s"] <= max(0.0, ev["time_s"] - ev["floor_s"]) + 1e-9
     assert "the program declared" in update["gain_bound"]
+
+
+def test_update_gain_is_bounded_by_the_parameter_updates_not_their_caller(tmp_path):
+    """programs/chainer_like.py, Chainer's shape: Optimizer.update(lossfun) runs forward and
+    backward, then Parameter.update() -> AdamRule.update_core_cpu() per parameter. The update
+    candidate's gain is bounded by the parameter-update frames' time; Optimizer.update's
+    inclusive time also holds forward and backward (issue 33: 28.96 s against 10.75 s)."""
+    prog = os.path.join(os.path.dirname(__file__), "programs", "chainer_like.py")
+    db = tmp_path / "chainer.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), prog, "20"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH, OPENBLAS_NUM_THREADS=1),
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    incl = dict(query(db, "SELECT routine, incl_s FROM hotspots WHERE kind = 'python'"))
+    lines = open(prog).read().splitlines()
+    line_of = {text: i + 1 for i, text in enumerate(lines)}
+    outer = f"chainer_like.py:{line_of['    def update(self, lossfun, *args):']}(update)"
+    param = f"chainer_like.py:{line_of['    def update(self):']}(update)"  # Parameter.update
+    # The program's shape, as the rule would have seen it: the update a minority of its caller.
+    assert incl[param] < 0.5 * incl[outer], incl
+    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))
+             if c["rule"] == "optimizer-update"]
+    assert found, "no optimizer-update candidate"
+    first = found[0]
+    assert first["location"] != outer, first
+    assert first["est_gain_s"] <= incl[param] + 1e-9, (first, incl[param])
+    # And at most its own frame's work, as its evidence states it.
+    assert first["est_gain_s"] <= first["evidence"]["time_s"] + 1e-9, first

@@ -1,6 +1,7 @@
 """`sonde calibrate`: the peaks file it writes (the contract libsonde reads), --set, --show and
 its errors. The measurements are real (system BLAS, triad) but quick; nothing here asserts a
 speedup, the machine being shared and noisy."""
+import os
 import re
 import subprocess
 import time
@@ -12,7 +13,7 @@ from pathlib import Path
 from conftest import CLI, LIB, clean_env
 
 RESOURCES = ("gemm.f32", "gemm.f64", "mem.bw")
-LINE = re.compile(r"^(\S+) (\d+) (\S+) (calibrated|manual)$")
+LINE = re.compile(r"^(\S+) (\d+) (\S+) (calibrated|manual|forced)(?: ([\d.]+))?$")
 
 
 def calibrate_env(**extra):
@@ -45,9 +46,11 @@ def peaks_of(path):
 
 @pytest.fixture(scope="module")
 def quick(tmp_path_factory):
+    # --force: on a shared machine the figures may fail the checks (test_busy_...); what is
+    # tested here is the file, which then marks them `forced`.
     out = tmp_path_factory.mktemp("cal") / "sub" / "peaks.txt"  # the directory is created
     t0 = time.monotonic()
-    r = sonde("calibrate", "--quick", "--output", out)
+    r = sonde("calibrate", "--quick", "--force", "--output", out)
     return r, out, time.monotonic() - t0
 
 
@@ -61,18 +64,20 @@ def test_quick_calibration_writes_every_resource_for_one_and_all_threads(quick):
     for res in RESOURCES:
         for threads in (1, 0):
             value, source = peaks[(res, threads)]
-            assert value > 0 and source == "calibrated"
-    def threads_hold(peaks):
-        return all(peaks[(res, 0)][0] >= 0.8 * peaks[(res, 1)][0] for res in ("gemm.f32", "gemm.f64"))
-
-    if not threads_hold(peaks):
-        # A busy core (ctest -j, a build beside it) can stall a 2-thread GEMM: one more try.
-        r = sonde("calibrate", "--quick", "--output", out)
-        assert r.returncode == 0, r.stderr
-        peaks = peaks_of(out)
-    assert threads_hold(peaks), peaks
+            assert value > 0 and source in ("calibrated", "forced")
+    # Every measured line carries its spread; a resource is forced as a whole, and said so.
+    for line in text.splitlines()[3:]:
+        assert len(line.split()) == 5, line
+    forced = {res for (res, _), (_, source) in peaks.items() if source == "forced"}
+    for res in forced:
+        assert peaks[(res, 1)][1] == peaks[(res, 0)][1] == "forced", peaks
+        assert res in r.stderr and "kept with source 'forced' (--force)" in r.stderr, r.stderr
+    # What was written as calibrated passed the checks: more threads no slower than one.
+    for res in set(RESOURCES) - forced:
+        assert peaks[(res, 0)][0] >= 0.9 * peaks[(res, 1)][0], peaks
     # f32 GEMM is no slower than f64 on any CPU with SIMD (half the bytes per lane).
-    assert peaks[("gemm.f32", 1)][0] >= 0.8 * peaks[("gemm.f64", 1)][0], peaks
+    if not forced & {"gemm.f32", "gemm.f64"}:
+        assert peaks[("gemm.f32", 1)][0] >= 0.8 * peaks[("gemm.f64", 1)][0], peaks
 
 
 def test_the_table_goes_to_stdout_and_a_pipe_gets_no_progress(quick):
@@ -98,15 +103,15 @@ def test_set_is_manual_and_survives_a_calibration(tmp_path):
     assert peaks[("gemm.bf16", 0)] == (300.0, "manual")
     assert "calibrating" not in r.stderr
 
-    r = sonde("calibrate", "--quick", "-o", out)
+    r = sonde("calibrate", "--quick", "--force", "-o", out)
     assert r.returncode == 0, r.stderr
     peaks = peaks_of(out)
     assert peaks[("gemm.f32", 0)] == (1200.0, "manual")
     assert peaks[("gemm.f64", 1)] == (600.0, "manual")
     assert peaks[("gemm.bf16", 0)] == (300.0, "manual")  # other resources are kept
     value, source = peaks[("gemm.f32", 1)]
-    assert source == "calibrated" and value > 0.5  # the stale calibrated line is replaced
-    assert peaks[("mem.bw", 0)][1] == "calibrated"
+    assert source in ("calibrated", "forced") and value > 0.5  # the stale line is replaced
+    assert peaks[("mem.bw", 0)][1] in ("calibrated", "forced")
     assert "kept the manual 1200 GFLOP/s" in r.stderr
 
     # --set again replaces the manual figure.
@@ -229,3 +234,34 @@ def test_blas_that_cannot_be_loaded_is_named(tmp_path):
     assert r.returncode == 1
     assert f"cannot load the BLAS {tmp_path / 'nothing.so'}" in r.stderr
     assert not (tmp_path / "peaks.txt").exists()
+
+
+def test_a_busy_machine_is_refused_in_one_line_or_kept_marked_forced(tmp_path):
+    """Issue 33: at load 40 calibrate wrote a 2-thread bandwidth below the 1-thread one without
+    a word. Here busy loops, two per CPU, load every core while it measures: the repeats no
+    longer see one steady machine and the all-thread figures fall behind. sonde calibrate
+    measures again (three attempts), then refuses with one line and writes nothing; --force
+    keeps the figures with the source `forced` and each figure's spread."""
+    hogs = [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"])
+            for _ in range(2 * len(os.sched_getaffinity(0)))]
+    try:
+        out = tmp_path / "peaks.txt"
+        t0 = time.monotonic()
+        r = sonde("calibrate", "--quick", "-o", out)
+        refused_in = time.monotonic() - t0
+        assert r.returncode == 1, (r.stdout, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("sonde calibrate:")]
+        assert len(lines) == 1 and "figures not believable after 3 measurements" in lines[0] \
+            and "(load " in lines[0] and "nothing written" in lines[0], r.stderr
+        assert not out.exists()
+        r = sonde("calibrate", "--quick", "--force", "-o", out)
+        assert r.returncode == 0, r.stderr
+        assert "kept with source 'forced' (--force)" in r.stderr, r.stderr
+        peaks = peaks_of(out)
+        assert any(source == "forced" for _, source in peaks.values()), peaks
+        assert all(len(l.split()) == 5 for l in out.read_text().splitlines() if l[0] != "#")
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    print(f"refused after {refused_in:.1f} s")

@@ -73,7 +73,7 @@ def test_candidates_in_colour_on_a_terminal(tmp_path):
 
 
 def test_calibrate_shows_progress_on_a_terminal_only(tmp_path):
-    tty, out, rc = on_terminal([CLI, "calibrate", "--quick", "-o", tmp_path / "p.txt"],
+    tty, out, rc = on_terminal([CLI, "calibrate", "--quick", "--force", "-o", tmp_path / "p.txt"],
                                stream="stderr")
     assert rc == 0
     assert re.search(r"calibrating gemm\.f32, 1 thread, n=256 \.\.\. [\d.]+ GFLOP/s", tty), tty

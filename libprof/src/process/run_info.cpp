@@ -268,7 +268,9 @@ bool environment_allowed(const std::string& name) {
       "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "PYTHONHASHSEED", "PYTHONOPTIMIZE",
       "PYTHONMALLOC", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONFAULTHANDLER",
       "PYTHONDEVMODE", "PYTHONPERFSUPPORT", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK",
-      "PMI_RANK", "PMI_SIZE", "WORLD_SIZE", "RANK", "LOCAL_RANK"};
+      "PMI_RANK", "PMI_SIZE", "WORLD_SIZE", "RANK", "LOCAL_RANK",
+      // The ranks on this host, which share its cores (the advice's threads per rank).
+      "OMPI_COMM_WORLD_LOCAL_SIZE", "LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS"};
   if (name_looks_secret(name)) return false;
   if (std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames)) return true;
   // sonde's own settings, except those that carry identifiers between its processes.

@@ -27,8 +27,8 @@ std::vector<std::string_view> split_fields(std::string_view line) {
 // Empty when the line is good, else why not.
 std::string parse_line(std::string_view line, Peak& p) {
   std::vector<std::string_view> f = split_fields(line);
-  if (f.size() < 3) return "expected `resource threads value [source]`";
-  if (f.size() > 4) return "more than four fields";
+  if (f.size() < 3) return "expected `resource threads value [source [spread]]`";
+  if (f.size() > 5) return "more than five fields";
   int threads = 0;
   auto [tend, tec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), threads);
   if (tec != std::errc() || tend != f[1].data() + f[1].size() || threads < 0)
@@ -40,7 +40,16 @@ std::string parse_line(std::string_view line, Peak& p) {
   p.resource = std::string(f[0]);
   p.threads = threads;
   p.value = value;
-  p.source = f.size() == 4 ? std::string(f[3]) : "manual";
+  p.source = f.size() >= 4 ? std::string(f[3]) : "manual";
+  p.spread_pct.reset();
+  if (f.size() == 5) {
+    double spread = 0;
+    auto [send, sec] = std::from_chars(f[4].data(), f[4].data() + f[4].size(), spread);
+    if (sec != std::errc() || send != f[4].data() + f[4].size() || !std::isfinite(spread) ||
+        spread < 0)
+      return "spread must be a finite number >= 0 (%)";
+    p.spread_pct = spread;
+  }
   return {};
 }
 

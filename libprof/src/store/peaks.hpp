@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,7 +15,10 @@ struct Peak {
   std::string resource;  // gemm.f32, gemm.f64, mem.bw
   int threads = 0;       // 0 = all threads (the machine's online CPUs), else that many
   double value = 0;      // GFLOP/s or GB/s
-  std::string source;    // calibrated, manual
+  std::string source;    // calibrated, manual, forced (failed sonde calibrate's checks)
+  // How far the measurement's repeats fell below its best, in % (sonde calibrate); none for a
+  // hand-given figure or an older file.
+  std::optional<double> spread_pct;
 };
 
 struct PeaksText {
@@ -26,9 +30,9 @@ struct PeaksText {
 // A peaks file is a few hundred bytes; anything larger is not one (e.g. SONDE_PEAKS=/dev/zero).
 inline constexpr std::size_t kMaxPeaksFileBytes = 64 * 1024;
 
-// Lines `resource threads value [source]` separated by blanks, '#' starts a comment. Strict:
-// threads a whole number >= 0, value a finite number > 0, each field whole (no `100abc`), at
-// most four fields; a line without a source is `manual`.
+// Lines `resource threads value [source [spread]]` separated by blanks, '#' starts a comment.
+// Strict: threads a whole number >= 0, value a finite number > 0, spread a finite number >= 0
+// (%), each field whole (no `100abc`), at most five fields; a line without a source is `manual`.
 PeaksText parse_peaks(std::string_view text);
 
 // Reads and parses the file at `path`. A missing file is no peaks (true, empty). A file that

@@ -22,6 +22,9 @@ namespace sonde {
 //    device times read; versions 3 to 5 get it at open.
 //    gpu_activity.origin_node_id (where a CUDA graph's replayed work was captured), with the
 //    views gpu_graph_origins and gpu_graph_kernels; older files read them as empty.
-inline constexpr int kSchemaVersion = 6;
+// 7: peaks.spread_pct (the calibration's repeat-to-repeat spread) and the source 'forced' (a
+//    calibration that failed sonde calibrate's checks, kept by --force). A version 3 to 6 file
+//    has no spread_pct: nothing reads it but a user's query.
+inline constexpr int kSchemaVersion = 7;
 
 }  // namespace sonde

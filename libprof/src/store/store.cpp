@@ -499,12 +499,14 @@ bool Store::write_notes_and_info(Database& db, const FlushData& data, std::strin
   }
   if (data.peaks.empty()) return true;
   Statement peak(h,
-                 "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source) "
-                 "VALUES (?,?,?,?,?)");
+                 "INSERT OR REPLACE INTO peaks (run_id, resource, threads, value, source, "
+                 "spread_pct) VALUES (?,?,?,?,?,?)");
   if (!check_prepared({&peak}, db, error)) return false;
   for (const Peak& p : data.peaks) {
     peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);
     peak.bind(5, p.source);
+    if (p.spread_pct) peak.bind(6, *p.spread_pct);
+    else peak.bind_null(6);
     SONDE_STEP(peak, "writing peaks");
   }
   return true;

@@ -191,7 +191,8 @@ CREATE TABLE IF NOT EXISTS peaks (
   resource TEXT NOT NULL,                  -- 'gemm.f32', 'gemm.f64', 'mem.bw'
   threads  INTEGER NOT NULL,               -- 0 = all (the run's cores), else that many
   value    REAL NOT NULL,                  -- GFLOP/s or GB/s
-  source   TEXT NOT NULL,
+  source   TEXT NOT NULL,                  -- 'calibrated', 'manual', 'forced' (failed the checks)
+  spread_pct REAL,                         -- the calibration's repeat-to-repeat spread, %; NULL: unknown
   PRIMARY KEY (run_id, resource, threads)
 );
 

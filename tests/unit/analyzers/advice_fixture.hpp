@@ -62,8 +62,9 @@ INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls,
    100000000, 1);
 INSERT INTO line_costs (thread_id, routine_id, line, hits, time_ns) VALUES
   (1, 6, 32, 60, 1000000000), (1, 6, 33, 60, 1800000000), (1, 6, 34, 60, 4000000000);
-INSERT INTO peaks VALUES (1, 'gemm.f32', 0, 4.0, 'test'), (1, 'gemm.f32', 1, 2.5, 'test'),
-                         (1, 'mem.bw', 0, 0.1, 'test'), (1, 'mem.bw', 1, 0.1, 'test');
+INSERT INTO peaks (run_id, resource, threads, value, source)
+  VALUES (1, 'gemm.f32', 0, 4.0, 'test'), (1, 'gemm.f32', 1, 2.5, 'test'),
+         (1, 'mem.bw', 0, 0.1, 'test'), (1, 'mem.bw', 1, 0.1, 'test');
 )sql";
   exec_sql(path, sql);
 }

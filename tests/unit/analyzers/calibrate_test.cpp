@@ -85,23 +85,26 @@ TEST(PeaksFile, CalibratedReplacesCalibratedButKeepsManual) {
 }
 
 TEST(PeaksFile, FormatIsTheContractAndReadsBack) {
-  std::vector<Peak> peaks = {{"mem.bw", 0, 12.3, "calibrated"},
+  std::vector<Peak> peaks = {{"mem.bw", 0, 12.3, "forced", 31.5},
                              {"gemm.x", 2, 5, "manual"},
-                             {"gemm.f32", 0, 141.9, "calibrated"},
+                             {"gemm.f32", 0, 141.9, "calibrated", 2.5},
                              {"gemm.f64", 1, 37, "manual"},
-                             {"gemm.f32", 1, 74.2, "calibrated"}};
+                             {"gemm.f32", 1, 74.2, "calibrated", 0}};
   std::string text = format_peaks(peaks, "`sonde calibrate` on host 2026-01-01 00:00 UTC");
   EXPECT_EQ(text,
             "# sonde peaks, written by `sonde calibrate` on host 2026-01-01 00:00 UTC\n"
-            "# resource threads value source; threads 0 = all; gemm.* in GFLOP/s, mem.bw in GB/s\n"
-            "gemm.f32 1 74.2 calibrated\n"
-            "gemm.f32 0 141.9 calibrated\n"
+            "# resource threads value source [spread]; threads 0 = all; gemm.* in GFLOP/s, "
+            "mem.bw in GB/s;\n# spread: % the median repeat fell below the value\n"
+            "gemm.f32 1 74.2 calibrated 0\n"
+            "gemm.f32 0 141.9 calibrated 2.5\n"
             "gemm.f64 1 37 manual\n"
-            "mem.bw 0 12.3 calibrated\n"
+            "mem.bw 0 12.3 forced 31.5\n"
             "gemm.x 2 5 manual\n");
   PeaksFile back = parse(text);
   EXPECT_TRUE(back.bad_lines.empty());
-  EXPECT_EQ(back.peaks.size(), peaks.size());
+  ASSERT_EQ(back.peaks.size(), peaks.size());
+  EXPECT_EQ(back.peaks[3].spread_pct, 31.5);  // the spread reads back; none stays none
+  EXPECT_FALSE(back.peaks[2].spread_pct);
 }
 
 TEST(PeaksFile, DefaultPathFollowsTheEnvironment) {

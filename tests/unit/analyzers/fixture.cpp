@@ -74,7 +74,8 @@ INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls,
                     bytes, threads) VALUES
   (3, 'model.py:42', 1000, 1000, 1000, 'N', 'N', 'f32', 4, 4000000000, 8000000000, 48000000, 4),
   (9, 'worker.py:7', 512, 256, 128, 'N', 'T', 'f64', 2, 2000000000, 67108864, 3407872, 4);
-INSERT INTO peaks VALUES (1, 'gemm.f32', 4, 100.0, 'calibrate');
+INSERT INTO peaks (run_id, resource, threads, value, source)
+  VALUES (1, 'gemm.f32', 4, 100.0, 'calibrate');
 )sql";
   if (options.trace_events) {
     sql += R"sql(

@@ -45,8 +45,8 @@ TEST_F(PeaksViewsTest, PeaksAtThreadsIsTheNearestCalibratedCountNotAbove) {
   EXPECT_EQ(peak_at("gemm.f32", 2), 4.0);
   sql("UPDATE shapes SET threads = 6;");  // the view reaches the largest count a shape has
   EXPECT_EQ(peak_at("gemm.f32", 6), 4.0);
-  sql("INSERT INTO peaks VALUES (1, 'gemm.f32', 4, 7.0, 'manual'),"
-      "                         (1, 'gemm.f32', 2, 3.0, 'manual');");
+  sql("INSERT INTO peaks (run_id, resource, threads, value, source) "
+      "  VALUES (1, 'gemm.f32', 4, 7.0, 'manual'), (1, 'gemm.f32', 2, 3.0, 'manual');");
   EXPECT_EQ(peak_at("gemm.f32", 3), 3.0);  // the explicit 2-thread row wins over threads 0
   EXPECT_EQ(peak_at("gemm.f32", 5), 7.0);
   sql("DELETE FROM peaks WHERE threads = 1;");

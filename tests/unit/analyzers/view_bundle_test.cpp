@@ -191,7 +191,8 @@ TEST_F(ViewBundleTest, OneProcessHasNoScopes) {
 TEST_F(ViewBundleTest, RooflineCeilingsForEachThreadCountThePointsRanWith) {
   test::exec_sql(path_,
                  "UPDATE shapes SET threads = 1 WHERE dtype = 'f64'; "
-                 "INSERT INTO peaks VALUES (1, 'gemm.f64', 1, 50.0, 'calibrate'), "
+                 "INSERT INTO peaks (run_id, resource, threads, value, source) "
+                 "VALUES (1, 'gemm.f64', 1, 50.0, 'calibrate'), "
                  "(1, 'mem.bw', 1, 10.0, 'calibrate'), (1, 'mem.bw', 4, 20.0, 'calibrate');");
   nlohmann::json r = make_view_bundle({path_})["profiles"][0]["roofline"];
   EXPECT_EQ(r["blas_threads"], 4);

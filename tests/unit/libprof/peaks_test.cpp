@@ -24,15 +24,17 @@ TEST(PeaksParser, RejectsTrailingGarbageNonFiniteAndNonPositiveWithLineNumbers) 
       "gemm.f64 1 -3\n"           // 6
       "mem.bw 1x 9\n"             // 7
       "mem.bw -1 9\n"             // 8
-      "mem.bw 0 9 manual more\n"  // 9
+      "mem.bw 0 9 manual more\n"  // 9: a spread must be a number
       "mem.bw 0\n"                // 10
-      "gemm.f32 2 88.5 calibrated\r\n"
+      "gemm.f32 2 88.5 calibrated 3.5\r\n"
       "gemm.f64 1 1e2  # a datasheet figure\n");
   ASSERT_EQ(t.peaks.size(), 2u);
   EXPECT_EQ(t.peaks[0].threads, 2);
   EXPECT_DOUBLE_EQ(t.peaks[0].value, 88.5);
   EXPECT_EQ(t.peaks[0].source, "calibrated");
+  EXPECT_EQ(t.peaks[0].spread_pct, 3.5);
   EXPECT_DOUBLE_EQ(t.peaks[1].value, 100.0);
+  EXPECT_FALSE(t.peaks[1].spread_pct);
   EXPECT_EQ(t.peaks[1].source, "manual");
   ASSERT_EQ(t.bad_lines.size(), 9u);
   EXPECT_EQ(t.bad_lines[0], "2: value is not a number: gemm.f32 0 100abc");
@@ -42,8 +44,8 @@ TEST(PeaksParser, RejectsTrailingGarbageNonFiniteAndNonPositiveWithLineNumbers) 
   EXPECT_EQ(t.bad_lines[4], "6: value must be finite and > 0: gemm.f64 1 -3");
   EXPECT_EQ(t.bad_lines[5], "7: threads must be a whole number >= 0: mem.bw 1x 9");
   EXPECT_EQ(t.bad_lines[6], "8: threads must be a whole number >= 0: mem.bw -1 9");
-  EXPECT_EQ(t.bad_lines[7], "9: more than four fields: mem.bw 0 9 manual more");
-  EXPECT_EQ(t.bad_lines[8], "10: expected `resource threads value [source]`: mem.bw 0");
+  EXPECT_EQ(t.bad_lines[7], "9: spread must be a finite number >= 0 (%): mem.bw 0 9 manual more");
+  EXPECT_EQ(t.bad_lines[8], "10: expected `resource threads value [source [spread]]`: mem.bw 0");
 }
 
 TEST(PeaksFile, MissingIsNoPeaks) {

@@ -1,0 +1,31 @@
+// What the optimizer-update rule knows of each optimizer-like phase from the calling-context
+// trees: how much of its time is the parameter update, and how much is other work it calls.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "profile/call_tree.hpp"
+
+namespace sonde::analyzers {
+
+// Per optimizer-like phase (by name), summed over its outermost occurrences.
+struct OptimizerWork {
+  // The nearest other optimizer-like phases called beneath it (update() -> update_core_cpu()).
+  std::int64_t inner_ns = 0;
+  // Phases beneath it that are not on the way to an optimizer-like phase: no optimizer-like
+  // phase above them closer than this one, none beneath them. Chainer's
+  // Optimizer.update(lossfun) calls the loss (forward) and backward() before the parameters'
+  // update(): with inner phases present, that is other work, not the update's.
+  std::int64_t other_ns = 0;
+  std::int64_t other_blas_ns = 0;  // the outermost BLAS/oneDNN calls in that other work
+};
+
+// A region or Python frame named like an optimizer (looks_like_optimizer).
+bool optimizer_phase(const CallNode& node);
+
+std::map<std::string, OptimizerWork> optimizer_work(const std::vector<ThreadTree>& threads);
+
+}  // namespace sonde::analyzers
