@@ -183,11 +183,19 @@ def test_hook_samples_subnormal_arguments(tmp_path):
 
 # Arrays that only look subnormal: memory that held small integers, read as float64 (as
 # np.empty hands out before np.ones's copyto fills it), passed to a function that only hands
-# it on, and to one that fills it. Neither computes on subnormal values; compute() does.
+# it on, to one that tests and returns it (Chainer's cuda.py from_array), and to one that fills
+# it. None computes on subnormal values; compute() does, and scale() does on a share of them
+# too small for a note (1 element of 1,000,128).
 FILLED_PROGRAM = """\
 import struct
 def hand_on(dst, src, where=None):
     return (dst, src, where)
+def from_array(array, device=None):
+    if array is None:
+        return None
+    if isinstance(array, memoryview) and array.ndim == 1 and device is None:
+        return array
+    raise TypeError(type(array))
 def fill(out):
     for i in range(len(out)):
         out[i] = 1.0
@@ -196,14 +204,21 @@ def compute(x):
     for v in x:
         s += v * 0.5
     return s
+def scale(big, small):
+    return small[0] * 2.0 + big[0]
 junk = struct.pack("256q", *range(256))
 for i in range(400):
     buf = memoryview(bytearray(junk)).cast("d")
     hand_on(buf, buf)
+    from_array(buf)
     fill(buf)
 tiny = memoryview(bytearray(struct.pack("256d", *[1e-310] * 256))).cast("d")
 for i in range(300):
     compute(tiny)
+big = memoryview(bytearray(8 * 1000000)).cast("d")
+small = memoryview(bytearray(struct.pack("128d", *([1e-310] + [1.0] * 127)))).cast("d")
+for i in range(300):
+    scale(big, small)
 print("done")
 """
 
@@ -211,7 +226,8 @@ print("done")
 def only_computed_on_is_flagged(tmp_path, python="/usr/bin/python3"):
     """An argument's subnormal-looking values count only where the call could compute on them:
     not in a function that only hands its arguments on (numpy's __array_function__
-    dispatchers), and not in an array the call filled (still subnormal at its end: counted).
+    dispatchers) or tests and returns them (Chainer's from_array), and not in an array the call
+    filled; a note only for a share over 0.1 %.
     np.ones (np.empty, then copyto) in scikit-learn's code was advised FTZ/DAZ. 3.12+:
     test_python_monitoring.py."""
     db = tmp_path / "s.db"
@@ -220,7 +236,12 @@ def only_computed_on_is_flagged(tmp_path, python="/usr/bin/python3"):
                        timeout=300)
     assert r.returncode == 0 and r.stdout == "done\n", r.stderr
     rows = dict(query(db, "SELECT key, value FROM run_info WHERE key LIKE 'python.subnormal:%'"))
-    assert list(rows) == ["python.subnormal:<string>:7(compute)"], rows
+    assert sorted(rows) == ["python.subnormal:<string>:13(compute)",
+                            "python.subnormal:<string>:18(scale)"], rows
+    assert float(rows["python.subnormal:<string>:18(scale)"].split()[0]) < 1e-5
+    # A note only where the share is one worth a word (never one that reads 0.000000).
+    notes = [n for (n,) in query(db, "SELECT message FROM notes WHERE topic = 'denormals'")]
+    assert len(notes) == 1 and "(compute)" in notes[0], notes
 
 
 def test_arrays_only_handed_on_or_filled_are_not_subnormal_operands(tmp_path):
