@@ -49,6 +49,8 @@ std::vector<std::string> split_run_command(std::vector<std::string>& args);
 void set_run_command(std::vector<std::string> command);
 // `sonde tune`'s command is what follows "--"; taken out of args likewise.
 std::vector<std::string> split_tune_command(std::vector<std::string>& args);
+// `sonde diff A1 A2 -- B1 B2`: the after side's files follow "--"; taken out of args likewise.
+void split_diff_sides(std::vector<std::string>& args);
 
 // Shared option helpers.
 void add_file(CLI::App* cmd, std::string& file);

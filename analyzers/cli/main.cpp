@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   }
   set_run_command(split_run_command(args));
   split_tune_command(args);
+  split_diff_sides(args);
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last-argument-first
   try {
     app.parse(args);

@@ -1,6 +1,9 @@
+// sonde diff's figures: each side's runs read through the views, matched routine by routine,
+// with the spread of every figure and the noise rule's word on it.
 #include "metrics/diff.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,100 +13,200 @@
 #include <tuple>
 
 #include "profile/hotspots.hpp"
+#include "profile/run_summary.hpp"
 
 namespace sonde::analyzers {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::optional<double> ratio(double num, double den) {
-  if (den <= 0) return std::nullopt;
-  return num / den;
-}
+using Files = std::vector<const ProfileFile*>;
 
 std::string status_of(bool before, bool after) {
   return before && after ? "both" : before ? "only before" : "only after";
 }
 
-Cell opt_cell(const std::optional<double>& v) {
-  if (v) return *v;
-  return std::monostate{};
+// The rule's word, where both sides have a spread: one run has none, and its noise is unknown.
+Noise noise_of(const std::vector<double>& before, const std::vector<double>& after) {
+  if (before.size() < 2 || after.size() < 2) return Noise::kUnknown;
+  return judge_noise(before, after);
 }
 
-Cell opt_seconds(const std::optional<std::int64_t>& ns) {
-  if (ns) return static_cast<double>(*ns) / 1e9;
-  return std::monostate{};
+std::optional<double> ratio_of(double num, double den) {
+  if (den <= 0) return std::nullopt;
+  return num / den;
 }
 
-}  // namespace
-
-namespace {
-
-struct Totals {
-  std::int64_t wall_ns = 0, thread_ns = 0;
-};
-
-Totals read_totals(const ProfileFile& file) {
-  Totals t;
-  auto st = file.prepare("SELECT wall_s, thread_s FROM run_totals");
-  if (st.step()) {
-    if (!st.is_null(0)) t.wall_ns = std::llround(st.real(0) * 1e9);
-    t.thread_ns = std::llround(st.real(1) * 1e9);
-  }
+DiffTotal total_of(const std::vector<double>& before, const std::vector<double>& after) {
+  DiffTotal t;
+  t.before = spread_of(before);
+  t.after = spread_of(after);
+  t.speedup = ratio_of(t.before.median, t.after.median);
+  t.noise = noise_of(before, after);
   return t;
 }
 
-}  // namespace
+// A routine across files is its identity (routine ids are each file's own).
+using Key = std::tuple<std::string, std::string, std::string, std::int64_t, std::string>;
 
-ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after) {
-  ProfileDiff d;
-  Totals tb = read_totals(before), ta = read_totals(after);
-  d.total_before_ns = tb.wall_ns;
-  d.total_after_ns = ta.wall_ns;
-  d.threads_before_ns = tb.thread_ns;
-  d.threads_after_ns = ta.thread_ns;
-  if (ta.wall_ns > 0)
-    d.total_speedup = static_cast<double>(tb.wall_ns) / static_cast<double>(ta.wall_ns);
+struct RowRuns {
+  DiffRow row;
+  std::vector<double> before, after;  // inclusive ns, one per run it is in
+};
 
-  // Routine ids are the file's own: across two files a routine is its identity.
-  using Key = std::tuple<std::string, std::string, std::string, std::int64_t, std::string>;
-  std::map<Key, DiffRow> rows;
-  auto add_rows = [&](const ProfileFile& file, bool is_before) {
-    for (const HotspotRow& r : compute_hotspots(file, ReportSort::kInclusive).rows) {
-      if (r.kind == "root") continue;  // the threads' time is the total, above
-      DiffRow& row = rows[{r.kind, r.library, r.file, r.line, r.name}];
-      row.name = r.name;
-      row.kind = r.kind;
-      row.library = r.library;
-      row.file = r.file;
-      row.line = r.line;
-      (is_before ? row.before_ns : row.after_ns) = r.incl_ns;
-    }
-  };
-  add_rows(before, true);
-  add_rows(after, false);
-  // A Python function's file is its absolute path: the same script in two checkouts (or
-  // machines) matched nothing. A routine found on one side only is paired with one found on
-  // the other only with the same file base name, line, name, kind and library, where that pair
-  // is the only one.
-  using Loose = std::tuple<std::string, std::string, std::string, std::int64_t, std::string>;
-  std::map<Loose, std::pair<std::vector<Key>, std::vector<Key>>> lone;
-  for (const auto& [key, row] : rows) {
-    if (row.before_ns.has_value() == row.after_ns.has_value()) continue;
-    Loose loose{row.kind, row.library, fs::path(row.file).filename().string(), row.line, row.name};
-    (row.before_ns ? lone[loose].first : lone[loose].second).push_back(key);
+void add_routines(std::map<Key, RowRuns>& rows, const ProfileFile& file, bool is_before) {
+  std::map<Key, std::int64_t> mine;  // one value per routine and run
+  for (const HotspotRow& r : compute_hotspots(file, ReportSort::kInclusive).rows) {
+    if (r.kind == "root") continue;  // the threads' time is the total, above
+    Key key{r.kind, r.library, r.file, r.line, r.name};
+    mine[key] = r.incl_ns;
+    DiffRow& row = rows[key].row;
+    row.name = r.name;
+    row.kind = r.kind;
+    row.library = r.library;
+    row.file = r.file;
+    row.line = r.line;
+  }
+  for (const auto& [key, ns] : mine)
+    (is_before ? rows[key].before : rows[key].after).push_back(static_cast<double>(ns));
+}
+
+// A Python function's file is its absolute path: the same script in two checkouts (or
+// machines) matched nothing. A routine found on one side only is paired with one found on the
+// other only with the same file base name, line, name, kind and library, where that pair is
+// the only one.
+void pair_lone_routines(std::map<Key, RowRuns>& rows) {
+  std::map<Key, std::pair<std::vector<Key>, std::vector<Key>>> lone;
+  for (const auto& [key, r] : rows) {
+    if (r.before.empty() == r.after.empty()) continue;
+    Key loose{r.row.kind, r.row.library, fs::path(r.row.file).filename().string(), r.row.line,
+              r.row.name};
+    (!r.before.empty() ? lone[loose].first : lone[loose].second).push_back(key);
   }
   for (const auto& [loose, sides] : lone) {
     if (sides.first.size() != 1 || sides.second.size() != 1) continue;
-    DiffRow& kept = rows[sides.first[0]];
-    kept.after_ns = rows[sides.second[0]].after_ns;
+    rows[sides.first[0]].after = rows[sides.second[0]].after;
     rows.erase(sides.second[0]);
   }
-  for (auto& [key, row] : rows) {
-    row.status = status_of(row.before_ns.has_value(), row.after_ns.has_value());
-    if (row.before_ns && row.after_ns && *row.after_ns > 0)
-      row.speedup = static_cast<double>(*row.before_ns) / static_cast<double>(*row.after_ns);
-    (row.kind == "region" || row.kind == "python" ? d.phases : d.routines).push_back(row);
+}
+
+void finish_row(RowRuns& r) {
+  DiffRow& row = r.row;
+  row.before = spread_of(r.before);
+  row.after = spread_of(r.after);
+  if (!r.before.empty()) row.before_ns = std::llround(row.before.median);
+  if (!r.after.empty()) row.after_ns = std::llround(row.after.median);
+  row.status = status_of(row.before_ns.has_value(), row.after_ns.has_value());
+  if (row.before_ns && row.after_ns && *row.after_ns > 0)
+    row.speedup = row.before.median / row.after.median;
+  if (row.status == "both") row.noise = noise_of(r.before, r.after);
+}
+
+// A GEMM shape across files is its routine's name and library, call site, m, n, k and dtype.
+using ShapeKey = std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t,
+                            std::int64_t, std::string>;
+
+struct ShapeRuns {
+  ShapeDiffRow row;
+  std::vector<double> before, after, time_before;
+};
+
+void add_shapes(std::map<ShapeKey, ShapeRuns>& shapes, const ProfileFile& file, bool is_before) {
+  auto st = file.prepare(
+      "SELECT routine, call_site, m, n, k, dtype, time_s, gflops, library FROM gemm_shapes");
+  while (st.step()) {
+    ShapeKey key{st.text(0),  st.text(8),  st.text(1), st.int64(2),
+                 st.int64(3), st.int64(4), st.text(5)};
+    ShapeRuns& s = shapes[key];
+    std::tie(s.row.routine, std::ignore, s.row.call_site, s.row.m, s.row.n, s.row.k, s.row.dtype) =
+        key;
+    double g = st.is_null(7) ? 0.0 : st.real(7);
+    (is_before ? s.before : s.after).push_back(g);
+    if (is_before) s.time_before.push_back(st.real(6));
+  }
+}
+
+// The distinct values of one fact on each side, for a warning: "before: 1; after: 2".
+std::string sides_text(const std::vector<std::string>& before,
+                       const std::vector<std::string>& after) {
+  auto distinct = [](const std::vector<std::string>& v) {
+    std::vector<std::string> out;
+    for (const std::string& x : v)
+      if (std::find(out.begin(), out.end(), x) == out.end()) out.push_back(x);
+    return fmt::format("{}", fmt::join(out, " | "));
+  };
+  return fmt::format("before: {}; after: {}", distinct(before), distinct(after));
+}
+
+bool all_same(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::set<std::string> all(a.begin(), a.end());
+  all.insert(b.begin(), b.end());
+  return all.size() <= 1;
+}
+
+std::string threads_text(const RunSummary& s) {
+  std::string out = "BLAS " + s.blas_threads.value_or("?");
+  if (s.torch_threads) out += ", torch " + *s.torch_threads;
+  return out;
+}
+
+// Runs that measured different windows or different work compare nothing like for like: a
+// `--delay 25` run against a whole one read "2.81x speedup".
+std::vector<std::string> comparability_warnings(const Files& before, const Files& after) {
+  std::vector<std::string> window[2], command[2], threads[2];
+  for (int side = 0; side < 2; ++side)
+    for (const ProfileFile* f : side == 0 ? before : after) {
+      RunSummary s = load_run_summary(*f);
+      window[side].push_back(s.window);
+      command[side].push_back(s.command);
+      threads[side].push_back(threads_text(s));
+    }
+  std::vector<std::string> out;
+  if (!all_same(window[0], window[1]))
+    out.push_back(
+        fmt::format("the collection windows differ ({}): the times are of different "
+                    "parts of the runs, and no speedup between them means anything",
+                    sides_text(window[0], window[1])));
+  if (!all_same(command[0], command[1]))
+    out.push_back(fmt::format("the commands differ ({}): the runs may do different work",
+                              sides_text(command[0], command[1])));
+  if (!all_same(threads[0], threads[1]))
+    out.push_back(fmt::format("the thread counts differ ({}): a speedup includes theirs",
+                              sides_text(threads[0], threads[1])));
+  return out;
+}
+
+}  // namespace
+
+ProfileDiff compute_diff(const Files& before, const Files& after) {
+  ProfileDiff d;
+  d.runs_before = before.size();
+  d.runs_after = after.size();
+  d.warnings = comparability_warnings(before, after);
+
+  std::vector<double> wall[2], busy[2];
+  for (int side = 0; side < 2; ++side)
+    for (const ProfileFile* f : side == 0 ? before : after) {
+      auto st = f->prepare("SELECT wall_s, thread_s FROM run_totals");
+      if (!st.step()) continue;
+      wall[side].push_back(st.is_null(0) ? 0.0
+                                         : static_cast<double>(std::llround(st.real(0) * 1e9)));
+      busy[side].push_back(static_cast<double>(std::llround(st.real(1) * 1e9)));
+    }
+  d.total = total_of(wall[0], wall[1]);
+  d.threads = total_of(busy[0], busy[1]);
+  d.total_before_ns = std::llround(d.total.before.median);
+  d.total_after_ns = std::llround(d.total.after.median);
+  d.threads_before_ns = std::llround(d.threads.before.median);
+  d.threads_after_ns = std::llround(d.threads.after.median);
+  d.total_speedup = d.total.speedup;
+
+  std::map<Key, RowRuns> rows;
+  for (const ProfileFile* f : before) add_routines(rows, *f, true);
+  for (const ProfileFile* f : after) add_routines(rows, *f, false);
+  pair_lone_routines(rows);
+  for (auto& [key, r] : rows) {
+    finish_row(r);
+    (r.row.kind == "region" || r.row.kind == "python" ? d.phases : d.routines).push_back(r.row);
   }
   auto by_time = [](const DiffRow& a, const DiffRow& b) {
     auto ka = std::make_tuple(a.before_ns.value_or(-1), a.after_ns.value_or(-1));
@@ -115,36 +218,22 @@ ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after) {
   std::stable_sort(d.phases.begin(), d.phases.end(), by_time);
   std::stable_sort(d.routines.begin(), d.routines.end(), by_time);
 
-  // A routine across two files is its name and library (ids are each file's own).
-  using ShapeKey = std::tuple<std::string, std::string, std::string, std::int64_t, std::int64_t,
-                              std::int64_t, std::string>;
-  std::map<ShapeKey, ShapeDiffRow> shapes;
-  std::map<ShapeKey, std::int64_t> time_before;
-  auto add = [&](const ProfileFile& file, bool is_before) {
-    auto st = file.prepare(
-        "SELECT routine, call_site, m, n, k, dtype, time_s, gflops, library FROM gemm_shapes");
-    while (st.step()) {
-      ShapeKey key{st.text(0), st.text(8), st.text(1), st.int64(2),
-                   st.int64(3), st.int64(4), st.text(5)};
-      ShapeDiffRow& row = shapes[key];
-      std::tie(row.routine, std::ignore, row.call_site, row.m, row.n, row.k, row.dtype) = key;
-      double g = st.is_null(7) ? 0.0 : st.real(7);
-      if (is_before) {
-        row.gflops_before = g;
-        time_before[key] = std::llround(st.real(6) * 1e9);
-      } else {
-        row.gflops_after = g;
-      }
-    }
-  };
-  add(before, true);
-  add(after, false);
-  std::vector<std::pair<std::int64_t, ShapeDiffRow>> order;
-  for (auto& [key, row] : shapes) {
+  std::map<ShapeKey, ShapeRuns> shapes;
+  for (const ProfileFile* f : before) add_shapes(shapes, *f, true);
+  for (const ProfileFile* f : after) add_shapes(shapes, *f, false);
+  std::vector<std::pair<double, ShapeDiffRow>> order;
+  for (auto& [key, s] : shapes) {
+    ShapeDiffRow& row = s.row;
+    row.before = spread_of(s.before);
+    row.after = spread_of(s.after);
+    if (!s.before.empty()) row.gflops_before = row.before.median;
+    if (!s.after.empty()) row.gflops_after = row.after.median;
     row.status = status_of(row.gflops_before.has_value(), row.gflops_after.has_value());
-    if (row.gflops_before && row.gflops_after) row.ratio = ratio(*row.gflops_after, *row.gflops_before);
-    auto it = time_before.find(key);
-    order.emplace_back(it == time_before.end() ? -1 : it->second, row);
+    if (row.gflops_before && row.gflops_after) {
+      row.ratio = ratio_of(*row.gflops_after, *row.gflops_before);
+      row.noise = noise_of(s.before, s.after);
+    }
+    order.emplace_back(s.time_before.empty() ? -1.0 : spread_of(s.time_before).median, row);
   }
   std::stable_sort(order.begin(), order.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
@@ -152,98 +241,8 @@ ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after) {
   return d;
 }
 
-Table diff_table(const std::vector<DiffRow>& rows) {
-  Table t;
-  t.columns = {{"name", "name", 0},           {"kind", "kind", 0},
-               {"before s", "before_s", 6},   {"after s", "after_s", 6},
-               {"speedup", "speedup", 2},     {"status", "status", 0},
-               {"library", "library", 0},     {"file", "file", 0},
-               {"line", "line", 0}};
-  for (const auto& r : rows)
-    t.rows.push_back({r.name, r.kind, opt_seconds(r.before_ns), opt_seconds(r.after_ns),
-                      opt_cell(r.speedup), r.status, r.library, r.file, r.line});
-  return t;
-}
-
-Table diff_csv_table(const ProfileDiff& d) {
-  Table t;
-  t.columns.push_back({"section", "section", 0});
-  for (const auto& [section, rows] : {std::pair{"phase", &d.phases}, {"routine", &d.routines}}) {
-    Table part = diff_table(*rows);
-    if (t.columns.size() == 1) t.columns.insert(t.columns.end(), part.columns.begin(), part.columns.end());
-    for (auto& row : part.rows) {
-      row.insert(row.begin(), Cell(std::string(section)));
-      t.rows.push_back(std::move(row));
-    }
-  }
-  return t;
-}
-
-namespace {
-
-// Text: where two routines share a name, the file (or library) follows it, as in the report.
-std::string diff_text_table(const std::vector<DiffRow>& rows) {
-  std::set<std::pair<std::string, std::string>> seen, twice;
-  for (const auto& r : rows)
-    if (!seen.insert({r.name, r.kind}).second) twice.insert({r.name, r.kind});
-  Table t = diff_table(rows);
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const DiffRow& r = rows[i];
-    if (twice.count({r.name, r.kind}) != 0)
-      t.rows[i][0] = r.name + (!r.file.empty() ? fmt::format(" {}:{}", r.file, r.line)
-                                               : fmt::format(" ({})", r.library));
-    t.rows[i].resize(6);
-  }
-  t.columns.resize(6);
-  return render_text(t);
-}
-
-}  // namespace
-
-Table shape_diff_table(const std::vector<ShapeDiffRow>& rows) {
-  Table t;
-  t.columns = {{"routine", "routine", 0},
-               {"call_site", "call_site", 0},
-               {"m", "m", 0},
-               {"n", "n", 0},
-               {"k", "k", 0},
-               {"dtype", "dtype", 0},
-               {"GFLOP/s before", "gflops_before", 3},
-               {"GFLOP/s after", "gflops_after", 3},
-               {"ratio", "ratio", 2},
-               {"status", "status", 0}};
-  for (const auto& r : rows)
-    t.rows.push_back({r.routine, r.call_site, r.m, r.n, r.k, r.dtype, opt_cell(r.gflops_before),
-                      opt_cell(r.gflops_after), opt_cell(r.ratio), r.status});
-  return t;
-}
-
-std::string render_diff_text(const ProfileDiff& d) {
-  std::string out = fmt::format("total: {:.3f} s -> {:.3f} s wall time", d.total_before_ns / 1e9,
-                                d.total_after_ns / 1e9);
-  if (d.total_speedup) out += fmt::format(", speedup {:.2f}x", *d.total_speedup);
-  out += fmt::format(" (busy threads' time {:.3f} s -> {:.3f} s)\n", d.threads_before_ns / 1e9,
-                     d.threads_after_ns / 1e9);
-  if (!d.phases.empty())
-    out += "\nPhases (regions, Python functions), inclusive time:\n" + diff_text_table(d.phases);
-  if (!d.routines.empty())
-    out += "\nRoutines, inclusive time:\n" + diff_text_table(d.routines);
-  if (!d.shapes.empty()) out += "\nGEMM shapes:\n" + render_text(shape_diff_table(d.shapes));
-  return out;
-}
-
-Json render_diff_json(const std::string& before_path, const std::string& after_path,
-                      const ProfileDiff& d) {
-  return Json{{"before", before_path},
-              {"after", after_path},
-              {"total_before_s", d.total_before_ns / 1e9},
-              {"total_after_s", d.total_after_ns / 1e9},
-              {"total_speedup", d.total_speedup ? Json(*d.total_speedup) : Json(nullptr)},
-              {"threads_before_s", d.threads_before_ns / 1e9},
-              {"threads_after_s", d.threads_after_ns / 1e9},
-              {"phases", render_json(diff_table(d.phases))},
-              {"routines", render_json(diff_table(d.routines))},
-              {"shapes", render_json(shape_diff_table(d.shapes))}};
+ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after) {
+  return compute_diff(Files{&before}, Files{&after});
 }
 
 }  // namespace sonde::analyzers

@@ -1,5 +1,7 @@
-// `sonde diff A B`: time per phase and per routine before (A) and after (B) with the speedup,
-// like a tuning-stage table, and GEMM GFLOP/s per shape before and after.
+// `sonde diff A B`, or `sonde diff A1 A2 A3 -- B1 B2 B3`: time per phase and per routine before
+// (A) and after (B) with the speedup, like a tuning-stage table, and GEMM GFLOP/s per shape.
+// With several runs a side, each figure is the median of its runs with their min-max, and the
+// noise rule (metrics/noise.hpp) says whether the sides differ beyond the noise.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/noise.hpp"
 #include "profile/profile_file.hpp"
 #include "render/table_format.hpp"
 
@@ -20,30 +23,49 @@ struct DiffRow {
   std::string library;
   std::string file;
   std::int64_t line = 0;
-  std::optional<std::int64_t> before_ns, after_ns;  // inclusive; nullopt: not in that file
-  std::optional<double> speedup;                    // before / after, both present and after > 0
-  std::string status;  // "both", "only before", "only after"
+  std::optional<std::int64_t> before_ns, after_ns;  // inclusive, the median of the runs it is in;
+                                                    // nullopt: in no run of that side
+  Spread before, after;                             // the same in ns, with min-max and runs
+  std::optional<double> speedup;  // before / after (medians), both present and after > 0
+  Noise noise = Noise::kUnknown;  // kUnknown also where a side has one run
+  std::string status;             // "both", "only before", "only after"
 };
 
 struct ShapeDiffRow {
   std::string routine, call_site, dtype;
   std::int64_t m = 0, n = 0, k = 0;
-  std::optional<double> gflops_before, gflops_after;
+  std::optional<double> gflops_before, gflops_after;  // medians
+  Spread before, after;                               // GFLOP/s
   std::optional<double> ratio;  // after / before: > 1 is faster
+  Noise noise = Noise::kUnknown;
   std::string status;
 };
 
+// A whole-run figure (wall time, the busy threads' time) on each side.
+struct DiffTotal {
+  Spread before, after;  // ns
+  std::optional<double> speedup;
+  Noise noise = Noise::kUnknown;
+};
+
 struct ProfileDiff {
-  std::int64_t total_before_ns = 0, total_after_ns = 0;  // wall time: the run's total
+  std::size_t runs_before = 1, runs_after = 1;
+  std::int64_t total_before_ns = 0, total_after_ns = 0;  // wall time: the run's total (median)
   std::optional<double> total_speedup;                   // wall time before / after
-  std::int64_t threads_before_ns = 0, threads_after_ns = 0;  // the busy threads' time
+  std::int64_t threads_before_ns = 0, threads_after_ns = 0;  // the busy threads' time (median)
+  DiffTotal total, threads;
   std::vector<DiffRow> phases;    // regions and Python functions
   std::vector<DiffRow> routines;  // every other kind (blas, onednn, native, ...)
   std::vector<ShapeDiffRow> shapes;
+  // What makes the runs compare different work: collection windows, commands, thread counts
+  // that differ between (or within) the sides; one line each.
+  std::vector<std::string> warnings;
 };
 
 // From each file's `run_totals`, `hotspots` and `gemm_shapes` views; rows by time before (then
 // after), largest first.
+ProfileDiff compute_diff(const std::vector<const ProfileFile*>& before,
+                         const std::vector<const ProfileFile*>& after);
 ProfileDiff compute_diff(const ProfileFile& before, const ProfileFile& after);
 
 Table diff_table(const std::vector<DiffRow>& rows);
@@ -52,6 +74,8 @@ Table shape_diff_table(const std::vector<ShapeDiffRow>& rows);
 // (phase, routine); the GEMM shapes are in the JSON.
 Table diff_csv_table(const ProfileDiff& diff);
 std::string render_diff_text(const ProfileDiff& diff);
+Json render_diff_json(const std::vector<std::string>& before_paths,
+                      const std::vector<std::string>& after_paths, const ProfileDiff& diff);
 Json render_diff_json(const std::string& before_path, const std::string& after_path,
                       const ProfileDiff& diff);
 

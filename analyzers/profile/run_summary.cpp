@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 namespace sonde::analyzers {
@@ -43,15 +44,28 @@ RunSummary load_run_summary(const ProfileFile& file) {
     // Rows are read so that the one that must win comes last: run-wide, else the root process.
     auto st = file.prepare(kRunInfoLastWinsSql);
     st.bind(1, run_id);
+    std::string delay, steps, region = "step";
     while (st.step()) {
       std::string key = st.text(0);
       std::string value = st.text(1);
-      if (key == "blas.library") s.blas_library = value;
+      if (key == "env.SONDE_DELAY")
+        delay = value;
+      else if (key == "env.SONDE_STEPS")
+        steps = value;
+      else if (key == "env.SONDE_STEP_REGION")
+        region = value;
+      else if (key == "blas.library")
+        s.blas_library = value;
       else if (key == "blas.threads") s.blas_threads = value;
       else if (key == "torch.num_threads") s.torch_threads = value;
       else if (key == "fpu.ftz") s.fpu_ftz = value;
       else if (key == "fpu.daz") s.fpu_daz = value;
     }
+    // As libsonde reads them: steps decide over a delay; 0 (or what is no number) is off.
+    if (std::atof(steps.c_str()) > 0)
+      s.window = fmt::format("--steps {} (region '{}')", steps, region);
+    else if (std::atof(delay.c_str()) > 0)
+      s.window = fmt::format("--delay {}", delay);
   }
   {
     auto st = file.prepare(

@@ -34,6 +34,9 @@ struct RunSummary {
   std::optional<std::string> torch_threads;  // torch.get_num_threads(), where torch was imported
   std::optional<std::string> fpu_ftz;
   std::optional<std::string> fpu_daz;
+  // The collection window the run asked for (run_info env.SONDE_DELAY, SONDE_STEPS,
+  // SONDE_STEP_REGION): "the whole run", "--delay 25", "--steps 10 (region 'step')".
+  std::string window = "the whole run";
   std::vector<Note> notes;
 };
 

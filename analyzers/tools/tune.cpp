@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <tuple>
 
 #include "advice/candidates.hpp"
 #include "advice/tune_results.hpp"
@@ -291,25 +292,55 @@ void summarise(TuneStage& s, const PhaseSource& phases) {
     if (auto it = per_phase.find(name); it != per_phase.end()) s.phases[name] = median(it->second);
 }
 
-// The stage's output against the original's: changed only when it differs from every run of
-// the original (a program whose own output varies is not blamed on the stage).
+// Of two comparisons, the one farther from the original: a difference beyond the tolerance
+// first, then the larger relative difference.
+bool farther(const OutputComparison& a, const OutputComparison& b) {
+  auto key = [](const OutputComparison& c) {
+    return std::make_tuple(c.differs(), c.beyond + c.word_lines, c.largest_rel);
+  };
+  return key(a) > key(b);
+}
+
+// The stage's output against the original's: it differs only where a run of it matches no run
+// of the original within the tolerance (a program whose own output varies is not blamed on the
+// stage). Each run is held against its nearest original run; the stage's figure is its farthest
+// run's.
 void compare_with_original(TuneStage& s, const TuneStage& original) {
+  std::vector<std::string> originals;
+  for (const TuneRun& o : original.runs)
+    if (o.ok) originals.push_back(read_text(o.stdout_path));
+  if (originals.empty()) return;
   for (const TuneRun& r : s.runs) {
     if (!r.ok) continue;
     std::string mine = read_text(r.stdout_path);
-    std::string first_difference;
-    bool same_as_one = false;
-    for (const TuneRun& o : original.runs) {
-      std::string d = compare_outputs(read_text(o.stdout_path), mine);
-      if (d.empty()) same_as_one = true;
-      else if (first_difference.empty()) first_difference = d;
+    std::optional<OutputComparison> nearest;
+    for (const std::string& o : originals) {
+      OutputComparison c = compare_outputs(o, mine);
+      if (!nearest || farther(*nearest, c)) nearest = c;
     }
-    if (!same_as_one) {
-      s.output_changed = true;
-      s.output_difference = first_difference;
-      return;
-    }
+    if (!s.output || farther(*nearest, *s.output)) s.output = nearest;
   }
+  if (!s.output) return;
+  s.output_changed = s.output->differs();
+  if (s.output_changed) s.output_difference = output_detail(*s.output);
+}
+
+// The original's own runs against its first: a program whose output varies from run to run
+// (an unseeded shuffle) makes every stage's comparison weaker, and the table should say so.
+std::string original_varies(const TuneStage& original) {
+  if (original.runs.empty() || !original.runs[0].ok) return "";
+  std::string first = read_text(original.runs[0].stdout_path);
+  for (std::size_t i = 1; i < original.runs.size(); ++i) {
+    if (!original.runs[i].ok) continue;
+    OutputComparison c = compare_outputs(first, read_text(original.runs[i].stdout_path));
+    if (c.differs())
+      return fmt::format(
+          "the original's own output varies from run to run (run {} against run "
+          "1: {}): a stage is said to differ only where a run of it matches no "
+          "original run; seed the program to compare its results",
+          i + 1, output_detail(c));
+  }
+  return "";
 }
 
 }  // namespace
@@ -443,6 +474,8 @@ TuneResult run_tune(const TuneOptions& o) {
 
   // The original's own figures, from every run it made (the rounds of all included).
   summarise(original, phases);
+  if (std::string varies = original_varies(original); !varies.empty())
+    result.notes.push_back(varies);
   original.speedup = 1.0;
   for (const TuneRun& r : original.runs) {
     if (!r.ok)

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "metrics/noise.hpp"
 #include "render/table_format.hpp"
+#include "tools/tune_output.hpp"
 
 namespace sonde::analyzers {
 
@@ -52,8 +54,11 @@ struct TuneStage {
   std::optional<double> speedup;  // original's median / this median, in by_cpu's measure
   Verdict verdict = Verdict::kNone;
   std::map<std::string, double> phases;  // the original's top routines: median exclusive s
-  bool output_changed = false;
-  std::string output_difference;  // the first line that differs, and by how much
+  // The stage's stdout against the original's (tools/tune_output.hpp): of its runs, the one
+  // that differs from every original run, else the one farthest from its nearest original.
+  std::optional<OutputComparison> output;
+  bool output_changed = false;             // output->differs()
+  std::string output_difference;           // output_detail(): the counts and the first line pair
   std::optional<double> estimated_gain_s;  // the candidate rule's estimate on the original
   std::optional<double> measured_gain_s;   // original's median - this median, when not none
   std::string rule;                         // that candidate rule
@@ -76,21 +81,18 @@ std::vector<std::string> tune_stage_names();
 // program that fails under a stage is reported in that stage.
 TuneResult run_tune(const TuneOptions& options);
 
-// The rule: a stage is faster (slower) only when every one of its runs is faster (slower) than
-// every run of the original and the medians differ by more than kTuneMinEffect, and by more than
-// kTuneMinSeconds (a launch's own jitter: a 5 ms program's 3 % is not a finding).
-// "Every run of one beat every run of the other" also happens with no effect at all, in one of
-// the C(n + m, n) orders the runs can fall in: 1 in 2 for a run each, 1 in 6 for two. No verdict
-// where that chance is over kTuneMaxChance (three runs each: 1 in 20).
-inline constexpr double kTuneMinEffect = 0.03;
+// The rule (metrics/noise.hpp, which `sonde diff` applies too): a stage is faster (slower) only
+// when every one of its runs is faster (slower) than every run of the original and the medians
+// differ by more than kTuneMinEffect, and by more than kTuneMinSeconds (a launch's own jitter: a
+// 5 ms program's 3 % is not a finding). "Every run of one beat every run of the other" also
+// happens with no effect at all, in one of the C(n + m, n) orders the runs can fall in: 1 in 2
+// for a run each, 1 in 6 for two. No verdict where that chance is over kTuneMaxChance (three
+// runs each: 1 in 20).
+inline constexpr double kTuneMinEffect = kNoiseMinEffect;
 inline constexpr double kTuneMinSeconds = 0.02;
-inline constexpr double kTuneMaxChance = 0.05;
+inline constexpr double kTuneMaxChance = kNoiseMaxChance;
 bool tune_too_few_runs(std::size_t original_runs, std::size_t stage_runs);
 Verdict tune_verdict(const std::vector<double>& original, const std::vector<double>& stage);
-
-// Numbers on the loss/accuracy-like lines of two outputs: "" when they agree, else the first
-// differing line pair and the largest relative difference.
-std::string compare_outputs(const std::string& before, const std::string& after);
 
 Table tune_table(const TuneResult& result);
 std::string render_tune_text(const TuneResult& result);

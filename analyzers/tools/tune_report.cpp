@@ -1,108 +1,20 @@
-// sonde tune's rule for noise, its comparison of outputs, and its table.
+// sonde tune's verdicts (the noise rule of metrics/noise.hpp) and its table.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
-#include <regex>
-#include <sstream>
 
 #include "tools/tune.hpp"
 
 namespace sonde::analyzers {
-namespace {
-
-// Lines that carry a result: loss, accuracy and their usual spellings.
-bool result_line(const std::string& line) {
-  static const std::regex words(R"((loss|acc|accuracy|error|err|perplexity|ppl|score|f1|auc|mse|rmse))",
-                                std::regex::icase);
-  return std::regex_search(line, words);
-}
-
-// A program's own timings ("310 usec per loop", "epoch 3 loss 0.41 time 2.1s") differ between
-// any two runs, so they are no result: each is replaced by one token before lines are compared,
-// leaving the loss beside it, and `python3 -m timeit` is not said to change its results.
-std::string without_timings(const std::string& line) {
-  static const std::regex timed(
-      R"((\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*(ns|nsec|us|usec|µs|ms|msec|s|sec|secs|seconds?|minutes?|min|h|hours?)\b)");
-  static const std::regex after_word(
-      R"(\b(time|elapsed|took|duration|speed|throughput)(\s*[:=]?\s*)[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)",
-      std::regex::icase);
-  return std::regex_replace(std::regex_replace(line, timed, "<time>"), after_word, "$1$2<time>");
-}
-
-std::vector<std::string> result_lines(const std::string& text) {
-  std::vector<std::string> lines, all;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    line = without_timings(line);
-    all.push_back(line);
-    if (result_line(line)) lines.push_back(line);
-  }
-  return lines.empty() ? all : lines;  // no such line: the whole output counts
-}
-
-std::vector<double> numbers(const std::string& line) {
-  static const std::regex number(R"([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|[-+]?(nan|inf))",
-                                 std::regex::icase);
-  std::vector<double> out;
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), number); it != std::sregex_iterator(); ++it)
-    out.push_back(std::strtod(it->str().c_str(), nullptr));
-  return out;
-}
-
-std::string shorten(const std::string& line) {
-  return line.size() > 80 ? line.substr(0, 77) + "..." : line;
-}
-
-}  // namespace
 
 bool tune_too_few_runs(std::size_t original_runs, std::size_t stage_runs) {
-  double orders = 1;  // C(n + m, m), built up term by term
-  for (std::size_t i = 1; i <= stage_runs; ++i)
-    orders = orders * static_cast<double>(original_runs + i) / static_cast<double>(i);
-  return 1 / orders > kTuneMaxChance;
+  return too_few_runs(original_runs, stage_runs);
 }
 
 Verdict tune_verdict(const std::vector<double>& original, const std::vector<double>& stage) {
-  if (original.empty() || stage.empty() || tune_too_few_runs(original.size(), stage.size()))
-    return Verdict::kNone;
-  auto [omin, omax] = std::minmax_element(original.begin(), original.end());
-  auto [smin, smax] = std::minmax_element(stage.begin(), stage.end());
-  auto med = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  double ratio = med(original) / med(stage);
-  if (std::fabs(med(original) - med(stage)) <= kTuneMinSeconds) return Verdict::kNone;
-  if (*smax < *omin && ratio > 1 + kTuneMinEffect) return Verdict::kFaster;
-  if (*smin > *omax && ratio < 1 / (1 + kTuneMinEffect)) return Verdict::kSlower;
-  return Verdict::kNone;
-}
-
-std::string compare_outputs(const std::string& before, const std::string& after) {
-  std::vector<std::string> a = result_lines(before), b = result_lines(after);
-  if (a.size() != b.size())
-    return fmt::format("{} result lines instead of {}", b.size(), a.size());
-  double worst = 0;
-  std::string first;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a[i] == b[i]) continue;
-    std::vector<double> x = numbers(a[i]), y = numbers(b[i]);
-    double rel = HUGE_VAL;
-    if (x.size() == y.size()) {
-      rel = 0;
-      for (std::size_t j = 0; j < x.size(); ++j) {
-        double scale = std::max(std::fabs(x[j]), std::fabs(y[j]));
-        if (x[j] != y[j]) rel = std::max(rel, scale > 0 ? std::fabs(x[j] - y[j]) / scale : HUGE_VAL);
-      }
-    }
-    if (first.empty()) first = fmt::format("'{}' -> '{}'", shorten(a[i]), shorten(b[i]));
-    worst = std::max(worst, rel);
-  }
-  if (first.empty()) return "";
-  return std::isfinite(worst) ? fmt::format("{} (largest relative difference on the result lines {:.2g})", first, worst)
-                              : first;
+  if (judge_noise(original, stage, kTuneMinSeconds) != Noise::kBeyond) return Verdict::kNone;
+  return spread_of(stage).median < spread_of(original).median ? Verdict::kFaster : Verdict::kSlower;
 }
 
 Table tune_table(const TuneResult& r) {
@@ -145,9 +57,9 @@ Table tune_table(const TuneResult& r) {
     row.push_back(s.estimated_gain_s ? Cell{*s.estimated_gain_s} : Cell{});
     row.push_back(s.measured_gain_s ? Cell{*s.measured_gain_s}
                                     : s.status == "ran" && s.name != "original" ? Cell{0.0} : Cell{});
-    row.push_back(s.name == "original" || s.status != "ran" ? std::string("-")
-                  : s.output_changed                         ? std::string("CHANGED")
-                                                             : std::string("same"));
+    row.push_back(s.name == "original" || s.status != "ran" || !s.output
+                      ? std::string("-")
+                      : output_summary(*s.output));
     t.rows.push_back(std::move(row));
   }
   return t;
@@ -168,6 +80,14 @@ std::string render_tune_text(const TuneResult& r) {
                      "run of the original and the medians differ by more than {:.0f} %; otherwise "
                      "the difference is none (as it is under {:.0f} ms).\n",
                      kTuneMinEffect * 100, kTuneMinSeconds * 1000);
+  OutputTolerance tol;
+  out += fmt::format(
+      "Output: every number the program printed on stdout against the same one of "
+      "the original's (line by line), equal within rel {} or abs {}; a "
+      "stage differs when a run of it matches no original run. Left out: "
+      "timings (a time unit or rate after the number, a time word before it, a "
+      "table column named so), clock times, dates, pids and addresses.\n",
+      tolerance_text(tol.rel), tolerance_text(tol.abs));
   for (const TuneStage& s : r.stages) {
     if (s.output_changed)
       out += fmt::format("{} changes the program's results: {}\n", s.name, visible(s.output_difference));
@@ -191,6 +111,8 @@ Json render_tune_json(const TuneResult& r) {
   j["cores"] = r.cores;
   j["output_dir"] = r.output_dir;
   j["min_effect"] = kTuneMinEffect;
+  OutputTolerance tol;
+  j["output_tolerance"] = {{"rel", tol.rel}, {"abs", tol.abs}};
   j["stages"] = Json::array();
   for (const TuneStage& s : r.stages) {
     Json e;
@@ -217,6 +139,24 @@ Json render_tune_json(const TuneResult& r) {
       if (auto it = s.phases.find(p); it != s.phases.end()) e["phases"][p] = it->second;
     e["output_changed"] = s.output_changed;
     if (s.output_changed) e["output_difference"] = s.output_difference;
+    if (s.output) {
+      const OutputComparison& c = *s.output;
+      e["output"] = {{"verdict", c.differs() ? "differs"
+                                 : c.exact() ? "same"
+                                             : "same within tolerance"},
+                     {"summary", output_summary(c)},
+                     {"detail", output_detail(c)},
+                     {"numbers_compared", c.compared},
+                     {"numbers_beyond", c.beyond},
+                     {"numbers_left_out", c.left_out},
+                     {"lines_with_other_words", c.word_lines},
+                     {"lines", c.lines_after},
+                     {"original_lines", c.lines_before},
+                     {"largest_relative_difference",
+                      std::isfinite(c.largest_rel) ? Json(c.largest_rel) : Json()}};
+    } else {
+      e["output"] = Json();
+    }
     e["rule"] = s.rule.empty() ? Json() : Json(s.rule);
     e["estimated_gain_s"] = s.estimated_gain_s ? Json(*s.estimated_gain_s) : Json();
     e["measured_gain_s"] = s.measured_gain_s ? Json(*s.measured_gain_s) : Json();

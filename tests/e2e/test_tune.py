@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import struct
 import subprocess
 import time
 
@@ -96,14 +97,113 @@ def test_ftz_on_subnormal_moments(tmp_path):
 
 
 def test_ftz_changing_results_is_flagged(tmp_path):
-    """A program whose result is a subnormal: the ftz stage flags the changed loss line."""
-    prog = "x = float('1e-310'); print('loss %r' % (x * 1.5))"
+    """A program whose result passes through a subnormal: the ftz stage flags the changed loss
+    line, with the numbers compared and the tolerance."""
+    prog = "x = float('1e-310'); print('loss %r' % (x * 1.5 * 1e308))"
     r, j = tune(tmp_path, ["--repeat", "1", "--stages", "ftz"], ["/usr/bin/python3", "-c", prog])
     assert r.returncode == 0, r.stderr
     ftz = stage(j, "ftz")
     assert ftz["output_changed"] is True
-    assert "'loss 1.4999" in ftz["output_difference"]
-    assert "-> 'loss 0.0' (largest relative difference on the result lines 1)" in ftz["output_difference"]
+    assert ftz["output"]["verdict"] == "differs"
+    assert ftz["output"]["summary"] == "differs (1 of 1 numbers beyond rel 1e-3, abs 1e-12)"
+    assert "'loss 0.01499" in ftz["output_difference"]
+    assert "-> 'loss 0.0'" in ftz["output_difference"]
+
+
+# A weight that has decayed into the subnormal range, built from its bits (parsing or computing
+# it would itself be flushed under FTZ/DAZ): 3.3059e-309, which FTZ/DAZ read as 0.
+SUBNORMAL_BITS = struct.unpack("<q", struct.pack("<d", 3.3059e-309))[0]
+SUBNORMAL = ("import struct\n"
+             f"w = struct.unpack('<d', struct.pack('<q', {SUBNORMAL_BITS}))[0]\n")
+
+
+def ftz_outputs(tmp_path, prog, repeat="1"):
+    script = tmp_path / "prog.py"
+    script.write_text(prog)
+    r, j = tune(tmp_path, ["--repeat", repeat, "--stages", "ftz"], ["/usr/bin/python3", str(script)])
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "tune"
+    return j, (out / "original.1.out").read_text(), (out / "ftz.1.out").read_text()
+
+
+def test_a_bare_table_of_losses_that_ftz_changes_differs(tmp_path):
+    """The issue's script: a table of losses under a header (the only line with a word tune
+    knew), 0.75181 as it is and 0.42122 under FTZ. It read "same"."""
+    j, orig, ftz_out = ftz_outputs(tmp_path, SUBNORMAL + (
+        "print('epoch  loss      val_loss')\n"
+        "for epoch in range(1, 6):\n"
+        "    print(f'{epoch:<7d}{0.42122 + w * 1e308 / epoch:<10.5f}'\n"
+        "          f'{0.5 + w * 1e308 / (epoch + 1):.5f}')\n"))
+    assert "1      0.75181" in orig and "1      0.42122" in ftz_out, (orig, ftz_out)
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is True
+    assert ftz["output"]["summary"] == "differs (10 of 15 numbers beyond rel 1e-3, abs 1e-12)"
+    assert ftz["output"]["numbers_compared"] == 15 and ftz["output"]["numbers_left_out"] == 0
+    assert "'1      0.75181" in ftz["output_difference"]
+
+
+CHAINER_REPORT = """import time
+start = time.perf_counter()
+entries = ['epoch', ENTRIES, 'elapsed_time']
+widths = [max(10, len(e)) for e in entries]
+print('  '.join(('{:%d}' % w).format(e) for e, w in zip(entries, widths)))
+for epoch in range(1, 4):
+    s = sum(i * i for i in range(200000))  # the epoch's work: its time varies from run to run
+    loss = 2.34443 / epoch + w * 1e308
+    report = [epoch, loss, loss * 1.1, 0.9 - loss / 10, time.perf_counter() - start]
+    print('  '.join(('{:<%dg}' % w).format(v) for v, w in zip(report, widths)))
+    print('     total [%s] %.2f%%' % ('#' * epoch * 10 + '.' * (50 - epoch * 10), epoch * 100 / 3))
+    print('%.5g iters/sec. Estimated time to finish: 0:00:%09.6f.' %
+          (epoch / (time.perf_counter() - start), 3 - epoch))
+"""
+
+
+def test_a_chainer_print_report_table_is_compared_column_by_column(tmp_path):
+    """Chainer's PrintReport prints a header of entry names and rows of bare numbers, the
+    elapsed time among them with no unit, between ProgressBar lines; the loss moves under
+    FTZ. Every stage read "same": only the header had a word tune knew."""
+    j, orig, ftz_out = ftz_outputs(
+        tmp_path, SUBNORMAL + CHAINER_REPORT.replace(
+            "ENTRIES", "'main/loss', 'validation/main/loss', 'main/accuracy'").replace(
+            "w * 1e308", "w * 3e307"))
+    assert "main/loss" in orig and "elapsed_time" in orig
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is True, ftz
+    assert ftz["output"]["verdict"] == "differs", ftz["output"]
+    # 3 rows of 4 numbers compared (epoch, 3 losses/accuracies), the elapsed column left out; per
+    # progress pair the percentage compared, the rate and the time to finish left out.
+    assert ftz["output"]["numbers_compared"] == 3 * 4 + 3, ftz["output"]
+    assert ftz["output"]["numbers_left_out"] == 3 + 3 * 2, ftz["output"]
+    assert ftz["output"]["numbers_beyond"] == 9, ftz["output"]
+
+
+def test_only_timings_differ_is_same(tmp_path):
+    """The same table with nothing subnormal, three runs a side: the elapsed times, the rates
+    and the times to finish differ in every run, the losses are the same. (With a header that
+    names no loss, tune compared all of stdout, times included, and said "CHANGED".)"""
+    j, orig, ftz_out = ftz_outputs(
+        tmp_path, "w = 0.0\n" + CHAINER_REPORT.replace(
+            "ENTRIES", "'main/nll', 'validation/main/nll', 'main/bpd'"), repeat="3")
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is False, ftz["output_difference"]
+    assert ftz["output"]["summary"] == "same (15 numbers compared, 9 timings/ids left out)"
+    assert orig.splitlines()[1].split()[-1] != ftz_out.splitlines()[1].split()[-1]
+    text = (tmp_path / "tune" / "tune.json").read_text()
+    assert "varies from run to run" not in text
+
+
+def test_scientific_notation_is_compared(tmp_path):
+    """Numbers printed as 1.2345e-04, on lines without a word tune knew, beside a loss line
+    that does not change: the gradient norms move under FTZ."""
+    j, orig, ftz_out = ftz_outputs(tmp_path, SUBNORMAL + (
+        "for step in range(1, 4):\n"
+        "    print(f'step {step}: grad norm {1.2345e-4 + w * 1e304 * step:.4e}')\n"
+        "print('final loss 0.25')\n"))
+    assert "1.2345e-04" in ftz_out and "1.5651e-04" in orig, (orig, ftz_out)
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is True, ftz
+    assert ftz["output"]["summary"] == "differs (3 of 7 numbers beyond rel 1e-3, abs 1e-12)"
+    assert ftz["output"]["largest_relative_difference"] == pytest.approx(0.4455, abs=0.001)
 
 
 def test_blas_threads_on_one_thread_mlp_train(tmp_path):

@@ -1,28 +1,113 @@
 // sonde tune's own judgement, apart from the candidates it informs (advice_test.cpp): which
-// output lines are results, and when a difference in time is a verdict.
+// numbers of its output are compared, and when a difference in time is a verdict.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "tools/tune.hpp"
 
+using sonde::analyzers::compare_outputs;
+using sonde::analyzers::output_summary;
+using sonde::analyzers::OutputComparison;
+
 // sonde tune compares the program's results, not its own timings: `python3 -m timeit` prints
 // only a timing, and a training loop prints its epoch time beside its loss.
 TEST(TuneOutputs, TheProgramsOwnTimingsAreNoResult) {
-  EXPECT_EQ(sonde::analyzers::compare_outputs("20 loops, best of 5: 310 usec per loop\n",
-                            "20 loops, best of 5: 305 usec per loop\n"),
-            "");
-  EXPECT_EQ(sonde::analyzers::compare_outputs("epoch 1 loss 0.4100 time 2.13s\nelapsed: 4.2\n",
-                            "epoch 1 loss 0.4100 time 1.98s\nelapsed: 3.9\n"),
-            "");
+  OutputComparison c = compare_outputs("20 loops, best of 5: 310 usec per loop\n",
+                                       "20 loops, best of 5: 305 usec per loop\n");
+  EXPECT_FALSE(c.differs());
+  EXPECT_EQ(c.compared, 2u);
+  EXPECT_EQ(c.left_out, 1u);
+  c = compare_outputs("epoch 1 loss 0.4100 time 2.13s\nelapsed: 4.2\n",
+                      "epoch 1 loss 0.4100 time 1.98s\nelapsed: 3.9\n");
+  EXPECT_TRUE(c.exact()) << c.first;
+  EXPECT_EQ(c.left_out, 2u);
   // The loss beside a timing still counts.
-  std::string changed = sonde::analyzers::compare_outputs("epoch 1 loss 0.4100 took 2.1 s\n",
-                                        "epoch 1 loss 0.4200 took 1.9 s\n");
-  EXPECT_NE(changed.find("loss 0.4100"), std::string::npos) << changed;
-  EXPECT_NE(changed.find("largest relative difference on the result lines 0.024"),
-            std::string::npos) << changed;
+  c = compare_outputs("epoch 1 loss 0.4100 took 2.1 s\n", "epoch 1 loss 0.4200 took 1.9 s\n");
+  EXPECT_TRUE(c.differs());
+  EXPECT_EQ(c.beyond, 1u);
+  EXPECT_NE(c.first.find("loss 0.4100"), std::string::npos) << c.first;
+  EXPECT_NEAR(c.largest_rel, 0.0238, 1e-4);
   // Samples or steps are counts, not seconds.
-  EXPECT_NE(sonde::analyzers::compare_outputs("64 samples\n", "65 samples\n"), "");
+  EXPECT_TRUE(compare_outputs("64 samples\n", "65 samples\n").differs());
+  EXPECT_TRUE(compare_outputs("3 steps\n", "4 steps\n").differs());
+}
+
+// Every number, wherever it stands: a bare table under a header (the 0.75181 against
+// 0.42122 under FTZ read "same": only the header had a word tune knew), numbers inside text,
+// scientific notation.
+TEST(TuneOutputs, EveryNumberIsCompared) {
+  OutputComparison c = compare_outputs("epoch  loss      val_loss\n1      0.75181   0.66530\n",
+                                       "epoch  loss      val_loss\n1      0.42122   0.50000\n");
+  EXPECT_EQ(c.compared, 3u);
+  EXPECT_EQ(c.beyond, 2u);
+  EXPECT_EQ(output_summary(c), "differs (2 of 3 numbers beyond rel 1e-3, abs 1e-12)");
+  c = compare_outputs("norm 3.2000e-04 at step 7\n", "norm 3.2001e-04 at step 7\n");
+  EXPECT_FALSE(c.differs());
+  EXPECT_FALSE(c.exact());
+  EXPECT_EQ(output_summary(c), "same within rel 1e-3, abs 1e-12 (2 numbers compared)");
+  EXPECT_TRUE(compare_outputs("norm 3.2e-04\n", "norm 4.1e-04\n").differs());
+  EXPECT_TRUE(compare_outputs("w=-1.5E+03\n", "w=1.5E+03\n").differs());
+  // Zero against what cancels to nearly zero: within abs.
+  EXPECT_FALSE(compare_outputs("mean 0.0\n", "mean -1.3e-17\n").differs());
+  // NaN is a result: against a number it differs, against NaN it does not.
+  EXPECT_TRUE(compare_outputs("loss 0.5\n", "loss nan\n").differs());
+  EXPECT_TRUE(compare_outputs("loss nan\n", "loss nan\n").exact());
+  // Words and lines are part of the output too.
+  EXPECT_EQ(compare_outputs("pred cat\n", "pred dog\n").word_lines, 1u);
+  c = compare_outputs("a 1\n", "a 1\nb 2\n");
+  EXPECT_TRUE(c.differs());
+  EXPECT_EQ(output_summary(c), "differs (2 lines against 1)");
+  // Digits inside names are no numbers; versions are words.
+  c = compare_outputs("conv2d fc1 v1.2.3\n", "conv2d fc1 v1.2.3\n");
+  EXPECT_EQ(c.compared, 0u);
+}
+
+// What varies from run to run by nature is left out, and counted.
+TEST(TuneOutputs, TimingsDatesIdsAndAddressesAreLeftOut) {
+  auto left_out = [](const std::string& a, const std::string& b) {
+    OutputComparison c = compare_outputs(a, b);
+    EXPECT_FALSE(c.differs()) << a << " / " << b << ": " << c.first;
+    return c.left_out;
+  };
+  EXPECT_EQ(left_out("100%|####| 10/10 [00:01<00:00, 5.23it/s]\n",
+                     "100%|####| 10/10 [00:02<00:00, 4.10it/s]\n"),
+            3u);
+  EXPECT_EQ(
+      left_out("2026-12-02 14:01:58,123 INFO epoch 1\n", "2026-12-03T09:11:02.5Z INFO epoch 1\n"),
+      1u);
+  EXPECT_EQ(left_out("worker pid 4242 ready\n", "worker pid 4317 ready\n"), 1u);
+  EXPECT_EQ(left_out("<Net object at 0x7f3a2b1c>\n", "<Net object at 0x7f99aa00>\n"), 1u);
+  EXPECT_EQ(left_out("{\"elapsed_time\": 6.45, \"loss\": 0.5}\n",
+                     "{\"elapsed_time\": 7.01, \"loss\": 0.5}\n"),
+            1u);
+  EXPECT_EQ(left_out("1200 samples/sec, 340 MiB, 12.5 GB/s, 3 ms/step\n",
+                     "1100 samples/sec, 351 MiB, 11.0 GB/s, 4 ms/step\n"),
+            4u);
+  EXPECT_EQ(left_out("stepTime=0.31 epochDuration=12\n", "stepTime=0.29 epochDuration=13\n"), 2u);
+  // A timestep is no time.
+  EXPECT_TRUE(compare_outputs("timestep 100\n", "timestep 200\n").differs());
+}
+
+// Chainer's PrintReport: the elapsed time is a column of bare numbers, known by its header,
+// with progress-bar lines between the rows.
+TEST(TuneOutputs, ATablesTimingColumnIsKnownByItsHeader) {
+  std::string head = "epoch       main/loss   elapsed_time\n";
+  OutputComparison c =
+      compare_outputs(head +
+                          "1           0.191976    6.45497     \n\x1b[J     total [#....] 10.00%\n"
+                          "2           0.0744141   12.3921     \n",
+                      head +
+                          "1           0.191976    6.91003     \n\x1b[J     total [#....] 10.00%\n"
+                          "2           0.0744141   13.0001     \n");
+  EXPECT_TRUE(c.exact()) << c.first;
+  EXPECT_EQ(c.compared, 5u);
+  EXPECT_EQ(c.left_out, 2u);
+  // An index column before the named ones (a pandas frame).
+  c = compare_outputs("   loss  time\n0  0.50  1.2\n", "   loss  time\n0  0.50  1.9\n");
+  EXPECT_TRUE(c.exact()) << c.first;
+  // The loss column still counts.
+  EXPECT_EQ(compare_outputs(head + "1  0.191976  6.4\n", head + "1  0.291976  6.4\n").beyond, 1u);
 }
 
 // A verdict only where "every run beat every run" would be a 1-in-20 chance without an effect.

@@ -1,0 +1,132 @@
+"""sonde diff with several runs a side: identical runs of mlp_train are within noise on every
+figure, a real difference is beyond it, one run a side says the noise is unknown, and runs that
+measured different windows, commands or thread counts are warned about.
+
+Two identical runs of mlp_train read 1.20x overall and 0.96-1.57x on GEMM shapes with no word of
+noise; a `--delay 25` run against a whole one read "2.81x speedup" (issue 33)."""
+import json
+import subprocess
+
+import pytest
+
+from conftest import CLI, MLP, clean_env
+
+MLP_ARGS = ["--steps", "2", "--eval-every", "0"]
+# Without any effect, the min-max ranges of n runs a side are apart in 2 of C(2n, n) orders: 1 in
+# 1,716 for 7 a side, so that twenty-odd figures all overlap but about once in a hundred.
+RUNS = 7
+
+
+def sonde(*args, check=True):
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300,
+                       env=clean_env())
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def start_mlp(db, *run_args, args=MLP_ARGS, threads=1):
+    return subprocess.Popen([CLI, "run", "-o", str(db), *run_args, "--", MLP, *args],
+                            env=clean_env(OPENBLAS_NUM_THREADS=threads),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def finish(p):
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err
+
+
+@pytest.fixture(scope="module")
+def mlp_runs(tmp_path_factory):
+    """RUNS identical mlp_train runs a side. The two runs of a round run side by side, so that a
+    change in the machine's load falls on both sides alike."""
+    tmp = tmp_path_factory.mktemp("diff")
+    a, b = [], []
+    for i in range(RUNS):
+        a.append(tmp / f"a{i}.db")
+        b.append(tmp / f"b{i}.db")
+        procs = [start_mlp(a[-1]), start_mlp(b[-1])]
+        for p in procs:
+            finish(p)
+    return tmp, a, b
+
+
+def test_identical_mlp_train_runs_are_within_noise(mlp_runs):
+    _, a, b = mlp_runs
+    d = json.loads(sonde("diff", *a, "--", *b, "--format", "json").stdout)
+    assert d["runs_before"] == RUNS and d["runs_after"] == RUNS
+    assert d["warnings"] == []
+    assert d["total_noise"] == "within noise", d
+    assert d["threads_noise"] == "within noise", d
+    assert d["total_before_min_s"] <= d["total_before_s"] <= d["total_before_max_s"]
+    rows = d["phases"] + d["routines"]
+    assert {"step", "forward", "backward", "update", "cblas_sgemm"} <= {r["name"] for r in rows}
+    assert d["shapes"]
+    for r in rows:
+        assert r["status"] == "both" and r["runs_before"] == RUNS and r["runs_after"] == RUNS, r
+        assert r["noise"] == "within noise", r
+        assert r["before_min_s"] <= r["before_s"] <= r["before_max_s"], r
+    for s in d["shapes"]:
+        assert s["noise"] == "within noise", s
+    text = sonde("diff", *a, "--", *b).stdout
+    assert f"{RUNS} runs before, {RUNS} runs after" in text
+    # The header line says what "within noise" means; then the two totals, every row, every shape.
+    assert text.count("within noise") == 3 + len(rows) + len(d["shapes"]), text
+    for word in ("beyond noise", "too few runs", "under 3 %", "unknown"):
+        assert word not in text, text
+
+
+def test_one_run_a_side_says_the_noise_is_unknown(mlp_runs):
+    _, a, b = mlp_runs
+    r = sonde("diff", a[0], b[0])
+    assert "noise: unknown with one run a side" in r.stdout, r.stdout
+    assert "sonde diff a1.db a2.db a3.db -- b1.db b2.db b3.db" in r.stdout
+    d = json.loads(sonde("diff", a[0], b[0], "--format", "json").stdout)
+    assert d["total_noise"] == "unknown"
+    assert {row["noise"] for row in d["phases"] + d["routines"]} == {"unknown"}
+
+
+def test_a_real_difference_is_beyond_noise(tmp_path):
+    """A program that sleeps 0.05 s against one that sleeps 1.5 s (the same command: the nap is
+    in the environment), three runs a side, interleaved."""
+    prog = "import os, time; time.sleep(float(os.environ['NAP']))"
+    sides = {"fast": [], "slow": []}
+    for i in range(3):
+        for side, nap in (("fast", 0.05), ("slow", 1.5)):
+            db = tmp_path / f"{side}{i}.db"
+            r = subprocess.run([CLI, "run", "-o", str(db), "--", "/usr/bin/python3", "-c", prog],
+                               env=clean_env(NAP=nap), capture_output=True, text=True, timeout=120)
+            assert r.returncode == 0, r.stderr
+            sides[side].append(db)
+    d = json.loads(sonde("diff", *sides["slow"], "--", *sides["fast"], "-f", "json").stdout)
+    assert d["warnings"] == []
+    assert d["total_noise"] == "beyond noise", d
+    assert d["total_speedup"] > 3
+    # Two runs a side are apart by chance 1 time in 6: no verdict.
+    d = json.loads(sonde("diff", *sides["slow"][:2], "--", *sides["fast"][:2], "-f", "json").stdout)
+    assert d["total_noise"] == "too few runs", d
+    csv_text = sonde("diff", *sides["slow"], "--", *sides["fast"], "-f", "csv").stdout
+    assert csv_text.splitlines()[0].startswith("section,name,kind,before_s,before_min_s,before_max_s")
+
+
+def test_different_windows_commands_and_threads_are_warned(mlp_runs):
+    """The issue's `--delay 25` against a whole run read "2.81x speedup" without a word."""
+    tmp, a, _ = mlp_runs
+    delayed, longer, threaded = tmp / "delayed.db", tmp / "longer.db", tmp / "threaded.db"
+    for p in (start_mlp(delayed, "--delay", "0.5"), start_mlp(longer, args=["--steps", "3"]),
+              start_mlp(threaded, threads=2)):
+        finish(p)
+    cases = {delayed: "warning: the collection windows differ (before: the whole run; after: "
+                      "--delay 0.5): the times are of different parts of the runs",
+             longer: "warning: the commands differ (before: ",
+             threaded: "warning: the thread counts differ (before: BLAS 1; after: BLAS 2)"}
+    for db, line in cases.items():
+        r = sonde("diff", a[0], db)
+        assert r.stdout.startswith(line), r.stdout
+        assert r.stdout.count("warning:") == 1, r.stdout
+        assert f"sonde diff: {line}" in r.stderr, r.stderr
+        d = json.loads(sonde("diff", a[0], db, "-f", "json").stdout)
+        assert len(d["warnings"]) == 1 and ("warning: " + d["warnings"][0]).startswith(line)
+    # Within a side too: the delayed run among the whole ones.
+    r = sonde("diff", *a[:3], "--", a[3], a[4], delayed)
+    assert "after: the whole run | --delay 0.5" in r.stdout, r.stdout

@@ -1,0 +1,193 @@
+// sonde diff with several runs a side: each figure's median and min-max, the noise rule's word
+// on it, and the warnings where the runs measured different windows, commands or thread counts.
+#include "metrics/diff.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "advice_fixture.hpp"
+#include "metrics/noise.hpp"
+
+using namespace sonde::analyzers;
+
+TEST(NoiseRule, OverlapIsWithinAndApartNeedsRunsAndAnEffect) {
+  EXPECT_EQ(judge_noise({1.0, 1.2, 1.1}, {1.15, 1.3, 1.25}), Noise::kWithin);
+  EXPECT_EQ(judge_noise({1.0, 1.1}, {1.1, 1.2}), Noise::kWithin);  // touching ranges
+  EXPECT_EQ(judge_noise({1.0, 1.01, 1.02}, {0.5, 0.51, 0.52}), Noise::kBeyond);
+  // Apart, but two runs a side fall so by chance 1 time in 6.
+  EXPECT_EQ(judge_noise({1.0, 1.01}, {0.5, 0.51}), Noise::kTooFewRuns);
+  // Apart by under 3 %, or by no more than the figure's floor.
+  EXPECT_EQ(judge_noise({1.0, 1.001, 1.002}, {1.01, 1.011, 1.012}), Noise::kSmall);
+  EXPECT_EQ(judge_noise({1.0, 1.001, 1.002}, {1.5, 1.51, 1.52}, 1.0), Noise::kSmall);
+  EXPECT_EQ(judge_noise({}, {1.0}), Noise::kUnknown);
+  EXPECT_EQ(noise_text(Noise::kSmall), "under 3 %");
+  Spread s = spread_of({3, 1, 2, 10});
+  EXPECT_DOUBLE_EQ(s.median, 2.5);
+  EXPECT_DOUBLE_EQ(s.min, 1);
+  EXPECT_DOUBLE_EQ(s.max, 10);
+  EXPECT_EQ(s.runs, 4u);
+}
+
+namespace {
+
+class DiffRunsTest : public sonde::test::AdviceFixtureTest {
+ protected:
+  // A copy of the fixture with update_core_cpu at `update_s`, the sgemm at `gemm_s` (its shapes'
+  // times scaled with it) and the run `wall_s` long.
+  std::string run(const std::string& name, double update_s, double gemm_s, double wall_s,
+                  const std::string& more_sql = "") {
+    std::string p = (dir_.path / ("run-" + name + ".db")).string();  // a.db is the fixture's
+    sonde::test::write_advice_fixture(p);
+    auto ns = [](double s) { return std::to_string(static_cast<long long>(s * 1e9)); };
+    sonde::test::exec_sql(p, "UPDATE nodes SET incl_ns = " + ns(update_s) +
+                                 ", excl_ns = " + ns(update_s) +
+                                 " WHERE node_id = 6; UPDATE nodes SET incl_ns = " + ns(gemm_s) +
+                                 ", excl_ns = " + ns(gemm_s) +
+                                 " WHERE node_id = 4; UPDATE shapes SET time_ns = "
+                                 "CAST(time_ns * " +
+                                 std::to_string(gemm_s / 1.5) +
+                                 " AS INTEGER); UPDATE processes SET ended_ns = "
+                                 "started_ns + " +
+                                 ns(wall_s) + ";" + more_sql);
+    files_.push_back(ProfileFile::open(p));
+    return p;
+  }
+  std::vector<const ProfileFile*> side(std::size_t from, std::size_t n) {
+    std::vector<const ProfileFile*> out;
+    for (std::size_t i = from; i < from + n; ++i) out.push_back(&files_[i]);
+    return out;
+  }
+  static const DiffRow& row(const std::vector<DiffRow>& rows, const std::string& name) {
+    for (const DiffRow& r : rows)
+      if (r.name == name) return r;
+    throw std::runtime_error("no row " + name);
+  }
+  void SetUp() override {
+    AdviceFixtureTest::SetUp();
+    files_.reserve(16);
+  }
+  std::vector<ProfileFile> files_;
+};
+
+}  // namespace
+
+TEST_F(DiffRunsTest, SeveralRunsASideGiveMedianSpreadAndNoise) {
+  // The update halves beyond the noise; the sgemm's runs overlap; the wall time too.
+  run("a1", 6.8, 1.5, 10.0);
+  run("a2", 7.0, 1.6, 10.4);
+  run("a3", 6.9, 1.4, 9.8);
+  run("b1", 3.4, 1.45, 10.1);
+  run("b2", 3.5, 1.7, 9.7);
+  run("b3", 3.3, 1.55, 10.2);
+  ProfileDiff d = compute_diff(side(0, 3), side(3, 3));
+  EXPECT_EQ(d.runs_before, 3u);
+  EXPECT_EQ(d.total_before_ns, 10'000'000'000);
+  EXPECT_DOUBLE_EQ(d.total.before.min, 9.8e9);
+  EXPECT_DOUBLE_EQ(d.total.after.max, 10.2e9);
+  EXPECT_EQ(d.total.noise, Noise::kWithin);
+  const DiffRow& adam = row(d.phases, "train.py:30(update_core_cpu)");
+  EXPECT_EQ(*adam.before_ns, 6'900'000'000);
+  EXPECT_EQ(*adam.after_ns, 3'400'000'000);
+  EXPECT_DOUBLE_EQ(*adam.speedup, 6.9 / 3.4);
+  EXPECT_EQ(adam.noise, Noise::kBeyond);
+  EXPECT_EQ(adam.before.runs, 3u);
+  const DiffRow& gemm = row(d.routines, "cblas_sgemm");
+  EXPECT_EQ(*gemm.before_ns, 1'500'000'000);
+  EXPECT_DOUBLE_EQ(gemm.after.min, 1.45e9);
+  EXPECT_EQ(gemm.noise, Noise::kWithin);
+  ASSERT_EQ(d.shapes.size(), 2u);
+  for (const ShapeDiffRow& s : d.shapes) {
+    EXPECT_EQ(s.noise, Noise::kWithin) << s.m;
+    EXPECT_EQ(s.before.runs, 3u);
+  }
+  EXPECT_TRUE(d.warnings.empty());
+
+  std::string text = render_diff_text(d);
+  EXPECT_NE(text.find("3 runs before, 3 runs after"), std::string::npos) << text;
+  EXPECT_NE(text.find("total wall time: 10.000 s (9.800-10.400) -> 10.100 s (9.700-10.200), "
+                      "speedup 0.99x: within noise"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("beyond noise"), std::string::npos) << text;
+  Json j = render_diff_json({"a1", "a2", "a3"}, {"b1", "b2", "b3"}, d);
+  EXPECT_EQ(j["before_files"].size(), 3u);
+  EXPECT_EQ(j["total_noise"], "within noise");
+  EXPECT_DOUBLE_EQ(j["total_before_min_s"].get<double>(), 9.8);
+  bool found = false;
+  for (const auto& r : j["phases"])
+    if (r["name"] == "train.py:30(update_core_cpu)") {
+      found = true;
+      EXPECT_EQ(r["noise"], "beyond noise");
+      EXPECT_DOUBLE_EQ(r["before_min_s"].get<double>(), 6.8);
+      EXPECT_DOUBLE_EQ(r["after_max_s"].get<double>(), 3.5);
+      EXPECT_EQ(r["runs_after"], 3);
+    }
+  EXPECT_TRUE(found);
+  // The CSV holds the same figures as the JSON's rows.
+  Table csv = diff_csv_table(d);
+  std::vector<std::string> keys;
+  for (const Column& c : csv.columns) keys.push_back(c.key);
+  std::vector<std::string> json_keys = {"section"};
+  for (const auto& [k, v] : j["phases"][0].items()) json_keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  std::sort(json_keys.begin(), json_keys.end());
+  EXPECT_EQ(keys, json_keys);
+}
+
+TEST_F(DiffRunsTest, OneRunASideSaysTheNoiseIsUnknown) {
+  run("a", 6.8, 1.5, 10.0);
+  run("b", 3.4, 1.5, 8.0);
+  ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
+  EXPECT_EQ(row(d.phases, "train.py:30(update_core_cpu)").noise, Noise::kUnknown);
+  std::string text = render_diff_text(d);
+  EXPECT_NE(text.find("total: 10.000 s -> 8.000 s wall time, speedup 1.25x"), std::string::npos);
+  EXPECT_NE(text.find("noise: unknown with one run a side"), std::string::npos) << text;
+  EXPECT_NE(text.find("sonde diff a1.db a2.db a3.db -- b1.db b2.db b3.db"), std::string::npos);
+}
+
+TEST_F(DiffRunsTest, DifferentWindowsCommandsAndThreadsAreSaid) {
+  run("a", 6.8, 1.5, 10.0);
+  run("b", 6.8, 1.5, 3.5,
+      "INSERT INTO run_info VALUES (1, 1, 'env.SONDE_DELAY', '25');"
+      "UPDATE runs SET command = 'python3 train.py --epochs 2';"
+      "UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
+  run("c", 6.8, 1.5, 10.0, "INSERT INTO run_info VALUES (1, 1, 'env.SONDE_STEPS', '10');");
+  ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
+  ASSERT_EQ(d.warnings.size(), 3u);
+  EXPECT_EQ(d.warnings[0],
+            "the collection windows differ (before: the whole run; after: --delay "
+            "25): the times are of different parts of the runs, and no speedup "
+            "between them means anything");
+  EXPECT_EQ(d.warnings[1],
+            "the commands differ (before: python3 train.py; after: python3 "
+            "train.py --epochs 2): the runs may do different work");
+  EXPECT_EQ(d.warnings[2],
+            "the thread counts differ (before: BLAS 1; after: BLAS 2): a speedup "
+            "includes theirs");
+  EXPECT_EQ(render_diff_text(d).rfind("warning: the collection windows differ", 0), 0u);
+  // Runs of one side that differ among themselves are said too.
+  d = compute_diff(side(0, 1), std::vector<const ProfileFile*>{&files_[0], &files_[2]});
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].find("after: the whole run | --steps 10 (region 'step')"),
+            std::string::npos)
+      << d.warnings[0];
+  EXPECT_TRUE(compute_diff(side(0, 1), side(0, 1)).warnings.empty());
+}
+
+TEST_F(DiffRunsTest, CliTakesSeveralRunsASide) {
+  std::vector<std::string> p = {run("a1", 6.8, 1.5, 10.0), run("a2", 7.0, 1.6, 10.4),
+                                run("b1", 3.4, 1.45, 10.1), run("b2", 3.5, 1.7, 9.7)};
+  auto r = sonde::test::run_sonde("diff '" + p[0] + "' '" + p[1] + "' -- '" + p[2] + "' '" + p[3] +
+                                  "' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["runs_before"], 2);
+  EXPECT_EQ(j["runs_after"], 2);
+  EXPECT_EQ(j["after_files"][1], p[3]);
+  r = sonde::test::run_sonde("diff '" + p[0] + "' '" + p[1] + "' '" + p[2] + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give two profiles"), std::string::npos) << r.err;
+  r = sonde::test::run_sonde("diff '" + p[0] + "' --");
+  EXPECT_EQ(r.exit_code, 2);
+}
