@@ -57,16 +57,17 @@ OTHERS = [pytest.param(py, id=os.path.basename(py), marks=[pytest.mark.skip(reas
         reason="no CPython 3.10, 3.12 or 3.13 here (~/.pyenv/versions/3.1*/bin/python3.1*)"))]
 
 
-def sonde_hits(py, tmp_path):
+def sonde_hits(py, tmp_path, program=PROGRAM, function="step", stdout=None):
+    """{line: hits} of `function` in `program` run by `py -m sonde --lines function`."""
     prog = tmp_path / "prog.py"
-    prog.write_text(PROGRAM)
+    prog.write_text(program)
     db = tmp_path / "lines.db"
-    r = subprocess.run([py, "-m", "sonde", "-o", str(db), "--lines", "step", str(prog)],
+    r = subprocess.run([py, "-m", "sonde", "-o", str(db), "--lines", function, str(prog)],
                        env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
                        timeout=300, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+    assert r.returncode == 0 and (stdout is None or r.stdout == stdout), r.stderr
     rows = query(db, "SELECT c.line, SUM(c.hits) FROM line_costs c JOIN routines r "
-                     "USING (routine_id) WHERE r.name LIKE '%(step)' GROUP BY c.line")
+                     "USING (routine_id) WHERE r.name LIKE ? GROUP BY c.line", (f"%({function})",))
     return dict(rows)
 
 
@@ -138,14 +139,6 @@ def test_loops_count_a_hit_a_round_and_statements_inside_once(py, tmp_path):
     """A `while` test is a hit a round and once more at the end (3.11+ copy it below the body);
     a branch taken 497 times of 500 is 497 hits on each of its lines; 3.12's inlined
     comprehension, a loop inside one statement, is one hit a run of the statement."""
-    prog = tmp_path / "loops.py"
-    prog.write_text(LOOPS)
-    db = tmp_path / "loops.db"
-    r = subprocess.run([py, "-m", "sonde", "-o", str(db), "--lines", "rounds", str(prog)],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout == "377232\n", r.stderr
-    hits = dict(query(db, "SELECT c.line, SUM(c.hits) FROM line_costs c JOIN routines r "
-                          "USING (routine_id) WHERE r.name LIKE '%(rounds)' GROUP BY c.line"))
+    hits = sonde_hits(py, tmp_path, LOOPS, "rounds", stdout="377232\n")
     assert hits == {2: 1, 3: 1, 4: 501, 5: 500, 6: 500, 7: 500, 8: 500, 9: 497, 10: 497, 12: 497,
                     14: 500, 15: 500, 16: 500, 17: 1}
