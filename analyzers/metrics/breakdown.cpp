@@ -184,13 +184,15 @@ bool in_iterations(const Frame& k, const ThreadLoop& t) {
 // A generator the loop resumes for its batches (`for x, y in batches():`, called from the loop
 // frame or on the way to the body) is one call however many batches it yields, and the time of
 // every resumption is its own: it is the data loading, unless a loader beneath says so itself
-// or it runs the training.
+// or it runs the training. One made every iteration or more often is drained within one
+// (`for p in model.parameters():` in an update written out by hand, pytorch/examples'
+// regression; Chainer's link.params): it feeds the loop nothing.
 std::vector<const Frame*> feeders(const ThreadLoop& t) {
   std::vector<const Frame*> out;
   for (const Frame* f = t.body; f != nullptr; f = f->parent) {
     for (const Frame& k : f->kids)
-      if (k.node->generator && k.role.phase < 0 && !(k.below_entry & kFbu) &&
-          !(k.below & (bit(kIo) | bit(kH2d))))
+      if (k.node->generator && k.node->calls < t.iterations && k.role.phase < 0 &&
+          !(k.below_entry & kFbu) && !(k.below & (bit(kIo) | bit(kH2d))))
         out.push_back(&k);
     if (f == t.loop) break;
   }
@@ -388,6 +390,15 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     for (auto& [name, ns] : rs) b.rows[p].routines.push_back(name);
   }
   add_device_time(profile.file(), acc.nodes, b);
+  if (!b.rows[kUpdate].known) {
+    // What the update's entries found (zero_grad) is in other with the update written inline,
+    // so that the rows still add up to the training threads' time.
+    BreakdownRow& u = b.rows[kUpdate];
+    b.other_ns += u.time_ns;
+    b.gpu_other_ns += u.gpu_ns;
+    u.time_ns = u.gpu_ns = 0;
+    u.routines.clear();
+  }
   return b;
 }
 

@@ -232,10 +232,18 @@ TEST_F(BreakdownTest, AnUpdateInlineInTheLoopCannotBeTold) {
   int main = tree_.py(root, "/w/t.py", 1, "<module>", 1, 500);
   tree_.py(main, torch("nn/modules/module.py"), 1188, "_call_impl", 12, 100);
   tree_.py(main, torch("_tensor.py"), 429, "backward", 12, 200);
+  tree_.py(main, torch("nn/modules/module.py"), 1956, "zero_grad", 12, 30);
   Breakdown b = compute();
   ASSERT_TRUE(b.found) << b.reason;
   EXPECT_EQ(b.iterations, 12);
   EXPECT_FALSE(row(b, "t_u").known);
+  // zero_grad's time is in other with the update written inline: the rows still add up.
+  EXPECT_EQ(row(b, "t_u").time_ns, 0);
+  EXPECT_TRUE(row(b, "t_u").routines.empty());
+  std::int64_t rows = b.other_ns + b.outside_ns + b.unmeasured_ns;
+  for (const BreakdownRow& r : b.rows) rows += r.time_ns;
+  EXPECT_EQ(rows, b.threads_ns);
+  EXPECT_EQ(b.other_ns, (500 - 100 - 200 - 30 + 30) * kMs);
   ASSERT_EQ(b.notes.size(), 1u);
   EXPECT_NE(b.notes[0].find("t_u cannot be told"), std::string::npos);
   Table t = breakdown_table(b);
