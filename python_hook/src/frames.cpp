@@ -15,6 +15,7 @@
 #include "code_table.hpp"
 #include "cpython_compat.hpp"
 #include "greenlets.hpp"
+#include "statements.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/source_fingerprint.hpp"
 
@@ -313,29 +314,11 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
 // its last argument's line): one run of it is one hit on each of its lines, the time of every
 // segment its line's, as line_profiler shows it. A run ends where a line of another statement
 // comes, or the same line of a one-line statement again (a loop's backward jump): a loop's
-// header is a hit a round.
-using StatementStarts = std::unordered_map<int, int>;  // line -> its statement's first line
-PyObject* g_statement_starts = nullptr;                 // sonde._statements.statement_starts
-
-// Once per file whose lines are timed: {} (each line its own statement) where it cannot be
-// read, or the helper is missing.
+// header is a hit a round. Statements are read once per file whose lines are timed.
 const StatementStarts* statement_starts(PyCodeObject* code) {
   static std::unordered_map<std::string, StatementStarts> files;
   auto [it, added] = files.try_emplace(utf8(code->co_filename));
-  if (!added || g_statement_starts == nullptr) return &it->second;
-  PyObject *type, *value, *traceback;
-  PyErr_Fetch(&type, &value, &traceback);
-  PyObject* starts = PyObject_CallOneArg(g_statement_starts, code->co_filename);
-  PyObject *key, *first;
-  Py_ssize_t pos = 0;
-  while (starts != nullptr && PyDict_Check(starts) && PyDict_Next(starts, &pos, &key, &first)) {
-    long line = PyLong_AsLong(key), start = PyLong_AsLong(first);
-    if (line > 0 && start > 0 && line <= INT_MAX && start <= line)
-      it->second.emplace(int(line), int(start));
-  }
-  Py_XDECREF(starts);
-  PyErr_Clear();
-  PyErr_Restore(type, value, traceback);
+  if (added) it->second = read_statement_starts(it->first);
   return &it->second;
 }
 
@@ -558,13 +541,6 @@ std::vector<OpenedFrame>& profile_hook_frames() { return t_open; }
 bool install_line_tracing(const std::vector<std::string>& patterns) {
   g_line_patterns = patterns;
   if (patterns.empty()) return true;
-  if (g_statement_starts == nullptr) {
-    if (PyObject* helper = PyImport_ImportModule("sonde._statements")) {
-      g_statement_starts = PyObject_GetAttrString(helper, "statement_starts");
-      Py_DECREF(helper);
-    }
-    PyErr_Clear();  // without it each line is its own statement, as before
-  }
   PyObject* hook = PyCFunction_New(&g_bootstrap_trace_def, nullptr);
   if (hook == nullptr) return false;
   bool ok = set_threading_hook("settrace", hook);
