@@ -268,12 +268,17 @@ void record(RoutineId routine, PyCodeObject* code, const Found& found) {
 bool check_subnormal_arguments(RoutineId routine, PyCodeObject* code, PyObject* const* args,
                                int nargs, const void* key) {
   if (PyErr_Occurred()) return false;  // a frame entered to handle an exception: leave it alone
-  if (!computes_on_arguments(code)) return false;
   Found found;
   std::vector<PyObject*> flagged;
   for (int i = 0; i < nargs; ++i)
     if (args[i] != nullptr) check_object(args[i], found, &flagged);
-  if (found.elements == 0) return false;  // no float arrays: not a call this check speaks for
+  // No float arrays: not a call this check speaks for. Asked first, being the cheaper question
+  // on most calls (a few type slots, against a scan of the bytecode).
+  bool speaks = found.elements > 0 && computes_on_arguments(code);
+  if (!speaks) {
+    for (PyObject* o : flagged) Py_DECREF(o);
+    return false;
+  }
   if (flagged.empty()) {
     record(routine, code, found);
     return false;
