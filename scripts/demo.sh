@@ -5,8 +5,11 @@ cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j2
-# % of peak needs this machine's peaks: measured once (about 30 s), then found by every run.
-build/bin/sonde calibrate --show >/dev/null 2>&1 || build/bin/sonde calibrate --quick
+# % of peak needs this machine's peaks: measured once (about 30 s), then found by every run. On a
+# busy machine calibrate refuses figures it cannot believe (it says why); the job goes on
+# without % of peak rather than stop.
+build/bin/sonde calibrate --show >/dev/null 2>&1 || build/bin/sonde calibrate --quick ||
+  echo "(no peaks: % of peak left out; run build/bin/sonde calibrate on a quiet machine)"
 build/bin/sonde run --force -o build/mlp_train.db -- build/examples/mlp_train --steps 300
 echo
 build/bin/sonde report build/mlp_train.db --top 15
