@@ -28,10 +28,6 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
   std::vector<const Row*> rows;
   for (const auto& i : r.imbalance) {
     if (rows.size() == RankSummary::kMaxCallsAmong) break;
-    // Imports (the Python hook's folded <import>) are set-up, as the rendezvous is: ranks
-    // importing torch side by side on shared cores differ by seconds, and wait for each other
-    // only in init_process_group, which is set-up too.
-    if (i.routine == "<import>") continue;
     if (i.max_over_mean >= 1 + rule.threshold / 100 && i.lost_s >= kMinShare * r.mean_busy_s)
       rows.push_back(&i);
   }
