@@ -93,18 +93,24 @@ def test_a_client_whose_cupti_is_not_global_is_given_cupti(db):
     assert "libkineto_like.so subscribed to CUPTI" in note
 
 
-@pytest.mark.parametrize("mode,left,program", [
-    ("kineto_leaves", "unsubscribed from", "cupti_app"),
-    ("kineto_finalizes", "finalized", "cupti_app"),
-    ("kineto_leaves", "unsubscribed from", "cupti_app12"),  # CUDA 12: no cuptiSubscribe_v2
+@pytest.mark.parametrize("mode,left,program,version", [
+    ("kineto_leaves", "unsubscribed from", "cupti_app", None),
+    ("kineto_finalizes", "finalized", "cupti_app", None),
+    ("kineto_leaves", "unsubscribed from", "cupti_app12", None),  # CUDA 12: no cuptiSubscribe_v2
+    # CUDA 13.3: sonde traces through its own subscription, and Kineto's process-wide calls
+    # would be refused beside it.
+    ("kineto_leaves", "unsubscribed from", "cupti_app", "130300"),
+    ("kineto_finalizes", "finalized", "cupti_app", "130300"),
 ])
-def test_cupti_is_taken_back_when_the_other_client_leaves(db, mode, left, program):
+def test_cupti_is_taken_back_when_the_other_client_leaves(db, mode, left, program, version):
     # A scheduled torch.profiler window (steps 10-15 of a run): Kineto subscribes (sonde gives
     # its one subscription up) and registers its buffers; stopping, it disables its kinds,
     # flushes, and unsubscribes or finalizes CUPTI. sonde used to give the rest of the run's
     # GPU records away; it now takes CUPTI back once the call returned.
     env = {"SONDE_CUPTI_LIBRARY": str(Path(STUBS) / "cuda12" / "libcupti.so.12")
            } if program == "cupti_app12" else {}
+    if version:
+        env["CUPTI_STUB_VERSION"] = version
     r = run_app(db, mode, program=program, **env)
     m = re.search(r"kineto subscribe=(\d+) register=(\d+) left=(\d+) api=(\d+) records=(\d+) "
                   r"later=(\d+)", r.stdout)
@@ -126,10 +132,31 @@ def test_cupti_is_taken_back_when_the_other_client_leaves(db, mode, left, progra
     assert max(starts["before()"]) < t0 < t1 < min(starts["after()"])
 
 
-def test_an_earlier_activity_client_keeps_its_buffers(db):
+def test_a_second_tracer_of_cuda_13_3_gets_its_records_beside_sondes(db):
+    # CUDA 13.3 traces several subscribers at once, each through the subscriber-scope calls:
+    # a tool that joins for a window (Nsight Systems, a CUPTI-Python or JAX profiler) gets the
+    # window's records and callbacks, and sonde keeps all of its own, with nothing given up.
+    r = run_app(db, "v2_client", CUPTI_STUB_VERSION="130300")
+    m = re.search(r"v2 subscribe=(\d+) register=(\d+) enable=(\d+) left=(\d+) api=(\d+) "
+                  r"records=(\d+)", r.stdout)
+    assert m and m.group(1, 2, 3, 4, 6) == ("0", "0", "0", "0", "3"), r.stdout
+    assert int(m.group(5)) >= 6, r.stdout  # entry and exit of the window's three launches
+    kernels = sorted((k[1], k[6]) for k in gpu_rows(db, "kernel"))
+    assert kernels == ([("after()", "after")] * 2 + [("before()", "before")] +
+                       [("inside()", "profiled")] * 3)
+    assert routine_calls(db, "cudaLaunchKernel") == 6
+    assert notes(db, "gpu-other-client") == []
+    assert info(db, "gpu.cupti_activity") == "per-subscriber"
+    assert notes(db) == []
+
+
+@pytest.mark.parametrize("version", [None, "130300"])
+def test_an_earlier_activity_client_keeps_its_buffers(db, version):
     # Kineto registered before the driver was loaded (so before sonde started): sonde must not
     # register its own buffers over them; it measures the CUDA calls and says why no kernels.
-    r = run_app(db, "kineto_first")
+    # From 13.3 that includes not asking for records of its own, which CUPTI would refuse
+    # beside the process-wide ones.
+    r = run_app(db, "kineto_first", **({"CUPTI_STUB_VERSION": version} if version else {}))
     assert "kineto records=1" in r.stdout
     assert gpu_rows(db) == []
     (note,) = notes(db, "gpu-other-client")

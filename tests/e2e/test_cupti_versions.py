@@ -77,6 +77,17 @@ def test_each_release_is_read_by_its_layout(db, program, library, version, recor
     assert info(db, "gpu.cupti_records").startswith(records)
 
 
+@pytest.mark.parametrize("version,activity", [
+    ("130200", "process-wide"), ("130300", "per-subscriber"), ("130400", "per-subscriber")])
+def test_from_cuda_13_3_sonde_has_records_of_its_own(db, version, activity):
+    # From 13.3 CUPTI traces each subscriber on its own through the subscriber-scope calls;
+    # sonde uses them there, and its profile is the same as through the process-wide ones.
+    run_app(db, "cupti_app", SONDE_CUPTI_LIBRARY=CUPTI13, CUPTI_STUB_VERSION=version)
+    assert_basic_profile(db)
+    assert info(db, "gpu.cupti_activity") == activity
+    assert info(db, "gpu.dropped") == "0"
+
+
 @pytest.mark.parametrize("version", ["17", "130500", "140000"])
 def test_a_release_sonde_does_not_know_is_not_read(db, version):
     run_app(db, "cupti_app", SONDE_CUPTI_LIBRARY=CUPTI13, CUPTI_STUB_VERSION=version)

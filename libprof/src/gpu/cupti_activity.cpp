@@ -61,8 +61,11 @@ void CuptiBackend::on_buffer_complete(CUcontext context, uint32_t stream, uint8_
                                       size_t size, size_t valid) {
   if (buffer == nullptr) return;
   if (!forked_.load(std::memory_order_relaxed)) parse_buffer(buffer, valid);
+  // A process-wide call, which CUPTI refuses beside the subscriber-scope ones: a subscriber's
+  // own buffers have no count of dropped records.
   size_t dropped = 0;
-  if (lib_.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) {
+  if (!per_subscriber_.load(std::memory_order_relaxed) &&
+      lib_.cuptiActivityGetNumDroppedRecords(context, stream, &dropped) == CUPTI_SUCCESS) {
     cupti_dropped_.fetch_add(dropped, std::memory_order_relaxed);
   }
   std::free(buffer);
@@ -74,7 +77,12 @@ void CuptiBackend::parse_buffer(uint8_t* buffer, size_t valid) {
   ActivityFields f;
   // Read by the loaded CUPTI's layout (cupti_layouts.cpp): its records are its release's
   // versions, not those of the header sonde was built with. start() enables no kind without one.
-  while (lib_.cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+  bool own = per_subscriber_.load(std::memory_order_relaxed);
+  auto next = [&] {
+    return own ? lib_.cuptiActivityGetNextRecord_v2(subscriber_, buffer, valid, &record)
+               : lib_.cuptiActivityGetNextRecord(buffer, valid, &record);
+  };
+  while (next() == CUPTI_SUCCESS) {
     if (!read_activity(*layout_, record, f)) continue;  // kinds sonde did not ask for
     Record r;
     r.correlation = f.correlation;
@@ -255,8 +263,21 @@ void CuptiBackend::final_flush() {
   flushed_final_ = true;
   closing_.store(true);  // another client's later unsubscribe must not subscribe sonde again
   // No callback may reach sonde once its file is being closed (CUDA calls from the host's static
-  // destructors, after sonde's last flush): the subscriber goes first.
-  if (traced_.exchange(false)) lib_.cuptiUnsubscribe(subscriber_);
+  // destructors, after sonde's last flush): the subscriber goes first. A subscriber with
+  // records of its own loses them when it unsubscribes (the CUPTI guide's teardown flushes
+  // first), so it only stops its callbacks here, and unsubscribes after the flush.
+  bool unsubscribe_after = false;
+  if (traced_.exchange(false)) {
+    if (per_subscriber_.load()) {
+      for (CUpti_CallbackDomain d :
+           {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_CB_DOMAIN_RESOURCE}) {
+        lib_.cuptiEnableDomain(0, subscriber_, d);
+      }
+      unsubscribe_after = true;
+    } else {
+      lib_.cuptiUnsubscribe(subscriber_);
+    }
+  }
   struct Call {
     std::mutex mu;
     std::condition_variable done_cv;
@@ -288,6 +309,7 @@ void CuptiBackend::final_flush() {
   CUptiResult rc = call->rc;
   lock.unlock();
   worker.join();
+  if (unsubscribe_after) lib_.cuptiUnsubscribe(subscriber_);
   if (rc != CUPTI_SUCCESS) {
     note_("gpu",
           fmt::format("CUPTI could not flush its last activity records: {}", lib_.describe(rc)));
@@ -331,6 +353,8 @@ void CuptiBackend::info(std::vector<std::pair<std::string, std::string>>& out) c
   // metrics lock at the fork.
   if (forked_.load()) return;
   out.emplace_back("gpu.cupti_version", std::to_string(version_));
+  out.emplace_back("gpu.cupti_activity",
+                   per_subscriber_.load() ? "per-subscriber" : "process-wide");
   if (layout_ != nullptr) {
     out.emplace_back("gpu.cupti_records",
                      fmt::format("CUDA {}: {}", layout_->cuda, layout_->records));

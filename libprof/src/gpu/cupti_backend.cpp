@@ -54,6 +54,18 @@ void CUPTIAPI buffer_completed(CUcontext context, uint32_t stream, uint8_t* buff
   }
 }
 
+// The subscriber-scope callbacks (cupti_v2_abi.hpp): the same buffers, without the context and
+// stream, which sonde reads from the records.
+void CUPTIAPI buffer_requested_v2(uint8_t** buffer, size_t* size, size_t* max_records,
+                                  CuptiBufferRequestInfo*) {
+  buffer_requested(buffer, size, max_records);
+}
+
+void CUPTIAPI buffer_completed_v2(uint8_t* buffer, size_t size, size_t valid,
+                                  CuptiBufferCompleteInfo*) {
+  buffer_completed(nullptr, 0, buffer, size, valid);
+}
+
 // CUDA 13.2 added allowMultipleSubscribers after oldSubscriberSize; older headers lack it, and
 // a CUPTI of the same age reads only structSize bytes, so the field is sent only to one that
 // knows it.
@@ -183,7 +195,18 @@ CUptiResult CuptiBackend::subscribe(char* holder, uint32_t holder_size) {
   params.base.subscriberName = "sonde";
   params.base.oldSubscriberName = holder;
   params.base.oldSubscriberSize = holder_size;
-  if (version_ >= kMultiSubscriberVersion) {
+  // From 13.3 allowing others means tracing through the subscriber-scope calls, which CUPTI
+  // refuses beside the process-wide ones: sonde asks for it only where it will use them, and
+  // not once a client of the process-wide calls (Kineto) has shown itself, or registered
+  // buffers before sonde started.
+  std::string earlier;
+  bool per_subscriber = layout_ != nullptr && version_ >= kPerSubscriberActivityVersion &&
+                        lib_.cuptiActivityRegisterCallbacks_v2 != nullptr &&
+                        lib_.cuptiSubscribe_v2 != nullptr && !process_wide_client_.load() &&
+                        !registered_before(earlier);
+  bool allow = per_subscriber ||
+               (version_ >= kMultiSubscriberVersion && version_ < kPerSubscriberActivityVersion);
+  if (allow) {
 #if CUPTI_API_VERSION < 130200
     params.allowMultipleSubscribers = 1;
     params.base.structSize = offsetof(SubscriberParams, allowMultipleSubscribers) + 1;
@@ -193,17 +216,26 @@ CUptiResult CuptiBackend::subscribe(char* holder, uint32_t holder_size) {
 #endif
   }
   // CUPTI 12 has only cuptiSubscribe, which names no holder.
-  return lib_.cuptiSubscribe_v2 != nullptr
-             ? lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base)
-             : lib_.cuptiSubscribe(&subscriber_, api_callback, this);
+  CUptiResult rc = lib_.cuptiSubscribe_v2 != nullptr
+                       ? lib_.cuptiSubscribe_v2(&subscriber_, api_callback, this, &params.base)
+                       : lib_.cuptiSubscribe(&subscriber_, api_callback, this);
+  per_subscriber_.store(rc == CUPTI_SUCCESS && per_subscriber, std::memory_order_release);
+  return rc;
 }
 
 bool CuptiBackend::enable_activity_kinds() {
-  CUptiResult rc = lib_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
+  bool own = per_subscriber_.load();
+  auto enable = [&](CUpti_ActivityKind kind) {
+    return own ? lib_.cuptiActivityEnable_v2(subscriber_, kind, nullptr)
+               : lib_.cuptiActivityEnable(kind);
+  };
+  CUptiResult rc = own ? lib_.cuptiActivityRegisterCallbacks_v2(subscriber_, buffer_requested_v2,
+                                                                buffer_completed_v2)
+                       : lib_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                   CUPTI_ACTIVITY_KIND_MEMSET}) {
     if (rc != CUPTI_SUCCESS) break;
-    rc = lib_.cuptiActivityEnable(kind);
+    rc = enable(kind);
   }
   if (rc != CUPTI_SUCCESS) {
     // No driver, no device, or activity tracing held by another client: the API calls are
@@ -214,7 +246,7 @@ bool CuptiBackend::enable_activity_kinds() {
     return false;
   }
   // Copies between two GPUs come as their own kind; without them the rest still stands.
-  rc = lib_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY2);
+  rc = enable(CUPTI_ACTIVITY_KIND_MEMCPY2);
   if (rc != CUPTI_SUCCESS) {
     note_("gpu", fmt::format("CUPTI peer-to-peer copy records are unavailable ({}): copies "
                              "between GPUs are not in the profile",

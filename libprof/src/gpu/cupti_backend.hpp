@@ -50,7 +50,9 @@ class CuptiBackend final : public GpuBackend {
   void other_client_disables(const std::string& who, const char* kind);
   // Another client's subscription was refused while sonde holds CUPTI's one subscriber:
   // sonde unsubscribes (after taking its records) and says so. False: sonde held none.
-  bool other_client_subscribes(const std::string& who);
+  // `process_wide`: it subscribed with cuptiSubscribe, as clients of the process-wide
+  // activity calls do.
+  bool other_client_subscribes(const std::string& who, bool process_wide);
   // Another client unsubscribed, or finalized CUPTI (`finalized`: which detached sonde too),
   // and its call has returned: if it had taken sonde's subscription or buffers, sonde takes
   // them back, on a thread of its own, and says which window of GPU records it lacks. The
@@ -62,6 +64,8 @@ class CuptiBackend final : public GpuBackend {
   void on_buffer_request(uint8_t** buffer, size_t* size, size_t* max_records);
   void on_buffer_complete(CUcontext context, uint32_t stream, uint8_t* buffer, size_t size,
                           size_t valid);
+  // The activity model of sonde's subscription, for the note and run_info.
+  bool per_subscriber() const { return per_subscriber_.load(std::memory_order_acquire); }
 
  private:
   // What sonde knows about one API callback id, worked out on its first call.
@@ -140,6 +144,9 @@ class CuptiBackend final : public GpuBackend {
   CUptiResult subscribe(char* holder, uint32_t holder_size);
   // Subscribes again and enables the callback domains, after another client let CUPTI go.
   bool subscribe_again();
+  // Flushes sonde's records so far, unsubscribes and says why: another client needs CUPTI in a
+  // way sonde's subscription would refuse it. False when sonde held no subscription.
+  bool give_up(const std::string& note);
   void take_back(const std::string& who, bool finalized);
   GpuRow to_row(const Record& r, int64_t offset);
   // The forced flush at exit: unsubscribes first, and gives up after a bounded wait.
@@ -157,6 +164,12 @@ class CuptiBackend final : public GpuBackend {
   std::atomic<bool> ceded_{false};
   // sonde unsubscribed so that another client could subscribe (CUPTI before 13.2).
   std::atomic<bool> gave_up_{false};
+  // sonde's subscription has activity records of its own (CUDA 13.3's subscriber-scope calls):
+  // another subscriber that uses them too gets its records beside sonde's.
+  std::atomic<bool> per_subscriber_{false};
+  // Another client used CUPTI's process-wide activity calls (Kineto does), which CUPTI refuses
+  // next to the subscriber-scope ones: sonde uses the process-wide calls from then on.
+  std::atomic<bool> process_wide_client_{false};
   // When sonde's GPU records became another client's (CLOCK_REALTIME ns, 0: they are not).
   std::atomic<int64_t> ceded_at_{0};
   // One taking back at a time (an unsubscribe and then a finalize each start one).

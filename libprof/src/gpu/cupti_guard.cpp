@@ -69,14 +69,16 @@ class Real {
 // A refused subscription while sonde holds the one subscriber: sonde steps aside and the
 // caller's subscription is made again. Any other answer is the caller's, unchanged. `caller`:
 // the interposer's return address, for the note.
+// `process_wide`: the caller used cuptiSubscribe, as clients of the process-wide activity calls
+// (Kineto) do.
 template <class Fn, class... Args>
-CUptiResult subscribe(Real<Fn>& real_fn, const void* caller, Args... args) {
+CUptiResult subscribe(Real<Fn>& real_fn, const void* caller, bool process_wide, Args... args) {
   Fn real = real_fn.get();
   if (real == nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   CUptiResult rc = real(args...);
   CuptiBackend* b = g_guarded.load(std::memory_order_acquire);
   if (rc == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && b != nullptr &&
-      b->other_client_subscribes(caller_name(caller))) {
+      b->other_client_subscribes(caller_name(caller), process_wide)) {
     rc = real(args...);
   }
   return rc;
@@ -117,6 +119,20 @@ bool registered_before(std::string& who) {
 }
 
 void CuptiBackend::other_client_registers(const std::string& who) {
+  if (per_subscriber_.load()) {
+    // Its process-wide buffers would be refused beside sonde's own: sonde steps aside, and
+    // uses the process-wide calls itself when it takes CUPTI back.
+    process_wide_client_.store(true);
+    give_up(
+        fmt::format("{} registered CUPTI activity buffers for the whole process while the "
+                    "program ran (as torch.profiler's Kineto does), which CUPTI refuses "
+                    "beside a subscriber's own records: sonde gave its subscription up so "
+                    "that the other client works. GPU kernels, copies and memsets from then "
+                    "on are not in this profile; CUDA calls are measured by the preloaded "
+                    "wrappers where they can be",
+                    who));
+    return;
+  }
   if (!activity_.load() || ceded_.exchange(true)) return;
   // sonde's records so far still come to sonde: after the registration CUPTI would hand its
   // buffers, and the records in them, to the other client's callbacks.
@@ -130,7 +146,7 @@ void CuptiBackend::other_client_registers(const std::string& who) {
                     who));
 }
 
-bool CuptiBackend::other_client_subscribes(const std::string& who) {
+bool CuptiBackend::give_up(const std::string& note) {
   if (forked_.load() || !traced_.exchange(false)) return false;
   // Its records so far are sonde's; the other client will register buffers of its own.
   if (activity_.load() && !ceded_.exchange(true)) {
@@ -140,18 +156,30 @@ bool CuptiBackend::other_client_subscribes(const std::string& who) {
   gave_up_.store(true);
   int64_t none = 0;
   ceded_at_.compare_exchange_strong(none, realtime_ns());
-  note_("gpu-other-client",
-        fmt::format("{} subscribed to CUPTI while the program ran (as torch.profiler's Kineto "
-                    "does), and this CUPTI allows one subscriber: sonde gave its subscription up "
-                    "so that the other client works. GPU kernels, copies and memsets from then on "
-                    "are not in this profile; CUDA calls are measured by the preloaded wrappers "
-                    "where they can be",
-                    who));
+  if (!note.empty()) note_("gpu-other-client", note);
   return true;
+}
+
+bool CuptiBackend::other_client_subscribes(const std::string& who, bool process_wide) {
+  if (process_wide && per_subscriber_.load()) process_wide_client_.store(true);
+  return give_up(fmt::format(
+      "{} subscribed to CUPTI while the program ran (as torch.profiler's Kineto does), and "
+      "{}: sonde gave its subscription up so that the other client works. GPU kernels, copies "
+      "and memsets from then on are not in this profile; CUDA calls are measured by the "
+      "preloaded wrappers where they can be",
+      who,
+      per_subscriber_.load() ? "CUPTI refused it beside sonde's subscription"
+                             : "this CUPTI allows one subscriber"));
 }
 
 void CuptiBackend::other_client_finalizes() {
   if (forked_.load() || closing_.load()) return;
+  if (per_subscriber_.load()) {
+    // cuptiFinalize returns early while another subscriber is there, and detaches the last
+    // one: sonde leaves first, so that either way it subscribes again cleanly afterwards.
+    give_up("");
+    return;
+  }
   if (activity_.load() && !ceded_.exchange(true)) {
     lib_.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   }
@@ -223,7 +251,8 @@ void CuptiBackend::take_back(const std::string& who, bool finalized) {
 }
 
 void CuptiBackend::other_client_disables(const std::string& who, const char* kind) {
-  if (!activity_.load() || ceded_.load()) return;
+  // A subscriber's own kinds are not the process-wide ones another client turns off.
+  if (!activity_.load() || ceded_.load() || per_subscriber_.load()) return;
   note_("gpu-other-client",
         fmt::format("{} disabled CUPTI's {} records, which sonde had enabled: {}s after that are "
                     "missing from this profile",
@@ -260,7 +289,7 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* s
                                                        CUpti_CallbackFunc callback,
                                                        void* userdata) {
   static sonde::Real<decltype(&cuptiSubscribe)> real("cuptiSubscribe");
-  return sonde::subscribe(real, __builtin_return_address(0), subscriber, callback, userdata);
+  return sonde::subscribe(real, __builtin_return_address(0), true, subscriber, callback, userdata);
 }
 
 SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
@@ -268,7 +297,7 @@ SONDE_CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle
                                                           void* userdata,
                                                           CUpti_SubscriberParams* params) {
   static sonde::Real<decltype(&cuptiSubscribe_v2)> real("cuptiSubscribe_v2");
-  return sonde::subscribe(real, __builtin_return_address(0), subscriber, callback, userdata,
+  return sonde::subscribe(real, __builtin_return_address(0), false, subscriber, callback, userdata,
                           params);
 }
 

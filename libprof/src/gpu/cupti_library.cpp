@@ -70,6 +70,18 @@ bool CuptiLibrary::load(const std::string& override_path, std::string& error) {
     cuptiGetGraphId = nullptr;
     cuptiGetGraphExecId = nullptr;
   }
+  cuptiActivityRegisterCallbacks_v2 = reinterpret_cast<CuptiActivityRegisterCallbacksV2>(
+      dlsym(handle, "cuptiActivityRegisterCallbacks_v2"));
+  cuptiActivityEnable_v2 =
+      reinterpret_cast<CuptiActivityEnableV2>(dlsym(handle, "cuptiActivityEnable_v2"));
+  cuptiActivityGetNextRecord_v2 = reinterpret_cast<CuptiActivityGetNextRecordV2>(
+      dlsym(handle, "cuptiActivityGetNextRecord_v2"));
+  if (!cuptiActivityRegisterCallbacks_v2 || !cuptiActivityEnable_v2 ||
+      !cuptiActivityGetNextRecord_v2) {
+    cuptiActivityRegisterCallbacks_v2 = nullptr;
+    cuptiActivityEnable_v2 = nullptr;
+    cuptiActivityGetNextRecord_v2 = nullptr;
+  }
   return true;
 }
 

@@ -10,6 +10,8 @@
 
 #include <string>
 
+#include "gpu/cupti_v2_abi.hpp"
+
 namespace sonde {
 
 #define SONDE_CUPTI_FUNCTIONS(X)                                                               \
@@ -52,6 +54,10 @@ struct CuptiLibrary {
   decltype(&::cuptiGetGraphNodeId) cuptiGetGraphNodeId = nullptr;
   decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
   decltype(&::cuptiGetGraphExecId) cuptiGetGraphExecId = nullptr;
+  // The subscriber-scope activity calls (cupti_v2_abi.hpp); all nullptr where one is missing.
+  CuptiActivityRegisterCallbacksV2 cuptiActivityRegisterCallbacks_v2 = nullptr;
+  CuptiActivityEnableV2 cuptiActivityEnable_v2 = nullptr;
+  CuptiActivityGetNextRecordV2 cuptiActivityGetNextRecord_v2 = nullptr;
   std::string path;  // the file that was opened
   void* handle = nullptr;
 

@@ -27,6 +27,9 @@
 //                   flush, unsubscribe) and the program launches again
 //   cupti_app kineto_finalizes  the same window, ended with cuptiFinalize
 //   cupti_app kineto_first  the other client registers its buffers before the driver loads
+//   cupti_app v2_client  a window traced by a second tool through CUDA 13.3's subscriber-scope
+//                   calls (Nsight Systems, a CUPTI-Python or JAX profiler): both tools get the
+//                   window's records
 //   cupti_app disable  a library disables kernel records mid-run
 //   cupti_app teardown  the context is destroyed in an exit handler, as libcudart's does
 //   cupti_app peer    a copy between two GPUs (a MEMCPY2 record)
@@ -44,6 +47,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -53,6 +57,9 @@
 
 #include "cupti_stub_control.h"
 #include "sonde/sonde.h"
+
+// Weak: the CUDA 12 build (cupti_app12) links a CUPTI without it (v2_client mode only).
+#pragma weak cuptiSubscribe_v2
 
 namespace {
 
@@ -195,6 +202,31 @@ void CUPTIAPI kineto_request(uint8_t** buffer, size_t* size, size_t* max_records
 void CUPTIAPI kineto_complete(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   CUpti_Activity* record = nullptr;
   while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) ++g_kineto_records;
+  std::free(buffer);
+}
+
+// CUDA 13.3's subscriber-scope activity calls, which CUDA 13.0's headers lack (the
+// signatures the CUPTI guide gives; the info and config structs are not read).
+using RequestV2 = void(CUPTIAPI*)(uint8_t**, size_t*, size_t*, void*);
+using CompleteV2 = void(CUPTIAPI*)(uint8_t*, size_t, size_t, void*);
+// Weak: the CUDA 12 build (cupti_app12) links a CUPTI that has none of them.
+extern "C" __attribute__((weak))
+CUptiResult cuptiActivityRegisterCallbacks_v2(CUpti_SubscriberHandle, RequestV2, CompleteV2);
+extern "C" __attribute__((weak)) CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle,
+                                                                    CUpti_ActivityKind, void*);
+extern "C" __attribute__((weak)) CUptiResult cuptiActivityGetNextRecord_v2(CUpti_SubscriberHandle,
+                                                                           uint8_t*, size_t,
+                                                                           CUpti_Activity**);
+CUpti_SubscriberHandle g_v2_subscriber = nullptr;
+std::atomic<int> g_v2_records{0};
+void CUPTIAPI v2_request(uint8_t** buffer, size_t* size, size_t* max_records, void*) {
+  kineto_request(buffer, size, max_records);
+}
+void CUPTIAPI v2_complete(uint8_t* buffer, size_t, size_t valid, void*) {
+  CUpti_Activity* record = nullptr;
+  while (cuptiActivityGetNextRecord_v2(g_v2_subscriber, buffer, valid, &record) == CUPTI_SUCCESS) {
+    ++g_v2_records;
+  }
   std::free(buffer);
 }
 
@@ -643,6 +675,38 @@ int main(int argc, char** argv) {
     std::printf("kineto subscribe=%d register=%d left=%d api=%d records=%d later=%d\n",
                 int(subscribed), int(registered), int(left), g_kineto_api.load(), records,
                 g_kineto_records.load() - records);
+  } else if (std::strcmp(mode, "v2_client") == 0) {
+    // A second tracer joins for a window, through the subscriber-scope calls and allowing
+    // others (CUpti_SubscriberParams' allowMultipleSubscribers, after oldSubscriberSize).
+    sonde_region_begin("before");
+    launch("_Z6beforev", kMs, 1, 32, 8);
+    sonde_region_end("before");
+    struct {
+      CUpti_SubscriberParams base;
+      uint8_t allow;
+    } params{};
+    params.base.structSize = offsetof(decltype(params), allow) + 1;
+    params.base.subscriberName = "second tool";
+    params.allow = 1;
+    CUptiResult subscribed = cuptiSubscribe_v2(&g_v2_subscriber, kineto_api, nullptr, &params.base);
+    cuptiEnableDomain(1, g_v2_subscriber, CUPTI_CB_DOMAIN_RUNTIME_API);
+    CUptiResult registered =
+        cuptiActivityRegisterCallbacks_v2(g_v2_subscriber, v2_request, v2_complete);
+    CUptiResult enabled =
+        cuptiActivityEnable_v2(g_v2_subscriber, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, nullptr);
+    sonde_region_begin("profiled");
+    for (int i = 0; i < 3; ++i) launch("_Z6insidev", kMs, 1, 32, 8);
+    sonde_region_end("profiled");
+    sonde_flush();
+    cuptiActivityFlushAll(0);
+    int records = g_v2_records.load();
+    CUptiResult left = cuptiUnsubscribe(g_v2_subscriber);
+    sonde_region_begin("after");
+    for (int i = 0; i < 2; ++i) launch("_Z5afterv", kMs, 1, 32, 8);
+    sonde_region_end("after");
+    std::printf("v2 subscribe=%d register=%d enable=%d left=%d api=%d records=%d\n",
+                int(subscribed), int(registered), int(enabled), int(left), g_kineto_api.load(),
+                records);
   } else if (std::strcmp(mode, "kineto_first") == 0) {
     sonde_region_begin("profiled");
     launch("_Z6insidev", kMs, 1, 32, 8);

@@ -11,7 +11,14 @@
 //                             documents)
 //   CUPTI_STUB_VERSION=n      cuptiGetVersion's answer; from 130200 a subscriber that sets
 //                             allowMultipleSubscribers joins one already there (CUDA 13.2);
-//                             records are as long as that release's (cupti_stub.hpp)
+//                             from 130300, CUDA 13.3's multi-subscriber model: when the first
+//                             subscriber allowed others, later cuptiSubscribe_v2 calls that ask
+//                             the same join it, each subscriber gets its own activity records
+//                             through the subscriber-scope (_v2) calls, and the process-wide
+//                             activity calls are refused while a subscriber uses those
+//                             (CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED), and the other way
+//                             round, as the CUPTI guide says of mixing them; records are as
+//                             long as that release's (cupti_stub.hpp)
 //
 // CUDA graphs (graph and node ids, resource callbacks, records with graphNodeId) are in
 // cupti_stub_graphs.cpp.
@@ -83,6 +90,16 @@ static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackF
                reinterpret_cast<const uint8_t*>(params)[kAllowAt] != 0;
   bool named =
       params != nullptr && params->oldSubscriberName != nullptr && params->oldSubscriberSize > 0;
+  bool model_13_3 = stub_version() >= 130300;
+  if (model_13_3 && allow && s.multi && s.callback != nullptr) {
+    std::lock_guard lock(s.mu);
+    auto& e = s.extras.emplace_back(std::make_unique<Extra>());
+    e->callback = callback;
+    e->userdata = userdata;
+    if (named) std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "sonde");
+    *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(e.get());
+    return CUPTI_SUCCESS;
+  }
   if (holder != nullptr && allow && s.callback == nullptr) {
     if (named) std::snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", holder);
   } else if (holder != nullptr || s.callback != nullptr) {
@@ -94,6 +111,7 @@ static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackF
   }
   s.callback = callback;
   s.userdata = userdata;
+  s.multi = model_13_3 && allow;
   *subscriber = reinterpret_cast<CUpti_SubscriberHandle>(&s);
   return CUPTI_SUCCESS;
 }
@@ -114,9 +132,25 @@ STUB_EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber,
   return subscribe(subscriber, callback, userdata, nullptr);
 }
 
-// The one subscriber's slot is free again: a later cuptiSubscribe succeeds.
-STUB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle) {
-  stub().callback = nullptr;
+// The subscriber's slot is free again: a later cuptiSubscribe succeeds. Its subscriber-scope
+// activity ends with it; records still in its buffers are not delivered (flushing first is the
+// client's to do, as the CUPTI guide's teardown says).
+STUB_EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  std::erase_if(s.activity2, [&](const auto& a) {
+    if (a->owner != subscriber) return false;
+    std::free(a->buffer);
+    for (auto [buffer, used] : a->full) std::free(buffer);
+    return true;
+  });
+  if (subscriber == reinterpret_cast<CUpti_SubscriberHandle>(&s)) {
+    s.callback = nullptr;
+    return CUPTI_SUCCESS;
+  }
+  std::erase_if(s.extras, [&](const auto& e) {
+    return reinterpret_cast<CUpti_SubscriberHandle>(e.get()) == subscriber;
+  });
   return CUPTI_SUCCESS;
 }
 
@@ -128,6 +162,13 @@ STUB_EXPORT CUptiResult cuptiFinalize(void) {
   std::lock_guard lock(s.mu);
   s.callback = nullptr;
   s.userdata = nullptr;
+  s.multi = false;
+  s.extras.clear();
+  for (auto& a : s.activity2) {
+    std::free(a->buffer);
+    for (auto [buffer, used] : a->full) std::free(buffer);
+  }
+  s.activity2.clear();
   std::fill(std::begin(s.domains), std::end(s.domains), false);
   std::fill(std::begin(s.kinds), std::end(s.kinds), false);
   s.request = nullptr;
@@ -141,12 +182,20 @@ STUB_EXPORT CUptiResult cuptiFinalize(void) {
   return CUPTI_SUCCESS;
 }
 
-STUB_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle,
+STUB_EXPORT CUptiResult cuptiEnableDomain(uint32_t enable, CUpti_SubscriberHandle subscriber,
                                           CUpti_CallbackDomain domain) {
   if (domain <= CUPTI_CB_DOMAIN_INVALID || domain >= CUPTI_CB_DOMAIN_SIZE) {
     return CUPTI_ERROR_INVALID_PARAMETER;
   }
-  stub().domains[domain] = enable != 0;
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  for (auto& e : s.extras) {
+    if (reinterpret_cast<CUpti_SubscriberHandle>(e.get()) == subscriber) {
+      e->domains[domain] = enable != 0;
+      return CUPTI_SUCCESS;
+    }
+  }
+  s.domains[domain] = enable != 0;
   return CUPTI_SUCCESS;
 }
 
@@ -198,15 +247,23 @@ STUB_EXPORT CUptiResult cuptiGetCallbackName(CUpti_CallbackDomain domain, uint32
   return CUPTI_ERROR_INVALID_PARAMETER;
 }
 
+// The process-wide activity calls, refused while a subscriber uses the subscriber-scope ones.
+static bool mixing_with_v2() {
+  std::lock_guard lock(stub().mu);
+  return !stub().activity2.empty();
+}
+
 STUB_EXPORT CUptiResult cuptiActivityEnable(CUpti_ActivityKind kind) {
   // What CUPTI answers when the driver finds no device it can initialise.
   if (std::getenv("CUPTI_STUB_NO_DEVICE") != nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
   if (record_size(kind) == 0) return CUPTI_ERROR_NOT_COMPATIBLE;
+  if (mixing_with_v2()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   stub().kinds[kind] = true;
   return CUPTI_SUCCESS;
 }
 
 STUB_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
+  if (mixing_with_v2()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   stub().kinds[kind] = false;
   return CUPTI_SUCCESS;
 }
@@ -214,10 +271,70 @@ STUB_EXPORT CUptiResult cuptiActivityDisable(CUpti_ActivityKind kind) {
 STUB_EXPORT CUptiResult cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc request,
                                                        CUpti_BuffersCallbackCompleteFunc complete) {
   if (request == nullptr || complete == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (mixing_with_v2()) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   stub().request = request;
   stub().complete = complete;
   return CUPTI_SUCCESS;
 }
+
+#if CUPTI_STUB_MAJOR != 12  // the subscriber-scope calls arrived in CUDA 13.2
+static Activity2* activity_of(Stub& s, CUpti_SubscriberHandle subscriber, bool make) {
+  for (auto& a : s.activity2) {
+    if (a->owner == subscriber) return a.get();
+  }
+  if (!make) return nullptr;
+  auto& a = s.activity2.emplace_back(std::make_unique<Activity2>());
+  a->owner = subscriber;
+  return a.get();
+}
+
+STUB_EXPORT CUptiResult cuptiActivityRegisterCallbacks_v2(CUpti_SubscriberHandle subscriber,
+                                                          RequestV2 request, CompleteV2 complete) {
+  if (subscriber == nullptr || request == nullptr || complete == nullptr) {
+    return CUPTI_ERROR_INVALID_PARAMETER;
+  }
+  if (stub_version() < 130200) return CUPTI_ERROR_NOT_SUPPORTED;
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  if (s.request != nullptr) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  Activity2* a = activity_of(s, subscriber, true);
+  a->request = request;
+  a->complete = complete;
+  return CUPTI_SUCCESS;
+}
+
+// `config` nullptr: the predefined records, as cuptiActivityEnable gives them.
+STUB_EXPORT CUptiResult cuptiActivityEnable_v2(CUpti_SubscriberHandle subscriber,
+                                               CUpti_ActivityKind kind, void* config) {
+  if (std::getenv("CUPTI_STUB_NO_DEVICE") != nullptr) return CUPTI_ERROR_NOT_INITIALIZED;
+  if (config != nullptr) return CUPTI_ERROR_NOT_SUPPORTED;  // user-defined records: not stubbed
+  if (record_size(kind) == 0) return CUPTI_ERROR_NOT_COMPATIBLE;
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  if (s.request != nullptr) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  Activity2* a = activity_of(s, subscriber, false);
+  if (a == nullptr) return CUPTI_ERROR_INVALID_OPERATION;  // no buffer callbacks registered
+  a->kinds[kind] = true;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityDisable_v2(CUpti_SubscriberHandle subscriber,
+                                                CUpti_ActivityKind kind, void*) {
+  Stub& s = stub();
+  std::lock_guard lock(s.mu);
+  Activity2* a = activity_of(s, subscriber, false);
+  if (a == nullptr) return CUPTI_ERROR_INVALID_OPERATION;
+  a->kinds[kind] = false;
+  return CUPTI_SUCCESS;
+}
+
+STUB_EXPORT CUptiResult cuptiActivityGetNextRecord_v2(CUpti_SubscriberHandle subscriber,
+                                                      uint8_t* buffer, size_t valid,
+                                                      CUpti_Activity** record) {
+  if (subscriber == nullptr) return CUPTI_ERROR_INVALID_PARAMETER;
+  return cuptiActivityGetNextRecord(buffer, valid, record);
+}
+#endif
 
 STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
   Stub& s = stub();
@@ -225,6 +342,7 @@ STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
     for (;;) pause();
   }
   std::vector<std::pair<uint8_t*, size_t>> done;
+  std::vector<std::tuple<CompleteV2, uint8_t*, size_t>> done2;
   {
     std::lock_guard lock(s.mu);
     if (s.buffer != nullptr && s.used > 0) {
@@ -232,8 +350,17 @@ STUB_EXPORT CUptiResult cuptiActivityFlushAll(uint32_t flag) {
       s.buffer = nullptr;
     }
     done.swap(s.full);
+    for (auto& a : s.activity2) {
+      if (a->buffer != nullptr && a->used > 0) {
+        a->full.emplace_back(a->buffer, a->used);
+        a->buffer = nullptr;
+      }
+      for (auto [buffer, used] : a->full) done2.emplace_back(a->complete, buffer, used);
+      a->full.clear();
+    }
   }
   for (auto [buffer, used] : done) s.complete(nullptr, 0, buffer, used, used);
+  for (auto [complete, buffer, used] : done2) complete(buffer, used, used, nullptr);
   return CUPTI_SUCCESS;
 }
 
@@ -276,7 +403,16 @@ STUB_EXPORT int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlatio
     if (enter && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000) ++s.capturing;
     if (!enter && cbid == CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000) --s.capturing;
   }
-  if (s.callback == nullptr || !s.domains[domain]) return 0;
+  std::vector<std::pair<CUpti_CallbackFunc, void*>> others;
+  {
+    std::lock_guard lock(s.mu);
+    for (auto& e : s.extras) {
+      if (e->callback != nullptr && e->domains[domain])
+        others.emplace_back(e->callback, e->userdata);
+    }
+  }
+  bool first = s.callback != nullptr && s.domains[domain];
+  if (!first && others.empty()) return 0;
   CUpti_CallbackData data{};
   data.callbackSite = enter ? CUPTI_API_ENTER : CUPTI_API_EXIT;
   data.correlationId = correlation;
@@ -285,7 +421,13 @@ STUB_EXPORT int cupti_stub_api_ex(int domain, uint32_t cbid, uint32_t correlatio
   data.symbolName = symbol;
   data.context = reinterpret_cast<CUcontext>(context);
   cuptiGetCallbackName(CUpti_CallbackDomain(domain), cbid, &data.functionName);
-  s.callback(s.userdata, CUpti_CallbackDomain(domain), cbid, &data);
+  if (first) s.callback(s.userdata, CUpti_CallbackDomain(domain), cbid, &data);
+  // Each later subscriber has a correlationData slot of its own in CUPTI; the stub's callers
+  // keep one, which only the first subscriber uses.
+  uint64_t own = 0;
+  data.correlationData = &own;
+  for (auto [callback, userdata] : others)
+    callback(userdata, CUpti_CallbackDomain(domain), cbid, &data);
   return 1;
 }
 
@@ -350,60 +492,60 @@ void cupti_stub::kernel_record(uint32_t correlation, const char* name, uint64_t 
                                uint32_t graph) {
   Stub& s = stub();
   std::lock_guard lock(s.mu);
-  if (!s.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL]) return;
-  auto* k = static_cast<CUpti_ActivityKernel10*>(
-      reserve(s, record_size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)));
-  if (k == nullptr) return;
-  s.names.push_back(new std::string(name));
-  k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
-  k->correlationId = correlation;
-  k->name = s.names.back()->c_str();
   auto replayed = std::find(s.replayed.begin(), s.replayed.end(), name);
   bool untimed = replayed != s.replayed.end();
+  if (!s.kinds[CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL] && s.activity2.empty()) return;
   if (untimed) s.replayed.erase(replayed);
-  k->start = untimed ? 0 : start;
-  k->end = untimed ? 0 : end;
-  k->deviceId = 0;
-  k->streamId = 7;
-  k->gridX = grid_x, k->gridY = 1, k->gridZ = 1;
-  k->blockX = block_x, k->blockY = 1, k->blockZ = 1;
-  k->registersPerThread = uint16_t(registers);
-  k->staticSharedMemory = 1024;
-  k->dynamicSharedMemory = 0;
-  k->graphNodeId = graph_node;
-  k->graphId = graph;
+  s.names.push_back(new std::string(name));
+  const char* kept = s.names.back()->c_str();
+  emit(s, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, record_size(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+       [&](void* at) {
+         auto* k = static_cast<CUpti_ActivityKernel10*>(at);
+         k->kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+         k->correlationId = correlation;
+         k->name = kept;
+         k->start = untimed ? 0 : start;
+         k->end = untimed ? 0 : end;
+         k->deviceId = 0;
+         k->streamId = 7;
+         k->gridX = grid_x, k->gridY = 1, k->gridZ = 1;
+         k->blockX = block_x, k->blockY = 1, k->blockZ = 1;
+         k->registersPerThread = uint16_t(registers);
+         k->staticSharedMemory = 1024;
+         k->dynamicSharedMemory = 0;
+         k->graphNodeId = graph_node;
+         k->graphId = graph;
+       });
 }
 
 STUB_EXPORT void cupti_stub_memcpy(uint32_t correlation, int copy_kind, uint64_t bytes,
                                    uint64_t start, uint64_t end) {
   Stub& s = stub();
   std::lock_guard lock(s.mu);
-  if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMCPY]) return;
-  auto* m =
-      static_cast<CUpti_ActivityMemcpy6*>(reserve(s, record_size(CUPTI_ACTIVITY_KIND_MEMCPY)));
-  if (m == nullptr) return;
-  m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
-  m->copyKind = uint8_t(copy_kind);
-  m->correlationId = correlation;
-  m->bytes = bytes;
-  m->start = start;
-  m->end = end;
-  m->streamId = 7;
+  emit(s, CUPTI_ACTIVITY_KIND_MEMCPY, record_size(CUPTI_ACTIVITY_KIND_MEMCPY), [&](void* at) {
+    auto* m = static_cast<CUpti_ActivityMemcpy6*>(at);
+    m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+    m->copyKind = uint8_t(copy_kind);
+    m->correlationId = correlation;
+    m->bytes = bytes;
+    m->start = start;
+    m->end = end;
+    m->streamId = 7;
+  });
 }
 
 STUB_EXPORT void cupti_stub_memset(uint32_t correlation, uint64_t bytes, uint64_t start,
                                    uint64_t end) {
   Stub& s = stub();
   std::lock_guard lock(s.mu);
-  if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMSET]) return;
-  auto* m =
-      static_cast<CUpti_ActivityMemset4*>(reserve(s, record_size(CUPTI_ACTIVITY_KIND_MEMSET)));
-  if (m == nullptr) return;
-  m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
-  m->correlationId = correlation;
-  m->bytes = bytes;
-  m->start = start;
-  m->end = end;
+  emit(s, CUPTI_ACTIVITY_KIND_MEMSET, record_size(CUPTI_ACTIVITY_KIND_MEMSET), [&](void* at) {
+    auto* m = static_cast<CUpti_ActivityMemset4*>(at);
+    m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+    m->correlationId = correlation;
+    m->bytes = bytes;
+    m->start = start;
+    m->end = end;
+  });
 }
 
 // A copy between two GPUs: CUPTI reports it as its own kind (CUpti_ActivityMemcpyPtoP4).
@@ -411,17 +553,17 @@ STUB_EXPORT void cupti_stub_peer_copy(uint32_t correlation, uint64_t bytes, uint
                                       uint64_t end, uint32_t src_device, uint32_t dst_device) {
   Stub& s = stub();
   std::lock_guard lock(s.mu);
-  if (!s.kinds[CUPTI_ACTIVITY_KIND_MEMCPY2]) return;
-  auto* m = static_cast<CUpti_ActivityMemcpyPtoP4*>(reserve(s, sizeof(CUpti_ActivityMemcpyPtoP4)));
-  if (m == nullptr) return;
-  m->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
-  m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-  m->bytes = bytes;
-  m->start = start;
-  m->end = end;
-  m->deviceId = src_device;
-  m->srcDeviceId = src_device;
-  m->dstDeviceId = dst_device;
-  m->streamId = 7;
-  m->correlationId = correlation;
+  emit(s, CUPTI_ACTIVITY_KIND_MEMCPY2, sizeof(CUpti_ActivityMemcpyPtoP4), [&](void* at) {
+    auto* m = static_cast<CUpti_ActivityMemcpyPtoP4*>(at);
+    m->kind = CUPTI_ACTIVITY_KIND_MEMCPY2;
+    m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+    m->bytes = bytes;
+    m->start = start;
+    m->end = end;
+    m->deviceId = src_device;
+    m->srcDeviceId = src_device;
+    m->dstDeviceId = dst_device;
+    m->streamId = 7;
+    m->correlationId = correlation;
+  });
 }

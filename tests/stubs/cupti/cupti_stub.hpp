@@ -23,6 +23,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #define STUB_EXPORT extern "C" __attribute__((visibility("default")))
@@ -48,8 +49,36 @@ struct RangeProfiler {
   std::vector<Range> collected;  // since Start, until DecodeData moves them into `image`
 };
 
+// A subscriber after the first, where CUDA 13.3 lets several trace at once: its own callback
+// and domains (the first subscriber's are the Stub's own fields, as before 13.3).
+struct Extra {
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  bool domains[CUPTI_CB_DOMAIN_SIZE] = {};
+};
+
+// One subscriber's activity through the subscriber-scope calls (cuptiActivityRegisterCallbacks_v2
+// and cuptiActivityEnable_v2): its own buffer callbacks, kinds and buffers, as the CUPTI guide
+// describes them ("Multiple Subscribers").
+using RequestV2 = void(CUPTIAPI*)(uint8_t**, size_t*, size_t*, void*);
+using CompleteV2 = void(CUPTIAPI*)(uint8_t*, size_t, size_t, void*);
+struct Activity2 {
+  CUpti_SubscriberHandle owner = nullptr;
+  RequestV2 request = nullptr;
+  CompleteV2 complete = nullptr;
+  bool kinds[64] = {};
+  uint8_t* buffer = nullptr;
+  size_t size = 0, used = 0;
+  std::vector<std::pair<uint8_t*, size_t>> full;
+};
+
 struct Stub {
   std::mutex mu;
+  // CUDA 13.3's model (CUPTI_STUB_VERSION >= 130300): the first subscriber asked to allow
+  // others (allowMultipleSubscribers), so later cuptiSubscribe_v2 calls that ask the same join.
+  bool multi = false;
+  std::vector<std::unique_ptr<Extra>> extras;         // under mu
+  std::vector<std::unique_ptr<Activity2>> activity2;  // under mu
   CUpti_CallbackFunc callback = nullptr;
   void* userdata = nullptr;
   bool domains[CUPTI_CB_DOMAIN_SIZE] = {};
@@ -163,6 +192,41 @@ inline void* reserve(Stub& s, size_t bytes) {
   ++s.records;
   std::memset(at, 0, bytes);
   return at;
+}
+
+// Space for one record in a subscriber's own buffer (subscriber-scope activity).
+inline void* reserve2(Activity2& a, size_t bytes) {
+  if (a.buffer != nullptr && a.used + bytes > a.size) {
+    a.full.emplace_back(a.buffer, a.used);
+    a.buffer = nullptr;
+  }
+  if (a.buffer == nullptr) {
+    size_t max_records = 0;
+    a.request(&a.buffer, &a.size, &max_records, nullptr);
+    a.used = 0;
+    if (a.buffer == nullptr || a.size < bytes) {
+      a.buffer = nullptr;
+      return nullptr;
+    }
+  }
+  void* at = a.buffer + a.used;
+  a.used += (bytes + 7) & ~size_t(7);
+  std::memset(at, 0, bytes);
+  return at;
+}
+
+// One record of `kind`, written by `fill`, into every client that enabled the kind: the
+// process-wide buffers (cuptiActivityEnable) and each subscriber's own (cuptiActivityEnable_v2).
+// Under s.mu.
+template <class Fill>
+void emit(Stub& s, CUpti_ActivityKind kind, size_t bytes, Fill fill) {
+  if (s.kinds[kind]) {
+    if (void* at = reserve(s, bytes)) fill(at);
+  }
+  for (auto& a : s.activity2) {
+    if (!a->kinds[kind]) continue;
+    if (void* at = reserve2(*a, bytes)) fill(at);
+  }
 }
 
 // A kernel's activity record in the buffer (cupti_stub.cpp); `graph_node` and `graph`: the
