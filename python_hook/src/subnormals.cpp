@@ -87,6 +87,84 @@ std::vector<Pending>& pending() {
 
 void check_buffer(PyObject* o, Found& found);
 
+// numpy's array object as its ndarraytypes.h lays it out (PyArrayObject_fields, unchanged from
+// numpy 1.7 to 2.x), and the head of its dtype (PyArray_Descr: type_num keeps its place in
+// 2.x, where the fields after it changed). Read directly because exporting a numpy array's
+// buffer is not free of effects: numpy keeps the buffer info it made on the array, which
+// numpy's own test_error_if_stored_buffer_info_is_corrupted sees.
+struct NumpyArray {
+  PyObject_HEAD char* data;
+  int nd;
+  Py_ssize_t* dimensions;
+  Py_ssize_t* strides;
+  PyObject* base;
+  PyObject* descr;
+  int flags;
+};
+struct NumpyDescr {
+  PyObject_HEAD PyTypeObject* typeobj;
+  char kind, type, byteorder, flags;
+  int type_num;
+};
+constexpr int kNumpyFloat = 11, kNumpyDouble = 12;  // NPY_FLOAT, NPY_DOUBLE
+constexpr int kNumpyCContiguous = 0x0001;           // NPY_ARRAY_C_CONTIGUOUS
+
+// numpy.ndarray, once an argument showed it (numpy is the program's import, never sonde's).
+PyTypeObject* g_ndarray = nullptr;
+
+// 1: a numpy array (or subclass), -1: another numpy type (its scalars export buffers too, with
+// the same kept info), 0: not numpy's.
+int numpy_kind(PyTypeObject* type) {
+  if (g_ndarray != nullptr && PyType_IsSubtype(type, g_ndarray)) return 1;
+  for (PyTypeObject* t = type; t != nullptr; t = t->tp_base) {
+    if (std::strcmp(t->tp_name, "numpy.ndarray") == 0) {
+      g_ndarray = t;
+      return 1;
+    }
+  }
+  return std::strncmp(type->tp_name, "numpy.", 6) == 0 ? -1 : 0;
+}
+
+// Sampled subnormal count of `n` elements of `size` bytes: every step-th flat index.
+Py_ssize_t sample(const char* base, Py_ssize_t n, int size, bool contiguous, int ndim,
+                  const Py_ssize_t* shape, const Py_ssize_t* strides, Py_ssize_t k) {
+  Py_ssize_t step = n / k, hits = 0;
+  if (contiguous) {  // the usual array: no index arithmetic
+    for (Py_ssize_t i = 0; i < k; ++i) hits += subnormal_at(base + i * step * size, size);
+    return hits;
+  }
+  for (Py_ssize_t i = 0; i < k; ++i) {
+    Py_ssize_t flat = i * step, offset = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      offset += (flat % shape[d]) * strides[d];
+      flat /= shape[d];
+    }
+    hits += subnormal_at(base + offset, size);
+  }
+  return hits;
+}
+
+void add_found(Found& found, Py_ssize_t n, int size, Py_ssize_t hits, Py_ssize_t k) {
+  found.elements += static_cast<double>(n);
+  found.subnormal += static_cast<double>(n) * static_cast<double>(hits) / static_cast<double>(k);
+  found.bytes += static_cast<double>(n) * size;
+}
+
+void check_numpy(PyObject* o, Found& found) {
+  const auto* a = reinterpret_cast<const NumpyArray*>(o);
+  const auto* d = reinterpret_cast<const NumpyDescr*>(a->descr);
+  if (d == nullptr || a->data == nullptr || d->byteorder == '>') return;
+  int size = d->type_num == kNumpyFloat ? 4 : d->type_num == kNumpyDouble ? 8 : 0;
+  if (size == 0) return;
+  Py_ssize_t n = 1;
+  for (int i = 0; i < a->nd; ++i) n *= a->dimensions[i];
+  if (n <= 0) return;
+  Py_ssize_t k = std::min(n, kCheckedElements);
+  Py_ssize_t hits = sample(a->data, n, size, (a->flags & kNumpyCContiguous) != 0, a->nd,
+                           a->dimensions, a->strides, k);
+  add_found(found, n, size, hits, k);
+}
+
 void check_buffer_into(PyObject* o, Found& found, std::vector<PyObject*>* flagged) {
   double before = found.subnormal;
   check_buffer(o, found);
@@ -98,10 +176,15 @@ void check_buffer_into(PyObject* o, Found& found, std::vector<PyObject*>* flagge
 
 void check_buffer(PyObject* o, Found& found) {
   PyTypeObject* type = Py_TYPE(o);
-  // C types only: a Python class's __buffer__ (3.12) would run Python code inside the hook.
-  if (type->tp_as_buffer == nullptr || type->tp_as_buffer->bf_getbuffer == nullptr ||
-      (type->tp_flags & Py_TPFLAGS_HEAPTYPE))
+  if (type->tp_as_buffer == nullptr || type->tp_as_buffer->bf_getbuffer == nullptr) return;
+  // numpy's arrays, their Python subclasses (np.matrix, np.memmap) included, are read in place.
+  if (int kind = numpy_kind(type); kind != 0) {
+    if (kind > 0) check_numpy(o, found);
     return;
+  }
+  // C types only: a Python class's __buffer__ (3.12) would run Python code inside the hook.
+  if (type->tp_flags & Py_TPFLAGS_HEAPTYPE) return;
+  // Other C buffers (array.array, bytearray, memoryview) keep nothing of an export.
   Py_buffer view;
   if (PyObject_GetBuffer(o, &view, PyBUF_RECORDS_RO) != 0) {
     PyErr_Clear();
@@ -111,24 +194,11 @@ void check_buffer(PyObject* o, Found& found) {
   Py_ssize_t n = 1;
   for (int d = 0; d < view.ndim; ++d) n *= view.shape[d];
   if (size != 0 && n > 0) {
-    Py_ssize_t k = std::min(n, kCheckedElements), step = n / k, hits = 0;
-    const char* base = static_cast<const char*>(view.buf);
-    if (PyBuffer_IsContiguous(&view, 'C')) {  // the usual array: no index arithmetic
-      for (Py_ssize_t i = 0; i < k; ++i) hits += subnormal_at(base + i * step * size, size);
-    } else {
-      for (Py_ssize_t i = 0; i < k; ++i) {
-        // Every step-th flat index, through the strides.
-        Py_ssize_t flat = i * step, offset = 0;
-        for (int d = view.ndim - 1; d >= 0; --d) {
-          offset += (flat % view.shape[d]) * view.strides[d];
-          flat /= view.shape[d];
-        }
-        hits += subnormal_at(base + offset, size);
-      }
-    }
-    found.elements += static_cast<double>(n);
-    found.subnormal += static_cast<double>(n) * static_cast<double>(hits) / static_cast<double>(k);
-    found.bytes += static_cast<double>(n) * size;
+    Py_ssize_t k = std::min(n, kCheckedElements);
+    Py_ssize_t hits =
+        sample(static_cast<const char*>(view.buf), n, size, PyBuffer_IsContiguous(&view, 'C') != 0,
+               view.ndim, view.shape, view.strides, k);
+    add_found(found, n, size, hits, k);
   }
   PyBuffer_Release(&view);
 }

@@ -218,3 +218,41 @@ def test_gevent_jobs_killed_mid_switch(mode, db, tmp_path):
     rows = query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%cblas_sgemm'")
     assert [(path.split(";")[0].endswith("(job)"), calls) for path, calls in rows] == \
         [(True, expected)]
+
+
+# numpy keeps the buffer info it made for an array's first export on the array; numpy's own
+# TestNewBufferProtocol.test_error_if_stored_buffer_info_is_corrupted sees it. The hook's
+# subnormal check reads its float arguments' sizes and samples (issue 37): it must leave no
+# such trace, and still see the subnormals.
+NUMPY_BUFFER_INFO = """
+    import numpy as np
+    from numpy.core import _multiarray_tests
+
+    def step(a):
+        return a * 2.0
+
+    a = np.full(256, 1e-310)  # subnormal float64s
+    for _ in range(3000):
+        step(a)
+    _multiarray_tests.corrupt_or_fix_bufferinfo(a)
+    try:
+        memoryview(a)
+        print("exported")
+    except RuntimeError as e:
+        print("refused:", "appears to be C subclassed" in str(e))
+    _multiarray_tests.corrupt_or_fix_bufferinfo(a)
+"""
+
+
+@pytest.mark.parametrize("mode", ["default", "builtins", "inprocess"])
+def test_numpy_arrays_are_sampled_without_exporting_them(mode, db, tmp_path):
+    """numpy arrays the subnormal check samples keep no buffer export: numpy's stored buffer info is as without sonde"""
+    host = script(tmp_path, NUMPY_BUFFER_INFO)
+    alone = plain([PY, host])
+    assert alone.out == "refused: True\n", alone.err
+    same_behaviour(alone, under(mode, [host], db))
+    if mode == "builtins":
+        return  # the profile function (3.11's --builtins) does no argument check
+    rows = dict(query(db, "SELECT key, value FROM run_info WHERE key LIKE 'python.subnormal:%'"))
+    (share,) = [v for k, v in rows.items() if k.endswith("(step)")]
+    assert float(share.split()[0]) == 1.0, rows

@@ -53,13 +53,16 @@ NUMPY_JOBS = {
     # Not test_clip_property: hypothesis's generated cases, 2 s plain and 8 s with --builtins.
     "core": [f"{NUMPY}/core/tests/test_numeric.py", f"{NUMPY}/core/tests/test_regression.py",
              "-k", "not test_clip_property"],
-    # BLAS-backed products (interposed by sonde), the refcount-checking resize, linalg. Not
+    # BLAS-backed products (interposed by sonde), the refcount-checking resize, linalg, and
+    # the buffer protocol (the hook reads arrays' sizes and samples: numpy keeps what an
+    # export made, and one test sees it; issue 37). Not
     # test_huge_vectordot: it needs 18 GB free or skips, and its runs in parallel take the
     # memory from each other (and it takes 3 minutes); not the stacked generalized_sq_cases,
     # 16 s of the 19 in plain runs.
     "blas": [f"{NUMPY}/core/tests/test_multiarray.py", f"{NUMPY}/linalg/tests/test_linalg.py",
              "-k", "(resize or TestDot or TestMatmul or TestSolve or TestInv or TestDet or "
-             "TestMatrixPower) and not huge and not generalized_sq_cases"],
+             "TestMatrixPower or TestNewBufferProtocol) and not huge and not "
+             "generalized_sq_cases"],
 }
 
 # Switches, throws, generators inside greenlets, GC of suspended greenlets and greenlet's own
