@@ -75,6 +75,14 @@ void use_own_views(const ProfileFile& file, int version) {
           "sonde writes a table (a file made or changed by hand?)",
           file.path(), table.name, st.text(0) == "table" ? "virtual table" : st.text(0)));
   }
+  if (version <= 7) {
+    // No writer kept per-routine sums before version 8: thread_routine_totals sums every
+    // thread from its nodes.
+    file.exec(
+        "CREATE TEMP TABLE thread_routine_sums (thread_id INTEGER, routine_id INTEGER, "
+        "root INTEGER, calls INTEGER, subrs INTEGER, incl_ns INTEGER, excl_ns INTEGER, "
+        "flops REAL, bytes REAL)");
+  }
   for (const Definition& view : definitions("CREATE VIEW IF NOT EXISTS ")) {
     if (view.name == "gpu_activity_ns" && version <= 4) {
       // Versions 3 and 4 hold only timed GPU rows (schema_version.hpp).

@@ -60,6 +60,7 @@ const std::vector<TableSpec>& table_specs() {
         {"thread_id", Id::kThread},
         {"parent_id", Id::kNode},
         {"routine_id", Id::kRoutine}}},
+      {"thread_routine_sums", {{"thread_id", Id::kThread}, {"routine_id", Id::kRoutine}}},
       {"node_counters", {{"node_id", Id::kNode}, {"counter_id", Id::kCounter}}},
       {"shapes", {{"shape_id", Id::kShape}, {"node_id", Id::kNode}}},
       {"line_costs", {{"thread_id", Id::kThread}, {"routine_id", Id::kRoutine}}},

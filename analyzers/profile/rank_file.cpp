@@ -27,6 +27,7 @@ constexpr const char* kCopies[][2] = {
     {"notes", "process_id IS NULL OR process_id IN (SELECT id FROM temp.keep_processes)"},
     {"threads", "process_id IN (SELECT id FROM temp.keep_processes)"},
     {"nodes", "thread_id IN (SELECT thread_id FROM main.threads)"},
+    {"thread_routine_sums", "thread_id IN (SELECT thread_id FROM main.threads)"},
     {"node_counters", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"shapes", "node_id IN (SELECT node_id FROM main.nodes)"},
     {"comm_ops", "node_id IN (SELECT node_id FROM main.nodes)"},

@@ -536,6 +536,12 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
                  excl[i], float(calls[i]) * 1e6 if i % 3 == 0 else 0.0,
                  float(calls[i]) * 4e5) for i in range(1, n_nodes + 1))
         db.executemany("INSERT INTO nodes VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
+        # The per-routine sums the writer keeps with its nodes (store_nodes.cpp), from the rows
+        # just written: test_one_truth checks a real writer's against its nodes.
+        db.execute("INSERT INTO thread_routine_sums SELECT thread_id, routine_id, "
+                   "parent_id IS NULL, SUM(calls), SUM(subrs), SUM(CASE WHEN recursive = 0 "
+                   "THEN incl_ns ELSE 0 END), SUM(excl_ns), SUM(flops), SUM(bytes) FROM nodes "
+                   "GROUP BY thread_id, routine_id, parent_id IS NULL")
     db.close()
 
 

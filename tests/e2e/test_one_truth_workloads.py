@@ -114,3 +114,20 @@ def test_metrics_flops_come_from_routine_totals(profile):
     for row in metrics["roofline"]:
         rid = row["routine_id"]
         assert row["gflops"] == pytest.approx(flops[rid] / incl[rid] / 1e9, rel=1e-6), row
+
+
+NODE_SUMS = """
+    SELECT thread_id, routine_id, parent_id IS NULL, SUM(calls), SUM(subrs),
+           SUM(CASE WHEN recursive = 0 THEN incl_ns ELSE 0 END), SUM(excl_ns),
+           ROUND(SUM(flops)), ROUND(SUM(bytes))
+    FROM nodes GROUP BY thread_id, routine_id, parent_id IS NULL"""
+
+
+def test_the_writers_routine_sums_are_its_nodes_summed(profile):
+    """thread_routine_sums (schema 8), which hotspots, routine_totals and rank_hotspots read, is
+    the writer's copy of its nodes summed per thread and routine, the root apart: on each real
+    workload, row for row what thread_routine_totals defines from the nodes."""
+    kept = view(profile, "SELECT thread_id, routine_id, root, calls, subrs, incl_ns, excl_ns, "
+                         "ROUND(flops), ROUND(bytes) FROM thread_routine_sums")
+    summed = view(profile, NODE_SUMS)
+    assert kept and sorted(kept) == sorted(summed)

@@ -25,6 +25,11 @@ namespace sonde {
 // 7: peaks.spread_pct (the calibration's repeat-to-repeat spread) and the source 'forced' (a
 //    calibration that failed sonde calibrate's checks, kept by --force). A version 3 to 6 file
 //    has no spread_pct: nothing reads it but a user's query.
-inline constexpr int kSchemaVersion = 7;
+// 8: thread_routine_sums (each thread's nodes summed per routine, kept by the writer at each
+//    flush) and the view thread_routine_totals, which hotspots, routine_totals and
+//    rank_hotspots now read: `sonde report` on a million nodes no longer groups them all. A
+//    version 3 to 7 file has no such table: its threads are summed from their nodes, as the
+//    view defines.
+inline constexpr int kSchemaVersion = 8;
 
 }  // namespace sonde

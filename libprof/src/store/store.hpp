@@ -77,6 +77,12 @@ class Store {
   int64_t process_id() const { return process_id_; }
 
  private:
+  // One row of thread_routine_sums: a routine's nodes in one thread, summed.
+  struct RoutineSums {
+    int64_t calls = 0, subrs = 0, incl_ns = 0, excl_ns = 0;
+    double flops = 0, bytes = 0;
+    bool operator==(const RoutineSums&) const = default;
+  };
   struct ThreadIds {
     int64_t thread_id = 0;
     HugeVector<int64_t> nodes;  // core/huge_pages.hpp, as the snapshot's rows
@@ -84,6 +90,9 @@ class Store {
     // Per node, the calls and inclusive time last written: a node whose two are unchanged has
     // nothing new (its other figures only move with them), so a flush rewrites only what moved.
     HugeVector<std::pair<uint64_t, int64_t>> written;
+    // Per registry routine (the root's apart), the sums last written to thread_routine_sums.
+    std::vector<RoutineSums> sums;
+    RoutineSums root_sums;
   };
   struct ThreadStatements;
 
@@ -104,6 +113,9 @@ class Store {
                         ThreadIds& ids, std::string& error);
   // store_nodes.cpp
   bool write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error);
+  // The thread's nodes summed per routine into thread_routine_sums: the rows that changed.
+  bool write_routine_sums(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
+                          std::string& error);
   bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                            const ThreadIds& ids, std::string& error);
   bool write_node_timing(Database& db, ThreadStatements& st, const ThreadSnapshot& t,

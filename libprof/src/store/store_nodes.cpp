@@ -141,7 +141,53 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, s
                    error))
       return false;
   }
-  return added.finish(error);
+  return added.finish(error) && write_routine_sums(db, t, ids, error);
+}
+
+bool Store::write_routine_sums(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
+                               std::string& error) {
+  // Summed over every node as write_nodes wrote it (the same rows are left out): a pass over
+  // the snapshot the flush holds anyway, a few adds a node.
+  std::vector<RoutineSums> sums(routine_ids_.size());
+  RoutineSums root;
+  for (const NodeRow& n : t.nodes) {
+    if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
+    RoutineSums& s = n.index == 0 ? root : sums[n.routine];
+    s.calls += int64_t(n.calls);
+    s.subrs += int64_t(n.subrs);
+    if (!n.recursive) s.incl_ns += n.incl_ns;
+    s.excl_ns += n.excl_ns;
+    s.flops += double(n.flops);
+    s.bytes += double(n.bytes);
+  }
+  ids.sums.resize(sums.size());
+  Statement put(db.handle(),
+                "INSERT INTO thread_routine_sums (thread_id, routine_id, root, calls, subrs, "
+                "incl_ns, excl_ns, flops, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (thread_id, routine_id, root) DO UPDATE SET calls = excluded.calls, "
+                "subrs = excluded.subrs, incl_ns = excluded.incl_ns, excl_ns = excluded.excl_ns, "
+                "flops = excluded.flops, bytes = excluded.bytes");
+  if (!put.ok()) {
+    error = fmt::format("preparing statements: {}", db.message());
+    return false;
+  }
+  auto write = [&](RoutineId routine, bool is_root, const RoutineSums& s, RoutineSums& written) {
+    if (s == written || (s == RoutineSums{} && !is_root)) return true;
+    written = s;
+    put.bind(1, ids.thread_id).bind(2, routine_ids_.at(routine)).bind(3, int64_t(is_root));
+    put.bind(4, s.calls).bind(5, s.subrs).bind(6, s.incl_ns).bind(7, s.excl_ns);
+    put.bind(8, s.flops).bind(9, s.bytes);
+    if (put.step() != SQLITE_DONE) {
+      error = fmt::format("writing the routine sums: {}", db.message());
+      return false;
+    }
+    return true;
+  };
+  if (!t.nodes.empty() && !write(t.nodes[0].routine, true, root, ids.root_sums)) return false;
+  for (size_t r = 0; r < sums.size(); ++r) {
+    if (!write(RoutineId(r), false, sums[r], ids.sums[r])) return false;
+  }
+  return true;
 }
 
 }  // namespace sonde

@@ -107,6 +107,24 @@ CREATE TABLE IF NOT EXISTS nodes (
 CREATE INDEX IF NOT EXISTS nodes_parent ON nodes(parent_id);
 CREATE INDEX IF NOT EXISTS nodes_thread ON nodes(thread_id);
 
+-- A thread's nodes summed per routine, its root apart (root = 1), as the writer keeps them in
+-- each flush's transaction: the per-routine views read these few rows instead of grouping every
+-- node. incl_ns leaves out recursive nodes (their time is inside their outer call's). A thread
+-- without rows here (an older writer, rows written by hand) is summed from its nodes by the
+-- view thread_routine_totals, which is the definition either way.
+CREATE TABLE IF NOT EXISTS thread_routine_sums (
+  thread_id  INTEGER NOT NULL REFERENCES threads(thread_id),
+  routine_id INTEGER NOT NULL REFERENCES routines(routine_id),
+  root       INTEGER NOT NULL,
+  calls      INTEGER NOT NULL,
+  subrs      INTEGER NOT NULL,
+  incl_ns    INTEGER NOT NULL,
+  excl_ns    INTEGER NOT NULL,
+  flops      REAL NOT NULL,
+  bytes      REAL NOT NULL,
+  PRIMARY KEY (thread_id, routine_id, root)
+) WITHOUT ROWID;
+
 -- Hardware / software counter deltas per node (PAPI, CUPTI).
 CREATE TABLE IF NOT EXISTS counters (
   counter_id INTEGER PRIMARY KEY,

@@ -35,18 +35,38 @@ CREATE VIEW IF NOT EXISTS run_totals AS
          COUNT(*) AS processes
   FROM process_times;
 
+-- One row per thread, routine and root (1: the thread's root node): its nodes summed, incl_ns
+-- over the non-recursive ones. The writer keeps these sums in thread_routine_sums; a thread
+-- that has none there is summed from its nodes here, by this definition.
+-- (The roots, one node a thread, are taken apart from the grouping: two sort keys where three
+-- cost twice as much on a million nodes; the other nodes are scanned, `+` keeping SQLite from
+-- reading them through the parent index.)
+CREATE VIEW IF NOT EXISTS thread_routine_totals AS
+  SELECT thread_id, routine_id, root, calls, subrs, incl_ns, excl_ns, flops, bytes
+  FROM thread_routine_sums
+  UNION ALL
+  SELECT n.thread_id, n.routine_id, 1, n.calls, n.subrs,
+         CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END, n.excl_ns, n.flops, n.bytes
+  FROM nodes n
+  WHERE n.parent_id IS NULL AND n.thread_id NOT IN (SELECT thread_id FROM thread_routine_sums)
+  UNION ALL
+  SELECT n.thread_id, n.routine_id, 0, SUM(n.calls), SUM(n.subrs),
+         SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END), SUM(n.excl_ns),
+         SUM(n.flops), SUM(n.bytes)
+  FROM nodes n
+  WHERE +n.parent_id IS NOT NULL AND n.thread_id NOT IN (SELECT thread_id FROM thread_routine_sums)
+  GROUP BY n.routine_id, n.thread_id;
+
 -- One row per routine (routine_id: kind, library or file, line and name; two routines of one
 -- display name are two rows), over the busy threads. incl_s leaves out recursive nodes, whose
 -- time is inside their outer call's; the percentages are of run_totals.thread_s.
 CREATE VIEW IF NOT EXISTS hotspots AS
   WITH per AS (
-    SELECT n.routine_id AS routine_id, SUM(n.calls) AS calls, SUM(n.subrs) AS subrs,
-           SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
-           SUM(n.excl_ns) AS excl_ns
-    FROM nodes n
-    WHERE n.parent_id IS NOT NULL
-       OR n.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
-    GROUP BY n.routine_id),
+    SELECT s.routine_id AS routine_id, SUM(s.calls) AS calls, SUM(s.subrs) AS subrs,
+           SUM(s.incl_ns) AS incl_ns, SUM(s.excl_ns) AS excl_ns
+    FROM thread_routine_totals s
+    WHERE NOT s.root OR s.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    GROUP BY s.routine_id),
   total AS (SELECT thread_s * 1e9 AS t FROM run_totals)
   SELECT r.name AS routine, r.kind AS kind, per.calls AS calls, per.incl_ns / 1e9 AS incl_s,
          per.excl_ns / 1e9 AS excl_s,
@@ -246,7 +266,8 @@ CREATE VIEW IF NOT EXISTS routine_peaks AS
 -- One row per routine (routine_id) with its own FLOPs and bytes: the cost model's figures of
 -- its calls, every node of it summed (a recursive call's own cost is its own: no double count).
 CREATE VIEW IF NOT EXISTS routine_totals AS
-  SELECT routine_id, SUM(flops) AS flops, SUM(bytes) AS bytes FROM nodes GROUP BY routine_id;
+  SELECT routine_id, SUM(flops) AS flops, SUM(bytes) AS bytes FROM thread_routine_totals
+  GROUP BY routine_id;
 
 -- One row per kernel launch: its time, launch configuration (blocks per grid, threads per
 -- block), and the metrics recorded for it (SONDE_GPU_METRICS; NULL where not): TAU's three
@@ -388,14 +409,12 @@ CREATE VIEW IF NOT EXISTS rank_hotspots AS
   WITH per_thread AS (
     -- Summed per thread first: the join to a thread's rank then runs once per thread and
     -- routine, not once per node (1,024 merged ranks: 3.7 -> 2.8 s here).
-    SELECT n.thread_id AS thread_id, n.routine_id AS routine_id, SUM(n.calls) AS calls,
-           SUM(n.subrs) AS subrs,
-           SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END) AS incl_ns,
-           SUM(n.excl_ns) AS excl_ns, SUM(n.bytes) AS bytes
-    FROM nodes n
-    WHERE n.parent_id IS NOT NULL
-       OR n.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
-    GROUP BY n.thread_id, n.routine_id),
+    SELECT s.thread_id AS thread_id, s.routine_id AS routine_id, SUM(s.calls) AS calls,
+           SUM(s.subrs) AS subrs, SUM(s.incl_ns) AS incl_ns, SUM(s.excl_ns) AS excl_ns,
+           SUM(s.bytes) AS bytes
+    FROM thread_routine_totals s
+    WHERE NOT s.root OR s.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    GROUP BY s.thread_id, s.routine_id),
   per AS (
     SELECT pr.rank AS rank, pt.routine_id AS routine_id, SUM(pt.calls) AS calls,
            SUM(pt.subrs) AS subrs, SUM(pt.incl_ns) AS incl_ns, SUM(pt.excl_ns) AS excl_ns,
