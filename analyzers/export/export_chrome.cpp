@@ -190,6 +190,22 @@ void write_trace_events(const ProfileFile& file, EventWriter& w, FrameTable& fra
   }
 }
 
+// Trace events the run recorded but the file lacks (a full buffer, the memory budget, a flush
+// a full disk refused): the count and libsonde's notes saying why, so that a timeline with
+// gaps, or the tree laid out in its place, is not taken for the whole run.
+void add_trace_losses(const ProfileFile& file, Json& other) {
+  if (!file.has_table("trace_drops") || !file.has_rows("trace_drops")) return;
+  auto count = file.prepare("SELECT COALESCE(SUM(dropped), 0) FROM trace_drops");
+  std::int64_t dropped = count.step() ? count.int64(0) : 0;
+  if (dropped == 0) return;
+  other["sonde_trace_dropped"] = dropped;
+  Json notes = Json::array();
+  auto st = file.prepare(
+      "SELECT DISTINCT message FROM notes WHERE topic = 'trace-drops' ORDER BY note_id");
+  while (st.step()) notes.push_back(st.text(0));
+  other["sonde_trace_notes"] = notes;
+}
+
 }  // namespace
 
 void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* progress) {
@@ -220,6 +236,7 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
     }
     other["sonde_layout"] = "aggregated call tree, not a timeline";
   }
+  add_trace_losses(file, other);
   std::unordered_map<std::int64_t, ThreadLabel> labels;
   for (const ThreadTree& t : threads) {
     labels[t.thread_id] = {t.pid, t.tid,

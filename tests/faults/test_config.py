@@ -286,6 +286,87 @@ def test_command_line_secrets(mode, record, db, tmp_path):
             assert "--steps" not in c, c
 
 
+# Issue 37's ten spellings a hostile user's run stored in clear: (arguments, their secrets).
+SPELLINGS = {
+    "url-password-slash": (["--db", "postgres://u:slashA9/slashB9@dbhost/x"],
+                           ["slashA9", "slashB9"]),
+    "url-password-hash": (["redis://:hashC8#hashD8@cache:6379/0"], ["hashC8", "hashD8"]),
+    "bare-config-key": (["configure", "set", "aws_secret_access_key", "awskey-7q7q"],
+                        ["awskey-7q7q"]),
+    "creds": (["--creds", "creds-5t5t"], ["creds-5t5t"]),
+    "jwt": (["--jwt", "eyJjwt.9u9u"], ["eyJjwt.9u9u"]),
+    "dash-value": (["--ssh-key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkbody42\n"
+                                 "-----END OPENSSH PRIVATE KEY-----"], ["b3BlbnNzaC1rZXkbody42"]),
+    "amz-signature": (["https://bkt.s3.amazonaws.com/o?X-Amz-Date=20260101T000000Z&"
+                       "X-Amz-Signature=amzsig0a0a"], ["amzsig0a0a"]),
+    "sig": (["https://h.example/f?exp=1&sig=plainsig1b1b"], ["plainsig1b1b"]),
+    "azure-sas": (["--sas", "sv=2022-11-02&ss=b&sp=r&sig=azsig2c2c"], ["azsig2c2c"]),
+    "empty-first": (["--access-token", "", "emptyfirst5f5f"], ["emptyfirst5f5f"]),
+    "options-end": (["--hf_token", "--", "dashdash6a6a"], ["dashdash6a6a"]),
+}
+# What is no secret stays readable: (arguments, as the command must show them).
+ORDINARY = [(["--lr", "0.1"], "--lr 0.1"), (["--data", "/path/with#hash"], "--data /path/with#hash"),
+            (["https://host:443/p@scope/pkg"], "https://host:443/p@scope/pkg"),
+            (["--out", "run.sig"], "--out run.sig")]
+ENV_CODE = ('import os; os.environ["HF_TOKEN"] = "hfset3d3d"; '
+            'os.environ.setdefault("WANDB_API_KEY", "wandb4e4e"); print("ok")')
+PLAIN_CODE = 'import sys; n = "keep-me"; print(n, len(sys.argv))'
+
+
+def recorded_commands(db):
+    return [c for (c,) in query(db, "SELECT command FROM runs UNION ALL "
+                                    "SELECT command FROM processes")]
+
+
+@pytest.mark.parametrize("mode", ["preload", "sonde-run", "python"])
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_more_secret_spellings(spelling, mode, db, tmp_path):
+    """issue 37's ten spellings (a URL password with '/' or '#', `set aws_secret_access_key`,
+    --creds, --jwt, a value starting with '-', URL signatures, `--token "" x`, `--token -- x`):
+    never in the file; ordinary values beside them stay readable"""
+    args, secrets = SPELLINGS[spelling]
+    args = [a for plain_args, _ in ORDINARY for a in plain_args] + args
+    if mode == "python":
+        script = tmp_path / "script.py"
+        script.write_text("import sys\nprint(len(sys.argv))\n")
+        cmd = [PYTHON, "-m", "sonde", "-o", db, str(script), *args]
+        r = plain(cmd, env_extra={"PYTHONPATH": str(BUILD / "python")})
+        alone = plain([PYTHON, str(script), *args])
+    else:
+        cmd = [prog("cfg_args"), *args]
+        alone, r = plain(cmd), under_mode(mode, cmd, db)
+    same_behaviour(alone, r)
+    profile_whole(db)
+    secrets_absent(db, secrets)
+    commands = recorded_commands(db)
+    assert commands
+    for c in commands:
+        for _, shown in ORDINARY:
+            assert shown in c, c
+
+
+@pytest.mark.parametrize("mode", ["preload", "python"])
+def test_secrets_set_in_python_code(mode, db):
+    """`python3 -c` code that sets os.environ["HF_TOKEN"] = "..." or setdefault("WANDB_API_KEY",
+    "..."): the values never in the file; a program without secrets is recorded as given"""
+    for code, secrets in [(ENV_CODE, ["hfset3d3d", "wandb4e4e"]), (PLAIN_CODE, [])]:
+        Path(db).unlink(missing_ok=True)
+        if mode == "python":
+            r = plain([PYTHON, "-m", "sonde", "-o", db, "-c", code],
+                      env_extra={"PYTHONPATH": str(BUILD / "python")})
+        else:
+            r = preloaded([PYTHON, "-c", code], db)
+        same_behaviour(plain([PYTHON, "-c", code]), r)
+        profile_whole(db)
+        secrets_absent(db, secrets)
+        if not secrets:
+            assert any(code in c for c in recorded_commands(db)), recorded_commands(db)
+
+
+def under_mode(mode, cmd, db):
+    return preloaded(cmd, db) if mode == "preload" else sonde_run(cmd, db)
+
+
 FRESH_ENV_CHILDREN = """import os, subprocess, sys
 subprocess.run([sys.executable, "-c", "pass", "child-arg-b7"], env={"PATH": "/usr/bin:/bin"})
 os.spawnve(os.P_WAIT, "/bin/true", ["/bin/true", "spawnve-arg-c8"], {})

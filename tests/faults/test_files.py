@@ -165,6 +165,45 @@ def test_disk_full_sweep(small_disk):
     assert "none" in outcomes and True in outcomes, outcomes
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("limit", ["full-disk", "ulimit-f"])
+def test_trace_events_a_full_disk_refused(limit, mode, request, tmp_path):
+    """SONDE_TRACE=1, a flush whose 80,000 events do not fit (1 MiB tmpfs, or ulimit -f 512):
+    the events it took are counted in trace_drops with a note, shown by report and the chrome
+    export (the file had the tree, 0 events and no word of the loss)"""
+    if limit == "full-disk":
+        cwd, kw = request.getfixturevalue("small_disk"), {}
+    else:
+        cwd, kw = tmp_path, {"preexec_fn": fsize_limit(512)}
+    # The threads' 80,000 calls end first; a flush (0.1 s) takes their events while the host
+    # sleeps 600 ms, and the tree alone fits at exit.
+    cmd = [prog("cfg_threads"), 4, 20000, 600]
+    env = {"SONDE_TRACE": "1", "SONDE_FLUSH_INTERVAL": "0.1"}
+    alone = plain(cmd)
+    r = under(mode, cmd, "p.db" if mode == "sonde-run" else str(cwd / "p.db"), cwd=cwd,
+              env_extra=env, **kw)
+    same_behaviour(alone, r)
+    if mode == "sonde-run":
+        assert written_claim(r.err) == ("p.db", True), r.err
+    db = str(cwd / "p.db")
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 80000
+    events = query(db, "SELECT COUNT(*) FROM trace_events")[0][0]
+    dropped = query(db, "SELECT COALESCE(SUM(dropped), 0) FROM trace_drops")[0][0]
+    assert dropped > 0, f"{events} events, the rest lost without a trace_drops row"
+    assert events + dropped >= 80000, (events, dropped)  # every call: an event or a drop
+    lost = [n for n in query(db, "SELECT message FROM notes WHERE topic = 'trace-drops'")
+            if "could not be written" in n[0]]
+    assert lost, query(db, "SELECT topic, message FROM notes")
+    report = sonde("report", db)
+    assert report.rc == 0 and "could not be written" in report.out, report.out
+    chrome = sonde("export", "--format", "chrome", "-o", str(tmp_path / "t.json"), db)
+    assert chrome.rc == 0, chrome.err
+    other = json.loads((tmp_path / "t.json").read_text())["otherData"]
+    assert other.get("sonde_trace_dropped") == dropped, other
+    assert any("could not be written" in n for n in other.get("sonde_trace_notes", [])), other
+
+
 # --- outputs -----------------------------------------------------------------------------------
 
 def test_concurrent_runs_into_one_file(tmp_path):

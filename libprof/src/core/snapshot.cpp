@@ -102,7 +102,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
       s.events.push_back(
           TraceRow{e.node, clock.to_realtime_ns(e.start), clock.to_realtime_ns(e.end)});
     });
-    s.dropped_events = t.trace->dropped();
+    s.dropped_events = t.trace->dropped() + t.trace->unwritten();
   }
   uint32_t n = t.nodes.size_acquire();
   s.nodes = std::move(rows);

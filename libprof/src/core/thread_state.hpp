@@ -170,6 +170,10 @@ class TraceRing {
   uint64_t dropped() const { return dropped_.load(std::memory_order_relaxed); }
   // The part of dropped() refused by the process's budget rather than this ring's capacity.
   uint64_t dropped_by_budget() const { return dropped_by_budget_.load(std::memory_order_relaxed); }
+  // Drained events that a flush could not write (a full disk): the flusher's own count, kept
+  // apart from dropped_, which only the owner writes.
+  void count_unwritten(uint64_t n) { bump(unwritten_, n); }
+  uint64_t unwritten() const { return unwritten_.load(std::memory_order_relaxed); }
   uint64_t capacity() const { return capacity_; }
   uint64_t bytes_held() const { return bytes_held_; }
   // Only with the owner stopped (fork child): forgets unread events, keeps the chunks.
@@ -178,6 +182,7 @@ class TraceRing {
     read_pos_ = write_pos_;
     dropped_.store(0, std::memory_order_relaxed);
     dropped_by_budget_.store(0, std::memory_order_relaxed);
+    unwritten_.store(0, std::memory_order_relaxed);
   }
 
  private:
@@ -193,6 +198,7 @@ class TraceRing {
   uint64_t write_pos_ = 0;  // owner: slot of the next push
   uint64_t read_pos_ = 0;   // flusher: slot of the next drain
   std::atomic<uint64_t> head_{0}, tail_{0}, dropped_{0}, dropped_by_budget_{0};
+  std::atomic<uint64_t> unwritten_{0};
 };
 
 // Adaptive timing's outliers on one call path (frame_ops.hpp clip_outlier): what the path's

@@ -6,16 +6,13 @@
 #include <utility>
 #include <vector>
 
+#include "process/redact.hpp"
 #include "store/store.hpp"
 
 namespace sonde {
 
-// The command line as recorded: values of secret-looking arguments (`--password=x`,
-// `--api-key x`, `TOKEN=x`) replaced by <redacted>; without args, the program's name only.
+// This process's command line, redacted (process/redact.hpp).
 std::string read_command_line(bool with_args);
-std::string redact_arguments(const std::vector<std::string>& argv, bool with_args);
-// A name containing TOKEN, SECRET, KEY, PASSWORD, PASS, CREDENTIAL or AUTH, in any case.
-bool name_looks_secret(std::string_view name);
 RunInfo collect_run_info(const std::string& uuid, bool trace, bool record_args,
                          int64_t started_ns);
 // Allow-listed environment only (known names, never a secret-looking one): profiles get

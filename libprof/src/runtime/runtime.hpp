@@ -121,6 +121,7 @@ class Runtime {
   void start_flusher();
   void flusher_loop();
   void drain_samples();  // the sampler's rings into their counts, between two flushes
+  void count_unwritten_events(const FlushData& d, const std::string& error);
   // The process's threads that exist before sampling starts (a BLAS pool started by its
   // library's constructor, before sonde's): armed from here, recorded as threads of their own.
   void sample_other_threads();
@@ -153,6 +154,7 @@ class Runtime {
 
   std::mutex store_mu_;  // held for a whole flush; fork waits for it
   std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
+  std::string trace_loss_error_;  // why a flush's trace events were lost (under store_mu_)
   std::vector<NodeRows> spare_rows_;  // the last snapshots' nodes (under store_mu_)
   Store store_;
   CallSites call_sites_;  // names the shapes' call sites before the store writes them

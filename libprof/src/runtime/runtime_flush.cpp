@@ -93,6 +93,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     threads = threads_;
   }
   uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
+  uint64_t unwritten = 0;
   uint64_t untracked = 0;
   uint64_t samples_dropped = 0;
   uint64_t window_ticks = 0;
@@ -111,6 +112,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     dropped += s.dropped_events;
     if (s.comm_overlap) untracked += s.comm_overlap->untracked;
     if (t->trace) over_budget += t->trace->dropped_by_budget();
+    if (t->trace) unwritten += t->trace->unwritten();
     samples_dropped += s.samples_dropped;
   }
   if (final && sampler_on()) sampler_log_unwinding(threads, clock_.ns_per_tick());
@@ -130,12 +132,22 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
                                   overflows, config_.max_depth));
   }
   if (dropped > 0) {
-    std::string budget = over_budget == 0 ? "" : fmt::format(
-        ", {} of them beyond SONDE_TRACE_MEMORY={} MiB for all threads", over_budget,
-        config_.trace_memory_mb);
-    add_note("trace-drops", fmt::format("trace mode dropped {} events (SONDE_TRACE_BUFFER={} per "
-                                        "thread{}); the profile itself counts every call",
-                                        dropped, config_.trace_buffer, budget),
+    // Each cause with its share: a full buffer, the process's budget, a flush that failed.
+    uint64_t by_buffer = dropped - std::min(dropped, over_budget + unwritten);
+    std::vector<std::string> causes;
+    if (by_buffer > 0)
+      causes.push_back(fmt::format("{} beyond SONDE_TRACE_BUFFER={} per thread", by_buffer,
+                                   config_.trace_buffer));
+    if (over_budget > 0)
+      causes.push_back(fmt::format("{} beyond SONDE_TRACE_MEMORY={} MiB for all threads",
+                                   over_budget, config_.trace_memory_mb));
+    if (unwritten > 0)
+      causes.push_back(fmt::format("{} taken by a flush that could not be written: {}", unwritten,
+                                   trace_loss_error_));
+    add_note("trace-drops",
+             fmt::format("trace mode dropped {} events ({}); the profile itself "
+                         "counts every call",
+                         dropped, fmt::join(causes, "; ")),
              false);
   }
   if (untracked > 0) {
@@ -216,6 +228,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
       warn("flushing the profile to {} failed: {}", output_, error);
     if (!gave_way) last_flush_error_ = error;
     if (gpu != nullptr) gpu->requeue(std::move(d.gpu));
+    count_unwritten_events(d, error);
     return false;
   }
   last_flush_error_.clear();
@@ -244,6 +257,19 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     }
   }
   return true;
+}
+
+// The trace events a failed flush drained are gone from their rings: counted as dropped, so
+// the next flush that is written has their trace_drops row and a note saying why (a full disk
+// once left the tree with 0 events and no word of the loss).
+void Runtime::count_unwritten_events(const FlushData& d, const std::string& error) {
+  bool lost = false;
+  for (const ThreadSnapshot& t : d.threads) {
+    if (t.events.empty() || t.state->trace == nullptr) continue;
+    t.state->trace->count_unwritten(t.events.size());
+    lost = true;
+  }
+  if (lost) trace_loss_error_ = error;
 }
 
 void Runtime::flush_from_signal(int sig) {

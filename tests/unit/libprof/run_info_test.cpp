@@ -133,6 +133,52 @@ TEST(RunInfo, SecretsInsideAShellLineAreRedacted) {
             "sh -c python  train.py\t--epochs 3");
 }
 
+// Issue 37's spellings, stored in clear before: URL passwords holding '/' or '#', a bare
+// config key, --creds and --jwt, a value starting with '-', URL signatures, environment
+// variables set in `python3 -c` code, and an empty word or `--` between option and value.
+TEST(RunInfo, IssueThirtySevenSpellingsAreRedacted) {
+  EXPECT_EQ(redact_arguments({"x", "postgres://u:S1/x@h/db", "redis://:S2#x@h:6379/0",
+                              "redis://:4242#x@h", "http://[::1]:S3/y@h"},
+                             true),
+            "x postgres://u:<redacted>@h/db redis://:<redacted>@h:6379/0 "
+            "redis://:<redacted>@h http://[::1]:<redacted>@h");
+  EXPECT_EQ(redact_arguments({"aws", "configure", "set", "aws_secret_access_key", "S4"}, true),
+            "aws configure set aws_secret_access_key <redacted>");
+  EXPECT_EQ(redact_arguments({"x", "--creds", "S5", "--jwt", "S6", "--ssh-key",
+                              "-----BEGIN OPENSSH PRIVATE KEY-----\nS7\n-----END"},
+                             true),
+            "x --creds <redacted> --jwt <redacted> --ssh-key <redacted>");
+  EXPECT_EQ(redact_arguments({"curl", "https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=S8",
+                              "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10",
+                              "--blob=sv=1&sp=r&sig=S11"},
+                             true),
+            "curl https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=<redacted> "
+            "https://h/f?exp=1&sig=<redacted>#top --sas <redacted> "
+            "--blob=sv=1&sp=r&sig=<redacted>");
+  EXPECT_EQ(redact_arguments({"python3", "-c",
+                              "import os; os.environ[\"HF_TOKEN\"] = \"S12\"; "
+                              "os.environ.setdefault('WANDB_API_KEY', 'S13'); x = {'n': 'keep'}"},
+                             true),
+            "python3 -c import os; os.environ[\"HF_TOKEN\"] = \"<redacted>\"; "
+            "os.environ.setdefault('WANDB_API_KEY', '<redacted>'); x = {'n': 'keep'}");
+  EXPECT_EQ(redact_arguments({"x", "--access-token", "", "S14", "--hf_token", "--", "S15"}, true),
+            "x --access-token  <redacted> --hf_token -- <redacted>");
+}
+
+// What the rules above must leave alone.
+TEST(RunInfo, OrdinaryValuesBesideTheNewRulesStay) {
+  std::vector<std::string> argv = {"x", "--lr", "0.1", "--data", "/path/with#hash",
+                                   "https://host:443/p@scope/pkg", "--out", "run.sig",
+                                   "tokenizer_config.json", "--sigma", "2", "--token",
+                                   "--verbose", "a&b=c", "http://h/a@b:c"};
+  std::string joined;
+  for (const std::string& a : argv) joined += (joined.empty() ? "" : " ") + a;
+  EXPECT_EQ(redact_arguments(argv, true), joined);
+  EXPECT_EQ(redact_arguments({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"},
+                             true),
+            "python3 -c import sys; n = \"keep-me\"; print(n, 1 == 2)");
+}
+
 TEST(RunInfo, SecretLookingNames) {
   for (const char* name : {"token", "MY_SECRET", "apikey", "db-passwd", "Credentials", "OAUTH"})
     EXPECT_TRUE(name_looks_secret(name)) << name;

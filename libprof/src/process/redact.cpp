@@ -1,0 +1,299 @@
+#include "process/redact.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sonde {
+
+bool name_looks_secret(std::string_view name) {
+  static constexpr std::string_view kWords[] = {"TOKEN", "SECRET",     "KEY", "PASSWORD",
+                                                "PASS",  "CREDENTIAL", "AUTH"};
+  std::string upper(name);
+  for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return std::any_of(std::begin(kWords), std::end(kWords),
+                     [&](std::string_view w) { return upper.find(w) != std::string::npos; });
+}
+
+namespace {
+constexpr size_t npos = std::string::npos;
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Where a URL's user or host starts, past an IPv6 address's brackets (`[::1]:8080`), whose
+// colons start no password.
+size_t past_brackets(const std::string& word, size_t start) {
+  if (start >= word.size() || word[start] != '[') return start;
+  size_t close = word.find(']', start);
+  return close == npos ? word.size() : close;
+}
+
+// The '@' that ends a password holding an unencoded '/', '?' or '#' (`postgres://u:pa/ss@h`,
+// `redis://:pa#ss@h`), which ends the authority before its '@': a colon in the authority that
+// starts no port (`host:443/p@x` keeps its path), an '@' after it within the word. npos when
+// there is none. A password of digits only is taken for a port (docs/reliability.md).
+size_t password_past_delimiter(const std::string& word, size_t start, size_t authority_end) {
+  size_t colon = word.find(':', past_brackets(word, start));
+  if (colon == npos || colon >= authority_end || authority_end == word.size()) return npos;
+  std::string_view after(word.data() + colon + 1, authority_end - colon - 1);
+  bool port = after.empty() || std::all_of(after.begin(), after.end(), [](char c) {
+                return std::isdigit(static_cast<unsigned char>(c)) != 0;
+              });
+  if (port && colon > start) return npos;
+  size_t at = word.find('@', authority_end);
+  if (at == npos ||
+      std::any_of(word.begin() + long(authority_end), word.begin() + long(at), is_space))
+    return npos;
+  // The host after it ends where the authority would: its last '@' before that is the one.
+  size_t host_end = word.find_first_of("/?# \t\n\r", at + 1);
+  return word.rfind('@', (host_end == npos ? word.size() : host_end) - 1);
+}
+}  // namespace
+
+// scheme://user:password@host keeps the user and host, not the password; scheme://token@host
+// (how access tokens ride in git URLs) keeps only the host.
+// The user part ends at the authority's last '@' (a password may hold '@' itself).
+std::string redact_url_password(std::string word) {
+  size_t scheme = word.find("://");
+  if (scheme == npos) return word;
+  size_t start = scheme + 3;
+  size_t authority_end = word.find_first_of("/?#", start);
+  if (authority_end == npos) authority_end = word.size();
+  size_t at = authority_end == start ? npos : word.rfind('@', authority_end - 1);
+  if (at == npos || at < start) at = password_past_delimiter(word, start, authority_end);
+  if (at == npos) return word;
+  size_t colon = word.find(':', past_brackets(word, start));
+  if (colon == npos || colon > at) {
+    return word.substr(0, start) + "<redacted>" + word.substr(at);
+  }
+  return word.substr(0, colon + 1) + "<redacted>" + word.substr(at);
+}
+
+namespace {
+std::string upper(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) c = char(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// An argument's name looks secret by the environment's rule, by words only arguments use
+// (--pwd, --bearer, a cookie header, --creds, a URL's signature), or by short words that say
+// so only as a whole part of the name (--jwt, --sas, --sig, sig=, X-Amz-Signature: not --sigma).
+bool argument_name_looks_secret(std::string_view name) {
+  static constexpr std::string_view kWords[] = {"PWD", "BEARER", "COOKIE", "CREDS", "SIGNATURE"};
+  static constexpr std::string_view kParts[] = {"JWT", "SAS", "SIG", "CRED"};
+  std::string up = upper(name);
+  if (name_looks_secret(name) ||
+      std::any_of(std::begin(kWords), std::end(kWords),
+                  [&](std::string_view w) { return up.find(w) != npos; }))
+    return true;
+  for (size_t i = 0; i < up.size();) {
+    size_t end = i;
+    while (end < up.size() && std::isalnum(static_cast<unsigned char>(up[end])) != 0) ++end;
+    std::string_view part = std::string_view(up).substr(i, end - i);
+    if (std::find(std::begin(kParts), std::end(kParts), part) != std::end(kParts)) return true;
+    i = end + 1;
+  }
+  return false;
+}
+
+// Where a name ends and its value starts inside one word: `--name=value`, `--name value` (one
+// quoted argument), `Authorization: Bearer x` (a header), `--name:value` (an option's colon
+// form). npos when the word has no value.
+size_t value_separator(std::string_view word) {
+  size_t eq = word.find('=');
+  size_t space = word.find(' ');
+  size_t colon = word.find(": ");
+  size_t option_colon = !word.empty() && word[0] == '-' ? word.find(':') : std::string_view::npos;
+  // `api_key:v`, `x-api-key:v`: a header or config pair without the space, a name before it.
+  size_t pair_colon = word.find(':');
+  if (pair_colon != std::string_view::npos &&
+      !std::all_of(word.begin(), word.begin() + long(pair_colon), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
+               c == '"' || c == '\'';
+      }))
+    pair_colon = std::string_view::npos;
+  return std::min({eq, space, colon, option_colon, pair_colon});
+}
+
+size_t value_start(std::string_view word, size_t sep) {
+  return word.compare(sep, 2, ": ") == 0 ? sep + 2 : sep + 1;
+}
+
+bool is_name_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
+}
+
+// Quoted values given to secret-looking names inside one argument: `API_KEY = 'sk-...'` in the
+// code of `python3 -c`, `"password": "x"` in a JSON option, `os.environ["HF_TOKEN"] = "x"` and
+// a call's quoted pair (`os.environ.setdefault("WANDB_API_KEY", "x")`, `os.putenv(...)`).
+std::string redact_quoted_assignments(std::string word) {
+  for (size_t i = 0; i < word.size();) {
+    if (!is_name_char(word[i])) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    while (i < word.size() && is_name_char(word[i])) ++i;
+    std::string name = word.substr(start, i - start);
+    size_t j = i;
+    bool quoted = j < word.size() && (word[j] == '\'' || word[j] == '"');
+    if (quoted) ++j;                                       // a quoted key's end
+    if (quoted && j < word.size() && word[j] == ']') ++j;  // a subscript's: environ["K"]
+    while (j < word.size() && word[j] == ' ') ++j;
+    if (j >= word.size() || (word[j] != '=' && word[j] != ':' && !(quoted && word[j] == ',')))
+      continue;
+    ++j;
+    while (j < word.size() && word[j] == ' ') ++j;
+    if (j >= word.size() || (word[j] != '\'' && word[j] != '"')) continue;
+    size_t end = word.find(word[j], j + 1);
+    if (end == npos) end = word.size();
+    if (!name_looks_secret(name)) continue;
+    word.replace(j + 1, end - j - 1, "<redacted>");
+    i = j + 1 + std::string_view("<redacted>").size() + 1;
+  }
+  return word;
+}
+
+// `aws configure set aws_secret_access_key v`, `git config user.password v`: a bare key whose
+// name looks secret, with its value in the next word. A file's name (`secret_key.pem`,
+// `run.sig`: a short lower-case extension) is no key.
+bool is_bare_secret_key(std::string_view word) {
+  if (word.empty() || word[0] == '-' || word.find_first_of("_.") == npos ||
+      !std::all_of(word.begin(), word.end(), is_name_char))
+    return false;
+  if (size_t dot = word.rfind('.'); dot != npos) {
+    std::string_view ext = word.substr(dot + 1);
+    if (!ext.empty() && ext.size() <= 4 && std::all_of(ext.begin(), ext.end(), [](char c) {
+          return std::islower(static_cast<unsigned char>(c)) != 0 ||
+                 std::isdigit(static_cast<unsigned char>(c)) != 0;
+        }))
+      return false;
+  }
+  return argument_name_looks_secret(word);
+}
+
+// The values of secret-looking parameters of a URL's query or of a SAS token
+// (`?X-Amz-Signature=v`, `&sig=v`, `sv=...&sig=v`): a parameter starts the word or follows '?'
+// or '&', and ends at '&', '#', a space or a quote.
+std::string redact_query_values(std::string word) {
+  if (word.find_first_of("?&") == npos) return word;
+  for (size_t i = 0; i < word.size(); ++i) {
+    if (i != 0 && word[i - 1] != '?' && word[i - 1] != '&') continue;
+    size_t eq = word.find_first_of("=&?#/ \t\n\r\"'", i);
+    if (eq == npos || eq == i || word[eq] != '=') continue;
+    size_t end = word.find_first_of("&# \t\n\r\"'", eq + 1);
+    if (end == npos) end = word.size();
+    if (end == eq + 1 || !argument_name_looks_secret(std::string_view(word).substr(i, eq - i)))
+      continue;
+    word.replace(eq + 1, end - eq - 1, "<redacted>");
+  }
+  return word;
+}
+
+// `--name`: an option, never the value of the option before it (`-----BEGIN ... KEY-----` is).
+bool names_an_option(std::string_view word) {
+  return word.size() > 2 && word[0] == '-' && word[1] == '-' &&
+         std::isalpha(static_cast<unsigned char>(word[2])) != 0;
+}
+
+// `Bearer`, `Basic`, `Token`: the scheme of an Authorization header's value, which comes first.
+bool is_auth_scheme(std::string_view word) {
+  std::string lower(word);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "bearer" || lower == "basic" || lower == "token" || lower == "digest";
+}
+
+std::string redact_inside(const std::string& arg);
+
+// The rules, on words in order (a command's arguments, or the words of one argument), in place.
+void redact_words(std::vector<std::string>& words) {
+  bool value_follows = false;  // the previous word was a secret-looking option without a value
+  bool user_follows = false;   // the previous word was curl's -u/--user: user:password
+  for (std::string& word : words) {
+    if (word.find("<redacted>") != npos) {  // done by an argument-wide rule
+      value_follows = user_follows = false;
+      continue;
+    }
+    const std::string given = word;
+    size_t sep = value_separator(word);
+    std::string_view name = std::string_view(given).substr(0, sep);
+    if (user_follows && word.find(':') != npos) {
+      word = word.substr(0, word.find(':') + 1) + "<redacted>";
+    } else if (value_follows && is_auth_scheme(word)) {
+      // `Authorization: Bearer x` as words: the scheme stays, the credential after it goes.
+    } else if (value_follows && (word.empty() || word == "--")) {
+      // `--token "" x`, `--token -- x`: no value yet; the word after it is taken for one.
+    } else if (value_follows && !names_an_option(word)) {
+      word = "<redacted>";
+      value_follows = false;
+    } else if (sep != npos && sep + 1 < word.size() && argument_name_looks_secret(name)) {
+      word = word.substr(0, value_start(word, sep)) + "<redacted>";
+      value_follows = false;
+    } else {
+      // `--password x`, and a header's name alone (`Authorization:`) with its value after it.
+      value_follows =
+          word.size() > 1 && ((word[0] == '-' && argument_name_looks_secret(name)) ||
+                              (word.back() == ':' && argument_name_looks_secret(word)) ||
+                              (sep == npos && is_bare_secret_key(word)));
+      // A name=value inside the value: `--env=AWS_SECRET_ACCESS_KEY=x`. One with words after
+      // it (a shell line) is left to redact_inside, word by word: the rest is not all value.
+      bool spaced = std::any_of(word.begin(), word.end(), is_space);
+      if (sep != npos && !spaced) {
+        size_t inner = value_start(word, sep);
+        std::string_view value = std::string_view(word).substr(inner);
+        size_t inner_sep = value_separator(value);
+        if (inner_sep != npos && inner_sep + 1 < value.size() &&
+            argument_name_looks_secret(value.substr(0, inner_sep))) {
+          word = word.substr(0, inner + value_start(value, inner_sep)) + "<redacted>";
+        }
+      }
+      word = redact_quoted_assignments(word);
+      word = redact_query_values(word);
+      word = redact_inside(word);
+    }
+    user_follows = given == "-u" || given == "--user";
+    word = redact_url_password(word);
+  }
+}
+
+// One argument that holds several words (`sh -c '... --password=x ...'`, a wrapper's command
+// line, `curl -H "Authorization: Bearer x"` inside a script): its words are redacted as a
+// command's are, in place, so a secret option from the third word on is caught too (only the
+// argument's first split was; seen with `sh -c 'python train.py --wandb-key=x'`).
+std::string redact_inside(const std::string& arg) {
+  if (std::none_of(arg.begin(), arg.end(), is_space)) return arg;
+  std::vector<std::pair<size_t, size_t>> spans;
+  std::vector<std::string> words;
+  for (size_t i = 0; i < arg.size();) {
+    while (i < arg.size() && is_space(arg[i])) ++i;
+    size_t start = i;
+    while (i < arg.size() && !is_space(arg[i])) ++i;
+    if (i > start) {
+      spans.emplace_back(start, i - start);
+      words.push_back(arg.substr(start, i - start));
+    }
+  }
+  std::vector<std::string> redacted = words;
+  redact_words(redacted);
+  std::string out = arg;
+  for (size_t k = spans.size(); k-- > 0;) {
+    if (redacted[k] != words[k]) out.replace(spans[k].first, spans[k].second, redacted[k]);
+  }
+  return out;
+}
+}  // namespace
+
+std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
+  if (argv.empty()) return {};
+  std::vector<std::string> args;
+  if (with_args) args.assign(argv.begin() + 1, argv.end());
+  redact_words(args);
+  std::string out = argv[0];
+  for (const std::string& a : args) out += ' ' + a;
+  return out;
+}
+
+}  // namespace sonde
