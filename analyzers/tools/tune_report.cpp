@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "process/redact.hpp"
 #include "tools/tune.hpp"
 
 namespace sonde::analyzers {
@@ -66,8 +67,8 @@ Table tune_table(const TuneResult& r) {
 }
 
 std::string render_tune_text(const TuneResult& r) {
-  std::string cmd;
-  for (const std::string& w : r.command) cmd += (cmd.empty() ? "" : " ") + w;
+  // The command as a profile keeps it: tune's report and its JSON are files too.
+  std::string cmd = redact_arguments(r.command, true);
   std::string out = fmt::format("sonde tune: {}\n{} run(s) per stage, interleaved with the original; "
                                 "{} core(s); profiles in {}\n\n",
                                 visible(cmd), r.repeat, r.cores, visible(r.output_dir));
@@ -106,7 +107,7 @@ std::string render_tune_text(const TuneResult& r) {
 Json render_tune_json(const TuneResult& r) {
   Json j;
   j["format_version"] = 1;
-  j["command"] = r.command;
+  j["command"] = redact_words(r.command);
   j["repeat"] = r.repeat;
   j["cores"] = r.cores;
   j["output_dir"] = r.output_dir;

@@ -290,3 +290,19 @@ def test_csv_is_the_table_and_one_run_is_no_verdict(tmp_path):
     assert "too few runs to tell: --repeat 3 or more" in rows[1]["speedup"]
     kept = json.loads((out / "tune.json").read_text())
     assert stage(kept, "ftz")["verdict"] == "none"
+
+
+def test_the_kept_command_holds_no_secret(tmp_path):
+    """tune's report and the tune.json it keeps show the command as a profile keeps it: the value
+    of a secret-looking argument redacted (issue 37; the profiles were already)."""
+    secret = "tk_TUNE_9f3a"
+    out = tmp_path / "t"
+    r = subprocess.run([CLI, "tune", "-o", str(out), "--repeat", "1", "--stages", "ftz", "--",
+                        "/bin/true", "--api-key", secret, "--lr", "0.1"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert secret not in r.stdout and "/bin/true --api-key <redacted> --lr 0.1" in r.stdout
+    kept = json.loads((out / "tune.json").read_text())
+    assert kept["command"] == ["/bin/true", "--api-key", "<redacted>", "--lr", "0.1"]
+    leaked = [f for f in out.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
+    assert not leaked, leaked

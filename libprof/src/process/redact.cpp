@@ -286,6 +286,15 @@ std::string redact_inside(const std::string& arg) {
 }
 }  // namespace
 
+std::vector<std::string> redact_words(const std::vector<std::string>& argv) {
+  std::vector<std::string> out = argv;
+  if (out.empty()) return out;
+  std::vector<std::string> args(out.begin() + 1, out.end());
+  redact_words(args);
+  std::copy(args.begin(), args.end(), out.begin() + 1);
+  return out;
+}
+
 std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
   if (argv.empty()) return {};
   std::vector<std::string> args;
