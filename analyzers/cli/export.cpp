@@ -47,6 +47,8 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
     write_speedscope(file, out, &progress);
   } else if (a.format == "svg") {
     write_svg_flamegraph(file, out);
+  } else if (a.format == "pstats") {
+    write_pstats(file, out);
   } else {
     write_chrome_trace(file, out, &progress);
   }
@@ -54,6 +56,12 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
 }
 
 int export_profile(const Options& a) {
+  if (a.format == "pstats" && !a.output && ::isatty(STDOUT_FILENO)) {
+    throw Error(
+        "--format pstats is binary (Python's marshal): give -o FILE, or redirect standard "
+        "output",
+        2);
+  }
   if (a.sampled && a.format != "folded") {
     throw Error(
         "--sampled goes with --format folded (chrome and speedscope carry the samples "
@@ -106,13 +114,15 @@ int export_profile(const Options& a) {
 Command add_export(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
-      "export", "The profile for other tools: chrome, speedscope, svg, folded, csv or samples");
+      "export",
+      "The profile for other tools: chrome, speedscope, svg, folded, csv, samples or pstats");
   add_file(cmd, a->file);
   cmd->add_option("-f,--format", a->format,
                   "chrome: trace-event JSON (Perfetto, chrome://tracing); speedscope: speedscope's "
                   "JSON; svg: a static flame graph; folded: flame-graph stacks; csv: callpaths; "
-                  "samples: the sampler's paths as JSON")
-      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv", "samples"}))
+                  "samples: the sampler's paths as JSON; pstats: cProfile's stats file (pstats, "
+                  "snakeviz, tuna, gprof2dot)")
+      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv", "samples", "pstats"}))
       ->required();
   cmd->add_flag("--sampled", a->sampled,
                 "With folded: the sampler's stacks (values in samples) instead of the exact "

@@ -30,6 +30,10 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
 // sample per call path weighted by its exclusive nanoseconds; frames shared by all profiles.
 void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* progress = nullptr);
 
+// cProfile's stats file (pstats, snakeviz, tuna, gprof2dot): a marshal'd dict keyed by
+// (file, line, function), figures from the routine_edges view; binary.
+void write_pstats(const ProfileFile& file, std::ostream& out);
+
 // A static SVG flame graph of the busy threads' merged tree (the `callpaths` view): widths by
 // inclusive time, colours by kind, a <title> tooltip per frame, no script.
 void write_svg_flamegraph(const ProfileFile& file, std::ostream& out);

@@ -481,3 +481,79 @@ def test_samples_json_keeps_a_name_that_holds_a_semicolon_whole(tmp_path, mlp_pr
     # Folded samples of a run without them: one line saying so, not an empty flame graph.
     r = run([CLI, "export", mlp_profile, "--format", "folded", "--sampled"])
     assert r.returncode == 1 and r.stdout == "" and "holds no samples" in r.stderr, r.stderr
+
+
+PSTATS_PROGRAM = """
+import json
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+def g(x):
+    return sorted(x)
+
+def main():
+    for i in range(7):
+        fib(8)
+        g([3, 1, 2])
+    json.dumps({"\\u00e9t\\u00e9": [1, 2]})
+
+main()
+"""
+
+
+def pstats_of(path):
+    import pstats
+    return pstats.Stats(str(path)).stats
+
+
+def test_pstats_is_read_by_pythons_pstats_with_cprofiles_counts(tmp_path):
+    """--format pstats: Python's own pstats module reads the file, and every Python function's
+    calls, primitive calls and callers' call counts are cProfile's on the same program (the
+    times differ: they are two runs). A terminal gets one line instead of binary."""
+    script = tmp_path / "prog.py"
+    script.write_text(PSTATS_PROGRAM)
+    db = sonde_py(tmp_path / "prof.db", script)
+    out = tmp_path / "prof.pstats"
+    r = subprocess.run([CLI, "export", str(db), "--format", "pstats", "-o", str(out)],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    ours = pstats_of(out)
+    theirs_file = tmp_path / "cprofile.pstats"
+    subprocess.run([PY, "-m", "cProfile", "-o", str(theirs_file), str(script)], check=True,
+                   env=clean_env(), timeout=60)
+    theirs = pstats_of(theirs_file)
+
+    def functions(stats):
+        return {k: v for k, v in stats.items() if k[0] == str(script)}
+    mine, ref = functions(ours), functions(theirs)
+    assert sorted(k[2] for k in mine) == ["<module>", "fib", "g", "main"]
+    assert set(mine) == set(ref)
+    for key, (cc, nc, tt, ct, callers) in mine.items():
+        rcc, rnc, _, _, rcallers = ref[key]
+        assert (cc, nc) == (rcc, rnc), key
+        # A caller's tuple: (calls, primitive calls, tottime, cumtime), as cProfile's.
+        assert {c: v[0] for c, v in callers.items() if c[0] == str(script)} == \
+            {c: v[0] for c, v in rcallers.items() if c[0] == str(script)}, key
+        for c, v in callers.items():
+            if c[0] == str(script) and c != key:  # recursion apart (export_pstats.cpp)
+                assert v[1] == rcallers[c][1], (key, c)
+        assert 0 <= tt <= ct + 1e-9, key
+    fib = next(v for k, v in mine.items() if k[2] == "fib")
+    assert fib[:2] == (7, 7 * 67)  # fib(8) makes 67 calls, 7 of them outermost
+    # Built-ins (recorded with --builtins) are keyed as cProfile keys them: ('~', 0, name).
+    db2 = tmp_path / "builtins.db"
+    subprocess.run([PY, "-m", "sonde", "-o", str(db2), "--builtins", str(script)], check=True,
+                   env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, timeout=60)
+    out2 = tmp_path / "builtins.pstats"
+    subprocess.run([CLI, "export", str(db2), "--format", "pstats", "-o", str(out2)], check=True,
+                   env=clean_env(), timeout=60)
+    sorted_key = ("~", 0, "<built-in builtins.sorted>")
+    with_builtins = pstats_of(out2)
+    assert with_builtins[sorted_key][:2] == (7, 7)
+    g_key = next(k for k in with_builtins if k[2] == "g")
+    assert with_builtins[sorted_key][4][g_key][:2] == (7, 7)
+    # On a terminal: one line, nothing binary.
+    r = subprocess.run(["script", "-qec", f"{CLI} export {db} --format pstats", "/dev/null"],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "give -o FILE" in r.stdout, r.stdout

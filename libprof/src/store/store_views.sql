@@ -76,6 +76,18 @@ CREATE VIEW IF NOT EXISTS hotspots AS
          r.routine_id AS routine_id
   FROM per JOIN routines r USING (routine_id), total;
 
+-- One row per caller and callee routine: the callee's nodes under a node of the caller, summed
+-- (a thread's top-level calls have its root, <thread>, as caller). primitive_calls and incl_s
+-- are over the callee's nodes that are not recursive (cProfile's primitive calls and cumulative
+-- time); a node's own figures are its routine's under that caller.
+CREATE VIEW IF NOT EXISTS routine_edges AS
+  SELECT p.routine_id AS caller_id, c.routine_id AS routine_id, SUM(c.calls) AS calls,
+         SUM(CASE WHEN c.recursive = 0 THEN c.calls ELSE 0 END) AS primitive_calls,
+         SUM(CASE WHEN c.recursive = 0 THEN c.incl_ns ELSE 0 END) / 1e9 AS incl_s,
+         SUM(c.excl_ns) / 1e9 AS excl_s
+  FROM nodes c JOIN nodes p ON p.node_id = c.parent_id
+  GROUP BY p.routine_id, c.routine_id;
+
 -- Every node's call path below its thread root: path joins the frames' names by ';' (what
 -- people read), path_ids their routine ids by '/' (what distinguishes two routines of one name).
 CREATE VIEW IF NOT EXISTS node_paths AS
