@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import (CLI, LIB, PYTHON, calls, clean_env, plain, preloaded, prog, profile_whole,
-                      query, run, same_behaviour, sonde_run)
+from conftest import (CLI, LIB, PYTHON, calls, clean_env, notes, plain, preloaded, prog,
+                      profile_whole, query, run, same_behaviour, sonde_run)
 
 MODES = ["preload", "sonde-run"]
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
@@ -439,3 +439,38 @@ def test_init_of_a_pid_namespace(how, sig, db):
     ends = {"default": "exit", "segv": f"signal {int(signal.SIGSEGV)}",
             "abort": f"signal {int(signal.SIGABRT)}"}
     assert query(db, "SELECT end_reason FROM processes WHERE origin = 'exec'") == [(ends[how],)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", ["stack", "altstack"])
+def test_siglongjmp_out_of_a_wrapped_call(mode, stack, db):
+    """a SIGALRM handler siglongjmps out of cblas_dgemm 20 times, then 10 ddot calls: every call
+    counted, the abandoned ones said in a note (issue 37)"""
+    cmd = [prog("longjmp_out"), *([stack] if stack == "altstack" else [])]
+    alone = plain(cmd, timeout=60)
+    assert alone.rc == 0, alone.err
+    r = under(mode, cmd, db, timeout=60)
+    same_behaviour(alone, r)
+    profile_whole(db)
+    abandoned = int(r.out.split()[1])
+    assert abandoned > 0, r.out  # else the cell tests nothing: the timer never beat the dgemm
+    # Before: 1 dgemm and 0 ddot, every call after the first jump dropped.
+    assert calls(db, "cblas_dgemm") == 20
+    assert calls(db, "cblas_ddot") == 10
+    (note,) = [n for n in notes(db) if "longjmp" in n]
+    assert note.startswith(f"{abandoned} measured calls") and "caller" in note, note
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["returns", "returns-altstack"])
+def test_a_handler_that_returns_abandons_nothing(mode, how, db):
+    """the same SIGALRM handler calls cblas_ddot and returns (on the thread's stack or a
+    sigaltstack): the interrupted dgemm goes on, nothing is taken for abandoned"""
+    cmd = [prog("longjmp_out"), how]
+    alone = plain(cmd, timeout=60)
+    assert alone.rc == 0 and "dgemm 0 abandoned 20 finished" in alone.out, alone.out
+    same_behaviour(alone, under(mode, cmd, db, timeout=60))
+    profile_whole(db)
+    assert calls(db, "cblas_dgemm") == 20
+    assert calls(db, "cblas_ddot") == 10  # those inside a dgemm are BLAS inside BLAS
+    assert not [n for n in notes(db) if "longjmp" in n]

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <errno.h>
+#include <signal.h>
 
 #include <algorithm>
 
@@ -119,13 +120,41 @@ __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t n
   }
 }
 
+// Stack addresses further apart than this are of two stacks (a fiber's, a thread's), never one
+// frame above another.
+inline constexpr uintptr_t kOneStack = uintptr_t(1) << 30;
+
+// A native wrapper's call at stack address `cfa` found the innermost open frame at or below it
+// (`cfa` at or above the frame's): that call never returned, left by a siglongjmp out of a
+// signal handler or an exception thrown through it. Its exit never comes, and while it stays
+// open a suppressing routine (BLAS) would refuse every later call of the thread. Each such frame
+// is taken off: its call stays counted, its time is left in its caller's (when the jump came is
+// unknown), and it is counted for a note. On a signal's alternate stack nothing is judged: the
+// frames below are interrupted, not left.
+__attribute__((noinline, cold)) inline void drop_abandoned(ThreadState* t, uintptr_t cfa) {
+  stack_t on{};
+  if (sigaltstack(nullptr, &on) == 0 && (on.ss_flags & SS_ONSTACK) != 0) return;
+  for (uint32_t d = t->depth_.load(std::memory_order_relaxed); d > 0; --d) {
+    StackEntry& e = t->stack_[d];
+    if (e.cfa == 0 || e.cfa > cfa || cfa - e.cfa > kOneStack) return;
+    t->suppress -= e.nesting == Nesting::kSuppress;
+    bump(t->abandoned, 1);
+    t->depth_.store(d - 1, std::memory_order_release);
+  }
+}
+
 // Opens a frame of `routine` under the current one, not yet timed: returns nullptr when the call
 // must not be measured (a kSuppress routine is running, no routine, the depth or node limit).
-// start_frame must follow before anything else is measured on this thread.
+// start_frame must follow before anything else is measured on this thread. `cfa`: a native
+// wrapper's caller's stack address (see drop_abandoned), 0 for other frames.
 // Always inlined: the wrappers inline the probe (probe_inline.hpp).
 template <bool kNewCall>
 __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, RoutineId routine,
-                                                              Nesting nesting) {
+                                                              Nesting nesting, uintptr_t cfa = 0) {
+  if (cfa != 0) {
+    uintptr_t open = t->stack_[t->depth_.load(std::memory_order_relaxed)].cfa;
+    if (__builtin_expect(open != 0 && open <= cfa, 0)) drop_abandoned(t, cfa);
+  }
   // A suppressing routine refuses at once; the window's bit alone asks whether it has opened.
   if (__builtin_expect(t->suppress != 0, 0) &&
       (t->suppress != ThreadState::kWindowClosed || t->held_back())) {
@@ -159,6 +188,7 @@ __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, Ro
   e.node.store(node, std::memory_order_relaxed);
   e.nesting = nesting;
   e.untimed = untimed;
+  e.cfa = cfa;
   e.child_ticks.store(0, std::memory_order_relaxed);
   // Raised now, so that anything the caller does before start_frame (a cost model) is not
   // measured as a nested call.
@@ -310,6 +340,7 @@ inline void resume_stack(ThreadState* t, const SuspendedFrame* frames, uint32_t 
     e.node.store(node, std::memory_order_relaxed);
     e.nesting = frames[i].nesting;
     e.untimed = false;
+    e.cfa = 0;
     e.child_ticks.store(0, std::memory_order_relaxed);
     t->suppress += frames[i].nesting == Nesting::kSuppress;
     start_frame(t, at);

@@ -19,9 +19,11 @@ __attribute__((always_inline)) inline ThreadState* current() {
   return t;
 }
 
-__attribute__((always_inline)) inline ThreadState* open(RoutineId routine, Nesting nesting) {
+// `cfa`: a native wrapper's caller's stack address (__builtin_dwarf_cfa), 0 for other callers.
+__attribute__((always_inline)) inline ThreadState* open(RoutineId routine, Nesting nesting,
+                                                        uintptr_t cfa = 0) {
   ThreadState* t = current();
-  return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting);
+  return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting, cfa);
 }
 
 __attribute__((always_inline)) inline void start(ThreadState* t) { begin_call(t, now_ticks); }

@@ -190,6 +190,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
   }
 
   s.depth_overflows = t.depth_overflows.load(kRelaxed);
+  s.abandoned = t.abandoned.load(kRelaxed);
   s.node_overflows = t.node_overflows.load(kRelaxed);
   s.region_mismatches = t.region_mismatches.load(kRelaxed);
   return s;

@@ -113,6 +113,7 @@ struct ThreadSnapshot {
   std::vector<SampleRow> samples;
   uint64_t samples_dropped = 0;
   uint64_t dropped_events, depth_overflows, node_overflows, region_mismatches;
+  uint64_t abandoned = 0;
 };
 
 // `rows`: a previous snapshot's nodes, whose memory the copy reuses (core/huge_pages.hpp).

@@ -342,6 +342,7 @@ void ThreadState::reset_counts(uint64_t now) {
   start_ticks_.store(now, std::memory_order_relaxed);
   end_ticks_.store(0, std::memory_order_relaxed);
   depth_overflows.store(0);
+  abandoned.store(0);
   node_overflows.store(0);
   region_mismatches.store(0);
   if (trace) trace->clear();

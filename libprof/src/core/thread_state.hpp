@@ -60,6 +60,9 @@ struct StackEntry {
   std::atomic<uint64_t> start{0};
   std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
   bool untimed = false;  // owner-only: adaptive timing leaves this call's clock unread
+  // Owner-only: the wrapper's caller's stack address (its CFA) for a native wrapper's frame,
+  // 0 for any other; a later wrapper call at or above it finds this frame abandoned.
+  uintptr_t cfa = 0;
   // Owner-only: counts at entry and completed children's deltas (counters on).
   uint64_t counter_start[kMaxCounters] = {};
   uint64_t counter_children[kMaxCounters] = {};
@@ -292,6 +295,9 @@ class ThreadState {
     return (suppress & kWindowClosed) != 0;
   }
   std::atomic<uint64_t> depth_overflows{0};
+  // Native calls left without returning (a longjmp or an exception through them), found by a
+  // later call of the thread (frame_ops.hpp, drop_abandoned).
+  std::atomic<uint64_t> abandoned{0};
   std::atomic<uint64_t> node_overflows{0};
   std::atomic<uint64_t> region_mismatches{0};
   uint32_t regions_before_window = 0;  // begun before the collection window opened, still open

@@ -93,7 +93,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     threads = threads_;
   }
   uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
-  uint64_t unwritten = 0;
+  uint64_t unwritten = 0, abandoned = 0;
   uint64_t untracked = 0;
   uint64_t samples_dropped = 0;
   uint64_t window_ticks = 0;
@@ -108,6 +108,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     call_sites_.name(d.threads.back(), routines_);
     const ThreadSnapshot& s = d.threads.back();
     overflows += s.depth_overflows + s.node_overflows;
+    abandoned += s.abandoned;
     mismatches += s.region_mismatches;
     dropped += s.dropped_events;
     if (s.comm_overlap) untracked += s.comm_overlap->untracked;
@@ -125,6 +126,15 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     add_note("samples", fmt::format("the sampler dropped {} samples (its per-thread ring was full "
                                     "between two drains); the sampled shares are those of the "
                                     "samples kept", samples_dropped), false);
+  }
+  // At the last flush only: a note's text is its identity, and the count grows.
+  if (abandoned > 0 && final) {
+    add_note("longjmp", fmt::format("{} measured calls never returned (left by a longjmp out of "
+                                    "a signal handler, or an exception thrown through them): "
+                                    "each is counted, and its time is in its caller's, from "
+                                    "the next measured call of its thread on",
+                                    abandoned),
+             false);
   }
   if (overflows > 0) {
     add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
