@@ -45,10 +45,10 @@ template <class R, class... P, class Model, class... A>
 inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* site, Model&& model,
                    A... args) {
   if (__builtin_expect(exit_gate_closed(), 0)) wait_at_exit_gate();
-  // The caller's stack address, the same for every wrapper it calls whatever their frame
-  // sizes: a call left by a longjmp is found by the next one at or above it (drop_abandoned).
-  ThreadState* t =
-      inline_probe::open(id, nesting, reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()));
+  // The caller's stack address and the wrapper's own stack pointer: a call left by a longjmp
+  // is found by the next one whose caller lies above the left wrapper (drop_abandoned).
+  ThreadState* t = inline_probe::open(id, nesting, reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+                                      inline_probe::stack_pointer());
   if (t == nullptr) return real(args...);
   // The cost model (and the sampled subnormal check) runs before the clock starts, so the
   // measured time is the real call's alone; errno is the host's again before the call.

@@ -444,7 +444,7 @@ def test_init_of_a_pid_namespace(how, sig, db):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("stack", ["stack", "altstack"])
 def test_siglongjmp_out_of_a_wrapped_call(mode, stack, db):
-    """a SIGALRM handler siglongjmps out of cblas_dgemm 20 times, then 10 ddot calls: every call
+    """a SIGALRM handler siglongjmps out of cblas_ddot 20 times, then 10 dgemm calls: every call
     counted, the abandoned ones said in a note (issue 37)"""
     cmd = [prog("longjmp_out"), *([stack] if stack == "altstack" else [])]
     alone = plain(cmd, timeout=60)
@@ -453,10 +453,10 @@ def test_siglongjmp_out_of_a_wrapped_call(mode, stack, db):
     same_behaviour(alone, r)
     profile_whole(db)
     abandoned = int(r.out.split()[1])
-    assert abandoned > 0, r.out  # else the cell tests nothing: the timer never beat the dgemm
-    # Before: 1 dgemm and 0 ddot, every call after the first jump dropped.
-    assert calls(db, "cblas_dgemm") == 20
-    assert calls(db, "cblas_ddot") == 10
+    assert abandoned > 0, r.out  # else the cell tests nothing: the timer never beat the ddot
+    # Before: 1 ddot and 0 dgemm, every call after the first jump dropped.
+    assert calls(db, "cblas_ddot") == 21  # and the one before, that sets OpenBLAS up
+    assert calls(db, "cblas_dgemm") == 10
     (note,) = [n for n in notes(db) if "longjmp" in n]
     assert note.startswith(f"{abandoned} measured calls") and "caller" in note, note
 
@@ -464,13 +464,15 @@ def test_siglongjmp_out_of_a_wrapped_call(mode, stack, db):
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", ["returns", "returns-altstack"])
 def test_a_handler_that_returns_abandons_nothing(mode, how, db):
-    """the same SIGALRM handler calls cblas_ddot and returns (on the thread's stack or a
-    sigaltstack): the interrupted dgemm goes on, nothing is taken for abandoned"""
+    """the same SIGALRM handler calls cblas_dnrm2 and returns (on the thread's stack or a
+    sigaltstack): the interrupted ddot goes on, nothing is taken for abandoned"""
     cmd = [prog("longjmp_out"), how]
     alone = plain(cmd, timeout=60)
-    assert alone.rc == 0 and "dgemm 0 abandoned 20 finished" in alone.out, alone.out
+    assert alone.rc == 0 and "ddot 0 abandoned 20 finished" in alone.out, alone.out
+    assert alone.out.endswith("handler ran: yes\n"), alone.out  # it did run inside a ddot
     same_behaviour(alone, under(mode, cmd, db, timeout=60))
     profile_whole(db)
-    assert calls(db, "cblas_dgemm") == 20
-    assert calls(db, "cblas_ddot") == 10  # those inside a dgemm are BLAS inside BLAS
+    assert calls(db, "cblas_ddot") == 21  # and the one before, that sets OpenBLAS up
+    assert calls(db, "cblas_dgemm") == 10
+    assert calls(db, "cblas_dnrm2") == 0  # inside a ddot: BLAS inside BLAS
     assert not [n for n in notes(db) if "longjmp" in n]

@@ -124,9 +124,14 @@ __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t n
 // frame above another.
 inline constexpr uintptr_t kOneStack = uintptr_t(1) << 30;
 
-// A native wrapper's call at stack address `cfa` found the innermost open frame at or below it
-// (`cfa` at or above the frame's): that call never returned, left by a siglongjmp out of a
-// signal handler or an exception thrown through it. Its exit never comes, and while it stays
+// A native wrapper's call whose caller's stack address `cfa` lies above the innermost open
+// native frame's own stack pointer: it was not called from inside that frame (a call made
+// inside it, however indirectly, has its caller deeper than the frame's wrapper), so that call
+// never returned, left by a siglongjmp out of a signal handler or an exception thrown through
+// it. (A sibling called by the same caller after the jump has its caller's address: above the
+// frame's wrapper, whatever either's stack arguments, unless it passes 25 more words on the
+// stack than the other did; the caller's address alone, compared with the frame's caller's,
+// took cblas_dgemm's 8 stack arguments for nesting.) Its exit never comes, and while it stays
 // open a suppressing routine (BLAS) would refuse every later call of the thread. Each such frame
 // is taken off: its call stays counted, its time is left in its caller's (when the jump came is
 // unknown), and it is counted for a note. On a signal's alternate stack nothing is judged: the
@@ -136,7 +141,7 @@ __attribute__((noinline, cold)) inline void drop_abandoned(ThreadState* t, uintp
   if (sigaltstack(nullptr, &on) == 0 && (on.ss_flags & SS_ONSTACK) != 0) return;
   for (uint32_t d = t->depth_.load(std::memory_order_relaxed); d > 0; --d) {
     StackEntry& e = t->stack_[d];
-    if (e.cfa == 0 || e.cfa > cfa || cfa - e.cfa > kOneStack) return;
+    if (e.sp == 0 || e.sp >= cfa || cfa - e.sp > kOneStack) return;
     t->suppress -= e.nesting == Nesting::kSuppress;
     bump(t->abandoned, 1);
     t->depth_.store(d - 1, std::memory_order_release);
@@ -145,15 +150,16 @@ __attribute__((noinline, cold)) inline void drop_abandoned(ThreadState* t, uintp
 
 // Opens a frame of `routine` under the current one, not yet timed: returns nullptr when the call
 // must not be measured (a kSuppress routine is running, no routine, the depth or node limit).
-// start_frame must follow before anything else is measured on this thread. `cfa`: a native
-// wrapper's caller's stack address (see drop_abandoned), 0 for other frames.
-// Always inlined: the wrappers inline the probe (probe_inline.hpp).
+// start_frame must follow before anything else is measured on this thread. `cfa` and `sp`: a
+// native wrapper's caller's stack address and its own stack pointer (see drop_abandoned), 0
+// for other frames. Always inlined: the wrappers inline the probe (probe_inline.hpp).
 template <bool kNewCall>
 __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, RoutineId routine,
-                                                              Nesting nesting, uintptr_t cfa = 0) {
+                                                              Nesting nesting, uintptr_t cfa = 0,
+                                                              uintptr_t sp = 0) {
   if (cfa != 0) {
-    uintptr_t open = t->stack_[t->depth_.load(std::memory_order_relaxed)].cfa;
-    if (__builtin_expect(open != 0 && open <= cfa, 0)) drop_abandoned(t, cfa);
+    uintptr_t open = t->stack_[t->depth_.load(std::memory_order_relaxed)].sp;
+    if (__builtin_expect(open != 0 && open < cfa, 0)) drop_abandoned(t, cfa);
   }
   // A suppressing routine refuses at once; the window's bit alone asks whether it has opened.
   if (__builtin_expect(t->suppress != 0, 0) &&
@@ -188,7 +194,7 @@ __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, Ro
   e.node.store(node, std::memory_order_relaxed);
   e.nesting = nesting;
   e.untimed = untimed;
-  e.cfa = cfa;
+  e.sp = sp;
   e.child_ticks.store(0, std::memory_order_relaxed);
   // Raised now, so that anything the caller does before start_frame (a cost model) is not
   // measured as a nested call.
@@ -340,7 +346,7 @@ inline void resume_stack(ThreadState* t, const SuspendedFrame* frames, uint32_t 
     e.node.store(node, std::memory_order_relaxed);
     e.nesting = frames[i].nesting;
     e.untimed = false;
-    e.cfa = 0;
+    e.sp = 0;
     e.child_ticks.store(0, std::memory_order_relaxed);
     t->suppress += frames[i].nesting == Nesting::kSuppress;
     start_frame(t, at);

@@ -19,11 +19,25 @@ __attribute__((always_inline)) inline ThreadState* current() {
   return t;
 }
 
-// `cfa`: a native wrapper's caller's stack address (__builtin_dwarf_cfa), 0 for other callers.
+// `cfa` and `sp`: a native wrapper's caller's stack address (__builtin_dwarf_cfa) and its own
+// stack pointer (stack_pointer), 0 for other callers.
 __attribute__((always_inline)) inline ThreadState* open(RoutineId routine, Nesting nesting,
-                                                        uintptr_t cfa = 0) {
+                                                        uintptr_t cfa = 0, uintptr_t sp = 0) {
   ThreadState* t = current();
-  return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting, cfa);
+  return t == nullptr ? nullptr : open_frame<true>(t, routine, nesting, cfa, sp);
+}
+
+// The calling function's stack pointer, one instruction (inlined into the wrapper: its own).
+__attribute__((always_inline)) inline uintptr_t stack_pointer() {
+  uintptr_t sp;
+#if defined(__x86_64__)
+  asm volatile("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+  asm volatile("mov %0, sp" : "=r"(sp));
+#else
+  sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+#endif
+  return sp;
 }
 
 __attribute__((always_inline)) inline void start(ThreadState* t) { begin_call(t, now_ticks); }

@@ -60,9 +60,9 @@ struct StackEntry {
   std::atomic<uint64_t> start{0};
   std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
   bool untimed = false;  // owner-only: adaptive timing leaves this call's clock unread
-  // Owner-only: the wrapper's caller's stack address (its CFA) for a native wrapper's frame,
-  // 0 for any other; a later wrapper call at or above it finds this frame abandoned.
-  uintptr_t cfa = 0;
+  // Owner-only: a native wrapper's own stack pointer, 0 for any other frame; a later wrapper
+  // call whose caller's stack address lies above it finds this frame abandoned.
+  uintptr_t sp = 0;
   // Owner-only: counts at entry and completed children's deltas (counters on).
   uint64_t counter_start[kMaxCounters] = {};
   uint64_t counter_children[kMaxCounters] = {};
