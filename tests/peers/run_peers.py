@@ -29,12 +29,14 @@ SONDE_MODES = MODES[1:]
 # A mode whose Python hook is a profile function (CPython 3.11's --builtins): conflicts that any
 # profile function has, cProfile's too.
 PROFILE_FUNCTION = ["builtins"]
+# Modes whose Python hook is a PEP 523 frame evaluator (3.11's default and --in-process).
+FRAME_EVALUATOR = ["default", "inprocess"]
 
 # One job is one test process per mode. Tests left out of every mode (`-i`, `--deselect`) say
 # why; together the jobs take about 4 minutes on 2 cores.
 CPYTHON_JOBS = {
     "core": ["test_generators", "test_coroutines", "test_exceptions", "test_code", "test_frame",
-             "test_sys_settrace", "test_threading"],
+             "test_sys_settrace", "test_threading", "test_dis"],
     # test_siginterrupt_off waits 30 s for a signal that must not come, and test_itimer_virtual
     # spins a core for 5 s, whatever the mode.
     "signal": ["test_signal", "-i", "test_siginterrupt_off", "-i", "test_itimer_virtual"],
@@ -91,6 +93,14 @@ EXPECTED = [
     # set it (as test_profile's test_calling_conventions is): cProfile too.
     (PROFILE_FUNCTION, "*TestPythonTracing.test_trace_events_from_greenlet_func_sets_profiler",
      "profile function"),
+    # 3.11 specialises no instruction while a profile function is set: test_dis's
+    # *_specialize and test_loop_quicken see the adaptive forms (cProfile too).
+    (PROFILE_FUNCTION, "*test_dis.*_specialize", "profile function"),
+    (PROFILE_FUNCTION, "*test_dis.*test_loop_quicken", "profile function"),
+    # While a PEP 523 frame evaluator is set, CALL_PY_EXACT_ARGS deoptimises (it would run the
+    # callee without the evaluator), so a Python-to-Python call stays CALL_ADAPTIVE; every
+    # PEP 523 user (torch.compile's dynamo, pydevd) has it. docs/python.md measures its cost.
+    (FRAME_EVALUATOR, "*test_dis.*test_loop_quicken", "PEP 523 frame evaluator"),
 ]
 
 
