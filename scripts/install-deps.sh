@@ -19,6 +19,8 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(python3-torch python3-yappi)
   # `--lines` hits held against line_profiler's (tests/e2e/test_lines_vs_line_profiler.py).
   packages+=(python3-line-profiler)
+  # `export --format callgrind` read by valgrind's callgrind_annotate (test_export_formats.py).
+  packages+=(valgrind)
   # Greenlets: the e2e tests' gevent jobs, and greenlet's own tests as peers (objgraph for
   # their leak checks).
   packages+=(python3-greenlet python3-gevent python3-objgraph)

@@ -49,6 +49,8 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
     write_svg_flamegraph(file, out);
   } else if (a.format == "pstats") {
     write_pstats(file, out);
+  } else if (a.format == "callgrind") {
+    write_callgrind(file, out);
   } else {
     write_chrome_trace(file, out, &progress);
   }
@@ -115,14 +117,16 @@ Command add_export(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "export",
-      "The profile for other tools: chrome, speedscope, svg, folded, csv, samples or pstats");
+      "The profile for other tools: chrome, speedscope, svg, folded, csv, samples, pstats or "
+      "callgrind");
   add_file(cmd, a->file);
   cmd->add_option("-f,--format", a->format,
                   "chrome: trace-event JSON (Perfetto, chrome://tracing); speedscope: speedscope's "
                   "JSON; svg: a static flame graph; folded: flame-graph stacks; csv: callpaths; "
                   "samples: the sampler's paths as JSON; pstats: cProfile's stats file (pstats, "
-                  "snakeviz, tuna, gprof2dot)")
-      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv", "samples", "pstats"}))
+                  "snakeviz, tuna, gprof2dot); callgrind: KCachegrind's format")
+      ->check(CLI::IsMember(
+          {"chrome", "speedscope", "svg", "folded", "csv", "samples", "pstats", "callgrind"}))
       ->required();
   cmd->add_flag("--sampled", a->sampled,
                 "With folded: the sampler's stacks (values in samples) instead of the exact "

@@ -34,6 +34,10 @@ void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* prog
 // (file, line, function), figures from the routine_edges view; binary.
 void write_pstats(const ProfileFile& file, std::ostream& out);
 
+// The callgrind format (KCachegrind, callgrind_annotate): self time per routine, calls and
+// their cumulative time per caller-callee pair (the routine_edges view), in nanoseconds.
+void write_callgrind(const ProfileFile& file, std::ostream& out);
+
 // A static SVG flame graph of the busy threads' merged tree (the `callpaths` view): widths by
 // inclusive time, colours by kind, a <title> tooltip per frame, no script.
 void write_svg_flamegraph(const ProfileFile& file, std::ostream& out);

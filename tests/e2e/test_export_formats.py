@@ -7,6 +7,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import pty
 import shutil
 import subprocess
@@ -557,3 +558,39 @@ def test_pstats_is_read_by_pythons_pstats_with_cprofiles_counts(tmp_path):
     r = subprocess.run(["script", "-qec", f"{CLI} export {db} --format pstats", "/dev/null"],
                        env=clean_env(), capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "give -o FILE" in r.stdout, r.stdout
+
+
+def test_callgrind_is_read_by_callgrind_annotate(tmp_path):
+    """--format callgrind: valgrind's own callgrind_annotate reads it; its total is the busy
+    threads' measured time and each function's inclusive time (self plus calls) is the
+    hotspots view's, recursion included (fib calls itself 462 times a run)."""
+    annotate = shutil.which("callgrind_annotate")
+    if annotate is None:
+        pytest.skip("callgrind_annotate (valgrind) is not installed: scripts/install-deps.sh")
+    script = tmp_path / "prog.py"
+    script.write_text(PSTATS_PROGRAM)
+    db = sonde_py(tmp_path / "prof.db", script)
+    out = tmp_path / "callgrind.out.sonde"
+    r = subprocess.run([CLI, "export", str(db), "--format", "callgrind", "-o", str(out)],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    text = out.read_text()
+    assert text.startswith("# callgrind format\n") and "events: ns\n" in text
+    r = subprocess.run([annotate, "--inclusive=yes", "--threshold=100", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    # "12,345 (67.89%)  file:function" rows, and the total first.
+    rows = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(\S.*?):(\S+)(?: \[.*\])?$", line)
+        if m:
+            rows[(m.group(2), m.group(3))] = int(m.group(1).replace(",", ""))
+    ((excl_ns,),) = query(db, "SELECT SUM(excl_ns) FROM nodes WHERE parent_id IS NOT NULL")
+    total = re.search(r"^([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", r.stdout, re.M)
+    assert total and abs(int(total.group(1).replace(",", "")) - excl_ns) <= 1000, r.stdout[:2000]
+    hot = {name: incl for name, incl in query(db, "SELECT routine, incl_s FROM hotspots")}
+    for fn in ("fib", "g", "main"):
+        # A function may be listed under its file as given and as relative to the directory.
+        ours = max(v for (f, n), v in rows.items() if n.endswith(f"({fn})"))
+        key = next(k for k in hot if k.endswith(f"({fn})"))
+        assert abs(ours - hot[key] * 1e9) <= 1000, (fn, ours, hot[key])

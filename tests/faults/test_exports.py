@@ -2,13 +2,16 @@
 formed whatever the names hold, and a profile with nothing measured still exports in every
 format (each format's reader accepts it)."""
 import json
+import marshal
+import shutil
+import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from conftest import CLI, clean_env, preloaded, prog, run
 
-FORMATS = ["chrome", "speedscope", "svg", "folded", "csv"]
+FORMATS = ["chrome", "speedscope", "svg", "folded", "csv", "pstats", "callgrind"]
 
 
 def sonde(*args):
@@ -47,14 +50,37 @@ def test_speedscope_with_hostile_names(hostile):
     assert all(0 <= f < len(names) for s in samples for f in s)
 
 
+def test_pstats_and_callgrind_with_hostile_names(hostile, tmp_path):
+    """pstats and callgrind of the same names: pstats' strings load (invalid UTF-8 as U+FFFD),
+    callgrind keeps one name a line (a newline or an escape shown as text)"""
+    out = tmp_path / "names.pstats"
+    r = sonde("export", hostile, "--format", "pstats", "-o", str(out))
+    assert r.rc == 0 and r.err == "", r.err
+    names = [k[2] for k in marshal.loads(out.read_bytes())]
+    for name in ["bad\ufffd\ufffd utf8 [region]", "semi;colon [region]", "new\nline [region]"]:
+        assert name in names, names
+    r = sonde("export", hostile, "--format", "callgrind")
+    assert r.rc == 0 and r.err == "", r.err
+    fns = [line[3:] for line in r.out.splitlines() if line.startswith("fn=")]
+    for shown in ["bad\\xff\\xfe utf8", "new\\nline", "\\x1b]0;pwned\\x07title"]:
+        assert shown in fns, fns
+    assert not any(ord(c) < 0x20 and c != "\n" for c in r.out)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_export_of_a_profile_with_nothing_measured(fmt, tmp_path):
     """a program that makes no call sonde sees (/bin/true): every export format succeeds and
     its reader accepts the result"""
     db = str(tmp_path / "empty.db")
     assert preloaded(["/bin/true"], db).rc == 0
-    r = sonde("export", db, "--format", fmt)
+    out = tmp_path / "out"
+    r = sonde("export", db, "--format", fmt, "-o", str(out))
     assert r.rc == 0 and r.err == "", r.err
+    r.out = out.read_bytes().decode("utf-8", "replace")
+    if fmt == "pstats":
+        assert marshal.loads(out.read_bytes()) == {}
+    elif fmt == "callgrind" and shutil.which("callgrind_annotate"):
+        subprocess.run(["callgrind_annotate", str(out)], check=True, capture_output=True)
     if fmt == "chrome":
         assert json.loads(r.out)["stackFrames"] == {}
     elif fmt == "speedscope":
