@@ -503,6 +503,18 @@ main()
 """
 
 
+def profiled_and_exported(tmp_path, fmt):
+    """PSTATS_PROGRAM under python3 -m sonde, exported in `fmt`: (script, profile, export)."""
+    script = tmp_path / "prog.py"
+    script.write_text(PSTATS_PROGRAM)
+    db = sonde_py(tmp_path / "prof.db", script)
+    out = tmp_path / f"prof.{fmt}"
+    r = subprocess.run([CLI, "export", str(db), "--format", fmt, "-o", str(out)],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return script, db, out
+
+
 def pstats_of(path):
     import pstats
     return pstats.Stats(str(path)).stats
@@ -512,13 +524,7 @@ def test_pstats_is_read_by_pythons_pstats_with_cprofiles_counts(tmp_path):
     """--format pstats: Python's own pstats module reads the file, and every Python function's
     calls, primitive calls and callers' call counts are cProfile's on the same program (the
     times differ: they are two runs). A terminal gets one line instead of binary."""
-    script = tmp_path / "prog.py"
-    script.write_text(PSTATS_PROGRAM)
-    db = sonde_py(tmp_path / "prof.db", script)
-    out = tmp_path / "prof.pstats"
-    r = subprocess.run([CLI, "export", str(db), "--format", "pstats", "-o", str(out)],
-                       env=clean_env(), capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    script, db, out = profiled_and_exported(tmp_path, "pstats")
     ours = pstats_of(out)
     theirs_file = tmp_path / "cprofile.pstats"
     subprocess.run([PY, "-m", "cProfile", "-o", str(theirs_file), str(script)], check=True,
@@ -567,13 +573,7 @@ def test_callgrind_is_read_by_callgrind_annotate(tmp_path):
     annotate = shutil.which("callgrind_annotate")
     if annotate is None:
         pytest.skip("callgrind_annotate (valgrind) is not installed: scripts/install-deps.sh")
-    script = tmp_path / "prog.py"
-    script.write_text(PSTATS_PROGRAM)
-    db = sonde_py(tmp_path / "prof.db", script)
-    out = tmp_path / "callgrind.out.sonde"
-    r = subprocess.run([CLI, "export", str(db), "--format", "callgrind", "-o", str(out)],
-                       env=clean_env(), capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr
+    _, db, out = profiled_and_exported(tmp_path, "callgrind")
     text = out.read_text()
     assert text.startswith("# callgrind format\n") and "events: ns\n" in text
     r = subprocess.run([annotate, "--inclusive=yes", "--threshold=100", str(out)],
