@@ -76,12 +76,12 @@ void use_own_views(const ProfileFile& file, int version) {
           file.path(), table.name, st.text(0) == "table" ? "virtual table" : st.text(0)));
   }
   if (version <= 7) {
-    // No writer kept per-routine sums before version 8: thread_routine_totals sums every
-    // thread from its nodes.
-    file.exec(
-        "CREATE TEMP TABLE thread_routine_sums (thread_id INTEGER, routine_id INTEGER, "
-        "root INTEGER, calls INTEGER, subrs INTEGER, incl_ns INTEGER, excl_ns INTEGER, "
-        "flops REAL, bytes REAL)");
+    // No writer kept per-routine sums before version 8: an empty table of the schema's, and
+    // thread_routine_totals sums every thread from its nodes.
+    for (const Definition& table : definitions("CREATE TABLE IF NOT EXISTS ")) {
+      if (table.name == "thread_routine_sums")
+        file.exec(fmt::format("CREATE TEMP TABLE {}{}", table.name, table.body));
+    }
   }
   for (const Definition& view : definitions("CREATE VIEW IF NOT EXISTS ")) {
     if (view.name == "gpu_activity_ns" && version <= 4) {

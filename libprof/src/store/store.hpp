@@ -113,8 +113,10 @@ class Store {
                         ThreadIds& ids, std::string& error);
   // store_nodes.cpp
   bool write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error);
-  // The thread's nodes summed per routine into thread_routine_sums: the rows that changed.
+  // The thread's nodes summed per routine (`sums` by registry routine, `root` its root node's),
+  // as write_nodes adds them up, into thread_routine_sums: the rows that changed.
   bool write_routine_sums(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
+                          const std::vector<RoutineSums>& sums, const RoutineSums& root,
                           std::string& error);
   bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                            const ThreadIds& ids, std::string& error);

@@ -107,10 +107,20 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, s
     error = fmt::format("preparing statements: {}", db.message());
     return false;
   }
+  // Each routine's sums, over every node written (changed or not), in the same pass.
+  std::vector<RoutineSums> sums(routine_ids_.size());
+  RoutineSums root;
   for (const NodeRow& n : t.nodes) {
     // Inherited across fork and never run here. A generator first resumed under this path
     // has no call of its own but has time, and children that need it as their parent.
     if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
+    RoutineSums& s = n.index == 0 ? root : sums[n.routine];
+    s.calls += int64_t(n.calls);
+    s.subrs += int64_t(n.subrs);
+    if (!n.recursive) s.incl_ns += n.incl_ns;
+    s.excl_ns += n.excl_ns;
+    s.flops += double(n.flops);
+    s.bytes += double(n.bytes);
     int64_t& id = ids.nodes[n.index];
     auto& written = ids.written[n.index];
     if (id != 0 && written == std::pair<uint64_t, int64_t>{n.calls, n.incl_ns}) continue;
@@ -141,25 +151,12 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, s
                    error))
       return false;
   }
-  return added.finish(error) && write_routine_sums(db, t, ids, error);
+  return added.finish(error) && write_routine_sums(db, t, ids, sums, root, error);
 }
 
 bool Store::write_routine_sums(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
+                               const std::vector<RoutineSums>& sums, const RoutineSums& root,
                                std::string& error) {
-  // Summed over every node as write_nodes wrote it (the same rows are left out): a pass over
-  // the snapshot the flush holds anyway, a few adds a node.
-  std::vector<RoutineSums> sums(routine_ids_.size());
-  RoutineSums root;
-  for (const NodeRow& n : t.nodes) {
-    if (n.calls == 0 && n.incl_ns == 0 && n.index != 0) continue;
-    RoutineSums& s = n.index == 0 ? root : sums[n.routine];
-    s.calls += int64_t(n.calls);
-    s.subrs += int64_t(n.subrs);
-    if (!n.recursive) s.incl_ns += n.incl_ns;
-    s.excl_ns += n.excl_ns;
-    s.flops += double(n.flops);
-    s.bytes += double(n.bytes);
-  }
   ids.sums.resize(sums.size());
   Statement put(db.handle(),
                 "INSERT INTO thread_routine_sums (thread_id, routine_id, root, calls, subrs, "
