@@ -87,9 +87,17 @@ class Store {
     int64_t thread_id = 0;
     HugeVector<int64_t> nodes;  // core/huge_pages.hpp, as the snapshot's rows
     std::vector<int64_t> shapes;
-    // Per node, the calls and inclusive time last written: a node whose two are unchanged has
-    // nothing new (its other figures only move with them), so a flush rewrites only what moved.
-    HugeVector<std::pair<uint64_t, int64_t>> written;
+    // Per node, the calls and times last written: a node whose three are unchanged has nothing
+    // new (its other figures only move with its calls or its time), so a flush rewrites only
+    // what moved. The exclusive time is in the key although it moves with the inclusive: each
+    // flush refines the clock's ns per tick, and one may round differently while the other
+    // does not (a row left 1 ns behind the sums thread_routine_sums keeps, seen by CI).
+    struct Written {
+      uint64_t calls;
+      int64_t incl_ns, excl_ns;
+      bool operator==(const Written&) const = default;
+    };
+    HugeVector<Written> written;
     // Per registry routine (the root's apart), the sums last written to thread_routine_sums.
     std::vector<RoutineSums> sums;
     RoutineSums root_sums;

@@ -98,7 +98,7 @@ class NodeInserter {
 
 bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error) {
   ids.nodes.resize(t.nodes.size(), 0);
-  ids.written.resize(t.nodes.size(), {0, 0});
+  ids.written.resize(t.nodes.size(), {0, 0, 0});
   NodeInserter added(db);
   Statement upd(db.handle(),
                 "UPDATE nodes SET calls=?, subrs=?, incl_ns=?, excl_ns=?, flops=?, bytes=? "
@@ -123,8 +123,9 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, s
     s.bytes += double(n.bytes);
     int64_t& id = ids.nodes[n.index];
     auto& written = ids.written[n.index];
-    if (id != 0 && written == std::pair<uint64_t, int64_t>{n.calls, n.incl_ns}) continue;
-    written = {n.calls, n.incl_ns};
+    const ThreadIds::Written now{n.calls, n.incl_ns, n.excl_ns};
+    if (id != 0 && written == now) continue;
+    written = now;
     if (id != 0) {
       upd.bind(1, int64_t(n.calls)).bind(2, int64_t(n.subrs)).bind(3, n.incl_ns);
       upd.bind(4, n.excl_ns).bind(5, double(n.flops)).bind(6, double(n.bytes));

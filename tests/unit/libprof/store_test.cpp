@@ -421,6 +421,26 @@ TEST_F(StoreWrite, AFlushRewritesOnlyTheNodesThatMoved) {
   EXPECT_EQ(r.one("SELECT subrs FROM nodes WHERE parent_id IS NULL"), "3");
 }
 
+// Each flush refines the clock's ns per tick, so a node that did not run since the last flush
+// can come out 1 ns apart in its exclusive time alone: its row moves with the sums that
+// thread_routine_sums keeps (which the hot-spot report reads), not left a nanosecond behind.
+TEST_F(StoreWrite, ANodeWhoseExclusiveTimeAloneMovedIsRewritten) {
+  ASSERT_TRUE(write(flush(2500)));
+  FlushData d = flush(2500);
+  for (NodeRow& n : d.threads[0].nodes) {
+    if (n.routine == forward_) n.excl_ns += 1;
+  }
+  ASSERT_TRUE(write(d));
+  Reader r(path_);
+  EXPECT_EQ(r.one("SELECT n.excl_ns FROM nodes n JOIN routines r USING (routine_id) "
+                  "WHERE r.name = 'model.forward'"),
+            r.one("SELECT s.excl_ns FROM thread_routine_sums s JOIN routines r "
+                  "USING (routine_id) WHERE r.name = 'model.forward'"));
+  EXPECT_EQ(r.one("SELECT n.excl_ns FROM nodes n JOIN routines r USING (routine_id) "
+                  "WHERE r.name = 'model.forward'"),
+            "501");
+}
+
 // New rows go many to a statement with the ids they were given (store_nodes.cpp): 280 new nodes
 // after a first flush are four full statements and a partial one, each leaf under its own parent.
 TEST_F(StoreWrite, ManyNewNodesKeepTheirParentsAndIds) {
