@@ -459,7 +459,9 @@ def _run(opts, program, kind, in_process=False):
         sys.exit(1)
     module = _main_module(path, spec)
     # atexit runs last what was registered first. stop and record_facts (torch's thread count,
-    # for libsonde's exit flush) are C functions, which no hook sees called from C.
+    # for libsonde's exit flush) are C functions, which no hook sees called from C. The
+    # interpreter's teardown is a call of its own from the last of them to the final flush.
+    atexit.register(_sonde.teardown_begins)
     if in_process:
         # Last of all, as exit() begins under LD_PRELOAD: no periodic flush beside the
         # interpreter's own finalization; the final flush comes from C's atexit.
@@ -473,6 +475,7 @@ def _run(opts, program, kind, in_process=False):
     sonde = sys.modules[__package__]
     sonde._lines = tuple(opts.lines)
     if not opts.paused:
+        _sonde.startup_ends()
         _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins, imports=imports)
     try:
         exec(code, module.__dict__)

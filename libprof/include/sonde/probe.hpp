@@ -108,6 +108,16 @@ struct SuspendedFrame {
 SONDE_API uint32_t probe_suspend_stack(SuspendedFrame* out, uint32_t cap, const void** owner);
 SONDE_API void probe_resume_stack(const void* owner, const SuspendedFrame* frames, uint32_t n);
 
+// A call at this thread's top level that began when the thread did (or when the collection
+// window opened) and ends now: the interpreter's start-up, which ran before the hook that
+// records Python frames was there, named instead of left in the thread's root. Nothing when a
+// frame is open on the thread or the call must not be measured.
+SONDE_API void probe_since_thread_start(RoutineId routine);
+// A call at this thread's top level that begins now and is never closed: the interpreter's
+// teardown, which the final flush charges up to its own instant (as any frame still open).
+// Nothing when a frame is open on the thread or the call must not be measured.
+SONDE_API void probe_open_until_exit(RoutineId routine);
+
 // Closes the innermost frame opened by probe_enter on this thread. `call_site` is the caller's
 // return address, used to tell call sites apart for shapes (nullptr: none).
 SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);

@@ -79,6 +79,21 @@ ThreadState* probe_resume(RoutineId routine, Nesting nesting) {
   return t;
 }
 
+void probe_since_thread_start(RoutineId routine) {
+  ThreadState* t = current();
+  if (t == nullptr || t->depth() != 0) return;
+  if (open_frame<true>(t, routine, Nesting::kChildren) == nullptr) return;
+  begin_call(t, [t] { return t->start_ticks(); });
+  end_call(t, nullptr, nullptr, now_ticks);
+}
+
+void probe_open_until_exit(RoutineId routine) {
+  ThreadState* t = current();
+  if (t == nullptr || t->depth() != 0) return;
+  if (open_frame<true>(t, routine, Nesting::kChildren) == nullptr) return;
+  begin_call(t, now_ticks);
+}
+
 uint32_t probe_suspend_stack(SuspendedFrame* out, uint32_t cap, const void** owner) {
   ThreadState* t = t_state;
   *owner = t;
