@@ -77,7 +77,10 @@ class EventWriter {
   bool first_ = true;
 };
 
-void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads) {
+// `aggregated`: the file has no trace events and the layout below is the call tree, not time:
+// said in each process's title, the first thing Perfetto and chrome://tracing show, as well as
+// in otherData, which neither shows.
+void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads, bool aggregated) {
   std::unordered_set<std::int64_t> named;
   std::set<std::pair<std::int64_t, std::int64_t>> tracks;
   for (const ThreadTree& t : threads) {
@@ -87,7 +90,9 @@ void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads) {
       w.add(
           "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}"
           "}",
-          t.pid, t.tid, json_string(fmt::format("{} (pid {})", t.process_command, t.pid)));
+          t.pid, t.tid,
+          json_string(fmt::format("{} (pid {}){}", t.process_command, t.pid,
+                                  aggregated ? " [aggregated call tree, not a timeline]" : "")));
     }
     std::string name = t.thread_name.empty() ? fmt::format("thread {}", t.seq) : t.thread_name;
     w.add(
@@ -216,7 +221,7 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
   JsonSink sink(out);
   EventWriter w(sink);
   FrameTable frames;
-  add_metadata(w, threads);
+  add_metadata(w, threads, !has_events);
   Json other{{"sonde_file", file.path()}};
   if (has_events) {
     write_trace_events(file, w, frames, p);

@@ -52,8 +52,9 @@ std::string profile_name(const ThreadTree& t) {
 }
 
 // Without trace events: a sampled profile per busy thread, one "sample" per call path (root
-// first, the thread root left out as in callpaths) weighted by its exclusive nanoseconds; the
-// weights add up to the thread's measured time.
+// first, the thread root left out as in callpaths) weighted by its exclusive nanoseconds, and
+// one of the thread root alone, its time in no measured call; the weights add up to the
+// thread's time.
 struct Samples {
   std::string stacks, weights;
   std::int64_t total = 0;
@@ -87,6 +88,11 @@ std::int64_t write_sampled(const std::vector<ThreadTree>& threads,
     for (const CallNode& child : t.root.children) collect(child, frame, stack, s);
     progress.advance();
     if (s.total == 0) continue;  // an idle thread: nothing to show
+    if (t.root.excl_ns > 0) {
+      s.stacks += fmt::format(",[{}]", frame.at(t.root.routine_id));
+      s.weights += fmt::format(",{}", t.root.excl_ns);
+      s.total += t.root.excl_ns;
+    }
     if (s.total > most) most = s.total, busiest = count;
     out.put(
         "{}\n{{\"type\":\"sampled\",\"name\":{},\"unit\":\"nanoseconds\",\"startValue\":0,"

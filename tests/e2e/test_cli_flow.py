@@ -77,10 +77,14 @@ def test_folded_export_feeds_flamegraphs(profile):
     lines = r.stdout.strip().splitlines()
     assert all(re.fullmatch(r"[^ ].* \d+", l) for l in lines)
     assert any(l.startswith("step;forward;cblas_sgemm ") for l in lines)
-    # The folded total is the profile's exclusive time, in microseconds.
+    # The folded total is the busy threads' time, in microseconds: the measured calls'
+    # exclusive time and the roots' own, a line `<thread>` (it was left out).
     total_us = sum(int(l.rsplit(" ", 1)[1]) for l in lines)
     [(excl_ns,)] = query(profile, "SELECT SUM(excl_ns) FROM nodes WHERE depth > 0")
-    assert abs(total_us - excl_ns / 1e3) <= len(lines)
+    [(thread_s,)] = query(profile, "SELECT thread_s FROM run_totals")
+    assert abs(total_us - thread_s * 1e6) <= len(lines)
+    root_us = int(next(l for l in lines if l.startswith("<thread> ")).split()[1])
+    assert abs(root_us - (thread_s * 1e6 - excl_ns / 1e3)) <= len(lines)
 
 
 def test_outputs_that_are_not_regular_files_are_written_through_never_replaced(profile, tmp_path):

@@ -131,6 +131,8 @@ def test_chrome_trace_names_each_call_path_once(mlp_trace):
     assert len(events) == query(mlp_trace, "SELECT COUNT(*) FROM trace_events")[0][0]
     assert len(doc["stackFrames"]) == query(mlp_trace, "SELECT COUNT(*) FROM callpaths")[0][0]
     assert {sf_path(doc, e["sf"]) for e in events} <= distinct_paths(mlp_trace)
+    assert not [e for e in doc["traceEvents"]
+                if e["name"] == "process_name" and "aggregated" in e["args"]["name"]]
     # The slices nest as their paths say (what Perfetto shows without reading sf).
     by_thread = defaultdict(list)
     for e in events:
@@ -150,6 +152,9 @@ def test_chrome_profile_layout_has_the_tree_once(mlp_profile):
     """Profile mode: the aggregated tree as a flame chart, one X event per node, each path once."""
     doc = check_perfetto_structure(export(mlp_profile, "chrome"))
     assert doc["otherData"]["sonde_layout"] == "aggregated call tree, not a timeline"
+    # Said where Perfetto shows it too: each process's title (otherData it does not show).
+    titles = [e["args"]["name"] for e in doc["traceEvents"] if e["name"] == "process_name"]
+    assert titles and all(t.endswith(" [aggregated call tree, not a timeline]") for t in titles)
     events = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     assert len(events) == query(mlp_profile, "SELECT COUNT(*) FROM nodes")[0][0]
     paths = {sf_path(doc, e["sf"]) for e in events if "sf" in e}
@@ -283,9 +288,11 @@ def test_speedscope_sampled_weights_are_each_threads_exclusive_time(py_profile):
     doc = json.loads(export(py_profile, "speedscope"))
     check_speedscope(doc)
     assert [p["type"] for p in doc["profiles"]] == ["sampled"] * len(doc["profiles"])
+    # A busy thread's weights are its nodes' exclusive time, its root's (time in no measured
+    # call) included: they add up to the thread's time.
     busy = query(py_profile, "SELECT t.tid, SUM(n.excl_ns) FROM nodes n JOIN threads t "
-                             "USING (thread_id) WHERE n.depth > 0 GROUP BY t.thread_id "
-                             "HAVING SUM(n.excl_ns) > 0")
+                             "USING (thread_id) GROUP BY t.thread_id "
+                             "HAVING SUM(CASE WHEN n.depth > 0 THEN n.excl_ns END) > 0")
     assert sorted(sum(p["weights"]) for p in doc["profiles"]) == sorted(ns for _, ns in busy)
     names = [f["name"] for f in doc["shared"]["frames"]]
     assert any(HOSTILE in n for n in names)

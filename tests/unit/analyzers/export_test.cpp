@@ -30,13 +30,15 @@ TEST_F(ExportTest, FoldedIsExclusiveMicrosecondsMergedOverThreads) {
   ProfileFile file = ProfileFile::open(path_);
   std::ostringstream out;
   write_folded(file, out);
-  // noop (0 us) is left out; the thread roots never appear as frames.
+  // noop (0 us) is left out; the busy threads' roots (their time in no measured call) are one
+  // frame of their own, last: the lines add up to the threads' time, as the report's 100 %.
   EXPECT_EQ(out.str(),
             "load_data 3010000\n"
             "train 2000000\n"
             "train;cblas_sgemm 6000000\n"
             "train;fib 400000\n"
-            "train;fib;fib 600000\n");
+            "train;fib;fib 600000\n"
+            "<thread> 2990000\n");
 }
 
 TEST(FoldedFrame, NoTwoNamesMakeOneFrame) {
@@ -164,9 +166,10 @@ TEST_F(ExportTest, SpeedscopeWithoutTraceEventsSamplesEachCallPathByExclusiveTim
                                                {"train;cblas_sgemm", 4000000000},
                                                {"train;fib", 400000000},
                                                {"train;fib;fib", 600000000},
-                                               {"load_data", 3000000000}};
+                                               {"load_data", 3000000000},
+                                               {"<thread>", 1000000000}};
   EXPECT_EQ(weight, expected);
-  EXPECT_EQ(main["endValue"], 9000000000);  // the weights' sum: the thread's measured time
+  EXPECT_EQ(main["endValue"], 10000000000);  // the weights' sum: the thread's time
   EXPECT_EQ(doc["activeProfileIndex"], 0);
 }
 

@@ -258,6 +258,10 @@ TEST_F(OneTruthTest, MergedTreeAndFoldedExportPrintTheCallpathsView) {
     EXPECT_DOUBLE_EQ(j["tree"]["incl_s"].get<double>(),
                      one_real(file, "SELECT thread_s FROM run_totals"));
 
+    // And the busy threads' roots, as the hotspots view's root row has them.
+    auto root = file.prepare("SELECT excl_s FROM hotspots WHERE kind = 'root'");
+    if (root.step() && std::llround(root.real(0) * 1e6) > 0)
+      folded_view << "<thread> " << std::llround(root.real(0) * 1e6) << '\n';
     test::CliResult r = test::run_sonde("export '" + db + "' --format folded");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_EQ(r.out, folded_view.str()) << db;
