@@ -1,4 +1,6 @@
 // sonde merge: the files of one run's ranks (or processes) into one file.
+#include "profile/merge.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -7,7 +9,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
-#include "profile/merge.hpp"
+#include "export/progress.hpp"
 
 namespace sonde::cli {
 
@@ -20,35 +22,26 @@ struct Options {
   bool force = false;
 };
 
-// One line redrawn in place, at most about ten times a second; only on a terminal, so a log or
-// a pipe gets no carriage returns.
-void draw_progress(std::size_t done, std::size_t total) {
-  using Clock = std::chrono::steady_clock;
-  static Clock::time_point last{};
-  Clock::time_point now = Clock::now();
-  if (done != total && now - last < std::chrono::milliseconds(100)) return;
-  last = now;
-  constexpr int kWidth = 30;
-  int filled = static_cast<int>(kWidth * done / total);
-  fmt::print(stderr, "\rmerging [{}{}] {}/{} files", std::string(filled, '#'),
-             std::string(kWidth - filled, ' '), done, total);
-  if (done == total) fmt::print(stderr, "\n");
-}
-
 int merge(const Options& a) {
   MergeOptions o;
   o.inputs = a.inputs;
   o.output = a.output;
   o.force = a.force;
-  if (::isatty(STDERR_FILENO)) o.progress = draw_progress;
+  // A line redrawn in place, on a terminal only (export/progress.hpp), an input at a time.
+  Progress files(stderr, "sonde merge");
+  o.progress = [&files](std::size_t done, std::size_t total) {
+    if (done == 1) files.start(static_cast<std::int64_t>(total), "files", true);
+    files.advance();
+  };
   auto start = std::chrono::steady_clock::now();
   MergeResult r = merge_profiles(o);
-  double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::cout << fmt::format("merged {} files ({} ranks, {} processes, {} call-path nodes{}) into "
-                           "{} in {:.2f} s\n",
-                           r.files, r.ranks, r.processes, r.nodes,
-                           r.run.empty() ? "" : ", run " + r.run, visible(a.output), seconds);
+  files.finish();
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::cout << fmt::format(
+      "merged {} files ({} ranks, {} processes, {} call-path nodes{}) into "
+      "{} in {:.2f} s\n",
+      r.files, r.ranks, r.processes, r.nodes, r.run.empty() ? "" : ", run " + r.run,
+      visible(a.output), seconds);
   for (const std::string& f : r.left_out) {
     fmt::print(stderr,
                "sonde merge: {} left out: not a rank's file (prof.rank<R>.db); given by name, "
@@ -70,8 +63,7 @@ Command add_merge(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "merge", "Merge the profiles of one run's ranks (prof.rank<R>.db) into one file");
   cmd->add_option("-o,--output", a->output, "The merged profile to write")->required();
-  cmd->add_option("inputs", a->inputs, "Profiles, or directories of *.db profiles")
-      ->required();
+  cmd->add_option("inputs", a->inputs, "Profiles, or directories of *.db profiles")->required();
   cmd->add_flag("--force", a->force,
                 "Merge files of different runs or repeated ranks, and replace the output");
   return {cmd, [a] { return merge(*a); }};

@@ -120,8 +120,8 @@ void layout(EventWriter& w, FrameTable& frames, const ThreadTree& t, std::int64_
     todo.pop_back();
     std::int64_t sf =
         node == &t.root ? 0 : frames.intern(parent_sf, node->routine_id, node->name, node->kind);
-    w.complete(start, node->incl_ns, t.pid, t.tid, json_string(node->name),
-               json_string(node->kind), sf,
+    w.complete(start, node->incl_ns, t.pid, t.tid, json_string(node->name), json_string(node->kind),
+               sf,
                fmt::format("{{\"calls\":{},\"excl_us\":{}}}", node->calls, Micros{node->excl_ns}));
     progress.advance();
     std::int64_t end = start;
@@ -253,9 +253,10 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
     has_samples = true;
   });
   if (has_samples) {
-    other["sonde_sampled"] = "tracks named [sampled]: the sampler's CPU-time samples per thread, "
-                             "merged into a flame chart (width = samples x period), apart from "
-                             "the exact figures";
+    other["sonde_sampled"] =
+        "tracks named [sampled]: the sampler's CPU-time samples per thread, "
+        "merged into a flame chart (width = samples x period), apart from "
+        "the exact figures";
   }
   other["sonde_call_paths"] = "stackFrames: each call path once; an event's sf names its path";
   w.finish(frames, other);

@@ -25,8 +25,10 @@ std::string folded_frame(const std::string& name) {
   }
   std::string out;
   for (char c : visible(own)) {
-    if (c == ';') out += "\\x3b";
-    else out += c;
+    if (c == ';')
+      out += "\\x3b";
+    else
+      out += c;
   }
   return out;
 }

@@ -1,5 +1,6 @@
-// A progress line for exports that take a while: on a terminal only, so a pipe or a log file
-// never receives carriage returns and half lines.
+// A progress line for work that takes a while (exports, merges): on a terminal only, so a pipe
+// or a log file never receives carriage returns and half lines. It says the rate and, once a
+// second has gone by, the time left at that rate; at the end, the time it took.
 #pragma once
 
 #include <chrono>
@@ -21,8 +22,9 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
   ~Progress();
 
-  // Begins counting `total` units (events, nodes) of a `unit` ("events").
-  void start(std::int64_t total, std::string unit);
+  // Begins counting `total` units (events, nodes) of a `unit` ("events"). `coarse`: each unit
+  // is long (a file merged), so the line is shown from the first and the clock read at each.
+  void start(std::int64_t total, std::string unit, bool coarse = false);
   // Cheap enough for every event: the clock is read once per kStride units.
   void advance(std::int64_t n = 1) {
     done_ += n;
@@ -43,8 +45,9 @@ class Progress {
   std::int64_t total_ = 0;
   std::int64_t done_ = 0;
   std::int64_t next_check_ = INT64_MAX;
+  std::int64_t stride_ = kStride;
   bool shown_ = false;
-  std::chrono::steady_clock::time_point last_{};
+  std::chrono::steady_clock::time_point started_{}, last_{};
 };
 
 }  // namespace sonde::analyzers

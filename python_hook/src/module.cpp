@@ -93,8 +93,8 @@ Hook install(bool builtins) {
 }
 
 PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
-  static const char* kKeywords[] = {"skip_calls", "lines", "builtins", "skip_exec", "imports",
-                                    nullptr};
+  static const char* kKeywords[] = {"skip_calls", "lines",   "builtins",
+                                    "skip_exec",  "imports", nullptr};
   int skip_calls = 0;
   PyObject* lines = nullptr;
   int builtins = 0;
@@ -209,13 +209,15 @@ PyObject* exit_begins(PyObject*, PyObject*) {
 // launcher's last atexit call (after the hook has stopped) to the final flush. Registered here,
 // where the hook's other names are: kind python, as <import>.
 PyObject* startup_ends(PyObject*, PyObject*) {
-  static sonde::RoutineId id = sonde::register_routine({"<interpreter start-up>", "python", "", "", 0});
+  static sonde::RoutineId id =
+      sonde::register_routine({"<interpreter start-up>", "python", "", "", 0});
   sonde::probe_since_thread_start(id);
   Py_RETURN_NONE;
 }
 
 PyObject* teardown_begins(PyObject*, PyObject*) {
-  static sonde::RoutineId id = sonde::register_routine({"<interpreter teardown>", "python", "", "", 0});
+  static sonde::RoutineId id =
+      sonde::register_routine({"<interpreter teardown>", "python", "", "", 0});
   sonde::probe_open_until_exit(id);
   Py_RETURN_NONE;
 }
@@ -226,8 +228,7 @@ PyObject* teardown_begins(PyObject*, PyObject*) {
 PyObject* exit_now(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"status", nullptr};
   PyObject* arg;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:_exit", const_cast<char**>(kKeywords),
-                                   &arg)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O:_exit", const_cast<char**>(kKeywords), &arg)) {
     return nullptr;
   }
   int overflow = 0;
@@ -301,8 +302,8 @@ PyObject* entries_dict(const std::vector<std::string>& entries) {
     size_t eq = entry.find('=');
     if (dict == nullptr || eq == std::string::npos || eq == 0) continue;
     PyObject* k = PyUnicode_DecodeFSDefaultAndSize(entry.data(), Py_ssize_t(eq));
-    PyObject* v = PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1,
-                                                   Py_ssize_t(entry.size() - eq - 1));
+    PyObject* v =
+        PyUnicode_DecodeFSDefaultAndSize(entry.data() + eq + 1, Py_ssize_t(entry.size() - eq - 1));
     if (!k || !v || PyDict_SetItem(dict, k, v) < 0) Py_CLEAR(dict);
     Py_XDECREF(k);
     Py_XDECREF(v);
@@ -384,8 +385,8 @@ PyObject* exec_joined(PyObject* path, PyObject* argv, PyObject* env, const char*
 PyObject* execve(PyObject*, PyObject* args, PyObject* kwargs) {
   static const char* kKeywords[] = {"path", "argv", "env", nullptr};  // os.execve's names
   PyObject *path, *argv, *env;
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:execve", const_cast<char**>(kKeywords),
-                                   &path, &argv, &env)) {
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOO:execve", const_cast<char**>(kKeywords), &path,
+                                   &argv, &env)) {
     return nullptr;
   }
   PyObject* positional = PyTuple_Pack(3, path, argv, env);
@@ -627,8 +628,8 @@ PyObject* take_os(PyObject* self, PyObject*) {
     Py_XDECREF(taken);
   }
   PyErr_Clear();
-  for (auto [name, own] : {std::pair{"posix_spawn", &g_posix_spawn},
-                           std::pair{"posix_spawnp", &g_posix_spawnp}}) {
+  for (auto [name, own] :
+       {std::pair{"posix_spawn", &g_posix_spawn}, std::pair{"posix_spawnp", &g_posix_spawnp}}) {
     if (!take_function(self, "posix", name, own)) {
       PyErr_Clear();
       continue;

@@ -20,7 +20,6 @@
 
 namespace sonde {
 
-
 struct RunInfo {
   std::string uuid, command, host, cpu_model, mode;
   int64_t started_ns = 0;
@@ -29,8 +28,8 @@ struct RunInfo {
 
 struct ProcessInfo {
   pid_t pid = 0, ppid = 0;
-  std::string origin;              // root, fork, exec, child
-  int64_t parent_process_id = 0;   // 0: unknown
+  std::string origin;             // root, fork, exec, child
+  int64_t parent_process_id = 0;  // 0: unknown
   std::string command;
   int64_t started_ns = 0;
   std::string host;
@@ -48,10 +47,10 @@ struct FlushData {
   std::vector<Note> notes;
   std::vector<std::pair<std::string, std::string>> info;  // run_info for this process
   int64_t now_ns = 0;
-  const char* end_reason = nullptr;  // set on the last flush of a process image
+  const char* end_reason = nullptr;         // set on the last flush of a process image
   std::vector<std::string> counter_events;  // column order of the nodes' counters
-  std::vector<Peak> peaks;                    // written once per process
-  std::vector<GpuRow> gpu;                    // finished GPU activity since the last flush
+  std::vector<Peak> peaks;                  // written once per process
+  std::vector<GpuRow> gpu;                  // finished GPU activity since the last flush
 };
 
 class Store {
@@ -117,8 +116,8 @@ class Store {
   bool write_counter_names(Database& db, const FlushData& data, std::string& error);
   bool write_threads(Database& db, const FlushData& data, std::string& error);
   bool write_comm(Database& db, const FlushData& data, std::string& error);
-  bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
-                        ThreadIds& ids, std::string& error);
+  bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
+                        std::string& error);
   // store_nodes.cpp
   bool write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error);
   // The thread's nodes summed per routine (`sums` by registry routine, `root` its root node's),
@@ -144,11 +143,11 @@ class Store {
   const std::atomic<int>* give_up_ = nullptr;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
-  std::vector<int64_t> routine_ids_;  // registry id -> routines.routine_id
+  std::vector<int64_t> routine_ids_;      // registry id -> routines.routine_id
   std::vector<const Routine*> routines_;  // the registry's, for their rows
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
-  int64_t next_node_id_ = 0;  // within a flush's transaction; 0 until its first new node
+  int64_t next_node_id_ = 0;          // within a flush's transaction; 0 until its first new node
 };
 
 }  // namespace sonde

@@ -139,16 +139,16 @@ bool Store::write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, s
     // The flush holds the write lock: no other process can take the ids after the largest.
     if (next_node_id_ == 0) {
       int64_t last = 0;
-      if (!one_int(db, "SELECT coalesce(max(node_id), 0) FROM nodes", last,
-                   "reading the call tree", error))
+      if (!one_int(db, "SELECT coalesce(max(node_id), 0) FROM nodes", last, "reading the call tree",
+                   error))
         return false;
       next_node_id_ = last + 1;
     }
     id = next_node_id_++;
     int64_t parent = n.index == 0 ? 0 : ids.nodes[n.parent];
     if (!added.add({id, ids.thread_id, parent, routine_ids_.at(n.routine), int64_t(n.depth),
-                     int64_t(n.recursive), int64_t(n.calls), int64_t(n.subrs), n.incl_ns, n.excl_ns,
-                     double(n.flops), double(n.bytes)},
+                    int64_t(n.recursive), int64_t(n.calls), int64_t(n.subrs), n.incl_ns, n.excl_ns,
+                    double(n.flops), double(n.bytes)},
                    error))
       return false;
   }
