@@ -594,3 +594,109 @@ def test_callgrind_is_read_by_callgrind_annotate(tmp_path):
         ours = max(v for (f, n), v in rows.items() if n.endswith(f"({fn})"))
         key = next(k for k in hot if k.endswith(f"({fn})"))
         assert abs(ours - hot[key] * 1e9) <= 1000, (fn, ours, hot[key])
+
+
+# --- pprof ---------------------------------------------------------------------------------------
+
+def pprof_of(db, out):
+    """`out` (sonde export --format pprof of `db`) checked as gzip by gzip itself, then decoded
+    by protobuf's parser (pprof_proto.py): (profile, its strings, {routine_id: stack of
+    routine ids, leaf first} per sample, in order)."""
+    pprof_proto = pytest.importorskip(
+        "pprof_proto", reason="python3-protobuf is not installed: scripts/install-deps.sh")
+    subprocess.run(["gzip", "-t", str(out)], check=True)
+    p = pprof_proto.read_profile(out)
+    s = p.string_table
+    assert s[0] == ""
+    # Each Function is its routine, as the routines table names it: shown as sonde report
+    # shows it, the recorded name as system name, its Python file or else its library.
+    expected = {}
+    for rid, name, kind, library, file, line in query(
+            db, "SELECT routine_id, name, kind, library, file, line FROM routines"):
+        expected[(f"{name} [{kind}]", name, file or library, line)] = rid
+    functions = {}
+    for f in p.function:
+        key = (s[f.name], s[f.system_name], s[f.filename], f.start_line)
+        assert key in expected, key
+        assert f.id != 0 and f.id not in functions
+        functions[f.id] = expected[key]
+    locations = {}
+    for loc in p.location:
+        assert loc.id != 0 and loc.id not in locations and len(loc.line) == 1
+        locations[loc.id] = functions[loc.line[0].function_id]
+    stacks = [[locations[i] for i in sample.location_id] for sample in p.sample]
+    return p, s, stacks
+
+
+def test_pprof_is_profile_proto_with_the_callpaths_views_stacks(tmp_path):
+    """--format pprof: a gzip file that protobuf decodes as profile.proto; each sample is a call
+    path of the callpaths view, leaf first down to the thread root, with its calls and
+    exclusive ns; the root's own time is one more sample, so the time adds up to the busy
+    threads' exclusive time; and what pprof shows as a function's cumulative time (the
+    samples whose stack holds it) is the hotspots view's inclusive time, recursion included."""
+    _, db, out = profiled_and_exported(tmp_path, "pprof")
+    p, s, stacks = pprof_of(db, out)
+    assert [(s[t.type], s[t.unit]) for t in p.sample_type] == \
+        [("calls", "count"), ("time", "nanoseconds")]  # no FLOPs in a Python program
+    assert s[p.default_sample_type] == "time"
+    assert (s[p.period_type.type], s[p.period_type.unit], p.period) == ("time", "nanoseconds", 1)
+    ((started, wall_s),) = query(db, "SELECT (SELECT MIN(started_ns) FROM runs), wall_s "
+                                     "FROM run_totals")
+    assert p.time_nanos == started and abs(p.duration_nanos - wall_s * 1e9) <= 1
+    assert len(p.mapping) == 0  # Python frames only: no library
+
+    ((root,),) = query(db, "SELECT routine_id FROM routines WHERE kind = 'root'")
+    assert all(stack[-1] == root and root not in stack[:-1] for stack in stacks)
+    ours = {}
+    for stack, sample in zip(stacks, p.sample):
+        path_ids = "/".join(str(r) for r in reversed(stack[:-1]))
+        assert path_ids not in ours, path_ids  # one sample per call path
+        ours[path_ids] = tuple(sample.value)
+    views = {ids: (calls, round(excl_s * 1e9)) for ids, calls, excl_s in
+             query(db, "SELECT path_ids, calls, excl_s FROM callpaths")}
+    ((root_calls, root_excl),) = query(db, "SELECT calls, excl_s FROM hotspots "
+                                           "WHERE kind = 'root'")
+    views[""] = (root_calls, round(root_excl * 1e9))
+    assert ours == views
+    ((busy_excl_ns,),) = query(db, "SELECT SUM(n.excl_ns) FROM nodes n JOIN thread_times t "
+                                   "USING (thread_id) WHERE t.busy")
+    assert sum(v[1] for v in ours.values()) == busy_excl_ns
+
+    hot = {rid: incl_s for rid, incl_s in query(db, "SELECT routine_id, incl_s FROM hotspots")}
+    names = {rid: name for rid, name in query(db, "SELECT routine_id, name FROM routines")}
+    for fn in ("fib", "g", "main"):
+        rid = next(r for r, name in names.items() if name.endswith(f"({fn})"))
+        cum = sum(sample.value[1] for stack, sample in zip(stacks, p.sample) if rid in stack)
+        assert abs(cum - hot[rid] * 1e9) <= len(stacks), (fn, cum, hot[rid])
+    # Binary: a terminal gets one line instead.
+    r = subprocess.run(["script", "-qec", f"{CLI} export {db} --format pprof", "/dev/null"],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "give -o FILE" in r.stdout, r.stdout
+
+
+def test_pprof_of_native_calls_has_their_libraries_and_flops(mlp_profile, tmp_path):
+    """mlp_train's BLAS calls: a flops sample type, each path's FLOPs the callpaths view's and
+    their sum the cost models' total; each library a Mapping pprof need not symbolize."""
+    out = tmp_path / "mlp.pb.gz"
+    export(mlp_profile, "pprof", out)
+    p, s, stacks = pprof_of(mlp_profile, out)
+    assert [(s[t.type], s[t.unit]) for t in p.sample_type] == \
+        [("calls", "count"), ("time", "nanoseconds"), ("flops", "count")]
+    flops = {"/".join(str(r) for r in reversed(stack[:-1])): sample.value[2]
+             for stack, sample in zip(stacks, p.sample)}
+    views = {ids: round(f) for ids, f in query(mlp_profile, "SELECT path_ids, flops FROM callpaths")}
+    views[""] = 0
+    assert flops == views
+    ((total,),) = query(mlp_profile, "SELECT SUM(flops) FROM routine_totals")
+    assert total > 0 and sum(flops.values()) == round(total)
+    libraries = {lib for (lib,) in query(mlp_profile,
+                                         "SELECT DISTINCT r.library FROM routines r JOIN nodes n "
+                                         "USING (routine_id) WHERE r.library <> ''")}
+    assert {s[m.filename] for m in p.mapping} == libraries and libraries
+    assert all(m.id != 0 and m.has_functions for m in p.mapping)
+    mapping = {m.id: s[m.filename] for m in p.mapping}
+    function = {f.id: f for f in p.function}
+    for loc in p.location:
+        f = function[loc.line[0].function_id]
+        if loc.mapping_id:
+            assert mapping[loc.mapping_id] == s[f.filename]
