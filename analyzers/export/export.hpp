@@ -39,8 +39,8 @@ void write_pstats(const ProfileFile& file, std::ostream& out);
 void write_callgrind(const ProfileFile& file, std::ostream& out);
 
 // pprof's profile.proto, gzip-compressed (go tool pprof, Pyroscope, Parca): one sample per
-// call path (the callpaths view), leaf first down to the thread root, valued in calls,
-// exclusive nanoseconds and FLOPs where counted; the root's own time is a sample of its own.
+// node of the busy threads' trees, its stack leaf first down to the thread root, valued in
+// calls, exclusive nanoseconds and FLOPs where counted.
 void write_pprof(const ProfileFile& file, std::ostream& out);
 
 // A static SVG flame graph of the busy threads' merged tree (the `callpaths` view): widths by

@@ -1,22 +1,22 @@
 // pprof's profile.proto (github.com/google/pprof, proto/profile.proto), gzip-compressed, for
 // `go tool pprof`, pprof's web UI, Pyroscope and Parca. The profile is measured, not sampled:
-// one Sample per call path of the `callpaths` view (merged over threads and processes, as the
-// other exports), its stack leaf first down to the thread root, with the path's own figures:
-// calls, exclusive nanoseconds and, where the cost models counted any, FLOPs. pprof adds a
-// sample's values to every frame of its stack, so a frame's cumulative time is its inclusive
-// time; the thread root's own sample (the `hotspots` view's row: the busy threads' time no
-// measured call covers) makes the total the busy threads' time, `sonde report`'s 100 %.
-// Each routine is one Location and one Function; a native routine's library is its Mapping,
-// marked as already symbolized so that pprof looks for no binary.
+// one Sample per node of the calling-context tree (a call path of one thread), its stack leaf
+// first down to the thread root, with the node's own figures: calls, exclusive nanoseconds and,
+// where the cost models counted any, FLOPs. pprof adds up samples of one stack (what the
+// `callpaths` view does over threads and processes) and adds a sample's values to every frame
+// of its stack, so a frame's cumulative time is its inclusive time. The roots' own time (what
+// no measured call covers) is in their samples: the total is the busy threads' time, `sonde
+// report`'s 100 %; idle threads are left out, as there. Stacks are walked in memory from the
+// nodes' parents rather than read from callpaths, whose path strings cost 40 times as much on
+// a deep tree. Each routine is one Location and one Function; a native routine's library is
+// its Mapping, marked as already symbolized so that pprof looks for no binary.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <map>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -99,43 +99,79 @@ void value_type(ProtoMessage& top, int field_number, Strings& s, const char* typ
   top.message_field(field_number, m);
 }
 
-class Samples {
- public:
-  Samples(std::map<std::int64_t, Routine>& routines, Writer& w) : routines_(routines), w_(w) {}
-  // stack: routine ids, leaf first.
-  void add(const std::vector<std::int64_t>& stack, const std::vector<std::int64_t>& values) {
-    locations_.clear();
-    for (std::int64_t routine : stack) {
-      auto r = routines_.find(routine);
-      if (r == routines_.end()) return;  // a routine the file does not name: no frame to show
-      if (r->second.id == 0) r->second.id = ++used_;
-      locations_.push_back(r->second.id);
-    }
-    ProtoMessage sample;
-    sample.packed_field(field::kSampleLocationId, locations_);
-    sample.packed_field(field::kSampleValue, values);
-    w_.top().message_field(field::kSample, sample);
-    w_.flush_if_full();
-  }
-
- private:
-  std::map<std::int64_t, Routine>& routines_;
-  Writer& w_;
-  std::uint64_t used_ = 0;
-  std::vector<std::uint64_t> locations_;
+// The busy threads' nodes (idle threads' roots stay out, as of hotspots), each with its
+// routine's location id; parents are found by node id once all are read.
+struct Node {
+  std::int64_t node_id = 0, parent_id = 0;  // parent_id 0: a thread root
+  std::uint64_t location = 0;
+  std::int64_t calls = 0, excl_ns = 0, flops = 0;
 };
 
-std::vector<std::int64_t> path_routines(std::string_view path_ids) {
-  std::vector<std::int64_t> ids;
-  while (!path_ids.empty()) {
-    std::size_t slash = path_ids.find('/');
-    std::string_view part = path_ids.substr(0, slash);
-    std::int64_t id = 0;
-    std::from_chars(part.data(), part.data() + part.size(), id);
-    ids.push_back(id);
-    path_ids.remove_prefix(slash == std::string_view::npos ? path_ids.size() : slash + 1);
+std::vector<Node> read_nodes(const ProfileFile& file, std::map<std::int64_t, Routine>& routines) {
+  std::vector<Node> nodes;
+  std::uint64_t used = 0;
+  auto st = file.prepare(
+      "SELECT n.node_id, COALESCE(n.parent_id, 0), n.routine_id, n.calls, n.excl_ns, n.flops "
+      "FROM nodes n JOIN thread_times t USING (thread_id) WHERE t.busy");
+  while (st.step()) {
+    auto [r, added] = routines.try_emplace(st.int64(2));
+    // A routine the file does not name still gets a frame, so its callees keep their stack.
+    if (added) r->second = {fmt::format("routine {}", st.int64(2)), "unknown", "", "", 0};
+    if (r->second.id == 0) r->second.id = ++used;
+    nodes.push_back({st.int64(0), st.int64(1), r->second.id, st.int64(3), st.int64(4),
+                     std::llround(st.real(5))});
   }
-  return ids;
+  return nodes;
+}
+
+// One Sample per node, its stack leaf first: the nodes are walked parents first (children in
+// node order), the path from the root kept as the walk goes.
+void write_samples(const std::vector<Node>& nodes, bool flops, Writer& w) {
+  std::unordered_map<std::int64_t, std::size_t> index;
+  index.reserve(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) index.emplace(nodes[i].node_id, i);
+  // Children as one array (first_child[i] .. first_child[i + 1]), in node order.
+  std::vector<std::size_t> first_child(nodes.size() + 1, 0), children(nodes.size());
+  std::vector<std::size_t> roots;
+  std::vector<std::size_t> parent_of(nodes.size(), SIZE_MAX);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto p = index.find(nodes[i].parent_id);
+    if (nodes[i].parent_id == 0 || p == index.end()) {
+      roots.push_back(i);
+    } else {
+      parent_of[i] = p->second;
+      ++first_child[p->second + 1];
+    }
+  }
+  for (std::size_t i = 0; i < nodes.size(); ++i) first_child[i + 1] += first_child[i];
+  std::vector<std::size_t> filled(first_child.begin(), first_child.end() - 1);
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    if (parent_of[i] != SIZE_MAX) children[filled[parent_of[i]]++] = i;
+
+  std::vector<std::uint64_t> path, leaf_first;
+  std::vector<std::int64_t> values;
+  std::vector<std::pair<std::size_t, std::size_t>> todo;  // node, depth
+  ProtoMessage sample;
+  for (std::size_t root : roots) {
+    todo.assign(1, {root, 0});
+    while (!todo.empty()) {
+      auto [i, depth] = todo.back();
+      todo.pop_back();
+      const Node& n = nodes[i];
+      path.resize(depth);
+      path.push_back(n.location);
+      leaf_first.assign(path.rbegin(), path.rend());
+      values = {n.calls, n.excl_ns};
+      if (flops) values.push_back(n.flops);
+      sample.clear();
+      sample.packed_field(field::kSampleLocationId, leaf_first);
+      sample.packed_field(field::kSampleValue, values);
+      w.top().message_field(field::kSample, sample);
+      w.flush_if_full();
+      for (std::size_t c = first_child[i + 1]; c-- > first_child[i];)
+        todo.emplace_back(children[c], depth + 1);
+    }
+  }
 }
 
 // The Functions, Locations and Mappings of the routines the samples used.
@@ -184,11 +220,8 @@ void write_pprof(const ProfileFile& file, std::ostream& out) {
     while (st.step())
       routines[st.int64(0)] = {st.text(1), st.text(2), st.text(3), st.text(4), st.int64(5)};
   }
-  bool flops = false;
-  {
-    auto st = file.prepare("SELECT COALESCE(SUM(flops), 0) > 0 FROM routine_totals");
-    flops = st.step() && st.int64(0) != 0;
-  }
+  std::vector<Node> nodes = read_nodes(file, routines);
+  bool flops = std::any_of(nodes.begin(), nodes.end(), [](const Node& n) { return n.flops != 0; });
   Writer w(out);
   Strings s;
   // Counts first, as the spec's convention asks; time is the type pprof shows unless told.
@@ -208,29 +241,7 @@ void write_pprof(const ProfileFile& file, std::ostream& out) {
     }
   }
 
-  Samples samples(routines, w);
-  std::vector<std::int64_t> values;
-  // The thread root (one routine, '<thread>', for every thread) ends every stack.
-  std::int64_t root = 0;
-  {
-    auto st = file.prepare(
-        "SELECT routine_id, calls, excl_s FROM hotspots WHERE kind = 'root' ORDER BY routine_id");
-    while (st.step()) {
-      if (root == 0) root = st.int64(0);
-      values = {st.int64(1), ns(st.real(2))};
-      if (flops) values.push_back(0);
-      samples.add({st.int64(0)}, values);
-    }
-  }
-  auto st = file.prepare("SELECT path_ids, calls, excl_s, flops FROM callpaths ORDER BY path_ids");
-  while (st.step()) {
-    std::vector<std::int64_t> stack = path_routines(st.text(0));
-    std::reverse(stack.begin(), stack.end());
-    if (root != 0) stack.push_back(root);
-    values = {st.int64(1), ns(st.real(2))};
-    if (flops) values.push_back(std::llround(st.real(3)));
-    samples.add(stack, values);
-  }
+  write_samples(nodes, flops, w);
   write_frames(routines, s, w);
   for (const std::string& text : s.table()) w.top().bytes_field(field::kStringTable, text);
   w.finish();

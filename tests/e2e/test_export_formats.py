@@ -628,12 +628,44 @@ def pprof_of(db, out):
     return p, s, stacks
 
 
+def merged_by_stack(stacks, samples, root):
+    """Samples of one stack added up, as pprof does: {path_ids as callpaths writes them (root
+    first, '/'-joined, the thread root left out): summed values}."""
+    merged = defaultdict(lambda: [0] * len(samples[0].value))
+    for stack, sample in zip(stacks, samples):
+        assert stack[-1] == root and root not in stack[:-1], stack
+        values = merged["/".join(str(r) for r in reversed(stack[:-1]))]
+        for i, v in enumerate(sample.value):
+            values[i] += v
+    return {k: tuple(v) for k, v in merged.items()}
+
+
+def check_pprof_against_views(db, p, stacks):
+    """One sample per node of the busy threads; merged by stack, the callpaths view's rows and
+    the hotspots view's root row; in all, the busy threads' exclusive ns."""
+    ((busy_nodes,),) = query(db, "SELECT COUNT(*) FROM nodes JOIN thread_times USING (thread_id) "
+                                 "WHERE busy")
+    assert len(p.sample) == busy_nodes
+    ((root,),) = query(db, "SELECT routine_id FROM routines WHERE kind = 'root'")
+    ours = merged_by_stack(stacks, p.sample, root)
+    views = {ids: (calls, round(excl_s * 1e9)) for ids, calls, excl_s in
+             query(db, "SELECT path_ids, calls, excl_s FROM callpaths")}
+    ((root_calls, root_excl),) = query(db, "SELECT calls, excl_s FROM hotspots "
+                                           "WHERE kind = 'root'")
+    views[""] = (root_calls, round(root_excl * 1e9))
+    assert {k: v[:2] for k, v in ours.items()} == views
+    ((busy_excl_ns,),) = query(db, "SELECT SUM(n.excl_ns) FROM nodes n JOIN thread_times t "
+                                   "USING (thread_id) WHERE t.busy")
+    assert sum(v[1] for v in ours.values()) == busy_excl_ns
+
+
 def test_pprof_is_profile_proto_with_the_callpaths_views_stacks(tmp_path):
-    """--format pprof: a gzip file that protobuf decodes as profile.proto; each sample is a call
-    path of the callpaths view, leaf first down to the thread root, with its calls and
-    exclusive ns; the root's own time is one more sample, so the time adds up to the busy
-    threads' exclusive time; and what pprof shows as a function's cumulative time (the
-    samples whose stack holds it) is the hotspots view's inclusive time, recursion included."""
+    """--format pprof: a gzip file that protobuf decodes as profile.proto; one sample per node,
+    leaf first down to the thread root, so that merged by stack (as pprof merges them) they are
+    the callpaths view's paths with its calls and exclusive ns, and the roots' own samples the
+    hotspots view's root row; the time adds up to the busy threads' exclusive time; and what
+    pprof shows as a function's cumulative time (the samples whose stack holds it) is the
+    hotspots view's inclusive time, recursion included."""
     _, db, out = profiled_and_exported(tmp_path, "pprof")
     p, s, stacks = pprof_of(db, out)
     assert [(s[t.type], s[t.unit]) for t in p.sample_type] == \
@@ -645,23 +677,7 @@ def test_pprof_is_profile_proto_with_the_callpaths_views_stacks(tmp_path):
     assert p.time_nanos == started and abs(p.duration_nanos - wall_s * 1e9) <= 1
     assert len(p.mapping) == 0  # Python frames only: no library
 
-    ((root,),) = query(db, "SELECT routine_id FROM routines WHERE kind = 'root'")
-    assert all(stack[-1] == root and root not in stack[:-1] for stack in stacks)
-    ours = {}
-    for stack, sample in zip(stacks, p.sample):
-        path_ids = "/".join(str(r) for r in reversed(stack[:-1]))
-        assert path_ids not in ours, path_ids  # one sample per call path
-        ours[path_ids] = tuple(sample.value)
-    views = {ids: (calls, round(excl_s * 1e9)) for ids, calls, excl_s in
-             query(db, "SELECT path_ids, calls, excl_s FROM callpaths")}
-    ((root_calls, root_excl),) = query(db, "SELECT calls, excl_s FROM hotspots "
-                                           "WHERE kind = 'root'")
-    views[""] = (root_calls, round(root_excl * 1e9))
-    assert ours == views
-    ((busy_excl_ns,),) = query(db, "SELECT SUM(n.excl_ns) FROM nodes n JOIN thread_times t "
-                                   "USING (thread_id) WHERE t.busy")
-    assert sum(v[1] for v in ours.values()) == busy_excl_ns
-
+    check_pprof_against_views(db, p, stacks)
     hot = {rid: incl_s for rid, incl_s in query(db, "SELECT routine_id, incl_s FROM hotspots")}
     names = {rid: name for rid, name in query(db, "SELECT routine_id, name FROM routines")}
     for fn in ("fib", "g", "main"):
@@ -674,6 +690,27 @@ def test_pprof_is_profile_proto_with_the_callpaths_views_stacks(tmp_path):
     assert r.returncode == 2 and "give -o FILE" in r.stdout, r.stdout
 
 
+def test_pprof_of_threads_adds_up_to_the_merged_views(tmp_path):
+    """Three threads running one function: its path is a sample per thread, which merged are
+    the callpaths view's row; the roots of the busy threads are the hotspots view's root row."""
+    script = tmp_path / "threads.py"
+    script.write_text("import threading\n"
+                      "def work(n):\n    return sum(i * i for i in range(n))\n"
+                      "ts = [threading.Thread(target=work, args=(20000,)) for _ in range(3)]\n"
+                      "for t in ts: t.start()\n"
+                      "for t in ts: t.join()\n")
+    db = sonde_py(tmp_path / "threads.db", script)
+    out = tmp_path / "threads.pb.gz"
+    export(db, "pprof", out)
+    p, s, stacks = pprof_of(db, out)
+    check_pprof_against_views(db, p, stacks)
+    ((busy,),) = query(db, "SELECT COUNT(*) FROM thread_times WHERE busy")
+    assert busy == 4  # the main thread and three workers
+    names = {rid: name for rid, name in query(db, "SELECT routine_id, name FROM routines")}
+    leaves = [names[stack[0]] for stack in stacks]
+    assert sum(name.endswith("(work)") for name in leaves) == 3, leaves
+
+
 def test_pprof_of_native_calls_has_their_libraries_and_flops(mlp_profile, tmp_path):
     """mlp_train's BLAS calls: a flops sample type, each path's FLOPs the callpaths view's and
     their sum the cost models' total; each library a Mapping pprof need not symbolize."""
@@ -682,8 +719,8 @@ def test_pprof_of_native_calls_has_their_libraries_and_flops(mlp_profile, tmp_pa
     p, s, stacks = pprof_of(mlp_profile, out)
     assert [(s[t.type], s[t.unit]) for t in p.sample_type] == \
         [("calls", "count"), ("time", "nanoseconds"), ("flops", "count")]
-    flops = {"/".join(str(r) for r in reversed(stack[:-1])): sample.value[2]
-             for stack, sample in zip(stacks, p.sample)}
+    ((root,),) = query(mlp_profile, "SELECT routine_id FROM routines WHERE kind = 'root'")
+    flops = {k: v[2] for k, v in merged_by_stack(stacks, p.sample, root).items()}
     views = {ids: round(f) for ids, f in query(mlp_profile, "SELECT path_ids, flops FROM callpaths")}
     views[""] = 0
     assert flops == views
