@@ -99,10 +99,11 @@ void value_type(ProtoMessage& top, int field_number, Strings& s, const char* typ
   top.message_field(field_number, m);
 }
 
-// The busy threads' nodes (idle threads' roots stay out, as of hotspots), each with its
+// The busy threads' nodes (idle threads' roots stay out, as in hotspots), each with its
 // routine's location id; parents are found by node id once all are read.
 struct Node {
-  std::int64_t node_id = 0, parent_id = 0;  // parent_id 0: a thread root
+  std::int64_t node_id = 0, parent_id = 0;
+  bool root = false;  // a thread root: no parent
   std::uint64_t location = 0;
   std::int64_t calls = 0, excl_ns = 0, flops = 0;
 };
@@ -111,15 +112,15 @@ std::vector<Node> read_nodes(const ProfileFile& file, std::map<std::int64_t, Rou
   std::vector<Node> nodes;
   std::uint64_t used = 0;
   auto st = file.prepare(
-      "SELECT n.node_id, COALESCE(n.parent_id, 0), n.routine_id, n.calls, n.excl_ns, n.flops "
+      "SELECT n.node_id, n.parent_id, n.routine_id, n.calls, n.excl_ns, n.flops "
       "FROM nodes n JOIN thread_times t USING (thread_id) WHERE t.busy");
   while (st.step()) {
     auto [r, added] = routines.try_emplace(st.int64(2));
     // A routine the file does not name still gets a frame, so its callees keep their stack.
     if (added) r->second = {fmt::format("routine {}", st.int64(2)), "unknown", "", "", 0};
     if (r->second.id == 0) r->second.id = ++used;
-    nodes.push_back({st.int64(0), st.int64(1), r->second.id, st.int64(3), st.int64(4),
-                     std::llround(st.real(5))});
+    nodes.push_back({st.int64(0), st.is_null(1) ? 0 : st.int64(1), st.is_null(1), r->second.id,
+                     st.int64(3), st.int64(4), std::llround(st.real(5))});
   }
   return nodes;
 }
@@ -135,8 +136,8 @@ void write_samples(const std::vector<Node>& nodes, bool flops, Writer& w) {
   std::vector<std::size_t> roots;
   std::vector<std::size_t> parent_of(nodes.size(), SIZE_MAX);
   for (std::size_t i = 0; i < nodes.size(); ++i) {
-    auto p = index.find(nodes[i].parent_id);
-    if (nodes[i].parent_id == 0 || p == index.end()) {
+    auto p = nodes[i].root ? index.end() : index.find(nodes[i].parent_id);
+    if (p == index.end()) {
       roots.push_back(i);
     } else {
       parent_of[i] = p->second;
