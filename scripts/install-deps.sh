@@ -6,6 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
+  # zlib: `export --format pprof` writes gzip (built in with SONDE_PORTABLE, from libz.a).
+  zlib1g-dev
   libunwind-dev libpapi-dev libgtest-dev libopenblas-dev libdnnl-dev
   python3-dev python3-numpy python3-pytest libpython3.11-testsuite
   help2man
@@ -21,6 +23,8 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(python3-line-profiler)
   # `export --format callgrind` read by valgrind's callgrind_annotate (test_export_formats.py).
   packages+=(valgrind)
+  # `export --format pprof` decoded against profile.proto by protobuf's own Python parser.
+  packages+=(python3-protobuf)
   # Greenlets: the e2e tests' gevent jobs, and greenlet's own tests as peers (objgraph for
   # their leak checks).
   packages+=(python3-greenlet python3-gevent python3-objgraph)

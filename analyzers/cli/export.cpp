@@ -1,5 +1,5 @@
 // sonde export: the profile for other tools (chrome trace, speedscope, SVG flame graph, folded
-// stacks, csv).
+// stacks, csv, pstats, callgrind, pprof).
 #include "export/export.hpp"
 
 #include <fmt/format.h>
@@ -51,6 +51,8 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
     write_pstats(file, out);
   } else if (a.format == "callgrind") {
     write_callgrind(file, out);
+  } else if (a.format == "pprof") {
+    write_pprof(file, out);
   } else {
     write_chrome_trace(file, out, &progress);
   }
@@ -58,11 +60,11 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
 }
 
 int export_profile(const Options& a) {
-  if (a.format == "pstats" && !a.output && ::isatty(STDOUT_FILENO)) {
-    throw Error(
-        "--format pstats is binary (Python's marshal): give -o FILE, or redirect standard "
-        "output",
-        2);
+  if ((a.format == "pstats" || a.format == "pprof") && !a.output && ::isatty(STDOUT_FILENO)) {
+    throw Error(fmt::format("--format {} is binary ({}): give -o FILE, or redirect standard output",
+                            a.format,
+                            a.format == "pstats" ? "Python's marshal" : "gzip-compressed protobuf"),
+                2);
   }
   if (a.sampled && a.format != "folded") {
     throw Error(
@@ -117,16 +119,17 @@ Command add_export(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "export",
-      "The profile for other tools: chrome, speedscope, svg, folded, csv, samples, pstats or "
-      "callgrind");
+      "The profile for other tools: chrome, speedscope, svg, folded, csv, samples, pstats, "
+      "callgrind or pprof");
   add_file(cmd, a->file);
   cmd->add_option("-f,--format", a->format,
                   "chrome: trace-event JSON (Perfetto, chrome://tracing); speedscope: speedscope's "
                   "JSON; svg: a static flame graph; folded: flame-graph stacks; csv: callpaths; "
                   "samples: the sampler's paths as JSON; pstats: cProfile's stats file (pstats, "
-                  "snakeviz, tuna, gprof2dot); callgrind: KCachegrind's format")
-      ->check(CLI::IsMember(
-          {"chrome", "speedscope", "svg", "folded", "csv", "samples", "pstats", "callgrind"}))
+                  "snakeviz, tuna, gprof2dot); callgrind: KCachegrind's format; pprof: pprof's "
+                  "profile.proto, gzipped (go tool pprof, Pyroscope, Parca)")
+      ->check(CLI::IsMember({"chrome", "speedscope", "svg", "folded", "csv", "samples", "pstats",
+                             "callgrind", "pprof"}))
       ->required();
   cmd->add_flag("--sampled", a->sampled,
                 "With folded: the sampler's stacks (values in samples) instead of the exact "

@@ -38,6 +38,11 @@ void write_pstats(const ProfileFile& file, std::ostream& out);
 // their cumulative time per caller-callee pair (the routine_edges view), in nanoseconds.
 void write_callgrind(const ProfileFile& file, std::ostream& out);
 
+// pprof's profile.proto, gzip-compressed (go tool pprof, Pyroscope, Parca): one sample per
+// node of the busy threads' trees, its stack leaf first down to the thread root, valued in
+// calls, exclusive nanoseconds and FLOPs where counted.
+void write_pprof(const ProfileFile& file, std::ostream& out);
+
 // A static SVG flame graph of the busy threads' merged tree (the `callpaths` view): widths by
 // inclusive time, colours by kind, a <title> tooltip per frame, no script.
 void write_svg_flamegraph(const ProfileFile& file, std::ostream& out);

@@ -18,6 +18,7 @@
 #include <tuple>
 
 #include "export/export.hpp"
+#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
@@ -52,6 +53,8 @@ class Marshal {
     byte('g');  // TYPE_BINARY_FLOAT
     raw(v);
   }
+  // Names are the program's bytes; marshal's strings must be UTF-8 (else pstats cannot load
+  // the file).
   void text(const std::string& s) {
     std::string utf8 = valid_utf8(s);
     byte('u');  // TYPE_UNICODE: UTF-8 bytes
@@ -64,32 +67,6 @@ class Marshal {
   template <class T>
   void raw(T v) {
     out_.write(reinterpret_cast<const char*>(&v), sizeof v);
-  }
-  // Names are the program's bytes; marshal's strings must be UTF-8 (else pstats cannot load
-  // the file): a byte that starts no valid sequence becomes U+FFFD.
-  static std::string valid_utf8(const std::string& s) {
-    std::string out;
-    for (std::size_t i = 0; i < s.size();) {
-      auto c = static_cast<unsigned char>(s[i]);
-      std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-      bool ok = n != 0 && i + n <= s.size();
-      for (std::size_t k = 1; ok && k < n; ++k) ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
-      if (ok && n > 1) {
-        // Overlong forms and surrogates are not UTF-8 either.
-        std::uint32_t cp = c & (0x7f >> n);
-        for (std::size_t k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3f);
-        ok = cp >= (n == 2 ? 0x80u : n == 3 ? 0x800u : 0x10000u) && cp <= 0x10ffff &&
-             (cp < 0xd800 || cp > 0xdfff);
-      }
-      if (ok) {
-        out.append(s, i, n);
-        i += n;
-      } else {
-        out += "\xef\xbf\xbd";
-        ++i;
-      }
-    }
-    return out;
   }
   std::ostream& out_;
 };

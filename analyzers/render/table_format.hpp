@@ -44,6 +44,9 @@ std::string csv_escape(std::string_view field);
 // shown as escapes (\n, \t, \r, \xNN), so a routine name cannot move the cursor, retitle the
 // window or break a line. Every text renderer passes names and other recorded text through it.
 std::string visible(std::string_view text);
+// The text with each byte that starts no well-formed UTF-8 sequence replaced by U+FFFD: what
+// binary formats whose strings must be UTF-8 (marshal's, protobuf's) are given.
+std::string valid_utf8(std::string_view text);
 // JSON text with invalid UTF-8 replaced by U+FFFD rather than an exception: recorded names and
 // arguments are bytes, not necessarily UTF-8.
 std::string dump_json(const Json& value, int indent = 2);

@@ -601,3 +601,146 @@ def test_callgrind_is_read_by_callgrind_annotate(tmp_path):
         ours = max(v for (f, n), v in rows.items() if n.endswith(f"({fn})"))
         key = next(k for k in hot if k.endswith(f"({fn})"))
         assert abs(ours - hot[key] * 1e9) <= 1000, (fn, ours, hot[key])
+
+
+# --- pprof ---------------------------------------------------------------------------------------
+
+def pprof_of(db, out):
+    """`out` (sonde export --format pprof of `db`) checked as gzip by gzip itself, then decoded
+    by protobuf's parser (pprof_proto.py): (profile, its strings, {routine_id: stack of
+    routine ids, leaf first} per sample, in order)."""
+    pprof_proto = pytest.importorskip(
+        "pprof_proto", reason="python3-protobuf is not installed: scripts/install-deps.sh")
+    subprocess.run(["gzip", "-t", str(out)], check=True)
+    p = pprof_proto.read_profile(out)
+    s = p.string_table
+    assert s[0] == ""
+    # Each Function is its routine, as the routines table names it: shown as sonde report
+    # shows it, the recorded name as system name, its Python file or else its library.
+    expected = {}
+    for rid, name, kind, library, file, line in query(
+            db, "SELECT routine_id, name, kind, library, file, line FROM routines"):
+        expected[(f"{name} [{kind}]", name, file or library, line)] = rid
+    functions = {}
+    for f in p.function:
+        key = (s[f.name], s[f.system_name], s[f.filename], f.start_line)
+        assert key in expected, key
+        assert f.id != 0 and f.id not in functions
+        functions[f.id] = expected[key]
+    locations = {}
+    for loc in p.location:
+        assert loc.id != 0 and loc.id not in locations and len(loc.line) == 1
+        locations[loc.id] = functions[loc.line[0].function_id]
+    stacks = [[locations[i] for i in sample.location_id] for sample in p.sample]
+    return p, s, stacks
+
+
+def merged_by_stack(stacks, samples, root):
+    """Samples of one stack added up, as pprof does: {path_ids as callpaths writes them (root
+    first, '/'-joined, the thread root left out): summed values}."""
+    merged = defaultdict(lambda: [0] * len(samples[0].value))
+    for stack, sample in zip(stacks, samples):
+        assert stack[-1] == root and root not in stack[:-1], stack
+        values = merged["/".join(str(r) for r in reversed(stack[:-1]))]
+        for i, v in enumerate(sample.value):
+            values[i] += v
+    return {k: tuple(v) for k, v in merged.items()}
+
+
+def check_pprof_against_views(db, p, stacks):
+    """One sample per node of the busy threads; merged by stack, the callpaths view's rows and
+    the hotspots view's root row; in all, the busy threads' exclusive ns."""
+    ((busy_nodes,),) = query(db, "SELECT COUNT(*) FROM nodes JOIN thread_times USING (thread_id) "
+                                 "WHERE busy")
+    assert len(p.sample) == busy_nodes
+    ((root,),) = query(db, "SELECT routine_id FROM routines WHERE kind = 'root'")
+    ours = merged_by_stack(stacks, p.sample, root)
+    views = {ids: (calls, round(excl_s * 1e9)) for ids, calls, excl_s in
+             query(db, "SELECT path_ids, calls, excl_s FROM callpaths")}
+    ((root_calls, root_excl),) = query(db, "SELECT calls, excl_s FROM hotspots "
+                                           "WHERE kind = 'root'")
+    views[""] = (root_calls, round(root_excl * 1e9))
+    assert {k: v[:2] for k, v in ours.items()} == views
+    ((busy_excl_ns,),) = query(db, "SELECT SUM(n.excl_ns) FROM nodes n JOIN thread_times t "
+                                   "USING (thread_id) WHERE t.busy")
+    assert sum(v[1] for v in ours.values()) == busy_excl_ns
+
+
+def test_pprof_is_profile_proto_with_the_callpaths_views_stacks(tmp_path):
+    """--format pprof: a gzip file that protobuf decodes as profile.proto; one sample per node,
+    leaf first down to the thread root, so that merged by stack (as pprof merges them) they are
+    the callpaths view's paths with its calls and exclusive ns, and the roots' own samples the
+    hotspots view's root row; the time adds up to the busy threads' exclusive time; and what
+    pprof shows as a function's cumulative time (the samples whose stack holds it) is the
+    hotspots view's inclusive time, recursion included."""
+    _, db, out = profiled_and_exported(tmp_path, "pprof")
+    p, s, stacks = pprof_of(db, out)
+    assert [(s[t.type], s[t.unit]) for t in p.sample_type] == \
+        [("calls", "count"), ("time", "nanoseconds")]  # no FLOPs in a Python program
+    assert s[p.default_sample_type] == "time"
+    assert (s[p.period_type.type], s[p.period_type.unit], p.period) == ("time", "nanoseconds", 1)
+    ((started, wall_s),) = query(db, "SELECT (SELECT MIN(started_ns) FROM runs), wall_s "
+                                     "FROM run_totals")
+    assert p.time_nanos == started and abs(p.duration_nanos - wall_s * 1e9) <= 1
+    assert len(p.mapping) == 0  # Python frames only: no library
+
+    check_pprof_against_views(db, p, stacks)
+    hot = {rid: incl_s for rid, incl_s in query(db, "SELECT routine_id, incl_s FROM hotspots")}
+    names = {rid: name for rid, name in query(db, "SELECT routine_id, name FROM routines")}
+    for fn in ("fib", "g", "main"):
+        rid = next(r for r, name in names.items() if name.endswith(f"({fn})"))
+        cum = sum(sample.value[1] for stack, sample in zip(stacks, p.sample) if rid in stack)
+        assert abs(cum - hot[rid] * 1e9) <= len(stacks), (fn, cum, hot[rid])
+    # Binary: a terminal gets one line instead.
+    r = subprocess.run(["script", "-qec", f"{CLI} export {db} --format pprof", "/dev/null"],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "give -o FILE" in r.stdout, r.stdout
+
+
+def test_pprof_of_threads_adds_up_to_the_merged_views(tmp_path):
+    """Three threads running one function: its path is a sample per thread, which merged are
+    the callpaths view's row; the roots of the busy threads are the hotspots view's root row."""
+    script = tmp_path / "threads.py"
+    script.write_text("import threading\n"
+                      "def work(n):\n    return sum(i * i for i in range(n))\n"
+                      "ts = [threading.Thread(target=work, args=(20000,)) for _ in range(3)]\n"
+                      "for t in ts: t.start()\n"
+                      "for t in ts: t.join()\n")
+    db = sonde_py(tmp_path / "threads.db", script)
+    out = tmp_path / "threads.pb.gz"
+    export(db, "pprof", out)
+    p, s, stacks = pprof_of(db, out)
+    check_pprof_against_views(db, p, stacks)
+    ((busy,),) = query(db, "SELECT COUNT(*) FROM thread_times WHERE busy")
+    assert busy == 4  # the main thread and three workers
+    names = {rid: name for rid, name in query(db, "SELECT routine_id, name FROM routines")}
+    leaves = [names[stack[0]] for stack in stacks]
+    assert sum(name.endswith("(work)") for name in leaves) == 3, leaves
+
+
+def test_pprof_of_native_calls_has_their_libraries_and_flops(mlp_profile, tmp_path):
+    """mlp_train's BLAS calls: a flops sample type, each path's FLOPs the callpaths view's and
+    their sum the cost models' total; each library a Mapping pprof need not symbolize."""
+    out = tmp_path / "mlp.pb.gz"
+    export(mlp_profile, "pprof", out)
+    p, s, stacks = pprof_of(mlp_profile, out)
+    assert [(s[t.type], s[t.unit]) for t in p.sample_type] == \
+        [("calls", "count"), ("time", "nanoseconds"), ("flops", "count")]
+    ((root,),) = query(mlp_profile, "SELECT routine_id FROM routines WHERE kind = 'root'")
+    flops = {k: v[2] for k, v in merged_by_stack(stacks, p.sample, root).items()}
+    views = {ids: round(f) for ids, f in query(mlp_profile, "SELECT path_ids, flops FROM callpaths")}
+    views[""] = 0
+    assert flops == views
+    ((total,),) = query(mlp_profile, "SELECT SUM(flops) FROM routine_totals")
+    assert total > 0 and sum(flops.values()) == round(total)
+    libraries = {lib for (lib,) in query(mlp_profile,
+                                         "SELECT DISTINCT r.library FROM routines r JOIN nodes n "
+                                         "USING (routine_id) WHERE r.library <> ''")}
+    assert {s[m.filename] for m in p.mapping} == libraries and libraries
+    assert all(m.id != 0 and m.has_functions for m in p.mapping)
+    mapping = {m.id: s[m.filename] for m in p.mapping}
+    function = {f.id: f for f in p.function}
+    for loc in p.location:
+        f = function[loc.line[0].function_id]
+        if loc.mapping_id:
+            assert mapping[loc.mapping_id] == s[f.filename]

@@ -5,13 +5,26 @@ import json
 import marshal
 import shutil
 import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
 from conftest import CLI, clean_env, preloaded, prog, run
 
-FORMATS = ["chrome", "speedscope", "svg", "folded", "csv", "pstats", "callgrind"]
+FORMATS = ["chrome", "speedscope", "svg", "folded", "csv", "pstats", "callgrind", "pprof"]
+
+
+def read_pprof(path):
+    """The e2e tests' profile.proto reader (tests/e2e/pprof_proto.py: python3-protobuf)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "e2e"))
+    try:
+        pprof_proto = pytest.importorskip(
+            "pprof_proto", reason="python3-protobuf is not installed: scripts/install-deps.sh")
+    finally:
+        sys.path.pop(0)
+    return pprof_proto.read_profile(path)
 
 
 def sonde(*args):
@@ -67,6 +80,19 @@ def test_pstats_and_callgrind_with_hostile_names(hostile, tmp_path):
     assert not any(ord(c) < 0x20 and c != "\n" for c in r.out)
 
 
+def test_pprof_with_hostile_names(hostile, tmp_path):
+    """pprof of the same names: protobuf's parser, which refuses a proto3 string that is not
+    UTF-8, reads the file; invalid UTF-8 is U+FFFD, the rest of each name kept as it was"""
+    out = tmp_path / "names.pb.gz"
+    r = sonde("export", hostile, "--format", "pprof", "-o", str(out))
+    assert r.rc == 0 and r.err == "", r.err
+    p = read_pprof(out)
+    names = [p.string_table[f.name] for f in p.function]
+    for name in ["bad\ufffd\ufffd utf8 [region]", "semi;colon [region]", "new\nline [region]",
+                 " [region]", "\x1b]0;pwned\x07title [region]"]:
+        assert name in names, names
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_export_of_a_profile_with_nothing_measured(fmt, tmp_path):
     """a program that makes no call sonde sees (/bin/true): every export format succeeds and
@@ -81,6 +107,10 @@ def test_export_of_a_profile_with_nothing_measured(fmt, tmp_path):
         assert marshal.loads(out.read_bytes()) == {}
     elif fmt == "callgrind" and shutil.which("callgrind_annotate"):
         subprocess.run(["callgrind_annotate", str(out)], check=True, capture_output=True)
+    elif fmt == "pprof":
+        subprocess.run(["gzip", "-t", str(out)], check=True)
+        p = read_pprof(out)
+        assert p.string_table[0] == "" and len(p.sample) == 0 and len(p.sample_type) == 2
     if fmt == "chrome":
         assert json.loads(r.out)["stackFrames"] == {}
     elif fmt == "speedscope":
