@@ -196,3 +196,11 @@ def test_bash_completion_offers_subcommands_options_and_profiles(tmp_path):
     assert {"--repeat", "--stages"} <= complete(["tune", "--"], tmp_path)
     assert complete(["report", "--f"], tmp_path) == {"--format"}
     assert complete(["report", ""], tmp_path) == {"a.db"}
+    # An option's values, from its help's set; any file for an output; nothing for a number.
+    # (They were files: `export a.db --format <TAB>` offered a.db.)
+    assert complete(["export", "a.db", "--format", ""], tmp_path) >= {"chrome", "pprof", "folded"}
+    assert complete(["export", "a.db", "-f", "p"], tmp_path) == {"pprof", "pstats"}
+    assert complete(["report", "--sort", "cum"], tmp_path) == {"cumtime", "cumulative"}
+    assert complete(["export", "a.db", "-o", "n"], tmp_path) == {"notes.txt"}
+    assert complete(["report", "--top", ""], tmp_path) == set()
+    assert complete(["export", "--sampled", ""], tmp_path) == {"a.db"}  # a flag takes no value
