@@ -60,6 +60,7 @@ Command add_candidates(CLI::App& app) {
                   "beside FILE when FILE is one of its runs");
   add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
+  add_colour(cmd);
   return {cmd, [a] { return candidates(*a); }};
 }
 

@@ -62,6 +62,8 @@ analyzers::ProfileFile open_for_report(const std::string& path,
                                        std::optional<std::int64_t> rank,
                                        analyzers::Format format);
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices);
+// --color auto|always|never, for the commands whose text is painted (render/colour.hpp).
+void add_colour(CLI::App* cmd);
 void print_table(const analyzers::Table& table, analyzers::Format format);
 // CLI11 would read "-5" into a size_t as a huge count, and NaN passes its Range check.
 const CLI::Validator& count_check();    // a whole number >= 0

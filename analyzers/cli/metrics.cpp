@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "render/colour.hpp"
 #include "render/metrics_report.hpp"
 
 namespace sonde::cli {
@@ -30,9 +31,11 @@ int metrics(const Options& a) {
   ProfileFile file = open_for_report(a.file, a.rank, format);
   MetricsReport report = compute_metrics_report(file, mappings);
   switch (format) {
-    case Format::kText:
-      std::cout << render_metrics_text(report, sections, a.top);
+    case Format::kText: {
+      std::string text = render_metrics_text(report, sections, a.top);
+      std::cout << (colour_wanted(stdout) ? colour_metrics(text) : text);
       break;
+    }
     case Format::kCsv:
       std::cout << render_csv(metrics_section_table(report, sections[0], a.top));
       break;
@@ -64,6 +67,7 @@ Command add_metrics(CLI::App& app) {
                   "(t_io, t_h2d, t_f, t_b, t_u, t_comm); repeatable");
   add_rank(cmd, a->rank);
   add_format(cmd, a->format, {"text", "csv", "json"});
+  add_colour(cmd);
   return {cmd, [a] { return metrics(*a); }};
 }
 

@@ -6,6 +6,7 @@
 
 #include "cli/command.hpp"
 #include "profile/rank_file.hpp"
+#include "render/colour.hpp"
 
 namespace sonde::cli {
 
@@ -30,6 +31,15 @@ ProfileFile open_for_report(const std::string& path, std::optional<std::int64_t>
       (format == Format::kText ? std::cout : std::cerr) << *note << '\n';
   }
   return file;
+}
+
+void add_colour(CLI::App* cmd) {
+  cmd->add_option_function<std::string>(
+         "--color", [](const std::string& when) { set_colour_mode(colour_mode_named(when)); },
+         "Colour the text: auto (on a terminal, unless NO_COLOR is set; CLICOLOR_FORCE=1 "
+         "off one too), always (a pipe or a file too: less -R, CI logs) or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}))
+      ->default_str("auto");
 }
 
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices) {
@@ -65,9 +75,15 @@ const CLI::Validator& percent_check() {
 
 void print_table(const Table& table, Format format) {
   switch (format) {
-    case Format::kText: std::cout << render_text(table); break;
-    case Format::kCsv: std::cout << render_csv(table); break;
-    case Format::kJson: std::cout << dump_json(render_json(table)) << '\n'; break;
+    case Format::kText:
+      std::cout << render_text(table);
+      break;
+    case Format::kCsv:
+      std::cout << render_csv(table);
+      break;
+    case Format::kJson:
+      std::cout << dump_json(render_json(table)) << '\n';
+      break;
   }
 }
 

@@ -80,6 +80,7 @@ Command add_report(CLI::App& app) {
       ->check(count_check())
       ->capture_default_str();
   add_format(cmd, a->format, {"text", "csv", "json"});
+  add_colour(cmd);
   cmd->add_option("-s,--sort", a->sort,
                   "Sort key: exclusive time (excl, or cProfile's tottime/time), inclusive time "
                   "(incl, cumtime/cumulative) or calls (calls, ncalls)")

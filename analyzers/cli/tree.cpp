@@ -1,4 +1,6 @@
 // sonde tree: the calling-context tree, Python frames and native calls mixed.
+#include "render/tree.hpp"
+
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -6,8 +8,8 @@
 #include "cli/command.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/rank_file.hpp"
+#include "render/colour.hpp"
 #include "render/samples.hpp"
-#include "render/tree.hpp"
 
 namespace sonde::cli {
 
@@ -31,9 +33,14 @@ int tree(const Options& a) {
                            : open_for_report(a.file, a.rank, format);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
-  if (format == Format::kJson) std::cout << dump_json(render_tree_json(forest, options)) << '\n';
-  else if (format == Format::kCsv) std::cout << render_csv(tree_table(forest, options));
-  else std::cout << render_tree_text(forest, options) << render_samples_text(file);
+  if (format == Format::kJson)
+    std::cout << dump_json(render_tree_json(forest, options)) << '\n';
+  else if (format == Format::kCsv)
+    std::cout << render_csv(tree_table(forest, options));
+  else {
+    std::string text = render_tree_text(forest, options) + render_samples_text(file);
+    std::cout << (colour_wanted(stdout) ? colour_tree(text) : text);
+  }
   return 0;
 }
 }  // namespace
@@ -56,6 +63,7 @@ Command add_tree(CLI::App& app) {
                   "the process of that pid in rank R")
       ->check(CLI::NonNegativeNumber);
   add_format(cmd, a->format, {"text", "csv", "json"});
+  add_colour(cmd);
   return {cmd, [a] { return tree(*a); }};
 }
 

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace sonde::analyzers {
 
@@ -39,17 +40,35 @@ std::string label_line(std::string_view l, std::string_view style) {
 
 }  // namespace
 
+namespace {
+ColourMode g_mode = ColourMode::kAuto;
+}  // namespace
+
+void set_colour_mode(ColourMode mode) { g_mode = mode; }
+
+ColourMode colour_mode_named(std::string_view name) {
+  if (name == "always") return ColourMode::kAlways;
+  if (name == "never") return ColourMode::kNever;
+  return ColourMode::kAuto;
+}
+
 bool colour_wanted(std::FILE* out) {
-  if (out == nullptr || ::isatty(::fileno(out)) != 1) return false;
+  // Asked for on the command line: that wins over the environment (no-color.org).
+  if (g_mode != ColourMode::kAuto) return g_mode == ColourMode::kAlways && out != nullptr;
+  if (out == nullptr) return false;
   if (const char* no = std::getenv("NO_COLOR"); no != nullptr && *no != '\0') return false;
+  if (::isatty(::fileno(out)) != 1) {
+    const char* force = std::getenv("CLICOLOR_FORCE");
+    return force != nullptr && *force != '\0' && std::strcmp(force, "0") != 0;
+  }
   const char* term = std::getenv("TERM");
   return term == nullptr || std::strcmp(term, "dumb") != 0;
 }
 
 std::string colour_report(std::string_view text) {
   return each_line(text, [](std::string_view l) -> std::string {
-    for (std::string_view label : {"command:", "host:", "processes:", "BLAS:", "total:",
-                                   "%Time of:"})
+    for (std::string_view label :
+         {"command:", "host:", "processes:", "BLAS:", "total:", "%Time of:"})
       if (l.starts_with(label)) return label_line(l, kBold);
     if (l.starts_with("warning:")) return paint(l, kYellow);
     if (l.starts_with("%Time")) return paint(l, kBold);
@@ -65,13 +84,54 @@ std::string colour_candidates(std::string_view text) {
     auto gain = l.rfind("  (est. gain ");
     if (!l.empty() && l[0] >= '0' && l[0] <= '9' && open != std::string_view::npos &&
         close != std::string_view::npos && gain != std::string_view::npos && close < gain) {
-      return paint(l.substr(0, open + 2), kBold) + paint(l.substr(open + 2, close - open - 1), kCyan) +
+      return paint(l.substr(0, open + 2), kBold) +
+             paint(l.substr(open + 2, close - open - 1), kCyan) +
              paint(l.substr(close + 1, gain - close - 1), kBold) + paint(l.substr(gain), kGreen);
     }
     for (std::string_view label : {"   evidence:", "   gain bound:", "   advice:", "   measured:"})
       if (l.starts_with(label)) return label_line(l, kDim);
     return std::string(l);
   });
+}
+
+std::string colour_tree(std::string_view text) {
+  return each_line(text, [](std::string_view l) -> std::string {
+    if (l.starts_with("process ") || l.starts_with("all threads") || l.starts_with("  incl %"))
+      return paint(l, kBold);
+    if (l.starts_with("warning:")) return paint(l, kYellow);
+    return std::string(l);
+  });
+}
+
+std::string colour_metrics(std::string_view text) {
+  // A section: its title (the first line after a blank one), a table's heading (the line
+  // above its dashes); warnings anywhere.
+  std::string out;
+  std::string_view previous = "";
+  bool first = true;
+  std::string_view rest = text;
+  std::vector<std::string_view> lines;
+  while (!rest.empty()) {
+    auto nl = rest.find('\n');
+    lines.push_back(rest.substr(0, nl));
+    if (nl == std::string_view::npos) break;
+    rest.remove_prefix(nl + 1);
+  }
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    std::string_view l = lines[i];
+    bool title = !l.empty() && (first || previous.empty());
+    bool heading = i + 1 < lines.size() && lines[i + 1].starts_with("---");
+    if (l.starts_with("warning:"))
+      out += paint(l, kYellow);
+    else if (title || heading)
+      out += paint(l, kBold);
+    else
+      out += l;
+    if (i + 1 < lines.size() || text.ends_with('\n')) out += '\n';
+    previous = l;
+    first = false;
+  }
+  return out;
 }
 
 }  // namespace sonde::analyzers

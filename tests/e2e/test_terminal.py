@@ -95,3 +95,26 @@ def test_merge_shows_progress_on_a_terminal_only(tmp_path):
     piped = run([CLI, "merge", "-o", tmp_path / "piped.db", *files])
     assert piped.returncode == 0, piped.stderr
     assert "\r" not in piped.stderr and " % (" not in piped.stderr
+
+
+def test_color_always_never_and_clicolor_force(db):
+    """--color=always paints a pipe too (less -R, CI logs), over NO_COLOR; --color=never paints
+    no terminal; CLICOLOR_FORCE=1 paints a pipe unless NO_COLOR; and tree and metrics are
+    painted as report is, the same text once the colour is taken out."""
+    r = run([os.environ["SONDE_MLP"], "--steps", "5"], db)
+    assert r.returncode == 0, r.stderr
+    plain = {c: run([CLI, c, db]).stdout for c in ("report", "tree", "metrics", "candidates")}
+    for command, text in plain.items():
+        painted = run([CLI, command, db, "--color=always"], NO_COLOR="1").stdout
+        assert ESC in painted, command
+        assert re.sub(r"\x1b\[\d+m", "", painted) == text, command
+    assert f"{ESC}1mprocess " in run([CLI, "tree", db, "--color", "always"]).stdout
+    metrics = run([CLI, "metrics", db, "--color=always"]).stdout
+    assert re.search(r"^\x1b\[1mTime per phase .*\x1b\[0m$", metrics, re.M), metrics
+    tty, _, rc = on_terminal([CLI, "report", db, "--color=never"])
+    assert rc == 0 and "command:" in tty and ESC not in tty
+    assert ESC in run([CLI, "report", db], CLICOLOR_FORCE="1").stdout
+    assert ESC not in run([CLI, "report", db], CLICOLOR_FORCE="0").stdout
+    assert ESC not in run([CLI, "report", db], CLICOLOR_FORCE="1", NO_COLOR="1").stdout
+    bad = run([CLI, "report", db, "--color=sometimes"])
+    assert bad.returncode == 2 and "--color" in bad.stderr
