@@ -217,3 +217,28 @@ def test_names_unknown_ambiguous_and_qualified(profile):
     assert r.returncode == 2 and "--threads does not apply" in r.stderr
     r = sonde("tree", profile, "--callers", "helper", "--callees", "helper")
     assert r.returncode == 2
+
+
+def test_viewer_part_is_the_cli_figures(profile):
+    """`sonde view`'s sandwich_<id> part holds what `sonde tree --callers` and `--callees` print
+    (the same function, at the panel's 0.5 %); an id no busy thread called, or a thread's root,
+    is 404; the --html document carries the hot spots' first routines."""
+    from test_view import get, serving
+    rid = routine_id(profile, "helper")
+    (root_id,), = query(profile, "SELECT routine_id FROM routines WHERE kind = 'root'")
+    with serving(profile) as (_, _, port, token):
+        status, _, body = get(port, f"/data.json?token={token}&profile=0&part=sandwich_{rid}")
+        assert status == 200
+        part = json.loads(body)
+        for bad in (root_id, 999999, "x1"):
+            assert get(port, f"/data.json?token={token}&profile=0&part=sandwich_{bad}")[0] == 404
+        whole = json.loads(get(port, f"/data.json?token={token}")[2])["profiles"][0]
+    up = callers(profile, "helper", "--min-pct", "0.5")
+    down = callers(profile, "helper", "--min-pct", "0.5", side="--callees")
+    assert part["callers"] == up["callers"] and part["callees"] == down["callees"]
+    assert part["routine"] == up["routine"] and part["min_pct"] == 0.5
+    assert whole[f"sandwich_{rid}"] == part
+    hot = [r for r, k in query(profile, "SELECT routine_id, kind FROM hotspots "
+                                        "ORDER BY excl_s DESC, incl_s DESC") if k != "root"]
+    carried = {int(k.split("_")[1]) for k in whole if k.startswith("sandwich_")}
+    assert carried == set(hot[:50])
