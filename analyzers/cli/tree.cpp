@@ -34,7 +34,7 @@ int sandwich(const ProfileFile& file, const Options& a, Format format) {
   bool up = !a.callers.empty();
   Hotspots h = compute_hotspots(file);
   const HotspotRow& row = pick_routine(h, up ? a.callers : a.callees);
-  Sandwich s = compute_sandwich(file, row.routine_id);
+  Sandwich s = compute_sandwich(file, row.routine_id, {a.min_pct, a.depth, up, !up});
   SandwichSide side = up ? SandwichSide::kCallers : SandwichSide::kCallees;
   TreeOptions options{a.min_pct, a.depth, true};
   if (format == Format::kJson)

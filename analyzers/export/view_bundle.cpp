@@ -206,7 +206,7 @@ struct Profile {
     if (const HotspotRow* row = sandwich_row(name)) {
       // `sonde tree --callers` and `--callees` of that routine, at the panel's threshold.
       if (!callers) callers.emplace(file);
-      return render_sandwich_json(callers->sandwich(row->routine_id), *row,
+      return render_sandwich_json(callers->sandwich(row->routine_id, {kViewSandwichMinPct}), *row,
                                   TreeOptions{kViewSandwichMinPct, std::nullopt, true});
     }
     if (name == "report")
@@ -344,8 +344,13 @@ std::string ViewData::whole() {
       std::lock_guard lock(impl_->mutex);
       sandwiches = impl_->profiles[i]->sandwich_parts();
     }
-    for (const std::string& name : sandwiches)
-      out += fmt::format(",\"{}\":{}", name, *part(i, name));
+    std::size_t carried = 0;
+    for (const std::string& name : sandwiches) {
+      auto text = part(i, name);
+      if (carried + text->size() > kViewSandwichBytes) break;
+      carried += text->size();
+      out += fmt::format(",\"{}\":{}", name, *text);
+    }
     out += '}';
   }
   out += "],\"diff\":";

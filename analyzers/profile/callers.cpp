@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -22,20 +23,26 @@ struct Totals {
 
 std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
 
-// A tree built node by node, children found by routine id; parents come before their children.
+// A tree built level by level: only the nodes shown are made, the children below the
+// threshold summed into their parent's `unloaded`, as load_forest_above leaves them in the file.
+// Parents come before their children.
 class Trie {
  public:
-  explicit Trie(std::int64_t root_routine) { nodes_.emplace_back(root_routine); }
+  explicit Trie(std::int64_t root_routine) { nodes_.push_back({root_routine, -1}); }
 
-  std::size_t child(std::size_t parent, std::int64_t routine_id) {
-    auto [it, added] = index_.try_emplace(key(parent, routine_id), nodes_.size());
-    if (added) {
-      nodes_[parent].children.push_back(nodes_.size());
-      nodes_.emplace_back(routine_id);
-    }
-    return it->second;
+  std::size_t add(std::size_t parent, std::int64_t routine_id) {
+    nodes_[parent].children.push_back(nodes_.size());
+    nodes_.push_back({routine_id, static_cast<std::int64_t>(parent)});
+    return nodes_.size() - 1;
   }
   CallNodeFields& at(std::size_t i) { return nodes_[i].data; }
+  // The routines from the root down to node i.
+  std::unordered_set<std::int64_t> path(std::size_t i) const {
+    std::unordered_set<std::int64_t> out;
+    for (std::int64_t j = static_cast<std::int64_t>(i); j >= 0; j = nodes_[j].parent)
+      out.insert(nodes_[j].data.routine_id);
+    return out;
+  }
 
   // Linked from the end, so that a node's children are built before it is: no recursion.
   CallNode build(const std::unordered_map<std::int64_t, RoutineInfo>& routines) {
@@ -57,18 +64,12 @@ class Trie {
 
  private:
   struct Node {
-    explicit Node(std::int64_t routine_id) { data.routine_id = routine_id; }
+    Node(std::int64_t routine_id, std::int64_t p) : parent(p) { data.routine_id = routine_id; }
     CallNodeFields data;
+    std::int64_t parent;
     std::vector<std::size_t> children;
   };
-  static std::pair<std::size_t, std::int64_t> key(std::size_t p, std::int64_t r) { return {p, r}; }
-  struct Hash {
-    std::size_t operator()(const std::pair<std::size_t, std::int64_t>& k) const {
-      return std::hash<std::size_t>()(k.first * 1000003u) ^ std::hash<std::int64_t>()(k.second);
-    }
-  };
   std::vector<Node> nodes_;
-  std::unordered_map<std::pair<std::size_t, std::int64_t>, std::size_t, Hash> index_;
 };
 
 void add(CallNodeFields& to, std::int64_t calls, std::int64_t subrs, std::int64_t incl,
@@ -77,6 +78,41 @@ void add(CallNodeFields& to, std::int64_t calls, std::int64_t subrs, std::int64_
   to.subrs += subrs;
   to.incl_ns += incl;
   to.excl_ns += excl;
+}
+
+// Whether a node of `incl` is shown under a tree of `total`: render/tree.cpp's test, in the same
+// doubles, so that what is made is what a renderer with the same min_pct shows.
+bool shown(std::int64_t incl, std::int64_t total, double min_pct) {
+  double pct = total > 0 ? 100.0 * static_cast<double>(incl) / static_cast<double>(total) : 0.0;
+  return pct >= min_pct;
+}
+
+// One level's children of a trie node: per routine, the members that go on and their sums.
+struct Group {
+  CallNodeFields sums;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> members;
+};
+
+// Makes the groups above the threshold children of `at` (returned with their members, to be
+// expanded in turn) and folds the others into its `unloaded`.
+std::vector<std::pair<std::size_t, Group>> place(Trie& trie, std::size_t at,
+                                                 std::vector<Group>& groups, std::int64_t total,
+                                                 double min_pct) {
+  std::vector<std::pair<std::size_t, Group>> kept;
+  for (Group& g : groups) {
+    if (shown(g.sums.incl_ns, total, min_pct)) {
+      std::size_t child = trie.add(at, g.sums.routine_id);
+      add(trie.at(child), g.sums.calls, g.sums.subrs, g.sums.incl_ns, g.sums.excl_ns);
+      kept.emplace_back(child, std::move(g));
+    } else {
+      auto& u = trie.at(at).unloaded;
+      ++u.count;
+      u.calls += g.sums.calls;
+      u.incl_ns += g.sums.incl_ns;
+      u.excl_ns += g.sums.excl_ns;
+    }
+  }
+  return kept;
 }
 
 }  // namespace
@@ -148,7 +184,7 @@ CallerIndex::~CallerIndex() = default;
 CallerIndex::CallerIndex(CallerIndex&&) noexcept = default;
 CallerIndex& CallerIndex::operator=(CallerIndex&&) noexcept = default;
 
-Sandwich CallerIndex::sandwich(std::int64_t routine_id) const {
+Sandwich CallerIndex::sandwich(std::int64_t routine_id, const SandwichOptions& options) const {
   const Impl& x = *impl_;
   auto total = x.totals.find(routine_id);
   auto info = x.routines.find(routine_id);
@@ -160,52 +196,122 @@ Sandwich CallerIndex::sandwich(std::int64_t routine_id) const {
                             "it calls)",
                             info->second.name),
                 2);
-  Trie callers(routine_id), callees(routine_id);
-  // Each outermost node's subtree, walked on a stack: its callees merged, and the routine's
-  // recursive nodes in it counted with it. Outermost nodes' subtrees never overlap.
-  std::vector<std::pair<std::uint32_t, std::size_t>> todo;  // node, its callee trie node
-  std::unordered_set<std::int64_t> on_chain;
-  for (std::uint32_t outer : nodes->second) {
-    if (x.recursive[outer]) continue;
-    std::int64_t calls = x.calls[outer], excl = x.excl_ns[outer];
-    add(callees.at(0), x.calls[outer], x.subrs[outer], x.incl_ns[outer], x.excl_ns[outer]);
-    todo.assign(1, {outer, 0});
-    while (!todo.empty()) {
-      auto [node, at] = todo.back();
-      todo.pop_back();
+  const Totals& t = total->second;
+  const double min_pct = options.min_pct;
+  auto expands = [&](int depth) { return !options.max_depth || depth < *options.max_depth; };
+
+  // The outermost nodes (nodes.recursive 0), each with its recursive nodes' calls and
+  // exclusive time: a recursive node goes up to the nearest node of the routine, and from there
+  // to the outermost one, each node's outermost remembered (linear in the nodes between).
+  std::vector<std::uint32_t> outer;
+  std::vector<std::int64_t> calls, excl;
+  std::unordered_map<std::uint32_t, std::uint32_t> outer_of;  // a node of the routine -> outer
+  for (std::uint32_t o : nodes->second) {
+    if (x.recursive[o]) continue;
+    outer_of.emplace(o, static_cast<std::uint32_t>(outer.size()));
+    outer.push_back(o);
+    calls.push_back(x.calls[o]);
+    excl.push_back(x.excl_ns[o]);
+  }
+  std::vector<std::uint32_t> chain;
+  for (std::uint32_t r : nodes->second) {
+    if (!x.recursive[r]) continue;
+    std::optional<std::uint32_t> found;
+    if (auto it = outer_of.find(r); it != outer_of.end()) found = it->second;
+    chain.assign(1, r);
+    for (std::int32_t up = x.parent[r]; up >= 0 && !found; up = x.parent[up]) {
+      if (x.routine[up] != routine_id) continue;
+      if (auto it = outer_of.find(up); it != outer_of.end())
+        found = it->second;
+      else
+        chain.push_back(up);
+    }
+    if (!found) continue;  // marked recursive without a node of the routine above: left out
+    for (std::uint32_t c : chain) outer_of.emplace(c, *found);
+    calls[*found] += x.calls[r];
+    excl[*found] += x.excl_ns[r];
+  }
+
+  // Callers, a level at a time: a member is an outermost node (its index in `outer`) and the
+  // caller it has reached. A routine already on the path is passed over: recursion among the
+  // callers folded.
+  Trie up(routine_id);
+  add(up.at(0), t.calls, t.subrs, t.incl_ns, t.excl_ns);
+  struct Pending {
+    std::size_t at;
+    int depth;
+    Group group;
+  };
+  std::vector<Pending> pending;
+  {
+    Group all;
+    for (std::uint32_t i = 0; i < outer.size(); ++i) all.members.emplace_back(i, outer[i]);
+    if (options.callers) pending.push_back({0, 0, std::move(all)});
+  }
+  while (!pending.empty()) {
+    Pending p = std::move(pending.back());
+    pending.pop_back();
+    if (!expands(p.depth)) continue;
+    std::unordered_set<std::int64_t> path = up.path(p.at);
+    std::unordered_map<std::int64_t, std::size_t> index;
+    std::vector<Group> groups;
+    for (auto [i, reached] : p.group.members) {
+      std::int32_t next = x.parent[reached];
+      while (next >= 0 && path.count(x.routine[next])) next = x.parent[next];
+      if (next < 0) continue;  // the chain has reached its thread's root
+      auto [it, added] = index.try_emplace(x.routine[next], groups.size());
+      if (added) {
+        groups.emplace_back();
+        groups.back().sums.routine_id = x.routine[next];
+      }
+      Group& g = groups[it->second];
+      add(g.sums, calls[i], 0, x.incl_ns[outer[i]], excl[i]);
+      g.members.emplace_back(i, static_cast<std::uint32_t>(next));
+    }
+    p.group.members = {};
+    for (auto& [child, g] : place(up, p.at, groups, t.incl_ns, min_pct))
+      pending.push_back({child, p.depth + 1, std::move(g)});
+  }
+
+  // Callees, a level at a time: a member is a node under the routine's outermost nodes.
+  Trie down(routine_id);
+  {
+    Group all;
+    for (std::uint32_t o : outer) {
+      all.members.emplace_back(o, o);
+      add(down.at(0), x.calls[o], x.subrs[o], x.incl_ns[o], x.excl_ns[o]);
+    }
+    if (options.callees) pending.push_back({0, 0, std::move(all)});
+  }
+  while (!pending.empty()) {
+    Pending p = std::move(pending.back());
+    pending.pop_back();
+    if (!expands(p.depth)) continue;
+    std::unordered_map<std::int64_t, std::size_t> index;
+    std::vector<Group> groups;
+    for (auto [node, unused] : p.group.members) {
       for (std::uint32_t k = x.child_start[node]; k < x.child_start[node + 1]; ++k) {
         std::uint32_t c = x.child_list[k];
-        if (x.routine[c] == routine_id) {
-          calls += x.calls[c];
-          excl += x.excl_ns[c];
+        auto [it, added] = index.try_emplace(x.routine[c], groups.size());
+        if (added) {
+          groups.emplace_back();
+          groups.back().sums.routine_id = x.routine[c];
         }
-        std::size_t t = callees.child(at, x.routine[c]);
-        add(callees.at(t), x.calls[c], x.subrs[c], x.incl_ns[c], x.excl_ns[c]);
-        todo.emplace_back(c, t);
+        Group& g = groups[it->second];
+        add(g.sums, x.calls[c], x.subrs[c], x.incl_ns[c], x.excl_ns[c]);
+        g.members.emplace_back(c, c);
       }
     }
-    // Up the outermost node's callers to its thread's root, each carrying what came through.
-    // A caller already on the chain is not shown again (rec <- rec <- main: rec <- main), so
-    // recursion among the callers keeps the tree as deep as the distinct routines above.
-    std::size_t at = 0;
-    on_chain.clear();
-    for (std::int32_t up = x.parent[outer]; up >= 0; up = x.parent[up]) {
-      if (!on_chain.insert(x.routine[up]).second) continue;
-      at = callers.child(at, x.routine[up]);
-      add(callers.at(at), calls, 0, x.incl_ns[outer], excl);
-    }
+    p.group.members = {};
+    for (auto& [child, g] : place(down, p.at, groups, t.incl_ns, min_pct))
+      pending.push_back({child, p.depth + 1, std::move(g)});
   }
-  Sandwich s{callers.build(x.routines), callees.build(x.routines)};
-  const Totals& t = total->second;
-  s.callers.calls = t.calls;
-  s.callers.subrs = t.subrs;
-  s.callers.incl_ns = t.incl_ns;
-  s.callers.excl_ns = t.excl_ns;
-  return s;
+  return Sandwich{up.build(x.routines), down.build(x.routines)};
 }
 
-Sandwich compute_sandwich(const ProfileFile& file, std::int64_t routine_id) {
-  return CallerIndex(file).sandwich(routine_id);
+Sandwich compute_sandwich(const ProfileFile& file, std::int64_t routine_id,
+                          const SandwichOptions& options) {
+  return CallerIndex(file).sandwich(routine_id, options);
 }
 
 }  // namespace sonde::analyzers

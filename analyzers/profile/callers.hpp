@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "profile/call_tree.hpp"
 #include "profile/profile_file.hpp"
@@ -29,6 +30,15 @@ struct Sandwich {
   CallNode callees;
 };
 
+// What is made of a sandwich: the nodes of at least min_pct % of the routine's inclusive time,
+// down to max_depth levels (as `sonde tree --min-pct --depth` show them), of the sides asked for
+// (a side not asked for is its root alone).
+struct SandwichOptions {
+  double min_pct = 0.5;
+  std::optional<int> max_depth;
+  bool callers = true, callees = true;
+};
+
 // The nodes table loaded once (parents, routines, figures) and the routines' names, for any
 // number of routines: `sonde view` asks for one routine after another.
 class CallerIndex {
@@ -38,8 +48,11 @@ class CallerIndex {
   CallerIndex(CallerIndex&&) noexcept;
   CallerIndex& operator=(CallerIndex&&) noexcept;
 
-  // Throws Error (exit 2) for a routine no busy thread called.
-  Sandwich sandwich(std::int64_t routine_id) const;
+  // Only the nodes a renderer with the same min_pct and max_depth shows are made (a routine
+  // of the 1M-path benchmark file has millions of caller chains); the children below min_pct %
+  // of the routine's inclusive time are summed in their parent's `unloaded`, and nothing is
+  // made below max_depth. Throws Error (exit 2) for a routine no busy thread called.
+  Sandwich sandwich(std::int64_t routine_id, const SandwichOptions& options) const;
 
  private:
   struct Impl;
@@ -47,6 +60,7 @@ class CallerIndex {
 };
 
 // One routine's, without keeping the index.
-Sandwich compute_sandwich(const ProfileFile& file, std::int64_t routine_id);
+Sandwich compute_sandwich(const ProfileFile& file, std::int64_t routine_id,
+                          const SandwichOptions& options);
 
 }  // namespace sonde::analyzers

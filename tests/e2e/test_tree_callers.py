@@ -37,10 +37,20 @@ def rec(n):
     helper(2)
     return rec(n - 1) if n else 0
 
+def leaf():
+    pass
+
+def ping(n):
+    return pong(n) if n else leaf()
+
+def pong(n):
+    return ping(n - 1)
+
 def main():
     alpha()
     beta()
     rec(3)
+    ping(2)
     m1.step()
     m2.step()
 
@@ -242,3 +252,19 @@ def test_viewer_part_is_the_cli_figures(profile):
                                         "ORDER BY excl_s DESC, incl_s DESC") if k != "root"]
     carried = {int(k.split("_")[1]) for k in whole if k.startswith("sandwich_")}
     assert carried == set(hot[:50])
+
+
+def test_mutual_recursion_is_folded(profile):
+    """ping -> pong -> ping -> pong -> ping -> leaf: leaf's chain shows each routine once (leaf
+    <- ping <- pong <- main), and ping's inner calls count with its outermost, called by main."""
+    root = callers(profile, "leaf")["callers"]
+    node, names = root, []
+    while node["children"]:
+        (node,) = node["children"]
+        names.append(short(node["name"]))
+    assert names == ["ping", "pong", "main", "<module>", "<thread>"]
+    (calls, excl), = query(profile, "SELECT SUM(calls), SUM(excl_ns) FROM nodes "
+                                    "WHERE routine_id = ?", (routine_id(profile, "ping"),))
+    ping = callers(profile, "ping")["callers"]
+    assert calls == 3 and [short(c["name"]) for c in ping["children"]] == ["main"]
+    assert (ping["children"][0]["calls"], ns(ping["children"][0]["excl_s"])) == (calls, excl)
