@@ -13,7 +13,10 @@
 #include "metrics/loaded_profile.hpp"
 #include "metrics/ranks.hpp"
 #include "profile/call_tree.hpp"
+#include "profile/callers.hpp"
+#include "profile/hotspots.hpp"
 #include "profile/run_summary.hpp"
+#include "render/callers.hpp"
 #include "render/line_report.hpp"
 #include "render/metrics_report.hpp"
 #include "render/report.hpp"
@@ -120,6 +123,8 @@ struct Profile {
   std::optional<std::size_t> busy_threads;
   std::vector<ThreadTree> idle_threads;
   std::optional<TreeScopes> scopes;
+  std::optional<Hotspots> hotspots;
+  std::optional<CallerIndex> callers;
   std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
 
   explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
@@ -134,6 +139,34 @@ struct Profile {
     for (const TreeScope& s : tree_scopes().scopes)
       if (s.part == part) return &s;
     return nullptr;
+  }
+
+  const Hotspots& hotspot_rows() {
+    if (!hotspots) hotspots = compute_hotspots(file);
+    return *hotspots;
+  }
+  // The hotspots row of the routine a "sandwich_<routine_id>" part names; null for another
+  // name or a routine no busy thread called (its thread roots too: nothing calls them).
+  const HotspotRow* sandwich_row(std::string_view part) {
+    constexpr std::string_view prefix = "sandwich_";
+    if (!part.starts_with(prefix) || part.size() == prefix.size() || part.size() > 30)
+      return nullptr;
+    std::int64_t id = 0;
+    for (char c : part.substr(prefix.size())) {
+      if (c < '0' || c > '9') return nullptr;
+      id = id * 10 + (c - '0');
+    }
+    for (const HotspotRow& row : hotspot_rows().rows)
+      if (row.routine_id == id) return row.kind == "root" ? nullptr : &row;
+    return nullptr;
+  }
+  // The routines whose sandwich the whole bundle carries: the hot-spot table's first rows.
+  std::vector<std::string> sandwich_parts() {
+    std::vector<std::string> parts;
+    for (const HotspotRow& row : hotspot_rows().rows)
+      if (row.kind != "root" && parts.size() < kViewSandwichMax)
+        parts.push_back(fmt::format("sandwich_{}", row.routine_id));
+    return parts;
   }
 
   MetricsReport& metrics_report() {
@@ -170,6 +203,12 @@ struct Profile {
     if (name == "tree_scopes") return tree_scopes_json(tree_scopes());
     if (const TreeScope* scope = scope_of(name))
       return scope_tree_json(file, *scope, kViewTreeMinPct);
+    if (const HotspotRow* row = sandwich_row(name)) {
+      // `sonde tree --callers` and `--callees` of that routine, at the panel's threshold.
+      if (!callers) callers.emplace(file);
+      return render_sandwich_json(callers->sandwich(row->routine_id, {kViewSandwichMinPct}), *row,
+                                  TreeOptions{kViewSandwichMinPct, std::nullopt, true});
+    }
     if (name == "report")
       return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
     if (name == "shapes") {
@@ -249,7 +288,7 @@ std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::stri
   Profile& p = *impl_->profiles[profile];
   auto it = p.done.find(name);
   if (it != p.done.end()) return it->second;
-  if (!known_part(name) && !p.scope_of(name)) return nullptr;
+  if (!known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
   // Recorded names are bytes: dump_json replaces what is not UTF-8.
   auto text = std::make_shared<const std::string>(dump_json(p.make(name), -1));
   p.done.emplace(std::string(name), text);
@@ -299,6 +338,19 @@ std::string ViewData::whole() {
     for (const TreeScope& s : scopes)
       if (scope_parts.insert(s.part).second)
         out += fmt::format(",\"{}\":{}", s.part, *part(i, s.part));
+    // The callers and callees of the hot-spot table's first routines (the server makes any).
+    std::vector<std::string> sandwiches;
+    {
+      std::lock_guard lock(impl_->mutex);
+      sandwiches = impl_->profiles[i]->sandwich_parts();
+    }
+    std::size_t carried = 0;
+    for (const std::string& name : sandwiches) {
+      auto text = part(i, name);
+      if (carried + text->size() > kViewSandwichBytes) break;
+      carried += text->size();
+      out += fmt::format(",\"{}\":{}", name, *text);
+    }
     out += '}';
   }
   out += "],\"diff\":";

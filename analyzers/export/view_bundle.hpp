@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstddef>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,16 @@ inline constexpr double kViewTreeMinPct = 0.01;
 // tree (76k frames at 0.01 %, every level) comes next ("tree").
 inline constexpr double kViewFirstTreeMinPct = 0.1;
 inline constexpr int kViewFirstTreeDepth = 64;
+
+// The callers panel ("sandwich_<routine_id>": `sonde tree --callers` and `--callees` of one
+// routine): chains below 0.5 % of the routine's time folded, as `sonde tree` folds by default.
+// The whole bundle (--html) carries the first kViewSandwichMax routines of `sonde report`'s
+// order (exclusive time), as many as fit in kViewSandwichBytes; the server makes any routine's
+// when asked. The 1M-path benchmark file's 50 were 58 MB (2.2 MB the largest) beside its 24 MB
+// bundle; torch_cnn's 50 are 165 KB.
+inline constexpr double kViewSandwichMinPct = 0.5;
+inline constexpr std::size_t kViewSandwichMax = 50;
+inline constexpr std::size_t kViewSandwichBytes = 4 << 20;
 
 // A profile's members in the whole bundle, in the order the page needs them: the run facts and
 // the tree draw the first panel. "samples" and "ranks" are null where the profile has none.

@@ -249,7 +249,34 @@ GpuColumns forest_columns(const Forest& f) {
   return {has_gpu_time(f.busy), has_graph_time(f.busy)};
 }
 
+// tree_table's columns: one layout for every tree's CSV.
+void tree_columns(Table& t) {
+  t.columns = {{"pid", "pid", 0},        {"thread", "thread", 0},   {"depth", "depth", 0},
+               {"path", "path", 0},      {"name", "name", 0},       {"kind", "kind", 0},
+               {"where", "where", 0},    {"calls", "calls", 0},     {"incl s", "incl_s", 3},
+               {"excl s", "excl_s", 3},  {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3},
+               {"graph s", "graph_s", 3}};
+}
+
 }  // namespace
+
+std::string render_node_text(const CallNode& root, std::int64_t total, const TreeOptions& o) {
+  std::string out(kColumns);
+  text_tree(out, root, total, o, {});
+  return out;
+}
+
+Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& o) {
+  return json_node(root, total, 0, o, {});
+}
+
+Table node_table(const CallNode& root, std::int64_t total, const TreeOptions& o) {
+  Table t;
+  tree_columns(t);
+  table_rows(t, root, total, o, 0, 0, {});
+  for (auto& row : t.rows) row[0] = row[1] = Cell();
+  return t;
+}
 
 std::string render_tree_text(const Forest& f, const TreeOptions& o) {
   std::string out;
@@ -285,11 +312,7 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
 
 Table tree_table(const Forest& f, const TreeOptions& o) {
   Table t;
-  t.columns = {{"pid", "pid", 0},        {"thread", "thread", 0},   {"depth", "depth", 0},
-               {"path", "path", 0},      {"name", "name", 0},       {"kind", "kind", 0},
-               {"where", "where", 0},    {"calls", "calls", 0},     {"incl s", "incl_s", 3},
-               {"excl s", "excl_s", 3},  {"incl %", "incl_pct", 1}, {"gpu s", "gpu_s", 3},
-               {"graph s", "graph_s", 3}};
+  tree_columns(t);
   if (f.merged) {
     CallNode merged = f.merged_root;
     sort_by_inclusive(merged);

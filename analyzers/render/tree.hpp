@@ -25,4 +25,11 @@ Json render_tree_json(const Forest& forest, const TreeOptions& options);
 // pandas and spreadsheets: `sonde tree --format csv`.
 Table tree_table(const Forest& forest, const TreeOptions& options);
 
+// One tree of CPU figures (no device-time columns), percentages of `total`: its column line and
+// lines as in render_tree_text, its node as in the JSON, its rows as in tree_table (pid and
+// thread empty). What a routine's callers and callees are shown with (render/callers.hpp).
+std::string render_node_text(const CallNode& root, std::int64_t total, const TreeOptions& options);
+Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& options);
+Table node_table(const CallNode& root, std::int64_t total, const TreeOptions& options);
+
 }  // namespace sonde::analyzers

@@ -670,6 +670,8 @@ print(rec(int(sys.argv[1])))
 
 DEEP_READERS = {"report": ["report", "{db}"], "tree": ["tree", "{db}"],
                 "tree-table": ["tree", "{db}", "--format", "csv"],
+                "tree-callers": ["tree", "{db}", "--callers", "rec"],
+                "tree-callees": ["tree", "{db}", "--callees", "rec"],
                 "metrics": ["metrics", "{db}"], "candidates": ["candidates", "{db}"],
                 "export-chrome": ["export", "{db}", "--format", "chrome"]}
 

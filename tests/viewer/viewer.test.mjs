@@ -225,7 +225,7 @@ describe('viewer in chromium', { skip }, () => {
     assert.equal(Number(await page.locator('#flame').getAttribute('data-selected-frames')), 1);
     // and a click on two's row selects two: its frame alone is outlined
     await page.locator(`#hotspot-table tbody tr[data-id="${two.id}"]`).click();
-    await page.locator('button', { hasText: 'reset zoom' }).click();
+    await page.locator('#panel-flame button', { hasText: 'reset zoom' }).click();  // the callers panel has its own
     assert.equal(await page.evaluate(() => window.sonde.state.selected.id), two.id);
     assert.equal(Number(await page.locator('#flame').getAttribute('data-selected-frames')), 1);
     assert.deepEqual((await stepRows()).filter((r) => r.selected).map((r) => r.id), [String(two.id)]);

@@ -77,10 +77,11 @@ function flatten(root, minPct) {
 }
 
 export class FlameGraph {
-  constructor({ onSelect, tooltip }) {
+  // id: the canvas's (the callers panel draws two more).
+  constructor({ onSelect, tooltip, id = 'flame' }) {
     this.onSelect = onSelect;
     this.tooltip = tooltip;
-    this.canvas = el('canvas', { id: 'flame', role: 'img', 'aria-label': 'flame graph' });
+    this.canvas = el('canvas', { id, class: 'flame', role: 'img', 'aria-label': 'flame graph' });
     this.reset = el('button', { type: 'button', onclick: () => this.zoom(0) }, 'reset zoom');
     this.crumb = el('span', { class: 'crumb' });
     this.note = el('span', { class: 'note flame-note' });

@@ -7,6 +7,7 @@ import { DataTable } from './table.js';
 import { FlameGraph } from './flame.js';
 import { breakdown, roofline } from './charts.js';
 import { flamePanel } from './tree_panel.js';
+import { callersPanel } from './callers_panel.js';
 
 const SUPPORTED_FORMAT = 2;
 
@@ -208,6 +209,7 @@ async function render(index) {
   if (((p.tree ?? p.tree_first).trees || []).length > 1) await need(index, ['tree_merged']);
   else if (!('tree_merged' in p)) p.tree_merged = null;
   state.profile = p;
+  state.index = index;
   state.linked = [flame];
   state.filtered = [];
   const main = document.getElementById('panels');
@@ -239,6 +241,12 @@ function renderRest(p, main) {
   main.appendChild(hot.section);
   state.filtered.push(hot.table);
   state.linked.push(hot.table);
+  // The server makes any routine's callers when asked; the --html file has what it carries.
+  const inline = document.getElementById('sonde-data') !== null;
+  const sandwich = callersPanel(p, inline ? null : (names) => need(state.index, names), p.report.rows,
+                                { onSelect: select, tooltip });
+  main.appendChild(sandwich.section);
+  state.linked.push(sandwich);
   const shapes = tablePanel('shapes', 'GEMM and convolution shapes',
     'Per shape and call site; GFLOP/s achieved, % of the calibrated peak for the thread count the calls ran with.',
     p.shapes, [{ key: 'routine', title: 'Routine' }, { key: 'call_site', title: 'Call site' }, { key: 'm', title: 'm' },
