@@ -96,7 +96,8 @@ std::string colour_candidates(std::string_view text) {
 
 std::string colour_tree(std::string_view text) {
   return each_line(text, [](std::string_view l) -> std::string {
-    if (l.starts_with("process ") || l.starts_with("all threads") || l.starts_with("  incl %"))
+    if (l.starts_with("process ") || l.starts_with("all threads") || l.starts_with("  incl %") ||
+        l.starts_with("callers of ") || l.starts_with("callees of "))
       return paint(l, kBold);
     if (l.starts_with("warning:")) return paint(l, kYellow);
     return std::string(l);
