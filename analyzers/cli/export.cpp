@@ -59,7 +59,10 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
   out.flush();
 }
 
-int export_profile(const Options& a) {
+int export_profile(const Options& given) {
+  // `-o -` is standard output, as for most tools (it wrote a file named "-").
+  Options a = given;
+  if (a.output && *a.output == "-") a.output.reset();
   if ((a.format == "pstats" || a.format == "pprof") && !a.output && ::isatty(STDOUT_FILENO)) {
     throw Error(fmt::format("--format {} is binary ({}): give -o FILE, or redirect standard output",
                             a.format,
@@ -134,7 +137,7 @@ Command add_export(CLI::App& app) {
   cmd->add_flag("--sampled", a->sampled,
                 "With folded: the sampler's stacks (values in samples) instead of the exact "
                 "figures' (microseconds); the two never share a file");
-  cmd->add_option("-o,--output", a->output, "Output file (default: standard output)");
+  cmd->add_option("-o,--output", a->output, "Output file (default, or -: standard output)");
   return {cmd, [a] { return export_profile(*a); }};
 }
 

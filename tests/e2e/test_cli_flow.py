@@ -1,6 +1,7 @@
 """The issue's walk-through: sonde run, then every reading of the file it wrote."""
 import json
 import re
+import subprocess
 
 import pytest
 
@@ -85,6 +86,15 @@ def test_folded_export_feeds_flamegraphs(profile):
     assert abs(total_us - thread_s * 1e6) <= len(lines)
     root_us = int(next(l for l in lines if l.startswith("<thread> ")).split()[1])
     assert abs(root_us - (thread_s * 1e6 - excl_ns / 1e3)) <= len(lines)
+
+
+def test_dash_output_is_standard_output(profile, tmp_path):
+    """`-o -` is standard output, as for most tools (it wrote a file named "-")."""
+    r = subprocess.run([CLI, "export", profile, "--format", "folded", "-o", "-"], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == run([CLI, "export", profile, "--format", "folded"]).stdout != ""
+    assert not (tmp_path / "-").exists()
 
 
 def test_outputs_that_are_not_regular_files_are_written_through_never_replaced(profile, tmp_path):
