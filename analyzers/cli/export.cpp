@@ -27,6 +27,7 @@ struct Options {
   std::string format;
   std::optional<std::string> output;
   bool sampled = false;
+  std::optional<std::string> baseline;  // svg: a differential flame graph against this file
 };
 
 void write_export(const Options& a, const ProfileFile& file, std::ostream& out) {
@@ -45,6 +46,9 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
                                 "callpaths ORDER BY path, path_ids"));
   } else if (a.format == "speedscope") {
     write_speedscope(file, out, &progress);
+  } else if (a.format == "svg" && a.baseline) {
+    ProfileFile before = ProfileFile::open(*a.baseline);
+    write_svg_flamegraph(file, out, &before);
   } else if (a.format == "svg") {
     write_svg_flamegraph(file, out);
   } else if (a.format == "pstats") {
@@ -75,7 +79,16 @@ int export_profile(const Options& given) {
         "in tracks of their own; --format samples is their JSON)",
         2);
   }
-  if (a.output) refuse_input_as_output({a.file}, *a.output);
+  if (a.baseline && a.format != "svg") {
+    throw Error(
+        "--baseline goes with --format svg (a differential flame graph); sonde diff "
+        "compares two profiles in a table",
+        2);
+  }
+  if (a.output)
+    refuse_input_as_output(a.baseline ? std::vector<std::string>{a.file, *a.baseline}
+                                      : std::vector<std::string>{a.file},
+                           *a.output);
   ProfileFile file = ProfileFile::open(a.file);
   // An empty file would read as a flame graph of nothing, with no word of why.
   if (a.sampled && !file.has_rows("samples")) {
@@ -137,6 +150,11 @@ Command add_export(CLI::App& app) {
   cmd->add_flag("--sampled", a->sampled,
                 "With folded: the sampler's stacks (values in samples) instead of the exact "
                 "figures' (microseconds); the two never share a file");
+  cmd->add_option("--baseline", a->baseline,
+                  "With svg: a differential flame graph, widths from FILE's profile and each "
+                  "frame coloured by the change of its call path's share of the busy time from "
+                  "BASELINE's (red grew, blue shrank)")
+      ->check(CLI::ExistingFile);
   cmd->add_option("-o,--output", a->output, "Output file (default, or -: standard output)");
   return {cmd, [a] { return export_profile(*a); }};
 }

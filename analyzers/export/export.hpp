@@ -45,6 +45,9 @@ void write_pprof(const ProfileFile& file, std::ostream& out);
 
 // A static SVG flame graph of the busy threads' merged tree (the `callpaths` view): widths by
 // inclusive time, colours by kind, a <title> tooltip per frame, no script.
-void write_svg_flamegraph(const ProfileFile& file, std::ostream& out);
+// `before`: a differential flame graph, widths from `file`, each frame's colour the change of
+// its call path's share of the busy time from `before` (matched by the frames' names).
+void write_svg_flamegraph(const ProfileFile& file, std::ostream& out,
+                          const ProfileFile* before = nullptr);
 
 }  // namespace sonde::analyzers

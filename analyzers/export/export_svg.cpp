@@ -1,8 +1,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
+#include <unordered_map>
+#include <vector>
 
 #include "export/export.hpp"
 #include "render/table_format.hpp"
@@ -86,24 +90,74 @@ std::string label(const std::string& name, double width) {
   return xml_text(shown);
 }
 
+// A differential flame graph's other side: each call path's share of the busy threads' time in
+// the baseline, keyed by its frames' names (two profiles share no routine ids).
+struct Baseline {
+  std::unordered_map<std::string, double> share;
+  double total_ns = 0;
+};
+
+// A path's key: its names joined by a byte no name holds in the tree's own key.
+std::string child_key(const std::string& parent, const std::string& name) {
+  return parent + '\x1f' + name;
+}
+
+void collect_shares(const CallNode& root, Baseline& b) {
+  b.total_ns = static_cast<double>(root.incl_ns);
+  // Iterative: a profile can be 20,000 calls deep.
+  std::vector<std::pair<const CallNode*, std::string>> todo{{&root, ""}};
+  while (!todo.empty()) {
+    auto [node, key] = std::move(todo.back());
+    todo.pop_back();
+    b.share[key] += static_cast<double>(node->incl_ns) / std::max(b.total_ns, 1.0);
+    for (const CallNode& child : node->children)
+      todo.emplace_back(&child, child_key(key, child.name));
+  }
+}
+
+// Red where a path's share grew, blue where it shrank, white where it held; the deeper the
+// colour, the larger the change relative to the baseline's share (full at double or half, and
+// at a path the baseline did not have).
+std::string change_fill(double before, double after) {
+  if (before <= 0) return "hsl(0,80%,50%)";
+  double change = (after - before) / before;
+  double depth = std::min(std::abs(change), 1.0);
+  return fmt::format("hsl({},{}%,{}%)", change >= 0 ? 0 : 220, 80,
+                     static_cast<int>(96 - 46 * depth));
+}
+
 class FlameWriter {
  public:
-  FlameWriter(std::ostream& out, double total_ns, int depth)
+  FlameWriter(std::ostream& out, double total_ns, int depth, const Baseline* baseline = nullptr)
       : out_(out),
         scale_((kWidth - 2 * kMargin) / std::max(total_ns, 1.0)),
         total_(total_ns),
-        depth_(depth) {}
+        depth_(depth),
+        baseline_(baseline) {}
 
-  void frame(const CallNode& node, double x, int level, const std::string& shown_name) {
+  void frame(const CallNode& node, double x, int level, const std::string& shown_name,
+             const std::string& key = "") {
     double w = static_cast<double>(node.incl_ns) * scale_;
     double y = kHeader + (depth_ - level) * kRow;
+    std::string colour = fill(node), change;
+    if (baseline_ != nullptr) {
+      double after = static_cast<double>(node.incl_ns) / std::max(total_, 1.0);
+      auto it = baseline_->share.find(key);
+      double before = it == baseline_->share.end() ? 0.0 : it->second;
+      colour = change_fill(before, after);
+      change = before > 0 ? fmt::format(
+                                "share {:.2f} % -> {:.2f} % ({:+.1f} % of its share "
+                                "in the baseline)",
+                                100 * before, 100 * after, 100 * (after - before) / before)
+                          : fmt::format("share {:.2f} %, not in the baseline", 100 * after);
+    }
     out_ << fmt::format(
         "<g class=\"f\"><title>{}\n{}: {:.6f} s inclusive ({:.2f} % of busy time), "
-        "{:.6f} s exclusive, {} calls</title>"
+        "{:.6f} s exclusive, {} calls{}</title>"
         "<rect x=\"{:.3f}\" y=\"{:.1f}\" width=\"{:.3f}\" height=\"{:.1f}\" fill=\"{}\"/>",
         xml_text(shown_name), xml_text(node.kind), node.incl_ns / 1e9,
-        100.0 * node.incl_ns / std::max(total_, 1.0), node.excl_ns / 1e9, node.calls, x, y, w,
-        kRow - 1, fill(node));
+        100.0 * node.incl_ns / std::max(total_, 1.0), node.excl_ns / 1e9, node.calls,
+        change.empty() ? "" : "\n" + xml_text(change), x, y, w, kRow - 1, colour);
     if (std::string text = label(shown_name, w); !text.empty())
       out_ << fmt::format("<text x=\"{:.3f}\" y=\"{:.1f}\">{}</text>", x + 3, y + kRow - 5, text);
     double child_x = x;
@@ -111,7 +165,8 @@ class FlameWriter {
     for (const CallNode& child : node.children) {
       double cw = static_cast<double>(child.incl_ns) * scale_;
       if (cw >= kMinWidth)
-        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name);
+        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name,
+              baseline_ != nullptr ? child_key(key, child.name) : std::string());
       else
         ++hidden_;
       child_x += cw;
@@ -124,6 +179,7 @@ class FlameWriter {
   std::ostream& out_;
   double scale_, total_;
   int depth_;
+  const Baseline* baseline_;
   int hidden_ = 0;
 };
 
@@ -139,7 +195,12 @@ int drawn_depth(const CallNode& node, double scale, int level, std::map<std::str
 
 }  // namespace
 
-void write_svg_flamegraph(const ProfileFile& file, std::ostream& out) {
+void write_svg_flamegraph(const ProfileFile& file, std::ostream& out, const ProfileFile* before) {
+  std::optional<Baseline> baseline;
+  if (before != nullptr) {
+    baseline.emplace();
+    collect_shares(load_merged_tree(*before), *baseline);
+  }
   CallNode root = load_merged_tree(file);
   sort_by_inclusive(root);
   auto total = static_cast<double>(root.incl_ns);
@@ -156,11 +217,17 @@ void write_svg_flamegraph(const ProfileFile& file, std::ostream& out) {
       "<style>text{{font-family:monospace;font-size:11px;fill:#000}} "
       "g.f:hover>rect{{stroke:#000;stroke-width:0.5}}</style>\n"
       "<rect width=\"100%\" height=\"100%\" fill=\"#fff\"/>\n"
-      "<text x=\"{2}\" y=\"18\" style=\"font-size:14px\">sonde flame graph: {3}, {4:.3f} s on "
-      "busy threads (width: inclusive time, merged over threads)</text>\n",
-      kWidth, height, kMargin, xml_text(name), total / 1e9);
+      "<text x=\"{2}\" y=\"18\" style=\"font-size:14px\">sonde {5}flame graph: {3}, {4:.3f} s on "
+      "busy threads (width: inclusive time, merged over threads{6})</text>\n",
+      kWidth, height, kMargin, xml_text(name), total / 1e9, baseline ? "differential " : "",
+      baseline ? fmt::format("; colour: each path's share of the busy time against {} "
+                             "({:.3f} s), red grew, blue shrank",
+                             xml_text(std::filesystem::path(before->path()).filename().string()),
+                             baseline->total_ns / 1e9)
+               : std::string());
   double x = kMargin;
   for (const auto& [kind, count] : kinds) {
+    if (baseline) break;  // colour is the change, not the kind
     if (kind == "root") continue;
     CallNode sample;
     sample.kind = kind;
@@ -170,7 +237,7 @@ void write_svg_flamegraph(const ProfileFile& file, std::ostream& out) {
         x, colour_of(kind).hue, colour_of(kind).saturation, x + 16, xml_text(kind));
     x += 24 + kind.size() * kCharWidth;
   }
-  FlameWriter w(out, total, depth);
+  FlameWriter w(out, total, depth, baseline ? &*baseline : nullptr);
   w.frame(root, kMargin, 0, "all threads");
   out << fmt::format(
       "<text x=\"{}\" y=\"{:.0f}\">{}</text>\n</svg>\n", kMargin, height - 8,

@@ -416,6 +416,65 @@ def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
 
 
+DIFF_PROGRAM = """
+import sys
+def spin(n):
+    return sum(i * i for i in range(n))
+def grows(n):
+    return spin(n)
+def shrinks(n):
+    return spin(n)
+def only_after(n):
+    return spin(n)
+after = sys.argv[1] == "after"
+for _ in range(20):
+    grows(60000 if after else 20000)
+    shrinks(20000 if after else 60000)
+    if after:
+        only_after(20000)
+"""
+
+
+def test_svg_differential_flame_graph_colours_each_paths_change(tmp_path):
+    """--baseline: widths from the profile exported, colour from the change of each path's share
+    of the busy time (red grew, blue shrank, full red where the baseline had no such path), and
+    each frame's title gives both shares as SQL has them."""
+    program = tmp_path / "work.py"
+    program.write_text(DIFF_PROGRAM)
+    before = sonde_py(tmp_path / "before.db", program, "before")
+    after = sonde_py(tmp_path / "after.db", program, "after")
+    out = tmp_path / "diff.svg"
+    r = run([CLI, "export", after, "--format", "svg", "--baseline", before, "-o", out])
+    assert r.returncode == 0, r.stderr
+    tree = ET.fromstring(out.read_text())
+    root = next(g for g in tree.findall(f"{SVG}g") if g.get("class") == "f")
+    frames = {path[-1].split("(")[-1].rstrip(")"): group for path, _, _, group in frames_of(root)
+              if path[-1].endswith(("(grows)", "(shrinks)", "(only_after)"))}
+    assert set(frames) == {"grows", "shrinks", "only_after"}
+
+    def share(db, name):
+        return query(db, "SELECT c.incl_s / t.thread_s FROM callpaths c, run_totals t "
+                         "WHERE c.path LIKE ?", (f"%({name})",))[0][0]
+
+    def hue_light(group):
+        h, _, l = group.find(f"{SVG}rect").get("fill")[4:-1].split(",")
+        return int(h), int(l.rstrip("%"))
+
+    for name, hue in (("grows", 0), ("shrinks", 220)):
+        was, now = share(before, name), share(after, name)
+        assert (now > was) == (hue == 0), (name, was, now)
+        h, light = hue_light(frames[name])
+        assert h == hue and light < 90, (name, h, light)
+        title = frames[name].find(f"{SVG}title").text
+        assert f"share {100 * was:.2f} % -> {100 * now:.2f} %" in title, title
+    assert hue_light(frames["only_after"]) == (0, 50)
+    assert "not in the baseline" in frames["only_after"].find(f"{SVG}title").text
+    widths = {n: float(g.find(f"{SVG}rect").get("width")) for n, g in frames.items()}
+    assert widths["grows"] > widths["shrinks"]  # the after side's widths
+    refused = run([CLI, "export", after, "--format", "folded", "--baseline", before])
+    assert refused.returncode == 2 and "--baseline goes with --format svg" in refused.stderr
+
+
 # --- progress ------------------------------------------------------------------------------------
 
 def test_progress_on_a_terminal_quiet_when_piped(py_trace, tmp_path):
