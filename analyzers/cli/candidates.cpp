@@ -1,8 +1,9 @@
 // sonde candidates: tuning candidates from the advice rules, ranked by estimated gain.
+#include "advice/candidates.hpp"
+
 #include <iostream>
 #include <memory>
 
-#include "advice/candidates.hpp"
 #include "advice/tune_results.hpp"
 #include "cli/command.hpp"
 #include "render/colour.hpp"
@@ -30,11 +31,12 @@ int candidates(const Options& a) {
   std::vector<std::string> unpredicted;
   if (tune) unpredicted = apply_tune_results(found, *tune);
   if (format == Format::kJson) {
-    Json out = render_candidates_json(found, a.top);
-    // Without a tune result the output is the list it always was.
-    if (tune) out = Json{{"candidates", std::move(out)}, {"tune", tune->path},
-                         {"unpredicted", unpredicted}};
-    std::cout << dump_json(out) << '\n';
+    Json out{{"candidates", render_candidates_json(found, a.top)}};
+    if (tune) {
+      out["tune"] = tune->path;
+      out["unpredicted"] = unpredicted;
+    }
+    print_json("candidates", a.file, std::move(out));
   } else if (format == Format::kCsv) {
     std::cout << render_csv(candidates_table(found, a.top));
   } else {

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -40,7 +39,7 @@ Command add_run(CLI::App& app);
 Command add_calibrate(CLI::App& app);
 Command add_tune(CLI::App& app);
 Command add_view(CLI::App& app);
-Command add_env_table(CLI::App& app);  // hidden: README.md's environment table
+Command add_env_table(CLI::App& app);    // hidden: README.md's environment table
 Command add_view_bundle(CLI::App& app);  // hidden: the viewer's JSON document
 
 // `sonde run`'s command starts at "--" or at the first word that is neither an option nor an
@@ -58,13 +57,20 @@ void add_file(CLI::App* cmd, std::string& file);
 void add_rank(CLI::App* cmd, std::optional<std::int64_t>& rank);
 // The file, or one rank of it; read whole with several ranks, says so first (a text format's
 // first line, else on stderr) so summed figures are never taken for one rank's.
-analyzers::ProfileFile open_for_report(const std::string& path,
-                                       std::optional<std::int64_t> rank,
+analyzers::ProfileFile open_for_report(const std::string& path, std::optional<std::int64_t> rank,
                                        analyzers::Format format);
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices);
 // --color auto|always|never, for the commands whose text is painted (render/colour.hpp).
 void add_colour(CLI::App* cmd);
-void print_table(const analyzers::Table& table, analyzers::Format format);
+// Every --format json output is one object whose first keys say what it is: format_version
+// (kJsonFormatVersion, raised when a key changes meaning or goes), command (the subcommand),
+// file (the profile read, where there is one), then the command's own keys; a list is under
+// `list_key` ("rows"). docs/cli.md, JSON output.
+inline constexpr int kJsonFormatVersion = 1;
+void print_json(std::string_view command, const std::string& file, analyzers::Json body,
+                std::string_view list_key = "rows");
+void print_table(const analyzers::Table& table, analyzers::Format format, std::string_view command,
+                 const std::string& file);
 // CLI11 would read "-5" into a size_t as a huge count, and NaN passes its Range check.
 const CLI::Validator& count_check();    // a whole number >= 0
 const CLI::Validator& percent_check();  // a finite number from 0 to 100

@@ -42,7 +42,7 @@ int diff(const Options& a) {
   for (const std::string& w : d.warnings)
     std::cerr << "sonde diff: warning: " << visible(w) << '\n';
   if (format == Format::kJson)
-    std::cout << dump_json(render_diff_json(before, after, d)) << '\n';
+    print_json("diff", "", render_diff_json(before, after, d));
   else if (format == Format::kCsv) std::cout << render_csv(diff_csv_table(d));
   else std::cout << render_diff_text(d);
   return 0;

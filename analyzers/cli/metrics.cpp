@@ -40,7 +40,7 @@ int metrics(const Options& a) {
       std::cout << render_csv(metrics_section_table(report, sections[0], a.top));
       break;
     case Format::kJson:
-      std::cout << dump_json(render_metrics_json(report, sections, a.top)) << '\n';
+      print_json("metrics", a.file, render_metrics_json(report, sections, a.top));
       break;
   }
   return 0;

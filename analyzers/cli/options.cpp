@@ -73,7 +73,23 @@ const CLI::Validator& percent_check() {
   return check;
 }
 
-void print_table(const Table& table, Format format) {
+void print_json(std::string_view command, const std::string& file, Json body,
+                std::string_view list_key) {
+  Json out = Json::object();
+  out["format_version"] = kJsonFormatVersion;
+  out["command"] = command;
+  if (!file.empty()) out["file"] = file;
+  if (body.is_array()) {
+    out[std::string(list_key)] = std::move(body);
+  } else {
+    for (auto& [key, value] : body.items())
+      if (!out.contains(key)) out[key] = std::move(value);
+  }
+  std::cout << dump_json(out) << '\n';
+}
+
+void print_table(const Table& table, Format format, std::string_view command,
+                 const std::string& file) {
   switch (format) {
     case Format::kText:
       std::cout << render_text(table);
@@ -82,7 +98,7 @@ void print_table(const Table& table, Format format) {
       std::cout << render_csv(table);
       break;
     case Format::kJson:
-      std::cout << dump_json(render_json(table)) << '\n';
+      print_json(command, file, render_json(table));
       break;
   }
 }

@@ -1,8 +1,9 @@
 // sonde query: read-only SQL over the profile's tables and views.
+#include "profile/query.hpp"
+
 #include <memory>
 
 #include "cli/command.hpp"
-#include "profile/query.hpp"
 
 namespace sonde::cli {
 
@@ -29,7 +30,7 @@ Command add_query(CLI::App& app) {
             // The user's own SQL may rightly run long (a cross join of a large file): no step
             // limit, Ctrl-C ends it. The views it names are still this sonde's.
             file.set_step_limit(0);
-            print_table(run_query(file, a->sql), format);
+            print_table(run_query(file, a->sql), format, "query", a->file);
             return 0;
           }};
 }

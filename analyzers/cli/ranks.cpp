@@ -34,7 +34,7 @@ int ranks(const Options& a) {
                 kUsageError);
   }
   if (format == Format::kJson)
-    std::cout << dump_json(render_ranks_json(a.file, r)) << '\n';
+    print_json("ranks", a.file, render_ranks_json(a.file, r));
   else
     std::cout << render_ranks_text(r);
   return 0;

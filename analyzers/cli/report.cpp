@@ -39,7 +39,7 @@ int report_lines(const Options& a) {
       std::cout << render_csv(line_costs_table(costs));
       break;
     case Format::kJson:
-      std::cout << dump_json(render_line_report_json(a.file, costs)) << '\n';
+      print_json("report", a.file, render_line_report_json(a.file, costs));
       break;
   }
   return 0;
@@ -65,7 +65,7 @@ int report(const Options& a) {
     case Format::kJson: {
       Json j = render_report_json(a.file, run, hotspots, a.top);
       j["sampled"] = render_samples_json(file);  // apart from the exact rows
-      std::cout << dump_json(j) << '\n';
+      print_json("report", a.file, std::move(j));
     } break;
   }
   return 0;

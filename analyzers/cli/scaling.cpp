@@ -27,7 +27,7 @@ int scaling(const Options& a) {
     std::cout << render_csv(a.section == "runs" ? scaling_runs_table(s)
                                                 : scaling_routines_table(s));
   else if (format == Format::kJson)
-    std::cout << dump_json(render_scaling_json(s)) << '\n';
+    print_json("scaling", "", render_scaling_json(s));
   else
     std::cout << render_scaling_text(s);
   return 0;

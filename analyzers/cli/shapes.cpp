@@ -28,7 +28,7 @@ int operator_shapes(const ProfileFile& file, const Options& a, Format format) {
                  "`python3 -m sonde --record-shapes`)\n";
     return 0;
   }
-  print_table(op_shapes_table(rows), format);
+  print_table(op_shapes_table(rows), format, "shapes", a.file);
   return 0;
 }
 
@@ -41,7 +41,7 @@ int shapes(const Options& a) {
   if (rows.empty() && format == Format::kText) {
     std::cout << "no GEMM-like calls recorded\n";
   } else {
-    print_table(shapes_table(rows), format);
+    print_table(shapes_table(rows), format, "shapes", a.file);
   }
   if (signatures > 0)
     std::cout << signatures << " operator input signatures recorded: sonde shapes --operators\n";

@@ -40,7 +40,7 @@ int sandwich(const ProfileFile& file, const Options& a, Format format) {
   SandwichSide side = up ? SandwichSide::kCallers : SandwichSide::kCallees;
   TreeOptions options{a.min_pct, a.depth, true};
   if (format == Format::kJson)
-    std::cout << dump_json(render_sandwich_json(s, row, options, &side)) << '\n';
+    print_json("tree", a.file, render_sandwich_json(s, row, options, &side));
   else if (format == Format::kCsv)
     std::cout << render_csv(sandwich_table(s, side, options));
   else {
@@ -59,7 +59,7 @@ int tree(const Options& a) {
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
   if (format == Format::kJson)
-    std::cout << dump_json(render_tree_json(forest, options)) << '\n';
+    print_json("tree", a.file, render_tree_json(forest, options));
   else if (format == Format::kCsv)
     std::cout << render_csv(tree_table(forest, options));
   else {

@@ -44,7 +44,7 @@ int tune(Options& a) {
   // Kept beside the profiles, where `sonde candidates` finds it (advice/tune_results.hpp).
   std::string kept = (std::filesystem::path(a.tune.output_dir) / kTuneResultFile).string();
   std::ofstream(kept) << dump_json(render_tune_json(result)) << '\n';
-  if (format == Format::kJson) std::cout << dump_json(render_tune_json(result)) << '\n';
+  if (format == Format::kJson) print_json("tune", "", render_tune_json(result));
   else if (format == Format::kCsv) std::cout << render_csv(tune_table(result));
   else std::cout << render_tune_text(result);
   return 0;

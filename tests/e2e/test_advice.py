@@ -44,7 +44,7 @@ def mlp_numpy_1thread(tmp_path_factory):
 
 
 def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
-    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))
+    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))["candidates"]
     assert cands, "no candidates"
     for c in cands:
         assert {"rule", "location", "evidence", "advice", "est_gain_s"} <= set(c)
@@ -63,9 +63,9 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
 
 
 def test_single_threaded_blas_is_a_candidate(mlp_numpy, mlp_numpy_1thread):
-    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))
+    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))["candidates"]
     assert not [c for c in cands if c["rule"] == "blas-threads"], cands
-    cands = json.loads(sonde("candidates", mlp_numpy_1thread, "--format", "json"))
+    cands = json.loads(sonde("candidates", mlp_numpy_1thread, "--format", "json"))["candidates"]
     blas = [c for c in cands if c["rule"] == "blas-threads"]
     assert len(blas) == 1, cands
     assert f"BLAS runs 1 thread of {CORES} available" in blas[0]["summary"]
@@ -113,7 +113,7 @@ def test_subnormal_operands_make_a_candidate_and_normal_ones_do_not(tmp_path):
         out = subprocess.run([CLI, "candidates", str(db), "--format", "json"],
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-        rules[kind] = [c["rule"] for c in json.loads(out.stdout)]
+        rules[kind] = [c["rule"] for c in json.loads(out.stdout)["candidates"]]
     assert "subnormals" in rules["subnormal"]
     assert "subnormals" not in rules["normal"]
 
@@ -128,7 +128,7 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
     torch's pool to 1 thread itself, the torch knob (torch.set_num_threads); none of them gets
     another language's words."""
     def advice(db):
-        return {c["rule"]: c for c in json.loads(sonde("candidates", db, "--format", "json"))}
+        return {c["rule"]: c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]}
 
     cpp = tmp_path / "cpp.db"
     profile_mlp(cpp, CORES)
@@ -156,7 +156,7 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
     for c in found.values():
         assert "numexpr" not in c["advice"] and "-march" not in c["advice"], c
     # Its convolutions' implicit GEMMs are not products to batch: PyTorch's own knobs.
-    every = json.loads(sonde("candidates", torch_db, "--format", "json", "--top", "100"))
+    every = json.loads(sonde("candidates", torch_db, "--format", "json", "--top", "100"))["candidates"]
     convolutions = [c for c in every if c["rule"] == "gemm-shape" and "convolution" in c["location"]]
     for c in convolutions:
         assert "torch.channels_last" in c["advice"] and "batch the small" not in c["advice"], c
@@ -183,7 +183,7 @@ def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path)
     # float32, 4 arrays of it; the mean lies between the smallest and the largest.
     sizes = [16 * n for n in (784 * 1000, 1000 * 1000, 1000 * 10, 1000, 1000, 10)]
     assert min(sizes) <= float(per_call) <= max(sizes) and int(sampled) >= 1
-    (update,) = [c for c in json.loads(sonde("candidates", db, "--format", "json"))
+    (update,) = [c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]
                  if c["rule"] == "optimizer-update"]
     ev = update["evidence"]
     assert ev["arg_bytes_per_call"] == pytest.approx(float(per_call))
@@ -207,7 +207,7 @@ def test_cpp_update_gain_is_held_to_the_bytes_it_declares(tmp_path):
     params = 784 * 1000 + 1000 * 1000 + 1000 * 10 + 1000 + 1000 + 10
     assert query(db, "SELECT value FROM run_info WHERE key = 'region.bytes:update'") == \
         [(str(28 * params),)]
-    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))
+    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]
              if c["rule"] == "optimizer-update"]
     if not found:  # the update under the rule's 5 % on this run: nothing to hold
         return
@@ -237,7 +237,7 @@ def test_update_gain_is_bounded_by_the_parameter_updates_not_their_caller(tmp_pa
     param = f"chainer_like.py:{line_of['    def update(self):']}(update)"  # Parameter.update
     # The program's shape, as the rule would have seen it: the update a minority of its caller.
     assert incl[param] < 0.5 * incl[outer], incl
-    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))
+    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]
              if c["rule"] == "optimizer-update"]
     assert found, "no optimizer-update candidate"
     first = found[0]

@@ -51,7 +51,7 @@ def test_tree_csv_rows_are_the_json_nodes(profiles):
 def test_candidates_and_diff_csv_say_what_the_json_says(profiles):
     a, b = profiles
     table = rows(sonde("candidates", a, "-f", "csv"))
-    found = json.loads(sonde("candidates", a, "-f", "json"))
+    found = json.loads(sonde("candidates", a, "-f", "json"))["candidates"]
     assert [(r["rule"], r["location"], float(r["est_gain_s"]), json.loads(r["evidence"]))
             for r in table] == [(c["rule"], c["location"], c["est_gain_s"], c["evidence"])
                                 for c in found]
@@ -86,3 +86,22 @@ def test_diff_matches_one_script_in_two_checkouts(tmp_path):
     status = {p["name"]: p["status"] for p in d["phases"]}
     assert status["s.py:1(f)"] == "both" and status["s.py:1(<module>)"] == "both", status
     assert status["s.py:3(g)"] == "only before", status  # called in A's script alone
+
+
+def test_every_json_output_has_the_common_envelope(profiles, tmp_path):
+    """One reader serves every --format json: an object whose first keys are format_version,
+    command and (for one profile) file; a list is under a key (rows, candidates), where query,
+    shapes and candidates printed a bare list."""
+    a, b = profiles[:2]
+    one = {"report": [], "tree": [], "shapes": [], "metrics": [], "candidates": [],
+           "ranks": [], "query": ["SELECT 1 AS one"], "tree --callers": ["--callers", "step"]}
+    for name, extra in one.items():
+        command = name.split()[0]
+        doc = json.loads(sonde(command, a, *extra, "--format", "json"))
+        assert list(doc)[:3] == ["format_version", "command", "file"], (name, list(doc))
+        assert (doc["format_version"], doc["command"], doc["file"]) == (1, command, str(a)), name
+    assert json.loads(sonde("query", a, "SELECT 1 AS one", "--format", "json"))["rows"] == [{"one": 1}]
+    assert isinstance(json.loads(sonde("candidates", a, "--format", "json"))["candidates"], list)
+    for command, args in (("diff", [a, b]), ("scaling", [a, b])):
+        doc = json.loads(sonde(command, *args, "--format", "json"))
+        assert list(doc)[:2] == ["format_version", "command"] and doc["command"] == command

@@ -87,7 +87,7 @@ def test_candidates_rank_kernels_by_tau_metric_times_time(db):
     run_app(db, "metrics", SONDE_GPU_METRICS=METRICS)
     r = run([CLI, "candidates", db, "--format", "json"])
     assert r.returncode == 0, r.stderr
-    kernels = [c for c in json.loads(r.stdout) if c["rule"] == "gpu-kernel"]
+    kernels = [c for c in json.loads(r.stdout)["candidates"] if c["rule"] == "gpu-kernel"]
     by_location = {c["location"]: c["evidence"] for c in kernels}
     assert set(by_location) == {"conv(float*)", "relu(float*)"}
     conv, relu = by_location["conv(float*)"], by_location["relu(float*)"]

@@ -33,7 +33,8 @@ def sonde_json(*args):
     r = subprocess.run([CLI, *map(str, args), "--format", "json"], capture_output=True, text=True,
                        timeout=120, env=clean_env())
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    return doc.get("rows", doc.get("candidates", doc))  # a list's envelope (docs/cli.md)
 
 
 def expected_peak(threads):

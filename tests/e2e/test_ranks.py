@@ -97,7 +97,7 @@ def test_slowest_rank_and_its_max_over_mean(tmp_path):
     assert "Load imbalance" in text and "sleep" in text
     p = sonde("candidates", out, "--format", "json")
     assert p.returncode == 0, p.stderr
-    found = [c for c in json.loads(p.stdout) if c["rule"] == "rank-imbalance"]
+    found = [c for c in json.loads(p.stdout)["candidates"] if c["rule"] == "rank-imbalance"]
     assert found and found[0]["location"] == "sleep [region]"
     evidence = found[0]["evidence"]
     assert evidence["slowest_rank"] == 2

@@ -30,7 +30,7 @@ def candidates(db):
     r = subprocess.run([CLI, "candidates", str(db), "--format", "json", "-n", "0"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    return json.loads(r.stdout)["candidates"]
 
 
 @pytest.fixture(scope="module")

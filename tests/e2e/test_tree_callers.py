@@ -84,7 +84,10 @@ def callers(db, routine, *args, side="--callers"):
     fold = [] if "--min-pct" in args else ["--min-pct", "0"]
     r = sonde("tree", db, side, routine, *fold, "--format", "json", *args)
     assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    # The CLI's envelope (docs/cli.md, JSON output) around what the viewer's part holds.
+    assert (doc.pop("format_version"), doc.pop("command"), doc.pop("file")) == (1, "tree", str(db))
+    return doc
 
 
 def ns(seconds):

@@ -15,7 +15,10 @@ from test_view import get, serving
 def tree(db, *args):
     p = sonde("tree", db, "--threads", "merge", "--min-pct", "0.01", "--format", "json", *args)
     assert p.returncode == 0, p.stderr
-    return json.loads(p.stdout)
+    doc = json.loads(p.stdout)
+    # The CLI's envelope (docs/cli.md, JSON output) around what the viewer's part holds.
+    assert (doc.pop("format_version"), doc.pop("command"), doc.pop("file")) == (1, "tree", str(db))
+    return doc
 
 
 def parts(db):

@@ -670,7 +670,12 @@ TEST_F(AdviceTest, DiffSpeedupsAreExact) {
 TEST_F(AdviceTest, CliCandidatesAndDiff) {
   auto r = test::run_sonde("candidates '" + path_ + "' --format json --top 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto j = nlohmann::json::parse(r.out);
+  auto doc = nlohmann::json::parse(r.out);
+  // The common envelope (docs/cli.md, JSON output), the list under "candidates".
+  EXPECT_EQ(doc["format_version"], 1);
+  EXPECT_EQ(doc["command"], "candidates");
+  EXPECT_EQ(doc["file"], path_);
+  const auto& j = doc["candidates"];
   ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["rule"], "optimizer-update");
   r = test::run_sonde("diff '" + path_ + "' '" + path_ + "'");
