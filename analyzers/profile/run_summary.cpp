@@ -79,10 +79,12 @@ RunSummary load_run_summary(const ProfileFile& file) {
   }
   {
     // A process that never wrote its final flush (SIGKILL, a machine that went down, or one
-    // still running) left no note of its own: the reader says what its figures cover.
+    // still running) left no note of its own: the reader says what its figures cover. One
+    // that entered a seccomp filter said why it would not write it (runtime/sandbox.cpp).
     auto st = file.prepare(
-        "SELECT pid, (last_flush_ns - started_ns) / 1e9 FROM processes "
-        "WHERE ended_ns IS NULL AND end_reason IS NULL ORDER BY process_id");
+        "SELECT pid, (last_flush_ns - started_ns) / 1e9 FROM processes p "
+        "WHERE ended_ns IS NULL AND end_reason IS NULL AND NOT EXISTS (SELECT 1 FROM notes n "
+        "WHERE n.process_id = p.process_id AND n.topic = 'seccomp-filter') ORDER BY process_id");
     while (st.step()) {
       std::string upto = st.is_null(1) ? std::string("its last flush")
                                        : fmt::format("its last flush, {:.3f} s after it started",

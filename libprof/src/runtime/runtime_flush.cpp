@@ -71,7 +71,7 @@ bool looks_numeric() {
 }  // namespace
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
-  if (!store_ok_) return false;
+  if (!store_ok_ || filtered()) return false;
   // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
   // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
   AsyncSignalBlock no_signals;
@@ -283,7 +283,7 @@ void Runtime::count_unwritten_events(const FlushData& d, const std::string& erro
 }
 
 void Runtime::flush_from_signal(int sig) {
-  if (t_internal || finished_) return;
+  if (t_internal || finished_ || filtered()) return;
   // Without a flusher the request would wait out its 3 s for nobody; the profile has the note
   // start_flusher wrote, and what came after the last flush is lost.
   if (!flusher_running_.load()) return;
@@ -467,11 +467,16 @@ void Runtime::end_without_host() {
 }
 
 bool Runtime::credentials_changing() {
-  // Not in a vfork child (the parent's thread is not its own) nor without a flusher.
-  if (getpid() != pid()) return false;
+  // Not in a vfork child (the parent's thread is not its own) nor without a flusher; nor on a
+  // filtered thread, where the flush and the thread's start again may be what kills.
+  if (filtered() || getpid() != pid()) return false;
   // Written first, while the process may still open the file: a root that drops to another
   // user may not be able to open the profile it created (0644) once it has.
   flush(FlushKind::kExplicit);
+  return stop_flusher();
+}
+
+bool Runtime::stop_flusher() {
   if (!flusher_running_.load()) return false;
   flusher_stop_.store(true);
   flush_request_.ring();
