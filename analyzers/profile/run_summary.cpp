@@ -97,6 +97,26 @@ RunSummary load_run_summary(const ProfileFile& file) {
                              st.int64(0)});
     }
   }
+  {
+    // A fork child killed before its first flush (SIGKILL to a process group: a DataLoader's
+    // workers with their main process) left no row at all; its parent counted its forks
+    // (run_info process.forks, written soon after them), so the reader can say so.
+    auto st = file.prepare(
+        "SELECT p.pid, CAST(i.value AS INTEGER) AS forks, (SELECT COUNT(*) FROM processes c "
+        "WHERE c.parent_process_id = p.process_id AND c.origin = 'fork') AS seen "
+        "FROM processes p JOIN run_info i ON i.process_id = p.process_id "
+        "AND i.key = 'process.forks' WHERE forks > seen ORDER BY p.process_id");
+    while (st.step()) {
+      int64_t forks = st.int64(1), missing = forks - st.int64(2);
+      s.notes.push_back(Note{
+          "warning", "unfinished",
+          fmt::format("{} of the {} processes it forked wrote nothing to the profile: killed "
+                      "(SIGKILL, or a crash) before their first flush, 1 s after they start, or "
+                      "still running",
+                      missing, forks),
+          st.int64(0)});
+    }
+  }
   return s;
 }
 

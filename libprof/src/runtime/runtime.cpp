@@ -102,7 +102,12 @@ bool cuda_driver_loaded() {
 }
 
 void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
-void fork_parent() { if (auto* rt = Runtime::get()) rt->fork_parent(); }
+void fork_parent() {
+  if (auto* rt = Runtime::get()) {
+    rt->fork_parent();
+    rt->child_forked();
+  }
+}
 void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
 // A vfork child that calls exit shares the parent's memory: nothing of sonde's is its to end.
 // A filtered thread asks nothing (getpid is a system call too): it does not flush.
@@ -586,6 +591,13 @@ void Runtime::fork_parent() {
   store_mu_.unlock();
 }
 
+void Runtime::child_forked() {
+  forks_.fetch_add(1, std::memory_order_relaxed);
+  // One flush for a burst of forks (a DataLoader's workers, a pool): asked for again only once
+  // the flush asked for has read the count. Not on a filtered thread (a futex wake).
+  if (!filtered() && !forks_unwritten_.exchange(true)) flush_request_.ring();
+}
+
 void Runtime::fork_child() {
   fork_parent();  // this thread took the locks before fork, so it may release them here
   if (filtered()) {
@@ -631,6 +643,8 @@ void Runtime::fork_child() {
   finished_ = false;
   measured_seen_ = false;
   live_threads_ = t_state != nullptr ? 1 : 0;
+  forks_ = 0;
+  forks_unwritten_ = false;
   pending_signal_ = 0;
   flush_request_.reset();
   watched_ = this_thread_to_watch();  // the forking thread is the child's only one

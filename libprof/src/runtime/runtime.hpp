@@ -107,6 +107,9 @@ class Runtime {
   void fork_prepare();
   void fork_parent();
   void fork_child();
+  // In the parent, after a fork: counted (run_info process.forks) and written soon, so that a
+  // reader knows of a child that is killed with its parent before its own first flush.
+  void child_forked();
 
   const Config& config() const { return config_; }
   RoutineRegistry& routines() { return routines_; }
@@ -204,6 +207,8 @@ class Runtime {
   std::atomic<pid_t> flusher_tid_{0};   // its kernel id, to see it leave the thread group
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
   std::atomic<uint32_t> ended_unflushed_{0};
+  std::atomic<uint32_t> forks_{0};            // child_forked: fork children so far
+  std::atomic<bool> forks_unwritten_{false};  // ... and a flush is asked to write them
 };
 
 }  // namespace sonde
