@@ -80,6 +80,10 @@ class Runtime {
   // Whether the calling thread runs under a filter: sonde then makes no system call of its own
   // on it (no flush, no file, no thread), as it cannot know which ones the filter kills for.
   bool filtered() const { return t_filtered || filtered_all_.load(std::memory_order_relaxed); }
+  // A filter sonde did not see installed (a raw seccomp system call, or sonde loaded after
+  // libc's prctl was bound: `python3 -m sonde --in-process`), asked of the kernel before a
+  // flush: true when there is one, said once on stderr.
+  bool unseen_filter();
 
   // CUDA is in use: libcuda.so.1 was loaded at start, or its cuInit called libsonde's
   // InitializeInjection (CUDA_INJECTION64_PATH names libsonde: an in-process launch, whose

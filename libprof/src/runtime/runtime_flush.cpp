@@ -79,7 +79,7 @@ bool looks_numeric() {
 }  // namespace
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
-  if (!store_ok_ || filtered()) return false;
+  if (!store_ok_ || filtered() || unseen_filter()) return false;
   // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
   // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
   AsyncSignalBlock no_signals;
