@@ -79,10 +79,12 @@ RunSummary load_run_summary(const ProfileFile& file) {
   }
   {
     // A process that never wrote its final flush (SIGKILL, a machine that went down, or one
-    // still running) left no note of its own: the reader says what its figures cover.
+    // still running) left no note of its own: the reader says what its figures cover. One
+    // that entered a seccomp filter said why it would not write it (runtime/sandbox.cpp).
     auto st = file.prepare(
-        "SELECT pid, (last_flush_ns - started_ns) / 1e9 FROM processes "
-        "WHERE ended_ns IS NULL AND end_reason IS NULL ORDER BY process_id");
+        "SELECT pid, (last_flush_ns - started_ns) / 1e9 FROM processes p "
+        "WHERE ended_ns IS NULL AND end_reason IS NULL AND NOT EXISTS (SELECT 1 FROM notes n "
+        "WHERE n.process_id = p.process_id AND n.topic = 'seccomp-filter') ORDER BY process_id");
     while (st.step()) {
       std::string upto = st.is_null(1) ? std::string("its last flush")
                                        : fmt::format("its last flush, {:.3f} s after it started",
@@ -93,6 +95,26 @@ RunSummary load_run_summary(const ProfileFile& file) {
                                          "its figures are as of {}",
                                          upto),
                              st.int64(0)});
+    }
+  }
+  {
+    // A fork child killed before its first flush (SIGKILL to a process group: a DataLoader's
+    // workers with their main process) left no row at all; its parent counted its forks
+    // (run_info process.forks, written soon after them), so the reader can say so.
+    auto st = file.prepare(
+        "SELECT p.pid, CAST(i.value AS INTEGER) AS forks, (SELECT COUNT(*) FROM processes c "
+        "WHERE c.parent_process_id = p.process_id AND c.origin = 'fork') AS seen "
+        "FROM processes p JOIN run_info i ON i.process_id = p.process_id "
+        "AND i.key = 'process.forks' WHERE forks > seen ORDER BY p.process_id");
+    while (st.step()) {
+      int64_t forks = st.int64(1), missing = forks - st.int64(2);
+      s.notes.push_back(Note{
+          "warning", "unfinished",
+          fmt::format("{} of the {} processes it forked wrote nothing to the profile: killed "
+                      "(SIGKILL, or a crash) before their first flush, 1 s after they start, or "
+                      "still running",
+                      missing, forks),
+          st.int64(0)});
     }
   }
   return s;

@@ -107,6 +107,16 @@ void die_of(int sig) {
   // Still alive: the init of a PID namespace ignores it. The shell's convention, then.
 }
 
+// Stops sonde run with the signal that stopped its command, where that one stops it too (a
+// terminal's stop signals at their default: a shell then says "Stopped" as it would of the
+// command); else with SIGSTOP, which always does. Returns once continued.
+void stop_like(int sig) {
+  struct sigaction now {};
+  bool terminal = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+  bool stops = terminal && ::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_DFL;
+  ::raise(stops ? sig : SIGSTOP);
+}
+
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
@@ -578,8 +588,18 @@ int run_command(const RunOptions& o) {
   }
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   int status = 0;
-  while (::waitpid(child, &status, 0) < 0) {
-    if (errno != EINTR) throw Error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+  for (;;) {
+    if (::waitpid(child, &status, WUNTRACED) < 0) {
+      if (errno == EINTR) continue;
+      throw Error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+    }
+    if (!WIFSTOPPED(status)) break;
+    // The command stopped (it sent itself SIGSTOP, or a stop signal reached it alone): a
+    // shell's job control waits for sonde run, its child, which stopped too, as `time` or
+    // `strace` do. Continued (the shell's `fg`, `bg`, or a SIGCONT to sonde run alone), it
+    // continues the command.
+    stop_like(WSTOPSIG(status));
+    ::kill(child, SIGCONT);
   }
   g_child.store(0);
   for (int sig = 1; sig < NSIG; ++sig) {

@@ -256,3 +256,76 @@ def test_numpy_arrays_are_sampled_without_exporting_them(mode, db, tmp_path):
     rows = dict(query(db, "SELECT key, value FROM run_info WHERE key LIKE 'python.subnormal:%'"))
     (share,) = [v for k, v in rows.items() if k.endswith("(step)")]
     assert float(share.split()[0]) == 1.0, rows
+
+
+DATALOADER = """
+import sys, time
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+class Products(Dataset):
+    def __len__(self):
+        return 100_000
+    def __getitem__(self, i):
+        time.sleep(0.005)
+        a = torch.ones(16, 16)
+        return (a @ a).sum()
+
+torch.set_num_threads(1)
+for n, batch in enumerate(DataLoader(Products(), batch_size=4, num_workers=2)):
+    if n == 0:
+        print("ready", flush=True)
+"""
+
+
+def test_dataloader_killed_with_its_workers(db, tmp_path):
+    """a torch DataLoader (2 workers) under `python3 -m sonde`, the whole process group killed by SIGKILL: every worker is in the profile or said missing"""
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+    pytest.importorskip("torch")
+    host = script(tmp_path, DATALOADER)
+    p = subprocess.Popen([PY, "-m", "sonde", "-o", db, host], env=clean_env(PYTHONPATH=PYTHONPATH),
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                         start_new_session=True)
+    try:
+        assert p.stdout.readline() == "ready\n", "the DataLoader never gave a batch"
+        # The main process writes its forks soon after them (a flush the fork asks for): the
+        # group is killed once they are in the file, well within the workers' first second.
+        forks, deadline = 0, time.monotonic() + 20
+        while forks < 2 and time.monotonic() < deadline:
+            try:
+                con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+                rows = con.execute("SELECT value FROM run_info WHERE key = 'process.forks'")
+                forks = max([int(v) for (v,) in rows.fetchall()] + [0])
+                con.close()
+            except sqlite3.OperationalError:
+                pass  # a writer's journal in the way: looked at again
+            time.sleep(0.02)
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=20)
+    finally:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert forks == 2, "the main process did not write its two forks in 20 s"
+    report = run(["sonde" if not os.environ.get("SONDE_CLI") else os.environ["SONDE_CLI"],
+                  "report", db], env=clean_env())
+    assert report.rc == 0, report.err
+    profile_whole(db)
+    workers = query(db, "SELECT pid FROM processes WHERE origin = 'fork'")
+    missing = [line for line in report.out.splitlines()
+               if "processes it forked wrote nothing" in line]
+    # Workers that wrote a row (their first flush came before the kill) are said unfinished
+    # each; the others, without a row, are counted in their parent's line. Before, they were
+    # missing without a word.
+    unfinished = [line for line in report.out.splitlines()
+                  if "did not write its final flush" in line]
+    assert len(unfinished) == 1 + len(workers), report.out
+    if len(workers) < 2:
+        assert len(missing) == 1 and missing[0].startswith(
+            f"warning: {2 - len(workers)} of the 2 processes it forked"), report.out
+    else:
+        assert not missing, report.out

@@ -299,6 +299,49 @@ def test_sigkill_to_sonde_run_ends_the_command(db):
     assert query(db, "SELECT COUNT(*) FROM processes WHERE pid = ?", (command,)) == [(1,)]
 
 
+STOPS_ITSELF = ("import os, signal\nos.kill(os.getpid(), signal.SIG{})\nprint('resumed')\n"
+                "import numpy as np; print(float((np.ones((8, 8)) @ np.ones((8, 8))).sum()))")
+
+
+def stopped_then_continued(cmd, env):
+    """Runs cmd as a shell runs a job: waits for it with WUNTRACED, and once it has stopped
+    sends SIGCONT to it alone. Returns (stop signal or None, exit status, stdout)."""
+    # A group of its own in this session, as a shell's job: in a new session the group would
+    # be orphaned, where the kernel discards a SIGTSTP at its default instead of stopping.
+    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True, process_group=0)
+    try:
+        stop, deadline = None, time.monotonic() + 20
+        while stop is None and time.monotonic() < deadline:
+            pid, status = os.waitpid(p.pid, os.WUNTRACED | os.WNOHANG)
+            if pid == 0:
+                time.sleep(0.02)
+            elif os.WIFSTOPPED(status):
+                stop = os.WSTOPSIG(status)
+            else:
+                raise AssertionError(f"ended without stopping (status {status:#x})")
+        if stop is not None:
+            os.kill(p.pid, signal.SIGCONT)
+        out = p.communicate(timeout=20)[0] if stop is not None else ""
+        return stop, p.returncode, out
+    finally:
+        end_group(p)
+
+
+@pytest.mark.parametrize("sig", ["STOP", "TSTP"])
+def test_command_that_stops_itself(sig, db):
+    """`sonde run`'s command stops itself (SIGSTOP, SIGTSTP): sonde run stops too, as a shell's child does, and a SIGCONT to it alone continues the command"""
+    cmd = [PYTHON, "-c", STOPS_ITSELF.format(sig)]
+    alone = stopped_then_continued(cmd, clean_env())
+    assert alone == (getattr(signal, "SIG" + sig), 0, "resumed\n512.0\n"), alone
+    # sonde run waited in state S while its command was stopped: the shell saw a running job.
+    profiled = stopped_then_continued([CLI, "run", "-o", db, "--", *cmd], clean_env())
+    assert profiled == alone
+    profile_whole(db)
+    assert calls(db, "cblas_dgemm") == 1
+    assert query(db, "SELECT end_reason FROM processes") == [("exit",)]
+
+
 def test_not_executable_exits_126(db, tmp_path):
     """`sonde run` of a file that is not executable: 126, as docs/cli.md says"""
     script = tmp_path / "noexec.sh"

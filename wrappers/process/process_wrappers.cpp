@@ -48,12 +48,13 @@ namespace {
 struct ThreadStart {
   void* (*routine)(void*);
   void* arg;
+  bool filtered;  // the creator runs under a seccomp filter, and so will the thread
 };
 
 void* thread_trampoline(void* p) {
   ThreadStart start = *static_cast<ThreadStart*>(p);
   std::free(p);
-  sonde::thread_started();
+  sonde::thread_started(start.filtered);
   return start.routine(start.arg);
 }
 
@@ -102,7 +103,7 @@ SONDE_EXPORT_C int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
   SONDE_REAL(pthread_create);
   auto* start = static_cast<ThreadStart*>(std::malloc(sizeof(ThreadStart)));
   if (start == nullptr) return pthread_create_fn(thread, attr, routine, arg);
-  *start = ThreadStart{routine, arg};
+  *start = ThreadStart{routine, arg, sonde::thread_filtered()};
   int rc = pthread_create_fn(thread, attr, thread_trampoline, start);
   if (rc != 0) std::free(start);
   return rc;

@@ -46,9 +46,20 @@ void credentials_changed();
 // call failed).
 void strict_sandbox(bool entered);
 
-// A thread created through pthread_create starts running. It is registered later, at its first
-// measured call, so that idle threads are never recorded.
-void thread_started();
+// The calling thread is about to install a seccomp filter (prctl PR_SET_SECCOMP, or the seccomp
+// system call; `every_thread`: SECCOMP_FILTER_FLAG_TSYNC). The filter may kill at any system
+// call, so sonde flushes now and makes none of its own on a filtered thread afterwards. True
+// when sonde made ready for it: then seccomp_filter_refused() undoes that if the call failed.
+bool seccomp_filter_coming(bool every_thread);
+void seccomp_filter_refused(bool every_thread);
+// Whether the calling thread runs under a filter sonde saw installed: the threads it creates
+// do too (the kernel copies the filter), and are not measured.
+bool thread_filtered();
+
+// A thread created through pthread_create starts running (`filtered`: its creator was, see
+// thread_filtered). It is registered later, at its first measured call, so that idle threads
+// are never recorded.
+void thread_started(bool filtered);
 
 // A library was opened with RTLD_DEEPBIND: its calls may bypass the preload.
 void note_deepbind(const char* file);

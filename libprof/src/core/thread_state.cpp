@@ -348,13 +348,17 @@ void ThreadState::reset_counts(uint64_t now) {
   if (trace) trace->clear();
 }
 
-void ThreadState::mark_ended(uint64_t t) {
+void ThreadState::read_name() {
   if (FILE* f = std::fopen("/proc/thread-self/comm", "r")) {
     if (std::fgets(final_name_, sizeof final_name_, f) != nullptr) {
       final_name_[std::strcspn(final_name_, "\n")] = '\0';
     }
     std::fclose(f);
   }
+}
+
+void ThreadState::mark_ended(uint64_t t, bool name) {
+  if (name) read_name();
   end_ticks_.store(t, std::memory_order_release);
 }
 

@@ -267,7 +267,10 @@ class ThreadState {
     stack_[0].start.store(t, std::memory_order_relaxed);
   }
   // Owner, as it exits: keeps its name (gone from /proc afterwards), then publishes the end.
-  void mark_ended(uint64_t t);
+  // `name`: read the thread's name now (it is kept for the profile); a thread under a seccomp
+  // filter may not open /proc, and keeps the name read as the filter came (read_name).
+  void mark_ended(uint64_t t, bool name = true);
+  void read_name();
   const char* final_name() const { return final_name_; }
 
   // Small first chunks: a thread costs little until it has many call paths (up to 1 M nodes).

@@ -89,6 +89,46 @@ char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child, ExecStrin
   return entry;
 }
 
+// The environment of a new image that inherits this thread's seccomp filter: without sonde in
+// LD_PRELOAD, since sonde's start there (its file, its thread) is made of system calls the
+// filter may kill for. The image runs unprofiled, as the filter's note says.
+char* const* without_sonde(char* const* envp, char** scratch, int scratch_len,
+                           ExecStrings& strings) {
+  int n = 0;
+  for (char* const* e = envp; *e != nullptr; ++e) {
+    if (n >= scratch_len - 1) return envp;
+    if (std::strncmp(*e, "LD_PRELOAD=", 11) != 0 || std::strstr(*e, "libsonde") == nullptr) {
+      scratch[n++] = *e;
+      continue;
+    }
+    // ld.so splits the list at colons and spaces: every element but sonde's is kept. Nothing
+    // allocated: this may be a vfork child, and under the filter.
+    char* out = strings.preload;
+    size_t len = std::snprintf(out, sizeof strings.preload, "LD_PRELOAD=");
+    bool any = false, fits = true;
+    std::string_view rest(*e + 11);
+    while (!rest.empty()) {
+      size_t end = std::min(rest.find_first_of(": "), rest.size());
+      std::string_view item = rest.substr(0, end);
+      rest.remove_prefix(std::min(end + 1, rest.size()));
+      if (item.empty() || item.find("libsonde") != std::string_view::npos) continue;
+      if (len + item.size() + 2 > sizeof strings.preload) {
+        fits = false;
+        break;
+      }
+      if (any) out[len++] = ':';
+      std::memcpy(out + len, item.data(), item.size());
+      len += item.size();
+      out[len] = '\0';
+      any = true;
+    }
+    if (!any || !fits) continue;
+    scratch[n++] = strings.preload;
+  }
+  scratch[n] = nullptr;
+  return scratch;
+}
+
 }  // namespace
 
 namespace {
@@ -100,6 +140,7 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
                       bool own_image) {
   Runtime* rt = Runtime::get();
   if (rt == nullptr || !rt->recording() || envp == nullptr) return envp;
+  if (rt->filtered()) return without_sonde(envp, scratch, scratch_len, strings);
   // In a vfork child (Python's subprocess uses vfork) the parent's memory is shared: no flush,
   // no allocation, only pointers and thread-local buffers.
   bool vfork_child = getpid() != rt->pid();
@@ -168,7 +209,8 @@ void before_process_exit(int) {
   // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the
   // flusher thread does the work, and the wait for it is bounded, never a hang.
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(Runtime::kExitRequest);
+  if (rt != nullptr && !rt->filtered() && getpid() == rt->pid())
+    rt->flush_from_signal(Runtime::kExitRequest);
 }
 
 void main_starts() {
@@ -188,34 +230,16 @@ void credentials_changed() {
   if (Runtime* rt = Runtime::get()) rt->credentials_changed();
 }
 
-namespace {
-// The thread's state while it is in a strict sandbox: kept by the runtime's list (its calls
-// before are flushed), out of the probes' reach.
-thread_local ThreadState* t_sandboxed = nullptr;
-}  // namespace
-
-void strict_sandbox(bool entered) {
-  if (!entered) {
-    t_internal = false;
-    t_state = t_sandboxed;
-    t_sandboxed = nullptr;
-    return;
-  }
-  // Said first: nothing that allocates may run on this thread once it is in the sandbox.
-  if (Runtime* rt = Runtime::get())
-    rt->add_note("seccomp",
-                 "a thread entered a SECCOMP_MODE_STRICT sandbox: its calls from then on are not "
-                 "measured (the sandbox allows no clock read and no system call sonde needs)",
-                 false);
-  // Every probe and wrapper on this thread now finds no state and may not attach one.
-  t_internal = true;
-  t_sandboxed = t_state;
-  t_state = nullptr;
-}
-
-void thread_started() {
+void thread_started(bool filtered) {
   // Before the start routine, so the thread's first float operation already runs in the mode.
   apply_fpu_mode();
+  if (filtered) {
+    // Under its creator's filter from its first instruction: registering it would take system
+    // calls (its tid, memory, a timer), so it is never measured (the filter's note says so).
+    t_filtered = true;
+    t_internal = true;
+    return;
+  }
   // Not attached here: a thread is registered at its first measured call (probe.cpp), so a
   // library's worker pool that never makes one (OpenBLAS's) is never recorded. Attaching at
   // creation recorded it only when it happened to start after sonde's constructor, so the

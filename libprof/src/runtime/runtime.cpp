@@ -43,16 +43,19 @@ pthread_key_t g_thread_key;  // its destructor marks a thread's end
 
 void on_thread_exit(void* state) {
   auto* t = static_cast<ThreadState*>(state);
-  if (t->counter_backend != nullptr) {
+  Runtime* rt = Runtime::get();
+  // Under a seccomp filter its counters and timer stay: closing them takes system calls.
+  bool filtered = rt != nullptr && rt->filtered();
+  if (t->counter_backend != nullptr && !filtered) {
     t->counter_backend->stop_thread(t->counter_handle);
     t->counter_handle = -1;  // a late frame's read fails instead of reading a reused descriptor
   }
-  sampler_disarm(*t);
-  t->mark_ended(now_ticks());
+  if (!filtered) sampler_disarm(*t);
+  t->mark_ended(now_ticks(), !filtered);
   // The flusher frees the state once written; a later call on this thread (another key's
   // destructor) starts a new one.
   t_state = nullptr;
-  if (Runtime* rt = Runtime::get()) rt->thread_ended();
+  if (rt != nullptr) rt->thread_ended();
 }
 
 pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
@@ -99,14 +102,23 @@ bool cuda_driver_loaded() {
 }
 
 void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
-void fork_parent() { if (auto* rt = Runtime::get()) rt->fork_parent(); }
+void fork_parent() {
+  if (auto* rt = Runtime::get()) {
+    rt->fork_parent();
+    rt->child_forked();
+  }
+}
 void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
 // A vfork child that calls exit shares the parent's memory: nothing of sonde's is its to end.
+// A filtered thread asks nothing (getpid is a system call too): it does not flush.
 void at_exit() {
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && getpid() == rt->pid()) rt->exit_flush();
+  if (rt != nullptr && !rt->filtered() && getpid() == rt->pid()) rt->exit_flush();
 }
-void gpu_at_exit() { if (auto* rt = Runtime::get()) rt->drain_gpu(); }
+void gpu_at_exit() {
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && !rt->filtered()) rt->drain_gpu();
+}
 
 }  // namespace
 
@@ -319,6 +331,7 @@ void Runtime::hold_until_window(ThreadState& t) {
 ThreadState* Runtime::attach_current_thread() {
   if (t_internal) return nullptr;
   if (t_state != nullptr) return t_state;
+  if (filtered()) return nullptr;  // registering takes system calls (sandbox.cpp)
   uint64_t trace = config_.trace ? config_.trace_buffer : 0;
   // A thread the sampler armed from outside keeps its state (and its samples) when it starts
   // making measured calls.
@@ -503,7 +516,9 @@ void Runtime::thread_ended() {
   constexpr uint32_t kBatch = 256;  // ~25 MB of ended threads at most before they are freed
   bool batch = ended_unflushed_.fetch_add(1, std::memory_order_relaxed) + 1 == kBatch;
   bool last = live_threads_.fetch_sub(1, std::memory_order_acq_rel) == 1;
-  if (batch || last) flush_request_.ring();
+  // A futex wake is a system call. A filtered thread is never the last one while the watched
+  // one lives, and once that has ended the flusher looks for the last one anyway.
+  if ((batch || last) && !filtered()) flush_request_.ring();
 }
 
 void Runtime::main_starts() {
@@ -544,6 +559,10 @@ void Runtime::say_where_written(bool ok) {
 }
 
 void Runtime::exit_begins() {
+  if (filtered()) {  // no getpid, no wait: the flusher only has to stop its periodic flushes
+    exiting_.store(true);
+    return;
+  }
   if (getpid() != pid() || exiting_.exchange(true)) return;  // getpid: see at_exit
   // A periodic flush under way finishes first. Bounded: exit may come from a signal handler
   // that interrupted this very thread inside a flush.
@@ -572,8 +591,22 @@ void Runtime::fork_parent() {
   store_mu_.unlock();
 }
 
+void Runtime::child_forked() {
+  forks_.fetch_add(1, std::memory_order_relaxed);
+  // One flush for a burst of forks (a DataLoader's workers, a pool): asked for again only once
+  // the flush asked for has read the count. Not on a filtered thread (a futex wake).
+  if (!filtered() && !forks_unwritten_.exchange(true)) flush_request_.ring();
+}
+
 void Runtime::fork_child() {
   fork_parent();  // this thread took the locks before fork, so it may release them here
+  if (filtered()) {
+    // The child's one thread carries the filter: no flusher, no file, no flush of its own.
+    // Its parent's note says so; the child is not in the profile.
+    flusher_running_ = false;
+    finished_ = true;
+    return;
+  }
   uint64_t now = now_ticks();
   pid_t parent = pid();
   pid_ = getpid();
@@ -610,6 +643,8 @@ void Runtime::fork_child() {
   finished_ = false;
   measured_seen_ = false;
   live_threads_ = t_state != nullptr ? 1 : 0;
+  forks_ = 0;
+  forks_unwritten_ = false;
   pending_signal_ = 0;
   flush_request_.reset();
   watched_ = this_thread_to_watch();  // the forking thread is the child's only one

@@ -28,6 +28,10 @@
 
 namespace sonde {
 
+// The thread runs under a seccomp filter sonde saw installed, by itself or by the thread that
+// created it (runtime/sandbox.cpp).
+extern constinit thread_local bool t_filtered __attribute__((tls_model("initial-exec")));
+
 enum class FlushKind { kPeriodic, kExplicit, kSignal, kExit, kExec };
 
 class Runtime {
@@ -68,6 +72,19 @@ class Runtime {
   bool credentials_changing();
   void credentials_changed();
 
+  // The calling thread is about to install a seccomp filter (`every_thread`: with
+  // SECCOMP_FILTER_FLAG_TSYNC): true when sonde made ready for it; filter_refused undoes that
+  // when the call failed (runtime/sandbox.cpp).
+  bool filter_coming(bool every_thread);
+  void filter_refused(bool every_thread);
+  // Whether the calling thread runs under a filter: sonde then makes no system call of its own
+  // on it (no flush, no file, no thread), as it cannot know which ones the filter kills for.
+  bool filtered() const { return t_filtered || filtered_all_.load(std::memory_order_relaxed); }
+  // A filter sonde did not see installed (a raw seccomp system call, or sonde loaded after
+  // libc's prctl was bound: `python3 -m sonde --in-process`), asked of the kernel before a
+  // flush: true when there is one, said once on stderr.
+  bool unseen_filter();
+
   // CUDA is in use: libcuda.so.1 was loaded at start, or its cuInit called libsonde's
   // InitializeInjection (CUDA_INJECTION64_PATH names libsonde: an in-process launch, whose
   // dlopen sonde does not see), or it is being opened now (`file`, with the host's dlopen
@@ -94,6 +111,9 @@ class Runtime {
   void fork_prepare();
   void fork_parent();
   void fork_child();
+  // In the parent, after a fork: counted (run_info process.forks) and written soon, so that a
+  // reader knows of a child that is killed with its parent before its own first flush.
+  void child_forked();
 
   const Config& config() const { return config_; }
   RoutineRegistry& routines() { return routines_; }
@@ -119,6 +139,7 @@ class Runtime {
   Runtime() = default;
   void start();
   void start_flusher();
+  bool stop_flusher();  // true when it ended (a bounded wait)
   void flusher_loop();
   void drain_samples();  // the sampler's rings into their counts, between two flushes
   void count_unwritten_events(const FlushData& d, const std::string& error);
@@ -185,10 +206,13 @@ class Runtime {
   // it, and then nobody would serve a signal's or an _exit's request.
   std::atomic<bool> flusher_running_{false};
   std::atomic<bool> flusher_stop_{false};  // credentials_changing: the flusher is to end
+  std::atomic<bool> filtered_all_{false};  // a filter with TSYNC: every thread, sonde's too
   pthread_t flusher_thread_{};
   std::atomic<pid_t> flusher_tid_{0};   // its kernel id, to see it leave the thread group
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
   std::atomic<uint32_t> ended_unflushed_{0};
+  std::atomic<uint32_t> forks_{0};            // child_forked: fork children so far
+  std::atomic<bool> forks_unwritten_{false};  // ... and a flush is asked to write them
 };
 
 }  // namespace sonde
