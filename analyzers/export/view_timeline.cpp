@@ -234,7 +234,7 @@ std::string timeline_json(const ProfileFile& file, std::size_t max_events) {
   std::int64_t dropped =
       file.has_table("trace_drops") ? count(file, "SELECT SUM(dropped) FROM trace_drops") : 0;
   std::string out = fmt::format(
-      "{{\"origin_ns\":{},\"end_ns\":{},\"events\":{},\"carried\":{},\"cut_ns\":{},"
+      "{{\"origin_ns\":\"{}\",\"end_ns\":{},\"events\":{},\"carried\":{},\"cut_ns\":{},"
       "\"max_events\":{},\"dropped\":{},\"lanes\":{}",
       origin, end - origin, total, events.size(), cut ? fmt::format("{}", *cut - origin) : "null",
       max_events, dropped, dump_json(lane_list, -1));
