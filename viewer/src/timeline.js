@@ -203,7 +203,7 @@ export class Timeline {
     for (const tick of scale.ticks(Math.max(2, Math.floor((width - GUTTER) / 110)))) {
       const x = scale(tick);
       ctx.fillRect(x, AXIS - 6, 1, 6);
-      ctx.fillText(fmtNs(tick).replace(/\.?0+ /, ' '), x + 3, AXIS / 2 - 2);
+      ctx.fillText(fmtNs(tick).replace(/(\.\d*?)0+ /, '$1 ').replace('. ', ' '), x + 3, AXIS / 2 - 2);
     }
   }
 
