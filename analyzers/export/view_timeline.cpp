@@ -41,9 +41,10 @@ std::optional<std::int64_t> cut_at(const ProfileFile& file, bool cpu, bool gpu,
                                    std::size_t max_events) {
   std::string from = cpu ? "SELECT start_ns FROM trace_events" : "";
   if (gpu)
-    from += fmt::format("{}SELECT start_ns FROM gpu_activity WHERE {}",
-                        cpu ? " UNION ALL " : "", kTimedGpu);
-  auto st = file.prepare(fmt::format("SELECT start_ns FROM ({}) ORDER BY start_ns LIMIT 1 OFFSET ?1", from));
+    from += fmt::format("{}SELECT start_ns FROM gpu_activity WHERE {}", cpu ? " UNION ALL " : "",
+                        kTimedGpu);
+  auto st = file.prepare(
+      fmt::format("SELECT start_ns FROM ({}) ORDER BY start_ns LIMIT 1 OFFSET ?1", from));
   st.bind(1, static_cast<std::int64_t>(max_events));
   if (!st.step()) return std::nullopt;
   return st.int64(0);
@@ -72,8 +73,9 @@ std::string timeline_json(const ProfileFile& file, std::size_t max_events) {
   bool cpu = file.has_table("trace_events") && file.has_rows("trace_events");
   std::int64_t gpu_events =
       file.has_table("gpu_activity")
-          ? count(file, "SELECT COUNT(*) FROM gpu_activity WHERE start_ns IS NOT NULL "
-                        "AND end_ns IS NOT NULL")
+          ? count(file,
+                  "SELECT COUNT(*) FROM gpu_activity WHERE start_ns IS NOT NULL "
+                  "AND end_ns IS NOT NULL")
           : 0;
   bool gpu = gpu_events > 0;
   if (!cpu && !gpu) return "null";
@@ -111,7 +113,8 @@ std::string timeline_json(const ProfileFile& file, std::size_t max_events) {
     while (st.step()) {
       auto lane = thread_lane.find(st.int64(0));
       if (lane == thread_lane.end()) continue;  // cannot be: the lanes are these threads
-      events.push_back({lane->second, static_cast<std::int32_t>(std::max<std::int64_t>(st.int64(1) - 1, 0)),
+      events.push_back({lane->second,
+                        static_cast<std::int32_t>(std::max<std::int64_t>(st.int64(1) - 1, 0)),
                         st.int64(2), st.int64(3), st.int64(4), st.int64(5)});
     }
   }
@@ -171,12 +174,14 @@ std::string timeline_json(const ProfileFile& file, std::size_t max_events) {
   std::vector<NodeRow> node_rows;
   std::vector<std::int64_t> node_index;  // node_id -> the page's index, -1: not carried
   std::vector<std::int64_t> node_ids;    // the page's index -> node_id
-  bool any_node = std::any_of(events.begin(), events.end(), [](const Event& e) { return e.node_id >= 0; });
+  bool any_node =
+      std::any_of(events.begin(), events.end(), [](const Event& e) { return e.node_id >= 0; });
   if (any_node && max_node > 0) {
     node_rows.resize(static_cast<std::size_t>(max_node) + 1);
     node_index.assign(node_rows.size(), -1);
     auto st = file.prepare("SELECT node_id, COALESCE(parent_id, -1), routine_id, depth FROM nodes");
-    while (st.step()) node_rows[static_cast<std::size_t>(st.int64(0))] = {st.int64(1), st.int64(2), st.int64(3)};
+    while (st.step())
+      node_rows[static_cast<std::size_t>(st.int64(0))] = {st.int64(1), st.int64(2), st.int64(3)};
     auto carry = [&](std::int64_t id) {
       std::vector<std::int64_t> chain;
       for (; id > 0 && id <= max_node && node_index[static_cast<std::size_t>(id)] < 0 &&
@@ -251,7 +256,8 @@ std::string timeline_json(const ProfileFile& file, std::size_t max_events) {
   out += "},\"nodes\":{\"parent\":[";
   for (std::size_t i = 0; i < node_ids.size(); ++i) {
     if (i) out += ',';
-    fmt::format_to(std::back_inserter(out), "{}", node(node_rows[static_cast<std::size_t>(node_ids[i])].parent));
+    fmt::format_to(std::back_inserter(out), "{}",
+                   node(node_rows[static_cast<std::size_t>(node_ids[i])].parent));
   }
   out += ']';
   column(out, "frame", node_ids.size(), [&](std::size_t i) {

@@ -18,7 +18,8 @@ namespace sonde::analyzers {
 inline constexpr std::size_t kViewTimelineEvents = 2'000'000;
 inline constexpr std::size_t kViewTimelineHtmlEvents = 300'000;
 
-// {"origin_ns": the first event's CLOCK_REALTIME start (a string: it is past 2^53), "end_ns": the last carried end after it,
+// {"origin_ns": the first event's CLOCK_REALTIME start (a string: it is past 2^53), "end_ns": the
+// last carried end after it,
 //  "events": all timed events in the file, "carried", "cut_ns": where the carried ones stop
 //  (null: all carried), "max_events", "dropped": trace_drops' sum,
 //  "lanes": [{"kind": "thread", "thread_id", "pid", "tid", "seq", "name", "depths", "events"} or
