@@ -8,6 +8,7 @@
 #include <set>
 
 #include "advice/candidates.hpp"
+#include "export/view_timeline.hpp"
 #include "export/view_trees.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/loaded_profile.hpp"
@@ -248,7 +249,7 @@ struct Profile {
 
 // The fixed parts; a rank's or process's tree is known once the profile lists it.
 bool known_part(std::string_view name) {
-  if (name == "tree_first") return true;
+  if (name == "tree_first" || name == "timeline" || name == "timeline_html") return true;
   for (std::string_view p : kViewParts)
     if (p == name) return true;
   return false;
@@ -275,6 +276,7 @@ std::string ViewData::index() const {
   for (const auto& p : impl_->profiles) list.push_back(Json{{"path", p->path}});
   Json parts = Json::array();
   for (std::string_view p : kViewParts) parts.push_back(std::string(p));
+  parts.push_back("timeline");
   return dump_json(Json{{"format_version", kViewBundleFormat},
                         {"profiles", std::move(list)},
                         {"diff", impl_->profiles.size() == 2},
@@ -289,8 +291,12 @@ std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::stri
   auto it = p.done.find(name);
   if (it != p.done.end()) return it->second;
   if (!known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
-  // Recorded names are bytes: dump_json replaces what is not UTF-8.
-  auto text = std::make_shared<const std::string>(dump_json(p.make(name), -1));
+  // Recorded names are bytes: dump_json replaces what is not UTF-8. The timeline's columns of
+  // a million integers are written as text, not built as a document first.
+  auto text = std::make_shared<const std::string>(
+      name == "timeline"        ? timeline_json(p.file, kViewTimelineEvents)
+      : name == "timeline_html" ? timeline_json(p.file, kViewTimelineHtmlEvents)
+                                : dump_json(p.make(name), -1));
   p.done.emplace(std::string(name), text);
   return text;
 }
@@ -327,6 +333,9 @@ std::string ViewData::whole() {
       out += fmt::format(",\"{}\":", name);
       out += *part(i, name);
     }
+    // The timeline, as far as the --html file's cap (the page says where it stops).
+    out += ",\"timeline\":";
+    out += *part(i, "timeline_html");
     // Each rank's and process's tree, under the part name "tree_scopes" gives it (two may
     // share one).
     std::set<std::string> scope_parts;

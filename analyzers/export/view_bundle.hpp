@@ -43,7 +43,8 @@ inline constexpr std::size_t kViewSandwichBytes = 4 << 20;
 
 // A profile's members in the whole bundle, in the order the page needs them: the run facts and
 // the tree draw the first panel. "samples" and "ranks" are null where the profile has none.
-// The server also serves "tree_first", which the whole bundle has no need of.
+// The server also serves "tree_first", which the whole bundle has no need of, and "timeline"
+// (view_timeline.hpp), which the whole bundle carries as far as its own cap ("timeline_html").
 // "tree_scopes" lists the ranks and processes with a merged tree of their own, each in the part
 // it names (tree_rank_<R>, tree_process_<process_id>), which follow these in the whole bundle.
 inline constexpr std::string_view kViewParts[] = {

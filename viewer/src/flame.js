@@ -8,6 +8,7 @@ const KIND_COLOURS = new Map(Object.entries({
   root: '#b0b0b0', python: '#6b9bd1', native: '#e8a25a', blas: '#d9534f', onednn: '#e377c2',
   region: '#5cb85c', cuda: '#9b59b6', cublas: '#8e44ad', cudnn: '#7d3c98', gpu: '#a569bd',
   nccl: '#af7ac5', mpi: '#17a2b8', io: '#f0ad4e', folded: '#dddddd',
+  kernel: '#8e6bbf', memcpy: '#d4a017', memset: '#b8b8b8',
 }));
 
 const FONT = '11px system-ui, sans-serif';
@@ -22,7 +23,7 @@ function charWidth(ch, ctx) {
 }
 
 // The text, or as much of it as fits in max px followed by '…' (null when under 3 characters).
-function fitText(text, max, ctx) {
+export function fitText(text, max, ctx) {
   const ellipsis = charWidth('…', ctx);
   let w = 0, fit = 0;  // fit: the characters that fit with the ellipsis after them
   for (let i = 0; i < text.length; ++i) {
@@ -36,7 +37,7 @@ function fitText(text, max, ctx) {
   return text;
 }
 
-function kindColour(kind) {
+export function kindColour(kind) {
   let c = KIND_COLOURS.get(kind);
   if (c === undefined) {  // a kind of its own: a colour from its name, kept
     let h = 0;

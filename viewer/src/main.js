@@ -8,6 +8,7 @@ import { FlameGraph } from './flame.js';
 import { breakdown, roofline } from './charts.js';
 import { flamePanel } from './tree_panel.js';
 import { callersPanel } from './callers_panel.js';
+import { timelinePanel } from './timeline.js';
 
 const SUPPORTED_FORMAT = 2;
 
@@ -223,12 +224,21 @@ async function render(index) {
   performance.mark('sonde-first-panel');
   const waiting = el('p', { id: 'loading-rest', class: 'note' }, 'computing the other panels…');
   main.appendChild(waiting);
+  const timelineSlot = el('div', { id: 'timeline-slot' });
+  fp.section.after(timelineSlot);
   await new Promise((done) => setTimeout(done, 0));  // the first panel is painted meanwhile
   const finer = !('tree' in p);
   await need(index, LATER_PARTS);
   if (b.diff === true) b.diff = await fetchData('part=diff');
   waiting.remove();
   renderRest(p, main);
+  // The timeline after the tables: a million events are tens of MB to fetch and parse.
+  await need(index, ['timeline']);
+  const tl = timelinePanel(p.timeline, document.getElementById('sonde-data') !== null, { onSelect: select, tooltip });
+  timelineSlot.replaceWith(tl.section);
+  state.linked.push(tl);
+  state.timeline = tl.timeline;
+  tl.show();
   if (finer) {
     await need(index, ['tree']);
     await fp.refine();
