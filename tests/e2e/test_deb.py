@@ -64,7 +64,7 @@ def test_lintian_finds_no_error_and_only_the_explained_warnings(deb):
     assert warnings <= explained, r.stdout
 
 
-def test_control_fields_recommend_what_libsonde_opens(deb, contents, tmp_path):
+def test_control_fields_recommend_what_libsonde_opens(deb, tmp_path):
     fields = dict(re.findall(r"^(\S+): (.*)$", sh(["dpkg-deb", "-f", deb]).stdout, re.M))
     assert "@localhost" not in fields["Maintainer"] and re.search(r"<[^@>]+@[^>]+\.[a-z]+>$",
                                                                    fields["Maintainer"])
@@ -87,7 +87,8 @@ def test_control_fields_recommend_what_libsonde_opens(deb, contents, tmp_path):
 def test_contents_hold_no_bytecode_and_only_compressed_pages(deb, contents, tmp_path):
     assert not [p for p in contents if "__pycache__" in p or p.endswith(".pyc")]
     assert f"{PYTHON_DIR}/sonde/__init__.py" in contents
-    pages = [p for p, (kind, _) in contents.items() if p.startswith("usr/share/man/") and kind != "d"]
+    pages = [p for p, (kind, _) in contents.items()
+             if p.startswith("usr/share/man/") and kind != "d"]
     assert "usr/share/man/man1/sonde.1.gz" in pages
     assert all(p.endswith(".gz") for p in pages), pages
     # sonde-view-server's page is sonde's, which says what that program is.
