@@ -46,5 +46,14 @@ for row in run([sonde, "env-table"]).splitlines()[2:]:
 launcher = run([python, "-m", "sonde", "--help"], PYTHONPATH=pythonpath)
 sections += ["[PYTHON LAUNCHER]", ".nf", roff(launcher), ".fi"]
 
+# The installed programs beside sonde, so that a page named for sonde-view-server (the .deb's link
+# to this one) says what that program is.
+sections += ["[FILES]",
+             ".TP", "\\fBsonde-view-server\\fR",
+             "The server of `sonde view', beside sonde in the same directory, which that command "
+             "runs with its parsed options; it is not run by hand.",
+             ".TP", "\\fB../lib/libsonde.so\\fR",
+             "The library `sonde run' and `python3 -m sonde' preload into the profiled program."]
+
 with open(out, "w", encoding="utf-8") as f:
     f.write("\n".join(sections) + "\n")

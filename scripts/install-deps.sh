@@ -25,6 +25,8 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(valgrind)
   # `export --format pprof` decoded against profile.proto by protobuf's own Python parser.
   packages+=(python3-protobuf)
+  # The .deb from `cpack -G DEB` checked against Debian's policy (tests/e2e/test_deb.py).
+  packages+=(lintian)
   # Greenlets: the e2e tests' gevent jobs, and greenlet's own tests as peers (objgraph for
   # their leak checks).
   packages+=(python3-greenlet python3-gevent python3-objgraph)

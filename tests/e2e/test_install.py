@@ -2,6 +2,7 @@
 root. Each tree works on its own, without the build tree: `sonde run` finds its libsonde.so
 (also under /usr), `python3 -m sonde` its package through the .pth file, and a program built
 against the installed region API (pkg-config or find_package(sonde)) records its regions."""
+import gzip
 import os
 import subprocess
 import textwrap
@@ -139,9 +140,9 @@ def test_the_deb_installs_into_a_fresh_root_and_profiles_from_there(debroot, tmp
         assert (usr / f).exists(), f
     # Debian's python3 reads /usr/lib/python3/dist-packages, where the .pth names the package.
     assert (usr / "lib/python3/dist-packages/sonde.pth").read_text() == "/usr/lib/sonde/python\n"
-    man = usr / "share/man/man1/sonde.1"
+    man = usr / "share/man/man1/sonde.1.gz"  # compressed, as Debian's policy asks
     if man.exists():  # help2man is optional at build time
-        page = man.read_text()
+        page = gzip.decompress(man.read_bytes()).decode()
         assert page.startswith('.\\" DO NOT MODIFY THIS FILE!')
         # Every subcommand's own options, the environment and the launcher, not only a list.
         for section in (".SS run", ".SS tune", ".SS view", "SONDE_SAMPLE_HZ", "SONDE_TORCH_THREADS",

@@ -66,7 +66,7 @@ struct Unwind {
 Unwind g_unw{};
 
 bool open_libunwind() {
-  void* h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+  void* h = dlopen(SONDE_UNWIND_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) return false;
   auto get = [h](const char* name) { return dlsym(h, name); };
   g_unw.init_local2 = reinterpret_cast<decltype(g_unw.init_local2)>(get(SONDE_UNW_NAME(init_local2)));
@@ -274,7 +274,7 @@ bool sampler_init(uint32_t hz) {
   if (hz == 0) return false;
 #if SONDE_HAVE_UNWIND
   if (!open_libunwind()) {
-    warn("SONDE_SAMPLE_HZ: libunwind.so.8 cannot be opened ({}); the run is not sampled",
+    warn("SONDE_SAMPLE_HZ: {} cannot be opened ({}); the run is not sampled", SONDE_UNWIND_SONAME,
          dlerror() ? "missing symbols" : "not found");
     return false;
   }
