@@ -63,7 +63,7 @@ CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::str
 // --color auto|always|never, for the commands whose text is painted (render/colour.hpp).
 void add_colour(CLI::App* cmd);
 // Every --format json output is one object whose first keys say what it is: format_version
-// (kJsonFormatVersion, raised when a key changes meaning or goes), command (the subcommand),
+// (kJsonFormatVersion, raised when a key changes meaning or goes), subcommand,
 // file (the profile read, where there is one), then the command's own keys; a list is under
 // `list_key` ("rows"). docs/cli.md, JSON output.
 inline constexpr int kJsonFormatVersion = 1;

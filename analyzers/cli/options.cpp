@@ -77,13 +77,14 @@ void print_json(std::string_view command, const std::string& file, Json body,
                 std::string_view list_key) {
   Json out = Json::object();
   out["format_version"] = kJsonFormatVersion;
-  out["command"] = command;
+  out["subcommand"] = command;
   if (!file.empty()) out["file"] = file;
   if (body.is_array()) {
     out[std::string(list_key)] = std::move(body);
   } else {
-    for (auto& [key, value] : body.items())
-      if (!out.contains(key)) out[key] = std::move(value);
+    // The envelope's keys are none of a command's own ("command" is tune's program, "file"
+    // is report's, the same file): a command's key is kept over the envelope's.
+    for (auto& [key, value] : body.items()) out[key] = std::move(value);
   }
   std::cout << dump_json(out) << '\n';
 }

@@ -460,8 +460,10 @@ def _run(opts, program, kind, in_process=False):
     module = _main_module(path, spec)
     # atexit runs last what was registered first. stop and record_facts (torch's thread count,
     # for libsonde's exit flush) are C functions, which no hook sees called from C. The
-    # interpreter's teardown is a call of its own from the last of them to the final flush.
-    atexit.register(_sonde.teardown_begins)
+    # interpreter's teardown is a call of its own from the last of them to the final flush
+    # (not for --paused: the program chose which frames are recorded).
+    if not opts.paused:
+        atexit.register(_sonde.teardown_begins)
     if in_process:
         # Last of all, as exit() begins under LD_PRELOAD: no periodic flush beside the
         # interpreter's own finalization; the final flush comes from C's atexit.

@@ -90,7 +90,7 @@ def test_diff_matches_one_script_in_two_checkouts(tmp_path):
 
 def test_every_json_output_has_the_common_envelope(profiles, tmp_path):
     """One reader serves every --format json: an object whose first keys are format_version,
-    command and (for one profile) file; a list is under a key (rows, candidates), where query,
+    subcommand and (for one profile) file; a list is under a key (rows, candidates), where query,
     shapes and candidates printed a bare list."""
     a, b = profiles[:2]
     one = {"report": [], "tree": [], "shapes": [], "metrics": [], "candidates": [],
@@ -98,10 +98,10 @@ def test_every_json_output_has_the_common_envelope(profiles, tmp_path):
     for name, extra in one.items():
         command = name.split()[0]
         doc = json.loads(sonde(command, a, *extra, "--format", "json"))
-        assert list(doc)[:3] == ["format_version", "command", "file"], (name, list(doc))
-        assert (doc["format_version"], doc["command"], doc["file"]) == (1, command, str(a)), name
+        assert list(doc)[:3] == ["format_version", "subcommand", "file"], (name, list(doc))
+        assert (doc["format_version"], doc["subcommand"], doc["file"]) == (1, command, str(a)), name
     assert json.loads(sonde("query", a, "SELECT 1 AS one", "--format", "json"))["rows"] == [{"one": 1}]
     assert isinstance(json.loads(sonde("candidates", a, "--format", "json"))["candidates"], list)
     for command, args in (("diff", [a, b]), ("scaling", [a, b])):
         doc = json.loads(sonde(command, *args, "--format", "json"))
-        assert list(doc)[:2] == ["format_version", "command"] and doc["command"] == command
+        assert list(doc)[:2] == ["format_version", "subcommand"] and doc["subcommand"] == command

@@ -78,7 +78,7 @@ def test_candidates_name_small_collectives_and_exposed_communication(tmp_path):
     p = subprocess.run([CLI, "candidates", str(out), "--format", "json"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    found = {(c["rule"], c["location"]): c for c in json.loads(p.stdout)}
+    found = {(c["rule"], c["location"]): c for c in json.loads(p.stdout)["candidates"]}
     small = found[("small-collectives", "MPI_Allreduce of 4000 bytes")]
     assert small["evidence"]["calls_per_rank"] == 20
     assert small["evidence"]["ranks"] == NP
@@ -95,7 +95,8 @@ def test_rank_imbalance_names_the_slow_computation_not_the_phase_that_waits_for_
     p = subprocess.run([CLI, "candidates", str(out), "--format", "json"], capture_output=True,
                        text=True, timeout=60)
     assert p.returncode == 0, p.stderr
-    imbalance = [c["location"] for c in json.loads(p.stdout) if c["rule"] == "rank-imbalance"]
+    imbalance = [c["location"] for c in json.loads(p.stdout)["candidates"]
+                 if c["rule"] == "rank-imbalance"]
     assert "compute [region]" in imbalance, imbalance
     assert "allreduce [region]" not in imbalance, imbalance
     ranks = ranks_json(out)  # the imbalance table itself keeps every phase

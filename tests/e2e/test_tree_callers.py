@@ -86,7 +86,7 @@ def callers(db, routine, *args, side="--callers"):
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     # The CLI's envelope (docs/cli.md, JSON output) around what the viewer's part holds.
-    assert (doc.pop("format_version"), doc.pop("command"), doc.pop("file")) == (1, "tree", str(db))
+    assert (doc.pop("format_version"), doc.pop("subcommand"), doc.pop("file")) == (1, "tree", str(db))
     return doc
 
 

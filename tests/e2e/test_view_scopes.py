@@ -17,7 +17,7 @@ def tree(db, *args):
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     # The CLI's envelope (docs/cli.md, JSON output) around what the viewer's part holds.
-    assert (doc.pop("format_version"), doc.pop("command"), doc.pop("file")) == (1, "tree", str(db))
+    assert (doc.pop("format_version"), doc.pop("subcommand"), doc.pop("file")) == (1, "tree", str(db))
     return doc
 
 

@@ -673,7 +673,7 @@ TEST_F(AdviceTest, CliCandidatesAndDiff) {
   auto doc = nlohmann::json::parse(r.out);
   // The common envelope (docs/cli.md, JSON output), the list under "candidates".
   EXPECT_EQ(doc["format_version"], 1);
-  EXPECT_EQ(doc["command"], "candidates");
+  EXPECT_EQ(doc["subcommand"], "candidates");
   EXPECT_EQ(doc["file"], path_);
   const auto& j = doc["candidates"];
   ASSERT_EQ(j.size(), 1u);
