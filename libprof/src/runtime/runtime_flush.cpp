@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
@@ -81,8 +82,12 @@ bool looks_numeric() {
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
   if (!store_ok_ || filtered() || unseen_filter()) return false;
   // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
-  // the store lock that the signal's own flush needs; the flusher blocks signals anyway.
-  AsyncSignalBlock no_signals;
+  // the store lock that the signal's own flush needs. The flusher blocks signals anyway, but
+  // for its last flush once the host's threads are gone (end_without_host), where they were
+  // unblocked so that a SIGTERM ends the process: blocked here too, a flush waiting on a
+  // locked file held the SIGTERM off until SQLite gave up.
+  std::optional<AsyncSignalBlock> no_signals;
+  if (pid_t(syscall(SYS_gettid)) != flusher_tid_.load()) no_signals.emplace();
   std::lock_guard lock(store_mu_);
   if (finished_ || (kind == FlushKind::kPeriodic && exiting_)) return false;
   bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
