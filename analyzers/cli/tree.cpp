@@ -61,7 +61,7 @@ int tree(const Options& a) {
   if (format == Format::kJson)
     print_json("tree", a.file, render_tree_json(forest, options));
   else if (format == Format::kCsv)
-    std::cout << render_csv(tree_table(forest, options));
+    write_tree_csv(forest, options, std::cout);
   else {
     std::string text = render_tree_text(forest, options) + render_samples_text(file);
     std::cout << (colour_wanted(stdout) ? colour_tree(text) : text);

@@ -148,21 +148,28 @@ std::string csv_escape(std::string_view field) {
   return out + "\"";
 }
 
-std::string render_csv(const Table& table) {
+std::string csv_header(const Table& table) {
   std::string out;
   for (std::size_t c = 0; c < table.columns.size(); ++c)
     out += (c ? "," : "") + csv_escape(table.columns[c].key);
-  out += "\n";
-  for (const auto& row : table.rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      if (c) out += ",";
-      const Cell& cell = row[c];
-      if (const auto* i = std::get_if<std::int64_t>(&cell)) out += fmt::format("{}", *i);
-      else if (const auto* d = std::get_if<double>(&cell)) out += fmt::format("{}", *d);
-      else if (const auto* s = std::get_if<std::string>(&cell)) out += csv_escape(*s);
-    }
-    out += "\n";
+  return out + "\n";
+}
+
+std::string csv_row(const std::vector<Cell>& row) {
+  std::string out;
+  for (std::size_t c = 0; c < row.size(); ++c) {
+    if (c) out += ",";
+    const Cell& cell = row[c];
+    if (const auto* i = std::get_if<std::int64_t>(&cell)) out += fmt::format("{}", *i);
+    else if (const auto* d = std::get_if<double>(&cell)) out += fmt::format("{}", *d);
+    else if (const auto* s = std::get_if<std::string>(&cell)) out += csv_escape(*s);
   }
+  return out + "\n";
+}
+
+std::string render_csv(const Table& table) {
+  std::string out = csv_header(table);
+  for (const auto& row : table.rows) out += csv_row(row);
   return out;
 }
 

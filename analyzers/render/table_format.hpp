@@ -36,6 +36,9 @@ struct Table {
 std::string render_text(const Table& table);
 // RFC 4180 CSV with a header of column keys; NULL is an empty field.
 std::string render_csv(const Table& table);
+// render_csv in parts, for a table written as its rows come (one too large to hold whole).
+std::string csv_header(const Table& table);
+std::string csv_row(const std::vector<Cell>& row);
 // An array with one object per row, keyed by column key; NULL is null.
 Json render_json(const Table& table);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <functional>
+#include <ostream>
 #include <set>
 
 namespace sonde::analyzers {
@@ -173,8 +175,11 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   return j;
 }
 
-void table_rows(Table& t, const CallNode& root, std::int64_t total, const TreeOptions& o,
-                std::int64_t pid, std::int64_t seq, GpuColumns gpu) {
+// Each row as it comes, to `put`: a 20,000-deep chain's paths add up to a gigabyte, which
+// `sonde tree --format csv` writes out without holding (it ran out of 2 GiB holding them).
+void table_rows(const std::function<void(std::vector<Cell>&&)>& put, const CallNode& root,
+                std::int64_t total, const TreeOptions& o, std::int64_t pid, std::int64_t seq,
+                GpuColumns gpu) {
   // A row still to add: a node with its path, or the folded row its parent left after its shown
   // children. On a stack, not the call stack (a 65,536-deep path).
   struct Item {
@@ -186,9 +191,9 @@ void table_rows(Table& t, const CallNode& root, std::int64_t total, const TreeOp
   auto row = [&](int depth, const std::string& p, const std::string& name, const std::string& kind,
                  const std::string& where, std::int64_t calls, std::int64_t incl, std::int64_t excl,
                  std::int64_t gpu_ns, std::int64_t graph_ns) {
-    t.rows.push_back({pid, seq, depth, p, name, kind, where, calls, seconds(incl), seconds(excl),
-                      pct(incl, total), gpu.gpu ? Cell(seconds(gpu_ns)) : Cell(),
-                      gpu.graph ? Cell(seconds(graph_ns)) : Cell()});
+    put({pid, seq, depth, p, name, kind, where, calls, seconds(incl), seconds(excl),
+         pct(incl, total), gpu.gpu ? Cell(seconds(gpu_ns)) : Cell(),
+         gpu.graph ? Cell(seconds(graph_ns)) : Cell()});
   };
   std::vector<Item> todo;
   todo.push_back({&root, 0, "", {}});
@@ -273,7 +278,8 @@ Json render_node_json(const CallNode& root, std::int64_t total, const TreeOption
 Table node_table(const CallNode& root, std::int64_t total, const TreeOptions& o) {
   Table t;
   tree_columns(t);
-  table_rows(t, root, total, o, 0, 0, {});
+  table_rows([&](std::vector<Cell>&& row) { t.rows.push_back(std::move(row)); }, root, total, o, 0,
+             0, {});
   for (auto& row : t.rows) row[0] = row[1] = Cell();
   return t;
 }
@@ -310,24 +316,40 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
   return idle.empty() ? out : out + "\n" + idle;
 }
 
-Table tree_table(const Forest& f, const TreeOptions& o) {
-  Table t;
-  tree_columns(t);
+static void tree_rows(const Forest& f, const TreeOptions& o,
+                      const std::function<void(std::vector<Cell>&&)>& put) {
   if (f.merged) {
     CallNode merged = f.merged_root;
     sort_by_inclusive(merged);
     // The root is the busy threads together: no one thread (NULL), its time the denominator.
-    table_rows(t, merged, merged.incl_ns, o, 0, 0, merged_columns(merged));
-    for (auto& row : t.rows) row[0] = row[1] = Cell();
-    return t;
+    table_rows(
+        [&](std::vector<Cell>&& row) {
+          row[0] = row[1] = Cell();
+          put(std::move(row));
+        },
+        merged, merged.incl_ns, o, 0, 0, merged_columns(merged));
+    return;
   }
   GpuColumns gpu = forest_columns(f);
   for (const ThreadTree& tree : f.busy) {
     CallNode root = tree.root;
     sort_by_inclusive(root);
-    table_rows(t, root, root.incl_ns, o, tree.pid, tree.seq, gpu);
+    table_rows(put, root, root.incl_ns, o, tree.pid, tree.seq, gpu);
   }
+}
+
+Table tree_table(const Forest& f, const TreeOptions& o) {
+  Table t;
+  tree_columns(t);
+  tree_rows(f, o, [&](std::vector<Cell>&& row) { t.rows.push_back(std::move(row)); });
   return t;
+}
+
+void write_tree_csv(const Forest& f, const TreeOptions& o, std::ostream& out) {
+  Table header;
+  tree_columns(header);
+  out << csv_header(header);
+  tree_rows(f, o, [&](std::vector<Cell>&& row) { out << csv_row(row); });
 }
 
 Json render_tree_json(const Forest& f, const TreeOptions& o) {

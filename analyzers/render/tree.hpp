@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ Json render_tree_json(const Forest& forest, const TreeOptions& options);
 // with its thread and its path (names joined by ';', root first, as the callpaths view), for
 // pandas and spreadsheets: `sonde tree --format csv`.
 Table tree_table(const Forest& forest, const TreeOptions& options);
+// The same as CSV, each row written as it comes: a deep tree's paths outgrow memory held whole.
+void write_tree_csv(const Forest& forest, const TreeOptions& options, std::ostream& out);
 
 // One tree of CPU figures (no device-time columns), percentages of `total`: its column line and
 // lines as in render_tree_text, its node as in the JSON, its rows as in tree_table (pid and
