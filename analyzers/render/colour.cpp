@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <vector>
+#include <type_traits>
 
 namespace sonde::analyzers {
 
@@ -17,17 +17,24 @@ std::string paint(std::string_view text, std::string_view style) {
   return std::string(style) + std::string(text) + std::string(kReset);
 }
 
-// Calls `line(text)` for each line (without its newline) and joins what it returns.
+// Calls `line(text)` for each line (without its newline) and joins what it returns; a `line`
+// that takes three views gets the lines before and after too ("" at either end).
 template <class F>
 std::string each_line(std::string_view text, F line) {
   std::string out;
+  std::string_view previous;
   while (!text.empty()) {
     auto nl = text.find('\n');
     std::string_view l = text.substr(0, nl);
-    out += line(l);
+    std::string_view rest = nl == std::string_view::npos ? "" : text.substr(nl + 1);
+    if constexpr (std::is_invocable_v<F, std::string_view, std::string_view, std::string_view>)
+      out += line(l, previous, rest.substr(0, rest.find('\n')));
+    else
+      out += line(l);
     if (nl == std::string_view::npos) break;
     out += '\n';
-    text.remove_prefix(nl + 1);
+    text = rest;
+    previous = l;
   }
   return out;
 }
@@ -105,34 +112,15 @@ std::string colour_tree(std::string_view text) {
 }
 
 std::string colour_metrics(std::string_view text) {
-  // A section: its title (the first line after a blank one), a table's heading (the line
-  // above its dashes); warnings anywhere.
-  std::string out;
-  std::string_view previous = "";
-  bool first = true;
-  std::string_view rest = text;
-  std::vector<std::string_view> lines;
-  while (!rest.empty()) {
-    auto nl = rest.find('\n');
-    lines.push_back(rest.substr(0, nl));
-    if (nl == std::string_view::npos) break;
-    rest.remove_prefix(nl + 1);
-  }
-  for (std::size_t i = 0; i < lines.size(); ++i) {
-    std::string_view l = lines[i];
-    bool title = !l.empty() && (first || previous.empty());
-    bool heading = i + 1 < lines.size() && lines[i + 1].starts_with("---");
-    if (l.starts_with("warning:"))
-      out += paint(l, kYellow);
-    else if (title || heading)
-      out += paint(l, kBold);
-    else
-      out += l;
-    if (i + 1 < lines.size() || text.ends_with('\n')) out += '\n';
-    previous = l;
-    first = false;
-  }
-  return out;
+  // A section: its title (the first line, or one after a blank line), a table's heading (the
+  // line above its dashes); warnings anywhere.
+  return each_line(
+      text,
+      [](std::string_view l, std::string_view previous, std::string_view next) -> std::string {
+        if (l.starts_with("warning:")) return paint(l, kYellow);
+        if ((!l.empty() && previous.empty()) || next.starts_with("---")) return paint(l, kBold);
+        return std::string(l);
+      });
 }
 
 }  // namespace sonde::analyzers
