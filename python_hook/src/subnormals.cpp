@@ -29,6 +29,7 @@ struct RoutineCounts {
   double elements = 0, subnormal = 0, bytes = 0;
   std::uint64_t sampled = 0, flagged = 0;
   bool noted = false;  // the run note is written
+  bool bytes_written = false;  // python.arg_bytes is in run_info
   std::string name;  // set when first written
 };
 
@@ -305,15 +306,19 @@ void record(RoutineId routine, PyCodeObject* code, const Found& found) {
   c.elements += found.elements;
   c.subnormal += found.subnormal;
   c.bytes += found.bytes;
-  // The mean is written at the 1st, 2nd, 4th, 8th ... sampled call: a string and a run_info
-  // update on log2(n) of a routine's checks, not on each.
-  bool write_bytes = (c.sampled & (c.sampled - 1)) == 0 && c.bytes >= kArgBytesKept * c.sampled;
+  // The mean is written when it first reaches kArgBytesKept, then refreshed at the 1st, 2nd,
+  // 4th, 8th ... sampled call: a string and a run_info update on log2(n) of a routine's checks,
+  // not on each. Waiting for a power of two alone lost it where the small arrays came first: a
+  // bias's 16 KB at the 8th check of 11 left no row at all (CI, test_advice).
+  bool power_of_two = (c.sampled & (c.sampled - 1)) == 0;
+  bool write_bytes = c.bytes_written ? power_of_two : c.bytes >= kArgBytesKept * c.sampled;
   if (c.name.empty() && (found.subnormal > 0 || write_bytes)) c.name = code_display_name(code);
   if (write_bytes) {
     char value[64];
     std::snprintf(value, sizeof value, "%.0f %llu", c.bytes / c.sampled,
                   static_cast<unsigned long long>(c.sampled));
     set_run_fact(("python.arg_bytes:" + c.name).c_str(), value);
+    c.bytes_written = true;
   }
   if (found.subnormal > 0) ++c.flagged;
   // Said once, when the share is one worth a word: a few subnormal elements among millions

@@ -170,8 +170,8 @@ def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path)
     peaks = tmp_path / "peaks.txt"
     peaks.write_text("mem.bw 0 0.05 manual\n")  # 50 MB/s: the arrays' reads fill the time
     db = tmp_path / "p.db"
-    # 60 steps: 360 update calls, about 11 of them checked at random (the mean is written at the
-    # 1st, 2nd, 4th, 8th check, once it passes 64 KiB: a bias alone is 16 KB).
+    # 60 steps: 360 update calls, about 11 of them checked at random (the mean is written once it
+    # passes 64 KiB, a bias alone is 16 KB, then refreshed at the 1st, 2nd, 4th, 8th check).
     r = subprocess.run([PY, "-m", "sonde", "-o", str(db), MLP_NUMPY, "--steps", "60"],
                        env=clean_env(PYTHONPATH=PYTHONPATH, SONDE_PEAKS=str(peaks)),
                        capture_output=True, text=True, timeout=300, cwd=tmp_path)
