@@ -34,6 +34,7 @@
 #include "tools/executable_dir.hpp"
 #include "tools/output_file.hpp"
 #include "tools/previous_profile.hpp"
+#include "tools/process_alive.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -308,13 +309,13 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
         // A daemon or a helper the command left behind (multiprocessing's resource tracker)
         // writes as it ends: "written" alone read as a profile that would not change.
         auto alive = file.prepare(
-            "SELECT DISTINCT pid FROM processes WHERE ended_ns IS NULL AND pid <> ? AND "
+            "SELECT pid, MIN(started_ns) FROM processes WHERE ended_ns IS NULL AND pid <> ? AND "
             "started_ns >= ? AND NOT EXISTS (SELECT 1 FROM processes later WHERE later.pid = "
-            "processes.pid AND later.process_id > processes.process_id) ORDER BY pid");
+            "processes.pid AND later.process_id > processes.process_id) GROUP BY pid ORDER BY pid");
         alive.bind(1, std::int64_t{root}).bind(2, since_ns);
         while (alive.step()) {
           pid_t pid = pid_t(alive.int64(0));
-          if (::kill(pid, 0) == 0 || errno == EPERM) w.running.push_back(pid);
+          if (process_alive(pid, alive.int64(1))) w.running.push_back(pid);
         }
         return w;
       }

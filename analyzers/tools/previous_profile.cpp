@@ -1,7 +1,6 @@
 #include "tools/previous_profile.hpp"
 
 #include <fmt/format.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "profile/profile_file.hpp"
+#include "tools/process_alive.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -54,12 +54,13 @@ Found look_at(const std::string& path) {
   if (found.profile)
     rows("SELECT 1 FROM processes LIMIT 1", [&](sqlite3_stmt*) { found.processes = true; });
   if (found.processes)
-    rows("SELECT pid, host FROM processes WHERE ended_ns IS NULL", [&](sqlite3_stmt* st) {
+    rows("SELECT pid, host, started_ns FROM processes WHERE ended_ns IS NULL",
+         [&](sqlite3_stmt* st) {
       pid_t pid = pid_t(sqlite3_column_int64(st, 0));
       const auto* h = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
       bool here = h == nullptr || std::strcmp(h, host) == 0;
       if (here && found.live_writer == 0 && pid > 0 && pid != ::getpid() &&
-          (::kill(pid, 0) == 0 || errno == EPERM))
+          process_alive(pid, sqlite3_column_int64(st, 2)))
         found.live_writer = pid;
     });
   sqlite3_close(db);

@@ -64,6 +64,28 @@ def _fail(message, code=1):
     sys.exit(code)
 
 
+def _process_alive(pid, started_ns):
+    """analyzers/tools/process_alive.cpp's rule: `pid` runs now as the process that started
+    writing at `started_ns`, neither a zombie nor a later process given its pid."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        pass
+    except OSError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rpartition(")")[2].split()
+        with open("/proc/stat", encoding="ascii") as f:
+            boot = next(int(line.split()[1]) for line in f if line.startswith("btime "))
+        if fields[0] in ("Z", "X", "x"):
+            return False
+        started_s = boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return True
+    return not started_ns or started_s <= started_ns / 1e9 + 1.0
+
+
 def _live_writer(path):
     """(a sonde profile?, with a process row?, the pid of a process of it still running on this
     host or 0), as analyzers/tools/previous_profile.cpp reads them."""
@@ -80,15 +102,11 @@ def _live_writer(path):
         if not con.execute("SELECT 1 FROM processes LIMIT 1").fetchall():
             return True, False, 0
         host = socket.gethostname()
-        for pid, h in con.execute("SELECT pid, host FROM processes WHERE ended_ns IS NULL"):
-            if pid and pid > 0 and pid != os.getpid() and (h is None or h == host):
-                try:
-                    os.kill(pid, 0)
-                    return True, True, pid
-                except PermissionError:
-                    return True, True, pid
-                except OSError:
-                    pass
+        for pid, h, started_ns in con.execute(
+                "SELECT pid, host, started_ns FROM processes WHERE ended_ns IS NULL"):
+            if pid and pid > 0 and pid != os.getpid() and (h is None or h == host) and \
+                    _process_alive(pid, started_ns):
+                return True, True, pid
         return True, True, 0
     except Exception:
         return False, False, 0

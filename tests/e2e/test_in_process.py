@@ -10,6 +10,7 @@ import os
 import sqlite3
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -477,3 +478,37 @@ def test_a_profile_no_process_wrote_yet_stays_where_it_is(tmp_path, in_process):
     beside = [p for p in tmp_path.iterdir() if p.name not in ("prof.db", "prog.py")]
     assert len(beside) == 1 and beside[0].name.startswith("prof.") and beside[0].suffix == ".db"
     assert any(n.endswith("(g)") for (n,) in query(beside[0], "SELECT name FROM routines"))
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_a_killed_writers_pid_held_by_a_later_process_does_not_block(tmp_path, in_process):
+    """A run killed by SIGKILL leaves its process unfinished (ended_ns NULL); once its pid is
+    another process's, started later, the profile is no longer being written: kept as .old,
+    not refused with "still being written by process N". The same pid given the writer's own
+    start time still refuses."""
+    first = launch(tmp_path, "def f():\n    pass\nf()\n", in_process=in_process)
+    assert first.returncode == 0, first.stderr
+    other = subprocess.Popen(["sleep", "30"])  # started after the row's writer: another process
+    try:
+        con = sqlite3.connect(tmp_path / "prof.db")
+        hour_ago = time.time_ns() - 3600 * 10**9
+        con.execute("UPDATE processes SET pid = ?, ended_ns = NULL, end_reason = NULL, "
+                    "started_ns = ?", (other.pid, hour_ago))
+        con.commit()
+        con.close()
+        second = launch(tmp_path, "def g():\n    pass\ng()\n", in_process=in_process)
+        assert second.returncode == 0, second.stderr
+        assert "sonde: kept the previous profile prof.db as prof.db.old" in second.stderr, \
+            second.stderr
+        # Written by that very process (its start before the row's): still refused.
+        con = sqlite3.connect(tmp_path / "prof.db")
+        con.execute("UPDATE processes SET pid = ?, ended_ns = NULL, end_reason = NULL, "
+                    "started_ns = ?", (other.pid, time.time_ns()))
+        con.commit()
+        con.close()
+        third = launch(tmp_path, "def h():\n    pass\nh()\n", in_process=in_process)
+        assert third.returncode != 0 and \
+            f"still being written by process {other.pid}" in third.stderr, third.stderr
+    finally:
+        other.kill()
+        other.wait()

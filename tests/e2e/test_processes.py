@@ -79,6 +79,38 @@ def test_sonde_run_says_which_processes_of_the_run_still_write(db):
                      "LIMIT 1", (pid,)) == [("exit",)]
 
 
+def test_a_killed_worker_its_parent_has_not_waited_for_is_not_running(db):
+    # A worker killed by SIGKILL whose parent never waits for it (or an orphan under a PID 1
+    # that does not reap, as in containers) stays a zombie: kill(pid, 0) still succeeds on it,
+    # and `sonde run` said it was "still running" and would add its part.
+    import subprocess
+    import time
+    parent = ("import os, signal, time\n"
+              "w = os.fork()\n"
+              "if w == 0:\n"
+              "    time.sleep(1.5); os.kill(os.getpid(), signal.SIGKILL)\n"
+              "print(os.getpid(), w, flush=True)\n"
+              "time.sleep(4)\n")
+    script = os.path.join(os.path.dirname(str(db)), "parent.py")
+    with open(script, "w") as f:
+        f.write(parent)
+    r = subprocess.run([CLI, "run", "-o", str(db), "--", "sh", "-c",
+                        f"/usr/bin/python3 {script} & sleep 2.5"],
+                       env=clean_env(SONDE_FLUSH_INTERVAL="0.1"), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    pid, worker = (int(v) for v in r.stdout.split())
+    # The worker wrote a row before it was killed: unfinished, and not running.
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE pid = ? AND ended_ns IS NULL",
+                 (worker,)) == [(1,)]
+    assert f"sonde: 1 process of the run is still running (pid {pid}); it adds its part to the " \
+           "profile when it ends" in r.stderr, r.stderr
+    deadline = time.monotonic() + 10  # the parent's end, before the next test
+    while time.monotonic() < deadline and query(
+            db, "SELECT COUNT(*) FROM processes WHERE pid = ? AND ended_ns IS NULL", (pid,))[0][0]:
+        time.sleep(0.2)
+
+
 def test_posix_spawn_children_join_the_run_whatever_environment_they_are_given(db):
     # glibc's posix_spawn execs the child inside libc, past the exec wrappers: children given
     # an environment without sonde's variables ran unprofiled (two of these three).
