@@ -1,5 +1,6 @@
 """Helpers for the end-to-end tests: run real programs under libsonde.so and read the profile
 with Python's sqlite3 module (a reader independent of sonde's own analyzers)."""
+import json
 import os
 import sqlite3
 import subprocess
@@ -31,6 +32,26 @@ def run(cmd, db=None, timeout=300, **env):
         e["SONDE_OUTPUT"] = str(db)
     return subprocess.run([str(c) for c in cmd], env=e, capture_output=True, text=True,
                           timeout=timeout)
+
+
+def sonde(*args, check=False, timeout=300, env=None, **env_vars):
+    """Runs the sonde CLI with `args` in a clean environment (or `env`, as given), returning
+    the CompletedProcess; `check` asserts it exited 0."""
+    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                       env=env if env is not None else clean_env(**env_vars))
+    if check:
+        assert r.returncode == 0, r.stderr
+    return r
+
+
+def sonde_out(*args, **kw):
+    """The stdout of a sonde command that must succeed."""
+    return sonde(*args, check=True, **kw).stdout
+
+
+def sonde_json(*args, **kw):
+    """The document a sonde command prints with --format json."""
+    return json.loads(sonde_out(*args, "--format", "json", **kw))
 
 
 def query(db, sql, params=()):

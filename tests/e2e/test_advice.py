@@ -7,19 +7,12 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, CLI, MLP, clean_env, query, run
+from conftest import BIN, CLI, MLP, clean_env, query, run, sonde_json, sonde_out
 
 PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
 MLP_NUMPY = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "mlp_numpy", "train.py")
 CORES = len(os.sched_getaffinity(0))
-
-
-def sonde(*args):
-    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300,
-                       env=clean_env())
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 def profile_numpy(tmp, blas_threads):
@@ -44,7 +37,7 @@ def mlp_numpy_1thread(tmp_path_factory):
 
 
 def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
-    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))["candidates"]
+    cands = sonde_json("candidates", mlp_numpy)["candidates"]
     assert cands, "no candidates"
     for c in cands:
         assert {"rule", "location", "evidence", "advice", "est_gain_s"} <= set(c)
@@ -58,14 +51,14 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     assert isinstance(ev["hottest_line"], int) and ev["hottest_line"] > 0
     assert 0 < ev["hottest_line_pct"] <= 100
     assert ev["pct_run"] >= 5 and ev["blas_pct"] < 25
-    text = sonde("candidates", mlp_numpy, "--top", "1")
+    text = sonde_out("candidates", mlp_numpy, "--top", "1")
     assert text.startswith("1. [optimizer-update]") and f"line {ev['hottest_line']}" in text
 
 
 def test_single_threaded_blas_is_a_candidate(mlp_numpy, mlp_numpy_1thread):
-    cands = json.loads(sonde("candidates", mlp_numpy, "--format", "json"))["candidates"]
+    cands = sonde_json("candidates", mlp_numpy)["candidates"]
     assert not [c for c in cands if c["rule"] == "blas-threads"], cands
-    cands = json.loads(sonde("candidates", mlp_numpy_1thread, "--format", "json"))["candidates"]
+    cands = sonde_json("candidates", mlp_numpy_1thread)["candidates"]
     blas = [c for c in cands if c["rule"] == "blas-threads"]
     assert len(blas) == 1, cands
     assert f"BLAS runs 1 thread of {CORES} available" in blas[0]["summary"]
@@ -85,7 +78,7 @@ def test_diff_shows_the_gemm_speedup_of_a_second_blas_thread(tmp_path):
     one, two = tmp_path / "one.db", tmp_path / "two.db"
     profile_mlp(one, 1)
     profile_mlp(two, 2)
-    d = json.loads(sonde("diff", one, two, "--format", "json"))
+    d = sonde_json("diff", one, two)
     rows = [r for r in d["routines"] if r["name"] == "cblas_sgemm"]
     assert len(rows) == 1, d["routines"]
     row = rows[0]
@@ -101,7 +94,7 @@ def test_diff_shows_the_gemm_speedup_of_a_second_blas_thread(tmp_path):
     assert d["shapes"] and all(s["status"] == "both" for s in d["shapes"])
     for s in d["shapes"]:
         assert s["ratio"] == pytest.approx(s["gflops_after"] / s["gflops_before"], rel=1e-12)
-    text = sonde("diff", one, two)
+    text = sonde_out("diff", one, two)
     assert "cblas_sgemm" in text and "speedup" in text
 
 
@@ -128,7 +121,7 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
     torch's pool to 1 thread itself, the torch knob (torch.set_num_threads); none of them gets
     another language's words."""
     def advice(db):
-        return {c["rule"]: c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]}
+        return {c["rule"]: c for c in sonde_json("candidates", db)["candidates"]}
 
     cpp = tmp_path / "cpp.db"
     profile_mlp(cpp, CORES)
@@ -156,7 +149,7 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
     for c in found.values():
         assert "numexpr" not in c["advice"] and "-march" not in c["advice"], c
     # Its convolutions' implicit GEMMs are not products to batch: PyTorch's own knobs.
-    every = json.loads(sonde("candidates", torch_db, "--format", "json", "--top", "100"))["candidates"]
+    every = sonde_json("candidates", torch_db, "--top", "100")["candidates"]
     convolutions = [c for c in every if c["rule"] == "gemm-shape" and "convolution" in c["location"]]
     for c in convolutions:
         assert "torch.channels_last" in c["advice"] and "batch the small" not in c["advice"], c
@@ -183,7 +176,7 @@ def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path)
     # float32, 4 arrays of it; the mean lies between the smallest and the largest.
     sizes = [16 * n for n in (784 * 1000, 1000 * 1000, 1000 * 10, 1000, 1000, 10)]
     assert min(sizes) <= float(per_call) <= max(sizes) and int(sampled) >= 1
-    (update,) = [c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]
+    (update,) = [c for c in sonde_json("candidates", db)["candidates"]
                  if c["rule"] == "optimizer-update"]
     ev = update["evidence"]
     assert ev["arg_bytes_per_call"] == pytest.approx(float(per_call))
@@ -207,7 +200,7 @@ def test_cpp_update_gain_is_held_to_the_bytes_it_declares(tmp_path):
     params = 784 * 1000 + 1000 * 1000 + 1000 * 10 + 1000 + 1000 + 10
     assert query(db, "SELECT value FROM run_info WHERE key = 'region.bytes:update'") == \
         [(str(28 * params),)]
-    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]
+    found = [c for c in sonde_json("candidates", db)["candidates"]
              if c["rule"] == "optimizer-update"]
     if not found:  # the update under the rule's 5 % on this run: nothing to hold
         return
@@ -237,7 +230,7 @@ def test_update_gain_is_bounded_by_the_parameter_updates_not_their_caller(tmp_pa
     param = f"chainer_like.py:{line_of['    def update(self):']}(update)"  # Parameter.update
     # The program's shape, as the rule would have seen it: the update a minority of its caller.
     assert incl[param] < 0.5 * incl[outer], incl
-    found = [c for c in json.loads(sonde("candidates", db, "--format", "json"))["candidates"]
+    found = [c for c in sonde_json("candidates", db)["candidates"]
              if c["rule"] == "optimizer-update"]
     assert found, "no optimizer-update candidate"
     first = found[0]

@@ -9,20 +9,12 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, MLP, clean_env
+from conftest import CLI, MLP, clean_env, sonde, sonde_out
 
 MLP_ARGS = ["--steps", "2", "--eval-every", "0"]
 # Without any effect, the min-max ranges of n runs a side are apart in 2 of C(2n, n) orders: 1 in
 # 1,716 for 7 a side, so that twenty-odd figures all overlap but about once in a hundred.
 RUNS = 7
-
-
-def sonde(*args, check=True):
-    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300,
-                       env=clean_env())
-    if check:
-        assert r.returncode == 0, r.stderr
-    return r
 
 
 def start_mlp(db, *run_args, args=MLP_ARGS, threads=1):
@@ -53,7 +45,7 @@ def mlp_runs(tmp_path_factory):
 
 def test_identical_mlp_train_runs_are_within_noise(mlp_runs):
     _, a, b = mlp_runs
-    d = json.loads(sonde("diff", *a, "--", *b, "--format", "json").stdout)
+    d = json.loads(sonde_out("diff", *a, "--", *b, "--format", "json"))
     assert d["runs_before"] == RUNS and d["runs_after"] == RUNS
     assert d["warnings"] == []
     assert d["total_noise"] == "within noise", d
@@ -68,7 +60,7 @@ def test_identical_mlp_train_runs_are_within_noise(mlp_runs):
         assert r["before_min_s"] <= r["before_s"] <= r["before_max_s"], r
     for s in d["shapes"]:
         assert s["noise"] == "within noise", s
-    text = sonde("diff", *a, "--", *b).stdout
+    text = sonde_out("diff", *a, "--", *b)
     assert f"{RUNS} runs before, {RUNS} runs after" in text
     # The header line says what "within noise" means; then the two totals, every row, every shape.
     assert text.count("within noise") == 3 + len(rows) + len(d["shapes"]), text
@@ -78,10 +70,10 @@ def test_identical_mlp_train_runs_are_within_noise(mlp_runs):
 
 def test_one_run_a_side_says_the_noise_is_unknown(mlp_runs):
     _, a, b = mlp_runs
-    r = sonde("diff", a[0], b[0])
+    r = sonde("diff", a[0], b[0], check=True)
     assert "noise: unknown with one run a side" in r.stdout, r.stdout
     assert "sonde diff a1.db a2.db a3.db -- b1.db b2.db b3.db" in r.stdout
-    d = json.loads(sonde("diff", a[0], b[0], "--format", "json").stdout)
+    d = json.loads(sonde_out("diff", a[0], b[0], "--format", "json"))
     assert d["total_noise"] == "unknown"
     assert {row["noise"] for row in d["phases"] + d["routines"]} == {"unknown"}
 
@@ -98,14 +90,14 @@ def test_a_real_difference_is_beyond_noise(tmp_path):
                                env=clean_env(NAP=nap), capture_output=True, text=True, timeout=120)
             assert r.returncode == 0, r.stderr
             sides[side].append(db)
-    d = json.loads(sonde("diff", *sides["slow"], "--", *sides["fast"], "-f", "json").stdout)
+    d = json.loads(sonde_out("diff", *sides["slow"], "--", *sides["fast"], "-f", "json"))
     assert d["warnings"] == []
     assert d["total_noise"] == "beyond noise", d
     assert d["total_speedup"] > 3
     # Two runs a side are apart by chance 1 time in 6: no verdict.
-    d = json.loads(sonde("diff", *sides["slow"][:2], "--", *sides["fast"][:2], "-f", "json").stdout)
+    d = json.loads(sonde_out("diff", *sides["slow"][:2], "--", *sides["fast"][:2], "-f", "json"))
     assert d["total_noise"] == "too few runs", d
-    csv_text = sonde("diff", *sides["slow"], "--", *sides["fast"], "-f", "csv").stdout
+    csv_text = sonde_out("diff", *sides["slow"], "--", *sides["fast"], "-f", "csv")
     assert csv_text.splitlines()[0].startswith("section,name,kind,before_s,before_min_s,before_max_s")
 
 
@@ -121,12 +113,12 @@ def test_different_windows_commands_and_threads_are_warned(mlp_runs):
              longer: "warning: the commands differ (before: ",
              threaded: "warning: the thread counts differ (before: BLAS 1; after: BLAS 2)"}
     for db, line in cases.items():
-        r = sonde("diff", a[0], db)
+        r = sonde("diff", a[0], db, check=True)
         assert r.stdout.startswith(line), r.stdout
         assert r.stdout.count("warning:") == 1, r.stdout
         assert f"sonde diff: {line}" in r.stderr, r.stderr
-        d = json.loads(sonde("diff", a[0], db, "-f", "json").stdout)
+        d = json.loads(sonde_out("diff", a[0], db, "-f", "json"))
         assert len(d["warnings"]) == 1 and ("warning: " + d["warnings"][0]).startswith(line)
     # Within a side too: the delayed run among the whole ones.
-    r = sonde("diff", *a[:3], "--", a[3], a[4], delayed)
+    r = sonde("diff", *a[:3], "--", a[3], a[4], delayed, check=True)
     assert "after: the whole run | --delay 0.5" in r.stdout, r.stdout

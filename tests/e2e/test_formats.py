@@ -8,16 +8,9 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, MLP, clean_env, run
+from conftest import MLP, clean_env, run, sonde_json, sonde_out
 
 BUILD = os.environ.get("SONDE_BUILD", "")
-
-
-def sonde(*args):
-    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, env=clean_env(),
-                       timeout=120)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +28,8 @@ def rows(text):
 
 def test_tree_csv_rows_are_the_json_nodes(profiles):
     a, _ = profiles
-    table = rows(sonde("tree", a, "--format", "csv", "--min-pct", 0))
-    tree = json.loads(sonde("tree", a, "--format", "json", "--min-pct", 0))["trees"][0]["tree"]
+    table = rows(sonde_out("tree", a, "--format", "csv", "--min-pct", 0))
+    tree = sonde_json("tree", a, "--min-pct", 0)["trees"][0]["tree"]
 
     def walk(node, path, depth):
         yield path, node["name"], node["calls"], depth
@@ -50,14 +43,14 @@ def test_tree_csv_rows_are_the_json_nodes(profiles):
 
 def test_candidates_and_diff_csv_say_what_the_json_says(profiles):
     a, b = profiles
-    table = rows(sonde("candidates", a, "-f", "csv"))
-    found = json.loads(sonde("candidates", a, "-f", "json"))["candidates"]
+    table = rows(sonde_out("candidates", a, "-f", "csv"))
+    found = json.loads(sonde_out("candidates", a, "-f", "json"))["candidates"]
     assert [(r["rule"], r["location"], float(r["est_gain_s"]), json.loads(r["evidence"]))
             for r in table] == [(c["rule"], c["location"], c["est_gain_s"], c["evidence"])
                                 for c in found]
     assert [int(r["rank"]) for r in table] == list(range(1, len(found) + 1))
-    diff = rows(sonde("diff", a, b, "-f", "csv"))
-    d = json.loads(sonde("diff", a, b, "-f", "json"))
+    diff = rows(sonde_out("diff", a, b, "-f", "csv"))
+    d = json.loads(sonde_out("diff", a, b, "-f", "json"))
     for section, key in (("phase", "phases"), ("routine", "routines")):
         mine = [(r["name"], float(r["before_s"])) for r in diff if r["section"] == section]
         assert mine == [(x["name"], x["before_s"]) for x in d[key]]
@@ -82,7 +75,7 @@ def test_diff_matches_one_script_in_two_checkouts(tmp_path):
                            capture_output=True, text=True, timeout=120)
         assert r.returncode == 0, r.stderr
         dbs.append(db)
-    d = json.loads(sonde("diff", *dbs, "-f", "json"))
+    d = json.loads(sonde_out("diff", *dbs, "-f", "json"))
     status = {p["name"]: p["status"] for p in d["phases"]}
     assert status["s.py:1(f)"] == "both" and status["s.py:1(<module>)"] == "both", status
     assert status["s.py:3(g)"] == "only before", status  # called in A's script alone
@@ -97,11 +90,11 @@ def test_every_json_output_has_the_common_envelope(profiles, tmp_path):
            "ranks": [], "query": ["SELECT 1 AS one"], "tree --callers": ["--callers", "step"]}
     for name, extra in one.items():
         command = name.split()[0]
-        doc = json.loads(sonde(command, a, *extra, "--format", "json"))
+        doc = sonde_json(command, a, *extra)
         assert list(doc)[:3] == ["format_version", "subcommand", "file"], (name, list(doc))
         assert (doc["format_version"], doc["subcommand"], doc["file"]) == (1, command, str(a)), name
-    assert json.loads(sonde("query", a, "SELECT 1 AS one", "--format", "json"))["rows"] == [{"one": 1}]
-    assert isinstance(json.loads(sonde("candidates", a, "--format", "json"))["candidates"], list)
+    assert sonde_json("query", a, "SELECT 1 AS one")["rows"] == [{"one": 1}]
+    assert isinstance(sonde_json("candidates", a)["candidates"], list)
     for command, args in (("diff", [a, b]), ("scaling", [a, b])):
-        doc = json.loads(sonde(command, *args, "--format", "json"))
+        doc = sonde_json(command, *args)
         assert list(doc)[:2] == ["format_version", "subcommand"] and doc["subcommand"] == command

@@ -4,28 +4,16 @@ that is its wall time from run to run (so `sonde diff` of two identical runs rea
 program's report or tree passes 100 % of its denominator (different modules' `<module>` frames
 of one display name are never summed)."""
 import itertools
-import json
 import os
 import subprocess
 import time
 
 import pytest
 
-from conftest import CLI, MLP, clean_env
+from conftest import MLP, clean_env, sonde_json, sonde_out
 
 PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
-
-
-def sonde(*args, **env):
-    r = subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=300,
-                       env=clean_env(**env))
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
-def sonde_json(*args):
-    return json.loads(sonde(*args, "--format", "json"))
 
 
 def test_identical_runs_have_the_same_threads_and_their_wall_time_as_total(tmp_path):
@@ -33,7 +21,7 @@ def test_identical_runs_have_the_same_threads_and_their_wall_time_as_total(tmp_p
     for i in range(4):
         db = tmp_path / f"run{i}.db"
         t0 = time.perf_counter()
-        sonde("run", "-o", db, "--", MLP, "--steps", "30")  # OpenBLAS with its default threads
+        sonde_out("run", "-o", db, "--", MLP, "--steps", "30")  # OpenBLAS with its default threads
         outside = time.perf_counter() - t0
         report = sonde_json("report", db, "--top", "0")
         runs.append((db, outside, report))

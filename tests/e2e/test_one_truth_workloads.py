@@ -3,7 +3,6 @@ mlp_train, examples/mlp_numpy/train.py and examples/torch_cnn/train.py, each pro
 every command that prints a share (report, tree each and merged, metrics phases and breakdown,
 ranks) read in JSON: every share at most 100 %, and each command's figure equal to the one
 place it is defined (the hotspots view, the thread's time, run_totals)."""
-import json
 import os
 import re
 import sqlite3
@@ -11,19 +10,12 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, MLP, clean_env
+from conftest import CLI, MLP, clean_env, sonde_json
 
 PY = "/usr/bin/python3"
 BUILD = os.environ.get("SONDE_BUILD", "")
 SOURCE = os.environ.get("SONDE_SOURCE", "")
 EPS = 1e-9
-
-
-def sonde_json(*args):
-    r = subprocess.run([CLI, *map(str, args), "--format", "json"], capture_output=True,
-                       text=True, timeout=300, env=clean_env())
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
 
 
 def view(db, sql):

@@ -4,16 +4,11 @@ sets (OMPI_COMM_WORLD_RANK/SIZE, PMIX_NAMESPACE) given by hand."""
 import csv
 import io
 import json
-import subprocess
 import uuid
 
 import pytest
 
-from conftest import BIN, CLI, integrity_ok, query, run
-
-
-def sonde(*args, timeout=120):
-    return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+from conftest import BIN, integrity_ok, query, run, sonde
 
 
 def rank_files(tmp_path, sleeps_ms, job=None, name="run", slept=None):

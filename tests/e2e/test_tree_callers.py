@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from conftest import CLI, clean_env, query
+from conftest import clean_env, query, sonde
 from test_python import PYTHONPATH, PY
 
 PROGRAM = """\
@@ -73,11 +73,6 @@ def profile(tmp_path_factory):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     return db
-
-
-def sonde(*args):
-    return subprocess.run([CLI, *map(str, args)], env=clean_env(), capture_output=True,
-                          text=True, timeout=60)
 
 
 def callers(db, routine, *args, side="--callers"):
