@@ -127,14 +127,18 @@ static uint64_t child_hash(uint32_t parent, RoutineId routine) {
 
 uint32_t ThreadState::find_child(uint32_t parent, RoutineId routine) {
   Node& p = nodes[parent];
+  auto remember = [&](uint32_t c) {
+    p.hot_child = c;
+    p.hot_routine = routine;
+    return c;
+  };
   // Hashed, not a walk over the siblings: a frame with many distinct children (a Python
   // main() calling thousands of functions) must not cost O(children) per call.
   size_t mask = child_index_.size() - 1;
-  size_t slot = (child_hash(parent, routine) >> 20) & mask;
-  for (;; slot = (slot + 1) & mask) {
-    uint32_t c = child_index_[slot];
-    if (c == 0) break;
-    if (nodes[c].parent == parent && nodes[c].routine == routine) return p.hot_child = c;
+  for (size_t slot = (child_hash(parent, routine) >> 20) & mask;; slot = (slot + 1) & mask) {
+    const ChildSlot& c = child_index_[slot];
+    if (c.node == 0) break;
+    if (c.parent == parent && c.routine == routine) return remember(c.node);
   }
   uint32_t i = nodes.reserve();
   if (i == nodes.kFull) {
@@ -146,27 +150,27 @@ uint32_t ThreadState::find_child(uint32_t parent, RoutineId routine) {
   n.routine = routine;
   n.depth = p.depth + 1;
   nodes.publish(i);
-  index_child(i);
+  index_child(i, parent, routine);
   sample_fpu();
-  return p.hot_child = i;
+  return remember(i);
 }
 
-void ThreadState::index_child(uint32_t node) {
+void ThreadState::index_child(uint32_t node, uint32_t parent, RoutineId routine) {
   if (2 * (nodes.size_owner() + 1) > child_index_.size()) {  // keep the probe chains short
-    std::vector<uint32_t> bigger(child_index_.size() * 2, 0);
+    std::vector<ChildSlot> bigger(child_index_.size() * 2);
     size_t mask = bigger.size() - 1;
-    for (uint32_t c : child_index_) {
-      if (c == 0) continue;
-      size_t k = (child_hash(nodes[c].parent, nodes[c].routine) >> 20) & mask;
-      while (bigger[k] != 0) k = (k + 1) & mask;
+    for (const ChildSlot& c : child_index_) {
+      if (c.node == 0) continue;
+      size_t k = (child_hash(c.parent, c.routine) >> 20) & mask;
+      while (bigger[k].node != 0) k = (k + 1) & mask;
       bigger[k] = c;
     }
     child_index_.swap(bigger);
   }
   size_t mask = child_index_.size() - 1;
-  size_t k = (child_hash(nodes[node].parent, nodes[node].routine) >> 20) & mask;
-  while (child_index_[k] != 0) k = (k + 1) & mask;
-  child_index_[k] = node;
+  size_t k = (child_hash(parent, routine) >> 20) & mask;
+  while (child_index_[k].node != 0) k = (k + 1) & mask;
+  child_index_[k] = ChildSlot{parent, routine, node};
 }
 
 uint32_t ThreadState::find_shape(uint32_t node, const void* site, const GemmShape& s) {

@@ -31,9 +31,12 @@ struct Node {
   // Set once before the node is published; immutable afterwards.
   uint32_t parent = 0;
   RoutineId routine = 0;
-  uint32_t depth = 0;
-  // Owner-only: the child entered last from here. Loops enter the same child over and over,
-  // so one comparison usually settles the lookup; the thread's child index does the rest.
+  // Owner-only: the child entered last from here, and its routine beside it. Loops enter the
+  // same child over and over, so one comparison in the parent's own first cache line (which
+  // the call's subrs bump reads anyway) usually settles the lookup; the thread's child index
+  // does the rest. The routine is kept here, not read from the child, whose line is cold when
+  // the parent alternates between children.
+  RoutineId hot_routine = 0;
   uint32_t hot_child = 0;
   std::atomic<uint64_t> calls{0}, subrs{0};
   std::atomic<uint64_t> incl_ticks{0}, excl_ticks{0};
@@ -45,6 +48,7 @@ struct Node {
   // apart, to be scaled at the flush: calls - warm_calls calls, `timed` of them timed.
   AdaptiveTiming timing = AdaptiveTiming::kWarmUp;  // owner-only
   uint32_t warm_closed = 0, warm_fast = 0;          // owner-only: warm-up calls, and short ones
+  uint32_t depth = 0;  // set once, as parent and routine; here, out of the hot first line
   uint64_t mean_ticks = 0;  // owner-only: what an untimed call adds to its caller's children
   std::atomic<uint64_t> warm_calls{0}, timed{0}, timed_incl{0}, timed_excl{0};
   std::atomic<double> timed_sq{0};  // sum of the squared inclusive times, for the error
@@ -225,8 +229,8 @@ class ThreadState {
   // The parent's hot child inline (a loop enters the same one over and over, and the child's
   // first cache line is the one the call's counts go to); the index out of line.
   uint32_t child_of(uint32_t parent, RoutineId routine) {
-    uint32_t c = nodes[parent].hot_child;
-    if (__builtin_expect(c != 0, 1) && nodes[c].routine == routine) return c;
+    const Node& p = nodes[parent];
+    if (__builtin_expect(p.hot_routine == routine, 1) && p.hot_child != 0) return p.hot_child;
     return find_child(parent, routine);
   }
   uint32_t depth() const { return depth_.load(std::memory_order_relaxed); }
@@ -327,7 +331,7 @@ class ThreadState {
  private:
   __attribute__((noinline)) uint32_t find_child(uint32_t parent, RoutineId routine);
   uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
-  void index_child(uint32_t node);
+  void index_child(uint32_t node, uint32_t parent, RoutineId routine);
 
   uint32_t seq_;
   pid_t tid_;
@@ -338,8 +342,15 @@ class ThreadState {
   std::vector<uint32_t> comm_index_;      // owner-only open addressing: record index + 1
   std::vector<uint32_t> op_shape_index_;  // owner-only open addressing: record index + 1
   std::vector<uint32_t> line_index_;  // owner-only open addressing on (routine, line): index + 1
-  // Owner-only open addressing on (parent, routine) -> node; 0 is free (the root is no child).
-  std::vector<uint32_t> child_index_ = std::vector<uint32_t>(64, 0);
+  // Owner-only open addressing on (parent, routine) -> node; node 0 is free (the root is no
+  // child). The key is in the slot: a probe reads the index alone, never a cold 192-byte node
+  // (a wide Python call graph spent a fifth of its L1 misses there, reading nodes' keys).
+  struct ChildSlot {
+    uint32_t parent = 0;
+    RoutineId routine = 0;
+    uint32_t node = 0;
+  };
+  std::vector<ChildSlot> child_index_ = std::vector<ChildSlot>(64);
 };
 
 }  // namespace sonde

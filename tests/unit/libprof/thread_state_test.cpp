@@ -70,6 +70,7 @@ TEST(ThreadState, LookupsStayCorrectInAnyOrder) {
   }
   EXPECT_EQ(t.child_of(0, 1), ids[0]);
   EXPECT_EQ(t.nodes[0].hot_child, ids[0]);  // the last one looked up is the hot one
+  EXPECT_EQ(t.nodes[0].hot_routine, 1u);    // ... with its routine beside it
   EXPECT_EQ(t.nodes.size_acquire(), 7u);    // no duplicate was created on the way
 }
 
