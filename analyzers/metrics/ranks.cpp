@@ -24,16 +24,26 @@ RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
   RanksReport r;
   if (auto st = file.prepare("SELECT COUNT(*) FROM rank_times"); st.step()) r.ranks = st.int64(0);
   r.sections.push_back(
-      {"per_rank", "Per rank (comm %: of the rank's busy threads' time)",
+      {"per_rank",
+       "Per rank (busy s = compute s + comm s + setup s; comm %: of the rank's busy threads' "
+       "time)",
        table_from_sql(
            file,
-           "SELECT t.rank, t.host, t.wall_s, t.busy_s, c.comm_s, c.comm_pct, c.bytes, "
-           "o.exposed_s, o.overlapped_s, o.overlap_pct "
-           "FROM rank_times t JOIN rank_comm c USING (rank) LEFT JOIN rank_overlap o "
-           "USING (rank) ORDER BY t.rank",
-           {{"rank", "rank", 0}, {"host", "host"}, {"wall s", "wall_s"}, {"busy s", "busy_s"},
-            {"comm s", "comm_s"}, {"comm %", "comm_pct", 1}, {"bytes", "bytes", 0},
-            {"exposed s", "exposed_s"}, {"overlapped s", "overlapped_s"},
+           "SELECT t.rank, t.host, t.wall_s, t.busy_s, b.compute_s, c.comm_s, c.setup_s, "
+           "c.comm_pct, c.bytes, o.exposed_s, o.overlapped_s, o.overlap_pct "
+           "FROM rank_times t JOIN rank_comm c USING (rank) JOIN rank_breakdown b USING (rank) "
+           "LEFT JOIN rank_overlap o USING (rank) ORDER BY t.rank",
+           {{"rank", "rank", 0},
+            {"host", "host"},
+            {"wall s", "wall_s"},
+            {"busy s", "busy_s"},
+            {"compute s", "compute_s"},
+            {"comm s", "comm_s"},
+            {"setup s", "setup_s"},
+            {"comm %", "comm_pct", 1},
+            {"bytes", "bytes", 0},
+            {"exposed s", "exposed_s"},
+            {"overlapped s", "overlapped_s"},
             {"overlap %", "overlap_pct", 1}})});
   r.sections.push_back(
       {"imbalance",
