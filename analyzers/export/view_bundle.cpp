@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -113,6 +114,17 @@ std::int64_t rank_count(const ProfileFile& file) {
   if (!file.has_table("rank_times")) return 0;
   auto st = file.prepare("SELECT COUNT(*) FROM rank_times");
   return st.step() ? st.int64(0) : 0;
+}
+
+// The ranks panel's per-routine bars carry the imbalance table's first routines, each with a
+// time per rank: at most 256 routines, fewer past 1,024 ranks (a 4,096-rank run's 64 routines
+// are 262,144 times, about 5 MB of JSON).
+constexpr std::size_t kViewRankRoutines = 256;
+constexpr std::int64_t kViewRankRoutineTimes = 1 << 18;
+
+std::size_t rank_routines_shown(std::int64_t ranks) {
+  return static_cast<std::size_t>(std::clamp<std::int64_t>(
+      kViewRankRoutineTimes / std::max<std::int64_t>(ranks, 1), 16, kViewRankRoutines));
 }
 
 // One profile: its file, what several parts share, and each part's text once made.
@@ -243,6 +255,10 @@ struct Profile {
                  : Json(nullptr);
     if (name == "ranks")  // a merged MPI run: more than one rank to compare
       return rank_count(file) > 1 ? render_ranks_json(path, compute_ranks(file, 0)) : Json(nullptr);
+    if (name == "rank_routines") {
+      std::int64_t ranks = rank_count(file);
+      return ranks > 1 ? rank_routines_json(file, rank_routines_shown(ranks)) : Json(nullptr);
+    }
     return nullptr;
   }
 };

@@ -42,14 +42,15 @@ inline constexpr std::size_t kViewSandwichMax = 50;
 inline constexpr std::size_t kViewSandwichBytes = 4 << 20;
 
 // A profile's members in the whole bundle, in the order the page needs them: the run facts and
-// the tree draw the first panel. "samples" and "ranks" are null where the profile has none.
+// the tree draw the first panel. "samples", "ranks" and "rank_routines" are null where the
+// profile has none.
 // The server also serves "tree_first", which the whole bundle has no need of, and "timeline"
 // (view_timeline.hpp), which the whole bundle carries as far as its own cap ("timeline_html").
 // "tree_scopes" lists the ranks and processes with a merged tree of their own, each in the part
 // it names (tree_rank_<R>, tree_process_<process_id>), which follow these in the whole bundle.
 inline constexpr std::string_view kViewParts[] = {
-    "run",     "tree",     "tree_merged", "tree_scopes", "report",  "shapes",
-    "metrics", "roofline", "candidates",  "lines",       "samples", "ranks"};
+    "run",      "tree",       "tree_merged", "tree_scopes", "report", "shapes",       "metrics",
+    "roofline", "candidates", "lines",       "samples",     "ranks",  "rank_routines"};
 
 // The bundle's parts for one or two profiles (two: the diff of the first against the second).
 // Every part is computed once, when first asked for, one at a time (the server's threads share

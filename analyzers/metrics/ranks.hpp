@@ -30,6 +30,13 @@ RanksReport compute_ranks(const ProfileFile& file, std::size_t top);
 std::string render_ranks_text(const RanksReport& report);
 Json render_ranks_json(const std::string& path, const RanksReport& report);
 
+// The per-routine bars of the viewer's ranks panel: the first `top` routines and phases of the
+// imbalance table (its order) with their mean, min and max over ranks (rank_imbalance) and each
+// rank's inclusive time in them (rank_hotspots; null where the rank never called it):
+// {"ranks": [R...], "routines": [{routine_id, routine, kind, mean_s, min_s, max_s,
+// slowest_rank, lost_s, "incl_s": [one per rank of "ranks"]}], "routines_in_all"}.
+Json rank_routines_json(const ProfileFile& file, std::size_t top);
+
 // What the rank rules of `sonde candidates` read (advice/rank_rules.cpp), from the same views.
 struct RankSummary {
   std::int64_t ranks = 0;

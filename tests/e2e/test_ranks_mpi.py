@@ -57,6 +57,12 @@ def test_ranks_of_a_real_mpirun(tmp_path):
         (own,) = query(d / f"prof.rank{row['rank']}.db",
                        "SELECT SUM(time_ns) FROM comm_ops WHERE kind <> 'setup'")[0]
         assert row["comm_s"] == pytest.approx(own / 1e9)
+        # busy time in its three parts (rank_breakdown): set-up is MPI_Init and the like
+        (setup,) = query(d / f"prof.rank{row['rank']}.db",
+                         "SELECT SUM(time_ns) FROM comm_ops WHERE kind = 'setup'")[0]
+        assert row["setup_s"] == pytest.approx(setup / 1e9)
+        assert row["compute_s"] > 0.02 * STEPS  # --compute-ms 20 a step, outside MPI
+        assert row["compute_s"] + row["comm_s"] + row["setup_s"] == pytest.approx(row["busy_s"])
         assert row["overlap_pct"] > 0  # the ring exchange is in flight during the compute
     p = subprocess.run([CLI, "ranks", str(out)], capture_output=True, text=True, timeout=60)
     assert "MPI_Allreduce" in p.stdout and "overlap %" in p.stdout

@@ -1,5 +1,6 @@
 // Screenshots of each panel of the viewer for docs/viewer.md:
 //   node tests/viewer/screenshots.mjs BUNDLE.json OUTDIR [PANEL...]
+// (with the ranks panel, viewer-ranks-routine.png too: its bars for one routine)
 // (SONDE_SOURCE and SONDE_VIEWER_DIST as for the tests). Clicks the widest routine below the
 // root first, so the flame graph, the table and the plot show a linked selection.
 import { CHROMIUM, playwright, serve } from './serve.mjs';
@@ -25,6 +26,15 @@ for (const id of ids) {
   await page.screenshot({ path: join(out, `viewer-${id}.png`),
                           clip: { x: box.x, y: box.y, width: box.width, height: Math.min(box.height, 720) } });
   console.log(join(out, `viewer-${id}.png`));
+}
+// The ranks panel's bars once more, in their per-routine mode (the menu's first routine, or the
+// one SONDE_SHOT_SELECT chose).
+const routineMode = page.locator('#rank-bars input[value=routine]:not([disabled])');
+if (ids.includes('ranks') && await routineMode.count()) {
+  await routineMode.check();
+  const path = join(out, 'viewer-ranks-routine.png');
+  await page.locator('#rank-bars').screenshot({ path });
+  console.log(path);
 }
 await browser.close();
 await server.close();

@@ -9,6 +9,7 @@ import { breakdown, roofline } from './charts.js';
 import { flamePanel } from './tree_panel.js';
 import { callersPanel } from './callers_panel.js';
 import { timelinePanel } from './timeline.js';
+import { rankBars } from './rank_bars.js';
 
 const SUPPORTED_FORMAT = 2;
 
@@ -34,7 +35,7 @@ async function need(i, names) {
   return p;
 }
 
-const LATER_PARTS = ['report', 'shapes', 'metrics', 'roofline', 'candidates', 'lines', 'samples', 'ranks'];
+const LATER_PARTS = ['report', 'shapes', 'metrics', 'roofline', 'candidates', 'lines', 'samples', 'ranks', 'rank_routines'];
 
 const state = { bundle: null, profile: null, selected: null, search: '', mode: 'incl', linked: [] };
 const tooltip = document.getElementById('tooltip');
@@ -157,15 +158,18 @@ function samplesPanel(p) {
   return { section, table: t };
 }
 
-// A merged MPI run (sonde merge): the tables of `sonde ranks`, as its JSON has them.
-function ranksPanel(r) {
+// A merged MPI run (sonde merge): bars per rank (rank_bars.js), then the tables of `sonde ranks`,
+// as its JSON has them.
+function ranksPanel(r, routines) {
   const { section, body } = panel('ranks', `Ranks (${r.ranks})`,
-    'Per rank, the load imbalance per routine (lost: max − mean) and the communication per operation, ' +
-    'from the rank views; comm % is of the rank\'s busy threads\' time.');
+    'Per rank, its busy time as bars (or one routine\'s time on each rank), the load imbalance per routine ' +
+    '(lost: max − mean) and the communication per operation, from the rank views; comm % is of the rank\'s busy threads\' time.');
+  const bars = rankBars(r.per_rank, routines, { onSelect: select });
+  body.appendChild(bars.element);
   const tables = [];
   const specs = [
     ['per_rank', 'Per rank', null, 'rank', [['rank', 'Rank'], ['host', 'Host'], ['wall_s', 'Wall s'], ['busy_s', 'Busy s'],
-      ['comm_s', 'Comm s'], ['comm_pct', 'Comm %', 1], ['bytes', 'Bytes'], ['exposed_s', 'Exposed s'],
+      ['compute_s', 'Compute s'], ['comm_s', 'Comm s'], ['setup_s', 'Setup s'], ['comm_pct', 'Comm %', 1], ['bytes', 'Bytes'], ['exposed_s', 'Exposed s'],
       ['overlapped_s', 'Overlapped s'], ['overlap_pct', 'Overlap %', 1]], false],
     ['imbalance', 'Load imbalance', 'routine', 'lost_s', [['routine', 'Routine'], ['kind', 'Kind'], ['mean_s', 'Mean s'],
       ['max_s', 'Max s'], ['min_s', 'Min s'], ['max_over_mean', 'Max/mean', 2], ['max_over_min', 'Max/min', 2],
@@ -182,7 +186,7 @@ function ranksPanel(r) {
     body.appendChild(t.element);
     tables.push(t);
   }
-  return { section, tables };
+  return { section, tables, bars };
 }
 
 function diffPanel(d) {
@@ -286,7 +290,12 @@ function renderRest(p, main) {
   main.appendChild(kernels.section);
   const extra = [];
   if (p.samples) { const s = samplesPanel(p); main.appendChild(s.section); extra.push(s.table); }
-  if (p.ranks) { const r = ranksPanel(p.ranks); main.appendChild(r.section); extra.push(...r.tables); }
+  if (p.ranks) {
+    const r = ranksPanel(p.ranks, p.rank_routines ?? null);
+    main.appendChild(r.section);
+    extra.push(...r.tables);
+    state.linked.push(r.bars);
+  }
   for (const x of [shapes.table, plot, cands, lines.table, kernels.table, ...extra]) if (x) state.linked.push(x);
   for (const x of [shapes.table, lines.table, kernels.table, ...extra]) if (x) state.filtered.push(x);
   if (b.diff) {

@@ -482,6 +482,15 @@ CREATE VIEW IF NOT EXISTS rank_comm AS
          COALESCE(c.calls, 0) AS calls, COALESCE(c.bytes, 0) AS bytes
   FROM rank_times rt LEFT JOIN c USING (rank);
 
+-- A rank's busy threads' time in three parts that add up to its busy_s: inside communication
+-- calls (comm_s), in MPI's or NCCL's set-up (setup_s), and the rest (compute_s: outside every
+-- communication call: the rank's computation and whatever else it does between calls). The
+-- per-rank bars of the viewer stack these. compute_s stays at 0 where communication measured
+-- on threads that are not busy would exceed busy_s.
+CREATE VIEW IF NOT EXISTS rank_breakdown AS
+  SELECT rank, busy_s, MAX(busy_s - comm_s - setup_s, 0.0) AS compute_s, comm_s, setup_s
+  FROM rank_comm;
+
 -- Bytes and effective bandwidth per operation, communicator size and message size (bytes per
 -- call), over all ranks: gbs is the bytes moved over the time inside the calls (GB/s), for
 -- blocking operations that move bytes only (a nonblocking call's time is its posting, not its

@@ -8,9 +8,10 @@
  * The nonblocking exchange prints the time from before its requests were posted to after they
  * completed, summed over steps: no request of it can be in flight outside that window.
  * --rank0-ms M makes rank 0 compute M ms more per step, so the others wait for it: communication
- * that is exposed however the ranks happen to be scheduled.
+ * that is exposed however the ranks happen to be scheduled. --rank-ms M makes rank r compute r * M
+ * ms more per step (in the same phase): every rank's share differs (tests/viewer/ranks.test.mjs).
  * Usage: mpi_calls [--steps N] [--blocking] [--compute-ms M] [--complete KIND] [--after-ms M]
- *                  [--burst N] [--rank0-ms M] [--regions]
+ *                  [--burst N] [--rank0-ms M] [--rank-ms M] [--regions]
  * --regions names two phases: "compute" (rank 0's extra compute) and "allreduce" (the
  * MPI_Allreduce alone, where the other ranks wait for rank 0). */
 #include <mpi.h>
@@ -70,7 +71,7 @@ static void complete(const char* kind, MPI_Request req[2]) {
 
 int main(int argc, char** argv) {
   int steps = 5, blocking = 0, burst = 0, regions = 0;
-  double compute_ms = 5, after_ms = 0, rank0_ms = 0;
+  double compute_ms = 5, after_ms = 0, rank0_ms = 0, rank_ms = 0;
   const char* kind = "waitall";
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc)
@@ -87,6 +88,8 @@ int main(int argc, char** argv) {
       burst = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--rank0-ms") && i + 1 < argc)
       rank0_ms = atof(argv[++i]);
+    else if (!strcmp(argv[i], "--rank-ms") && i + 1 < argc)
+      rank_ms = atof(argv[++i]);
     else if (!strcmp(argv[i], "--regions"))
       regions = 1;
   }
@@ -117,7 +120,7 @@ int main(int argc, char** argv) {
   if (rank != 0) rank0_ms = 0;
   for (int s = 0; s < steps; ++s) {
     if (regions) sonde_region_begin("compute");
-    checksum += compute(rank0_ms);
+    checksum += compute(rank0_ms + rank * rank_ms);
     if (regions) sonde_region_end("compute");
     if (regions) sonde_region_begin("allreduce");
     MPI_Allreduce(grad, sum, 1000, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
