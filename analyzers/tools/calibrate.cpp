@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -40,21 +39,6 @@ constexpr int kUsageError = 2;
 std::string env(const char* name) {
   const char* v = std::getenv(name);
   return v ? v : "";
-}
-
-std::optional<int> parse_threads(std::string_view s) {
-  int v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
-  return v;
-}
-
-std::optional<double> parse_value(std::string_view s) {
-  double v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || !std::isfinite(v) || v <= 0)
-    return std::nullopt;
-  return v;
 }
 
 bool known_resource(std::string_view r) {
@@ -343,11 +327,8 @@ std::string peak_unit(std::string_view resource) {
 
 std::string default_peaks_path() {
   if (std::string p = env("SONDE_PEAKS"); !p.empty()) return p;
-  // As libsonde's reader (libprof/src/config.cpp) resolves it.
-  if (std::string x = env("XDG_CACHE_HOME"); !x.empty())
-    return (fs::path(x) / "sonde" / "peaks.txt").string();
-  if (std::string h = env("HOME"); !h.empty())
-    return (fs::path(h) / ".cache" / "sonde" / "peaks.txt").string();
+  // As libsonde's reader (libprof/src/runtime/config.cpp) resolves it.
+  if (std::string p = default_peaks_location(std::getenv); !p.empty()) return p;
   throw Error("no place for the peaks file: set SONDE_PEAKS (or HOME), or give --output FILE");
 }
 
@@ -379,12 +360,12 @@ Peak parse_peak_setting(std::string_view text) {
   int threads = 0;
   if (std::size_t at = key.find('@'); at != std::string_view::npos) {
     resource = key.substr(0, at);
-    std::optional<int> t = parse_threads(key.substr(at + 1));
+    std::optional<int> t = parse_peak_threads(key.substr(at + 1));
     if (!t) throw bad("THREADS must be a whole number >= 0");
     threads = *t;
   }
   if (!known_resource(resource)) throw bad(fmt::format("unknown resource '{}'", resource));
-  std::optional<double> v = parse_value(value);
+  std::optional<double> v = parse_peak_value(value);
   if (!v) throw bad("VALUE must be a positive number");
   return Peak{std::string(resource), threads, *v, kSourceManual};
 }

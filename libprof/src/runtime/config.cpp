@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "sonde/options.hpp"
+#include "store/peaks.hpp"
 
 namespace sonde {
 
@@ -161,11 +162,7 @@ Config parse_config(EnvLookup lookup) {
   }
   if (c.peaks_file.empty()) {
     c.peaks_default = true;
-    if (const char* cache = lookup("XDG_CACHE_HOME"); cache && *cache) {
-      c.peaks_file = std::string(cache) + "/sonde/peaks.txt";
-    } else if (const char* home = lookup("HOME"); home && *home) {
-      c.peaks_file = std::string(home) + "/.cache/sonde/peaks.txt";
-    }
+    c.peaks_file = default_peaks_location(lookup);
   }
   // CUDA loads the tool this names (Nsight Systems, Nsight Compute, another CUPTI client) as
   // its injection library, which takes CUPTI before sonde can.

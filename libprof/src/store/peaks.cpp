@@ -29,17 +29,14 @@ std::string parse_line(std::string_view line, Peak& p) {
   std::vector<std::string_view> f = split_fields(line);
   if (f.size() < 3) return "expected `resource threads value [source [spread]]`";
   if (f.size() > 5) return "more than five fields";
-  int threads = 0;
-  auto [tend, tec] = std::from_chars(f[1].data(), f[1].data() + f[1].size(), threads);
-  if (tec != std::errc() || tend != f[1].data() + f[1].size() || threads < 0)
-    return "threads must be a whole number >= 0";
-  double value = 0;
-  auto [vend, vec] = std::from_chars(f[2].data(), f[2].data() + f[2].size(), value);
-  if (vec != std::errc() || vend != f[2].data() + f[2].size()) return "value is not a number";
-  if (!std::isfinite(value) || value <= 0) return "value must be finite and > 0";
+  std::optional<int> threads = parse_peak_threads(f[1]);
+  if (!threads) return "threads must be a whole number >= 0";
+  std::string why;
+  std::optional<double> value = parse_peak_value(f[2], &why);
+  if (!value) return "value " + why;
   p.resource = std::string(f[0]);
-  p.threads = threads;
-  p.value = value;
+  p.threads = *threads;
+  p.value = *value;
   p.source = f.size() >= 4 ? std::string(f[3]) : "manual";
   p.spread_pct.reset();
   if (f.size() == 5) {
@@ -54,6 +51,27 @@ std::string parse_line(std::string_view line, Peak& p) {
 }
 
 }  // namespace
+
+std::optional<int> parse_peak_threads(std::string_view field) {
+  int v = 0;
+  auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (ec != std::errc() || end != field.data() + field.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_peak_value(std::string_view field, std::string* why) {
+  double v = 0;
+  auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), v);
+  if (ec != std::errc() || end != field.data() + field.size()) {
+    if (why) *why = "is not a number";
+    return std::nullopt;
+  }
+  if (!std::isfinite(v) || v <= 0) {
+    if (why) *why = "must be finite and > 0";
+    return std::nullopt;
+  }
+  return v;
+}
 
 PeaksText parse_peaks(std::string_view text) {
   PeaksText out;

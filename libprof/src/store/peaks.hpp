@@ -35,6 +35,24 @@ inline constexpr std::size_t kMaxPeaksFileBytes = 64 * 1024;
 // (%), each field whole (no `100abc`), at most five fields; a line without a source is `manual`.
 PeaksText parse_peaks(std::string_view text);
 
+// The fields a peak is given by, in the file and in `sonde calibrate --set`: threads a whole
+// number >= 0, the value a finite number > 0, each field whole (no `100abc`). `why` says what
+// is wrong with a value that is refused.
+std::optional<int> parse_peak_threads(std::string_view field);
+std::optional<double> parse_peak_value(std::string_view field, std::string* why = nullptr);
+
+// Where the peaks file is when SONDE_PEAKS does not name one: $XDG_CACHE_HOME/sonde/peaks.txt,
+// else $HOME/.cache/sonde/peaks.txt; empty when neither is set (or set empty). `lookup` reads
+// the environment: getenv, or libsonde's lookup at start-up.
+template <class Lookup>
+std::string default_peaks_location(Lookup lookup) {
+  if (const char* cache = lookup("XDG_CACHE_HOME"); cache != nullptr && *cache != '\0')
+    return std::string(cache) + "/sonde/peaks.txt";
+  if (const char* home = lookup("HOME"); home != nullptr && *home != '\0')
+    return std::string(home) + "/.cache/sonde/peaks.txt";
+  return {};
+}
+
 // Reads and parses the file at `path`. A missing file is no peaks (true, empty). A file that
 // is not a regular file (a FIFO, a device, a directory), larger than kMaxPeaksFileBytes, or
 // unreadable is refused without blocking: false and a one-line `error` naming the path (and
