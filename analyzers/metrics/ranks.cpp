@@ -140,27 +140,16 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   if (r.ranks < 2) return r;
   // Communication routines are waiting, not computing: their imbalance is the computation's,
   // which the other rows name. So is a phase whose time is mostly communication (a region
-  // around an all-reduce: its longest rank is the one that waited). The communication under
-  // each routine: every communication call path walked up to its thread's root, each counted
-  // once per routine above it (a recursive routine above it twice is one). Imports (the Python
-  // hook's folded <import>) are set-up, as the rendezvous is: ranks importing torch side by
-  // side on shared cores differ by seconds, and meet first in init_process_group.
+  // around an all-reduce: its longest rank is the one that waited): routine_comm holds the
+  // communication under each routine. Imports (the Python hook's folded <import>) are set-up,
+  // as the rendezvous is: ranks importing torch side by side on shared cores differ by
+  // seconds, and meet first in init_process_group.
   for (auto st = file.prepare(
-           "WITH RECURSIVE comm(node_id) AS (SELECT DISTINCT node_id FROM comm_ops), "
-           "up(comm_node, node_id) AS (SELECT c.node_id, n.parent_id FROM comm c JOIN nodes n "
-           "USING (node_id) UNION ALL SELECT up.comm_node, n.parent_id FROM up JOIN nodes n "
-           "ON n.node_id = up.node_id WHERE n.parent_id IS NOT NULL), "
-           "under(routine_id, comm_ns) AS (SELECT routine_id, SUM(incl_ns) FROM (SELECT DISTINCT "
-           "a.routine_id, up.comm_node, c.incl_ns FROM up JOIN nodes a ON a.node_id = up.node_id "
-           "JOIN nodes c ON c.node_id = up.comm_node) GROUP BY routine_id), "
-           "own(routine_id, incl_ns) AS (SELECT routine_id, SUM(incl_ns) FROM nodes "
-           "WHERE recursive = 0 GROUP BY routine_id) "
            "SELECT i.routine, i.kind, i.mean_s, i.max_s, i.min_s, i.max_over_mean, i.lost_s, "
-           "i.slowest_rank, i.routine_id FROM rank_imbalance i LEFT JOIN under u USING (routine_id) "
-           "LEFT JOIN own o USING (routine_id) WHERE i.kind <> 'root' AND i.routine <> '<import>' "
-           "AND i.max_over_mean IS NOT "
-           "NULL AND i.routine_id NOT IN (SELECT n.routine_id FROM comm JOIN nodes n USING "
-           "(node_id)) AND COALESCE(u.comm_ns, 0) < 0.5 * COALESCE(o.incl_ns, 0) + 1 "
+           "i.slowest_rank, i.routine_id FROM rank_imbalance i LEFT JOIN routine_comm c "
+           "USING (routine_id) WHERE i.kind <> 'root' AND i.routine <> '<import>' "
+           "AND i.max_over_mean IS NOT NULL AND NOT COALESCE(c.is_comm, 0) "
+           "AND COALESCE(c.comm_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
            "ORDER BY i.lost_s DESC, i.routine");
        st.step();)
     r.imbalance.push_back({st.text(0), st.text(1), st.real(2), st.real(3), st.real(4), st.real(5),

@@ -482,6 +482,32 @@ CREATE VIEW IF NOT EXISTS rank_comm AS
          COALESCE(c.calls, 0) AS calls, COALESCE(c.bytes, 0) AS bytes
   FROM rank_times rt LEFT JOIN c USING (rank);
 
+-- Per routine, the communication under it: every communication call path (a node with
+-- comm_ops rows) walked up to its thread's root, its inclusive time counted once for each
+-- routine above it (a recursive routine above it twice counts it once): comm_ns. Beside it the
+-- routine's own inclusive time (incl_ns, recursive nodes left out) and is_comm, 1 for a routine
+-- that is a communication call itself. sonde ranks takes a routine whose time is mostly
+-- communication for one that waited, not one that computed.
+CREATE VIEW IF NOT EXISTS routine_comm AS
+  WITH RECURSIVE comm(node_id) AS (SELECT DISTINCT node_id FROM comm_ops),
+  up(comm_node, node_id) AS (
+    SELECT c.node_id, n.parent_id FROM comm c JOIN nodes n USING (node_id)
+    UNION ALL
+    SELECT up.comm_node, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id
+    WHERE n.parent_id IS NOT NULL),
+  under AS (
+    SELECT routine_id, SUM(incl_ns) AS comm_ns FROM (
+      SELECT DISTINCT a.routine_id AS routine_id, up.comm_node AS comm_node, c.incl_ns AS incl_ns
+      FROM up JOIN nodes a ON a.node_id = up.node_id JOIN nodes c ON c.node_id = up.comm_node)
+    GROUP BY routine_id),
+  own AS (
+    SELECT routine_id, SUM(CASE WHEN recursive = 0 THEN incl_ns ELSE 0 END) AS incl_ns
+    FROM nodes GROUP BY routine_id)
+  SELECT own.routine_id AS routine_id, own.incl_ns AS incl_ns,
+         COALESCE(under.comm_ns, 0) AS comm_ns,
+         own.routine_id IN (SELECT n.routine_id FROM comm JOIN nodes n USING (node_id)) AS is_comm
+  FROM own LEFT JOIN under USING (routine_id);
+
 -- A rank's busy threads' time in three parts that add up to its busy_s: inside communication
 -- calls (comm_s), in MPI's or NCCL's set-up (setup_s), and the rest (compute_s: outside every
 -- communication call: the rank's computation and whatever else it does between calls). The
