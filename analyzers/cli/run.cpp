@@ -49,6 +49,10 @@ Command add_run(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "Profile database to write")->capture_default_str();
   cmd->add_flag("--force", a->force, "Replace the output (and its -journal/-wal/-shm) if it exists");
   cmd->add_flag("--trace", a->trace, "Also record every call as a timed event (SONDE_TRACE=1)");
+  cmd->add_flag("--python", a->python,
+                "Record Python frames, torch operators and torch.distributed collectives in "
+                "every Python interpreter of the run, as python3 -m sonde does (torchrun's "
+                "workers included)");
   cmd->add_option("--flush-interval", a->flush_interval,
                   "Seconds between periodic flushes: 0 (only at exit) or 0.1 to 1e6 "
                   "(SONDE_FLUSH_INTERVAL); another value is refused with a warning");

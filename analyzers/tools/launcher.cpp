@@ -35,6 +35,7 @@
 #include "tools/output_file.hpp"
 #include "tools/previous_profile.hpp"
 #include "tools/process_alive.hpp"
+#include "tools/python_package.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -227,6 +228,18 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
   if (old && *old) preload += fmt::format(":{}", old);
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
   if (o.trace) ::setenv("SONDE_TRACE", "1", 1);
+  if (o.python) {
+    // As python3 -m sonde's children get it: the autostart sitecustomize starts the hook in
+    // every interpreter that loads libsonde (torchrun's workers, a shell script's python3).
+    std::string package = find_python_package(library);
+    if (package.empty())
+      throw Error(fmt::format("sonde run --python: cannot find sonde's Python package beside {} "
+                              "(its sonde/autostart)", library));
+    const char* path = std::getenv("PYTHONPATH");
+    std::string value = package + "/sonde/autostart:" + package;
+    if (path != nullptr && *path != '\0') value += fmt::format(":{}", path);
+    ::setenv("PYTHONPATH", value.c_str(), 1);
+  }
   if (o.flush_interval) {
     if (number_in_range("--flush-interval", *o.flush_interval, "SONDE_FLUSH_INTERVAL"))
       ::setenv("SONDE_FLUSH_INTERVAL", o.flush_interval->c_str(), 1);

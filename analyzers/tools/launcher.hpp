@@ -13,6 +13,7 @@ struct RunOptions {
   bool trace = false;
   bool no_record_args = false;
   bool adaptive = false;  // SONDE_ADAPTIVE=1
+  bool python = false;    // the Python hook in every interpreter of the run (PYTHONPATH)
   std::optional<std::string> flush_interval;
   std::optional<std::string> counters;
   std::optional<std::string> sample_hz;  // SONDE_SAMPLE_HZ

@@ -148,6 +148,9 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
       break;
   }
   if (!sonde::python::install_line_tracing(patterns)) return nullptr;
+  // Which hook records this process's frames (run_info python.hook); a Python process of the
+  // run without it gets a note instead (runtime/python_presence.cpp).
+  sonde::set_run_fact("python.hook", hook_name(g_hook));
   return PyUnicode_FromString(hook_name(g_hook));
 }
 

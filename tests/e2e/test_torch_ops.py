@@ -253,3 +253,43 @@ def test_record_shapes_dtypes_and_callers(shapes):
 
 def test_no_shapes_by_default(train):
     assert query(train["db"], "SELECT COUNT(*) FROM op_shapes") == [(0,)]
+
+
+@pytest.mark.parametrize("python", [True, False], ids=["python", "native-only"])
+def test_sonde_run_python_records_every_rank_a_launcher_starts(tmp_path, python):
+    """`sonde run --python -- LAUNCHER`, as a user runs torchrun under sonde: the launcher (a
+    shell here, as Debian's torchrun 1.13 cannot start workers) starts both ranks with
+    torchrun's variables, and every interpreter of the run has the Python hook: each rank's
+    file holds DDP's all-reduces. Without --python the ranks record native calls only, and
+    each file says so in a python-hook note instead of showing t_comm 0 silently."""
+    port = free_port()
+    script = (f"export MASTER_ADDR=127.0.0.1 MASTER_PORT={port} WORLD_SIZE=2 "
+              "TORCHELASTIC_RUN_ID=ddp-run OMP_NUM_THREADS=1\n"
+              f"RANK=0 LOCAL_RANK=0 {PY} {DDP} & RANK=1 LOCAL_RANK=1 {PY} {DDP}; wait\n")
+    (tmp_path / "launch.sh").write_text(script)
+    flags = ["--python"] if python else []
+    r = subprocess.run([CLI, "run", *flags, "-o", tmp_path / "prof.db", "--", "sh", "launch.sh"],
+                       cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    ranks = [tmp_path / f"prof.rank{i}.db" for i in (0, 1)]
+    for f in ranks:
+        allreduces = query(f, "SELECT COALESCE(SUM(calls), 0) FROM comm_ops WHERE op = "
+                              "'c10d::allreduce_' AND bytes = ?", (PARAMS * 4,))[0][0]
+        hooked = query(f, "SELECT value FROM run_info WHERE key = 'python.hook'")
+        said = query(f, "SELECT COUNT(*) FROM notes WHERE topic = 'python-hook'")[0][0]
+        if python:
+            assert allreduces == 5 and hooked == [("eval_frame",)] and said == 0, f
+        else:
+            assert allreduces == 0 and hooked == [] and said == 1, f
+
+
+def test_sonde_run_python_needs_its_package(tmp_path):
+    """A libsonde.so with no sonde package beside it: --python says what it looked for."""
+    lib = tmp_path / "lib" / "libsonde.so"
+    lib.parent.mkdir()
+    lib.write_bytes(Path(os.environ["SONDE_LIB"]).read_bytes())
+    r = subprocess.run([CLI, "run", "--python", "-o", tmp_path / "p.db", "--", "true"],
+                       env=clean_env(SONDE_LIBRARY=lib), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode != 0 and "sonde run --python: cannot find sonde's Python package " \
+        f"beside {lib}" in r.stderr, r.stderr

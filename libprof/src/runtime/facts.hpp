@@ -23,6 +23,10 @@ class Facts {
     else
       all_.emplace_back(key, value);
   }
+  bool has(const std::string& key) {
+    std::lock_guard lock(mu_);
+    return std::any_of(all_.begin(), all_.end(), [&](const auto& f) { return f.first == key; });
+  }
   void append_to(std::vector<std::pair<std::string, std::string>>& info) {
     std::lock_guard lock(mu_);
     info.insert(info.end(), all_.begin(), all_.end());

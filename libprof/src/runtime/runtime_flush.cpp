@@ -26,6 +26,7 @@
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
 #include "runtime/last_thread.hpp"
+#include "runtime/python_presence.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/quiet_write.hpp"
 #include "store/sqlite_db.hpp"
@@ -202,6 +203,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
              "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
              root());
   }
+  if (final && python_without_hook(facts_)) add_note("python-hook", kPythonWithoutHookNote, false);
   std::vector<InfoProvider> providers;
   {
     std::lock_guard nl(notes_mu_);

@@ -1,0 +1,20 @@
+// A Python interpreter that runs without sonde's Python hook (`sonde run -- python3 train.py`,
+// LD_PRELOAD alone, torchrun's workers under `sonde run`): its profile holds native calls only,
+// no Python frames, torch operators or torch.distributed collectives, and nothing said so.
+#pragma once
+
+#include "runtime/facts.hpp"
+
+namespace sonde {
+
+// The note's text (topic "python-hook").
+inline constexpr const char* kPythonWithoutHookNote =
+    "this process is a Python interpreter that ran without sonde's Python hook: its profile "
+    "holds native calls only (no Python frames, torch operators or torch.distributed "
+    "collectives); run it with python3 -m sonde, or sonde run --python";
+
+// True when the process defines CPython's API (Py_IsInitialized, exported by every python3
+// executable and libpython) and no hook started in it (the hook sets run_info python.hook).
+bool python_without_hook(Facts& facts);
+
+}  // namespace sonde
