@@ -257,6 +257,22 @@ bool known_part(std::string_view name) {
 
 std::string json_string(const std::string& s) { return dump_json(Json(s), -1); }
 
+// The other profile a "tree_diff_<j>" part of `profile` is coloured against; none for another
+// name, a profile not there, or the profile itself.
+std::optional<std::size_t> diff_baseline(std::string_view part, std::size_t profile,
+                                         std::size_t count) {
+  constexpr std::string_view prefix = "tree_diff_";
+  if (!part.starts_with(prefix) || part.size() == prefix.size() || part.size() > prefix.size() + 6)
+    return std::nullopt;
+  std::size_t j = 0;
+  for (char c : part.substr(prefix.size())) {
+    if (c < '0' || c > '9') return std::nullopt;
+    j = j * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (j >= count || j == profile) return std::nullopt;
+  return j;
+}
+
 }  // namespace
 
 struct ViewData::Impl {
@@ -290,13 +306,19 @@ std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::stri
   Profile& p = *impl_->profiles[profile];
   auto it = p.done.find(name);
   if (it != p.done.end()) return it->second;
-  if (!known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
+  std::optional<std::size_t> baseline = diff_baseline(name, profile, impl_->profiles.size());
+  if (!baseline && !known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
   // Recorded names are bytes: dump_json replaces what is not UTF-8. The timeline's columns of
   // a million integers are written as text, not built as a document first.
+  auto make = [&]() -> Json {
+    if (!baseline) return p.make(name);
+    const Profile& other = *impl_->profiles[*baseline];
+    return diff_tree_json(p.file, other.file, other.path, kViewTreeMinPct);
+  };
   auto text = std::make_shared<const std::string>(
       name == "timeline"        ? timeline_json(p.file, kViewTimelineEvents)
       : name == "timeline_html" ? timeline_json(p.file, kViewTimelineHtmlEvents)
-                                : dump_json(p.make(name), -1));
+                                : dump_json(make(), -1));
   p.done.emplace(std::string(name), text);
   return text;
 }
@@ -360,6 +382,11 @@ std::string ViewData::whole() {
       carried += text->size();
       out += fmt::format(",\"{}\":{}", name, *text);
     }
+    // The flame graph coloured against each other profile.
+    if (impl_->profiles.size() <= kViewComparedMax)
+      for (std::size_t j = 0; j < impl_->profiles.size(); ++j)
+        if (j != i)
+          out += fmt::format(",\"tree_diff_{}\":{}", j, *part(i, fmt::format("tree_diff_{}", j)));
     out += '}';
   }
   out += "],\"diff\":";

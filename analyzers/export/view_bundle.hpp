@@ -41,6 +41,12 @@ inline constexpr double kViewSandwichMinPct = 0.5;
 inline constexpr std::size_t kViewSandwichMax = 50;
 inline constexpr std::size_t kViewSandwichBytes = 4 << 20;
 
+// The flame graph coloured by each path's change of share against another profile
+// ("tree_diff_<j>": profile j as the baseline; export/view_trees.hpp): the server makes any pair
+// when the page asks, the whole bundle carries every pair of up to kViewComparedMax profiles
+// (each pair loads both merged trees).
+inline constexpr std::size_t kViewComparedMax = 4;
+
 // A profile's members in the whole bundle, in the order the page needs them: the run facts and
 // the tree draw the first panel. "samples" and "ranks" are null where the profile has none.
 // The server also serves "tree_first", which the whole bundle has no need of, and "timeline"
