@@ -126,6 +126,7 @@ struct Profile {
   std::optional<TreeScopes> scopes;
   std::optional<Hotspots> hotspots;
   std::optional<CallerIndex> callers;
+  std::optional<std::int64_t> nodes;
   std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
 
   explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
@@ -168,6 +169,14 @@ struct Profile {
       if (row.kind != "root" && parts.size() < kViewSandwichMax)
         parts.push_back(fmt::format("sandwich_{}", row.routine_id));
     return parts;
+  }
+
+  std::int64_t node_rows() {
+    if (!nodes) {
+      auto st = file.prepare("SELECT COUNT(*) FROM nodes");
+      nodes = st.step() ? st.int64(0) : 0;
+    }
+    return *nodes;
   }
 
   MetricsReport& metrics_report() {
@@ -345,6 +354,13 @@ std::string ViewData::diff() {
   return *impl_->diff;
 }
 
+bool ViewData::comparable(std::size_t a, std::size_t b) {
+  std::lock_guard lock(impl_->mutex);
+  const auto& ps = impl_->profiles;
+  return ps.size() <= kViewComparedMax && ps[a]->node_rows() <= kViewComparedNodesMax &&
+         ps[b]->node_rows() <= kViewComparedNodesMax;
+}
+
 std::string ViewData::whole() {
   // The parts' own texts joined: each is serialised once.
   std::string out = fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat);
@@ -382,11 +398,10 @@ std::string ViewData::whole() {
       carried += text->size();
       out += fmt::format(",\"{}\":{}", name, *text);
     }
-    // The flame graph coloured against each other profile.
-    if (impl_->profiles.size() <= kViewComparedMax)
-      for (std::size_t j = 0; j < impl_->profiles.size(); ++j)
-        if (j != i)
-          out += fmt::format(",\"tree_diff_{}\":{}", j, *part(i, fmt::format("tree_diff_{}", j)));
+    // The flame graph coloured against each other profile, where both are small enough.
+    for (std::size_t j = 0; j < impl_->profiles.size(); ++j)
+      if (j != i && comparable(i, j))
+        out += fmt::format(",\"tree_diff_{}\":{}", j, *part(i, fmt::format("tree_diff_{}", j)));
     out += '}';
   }
   out += "],\"diff\":";

@@ -7,7 +7,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromiumMissing, CHROMIUM, playwright } from './serve.mjs';
@@ -180,6 +180,18 @@ describe('flame graph compared with another profile, in chromium', { skip }, () 
     execFileSync(CLI, ['view', afterDb, beforeDb, '--html', html], { env: env(), stdio: 'ignore' });
     const { page, errors } = await open(`file://${html}`);
     await compared(page);
+    assert.deepEqual(errors, []);
+    await page.close();
+  });
+
+  test('--html of more profiles than it carries comparisons of: the menu says so', async () => {
+    const more = [1, 2, 3, 4].map((k) => { const c = join(dir, `copy${k}.db`); copyFileSync(beforeDb, c); return c; });
+    const html = join(dir, 'five.html');
+    execFileSync(CLI, ['view', afterDb, ...more, '--html', html], { env: env(), stdio: 'ignore' });
+    const { page, errors } = await open(`file://${html}`);
+    const options = await page.locator('#compare option').evaluateAll((os) => os.map((o) => [o.textContent, o.disabled]));
+    assert.deepEqual(options, [['none (colour: kind)', false],
+                               ...more.map((c) => [`${c} (not in this file; sonde view makes it)`, true])]);
     assert.deepEqual(errors, []);
     await page.close();
   });

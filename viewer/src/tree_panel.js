@@ -13,7 +13,8 @@ function scopeLabel(s) {
 
 // The flame graph's panel and the threads menu: the merged tree, each rank's and process's
 // (fetched with need(parts) when first chosen; the --html file has them all), each thread's.
-// others: the profiles this one can be compared with, [{index, path}] (the part tree_diff_<index>).
+// others: the profiles this one can be compared with, [{index, path, carried}] (the part
+// tree_diff_<index>; carried false: an --html file without it).
 export function flamePanel(p, flame, need, fail, others = []) {
   const { section, body } = panel('flame', 'Calling-context tree',
     'Icicle: the root on top, callees below, width = inclusive time. Click a frame to zoom and select it; ' +
@@ -24,7 +25,8 @@ export function flamePanel(p, flame, need, fail, others = []) {
   threads.disabled = false;
   const compare = el('select', { id: 'compare', 'aria-label': 'compare with' },
     el('option', { value: '' }, 'none (colour: kind)'),
-    others.map((o) => el('option', { value: String(o.index) }, o.path)));
+    others.map((o) => el('option', { value: String(o.index), disabled: !o.carried },
+      o.carried ? o.path : `${o.path} (not in this file; sonde view makes it)`)));
   const tree = () => p.tree ?? p.tree_first;  // the server's first tree until the finer one is here
   const trees = tree().trees || [];
   const sc = p.tree_scopes || { scopes: [] };
@@ -47,6 +49,7 @@ export function flamePanel(p, flame, need, fail, others = []) {
     threads.disabled = against !== '';
     if (against !== '') {
       const part = `tree_diff_${against}`;
+      if (!(part in p)) flame.setNote(`colouring against ${others.find((o) => String(o.index) === against).path}…`);
       await need([part]);
       if (compare.value !== against) return;  // another was chosen meanwhile
       const d = p[part];

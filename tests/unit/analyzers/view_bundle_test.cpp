@@ -118,6 +118,20 @@ TEST_F(ViewBundleTest, EachProfileIsComparedWithEachOther) {
   EXPECT_GE(renamed_nodes, 1);
 }
 
+// Past kViewComparedMax profiles the whole bundle carries no comparison; the server makes any.
+TEST_F(ViewBundleTest, ManyProfilesCarryNoComparison) {
+  std::vector<std::string> paths{path_};
+  while (paths.size() <= kViewComparedMax) {
+    paths.push_back((dir_.path / fmt::format("p{}.db", paths.size())).string());
+    test::write_fixture(paths.back());
+  }
+  ViewData data(paths);
+  nlohmann::json whole = nlohmann::json::parse(data.whole());
+  for (const auto& p : whole["profiles"])
+    for (const auto& [key, value] : p.items()) EXPECT_FALSE(key.starts_with("tree_diff_")) << key;
+  EXPECT_TRUE(data.part(0, fmt::format("tree_diff_{}", kViewComparedMax)));
+}
+
 TEST_F(ViewBundleTest, NamesThatAreNotUtf8AreReplacedSoAnyDumpWorks) {
   test::exec_sql(path_, "UPDATE routines SET name = CAST(X'6C6F6164FF5F64617461' AS TEXT) "
                         "WHERE name = 'load_data'");
