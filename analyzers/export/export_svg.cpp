@@ -1,14 +1,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <filesystem>
 #include <map>
 #include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "export/export.hpp"
+#include "metrics/share_change.hpp"
 #include "render/table_format.hpp"
 
 namespace sonde::analyzers {
@@ -90,66 +89,27 @@ std::string label(const std::string& name, double width) {
   return xml_text(shown);
 }
 
-// A differential flame graph's other side: each call path's share of the busy threads' time in
-// the baseline, keyed by its frames' names (two profiles share no routine ids).
-struct Baseline {
-  std::unordered_map<std::string, double> share;
-  double total_ns = 0;
-};
-
-// A path's key: its names joined by a byte no name holds in the tree's own key.
-std::string child_key(const std::string& parent, const std::string& name) {
-  return parent + '\x1f' + name;
-}
-
-void collect_shares(const CallNode& root, Baseline& b) {
-  b.total_ns = static_cast<double>(root.incl_ns);
-  // Iterative: a profile can be 20,000 calls deep.
-  std::vector<std::pair<const CallNode*, std::string>> todo{{&root, ""}};
-  while (!todo.empty()) {
-    auto [node, key] = std::move(todo.back());
-    todo.pop_back();
-    b.share[key] += static_cast<double>(node->incl_ns) / std::max(b.total_ns, 1.0);
-    for (const CallNode& child : node->children)
-      todo.emplace_back(&child, child_key(key, child.name));
-  }
-}
-
-// Red where a path's share grew, blue where it shrank, white where it held; the deeper the
-// colour, the larger the change relative to the baseline's share (full at double or half, and
-// at a path the baseline did not have).
-std::string change_fill(double before, double after) {
-  if (before <= 0) return "hsl(0,80%,50%)";
-  double change = (after - before) / before;
-  double depth = std::min(std::abs(change), 1.0);
-  return fmt::format("hsl({},{}%,{}%)", change >= 0 ? 0 : 220, 80,
-                     static_cast<int>(96 - 46 * depth));
-}
-
 class FlameWriter {
  public:
-  FlameWriter(std::ostream& out, double total_ns, int depth, const Baseline* baseline = nullptr)
+  FlameWriter(std::ostream& out, double total_ns, int depth, const PathShares* shares = nullptr)
       : out_(out),
         scale_((kWidth - 2 * kMargin) / std::max(total_ns, 1.0)),
         total_(total_ns),
         depth_(depth),
-        baseline_(baseline) {}
+        shares_(shares) {}
 
-  void frame(const CallNode& node, double x, int level, const std::string& shown_name,
-             const std::string& key = "") {
+  void frame(const CallNode& node, double x, int level, const std::string& shown_name) {
     double w = static_cast<double>(node.incl_ns) * scale_;
     double y = kHeader + (depth_ - level) * kRow;
     std::string colour = fill(node), change;
-    if (baseline_ != nullptr) {
-      double after = static_cast<double>(node.incl_ns) / std::max(total_, 1.0);
-      auto it = baseline_->share.find(key);
-      double before = it == baseline_->share.end() ? 0.0 : it->second;
-      colour = change_fill(before, after);
-      change = before > 0 ? fmt::format(
+    if (shares_ != nullptr) {
+      PathShare s = shares_->of(node);
+      colour = share_change_fill(s);
+      change = s.is_new() ? fmt::format("share {:.2f} %, not in the baseline", 100 * s.after)
+                          : fmt::format(
                                 "share {:.2f} % -> {:.2f} % ({:+.1f} % of its share "
                                 "in the baseline)",
-                                100 * before, 100 * after, 100 * (after - before) / before)
-                          : fmt::format("share {:.2f} %, not in the baseline", 100 * after);
+                                100 * s.before, 100 * s.after, 100 * *s.change());
     }
     out_ << fmt::format(
         "<g class=\"f\"><title>{}\n{}: {:.6f} s inclusive ({:.2f} % of busy time), "
@@ -165,8 +125,7 @@ class FlameWriter {
     for (const CallNode& child : node.children) {
       double cw = static_cast<double>(child.incl_ns) * scale_;
       if (cw >= kMinWidth)
-        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name,
-              baseline_ != nullptr ? child_key(key, child.name) : std::string());
+        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name);
       else
         ++hidden_;
       child_x += cw;
@@ -179,7 +138,7 @@ class FlameWriter {
   std::ostream& out_;
   double scale_, total_;
   int depth_;
-  const Baseline* baseline_;
+  const PathShares* shares_;
   int hidden_ = 0;
 };
 
@@ -196,13 +155,11 @@ int drawn_depth(const CallNode& node, double scale, int level, std::map<std::str
 }  // namespace
 
 void write_svg_flamegraph(const ProfileFile& file, std::ostream& out, const ProfileFile* before) {
-  std::optional<Baseline> baseline;
-  if (before != nullptr) {
-    baseline.emplace();
-    collect_shares(load_merged_tree(*before), *baseline);
-  }
   CallNode root = load_merged_tree(file);
   sort_by_inclusive(root);
+  // After the sort: the shares are looked up by node.
+  std::optional<PathShares> baseline;
+  if (before != nullptr) baseline.emplace(root, load_merged_tree(*before));
   auto total = static_cast<double>(root.incl_ns);
   double scale = (kWidth - 2 * kMargin) / std::max(total, 1.0);
   std::map<std::string, int> kinds;
@@ -223,19 +180,22 @@ void write_svg_flamegraph(const ProfileFile& file, std::ostream& out, const Prof
       baseline ? fmt::format("; colour: each path's share of the busy time against {} "
                              "({:.3f} s), red grew, blue shrank",
                              xml_text(std::filesystem::path(before->path()).filename().string()),
-                             baseline->total_ns / 1e9)
+                             baseline->before_total_ns() / 1e9)
                : std::string());
   double x = kMargin;
-  for (const auto& [kind, count] : kinds) {
-    if (baseline) break;  // colour is the change, not the kind
-    if (kind == "root") continue;
-    CallNode sample;
-    sample.kind = kind;
+  auto key = [&](const std::string& fill, const std::string& text) {
     out << fmt::format(
-        "<rect x=\"{:.0f}\" y=\"27\" width=\"12\" height=\"12\" fill=\"hsl({},{}%,68%)\"/>"
+        "<rect x=\"{:.0f}\" y=\"27\" width=\"12\" height=\"12\" fill=\"{}\"{}/>"
         "<text x=\"{:.0f}\" y=\"37\">{}</text>\n",
-        x, colour_of(kind).hue, colour_of(kind).saturation, x + 16, xml_text(kind));
-    x += 24 + kind.size() * kCharWidth;
+        x, fill, baseline ? " stroke=\"#999\" stroke-width=\"0.5\"" : "", x + 16, xml_text(text));
+    x += 24 + static_cast<double>(text.size()) * kCharWidth;
+  };
+  if (baseline) {  // colour is the change, not the kind
+    for (const ShareChangeKey& k : share_change_legend()) key(k.fill, k.label);
+  } else {
+    for (const auto& [kind, count] : kinds)
+      if (kind != "root")
+        key(fmt::format("hsl({},{}%,68%)", colour_of(kind).hue, colour_of(kind).saturation), kind);
   }
   FlameWriter w(out, total, depth, baseline ? &*baseline : nullptr);
   w.frame(root, kMargin, 0, "all threads");

@@ -138,6 +138,7 @@ struct Profile {
   std::optional<TreeScopes> scopes;
   std::optional<Hotspots> hotspots;
   std::optional<CallerIndex> callers;
+  std::optional<std::int64_t> nodes;
   std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
 
   explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
@@ -180,6 +181,14 @@ struct Profile {
       if (row.kind != "root" && parts.size() < kViewSandwichMax)
         parts.push_back(fmt::format("sandwich_{}", row.routine_id));
     return parts;
+  }
+
+  std::int64_t node_rows() {
+    if (!nodes) {
+      auto st = file.prepare("SELECT COUNT(*) FROM nodes");
+      nodes = st.step() ? st.int64(0) : 0;
+    }
+    return *nodes;
   }
 
   MetricsReport& metrics_report() {
@@ -273,6 +282,22 @@ bool known_part(std::string_view name) {
 
 std::string json_string(const std::string& s) { return dump_json(Json(s), -1); }
 
+// The other profile a "tree_diff_<j>" part of `profile` is coloured against; none for another
+// name, a profile not there, or the profile itself.
+std::optional<std::size_t> diff_baseline(std::string_view part, std::size_t profile,
+                                         std::size_t count) {
+  constexpr std::string_view prefix = "tree_diff_";
+  if (!part.starts_with(prefix) || part.size() == prefix.size() || part.size() > prefix.size() + 6)
+    return std::nullopt;
+  std::size_t j = 0;
+  for (char c : part.substr(prefix.size())) {
+    if (c < '0' || c > '9') return std::nullopt;
+    j = j * 10 + static_cast<std::size_t>(c - '0');
+  }
+  if (j >= count || j == profile) return std::nullopt;
+  return j;
+}
+
 }  // namespace
 
 struct ViewData::Impl {
@@ -306,13 +331,19 @@ std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::stri
   Profile& p = *impl_->profiles[profile];
   auto it = p.done.find(name);
   if (it != p.done.end()) return it->second;
-  if (!known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
+  std::optional<std::size_t> baseline = diff_baseline(name, profile, impl_->profiles.size());
+  if (!baseline && !known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
   // Recorded names are bytes: dump_json replaces what is not UTF-8. The timeline's columns of
   // a million integers are written as text, not built as a document first.
+  auto make = [&]() -> Json {
+    if (!baseline) return p.make(name);
+    const Profile& other = *impl_->profiles[*baseline];
+    return diff_tree_json(p.file, other.file, other.path, kViewTreeMinPct);
+  };
   auto text = std::make_shared<const std::string>(
       name == "timeline"        ? timeline_json(p.file, kViewTimelineEvents)
       : name == "timeline_html" ? timeline_json(p.file, kViewTimelineHtmlEvents)
-                                : dump_json(p.make(name), -1));
+                                : dump_json(make(), -1));
   p.done.emplace(std::string(name), text);
   return text;
 }
@@ -337,6 +368,13 @@ std::string ViewData::diff() {
                                  : "null";
   }
   return *impl_->diff;
+}
+
+bool ViewData::comparable(std::size_t a, std::size_t b) {
+  std::lock_guard lock(impl_->mutex);
+  const auto& ps = impl_->profiles;
+  return ps.size() <= kViewComparedMax && ps[a]->node_rows() <= kViewComparedNodesMax &&
+         ps[b]->node_rows() <= kViewComparedNodesMax;
 }
 
 std::string ViewData::whole() {
@@ -376,6 +414,10 @@ std::string ViewData::whole() {
       carried += text->size();
       out += fmt::format(",\"{}\":{}", name, *text);
     }
+    // The flame graph coloured against each other profile, where both are small enough.
+    for (std::size_t j = 0; j < impl_->profiles.size(); ++j)
+      if (j != i && comparable(i, j))
+        out += fmt::format(",\"tree_diff_{}\":{}", j, *part(i, fmt::format("tree_diff_{}", j)));
     out += '}';
   }
   out += "],\"diff\":";

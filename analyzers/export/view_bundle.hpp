@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -40,6 +41,14 @@ inline constexpr int kViewFirstTreeDepth = 64;
 inline constexpr double kViewSandwichMinPct = 0.5;
 inline constexpr std::size_t kViewSandwichMax = 50;
 inline constexpr std::size_t kViewSandwichBytes = 4 << 20;
+
+// The flame graph coloured by each path's change of share against another profile
+// ("tree_diff_<j>": profile j as the baseline; export/view_trees.hpp): the server makes any pair
+// when the page asks; the whole bundle carries every pair of up to kViewComparedMax profiles of
+// at most kViewComparedNodesMax nodes rows each. Each pair loads both merged trees, whose paths
+// the callpaths view spells out: the 1M-node, 384-level benchmark file's takes 73 s alone.
+inline constexpr std::size_t kViewComparedMax = 4;
+inline constexpr std::int64_t kViewComparedNodesMax = 200'000;
 
 // A profile's members in the whole bundle, in the order the page needs them: the run facts and
 // the tree draw the first panel. "samples", "ranks" and "rank_routines" are null where the
@@ -77,6 +86,8 @@ class ViewData {
   std::string whole();
 
  private:
+  // Whether the whole bundle carries profile a's tree coloured against b's (kViewComparedMax).
+  bool comparable(std::size_t a, std::size_t b);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

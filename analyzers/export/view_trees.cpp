@@ -6,6 +6,7 @@
 #include <map>
 #include <string_view>
 
+#include "metrics/share_change.hpp"
 #include "profile/call_tree.hpp"
 #include "render/tree.hpp"
 
@@ -98,6 +99,34 @@ Json tree_scopes_json(const TreeScopes& scopes) {
 Json scope_tree_json(const ProfileFile& file, const TreeScope& scope, double min_pct) {
   ProfileFile alone = ProfileFile::open_processes(file, scope.processes);
   return render_tree_json(load_forest(alone, true), TreeOptions{min_pct, std::nullopt, true});
+}
+
+Json diff_tree_json(const ProfileFile& after, const ProfileFile& before,
+                    const std::string& before_name, double min_pct) {
+  CallNode root = load_merged_tree(after);
+  sort_by_inclusive(root);
+  PathShares shares(root, load_merged_tree(before));  // after the sort: looked up by node
+  auto share_fields = [&](const CallNode& node, Json& j) {
+    PathShare s = shares.of(node);
+    std::optional<double> change = s.change();
+    j["before_pct"] = s.is_new() ? Json(nullptr) : Json(100 * s.before);
+    j["after_pct"] = 100 * s.after;
+    j["change_pct"] = change ? Json(100 * *change) : Json(nullptr);
+    j["fill"] = share_change_fill(s);
+  };
+  Json legend = Json::array();
+  for (const ShareChangeKey& k : share_change_legend())
+    legend.push_back(Json{{"label", k.label}, {"fill", k.fill}});
+  return Json{{"baseline", before_name},
+              {"total_s", shares.after_total_ns() / 1e9},
+              {"baseline_total_s", shares.before_total_ns() / 1e9},
+              {"legend", std::move(legend)},
+              {"min_pct", min_pct},
+              {"max_depth", nullptr},
+              {"threads", "merge"},
+              {"denominator", "busy threads' time"},
+              {"tree", render_node_json(root, root.incl_ns,
+                                        TreeOptions{min_pct, std::nullopt, true}, share_fields)}};
 }
 
 }  // namespace sonde::analyzers

@@ -41,4 +41,13 @@ Json tree_scopes_json(const TreeScopes& scopes);
 // --min-pct min_pct --format json` prints it for a file of those processes alone.
 Json scope_tree_json(const ProfileFile& file, const TreeScope& scope, double min_pct);
 
+// `after`'s busy threads merged (the tree of "tree_merged", at min_pct), each node coloured by the
+// change of its path's share against `before`'s (metrics/share_change.hpp, as `sonde export
+// --format svg --baseline` draws it): {"baseline", "total_s", "baseline_total_s", "legend":
+// [{label, fill}], "min_pct", "max_depth", "threads", "denominator", "tree"}, each node of the
+// tree with "before_pct" (null: a path the baseline lacks), "after_pct", "change_pct" (% of the
+// baseline's share; null where new) and "fill".
+Json diff_tree_json(const ProfileFile& after, const ProfileFile& before,
+                    const std::string& before_name, double min_pct);
+
 }  // namespace sonde::analyzers

@@ -147,7 +147,7 @@ void text_tree(std::string& out, const CallNode& root, std::int64_t total, const
 }
 
 Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
-               GpuColumns gpu) {
+               GpuColumns gpu, const NodeFields* more = nullptr) {
   Json j{{"name", node.name},
          {"routine_id", node.routine_id},  // what tells two routines of one name apart
          {"kind", node.kind},
@@ -160,11 +160,12 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   if (node.flops > 0) j["flops"] = node.flops;
   if (gpu.gpu) j["gpu_s"] = seconds(node.gpu_ns);
   if (gpu.graph) j["graph_s"] = seconds(node.graph_ns);
+  if (more != nullptr) (*more)(node, j);
   Json children = Json::array();
   if (!o.max_depth || depth < *o.max_depth) {
     Visible v = visible_children(node, total, o);
     for (const CallNode* child : v.shown)
-      children.push_back(json_node(*child, total, depth + 1, o, gpu));
+      children.push_back(json_node(*child, total, depth + 1, o, gpu, more));
     if (v.folded > 0)
       j["folded"] = Json{{"count", v.folded},
                          {"incl_s", seconds(v.folded_incl_ns)},
@@ -271,8 +272,9 @@ std::string render_node_text(const CallNode& root, std::int64_t total, const Tre
   return out;
 }
 
-Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& o) {
-  return json_node(root, total, 0, o, {});
+Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& o,
+                      const NodeFields& more) {
+  return json_node(root, total, 0, o, {}, more ? &more : nullptr);
 }
 
 Table node_table(const CallNode& root, std::int64_t total, const TreeOptions& o) {

@@ -1,6 +1,7 @@
 // `sonde tree`: the calling-context tree as indented text or nested JSON.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -32,7 +33,11 @@ void write_tree_csv(const Forest& forest, const TreeOptions& options, std::ostre
 // lines as in render_tree_text, its node as in the JSON, its rows as in tree_table (pid and
 // thread empty). What a routine's callers and callees are shown with (render/callers.hpp).
 std::string render_node_text(const CallNode& root, std::int64_t total, const TreeOptions& options);
-Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& options);
+// `more` adds members of its own to each node's object (a folded group has none): what a
+// differential tree's nodes carry beside the tree's figures (export/view_trees.hpp).
+using NodeFields = std::function<void(const CallNode&, Json&)>;
+Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& options,
+                      const NodeFields& more = {});
 Table node_table(const CallNode& root, std::int64_t total, const TreeOptions& options);
 
 }  // namespace sonde::analyzers

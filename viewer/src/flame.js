@@ -1,5 +1,7 @@
 // The calling-context tree as an icicle on a canvas: widths are the analyzers' inclusive
-// seconds laid side by side, so a 1M-path profile draws only what is wider than a pixel.
+// seconds laid side by side, so a 1M-path profile draws only what is wider than a pixel. Colours
+// are kinds, or in a differential tree (the bundle's tree_diff_<j>) each node's own `fill`: the
+// change of its path's share against the baseline, as the analyzers coloured it.
 import { el, fmtNum } from './dom.js';
 
 const ROW = 18;
@@ -60,6 +62,8 @@ function flatten(root, minPct) {
     frames.push({
       name: node.name, id: node.routine_id ?? null, kind: node.kind, where: node.where || '', calls: node.calls,
       incl: node.incl_s, excl: node.excl_s, pct: node.incl_pct ?? null, x, depth, parent, end: i + 1,
+      fill: node.fill ?? null,
+      share: node.fill === undefined ? null : { before: node.before_pct, after: node.after_pct, change: node.change_pct },
     });
     const kids = node.children || [];
     if (!kids.length && !node.folded) continue;
@@ -75,6 +79,13 @@ function flatten(root, minPct) {
     for (let k = kids.length - 1; k >= 0; --k) { nodes.push(kids[k]); xs.push(at[k]); depths.push(depth + 1); parents.push(i); }
   }
   return frames;
+}
+
+// A differential frame's two shares of the busy time, as the bundle gives them.
+function shareText(s, baseline) {
+  if (s.before === null) return `share ${fmtNum(s.after, 2)} %, not in ${baseline}`;
+  const sign = s.change > 0 ? '+' : '';
+  return `share ${fmtNum(s.before, 2)} % in ${baseline} → ${fmtNum(s.after, 2)} % here (${sign}${fmtNum(s.change, 1)} % of its share)`;
 }
 
 export class FlameGraph {
@@ -102,17 +113,26 @@ export class FlameGraph {
     this.search = '';
     this.selected = null;
     this.mode = 'incl';
+    this.diff = null;
     this.canvas.addEventListener('click', (e) => this.click(e));
     this.canvas.addEventListener('mousemove', (e) => this.hover(e));
     this.canvas.addEventListener('mouseleave', () => { this.tooltip.hidden = true; });
     window.addEventListener('resize', () => this.draw());
   }
 
-  setTree(root, minPct) {
+  // diff: null, or the differential tree's { baseline, legend: [{label, fill}] }.
+  setTree(root, minPct, diff = null) {
     this.frames = root ? flatten(root, minPct) : [];
-    const kinds = [...new Set(this.frames.map((f) => f.kind))].sort();
-    this.legend.replaceChildren(...kinds.map((k) => el('span', { class: 'kind' },
-      el('span', { class: 'swatch', style: `background:${kindColour(k)}` }), ' ', k)));
+    this.diff = diff;
+    this.canvas.dataset.compare = diff ? diff.baseline : '';
+    if (diff) {
+      this.legend.replaceChildren(`share of the busy time against ${diff.baseline}:`, ...diff.legend.map((k) =>
+        el('span', { class: 'kind' }, el('span', { class: 'swatch share', style: `background:${k.fill}` }), ' ', k.label)));
+    } else {
+      const kinds = [...new Set(this.frames.map((f) => f.kind))].sort();
+      this.legend.replaceChildren(...kinds.map((k) => el('span', { class: 'kind' },
+        el('span', { class: 'swatch', style: `background:${kindColour(k)}` }), ' ', k)));
+    }
     this.zoomed = 0;
     this.draw();
   }
@@ -213,7 +233,7 @@ export class FlameGraph {
       if (f.depth < first) return;
       const y = f.depth * ROW;
       const match = !q || f.name.toLowerCase().includes(q);
-      const key = (match ? '1 ' : '0.25 ') + kindColour(f.kind);
+      const key = (match ? '1 ' : '0.25 ') + (f.fill ?? kindColour(f.kind));
       let rects = fills.get(key);
       if (!rects) fills.set(key, rects = []);
       rects.push(px, y, Math.max(pw - 0.5, 0.5));
@@ -281,7 +301,8 @@ export class FlameGraph {
       el('strong', {}, f.name), el('br'),
       `${f.kind}${f.where ? ' · ' + f.where : ''}`, el('br'),
       `inclusive ${fmtNum(f.incl)} s${f.pct !== null && f.pct !== undefined ? ` (${fmtNum(f.pct, 1)} %)` : ''}`,
-      ` · exclusive ${fmtNum(f.excl)} s · ${fmtNum(f.calls)} calls`);
+      ` · exclusive ${fmtNum(f.excl)} s · ${fmtNum(f.calls)} calls`,
+      ...(f.share ? [el('br'), el('span', { class: 'share' }, shareText(f.share, this.diff.baseline))] : []));
     tip.hidden = false;
     tip.style.left = Math.min(e.clientX + 12, window.innerWidth - 320) + 'px';
     tip.style.top = e.clientY + 14 + 'px';

@@ -220,7 +220,11 @@ async function render(index) {
   const main = document.getElementById('panels');
   main.replaceChildren();
   main.appendChild(runPanel(p));
-  const fp = flamePanel(p, flame, (names) => need(index, names), fail);
+  // The --html file carries the comparisons of a few small profiles (kViewComparedMax); the server makes any.
+  const inline = document.getElementById('sonde-data') !== null;
+  const others = b.profiles.map((q, i) => ({ index: i, path: q.path, carried: !inline || `tree_diff_${i}` in p }))
+    .filter((o) => o.index !== index);
+  const fp = flamePanel(p, flame, (names) => need(index, names), fail, others);
   main.appendChild(fp.section);
   flame.search = state.search.toLowerCase();
   flame.selected = null;

@@ -1,4 +1,5 @@
-// The calling-context tree's panel: which tree the flame graph draws (the threads menu).
+// The calling-context tree's panel: which tree the flame graph draws (the threads menu), and
+// with two or more profiles which one it is coloured against (the compare menu).
 import { el, empty, fmtNum, panel } from './dom.js';
 
 // A rank's or a process's entry in the threads menu: the analyzers' figures, as text.
@@ -12,11 +13,20 @@ function scopeLabel(s) {
 
 // The flame graph's panel and the threads menu: the merged tree, each rank's and process's
 // (fetched with need(parts) when first chosen; the --html file has them all), each thread's.
-export function flamePanel(p, flame, need, fail) {
+// others: the profiles this one can be compared with, [{index, path, carried}] (the part
+// tree_diff_<index>; carried false: an --html file without it).
+export function flamePanel(p, flame, need, fail, others = []) {
   const { section, body } = panel('flame', 'Calling-context tree',
     'Icicle: the root on top, callees below, width = inclusive time. Click a frame to zoom and select it; ' +
-    'exclusive mode darkens each frame\'s own time. Colours are kinds: python, native, blas, region, GPU.');
+    'exclusive mode darkens each frame\'s own time. Colours are kinds: python, native, blas, region, GPU.' +
+    (others.length ? ' Compared with another profile: all busy threads merged, each frame coloured by the change of its ' +
+                     'call path\'s share of the busy time (red grew, blue shrank; as sonde export --format svg --baseline).' : ''));
   const threads = document.getElementById('threads');
+  threads.disabled = false;
+  const compare = el('select', { id: 'compare', 'aria-label': 'compare with' },
+    el('option', { value: '' }, 'none (colour: kind)'),
+    others.map((o) => el('option', { value: String(o.index), disabled: !o.carried },
+      o.carried ? o.path : `${o.path} (not in this file; sonde view makes it)`)));
   const tree = () => p.tree ?? p.tree_first;  // the server's first tree until the finer one is here
   const trees = tree().trees || [];
   const sc = p.tree_scopes || { scopes: [] };
@@ -35,6 +45,18 @@ export function flamePanel(p, flame, need, fail) {
       `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s`))));
   // A rank's or process's tree is fetched when first chosen (the --html file has them all).
   const show = async (refine = false) => {
+    const against = compare.value;
+    threads.disabled = against !== '';
+    if (against !== '') {
+      const part = `tree_diff_${against}`;
+      if (!(part in p)) flame.setNote(`colouring against ${others.find((o) => String(o.index) === against).path}…`);
+      await need([part]);
+      if (compare.value !== against) return;  // another was chosen meanwhile
+      const d = p[part];
+      flame.setNote(`all busy threads merged (${fmtNum(d.total_s)} s), against ${d.baseline} (${fmtNum(d.baseline_total_s)} s)`);
+      flame.setTree(d.tree, d.min_pct, { baseline: d.baseline, legend: d.legend });
+      return;
+    }
     const v = threads.value;
     let t = null;
     if (v === 'merged') t = p.tree_merged;
@@ -52,9 +74,11 @@ export function flamePanel(p, flame, need, fail) {
   };
   if (!trees.length) body.appendChild(empty('No thread called a measured routine: there is no tree to draw.'));
   threads.onchange = () => { show().catch(fail); };
+  compare.onchange = () => { show().catch(fail); };
+  if (others.length) body.appendChild(el('p', { class: 'compare' }, el('label', {}, 'compare with ', compare)));
   body.appendChild(flame.element);
   // The finer tree, once fetched, replaces the first where a thread's tree is shown.
-  const refine = () => (/^\d+$/.test(threads.value) ? show(true) : Promise.resolve());
+  const refine = () => (compare.value === '' && /^\d+$/.test(threads.value) ? show(true) : Promise.resolve());
   return { section, show, refine };
 }
 

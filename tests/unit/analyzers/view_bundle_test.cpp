@@ -1,6 +1,7 @@
 // The viewer's bundle holds what the subcommands' --format json say, not figures of its own.
 #include "export/view_bundle.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <map>
@@ -57,6 +58,78 @@ TEST_F(ViewBundleTest, TwoProfilesCarryTheirDiff) {
   ASSERT_EQ(b["profiles"].size(), 2u);
   ProfileDiff d = compute_diff(ProfileFile::open(path_), ProfileFile::open(after));
   EXPECT_EQ(b["diff"], nlohmann::json::parse(dump_json(render_diff_json(path_, after, d))));
+}
+
+// Each profile's merged tree coloured against each other profile (tree_diff_<j>): against a
+// copy of itself every path holds its share; a routine renamed is a new path, with all below it.
+TEST_F(ViewBundleTest, EachProfileIsComparedWithEachOther) {
+  std::string same = (dir_.path / "same.db").string(),
+              renamed = (dir_.path / "renamed.db").string();
+  test::write_fixture(same);
+  test::write_fixture(renamed);
+  test::exec_sql(renamed, "UPDATE routines SET name = 'renamed' WHERE name = 'load_data'");
+  ViewData data({path_, same, renamed});
+  nlohmann::json whole = nlohmann::json::parse(data.whole());
+  for (std::size_t i = 0; i < 3; ++i)
+    for (std::size_t j = 0; j < 3; ++j)
+      EXPECT_EQ(whole["profiles"][i].contains(fmt::format("tree_diff_{}", j)), i != j) << i << j;
+  EXPECT_FALSE(data.part(0, "tree_diff_0"));  // not against itself
+  EXPECT_FALSE(data.part(0, "tree_diff_3"));
+  EXPECT_FALSE(data.part(0, "tree_diff_"));
+  EXPECT_FALSE(data.part(0, "tree_diff_1x"));
+  nlohmann::json held = nlohmann::json::parse(*data.part(1, "tree_diff_0"));
+  EXPECT_EQ(held, whole["profiles"][1]["tree_diff_0"]);
+  EXPECT_EQ(held["baseline"], path_);
+  EXPECT_DOUBLE_EQ(held["total_s"].get<double>(), 15.0);
+  EXPECT_EQ(held["legend"].size(), 5u);
+  // The same tree as tree_merged's, each node with its shares beside its figures.
+  nlohmann::json merged = whole["profiles"][1]["tree_merged"]["tree"];
+  int nodes = 0;
+  std::vector<std::pair<const nlohmann::json*, const nlohmann::json*>> todo{
+      {&held["tree"], &merged}};
+  while (!todo.empty()) {
+    auto [d, m] = todo.back();
+    todo.pop_back();
+    ++nodes;
+    EXPECT_EQ((*d)["name"], (*m)["name"]);
+    EXPECT_DOUBLE_EQ((*d)["incl_s"].get<double>(), (*m)["incl_s"].get<double>());
+    EXPECT_NEAR((*d)["after_pct"].get<double>(), (*m)["incl_pct"].get<double>(), 1e-9);
+    EXPECT_NEAR((*d)["before_pct"].get<double>(), (*m)["incl_pct"].get<double>(), 1e-9);
+    EXPECT_NEAR((*d)["change_pct"].get<double>(), 0.0, 1e-9);
+    EXPECT_EQ((*d)["fill"], "hsl(0,80%,96%)");
+    ASSERT_EQ((*d)["children"].size(), (*m)["children"].size());
+    for (std::size_t k = 0; k < (*d)["children"].size(); ++k)
+      todo.emplace_back(&(*d)["children"][k], &(*m)["children"][k]);
+  }
+  EXPECT_GT(nodes, 3);
+  nlohmann::json fresh = nlohmann::json::parse(*data.part(2, "tree_diff_0"));
+  int renamed_nodes = 0;
+  std::vector<std::pair<const nlohmann::json*, bool>> walk{{&fresh["tree"], false}};
+  while (!walk.empty()) {
+    auto [n, below] = walk.back();
+    walk.pop_back();
+    bool is_new = below || (*n)["name"] == "renamed";
+    renamed_nodes += is_new;
+    EXPECT_EQ((*n)["before_pct"].is_null(), is_new) << (*n)["name"];
+    EXPECT_EQ((*n)["change_pct"].is_null(), is_new) << (*n)["name"];
+    if (is_new) EXPECT_EQ((*n)["fill"], "hsl(0,80%,50%)");
+    for (const auto& c : (*n)["children"]) walk.emplace_back(&c, is_new);
+  }
+  EXPECT_GE(renamed_nodes, 1);
+}
+
+// Past kViewComparedMax profiles the whole bundle carries no comparison; the server makes any.
+TEST_F(ViewBundleTest, ManyProfilesCarryNoComparison) {
+  std::vector<std::string> paths{path_};
+  while (paths.size() <= kViewComparedMax) {
+    paths.push_back((dir_.path / fmt::format("p{}.db", paths.size())).string());
+    test::write_fixture(paths.back());
+  }
+  ViewData data(paths);
+  nlohmann::json whole = nlohmann::json::parse(data.whole());
+  for (const auto& p : whole["profiles"])
+    for (const auto& [key, value] : p.items()) EXPECT_FALSE(key.starts_with("tree_diff_")) << key;
+  EXPECT_TRUE(data.part(0, fmt::format("tree_diff_{}", kViewComparedMax)));
 }
 
 TEST_F(ViewBundleTest, NamesThatAreNotUtf8AreReplacedSoAnyDumpWorks) {
