@@ -131,6 +131,25 @@ def test_seccomp_filter_that_kills_at_open(mode, how, action, db):
         assert "did not write its final flush" not in report
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("how", ["prctl", "tsync"])
+def test_seccomp_filter_that_kills_at_read_with_counters_on(mode, how, db):
+    """a seccomp-bpf filter that ends the host at read (HOW), counters on (each read of them a read system call): it ends as alone, the counters stopped at the filter and said"""
+    cmd = [prog("seccomp_filter"), how, "kill-process", "read"]
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=10)
+    assert alone.rc == 0 and alone.out == "done\n", alone
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0", SONDE_COUNTERS="perf::TASK-CLOCK")
+    profiled = under(mode, cmd, db, env_extra=env, timeout=10)
+    # Killed by SIGSYS at the first GEMM after the filter: its counter read.
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    said = [n for n in notes(db) if n.startswith("a seccomp filter was installed")]
+    assert len(said) == 1 and "counters (SONDE_COUNTERS) stop there" in said[0], notes(db)
+    # The flush before the filter holds the 3 GEMMs with their task-clock counted.
+    assert calls(db, "cblas_sgemm") == 3
+    assert query(db, "SELECT COUNT(*) FROM node_counters WHERE incl > 0")[0][0] > 0
+
+
 def test_raw_exit_then_sigterm_while_the_file_is_locked(db):
     """the only thread ends with a raw SYS_exit while another process holds the profile: SIGTERM ends it"""
     # No periodic flush: one waiting for the lock when the host's thread left would hold off

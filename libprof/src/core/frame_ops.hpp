@@ -19,8 +19,15 @@ inline constexpr uint64_t kOutlierFactor = 8;
 
 // Counters are read after the bookkeeping on entry and before it on exit, so they cover the
 // callee as closely as the timestamps do.
+// Under a seccomp filter (counters_frozen, or g_counters_halted for every thread) a read is a
+// system call the filter may kill for: nothing is read, and the figures stay as of the filter.
+inline bool counters_frozen(const ThreadState* t) {
+  return t->counters_frozen || g_counters_halted.load(std::memory_order_relaxed);
+}
+
 __attribute__((noinline)) inline void start_counters(ThreadState* t, StackEntry& e) {
-  if (!t->counter_backend->read(t->counter_handle, e.counter_start)) {
+  if (__builtin_expect(counters_frozen(t), 0) ||
+      !t->counter_backend->read(t->counter_handle, e.counter_start)) {
     for (uint32_t c = 0; c < t->counters; ++c) e.counter_start[c] = 0;
   }
   for (uint32_t c = 0; c < t->counters; ++c) e.counter_children[c] = 0;
@@ -29,7 +36,8 @@ __attribute__((noinline)) inline void start_counters(ThreadState* t, StackEntry&
 __attribute__((noinline)) inline void stop_counters(ThreadState* t, StackEntry& e, Node& n,
                                                     StackEntry& parent) {
   uint64_t now[kMaxCounters];
-  if (!t->counter_backend->read(t->counter_handle, now)) return;
+  if (__builtin_expect(counters_frozen(t), 0) || !t->counter_backend->read(t->counter_handle, now))
+    return;
   for (uint32_t c = 0; c < t->counters; ++c) {
     uint64_t delta = now[c] > e.counter_start[c] ? now[c] - e.counter_start[c] : 0;
     bump(n.counter_incl[c], delta);

@@ -316,6 +316,7 @@ class ThreadState {
   CounterBackend* counter_backend = nullptr;
   int counter_handle = -1;
   uint32_t counters = 0;
+  bool counters_frozen = false;  // owner-only: a seccomp filter on this thread (frame_ops.hpp)
   AdaptiveConfig adaptive;  // mask 0 unless SONDE_ADAPTIVE (never with trace or counters)
   uint64_t rng = 0;         // owner-only xorshift state of the adaptive draw
   OutlierSums outlier_sums[kOutlierPaths];  // claimed by the owner, read by the flusher

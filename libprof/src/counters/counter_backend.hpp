@@ -4,6 +4,7 @@
 // no events asked for, no backend exists and the hot path pays one predictable branch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -13,6 +14,11 @@
 namespace sonde {
 
 inline constexpr uint32_t kMaxCounters = 4;
+
+// Set when a seccomp filter comes over every thread (SECCOMP_FILTER_FLAG_TSYNC): a read is a
+// system call the filter may kill for, so each thread stops counting at its next read instead
+// (frame_ops.hpp). A filter on one thread stops that thread's counters directly.
+inline std::atomic<bool> g_counters_halted{false};
 
 class CounterBackend {
  public:

@@ -80,6 +80,9 @@ bool Runtime::filter_coming(bool every_thread) {
             "are not measured); the thread's calls after it are written by a flush from another "
             "thread (a periodic one, or the process's end there), and if the process ends on a "
             "filtered thread it has no final flush: its figures are as of its last flush";
+  if (counters_ != nullptr)
+    consequence += every_thread ? "; counters (SONDE_COUNTERS) stop there on every thread"
+                                : "; the thread's counters (SONDE_COUNTERS) stop there";
   // Its own topic: readers say no more of the missing final flush (profile/run_summary.cpp).
   add_note("seccomp-filter",
            fmt::format("a seccomp filter was installed on {}, {:.3f} s after the process "
@@ -87,8 +90,12 @@ bool Runtime::filter_coming(bool every_thread) {
                        where, at_s, consequence),
            false);
   flush(FlushKind::kExplicit);
+  // Each counter read is a system call too: the figures stay as this flush wrote them.
+  if (t_state != nullptr) t_state->counters_frozen = true;
   // Every thread includes sonde's: it ends now, rather than die of a system call later.
   if (every_thread) stop_flusher();
+  // The other threads' counters stop at their next read, as TSYNC covers them too.
+  if (every_thread) g_counters_halted.store(true);
   // On stderr now: later, the write may be what kills.
   warn("a seccomp filter on {}: the profile keeps what ran before it{}", where,
        every_thread ? "; nothing after it is written"
@@ -113,6 +120,8 @@ void Runtime::filter_refused(bool every_thread) {
   int why = errno;  // the call's
   t_filtered = false;
   filtered_all_.store(false);
+  g_counters_halted.store(false);  // the counts the others missed meanwhile stay missed
+  if (t_state != nullptr) t_state->counters_frozen = false;
   if (every_thread && !flusher_running_.load()) start_flusher();
   if (t_state != nullptr) sampler_arm(*t_state);
   // Said as the filter was, on stderr and in the file (which has the first note already).

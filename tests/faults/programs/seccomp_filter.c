@@ -10,6 +10,7 @@
 //                        wrapper (as static helpers and sandboxing runtimes do), 1.2 s in
 //             plain      no filter
 //     ACTION  kill-process | kill-thread | trap   what the filter does at an open
+//     AT      open (the default: open and openat) | read   the system calls it does that at
 // 3 GEMMs, the filter, 2 GEMMs (1 before and 2 after it on the thread for `thread`), then a
 // last GEMM on main, "done" through stdio and exit(0): its atexit handlers and stdio's flush
 // run under the filter.
@@ -36,6 +37,7 @@ static void gemms(int n) {
 
 static const char* g_how;
 static unsigned g_action;
+static unsigned g_nr_a = __NR_openat, g_nr_b = __NR_open;
 
 static void filter(void) {
   struct sock_filter code[] = {
@@ -43,8 +45,8 @@ static void filter(void) {
       BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
       BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 2, 0),
-      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_open, 1, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, g_nr_a, 2, 0),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, g_nr_b, 1, 0),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
       BPF_STMT(BPF_RET | BPF_K, g_action),
   };
@@ -88,6 +90,7 @@ int main(int argc, char** argv) {
   g_action = strcmp(action, "kill-thread") == 0 ? SECCOMP_RET_KILL_THREAD
              : strcmp(action, "trap") == 0      ? SECCOMP_RET_TRAP
                                                 : SECCOMP_RET_KILL_PROCESS;
+  if (argc > 3 && strcmp(argv[3], "read") == 0) g_nr_a = g_nr_b = __NR_read;
   gemms(3);
   if (strcmp(g_how, "thread") == 0) {
     pthread_t t;
