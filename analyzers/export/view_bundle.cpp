@@ -171,8 +171,17 @@ struct Profile {
   }
 
   MetricsReport& metrics_report() {
-    if (!metrics) metrics = compute_metrics_report(loaded, {});
+    if (!metrics) {
+      metrics = compute_metrics_report(loaded, {});
+      release_trees();
+    }
     return *metrics;
+  }
+  // The thread trees are read by the metrics and the candidates only (the other parts read
+  // the file): freed once both are made.
+  bool candidates_made = false;
+  void release_trees() {
+    if (metrics && candidates_made) loaded.release_forest();
   }
 
   Json make(std::string_view name) {
@@ -226,6 +235,8 @@ struct Profile {
     }
     if (name == "candidates") {
       Json list = render_candidates_json(compute_candidates(loaded), 0);
+      candidates_made = true;
+      release_trees();
       // The bundle's objects lose their member order; the evidence is read in the rule's order.
       for (Json& c : list) {
         Json keys = Json::array();
@@ -323,19 +334,20 @@ std::string ViewData::diff() {
   return *impl_->diff;
 }
 
-std::string ViewData::whole() {
-  // The parts' own texts joined: each is serialised once.
-  std::string out = fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat);
+void ViewData::whole(const std::function<void(std::string_view)>& write) {
+  // The parts' own texts, one after the other: each is serialised once, and none is copied
+  // into a document of them all.
+  write(fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat));
   for (std::size_t i = 0; i < impl_->profiles.size(); ++i) {
-    out += i ? ",{\"path\":" : "{\"path\":";
-    out += json_string(impl_->profiles[i]->path);
+    write(i ? ",{\"path\":" : "{\"path\":");
+    write(json_string(impl_->profiles[i]->path));
     for (std::string_view name : kViewParts) {
-      out += fmt::format(",\"{}\":", name);
-      out += *part(i, name);
+      write(fmt::format(",\"{}\":", name));
+      write(*part(i, name));
     }
     // The timeline, as far as the --html file's cap (the page says where it stops).
-    out += ",\"timeline\":";
-    out += *part(i, "timeline_html");
+    write(",\"timeline\":");
+    write(*part(i, "timeline_html"));
     // Each rank's and process's tree, under the part name "tree_scopes" gives it (two may
     // share one).
     std::set<std::string> scope_parts;
@@ -345,8 +357,10 @@ std::string ViewData::whole() {
       scopes = impl_->profiles[i]->tree_scopes().scopes;
     }
     for (const TreeScope& s : scopes)
-      if (scope_parts.insert(s.part).second)
-        out += fmt::format(",\"{}\":{}", s.part, *part(i, s.part));
+      if (scope_parts.insert(s.part).second) {
+        write(fmt::format(",\"{}\":", s.part));
+        write(*part(i, s.part));
+      }
     // The callers and callees of the hot-spot table's first routines (the server makes any).
     std::vector<std::string> sandwiches;
     {
@@ -358,13 +372,19 @@ std::string ViewData::whole() {
       auto text = part(i, name);
       if (carried + text->size() > kViewSandwichBytes) break;
       carried += text->size();
-      out += fmt::format(",\"{}\":{}", name, *text);
+      write(fmt::format(",\"{}\":", name));
+      write(*text);
     }
-    out += '}';
+    write("}");
   }
-  out += "],\"diff\":";
-  out += diff();
-  out += '}';
+  write("],\"diff\":");
+  write(diff());
+  write("}");
+}
+
+std::string ViewData::whole() {
+  std::string out;
+  whole([&out](std::string_view piece) { out += piece; });
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,10 @@ class ViewData {
   std::string diff();
   // {"format_version": 1, "profiles": [{"path", every part}...], "diff": ...}
   std::string whole();
+  // The same text handed to `write` piece by piece, every part made by the time it is handed
+  // on (an error comes before the first piece only when the parts were made before: --html
+  // calls this twice, the first time to make them and write nothing).
+  void whole(const std::function<void(std::string_view)>& write);
 
  private:
   struct Impl;
