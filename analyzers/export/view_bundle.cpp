@@ -177,11 +177,11 @@ struct Profile {
     }
     return *metrics;
   }
-  // The thread trees are read by the metrics and the candidates only (the other parts read
-  // the file): freed once both are made.
-  bool candidates_made = false;
+  // The thread trees are read by the metrics, the candidates and, in the whole bundle, the
+  // tree (the other parts read the file): freed once all three are made.
+  bool candidates_made = false, tree_made = false;
   void release_trees() {
-    if (metrics && candidates_made) loaded.release_forest();
+    if (metrics && candidates_made && tree_made) loaded.release_forest();
   }
 
   Json make(std::string_view name) {
@@ -195,9 +195,21 @@ struct Profile {
       bool first = name == "tree_first";
       double min_pct = first ? kViewFirstTreeMinPct : kViewTreeMinPct;
       std::optional<int> depth = first ? std::optional(kViewFirstTreeDepth) : std::nullopt;
+      if (!first && loaded.has_forest()) {
+        // The whole bundle loads every node for the metrics anyway: the same frames, drawn
+        // from those trees, without a second reading of the file (1.4 s of a 1M-path one).
+        const Forest& forest = loaded.forest();
+        busy_threads = forest.busy.size();
+        idle_threads = forest.idle;
+        Json tree = render_tree_json(forest, TreeOptions{min_pct, depth, false});
+        tree_made = true;
+        release_trees();
+        return tree;
+      }
       Forest forest = load_forest_above(file, min_pct, depth);
       busy_threads = forest.busy.size();
       idle_threads = forest.idle;
+      if (!first) tree_made = true;
       return render_tree_json(forest, TreeOptions{min_pct, depth, false});
     }
     if (name == "tree_merged") {
@@ -220,7 +232,7 @@ struct Profile {
                                   TreeOptions{kViewSandwichMinPct, std::nullopt, true});
     }
     if (name == "report")
-      return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
+      return render_report_json(path, loaded.run(), hotspot_rows(), 0);  // read once
     if (name == "shapes") {
       // Each row carries its routine's id, so the page selects it like the other panels.
       std::vector<ShapeRow> shapes = compute_shapes(file);
@@ -277,7 +289,8 @@ struct ViewData::Impl {
 };
 
 ViewData::ViewData(std::vector<std::string> paths) : impl_(std::make_unique<Impl>()) {
-  for (std::string& path : paths) impl_->profiles.push_back(std::make_unique<Profile>(std::move(path)));
+  for (std::string& path : paths)
+    impl_->profiles.push_back(std::make_unique<Profile>(std::move(path)));
 }
 
 ViewData::~ViewData() = default;
@@ -326,15 +339,20 @@ std::string ViewData::diff() {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->diff) {
     const auto& ps = impl_->profiles;
-    impl_->diff = ps.size() == 2 ? dump_json(render_diff_json(ps[0]->path, ps[1]->path,
-                                                              compute_diff(ps[0]->file, ps[1]->file)),
-                                             -1)
-                                 : "null";
+    impl_->diff = ps.size() == 2
+                      ? dump_json(render_diff_json(ps[0]->path, ps[1]->path,
+                                                   compute_diff(ps[0]->file, ps[1]->file)),
+                                  -1)
+                      : "null";
   }
   return *impl_->diff;
 }
 
 void ViewData::whole(const std::function<void(std::string_view)>& write) {
+  // The parts that read every node first, so that they share one load of the thread trees,
+  // freed before the rest are made.
+  for (std::size_t i = 0; i < impl_->profiles.size(); ++i)
+    for (std::string_view name : {"metrics", "candidates", "tree"}) part(i, name);
   // The parts' own texts, one after the other: each is serialised once, and none is copied
   // into a document of them all.
   write(fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat));

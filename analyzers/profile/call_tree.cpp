@@ -470,15 +470,16 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
   return f;
 }
 
+bool inclusive_first(const CallNode& a, const CallNode& b) {
+  if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
+  if (a.name != b.name) return a.name < b.name;
+  return a.routine_id < b.routine_id;
+}
+
 void sort_by_inclusive(CallNode& root) {
   // Parents first: a node's children are sorted before they are visited.
   for_each_node(root, [](CallNode& node, int) {
-    std::stable_sort(node.children.begin(), node.children.end(),
-                     [](const CallNode& a, const CallNode& b) {
-                       if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
-                       if (a.name != b.name) return a.name < b.name;
-                       return a.routine_id < b.routine_id;
-                     });
+    std::stable_sort(node.children.begin(), node.children.end(), inclusive_first);
   });
 }
 
