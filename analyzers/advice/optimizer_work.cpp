@@ -12,12 +12,28 @@ bool library_call(const CallNode& n) { return n.kind == "blas" || n.kind == "one
 bool phase(const CallNode& n) { return n.kind == "region" || n.kind == "python"; }
 
 struct Below {
-  bool optimizer = false;   // an optimizer-like phase in the subtree, itself included
+  bool optimizer = false;    // an optimizer-like phase in the subtree, itself included
   std::int64_t blas_ns = 0;  // its outermost library calls' time
 };
 
+// optimizer_phase() once per routine: its name's test lower-cases a copy of it, which on every
+// node of a 1M-node tree was most of `sonde candidates`' time.
+class OptimizerPhases {
+ public:
+  bool operator()(const CallNode& n) {
+    if (n.routine_id == 0) return optimizer_phase(n);  // a node made by hand, not from a file
+    auto [it, added] = known_.try_emplace(n.routine_id, false);
+    if (added) it->second = optimizer_phase(n);
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::int64_t, bool> known_;
+};
+
 // Bottom-up, with a stack of its own (a 65,536-deep path).
-std::unordered_map<const CallNode*, Below> subtree_facts(const CallNode& root) {
+std::unordered_map<const CallNode*, Below> subtree_facts(const CallNode& root,
+                                                         OptimizerPhases& optimizer) {
   std::unordered_map<const CallNode*, Below> out;
   std::vector<std::pair<const CallNode*, bool>> todo{{&root, false}};
   while (!todo.empty()) {
@@ -28,7 +44,7 @@ std::unordered_map<const CallNode*, Below> subtree_facts(const CallNode& root) {
       for (const auto& c : node->children) todo.emplace_back(&c, false);
       continue;
     }
-    Below b{optimizer_phase(*node), 0};
+    Below b{optimizer(*node), 0};
     for (const auto& c : node->children) {
       const Below& cb = out[&c];
       b.optimizer = b.optimizer || cb.optimizer;
@@ -40,8 +56,14 @@ std::unordered_map<const CallNode*, Below> subtree_facts(const CallNode& root) {
   return out;
 }
 
-void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work) {
-  auto below = subtree_facts(root);
+void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work,
+          OptimizerPhases& optimizer) {
+  // Work is only found under an optimizer-like phase: a tree without one (most threads) needs
+  // no subtree facts, which are a map entry per node.
+  bool any = false;
+  for_each_node(root, [&](const CallNode& n, int) { any = any || optimizer(n); });
+  if (!any) return;
+  auto below = subtree_facts(root, optimizer);
   struct Item {
     const CallNode* node;
     const CallNode* enclosing;  // the nearest optimizer-like phase above (one name: the outer)
@@ -52,8 +74,9 @@ void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work) {
     auto [node, enclosing, counted] = todo.back();
     todo.pop_back();
     const CallNode* next = enclosing;
-    if (optimizer_phase(*node)) {
-      if (enclosing && enclosing->name != node->name) work[enclosing->name].inner_ns += node->incl_ns;
+    if (optimizer(*node)) {
+      if (enclosing && enclosing->name != node->name)
+        work[enclosing->name].inner_ns += node->incl_ns;
       if (!enclosing || enclosing->name != node->name) next = node;
     } else if (enclosing && !counted && phase(*node) && !below[node].optimizer) {
       OptimizerWork& w = work[enclosing->name];
@@ -71,7 +94,8 @@ bool optimizer_phase(const CallNode& n) { return phase(n) && looks_like_optimize
 
 std::map<std::string, OptimizerWork> optimizer_work(const std::vector<ThreadTree>& threads) {
   std::map<std::string, OptimizerWork> work;
-  for (const ThreadTree& t : threads) walk(t.root, work);
+  OptimizerPhases optimizer;
+  for (const ThreadTree& t : threads) walk(t.root, work, optimizer);
   return work;
 }
 

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string_view>
 
 #include "cli/command.hpp"
 #include "cli/view_serve.hpp"
@@ -40,8 +41,9 @@ struct Options {
 // Below this, reading is quick enough that a progress line would only flicker.
 constexpr off_t kProgressBytes = 32 << 20;
 
-// The whole bundle as JSON text, for --html.
-std::string bundle_text(const std::vector<std::string>& files) {
+// The whole bundle for --html, every part made (a file that cannot be read is a usage error)
+// before the page is written.
+std::shared_ptr<ViewData> made_bundle(const std::vector<std::string>& files) {
   off_t total = 0;
   for (const std::string& f : files)
     if (struct stat st{}; ::stat(f.c_str(), &st) == 0) total += st.st_size;
@@ -52,9 +54,8 @@ std::string bundle_text(const std::vector<std::string>& files) {
     fmt::print(stderr, "sonde view: reading {} ({:.0f} MB)...",
                files.size() == 1 ? files[0] : fmt::format("{} profiles", files.size()),
                total / 1e6);
-  std::string text;
   try {
-    text = data->whole();
+    data->whole([](std::string_view) {});
   } catch (const Error& e) {
     if (progress) fmt::print(stderr, "\n");
     throw Error(e.what(), kUsageError);
@@ -62,7 +63,19 @@ std::string bundle_text(const std::vector<std::string>& files) {
   if (progress)
     fmt::print(stderr, " {:.1f} s\n",
                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  return text;
+  return data;
+}
+
+// The page, its data streamed from the parts' texts into it: the bundle is never joined into
+// one string, nor escaped into a second.
+void write_page(std::ostream& file, const StandalonePage& page, ViewData& data) {
+  file.write(page.before.data(), static_cast<std::streamsize>(page.before.size()));
+  ScriptJsonEscaper escaper([&file](std::string_view piece) {
+    file.write(piece.data(), static_cast<std::streamsize>(piece.size()));
+  });
+  data.whole([&escaper](std::string_view piece) { escaper.write(piece); });
+  escaper.finish();
+  file.write(page.after.data(), static_cast<std::streamsize>(page.after.size()));
 }
 
 // Written beside the output and renamed over it; without --force an existing file stays, even
@@ -73,10 +86,11 @@ int write_html(const Options& a, const ViewerAssets& assets) {
   struct stat st {};
   if (!a.force && ::lstat(out.c_str(), &st) == 0)
     throw Error(fmt::format("{} already exists; use --force to replace it", out), kUsageError);
-  std::string page = make_standalone_html(assets, bundle_text(a.files));
+  std::shared_ptr<ViewData> data = made_bundle(a.files);
+  StandalonePage page = standalone_html_around_data(assets);
   if (written_through(out)) {  // /dev/stdout, a FIFO, a link (output_file.hpp): --force given
     std::ofstream file(out, std::ios::binary | std::ios::trunc);
-    if (file) file.write(page.data(), static_cast<std::streamsize>(page.size()));
+    if (file) write_page(file, page, *data);
     if (file) file.flush();
     if (!file) throw Error(fmt::format("writing {} failed: {}", out, std::strerror(errno)));
     return 0;
@@ -84,7 +98,13 @@ int write_html(const Options& a, const ViewerAssets& assets) {
   std::string temp = fmt::format("{}.sonde-tmp-{}", out, ::getpid());
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) throw Error(fmt::format("cannot write {}: {}", out, std::strerror(errno)));
-  file.write(page.data(), static_cast<std::streamsize>(page.size()));
+  try {
+    write_page(file, page, *data);
+  } catch (...) {
+    file.close();
+    ::unlink(temp.c_str());
+    throw;
+  }
   int err = file ? 0 : errno;
   file.close();
   if (err == 0 && file.fail()) err = errno ? errno : EIO;

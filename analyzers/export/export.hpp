@@ -15,8 +15,8 @@ namespace sonde::analyzers {
 
 // Folded stacks (flamegraph.pl, speedscope, inferno): the `callpaths` view's paths (frames
 // root-first joined by ';', no thread root), value = exclusive microseconds merged over threads,
-// sorted by path, zero values left out.
-std::vector<std::pair<std::string, std::int64_t>> folded_stacks(const ProfileFile& file);
+// in the view's order (path, then path_ids), zero values left out; then the busy threads' roots.
+// Walked from the nodes in memory, linear in them, written as it goes.
 void write_folded(const ProfileFile& file, std::ostream& out);
 
 // Chrome trace-event JSON (Perfetto, chrome://tracing). Real events when the file has trace

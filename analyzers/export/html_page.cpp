@@ -111,33 +111,74 @@ void erase(std::string& html, const std::optional<Element>& e) {
   if (e) html.erase(e->begin, e->end - e->begin);
 }
 
-// Before the last "</tag>", else at the end.
-void insert_before_close(std::string& html, std::string_view tag, const std::string& text) {
+// Before the last "</tag>", else at the end; returns where.
+std::size_t insert_before_close(std::string& html, std::string_view tag, const std::string& text) {
   std::size_t at = lower(html).rfind("</" + std::string(tag));
-  html.insert(at == std::string::npos ? html.size() : at, text);
+  if (at == std::string::npos) at = html.size();
+  html.insert(at, text);
+  return at;
 }
 
 }  // namespace
 
+void ScriptJsonEscaper::write(std::string_view json) {
+  // U+2028 and U+2029 are E2 80 A8 and E2 80 A9: the first two bytes are held until the third
+  // says which, so a piece may end between them. The bytes between the ones that matter are
+  // copied as runs.
+  std::size_t run = 0;
+  for (std::size_t i = 0; i < json.size(); ++i) {
+    char c = json[i];
+    if (held_ == 0 && c != '\xe2' && c != '<' && c != '>' && c != '&') continue;
+    buffer_.append(json.substr(run, i - run));
+    run = i + 1;
+    if (held_ == 2 && (c == '\xa8' || c == '\xa9')) {
+      buffer_ += c == '\xa8' ? "\\u2028" : "\\u2029";
+      held_ = 0;
+      continue;
+    }
+    if (held_ == 1 && c == '\x80') {
+      held_ = 2;
+      continue;
+    }
+    release_held();
+    if (c == '\xe2') {
+      held_ = 1;
+    } else if (c == '<') {
+      buffer_ += "\\u003c";
+    } else if (c == '>') {
+      buffer_ += "\\u003e";
+    } else if (c == '&') {
+      buffer_ += "\\u0026";
+    } else {
+      buffer_ += c;
+    }
+  }
+  buffer_.append(json.substr(run));
+  if (buffer_.size() >= (1u << 20)) flush();
+}
+
+void ScriptJsonEscaper::release_held() {
+  if (held_ >= 1) buffer_ += '\xe2';
+  if (held_ == 2) buffer_ += '\x80';
+  held_ = 0;
+}
+
+void ScriptJsonEscaper::flush() {
+  out_(buffer_);
+  buffer_.clear();
+}
+
+void ScriptJsonEscaper::finish() {
+  release_held();
+  flush();
+}
+
 std::string escape_json_for_script(std::string_view json) {
   std::string out;
   out.reserve(json.size() + json.size() / 16);
-  for (std::size_t i = 0; i < json.size(); ++i) {
-    char c = json[i];
-    if (c == '<') {
-      out += "\\u003c";
-    } else if (c == '>') {
-      out += "\\u003e";
-    } else if (c == '&') {
-      out += "\\u0026";
-    } else if (c == '\xe2' && i + 2 < json.size() && json[i + 1] == '\x80' &&
-               (json[i + 2] == '\xa8' || json[i + 2] == '\xa9')) {
-      out += json[i + 2] == '\xa8' ? "\\u2028" : "\\u2029";
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
+  ScriptJsonEscaper escaper([&out](std::string_view piece) { out += piece; });
+  escaper.write(json);
+  escaper.finish();
   return out;
 }
 
@@ -151,7 +192,7 @@ std::string escape_inline_style(std::string_view css) {
   return replace_all_nocase(css, "</style", "\\3C /style");
 }
 
-std::string make_standalone_html(const ViewerAssets& assets, std::string_view bundle_json) {
+StandalonePage standalone_html_around_data(const ViewerAssets& assets) {
   std::string html = assets.index_html;
   // A placeholder data element of the page's own would be a second one with the same id.
   erase(html, find_element(html, "script", "id", "sonde-data"));
@@ -166,12 +207,16 @@ std::string make_standalone_html(const ViewerAssets& assets, std::string_view bu
   std::optional<Element> script = find_element(html, "script", "src", "app.js");
   bool module = script && lower(attribute(script->attrs, "type").value_or("")) == "module";
   erase(html, script);
-  std::string body = "<script id=\"sonde-data\" type=\"application/json\">" +
-                     escape_json_for_script(bundle_json) + "</script>\n<script" +
-                     (module ? " type=\"module\"" : "") + ">\n" +
+  const std::string data_tag = "<script id=\"sonde-data\" type=\"application/json\">";
+  std::string body = data_tag + "</script>\n<script" + (module ? " type=\"module\"" : "") + ">\n" +
                      escape_inline_script(assets.app_js) + "\n</script>\n";
-  insert_before_close(html, "body", body);
-  return html;
+  std::size_t at = insert_before_close(html, "body", body) + data_tag.size();
+  return {html.substr(0, at), html.substr(at)};
+}
+
+std::string make_standalone_html(const ViewerAssets& assets, std::string_view bundle_json) {
+  StandalonePage page = standalone_html_around_data(assets);
+  return page.before + escape_json_for_script(bundle_json) + page.after;
 }
 
 }  // namespace sonde::analyzers

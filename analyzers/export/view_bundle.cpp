@@ -192,8 +192,17 @@ struct Profile {
   }
 
   MetricsReport& metrics_report() {
-    if (!metrics) metrics = compute_metrics_report(loaded, {});
+    if (!metrics) {
+      metrics = compute_metrics_report(loaded, {});
+      release_trees();
+    }
     return *metrics;
+  }
+  // The thread trees are read by the metrics, the candidates and, in the whole bundle, the
+  // tree (the other parts read the file): freed once all three are made.
+  bool candidates_made = false, tree_made = false;
+  void release_trees() {
+    if (metrics && candidates_made && tree_made) loaded.release_forest();
   }
 
   Json make(std::string_view name) {
@@ -207,9 +216,21 @@ struct Profile {
       bool first = name == "tree_first";
       double min_pct = first ? kViewFirstTreeMinPct : kViewTreeMinPct;
       std::optional<int> depth = first ? std::optional(kViewFirstTreeDepth) : std::nullopt;
+      if (!first && loaded.has_forest()) {
+        // The whole bundle loads every node for the metrics anyway: the same frames, drawn
+        // from those trees, without a second reading of the file (1.4 s of a 1M-path one).
+        const Forest& forest = loaded.forest();
+        busy_threads = forest.busy.size();
+        idle_threads = forest.idle;
+        Json tree = render_tree_json(forest, TreeOptions{min_pct, depth, false});
+        tree_made = true;
+        release_trees();
+        return tree;
+      }
       Forest forest = load_forest_above(file, min_pct, depth);
       busy_threads = forest.busy.size();
       idle_threads = forest.idle;
+      if (!first) tree_made = true;
       return render_tree_json(forest, TreeOptions{min_pct, depth, false});
     }
     if (name == "tree_merged") {
@@ -232,7 +253,7 @@ struct Profile {
                                   TreeOptions{kViewSandwichMinPct, std::nullopt, true});
     }
     if (name == "report")
-      return render_report_json(path, loaded.run(), compute_hotspots(file), 0);
+      return render_report_json(path, loaded.run(), hotspot_rows(), 0);  // read once
     if (name == "shapes") {
       // Each row carries its routine's id, so the page selects it like the other panels.
       std::vector<ShapeRow> shapes = compute_shapes(file);
@@ -247,6 +268,8 @@ struct Profile {
     }
     if (name == "candidates") {
       Json list = render_candidates_json(compute_candidates(loaded), 0);
+      candidates_made = true;
+      release_trees();
       // The bundle's objects lose their member order; the evidence is read in the rule's order.
       for (Json& c : list) {
         Json keys = Json::array();
@@ -307,7 +330,8 @@ struct ViewData::Impl {
 };
 
 ViewData::ViewData(std::vector<std::string> paths) : impl_(std::make_unique<Impl>()) {
-  for (std::string& path : paths) impl_->profiles.push_back(std::make_unique<Profile>(std::move(path)));
+  for (std::string& path : paths)
+    impl_->profiles.push_back(std::make_unique<Profile>(std::move(path)));
 }
 
 ViewData::~ViewData() = default;
@@ -362,10 +386,11 @@ std::string ViewData::diff() {
   std::lock_guard lock(impl_->mutex);
   if (!impl_->diff) {
     const auto& ps = impl_->profiles;
-    impl_->diff = ps.size() == 2 ? dump_json(render_diff_json(ps[0]->path, ps[1]->path,
-                                                              compute_diff(ps[0]->file, ps[1]->file)),
-                                             -1)
-                                 : "null";
+    impl_->diff = ps.size() == 2
+                      ? dump_json(render_diff_json(ps[0]->path, ps[1]->path,
+                                                   compute_diff(ps[0]->file, ps[1]->file)),
+                                  -1)
+                      : "null";
   }
   return *impl_->diff;
 }
@@ -377,19 +402,24 @@ bool ViewData::comparable(std::size_t a, std::size_t b) {
          ps[b]->node_rows() <= kViewComparedNodesMax;
 }
 
-std::string ViewData::whole() {
-  // The parts' own texts joined: each is serialised once.
-  std::string out = fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat);
+void ViewData::whole(const std::function<void(std::string_view)>& write) {
+  // The parts that read every node first, so that they share one load of the thread trees,
+  // freed before the rest are made.
+  for (std::size_t i = 0; i < impl_->profiles.size(); ++i)
+    for (std::string_view name : {"metrics", "candidates", "tree"}) part(i, name);
+  // The parts' own texts, one after the other: each is serialised once, and none is copied
+  // into a document of them all.
+  write(fmt::format("{{\"format_version\":{},\"profiles\":[", kViewBundleFormat));
   for (std::size_t i = 0; i < impl_->profiles.size(); ++i) {
-    out += i ? ",{\"path\":" : "{\"path\":";
-    out += json_string(impl_->profiles[i]->path);
+    write(i ? ",{\"path\":" : "{\"path\":");
+    write(json_string(impl_->profiles[i]->path));
     for (std::string_view name : kViewParts) {
-      out += fmt::format(",\"{}\":", name);
-      out += *part(i, name);
+      write(fmt::format(",\"{}\":", name));
+      write(*part(i, name));
     }
     // The timeline, as far as the --html file's cap (the page says where it stops).
-    out += ",\"timeline\":";
-    out += *part(i, "timeline_html");
+    write(",\"timeline\":");
+    write(*part(i, "timeline_html"));
     // Each rank's and process's tree, under the part name "tree_scopes" gives it (two may
     // share one).
     std::set<std::string> scope_parts;
@@ -399,8 +429,10 @@ std::string ViewData::whole() {
       scopes = impl_->profiles[i]->tree_scopes().scopes;
     }
     for (const TreeScope& s : scopes)
-      if (scope_parts.insert(s.part).second)
-        out += fmt::format(",\"{}\":{}", s.part, *part(i, s.part));
+      if (scope_parts.insert(s.part).second) {
+        write(fmt::format(",\"{}\":", s.part));
+        write(*part(i, s.part));
+      }
     // The callers and callees of the hot-spot table's first routines (the server makes any).
     std::vector<std::string> sandwiches;
     {
@@ -412,17 +444,25 @@ std::string ViewData::whole() {
       auto text = part(i, name);
       if (carried + text->size() > kViewSandwichBytes) break;
       carried += text->size();
-      out += fmt::format(",\"{}\":{}", name, *text);
+      write(fmt::format(",\"{}\":", name));
+      write(*text);
     }
     // The flame graph coloured against each other profile, where both are small enough.
-    for (std::size_t j = 0; j < impl_->profiles.size(); ++j)
-      if (j != i && comparable(i, j))
-        out += fmt::format(",\"tree_diff_{}\":{}", j, *part(i, fmt::format("tree_diff_{}", j)));
-    out += '}';
+    for (std::size_t j = 0; j < impl_->profiles.size(); ++j) {
+      if (j == i || !comparable(i, j)) continue;
+      write(fmt::format(",\"tree_diff_{}\":", j));
+      write(*part(i, fmt::format("tree_diff_{}", j)));
+    }
+    write("}");
   }
-  out += "],\"diff\":";
-  out += diff();
-  out += '}';
+  write("],\"diff\":");
+  write(diff());
+  write("}");
+}
+
+std::string ViewData::whole() {
+  std::string out;
+  whole([&out](std::string_view piece) { out += piece; });
   return out;
 }
 

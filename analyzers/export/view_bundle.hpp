@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,10 @@ class ViewData {
   std::string diff();
   // {"format_version": 1, "profiles": [{"path", every part}...], "diff": ...}
   std::string whole();
+  // The same text handed to `write` piece by piece, every part made by the time it is handed
+  // on (an error comes before the first piece only when the parts were made before: --html
+  // calls this twice, the first time to make them and write nothing).
+  void whole(const std::function<void(std::string_view)>& write);
 
  private:
   // Whether the whole bundle carries profile a's tree coloured against b's (kViewComparedMax).

@@ -24,6 +24,10 @@ class LoadedProfile {
   const Metrics& metrics();
   const GpuSummary& gpu();
   const RunSummary& run();
+  // Frees the trees (a 1M-node file's are most of a view bundle's memory) once whatever reads
+  // them has been made; forest() loads them again if asked.
+  void release_forest() { forest_.reset(); }
+  bool has_forest() const { return forest_.has_value(); }
 
  private:
   const ProfileFile* file_;

@@ -159,35 +159,110 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::unordered_map<std::int64_t, std::int64_t> graph_of_node;
   for (auto st = file.prepare("SELECT node_id, ns FROM gpu_graph_origins"); st.step();)
     graph_of_node.emplace(st.int64(0), st.int64(1));
-  // Parents come before children when ordered by depth, so one pass links the whole tree.
-  std::vector<FlatNode> flat;
-  std::unordered_map<std::int64_t, std::size_t> index_of_node;
-  std::vector<std::pair<std::size_t, std::size_t>> roots;  // (tree, flat index)
-  auto st = file.prepare(fmt::format(fmt::runtime(kNodeRows), "", ""));
-  while (st.step()) {
-    FlatNode f = node_row(st);
-    if (auto gpu = gpu_of_node.find(st.int64(0)); gpu != gpu_of_node.end()) {
-      f.data.gpu_ns = gpu->second;
+  // What a node shows of its routine, read once per routine rather than once per node.
+  std::unordered_map<std::int64_t, CallNodeFields> routines;
+  for (auto st = file.prepare("SELECT routine_id, name, kind, file, line, library FROM routines");
+       st.step();) {
+    CallNodeFields& r = routines[st.int64(0)];
+    r.routine_id = st.int64(0);
+    r.name = st.text(1);
+    r.kind = st.text(2);
+    r.file = st.text(3);
+    r.where = where(st.text(3), st.int64(4), st.text(5));
+    r.generator = is_generator(r.kind, st.text(5));
+  }
+  // The rows first, without strings, in node_id order (the table's own: no sort in SQL); then
+  // the tree is built from the top, parents before children as ORDER BY depth, node_id would
+  // give them, into children vectors of the right size. Built from the bottom, every node was
+  // held twice on the way (1 GB for the benchmark's 1M nodes).
+  struct Row {
+    std::int64_t node_id, parent_id, thread_id;
+    const CallNodeFields* routine;  // null: a routine the file does not list (the join's)
+    std::int64_t depth, calls, subrs, incl_ns, excl_ns;
+    double flops;
+    bool root;
+  };
+  std::vector<Row> rows;
+  for (auto st = file.prepare(
+           "SELECT node_id, parent_id, thread_id, routine_id, depth, calls, subrs, incl_ns, "
+           "excl_ns, flops FROM nodes ORDER BY node_id");
+       st.step();) {
+    auto routine = routines.find(st.int64(3));
+    rows.push_back({st.int64(0), st.is_null(1) ? 0 : st.int64(1), st.int64(2),
+                    routine == routines.end() ? nullptr : &routine->second, st.int64(4),
+                    st.int64(5), st.int64(6), st.int64(7), st.int64(8), st.real(9), st.is_null(1)});
+  }
+  // By depth, then node_id: a counting sort of the rows' indices.
+  std::vector<std::size_t> order(rows.size());
+  {
+    std::int64_t low = 0, high = -1;
+    for (const Row& r : rows) {
+      low = std::min(low, r.depth);
+      high = std::max(high, r.depth);
     }
-    if (auto graph = graph_of_node.find(st.int64(0)); graph != graph_of_node.end())
-      f.data.graph_ns = graph->second;
-    std::size_t index = flat.size();
-    if (st.is_null(1)) {
-      auto tree = tree_of_thread.find(st.int64(2));
+    std::vector<std::size_t> at(rows.empty() ? 1 : static_cast<std::size_t>(high - low + 2), 0);
+    for (const Row& r : rows) ++at[static_cast<std::size_t>(r.depth - low + 1)];
+    for (std::size_t d = 1; d < at.size(); ++d) at[d] += at[d - 1];
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      order[at[static_cast<std::size_t>(rows[i].depth - low)]++] = i;
+  }
+  // Which rows make a node (by the same tests, in the same order, as the rows were read
+  // before), each one's parent row and its number of children.
+  constexpr std::size_t kLeftOut = SIZE_MAX;
+  std::vector<std::size_t> parent(rows.size(), kLeftOut), children(rows.size(), 0);
+  std::vector<bool> made(rows.size(), false);
+  std::size_t root_count = 0;
+  for (std::size_t i : order) {
+    const Row& row = rows[i];
+    if (row.routine == nullptr) continue;  // as the join with routines leaves it out
+    if (row.root) {
+      auto tree = tree_of_thread.find(row.thread_id);
       if (tree == tree_of_thread.end()) continue;  // a root of a thread the file does not list
-      roots.emplace_back(tree->second, index);
+      parent[i] = tree->second;
+      ++root_count;
     } else {
-      auto parent = index_of_node.find(st.int64(1));
-      if (parent == index_of_node.end()) continue;  // orphan: its parent was never written
-      flat[parent->second].children.push_back(index);
+      auto p = std::lower_bound(rows.begin(), rows.end(), row.parent_id,
+                                [](const Row& r, std::int64_t id) { return r.node_id < id; });
+      if (p == rows.end() || p->node_id != row.parent_id) continue;  // never written: orphan
+      std::size_t pi = static_cast<std::size_t>(p - rows.begin());
+      if (!made[pi]) continue;  // below a node left out, or not above it by depth
+      parent[i] = pi;
+      ++children[pi];
     }
-    index_of_node.emplace(st.int64(0), index);
-    flat.push_back(std::move(f));
+    made[i] = true;
+  }
+  std::vector<CallNode> roots;
+  roots.reserve(root_count);  // no reallocation: the nodes' addresses are kept below
+  std::vector<CallNode*> node_of(rows.size(), nullptr);
+  std::vector<std::pair<std::size_t, std::size_t>> root_of;  // (tree, index in roots)
+  for (std::size_t i : order) {
+    if (!made[i]) continue;
+    const Row& row = rows[i];
+    if (row.root) root_of.emplace_back(parent[i], roots.size());
+    std::vector<CallNode>& into = row.root ? roots : node_of[parent[i]]->children;
+    CallNode& n = into.emplace_back();
+    static_cast<CallNodeFields&>(n) = *row.routine;
+    n.node_id = row.node_id;
+    n.calls = row.calls;
+    n.subrs = row.subrs;
+    n.incl_ns = row.incl_ns;
+    n.excl_ns = row.excl_ns;
+    n.flops = row.flops;
+    if (auto gpu = gpu_of_node.find(row.node_id); gpu != gpu_of_node.end()) n.gpu_ns = gpu->second;
+    if (auto graph = graph_of_node.find(row.node_id); graph != graph_of_node.end())
+      n.graph_ns = graph->second;
+    n.children.reserve(children[i]);
+    node_of[i] = &n;
+  }
+  // GPU time becomes inclusive on the way up: children come after their parents.
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    if (!made[*it] || rows[*it].root) continue;
+    node_of[parent[*it]]->gpu_ns += node_of[*it]->gpu_ns;
+    node_of[parent[*it]]->graph_ns += node_of[*it]->graph_ns;
   }
   std::vector<bool> has_root(trees.size(), false);
-  std::vector<CallNode> built = build_all(flat);
-  for (auto [tree, index] : roots) {
-    CallNode root = std::move(built[index]);
+  for (auto [tree, index] : root_of) {
+    CallNode& root = roots[index];
     if (has_root[tree]) {
       merge_into(trees[tree].root, root);  // a writer that split a root: keep every number
     } else {
@@ -395,15 +470,16 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
   return f;
 }
 
+bool inclusive_first(const CallNode& a, const CallNode& b) {
+  if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
+  if (a.name != b.name) return a.name < b.name;
+  return a.routine_id < b.routine_id;
+}
+
 void sort_by_inclusive(CallNode& root) {
   // Parents first: a node's children are sorted before they are visited.
   for_each_node(root, [](CallNode& node, int) {
-    std::stable_sort(node.children.begin(), node.children.end(),
-                     [](const CallNode& a, const CallNode& b) {
-                       if (a.incl_ns != b.incl_ns) return a.incl_ns > b.incl_ns;
-                       if (a.name != b.name) return a.name < b.name;
-                       return a.routine_id < b.routine_id;
-                     });
+    std::stable_sort(node.children.begin(), node.children.end(), inclusive_first);
   });
 }
 

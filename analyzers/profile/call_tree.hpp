@@ -118,5 +118,7 @@ bool has_graph_time(const std::vector<ThreadTree>& trees);
 
 // Children by inclusive time, largest first (ties by name), at every level.
 void sort_by_inclusive(CallNode& node);
+// That order: true when `a` comes before `b` (a stable sort by it is sort_by_inclusive's).
+bool inclusive_first(const CallNode& a, const CallNode& b);
 
 }  // namespace sonde::analyzers

@@ -163,7 +163,11 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   if (more != nullptr) (*more)(node, j);
   Json children = Json::array();
   if (!o.max_depth || depth < *o.max_depth) {
+    // Sorted here, the children shown only: the trees are not copied to be sorted whole (the
+    // shown ones of a stable sort are the stable sort of the shown ones).
     Visible v = visible_children(node, total, o);
+    std::stable_sort(v.shown.begin(), v.shown.end(),
+                     [](const CallNode* a, const CallNode* b) { return inclusive_first(*a, *b); });
     for (const CallNode* child : v.shown)
       children.push_back(json_node(*child, total, depth + 1, o, gpu, more));
     if (v.folded > 0)
@@ -359,8 +363,7 @@ Json render_tree_json(const Forest& f, const TreeOptions& o) {
            {"max_depth", o.max_depth ? Json(*o.max_depth) : Json(nullptr)},
            {"threads", f.merged ? "merge" : "each"}};
   if (f.merged) {
-    CallNode merged = f.merged_root;
-    sort_by_inclusive(merged);
+    const CallNode& merged = f.merged_root;
     out["denominator"] = "busy threads' time";
     out["tree"] = json_node(merged, merged.incl_ns, 0, o, merged_columns(merged));
     out["idle_threads"] = idle_json(f);
@@ -369,8 +372,7 @@ Json render_tree_json(const Forest& f, const TreeOptions& o) {
   GpuColumns gpu = forest_columns(f);
   Json list = Json::array();
   for (const ThreadTree& t : f.busy) {
-    CallNode root = t.root;
-    sort_by_inclusive(root);
+    const CallNode& root = t.root;
     list.push_back(Json{{"pid", t.pid},
                         {"seq", t.seq},
                         {"tid", t.tid},

@@ -58,6 +58,10 @@ FIGURES = {
                                               "inserted by Python's sqlite3"),
     "report.vs_scan": ("report", "x scan", "sonde report on 1 M rows / a count-sum scan of "
                                            "nodes"),
+    "view.vs_scan": ("view", "x scan", "sonde view --html on 1 M rows / a count-sum scan of "
+                                       "nodes"),
+    "folded.vs_scan": ("view", "x scan", "sonde export --format folded on 1 M rows (to "
+                                         "/dev/null) / a count-sum scan of nodes"),
     "mlp.overhead": ("mlp", "%", "mlp_train --steps 300, wall time with / without - 1"),
     "mlp_numpy.overhead": ("mlp_numpy", "%", "mlp_numpy/train.py --steps 300 under python3 -m "
                                              "sonde / plain - 1"),
@@ -70,7 +74,7 @@ for _v in ("3.10", "3.11", "3.12", "3.13"):
     FIGURES[f"python{_v}.builtins"] = ("python", "x cProfile", "the same with --builtins")
 # What --compare and --record run unless --only or --full says otherwise: the benchmarks that
 # resolve their figures in a few minutes together (mlp and mlp_numpy need minutes each).
-GUARD = ("call", "memory", "flush", "report", "python", "fixed")
+GUARD = ("call", "memory", "flush", "report", "view", "python", "fixed")
 
 
 def figure(cfg, fid, per_round):
@@ -634,6 +638,75 @@ def bench_report(cfg, summary):
 
 
 # ----------------------------------------------------------------------------------------------
+# 5b. sonde view --html and the folded export on the same large file
+
+
+def bench_view(cfg, summary):
+    """The whole viewer bundle as one HTML file, and the folded stacks, of section 5's file,
+    each paired in a round with the same bare scan as `report.vs_scan` (issue 35: the bundle
+    took 5 s and 580 MB, the folded export 81 s and 4.7 GB, against 0.7 s for the report)."""
+    n_nodes = cfg.size(1_000_000, 50_000)
+    n_routines = cfg.size(5_000, 500)
+    section(f"5b. sonde view --html and export --format folded on {n_nodes:,} node rows")
+    path = os.path.join(cfg.work, "big.db")
+    made = cached_big_profile(cfg, path, n_nodes, n_routines)
+    print(f"  ({'made' if made else 'copied'} the file of section 5)")
+    if not os.path.exists(cfg.cli):
+        print(f"  NOTE: {cfg.cli} does not exist; skipping")
+        return
+    html = os.path.join(cfg.work, "big.html")
+
+    def scan():
+        t = time.perf_counter()
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        db.execute("SELECT count(*), sum(excl_ns) FROM nodes").fetchall()
+        db.close()
+        return time.perf_counter() - t
+
+    def view():
+        res = run([cfg.cli, "view", "--html", html, "--force", path])
+        with open(html, encoding="utf-8", errors="replace") as f:
+            expect('<script id="sonde-data"' in f.read(), f"{html} holds no data element")
+        peaks.append(res.maxrss_kib / 1024)
+        return res.wall_s
+
+    def folded():
+        return run([cfg.cli, "export", path, "--format", "folded", "-o", os.devnull]).wall_s
+
+    try:
+        peaks = []
+        view()  # and warms the page cache, for the scan too
+    except BenchError as e:
+        if "viewer is not built" not in str(e):
+            raise
+        print("  NOTE: the browser viewer is not built (sonde_viewer); skipping")
+        return
+    views, folds, base = [], [], []
+    peaks = []
+    for r in range(cfg.size(3, 2)):
+        order = ((view, views), (folded, folds), (scan, base))
+        for fn, sink in order if r % 2 == 0 else order[::-1]:
+            sink.append(fn())
+    print(f"  sonde view --html FILE, s (whole process): {spread(views)}; peak RSS, MiB "
+          f"(with this script's, which the child inherits): {spread(peaks)}")
+    print(f"  sonde export FILE --format folded -o /dev/null, s: {spread(folds)}")
+    print(f"  sqlite3 module, SELECT count(*), sum(excl_ns) FROM nodes, s: {spread(base)}")
+    b = statistics.median(base)
+    figure(cfg, "view.vs_scan", [x / y for x, y in zip(views, base)])
+    figure(cfg, "folded.vs_scan", [x / y for x, y in zip(folds, base)])
+    med = statistics.median(views)
+    summary.add(f"5b. `sonde view --html` on {n_nodes / 1e6:g} M node rows",
+                f"{med:.3f} s, peak {statistics.median(peaks):.0f} MiB",
+                f"full scan count/sum {b:.3f} s (×{med / b:.1f})",
+                "<= 5 × scan (3 × the report's), < 250 MiB",
+                med / b <= 5 and statistics.median(peaks) < 250)
+    med = statistics.median(folds)
+    summary.add(f"5b. `sonde export --format folded` on {n_nodes / 1e6:g} M node rows",
+                f"{med:.3f} s", f"full scan count/sum {b:.3f} s (×{med / b:.1f})",
+                "<= 15 × scan (a few seconds)", med / b <= 15)
+
+
+# ----------------------------------------------------------------------------------------------
 # 6. Python: added time per Python-level call, against cProfile and yappi
 
 
@@ -976,7 +1049,8 @@ def machine():
 
 
 BENCHES = {"call": bench_call_cost, "mlp": bench_mlp, "memory": bench_memory,
-           "flush": bench_flush, "report": bench_report, "python": bench_python,
+           "flush": bench_flush, "report": bench_report, "view": bench_view,
+           "python": bench_python,
            "mlp_numpy": bench_mlp_numpy, "fixed": bench_fixed}
 
 

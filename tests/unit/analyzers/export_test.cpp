@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <sstream>
@@ -39,6 +40,86 @@ TEST_F(ExportTest, FoldedIsExclusiveMicrosecondsMergedOverThreads) {
             "train;fib 400000\n"
             "train;fib;fib 600000\n"
             "<thread> 2990000\n");
+}
+
+// What the file's SQL says the folded lines are: the callpaths view's rows in its order, each
+// path's frames from its routine ids, then the busy threads' roots (the hotspots view's).
+std::string folded_from_sql(const ProfileFile& file) {
+  std::map<std::string, std::string> frame;
+  for (auto st = file.prepare("SELECT CAST(routine_id AS TEXT), name FROM routines"); st.step();)
+    frame[st.text(0)] = folded_frame(st.text(1));
+  std::string out;
+  auto st = file.prepare("SELECT path_ids, excl_s FROM callpaths ORDER BY path, path_ids");
+  while (st.step()) {
+    auto us = std::llround(st.real(1) * 1e6);
+    if (us <= 0) continue;
+    std::string ids = st.text(0), path;
+    for (std::size_t at = 0; at <= ids.size();) {
+      std::size_t end = std::min(ids.find('/', at), ids.size());
+      path += (path.empty() ? "" : ";") + frame.at(ids.substr(at, end - at));
+      at = end + 1;
+    }
+    out += fmt::format("{} {}\n", path, us);
+  }
+  std::int64_t root_us = 0;
+  for (auto r = file.prepare("SELECT excl_s FROM hotspots WHERE kind = 'root'"); r.step();)
+    root_us += std::llround(r.real(0) * 1e6);
+  return out + fmt::format("<thread> {}\n", root_us);
+}
+
+// Names that sort around the ';' the view joins them with ('.', ' ', '2' come before it), two
+// routines of one name (ids 7 and 10: "10" sorts first as text), the same paths in two threads,
+// a zero, and a node whose routine the file does not list (the view leaves out its subtree).
+constexpr const char* kTangledPaths = R"sql(
+INSERT INTO routines (routine_id, name, kind, file, line) VALUES
+  (7, 'h', 'python', 'x.py', 1), (10, 'h', 'python', 'y.py', 1), (20, 'f', 'native', '', 0),
+  (21, 'f2', 'native', '', 0), (22, 'f.g', 'native', '', 0), (23, 'f g', 'native', '', 0),
+  (24, 'g', 'native', '', 0), (25, 'f', 'python', 'z.py', 3);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES
+  (100, 1, 1, 20, 1, 0, 1, 0, 9000, 1000), (101, 1, 100, 24, 2, 0, 1, 0, 2000, 2000),
+  (102, 1, 100, 21, 2, 0, 1, 0, 3000, 3000), (103, 1, 1, 25, 1, 0, 1, 0, 9000, 4000),
+  (104, 1, 103, 24, 2, 0, 1, 0, 5000, 5000), (105, 1, 103, 20, 2, 0, 1, 0, 6000, 6000),
+  (106, 1, 1, 21, 1, 0, 1, 0, 7000, 7000), (107, 1, 106, 22, 2, 0, 1, 0, 8000, 8000),
+  (108, 1, 1, 22, 1, 0, 1, 0, 9000, 9000), (109, 1, 1, 23, 1, 0, 1, 0, 1000, 1000),
+  (110, 1, 1, 99, 1, 0, 1, 0, 5000, 2000), (111, 1, 110, 24, 2, 0, 1, 0, 3000, 3000),
+  (112, 1, 1, 7, 1, 0, 1, 0, 4000, 4000), (113, 1, 1, 10, 1, 0, 1, 0, 5000, 5000),
+  (114, 1, 112, 24, 2, 0, 1, 0, 6000, 6000), (115, 1, 113, 24, 2, 0, 1, 0, 7000, 7000),
+  (116, 1, 100, 20, 2, 0, 1, 0, 0, 0),
+  (120, 2, 7, 20, 1, 0, 1, 0, 9000, 1500), (121, 2, 120, 24, 2, 0, 1, 0, 2500, 2500),
+  (122, 2, 7, 10, 1, 0, 1, 0, 3000, 3000), (123, 2, 122, 24, 2, 0, 1, 0, 3500, 3500),
+  (124, 2, 123, 25, 3, 0, 1, 0, 4500, 4500);
+)sql";
+
+TEST_F(ExportTest, FoldedIsTheCallpathsViewInItsOrder) {
+  write();
+  test::exec_sql(path_, kTangledPaths);
+  ProfileFile file = ProfileFile::open(path_);
+  std::ostringstream out;
+  write_folded(file, out);
+  EXPECT_EQ(out.str(), folded_from_sql(file));
+  // The view's order, not the tree's: "f2" and "f.g" come between "f" and "f;g".
+  std::string text = out.str();
+  EXPECT_LT(text.find("\nf;f2 "), text.find("\nf;g "));
+  EXPECT_LT(text.find("\nf2 "), text.find("\nf;g "));
+  EXPECT_EQ(text.find("routine 99"), std::string::npos);
+}
+
+TEST_F(ExportTest, FoldedOrdersNamesWithSemicolonsAsTheView) {
+  // A ';' in a name: "f;g" the routine sorts among the paths through "f".
+  write();
+  test::exec_sql(path_, std::string(kTangledPaths) + R"sql(
+INSERT INTO routines (routine_id, name, kind) VALUES (30, 'f;g', 'region'), (31, 'f;', 'region');
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES
+  (130, 1, 1, 30, 1, 0, 1, 0, 5000, 5000), (131, 1, 130, 20, 2, 0, 1, 0, 7000, 7000),
+  (132, 2, 7, 31, 1, 0, 1, 0, 5000, 5000);
+)sql");
+  ProfileFile file = ProfileFile::open(path_);
+  std::ostringstream out;
+  write_folded(file, out);
+  EXPECT_EQ(out.str(), folded_from_sql(file));
+  EXPECT_NE(out.str().find("\nf\\x3bg;f 7\n"), std::string::npos) << out.str();
 }
 
 TEST(FoldedFrame, NoTwoNamesMakeOneFrame) {

@@ -167,6 +167,18 @@ TEST_F(ViewBundleTest, PartsAreTheBundlesMembers) {
   EXPECT_TRUE(whole["profiles"][0]["ranks"].is_null());    // nor a merged MPI run
 }
 
+// The whole bundle draws its tree from the thread trees it loads for the metrics; the server,
+// asked for the tree first, reads only the frames above the threshold: the same text.
+TEST_F(ViewBundleTest, TreeFromTheLoadedTreesIsTheTreeReadAboveTheThreshold) {
+  ViewData whole({path_});
+  whole.whole([](std::string_view) {});
+  ViewData served({path_});
+  auto tree = served.part(0, "tree");
+  ASSERT_TRUE(tree);
+  EXPECT_EQ(*whole.part(0, "tree"), *tree);
+  EXPECT_NE(tree->find("\"folded\""), std::string::npos);  // noop (0 s) is below it
+}
+
 // Shapes and roofline points carry the routine's id (the page selects by it), as the hot spots do.
 TEST_F(ViewBundleTest, ShapesAndRooflineCarryRoutineIds) {
   nlohmann::json p = make_view_bundle({path_})["profiles"][0];

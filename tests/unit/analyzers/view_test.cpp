@@ -35,6 +35,32 @@ TEST(ViewHtml, DataElementHoldsTheSameJsonWithoutMarkup) {
   EXPECT_EQ(nlohmann::json::parse(escaped), bundle);
 }
 
+TEST(ViewHtml, DataEscapedPieceByPieceIsTheSameAsWhole) {
+  // --html streams the bundle through the escaper in pieces: a piece may end inside U+2028.
+  std::string text =
+      "a<b>&c\u2028d\u2029e\xe2\x80\x99"
+      "f\xe2"
+      "g\xe2\x80"
+      "h\u2028";
+  std::string whole = escape_json_for_script(text);
+  EXPECT_EQ(whole,
+            "a\\u003cb\\u003e\\u0026c\\u2028d\\u2029e\xe2\x80\x99"
+            "f\xe2"
+            "g\xe2\x80"
+            "h\\u2028");
+  for (std::size_t a = 0; a <= text.size(); ++a) {
+    for (std::size_t b = a; b <= text.size(); ++b) {
+      std::string out;
+      ScriptJsonEscaper escaper([&out](std::string_view piece) { out += piece; });
+      escaper.write(std::string_view(text).substr(0, a));
+      escaper.write(std::string_view(text).substr(a, b - a));
+      escaper.write(std::string_view(text).substr(b));
+      escaper.finish();
+      EXPECT_EQ(out, whole) << a << " " << b;
+    }
+  }
+}
+
 TEST(ViewHtml, InlinedCodeCannotCloseItsElement) {
   std::string js =
       escape_inline_script("a = '</script>'; b = '</ScRiPt '; c = '<!--'; d = '<script>'");
