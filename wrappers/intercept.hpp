@@ -52,20 +52,21 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
   if (t == nullptr) return real(args...);
   // The cost model (and the sampled subnormal check) runs before the clock starts, so the
   // measured time is the real call's alone; errno is the host's again before the call.
-  int before = errno;
+  int* err = t->errno_loc;
+  int before = *err;
   CallCost cost = model();
-  errno = before;
+  *err = before;
   inline_probe::start(t);
   if constexpr (std::is_void_v<R>) {
     real(args...);
-    int saved = errno;
+    int saved = *err;
     inline_probe::exit(t, &cost, site);
-    errno = saved;
+    *err = saved;
   } else {
     R r = real(args...);
-    int saved = errno;
+    int saved = *err;
     inline_probe::exit(t, &cost, site);
-    errno = saved;
+    *err = saved;
     return r;
   }
 }

@@ -304,9 +304,11 @@ inline void cancel_frame(ThreadState* t) {
 
 // A new call's start and its end as probe_enter/probe_start and probe_exit run them: `now`
 // reads the clock, and is not called for a call adaptive timing leaves untimed.
+// Only adaptive timing leaves a call untimed: its mask, in the thread's own line, is tested
+// before the frame's flag, whose address takes the stack pointer and the depth.
 template <class Now>
 __attribute__((always_inline)) inline void begin_call(ThreadState* t, Now now) {
-  if (__builtin_expect(t->stack_[t->depth() + 1].untimed, 0)) {
+  if (__builtin_expect(t->adaptive.mask != 0, 0) && t->stack_[t->depth() + 1].untimed) {
     start_untimed(t);
   } else {
     start_frame(t, now());
@@ -317,7 +319,7 @@ template <class Now>
 __attribute__((always_inline)) inline void end_call(ThreadState* t, const CallCost* cost,
                                                     const void* call_site, Now now) {
   // Depth 0 (an unbalanced exit) is never untimed: close_frame ignores it.
-  if (__builtin_expect(t->stack_[t->depth()].untimed, 0)) {
+  if (__builtin_expect(t->adaptive.mask != 0, 0) && t->stack_[t->depth()].untimed) {
     close_untimed(t, cost != nullptr ? *cost : CallCost{}, call_site);
   } else {
     close_frame(t, cost, call_site, now());

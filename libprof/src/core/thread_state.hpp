@@ -317,6 +317,9 @@ class ThreadState {
   int counter_handle = -1;
   uint32_t counters = 0;
   bool counters_frozen = false;  // owner-only: a seccomp filter on this thread (frame_ops.hpp)
+  // Owner-only: this thread's errno, taken at attach, so that a wrapper keeps the host's errno
+  // without a call into libc (__errno_location through the PLT) on each measured call.
+  int* errno_loc = nullptr;
   AdaptiveConfig adaptive;  // mask 0 unless SONDE_ADAPTIVE (never with trace or counters)
   uint64_t rng = 0;         // owner-only xorshift state of the adaptive draw
   OutlierSums outlier_sums[kOutlierPaths];  // claimed by the owner, read by the flusher

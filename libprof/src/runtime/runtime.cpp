@@ -359,6 +359,7 @@ ThreadState* Runtime::attach_current_thread() {
     t->adaptive = adaptive_;
     t->rng = adaptive_seed(now_ticks(), uint64_t(t->tid()) << 32 | t->seq());
   }
+  t->errno_loc = &errno;  // this thread's: the state is the thread's own from here on
   t_state = t;
   pthread_setspecific(g_thread_key, t);
   sampler_arm(*t);
