@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config
+  build-essential cmake ninja-build pkg-config clang-format
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   # zlib: `export --format pprof` writes gzip (built in with SONDE_PORTABLE, from libz.a).
   zlib1g-dev

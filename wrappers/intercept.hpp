@@ -47,8 +47,9 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
   if (__builtin_expect(exit_gate_closed(), 0)) wait_at_exit_gate();
   // The caller's stack address and the wrapper's own stack pointer: a call left by a longjmp
   // is found by the next one whose caller lies above the left wrapper (drop_abandoned).
-  ThreadState* t = inline_probe::open(id, nesting, reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
-                                      inline_probe::stack_pointer());
+  ThreadState* t =
+      inline_probe::open(id, nesting, reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()),
+                         inline_probe::stack_pointer());
   if (t == nullptr) return real(args...);
   // The cost model (and the sampled subnormal check) runs before the clock starts, so the
   // measured time is the real call's alone; errno is the host's again before the call.

@@ -14,8 +14,8 @@
 #include "advice/gpu_rules.hpp"
 #include "advice/optimizer_work.hpp"
 #include "advice/rank_rules.hpp"
-#include "advice/thread_rules.hpp"
 #include "advice/rule_helpers.hpp"
+#include "advice/thread_rules.hpp"
 #include "profile/call_tree.hpp"
 
 namespace sonde::analyzers {
@@ -89,22 +89,20 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     c.routine_id = r->routine_id;
     std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
     double gflops = r->gflops_under.value_or(0.0), blas_pct = share(blas_ns, work_ns);
-    c.evidence = {{"time_s", seconds(work_ns)},
-                  {"pct_run", share(work_ns, m.share_base_ns())},
-                  {"calls", r->calls},
-                  {"blas_time_s", seconds(blas_ns)},
-                  {"blas_pct", blas_pct},
-                  {"gflops", gflops}};
-    c.summary = fmt::format("{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
-                            "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
-                            fn, share(work_ns, m.share_base_ns()), seconds(work_ns), r->calls,
-                            blas_pct, gflops);
+    c.evidence = {{"time_s", seconds(work_ns)}, {"pct_run", share(work_ns, m.share_base_ns())},
+                  {"calls", r->calls},          {"blas_time_s", seconds(blas_ns)},
+                  {"blas_pct", blas_pct},       {"gflops", gflops}};
+    c.summary = fmt::format(
+        "{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
+        "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
+        fn, share(work_ns, m.share_base_ns()), seconds(work_ns), r->calls, blas_pct, gflops);
     if (w.other_ns > 0) {
       c.evidence.emplace_back("incl_s", seconds(r->incl_ns));
       c.evidence.emplace_back("other_work_s", seconds(w.other_ns));
-      c.summary += fmt::format(", not counting the {:.3f} s of other work it calls (phases "
-                               "beneath it with no update in them: forward, backward)",
-                               seconds(w.other_ns));
+      c.summary += fmt::format(
+          ", not counting the {:.3f} s of other work it calls (phases "
+          "beneath it with no update in them: forward, backward)",
+          seconds(w.other_ns));
     }
     std::string where = fn;
     if (const LineFunction* f = lines_of(in, r->name)) {
@@ -122,8 +120,8 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
         std::string text = l.contents;
         text.erase(0, text.find_first_not_of(" \t"));
         if (!text.empty()) c.evidence.emplace_back(p + "_text", text);
-        named.push_back(fmt::format("line {} ({:.1f} %{})", l.line, l.pct,
-                                    text.empty() ? "" : ": " + text));
+        named.push_back(
+            fmt::format("line {} ({:.1f} %{})", l.line, l.pct, text.empty() ? "" : ": " + text));
       }
       if (!named.empty()) {
         c.summary += "; hottest: " + named[0];
@@ -152,8 +150,9 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     if (per_call <= 0) {
       per_call = fact("python.arg_bytes:" + r->name);
       key = "arg_bytes_per_call";
-      how = "reading its float array arguments once ({:.3g} MB per call, measured on sampled "
-            "calls; ";
+      how =
+          "reading its float array arguments once ({:.3g} MB per call, measured on sampled "
+          "calls; ";
     }
     if (bw && per_call > 0) {
       double bytes = per_call * static_cast<double>(r->calls);
@@ -174,7 +173,8 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
           "calibrated, {} threads): the estimate holds if {} moves at most {:.3g} MB per call "
           "({:.3g} GB in all; Adam reads and writes about 28 bytes per float32 parameter), and "
           "shrinks to time - N / mem.bw beyond",
-          *bw, *cores, fn, max_bytes / 1e6 / static_cast<double>(std::max<std::int64_t>(r->calls, 1)),
+          *bw, *cores, fn,
+          max_bytes / 1e6 / static_cast<double>(std::max<std::int64_t>(r->calls, 1)),
           max_bytes / 1e9);
     } else {
       c.gain_bound = fmt::format(
@@ -212,7 +212,8 @@ std::vector<std::string> name_words(std::string_view name) {
     // (RNNCell: RNN, Cell), begins a word.
     bool upper = std::isupper(static_cast<unsigned char>(ch));
     bool after_lower = !word.empty() && std::islower(static_cast<unsigned char>(word.back()));
-    bool before_lower = i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1]));
+    bool before_lower =
+        i + 1 < name.size() && std::islower(static_cast<unsigned char>(name[i + 1]));
     if (upper && (after_lower || (!word.empty() && before_lower))) end_word();
     word += ch;
   }
@@ -229,7 +230,8 @@ bool looks_like_recurrence(std::string_view call_site) {
     };
     // birnn, convlstm, mygru: a recurrent layer's name ends so.
     if (ends_with("rnn") || ends_with("lstm") || ends_with("gru")) return true;
-    if (w == "cell" || w == "cells" || w == "timestep" || w == "timesteps" || w.rfind("recur", 0) == 0)
+    if (w == "cell" || w == "cells" || w == "timestep" || w == "timesteps" ||
+        w.rfind("recur", 0) == 0)
       return true;
     if (w == "time" && i + 1 < words.size() && (words[i + 1] == "step" || words[i + 1] == "steps"))
       return true;
@@ -259,8 +261,8 @@ constexpr std::string_view kIfIndependent =
 
 std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
-  constexpr double kMinShare = 1.0;   // % of the run a shape must take to be worth a look
-  constexpr double kPeakPct = 10.0;   // below this % of peak is "far below peak"
+  constexpr double kMinShare = 1.0;  // % of the run a shape must take to be worth a look
+  constexpr double kPeakPct = 10.0;  // below this % of peak is "far below peak"
   std::map<std::pair<std::int64_t, std::string>, double> best;  // routine_id, dtype
   for (const auto& s : m.shapes)
     if (s.perf.gflops && share(s.time_ns, m.share_base_ns()) >= kMinShare) {
@@ -282,19 +284,26 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
     c.rule = std::string(rule.id);
     c.location = fmt::format("{} {}x{}x{} at {}", s.routine, s.m, s.n, s.k, s.call_site);
     std::int64_t small = std::min({s.m, s.n, s.k});
-    c.evidence = {{"m", s.m}, {"n", s.n}, {"k", s.k}, {"dtype", s.dtype}, {"calls", s.calls},
-                  {"time_s", seconds(s.time_ns)}, {"pct_run", share(s.time_ns, m.share_base_ns())},
-                  {"gflops", g}, {"best_shape_gflops", b}};
+    c.evidence = {{"m", s.m},
+                  {"n", s.n},
+                  {"k", s.k},
+                  {"dtype", s.dtype},
+                  {"calls", s.calls},
+                  {"time_s", seconds(s.time_ns)},
+                  {"pct_run", share(s.time_ns, m.share_base_ns())},
+                  {"gflops", g},
+                  {"best_shape_gflops", b}};
     if (s.perf.pct_peak) c.evidence.emplace_back("pct_peak", *s.perf.pct_peak);
     if (s.perf.intensity) c.evidence.emplace_back("flops_per_byte", *s.perf.intensity);
     std::string why = vs_best ? fmt::format("{:.0f} % of the routine's best shape ({:.2f} GFLOP/s)",
                                             100.0 * g / b, b)
                               : "";
-    if (vs_peak) why += fmt::format("{}{:.1f} % of peak", why.empty() ? "" : ", ", *s.perf.pct_peak);
-    c.summary = fmt::format("{} {}x{}x{} ({}, {} calls, {:.3f} s) reaches {:.2f} GFLOP/s: {}{}",
-                            s.routine, s.m, s.n, s.k, s.call_site, s.calls, seconds(s.time_ns), g,
-                            why, small < 64 ? fmt::format("; skinny (smallest side {})", small)
-                                            : "");
+    if (vs_peak)
+      why += fmt::format("{}{:.1f} % of peak", why.empty() ? "" : ", ", *s.perf.pct_peak);
+    c.summary =
+        fmt::format("{} {}x{}x{} ({}, {} calls, {:.3f} s) reaches {:.2f} GFLOP/s: {}{}", s.routine,
+                    s.m, s.n, s.k, s.call_site, s.calls, seconds(s.time_ns), g, why,
+                    small < 64 ? fmt::format("; skinny (smallest side {})", small) : "");
     c.advice = std::string(rule.advice);
     if (lower(s.routine).find("convolution") != std::string::npos) {
       c.advice = std::string(kConvolutionAdvice);
@@ -308,16 +317,17 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
     if (s.perf.pct_peak && *s.perf.pct_peak > 0) {
       // gemm_shapes' own peak: the one for the thread count these calls ran with.
       double peak = g / *s.perf.pct_peak * 100.0;
-      bound_gain(c, seconds(s.time_ns), s.flops / (peak * 1e9),
-                 fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} ({:.3g} GFLOP/s)",
-                             s.flops / 1e9, s.dtype,
-                             s.threads ? fmt::format("{} thread{}", *s.threads,
-                                                     *s.threads == 1 ? "" : "s")
-                                       : std::string("the run's BLAS threads"),
-                             peak));
+      bound_gain(
+          c, seconds(s.time_ns), s.flops / (peak * 1e9),
+          fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} ({:.3g} GFLOP/s)",
+                      s.flops / 1e9, s.dtype,
+                      s.threads ? fmt::format("{} thread{}", *s.threads, *s.threads == 1 ? "" : "s")
+                                : std::string("the run's BLAS threads"),
+                      peak));
     } else {
-      c.gain_bound = "bounded by the routine's best shape only: no calibrated peak for this "
-                     "type and thread count (sonde calibrate)";
+      c.gain_bound =
+          "bounded by the routine's best shape only: no calibrated peak for this "
+          "type and thread count (sonde calibrate)";
     }
     out.push_back(std::move(c));
   }
@@ -333,10 +343,13 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
   Candidate c;
   c.rule = std::string(rule.id);
   c.location = "<thread>";
-  c.evidence = {{"unmeasured_s", seconds(m.unmeasured_ns)}, {"pct_total", pct},
+  c.evidence = {{"unmeasured_s", seconds(m.unmeasured_ns)},
+                {"pct_total", pct},
                 {"total_s", seconds(m.total_ns)}};
-  c.summary = fmt::format("{:.1f} % of the threads' time ({:.3f} s) is outside any measured "
-                          "routine", pct, seconds(m.unmeasured_ns));
+  c.summary = fmt::format(
+      "{:.1f} % of the threads' time ({:.3f} s) is outside any measured "
+      "routine",
+      pct, seconds(m.unmeasured_ns));
   c.advice = std::string(rule.advice);
   c.est_gain_s = 0;  // unknown until that time is attributed
   c.gain_bound = "none: nothing is known of that time until it is measured";
@@ -359,14 +372,16 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
     c.location = r.name;
     c.routine_id = r.routine_id;
     c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
-    c.summary = fmt::format("oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
-                            "calls)",
-                            pct, seconds(r.incl_ns), r.calls);
+    c.summary = fmt::format(
+        "oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
+        "calls)",
+        pct, seconds(r.incl_ns), r.calls);
     c.advice = std::string(rule.advice);
     c.est_gain_s = 0.5 * seconds(r.incl_ns);
-    c.gain_bound = fmt::format("at most the reorders' own {:.3f} s (a copy removed entirely); "
-                               "no calibrated limit applies to removing work",
-                               seconds(r.incl_ns));
+    c.gain_bound = fmt::format(
+        "at most the reorders' own {:.3f} s (a copy removed entirely); "
+        "no calibrated limit applies to removing work",
+        seconds(r.incl_ns));
     return {c};
   }
   return {};
@@ -538,7 +553,8 @@ std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const 
   for (std::size_t i = 0; i < rule_table.size(); ++i)
     for (auto& c : rule_table[i].evaluate(input, rule_table[i])) all.emplace_back(i, std::move(c));
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
-    if (a.second.est_gain_s != b.second.est_gain_s) return a.second.est_gain_s > b.second.est_gain_s;
+    if (a.second.est_gain_s != b.second.est_gain_s)
+      return a.second.est_gain_s > b.second.est_gain_s;
     return a.first < b.first;  // then each rule's own ranking
   });
   std::vector<Candidate> out;

@@ -14,9 +14,9 @@
 #include "advice/optimizer_work.hpp"
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
-#include "profile/line_costs.hpp"
 #include "metrics/metrics.hpp"
 #include "metrics/ranks.hpp"
+#include "profile/line_costs.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
 #include "render/table_format.hpp"
@@ -31,7 +31,7 @@ struct AdviceInput {
   // Per optimizer-like phase (by name): the optimizer-like phases beneath it and the other work
   // it calls, from the calling-context trees (advice/optimizer_work.hpp).
   std::map<std::string, OptimizerWork> optimizer_work;
-  GpuSummary gpu;  // empty for CPU-only runs
+  GpuSummary gpu;     // empty for CPU-only runs
   RankSummary ranks;  // one rank: nothing to compare
 };
 
@@ -44,10 +44,10 @@ struct MeasuredGain {
 };
 
 struct Candidate {
-  std::string rule;      // Rule::id
-  std::string location;  // routine, shape or "run"
+  std::string rule;                        // Rule::id
+  std::string location;                    // routine, shape or "run"
   std::optional<std::int64_t> routine_id;  // when the location is one routine of the file
-  std::string summary;   // one sentence with the numbers
+  std::string summary;                     // one sentence with the numbers
   std::vector<std::pair<std::string, Cell>> evidence;  // in reading order
   std::string advice;
   double est_gain_s = 0;

@@ -50,12 +50,12 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
     // The Python hook's routines are named by their run_info keys, exactly (its note's text
     // would match a routine "train" in "train.py:291(...)"); others by the notes' words.
     std::optional<double> share = python_subnormal_share(m.facts, r.name);
-    bool named = share.has_value() ||
-                 std::any_of(evidence.begin(), evidence.end(), [&](const Note* n) {
-                   if (n->message.find("python.subnormal:") != std::string::npos) return false;
-                   return contains_word(n->message, r.name) ||
-                          (r.kind == "python" && contains_word(n->message, fn));
-                 });
+    bool named =
+        share.has_value() || std::any_of(evidence.begin(), evidence.end(), [&](const Note* n) {
+          if (n->message.find("python.subnormal:") != std::string::npos) return false;
+          return contains_word(n->message, r.name) ||
+                 (r.kind == "python" && contains_word(n->message, fn));
+        });
     if (!named) continue;
     shares_known = shares_known && share.has_value();
     affected_ns += r.incl_ns;
@@ -87,7 +87,8 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
       share = *values / *sampled_values;
       basis = "BLAS/oneDNN calls x subnormal share of the sampled operands";
     } else if (sampled && flagged && *sampled > 0) {
-      affected_ns = static_cast<std::int64_t>(static_cast<double>(affected_ns) * *flagged / *sampled);
+      affected_ns =
+          static_cast<std::int64_t>(static_cast<double>(affected_ns) * *flagged / *sampled);
       basis = "BLAS/oneDNN calls x flagged/sampled calls";
     }
     gain_s = subnormal_gain_s(seconds(affected_ns), share, rule.threshold);
@@ -98,9 +99,11 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
   Candidate c;
   c.rule = std::string(rule.id);
   c.location = affected.empty() ? "run" : affected.front();
-  c.evidence = {{"fpu_ftz", 0}, {"fpu_daz", 0},
+  c.evidence = {{"fpu_ftz", 0},
+                {"fpu_daz", 0},
                 {"notes", static_cast<std::int64_t>(evidence.size())},
-                {"affected_time_s", seconds(affected_ns)}, {"affected", basis},
+                {"affected_time_s", seconds(affected_ns)},
+                {"affected", basis},
                 {"note", evidence.front()->message}};
   if (share) c.evidence.emplace_back("subnormal_share", *share);
   c.evidence.emplace_back("penalty", rule.threshold);
@@ -114,9 +117,10 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
   c.summary = fmt::format("subnormal values seen with FTZ and DAZ off: {}", said->message);
   c.advice = std::string(rule.advice);
   c.est_gain_s = gain_s;
-  c.gain_bound = fmt::format("at most the affected {:.3f} s; no calibrated limit applies to the "
-                             "subnormal penalty (sonde tune's ftz stage measures it)",
-                             seconds(affected_ns));
+  c.gain_bound = fmt::format(
+      "at most the affected {:.3f} s; no calibrated limit applies to the "
+      "subnormal penalty (sonde tune's ftz stage measures it)",
+      seconds(affected_ns));
   return {c};
 }
 

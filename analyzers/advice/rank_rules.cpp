@@ -72,9 +72,9 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
         "rank {} spends {:.3f} s in {}, {:.2f}x the mean over {} ranks ({:.3f} s): the others "
         "wait {:.3f} s for it where they next synchronise",
         i.slowest_rank, i.max_s, i.routine, i.max_over_mean, r.ranks, i.mean_s, i.lost_s);
-    c.evidence = {{"ranks", r.ranks},          {"slowest_rank", i.slowest_rank},
-                  {"max_s", i.max_s},          {"mean_s", i.mean_s},
-                  {"min_s", i.min_s},          {"max_over_mean", i.max_over_mean},
+    c.evidence = {{"ranks", r.ranks},  {"slowest_rank", i.slowest_rank},
+                  {"max_s", i.max_s},  {"mean_s", i.mean_s},
+                  {"min_s", i.min_s},  {"max_over_mean", i.max_over_mean},
                   {"lost_s", i.lost_s}};
     if (auto it = callers.find(row); it != callers.end()) {
       std::string names;
@@ -92,12 +92,10 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
 
 std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
   const RankSummary& r = in.ranks;
-  if (!r.has_overlap || r.mean_busy_s <= 0 ||
-      r.exposed_s < rule.threshold / 100 * r.mean_busy_s)
+  if (!r.has_overlap || r.mean_busy_s <= 0 || r.exposed_s < rule.threshold / 100 * r.mean_busy_s)
     return {};
-  double hidden = r.exposed_s + r.overlapped_s > 0
-                      ? 100 * r.overlapped_s / (r.exposed_s + r.overlapped_s)
-                      : 0;
+  double hidden =
+      r.exposed_s + r.overlapped_s > 0 ? 100 * r.overlapped_s / (r.exposed_s + r.overlapped_s) : 0;
   Candidate c;
   c.rule = std::string(rule.id);
   c.location = "run";
@@ -123,8 +121,8 @@ std::vector<Candidate> small_collectives(const AdviceInput& in, const Rule& rule
     if (out.size() == kMaxPerRule) break;
     double per_rank_s = c.time_s / static_cast<double>(std::max<std::int64_t>(1, c.ranks));
     std::int64_t calls_per_rank = c.calls / std::max<std::int64_t>(1, c.ranks);
-    if (c.message_bytes <= 0 || c.message_bytes >= rule.threshold * 1024 ||
-        calls_per_rank < 10 || per_rank_s < kMinShare * r.mean_busy_s)
+    if (c.message_bytes <= 0 || c.message_bytes >= rule.threshold * 1024 || calls_per_rank < 10 ||
+        per_rank_s < kMinShare * r.mean_busy_s)
       continue;
     Candidate cand;
     cand.rule = std::string(rule.id);

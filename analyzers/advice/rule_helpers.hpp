@@ -61,9 +61,9 @@ inline void bound_gain(Candidate& c, double time_s, double floor_s, const std::s
   c.evidence.emplace_back("max_gain_s", most);
   bool capped = c.est_gain_s > most;
   if (capped) c.est_gain_s = most;
-  c.gain_bound = fmt::format("at most {:.3f} s: {} takes at least {:.3f} s of its {:.3f} s{}",
-                             most, limit, floor_s, time_s,
-                             capped ? " (the rule's estimate was higher: held to this)" : "");
+  c.gain_bound =
+      fmt::format("at most {:.3f} s: {} takes at least {:.3f} s of its {:.3f} s{}", most, limit,
+                  floor_s, time_s, capped ? " (the rule's estimate was higher: held to this)" : "");
 }
 
 }  // namespace sonde::analyzers::rules_detail

@@ -59,15 +59,16 @@ std::optional<std::pair<double, std::string>> floor_at_peaks(const Metrics& m, c
 // held to the work's FLOPs at the calibrated peaks for every core.
 void more_threads_gain(Candidate& c, const Metrics& m, const GemmTotals& g, std::int64_t threads,
                        std::int64_t cores) {
-  c.est_gain_s = seconds(g.time_ns) *
-                 (1.0 - static_cast<double>(threads) / static_cast<double>(cores));
+  c.est_gain_s =
+      seconds(g.time_ns) * (1.0 - static_cast<double>(threads) / static_cast<double>(cores));
   if (auto floor = floor_at_peaks(m, g, cores)) {
     bound_gain(c, seconds(g.time_ns), floor->first,
                fmt::format("{:.3g} GFLOP at the calibrated peaks for {} threads ({})",
                            g.flops / 1e9, cores, floor->second));
   } else {
-    c.gain_bound = "not bounded by a peak: none calibrated for this work on all cores "
-                   "(sonde calibrate)";
+    c.gain_bound =
+        "not bounded by a peak: none calibrated for this work on all cores "
+        "(sonde calibrate)";
   }
 }
 
@@ -99,8 +100,10 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   c.rule = std::string(rule.id);
   c.location = m.facts.blas_library ? "BLAS (" + *m.facts.blas_library + ")" : "BLAS";
   double gflops = g.flops / static_cast<double>(g.time_ns);
-  c.evidence = {{"blas_threads", *threads},     {"cores", *cores},
-                {"gemm_time_s", seconds(g.time_ns)}, {"gemm_pct_run", pct},
+  c.evidence = {{"blas_threads", *threads},
+                {"cores", *cores},
+                {"gemm_time_s", seconds(g.time_ns)},
+                {"gemm_pct_run", pct},
                 {"gemm_gflops", gflops}};
   std::string peak_text;
   // Against the peaks for every available core (what the machine could do), not the peak for
@@ -112,10 +115,10 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
     peak_text = fmt::format(" ({:.1f} % of the {}-thread peak{})", p, *cores,
                             g.flops_by_dtype.size() > 1 ? "s" : "");
   }
-  c.summary = fmt::format("BLAS runs {} thread{} of {} available; GEMMs reach {:.2f} GFLOP/s{} "
-                          "and take {:.1f} % of the run ({:.3f} s)",
-                          *threads, *threads == 1 ? "" : "s", *cores, gflops, peak_text, pct,
-                          seconds(g.time_ns));
+  c.summary = fmt::format(
+      "BLAS runs {} thread{} of {} available; GEMMs reach {:.2f} GFLOP/s{} "
+      "and take {:.1f} % of the run ({:.3f} s)",
+      *threads, *threads == 1 ? "" : "s", *cores, gflops, peak_text, pct, seconds(g.time_ns));
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
   say_ranks(c, m);
   more_threads_gain(c, m, g, *threads, *cores);

@@ -28,7 +28,6 @@ std::string text_or(const Json& j, const char* key, const char* fallback = "") {
   return it != j.end() && it->is_string() ? it->get<std::string>() : fallback;
 }
 
-
 // The estimate is within noise of zero below a millisecond.
 constexpr double kNothing = 0.001;
 
@@ -47,8 +46,11 @@ const char* size_verdict(double estimated_s, double measured_s) {
 TuneResults read_tune_results(const std::string& path) {
   fs::path file = fs::is_directory(path) ? fs::path(path) / kTuneResultFile : fs::path(path);
   std::ifstream in(file);
-  if (!in) throw Error(fmt::format("no sonde tune result at {} (sonde tune -o DIR writes "
-                                   "DIR/{})", file.string(), kTuneResultFile));
+  if (!in)
+    throw Error(
+        fmt::format("no sonde tune result at {} (sonde tune -o DIR writes "
+                    "DIR/{})",
+                    file.string(), kTuneResultFile));
   Json j = Json::parse(in, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("stages") || !j["stages"].is_array())
     throw Error(fmt::format("{} is not a sonde tune result", file.string()));

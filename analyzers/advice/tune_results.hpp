@@ -22,7 +22,7 @@ struct TuneStageResult {
 };
 
 struct TuneResults {
-  std::string path;  // the tune.json read
+  std::string path;                     // the tune.json read
   std::vector<TuneStageResult> stages;  // the original's first
 };
 

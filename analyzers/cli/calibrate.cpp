@@ -1,8 +1,9 @@
 // sonde calibrate: measure this machine's peaks into the peaks file (analyzers/tools).
+#include "tools/calibrate.hpp"
+
 #include <memory>
 
 #include "cli/command.hpp"
-#include "tools/calibrate.hpp"
 
 namespace sonde::cli {
 
@@ -26,8 +27,8 @@ Command add_calibrate(CLI::App& app) {
                               "Record a hand-given peak (source manual), measure nothing; "
                               "THREADS 1 or 0 = all (default)")
                   ->type_name("RESOURCE[@THREADS]=VALUE");
-  auto* show = cmd->add_flag("--show", a->show,
-                             "Print the peaks file (after any --set), measure nothing");
+  auto* show =
+      cmd->add_flag("--show", a->show, "Print the peaks file (after any --set), measure nothing");
   auto* force = cmd->add_flag("--force", a->force,
                               "Write figures that fail the checks (more threads slower than one, "
                               "repeats spread over 25 %) with source 'forced' instead of refusing");
@@ -35,8 +36,9 @@ Command add_calibrate(CLI::App& app) {
   quick->excludes(set)->excludes(show);
   blas->excludes(set)->excludes(show);
   force->excludes(set)->excludes(show);
-  cmd->footer("RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "
-              "replaced, manual ones kept unless --set again.");
+  cmd->footer(
+      "RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "
+      "replaced, manual ones kept unless --set again.");
   return {cmd, [a] { return calibrate_command(*a); }};
 }
 

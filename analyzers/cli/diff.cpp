@@ -43,8 +43,10 @@ int diff(const Options& a) {
     std::cerr << "sonde diff: warning: " << visible(w) << '\n';
   if (format == Format::kJson)
     print_json("diff", "", render_diff_json(before, after, d));
-  else if (format == Format::kCsv) std::cout << render_csv(diff_csv_table(d));
-  else std::cout << render_diff_text(d);
+  else if (format == Format::kCsv)
+    std::cout << render_csv(diff_csv_table(d));
+  else
+    std::cout << render_diff_text(d);
   return 0;
 }
 

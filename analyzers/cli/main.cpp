@@ -27,7 +27,8 @@ std::string unknown_command(const CLI::App& app, const std::vector<std::string>&
     if (sub->get_name() == args[0]) return "";
     if (!sub->get_group().empty()) names.push_back(sub->get_name());  // hidden ones: no group
   }
-  std::string out = fmt::format("sonde: '{}' is not a sonde command", sonde::analyzers::visible(args[0]));
+  std::string out =
+      fmt::format("sonde: '{}' is not a sonde command", sonde::analyzers::visible(args[0]));
   if (auto meant = nearest_name(args[0], names)) out += fmt::format("; did you mean '{}'?", *meant);
   return out + " (sonde --help lists them)\n";
 }
@@ -39,16 +40,15 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", fmt::format("sonde {} (reads profile schema up to version {})",
                                                 SONDE_VERSION, sonde::kSchemaVersion));
   app.require_subcommand(0, 1);
-  app.footer("Exit codes: 0 success, 1 error (unreadable profile, bad SQL), 2 usage error.\n"
-             "sonde run exits with the command's status (128+N if killed by signal N, 127 if "
-             "not found).");
-  std::vector<Command> commands = {add_report(app),     add_tree(app),    add_shapes(app),
-                                   add_query(app),      add_export(app),  add_candidates(app),
-                                   add_metrics(app),    add_diff(app),    add_merge(app),
-                                   add_ranks(app),      add_scaling(app), add_run(app),
-                                   add_calibrate(app),  add_tune(app),    add_view(app),
-                                   add_env_table(app),
-                                   add_view_bundle(app)};
+  app.footer(
+      "Exit codes: 0 success, 1 error (unreadable profile, bad SQL), 2 usage error.\n"
+      "sonde run exits with the command's status (128+N if killed by signal N, 127 if "
+      "not found).");
+  std::vector<Command> commands = {
+      add_report(app),     add_tree(app),       add_shapes(app),    add_query(app), add_export(app),
+      add_candidates(app), add_metrics(app),    add_diff(app),      add_merge(app), add_ranks(app),
+      add_scaling(app),    add_run(app),        add_calibrate(app), add_tune(app),  add_view(app),
+      add_env_table(app),  add_view_bundle(app)};
 
   auto usage_error = [&](const CLI::Error& e) {
     int rc = app.exit(e);  // prints CLI11's message, or the help for --help

@@ -1,9 +1,10 @@
 // sonde ranks: load imbalance, communication share, bandwidth and overlap over a run's ranks.
+#include "metrics/ranks.hpp"
+
 #include <iostream>
 #include <memory>
 
 #include "cli/command.hpp"
-#include "metrics/ranks.hpp"
 
 namespace sonde::cli {
 
@@ -47,7 +48,8 @@ Command add_ranks(CLI::App& app) {
       "ranks", "Per rank: load imbalance, communication share, bandwidth, overlap");
   add_file(cmd, a->file);
   cmd->add_option("-n,--top", a->top, "Imbalance and bandwidth rows to show (0: all)")
-      ->check(count_check())->capture_default_str();
+      ->check(count_check())
+      ->capture_default_str();
   cmd->add_option("--section", a->section,
                   "With --format csv, the one table: per_rank, imbalance or bandwidth");
   add_format(cmd, a->format, {"text", "csv", "json"});

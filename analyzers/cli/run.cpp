@@ -47,7 +47,8 @@ Command add_run(CLI::App& app) {
   auto a = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a command with libsonde.so preloaded");
   cmd->add_option("-o,--output", a->output, "Profile database to write")->capture_default_str();
-  cmd->add_flag("--force", a->force, "Replace the output (and its -journal/-wal/-shm) if it exists");
+  cmd->add_flag("--force", a->force,
+                "Replace the output (and its -journal/-wal/-shm) if it exists");
   cmd->add_flag("--trace", a->trace, "Also record every call as a timed event (SONDE_TRACE=1)");
   cmd->add_flag("--python", a->python,
                 "Record Python frames, torch operators and torch.distributed collectives in "
@@ -77,7 +78,8 @@ Command add_run(CLI::App& app) {
                   "Print the flat profile (sonde report --sort KEY) on stdout when the command "
                   "has ended, as python3 -m cProfile prints its table")
       ->check(CLI::IsMember(report_sort_names()));
-  cmd->description("Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
+  cmd->description(
+      "Run a command with libsonde.so preloaded: sonde run [OPTIONS] [--] COMMAND [ARGS...]");
   cmd->footer(environment_help());
   Command c{cmd, [a] {
               a->command = run_command_words();

@@ -1,9 +1,10 @@
 // sonde scaling: strong or weak scaling efficiency across runs of different rank or thread counts.
+#include "metrics/scaling.hpp"
+
 #include <iostream>
 #include <memory>
 
 #include "cli/command.hpp"
-#include "metrics/scaling.hpp"
 
 namespace sonde::cli {
 
@@ -38,14 +39,17 @@ Command add_scaling(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "scaling", "Strong or weak scaling efficiency across runs of different rank/thread counts");
-  cmd->add_option("files", a->files, "Profiles of one program at different rank or thread "
-                                     "counts (merged files for MPI runs)")
-      ->required()->expected(2, -1);
+  cmd->add_option("files", a->files,
+                  "Profiles of one program at different rank or thread "
+                  "counts (merged files for MPI runs)")
+      ->required()
+      ->expected(2, -1);
   cmd->add_flag("--weak", a->weak,
                 "Weak scaling: each run has the same problem per worker (default: strong, the "
                 "same global problem)");
   cmd->add_option("-n,--top", a->top, "Routines to show, by the reference run's time (0: all)")
-      ->check(count_check())->capture_default_str();
+      ->check(count_check())
+      ->capture_default_str();
   cmd->add_option("--section", a->section, "With --format csv, the one table: runs or routines");
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return scaling(*a); }};

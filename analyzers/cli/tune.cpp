@@ -1,4 +1,6 @@
 // sonde tune: the program re-run with each tuning knob, the measured tuning-stage table.
+#include "tools/tune.hpp"
+
 #include <fmt/format.h>
 
 #include <filesystem>
@@ -8,7 +10,6 @@
 
 #include "advice/tune_results.hpp"
 #include "cli/command.hpp"
-#include "tools/tune.hpp"
 
 namespace sonde::cli {
 
@@ -44,9 +45,12 @@ int tune(Options& a) {
   // Kept beside the profiles, where `sonde candidates` finds it (advice/tune_results.hpp).
   std::string kept = (std::filesystem::path(a.tune.output_dir) / kTuneResultFile).string();
   std::ofstream(kept) << dump_json(render_tune_json(result)) << '\n';
-  if (format == Format::kJson) print_json("tune", "", render_tune_json(result));
-  else if (format == Format::kCsv) std::cout << render_csv(tune_table(result));
-  else std::cout << render_tune_text(result);
+  if (format == Format::kJson)
+    print_json("tune", "", render_tune_json(result));
+  else if (format == Format::kCsv)
+    std::cout << render_csv(tune_table(result));
+  else
+    std::cout << render_tune_text(result);
   return 0;
 }
 
@@ -66,9 +70,10 @@ Command add_tune(CLI::App& app) {
   auto a = std::make_shared<Options>();
   auto* cmd = app.add_subcommand(
       "tune", "Re-run a command with each tuning knob and print the measured tuning-stage table");
-  cmd->description("Re-run a command under sonde as it is and with each tuning knob (one "
-                   "profile per run in -o DIR), and print the measured tuning-stage table: "
-                   "sonde tune [OPTIONS] -- COMMAND [ARGS...]");
+  cmd->description(
+      "Re-run a command under sonde as it is and with each tuning knob (one "
+      "profile per run in -o DIR), and print the measured tuning-stage table: "
+      "sonde tune [OPTIONS] -- COMMAND [ARGS...]");
   cmd->add_option("--repeat", a->tune.repeat, "Runs per stage, interleaved with the original's")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
@@ -85,8 +90,9 @@ Command add_tune(CLI::App& app) {
   add_format(cmd, a->format, {"text", "csv", "json"});
   Command c{cmd, [a] { return tune(*a); }};
   c.check = [] {
-    return tune_command_words().empty() ? std::string("no command given (sonde tune [OPTIONS] -- "
-                                                      "COMMAND ...)")
+    return tune_command_words().empty() ? std::string(
+                                              "no command given (sonde tune [OPTIONS] -- "
+                                              "COMMAND ...)")
                                         : std::string();
   };
   return c;

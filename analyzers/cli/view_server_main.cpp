@@ -31,7 +31,8 @@ int main(int argc, char** argv) {
     }
   }
   if (usage || files.empty()) {
-    fmt::print(stderr, "sonde-view-server: run by `sonde view FILES...`; see `sonde view --help`\n");
+    fmt::print(stderr,
+               "sonde-view-server: run by `sonde view FILES...`; see `sonde view --help`\n");
     return sonde::cli::kUsageError;
   }
   try {

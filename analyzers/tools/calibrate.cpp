@@ -70,10 +70,10 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // ---- GEMM through the system BLAS -------------------------------------------------------------
 
 constexpr int kRowMajor = 101, kNoTrans = 111;  // CBLAS_ORDER, CBLAS_TRANSPOSE
-using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*,
-                         int, float, float*, int);
-using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int,
-                         const double*, int, double, double*, int);
+using SgemmFn = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int,
+                         float, float*, int);
+using DgemmFn = void (*)(int, int, int, int, int, int, double, const double*, int, const double*,
+                         int, double, double*, int);
 
 struct Blas {
   void* handle = nullptr;
@@ -86,8 +86,10 @@ struct Blas {
 
   bool can_set_threads() const { return openblas_set || blis_set; }
   void set_threads(int n) const {
-    if (openblas_set) openblas_set(n);
-    else if (blis_set) blis_set(n);
+    if (openblas_set)
+      openblas_set(n);
+    else if (blis_set)
+      blis_set(n);
   }
 };
 
@@ -109,8 +111,10 @@ Blas load_blas(int all_threads, const std::string& library) {
   b.sgemm = reinterpret_cast<SgemmFn>(dlsym(b.handle, "cblas_sgemm"));
   b.dgemm = reinterpret_cast<DgemmFn>(dlsym(b.handle, "cblas_dgemm"));
   if (!b.sgemm || !b.dgemm)
-    throw Error(fmt::format("{} has no cblas_sgemm / cblas_dgemm (a BLAS without the C "
-                            "interface); install OpenBLAS (libopenblas0) or another CBLAS", name));
+    throw Error(
+        fmt::format("{} has no cblas_sgemm / cblas_dgemm (a BLAS without the C "
+                    "interface); install OpenBLAS (libopenblas0) or another CBLAS",
+                    name));
   b.openblas_set = reinterpret_cast<void (*)(int)>(dlsym(b.handle, "openblas_set_num_threads"));
   b.openblas_get = reinterpret_cast<int (*)()>(dlsym(b.handle, "openblas_get_num_threads"));
   b.blis_set = reinterpret_cast<void (*)(long)>(dlsym(b.handle, "bli_thread_set_num_threads"));
@@ -222,8 +226,7 @@ template <typename Body>
 void parallel_slices(int threads, std::size_t n, Body body) {
   if (threads <= 1) return body(std::size_t{0}, n);
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back(body, n * t / threads, n * (t + 1) / threads);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(body, n * t / threads, n * (t + 1) / threads);
   for (auto& th : pool) th.join();
 }
 
@@ -400,7 +403,7 @@ std::vector<Peak> sort_peaks(const std::vector<Peak>& peaks) {
   };
   std::stable_sort(sorted.begin(), sorted.end(), [&](const Peak& x, const Peak& y) {
     if (rank(x) != rank(y)) return rank(x) < rank(y);
-    if (rank(x) == peak_resources().size()) return false;  // others keep their order
+    if (rank(x) == peak_resources().size()) return false;     // others keep their order
     auto order = [](int t) { return t == 0 ? 1 << 30 : t; };  // 1, 2, ..., then 0 (all)
     return order(x.threads) < order(y.threads);
   });
@@ -409,8 +412,9 @@ std::vector<Peak> sort_peaks(const std::vector<Peak>& peaks) {
 
 std::string format_peaks(const std::vector<Peak>& peaks, const std::string& written_by) {
   std::string out = fmt::format("# sonde peaks, written by {}\n", written_by);
-  out += "# resource threads value source [spread]; threads 0 = all; gemm.* in GFLOP/s, mem.bw "
-         "in GB/s;\n# spread: % the median repeat fell below the value\n";
+  out +=
+      "# resource threads value source [spread]; threads 0 = all; gemm.* in GFLOP/s, mem.bw "
+      "in GB/s;\n# spread: % the median repeat fell below the value\n";
   for (const Peak& p : sort_peaks(peaks)) {
     out += fmt::format("{} {} {} {}", p.resource, p.threads, p.value, p.source);
     out += p.spread_pct ? fmt::format(" {}\n", *p.spread_pct) : "\n";
@@ -421,23 +425,24 @@ std::string format_peaks(const std::vector<Peak>& peaks, const std::string& writ
 Table peaks_table(const std::vector<Peak>& peaks) {
   Table t;
   t.columns = {{"resource", "resource"}, {"threads", "threads"}, {"value", "value", 1},
-               {"unit", "unit"}, {"source", "source"}, {"spread %", "spread_pct", 1}};
+               {"unit", "unit"},         {"source", "source"},   {"spread %", "spread_pct", 1}};
   for (const Peak& p : peaks)
-    t.rows.push_back({p.resource, threads_label(p.threads, false), p.value,
-                      peak_unit(p.resource), p.source,
-                      p.spread_pct ? Cell(*p.spread_pct) : Cell(std::monostate{})});
+    t.rows.push_back({p.resource, threads_label(p.threads, false), p.value, peak_unit(p.resource),
+                      p.source, p.spread_pct ? Cell(*p.spread_pct) : Cell(std::monostate{})});
   return t;
 }
 
 void check_peaks_writable(const std::string& path) {
   fs::path target(path);
   std::error_code ec;
-  if (fs::is_directory(target, ec)) throw Error(fmt::format("cannot write {}: it is a directory", path));
+  if (fs::is_directory(target, ec))
+    throw Error(fmt::format("cannot write {}: it is a directory", path));
   fs::path dir = target.parent_path();
   if (!dir.empty() && !fs::is_directory(dir, ec)) {
     fs::create_directories(dir, ec);
-    if (ec) throw Error(fmt::format("cannot write {}: cannot create {}: {}", path, dir.string(),
-                                    ec.message()));
+    if (ec)
+      throw Error(
+          fmt::format("cannot write {}: cannot create {}: {}", path, dir.string(), ec.message()));
   }
   fs::path probe = target;
   probe += fmt::format(".tmp{}", getpid());
@@ -489,9 +494,10 @@ Calibration run_calibration(const CalibrateOptions& options) {
   cal.blas = blas.description;
   say(fmt::format("BLAS: {}", cal.blas));
   if (!blas.can_set_threads())
-    cal.warnings.push_back("the BLAS offers no way to set its thread count (neither OpenBLAS nor "
-                           "BLIS): its GEMM figures for 1 thread and all threads are both "
-                           "measured with its own default");
+    cal.warnings.push_back(
+        "the BLAS offers no way to set its thread count (neither OpenBLAS nor "
+        "BLIS): its GEMM figures for 1 thread and all threads are both "
+        "measured with its own default");
   // Bandwidth before GEMM: after GEMMs, OpenBLAS's idle workers spin for a while and take a
   // core (measured here: 18 GB/s instead of 29 with 2 threads).
   const std::vector<int> thread_counts =
@@ -508,16 +514,16 @@ Calibration run_calibration(const CalibrateOptions& options) {
       for (int threads : thread_counts) {
         Rate r = one(threads);
         if (r.best <= 0) throw Error(fmt::format("{} gave no usable timing", resource));
-        figures.push_back(Peak{resource, threads == cal.all_threads ? 0 : threads,
-                               round1(r.best), kSourceCalibrated, round1(r.spread_pct)});
+        figures.push_back(Peak{resource, threads == cal.all_threads ? 0 : threads, round1(r.best),
+                               kSourceCalibrated, round1(r.spread_pct)});
       }
       why = implausible(resource, figures, cal.all_threads);
       if (why.empty()) break;
       if (first_why.empty()) first_why = why;
     }
     if (why.empty() && attempt > 1)
-      cal.warnings.push_back(fmt::format("{} measured {} times: {}; the last passed", resource,
-                                         attempt, first_why));
+      cal.warnings.push_back(
+          fmt::format("{} measured {} times: {}; the last passed", resource, attempt, first_why));
     if (!why.empty()) {
       cal.doubts.push_back(why);
       for (Peak& p : figures) p.source = kSourceForced;  // kept only under --force
@@ -537,14 +543,14 @@ Calibration run_calibration(const CalibrateOptions& options) {
     });
   }
 
-  const std::vector<int> sizes = options.quick ? std::vector<int>{256, 512}
-                                               : std::vector<int>{512, 1024, 2048};
+  const std::vector<int> sizes =
+      options.quick ? std::vector<int>{256, 512} : std::vector<int>{512, 1024, 2048};
   for (const std::string resource : {"gemm.f32", "gemm.f64"}) {
     measure(resource, [&](int threads) {
       blas.set_threads(threads);
       if (blas.openblas_get && blas.openblas_set && blas.openblas_get() != threads)
-        cal.warnings.push_back(fmt::format("asked OpenBLAS for {} threads, it uses {}", threads,
-                                           blas.openblas_get()));
+        cal.warnings.push_back(
+            fmt::format("asked OpenBLAS for {} threads, it uses {}", threads, blas.openblas_get()));
       Rate best;
       for (int n : sizes) {
         say(fmt::format("calibrating {}, {}, n={} ...", resource, threads_label(threads, true), n),
@@ -605,8 +611,8 @@ int calibrate_command(const CalibrateCommand& command) {
   if (!sets.empty()) {
     check_peaks_writable(path);  // a directory is said as such, not as an unreadable file
     std::vector<Peak> merged = merge_peaks(load(true).peaks, sets);
-    write_peaks_file(path, format_peaks(merged, fmt::format("`sonde calibrate --set` on {}",
-                                                            host_and_date())));
+    write_peaks_file(
+        path, format_peaks(merged, fmt::format("`sonde calibrate --set` on {}", host_and_date())));
     for (const Peak& p : sets)
       std::cerr << fmt::format("sonde calibrate: recorded {} {} = {} {} (manual) in {}\n",
                                p.resource, threads_label(p.threads, true), p.value,
@@ -617,8 +623,10 @@ int calibrate_command(const CalibrateCommand& command) {
   if (command.show) {
     std::error_code ec;
     if (!fs::exists(path, ec))
-      throw Error(fmt::format("no peaks file at {}: run sonde calibrate, or record a figure "
-                              "with --set RESOURCE[@THREADS]=VALUE", path));
+      throw Error(
+          fmt::format("no peaks file at {}: run sonde calibrate, or record a figure "
+                      "with --set RESOURCE[@THREADS]=VALUE",
+                      path));
     print(load(false).peaks, fmt::format("peaks file: {}", path));
     return 0;
   }
@@ -640,23 +648,24 @@ int calibrate_command(const CalibrateCommand& command) {
   if (!cal.doubts.empty()) {
     std::string doubts;
     for (const std::string& d : cal.doubts) doubts += (doubts.empty() ? "" : "; ") + d;
-    std::string load = cal.load ? fmt::format(" (load {:.1f} on {} CPUs)", *cal.load,
-                                              cal.all_threads)
-                                : "";
+    std::string load =
+        cal.load ? fmt::format(" (load {:.1f} on {} CPUs)", *cal.load, cal.all_threads) : "";
     if (!command.force)
-      throw Error(fmt::format("figures not believable after {} measurements{}: {}; nothing "
-                              "written: measure on a quiet machine, or --force to keep them "
-                              "marked '{}'",
-                              kAttempts, load, doubts, kSourceForced));
-    std::cerr << fmt::format("sonde calibrate: warning: figures not believable{}: {}; kept "
-                             "with source '{}' (--force)\n",
-                             load, doubts, kSourceForced);
+      throw Error(
+          fmt::format("figures not believable after {} measurements{}: {}; nothing "
+                      "written: measure on a quiet machine, or --force to keep them "
+                      "marked '{}'",
+                      kAttempts, load, doubts, kSourceForced));
+    std::cerr << fmt::format(
+        "sonde calibrate: warning: figures not believable{}: {}; kept "
+        "with source '{}' (--force)\n",
+        load, doubts, kSourceForced);
   }
   std::vector<Peak> kept;
   std::vector<Peak> merged = merge_peaks(existing.peaks, cal.peaks, &kept);
-  write_peaks_file(path, format_peaks(merged, fmt::format("`sonde calibrate{}` on {}",
-                                                          command.quick ? " --quick" : "",
-                                                          host_and_date())));
+  write_peaks_file(
+      path, format_peaks(merged, fmt::format("`sonde calibrate{}` on {}",
+                                             command.quick ? " --quick" : "", host_and_date())));
   for (const std::string& w : cal.warnings) std::cerr << "sonde calibrate: warning: " << w << '\n';
   for (const Peak& m : kept) {
     auto measured = std::find_if(cal.peaks.begin(), cal.peaks.end(), [&](const Peak& p) {

@@ -81,9 +81,9 @@ struct CalibrateOptions {
 };
 
 struct Calibration {
-  std::vector<Peak> peaks;   // gemm.f32, gemm.f64, mem.bw, each for 1 and all threads
-  std::string blas;          // what was loaded, e.g. "libblas.so.3 (OpenBLAS 0.3.21 ...)"
-  int all_threads = 1;       // sysconf(_SC_NPROCESSORS_ONLN)
+  std::vector<Peak> peaks;  // gemm.f32, gemm.f64, mem.bw, each for 1 and all threads
+  std::string blas;         // what was loaded, e.g. "libblas.so.3 (OpenBLAS 0.3.21 ...)"
+  int all_threads = 1;      // sysconf(_SC_NPROCESSORS_ONLN)
   std::vector<std::string> warnings;
   // Per resource whose figures failed the checks on every attempt: why (its peaks then carry
   // the source kSourceForced). Empty: every figure is believable.
@@ -91,8 +91,8 @@ struct Calibration {
   std::optional<double> load;  // /proc/loadavg's 1-minute figure before measuring
 };
 
-// Loads options.blas_library (dlopen), times square GEMMs and the triad. Throws Error (exit 1) when the
-// BLAS cannot be loaded or lacks cblas_sgemm / cblas_dgemm, or memory cannot be had.
+// Loads options.blas_library (dlopen), times square GEMMs and the triad. Throws Error (exit 1) when
+// the BLAS cannot be loaded or lacks cblas_sgemm / cblas_dgemm, or memory cannot be had.
 Calibration run_calibration(const CalibrateOptions& options);
 
 struct CalibrateCommand {
@@ -101,8 +101,8 @@ struct CalibrateCommand {
   std::string blas = "libblas.so.3";  // --blas
   std::vector<std::string> sets;      // RESOURCE[@THREADS]=VALUE: record, measure nothing
   bool show = false;                  // print the file (after any --set); measure nothing
-  bool force = false;  // write figures that failed the checks, as source kSourceForced
-  std::string format = "text";        // of the table printed: text, csv or json
+  bool force = false;           // write figures that failed the checks, as source kSourceForced
+  std::string format = "text";  // of the table printed: text, csv or json
 };
 
 // `sonde calibrate`: progress and notes on stderr, the resulting table on stdout. Returns 0;

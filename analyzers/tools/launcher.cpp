@@ -233,8 +233,10 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
     // every interpreter that loads libsonde (torchrun's workers, a shell script's python3).
     std::string package = find_python_package(library);
     if (package.empty())
-      throw Error(fmt::format("sonde run --python: cannot find sonde's Python package beside {} "
-                              "(its sonde/autostart)", library));
+      throw Error(
+          fmt::format("sonde run --python: cannot find sonde's Python package beside {} "
+                      "(its sonde/autostart)",
+                      library));
     const char* path = std::getenv("PYTHONPATH");
     std::string value = package + "/sonde/autostart:" + package;
     if (path != nullptr && *path != '\0') value += fmt::format(":{}", path);

@@ -16,12 +16,12 @@ struct RunOptions {
   bool python = false;    // the Python hook in every interpreter of the run (PYTHONPATH)
   std::optional<std::string> flush_interval;
   std::optional<std::string> counters;
-  std::optional<std::string> sample_hz;  // SONDE_SAMPLE_HZ
-  std::optional<std::string> delay;      // SONDE_DELAY
-  std::optional<std::string> steps;      // SONDE_STEPS
+  std::optional<std::string> sample_hz;    // SONDE_SAMPLE_HZ
+  std::optional<std::string> delay;        // SONDE_DELAY
+  std::optional<std::string> steps;        // SONDE_STEPS
   std::optional<std::string> step_region;  // SONDE_STEP_REGION
   std::optional<std::string> report_sort;  // print `sonde report --sort KEY` once it has ended
-  std::vector<std::string> command;  // program and its arguments
+  std::vector<std::string> command;        // program and its arguments
 };
 
 // Runs the command and returns the exit status sonde should exit with: the child's status,

@@ -28,9 +28,9 @@ bool exists(const std::string& path) {
 
 // What sonde needs to know of the file at the output before moving it.
 struct Found {
-  bool profile = false;   // a SQLite file whose meta table names a schema_version
+  bool profile = false;    // a SQLite file whose meta table names a schema_version
   bool processes = false;  // ... with a process row (written by the first flush)
-  pid_t live_writer = 0;  // a process of it on this host, not ended and alive (0: none)
+  pid_t live_writer = 0;   // a process of it on this host, not ended and alive (0: none)
 };
 
 Found look_at(const std::string& path) {
@@ -56,13 +56,13 @@ Found look_at(const std::string& path) {
   if (found.processes)
     rows("SELECT pid, host, started_ns FROM processes WHERE ended_ns IS NULL",
          [&](sqlite3_stmt* st) {
-      pid_t pid = pid_t(sqlite3_column_int64(st, 0));
-      const auto* h = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-      bool here = h == nullptr || std::strcmp(h, host) == 0;
-      if (here && found.live_writer == 0 && pid > 0 && pid != ::getpid() &&
-          process_alive(pid, sqlite3_column_int64(st, 2)))
-        found.live_writer = pid;
-    });
+           pid_t pid = pid_t(sqlite3_column_int64(st, 0));
+           const auto* h = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
+           bool here = h == nullptr || std::strcmp(h, host) == 0;
+           if (here && found.live_writer == 0 && pid > 0 && pid != ::getpid() &&
+               process_alive(pid, sqlite3_column_int64(st, 2)))
+             found.live_writer = pid;
+         });
   sqlite3_close(db);
   return found;
 }

@@ -113,7 +113,8 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
   r.profile = (dir / (stem + ".db")).string();
   r.stdout_path = (dir / (stem + ".out")).string();
   r.stderr_path = (dir / (stem + ".err")).string();
-  for (const char* suffix : {"", "-journal", "-wal", "-shm"}) ::unlink((r.profile + suffix).c_str());
+  for (const char* suffix : {"", "-journal", "-wal", "-shm"})
+    ::unlink((r.profile + suffix).c_str());
 
   std::vector<char*> argv;
   for (const auto& arg : l.command) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -134,8 +135,8 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
     if (!l.python_path.empty()) ::setenv("PYTHONPATH", l.python_path.c_str(), 1);
     for (const Knob& k : knobs) ::setenv(k.variable.c_str(), k.value.c_str(), 1);
     ::execvp(argv[0], argv.data());
-    std::string msg = fmt::format("sonde tune: cannot execute {}: {}\n", l.command[0],
-                                  std::strerror(errno));
+    std::string msg =
+        fmt::format("sonde tune: cannot execute {}: {}\n", l.command[0], std::strerror(errno));
     [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg.data(), msg.size());
     ::_exit(127);
   }
@@ -146,7 +147,8 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
     pid_t got = ::wait4(child, &status, WNOHANG, &usage);
     if (got == child) break;
     if (got < 0 && errno != EINTR) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (l.timeout_s > 0 && elapsed > l.timeout_s && !timed_out) {
       timed_out = true;  // SIGTERM lets sonde flush; SIGKILL two seconds later if it does not end
       ::kill(-child, SIGTERM);
@@ -160,9 +162,12 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto seconds = [](const timeval& t) { return double(t.tv_sec) + t.tv_usec / 1e6; };
   r.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-  if (timed_out) r.ended = fmt::format("timed out after {:g} s", l.timeout_s);
-  else if (WIFSIGNALED(status)) r.ended = "killed by " + signal_text(WTERMSIG(status));
-  else if (WEXITSTATUS(status) != 0) r.ended = fmt::format("exit {}", WEXITSTATUS(status));
+  if (timed_out)
+    r.ended = fmt::format("timed out after {:g} s", l.timeout_s);
+  else if (WIFSIGNALED(status))
+    r.ended = "killed by " + signal_text(WTERMSIG(status));
+  else if (WEXITSTATUS(status) != 0)
+    r.ended = fmt::format("exit {}", WEXITSTATUS(status));
   r.ok = r.ended.empty();
   return r;
 }
@@ -184,18 +189,21 @@ struct RoutineKey {
 std::vector<std::pair<std::string, RoutineKey>> top_routines(const std::string& profile, int n) {
   std::vector<std::pair<std::string, RoutineKey>> out;
   ProfileFile f = ProfileFile::open(profile);
-  auto st = f.prepare("SELECT routine, kind, COALESCE(library, ''), COALESCE(file, ''), "
-                      "COALESCE(line, 0) FROM hotspots ORDER BY excl_s DESC LIMIT ?");
+  auto st = f.prepare(
+      "SELECT routine, kind, COALESCE(library, ''), COALESCE(file, ''), "
+      "COALESCE(line, 0) FROM hotspots ORDER BY excl_s DESC LIMIT ?");
   st.bind(1, std::int64_t{n});
   while (st.step())
-    out.push_back({st.text(0), RoutineKey{st.text(1), st.text(2), st.text(3), st.text(0), st.int64(4)}});
+    out.push_back(
+        {st.text(0), RoutineKey{st.text(1), st.text(2), st.text(3), st.text(0), st.int64(4)}});
   return out;
 }
 
 double routine_excl_s(const ProfileFile& f, const RoutineKey& key) {
-  auto st = f.prepare("SELECT COALESCE(SUM(excl_s), 0) FROM hotspots WHERE routine = ? AND kind = ? "
-                      "AND COALESCE(library, '') = ? AND COALESCE(file, '') = ? "
-                      "AND COALESCE(line, 0) = ?");
+  auto st = f.prepare(
+      "SELECT COALESCE(SUM(excl_s), 0) FROM hotspots WHERE routine = ? AND kind = ? "
+      "AND COALESCE(library, '') = ? AND COALESCE(file, '') = ? "
+      "AND COALESCE(line, 0) = ?");
   st.bind(1, key.name).bind(2, key.kind).bind(3, key.library).bind(4, key.file).bind(5, key.line);
   return st.step() ? st.real(0) : 0.0;
 }
@@ -240,7 +248,8 @@ std::map<std::string, double> phase_times(const std::string& profile, const Phas
   ProfileFile f = ProfileFile::open(profile);
   if (src.breakdown) return breakdown_phases(f);
   std::map<std::string, double> out;
-  for (std::size_t i = 0; i < src.names.size(); ++i) out[src.names[i]] = routine_excl_s(f, src.routines[i]);
+  for (std::size_t i = 0; i < src.names.size(); ++i)
+    out[src.names[i]] = routine_excl_s(f, src.routines[i]);
   return out;
 }
 
@@ -364,8 +373,10 @@ TuneResult run_tune(const TuneOptions& o) {
   if (ec || !fs::is_directory(dir))
     throw Error(fmt::format("cannot create {}: {}", o.output_dir, ec.message()));
   Launch launch{o.command, find_preload_library(), python_path_for(o.command), o.timeout_s};
-  if (fs::path(o.command[0]).filename().string().rfind("python", 0) == 0 && launch.python_path.empty())
-    result.notes.push_back("the Python hook's folder was not found beside sonde: native calls only");
+  if (fs::path(o.command[0]).filename().string().rfind("python", 0) == 0 &&
+      launch.python_path.empty())
+    result.notes.push_back(
+        "the Python hook's folder was not found beside sonde: native calls only");
 
   TuneStage original;
   original.name = "original";
@@ -378,9 +389,10 @@ TuneResult run_tune(const TuneOptions& o) {
   original.runs.push_back(run_once(launch, {}, dir, "original.1"));
   progress("original", 1, original.runs.back());
   if (!original.runs.back().ok)
-    throw Error(fmt::format("the command failed as it is ({}; its output is in {}): nothing to "
-                            "compare the stages with",
-                            original.runs.back().ended, original.runs.back().stderr_path));
+    throw Error(
+        fmt::format("the command failed as it is ({}; its output is in {}): nothing to "
+                    "compare the stages with",
+                    original.runs.back().ended, original.runs.back().stderr_path));
   PhaseSource phases = choose_phases(original.runs[0].profile);
   result.phase_names = phases.names;
 
@@ -388,7 +400,8 @@ TuneResult run_tune(const TuneOptions& o) {
   bool all_asked = names.empty();
   if (names.empty()) {
     names = {"blas-threads", "ftz", "pinning"};
-    if (recorded_torch(original.runs[0].profile)) names.insert(names.begin() + 1, "framework-threads");
+    if (recorded_torch(original.runs[0].profile))
+      names.insert(names.begin() + 1, "framework-threads");
   } else {
     all_asked = std::erase(names, std::string("all")) > 0;
   }
@@ -408,7 +421,8 @@ TuneResult run_tune(const TuneOptions& o) {
   // Round 1's original ran above; each later round starts with one.
   auto round_of = [&](std::vector<TuneStage*> group, int round) {
     if (round > 1) {
-      original.runs.push_back(run_once(launch, {}, dir, fmt::format("original.{}", original.runs.size() + 1)));
+      original.runs.push_back(
+          run_once(launch, {}, dir, fmt::format("original.{}", original.runs.size() + 1)));
       progress("original", int(original.runs.size()), original.runs.back());
     }
     for (TuneStage* s : group) {
@@ -463,7 +477,8 @@ TuneResult run_tune(const TuneOptions& o) {
         progress("all", round, all.runs.back());
         if (!all.runs.back().ok) {
           all.status = "failed";
-          all.reason = fmt::format("{} (see {})", all.runs.back().ended, all.runs.back().stderr_path);
+          all.reason =
+              fmt::format("{} (see {})", all.runs.back().ended, all.runs.back().stderr_path);
           break;
         }
       }

@@ -25,11 +25,14 @@ Table tune_table(const TuneResult& r) {
   Table t;
   t.columns = {{"stage", "stage", 0}, {"knobs", "knobs", 0}};
   for (const std::string& p : r.phase_names) t.columns.push_back({p + " s", p, 3});
-  t.columns.insert(t.columns.end(),
-                   {{"total s", "total_s", 3},         {"min-max s", "range", 0},
-                    {"cpu s", "cpu_s", 3},              {"cpu min-max s", "cpu_range", 0},
-                    {"speedup", "speedup", 0},         {"est. gain s", "estimated_gain_s", 3},
-                    {"measured gain s", "measured_gain_s", 3}, {"output", "output", 0}});
+  t.columns.insert(t.columns.end(), {{"total s", "total_s", 3},
+                                     {"min-max s", "range", 0},
+                                     {"cpu s", "cpu_s", 3},
+                                     {"cpu min-max s", "cpu_range", 0},
+                                     {"speedup", "speedup", 0},
+                                     {"est. gain s", "estimated_gain_s", 3},
+                                     {"measured gain s", "measured_gain_s", 3},
+                                     {"output", "output", 0}});
   for (const TuneStage& s : r.stages) {
     std::vector<Cell> row;
     row.push_back(s.name);
@@ -46,18 +49,22 @@ Table tune_table(const TuneResult& r) {
     row.push_back(measured ? Cell{s.cpu_median_s} : Cell{});
     row.push_back(measured ? Cell{fmt::format("{:.3f}-{:.3f}", s.cpu_min_s, s.cpu_max_s)} : Cell{});
     std::string speed;
-    if (s.status != "ran") speed = s.status + ": " + s.reason;
-    else if (s.name == "original") speed = "1.00x";
+    if (s.status != "ran")
+      speed = s.status + ": " + s.reason;
+    else if (s.name == "original")
+      speed = "1.00x";
     else if (s.verdict == Verdict::kNone)
       speed = fmt::format("none ({:.2f}x {}, {})", s.speedup.value_or(0), s.by_cpu ? "cpu" : "wall",
                           tune_too_few_runs(original_runs, s.runs.size())
                               ? "too few runs to tell: --repeat 3 or more"
                               : "in the noise");
-    else speed = fmt::format("{:.2f}x {}", s.speedup.value_or(0), s.by_cpu ? "cpu" : "wall");
+    else
+      speed = fmt::format("{:.2f}x {}", s.speedup.value_or(0), s.by_cpu ? "cpu" : "wall");
     row.push_back(speed);
     row.push_back(s.estimated_gain_s ? Cell{*s.estimated_gain_s} : Cell{});
-    row.push_back(s.measured_gain_s ? Cell{*s.measured_gain_s}
-                                    : s.status == "ran" && s.name != "original" ? Cell{0.0} : Cell{});
+    row.push_back(s.measured_gain_s                           ? Cell{*s.measured_gain_s}
+                  : s.status == "ran" && s.name != "original" ? Cell{0.0}
+                                                              : Cell{});
     row.push_back(s.name == "original" || s.status != "ran" || !s.output
                       ? std::string("-")
                       : output_summary(*s.output));
@@ -69,18 +76,20 @@ Table tune_table(const TuneResult& r) {
 std::string render_tune_text(const TuneResult& r) {
   // The command as a profile keeps it: tune's report and its JSON are files too.
   std::string cmd = redact_arguments(r.command, true);
-  std::string out = fmt::format("sonde tune: {}\n{} run(s) per stage, interleaved with the original; "
-                                "{} core(s); profiles in {}\n\n",
-                                visible(cmd), r.repeat, r.cores, visible(r.output_dir));
+  std::string out = fmt::format(
+      "sonde tune: {}\n{} run(s) per stage, interleaved with the original; "
+      "{} core(s); profiles in {}\n\n",
+      visible(cmd), r.repeat, r.cores, visible(r.output_dir));
   out += render_text(tune_table(r));
-  out += fmt::format("\nTimes are seconds of the whole command, median of the runs (wall, and CPU: "
-                     "user + system); the phase columns are the training loop's breakdown, or the "
-                     "original's top routines by exclusive time. A stage that changes thread "
-                     "counts is judged on wall time, any other on CPU time, which a loaded "
-                     "machine moves far less. It is faster only when every run of it beat every "
-                     "run of the original and the medians differ by more than {:.0f} %; otherwise "
-                     "the difference is none (as it is under {:.0f} ms).\n",
-                     kTuneMinEffect * 100, kTuneMinSeconds * 1000);
+  out += fmt::format(
+      "\nTimes are seconds of the whole command, median of the runs (wall, and CPU: "
+      "user + system); the phase columns are the training loop's breakdown, or the "
+      "original's top routines by exclusive time. A stage that changes thread "
+      "counts is judged on wall time, any other on CPU time, which a loaded "
+      "machine moves far less. It is faster only when every run of it beat every "
+      "run of the original and the medians differ by more than {:.0f} %; otherwise "
+      "the difference is none (as it is under {:.0f} ms).\n",
+      kTuneMinEffect * 100, kTuneMinSeconds * 1000);
   OutputTolerance tol;
   out += fmt::format(
       "Output: every number the program printed on stdout against the same one of "
@@ -91,14 +100,19 @@ std::string render_tune_text(const TuneResult& r) {
       tolerance_text(tol.rel), tolerance_text(tol.abs));
   for (const TuneStage& s : r.stages) {
     if (s.output_changed)
-      out += fmt::format("{} changes the program's results: {}\n", s.name, visible(s.output_difference));
-    if (s.estimated_gain_s && *s.estimated_gain_s > 0 && s.verdict != Verdict::kFaster && s.status == "ran")
+      out += fmt::format("{} changes the program's results: {}\n", s.name,
+                         visible(s.output_difference));
+    if (s.estimated_gain_s && *s.estimated_gain_s > 0 && s.verdict != Verdict::kFaster &&
+        s.status == "ran")
       out += fmt::format("{}: the {} rule estimated {:.3f} s; the measurement refutes it\n", s.name,
                          s.rule, *s.estimated_gain_s);
-    if (s.estimated_gain_s && s.measured_gain_s && s.verdict == Verdict::kFaster && s.status == "ran")
-      out += fmt::format("{}: the {} rule estimated {:.3f} s, {:.3f} s measured: the measurement "
-                         "{}\n", s.name, s.rule, *s.estimated_gain_s, *s.measured_gain_s,
-                         *s.estimated_gain_s > 0.001 ? "confirms it" : "finds what it missed");
+    if (s.estimated_gain_s && s.measured_gain_s && s.verdict == Verdict::kFaster &&
+        s.status == "ran")
+      out += fmt::format(
+          "{}: the {} rule estimated {:.3f} s, {:.3f} s measured: the measurement "
+          "{}\n",
+          s.name, s.rule, *s.estimated_gain_s, *s.measured_gain_s,
+          *s.estimated_gain_s > 0.001 ? "confirms it" : "finds what it missed");
   }
   for (const std::string& n : r.notes) out += "note: " + visible(n) + "\n";
   return out;
@@ -163,7 +177,8 @@ Json render_tune_json(const TuneResult& r) {
     e["measured_gain_s"] = s.measured_gain_s ? Json(*s.measured_gain_s) : Json();
     e["runs"] = Json::array();
     for (const TuneRun& run : s.runs) {
-      Json x{{"wall_s", run.wall_s}, {"cpu_s", run.cpu_s}, {"ok", run.ok}, {"profile", run.profile}};
+      Json x{
+          {"wall_s", run.wall_s}, {"cpu_s", run.cpu_s}, {"ok", run.ok}, {"profile", run.profile}};
       if (!run.ok) x["ended"] = run.ended;
       e["runs"].push_back(x);
     }

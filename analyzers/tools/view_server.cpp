@@ -9,9 +9,9 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -139,9 +139,8 @@ struct ViewServer::Impl {
       port = host.substr(colon + 1);
     }
     if (host.find(':') != host.rfind(':') && !host.starts_with('[')) return false;
-    if (port.size() > 5 || !std::all_of(port.begin(), port.end(), [](char c) {
-          return c >= '0' && c <= '9';
-        }))
+    if (port.size() > 5 ||
+        !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }))
       return false;
     return name == "localhost" || name == "127.0.0.1" || name == "[::1]";
   }
@@ -193,8 +192,10 @@ struct ViewServer::Impl {
     const char* type = kResources[3].content_type;
     std::string part = req.get_param_value("part");
     try {
-      if (!req.has_param("part")) return send(res, std::make_shared<const std::string>(data->whole()), type);
-      if (part == "index") return send(res, std::make_shared<const std::string>(data->index()), type);
+      if (!req.has_param("part"))
+        return send(res, std::make_shared<const std::string>(data->whole()), type);
+      if (part == "index")
+        return send(res, std::make_shared<const std::string>(data->index()), type);
       if (part == "diff") return send(res, std::make_shared<const std::string>(data->diff()), type);
       std::string profile = req.get_param_value("profile");
       std::size_t index = 0;
@@ -319,7 +320,8 @@ int ViewServer::serve(std::shared_ptr<ViewData> data, bool open,
   // process ends without them, with the status a clean stop has.
   std::atomic<bool> joined{false};
   std::thread grace([&] {
-    for (int i = 0; i < 20 && !joined; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (int i = 0; i < 20 && !joined; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     if (joined) return;
     browser.finish();
     std::fflush(nullptr);

@@ -29,12 +29,11 @@ class ViewServer {
   // http://127.0.0.1:PORT/?token=T
   std::string url() const;
   // Serves `data` until SIGINT or SIGTERM: /data.json the whole bundle, ?part=index what it holds,
-  // ?part=diff the diff, ?profile=I&part=NAME one part of a profile, each made when first asked. `ready` runs once the signals are
-  // taken (so a script that reads the URL and sends SIGTERM gets a clean exit); when it returns
-  // false (the URL could not be printed) the server stops at once. Then, with `open`, the
-  // user's browser starts. Returns the exit status.
-  int serve(std::shared_ptr<ViewData> data, bool open,
-            const std::function<bool()>& ready);
+  // ?part=diff the diff, ?profile=I&part=NAME one part of a profile, each made when first asked.
+  // `ready` runs once the signals are taken (so a script that reads the URL and sends SIGTERM gets
+  // a clean exit); when it returns false (the URL could not be printed) the server stops at once.
+  // Then, with `open`, the user's browser starts. Returns the exit status.
+  int serve(std::shared_ptr<ViewData> data, bool open, const std::function<bool()>& ready);
 
  private:
   struct Impl;

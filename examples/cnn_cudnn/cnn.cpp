@@ -11,8 +11,8 @@ namespace {
 
 constexpr int kSide = 28, kPixels = kSide * kSide, kClasses = 10;
 constexpr int kC1 = 8, kC2 = 16, kKernel = 5, kPad = 2;
-constexpr int kS1 = kSide / 2, kS2 = kSide / 4;        // after each 2x2 pooling
-constexpr int kFeatures = kC2 * kS2 * kS2;             // 784
+constexpr int kS1 = kSide / 2, kS2 = kSide / 4;  // after each 2x2 pooling
+constexpr int kFeatures = kC2 * kS2 * kS2;       // 784
 constexpr float kOne = 1.0f, kZero = 0.0f;
 
 std::size_t elems(int n, int c, int s) { return std::size_t(n) * c * s * s; }
@@ -43,12 +43,13 @@ void Cnn::make_conv(Conv& c, int in_ch, int out_ch, cudnnTensorDescriptor_t in,
                                        kKernel, kKernel));
   c.bias_desc = tensor(1, out_ch, 1, 1);
   GPU_CHECK(cudnnCreateConvolutionDescriptor(&c.desc));
-  GPU_CHECK(cudnnSetConvolution2dDescriptor(c.desc, kPad, kPad, 1, 1, 1, 1,
-                                            CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  GPU_CHECK(cudnnSetConvolution2dDescriptor(c.desc, kPad, kPad, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
+                                            CUDNN_DATA_FLOAT));
   // cuDNN's heuristics rank the algorithms; the first that reports success is taken.
   int found = 0;
   cudnnConvolutionFwdAlgoPerf_t fwd[8];
-  GPU_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(dnn_, in, c.w_desc, c.desc, out, 8, &found, fwd));
+  GPU_CHECK(
+      cudnnGetConvolutionForwardAlgorithm_v7(dnn_, in, c.w_desc, c.desc, out, 8, &found, fwd));
   cudnnConvolutionBwdDataAlgoPerf_t bd[8];
   int found_bd = 0;
   GPU_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_, c.w_desc, out, c.desc, in, 8,
@@ -89,7 +90,8 @@ Cnn::Cnn(int batch, mlp::Rng& rng) : batch_(batch) {
   GPU_CHECK(cudnnCreate(&dnn_));
   GPU_CHECK(cublasCreate(&blas_));
   GPU_CHECK(cudnnCreateActivationDescriptor(&relu_));
-  GPU_CHECK(cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  GPU_CHECK(
+      cudnnSetActivationDescriptor(relu_, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
   GPU_CHECK(cudnnCreatePoolingDescriptor(&pool_));
   GPU_CHECK(cudnnSetPooling2dDescriptor(pool_, CUDNN_POOLING_MAX, CUDNN_NOT_PROPAGATE_NAN, 2, 2, 0,
                                         0, 2, 2));
@@ -151,11 +153,15 @@ void Cnn::forward() {
     GPU_CHECK(cudnnAddTensor(dnn_, &kOne, c.bias_desc, c.b.value.get(), &kOne, out_d, out.get()));
   };
   conv(conv1_, x_desc_, x_, c1_desc_, c1_);
-  GPU_CHECK(cudnnActivationForward(dnn_, relu_, &kOne, c1_desc_, c1_.get(), &kZero, c1_desc_, a1_.get()));
-  GPU_CHECK(cudnnPoolingForward(dnn_, pool_, &kOne, c1_desc_, a1_.get(), &kZero, p1_desc_, p1_.get()));
+  GPU_CHECK(
+      cudnnActivationForward(dnn_, relu_, &kOne, c1_desc_, c1_.get(), &kZero, c1_desc_, a1_.get()));
+  GPU_CHECK(
+      cudnnPoolingForward(dnn_, pool_, &kOne, c1_desc_, a1_.get(), &kZero, p1_desc_, p1_.get()));
   conv(conv2_, p1_desc_, p1_, c2_desc_, c2_);
-  GPU_CHECK(cudnnActivationForward(dnn_, relu_, &kOne, c2_desc_, c2_.get(), &kZero, c2_desc_, a2_.get()));
-  GPU_CHECK(cudnnPoolingForward(dnn_, pool_, &kOne, c2_desc_, a2_.get(), &kZero, p2_desc_, p2_.get()));
+  GPU_CHECK(
+      cudnnActivationForward(dnn_, relu_, &kOne, c2_desc_, c2_.get(), &kZero, c2_desc_, a2_.get()));
+  GPU_CHECK(
+      cudnnPoolingForward(dnn_, pool_, &kOne, c2_desc_, a2_.get(), &kZero, p2_desc_, p2_.get()));
   // Column-major: z (10 x N) = W^T (10 x 784) p2 (784 x N), then z += b 1^T.
   GPU_CHECK(cublasSgemm(blas_, CUBLAS_OP_T, CUBLAS_OP_N, kClasses, batch_, kFeatures, &kOne,
                         fc_w_.value.get(), kFeatures, p2_.get(), kFeatures, &kZero, z_.get(),
@@ -206,9 +212,9 @@ void Cnn::backward() {
   GPU_CHECK(cudnnConvolutionBackwardFilter(dnn_, &kOne, p1_desc_, p1_.get(), c2_desc_, dc2_.get(),
                                            conv2_.desc, conv2_.bwd_filter, ws, ws_bytes, &kZero,
                                            conv2_.w_desc, conv2_.w.grad.get()));
-  GPU_CHECK(cudnnConvolutionBackwardData(dnn_, &kOne, conv2_.w_desc, conv2_.w.value.get(),
-                                         c2_desc_, dc2_.get(), conv2_.desc, conv2_.bwd_data, ws,
-                                         ws_bytes, &kZero, p1_desc_, dp1_.get()));
+  GPU_CHECK(cudnnConvolutionBackwardData(dnn_, &kOne, conv2_.w_desc, conv2_.w.value.get(), c2_desc_,
+                                         dc2_.get(), conv2_.desc, conv2_.bwd_data, ws, ws_bytes,
+                                         &kZero, p1_desc_, dp1_.get()));
   // Block 1: no gradient for the input images.
   GPU_CHECK(cudnnPoolingBackward(dnn_, pool_, &kOne, p1_desc_, p1_.get(), p1_desc_, dp1_.get(),
                                  c1_desc_, a1_.get(), &kZero, c1_desc_, da1_.get()));

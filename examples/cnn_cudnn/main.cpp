@@ -25,7 +25,8 @@ cnn::BatchStats evaluate(cnn::Cnn& model, const mlp::Dataset& set) {
     const int count = static_cast<int>(std::min<long>(batch, set.size() - start));
     for (int r = 0; r < batch; ++r) {
       const long i = r < count ? start + r : r - count;
-      std::copy_n(set.image(i % set.size()), mlp::kImageSize, x.data() + std::size_t(r) * mlp::kImageSize);
+      std::copy_n(set.image(i % set.size()), mlp::kImageSize,
+                  x.data() + std::size_t(r) * mlp::kImageSize);
       y[std::size_t(r)] = set.labels[std::size_t(i % set.size())];
     }
     const cnn::BatchStats s = model.score(x.data(), y.data(), count);
@@ -39,7 +40,8 @@ cnn::BatchStats evaluate(cnn::Cnn& model, const mlp::Dataset& set) {
 
 int main(int argc, char** argv) {
   const cnn::Options opt = cnn::parse_options(argc, argv);
-  const mlp::TrainTest data = mlp::load_for_training("cnn_train", opt.mnist_dir, opt.seed, opt.batch);
+  const mlp::TrainTest data =
+      mlp::load_for_training("cnn_train", opt.mnist_dir, opt.seed, opt.batch);
   try {
     mlp::Rng init_rng(opt.seed);
     cnn::Cnn model(opt.batch, init_rng);

@@ -115,8 +115,8 @@ TrainTest load_mnist(const std::string& dir) {
   return {load_pair(dir, "train"), load_pair(dir, "t10k")};
 }
 
-TrainTest load_for_training(const char* program, const std::string& mnist_dir,
-                            std::uint64_t seed, int batch) {
+TrainTest load_for_training(const char* program, const std::string& mnist_dir, std::uint64_t seed,
+                            int batch) {
   TrainTest data;
   try {
     data = mnist_dir.empty() ? make_synthetic(seed) : load_mnist(mnist_dir);

@@ -41,7 +41,7 @@ TrainTest load_mnist(const std::string& dir);
 
 // What an example's main needs: MNIST from `mnist_dir`, else the synthetic set; a bad file or a
 // batch larger than the training set is reported as "<program>: ..." with exit status 2.
-TrainTest load_for_training(const char* program, const std::string& mnist_dir,
-                            std::uint64_t seed, int batch);
+TrainTest load_for_training(const char* program, const std::string& mnist_dir, std::uint64_t seed,
+                            int batch);
 
 }  // namespace mlp

@@ -94,7 +94,8 @@ int main(int argc, char** argv) {
   sonde_region_begin("evaluate");
   const BatchStats test = evaluate(model, data.test, opt.batch);
   sonde_region_end("evaluate");
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::printf("final loss %.6f test_acc %.4f\n", test.loss_sum / data.test.size(),
               static_cast<double>(test.correct) / data.test.size());

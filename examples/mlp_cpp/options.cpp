@@ -9,7 +9,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: mlp_train [options]\n"
-    "Trains the Chainer MNIST MLP (784-1000-1000-10, ReLU, softmax cross-entropy, Adam) in float32\n"
+    "Trains the Chainer MNIST MLP (784-1000-1000-10, ReLU, softmax cross-entropy, Adam) in "
+    "float32\n"
     "with every matrix product in CBLAS and the Adam update in plain loops.\n"
     "\n"
     "  --steps N        training steps (default 300)\n"

@@ -11,7 +11,7 @@ typedef void (*SaxpyFn)(int, float, const float*, int, float*, int);
 
 static void* next_symbol(const char* name) {
   void* fn = dlsym(RTLD_NEXT, name);
-  if (fn == NULL) __builtin_trap();  /* the program called it, so it must exist */
+  if (fn == NULL) __builtin_trap(); /* the program called it, so it must exist */
   return fn;
 }
 

@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   float x[1] = {1.0f}, y[1] = {2.0f};
   volatile float sink = 0.0f;
   long long total = 0;
-  for (long long r = -1; r < reps; ++r) {  /* r = -1: warm-up (symbol lookup, caches, node) */
+  for (long long r = -1; r < reps; ++r) { /* r = -1: warm-up (symbol lookup, caches, node) */
     long long n = r < 0 ? warmup : calls;
     double t0 = bench_now_s();
     if (use_axpy) {

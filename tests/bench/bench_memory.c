@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
   }
   double t1 = bench_now_s();
   long rss_loop = bench_peak_rss_kib();
-  int flushed = sonde_flush();  /* the writing costs memory too: include it in the peak */
+  int flushed = sonde_flush(); /* the writing costs memory too: include it in the peak */
   long rss_flush = bench_peak_rss_kib();
   (void)sink;
   printf("calls_total %lld\n", total);

@@ -9,7 +9,9 @@
 
 static void CUPTIAPI on_api(void* u, CUpti_CallbackDomain d, CUpti_CallbackId c, const void* p) {}
 static void CUPTIAPI on_request(uint8_t** b, size_t* s, size_t* m) {
-  *s = 8 << 20; *b = aligned_alloc(8, *s); *m = 0;
+  *s = 8 << 20;
+  *b = aligned_alloc(8, *s);
+  *m = 0;
 }
 static CUptiResult (*get_next)(uint8_t*, size_t, CUpti_Activity**);
 static unsigned long g_records;
@@ -28,11 +30,18 @@ __attribute__((constructor)) static void start(void) {
   const char* mode = getenv("CUPTI_FLOOR");
   if (mode == NULL) return;
   void* h = dlopen("libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (!h) h = dlopen("/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
-  if (!h) { fprintf(stderr, "cupti_floor: no libcupti\n"); return; }
-  CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = dlsym(h, "cuptiSubscribe");
-  CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) = dlsym(h, "cuptiEnableDomain");
-  CUptiResult (*reg)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) = dlsym(h, "cuptiActivityRegisterCallbacks");
+  if (!h)
+    h = dlopen("/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    fprintf(stderr, "cupti_floor: no libcupti\n");
+    return;
+  }
+  CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) =
+      dlsym(h, "cuptiSubscribe");
+  CUptiResult (*enable_domain)(uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain) =
+      dlsym(h, "cuptiEnableDomain");
+  CUptiResult (*reg)(CUpti_BuffersCallbackRequestFunc, CUpti_BuffersCallbackCompleteFunc) =
+      dlsym(h, "cuptiActivityRegisterCallbacks");
   CUptiResult (*enable)(CUpti_ActivityKind) = dlsym(h, "cuptiActivityEnable");
   get_next = dlsym(h, "cuptiActivityGetNextRecord");
   flush_all = dlsym(h, "cuptiActivityFlushAll");

@@ -17,11 +17,16 @@ enum : int { kNoTrans = 111, kTrans = 112, kConjTrans = 113 };
 
 constexpr int64_t element_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kF64: return 8;
-    case DType::kC64: return 8;
-    case DType::kC128: return 16;
-    default: return 0;
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kC64:
+      return 8;
+    case DType::kC128:
+      return 16;
+    default:
+      return 0;
   }
 }
 constexpr bool is_complex(DType t) { return t == DType::kC64 || t == DType::kC128; }
@@ -39,7 +44,9 @@ inline int64_t val(int64_t v) { return v < 0 ? 0 : v; }
 inline int64_t val(const int* p) { return p && *p > 0 ? *p : 0; }
 
 template <class S>
-bool nonzero(S s) { return s != S(0); }
+bool nonzero(S s) {
+  return s != S(0);
+}
 inline bool nonzero_complex(const void* p, DType t) {
   if (p == nullptr) return true;
   if (t == DType::kC64) {

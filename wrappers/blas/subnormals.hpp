@@ -50,8 +50,8 @@ void sample_gemm_operands(bool row_major, char ta, char tb, int64_t m, int64_t n
                           const void* a, int64_t lda, const void* b, int64_t ldb) {
   if (!sample_this_call()) return;
   uint64_t seen = 0;
-  uint64_t found = count_subnormals(static_cast<const T*>(a), ta == 'N' ? m : k,
-                                    ta == 'N' ? k : m, lda, row_major, seen);
+  uint64_t found = count_subnormals(static_cast<const T*>(a), ta == 'N' ? m : k, ta == 'N' ? k : m,
+                                    lda, row_major, seen);
   found += count_subnormals(static_cast<const T*>(b), tb == 'N' ? k : n, tb == 'N' ? n : k, ldb,
                             row_major, seen);
   record_subnormal_sample(seen, found);

@@ -189,8 +189,8 @@ CallCost walk_plan(cudnnBackendDescriptor_t plan) {
 }
 
 // Plans are made once and executed many times (PyTorch keeps them in a cache), so each thread
-// keeps the cost of the plans it ran: no lock, one allocation per thread. A plan destroyed and another made
-// at the same address would be costed as the first (docs/gpu.md).
+// keeps the cost of the plans it ran: no lock, one allocation per thread. A plan destroyed and
+// another made at the same address would be costed as the first (docs/gpu.md).
 constexpr size_t kCacheSlots = 64;
 struct CacheSlot {
   const void* plan = nullptr;

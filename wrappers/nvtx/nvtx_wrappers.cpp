@@ -153,10 +153,10 @@ RangeId injected_start(const Label& label) {
 
 }  // namespace
 
-#define SONDE_NVTX(NAME, RET, PARAMS, ARGS, KIND, LABEL)                                      \
-  extern "C" __attribute__((visibility("default"))) RET NAME PARAMS {                          \
-    auto real = reinterpret_cast<RET(*) PARAMS>(g_real[size_t(Entry::NAME)].get());           \
-    return range<Kind::KIND>([&] { return real ARGS; }, LABEL);                                \
+#define SONDE_NVTX(NAME, RET, PARAMS, ARGS, KIND, LABEL)                            \
+  extern "C" __attribute__((visibility("default"))) RET NAME PARAMS {               \
+    auto real = reinterpret_cast<RET(*) PARAMS>(g_real[size_t(Entry::NAME)].get()); \
+    return range<Kind::KIND>([&] { return real ARGS; }, LABEL);                     \
   }
 #include "nvtx_routines.def"
 #undef SONDE_NVTX

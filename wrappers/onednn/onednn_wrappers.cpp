@@ -13,9 +13,9 @@
 #include "sonde/process_hooks.hpp"
 
 namespace sonde {
-std::string object_path_of(const void* address);       // libprof/src/symbols/real_symbol.cpp
+std::string object_path_of(const void* address);             // libprof/src/symbols/real_symbol.cpp
 void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
-}
+}  // namespace sonde
 
 namespace {
 
@@ -59,8 +59,8 @@ const Api& api() {
     if (version) r.version = version();
     r.usable = r.get_pd && r.query && r.query_md && r.version && r.version->major == 2;
     if (r.version && r.version->cpu_runtime == DNNL_RUNTIME_OMP)
-      r.omp_max_threads = reinterpret_cast<int (*)()>(sonde::symbol_beside(
-          reinterpret_cast<const void*>(r.get_pd), "omp_get_max_threads"));
+      r.omp_max_threads = reinterpret_cast<int (*)()>(
+          sonde::symbol_beside(reinterpret_cast<const void*>(r.get_pd), "omp_get_max_threads"));
     r.sequential = r.version && r.version->cpu_runtime == DNNL_RUNTIME_SEQ;
     return r;
   }();

@@ -45,8 +45,7 @@ const OutlierSums* outliers_of(const ThreadState& t, uint32_t node) {
 
 NodeTimes node_times(const Node& n, uint64_t calls, const OutlierSums* o) {
   constexpr auto kRelaxed = std::memory_order_relaxed;
-  NodeTimes r{int64_t(n.incl_ticks.load(kRelaxed)), int64_t(n.excl_ticks.load(kRelaxed)), 0, 0,
-              0};
+  NodeTimes r{int64_t(n.incl_ticks.load(kRelaxed)), int64_t(n.excl_ticks.load(kRelaxed)), 0, 0, 0};
   uint64_t k = n.timed.load(std::memory_order_acquire);
   if (k == 0) return r;
   uint64_t warm = n.warm_calls.load(kRelaxed);

@@ -25,8 +25,8 @@ uint64_t adaptive_seed(uint64_t a, uint64_t b);
 struct NodeTimes {
   int64_t incl_ticks, excl_ticks;
   double se_ticks;
-  uint64_t timed;      // timed calls of the sampled part
-  uint64_t sampled;    // calls of the sampled part (timed or not)
+  uint64_t timed;         // timed calls of the sampled part
+  uint64_t sampled;       // calls of the sampled part (timed or not)
   uint64_t outliers = 0;  // timed calls clipped to kOutlierFactor x the path's mean (rare or not)
 };
 // `o`: the path's outliers (outliers_of), nullptr when it has none.

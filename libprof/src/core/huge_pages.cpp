@@ -33,8 +33,8 @@ void* huge_alloc(size_t bytes) {
   if (bytes < kSmallest) return std::malloc(bytes == 0 ? 1 : bytes);
   size_t size = mapped_size(bytes);
   // One huge page more than asked, so that an aligned start is inside; the ends are returned.
-  void* raw = mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+  void* raw =
+      mmap(nullptr, size + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   // The extra 2 MB can be what an address-space limit (ulimit -v) refuses: then as malloc would.
   if (raw == MAP_FAILED) return fallback_alloc(bytes);
   auto start = reinterpret_cast<uintptr_t>(raw);

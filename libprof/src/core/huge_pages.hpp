@@ -29,7 +29,9 @@ struct HugePageAllocator {
   }
   void deallocate(T* p, size_t n) { huge_free(p, n * sizeof(T)); }
   template <class U>
-  bool operator==(const HugePageAllocator<U>&) const { return true; }
+  bool operator==(const HugePageAllocator<U>&) const {
+    return true;
+  }
 };
 
 template <class T>

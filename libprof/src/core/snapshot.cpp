@@ -70,7 +70,8 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
     uint64_t ticks = r.ticks.load(kRelaxed);
     // Adaptive timing left some calls untimed: the shape's time is its timed calls' scaled.
     uint64_t timed = r.timed.load(kRelaxed);
-    if (timed != 0 && timed < calls) ticks = uint64_t(double(ticks) * double(calls) / double(timed));
+    if (timed != 0 && timed < calls)
+      ticks = uint64_t(double(ticks) * double(calls) / double(timed));
     s.shapes.push_back(ShapeRow{i, r.node, r.site, r.shape, calls, clock.to_ns(ticks),
                                 r.flops.load(kRelaxed), r.bytes.load(kRelaxed)});
   }
@@ -111,22 +112,12 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
   for (uint32_t i = 0; i < n; ++i) {
     const Node& node = t.nodes[i];
     uint64_t calls = node.calls.load(kRelaxed);
-    NodeTimes times = node_times(node, calls,
-                                 node.timed.load(kRelaxed) != 0 ? outliers_of(t, i) : nullptr);
-    s.nodes.push_back(NodeRow{i,
-                              node.parent,
-                              node.routine,
-                              node.depth,
-                              calls,
-                              node.subrs.load(kRelaxed),
-                              times.incl_ticks,
-                              times.excl_ticks,
-                              node.flops.load(kRelaxed),
-                              node.bytes.load(kRelaxed),
-                              false,
-                              times.timed,
-                              times.sampled,
-                              clock.to_ns(uint64_t(std::llround(times.se_ticks)))});
+    NodeTimes times =
+        node_times(node, calls, node.timed.load(kRelaxed) != 0 ? outliers_of(t, i) : nullptr);
+    s.nodes.push_back(NodeRow{
+        i, node.parent, node.routine, node.depth, calls, node.subrs.load(kRelaxed),
+        times.incl_ticks, times.excl_ticks, node.flops.load(kRelaxed), node.bytes.load(kRelaxed),
+        false, times.timed, times.sampled, clock.to_ns(uint64_t(std::llround(times.se_ticks)))});
   }
   mark_recursion(s.nodes);
   s.counters = t.counters;

@@ -48,7 +48,7 @@ struct Node {
   // apart, to be scaled at the flush: calls - warm_calls calls, `timed` of them timed.
   AdaptiveTiming timing = AdaptiveTiming::kWarmUp;  // owner-only
   uint32_t warm_closed = 0, warm_fast = 0;          // owner-only: warm-up calls, and short ones
-  uint32_t depth = 0;  // set once, as parent and routine; here, out of the hot first line
+  uint32_t depth = 0;       // set once, as parent and routine; here, out of the hot first line
   uint64_t mean_ticks = 0;  // owner-only: what an untimed call adds to its caller's children
   std::atomic<uint64_t> warm_calls{0}, timed{0}, timed_incl{0}, timed_excl{0};
   std::atomic<double> timed_sq{0};  // sum of the squared inclusive times, for the error

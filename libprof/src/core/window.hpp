@@ -13,10 +13,10 @@ namespace sonde {
 
 // Where the window comes from; set once by the runtime before any thread records.
 struct WindowSpec {
-  double delay_s = 0;        // opens this long after the launch (or the process's start)
-  uint64_t steps = 0;        // opens as the step region begins for the (steps+1)-th time
-  std::string step_region;   // the region counted as one step ("step")
-  int64_t deadline_ns = 0;   // CLOCK_REALTIME: the launch's deadline (SONDE_DELAY_UNTIL), 0 none
+  double delay_s = 0;       // opens this long after the launch (or the process's start)
+  uint64_t steps = 0;       // opens as the step region begins for the (steps+1)-th time
+  std::string step_region;  // the region counted as one step ("step")
+  int64_t deadline_ns = 0;  // CLOCK_REALTIME: the launch's deadline (SONDE_DELAY_UNTIL), 0 none
 };
 
 class CollectionWindow {

@@ -1,8 +1,7 @@
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <papi.h>
 #include <pthread.h>
-
-#include <fmt/format.h>
 
 #include "counters/counter_backend.hpp"
 
@@ -17,10 +16,11 @@ unsigned long thread_id() { return static_cast<unsigned long>(pthread_self()); }
 // docs/performance.md, counters or not. Set once, before any thread reads them.
 struct Papi {
 #define SONDE_PAPI_FUNCTIONS(X)                                                              \
-  X(library_init) X(thread_init) X(get_component_index) X(get_component_info)                \
-  X(create_eventset) X(assign_eventset_component) X(set_multiplex) X(add_event) X(start)     \
-  X(stop) X(read) X(cleanup_eventset) X(destroy_eventset) X(unregister_thread)                \
-  X(event_name_to_code) X(multiplex_init) X(strerror)
+  X(library_init)                                                                            \
+  X(thread_init) X(get_component_index) X(get_component_info) X(create_eventset)             \
+      X(assign_eventset_component) X(set_multiplex) X(add_event) X(start) X(stop) X(read)    \
+          X(cleanup_eventset) X(destroy_eventset) X(unregister_thread) X(event_name_to_code) \
+              X(multiplex_init) X(strerror)
 #define SONDE_PAPI_POINTER(fn) decltype(&PAPI_##fn) fn = nullptr;
   SONDE_PAPI_FUNCTIONS(SONDE_PAPI_POINTER)
 #undef SONDE_PAPI_POINTER
@@ -35,8 +35,8 @@ std::string open_papi() {
     return fmt::format("{} cannot be opened: {}", SONDE_PAPI_SONAME, why ? why : "unknown error");
   }
   std::string missing;
-#define SONDE_PAPI_LOAD(fn)                                                         \
-  g_papi.fn = reinterpret_cast<decltype(g_papi.fn)>(dlsym(h, "PAPI_" #fn));       \
+#define SONDE_PAPI_LOAD(fn)                                                 \
+  g_papi.fn = reinterpret_cast<decltype(g_papi.fn)>(dlsym(h, "PAPI_" #fn)); \
   if (g_papi.fn == nullptr && missing.empty()) missing = "PAPI_" #fn;
   SONDE_PAPI_FUNCTIONS(SONDE_PAPI_LOAD)
 #undef SONDE_PAPI_LOAD
@@ -104,12 +104,14 @@ std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>
   int version = g_papi.library_init(PAPI_VER_CURRENT);
   if (version != PAPI_VER_CURRENT) {
     note("counters", fmt::format("SONDE_COUNTERS: PAPI could not start ({}); no counters are "
-                                 "recorded", version > 0 ? "version mismatch" : g_papi.strerror(version)));
+                                 "recorded",
+                                 version > 0 ? "version mismatch" : g_papi.strerror(version)));
     return nullptr;
   }
   if (int rc = g_papi.thread_init(thread_id); rc != PAPI_OK) {
     note("counters", fmt::format("SONDE_COUNTERS: PAPI_thread_init failed ({}); no counters are "
-                                 "recorded", g_papi.strerror(rc)));
+                                 "recorded",
+                                 g_papi.strerror(rc)));
     return nullptr;
   }
   // Without its perf_event component PAPI counts nothing on the CPU, the kernel's software
@@ -147,8 +149,9 @@ std::unique_ptr<CounterBackend> make_papi_backend(const std::vector<std::string>
   g_papi.destroy_eventset(&trial);
   if (events.empty()) return nullptr;
   if (multiplex && g_papi.multiplex_init() != PAPI_OK) {
-    note("counters", "SONDE_COUNTERS: the events do not fit the counters together and PAPI "
-                     "cannot multiplex them here; no counters are recorded");
+    note("counters",
+         "SONDE_COUNTERS: the events do not fit the counters together and PAPI "
+         "cannot multiplex them here; no counters are recorded");
     return nullptr;
   }
   return std::make_unique<PapiBackend>(std::move(events), std::move(codes), multiplex);

@@ -86,9 +86,8 @@ bool environment_allowed(const std::string& name) {
   if (name_looks_secret(name)) return false;
   if (std::find(std::begin(kNames), std::end(kNames), name) != std::end(kNames)) return true;
   // sonde's own settings, except those that carry identifiers between its processes.
-  return std::any_of(kOptionSpecs.begin(), kOptionSpecs.end(), [&](const OptionSpec& s) {
-    return s.name == name && !s.internal;
-  });
+  return std::any_of(kOptionSpecs.begin(), kOptionSpecs.end(),
+                     [&](const OptionSpec& s) { return s.name == name && !s.internal; });
 }
 
 std::vector<std::pair<std::string, std::string>> allowed_environment() {

@@ -8,13 +8,12 @@
 #endif
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <setjmp.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
-
-#include <setjmp.h>
 
 #include <cerrno>
 
@@ -32,7 +31,7 @@ namespace {
 int g_signal = 0;
 constexpr int kSampleMark = 0x50d3;  // si_value of the sampler's timers, told from a host's
 uint32_t g_hz = 0;
-bool g_perf = false;  // perf_event CPU clocks, not POSIX timers (open_cpu_clock)
+bool g_perf = false;       // perf_event CPU clocks, not POSIX timers (open_cpu_clock)
 rlim_t g_fd_budget = 512;  // descriptors below which a thread's clock may be a perf_event
 std::atomic<bool> g_on{false};
 // libsonde's own text: the frames from here outwards (its wrappers, the handler) are not
@@ -69,7 +68,8 @@ bool open_libunwind() {
   void* h = dlopen(SONDE_UNWIND_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) return false;
   auto get = [h](const char* name) { return dlsym(h, name); };
-  g_unw.init_local2 = reinterpret_cast<decltype(g_unw.init_local2)>(get(SONDE_UNW_NAME(init_local2)));
+  g_unw.init_local2 =
+      reinterpret_cast<decltype(g_unw.init_local2)>(get(SONDE_UNW_NAME(init_local2)));
   g_unw.get_reg = reinterpret_cast<decltype(g_unw.get_reg)>(get(SONDE_UNW_NAME(get_reg)));
   g_unw.step = reinterpret_cast<decltype(g_unw.step)>(get(SONDE_UNW_NAME(step)));
   g_unw.set_caching_policy =
@@ -418,7 +418,8 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   Sample* s = t->samples->ring.reserve();
   if (s == nullptr) return;
   // A perf_event signal is one period (si_overrun is no field of its siginfo).
-  s->weight = info->si_code != SI_TIMER || info->si_overrun <= 0 ? 1 : 1 + uint32_t(info->si_overrun);
+  s->weight =
+      info->si_code != SI_TIMER || info->si_overrun <= 0 ? 1 : 1 + uint32_t(info->si_overrun);
   uint32_t d = t->depth();
   s->node = d < t->max_depth_ ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
   // The unwinder reads the stack and unwind tables: a frame it misreads must cost the sample,
@@ -503,7 +504,8 @@ void sampler_log_unwinding(const std::vector<ThreadState*>& threads, double ns_p
   log(LogLevel::kDebug,
       "sampler: {} samples, {:.1f} us each in the handler (mean, before the perf_event refresh)",
       handled, us);
-  log(LogLevel::kDebug, "sampler: {} frames stepped, {} of their rules read from the unwind tables "
+  log(LogLevel::kDebug,
+      "sampler: {} frames stepped, {} of their rules read from the unwind tables "
       "(cache misses); {} samples finished by libunwind",
       hits + misses, misses, g_handovers.load(std::memory_order_relaxed));
 }

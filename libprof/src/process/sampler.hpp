@@ -5,8 +5,8 @@
 #pragma once
 
 #include <signal.h>
-#include <time.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include <atomic>
 #include <cstdint>
@@ -46,7 +46,9 @@ class SampleRing {
     }
     return &slots_[h % capacity_];
   }
-  void commit() { head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release); }
+  void commit() {
+    head_.store(head_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  }
   template <class F>
   void drain(F&& consume) {
     uint64_t t = tail_.load(std::memory_order_relaxed);

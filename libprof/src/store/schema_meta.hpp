@@ -4,10 +4,10 @@
 // child of a run) about 1.5 ms.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql
 #include "store/schema_version.hpp"

@@ -38,7 +38,7 @@ int64_t monotonic_ns() {
 int64_t file_signature(const std::string& path) {
   int64_t newest = 0;
   for (const std::string& p : {path, path + "-journal"}) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(p.c_str(), &st) == 0) {
       newest = std::max(newest, int64_t(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec +
                                     int64_t(st.st_size) + int64_t(st.st_ino));

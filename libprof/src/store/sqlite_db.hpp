@@ -28,8 +28,14 @@ class Statement {
   bool ok() const { return stmt_ != nullptr; }
   // sqlite3_prepare_v2's result (SQLITE_OK when ok()).
   int prepare_rc() const { return prepare_rc_; }
-  Statement& bind(int i, int64_t v) { sqlite3_bind_int64(stmt_, i, v); return *this; }
-  Statement& bind(int i, double v) { sqlite3_bind_double(stmt_, i, v); return *this; }
+  Statement& bind(int i, int64_t v) {
+    sqlite3_bind_int64(stmt_, i, v);
+    return *this;
+  }
+  Statement& bind(int i, double v) {
+    sqlite3_bind_double(stmt_, i, v);
+    return *this;
+  }
   // Not copied: every caller steps the statement while the text it bound is still alive.
   Statement& bind(int i, std::string_view v) {
     sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_STATIC);
@@ -40,11 +46,17 @@ class Statement {
     sqlite3_bind_text(stmt_, i, v.data(), int(v.size()), SQLITE_TRANSIENT);
     return *this;
   }
-  Statement& bind_null(int i) { sqlite3_bind_null(stmt_, i); return *this; }
+  Statement& bind_null(int i) {
+    sqlite3_bind_null(stmt_, i);
+    return *this;
+  }
   // Runs to completion (or to the first row); resets for reuse. SQLITE_ROW or SQLITE_DONE, else
   // the error (the connection's message says more).
   int step();
-  void reset() { sqlite3_reset(stmt_); sqlite3_clear_bindings(stmt_); }
+  void reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+  }
 
   int column_count() const { return sqlite3_column_count(stmt_); }
   std::string column_name(int i) const {
@@ -99,8 +111,9 @@ class Database {
   Database& operator=(const Database&) = delete;
 
   // The writer's connection: read-write (created when `create`), synchronous off, waits for
-  // other writers as the constants above say. `uris`: names given to ATTACH may be file: URIs (sonde merge attaches
-  // its inputs read-only so); the path itself is taken as a plain name either way.
+  // other writers as the constants above say. `uris`: names given to ATTACH may be file: URIs
+  // (sonde merge attaches its inputs read-only so); the path itself is taken as a plain name either
+  // way.
   bool open(const std::string& path, bool create, std::string& error, bool uris = false);
   // The writer's wait, other than kWriterStallS and kWriterWaitMaxS, for the connections
   // open() makes after (tests).

@@ -505,8 +505,10 @@ bool Store::write_notes_and_info(Database& db, const FlushData& data, std::strin
   for (const Peak& p : data.peaks) {
     peak.bind(1, run_id_).bind(2, p.resource).bind(3, int64_t(p.threads)).bind(4, p.value);
     peak.bind(5, p.source);
-    if (p.spread_pct) peak.bind(6, *p.spread_pct);
-    else peak.bind_null(6);
+    if (p.spread_pct)
+      peak.bind(6, *p.spread_pct);
+    else
+      peak.bind_null(6);
     SONDE_STEP(peak, "writing peaks");
   }
   return true;

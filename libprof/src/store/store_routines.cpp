@@ -40,8 +40,9 @@ bool Store::write_routines(Database& db, RoutineRegistry& registry, std::string&
 // match: a joining process (a child) used to spend an INSERT and a SELECT on each.
 bool Store::adopt_leading_routines(Database& db, std::string& error) {
   if (!routine_ids_.empty() && routine_ids_.back() != int64_t(routine_ids_.size())) return true;
-  Statement lead(db.handle(), "SELECT routine_id, name, kind, library, file, line FROM routines "
-                              "WHERE routine_id > ? AND routine_id <= ? ORDER BY routine_id");
+  Statement lead(db.handle(),
+                 "SELECT routine_id, name, kind, library, file, line FROM routines "
+                 "WHERE routine_id > ? AND routine_id <= ? ORDER BY routine_id");
   if (!lead.ok()) {
     error = fmt::format("preparing statements: {}", db.message());
     return false;
@@ -68,8 +69,8 @@ bool Store::adopt_leading_routines(Database& db, std::string& error) {
 bool Store::insert_new_routines(Database& db, std::string& error) {
   if (routines_.size() == routine_ids_.size()) return true;
   int64_t next = 0;
-  if (!one_int(db, "SELECT coalesce(max(routine_id), 0) FROM routines", next,
-               "recording routines", error))
+  if (!one_int(db, "SELECT coalesce(max(routine_id), 0) FROM routines", next, "recording routines",
+               error))
     return false;
   ++next;
   std::optional<Statement> many;

@@ -35,8 +35,9 @@ static void* work(void* arg) {
   double acc = 0.0;
   for (long i = 0; i < g_calls; ++i) {
     acc += cblas_sdot(g_n, x, 1, y, 1);
-    if (g_gemm) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 4, 4, 4, 1e-6f, a, 4, b, 4,
-                            1.0f, r->c, 4);
+    if (g_gemm)
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 4, 4, 4, 1e-6f, a, 4, b, 4, 1.0f, r->c,
+                  4);
   }
   r->dot_sum = acc;
   free(x);

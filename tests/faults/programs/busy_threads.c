@@ -15,8 +15,8 @@ static void* work(void* arg) {
   static float a[kSide * kSide], b[kSide * kSide];
   sonde_region_begin("work");
   for (int r = 0; r < kCalls; ++r)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kSide, kSide, kSide, 1.0f, a, kSide,
-                b, kSide, 0.0f, c, kSide);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, kSide, kSide, kSide, 1.0f, a, kSide, b,
+                kSide, 0.0f, c, kSide);
   sonde_region_end("work");
   return NULL;
 }

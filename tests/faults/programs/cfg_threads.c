@@ -12,7 +12,8 @@ static void* work(void* arg) {
   float a[16 * 16], b[16 * 16], c[16 * 16];
   for (int i = 0; i < 16 * 16; ++i) a[i] = b[i] = 1.0f;
   for (int i = 0; i < calls; ++i)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, b, 16, 0.0f, c, 16);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, b, 16, 0.0f, c,
+                16);
   *(float*)arg = c[0];
   return NULL;
 }

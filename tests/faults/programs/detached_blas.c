@@ -15,8 +15,8 @@ static void* worker(void* arg) {
   double* a = calloc((size_t)g_n * g_n, sizeof(double));
   double* c = calloc((size_t)g_n * g_n, sizeof(double));
   for (;;) {
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g_n, g_n, g_n, 1.0, a, g_n, a, g_n,
-                0.0, c, g_n);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g_n, g_n, g_n, 1.0, a, g_n, a, g_n, 0.0,
+                c, g_n);
   }
   return NULL;
 }

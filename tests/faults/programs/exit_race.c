@@ -17,18 +17,18 @@ static int g_handler_ms = 30;
 static atomic_int g_stop, g_stopped;
 
 // One call instruction per case: each case is a call site of its own, with a shape of its own.
-#define GEMM(n) case n: cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1 + (n) % 16, \
-                                    1 + ((n) / 16) % 16, 1 + ((n) / 256) % 16, 1.0f, a, 16, b, \
-                                    16, 0.0f, c, 16); break;
+#define GEMM(n)                                                                               \
+  case n:                                                                                     \
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 1 + (n) % 16, 1 + ((n) / 16) % 16, \
+                1 + ((n) / 256) % 16, 1.0f, a, 16, b, 16, 0.0f, c, 16);                       \
+    break;
 #define GEMM4(n) GEMM(n) GEMM(n + 1) GEMM(n + 2) GEMM(n + 3)
 #define GEMM16(n) GEMM4(n) GEMM4(n + 4) GEMM4(n + 8) GEMM4(n + 12)
 #define GEMM64(n) GEMM16(n) GEMM16(n + 16) GEMM16(n + 32) GEMM16(n + 48)
 #define GEMM256(n) GEMM64(n) GEMM64(n + 64) GEMM64(n + 128) GEMM64(n + 192)
 
 static void __attribute__((noinline)) call_site(int i) {
-  switch (i % 1024) {
-    GEMM256(0) GEMM256(256) GEMM256(512) GEMM256(768)
-  }
+  switch (i % 1024) { GEMM256(0) GEMM256(256) GEMM256(512) GEMM256(768) }
 }
 
 static void pause_us(long us) {

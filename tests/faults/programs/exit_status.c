@@ -17,7 +17,8 @@ static void one_more(void) {
 int main(int argc, char** argv) {
   for (int i = 0; i < 64 * 64; ++i) a[i] = b[i] = 1.0f;
   for (int i = 0; i < 10; ++i)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, a, 64, b, 64, 0.0f, c, 64);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, a, 64, b, 64, 0.0f, c,
+                64);
   printf("c[0] = %g\n", c[0]);
   fflush(stdout);
   if (argc > 2 && strcmp(argv[2], "quick") == 0) {

@@ -21,8 +21,8 @@ int main(int argc, char** argv) {
     if (pid == 0) {
       close(gate[1]);
       for (int k = 0; k < calls; ++k)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, a, 16,
-                    0.0f, c, 16);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f,
+                    c, 16);
       char byte;
       while (read(gate[0], &byte, 1) > 0) {
       }

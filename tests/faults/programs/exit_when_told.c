@@ -7,8 +7,8 @@
 int main(void) {
   float a[16 * 16] = {0}, c[16 * 16];
   for (int i = 0; i < 10; ++i)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f,
-                c, 16);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f, c,
+                16);
   printf("ready\n");
   fflush(stdout);
   char line[16];

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 4, 4, 4, 1.0, a, 4, b, 4, 0.0, c, 4);
   // Whether the handler ran inside a ddot, not how often: that is the timer's luck (the
   // first ddot, touching its pages, always outlasts it).
-  printf("ddot %d abandoned %d finished, dgemm 10, c %.0f, handler ran: %s\n", abandoned,
-         finished, c[0], g_handled > 0 ? "yes" : "no");
+  printf("ddot %d abandoned %d finished, dgemm 10, c %.0f, handler ran: %s\n", abandoned, finished,
+         c[0], g_handled > 0 ? "yes" : "no");
   return 0;
 }

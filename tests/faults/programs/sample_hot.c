@@ -79,8 +79,8 @@ int main(int argc, char** argv) {
   }
   sonde_region_begin("setup");
   for (int i = 0; i < 3; ++i) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, a, 64, b, 64, 0.0f,
-                c, 64);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1.0f, a, 64, b, 64, 0.0f, c,
+                64);
   }
   sonde_region_end("setup");
   sonde_region_begin("update");
@@ -116,8 +116,8 @@ int main(int argc, char** argv) {
     struct sigaction now;
     sigaction(SIGPROF, NULL, &now);
     printf("hostile: sigprof %s, handler %s, eintr %d, read %d\n",
-           prof_ticks > 0 ? "ticked" : "silent", now.sa_handler == on_prof ? "kept" : "lost",
-           eintr, got);
+           prof_ticks > 0 ? "ticked" : "silent", now.sa_handler == on_prof ? "kept" : "lost", eintr,
+           got);
   }
   printf("c[0] = %.1f\n", c[0]);
   return 0;

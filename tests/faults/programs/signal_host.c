@@ -99,8 +99,10 @@ static void query(void) {
       continue;
     }
     void* h = (old.sa_flags & SA_SIGINFO) ? (void*)old.sa_sigaction : (void*)old.sa_handler;
-    printf("%d %s\n", sig, h == (void*)SIG_DFL ? "default" : h == (void*)SIG_IGN ? "ignored"
-                                                                                 : "handler");
+    printf("%d %s\n", sig,
+           h == (void*)SIG_DFL   ? "default"
+           : h == (void*)SIG_IGN ? "ignored"
+                                 : "handler");
   }
   // signal() reports the same, and what it installs is what a later query returns.
   void (*was)(int) = signal(SIGTERM, replace);

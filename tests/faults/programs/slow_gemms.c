@@ -24,8 +24,8 @@ int main(int argc, char** argv) {
     snprintf(names[r], sizeof names[r], "phase-%04d", r);
     sonde_region_begin(names[r]);
     for (double end = now_ms() + 1; now_ms() < end;)
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 32, 32, 32, 1.0f, a, 32, b, 32,
-                  0.0f, c, 32);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 32, 32, 32, 1.0f, a, 32, b, 32, 0.0f,
+                  c, 32);
     sonde_region_end(names[r]);
   }
   printf("c[0] = %g\n", c[0]);

@@ -15,8 +15,8 @@ extern char** environ;
 static void gemms(int n) {
   float a[16 * 16] = {0}, c[16 * 16];
   for (int i = 0; i < n; ++i)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f,
-                c, 16);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 16, 16, 16, 1.0f, a, 16, a, 16, 0.0f, c,
+                16);
 }
 
 int main(int argc, char** argv) {

@@ -17,8 +17,7 @@ static void dgemm(void) {
 }
 
 static void sgemm(void) {
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 8, 8, 8, 1.0f, fa, 8, fb, 8, 0.0f, fc,
-              8);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 8, 8, 8, 1.0f, fa, 8, fb, 8, 0.0f, fc, 8);
 }
 
 int main(int argc, char** argv) {

@@ -103,12 +103,14 @@ cublasStatus_t cublasSgemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOpera
                              void* C, cudaDataType ct, int ldc) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasGemmGroupedBatchedEx(
-    cublasHandle_t h, const cublasOperation_t ta[], const cublasOperation_t tb[], const int m[],
-    const int n[], const int k[], const void* alpha, const void* const A[], cudaDataType_t at,
-    const int lda[], const void* const B[], cudaDataType_t bt, const int ldb[], const void* beta,
-    void* const C[], cudaDataType_t ct, const int ldc[], int groups, const int group_size[],
-    cublasComputeType_t compute) {
+cublasStatus_t cublasGemmGroupedBatchedEx(cublasHandle_t h, const cublasOperation_t ta[],
+                                          const cublasOperation_t tb[], const int m[],
+                                          const int n[], const int k[], const void* alpha,
+                                          const void* const A[], cudaDataType_t at, const int lda[],
+                                          const void* const B[], cudaDataType_t bt, const int ldb[],
+                                          const void* beta, void* const C[], cudaDataType_t ct,
+                                          const int ldc[], int groups, const int group_size[],
+                                          cublasComputeType_t compute) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -160,8 +162,8 @@ cublasStatus_t cublasGemmStridedBatchedEx_64(
 
 /* What examples/cnn_cudnn (cnn_train) calls besides the GEMMs: level-1/2 routines, no-ops. */
 cublasStatus_t cublasSgemv_v2(cublasHandle_t h, cublasOperation_t t, int m, int n,
-                              const float* alpha, const float* A, int lda, const float* x,
-                              int incx, const float* beta, float* y, int incy) {
+                              const float* alpha, const float* A, int lda, const float* x, int incx,
+                              const float* beta, float* y, int incy) {
   return CUBLAS_STATUS_SUCCESS;
 }
 cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float* alpha, const float* x,
@@ -171,7 +173,7 @@ cublasStatus_t cublasSger_v2(cublasHandle_t h, int m, int n, const float* alpha,
 cublasStatus_t cublasSscal_v2(cublasHandle_t h, int n, const float* alpha, float* x, int incx) {
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float* alpha, const float* x,
-                              int incx, float* y, int incy) {
+cublasStatus_t cublasSaxpy_v2(cublasHandle_t h, int n, const float* alpha, const float* x, int incx,
+                              float* y, int incy) {
   return CUBLAS_STATUS_SUCCESS;
 }

@@ -276,19 +276,17 @@ cudnnStatus_t cudnnBatchNormalizationBackward(H, cudnnBatchNormMode_t m, const v
 }
 cudnnStatus_t cudnnBatchNormalizationForwardTrainingEx(
     H, cudnnBatchNormMode_t m, cudnnBatchNormOps_t ops, const void* a, const void* b, TD xd,
-    const void* x, TD zd, const void* z, TD yd, void* y, TD pd, const void* scale,
-    const void* bias, double factor, void* run_mean, void* run_var, double eps, void* save_mean,
-    void* save_inv_var, cudnnActivationDescriptor_t act, void* ws, size_t ws_size, void* rs,
-    size_t rs_size) {
+    const void* x, TD zd, const void* z, TD yd, void* y, TD pd, const void* scale, const void* bias,
+    double factor, void* run_mean, void* run_var, double eps, void* save_mean, void* save_inv_var,
+    cudnnActivationDescriptor_t act, void* ws, size_t ws_size, void* rs, size_t rs_size) {
   return OK;
 }
 cudnnStatus_t cudnnBatchNormalizationBackwardEx(
     H, cudnnBatchNormMode_t m, cudnnBatchNormOps_t ops, const void* ad, const void* bd,
     const void* ap, const void* bp, TD xd, const void* x, TD yd, const void* y, TD dyd,
-    const void* dy, TD dzd, void* dz, TD dxd, void* dx, TD pd, const void* scale,
-    const void* bias, void* dscale, void* dbias, double eps, const void* mean,
-    const void* inv_var, cudnnActivationDescriptor_t act, void* ws, size_t ws_size, void* rs,
-    size_t rs_size) {
+    const void* dy, TD dzd, void* dz, TD dxd, void* dx, TD pd, const void* scale, const void* bias,
+    void* dscale, void* dbias, double eps, const void* mean, const void* inv_var,
+    cudnnActivationDescriptor_t act, void* ws, size_t ws_size, void* rs, size_t rs_size) {
   return OK;
 }
 cudnnStatus_t cudnnSoftmaxForward(H, cudnnSoftmaxAlgorithm_t algo, cudnnSoftmaxMode_t mode,
@@ -389,7 +387,9 @@ cudnnStatus_t cudnnBackendGetAttribute(cudnnBackendDescriptor_t const d,
 
 /* What examples/cnn_cudnn (cnn_train) calls besides the wrapped entry points: descriptor setters,
  * algorithm heuristics offering algorithm 0 with no workspace, bias and error strings. */
-const char* cudnnGetErrorString(cudnnStatus_t s) { return s == OK ? "CUDNN_STATUS_SUCCESS" : "stub"; }
+const char* cudnnGetErrorString(cudnnStatus_t s) {
+  return s == OK ? "CUDNN_STATUS_SUCCESS" : "stub";
+}
 #endif
 #if STUB_PART_OPS
 cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnActivationMode_t m,
@@ -397,8 +397,8 @@ cudnnStatus_t cudnnSetActivationDescriptor(cudnnActivationDescriptor_t d, cudnnA
   return OK;
 }
 cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t d, cudnnPoolingMode_t m,
-                                          cudnnNanPropagation_t nan, int wh, int ww, int ph,
-                                          int pw, int sh, int sw) {
+                                          cudnnNanPropagation_t nan, int wh, int ww, int ph, int pw,
+                                          int sh, int sw) {
   return OK;
 }
 cudnnStatus_t cudnnAddTensor(H, const void* a, TD bd, const void* b, const void* beta, TD yd,
@@ -411,11 +411,11 @@ cudnnStatus_t cudnnConvolutionBackwardBias(H, const void* a, TD dyd, const void*
                                            const void* beta, TD dbd, void* db) {
   return OK;
 }
-#define ONE_ALGO(perf)                        \
-  do {                                        \
-    memset(perf, 0, sizeof(*perf));           \
-    perf->status = OK;                        \
-    *returned = requested > 0 ? 1 : 0;        \
+#define ONE_ALGO(perf)                 \
+  do {                                 \
+    memset(perf, 0, sizeof(*perf));    \
+    perf->status = OK;                 \
+    *returned = requested > 0 ? 1 : 0; \
   } while (0)
 cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(H, TD xd, FD wd,
                                                      cudnnConvolutionDescriptor_t c, TD yd,
@@ -424,9 +424,10 @@ cudnnStatus_t cudnnGetConvolutionForwardAlgorithm_v7(H, TD xd, FD wd,
   ONE_ALGO(perf);
   return OK;
 }
-cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(
-    H, FD wd, TD dyd, cudnnConvolutionDescriptor_t c, TD dxd, int requested, int* returned,
-    cudnnConvolutionBwdDataAlgoPerf_t* perf) {
+cudnnStatus_t cudnnGetConvolutionBackwardDataAlgorithm_v7(H, FD wd, TD dyd,
+                                                          cudnnConvolutionDescriptor_t c, TD dxd,
+                                                          int requested, int* returned,
+                                                          cudnnConvolutionBwdDataAlgoPerf_t* perf) {
   ONE_ALGO(perf);
   return OK;
 }
@@ -450,8 +451,7 @@ cudnnStatus_t cudnnGetConvolutionBackwardDataWorkspaceSize(H, FD wd, TD dyd,
   return OK;
 }
 cudnnStatus_t cudnnGetConvolutionBackwardFilterWorkspaceSize(H, TD xd, TD dyd,
-                                                             cudnnConvolutionDescriptor_t c,
-                                                             FD dwd,
+                                                             cudnnConvolutionDescriptor_t c, FD dwd,
                                                              cudnnConvolutionBwdFilterAlgo_t algo,
                                                              size_t* n) {
   *n = 0;
