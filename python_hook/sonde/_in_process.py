@@ -4,11 +4,11 @@ instead of a second interpreter started under `sonde run`.
 Loaded RTLD_GLOBAL before the program imports anything, libsonde is in the global scope ahead
 of every library loaded after it, so numpy's BLAS and torch's oneDNN resolve their calls through
 it as under LD_PRELOAD (glibc searches the global scope before a dlopen'ed library's own). What
-CPython had bound to libc before sonde came is not interposed: os._exit, os.execv/execve (and
-the exec functions that call them) and _signal.signal are replaced by C functions of the
-extension, the exit by an atexit function; what is left is listed in docs/python.md,
-"In-process launch". Where that would lose something sonde was asked for, or a library sonde
-intercepts is loaded already, `refusal` says why and the launcher starts again under `sonde run`.
+was bound to libc before sonde came (CPython's _exit, exec, sigaction, pthread_create), and what
+a library loaded later binds to libc, libsonde points at its own wrappers as it starts
+(libprof/src/symbols/rebind.hpp); what is left is listed in docs/python.md, "In-process launch".
+Where that would lose something sonde was asked for, or a library sonde intercepts is loaded
+already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
 import sys
@@ -217,17 +217,6 @@ def _sync_run_environment(_sonde):
         os.environ[name] = value
 
 
-def _patch_os(_sonde):
-    """os._exit and the exec functions, which CPython calls in libc directly, past sonde. The
-    replacements are C functions (no frame of sonde's in the program's tree), put in posix as in
-    os (a program may call posix._exit); os.execl, execlp, execvp, execvpe and execle all go
-    through os.execv and os.execve."""
-    _sonde.take_os()
-    # signal.signal calls _signal.signal, which sets the kernel's action past sonde's handler:
-    # a handler set and reset to SIG_DFL would leave a death that sonde never flushes.
-    _sonde.take_signal()
-
-
 def start(opts, lib, by_name, output_shown):
     """Loads libsonde (`lib`; `by_name`: not the copy the extension links) into this
     interpreter for the run; False when it did not start recording (it said why)."""
@@ -250,6 +239,5 @@ def start(opts, lib, by_name, output_shown):
     sonde._preloaded = True
     sonde._bind_extension()  # region and stop, chosen when the launcher imported sonde
     _sync_run_environment(_sonde)
-    _patch_os(_sonde)
     return True
 

@@ -391,13 +391,97 @@ def test_a_library_loaded_later_still_finds_static_tls_room(tmp_path):
     assert r.returncode == 0 and r.stdout == "touched 1\n", r.stderr
 
 
+CALLS_LIBC = BIN / "libcalls_libc.so"  # tests/e2e/programs/calls_libc.c
+
+LIBC_FROM_C = f"""\
+    import ctypes, os, signal, sys
+    import numpy as np
+    a = np.ones((8, 8)); a @ a
+    lib = ctypes.CDLL({str(CALLS_LIBC)!r})  # loaded after sonde, as a C extension would be
+    if sys.argv[1] == "exit":
+        print("child ended", lib.fork_child_exits(3), flush=True)
+    elif sys.argv[1] == "dlopen":
+        print("answer", lib.answer_beside(), flush=True)
+    else:
+        print("reads back the default", lib.term_to_default(), flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_librarys_own_exit_in_a_fork_child_is_flushed(tmp_path):
+    # libc's _exit called from C in a fork child (as torch's DataLoader workers end) passed
+    # sonde in-process: the child was missing from the profile. Now rebound as under preload.
+    ended = {}
+    for in_process in (True, False):
+        db = f"{in_process}.db"
+        r = launch(tmp_path, LIBC_FROM_C, "exit", in_process=in_process, db=db)
+        assert (r.returncode, r.stdout) == (0, "child ended 3\n"), r.stderr
+        ended[in_process] = sorted(query(tmp_path / db, "SELECT origin, end_reason FROM processes"))
+    assert ended[True] == ended[False] == [("fork", "_exit"), ("root", "exit")]
+
+
+def test_a_librarys_own_sigaction_keeps_sondes_handler_underneath(tmp_path):
+    # A library loaded after sonde sets SIGTERM to its default with sigaction: it reads back
+    # its own disposition, and the death is still flushed by sonde's handler beneath it.
+    for in_process in (True, False):
+        db = f"{in_process}.db"
+        r = launch(tmp_path, LIBC_FROM_C, "term", in_process=in_process, db=db)
+        assert r.stdout == "reads back the default 1\n", r.stderr
+        assert r.returncode in (-15, 128 + 15), r.stderr  # sonde run says the signal
+        assert query(tmp_path / db, "SELECT end_reason FROM processes") == [("signal 15",)]
+        assert routine_calls(tmp_path / db, "cblas_dgemm") == 1
+
+
+def test_a_librarys_dlopen_keeps_its_own_runpath(tmp_path):
+    # sonde's dlopen wrapper rebinds what a dlopen loaded before the caller gets it back, yet
+    # glibc must still see the caller (its RUNPATH, $ORIGIN/origin_lib, finds the library).
+    r = launch(tmp_path, LIBC_FROM_C, "dlopen")
+    assert (r.returncode, r.stdout) == (0, "answer 42\n"), r.stderr
+    assert query(tmp_path / "prof.db", "SELECT COUNT(*) FROM notes WHERE topic = 'rebind'") \
+        == [(0,)]
+
+
+DATALOADER = """\
+    import sys
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Products(Dataset):
+        def __len__(self):
+            return 1000
+        def __getitem__(self, i):
+            a = torch.ones(8, 8)
+            return (a @ a).sum()
+
+    torch.set_num_threads(1)
+    batches = iter(DataLoader(Products(), batch_size=4, num_workers=2))
+    for _ in range(3):
+        next(batches)
+    print("three batches", flush=True)
+    # The workers are still running: at exit multiprocessing terminates them (SIGTERM), and
+    # torch's C handler in each ends it by libc's _exit(0).
+"""
+
+
+def test_dataloader_workers_ended_by_torchs_handler_are_flushed(tmp_path):
+    pytest.importorskip("torch")
+    ended = {}
+    for in_process in (True, False):
+        db = f"{in_process}.db"
+        r = launch(tmp_path, DATALOADER, in_process=in_process, db=db)
+        assert (r.returncode, r.stdout) == (0, "three batches\n"), r.stderr
+        ended[in_process] = sorted(query(tmp_path / db, "SELECT origin, end_reason FROM processes"))
+    assert ended[True] == ended[False] == [("fork", "_exit"), ("fork", "_exit"), ("root", "exit")]
+
+
 STUBS = os.environ.get("SONDE_CUPTI_STUBS", "")
 
 
 @pytest.mark.skipif(not STUBS, reason="no CUPTI headers at configure time: no stub CUPTI")
-def test_the_cuda_driver_starts_cupti_through_the_injection_entry(tmp_path):
-    # CPython's extensions open the driver with libc's dlopen, past sonde's wrapper: the
-    # launcher names libsonde in CUDA_INJECTION64_PATH and the (stub) driver's cuInit calls it.
+def test_the_cuda_driver_opened_in_process_starts_cupti(tmp_path):
+    # ctypes' dlopen of the driver reaches sonde's wrapper (rebound in-process), which starts
+    # CUPTI as under LD_PRELOAD; the launcher also names libsonde in CUDA_INJECTION64_PATH, for
+    # a driver loaded past the wrapper, whose cuInit then starts it (the stub driver calls it).
     script = f"""\
         import ctypes, os
         driver = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
@@ -426,14 +510,15 @@ def test_the_cuda_driver_starts_cupti_through_the_injection_entry(tmp_path):
                         "JOIN routines pr ON pr.routine_id = p.routine_id")
     assert kernels == [("step()", "cuLaunchKernel", "prog.py:5(launch)")]
     assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'gpu'") == [(0,)]
-    # Without the injection entry (another tool named there), the profile says what is missing.
+    # Another tool named in CUDA_INJECTION64_PATH keeps CUPTI, as under LD_PRELOAD, and the
+    # profile says what is missing.
     r = launch(tmp_path, script, db="other.db",
                CUDA_INJECTION64_PATH="/nonexistent/libToolsInjection64.so", **env)
     assert r.returncode == 0, r.stderr
     other = tmp_path / "other.db"
     assert query(other, "SELECT COUNT(*) FROM gpu_activity") == [(0,)]
     (note,), = query(other, "SELECT message FROM notes WHERE topic = 'gpu'")
-    assert "did not start sonde through CUDA_INJECTION64_PATH" in note
+    assert "CUDA_INJECTION64_PATH names another tool" in note and "not recorded" in note
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])

@@ -533,8 +533,9 @@ void Runtime::loaded_in_process(const std::string& shown) {
 
 void Runtime::exit_flush() {
   close_exit_gate();
-  // In-process, the driver's dlopen is libc's, past sonde: CUPTI starts only where the driver
-  // calls sonde's injection entry at cuInit (CUDA_INJECTION64_PATH, set by the launcher).
+  // In-process, a driver loaded past sonde's dlopen wrapper (a library sonde could not rebind,
+  // symbols/rebind.hpp) starts CUPTI only where it calls sonde's injection entry at cuInit
+  // (CUDA_INJECTION64_PATH, set by the launcher).
   if (in_process_ && !gpu_tried_.load() && cuda_driver_loaded()) {
     add_note("gpu", "the CUDA driver was loaded after sonde was loaded in-process (python3 -m "
                     "sonde --in-process) and did not start sonde through CUDA_INJECTION64_PATH: "
