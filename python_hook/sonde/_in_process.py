@@ -41,10 +41,6 @@ def refusal(opts):
     """Why this run cannot load sonde in-process (a sentence), or None."""
     if opts.sort:
         return "-s prints sonde run's report"
-    if opts.sample is not None or os.environ.get("SONDE_SAMPLE_HZ", "0") not in ("", "0"):
-        return "the sampler arms each thread as pthread_create starts it"
-    if os.environ.get("SONDE_FTZ", "") not in ("", "0"):
-        return "SONDE_FTZ sets each thread's FPU mode as pthread_create starts it"
     objects = _loaded_objects()
     if objects is None:
         return "/proc/self/maps cannot be read"
@@ -186,6 +182,7 @@ def _set_run_environment(opts, output, lib):
         env["SONDE_TRACE"] = "1"
     for value, name in ((opts.flush_interval, "SONDE_FLUSH_INTERVAL"),
                         (opts.counters, "SONDE_COUNTERS"), (opts.delay, "SONDE_DELAY"),
+                        (opts.sample, "SONDE_SAMPLE_HZ"),
                         (opts.steps, "SONDE_STEPS"), (opts.step_region, "SONDE_STEP_REGION")):
         if value is not None:
             env[name] = value  # libsonde says once, and keeps its default, if it is out of range

@@ -441,6 +441,56 @@ def test_a_librarys_dlopen_keeps_its_own_runpath(tmp_path):
         == [(0,)]
 
 
+SPINNER = """\
+    import threading, time
+    def spin():
+        while time.thread_time() < 0.4:
+            pass
+    t = threading.Thread(target=spin)
+    t.start()
+    t.join()
+    print("spun")
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_the_sampler_arms_threads_started_after_sonde(tmp_path, in_process):
+    # The sampler arms each thread as pthread_create starts it: in-process that is CPython's
+    # own pthread_create, rebound, so the launcher no longer falls back to sonde run for it.
+    r = launch(tmp_path, SPINNER, in_process=in_process, extra=["--sample", "1000"])
+    assert (r.returncode, r.stdout) == (0, "spun\n"), r.stderr
+    assert "not in-process" not in r.stderr
+    db = tmp_path / "prof.db"
+    launched = [("in-process",)] if in_process else []
+    assert query(db, "SELECT value FROM run_info WHERE key = 'sonde.launch'") == launched
+    assert query(db, "SELECT value FROM run_info WHERE key = 'sample.hz'") == [("1000",)]
+    (spinner,), = query(db, "SELECT SUM(s.count) FROM samples s JOIN nodes n USING (node_id) "
+                            "JOIN threads t USING (thread_id) WHERE t.seq > 0")
+    assert spinner is not None and spinner >= 100  # 0.4 s of CPU at 1 kHz
+
+
+SUBNORMAL = """\
+    import sys, threading
+    tiny = float(sys.argv[1])  # 1e-310, a subnormal: read by the FPU as 0 under DAZ
+    products = []
+    t = threading.Thread(target=lambda: products.append(tiny * 1.0))
+    t.start()
+    t.join()
+    print("main", tiny * 1.0, "thread", products[0])
+"""
+
+
+def test_sonde_ftz_sets_the_fpu_mode_of_threads_started_after_sonde(tmp_path):
+    # SONDE_FTZ sets FTZ/DAZ on each thread as pthread_create starts it: in-process too now.
+    r = launch(tmp_path, SUBNORMAL, "1e-310", SONDE_FTZ="1")
+    assert (r.returncode, r.stdout) == (0, "main 0.0 thread 0.0\n"), r.stderr
+    assert "not in-process" not in r.stderr
+    assert query(tmp_path / "prof.db", "SELECT value FROM run_info WHERE key = "
+                                       "'sonde.launch'") == [("in-process",)]
+    plain = launch(tmp_path, SUBNORMAL, "1e-310", db="plain.db")
+    assert plain.stdout == "main 1e-310 thread 1e-310\n", plain.stderr
+
+
 DATALOADER = """\
     import sys
     import torch
