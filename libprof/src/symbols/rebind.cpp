@@ -56,7 +56,7 @@ struct State {
   const ElfDyn* own = nullptr;
   const ElfDyn* ld_so = nullptr;
   std::vector<Override> table;  // sorted by name
-  std::vector<bool> first_two;  // the names' first two bytes: most relocations stop here
+  std::vector<void*> libc;      // the table's libc definitions, sorted
   std::vector<Seen> seen;       // sorted by dynamic
   unsigned long long adds = 0, subs = 0;
   int waiting = 0;  // objects seen mid-load, not yet relocated: looked at again next pass
@@ -148,14 +148,11 @@ void build_table(State& s) {
   }
   std::sort(s.table.begin(), s.table.end(),
             [](const Override& a, const Override& b) { return a.name < b.name; });
-  s.first_two.assign(1 << 16, false);
-  for (const Override& o : s.table) {
-    s.first_two[uint8_t(o.name[0]) << 8 | uint8_t(o.name.size() > 1 ? o.name[1] : 0)] = true;
-  }
+  for (const Override& o : s.table) s.libc.push_back(o.libc);
+  std::sort(s.libc.begin(), s.libc.end());
 }
 
 const Override* override_for(const State& s, const char* name) {
-  if (!s.first_two[uint8_t(name[0]) << 8 | uint8_t(name[0] != 0 ? name[1] : 0)]) return nullptr;
   auto it = std::lower_bound(s.table.begin(), s.table.end(), name,
                              [](const Override& o, const char* n) { return o.name < n; });
   return it != s.table.end() && it->name == name ? &*it : nullptr;
@@ -172,30 +169,33 @@ struct Pass {
 };
 
 // The slots of `relocations` (`count` of them) naming a function of the table, with the value
-// they get; GLOB_DAT and JUMP_SLOT only (a relative relocation names no symbol).
-void find_slots(const Pass& p, const DynamicSection& d, const ElfRela* relocations, size_t count,
-                std::vector<std::pair<void**, void*>>& out, int& elsewhere) {
+// they get; GLOB_DAT and JUMP_SLOT only (a relative relocation names no symbol). A slot's value
+// is read first: only one bound to a libc definition of the table's, or not bound yet (lazy
+// binding: still the object's own PLT), has its symbol's name looked up. The loader has written
+// every one of these slots as it relocated the object, so each can be read.
+void find_slots(const Pass& p, const DynamicSection& d, std::pair<uintptr_t, uintptr_t> span,
+                const ElfRela* relocations, size_t count,
+                std::vector<std::pair<void**, void*>>& out) {
+  auto in_object = [&](const void* a) {
+    return uintptr_t(a) >= span.first && uintptr_t(a) < span.second;
+  };
   for (size_t i = 0; i < count; ++i) {
     const ElfRela& r = relocations[i];
     uint32_t type = ELF64_R_TYPE(r.r_info);
     if (type != kJumpSlot && type != kGlobDat) continue;
+    auto slot = reinterpret_cast<void**>(d.base + r.r_offset);
+    if (!in_object(slot)) continue;
+    void* now = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    bool lazy = type == kJumpSlot && in_object(now);
+    if (!lazy && !std::binary_search(p.s.libc.begin(), p.s.libc.end(), now)) continue;
     size_t index = ELF64_R_SYM(r.r_info);
     if (index == 0 || index >= d.symtab_room) continue;
     const ElfSym& sym = d.symtab[index];
     if (sym.st_shndx != SHN_UNDEF) continue;  // the object's own definition
     const char* name = d.name_of(sym);
     const Override* o = name != nullptr ? override_for(p.s, name) : nullptr;
-    if (o == nullptr) continue;
-    auto slot = reinterpret_cast<void**>(d.base + r.r_offset);
-    if (!d.inside(slot, sizeof(void*))) continue;
-    void* now = __atomic_load_n(slot, __ATOMIC_RELAXED);
-    if (now == o->ours) continue;
-    // Bound to libc's, or (lazy binding) not bound yet: still the object's own PLT.
-    if (now == o->libc || (type == kJumpSlot && d.inside(now, 1))) {
-      out.emplace_back(slot, o->ours);
-    } else if (now != nullptr) {
-      ++elsewhere;
-    }
+    // By name: glibc's _Exit is its _exit, and each has its own wrapper.
+    if (o != nullptr && (lazy || now == o->libc)) out.emplace_back(slot, o->ours);
   }
 }
 
@@ -296,9 +296,8 @@ int rebind_one(dl_phdr_info* info, size_t, void* data) {
       return 0;
     }
     std::vector<std::pair<void**, void*>> slots;
-    find_slots(p, d, d.jmprel, d.jmprel_count, slots, p.out.elsewhere);
-    find_slots(p, d, d.rela + d.relative_count, d.rela_count - d.relative_count, slots,
-               p.out.elsewhere);
+    find_slots(p, d, {lo, hi}, d.jmprel, d.jmprel_count, slots);
+    find_slots(p, d, {lo, hi}, d.rela + d.relative_count, d.rela_count - d.relative_count, slots);
     why = write_slots(d, slots);
     p.out.slots += int(slots.size());
   }
@@ -369,10 +368,8 @@ const void* return_gadget(const void* caller) {
 }
 
 std::string rebind_summary(const RebindPass& pass) {
-  return fmt::format(
-      "rebound {} GOT slots in {} objects in {:.2f} ms ({} left bound elsewhere, "
-      "{} refused)",
-      pass.slots, pass.objects, pass.ms, pass.elsewhere, pass.skipped.size());
+  return fmt::format("rebound {} GOT slots in {} objects in {:.2f} ms ({} refused)", pass.slots,
+                     pass.objects, pass.ms, pass.skipped.size());
 }
 
 std::string rebind_note(const RebindPass& pass) {

@@ -8,7 +8,8 @@
 // (read from libsonde's own dynamic symbol table, so a wrapper added later is covered without a
 // list to keep). Which slots: R_X86_64_JUMP_SLOT and R_X86_64_GLOB_DAT relocations (aarch64's
 // JUMP_SLOT and GLOB_DAT too, untested) of an undefined symbol of that name whose slot holds the
-// C library's definition or, not yet bound, the object's own PLT.
+// C library's definition or, not yet bound, the object's own PLT. A slot bound to another
+// definition (an older symbol version of libc's, a library of the program's own) stays.
 #pragma once
 
 #include <string>
@@ -18,10 +19,8 @@ namespace sonde {
 
 // What one pass did, for the run's note on what could not be rebound.
 struct RebindPass {
-  int objects = 0;    // objects rebound for the first time
-  int slots = 0;      // GOT slots pointed at libsonde's definitions
-  int elsewhere = 0;  // slots bound to another definition (an older symbol version, a library
-                      // of the program's own): left as they were
+  int objects = 0;                   // objects rebound for the first time
+  int slots = 0;                     // GOT slots pointed at libsonde's definitions
   std::vector<std::string> skipped;  // "object: why" for each object refused
   double ms = 0;
 };
