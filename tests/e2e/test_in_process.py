@@ -2,9 +2,10 @@
 interpreter, not a second interpreter under sonde run. The same program must give the same
 profile as the default launch: native calls under their Python frames, fork, exec and
 subprocess children in the run, os._exit and signal deaths flushed, the program's own output
-and exit status; where it cannot (-s, a library loaded before sonde), the launcher says why
-and starts again as usual. libraries loaded after it still find static TLS room, and the CUDA
-driver starts sonde's GPU side through CUDA_INJECTION64_PATH."""
+and exit status, and what a library loaded later calls in libc itself (libsonde rebinds it:
+_exit, sigaction, dlopen, pthread_create for the sampler and SONDE_FTZ); where it cannot (-s,
+a library loaded before sonde), the launcher says why and starts again as usual. Libraries
+loaded after it still find static TLS room, and the CUDA driver starts sonde's GPU side."""
 import json
 import os
 import sqlite3
@@ -146,7 +147,7 @@ def test_forks_children_and_execs_join_the_run_as_under_the_default_launch(tmp_p
     # Every process's calls are there, in both images: the pool's two tasks, the children's,
     # the fork's.
     assert routine_calls(db, "cblas_dgemm") == 2 * (2 + 2 + 1)
-    # sonde's own os._exit and exec are C functions: no frame of sonde's in the tree.
+    # os._exit and exec are CPython's own, reaching sonde's wrappers: no frame of sonde's.
     assert query(db, "SELECT COUNT(*) FROM routines WHERE file LIKE '%_in_process.py'") == [(0,)]
 
 
@@ -220,7 +221,7 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
             os.execv(argv[0], [])
         except ValueError as e:
             print("refused:", e)
-        # subprocess's env= and posix_spawn's, joined to the run by sonde's replacements.
+        # subprocess's env= and posix_spawn's, joined to the run by sonde's wrappers.
         import subprocess
         for env in ({"FRUIT\\0VEGETABLE": "cabbage"}, {"FRUIT": "orange\\0VEGETABLE=cabbage"}):
             try:
@@ -243,7 +244,8 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
 
 def test_exit_and_exec_read_their_arguments_and_fail_as_without_sonde(tmp_path):
     # os._exit's status= keyword, its C int (2**32 + 7 is no exit 7), execv's error naming no
-    # file (execve's does), the replacements in posix as in os and in os.supports_fd.
+    # file (execve's does), posix's functions as os's and os.supports_fd: CPython's own,
+    # whose calls into libc reach sonde's wrappers in-process (rebound).
     script = """\
         import os, posix
         print(os.execve in os.supports_fd, posix._exit is os._exit, posix.execv is os.execv)
@@ -292,9 +294,10 @@ def test_posix_exit_and_exec_called_directly_are_seen(tmp_path):
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
 def test_children_given_an_environment_of_their_own_join_the_run(tmp_path, in_process):
-    # subprocess with env= (its C code execs past sonde in-process) and os.posix_spawn(p)
-    # (glibc's exec inside libc, past the exec wrappers under either launch) started children
-    # without sonde's variables: they ran unprofiled.
+    # subprocess with env= (its C code execs, through sonde's rebound execve in-process) and
+    # os.posix_spawn(p) (glibc's exec inside libc, past the exec wrappers under either launch:
+    # sonde's posix_spawn joins the environment) started children without sonde's variables:
+    # they ran unprofiled.
     script = """\
         import os, subprocess, sys
         code = "import numpy as np; a = np.ones((8, 8)); a @ a; print('child', flush=True)"
