@@ -472,6 +472,32 @@ def test_the_sampler_arms_threads_started_after_sonde(tmp_path, in_process):
     assert spinner is not None and spinner >= 100  # 0.4 s of CPU at 1 kHz
 
 
+POOL = """\
+    import time
+    import numpy as np  # OpenBLAS starts its thread pool in its constructor, inside the dlopen
+    a = np.random.rand(600, 600)
+    t = time.time()
+    while time.time() - t < 1.0:
+        a @ a
+    print("multiplied")
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_the_sampler_arms_a_pool_a_constructor_started(tmp_path, in_process):
+    # In-process, OpenBLAS's constructor runs inside the dlopen, before sonde rebinds its
+    # pthread_create: the worker is armed after that dlopen, as a thread started before sonde
+    # is (it had no samples; under the re-exec it had as many as the main thread).
+    r = launch(tmp_path, POOL, in_process=in_process, extra=["--sample", "1000"],
+               OPENBLAS_NUM_THREADS="2")
+    assert (r.returncode, r.stdout) == (0, "multiplied\n"), r.stderr
+    per_thread = query(tmp_path / "prof.db", "SELECT t.seq, SUM(s.count) FROM samples s JOIN "
+                                             "nodes n USING (node_id) JOIN threads t "
+                                             "USING (thread_id) GROUP BY t.seq")
+    assert [seq for seq, _ in per_thread] == [0, 1], per_thread  # sonde's flusher is not one
+    assert all(count >= 100 for _, count in per_thread), per_thread
+
+
 SUBNORMAL = """\
     import sys, threading
     tiny = float(sys.argv[1])  # 1e-310, a subnormal: read by the FPU as 0 under DAZ

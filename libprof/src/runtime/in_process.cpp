@@ -41,7 +41,12 @@ bool in_process_begin(const std::string& shown) {
 const void* dlopen_return_gadget(const void* caller) { return return_gadget(caller); }
 
 void library_opened(void* handle) {
-  if (handle != nullptr) rebound(rebind_new_objects());
+  if (handle == nullptr) return;
+  RebindPass pass = rebind_new_objects();
+  rebound(pass);
+  // Their constructors ran inside the dlopen, before the rebinding: a thread pool they started
+  // (OpenBLAS's) passed sonde's pthread_create.
+  if (Runtime* rt = Runtime::get(); rt != nullptr && pass.objects > 0) rt->sample_other_threads();
 }
 
 void in_process_exit_begins() { exit_begins(); }
