@@ -38,15 +38,30 @@ bool in_process_begin(const std::string& shown) {
   return true;
 }
 
-const void* dlopen_return_gadget(const void* caller) { return return_gadget(caller); }
+namespace {
 
-void library_opened(void* handle) {
-  if (handle == nullptr) return;
+// Rebinds the objects loaded since the last pass.
+void rebind_new() {
   RebindPass pass = rebind_new_objects();
   rebound(pass);
   // Their constructors ran inside the dlopen, before the rebinding: a thread pool they started
   // (OpenBLAS's) passed sonde's pthread_create.
   if (Runtime* rt = Runtime::get(); rt != nullptr && pass.objects > 0) rt->sample_other_threads();
+}
+
+}  // namespace
+
+const void* dlopen_return_gadget(const void* caller) {
+  if (!rebinding()) return nullptr;
+  const void* ret = return_gadget(caller);
+  // No way back through sonde (shadow stacks, a caller sonde did not rebind): what earlier
+  // dlopens loaded is rebound at least here, at the next one.
+  if (ret == nullptr) rebind_new();
+  return ret;
+}
+
+void library_opened(void* handle) {
+  if (handle != nullptr) rebind_new();
 }
 
 void in_process_exit_begins() { exit_begins(); }
