@@ -98,8 +98,8 @@ def _parser():
     p.add_argument("--in-process", action="store_true",
                    help="load libsonde into this interpreter instead of starting the program in "
                         "a second one under sonde run: about a third of the start-up time "
-                        "sonde adds, the same profile; with -s, --sample or a library loaded "
-                        "before sonde it says why and starts the program again as usual "
+                        "sonde adds, the same profile; with -s or a library loaded before "
+                        "sonde it says why and starts the program again as usual "
                         "(docs/python.md) (environment: SONDE_IN_PROCESS=1)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")

@@ -4,11 +4,11 @@ instead of a second interpreter started under `sonde run`.
 Loaded RTLD_GLOBAL before the program imports anything, libsonde is in the global scope ahead
 of every library loaded after it, so numpy's BLAS and torch's oneDNN resolve their calls through
 it as under LD_PRELOAD (glibc searches the global scope before a dlopen'ed library's own). What
-CPython had bound to libc before sonde came is not interposed: os._exit, os.execv/execve (and
-the exec functions that call them) and _signal.signal are replaced by C functions of the
-extension, the exit by an atexit function; what is left is listed in docs/python.md,
-"In-process launch". Where that would lose something sonde was asked for, or a library sonde
-intercepts is loaded already, `refusal` says why and the launcher starts again under `sonde run`.
+was bound to libc before sonde came (CPython's _exit, exec, sigaction, pthread_create), and what
+a library loaded later binds to libc, libsonde points at its own wrappers as it starts
+(libprof/src/symbols/rebind.hpp); what is left is listed in docs/python.md, "In-process launch".
+Where that would lose something sonde was asked for, or a library sonde intercepts is loaded
+already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
 import sys
@@ -41,10 +41,6 @@ def refusal(opts):
     """Why this run cannot load sonde in-process (a sentence), or None."""
     if opts.sort:
         return "-s prints sonde run's report"
-    if opts.sample is not None or os.environ.get("SONDE_SAMPLE_HZ", "0") not in ("", "0"):
-        return "the sampler arms each thread as pthread_create starts it"
-    if os.environ.get("SONDE_FTZ", "") not in ("", "0"):
-        return "SONDE_FTZ sets each thread's FPU mode as pthread_create starts it"
     objects = _loaded_objects()
     if objects is None:
         return "/proc/self/maps cannot be read"
@@ -186,6 +182,7 @@ def _set_run_environment(opts, output, lib):
         env["SONDE_TRACE"] = "1"
     for value, name in ((opts.flush_interval, "SONDE_FLUSH_INTERVAL"),
                         (opts.counters, "SONDE_COUNTERS"), (opts.delay, "SONDE_DELAY"),
+                        (opts.sample, "SONDE_SAMPLE_HZ"),
                         (opts.steps, "SONDE_STEPS"), (opts.step_region, "SONDE_STEP_REGION")):
         if value is not None:
             env[name] = value  # libsonde says once, and keeps its default, if it is out of range
@@ -217,17 +214,6 @@ def _sync_run_environment(_sonde):
         os.environ[name] = value
 
 
-def _patch_os(_sonde):
-    """os._exit and the exec functions, which CPython calls in libc directly, past sonde. The
-    replacements are C functions (no frame of sonde's in the program's tree), put in posix as in
-    os (a program may call posix._exit); os.execl, execlp, execvp, execvpe and execle all go
-    through os.execv and os.execve."""
-    _sonde.take_os()
-    # signal.signal calls _signal.signal, which sets the kernel's action past sonde's handler:
-    # a handler set and reset to SIG_DFL would leave a death that sonde never flushes.
-    _sonde.take_signal()
-
-
 def start(opts, lib, by_name, output_shown):
     """Loads libsonde (`lib`; `by_name`: not the copy the extension links) into this
     interpreter for the run; False when it did not start recording (it said why)."""
@@ -250,6 +236,5 @@ def start(opts, lib, by_name, output_shown):
     sonde._preloaded = True
     sonde._bind_extension()  # region and stop, chosen when the launcher imported sonde
     _sync_run_environment(_sonde)
-    _patch_os(_sonde)
     return True
 

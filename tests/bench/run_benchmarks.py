@@ -970,10 +970,14 @@ def bench_fixed(cfg, summary):
         script = os.path.join(cfg.work, name)
         with open(script, "w") as f:
             f.write(body)
-        cmds = {"plain": [py, script], "sonde": [py, "-m", "sonde", "-o", db, "--force", script]}
-        got = {"plain": [], "sonde": []}
+        # The in-process launch beside the default (not a recorded figure: the default is the
+        # re-exec), in the same rounds, for the choice between them.
+        cmds = {"plain": [py, script], "sonde": [py, "-m", "sonde", "-o", db, "--force", script],
+                "in-process": [py, "-m", "sonde", "--in-process", "-o", db, "--force", script]}
+        got = {which: [] for which in cmds}
+        order = list(cmds)
         for i in range(n):
-            for which in ("plain", "sonde") if i % 2 == 0 else ("sonde", "plain"):
+            for which in order[i % 3:] + order[:i % 3]:
                 got[which].append(run(cmds[which], env_extra=env).wall_s)
             if i == 0:
                 expect(os.path.exists(db), f"{what} wrote no profile at {db}")
@@ -981,6 +985,8 @@ def bench_fixed(cfg, summary):
         for which in got:
             print(f"  {name} {which}, s: {spread(got[which])}")
         print(f"  sonde / plain per pair: {spread(ratios)}")
+        print(f"  --in-process / plain per pair: "
+              f"{spread([s / p for s, p in zip(got['in-process'], got['plain'])])}")
         figure(cfg, fid, ratios)
         med = statistics.median(ratios)
         summary.add(f"8. {what}", f"{med:.2f} × plain (median of {n} pairs; range "

@@ -2,9 +2,10 @@
 interpreter, not a second interpreter under sonde run. The same program must give the same
 profile as the default launch: native calls under their Python frames, fork, exec and
 subprocess children in the run, os._exit and signal deaths flushed, the program's own output
-and exit status; where it cannot (-s, a library loaded before sonde), the launcher says why
-and starts again as usual. libraries loaded after it still find static TLS room, and the CUDA
-driver starts sonde's GPU side through CUDA_INJECTION64_PATH."""
+and exit status, and what a library loaded later calls in libc itself (libsonde rebinds it:
+_exit, sigaction, dlopen, pthread_create for the sampler and SONDE_FTZ); where it cannot (-s,
+a library loaded before sonde), the launcher says why and starts again as usual. Libraries
+loaded after it still find static TLS room, and the CUDA driver starts sonde's GPU side."""
 import json
 import os
 import sqlite3
@@ -146,7 +147,7 @@ def test_forks_children_and_execs_join_the_run_as_under_the_default_launch(tmp_p
     # Every process's calls are there, in both images: the pool's two tasks, the children's,
     # the fork's.
     assert routine_calls(db, "cblas_dgemm") == 2 * (2 + 2 + 1)
-    # sonde's own os._exit and exec are C functions: no frame of sonde's in the tree.
+    # os._exit and exec are CPython's own, reaching sonde's wrappers: no frame of sonde's.
     assert query(db, "SELECT COUNT(*) FROM routines WHERE file LIKE '%_in_process.py'") == [(0,)]
 
 
@@ -220,7 +221,7 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
             os.execv(argv[0], [])
         except ValueError as e:
             print("refused:", e)
-        # subprocess's env= and posix_spawn's, joined to the run by sonde's replacements.
+        # subprocess's env= and posix_spawn's, joined to the run by sonde's wrappers.
         import subprocess
         for env in ({"FRUIT\\0VEGETABLE": "cabbage"}, {"FRUIT": "orange\\0VEGETABLE=cabbage"}):
             try:
@@ -243,7 +244,8 @@ def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
 
 def test_exit_and_exec_read_their_arguments_and_fail_as_without_sonde(tmp_path):
     # os._exit's status= keyword, its C int (2**32 + 7 is no exit 7), execv's error naming no
-    # file (execve's does), the replacements in posix as in os and in os.supports_fd.
+    # file (execve's does), posix's functions as os's and os.supports_fd: CPython's own,
+    # whose calls into libc reach sonde's wrappers in-process (rebound).
     script = """\
         import os, posix
         print(os.execve in os.supports_fd, posix._exit is os._exit, posix.execv is os.execv)
@@ -292,9 +294,10 @@ def test_posix_exit_and_exec_called_directly_are_seen(tmp_path):
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
 def test_children_given_an_environment_of_their_own_join_the_run(tmp_path, in_process):
-    # subprocess with env= (its C code execs past sonde in-process) and os.posix_spawn(p)
-    # (glibc's exec inside libc, past the exec wrappers under either launch) started children
-    # without sonde's variables: they ran unprofiled.
+    # subprocess with env= (its C code execs, through sonde's rebound execve in-process) and
+    # os.posix_spawn(p) (glibc's exec inside libc, past the exec wrappers under either launch:
+    # sonde's posix_spawn joins the environment) started children without sonde's variables:
+    # they ran unprofiled.
     script = """\
         import os, subprocess, sys
         code = "import numpy as np; a = np.ones((8, 8)); a @ a; print('child', flush=True)"
@@ -391,13 +394,173 @@ def test_a_library_loaded_later_still_finds_static_tls_room(tmp_path):
     assert r.returncode == 0 and r.stdout == "touched 1\n", r.stderr
 
 
+CALLS_LIBC = BIN / "libcalls_libc.so"  # tests/e2e/programs/calls_libc.c
+
+LIBC_FROM_C = f"""\
+    import ctypes, os, signal, sys
+    import numpy as np
+    a = np.ones((8, 8)); a @ a
+    lib = ctypes.CDLL({str(CALLS_LIBC)!r})  # loaded after sonde, as a C extension would be
+    if sys.argv[1] == "exit":
+        print("child ended", lib.fork_child_exits(3), flush=True)
+    elif sys.argv[1] == "dlopen":
+        print("answer", lib.answer_beside(), flush=True)
+    else:
+        print("reads back the default", lib.term_to_default(), flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)
+"""
+
+
+def test_a_librarys_own_exit_in_a_fork_child_is_flushed(tmp_path):
+    # libc's _exit called from C in a fork child (as torch's DataLoader workers end) passed
+    # sonde in-process: the child was missing from the profile. Now rebound as under preload.
+    ended = {}
+    for in_process in (True, False):
+        db = f"{in_process}.db"
+        r = launch(tmp_path, LIBC_FROM_C, "exit", in_process=in_process, db=db)
+        assert (r.returncode, r.stdout) == (0, "child ended 3\n"), r.stderr
+        ended[in_process] = sorted(query(tmp_path / db, "SELECT origin, end_reason FROM processes"))
+    assert ended[True] == ended[False] == [("fork", "_exit"), ("root", "exit")]
+
+
+def test_a_librarys_own_sigaction_keeps_sondes_handler_underneath(tmp_path):
+    # A library loaded after sonde sets SIGTERM to its default with sigaction: it reads back
+    # its own disposition, and the death is still flushed by sonde's handler beneath it.
+    for in_process in (True, False):
+        db = f"{in_process}.db"
+        r = launch(tmp_path, LIBC_FROM_C, "term", in_process=in_process, db=db)
+        assert r.stdout == "reads back the default 1\n", r.stderr
+        assert r.returncode in (-15, 128 + 15), r.stderr  # sonde run says the signal
+        assert query(tmp_path / db, "SELECT end_reason FROM processes") == [("signal 15",)]
+        assert routine_calls(tmp_path / db, "cblas_dgemm") == 1
+
+
+def test_a_librarys_dlopen_keeps_its_own_runpath(tmp_path):
+    # sonde's dlopen wrapper rebinds what a dlopen loaded before the caller gets it back, yet
+    # glibc must still see the caller (its RUNPATH, $ORIGIN/origin_lib, finds the library).
+    r = launch(tmp_path, LIBC_FROM_C, "dlopen")
+    assert (r.returncode, r.stdout) == (0, "answer 42\n"), r.stderr
+    assert query(tmp_path / "prof.db", "SELECT COUNT(*) FROM notes WHERE topic = 'rebind'") \
+        == [(0,)]
+
+
+SPINNER = """\
+    import threading, time
+    def spin():
+        while time.thread_time() < 0.4:
+            pass
+    t = threading.Thread(target=spin)
+    t.start()
+    t.join()
+    print("spun")
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_the_sampler_arms_threads_started_after_sonde(tmp_path, in_process):
+    # The sampler arms each thread as pthread_create starts it: in-process that is CPython's
+    # own pthread_create, rebound, so the launcher no longer falls back to sonde run for it.
+    r = launch(tmp_path, SPINNER, in_process=in_process, extra=["--sample", "1000"])
+    assert (r.returncode, r.stdout) == (0, "spun\n"), r.stderr
+    assert "not in-process" not in r.stderr
+    db = tmp_path / "prof.db"
+    launched = [("in-process",)] if in_process else []
+    assert query(db, "SELECT value FROM run_info WHERE key = 'sonde.launch'") == launched
+    assert query(db, "SELECT value FROM run_info WHERE key = 'sample.hz'") == [("1000",)]
+    (spinner,), = query(db, "SELECT SUM(s.count) FROM samples s JOIN nodes n USING (node_id) "
+                            "JOIN threads t USING (thread_id) WHERE t.seq > 0")
+    assert spinner is not None and spinner >= 100  # 0.4 s of CPU at 1 kHz
+
+
+POOL = """\
+    import time
+    import numpy as np  # OpenBLAS starts its thread pool in its constructor, inside the dlopen
+    a = np.random.rand(600, 600)
+    t = time.time()
+    while time.time() - t < 1.0:
+        a @ a
+    print("multiplied")
+"""
+
+
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_the_sampler_arms_a_pool_a_constructor_started(tmp_path, in_process):
+    # In-process, OpenBLAS's constructor runs inside the dlopen, before sonde rebinds its
+    # pthread_create: the worker is armed after that dlopen, as a thread started before sonde
+    # is (it had no samples; under the re-exec it had as many as the main thread).
+    r = launch(tmp_path, POOL, in_process=in_process, extra=["--sample", "1000"],
+               OPENBLAS_NUM_THREADS="2")
+    assert (r.returncode, r.stdout) == (0, "multiplied\n"), r.stderr
+    per_thread = query(tmp_path / "prof.db", "SELECT t.seq, SUM(s.count) FROM samples s JOIN "
+                                             "nodes n USING (node_id) JOIN threads t "
+                                             "USING (thread_id) GROUP BY t.seq")
+    assert [seq for seq, _ in per_thread] == [0, 1], per_thread  # sonde's flusher is not one
+    assert all(count >= 100 for _, count in per_thread), per_thread
+
+
+SUBNORMAL = """\
+    import sys, threading
+    tiny = float(sys.argv[1])  # 1e-310, a subnormal: read by the FPU as 0 under DAZ
+    products = []
+    t = threading.Thread(target=lambda: products.append(tiny * 1.0))
+    t.start()
+    t.join()
+    print("main", tiny * 1.0, "thread", products[0])
+"""
+
+
+def test_sonde_ftz_sets_the_fpu_mode_of_threads_started_after_sonde(tmp_path):
+    # SONDE_FTZ sets FTZ/DAZ on each thread as pthread_create starts it: in-process too now.
+    r = launch(tmp_path, SUBNORMAL, "1e-310", SONDE_FTZ="1")
+    assert (r.returncode, r.stdout) == (0, "main 0.0 thread 0.0\n"), r.stderr
+    assert "not in-process" not in r.stderr
+    assert query(tmp_path / "prof.db", "SELECT value FROM run_info WHERE key = "
+                                       "'sonde.launch'") == [("in-process",)]
+    plain = launch(tmp_path, SUBNORMAL, "1e-310", db="plain.db")
+    assert plain.stdout == "main 1e-310 thread 1e-310\n", plain.stderr
+
+
+DATALOADER = """\
+    import sys
+    import torch
+    from torch.utils.data import DataLoader, Dataset
+
+    class Products(Dataset):
+        def __len__(self):
+            return 1000
+        def __getitem__(self, i):
+            a = torch.ones(8, 8)
+            return (a @ a).sum()
+
+    torch.set_num_threads(1)
+    batches = iter(DataLoader(Products(), batch_size=4, num_workers=2))
+    for _ in range(3):
+        next(batches)
+    print("three batches", flush=True)
+    # The workers are still running: at exit multiprocessing terminates them (SIGTERM), and
+    # torch's C handler in each ends it by libc's _exit(0).
+"""
+
+
+def test_dataloader_workers_ended_by_torchs_handler_are_flushed(tmp_path):
+    pytest.importorskip("torch")
+    ended = {}
+    for in_process in (True, False):
+        db = f"{in_process}.db"
+        r = launch(tmp_path, DATALOADER, in_process=in_process, db=db)
+        assert (r.returncode, r.stdout) == (0, "three batches\n"), r.stderr
+        ended[in_process] = sorted(query(tmp_path / db, "SELECT origin, end_reason FROM processes"))
+    assert ended[True] == ended[False] == [("fork", "_exit"), ("fork", "_exit"), ("root", "exit")]
+
+
 STUBS = os.environ.get("SONDE_CUPTI_STUBS", "")
 
 
 @pytest.mark.skipif(not STUBS, reason="no CUPTI headers at configure time: no stub CUPTI")
-def test_the_cuda_driver_starts_cupti_through_the_injection_entry(tmp_path):
-    # CPython's extensions open the driver with libc's dlopen, past sonde's wrapper: the
-    # launcher names libsonde in CUDA_INJECTION64_PATH and the (stub) driver's cuInit calls it.
+def test_the_cuda_driver_opened_in_process_starts_cupti(tmp_path):
+    # ctypes' dlopen of the driver reaches sonde's wrapper (rebound in-process), which starts
+    # CUPTI as under LD_PRELOAD; the launcher also names libsonde in CUDA_INJECTION64_PATH, for
+    # a driver loaded past the wrapper, whose cuInit then starts it (the stub driver calls it).
     script = f"""\
         import ctypes, os
         driver = ctypes.CDLL("libcuda.so.1", mode=os.RTLD_GLOBAL)
@@ -426,14 +589,15 @@ def test_the_cuda_driver_starts_cupti_through_the_injection_entry(tmp_path):
                         "JOIN routines pr ON pr.routine_id = p.routine_id")
     assert kernels == [("step()", "cuLaunchKernel", "prog.py:5(launch)")]
     assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'gpu'") == [(0,)]
-    # Without the injection entry (another tool named there), the profile says what is missing.
+    # Another tool named in CUDA_INJECTION64_PATH keeps CUPTI, as under LD_PRELOAD, and the
+    # profile says what is missing.
     r = launch(tmp_path, script, db="other.db",
                CUDA_INJECTION64_PATH="/nonexistent/libToolsInjection64.so", **env)
     assert r.returncode == 0, r.stderr
     other = tmp_path / "other.db"
     assert query(other, "SELECT COUNT(*) FROM gpu_activity") == [(0,)]
     (note,), = query(other, "SELECT message FROM notes WHERE topic = 'gpu'")
-    assert "did not start sonde through CUDA_INJECTION64_PATH" in note
+    assert "CUDA_INJECTION64_PATH names another tool" in note and "not recorded" in note
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])

@@ -218,36 +218,99 @@ SONDE_EXPORT_C __attribute__((noreturn)) void _Exit(int status) {
 // dlopen must not gain sonde as its caller: glibc resolves $ORIGIN, RUNPATH and the namespace
 // from the return address. So the wrapper notes what it needs, then jumps (not calls) to the
 // real dlopen with the host's return address still on the stack.
+//
+// Loaded in-process, sonde must also rebind what dlopen loaded (symbols/rebind.hpp) before the
+// caller can call into it: then the real dlopen is given, as its return address, a `ret` in
+// the caller's own object (glibc sees the caller it would have seen), and above it the address
+// of sonde_dlopen_returned, where that `ret` lands. The caller's return address stays where it
+// was, above both, and sonde_dlopen_returned returns to it. A debugger or unwinder stopped
+// inside that dlopen sees the `ret` as a frame of the caller's object. dlmopen is the same.
 #if defined(__x86_64__)
-extern "C" __attribute__((visibility("hidden"), used)) void* sonde_dlopen_target(const char* file,
-                                                                                   int flags) {
+// The real function, and where it must return to (nullptr: straight back to the caller).
+struct DlopenPlan {
+  void* real;
+  const void* ret;
+};
+
+extern "C" __attribute__((visibility("hidden"), used)) DlopenPlan sonde_dlopen_target(
+    const char* file, int flags, long, const void* caller) {
   static sonde::RealSymbol real{"dlopen"};
   if ((flags & RTLD_DEEPBIND) != 0) sonde::note_deepbind(file);
   sonde::library_opening(file, flags);
-  return real.get();
+  return {real.get(), sonde::dlopen_return_gadget(caller)};
 }
 
+extern "C" __attribute__((visibility("hidden"), used)) DlopenPlan sonde_dlmopen_target(
+    Lmid_t namespace_id, const char*, int, const void* caller) {
+  static sonde::RealSymbol real{"dlmopen"};
+  // Objects of another namespace call their own copy of libc, past sonde: never rebound.
+  bool base = namespace_id == LM_ID_BASE;
+  return {real.get(), base ? sonde::dlopen_return_gadget(caller) : nullptr};
+}
+
+extern "C" __attribute__((visibility("hidden"), used)) void sonde_dlopen_done(void* handle) {
+  int saved = errno;
+  sonde::library_opened(handle);
+  errno = saved;
+}
+
+// NAME(a, b, c) calls TARGET(a, b, c, return address), which returns the plan in rax and rdx:
+// three pushes keep the stack aligned, and rcx is no argument of dlopen's or dlmopen's.
 asm(R"(
+    .macro SONDE_DLOPEN_STUB name, target
     .text
-    .globl dlopen
-    .type dlopen, @function
-dlopen:
+    .globl \name
+    .type \name, @function
+\name:
     .cfi_startproc
     push %rdi
     .cfi_adjust_cfa_offset 8
     push %rsi
     .cfi_adjust_cfa_offset 8
-    sub $8, %rsp
+    push %rdx
     .cfi_adjust_cfa_offset 8
-    call sonde_dlopen_target
-    add $8, %rsp
+    mov 24(%rsp), %rcx
+    call \target
+    mov %rdx, %r11
+    pop %rdx
     .cfi_adjust_cfa_offset -8
     pop %rsi
     .cfi_adjust_cfa_offset -8
     pop %rdi
     .cfi_adjust_cfa_offset -8
+    test %r11, %r11
+    jnz 1f
+    jmp *%rax
+1:
+    sub $16, %rsp
+    .cfi_adjust_cfa_offset 16
+    mov %r11, (%rsp)
+    lea sonde_dlopen_returned(%rip), %r11
+    mov %r11, 8(%rsp)
     jmp *%rax
     .cfi_endproc
-    .size dlopen, .-dlopen
+    .size \name, .-\name
+    .endm
+
+    SONDE_DLOPEN_STUB dlopen, sonde_dlopen_target
+    SONDE_DLOPEN_STUB dlmopen, sonde_dlmopen_target
+)");
+
+// Reached through the `ret` in the caller's object with the stack as the caller left it at its
+// call (its return address on top) and dlopen's result in rax.
+asm(R"(
+    .text
+    .type sonde_dlopen_returned, @function
+sonde_dlopen_returned:
+    .cfi_startproc
+    push %rax
+    .cfi_adjust_cfa_offset 8
+    mov %rax, %rdi
+    call sonde_dlopen_done
+    pop %rax
+    .cfi_adjust_cfa_offset -8
+    ret
+    .cfi_endproc
+    .size sonde_dlopen_returned, .-sonde_dlopen_returned
 )");
 #endif

@@ -67,6 +67,13 @@ void note_deepbind(const char* file);
 // dlopen(file, flags) is about to run: opening the CUDA driver starts the GPU side (CUPTI).
 void library_opening(const char* file, int flags);
 
+// Loaded in-process (runtime/in_process.cpp), sonde rebinds each object dlopen loads: the
+// address dlopen, called from `caller`, must return to for that (symbols/rebind.hpp,
+// return_gadget), nullptr where it is not needed or cannot be had; and the call after a dlopen
+// that returned `handle` through it.
+const void* dlopen_return_gadget(const void* caller);
+void library_opened(void* handle);
+
 // Wrappers add facts about their library (e.g. blas.library, blas.threads) at flush time.
 using InfoEmit = void (*)(const char* key, const char* value, void* ctx);
 using InfoProvider = void (*)(InfoEmit emit, void* ctx);

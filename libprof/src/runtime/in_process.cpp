@@ -1,51 +1,70 @@
 #include "sonde/in_process.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cstdlib>
-#include <memory>
 
 #include "process/signals.hpp"
+#include "runtime/log.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/process_hooks.hpp"
+#include "symbols/rebind.hpp"
 
 namespace sonde {
+
+namespace {
+
+// What a rebinding pass could not do goes in the profile, as a note; how long it took, in the
+// debug log.
+void rebound(const RebindPass& pass) {
+  if (pass.objects == 0) return;
+  log(LogLevel::kDebug, "{}", rebind_summary(pass));
+  std::string note = rebind_note(pass);
+  if (Runtime* rt = Runtime::get(); rt != nullptr && !note.empty())
+    rt->add_note("rebind", note, false);
+}
+
+}  // namespace
 
 bool in_process_begin(const std::string& shown) {
   Runtime* rt = Runtime::get();
   if (rt == nullptr || !rt->recording()) return false;
   rt->loaded_in_process(shown);
+  // libc came before sonde in the global scope: what was bound to it, and what objects
+  // loaded from now on would bind to it, is pointed at sonde's wrappers as LD_PRELOAD would.
+  rebound(rebind_loaded_objects());
+  log(LogLevel::kDebug, "rebound functions: {}", fmt::join(rebound_functions(), " "));
   return true;
 }
 
-void in_process_exit_begins() { exit_begins(); }
-
-void in_process_before_exit(int status) { before_process_exit(status); }
-
 namespace {
 
-using JoinFn = char* const* (*)(char* const*, char**, int, ExecStrings&);
-
-std::vector<std::string> joined(const std::vector<std::string>& env, JoinFn join) {
-  std::vector<char*> envp;
-  envp.reserve(env.size() + 1);
-  for (const std::string& entry : env) envp.push_back(const_cast<char*>(entry.c_str()));
-  envp.push_back(nullptr);
-  std::vector<char*> scratch(env.size() + size_t(exec_env_extra()) + 1);
-  auto strings = std::make_unique<ExecStrings>();
-  char* const* out = join(envp.data(), scratch.data(), int(scratch.size()), *strings);
-  std::vector<std::string> result;
-  for (char* const* e = out; e != nullptr && *e != nullptr; ++e) result.emplace_back(*e);
-  return result;
+// Rebinds the objects loaded since the last pass.
+void rebind_new() {
+  RebindPass pass = rebind_new_objects();
+  rebound(pass);
+  // Their constructors ran inside the dlopen, before the rebinding: a thread pool they started
+  // (OpenBLAS's) passed sonde's pthread_create.
+  if (Runtime* rt = Runtime::get(); rt != nullptr && pass.objects > 0) rt->sample_other_threads();
 }
 
 }  // namespace
 
-std::vector<std::string> in_process_exec_env(const std::vector<std::string>& env) {
-  return joined(env, prepare_exec);
+const void* dlopen_return_gadget(const void* caller) {
+  if (!rebinding()) return nullptr;
+  const void* ret = return_gadget(caller);
+  // No way back through sonde (shadow stacks, a caller sonde did not rebind): what earlier
+  // dlopens loaded is rebound at least here, at the next one.
+  if (ret == nullptr) rebind_new();
+  return ret;
 }
 
-std::vector<std::string> in_process_spawn_env(const std::vector<std::string>& env) {
-  return joined(env, prepare_spawn);
+void library_opened(void* handle) {
+  if (handle != nullptr) rebind_new();
 }
+
+void in_process_exit_begins() { exit_begins(); }
 
 void in_process_signal_set(int sig) { adopt_kernel_action(sig); }
 
@@ -61,7 +80,8 @@ std::vector<std::string> in_process_run_env() {
 
 // CUDA's injection entry: the driver's cuInit opens the library CUDA_INJECTION64_PATH names
 // and calls this (the mechanism CUPTI's injection samples use). The in-process launcher names
-// libsonde there, since CPython's dlopen of the driver never reaches sonde's dlopen wrapper.
+// libsonde there, for a driver loaded past sonde's dlopen wrapper (by an object sonde could not
+// rebind).
 extern "C" SONDE_API int InitializeInjection(void) {
   if (sonde::Runtime* rt = sonde::Runtime::get()) rt->cuda_loaded();
   return 1;

@@ -335,14 +335,19 @@ ThreadState* Runtime::attach_current_thread() {
   uint64_t trace = config_.trace ? config_.trace_buffer : 0;
   // A thread the sampler armed from outside keeps its state (and its samples) when it starts
   // making measured calls.
-  ThreadState* t = sampler_on() ? sampler_adopt(current_tid()) : nullptr;
-  if (t == nullptr) {
+  // Under the lock sample_other_threads holds, so that a thread it arms meanwhile is adopted
+  // here, never given a second state.
+  ThreadState* t = nullptr;
+  {
     AsyncSignalBlock no_signals;
     std::lock_guard lock(threads_mu_);
-    t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace,
-                        trace_budget_.get());
-    hold_until_window(*t);
-    threads_.push_back(t);
+    t = sampler_on() ? sampler_adopt(current_tid()) : nullptr;
+    if (t == nullptr) {
+      t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace,
+                          trace_budget_.get());
+      hold_until_window(*t);
+      threads_.push_back(t);
+    }
   }
   live_threads_.fetch_add(1, std::memory_order_relaxed);
   if (counters_) {
@@ -367,15 +372,20 @@ ThreadState* Runtime::attach_current_thread() {
 }
 
 void Runtime::sample_other_threads() {
+  if (!sampler_on()) return;
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return;
   pid_t self = current_tid();
   uint64_t trace = config_.trace ? config_.trace_buffer : 0;
   AsyncSignalBlock no_signals;
   std::lock_guard lock(threads_mu_);
+  auto known = [this](pid_t tid) {
+    return std::any_of(threads_.begin(), threads_.end(),
+                       [tid](const ThreadState* t) { return t->tid() == tid; });
+  };
   while (dirent* e = readdir(dir)) {
     auto tid = pid_t(std::strtol(e->d_name, nullptr, 10));
-    if (tid <= 0 || tid == self) continue;
+    if (tid <= 0 || tid == self || tid == flusher_tid_.load() || known(tid)) continue;
     auto* t = new ThreadState(next_seq_, tid, now_ticks(), config_.max_depth, trace,
                               trace_budget_.get());
     hold_until_window(*t);
@@ -534,8 +544,9 @@ void Runtime::loaded_in_process(const std::string& shown) {
 
 void Runtime::exit_flush() {
   close_exit_gate();
-  // In-process, the driver's dlopen is libc's, past sonde: CUPTI starts only where the driver
-  // calls sonde's injection entry at cuInit (CUDA_INJECTION64_PATH, set by the launcher).
+  // In-process, a driver loaded past sonde's dlopen wrapper (a library sonde could not rebind,
+  // symbols/rebind.hpp) starts CUPTI only where it calls sonde's injection entry at cuInit
+  // (CUDA_INJECTION64_PATH, set by the launcher).
   if (in_process_ && !gpu_tried_.load() && cuda_driver_loaded()) {
     add_note("gpu", "the CUDA driver was loaded after sonde was loaded in-process (python3 -m "
                     "sonde --in-process) and did not start sonde through CUDA_INJECTION64_PATH: "

@@ -102,6 +102,11 @@ class Runtime {
   // Loaded into a running interpreter by `python3 -m sonde --in-process` (sonde/in_process.hpp):
   // noted in run_info; at exit the profile's name (`shown`) is said after the final flush.
   void loaded_in_process(const std::string& shown);
+  // With the sampler on: the process's threads that sonde did not see start (a BLAS pool
+  // started by its library's constructor, before sonde's, or in-process inside the dlopen that
+  // loads the library, before sonde rebinds it): armed from here, recorded as threads of their
+  // own. Threads it knows, and its own flusher, are left alone.
+  void sample_other_threads();
   // The final flush at exit (registered with atexit at start and again as main starts).
   void exit_flush();
   // On sonde's thread, once the host's last thread has left by a raw SYS_exit: the final flush,
@@ -143,9 +148,6 @@ class Runtime {
   void flusher_loop();
   void drain_samples();  // the sampler's rings into their counts, between two flushes
   void count_unwritten_events(const FlushData& d, const std::string& error);
-  // The process's threads that exist before sampling starts (a BLAS pool started by its
-  // library's constructor, before sonde's): armed from here, recorded as threads of their own.
-  void sample_other_threads();
   void note_window(bool final);
   void hold_until_window(ThreadState& t);  // a new thread state takes the window's state  // where the collection window opened, in the notes
   std::string choose_output(std::string path, bool claim);
