@@ -7,8 +7,8 @@
 #include <array>
 #include <cctype>
 
-#include "profile/profile_file.hpp"
 #include "profile/line_costs.hpp"
+#include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -25,9 +25,9 @@ constexpr std::array<PhaseClass, kPhaseCount> kClasses{{
 // Words of a user region's name (sonde_region_begin): the user said what the region is. Python
 // functions are never matched by words (functools.update_wrapper is no update).
 using Words = std::span<const std::string_view>;
-constexpr std::string_view kIoWords[] = {"data",  "dataset", "load",    "loader", "read",
+constexpr std::string_view kIoWords[] = {"data",  "dataset",  "load",    "loader", "read",
                                          "fetch", "prefetch", "collate", "batch",  "batches",
-                                         "io",    "input",   "inputs"};
+                                         "io",    "input",    "inputs"};
 constexpr std::string_view kH2dWords[] = {"h2d", "htod"};
 constexpr std::string_view kForwardWords[] = {"forward", "fwd", "loss", "predict", "inference"};
 constexpr std::string_view kBackwardWords[] = {"backward", "bwd", "backprop", "gradient",
@@ -136,8 +136,7 @@ bool names_mean_phases(const std::string& file) {
 Role python_role(const CallNode& n) {
   std::string fn = function_part(n.name);
   // A module's or a class's body runs once, at import (classes are CamelCase by PEP 8).
-  if (fn.empty() || fn == "<module>" || std::isupper(static_cast<unsigned char>(fn[0])))
-    return {};
+  if (fn.empty() || fn == "<module>" || std::isupper(static_cast<unsigned char>(fn[0]))) return {};
   if (Role r = torch_role(n.file, fn); r.phase >= 0) return r;
   if (in(n.file, "chainer/link.py") && fn == "__call__") return {kForward, true};
   if ((in(n.file, "chainer/iterators/") && (fn == "__next__" || fn == "next")) ||
@@ -185,8 +184,8 @@ Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
         fnmatch(m.glob.c_str(), function_part(n.name).c_str(), 0) != 0)
       continue;
     for (int p = 0; p < kPhaseCount; ++p)
-      if (kClasses[p].id == m.id) return {p, p == kForward || p == kBackward || p == kUpdate,
-                                          false, true};
+      if (kClasses[p].id == m.id)
+        return {p, p == kForward || p == kBackward || p == kUpdate, false, true};
   }
   if (n.kind == "mpi" || n.kind == "nccl") return {kComm, false, true};
   // torch.distributed's process-group calls (wrappers/torch: library c10d).

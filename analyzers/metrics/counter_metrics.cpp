@@ -8,10 +8,11 @@
 namespace sonde::analyzers {
 namespace {
 
-constexpr EventPair kIpc[] = {{"PAPI_TOT_INS", "PAPI_TOT_CYC"},
-                              {"perf::INSTRUCTIONS", "perf::CPU-CYCLES"},
-                              {"perf::INSTRUCTIONS", "perf::CYCLES"},
-                              {"perf::PERF_COUNT_HW_INSTRUCTIONS", "perf::PERF_COUNT_HW_CPU_CYCLES"}};
+constexpr EventPair kIpc[] = {
+    {"PAPI_TOT_INS", "PAPI_TOT_CYC"},
+    {"perf::INSTRUCTIONS", "perf::CPU-CYCLES"},
+    {"perf::INSTRUCTIONS", "perf::CYCLES"},
+    {"perf::PERF_COUNT_HW_INSTRUCTIONS", "perf::PERF_COUNT_HW_CPU_CYCLES"}};
 constexpr EventPair kL1[] = {{"PAPI_L1_DCM", "PAPI_L1_DCA"},
                              {"perf::L1-DCACHE-LOAD-MISSES", "perf::L1-DCACHE-LOADS"}};
 constexpr EventPair kL2[] = {{"PAPI_L2_DCM", "PAPI_L2_DCA"}, {"PAPI_L2_TCM", "PAPI_L2_TCA"}};
@@ -22,7 +23,8 @@ constexpr EventPair kFlops[] = {{"PAPI_FP_OPS", ""}, {"PAPI_SP_OPS", ""}, {"PAPI
 // perf's task clock counts the thread's CPU time in ns: against wall time it says how much of a
 // routine was spent running rather than waiting (I/O, locks, sleeping, a GPU).
 constexpr EventPair kBusy[] = {{"perf::TASK-CLOCK", ""}};
-constexpr EventPair kFaults[] = {{"perf::PAGE-FAULTS", ""}, {"perf::PERF_COUNT_SW_PAGE_FAULTS", ""}};
+constexpr EventPair kFaults[] = {{"perf::PAGE-FAULTS", ""},
+                                 {"perf::PERF_COUNT_SW_PAGE_FAULTS", ""}};
 constexpr EventPair kSwitches[] = {{"perf::CONTEXT-SWITCHES", ""},
                                    {"perf::PERF_COUNT_SW_CONTEXT_SWITCHES", ""}};
 
@@ -67,8 +69,9 @@ CounterReport compute_counter_report(const ProfileFile& file) {
   if (!file.has_table("node_counters")) return rep;
   std::set<std::string> have;
   {
-    auto st = file.prepare("SELECT DISTINCT c.name FROM counters c JOIN node_counters nc "
-                           "USING (counter_id) ORDER BY c.name");
+    auto st = file.prepare(
+        "SELECT DISTINCT c.name FROM counters c JOIN node_counters nc "
+        "USING (counter_id) ORDER BY c.name");
     while (st.step()) {
       rep.events.push_back(st.text(0));
       have.insert(st.text(0));
@@ -83,8 +86,9 @@ CounterReport compute_counter_report(const ProfileFile& file) {
   // skip recursive nodes the same way (their ancestor already holds them).
   std::map<std::int64_t, RoutineCounters> by;
   {
-    auto st = file.prepare("SELECT routine_id, routine, kind, incl_s FROM hotspots "
-                           "WHERE kind <> 'root'");
+    auto st = file.prepare(
+        "SELECT routine_id, routine, kind, incl_s FROM hotspots "
+        "WHERE kind <> 'root'");
     while (st.step()) {
       RoutineCounters& rc = by[st.int64(0)];
       rc.name = st.text(1);
@@ -106,10 +110,9 @@ CounterReport compute_counter_report(const ProfileFile& file) {
   }
   for (auto& [key, rc] : by)
     if (!rc.incl.empty()) rep.routines.push_back(std::move(rc));
-  std::stable_sort(rep.routines.begin(), rep.routines.end(),
-                   [](const RoutineCounters& a, const RoutineCounters& b) {
-                     return a.incl_ns > b.incl_ns;
-                   });
+  std::stable_sort(
+      rep.routines.begin(), rep.routines.end(),
+      [](const RoutineCounters& a, const RoutineCounters& b) { return a.incl_ns > b.incl_ns; });
   return rep;
 }
 

@@ -38,7 +38,7 @@ struct RoutineCounters {
 };
 
 struct CounterReport {
-  std::vector<std::string> events;  // recorded in the file, by name
+  std::vector<std::string> events;            // recorded in the file, by name
   std::vector<const CounterMetric*> metrics;  // computable from those events
   std::vector<RoutineCounters> routines;      // by inclusive time, largest first
 };

@@ -36,7 +36,7 @@ struct ShapeDiffRow {
   std::int64_t m = 0, n = 0, k = 0;
   std::optional<double> gflops_before, gflops_after;  // medians
   Spread before, after;                               // GFLOP/s
-  std::optional<double> ratio;  // after / before: > 1 is faster
+  std::optional<double> ratio;                        // after / before: > 1 is faster
   Noise noise = Noise::kUnknown;
   std::string status;
 };
@@ -50,8 +50,8 @@ struct DiffTotal {
 
 struct ProfileDiff {
   std::size_t runs_before = 1, runs_after = 1;
-  std::int64_t total_before_ns = 0, total_after_ns = 0;  // wall time: the run's total (median)
-  std::optional<double> total_speedup;                   // wall time before / after
+  std::int64_t total_before_ns = 0, total_after_ns = 0;      // wall time: the run's total (median)
+  std::optional<double> total_speedup;                       // wall time before / after
   std::int64_t threads_before_ns = 0, threads_after_ns = 0;  // the busy threads' time (median)
   DiffTotal total, threads;
   std::vector<DiffRow> phases;    // regions and Python functions

@@ -73,7 +73,8 @@ Under walk(const CallNode& root, std::map<Key, int>& open, std::map<Key, Under>&
 constexpr const char* kLocalSizeVariables[] = {"env.OMPI_COMM_WORLD_LOCAL_SIZE",
                                                "env.LOCAL_WORLD_SIZE", "env.MPI_LOCALNRANKS"};
 
-std::int64_t ranks_on_host(const ProfileFile& file, const std::map<std::string, std::string>& info) {
+std::int64_t ranks_on_host(const ProfileFile& file,
+                           const std::map<std::string, std::string>& info) {
   std::int64_t most = 1;
   // rank_times: one row per rank of the file, with its host.
   if (auto st = file.prepare("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM rank_times "
@@ -123,11 +124,16 @@ std::string dtype_from_name(std::string_view routine) {
       s.find("gemv") == std::string_view::npos)
     return "";
   switch (s[0]) {
-    case 's': return "f32";
-    case 'd': return "f64";
-    case 'c': return "c64";
-    case 'z': return "c128";
-    default: return "";
+    case 's':
+      return "f32";
+    case 'd':
+      return "f64";
+    case 'c':
+      return "c64";
+    case 'z':
+      return "c128";
+    default:
+      return "";
   }
 }
 
@@ -153,7 +159,8 @@ RunFacts load_run_facts(const ProfileFile& file) {
   RunFacts f;
   std::int64_t run_id = 0;
   {
-    auto st = file.prepare("SELECT run_id, cores, affinity_cores FROM runs ORDER BY run_id LIMIT 1");
+    auto st =
+        file.prepare("SELECT run_id, cores, affinity_cores FROM runs ORDER BY run_id LIMIT 1");
     if (st.step()) {
       run_id = st.int64(0);
       if (!st.is_null(1)) f.cores = st.int64(1);
@@ -186,8 +193,9 @@ RunFacts load_run_facts(const ProfileFile& file) {
     while (st.step()) f.peaks[{st.text(0), st.int64(1)}] = st.real(2);
   }
   {
-    auto st = file.prepare("SELECT resource, threads, value FROM peaks_at_threads "
-                           "WHERE run_id = ? AND value IS NOT NULL");
+    auto st = file.prepare(
+        "SELECT resource, threads, value FROM peaks_at_threads "
+        "WHERE run_id = ? AND value IS NOT NULL");
     st.bind(1, run_id);
     while (st.step()) f.peaks_at[{st.text(0), st.int64(1)}] = st.real(2);
   }
@@ -251,11 +259,12 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
       m.shapes.push_back(std::move(s));
     }
   }
-  std::stable_sort(m.shapes.begin(), m.shapes.end(), [](const ShapeMetrics& a, const ShapeMetrics& b) {
-    if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
-    return std::tie(a.routine, a.call_site, a.m, a.n, a.k) <
-           std::tie(b.routine, b.call_site, b.m, b.n, b.k);
-  });
+  std::stable_sort(m.shapes.begin(), m.shapes.end(),
+                   [](const ShapeMetrics& a, const ShapeMetrics& b) {
+                     if (a.time_ns != b.time_ns) return a.time_ns > b.time_ns;
+                     return std::tie(a.routine, a.call_site, a.m, a.n, a.k) <
+                            std::tie(b.routine, b.call_site, b.m, b.n, b.k);
+                   });
 
   // Per routine with shapes: the peaks for the thread counts its calls ran with, and its % of
   // peak, from the routine_peaks view.
@@ -304,9 +313,10 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
       r.blas_pct = 100.0 * static_cast<double>(r.blas_under_ns) / static_cast<double>(r.incl_ns);
     }
     if (auto it = dtype_flops.find(row.routine_id); it != dtype_flops.end()) {
-      r.dtype = std::max_element(it->second.begin(), it->second.end(),
-                                 [](const auto& a, const auto& b) { return a.second < b.second; })
-                    ->first;
+      r.dtype =
+          std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+          })->first;
     } else {
       r.dtype = dtype_from_name(row.name);
     }

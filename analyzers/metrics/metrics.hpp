@@ -23,7 +23,7 @@ struct RunFacts {
   std::optional<std::int64_t> blas_threads;    // run_info blas.threads
   std::optional<std::string> blas_library;
   std::optional<std::string> fpu_ftz, fpu_daz;  // "0" / "1"
-  std::map<std::string, std::string> info;     // every run_info key
+  std::map<std::string, std::string> info;      // every run_info key
   // The peaks table as recorded: (resource, threads) -> value, GFLOP/s for gemm.*, GB/s for
   // mem.bw; threads 0 = all.
   std::map<std::pair<std::string, std::int64_t>, double> peaks;
@@ -68,11 +68,11 @@ struct RoutineMetrics {
   std::int64_t calls = 0;
   std::int64_t incl_ns = 0;  // recursive nodes left out
   std::int64_t excl_ns = 0;
-  double flops = 0, bytes = 0;        // the routine's own nodes (its cost model)
-  double flops_under = 0;             // its own and its callees' (outermost occurrences)
-  std::int64_t blas_under_ns = 0;     // time of outermost blas/onednn calls beneath it
-  std::string dtype;                  // of its GEMM shapes, else guessed from the name; may be ""
-  double pct_total = 0;               // incl as % of the total (the hotspots view's incl_pct)
+  double flops = 0, bytes = 0;     // the routine's own nodes (its cost model)
+  double flops_under = 0;          // its own and its callees' (outermost occurrences)
+  std::int64_t blas_under_ns = 0;  // time of outermost blas/onednn calls beneath it
+  std::string dtype;               // of its GEMM shapes, else guessed from the name; may be ""
+  double pct_total = 0;            // incl as % of the total (the hotspots view's incl_pct)
   // A phase's figures: GFLOP/s of everything beneath it, and the share of its time in the
   // outermost blas/onednn calls beneath it; none when it took no time.
   std::optional<double> gflops_under, blas_pct;
@@ -99,8 +99,8 @@ struct ShapeMetrics {
 
 struct Metrics {
   RunFacts facts;
-  std::int64_t total_ns = 0;     // sum of the thread roots' inclusive time (100 %)
-  std::int64_t wall_ns = 0;      // first process start to last process end (or flush); 0: unknown
+  std::int64_t total_ns = 0;       // sum of the thread roots' inclusive time (100 %)
+  std::int64_t wall_ns = 0;        // first process start to last process end (or flush); 0: unknown
   std::int64_t unmeasured_ns = 0;  // the thread roots' exclusive time
   std::vector<RoutineMetrics> routines;  // by inclusive time, largest first; roots left out
   std::vector<ShapeMetrics> shapes;      // by time, largest first

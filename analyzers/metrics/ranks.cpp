@@ -50,15 +50,20 @@ RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
   r.sections.push_back(
       {"imbalance",
        "Load imbalance per routine and phase (inclusive time over ranks; lost: max - mean)",
-       table_from_sql(
-           file,
-           "SELECT routine, kind, mean_s, max_s, min_s, max_over_mean, max_over_min, "
-           "slowest_rank, lost_s FROM rank_imbalance WHERE kind <> 'root' "
-           "ORDER BY lost_s DESC, max_s DESC, routine" + limit(top),
-           {{"routine", "routine"}, {"kind", "kind"}, {"mean s", "mean_s"}, {"max s", "max_s"},
-            {"min s", "min_s"}, {"max/mean", "max_over_mean", 2},
-            {"max/min", "max_over_min", 2}, {"slowest", "slowest_rank", 0},
-            {"lost s", "lost_s"}})});
+       table_from_sql(file,
+                      "SELECT routine, kind, mean_s, max_s, min_s, max_over_mean, max_over_min, "
+                      "slowest_rank, lost_s FROM rank_imbalance WHERE kind <> 'root' "
+                      "ORDER BY lost_s DESC, max_s DESC, routine" +
+                          limit(top),
+                      {{"routine", "routine"},
+                       {"kind", "kind"},
+                       {"mean s", "mean_s"},
+                       {"max s", "max_s"},
+                       {"min s", "min_s"},
+                       {"max/mean", "max_over_mean", 2},
+                       {"max/min", "max_over_min", 2},
+                       {"slowest", "slowest_rank", 0},
+                       {"lost s", "lost_s"}})});
   r.sections.push_back(
       {"bandwidth", "Communication per operation and message size (GB/s: blocking calls)",
        table_from_sql(

@@ -87,9 +87,9 @@ Scaling compute_scaling(const std::vector<std::string>& paths, bool weak, std::s
 
 Table scaling_runs_table(const Scaling& s) {
   Table t;
-  t.columns = {{"ranks", "ranks", 0},      {"threads", "threads", 0},
-               {"workers", "workers", 0},  {"time s", "time_s"},
-               {"speedup", "speedup", 2},  {"efficiency %", "efficiency_pct", 1},
+  t.columns = {{"ranks", "ranks", 0},     {"threads", "threads", 0},
+               {"workers", "workers", 0}, {"time s", "time_s"},
+               {"speedup", "speedup", 2}, {"efficiency %", "efficiency_pct", 1},
                {"file", "file"}};
   const ScalingRun& ref = s.runs.front();
   for (const ScalingRun& r : s.runs) {
@@ -147,13 +147,12 @@ Json render_scaling_json(const Scaling& s) {
     for (std::size_t i = 0; i < s.runs.size(); ++i) {
       times.push_back(r.time_s[i] ? Json(*r.time_s[i]) : Json());
       eff.push_back(r.time_s[i] && r.time_s[0]
-                        ? Json(100.0 * scaling_efficiency(*r.time_s[0], ref.workers(),
-                                                          *r.time_s[i], s.runs[i].workers(),
-                                                          s.weak))
+                        ? Json(100.0 * scaling_efficiency(*r.time_s[0], ref.workers(), *r.time_s[i],
+                                                          s.runs[i].workers(), s.weak))
                         : Json());
     }
-    routines.push_back({{"routine", r.routine}, {"kind", r.kind}, {"time_s", times},
-                        {"efficiency_pct", eff}});
+    routines.push_back(
+        {{"routine", r.routine}, {"kind", r.kind}, {"time_s", times}, {"efficiency_pct", eff}});
   }
   j["routines"] = routines;
   return j;

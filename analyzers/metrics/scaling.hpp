@@ -26,7 +26,7 @@ struct ScalingRoutine {
 
 struct Scaling {
   bool weak = false;
-  std::vector<ScalingRun> runs;  // by workers (ranks x threads), the first is the reference
+  std::vector<ScalingRun> runs;          // by workers (ranks x threads), the first is the reference
   std::vector<ScalingRoutine> routines;  // by the reference run's time, largest first
 };
 

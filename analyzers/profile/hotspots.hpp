@@ -17,10 +17,10 @@ enum class ReportSort { kExclusive, kInclusive, kCalls };
 // sonde's sort names ("excl", "incl", "calls") and cProfile's ("tottime"/"time",
 // "cumtime"/"cumulative", "ncalls"), so a cProfile user's habit works everywhere sonde sorts.
 inline constexpr std::pair<std::string_view, ReportSort> kReportSorts[] = {
-    {"excl", ReportSort::kExclusive},   {"tottime", ReportSort::kExclusive},
-    {"time", ReportSort::kExclusive},   {"incl", ReportSort::kInclusive},
+    {"excl", ReportSort::kExclusive},    {"tottime", ReportSort::kExclusive},
+    {"time", ReportSort::kExclusive},    {"incl", ReportSort::kInclusive},
     {"cumtime", ReportSort::kInclusive}, {"cumulative", ReportSort::kInclusive},
-    {"calls", ReportSort::kCalls},      {"ncalls", ReportSort::kCalls}};
+    {"calls", ReportSort::kCalls},       {"ncalls", ReportSort::kCalls}};
 std::vector<std::string> report_sort_names();
 ReportSort parse_report_sort(std::string_view name);
 
@@ -37,7 +37,7 @@ struct HotspotRow {
   std::int64_t subrs = 0;
   std::int64_t incl_ns = 0;  // recursive nodes left out, so recursion is not counted twice
   std::int64_t excl_ns = 0;
-  double pct_time = 0;       // inclusive as % of the busy threads' time (incl_pct)
+  double pct_time = 0;  // inclusive as % of the busy threads' time (incl_pct)
   double excl_pct = 0;
   double incl_us_per_call = 0;
   // Adaptive timing (the scaled_times view): the standard error of incl_ns, its times scaled
@@ -51,7 +51,7 @@ struct Hotspots {
   std::int64_t wall_ns = 0;   // the run's total: first process start to last process end
   std::int64_t busy_threads = 0;
   std::int64_t idle_threads = 0;  // registered without a measured call: in no denominator
-  std::vector<HotspotRow> rows;  // sorted, all of them
+  std::vector<HotspotRow> rows;   // sorted, all of them
 };
 
 // Reads the `hotspots` and `run_totals` views; sorting is the only thing done here. One rank's

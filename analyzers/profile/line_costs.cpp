@@ -39,7 +39,8 @@ bool glob_matches(const std::string& pattern, const std::string& text) {
 std::string function_part(std::string_view name) {
   if (name.size() >= 2 && name.back() == ')') {
     auto open = name.rfind('(');
-    if (open != std::string_view::npos) return std::string(name.substr(open + 1, name.size() - open - 2));
+    if (open != std::string_view::npos)
+      return std::string(name.substr(open + 1, name.size() - open - 2));
   }
   return std::string(name);
 }
@@ -52,9 +53,10 @@ bool line_pattern_matches(std::string_view routine_name, std::string_view patter
 
 LineCosts compute_line_costs(const ProfileFile& file, std::string_view pattern) {
   auto none = [&] {
-    return Error(fmt::format("no line costs in {}: run python3 -m sonde --lines PATTERN "
-                             "SCRIPT [ARGS...] to record them",
-                             file.path()));
+    return Error(
+        fmt::format("no line costs in {}: run python3 -m sonde --lines PATTERN "
+                    "SCRIPT [ARGS...] to record them",
+                    file.path()));
   };
   if (!file.has_table("line_costs")) throw none();
   // Merged by name, file and first line rather than routine_id: the same function seen by two
@@ -82,8 +84,9 @@ LineCosts compute_line_costs(const ProfileFile& file, std::string_view pattern) 
   if (!any) throw none();
   if (by_function.empty()) {
     std::vector<std::string> names;
-    auto st = file.prepare("SELECT DISTINCT r.name FROM line_costs c JOIN routines r "
-                           "USING (routine_id) ORDER BY r.name");
+    auto st = file.prepare(
+        "SELECT DISTINCT r.name FROM line_costs c JOIN routines r "
+        "USING (routine_id) ORDER BY r.name");
     while (st.step()) names.push_back(function_part(st.text(0)));
     throw Error(fmt::format("no function with line costs in {} matches '{}' (recorded: {})",
                             file.path(), pattern, fmt::join(names, ", ")));
@@ -131,12 +134,12 @@ LineCosts compute_line_costs(const ProfileFile& file, std::string_view pattern) 
         row.recorded = true;
         row.hits = it->second.hits;
         row.time_ns = it->second.time_ns;
-        row.pct = f.total_ns > 0 ? 100.0 * static_cast<double>(row.time_ns) /
-                                       static_cast<double>(f.total_ns)
-                                 : 0.0;
-        row.us_per_hit = row.hits > 0 ? static_cast<double>(row.time_ns) / 1e3 /
-                                            static_cast<double>(row.hits)
-                                      : 0.0;
+        row.pct = f.total_ns > 0
+                      ? 100.0 * static_cast<double>(row.time_ns) / static_cast<double>(f.total_ns)
+                      : 0.0;
+        row.us_per_hit =
+            row.hits > 0 ? static_cast<double>(row.time_ns) / 1e3 / static_cast<double>(row.hits)
+                         : 0.0;
       }
       f.lines.push_back(std::move(row));
     }

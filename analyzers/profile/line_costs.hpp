@@ -14,20 +14,20 @@ namespace sonde::analyzers {
 
 struct LineRow {
   std::int64_t line = 0;
-  bool recorded = false;     // false: a line without a row in line_costs (shown blank)
+  bool recorded = false;  // false: a line without a row in line_costs (shown blank)
   std::int64_t hits = 0;
   std::int64_t time_ns = 0;  // includes the calls the line makes
   double pct = 0;            // time as % of the function's total
   double us_per_hit = 0;
-  std::string contents;      // the source line without its newline; empty if unreadable
+  std::string contents;  // the source line without its newline; empty if unreadable
 };
 
 struct LineFunction {
-  std::string name;          // the routine name, e.g. "train.py:282(update_core_cpu)"
-  std::string function;      // the part inside the parentheses, e.g. "update_core_cpu"
-  std::string file;          // full path of the source, as recorded
+  std::string name;      // the routine name, e.g. "train.py:282(update_core_cpu)"
+  std::string function;  // the part inside the parentheses, e.g. "update_core_cpu"
+  std::string file;      // full path of the source, as recorded
   std::int64_t first_line = 0;
-  std::int64_t total_ns = 0;  // sum of its lines' time: the function's 100 %
+  std::int64_t total_ns = 0;   // sum of its lines' time: the function's 100 %
   std::vector<LineRow> lines;  // every line from the first line up to the last recorded one
   // The file's text is shown only while it is the one profiled (its fingerprint, run_info
   // source.fnv1a64:PATH): false when it is gone, changed, or never fingerprinted.

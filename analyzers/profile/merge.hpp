@@ -21,8 +21,8 @@ struct MergeOptions {
 struct MergeResult {
   std::size_t files = 0;
   std::int64_t processes = 0, ranks = 0, nodes = 0;
-  std::int64_t world_size = 0;  // the ranks the run had (0: not a ranked run)
-  std::string run;  // the run id (runs.uuid) the inputs share
+  std::int64_t world_size = 0;        // the ranks the run had (0: not a ranked run)
+  std::string run;                    // the run id (runs.uuid) the inputs share
   std::vector<std::string> left_out;  // a directory's files that are not ranks' (see below)
 };
 

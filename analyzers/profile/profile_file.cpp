@@ -82,10 +82,11 @@ void ProfileFile::fail(int rc, std::string_view what) const {
   switch (rc & 0xff) {
     case SQLITE_INTERRUPT:
       if (limit_ && limit_->tripped())
-        throw Error(fmt::format("{}: a query stopped after {} million SQLite steps, far more "
-                                "than any profile sonde writes needs; the file's data is not "
-                                "as sonde writes it (damaged or made by hand?)",
-                                path_, limit_->limit() / 1000000));
+        throw Error(
+            fmt::format("{}: a query stopped after {} million SQLite steps, far more "
+                        "than any profile sonde writes needs; the file's data is not "
+                        "as sonde writes it (damaged or made by hand?)",
+                        path_, limit_->limit() / 1000000));
       break;
     case SQLITE_NOTADB:
       throw Error(fmt::format("{} is not a SQLite database (or its header is damaged)", path_));

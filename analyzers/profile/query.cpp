@@ -22,9 +22,10 @@ Table run_query(const ProfileFile& file, const std::string& sql) {
     sqlite3_finalize(raw);
     Statement st = file.prepare(text);
     if (!st.is_readonly())
-      throw Error(fmt::format("refusing to write: {} is opened read-only, and this statement "
-                              "would modify it",
-                              file.path()));
+      throw Error(
+          fmt::format("refusing to write: {} is opened read-only, and this statement "
+                      "would modify it",
+                      file.path()));
     Table table;
     for (int c = 0; c < st.column_count(); ++c)
       table.columns.push_back({st.column_name(c), st.column_name(c), 6});

@@ -31,8 +31,7 @@ RunSummary load_run_summary(const ProfileFile& file) {
   }
   {
     // Threads without a measured call are counted apart: they are in no denominator.
-    auto st = file.prepare(
-        "SELECT processes, busy_threads, idle_threads, wall_s FROM run_totals");
+    auto st = file.prepare("SELECT processes, busy_threads, idle_threads, wall_s FROM run_totals");
     if (st.step()) {
       s.processes = st.int64(0);
       s.threads = st.int64(1);
@@ -56,10 +55,14 @@ RunSummary load_run_summary(const ProfileFile& file) {
         region = value;
       else if (key == "blas.library")
         s.blas_library = value;
-      else if (key == "blas.threads") s.blas_threads = value;
-      else if (key == "torch.num_threads") s.torch_threads = value;
-      else if (key == "fpu.ftz") s.fpu_ftz = value;
-      else if (key == "fpu.daz") s.fpu_daz = value;
+      else if (key == "blas.threads")
+        s.blas_threads = value;
+      else if (key == "torch.num_threads")
+        s.torch_threads = value;
+      else if (key == "fpu.ftz")
+        s.fpu_ftz = value;
+      else if (key == "fpu.daz")
+        s.fpu_daz = value;
     }
     // As libsonde reads them: steps decide over a delay; 0 (or what is no number) is off.
     if (std::atof(steps.c_str()) > 0)
@@ -86,9 +89,9 @@ RunSummary load_run_summary(const ProfileFile& file) {
         "WHERE ended_ns IS NULL AND end_reason IS NULL AND NOT EXISTS (SELECT 1 FROM notes n "
         "WHERE n.process_id = p.process_id AND n.topic = 'seccomp-filter') ORDER BY process_id");
     while (st.step()) {
-      std::string upto = st.is_null(1) ? std::string("its last flush")
-                                       : fmt::format("its last flush, {:.3f} s after it started",
-                                                     st.real(1));
+      std::string upto = st.is_null(1)
+                             ? std::string("its last flush")
+                             : fmt::format("its last flush, {:.3f} s after it started", st.real(1));
       s.notes.push_back(Note{"warning", "unfinished",
                              fmt::format("the process did not write its final flush (killed by "
                                          "SIGKILL or a crash of the machine, or still running): "
@@ -147,10 +150,10 @@ std::string render_notes(const RunSummary& s) {
       where = fmt::format(" (pid {})", l.pids[0]);
     } else if (!l.pids.empty()) {
       std::vector<int64_t> named(l.pids.begin(), l.pids.begin() + std::min(kNamed, l.pids.size()));
-      where = fmt::format(" ({} processes: pid {}{})", l.pids.size(), fmt::join(named, ", "),
-                          l.pids.size() > kNamed
-                              ? fmt::format(" and {} more", l.pids.size() - kNamed)
-                              : std::string());
+      where =
+          fmt::format(" ({} processes: pid {}{})", l.pids.size(), fmt::join(named, ", "),
+                      l.pids.size() > kNamed ? fmt::format(" and {} more", l.pids.size() - kNamed)
+                                             : std::string());
     }
     out += fmt::format("{}: {}{}\n", l.note->severity == "info" ? "note" : "warning",
                        visible(l.note->message), where);
@@ -193,7 +196,9 @@ auto opt = [](const auto& v) -> Json { return v ? Json(*v) : Json(nullptr); };
 Json notes_to_json(const RunSummary& s) {
   Json notes = Json::array();
   for (const auto& n : s.notes)
-    notes.push_back({{"severity", n.severity}, {"topic", n.topic}, {"message", n.message},
+    notes.push_back({{"severity", n.severity},
+                     {"topic", n.topic},
+                     {"message", n.message},
                      {"pid", opt(n.pid)}});
   return notes;
 }

@@ -15,14 +15,18 @@ namespace sonde::analyzers {
 
 Table line_costs_table(const LineCosts& costs) {
   Table t;
-  t.columns = {{"Function", "function", 0}, {"File", "file", 0},       {"Line", "line", 0},
-               {"Hits", "hits", 0},         {"Time s", "time_s", 6},   {"% Time", "pct", 1},
+  t.columns = {{"Function", "function", 0},
+               {"File", "file", 0},
+               {"Line", "line", 0},
+               {"Hits", "hits", 0},
+               {"Time s", "time_s", 6},
+               {"% Time", "pct", 1},
                {"Line Contents", "contents", 0}};
   for (const auto& f : costs.functions)
     for (const auto& r : f.lines)
       if (r.recorded)
-        t.rows.push_back({f.function, f.file, r.line, r.hits,
-                          static_cast<double>(r.time_ns) / 1e9, r.pct, r.contents});
+        t.rows.push_back({f.function, f.file, r.line, r.hits, static_cast<double>(r.time_ns) / 1e9,
+                          r.pct, r.contents});
   return t;
 }
 

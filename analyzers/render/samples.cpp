@@ -26,8 +26,11 @@ bool has_samples(const ProfileFile& file) {
 
 Table sampled_table(const ProfileFile& file, std::size_t top) {
   Table t;
-  t.columns = {{"Samples", "samples", 0}, {"Share %", "share_pct", 1}, {"± %", "share_err_pct", 1},
-               {"Under", "path", 0}, {"Sampled native frames", "frames", 0}};
+  t.columns = {{"Samples", "samples", 0},
+               {"Share %", "share_pct", 1},
+               {"± %", "share_err_pct", 1},
+               {"Under", "path", 0},
+               {"Sampled native frames", "frames", 0}};
   if (!has_samples(file)) return t;
   Statement s(file,
               "SELECT path, frames, count, 100 * share, 100 * share_err FROM sampled_callpaths "
@@ -50,9 +53,10 @@ std::string render_samples_text(const ProfileFile& file, std::size_t top) {
   std::string hz;
   Statement s(file, "SELECT value FROM run_info WHERE key = 'sample.hz' LIMIT 1");
   if (s.step()) hz = s.text(0);
-  return fmt::format("\nSampled [sampled], not exact: CPU-time samples{}, apart from the figures "
-                     "above; share of all samples, ± one standard error\n{}",
-                     hz.empty() ? "" : fmt::format(" at {} Hz per thread", hz), render_text(t));
+  return fmt::format(
+      "\nSampled [sampled], not exact: CPU-time samples{}, apart from the figures "
+      "above; share of all samples, ± one standard error\n{}",
+      hz.empty() ? "" : fmt::format(" at {} Hz per thread", hz), render_text(t));
 }
 
 Json render_samples_json(const ProfileFile& file, std::size_t top) {

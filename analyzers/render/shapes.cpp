@@ -29,9 +29,15 @@ std::vector<ShapeRow> compute_shapes(const ProfileFile& file, std::size_t top) {
 
 Table shapes_table(const std::vector<ShapeRow>& rows) {
   Table t;
-  t.columns = {{"routine", "routine"}, {"call_site", "call_site"}, {"m", "m"},
-               {"n", "n"},             {"k", "k"},                 {"dtype", "dtype"},
-               {"calls", "calls"},     {"time_s", "time_s", 6},    {"gflops", "gflops", 3},
+  t.columns = {{"routine", "routine"},
+               {"call_site", "call_site"},
+               {"m", "m"},
+               {"n", "n"},
+               {"k", "k"},
+               {"dtype", "dtype"},
+               {"calls", "calls"},
+               {"time_s", "time_s", 6},
+               {"gflops", "gflops", 3},
                {"pct_peak", "pct_peak", 1}};
   auto opt = [](const std::optional<double>& v) -> Cell {
     if (v) return *v;

@@ -23,8 +23,11 @@ std::string text_of(const Cell& cell, int precision) {
 std::size_t utf8_length(std::string_view text, std::size_t i) {
   auto at = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
   unsigned char b = at(i);
-  std::size_t n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3
-                : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+  std::size_t n = b < 0x80                 ? 1
+                  : b >= 0xc2 && b <= 0xdf ? 2
+                  : b >= 0xe0 && b <= 0xef ? 3
+                  : b >= 0xf0 && b <= 0xf4 ? 4
+                                           : 0;
   if (n <= 1 || i + n > text.size()) return n == 1 ? 1 : 0;
   unsigned char lo = 0x80, hi = 0xbf;  // the second byte's range
   if (b == 0xe0) lo = 0xa0;
@@ -107,10 +110,14 @@ std::string visible(std::string_view text) {
       if (n == 0) n = 1;
       for (std::size_t k = i; k < i + n; ++k) {
         auto c = static_cast<unsigned char>(text[k]);
-        if (c == '\n') out += "\\n";
-        else if (c == '\t') out += "\\t";
-        else if (c == '\r') out += "\\r";
-        else out += fmt::format("\\x{:02x}", c);
+        if (c == '\n')
+          out += "\\n";
+        else if (c == '\t')
+          out += "\\t";
+        else if (c == '\r')
+          out += "\\r";
+        else
+          out += fmt::format("\\x{:02x}", c);
       }
     }
     i += n;
@@ -160,9 +167,12 @@ std::string csv_row(const std::vector<Cell>& row) {
   for (std::size_t c = 0; c < row.size(); ++c) {
     if (c) out += ",";
     const Cell& cell = row[c];
-    if (const auto* i = std::get_if<std::int64_t>(&cell)) out += fmt::format("{}", *i);
-    else if (const auto* d = std::get_if<double>(&cell)) out += fmt::format("{}", *d);
-    else if (const auto* s = std::get_if<std::string>(&cell)) out += csv_escape(*s);
+    if (const auto* i = std::get_if<std::int64_t>(&cell))
+      out += fmt::format("{}", *i);
+    else if (const auto* d = std::get_if<double>(&cell))
+      out += fmt::format("{}", *d);
+    else if (const auto* s = std::get_if<std::string>(&cell))
+      out += csv_escape(*s);
   }
   return out + "\n";
 }

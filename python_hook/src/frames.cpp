@@ -15,9 +15,9 @@
 #include "code_table.hpp"
 #include "cpython_compat.hpp"
 #include "greenlets.hpp"
-#include "statements.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/source_fingerprint.hpp"
+#include "statements.hpp"
 
 namespace sonde::python {
 
@@ -202,9 +202,9 @@ void enter(RoutineId id, bool resumed = false, bool machinery = false) {
     t_open.push_back({nullptr, true});  // folded into the import the outermost one opened
     return;
   }
-  t_open.push_back({resumed ? probe_resume(id, Nesting::kChildren)
-                            : probe_enter(id, Nesting::kChildren),
-                    machinery});
+  t_open.push_back(
+      {resumed ? probe_resume(id, Nesting::kChildren) : probe_enter(id, Nesting::kChildren),
+       machinery});
 }
 
 // A generator or coroutine frame is entered at every resumption; only its first entry is a
@@ -519,7 +519,8 @@ void set_fold_imports(bool fold) { g_fold_imports = fold; }
 bool fold_imports() { return g_fold_imports; }
 
 RoutineId import_routine() {
-  static RoutineId id = register_routine({"<import>", "python", "", "<frozen importlib._bootstrap>", 0});
+  static RoutineId id =
+      register_routine({"<import>", "python", "", "<frozen importlib._bootstrap>", 0});
   return id;
 }
 

@@ -218,8 +218,7 @@ const char* range_name(PyObject* self_obj) {
   return c;
 }
 
-PyObject* range_hook_call(PyObject* self, PyObject* const* args, size_t nargsf,
-                          PyObject* kwnames) {
+PyObject* range_hook_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* h = reinterpret_cast<RangeHook*>(self);
   Py_ssize_t n = PyVectorcall_NARGS(nargsf);
   if (h->begin) {
@@ -258,17 +257,16 @@ PyMemberDef kRangeHookMembers[] = {
     {"__wrapped__", T_OBJECT, offsetof(RangeHook, original), READONLY, nullptr},
     {nullptr, 0, 0, 0, nullptr}};
 
-PyType_Slot kRangeHookSlots[] = {
-    {Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
-    {Py_tp_descr_get, reinterpret_cast<void*>(region_call_get)},
-    {Py_tp_traverse, reinterpret_cast<void*>(range_hook_traverse)},
-    {Py_tp_clear, reinterpret_cast<void*>(range_hook_clear)},
-    {Py_tp_dealloc, reinterpret_cast<void*>(range_hook_dealloc)},
-    {Py_tp_members, kRangeHookMembers},
-    {0, nullptr}};
-PyType_Spec kRangeHookSpec = {
-    "sonde._sonde.RangeHook", sizeof(RangeHook), 0,
-    Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL, kRangeHookSlots};
+PyType_Slot kRangeHookSlots[] = {{Py_tp_call, reinterpret_cast<void*>(PyVectorcall_Call)},
+                                 {Py_tp_descr_get, reinterpret_cast<void*>(region_call_get)},
+                                 {Py_tp_traverse, reinterpret_cast<void*>(range_hook_traverse)},
+                                 {Py_tp_clear, reinterpret_cast<void*>(range_hook_clear)},
+                                 {Py_tp_dealloc, reinterpret_cast<void*>(range_hook_dealloc)},
+                                 {Py_tp_members, kRangeHookMembers},
+                                 {0, nullptr}};
+PyType_Spec kRangeHookSpec = {"sonde._sonde.RangeHook", sizeof(RangeHook), 0,
+                              Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+                              kRangeHookSlots};
 
 PyObject* new_range_hook(PyObject* original, bool begin) {
   auto* h = PyObject_GC_New(RangeHook, RangeHookType);

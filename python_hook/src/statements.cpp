@@ -55,7 +55,7 @@ void visit(PyObject* node, StatementStarts& starts) {
   PyObject* cases = list_of(node, "cases");  // match: its header ends before its first case
   PyObject* opens = cases != nullptr && PyList_GET_SIZE(cases) > 0 ? PyList_GET_ITEM(cases, 0)
                     : body != nullptr && PyList_GET_SIZE(body) > 0 ? PyList_GET_ITEM(body, 0)
-                                                                    : nullptr;
+                                                                   : nullptr;
   if (opens != nullptr) {
     int inner = line_of(opens, "lineno");
     if (PyObject* pattern = PyObject_GetAttrString(opens, "pattern")) {
@@ -94,8 +94,8 @@ StatementStarts read_statement_starts(const std::string& path) {
   PyErr_Fetch(&type, &value, &traceback);
   PyCompilerFlags flags = _PyCompilerFlags_INIT;
   flags.cf_flags = PyCF_ONLY_AST;
-  if (PyObject* module = Py_CompileStringExFlags(source.c_str(), path.c_str(), Py_file_input,
-                                                 &flags, -1)) {
+  if (PyObject* module =
+          Py_CompileStringExFlags(source.c_str(), path.c_str(), Py_file_input, &flags, -1)) {
     if (PyObject* body = list_of(module, "body")) {
       walk(body, starts);
       Py_DECREF(body);

@@ -28,9 +28,9 @@ struct Found {
 struct RoutineCounts {
   double elements = 0, subnormal = 0, bytes = 0;
   std::uint64_t sampled = 0, flagged = 0;
-  bool noted = false;  // the run note is written
+  bool noted = false;          // the run note is written
   bool bytes_written = false;  // python.arg_bytes is in run_info
-  std::string name;  // set when first written
+  std::string name;            // set when first written
 };
 
 // The share of subnormal elements in a routine's sampled arguments below which no note is
@@ -325,15 +325,18 @@ void record(RoutineId routine, PyCodeObject* code, const Found& found) {
   // (a note that read "share 0.000000") cost nothing FTZ/DAZ would give back.
   if (c.flagged > 0 && !c.noted && c.subnormal >= kNotedShare * c.elements) {
     c.noted = true;
-    std::string note = "subnormal (denormal) values were found in the float array arguments of "
-                       "sampled calls of " + c.name + " (share: run_info python.subnormal:" +
-                       c.name + "); arithmetic on them is slow unless FTZ/DAZ is on";
+    std::string note =
+        "subnormal (denormal) values were found in the float array arguments of "
+        "sampled calls of " +
+        c.name + " (share: run_info python.subnormal:" + c.name +
+        "); arithmetic on them is slow unless FTZ/DAZ is on";
     add_run_note("denormals", note.c_str());
   }
   if (c.flagged > 0) {
     char value[96];
     std::snprintf(value, sizeof value, "%.6f %llu %llu", c.subnormal / c.elements,
-                  static_cast<unsigned long long>(c.flagged), static_cast<unsigned long long>(c.sampled));
+                  static_cast<unsigned long long>(c.flagged),
+                  static_cast<unsigned long long>(c.sampled));
     set_run_fact(("python.subnormal:" + c.name).c_str(), value);
   }
 }

@@ -21,13 +21,21 @@ extern char** environ;
 // The real libc functions, resolved when the library loads: exec runs in vfork children
 // (Python's subprocess), where a first dlsym could allocate in memory the parent shares.
 enum class Libc {
-  pthread_create, execve, execvpe, fexecve, _exit, _Exit, exit, __libc_start_main, posix_spawn,
-  posix_spawnp, kCount
+  pthread_create,
+  execve,
+  execvpe,
+  fexecve,
+  _exit,
+  _Exit,
+  exit,
+  __libc_start_main,
+  posix_spawn,
+  posix_spawnp,
+  kCount
 };
-::sonde::RealSymbol g_libc[] = {{"pthread_create"}, {"execve"},      {"execvpe"},
-                                {"fexecve"},        {"_exit"},       {"_Exit"},
-                                {"exit"},           {"__libc_start_main"}, {"posix_spawn"},
-                                {"posix_spawnp"}};
+::sonde::RealSymbol g_libc[] = {
+    {"pthread_create"}, {"execve"}, {"execvpe"},           {"fexecve"},     {"_exit"},
+    {"_Exit"},          {"exit"},   {"__libc_start_main"}, {"posix_spawn"}, {"posix_spawnp"}};
 static_assert(std::size(g_libc) == size_t(Libc::kCount));
 
 __attribute__((constructor(102))) void resolve_libc() {
@@ -73,27 +81,27 @@ int main_then_exit(int argc, char** argv, char** envp) {
 
 // The environment for an exec'd image (JOIN: prepare_exec) or a spawned process's
 // (prepare_spawn); `scratch` lives on the caller's stack, sized for envp plus what sonde adds.
-#define SONDE_JOINED_ENV(JOIN, envp, out)                                              \
-  int env_count_ = 0;                                                                  \
-  for (char* const* e_ = (envp); e_ && *e_; ++e_) ++env_count_;                        \
-  int scratch_len_ = env_count_ + ::sonde::exec_env_extra() + 1;                       \
+#define SONDE_JOINED_ENV(JOIN, envp, out)                                                \
+  int env_count_ = 0;                                                                    \
+  for (char* const* e_ = (envp); e_ && *e_; ++e_) ++env_count_;                          \
+  int scratch_len_ = env_count_ + ::sonde::exec_env_extra() + 1;                         \
   char** scratch_ = static_cast<char**>(__builtin_alloca(sizeof(char*) * scratch_len_)); \
-  ::sonde::ExecStrings strings_;                                                       \
+  ::sonde::ExecStrings strings_;                                                         \
   char* const* out = ::sonde::JOIN((envp), scratch_, scratch_len_, strings_)
 #define SONDE_EXEC_ENV(envp, out) SONDE_JOINED_ENV(prepare_exec, envp, out)
 
 // execl-style variadic arguments into an argv array on the stack.
-#define SONDE_COLLECT_ARGS(first, ap, argv)                                            \
-  int argc_ = 1;                                                                       \
-  {                                                                                    \
-    va_list count_;                                                                    \
-    va_copy(count_, ap);                                                               \
-    while (va_arg(count_, const char*) != nullptr) ++argc_;                            \
-    va_end(count_);                                                                    \
-  }                                                                                    \
-  char** argv = static_cast<char**>(__builtin_alloca(sizeof(char*) * (argc_ + 1)));    \
-  argv[0] = const_cast<char*>(first);                                                  \
-  for (int i_ = 1; i_ < argc_; ++i_) argv[i_] = va_arg(ap, char*);                     \
+#define SONDE_COLLECT_ARGS(first, ap, argv)                                         \
+  int argc_ = 1;                                                                    \
+  {                                                                                 \
+    va_list count_;                                                                 \
+    va_copy(count_, ap);                                                            \
+    while (va_arg(count_, const char*) != nullptr) ++argc_;                         \
+    va_end(count_);                                                                 \
+  }                                                                                 \
+  char** argv = static_cast<char**>(__builtin_alloca(sizeof(char*) * (argc_ + 1))); \
+  argv[0] = const_cast<char*>(first);                                               \
+  for (int i_ = 1; i_ < argc_; ++i_) argv[i_] = va_arg(ap, char*);                  \
   argv[argc_] = nullptr
 
 }  // namespace

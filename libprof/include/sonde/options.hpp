@@ -15,7 +15,7 @@ enum class OptionType { kPath, kBool, kUInt, kSeconds, kList, kLevel, kText };
 enum class OptionReader { kLibrary, kLauncher, kPython };
 
 struct OptionSpec {
-  std::string_view name;           // environment variable
+  std::string_view name;  // environment variable
   OptionType type;
   std::string_view default_value;  // as it would be written in the environment
   std::string_view help;           // markdown: `code` is printed bare by `sonde run --help`
@@ -190,16 +190,16 @@ inline constexpr std::array kOptionSpecs{
                "taken, so time a run without it. Unknown metrics are reported once and "
                "skipped. See docs/gpu.md."},
     OptionSpec{"SONDE_LIBRARY", OptionType::kPath, "<sonde>/../lib/libsonde.so",
-               "For `sonde run` and `python3 -m sonde` only: the preload library to use.",
-               0, 0, false, OptionReader::kLauncher},
+               "For `sonde run` and `python3 -m sonde` only: the preload library to use.", 0, 0,
+               false, OptionReader::kLauncher},
     OptionSpec{"SONDE_VIEWER_DIR", OptionType::kPath, "<sonde>/../share/sonde/viewer",
                "For `sonde view` only: the folder of the browser viewer's built files "
                "(`index.html`, `app.js`, `app.css`). By default `<build>/viewer/dist` beside a "
                "build tree's `sonde`, else the installed copy.",
                0, 0, false, OptionReader::kLauncher},
     OptionSpec{"SONDE_RUN_ID", OptionType::kText, "",
-               "Set by sonde so that child processes join their parent's run; not for users.",
-               0, 0, false, OptionReader::kLibrary, true},
+               "Set by sonde so that child processes join their parent's run; not for users.", 0, 0,
+               false, OptionReader::kLibrary, true},
     OptionSpec{"SONDE_PROCESS", OptionType::kText, "",
                "Set by sonde: `pid:process_id` of the process a fork or exec child comes from; "
                "not for users.",
@@ -209,8 +209,8 @@ inline constexpr std::array kOptionSpecs{
                "users.",
                0, 0, false, OptionReader::kLibrary, true},
     OptionSpec{"SONDE_PYTHON_LAUNCHED", OptionType::kBool, "",
-               "Set by `python3 -m sonde` for the interpreter it re-executes; not for users.",
-               0, 0, false, OptionReader::kPython, true},
+               "Set by `python3 -m sonde` for the interpreter it re-executes; not for users.", 0, 0,
+               false, OptionReader::kPython, true},
 };
 
 }  // namespace sonde

@@ -17,8 +17,7 @@ struct ExecStrings {
 // Flushes everything and marks this process image as ended by exec; returns an environment for
 // the new image that carries the preload and the run (entries point into `envp`, `strings` or
 // storage owned by sonde). Safe in a vfork child: then it allocates nothing and flushes nothing.
-char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len,
-                          ExecStrings& strings);
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings);
 // The same for a new process this one starts with `envp` (posix_spawn): nothing flushed, the
 // new image a child of this process.
 char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,

@@ -5,13 +5,13 @@
 #include <cstring>
 #include <string>
 
-#include "symbols/elf_symbols.hpp"
-#include "runtime/fpu_mode.hpp"
+#include "core/thread_local_state.hpp"
 #include "process/sampler.hpp"
+#include "runtime/fpu_mode.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/sonde.h"
-#include "core/thread_local_state.hpp"
+#include "symbols/elf_symbols.hpp"
 
 #define SONDE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -79,12 +79,13 @@ char* keep_sonde_preloaded(Runtime* rt, char* entry, bool vfork_child, ExecStrin
   char* merged = out.preload;
   const std::string& ours = rt->env_preload();  // "LD_PRELOAD=/path/libsonde.so"
   const char* theirs = entry + std::strlen("LD_PRELOAD=");
-  int len = std::snprintf(merged, sizeof out.preload, "%s%s%s", ours.c_str(), *theirs ? ":" : "",
-                          theirs);
+  int len =
+      std::snprintf(merged, sizeof out.preload, "%s%s%s", ours.c_str(), *theirs ? ":" : "", theirs);
   if (len > 0 && size_t(len) < sizeof out.preload) return merged;
   if (!vfork_child) {
-    rt->add_note("exec", "a child was exec'd with an LD_PRELOAD too long to put sonde in front "
-                         "of it: that child is not profiled");
+    rt->add_note("exec",
+                 "a child was exec'd with an LD_PRELOAD too long to put sonde in front "
+                 "of it: that child is not profiled");
   }
   return entry;
 }
@@ -184,8 +185,8 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
                 int(rt->pid()), (long long)rt->process_id());
   scratch[n++] = strings.process_ref;
   if (own_image) {
-    std::snprintf(strings.exec_of, sizeof strings.exec_of, "SONDE_EXEC_OF=%d:%lld",
-                  int(rt->pid()), (long long)rt->process_id());
+    std::snprintf(strings.exec_of, sizeof strings.exec_of, "SONDE_EXEC_OF=%d:%lld", int(rt->pid()),
+                  (long long)rt->process_id());
     scratch[n++] = strings.exec_of;
   }
   scratch[n] = nullptr;
@@ -194,7 +195,8 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
 
 }  // namespace
 
-char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings) {
+char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len,
+                          ExecStrings& strings) {
   return join_run(envp, scratch, scratch_len, strings, true);
 }
 
@@ -278,7 +280,8 @@ void add_note(const char* topic, const char* message) {
 
 void set_run_fact(const char* key, const char* value) {
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && key != nullptr && *key != '\0' && value != nullptr) rt->facts().set(key, value);
+  if (rt != nullptr && key != nullptr && *key != '\0' && value != nullptr)
+    rt->facts().set(key, value);
 }
 
 void add_run_note(const char* topic, const char* message) {

@@ -12,7 +12,7 @@ typedef void (*RegionFn)(const char*);
 typedef int (*IntFn)(void);
 
 static void* resolve(_Atomic(void*)* slot, const char* impl_name) {
-  static char absent;  /* marks "looked up, not there" so the lookup happens once */
+  static char absent; /* marks "looked up, not there" so the lookup happens once */
   void* fn = atomic_load_explicit(slot, memory_order_acquire);
   if (fn == 0) {
     fn = dlsym(RTLD_DEFAULT, impl_name);

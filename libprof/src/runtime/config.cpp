@@ -101,7 +101,8 @@ bool apply(Config& c, std::string_view name, std::string_view v) {
   if (name == "SONDE_FLUSH_INTERVAL") return parse_seconds(v, c.flush_interval_s);
   if (name == "SONDE_DELAY") return parse_seconds(v, c.delay_s);
   if (name == "SONDE_DELAY_UNTIL")
-    return parse_uint(v, u) && u > 0 && u < uint64_t(INT64_MAX) && (c.delay_until_ns = int64_t(u), true);
+    return parse_uint(v, u) && u > 0 && u < uint64_t(INT64_MAX) &&
+           (c.delay_until_ns = int64_t(u), true);
   if (name == "SONDE_STEPS") return parse_uint(v, c.steps);
   if (name == "SONDE_STEP_REGION") return c.step_region = std::string(v), !v.empty();
   if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;

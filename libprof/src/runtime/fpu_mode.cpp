@@ -33,7 +33,7 @@ void apply_fpu_mode() {
   int mode = g_mode.load(std::memory_order_relaxed);
   if (mode == kUndecided) {
     mode = ftz_requested([](const char* name) -> const char* { return std::getenv(name); }) ? kOn
-                                                                                          : kOff;
+                                                                                            : kOff;
     int expected = kUndecided;
     if (!g_mode.compare_exchange_strong(expected, mode, std::memory_order_relaxed)) mode = expected;
   }

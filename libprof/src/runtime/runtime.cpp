@@ -60,7 +60,6 @@ void on_thread_exit(void* state) {
 
 pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
 
-
 std::string realpath_of(const std::string& path) {
   char resolved[PATH_MAX];
   return realpath(path.c_str(), resolved) != nullptr ? resolved : path;
@@ -101,14 +100,18 @@ bool cuda_driver_loaded() {
   return maybe && dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr;
 }
 
-void fork_prepare() { if (auto* rt = Runtime::get()) rt->fork_prepare(); }
+void fork_prepare() {
+  if (auto* rt = Runtime::get()) rt->fork_prepare();
+}
 void fork_parent() {
   if (auto* rt = Runtime::get()) {
     rt->fork_parent();
     rt->child_forked();
   }
 }
-void fork_child() { if (auto* rt = Runtime::get()) rt->fork_child(); }
+void fork_child() {
+  if (auto* rt = Runtime::get()) rt->fork_child();
+}
 // A vfork child that calls exit shares the parent's memory: nothing of sonde's is its to end.
 // A filtered thread asks nothing (getpid is a system call too): it does not flush.
 void at_exit() {
@@ -263,10 +266,9 @@ void Runtime::start() {
   sem_init(&flush_done_, 0, 0);
   pthread_key_create(&g_thread_key, on_thread_exit);
   // Missing events are said once, by the root process; every process notes them in the file.
-  counters_ = make_papi_backend(config_.counters,
-                                [this, root](const std::string& t, const std::string& m) {
-                                  add_note(t, m, root);
-                                });
+  counters_ = make_papi_backend(
+      config_.counters,
+      [this, root](const std::string& t, const std::string& m) { add_note(t, m, root); });
   if (config_.adaptive > 0) {
     // Both need every call's clock: a trace its events, counters their per-call deltas.
     if (config_.trace || counters_) {
@@ -356,8 +358,11 @@ ThreadState* Runtime::attach_current_thread() {
       t->counter_backend = counters_.get();
       t->counters = uint32_t(counters_->events().size());
     } else {
-      add_note("counters", fmt::format("SONDE_COUNTERS: counting failed on thread {}; its "
-                                       "counters are not recorded", t->seq()), false);
+      add_note("counters",
+               fmt::format("SONDE_COUNTERS: counting failed on thread {}; its "
+                           "counters are not recorded",
+                           t->seq()),
+               false);
     }
   }
   if (t->counters == 0) {
@@ -386,8 +391,8 @@ void Runtime::sample_other_threads() {
   while (dirent* e = readdir(dir)) {
     auto tid = pid_t(std::strtol(e->d_name, nullptr, 10));
     if (tid <= 0 || tid == self || tid == flusher_tid_.load() || known(tid)) continue;
-    auto* t = new ThreadState(next_seq_, tid, now_ticks(), config_.max_depth, trace,
-                              trace_budget_.get());
+    auto* t =
+        new ThreadState(next_seq_, tid, now_ticks(), config_.max_depth, trace, trace_budget_.get());
     hold_until_window(*t);
     if (!sampler_arm_other(*t)) {  // it ended meanwhile, or too many
       delete t;
@@ -418,8 +423,11 @@ void Runtime::cuda_opening(const char* file, int flags) {
   // itself first, with the host's flags, and the host's dlopen then finds it loaded.
   if (dlopen(file, flags) == nullptr) {
     const char* why = dlerror();
-    add_note("gpu", fmt::format("no CUDA driver: {}; GPU activity is not recorded, the CPU side "
-                                "is", why ? why : file), root());
+    add_note("gpu",
+             fmt::format("no CUDA driver: {}; GPU activity is not recorded, the CPU side "
+                         "is",
+                         why ? why : file),
+             root());
     return;
   }
   start_gpu();
@@ -487,21 +495,26 @@ void Runtime::note_window(bool final) {
     std::string when =
         !launched ? fmt::format("{:.3f} s after the process started", after_start)
         : at > w.deadline_ns
-            ? fmt::format("as the process started, {:.3f} s after the launch: the launch's "
-                          "deadline had passed", double(at - launch) / 1e9)
+            ? fmt::format(
+                  "as the process started, {:.3f} s after the launch: the launch's "
+                  "deadline had passed",
+                  double(at - launch) / 1e9)
             : fmt::format("{:.3f} s after the launch ({:.3f} s after the process started)",
                           double(at - launch) / 1e9, after_start);
-    add_note("window", fmt::format("collection began {} ({}); nothing before it is in the "
-                                   "profile", when, how),
+    add_note("window",
+             fmt::format("collection began {} ({}); nothing before it is in the "
+                         "profile",
+                         when, how),
              false);
   } else if (final) {
     add_note("window",
              w.steps > 0 ? fmt::format("the collection window never opened: region '{}' began {} "
                                        "times, fewer than the {} steps to skip ({}); nothing "
-                                       "was measured", w.step_region, window_.steps_seen(),
-                                       w.steps + 1, how)
+                                       "was measured",
+                                       w.step_region, window_.steps_seen(), w.steps + 1, how)
                          : fmt::format("the collection window never opened: the process ended "
-                                       "before the delay ({}); nothing was measured", how),
+                                       "before the delay ({}); nothing was measured",
+                                       how),
              root());
   }
 }
@@ -548,10 +561,11 @@ void Runtime::exit_flush() {
   // symbols/rebind.hpp) starts CUPTI only where it calls sonde's injection entry at cuInit
   // (CUDA_INJECTION64_PATH, set by the launcher).
   if (in_process_ && !gpu_tried_.load() && cuda_driver_loaded()) {
-    add_note("gpu", "the CUDA driver was loaded after sonde was loaded in-process (python3 -m "
-                    "sonde --in-process) and did not start sonde through CUDA_INJECTION64_PATH: "
-                    "GPU activity is not recorded; CUDA calls are. Run without --in-process to "
-                    "record it");
+    add_note("gpu",
+             "the CUDA driver was loaded after sonde was loaded in-process (python3 -m "
+             "sonde --in-process) and did not start sonde through CUDA_INJECTION64_PATH: "
+             "GPU activity is not recorded; CUDA calls are. Run without --in-process to "
+             "record it");
   }
   int64_t from_ns = monotonic_ns();
   bool ok = flush(FlushKind::kExit, "exit");
@@ -565,8 +579,10 @@ void Runtime::say_where_written(bool ok) {
   std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
   std::string line =
       ok ? fmt::format("sonde: profile written to {}\n", name)
-         : fmt::format("sonde: profile written to {}, up to its last periodic flush (the final "
-                       "flush did not happen or failed)\n", name);
+         : fmt::format(
+               "sonde: profile written to {}, up to its last periodic flush (the final "
+               "flush did not happen or failed)\n",
+               name);
   quiet_write(STDERR_FILENO, line);
 }
 

@@ -15,16 +15,16 @@
 
 #include "core/call_sites.hpp"
 #include "core/clock.hpp"
+#include "core/routine_registry.hpp"
+#include "core/thread_state.hpp"
+#include "core/window.hpp"
+#include "counters/counter_backend.hpp"
+#include "gpu/gpu_backend.hpp"
 #include "runtime/config.hpp"
 #include "runtime/doorbell.hpp"
 #include "runtime/facts.hpp"
-#include "counters/counter_backend.hpp"
-#include "gpu/gpu_backend.hpp"
-#include "core/routine_registry.hpp"
 #include "sonde/process_hooks.hpp"
 #include "store/store.hpp"
-#include "core/thread_state.hpp"
-#include "core/window.hpp"
 
 namespace sonde {
 
@@ -149,7 +149,8 @@ class Runtime {
   void drain_samples();  // the sampler's rings into their counts, between two flushes
   void count_unwritten_events(const FlushData& d, const std::string& error);
   void note_window(bool final);
-  void hold_until_window(ThreadState& t);  // a new thread state takes the window's state  // where the collection window opened, in the notes
+  void hold_until_window(ThreadState& t);  // a new thread state takes the window's state  // where
+                                           // the collection window opened, in the notes
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
   // After the final flush (ok: it was written) of an in-process launch: where the profile went.
@@ -175,9 +176,9 @@ class Runtime {
   std::vector<ThreadState*> threads_;
   uint32_t next_seq_ = 0;
 
-  std::mutex store_mu_;  // held for a whole flush; fork waits for it
-  std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
-  std::string trace_loss_error_;  // why a flush's trace events were lost (under store_mu_)
+  std::mutex store_mu_;               // held for a whole flush; fork waits for it
+  std::string last_flush_error_;      // said once until a flush succeeds (under store_mu_)
+  std::string trace_loss_error_;      // why a flush's trace events were lost (under store_mu_)
   std::vector<NodeRows> spare_rows_;  // the last snapshots' nodes (under store_mu_)
   Store store_;
   CallSites call_sites_;  // names the shapes' call sites before the store writes them

@@ -21,7 +21,6 @@
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 #include "core/window.hpp"
-#include "store/fd_guard.hpp"
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
@@ -29,6 +28,7 @@
 #include "runtime/python_presence.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/quiet_write.hpp"
+#include "store/fd_guard.hpp"
 #include "store/sqlite_db.hpp"
 
 namespace sonde {
@@ -66,8 +66,8 @@ bool looks_numeric() {
       [](dl_phdr_info* info, size_t, void* out) {
         const char* base = std::strrchr(info->dlpi_name, '/');
         base = base != nullptr ? base + 1 : info->dlpi_name;
-        for (const char* lib : {"blas", "mkl_", "dnnl", "cudart", "libcuda.", "cudnn", "nccl",
-                                "libmpi"}) {
+        for (const char* lib :
+             {"blas", "mkl_", "dnnl", "cudart", "libcuda.", "cudnn", "nccl", "libmpi"}) {
           if (std::strstr(base, lib) != nullptr && std::strstr(base, "libsonde") == nullptr) {
             *static_cast<bool*>(out) = true;
             return 1;
@@ -112,7 +112,8 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   uint64_t samples_dropped = 0;
   uint64_t window_ticks = 0;
   if (int64_t opened = window_.opened_mono_ns(); opened != 0 && clock_.ns_per_tick() > 0)
-    window_ticks = clock_.ticks0() + uint64_t(double(opened - clock_.mono0()) / clock_.ns_per_tick());
+    window_ticks =
+        clock_.ticks0() + uint64_t(double(opened - clock_.mono0()) / clock_.ns_per_tick());
   for (ThreadState* t : threads) {
     if (window_ticks != 0) t->start_no_earlier_than(window_ticks);
     sampler_drain(*t);
@@ -132,22 +133,28 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   }
   if (final && sampler_on()) sampler_log_unwinding(threads, clock_.ns_per_tick());
   if (uint64_t faults = sampler_faults(); faults > 0) {
-    add_note("samples", fmt::format("the sampler abandoned {} samples whose native stack could "
-                                    "not be read (a fault in the unwinder, caught)", faults),
+    add_note("samples",
+             fmt::format("the sampler abandoned {} samples whose native stack could "
+                         "not be read (a fault in the unwinder, caught)",
+                         faults),
              false);
   }
   if (samples_dropped > 0) {
-    add_note("samples", fmt::format("the sampler dropped {} samples (its per-thread ring was full "
-                                    "between two drains); the sampled shares are those of the "
-                                    "samples kept", samples_dropped), false);
+    add_note("samples",
+             fmt::format("the sampler dropped {} samples (its per-thread ring was full "
+                         "between two drains); the sampled shares are those of the "
+                         "samples kept",
+                         samples_dropped),
+             false);
   }
   // At the last flush only: a note's text is its identity, and the count grows.
   if (abandoned > 0 && final) {
-    add_note("longjmp", fmt::format("{} measured calls never returned (left by a longjmp out of "
-                                    "a signal handler, or an exception thrown through them): "
-                                    "each is counted, and its time is in its caller's, from "
-                                    "the next measured call of its thread on",
-                                    abandoned),
+    add_note("longjmp",
+             fmt::format("{} measured calls never returned (left by a longjmp out of "
+                         "a signal handler, or an exception thrown through them): "
+                         "each is counted, and its time is in its caller's, from "
+                         "the next measured call of its thread on",
+                         abandoned),
              false);
   }
   if (overflows > 0) {
@@ -183,8 +190,8 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   }
   note_window(final);
   if (mismatches > 0) {
-    add_note("regions", fmt::format("{} region ends did not match the innermost open region",
-                                    mismatches));
+    add_note("regions",
+             fmt::format("{} region ends did not match the innermost open region", mismatches));
   }
   if (!measured_seen_) {
     // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
@@ -224,9 +231,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
   }
   for (InfoProvider p : providers) {
-    p([](const char* k, const char* v, void* ctx) {
-        static_cast<FlushData*>(ctx)->info.emplace_back(k, v);
-      }, &d);
+    p([](const char* k, const char* v,
+         void* ctx) { static_cast<FlushData*>(ctx)->info.emplace_back(k, v); },
+      &d);
   }
   {  // after the providers, which may add notes of their own
     std::lock_guard nl(notes_mu_);
@@ -269,7 +276,7 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     if (t.ended_ns && !final) done.push_back(const_cast<ThreadState*>(t.state));
   }
   ended_unflushed_.fetch_sub(std::min<uint32_t>(uint32_t(done.size()), ended_unflushed_.load()),
-                            std::memory_order_relaxed);
+                             std::memory_order_relaxed);
   if (!done.empty()) {
     {
       AsyncSignalBlock no_signals;
@@ -331,7 +338,8 @@ void Runtime::flush_from_signal(int sig) {
     // On stderr: the file cannot say it, its writer is what did not finish. No allocation:
     // _exit may be called from a signal handler.
     char line[192];
-    int n = std::snprintf(line, sizeof line, "sonde: process %d ended (_exit) before its "
+    int n = std::snprintf(line, sizeof line,
+                          "sonde: process %d ended (_exit) before its "
                           "profile was written; its calls since the last flush are lost\n",
                           int(getpid()));
     if (n > 0)
@@ -372,9 +380,11 @@ void Runtime::start_flusher() {
   if (rc == 0) return;
   // Said in the profile at once, by a flush on this thread: the process may end by _exit or a
   // signal before any other flush (a fork child under `ulimit -u` never had one).
-  add_note("flush", fmt::format("sonde's flusher thread could not be started ({}): no periodic "
-                                "flushes, and calls after the last flush are lost if this "
-                                "process ends by _exit or a signal", std::strerror(rc)),
+  add_note("flush",
+           fmt::format("sonde's flusher thread could not be started ({}): no periodic "
+                       "flushes, and calls after the last flush are lost if this "
+                       "process ends by _exit or a signal",
+                       std::strerror(rc)),
            true);
   flush(FlushKind::kExplicit);
 }
@@ -427,9 +437,8 @@ void Runtime::flusher_loop() {
         deadline.tv_nsec -= 1000000000;
       }
     }
-    Doorbell::Woke woke =
-        flush_request_.wait(interval > 0 ? &deadline : nullptr,
-                            watched_ended ? WatchedThread{} : watched);
+    Doorbell::Woke woke = flush_request_.wait(interval > 0 ? &deadline : nullptr,
+                                              watched_ended ? WatchedThread{} : watched);
     if (woke == Doorbell::Woke::kWatchedEnded) watched_ended = true;
     bool attached = live_threads_.load(std::memory_order_acquire) > 0;
     if ((!attached || watched_ended) && !exiting_ && alone_in_process()) {
@@ -548,6 +557,5 @@ void Runtime::drain_samples() {
   std::lock_guard tl(threads_mu_);
   for (ThreadState* t : threads_) sampler_drain(*t);
 }
-
 
 }  // namespace sonde

@@ -16,8 +16,8 @@ ElfSymbols::ElfSymbols(const std::string& path) {
   if (!read(path, &build_id) && build_id.size() > 2) {
     // A stripped library's .symtab is in its separate debug file (Debian's -dbg packages),
     // found by build id, as perf and gdb find it: libm's __cos_fma was libm.so.6+0x70aeb.
-    std::string debug = "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" +
-                        build_id.substr(2) + ".debug";
+    std::string debug =
+        "/usr/lib/debug/.build-id/" + build_id.substr(0, 2) + "/" + build_id.substr(2) + ".debug";
     ElfSymbols separate(debug, nullptr);
     if (!separate.functions_.empty()) {
       functions_ = std::move(separate.functions_);
@@ -81,7 +81,8 @@ bool ElfSymbols::read(const std::string& path, std::string* build_id) {
       }
       break;
     }
-    if (table != nullptr && table->sh_link < eh->e_shnum && fits(table->sh_offset, table->sh_size) &&
+    if (table != nullptr && table->sh_link < eh->e_shnum &&
+        fits(table->sh_offset, table->sh_size) &&
         fits(sections[table->sh_link].sh_offset, sections[table->sh_link].sh_size)) {
       const Elf64_Shdr& strtab = sections[table->sh_link];
       auto* syms = reinterpret_cast<const Elf64_Sym*>(base + table->sh_offset);

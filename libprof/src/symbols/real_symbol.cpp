@@ -30,7 +30,8 @@ const void* own_object() {
 
 int collect_object(struct dl_phdr_info* info, size_t, void* data) {
   auto* names = static_cast<std::vector<std::string>*>(data);
-  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0') names->emplace_back(info->dlpi_name);
+  if (info->dlpi_name != nullptr && info->dlpi_name[0] != '\0')
+    names->emplace_back(info->dlpi_name);
   return 0;
 }
 
@@ -60,9 +61,9 @@ void* find_real_symbol(const char* name) {
 void missing_real_symbol(const char* name) {
   // The host itself called this function, so there is no result sonde could return instead.
   char line[256];
-  int n = snprintf(line, sizeof line,
-                   "sonde: the program called %s, but no loaded library defines it; aborting\n",
-                   name);
+  int n =
+      snprintf(line, sizeof line,
+               "sonde: the program called %s, but no loaded library defines it; aborting\n", name);
   if (n > 0)
     quiet_write(2, std::string_view(line, size_t(n) < sizeof line ? size_t(n) : sizeof line - 1));
   abort();

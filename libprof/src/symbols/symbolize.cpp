@@ -3,8 +3,8 @@
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <errno.h>
-#include <link.h>
 #include <fmt/format.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <cstring>

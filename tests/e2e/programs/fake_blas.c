@@ -15,8 +15,8 @@ static double elapsed_us;
 /* The Fortran entry point does the work and cblas_dgemm calls it, through the PLT, as the
  * reference CBLAS does: under sonde that inner call must not count as a second call. */
 void dgemm_(const char* ta, const char* tb, const int* m, const int* n, const int* k,
-            const double* alpha, const double* a, const int* lda, const double* b,
-            const int* ldb, const double* beta, double* c, const int* ldc) {
+            const double* alpha, const double* a, const int* lda, const double* b, const int* ldb,
+            const double* beta, double* c, const int* ldc) {
   double start = now_us(), until = start + *m, t;
   while ((t = now_us()) < until) {
   }

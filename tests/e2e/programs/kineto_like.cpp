@@ -11,7 +11,6 @@
 
 #include "cupti_stub_control.h"
 
-
 namespace {
 std::atomic<int> g_api{0}, g_records{0};
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) { ++g_api; }

@@ -1,5 +1,6 @@
 /* A host that ends badly after some BLAS calls, to check what the profile keeps.
- * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|churn N|deepbind [LIB]|fork-stress N */
+ * Usage: misbehave abort|segv|sigterm|sigint|spin|exit3|sigexit|churn N|deepbind [LIB]|fork-stress
+ * N */
 #include <cblas.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -52,11 +53,11 @@ int main(int argc, char** argv) {
   }
   if (!strcmp(what, "sigterm")) raise(SIGTERM);
   if (!strcmp(what, "sigint")) raise(SIGINT);
-  if (!strcmp(what, "spin")) {  /* until killed from outside */
+  if (!strcmp(what, "spin")) { /* until killed from outside */
     for (;;) dot(1000);
   }
   if (!strcmp(what, "exit3")) return 3;
-  if (!strcmp(what, "churn")) {  /* many short threads, one after another */
+  if (!strcmp(what, "churn")) { /* many short threads, one after another */
     int n = argc > 2 ? atoi(argv[2]) : 1000;
     for (int i = 0; i < n; ++i) {
       pthread_t t;
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (!strcmp(what, "sigexit")) {  /* _exit from a signal handler that interrupts malloc */
+  if (!strcmp(what, "sigexit")) { /* _exit from a signal handler that interrupts malloc */
     signal(SIGALRM, exit_from_handler);
     struct itimerval t = {{0, 0}, {0, 20000}};
     setitimer(ITIMER_REAL, &t, NULL);

@@ -28,7 +28,7 @@ int main(void) {
   for (int i = 0; i < 64 * 64; ++i) a[i] = 1.0f;
   char step[32];
   for (int s = 0; s < 3; ++s) {
-    snprintf(step, sizeof step, "step");  /* a buffer the program reuses */
+    snprintf(step, sizeof step, "step"); /* a buffer the program reuses */
     int d0 = nvtxRangePushA(step);
     int d1 = nvtxRangePushW(L"forward");
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 64, 64, 64, 1, a, 64, a, 64, 0, c, 64);

@@ -30,8 +30,8 @@ int main(int argc, char** argv) {
   failures += posix_spawnp(&pids[2], argv[0], NULL, NULL, child, environ) != 0;
   int status;
   for (int i = 0; i < 3; ++i) {
-    failures += waitpid(pids[i], &status, 0) != pids[i] ||
-                !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    failures +=
+        waitpid(pids[i], &status, 0) != pids[i] || !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   printf("children failed: %d\n", failures);
   return failures;

@@ -1,21 +1,20 @@
 // The advice layer on a profile with known numbers (advice_fixture.hpp): derived metrics
 // (GFLOP/s, % of peak, intensity, roofline, phases), each candidate rule firing on the fixture
 // built to trigger it and not on one that does not, the ranking, and `sonde diff` speedups.
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
-#include "advice_fixture.hpp"
-#include "profile/run_summary.hpp"
-#include "fixture.hpp"
 #include "advice/candidates.hpp"
 #include "advice/tune_results.hpp"
+#include "advice_fixture.hpp"
+#include "fixture.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/metrics.hpp"
+#include "profile/run_summary.hpp"
 #include "tools/tune.hpp"
 
 namespace sonde::analyzers {
@@ -50,9 +49,9 @@ TEST_F(AdviceTest, GemmRateAndPeakAtTheRunsBlasThreadCount) {
   const RoutineMetrics& g = routine(m, "cblas_sgemm");
   EXPECT_EQ(g.dtype, "f32");
   EXPECT_EQ(g.incl_ns, 1'500'000'000);
-  EXPECT_DOUBLE_EQ(*g.perf.gflops, 2.0);        // 3e9 FLOPs / 1.5 s
-  EXPECT_DOUBLE_EQ(*g.perf.pct_peak, 80.0);     // the 1-thread peak (2.5), blas.threads = 1
-  EXPECT_DOUBLE_EQ(*g.perf.intensity, 10.0);    // 3e9 / 3e8
+  EXPECT_DOUBLE_EQ(*g.perf.gflops, 2.0);             // 3e9 FLOPs / 1.5 s
+  EXPECT_DOUBLE_EQ(*g.perf.pct_peak, 80.0);          // the 1-thread peak (2.5), blas.threads = 1
+  EXPECT_DOUBLE_EQ(*g.perf.intensity, 10.0);         // 3e9 / 3e8
   EXPECT_DOUBLE_EQ(*g.perf.attainable_gflops, 1.0);  // min(2.5, 10 x 0.1)
   EXPECT_EQ(*g.perf.bound, "memory");
 }
@@ -340,8 +339,8 @@ TEST_F(AdviceTest, FrameworkThreadsRuleOnTorchsOwnPool) {
   EXPECT_DOUBLE_EQ(number(c[0], "torch_threads"), 1);
   EXPECT_DOUBLE_EQ(number(c[0], "onednn_time_s"), 1.0);  // the 1.5 s of BLAS left out
   EXPECT_DOUBLE_EQ(number(c[0], "onednn_pct_run"), 10.0);
-  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.5);                // 1 s x (1 - 1/2)
-  EXPECT_DOUBLE_EQ(number(c[0], "floor_s"), 0.25);       // 1 GFLOP at the 2-thread 4 GFLOP/s
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.5);           // 1 s x (1 - 1/2)
+  EXPECT_DOUBLE_EQ(number(c[0], "floor_s"), 0.25);  // 1 GFLOP at the 2-thread 4 GFLOP/s
   EXPECT_NE(c[0].advice.find("torch.set_num_threads(2)"), std::string::npos) << c[0].advice;
   EXPECT_NE(c[0].summary.find("torch runs 1 intra-op thread of 2 available"), std::string::npos)
       << c[0].summary;
@@ -425,7 +424,7 @@ TEST_F(AdviceTest, SubnormalRuleScalesGemmTimeByTheFlaggedCalls) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].location, "run");
   EXPECT_DOUBLE_EQ(number(c[0], "affected_time_s"), 0.375);  // 1.5 s x 1/4
-  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.28125);  // 0.375 s x (1 - 1/4)
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.28125);                // 0.375 s x (1 - 1/4)
   // With the sampled values, their subnormal share f instead: 1.5 s x f 3 / (1 + 3 f), f = 1/8.
   sql("INSERT INTO run_info VALUES (1, 1, 'blas.subnormal.sampled_values', '512'),"
       "  (1, 1, 'blas.subnormal.values', '64');");
@@ -526,7 +525,8 @@ TEST_F(AdviceTest, GainsAreHeldToTheCalibratedLimitThatApplies) {
   EXPECT_DOUBLE_EQ(number(u[0], "floor_s"), 0.6);
   EXPECT_DOUBLE_EQ(u[0].est_gain_s, 0.8 * 6.8);
   EXPECT_NE(u[0].gain_bound.find("reading its float array arguments once (1 MB per call"),
-            std::string::npos) << u[0].gain_bound;
+            std::string::npos)
+      << u[0].gain_bound;
   sql("UPDATE run_info SET value = '10000000 8' WHERE key LIKE 'python.arg_bytes:%';");
   u = of_rule(candidates(), "optimizer-update");
   ASSERT_EQ(u.size(), 1u);
@@ -550,7 +550,8 @@ TEST_F(AdviceTest, GainsAreHeldToTheCalibratedLimitThatApplies) {
   sql("DELETE FROM peaks;");
   for (const auto& x : candidates()) {
     EXPECT_FALSE(x.gain_bound.empty()) << x.rule;
-    if (x.rule != "unmeasured") EXPECT_NE(x.gain_bound.find("calibrate"), std::string::npos) << x.gain_bound;
+    if (x.rule != "unmeasured")
+      EXPECT_NE(x.gain_bound.find("calibrate"), std::string::npos) << x.gain_bound;
   }
 }
 
@@ -576,8 +577,8 @@ TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
     ASSERT_EQ(c.size(), 1u);
     EXPECT_NE(c[0].advice.find("named like a recurrence"), std::string::npos) << site;
   }
-  for (std::string site : {"ops.py:12(cancellation)", "misc.py:4(miscellaneous)",
-                           "g.py:7(group_norm)"}) {
+  for (std::string site :
+       {"ops.py:12(cancellation)", "misc.py:4(miscellaneous)", "g.py:7(group_norm)"}) {
     sql("UPDATE shapes SET call_site = '" + site + "' WHERE n = 10;");
     c = of_rule(candidates(), "gemm-shape");
     ASSERT_EQ(c.size(), 1u);
@@ -628,16 +629,17 @@ TEST_F(AdviceTest, DiffSpeedupsAreExact) {
   std::string after = (dir_.path / "b.db").string();
   test::write_advice_fixture(after);
   test::exec_sql(after,
-      "UPDATE nodes SET incl_ns = 3400000000, excl_ns = 3400000000 WHERE node_id = 6;"
-      "UPDATE nodes SET incl_ns = 600000000, excl_ns = 600000000 WHERE node_id = 4;"
-      "UPDATE shapes SET time_ns = 400000000 WHERE n = 1000;"
-      "UPDATE shapes SET time_ns = 200000000 WHERE n = 10;"
-      "UPDATE processes SET ended_ns = started_ns + 8000000000;"
-      "UPDATE routines SET name = 'train.py:5(forward2)' WHERE routine_id = 3;");
+                 "UPDATE nodes SET incl_ns = 3400000000, excl_ns = 3400000000 WHERE node_id = 6;"
+                 "UPDATE nodes SET incl_ns = 600000000, excl_ns = 600000000 WHERE node_id = 4;"
+                 "UPDATE shapes SET time_ns = 400000000 WHERE n = 1000;"
+                 "UPDATE shapes SET time_ns = 200000000 WHERE n = 10;"
+                 "UPDATE processes SET ended_ns = started_ns + 8000000000;"
+                 "UPDATE routines SET name = 'train.py:5(forward2)' WHERE routine_id = 3;");
   ProfileDiff d = compute_diff(ProfileFile::open(path_), ProfileFile::open(after));
   EXPECT_DOUBLE_EQ(*d.total_speedup, 10.0 / 8.0);
   auto find = [](const std::vector<DiffRow>& rows, const std::string& name) {
-    auto it = std::find_if(rows.begin(), rows.end(), [&](const DiffRow& r) { return r.name == name; });
+    auto it =
+        std::find_if(rows.begin(), rows.end(), [&](const DiffRow& r) { return r.name == name; });
     if (it == rows.end()) throw std::runtime_error("no row " + name);
     return *it;
   };
@@ -688,7 +690,6 @@ TEST_F(AdviceTest, CliCandidatesAndDiff) {
   EXPECT_NE(r.err.find("sonde candidates:"), std::string::npos) << r.err;
 }
 
-
 // Metrics are per routine identity: a second `train.py:5(forward)` (another file, 7e9 FLOPs of
 // its own) is its own row, and neither row takes the other's FLOPs (they were summed by name).
 TEST_F(AdviceTest, RoutinesOfOneDisplayNameKeepTheirOwnFigures) {
@@ -705,7 +706,6 @@ TEST_F(AdviceTest, RoutinesOfOneDisplayNameKeepTheirOwnFigures) {
   EXPECT_DOUBLE_EQ(under[0], 3e9);
   EXPECT_DOUBLE_EQ(under[1], 7e9);
 }
-
 
 // A process killed by SIGKILL never writes its end: the reader says what its figures cover.
 TEST_F(AdviceTest, AProcessWithoutItsFinalFlushIsNoted) {
@@ -755,8 +755,9 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   EXPECT_DOUBLE_EQ(m->estimated_s, 2.0);
   EXPECT_DOUBLE_EQ(m->measured_s, 0.0);
   ASSERT_EQ(unpredicted.size(), 1u);  // ftz gained; no subnormals candidate fired
-  EXPECT_EQ(unpredicted[0], "sonde tune measured 0.300 s of CPU time gained by stage ftz "
-                            "(1.20x), which no subnormals candidate predicted");
+  EXPECT_EQ(unpredicted[0],
+            "sonde tune measured 0.300 s of CPU time gained by stage ftz "
+            "(1.20x), which no subnormals candidate predicted");
   EXPECT_NE(render_candidates_text(cs, 0).find("measured: estimated 2.000 s, measured 0.000 s by "
                                                "sonde tune (stage blas-threads, wall time): "
                                                "refuted"),
@@ -768,15 +769,14 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   EXPECT_EQ(measured(cs, "blas-threads")->verdict, "confirmed");
   EXPECT_DOUBLE_EQ(measured(cs, "blas-threads")->measured_s, 1.25);
   // Faster, but the estimated 2 s is off by more than 2x: the size was wrong, and which way.
-  for (auto [gain, verdict] : {std::pair{"0.5", "overestimated"}, std::pair{"5.0", "underestimated"},
-                               std::pair{"1.0", "confirmed"}}) {
+  for (auto [gain, verdict] : {std::pair{"0.5", "overestimated"},
+                               std::pair{"5.0", "underestimated"}, std::pair{"1.0", "confirmed"}}) {
     std::vector<Candidate> again = candidates();
     write("faster", gain, "none", "null");
     apply_tune_results(again, read_tune_results(dir.string()));
     EXPECT_EQ(measured(again, "blas-threads")->verdict, verdict) << gain;
   }
-  EXPECT_EQ(render_candidates_json(cs, 0)[0].contains("measured"),
-            cs[0].measured.has_value());
+  EXPECT_EQ(render_candidates_json(cs, 0)[0].contains("measured"), cs[0].measured.has_value());
 
   // A profile that is none of the folder's runs learns nothing unasked.
   std::filesystem::copy_file(path_, dir / "other.db");

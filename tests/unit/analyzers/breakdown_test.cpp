@@ -2,6 +2,8 @@
 // with the real schema: Chainer's updater, PyTorch's optimizer set-up and zero_grad/clipping,
 // names of the standard library and of tqdm, loops at a thread's top level, threads without a
 // loop, and programs whose phases cannot be told.
+#include "metrics/breakdown.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <vector>
 
 #include "fixture.hpp"
-#include "metrics/breakdown.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -48,9 +49,11 @@ class TreeBuilder {
            " ended_ns, end_reason) VALUES (1, 1, 10, 1, 'root', 'train', 0, 10000000000, "
            "'exit');";
     for (std::size_t t = 0; t < threads_.size(); ++t)
-      sql += "INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) "
-             "VALUES (" + std::to_string(t + 1) + ", 1, " + std::to_string(t) + ", " +
-             std::to_string(10 + t) + ", '" + threads_[t] + "', 0, 10000000000);";
+      sql +=
+          "INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) "
+          "VALUES (" +
+          std::to_string(t + 1) + ", 1, " + std::to_string(t) + ", " + std::to_string(10 + t) +
+          ", '" + threads_[t] + "', 0, 10000000000);";
     for (std::size_t i = 0; i < frames_.size(); ++i) {
       const Frame& f = frames_[i];
       long long children = 0;
@@ -65,11 +68,13 @@ class TreeBuilder {
       if (routine == id)
         sql += "INSERT INTO routines (routine_id, name, kind, file) VALUES (" + id + ", '" +
                f.name + "', '" + f.kind + "', '" + f.file + "');";
-      sql += "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, "
-             "calls, subrs, incl_ns, excl_ns) VALUES (" + id + ", " + std::to_string(f.thread) +
-             ", " + (f.parent ? std::to_string(f.parent) : "NULL") + ", " + routine + ", " +
-             std::to_string(depth) + ", 0, " + std::to_string(f.calls) + ", 0, " +
-             std::to_string(f.incl) + ", " + std::to_string(f.incl - children) + ");";
+      sql +=
+          "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, "
+          "calls, subrs, incl_ns, excl_ns) VALUES (" +
+          id + ", " + std::to_string(f.thread) + ", " +
+          (f.parent ? std::to_string(f.parent) : "NULL") + ", " + routine + ", " +
+          std::to_string(depth) + ", 0, " + std::to_string(f.calls) + ", 0, " +
+          std::to_string(f.incl) + ", " + std::to_string(f.incl - children) + ");";
     }
     test::exec_sql(path, sql);
   }
@@ -168,12 +173,12 @@ TEST_F(BreakdownTest, TorchSetUpZeroGradClippingAndNamesOfOtherLibraries) {
   EXPECT_EQ(row(b, "t_f").time_ns, 420 * kMs);
   EXPECT_EQ(row(b, "t_b").time_ns, 600 * kMs);
   EXPECT_EQ(row(b, "t_u").time_ns, (30 + 60 + 300) * kMs);
-  EXPECT_EQ(row(b, "t_u").routines,
-            (std::vector<std::string>{"optimizer.py:135(wrapper)", "clip_grad.py:10(clip_grad_norm_)",
-                                      "optimizer.py:246(zero_grad)"}));
+  EXPECT_EQ(row(b, "t_u").routines, (std::vector<std::string>{"optimizer.py:135(wrapper)",
+                                                              "clip_grad.py:10(clip_grad_norm_)",
+                                                              "optimizer.py:246(zero_grad)"}));
   EXPECT_EQ(b.other_ns, (2000 - 50 - 40 - 420 - 30 - 600 - 60 - 300 - 200) * kMs);
   EXPECT_EQ(b.outside_ns, (50 + 40 + 200) * kMs);  // init, construction, evaluation
-  EXPECT_EQ(row(b, "t_io").time_ns, 0);  // set-up runs once, __len__ is torch's
+  EXPECT_EQ(row(b, "t_io").time_ns, 0);            // set-up runs once, __len__ is torch's
 }
 
 TEST_F(BreakdownTest, StepWithAClosureRunsForwardAndBackward) {

@@ -1,13 +1,14 @@
 // The peaks file of `sonde calibrate`: parsing (as libsonde reads it), --set syntax, merging
 // calibrated and manual figures, and the written text. The measurements are tested end to end
 // (tests/e2e/test_calibrate.py).
+#include "tools/calibrate.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <optional>
 #include <sstream>
 
-#include "tools/calibrate.hpp"
 #include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
@@ -43,9 +44,9 @@ TEST(PeaksFile, SetSyntax) {
   EXPECT_EQ(p.threads, 1);
   EXPECT_DOUBLE_EQ(p.value, 37.5);
   EXPECT_EQ(parse_peak_setting("mem.bw@0=1e2").value, 100);
-  for (const char* bad : {"gemm.f32", "gemm.f32=", "gemm.f32=x", "gemm.f32=0", "gemm.f32=-3",
-                          "gemm.f32=inf", "gemm.f32=1x", "gemm.x=1", "gemm.f32@=1",
-                          "gemm.f32@-1=1", "gemm.f32@1.5=1", "=1"}) {
+  for (const char* bad :
+       {"gemm.f32", "gemm.f32=", "gemm.f32=x", "gemm.f32=0", "gemm.f32=-3", "gemm.f32=inf",
+        "gemm.f32=1x", "gemm.x=1", "gemm.f32@=1", "gemm.f32@-1=1", "gemm.f32@1.5=1", "=1"}) {
     try {
       parse_peak_setting(bad);
       ADD_FAILURE() << bad << " accepted";
@@ -113,7 +114,8 @@ TEST(PeaksFile, DefaultPathFollowsTheEnvironment) {
     const char* v = std::getenv(n);
     return v ? std::optional<std::string>(v) : std::nullopt;
   };
-  auto old_peaks = saved("SONDE_PEAKS"), old_xdg = saved("XDG_CACHE_HOME"), old_home = saved("HOME");
+  auto old_peaks = saved("SONDE_PEAKS"), old_xdg = saved("XDG_CACHE_HOME"),
+       old_home = saved("HOME");
   setenv("SONDE_PEAKS", "/p/peaks.txt", 1);
   setenv("XDG_CACHE_HOME", "/x", 1);
   setenv("HOME", "/h", 1);
@@ -125,8 +127,10 @@ TEST(PeaksFile, DefaultPathFollowsTheEnvironment) {
   unsetenv("HOME");
   EXPECT_THROW(default_peaks_path(), Error);
   auto restore = [](const char* n, const std::optional<std::string>& v) {
-    if (v) setenv(n, v->c_str(), 1);
-    else unsetenv(n);
+    if (v)
+      setenv(n, v->c_str(), 1);
+    else
+      unsetenv(n);
   };
   restore("SONDE_PEAKS", old_peaks);
   restore("XDG_CACHE_HOME", old_xdg);

@@ -1,10 +1,9 @@
 // The real binary on good and bad input: exit codes, one clear line on stderr, never a crash.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "fixture.hpp"
 
@@ -12,7 +11,9 @@ namespace sonde::test {
 namespace {
 namespace fs = std::filesystem;
 
-int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+int count_lines(const std::string& s) {
+  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
+}
 
 void expect_one_clean_line(const CliResult& r, const std::string& contains) {
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
@@ -49,8 +50,8 @@ TEST_F(CliTest, ReportOnAGoodFile) {
 TEST_F(CliTest, MissingFile) {
   CliResult r = run_sonde("report " + q(dir_.path / "prof2.db"));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "sonde report: cannot open " + (dir_.path / "prof2.db").string() +
-                               ": no such file");
+  expect_one_clean_line(
+      r, "sonde report: cannot open " + (dir_.path / "prof2.db").string() + ": no such file");
   EXPECT_FALSE(fs::exists(dir_.path / "prof2.db"));  // opening never creates
 }
 
@@ -98,8 +99,10 @@ TEST_F(CliTest, OlderSchemaVersion) {
   write_fixture(older, {.schema_version = "2"});
   CliResult r = run_sonde("metrics " + q(older));
   EXPECT_EQ(r.exit_code, 1);
-  expect_one_clean_line(r, "schema version 2, written by an older sonde; this sonde reads "
-                           "versions 3 to " + std::to_string(kSchemaVersion));
+  expect_one_clean_line(r,
+                        "schema version 2, written by an older sonde; this sonde reads "
+                        "versions 3 to " +
+                            std::to_string(kSchemaVersion));
 }
 
 TEST_F(CliTest, UsageErrorsExitTwo) {

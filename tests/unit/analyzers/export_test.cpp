@@ -243,12 +243,9 @@ TEST_F(ExportTest, SpeedscopeWithoutTraceEventsSamplesEachCallPathByExclusiveTim
     for (const auto& f : main["samples"][i]) path += (path.empty() ? "" : ";") + frames.at(f);
     weight[path] += main["weights"][i].get<std::int64_t>();
   }
-  std::map<std::string, std::int64_t> expected{{"train", 1000000000},
-                                               {"train;cblas_sgemm", 4000000000},
-                                               {"train;fib", 400000000},
-                                               {"train;fib;fib", 600000000},
-                                               {"load_data", 3000000000},
-                                               {"<thread>", 1000000000}};
+  std::map<std::string, std::int64_t> expected{
+      {"train", 1000000000},        {"train;cblas_sgemm", 4000000000}, {"train;fib", 400000000},
+      {"train;fib;fib", 600000000}, {"load_data", 3000000000},         {"<thread>", 1000000000}};
   EXPECT_EQ(weight, expected);
   EXPECT_EQ(main["endValue"], 10000000000);  // the weights' sum: the thread's time
   EXPECT_EQ(doc["activeProfileIndex"], 0);

@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "advice/candidates.hpp"
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
-#include "advice/candidates.hpp"
 #include "metrics/metrics.hpp"
 
 namespace sonde::analyzers {
@@ -142,8 +142,7 @@ TEST_F(GpuRulesTest, AVersion3FileIsReadThroughVersion4sViews) {
   ASSERT_EQ(k.size(), 2u);
   EXPECT_EQ(number(k[0], "grid_threads"), 8);
   auto opened = ProfileFile::open(path_);  // outlives its statement
-  auto st = opened.prepare(
-      "SELECT launch_configs FROM gpu_kernels WHERE kernel = 'sgemm_128x64'");
+  auto st = opened.prepare("SELECT launch_configs FROM gpu_kernels WHERE kernel = 'sgemm_128x64'");
   ASSERT_TRUE(st.step());
   EXPECT_EQ(st.int64(0), 2);
   EXPECT_NO_THROW(compute_metrics(ProfileFile::open(path_)));
@@ -163,10 +162,10 @@ TEST_F(GpuRulesTest, AnUntimedKernelTakesItsTimeFromItsDurationMetric) {
   auto k = file.prepare(
       "SELECT calls, time_s, avg_s, grid FROM gpu_kernel_totals WHERE kernel = 'relu_kernel'");
   ASSERT_TRUE(k.step());
-  EXPECT_EQ(k.int64(0), 3);                 // every launch is counted
-  EXPECT_DOUBLE_EQ(k.real(1), 0.15);        // 0.1 s timed + 0.05 s measured; 11 has neither
-  EXPECT_DOUBLE_EQ(k.real(2), 0.075);       // over the two launches with a time
-  EXPECT_EQ(k.int64(3), 1);                 // the longest launch's grid
+  EXPECT_EQ(k.int64(0), 3);            // every launch is counted
+  EXPECT_DOUBLE_EQ(k.real(1), 0.15);   // 0.1 s timed + 0.05 s measured; 11 has neither
+  EXPECT_DOUBLE_EQ(k.real(2), 0.075);  // over the two launches with a time
+  EXPECT_EQ(k.int64(3), 1);            // the longest launch's grid
   auto p = file.prepare("SELECT gpu_s FROM callpaths WHERE routine_id = 23");
   ASSERT_TRUE(p.step());
   EXPECT_DOUBLE_EQ(p.real(0), 1.05);  // 0.3 + 0.6 + 0.1 + 0.05
@@ -183,8 +182,7 @@ TEST_F(GpuRulesTest, AVersion4FileGetsItsDeviceTimesAtOpen) {
       "DROP VIEW gpu_kernels; DROP VIEW gpu_kernel_groups; DROP VIEW gpu_kernel_launches; "
       "DROP VIEW gpu_activity_ns; UPDATE meta SET value = '4' WHERE key = 'schema_version'");
   auto opened = ProfileFile::open(path_);  // outlives its statement
-  auto st = opened.prepare(
-      "SELECT SUM(ns) FROM gpu_activity_ns WHERE kind = 'kernel'");
+  auto st = opened.prepare("SELECT SUM(ns) FROM gpu_activity_ns WHERE kind = 'kernel'");
   ASSERT_TRUE(st.step());
   EXPECT_EQ(st.int64(0), 1000000000);
 }

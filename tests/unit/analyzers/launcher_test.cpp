@@ -13,8 +13,9 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string stand_in_library() {
-  for (const char* p : {"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
-                        "/lib64/libm.so.6", "/usr/lib64/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6"})
+  for (const char* p :
+       {"/lib/x86_64-linux-gnu/libm.so.6", "/usr/lib/x86_64-linux-gnu/libm.so.6",
+        "/lib64/libm.so.6", "/usr/lib64/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6"})
     if (fs::exists(p)) return p;
   return "";
 }
@@ -33,7 +34,8 @@ class LauncherTest : public ::testing::Test {
 };
 
 TEST_F(LauncherTest, MissingCommandIs127) {
-  CliResult r = run_sonde("run -o " + q(dir_.path / "p.db") + " -- no-such-command-sonde-xyz", env_);
+  CliResult r =
+      run_sonde("run -o " + q(dir_.path / "p.db") + " -- no-such-command-sonde-xyz", env_);
   EXPECT_EQ(r.exit_code, 127);
   EXPECT_EQ(r.err, "sonde run: command not found: no-such-command-sonde-xyz\n");
 }
@@ -84,7 +86,8 @@ TEST_F(LauncherTest, ChildSeesTheEnvironmentAndItsStatusIsReturned) {
   fs::path seen = dir_.path / "seen";
   fs::path script = dir_.path / "child.sh";
   std::ofstream(script) << "echo \"$SONDE_OUTPUT|$LD_PRELOAD|${SONDE_RUN_ID-unset}|$SONDE_TRACE|"
-                           "$SONDE_FLUSH_INTERVAL\" > '" << seen.string() << "'\nexit 3\n";
+                           "$SONDE_FLUSH_INTERVAL\" > '"
+                        << seen.string() << "'\nexit 3\n";
   CliResult r = run_sonde("run -o " + q(out) + " --trace --flush-interval 2 -- sh " + q(script),
                           env_ + " SONDE_RUN_ID=outer LD_PRELOAD=");
   EXPECT_EQ(r.exit_code, 3) << r.err;

@@ -1,13 +1,13 @@
 // `sonde report --by line`: per-line costs merged over threads, percentages of the function's
 // total, source lines read from the recorded file, pattern filtering, and the no-data error.
+#include "render/line_report.hpp"
+
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
 
-#include <fstream>
-
 #include "fixture.hpp"
-#include "render/line_report.hpp"
 #include "sonde/source_fingerprint.hpp"
 
 namespace sonde::analyzers {
@@ -15,18 +15,18 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kSource =
-    "import numpy as np\n"                                // 1
-    "\n"                                                  // 2
-    "def update_core_cpu(param, grad, state):\n"          // 3
-    "    m = state['m']\n"                                // 4
-    "    m += 0.1 * (grad - m)\n"                         // 5
-    "    v = state['v']\n"                                // 6
-    "\n"                                                  // 7
-    "    param -= 0.01 * m / (np.sqrt(v) + 1e-8)\n"       // 8
-    "    return param\n"                                  // 9
-    "\n"                                                  // 10
-    "def helper():\n"                                     // 11
-    "    return 1\n";                                     // 12
+    "import numpy as np\n"                           // 1
+    "\n"                                             // 2
+    "def update_core_cpu(param, grad, state):\n"     // 3
+    "    m = state['m']\n"                           // 4
+    "    m += 0.1 * (grad - m)\n"                    // 5
+    "    v = state['v']\n"                           // 6
+    "\n"                                             // 7
+    "    param -= 0.01 * m / (np.sqrt(v) + 1e-8)\n"  // 8
+    "    return param\n"                             // 9
+    "\n"                                             // 10
+    "def helper():\n"                                // 11
+    "    return 1\n";                                // 12
 
 // update_core_cpu (train.py:3) on threads 1 and 2, merged: line 4: 4 hits 2 ms, line 5: 4 hits
 // 3 ms, line 8: 4 hits 5 ms, line 9: 4 hits 0 ms; total 10 ms. helper (train.py:11): line 12,
@@ -39,8 +39,10 @@ class LineReportTest : public test::FixtureTest {
     std::ofstream(source_) << kSource;
     test::exec_sql(path_, R"sql(
 INSERT INTO routines (routine_id, name, kind, file, line) VALUES
-  (7, 'train.py:3(update_core_cpu)', 'python', ')sql" + source_ + R"sql(', 3),
-  (8, 'train.py:11(helper)', 'python', ')sql" + source_ + R"sql(', 11),
+  (7, 'train.py:3(update_core_cpu)', 'python', ')sql" +
+                              source_ + R"sql(', 3),
+  (8, 'train.py:11(helper)', 'python', ')sql" +
+                              source_ + R"sql(', 11),
   (9, 'gone.py:5(update_core_gpu)', 'python', '/nonexistent/sonde/gone.py', 5);
 INSERT INTO line_costs (thread_id, routine_id, line, hits, time_ns) VALUES
   (1, 7, 4, 2, 1000000), (1, 7, 5, 2, 2000000), (1, 7, 8, 2, 4000000), (1, 7, 9, 2, 0),
@@ -120,9 +122,10 @@ TEST_F(LineReportTest, SourceShownOnlyFromTheFileProfiled) {
   // A file never fingerprinted (a secret named by a crafted profile) is not read at all.
   std::string secret = (dir_.path / "credentials").string();
   std::ofstream(secret) << "aws_secret_access_key = s3cr3t\n";
-  test::exec_sql(path_, "UPDATE routines SET file = '" + secret + "', line = 1 WHERE routine_id = 7;"
-                        "DELETE FROM line_costs WHERE routine_id = 7;"
-                        "INSERT INTO line_costs VALUES (1, 7, 1, 1, 9000000);");
+  test::exec_sql(path_, "UPDATE routines SET file = '" + secret +
+                            "', line = 1 WHERE routine_id = 7;"
+                            "DELETE FROM line_costs WHERE routine_id = 7;"
+                            "INSERT INTO line_costs VALUES (1, 7, 1, 1, 9000000);");
   std::string text = render_line_report_text(compute_line_costs(file));
   EXPECT_EQ(text.find("s3cr3t"), std::string::npos) << text;
 }
@@ -157,13 +160,13 @@ TEST_F(LineReportTest, PatternOnFunctionPartOrWholeName) {
 TEST_F(LineReportTest, TextLikeLineProfiler) {
   ProfileFile file = ProfileFile::open(path_);
   std::string text = render_line_report_text(compute_line_costs(file, "helper"));
-  EXPECT_EQ(text,
-            "Function: helper at " + source_ + ":11  Total time: 0.006 s\n"
-            "\n"
-            "Line  Hits  Time (ms)  Per Hit (us)  % Time  Line Contents\n"
-            "==========================================================\n"
-            "  11                                         def helper():\n"
-            "  12     3      6.000        2000.0   100.0      return 1\n");
+  EXPECT_EQ(text, "Function: helper at " + source_ +
+                      ":11  Total time: 0.006 s\n"
+                      "\n"
+                      "Line  Hits  Time (ms)  Per Hit (us)  % Time  Line Contents\n"
+                      "==========================================================\n"
+                      "  11                                         def helper():\n"
+                      "  12     3      6.000        2000.0   100.0      return 1\n");
   std::string all = render_line_report_text(compute_line_costs(file));
   EXPECT_NE(all.find("Function: update_core_cpu at " + source_ + ":3  Total time: 0.010 s\n"),
             std::string::npos);
@@ -179,10 +182,17 @@ TEST_F(LineReportTest, CsvAndJsonHaveOneRowPerRecordedLine) {
   LineCosts costs = compute_line_costs(file, "update_core_cpu");
   EXPECT_EQ(render_csv(line_costs_table(costs)),
             "function,file,line,hits,time_s,pct,contents\n"
-            "update_core_cpu," + source_ + ",4,4,0.002,20,    m = state['m']\n"
-            "update_core_cpu," + source_ + ",5,4,0.003,30,    m += 0.1 * (grad - m)\n"
-            "update_core_cpu," + source_ + ",8,4,0.005,50,    param -= 0.01 * m / (np.sqrt(v) + 1e-8)\n"
-            "update_core_cpu," + source_ + ",9,4,0,0,    return param\n");
+            "update_core_cpu," +
+                source_ +
+                ",4,4,0.002,20,    m = state['m']\n"
+                "update_core_cpu," +
+                source_ +
+                ",5,4,0.003,30,    m += 0.1 * (grad - m)\n"
+                "update_core_cpu," +
+                source_ +
+                ",8,4,0.005,50,    param -= 0.01 * m / (np.sqrt(v) + 1e-8)\n"
+                "update_core_cpu," +
+                source_ + ",9,4,0,0,    return param\n");
   Json doc = render_line_report_json(path_, costs);
   EXPECT_EQ(doc["file"], path_);
   ASSERT_EQ(doc["functions"].size(), 1u);
@@ -206,13 +216,13 @@ TEST_F(NoLineCostsTest, ClearErrorWithExitCodeOne) {
       FAIL() << "no error";
     } catch (const Error& e) {
       EXPECT_EQ(e.exit_code(), 1);
-      EXPECT_EQ(std::string(e.what()).rfind("no line costs in " + path_ +
-                                                ": run python3 -m sonde --lines PATTERN", 0),
+      EXPECT_EQ(std::string(e.what()).rfind(
+                    "no line costs in " + path_ + ": run python3 -m sonde --lines PATTERN", 0),
                 0u)
           << e.what();
     }
   };
-  expect_error();                                  // the table is there but empty
+  expect_error();                                   // the table is there but empty
   test::exec_sql(path_, "DROP TABLE line_costs;");  // a profile from before the table
   expect_error();
 }
@@ -232,7 +242,8 @@ TEST_F(LineReportTest, Cli) {
   test::CliResult j = test::run_sonde("report " + db + " --by line --format json");
   ASSERT_EQ(j.exit_code, 0) << j.err;
   EXPECT_EQ(nlohmann::json::parse(j.out)["rows"].size(), 6u);
-  test::CliResult c = test::run_sonde("report " + db + " --lines helper -f csv");  // implies --by line
+  test::CliResult c =
+      test::run_sonde("report " + db + " --lines helper -f csv");  // implies --by line
   EXPECT_EQ(c.exit_code, 0) << c.err;
   EXPECT_EQ(c.out, "function,file,line,hits,time_s,pct,contents\nhelper," + source_ +
                        ",12,3,0.006,100,    return 1\n");
@@ -246,10 +257,10 @@ TEST_F(LineReportTest, Cli) {
   test::CliResult empty = test::run_sonde("report " + db + " --by line");
   EXPECT_EQ(empty.exit_code, 1);
   EXPECT_TRUE(empty.out.empty()) << empty.out;
-  EXPECT_EQ(empty.err.rfind("sonde report: no line costs in " + path_ +
-                                ": run python3 -m sonde --lines PATTERN",
-                            0),
-            0u)
+  EXPECT_EQ(
+      empty.err.rfind(
+          "sonde report: no line costs in " + path_ + ": run python3 -m sonde --lines PATTERN", 0),
+      0u)
       << empty.err;
   EXPECT_EQ(std::count(empty.err.begin(), empty.err.end(), '\n'), 1);
   // The flat profile stays the default and is unaffected.

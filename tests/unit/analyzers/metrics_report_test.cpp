@@ -1,19 +1,19 @@
 // `sonde metrics` on the advice fixture (advice_fixture.hpp), whose numbers make every figure
 // exact: the iteration breakdown (classes by name and by kind, outermost name wins, imports
 // ignored, user mappings), counter metrics from known counts, and the CLI's sections.
-#include <gtest/gtest.h>
+#include "render/metrics_report.hpp"
 
-#include <nlohmann/json.hpp>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "advice_fixture.hpp"
 #include "fixture.hpp"
 #include "metrics/breakdown.hpp"
 #include "metrics/counter_metrics.hpp"
-#include "render/metrics_report.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -52,7 +52,7 @@ TEST_F(MetricsReportTest, BreakdownOutermostEntryWins) {
   // update() and the update_core_cpu() inside it: one phase, opened by update.
   EXPECT_EQ(row(b, "t_u").time_ns, 7'000'000'000);
   EXPECT_EQ(row(b, "t_u").routines, std::vector<std::string>{"train.py:20(update)"});
-  EXPECT_EQ(b.other_ns, 200'000'000);       // the region "train" itself: the loop frame
+  EXPECT_EQ(b.other_ns, 200'000'000);  // the region "train" itself: the loop frame
   EXPECT_EQ(b.outside_ns, 0);
   EXPECT_EQ(b.unmeasured_ns, 500'000'000);  // the thread root's own time
   EXPECT_EQ(b.iterations, 10);              // update() ran 10 times
@@ -246,7 +246,8 @@ TEST_F(MetricsReportTest, BreakdownSharesAreOfTheTrainingThreadsTime) {
   EXPECT_DOUBLE_EQ(j["phases"][4]["pct_thread"].get<double>(), 70.0);
   r = test::run_sonde("metrics '" + path_ + "' --section breakdown");
   EXPECT_NE(r.out.find("% thread: of 20.000 s, the time of the 2 training threads"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
 }
 
 // A phase's share is the hotspots view's incl_pct, of the busy threads' time: with a second
@@ -280,8 +281,7 @@ TEST_F(MetricsReportTest, PhaseSharesAreOfTheBusyThreadsTime) {
     EXPECT_DOUBLE_EQ(p["blas_pct"].get<double>(), 75.0);
   }
   r = test::run_sonde("metrics '" + path_ + "' --section phases");
-  EXPECT_NE(r.out.find("% total: of 20.000 s, the busy threads' time"), std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("% total: of 20.000 s, the busy threads' time"), std::string::npos) << r.out;
 }
 
 }  // namespace

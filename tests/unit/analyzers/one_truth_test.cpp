@@ -149,7 +149,8 @@ TEST_F(OneTruthTest, RoutinesOfOneNameStayApartAndNoRowPassesItsDenominator) {
   EXPECT_EQ(sgemms, 2);
   std::string text = render_report_text(load_run_summary(file), h, 0);
   EXPECT_NE(text.find("__init__.py:1(<module>) [python] /site/numpy/core/__init__.py:1"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("cblas_sgemm [blas] (libmkl_rt.so.2)"), std::string::npos) << text;
   EXPECT_NE(text.find("train.py:1(<module>) [python]\n"), std::string::npos) << text;
 
@@ -190,8 +191,8 @@ TEST_F(OneTruthTest, DiffOfAFileWithItselfIsOneAndMatchesByIdentity) {
       EXPECT_DOUBLE_EQ(r.speedup.value_or(0), 1.0) << r.name;
     }
   std::string text = render_diff_text(d);
-  EXPECT_NE(text.find("speedup 1.00x (busy threads' time 4.000 s -> 4.000 s)"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("speedup 1.00x (busy threads' time 4.000 s -> 4.000 s)"), std::string::npos)
+      << text;
 }
 
 // ---- each consumer against its view ---------------------------------------------------------
@@ -201,12 +202,14 @@ TEST_F(OneTruthTest, ReportPrintsTheHotspotsView) {
     ProfileFile file = ProfileFile::open(db);
     Json j = cli_json("report '" + db + "' --top 0");
     std::map<std::tuple<std::string, std::string, std::string, std::int64_t>,
-             std::tuple<std::int64_t, double, double, double>> view;
-    auto st = file.prepare("SELECT routine, library, file, line, calls, incl_s, excl_s, incl_pct "
-                           "FROM hotspots");
+             std::tuple<std::int64_t, double, double, double>>
+        view;
+    auto st = file.prepare(
+        "SELECT routine, library, file, line, calls, incl_s, excl_s, incl_pct "
+        "FROM hotspots");
     while (st.step())
       view[{st.text(0), st.text(1), st.text(2), st.int64(3)}] = {st.int64(4), st.real(5),
-                                                                  st.real(6), st.real(7)};
+                                                                 st.real(6), st.real(7)};
     ASSERT_EQ(j["rows"].size(), view.size()) << db;
     for (const auto& row : j["rows"]) {
       auto it = view.find({row["name"], row["library"], row["file"], row["line"]});
@@ -217,8 +220,7 @@ TEST_F(OneTruthTest, ReportPrintsTheHotspotsView) {
       EXPECT_NEAR(row["excl_ms"].get<double>(), excl_s * 1e3, 1e-6);
       EXPECT_NEAR(row["pct_time"].get<double>(), pct, 1e-9);
     }
-    EXPECT_DOUBLE_EQ(j["total_s"].get<double>(),
-                     one_real(file, "SELECT thread_s FROM run_totals"));
+    EXPECT_DOUBLE_EQ(j["total_s"].get<double>(), one_real(file, "SELECT thread_s FROM run_totals"));
     EXPECT_DOUBLE_EQ(j["wall_s"].get<double>(), one_real(file, "SELECT wall_s FROM run_totals"));
     EXPECT_EQ(j["run"]["threads"].get<double>(),
               one_real(file, "SELECT busy_threads FROM run_totals"));
@@ -231,8 +233,8 @@ TEST_F(OneTruthTest, ReportPrintsTheHotspotsView) {
 void collect_tree(const Json& node, const std::string& path,
                   std::multiset<std::tuple<std::string, std::int64_t, long, long>>& out) {
   for (const auto& c : node["children"]) {
-    std::string p = path.empty() ? c["name"].get<std::string>()
-                                 : path + ";" + c["name"].get<std::string>();
+    std::string p =
+        path.empty() ? c["name"].get<std::string>() : path + ";" + c["name"].get<std::string>();
     out.insert({p, c["calls"].get<std::int64_t>(), std::lround(c["incl_s"].get<double>() * 1e9),
                 std::lround(c["excl_s"].get<double>() * 1e9)});
     collect_tree(c, p, out);
@@ -244,11 +246,12 @@ TEST_F(OneTruthTest, MergedTreeAndFoldedExportPrintTheCallpathsView) {
     ProfileFile file = ProfileFile::open(db);
     std::multiset<std::tuple<std::string, std::int64_t, long, long>> view, tree;
     std::ostringstream folded_view;
-    auto st = file.prepare("SELECT path, calls, incl_s, excl_s FROM callpaths "
-                           "ORDER BY path, path_ids");
+    auto st = file.prepare(
+        "SELECT path, calls, incl_s, excl_s FROM callpaths "
+        "ORDER BY path, path_ids");
     while (st.step()) {
-      view.insert({st.text(0), st.int64(1), std::lround(st.real(2) * 1e9),
-                   std::lround(st.real(3) * 1e9)});
+      view.insert(
+          {st.text(0), st.int64(1), std::lround(st.real(2) * 1e9), std::lround(st.real(3) * 1e9)});
       if (std::llround(st.real(3) * 1e6) > 0)
         folded_view << st.text(0) << ' ' << std::llround(st.real(3) * 1e6) << '\n';
     }

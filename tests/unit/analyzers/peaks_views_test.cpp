@@ -123,7 +123,7 @@ TEST_F(PeaksViewsTest, OnednnShapesWithoutACountTakeTorchsThreads) {
   sql("INSERT INTO run_info VALUES (1, 1, 'torch.num_threads', '2');");
   view = threads();
   EXPECT_EQ(view[0][0], 2.0);
-  EXPECT_EQ(view[0][2], 4.0);                   // the 2-thread (all cores) peak
+  EXPECT_EQ(view[0][2], 4.0);  // the 2-thread (all cores) peak
   EXPECT_DOUBLE_EQ(*view[0][1], 100.0 * 2.5 / 4.0);
   EXPECT_EQ(rows("SELECT threads FROM routine_peaks")[0][0], 2.0);
 

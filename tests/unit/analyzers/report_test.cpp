@@ -1,7 +1,8 @@
+#include "render/report.hpp"
+
 #include <gtest/gtest.h>
 
 #include "fixture.hpp"
-#include "render/report.hpp"
 #include "profile/run_summary.hpp"
 
 namespace sonde::analyzers {
@@ -63,12 +64,12 @@ TEST_F(ReportTest, SortKeys) {
     for (const auto& r : h.rows) out.push_back(r.name);
     return out;
   };
-  EXPECT_EQ(names(compute_hotspots(file, ReportSort::kExclusive)),
-            (std::vector<std::string>{"cblas_sgemm", "load_data", "<thread>", "train", "fib",
-                                      "noop"}));
-  EXPECT_EQ(names(compute_hotspots(file, ReportSort::kInclusive)),
-            (std::vector<std::string>{"<thread>", "train", "cblas_sgemm", "load_data", "fib",
-                                      "noop"}));
+  EXPECT_EQ(
+      names(compute_hotspots(file, ReportSort::kExclusive)),
+      (std::vector<std::string>{"cblas_sgemm", "load_data", "<thread>", "train", "fib", "noop"}));
+  EXPECT_EQ(
+      names(compute_hotspots(file, ReportSort::kInclusive)),
+      (std::vector<std::string>{"<thread>", "train", "cblas_sgemm", "load_data", "fib", "noop"}));
   EXPECT_EQ(names(compute_hotspots(file, ReportSort::kCalls))[0], "cblas_sgemm");
   EXPECT_THROW(parse_report_sort("name"), Error);
 }
@@ -89,12 +90,13 @@ TEST_F(ReportTest, RunSummaryAndHeader) {
   std::string text = render_report_text(s, compute_hotspots(file), 3);
   EXPECT_NE(text.find("command:   ./train --steps 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("testhost, Test CPU 9000, 8 cores"), std::string::npos) << text;
-  EXPECT_NE(text.find("processes: 1, threads: 2 (+1 idle), wall time: 10.500 s"),
-            std::string::npos) << text;
+  EXPECT_NE(text.find("processes: 1, threads: 2 (+1 idle), wall time: 10.500 s"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("total:     10.500 s wall time\n"
                       "%Time of:  15.000 s, the busy threads' time (2 threads; 1 idle thread "
                       "left out)\n"),
-            std::string::npos) << text;
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("BLAS:      OpenBLAS 0.3.21, 4 threads"), std::string::npos) << text;
   EXPECT_NE(text.find("warning: libfoo.so was opened with RTLD_DEEPBIND"), std::string::npos);
   EXPECT_NE(text.find("(3 more routines; --top 0 shows all)"), std::string::npos) << text;
@@ -120,7 +122,8 @@ TEST_F(ReportTest, JsonHasRunNotesAndRows) {
 TEST(TableFormat, CsvQuotesAndJsonNulls) {
   Table t;
   t.columns = {{"A", "a"}, {"B", "b"}, {"C", "c", 2}};
-  t.rows = {{std::string("x,\"y\""), std::int64_t{3}, 1.5}, {std::string("z"), std::monostate{}, 2.0}};
+  t.rows = {{std::string("x,\"y\""), std::int64_t{3}, 1.5},
+            {std::string("z"), std::monostate{}, 2.0}};
   EXPECT_EQ(render_csv(t), "a,b,c\n\"x,\"\"y\"\"\",3,1.5\nz,,2\n");
   Json j = render_json(t);
   EXPECT_TRUE(j[1]["b"].is_null());

@@ -1,10 +1,10 @@
 // sonde tune's own judgement, apart from the candidates it informs (advice_test.cpp): which
 // numbers of its output are compared, and when a difference in time is a verdict.
+#include "tools/tune.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
-
-#include "tools/tune.hpp"
 
 using sonde::analyzers::compare_outputs;
 using sonde::analyzers::output_summary;

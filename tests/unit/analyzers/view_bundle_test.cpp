@@ -33,7 +33,8 @@ TEST_F(ViewBundleTest, OneProfileHoldsTheAnalyzersOwnJson) {
   nlohmann::json report = nlohmann::json::parse(
       dump_json(render_report_json(path_, load_run_summary(file), compute_hotspots(file), 0)));
   EXPECT_EQ(p["report"], report);
-  nlohmann::json shapes = nlohmann::json::parse(dump_json(render_json(shapes_table(compute_shapes(file)))));
+  nlohmann::json shapes =
+      nlohmann::json::parse(dump_json(render_json(shapes_table(compute_shapes(file)))));
   nlohmann::json bundle_shapes = p["shapes"];  // `sonde shapes`' rows, plus the routine's id
   for (auto& row : bundle_shapes) row.erase("routine_id");
   EXPECT_EQ(bundle_shapes, shapes);
@@ -47,8 +48,7 @@ TEST_F(ViewBundleTest, OneProfileHoldsTheAnalyzersOwnJson) {
     EXPECT_TRUE(p["metrics"].contains(section)) << section;
   EXPECT_TRUE(p["lines"].is_null());  // the fixture recorded no line costs
   // every candidate's evidence keys, in the rule's order, name its members
-  for (const auto& c : p["candidates"])
-    EXPECT_EQ(c["evidence_keys"].size(), c["evidence"].size());
+  for (const auto& c : p["candidates"]) EXPECT_EQ(c["evidence_keys"].size(), c["evidence"].size());
 }
 
 TEST_F(ViewBundleTest, TwoProfilesCarryTheirDiff) {
@@ -133,8 +133,9 @@ TEST_F(ViewBundleTest, ManyProfilesCarryNoComparison) {
 }
 
 TEST_F(ViewBundleTest, NamesThatAreNotUtf8AreReplacedSoAnyDumpWorks) {
-  test::exec_sql(path_, "UPDATE routines SET name = CAST(X'6C6F6164FF5F64617461' AS TEXT) "
-                        "WHERE name = 'load_data'");
+  test::exec_sql(path_,
+                 "UPDATE routines SET name = CAST(X'6C6F6164FF5F64617461' AS TEXT) "
+                 "WHERE name = 'load_data'");
   nlohmann::json b = make_view_bundle({path_});
   std::string text;
   ASSERT_NO_THROW(text = b.dump());

@@ -115,16 +115,16 @@ TEST(CublasModels, GroupedGemmSumsGroupsAndReadsEachGroupsBeta) {
   EXPECT_EQ(g.bytes, one.bytes + two.bytes);
   EXPECT_EQ(g.shape.dtype, DType::kNone);  // two shapes: none recorded
   // Scalars in device memory: every group's C counts as read.
-  auto device = cublas::grouped(ta, tb, m, n, k, 2, size, t, betas, false, cublas::Scalar::kF64,
-                                false);
+  auto device =
+      cublas::grouped(ta, tb, m, n, k, 2, size, t, betas, false, cublas::Scalar::kF64, false);
   EXPECT_EQ(device.bytes, g.bytes + 3 * 8 * 8 * 4);
   // One group keeps its shape; an empty group adds nothing.
   const int empty[2] = {3, 0};
-  auto single = cublas::grouped(ta, tb, m, n, k, 1, size, t, betas, true, cublas::Scalar::kF64,
-                                false);
+  auto single =
+      cublas::grouped(ta, tb, m, n, k, 1, size, t, betas, true, cublas::Scalar::kF64, false);
   EXPECT_EQ(single.shape.m, 8);
   EXPECT_EQ(single.shape.batch, 3);
-  EXPECT_EQ(cublas::grouped(ta, tb, m, n, k, 2, empty, t, betas, true, cublas::Scalar::kF64, false)
-                .flops,
-            one.flops);
+  EXPECT_EQ(
+      cublas::grouped(ta, tb, m, n, k, 2, empty, t, betas, true, cublas::Scalar::kF64, false).flops,
+      one.flops);
 }

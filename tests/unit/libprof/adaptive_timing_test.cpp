@@ -2,11 +2,12 @@
 // probe_enter and probe_exit run them) with chosen ticks: counts stay exact, a short hot path is
 // sampled after its warm-up, its scaled time is within 2 % of full timing, a caller's exclusive
 // time is kept, and long or communication paths are always timed in full.
+#include "core/adaptive_timing.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "core/adaptive_timing.hpp"
 #include "core/clock.hpp"
 #include "core/frame_ops.hpp"
 #include "core/snapshot.hpp"
@@ -21,8 +22,14 @@ int call(ThreadState& t, RoutineId routine, uint64_t start, uint64_t end,
          const CallCost* cost = nullptr, Nesting nesting = Nesting::kSuppress) {
   int reads = 0;
   if (open_frame<true>(&t, routine, nesting) == nullptr) throw std::logic_error("refused");
-  begin_call(&t, [&] { ++reads; return start; });
-  end_call(&t, cost, nullptr, [&] { ++reads; return end; });
+  begin_call(&t, [&] {
+    ++reads;
+    return start;
+  });
+  end_call(&t, cost, nullptr, [&] {
+    ++reads;
+    return end;
+  });
   return reads;
 }
 
@@ -135,8 +142,8 @@ TEST(AdaptiveTiming, AFrequentSlowBranchIsTheRoutinesOwnAndScaled) {
     call(full, 5, clock, clock + c);
     call(adaptive, 5, clock, clock + c);
   }
-  NodeTimes scaled = node_times(adaptive.nodes[1], adaptive.nodes[1].calls.load(),
-                                outliers_of(adaptive, 1));
+  NodeTimes scaled =
+      node_times(adaptive.nodes[1], adaptive.nodes[1].calls.load(), outliers_of(adaptive, 1));
   double exact = double(full.nodes[1].incl_ticks.load());
   EXPECT_GT(scaled.outliers, scaled.timed / 200);
   EXPECT_NEAR(double(scaled.incl_ticks), exact, 0.05 * exact);
@@ -172,7 +179,7 @@ TEST(AdaptiveTiming, LongOrCommunicationPathsStayTimedInFull) {
   comm.comm.kind = CommKind::kCollective;
   uint64_t clock = 0;
   for (int i = 0; i < 30000; ++i) {
-    EXPECT_EQ(call(t, 3, clock, clock + 5000), 2);  // 5 us: long
+    EXPECT_EQ(call(t, 3, clock, clock + 5000), 2);       // 5 us: long
     EXPECT_EQ(call(t, 4, clock, clock + 10, &comm), 2);  // short, but comm_ops needs each
     clock += 6000;
   }

@@ -109,30 +109,21 @@ TEST_P(ConfigBadValue, KeepsTheDefaultAndWarnsOnceNamingTheVariable) {
 
 INSTANTIATE_TEST_SUITE_P(
     Values, ConfigBadValue,
-    testing::Values(BadValue{"SONDE_FLUSH_INTERVAL", "abc"},
-                    BadValue{"SONDE_FLUSH_INTERVAL", "-1"},
-                    BadValue{"SONDE_FLUSH_INTERVAL", "inf"},
-                    BadValue{"SONDE_FLUSH_INTERVAL", "1s"},
-                    BadValue{"SONDE_TRACE", "maybe"},
-                    BadValue{"SONDE_TRACE_BUFFER", "0"},
-                    BadValue{"SONDE_MAX_DEPTH", "1"},
-                    BadValue{"SONDE_MAX_DEPTH", "100000"},
-                    BadValue{"SONDE_MAX_DEPTH", "12x"},
-                    BadValue{"SONDE_LOG", "loud"},
+    testing::Values(BadValue{"SONDE_FLUSH_INTERVAL", "abc"}, BadValue{"SONDE_FLUSH_INTERVAL", "-1"},
+                    BadValue{"SONDE_FLUSH_INTERVAL", "inf"}, BadValue{"SONDE_FLUSH_INTERVAL", "1s"},
+                    BadValue{"SONDE_TRACE", "maybe"}, BadValue{"SONDE_TRACE_BUFFER", "0"},
+                    BadValue{"SONDE_MAX_DEPTH", "1"}, BadValue{"SONDE_MAX_DEPTH", "100000"},
+                    BadValue{"SONDE_MAX_DEPTH", "12x"}, BadValue{"SONDE_LOG", "loud"},
                     BadValue{"SONDE_FLUSH_INTERVAL", "1e10"},
                     BadValue{"SONDE_FLUSH_INTERVAL", "1e-300"},
                     BadValue{"SONDE_FLUSH_INTERVAL", "nan"},
                     BadValue{"SONDE_TRACE_BUFFER", "268435457"},
                     BadValue{"SONDE_TRACE_BUFFER", "99999999999999999999999"},
-                    BadValue{"SONDE_TRACE_MEMORY", "0"},
-                    BadValue{"SONDE_TRACE_MEMORY", "-5"},
-                    BadValue{"SONDE_RECORD_ARGS", "2"},
-                    BadValue{"SONDE_RUN_ID", "x!y"},
-                    BadValue{"SONDE_PROCESS", "12"},
-                    BadValue{"SONDE_EXEC_OF", "a:b"}),
+                    BadValue{"SONDE_TRACE_MEMORY", "0"}, BadValue{"SONDE_TRACE_MEMORY", "-5"},
+                    BadValue{"SONDE_RECORD_ARGS", "2"}, BadValue{"SONDE_RUN_ID", "x!y"},
+                    BadValue{"SONDE_PROCESS", "12"}, BadValue{"SONDE_EXEC_OF", "a:b"}),
     [](const testing::TestParamInfo<BadValue>& info) {
-      std::string name = std::string(info.param.name).substr(6) + "_" +
-                         std::to_string(info.index);
+      std::string name = std::string(info.param.name).substr(6) + "_" + std::to_string(info.index);
       return name;
     });
 
@@ -172,9 +163,8 @@ TEST(Config, TheDefaultIsNamedInTheWarning) {
 }
 
 TEST(Config, EachBadVariableGetsItsOwnLineAndGoodOnesStillApply) {
-  Parsed p = parse({{"SONDE_TRACE", "maybe"},
-                    {"SONDE_MAX_DEPTH", "1"},
-                    {"SONDE_FLUSH_INTERVAL", "2.5"}});
+  Parsed p =
+      parse({{"SONDE_TRACE", "maybe"}, {"SONDE_MAX_DEPTH", "1"}, {"SONDE_FLUSH_INTERVAL", "2.5"}});
   EXPECT_EQ(lines(p.stderr_text), 2u) << p.stderr_text;
   EXPECT_NE(p.stderr_text.find("SONDE_TRACE="), std::string::npos);
   EXPECT_NE(p.stderr_text.find("SONDE_MAX_DEPTH="), std::string::npos);

@@ -63,8 +63,7 @@ TEST(ElfSymbols, UnreadableOrForeignFilesGiveNoSymbols) {
   std::string exe = test::read_all("/proc/self/exe");
   ASSERT_GT(exe.size(), 4096u);
   for (const std::string& path :
-       {dir.write("text.txt", std::string(4096, 'x') + "not an ELF file\n"),
-        dir.write("empty", ""),
+       {dir.write("text.txt", std::string(4096, 'x') + "not an ELF file\n"), dir.write("empty", ""),
         dir.write("header-only", exe.substr(0, 64)),  // section table beyond the end
         dir.write("truncated", exe.substr(0, 4096)), dir.file("missing")}) {
     ElfSymbols symbols(path);

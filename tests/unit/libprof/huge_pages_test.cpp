@@ -16,7 +16,9 @@ namespace {
 
 constexpr size_t kMiB = size_t(1) << 20;
 
-bool on_2mb_boundary(const void* p) { return (reinterpret_cast<uintptr_t>(p) & (2 * kMiB - 1)) == 0; }
+bool on_2mb_boundary(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & (2 * kMiB - 1)) == 0;
+}
 
 TEST(HugePages, LargeBlocksStartOnA2MBBoundaryAndAreWritable) {
   for (size_t bytes : {kMiB, 3 * kMiB, 9 * kMiB + 123}) {

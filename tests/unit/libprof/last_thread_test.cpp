@@ -38,10 +38,13 @@ TEST(LastThread, AloneBesideAZombieMainThread) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     pthread_t t;
-    pthread_create(&t, nullptr, [](void*) -> void* {
-      for (int i = 0; i < 2000 && !sonde::alone_in_process(); ++i) usleep(1000);
-      _exit(sonde::alone_in_process() ? 0 : 1);
-    }, nullptr);
+    pthread_create(
+        &t, nullptr,
+        [](void*) -> void* {
+          for (int i = 0; i < 2000 && !sonde::alone_in_process(); ++i) usleep(1000);
+          _exit(sonde::alone_in_process() ? 0 : 1);
+        },
+        nullptr);
     syscall(SYS_exit, 0);
   }
   int status = 0;

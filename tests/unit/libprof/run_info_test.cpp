@@ -9,19 +9,34 @@ namespace sonde {
 namespace {
 
 TEST(RunInfo, EnvironmentAllowListKeepsTuningVariables) {
-  for (const char* name : {"SONDE_TRACE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                           "MKL_NUM_THREADS", "PYTHONHASHSEED", "CUDA_VISIBLE_DEVICES",
-                           "NCCL_DEBUG"}) {
+  for (const char* name :
+       {"SONDE_TRACE", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+        "PYTHONHASHSEED", "CUDA_VISIBLE_DEVICES", "NCCL_DEBUG"}) {
     EXPECT_TRUE(environment_allowed(name)) << name;
   }
 }
 
 TEST(RunInfo, EnvironmentAllowListRejectsEverythingElse) {
-  for (const char* name : {"AWS_SECRET_ACCESS_KEY", "HOME", "PATH", "GITHUB_TOKEN", "",
-                           "XSONDE_X", "sonde_x", "LD_PRELOAD", "SONDE_X", "SONDE_API_KEY",
-                           "SONDE_PROCESS", "PYTHON_API_TOKEN", "PYTHONSTARTUP", "PYTHONPATH",
-                           "CUDA_SECRET", "CUDA_ANYTHING", "NCCL_PASSWORD", "OMP_AUTH",
-                           "MKL_LICENSE_KEY", "OPENBLAS_CREDENTIAL"}) {
+  for (const char* name : {"AWS_SECRET_ACCESS_KEY",
+                           "HOME",
+                           "PATH",
+                           "GITHUB_TOKEN",
+                           "",
+                           "XSONDE_X",
+                           "sonde_x",
+                           "LD_PRELOAD",
+                           "SONDE_X",
+                           "SONDE_API_KEY",
+                           "SONDE_PROCESS",
+                           "PYTHON_API_TOKEN",
+                           "PYTHONSTARTUP",
+                           "PYTHONPATH",
+                           "CUDA_SECRET",
+                           "CUDA_ANYTHING",
+                           "NCCL_PASSWORD",
+                           "OMP_AUTH",
+                           "MKL_LICENSE_KEY",
+                           "OPENBLAS_CREDENTIAL"}) {
     EXPECT_FALSE(environment_allowed(name)) << name;
   }
 }
@@ -65,9 +80,9 @@ TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
 }
 
 TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
-  std::vector<std::string> argv = {"./train",       "--password=hunter2", "--api-key", "sk-1",
-                                   "--steps",       "3",                  "GH_TOKEN=ghp", "-p",
-                                   "--Auth",        "--verbose",          "x"};
+  std::vector<std::string> argv = {
+      "./train", "--password=hunter2", "--api-key", "sk-1", "--steps", "3", "GH_TOKEN=ghp", "-p",
+      "--Auth",  "--verbose",          "x"};
   EXPECT_EQ(redact_arguments(argv, true),
             "./train --password=<redacted> --api-key <redacted> --steps 3 GH_TOKEN=<redacted> "
             "-p --Auth --verbose x");
@@ -148,13 +163,14 @@ TEST(RunInfo, IssueThirtySevenSpellingsAreRedacted) {
                               "-----BEGIN OPENSSH PRIVATE KEY-----\nS7\n-----END"},
                              true),
             "x --creds <redacted> --jwt <redacted> --ssh-key <redacted>");
-  EXPECT_EQ(redact_arguments({"curl", "https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=S8",
-                              "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10",
-                              "--blob=sv=1&sp=r&sig=S11"},
-                             true),
-            "curl https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=<redacted> "
-            "https://h/f?exp=1&sig=<redacted>#top --sas <redacted> "
-            "--blob=sv=1&sp=r&sig=<redacted>");
+  EXPECT_EQ(
+      redact_arguments(
+          {"curl", "https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=S8",
+           "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10", "--blob=sv=1&sp=r&sig=S11"},
+          true),
+      "curl https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=<redacted> "
+      "https://h/f?exp=1&sig=<redacted>#top --sas <redacted> "
+      "--blob=sv=1&sp=r&sig=<redacted>");
   EXPECT_EQ(redact_arguments({"python3", "-c",
                               "import os; os.environ[\"HF_TOKEN\"] = \"S12\"; "
                               "os.environ.setdefault('WANDB_API_KEY', 'S13'); x = {'n': 'keep'}"},
@@ -167,16 +183,27 @@ TEST(RunInfo, IssueThirtySevenSpellingsAreRedacted) {
 
 // What the rules above must leave alone.
 TEST(RunInfo, OrdinaryValuesBesideTheNewRulesStay) {
-  std::vector<std::string> argv = {"x", "--lr", "0.1", "--data", "/path/with#hash",
-                                   "https://host:443/p@scope/pkg", "--out", "run.sig",
-                                   "tokenizer_config.json", "--sigma", "2", "--token",
-                                   "--verbose", "a&b=c", "http://h/a@b:c"};
+  std::vector<std::string> argv = {"x",
+                                   "--lr",
+                                   "0.1",
+                                   "--data",
+                                   "/path/with#hash",
+                                   "https://host:443/p@scope/pkg",
+                                   "--out",
+                                   "run.sig",
+                                   "tokenizer_config.json",
+                                   "--sigma",
+                                   "2",
+                                   "--token",
+                                   "--verbose",
+                                   "a&b=c",
+                                   "http://h/a@b:c"};
   std::string joined;
   for (const std::string& a : argv) joined += (joined.empty() ? "" : " ") + a;
   EXPECT_EQ(redact_arguments(argv, true), joined);
-  EXPECT_EQ(redact_arguments({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"},
-                             true),
-            "python3 -c import sys; n = \"keep-me\"; print(n, 1 == 2)");
+  EXPECT_EQ(
+      redact_arguments({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"}, true),
+      "python3 -c import sys; n = \"keep-me\"; print(n, 1 == 2)");
 }
 
 TEST(RunInfo, SecretLookingNames) {

@@ -209,15 +209,15 @@ TEST(Snapshot, TicksAreConvertedWithTheClockRatio) {
 // A call that ends after a flush is written at a later flush than its first child; both
 // timestamps must come from one ratio or the parent can appear to start after the child.
 TEST(Snapshot, TimestampsKeepOneRatioOnceASecondIsMeasured) {
-  Clock clock;  // ticks0 = 0, mono0 = 0, realtime0 = 0
+  Clock clock;                  // ticks0 = 0, mono0 = 0, realtime0 = 0
   clock.refresh_at(1000, 100);  // 0.1 ratio after 100 ns: not yet frozen
   EXPECT_EQ(clock.to_realtime_ns(1000), 100);
   clock.refresh_at(2000000000, 1000000000);  // 0.5 after one second: frozen
   EXPECT_EQ(clock.to_realtime_ns(2000000000), 1000000000);
   clock.refresh_at(4000000000, 2100000000);  // the ratio moves to 0.525 ...
   EXPECT_DOUBLE_EQ(clock.ns_per_tick(), 0.525);
-  EXPECT_EQ(clock.to_ns(2000), 1050);                         // ... for durations
-  EXPECT_EQ(clock.to_realtime_ns(2000000000), 1000000000);    // not for timestamps
+  EXPECT_EQ(clock.to_ns(2000), 1050);                       // ... for durations
+  EXPECT_EQ(clock.to_realtime_ns(2000000000), 1000000000);  // not for timestamps
   EXPECT_EQ(clock.to_realtime_ns(4000000000), 2000000000);
 }
 

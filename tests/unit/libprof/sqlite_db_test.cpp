@@ -59,8 +59,8 @@ class WriterWaitTest : public testing::Test {
     db.set_writer_patience(stall_ms, max_ms);
     auto start = Clock::now();
     // Opening reads the schema, so it may wait already.
-    bool ok = db.open(path_, false, error) && db.exec("BEGIN IMMEDIATE", error) && db.exec("INSERT INTO t VALUES (2)", error) &&
-              db.exec("COMMIT", error);
+    bool ok = db.open(path_, false, error) && db.exec("BEGIN IMMEDIATE", error) &&
+              db.exec("INSERT INTO t VALUES (2)", error) && db.exec("COMMIT", error);
     double s = seconds_since(start);
     if (!ok) EXPECT_NE(error.find("locked"), std::string::npos) << error;
     return ok ? s : -s;
@@ -121,7 +121,7 @@ TEST(StdDescriptors, FilledForTheConnectionAndOnlyOursEmptied) {
     ASSERT_TRUE(db.open(dir.file("a.db"), true, error)) << error;
     EXPECT_FALSE(closed(0));  // taken while the connection lives: SQLite never gets it
     db.close();
-    EXPECT_TRUE(closed(0));   // the host's stdin is closed again, as it was
+    EXPECT_TRUE(closed(0));  // the host's stdin is closed again, as it was
   }
   {
     Database db;

@@ -1,13 +1,12 @@
 #include "store/store.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/call_sites.hpp"
 #include "frames.hpp"
@@ -57,7 +56,9 @@ class Reader {
     EXPECT_EQ(r.size(), 1u) << sql;
     return r.empty() || r[0].empty() ? "" : r[0][0];
   }
-  int64_t count(const std::string& table) { return std::stoll(one("SELECT count(*) FROM " + table)); }
+  int64_t count(const std::string& table) {
+    return std::stoll(one("SELECT count(*) FROM " + table));
+  }
   double number(const std::string& sql) { return std::stod(one(sql)); }
 
  private:
@@ -161,8 +162,9 @@ TEST(StorePrepare, RefusesAnotherSQLiteDatabase) {
 TEST(StorePrepare, AddsTablesAnEarlierSondeDidNotMake) {
   test::TempDir dir;
   std::string path = dir.file("older.db");
-  ASSERT_TRUE(joined_after_change(path, "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
-                                        "DELETE FROM meta WHERE key = 'schema_sql'"));
+  ASSERT_TRUE(joined_after_change(path,
+                                  "DROP VIEW gpu_kernel_metrics; DROP TABLE gpu_metrics; "
+                                  "DELETE FROM meta WHERE key = 'schema_sql'"));
   Reader r(path);
   EXPECT_EQ(r.one("SELECT count(*) FROM sqlite_master WHERE name = 'gpu_metrics'"), "1");
   EXPECT_EQ(r.one("SELECT value FROM meta WHERE key = 'schema_sql'").size(), 16u);
@@ -212,8 +214,14 @@ class StoreWrite : public testing::Test {
     train_ = registry_.intern({"train", "region", ""});
     forward_ = registry_.intern({"model.forward", "python", "", "model.py", 12});
     sgemm_ = registry_.intern({"cblas_sgemm", "blas", "libopenblas.so.0"});
-    run_ = RunInfo{"0123456789abcdef0123456789abcdef", "python train.py", "host1", "cpu", "profile",
-                   500, 8, 4};
+    run_ = RunInfo{"0123456789abcdef0123456789abcdef",
+                   "python train.py",
+                   "host1",
+                   "cpu",
+                   "profile",
+                   500,
+                   8,
+                   4};
     process_.pid = 321;
     process_.ppid = 1;
     process_.origin = "root";
@@ -233,9 +241,7 @@ class StoreWrite : public testing::Test {
   }
 
   // A return address inside store_call_site (symbolize steps back one byte).
-  static const void* native_site() {
-    return reinterpret_cast<const char*>(&store_call_site) + 2;
-  }
+  static const void* native_site() { return reinterpret_cast<const char*>(&store_call_site) + 2; }
 
   FlushData flush(uint64_t now, const char* end_reason = nullptr) {
     FlushData d{&run_, &process_, {}, notes_, info_, int64_t(now), end_reason};
@@ -272,10 +278,10 @@ TEST_F(StoreWrite, WritesTheRunProcessAndThread) {
   EXPECT_EQ(r.rows("SELECT uuid, started_ns, command, host, cpu_model, cores, affinity_cores, "
                    "mode FROM runs"),
             (Rows{{run_.uuid, "500", "python train.py", "host1", "cpu", "8", "4", "profile"}}));
-  EXPECT_EQ(r.rows("SELECT pid, ppid, origin, parent_process_id, command, started_ns, ended_ns, "
-                   "last_flush_ns, flushes, end_reason FROM processes"),
-            (Rows{{"321", "1", "root", "NULL", "python train.py", "600", "NULL", "2500", "1",
-                   "NULL"}}));
+  EXPECT_EQ(
+      r.rows("SELECT pid, ppid, origin, parent_process_id, command, started_ns, ended_ns, "
+             "last_flush_ns, flushes, end_reason FROM processes"),
+      (Rows{{"321", "1", "root", "NULL", "python train.py", "600", "NULL", "2500", "1", "NULL"}}));
   EXPECT_EQ(r.rows("SELECT seq, tid, started_ns, ended_ns FROM threads"),
             (Rows{{"0", "4242", "1000", "NULL"}}));
   EXPECT_EQ(r.rows("SELECT severity, topic, message FROM notes"),
@@ -314,19 +320,20 @@ TEST_F(StoreWrite, WritesTheCallTreeWithParentLinks) {
 TEST_F(StoreWrite, ShapesNameTheirCallSite) {
   ASSERT_TRUE(write(flush(2500)));
   Reader r(path_);
-  Rows shapes = r.rows("SELECT call_site, m, n, k, trans_a, trans_b, dtype, batch, calls, "
-                       "time_ns, CAST(flops AS INTEGER), CAST(bytes AS INTEGER) FROM shapes "
-                       "ORDER BY shape_id");
+  Rows shapes = r.rows(
+      "SELECT call_site, m, n, k, trans_a, trans_b, dtype, batch, calls, "
+      "time_ns, CAST(flops AS INTEGER), CAST(bytes AS INTEGER) FROM shapes "
+      "ORDER BY shape_id");
   ASSERT_EQ(shapes.size(), 2u);
   // Under a Python frame, the call site is that frame.
-  EXPECT_EQ(shapes[0], (std::vector<std::string>{"model.forward", "64", "32", "16", "N", "T",
-                                                 "f32", "1", "1", "200", "65536", "14336"}));
+  EXPECT_EQ(shapes[0], (std::vector<std::string>{"model.forward", "64", "32", "16", "N", "T", "f32",
+                                                 "1", "1", "200", "65536", "14336"}));
   // Otherwise the native caller, named from the program's own symbol table.
   EXPECT_NE(shapes[1][0].find("store_call_site"), std::string::npos) << shapes[1][0];
   EXPECT_NE(shapes[1][0].find("[sonde_libprof_tests]"), std::string::npos) << shapes[1][0];
-  EXPECT_EQ(std::vector<std::string>(shapes[1].begin() + 1, shapes[1].end()),
-            (std::vector<std::string>{"8", "8", "8", "N", "N", "f32", "1", "1", "100", "1024",
-                                      "768"}));
+  EXPECT_EQ(
+      std::vector<std::string>(shapes[1].begin() + 1, shapes[1].end()),
+      (std::vector<std::string>{"8", "8", "8", "N", "N", "f32", "1", "1", "100", "1024", "768"}));
 }
 
 TEST_F(StoreWrite, ViewsReadTheProfile) {
@@ -345,9 +352,10 @@ TEST_F(StoreWrite, ViewsReadTheProfile) {
                   {"train", "1", "1000", "300"},
                   {"train;model.forward", "1", "700", "500"},
                   {"train;model.forward;cblas_sgemm", "1", "200", "200"}}));
-  Rows gemm = r.rows("SELECT routine, call_site, m, n, k, dtype, calls, "
-                     "CAST(round(time_s * 1e9) AS INTEGER), gflops, pct_peak FROM gemm_shapes "
-                     "ORDER BY m DESC");
+  Rows gemm = r.rows(
+      "SELECT routine, call_site, m, n, k, dtype, calls, "
+      "CAST(round(time_s * 1e9) AS INTEGER), gflops, pct_peak FROM gemm_shapes "
+      "ORDER BY m DESC");
   ASSERT_EQ(gemm.size(), 2u);
   EXPECT_EQ(gemm[0], (std::vector<std::string>{"cblas_sgemm", "model.forward", "64", "32", "16",
                                                "f32", "1", "200", "327.68", "NULL"}));
@@ -465,9 +473,10 @@ TEST_F(StoreWrite, ManyNewNodesKeepTheirParentsAndIds) {
                   "WHERE nr.name = 'leaf' AND pr.name LIKE 'r%' "
                   "AND n.depth = 2 AND p.depth = 1 AND p.node_id < n.node_id"),
             "140");
-  EXPECT_EQ(r.one("SELECT count(*) FROM nodes n LEFT JOIN nodes p ON p.node_id = n.parent_id "
-                  "WHERE n.parent_id IS NOT NULL AND (p.node_id IS NULL OR p.node_id >= n.node_id)"),
-            "0");
+  EXPECT_EQ(
+      r.one("SELECT count(*) FROM nodes n LEFT JOIN nodes p ON p.node_id = n.parent_id "
+            "WHERE n.parent_id IS NOT NULL AND (p.node_id IS NULL OR p.node_id >= n.node_id)"),
+      "0");
   EXPECT_EQ(r.rows("SELECT calls FROM callpaths WHERE path = 'r139;leaf'"), (Rows{{"1"}}));
 }
 
@@ -494,8 +503,7 @@ TEST_F(StoreWrite, AnotherProcessOfTheSameRunJoinsIt) {
   EXPECT_EQ(r.count("notes"), 2);  // per process
   EXPECT_EQ(r.rows("SELECT pid, origin, coalesce(parent_process_id, 0) FROM processes "
                    "ORDER BY process_id"),
-            (Rows{{"321", "root", "0"},
-                  {"322", "child", std::to_string(store_.process_id())}}));
+            (Rows{{"321", "root", "0"}, {"322", "child", std::to_string(store_.process_id())}}));
   EXPECT_EQ(r.rows("SELECT calls FROM hotspots WHERE routine = 'cblas_sgemm'"), (Rows{{"4"}}));
 }
 
@@ -526,11 +534,11 @@ TEST_F(StoreWrite, AJoiningProcessWithOtherRoutinesKeepsTheirNames) {
 
   Reader r(path_);
   EXPECT_EQ(r.count("routines"), 5);  // <thread>, train, model.forward, cblas_sgemm, the new one
-  EXPECT_EQ(r.rows("SELECT r.name, n.depth FROM nodes n JOIN routines r USING (routine_id) "
-                   "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
-                   "WHERE p.pid = 322 ORDER BY n.depth"),
-            (Rows{{"<thread>", "0"}, {"train", "1"}, {"only_in_the_child", "2"},
-                  {"cblas_sgemm", "3"}}));
+  EXPECT_EQ(
+      r.rows("SELECT r.name, n.depth FROM nodes n JOIN routines r USING (routine_id) "
+             "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
+             "WHERE p.pid = 322 ORDER BY n.depth"),
+      (Rows{{"<thread>", "0"}, {"train", "1"}, {"only_in_the_child", "2"}, {"cblas_sgemm", "3"}}));
 }
 
 // Many new routines go 64 to a statement; a batch holding one that the file has already (here
@@ -636,15 +644,15 @@ TEST_F(StoreWrite, GpuActivityKeepsTheLaunchingCallPath) {
   d.gpu = {kernel, copy, unseen};
   ASSERT_TRUE(write(d));
   Reader r(path_);
-  EXPECT_EQ(r.rows("SELECT g.kind, g.name, COALESCE(rt.name, 'NULL'), g.bytes, g.grid_y, "
-                   "g.block_x, g.registers, g.shared_bytes, g.end_ns - g.start_ns "
-                   "FROM gpu_activity g LEFT JOIN nodes n USING (node_id) "
-                   "LEFT JOIN routines rt ON rt.routine_id = n.routine_id ORDER BY g.start_ns"),
-            (Rows{{"kernel", "matmul(float*, int)", "model.forward", "NULL", "2", "256", "32",
-                   "1024", "50"},
-                  {"memcpy", "memcpy HtoD", "train", "4096", "NULL", "NULL", "NULL", "NULL", "10"},
-                  {"kernel", "matmul(float*, int)", "NULL", "NULL", "2", "256", "32", "1024",
-                   "10"}}));
+  EXPECT_EQ(
+      r.rows("SELECT g.kind, g.name, COALESCE(rt.name, 'NULL'), g.bytes, g.grid_y, "
+             "g.block_x, g.registers, g.shared_bytes, g.end_ns - g.start_ns "
+             "FROM gpu_activity g LEFT JOIN nodes n USING (node_id) "
+             "LEFT JOIN routines rt ON rt.routine_id = n.routine_id ORDER BY g.start_ns"),
+      (Rows{{"kernel", "matmul(float*, int)", "model.forward", "NULL", "2", "256", "32", "1024",
+             "50"},
+            {"memcpy", "memcpy HtoD", "train", "4096", "NULL", "NULL", "NULL", "NULL", "10"},
+            {"kernel", "matmul(float*, int)", "NULL", "NULL", "2", "256", "32", "1024", "10"}}));
   EXPECT_EQ(r.rows("SELECT kernel, COALESCE(call_path, 'NULL'), calls, time_s * 1e9, grid, block "
                    "FROM gpu_kernels ORDER BY call_path"),
             (Rows{{"matmul(float*, int)", "NULL", "1", "10.0", "256", "256"},

@@ -108,10 +108,10 @@ TEST(ThreadState, RecordShapeSeparatesSitesNodesAndShapes) {
   ThreadState t = make_state();
   uint32_t n1 = t.child_of(0, 1), n2 = t.child_of(0, 2);
   t.record_shape(n1, site(0x1000), shape(64, 32, 16), 1, 1, 1);
-  t.record_shape(n1, site(0x2000), shape(64, 32, 16), 1, 1, 1);           // another call site
-  t.record_shape(n2, site(0x1000), shape(64, 32, 16), 1, 1, 1);           // another node
-  t.record_shape(n1, site(0x1000), shape(64, 32, 17), 1, 1, 1);           // another k
-  t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'T'), 1, 1, 1);      // transposed A
+  t.record_shape(n1, site(0x2000), shape(64, 32, 16), 1, 1, 1);            // another call site
+  t.record_shape(n2, site(0x1000), shape(64, 32, 16), 1, 1, 1);            // another node
+  t.record_shape(n1, site(0x1000), shape(64, 32, 17), 1, 1, 1);            // another k
+  t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'T'), 1, 1, 1);       // transposed A
   t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'N', 'C'), 1, 1, 1);  // conj B
   t.record_shape(n1, site(0x1000), shape(64, 32, 16, 'N', 'N', DType::kF64), 1, 1, 1);
   GemmShape batched = shape(64, 32, 16);
@@ -233,7 +233,7 @@ TEST(TraceRing, RingsShareTheBudgetAndGiveItBack) {
   {
     TraceRing a(1 << 20, &budget), b(1 << 20, &budget);
     for (uint32_t i = 0; i < 4096 + 1; ++i) a.push(TraceEvent{i, 0, 0});  // two chunks
-    b.push(TraceEvent{7, 0, 0});  // none left
+    b.push(TraceEvent{7, 0, 0});                                          // none left
     EXPECT_EQ(a.dropped(), 0u);
     EXPECT_EQ(b.dropped(), 1u);
     EXPECT_EQ(b.dropped_by_budget(), 1u);
