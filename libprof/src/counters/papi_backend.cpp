@@ -15,13 +15,26 @@ unsigned long thread_id() { return static_cast<unsigned long>(pthread_self()); }
 // 41,000 relocations made every profiled process start about 8 ms later on the VM of
 // docs/performance.md, counters or not. Set once, before any thread reads them.
 struct Papi {
-#define SONDE_PAPI_FUNCTIONS(X)                                                                \
-  X(library_init)                                                                              \
-  X(thread_init)                                                                               \
-  X(get_component_index) X(get_component_info) X(create_eventset) X(assign_eventset_component) \
-      X(set_multiplex) X(add_event) X(start) X(stop) X(read) X(cleanup_eventset)               \
-          X(destroy_eventset) X(unregister_thread) X(event_name_to_code) X(multiplex_init)     \
-              X(strerror)
+// clang-format off (one function a line; clang-format 14 reflows X-lists differently each run)
+#define SONDE_PAPI_FUNCTIONS(X) \
+  X(library_init)               \
+  X(thread_init)                \
+  X(get_component_index)        \
+  X(get_component_info)         \
+  X(create_eventset)            \
+  X(assign_eventset_component)  \
+  X(set_multiplex)              \
+  X(add_event)                  \
+  X(start)                      \
+  X(stop)                       \
+  X(read)                       \
+  X(cleanup_eventset)           \
+  X(destroy_eventset)           \
+  X(unregister_thread)          \
+  X(event_name_to_code)         \
+  X(multiplex_init)             \
+  X(strerror)
+// clang-format on
 #define SONDE_PAPI_POINTER(fn) decltype(&PAPI_##fn) fn = nullptr;
   SONDE_PAPI_FUNCTIONS(SONDE_PAPI_POINTER)
 #undef SONDE_PAPI_POINTER

@@ -14,34 +14,48 @@
 
 namespace sonde {
 
-#define SONDE_CUPTI_FUNCTIONS(X)                                                     \
-  X(cuptiGetVersion)                                                                 \
-  X(cuptiGetResultString)                                                            \
-  X(cuptiSubscribe)                                                                  \
-  X(cuptiUnsubscribe)                                                                \
-  X(cuptiEnableDomain)                                                               \
-  X(cuptiGetCallbackName)                                                            \
-  X(cuptiActivityEnable)                                                             \
-  X(cuptiActivityDisable) X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) \
-      X(cuptiActivityGetNextRecord) X(cuptiActivityGetNumDroppedRecords) X(cuptiGetTimestamp)
+// clang-format off (one function a line; clang-format 14 reflows X-lists differently each run)
+#define SONDE_CUPTI_FUNCTIONS(X)       \
+  X(cuptiGetVersion)                   \
+  X(cuptiGetResultString)              \
+  X(cuptiSubscribe)                    \
+  X(cuptiUnsubscribe)                  \
+  X(cuptiEnableDomain)                 \
+  X(cuptiGetCallbackName)              \
+  X(cuptiActivityEnable)               \
+  X(cuptiActivityDisable)              \
+  X(cuptiActivityRegisterCallbacks)    \
+  X(cuptiActivityFlushAll)             \
+  X(cuptiActivityGetNextRecord)        \
+  X(cuptiActivityGetNumDroppedRecords) \
+  X(cuptiGetTimestamp)
+// clang-format on
 
 // The range profiler and its host side, used only for SONDE_GPU_METRICS.
-#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)                                                          \
-  X(cuptiGetDeviceId)                                                                              \
-  X(cuptiDeviceGetChipName)                                                                        \
-  X(cuptiProfilerInitialize)                                                                       \
-  X(cuptiProfilerGetCounterAvailability)                                                           \
-  X(cuptiProfilerHostInitialize)                                                                   \
-  X(cuptiProfilerHostGetMetricProperties)                                                          \
-  X(cuptiProfilerHostConfigAddMetrics)                                                             \
-  X(cuptiProfilerHostGetConfigImageSize) X(cuptiProfilerHostGetConfigImage)                        \
-      X(cuptiProfilerHostGetNumOfPasses) X(cuptiProfilerHostEvaluateToGpuValues)                   \
-          X(cuptiRangeProfilerEnable) X(cuptiRangeProfilerDisable) X(cuptiRangeProfilerSetConfig)  \
-              X(cuptiRangeProfilerStart) X(cuptiRangeProfilerStop) X(cuptiRangeProfilerDecodeData) \
-                  X(cuptiRangeProfilerGetCounterDataSize)                                          \
-                      X(cuptiRangeProfilerCounterDataImageInitialize)                              \
-                          X(cuptiRangeProfilerGetCounterDataInfo)                                  \
-                              X(cuptiRangeProfilerCounterDataGetRangeInfo)
+// clang-format off (one function a line; clang-format 14 reflows X-lists differently each run)
+#define SONDE_CUPTI_PROFILER_FUNCTIONS(X)         \
+  X(cuptiGetDeviceId)                             \
+  X(cuptiDeviceGetChipName)                       \
+  X(cuptiProfilerInitialize)                      \
+  X(cuptiProfilerGetCounterAvailability)          \
+  X(cuptiProfilerHostInitialize)                  \
+  X(cuptiProfilerHostGetMetricProperties)         \
+  X(cuptiProfilerHostConfigAddMetrics)            \
+  X(cuptiProfilerHostGetConfigImageSize)          \
+  X(cuptiProfilerHostGetConfigImage)              \
+  X(cuptiProfilerHostGetNumOfPasses)              \
+  X(cuptiProfilerHostEvaluateToGpuValues)         \
+  X(cuptiRangeProfilerEnable)                     \
+  X(cuptiRangeProfilerDisable)                    \
+  X(cuptiRangeProfilerSetConfig)                  \
+  X(cuptiRangeProfilerStart)                      \
+  X(cuptiRangeProfilerStop)                       \
+  X(cuptiRangeProfilerDecodeData)                 \
+  X(cuptiRangeProfilerGetCounterDataSize)         \
+  X(cuptiRangeProfilerCounterDataImageInitialize) \
+  X(cuptiRangeProfilerGetCounterDataInfo)         \
+  X(cuptiRangeProfilerCounterDataGetRangeInfo)
+// clang-format on
 
 struct CuptiLibrary {
 #define SONDE_CUPTI_POINTER(fn) decltype(&::fn) fn = nullptr;
