@@ -5,11 +5,11 @@
 // its callers with the calls and times SQL sums over the nodes table, and its callees.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, playwright } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, sondeView } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -110,11 +110,7 @@ before(async () => {
   writeFileSync(join(dir, 'prog.py'), PROGRAM);
   db = join(dir, 'prof.db');
   execFileSync(PY, ['-m', 'sonde', '-o', db, 'prog.py'], { env: env(), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120000 });
-  server = spawn(CLI, ['view', db], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
-  url = await new Promise((ok, fail) => {
-    server.stdout.on('data', (d) => { const m = String(d).match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/); if (m) ok(m[0]); });
-    server.on('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
-  });
+  ({ server, url } = await sondeView(CLI, [db], env()));
   browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
 });
 

@@ -6,11 +6,11 @@
 // a new path full red, a grown one red, a shrunk one blue, the depth the rule docs/cli.md gives.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, playwright } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, sondeView } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -153,11 +153,7 @@ before(async () => {
   afterDb = join(dir, 'after.db');
   for (const [db, arg] of [[beforeDb, 'before'], [afterDb, 'after']])
     execFileSync(PY, ['-m', 'sonde', '-o', db, 'work.py', arg], { env: env(), cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], timeout: 120000 });
-  server = spawn(CLI, ['view', afterDb, beforeDb], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
-  url = await new Promise((ok, fail) => {
-    server.stdout.on('data', (d) => { const m = String(d).match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/); if (m) ok(m[0]); });
-    server.on('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
-  });
+  ({ server, url } = await sondeView(CLI, [afterDb, beforeDb], env()));
   browser = await playwright().chromium.launch({ executablePath: CHROMIUM, headless: true });
 });
 

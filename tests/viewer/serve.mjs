@@ -1,6 +1,7 @@
 // What the browser tests and the viewer benchmark share: a static server for the built pages on
 // 127.0.0.1 (data.json?b=NAME answers with the bundle NAME), the --html inlining done the way
 // `sonde view --html` does it, and chromium through playwright-core.
+import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
@@ -50,4 +51,15 @@ export function inlineHtml(bundleText) {
     .replace('<link rel="stylesheet" href="app.css">', () => `<style>${css}</style>`)
     .replace('<script src="app.js"></script>',
              () => `<script id="sonde-data" type="application/json">${data}</script>\n<script>${js}</script>`);
+}
+
+// The real `sonde view FILE...` (the executable `cli`, environment `env`), started and waited for
+// until it prints its address: { server, url }. The caller ends the server.
+export async function sondeView(cli, files, env) {
+  const server = spawn(cli, ['view', ...files], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((ok, fail) => {
+    server.stdout.on('data', (d) => { const m = String(d).match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/); if (m) ok(m[0]); });
+    server.on('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
+  });
+  return { server, url };
 }

@@ -7,11 +7,11 @@
 // --html file carries its cap and says so.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, playwright } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, sondeView } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -93,14 +93,7 @@ async function open(url) {
   return { page, errors };
 }
 
-async function serveView(file) {
-  const server = spawn(CLI, ['view', file], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise((ok, fail) => {
-    server.stdout.on('data', (d) => { const m = String(d).match(/http:\/\/127\.0\.0\.1:\d+\/\?token=\w+/); if (m) ok(m[0]); });
-    server.on('exit', (code) => fail(new Error(`sonde view exited ${code}`)));
-  });
-  return { server, url };
-}
+const serveView = (file) => sondeView(CLI, [file], env());
 
 // Hovers the widest drawn event of that name; returns the tooltip's name, start and duration.
 async function hoverEvent(page, name) {
