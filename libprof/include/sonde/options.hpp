@@ -115,8 +115,8 @@ inline constexpr std::array kOptionSpecs{
                "For `python3 -m sonde` only: `1` (or `--in-process`) loads libsonde into the "
                "running interpreter instead of starting the program in a second one under "
                "`sonde run`: about a third of the start-up time sonde adds, the same profile. "
-               "With `-s`, the sampler, `SONDE_FTZ`, or a library loaded before sonde, it says "
-               "why and starts the program again as usual (docs/python.md).",
+               "With `-s`, or a library loaded before sonde, it says why and starts the "
+               "program again as usual (docs/python.md).",
                0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
                "Peak rates (from `sonde calibrate`, or by hand: lines `resource threads value "
