@@ -14,7 +14,6 @@
 
 #include "cli/command.hpp"
 #include "export/export_samples.hpp"
-#include "profile/query.hpp"
 #include "tools/output_file.hpp"
 
 namespace sonde::cli {
@@ -41,9 +40,7 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
     write_samples_json(file, out);
   } else if (a.format == "csv") {
     // path_ids tells apart two paths whose names join the same (a frame "a;b", frames a, b).
-    out << render_csv(run_query(file,
-                                "SELECT path, calls, incl_s, excl_s, path_ids FROM "
-                                "callpaths ORDER BY path, path_ids"));
+    write_callpaths_csv(file, out);
   } else if (a.format == "speedscope") {
     write_speedscope(file, out, &progress);
   } else if (a.format == "svg" && a.baseline) {

@@ -19,6 +19,11 @@ namespace sonde::analyzers {
 // Walked from the nodes in memory, linear in them, written as it goes.
 void write_folded(const ProfileFile& file, std::ostream& out);
 
+// The `callpaths` view as CSV (path,calls,incl_s,excl_s,path_ids), sorted by path, then
+// path_ids: what `sonde query FILE "SELECT ... FROM callpaths ORDER BY path, path_ids"` writes,
+// walked from the nodes as write_folded() walks them.
+void write_callpaths_csv(const ProfileFile& file, std::ostream& out);
+
 // Chrome trace-event JSON (Perfetto, chrome://tracing). Real events when the file has trace
 // events; otherwise a flame-chart layout of the aggregated tree, labelled as such in otherData.
 // Each call path is written once, in the top-level `stackFrames` dictionary; an event names its

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <unordered_map>
 
@@ -74,8 +73,6 @@ void merge_into(CallNode& dst, const CallNode& src) {
   }
 }
 
-std::int64_t to_ns(double seconds) { return std::llround(seconds * 1e9); }
-
 std::string where(const std::string& file, std::int64_t line, const std::string& library) {
   if (!file.empty()) return file + ":" + std::to_string(line);
   return library;
@@ -144,6 +141,21 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
 
 }  // namespace
 
+std::unordered_map<std::int64_t, CallNodeFields> load_routine_fields(const ProfileFile& file) {
+  std::unordered_map<std::int64_t, CallNodeFields> routines;
+  for (auto st = file.prepare("SELECT routine_id, name, kind, file, line, library FROM routines");
+       st.step();) {
+    CallNodeFields& r = routines[st.int64(0)];
+    r.routine_id = st.int64(0);
+    r.name = st.text(1);
+    r.kind = st.text(2);
+    r.file = st.text(3);
+    r.where = where(st.text(3), st.int64(4), st.text(5));
+    r.generator = is_generator(r.kind, st.text(5));
+  }
+  return routines;
+}
+
 std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::vector<ThreadTree> trees = load_thread_list(file);
   std::unordered_map<std::int64_t, std::size_t> tree_of_thread;
@@ -159,18 +171,7 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   std::unordered_map<std::int64_t, std::int64_t> graph_of_node;
   for (auto st = file.prepare("SELECT node_id, ns FROM gpu_graph_origins"); st.step();)
     graph_of_node.emplace(st.int64(0), st.int64(1));
-  // What a node shows of its routine, read once per routine rather than once per node.
-  std::unordered_map<std::int64_t, CallNodeFields> routines;
-  for (auto st = file.prepare("SELECT routine_id, name, kind, file, line, library FROM routines");
-       st.step();) {
-    CallNodeFields& r = routines[st.int64(0)];
-    r.routine_id = st.int64(0);
-    r.name = st.text(1);
-    r.kind = st.text(2);
-    r.file = st.text(3);
-    r.where = where(st.text(3), st.int64(4), st.text(5));
-    r.generator = is_generator(r.kind, st.text(5));
-  }
+  std::unordered_map<std::int64_t, CallNodeFields> routines = load_routine_fields(file);
   // The rows first, without strings, in node_id order (the table's own: no sort in SQL); then
   // the tree is built from the top, parents before children as ORDER BY depth, node_id would
   // give them, into children vectors of the right size. Built from the bottom, every node was
@@ -291,83 +292,16 @@ bool has_graph_time(const std::vector<ThreadTree>& trees) {
   return false;
 }
 
-CallNode load_merged_tree(const ProfileFile& file) {
-  CallNode root;
-  root.name = "<thread>";
-  root.kind = "root";
-  {
-    auto st = file.prepare(
-        "SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
-        "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
-    if (st.step()) {
-      root.calls = st.int64(0);
-      root.incl_ns = to_ns(st.real(1));
-      root.excl_ns = to_ns(st.real(2));
-    }
-    auto id = file.prepare("SELECT routine_id FROM routines WHERE kind = 'root' LIMIT 1");
-    if (id.step()) root.routine_id = id.int64(0);
-  }
-  // Graph replays by the path their nodes were created at, merged as callpaths merges nodes.
-  // (node_paths walks every node: only asked when there is something to find.)
-  std::unordered_map<std::string, std::int64_t> graph_of_path;
-  if (file.has_rows("gpu_graph_origins")) {
-    auto st = file.prepare(
-        "SELECT p.path_ids, SUM(o.ns) FROM gpu_graph_origins o "
-        "JOIN node_paths p USING (node_id) GROUP BY p.path_ids");
-    while (st.step()) graph_of_path.emplace(st.text(0), st.int64(1));
-  }
-  // A path's parent is the path without its last routine id; shorter paths come first.
-  std::vector<FlatNode> flat;
-  std::unordered_map<std::string, std::size_t> index_of_path;
-  std::vector<std::size_t> top;
-  auto st = file.prepare(
-      "SELECT c.path_ids, c.routine_id, r.name, r.kind, c.calls, c.subrs, c.incl_s, c.excl_s, "
-      "       c.flops, c.gpu_s, r.file, r.line, r.library "
-      "FROM callpaths c JOIN routines r USING (routine_id) "
-      "ORDER BY length(c.path_ids) - length(replace(c.path_ids, '/', '')), c.path_ids");
-  while (st.step()) {
-    std::string path = st.text(0);
-    FlatNode f;
-    f.data.routine_id = st.int64(1);
-    f.data.name = st.text(2);
-    f.data.kind = st.text(3);
-    f.data.calls = st.int64(4);
-    f.data.subrs = st.int64(5);
-    f.data.incl_ns = to_ns(st.real(6));
-    f.data.excl_ns = to_ns(st.real(7));
-    f.data.flops = st.real(8);
-    f.data.gpu_ns = to_ns(st.real(9));
-    f.data.file = st.text(10);
-    f.data.where = where(st.text(10), st.int64(11), st.text(12));
-    f.data.generator = is_generator(f.data.kind, st.text(12));
-    if (auto graph = graph_of_path.find(path); graph != graph_of_path.end())
-      f.data.graph_ns = graph->second;
-    std::size_t index = flat.size();
-    auto slash = path.rfind('/');
-    if (slash == std::string::npos) {
-      top.push_back(index);
-    } else {
-      auto parent = index_of_path.find(path.substr(0, slash));
-      if (parent == index_of_path.end()) continue;  // below a path the view does not have
-      flat[parent->second].children.push_back(index);
-    }
-    index_of_path.emplace(std::move(path), index);
-    flat.push_back(std::move(f));
-  }
-  std::vector<CallNode> built = build_all(flat);
-  for (std::size_t index : top) {
-    root.children.push_back(std::move(built[index]));
-    root.subrs += root.children.back().calls;
-    root.gpu_ns += root.children.back().gpu_ns;
-    root.graph_ns += root.children.back().graph_ns;
-  }
-  return root;
-}
-
 Forest load_forest(const ProfileFile& file, bool merge_threads) {
   Forest f;
-  for (ThreadTree& t : load_thread_trees(file))
-    (t.root.children.empty() ? f.idle : f.busy).push_back(std::move(t));
+  // Merged, the busy threads' own trees are let go before the merged tree is loaded: nothing
+  // shows them, and held beside it they doubled the peak (1M nodes: 2 GB).
+  for (ThreadTree& t : load_thread_trees(file)) {
+    if (t.root.children.empty())
+      f.idle.push_back(std::move(t));
+    else if (!merge_threads)
+      f.busy.push_back(std::move(t));
+  }
   if (merge_threads) {
     f.merged = true;
     f.merged_root = load_merged_tree(file);

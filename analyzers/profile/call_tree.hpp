@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "profile/profile_file.hpp"
@@ -14,7 +15,7 @@ namespace sonde::analyzers {
 // What a node holds besides its children: copied one node at a time (CallNode's copy).
 struct CallNodeFields {
   std::int64_t routine_id = 0;  // what children are matched by: never the name alone
-  // The nodes row (0 in a tree merged from callpaths); a thread whose writer split its root
+  // The nodes row (0 in a tree merged over threads); a thread whose writer split its root
   // keeps the rows merged into this one in merged_node_ids, so that what refers to a row
   // (gpu_activity.node_id) still finds its node.
   std::int64_t node_id = 0;
@@ -87,13 +88,13 @@ struct ThreadTree {
 // One tree per thread that has a root node, ordered by process and thread sequence.
 std::vector<ThreadTree> load_thread_trees(const ProfileFile& file);
 
-// What `sonde tree` shows: the busy threads' trees (or, merged, one tree read from the
-// `callpaths` view), and the idle threads apart (no measured call: in no percentage).
+// What `sonde tree` shows: the busy threads' trees (or, merged, one tree of the `callpaths`
+// view's paths), and the idle threads apart (no measured call: in no percentage).
 struct Forest {
-  std::vector<ThreadTree> busy;
+  std::vector<ThreadTree> busy;  // empty when merged
   std::vector<ThreadTree> idle;
   bool merged = false;
-  CallNode merged_root;  // when merged: <thread> over the busy threads, paths from callpaths
+  CallNode merged_root;  // when merged: <thread> over the busy threads, load_merged_tree's
 };
 Forest load_forest(const ProfileFile& file, bool merge_threads);
 
@@ -107,9 +108,15 @@ Forest load_forest(const ProfileFile& file, bool merge_threads);
 Forest load_forest_above(const ProfileFile& file, double min_pct,
                          std::optional<int> max_depth = std::nullopt);
 
-// The busy threads' paths as one tree, from the `callpaths` view (one node per path of routine
-// ids) and `thread_times` (the root: the busy threads' time and what no call covers).
+// The busy threads' paths as one tree (profile/merged_tree.cpp): one node per row of the
+// `callpaths` view (a path of routine ids, merged over threads and processes) with its figures,
+// children in path_ids order, and `thread_times` for the root (the busy threads' time and what
+// no call covers).
 CallNode load_merged_tree(const ProfileFile& file);
+
+// What a node shows of each routine of the file (name, kind, file, where, generator), by
+// routine_id: read once per routine rather than once per node.
+std::unordered_map<std::int64_t, CallNodeFields> load_routine_fields(const ProfileFile& file);
 
 // True when any node of the trees launched GPU work (the file has gpu_activity rows).
 bool has_gpu_time(const std::vector<ThreadTree>& trees);

@@ -62,6 +62,8 @@ FIGURES = {
                                        "nodes"),
     "folded.vs_scan": ("view", "x scan", "sonde export --format folded on 1 M rows (to "
                                          "/dev/null) / a count-sum scan of nodes"),
+    "tree_merge.vs_scan": ("view", "x scan", "sonde tree --threads merge on 1 M rows (text to a "
+                                             "temporary file) / a count-sum scan of nodes"),
     "mlp.overhead": ("mlp", "%", "mlp_train --steps 300, wall time with / without - 1"),
     "mlp_numpy.overhead": ("mlp_numpy", "%", "mlp_numpy/train.py --steps 300 under python3 -m "
                                              "sonde / plain - 1"),
@@ -648,12 +650,14 @@ def bench_report(cfg, summary):
 
 
 def bench_view(cfg, summary):
-    """The whole viewer bundle as one HTML file, and the folded stacks, of section 5's file,
-    each paired in a round with the same bare scan as `report.vs_scan` (issue 35: the bundle
-    took 5 s and 580 MB, the folded export 81 s and 4.7 GB, against 0.7 s for the report)."""
+    """The whole viewer bundle as one HTML file, the folded stacks and the merged tree of
+    section 5's file, each paired in a round with the same bare scan as `report.vs_scan` (issue
+    35: the bundle took 5 s and 580 MB, the folded export 81 s and 4.7 GB, `sonde tree --threads
+    merge` 96 s and 2 GB, against 0.7 s for the report)."""
     n_nodes = cfg.size(1_000_000, 50_000)
     n_routines = cfg.size(5_000, 500)
-    section(f"5b. sonde view --html and export --format folded on {n_nodes:,} node rows")
+    section(f"5b. sonde view --html, export --format folded and tree --threads merge on "
+            f"{n_nodes:,} node rows")
     path = os.path.join(cfg.work, "big.db")
     made = cached_big_profile(cfg, path, n_nodes, n_routines)
     print(f"  ({'made' if made else 'copied'} the file of section 5)")
@@ -675,6 +679,11 @@ def bench_view(cfg, summary):
     def folded():
         return run([cfg.cli, "export", path, "--format", "folded", "-o", os.devnull]).wall_s
 
+    def merged():
+        res = run([cfg.cli, "tree", path, "--threads", "merge"])
+        expect("busy thread merged" in res.stdout, "sonde tree --threads merge printed no tree")
+        return res.wall_s
+
     try:
         peaks = []
         view()  # and warms the page cache, for the scan too
@@ -683,19 +692,21 @@ def bench_view(cfg, summary):
             raise
         print("  NOTE: the browser viewer is not built (sonde_viewer); skipping")
         return
-    views, folds, base = [], [], []
+    views, folds, merges, base = [], [], [], []
     peaks = []
     for r in range(cfg.size(3, 2)):
-        order = ((view, views), (folded, folds), (scan, base))
+        order = ((view, views), (folded, folds), (merged, merges), (scan, base))
         for fn, sink in order if r % 2 == 0 else order[::-1]:
             sink.append(fn())
     print(f"  sonde view --html FILE, s (whole process): {spread(views)}; peak RSS, MiB "
           f"(with this script's, which the child inherits): {spread(peaks)}")
     print(f"  sonde export FILE --format folded -o /dev/null, s: {spread(folds)}")
+    print(f"  sonde tree FILE --threads merge, s: {spread(merges)}")
     print(f"  sqlite3 module, SELECT count(*), sum(excl_ns) FROM nodes, s: {spread(base)}")
     b = statistics.median(base)
     figure(cfg, "view.vs_scan", [x / y for x, y in zip(views, base)])
     figure(cfg, "folded.vs_scan", [x / y for x, y in zip(folds, base)])
+    figure(cfg, "tree_merge.vs_scan", [x / y for x, y in zip(merges, base)])
     med = statistics.median(views)
     summary.add(f"5b. `sonde view --html` on {n_nodes / 1e6:g} M node rows",
                 f"{med:.3f} s, peak {statistics.median(peaks):.0f} MiB",
@@ -706,6 +717,10 @@ def bench_view(cfg, summary):
     summary.add(f"5b. `sonde export --format folded` on {n_nodes / 1e6:g} M node rows",
                 f"{med:.3f} s", f"full scan count/sum {b:.3f} s (×{med / b:.1f})",
                 "<= 15 × scan (a few seconds)", med / b <= 15)
+    med = statistics.median(merges)
+    summary.add(f"5b. `sonde tree --threads merge` on {n_nodes / 1e6:g} M node rows",
+                f"{med:.3f} s", f"full scan count/sum {b:.3f} s (×{med / b:.1f})",
+                "none set (before: 96 s, 2 GB)", None)
 
 
 # ----------------------------------------------------------------------------------------------

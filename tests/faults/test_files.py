@@ -673,6 +673,10 @@ print(rec(int(sys.argv[1])))
 
 DEEP_READERS = {"report": ["report", "{db}"], "tree": ["tree", "{db}"],
                 "tree-table": ["tree", "{db}", "--format", "csv"],
+                "tree-merge": ["tree", "{db}", "--threads", "merge"],
+                "export-svg": ["export", "{db}", "--format", "svg"],
+                "export-folded": ["export", "{db}", "--format", "folded"],
+                "export-csv": ["export", "{db}", "--format", "csv"],
                 "tree-callers": ["tree", "{db}", "--callers", "rec"],
                 "tree-callees": ["tree", "{db}", "--callees", "rec"],
                 "metrics": ["metrics", "{db}"], "candidates": ["candidates", "{db}"],

@@ -149,6 +149,43 @@ TEST_F(ExportTest, CsvIsTheCallpathsView) {
   EXPECT_NE(csv.find("\ntrain;fib;fib,2,0.6,0.6,0,0,0,4,2/4/4\n"), std::string::npos) << csv;
 }
 
+// `sonde export --format csv` is what `sonde query` writes of the view, row for row.
+std::string csv_from_sql(const ProfileFile& file) {
+  return render_csv(run_query(file,
+                              "SELECT path, calls, incl_s, excl_s, path_ids FROM callpaths "
+                              "ORDER BY path, path_ids"));
+}
+
+TEST_F(ExportTest, CsvExportIsTheCallpathsViewRowForRow) {
+  // Names the CSV must quote (a comma, a quote, a line break), two routines of one name, a
+  // routine the file does not list (99), and then a ';' inside a name (the rows sorted apart).
+  write();
+  test::exec_sql(path_, std::string(kTangledPaths) + R"sql(
+UPDATE routines SET name = 'f, "g"' WHERE routine_id = 23;
+UPDATE routines SET name = 'line
+break' WHERE routine_id = 21;
+)sql");
+  {
+    ProfileFile file = ProfileFile::open(path_);
+    std::ostringstream out;
+    write_callpaths_csv(file, out);
+    EXPECT_EQ(out.str(), csv_from_sql(file));
+    EXPECT_NE(out.str().find("\n\"f, \"\"g\"\"\",1,1e-06,1e-06,23\n"), std::string::npos)
+        << out.str();
+  }
+  test::exec_sql(path_, R"sql(
+INSERT INTO routines (routine_id, name, kind) VALUES (30, 'f;g', 'region');
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES (130, 1, 1, 30, 1, 0, 1, 0, 5000, 5000),
+                                            (131, 1, 130, 20, 2, 0, 1, 0, 7000, 7000);
+)sql");
+  ProfileFile file = ProfileFile::open(path_);
+  std::ostringstream out;
+  write_callpaths_csv(file, out);
+  EXPECT_EQ(out.str(), csv_from_sql(file));
+  EXPECT_NE(out.str().find("\nf;g;f,1,7e-06,7e-06,30/20\n"), std::string::npos) << out.str();
+}
+
 std::vector<Json> complete_events(const Json& trace) {
   std::vector<Json> out;
   for (const auto& e : trace["traceEvents"])
