@@ -122,7 +122,8 @@ void write_pstats(const ProfileFile& file, std::ostream& out) {
   std::map<std::int64_t, Key> keys;
   {
     auto st = file.prepare("SELECT routine_id, name, kind, file, line FROM routines");
-    while (st.step()) keys.emplace(st.int64(0), key_of(st.text(1), st.text(2), st.text(3), st.int64(4)));
+    while (st.step())
+      keys.emplace(st.int64(0), key_of(st.text(1), st.text(2), st.text(3), st.int64(4)));
   }
   struct Entry {
     Figures total;
@@ -141,7 +142,8 @@ void write_pstats(const ProfileFile& file, std::ostream& out) {
     Entry& e = entries[callee->second];
     e.total.add(st.int64(2), st.int64(3), st.real(4), st.real(5));
     // A thread's top-level calls have no caller in cProfile's terms.
-    if (st.int64(6) == 0) e.callers[caller->second].add(st.int64(2), st.int64(3), st.real(4), st.real(5));
+    if (st.int64(6) == 0)
+      e.callers[caller->second].add(st.int64(2), st.int64(3), st.real(4), st.real(5));
   }
   Marshal m(out);
   m.dict_begin();

@@ -35,7 +35,8 @@ struct Trie {
 
 void lay_out(const Trie& node, const std::string& name, std::int64_t start, double ns_per_sample,
              const ThreadLabel& label, const std::function<void(const std::string&)>& add) {
-  add(fmt::format("{{\"ph\":\"X\",\"name\":{},\"cat\":\"sampled\",\"ts\":{},\"dur\":{},"
+  add(
+      fmt::format("{{\"ph\":\"X\",\"name\":{},\"cat\":\"sampled\",\"ts\":{},\"dur\":{},"
                   "\"pid\":{},\"tid\":{},\"args\":{{\"samples\":{}}}}}",
                   json_string(name), Micros{std::int64_t(start * ns_per_sample)},
                   Micros{std::int64_t(node.count * ns_per_sample)}, label.pid,
@@ -135,7 +136,8 @@ void write_sampled_tracks(const ProfileFile& file,
     auto it = labels.find(thread_id);
     if (it == labels.end()) continue;
     const ThreadLabel& label = it->second;
-    add(fmt::format("{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},"
+    add(
+        fmt::format("{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},"
                     "\"args\":{{\"name\":{}}}}}",
                     label.pid, label.tid + kSampledTrack,
                     json_string(label.name + " [sampled, not a timeline]")));

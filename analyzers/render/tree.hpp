@@ -13,9 +13,9 @@
 namespace sonde::analyzers {
 
 struct TreeOptions {
-  double min_pct = 0.5;           // nodes below this % of the tree's total are folded
-  std::optional<int> max_depth;   // deepest level shown (the thread root is level 0)
-  bool merge_threads = false;     // one tree for all threads instead of one per thread
+  double min_pct = 0.5;          // nodes below this % of the tree's total are folded
+  std::optional<int> max_depth;  // deepest level shown (the thread root is level 0)
+  bool merge_threads = false;    // one tree for all threads instead of one per thread
 };
 
 // Percentages are of each thread's own time, or merged, of the busy threads' time; idle threads
