@@ -148,6 +148,10 @@ void text_tree(std::string& out, const CallNode& root, std::int64_t total, const
 
 Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
                GpuColumns gpu, const NodeFields* more = nullptr) {
+  // Below kJsonTreeLevels a frame's children are one `cut` summary: a JSON tree nests two levels
+  // a frame, and an 11,460-deep recursion's (SONDE_MAX_DEPTH=65536) overflowed the stack of the
+  // writer (the recursion here and the serialiser's: SIGSEGV in tree and view --html); readers
+  // stop too (Python's json at about 1,000 levels).
   Json j{{"name", node.name},
          {"routine_id", node.routine_id},  // what tells two routines of one name apart
          {"kind", node.kind},
@@ -162,7 +166,12 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   if (gpu.graph) j["graph_s"] = seconds(node.graph_ns);
   if (more != nullptr) (*more)(node, j);
   Json children = Json::array();
-  if (!o.max_depth || depth < *o.max_depth) {
+  if (depth >= kJsonTreeLevels && !node.children.empty() &&
+      (!o.max_depth || depth < *o.max_depth)) {
+    std::int64_t incl = 0, calls = 0;
+    for (const CallNode& c : node.children) incl += c.incl_ns, calls += c.calls;
+    j["cut"] = Json{{"count", node.children.size()}, {"incl_s", seconds(incl)}, {"calls", calls}};
+  } else if (!o.max_depth || depth < *o.max_depth) {
     // Sorted here, the children shown only: the trees are not copied to be sorted whole (the
     // shown ones of a stable sort are the stable sort of the shown ones).
     Visible v = visible_children(node, total, o);

@@ -12,6 +12,11 @@
 
 namespace sonde::analyzers {
 
+// The deepest level a JSON tree spells out (tree --format json, the viewer's trees): a frame at
+// this level holds its children as one `cut` summary (count, incl_s, calls) instead. The text and
+// CSV trees have no such limit.
+inline constexpr int kJsonTreeLevels = 400;
+
 struct TreeOptions {
   double min_pct = 0.5;          // nodes below this % of the tree's total are folded
   std::optional<int> max_depth;  // deepest level shown (the thread root is level 0)

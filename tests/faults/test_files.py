@@ -680,7 +680,10 @@ DEEP_READERS = {"report": ["report", "{db}"], "tree": ["tree", "{db}"],
                 "tree-callers": ["tree", "{db}", "--callers", "rec"],
                 "tree-callees": ["tree", "{db}", "--callees", "rec"],
                 "metrics": ["metrics", "{db}"], "candidates": ["candidates", "{db}"],
-                "export-chrome": ["export", "{db}", "--format", "chrome"]}
+                "export-chrome": ["export", "{db}", "--format", "chrome"],
+                "tree-json": ["tree", "{db}", "--format", "json"],
+                "tree-merge-json": ["tree", "{db}", "--threads", "merge", "--format", "json"],
+                "view-html": ["view", "--html", "{db}.html", "--force", "{db}"]}
 
 
 @pytest.fixture(scope="module")
@@ -713,4 +716,12 @@ def test_deep_recursion(command, args, deep_profile):
             timeout=60, preexec_fn=address_space(2048))
     assert not r.timed_out, f"{command} still running after 60 s"
     assert r.rc == 0, f"exit {r.rc}: {r.err[-500:]}"
-    assert "rec" in r.out or command in ("metrics", "candidates")
+    assert "rec" in r.out or command in ("metrics", "candidates", "view-html")
+    if command.endswith("json"):  # JSON trees stop at 400 levels with a `cut` summary
+        doc = json.loads(r.out)
+        node, levels = (doc.get("tree") or doc["trees"][0]["tree"]), 0
+        while node["children"]:  # down the recursion: the child that goes on
+            node = next((c for c in node["children"] if c["children"] or "cut" in c),
+                        node["children"][0])
+            levels += 1
+        assert levels == 400 and node["cut"]["count"] == 1 and node["cut"]["calls"] == 1, node
