@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <numeric>
 #include <tuple>
 
 #include "export/export_samples.hpp"
+#include "profile/node_links.hpp"
 
 namespace sonde::analyzers {
 
@@ -59,23 +59,10 @@ CallpathWalk::CallpathWalk(const ProfileFile& file, const WalkRoutines& routines
     n.excl_ns.push_back(st.int64(5));
     root.push_back(st.int64(6) != 0);
   }
-  std::vector<std::uint32_t> parent(id.size(), kNone);
-  n.first_child.assign(id.size() + 1, 0);
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    if (!has_parent[i]) continue;
-    auto at = std::lower_bound(id.begin(), id.end(), parent_id[i]);
-    if (at == id.end() || *at != parent_id[i]) continue;  // its parent was never written
-    parent[i] = static_cast<std::uint32_t>(at - id.begin());
-    ++n.first_child[parent[i] + 1];
-  }
-  std::partial_sum(n.first_child.begin(), n.first_child.end(), n.first_child.begin());
-  n.children.resize(n.first_child.back());
-  std::vector<std::uint32_t> filled(n.first_child.begin(), n.first_child.end() - 1);
-  for (std::uint32_t i = 0; i < id.size(); ++i) {
-    if (parent[i] == kNone) continue;
-    n.children[filled[parent[i]]++] = i;
-    if (root[parent[i]]) n.top.push_back(i);
-  }
+  NodeLinks links = link_nodes(id, has_parent, parent_id, root);
+  n.first_child = std::move(links.first_child);
+  n.children = std::move(links.children);
+  n.top = std::move(links.top);
 }
 
 std::string CallpathWalk::ids(std::uint32_t p) const {

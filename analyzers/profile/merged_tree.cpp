@@ -6,12 +6,12 @@
 // tree.
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "profile/call_tree.hpp"
+#include "profile/node_links.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -91,23 +91,10 @@ Nodes read_nodes(const ProfileFile& file, const Routines& routines) {
   if (file.has_rows("gpu_activity"))
     add_by_node(file, "SELECT node_id, ns FROM gpu_graph_origins", id, n.graph_ns);
 
-  std::vector<std::uint32_t> parent(id.size(), kNone);
-  n.first_child.assign(id.size() + 1, 0);
-  for (std::size_t i = 0; i < id.size(); ++i) {
-    if (!has_parent[i]) continue;
-    auto at = std::lower_bound(id.begin(), id.end(), parent_id[i]);
-    if (at == id.end() || *at != parent_id[i]) continue;  // its parent was never written
-    parent[i] = static_cast<std::uint32_t>(at - id.begin());
-    ++n.first_child[parent[i] + 1];
-  }
-  std::partial_sum(n.first_child.begin(), n.first_child.end(), n.first_child.begin());
-  n.children.resize(n.first_child.back());
-  std::vector<std::uint32_t> filled(n.first_child.begin(), n.first_child.end() - 1);
-  for (std::uint32_t i = 0; i < id.size(); ++i) {
-    if (parent[i] == kNone) continue;
-    n.children[filled[parent[i]]++] = i;
-    if (at_depth_0[parent[i]]) n.top.push_back(i);
-  }
+  NodeLinks links = link_nodes(id, has_parent, parent_id, at_depth_0);
+  n.first_child = std::move(links.first_child);
+  n.children = std::move(links.children);
+  n.top = std::move(links.top);
   return n;
 }
 
