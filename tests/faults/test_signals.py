@@ -495,10 +495,13 @@ def test_siglongjmp_out_of_a_wrapped_call(mode, stack, db):
     r = under(mode, cmd, db, timeout=60)
     same_behaviour(alone, r)
     profile_whole(db)
-    abandoned = int(r.out.split()[1])
+    abandoned, finished = int(r.out.split()[1]), int(r.out.split()[3])
     assert abandoned > 0, r.out  # else the cell tests nothing: the timer never beat the ddot
-    # Before: 1 ddot and 0 dgemm, every call after the first jump dropped.
-    assert calls(db, "cblas_ddot") == 21  # and the one before, that sets OpenBLAS up
+    # Before: 1 ddot and 0 dgemm, every call after the first jump dropped. Each of the 20 ddots
+    # was called, and the one before that sets OpenBLAS up, unless a timer came before its call
+    # did (0.5 ms between setitimer and the call: a loaded machine, 1 in a CI run): that ddot
+    # never ran, under sonde or alone.
+    assert finished + 1 <= calls(db, "cblas_ddot") <= 21, r.out
     assert calls(db, "cblas_dgemm") == 10
     (note,) = [n for n in notes(db) if "longjmp" in n]
     assert note.startswith(f"{abandoned} measured calls") and "caller" in note, note
