@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, playwright, sondeView } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, sondeView, openPage } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -68,15 +68,7 @@ function sqlCallers(routine) {
   return JSON.parse(out).map(([name, calls, incl, excl]) => [name.slice(name.lastIndexOf('(') + 1, -1), calls, incl, excl]);
 }
 
-async function open(u) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(u);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-  return { page, errors };
-}
+const open = (url) => openPage(browser, url);
 
 // The rows of a callers or callees table as the page shows them: [function name, calls, incl s, excl s].
 function tableRows(page, id) {

@@ -10,7 +10,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, playwright, sondeView } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, sondeView, openPage } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -79,15 +79,7 @@ function expectedColour(was, now) {
   return [0, 8, 4].map((n) => Math.round(255 * (l - a * Math.max(-1, Math.min(k(n) - 3, 9 - k(n), 1)))));
 }
 
-async function open(u) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(u);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-  return { page, errors };
-}
+const open = (url) => openPage(browser, url);
 
 // A function's widest frame: where it is, and the canvas's pixel inside its top-left corner
 // (clear of the label).

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { chromiumMissing, CHROMIUM, playwright } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, openPage } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const PROG = process.env.SONDE_MPI_CALLS;
@@ -68,14 +68,9 @@ after(async () => {
 });
 
 async function open(url) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(url);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
-  await page.locator('#rank-bars').scrollIntoViewIfNeeded();
-  return { page, errors };
+  const opened = await openPage(browser, url);
+  await opened.page.locator('#rank-bars').scrollIntoViewIfNeeded();
+  return opened;
 }
 
 // Each row as drawn: its rank, its bars (key, value, on-screen left and width) and its tooltip;

@@ -63,3 +63,16 @@ export async function sondeView(cli, files, env) {
   });
   return { server, url };
 }
+
+// A new page of `browser` at `url`, once the viewer says it is ready: { page, errors }, errors
+// collecting the console's errors, uncaught exceptions and any dialog (a script payload's alert).
+export async function openPage(browser, url, timeout = 120000) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const errors = [];
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('dialog', async (d) => { errors.push(`dialog: ${d.message()}`); await d.dismiss(); });
+  await page.goto(url);
+  await page.waitForSelector('body[data-ready="1"]', { timeout });
+  return { page, errors };
+}

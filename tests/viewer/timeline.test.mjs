@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, playwright, sondeView } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, playwright, sondeView, openPage } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -83,15 +83,7 @@ print(json.dumps(sorted(rows)))`;
 const LANES_SQL = `print(json.dumps(db.execute("SELECT (SELECT COUNT(DISTINCT thread_id) FROM trace_events) + "
   "(SELECT COUNT(*) FROM (SELECT DISTINCT process_id, device, stream FROM gpu_activity WHERE start_ns IS NOT NULL))").fetchone()[0]))`;
 
-async function open(url) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  await page.goto(url);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 120000 });
-  return { page, errors };
-}
+const open = (url) => openPage(browser, url);
 
 const serveView = (file) => sondeView(CLI, [file], env());
 

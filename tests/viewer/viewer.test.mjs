@@ -9,7 +9,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromiumMissing, CHROMIUM, inlineHtml, playwright, serve, SOURCE } from './serve.mjs';
+import { chromiumMissing, CHROMIUM, inlineHtml, playwright, serve, SOURCE, openPage } from './serve.mjs';
 
 const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
@@ -41,16 +41,7 @@ function bundle(name, ...dbs) {
 }
 
 // A page with its console errors and uncaught exceptions collected, and any alert() noted.
-async function open(url) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-  const errors = [];
-  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', (e) => errors.push(String(e)));
-  page.on('dialog', async (d) => { errors.push(`dialog: ${d.message()}`); await d.dismiss(); });
-  await page.goto(url);
-  await page.waitForSelector('body[data-ready="1"]', { timeout: 30000 });
-  return { page, errors };
-}
+const open = (url) => openPage(browser, url);
 
 before(async () => {
   if (skip) return;
