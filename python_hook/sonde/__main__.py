@@ -4,9 +4,12 @@ python3 -m sonde tune [tune options] (script.py | -m MODULE | -c CMD) [args...]
 Runs a Python program under sonde, as `python3 -m cProfile` does, with the program's native calls
 intercepted too. Everything after the script, the module or the command belongs to the program,
 options included. The interposition needs libsonde.so in the global symbol scope before numpy
-or torch bind their BLAS, so the interpreter is started again under `sonde run` (which preloads
-libsonde.so, forwards signals, says where the profile went and, with -s, prints the report);
-that second interpreter installs the Python hook and runs the program as __main__.
+or torch bind their BLAS: the launcher loads it into this interpreter before the program
+imports anything (_in_process.py), installs the Python hook and runs the program as __main__.
+Where that cannot give the profile `sonde run` would (-s, a library loaded before sonde), or
+with --re-exec, the interpreter is started again under `sonde run` (which preloads libsonde.so,
+forwards signals, says where the profile went and, with -s, prints the report), and that second
+interpreter runs the program.
 """
 import os
 import sys
@@ -14,6 +17,8 @@ import sys
 from ._say import flush_std, say
 
 _MARK = "SONDE_PYTHON_LAUNCHED"
+# Why the default in-process launch could not be used: the started-again run's note.
+_WHY = "SONDE_PYTHON_NOT_IN_PROCESS"
 
 # cProfile's -s keys, and sonde report's own, as sonde report's --sort key.
 _SORT_KEYS = {"tottime": "excl", "time": "excl", "excl": "excl",
@@ -96,11 +101,15 @@ def _parser():
     p.add_argument("--no-record-args", action="store_true",
                    help="record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)")
     p.add_argument("--in-process", action="store_true",
-                   help="load libsonde into this interpreter instead of starting the program in "
-                        "a second one under sonde run: about a third of the start-up time "
-                        "sonde adds, the same profile; with -s or a library loaded before "
-                        "sonde it says why and starts the program again as usual "
+                   help="load libsonde into this interpreter (the default): where that cannot "
+                        "give the same profile (-s, a library loaded before sonde) say why on "
+                        "stderr and start the program again under sonde run "
                         "(docs/python.md) (environment: SONDE_IN_PROCESS=1)")
+    p.add_argument("--re-exec", action="store_true",
+                   help="start the program again in a second interpreter under sonde run "
+                        "instead of loading libsonde into this one: the launch before "
+                        "in-process became the default, a second interpreter start "
+                        "(environment: SONDE_IN_PROCESS=0)")
     p.add_argument("-m", dest="module", metavar="MODULE",
                    help="run a library module as a script, like python -m")
     p.add_argument("-c", dest="command", metavar="CMD",
@@ -112,7 +121,7 @@ def _parser():
 _LONG = ("--version", "--output", "--force", "--sort", "--lines", "--builtins", "--imports",
          "--record-shapes", "--paused",
          "--trace", "--counters", "--sample", "--flush-interval", "--no-record-args", "--help",
-         "--delay", "--steps", "--step-region", "--in-process")
+         "--delay", "--steps", "--step-region", "--in-process", "--re-exec")
 
 
 def _split(argv, valued=_VALUED, longs=_LONG):
@@ -190,6 +199,9 @@ def _tools(program, kind):
 
 
 def _launch(opts, program, kind, argv):
+    """Starts the program again under sonde run (and exits), or returns once libsonde is loaded
+    into this interpreter: main() then runs the program, so that its stack above __main__ is
+    the same as in the started-again interpreter (traceback.extract_stack, inspect.stack)."""
     from . import BUILTINS_ENV, IMPORTS_ENV, _bool_from_env, builtins_from_env
     try:
         builtins_from_env()
@@ -212,7 +224,8 @@ def _launch(opts, program, kind, argv):
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (autostart, package_parent, os.environ.get("PYTHONPATH")) if p)
-    if _in_process_wanted(opts):
+    wanted = _in_process_wanted(opts)
+    if wanted:
         from . import _in_process
         why = _in_process.refusal(opts)
         if why is None:
@@ -220,10 +233,14 @@ def _launch(opts, program, kind, argv):
             by_name = os.path.realpath(lib) != _library_beside()
             if not _in_process.start(opts, lib, by_name, opts.output):
                 opts.paused = True  # sonde said why; the program runs as it would without it
-            _run(opts, program, kind, in_process=True)
             return
-        say(f"python3 -m sonde: not in-process ({why}): starting the program again under "
-            "sonde run")
+        # Asked for by name, the refusal is said now; by default the profile's note says it
+        # (not for -s, whose report is sonde run's by design).
+        if wanted == "asked":
+            say(f"python3 -m sonde: not in-process ({why}): starting the program again under "
+                "sonde run")
+        elif not opts.sort:
+            env[_WHY] = why
     env = {**os.environ, **env, _MARK: "1"}
     run = [cli, "run", "-o", opts.output]
     run += ["--force"] if opts.force else []
@@ -436,12 +453,20 @@ def _print_as_python_would(e):
 
 
 def _in_process_wanted(opts):
+    """"asked" (--in-process, SONDE_IN_PROCESS=1), "default" (nothing said) or None (--re-exec,
+    SONDE_IN_PROCESS=0): the command line over the environment, as for every option."""
     from . import IN_PROCESS_ENV, _bool_from_env
+    if opts.re_exec:
+        return None
+    if opts.in_process:
+        return "asked"
+    if not os.environ.get(IN_PROCESS_ENV):
+        return "default"
     try:
-        return opts.in_process or _bool_from_env(IN_PROCESS_ENV, None)
+        return "asked" if _bool_from_env(IN_PROCESS_ENV, None) else None
     except ValueError as e:
-        say(f"python3 -m sonde: {e}; starting the program under sonde run (the default)")
-        return False
+        say(f"python3 -m sonde: {e}; loading sonde in-process (the default)")
+        return "default"
 
 
 def _run(opts, program, kind, in_process=False):
@@ -449,6 +474,9 @@ def _run(opts, program, kind, in_process=False):
 
     from . import _sonde, builtins_from_env, imports_from_env
     os.environ.pop(_MARK, None)
+    why = os.environ.pop(_WHY, None)
+    if not in_process:
+        _sonde.launched_again(why)
     builtins = builtins_from_env()
     imports = imports_from_env()
     sys.orig_argv = _plain_orig_argv(program, kind)
@@ -497,7 +525,8 @@ def _scan(own):
     opts = dict(output="sonde.db", force=False, sort=None, lines=[], builtins=False, imports=False,
                 record_shapes=False,
                 paused=False, trace=False, counters=None, sample=None, flush_interval=None,
-                no_record_args=False, delay=None, steps=None, step_region=None, in_process=False)
+                no_record_args=False, delay=None, steps=None, step_region=None, in_process=False,
+                re_exec=False)
     i = 0
     while i < len(own):
         a, value = own[i], None
@@ -555,6 +584,7 @@ def main():
         _run(opts, program, kind)
     else:
         _launch(opts, program, kind, argv)
+        _run(opts, program, kind, in_process=True)
 
 
 if __name__ == "__main__":

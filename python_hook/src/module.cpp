@@ -197,6 +197,22 @@ PyObject* in_process(PyObject*, PyObject* arg) {
   return PyBool_FromLong(sonde::in_process_begin(shown));
 }
 
+// python3 -m sonde started the program again under sonde run, in this interpreter: `why` the
+// default in-process launch could not be used, or None where the user asked for the re-exec.
+PyObject* launched_again(PyObject*, PyObject* why) {
+  sonde::set_run_fact("sonde.launch", "re-exec");
+  if (why != Py_None) {
+    const char* text = PyUnicode_AsUTF8(why);
+    if (text == nullptr) return nullptr;
+    std::string note =
+        "python3 -m sonde started the program again under sonde run, not "
+        "in-process: ";
+    note += text;
+    sonde::add_run_note("launch", note.c_str(), false);
+  }
+  Py_RETURN_NONE;
+}
+
 PyObject* exit_begins(PyObject*, PyObject*) {
   Py_BEGIN_ALLOW_THREADS sonde::in_process_exit_begins();  // may wait for a periodic flush
   Py_END_ALLOW_THREADS Py_RETURN_NONE;
@@ -290,6 +306,9 @@ PyMethodDef kMethods[] = {
     {"in_process", in_process, METH_O,
      "in_process(shown): note that the launcher loaded libsonde into this interpreter; at exit\n"
      "the profile's name (shown) is said after the final flush. False if sonde is not recording."},
+    {"launched_again", launched_again, METH_O,
+     "launched_again(why): the launcher started this interpreter under sonde run; why (a\n"
+     "sentence, or None where asked for) the in-process launch was not used, as a note."},
     {"startup_ends", startup_ends, METH_NOARGS,
      "The interpreter's start-up ends: recorded as a call since the thread began."},
     {"teardown_begins", teardown_begins, METH_NOARGS,

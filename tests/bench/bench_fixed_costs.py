@@ -11,8 +11,9 @@ figures are medians of the pairs, wall time and the CPU time (user + system) of 
 everything it waited for (getrusage RUSAGE_CHILDREN): on a shared, loaded machine the CPU time
 is the steadier of the two. The ratios are taken within each pair. For the empty script, the
 launcher's parts are timed too, so where the time goes is printed beside the total: the
-launcher's own interpreter, libsonde preloaded with no hook, and the whole; and the in-process
-launch (--in-process: libsonde loaded into the launcher's own interpreter, no second one).
+launcher's own interpreter, libsonde preloaded with no hook, and the whole (the default
+in-process launch: libsonde loaded into the launcher's own interpreter); and the re-exec launch
+(--re-exec: the program started again in a second interpreter under sonde run).
 sonde's Python modules are byte-compiled first, as an installed package's are (a machine with
 PYTHONDONTWRITEBYTECODE=1 would otherwise compile them in every run).
 
@@ -113,13 +114,13 @@ def main():
     if "empty" in only:
         preload = dict(base, LD_PRELOAD=lib, SONDE_OUTPUT=os.path.join(work, "pre.db"))
         # The launcher up to its exec: a script that is not there stops it just before.
-        launcher = ([py, "-m", "sonde", "-o", "prof.db", "missing.py"], under)
+        launcher = ([py, "-m", "sonde", "--re-exec", "-o", "prof.db", "missing.py"], under)
         report("python3 -m sonde on an empty script", paired({
             "plain python3 empty.py": ([py, "empty.py"], base),
             "launcher alone (to its exec)": launcher,
             "libsonde preloaded, no hook": ([py, "empty.py"], preload),
             "python3 -m sonde empty.py": sonde("empty.py"),
-            "... --in-process empty.py": sonde("empty.py", "--in-process"),
+            "... --re-exec empty.py": sonde("empty.py", "--re-exec"),
         }, a.pairs, work), "python3 -m sonde at most 1.3x plain")
     for case, script, target in (("numpy", "numpy_import.py", None),
                                  ("torch", "torch_import.py", "at most 1.05x plain")):
@@ -127,7 +128,7 @@ def main():
             report(f"import {case}", paired({
                 f"plain python3 {script}": ([py, script], base),
                 f"python3 -m sonde {script}": sonde(script),
-                f"... --in-process {script}": sonde(script, "--in-process"),
+                f"... --re-exec {script}": sonde(script, "--re-exec"),
             }, max(3, a.pairs // 2) if case == "torch" else a.pairs, work), target)
     if "flush" in only:
         bench = os.path.join(build, "tests", "bench", "bench_flush")

@@ -987,10 +987,10 @@ def bench_fixed(cfg, summary):
         script = os.path.join(cfg.work, name)
         with open(script, "w") as f:
             f.write(body)
-        # The in-process launch beside the default (not a recorded figure: the default is the
-        # re-exec), in the same rounds, for the choice between them.
+        # The re-exec launch beside the default (in-process since 2026-12-03; not a recorded
+        # figure), in the same rounds, for the choice between them.
         cmds = {"plain": [py, script], "sonde": [py, "-m", "sonde", "-o", db, "--force", script],
-                "in-process": [py, "-m", "sonde", "--in-process", "-o", db, "--force", script]}
+                "re-exec": [py, "-m", "sonde", "--re-exec", "-o", db, "--force", script]}
         got = {which: [] for which in cmds}
         order = list(cmds)
         for i in range(n):
@@ -1002,8 +1002,8 @@ def bench_fixed(cfg, summary):
         for which in got:
             print(f"  {name} {which}, s: {spread(got[which])}")
         print(f"  sonde / plain per pair: {spread(ratios)}")
-        print(f"  --in-process / plain per pair: "
-              f"{spread([s / p for s, p in zip(got['in-process'], got['plain'])])}")
+        print(f"  --re-exec / plain per pair: "
+              f"{spread([s / p for s, p in zip(got['re-exec'], got['plain'])])}")
         figure(cfg, fid, ratios)
         med = statistics.median(ratios)
         summary.add(f"8. {what}", f"{med:.2f} × plain (median of {n} pairs; range "

@@ -24,9 +24,10 @@ PYTHONPATH = os.path.join(BUILD, "python")
 
 
 def launch(tmp_path, script, *args, in_process=True, db="prof.db", extra=(), **env):
-    """python3 -m sonde [--in-process] -o DB script args, in tmp_path."""
+    """python3 -m sonde --in-process|--re-exec|(neither, in_process None) -o DB script args,
+    in tmp_path."""
     (tmp_path / "prog.py").write_text(textwrap.dedent(script))
-    flags = ["--in-process"] if in_process else []
+    flags = {True: ["--in-process"], False: ["--re-exec"], None: []}[in_process]
     return subprocess.run([PY, "-m", "sonde", *flags, *extra, "-o", db, "prog.py", *args],
                           env=clean_env(PYTHONPATH=PYTHONPATH, **env), cwd=tmp_path,
                           capture_output=True, text=True, timeout=180)
@@ -62,7 +63,7 @@ def test_the_profile_is_the_one_the_default_launch_writes(tmp_path):
     assert inproc.stdout == default.stdout == "sum 4096.0\n"
     assert "sonde: profile written to in.db" in inproc.stderr
     assert "not in-process" not in inproc.stderr
-    for db, launch_fact in ((tmp_path / "in.db", [("in-process",)]), (tmp_path / "re.db", [])):
+    for db, launch_fact in ((tmp_path / "in.db", [("in-process",)]), (tmp_path / "re.db", [("re-exec",)])):
         assert blas_parent(db) == [(7, "prog.py:4(step)")]
         # sonde.region is the extension's (no Python frame of sonde's), in both launches.
         assert query(db, "SELECT r.kind, SUM(n.calls) FROM nodes n JOIN routines r "
@@ -202,8 +203,7 @@ def test_where_it_cannot_it_says_why_and_starts_again(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "not in-process (" in r.stderr and "was loaded before sonde" in r.stderr
     assert blas_parent(tmp_path / "early.db") == [(7, "prog.py:4(step)")]
-    assert query(tmp_path / "early.db", "SELECT COUNT(*) FROM run_info WHERE key = "
-                                        "'sonde.launch'") == [(0,)]
+    assert launch_fact(tmp_path / "early.db") == [("re-exec",)]
 
 
 def test_an_exec_refused_by_python_is_refused_as_without_sonde(tmp_path):
@@ -361,14 +361,53 @@ def test_an_exec_with_a_mapping_of_its_own_joins_the_run(tmp_path):
     assert routine_calls(db, "cblas_dgemm") == 1
 
 
-def test_the_environment_variable_asks_for_it_and_a_bad_value_does_not(tmp_path):
-    r = launch(tmp_path, NUMPY, in_process=False, SONDE_IN_PROCESS="1")
+def launch_fact(db):
+    return query(db, "SELECT value FROM run_info WHERE key = 'sonde.launch'")
+
+
+def test_in_process_is_the_default_and_the_environment_chooses_too(tmp_path):
+    r = launch(tmp_path, NUMPY, in_process=None)
+    assert r.returncode == 0 and "not in-process" not in r.stderr, r.stderr
+    assert launch_fact(tmp_path / "prof.db") == [("in-process",)]
+    r = launch(tmp_path, NUMPY, in_process=None, db="env1.db", SONDE_IN_PROCESS="1")
     assert r.returncode == 0, r.stderr
-    assert query(tmp_path / "prof.db", "SELECT value FROM run_info WHERE key = 'sonde.launch'") \
-        == [("in-process",)]
-    r = launch(tmp_path, NUMPY, in_process=False, db="bad.db", SONDE_IN_PROCESS="maybe")
+    assert launch_fact(tmp_path / "env1.db") == [("in-process",)]
+    r = launch(tmp_path, NUMPY, in_process=None, db="env0.db", SONDE_IN_PROCESS="0")
+    assert r.returncode == 0, r.stderr
+    assert launch_fact(tmp_path / "env0.db") == [("re-exec",)]
+    assert blas_parent(tmp_path / "env0.db") == [(7, "prog.py:4(step)")]
+    # The command line wins over the environment, as for every option.
+    r = launch(tmp_path, NUMPY, in_process=True, db="both.db", SONDE_IN_PROCESS="0")
+    assert r.returncode == 0, r.stderr
+    assert launch_fact(tmp_path / "both.db") == [("in-process",)]
+    r = launch(tmp_path, NUMPY, in_process=None, db="bad.db", SONDE_IN_PROCESS="maybe")
     assert r.returncode == 0 and "SONDE_IN_PROCESS='maybe' is not a boolean" in r.stderr
+    assert launch_fact(tmp_path / "bad.db") == [("in-process",)]
     assert blas_parent(tmp_path / "bad.db") == [(7, "prog.py:4(step)")]
+
+
+def test_by_default_a_refusal_is_a_note_of_the_profile_not_a_line(tmp_path):
+    # Not asked for by name, the in-process launch falls back quietly: the run is as the user's
+    # program would print it, and the profile says why it was started again.
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text("import numpy\n")
+    (tmp_path / "prog.py").write_text(textwrap.dedent(NUMPY))
+    r = subprocess.run([PY, "-m", "sonde", "-o", "early.db", "prog.py"],
+                       env=clean_env(PYTHONPATH=f"{site}:{PYTHONPATH}"), cwd=tmp_path,
+                       capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0 and "not in-process" not in r.stderr, r.stderr
+    db = tmp_path / "early.db"
+    assert launch_fact(db) == [("re-exec",)]
+    assert blas_parent(db) == [(7, "prog.py:4(step)")]
+    (severity, message), = query(db, "SELECT severity, message FROM notes WHERE topic = 'launch'")
+    assert severity == "info" and "not in-process" in message and "before sonde" in message
+    report = subprocess.run([CLI, "report", str(db)], capture_output=True, text=True, timeout=60)
+    assert "note: python3 -m sonde started the program again" in report.stdout
+    # -s is sonde run's report by design: no note for it.
+    r = launch(tmp_path, NUMPY, in_process=None, db="s.db", extra=["-s", "calls"])
+    assert r.returncode == 0 and "not in-process" not in r.stderr, r.stderr
+    assert query(tmp_path / "s.db", "SELECT COUNT(*) FROM notes WHERE topic = 'launch'") == [(0,)]
 
 
 def test_an_existing_output_is_refused_as_sonde_run_refuses_it(tmp_path):
@@ -464,7 +503,7 @@ def test_the_sampler_arms_threads_started_after_sonde(tmp_path, in_process):
     assert (r.returncode, r.stdout) == (0, "spun\n"), r.stderr
     assert "not in-process" not in r.stderr
     db = tmp_path / "prof.db"
-    launched = [("in-process",)] if in_process else []
+    launched = [("in-process",)] if in_process else [("re-exec",)]
     assert query(db, "SELECT value FROM run_info WHERE key = 'sonde.launch'") == launched
     assert query(db, "SELECT value FROM run_info WHERE key = 'sample.hz'") == [("1000",)]
     (spinner,), = query(db, "SELECT SUM(s.count) FROM samples s JOIN nodes n USING (node_id) "

@@ -78,8 +78,8 @@ def test_file_size_limit(mode, db):
         assert written_claim(profiled.err)[0] is None, profiled.err
 
 
-@pytest.mark.parametrize("launch", [[], ["--builtins"], ["--in-process"]],
-                         ids=["default", "builtins", "in-process"])
+@pytest.mark.parametrize("launch", [["--re-exec"], ["--builtins"], ["--in-process"]],
+                         ids=["re-exec", "builtins", "in-process"])
 def test_file_size_limit_python(launch, db, tmp_path):
     """ulimit -f 100 under python3 -m sonde: the script runs unprofiled as it runs alone (the
     launcher's start of the hook raised, and the script never ran: exit 1, no output)"""

@@ -9,16 +9,18 @@ from conftest import LIB, clean_env, plain, profile_whole, query, run, same_beha
 
 PY = "/usr/bin/python3"
 PYTHONPATH = str(Path(os.environ.get("SONDE_BUILD", ".")) / "python")
-# python3 -m sonde (the default hook), python3 -m sonde --builtins (the profile function on
-# 3.11), python3 -m sonde --in-process (libsonde loaded into the running interpreter), and
+# python3 -m sonde --re-exec (the program started again under sonde run; the default launch
+# until 2026-12-03), python3 -m sonde --builtins (the profile function on 3.11),
+# python3 -m sonde --in-process (libsonde loaded into the running interpreter, the default), and
 # LD_PRELOAD alone (native calls only, no Python hook).
-MODES = ["default", "builtins", "inprocess", "preload"]
+MODES = ["reexec", "builtins", "inprocess", "preload"]
 
 
 def under(mode, args, db, timeout=60):
     if mode == "preload":
         return run([PY, *args], env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db), timeout=timeout)
-    opts = {"builtins": ["--builtins"], "inprocess": ["--in-process"]}.get(mode, [])
+    opts = {"reexec": ["--re-exec"], "builtins": ["--builtins"],
+            "inprocess": ["--in-process"]}.get(mode, [])
     return run([PY, "-m", "sonde", "-o", db, *opts, *args], env=clean_env(PYTHONPATH=PYTHONPATH),
                timeout=timeout)
 
@@ -128,7 +130,7 @@ GETITEM = """
 """
 
 
-@pytest.mark.parametrize("mode", ["default", "builtins"])
+@pytest.mark.parametrize("mode", ["reexec", "builtins"])
 def test_getitem_calls_exact(mode, db, tmp_path):
     """obj[i] over 8000 items: exactly 8000 __getitem__ calls recorded"""
     host = [script(tmp_path, GETITEM)]
@@ -205,7 +207,7 @@ GEVENT_KILLED = """
 """
 
 
-@pytest.mark.parametrize("mode", ["default", "builtins", "inprocess"])
+@pytest.mark.parametrize("mode", ["reexec", "builtins", "inprocess"])
 def test_gevent_jobs_killed_mid_switch(mode, db, tmp_path):
     """gevent jobs switched out mid-frame, SIGTERM from one of them: same death, each job's sgemm calls under it"""
     pytest.importorskip("gevent")
@@ -244,7 +246,7 @@ NUMPY_BUFFER_INFO = """
 """
 
 
-@pytest.mark.parametrize("mode", ["default", "builtins", "inprocess"])
+@pytest.mark.parametrize("mode", ["reexec", "builtins", "inprocess"])
 def test_numpy_arrays_are_sampled_without_exporting_them(mode, db, tmp_path):
     """numpy arrays the subnormal check samples keep no buffer export: numpy's stored buffer info is as without sonde"""
     host = script(tmp_path, NUMPY_BUFFER_INFO)

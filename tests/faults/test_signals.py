@@ -365,7 +365,7 @@ import time
 time.sleep(10)
 """
 
-PY_MODES = ["preload", "sonde-run", "python-m-sonde", "in-process"]
+PY_MODES = ["preload", "sonde-run", "re-exec", "in-process"]
 
 
 def py_under(mode, args, db, **kw):
@@ -373,7 +373,7 @@ def py_under(mode, args, db, **kw):
         return preloaded([PYTHON, *args], db, **kw)
     if mode == "sonde-run":
         return sonde_run([PYTHON, *args], db, **kw)
-    opts = ["--in-process"] if mode == "in-process" else []
+    opts = ["--in-process"] if mode == "in-process" else ["--re-exec"]
     return run([PYTHON, "-m", "sonde", "-o", db, *opts, *args],
                env=clean_env(PYTHONPATH=PYTHONPATH), **kw)
 

@@ -18,7 +18,7 @@ LAUNCHES = {
     "sonde-run": lambda program, db: ([CLI, "run", "-o", db, "--", *program], {}),
 }
 PY_LAUNCHES = {
-    "python-m-sonde": lambda script, db: ([PYTHON, "-m", "sonde", "-o", db, script],
+    "re-exec": lambda script, db: ([PYTHON, "-m", "sonde", "--re-exec", "-o", db, script],
                                           {"PYTHONPATH": PYPATH}),
     "in-process": lambda script, db: ([PYTHON, "-m", "sonde", "--in-process", "-o", db, script],
                                       {"PYTHONPATH": PYPATH}),

@@ -177,7 +177,8 @@ SONDE_API void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t
 SONDE_API void set_run_fact(const char* key, const char* value);
 
 // A note of `topic` for the profile (one per distinct message), as libsonde's own wrappers add
-// them: the Python hook's subnormal arguments. Not for the hot path.
-SONDE_API void add_run_note(const char* topic, const char* message);
+// them: the Python hook's subnormal arguments (a warning), the launcher's re-exec (information,
+// `warning` false). Not for the hot path.
+SONDE_API void add_run_note(const char* topic, const char* message, bool warning = true);
 
 }  // namespace sonde

@@ -284,10 +284,11 @@ void set_run_fact(const char* key, const char* value) {
     rt->facts().set(key, value);
 }
 
-void add_run_note(const char* topic, const char* message) {
+void add_run_note(const char* topic, const char* message, bool warning) {
   // Kept for the profile, not printed: the program's stderr stays its own.
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && topic != nullptr && message != nullptr) rt->add_note(topic, message, false);
+  if (rt != nullptr && topic != nullptr && message != nullptr)
+    rt->add_note(topic, message, false, warning ? "warning" : "info");
 }
 
 bool executable_defines(const char* function) {

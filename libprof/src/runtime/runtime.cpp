@@ -519,14 +519,15 @@ void Runtime::note_window(bool final) {
   }
 }
 
-void Runtime::add_note(const std::string& topic, const std::string& message, bool print) {
+void Runtime::add_note(const std::string& topic, const std::string& message, bool print,
+                       const char* severity) {
   {
     AsyncSignalBlock no_signals;
     std::lock_guard lock(notes_mu_);
     for (const Note& n : notes_) {
       if (n.topic == topic && n.message == message) return;
     }
-    notes_.push_back(Note{"warning", topic, message});
+    notes_.push_back(Note{severity, topic, message});
   }
   if (print) warn("{}", message);
 }

@@ -42,7 +42,8 @@ class Runtime {
   ThreadState* attach_current_thread();
   bool flush(FlushKind kind, const char* end_reason = nullptr);
   // Recorded in the profile; also printed once on stderr when `print` is set.
-  void add_note(const std::string& topic, const std::string& message, bool print = true);
+  void add_note(const std::string& topic, const std::string& message, bool print = true,
+                const char* severity = "warning");
   void register_info_provider(InfoProvider p);
   Facts& facts() { return facts_; }
   // Signal handler side: asks the flusher thread to flush and waits a bounded time. `sig` is
