@@ -9,19 +9,21 @@ out and why."""
 import difflib
 import importlib.util
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 import golden_normalise as normalise
-from conftest import BIN, CLI, MLP, clean_env, run
+from conftest import BIN, CLI, LIB, MLP, run
 
 HERE = Path(__file__).parent
 GOLDEN = HERE / "golden"
 PROGRAMS = HERE / "programs"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
 UPDATE = os.environ.get("SONDE_UPDATE_GOLDEN") == "1"
+MPIRUN = shutil.which("mpirun")
 
 ALL = ("tree", "report.csv", "callpaths.csv", "callgrind", "pstats", "folded")
 # folded leaves out a call path whose exclusive time rounds to 0 us (golden_normalise.folded):
@@ -34,6 +36,7 @@ class Program:
     name: str
     argv: list  # a native program's path and arguments, or a Python script's
     python: bool = False
+    ranks: int = 0  # under mpirun -np RANKS, the ranks' files merged by sonde merge
     outputs: tuple = ALL
     own: set = field(default_factory=set)  # the program's own files (rule 6)
     status: int = 0  # sonde run's exit status: the program's, -N where a signal N killed it
@@ -45,6 +48,8 @@ class Program:
             return f"no {self.needs} module"
         if not self.python and not Path(self.argv[0]).is_file():
             return f"{self.argv[0]} not built"
+        if self.ranks and MPIRUN is None:
+            return "no mpirun"
         return ""
 
 
@@ -67,6 +72,9 @@ PROGRAMS_RUN = [
     Program("misbehave_abort", [BIN / "misbehave", "abort"], outputs=NO_FOLDED, status=-6),
     # CUDA runtime and driver, cuBLAS, cuDNN and NCCL against the stub libraries (no GPU).
     Program("gpu_calls", [BIN / "gpu_calls"], outputs=NO_FOLDED),
+    # Two MPI ranks, their files merged: point-to-point, collectives and regions per step.
+    Program("mpi_calls", [BIN / "mpi_calls", "--steps", 3, "--regions"], ranks=2,
+            outputs=NO_FOLDED),
     # The C++ reference workload: every GEMM of a small MLP and Adam, by call path.
     Program("mlp_train", [MLP, "--steps", 3, "--hidden", 64, "--eval-every", 0],
             outputs=NO_FOLDED),
@@ -88,6 +96,14 @@ def profile(program, db):
     if program.python:
         cmd = ["/usr/bin/python3", "-m", "sonde", "-o", db, *program.argv]
         r = run(cmd, PYTHONPATH=PYTHONPATH, OPENBLAS_NUM_THREADS=1)
+    elif program.ranks:
+        mpirun = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", program.ranks]
+        r = run(mpirun + [CLI, "run", "-o", db, "--", *program.argv], SONDE_LIBRARY=LIB,
+                OPENBLAS_NUM_THREADS=1)
+        assert r.returncode == program.status, r.stderr
+        ranks = sorted(db.parent.glob("prof.rank*.db"))
+        assert len(ranks) == program.ranks, ranks
+        r = run([CLI, "merge", "-o", db, *ranks])
     else:
         r = run([CLI, "run", "-o", db, "--", *program.argv], OPENBLAS_NUM_THREADS=1)
     assert r.returncode == program.status, r.stderr
