@@ -13,8 +13,8 @@ The rules, each with its reason:
    thread) are sorted too: sonde lists processes by start time, and forked children start in
    whatever order the scheduler runs them.
 4. Routine ids and call-path ids (`routine_id`, `path_ids`) are dropped: they number the routines
-   in the order the wrapper tables declare them, an internal detail the analyzers' refactorings
-   may change without changing what a user reads.
+   in the order the wrapper tables declare them (then as first seen), an internal detail that a
+   refactoring of the tables may change without changing what a user reads.
 5. Absolute paths keep their last component: the checkout, the build and the Python install are
    somewhere else on each machine.
 6. The line number of a Python frame is kept only in the test's own programs (`own`): those of
@@ -22,8 +22,11 @@ The rules, each with its reason:
 
 Counts, names, kinds, libraries, call paths and the tree's shape are never touched.
 """
+import csv
+import io
 import pstats
 import re
+
 
 def strip_path(text):
     """Rule 5: an absolute path as its last component."""
@@ -121,8 +124,8 @@ def tree(text, own=()):
 # --- CSV outputs -------------------------------------------------------------------------------
 
 def _csv(text, keep, own, fix):
-    import csv
-    import io
+    """The columns `keep` of a CSV text, each value through fix(value, column, row), the rows
+    sorted."""
     rows = list(csv.DictReader(io.StringIO(text)))
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
