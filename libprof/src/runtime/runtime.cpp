@@ -171,114 +171,20 @@ void Runtime::start() {
   // Ranks of one job share a run id, so `sonde merge` can tell their files from another run's.
   RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
   run_id_ = !root ? config_.run_id : rank.job.empty() ? new_run_uuid() : job_run_uuid(rank.job);
-  process_.rank = rank.rank;
-  process_.world_size = rank.world_size;
-  process_.local_rank = rank.local_rank;
-
-  process_.pid = pid();
-  process_.ppid = getppid();
-  process_.command = read_command_line(config_.record_args);
-  process_.started_ns = clock_.realtime0();
-  pid_t ref_pid = 0;
-  int64_t ref_id = 0;
-  if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {
-    process_.origin = "exec";
-    process_.parent_process_id = ref_id;
-  } else if (root) {
-    process_.origin = "root";
-  } else {
-    process_.origin = "child";
-    if (parse_process_ref(config_.process_ref.c_str(), ref_pid, ref_id) &&
-        ref_pid == process_.ppid) {
-      process_.parent_process_id = ref_id;
-    }
-  }
-  unsetenv("SONDE_EXEC_OF");
-
-  // A rank writes its own file (prof.db -> prof.rank<R>.db), even when it is the child of a
-  // profiled launcher (LD_PRELOAD on mpirun): ranks on many nodes must never share one SQLite
-  // file. Its own children inherit that file's name, and join it.
-  std::string requested =
-      config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
-  bool claim = root;
-  if (rank.rank >= 0 && !is_rank_output(requested, rank.rank)) {
-    requested = rank_output(requested, rank.rank);
-    claim = true;
-    process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
-  }
-  if (std::string full = absolute(requested);
-      output_name_length(full) > longest_output_name(full)) {
-    warn(
-        "{}: the name is {} characters long, over the {} its directory allows a profile (SQLite "
-        "keeps <name>-journal beside it); this process runs unprofiled",
-        requested, output_name_length(full), longest_output_name(full));
-    return;
-  }
-  output_ = choose_output(requested, claim);
-  if (output_.empty()) {
-    warn("{} is not a regular file (a device, FIFO or directory); this process runs unprofiled",
-         config_.output);
-    return;
-  }
-  std::string error;
-  install_fd_guard();  // before sonde's first connection: its files are never the host's
-  // Grown here only where it costs nothing: a host already threaded at start (a program linked
-  // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
-  // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
-  if (alone_in_process()) reserve_high_descriptors();
-  if (!store_.prepare(output_, error, output_claimed_)) {
-    warn("cannot write the profile: {}; this process runs unprofiled", error);
-    // An empty file claimed by this process would only make the next run pick another name.
-    if (output_claimed_) {
-      unlink(output_.c_str());
-      unlink((output_ + "-journal").c_str());
-    }
-    return;
-  }
-  store_ok_ = true;
+  identify_process(rank, root);
+  if (!open_output(rank, root)) return;
   int64_t prepared_ns = monotonic_ns();
-  if (claim) {
-    setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
-    setenv("SONDE_OUTPUT", output_.c_str(), 1);
-  }
   env_preload_ = "LD_PRELOAD=" + object_path_of(reinterpret_cast<const void*>(&Runtime::init));
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
   run_ = collect_run_info(run_id_, config_.trace, config_.record_args, clock_.realtime0());
   process_.host = run_.host;
-  PeaksText peaks;
-  std::string peaks_error;
-  errno = 0;
-  if (!read_peaks_file(config_.peaks_file, peaks, peaks_error)) {
-    // The cache nobody named, under a HOME this user cannot read (a service user, `setpriv`,
-    // a container's HOME=/root): no peaks, and nothing for the host's stderr.
-    bool unreadable_default = config_.peaks_default && errno == EACCES;
-    if (root && !unreadable_default) warn("{}", peaks_error);
-  } else if (!peaks.bad_lines.empty() && root) {
-    warn("{}:{}{}", config_.peaks_file, peaks.bad_lines.front(),
-         peaks.bad_lines.size() > 1
-             ? fmt::format(" (and {} more lines ignored)", peaks.bad_lines.size() - 1)
-             : std::string(", ignored"));
-  }
-  peaks_ = std::move(peaks.peaks);
+  read_peaks(root);
   flush_request_.reset();
   watched_ = this_thread_to_watch();
   sem_init(&flush_done_, 0, 0);
   pthread_key_create(&g_thread_key, on_thread_exit);
-  // Missing events are said once, by the root process; every process notes them in the file.
-  counters_ = make_papi_backend(
-      config_.counters,
-      [this, root](const std::string& t, const std::string& m) { add_note(t, m, root); });
-  if (config_.adaptive > 0) {
-    // Both need every call's clock: a trace its events, counters their per-call deltas.
-    if (config_.trace || counters_) {
-      if (root) {
-        warn("SONDE_ADAPTIVE is ignored with SONDE_TRACE or SONDE_COUNTERS: every call is timed");
-      }
-    } else {
-      adaptive_ = make_adaptive_config(config_.adaptive, clock_.ns_per_tick());
-    }
-  }
+  start_collectors(root);
   instance_.store(this, std::memory_order_release);
   attach_current_thread();
   // Programs linked against the driver have it loaded by now; the runtime (libcudart) opens it
@@ -300,6 +206,120 @@ void Runtime::start() {
   // What a start costs, for docs/performance.md's fixed costs (SONDE_LOG=debug).
   log(LogLevel::kDebug, "start: {:.2f} ms to the prepared file, {:.2f} ms after it",
       1e-6 * double(prepared_ns - clock_.mono0()), 1e-6 * double(monotonic_ns() - prepared_ns));
+}
+
+// Who this process is in the run: its origin (root, exec, child), parent row and rank.
+void Runtime::identify_process(const RankEnv& rank, bool root) {
+  process_.rank = rank.rank;
+  process_.world_size = rank.world_size;
+  process_.local_rank = rank.local_rank;
+  process_.pid = pid();
+  process_.ppid = getppid();
+  process_.command = read_command_line(config_.record_args);
+  process_.started_ns = clock_.realtime0();
+  pid_t ref_pid = 0;
+  int64_t ref_id = 0;
+  if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {
+    process_.origin = "exec";
+    process_.parent_process_id = ref_id;
+  } else if (root) {
+    process_.origin = "root";
+  } else {
+    process_.origin = "child";
+    if (parse_process_ref(config_.process_ref.c_str(), ref_pid, ref_id) &&
+        ref_pid == process_.ppid) {
+      process_.parent_process_id = ref_id;
+    }
+  }
+  unsetenv("SONDE_EXEC_OF");
+}
+
+// The profile's file, claimed (a root, or a rank) or joined, and prepared; false when this
+// process runs unprofiled (said why).
+bool Runtime::open_output(const RankEnv& rank, bool root) {
+  // A rank writes its own file (prof.db -> prof.rank<R>.db), even when it is the child of a
+  // profiled launcher (LD_PRELOAD on mpirun): ranks on many nodes must never share one SQLite
+  // file. Its own children inherit that file's name, and join it.
+  std::string requested =
+      config_.output.empty() ? fmt::format("sonde-{}.db", pid()) : config_.output;
+  bool claim = root;
+  if (rank.rank >= 0 && !is_rank_output(requested, rank.rank)) {
+    requested = rank_output(requested, rank.rank);
+    claim = true;
+    process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
+  }
+  if (std::string full = absolute(requested);
+      output_name_length(full) > longest_output_name(full)) {
+    warn(
+        "{}: the name is {} characters long, over the {} its directory allows a profile (SQLite "
+        "keeps <name>-journal beside it); this process runs unprofiled",
+        requested, output_name_length(full), longest_output_name(full));
+    return false;
+  }
+  output_ = choose_output(requested, claim);
+  if (output_.empty()) {
+    warn("{} is not a regular file (a device, FIFO or directory); this process runs unprofiled",
+         config_.output);
+    return false;
+  }
+  std::string error;
+  install_fd_guard();  // before sonde's first connection: its files are never the host's
+  // Grown here only where it costs nothing: a host already threaded at start (a program linked
+  // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
+  // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
+  if (alone_in_process()) reserve_high_descriptors();
+  if (!store_.prepare(output_, error, output_claimed_)) {
+    warn("cannot write the profile: {}; this process runs unprofiled", error);
+    // An empty file claimed by this process would only make the next run pick another name.
+    if (output_claimed_) {
+      unlink(output_.c_str());
+      unlink((output_ + "-journal").c_str());
+    }
+    return false;
+  }
+  store_ok_ = true;
+  if (claim) {  // the run's children join this file
+    setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
+    setenv("SONDE_OUTPUT", output_.c_str(), 1);
+  }
+  return true;
+}
+
+// The peaks file (SONDE_PEAKS, or the calibrated cache): its complaints said by the root only.
+void Runtime::read_peaks(bool root) {
+  PeaksText peaks;
+  std::string peaks_error;
+  errno = 0;
+  if (!read_peaks_file(config_.peaks_file, peaks, peaks_error)) {
+    // The cache nobody named, under a HOME this user cannot read (a service user, `setpriv`,
+    // a container's HOME=/root): no peaks, and nothing for the host's stderr.
+    bool unreadable_default = config_.peaks_default && errno == EACCES;
+    if (root && !unreadable_default) warn("{}", peaks_error);
+  } else if (!peaks.bad_lines.empty() && root) {
+    warn("{}:{}{}", config_.peaks_file, peaks.bad_lines.front(),
+         peaks.bad_lines.size() > 1
+             ? fmt::format(" (and {} more lines ignored)", peaks.bad_lines.size() - 1)
+             : std::string(", ignored"));
+  }
+  peaks_ = std::move(peaks.peaks);
+}
+
+// Hardware counters (SONDE_COUNTERS) and adaptive timing (SONDE_ADAPTIVE), which need them off.
+void Runtime::start_collectors(bool root) {
+  // Missing events are said once, by the root process; every process notes them in the file.
+  counters_ = make_papi_backend(
+      config_.counters,
+      [this, root](const std::string& t, const std::string& m) { add_note(t, m, root); });
+  if (config_.adaptive > 0) {
+    // Both need every call's clock: a trace its events, counters their per-call deltas.
+    if (config_.trace || counters_) {
+      if (root) {
+        warn("SONDE_ADAPTIVE is ignored with SONDE_TRACE or SONDE_COUNTERS: every call is timed");
+      }
+    } else {
+      adaptive_ = make_adaptive_config(config_.adaptive, clock_.ns_per_tick());
+    }
+  }
 }
 
 void Runtime::mpi_rank_known(int rank, int world_size) {

@@ -23,7 +23,9 @@
 #include "runtime/config.hpp"
 #include "runtime/doorbell.hpp"
 #include "runtime/facts.hpp"
+#include "runtime/flush_notes.hpp"
 #include "sonde/process_hooks.hpp"
+#include "sonde/rank_env.hpp"
 #include "store/store.hpp"
 
 namespace sonde {
@@ -144,14 +146,23 @@ class Runtime {
  private:
   Runtime() = default;
   void start();
+  // start()'s steps, in order.
+  void identify_process(const RankEnv& rank, bool root);
+  bool open_output(const RankEnv& rank, bool root);
+  void read_peaks(bool root);
+  void start_collectors(bool root);
   void start_flusher();
   bool stop_flusher();  // true when it ended (a bounded wait)
   void flusher_loop();
   void drain_samples();  // the sampler's rings into their counts, between two flushes
   void count_unwritten_events(const FlushData& d, const std::string& error);
-  void note_window(bool final);
-  void hold_until_window(ThreadState& t);  // a new thread state takes the window's state  // where
-                                           // the collection window opened, in the notes
+  void note_window(bool final);  // where the collection window opened, in the notes
+  SnapshotLosses snapshot_threads(FlushData& d, uint64_t now, bool final);
+  void note_unmeasured(const FlushData& d, bool final);
+  void collect_info(FlushData& d, GpuBackend* gpu);  // run_info rows and notes for this flush
+  // Threads that had ended before a written flush's snapshot: freed.
+  void retire_written_threads(const FlushData& d, bool final, GpuBackend* gpu);
+  void hold_until_window(ThreadState& t);  // a new thread state takes the window's state
   std::string choose_output(std::string path, bool claim);
   void start_gpu();
   // After the final flush (ok: it was written) of an in-process launch: where the profile went.

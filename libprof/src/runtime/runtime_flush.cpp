@@ -24,6 +24,7 @@
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
 #include "process/signals.hpp"
+#include "runtime/flush_notes.hpp"
 #include "runtime/last_thread.hpp"
 #include "runtime/python_presence.hpp"
 #include "runtime/runtime.hpp"
@@ -101,145 +102,14 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   // GPU records first: every call path they point to is then in the snapshots below.
   GpuBackend* gpu = this->gpu();
   if (gpu != nullptr) gpu->collect(d.gpu, final, clock_);
-  std::vector<ThreadState*> threads;
-  {
-    std::lock_guard tl(threads_mu_);
-    threads = threads_;
-  }
-  uint64_t overflows = 0, mismatches = 0, measured = 0, dropped = 0, over_budget = 0;
-  uint64_t unwritten = 0, abandoned = 0;
-  uint64_t untracked = 0;
-  uint64_t samples_dropped = 0;
-  uint64_t window_ticks = 0;
-  if (int64_t opened = window_.opened_mono_ns(); opened != 0 && clock_.ns_per_tick() > 0)
-    window_ticks =
-        clock_.ticks0() + uint64_t(double(opened - clock_.mono0()) / clock_.ns_per_tick());
-  for (ThreadState* t : threads) {
-    if (window_ticks != 0) t->start_no_earlier_than(window_ticks);
-    sampler_drain(*t);
-    size_t k = d.threads.size();
-    d.threads.push_back(take_snapshot(
-        *t, clock_, now, k < spare_rows_.size() ? std::move(spare_rows_[k]) : NodeRows{}, final));
-    call_sites_.name(d.threads.back(), routines_);
-    const ThreadSnapshot& s = d.threads.back();
-    overflows += s.depth_overflows + s.node_overflows;
-    abandoned += s.abandoned;
-    mismatches += s.region_mismatches;
-    dropped += s.dropped_events;
-    if (s.comm_overlap) untracked += s.comm_overlap->untracked;
-    if (t->trace) over_budget += t->trace->dropped_by_budget();
-    if (t->trace) unwritten += t->trace->unwritten();
-    samples_dropped += s.samples_dropped;
-  }
-  if (final && sampler_on()) sampler_log_unwinding(threads, clock_.ns_per_tick());
-  if (uint64_t faults = sampler_faults(); faults > 0) {
-    add_note("samples",
-             fmt::format("the sampler abandoned {} samples whose native stack could "
-                         "not be read (a fault in the unwinder, caught)",
-                         faults),
-             false);
-  }
-  if (samples_dropped > 0) {
-    add_note("samples",
-             fmt::format("the sampler dropped {} samples (its per-thread ring was full "
-                         "between two drains); the sampled shares are those of the "
-                         "samples kept",
-                         samples_dropped),
-             false);
-  }
-  // At the last flush only: a note's text is its identity, and the count grows.
-  if (abandoned > 0 && final) {
-    add_note("longjmp",
-             fmt::format("{} measured calls never returned (left by a longjmp out of "
-                         "a signal handler, or an exception thrown through them): "
-                         "each is counted, and its time is in its caller's, from "
-                         "the next measured call of its thread on",
-                         abandoned),
-             false);
-  }
-  if (overflows > 0) {
-    add_note("depth", fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
-                                  "limit) were charged to their caller",
-                                  overflows, config_.max_depth));
-  }
-  if (dropped > 0) {
-    // Each cause with its share: a full buffer, the process's budget, a flush that failed.
-    uint64_t by_buffer = dropped - std::min(dropped, over_budget + unwritten);
-    std::vector<std::string> causes;
-    if (by_buffer > 0)
-      causes.push_back(fmt::format("{} beyond SONDE_TRACE_BUFFER={} per thread", by_buffer,
-                                   config_.trace_buffer));
-    if (over_budget > 0)
-      causes.push_back(fmt::format("{} beyond SONDE_TRACE_MEMORY={} MiB for all threads",
-                                   over_budget, config_.trace_memory_mb));
-    if (unwritten > 0)
-      causes.push_back(fmt::format("{} taken by a flush that could not be written: {}", unwritten,
-                                   trace_loss_error_));
-    add_note("trace-drops",
-             fmt::format("trace mode dropped {} events ({}); the profile itself "
-                         "counts every call",
-                         dropped, fmt::join(causes, "; ")),
-             false);
-  }
-  if (untracked > 0) {
-    add_note("comm-untracked",
-             fmt::format("{} nonblocking requests were started while 64 were outstanding on "
-                         "their thread: comm_overlap's in-flight figures leave them out",
-                         untracked),
-             false);
-  }
+  SnapshotLosses losses = snapshot_threads(d, now, final);
+  note_losses(losses, final, sampler_faults(), config_, trace_loss_error_,
+              [this](const std::string& topic, const std::string& message, bool print) {
+                add_note(topic, message, print);
+              });
   note_window(final);
-  if (mismatches > 0) {
-    add_note("regions",
-             fmt::format("{} region ends did not match the innermost open region", mismatches));
-  }
-  if (!measured_seen_) {
-    // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
-    // Python hook recorded, is no failed interception), not a user region. Looked for at every
-    // flush until found: threads that ended are freed after the flush that wrote them.
-    std::vector<bool> measured_kind = routines_.measured_kinds();
-    for (const ThreadSnapshot& s : d.threads) {
-      for (const NodeRow& row : s.nodes) measured += row.calls > 0 && measured_kind[row.routine];
-    }
-    measured_seen_ = measured > 0;
-  }
-  if (final && !measured_seen_ && looks_numeric()) {
-    // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
-    add_note("no-calls",
-             "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
-             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
-             root());
-  }
-  if (final && python_without_hook(facts_)) add_note("python-hook", kPythonWithoutHookNote, false);
-  std::vector<InfoProvider> providers;
-  {
-    std::lock_guard nl(notes_mu_);
-    providers = providers_;
-  }
-  d.info = allowed_environment();
-  d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
-  d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
-  d.info.emplace_back("sonde.version", SONDE_VERSION);
-  forks_unwritten_.store(false);  // a fork from here on asks for another flush
-  if (uint32_t forks = forks_.load(std::memory_order_relaxed); forks > 0)
-    d.info.emplace_back("process.forks", std::to_string(forks));
-  if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
-  if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
-  if (gpu != nullptr) gpu->info(d.info);
-  if (!d.threads.empty()) {
-    d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
-    d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
-  }
-  for (InfoProvider p : providers) {
-    p([](const char* k, const char* v,
-         void* ctx) { static_cast<FlushData*>(ctx)->info.emplace_back(k, v); },
-      &d);
-  }
-  {  // after the providers, which may add notes of their own
-    std::lock_guard nl(notes_mu_);
-    d.notes = notes_;
-  }
-  facts_.append_to(d.info);
+  note_unmeasured(d, final);
+  collect_info(d, gpu);
   d.counter_events = counter_events();
   d.peaks = peaks_;
   d.now_ns = clock_.to_realtime_ns(now);
@@ -269,6 +139,95 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   last_flush_error_.clear();
   process_id_.store(store_.process_id(), std::memory_order_release);
   if (final) finished_ = true;
+  retire_written_threads(d, final, gpu);
+  return true;
+}
+
+// Every thread's snapshot into `d` (the collection window's start applied, the sampler's ring
+// drained first), with what they lost.
+SnapshotLosses Runtime::snapshot_threads(FlushData& d, uint64_t now, bool final) {
+  std::vector<ThreadState*> threads;
+  {
+    std::lock_guard tl(threads_mu_);
+    threads = threads_;
+  }
+  SnapshotLosses losses;
+  uint64_t window_ticks = 0;
+  if (int64_t opened = window_.opened_mono_ns(); opened != 0 && clock_.ns_per_tick() > 0)
+    window_ticks =
+        clock_.ticks0() + uint64_t(double(opened - clock_.mono0()) / clock_.ns_per_tick());
+  for (ThreadState* t : threads) {
+    if (window_ticks != 0) t->start_no_earlier_than(window_ticks);
+    sampler_drain(*t);
+    size_t k = d.threads.size();
+    d.threads.push_back(take_snapshot(
+        *t, clock_, now, k < spare_rows_.size() ? std::move(spare_rows_[k]) : NodeRows{}, final));
+    call_sites_.name(d.threads.back(), routines_);
+    losses.add(d.threads.back(), *t);
+  }
+  if (final && sampler_on()) sampler_log_unwinding(threads, clock_.ns_per_tick());
+  return losses;
+}
+
+// A process that intercepted nothing though it looks numeric says so, at its last flush; a Python
+// interpreter without sonde's hook too.
+void Runtime::note_unmeasured(const FlushData& d, bool final) {
+  if (!measured_seen_) {
+    // Intercepted = a library call or a Python frame (a pure-Python program, whose frames the
+    // Python hook recorded, is no failed interception), not a user region. Looked for at every
+    // flush until found: threads that ended are freed after the flush that wrote them.
+    std::vector<bool> measured_kind = routines_.measured_kinds();
+    uint64_t measured = 0;
+    for (const ThreadSnapshot& s : d.threads) {
+      for (const NodeRow& row : s.nodes) measured += row.calls > 0 && measured_kind[row.routine];
+    }
+    measured_seen_ = measured > 0;
+  }
+  if (final && !measured_seen_ && looks_numeric()) {
+    // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
+    add_note("no-calls",
+             "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
+             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
+             root());
+  }
+  if (final && python_without_hook(facts_)) add_note("python-hook", kPythonWithoutHookNote, false);
+}
+
+// run_info's rows and the notes, as of this flush: the environment sonde may keep, the clock,
+// the counts kept beside the threads, the GPU's and the info providers' facts.
+void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
+  std::vector<InfoProvider> providers;
+  {
+    std::lock_guard nl(notes_mu_);
+    providers = providers_;
+  }
+  d.info = allowed_environment();
+  d.info.emplace_back("clock.source", clock_.tsc() ? "tsc" : "monotonic");
+  d.info.emplace_back("clock.ns_per_tick", fmt::format("{:.9f}", clock_.ns_per_tick()));
+  d.info.emplace_back("sonde.version", SONDE_VERSION);
+  forks_unwritten_.store(false);  // a fork from here on asks for another flush
+  if (uint32_t forks = forks_.load(std::memory_order_relaxed); forks > 0)
+    d.info.emplace_back("process.forks", std::to_string(forks));
+  if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
+  if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
+  if (gpu != nullptr) gpu->info(d.info);
+  if (!d.threads.empty()) {
+    d.info.emplace_back("fpu.ftz", d.threads.front().ftz ? "1" : "0");
+    d.info.emplace_back("fpu.daz", d.threads.front().daz ? "1" : "0");
+  }
+  for (InfoProvider p : providers) {
+    p([](const char* k, const char* v,
+         void* ctx) { static_cast<FlushData*>(ctx)->info.emplace_back(k, v); },
+      &d);
+  }
+  {  // after the providers, which may add notes of their own
+    std::lock_guard nl(notes_mu_);
+    d.notes = notes_;
+  }
+  facts_.append_to(d.info);
+}
+
+void Runtime::retire_written_threads(const FlushData& d, bool final, GpuBackend* gpu) {
   // Threads that had ended before this snapshot are written for good: free them, so memory
   // follows the live threads and their call paths, not every thread the process ever had.
   std::vector<ThreadState*> done;
@@ -291,7 +250,6 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
       delete t;
     }
   }
-  return true;
 }
 
 // The trace events a failed flush drained are gone from their rings: counted as dropped, so

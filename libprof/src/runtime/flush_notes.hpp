@@ -1,0 +1,37 @@
+// What a flush's snapshots lost or cut, summed over the process's threads, and the notes that
+// say so in the profile: one sentence per cause, written where the figures are, so that the
+// flush itself only collects and writes.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "core/snapshot.hpp"
+#include "core/thread_state.hpp"
+#include "runtime/config.hpp"
+
+namespace sonde {
+
+struct SnapshotLosses {
+  uint64_t overflows = 0;        // calls past SONDE_MAX_DEPTH or the node limit
+  uint64_t abandoned = 0;        // calls a longjmp or an exception left
+  uint64_t mismatches = 0;       // region ends that closed another region
+  uint64_t dropped = 0;          // trace events dropped, by any cause
+  uint64_t over_budget = 0;      // ... of them by SONDE_TRACE_MEMORY
+  uint64_t unwritten = 0;        // ... of them by a flush that could not be written
+  uint64_t untracked = 0;        // nonblocking requests beyond a thread's table
+  uint64_t samples_dropped = 0;  // samples a full ring dropped
+
+  void add(const ThreadSnapshot& s, const ThreadState& t);
+};
+
+// add_note's signature (Runtime::add_note): topic, message, whether to print it too.
+using FlushNoteSink = std::function<void(const std::string&, const std::string&, bool)>;
+
+// The notes of `l` (those of the final flush only where a count is still growing), with the
+// limits named as the user set them, and `trace_loss_error` the error of a failed flush.
+void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, const Config& c,
+                 const std::string& trace_loss_error, const FlushNoteSink& note);
+
+}  // namespace sonde
