@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
+#include <type_traits>
 
 #include "sonde/options.hpp"
 #include "store/peaks.hpp"
@@ -88,36 +89,107 @@ std::vector<std::string> split_list(std::string_view v) {
   return items;
 }
 
-// Applies one variable's value; returns false when the value does not parse.
+// One variable's parser: stores the value in its Config field; false when it does not parse.
 // Numbers have been checked against the spec's range before.
-bool apply(Config& c, std::string_view name, std::string_view v) {
+using Parser = bool (*)(Config&, std::string_view);
+
+template <auto Field>
+bool as_bool(Config& c, std::string_view v) {
+  return parse_bool(v, c.*Field);
+}
+
+template <auto Field>
+bool as_uint(Config& c, std::string_view v) {
   uint64_t u = 0;
-  if (name == "SONDE_OUTPUT") return c.output = std::string(v), !v.empty();
-  if (name == "SONDE_TRACE") return parse_bool(v, c.trace);
-  if (name == "SONDE_TRACE_BUFFER") return parse_uint(v, c.trace_buffer);
-  if (name == "SONDE_TRACE_MEMORY") return parse_uint(v, c.trace_memory_mb);
-  if (name == "SONDE_RECORD_ARGS") return parse_bool(v, c.record_args);
-  if (name == "SONDE_FTZ") return parse_bool(v, c.ftz);
-  if (name == "SONDE_FLUSH_INTERVAL") return parse_seconds(v, c.flush_interval_s);
-  if (name == "SONDE_DELAY") return parse_seconds(v, c.delay_s);
-  if (name == "SONDE_DELAY_UNTIL")
-    return parse_uint(v, u) && u > 0 && u < uint64_t(INT64_MAX) &&
-           (c.delay_until_ns = int64_t(u), true);
-  if (name == "SONDE_STEPS") return parse_uint(v, c.steps);
-  if (name == "SONDE_STEP_REGION") return c.step_region = std::string(v), !v.empty();
-  if (name == "SONDE_COUNTERS") return c.counters = split_list(v), true;
-  if (name == "SONDE_LOG") return parse_level(v, c.log_level);
-  if (name == "SONDE_SAMPLE_HZ") return parse_uint(v, u) && (c.sample_hz = uint32_t(u), true);
-  if (name == "SONDE_ADAPTIVE") return parse_uint(v, u) && (c.adaptive = uint32_t(u), true);
-  if (name == "SONDE_MAX_DEPTH") return parse_uint(v, u) && (c.max_depth = uint32_t(u), true);
-  if (name == "SONDE_RUN_ID") return c.run_id = std::string(v), valid_run_id(v);
-  if (name == "SONDE_PROCESS") return c.process_ref = std::string(v), valid_process_ref(v);
-  if (name == "SONDE_EXEC_OF") return c.exec_of = std::string(v), valid_process_ref(v);
-  if (name == "SONDE_PEAKS") return c.peaks_file = std::string(v), !v.empty();
-  if (name == "SONDE_CUPTI_LIBRARY") return c.cupti_library = std::string(v), !v.empty();
-  if (name == "SONDE_GPU_METRICS") return c.gpu_metrics = split_list(v), true;
+  if (!parse_uint(v, u)) return false;
+  c.*Field = static_cast<std::remove_reference_t<decltype(c.*Field)>>(u);
   return true;
 }
+
+template <auto Field>
+bool as_seconds(Config& c, std::string_view v) {
+  return parse_seconds(v, c.*Field);
+}
+
+template <auto Field>
+bool as_text(Config& c, std::string_view v) {
+  c.*Field = std::string(v);
+  return !v.empty();
+}
+
+template <auto Field>
+bool as_list(Config& c, std::string_view v) {
+  c.*Field = split_list(v);
+  return true;
+}
+
+template <auto Field, bool (*Valid)(std::string_view)>
+bool as_checked_text(Config& c, std::string_view v) {
+  c.*Field = std::string(v);
+  return Valid(v);
+}
+
+bool as_deadline(Config& c, std::string_view v) {
+  uint64_t u = 0;
+  if (!parse_uint(v, u) || u == 0 || u >= uint64_t(INT64_MAX)) return false;
+  c.delay_until_ns = int64_t(u);
+  return true;
+}
+
+bool as_level(Config& c, std::string_view v) { return parse_level(v, c.log_level); }
+
+struct OptionParser {
+  std::string_view name;
+  Parser parse;
+};
+
+// Every variable the library reads (kOptionSpecs' kLibrary rows) and where its value goes.
+constexpr OptionParser kParsers[] = {
+    {"SONDE_OUTPUT", as_text<&Config::output>},
+    {"SONDE_TRACE", as_bool<&Config::trace>},
+    {"SONDE_TRACE_BUFFER", as_uint<&Config::trace_buffer>},
+    {"SONDE_TRACE_MEMORY", as_uint<&Config::trace_memory_mb>},
+    {"SONDE_RECORD_ARGS", as_bool<&Config::record_args>},
+    {"SONDE_FTZ", as_bool<&Config::ftz>},
+    {"SONDE_FLUSH_INTERVAL", as_seconds<&Config::flush_interval_s>},
+    {"SONDE_DELAY", as_seconds<&Config::delay_s>},
+    {"SONDE_DELAY_UNTIL", as_deadline},
+    {"SONDE_STEPS", as_uint<&Config::steps>},
+    {"SONDE_STEP_REGION", as_text<&Config::step_region>},
+    {"SONDE_COUNTERS", as_list<&Config::counters>},
+    {"SONDE_LOG", as_level},
+    {"SONDE_SAMPLE_HZ", as_uint<&Config::sample_hz>},
+    {"SONDE_ADAPTIVE", as_uint<&Config::adaptive>},
+    {"SONDE_MAX_DEPTH", as_uint<&Config::max_depth>},
+    {"SONDE_RUN_ID", as_checked_text<&Config::run_id, valid_run_id>},
+    {"SONDE_PROCESS", as_checked_text<&Config::process_ref, valid_process_ref>},
+    {"SONDE_EXEC_OF", as_checked_text<&Config::exec_of, valid_process_ref>},
+    {"SONDE_PEAKS", as_text<&Config::peaks_file>},
+    {"SONDE_CUPTI_LIBRARY", as_text<&Config::cupti_library>},
+    {"SONDE_GPU_METRICS", as_list<&Config::gpu_metrics>},
+};
+
+constexpr Parser parser_of(std::string_view name) {
+  for (const OptionParser& p : kParsers) {
+    if (p.name == name) return p.parse;
+  }
+  return nullptr;
+}
+
+// A variable the library declares but nothing parses, or a parser of an undeclared one, fails
+// the build: the table and the declarations cannot drift.
+constexpr bool parsers_match_declarations() {
+  size_t library = 0;
+  for (const OptionSpec& spec : kOptionSpecs) {
+    if (spec.reader != OptionReader::kLibrary) continue;
+    ++library;
+    if (parser_of(spec.name) == nullptr) return false;
+  }
+  return library == std::size(kParsers);
+}
+static_assert(parsers_match_declarations(),
+              "each kLibrary option of sonde/options.hpp needs a "
+              "parser in kParsers, and only those");
 
 }  // namespace
 
@@ -156,7 +228,7 @@ Config parse_config(EnvLookup lookup) {
       }
     }
     Config before = c;
-    if (!apply(c, spec.name, v)) {
+    if (!parser_of(spec.name)(c, v)) {
       c = before;
       complain("not a valid value");
     }
