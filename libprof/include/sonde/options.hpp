@@ -111,12 +111,13 @@ inline constexpr std::array kOptionSpecs{
                "paths of a large import (`import torch`: about 24,000) and their cost out of "
                "the profile (docs/python.md).",
                0, 0, false, OptionReader::kPython},
-    OptionSpec{"SONDE_IN_PROCESS", OptionType::kBool, "0",
-               "For `python3 -m sonde` only: `1` (or `--in-process`) loads libsonde into the "
-               "running interpreter instead of starting the program in a second one under "
-               "`sonde run`: about a third of the start-up time sonde adds, the same profile. "
-               "With `-s`, or a library loaded before sonde, it says why and starts the "
-               "program again as usual (docs/python.md).",
+    OptionSpec{"SONDE_IN_PROCESS", OptionType::kBool, "1",
+               "For `python3 -m sonde` only: unset (or `--in-process`, `1`) loads libsonde into "
+               "the running interpreter; `0` (or `--re-exec`) starts the program in a second "
+               "one under `sonde run`, at about three times the start-up cost. Where the "
+               "in-process launch must fall back (`-s`, a library loaded before sonde), the "
+               "profile's `launch` note says why, and stderr too when `1` or `--in-process` "
+               "asked for it (docs/python.md).",
                0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
                "Peak rates (from `sonde calibrate`, or by hand: lines `resource threads value "
@@ -211,6 +212,11 @@ inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_PYTHON_LAUNCHED", OptionType::kBool, "",
                "Set by `python3 -m sonde` for the interpreter it re-executes; not for users.", 0, 0,
                false, OptionReader::kPython, true},
+    OptionSpec{"SONDE_PYTHON_NOT_IN_PROCESS", OptionType::kText, "",
+               "Set by `python3 -m sonde` for the interpreter it re-executes where the "
+               "in-process launch could not be used: why, for the profile's `launch` note; not "
+               "for users.",
+               0, 0, false, OptionReader::kPython, true},
 };
 
 }  // namespace sonde
