@@ -60,26 +60,19 @@ IMPORTS_ENV = "SONDE_PYTHON_IMPORTS"
 IN_PROCESS_ENV = "SONDE_IN_PROCESS"
 
 
-def _bool_from_env(name, environ):
-    value = (os.environ if environ is None else environ).get(name, "0")
-    if value in ("1", "yes", "true", "on"):
-        return True
-    if value in ("0", "no", "false", "off", ""):
-        return False
-    raise ValueError(f"{name}={value!r} is not a boolean (1/0, yes/no, true/false, on/off)")
-
-
 def builtins_from_env(environ=None):
     """SONDE_PYTHON_BUILTINS as a bool (unset: False); ValueError for a value that is no bool."""
-    return _bool_from_env(BUILTINS_ENV, environ)
+    from . import _env
+    return _env.read(BUILTINS_ENV, environ)
 
 
 def imports_from_env(environ=None):
     """SONDE_PYTHON_IMPORTS as a bool (unset: False: each import is one <import> node, what it
     runs folded into it). A value that is no bool is the default, as for libsonde's variables
     (the launcher says so once): it changes what is recorded, not what runs."""
+    from . import _env
     try:
-        return _bool_from_env(IMPORTS_ENV, environ)
+        return _env.read(IMPORTS_ENV, environ)
     except ValueError:
         return False
 

@@ -202,13 +202,13 @@ def _launch(opts, program, kind, argv):
     """Starts the program again under sonde run (and exits), or returns once libsonde is loaded
     into this interpreter: main() then runs the program, so that its stack above __main__ is
     the same as in the started-again interpreter (traceback.extract_stack, inspect.stack)."""
-    from . import BUILTINS_ENV, IMPORTS_ENV, _bool_from_env, builtins_from_env
+    from . import BUILTINS_ENV, IMPORTS_ENV, _env, builtins_from_env
     try:
         builtins_from_env()
     except ValueError as e:
         _fail(str(e), 2)
     try:
-        _bool_from_env(IMPORTS_ENV, None)
+        _env.read(IMPORTS_ENV)
     except ValueError as e:
         say(f"python3 -m sonde: {e}; imports are folded (the default)")
     lib, cli = _tools(program, kind)
@@ -455,15 +455,15 @@ def _print_as_python_would(e):
 def _in_process_wanted(opts):
     """"asked" (--in-process, SONDE_IN_PROCESS=1), "default" (nothing said) or None (--re-exec,
     SONDE_IN_PROCESS=0): the command line over the environment, as for every option."""
-    from . import IN_PROCESS_ENV, _bool_from_env
+    from . import IN_PROCESS_ENV, _env
     if opts.re_exec:
         return None
     if opts.in_process:
         return "asked"
-    if not os.environ.get(IN_PROCESS_ENV):
+    if not _env.is_set(IN_PROCESS_ENV):
         return "default"
     try:
-        return "asked" if _bool_from_env(IN_PROCESS_ENV, None) else None
+        return "asked" if _env.read(IN_PROCESS_ENV) else None
     except ValueError as e:
         say(f"python3 -m sonde: {e}; loading sonde in-process (the default)")
         return "default"

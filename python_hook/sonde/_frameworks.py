@@ -15,7 +15,6 @@
 A module is patched when it is first imported (a finder on sys.meta_path that finds nothing
 itself), or at once when it already is."""
 import importlib.machinery
-import os
 import sys
 
 from ._say import say
@@ -31,13 +30,11 @@ def _record_ranges(module):
 def torch_threads_from_env(environ=None):
     """The thread count SONDE_TORCH_THREADS asks for: None when unset or 0; ValueError for a
     value that is no count from 1 to 65535 (as libprof/include/sonde/options.hpp declares)."""
-    value = (os.environ if environ is None else environ).get("SONDE_TORCH_THREADS", "0")
-    if value.strip() in ("", "0"):
-        return None
-    if not value.strip().isdigit() or not 0 < int(value) <= 65535:
-        raise ValueError(f"SONDE_TORCH_THREADS={value!r} is not a thread count from 1 to 65535;"
-                         " torch's threads are left as the program sets them")
-    return int(value)
+    from . import _env
+    try:
+        return _env.read("SONDE_TORCH_THREADS", environ) or None
+    except ValueError as e:
+        raise ValueError(f"{e}; torch's threads are left as the program sets them") from None
 
 
 def _hold_torch_threads(module):

@@ -9,8 +9,7 @@
 Apart from _frameworks.py, whose frames the Python hook folds into `<import>` (it is the import
 finder): the set-up wrapper here is a frame of its own, above the set-up call it opens.
 """
-import os
-
+from . import _env
 from ._say import say
 
 # torch versions whose RecordFunction layout wrappers/torch/torch_abi.hpp declares: 1.13 checked
@@ -28,20 +27,19 @@ def _libsonde():
 
 
 def torch_ops_from_env(environ=None):
-    """SONDE_TORCH_OPS as a bool (default on); ValueError for a value that is no 0 or 1."""
-    value = (os.environ if environ is None else environ).get("SONDE_TORCH_OPS", "1").strip()
-    if value not in ("0", "1", ""):
-        raise ValueError(f"SONDE_TORCH_OPS={value!r} is not 0 or 1; torch operators are recorded")
-    return value != "0"
+    """SONDE_TORCH_OPS as a bool (default on); ValueError for a value that is no bool."""
+    try:
+        return _env.read("SONDE_TORCH_OPS", environ)
+    except ValueError as e:
+        raise ValueError(f"{e}; torch operators are recorded") from None
 
 
 def torch_shapes_from_env(environ=None):
-    """SONDE_TORCH_SHAPES as a bool (default off); ValueError for a value that is no 0 or 1."""
-    value = (os.environ if environ is None else environ).get("SONDE_TORCH_SHAPES", "0").strip()
-    if value not in ("0", "1", ""):
-        raise ValueError(f"SONDE_TORCH_SHAPES={value!r} is not 0 or 1; operators' input shapes "
-                         "are not recorded")
-    return value == "1"
+    """SONDE_TORCH_SHAPES as a bool (default off); ValueError for a value that is no bool."""
+    try:
+        return _env.read("SONDE_TORCH_SHAPES", environ)
+    except ValueError as e:
+        raise ValueError(f"{e}; operators' input shapes are not recorded") from None
 
 
 def _torch_version(module):

@@ -11,7 +11,15 @@ import sys
 def _start_hook():
     if os.environ.get("SONDE_PYTHON_LAUNCHED") == "1":
         return  # the launcher itself starts the hook, after its own frames
-    if "libsonde" not in os.environ.get("LD_PRELOAD", "") or os.environ.get("SONDE_PYTHON") == "0":
+    if "libsonde" not in os.environ.get("LD_PRELOAD", ""):
+        return
+    try:
+        from sonde import _env
+        if not _env.read("SONDE_PYTHON"):
+            return
+    except ValueError:
+        pass  # the library's rule for a bad value: its default (on), said by no one here
+    except Exception:
         return
     try:
         import sonde
