@@ -144,8 +144,8 @@ __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, Ro
   // A suppressing routine refuses, unless a jump left it before its clock started; the
   // window's bit alone asks whether it has opened.
   if (__builtin_expect(t->suppress != 0, 0) &&
-      (t->suppress != ThreadState::kWindowClosed || t->held_back()) &&
-      (cfa == 0 || still_suppressed(t, cfa))) {
+      (t->suppress != ThreadState::kWindowClosed ? cfa == 0 || still_suppressed(t, cfa)
+                                                 : t->held_back())) {
     return nullptr;
   }
   if (routine == 0) return nullptr;
