@@ -31,12 +31,14 @@ void drop_abandoned(ThreadState* t, uintptr_t cfa) {
                    (keep < depth || left_by_jump(t->stack_[depth + 1], cfa));
   if (keep == depth && !unstarted) return;
   if (on_alternate_stack()) return;
-  bump(t->abandoned, depth - keep + unstarted);
   // The stack first: a jump out of this leaves a flag above what the stack holds, which the
-  // next call finds as it finds an unstarted frame.
+  // next call finds as it finds an unstarted frame. The count last: such a jump leaves a call
+  // uncounted rather than counted twice.
   t->depth_.store(keep, std::memory_order_release);
   std::atomic_signal_fence(std::memory_order_seq_cst);
   t->suppress = (t->suppress & ThreadState::kWindowClosed) | suppressing(t, keep);
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  bump(t->abandoned, depth - keep + unstarted);
 }
 
 bool still_suppressed(ThreadState* t, uintptr_t cfa) {
