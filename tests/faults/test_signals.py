@@ -3,6 +3,7 @@ death, same status), and what it did before is in the profile."""
 import fcntl
 import os
 import pty
+import re
 import signal
 import subprocess
 import termios
@@ -505,6 +506,48 @@ def test_siglongjmp_out_of_a_wrapped_call(mode, stack, db):
     assert calls(db, "cblas_dgemm") == 10
     (note,) = [n for n in notes(db) if "longjmp" in n]
     assert note.startswith(f"{abandoned} measured calls") and "caller" in note, note
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_siglongjmp_before_the_clock_starts(mode, db):
+    """a SIGSEGV handler siglongjmps out of ddot_ 20 times, each as sonde's cost model reads the
+    unreadable length, before the call's clock starts: every later call counted (issue 37)"""
+    cmd = [prog("longjmp_bad_arg")]
+    alone = plain(cmd, timeout=30)
+    assert alone.rc == 0 and alone.out.startswith("ddot_ 20 faulted 0 returned"), alone.out
+    same_behaviour(alone, under(mode, cmd, db, timeout=30))
+    profile_whole(db)
+    # Before: 1 ddot_ and nothing else, the suppress flag left up by the first jump.
+    assert calls(db, "ddot_") == 120
+    assert calls(db, "cblas_dgemm") == 10
+    (note,) = [n for n in notes(db) if "longjmp" in n]
+    assert note.startswith("20 measured calls"), note
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("stack", ["stack", "altstack"])
+def test_siglongjmp_storm(mode, stack, db):
+    """a SIGALRM every 20 us for a second, its handler siglongjmps out of wherever the thread is
+    (thousands of times inside cblas_ddot's wrapper, at every step of it): the calls made after
+    the storm are all counted (issue 37)"""
+    cmd = [prog("longjmp_storm"), *([stack] if stack == "altstack" else [])]
+    alone = plain(cmd, timeout=60)
+    assert alone.rc == 0 and alone.out.startswith("ddot right"), alone.out
+    r = under(mode, cmd, db, timeout=60)
+    same_behaviour(alone, r)
+    profile_whole(db)
+    jumps, finished = (int(v) for v in re.search(r"^jumps (\d+) ddot (\d+) finished$", r.err,
+                                                  re.M).groups())
+    assert jumps >= 100, r.err  # else there was no storm
+    # Before: no call counted after the first jump that came between a frame's opening and its
+    # clock's start (within the storm's first dozen jumps).
+    assert calls(db, "cblas_daxpy") == 1000
+    assert calls(db, "cblas_dgemm") == 10
+    # A ddot counted and not finished was left by a jump: inside the wrapper, said in the note,
+    # or after its frame closed. The one before the storm finished.
+    (note,) = [n for n in notes(db) if "longjmp" in n]
+    left = int(note.split()[0])
+    assert 0 < left <= calls(db, "cblas_ddot") - (finished + 1) <= jumps, (note, r.err)
 
 
 @pytest.mark.parametrize("mode", MODES)

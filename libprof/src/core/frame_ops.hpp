@@ -5,10 +5,10 @@
 #pragma once
 
 #include <errno.h>
-#include <signal.h>
 
 #include <algorithm>
 
+#include "core/left_frames.hpp"
 #include "core/thread_state.hpp"
 
 namespace sonde {
@@ -128,38 +128,10 @@ __attribute__((noinline)) inline void charge_adaptive(ThreadState* t, uint32_t n
   }
 }
 
-// Stack addresses further apart than this are of two stacks (a fiber's, a thread's), never one
-// frame above another.
-inline constexpr uintptr_t kOneStack = uintptr_t(1) << 30;
-
-// A native wrapper's call whose caller's stack address `cfa` lies above the innermost open
-// native frame's own stack pointer: it was not called from inside that frame (a call made
-// inside it, however indirectly, has its caller deeper than the frame's wrapper), so that call
-// never returned, left by a siglongjmp out of a signal handler or an exception thrown through
-// it. (A sibling called by the same caller after the jump has its caller's address: above the
-// frame's wrapper, whatever either's stack arguments, unless it passes 25 more words on the
-// stack than the other did; the caller's address alone, compared with the frame's caller's,
-// took cblas_dgemm's 8 stack arguments for nesting.) Its exit never comes, and while it stays
-// open a suppressing routine (BLAS) would refuse every later call of the thread. Each such frame
-// is taken off: its call stays counted, its time is left in its caller's (when the jump came is
-// unknown), and it is counted for a note. On a signal's alternate stack nothing is judged: the
-// frames below are interrupted, not left.
-__attribute__((noinline, cold)) inline void drop_abandoned(ThreadState* t, uintptr_t cfa) {
-  stack_t on{};
-  if (sigaltstack(nullptr, &on) == 0 && (on.ss_flags & SS_ONSTACK) != 0) return;
-  for (uint32_t d = t->depth_.load(std::memory_order_relaxed); d > 0; --d) {
-    StackEntry& e = t->stack_[d];
-    if (e.sp == 0 || e.sp >= cfa || cfa - e.sp > kOneStack) return;
-    t->suppress -= e.nesting == Nesting::kSuppress;
-    bump(t->abandoned, 1);
-    t->depth_.store(d - 1, std::memory_order_release);
-  }
-}
-
 // Opens a frame of `routine` under the current one, not yet timed: returns nullptr when the call
 // must not be measured (a kSuppress routine is running, no routine, the depth or node limit).
 // start_frame must follow before anything else is measured on this thread. `cfa` and `sp`: a
-// native wrapper's caller's stack address and its own stack pointer (see drop_abandoned), 0
+// native wrapper's caller's stack address and its own stack pointer (see left_frames.hpp), 0
 // for other frames. Always inlined: the wrappers inline the probe (probe_inline.hpp).
 template <bool kNewCall>
 __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, RoutineId routine,
@@ -169,9 +141,11 @@ __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, Ro
     uintptr_t open = t->stack_[t->depth_.load(std::memory_order_relaxed)].sp;
     if (__builtin_expect(open != 0 && open < cfa, 0)) drop_abandoned(t, cfa);
   }
-  // A suppressing routine refuses at once; the window's bit alone asks whether it has opened.
+  // A suppressing routine refuses, unless a jump left it before its clock started; the
+  // window's bit alone asks whether it has opened.
   if (__builtin_expect(t->suppress != 0, 0) &&
-      (t->suppress != ThreadState::kWindowClosed || t->held_back())) {
+      (t->suppress != ThreadState::kWindowClosed ? cfa == 0 || still_suppressed(t, cfa)
+                                                 : t->held_back())) {
     return nullptr;
   }
   if (routine == 0) return nullptr;
@@ -205,7 +179,9 @@ __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, Ro
   e.sp = sp;
   e.child_ticks.store(0, std::memory_order_relaxed);
   // Raised now, so that anything the caller does before start_frame (a cost model) is not
-  // measured as a nested call.
+  // measured as a nested call; after the entry is written, which a jump before start_frame
+  // leaves for the next call to judge the raised flag by (left_frames.hpp).
+  std::atomic_signal_fence(std::memory_order_release);
   t->suppress += nesting == Nesting::kSuppress;
   return t;
 }

@@ -303,7 +303,7 @@ class ThreadState {
   }
   std::atomic<uint64_t> depth_overflows{0};
   // Native calls left without returning (a longjmp or an exception through them), found by a
-  // later call of the thread (frame_ops.hpp, drop_abandoned).
+  // later call of the thread (left_frames.hpp).
   std::atomic<uint64_t> abandoned{0};
   std::atomic<uint64_t> node_overflows{0};
   std::atomic<uint64_t> region_mismatches{0};

@@ -52,38 +52,6 @@ TEST(HotPath, TheWindowsBitHoldsCallsBackUntilTheWindowOpens) {
   EXPECT_NE(window.opened_mono_ns(), 0);
 }
 
-// A native call left by a longjmp: the next wrapper call at the same stack address (or above)
-// takes it off the stack, counted and uncharged (its time stays its caller's), and the thread's
-// calls are measured again; a call below it (made inside it) is nested as ever.
-TEST(HotPath, ACallLeftByALongjmpIsTakenOffByTheNextCallAboveIt) {
-  ThreadState t(0, 1, 0, 16, 0);
-  uint32_t region = enter_at(t, 1, 0);
-  // ddot called from 0x7000 (its caller's address), its wrapper's frame down to 0x6f00; never left
-  ASSERT_NE(open_frame<true>(&t, 2, Nesting::kSuppress, 0x7000, 0x6f00), nullptr);
-  start_frame(&t, 10);
-  // A call made inside it: its caller lies below the wrapper (nested, suppressed as ever).
-  EXPECT_EQ(open_frame<true>(&t, 3, Nesting::kSuppress, 0x6e00, 0x6d00), nullptr);
-  EXPECT_EQ(t.abandoned.load(), 0u);
-  // dgemm after the jump, from the same caller, 8 stack arguments lower: abandons the ddot.
-  ThreadState* again = open_frame<true>(&t, 4, Nesting::kSuppress, 0x7000 - 64, 0x6e00);
-  ASSERT_NE(again, nullptr);
-  start_frame(&t, 50);
-  leave_at(t, 60);
-  EXPECT_EQ(t.abandoned.load(), 1u);
-  EXPECT_EQ(t.suppress, 0u);
-  EXPECT_EQ(t.depth(), 1u);
-  leave_at(t, 100);
-  EXPECT_EQ(t.nodes[2].calls.load(), 1u);
-  EXPECT_EQ(t.nodes[2].incl_ticks.load(), 0u);        // the abandoned call is charged nothing
-  EXPECT_EQ(t.nodes[region].excl_ticks.load(), 90u);  // its time is its caller's
-  // A frame of another stack (a fiber's, 1 GiB or more away) is not judged.
-  ASSERT_NE(open_frame<true>(&t, 2, Nesting::kSuppress, 0x7000, 0x6f00), nullptr);
-  start_frame(&t, 200);
-  EXPECT_EQ(open_frame<true>(&t, 4, Nesting::kSuppress, 0x7000 + (uintptr_t(1) << 31), 0x6000),
-            nullptr);
-  EXPECT_EQ(t.abandoned.load(), 1u);
-}
-
 TEST(HotPath, RegionsNestTheirChildrenAndChargeExclusiveTime) {
   ThreadState t(0, 1, 0, 16, 0);
   uint32_t region = enter_at(t, 1, 0);
