@@ -12,7 +12,6 @@
 #include "core/probe_inline.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
-#include "runtime/runtime.hpp"
 
 namespace sonde {
 
@@ -38,20 +37,6 @@ void wait_at_exit_gate() {
     nanosleep(&ten_ms, nullptr);
   }
   errno = saved;
-}
-
-__attribute__((noinline)) ThreadState* inline_probe::attach_current() {
-  int saved = errno;
-  Runtime* rt = Runtime::get();
-  // A thread whose first calls come before the collection window opens attaches once it has.
-  ThreadState* t = rt && !rt->window().closed() ? rt->attach_current_thread() : nullptr;
-  errno = saved;
-  return t;
-}
-
-RoutineId register_routine(const RoutineSpec& spec) {
-  Runtime* rt = Runtime::get();
-  return rt ? rt->routines().intern(spec) : 0;
 }
 
 RoutineBatch::RoutineBatch() : block_(new AsyncSignalBlock) {}
@@ -153,10 +138,6 @@ void probe_op_shape(ThreadState* t, uint32_t node, uint32_t signature, uint64_t 
 uint64_t probe_op_signatures_refused() { return op_signatures().refused(); }
 
 void comm_untracked(ThreadState* t, uint64_t requests) { bump(t->comm_clock.untracked, requests); }
-
-void set_mpi_rank(int rank, int world_size) {
-  if (Runtime* rt = Runtime::get()) rt->mpi_rank_known(rank, world_size);
-}
 
 void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
   inline_probe::exit(t, cost, call_site);

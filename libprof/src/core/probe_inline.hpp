@@ -10,7 +10,7 @@
 
 namespace sonde::inline_probe {
 
-ThreadState* attach_current();  // probe.cpp: the thread's first measured call, out of line
+ThreadState* attach_current();  // runtime/api.cpp: the thread's first measured call, out of line
 
 // The calling thread's state, attached at its first measured call.
 __attribute__((always_inline)) inline ThreadState* current() {

@@ -13,7 +13,6 @@
 
 #include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"
-#include "runtime/runtime.hpp"
 
 namespace sonde {
 
@@ -167,8 +166,8 @@ void CuptiBackend::collect(std::vector<GpuRow>& out, bool final, const Clock& cl
   // The collection window: a record of a launch made before it opened is held back, as the
   // launch itself was; one whose launch sonde did not see, when it started before the opening.
   int64_t window_opened = INT64_MIN;  // CUPTI's clock; INT64_MAX: not open yet
-  if (Runtime* rt = Runtime::get(); rt != nullptr && rt->window().requested()) {
-    int64_t opened = rt->window().opened_mono_ns();
+  if (window_.requested()) {
+    int64_t opened = window_.opened_mono_ns();
     window_opened = opened == 0 ? INT64_MAX : clock.realtime0() + (opened - clock.mono0()) - offset;
   }
   std::vector<Record> records;

@@ -5,17 +5,17 @@
 
 #include <fmt/format.h>
 
-#include "runtime/runtime.hpp"
+#include <atomic>
 
 namespace sonde {
 
 namespace {
 
-// CUPTI's buffer callbacks carry no user data: the backend is the runtime's.
-CuptiBackend* backend() {
-  Runtime* rt = Runtime::get();
-  return rt ? static_cast<CuptiBackend*>(rt->gpu()) : nullptr;
-}
+// CUPTI's buffer callbacks carry no user data: the backend that started CUPTI (one a process;
+// never destroyed, as the runtime that holds it).
+std::atomic<CuptiBackend*> g_started{nullptr};
+
+CuptiBackend* backend() { return g_started.load(std::memory_order_acquire); }
 
 void CUPTIAPI api_callback(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                            const void* data) {
@@ -81,7 +81,7 @@ struct SubscriberParams {
 
 std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
                                                const std::vector<std::string>& metrics,
-                                               const NoteSink& note) {
+                                               const NoteSink& note, CollectionWindow& window) {
   CuptiLibrary lib;
   std::string error;
   if (!lib.load(library, error)) {
@@ -97,12 +97,14 @@ std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
                             lib.path, lib.describe(rc)));
     return nullptr;
   }
-  return std::make_unique<CuptiBackend>(std::move(lib), expand_gpu_metrics(metrics), note, version);
+  return std::make_unique<CuptiBackend>(std::move(lib), expand_gpu_metrics(metrics), note, version,
+                                        window);
 }
 
 CuptiBackend::CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note,
-                           uint32_t version)
-    : lib_(std::move(lib)),
+                           uint32_t version, CollectionWindow& window)
+    : window_(window),
+      lib_(std::move(lib)),
       metric_names_(std::move(metrics)),
       note_(std::move(note)),
       version_(version),
@@ -112,6 +114,8 @@ CuptiBackend::CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, N
       driver_info_(layout_ ? layout_->driver_cbids : uint32_t{CUPTI_DRIVER_TRACE_CBID_SIZE}) {}
 
 bool CuptiBackend::start() {
+  // Reachable before subscribing: CUPTI may ask for a buffer as soon as activity is enabled.
+  g_started.store(this, std::memory_order_release);
   // Before subscribing: the callbacks read metrics_ from the moment they are enabled.
   start_metrics();
   char holder[CUPTI_OLD_SUBSCRIBER_NAME_MIN_LEN + 1] = {};

@@ -25,7 +25,9 @@ class CuptiBackend final : public GpuBackend {
  public:
   // `version`: the loaded CUPTI's cuptiGetVersion; it chooses how records are read and how
   // many callback ids there are.
-  CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note, uint32_t version);
+  // `window`: the run's collection window (it outlives the backend).
+  CuptiBackend(CuptiLibrary lib, std::vector<std::string> metrics, NoteSink note, uint32_t version,
+               CollectionWindow& window);
 
   bool start() override;
   bool api_traced() const override { return traced_.load(std::memory_order_acquire); }
@@ -68,6 +70,7 @@ class CuptiBackend final : public GpuBackend {
   bool per_subscriber() const { return per_subscriber_.load(std::memory_order_acquire); }
 
  private:
+  CollectionWindow& window_;
   // What sonde knows about one API callback id, worked out on its first call.
   struct ApiInfo {
     std::atomic<bool> ready{false};

@@ -8,7 +8,6 @@
 #include "core/per_thread.hpp"
 #include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
-#include "runtime/runtime.hpp"
 
 namespace sonde {
 
@@ -189,8 +188,7 @@ void CuptiBackend::on_api(CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
       direction = kind >= 0 && kind < kNoDirection ? kind : kNoDirection - 1;  // else Default
     }
     // A launch before the collection window leaves no record and costs no metrics pass.
-    Runtime* rt = Runtime::get();
-    bool held = rt != nullptr && rt->window().closed();
+    bool held = window_.closed();
     // Outside the call's own time: starting the range profiler is sonde's work.
     bool metrics = false;
     if (info.kernel && !held && activity_.load(std::memory_order_acquire) && metrics_) {
@@ -244,8 +242,7 @@ bool CuptiBackend::current_origin(NodeOrigin& o) const {
   // As a launch's (remember_origin): the API call that creates the node, else the innermost
   // frame. Nothing before the collection window: those calls are not in the profile.
   ThreadState* t = t_state;
-  Runtime* rt = Runtime::get();
-  if (t == nullptr || (rt != nullptr && rt->window().closed())) return false;
+  if (t == nullptr || window_.closed()) return false;
   o.thread = t;
   o.node = t->stack_[t->depth()].node.load(std::memory_order_relaxed);
   return true;

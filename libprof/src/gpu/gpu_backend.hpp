@@ -11,6 +11,7 @@
 
 #include "core/clock.hpp"
 #include "core/huge_pages.hpp"
+#include "core/window.hpp"
 #include "counters/counter_backend.hpp"  // NoteSink
 
 namespace sonde {
@@ -69,9 +70,10 @@ class GpuBackend {
 // Loads libcupti (`library`, else libcupti.so.13 and the CUDA install paths). Returns nullptr
 // after one note when there is none (or no CUPTI headers at build time); the CPU side of the
 // profile goes on unchanged. `metrics` (SONDE_GPU_METRICS) are recorded per kernel when not
-// empty.
+// empty. `window`: the run's collection window, which holds back records of launches made
+// before it opened (it outlives the backend).
 std::unique_ptr<GpuBackend> make_cupti_backend(const std::string& library,
                                                const std::vector<std::string>& metrics,
-                                               const NoteSink& note);
+                                               const NoteSink& note, CollectionWindow& window);
 
 }  // namespace sonde

@@ -11,7 +11,6 @@
 #include <ctime>
 
 #include "process/sampler.hpp"
-#include "runtime/runtime.hpp"
 #include "sonde/signals.hpp"
 
 namespace sonde {
@@ -43,6 +42,7 @@ constinit Table g_table;
 
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 constinit std::atomic<SigactionFn> g_real{nullptr};
+constinit std::atomic<SignalFlush> g_flush{nullptr};  // install_signal_handlers' flush
 
 uintptr_t handler_of(const struct sigaction& a) {
   return (a.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<uintptr_t>(a.sa_sigaction)
@@ -252,10 +252,8 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     return;
   }
   // A vfork child runs in its parent's memory: it must not flush the parent's profile.
-  Runtime* rt = Runtime::get();
-  if (rt != nullptr && self == g_table.owner.load(std::memory_order_relaxed) && self == rt->pid()) {
-    rt->flush_from_signal(sig);
-  }
+  SignalFlush flush = g_flush.load(std::memory_order_acquire);
+  if (flush != nullptr && self == g_table.owner.load(std::memory_order_relaxed)) flush(sig, self);
   die_of(sig);
   errno = saved_errno;
 }
@@ -330,8 +328,7 @@ void before_abort() {
   raise(SIGABRT);
   // The handler returned, or SIGABRT is ignored: libc resets it to the default where sonde
   // cannot see and dies of it. The flush comes first.
-  Runtime* rt = Runtime::get();
-  if (rt != nullptr && getpid() == rt->pid()) rt->flush_from_signal(SIGABRT);
+  if (SignalFlush flush = g_flush.load(std::memory_order_acquire)) flush(SIGABRT, getpid());
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   host_sigaction(SIGABRT, &dfl, nullptr);
@@ -359,9 +356,10 @@ void adopt_kernel_action(int sig) {
   host_sigaction(sig, &now, nullptr);
 }
 
-void install_signal_handlers() {
+void install_signal_handlers(SignalFlush flush) {
   static std::atomic<bool> installed{false};
   if (installed.exchange(true)) return;
+  g_flush.store(flush, std::memory_order_release);
   g_table.owner.store(getpid(), std::memory_order_relaxed);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
   for (int sig = 1; sig < kSignalLimit; ++sig) {

@@ -6,12 +6,19 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/types.h>
 
 namespace sonde {
 
+// What a terminating signal with the default action does before the process dies of it: the
+// profile's flush, for the process `self` (a vfork child runs in its parent's memory, and
+// must not flush the parent's profile: the runtime compares it with its own pid).
+using SignalFlush = void (*)(int sig, pid_t self);
+
 // Takes over the terminating signals: each keeps the disposition it has now as the host's.
 // Signals the host ignores stay ignored in the kernel (so they are ignored across exec too).
-void install_signal_handlers();
+// `flush` (the runtime's; none in a test of the handlers alone) runs before a default death.
+void install_signal_handlers(SignalFlush flush = nullptr);
 // Sets the kernel's action for `sig` again from the host's (the sampler's signal, once chosen).
 void reinstall_signal_handler(int sig);
 

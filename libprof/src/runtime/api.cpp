@@ -5,10 +5,12 @@
 #include <cstring>
 #include <string>
 
+#include "core/probe_inline.hpp"
 #include "core/thread_local_state.hpp"
 #include "process/sampler.hpp"
 #include "runtime/fpu_mode.hpp"
 #include "runtime/runtime.hpp"
+#include "sonde/gpu.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/sonde.h"
 #include "symbols/elf_symbols.hpp"
@@ -289,6 +291,33 @@ void add_run_note(const char* topic, const char* message, bool warning) {
   Runtime* rt = Runtime::get();
   if (rt != nullptr && topic != nullptr && message != nullptr)
     rt->add_note(topic, message, false, warning ? "warning" : "info");
+}
+
+// The probe's and the wrappers' ways into the runtime (core/, gpu/ and process/ reach it only
+// through what they are handed).
+__attribute__((noinline)) ThreadState* inline_probe::attach_current() {
+  int saved = errno;
+  Runtime* rt = Runtime::get();
+  // A thread whose first calls come before the collection window opens attaches once it has.
+  ThreadState* t = rt && !rt->window().closed() ? rt->attach_current_thread() : nullptr;
+  errno = saved;
+  return t;
+}
+
+RoutineId register_routine(const RoutineSpec& spec) {
+  Runtime* rt = Runtime::get();
+  return rt ? rt->routines().intern(spec) : 0;
+}
+
+void set_mpi_rank(int rank, int world_size) {
+  if (Runtime* rt = Runtime::get()) rt->mpi_rank_known(rank, world_size);
+}
+
+// The preloaded wrappers measure the CUDA API until CUPTI's callbacks do.
+bool gpu_api_traced_by_cupti() {
+  Runtime* rt = Runtime::get();
+  GpuBackend* gpu = rt ? rt->gpu() : nullptr;
+  return gpu != nullptr && gpu->api_traced();
 }
 
 bool executable_defines(const char* function) {

@@ -159,6 +159,14 @@ std::string Runtime::choose_output(std::string path, bool claim) {
   return path;
 }
 
+namespace {
+// The signal handlers' flush (process/signals.hpp): this process's own, not a vfork child's.
+void flush_at_signal(int sig, pid_t self) {
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && self == rt->pid()) rt->flush_from_signal(sig);
+}
+}  // namespace
+
 void Runtime::start() {
   clock_.init();
   config_ = parse_config([](const char* name) -> const char* { return std::getenv(name); });
@@ -194,7 +202,7 @@ void Runtime::start() {
   // No flush here: the flusher's first comes kFirstFlushS after start (runtime_flush.cpp), so
   // a process that ends before it is written once, at its end.
   pthread_atfork(sonde::fork_prepare, sonde::fork_parent, sonde::fork_child);
-  install_signal_handlers();
+  install_signal_handlers(flush_at_signal);
   // After the signal handlers: the sampler's signal comes through sonde's own handler.
   if (config_.sample_hz > 0 && sampler_init(config_.sample_hz)) {
     if (t_state != nullptr) sampler_arm(*t_state);
@@ -468,7 +476,7 @@ void Runtime::start_gpu() {
     return;
   }
   std::unique_ptr<GpuBackend> backend =
-      make_cupti_backend(config_.cupti_library, config_.gpu_metrics, note);
+      make_cupti_backend(config_.cupti_library, config_.gpu_metrics, note, window_);
   if (!backend) return;
   // Reachable before it starts: CUPTI may ask for a buffer as soon as activity is enabled.
   gpu_.store(backend.release(), std::memory_order_release);
