@@ -51,10 +51,12 @@ def under_sonde(cmd, db, log, **env):
     return run([CLI, "run", "--force", "-o", db, "--", *cmd], log, **env)
 
 
-def python_under_sonde(script_args, db, log, **env):
-    """A Python script under `python3 -m sonde`, from the installed package."""
+def python_under_sonde(script_args, db, log, launch=(), **env):
+    """A Python script under `python3 -m sonde [launch options]`, from the installed package
+    (the in-process launch unless `launch` says --re-exec)."""
     path = SONDE_PYTHONPATH + (os.pathsep + env.pop("PYTHONPATH") if "PYTHONPATH" in env else "")
-    return run([sys.executable, "-m", "sonde", "-o", db, *script_args], log, PYTHONPATH=path, **env)
+    return run([sys.executable, "-m", "sonde", *launch, "-o", db, *script_args], log,
+               PYTHONPATH=path, **env)
 
 
 def query(db, sql, params=()):

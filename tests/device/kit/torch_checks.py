@@ -48,6 +48,19 @@ def attribution(out, log):
     theirs = compare.trace_kernel_counts(trace)
     failures += [f"{k[:80]}: sonde {a}, torch.profiler {b}"
                  for k, a, b in compare.count_differences(ours, theirs)]
+    # The in-process launch (the default since 2026-12-03) against the re-exec of old: the same
+    # kernels in the window, each launch said in run_info.
+    re_db = out / "torch_reexec.db"
+    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], re_db, log, launch=["--re-exec"])
+    if r.returncode != 0:
+        failures.append(f"under sonde --re-exec: exit {r.returncode}: {r.stderr.strip()[-300:]}")
+    else:
+        failures += [f"{k[:80]}: in-process {a}, --re-exec {b}"
+                     for k, a, b in compare.count_differences(ours, window(kernel_rows(re_db)))]
+        launches = [query(d, "SELECT value FROM run_info WHERE key = 'sonde.launch'")
+                    for d in (db, re_db)]
+        if launches != [[("in-process",)], [("re-exec",)]]:
+            failures.append(f"launches recorded {launches}, not in-process then re-exec")
     figures = {"sonde_kernels": sum(ours.values()), "profiler_kernels": sum(theirs.values()),
                "names": len(theirs)}
     return verdict(name, failures, figures)
