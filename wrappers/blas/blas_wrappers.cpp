@@ -28,6 +28,12 @@ namespace blas = sonde::blas;
 #undef SONDE_TABLE
 std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until registered
 
+constexpr DType kDtypes[] = {
+#define SONDE_BLAS(NAME, DTYPE, ...) DType::DTYPE,
+#include "blas_routines.def"
+#undef SONDE_BLAS
+};
+
 // Sampled calls are rare (one in 64 per thread): shared counters cost nothing noticeable.
 std::atomic<uint64_t> g_sampled_calls{0}, g_flagged_calls{0}, g_sampled_values{0},
     g_subnormal_values{0};
@@ -145,7 +151,7 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
 __attribute__((constructor(200))) void register_blas() {
   sonde::RoutineBatch batch;
   for (size_t i = 0; i < kCount; ++i) {
-    g_ids[i] = sonde::register_routine({kNames[i], "blas", "blas"});
+    g_ids[i] = sonde::register_routine({kNames[i], "blas", "blas", "", 0, kDtypes[i]});
   }
   sonde::register_info_provider(describe_blas);
 }
@@ -170,7 +176,7 @@ SubnormalStats subnormal_stats() {
 
 }  // namespace sonde::blas
 
-#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL)                                     \
+#define SONDE_BLAS(NAME, DTYPE, RET, PARAMS, ARGS, MODEL)                              \
   SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
                   ::sonde::blas::with_threads(MODEL))
 #include "blas_routines.def"

@@ -127,8 +127,9 @@ sonde::CallCost lt_cost(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
 __attribute__((constructor(200))) void register_cublas() {
   sonde::RoutineBatch batch;
   constexpr const char* kKind = "cublas";
-#define SONDE_CUBLAS(NAME, LIBRARY, ...) \
-  g_ids[size_t(Entry::NAME)] = sonde::register_routine({#NAME, kKind, LIBRARY});
+#define SONDE_CUBLAS(NAME, LIBRARY, DTYPE, ...) \
+  g_ids[size_t(Entry::NAME)] =                  \
+      sonde::register_routine({#NAME, kKind, LIBRARY, "", 0, sonde::DType::DTYPE});
 #include "cublas_routines.def"
 #undef SONDE_CUBLAS
 }
@@ -136,7 +137,7 @@ __attribute__((constructor(200))) void register_cublas() {
 }  // namespace
 
 // Kernels and runtime calls made inside a cuBLAS call show beneath it: kChildren.
-#define SONDE_CUBLAS(NAME, LIBRARY, RET, PARAMS, ARGS, MODEL)                      \
+#define SONDE_CUBLAS(NAME, LIBRARY, DTYPE, RET, PARAMS, ARGS, MODEL)               \
   SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS, \
                      Outermost(g_ids[size_t(Entry::NAME)]), MODEL)
 #include "cublas_routines.def"

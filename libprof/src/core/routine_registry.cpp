@@ -20,7 +20,7 @@ RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
   RoutineId id = RoutineId(routines_.size());
   routines_.push_back(Routine{spec.name ? spec.name : "", spec.kind ? spec.kind : "",
                               spec.library ? spec.library : "", spec.file ? spec.file : "",
-                              spec.line});
+                              spec.line, spec.dtype, spec.role ? spec.role : ""});
   index_.emplace(std::move(key), id);
   return id;
 }

@@ -97,6 +97,16 @@ bool makes_gpu_work(const std::string& name) {
          name.find("Memset") != std::string::npos;
 }
 
+// routines.role of an API call CUPTI names, as the wrappers' table states it for those it
+// intercepts (wrappers/cuda): CUPTI reports every API call, most of which no table lists.
+const char* api_role(const std::string& name) {
+  auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+  if (has("HtoD") || has("DtoH")) return "copy";
+  if (has("Synchronize")) return "sync";
+  if (has("Launch")) return "launch";
+  return "other";
+}
+
 }  // namespace
 
 CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
@@ -137,7 +147,7 @@ RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, i
       direction == kNoDirection ? info.name : info.name + " " + kDirections[direction];
   // The preloaded wrappers' names (wrappers/cuda): either path gives the same routines.
   const char* library = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cudart" : "cuda";
-  id = register_routine({name.c_str(), "cuda", library});
+  id = register_routine({name.c_str(), "cuda", library, "", 0, DType::kNone, api_role(name)});
   info.routine[direction].store(id, std::memory_order_relaxed);
   return id;
 }
