@@ -458,7 +458,7 @@ const std::array<Rule, 14> kRules{{
      "torch.jit.freeze, which reorders the weights once instead of at every call",
      "0.5 x reorder time (the reorders at the model's inputs and outputs remain)", onednn_reorder},
     {"gpu-copies",
-     "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
+     "host<->device copies (CPU time in CUDA calls of role copy, else the GPU's "
      "memcpy activity time) take at least threshold % of the busy threads' time",
      5.0,
      "keep tensors on the device between steps, copy from pinned memory (cudaMallocHost, "
