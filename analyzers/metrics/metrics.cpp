@@ -9,6 +9,7 @@
 #include "profile/call_tree.hpp"
 #include "profile/hotspots.hpp"
 #include "profile/run_summary.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -17,7 +18,9 @@ namespace {
 // display name: two `__init__.py:1(<module>)` are two routines.
 using Key = std::int64_t;
 
-bool is_library_call(const std::string& kind) { return kind == "blas" || kind == "onednn"; }
+bool is_library_call(const std::string& kind) {
+  return kind == kinds::kBlas || kind == kinds::kOnednn;
+}
 
 struct Under {
   double flops = 0;
@@ -275,7 +278,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   }
 
   for (const HotspotRow& row : h.rows) {
-    if (row.kind == "root") {
+    if (row.kind == kinds::kRoot) {
       m.unmeasured_ns += row.excl_ns;
       continue;
     }
@@ -327,7 +330,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
 std::vector<const RoutineMetrics*> phases(const Metrics& metrics) {
   std::vector<const RoutineMetrics*> out;
   for (const auto& r : metrics.routines)
-    if (r.kind == "region" || r.kind == "python") out.push_back(&r);
+    if (r.kind == kinds::kRegion || r.kind == kinds::kPython) out.push_back(&r);
   return out;
 }
 

@@ -1,10 +1,11 @@
 #include "core/routine_registry.hpp"
 
 #include "core/signal_block.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde {
 
-RoutineRegistry::RoutineRegistry() { intern({"<thread>", "root", ""}); }
+RoutineRegistry::RoutineRegistry() { intern({"<thread>", kinds::kRoot, ""}); }
 
 RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
   std::string key;
@@ -38,7 +39,7 @@ std::vector<bool> RoutineRegistry::measured_kinds() {
   std::lock_guard lock(mu_);
   std::vector<bool> out(routines_.size());
   for (size_t i = 0; i < routines_.size(); ++i) {
-    out[i] = routines_[i].kind != "root" && routines_[i].kind != "region";
+    out[i] = routines_[i].kind != kinds::kRoot && routines_[i].kind != kinds::kRegion;
   }
   return out;
 }
