@@ -10,11 +10,8 @@
 #include "../intercept.hpp"
 #include "blas_models.hpp"
 #include "sonde/process_hooks.hpp"
-
-namespace sonde {
-std::string object_path_of(const void* address);             // libprof/src/symbols/real_symbol.cpp
-void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
-}  // namespace sonde
+#include "sonde/routine_kinds.hpp"
+#include "symbols/real_symbol.hpp"
 
 namespace {
 
@@ -22,17 +19,13 @@ using sonde::DType;
 namespace blas = sonde::blas;
 
 #define SONDE_TABLE "blas/blas_routines.def"  // relative to wrapper_table.inc
-#define SONDE_BLAS(NAME, ...) SONDE_TABLE_ROW(NAME)
+#define SONDE_TABLE_CONSTRUCTOR register_blas
+#define SONDE_BLAS(NAME, DTYPE, ...) \
+  SONDE_TABLE_ROW(NAME, {#NAME, sonde::kinds::kBlas, "blas", "", 0, DType::DTYPE})
 #include "../wrapper_table.inc"
 #undef SONDE_BLAS
+#undef SONDE_TABLE_CONSTRUCTOR
 #undef SONDE_TABLE
-std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until registered
-
-constexpr DType kDtypes[] = {
-#define SONDE_BLAS(NAME, DTYPE, ...) DType::DTYPE,
-#include "blas_routines.def"
-#undef SONDE_BLAS
-};
 
 // Sampled calls are rare (one in 64 per thread): shared counters cost nothing noticeable.
 std::atomic<uint64_t> g_sampled_calls{0}, g_flagged_calls{0}, g_sampled_values{0},
@@ -148,11 +141,7 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
   }
 }
 
-__attribute__((constructor(200))) void register_blas() {
-  sonde::RoutineBatch batch;
-  for (size_t i = 0; i < kCount; ++i) {
-    g_ids[i] = sonde::register_routine({kNames[i], "blas", "blas", "", 0, kDtypes[i]});
-  }
+__attribute__((constructor(200))) void register_blas_info() {
   sonde::register_info_provider(describe_blas);
 }
 

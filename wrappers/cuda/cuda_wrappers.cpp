@@ -49,7 +49,7 @@ inline sonde::RoutineChoice choose_copy(Entry e, cudaMemcpyKind kind) {
 
 __attribute__((constructor(200))) void register_cuda() {
   sonde::RoutineBatch batch;
-  constexpr const char* kKind = "cuda";
+  constexpr const char* kKind = sonde::kinds::kCuda;
 #define SONDE_CUDA(NAME, ROUTINE, LIBRARY, ROLE, ...) \
   g_ids[size_t(Entry::NAME)][0] =                     \
       sonde::register_routine({ROUTINE, kKind, LIBRARY, "", 0, sonde::DType::kNone, #ROLE});
