@@ -9,11 +9,10 @@
 
 #include "core/probe_inline.hpp"
 #include "sonde/probe.hpp"
+#include "sonde/routine_kinds.hpp"
+#include "symbols/real_symbol.hpp"
 
 namespace sonde {
-
-void* find_real_symbol(const char* name);  // libprof/src/symbols/real_symbol.cpp
-[[noreturn]] void missing_real_symbol(const char* name);
 
 // One per interposed function: the real definition, looked up at its first call and cached.
 // Lookup is idempotent, so two threads racing on the first call store the same pointer.
@@ -73,6 +72,12 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
 }
 
 }  // namespace sonde
+
+// A library function sonde calls itself (a query a cost model asks), as a member of a struct the
+// wrapper file builds once: typed by its header's declaration, resolved as the real functions
+// are, null where the library does not define it.
+#define SONDE_REAL_FUNCTION(FIELD, SYMBOL) \
+  decltype(&SYMBOL) FIELD = reinterpret_cast<decltype(&SYMBOL)>(::sonde::find_real_symbol(#SYMBOL))
 
 #define SONDE_EXPAND(...) __VA_ARGS__
 // ", args" after the cost model, or nothing for a function without parameters

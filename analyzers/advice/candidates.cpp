@@ -17,6 +17,7 @@
 #include "advice/rule_helpers.hpp"
 #include "advice/thread_rules.hpp"
 #include "profile/call_tree.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -53,12 +54,13 @@ constexpr std::string_view kNativeUpdateAdvice =
     "(#pragma omp parallel for simd)";
 
 std::string_view update_advice(const Metrics& m, const RoutineMetrics& r, const Rule& rule) {
-  std::string fn = r.kind == "python" ? function_part(r.name) : r.name;
-  if (r.kind == "python" && (fn.starts_with("_single_tensor_") || fn.starts_with("_multi_tensor_")))
+  std::string fn = r.kind == kinds::kPython ? function_part(r.name) : r.name;
+  if (r.kind == kinds::kPython &&
+      (fn.starts_with("_single_tensor_") || fn.starts_with("_multi_tensor_")))
     return kTorchUpdateAdvice;
   bool python = std::any_of(m.routines.begin(), m.routines.end(),
-                            [](const RoutineMetrics& x) { return x.kind == "python"; });
-  if (r.kind != "python" && !python) return kNativeUpdateAdvice;
+                            [](const RoutineMetrics& x) { return x.kind == kinds::kPython; });
+  if (r.kind != kinds::kPython && !python) return kNativeUpdateAdvice;
   return rule.advice;
 }
 
@@ -87,7 +89,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
     c.rule = std::string(rule.id);
     c.location = r->name;
     c.routine_id = r->routine_id;
-    std::string fn = r->kind == "python" ? function_part(r->name) : r->name;
+    std::string fn = r->kind == kinds::kPython ? function_part(r->name) : r->name;
     double gflops = r->gflops_under.value_or(0.0), blas_pct = share(blas_ns, work_ns);
     c.evidence = {{"time_s", seconds(work_ns)}, {"pct_run", share(work_ns, m.share_base_ns())},
                   {"calls", r->calls},          {"blas_time_s", seconds(blas_ns)},
@@ -144,7 +146,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
       auto it = m.facts.info.find(key);
       return it == m.facts.info.end() ? 0.0 : std::atof(it->second.c_str());
     };
-    double per_call = r->kind == "region" ? fact("region.bytes:" + r->name) : 0.0;
+    double per_call = r->kind == kinds::kRegion ? fact("region.bytes:" + r->name) : 0.0;
     const char* key = "region_bytes_per_call";
     const char* how = "moving the {:.3g} MB per call the program declared (sonde_region_bytes; ";
     if (per_call <= 0) {
@@ -364,7 +366,7 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
 std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   for (const RoutineMetrics& r : m.routines) {
-    if (r.kind != "onednn" || r.name != "dnnl:reorder") continue;
+    if (r.kind != kinds::kOnednn || r.name != "dnnl:reorder") continue;
     double pct = share(r.incl_ns, m.share_base_ns());
     if (pct < rule.threshold) return {};
     Candidate c;
@@ -458,7 +460,7 @@ const std::array<Rule, 14> kRules{{
      "torch.jit.freeze, which reorders the weights once instead of at every call",
      "0.5 x reorder time (the reorders at the model's inputs and outputs remain)", onednn_reorder},
     {"gpu-copies",
-     "host<->device copies (CPU time in CUDA copy calls naming HtoD or DtoH, else the GPU's "
+     "host<->device copies (CPU time in CUDA calls of role copy, else the GPU's "
      "memcpy activity time) take at least threshold % of the busy threads' time",
      5.0,
      "keep tensors on the device between steps, copy from pinned memory (cudaMallocHost, "

@@ -7,6 +7,7 @@
 
 #include "advice/rule_helpers.hpp"
 #include "profile/line_costs.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 
@@ -54,7 +55,7 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
         share.has_value() || std::any_of(evidence.begin(), evidence.end(), [&](const Note* n) {
           if (n->message.find("python.subnormal:") != std::string::npos) return false;
           return contains_word(n->message, r.name) ||
-                 (r.kind == "python" && contains_word(n->message, fn));
+                 (r.kind == kinds::kPython && contains_word(n->message, fn));
         });
     if (!named) continue;
     shares_known = shares_known && share.has_value();
@@ -81,7 +82,8 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
     // sampled operand elements that were subnormal, else scaled by the flagged calls' share.
     affected_ns = 0;
     for (const auto& r : m.routines)
-      if ((r.kind == "blas" || r.kind == "onednn") && r.flops > 0) affected_ns += r.incl_ns;
+      if ((r.kind == kinds::kBlas || r.kind == kinds::kOnednn) && r.flops > 0)
+        affected_ns += r.incl_ns;
     basis = "BLAS/oneDNN calls";
     if (values && sampled_values && *sampled_values > 0) {
       share = *values / *sampled_values;

@@ -4,12 +4,13 @@
 #include <utility>
 
 #include "advice/candidates.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
 
-bool library_call(const CallNode& n) { return n.kind == "blas" || n.kind == "onednn"; }
-bool phase(const CallNode& n) { return n.kind == "region" || n.kind == "python"; }
+bool library_call(const CallNode& n) { return n.kind == kinds::kBlas || n.kind == kinds::kOnednn; }
+bool phase(const CallNode& n) { return n.kind == kinds::kRegion || n.kind == kinds::kPython; }
 
 struct Below {
   bool optimizer = false;    // an optimizer-like phase in the subtree, itself included

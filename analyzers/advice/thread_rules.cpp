@@ -9,6 +9,7 @@
 #include <string>
 
 #include "advice/rule_helpers.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 
@@ -30,7 +31,7 @@ struct GemmTotals {
 GemmTotals blas_totals(const Metrics& m) {
   GemmTotals g;
   for (const auto& r : m.routines) {
-    if (r.kind != "blas" || r.flops <= 0) continue;
+    if (r.kind != kinds::kBlas || r.flops <= 0) continue;
     g.time_ns += r.incl_ns;
     g.flops += r.flops;
     g.flops_by_dtype[r.dtype] += r.flops;
@@ -144,7 +145,8 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   GemmTotals g;
   for (const auto& s : m.shapes) {
     auto r = routine.find(s.routine_id);
-    if (r == routine.end() || r->second->kind != "onednn" || !s.threads || *s.threads >= *cores)
+    if (r == routine.end() || r->second->kind != kinds::kOnednn || !s.threads ||
+        *s.threads >= *cores)
       continue;
     g.time_ns += s.time_ns;
     g.flops += s.flops;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cli/did_you_mean.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::cli {
 
@@ -20,7 +21,8 @@ std::string where_of(const HotspotRow& r) {
 std::string_view function_name(const HotspotRow& r) {
   std::string_view name = r.name;
   std::size_t open = name.rfind('(');
-  if (r.kind != "python" || !name.ends_with(')') || open == std::string_view::npos) return name;
+  if (r.kind != kinds::kPython || !name.ends_with(')') || open == std::string_view::npos)
+    return name;
   return name.substr(open + 1, name.size() - open - 2);
 }
 

@@ -24,6 +24,7 @@
 #include "export/gzip_writer.hpp"
 #include "export/protobuf_writer.hpp"
 #include "render/table_format.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 
@@ -192,7 +193,7 @@ void write_frames(const std::map<std::int64_t, Routine>& routines, Strings& s, W
 
     ProtoMessage location;
     location.uint64_field(field::kLocationId, r.id);
-    if (r.kind != "python" && !r.library.empty()) {
+    if (r.kind != kinds::kPython && !r.library.empty()) {
       auto [m, added] = mappings.try_emplace(r.library, mappings.size() + 1);
       if (added) {
         ProtoMessage mapping;

@@ -19,6 +19,7 @@
 
 #include "export/export.hpp"
 #include "render/table_format.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 
@@ -78,7 +79,7 @@ using Key = std::tuple<std::string, std::int64_t, std::string>;
 
 Key key_of(const std::string& name, const std::string& kind, const std::string& file,
            std::int64_t line) {
-  if (kind == "python" && !file.empty()) {
+  if (kind == kinds::kPython && !file.empty()) {
     // sonde names a function "base.py:LINE(function)".
     std::string base = file.substr(file.rfind('/') == std::string::npos ? 0 : file.rfind('/') + 1);
     std::string prefix = fmt::format("{}:{}(", base, line);
@@ -87,7 +88,7 @@ Key key_of(const std::string& name, const std::string& kind, const std::string& 
       return {file, line, name.substr(prefix.size(), name.size() - prefix.size() - 1)};
     return {file, line, name};
   }
-  if (kind == "builtin" || kind == "root") return {"~", 0, name};
+  if (kind == kinds::kBuiltin || kind == kinds::kRoot) return {"~", 0, name};
   return {"~", 0, fmt::format("{} [{}]", name, kind)};
 }
 

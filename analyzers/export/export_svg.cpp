@@ -9,6 +9,7 @@
 #include "export/export.hpp"
 #include "metrics/share_change.hpp"
 #include "render/table_format.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -194,7 +195,7 @@ void write_svg_flamegraph(const ProfileFile& file, std::ostream& out, const Prof
     for (const ShareChangeKey& k : share_change_legend()) key(k.fill, k.label);
   } else {
     for (const auto& [kind, count] : kinds)
-      if (kind != "root")
+      if (kind != kinds::kRoot)
         key(fmt::format("hsl({},{}%,68%)", colour_of(kind).hue, colour_of(kind).saturation), kind);
   }
   FlameWriter w(out, total, depth, baseline ? &*baseline : nullptr);

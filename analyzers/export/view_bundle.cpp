@@ -25,6 +25,7 @@
 #include "render/samples.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -171,14 +172,14 @@ struct Profile {
       id = id * 10 + (c - '0');
     }
     for (const HotspotRow& row : hotspot_rows().rows)
-      if (row.routine_id == id) return row.kind == "root" ? nullptr : &row;
+      if (row.routine_id == id) return row.kind == kinds::kRoot ? nullptr : &row;
     return nullptr;
   }
   // The routines whose sandwich the whole bundle carries: the hot-spot table's first rows.
   std::vector<std::string> sandwich_parts() {
     std::vector<std::string> parts;
     for (const HotspotRow& row : hotspot_rows().rows)
-      if (row.kind != "root" && parts.size() < kViewSandwichMax)
+      if (row.kind != kinds::kRoot && parts.size() < kViewSandwichMax)
         parts.push_back(fmt::format("sandwich_{}", row.routine_id));
     return parts;
   }

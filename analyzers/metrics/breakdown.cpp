@@ -10,6 +10,7 @@
 
 #include "metrics/breakdown_gpu.hpp"
 #include "profile/call_tree.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -53,7 +54,7 @@ void annotate(Frame& f, const CallNode& n, const Frame* parent,
 
 // torch.optim's Optimizer.__init__, run once per optimizer whatever its class.
 bool is_optimizer_construction(const CallNode& n) {
-  return n.kind == "python" && n.file.ends_with("torch/optim/optimizer.py") &&
+  return n.kind == kinds::kPython && n.file.ends_with("torch/optim/optimizer.py") &&
          n.name.ends_with("(__init__)");
 }
 

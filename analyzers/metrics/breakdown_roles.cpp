@@ -9,6 +9,7 @@
 
 #include "profile/line_costs.hpp"
 #include "profile/profile_file.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -170,12 +171,12 @@ PhaseMapping parse_phase_mapping(std::string_view text) {
 }
 
 bool is_user_frame(const CallNode& n) {
-  if (n.kind == "region") return true;
-  return n.kind == "python" && !packaged(n.file) && !in_stdlib(n.file);
+  if (n.kind == kinds::kRegion) return true;
+  return n.kind == kinds::kPython && !packaged(n.file) && !in_stdlib(n.file);
 }
 
 bool is_import_frame(const CallNode& n) {
-  return n.kind == "python" && n.name.starts_with("<frozen importlib");
+  return n.kind == kinds::kPython && n.name.starts_with("<frozen importlib");
 }
 
 Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
@@ -187,12 +188,12 @@ Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
       if (kClasses[p].id == m.id)
         return {p, p == kForward || p == kBackward || p == kUpdate, false, true};
   }
-  if (n.kind == "mpi" || n.kind == "nccl") return {kComm, false, true};
+  if (n.kind == kinds::kMpi || n.kind == kinds::kNccl) return {kComm, false, true};
   // torch.distributed's process-group calls (wrappers/torch: library c10d).
-  if (n.kind == "torch" && n.where == "c10d") return {kComm, false, true};
-  if (n.kind == "cuda" && in(n.name, "HtoD")) return {kH2d, false, true};
-  if (n.kind == "region") return region_role(n.name);
-  if (n.kind == "python" && !is_import_frame(n)) return python_role(n);
+  if (n.kind == kinds::kTorch && n.where == "c10d") return {kComm, false, true};
+  if (n.kind == kinds::kCuda && in(n.name, "HtoD")) return {kH2d, false, true};
+  if (n.kind == kinds::kRegion) return region_role(n.name);
+  if (n.kind == kinds::kPython && !is_import_frame(n)) return python_role(n);
   return {};
 }
 

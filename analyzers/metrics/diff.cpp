@@ -14,6 +14,7 @@
 
 #include "profile/hotspots.hpp"
 #include "profile/run_summary.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -56,7 +57,7 @@ struct RowRuns {
 void add_routines(std::map<Key, RowRuns>& rows, const ProfileFile& file, bool is_before) {
   std::map<Key, std::int64_t> mine;  // one value per routine and run
   for (const HotspotRow& r : compute_hotspots(file, ReportSort::kInclusive).rows) {
-    if (r.kind == "root") continue;  // the threads' time is the total, above
+    if (r.kind == kinds::kRoot) continue;  // the threads' time is the total, above
     Key key{r.kind, r.library, r.file, r.line, r.name};
     mine[key] = r.incl_ns;
     DiffRow& row = rows[key].row;
@@ -206,7 +207,8 @@ ProfileDiff compute_diff(const Files& before, const Files& after) {
   pair_lone_routines(rows);
   for (auto& [key, r] : rows) {
     finish_row(r);
-    (r.row.kind == "region" || r.row.kind == "python" ? d.phases : d.routines).push_back(r.row);
+    (r.row.kind == kinds::kRegion || r.row.kind == kinds::kPython ? d.phases : d.routines)
+        .push_back(r.row);
   }
   auto by_time = [](const DiffRow& a, const DiffRow& b) {
     auto ka = std::make_tuple(a.before_ns.value_or(-1), a.after_ns.value_or(-1));

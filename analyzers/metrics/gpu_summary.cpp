@@ -78,21 +78,17 @@ GpuSummary load_gpu_summary(const ProfileFile& file) {
   // (A file without CUDA routines has none: its million nodes are not scanned to find that.)
   auto cuda = file.prepare("SELECT EXISTS (SELECT 1 FROM routines WHERE kind = 'cuda')");
   if (!cuda.step() || cuda.int64(0) == 0) return g;
+  // The role is the wrapper table's (routines.role; guessed from the name in a file before
+  // version 9, by the reader's view of it).
   auto api = file.prepare(
-      "SELECT r.name, SUM(n.calls), SUM(n.incl_ns), SUM(n.bytes) FROM nodes n "
-      "JOIN routines r USING (routine_id) WHERE r.kind = 'cuda' AND NOT EXISTS ("
+      "SELECT r.role, SUM(n.calls), SUM(n.incl_ns), SUM(n.bytes) FROM nodes n "
+      "JOIN routines r USING (routine_id) WHERE r.kind = 'cuda' "
+      "AND r.role IN ('copy', 'sync', 'launch') AND NOT EXISTS ("
       "  SELECT 1 FROM nodes p JOIN routines pr USING (routine_id) "
-      "  WHERE p.node_id = n.parent_id AND pr.kind = 'cuda') GROUP BY n.routine_id");
+      "  WHERE p.node_id = n.parent_id AND pr.kind = 'cuda') GROUP BY r.role");
   while (api.step()) {
-    std::string name = api.text(0);
-    ApiTotals* into = nullptr;
-    if (name.find("HtoD") != std::string::npos || name.find("DtoH") != std::string::npos)
-      into = &g.copies;
-    else if (name.find("Synchronize") != std::string::npos)
-      into = &g.syncs;
-    else if (name.find("Launch") != std::string::npos)
-      into = &g.launches;
-    if (into == nullptr) continue;
+    std::string role = api.text(0);
+    ApiTotals* into = role == "copy" ? &g.copies : role == "sync" ? &g.syncs : &g.launches;
     into->calls += api.int64(1);
     into->time_ns += api.int64(2);
     into->bytes += api.real(3);

@@ -35,7 +35,7 @@ double tau_score(const GpuKernel& k);
 // others by time (the two scores are in different units and are not compared).
 std::vector<const GpuKernel*> rank_kernels_as_tau(const std::vector<GpuKernel>& kernels);
 
-// CPU-side CUDA API time of one group of routines (kind cuda, by name).
+// CPU-side CUDA API time of one group of routines (kind cuda, by routines.role).
 struct ApiTotals {
   std::int64_t calls = 0;
   std::int64_t time_ns = 0;
@@ -55,9 +55,9 @@ struct GpuSummary {
   std::int64_t kernel_ns = 0;      // Σ kernel durations
   std::int64_t copy_ns = 0;        // Σ memcpy activity durations (device side)
   double copy_bytes = 0;
-  ApiTotals copies;                 // routines naming HtoD or DtoH
-  ApiTotals syncs;                  // routines naming Synchronize
-  ApiTotals launches;               // routines naming Launch
+  ApiTotals copies;                 // role 'copy': between host and device
+  ApiTotals syncs;                  // role 'sync'
+  ApiTotals launches;               // role 'launch'
   std::vector<GraphReplay> graphs;  // by time, largest first
   bool any() const { return !kernels.empty() || copies.calls || syncs.calls || launches.calls; }
 };

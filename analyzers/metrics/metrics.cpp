@@ -9,6 +9,7 @@
 #include "profile/call_tree.hpp"
 #include "profile/hotspots.hpp"
 #include "profile/run_summary.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -17,7 +18,9 @@ namespace {
 // display name: two `__init__.py:1(<module>)` are two routines.
 using Key = std::int64_t;
 
-bool is_library_call(const std::string& kind) { return kind == "blas" || kind == "onednn"; }
+bool is_library_call(const std::string& kind) {
+  return kind == kinds::kBlas || kind == kinds::kOnednn;
+}
 
 struct Under {
   double flops = 0;
@@ -116,27 +119,6 @@ std::optional<double> RunFacts::peak_at(std::string_view resource,
   return it->second;
 }
 
-std::string dtype_from_name(std::string_view routine) {
-  std::string_view s = routine;
-  if (s.starts_with("cblas_")) s.remove_prefix(6);
-  if (s.empty()) return "";
-  if (s.find("gemm") == std::string_view::npos && s.find("syrk") == std::string_view::npos &&
-      s.find("gemv") == std::string_view::npos)
-    return "";
-  switch (s[0]) {
-    case 's':
-      return "f32";
-    case 'd':
-      return "f64";
-    case 'c':
-      return "c64";
-    case 'z':
-      return "c128";
-    default:
-      return "";
-  }
-}
-
 Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optional<double> peak,
                   std::optional<double> mem_bw) {
   Roofline r;
@@ -222,6 +204,14 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     auto st = file.prepare("SELECT routine_id, flops, bytes FROM routine_totals");
     while (st.step()) cost[st.int64(0)] = {st.real(1), st.real(2)};
   }
+  // The element type the wrapper's table states (routines.dtype; guessed from the name in a
+  // file before version 9, by the reader's view of it): the peak a routine without shapes
+  // is held against.
+  std::map<Key, std::string> dtypes;
+  {
+    auto st = file.prepare("SELECT routine_id, dtype FROM routines WHERE dtype IS NOT NULL");
+    while (st.step()) dtypes[st.int64(0)] = st.text(1);
+  }
   std::map<Key, Under> under;
   for (const ThreadTree& t : trees) {
     std::map<Key, int> open;
@@ -288,7 +278,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   }
 
   for (const HotspotRow& row : h.rows) {
-    if (row.kind == "root") {
+    if (row.kind == kinds::kRoot) {
       m.unmeasured_ns += row.excl_ns;
       continue;
     }
@@ -317,8 +307,8 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
           std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
             return a.second < b.second;
           })->first;
-    } else {
-      r.dtype = dtype_from_name(row.name);
+    } else if (auto d = dtypes.find(row.routine_id); d != dtypes.end()) {
+      r.dtype = d->second;
     }
     if (auto it = routine_peaks.find(row.routine_id); it != routine_peaks.end()) {
       r.perf = roofline(r.flops, r.bytes, r.incl_ns, it->second.peak, it->second.mem_bw);
@@ -340,7 +330,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
 std::vector<const RoutineMetrics*> phases(const Metrics& metrics) {
   std::vector<const RoutineMetrics*> out;
   for (const auto& r : metrics.routines)
-    if (r.kind == "region" || r.kind == "python") out.push_back(&r);
+    if (r.kind == kinds::kRegion || r.kind == kinds::kPython) out.push_back(&r);
   return out;
 }
 

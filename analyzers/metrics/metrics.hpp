@@ -71,7 +71,7 @@ struct RoutineMetrics {
   double flops = 0, bytes = 0;     // the routine's own nodes (its cost model)
   double flops_under = 0;          // its own and its callees' (outermost occurrences)
   std::int64_t blas_under_ns = 0;  // time of outermost blas/onednn calls beneath it
-  std::string dtype;               // of its GEMM shapes, else guessed from the name; may be ""
+  std::string dtype;               // of its GEMM shapes, else routines.dtype; may be ""
   double pct_total = 0;            // incl as % of the total (the hotspots view's incl_pct)
   // A phase's figures: GFLOP/s of everything beneath it, and the share of its time in the
   // outermost blas/onednn calls beneath it; none when it took no time.
@@ -120,7 +120,5 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
 
 // Phases: routines of kind region and python, by inclusive time.
 std::vector<const RoutineMetrics*> phases(const Metrics& metrics);
-// "f32" for cblas_sgemm / sgemm_, "f64" for d..., "c64", "c128"; "" when unknown.
-std::string dtype_from_name(std::string_view routine);
 
 }  // namespace sonde::analyzers

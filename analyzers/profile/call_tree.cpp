@@ -6,6 +6,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "sonde/routine_kinds.hpp"
+
 namespace sonde::analyzers {
 namespace {
 
@@ -80,7 +82,7 @@ std::string where(const std::string& file, std::int64_t line, const std::string&
 
 // The Python hook marks generator functions with the library "generator" (frames.cpp).
 bool is_generator(const std::string& kind, const std::string& library) {
-  return kind == "python" && library == "generator";
+  return kind == kinds::kPython && library == kinds::kGeneratorLibrary;
 }
 
 // The nodes of every thread, parents before children; {0}: a join, {1}: a condition.

@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sonde/routine_kinds.hpp"
+
 namespace sonde::analyzers {
 namespace {
 
@@ -171,7 +173,7 @@ CallerIndex::CallerIndex(const ProfileFile& file) : impl_(std::make_unique<Impl>
     RoutineInfo r{st.text(1), st.text(2), st.text(3), ""};
     std::string library = st.text(5);
     r.where = r.file.empty() ? library : fmt::format("{}:{}", r.file, st.int64(4));
-    r.generator = r.kind == "python" && library == "generator";
+    r.generator = r.kind == kinds::kPython && library == kinds::kGeneratorLibrary;
     x.routines.emplace(st.int64(0), std::move(r));
   }
   for (auto st = file.prepare("SELECT routine_id, calls, subrs, incl_s, excl_s FROM hotspots");
@@ -191,7 +193,7 @@ Sandwich CallerIndex::sandwich(std::int64_t routine_id, const SandwichOptions& o
   auto nodes = x.nodes_of.find(routine_id);
   if (total == x.totals.end() || info == x.routines.end() || nodes == x.nodes_of.end())
     throw Error(fmt::format("routine {} was not called by a busy thread", routine_id), 2);
-  if (info->second.kind == "root")
+  if (info->second.kind == kinds::kRoot)
     throw Error(fmt::format("{} is each thread's root: nothing calls it (sonde tree shows what "
                             "it calls)",
                             info->second.name),

@@ -38,6 +38,17 @@ std::vector<Definition> definitions(std::string_view head) {
 
 }  // namespace
 
+const char* const kLegacyDtypeSql =
+    "(CASE WHEN r.kind = 'blas' AND (r.name GLOB '*gemm*' OR r.name GLOB '*syrk*' "
+    "OR r.name GLOB '*gemv*') THEN CASE substr(r.name, CASE WHEN r.name GLOB 'cblas_*' "
+    "THEN 7 ELSE 1 END, 1) WHEN 's' THEN 'f32' WHEN 'd' THEN 'f64' WHEN 'c' THEN 'c64' "
+    "WHEN 'z' THEN 'c128' END END)";
+const char* const kLegacyRoleSql =
+    "(CASE WHEN r.kind <> 'cuda' THEN NULL "
+    "WHEN r.name GLOB '*HtoD*' OR r.name GLOB '*DtoH*' THEN 'copy' "
+    "WHEN r.name GLOB '*Synchronize*' THEN 'sync' WHEN r.name GLOB '*Launch*' THEN 'launch' "
+    "ELSE 'other' END)";
+
 WorkLimit::WorkLimit(sqlite3* db, std::int64_t limit) : db_(db), limit_(limit) {
   sqlite3_progress_handler(db_, kStepsPerCall, &WorkLimit::on_progress, this);
 }
@@ -74,6 +85,15 @@ void use_own_views(const ProfileFile& file, int version) {
           "{} is not a profile as sonde writes it: its {} is a {} where "
           "sonde writes a table (a file made or changed by hand?)",
           file.path(), table.name, st.text(0) == "table" ? "virtual table" : st.text(0)));
+  }
+  if (version <= 8) {
+    // The facts' columns came with version 9: a temp view of the same name stands in front of
+    // the table, so every reader (and every view below) reads them, guessed as before.
+    file.exec(fmt::format(
+        "CREATE TEMP VIEW routines AS SELECT r.routine_id AS routine_id, r.name AS name, "
+        "r.kind AS kind, r.library AS library, r.file AS file, r.line AS line, {} AS dtype, "
+        "{} AS role FROM main.routines r",
+        kLegacyDtypeSql, kLegacyRoleSql));
   }
   if (version <= 7) {
     // No writer kept per-routine sums before version 8: an empty table of the schema's, and

@@ -50,4 +50,12 @@ class WorkLimit {
 // their timestamps). Throws Error with one line.
 void use_own_views(const ProfileFile& file, int version);
 
+// routines.dtype and routines.role as far as a file before version 9 lets them be said: from the
+// name, the one place sonde still guesses them (wrapper tables state them since). SQL column
+// expressions over a routines table aliased `r`; the reader's temp view and `sonde merge` of an
+// older file both use them. dtype: a BLAS GEMM, SYRK or GEMV's type from its s/d/c/z prefix;
+// role: a CUDA call naming HtoD or DtoH, Synchronize or Launch.
+extern const char* const kLegacyDtypeSql;
+extern const char* const kLegacyRoleSql;
+
 }  // namespace sonde::analyzers

@@ -14,6 +14,7 @@
 #include <regex>
 #include <set>
 
+#include "profile/file_guard.hpp"
 #include "profile/profile_file.hpp"
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "store/sqlite_db.hpp"
@@ -202,8 +203,8 @@ constexpr const char* kMapSql = R"sql(
   DELETE FROM temp.run_map;
   INSERT INTO temp.run_map
     SELECT s.run_id, m.run_id FROM src.runs s JOIN main.runs m USING (uuid);
-  INSERT OR IGNORE INTO main.routines (name, kind, library, file, line)
-    SELECT name, kind, library, file, line FROM src.routines;
+  INSERT OR IGNORE INTO main.routines (name, kind, library, file, line, dtype, role)
+    SELECT name, kind, library, file, line, {0}, {1} FROM src.routines r;
   DELETE FROM temp.routine_map;
   INSERT INTO temp.routine_map
     SELECT s.routine_id, m.routine_id FROM src.routines s JOIN main.routines m
@@ -301,7 +302,13 @@ class Merger {
     for (const IdOwner& o : kOwners)
       offsets[o.id] =
           out_.integer(fmt::format("SELECT COALESCE(MAX({}), 0) FROM main.{}", o.column, o.table));
-    out_.exec(kMapSql);
+    // An input before version 9 has no routine facts: guessed as its readers guess them.
+    bool facts = !out_.texts(
+                          "SELECT 1 FROM pragma_table_info('routines', 'src') "
+                          "WHERE name = 'role'")
+                      .empty();
+    out_.exec(fmt::format(fmt::runtime(kMapSql), facts ? "r.dtype" : kLegacyDtypeSql,
+                          facts ? "r.role" : kLegacyRoleSql));
     // A table newer than the input's schema (op_shapes before version 6) has nothing to copy.
     std::vector<std::string> present =
         out_.texts("SELECT name FROM src.sqlite_master WHERE type = 'table'");

@@ -12,6 +12,7 @@
 
 #include "profile/call_tree.hpp"
 #include "profile/node_links.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -102,7 +103,7 @@ Nodes read_nodes(const ProfileFile& file, const Routines& routines) {
 CallNode merged_root(const ProfileFile& file) {
   CallNode root;
   root.name = "<thread>";
-  root.kind = "root";
+  root.kind = kinds::kRoot;
   auto st = file.prepare(
       "SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
       "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");

@@ -16,6 +16,7 @@
 #include "cpython_compat.hpp"
 #include "greenlets.hpp"
 #include "sonde/probe.hpp"
+#include "sonde/routine_kinds.hpp"
 #include "sonde/source_fingerprint.hpp"
 #include "statements.hpp"
 
@@ -152,9 +153,10 @@ CodeInfo code_info(PyCodeObject* code) {
   std::string name = code_display_name(code);
   // A generator function is one call per generator object, however many times it is resumed:
   // marking it lets the breakdown take the generator feeding a loop as its data loading.
-  const char* library = (code->co_flags & (CO_GENERATOR | CO_ASYNC_GENERATOR)) ? "generator" : "";
+  const char* library =
+      (code->co_flags & (CO_GENERATOR | CO_ASYNC_GENERATOR)) ? kinds::kGeneratorLibrary : "";
   CodeInfo info{
-      register_routine({name.c_str(), "python", library, file.c_str(), code->co_firstlineno}),
+      register_routine({name.c_str(), kinds::kPython, library, file.c_str(), code->co_firstlineno}),
       wants_lines(code), false};
   code_table_insert(code, (uintptr_t(info.id) + 1) << 2 | info.lines);
   if (info.lines) fingerprint_source(file);
@@ -178,7 +180,7 @@ RoutineId builtin_routine(PyMethodDef* ml, PyTypeObject* bound, PyObject* module
     name = ml->ml_name;
   }
   name = "<built-in " + name + ">";
-  RoutineId id = register_routine({name.c_str(), "builtin", ""});
+  RoutineId id = register_routine({name.c_str(), kinds::kBuiltin, ""});
   cache.emplace(key, id);
   return id;
 }
@@ -520,7 +522,7 @@ bool fold_imports() { return g_fold_imports; }
 
 RoutineId import_routine() {
   static RoutineId id =
-      register_routine({"<import>", "python", "", "<frozen importlib._bootstrap>", 0});
+      register_routine({"<import>", kinds::kPython, "", "<frozen importlib._bootstrap>", 0});
   return id;
 }
 

@@ -18,6 +18,7 @@
 #include "regions.hpp"
 #include "sonde/in_process.hpp"
 #include "sonde/probe.hpp"
+#include "sonde/routine_kinds.hpp"
 #include "sonde/sonde.h"
 
 namespace {
@@ -225,14 +226,14 @@ PyObject* exit_begins(PyObject*, PyObject*) {
 // where the hook's other names are: kind python, as <import>.
 PyObject* startup_ends(PyObject*, PyObject*) {
   static sonde::RoutineId id =
-      sonde::register_routine({"<interpreter start-up>", "python", "", "", 0});
+      sonde::register_routine({"<interpreter start-up>", sonde::kinds::kPython, "", "", 0});
   sonde::probe_since_thread_start(id);
   Py_RETURN_NONE;
 }
 
 PyObject* teardown_begins(PyObject*, PyObject*) {
   static sonde::RoutineId id =
-      sonde::register_routine({"<interpreter teardown>", "python", "", "", 0});
+      sonde::register_routine({"<interpreter teardown>", sonde::kinds::kPython, "", "", 0});
   sonde::probe_open_until_exit(id);
   Py_RETURN_NONE;
 }

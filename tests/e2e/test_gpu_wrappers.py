@@ -164,6 +164,26 @@ def test_kinds_and_libraries(profile):
     assert kinds["ncclAllReduce"] == ("nccl", "nccl")
 
 
+def test_roles_and_dtypes_from_the_tables(profile):
+    # routines.role and dtype as the wrappers' tables state them (schema version 9): a copy's
+    # role by its direction, a typed cuBLAS GEMM's element type, NULL where the table says none.
+    db, _, _ = profile
+    facts = {name: (dtype, role) for name, dtype, role in query(
+        db, "SELECT name, dtype, role FROM routines WHERE kind IN ('cuda', 'cublas')")}
+    assert facts["cudaLaunchKernel"] == (None, "launch")
+    assert facts["cuLaunchKernel"] == (None, "launch")
+    assert facts["cudaMemcpy HtoD"] == (None, "copy")
+    assert facts["cuMemcpyDtoH_v2"] == (None, "copy")
+    assert facts["cudaMemcpy DtoD"] == (None, "other")
+    assert facts["cudaStreamSynchronize"] == (None, "sync")
+    assert facts["cuCtxSynchronize"] == (None, "sync")
+    assert facts["cudaMalloc"] == (None, "other")
+    assert facts["cublasSgemm_v2"] == ("f32", None)
+    assert facts["cublasZgemm_v2"] == ("c128", None)
+    assert facts["cublasGemmEx"] == (None, None)
+    assert facts["cublasLtMatmul"] == (None, None)
+
+
 def test_copy_bytes_per_direction(profile):
     db, _, _ = profile
     for routine, nbytes in COPY_BYTES.items():

@@ -11,6 +11,9 @@ def test_eight_threads_million_calls_each_are_counted_exactly(db):
                            "WHERE r.name = 'cblas_sdot'")
     assert sorted(c for (c,) in per_thread) == [1_000_000] * 8
     assert query(db, "SELECT calls FROM hotspots WHERE routine = 'cblas_sdot'") == [(8_000_000,)]
+    # The element type the BLAS table states for each routine (routines.dtype), shapes or not.
+    facts = dict(query(db, "SELECT name, dtype FROM routines WHERE kind = 'blas'"))
+    assert (facts["cblas_sdot"], facts["cblas_dgemm"], facts["zgemm_"]) == ("f32", "f64", "c128")
 
 
 def test_a_routine_of_known_time_is_reported_within_five_percent(db):

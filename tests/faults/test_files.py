@@ -434,6 +434,41 @@ def test_damaged_input(kind, command, tmp_path, good_profile):
     assert "internal error" not in r.err
 
 
+def as_version_8(path, good):
+    """A profile as sonde wrote it before schema version 9: routines without dtype and role."""
+    shutil.copy(good, path)
+    con = sqlite3.connect(path)
+    con.executescript("ALTER TABLE routines DROP COLUMN dtype; "
+                      "ALTER TABLE routines DROP COLUMN role; "
+                      "UPDATE meta SET value = '8' WHERE key = 'schema_version';")
+    con.commit()
+    con.close()
+
+
+@pytest.mark.parametrize("command", ["report", "tree", "candidates", "export", "query", "merge"])
+def test_version_8_input(command, tmp_path, good_profile):
+    """a version 8 profile (no routines.dtype, role) to a reader: read, facts guessed by name
+    (as version 8's sonde guessed them; a merge keeps the guesses in version 9's columns)"""
+    target = str(tmp_path / "in.db")
+    as_version_8(target, good_profile)
+    facts = "SELECT dtype FROM routines WHERE name = 'cblas_sgemm'"
+    merged = str(tmp_path / "merged.db")
+    args = {"report": ["report", target], "tree": ["tree", target],
+            "candidates": ["candidates", target],
+            "export": ["export", target, "--format", "folded"],
+            "query": ["query", target, facts], "merge": ["merge", "-o", merged, target]}[command]
+    r = sonde(*args)
+    assert r.rc == 0, r.err
+    assert "internal error" not in r.err
+    if command in ("report", "tree", "export"):
+        assert "cblas_sgemm" in r.out, r.out[:400]
+    elif command == "query":
+        assert "f32" in r.out, r.out
+    elif command == "merge":  # written as version 9, the guess kept in the column
+        assert query(merged, facts) == [("f32",)]
+        assert query(merged, "SELECT value FROM meta WHERE key = 'schema_version'") == [("9",)]
+
+
 def hot_journal(path, good):
     """A writer killed inside a transaction that had already spilled pages into the file."""
     shutil.copy(good, path)

@@ -10,11 +10,8 @@
 #include "../intercept.hpp"
 #include "blas_models.hpp"
 #include "sonde/process_hooks.hpp"
-
-namespace sonde {
-std::string object_path_of(const void* address);             // libprof/src/symbols/real_symbol.cpp
-void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
-}  // namespace sonde
+#include "sonde/routine_kinds.hpp"
+#include "symbols/real_symbol.hpp"
 
 namespace {
 
@@ -22,11 +19,13 @@ using sonde::DType;
 namespace blas = sonde::blas;
 
 #define SONDE_TABLE "blas/blas_routines.def"  // relative to wrapper_table.inc
-#define SONDE_BLAS(NAME, ...) SONDE_TABLE_ROW(NAME)
+#define SONDE_TABLE_CONSTRUCTOR register_blas
+#define SONDE_BLAS(NAME, DTYPE, ...) \
+  SONDE_TABLE_ROW(NAME, {#NAME, sonde::kinds::kBlas, "blas", "", 0, DType::DTYPE})
 #include "../wrapper_table.inc"
 #undef SONDE_BLAS
+#undef SONDE_TABLE_CONSTRUCTOR
 #undef SONDE_TABLE
-std::array<sonde::RoutineId, kCount> g_ids{};  // 0 (never measured) until registered
 
 // Sampled calls are rare (one in 64 per thread): shared counters cost nothing noticeable.
 std::atomic<uint64_t> g_sampled_calls{0}, g_flagged_calls{0}, g_sampled_values{0},
@@ -142,11 +141,7 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
   }
 }
 
-__attribute__((constructor(200))) void register_blas() {
-  sonde::RoutineBatch batch;
-  for (size_t i = 0; i < kCount; ++i) {
-    g_ids[i] = sonde::register_routine({kNames[i], "blas", "blas"});
-  }
+__attribute__((constructor(200))) void register_blas_info() {
   sonde::register_info_provider(describe_blas);
 }
 
@@ -170,7 +165,7 @@ SubnormalStats subnormal_stats() {
 
 }  // namespace sonde::blas
 
-#define SONDE_BLAS(NAME, RET, PARAMS, ARGS, MODEL)                                     \
+#define SONDE_BLAS(NAME, DTYPE, RET, PARAMS, ARGS, MODEL)                              \
   SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
                   ::sonde::blas::with_threads(MODEL))
 #include "blas_routines.def"

@@ -21,34 +21,23 @@ struct CublasFamily {};
 using Outermost = sonde::OutermostCall<CublasFamily>;
 
 #define SONDE_TABLE "cublas/cublas_routines.def"  // relative to wrapper_table.inc
-#define SONDE_CUBLAS(NAME, ...) SONDE_TABLE_ROW(NAME)
+#define SONDE_TABLE_CONSTRUCTOR register_cublas
+#define SONDE_CUBLAS(NAME, LIBRARY, DTYPE, ...) \
+  SONDE_TABLE_ROW(NAME, {#NAME, sonde::kinds::kCublas, LIBRARY, "", 0, sonde::DType::DTYPE})
 #include "../wrapper_table.inc"
 #undef SONDE_CUBLAS
+#undef SONDE_TABLE_CONSTRUCTOR
 #undef SONDE_TABLE
-std::array<sonde::RoutineId, kCount> g_ids{};
 
 // The query functions, resolved once (null where the library does not define them).
 struct Api {
-  cublasStatus_t (*pointer_mode)(cublasHandle_t, cublasPointerMode_t*) = nullptr;
-  cublasStatus_t (*desc_attr)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, void*, size_t,
-                              size_t*) = nullptr;
-  cublasStatus_t (*layout_attr)(cublasLtMatrixLayout_t, cublasLtMatrixLayoutAttribute_t, void*,
-                                size_t, size_t*) = nullptr;
+  SONDE_REAL_FUNCTION(pointer_mode, cublasGetPointerMode_v2);
+  SONDE_REAL_FUNCTION(desc_attr, cublasLtMatmulDescGetAttribute);
+  SONDE_REAL_FUNCTION(layout_attr, cublasLtMatrixLayoutGetAttribute);
 };
 
-template <class F>
-void lookup(F& fn, const char* name) {
-  fn = reinterpret_cast<F>(sonde::find_real_symbol(name));
-}
-
 const Api& api() {
-  static const Api a = [] {
-    Api r;
-    lookup(r.pointer_mode, "cublasGetPointerMode_v2");
-    lookup(r.desc_attr, "cublasLtMatmulDescGetAttribute");
-    lookup(r.layout_attr, "cublasLtMatrixLayoutGetAttribute");
-    return r;
-  }();
+  static const Api a;
   return a;
 }
 
@@ -124,19 +113,10 @@ sonde::CallCost lt_cost(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
   return cublas::lt_matmul(cublas::op_char(ta), cublas::op_char(tb), la, lb, lc, ld, read_c);
 }
 
-__attribute__((constructor(200))) void register_cublas() {
-  sonde::RoutineBatch batch;
-  constexpr const char* kKind = "cublas";
-#define SONDE_CUBLAS(NAME, LIBRARY, ...) \
-  g_ids[size_t(Entry::NAME)] = sonde::register_routine({#NAME, kKind, LIBRARY});
-#include "cublas_routines.def"
-#undef SONDE_CUBLAS
-}
-
 }  // namespace
 
 // Kernels and runtime calls made inside a cuBLAS call show beneath it: kChildren.
-#define SONDE_CUBLAS(NAME, LIBRARY, RET, PARAMS, ARGS, MODEL)                      \
+#define SONDE_CUBLAS(NAME, LIBRARY, DTYPE, RET, PARAMS, ARGS, MODEL)               \
   SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kChildren, NAME, RET, PARAMS, ARGS, \
                      Outermost(g_ids[size_t(Entry::NAME)]), MODEL)
 #include "cublas_routines.def"

@@ -18,6 +18,10 @@ constexpr size_t kCopyDirs = size_t(CopyDir::kCount);
 // What the routine name of a copy ends with: "cudaMemcpy HtoD".
 constexpr const char* kCopyDirNames[kCopyDirs] = {"HtoH", "HtoD", "DtoH", "DtoD", "Default"};
 
+// Each direction's routines.role: 'copy' is a transfer between host and device (what `sonde
+// candidates` weighs as host<->device copies); the others move data on one side ('other').
+constexpr const char* kCopyDirRoles[kCopyDirs] = {"other", "copy", "copy", "other", "other"};
+
 // A kind outside the enumeration is an error the runtime reports; it is counted as Default.
 constexpr CopyDir copy_dir(int kind) {
   return kind >= 0 && kind < int(CopyDir::kDefault) ? CopyDir(kind) : CopyDir::kDefault;

@@ -49,13 +49,15 @@ inline sonde::RoutineChoice choose_copy(Entry e, cudaMemcpyKind kind) {
 
 __attribute__((constructor(200))) void register_cuda() {
   sonde::RoutineBatch batch;
-  constexpr const char* kKind = "cuda";
-#define SONDE_CUDA(NAME, ROUTINE, LIBRARY, ...) \
-  g_ids[size_t(Entry::NAME)][0] = sonde::register_routine({ROUTINE, kKind, LIBRARY});
+  constexpr const char* kKind = sonde::kinds::kCuda;
+#define SONDE_CUDA(NAME, ROUTINE, LIBRARY, ROLE, ...) \
+  g_ids[size_t(Entry::NAME)][0] =                     \
+      sonde::register_routine({ROUTINE, kKind, LIBRARY, "", 0, sonde::DType::kNone, #ROLE});
 #define SONDE_CUDA_COPY(NAME, ROUTINE, ...)                                                   \
   for (size_t d = 0; d < cuda::kCopyDirs; ++d) {                                              \
     std::string name = std::string(ROUTINE) + " " + cuda::kCopyDirNames[d];                   \
-    g_ids[size_t(Entry::NAME)][d] = sonde::register_routine({name.c_str(), kKind, "cudart"}); \
+    g_ids[size_t(Entry::NAME)][d] = sonde::register_routine(                                  \
+        {name.c_str(), kKind, "cudart", "", 0, sonde::DType::kNone, cuda::kCopyDirRoles[d]}); \
   }
 #include "cuda_routines.def"
 #undef SONDE_CUDA
@@ -65,7 +67,7 @@ __attribute__((constructor(200))) void register_cuda() {
 }  // namespace
 
 // Inside a runtime call, the driver calls it makes are part of it: kSuppress.
-#define SONDE_CUDA(NAME, ROUTINE, LIBRARY, RET, PARAMS, ARGS, MODEL)               \
+#define SONDE_CUDA(NAME, ROUTINE, LIBRARY, ROLE, RET, PARAMS, ARGS, MODEL)         \
   SONDE_INTERCEPT_AS(g_real, ::sonde::Nesting::kSuppress, NAME, RET, PARAMS, ARGS, \
                      choose(Entry::NAME), MODEL)
 #define SONDE_CUDA_COPY(NAME, ROUTINE, RET, PARAMS, ARGS, KIND, MODEL)             \

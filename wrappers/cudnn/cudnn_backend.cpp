@@ -21,22 +21,13 @@ namespace {
 constexpr int64_t kMaxOps = 16;
 
 struct BackendApi {
-  cudnnStatus_t (*create)(cudnnBackendDescriptorType_t, cudnnBackendDescriptor_t*) = nullptr;
-  cudnnStatus_t (*destroy)(cudnnBackendDescriptor_t) = nullptr;
-  cudnnStatus_t (*get)(cudnnBackendDescriptor_t, cudnnBackendAttributeName_t,
-                       cudnnBackendAttributeType_t, int64_t, int64_t*, void*) = nullptr;
+  SONDE_REAL_FUNCTION(create, cudnnBackendCreateDescriptor);
+  SONDE_REAL_FUNCTION(destroy, cudnnBackendDestroyDescriptor);
+  SONDE_REAL_FUNCTION(get, cudnnBackendGetAttribute);
 };
 
 const BackendApi& backend_api() {
-  static const BackendApi a = [] {
-    BackendApi r;
-    r.create =
-        reinterpret_cast<decltype(r.create)>(find_real_symbol("cudnnBackendCreateDescriptor"));
-    r.destroy =
-        reinterpret_cast<decltype(r.destroy)>(find_real_symbol("cudnnBackendDestroyDescriptor"));
-    r.get = reinterpret_cast<decltype(r.get)>(find_real_symbol("cudnnBackendGetAttribute"));
-    return r;
-  }();
+  static const BackendApi a;
   return a;
 }
 

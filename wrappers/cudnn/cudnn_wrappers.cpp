@@ -20,34 +20,22 @@ struct CudnnFamily {};
 using Outermost = sonde::OutermostCall<CudnnFamily>;
 
 #define SONDE_TABLE "cudnn/cudnn_routines.def"  // relative to wrapper_table.inc
-#define SONDE_CUDNN(NAME, ...) SONDE_TABLE_ROW(NAME)
+#define SONDE_TABLE_CONSTRUCTOR register_cudnn
+#define SONDE_CUDNN(NAME, ...) SONDE_TABLE_ROW(NAME, {#NAME, sonde::kinds::kCudnn, "cudnn"})
 #include "../wrapper_table.inc"
 #undef SONDE_CUDNN
+#undef SONDE_TABLE_CONSTRUCTOR
 #undef SONDE_TABLE
-std::array<sonde::RoutineId, kCount> g_ids{};
 
 // The descriptor queries, resolved once (null where the library does not define them).
 struct Api {
-  cudnnStatus_t (*tensor)(const cudnnTensorDescriptor_t, int, cudnnDataType_t*, int*, int[],
-                          int[]) = nullptr;
-  cudnnStatus_t (*filter)(const cudnnFilterDescriptor_t, int, cudnnDataType_t*,
-                          cudnnTensorFormat_t*, int*, int[]) = nullptr;
-  cudnnStatus_t (*groups)(cudnnConvolutionDescriptor_t, int*) = nullptr;
+  SONDE_REAL_FUNCTION(tensor, cudnnGetTensorNdDescriptor);
+  SONDE_REAL_FUNCTION(filter, cudnnGetFilterNdDescriptor);
+  SONDE_REAL_FUNCTION(groups, cudnnGetConvolutionGroupCount);
 };
 
-template <class F>
-void lookup(F& fn, const char* name) {
-  fn = reinterpret_cast<F>(sonde::find_real_symbol(name));
-}
-
 const Api& api() {
-  static const Api a = [] {
-    Api r;
-    lookup(r.tensor, "cudnnGetTensorNdDescriptor");
-    lookup(r.filter, "cudnnGetFilterNdDescriptor");
-    lookup(r.groups, "cudnnGetConvolutionGroupCount");
-    return r;
-  }();
+  static const Api a;
   return a;
 }
 
@@ -109,14 +97,6 @@ sonde::CallCost conv(cudnn::ConvPass pass, cudnnTensorDescriptor_t x, cudnnFilte
 sonde::CallCost moved(uint64_t read, cudnnTensorDescriptor_t out, const void* beta) {
   cudnn::Dims o = tensor(out);
   return cudnn::data_movement(read, cudnn::bytes_of(o), cudnn::nonzero_scale(beta, o.type));
-}
-
-__attribute__((constructor(200))) void register_cudnn() {
-  sonde::RoutineBatch batch;
-#define SONDE_CUDNN(NAME, ...) \
-  g_ids[size_t(Entry::NAME)] = sonde::register_routine({#NAME, "cudnn", "cudnn"});
-#include "cudnn_routines.def"
-#undef SONDE_CUDNN
 }
 
 }  // namespace

@@ -6,10 +6,7 @@
 #include <atomic>
 
 #include "core/per_thread.hpp"
-
-namespace sonde {
-void* find_real_symbol(const char* name);  // libprof/src/symbols/real_symbol.cpp
-}
+#include "symbols/real_symbol.hpp"
 
 namespace sonde::mpi {
 

@@ -13,33 +13,15 @@ namespace {
 
 namespace mpi = sonde::mpi;
 
-enum class Entry : size_t {
-#define SONDE_MPI(NAME, ...) NAME,
-#include "mpi_routines.def"
-#undef SONDE_MPI
-  kCount
-};
-constexpr size_t kCount = size_t(Entry::kCount);
-
 // The real function of MPI_X is PMPI_X: the profiling interface every MPI library provides.
-std::array<sonde::RealSymbol, kCount> g_pmpi = {{
-#define SONDE_MPI(NAME, ...) {"P" #NAME},
-#include "mpi_routines.def"
+#define SONDE_TABLE "mpi/mpi_routines.def"  // relative to wrapper_table.inc
+#define SONDE_TABLE_REAL_PREFIX "P"
+#define SONDE_TABLE_CONSTRUCTOR register_mpi
+#define SONDE_MPI(NAME, ...) SONDE_TABLE_ROW(NAME, {#NAME, sonde::kinds::kMpi, "mpi"})
+#include "../wrapper_table.inc"
 #undef SONDE_MPI
-}};
-
-constexpr const char* kNames[] = {
-#define SONDE_MPI(NAME, ...) #NAME,
-#include "mpi_routines.def"
-#undef SONDE_MPI
-};
-
-std::array<sonde::RoutineId, kCount> g_ids{};
-
-__attribute__((constructor(200))) void register_mpi() {
-  sonde::RoutineBatch batch;
-  for (size_t i = 0; i < kCount; ++i) g_ids[i] = sonde::register_routine({kNames[i], "mpi", "mpi"});
-}
+#undef SONDE_TABLE_CONSTRUCTOR
+#undef SONDE_TABLE
 
 // MPI_Init's and MPI_Finalize's own part: the library's state for the models, and the rank MPI
 // itself gives (the file was named from the launcher's environment before main).
@@ -111,7 +93,7 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
 #define SONDE_MPI(NAME, KIND, BLOCKING, PARAMS, ARGS, BYTES, COMM, TRACK) \
   SONDE_EXPORT_C int NAME PARAMS {                                        \
     using Fn = int(*) PARAMS;                                             \
-    Fn real = reinterpret_cast<Fn>(g_pmpi[size_t(Entry::NAME)].get());    \
+    Fn real = reinterpret_cast<Fn>(g_real[size_t(Entry::NAME)].get());    \
     return measure(                                                       \
         Entry::NAME, KIND, BLOCKING != 0,                                 \
         [&]() {                                                           \

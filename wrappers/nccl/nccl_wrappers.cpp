@@ -13,18 +13,12 @@ namespace {
 namespace nccl = sonde::nccl;
 
 #define SONDE_TABLE "nccl/nccl_routines.def"  // relative to wrapper_table.inc
-#define SONDE_NCCL(NAME, ...) SONDE_TABLE_ROW(NAME)
+#define SONDE_TABLE_CONSTRUCTOR register_nccl
+#define SONDE_NCCL(NAME, ...) SONDE_TABLE_ROW(NAME, {#NAME, sonde::kinds::kNccl, "nccl"})
 #include "../wrapper_table.inc"
 #undef SONDE_NCCL
+#undef SONDE_TABLE_CONSTRUCTOR
 #undef SONDE_TABLE
-std::array<sonde::RoutineId, kCount> g_ids{};
-
-__attribute__((constructor(200))) void register_nccl() {
-  sonde::RoutineBatch batch;
-  for (size_t i = 0; i < kCount; ++i) {
-    g_ids[i] = sonde::register_routine({kNames[i], "nccl", "nccl"});
-  }
-}
 
 // Groups are per thread; these change on every call, measured or not, so they stay in step.
 thread_local int t_depth __attribute__((tls_model("initial-exec"))) = 0;

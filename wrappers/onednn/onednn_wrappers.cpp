@@ -12,11 +12,6 @@
 #include "onednn_models.hpp"
 #include "sonde/process_hooks.hpp"
 
-namespace sonde {
-std::string object_path_of(const void* address);             // libprof/src/symbols/real_symbol.cpp
-void* symbol_beside(const void* address, const char* name);  // libprof/src/symbols/real_symbol.cpp
-}  // namespace sonde
-
 namespace {
 
 using sonde::onednn::Dir;
@@ -32,9 +27,10 @@ sonde::RoutineId g_other_id = 0;  // dnnl:primitive
 // it is only in oneDNN 2.x (3.0 made it opaque): with another major version the calls are still
 // counted and timed, as dnnl:primitive, without a cost.
 struct Api {
-  dnnl_status_t (*get_pd)(const_dnnl_primitive_t, const_dnnl_primitive_desc_t*) = nullptr;
-  dnnl_status_t (*query)(const_dnnl_primitive_desc_t, dnnl_query_t, int, void*) = nullptr;
-  const dnnl_memory_desc_t* (*query_md)(const_dnnl_primitive_desc_t, dnnl_query_t, int) = nullptr;
+  SONDE_REAL_FUNCTION(get_pd, dnnl_primitive_get_primitive_desc);
+  SONDE_REAL_FUNCTION(query, dnnl_primitive_desc_query);
+  SONDE_REAL_FUNCTION(query_md, dnnl_primitive_desc_query_md);
+  SONDE_REAL_FUNCTION(version_of, dnnl_version);
   const dnnl_version_t* version = nullptr;
   bool usable = false;
   // The OpenMP runtime's omp_get_max_threads as libdnnl sees it (its own lookup scope), when
@@ -43,20 +39,10 @@ struct Api {
   bool sequential = false;
 };
 
-template <class F>
-void lookup(F& fn, const char* name) {
-  fn = reinterpret_cast<F>(sonde::find_real_symbol(name));
-}
-
 const Api& api() {
   static const Api a = [] {
     Api r;
-    lookup(r.get_pd, "dnnl_primitive_get_primitive_desc");
-    lookup(r.query, "dnnl_primitive_desc_query");
-    lookup(r.query_md, "dnnl_primitive_desc_query_md");
-    const dnnl_version_t* (*version)() = nullptr;
-    lookup(version, "dnnl_version");
-    if (version) r.version = version();
+    if (r.version_of) r.version = r.version_of();
     r.usable = r.get_pd && r.query && r.query_md && r.version && r.version->major == 2;
     if (r.version && r.version->cpu_runtime == DNNL_RUNTIME_OMP)
       r.omp_max_threads = reinterpret_cast<int (*)()>(
@@ -166,7 +152,7 @@ void describe_onednn(sonde::InfoEmit emit, void* ctx) {
 
 __attribute__((constructor(200))) void register_onednn() {
   sonde::RoutineBatch batch;
-  constexpr const char* kKind = "onednn";
+  constexpr const char* kKind = sonde::kinds::kOnednn;
   constexpr const char* kLibrary = "dnnl";
   g_other_id = sonde::register_routine({"dnnl:primitive", kKind, kLibrary});
 #define SONDE_DNNL_ROUTINE(KIND, DIR, NAME) \

@@ -18,8 +18,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstddef>
-#include <iterator>
 #include <mutex>
 
 #include "../intercept.hpp"
@@ -27,24 +27,11 @@
 
 namespace {
 
-enum class Id {
-  setuid,
-  setgid,
-  seteuid,
-  setegid,
-  setreuid,
-  setregid,
-  setresuid,
-  setresgid,
-  setgroups,
-  unshare,
-  setns,
-  kCount
-};
-::sonde::RealSymbol g_real[] = {{"setuid"},    {"setgid"},   {"seteuid"},   {"setegid"},
-                                {"setreuid"},  {"setregid"}, {"setresuid"}, {"setresgid"},
-                                {"setgroups"}, {"unshare"},  {"setns"}};
-static_assert(std::size(g_real) == size_t(Id::kCount));
+#define SONDE_TABLE "process/credential_calls.def"  // relative to wrapper_table.inc
+#define SONDE_LIBC(NAME) SONDE_TABLE_ROW(NAME)
+#include "../wrapper_table.inc"
+#undef SONDE_LIBC
+#undef SONDE_TABLE
 
 // Resolved as the library loads: Python's subprocess changes ids in its vfork child, where a
 // first dlsym could allocate in memory the parent shares.
@@ -56,13 +43,13 @@ __attribute__((constructor(102))) void resolve_credential_calls() {
 std::mutex g_changing;
 
 template <auto& Fn>
-auto real(Id id) {
+auto real(Entry id) {
   return reinterpret_cast<decltype(&Fn)>(g_real[size_t(id)].get());
 }
 
 // The real call, with sonde's thread away for it; errno is the call's.
 template <auto& Fn, class... A>
-int without_sonde_thread(Id id, A... args) {
+int without_sonde_thread(Entry id, A... args) {
   auto real = ::real<Fn>(id);
   std::lock_guard one_at_a_time(g_changing);
   bool stopped = sonde::credentials_changing();
@@ -75,30 +62,34 @@ int without_sonde_thread(Id id, A... args) {
 
 }  // namespace
 
-SONDE_EXPORT_C int setuid(uid_t uid) { return without_sonde_thread<::setuid>(Id::setuid, uid); }
-SONDE_EXPORT_C int setgid(gid_t gid) { return without_sonde_thread<::setgid>(Id::setgid, gid); }
-SONDE_EXPORT_C int seteuid(uid_t uid) { return without_sonde_thread<::seteuid>(Id::seteuid, uid); }
-SONDE_EXPORT_C int setegid(gid_t gid) { return without_sonde_thread<::setegid>(Id::setegid, gid); }
+SONDE_EXPORT_C int setuid(uid_t uid) { return without_sonde_thread<::setuid>(Entry::setuid, uid); }
+SONDE_EXPORT_C int setgid(gid_t gid) { return without_sonde_thread<::setgid>(Entry::setgid, gid); }
+SONDE_EXPORT_C int seteuid(uid_t uid) {
+  return without_sonde_thread<::seteuid>(Entry::seteuid, uid);
+}
+SONDE_EXPORT_C int setegid(gid_t gid) {
+  return without_sonde_thread<::setegid>(Entry::setegid, gid);
+}
 SONDE_EXPORT_C int setreuid(uid_t r, uid_t e) {
-  return without_sonde_thread<::setreuid>(Id::setreuid, r, e);
+  return without_sonde_thread<::setreuid>(Entry::setreuid, r, e);
 }
 SONDE_EXPORT_C int setregid(gid_t r, gid_t e) {
-  return without_sonde_thread<::setregid>(Id::setregid, r, e);
+  return without_sonde_thread<::setregid>(Entry::setregid, r, e);
 }
 SONDE_EXPORT_C int setresuid(uid_t r, uid_t e, uid_t s) {
-  return without_sonde_thread<::setresuid>(Id::setresuid, r, e, s);
+  return without_sonde_thread<::setresuid>(Entry::setresuid, r, e, s);
 }
 SONDE_EXPORT_C int setresgid(gid_t r, gid_t e, gid_t s) {
-  return without_sonde_thread<::setresgid>(Id::setresgid, r, e, s);
+  return without_sonde_thread<::setresgid>(Entry::setresgid, r, e, s);
 }
 SONDE_EXPORT_C int setgroups(size_t n, const gid_t* list) {
-  return without_sonde_thread<::setgroups>(Id::setgroups, n, list);
+  return without_sonde_thread<::setgroups>(Entry::setgroups, n, list);
 }
 
 // Only a change of user namespace needs one thread; other namespaces are the caller's alone.
 SONDE_EXPORT_C int unshare(int flags) {
-  if ((flags & CLONE_NEWUSER) == 0) return real<::unshare>(Id::unshare)(flags);
-  return without_sonde_thread<::unshare>(Id::unshare, flags);
+  if ((flags & CLONE_NEWUSER) == 0) return real<::unshare>(Entry::unshare)(flags);
+  return without_sonde_thread<::unshare>(Entry::unshare, flags);
 }
 
 SONDE_EXPORT_C int setns(int fd, int nstype) {
@@ -111,6 +102,6 @@ SONDE_EXPORT_C int setns(int fd, int nstype) {
     errno = saved;
     user = type < 0 || type == CLONE_NEWUSER;
   }
-  if (!user) return real<::setns>(Id::setns)(fd, nstype);
-  return without_sonde_thread<::setns>(Id::setns, fd, nstype);
+  if (!user) return real<::setns>(Entry::setns)(fd, nstype);
+  return without_sonde_thread<::setns>(Entry::setns, fd, nstype);
 }

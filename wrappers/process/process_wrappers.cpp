@@ -9,37 +9,27 @@
 #include <stdarg.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
 
 #include "../intercept.hpp"
 #include "sonde/process_hooks.hpp"
 
 extern char** environ;
 
+namespace {
+#define SONDE_TABLE "process/process_calls.def"  // relative to wrapper_table.inc
+#define SONDE_LIBC(NAME) SONDE_TABLE_ROW(NAME)
+#include "../wrapper_table.inc"
+#undef SONDE_LIBC
+#undef SONDE_TABLE
+}  // namespace
+
 // The real libc functions, resolved when the library loads: exec runs in vfork children
 // (Python's subprocess), where a first dlsym could allocate in memory the parent shares.
-enum class Libc {
-  pthread_create,
-  execve,
-  execvpe,
-  fexecve,
-  _exit,
-  _Exit,
-  exit,
-  __libc_start_main,
-  posix_spawn,
-  posix_spawnp,
-  kCount
-};
-::sonde::RealSymbol g_libc[] = {
-    {"pthread_create"}, {"execve"}, {"execvpe"},           {"fexecve"},     {"_exit"},
-    {"_Exit"},          {"exit"},   {"__libc_start_main"}, {"posix_spawn"}, {"posix_spawnp"}};
-static_assert(std::size(g_libc) == size_t(Libc::kCount));
-
 __attribute__((constructor(102))) void resolve_libc() {
-  for (auto& symbol : g_libc) symbol.get();
+  for (auto& symbol : g_real) symbol.get();
 }
 
 // quick_exit runs its handlers, then libc's own _exit, past the wrapper below: the process was
@@ -49,7 +39,7 @@ void flush_at_quick_exit() { sonde::before_process_exit(0); }
 __attribute__((constructor(103))) void register_quick_exit() { at_quick_exit(flush_at_quick_exit); }
 
 #define SONDE_REAL(name) \
-  auto name##_fn = reinterpret_cast<decltype(&::name)>(g_libc[size_t(Libc::name)].get())
+  auto name##_fn = reinterpret_cast<decltype(&::name)>(g_real[size_t(Entry::name)].get())
 
 namespace {
 
@@ -204,7 +194,7 @@ SONDE_EXPORT_C __attribute__((noreturn)) void exit(int status) {
 SONDE_EXPORT_C int __libc_start_main(MainFn main, int argc, char** argv, void (*init)(),
                                      void (*fini)(), void (*rtld_fini)(), void* stack_end) {
   using StartFn = int (*)(MainFn, int, char**, void (*)(), void (*)(), void (*)(), void*);
-  auto start_fn = reinterpret_cast<StartFn>(g_libc[size_t(Libc::__libc_start_main)].get());
+  auto start_fn = reinterpret_cast<StartFn>(g_real[size_t(Entry::__libc_start_main)].get());
   g_main = main;
   return start_fn(main_then_exit, argc, argv, init, fini, rtld_fini, stack_end);
 }

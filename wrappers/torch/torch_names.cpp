@@ -6,6 +6,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "sonde/routine_kinds.hpp"
 #include "torch_comm.hpp"
 
 namespace sonde::torch_ops {
@@ -72,7 +73,7 @@ const OpName* insert(const char* name, bool user_scope, uint64_t h) {
     s.op.operation = operation_key(name);
     bool comm = s.op.role == Role::kCollective || s.op.role == Role::kP2P;
     // User scopes are never frames: no routine for them in the profile.
-    if (!user_scope) s.op.id = register_routine({s.text, "torch", comm ? "c10d" : "torch"});
+    if (!user_scope) s.op.id = register_routine({s.text, kinds::kTorch, comm ? "c10d" : "torch"});
     s.hash.store(h, std::memory_order_release);
     return &s.op;
   }

@@ -14,21 +14,26 @@ namespace sonde {
 
 using RoutineId = uint32_t;
 
+// Values are stored by name (store.cpp); new types are appended so existing values keep theirs.
+enum class DType : uint8_t { kNone = 0, kF32, kF64, kC64, kC128, kF16, kBF16 };
+
 struct RoutineSpec {
   const char* name;
   const char* kind;     // 'region', 'blas', 'python', 'cuda', ...
   const char* library;  // '' when none
   const char* file = "";
   int line = 0;
+  // Facts the wrapper's table states (routines.dtype and role, docs/schema.md); they do not
+  // identify the routine. dtype: the element type of a routine made for one (cblas_sgemm);
+  // role: what a CUDA API call does for the program ('launch', 'copy', 'sync', 'other').
+  DType dtype = DType::kNone;
+  const char* role = "";
 };
 
 // What happens to interposed calls made while this routine runs. kSuppress: they go straight to
 // the real function and are not measured (cblas_sgemm reaching sgemm_ inside the BLAS is one
 // call). kChildren: they are measured as children (regions, Python frames).
 enum class Nesting : uint8_t { kChildren = 0, kSuppress = 1 };
-
-// Values are stored by name (store.cpp); new types are appended so existing values keep theirs.
-enum class DType : uint8_t { kNone = 0, kF32, kF64, kC64, kC128, kF16, kBF16 };
 
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;

@@ -1,5 +1,6 @@
 #include "core/call_sites.hpp"
 
+#include "sonde/routine_kinds.hpp"
 #include "symbols/symbolize.hpp"
 
 namespace sonde {
@@ -18,7 +19,7 @@ void CallSites::name(ThreadSnapshot& t, RoutineRegistry& registry) {
     const Routine* python = nullptr;
     for (uint32_t a = t.nodes[s.node].parent; a != 0 && a < n && !python; a = t.nodes[a].parent) {
       RoutineId r = t.nodes[a].routine;
-      if (r < routines_.size() && routines_[r]->kind == "python") python = routines_[r];
+      if (r < routines_.size() && routines_[r]->kind == kinds::kPython) python = routines_[r];
     }
     s.call_site = python ? std::string_view(python->name) : native(s.site);
   }

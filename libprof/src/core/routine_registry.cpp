@@ -1,10 +1,11 @@
 #include "core/routine_registry.hpp"
 
 #include "core/signal_block.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde {
 
-RoutineRegistry::RoutineRegistry() { intern({"<thread>", "root", ""}); }
+RoutineRegistry::RoutineRegistry() { intern({"<thread>", kinds::kRoot, ""}); }
 
 RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
   std::string key;
@@ -20,7 +21,7 @@ RoutineId RoutineRegistry::intern(const RoutineSpec& spec) {
   RoutineId id = RoutineId(routines_.size());
   routines_.push_back(Routine{spec.name ? spec.name : "", spec.kind ? spec.kind : "",
                               spec.library ? spec.library : "", spec.file ? spec.file : "",
-                              spec.line});
+                              spec.line, spec.dtype, spec.role ? spec.role : ""});
   index_.emplace(std::move(key), id);
   return id;
 }
@@ -38,7 +39,7 @@ std::vector<bool> RoutineRegistry::measured_kinds() {
   std::lock_guard lock(mu_);
   std::vector<bool> out(routines_.size());
   for (size_t i = 0; i < routines_.size(); ++i) {
-    out[i] = routines_[i].kind != "root" && routines_[i].kind != "region";
+    out[i] = routines_[i].kind != kinds::kRoot && routines_[i].kind != kinds::kRegion;
   }
   return out;
 }

@@ -14,6 +14,8 @@ namespace sonde {
 struct Routine {
   std::string name, kind, library, file;
   int line = 0;
+  DType dtype = DType::kNone;  // the facts of the spec that registered it first
+  std::string role;
 };
 
 class RoutineRegistry {

@@ -8,6 +8,7 @@
 #include "core/per_thread.hpp"
 #include "core/thread_local_state.hpp"
 #include "gpu/cupti_backend.hpp"  // cupti.h brings the runtime's parameter structs
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde {
 
@@ -96,6 +97,16 @@ bool makes_gpu_work(const std::string& name) {
          name.find("Memset") != std::string::npos;
 }
 
+// routines.role of an API call CUPTI names, as the wrappers' table states it for those it
+// intercepts (wrappers/cuda): CUPTI reports every API call, most of which no table lists.
+const char* api_role(const std::string& name) {
+  auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+  if (has("HtoD") || has("DtoH")) return roles::kCopy;
+  if (has("Synchronize")) return roles::kSync;
+  if (has("Launch")) return roles::kLaunch;
+  return roles::kOther;
+}
+
 }  // namespace
 
 CuptiBackend::ApiInfo& CuptiBackend::api_info(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
@@ -136,7 +147,7 @@ RoutineId CuptiBackend::routine_of(ApiInfo& info, CUpti_CallbackDomain domain, i
       direction == kNoDirection ? info.name : info.name + " " + kDirections[direction];
   // The preloaded wrappers' names (wrappers/cuda): either path gives the same routines.
   const char* library = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? "cudart" : "cuda";
-  id = register_routine({name.c_str(), "cuda", library});
+  id = register_routine({name.c_str(), kinds::kCuda, library, "", 0, DType::kNone, api_role(name)});
   info.routine[direction].store(id, std::memory_order_relaxed);
   return id;
 }

@@ -12,6 +12,7 @@
 #include "runtime/runtime.hpp"
 #include "sonde/gpu.hpp"
 #include "sonde/process_hooks.hpp"
+#include "sonde/routine_kinds.hpp"
 #include "sonde/sonde.h"
 #include "symbols/elf_symbols.hpp"
 
@@ -26,7 +27,7 @@ RoutineId region_id(ThreadState* t, Runtime* rt, const char* name) {
   ThreadState::RegionCacheEntry& c = t->region_cache[slot];
   // The pointer is the fast key; the comparison guards against a reused buffer.
   if (c.name == name && c.copy != nullptr && std::strcmp(c.copy, name) == 0) return c.id;
-  c.id = rt->routines().intern({name, "region", ""});
+  c.id = rt->routines().intern({name, kinds::kRegion, ""});
   free(const_cast<char*>(c.copy));
   c.copy = strdup(name);
   c.name = name;

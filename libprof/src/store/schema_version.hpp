@@ -30,6 +30,10 @@ namespace sonde {
 //    rank_hotspots now read: `sonde report` on a million nodes no longer groups them all. A
 //    version 3 to 7 file has no such table: its threads are summed from their nodes, as the
 //    view defines.
-inline constexpr int kSchemaVersion = 8;
+// 9: routines.dtype and routines.role, the facts the wrappers' tables state (a routine's
+//    element type; a CUDA API call's role: launch, copy, sync, other), which `sonde candidates`
+//    reads instead of guessing them from names. A version 3 to 8 file is read through a temp
+//    view `routines` that gives both as NULL.
+inline constexpr int kSchemaVersion = 9;
 
 }  // namespace sonde

@@ -363,10 +363,14 @@ bool Store::write_node_timing(Database& db, ThreadStatements& st, const ThreadSn
   return true;
 }
 
-bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
-                         ThreadIds& ids, std::string& error) {
+const char* dtype_name(DType dtype) {
   static const char* const kDtypes[] = {"", "f32", "f64", "c64", "c128", "f16", "bf16"};
   static_assert(std::size(kDtypes) == size_t(DType::kBF16) + 1, "one name per DType");
+  return size_t(dtype) < std::size(kDtypes) ? kDtypes[size_t(dtype)] : "";
+}
+
+bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
+                         ThreadIds& ids, std::string& error) {
   ids.shapes.resize(t.shapes.size(), 0);
   for (const ShapeRow& s : t.shapes) {
     int64_t& id = ids.shapes[s.index];
@@ -382,7 +386,7 @@ bool Store::write_shapes(Database& db, ThreadStatements& st, const ThreadSnapsho
     Statement& ins = st.ins_shape;
     ins.bind(1, ids.nodes[s.node]).bind(2, s.call_site).bind(3, s.shape.m).bind(4, s.shape.n);
     ins.bind(5, s.shape.k).bind(6, std::string_view(ta)).bind(7, std::string_view(tb));
-    ins.bind(8, std::string_view(kDtypes[int(s.shape.dtype)]));
+    ins.bind(8, std::string_view(dtype_name(s.shape.dtype)));
     ins.bind(9, s.shape.batch).bind(10, int64_t(s.calls)).bind(11, s.time_ns);
     ins.bind(12, double(s.flops)).bind(13, double(s.bytes));
     if (s.shape.threads > 0)

@@ -20,6 +20,9 @@
 
 namespace sonde {
 
+// The name a DType is stored under (shapes.dtype, routines.dtype); "" for kNone.
+const char* dtype_name(DType dtype);
+
 struct RunInfo {
   std::string uuid, command, host, cpu_model, mode;
   int64_t started_ns = 0;

@@ -15,14 +15,30 @@ namespace sonde {
 
 namespace {
 
-constexpr int kRoutineColumns = 5;
+constexpr int kRoutineColumns = 7;
 constexpr int kRoutinesPerInsert = 64;
 
-constexpr const char* kInsertHead = "INSERT INTO routines (name, kind, library, file, line)";
+constexpr const char* kInsertHead =
+    "INSERT INTO routines (name, kind, library, file, line, dtype, role)";
 
+// The routine's identity, then its facts: NULL where the wrapper states none.
 void bind_routine(Statement& s, int first, const Routine& r) {
   s.bind(first, r.name).bind(first + 1, r.kind).bind(first + 2, r.library);
   s.bind(first + 3, r.file).bind(first + 4, int64_t(r.line));
+  if (r.dtype == DType::kNone)
+    s.bind_null(first + 5);
+  else
+    s.bind(first + 5, std::string_view(dtype_name(r.dtype)));
+  if (r.role.empty())
+    s.bind_null(first + 6);
+  else
+    s.bind(first + 6, r.role);
+}
+
+// The identity alone, for the lookup of a routine another process wrote.
+void bind_identity(Statement& s, const Routine& r) {
+  s.bind(1, r.name).bind(2, r.kind).bind(3, r.library);
+  s.bind(4, r.file).bind(5, int64_t(r.line));
 }
 
 }  // namespace
@@ -119,7 +135,7 @@ bool Store::insert_routines_one_by_one(Database& db, std::string& error) {
   for (size_t i = routine_ids_.size(); i < routines_.size(); ++i) {
     const Routine& r = *routines_[i];
     bind_routine(ins, 1, r);
-    bind_routine(find, 1, r);
+    bind_identity(find, r);
     Statement* source = &ins;
     int rc = ins.step();
     if (rc == SQLITE_DONE) {

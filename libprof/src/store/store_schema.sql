@@ -85,6 +85,12 @@ CREATE TABLE IF NOT EXISTS routines (
   library    TEXT NOT NULL DEFAULT '',
   file       TEXT NOT NULL DEFAULT '',
   line       INTEGER NOT NULL DEFAULT 0,
+  -- Facts the wrapper's table states (schema version 9; NULL where it states none, and in the
+  -- routines view a reader makes over an older file): dtype, the element type of a routine made
+  -- for one ('f32' for cblas_sgemm, as shapes.dtype); role, what a CUDA API call does ('launch',
+  -- 'copy' between host and device, 'sync', 'other').
+  dtype      TEXT,
+  role       TEXT,
   UNIQUE (name, kind, library, file, line)
 );
 

@@ -120,17 +120,56 @@ TEST_F(AdviceTest, PhasesAreRegionsAndPythonFunctionsWithTheirShares) {
   EXPECT_EQ(p[1]->blas_under_ns, 0);
 }
 
-TEST(AdviceNames, OptimizerNamesAndDtypes) {
+TEST(AdviceNames, OptimizerNames) {
   EXPECT_TRUE(looks_like_optimizer("train.py:30(update_core_cpu)"));
   EXPECT_TRUE(looks_like_optimizer("adam.py:91(AdamRule.update)"));
   EXPECT_TRUE(looks_like_optimizer("opt.py:1(sgd_step)"));
   EXPECT_TRUE(looks_like_optimizer("optimizer-step"));
   EXPECT_FALSE(looks_like_optimizer("train.py:5(forward)"));
   EXPECT_FALSE(looks_like_optimizer("update.py:5(forward)"));  // the function, not the file
-  EXPECT_EQ(dtype_from_name("cblas_sgemm"), "f32");
-  EXPECT_EQ(dtype_from_name("dgemm_"), "f64");
-  EXPECT_EQ(dtype_from_name("cblas_zgemm"), "c128");
-  EXPECT_EQ(dtype_from_name("train"), "");
+}
+
+// A routine without shapes takes the dtype its wrapper's table states (routines.dtype); a file
+// before schema version 9 has no such column and gets the old guess from a BLAS routine's name.
+class RoutineDtypeTest : public AdviceTest {
+ protected:
+  void add_level_1_and_2() {
+    sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, dtype) VALUES (30, 'cblas_ddot', 'blas', 'f64'),
+  (31, 'cblas_dgemv', 'blas', NULL), (32, 'cublasSgemm_v2', 'cublas', 'f32');
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (30, 1, 2, 30, 2, 0, 10, 0, 1000000, 1000000, 20000, 160000),
+  (31, 1, 2, 31, 2, 0, 10, 0, 1000000, 1000000, 20000, 160000),
+  (32, 1, 2, 32, 2, 0, 10, 0, 1000000, 1000000, 20000, 160000);
+)sql");
+  }
+  std::string dtype_of(const Metrics& m, const std::string& name) {
+    for (const RoutineMetrics& r : m.routines)
+      if (r.name == name) return r.dtype;
+    ADD_FAILURE() << "no routine " << name;
+    return "?";
+  }
+};
+
+TEST_F(RoutineDtypeTest, TheTablesDtypeIsTheRoutines) {
+  add_level_1_and_2();
+  Metrics m = metrics();
+  EXPECT_EQ(dtype_of(m, "cblas_ddot"), "f64");
+  EXPECT_EQ(dtype_of(m, "cblas_dgemv"), "");  // the table says none: no name is read
+  EXPECT_EQ(dtype_of(m, "cublasSgemm_v2"), "f32");
+  EXPECT_EQ(dtype_of(m, "cblas_sgemm"), "f32");  // its shapes'
+}
+
+TEST_F(RoutineDtypeTest, AVersion8FileGuessesFromTheBlasName) {
+  add_level_1_and_2();
+  sql("ALTER TABLE routines DROP COLUMN dtype; ALTER TABLE routines DROP COLUMN role; "
+      "UPDATE meta SET value = '8' WHERE key = 'schema_version'");
+  Metrics m = metrics();
+  EXPECT_EQ(dtype_of(m, "cblas_ddot"), "");  // the guess knew GEMM, SYRK and GEMV only
+  EXPECT_EQ(dtype_of(m, "cblas_dgemv"), "f64");
+  EXPECT_EQ(dtype_of(m, "cublasSgemm_v2"), "");  // not a 'blas' routine (its c was c64)
+  EXPECT_EQ(dtype_of(m, "cblas_sgemm"), "f32");
 }
 
 // ---- rules ------------------------------------------------------------------------------
@@ -288,9 +327,10 @@ TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
 // net on every core was told to raise OPENBLAS_NUM_THREADS. And each type's FLOPs go at its own
 // peak: one peak for f32 and f64 together put a run at 115 % of it.
 TEST_F(AdviceTest, BlasThreadsCountsTheBlasAloneEachTypeAtItsPeak) {
-  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
-      "  VALUES (91, 'dnnl:convolution_fwd', 'onednn', 'dnnl', '', 0),"
-      "         (92, 'cblas_dgemm', 'blas', '', '', 0);"
+  // cblas_dgemm has no shapes: its type is the one its table states (routines.dtype).
+  sql("INSERT INTO routines (routine_id, name, kind, library, file, line, dtype) "
+      "  VALUES (91, 'dnnl:convolution_fwd', 'onednn', 'dnnl', '', 0, NULL),"
+      "         (92, 'cblas_dgemm', 'blas', '', '', 0, 'f64');"
       "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
       "                   incl_ns, excl_ns, flops, bytes) VALUES (91, 1, 3, 91, 3, 20, 0, "
       "                   1000000000, 1000000000, 1000000000, 100000000);");

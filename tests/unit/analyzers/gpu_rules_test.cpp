@@ -16,9 +16,9 @@ class GpuRulesTest : public test::AdviceFixtureTest {
  protected:
   void add_gpu_run() {
     sql(R"sql(
-INSERT INTO routines (routine_id, name, kind) VALUES (20, 'cudaMemcpy HtoD', 'cuda'),
-  (21, 'cudaDeviceSynchronize', 'cuda'), (22, 'cudaLaunchKernel', 'cuda'),
-  (23, 'cuLaunchKernel', 'cuda'), (24, 'cudaMemcpy DtoD', 'cuda');
+INSERT INTO routines (routine_id, name, kind, role) VALUES (20, 'cudaMemcpy HtoD', 'cuda', 'copy'),
+  (21, 'cudaDeviceSynchronize', 'cuda', 'sync'), (22, 'cudaLaunchKernel', 'cuda', 'launch'),
+  (23, 'cuLaunchKernel', 'cuda', 'launch'), (24, 'cudaMemcpy DtoD', 'cuda', 'other');
 INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
                    incl_ns, excl_ns, flops, bytes) VALUES
   (20, 1, 2, 20, 2, 0, 100, 0, 1000000000, 1000000000, 0, 4000000000),
@@ -57,6 +57,40 @@ TEST_F(GpuRulesTest, CopiesFromTheCudaApiTime) {
   EXPECT_DOUBLE_EQ(number(c[0], "gb_per_s"), 4.0);
   EXPECT_EQ(number(c[0], "calls"), 100);
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.5);
+}
+
+// What a CUDA call counts as is its routines.role, which the wrappers' table states: not a
+// search of its name.
+TEST_F(GpuRulesTest, TheRoleNotTheNameSaysWhatACallIs) {
+  add_gpu_run();
+  sql("UPDATE routines SET role = 'copy' WHERE routine_id = 24; "
+      "UPDATE routines SET role = 'other' WHERE routine_id = 21");
+  auto c = of_rule("gpu-copies");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "copy_time_s"), 1.9);
+  EXPECT_EQ(number(c[0], "calls"), 105);
+  EXPECT_TRUE(of_rule("gpu-sync").empty());
+}
+
+// A file before schema version 9 has no role column: the reader's view guesses it from the
+// name, as sonde did before, so its candidates stay what they were.
+TEST_F(GpuRulesTest, AVersion8FileGetsItsRolesFromTheNames) {
+  add_gpu_run();
+  sql("ALTER TABLE routines DROP COLUMN dtype; ALTER TABLE routines DROP COLUMN role; "
+      "UPDATE meta SET value = '8' WHERE key = 'schema_version'");
+  auto c = of_rule("gpu-copies");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "copy_time_s"), 1.0);  // HtoD only: DtoD stays on the device
+  auto s = of_rule("gpu-sync");
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(s[0], "sync_time_s"), 2.0);
+  auto l = of_rule("gpu-launches");
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(number(l[0], "launches"), 1000);
+  auto opened = ProfileFile::open(path_);  // outlives its statement
+  auto st = opened.prepare("SELECT role FROM routines WHERE routine_id = 24");
+  ASSERT_TRUE(st.step());
+  EXPECT_EQ(st.text(0), "other");
 }
 
 TEST_F(GpuRulesTest, CopiesFromDeviceActivityWithoutApiCalls) {

@@ -213,7 +213,7 @@ class StoreWrite : public testing::Test {
     ASSERT_TRUE(store_.prepare(path_, error)) << error;
     train_ = registry_.intern({"train", "region", ""});
     forward_ = registry_.intern({"model.forward", "python", "", "model.py", 12});
-    sgemm_ = registry_.intern({"cblas_sgemm", "blas", "libopenblas.so.0"});
+    sgemm_ = registry_.intern({"cblas_sgemm", "blas", "libopenblas.so.0", "", 0, DType::kF32});
     run_ = RunInfo{"0123456789abcdef0123456789abcdef",
                    "python train.py",
                    "host1",
@@ -577,6 +577,35 @@ TEST_F(StoreWrite, NewRoutinesGoInBulkAndABatchWithAKnownOneFallsBack) {
                    "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
                    "WHERE p.pid = 323 ORDER BY n.depth"),
             expected);
+}
+
+// The facts a wrapper's table states go into routines.dtype and role, NULL where it states none,
+// on the bulk insert and on the one-by-one path a batch with a known routine falls back to.
+TEST_F(StoreWrite, RoutinesCarryTheFactsTheirTablesState) {
+  registry_.intern({"cudaLaunchKernel", "cuda", "cudart", "", 0, DType::kNone, "launch"});
+  ASSERT_TRUE(write(flush(2500)));
+  RoutineRegistry reg2;
+  reg2.intern({"cudaDeviceSynchronize", "cuda", "cudart", "", 0, DType::kNone, "sync"});
+  reg2.intern({"train", "region", ""});  // known: the batch of three falls back to one by one
+  reg2.intern({"cblas_zgemm", "blas", "libopenblas.so.0", "", 0, DType::kC128});
+  Store child_store;
+  std::string error;
+  ASSERT_TRUE(child_store.prepare(path_, error)) << error;
+  ProcessInfo child = process_;
+  child.pid = 324;
+  child.origin = "child";
+  FlushData d{&run_, &child, {}, notes_, info_, 3000, "exit"};
+  ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
+
+  Reader r(path_);
+  EXPECT_EQ(r.rows("SELECT name, dtype, role FROM routines ORDER BY routine_id"),
+            (Rows{{"<thread>", "NULL", "NULL"},
+                  {"train", "NULL", "NULL"},
+                  {"model.forward", "NULL", "NULL"},
+                  {"cblas_sgemm", "f32", "NULL"},
+                  {"cudaLaunchKernel", "NULL", "launch"},
+                  {"cudaDeviceSynchronize", "NULL", "sync"},
+                  {"cblas_zgemm", "c128", "NULL"}}));
 }
 
 TEST_F(StoreWrite, RecursionIsMarkedAndNotCountedTwiceInHotspots) {
