@@ -150,6 +150,26 @@ def test_seccomp_filter_that_kills_at_read_with_counters_on(mode, how, db):
     assert query(db, "SELECT COUNT(*) FROM node_counters WHERE incl > 0")[0][0] > 0
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("at", ["sigprocmask", "getpid"])
+@pytest.mark.parametrize("what", ["fork", "resethand"])
+def test_seccomp_filter_then_fork_or_signal(mode, at, what, db):
+    """a seccomp-bpf filter that ends the host at rt_sigprocmask or getpid (AT), neither of which glibc's fork or a signal's delivery makes, then a fork or an SA_RESETHAND signal (WHAT): it goes on as alone (issue 37)"""
+    cmd = [prog("seccomp_fork"), at, what]
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=10)
+    assert alone.rc == 0 and alone.out.startswith("done, "), alone
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0")
+    profiled = under(mode, cmd, db, env_extra=env, timeout=10)
+    # Before: killed by SIGSYS (rt_sigprocmask: sonde's fork handlers and its signal table's
+    # lock blocked the thread's signals; getpid: its fork child and its SA_RESETHAND reset asked
+    # whether they ran in a vfork child), or the fork child killed so.
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    # What ran before the filter, written as it came; _exit writes nothing after.
+    assert calls(db, "cblas_sgemm") == 2
+    assert any(n.startswith("a seccomp filter was installed") for n in notes(db))
+
+
 def test_raw_exit_then_sigterm_while_the_file_is_locked(db):
     """the only thread ends with a raw SYS_exit while another process holds the profile: SIGTERM ends it"""
     # No periodic flush: one waiting for the lock when the host's thread left would hold off

@@ -550,6 +550,29 @@ def test_siglongjmp_storm(mode, stack, db):
     assert 0 < left <= calls(db, "cblas_ddot") - (finished + 1) <= jumps, (note, r.err)
 
 
+@pytest.mark.skipif(not os.path.exists(prog("longjmp_mpi")), reason="sonde built without MPI")
+@pytest.mark.parametrize("mode", MODES)
+def test_siglongjmp_storm_through_mpi(mode, db):
+    """the storm's handler siglongjmps out of MPI_Allreduce (one rank) thousands of times, at
+    every step of its wrapper: the MPI calls made after the storm are all counted (issue 37)"""
+    cmd = [prog("longjmp_mpi")]
+    alone = plain(cmd, timeout=60)
+    assert alone.rc == 0 and alone.out.startswith("allreduce right"), alone.out + alone.err
+    r = under(mode, cmd, db, timeout=60)
+    same_behaviour(alone, r)
+    profile_whole(db)
+    jumps, finished = (int(v) for v in re.search(r"^jumps (\d+) allreduce (\d+) finished$",
+                                                  r.err, re.M).groups())
+    assert jumps >= 100, r.err  # else there was no storm
+    # Before: none, the wrapper's frame left open by the first jump out of the real call
+    # (MPI's frames had no stack pointer to be judged by) and its suppress flag left up.
+    assert calls(db, "MPI_Barrier") == 1000
+    assert calls(db, "MPI_Bcast") == 10
+    (note,) = [n for n in notes(db) if "longjmp" in n]
+    left = int(note.split()[0])
+    assert 0 < left <= calls(db, "MPI_Allreduce") - (finished + 1) <= jumps, (note, r.err)
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("how", ["returns", "returns-altstack"])
 def test_a_handler_that_returns_abandons_nothing(mode, how, db):

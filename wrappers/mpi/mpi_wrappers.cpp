@@ -44,15 +44,18 @@ void setup_after(Entry e, int rc) {
 }
 
 // One measured MPI call: the model (bytes, communicator size) and the request bookkeeping run
-// outside the timed window; `real` is the PMPI call with the host's arguments.
+// outside the timed window; `real` is the PMPI call with the host's arguments. `cfa` and `sp`:
+// the wrapper's caller's stack address and its own stack pointer, so that a call a signal
+// handler's siglongjmp left is found by the next one (core/left_frames.hpp), as BLAS calls are.
 template <class Model, class Real>
 int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Track track,
-            Real&& real) {
+            Real&& real, uintptr_t cfa, uintptr_t sp) {
   if (__builtin_expect(sonde::exit_gate_closed(), 0)) sonde::wait_at_exit_gate();
   if (!mpi::abi_ok()) return real();
   bool setup = kind == sonde::CommKind::kSetup;
   if (setup) setup_before(e);
-  sonde::ThreadState* t = sonde::probe_open(g_ids[size_t(e)], sonde::Nesting::kSuppress);
+  sonde::ThreadState* t =
+      sonde::inline_probe::open(g_ids[size_t(e)], sonde::Nesting::kSuppress, cfa, sp);
   if (t == nullptr) {
     // Not measured (before the collection window, or nested), yet what a set-up call makes or
     // frees (a persistent request, an RMA window) is kept: the calls measured later use it.
@@ -90,6 +93,9 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
 
 }  // namespace
 
+// measure's `cfa` and `sp`, read in the wrapper itself, whether measure is inlined or not.
+#define SONDE_MPI_CALLER \
+  reinterpret_cast<uintptr_t>(__builtin_dwarf_cfa()), ::sonde::inline_probe::stack_pointer()
 #define SONDE_MPI(NAME, KIND, BLOCKING, PARAMS, ARGS, BYTES, COMM, TRACK) \
   SONDE_EXPORT_C int NAME PARAMS {                                        \
     using Fn = int(*) PARAMS;                                             \
@@ -99,7 +105,8 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
         [&]() {                                                           \
           return mpi::Moved{int64_t(BYTES), mpi::comm_size(COMM)};        \
         },                                                                \
-        TRACK, [&]() { return real ARGS; });                              \
+        TRACK, [&]() { return real ARGS; }, SONDE_MPI_CALLER);            \
   }
 #include "mpi_routines.def"
 #undef SONDE_MPI
+#undef SONDE_MPI_CALLER

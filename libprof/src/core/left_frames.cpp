@@ -4,12 +4,12 @@
 
 namespace sonde {
 
-namespace {
-
 bool on_alternate_stack() {
   stack_t on{};
   return sigaltstack(nullptr, &on) == 0 && (on.ss_flags & SS_ONSTACK) != 0;
 }
+
+namespace {
 
 // What the frames open at depths 1 to `depth` add to the suppress flag.
 uint32_t suppressing(const ThreadState* t, uint32_t depth) {

@@ -28,6 +28,10 @@ inline bool left_by_jump(const StackEntry& e, uintptr_t cfa) {
   return e.sp != 0 && e.sp < cfa && cfa - e.sp <= kOneStack;
 }
 
+// Whether the thread runs a signal handler on its sigaltstack: there the frames below are
+// interrupted, not left, whatever the stack addresses say. A system call: the cold side only.
+__attribute__((noinline, cold)) bool on_alternate_stack();
+
 // Takes off the frames a call whose caller's stack address is `cfa` finds left: the open frames
 // above it, innermost first, and the frame opened above them whose clock never started. Each
 // stays counted, its time is left in its caller's (when the jump came is unknown), and it is

@@ -101,10 +101,23 @@ void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits) {
   if (t != nullptr && !t->window_closed()) t->record_line(routine, line, ticks, hits);
 }
 
+// Called between open_frame and the frame's start: the frame lies just above depth().
 void comm_call_begin(ThreadState* t, uint64_t now) {
   CommClock& c = t->comm_clock;
   c.advance(now);
-  if (c.in_call++ == 0) c.call_start = now;
+  uint32_t d = t->depth();
+  // A call made inside the outermost one finds that call's frame still below it; else a jump
+  // left that call (core/left_frames.hpp took its frame off) and the thread is out of it.
+  if (c.in_call > 0) {
+    bool outer_open = d > c.call_depth && t->stack_[c.call_depth + 1].node.load(
+                                              std::memory_order_relaxed) == c.call_node;
+    if (!outer_open) c.in_call = 0;
+  }
+  if (c.in_call++ == 0) {
+    c.call_start = now;
+    c.call_depth = d;
+    c.call_node = t->stack_[d + 1].node.load(std::memory_order_relaxed);
+  }
 }
 
 void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int completed) {

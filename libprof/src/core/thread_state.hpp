@@ -94,6 +94,9 @@ struct CommClock {
   int32_t in_call = 0;
   int64_t inflight = 0;
   uint64_t call_start = 0;
+  // The outermost call's frame: its depth and node, for comm_call_begin to see whether a
+  // longjmp left it (its frame off the stack, comm_call_end never run).
+  uint32_t call_depth = 0, call_node = 0;
   std::atomic<uint64_t> exposed{0}, overlapped{0}, inflight_ticks{0}, untracked{0};
   std::atomic<bool> used{false};
   void advance(uint64_t now);

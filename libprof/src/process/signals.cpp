@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "process/sampler.hpp"
+#include "sonde/process_hooks.hpp"
 #include "sonde/signals.hpp"
 
 namespace sonde {
@@ -35,6 +36,7 @@ struct Table {
   std::atomic_flag lock = ATOMIC_FLAG_INIT;
   std::atomic<pid_t> owner{0};  // the process the table describes (a vfork child shares it)
   sigset_t fork_saved{};
+  bool fork_masked = false;  // whether fork_prepare blocked the forking thread's signals
 };
 
 // Constant-initialised: wrappers may be called before any constructor has run.
@@ -68,24 +70,34 @@ void lock_table() {
 
 // Held with every signal blocked on this thread: a handler that interrupted the holder and
 // then waited for the lock would wait forever. Signal handlers take it too.
+// On a thread under a seccomp filter sonde makes no system call (runtime/sandbox.cpp), and the
+// mask is one: there the table is changed with the thread's signals open.
 class TableLock {
  public:
-  TableLock() {
+  TableLock() : masked_(!thread_filtered()) {
     sigset_t all;
     sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &saved_);
+    if (masked_) pthread_sigmask(SIG_BLOCK, &all, &saved_);
     lock_table();
   }
   ~TableLock() {
     g_table.lock.clear(std::memory_order_release);
-    pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
+    if (masked_) pthread_sigmask(SIG_SETMASK, &saved_, nullptr);
   }
   TableLock(const TableLock&) = delete;
   TableLock& operator=(const TableLock&) = delete;
 
  private:
+  bool masked_;
   sigset_t saved_;
 };
+
+// Whether this process owns the table, not a vfork child running in its memory. A filtered
+// thread does not ask (getpid is a system call the filter may kill for): it is taken for the
+// owner's, as a vfork child under a filter is rare and one under sonde's handler rarer.
+bool owns_table() {
+  return thread_filtered() || getpid() == g_table.owner.load(std::memory_order_relaxed);
+}
 
 void store_host(int sig, const struct sigaction& a) {  // under TableLock
   HostDisposition& d = g_table.host[sig];
@@ -229,8 +241,7 @@ void on_signal(int sig, siginfo_t* info, void* context) {
       return;
     }
     // (A vfork child would reset its parent's view: it shares the table.)
-    if ((v.flags & SA_RESETHAND) != 0 &&
-        getpid() == g_table.owner.load(std::memory_order_relaxed)) {
+    if ((v.flags & SA_RESETHAND) != 0 && owns_table()) {
       TableLock lock;
       struct sigaction dfl {};
       dfl.sa_handler = SIG_DFL;
@@ -258,22 +269,27 @@ void on_signal(int sig, siginfo_t* info, void* context) {
   errno = saved_errno;
 }
 
-// A fork in the middle of a change would leave the child's table locked, or half written.
+// A fork in the middle of a change would leave the child's table locked, or half written. A
+// filtered thread's fork makes no system call of sonde's: no mask (as TableLock), and its
+// child, filtered too, keeps the parent's pid as the owner's (owns_table does not ask).
 void fork_prepare() {
-  sigset_t all, saved;
+  sigset_t all, saved{};
   sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &saved);
+  bool masked = !thread_filtered();
+  if (masked) pthread_sigmask(SIG_BLOCK, &all, &saved);
   lock_table();
+  g_table.fork_masked = masked;
   g_table.fork_saved = saved;
 }
 
 void fork_parent() {
   sigset_t saved = g_table.fork_saved;
   g_table.lock.clear(std::memory_order_release);
-  pthread_sigmask(SIG_SETMASK, &saved, nullptr);
+  if (g_table.fork_masked) pthread_sigmask(SIG_SETMASK, &saved, nullptr);
 }
 
 void fork_child() {
+  if (!g_table.fork_masked) return fork_parent();
   g_table.owner.store(getpid(), std::memory_order_relaxed);
   fork_parent();
 }
@@ -295,7 +311,7 @@ int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old) 
 
 int host_sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
   if (sig <= 0 || sig >= kSignalLimit || !g_table.managed[sig].load(std::memory_order_acquire) ||
-      getpid() != g_table.owner.load(std::memory_order_relaxed)) {
+      !owns_table()) {
     return real_sigaction(sig, act, old);
   }
   struct sigaction wanted {};

@@ -9,6 +9,7 @@
 
 #include "core/frame_ops.hpp"
 #include "frames.hpp"
+#include "sonde/probe.hpp"
 
 namespace sonde {
 namespace {
@@ -161,6 +162,39 @@ TEST(LeftFrames, ACallLeftWhileItsFrameClosedLowersTheFlagOnce) {
   EXPECT_EQ(t.suppress, 0u);
   EXPECT_EQ(t.depth(), 0u);
   ASSERT_NE(open_ddot(t), nullptr);  // and the next
+}
+
+// An MPI call left by a jump never reached comm_call_end: the thread's communication clock
+// stayed in a call, and no later call's exposed time was counted (nor any overlap). A call that
+// begins where the left one's frame was is not inside it; one made inside a call still is.
+TEST(LeftFrames, ACommCallLeftByALongjmpLeavesTheThreadOutOfCommunication) {
+  ThreadState t(0, 1, 0, 16, 0);
+  enter_at(t, 1, 0);
+  ASSERT_NE(open_ddot(t), nullptr);
+  comm_call_begin(&t, 10);
+  start_frame(&t, 10);
+  // The jump: nothing closes. The next call, from the same caller, takes the frame off.
+  ASSERT_NE(open_frame<true>(&t, 4, Nesting::kSuppress, kAfter, 0x6e00), nullptr);
+  comm_call_begin(&t, 50);
+  start_frame(&t, 50);
+  leave_at(t, 60);
+  comm_call_end(&t, 60, true, 0, 0);
+  EXPECT_EQ(t.abandoned.load(), 1u);
+  EXPECT_EQ(t.comm_clock.in_call, 0);
+  EXPECT_EQ(t.comm_clock.exposed.load(), 10u);  // before: 0, the clock still in the left call
+  // A communication call made inside another (a torch collective's MPI call) is nested.
+  ASSERT_NE(open_frame<true>(&t, 5, Nesting::kChildren), nullptr);
+  comm_call_begin(&t, 100);
+  start_frame(&t, 100);
+  ASSERT_NE(open_frame<true>(&t, 6, Nesting::kSuppress, 0x6e00, 0x6d00), nullptr);
+  comm_call_begin(&t, 110);
+  start_frame(&t, 110);
+  leave_at(t, 120);
+  comm_call_end(&t, 120, true, 0, 0);
+  EXPECT_EQ(t.comm_clock.in_call, 1);
+  leave_at(t, 140);
+  comm_call_end(&t, 140, true, 0, 0);
+  EXPECT_EQ(t.comm_clock.exposed.load(), 50u);  // the outer call's 40 alone
 }
 
 }  // namespace
