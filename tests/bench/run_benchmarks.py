@@ -527,7 +527,8 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
                              "libopenblas.so" if kind == "blas" else "",
                              f"model/layer_{i % 97}.py" if kind == "python" else "",
                              i % 500 if kind == "python" else 0))
-        db.executemany("INSERT INTO routines VALUES (?,?,?,?,?,?)", routines)
+        db.executemany("INSERT INTO routines (routine_id, name, kind, library, file, line) "
+                       "VALUES (?,?,?,?,?,?)", routines)
         # A random recursive tree (depth ~ ln n), routines skewed towards the first ones.
         parent = [0] * (n_nodes + 1)
         depth = [0] * (n_nodes + 1)
