@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "advice/optimizer_work.hpp"
+#include "base/table_format.hpp"
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
@@ -19,7 +20,6 @@
 #include "profile/line_costs.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

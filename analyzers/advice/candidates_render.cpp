@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "advice/candidates.hpp"
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 
 namespace sonde::analyzers {
 

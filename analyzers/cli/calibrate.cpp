@@ -1,5 +1,5 @@
 // sonde calibrate: measure this machine's peaks into the peaks file (analyzers/tools).
-#include "tools/calibrate.hpp"
+#include "programs/calibrate.hpp"
 
 #include <memory>
 

@@ -8,8 +8,8 @@
 #include <iostream>
 #include <memory>
 
+#include "base/progress.hpp"
 #include "cli/command.hpp"
-#include "export/progress.hpp"
 
 namespace sonde::cli {
 

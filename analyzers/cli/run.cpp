@@ -4,7 +4,7 @@
 
 #include "cli/command.hpp"
 #include "profile/hotspots.hpp"
-#include "tools/launcher.hpp"
+#include "programs/launcher.hpp"
 
 namespace sonde::cli {
 

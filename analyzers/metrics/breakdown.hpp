@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "metrics/breakdown_roles.hpp"
 #include "metrics/device_overlap.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

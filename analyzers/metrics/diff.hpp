@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "metrics/noise.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

@@ -6,8 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "base/output_file.hpp"
 #include "profile/profile_file.hpp"
-#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 
 namespace sonde::analyzers {
 

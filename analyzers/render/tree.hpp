@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/call_tree.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

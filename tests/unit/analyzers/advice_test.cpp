@@ -15,7 +15,7 @@
 #include "metrics/diff.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/run_summary.hpp"
-#include "tools/tune.hpp"
+#include "programs/tune.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -11,7 +11,7 @@
 #include "export/export_samples.hpp"
 #include "fixture.hpp"
 #include "profile/query.hpp"
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/previous_profile.hpp"
+#include "programs/previous_profile.hpp"
 
 #include <fmt/format.h>
 #include <sqlite3.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "profile/profile_file.hpp"
-#include "tools/process_alive.hpp"
+#include "programs/process_alive.hpp"
 
 namespace sonde::analyzers {
 namespace {

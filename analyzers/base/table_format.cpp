@@ -1,9 +1,11 @@
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "base/error.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,4 +1,4 @@
-#include "tools/viewer_assets.hpp"
+#include "view/viewer_assets.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
@@ -11,8 +11,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/executable_dir.hpp"
 #include "profile/profile_file.hpp"
-#include "tools/executable_dir.hpp"
 
 namespace sonde::analyzers {
 

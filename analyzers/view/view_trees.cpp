@@ -1,4 +1,4 @@
-#include "export/view_trees.hpp"
+#include "view/view_trees.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // The numbers a program prints, read as a person reads them: a table's columns by their header,
 // a number by the unit after it and the name before it. No regular expressions: a line of a
 // megabyte (a progress bar without newlines) must not exhaust std::regex's recursion.
-#include "tools/tune_output.hpp"
+#include "programs/tune_output.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

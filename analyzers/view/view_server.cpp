@@ -1,4 +1,4 @@
-#include "tools/view_server.hpp"
+#include "view/view_server.hpp"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -20,7 +20,7 @@
 #include <utility>
 
 #include "profile/profile_file.hpp"
-#include "tools/view_browser.hpp"
+#include "view/view_browser.hpp"
 
 namespace sonde::analyzers {
 

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 #include "store/peaks.hpp"
 
 namespace sonde::analyzers {

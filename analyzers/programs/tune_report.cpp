@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "process/redact.hpp"
-#include "tools/tune.hpp"
+#include "programs/tune.hpp"
 
 namespace sonde::analyzers {
 

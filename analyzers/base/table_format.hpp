@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "profile/profile_file.hpp"
+#include "base/cell.hpp"
 
 namespace sonde::analyzers {
 

@@ -1,4 +1,4 @@
-#include "tools/tune.hpp"
+#include "programs/tune.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -22,10 +22,10 @@
 
 #include "advice/candidates.hpp"
 #include "advice/tune_results.hpp"
+#include "base/executable_dir.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
-#include "tools/executable_dir.hpp"
-#include "tools/launcher.hpp"
+#include "programs/launcher.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "tools/python_package.hpp"
+#include "programs/python_package.hpp"
 
 #include <filesystem>
 #include <system_error>

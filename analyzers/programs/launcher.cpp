@@ -1,4 +1,4 @@
-#include "tools/launcher.hpp"
+#include "programs/launcher.hpp"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -23,19 +23,19 @@
 #include <utility>
 #include <vector>
 
+#include "base/executable_dir.hpp"
+#include "base/output_file.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
+#include "programs/previous_profile.hpp"
+#include "programs/process_alive.hpp"
+#include "programs/python_package.hpp"
 #include "render/report.hpp"
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
 #include "sonde/signals.hpp"
-#include "tools/executable_dir.hpp"
-#include "tools/output_file.hpp"
-#include "tools/previous_profile.hpp"
-#include "tools/process_alive.hpp"
-#include "tools/python_package.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "export/view_bundle.hpp"
-#include "tools/viewer_assets.hpp"
+#include "view/view_bundle.hpp"
+#include "view/viewer_assets.hpp"
 
 namespace sonde::analyzers {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <utility>
 
-#include "tools/viewer_assets.hpp"
+#include "view/viewer_assets.hpp"
 
 namespace sonde::analyzers {
 

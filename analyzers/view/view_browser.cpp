@@ -1,4 +1,4 @@
-#include "tools/view_browser.hpp"
+#include "view/view_browser.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <vector>
 
-#include "tools/launcher.hpp"
+#include "programs/launcher.hpp"
 
 extern char** environ;
 

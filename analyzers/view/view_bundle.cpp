@@ -1,4 +1,4 @@
-#include "export/view_bundle.hpp"
+#include "view/view_bundle.hpp"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,6 @@
 #include <set>
 
 #include "advice/candidates.hpp"
-#include "export/view_timeline.hpp"
-#include "export/view_trees.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/ranks.hpp"
@@ -26,6 +24,8 @@
 #include "render/shapes.hpp"
 #include "render/tree.hpp"
 #include "sonde/routine_kinds.hpp"
+#include "view/view_timeline.hpp"
+#include "view/view_trees.hpp"
 
 namespace sonde::analyzers {
 namespace {

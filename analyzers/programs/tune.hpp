@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "metrics/noise.hpp"
-#include "render/table_format.hpp"
-#include "tools/tune_output.hpp"
+#include "programs/tune_output.hpp"
 
 namespace sonde::analyzers {
 

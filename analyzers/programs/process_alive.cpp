@@ -1,4 +1,4 @@
-#include "tools/process_alive.hpp"
+#include "programs/process_alive.hpp"
 
 #include <signal.h>
 #include <unistd.h>

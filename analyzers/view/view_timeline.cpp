@@ -1,4 +1,4 @@
-#include "export/view_timeline.hpp"
+#include "view/view_timeline.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 
 namespace sonde::analyzers {
 

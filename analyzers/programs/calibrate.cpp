@@ -5,7 +5,7 @@
 // or through the one --blas names (a program that brings its own).
 // Memory bandwidth is a STREAM triad, a[i] = b[i] + s * c[i], counted as STREAM does: 24 bytes
 // per element (read b and c, write a; the write-allocate read is not counted).
-#include "tools/calibrate.hpp"
+#include "programs/calibrate.hpp"
 
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -27,8 +27,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/output_file.hpp"
 #include "profile/profile_file.hpp"
-#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,4 +1,4 @@
-#include "export/progress.hpp"
+#include "base/progress.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "export/html_page.hpp"
+#include "view/html_page.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -1,8 +1,8 @@
-#include "tools/executable_dir.hpp"
+#include "base/executable_dir.hpp"
 
 #include <fmt/format.h>
 
-#include "profile/profile_file.hpp"
+#include "base/error.hpp"
 
 namespace sonde::analyzers {
 

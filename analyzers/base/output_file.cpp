@@ -1,9 +1,9 @@
-#include "tools/output_file.hpp"
+#include "base/output_file.hpp"
 
 #include <fmt/format.h>
 #include <sys/stat.h>
 
-#include "profile/profile_file.hpp"
+#include "base/error.hpp"
 
 namespace sonde::analyzers {
 
