@@ -84,11 +84,4 @@ std::vector<Candidate> compute_candidates(LoadedProfile& profile);
 // function part of a Python routine or in a region name.
 bool looks_like_optimizer(std::string_view routine_name);
 
-// top = 0: all.
-std::string render_candidates_text(const std::vector<Candidate>& candidates, std::size_t top);
-Json render_candidates_json(const std::vector<Candidate>& candidates, std::size_t top);
-// One row per candidate, best first: rank, rule, location, est_gain_s, summary, advice, and the
-// evidence as one JSON object (its members differ by rule).
-Table candidates_table(const std::vector<Candidate>& candidates, std::size_t top);
-
 }  // namespace sonde::analyzers

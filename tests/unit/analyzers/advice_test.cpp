@@ -16,6 +16,8 @@
 #include "metrics/metrics.hpp"
 #include "profile/run_summary.hpp"
 #include "programs/tune.hpp"
+#include "render/candidates.hpp"
+#include "render/diff.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -13,6 +13,7 @@
 #include "fixture.hpp"
 #include "metrics/diff.hpp"
 #include "profile/rank_file.hpp"
+#include "render/diff.hpp"
 #include "render/report.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"

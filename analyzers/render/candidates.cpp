@@ -1,10 +1,11 @@
 // `sonde candidates`' outputs: the text list, the JSON array and the table (CSV), each
 // candidate with its estimate and the bound it is held to.
+#include "render/candidates.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "advice/candidates.hpp"
 #include "base/table_format.hpp"
 
 namespace sonde::analyzers {

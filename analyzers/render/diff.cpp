@@ -1,10 +1,10 @@
 // sonde diff's tables, text and JSON. CSV and JSON carry every figure's spread and noise; the
 // text shows them where there are several runs a side, and says noise is unknown where not.
+#include "render/diff.hpp"
+
 #include <fmt/format.h>
 
 #include <set>
-
-#include "metrics/diff.hpp"
 
 namespace sonde::analyzers {
 namespace {
