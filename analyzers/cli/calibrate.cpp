@@ -1,4 +1,4 @@
-// sonde calibrate: measure this machine's peaks into the peaks file (analyzers/tools).
+// sonde calibrate: measure this machine's peaks into the peaks file (analyzers/programs).
 #include "programs/calibrate.hpp"
 
 #include <memory>

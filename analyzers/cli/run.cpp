@@ -1,4 +1,4 @@
-// sonde run: run a command with libsonde.so preloaded (the launcher is analyzers/tools).
+// sonde run: run a command with libsonde.so preloaded (the launcher is analyzers/programs).
 #include <algorithm>
 #include <memory>
 

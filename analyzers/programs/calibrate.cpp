@@ -455,7 +455,7 @@ void check_peaks_writable(const std::string& path) {
 
 void write_peaks_file(const std::string& path, const std::string& text) {
   check_peaks_writable(path);
-  if (written_through(path)) {  // /dev/null, /dev/stdout, a link (tools/output_file.hpp)
+  if (written_through(path)) {  // /dev/null, /dev/stdout, a link (base/output_file.hpp)
     std::ofstream f(path, std::ios::trunc);
     f << text;
     f.flush();

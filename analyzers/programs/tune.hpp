@@ -54,7 +54,7 @@ struct TuneStage {
   std::optional<double> speedup;  // original's median / this median, in by_cpu's measure
   Verdict verdict = Verdict::kNone;
   std::map<std::string, double> phases;  // the original's top routines: median exclusive s
-  // The stage's stdout against the original's (tools/tune_output.hpp): of its runs, the one
+  // The stage's stdout against the original's (programs/tune_output.hpp): of its runs, the one
   // that differs from every original run, else the one farthest from its nearest original.
   std::optional<OutputComparison> output;
   bool output_changed = false;             // output->differs()

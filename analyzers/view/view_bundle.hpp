@@ -43,7 +43,7 @@ inline constexpr std::size_t kViewSandwichMax = 50;
 inline constexpr std::size_t kViewSandwichBytes = 4 << 20;
 
 // The flame graph coloured by each path's change of share against another profile
-// ("tree_diff_<j>": profile j as the baseline; export/view_trees.hpp): the server makes any pair
+// ("tree_diff_<j>": profile j as the baseline; view/view_trees.hpp): the server makes any pair
 // when the page asks; the whole bundle carries every pair of up to kViewComparedMax profiles of
 // at most kViewComparedNodesMax nodes rows each. Each pair loads both merged trees: the 1M-node,
 // 432-level benchmark file against itself takes 3 s and 800 MB.
