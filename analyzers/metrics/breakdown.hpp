@@ -68,10 +68,5 @@ struct Breakdown {
 
 Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapping>& mappings);
 Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMapping>& mappings);
-// Empty when no loop was found (the caller prints `reason`). With GPU activity it has the
-// device time beside the host time (gpu_s, gpu ms/iter).
-Table breakdown_table(const Breakdown& b);
-// One row per device of gpu_overlap; empty when no NCCL kernel ran in the iterations.
-Table breakdown_overlap_table(const Breakdown& b);
 
 }  // namespace sonde::analyzers
