@@ -2,6 +2,8 @@
 # The C and C++ sources as the checked-in .clang-format lays them out (Debian's clang-format,
 # which install-deps.sh installs): lists the files that differ and exits 1. Fix them with
 #   git ls-files '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' | xargs clang-format -i
+# Then the analyzers' layers (scripts/check_layers.py): each folder includes only the folders its
+# library links in analyzers/CMakeLists.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v clang-format >/dev/null; then
@@ -19,3 +21,4 @@ if (( ${#differ[@]} > 0 )); then
   exit 1
 fi
 echo "lint: every C and C++ file as .clang-format lays it out"
+python3 scripts/check_layers.py

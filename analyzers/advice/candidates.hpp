@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "advice/optimizer_work.hpp"
+#include "base/table_format.hpp"
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
@@ -19,7 +20,6 @@
 #include "profile/line_costs.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
@@ -83,12 +83,5 @@ std::vector<Candidate> compute_candidates(LoadedProfile& profile);
 // Names matched by the optimizer rule: update, adam, sgd, optimizer (case-insensitive) in the
 // function part of a Python routine or in a region name.
 bool looks_like_optimizer(std::string_view routine_name);
-
-// top = 0: all.
-std::string render_candidates_text(const std::vector<Candidate>& candidates, std::size_t top);
-Json render_candidates_json(const std::vector<Candidate>& candidates, std::size_t top);
-// One row per candidate, best first: rank, rule, location, est_gain_s, summary, advice, and the
-// evidence as one JSON object (its members differ by rule).
-Table candidates_table(const std::vector<Candidate>& candidates, std::size_t top);
 
 }  // namespace sonde::analyzers

@@ -1,5 +1,5 @@
-// sonde calibrate: measure this machine's peaks into the peaks file (analyzers/tools).
-#include "tools/calibrate.hpp"
+// sonde calibrate: measure this machine's peaks into the peaks file (analyzers/programs).
+#include "programs/calibrate.hpp"
 
 #include <memory>
 

@@ -6,6 +6,7 @@
 
 #include "advice/tune_results.hpp"
 #include "cli/command.hpp"
+#include "render/candidates.hpp"
 #include "render/colour.hpp"
 
 namespace sonde::cli {

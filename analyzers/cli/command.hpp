@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::cli {
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "render/diff.hpp"
 
 namespace sonde::cli {
 

@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/command.hpp"
-#include "tools/launcher.hpp"
+#include "programs/launcher.hpp"
 
 namespace sonde::cli {
 

@@ -12,9 +12,9 @@
 #include <memory>
 #include <optional>
 
+#include "base/output_file.hpp"
 #include "cli/command.hpp"
 #include "export/export_samples.hpp"
-#include "tools/output_file.hpp"
 
 namespace sonde::cli {
 

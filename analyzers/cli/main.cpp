@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <iostream>
 
+#include "base/table_format.hpp"
 #include "cli/command.hpp"
 #include "cli/did_you_mean.hpp"
-#include "render/table_format.hpp"
 #include "sonde/quiet_write.hpp"
 #include "store/schema_version.hpp"
 

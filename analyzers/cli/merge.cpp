@@ -8,8 +8,8 @@
 #include <iostream>
 #include <memory>
 
+#include "base/progress.hpp"
 #include "cli/command.hpp"
-#include "export/progress.hpp"
 
 namespace sonde::cli {
 
@@ -27,7 +27,7 @@ int merge(const Options& a) {
   o.inputs = a.inputs;
   o.output = a.output;
   o.force = a.force;
-  // A line redrawn in place, on a terminal only (export/progress.hpp), an input at a time.
+  // A line redrawn in place, on a terminal only (base/progress.hpp), an input at a time.
   Progress files(stderr, "sonde merge");
   o.progress = [&files](std::size_t done, std::size_t total) {
     if (done == 1) files.start(static_cast<std::int64_t>(total), "files", true);

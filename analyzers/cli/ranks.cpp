@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "render/ranks.hpp"
 
 namespace sonde::cli {
 

@@ -1,10 +1,10 @@
-// sonde run: run a command with libsonde.so preloaded (the launcher is analyzers/tools).
+// sonde run: run a command with libsonde.so preloaded (the launcher is analyzers/programs).
 #include <algorithm>
 #include <memory>
 
 #include "cli/command.hpp"
 #include "profile/hotspots.hpp"
-#include "tools/launcher.hpp"
+#include "programs/launcher.hpp"
 
 namespace sonde::cli {
 

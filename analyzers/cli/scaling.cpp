@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "render/scaling.hpp"
 
 namespace sonde::cli {
 

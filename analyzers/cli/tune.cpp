@@ -1,5 +1,5 @@
 // sonde tune: the program re-run with each tuning knob, the measured tuning-stage table.
-#include "tools/tune.hpp"
+#include "programs/tune.hpp"
 
 #include <fmt/format.h>
 

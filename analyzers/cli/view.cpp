@@ -16,13 +16,13 @@
 #include <optional>
 #include <string_view>
 
+#include "base/executable_dir.hpp"
+#include "base/output_file.hpp"
 #include "cli/command.hpp"
 #include "cli/view_serve.hpp"
-#include "export/html_page.hpp"
-#include "export/view_bundle.hpp"
-#include "tools/executable_dir.hpp"
-#include "tools/output_file.hpp"
-#include "tools/viewer_assets.hpp"
+#include "view/html_page.hpp"
+#include "view/view_bundle.hpp"
+#include "view/viewer_assets.hpp"
 
 namespace sonde::cli {
 

@@ -1,6 +1,6 @@
 // sonde view-bundle (hidden): the JSON document the browser viewer shows, on stdout; for
 // developing and testing the viewer's pages without the server.
-#include "export/view_bundle.hpp"
+#include "view/view_bundle.hpp"
 
 #include <iostream>
 #include <memory>

@@ -7,8 +7,8 @@
 #include <iostream>
 #include <memory>
 
-#include "tools/view_server.hpp"
-#include "tools/viewer_assets.hpp"
+#include "view/view_server.hpp"
+#include "view/viewer_assets.hpp"
 
 namespace sonde::cli {
 

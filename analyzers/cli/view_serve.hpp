@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/command.hpp"
-#include "export/view_bundle.hpp"
+#include "view/view_bundle.hpp"
 
 namespace sonde::cli {
 

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "export/progress.hpp"
+#include "base/progress.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/profile_file.hpp"
 

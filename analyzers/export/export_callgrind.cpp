@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "export/export.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

@@ -9,9 +9,9 @@
 #include <tuple>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "export/callpath_walk.hpp"
 #include "export/export.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

@@ -10,10 +10,10 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/table_format.hpp"
 #include "export/callpath_walk.hpp"
 #include "export/export.hpp"
 #include "export/export_samples.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

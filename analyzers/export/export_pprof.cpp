@@ -20,10 +20,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "export/export.hpp"
 #include "export/gzip_writer.hpp"
 #include "export/protobuf_writer.hpp"
-#include "render/table_format.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {

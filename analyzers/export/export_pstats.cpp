@@ -17,8 +17,8 @@
 #include <string>
 #include <tuple>
 
+#include "base/table_format.hpp"
 #include "export/export.hpp"
-#include "render/table_format.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {

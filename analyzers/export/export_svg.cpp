@@ -6,9 +6,9 @@
 #include <optional>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "export/export.hpp"
 #include "metrics/share_change.hpp"
-#include "render/table_format.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "render/table_format.hpp"
+#include "base/table_format.hpp"
 
 namespace sonde::analyzers {
 

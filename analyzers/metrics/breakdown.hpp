@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "metrics/breakdown_roles.hpp"
 #include "metrics/device_overlap.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
@@ -68,10 +68,5 @@ struct Breakdown {
 
 Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapping>& mappings);
 Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMapping>& mappings);
-// Empty when no loop was found (the caller prints `reason`). With GPU activity it has the
-// device time beside the host time (gpu_s, gpu ms/iter).
-Table breakdown_table(const Breakdown& b);
-// One row per device of gpu_overlap; empty when no NCCL kernel ran in the iterations.
-Table breakdown_overlap_table(const Breakdown& b);
 
 }  // namespace sonde::analyzers

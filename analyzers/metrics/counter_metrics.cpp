@@ -116,27 +116,4 @@ CounterReport compute_counter_report(const ProfileFile& file) {
   return rep;
 }
 
-Table counter_table(const CounterReport& rep, std::size_t top) {
-  Table t;
-  t.columns = {{"routine", "routine"}, {"kind", "kind"}, {"incl_s", "incl_s", 3}};
-  for (const CounterMetric* m : rep.metrics)
-    t.columns.push_back({std::string(m->title), std::string(m->key), 2});
-  for (const std::string& e : rep.events) t.columns.push_back({e, e, 0});
-  std::size_t n = top == 0 ? rep.routines.size() : std::min(top, rep.routines.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const RoutineCounters& r = rep.routines[i];
-    std::vector<Cell> row{r.name, r.kind, static_cast<double>(r.incl_ns) / 1e9};
-    for (const CounterMetric* m : rep.metrics) {
-      auto v = metric_value(*m, r);
-      row.push_back(v ? Cell{*v} : Cell{});
-    }
-    for (const std::string& e : rep.events) {
-      auto it = r.incl.find(e);
-      row.push_back(it == r.incl.end() ? Cell{} : Cell{it->second});
-    }
-    t.rows.push_back(std::move(row));
-  }
-  return t;
-}
-
 }  // namespace sonde::analyzers

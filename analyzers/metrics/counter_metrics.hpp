@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
@@ -46,7 +46,5 @@ struct CounterReport {
 CounterReport compute_counter_report(const ProfileFile& file);
 // nullopt when the routine lacks the events or the denominator is 0.
 std::optional<double> metric_value(const CounterMetric& metric, const RoutineCounters& routine);
-// One row per routine: time, the derived metrics, then the raw inclusive events.
-Table counter_table(const CounterReport& report, std::size_t top);
 
 }  // namespace sonde::analyzers

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
@@ -27,8 +27,6 @@ struct RanksReport {
 
 // `top` bounds the imbalance and bandwidth rows (0: all); the per-rank rows are all there.
 RanksReport compute_ranks(const ProfileFile& file, std::size_t top);
-std::string render_ranks_text(const RanksReport& report);
-Json render_ranks_json(const std::string& path, const RanksReport& report);
 
 // The per-routine bars of the viewer's ranks panel: the first `top` routines and phases of the
 // imbalance table (its order) with their mean, min and max over ranks (rank_imbalance) and each

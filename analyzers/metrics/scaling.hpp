@@ -8,8 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "render/table_format.hpp"
-
 namespace sonde::analyzers {
 
 struct ScalingRun {
@@ -38,9 +36,5 @@ double scaling_efficiency(double ref_time, std::int64_t ref_workers, double time
 // `top` routines (0: all) of the reference run, matched across runs by kind, name, library, file
 // and line. Throws Error for an unreadable file or fewer than two.
 Scaling compute_scaling(const std::vector<std::string>& paths, bool weak, std::size_t top);
-Table scaling_runs_table(const Scaling& s);
-Table scaling_routines_table(const Scaling& s);
-std::string render_scaling_text(const Scaling& s);
-Json render_scaling_json(const Scaling& s);
 
 }  // namespace sonde::analyzers

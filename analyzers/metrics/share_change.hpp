@@ -1,6 +1,6 @@
 // A differential flame graph's figure: each call path's share of the busy threads' time in one
 // profile against its share in a baseline. `sonde export --format svg --baseline` draws it and
-// `sonde view` carries it to the page (export/view_trees.hpp): this is its one definition.
+// `sonde view` carries it to the page (view/view_trees.hpp): this is its one definition.
 #pragma once
 
 #include <optional>

@@ -14,11 +14,11 @@
 #include <regex>
 #include <set>
 
+#include "base/output_file.hpp"
 #include "profile/file_guard.hpp"
 #include "profile/profile_file.hpp"
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "store/sqlite_db.hpp"
-#include "tools/output_file.hpp"
 
 namespace sonde::analyzers {
 namespace {

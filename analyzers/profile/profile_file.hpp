@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "base/cell.hpp"
+#include "base/error.hpp"
 #include "profile/file_guard.hpp"
 #include "store/schema_version.hpp"
 #include "store/sqlite_db.hpp"
@@ -17,20 +19,6 @@ namespace sonde::analyzers {
 
 // The newest schema_version this sonde understands: the one libsonde writes.
 using sonde::kSchemaVersion;
-
-// Everything the library reports to a user: one line, no prefix; the CLI adds "sonde <cmd>: ".
-class Error : public std::runtime_error {
- public:
-  explicit Error(const std::string& message, int exit_code = 1)
-      : std::runtime_error(message), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
-
- private:
-  int exit_code_;
-};
-
-// A value of a result column, typed as SQLite returned it (blobs become a "<blob N bytes>" text).
-using Cell = std::variant<std::monostate, std::int64_t, double, std::string>;
 
 class ProfileFile;
 

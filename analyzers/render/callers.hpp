@@ -4,9 +4,9 @@
 
 #include <string>
 
+#include "base/table_format.hpp"
 #include "profile/callers.hpp"
 #include "profile/hotspots.hpp"
-#include "render/table_format.hpp"
 #include "render/tree.hpp"
 
 namespace sonde::analyzers {

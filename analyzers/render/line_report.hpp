@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/line_costs.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 
+#include "render/metrics_tables.hpp"
+
 namespace sonde::analyzers {
 namespace {
 

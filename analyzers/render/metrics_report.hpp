@@ -7,11 +7,11 @@
 #include <string_view>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "metrics/breakdown.hpp"
 #include "metrics/counter_metrics.hpp"
 #include "metrics/gpu_summary.hpp"
 #include "metrics/metrics.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

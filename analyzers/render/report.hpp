@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/hotspots.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
+#include "base/table_format.hpp"
 #include "profile/profile_file.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 

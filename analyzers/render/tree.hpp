@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/table_format.hpp"
 #include "profile/call_tree.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 
@@ -39,7 +39,7 @@ void write_tree_csv(const Forest& forest, const TreeOptions& options, std::ostre
 // thread empty). What a routine's callers and callees are shown with (render/callers.hpp).
 std::string render_node_text(const CallNode& root, std::int64_t total, const TreeOptions& options);
 // `more` adds members of its own to each node's object (a folded group has none): what a
-// differential tree's nodes carry beside the tree's figures (export/view_trees.hpp).
+// differential tree's nodes carry beside the tree's figures (view/view_trees.hpp).
 using NodeFields = std::function<void(const CallNode&, Json&)>;
 Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& options,
                       const NodeFields& more = {});

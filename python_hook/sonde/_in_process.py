@@ -61,7 +61,7 @@ def _fail(message, code=1):
 
 
 def _process_alive(pid, started_ns):
-    """analyzers/tools/process_alive.cpp's rule: `pid` runs now as the process that started
+    """analyzers/programs/process_alive.cpp's rule: `pid` runs now as the process that started
     writing at `started_ns`, neither a zombie nor a later process given its pid."""
     try:
         os.kill(pid, 0)
@@ -84,7 +84,7 @@ def _process_alive(pid, started_ns):
 
 def _live_writer(path):
     """(a sonde profile?, with a process row?, the pid of a process of it still running on this
-    host or 0), as analyzers/tools/previous_profile.cpp reads them."""
+    host or 0), as analyzers/programs/previous_profile.cpp reads them."""
     try:
         import socket
         import sqlite3
@@ -146,7 +146,7 @@ def _keep_previous(output, path):
 
 
 def _prepare_output(output, force):
-    """As `sonde run` does before it starts its command (analyzers/tools/launcher.cpp)."""
+    """As `sonde run` does before it starts its command (analyzers/programs/launcher.cpp)."""
     path = os.path.abspath(output)
     if os.path.lexists(path):
         if not force and not _keep_previous(output, path):

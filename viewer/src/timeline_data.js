@@ -1,4 +1,4 @@
-// The timeline part (analyzers/export/view_timeline.hpp) as typed arrays, indexed for drawing:
+// The timeline part (analyzers/view/view_timeline.hpp) as typed arrays, indexed for drawing:
 // each lane's rows (one per depth) list their events by start, so that the visible window is
 // found by binary search and an event narrower than a pixel skips to the next pixel's events.
 

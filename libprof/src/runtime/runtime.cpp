@@ -604,7 +604,7 @@ void Runtime::exit_flush() {
 
 void Runtime::say_where_written(bool ok) {
   if (say_written_.empty()) return;
-  // As `sonde run` says it once its command has ended (analyzers/tools/launcher.cpp).
+  // As `sonde run` says it once its command has ended (analyzers/programs/launcher.cpp).
   std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
   std::string line =
       ok ? fmt::format("sonde: profile written to {}\n", name)

@@ -15,7 +15,9 @@
 #include "metrics/diff.hpp"
 #include "metrics/metrics.hpp"
 #include "profile/run_summary.hpp"
-#include "tools/tune.hpp"
+#include "programs/tune.hpp"
+#include "render/candidates.hpp"
+#include "render/diff.hpp"
 
 namespace sonde::analyzers {
 namespace {

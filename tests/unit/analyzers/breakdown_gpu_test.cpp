@@ -11,6 +11,7 @@
 #include "fixture.hpp"
 #include "metrics/breakdown.hpp"
 #include "render/metrics_report.hpp"
+#include "render/metrics_tables.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fixture.hpp"
+#include "render/metrics_tables.hpp"
 
 namespace sonde::analyzers {
 namespace {

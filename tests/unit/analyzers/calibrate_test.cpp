@@ -1,7 +1,7 @@
 // The peaks file of `sonde calibrate`: parsing (as libsonde reads it), --set syntax, merging
 // calibrated and manual figures, and the written text. The measurements are tested end to end
 // (tests/e2e/test_calibrate.py).
-#include "tools/calibrate.hpp"
+#include "programs/calibrate.hpp"
 
 #include <gtest/gtest.h>
 

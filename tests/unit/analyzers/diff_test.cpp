@@ -8,6 +8,7 @@
 
 #include "advice_fixture.hpp"
 #include "metrics/noise.hpp"
+#include "render/diff.hpp"
 
 using namespace sonde::analyzers;
 

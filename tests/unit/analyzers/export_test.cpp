@@ -8,10 +8,10 @@
 #include <set>
 #include <sstream>
 
+#include "base/table_format.hpp"
 #include "export/export_samples.hpp"
 #include "fixture.hpp"
 #include "profile/query.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 namespace {

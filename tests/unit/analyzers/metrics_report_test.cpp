@@ -14,6 +14,7 @@
 #include "fixture.hpp"
 #include "metrics/breakdown.hpp"
 #include "metrics/counter_metrics.hpp"
+#include "render/metrics_tables.hpp"
 
 namespace sonde::analyzers {
 namespace {

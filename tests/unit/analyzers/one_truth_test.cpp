@@ -17,6 +17,7 @@
 #include "metrics/metrics.hpp"
 #include "profile/call_tree.hpp"
 #include "profile/run_summary.hpp"
+#include "render/diff.hpp"
 #include "render/report.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"

@@ -1,6 +1,6 @@
 // The progress line on a real terminal (a pseudo-terminal): its rate, the time left once a
 // second has gone by, and the time taken at the end; nothing where the stream is not one.
-#include "export/progress.hpp"
+#include "base/progress.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -7,9 +7,9 @@
 #include <sstream>
 #include <string>
 
+#include "base/table_format.hpp"
 #include "export/gzip_writer.hpp"
 #include "export/protobuf_writer.hpp"
-#include "render/table_format.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -1,6 +1,6 @@
 // sonde tune's own judgement, apart from the candidates it informs (advice_test.cpp): which
 // numbers of its output are compared, and when a difference in time is a verdict.
-#include "tools/tune.hpp"
+#include "programs/tune.hpp"
 
 #include <gtest/gtest.h>
 

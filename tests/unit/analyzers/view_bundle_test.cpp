@@ -1,5 +1,5 @@
 // The viewer's bundle holds what the subcommands' --format json say, not figures of its own.
-#include "export/view_bundle.hpp"
+#include "view/view_bundle.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include "fixture.hpp"
 #include "metrics/diff.hpp"
 #include "profile/rank_file.hpp"
+#include "render/diff.hpp"
 #include "render/report.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"

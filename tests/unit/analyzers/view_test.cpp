@@ -5,8 +5,8 @@
 #include <set>
 #include <string>
 
-#include "export/html_page.hpp"
-#include "tools/view_server.hpp"
+#include "view/html_page.hpp"
+#include "view/view_server.hpp"
 
 using namespace sonde::analyzers;
 

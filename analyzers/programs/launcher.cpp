@@ -1,0 +1,663 @@
+#include "programs/launcher.hpp"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "base/executable_dir.hpp"
+#include "base/output_file.hpp"
+#include "profile/profile_file.hpp"
+#include "profile/run_summary.hpp"
+#include "programs/previous_profile.hpp"
+#include "programs/process_alive.hpp"
+#include "programs/python_package.hpp"
+#include "render/report.hpp"
+#include "sonde/options.hpp"
+#include "sonde/output_name.hpp"
+#include "sonde/quiet_write.hpp"
+#include "sonde/rank_env.hpp"
+#include "sonde/signals.hpp"
+
+namespace sonde::analyzers {
+namespace fs = std::filesystem;
+namespace {
+
+// sonde run's stderr and stdout are its command's: a closed descriptor or a pipe whose reader
+// has gone must not end sonde run (by SIGPIPE, or by fmt's exception when SIGPIPE is ignored)
+// and change the exit status of a command that ended well.
+template <class... A>
+void say(fmt::format_string<A...> f, A&&... args) {
+  quiet_write(STDERR_FILENO, fmt::format(f, std::forward<A>(args)...));
+}
+
+bool is_executable_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(path.c_str(), X_OK) == 0;
+}
+
+// Why `name` cannot be run when it is there but not executable (126, as a shell says), or
+// nothing when it is not there at all (127).
+std::optional<std::string> cannot_execute(const std::string& name) {
+  auto why = [](const std::string& path) -> std::optional<std::string> {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    if (S_ISDIR(st.st_mode)) return fmt::format("{}: Is a directory", path);
+    return fmt::format("{}: Permission denied", path);
+  };
+  if (name.find('/') != std::string::npos) return why(name);
+  const char* env = std::getenv("PATH");
+  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  for (std::size_t start = 0; start <= path.size();) {
+    std::size_t end = std::min(path.find(':', start), path.size());
+    std::string dir = path.substr(start, end - start);
+    if (auto reason = why((dir.empty() ? std::string(".") : dir) + "/" + name)) return reason;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+bool is_fault(int sig) {
+  return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL || sig == SIGTRAP ||
+         sig == SIGSYS;
+}
+
+std::atomic<pid_t> g_child{0};
+
+void forward_signal(int sig, siginfo_t* info, void*) {
+  if (info->si_code > 0) {
+    // Sent by the kernel, not by a process: a fault of sonde run's own (it dies of it, once the
+    // handler returns to the faulting instruction), or a terminal's ^C, ^\ or hangup, which went
+    // to the whole foreground process group, the command included.
+    if (is_fault(sig)) ::signal(sig, SIG_DFL);
+    return;
+  }
+  pid_t child = g_child.load();
+  if (child > 0) ::sigqueue(child, sig, sigval{.sival_int = kForwardedSignalMark});
+}
+
+// sonde run ends as its command did: killed by the same signal, so that whoever waits for it
+// sees WIFSIGNALED. Without a core file of its own: the command's is the one that matters.
+void die_of(int sig) {
+  std::fflush(nullptr);
+  struct rlimit no_core {};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  ::signal(sig, SIG_DFL);
+  sigset_t only;
+  sigemptyset(&only);
+  sigaddset(&only, sig);
+  ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+  ::raise(sig);
+  // Still alive: the init of a PID namespace ignores it. The shell's convention, then.
+}
+
+// Stops sonde run with the signal that stopped its command, where that one stops it too (a
+// terminal's stop signals at their default: a shell then says "Stopped" as it would of the
+// command); else with SIGSTOP, which always does. Returns once continued.
+void stop_like(int sig) {
+  struct sigaction now {};
+  bool terminal = sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+  bool stops = terminal && ::sigaction(sig, nullptr, &now) == 0 && now.sa_handler == SIG_DFL;
+  ::raise(stops ? sig : SIGSTOP);
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+// Access bits say nothing for root or on read-only mounts; creating a file is the real test.
+void check_output_directory(const fs::path& output) {
+  if (output_name_length(output.string()) > longest_output_name(output.string()))
+    throw Error(
+        fmt::format("the output's name is {} characters long, over the {} its "
+                    "directory allows a profile (SQLite keeps <name>-journal beside it)",
+                    output_name_length(output.string()), longest_output_name(output.string())));
+  fs::path dir = output.parent_path();
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error(fmt::format("output directory {} does not exist", dir.string()));
+  fs::path probe = dir / fmt::format(".sonde-probe-{}", ::getpid());
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    throw Error(
+        fmt::format("cannot write to output directory {}: {}", dir.string(), std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+void prepare_output(const fs::path& output, const std::string& shown, bool force) {
+  struct stat st {};
+  if (::lstat(output.c_str(), &st) == 0) {
+    if (!force) {
+      switch (keep_previous_profile(output.string())) {
+        case PreviousProfile::kept:
+          say("sonde: kept the previous profile {} as {}\n", shown, shown + ".old");
+          check_output_directory(output);
+          return;
+        case PreviousProfile::not_started:
+          say("sonde: {} holds no process yet (a run started into it a moment ago?); left as "
+              "it is\n",
+              shown);
+          check_output_directory(output);
+          return;
+        case PreviousProfile::none:
+          break;
+      }
+      throw Error(
+          fmt::format("{} already exists and is not a sonde profile; use --force to "
+                      "replace it or -o for another file",
+                      shown));
+    }
+    require_regular_output(output.string(), shown);
+  }
+  check_output_directory(output);
+  if (force) {
+    // A stale journal or WAL beside a new database would be replayed into it by SQLite.
+    for (const char* suffix : {"", "-journal", "-wal", "-shm"}) {
+      std::string path = output.string() + suffix;
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+        throw Error(fmt::format("cannot remove {}: {}", path, std::strerror(errno)));
+    }
+  }
+}
+
+// An ELF executable without a program interpreter is linked statically: the dynamic loader
+// never runs, so LD_PRELOAD (and sonde) cannot reach it. Scripts and other files: false.
+bool statically_linked(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  Elf64_Ehdr eh{};
+  bool is_static = false;
+  if (::pread(fd, &eh, sizeof eh, 0) == ssize_t(sizeof eh) &&
+      std::memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 && eh.e_ident[EI_CLASS] == ELFCLASS64 &&
+      eh.e_phentsize == sizeof(Elf64_Phdr)) {
+    is_static = true;
+    for (unsigned i = 0; i < eh.e_phnum && is_static; ++i) {
+      Elf64_Phdr ph{};
+      if (::pread(fd, &ph, sizeof ph, off_t(eh.e_phoff + i * sizeof ph)) != ssize_t(sizeof ph) ||
+          ph.p_type == PT_INTERP)
+        is_static = false;
+    }
+  }
+  ::close(fd);
+  return is_static;
+}
+
+const OptionSpec& spec_of(std::string_view name) {
+  for (const OptionSpec& s : kOptionSpecs) {
+    if (s.name == name) return s;
+  }
+  throw Error(fmt::format("{} is not in options.hpp", name));
+}
+
+// A flag's number is held to its variable's range; outside it the library's default is kept,
+// as a bad variable would be (one line, and the run goes on).
+bool number_in_range(const char* flag, const std::string& value, std::string_view variable) {
+  const OptionSpec& spec = spec_of(variable);
+  char* end = nullptr;
+  double d = std::strtod(value.c_str(), &end);
+  if (!value.empty() && *end == '\0' && std::isfinite(d) && option_in_range(spec, d)) return true;
+  say("sonde run: ignoring {} {}: not {}{:g} to {:g}; using the default {}\n", flag, value,
+      spec.zero_ok ? "0 or " : "", spec.min, spec.max, spec.default_value);
+  return false;
+}
+
+void set_environment(const RunOptions& o, const std::string& output, const std::string& library) {
+  ::setenv("SONDE_OUTPUT", output.c_str(), 1);
+  const char* old = std::getenv("LD_PRELOAD");
+  std::string preload = library;
+  if (old && *old) preload += fmt::format(":{}", old);
+  ::setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (o.trace) ::setenv("SONDE_TRACE", "1", 1);
+  if (o.python) {
+    // As python3 -m sonde's children get it: the autostart sitecustomize starts the hook in
+    // every interpreter that loads libsonde (torchrun's workers, a shell script's python3).
+    std::string package = find_python_package(library);
+    if (package.empty())
+      throw Error(
+          fmt::format("sonde run --python: cannot find sonde's Python package beside {} "
+                      "(its sonde/autostart)",
+                      library));
+    const char* path = std::getenv("PYTHONPATH");
+    std::string value = package + "/sonde/autostart:" + package;
+    if (path != nullptr && *path != '\0') value += fmt::format(":{}", path);
+    ::setenv("PYTHONPATH", value.c_str(), 1);
+  }
+  if (o.flush_interval) {
+    if (number_in_range("--flush-interval", *o.flush_interval, "SONDE_FLUSH_INTERVAL"))
+      ::setenv("SONDE_FLUSH_INTERVAL", o.flush_interval->c_str(), 1);
+    else
+      ::unsetenv("SONDE_FLUSH_INTERVAL");
+  }
+  if (o.no_record_args) ::setenv("SONDE_RECORD_ARGS", "0", 1);
+  if (o.adaptive) ::setenv("SONDE_ADAPTIVE", "1", 1);
+  if (o.counters) ::setenv("SONDE_COUNTERS", o.counters->c_str(), 1);
+  if (o.sample_hz) {
+    if (number_in_range("--sample", *o.sample_hz, "SONDE_SAMPLE_HZ"))
+      ::setenv("SONDE_SAMPLE_HZ", o.sample_hz->c_str(), 1);
+    else
+      ::unsetenv("SONDE_SAMPLE_HZ");
+  }
+  if (o.delay) {
+    if (number_in_range("--delay", *o.delay, "SONDE_DELAY"))
+      ::setenv("SONDE_DELAY", o.delay->c_str(), 1);
+    else
+      ::unsetenv("SONDE_DELAY");
+  }
+  // The delay counts from this launch, for every process of the run: an exec'd child or a
+  // program started late by a shell script opens its window at the same instant as the first.
+  ::unsetenv("SONDE_DELAY_UNTIL");
+  if (const char* delay = std::getenv("SONDE_DELAY"); delay != nullptr && *delay != '\0') {
+    char* end = nullptr;
+    double s = std::strtod(delay, &end);
+    if (end != delay && *end == '\0' && s > 0 && s <= 1e6) {
+      struct timespec now {};
+      clock_gettime(CLOCK_REALTIME, &now);
+      int64_t until = int64_t(now.tv_sec) * 1000000000 + now.tv_nsec + std::llround(s * 1e9);
+      ::setenv("SONDE_DELAY_UNTIL", std::to_string(until).c_str(), 1);
+    }
+  }
+  if (o.steps) {
+    if (number_in_range("--steps", *o.steps, "SONDE_STEPS"))
+      ::setenv("SONDE_STEPS", o.steps->c_str(), 1);
+    else
+      ::unsetenv("SONDE_STEPS");
+  }
+  if (o.step_region) ::setenv("SONDE_STEP_REGION", o.step_region->c_str(), 1);
+  // NVTX 3 (header-only, in PyTorch and NVIDIA's libraries) reaches a tool only through the
+  // injection library this names: libsonde serves as one, unless the user chose another tool.
+  if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0')
+    ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
+  // Inherited from an enclosing `sonde run`, it would make this run join that one.
+  ::unsetenv("SONDE_RUN_ID");
+}
+
+// The file a run's root process wrote: the name asked for or, when that was taken when the run
+// started, the one beside it that the runtime claimed instead (sonde/output_name.hpp).
+struct WrittenProfile {
+  int alternative = -1;  // -1: none found; 0: the name asked for; n: alternative_output(.., n)
+  bool any_file = false;
+  bool ended = false;      // its last process image made its final flush
+  bool exec_last = false;  // ... and that flush was before an exec: the next image wrote nothing
+  std::vector<std::int64_t> running;  // other processes of the run, not ended, still alive
+  std::string problem;                // why a file that is there could not be read
+};
+
+WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int64_t since_ns) {
+  WrittenProfile w;
+  for (int n = 0; n <= kOutputAlternatives; ++n) {
+    std::string name = n == 0 ? output.string() : alternative_output(output.string(), root, n);
+    if (::access(name.c_str(), F_OK) != 0) continue;
+    w.any_file = true;
+    try {
+      // Which file holds this run's root is all it asks: the pages are checked by whatever
+      // reads them next (sonde report, or --report below).
+      ProfileFile file = ProfileFile::open(name, false);
+      // A stale file of an earlier run whose root had the same pid started before this one.
+      auto st = file.prepare(
+          "SELECT ended_ns IS NOT NULL, COALESCE(end_reason = 'exec', 0) FROM processes "
+          "WHERE pid = ? AND started_ns >= ? ORDER BY process_id DESC LIMIT 1");
+      st.bind(1, std::int64_t{root}).bind(2, since_ns);
+      if (st.step()) {
+        w.alternative = n;
+        w.ended = st.int64(0) != 0;
+        w.exec_last = st.int64(1) != 0;
+        // A daemon or a helper the command left behind (multiprocessing's resource tracker)
+        // writes as it ends: "written" alone read as a profile that would not change.
+        auto alive = file.prepare(
+            "SELECT pid, MIN(started_ns) FROM processes WHERE ended_ns IS NULL AND pid <> ? AND "
+            "started_ns >= ? AND NOT EXISTS (SELECT 1 FROM processes later WHERE later.pid = "
+            "processes.pid AND later.process_id > processes.process_id) GROUP BY pid ORDER BY pid");
+        alive.bind(1, std::int64_t{root}).bind(2, since_ns);
+        while (alive.step()) {
+          pid_t pid = pid_t(alive.int64(0));
+          if (process_alive(pid, alive.int64(1))) w.running.push_back(pid);
+        }
+        return w;
+      }
+    } catch (const Error& e) {
+      w.problem = e.what();
+    }
+  }
+  return w;
+}
+
+// The files the ranks of a job that this run launched wrote beside `output` (prof.rank<R>.db,
+// sonde/rank_env.hpp), by rank: `sonde run -o prof.db -- mpirun ...` names only mpirun's own
+// file otherwise, and the ranks' work is in theirs. A rank file counts when a process of it
+// started after this run did; `others` counts the rank-named files that do not.
+std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& output,
+                                                             std::int64_t since_ns, int& others) {
+  std::string name = output.filename().string();
+  std::size_t dot = name.rfind('.');
+  bool has_ext = dot != std::string::npos && dot > 0;
+  std::string prefix = (has_ext ? name.substr(0, dot) : name) + ".rank";
+  std::string suffix = has_ext ? name.substr(dot) : "";
+  std::vector<std::pair<long, std::string>> found;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(output.parent_path(), ec)) {
+    std::string f = entry.path().filename().string();
+    if (f.size() <= prefix.size() + suffix.size() || !f.starts_with(prefix) || !f.ends_with(suffix))
+      continue;
+    std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+    // prof.rank3.db, or beside a rank file of an earlier run prof.rank3.<pid>.db (and
+    // .<pid>-<n>, sonde/output_name.hpp): a rerun's rank files went unnamed.
+    std::string beside;
+    if (std::size_t d = digits.find('.'); d != std::string::npos) {
+      beside = digits.substr(d + 1);
+      digits.resize(d);
+      if (beside.empty() || beside.find_first_not_of("0123456789-") != std::string::npos ||
+          beside.front() == '-' || beside.back() == '-')
+        continue;
+    }
+    if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    try {
+      ProfileFile file = ProfileFile::open(entry.path().string(), false);
+      auto st = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
+      st.bind(1, since_ns);
+      if (st.step() && st.int64(0) > 0) {
+        found.emplace_back(std::stol(digits), f);
+        continue;
+      }
+    } catch (const Error&) {
+      // Not a profile, or not readable: not one this run can name.
+    }
+    ++others;
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+void say_rank_files(const fs::path& output, const std::string& requested, std::int64_t since_ns) {
+  int others = 0;
+  auto ranks = rank_files_written(output, since_ns, others);
+  if (ranks.empty()) return;
+  std::string dir = fs::path(requested).parent_path().string();
+  auto shown = [&](const std::string& f) { return dir.empty() ? f : dir + "/" + f; };
+  std::string files;
+  if (ranks.size() <= 4) {
+    for (const auto& r : ranks) files += (files.empty() ? "" : ", ") + shown(r.second);
+  } else {
+    files = fmt::format("{} to {}", shown(ranks.front().second), shown(ranks.back().second));
+  }
+  // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
+  std::string first = rank_output(requested, 0);
+  std::size_t tag = first.rfind(".rank0");
+  std::string glob = std::string(first).replace(tag, 6, ".rank*");
+  std::string merged = std::string(first).replace(tag, 6, ".merged");
+  if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
+    glob.clear();
+    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shown(r.second);
+  }
+  if (ranks.size() == 1)
+    say("sonde: 1 rank wrote its own file, {}\n", files);
+  else
+    say("sonde: {} ranks wrote their own files, {}; to read them as one: sonde merge -o {} {}\n",
+        ranks.size(), files, merged, glob);
+}
+
+// Returns the file written (its absolute path), or "" when there is none.
+std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid_t root,
+                                 std::int64_t since_ns, bool is_static, int killed_by) {
+  // A rank of a parallel job wrote its own file beside the one asked for (sonde/rank_env.hpp).
+  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  std::string requested = rank.rank >= 0 ? rank_output(o.output, rank.rank) : o.output;
+  fs::path output = rank.rank >= 0 ? fs::path(rank_output(asked.string(), rank.rank)) : asked;
+  WrittenProfile w = find_written_profile(output, root, since_ns);
+  if (w.alternative >= 0) {
+    std::string shown =
+        w.alternative == 0 ? requested : alternative_output(requested, root, w.alternative);
+    // The image the root exec'd last, killed before its first flush, wrote nothing: "written"
+    // alone read as a whole profile. (Ending normally, it was one libsonde never reached: a
+    // static or setuid program.)
+    if (w.ended && w.exec_last && killed_by != 0)
+      say("sonde: profile written to {}, without the program the command exec'd last (killed "
+          "before its first flush)\n",
+          shown);
+    else if (w.ended)
+      say("sonde: profile written to {}\n", shown);
+    else
+      say("sonde: profile written to {}, up to its last periodic flush (the final flush "
+          "did not happen or failed)\n",
+          shown);
+    if (w.running.size() == 1) {
+      say("sonde: 1 process of the run is still running (pid {}); it adds its part to the "
+          "profile when it ends\n",
+          w.running[0]);
+    } else if (w.running.size() > 1) {
+      std::vector<std::int64_t> shown(w.running.begin(),
+                                      w.running.begin() + std::min<size_t>(5, w.running.size()));
+      say("sonde: {} processes of the run are still running (pids {}{}); they add their part to "
+          "the profile when they end\n",
+          w.running.size(), fmt::join(shown, ", "), w.running.size() > 5 ? ", ..." : "");
+    }
+    if (rank.rank < 0) say_rank_files(output, requested, since_ns);
+    return w.alternative == 0 ? output.string()
+                              : alternative_output(output.string(), root, w.alternative);
+  }
+  if (w.any_file) {
+    say("sonde: warning: the profile could not be written to {} ({})\n", requested,
+        w.problem.empty() ? "no process of this run in it; see sonde's messages above" : w.problem);
+  } else if (!is_static) {  // a static command was named as such before it ran
+    say("sonde: warning: no profile was written to {} (see sonde's messages above, if "
+        "any; else a program that never loaded libsonde.so)\n",
+        requested);
+  }
+  return "";
+}
+
+// The flat profile on stdout once the command has ended, as `python3 -m cProfile -s` prints its
+// table; a profile that cannot be read is said in one line and leaves the exit status alone.
+void print_report(const std::string& path, const std::string& sort) {
+  try {
+    ProfileFile file = ProfileFile::open(path);
+    RunSummary run = load_run_summary(file);
+    Hotspots hotspots = compute_hotspots(file, parse_report_sort(sort));
+    std::fflush(stderr);
+    std::fflush(stdout);
+    quiet_write(STDOUT_FILENO, render_report_text(run, hotspots, 0));
+  } catch (const Error& e) {
+    say("sonde: cannot print the report of {}: {}\n", path, e.what());
+  }
+}
+
+std::int64_t realtime_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+std::string find_preload_library() {
+  if (const char* env = std::getenv("SONDE_LIBRARY"); env && *env) {
+    if (::access(env, R_OK) != 0)
+      throw Error(fmt::format("SONDE_LIBRARY={}: {}", env, std::strerror(errno)));
+    return fs::absolute(env).lexically_normal().string();
+  }
+  fs::path lib = (executable_dir() / ".." / "lib" / "libsonde.so").lexically_normal();
+  if (::access(lib.c_str(), R_OK) != 0)
+    throw Error(fmt::format("cannot find libsonde.so (looked at {}); set SONDE_LIBRARY to its path",
+                            lib.string()));
+  return lib.string();
+}
+
+std::optional<std::string> resolve_command(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  if (name.find('/') != std::string::npos)
+    return is_executable_file(name) ? std::optional(name) : std::nullopt;
+  const char* env = std::getenv("PATH");
+  std::string path = env ? env : "/usr/local/bin:/usr/bin:/bin";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    std::string candidate = (dir.empty() ? std::string(".") : dir) + "/" + name;
+    if (is_executable_file(candidate)) return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
+}
+
+int run_command(const RunOptions& o) {
+  if (o.command.empty()) throw Error("no command given (sonde run [options] -- COMMAND ...)", 2);
+  std::optional<std::string> program = resolve_command(o.command[0]);
+  if (!program) {
+    if (auto why = cannot_execute(o.command[0]))
+      throw Error(fmt::format("cannot execute {}", *why), 126);
+    throw Error(fmt::format("command not found: {}", o.command[0]), 127);
+  }
+  std::string library = find_preload_library();
+  fs::path output = fs::absolute(o.output).lexically_normal();
+  // A rank of a parallel job writes prof.rank<R>.db, never the name asked for: that one, an
+  // unrelated file, made every rank refuse; --force left the rank's own earlier file, and the
+  // rank wrote beside it. Without --force a rank's earlier file stays, the rank writing beside
+  // it (prof.rank<R>.<pid>.db) and saying so.
+  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  if (rank.rank < 0) {
+    prepare_output(output, o.output, o.force);
+  } else {
+    fs::path mine = rank_output(output.string(), rank.rank);
+    if (o.force)
+      prepare_output(mine, rank_output(o.output, rank.rank), true);
+    else
+      check_output_directory(mine);
+  }
+  set_environment(o, output.string(), library);
+  bool is_static = statically_linked(*program);
+  if (is_static)
+    say("sonde run: {} is statically linked: LD_PRELOAD cannot reach it, so "
+        "nothing is recorded; it runs as usual\n",
+        *program);
+
+  std::vector<char*> argv;
+  for (const auto& arg : o.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+
+  // Blocked across fork: one that came before the handlers below would end sonde run alone and
+  // orphan the command. The command gets the mask and every disposition as they were.
+  sigset_t terminating, old_mask;
+  sigemptyset(&terminating);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (terminates_by_default(sig)) sigaddset(&terminating, sig);
+  }
+  ::sigprocmask(SIG_BLOCK, &terminating, &old_mask);
+  // A second of slack: the runtime's start time is derived from its own clock calibration.
+  std::int64_t since_ns = realtime_ns() - 1'000'000'000;
+  pid_t self = ::getpid();
+  pid_t child = ::fork();
+  if (child < 0) {
+    int err = errno;
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    throw Error(fmt::format("fork failed: {}", std::strerror(err)));
+  }
+  if (child == 0) {
+    // sonde run killed by SIGKILL (`kill -9 $!`, a harness ending the process it started): the
+    // command ends too, as it would have been killed alone, instead of running on orphaned. Kept
+    // across its exec; not across a set-user-ID one, nor by the processes it starts.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != self) ::raise(SIGKILL);  // sonde run died before the line above
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    ::execv(program->c_str(), argv.data());
+    int err = errno;
+    std::string msg =
+        fmt::format("sonde run: cannot execute {}: {}\n", *program, std::strerror(err));
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(err == ENOENT ? 127 : 126);
+  }
+  // A signal sent to sonde run (kill, a scheduler, timeout) goes on to the command, which
+  // flushes its profile and ends as it would alone; sonde run then ends the same way. Signals
+  // ignored here stay ignored: the command inherited that, and would ignore them too.
+  g_child.store(child);
+  struct sigaction forward {};
+  struct sigaction previous[NSIG] {};
+  bool forwarded[NSIG]{};
+  forward.sa_sigaction = forward_signal;
+  forward.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigfillset(&forward.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (!sigismember(&terminating, sig) || ::sigaction(sig, nullptr, &previous[sig]) != 0) continue;
+    if (previous[sig].sa_handler != SIG_IGN)
+      forwarded[sig] = ::sigaction(sig, &forward, nullptr) == 0;
+  }
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  int status = 0;
+  for (;;) {
+    if (::waitpid(child, &status, WUNTRACED) < 0) {
+      if (errno == EINTR) continue;
+      throw Error(fmt::format("waitpid failed: {}", std::strerror(errno)));
+    }
+    if (!WIFSTOPPED(status)) break;
+    // The command stopped (it sent itself SIGSTOP, or a stop signal reached it alone): a
+    // shell's job control waits for sonde run, its child, which stopped too, as `time` or
+    // `strace` do. Continued (the shell's `fg`, `bg`, or a SIGCONT to sonde run alone), it
+    // continues the command.
+    stop_like(WSTOPSIG(status));
+    ::kill(child, SIGCONT);
+  }
+  g_child.store(0);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (forwarded[sig]) ::sigaction(sig, &previous[sig], nullptr);
+  }
+
+  int code = 0;
+  int killed_by = 0;
+  if (WIFEXITED(status)) {
+    code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    killed_by = WTERMSIG(status);
+    code = 128 + killed_by;
+    say("sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
+        signal_name(killed_by));
+  }
+  std::string written = say_what_was_written(o, output, child, since_ns, is_static, killed_by);
+  if (o.report_sort && !written.empty()) print_report(written, *o.report_sort);
+  if (killed_by != 0) die_of(killed_by);
+  return code;
+}
+
+std::string environment_help() {
+  std::string out = "Environment (read by libsonde.so; the options above set some of them):\n";
+  for (const auto& spec : kOptionSpecs) {
+    if (spec.internal) continue;
+    std::string def =
+        spec.default_value.empty() ? "" : fmt::format(" (default {})", spec.default_value);
+    std::string help(spec.help);
+    std::erase(help, '`');
+    out += fmt::format("  {}{}\n      {}\n", spec.name, def, help);
+  }
+  return out;
+}
+
+std::string environment_markdown() {
+  std::string out = "| variable | default | meaning |\n| --- | --- | --- |\n";
+  for (const auto& spec : kOptionSpecs) {
+    std::string def = spec.default_value.empty() ? "" : fmt::format("`{}`", spec.default_value);
+    out += fmt::format("| `{}` | {} | {} |\n", spec.name, def, spec.help);
+  }
+  return out;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,28 @@
+#include "programs/python_package.hpp"
+
+#include <filesystem>
+#include <system_error>
+#include <vector>
+
+namespace sonde::analyzers {
+
+namespace fs = std::filesystem;
+
+std::string find_python_package(const std::string& library) {
+  fs::path lib_dir = fs::path(library).parent_path();
+  std::vector<fs::path> candidates = {lib_dir / ".." / "python", lib_dir / ".." / ".." / ".."};
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(lib_dir, ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("python3", 0) != 0) continue;
+    candidates.push_back(entry.path() / "dist-packages");
+    candidates.push_back(entry.path() / "site-packages");
+  }
+  for (const fs::path& c : candidates) {
+    if (fs::is_regular_file(c / "sonde" / "autostart" / "sitecustomize.py", ec))
+      return fs::weakly_canonical(c, ec).string();
+  }
+  return {};
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,519 @@
+#include "programs/tune.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "advice/candidates.hpp"
+#include "advice/tune_results.hpp"
+#include "base/executable_dir.hpp"
+#include "metrics/breakdown.hpp"
+#include "profile/profile_file.hpp"
+#include "programs/launcher.hpp"
+
+namespace sonde::analyzers {
+namespace fs = std::filesystem;
+namespace {
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, ::sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? v : fallback;
+}
+
+// Every stage is a set of environment variables: what a user would set by hand, so the table's
+// knobs column is the recipe.
+std::vector<Knob> stage_knobs(const std::string& name, int cores) {
+  std::string n = std::to_string(cores);
+  if (name == "blas-threads")
+    return {{"OPENBLAS_NUM_THREADS", n}, {"MKL_NUM_THREADS", n}, {"OMP_NUM_THREADS", n}};
+  // torch takes its intra-op thread count from OMP_NUM_THREADS (then MKL_NUM_THREADS), unless
+  // the program calls torch.set_num_threads itself (most training scripts, torch_cnn among
+  // them): SONDE_TORCH_THREADS holds the pool at the count against that call.
+  if (name == "framework-threads")
+    return {{"OMP_NUM_THREADS", n}, {"MKL_NUM_THREADS", n}, {"SONDE_TORCH_THREADS", n}};
+  if (name == "ftz") return {{"SONDE_FTZ", "1"}};
+  if (name == "pinning") return {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}};
+  return {};
+}
+
+// Why a stage cannot change anything here, or "".
+std::string not_applicable(const std::string& name, int cores, const std::vector<Knob>& knobs) {
+  if ((name == "blas-threads" || name == "framework-threads" || name == "pinning") && cores < 2)
+    return "one core";
+  bool all_set = !knobs.empty() && std::all_of(knobs.begin(), knobs.end(), [](const Knob& k) {
+    return env_or(k.variable.c_str(), "") == k.value;
+  });
+  return all_set ? "already set in the environment" : "";
+}
+
+// The Python hook's folder when the command is a Python interpreter, so that its frames are
+// recorded as under `python3 -m sonde` (the launcher puts the same folders on PYTHONPATH).
+std::string python_path_for(const std::vector<std::string>& command) {
+  std::string base = fs::path(command[0]).filename().string();
+  if (base.rfind("python", 0) != 0) return "";
+  fs::path dir;
+  try {
+    dir = executable_dir();
+  } catch (const Error&) {
+    return "";
+  }
+  fs::path package = (dir / ".." / "python").lexically_normal();
+  if (!fs::exists(package / "sonde" / "autostart" / "sitecustomize.py")) return "";
+  std::string path = (package / "sonde" / "autostart").string() + ":" + package.string();
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
+  return path;
+}
+
+struct Launch {
+  std::vector<std::string> command;
+  std::string library;
+  std::string python_path;
+  double timeout_s = 0;
+};
+
+void redirect(const std::string& path, int fd) {
+  int f = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (f >= 0) {
+    ::dup2(f, fd);
+    ::close(f);
+  }
+}
+
+std::string signal_text(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path& dir,
+                 const std::string& stem) {
+  TuneRun r;
+  r.profile = (dir / (stem + ".db")).string();
+  r.stdout_path = (dir / (stem + ".out")).string();
+  r.stderr_path = (dir / (stem + ".err")).string();
+  for (const char* suffix : {"", "-journal", "-wal", "-shm"})
+    ::unlink((r.profile + suffix).c_str());
+
+  std::vector<char*> argv;
+  for (const auto& arg : l.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  auto start = std::chrono::steady_clock::now();
+  pid_t child = ::fork();
+  if (child < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
+  if (child == 0) {
+    ::setpgid(0, 0);  // a timeout ends the command's children too
+    redirect(r.stdout_path, STDOUT_FILENO);
+    redirect(r.stderr_path, STDERR_FILENO);
+    std::string preload = l.library;
+    if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+    ::setenv("LD_PRELOAD", preload.c_str(), 1);
+    ::setenv("SONDE_OUTPUT", r.profile.c_str(), 1);
+    ::unsetenv("SONDE_RUN_ID");
+    ::unsetenv("SONDE_FTZ");  // the original runs as the program would, whatever the shell says
+    if (!l.python_path.empty()) ::setenv("PYTHONPATH", l.python_path.c_str(), 1);
+    for (const Knob& k : knobs) ::setenv(k.variable.c_str(), k.value.c_str(), 1);
+    ::execvp(argv[0], argv.data());
+    std::string msg =
+        fmt::format("sonde tune: cannot execute {}: {}\n", l.command[0], std::strerror(errno));
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg.data(), msg.size());
+    ::_exit(127);
+  }
+  int status = 0;
+  bool timed_out = false;
+  struct rusage usage {};
+  for (;;) {
+    pid_t got = ::wait4(child, &status, WNOHANG, &usage);
+    if (got == child) break;
+    if (got < 0 && errno != EINTR) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (l.timeout_s > 0 && elapsed > l.timeout_s && !timed_out) {
+      timed_out = true;  // SIGTERM lets sonde flush; SIGKILL two seconds later if it does not end
+      ::kill(-child, SIGTERM);
+      std::thread([child] {
+        std::this_thread::sleep_for(std::chrono::seconds(2));
+        ::kill(-child, SIGKILL);
+      }).detach();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  auto seconds = [](const timeval& t) { return double(t.tv_sec) + t.tv_usec / 1e6; };
+  r.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
+  if (timed_out)
+    r.ended = fmt::format("timed out after {:g} s", l.timeout_s);
+  else if (WIFSIGNALED(status))
+    r.ended = "killed by " + signal_text(WTERMSIG(status));
+  else if (WEXITSTATUS(status) != 0)
+    r.ended = fmt::format("exit {}", WEXITSTATUS(status));
+  r.ok = r.ended.empty();
+  return r;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct RoutineKey {
+  std::string kind, library, file, name;
+  std::int64_t line = 0;
+  auto operator<=>(const RoutineKey&) const = default;
+};
+
+// The original's top routines by exclusive time (the hotspots view): the phase columns.
+std::vector<std::pair<std::string, RoutineKey>> top_routines(const std::string& profile, int n) {
+  std::vector<std::pair<std::string, RoutineKey>> out;
+  ProfileFile f = ProfileFile::open(profile);
+  auto st = f.prepare(
+      "SELECT routine, kind, COALESCE(library, ''), COALESCE(file, ''), "
+      "COALESCE(line, 0) FROM hotspots ORDER BY excl_s DESC LIMIT ?");
+  st.bind(1, std::int64_t{n});
+  while (st.step())
+    out.push_back(
+        {st.text(0), RoutineKey{st.text(1), st.text(2), st.text(3), st.text(0), st.int64(4)}});
+  return out;
+}
+
+double routine_excl_s(const ProfileFile& f, const RoutineKey& key) {
+  auto st = f.prepare(
+      "SELECT COALESCE(SUM(excl_s), 0) FROM hotspots WHERE routine = ? AND kind = ? "
+      "AND COALESCE(library, '') = ? AND COALESCE(file, '') = ? "
+      "AND COALESCE(line, 0) = ?");
+  st.bind(1, key.name).bind(2, key.kind).bind(3, key.library).bind(4, key.file).bind(5, key.line);
+  return st.step() ? st.real(0) : 0.0;
+}
+
+// The phase columns: the training loop's breakdown (forward, backward, update, other) where
+// sonde finds one in the original, else the original's top routines by exclusive time.
+struct PhaseSource {
+  bool breakdown = false;
+  std::vector<std::string> names;
+  std::vector<RoutineKey> routines;  // when not breakdown, one per name
+};
+
+std::map<std::string, double> breakdown_phases(const ProfileFile& f) {
+  std::map<std::string, double> out;
+  Breakdown b = compute_breakdown(f, {});
+  if (!b.found) return out;
+  for (const BreakdownRow& row : b.rows)
+    if (row.known && row.time_ns > 0) out[row.title] = row.time_ns / 1e9;
+  out["other"] = b.other_ns / 1e9;
+  return out;
+}
+
+PhaseSource choose_phases(const std::string& profile) {
+  PhaseSource src;
+  ProfileFile f = ProfileFile::open(profile);
+  Breakdown b = compute_breakdown(f, {});
+  if (b.found) {
+    src.breakdown = true;
+    for (const BreakdownRow& row : b.rows)
+      if (row.known && row.time_ns > 0) src.names.push_back(row.title);
+    src.names.push_back("other");
+    return src;
+  }
+  for (auto& [shown, key] : top_routines(profile, 3)) {
+    src.names.push_back(shown);
+    src.routines.push_back(key);
+  }
+  return src;
+}
+
+std::map<std::string, double> phase_times(const std::string& profile, const PhaseSource& src) {
+  ProfileFile f = ProfileFile::open(profile);
+  if (src.breakdown) return breakdown_phases(f);
+  std::map<std::string, double> out;
+  for (std::size_t i = 0; i < src.names.size(); ++i)
+    out[src.names[i]] = routine_excl_s(f, src.routines[i]);
+  return out;
+}
+
+bool recorded_torch(const std::string& profile) {
+  ProfileFile f = ProfileFile::open(profile);
+  auto st = f.prepare("SELECT 1 FROM run_info WHERE key = 'torch.num_threads' LIMIT 1");
+  return st.step();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  std::size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+std::vector<double> walls(const TuneStage& s, bool cpu = false) {
+  std::vector<double> w;
+  for (const TuneRun& r : s.runs)
+    if (r.ok) w.push_back(cpu ? r.cpu_s : r.wall_s);
+  return w;
+}
+
+// Thread counts change CPU time without changing the work done: those stages are judged on wall.
+bool judged_by_cpu(const std::vector<Knob>& knobs) {
+  return std::none_of(knobs.begin(), knobs.end(), [](const Knob& k) {
+    return k.variable.find("NUM_THREADS") != std::string::npos || k.variable.rfind("OMP_", 0) == 0;
+  });
+}
+
+void summarise(TuneStage& s, const PhaseSource& phases) {
+  std::vector<double> w = walls(s);
+  if (w.empty()) return;
+  s.median_s = median(w);
+  s.min_s = *std::min_element(w.begin(), w.end());
+  s.max_s = *std::max_element(w.begin(), w.end());
+  std::vector<double> c = walls(s, true);
+  s.cpu_median_s = median(c);
+  s.cpu_min_s = *std::min_element(c.begin(), c.end());
+  s.cpu_max_s = *std::max_element(c.begin(), c.end());
+  std::map<std::string, std::vector<double>> per_phase;
+  for (const TuneRun& r : s.runs) {
+    if (!r.ok) continue;
+    try {
+      for (const auto& [name, t] : phase_times(r.profile, phases)) per_phase[name].push_back(t);
+    } catch (const Error&) {  // a run that wrote no readable profile has no phases
+    }
+  }
+  for (const std::string& name : phases.names)
+    if (auto it = per_phase.find(name); it != per_phase.end()) s.phases[name] = median(it->second);
+}
+
+// Of two comparisons, the one farther from the original: a difference beyond the tolerance
+// first, then the larger relative difference.
+bool farther(const OutputComparison& a, const OutputComparison& b) {
+  auto key = [](const OutputComparison& c) {
+    return std::make_tuple(c.differs(), c.beyond + c.word_lines, c.largest_rel);
+  };
+  return key(a) > key(b);
+}
+
+// The stage's output against the original's: it differs only where a run of it matches no run
+// of the original within the tolerance (a program whose own output varies is not blamed on the
+// stage). Each run is held against its nearest original run; the stage's figure is its farthest
+// run's.
+void compare_with_original(TuneStage& s, const TuneStage& original) {
+  std::vector<std::string> originals;
+  for (const TuneRun& o : original.runs)
+    if (o.ok) originals.push_back(read_text(o.stdout_path));
+  if (originals.empty()) return;
+  for (const TuneRun& r : s.runs) {
+    if (!r.ok) continue;
+    std::string mine = read_text(r.stdout_path);
+    std::optional<OutputComparison> nearest;
+    for (const std::string& o : originals) {
+      OutputComparison c = compare_outputs(o, mine);
+      if (!nearest || farther(*nearest, c)) nearest = c;
+    }
+    if (!s.output || farther(*nearest, *s.output)) s.output = nearest;
+  }
+  if (!s.output) return;
+  s.output_changed = s.output->differs();
+  if (s.output_changed) s.output_difference = output_detail(*s.output);
+}
+
+// The original's own runs against its first: a program whose output varies from run to run
+// (an unseeded shuffle) makes every stage's comparison weaker, and the table should say so.
+std::string original_varies(const TuneStage& original) {
+  if (original.runs.empty() || !original.runs[0].ok) return "";
+  std::string first = read_text(original.runs[0].stdout_path);
+  for (std::size_t i = 1; i < original.runs.size(); ++i) {
+    if (!original.runs[i].ok) continue;
+    OutputComparison c = compare_outputs(first, read_text(original.runs[i].stdout_path));
+    if (c.differs())
+      return fmt::format(
+          "the original's own output varies from run to run (run {} against run "
+          "1: {}): a stage is said to differ only where a run of it matches no "
+          "original run; seed the program to compare its results",
+          i + 1, output_detail(c));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> tune_stage_names() {
+  return {"blas-threads", "framework-threads", "ftz", "pinning", "all"};
+}
+
+TuneResult run_tune(const TuneOptions& o) {
+  if (o.command.empty()) throw Error("no command given (sonde tune [options] -- COMMAND ...)", 2);
+  if (!resolve_command(o.command[0]))
+    throw Error(fmt::format("command not found: {}", o.command[0]), 127);
+  TuneResult result;
+  result.command = o.command;
+  result.repeat = o.repeat;
+  result.cores = usable_cores();
+  result.output_dir = o.output_dir;
+  fs::path dir = fs::absolute(o.output_dir).lexically_normal();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw Error(fmt::format("cannot create {}: {}", o.output_dir, ec.message()));
+  Launch launch{o.command, find_preload_library(), python_path_for(o.command), o.timeout_s};
+  if (fs::path(o.command[0]).filename().string().rfind("python", 0) == 0 &&
+      launch.python_path.empty())
+    result.notes.push_back(
+        "the Python hook's folder was not found beside sonde: native calls only");
+
+  TuneStage original;
+  original.name = "original";
+  auto progress = [](const std::string& stage, int round, const TuneRun& r) {
+    fmt::print(stderr, "sonde tune: {} run {}: {:.3f} s{}\n", stage, round, r.wall_s,
+               r.ok ? "" : " (" + r.ended + ")");
+  };
+  // The first original run decides what the others are compared on; a program that fails as it
+  // is cannot be tuned.
+  original.runs.push_back(run_once(launch, {}, dir, "original.1"));
+  progress("original", 1, original.runs.back());
+  if (!original.runs.back().ok)
+    throw Error(
+        fmt::format("the command failed as it is ({}; its output is in {}): nothing to "
+                    "compare the stages with",
+                    original.runs.back().ended, original.runs.back().stderr_path));
+  PhaseSource phases = choose_phases(original.runs[0].profile);
+  result.phase_names = phases.names;
+
+  std::vector<std::string> names = o.stages;
+  bool all_asked = names.empty();
+  if (names.empty()) {
+    names = {"blas-threads", "ftz", "pinning"};
+    if (recorded_torch(original.runs[0].profile))
+      names.insert(names.begin() + 1, "framework-threads");
+  } else {
+    all_asked = std::erase(names, std::string("all")) > 0;
+  }
+  std::vector<TuneStage> stages;
+  for (const std::string& name : names) {
+    TuneStage s;
+    s.name = name;
+    s.knobs = stage_knobs(name, result.cores);
+    s.rule = rule_of_stage(name);
+    if (std::string why = not_applicable(name, result.cores, s.knobs); !why.empty()) {
+      s.status = "skipped";
+      s.reason = why;
+    }
+    stages.push_back(std::move(s));
+  }
+
+  // Round 1's original ran above; each later round starts with one.
+  auto round_of = [&](std::vector<TuneStage*> group, int round) {
+    if (round > 1) {
+      original.runs.push_back(
+          run_once(launch, {}, dir, fmt::format("original.{}", original.runs.size() + 1)));
+      progress("original", int(original.runs.size()), original.runs.back());
+    }
+    for (TuneStage* s : group) {
+      if (s->status != "ran") continue;
+      s->runs.push_back(run_once(launch, s->knobs, dir, fmt::format("{}.{}", s->name, round)));
+      progress(s->name, round, s->runs.back());
+      if (!s->runs.back().ok) {  // reported once, never retried
+        s->status = "failed";
+        s->reason = fmt::format("{} (see {})", s->runs.back().ended, s->runs.back().stderr_path);
+      }
+    }
+  };
+  std::vector<TuneStage*> group;
+  for (TuneStage& s : stages) group.push_back(&s);
+  for (int round = 1; round <= o.repeat; ++round) round_of(group, round);
+
+  auto judge = [&](TuneStage& s) {
+    summarise(s, phases);
+    if (s.status != "ran") return;
+    s.by_cpu = judged_by_cpu(s.knobs);
+    std::vector<double> base = walls(original, s.by_cpu), mine = walls(s, s.by_cpu);
+    double m = median(mine);
+    s.speedup = m > 0 ? std::optional(median(base) / m) : std::nullopt;
+    s.verdict = tune_verdict(base, mine);
+    if (s.verdict != Verdict::kNone) s.measured_gain_s = median(base) - m;
+    compare_with_original(s, original);
+  };
+  for (TuneStage& s : stages) judge(s);
+
+  if (all_asked) {
+    TuneStage all;
+    all.name = "all";
+    std::vector<std::string> helped;
+    for (const TuneStage& s : stages) {
+      if (s.status != "ran" || s.verdict != Verdict::kFaster) continue;
+      helped.push_back(s.name);
+      for (const Knob& k : s.knobs) {
+        std::erase_if(all.knobs, [&](const Knob& a) { return a.variable == k.variable; });
+        all.knobs.push_back(k);
+      }
+    }
+    if (helped.size() < 2) {
+      all.status = "skipped";
+      all.reason = helped.empty() ? "no stage was faster beyond the noise"
+                                  : "only " + helped[0] + " was faster: the same runs";
+    } else {
+      std::size_t before = original.runs.size();
+      for (int round = 1; round <= o.repeat; ++round) {
+        original.runs.push_back(run_once(launch, {}, dir, fmt::format("original.{}", ++before)));
+        progress("original", int(before), original.runs.back());
+        all.runs.push_back(run_once(launch, all.knobs, dir, fmt::format("all.{}", round)));
+        progress("all", round, all.runs.back());
+        if (!all.runs.back().ok) {
+          all.status = "failed";
+          all.reason =
+              fmt::format("{} (see {})", all.runs.back().ended, all.runs.back().stderr_path);
+          break;
+        }
+      }
+      judge(all);
+    }
+    stages.push_back(std::move(all));
+  }
+
+  // The original's own figures, from every run it made (the rounds of all included).
+  summarise(original, phases);
+  if (std::string varies = original_varies(original); !varies.empty())
+    result.notes.push_back(varies);
+  original.speedup = 1.0;
+  for (const TuneRun& r : original.runs) {
+    if (!r.ok)
+      result.notes.push_back(fmt::format("an original run ended {} (see {}); its time is left out",
+                                         r.ended, r.stderr_path));
+  }
+  // The estimates the stages test, from the original's first profile.
+  try {
+    ProfileFile f = ProfileFile::open(original.runs[0].profile);
+    std::vector<Candidate> candidates = compute_candidates(f);
+    for (TuneStage& s : stages) {
+      if (s.rule.empty()) continue;
+      double est = 0;
+      for (const Candidate& c : candidates)
+        if (c.rule == s.rule) est += c.est_gain_s;
+      s.estimated_gain_s = est;
+    }
+  } catch (const Error& e) {
+    result.notes.push_back(fmt::format("no estimates: {}", e.what()));
+  }
+  result.stages.push_back(std::move(original));
+  for (TuneStage& s : stages) result.stages.push_back(std::move(s));
+  return result;
+}
+
+}  // namespace sonde::analyzers

@@ -1,0 +1,87 @@
+#include "render/scaling.hpp"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+namespace sonde::analyzers {
+namespace {
+
+Cell opt(const std::optional<double>& v) { return v ? Cell(*v) : Cell(); }
+
+}  // namespace
+
+Table scaling_runs_table(const Scaling& s) {
+  Table t;
+  t.columns = {{"ranks", "ranks", 0},     {"threads", "threads", 0},
+               {"workers", "workers", 0}, {"time s", "time_s"},
+               {"speedup", "speedup", 2}, {"efficiency %", "efficiency_pct", 1},
+               {"file", "file"}};
+  const ScalingRun& ref = s.runs.front();
+  for (const ScalingRun& r : s.runs) {
+    double eff = scaling_efficiency(ref.time_s, ref.workers(), r.time_s, r.workers(), s.weak);
+    t.rows.push_back({r.ranks, r.threads, r.workers(), r.time_s,
+                      r.time_s > 0 ? Cell(ref.time_s / r.time_s) : Cell(), 100.0 * eff, r.path});
+  }
+  return t;
+}
+
+// One time and one efficiency column per run, titled by its ranks x threads.
+Table scaling_routines_table(const Scaling& s) {
+  Table t;
+  t.columns = {{"routine", "routine"}, {"kind", "kind"}};
+  for (std::size_t i = 0; i < s.runs.size(); ++i) {
+    std::string label = fmt::format("{}x{}", s.runs[i].ranks, s.runs[i].threads);
+    t.columns.push_back({label + " s", fmt::format("time_s_{}", i)});
+    if (i > 0) t.columns.push_back({label + " eff %", fmt::format("efficiency_pct_{}", i), 1});
+  }
+  const ScalingRun& ref = s.runs.front();
+  for (const ScalingRoutine& r : s.routines) {
+    std::vector<Cell> row = {r.routine, r.kind};
+    for (std::size_t i = 0; i < s.runs.size(); ++i) {
+      row.push_back(opt(r.time_s[i]));
+      if (i == 0) continue;
+      if (r.time_s[i] && r.time_s[0])
+        row.push_back(100.0 * scaling_efficiency(*r.time_s[0], ref.workers(), *r.time_s[i],
+                                                 s.runs[i].workers(), s.weak));
+      else
+        row.push_back(Cell());
+    }
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+std::string render_scaling_text(const Scaling& s) {
+  std::string out = fmt::format(
+      "{} scaling against {} rank{} x {} thread{} ({})\n",
+      s.weak ? "Weak (same problem per worker)" : "Strong (same global problem)",
+      s.runs.front().ranks, s.runs.front().ranks == 1 ? "" : "s", s.runs.front().threads,
+      s.runs.front().threads == 1 ? "" : "s", visible(s.runs.front().path));
+  out += "\nWhole run (time: the slowest rank's wall time)\n" + render_text(scaling_runs_table(s));
+  out += "\nPer routine and phase (time: the slowest rank's inclusive time)\n";
+  out += s.routines.empty() ? "  (none recorded)\n" : render_text(scaling_routines_table(s));
+  return out;
+}
+
+Json render_scaling_json(const Scaling& s) {
+  Json j = {{"mode", s.weak ? "weak" : "strong"}, {"runs", render_json(scaling_runs_table(s))}};
+  Json routines = Json::array();
+  const ScalingRun& ref = s.runs.front();
+  for (const ScalingRoutine& r : s.routines) {
+    Json times = Json::array(), eff = Json::array();
+    for (std::size_t i = 0; i < s.runs.size(); ++i) {
+      times.push_back(r.time_s[i] ? Json(*r.time_s[i]) : Json());
+      eff.push_back(r.time_s[i] && r.time_s[0]
+                        ? Json(100.0 * scaling_efficiency(*r.time_s[0], ref.workers(), *r.time_s[i],
+                                                          s.runs[i].workers(), s.weak))
+                        : Json());
+    }
+    routines.push_back(
+        {{"routine", r.routine}, {"kind", r.kind}, {"time_s", times}, {"efficiency_pct", eff}});
+  }
+  j["routines"] = routines;
+  return j;
+}
+
+}  // namespace sonde::analyzers
