@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "sonde/options.hpp"
+#include "sonde/run_options.hpp"
 
 namespace {
 
@@ -46,6 +47,14 @@ int main() {
                 type_name(s.type), python_string(s.default_value).c_str(), s.min, s.max,
                 s.zero_ok ? "True" : "False");
   }
-  std::printf("}\n");
+  std::printf(
+      "}\n\n# sonde run's options that set one variable for the command (sonde/run_options.hpp):"
+      "\n# (flag, variable, the value a flag sets or \"\" for an option that takes one).\n"
+      "RUN_OPTIONS = (\n");
+  for (const sonde::RunVariableOption& o : sonde::kRunVariableOptions) {
+    std::printf("    (%s, %s, %s),\n", python_string(o.flag).c_str(),
+                python_string(o.variable).c_str(), python_string(o.flag_value).c_str());
+  }
+  std::printf(")\n");
   return 0;
 }

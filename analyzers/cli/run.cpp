@@ -5,12 +5,20 @@
 #include "cli/command.hpp"
 #include "profile/hotspots.hpp"
 #include "programs/launcher.hpp"
+#include "sonde/run_options.hpp"
 
 namespace sonde::cli {
 
 using namespace sonde::analyzers;
 
 namespace {
+// An option of sonde/run_options.hpp that takes its value as the next word.
+bool takes_value(const std::string& arg) {
+  return std::any_of(
+      kRunVariableOptions.begin(), kRunVariableOptions.end(),
+      [&](const RunVariableOption& o) { return o.flag == arg && o.flag_value.empty(); });
+}
+
 // Set before parsing: CLI11 never sees the command, whose options are its own.
 std::vector<std::string>& run_command_words() {
   static std::vector<std::string> words;
@@ -32,10 +40,7 @@ std::vector<std::string> split_run_command(std::vector<std::string>& args) {
       command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
       break;
     }
-    if (arg == "-o" || arg == "--output" || arg == "--flush-interval" || arg == "--counters" ||
-        arg == "--report" || arg == "--sample" || arg == "--delay" || arg == "--steps" ||
-        arg == "--step-region")
-      ++i;
+    if (arg == "-o" || arg == "--output" || arg == "--report" || takes_value(arg)) ++i;
   }
   args.resize(std::min(i, args.size()));
   return command;
@@ -49,31 +54,22 @@ Command add_run(CLI::App& app) {
   cmd->add_option("-o,--output", a->output, "Profile database to write")->capture_default_str();
   cmd->add_flag("--force", a->force,
                 "Replace the output (and its -journal/-wal/-shm) if it exists");
-  cmd->add_flag("--trace", a->trace, "Also record every call as a timed event (SONDE_TRACE=1)");
   cmd->add_flag("--python", a->python,
                 "Record Python frames, torch operators and torch.distributed collectives in "
                 "every Python interpreter of the run, as python3 -m sonde does (torchrun's "
                 "workers included)");
-  cmd->add_option("--flush-interval", a->flush_interval,
-                  "Seconds between periodic flushes: 0 (only at exit) or 0.1 to 1e6 "
-                  "(SONDE_FLUSH_INTERVAL); another value is refused with a warning");
-  cmd->add_flag("--no-record-args", a->no_record_args,
-                "Record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)");
-  cmd->add_option("--counters", a->counters, "Comma-separated PAPI events (SONDE_COUNTERS)");
-  cmd->add_flag("--adaptive", a->adaptive,
-                "Time only 1 call in 16 of tiny hot call paths, scaled, counts exact "
-                "(SONDE_ADAPTIVE=1)");
-  cmd->add_option("--sample", a->sample_hz,
-                  "Also sample each thread's CPU time N times a second, with native stacks, "
-                  "marked as sampled apart from the exact figures (SONDE_SAMPLE_HZ)");
-  cmd->add_option("--delay", a->delay,
-                  "Measure nothing until S seconds after this launch (one deadline for every "
-                  "process of the run), then every call exactly (SONDE_DELAY)");
-  cmd->add_option("--steps", a->steps,
-                  "Measure nothing until N steps have run: the window opens as the region named "
-                  "by --step-region begins for the (N+1)-th time (SONDE_STEPS)");
-  cmd->add_option("--step-region", a->step_region,
-                  "The region --steps counts (default 'step'; SONDE_STEP_REGION)");
+  for (const RunVariableOption& o : kRunVariableOptions) {
+    std::string variable(o.variable), value(o.flag_value);
+    if (value.empty()) {
+      cmd->add_option_function<std::string>(
+          std::string(o.flag), [a, variable](const std::string& v) { a->variables[variable] = v; },
+          std::string(o.help));
+    } else {
+      cmd->add_flag_callback(
+          std::string(o.flag), [a, variable, value] { a->variables[variable] = value; },
+          std::string(o.help));
+    }
+  }
   cmd->add_option("--report", a->report_sort,
                   "Print the flat profile (sonde report --sort KEY) on stdout when the command "
                   "has ended, as python3 -m cProfile prints its table")

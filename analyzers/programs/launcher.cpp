@@ -35,6 +35,7 @@
 #include "sonde/output_name.hpp"
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
+#include "sonde/run_options.hpp"
 #include "sonde/signals.hpp"
 
 namespace sonde::analyzers {
@@ -211,7 +212,7 @@ const OptionSpec& spec_of(std::string_view name) {
 
 // A flag's number is held to its variable's range; outside it the library's default is kept,
 // as a bad variable would be (one line, and the run goes on).
-bool number_in_range(const char* flag, const std::string& value, std::string_view variable) {
+bool number_in_range(std::string_view flag, const std::string& value, std::string_view variable) {
   const OptionSpec& spec = spec_of(variable);
   char* end = nullptr;
   double d = std::strtod(value.c_str(), &end);
@@ -227,7 +228,6 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
   std::string preload = library;
   if (old && *old) preload += fmt::format(":{}", old);
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
-  if (o.trace) ::setenv("SONDE_TRACE", "1", 1);
   if (o.python) {
     // As python3 -m sonde's children get it: the autostart sitecustomize starts the hook in
     // every interpreter that loads libsonde (torchrun's workers, a shell script's python3).
@@ -242,26 +242,18 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
     if (path != nullptr && *path != '\0') value += fmt::format(":{}", path);
     ::setenv("PYTHONPATH", value.c_str(), 1);
   }
-  if (o.flush_interval) {
-    if (number_in_range("--flush-interval", *o.flush_interval, "SONDE_FLUSH_INTERVAL"))
-      ::setenv("SONDE_FLUSH_INTERVAL", o.flush_interval->c_str(), 1);
-    else
-      ::unsetenv("SONDE_FLUSH_INTERVAL");
-  }
-  if (o.no_record_args) ::setenv("SONDE_RECORD_ARGS", "0", 1);
-  if (o.adaptive) ::setenv("SONDE_ADAPTIVE", "1", 1);
-  if (o.counters) ::setenv("SONDE_COUNTERS", o.counters->c_str(), 1);
-  if (o.sample_hz) {
-    if (number_in_range("--sample", *o.sample_hz, "SONDE_SAMPLE_HZ"))
-      ::setenv("SONDE_SAMPLE_HZ", o.sample_hz->c_str(), 1);
-    else
-      ::unsetenv("SONDE_SAMPLE_HZ");
-  }
-  if (o.delay) {
-    if (number_in_range("--delay", *o.delay, "SONDE_DELAY"))
-      ::setenv("SONDE_DELAY", o.delay->c_str(), 1);
-    else
-      ::unsetenv("SONDE_DELAY");
+  for (const RunVariableOption& option : kRunVariableOptions) {
+    auto given = o.variables.find(std::string(option.variable));
+    if (given == o.variables.end()) continue;
+    std::string name(option.variable);
+    const OptionSpec& spec = spec_of(option.variable);
+    bool number = spec.type == OptionType::kUInt || spec.type == OptionType::kSeconds;
+    if (option.flag_value.empty() && number &&
+        !number_in_range(option.flag, given->second, option.variable)) {
+      ::unsetenv(name.c_str());  // libsonde's default, as said
+      continue;
+    }
+    ::setenv(name.c_str(), given->second.c_str(), 1);
   }
   // The delay counts from this launch, for every process of the run: an exec'd child or a
   // program started late by a shell script opens its window at the same instant as the first.
@@ -276,13 +268,6 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
       ::setenv("SONDE_DELAY_UNTIL", std::to_string(until).c_str(), 1);
     }
   }
-  if (o.steps) {
-    if (number_in_range("--steps", *o.steps, "SONDE_STEPS"))
-      ::setenv("SONDE_STEPS", o.steps->c_str(), 1);
-    else
-      ::unsetenv("SONDE_STEPS");
-  }
-  if (o.step_region) ::setenv("SONDE_STEP_REGION", o.step_region->c_str(), 1);
   // NVTX 3 (header-only, in PyTorch and NVIDIA's libraries) reaches a tool only through the
   // injection library this names: libsonde serves as one, unless the user chose another tool.
   if (const char* nvtx = std::getenv("NVTX_INJECTION64_PATH"); nvtx == nullptr || *nvtx == '\0')

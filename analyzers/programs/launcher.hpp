@@ -1,6 +1,7 @@
 // `sonde run`: sets up the environment for libsonde.so and runs a command under it.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,16 +11,9 @@ namespace sonde::analyzers {
 struct RunOptions {
   std::string output = "sonde.db";
   bool force = false;
-  bool trace = false;
-  bool no_record_args = false;
-  bool adaptive = false;  // SONDE_ADAPTIVE=1
-  bool python = false;    // the Python hook in every interpreter of the run (PYTHONPATH)
-  std::optional<std::string> flush_interval;
-  std::optional<std::string> counters;
-  std::optional<std::string> sample_hz;    // SONDE_SAMPLE_HZ
-  std::optional<std::string> delay;        // SONDE_DELAY
-  std::optional<std::string> steps;        // SONDE_STEPS
-  std::optional<std::string> step_region;  // SONDE_STEP_REGION
+  bool python = false;  // the Python hook in every interpreter of the run (PYTHONPATH)
+  // SONDE_* variable -> value, from the options of sonde/run_options.hpp given.
+  std::map<std::string, std::string> variables;
   std::optional<std::string> report_sort;  // print `sonde report --sort KEY` once it has ended
   std::vector<std::string> command;        // program and its arguments
 };

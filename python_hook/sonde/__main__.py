@@ -245,14 +245,11 @@ def _launch(opts, program, kind, argv):
     run = [cli, "run", "-o", opts.output]
     run += ["--force"] if opts.force else []
     run += ["--report", _SORT_KEYS[opts.sort]] if opts.sort else []
-    run += ["--trace"] if opts.trace else []
-    run += ["--counters", opts.counters] if opts.counters is not None else []
-    run += ["--flush-interval", opts.flush_interval] if opts.flush_interval is not None else []
-    run += ["--no-record-args"] if opts.no_record_args else []
-    run += ["--sample", opts.sample] if opts.sample is not None else []
-    run += ["--delay", opts.delay] if opts.delay is not None else []
-    run += ["--steps", opts.steps] if opts.steps is not None else []
-    run += ["--step-region", opts.step_region] if opts.step_region is not None else []
+    from ._options import RUN_OPTIONS
+    for flag, _, flag_value in RUN_OPTIONS:  # passed on as given: sonde run holds them to range
+        value = getattr(opts, flag[2:].replace("-", "_"), None)
+        if value:
+            run += [flag] if flag_value else [flag, value]
     flush_std()
     os.execve(cli, [*run, "--", sys.executable, *_interpreter_options(), "-m", "sonde", *argv],
               env)

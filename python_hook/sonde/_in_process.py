@@ -178,16 +178,12 @@ def _set_run_environment(opts, output, lib):
     env["SONDE_OUTPUT"] = output
     old = env.get("LD_PRELOAD")
     env["LD_PRELOAD"] = f"{lib}:{old}" if old else lib
-    if opts.trace:
-        env["SONDE_TRACE"] = "1"
-    for value, name in ((opts.flush_interval, "SONDE_FLUSH_INTERVAL"),
-                        (opts.counters, "SONDE_COUNTERS"), (opts.delay, "SONDE_DELAY"),
-                        (opts.sample, "SONDE_SAMPLE_HZ"),
-                        (opts.steps, "SONDE_STEPS"), (opts.step_region, "SONDE_STEP_REGION")):
-        if value is not None:
-            env[name] = value  # libsonde says once, and keeps its default, if it is out of range
-    if opts.no_record_args:
-        env["SONDE_RECORD_ARGS"] = "0"
+    from ._options import RUN_OPTIONS
+    for flag, name, flag_value in RUN_OPTIONS:  # as sonde run sets them (run_options.hpp)
+        value = getattr(opts, flag[2:].replace("-", "_"), None)
+        if value:
+            # libsonde says once, and keeps its default, if a value is out of range
+            env[name] = flag_value or value
     env.pop("SONDE_DELAY_UNTIL", None)
     try:
         delay = float(env.get("SONDE_DELAY", ""))
