@@ -21,6 +21,16 @@ def _range(kind, low, high, zero_ok):
     return f"{'0 or ' if zero_ok else ''}{low:g} to {high:g}{unit}"
 
 
+def _number(kind, text):
+    """A whole number of digits only (as the library's from_chars), or a float; None if not."""
+    if kind == "uint":
+        return int(text) if text.isascii() and text.isdigit() else None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def read(name, environ=None):
     """NAME's value by its declared type (bool, int, float or str), its default where unset;
     ValueError naming NAME, the value and what it accepts, for any other value."""
@@ -34,12 +44,7 @@ def read(name, environ=None):
             return False
         raise ValueError(f"{name}={raw!r} is not a boolean (1/0, yes/no, true/false, on/off)")
     if kind in ("uint", "seconds"):
-        try:
-            number = int(text) if kind == "uint" else float(text)
-        except ValueError:
-            number = None
-        if kind == "uint" and not text.isdigit():
-            number = None
+        number = _number(kind, text)
         if number is None or number != number or \
                 (number == 0 and not zero_ok) or (number != 0 and not low <= number <= high):
             raise ValueError(f"{name}={raw!r} is not a number from {_range(kind, low, high, zero_ok)}")
