@@ -14,6 +14,20 @@
 namespace sonde::analyzers {
 namespace {
 
+// The roofline's columns, as gemm_shapes and routine_metrics name them (their one definition).
+constexpr const char* kRooflineColumns =
+    "gflops, pct_peak, intensity, attainable_gflops, bound, peak_gflops, mem_bw_gbs";
+
+Roofline read_roofline(const Statement& st, int first) {
+  auto opt = [&](int col) -> std::optional<double> {
+    if (st.is_null(first + col)) return std::nullopt;
+    return st.real(first + col);
+  };
+  Roofline r{opt(0), opt(1), opt(2), opt(3), std::nullopt, opt(5), opt(6)};
+  if (!st.is_null(first + 4)) r.bound = st.text(first + 4);
+  return r;
+}
+
 // A routine is its identity (routines.routine_id: kind, library or file, line, name), never its
 // display name: two `__init__.py:1(<module>)` are two routines.
 using Key = std::int64_t;
@@ -119,24 +133,6 @@ std::optional<double> RunFacts::peak_at(std::string_view resource,
   return it->second;
 }
 
-Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optional<double> peak,
-                  std::optional<double> mem_bw) {
-  Roofline r;
-  if (flops <= 0) return r;
-  if (time_ns > 0) r.gflops = flops / static_cast<double>(time_ns);
-  if (bytes > 0) r.intensity = flops / bytes;
-  if (peak && !(*peak > 0)) peak.reset();
-  r.peak_gflops = peak;
-  if (mem_bw && *mem_bw > 0) r.mem_bw_gbs = mem_bw;
-  if (peak && r.gflops) r.pct_peak = 100.0 * *r.gflops / *peak;
-  if (peak && mem_bw && *mem_bw > 0 && r.intensity) {
-    double memory = *r.intensity * *mem_bw;
-    r.attainable_gflops = std::min(*peak, memory);
-    r.bound = memory < *peak ? "memory" : "compute";
-  }
-  return r;
-}
-
 RunFacts load_run_facts(const ProfileFile& file) {
   RunFacts f;
   std::int64_t run_id = 0;
@@ -199,19 +195,6 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     if (st.step() && !st.is_null(0) && st.real(0) > 0) m.wall_ns = std::llround(st.real(0) * 1e9);
   }
 
-  std::map<Key, std::pair<double, double>> cost;  // own flops, bytes: routine_totals'
-  {
-    auto st = file.prepare("SELECT routine_id, flops, bytes FROM routine_totals");
-    while (st.step()) cost[st.int64(0)] = {st.real(1), st.real(2)};
-  }
-  // The element type the wrapper's table states (routines.dtype; guessed from the name in a
-  // file before version 9, by the reader's view of it): the peak a routine without shapes
-  // is held against.
-  std::map<Key, std::string> dtypes;
-  {
-    auto st = file.prepare("SELECT routine_id, dtype FROM routines WHERE dtype IS NOT NULL");
-    while (st.step()) dtypes[st.int64(0)] = st.text(1);
-  }
   std::map<Key, Under> under;
   for (const ThreadTree& t : trees) {
     std::map<Key, int> open;
@@ -219,15 +202,11 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
   }
 
   // Shapes: the gemm_shapes view's rows and figures, as `sonde shapes` prints them.
-  std::map<Key, std::map<std::string, double>> dtype_flops;  // routine_id -> dtype -> flops
   {
     auto st = file.prepare(
-        "SELECT routine, call_site, m, n, k, dtype, calls, time_s, flops, bytes, gflops, "
-        "pct_peak, threads, peak_gflops, mem_bw_gbs, routine_id FROM gemm_shapes");
-    auto opt = [&](int col) -> std::optional<double> {
-      if (st.is_null(col)) return std::nullopt;
-      return st.real(col);
-    };
+        "SELECT routine, call_site, m, n, k, dtype, calls, time_s, flops, bytes, threads, "
+        "routine_id, " +
+        std::string(kRooflineColumns) + " FROM gemm_shapes");
     while (st.step()) {
       ShapeMetrics s;
       s.routine = st.text(0);
@@ -240,12 +219,9 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
       s.time_ns = std::llround(st.real(7) * 1e9);
       s.flops = st.real(8);
       s.bytes = st.real(9);
-      if (!st.is_null(12)) s.threads = st.int64(12);
-      s.perf = roofline(s.flops, s.bytes, s.time_ns, opt(13), opt(14));
-      s.perf.gflops = opt(10);
-      s.perf.pct_peak = opt(11);
-      s.routine_id = st.int64(15);
-      dtype_flops[s.routine_id][s.dtype] += s.flops;
+      if (!st.is_null(10)) s.threads = st.int64(10);
+      s.routine_id = st.int64(11);
+      s.perf = read_roofline(st, 12);
       m.shapes.push_back(std::move(s));
     }
   }
@@ -256,25 +232,27 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
                             std::tie(b.routine, b.call_site, b.m, b.n, b.k);
                    });
 
-  // Per routine with shapes: the peaks for the thread counts its calls ran with, and its % of
-  // peak, from the routine_peaks view.
-  struct RoutinePeaks {
-    std::optional<double> peak, mem_bw, pct_peak;
+  // Per routine: its cost model's figures, dtype, thread count and roofline, as the
+  // routine_metrics view defines them.
+  struct Figures {
+    double flops = 0, bytes = 0;
+    std::string dtype;
     std::optional<std::int64_t> threads;
+    Roofline perf;
   };
-  std::map<Key, RoutinePeaks> routine_peaks;
+  std::map<Key, Figures> figures;
   {
-    auto st = file.prepare(
-        "SELECT routine_id, peak_gflops, mem_bw_gbs, pct_peak, threads "
-        "FROM routine_peaks ORDER BY routine_id");
-    auto opt = [&](int col) -> std::optional<double> {
-      if (st.is_null(col)) return std::nullopt;
-      return st.real(col);
-    };
-    while (st.step())
-      routine_peaks.emplace(
-          st.int64(0), RoutinePeaks{opt(1), opt(2), opt(3),
-                                    st.is_null(4) ? std::nullopt : std::optional(st.int64(4))});
+    auto st = file.prepare("SELECT routine_id, flops, bytes, dtype, threads, " +
+                           std::string(kRooflineColumns) + " FROM routine_metrics");
+    while (st.step()) {
+      Figures f;
+      f.flops = st.real(1);
+      f.bytes = st.real(2);
+      if (!st.is_null(3)) f.dtype = st.text(3);
+      if (!st.is_null(4)) f.threads = st.int64(4);
+      f.perf = read_roofline(st, 5);
+      figures.emplace(st.int64(0), std::move(f));
+    }
   }
 
   for (const HotspotRow& row : h.rows) {
@@ -290,9 +268,12 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     r.incl_ns = row.incl_ns;
     r.excl_ns = row.excl_ns;
     r.pct_total = row.pct_time;
-    if (auto it = cost.find(row.routine_id); it != cost.end()) {
-      r.flops = it->second.first;
-      r.bytes = it->second.second;
+    if (auto it = figures.find(row.routine_id); it != figures.end()) {
+      r.flops = it->second.flops;
+      r.bytes = it->second.bytes;
+      r.dtype = it->second.dtype;
+      r.threads = it->second.threads;
+      r.perf = it->second.perf;
     }
     if (auto it = under.find(row.routine_id); it != under.end()) {
       r.flops_under = it->second.flops;
@@ -301,26 +282,6 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     if (r.incl_ns > 0) {
       r.gflops_under = r.flops_under / static_cast<double>(r.incl_ns);
       r.blas_pct = 100.0 * static_cast<double>(r.blas_under_ns) / static_cast<double>(r.incl_ns);
-    }
-    if (auto it = dtype_flops.find(row.routine_id); it != dtype_flops.end()) {
-      r.dtype =
-          std::max_element(it->second.begin(), it->second.end(), [](const auto& a, const auto& b) {
-            return a.second < b.second;
-          })->first;
-    } else if (auto d = dtypes.find(row.routine_id); d != dtypes.end()) {
-      r.dtype = d->second;
-    }
-    if (auto it = routine_peaks.find(row.routine_id); it != routine_peaks.end()) {
-      r.perf = roofline(r.flops, r.bytes, r.incl_ns, it->second.peak, it->second.mem_bw);
-      r.perf.pct_peak = it->second.pct_peak;
-      r.threads = it->second.threads;
-    } else {
-      // No shapes to say how many threads ran it: the process's BLAS setting, where known.
-      std::optional<double> peak;
-      if (!r.dtype.empty()) peak = m.facts.peak_at("gemm." + r.dtype, m.facts.blas_threads);
-      r.perf = roofline(r.flops, r.bytes, r.incl_ns, peak,
-                        m.facts.peak_at("mem.bw", m.facts.blas_threads));
-      r.threads = m.facts.blas_threads;
     }
     m.routines.push_back(std::move(r));
   }

@@ -45,6 +45,8 @@ struct RunFacts {
                                 std::optional<std::int64_t> threads) const;
 };
 
+// A routine's or shape's rates and ceilings, as the routine_metrics and gemm_shapes views
+// define them (none: no FLOPs, bytes or peak to say).
 struct Roofline {
   std::optional<double> gflops;             // flops / time (GFLOP/s = FLOP per ns)
   std::optional<double> pct_peak;           // gflops / peak gemm.<dtype> x 100
@@ -55,11 +57,6 @@ struct Roofline {
   // the thread count the work ran with (time-weighted where its calls ran with several).
   std::optional<double> peak_gflops, mem_bw_gbs;
 };
-
-// flops, bytes, time and the peaks to compare with (GEMM GFLOP/s and memory GB/s at the thread
-// count the work ran with, from the views; none: no % of peak or roofline).
-Roofline roofline(double flops, double bytes, std::int64_t time_ns, std::optional<double> peak,
-                  std::optional<double> mem_bw);
 
 struct RoutineMetrics {
   std::int64_t routine_id = 0;  // its identity in the file (names may repeat)
@@ -76,8 +73,8 @@ struct RoutineMetrics {
   // A phase's figures: GFLOP/s of everything beneath it, and the share of its time in the
   // outermost blas/onednn calls beneath it; none when it took no time.
   std::optional<double> gflops_under, blas_pct;
-  // From flops, bytes, incl_ns; its peaks from the routine_peaks view (its GEMM shapes' thread
-  // counts), else at the process's blas.threads (peaks_at_threads); pct_peak from the view.
+  // The routine_metrics view's: its peaks those of its GEMM shapes' thread counts, else at the
+  // process's blas.threads.
   Roofline perf;
   // The thread count those peaks are for: its shapes' when all ran with one, blas.threads for
   // a routine without shapes; none when its shapes ran with several (a time-weighted peak).
@@ -94,7 +91,7 @@ struct ShapeMetrics {
   std::int64_t time_ns = 0;
   double flops = 0, bytes = 0;
   std::optional<std::int64_t> threads;  // when all its calls ran with one count
-  Roofline perf;                        // gflops and pct_peak as the gemm_shapes view has them
+  Roofline perf;                        // as the gemm_shapes view has them
 };
 
 struct Metrics {

@@ -1,7 +1,7 @@
 """% of peak against the peak for the threads a call really ran with, one figure everywhere:
 OpenBLAS GEMMs (mlp_train) on 1 and on 2 threads, and PyTorch's oneDNN convolutions on the
 threads torch runs them with, each held against the peak for that count; `sonde shapes` and
-`sonde metrics` print what the gemm_shapes and routine_peaks views hold."""
+`sonde metrics` print what the gemm_shapes, routine_peaks and routine_metrics views hold."""
 import json
 import os
 import sqlite3
@@ -55,9 +55,21 @@ def check_one_figure(db, threads):
                for r in sonde_json("shapes", db)}
     assert printed == {(r, s, m, n, k): pct for r, s, m, n, k, _, pct, _ in view}
     per_routine = dict(query(db, "SELECT routine, pct_peak FROM routine_peaks"))
-    roofline = {r["routine"]: r for r in sonde_json("metrics", db, "--section", "roofline")["roofline"]}
+    printed = sonde_json("metrics", db, "--section", "roofline")["roofline"]
+    roofline = {r["routine"]: r for r in printed}
     for routine, pct in per_routine.items():
         assert roofline[routine]["pct_peak"] == pytest.approx(pct, rel=1e-12)
+    # Every figure of the roofline section is routine_metrics' (the routines with FLOPs).
+    columns = ["gflops", "pct_peak", "intensity", "attainable_gflops", "bound"]
+    held = {row[0]: dict(zip(columns, row[1:])) for row in query(
+        db, f"SELECT routine_id, {', '.join(columns)} FROM routine_metrics WHERE flops > 0")}
+    assert len(held) == len(printed)
+    for r in printed:
+        for column in columns:
+            want = held[r["routine_id"]][column]
+            assert r[column] == (want if want is None or column == "bound"
+                                 else pytest.approx(want, rel=1e-12)), (r["routine"], column)
+    assert any(h["bound"] for h in held.values())  # the peaks above give every ceiling
 
 
 @pytest.mark.parametrize("blas_threads", sorted({1, CORES}))

@@ -435,10 +435,11 @@ def test_damaged_input(kind, command, tmp_path, good_profile):
 
 
 def as_version_8(path, good):
-    """A profile as sonde wrote it before schema version 9: routines without dtype and role."""
+    """A profile as sonde wrote it before schema version 9: routines without dtype and role,
+    and no routine_metrics (version 10)."""
     shutil.copy(good, path)
     con = sqlite3.connect(path)
-    con.executescript("ALTER TABLE routines DROP COLUMN dtype; "
+    con.executescript("DROP VIEW routine_metrics; ALTER TABLE routines DROP COLUMN dtype; "
                       "ALTER TABLE routines DROP COLUMN role; "
                       "UPDATE meta SET value = '8' WHERE key = 'schema_version';")
     con.commit()
@@ -466,7 +467,7 @@ def test_version_8_input(command, tmp_path, good_profile):
         assert "f32" in r.out, r.out
     elif command == "merge":  # written as version 9, the guess kept in the column
         assert query(merged, facts) == [("f32",)]
-        assert query(merged, "SELECT value FROM meta WHERE key = 'schema_version'") == [("9",)]
+        assert query(merged, "SELECT value FROM meta WHERE key = 'schema_version'") == [("10",)]
 
 
 def hot_journal(path, good):

@@ -34,6 +34,9 @@ namespace sonde {
 //    element type; a CUDA API call's role: launch, copy, sync, other), which `sonde candidates`
 //    reads instead of guessing them from names. A version 3 to 8 file is read through a temp
 //    view `routines` that gives both as NULL.
-inline constexpr int kSchemaVersion = 9;
+// 10: routine_metrics (each routine's GFLOP/s, intensity, peaks, % of peak, attainable rate and
+//    bound: the figures `sonde metrics` computed in C++) and gemm_shapes' intensity,
+//    attainable_gflops and bound. Versions 3 to 9 get them at open, as every view.
+inline constexpr int kSchemaVersion = 10;
 
 }  // namespace sonde

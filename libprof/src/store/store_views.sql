@@ -222,7 +222,9 @@ CREATE VIEW IF NOT EXISTS shape_peaks AS
 -- peak_gflops, mem_bw_gbs: the peaks, time-weighted over the group, for the roofline.
 -- A routine is its routine_id (kind, library, file, line, name): two routines of one name
 -- (an sgemm_ in two BLAS libraries) are two rows, never summed.
+-- intensity, attainable_gflops and bound: the roofline, as routine_metrics defines it.
 CREATE VIEW IF NOT EXISTS gemm_shapes AS
+  WITH g AS (
   SELECT r.name AS routine, s.call_site AS call_site, s.m AS m, s.n AS n, s.k AS k,
          s.dtype AS dtype, SUM(s.calls) AS calls, SUM(s.time_ns) / 1e9 AS time_s,
          CASE WHEN SUM(s.time_ns) > 0 THEN SUM(s.flops) / SUM(s.time_ns) END AS gflops,
@@ -238,7 +240,15 @@ CREATE VIEW IF NOT EXISTS gemm_shapes AS
          r.library AS library
   FROM shapes s JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
        JOIN shape_peaks sp USING (shape_id)
-  GROUP BY n.routine_id, s.call_site, s.m, s.n, s.k, s.dtype;
+  GROUP BY n.routine_id, s.call_site, s.m, s.n, s.k, s.dtype)
+  SELECT g.*,
+         CASE WHEN flops > 0 AND bytes > 0 THEN flops / bytes END AS intensity,
+         CASE WHEN flops > 0 AND bytes > 0 AND peak_gflops > 0 AND mem_bw_gbs > 0
+              THEN MIN(peak_gflops, flops / bytes * mem_bw_gbs) END AS attainable_gflops,
+         CASE WHEN flops > 0 AND bytes > 0 AND peak_gflops > 0 AND mem_bw_gbs > 0
+              THEN CASE WHEN flops / bytes * mem_bw_gbs < peak_gflops THEN 'memory'
+                        ELSE 'compute' END END AS bound
+  FROM g;
 
 -- One row per operator, input signature and calling routine (`--record-shapes`): torch.profiler's
 -- key_averages(group_by_input_shape=True) with the caller (the Python frame that ran it) beside.
@@ -280,6 +290,70 @@ CREATE VIEW IF NOT EXISTS routine_peaks AS
 CREATE VIEW IF NOT EXISTS routine_totals AS
   SELECT routine_id, SUM(flops) AS flops, SUM(bytes) AS bytes FROM thread_routine_totals
   GROUP BY routine_id;
+
+-- One row per routine of hotspots (routine_id) with its cost model's figures and roofline:
+-- what `sonde metrics`, `sonde candidates` and the viewer print per routine. flops and bytes
+-- are routine_totals'; gflops is flops over the routine's inclusive time; intensity, flops
+-- per byte moved. dtype: that of its GEMM shapes' FLOPs, the most (the first by name of
+-- equals), else routines.dtype. The ceilings (peak_gflops: gemm.<dtype>; mem_bw_gbs) and
+-- pct_peak are routine_peaks' for a routine with shapes (their calls' thread counts); a
+-- routine without shapes is held against them at the process's blas.threads (threads; the
+-- run-wide run_info row, else the root process's), pct_peak = gflops / peak.
+-- attainable_gflops, the roofline: min(peak, intensity x mem.bw); bound: 'memory' when
+-- memory's is the lower ceiling, else 'compute'. NULL where no FLOPs, bytes or peak say.
+CREATE VIEW IF NOT EXISTS routine_metrics AS
+  WITH run AS (SELECT MIN(run_id) AS run_id FROM runs),
+  blas AS (
+    SELECT CASE WHEN CAST(i.value AS INTEGER) > 0
+                     AND CAST(CAST(i.value AS INTEGER) AS TEXT) = i.value
+                THEN CAST(i.value AS INTEGER) END AS threads
+    FROM run_info i JOIN run USING (run_id) LEFT JOIN processes p USING (process_id)
+    WHERE i.key = 'blas.threads'
+    ORDER BY i.process_id IS NULL DESC, p.origin = 'root' DESC, p.started_ns, i.process_id
+    LIMIT 1),
+  at_blas AS (
+    SELECT pt.resource AS resource, pt.value AS value
+    FROM peaks_at_threads pt JOIN run USING (run_id) JOIN blas ON pt.threads = blas.threads),
+  shape_dtype AS (
+    SELECT routine_id, dtype FROM (
+      SELECT n.routine_id AS routine_id, s.dtype AS dtype,
+             ROW_NUMBER() OVER (PARTITION BY n.routine_id
+                                ORDER BY SUM(s.flops) DESC, s.dtype) AS nth
+      FROM shapes s JOIN nodes n USING (node_id) GROUP BY n.routine_id, s.dtype)
+    WHERE nth = 1),
+  f AS (
+    SELECT h.routine_id AS routine_id, h.routine AS routine, h.kind AS kind,
+           COALESCE(sd.dtype, r.dtype) AS dtype, h.calls AS calls, h.incl_s AS incl_s,
+           COALESCE(t.flops, 0) AS flops, COALESCE(t.bytes, 0) AS bytes,
+           rp.routine_id IS NOT NULL AS shaped, rp.pct_peak AS shapes_pct,
+           CASE WHEN rp.routine_id IS NOT NULL THEN rp.threads
+                ELSE (SELECT threads FROM blas) END AS threads,
+           CASE WHEN rp.routine_id IS NOT NULL THEN rp.peak_gflops
+                ELSE (SELECT value FROM at_blas WHERE resource = 'gemm.' || r.dtype) END AS peak,
+           CASE WHEN rp.routine_id IS NOT NULL THEN rp.mem_bw_gbs
+                ELSE (SELECT value FROM at_blas WHERE resource = 'mem.bw') END AS bw
+    FROM hotspots h JOIN routines r USING (routine_id)
+         LEFT JOIN routine_totals t USING (routine_id)
+         LEFT JOIN routine_peaks rp USING (routine_id)
+         LEFT JOIN shape_dtype sd USING (routine_id)),
+  g AS (
+    SELECT f.*, CASE WHEN flops > 0 AND incl_s > 0 THEN flops / (incl_s * 1e9) END AS gflops,
+           CASE WHEN flops > 0 AND bytes > 0 THEN flops / bytes END AS intensity,
+           CASE WHEN flops > 0 AND peak > 0 THEN peak END AS peak_gflops,
+           CASE WHEN flops > 0 AND bw > 0 THEN bw END AS mem_bw_gbs
+    FROM f)
+  SELECT routine, kind, dtype, threads, calls, incl_s, flops, bytes, gflops, intensity,
+         peak_gflops, mem_bw_gbs,
+         CASE WHEN shaped THEN shapes_pct
+              WHEN gflops IS NOT NULL AND peak_gflops IS NOT NULL
+              THEN 100.0 * gflops / peak_gflops END AS pct_peak,
+         CASE WHEN intensity IS NOT NULL AND peak_gflops IS NOT NULL AND mem_bw_gbs IS NOT NULL
+              THEN MIN(peak_gflops, intensity * mem_bw_gbs) END AS attainable_gflops,
+         CASE WHEN intensity IS NOT NULL AND peak_gflops IS NOT NULL AND mem_bw_gbs IS NOT NULL
+              THEN CASE WHEN intensity * mem_bw_gbs < peak_gflops THEN 'memory'
+                        ELSE 'compute' END END AS bound,
+         routine_id
+  FROM g;
 
 -- One row per kernel launch: its time, launch configuration (blocks per grid, threads per
 -- block), and the metrics recorded for it (SONDE_GPU_METRICS; NULL where not): TAU's three

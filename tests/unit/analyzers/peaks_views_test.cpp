@@ -106,6 +106,78 @@ TEST_F(PeaksViewsTest, RoutineMetricsPrintTheRoutinePeaksView) {
   EXPECT_EQ(it->perf.attainable_gflops, std::min(*view[0][2], 10.0 * *view[0][3]));
 }
 
+// routine_metrics holds each routine's rates, ceilings and roofline, worked out by hand here;
+// `sonde metrics` prints exactly what it holds.
+TEST_F(PeaksViewsTest, RoutineMetricsHoldsEachRoutinesRoofline) {
+  // cblas_sdot: no shapes, 2e9 FLOPs and 1e8 bytes in 1 s under train.
+  sql("INSERT INTO routines (routine_id, name, kind, dtype) VALUES (7, 'cblas_sdot', 'blas', "
+      "'f32');"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (7, 1, 2, 7, 2, 0, 5, 0, 1000000000, "
+      "1000000000, 2000000000, 100000000);");
+  auto of = [&](const std::string& routine) {
+    auto r = rows(
+        "SELECT gflops, intensity, peak_gflops, mem_bw_gbs, pct_peak, attainable_gflops, "
+        "threads FROM routine_metrics WHERE routine = '" +
+        routine + "'");
+    EXPECT_EQ(r.size(), 1u) << routine;
+    return r.empty() ? Row(7) : r[0];
+  };
+  auto bound = [&](const std::string& routine) {
+    ProfileFile file = ProfileFile::open(path_);
+    auto st = file.prepare("SELECT bound FROM routine_metrics WHERE routine = ?1");
+    st.bind(1, routine);
+    return st.step() && !st.is_null(0) ? st.text(0) : std::string("NULL");
+  };
+  // cblas_sgemm: 3e9 FLOPs in 1.5 s = 2 GFLOP/s, 10 FLOP/byte; its shapes ran on 1 thread
+  // (peak 2.5): 80 % of it; memory's ceiling 10 x 0.1 = 1 GFLOP/s is the lower.
+  EXPECT_EQ(of("cblas_sgemm"), (Row{2.0, 10.0, 2.5, 0.1, 80.0, 1.0, 1.0}));
+  EXPECT_EQ(bound("cblas_sgemm"), "memory");
+  // cblas_sdot, at the process's blas.threads 1: 2 GFLOP/s of 2.5; 20 x 0.1 = 2 < 2.5.
+  EXPECT_EQ(of("cblas_sdot"), (Row{2.0, 20.0, 2.5, 0.1, 80.0, 2.0, 1.0}));
+  // No cost model: no figures.
+  EXPECT_EQ(of("train.py:5(forward)"), (Row{std::nullopt, std::nullopt, std::nullopt, std::nullopt,
+                                            std::nullopt, std::nullopt, 1.0}));
+  EXPECT_EQ(bound("train.py:5(forward)"), "NULL");
+
+  // blas.threads 2: the all-core peak 4, 50 %; a faster memory makes it compute-bound.
+  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';"
+      "UPDATE peaks SET value = 1.0 WHERE resource = 'mem.bw' AND threads = 0;");
+  EXPECT_EQ(of("cblas_sdot"), (Row{2.0, 20.0, 4.0, 1.0, 50.0, 4.0, 2.0}));
+  EXPECT_EQ(bound("cblas_sdot"), "compute");
+  // A run-wide row wins over the process's; a count that is not a whole number is none.
+  sql("INSERT INTO run_info VALUES (1, NULL, 'blas.threads', '1');");
+  EXPECT_EQ(*of("cblas_sdot")[4], 80.0);
+  sql("UPDATE run_info SET value = '1x' WHERE process_id IS NULL;");
+  EXPECT_EQ(of("cblas_sdot")[2], std::nullopt);
+
+  // The dtype of most of a routine's shapes' FLOPs: an f64 shape of more FLOPs makes cblas_sgemm
+  // f64 (no f64 peak: no % of peak for it).
+  sql("INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls, "
+      "time_ns, flops, bytes, threads) VALUES (4, 'x', 10, 10, 10, 'N', 'N', 'f64', 1, 1, "
+      "3500000000, 1, 1);");
+  ProfileFile file = ProfileFile::open(path_);
+  auto dtype = file.prepare("SELECT dtype FROM routine_metrics WHERE routine = 'cblas_sgemm'");
+  ASSERT_TRUE(dtype.step());
+  EXPECT_EQ(dtype.text(0), "f64");
+
+  // `sonde metrics` prints the view's figures, routine by routine.
+  Metrics m = compute_metrics(file);
+  for (const RoutineMetrics& r : m.routines) {
+    Row v = of(r.name);
+    EXPECT_EQ(r.perf.gflops, v[0]) << r.name;
+    EXPECT_EQ(r.perf.intensity, v[1]) << r.name;
+    EXPECT_EQ(r.perf.peak_gflops, v[2]) << r.name;
+    EXPECT_EQ(r.perf.pct_peak, v[4]) << r.name;
+    EXPECT_EQ(r.perf.attainable_gflops, v[5]) << r.name;
+    EXPECT_EQ(r.threads ? std::optional<double>(*r.threads) : std::nullopt, v[6]) << r.name;
+  }
+  EXPECT_EQ(std::find_if(m.routines.begin(), m.routines.end(),
+                         [](const RoutineMetrics& r) { return r.name == "cblas_sgemm"; })
+                ->dtype,
+            "f64");
+}
+
 // A oneDNN build that cannot say its thread count (TBB, threadpool) runs on torch's intra-op
 // pool: its shapes take the process's torch.num_threads, recorded by the Python hook. A BLAS
 // shape never does (its own query is the truth), nor a process without the fact.
