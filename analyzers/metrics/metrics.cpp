@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "profile/call_tree.hpp"
@@ -47,30 +48,38 @@ struct Under {
 // the path's routines at every node took 271 s on the benchmark's 1M-node, 429-deep tree).
 // Returns what the tree holds: flops, and the time of outermost library calls in it. Walked
 // with a stack of its own, not the call stack (a 65,536-deep path).
-Under walk(const CallNode& root, std::map<Key, int>& open, std::map<Key, Under>& under) {
+// `open` counts the frames of each routine on the path, by routine id (the file's row ids: a
+// vector, grown to the largest met, is a tenth of a hash map's cost per node).
+Under walk(const CallNode& root, std::vector<int>& open, std::unordered_map<Key, Under>& under) {
   struct Frame {
     const CallNode* node;
     bool in_library;  // under a library call
+    bool library;     // a library call itself
     bool outermost;   // no other frame of its routine above it
     Under below;
     std::size_t next = 0;  // the child to visit next
   };
   std::vector<Frame> stack;
+  auto open_of = [&](Key id) -> int& {
+    auto i = static_cast<std::size_t>(std::max<Key>(id, 0));
+    if (i >= open.size()) open.resize(i + 1, 0);
+    return open[i];
+  };
   auto enter = [&](const CallNode& n, bool in_library) {
-    bool outermost = open[n.routine_id]++ == 0;
-    stack.push_back({&n, in_library, outermost, {}, 0});
+    bool outermost = open_of(n.routine_id)++ == 0;
+    stack.push_back({&n, in_library, is_library_call(n.kind), outermost, {}, 0});
   };
   enter(root, false);
   Under total;
   while (!stack.empty()) {
     Frame& f = stack.back();
     const CallNode& node = *f.node;
-    bool library = is_library_call(node.kind);
+    const bool library = f.library;
     if (f.next < node.children.size()) {
       enter(node.children[f.next++], f.in_library || library);
       continue;
     }
-    --open[node.routine_id];
+    --open_of(node.routine_id);
     if (f.outermost) {
       Under& u = under[node.routine_id];
       u.flops += node.flops + f.below.flops;
@@ -195,9 +204,9 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     if (st.step() && !st.is_null(0) && st.real(0) > 0) m.wall_ns = std::llround(st.real(0) * 1e9);
   }
 
-  std::map<Key, Under> under;
+  std::unordered_map<Key, Under> under;
   for (const ThreadTree& t : trees) {
-    std::map<Key, int> open;
+    std::vector<int> open;
     walk(t.root, open, under);
   }
 
