@@ -126,7 +126,7 @@ class FlameWriter {
     for (const CallNode& child : node.children) {
       double cw = static_cast<double>(child.incl_ns) * scale_;
       if (cw >= kMinWidth)
-        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name);
+        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name.str());
       else
         ++hidden_;
       child_x += cw;

@@ -75,36 +75,36 @@ void merge_into(CallNode& dst, const CallNode& src) {
   }
 }
 
-std::string where(const std::string& file, std::int64_t line, const std::string& library) {
-  if (!file.empty()) return file + ":" + std::to_string(line);
-  return library;
+SharedText where(const std::string& file, std::int64_t line, const std::string& library) {
+  if (!file.empty()) return SharedText(fmt::format("{}:{}", file, line));
+  return SharedText(library);
 }
 
 // The Python hook marks generator functions with the library "generator" (frames.cpp).
-bool is_generator(const std::string& kind, const std::string& library) {
+bool is_generator(std::string_view kind, std::string_view library) {
   return kind == kinds::kPython && library == kinds::kGeneratorLibrary;
 }
 
-// The nodes of every thread, parents before children; {0}: a join, {1}: a condition.
+// The nodes of every thread, parents before children; {0}: a join, {1}: a condition. Their
+// routines' texts come from load_routine_fields, read once per routine.
 constexpr const char* kNodeRows =
-    "SELECT n.node_id, n.parent_id, n.thread_id, r.name, r.kind, n.calls, n.subrs, "
-    "       n.incl_ns, n.excl_ns, n.flops, n.routine_id, r.file, r.line, r.library "
+    "SELECT n.node_id, n.parent_id, n.thread_id, n.calls, n.subrs, n.incl_ns, n.excl_ns, "
+    "       n.flops, n.routine_id "
     "FROM nodes n JOIN routines r USING (routine_id) {0} {1} ORDER BY n.depth, n.node_id";
 
-FlatNode node_row(Statement& st) {
+using RoutineFields = std::unordered_map<std::int64_t, CallNodeFields>;
+
+FlatNode node_row(Statement& st, const RoutineFields& routines) {
   FlatNode f;
+  f.data.routine_id = st.int64(8);
+  if (auto r = routines.find(f.data.routine_id); r != routines.end())
+    static_cast<CallNodeFields&>(f.data) = r->second;
   f.data.node_id = st.int64(0);
-  f.data.name = st.text(3);
-  f.data.kind = st.text(4);
-  f.data.calls = st.int64(5);
-  f.data.subrs = st.int64(6);
-  f.data.incl_ns = st.int64(7);
-  f.data.excl_ns = st.int64(8);
-  f.data.flops = st.real(9);
-  f.data.routine_id = st.int64(10);
-  f.data.file = st.text(11);
-  f.data.where = where(st.text(11), st.int64(12), st.text(13));
-  f.data.generator = is_generator(f.data.kind, st.text(13));
+  f.data.calls = st.int64(3);
+  f.data.subrs = st.int64(4);
+  f.data.incl_ns = st.int64(5);
+  f.data.excl_ns = st.int64(6);
+  f.data.flops = st.real(7);
   return f;
 }
 
@@ -149,9 +149,9 @@ std::unordered_map<std::int64_t, CallNodeFields> load_routine_fields(const Profi
        st.step();) {
     CallNodeFields& r = routines[st.int64(0)];
     r.routine_id = st.int64(0);
-    r.name = st.text(1);
-    r.kind = st.text(2);
-    r.file = st.text(3);
+    r.name = SharedText(st.text(1));
+    r.kind = SharedText(st.text(2));
+    r.file = SharedText(st.text(3));
     r.where = where(st.text(3), st.int64(4), st.text(5));
     r.generator = is_generator(r.kind, st.text(5));
   }
@@ -335,9 +335,10 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
   std::vector<Shown> shown_nodes;
   std::string shown = "(n.parent_id IS NULL OR " + above(min_pct) + ")";
   if (max_depth) shown += fmt::format(" AND n.depth <= {}", *max_depth);
+  const RoutineFields routines = load_routine_fields(file);
   auto st = file.prepare(fmt::format(fmt::runtime(kNodeRows), kRootJoin, "WHERE " + shown));
   while (st.step()) {
-    FlatNode f = node_row(st);
+    FlatNode f = node_row(st, routines);
     std::size_t index = flat.size();
     Shown s{st.int64(0), 0, f.data.incl_ns};
     if (st.is_null(1)) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "profile/profile_file.hpp"
+#include "profile/shared_text.hpp"
 
 namespace sonde::analyzers {
 
@@ -20,10 +21,10 @@ struct CallNodeFields {
   // (gpu_activity.node_id) still finds its node.
   std::int64_t node_id = 0;
   std::vector<std::int64_t> merged_node_ids;
-  std::string name;
-  std::string kind;
-  std::string file;        // routines.file: a Python frame's full path (framework entry points)
-  std::string where;       // "file:line", else the library, else ""
+  SharedText name;  // the routine's texts, one copy for all its nodes
+  SharedText kind;
+  SharedText file;         // routines.file: a Python frame's full path (framework entry points)
+  SharedText where;        // "file:line", else the library, else ""
   bool generator = false;  // a Python generator function (routines.library 'generator')
   std::int64_t calls = 0;
   std::int64_t subrs = 0;

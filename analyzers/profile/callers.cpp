@@ -13,11 +13,6 @@
 namespace sonde::analyzers {
 namespace {
 
-struct RoutineInfo {
-  std::string name, kind, file, where;
-  bool generator = false;
-};
-
 // A routine's `hotspots` row: the figures the callers tree starts from.
 struct Totals {
   std::int64_t calls = 0, subrs = 0, incl_ns = 0, excl_ns = 0;
@@ -47,7 +42,7 @@ class Trie {
   }
 
   // Linked from the end, so that a node's children are built before it is: no recursion.
-  CallNode build(const std::unordered_map<std::int64_t, RoutineInfo>& routines) {
+  CallNode build(const std::unordered_map<std::int64_t, CallNodeFields>& routines) {
     std::vector<CallNode> built(nodes_.size());
     for (std::size_t i = nodes_.size(); i-- > 0;) {
       CallNode& node = built[i];
@@ -128,8 +123,8 @@ struct CallerIndex::Impl {
   // Children of node i: child_list[child_start[i] .. child_start[i + 1]).
   std::vector<std::uint32_t> child_start, child_list;
   std::unordered_map<std::int64_t, std::vector<std::uint32_t>> nodes_of;
-  std::unordered_map<std::int64_t, RoutineInfo> routines;
-  std::unordered_map<std::int64_t, Totals> totals;  // the hotspots view, by routine id
+  std::unordered_map<std::int64_t, CallNodeFields> routines;  // load_routine_fields
+  std::unordered_map<std::int64_t, Totals> totals;            // the hotspots view, by routine id
 };
 
 CallerIndex::CallerIndex(const ProfileFile& file) : impl_(std::make_unique<Impl>()) {
@@ -168,14 +163,7 @@ CallerIndex::CallerIndex(const ProfileFile& file) : impl_(std::make_unique<Impl>
     if (x.parent[i] >= 0) x.child_list[next[x.parent[i]]++] = static_cast<std::uint32_t>(i);
     x.nodes_of[x.routine[i]].push_back(static_cast<std::uint32_t>(i));
   }
-  for (auto st = file.prepare("SELECT routine_id, name, kind, file, line, library FROM routines");
-       st.step();) {
-    RoutineInfo r{st.text(1), st.text(2), st.text(3), ""};
-    std::string library = st.text(5);
-    r.where = r.file.empty() ? library : fmt::format("{}:{}", r.file, st.int64(4));
-    r.generator = r.kind == kinds::kPython && library == kinds::kGeneratorLibrary;
-    x.routines.emplace(st.int64(0), std::move(r));
-  }
+  x.routines = load_routine_fields(file);
   for (auto st = file.prepare("SELECT routine_id, calls, subrs, incl_s, excl_s FROM hotspots");
        st.step();)
     x.totals.emplace(st.int64(0),

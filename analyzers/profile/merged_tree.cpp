@@ -102,8 +102,8 @@ Nodes read_nodes(const ProfileFile& file, const Routines& routines) {
 // The root: the busy threads' time (thread_times), what no call covers as its own time.
 CallNode merged_root(const ProfileFile& file) {
   CallNode root;
-  root.name = "<thread>";
-  root.kind = kinds::kRoot;
+  root.name = SharedText("<thread>");
+  root.kind = SharedText(kinds::kRoot);
   auto st = file.prepare(
       "SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
       "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");

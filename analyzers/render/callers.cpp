@@ -51,7 +51,7 @@ Table sandwich_table(const Sandwich& s, SandwichSide side, const TreeOptions& op
   // The routine starts each path (a thread's tree leaves its root out of its paths).
   for (auto& row : t.rows) {
     auto& path = std::get<std::string>(row[3]);
-    path = path.empty() ? s.callers.name : s.callers.name + ";" + path;
+    path = path.empty() ? s.callers.name.str() : s.callers.name.str() + ";" + path;
   }
   return t;
 }

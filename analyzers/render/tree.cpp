@@ -84,7 +84,7 @@ std::set<std::pair<std::string, std::string>> shared_names(const std::vector<con
 
 std::string label(const CallNode& node, bool ambiguous) {
   std::string out = fmt::format("{} [{}]", node.name, node.kind);
-  if (ambiguous && !node.where.empty()) out += " " + node.where;
+  if (ambiguous && !node.where.empty()) out += " " + node.where.str();
   return out;
 }
 
@@ -229,8 +229,10 @@ void table_rows(const std::function<void(std::vector<Cell>&&)>& put, const CallN
     if (v.folded > 0) todo.push_back({nullptr, item.depth + 1, item.path, v});
     for (std::size_t i = v.shown.size(); i-- > 0;) {
       const CallNode* c = v.shown[i];
-      todo.push_back(
-          {c, item.depth + 1, item.path.empty() ? c->name : item.path + ";" + c->name, {}});
+      todo.push_back({c,
+                      item.depth + 1,
+                      item.path.empty() ? c->name.str() : item.path + ";" + c->name.str(),
+                      {}});
     }
   }
 }

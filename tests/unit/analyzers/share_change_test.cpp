@@ -12,7 +12,7 @@ namespace {
 
 CallNode node(const std::string& name, std::int64_t incl_ns, std::vector<CallNode> children = {}) {
   CallNode n;
-  n.name = name;
+  n.name = SharedText(name);
   n.incl_ns = incl_ns;
   n.children = std::move(children);
   return n;

@@ -16,7 +16,7 @@ class TreeTest : public test::FixtureTest {};
 const CallNode& child(const CallNode& node, const std::string& name) {
   for (const auto& c : node.children)
     if (c.name == name) return c;
-  throw std::runtime_error("no child " + name + " under " + node.name);
+  throw std::runtime_error("no child " + name + " under " + node.name.str());
 }
 
 // The property the profile must keep: inclusive = exclusive + the children's inclusive.
