@@ -112,7 +112,7 @@ struct Accumulator {
 
   void mark(const CallNode& n, int phase) {
     nodes.phase[n.node_id] = phase;
-    for (std::int64_t id : n.merged_node_ids) nodes.phase[id] = phase;
+    for (std::int64_t id : n.rare.get().merged_node_ids) nodes.phase[id] = phase;
   }
   void mark_subtree(const Frame& f, int phase) {
     mark(*f.node, phase);

@@ -42,9 +42,12 @@ void merge_into(CallNode& dst, const CallNode& src) {
   while (!todo.empty()) {
     auto [d, s] = todo.back();
     todo.pop_back();
-    if (s->node_id != 0 && s->node_id != d->node_id) d->merged_node_ids.push_back(s->node_id);
-    d->merged_node_ids.insert(d->merged_node_ids.end(), s->merged_node_ids.begin(),
-                              s->merged_node_ids.end());
+    const std::vector<std::int64_t>& from = s->rare.get().merged_node_ids;
+    if ((s->node_id != 0 && s->node_id != d->node_id) || !from.empty()) {
+      std::vector<std::int64_t>& ids = d->rare.edit().merged_node_ids;
+      if (s->node_id != 0 && s->node_id != d->node_id) ids.push_back(s->node_id);
+      ids.insert(ids.end(), from.begin(), from.end());
+    }
     d->calls += s->calls;
     d->subrs += s->subrs;
     d->incl_ns += s->incl_ns;
@@ -141,6 +144,26 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
   return trees;
 }
 
+// Every read between its making and its end sees one state of the file, though a running
+// program's flush writes it meanwhile (a savepoint: inside a reader's own transaction too).
+class ReadSnapshot {
+ public:
+  explicit ReadSnapshot(const ProfileFile& file) : file_(file) {
+    file_.exec("SAVEPOINT sonde_read_snapshot");
+  }
+  ~ReadSnapshot() {
+    try {
+      file_.exec("RELEASE sonde_read_snapshot");
+    } catch (...) {  // nothing was written: nothing to lose
+    }
+  }
+  ReadSnapshot(const ReadSnapshot&) = delete;
+  ReadSnapshot& operator=(const ReadSnapshot&) = delete;
+
+ private:
+  const ProfileFile& file_;
+};
+
 }  // namespace
 
 std::unordered_map<std::int64_t, CallNodeFields> load_routine_fields(const ProfileFile& file) {
@@ -159,6 +182,7 @@ std::unordered_map<std::int64_t, CallNodeFields> load_routine_fields(const Profi
 }
 
 std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
+  ReadSnapshot snapshot(file);
   std::vector<ThreadTree> trees = load_thread_list(file);
   std::unordered_map<std::int64_t, std::size_t> tree_of_thread;
   for (std::size_t i = 0; i < trees.size(); ++i) tree_of_thread.emplace(trees[i].thread_id, i);
@@ -174,31 +198,31 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   for (auto st = file.prepare("SELECT node_id, ns FROM gpu_graph_origins"); st.step();)
     graph_of_node.emplace(st.int64(0), st.int64(1));
   std::unordered_map<std::int64_t, CallNodeFields> routines = load_routine_fields(file);
-  // The rows first, without strings, in node_id order (the table's own: no sort in SQL); then
-  // the tree is built from the top, parents before children as ORDER BY depth, node_id would
-  // give them, into children vectors of the right size. Built from the bottom, every node was
-  // held twice on the way (1 GB for the benchmark's 1M nodes).
+  // The rows' shape first, without strings or figures, in node_id order (the table's own: no
+  // sort in SQL); then the tree is built from the top, parents before children as ORDER BY
+  // depth, node_id would give them, into children vectors of the right size; then the figures
+  // are read into the nodes, a second pass in the same order. Built from the bottom, every node
+  // was held twice on the way (1 GB for the benchmark's 1M nodes); with the figures in the
+  // rows, 48 MB more at the peak.
   struct Row {
     std::int64_t node_id, parent_id, thread_id;
     const CallNodeFields* routine;  // null: a routine the file does not list (the join's)
-    std::int64_t depth, calls, subrs, incl_ns, excl_ns;
-    double flops;
+    std::int32_t depth;
     bool root;
   };
   std::vector<Row> rows;
   for (auto st = file.prepare(
-           "SELECT node_id, parent_id, thread_id, routine_id, depth, calls, subrs, incl_ns, "
-           "excl_ns, flops FROM nodes ORDER BY node_id");
+           "SELECT node_id, parent_id, thread_id, routine_id, depth FROM nodes ORDER BY node_id");
        st.step();) {
     auto routine = routines.find(st.int64(3));
     rows.push_back({st.int64(0), st.is_null(1) ? 0 : st.int64(1), st.int64(2),
-                    routine == routines.end() ? nullptr : &routine->second, st.int64(4),
-                    st.int64(5), st.int64(6), st.int64(7), st.int64(8), st.real(9), st.is_null(1)});
+                    routine == routines.end() ? nullptr : &routine->second,
+                    static_cast<std::int32_t>(st.int64(4)), st.is_null(1)});
   }
   // By depth, then node_id: a counting sort of the rows' indices.
   std::vector<std::size_t> order(rows.size());
   {
-    std::int64_t low = 0, high = -1;
+    std::int32_t low = 0, high = -1;
     for (const Row& r : rows) {
       low = std::min(low, r.depth);
       high = std::max(high, r.depth);
@@ -246,16 +270,30 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
     CallNode& n = into.emplace_back();
     static_cast<CallNodeFields&>(n) = *row.routine;
     n.node_id = row.node_id;
-    n.calls = row.calls;
-    n.subrs = row.subrs;
-    n.incl_ns = row.incl_ns;
-    n.excl_ns = row.excl_ns;
-    n.flops = row.flops;
     if (auto gpu = gpu_of_node.find(row.node_id); gpu != gpu_of_node.end()) n.gpu_ns = gpu->second;
     if (auto graph = graph_of_node.find(row.node_id); graph != graph_of_node.end())
       n.graph_ns = graph->second;
     n.children.reserve(children[i]);
     node_of[i] = &n;
+  }
+  // The figures, row by row in the same order (a row the first pass did not see, written
+  // since, is skipped; the snapshot below keeps both passes on one state of the file).
+  {
+    std::size_t i = 0;
+    for (auto st = file.prepare(
+             "SELECT node_id, calls, subrs, incl_ns, excl_ns, flops FROM nodes ORDER BY node_id");
+         st.step();) {
+      std::int64_t id = st.int64(0);
+      while (i < rows.size() && rows[i].node_id < id) ++i;
+      if (i == rows.size()) break;
+      if (rows[i].node_id != id || !made[i]) continue;
+      CallNode& n = *node_of[i];
+      n.calls = st.int64(1);
+      n.subrs = st.int64(2);
+      n.incl_ns = st.int64(3);
+      n.excl_ns = st.int64(4);
+      n.flops = st.real(5);
+    }
   }
   // GPU time becomes inclusive on the way up: children come after their parents.
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
@@ -359,7 +397,7 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
   // What a renderer folds under a node it shows: its children below the threshold, found by
   // their parents (the index on parent_id) rather than by scanning every node.
   auto fold = [&](std::size_t index, std::int64_t calls, std::int64_t incl, std::int64_t excl) {
-    CallNode::Unloaded& u = flat[index].data.unloaded;
+    CallNode::Rare::Unloaded& u = flat[index].data.rare.edit().unloaded;
     ++u.count;
     u.calls += calls;
     u.incl_ns += incl;
@@ -401,7 +439,7 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
     if (!has_root[i]) continue;
     ThreadTree& t = trees[i];
     if (t.wall_ns < 0) t.wall_ns = t.root.incl_ns;
-    bool idle = t.root.children.empty() && t.root.unloaded.count == 0;
+    bool idle = t.root.children.empty() && t.root.rare.get().unloaded.count == 0;
     (idle ? f.idle : f.busy).push_back(std::move(t));
   }
   return f;

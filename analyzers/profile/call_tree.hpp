@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -13,14 +14,40 @@
 
 namespace sonde::analyzers {
 
+// A T on the heap, made on its first edit (none until then: get() gives an empty T); a copy
+// copies the T.
+template <typename T>
+class Boxed {
+ public:
+  Boxed() = default;
+  Boxed(const Boxed& other) : p_(other.p_ ? std::make_unique<T>(*other.p_) : nullptr) {}
+  Boxed& operator=(const Boxed& other) {
+    if (this != &other) p_ = other.p_ ? std::make_unique<T>(*other.p_) : nullptr;
+    return *this;
+  }
+  Boxed(Boxed&&) noexcept = default;
+  Boxed& operator=(Boxed&&) noexcept = default;
+
+  const T& get() const {
+    static const T none{};
+    return p_ ? *p_ : none;
+  }
+  T& edit() {
+    if (!p_) p_ = std::make_unique<T>();
+    return *p_;
+  }
+
+ private:
+  std::unique_ptr<T> p_;
+};
+
 // What a node holds besides its children: copied one node at a time (CallNode's copy).
 struct CallNodeFields {
   std::int64_t routine_id = 0;  // what children are matched by: never the name alone
   // The nodes row (0 in a tree merged over threads); a thread whose writer split its root
-  // keeps the rows merged into this one in merged_node_ids, so that what refers to a row
-  // (gpu_activity.node_id) still finds its node.
+  // keeps the rows merged into this one in rare.get().merged_node_ids, so that what refers to
+  // a row (gpu_activity.node_id) still finds its node.
   std::int64_t node_id = 0;
-  std::vector<std::int64_t> merged_node_ids;
   SharedText name;  // the routine's texts, one copy for all its nodes
   SharedText kind;
   SharedText file;         // routines.file: a Python frame's full path (framework entry points)
@@ -38,11 +65,16 @@ struct CallNodeFields {
   // path or below it (gpu_graph_origins). The same work is in gpu_ns of the replaying call
   // (cudaGraphLaunch): the two are views of it, never added together.
   std::int64_t graph_ns = 0;
-  // Children load_forest_above() left in the file (below its threshold): their number and sums,
-  // which a renderer folds like the children it hides itself.
-  struct Unloaded {
-    std::int64_t count = 0, calls = 0, incl_ns = 0, excl_ns = 0;
-  } unloaded;
+  // What few nodes hold, apart (8 bytes a node where it took 56: a tree of a million nodes).
+  struct Rare {
+    std::vector<std::int64_t> merged_node_ids;  // a split root's other rows
+    // Children load_forest_above() left in the file (below its threshold): their number and
+    // sums, which a renderer folds like the children it hides itself.
+    struct Unloaded {
+      std::int64_t count = 0, calls = 0, incl_ns = 0, excl_ns = 0;
+    } unloaded;
+  };
+  Boxed<Rare> rare;
 };
 
 struct CallNode : CallNodeFields {

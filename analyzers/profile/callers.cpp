@@ -102,7 +102,7 @@ std::vector<std::pair<std::size_t, Group>> place(Trie& trie, std::size_t at,
       add(trie.at(child), g.sums.calls, g.sums.subrs, g.sums.incl_ns, g.sums.excl_ns);
       kept.emplace_back(child, std::move(g));
     } else {
-      auto& u = trie.at(at).unloaded;
+      auto& u = trie.at(at).rare.edit().unloaded;
       ++u.count;
       u.calls += g.sums.calls;
       u.incl_ns += g.sums.incl_ns;

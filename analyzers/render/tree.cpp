@@ -49,10 +49,11 @@ struct Visible {
 Visible visible_children(const CallNode& node, std::int64_t total, const TreeOptions& o) {
   Visible v;
   // Children the loader left in the file were below its threshold: folded here too.
-  v.folded = static_cast<int>(node.unloaded.count);
-  v.folded_incl_ns = node.unloaded.incl_ns;
-  v.folded_excl_ns = node.unloaded.excl_ns;
-  v.folded_calls = node.unloaded.calls;
+  const CallNode::Rare::Unloaded& unloaded = node.rare.get().unloaded;
+  v.folded = static_cast<int>(unloaded.count);
+  v.folded_incl_ns = unloaded.incl_ns;
+  v.folded_excl_ns = unloaded.excl_ns;
+  v.folded_calls = unloaded.calls;
   for (const CallNode& child : node.children) {
     if (pct(child.incl_ns, total) >= o.min_pct) {
       v.shown.push_back(&child);
