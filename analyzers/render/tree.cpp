@@ -147,16 +147,19 @@ void text_tree(std::string& out, const CallNode& root, std::int64_t total, const
   }
 }
 
-Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOptions& o,
-               GpuColumns gpu, const NodeFields* more = nullptr) {
-  // Below kJsonTreeLevels a frame's children are one `cut` summary: a JSON tree nests two levels
-  // a frame, and an 11,460-deep recursion's (SONDE_MAX_DEPTH=65536) overflowed the stack of the
-  // writer (the recursion here and the serialiser's: SIGSEGV in tree and view --html); readers
-  // stop too (Python's json at about 1,000 levels).
-  Json j{{"name", node.name},
+// A node and the children it shows as JSON text, written as it goes: the tree is never built
+// as a document (a 150k-node tree's took 66 MB of nlohmann objects beside the trees it came
+// from, the peak of view --html). Each node's own members are one small object, dumped; its
+// "children" come last. Below kJsonTreeLevels a frame's children are one `cut` summary: a JSON
+// tree nests two levels a frame, and an 11,460-deep recursion's (SONDE_MAX_DEPTH=65536)
+// overflowed the stack of the writer (SIGSEGV in tree and view --html); readers stop too
+// (Python's json at about 1,000 levels).
+void write_node(std::string& out, const CallNode& node, std::int64_t total, int depth,
+                const TreeOptions& o, GpuColumns gpu, const NodeFields* more) {
+  Json j{{"name", node.name.str()},
          {"routine_id", node.routine_id},  // what tells two routines of one name apart
-         {"kind", node.kind},
-         {"where", node.where},
+         {"kind", node.kind.str()},
+         {"where", node.where.str()},
          {"calls", node.calls},
          {"subrs", node.subrs},
          {"incl_s", seconds(node.incl_ns)},
@@ -166,7 +169,7 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   if (gpu.gpu) j["gpu_s"] = seconds(node.gpu_ns);
   if (gpu.graph) j["graph_s"] = seconds(node.graph_ns);
   if (more != nullptr) (*more)(node, j);
-  Json children = Json::array();
+  Visible v;
   if (depth >= kJsonTreeLevels && !node.children.empty() &&
       (!o.max_depth || depth < *o.max_depth)) {
     std::int64_t incl = 0, calls = 0;
@@ -175,19 +178,35 @@ Json json_node(const CallNode& node, std::int64_t total, int depth, const TreeOp
   } else if (!o.max_depth || depth < *o.max_depth) {
     // Sorted here, the children shown only: the trees are not copied to be sorted whole (the
     // shown ones of a stable sort are the stable sort of the shown ones).
-    Visible v = visible_children(node, total, o);
+    v = visible_children(node, total, o);
     std::stable_sort(v.shown.begin(), v.shown.end(),
                      [](const CallNode* a, const CallNode* b) { return inclusive_first(*a, *b); });
-    for (const CallNode* child : v.shown)
-      children.push_back(json_node(*child, total, depth + 1, o, gpu, more));
     if (v.folded > 0)
       j["folded"] = Json{{"count", v.folded},
                          {"incl_s", seconds(v.folded_incl_ns)},
                          {"excl_s", seconds(v.folded_excl_ns)},
                          {"calls", v.folded_calls}};
   }
-  j["children"] = std::move(children);
-  return j;
+  out += dump_json(j, -1);
+  out.back() = ',';  // the object's closing brace: "children" comes last
+  out += "\"children\":[";
+  for (std::size_t i = 0; i < v.shown.size(); ++i) {
+    if (i > 0) out += ',';
+    write_node(out, *v.shown[i], total, depth + 1, o, gpu, more);
+  }
+  out += "]}";
+}
+
+// Appends `head` (an object) left open, and then each further member's name: the member's value
+// is written after it, and the object closed with '}'.
+void open_object(std::string& out, const Json& head) {
+  out += dump_json(head, -1);
+  out.pop_back();
+}
+void member(std::string& out, std::string_view name) {
+  if (out.back() != '{') out += ',';
+  out += dump_json(Json(std::string(name)), -1);
+  out += ':';
 }
 
 // Each row as it comes, to `put`: a 20,000-deep chain's paths add up to a gigabyte, which
@@ -290,7 +309,9 @@ std::string render_node_text(const CallNode& root, std::int64_t total, const Tre
 
 Json render_node_json(const CallNode& root, std::int64_t total, const TreeOptions& o,
                       const NodeFields& more) {
-  return json_node(root, total, 0, o, {}, more ? &more : nullptr);
+  std::string text;
+  write_node(text, root, total, 0, o, {}, more ? &more : nullptr);
+  return Json::parse(text);
 }
 
 Table node_table(const CallNode& root, std::int64_t total, const TreeOptions& o) {
@@ -370,32 +391,45 @@ void write_tree_csv(const Forest& f, const TreeOptions& o, std::ostream& out) {
   tree_rows(f, o, [&](std::vector<Cell>&& row) { out << csv_row(row); });
 }
 
-Json render_tree_json(const Forest& f, const TreeOptions& o) {
-  Json out{{"min_pct", o.min_pct},
-           {"max_depth", o.max_depth ? Json(*o.max_depth) : Json(nullptr)},
-           {"threads", f.merged ? "merge" : "each"}};
+std::string render_tree_json_text(const Forest& f, const TreeOptions& o) {
+  Json head{{"min_pct", o.min_pct},
+            {"max_depth", o.max_depth ? Json(*o.max_depth) : Json(nullptr)},
+            {"threads", f.merged ? "merge" : "each"}};
+  std::string out;  // one text, written once: no tree is copied into another
   if (f.merged) {
     const CallNode& merged = f.merged_root;
-    out["denominator"] = "busy threads' time";
-    out["tree"] = json_node(merged, merged.incl_ns, 0, o, merged_columns(merged));
-    out["idle_threads"] = idle_json(f);
-    return out;
+    head["denominator"] = "busy threads' time";
+    open_object(out, head);
+    member(out, "tree");
+    write_node(out, merged, merged.incl_ns, 0, o, merged_columns(merged), nullptr);
+  } else {
+    GpuColumns gpu = forest_columns(f);
+    head["denominator"] = "each thread's time";
+    open_object(out, head);
+    member(out, "trees");
+    out += '[';
+    for (std::size_t i = 0; i < f.busy.size(); ++i) {
+      const ThreadTree& t = f.busy[i];
+      if (i > 0) out += ',';
+      open_object(out, Json{{"pid", t.pid},
+                            {"seq", t.seq},
+                            {"tid", t.tid},
+                            {"name", t.thread_name},
+                            {"wall_s", seconds(t.wall_ns)}});
+      member(out, "tree");
+      write_node(out, t.root, t.root.incl_ns, 0, o, gpu, nullptr);
+      out += '}';
+    }
+    out += ']';
   }
-  GpuColumns gpu = forest_columns(f);
-  Json list = Json::array();
-  for (const ThreadTree& t : f.busy) {
-    const CallNode& root = t.root;
-    list.push_back(Json{{"pid", t.pid},
-                        {"seq", t.seq},
-                        {"tid", t.tid},
-                        {"name", t.thread_name},
-                        {"wall_s", seconds(t.wall_ns)},
-                        {"tree", json_node(root, root.incl_ns, 0, o, gpu)}});
-  }
-  out["denominator"] = "each thread's time";
-  out["trees"] = std::move(list);
-  out["idle_threads"] = idle_json(f);
+  member(out, "idle_threads");
+  out += dump_json(idle_json(f), -1);
+  out += '}';
   return out;
+}
+
+Json render_tree_json(const Forest& f, const TreeOptions& o) {
+  return Json::parse(render_tree_json_text(f, o));
 }
 
 }  // namespace sonde::analyzers

@@ -27,6 +27,8 @@ struct TreeOptions {
 // are listed after the trees.
 std::string render_tree_text(const Forest& forest, const TreeOptions& options);
 Json render_tree_json(const Forest& forest, const TreeOptions& options);
+// The same as compact JSON text (dump_json's), written without building the document.
+std::string render_tree_json_text(const Forest& forest, const TreeOptions& options);
 // One row per node shown (as in the text, folded children summed in a row of kind "folded"),
 // with its thread and its path (names joined by ';', root first, as the callpaths view), for
 // pandas and spreadsheets: `sonde tree --format csv`.

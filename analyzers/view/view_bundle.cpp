@@ -209,33 +209,37 @@ struct Profile {
     if (metrics && candidates_made && tree_made) loaded.release_forest();
   }
 
+  // The parts written as JSON text without a document of them (their trees are the largest):
+  // none for another part.
+  std::optional<std::string> make_text(std::string_view name) {
+    if (name != "tree" && name != "tree_first") return std::nullopt;
+    // Only the frames the page can draw are built: the 1M-path benchmark's tree in 0.4 s of
+    // SQLite instead of 6 s of loading every node.
+    bool first = name == "tree_first";
+    double min_pct = first ? kViewFirstTreeMinPct : kViewTreeMinPct;
+    std::optional<int> depth = first ? std::optional(kViewFirstTreeDepth) : std::nullopt;
+    if (!first && loaded.has_forest()) {
+      // The whole bundle loads every node for the metrics anyway: the same frames, drawn
+      // from those trees, without a second reading of the file (1.4 s of a 1M-path one).
+      const Forest& forest = loaded.forest();
+      busy_threads = forest.busy.size();
+      idle_threads = forest.idle;
+      std::string tree = render_tree_json_text(forest, TreeOptions{min_pct, depth, false});
+      tree_made = true;
+      release_trees();
+      return tree;
+    }
+    Forest forest = load_forest_above(file, min_pct, depth);
+    busy_threads = forest.busy.size();
+    idle_threads = forest.idle;
+    if (!first) tree_made = true;
+    return render_tree_json_text(forest, TreeOptions{min_pct, depth, false});
+  }
+
   Json make(std::string_view name) {
     if (name == "run") {
       const RunSummary& run = loaded.run();
       return Json{{"file", path}, {"run", run_summary_to_json(run)}, {"notes", notes_to_json(run)}};
-    }
-    if (name == "tree" || name == "tree_first") {
-      // Only the frames the page can draw are built: the 1M-path benchmark's tree in 0.4 s of
-      // SQLite instead of 6 s of loading every node.
-      bool first = name == "tree_first";
-      double min_pct = first ? kViewFirstTreeMinPct : kViewTreeMinPct;
-      std::optional<int> depth = first ? std::optional(kViewFirstTreeDepth) : std::nullopt;
-      if (!first && loaded.has_forest()) {
-        // The whole bundle loads every node for the metrics anyway: the same frames, drawn
-        // from those trees, without a second reading of the file (1.4 s of a 1M-path one).
-        const Forest& forest = loaded.forest();
-        busy_threads = forest.busy.size();
-        idle_threads = forest.idle;
-        Json tree = render_tree_json(forest, TreeOptions{min_pct, depth, false});
-        tree_made = true;
-        release_trees();
-        return tree;
-      }
-      Forest forest = load_forest_above(file, min_pct, depth);
-      busy_threads = forest.busy.size();
-      idle_threads = forest.idle;
-      if (!first) tree_made = true;
-      return render_tree_json(forest, TreeOptions{min_pct, depth, false});
     }
     if (name == "tree_merged") {
       if (!busy_threads) make("tree_first");  // the cheaper tree counts the same threads
@@ -362,14 +366,16 @@ std::shared_ptr<const std::string> ViewData::part(std::size_t profile, std::stri
   std::optional<std::size_t> baseline = diff_baseline(name, profile, impl_->profiles.size());
   if (!baseline && !known_part(name) && !p.scope_of(name) && !p.sandwich_row(name)) return nullptr;
   // Recorded names are bytes: dump_json replaces what is not UTF-8. The timeline's columns of
-  // a million integers are written as text, not built as a document first.
+  // a million integers and the trees are written as text, not built as a document first.
   auto make = [&]() -> Json {
     if (!baseline) return p.make(name);
     const Profile& other = *impl_->profiles[*baseline];
     return diff_tree_json(p.file, other.file, other.path, kViewTreeMinPct);
   };
+  std::optional<std::string> written = baseline ? std::nullopt : p.make_text(name);
   auto text = std::make_shared<const std::string>(
-      name == "timeline"        ? timeline_json(p.file, kViewTimelineEvents)
+      written                   ? std::move(*written)
+      : name == "timeline"      ? timeline_json(p.file, kViewTimelineEvents)
       : name == "timeline_html" ? timeline_json(p.file, kViewTimelineHtmlEvents)
                                 : dump_json(make(), -1));
   p.done.emplace(std::string(name), text);
