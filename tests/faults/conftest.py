@@ -72,6 +72,11 @@ def preloaded(cmd, db, **kw):
     return run(cmd, env=env, **kw)
 
 
+def sonde(*args, **kw):
+    """The sonde CLI with `args` in a clean environment (run's keywords: timeout, input, ...)."""
+    return run([CLI, *args], env=clean_env(), **kw)
+
+
 def sonde_run(cmd, db, args=(), **kw):
     """The host under `sonde run -o db ARGS -- cmd`."""
     env = clean_env(**kw.pop("env_extra", {}))

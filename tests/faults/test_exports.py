@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, clean_env, preloaded, prog, run
+from conftest import preloaded, prog, sonde
 
 FORMATS = ["chrome", "speedscope", "svg", "folded", "csv", "pstats", "callgrind", "pprof"]
 
@@ -25,10 +25,6 @@ def read_pprof(path):
     finally:
         sys.path.pop(0)
     return pprof_proto.read_profile(path)
-
-
-def sonde(*args):
-    return run([CLI, *args], env=clean_env())
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import (CLI, PYTHON, calls, clean_env, plain, preloaded, prog, profile_whole, query,
-                      run, same_behaviour, sonde_run)
+                      run, same_behaviour, sonde, sonde_run)
 
 MODES = ["preload", "sonde-run"]
 
@@ -26,10 +26,6 @@ def under(mode, cmd, db, **kw):
 def fsize_limit(kib):
     """preexec_fn: RLIMIT_FSIZE of `kib` KiB, as `ulimit -f` sets it."""
     return lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (kib * 1024, kib * 1024))
-
-
-def sonde(*args, **kw):
-    return run([CLI, *args], env=clean_env(), **kw)
 
 
 def said(err):
