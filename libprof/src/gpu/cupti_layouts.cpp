@@ -150,11 +150,12 @@ SONDE_AT(CUpti_ActivityMemset4, graphNodeId, kMemset4.graph_node);
 SONDE_AT(CUpti_ActivityMemset4, graphId, kMemset4.graph);
 static_assert(sizeof(CUpti_ActivityKernel10) == 216 && sizeof(CUpti_ActivityMemcpy6) == 96 &&
               sizeof(CUpti_ActivityMemset4) == 88 && sizeof(CUpti_ActivityMemcpyPtoP4) == 96);
-static_assert(kCuptiMemcpy == CUPTI_ACTIVITY_KIND_MEMCPY &&
-              kCuptiMemset == CUPTI_ACTIVITY_KIND_MEMSET &&
-              kCuptiKernel == CUPTI_ACTIVITY_KIND_KERNEL &&
-              kCuptiConcurrentKernel == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL &&
-              kCuptiMemcpy2 == CUPTI_ACTIVITY_KIND_MEMCPY2);
+// sonde's kinds are CUPTI's numbers (two enums: compared as the numbers they are).
+static_assert(int(kCuptiMemcpy) == int(CUPTI_ACTIVITY_KIND_MEMCPY) &&
+              int(kCuptiMemset) == int(CUPTI_ACTIVITY_KIND_MEMSET) &&
+              int(kCuptiKernel) == int(CUPTI_ACTIVITY_KIND_KERNEL) &&
+              int(kCuptiConcurrentKernel) == int(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) &&
+              int(kCuptiMemcpy2) == int(CUPTI_ACTIVITY_KIND_MEMCPY2));
 static_assert(CUPTI_RUNTIME_TRACE_CBID_SIZE == 523 && CUPTI_DRIVER_TRACE_CBID_SIZE == 807);
 #endif
 #undef SONDE_KERNEL

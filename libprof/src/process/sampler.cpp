@@ -96,8 +96,9 @@ Other g_others[kOthersMax];
 std::atomic<int> g_others_n{0};
 thread_local ThreadState* t_other __attribute__((tls_model("initial-exec"))) = nullptr;
 
-// Async-signal-safe: gettid and a scan of at most kOthersMax entries, once per thread.
-ThreadState* other_state() {
+// Async-signal-safe: gettid and a scan of at most kOthersMax entries, once per thread. Not
+// inlined: its locals would sit in the signal handler's frame across its sigsetjmp.
+__attribute__((noinline)) ThreadState* other_state() {
   if (ThreadState* t = t_other) return t;
   auto tid = pid_t(syscall(SYS_gettid));
   int n = g_others_n.load(std::memory_order_acquire);
@@ -406,8 +407,8 @@ bool sampler_owns(int sig, const siginfo_t* info) {
 // the refresh (libunwind, for a frame the CFI walk cannot follow, takes its own locks).
 void sampler_on_signal(const siginfo_t* info, void* context) {
 #if SONDE_HAVE_UNWIND
-  ThreadState* t = t_state;
-  if (t == nullptr) t = other_state();
+  // Set once, before the sigsetjmp below: nothing for a jump back to clobber.
+  ThreadState* const t = t_state != nullptr ? t_state : other_state();
   // Read, not cleared: the owner may be inside its own update of `suppress`.
   if (t == nullptr || !t->samples || context == nullptr ||
       ((t->suppress & ThreadState::kWindowClosed) != 0 && t->window->closed())) {
