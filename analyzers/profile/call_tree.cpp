@@ -236,6 +236,20 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
   // Which rows make a node (by the same tests, in the same order, as the rows were read
   // before), each one's parent row and its number of children.
   constexpr std::size_t kLeftOut = SIZE_MAX;
+  // The row of a node id: its offset where the ids run without a gap (as a writer numbers
+  // them), else a binary search (the lookups' cache misses were a tenth of view --html).
+  const bool dense = rows.empty() || rows.back().node_id - rows.front().node_id + 1 ==
+                                         static_cast<std::int64_t>(rows.size());
+  auto row_of = [&](std::int64_t id) -> std::size_t {
+    if (rows.empty()) return kLeftOut;
+    if (dense) {
+      std::int64_t at = id - rows.front().node_id;
+      return at >= 0 && at < static_cast<std::int64_t>(rows.size()) ? std::size_t(at) : kLeftOut;
+    }
+    auto p = std::lower_bound(rows.begin(), rows.end(), id,
+                              [](const Row& r, std::int64_t v) { return r.node_id < v; });
+    return p == rows.end() || p->node_id != id ? kLeftOut : std::size_t(p - rows.begin());
+  };
   std::vector<std::size_t> parent(rows.size(), kLeftOut), children(rows.size(), 0);
   std::vector<bool> made(rows.size(), false);
   std::size_t root_count = 0;
@@ -248,11 +262,9 @@ std::vector<ThreadTree> load_thread_trees(const ProfileFile& file) {
       parent[i] = tree->second;
       ++root_count;
     } else {
-      auto p = std::lower_bound(rows.begin(), rows.end(), row.parent_id,
-                                [](const Row& r, std::int64_t id) { return r.node_id < id; });
-      if (p == rows.end() || p->node_id != row.parent_id) continue;  // never written: orphan
-      std::size_t pi = static_cast<std::size_t>(p - rows.begin());
-      if (!made[pi]) continue;  // below a node left out, or not above it by depth
+      std::size_t pi = row_of(row.parent_id);
+      if (pi == kLeftOut) continue;  // never written: an orphan
+      if (!made[pi]) continue;       // below a node left out, or not above it by depth
       parent[i] = pi;
       ++children[pi];
     }
