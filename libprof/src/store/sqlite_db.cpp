@@ -241,7 +241,10 @@ bool Database::open(const std::string& path, bool create, std::string& error, bo
 int Database::open_readonly(const std::string& path, int busy_ms) {
   close();
   filled_std_fds_ = fill_std_fds();
-  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr);
+  // NOMUTEX: a reader's connection is used by one thread at a time (the viewer's server holds
+  // its lock around every use), and the serialized mode's lock around every sqlite3_column_*
+  // call was 4 % of reading a million nodes.
+  int rc = sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr);
   if (db_ == nullptr) return rc == SQLITE_OK ? SQLITE_NOMEM : rc;
   sqlite3_busy_timeout(db_, busy_ms);
   sqlite3_extended_result_codes(db_, 1);
