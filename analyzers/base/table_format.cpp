@@ -13,7 +13,7 @@ namespace {
 std::string text_of(const Cell& cell, int precision) {
   if (const auto* i = std::get_if<std::int64_t>(&cell)) return fmt::format("{}", *i);
   if (const auto* d = std::get_if<double>(&cell)) {
-    if (!std::isfinite(*d)) return fmt::format("{}", *d);
+    if (!std::isfinite(*d) || precision == Column::kAsStored) return fmt::format("{}", *d);
     return fmt::format("{:.{}f}", *d, precision);
   }
   if (const auto* s = std::get_if<std::string>(&cell)) return visible(*s);

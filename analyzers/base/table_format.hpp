@@ -23,7 +23,10 @@ Format parse_format(std::string_view name);
 struct Column {
   std::string title;  // shown in text output
   std::string key;    // CSV header and JSON member name
-  int precision = 3;  // digits after the point for floating values in text output
+  // Digits after the point for floating values in text output; kAsStored: the shortest text
+  // that reads back as the same value (1e-09, 147.19596318), as CSV and JSON give it.
+  int precision = 3;
+  static constexpr int kAsStored = -1;
 };
 
 struct Table {

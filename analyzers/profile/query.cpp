@@ -27,8 +27,9 @@ Table run_query(const ProfileFile& file, const std::string& sql) {
                       "would modify it",
                       file.path()));
     Table table;
+    // The user's own SQL: its numbers as stored (fixed decimals printed 1e-9 as 0.000000).
     for (int c = 0; c < st.column_count(); ++c)
-      table.columns.push_back({st.column_name(c), st.column_name(c), 6});
+      table.columns.push_back({st.column_name(c), st.column_name(c), Column::kAsStored});
     while (st.step()) {
       std::vector<Cell> row;
       for (int c = 0; c < st.column_count(); ++c) row.push_back(st.cell(c));

@@ -41,6 +41,17 @@ TEST_F(ShapesQueryTest, QueryReturnsTypedCells) {
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][2]), 6.0);
 }
 
+// The text output prints a query's numbers as stored: a nanosecond in seconds is not 0.000000.
+TEST_F(ShapesQueryTest, QueryTextKeepsEveryNumbersValue) {
+  ProfileFile file = ProfileFile::open(path_);
+  std::string text =
+      render_text(run_query(file, "SELECT 1e-9 AS tiny, 147.19596318 AS rate, 6.0 AS six, 7 AS n"));
+  EXPECT_NE(text.find("1e-09"), std::string::npos) << text;
+  EXPECT_NE(text.find("147.19596318"), std::string::npos) << text;
+  EXPECT_EQ(text.find("0.000000"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 7\n"), std::string::npos) << text;
+}
+
 TEST_F(ShapesQueryTest, QueryRefusesWritesAndReportsSqlErrors) {
   ProfileFile file = ProfileFile::open(path_);
   EXPECT_THROW(run_query(file, "DELETE FROM nodes"), Error);
