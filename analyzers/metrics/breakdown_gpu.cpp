@@ -105,7 +105,10 @@ void add_device_time(const ProfileFile& file, const LoopNodes& loop, Breakdown& 
       continue;
     }
     std::string work = st.text(1);
-    Work w{st.int64(3), st.int64(4), ns};
+    Work w;
+    w.process = st.int64(3);
+    w.device = st.int64(4);
+    w.ns = ns;
     if (!st.is_null(5) && !st.is_null(6)) {
       w.start = st.int64(5);
       w.end = st.int64(6);

@@ -370,7 +370,7 @@ Peak parse_peak_setting(std::string_view text) {
   if (!known_resource(resource)) throw bad(fmt::format("unknown resource '{}'", resource));
   std::optional<double> v = parse_peak_value(value);
   if (!v) throw bad("VALUE must be a positive number");
-  return Peak{std::string(resource), threads, *v, kSourceManual};
+  return Peak{std::string(resource), threads, *v, kSourceManual, std::nullopt};
 }
 
 std::vector<Peak> merge_peaks(const std::vector<Peak>& existing, const std::vector<Peak>& updates,

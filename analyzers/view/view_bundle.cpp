@@ -257,7 +257,9 @@ struct Profile {
     if (const HotspotRow* row = sandwich_row(name)) {
       // `sonde tree --callers` and `--callees` of that routine, at the panel's threshold.
       if (!callers) callers.emplace(file);
-      return render_sandwich_json(callers->sandwich(row->routine_id, {kViewSandwichMinPct}), *row,
+      SandwichOptions at_threshold;
+      at_threshold.min_pct = kViewSandwichMinPct;
+      return render_sandwich_json(callers->sandwich(row->routine_id, at_threshold), *row,
                                   TreeOptions{kViewSandwichMinPct, std::nullopt, true});
     }
     if (name == "report")

@@ -594,8 +594,9 @@ TEST_F(AdviceTest, GainsAreHeldToTheCalibratedLimitThatApplies) {
   sql("DELETE FROM peaks;");
   for (const auto& x : candidates()) {
     EXPECT_FALSE(x.gain_bound.empty()) << x.rule;
-    if (x.rule != "unmeasured")
+    if (x.rule != "unmeasured") {
       EXPECT_NE(x.gain_bound.find("calibrate"), std::string::npos) << x.gain_bound;
+    }
   }
 }
 

@@ -58,12 +58,12 @@ TEST(PeaksFile, SetSyntax) {
 }
 
 TEST(PeaksFile, CalibratedReplacesCalibratedButKeepsManual) {
-  std::vector<Peak> existing = {{"gemm.f32", 1, 10, "calibrated"},
-                                {"gemm.f32", 0, 1200, "manual"},
-                                {"gemm.bf16", 0, 300, "manual"}};
-  std::vector<Peak> measured = {{"gemm.f32", 1, 74.2, "calibrated"},
-                                {"gemm.f32", 0, 141.9, "calibrated"},
-                                {"mem.bw", 0, 12.3, "calibrated"}};
+  std::vector<Peak> existing = {{"gemm.f32", 1, 10, "calibrated", {}},
+                                {"gemm.f32", 0, 1200, "manual", {}},
+                                {"gemm.bf16", 0, 300, "manual", {}}};
+  std::vector<Peak> measured = {{"gemm.f32", 1, 74.2, "calibrated", {}},
+                                {"gemm.f32", 0, 141.9, "calibrated", {}},
+                                {"mem.bw", 0, 12.3, "calibrated", {}}};
   std::vector<Peak> kept;
   std::vector<Peak> merged = merge_peaks(existing, measured, &kept);
   ASSERT_EQ(merged.size(), 4u);
@@ -76,9 +76,11 @@ TEST(PeaksFile, CalibratedReplacesCalibratedButKeepsManual) {
   EXPECT_EQ(kept[0].resource, "gemm.f32");
 
   // A manual figure replaces either kind, and duplicates of its key go.
-  std::vector<Peak> again = merge_peaks(
-      {{"mem.bw", 0, 1, "manual"}, {"gemm.f32", 1, 2, "calibrated"}, {"mem.bw", 0, 3, "manual"}},
-      {{"mem.bw", 0, 20, "manual"}, {"gemm.f32", 1, 600, "manual"}});
+  std::vector<Peak> again =
+      merge_peaks({{"mem.bw", 0, 1, "manual", {}},
+                   {"gemm.f32", 1, 2, "calibrated", {}},
+                   {"mem.bw", 0, 3, "manual", {}}},
+                  {{"mem.bw", 0, 20, "manual", {}}, {"gemm.f32", 1, 600, "manual", {}}});
   ASSERT_EQ(again.size(), 2u);
   EXPECT_DOUBLE_EQ(again[0].value, 20);
   EXPECT_DOUBLE_EQ(again[1].value, 600);
@@ -87,9 +89,9 @@ TEST(PeaksFile, CalibratedReplacesCalibratedButKeepsManual) {
 
 TEST(PeaksFile, FormatIsTheContractAndReadsBack) {
   std::vector<Peak> peaks = {{"mem.bw", 0, 12.3, "forced", 31.5},
-                             {"gemm.x", 2, 5, "manual"},
+                             {"gemm.x", 2, 5, "manual", {}},
                              {"gemm.f32", 0, 141.9, "calibrated", 2.5},
-                             {"gemm.f64", 1, 37, "manual"},
+                             {"gemm.f64", 1, 37, "manual", {}},
                              {"gemm.f32", 1, 74.2, "calibrated", 0}};
   std::string text = format_peaks(peaks, "`sonde calibrate` on host 2026-01-01 00:00 UTC");
   EXPECT_EQ(text,

@@ -113,7 +113,9 @@ TEST_F(ViewBundleTest, EachProfileIsComparedWithEachOther) {
     renamed_nodes += is_new;
     EXPECT_EQ((*n)["before_pct"].is_null(), is_new) << (*n)["name"];
     EXPECT_EQ((*n)["change_pct"].is_null(), is_new) << (*n)["name"];
-    if (is_new) EXPECT_EQ((*n)["fill"], "hsl(0,80%,50%)");
+    if (is_new) {
+      EXPECT_EQ((*n)["fill"], "hsl(0,80%,50%)");
+    }
     for (const auto& c : (*n)["children"]) walk.emplace_back(&c, is_new);
   }
   EXPECT_GE(renamed_nodes, 1);
