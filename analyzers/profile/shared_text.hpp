@@ -23,12 +23,8 @@ class SharedText {
   operator std::string_view() const { return *text_; }
   const char* c_str() const { return text_->c_str(); }
   bool empty() const { return text_->empty(); }
-  std::size_t size() const { return text_->size(); }
   bool starts_with(std::string_view prefix) const { return text_->starts_with(prefix); }
   bool ends_with(std::string_view suffix) const { return text_->ends_with(suffix); }
-  std::size_t find(std::string_view what, std::size_t from = 0) const {
-    return text_->find(what, from);
-  }
 
   // Interned: equal texts are one copy, so equality is the pointers'.
   friend bool operator==(SharedText a, SharedText b) { return a.text_ == b.text_; }
@@ -36,9 +32,6 @@ class SharedText {
   friend bool operator==(SharedText a, const char* b) { return *a.text_ == b; }
   friend std::strong_ordering operator<=>(SharedText a, SharedText b) {
     return std::string_view(*a.text_) <=> std::string_view(*b.text_);
-  }
-  friend std::strong_ordering operator<=>(SharedText a, std::string_view b) {
-    return std::string_view(*a.text_) <=> b;
   }
   friend std::ostream& operator<<(std::ostream& out, SharedText t) { return out << *t.text_; }
 
