@@ -170,6 +170,38 @@ def test_seccomp_filter_then_fork_or_signal(mode, at, what, db):
     assert any(n.startswith("a seccomp filter was installed") for n in notes(db))
 
 
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("at", ["sigaction", "tgkill", "getpid", "sigprocmask"])
+def test_seccomp_filter_then_a_signal_at_its_default(mode, at, db):
+    """a seccomp-bpf filter that ends the host at a system call sonde's handler makes to end it (AT), then SIGTERM at its default: it dies of SIGTERM as alone, the profile kept to the filter, the hand-back said"""
+    cmd = [prog("seccomp_fork"), at, "default"]
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=10)
+    assert alone.rc == -signal.SIGTERM and alone.out == "before the signal\n", alone
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0")
+    profiled = under(mode, cmd, db, env_extra=env, timeout=10)
+    # Before: killed by SIGSYS, as sonde's handler re-raised the signal (rt_sigaction, tgkill)
+    # or asked its pid. The filter's program, read before it went in, kills for that call: the
+    # kernel holds the default again, and the signal is the death it is alone, unflushed.
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 2
+    said = [n for n in notes(db) if n.startswith("a seccomp filter was installed")]
+    assert len(said) == 1 and "ends it from then on as without sonde, with no flush" in said[0]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_seccomp_filter_that_spares_the_signal_path_keeps_sondes_handler(mode, db):
+    """a seccomp-bpf filter that kills at openat only, then SIGTERM at its default: sonde's handler stays (no hand-back said), the host dies of SIGTERM as alone"""
+    cmd = [prog("seccomp_fork"), "openat", "default"]
+    alone = plain(cmd, env_extra=ONE_BLAS_THREAD, timeout=10)
+    assert alone.rc == -signal.SIGTERM, alone
+    env = dict(ONE_BLAS_THREAD, SONDE_FLUSH_INTERVAL="0")
+    profiled = under(mode, cmd, db, env_extra=env, timeout=10)
+    same_behaviour(alone, profiled)
+    said = [n for n in notes(db) if n.startswith("a seccomp filter was installed")]
+    assert len(said) == 1 and "with no flush" not in said[0], said
+
+
 def test_raw_exit_then_sigterm_while_the_file_is_locked(db):
     """the only thread ends with a raw SYS_exit while another process holds the profile: SIGTERM ends it"""
     # No periodic flush: one waiting for the lock when the host's thread left would hold off

@@ -50,14 +50,14 @@ Sandbox asked_by_seccomp(unsigned long operation, unsigned long flags, unsigned 
 // (`returns_fd`); a SECCOMP_FILTER_FLAG_TSYNC that fails returns the thread that would not
 // follow.
 template <class Call>
-long entering(Sandbox sandbox, bool returns_fd, Call&& call) {
+long entering(Sandbox sandbox, unsigned long program, bool returns_fd, Call&& call) {
   bool every = sandbox == Sandbox::kFilterEveryThread;
   bool strict = sandbox == Sandbox::kStrict;
   bool told = true;
   if (strict)
     sonde::strict_sandbox(true);
   else
-    told = sonde::seccomp_filter_coming(every);
+    told = sonde::seccomp_filter_coming(every, reinterpret_cast<const void*>(program));
   long rc = call();
   if (told && (rc < 0 || (rc > 0 && !returns_fd))) {
     int saved = errno;
@@ -79,7 +79,7 @@ SONDE_EXPORT_C int prctl(int option, unsigned long a2, unsigned long a3, unsigne
   auto real = reinterpret_cast<Fn>(g_prctl.get());
   Sandbox sandbox = asked_by_prctl(option, a2, a3);
   if (sandbox == Sandbox::kNone) return real(option, a2, a3, a4, a5);
-  return int(entering(sandbox, false, [&] { return long(real(option, a2, a3, a4, a5)); }));
+  return int(entering(sandbox, a3, false, [&] { return long(real(option, a2, a3, a4, a5)); }));
 }
 
 // glibc's syscall passes six machine words on whatever the number: so does this one.
@@ -94,6 +94,6 @@ SONDE_EXPORT_C long syscall(long number, ...) {
   Sandbox sandbox = number == SYS_seccomp ? asked_by_seccomp(a[0], a[1], a[2]) : Sandbox::kNone;
   if (sandbox == Sandbox::kNone) return real(number, a[0], a[1], a[2], a[3], a[4], a[5]);
   bool listener = (a[1] & SECCOMP_FILTER_FLAG_NEW_LISTENER) != 0;
-  return entering(sandbox, listener,
+  return entering(sandbox, a[2], listener,
                   [&] { return real(number, a[0], a[1], a[2], a[3], a[4], a[5]); });
 }

@@ -49,7 +49,9 @@ void strict_sandbox(bool entered);
 // system call; `every_thread`: SECCOMP_FILTER_FLAG_TSYNC). The filter may kill at any system
 // call, so sonde flushes now and makes none of its own on a filtered thread afterwards. True
 // when sonde made ready for it: then seccomp_filter_refused() undoes that if the call failed.
-bool seccomp_filter_coming(bool every_thread);
+// `program`: the call's struct sock_fprog pointer as the host passed it (sonde reads it without
+// trusting it).
+bool seccomp_filter_coming(bool every_thread, const void* program);
 void seccomp_filter_refused(bool every_thread);
 // Whether the calling thread runs under a filter sonde saw installed: the threads it creates
 // do too (the kernel copies the filter), and are not measured.

@@ -3,14 +3,18 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <ctime>
+#include <initializer_list>
 
 #include "process/sampler.hpp"
+#include "process/seccomp_program.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/signals.hpp"
 
@@ -45,6 +49,9 @@ constinit Table g_table;
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 constinit std::atomic<SigactionFn> g_real{nullptr};
 constinit std::atomic<SignalFlush> g_flush{nullptr};  // install_signal_handlers' flush
+// Set while a seccomp filter would kill for a call of the default death's (below): the kernel
+// then holds the host's own default, and SA_RESETHAND, for every signal but the sampler's.
+constinit std::atomic<bool> g_defaults_handed_back{false};
 
 uintptr_t handler_of(const struct sigaction& a) {
   return (a.sa_flags & SA_SIGINFO) != 0 ? reinterpret_cast<uintptr_t>(a.sa_sigaction)
@@ -170,6 +177,9 @@ bool second_of_a_pair(int sig, siginfo_t* info) {
 struct sigaction kernel_action(int sig, const struct sigaction& host) {
   uintptr_t h = handler_of(host);
   if (h == kIgnore) return host;
+  bool handed_back = g_defaults_handed_back.load(std::memory_order_relaxed) &&
+                     (sig == 0 || sig != sampler_signal());
+  if (h == kDefault && handed_back) return host;
   struct sigaction k {};
   k.sa_sigaction = on_signal;
   if (h == kDefault) {
@@ -181,6 +191,9 @@ struct sigaction kernel_action(int sig, const struct sigaction& host) {
     // The host's handler runs with the host's mask and flags; SA_RESETHAND is done by sonde
     // (in the kernel it would reset the disposition past sonde's handler).
     k.sa_flags = (host.sa_flags & ~SA_RESETHAND) | SA_SIGINFO;
+    // Handed back, the kernel resets it: the next one is the default's, which sonde no longer
+    // takes (on_signal still resets the host's view, as below).
+    if (handed_back) k.sa_flags |= host.sa_flags & SA_RESETHAND;
     k.sa_mask = host.sa_mask;
   }
   if (sig != 0 && sig == sampler_signal()) {
@@ -370,6 +383,41 @@ void adopt_kernel_action(int sig) {
   if (real_sigaction(sig, nullptr, &now) != 0) return;
   if ((now.sa_flags & SA_SIGINFO) != 0 && now.sa_sigaction == on_signal) return;  // sonde's still
   host_sigaction(sig, &now, nullptr);
+}
+
+bool default_death_survives(const std::vector<sock_filter>& program) {
+  seccomp_data call{};
+  call.arch = seccomp_native_arch();
+  if (call.arch == 0) return false;
+  auto pid = uint64_t(getpid());
+  auto tid = uint64_t(syscall(SYS_gettid));
+  sigset_t set;
+  sigfillset(&set);
+  auto pointer = uint64_t(reinterpret_cast<uintptr_t>(&set));
+  auto allows = [&](long nr, std::initializer_list<uint64_t> args) {
+    call.nr = int(nr);
+    std::fill(std::begin(call.args), std::end(call.args), 0);
+    std::copy(args.begin(), args.end(), call.args);
+    return seccomp_allows(program, call);
+  };
+  // on_signal's getpid; die_of's reset, raise (glibc: block all, gettid, getpid, tgkill, mask
+  // back) and unblock: each with the arguments it passes.
+  bool ok = allows(SYS_getpid, {}) && allows(SYS_gettid, {}) &&
+            allows(SYS_rt_sigprocmask, {SIG_BLOCK, pointer, pointer, 8}) &&
+            allows(SYS_rt_sigprocmask, {SIG_SETMASK, pointer, 0, 8}) &&
+            allows(SYS_rt_sigprocmask, {SIG_UNBLOCK, pointer, 0, 8});
+  for (int sig = 1; ok && sig < kSignalLimit; ++sig) {
+    if (!g_table.managed[sig].load(std::memory_order_acquire)) continue;
+    if (handler_of(g_table.host[sig].action) == kIgnore) continue;
+    ok = allows(SYS_rt_sigaction, {uint64_t(sig), pointer, 0, 8}) &&
+         allows(SYS_tgkill, {pid, tid, uint64_t(sig)});
+  }
+  return ok;
+}
+
+void hand_back_default_deaths(bool back) {
+  if (g_defaults_handed_back.exchange(back) == back) return;
+  for (int sig = 1; sig < kSignalLimit; ++sig) reinstall_signal_handler(sig);
 }
 
 void install_signal_handlers(SignalFlush flush) {

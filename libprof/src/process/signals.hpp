@@ -5,8 +5,11 @@
 // default, flushes the profile and dies of the same signal.
 #pragma once
 
+#include <linux/filter.h>
 #include <signal.h>
 #include <sys/types.h>
+
+#include <vector>
 
 namespace sonde {
 
@@ -34,6 +37,16 @@ void adopt_kernel_action(int sig);
 // Called by the abort() wrapper before libc's abort: a host SIGABRT handler that returns would
 // otherwise be followed by a death that sonde's handler never sees.
 void before_abort();
+
+// Whether a seccomp filter's program lets through every system call sonde's handler makes where
+// a signal at its default ends the process (getpid, the reset to the default, the re-raise,
+// the unblock), with the arguments it passes them, for each terminating signal it holds.
+bool default_death_survives(const std::vector<sock_filter>& program);
+// `back`: the kernel gets the host's own default for each terminating signal the host left at
+// it, so that such a signal ends the process as without sonde, but without sonde's flush
+// (where a filter would make the handler's calls the death instead); a host handler's
+// SA_RESETHAND stays the kernel's. `!back`: sonde takes them again (the filter was refused).
+void hand_back_default_deaths(bool back);
 
 // The real sigaction of libc, past sonde's wrapper.
 int real_sigaction(int sig, const struct sigaction* act, struct sigaction* old);

@@ -76,9 +76,10 @@ class Runtime {
   void credentials_changed();
 
   // The calling thread is about to install a seccomp filter (`every_thread`: with
-  // SECCOMP_FILTER_FLAG_TSYNC): true when sonde made ready for it; filter_refused undoes that
-  // when the call failed (runtime/sandbox.cpp).
-  bool filter_coming(bool every_thread);
+  // SECCOMP_FILTER_FLAG_TSYNC; `program`: the host's struct sock_fprog, unread): true when
+  // sonde made ready for it; filter_refused undoes that when the call failed
+  // (runtime/sandbox.cpp).
+  bool filter_coming(bool every_thread, const void* program);
   void filter_refused(bool every_thread);
   // Whether the calling thread runs under a filter: sonde then makes no system call of its own
   // on it (no flush, no file, no thread), as it cannot know which ones the filter kills for.
@@ -222,6 +223,10 @@ class Runtime {
   std::atomic<bool> flusher_running_{false};
   std::atomic<bool> flusher_stop_{false};  // credentials_changing: the flusher is to end
   std::atomic<bool> filtered_all_{false};  // a filter with TSYNC: every thread, sonde's too
+  // Every filter sonde saw let its signal handler's calls through (checked before it went in):
+  // on a thread under them, sonde may still change a signal's kernel action.
+  std::atomic<bool> filters_spare_signals_{true};
+  std::atomic<bool> signals_handed_back_now_{false};  // by the filter being installed
   pthread_t flusher_thread_{};
   std::atomic<pid_t> flusher_tid_{0};   // its kernel id, to see it leave the thread group
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush

@@ -4,15 +4,20 @@
 // filtered thread it makes none of its own (no flush, no file, no thread), and says so while it
 // still may, before the filter exists, with a flush that keeps what ran so far.
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
+#include <vector>
 
 #include "core/thread_local_state.hpp"
 #include "process/sampler.hpp"
+#include "process/signals.hpp"
 #include "runtime/log.hpp"
 #include "runtime/runtime.hpp"
 #include "sonde/process_hooks.hpp"
@@ -25,6 +30,24 @@ namespace {
 // The thread's state while it is in a strict sandbox: kept by the runtime's list (its calls
 // before are flushed), out of the probes' reach.
 thread_local ThreadState* t_sandboxed = nullptr;
+
+// The host's filter program, copied by the kernel's own checked read of this process: a bad
+// pointer is the host's call's EFAULT, not a fault in sonde.
+std::optional<std::vector<sock_filter>> read_program(const void* fprog) {
+  sock_fprog head{};
+  iovec local{&head, sizeof head};
+  iovec remote{const_cast<void*>(fprog), sizeof head};
+  if (fprog == nullptr ||
+      process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != ssize_t(sizeof head))
+    return std::nullopt;
+  if (head.len == 0 || head.len > BPF_MAXINSNS) return std::nullopt;
+  std::vector<sock_filter> program(head.len);
+  size_t bytes = program.size() * sizeof(sock_filter);
+  local = {program.data(), bytes};
+  remote = {head.filter, bytes};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != ssize_t(bytes)) return std::nullopt;
+  return program;
+}
 }  // namespace
 
 void strict_sandbox(bool entered) {
@@ -46,9 +69,9 @@ void strict_sandbox(bool entered) {
   t_state = nullptr;
 }
 
-bool seccomp_filter_coming(bool every_thread) {
+bool seccomp_filter_coming(bool every_thread, const void* program) {
   Runtime* rt = Runtime::get();
-  return rt != nullptr && rt->filter_coming(every_thread);
+  return rt != nullptr && rt->filter_coming(every_thread, program);
 }
 
 void seccomp_filter_refused(bool every_thread) {
@@ -60,9 +83,25 @@ bool thread_filtered() {
   return rt != nullptr && rt->filtered();
 }
 
-bool Runtime::filter_coming(bool every_thread) {
+bool Runtime::filter_coming(bool every_thread, const void* program) {
+  // A signal at its default goes through sonde's handler, which flushes (not on a filtered
+  // thread) and dies of it again: getpid, rt_sigaction, tgkill. Where the filter kills for one
+  // of them the host died of SIGSYS instead of its signal; the kernel gets those defaults back.
+  // Over a filter sonde checked, its calls are allowed, the new one's program is not read.
+  signals_handed_back_now_ = false;
+  bool stacked = filtered();
+  bool spared = filters_spare_signals_;
+  if (!stacked || spared) {
+    std::optional<std::vector<sock_filter>> code;
+    if (!stacked) code = read_program(program);
+    if (!code || !default_death_survives(*code)) {
+      filters_spare_signals_ = false;
+      signals_handed_back_now_ = spared && !stacked;  // undone if the call is refused
+      hand_back_default_deaths(true);
+    }
+  }
   // A filter over a filter: the first one may already kill for whatever would be done here.
-  if (filtered() || !store_ok_) return false;
+  if (stacked || !store_ok_) return false;
   auto tid = long(syscall(SYS_gettid));
   // This thread's sampling timer goes while it may (a timer's signal costs no system call on
   // the other threads, whose timers stay under TSYNC).
@@ -83,6 +122,11 @@ bool Runtime::filter_coming(bool every_thread) {
   if (counters_ != nullptr)
     consequence += every_thread ? "; counters (SONDE_COUNTERS) stop there on every thread"
                                 : "; the thread's counters (SONDE_COUNTERS) stop there";
+  if (signals_handed_back_now_)
+    consequence +=
+        "; the filter refuses a system call sonde's signal handler makes to end the process "
+        "(getpid, gettid, rt_sigaction, rt_sigprocmask or tgkill), so a signal the program "
+        "leaves at its default ends it from then on as without sonde, with no flush";
   // Its own topic: readers say no more of the missing final flush (profile/run_summary.cpp).
   add_note("seccomp-filter",
            fmt::format("a seccomp filter was installed on {}, {:.3f} s after the process "
@@ -118,6 +162,10 @@ bool Runtime::unseen_filter() {
 
 void Runtime::filter_refused(bool every_thread) {
   int why = errno;  // the call's
+  if (signals_handed_back_now_.exchange(false)) {
+    filters_spare_signals_ = true;
+    hand_back_default_deaths(false);
+  }
   t_filtered = false;
   filtered_all_.store(false);
   g_counters_halted.store(false);  // the counts the others missed meanwhile stay missed
