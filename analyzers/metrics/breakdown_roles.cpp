@@ -104,7 +104,7 @@ Role torch_role(const std::string& file, const std::string& fn) {
   }
   if (in(file, "torch/utils/data/dataloader.py") && (fn == "__next__" || fn == "__iter__"))
     return {kIo, false};
-  if (in(file, "torch/distributed/distributed_c10d.py")) return {kComm, false};
+  if (in(file, kTorchCommFile)) return {kComm, false};
   return {};
 }
 

@@ -32,6 +32,12 @@ struct PhaseMapping {
 // Parses "t_io=load_*" style arguments; throws Error for an unknown class or a missing '='.
 PhaseMapping parse_phase_mapping(std::string_view text);
 
+// torch.distributed's Python layer (all_reduce, broadcast, barrier, ...): its frames wait on the
+// collectives beneath them (Work.wait is no c10d operator), so their time is communication: the
+// breakdown's t_comm here, and the rank rules' through the routine_comm view, which names the
+// same file (libprof/src/store/store_views.sql).
+inline constexpr std::string_view kTorchCommFile = "torch/distributed/distributed_c10d.py";
+
 struct Role {
   int phase = -1;  // a Phase, or -1: no role
   // An entry that starts one per iteration: its calls count iterations. zero_grad, gradient

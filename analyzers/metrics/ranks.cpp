@@ -129,9 +129,11 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   }
   if (r.ranks < 2) return r;
   // Communication routines are waiting, not computing: their imbalance is the computation's,
-  // which the other rows name. So is a phase whose time is mostly communication (a region
-  // around an all-reduce: its longest rank is the one that waited): routine_comm holds the
-  // communication under each routine. Imports (the Python hook's folded <import>) are set-up,
+  // which the other rows name (torch.distributed's Python layer among them, which waits on the
+  // collective its c10d operator only posts). So is a phase whose time is mostly communication
+  // (a region around an all-reduce: its longest rank is the one that waited): routine_comm
+  // holds the communication under each routine. The imbalance table (compute_ranks) keeps
+  // every row: it is the measurement, this is the advice. Imports (the Python hook's folded <import>) are set-up,
   // as the rendezvous is: ranks importing torch side by side on shared cores differ by
   // seconds, and meet first in init_process_group.
   for (auto st = file.prepare(

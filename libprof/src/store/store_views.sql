@@ -556,23 +556,32 @@ CREATE VIEW IF NOT EXISTS rank_comm AS
          COALESCE(c.calls, 0) AS calls, COALESCE(c.bytes, 0) AS bytes
   FROM rank_times rt LEFT JOIN c USING (rank);
 
--- Per routine, the communication under it: every communication call path (a node with
--- comm_ops rows) walked up to its thread's root, its inclusive time counted once for each
--- routine above it (a recursive routine above it twice counts it once): comm_ns. Beside it the
--- routine's own inclusive time (incl_ns, recursive nodes left out) and is_comm, 1 for a routine
--- that is a communication call itself. sonde ranks takes a routine whose time is mostly
--- communication for one that waited, not one that computed.
+-- Per routine, the communication under it: every communication call path walked up to its
+-- thread's root, its inclusive time counted once for each routine above it (a recursive routine
+-- above it twice counts it once): comm_ns. A communication call path is a node with comm_ops
+-- rows, or a frame of torch.distributed's Python layer (torch/distributed/distributed_c10d.py:
+-- all_reduce, broadcast, ... wait there on the collective their c10d operator only posts; the
+-- breakdown's t_comm counts them so too, metrics/breakdown_roles.hpp), the outermost one where
+-- they nest. Beside it the routine's own inclusive time (incl_ns, recursive nodes left out) and
+-- is_comm, 1 for a routine that is a communication call itself. sonde ranks takes a routine
+-- whose time is mostly communication for one that waited, not one that computed.
 CREATE VIEW IF NOT EXISTS routine_comm AS
-  WITH RECURSIVE comm(node_id) AS (SELECT DISTINCT node_id FROM comm_ops),
+  WITH RECURSIVE comm(node_id) AS (
+    SELECT node_id FROM comm_ops
+    UNION
+    SELECT n.node_id FROM routines r JOIN nodes n USING (routine_id)
+    WHERE r.kind = 'python' AND instr(r.file, 'torch/distributed/distributed_c10d.py') > 0),
   up(comm_node, node_id) AS (
     SELECT c.node_id, n.parent_id FROM comm c JOIN nodes n USING (node_id)
     UNION ALL
     SELECT up.comm_node, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id
     WHERE n.parent_id IS NOT NULL),
+  nested(node_id) AS (SELECT DISTINCT up.comm_node FROM up JOIN comm c ON c.node_id = up.node_id),
   under AS (
     SELECT routine_id, SUM(incl_ns) AS comm_ns FROM (
       SELECT DISTINCT a.routine_id AS routine_id, up.comm_node AS comm_node, c.incl_ns AS incl_ns
-      FROM up JOIN nodes a ON a.node_id = up.node_id JOIN nodes c ON c.node_id = up.comm_node)
+      FROM up JOIN nodes a ON a.node_id = up.node_id JOIN nodes c ON c.node_id = up.comm_node
+      WHERE up.comm_node NOT IN (SELECT node_id FROM nested))
     GROUP BY routine_id),
   own AS (
     SELECT routine_id, SUM(CASE WHEN recursive = 0 THEN incl_ns ELSE 0 END) AS incl_ns
