@@ -133,9 +133,9 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // collective its c10d operator only posts). So is a phase whose time is mostly communication
   // (a region around an all-reduce: its longest rank is the one that waited): routine_comm
   // holds the communication under each routine. The imbalance table (compute_ranks) keeps
-  // every row: it is the measurement, this is the advice. Imports (the Python hook's folded <import>) are set-up,
-  // as the rendezvous is: ranks importing torch side by side on shared cores differ by
-  // seconds, and meet first in init_process_group.
+  // every row: it is the measurement, this is the advice. Imports (the Python hook's folded
+  // <import>) are set-up, as the rendezvous is: ranks importing torch side by side on shared cores
+  // differ by seconds, and meet first in init_process_group.
   for (auto st = file.prepare(
            "SELECT i.routine, i.kind, i.mean_s, i.max_s, i.min_s, i.max_over_mean, i.lost_s, "
            "i.slowest_rank, i.routine_id FROM rank_imbalance i LEFT JOIN routine_comm c "

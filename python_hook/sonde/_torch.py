@@ -84,28 +84,27 @@ def observe(module):
         atexit.register(lib.sonde_torch_unobserve)  # before libsonde's own exit flush
 
 
-def _setup_call(lib, name, function):
-    """`function` (init_process_group, new_group) as one set-up call named `name`."""
+def _setup_call(name, function, tells_group):
+    """`function` (init_process_group, new_group) as one set-up call named `name`: a C callable
+    (the extension's), so that no frame of sonde's own stands above the set-up in a profile;
+    init_process_group's tells the group's size and this process's rank before it closes."""
     import functools
-
-    @functools.wraps(function)
-    def setup_call(*args, **kwargs):
-        lib.sonde_torch_setup_begin(name)
-        try:
-            return function(*args, **kwargs)
-        finally:
-            lib.sonde_torch_setup_end()
-            _tell_group_size()
-
-    setup_call._sonde_setup = True
-    return setup_call
+    from . import _sonde
+    call = _sonde.setup_call(name, function, _tell_group if tells_group else None)
+    functools.update_wrapper(call, function)
+    call._sonde_setup = True
+    return call
 
 
-def _tell_group_size():
+def _tell_group():
+    """The default group's size and this process's rank in it, once init_process_group has
+    returned (a rank torch.multiprocessing.spawn started has no RANK in its environment)."""
     try:
         import torch.distributed as dist
         if dist.is_initialized():
-            _libsonde().sonde_torch_group_size(dist.get_world_size())
+            lib = _libsonde()
+            lib.sonde_torch_group_size(dist.get_world_size())
+            lib.sonde_torch_rank(dist.get_rank(), dist.get_world_size())
     except Exception:  # sizes are a figure of the profile, never the program's error
         pass
 
@@ -113,11 +112,12 @@ def _tell_group_size():
 def patch_distributed(module):
     if not _wanted():
         return
-    lib = _libsonde()
+    _libsonde()  # raises (the module is left as it is) where libsonde's torch side is absent
     c10d = getattr(module, "distributed_c10d", None)
     for name in ("init_process_group", "new_group"):
         for owner in (module, c10d):
             function = getattr(owner, name, None)
             if callable(function) and not getattr(function, "_sonde_setup", False):
-                setattr(owner, name, _setup_call(lib, f"c10d::{name}".encode(), function))
-    _tell_group_size()
+                setattr(owner, name, _setup_call(f"c10d::{name}".encode(), function,
+                                                 name == "init_process_group"))
+    _tell_group()

@@ -16,6 +16,7 @@
 #include "greenlets.hpp"
 #include "monitoring.hpp"
 #include "regions.hpp"
+#include "setup_calls.hpp"
 #include "sonde/in_process.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/routine_kinds.hpp"
@@ -344,7 +345,7 @@ PyMODINIT_FUNC PyInit__sonde() {
           0 ||
       PyModule_AddObject(m, "MONITORING", PyBool_FromLong(sonde::python::monitoring_available())) <
           0 ||
-      !sonde::python::add_region_types(m)) {
+      !sonde::python::add_region_types(m) || !sonde::python::add_setup_call(m)) {
     Py_DECREF(m);
     return nullptr;
   }

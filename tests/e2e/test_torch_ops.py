@@ -215,6 +215,34 @@ def test_ddp_breakdown_counts_comm(ddp):
     assert "c10d::allreduce_" in comm["routines"] or "(all_reduce)" in comm["routines"], comm
 
 
+def test_spawned_ranks_share_one_file(tmp_path):
+    # torch.multiprocessing.spawn gives each rank its number in init_process_group's arguments,
+    # not the environment: before, the one file read as a single rank (with the parent's and
+    # its resource tracker's time), and `sonde ranks` said "1 rank" with comm size 2.
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_spawn.py",
+                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1))
+    assert r.returncode == 0, r.stderr
+    lines = sorted(line for line in r.stdout.splitlines() if line)
+    assert lines == ["done", "rank 0 sum 256000", "rank 1 sum 256000"], r.stdout
+    ranked = query(db, "SELECT rank, world_size FROM processes WHERE rank IS NOT NULL "
+                       "ORDER BY rank")
+    assert ranked == [(0, 2), (1, 2)], ranked
+    # Each rank is its worker process alone; the parent and the tracker are no rank's.
+    per_rank = query(db, "SELECT rank, processes FROM rank_times ORDER BY rank")
+    assert per_rank == [(0, 1), (1, 1)], per_rank
+    sizes = query(db, "SELECT DISTINCT comm_size FROM comm_ops WHERE op = 'c10d::allreduce_'")
+    assert sizes == [(2,)], sizes
+    said = [n for (n,) in query(db, "SELECT message FROM notes WHERE topic = 'rank'")]
+    assert sorted(said)[0].startswith("torch.distributed says rank 0 of 2"), said
+    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
+                       text=True)
+    assert c.returncode == 0, c.stderr
+    where = [x["location"] for x in json.loads(c.stdout)["candidates"]]
+    assert not any("resource_tracker" in w or "spawn" in w for w in where), where
+
+
 SHAPES = PROGRAMS / "torch_op_shapes.py"
 
 

@@ -140,6 +140,12 @@ SONDE_EXPORT_C void sonde_torch_group_size(int size) {
   ops::g_group_size.store(size, std::memory_order_relaxed);
 }
 
+// This process's rank in the default group, told with its size: what torch.multiprocessing's
+// spawn gives each rank in its arguments, not in the environment (as MPI_Comm_rank is MPI's).
+SONDE_EXPORT_C void sonde_torch_rank(int rank, int size) {
+  if (rank >= 0 && size > 0) sonde::set_mpi_rank(rank, size, "torch.distributed");
+}
+
 namespace {
 thread_local sonde::ThreadState* t_setup = nullptr;
 thread_local int t_setup_nesting = 0;  // new_group inside a set-up call is part of it

@@ -167,8 +167,9 @@ SONDE_API uint64_t probe_op_signatures_refused();
 // noted, their time then missing from the in-flight figures.
 SONDE_API void comm_untracked(ThreadState* thread, uint64_t requests);
 
-// The MPI library's own rank and size, told once MPI_Init returns (docs/distributed.md).
-SONDE_API void set_mpi_rank(int rank, int world_size);
+// The MPI library's own rank and size, told once MPI_Init returns (docs/distributed.md); or
+// another communication library's (`who`: "torch.distributed", once init_process_group returns).
+SONDE_API void set_mpi_rank(int rank, int world_size, const char* who = "MPI");
 
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();

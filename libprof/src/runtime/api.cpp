@@ -310,8 +310,8 @@ RoutineId register_routine(const RoutineSpec& spec) {
   return rt ? rt->routines().intern(spec) : 0;
 }
 
-void set_mpi_rank(int rank, int world_size) {
-  if (Runtime* rt = Runtime::get()) rt->mpi_rank_known(rank, world_size);
+void set_mpi_rank(int rank, int world_size, const char* who) {
+  if (Runtime* rt = Runtime::get()) rt->mpi_rank_known(rank, world_size, who);
 }
 
 // The preloaded wrappers measure the CUDA API until CUPTI's callbacks do.

@@ -330,20 +330,20 @@ void Runtime::start_collectors(bool root) {
   }
 }
 
-void Runtime::mpi_rank_known(int rank, int world_size) {
+void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
   std::string note;
   {
     std::lock_guard lock(store_mu_);
     if (process_.rank < 0 && world_size > 1) {
       note = fmt::format(
-          "MPI says rank {} of {}, but the launcher's environment named no rank "
+          "{} says rank {} of {}, but the launcher's environment named no rank "
           "(docs/distributed.md): this rank's profile is in {}, not a .rank{} file",
-          rank, world_size, output_, rank);
+          who, rank, world_size, output_, rank);
     } else if (process_.rank >= 0 && (process_.rank != rank || process_.world_size != world_size)) {
       note = fmt::format(
-          "MPI says rank {} of {}, the launcher's environment rank {} of {}: the "
-          "file is named after the environment, the processes row holds MPI's",
-          rank, world_size, process_.rank, process_.world_size);
+          "{} says rank {} of {}, the launcher's environment rank {} of {}: the "
+          "file is named after the environment, the processes row holds {}'s",
+          who, rank, world_size, process_.rank, process_.world_size, who);
     }
     process_.rank = rank;
     process_.world_size = world_size;

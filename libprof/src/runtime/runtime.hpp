@@ -101,7 +101,7 @@ class Runtime {
 
   // MPI_Init returned: the MPI library's rank and size (the file was chosen from the launcher's
   // environment at start; a disagreement is noted).
-  void mpi_rank_known(int rank, int world_size);
+  void mpi_rank_known(int rank, int world_size, const char* who);
 
   // Loaded into a running interpreter by `python3 -m sonde --in-process` (sonde/in_process.hpp):
   // noted in run_info; at exit the profile's name (`shown`) is said after the final flush.

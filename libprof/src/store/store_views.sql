@@ -472,11 +472,24 @@ CREATE VIEW IF NOT EXISTS gpu_graph_kernels AS
   GROUP BY k.kind, k.name, o.path, p.path;
 
 -- Ranks. A file from one rank, or merged from many (sonde merge), holds each rank's processes.
--- The rank of a process: its own; else its parent's (a child a rank started without the
--- launcher's variables); else 0, so a file without ranks reads as one rank.
+-- The rank of a process: its own; else its nearest ancestor's (a child a rank started without
+-- the launcher's variables, a DataLoader worker's child); else 0 where no process of the file
+-- has a rank, so a file without ranks reads as one rank. Where some have, a process of no rank
+-- below none is the launcher's side (torch.multiprocessing.spawn's parent, whose children learn
+-- their rank from init_process_group, and its resource tracker): it has no row. The walk up
+-- stops at 64 generations (a damaged file's loop of parents ends there).
 CREATE VIEW IF NOT EXISTS process_ranks AS
-  SELECT p.process_id AS process_id, p.run_id AS run_id, COALESCE(p.rank, parent.rank, 0) AS rank
-  FROM processes p LEFT JOIN processes parent ON parent.process_id = p.parent_process_id;
+  WITH RECURSIVE up(process_id, ancestor, rank, depth) AS (
+    SELECT process_id, parent_process_id, rank, 0 FROM processes
+    UNION ALL
+    SELECT up.process_id, p.parent_process_id, p.rank, up.depth + 1
+    FROM up JOIN processes p ON p.process_id = up.ancestor
+    WHERE up.rank IS NULL AND up.depth < 64),
+  nearest AS (SELECT process_id, MAX(rank) AS rank FROM up GROUP BY process_id),
+  any_rank AS (SELECT EXISTS (SELECT 1 FROM processes WHERE rank IS NOT NULL) AS ranked)
+  SELECT p.process_id AS process_id, p.run_id AS run_id, COALESCE(n.rank, 0) AS rank
+  FROM processes p JOIN nearest n USING (process_id), any_rank a
+  WHERE n.rank IS NOT NULL OR NOT a.ranked;
 
 -- One row per rank: its wall time (first process start to last process end), its busy
 -- threads' time summed (busy_s: the denominator of a rank's percentages) and its host.
