@@ -368,8 +368,10 @@ def _main_module(path, spec):
 
 
 def _safe_path():
-    """-P (PYTHONSAFEPATH): 3.11 and later; 3.10 has no such flag."""
-    return getattr(sys.flags, "safe_path", False)
+    """-P (PYTHONSAFEPATH), 3.11 and later, which -I implies there; 3.10 has no such flag, but
+    its -I adds no script folder either (with sonde it put one first: a json.py beside the
+    script shadowed the standard library's, against -I's promise)."""
+    return getattr(sys.flags, "safe_path", False) or bool(sys.flags.isolated)
 
 
 def _set_path0(entry):

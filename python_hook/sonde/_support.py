@@ -34,8 +34,12 @@ def unsupported():
     if _has_extension():
         return None
     have = supported_pythons()
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if not (3, 10) <= sys.version_info[:2] <= (3, 13):  # what the hook is built and tested for
+        return (f"sonde supports CPython 3.10 to 3.13, not {version}; run one of those "
+                f"(this install has an extension for {', '.join(have) or 'none'})")
     tag = "cp3%d" % sys.version_info[1]
-    return (f"this sonde install has no extension for CPython {sys.version_info[0]}."
-            f"{sys.version_info[1]} (it supports CPython {', '.join(have) or 'none'}): install "
-            f"the sonde wheel built for {tag} (scripts/build-wheels.sh builds one for each "
-            f"CPython 3.10-3.13 on a machine), or run a supported interpreter")
+    return (f"this sonde install has no extension for CPython {version} (it supports CPython "
+            f"{', '.join(have) or 'none'}): install the sonde wheel built for {tag} "
+            f"(scripts/build-wheels.sh builds one for each CPython 3.10-3.13 on a machine), or "
+            f"run a supported interpreter")

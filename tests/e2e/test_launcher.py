@@ -1,6 +1,7 @@
 """python3 -m sonde as a drop-in for python3 -m cProfile: the same argv gives the program the same
 sys.argv, exit status and output as under cProfile (and -c as python -c); -s prints the report;
 `import sonde` outside sonde does nothing; sonde.region() from Python."""
+import glob
 import json
 import re
 import os
@@ -406,3 +407,56 @@ def test_cprofile_under_sonde_keeps_both_files(tmp_path):
     names = [n for (n,) in query(tmp_path / "a.db", "SELECT name FROM routines WHERE kind = 'python'")]
     assert any(n.startswith("cProfile.py:") for n in names), names
     assert any(n.endswith("(work)") for n in names), names
+
+
+def isolated_pythons():
+    """Debian's 3.11 and pyenv's CPythons whose extension the build made, each as its own id."""
+    found = [PY] + sorted(p for p in glob.glob(os.path.expanduser(
+        "~/.pyenv/versions/3.1*/bin/python3.1?")) if re.search(r"3\.1\d$", p))
+    out = []
+    for py in found:
+        r = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_config_var("
+                                      "'EXT_SUFFIX'), end='')"], capture_output=True, text=True)
+        if r.returncode == 0 and os.path.exists(os.path.join(PYTHONPATH, "sonde",
+                                                             "_sonde" + r.stdout)):
+            out.append(pytest.param(py, id=os.path.basename(py) + ("-debian" if py == PY else "")))
+    return out
+
+
+@pytest.mark.parametrize("python", isolated_pythons())
+@pytest.mark.parametrize("mode", MODES, ids=["reexec", "in-process"])
+def test_isolated_mode_adds_no_script_folder(tmp_path, python, mode):
+    # python -I puts neither the script's folder nor the cwd on sys.path, so a json.py beside
+    # the script cannot shadow the standard library's. On 3.10 (whose -I sets no safe_path flag)
+    # sonde put the folder first, and the local json.py was imported. -I ignores PYTHONPATH: the
+    # package is found as an installed one, through a .pth file in a venv's site-packages.
+    venv = tmp_path / "venv"
+    subprocess.run([python, "-m", "venv", "--without-pip", venv], check=True)
+    site = next(venv.glob("lib/python3.*/site-packages"))
+    (site / "sonde-build.pth").write_text(PYTHONPATH + "\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "json.py").write_text("print('the local json.py')\n")
+    (work / "main.py").write_text("import json, sys\nprint(json.__name__, sys.path[0])\n")
+    vpy = venv / "bin" / "python"
+    plain = subprocess.run([vpy, "-I", "main.py"], cwd=work, capture_output=True, text=True,
+                           env=clean_env(), timeout=60)
+    s = subprocess.run([vpy, "-I", "-m", "sonde", *mode, "-o", "s.db", "main.py"], cwd=work,
+                       capture_output=True, text=True, env=clean_env(), timeout=120)
+    assert plain.returncode == 0 and "local" not in plain.stdout, plain
+    assert (s.returncode, s.stdout) == (0, plain.stdout), s.stderr
+
+
+@pytest.mark.parametrize("python", sorted(glob.glob(os.path.expanduser(
+    "~/.pyenv/versions/3.[6-9].*/bin/python3.[6-9]"))) or [pytest.param(
+        None, marks=pytest.mark.skip(reason="no CPython before 3.10 here"))])
+def test_an_interpreter_older_than_310_is_refused_without_a_wheel_to_seek(tmp_path, python):
+    # It was told to install "the sonde wheel built for cp39", which no build makes.
+    (tmp_path / "script.py").write_text("print('ran')\n")
+    r = subprocess.run([python, "-m", "sonde", "-o", "p.db", "script.py"], cwd=tmp_path,
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "supports CPython 3.10 to 3.13" in lines[0] and "wheel" not in lines[0], lines
+    assert not list(tmp_path.glob("*.db")) and "ran" not in r.stdout
