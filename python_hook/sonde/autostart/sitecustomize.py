@@ -1,8 +1,10 @@
 """Starts sonde's Python hook in every Python process of a `python3 -m sonde` run.
 
 The launcher puts this directory on PYTHONPATH, so child interpreters (multiprocessing's spawn
-workers, subprocess) record their Python frames too, not only their native calls. It then runs
-the sitecustomize this one shadows, so the system's customisation still happens.
+workers, subprocess) record their Python frames too, not only their native calls. It first runs
+the sitecustomize this one shadows, so the system's customisation still happens, and starts the
+hook last: what runs before it (that sitecustomize, this module's own frames) is start-up, not
+the program, and no frame of sonde's own package may be in a profile.
 """
 import os
 import sys
@@ -35,9 +37,9 @@ def _start_hook():
                 imports = False
             from sonde import _frameworks
             _frameworks.install()
-            _sonde.start(builtins=builtins, imports=imports)
             import atexit
             atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's
+            _sonde.start(builtins=builtins, imports=imports)  # the last thing this module does
     except Exception as e:  # never break the program being measured
         if sys.stderr is not None:
             try:
@@ -57,5 +59,5 @@ def _chain():
         spec.loader.exec_module(module)
 
 
-_start_hook()
 _chain()
+_start_hook()
