@@ -11,7 +11,8 @@ namespace sonde {
 inline constexpr const char* kPythonWithoutHookNote =
     "this process is a Python interpreter that ran without sonde's Python hook: its profile "
     "holds native calls only (no Python frames, torch operators or torch.distributed "
-    "collectives); run it with python3 -m sonde, or sonde run --python";
+    "collectives); run it with python3 -m sonde, or sonde run --python (a child interpreter "
+    "started with -I or -E ignores the PYTHONPATH that starts the hook there)";
 
 // True when the process defines CPython's API (Py_IsInitialized, exported by every python3
 // executable and libpython) and no hook started in it (the hook sets run_info python.hook).
