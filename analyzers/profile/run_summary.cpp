@@ -100,6 +100,17 @@ RunSummary load_run_summary(const ProfileFile& file) {
                              st.int64(0)});
     }
   }
+  if (s.processes == 0) {
+    // The file libsonde prepared at start (the blank profile, renamed into place) and never
+    // flushed into: the run's first process ended before its first flush, 1 s in (SIGKILL, a
+    // crash of the machine), or is still starting. An empty table would read as a program that
+    // ran nothing.
+    s.notes.push_back(Note{"warning", "unfinished",
+                           "no process of the run wrote to this profile: it ended before its "
+                           "first flush (killed by SIGKILL, or a crash of the machine) or is "
+                           "still starting; nothing was measured into it",
+                           std::nullopt});
+  }
   {
     // A fork child killed before its first flush (SIGKILL to a process group: a DataLoader's
     // workers with their main process) left no row at all; its parent counted its forks

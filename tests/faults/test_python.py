@@ -331,3 +331,21 @@ def test_dataloader_killed_with_its_workers(db, tmp_path):
             f"warning: {2 - len(workers)} of the 2 processes it forked"), report.out
     else:
         assert not missing, report.out
+
+
+def test_killed_by_sigkill_before_its_first_flush(db, tmp_path):
+    """`python3 -m sonde` on a program that kills itself with SIGKILL at once: it dies as alone, and the readers say no process wrote to the profile (it read as an empty run)"""
+    host = script(tmp_path, """
+        import os, signal
+        print("started", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    alone = plain([PY, host])
+    assert alone.rc == -9 and alone.out == "started\n", alone
+    profiled = run([PY, "-m", "sonde", "-o", db, host], env=clean_env(PYTHONPATH=PYTHONPATH))
+    same_behaviour(alone, profiled)
+    assert query(db, "SELECT COUNT(*) FROM processes") == [(0,)]
+    cli = os.environ.get("SONDE_CLI", "sonde")
+    report = run([cli, "report", db], env=clean_env())
+    assert report.rc == 0, report.err
+    assert "warning: no process of the run wrote to this profile" in report.out, report.out
