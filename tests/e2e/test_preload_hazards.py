@@ -58,6 +58,33 @@ def test_processes_that_compute_nothing_are_not_told_their_blas_was_missed(db, t
     assert busy.returncode == 0 and "nothing was intercepted" in busy.stderr
 
 
+def test_fork_children_that_call_nothing_are_not_told_their_blas_was_missed(db, tmp_path):
+    # A torch DataLoader's workers under `sonde run` without --python: forks that have every
+    # library their parent loaded (BLAS among them) and call none. Each was told "nothing was
+    # intercepted ... linked statically or RTLD_DEEPBIND"; the python-hook note says what they
+    # are (Python without the hook), and the parent's BLAS calls are in the profile.
+    prog = tmp_path / "forks.py"
+    prog.write_text(textwrap.dedent("""\
+        import os
+        import numpy as np
+        a = np.ones((64, 64), dtype=np.float32)
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        print(float((a @ a)[0, 0]))
+    """))
+    r = run(["/usr/bin/python3", prog], db, OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0 and r.stdout == "64.0\n", r.stderr
+    assert routine_calls(db, "cblas_sgemm") == 1
+    forks = query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'")[0][0]
+    topics = query(db, "SELECT p.origin, n.topic FROM notes n JOIN processes p "
+                       "USING (process_id) WHERE n.topic IN ('no-calls', 'python-hook')")
+    assert forks == 3 and ("fork", "no-calls") not in topics, topics
+    assert topics.count(("fork", "python-hook")) == 3, topics
+
+
 def test_numpy_blas_behind_rtld_local_is_found(db, tmp_path):
     script = tmp_path / "np_gemm.py"
     script.write_text(textwrap.dedent("""

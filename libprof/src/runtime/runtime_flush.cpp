@@ -55,13 +55,16 @@ double monotonic_s() { return double(monotonic_ns()) / 1e9; }
 // Whether a process that intercepted nothing looks like one that should have: a library sonde
 // wraps is loaded (yet no call reached it: RTLD_DEEPBIND, a static copy beside it), or it spent
 // half a second of CPU (a statically linked BLAS shows no library at all). Launchers, shells,
-// multiprocessing's resource tracker and forkserver, `timeout`: none of these.
-bool looks_numeric() {
+// multiprocessing's resource tracker and forkserver, `timeout`: none of these. A fork child
+// (`cpu_only`) has every library its parent loaded whether it calls them or not (a torch
+// DataLoader's workers): only its CPU counts.
+bool looks_numeric(bool cpu_only) {
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   double cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                  double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   if (cpu_s >= 0.5) return true;
+  if (cpu_only) return false;
   bool found = false;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
@@ -183,7 +186,9 @@ void Runtime::note_unmeasured(const FlushData& d, bool final) {
     }
     measured_seen_ = measured > 0;
   }
-  if (final && !measured_seen_ && looks_numeric()) {
+  bool forked = process_.origin == "fork";
+  if (final && !measured_seen_ && looks_numeric(forked) &&
+      !(forked && python_without_hook(facts_))) {  // the python-hook note below says what it is
     // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
     add_note("no-calls",
              "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
