@@ -29,6 +29,15 @@ int metrics(const Options& a) {
   std::vector<PhaseMapping> mappings;
   for (const std::string& m : a.phase_map) mappings.push_back(parse_phase_mapping(m));
   ProfileFile file = open_for_report(a.file, a.rank, format);
+  // A glob that names no routine changes nothing, which read as if it had applied.
+  for (std::size_t i = 0; i < mappings.size(); ++i) {
+    bool matched = false;
+    for (auto st = file.prepare("SELECT name FROM routines"); !matched && st.step();)
+      matched = mapping_matches(mappings[i], st.text(0));
+    if (!matched)
+      std::cerr << "sonde metrics: --phase " << a.phase_map[i] << " matches no routine of "
+                << a.file << "\n";
+  }
   MetricsReport report = compute_metrics_report(file, mappings);
   switch (format) {
     case Format::kText: {

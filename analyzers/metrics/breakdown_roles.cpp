@@ -179,11 +179,14 @@ bool is_import_frame(const CallNode& n) {
   return n.kind == kinds::kPython && n.name.starts_with("<frozen importlib");
 }
 
+bool mapping_matches(const PhaseMapping& m, const std::string& name) {
+  return fnmatch(m.glob.c_str(), name.c_str(), 0) == 0 ||
+         fnmatch(m.glob.c_str(), function_part(name).c_str(), 0) == 0;
+}
+
 Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
   for (const PhaseMapping& m : mappings) {
-    if (fnmatch(m.glob.c_str(), n.name.c_str(), 0) != 0 &&
-        fnmatch(m.glob.c_str(), function_part(n.name).c_str(), 0) != 0)
-      continue;
+    if (!mapping_matches(m, n.name)) continue;
     for (int p = 0; p < kPhaseCount; ++p)
       if (kClasses[p].id == m.id)
         return {p, p == kForward || p == kBackward || p == kUpdate, false, true};

@@ -31,6 +31,9 @@ struct PhaseMapping {
 };
 // Parses "t_io=load_*" style arguments; throws Error for an unknown class or a missing '='.
 PhaseMapping parse_phase_mapping(std::string_view text);
+// Whether a routine of this name belongs to the mapping's class: its glob matches the whole
+// name or its function part ("train.py:12(load_batch)": "load_batch").
+bool mapping_matches(const PhaseMapping& m, const std::string& name);
 
 // torch.distributed's Python layer (all_reduce, broadcast, barrier, ...): its frames wait on the
 // collectives beneath them (Work.wait is no c10d operator), so their time is communication: the

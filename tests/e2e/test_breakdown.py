@@ -262,6 +262,13 @@ def test_numpy_reference_workload(tmp):
     # A user's mapping wins over the guess.
     b = breakdown(db, "--phase", "t_u=next")
     assert b["by"]["t_io"]["time_s"] == 0 and "(next)" in b["by"]["t_u"]["routines"]
+    # A glob that names no routine is said (it changed nothing, and said nothing, before); one
+    # that names one is not.
+    r = subprocess.run([CLI, "metrics", str(db), "--section", "breakdown", "--phase",
+                        "t_f=no_such_fn*", "--phase", "t_u=next"], capture_output=True,
+                       text=True, timeout=120, env=clean_env())
+    assert r.returncode == 0 and r.stderr == (
+        f"sonde metrics: --phase t_f=no_such_fn* matches no routine of {db}\n"), r.stderr
 
 
 def test_cpp_reference_workload(tmp):
