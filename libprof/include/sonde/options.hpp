@@ -37,9 +37,12 @@ constexpr bool option_in_range(const OptionSpec& s, double v) {
 
 inline constexpr std::array kOptionSpecs{
     OptionSpec{"SONDE_OUTPUT", OptionType::kPath, "sonde-<pid>.db",
-               "Profile to write. An existing file of another run is never overwritten: the "
-               "profile then goes to `<name>.<pid>.db`, with a warning. Children of the run "
-               "(fork, exec) write into the same file."},
+               "Profile to write, where libsonde is preloaded by hand "
+               "(`LD_PRELOAD=.../libsonde.so`). An existing file of another run is never "
+               "overwritten: the profile then goes to `<name>.<pid>.db`, with a warning. "
+               "Children of the run (fork, exec) write into the same file. `sonde run` and "
+               "`python3 -m sonde` set it themselves from `-o` (default `sonde.db`): one set "
+               "before them is not read."},
     OptionSpec{"SONDE_TRACE", OptionType::kBool, "0",
                "`1` also records every call as a timed event, through per-thread buffers "
                "bounded by `SONDE_TRACE_BUFFER` and `SONDE_TRACE_MEMORY`; dropped events are "

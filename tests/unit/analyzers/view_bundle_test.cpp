@@ -197,9 +197,9 @@ TEST_F(ViewBundleTest, ShapesAndRooflineCarryRoutineIds) {
 
 // The worker thread moved into a second process: with ranks 0 and 1, and with both in rank 0.
 constexpr const char* kSecondProcess =
-    "INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, "
-    "ended_ns, end_reason, rank) VALUES (2, 1, 2000, 1000, 'child', './worker', 1000000000000, "
-    "1000000000000 + 6000000000, 'exit', {rank}); "
+    "INSERT INTO processes (process_id, run_id, pid, ppid, parent_process_id, origin, command, "
+    "started_ns, ended_ns, end_reason, rank) VALUES (2, 1, 2000, 1000, 1, 'child', './worker', "
+    "1000000000000, 1000000000000 + 6000000000, 'exit', {rank}); "
     "UPDATE processes SET rank = 0 WHERE process_id = 1; "
     "UPDATE threads SET process_id = 2 WHERE thread_id = 2;";
 
