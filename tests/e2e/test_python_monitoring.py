@@ -6,6 +6,7 @@ the reason otherwise. These interpreters have no numpy: the programs are pure Py
 import os
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -391,6 +392,66 @@ def test_fork_children_keep_the_hook(db, tmp_path, py):
                      "USING (process_id) JOIN nodes n USING (thread_id) JOIN routines r "
                      "USING (routine_id) WHERE r.name LIKE '%(child_work)' GROUP BY p.process_id")
     assert rows == [("fork", 1), ("fork", 1)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", PYTHONS)
+def test_a_fork_warns_as_without_sonde(db, tmp_path, py, mode):
+    # 3.12+ warn at os.fork in a process of more than one thread, native ones counted: sonde's
+    # flusher made every forking program warn (stderr, and warnings.catch_warnings saw it), and
+    # multiprocessing's fork start method too. os.fork and os.forkpty now run without it; the
+    # children are recorded, and the parent's flushes go on after the fork.
+    path = script(tmp_path, "forkwarn.py", """
+        import multiprocessing as mp
+        import os
+        import time
+        import warnings
+
+        def square(x):
+            return x * x
+
+        def parent_after():
+            return sum(range(100))
+
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            pid = os.fork()
+            if pid == 0:
+                os._exit(0)
+            os.waitpid(pid, 0)
+        print("caught:", [str(w.message)[:30] for w in seen])
+        with mp.get_context("fork").Pool(2) as pool:
+            print(sum(pool.map(square, range(10))))
+        print(os.fork.__name__, os.fork is __import__("posix").fork)
+        parent_after()
+        time.sleep(1.5)  # a periodic flush of the parent, by the flusher started again
+        print("after", flush=True)
+        time.sleep(60)  # ended by SIGKILL: what the profile keeps is the periodic flushes'
+    """)
+    plain = subprocess.Popen([py, path], env=clean_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    s = subprocess.Popen([py, "-m", "sonde", "-o", str(db),
+                          *(["--builtins"] if mode == "builtins" else []), path],
+                         env=clean_env(PYTHONPATH=PYTHONPATH, SONDE_FLUSH_INTERVAL="0.5"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    outs = []
+    for p in (plain, s):
+        lines = [p.stdout.readline() for _ in range(4)]
+        time.sleep(1.0)  # two flush intervals past "after"
+        p.kill()
+        outs.append((lines, p.stderr.read()))
+        p.wait()
+    assert outs[1] == outs[0], outs
+    assert outs[0][0][0] == "caught: []\n" and "multi-threaded" not in outs[1][1], outs
+    # Flushed after the forks, by the thread started again: the parent's call since, which only
+    # a periodic flush wrote (os.fork's wrapper is C: no frame of sonde's own). square's 10
+    # calls are the workers'.
+    assert python_calls(db, "parent_after") == 1
+    assert python_calls(db, "square") == 10
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'")[0][0] >= 3
+    own = query(db, "SELECT r.name FROM nodes n JOIN routines r USING (routine_id) "
+                    "WHERE r.file LIKE '%/sonde/%'")
+    assert own == [], own
 
 
 @pytest.mark.parametrize("py", PYTHONS)

@@ -171,6 +171,13 @@ SONDE_API void comm_untracked(ThreadState* thread, uint64_t requests);
 // another communication library's (`who`: "torch.distributed", once init_process_group returns).
 SONDE_API void set_mpi_rank(int rank, int world_size, const char* who = "MPI");
 
+// A fork without sonde's thread in the process (CPython 3.12+ warns at os.fork in a process
+// of more than one thread, counting native ones: the flusher made every forking program warn):
+// fork_pauses_flusher() ends the thread and waits until it is gone (true when it was), and
+// fork_resumes_flusher() starts it again, after the fork, in the parent (the child has its own).
+SONDE_API bool fork_pauses_flusher();
+SONDE_API void fork_resumes_flusher();
+
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();
 

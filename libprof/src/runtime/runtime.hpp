@@ -74,6 +74,9 @@ class Runtime {
   // says why).
   bool credentials_changing();
   void credentials_changed();
+  // The host's os.fork on CPython 3.12+ (sonde/probe.hpp's fork_pauses_flusher).
+  bool flusher_paused_for_fork();
+  void flusher_resumed_after_fork();
 
   // The calling thread is about to install a seccomp filter (`every_thread`: with
   // SECCOMP_FILTER_FLAG_TSYNC; `program`: the host's struct sock_fprog, unread): true when

@@ -509,6 +509,18 @@ bool Runtime::stop_flusher() {
   return true;
 }
 
+bool Runtime::flusher_paused_for_fork() {
+  // Not in a vfork child, nor on a filtered thread (the thread's start again may be what
+  // kills). The fork asks for its flush as always (child_forked): the flusher started again
+  // finds the request rung.
+  if (filtered() || getpid() != pid()) return false;
+  return stop_flusher();
+}
+
+void Runtime::flusher_resumed_after_fork() {
+  if (getpid() == pid() && !flusher_running_.load() && !finished_) start_flusher();
+}
+
 void Runtime::credentials_changed() {
   // A flusher refused now (the new uid's RLIMIT_NPROC) is said in the profile, as at start.
   start_flusher();
