@@ -48,6 +48,11 @@ int merge(const Options& a) {
                "it is merged too\n",
                visible(f));
   }
+  for (const std::string& f : r.launchers)
+    fmt::print(stderr,
+               "sonde merge: {} left out: the launcher's own profile (sonde run around mpirun or "
+               "torchrun), no rank's work\n",
+               visible(f));
   if (r.world_size > r.ranks) {
     fmt::print(stderr,
                "sonde merge: warning: the run had {} ranks and {} are in {}: its per-rank "

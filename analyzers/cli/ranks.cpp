@@ -1,10 +1,13 @@
 // sonde ranks: load imbalance, communication share, bandwidth and overlap over a run's ranks.
 #include "metrics/ranks.hpp"
 
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 
 #include "cli/command.hpp"
+#include "profile/launcher_file.hpp"
 #include "render/ranks.hpp"
 
 namespace sonde::cli {
@@ -25,6 +28,8 @@ int ranks(const Options& a) {
     throw Error("csv holds one table: name it with --section per_rank, imbalance or bandwidth",
                 kUsageError);
   ProfileFile file = ProfileFile::open(a.file);
+  if (auto note = launcher_file_note(file))
+    throw Error(fmt::format("{} holds no rank's work: it is {}", visible(a.file), *note), 2);
   RanksReport r = compute_ranks(file, a.top);
   if (format == Format::kCsv) {
     for (const RanksSection& s : r.sections)

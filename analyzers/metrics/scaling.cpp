@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/output_file.hpp"
+#include "profile/launcher_file.hpp"
 #include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
@@ -30,6 +31,8 @@ RunFigures read_run(const std::string& path) {
     f.run.time_s = st.is_null(2) ? 0 : st.real(2);
   }
   if (f.run.ranks == 0) throw Error(fmt::format("{} holds no process", path));
+  if (auto note = launcher_file_note(file))
+    throw Error(fmt::format("{} holds no rank's work: it is {}", path, *note));
   // One rank's file of a 4-rank job read as a 1-rank run, at 4 x the efficiency it had.
   if (auto st = file.prepare("SELECT MAX(world_size) FROM processes WHERE rank IS NOT NULL");
       st.step() && !st.is_null(0) && st.int64(0) > f.run.ranks) {

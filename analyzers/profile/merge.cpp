@@ -16,6 +16,7 @@
 
 #include "base/output_file.hpp"
 #include "profile/file_guard.hpp"
+#include "profile/launcher_file.hpp"
 #include "profile/profile_file.hpp"
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "store/sqlite_db.hpp"
@@ -394,6 +395,17 @@ MergeResult merge_profiles(const MergeOptions& options) {
     throw Error(fmt::format("{} exists; --force replaces it", options.output));
   // Written beside the output and renamed when whole: a failed merge leaves no half file, and
   // an existing output stays until the new one is complete.
+  std::vector<std::string> launchers;
+  for (auto it = inputs.begin(); it != inputs.end();) {
+    bool launcher = launcher_file_note(ProfileFile::open(*it)).has_value();
+    if (launcher) launchers.push_back(*it);
+    it = launcher ? inputs.erase(it) : it + 1;
+  }
+  if (inputs.empty())
+    throw Error(fmt::format("no rank's file among the inputs: {} is a launcher's own profile, "
+                            "whose ranks wrote theirs beside it (prof.rank<R>.db)",
+                            launchers.front()),
+                2);
   std::string tmp = fmt::format("{}.merging.{}", options.output, ::getpid());
   try {
     MergeResult result;
@@ -405,6 +417,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
       }
       result = merger.finish();
       result.left_out = std::move(left_out);
+      result.launchers = std::move(launchers);
     }
     if (std::rename(tmp.c_str(), options.output.c_str()) != 0)
       throw Error(

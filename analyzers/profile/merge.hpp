@@ -24,6 +24,10 @@ struct MergeResult {
   std::int64_t world_size = 0;        // the ranks the run had (0: not a ranked run)
   std::string run;                    // the run id (runs.uuid) the inputs share
   std::vector<std::string> left_out;  // a directory's files that are not ranks' (see below)
+  // Inputs that are a launcher's own profile (sonde run -o prof.db -- mpirun ...: no rank's
+  // work, profile/launcher_file.hpp), left out: given with its ranks' files (prof*.db), it was
+  // taken for a rank 0 and refused as one given twice.
+  std::vector<std::string> launchers;
 };
 
 // The inputs in merge order: files as given, a directory's *.db files by rank (prof.rank<R>.db

@@ -25,6 +25,7 @@
 
 #include "base/executable_dir.hpp"
 #include "base/output_file.hpp"
+#include "profile/launcher_file.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
 #include "programs/previous_profile.hpp"
@@ -37,6 +38,7 @@
 #include "sonde/rank_env.hpp"
 #include "sonde/run_options.hpp"
 #include "sonde/signals.hpp"
+#include "store/sqlite_db.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -374,6 +376,23 @@ std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& out
   return found;
 }
 
+// The launcher's own profile says where its ranks' work went, for every reader of it (report,
+// candidates; ranks, scaling and merge refuse or leave it out: profile/launcher_file.hpp). Only
+// where none of its processes has a rank: `sonde run` around one rank does not launch others.
+void note_rank_files(const fs::path& output, const std::string& message) {
+  sonde::Database db;
+  std::string error;
+  if (!db.open(output.string(), false, error)) return;
+  sonde::Statement st(
+      db.handle(),
+      "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
+      "SELECT run_id, NULL, 'info', ?1, ?2 FROM runs WHERE NOT EXISTS (SELECT 1 FROM "
+      "processes WHERE rank IS NOT NULL) LIMIT 1");
+  if (!st.ok()) return;
+  st.bind(1, std::string_view(kRankFilesTopic)).bind(2, std::string_view(message));
+  st.step();  // a file another writer holds stays as it is: the lines said on stderr remain
+}
+
 void say_rank_files(const fs::path& output, const std::string& requested, std::int64_t since_ns) {
   int others = 0;
   auto ranks = rank_files_written(output, since_ns, others);
@@ -395,11 +414,19 @@ void say_rank_files(const fs::path& output, const std::string& requested, std::i
     glob.clear();
     for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shown(r.second);
   }
-  if (ranks.size() == 1)
+  if (ranks.size() == 1) {
     say("sonde: 1 rank wrote its own file, {}\n", files);
-  else
+    note_rank_files(output, fmt::format("the launcher's own profile: the run's rank wrote its "
+                                        "own file, {}",
+                                        files));
+  } else {
     say("sonde: {} ranks wrote their own files, {}; to read them as one: sonde merge -o {} {}\n",
         ranks.size(), files, merged, glob);
+    note_rank_files(output, fmt::format("the launcher's own profile: the run's {} ranks wrote "
+                                        "their own files, {}; to read them as one: sonde merge "
+                                        "-o {} {}",
+                                        ranks.size(), files, merged, glob));
+  }
 }
 
 // Returns the file written (its absolute path), or "" when there is none.

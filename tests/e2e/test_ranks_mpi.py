@@ -143,6 +143,23 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert m.returncode == 0, m.stderr
     assert query(fresh / "prof.merged.db", "SELECT rank FROM processes ORDER BY rank") == \
         [(0,), (1,)]
+    # The launcher's own file says so to its readers: report and candidates print the note,
+    # ranks and scaling refuse it (they read it as a run of one rank, figures of nothing), and a
+    # merge of prof*.db leaves it out (it was taken for a second rank 0).
+    note = ("the launcher's own profile: the run's 2 ranks wrote their own files, "
+            "prof.rank0.db, prof.rank1.db; to read them as one: sonde merge -o prof.merged.db "
+            "prof.rank*.db")
+    report = subprocess.run([CLI, "report", "prof.db"], cwd=fresh, capture_output=True,
+                            text=True, timeout=60)
+    assert f"note: {note}" in report.stdout, report.stdout
+    for args in (["ranks", "prof.db"], ["scaling", "prof.merged.db", "prof.db"]):
+        r = subprocess.run([CLI, *args], cwd=fresh, capture_output=True, text=True, timeout=60)
+        assert r.returncode != 0 and r.stdout == "" and r.stderr == (
+            f"sonde {args[0]}: prof.db holds no rank's work: it is {note}\n"), r
+    m = subprocess.run([CLI, "merge", "-o", "all.db", "prof.db", "prof.rank0.db",
+                        "prof.rank1.db"], cwd=fresh, capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0 and "prof.db left out: the launcher's own profile" in m.stderr, m
+    assert query(fresh / "all.db", "SELECT rank FROM processes ORDER BY rank") == [(0,), (1,)]
     # Run again into the same name: the ranks write beside their earlier files
     # (prof.rank0.<pid>.db), and the last line names those, the ones this run wrote. (A file
     # counts as this run's when a process of it started at most 1 s before the run did.)
