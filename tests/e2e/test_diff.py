@@ -6,6 +6,7 @@ Two identical runs of mlp_train read 1.20x overall and 0.96-1.57x on GEMM shapes
 noise; a `--delay 25` run against a whole one read "2.81x speedup" (issue 33)."""
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +123,27 @@ def test_different_windows_commands_and_threads_are_warned(mlp_runs):
     # Within a side too: the delayed run among the whole ones.
     r = sonde("diff", *a[:3], "--", a[3], a[4], delayed, check=True)
     assert "after: the whole run | --delay 0.5" in r.stdout, r.stdout
+
+
+def test_python_launches_that_differ_in_their_profile_name_alone_are_one_command(tmp_path):
+    """The daily loop under python3 -m sonde writes a1.db then a2.db: the commands recorded
+    (`python3 -m sonde -o a1.db prog.py 3`) differ in the profile's name alone, and each diff
+    warned "the commands differ". Another option of sonde's, or of the program, still is one."""
+    prog = tmp_path / "prog.py"
+    prog.write_text("import sys\nprint(sum(range(int(sys.argv[1]) * 1000)))\n")
+    py = ["/usr/bin/python3", "-m", "sonde"]
+    env = clean_env(PYTHONPATH=str(Path(CLI).parents[1] / "python"))
+
+    def profile(file, *words):
+        r = subprocess.run([*py, *words, prog.name, "3"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return tmp_path / file
+
+    a1, a2 = profile("a1.db", "-o", "a1.db"), profile("a2.db", "-o", "a2.db", "--force")
+    a3 = profile("a3.db", "--output=a3.db")
+    lines = profile("a4.db", "-o", "a4.db", "--lines", "main*")
+    for other in (a2, a3):
+        assert json.loads(sonde_out("diff", a1, other, "-f", "json"))["warnings"] == [], other
+    d = json.loads(sonde_out("diff", a1, lines, "-f", "json"))
+    assert len(d["warnings"]) == 1 and "--lines main*" in d["warnings"][0], d["warnings"]
