@@ -99,7 +99,12 @@ describe('every reference workload in chromium, as --html and served', { skip },
   test('mlp_train (C++)', { skip: !existsSync(MLP) && `${MLP} not built` }, async () => {
     const db = join(dir, 'mlp_train.db');
     run(CLI, ['run', '-o', db, '--', MLP, '--steps', '20', '--hidden', '200']);
-    await both(db, ALWAYS);
+    await both(db, ALWAYS, async (page) => {
+      // One process of no rank: its threads menu offers no rank or process beyond what it lists
+      // (it said "… 1 more ranks" and "… 1 more processes", listing none).
+      const menu = await page.locator('#threads').textContent();
+      assert.ok(!/more (ranks|processes)/.test(menu), menu);
+    });
   });
 
   test('mlp_numpy with --lines', async () => {

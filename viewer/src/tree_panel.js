@@ -31,7 +31,8 @@ export function flamePanel(p, flame, need, fail, others = []) {
   const trees = tree().trees || [];
   const sc = p.tree_scopes || { scopes: [] };
   const group = (label, options) => (options.length ? [el('optgroup', { label }, options)] : []);
-  const more = (kind, total, listed) => (total > listed
+  // Scopes are listed only where there are two or more (a lone rank or process is the merged tree).
+  const more = (kind, total, listed) => (listed > 0 && total > listed
     ? [el('option', { disabled: true }, `… ${total - listed} more ${kind === 'rank' ? 'ranks' : 'processes'} ` +
           `(sonde tree --threads merge ${kind === 'rank' ? '--rank R' : '--pid P'} prints any)`)] : []);
   const scopeOptions = (kind) => sc.scopes.map((s, i) => [s, i]).filter(([s]) => s.kind === kind)
