@@ -25,6 +25,7 @@ int scaling(const Options& a) {
   if (format == Format::kCsv && a.section != "runs" && a.section != "routines")
     throw Error("csv holds one table: name it with --section runs or routines", kUsageError);
   Scaling s = compute_scaling(a.files, a.weak, a.top);
+  for (const std::string& w : s.warnings) std::cerr << "sonde scaling: warning: " << w << "\n";
   if (format == Format::kCsv)
     std::cout << render_csv(a.section == "runs" ? scaling_runs_table(s)
                                                 : scaling_routines_table(s));

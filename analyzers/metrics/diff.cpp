@@ -6,7 +6,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -16,7 +15,6 @@
 #include "profile/hotspots.hpp"
 #include "profile/run_summary.hpp"
 #include "sonde/routine_kinds.hpp"
-#include "sonde/run_options.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -146,53 +144,6 @@ bool all_same(const std::vector<std::string>& a, const std::vector<std::string>&
   return all.size() <= 1;
 }
 
-// python3 -m sonde's own options that take a value, beside the run options' (its __main__.py's
-// _VALUED): the word after one is its value, not the program.
-constexpr std::array<std::string_view, 5> kLauncherValued{"-o", "--output", "-s", "--sort",
-                                                          "--lines"};
-
-bool takes_value(std::string_view option) {
-  if (std::find(kLauncherValued.begin(), kLauncherValued.end(), option) != kLauncherValued.end())
-    return true;
-  return std::any_of(
-      kRunVariableOptions.begin(), kRunVariableOptions.end(),
-      [&](const RunVariableOption& o) { return o.flag == option && o.flag_value.empty(); });
-}
-
-// The command less the profile's name: `python3 -m sonde -o a1.db train.py` and `-o a2.db` ran
-// one program, and each run of the daily loop writes its own file (sonde run records the
-// program alone). sonde's other options stay: they change what is measured.
-std::string without_profile_name(const std::string& command) {
-  std::vector<std::string> words;
-  for (std::size_t at = 0; at < command.size();) {
-    std::size_t end = command.find(' ', at);
-    if (end == std::string::npos) end = command.size();
-    words.push_back(command.substr(at, end - at));
-    at = end + 1;
-  }
-  std::size_t i = 0;
-  while (i + 1 < words.size() && !(words[i] == "-m" && words[i + 1] == "sonde")) ++i;
-  if (i + 1 >= words.size()) return command;
-  std::vector<std::string> kept(words.begin(), words.begin() + std::ptrdiff_t(i + 2));
-  std::size_t j = i + 2;
-  while (j < words.size()) {
-    const std::string& w = words[j];
-    if (w.size() < 2 || w[0] != '-' || w == "--" || w == "-m" || w == "-c") break;
-    if (w == "-o" || w == "--output") {
-      j += 2;
-    } else if (w == "--force" || w.starts_with("--output=") || w.starts_with("-o")) {
-      j += 1;
-    } else {
-      kept.push_back(w);
-      bool value = w.find('=') == std::string::npos && takes_value(w) && j + 1 < words.size();
-      if (value) kept.push_back(words[j + 1]);
-      j += value ? 2 : 1;
-    }
-  }
-  kept.insert(kept.end(), words.begin() + std::ptrdiff_t(j), words.end());
-  return fmt::format("{}", fmt::join(kept, " "));
-}
-
 std::string threads_text(const RunSummary& s) {
   std::string out = "BLAS " + s.blas_threads.value_or("?");
   if (s.torch_threads) out += ", torch " + *s.torch_threads;
@@ -207,7 +158,7 @@ std::vector<std::string> comparability_warnings(const Files& before, const Files
     for (const ProfileFile* f : side == 0 ? before : after) {
       RunSummary s = load_run_summary(*f);
       window[side].push_back(s.window);
-      command[side].push_back(without_profile_name(s.command));
+      command[side].push_back(program_command(s.command));
       threads[side].push_back(threads_text(s));
     }
   std::vector<std::string> out;

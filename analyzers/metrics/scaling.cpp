@@ -33,6 +33,7 @@ RunFigures read_run(const std::string& path) {
   if (f.run.ranks == 0) throw Error(fmt::format("{} holds no process", path));
   if (auto note = launcher_file_note(file))
     throw Error(fmt::format("{} holds no rank's work: it is {}", path, *note));
+
   // One rank's file of a 4-rank job read as a 1-rank run, at 4 x the efficiency it had.
   if (auto st = file.prepare("SELECT MAX(world_size) FROM processes WHERE rank IS NOT NULL");
       st.step() && !st.is_null(0) && st.int64(0) > f.run.ranks) {
@@ -74,6 +75,15 @@ Scaling compute_scaling(const std::vector<std::string>& paths, bool weak, std::s
   s.weak = weak;
   for (const RunFigures& r : runs) s.runs.push_back(r.run);
   const RunFigures& ref = runs.front();
+  for (const RunFigures& r : runs) {
+    if (&r != &ref && r.run.workers() == ref.run.workers()) {
+      s.warnings.push_back(fmt::format(
+          "{} and {} ran on the same {} workers ({} x {}): their ratio is run-to-run noise or a "
+          "change of the program, not scaling",
+          ref.run.path, r.run.path, r.run.workers(), r.run.ranks, r.run.threads));
+      break;
+    }
+  }
   for (const auto& [key, time] : ref.order) {
     if (top && s.routines.size() == top) break;
     ScalingRoutine row{std::get<1>(key), std::get<0>(key), {}};

@@ -26,6 +26,10 @@ struct Scaling {
   bool weak = false;
   std::vector<ScalingRun> runs;          // by workers (ranks x threads), the first is the reference
   std::vector<ScalingRoutine> routines;  // by the reference run's time, largest first
+  // What makes the comparison doubtful: runs of the same workers scale nothing (two different
+  // scripts on 2 workers each read "312.6 % efficiency" without a word). Runs with different
+  // arguments are not warned about: weak scaling grows the problem by its arguments.
+  std::vector<std::string> warnings;
 };
 
 // Strong (the same global problem): t_ref * w_ref / (t * w); weak (the same problem per worker):

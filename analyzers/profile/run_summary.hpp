@@ -42,6 +42,12 @@ struct RunSummary {
 
 RunSummary load_run_summary(const ProfileFile& file);
 
+// A run's command (RunSummary::command) less python3 -m sonde's profile name: `python3 -m sonde
+// -o a1.db train.py` and `-o a2.db` ran one program, and each run of the daily loop writes its
+// own file (sonde run records the program alone). sonde's other options stay: they change what
+// is measured. What diff and scaling compare.
+std::string program_command(const std::string& command);
+
 // A run's run_info rows (?1: its run_id), in the order in which a later row of a key wins:
 // the processes' rows, the root's last (whatever its row id: a child that ended within the
 // root's first second was written first), then the run-wide ones.

@@ -30,8 +30,16 @@ Table scaling_runs_table(const Scaling& s) {
 Table scaling_routines_table(const Scaling& s) {
   Table t;
   t.columns = {{"routine", "routine"}, {"kind", "kind"}};
+  auto same_shape = [&](std::size_t i) {
+    for (std::size_t k = 0; k < s.runs.size(); ++k)
+      if (k != i && s.runs[k].ranks == s.runs[i].ranks && s.runs[k].threads == s.runs[i].threads)
+        return true;
+    return false;
+  };
   for (std::size_t i = 0; i < s.runs.size(); ++i) {
+    // Two runs of one shape read "1x2 s" twice: the run's place in the runs table tells them.
     std::string label = fmt::format("{}x{}", s.runs[i].ranks, s.runs[i].threads);
+    if (same_shape(i)) label += fmt::format(" #{}", i + 1);
     t.columns.push_back({label + " s", fmt::format("time_s_{}", i)});
     if (i > 0) t.columns.push_back({label + " eff %", fmt::format("efficiency_pct_{}", i), 1});
   }
@@ -81,6 +89,7 @@ Json render_scaling_json(const Scaling& s) {
         {{"routine", r.routine}, {"kind", r.kind}, {"time_s", times}, {"efficiency_pct", eff}});
   }
   j["routines"] = routines;
+  j["warnings"] = s.warnings;
   return j;
 }
 

@@ -201,6 +201,21 @@ def test_strong_scaling_known_answer(tmp_path):
         assert lo <= eff[i] <= hi, (i, eff, bounds)
     text = sonde("scaling", *runs).stdout
     assert "Strong" in text and "4x1 eff %" in text
+    assert result["warnings"] == []
+
+
+def test_scaling_warns_of_runs_on_the_same_workers(tmp_path):
+    # Two programs on 2 workers each read "efficiency 312.6 %" with no word, their per-routine
+    # columns both titled "1x2 s" (a red-team run): the ratio of two runs of one shape is noise
+    # or a change of the program, not scaling.
+    runs = scaled_runs(tmp_path, ((2, 60),), "s")[0] + scaled_runs(tmp_path, ((2, 20),), "t")[0]
+    p = sonde("scaling", *runs)
+    assert p.returncode == 0, p.stderr
+    assert p.stderr == (f"sonde scaling: warning: {runs[0]} and {runs[1]} ran on the same 2 "
+                        "workers (2 x 1): their ratio is run-to-run noise or a change of the "
+                        "program, not scaling\n"), p.stderr
+    assert "2x1 #1 s" in p.stdout and "2x1 #2 eff %" in p.stdout, p.stdout
+    assert len(scaling(runs)["warnings"]) == 1
 
 
 def test_scaling_refuses_a_run_with_ranks_missing_and_a_file_given_twice(tmp_path):
