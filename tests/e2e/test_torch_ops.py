@@ -181,7 +181,7 @@ def test_ddp_rendezvous_is_no_imbalance(ddp):
 
 
 def test_ddp_rank_rule_names_the_computation_not_who_waited(ddp):
-    # Rank 1 computes 3 times rank 0's work in "imbalanced"; rank 0 then waits for it in the
+    # Rank 1 computes 5 times rank 0's work in "imbalanced"; rank 0 then waits for it in the
     # region "waiting", inside torch.distributed's broadcast (whose c10d operator only posts the
     # collective: Python's frame holds the wait). Before, that frame and the region were
     # candidates naming rank 0, the one that waited, as the slow rank.
@@ -190,7 +190,10 @@ def test_ddp_rank_rule_names_the_computation_not_who_waited(ddp):
     assert r.returncode == 0, r.stderr
     found = {c["location"]: c for c in json.loads(r.stdout)["candidates"]
              if c["rule"] == "rank-imbalance"}
-    assert found["imbalanced [region]"]["evidence"]["slowest_rank"] == 1, found
+    # The region, or the operator beneath it that holds nearly all its lost time (the rule
+    # keeps the deepest of such a chain, and which it is varies with the load): rank 1's.
+    assert found and all(c["evidence"]["slowest_rank"] == 1 for c in found.values()), found
+    assert any(w in found for w in ("imbalanced [region]", "aten::matmul [torch]")), found
     assert not any("waiting" in where or "broadcast" in where or "all_reduce" in where
                    for where in found), found
     # The imbalance table itself keeps every routine, the waits among them.

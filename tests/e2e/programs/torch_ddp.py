@@ -2,7 +2,7 @@
 started by torchrun (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from the environment). 2,410
 float32 parameters: one gradient bucket, so one all-reduce of 9,640 bytes a step; then 40
 all-reduces of 1,000 bytes back to back. Rank 1 sleeps before joining, so rank 0 waits in the
-rendezvous: set-up, not imbalance. Last, 5 steps where rank 1 computes 3 times what rank 0 does
+rendezvous: set-up, not imbalance. Last, 5 steps where rank 1 computes 5 times what rank 0 does
 in the region "imbalanced", then both meet in a blocking broadcast in the region "waiting",
 where rank 0 waits: the imbalance is the computation's, not that phase's nor the broadcast's."""
 import os
@@ -36,7 +36,7 @@ for _ in range(40):
 a = torch.randn(256, 256) / 16
 for _ in range(5):
     with torch.autograd.profiler.record_function("imbalanced"):
-        for _ in range(60 if rank == 1 else 20):
+        for _ in range(100 if rank == 1 else 20):
             a = torch.tanh(a @ a)
     with torch.autograd.profiler.record_function("waiting"):
         dist.broadcast(t, 0)
