@@ -252,7 +252,7 @@ void thread_started(bool filtered) {
   // Sampled runs are the exception: a pool thread's CPU time is what the sampler is for, so
   // the thread is armed (and recorded) from its start; its samples fall under its root.
   if (sampler_on()) {
-    if (Runtime* rt = Runtime::get()) rt->attach_current_thread();
+    if (Runtime* rt = Runtime::get()) rt->attach_current_thread(true);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include "core/adaptive_timing.hpp"
 #include "core/signal_block.hpp"
@@ -358,7 +360,7 @@ void Runtime::hold_until_window(ThreadState& t) {
   if (window_.closed()) t.suppress |= ThreadState::kWindowClosed;
 }
 
-ThreadState* Runtime::attach_current_thread() {
+ThreadState* Runtime::attach_current_thread(bool yield_to_fork) {
   if (t_internal) return nullptr;
   if (t_state != nullptr) return t_state;
   if (filtered()) return nullptr;  // registering takes system calls (sandbox.cpp)
@@ -370,7 +372,21 @@ ThreadState* Runtime::attach_current_thread() {
   ThreadState* t = nullptr;
   {
     AsyncSignalBlock no_signals;
-    std::lock_guard lock(threads_mu_);
+    // A fork's prepare handlers run in the reverse order of their registration: sonde's (it
+    // holds this lock until the fork is done) can run before a library's own, and OpenBLAS's
+    // joins its worker threads, one of which may be starting here: it waited for this lock,
+    // the fork for it, and the host hung (the sampler's fork cell, 1 run in about 10 under
+    // load). Such a thread gives way: it is not recorded, as a pool thread is without the
+    // sampler.
+    std::unique_lock lock(threads_mu_, std::defer_lock);
+    if (!yield_to_fork) {
+      lock.lock();
+    } else {
+      while (!lock.try_lock()) {
+        if (forking_.load(std::memory_order_acquire)) return nullptr;
+        sched_yield();
+      }
+    }
     t = sampler_on() ? sampler_adopt(current_tid()) : nullptr;
     if (t == nullptr) {
       t = new ThreadState(next_seq_++, current_tid(), now_ticks(), config_.max_depth, trace,
@@ -633,6 +649,7 @@ void Runtime::exit_begins() {
 }
 
 void Runtime::fork_prepare() {
+  forking_.store(true, std::memory_order_release);
   store_mu_.lock();
   notes_mu_.lock();
   facts_.mutex().lock();
@@ -646,6 +663,7 @@ void Runtime::fork_parent() {
   facts_.mutex().unlock();
   notes_mu_.unlock();
   store_mu_.unlock();
+  forking_.store(false, std::memory_order_release);
 }
 
 void Runtime::child_forked() {

@@ -41,7 +41,9 @@ class Runtime {
   static Runtime* get() { return instance_.load(std::memory_order_acquire); }
   static void init();
 
-  ThreadState* attach_current_thread();
+  // `yield_to_fork`: a thread a library starts (with the sampler on) gives way to a fork in
+  // progress instead of waiting for the lock the forking thread holds (see fork_prepare).
+  ThreadState* attach_current_thread(bool yield_to_fork = false);
   bool flush(FlushKind kind, const char* end_reason = nullptr);
   // Recorded in the profile; also printed once on stderr when `print` is set.
   void add_note(const std::string& topic, const std::string& message, bool print = true,
@@ -189,6 +191,9 @@ class Runtime {
   ProcessInfo process_;
 
   std::mutex threads_mu_;
+  // Set while this process's fork handlers hold its locks: between fork_prepare and
+  // fork_parent / fork_child.
+  std::atomic<bool> forking_{false};
   std::vector<ThreadState*> threads_;
   uint32_t next_seq_ = 0;
 
