@@ -63,6 +63,20 @@ def test_host_sigprof_and_eintr_unchanged(mode, db):
     assert hot > 100
 
 
+def test_samples_begin_when_the_window_opens(db):
+    """sampler: a collection window (SONDE_DELAY 0.05 s) then 1 kHz samples: the samples from its opening on, not none"""
+    # A perf event fires once per refresh, and the handler's early return while the window was
+    # closed skipped the refresh: the first signal before the window opened was the thread's
+    # last, and the run had 0 samples (tests/e2e's launcher cell passed by the luck of a slow
+    # start, 2 runs in 6).
+    alone = plain([HOST])
+    profiled = preloaded([HOST], db, env_extra={"SONDE_SAMPLE_HZ": "1000", "SONDE_DELAY": "0.05"})
+    same_behaviour(alone, profiled)
+    profile_whole(db)
+    (n,) = query(db, "SELECT COALESCE(SUM(count), 0) FROM samples")[0]
+    assert n > 100, n
+
+
 def test_fork_as_openblas_starts_its_pool(db):
     """sampler: a fork at main's start, while OpenBLAS's constructor starts its worker threads, 12 times: never a hang"""
     # OpenBLAS's fork handler joins its workers; one starting under the sampler waited for the

@@ -410,12 +410,13 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   // Set once, before the sigsetjmp below: nothing for a jump back to clobber.
   ThreadState* const t = t_state != nullptr ? t_state : other_state();
   // Read, not cleared: the owner may be inside its own update of `suppress`.
-  if (t == nullptr || !t->samples || context == nullptr ||
-      ((t->suppress & ThreadState::kWindowClosed) != 0 && t->window->closed())) {
-    return;
-  }
-  uint64_t start = now_ticks();
+  if (t == nullptr || !t->samples || context == nullptr) return;
   Refresh refresh{t->samples->armed && info->si_code != SI_TIMER ? info->si_fd : -1};
+  // A closed collection window takes no sample, but a perf event fires once per refresh: the
+  // return above this one skipped it, and the thread's first signal before the window opened
+  // was its last (--delay or --steps with --sample: 0 samples in the whole run).
+  if ((t->suppress & ThreadState::kWindowClosed) != 0 && t->window->closed()) return;
+  uint64_t start = now_ticks();
   Sample* s = t->samples->ring.reserve();
   if (s == nullptr) return;
   // A perf_event signal is one period (si_overrun is no field of its siginfo).
