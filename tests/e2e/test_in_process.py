@@ -486,8 +486,12 @@ def test_a_librarys_dlopen_keeps_its_own_runpath(tmp_path):
 SPINNER = """\
     import threading, time
     def spin():
+        # The clock is read once per 10,000 additions: reading it is a system call, kernel time
+        # the sampler (user time only) does not see, and on some kernels most of such a loop.
+        x = 0
         while time.thread_time() < 0.4:
-            pass
+            for i in range(10000):
+                x += i
     t = threading.Thread(target=spin)
     t.start()
     t.join()
