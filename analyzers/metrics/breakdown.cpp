@@ -188,6 +188,22 @@ bool in_iterations(const Frame& k, const ThreadLoop& t) {
 // or it runs the training. One made every iteration or more often is drained within one
 // (`for p in model.parameters():` in an update written out by hand, pytorch/examples'
 // regression; Chainer's link.params): it feeds the loop nothing.
+//
+// A feeder is first resumed before the first iteration has run all its phases, and node ids are
+// given in creation order: a generator whose node came after (a `sum(... for p in
+// model.parameters())` once the loop is done, an evaluation loop's batches) is work after the
+// training, not its loading. So is, by this rule, the feeder of a loop after a warm-up step
+// that ran all three phases before it (their nodes came first): its time is then `outside`.
+void first_entries(const Frame& k, std::array<std::int64_t, kPhaseCount>& first) {
+  if (k.role.anywhere || is_import_frame(*k.node)) return;
+  if (int p = k.phase(); p >= 0) {
+    if (k.role.counts && k.node->node_id > 0 && (first[p] == 0 || k.node->node_id < first[p]))
+      first[p] = k.node->node_id;
+    return;
+  }
+  for (const Frame& c : k.kids) first_entries(c, first);
+}
+
 std::vector<const Frame*> feeders(const ThreadLoop& t) {
   std::vector<const Frame*> out;
   for (const Frame* f = t.body; f != nullptr; f = f->parent) {
@@ -197,7 +213,14 @@ std::vector<const Frame*> feeders(const ThreadLoop& t) {
         out.push_back(&k);
     if (f == t.loop) break;
   }
-  return out;
+  std::array<std::int64_t, kPhaseCount> first{};
+  for (const Frame& k : t.body->kids) first_entries(k, first);
+  std::int64_t began = 0;  // the node that completed the first iteration's set of phases
+  for (int p : {kForward, kBackward, kUpdate}) began = std::max(began, first[p]);
+  std::vector<const Frame*> before;
+  for (const Frame* k : out)
+    if (k->node->node_id > 0 && k->node->node_id < began) before.push_back(k);
+  return began > 0 ? before : out;  // no ids (a tree built by hand): as before
 }
 
 ThreadLoop find_loop(const Frame& root, bool& without_update) {

@@ -164,6 +164,26 @@ def test_generator_fed_loop_loads_in_the_generator(tmp):
     assert_rows_add_up(db, b)
 
 
+def test_generators_made_after_the_loop_are_no_data_loading(tmp):
+    """A generator-fed loop (a warm-up forward before it), then a generator expression over the
+    parameters and an evaluation over a second generator function, each one call made after the
+    loop, with no training entry beneath: both were t_io beside the feeder (a red-team find);
+    their nodes came after the first iteration's, so they are `outside`."""
+    db = tmp / "after.db"
+    out = profile_python(db, os.path.join(PROGRAMS, "torch_after_loop.py"), 30)
+    assert out == "steps 30 eval 8 norm True\n", out
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 30 and b["iterations_from"] == "t_u", b
+    assert b["loop"] == b["body"] == "torch_after_loop.py:24(main)"
+    by = b["by"]
+    assert by["t_io"]["routines"] == "torch_after_loop.py:13(train_batches)", by["t_io"]
+    assert by["t_io"]["time_s"] == pytest.approx(
+        incl_s(db, "torch_after_loop.py:13(train_batches)"), abs=2e-6)
+    after = incl_s(db, "torch_after_loop.py:38(<genexpr>)")
+    assert after > 0 and by["outside"]["time_s"] > after
+    assert_rows_add_up(db, b)
+
+
 def test_a_generator_drained_every_step_is_no_data_loading(tmp):
     """pytorch/examples' regression: the batch comes from a plain function, the update is written
     out over fc.parameters(), a generator made every step. t_io was parameters() (0.185 s there)
