@@ -10,7 +10,10 @@ namespace fs = std::filesystem;
 
 std::string find_python_package(const std::string& library) {
   fs::path lib_dir = fs::path(library).parent_path();
-  std::vector<fs::path> candidates = {lib_dir / ".." / "python", lib_dir / ".." / ".." / ".."};
+  // The build tree (lib/ beside python/), `cmake --install` and the .deb (<libdir>/sonde/python,
+  // python_hook/CMakeLists.txt), a wheel (the package holds lib/).
+  std::vector<fs::path> candidates = {lib_dir / ".." / "python", lib_dir / "sonde" / "python",
+                                      lib_dir / ".." / ".." / ".."};
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(lib_dir, ec)) {
     std::string name = entry.path().filename().string();

@@ -97,6 +97,16 @@ def test_installed_package_and_cli_work_without_the_build_tree(prefix, tmp_path)
                             capture_output=True, text=True, env=clean_env(), timeout=60)
     assert report.returncode == 0, report.stderr
     assert "cblas_sgemm" in report.stdout
+    # sonde run --python (torchrun's route) finds the package in <libdir>/sonde/python: it said
+    # "cannot find sonde's Python package beside .../lib/libsonde.so" (a red-team find).
+    run_db = tmp_path / "run.db"
+    run = subprocess.run([str(prefix / "bin" / "sonde"), "run", "--python", "-o", str(run_db),
+                          "--", "/usr/bin/python3", str(tmp_path / "prog.py")],
+                         capture_output=True, text=True, env=clean_env(), timeout=120,
+                         cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert query(run_db, "SELECT COUNT(*) FROM routines WHERE name = 'prog.py:3(product)'") \
+        == [(1,)]
     # sonde view serves through the installed sonde-view-server beside it (exec'd).
     view = subprocess.Popen([str(prefix / "bin" / "sonde"), "view", str(db)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
