@@ -22,6 +22,10 @@ struct OpName {
   RoutineId id = 0;  // none for user scopes, which are never frames
   Role role = Role::kOperator;
   uint32_t operation = 0;  // torch_comm.hpp's operation_key, for communication
+  // The autograd engine's `autograd::engine::evaluate_function: <node>` event: the operators it
+  // runs outside the node itself (a gradient accumulated, summed to its input's shape, a hook's)
+  // are called by the engine, not by an operator, so they are top-level beneath it.
+  bool engine = false;
 };
 
 // The routine of `name` for events of this scope (true: USER_SCOPE; a record_function range is

@@ -166,8 +166,9 @@ void push(const torch_abi::RecordFunction& rf) {
   bool open;
   Entry e;
   e.op = op;
-  if constexpr (S == Scope::kBackwardFunction) {
-    // An autograd node: the operators its backward formula calls are top-level beneath it.
+  if (S == Scope::kBackwardFunction || (op != nullptr && op->engine)) {
+    // An autograd node: the operators its backward formula calls are top-level beneath it; and
+    // the engine's evaluate_function around it: so are those the engine calls itself.
     e.saved_function_depth = s.function_depth;
     s.function_depth = 0;
     open = true;
@@ -226,7 +227,7 @@ void pop() {
   if (s.depth == 0) return;  // an event that started before sonde's callbacks were added
   uint32_t d = --s.depth;
   Entry e = d < kMaxDepth ? s.entries[d] : Entry{};
-  if constexpr (S == Scope::kBackwardFunction) {
+  if (S == Scope::kBackwardFunction || (e.op != nullptr && e.op->engine)) {
     s.function_depth = e.saved_function_depth;
   } else if (s.function_depth > 0) {
     --s.function_depth;

@@ -1,5 +1,6 @@
 """A seeded small CNN built and trained for a few steps on one thread (conv, relu, pool, linear,
-Adam). Prints the loss, which must not change under sonde. With `--profiler FILE`, runs the same
+Adam), its last layer applied twice (its gradients accumulated by the autograd engine) and a
+hook on the logits' gradient. Prints the loss, which must not change under sonde. With `--profiler FILE`, runs the same
 under torch.profiler (the legacy autograd profiler: every RecordFunction event with its scope)
 and writes its per-operator counts to FILE as JSON."""
 import json
@@ -16,12 +17,15 @@ def main():
     model = torch.nn.Sequential(
         torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(8 * 13 * 13, 10))
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    shared = torch.nn.Linear(10, 10)
+    opt = torch.optim.Adam([*model.parameters(), *shared.parameters()], lr=1e-3)
     x = torch.randn(16, 1, 28, 28)
     y = torch.randint(0, 10, (16,))
     for _ in range(STEPS):
         opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(model(x), y)
+        logits = model(x)
+        logits.register_hook(lambda g: g * 0.5)
+        loss = torch.nn.functional.cross_entropy(shared(shared(logits)), y)
         loss.backward()
         opt.step()
     print(f"loss {float(loss):.6f}")
