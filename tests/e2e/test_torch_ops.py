@@ -265,6 +265,29 @@ def test_spawned_ranks_share_one_file(tmp_path):
     assert not any("resource_tracker" in w or "spawn" in w for w in where), where
 
 
+def test_work_without_a_c10d_call_takes_no_other_calls_bytes(tmp_path):
+    # torch 1.13's all_to_all_single and all_reduce_coalesced post gloo work events with no c10d
+    # operator before them. Before, such an event held every later one back: each all-reduce
+    # after it got 0 bytes (a red-team DDP run: 19 of 19), or the next all-reduce took the
+    # coalesced one's 120 bytes and every later one its predecessor's.
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_orphan_events.py",
+                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1))
+    assert r.returncode == 0, r.stderr
+    lines = sorted(line for line in r.stdout.splitlines() if line)
+    assert lines == ["rank 0 32000 8000", "rank 1 32000 8000"], r.stdout
+    rows = query(db, "SELECT pr.rank, c.bytes, SUM(c.calls) FROM comm_ops c JOIN nodes n "
+                     "USING (node_id) JOIN threads t USING (thread_id) JOIN process_ranks pr "
+                     "USING (process_id) WHERE c.op = 'c10d::allreduce_' "
+                     "GROUP BY pr.rank, c.bytes ORDER BY pr.rank, c.bytes")
+    assert rows == [(0, 1000, 5), (0, 4000, 5), (1, 1000, 5), (1, 4000, 5)], rows
+    said = [n for (n,) in query(db, "SELECT message FROM notes WHERE topic = 'torch'")]
+    assert len(said) == 2 and all(
+        n.startswith("10 process-group work events had no torch.distributed call")
+        and "gloo:all_to_all x 5" in n and "gloo:all_reduce x 5" in n for n in said), said
+
+
 SHAPES = PROGRAMS / "torch_op_shapes.py"
 
 

@@ -10,10 +10,12 @@
 #include <atomic>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "../intercept.hpp"
 #include "runtime/log.hpp"
 #include "sonde/probe.hpp"
+#include "torch_comm.hpp"
 #include "torch_names.hpp"
 #include "torch_observer.hpp"
 #include "torch_shapes.hpp"
@@ -116,6 +118,27 @@ SONDE_EXPORT_C int sonde_torch_observe(int flags) {
 SONDE_EXPORT_C void sonde_torch_unobserve(void) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ops::settle_thread();
+  ops::pass_over_untaken();
+  struct Tally {
+    std::string names;
+    uint64_t events = 0;
+  } tally;
+  ops::unmatched_transfers(
+      [](const char* name, uint64_t count, void* ctx) {
+        auto& t = *static_cast<Tally*>(ctx);
+        t.names += fmt::format("{}{} x {}", t.names.empty() ? "" : ", ", name, count);
+        t.events += count;
+      },
+      &tally);
+  if (uint64_t events = tally.events; events > 0)
+    sonde::add_run_note(
+        "torch",
+        fmt::format("{} process-group work event{} had no torch.distributed call to pair with "
+                    "({}): {} bytes are in no comm op. torch 1.13's all_reduce_coalesced and "
+                    "all_to_all_single call the process group directly, past the operators "
+                    "sonde sees; their time is their Python frames' (distributed_c10d.py)",
+                    events, events == 1 ? "" : "s", tally.names, events == 1 ? "its" : "their")
+            .c_str());
   if (uint64_t refused = ops::names_refused(); refused > 0)
     sonde::add_run_note("torch", fmt::format("{} operator events were not recorded: their names "
                                              "came after 4,096 distinct ones",

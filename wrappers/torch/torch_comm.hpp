@@ -3,7 +3,12 @@
 // own work event (gloo:all_reduce, nccl:..., mpi:...). NCCL starts that event inside the c10d
 // call, on the caller's thread; gloo (1.13) starts it on one of its own threads, later. Those
 // events are posted here, and the caller pairs each with its oldest c10d call of the same
-// operation still waiting for bytes (first in, first out, as the backend's queue runs them).
+// operation still waiting for bytes that started before the event was posted (first in, first
+// out, as the backend's queue runs them).
+//
+// Some work has an event and no c10d call: torch 1.13's all_reduce_coalesced and
+// all_to_all_single call the process group directly. Such an event is no call's: it is passed
+// over, never paired with the next call of its operation, and counted (unmatched_transfers).
 #pragma once
 
 #include <cstdint>
@@ -14,15 +19,25 @@ namespace sonde::torch_ops {
 // the same (namespace, underscores and a trailing in-place mark dropped).
 uint32_t operation_key(const char* name);
 
-// A backend event's bytes, from whichever thread started it. Lock-free; a full ring drops it.
-void post_transfer(uint32_t key, uint64_t bytes);
+// A backend event's bytes, from whichever thread started it; `name` (the event's, interned: it
+// outlives the ring) for the count of unmatched ones. Lock-free; a full ring drops it.
+void post_transfer(uint32_t key, uint64_t bytes, const char* name);
 
-// Takes the oldest posted event not yet taken by any thread when `wanted(key, ctx)` says it is
-// the caller's (a call of its own waits for that operation): false when none is posted, or the
-// oldest is another thread's, which that thread takes. An oldest event that no thread took while
-// kStale more were posted behind it is taken all the same (its call's thread is gone), so it
-// cannot hold the others back.
-bool take_transfer(bool (*wanted)(uint32_t key, const void* ctx), const void* ctx, uint32_t& key,
-                   uint64_t& bytes);
+// How many events were ever posted: a call started now can only be paired with event indexes at
+// or above this.
+uint64_t transfers_posted();
+
+// Takes the oldest posted event not yet taken for which `wanted(key, index, ctx)` says it is the
+// caller's (a call of its own waits for that operation, and started before event `index`):
+// false when there is none. Events another thread wants are left for it. An event the caller
+// does not want with 128 newer ones behind it is no call's and is passed over (counted).
+bool take_transfer(bool (*wanted)(uint32_t key, uint64_t index, const void* ctx), const void* ctx,
+                   uint32_t& key, uint64_t& bytes, uint64_t& index);
+
+// Counts every event still untaken as no call's (the end of recording).
+void pass_over_untaken();
+
+// Events passed over as no call's, by name: `visit(name, count)` for each, at most 16 names.
+void unmatched_transfers(void (*visit)(const char* name, uint64_t count, void* ctx), void* ctx);
 
 }  // namespace sonde::torch_ops

@@ -26,6 +26,7 @@ struct OpName {
   // runs outside the node itself (a gradient accumulated, summed to its input's shape, a hook's)
   // are called by the engine, not by an operator, so they are top-level beneath it.
   bool engine = false;
+  const char* text = nullptr;  // the name, interned (for the count of unmatched transfers)
 };
 
 // The routine of `name` for events of this scope (true: USER_SCOPE; a record_function range is

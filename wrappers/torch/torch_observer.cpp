@@ -40,6 +40,7 @@ struct Entry {
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
   bool bytes_known = false;
   uint32_t signature = 0;  // `--record-shapes`: the operator's inputs (node and start set too)
+  uint64_t posted_before = 0;  // a c10d call's: backend events posted before it started
 };
 
 // A c10d call closed before its backend's event told its bytes (gloo). `thread` nullptr: a call
@@ -49,6 +50,9 @@ struct Pending {
   const OpName* op = nullptr;
   uint32_t node = 0;
   uint64_t ticks = 0;
+  // Events posted before the call started are not its own (a failed call of the operation after
+  // an all_to_all_single, which has no call, took that one's bytes).
+  uint64_t posted_before = 0;
 };
 
 struct Stack {
@@ -87,10 +91,14 @@ void drop_pending(Stack& s, uint32_t i) {
   --s.pending_count;
 }
 
-bool waits_for(uint32_t key, const void* ctx) {
+bool is_its(const Pending& p, uint32_t key, uint64_t index) {
+  return p.op->operation == key && index >= p.posted_before;
+}
+
+bool waits_for(uint32_t key, uint64_t index, const void* ctx) {
   const Stack& s = *static_cast<const Stack*>(ctx);
   for (uint32_t i = 0; i < s.pending_count; ++i)
-    if (s.pending[i].op->operation == key) return true;
+    if (is_its(s.pending[i], key, index)) return true;
   return false;
 }
 
@@ -98,10 +106,10 @@ bool waits_for(uint32_t key, const void* ctx) {
 // event of another thread's call stays posted for that thread.
 void pair_transfers(Stack& s) {
   uint32_t key;
-  uint64_t bytes;
-  while (s.pending_count > 0 && take_transfer(&waits_for, &s, key, bytes)) {
+  uint64_t bytes, index;
+  while (s.pending_count > 0 && take_transfer(&waits_for, &s, key, bytes, index)) {
     for (uint32_t i = 0; i < s.pending_count; ++i) {
-      if (s.pending[i].op->operation != key) continue;
+      if (!is_its(s.pending[i], key, index)) continue;
       settle(s.pending[i], bytes);
       drop_pending(s, i);
       break;
@@ -154,7 +162,7 @@ void on_transfer_start(const torch_abi::RecordFunction& rf, const OpName* op) {
     s.entries[d - 1].bytes_known = true;
     return;
   }
-  post_transfer(op->operation, bytes);
+  post_transfer(op->operation, bytes, op->text);
 }
 
 template <Scope S>
@@ -166,6 +174,7 @@ void push(const torch_abi::RecordFunction& rf) {
   bool open;
   Entry e;
   e.op = op;
+  if (comm) e.posted_before = transfers_posted();
   if (S == Scope::kBackwardFunction || (op != nullptr && op->engine)) {
     // An autograd node: the operators its backward formula calls are top-level beneath it; and
     // the engine's evaluate_function around it: so are those the engine calls itself.
@@ -202,7 +211,7 @@ void push(const torch_abi::RecordFunction& rf) {
 void pop_comm(Stack& s, const Entry& e) {
   if (e.thread == nullptr) {
     if (!e.bytes_known && g_recording.load(std::memory_order_relaxed))
-      add_pending(s, Pending{nullptr, e.op, 0, 0});
+      add_pending(s, Pending{nullptr, e.op, 0, 0, e.posted_before});
     return;
   }
   uint64_t now = probe_now();
@@ -213,7 +222,8 @@ void pop_comm(Stack& s, const Entry& e) {
     probe_exit(e.thread, &cost, nullptr);
   } else {
     probe_exit(e.thread, nullptr, nullptr);
-    add_pending(s, Pending{e.thread, e.op, e.node, now > e.start ? now - e.start : 0});
+    add_pending(s, Pending{e.thread, e.op, e.node, now > e.start ? now - e.start : 0,
+                           e.posted_before});
   }
   --s.comm_open;
   comm_call_end(e.thread, probe_now(), false, 1, 0);

@@ -9,14 +9,37 @@
 namespace sonde::torch_ops {
 namespace {
 
-bool any(uint32_t, const void*) { return true; }
-bool only(uint32_t key, const void* want) { return key == *static_cast<const uint32_t*>(want); }
+bool any(uint32_t, uint64_t, const void*) { return true; }
+bool only(uint32_t key, uint64_t, const void* want) {
+  return key == *static_cast<const uint32_t*>(want);
+}
+
+struct Call {
+  uint32_t key;
+  uint64_t posted_before;
+};
+bool its_own(uint32_t key, uint64_t index, const void* call) {
+  const auto& c = *static_cast<const Call*>(call);
+  return key == c.key && index >= c.posted_before;
+}
 
 void drain() {
   uint32_t key;
-  uint64_t bytes;
-  while (take_transfer(&any, nullptr, key, bytes)) {
+  uint64_t bytes, index;
+  while (take_transfer(&any, nullptr, key, bytes, index)) {
   }
+  pass_over_untaken();
+}
+
+uint64_t unmatched(const char* name) {
+  std::pair<const char*, uint64_t> found{name, 0};
+  unmatched_transfers(
+      [](const char* n, uint64_t count, void* ctx) {
+        auto& f = *static_cast<std::pair<const char*, uint64_t>*>(ctx);
+        if (n == f.first) f.second = count;
+      },
+      &found);
+  return found.second;
 }
 
 TEST(TorchComm, CallAndBackendEventAreOneOperation) {
@@ -28,56 +51,80 @@ TEST(TorchComm, CallAndBackendEventAreOneOperation) {
 }
 
 TEST(TorchComm, EventsAreTakenOnceInOrder) {
-  post_transfer(1, 100);
-  post_transfer(2, 200);
+  drain();
+  post_transfer(1, 100, nullptr);
+  post_transfer(2, 200, nullptr);
   uint32_t key = 0;
-  uint64_t bytes = 0;
-  ASSERT_TRUE(take_transfer(&any, nullptr, key, bytes));
+  uint64_t bytes = 0, index = 0;
+  ASSERT_TRUE(take_transfer(&any, nullptr, key, bytes, index));
   EXPECT_EQ(key, 1u);
   EXPECT_EQ(bytes, 100u);
-  ASSERT_TRUE(take_transfer(&any, nullptr, key, bytes));
+  ASSERT_TRUE(take_transfer(&any, nullptr, key, bytes, index));
   EXPECT_EQ(key, 2u);
-  EXPECT_FALSE(take_transfer(&any, nullptr, key, bytes));
+  EXPECT_FALSE(take_transfer(&any, nullptr, key, bytes, index));
 }
 
 TEST(TorchComm, AFullRingDropsRatherThanOverwrites) {
-  for (uint64_t i = 0; i < 1000; ++i) post_transfer(7, i);
+  drain();
+  for (uint64_t i = 0; i < 1000; ++i) post_transfer(7, i, nullptr);
   uint32_t key = 0;
-  uint64_t bytes = 0, n = 0, first = 99;
-  while (take_transfer(&any, nullptr, key, bytes)) first = n++ == 0 ? bytes : first;
+  uint64_t bytes = 0, index = 0, n = 0, first = 99;
+  while (take_transfer(&any, nullptr, key, bytes, index)) first = n++ == 0 ? bytes : first;
   EXPECT_EQ(n, 256u);
   EXPECT_EQ(first, 0u);
 }
 
-// Two threads with calls of different operations waiting: neither takes the other's event.
+// Two threads with calls of different operations waiting: each takes its own, whichever event
+// is older, and the other's stays for it.
 TEST(TorchComm, AnotherThreadsEventIsLeftForIt) {
   drain();
-  post_transfer(1, 100);
-  post_transfer(2, 200);
+  post_transfer(1, 100, nullptr);
+  post_transfer(2, 200, nullptr);
   uint32_t key = 0, want = 2;
-  uint64_t bytes = 0;
-  EXPECT_FALSE(take_transfer(&only, &want, key, bytes));  // the oldest is operation 1's
-  want = 1;
-  ASSERT_TRUE(take_transfer(&only, &want, key, bytes));
-  EXPECT_EQ(bytes, 100u);
-  want = 2;
-  ASSERT_TRUE(take_transfer(&only, &want, key, bytes));
+  uint64_t bytes = 0, index = 0;
+  ASSERT_TRUE(take_transfer(&only, &want, key, bytes, index));
   EXPECT_EQ(bytes, 200u);
+  EXPECT_FALSE(take_transfer(&only, &want, key, bytes, index));
+  want = 1;
+  ASSERT_TRUE(take_transfer(&only, &want, key, bytes, index));
+  EXPECT_EQ(bytes, 100u);
 }
 
-// An event nobody waits for (its thread ended) is taken once 32 more stand behind it.
-TEST(TorchComm, AStaleEventDoesNotHoldTheOthersBack) {
+// An event no call wants (all_to_all_single's in torch 1.13, which has no c10d call) holds no
+// other back: the calls behind it are paired at once, and it is counted as no call's once 128
+// more stand behind it. Before, every later call waited behind it and got 0 bytes (a red-team
+// find: one all-to-all a step zeroed every DDP all-reduce's bytes).
+TEST(TorchComm, AnEventNoCallWantsIsPassedOverAndCounted) {
   drain();
-  post_transfer(5, 1);
-  for (uint64_t i = 0; i < 40; ++i) post_transfer(6, 10 + i);
+  static const char* kOrphan = "gloo:all_to_all";
+  post_transfer(5, 1, kOrphan);
   uint32_t key = 0, want = 6;
-  uint64_t bytes = 0;
-  ASSERT_TRUE(take_transfer(&only, &want, key, bytes));
-  EXPECT_EQ(key, 5u);  // handed over to be dropped
-  ASSERT_TRUE(take_transfer(&only, &want, key, bytes));
-  EXPECT_EQ(key, 6u);
-  EXPECT_EQ(bytes, 10u);
+  uint64_t bytes = 0, index = 0;
+  for (uint64_t i = 0; i < 140; ++i) {
+    post_transfer(6, 10 + i, nullptr);
+    ASSERT_TRUE(take_transfer(&only, &want, key, bytes, index));
+    EXPECT_EQ(bytes, 10 + i);
+  }
+  EXPECT_EQ(unmatched(kOrphan), 1u);
+  EXPECT_FALSE(take_transfer(&any, nullptr, key, bytes, index));  // passed over, not handed on
+}
+
+// A call started after an event was posted does not take it: the event is an earlier call's,
+// or no call's (a call that failed in the backend would otherwise take the bytes of an earlier
+// all_to_all_single).
+TEST(TorchComm, ACallTakesNoEventPostedBeforeItStarted) {
   drain();
+  static const char* kEarlier = "gloo:all_to_all (earlier)";
+  post_transfer(9, 800, kEarlier);
+  Call call{9, transfers_posted()};
+  uint32_t key = 0;
+  uint64_t bytes = 0, index = 0;
+  EXPECT_FALSE(take_transfer(&its_own, &call, key, bytes, index));
+  post_transfer(9, 64, nullptr);
+  ASSERT_TRUE(take_transfer(&its_own, &call, key, bytes, index));
+  EXPECT_EQ(bytes, 64u);
+  pass_over_untaken();
+  EXPECT_EQ(unmatched(kEarlier), 1u);
 }
 
 // A name per iteration (torch.profiler's ProfilerStep#N, record_function(f"iter{i}")) is never
