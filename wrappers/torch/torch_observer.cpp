@@ -39,7 +39,7 @@ struct Entry {
   uint64_t start = 0;
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
   bool bytes_known = false;
-  uint32_t signature = 0;  // `--record-shapes`: the operator's inputs (node and start set too)
+  uint32_t signature = 0;      // `--record-shapes`: the operator's inputs (node and start set too)
   uint64_t posted_before = 0;  // a c10d call's: backend events posted before it started
 };
 
@@ -222,8 +222,8 @@ void pop_comm(Stack& s, const Entry& e) {
     probe_exit(e.thread, &cost, nullptr);
   } else {
     probe_exit(e.thread, nullptr, nullptr);
-    add_pending(s, Pending{e.thread, e.op, e.node, now > e.start ? now - e.start : 0,
-                           e.posted_before});
+    add_pending(
+        s, Pending{e.thread, e.op, e.node, now > e.start ? now - e.start : 0, e.posted_before});
   }
   --s.comm_open;
   comm_call_end(e.thread, probe_now(), false, 1, 0);
