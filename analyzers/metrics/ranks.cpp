@@ -135,13 +135,33 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // holds the communication under each routine. The imbalance table (compute_ranks) keeps
   // every row: it is the measurement, this is the advice. Imports (the Python hook's folded
   // <import>) are set-up, as the rendezvous is: ranks importing torch side by side on shared cores
-  // differ by seconds, and meet first in init_process_group.
+  // differ by seconds, and meet first in init_process_group. So is a frame whose time is mostly
+  // imports: a spawned rank's <module> (multiprocessing imports __mp_main__ again before the
+  // worker runs) and runpy's frames above it (a helper's 2-rank spawn under load: rank 1's
+  // <module> 0.31 s longer, the top candidate).
   for (auto st = file.prepare(
+           "WITH RECURSIVE imp(node_id) AS ("
+           "  SELECT n.node_id FROM nodes n JOIN routines r USING (routine_id) "
+           "  WHERE r.name = '<import>' AND r.kind = 'python'), "
+           "up(imp_node, node_id) AS ("
+           "  SELECT i.node_id, n.parent_id FROM imp i JOIN nodes n USING (node_id) "
+           "  UNION ALL SELECT up.imp_node, n.parent_id FROM up JOIN nodes n "
+           "  ON n.node_id = up.node_id WHERE n.parent_id IS NOT NULL), "
+           "outer_imp(node_id) AS (SELECT node_id FROM imp EXCEPT "
+           "  SELECT up.imp_node FROM up JOIN imp i ON i.node_id = up.node_id), "
+           "under(routine_id, import_ns) AS ("
+           "  SELECT routine_id, SUM(incl_ns) FROM (SELECT DISTINCT a.routine_id AS routine_id, "
+           "    up.imp_node AS imp_node, c.incl_ns AS incl_ns FROM up "
+           "    JOIN outer_imp o ON o.node_id = up.imp_node "
+           "    JOIN nodes a ON a.node_id = up.node_id JOIN nodes c ON c.node_id = up.imp_node) "
+           "  GROUP BY routine_id) "
            "SELECT i.routine, i.kind, i.mean_s, i.max_s, i.min_s, i.max_over_mean, i.lost_s, "
            "i.slowest_rank, i.routine_id FROM rank_imbalance i LEFT JOIN routine_comm c "
-           "USING (routine_id) WHERE i.kind <> 'root' AND i.routine <> '<import>' "
+           "USING (routine_id) LEFT JOIN under u USING (routine_id) "
+           "WHERE i.kind <> 'root' AND i.routine <> '<import>' "
            "AND i.max_over_mean IS NOT NULL AND NOT COALESCE(c.is_comm, 0) "
            "AND COALESCE(c.comm_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
+           "AND COALESCE(u.import_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
            "ORDER BY i.lost_s DESC, i.routine");
        st.step();)
     r.imbalance.push_back({st.text(0), st.text(1), st.real(2), st.real(3), st.real(4), st.real(5),

@@ -288,6 +288,29 @@ def test_work_without_a_c10d_call_takes_no_other_calls_bytes(tmp_path):
         and "gloo:all_to_all x 5" in n and "gloo:all_reduce x 5" in n for n in said), said
 
 
+def test_a_ranks_longer_import_is_set_up_not_imbalance(tmp_path):
+    # Each spawned rank imports the main module again before its worker runs; one rank's import
+    # takes 0.4 s longer (slow_second_import.py), as under load. Its <module> was the top
+    # rank-imbalance candidate ("rank 1 spends ... in torch_spawn_import.py:1(<module>)"; the
+    # spawn test failed so 1 run in a few under a parallel ctest).
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_spawn_import.py",
+                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1,
+                                                  SLOW_IMPORT_MARKER=str(tmp_path / "marker")))
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "marker").exists()
+    lost = query(db, "SELECT MAX(lost_s) FROM rank_imbalance WHERE routine LIKE "
+                     "'torch_spawn_import.py:%(<module>)'")[0][0]
+    assert lost is not None and lost > 0.15, lost  # the measurement keeps it
+    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
+                       text=True)
+    assert c.returncode == 0, c.stderr
+    found = [x["location"] for x in json.loads(c.stdout)["candidates"]
+             if x["rule"] == "rank-imbalance"]
+    assert not found, found
+
+
 SHAPES = PROGRAMS / "torch_op_shapes.py"
 
 
