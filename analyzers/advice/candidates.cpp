@@ -495,7 +495,8 @@ const std::array<Rule, 14> kRules{{
     {"rank-imbalance",
      "a routine or phase (outside communication, and not half or more communication calls "
      "made under it) takes its slowest rank at least threshold % longer than the mean over "
-     "ranks, and the difference is at least 1 % of a rank's busy time; of a caller and a "
+     "ranks, each rank's time in it taken outside the communication, set-up and imports "
+     "beneath it, and the difference is at least 1 % of a rank's busy time; of a caller and a "
      "callee holding 90 % of its lost time, only the callee (one imbalance, one candidate)",
      10.0,
      "even out the work per rank (partition the data or the model by cost, not by count), or "

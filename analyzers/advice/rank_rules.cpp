@@ -69,8 +69,8 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
     c.rule = std::string(rule.id);
     c.location = fmt::format("{} [{}]", i.routine, i.kind);
     c.summary = fmt::format(
-        "rank {} spends {:.3f} s in {}, {:.2f}x the mean over {} ranks ({:.3f} s): the others "
-        "wait {:.3f} s for it where they next synchronise",
+        "rank {} spends {:.3f} s in {} outside communication, {:.2f}x the mean over {} ranks "
+        "({:.3f} s): the others wait {:.3f} s for it where they next synchronise",
         i.slowest_rank, i.max_s, i.routine, i.max_over_mean, r.ranks, i.mean_s, i.lost_s);
     c.evidence = {{"ranks", r.ranks},  {"slowest_rank", i.slowest_rank},
                   {"max_s", i.max_s},  {"mean_s", i.mean_s},

@@ -139,31 +139,50 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // imports: a spawned rank's <module> (multiprocessing imports __mp_main__ again before the
   // worker runs) and runpy's frames above it (a helper's 2-rank spawn under load: rank 1's
   // <module> 0.31 s longer, the top candidate).
-  for (auto st = file.prepare(
-           "WITH RECURSIVE imp(node_id) AS ("
-           "  SELECT n.node_id FROM nodes n JOIN routines r USING (routine_id) "
-           "  WHERE r.name = '<import>' AND r.kind = 'python'), "
-           "up(imp_node, node_id) AS ("
-           "  SELECT i.node_id, n.parent_id FROM imp i JOIN nodes n USING (node_id) "
-           "  UNION ALL SELECT up.imp_node, n.parent_id FROM up JOIN nodes n "
-           "  ON n.node_id = up.node_id WHERE n.parent_id IS NOT NULL), "
-           "outer_imp(node_id) AS (SELECT node_id FROM imp EXCEPT "
-           "  SELECT up.imp_node FROM up JOIN imp i ON i.node_id = up.node_id), "
-           "under(routine_id, import_ns) AS ("
-           "  SELECT routine_id, SUM(incl_ns) FROM (SELECT DISTINCT a.routine_id AS routine_id, "
-           "    up.imp_node AS imp_node, c.incl_ns AS incl_ns FROM up "
-           "    JOIN outer_imp o ON o.node_id = up.imp_node "
-           "    JOIN nodes a ON a.node_id = up.node_id JOIN nodes c ON c.node_id = up.imp_node) "
-           "  GROUP BY routine_id) "
-           "SELECT i.routine, i.kind, i.mean_s, i.max_s, i.min_s, i.max_over_mean, i.lost_s, "
-           "i.slowest_rank, i.routine_id FROM rank_imbalance i LEFT JOIN routine_comm c "
-           "USING (routine_id) LEFT JOIN under u USING (routine_id) "
-           "WHERE i.kind <> 'root' AND i.routine <> '<import>' "
-           "AND i.max_over_mean IS NOT NULL AND NOT COALESCE(c.is_comm, 0) "
-           "AND COALESCE(c.comm_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
-           "AND COALESCE(u.import_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
-           "ORDER BY i.lost_s DESC, i.routine");
-       st.step();)
+  //
+  // And each rank's time in a routine is taken outside the communication, set-up and imports
+  // beneath it on that rank: a routine holding both a rank's computation and the other's wait
+  // (init_process_group's rendezvous, an all-reduce waiting for the slow rank) was judged on
+  // its inclusive time, longest on the rank that waited (a red-team case: work() named rank 0,
+  // 0.152 s lost, all of it rank 0's rendezvous wait).
+  constexpr const char* kOutsideWaits =
+      "WITH RECURSIVE mark(node_id) AS ("
+      "  SELECT node_id FROM comm_ops UNION "
+      "  SELECT n.node_id FROM routines r JOIN nodes n USING (routine_id) WHERE r.kind = 'python' "
+      "  AND (r.name = '<import>' OR instr(r.file, 'torch/distributed/distributed_c10d.py') > 0)), "
+      "up(mark, node_id) AS ("
+      "  SELECT m.node_id, n.parent_id FROM mark m JOIN nodes n USING (node_id) "
+      "  UNION ALL SELECT up.mark, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id "
+      "  WHERE n.parent_id IS NOT NULL), "
+      "outer_mark(node_id) AS (SELECT node_id FROM mark EXCEPT "
+      "  SELECT up.mark FROM up JOIN mark m ON m.node_id = up.node_id), "
+      "under(routine_id, rank, ns) AS ("
+      "  SELECT routine_id, rank, SUM(incl_ns) FROM (SELECT DISTINCT a.routine_id AS routine_id, "
+      "    pr.rank AS rank, up.mark AS mark, c.incl_ns AS incl_ns FROM up "
+      "    JOIN outer_mark o ON o.node_id = up.mark JOIN nodes a ON a.node_id = up.node_id "
+      "    JOIN nodes c ON c.node_id = up.mark JOIN threads t ON t.thread_id = c.thread_id "
+      "    JOIN process_ranks pr USING (process_id)) "
+      "  GROUP BY routine_id, rank), "
+      "per(routine_id, rank, s) AS ("
+      "  SELECT h.routine_id, h.rank, MAX(h.incl_s - COALESCE(u.ns, 0) / 1e9, 0.0) "
+      "  FROM rank_hotspots h LEFT JOIN under u ON u.routine_id = h.routine_id "
+      "  AND u.rank = h.rank), "
+      "ordered AS (SELECT routine_id, rank, s, ROW_NUMBER() OVER (PARTITION BY routine_id "
+      "  ORDER BY s DESC, rank) AS nth FROM per), "
+      "agg AS (SELECT routine_id, COUNT(*) AS ranks_with, SUM(s) AS sum_s, MAX(s) AS max_s, "
+      "  MIN(s) AS min_s, MAX(CASE WHEN nth = 1 THEN rank END) AS slowest_rank "
+      "  FROM ordered GROUP BY routine_id), "
+      "n(ranks) AS (SELECT COUNT(*) FROM rank_times) "
+      "SELECT r.name, r.kind, agg.sum_s / n.ranks, agg.max_s, "
+      "  CASE WHEN agg.ranks_with < n.ranks THEN 0.0 ELSE agg.min_s END, "
+      "  CASE WHEN agg.sum_s > 0 THEN agg.max_s * n.ranks / agg.sum_s END, "
+      "  agg.max_s - agg.sum_s / n.ranks, agg.slowest_rank, r.routine_id "
+      "FROM agg JOIN routines r USING (routine_id) LEFT JOIN routine_comm c USING (routine_id), n "
+      "WHERE r.kind <> 'root' AND r.name <> '<import>' AND agg.sum_s > 0 "
+      "AND NOT COALESCE(c.is_comm, 0) "
+      "AND COALESCE(c.comm_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
+      "ORDER BY agg.max_s - agg.sum_s / n.ranks DESC, r.name";
+  for (auto st = file.prepare(kOutsideWaits); st.step();)
     r.imbalance.push_back({st.text(0), st.text(1), st.real(2), st.real(3), st.real(4), st.real(5),
                            st.real(6), st.int64(7), st.int64(8)});
   if (!r.imbalance.empty()) {

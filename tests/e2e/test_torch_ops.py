@@ -311,6 +311,31 @@ def test_a_ranks_longer_import_is_set_up_not_imbalance(tmp_path):
     assert not found, found
 
 
+def test_rank_rule_judges_a_routine_outside_the_waits_in_it(tmp_path):
+    # work() holds init_process_group, the steps' computation and their all-reduces: rank 1
+    # computes more, rank 0 waits for it in the rendezvous (rank 1's prep()) and in each
+    # all-reduce, so rank 0's inclusive time in work() is the longer. The rule named work() with
+    # rank 0 as the slow one (a red-team case); each rank's time outside the waits names rank 1.
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_late_rank.py",
+                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1))
+    assert r.returncode == 0, r.stderr
+    (slowest,), = query(db, "SELECT slowest_rank FROM rank_imbalance "
+                            "WHERE routine LIKE 'torch_late_rank.py:%(work)'")
+    assert slowest == 0  # the measurement: inclusive, the waits in it
+    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
+                       text=True)
+    assert c.returncode == 0, c.stderr
+    found = {x["location"]: x["evidence"]["slowest_rank"]
+             for x in json.loads(c.stdout)["candidates"] if x["rule"] == "rank-imbalance"}
+    # Rank 1's own work (its spin, beneath prep() and compute(); run() above both, where the
+    # two add up), never work() for rank 0.
+    assert found and set(found.values()) == {1}, found
+    assert any("(prep)" in w or "(spin)" in w or "(compute)" in w for w in found), found
+    assert not any("(work)" in w for w in found), found
+
+
 SHAPES = PROGRAMS / "torch_op_shapes.py"
 
 
