@@ -14,12 +14,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -332,8 +334,25 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
 // sonde/rank_env.hpp), by rank: `sonde run -o prof.db -- mpirun ...` names only mpirun's own
 // file otherwise, and the ranks' work is in theirs. A rank file counts when a process of it
 // started after this run did; `others` counts the rank-named files that do not.
+// The run ids the launcher's own file holds (its command's process and what it started before
+// the ranks), which the ranks inherit (SONDE_RUN_ID); empty where it holds none yet.
+std::vector<std::string> run_ids_of(const fs::path& output) {
+  std::vector<std::string> ids;
+  try {
+    ProfileFile file = ProfileFile::open(output.string(), false);
+    for (auto st = file.prepare("SELECT uuid FROM runs"); st.step();) ids.push_back(st.text(0));
+  } catch (const Error&) {
+  }
+  return ids;
+}
+
 std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& output,
                                                              std::int64_t since_ns, int& others) {
+  // This run's ranks' files are those of its run id: another job started at the same time with
+  // the same -o wrote prof.rank0.<pid>.db beside them (a red-team run: each launcher named all
+  // four files, and the merge it suggested refused them, 'not of the same run'). Without an id,
+  // those written since this run started.
+  std::vector<std::string> runs = run_ids_of(output);
   std::string name = output.filename().string();
   std::size_t dot = name.rfind('.');
   bool has_ext = dot != std::string::npos && dot > 0;
@@ -361,9 +380,16 @@ std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& out
       continue;
     try {
       ProfileFile file = ProfileFile::open(entry.path().string(), false);
-      auto st = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
-      st.bind(1, since_ns);
-      if (st.step() && st.int64(0) > 0) {
+      bool ours = false;
+      if (!runs.empty()) {
+        for (auto st = file.prepare("SELECT uuid FROM runs"); !ours && st.step();)
+          ours = std::find(runs.begin(), runs.end(), st.text(0)) != runs.end();
+      } else {
+        auto st = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
+        st.bind(1, since_ns);
+        ours = st.step() && st.int64(0) > 0;
+      }
+      if (ours) {
         found.emplace_back(std::stol(digits), f);
         continue;
       }
@@ -393,6 +419,18 @@ void note_rank_files(const fs::path& output, const std::string& message) {
   st.step();  // a file another writer holds stays as it is: the lines said on stderr remain
 }
 
+// `word` as a shell reads it back: as it is where it holds nothing the shell would split or
+// expand, else in single quotes (a folder with a space in the merge command sonde suggests).
+std::string shell_word(std::string_view word) {
+  auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./:@%+=,-", c) != nullptr;
+  };
+  if (!word.empty() && std::all_of(word.begin(), word.end(), plain)) return std::string(word);
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
 void say_rank_files(const fs::path& output, const std::string& requested, std::int64_t since_ns) {
   int others = 0;
   auto ranks = rank_files_written(output, since_ns, others);
@@ -408,11 +446,13 @@ void say_rank_files(const fs::path& output, const std::string& requested, std::i
   // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
   std::string first = rank_output(requested, 0);
   std::size_t tag = first.rfind(".rank0");
-  std::string glob = std::string(first).replace(tag, 6, ".rank*");
-  std::string merged = std::string(first).replace(tag, 6, ".merged");
+  // The pattern's star stays outside the quotes, so that the shell still expands it.
+  std::string glob =
+      shell_word(first.substr(0, tag) + ".rank") + "*" + shell_word(first.substr(tag + 6));
+  std::string merged = shell_word(std::string(first).replace(tag, 6, ".merged"));
   if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
     glob.clear();
-    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shown(r.second);
+    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shell_word(shown(r.second));
   }
   if (ranks.size() == 1) {
     say("sonde: 1 rank wrote its own file, {}\n", files);

@@ -143,6 +143,20 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert m.returncode == 0, m.stderr
     assert query(fresh / "prof.merged.db", "SELECT rank FROM processes ORDER BY rank") == \
         [(0,), (1,)]
+    # In a folder with a space the command is quoted, the pattern's star outside the quotes, and
+    # still runs as said (it was printed bare: pasted, it failed).
+    (fresh / "my runs").mkdir()
+    spaced = [c if c != "prof.db" else "my runs/prof.db" for c in cmd]
+    p = subprocess.run([str(c) for c in spaced], env=clean_env(SONDE_LIBRARY=LIB), cwd=fresh,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    suggested = p.stderr.splitlines()[-1]
+    assert suggested.endswith("sonde merge -o 'my runs/prof.merged.db' 'my runs/prof.rank'*.db")
+    m = subprocess.run(suggested.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
+                       cwd=fresh, capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0, m.stderr
+    assert query(fresh / "my runs" / "prof.merged.db",
+                 "SELECT rank FROM processes ORDER BY rank") == [(0,), (1,)]
     # The launcher's own file says so to its readers: report and candidates print the note,
     # ranks and scaling refuse it (they read it as a run of one rank, figures of nothing), and a
     # merge of prof*.db leaves it out (it was taken for a second rank 0).
