@@ -504,9 +504,13 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid
           "the profile when they end\n",
           w.running.size(), fmt::join(shown, ", "), w.running.size() > 5 ? ", ..." : "");
     }
-    if (rank.rank < 0) say_rank_files(output, requested, since_ns);
-    return w.alternative == 0 ? output.string()
+    std::string written = w.alternative == 0
+                              ? output.string()
                               : alternative_output(output.string(), root, w.alternative);
+    // Where the root wrote beside the name asked for (another job had it), its ranks did too:
+    // prof.<pid>.rank0.db, named from the file written, as the note goes into it.
+    if (rank.rank < 0) say_rank_files(written, shown, since_ns);
+    return written;
   }
   if (w.any_file) {
     say("sonde: warning: the profile could not be written to {} ({})\n", requested,

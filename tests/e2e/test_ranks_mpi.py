@@ -109,6 +109,43 @@ def test_rank_imbalance_names_the_slow_computation_not_the_phase_that_waits_for_
     assert {"compute", "allreduce"} <= {r["routine"] for r in ranks["imbalance"]}, ranks
 
 
+def test_two_jobs_with_one_output_name_each_name_their_own_rank_files(tmp_path):
+    # The second job, started as the first claims prof.db, writes prof.<pid>.db and its ranks
+    # prof.<pid>.rank<R>.db. Both launchers named the first job's files (a red-team run), and the
+    # second's suggested merge mixed two runs, which merge refuses.
+    def job(steps):
+        return subprocess.Popen(
+            [str(c) for c in [CLI, "run", "-o", "prof.db", "--", MPIRUN, "--oversubscribe",
+                              "--allow-run-as-root", "-np", 2, PROG, "--steps", steps,
+                              "--compute-ms", 5]],
+            env=clean_env(SONDE_LIBRARY=LIB), cwd=tmp_path, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+
+    # Started together: once the first has flushed, the second refuses the name instead
+    # ("still being written by process ..."), which is its own test.
+    first = job(100)
+    second = job(2)
+    out2 = second.communicate(timeout=120)[1]
+    out1 = first.communicate(timeout=120)[1]
+    assert first.returncode == 0 and second.returncode == 0, (out1, out2)
+    # Which of the two claims the name first varies; each names its own run's files.
+    written = []
+    for out in (out1, out2):
+        (name,) = [l.split("written to ", 1)[1] for l in out.splitlines()
+                   if l.startswith("sonde: profile written to ")]
+        base = name[:-len(".db")]
+        assert out.splitlines()[-1] == (
+            f"sonde: 2 ranks wrote their own files, {base}.rank0.db, {base}.rank1.db; to read "
+            f"them as one: sonde merge -o {base}.merged.db {base}.rank*.db"), out
+        written.append(name)
+    assert "prof.db" in written and len(set(written)) == 2, written
+    last1, last2 = out1.splitlines()[-1], out2.splitlines()[-1]
+    for line in (last1, last2):
+        m = subprocess.run(line.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert m.returncode == 0, m.stderr
+
+
 def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     # The launcher's own file (mpirun's) holds no rank's work: the last lines name the ranks'
     # files, and the merge they suggest runs as said. A rank file of an earlier run is not named.
