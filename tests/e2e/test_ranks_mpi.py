@@ -109,6 +109,13 @@ def test_rank_imbalance_names_the_slow_computation_not_the_phase_that_waits_for_
     assert {"compute", "allreduce"} <= {r["routine"] for r in ranks["imbalance"]}, ranks
 
 
+def run_as_said(line, cwd):
+    """Runs the merge command a launcher's last line suggests, as a user pasting it would."""
+    m = subprocess.run(line.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
+                       cwd=cwd, capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0, m.stderr
+
+
 def test_two_jobs_with_one_output_name_each_name_their_own_rank_files(tmp_path):
     # The second job, started as the first claims prof.db, writes prof.<pid>.db and its ranks
     # prof.<pid>.rank<R>.db. Both launchers named the first job's files (a red-team run), and the
@@ -141,9 +148,7 @@ def test_two_jobs_with_one_output_name_each_name_their_own_rank_files(tmp_path):
     assert "prof.db" in written and len(set(written)) == 2, written
     last1, last2 = out1.splitlines()[-1], out2.splitlines()[-1]
     for line in (last1, last2):
-        m = subprocess.run(line.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
-                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
-        assert m.returncode == 0, m.stderr
+        run_as_said(line, tmp_path)
 
 
 def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
@@ -175,9 +180,7 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert p.returncode == 0, p.stderr
     suggested = p.stderr.splitlines()[-1]
     assert suggested.endswith("to read them as one: sonde merge -o prof.merged.db prof.rank*.db")
-    m = subprocess.run(suggested.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
-                       cwd=fresh, capture_output=True, text=True, timeout=60)
-    assert m.returncode == 0, m.stderr
+    run_as_said(suggested, fresh)
     assert query(fresh / "prof.merged.db", "SELECT rank FROM processes ORDER BY rank") == \
         [(0,), (1,)]
     # In a folder with a space the command is quoted, the pattern's star outside the quotes, and
@@ -189,9 +192,7 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert p.returncode == 0, p.stderr
     suggested = p.stderr.splitlines()[-1]
     assert suggested.endswith("sonde merge -o 'my runs/prof.merged.db' 'my runs/prof.rank'*.db")
-    m = subprocess.run(suggested.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
-                       cwd=fresh, capture_output=True, text=True, timeout=60)
-    assert m.returncode == 0, m.stderr
+    run_as_said(suggested, fresh)
     assert query(fresh / "my runs" / "prof.merged.db",
                  "SELECT rank FROM processes ORDER BY rank") == [(0,), (1,)]
     # The launcher's own file says so to its readers: report and candidates print the note,

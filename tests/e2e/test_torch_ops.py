@@ -133,6 +133,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+def spawned(tmp_path, program, **env):
+    """python3 -m sonde on a program that starts its gloo ranks with torch.multiprocessing.spawn
+    (its one argument: a free port); returns the profile's path and the ranks' output lines."""
+    db = tmp_path / "prof.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / program, str(free_port())],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                       env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1, **env))
+    assert r.returncode == 0, r.stderr
+    return db, sorted(line for line in r.stdout.splitlines() if line)
+
+
+def candidates(db, rule=None):
+    """sonde candidates' JSON rows for `db` (of one rule, if given)."""
+    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
+                       text=True)
+    assert c.returncode == 0, c.stderr
+    return [x for x in json.loads(c.stdout)["candidates"] if rule is None or x["rule"] == rule]
+
+
 @pytest.fixture(scope="module")
 def ddp(tmp_path_factory):
     # Two ranks as torchrun starts them (its environment variables), each under python3 -m
@@ -241,13 +260,8 @@ def test_spawned_ranks_share_one_file(tmp_path):
     # torch.multiprocessing.spawn gives each rank its number in init_process_group's arguments,
     # not the environment: before, the one file read as a single rank (with the parent's and
     # its resource tracker's time), and `sonde ranks` said "1 rank" with comm size 2.
-    db = tmp_path / "prof.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_spawn.py",
-                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1))
-    assert r.returncode == 0, r.stderr
-    lines = sorted(line for line in r.stdout.splitlines() if line)
-    assert lines == ["done", "rank 0 sum 256000", "rank 1 sum 256000"], r.stdout
+    db, lines = spawned(tmp_path, "torch_spawn.py")
+    assert lines == ["done", "rank 0 sum 256000", "rank 1 sum 256000"], lines
     ranked = query(db, "SELECT rank, world_size FROM processes WHERE rank IS NOT NULL "
                        "ORDER BY rank")
     assert ranked == [(0, 2), (1, 2)], ranked
@@ -258,10 +272,7 @@ def test_spawned_ranks_share_one_file(tmp_path):
     assert sizes == [(2,)], sizes
     said = [n for (n,) in query(db, "SELECT message FROM notes WHERE topic = 'rank'")]
     assert sorted(said)[0].startswith("torch.distributed says rank 0 of 2"), said
-    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
-                       text=True)
-    assert c.returncode == 0, c.stderr
-    where = [x["location"] for x in json.loads(c.stdout)["candidates"]]
+    where = [x["location"] for x in candidates(db)]
     assert not any("resource_tracker" in w or "spawn" in w for w in where), where
 
 
@@ -270,13 +281,8 @@ def test_work_without_a_c10d_call_takes_no_other_calls_bytes(tmp_path):
     # operator before them. Before, such an event held every later one back: each all-reduce
     # after it got 0 bytes (a red-team DDP run: 19 of 19), or the next all-reduce took the
     # coalesced one's 120 bytes and every later one its predecessor's.
-    db = tmp_path / "prof.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_orphan_events.py",
-                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1))
-    assert r.returncode == 0, r.stderr
-    lines = sorted(line for line in r.stdout.splitlines() if line)
-    assert lines == ["rank 0 32000 8000", "rank 1 32000 8000"], r.stdout
+    db, lines = spawned(tmp_path, "torch_orphan_events.py")
+    assert lines == ["rank 0 32000 8000", "rank 1 32000 8000"], lines
     rows = query(db, "SELECT pr.rank, c.bytes, SUM(c.calls) FROM comm_ops c JOIN nodes n "
                      "USING (node_id) JOIN threads t USING (thread_id) JOIN process_ranks pr "
                      "USING (process_id) WHERE c.op = 'c10d::allreduce_' "
@@ -293,21 +299,13 @@ def test_a_ranks_longer_import_is_set_up_not_imbalance(tmp_path):
     # takes 0.4 s longer (slow_second_import.py), as under load. Its <module> was the top
     # rank-imbalance candidate ("rank 1 spends ... in torch_spawn_import.py:1(<module>)"; the
     # spawn test failed so 1 run in a few under a parallel ctest).
-    db = tmp_path / "prof.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_spawn_import.py",
-                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1,
-                                                  SLOW_IMPORT_MARKER=str(tmp_path / "marker")))
-    assert r.returncode == 0, r.stderr
+    db, _ = spawned(tmp_path, "torch_spawn_import.py",
+                    SLOW_IMPORT_MARKER=str(tmp_path / "marker"))
     assert (tmp_path / "marker").exists()
     lost = query(db, "SELECT MAX(lost_s) FROM rank_imbalance WHERE routine LIKE "
                      "'torch_spawn_import.py:%(<module>)'")[0][0]
     assert lost is not None and lost > 0.15, lost  # the measurement keeps it
-    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
-                       text=True)
-    assert c.returncode == 0, c.stderr
-    found = [x["location"] for x in json.loads(c.stdout)["candidates"]
-             if x["rule"] == "rank-imbalance"]
+    found = [x["location"] for x in candidates(db, "rank-imbalance")]
     assert not found, found
 
 
@@ -316,19 +314,12 @@ def test_rank_rule_judges_a_routine_outside_the_waits_in_it(tmp_path):
     # computes more, rank 0 waits for it in the rendezvous (rank 1's prep()) and in each
     # all-reduce, so rank 0's inclusive time in work() is the longer. The rule named work() with
     # rank 0 as the slow one (a red-team case); each rank's time outside the waits names rank 1.
-    db = tmp_path / "prof.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", db, PROGRAMS / "torch_late_rank.py",
-                        str(free_port())], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1))
-    assert r.returncode == 0, r.stderr
+    db, _ = spawned(tmp_path, "torch_late_rank.py")
     (slowest,), = query(db, "SELECT slowest_rank FROM rank_imbalance "
                             "WHERE routine LIKE 'torch_late_rank.py:%(work)'")
     assert slowest == 0  # the measurement: inclusive, the waits in it
-    c = subprocess.run([CLI, "candidates", db, "--format", "json"], capture_output=True,
-                       text=True)
-    assert c.returncode == 0, c.stderr
     found = {x["location"]: x["evidence"]["slowest_rank"]
-             for x in json.loads(c.stdout)["candidates"] if x["rule"] == "rank-imbalance"}
+             for x in candidates(db, "rank-imbalance")}
     # Rank 1's own work (its spin, beneath prep() and compute(); run() above both, where the
     # two add up), never work() for rank 0.
     assert found and set(found.values()) == {1}, found
