@@ -140,6 +140,10 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // worker runs) and runpy's frames above it (a helper's 2-rank spawn under load: rank 1's
   // <module> 0.31 s longer, the top candidate).
   //
+  // The interpreter's teardown is the other end of set-up: a rank freeing torch and its process
+  // group after the others, on a loaded machine, was a candidate (0.75 s under the clean-clone
+  // CI's load, in the DDP test).
+  //
   // And each rank's time in a routine is taken outside the communication, set-up and imports
   // beneath it on that rank: a routine holding both a rank's computation and the other's wait
   // (init_process_group's rendezvous, an all-reduce waiting for the slow rank) was judged on
@@ -178,7 +182,8 @@ RankSummary load_rank_summary(const ProfileFile& file) {
       "  CASE WHEN agg.sum_s > 0 THEN agg.max_s * n.ranks / agg.sum_s END, "
       "  agg.max_s - agg.sum_s / n.ranks, agg.slowest_rank, r.routine_id "
       "FROM agg JOIN routines r USING (routine_id) LEFT JOIN routine_comm c USING (routine_id), n "
-      "WHERE r.kind <> 'root' AND r.name <> '<import>' AND agg.sum_s > 0 "
+      "WHERE r.kind <> 'root' AND r.name NOT IN ('<import>', '<interpreter teardown>') "
+      "AND agg.sum_s > 0 "
       "AND NOT COALESCE(c.is_comm, 0) "
       "AND COALESCE(c.comm_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
       "ORDER BY agg.max_s - agg.sum_s / n.ranks DESC, r.name";
