@@ -109,6 +109,14 @@ def test_rank_imbalance_names_the_slow_computation_not_the_phase_that_waits_for_
     assert {"compute", "allreduce"} <= {r["routine"] for r in ranks["imbalance"]}, ranks
 
 
+def last_line(cmd, cwd):
+    """The last line sonde run says after `cmd` (the suggested merge, after a parallel job)."""
+    p = subprocess.run([str(c) for c in cmd], env=clean_env(SONDE_LIBRARY=LIB), cwd=cwd,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stderr.splitlines()[-1]
+
+
 def run_as_said(line, cwd):
     """Runs the merge command a launcher's last line suggests, as a user pasting it would."""
     m = subprocess.run(line.split(": ", 2)[2].replace("sonde", f"'{CLI}'", 1), shell=True,
@@ -175,10 +183,7 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     # Alone in their folder, the ranks' files are named by pattern, and the merge runs as said.
     fresh = tmp_path / "fresh"
     fresh.mkdir()
-    p = subprocess.run([str(c) for c in cmd], env=clean_env(SONDE_LIBRARY=LIB), cwd=fresh,
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    suggested = p.stderr.splitlines()[-1]
+    suggested = last_line(cmd, fresh)
     assert suggested.endswith("to read them as one: sonde merge -o prof.merged.db prof.rank*.db")
     run_as_said(suggested, fresh)
     assert query(fresh / "prof.merged.db", "SELECT rank FROM processes ORDER BY rank") == \
@@ -187,10 +192,7 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     # still runs as said (it was printed bare: pasted, it failed).
     (fresh / "my runs").mkdir()
     spaced = [c if c != "prof.db" else "my runs/prof.db" for c in cmd]
-    p = subprocess.run([str(c) for c in spaced], env=clean_env(SONDE_LIBRARY=LIB), cwd=fresh,
-                       capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr
-    suggested = p.stderr.splitlines()[-1]
+    suggested = last_line(spaced, fresh)
     assert suggested.endswith("sonde merge -o 'my runs/prof.merged.db' 'my runs/prof.rank'*.db")
     run_as_said(suggested, fresh)
     assert query(fresh / "my runs" / "prof.merged.db",
