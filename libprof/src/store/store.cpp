@@ -60,6 +60,38 @@ bool write_blank_profile(const std::string& path) {
   return ok;
 }
 
+// The views' rows go into sqlite_master as rows, as CREATE VIEW would have written them, in the
+// first flush into a blank profile (which has none: blank_profile_gen.cpp), so that no writer's
+// connection parses their SQL before they are there; the schema cookie moves, as with CREATE
+// VIEW, so that a connection open on the file reads them. Only where the file holds no view at
+// all: a file made by the statements (Store::prepare_transaction) has them already, and one
+// flush adds all of them or, rolled back, none.
+bool Store::add_views(Database& db, std::string& error) {
+  if (views_there_) return true;
+  int64_t views = 0, cookie = 0;
+  if (!one_int(db, "SELECT count(*) FROM sqlite_master WHERE type = 'view'", views,
+               "reading the schema", error))
+    return false;
+  if (views > 0) return true;
+  if (!one_int(db, "PRAGMA schema_version", cookie, "reading the schema", error) ||
+      !db.exec("PRAGMA writable_schema = ON", error))
+    return false;
+  Statement ins(db.handle(),
+                "INSERT INTO sqlite_master (type, name, tbl_name, rootpage, sql) "
+                "VALUES ('view', ?1, ?1, 0, ?2)");
+  bool ok = check_prepared({&ins}, db, error);
+  for (const BlankProfileView& view : kBlankProfileViews) {
+    if (!ok) break;
+    ins.bind(1, std::string_view(view.name)).bind(2, std::string_view(view.sql));
+    int rc = ins.step();
+    ok = rc == SQLITE_DONE;
+    if (!ok) error = fmt::format("adding the views: {}", db.message());
+  }
+  std::string ignored;
+  ok = ok && db.exec(fmt::format("PRAGMA schema_version = {}", cookie + 1).c_str(), error);
+  return db.exec("PRAGMA writable_schema = OFF", ok ? error : ignored) && ok;
+}
+
 bool Store::prepare(const std::string& path, std::string& error, bool claimed) {
   path_ = path;
   FileSizeSignalGuard no_sigxfsz;
@@ -160,12 +192,16 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   db.give_up_when(give_up_);
   if (!db.open(path_, false, error)) return false;
   if (!db.exec("BEGIN IMMEDIATE", error)) return false;
-  return write_run(db, *data.run, data.process->origin == "root", error) &&
-         write_process(db, *data.process, error) && write_routines(db, registry, error) &&
-         write_counter_names(db, data, error) && write_threads(db, data, error) &&
-         write_comm(db, data, error) && write_gpu(db, data, error) &&
-         write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&
-         db.exec("COMMIT", error);
+  // The views last: the schema cookie's move makes the connection read the schema again at its
+  // next statement.
+  bool ok = write_run(db, *data.run, data.process->origin == "root", error) &&
+            write_process(db, *data.process, error) && write_routines(db, registry, error) &&
+            write_counter_names(db, data, error) && write_threads(db, data, error) &&
+            write_comm(db, data, error) && write_gpu(db, data, error) &&
+            write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&
+            add_views(db, error) && db.exec("COMMIT", error);
+  views_there_ = views_there_ || ok;  // committed: the views are in the file
+  return ok;
 }
 
 // The run's row is its root's: a child that ends before the root's first flush (which comes a

@@ -107,6 +107,7 @@ class Store {
   struct ThreadStatements;
 
   bool prepare_transaction(const std::string& path, std::string& error);
+  bool add_views(Database& db, std::string& error);
   // One flush, one transaction; a function per group of tables, each false with `error` set.
   bool write_transaction(const FlushData& data, RoutineRegistry& registry, std::string& error);
   bool write_run(Database& db, const RunInfo& run, bool root, std::string& error);
@@ -151,6 +152,7 @@ class Store {
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
   int64_t next_node_id_ = 0;          // within a flush's transaction; 0 until its first new node
+  bool views_there_ = false;          // a flush of this process committed with the views in place
 };
 
 }  // namespace sonde

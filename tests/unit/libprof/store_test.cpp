@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -361,6 +362,32 @@ TEST_F(StoreWrite, ViewsReadTheProfile) {
                                                "f32", "1", "200", "327.68", "NULL"}));
   EXPECT_EQ(gemm[1][6], "1");
   EXPECT_DOUBLE_EQ(std::stod(gemm[1][8]), 1024.0 / 100.0);
+}
+
+// A file this process claimed gets the blank profile without views, and its first flush adds
+// their rows as CREATE VIEW would have (Store::add_views): the same rows, readable by a
+// connection that was open before, and left alone by the next flush.
+TEST_F(StoreWrite, AClaimedFileGetsTheViewsAtItsFirstFlush) {
+  std::string claimed = dir_.file("claimed.db");
+  std::ofstream{claimed};  // empty, as the O_EXCL open leaves it
+  Store store;
+  std::string error;
+  ASSERT_TRUE(store.prepare(claimed, error, true)) << error;
+  const std::string kViews =
+      "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master WHERE type = 'view' "
+      "ORDER BY name";
+  Reader before(claimed);
+  EXPECT_EQ(before.rows(kViews).size(), 0u);
+  ASSERT_TRUE(store.write(flush(2500), registry_, error)) << error;
+  Rows made = Reader(path_).rows(kViews);  // made by the schema's statements
+  ASSERT_GT(made.size(), 30u);
+  EXPECT_EQ(Reader(claimed).rows(kViews), made);
+  EXPECT_EQ(Reader(claimed).one("PRAGMA quick_check"), "ok");
+  EXPECT_EQ(
+      before.rows("SELECT routine, calls FROM hotspots ORDER BY routine"),
+      (Rows{{"<thread>", "1"}, {"cblas_sgemm", "2"}, {"model.forward", "1"}, {"train", "1"}}));
+  ASSERT_TRUE(store.write(flush(2600), registry_, error)) << error;
+  EXPECT_EQ(Reader(claimed).rows(kViews), made);
 }
 
 TEST_F(StoreWrite, ASecondFlushUpdatesRowsInsteadOfAddingThem) {
