@@ -49,14 +49,16 @@ void Clock::init() {
   ClockPair wall = read_clock_pair([] { return uint64_t(realtime_ns()); }, monotonic_ns);
   realtime0_ = int64_t(wall.ticks) - (wall.mono_ns - mono0_);
   ns_per_tick_ = 1.0;
-  if (clock_detail::use_tsc) {
-    // A first estimate over ~200 us, so a flush soon after start is still close; refresh()
-    // replaces it with the ratio over the whole run.
-    int64_t until = mono0_ + 200000;
-    while (monotonic_ns() < until) {
-    }
-    refresh();
+  timeline_ns_per_tick_ = 1.0;
+  timeline_frozen_ = false;
+}
+
+void Clock::calibrate() {
+  if (!clock_detail::use_tsc) return;
+  int64_t until = mono0_ + 200000;
+  while (monotonic_ns() < until) {
   }
+  refresh();
 }
 
 void Clock::refresh() {

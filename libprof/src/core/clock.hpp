@@ -57,9 +57,14 @@ ClockPair read_clock_pair(Ticks ticks, Mono mono) {
 // Anchors taken at start-up; the conversion is refreshed at each flush.
 class Clock {
  public:
+  // The anchors alone: the ratio is measured at the first flush, over all the time since (a
+  // 200 us measure here was 0.2 ms of every profiled process's start).
   void init();
   // Ratio measured from init to now; call from the flushing thread only.
   void refresh();
+  // refresh() over at least 200 us since init, waiting out what is left of them: for a
+  // conversion needed before any flush (a fork child's start, the adaptive timing's threshold).
+  void calibrate();
   // refresh() with the readings given (tests drive it with made-up ones).
   void refresh_at(uint64_t ticks, int64_t mono_ns);
   double ns_per_tick() const { return ns_per_tick_; }

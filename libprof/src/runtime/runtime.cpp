@@ -327,6 +327,7 @@ void Runtime::start_collectors(bool root) {
         warn("SONDE_ADAPTIVE is ignored with SONDE_TRACE or SONDE_COUNTERS: every call is timed");
       }
     } else {
+      clock_.calibrate();  // the threshold is in ticks
       adaptive_ = make_adaptive_config(config_.adaptive, clock_.ns_per_tick());
     }
   }
@@ -689,6 +690,7 @@ void Runtime::fork_child() {
   process_.pid = pid();
   process_.origin = "fork";
   process_.parent_process_id = store_.process_id();
+  clock_.calibrate();  // a fork before the parent's first flush: no ratio measured yet
   process_.started_ns = clock_.to_realtime_ns(now);
   store_.forget_process();
   process_id_.store(0);
