@@ -302,6 +302,38 @@ def test_fork_children_record_their_python_frames(db, tmp_path):
     assert per_process == [("fork", 0, 1), ("fork", 0, 1), ("root", 1, 1)]
 
 
+def test_fork_childrens_events_never_start_before_their_process(db, tmp_path):
+    # Forked at once, before any flush has measured the tick ratio: a child's process row was
+    # converted at the fork, the frames it carried over (main, <module>) at its flush, and they
+    # began 1-10 ns before the child did.
+    path = script(tmp_path, "forks.py", """
+        import os
+
+        def main():
+            pids = []
+            for _ in range(4):
+                pid = os.fork()
+                if pid == 0:
+                    sum(range(1000))
+                    os._exit(0)
+                pids.append(pid)
+            for pid in pids:
+                os.waitpid(pid, 0)
+
+        main()
+    """)
+    r = sonde_py(["--trace", path], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'") == [(4,)]
+    early = query(db, "SELECT p.pid, p.started_ns - MIN(e.start_ns) FROM trace_events e "
+                      "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
+                      "GROUP BY p.process_id HAVING MIN(e.start_ns) < p.started_ns")
+    assert early == [], early
+    assert query(db, "SELECT COUNT(*) FROM processes c JOIN processes p ON c.parent_process_id "
+                     "= p.process_id WHERE c.started_ns < p.started_ns OR c.started_ns > "
+                     "p.ended_ns") == [(0,)]
+
+
 def test_files_whose_paths_are_not_utf8_stay_apart_and_keep_their_bytes(db, tmp_path):
     # CPython decodes such a path with surrogateescape; sonde stored "?" for it, which made the
     # f() of two such files one routine, with no file or line.

@@ -63,7 +63,7 @@ class Clock {
   // Ratio measured from init to now; call from the flushing thread only.
   void refresh();
   // refresh() over at least 200 us since init, waiting out what is left of them: for a
-  // conversion needed before any flush (a fork child's start, the adaptive timing's threshold).
+  // conversion needed before any flush (the adaptive timing's threshold in ticks).
   void calibrate();
   // refresh() with the readings given (tests drive it with made-up ones).
   void refresh_at(uint64_t ticks, int64_t mono_ns);

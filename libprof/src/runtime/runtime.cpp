@@ -690,8 +690,9 @@ void Runtime::fork_child() {
   process_.pid = pid();
   process_.origin = "fork";
   process_.parent_process_id = store_.process_id();
-  clock_.calibrate();  // a fork before the parent's first flush: no ratio measured yet
-  process_.started_ns = clock_.to_realtime_ns(now);
+  // Converted at the child's first flush, with the ratio its frames' times take there: taken
+  // here, it could fall a few ns after the frames the child carried over from the fork.
+  fork_started_ticks_ = now;
   store_.forget_process();
   process_id_.store(0);
   // Only the forking thread exists in the child; the others' states belong to the parent.

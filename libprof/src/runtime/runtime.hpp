@@ -238,6 +238,7 @@ class Runtime {
   pthread_t flusher_thread_{};
   std::atomic<pid_t> flusher_tid_{0};   // its kernel id, to see it leave the thread group
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
+  uint64_t fork_started_ticks_ = 0;     // a fork child's start, for its process row
   std::atomic<uint32_t> ended_unflushed_{0};
   std::atomic<uint32_t> forks_{0};            // child_forked: fork children so far
   std::atomic<bool> forks_unwritten_{false};  // ... and a flush is asked to write them

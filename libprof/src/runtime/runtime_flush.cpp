@@ -98,6 +98,8 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
   bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
   uint64_t now = now_ticks();
   clock_.refresh();
+  if (fork_started_ticks_ != 0 && store_.process_id() == 0)
+    process_.started_ns = clock_.to_realtime_ns(fork_started_ticks_);
 
   FlushData d;
   d.run = &run_;
