@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config clang-format
+  # scripts/lint.sh: the Python files checked for unused names and other slips.
+  python3-pyflakes
   libsqlite3-dev sqlite3 libfmt-dev libcli11-dev nlohmann-json3-dev libcpp-httplib-dev
   # zlib: `export --format pprof` writes gzip (built in with SONDE_PORTABLE, from libz.a).
   zlib1g-dev

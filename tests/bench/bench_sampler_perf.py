@@ -132,7 +132,7 @@ def compare(args, tmp):
     top = named[:args.top]
     print(f"{args.workload} --steps {args.steps}, {args.hz} Hz: sonde {s_total} samples, perf "
           f"{p_all} ({kernel} in the kernel, {100 * kernel / max(p_all, 1):.1f} %)")
-    print(f"| function | sonde % | perf % of user | difference (points) | perf % of all |")
+    print("| function | sonde % | perf % of user | difference (points) | perf % of all |")
     print("| --- | --- | --- | --- | --- |")
     worst = 0.0
     for key in top + [k for k in (INTERPRETER, SONDE) if k in p or k in s]:

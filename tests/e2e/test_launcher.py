@@ -6,7 +6,6 @@ import json
 import re
 import os
 import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -166,6 +165,7 @@ def test_version_trace_and_errors(prog):
     assert t.returncode == 0, t.stderr
     assert query(prog / "t.db", "SELECT COUNT(*) FROM trace_events")[0][0] > 0
     n = run(["-m", "sonde", "-o", "n.db", "sees.py"], prog)
+    assert n.returncode == 0, n.stderr
     assert query(prog / "n.db", "SELECT COUNT(*) FROM trace_events") == [(0,)]
     e = run(["-m", "sonde", "-o", "e.db"], prog)
     assert e.returncode == 2 and "nothing to run" in e.stderr

@@ -2,12 +2,10 @@
 bytes per rank (comm_ops); exposed and overlapped communication (comm_overlap); mpi4py programs
 seen through the same C library; programs without MPI unaffected. mpirun oversubscribes this
 machine's cores, so every run is a few short steps."""
-import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
 
 import pytest
 

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from conftest import CLI, clean_env, integrity_ok, query, routine_calls
+from conftest import CLI, clean_env, integrity_ok, query
 
 PY = "/usr/bin/python3"
 PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")

@@ -7,7 +7,6 @@ CPython whose default hook is frame evaluation: Debian's 3.11 and pyenv's 3.10, 
 Generators and coroutines are the exception: cProfile counts every resumption as a call, sonde
 counts each generator once (its first next()), so they are held against the program's own
 count. cProfile sees only the thread it was enabled on: threads are test_python.py's."""
-import os
 import subprocess
 import textwrap
 

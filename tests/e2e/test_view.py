@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import sqlite3
-import stat
 import subprocess
 import time
 from contextlib import contextmanager

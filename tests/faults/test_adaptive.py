@@ -1,13 +1,12 @@
 """Adaptive timing (SONDE_ADAPTIVE, `sonde run --adaptive`): counts exact, the times of tiny hot
 call paths scaled from a random sample of their calls and marked as such, the host unchanged."""
-import os
 import statistics
 import subprocess
 
 import pytest
 
-from conftest import (calls, clean_env, plain, preloaded, prog, profile_whole, query, run,
-                      same_behaviour, sonde_run)
+from conftest import (calls, plain, preloaded, prog, profile_whole, query, same_behaviour,
+                      sonde_run)
 
 HOST = prog("adaptive_dot")
 ONE_BLAS_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}

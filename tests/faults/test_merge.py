@@ -1,6 +1,5 @@
 """sonde merge against damaged inputs and a failing disk: one line naming the cause, no output
 (and no temporary file) left, an existing output kept."""
-import os
 import resource
 import sqlite3
 
