@@ -28,7 +28,13 @@ std::int64_t check_readable(const std::string& path) {
   if (S_ISDIR(st.st_mode)) throw Error(fmt::format("cannot open {}: is a directory", path));
   if (::access(path.c_str(), R_OK) != 0)
     throw Error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
-  if (st.st_size == 0) throw Error(fmt::format("{} is empty: not a sonde profile", path));
+  // sonde claims its file empty and writes the blank profile into it whole: one left empty was
+  // made by a process killed within its first millisecond.
+  if (st.st_size == 0)
+    throw Error(
+        fmt::format("{} is empty: the process that made it was killed as it started (nothing was "
+                    "measured into it), or it is not a sonde profile",
+                    path));
   return st.st_size;
 }
 

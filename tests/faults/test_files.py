@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CLI, PYTHON, calls, clean_env, plain, preloaded, prog, profile_whole, query,
-                      run, same_behaviour, sonde, sonde_run)
+from conftest import (BIN, CLI, LIB, PYTHON, calls, clean_env, plain, preloaded, prog, profile_whole,
+                      query, run, same_behaviour, sonde, sonde_run)
 
 MODES = ["preload", "sonde-run"]
 
@@ -513,6 +513,21 @@ def test_stale_journal_beside_a_new_profile(mode, tmp_path, good_profile):
     profile_whole(str(target))
     assert calls(str(target), "cblas_sgemm") == 10
     assert query(str(target), "SELECT COUNT(*) FROM sqlite_master WHERE name = 'filler'") == [(0,)]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_killed_while_writing_the_blank_profile(mode, tmp_path):
+    """SIGKILL half way through the blank profile's write as the process starts: no file is left, never a torn one (SQLite's 'malformed'), and sonde run says no profile was written"""
+    target = tmp_path / "prof.db"
+    cmd = [prog("exit_status"), 0]
+    shim = BIN / "libtorn_blank.so"  # tests/faults/shims/torn_blank.c
+    if mode == "preload":
+        r = run(cmd, env=clean_env(LD_PRELOAD=f"{shim}:{LIB}", SONDE_OUTPUT=target))
+        assert r.rc == -9, r
+    else:
+        r = run([CLI, "run", "-o", target, "--", *cmd], env=clean_env(LD_PRELOAD=shim))
+        assert r.rc == -9 and "no profile was written" in r.err, r
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_hot_journal_read_only(tmp_path, good_profile):

@@ -141,13 +141,25 @@ std::string Runtime::choose_output(std::string path, bool claim) {
   struct stat st {};
   if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return {};
   if (!claim) return path;  // joins the run's file
-  // Claimed with O_EXCL, never overwritten: of two runs started at once into one name, the
-  // second writes beside it rather than into the first one's file.
+  // Claimed only where no file has the name, never overwritten: of two runs started at once
+  // into one name, the second writes beside it rather than into the first one's file. The claim
+  // is the blank profile linked in whole where the folder can hold a file of no name (a process
+  // killed as it starts leaves no file or a whole one), else an empty file the store fills.
+  size_t slash = path.rfind('/');  // absolute
+  int blank = open_blank_profile(slash == 0 ? "/" : path.substr(0, slash));
+  blank_linked_ = false;
   for (int n = 0; n <= kOutputAlternatives; ++n) {
     std::string name = n == 0 ? path : alternative_output(path, pid(), n);
-    int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      close(fd);
+    int rc = blank >= 0 ? link_blank_profile(blank, name) : -1;
+    if (rc == 0) {
+      blank_linked_ = true;
+    } else if (rc != EEXIST) {  // no blank, or it cannot be linked (no /proc): an empty file
+      int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+      rc = fd >= 0 ? 0 : errno;
+      if (fd >= 0) close(fd);
+    }
+    if (rc == 0) {
+      if (blank >= 0) close(blank);
       // The file is new, so a journal beside it is another file's: left by a writer of the
       // name's last owner killed mid-flush, then the profile removed (`kill -9`, `rm prof.db`).
       // SQLite would take it as this file's hot journal and roll its pages into the new profile.
@@ -156,8 +168,9 @@ std::string Runtime::choose_output(std::string path, bool claim) {
       if (n > 0) warn("{} already exists; writing this run's profile to {}", path, name);
       return name;
     }
-    if (errno != EEXIST) break;  // the store's own open says why (no such directory, ...)
+    if (rc != EEXIST) break;  // the store's own open says why (no such directory, ...)
   }
+  if (blank >= 0) close(blank);
   return path;
 }
 
@@ -278,7 +291,7 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
   // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
   // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
   if (alone_in_process()) reserve_high_descriptors();
-  if (!store_.prepare(output_, error, output_claimed_)) {
+  if (!store_.prepare(output_, error, output_claimed_, blank_linked_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.
     if (output_claimed_) {

@@ -38,26 +38,48 @@ bool check_prepared(std::initializer_list<const Statement*> all, Database& db, s
   return true;
 }
 
+bool write_blank_at(int fd) {
+  for (size_t done = 0; done < sizeof(kBlankProfile);) {
+    ssize_t n = pwrite(fd, kBlankProfile + done, sizeof(kBlankProfile) - done, off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += size_t(n);
+  }
+  return true;
+}
+
 }  // namespace
 
-// A file this process claimed empty gets the blank profile (schema and meta rows, made at build
-// time) in one write: running the schema's statements cost about 8 ms of every profiled
+// A file this process claimed empty gets the blank profile (tables, indexes and meta rows, made
+// at build time) in one write: running the schema's statements cost about 8 ms of every profiled
 // process's start. False, leaving the file empty, where it is not empty or cannot take it; the
-// schema's statements then run (and say why they cannot).
+// schema's statements then run (and say why they cannot). Where the folder can hold a file of no
+// name, the claim is that file linked in whole instead (open_blank_profile): a SIGKILL can stop a
+// write of this size part way, which left a torn file SQLite calls malformed.
 bool write_blank_profile(const std::string& path) {
   int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st {};
-  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0;
-  for (size_t done = 0; ok && done < sizeof(kBlankProfile);) {
-    ssize_t n = pwrite(fd, kBlankProfile + done, sizeof(kBlankProfile) - done, off_t(done));
-    if (n < 0 && errno == EINTR) continue;
-    ok = n > 0;
-    done += ok ? size_t(n) : 0;
-  }
+  bool ok = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 && write_blank_at(fd);
   if (!ok && st.st_size == 0 && ftruncate(fd, 0) != 0) ok = false;
   close(fd);
   return ok;
+}
+
+int open_blank_profile(const std::string& dir) {
+  int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  FileSizeSignalGuard no_sigxfsz;
+  if (!write_blank_at(fd)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int link_blank_profile(int fd, const std::string& path) {
+  std::string self = fmt::format("/proc/self/fd/{}", fd);
+  return linkat(AT_FDCWD, self.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
 }
 
 // The views' rows go into sqlite_master as rows, as CREATE VIEW would have written them, in the
@@ -92,8 +114,9 @@ bool Store::add_views(Database& db, std::string& error) {
   return db.exec("PRAGMA writable_schema = OFF", ok ? error : ignored) && ok;
 }
 
-bool Store::prepare(const std::string& path, std::string& error, bool claimed) {
+bool Store::prepare(const std::string& path, std::string& error, bool claimed, bool blank) {
   path_ = path;
+  if (blank) return true;  // linked in whole (link_blank_profile)
   FileSizeSignalGuard no_sigxfsz;
   if (claimed && write_blank_profile(path)) return true;
   if (prepare_transaction(path, error)) return true;

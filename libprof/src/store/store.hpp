@@ -56,12 +56,21 @@ struct FlushData {
   std::vector<GpuRow> gpu;                  // finished GPU activity since the last flush
 };
 
+// The blank profile (tables, indexes, meta rows) whole in a file of no name in `dir` (O_TMPFILE):
+// its descriptor, or -1 where the file system cannot hold one or the write fails.
+int open_blank_profile(const std::string& dir);
+// That file given the name `path`, only where no file has it (linkat): 0, or the errno (EEXIST:
+// the name is another's). A process killed before leaves no file, never a torn one.
+int link_blank_profile(int fd, const std::string& path);
+
 class Store {
  public:
   // Creates the schema if the file is new and checks that it is a sonde profile otherwise.
   // Returns false with a reason the user can act on. `claimed`: this process made the file,
-  // empty, for itself (O_EXCL): the blank profile is written into it as it is.
-  bool prepare(const std::string& path, std::string& error, bool claimed = false);
+  // empty, for itself (O_EXCL): the blank profile is written into it as it is. `blank`: this
+  // process made it by linking in the blank profile (link_blank_profile), nothing to do.
+  bool prepare(const std::string& path, std::string& error, bool claimed = false,
+               bool blank = false);
   bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
   // A thread's final state is written and the state freed: its address may be reused.
   void forget_thread(const ThreadState* t) { threads_.erase(t); }
