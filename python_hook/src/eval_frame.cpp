@@ -145,7 +145,7 @@ PyObject* evaluate(PyThreadState* tstate, Frame* frame, int throwflag) {
     if (__builtin_expect(result == nullptr, 0) && abi::not_started(frame))
       probe_cancel(t);
     else
-      probe_exit(t, nullptr, nullptr);
+      probe_exit_frame(t);
   }
   if (__builtin_expect(hook.subnormal_frame == frame, 0))
     hook.subnormal_frame = settle_subnormal_arguments(frame);

@@ -266,7 +266,7 @@ void leave(bool cancel = false) {
     if (__builtin_expect(cancel, 0))
       probe_cancel(t);
     else
-      probe_exit(t, nullptr, nullptr);
+      probe_exit_frame(t);
   }
   if (import_ends && !greenlets_followed()) greenlets_import_ended();
 }

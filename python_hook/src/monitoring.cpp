@@ -90,7 +90,7 @@ RoutineId push_code(PyCodeObject* code, bool resumed, bool* machinery = nullptr)
 
 void pop_to(std::vector<Open>& open, size_t size) {
   while (open.size() > size) {
-    if (open.back().thread != nullptr) probe_exit(open.back().thread, nullptr, nullptr);
+    if (open.back().thread != nullptr) probe_exit_frame(open.back().thread);
     if (open.back().subnormal_key != nullptr) settle_subnormal_arguments(open.back().subnormal_key);
     open.pop_back();
   }

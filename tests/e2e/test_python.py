@@ -523,6 +523,65 @@ def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_
     assert query(db, "SELECT COUNT(*) FROM nodes WHERE depth > 0 AND parent_id IS NULL") == [(0,)]
 
 
+# Every hook: frame evaluation (3.10, 3.11), the profile function (--builtins), sys.monitoring.
+ALL_HOOK_PYTHONS = EVAL_FRAME_PYTHONS + [
+    pytest.param(py, id=os.path.basename(py), marks=[pytest.mark.skip(reason=why)] if why else [])
+    for py, why in other_pythons([12, 13])]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("py", ALL_HOOK_PYTHONS)
+def test_a_region_left_open_by_its_frame_ends_there(db, tmp_path, py, mode):
+    # torch.profiler's prof.step() enters a range and returns, a @contextmanager helper opens
+    # one around its yield: the frame's return closed the region instead of the frame, which
+    # stayed open, and the caller's later calls and the interpreter's teardown went under it.
+    path = script(tmp_path, "left_open.py", """
+        import contextlib
+        import sonde
+
+        @contextlib.contextmanager
+        def phase(name):
+            with sonde.region(name):
+                yield
+
+        def step(state):
+            if state:
+                state.pop().__exit__(None, None, None)
+            state.append(sonde.region("step"))
+            state[-1].__enter__()
+
+        def work():
+            return sum(i * i for i in range(2000))
+
+        def main():
+            state = []
+            for _ in range(3):
+                with phase("a"):
+                    work()
+                work()
+                step(state)
+            state.pop().__exit__(None, None, None)
+            work()
+
+        main()
+    """)
+    r = sonde_py([path], db, tmp_path, py=py, mode=mode)
+    assert r.returncode == 0, r.stderr
+    assert "did not match" not in r.stderr
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'regions'") == [(0,)]
+    # Each frame where the program called it, work() always under main(), the teardown on top.
+    paths = {p: c for p, c in query(db, "SELECT path, calls FROM callpaths")}
+    mains = [p for p in paths if p.endswith("(main)")]
+    assert len(mains) == 1, paths
+    work = [p for p in paths if p.endswith("(work)")]
+    assert work == [mains[0] + ";" + work[0].rsplit(";", 1)[1]], work
+    assert paths[work[0]] == 7
+    assert sum(c for p, c in paths.items() if p.endswith("(step)")) == 3
+    assert query(db, "SELECT COUNT(*) FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.name = '<interpreter teardown>' AND n.depth = 1") == [(1,)]
+    assert tree_is_consistent(db)
+
+
 def tree_is_consistent(db):
     rows = query(db, "SELECT p.incl_ns, p.excl_ns, COALESCE(SUM(c.incl_ns), 0), COUNT(c.node_id) "
                      "FROM nodes p LEFT JOIN nodes c ON c.parent_id = p.node_id "

@@ -127,6 +127,39 @@ def test_switched_off(tmp_path):
     assert torch_counts(db) == {}
 
 
+def test_profiler_step_leaves_the_loop_where_it_is(tmp_path):
+    # PyTorch's tutorial loop: torch.profiler with a schedule and prof.step(), which enters
+    # each step's range (ProfilerStep#N) and returns. Its return closed the range instead of
+    # step(), which stayed open: every later call nested one step() deeper, the teardown too.
+    script = tmp_path / "prof_step.py"
+    script.write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "def main():\n"
+        "    torch.manual_seed(0)\n"
+        "    net = nn.Linear(16, 4)\n"
+        "    x = torch.randn(8, 16)\n"
+        "    sched = torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)\n"
+        "    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU],\n"
+        "                                schedule=sched) as prof:\n"
+        "        for _ in range(6):\n"
+        "            net(x).sum().backward()\n"
+        "            prof.step()\n"
+        "    print(float(torch.ones(50, 50).exp().sum()))\n"
+        "main()\n")
+    db = tmp_path / "prof.db"
+    r = sonde_py([script], db, tmp_path, OMP_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    assert "did not match" not in r.stderr
+    paths = [p for (p,) in query(db, "SELECT path FROM callpaths")]
+    steps = [p for p in paths if p.endswith("(step)")]
+    assert steps and all(p.count("(step)") <= 1 for p in paths), steps
+    exp = [p for p in paths if p.endswith("aten::exp")]
+    assert len(exp) == 1 and exp[0].split(";")[-2].endswith("(main)"), exp
+    assert query(db, "SELECT COUNT(*) FROM nodes n JOIN routines r USING (routine_id) "
+                     "WHERE r.name = '<interpreter teardown>' AND n.depth = 1") == [(1,)]
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

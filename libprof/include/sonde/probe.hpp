@@ -32,8 +32,10 @@ struct RoutineSpec {
 
 // What happens to interposed calls made while this routine runs. kSuppress: they go straight to
 // the real function and are not measured (cblas_sgemm reaching sgemm_ inside the BLAS is one
-// call). kChildren: they are measured as children (regions, Python frames).
-enum class Nesting : uint8_t { kChildren = 0, kSuppress = 1 };
+// call). kChildren: they are measured as children (Python frames, operators). kRegion: as
+// kChildren, for a region (sonde.region, record_function, NVTX), which a Python frame returning
+// with it still open closes (probe_exit_frame).
+enum class Nesting : uint8_t { kChildren = 0, kSuppress = 1, kRegion = 2 };
 
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
@@ -126,6 +128,11 @@ SONDE_API void probe_open_until_exit(RoutineId routine);
 // Closes the innermost frame opened by probe_enter on this thread. `call_site` is the caller's
 // return address, used to tell call sites apart for shapes (nullptr: none).
 SONDE_API void probe_exit(ThreadState* thread, const CallCost* cost, const void* call_site);
+// probe_exit for a frame of the Python hook: the regions opened inside it and still open close
+// first (a range entered in a function that returns, torch.profiler's prof.step(), a `with`
+// around a generator's yield or in a @contextmanager), so that the frame closes its own entry
+// and not the region's; each region's own end, later, finds it closed and is no mismatch.
+SONDE_API void probe_exit_frame(ThreadState* thread);
 // Takes back the innermost frame probe_enter opened, for a call that never ran (CPython refused
 // a Python frame at its recursion check, before its first instruction): its count and its
 // caller's subrs are undone and nothing is charged to it, in place of probe_exit.

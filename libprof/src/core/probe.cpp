@@ -156,6 +156,14 @@ void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
   inline_probe::exit(t, cost, call_site);
 }
 
+void probe_exit_frame(ThreadState* t) {
+  while (__builtin_expect(t->top().nesting == Nesting::kRegion, 0) && t->depth() > 1) {
+    inline_probe::exit(t, nullptr, nullptr);
+    ++t->regions_closed_by_frames;
+  }
+  inline_probe::exit(t, nullptr, nullptr);
+}
+
 void probe_cancel(ThreadState* t) { cancel_frame(t); }
 
 }  // namespace sonde

@@ -312,7 +312,8 @@ class ThreadState {
   std::atomic<uint64_t> region_mismatches{0};
   uint32_t regions_before_window = 0;  // begun before the collection window opened, still open
   uint32_t regions_refused = 0;  // begun beyond the depth or node limit (innermost), still open
-  std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
+  uint32_t regions_closed_by_frames = 0;  // closed by a Python frame's return, their end to come
+  std::atomic<uint32_t> fpu_seen{0};      // OR of the MXCSR FTZ/DAZ bits observed
   std::unique_ptr<TraceRing> trace;
   std::unique_ptr<ThreadSamples> samples;  // SONDE_SAMPLE_HZ only
   // Counters: the runtime's backend and this thread's handle; `counters` is 0 when off.

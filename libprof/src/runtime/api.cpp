@@ -46,7 +46,7 @@ void region_begin(const char* name) {
   // A begin refused (beyond SONDE_MAX_DEPTH, the node limit) is one of the innermost open
   // regions: the next end is its own, and must close nothing (it closed an outer region of the
   // same name, and the ends after it read as mismatches).
-  if (probe_enter(region_id(t, rt, name), Nesting::kChildren) == nullptr) ++t->regions_refused;
+  if (probe_enter(region_id(t, rt, name), Nesting::kRegion) == nullptr) ++t->regions_refused;
 }
 
 void region_end(const char* name) {
@@ -65,7 +65,11 @@ void region_end(const char* name) {
     --t->regions_before_window;  // begun before the window: nothing was recorded
     return;
   }
-  if (i == 0 || t->stack_[i].nesting != Nesting::kChildren) {
+  if (i == 0 && t->regions_closed_by_frames > 0) {
+    --t->regions_closed_by_frames;  // closed by the return of the frame that opened it
+    return;
+  }
+  if (i == 0 || t->stack_[i].nesting != Nesting::kRegion) {
     bump(t->region_mismatches, 1);
     return;
   }
