@@ -7,14 +7,13 @@ line_profiler's report keeps one of the entries it holds for a line reached from
 (its get_stats de-duplicates by line number): a loop header read n + 1 times (the test that ends
 the loop) shows n there. sonde counts n + 1; the function below has no loop, so the two agree on
 every line."""
-import os
 import subprocess
 import textwrap
 
 import pytest
 
 from conftest import clean_env, query
-from test_python import PY, PYTHONPATH, other_pythons
+from test_python import PY, PYTHONPATH, other_pythons, python_params
 
 CALLS = 700
 PROGRAM = textwrap.dedent(f"""\
@@ -51,8 +50,7 @@ PROGRAM = textwrap.dedent(f"""\
 # the generator's own frame, not step's.)
 LINES = set(range(2, 18)) - {13}
 
-OTHERS = [pytest.param(py, id=os.path.basename(py), marks=[pytest.mark.skip(reason=why)] if why
-                       else []) for py, why in other_pythons([10, 12, 13])] or [
+OTHERS = python_params(other_pythons([10, 12, 13])) or [
     pytest.param(None, id="python3.1x", marks=pytest.mark.skip(
         reason="no CPython 3.10, 3.12 or 3.13 here (~/.pyenv/versions/3.1*/bin/python3.1*)"))]
 

@@ -39,12 +39,17 @@ def other_pythons(minors):
     return list(by_abi.values())
 
 
+def python_params(found):
+    """other_pythons' (python, why-not) pairs as test parameters, skipped where why-not says."""
+    return [pytest.param(py, id=os.path.basename(py),
+                         marks=[pytest.mark.skip(reason=why)] if why else []) for py, why in found]
+
+
 # Where the default hook is CPython's frame evaluation (PEP 523): Debian's 3.11, and 3.10
 # through its own frame-evaluation API (skipped, with the reason, where there is none).
 PYTHON_310 = other_pythons([10])
-EVAL_FRAME_PYTHONS = [pytest.param(PY, id="python3.11")] + [
-    pytest.param(py, id=os.path.basename(py), marks=[pytest.mark.skip(reason=why)] if why else [])
-    for py, why in PYTHON_310] + ([] if PYTHON_310 else [pytest.param(
+EVAL_FRAME_PYTHONS = [pytest.param(PY, id="python3.11")] + python_params(PYTHON_310) + (
+    [] if PYTHON_310 else [pytest.param(
         None, id="python3.10", marks=pytest.mark.skip(
             reason="no CPython 3.10 here (~/.pyenv/versions/3.10*/bin/python3.10)"))])
 
@@ -524,9 +529,7 @@ def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_
 
 
 # Every hook: frame evaluation (3.10, 3.11), the profile function (--builtins), sys.monitoring.
-ALL_HOOK_PYTHONS = EVAL_FRAME_PYTHONS + [
-    pytest.param(py, id=os.path.basename(py), marks=[pytest.mark.skip(reason=why)] if why else [])
-    for py, why in other_pythons([12, 13])]
+ALL_HOOK_PYTHONS = EVAL_FRAME_PYTHONS + python_params(other_pythons([12, 13]))
 
 
 @pytest.mark.parametrize("mode", MODES)

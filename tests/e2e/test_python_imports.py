@@ -6,12 +6,11 @@ beneath it. On 3.10 and 3.11 (frame-evaluation hook, profile function) and 3.12+
 import pytest
 
 from conftest import query
-from test_python import MODES, PY, PYTHON_310, python_calls, script, tree_is_consistent
+from test_python import (MODES, PY, PYTHON_310, python_calls, python_params, script,
+                         tree_is_consistent)
 from test_python_monitoring import FOUND, sonde_py
 
-PYTHONS = [pytest.param(PY, id="python3.11")] + [
-    pytest.param(py, id=py.rsplit("/", 1)[-1], marks=[pytest.mark.skip(reason=why)] if why else [])
-    for py, why in PYTHON_310 + FOUND]
+PYTHONS = [pytest.param(PY, id="python3.11")] + python_params(PYTHON_310 + FOUND)
 
 PROGRAM = """
     import importlib

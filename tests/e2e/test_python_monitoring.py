@@ -11,7 +11,8 @@ import time
 import pytest
 
 from conftest import clean_env, integrity_ok, query
-from test_python import COUNTED, PYTHONPATH, other_pythons, python_calls, tree_is_consistent
+from test_python import (COUNTED, PYTHONPATH, other_pythons, python_calls, python_params,
+                         tree_is_consistent)
 
 
 def interpreters():
@@ -20,9 +21,7 @@ def interpreters():
 
 
 FOUND = interpreters()
-PYTHONS = [pytest.param(py, id=os.path.basename(py),
-                        marks=[pytest.mark.skip(reason=why)] if why else [])
-           for py, why in FOUND] or [
+PYTHONS = python_params(FOUND) or [
     pytest.param(None, id="none", marks=pytest.mark.skip(
         reason="no CPython 3.12+ here (~/.pyenv/versions/3.12*/bin/python3.12)"))]
 MODES = ["default", "builtins"]

@@ -1,6 +1,6 @@
 // Where a run's profile goes when the name asked for is taken: the root process claims the name
-// with O_EXCL, and on EEXIST the next of these. `sonde run` walks the same list to name the file
-// its run actually wrote.
+// (linking the blank profile in where no file has it, or O_EXCL), and on EEXIST the next of these.
+// `sonde run` walks the same list to name the file its run actually wrote.
 #pragma once
 
 #include <sys/types.h>
@@ -10,13 +10,17 @@
 
 namespace sonde {
 
+// The directory a profile's path names ("." for a bare name).
+inline std::string output_dir(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+}
+
 // The longest file name a profile may have in its directory: SQLite keeps `<name>-journal`
 // beside it, and a name the directory holds whose journal it cannot (NAME_MAX, 255 here, less
 // 8) left a profile with nothing in it, its flushes refused ("File name too long").
 inline size_t longest_output_name(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  long max = ::pathconf(dir.c_str(), _PC_NAME_MAX);
+  long max = ::pathconf(output_dir(path).c_str(), _PC_NAME_MAX);
   return (max > 8 ? size_t(max) : 255) - 8;
 }
 

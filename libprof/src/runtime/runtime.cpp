@@ -145,8 +145,7 @@ std::string Runtime::choose_output(std::string path, bool claim) {
   // into one name, the second writes beside it rather than into the first one's file. The claim
   // is the blank profile linked in whole where the folder can hold a file of no name (a process
   // killed as it starts leaves no file or a whole one), else an empty file the store fills.
-  size_t slash = path.rfind('/');  // absolute
-  int blank = open_blank_profile(slash == 0 ? "/" : path.substr(0, slash));
+  int blank = open_blank_profile(output_dir(path));
   blank_linked_ = false;
   for (int n = 0; n <= kOutputAlternatives; ++n) {
     std::string name = n == 0 ? path : alternative_output(path, pid(), n);
