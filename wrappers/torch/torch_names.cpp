@@ -72,6 +72,8 @@ const OpName* insert(const char* name, bool user_scope, uint64_t h) {
     s.op.role = role_of(name, user_scope);
     s.op.operation = operation_key(name);
     s.op.engine = !user_scope && starts(name, "autograd::engine::evaluate_function: ");
+    s.op.dispatched =
+        !user_scope && !s.op.engine && std::string_view(name).find("::") != std::string_view::npos;
     s.op.text = s.text;
     bool comm = s.op.role == Role::kCollective || s.op.role == Role::kP2P;
     // User scopes are never frames: no routine for them in the profile.

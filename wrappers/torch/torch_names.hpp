@@ -26,6 +26,11 @@ struct OpName {
   // runs outside the node itself (a gradient accumulated, summed to its input's shape, a hook's)
   // are called by the engine, not by an operator, so they are top-level beneath it.
   bool engine = false;
+  // A dispatcher operator's namespaced name (aten::, prim::, a custom library's), where the
+  // Python code it runs is its implementation (a tensor subclass's __torch_dispatch__): the
+  // operators that code calls stay the operator's own, as torch.profiler counts one call there.
+  // Other events that run Python (a custom autograd.Function's, the JIT's `forward`) do not.
+  bool dispatched = false;
   const char* text = nullptr;  // the name, interned (for the count of unmatched transfers)
 };
 

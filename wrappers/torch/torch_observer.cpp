@@ -1,16 +1,21 @@
 // The tree torch adds: every top-level ATen operator (one called by Python or by an autograd
 // node, not by another operator) and every autograd node is a frame of kind `torch` between the
 // Python frame that ran it and the library calls beneath it; the operators an operator calls
-// are its own business, as they are in torch.profiler's top-level view. Process-group calls
-// (c10d::*) are frames wherever they run (DDP's all-reduce runs inside an autograd hook) and comm
-// ops; their bytes come from the backend's own work event (gloo:all_reduce, nccl:...), which has
-// the tensors' sizes and dtypes, paired with the call it belongs to (torch_comm.hpp).
+// are its own business, as they are in torch.profiler's top-level view. Python code that an
+// event other than a dispatcher operator runs (a custom autograd.Function's forward, a
+// checkpointed layer's) calls operators from Python all the same: those are top-level beneath
+// its frames (OpName::dispatched says why a tensor subclass's __torch_dispatch__ is not).
+// Process-group calls (c10d::*) are frames wherever they run (DDP's all-reduce runs inside an
+// autograd hook) and comm ops; their bytes come from the backend's own work event (gloo:all_reduce,
+// nccl:...), which has the tensors' sizes and dtypes, paired with the call it belongs to
+// (torch_comm.hpp).
 #include "torch_observer.hpp"
 
 #include <array>
 #include <cstdint>
 
 #include "core/per_thread.hpp"
+#include "core/thread_local_state.hpp"
 #include "torch_comm.hpp"
 #include "torch_names.hpp"
 #include "torch_shapes.hpp"
@@ -34,7 +39,9 @@ constexpr uint32_t kMaxPending = 64;
 struct Entry {
   ThreadState* thread = nullptr;  // the frame opened, or nullptr
   const OpName* op = nullptr;
-  uint32_t saved_function_depth = 0;  // a backward node's: restored at its end
+  uint32_t saved_function_depth = 0;  // restored at its end: a backward node's, ...
+  bool restores = false;              // ... and an operator's that Python code called
+  uint32_t frames = 0;                // this thread's open sonde frames once it started
   uint32_t node = 0;                  // a c10d frame's, for its bytes told later
   uint64_t start = 0;
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
@@ -165,6 +172,25 @@ void on_transfer_start(const torch_abi::RecordFunction& rf, const OpName* op) {
   post_transfer(op->operation, bytes, op->text);
 }
 
+// This thread's open sonde frames (0 before its first measured call).
+uint32_t open_frames() {
+  ThreadState* t = t_state;
+  return t == nullptr ? 0 : t->depth();
+}
+
+// Whether a frame that measures its children opened on this thread above depth `since`: a
+// Python function's (or a builtin's, a library call's), not a region's, which C++ code may push
+// inside an operator (emit_nvtx) with no Python between. Only asked where an operator starts
+// inside another with more frames open than when that one started (rare: at most a handful of
+// frames to look at); no lock, nothing allocated.
+bool measured_frame_above(uint32_t since) {
+  ThreadState* t = t_state;
+  if (t == nullptr) return false;
+  for (uint32_t d = t->depth(); d > since; --d)
+    if (t->stack_[d].nesting != Nesting::kRegion) return true;
+  return false;
+}
+
 template <Scope S>
 void push(const torch_abi::RecordFunction& rf) {
   Stack& s = t_stack.get();
@@ -179,7 +205,17 @@ void push(const torch_abi::RecordFunction& rf) {
     // An autograd node: the operators its backward formula calls are top-level beneath it; and
     // the engine's evaluate_function around it: so are those the engine calls itself.
     e.saved_function_depth = s.function_depth;
+    e.restores = true;
     s.function_depth = 0;
+    open = true;
+  } else if (s.function_depth > 0 && d > 0 && d < kMaxDepth &&
+             (s.entries[d - 1].op == nullptr || !s.entries[d - 1].op->dispatched) &&
+             open_frames() > s.entries[d - 1].frames &&
+             measured_frame_above(s.entries[d - 1].frames)) {
+    // Called by Python code that the event around it runs: top-level, its own operators not.
+    e.saved_function_depth = s.function_depth;
+    e.restores = true;
+    s.function_depth = 1;
     open = true;
   } else {
     open = s.function_depth++ == 0 || comm;
@@ -187,6 +223,7 @@ void push(const torch_abi::RecordFunction& rf) {
   if (s.pending_count != 0) pair_transfers(s);  // also between back-to-back c10d calls
   if (!comm) poll_completions(s);
   if (d >= kMaxDepth) return;
+  e.frames = open_frames();
   s.entries[d] = e;
   if (!open || op == nullptr || !g_recording.load(std::memory_order_relaxed)) return;
   ThreadState* t = probe_open(op->id, Nesting::kChildren);
@@ -203,6 +240,7 @@ void push(const torch_abi::RecordFunction& rf) {
     if (!comm && g_record_shapes.load(std::memory_order_relaxed)) mine.signature = signature_of(rf);
   }
   probe_start(t);
+  mine.frames = t->depth();
   // The frame is this thread's innermost once started.
   if (comm || mine.signature != 0) mine.node = probe_current_node(t);
   if (mine.signature != 0) mine.start = probe_now();
@@ -237,7 +275,7 @@ void pop() {
   if (s.depth == 0) return;  // an event that started before sonde's callbacks were added
   uint32_t d = --s.depth;
   Entry e = d < kMaxDepth ? s.entries[d] : Entry{};
-  if (S == Scope::kBackwardFunction || (e.op != nullptr && e.op->engine)) {
+  if (e.restores) {
     s.function_depth = e.saved_function_depth;
   } else if (s.function_depth > 0) {
     --s.function_depth;

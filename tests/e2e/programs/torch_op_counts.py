@@ -1,14 +1,53 @@
 """A seeded small CNN built and trained for a few steps on one thread (conv, relu, pool, linear,
-Adam), its last layer applied twice (its gradients accumulated by the autograd engine) and a
-hook on the logits' gradient. Prints the loss, which must not change under sonde. With `--profiler FILE`, runs the same
+Adam), its last layer applied twice (its gradients accumulated by the autograd engine), a
+hook on the logits' gradient, a custom autograd.Function and a checkpointed layer (operators
+that Python code run by an operator calls), then one product of a tensor subclass whose
+__torch_dispatch__ runs the operator on the tensors it wraps. Prints the loss, which must not change under sonde. With `--profiler FILE`, runs the same
 under torch.profiler (the legacy autograd profiler: every RecordFunction event with its scope)
 and writes its per-operator counts to FILE as JSON."""
 import json
 import sys
 
 import torch
+import torch.utils.checkpoint
+from torch.utils._pytree import tree_map
 
 STEPS = 3
+
+
+class Squash(torch.autograd.Function):
+    """Its forward and backward are Python, run by the Function's own operator event."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.tanh(x)
+        ctx.save_for_backward(y)
+        return y * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        (y,) = ctx.saved_tensors
+        return g * 2 * (1 - y * y)
+
+
+class Wrapped(torch.Tensor):
+    """A tensor subclass as torch's own tests write one: each operator on it runs in Python."""
+
+    @staticmethod
+    def __new__(cls, elem):
+        r = torch.Tensor._make_wrapper_subclass(cls, elem.size(), dtype=elem.dtype)
+        r.elem = elem
+        return r
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        def unwrap(x):
+            return x.elem if isinstance(x, Wrapped) else x
+
+        def wrap(x):
+            return Wrapped(x) if isinstance(x, torch.Tensor) else x
+
+        return tree_map(wrap, func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {})))
 
 
 def main():
@@ -18,17 +57,22 @@ def main():
         torch.nn.Conv2d(1, 8, 3), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(8 * 13 * 13, 10))
     shared = torch.nn.Linear(10, 10)
-    opt = torch.optim.Adam([*model.parameters(), *shared.parameters()], lr=1e-3)
+    head = torch.nn.Linear(10, 10)
+    params = [*model.parameters(), *shared.parameters(), *head.parameters()]
+    opt = torch.optim.Adam(params, lr=1e-3)
     x = torch.randn(16, 1, 28, 28)
     y = torch.randint(0, 10, (16,))
     for _ in range(STEPS):
         opt.zero_grad()
         logits = model(x)
         logits.register_hook(lambda g: g * 0.5)
-        loss = torch.nn.functional.cross_entropy(shared(shared(logits)), y)
+        hidden = torch.utils.checkpoint.checkpoint(head, Squash.apply(shared(shared(logits))))
+        loss = torch.nn.functional.cross_entropy(hidden, y)
         loss.backward()
         opt.step()
     print(f"loss {float(loss):.6f}")
+    w = Wrapped(torch.linspace(0, 1, 16).reshape(4, 4))
+    print(f"dispatched {float(torch.mm(w, w).elem.sum()):.6f}")
 
 
 def counts(events):
