@@ -40,15 +40,21 @@ def torch_counts(db):
 def train(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("train")
     plain = subprocess.run([PY, TRAIN], capture_output=True, text=True, env=clean_env())
-    counts = tmp / "counts.json"
-    ref = subprocess.run([PY, TRAIN, "--profiler", counts], capture_output=True, text=True,
-                         env=clean_env())
-    assert ref.returncode == 0, ref.stderr
+    # torch.profiler's reference, twice: beside a CPU hog 1.13's legacy profiler now and then
+    # records one event twice (an extra aten::sum, 2 runs in 24), which one run would read as
+    # sonde missing a call. Each operator's lower count is the reference.
+    refs = []
+    for i in range(2):
+        counts = tmp / f"counts{i}.json"
+        ref = subprocess.run([PY, TRAIN, "--profiler", counts], capture_output=True, text=True,
+                             env=clean_env())
+        assert ref.returncode == 0, ref.stderr
+        refs.append(json.loads(counts.read_text()))
+    profiler = {n: min(r.get(n, 0) for r in refs) for n in refs[0].keys() | refs[1].keys()}
     db = tmp / "prof.db"
     r = sonde_py([TRAIN], db, tmp)
     assert r.returncode == 0, r.stderr
-    return {"plain": plain, "run": r, "db": db, "profiler": json.loads(counts.read_text()),
-            "ref": ref}
+    return {"plain": plain, "run": r, "db": db, "profiler": profiler, "ref": ref}
 
 
 def test_results_unchanged(train):

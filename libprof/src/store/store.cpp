@@ -193,7 +193,9 @@ void Store::forget_process() {
 bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string& error) {
   // A failed flush rolls its transaction back, so the row ids it learned must be forgotten too.
   int64_t run_id = run_id_, process_id = process_id_;
-  size_t routines = routine_ids_.size();
+  // (file_routines_ keeps what it read: other processes' committed rows, true all the same.)
+  auto routine_ids = routine_ids_;
+  int64_t file_routines_read = file_routines_read_;
   auto threads = threads_;
   auto counters = counter_ids_;
   {
@@ -203,7 +205,8 @@ bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string&
   }
   run_id_ = run_id;
   process_id_ = process_id;
-  routine_ids_.resize(routines);
+  routine_ids_ = std::move(routine_ids);
+  file_routines_read_ = file_routines_read;
   threads_ = std::move(threads);
   counter_ids_ = std::move(counters);
   return false;
@@ -218,7 +221,7 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
   // The views last: the schema cookie's move makes the connection read the schema again at its
   // next statement.
   bool ok = write_run(db, *data.run, data.process->origin == "root", error) &&
-            write_process(db, *data.process, error) && write_routines(db, registry, error) &&
+            write_process(db, *data.process, error) && write_routines(db, registry, data, error) &&
             write_counter_names(db, data, error) && write_threads(db, data, error) &&
             write_comm(db, data, error) && write_gpu(db, data, error) &&
             write_notes_and_info(db, data, error) && write_process_state(db, data, error) &&

@@ -122,10 +122,13 @@ class Store {
   bool write_run(Database& db, const RunInfo& run, bool root, std::string& error);
   bool write_process(Database& db, const ProcessInfo& process, std::string& error);
   // store_routines.cpp
-  bool write_routines(Database& db, RoutineRegistry& registry, std::string& error);
-  bool adopt_leading_routines(Database& db, std::string& error);
-  bool insert_new_routines(Database& db, std::string& error);
-  bool insert_routines_one_by_one(Database& db, std::string& error);
+  bool write_routines(Database& db, RoutineRegistry& registry, const FlushData& data,
+                      std::string& error);
+  std::vector<RoutineId> unwritten_routines(const FlushData& data) const;
+  bool find_file_routines(Database& db, std::vector<RoutineId>& missing, std::string& error);
+  bool insert_new_routines(Database& db, std::vector<RoutineId>& missing, std::string& error);
+  bool insert_routines_one_by_one(Database& db, const std::vector<RoutineId>& missing,
+                                  std::string& error);
   bool write_counter_names(Database& db, const FlushData& data, std::string& error);
   bool write_threads(Database& db, const FlushData& data, std::string& error);
   bool write_comm(Database& db, const FlushData& data, std::string& error);
@@ -156,8 +159,14 @@ class Store {
   const std::atomic<int>* give_up_ = nullptr;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
-  std::vector<int64_t> routine_ids_;      // registry id -> routines.routine_id
+  // Registry id -> routines.routine_id, 0 while not written: a routine's row is written by the
+  // first flush whose data names it (a node or a line), not for every routine registered.
+  std::vector<int64_t> routine_ids_;
   std::vector<const Routine*> routines_;  // the registry's, for their rows
+  // The file's rows other processes wrote, by identity (store_routines.cpp routine_key), read up
+  // to routine_id files_routines_read_ and kept: a routine this process needs later may be one.
+  std::unordered_map<std::string, int64_t> file_routines_;
+  int64_t file_routines_read_ = 0;
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
   int64_t next_node_id_ = 0;          // within a flush's transaction; 0 until its first new node

@@ -568,10 +568,10 @@ TEST_F(StoreWrite, AJoiningProcessWithOtherRoutinesKeepsTheirNames) {
       (Rows{{"<thread>", "0"}, {"train", "1"}, {"only_in_the_child", "2"}, {"cblas_sgemm", "3"}}));
 }
 
-// Many new routines go 64 to a statement; a batch holding one that the file has already (here
-// 'train', written by the first process) is undone by SQLite and goes one by one: every call
-// still lands on its own routine's row.
-TEST_F(StoreWrite, NewRoutinesGoInBulkAndABatchWithAKnownOneFallsBack) {
+// A routine's row is written by the first flush that names it: 130 called by a child go 64 to a
+// statement, 'train' (the first process's row) is found by its identity, and the ones the child
+// registered and never called have no row. Every call lands on its own routine's row.
+TEST_F(StoreWrite, RoutinesAFlushNamesGoInBulkAndKnownOnesAreFoundByIdentity) {
   ASSERT_TRUE(write(flush(2500)));
   RoutineRegistry reg2;
   std::vector<RoutineId> ids;
@@ -580,11 +580,13 @@ TEST_F(StoreWrite, NewRoutinesGoInBulkAndABatchWithAKnownOneFallsBack) {
     names.push_back(i == 100 ? std::string("train") : "r" + std::to_string(i));
     ids.push_back(reg2.intern({names.back().c_str(), "region", ""}));
   }
+  for (int i = 0; i < 10; ++i) reg2.intern({fmt::format("idle{}", i).c_str(), "blas", "libx"});
   ThreadState t2{1, 4243, 3000, 16, 0};
-  std::vector<int> chain = {0, 63, 64, 99, 100, 129};
   uint64_t now = 3000;
-  for (int i : chain) enter_at(t2, ids[size_t(i)], now += 10);
-  for (size_t k = 0; k < chain.size(); ++k) leave_at(t2, now += 10);
+  for (RoutineId id : ids) {
+    enter_at(t2, id, now += 10);
+    leave_at(t2, now += 10);
+  }
   Store child_store;
   std::string error;
   ASSERT_TRUE(child_store.prepare(path_, error)) << error;
@@ -596,32 +598,78 @@ TEST_F(StoreWrite, NewRoutinesGoInBulkAndABatchWithAKnownOneFallsBack) {
   ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
 
   Reader r(path_);
-  EXPECT_EQ(r.count("routines"), 4 + 129);  // 'train' is the first process's row
+  EXPECT_EQ(r.count("routines"), 4 + 129);  // '<thread>' and 'train' are the first process's
   EXPECT_EQ(r.one("SELECT count(*) FROM routines WHERE name = 'train'"), "1");
+  EXPECT_EQ(r.one("SELECT count(*) FROM routines WHERE name LIKE 'idle%'"), "0");
   Rows expected{{"<thread>"}};
-  for (int i : chain) expected.push_back({names[size_t(i)]});
+  for (const std::string& n : names) expected.push_back({n});
   EXPECT_EQ(r.rows("SELECT r.name FROM nodes n JOIN routines r USING (routine_id) "
                    "JOIN threads t USING (thread_id) JOIN processes p USING (process_id) "
-                   "WHERE p.pid = 323 ORDER BY n.depth"),
+                   "WHERE p.pid = 323 ORDER BY n.node_id"),
             expected);
 }
 
+// A routine registered in every process (the wrappers' 299) and called by none has no row; one
+// the child calls later gets it then, beside what other processes wrote in between.
+TEST_F(StoreWrite, ARoutineGetsItsRowWhenFirstCalled) {
+  RoutineId idle = registry_.intern({"cblas_dgemm", "blas", "libopenblas.so.0"});
+  ASSERT_TRUE(write(flush(2500)));
+  EXPECT_EQ(Reader(path_).one("SELECT count(*) FROM routines WHERE name = 'cblas_dgemm'"), "0");
+  // Another process writes a routine of its own meanwhile.
+  RoutineRegistry reg2;
+  ThreadState t2{1, 4243, 3000, 16, 0};
+  enter_at(t2, reg2.intern({"other", "region", ""}), 3000);
+  leave_at(t2, 3100);
+  Store other;
+  std::string error;
+  ASSERT_TRUE(other.prepare(path_, error)) << error;
+  ProcessInfo child = process_;
+  child.pid = 325;
+  child.origin = "child";
+  FlushData d{&run_, &child, {}, notes_, info_, 3200, "exit"};
+  d.threads.push_back(take_snapshot(t2, Clock{}, 3200));
+  ASSERT_TRUE(other.write(d, reg2, error)) << error;
+
+  enter_at(t_, idle, 3300);
+  leave_at(t_, 3400);
+  ASSERT_TRUE(write(flush(3500)));
+  Reader r(path_);
+  EXPECT_EQ(r.rows("SELECT name FROM routines ORDER BY routine_id"), (Rows{{"<thread>"},
+                                                                           {"train"},
+                                                                           {"model.forward"},
+                                                                           {"cblas_sgemm"},
+                                                                           {"other"},
+                                                                           {"cblas_dgemm"}}));
+  EXPECT_EQ(r.rows("SELECT calls FROM hotspots WHERE routine = 'cblas_dgemm'"), (Rows{{"1"}}));
+}
+
 // The facts a wrapper's table states go into routines.dtype and role, NULL where it states none,
-// on the bulk insert and on the one-by-one path a batch with a known routine falls back to.
+// on the bulk insert; a routine the file has already ('train') keeps its row.
 TEST_F(StoreWrite, RoutinesCarryTheFactsTheirTablesState) {
-  registry_.intern({"cudaLaunchKernel", "cuda", "cudart", "", 0, DType::kNone, "launch"});
+  RoutineId launch =
+      registry_.intern({"cudaLaunchKernel", "cuda", "cudart", "", 0, DType::kNone, "launch"});
+  enter_at(t_, launch, 2400);
+  leave_at(t_, 2450);
   ASSERT_TRUE(write(flush(2500)));
   RoutineRegistry reg2;
-  reg2.intern({"cudaDeviceSynchronize", "cuda", "cudart", "", 0, DType::kNone, "sync"});
-  reg2.intern({"train", "region", ""});  // known: the batch of three falls back to one by one
-  reg2.intern({"cblas_zgemm", "blas", "libopenblas.so.0", "", 0, DType::kC128});
+  std::vector<RoutineId> called = {
+      reg2.intern({"cudaDeviceSynchronize", "cuda", "cudart", "", 0, DType::kNone, "sync"}),
+      reg2.intern({"train", "region", ""}),
+      reg2.intern({"cblas_zgemm", "blas", "libopenblas.so.0", "", 0, DType::kC128})};
+  ThreadState t2{1, 4243, 3000, 16, 0};
+  uint64_t now = 3000;
+  for (RoutineId id : called) {
+    enter_at(t2, id, now += 10);
+    leave_at(t2, now += 10);
+  }
   Store child_store;
   std::string error;
   ASSERT_TRUE(child_store.prepare(path_, error)) << error;
   ProcessInfo child = process_;
   child.pid = 324;
   child.origin = "child";
-  FlushData d{&run_, &child, {}, notes_, info_, 3000, "exit"};
+  FlushData d{&run_, &child, {}, notes_, info_, int64_t(now + 10), "exit"};
+  d.threads.push_back(take_snapshot(t2, Clock{}, now + 10));
   ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
 
   Reader r(path_);
