@@ -158,8 +158,8 @@ void probe_exit(ThreadState* t, const CallCost* cost, const void* call_site) {
 
 void probe_exit_frame(ThreadState* t) {
   while (__builtin_expect(t->top().nesting == Nesting::kRegion, 0) && t->depth() > 1) {
+    t->region_closed_by_frame(t->nodes[t->top().node.load(std::memory_order_relaxed)].routine);
     inline_probe::exit(t, nullptr, nullptr);
-    ++t->regions_closed_by_frames;
   }
   inline_probe::exit(t, nullptr, nullptr);
 }

@@ -5,6 +5,7 @@
 
 #include <sys/types.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -312,8 +313,27 @@ class ThreadState {
   std::atomic<uint64_t> region_mismatches{0};
   uint32_t regions_before_window = 0;  // begun before the collection window opened, still open
   uint32_t regions_refused = 0;  // begun beyond the depth or node limit (innermost), still open
-  uint32_t regions_closed_by_frames = 0;  // closed by a Python frame's return, their end to come
-  std::atomic<uint32_t> fpu_seen{0};      // OR of the MXCSR FTZ/DAZ bits observed
+  // Regions a Python frame's return closed (probe_exit_frame), their ends still to come: an end
+  // takes its own region's entry, so one never ended cannot absorb another's unmatched end. The
+  // oldest goes when full (its end, if it comes, then counts as a mismatch).
+  void region_closed_by_frame(RoutineId region) {
+    if (closed_regions_count_ == kClosedRegions) {
+      for (uint32_t i = 1; i < kClosedRegions; ++i) closed_regions_[i - 1] = closed_regions_[i];
+      --closed_regions_count_;
+    }
+    closed_regions_[closed_regions_count_++] = region;
+  }
+  bool take_region_closed_by_frame(RoutineId region) {
+    for (uint32_t i = closed_regions_count_; i > 0; --i) {  // the latest of that name first
+      if (closed_regions_[i - 1] != region) continue;
+      for (uint32_t j = i; j < closed_regions_count_; ++j)
+        closed_regions_[j - 1] = closed_regions_[j];
+      --closed_regions_count_;
+      return true;
+    }
+    return false;
+  }
+  std::atomic<uint32_t> fpu_seen{0};  // OR of the MXCSR FTZ/DAZ bits observed
   std::unique_ptr<TraceRing> trace;
   std::unique_ptr<ThreadSamples> samples;  // SONDE_SAMPLE_HZ only
   // Counters: the runtime's backend and this thread's handle; `counters` is 0 when off.
@@ -337,6 +357,9 @@ class ThreadState {
   RegionCacheEntry region_cache[64];
 
  private:
+  static constexpr uint32_t kClosedRegions = 16;
+  std::array<RoutineId, kClosedRegions> closed_regions_{};
+  uint32_t closed_regions_count_ = 0;
   __attribute__((noinline)) uint32_t find_child(uint32_t parent, RoutineId routine);
   uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
   void index_child(uint32_t node, uint32_t parent, RoutineId routine);

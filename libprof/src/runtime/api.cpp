@@ -65,10 +65,7 @@ void region_end(const char* name) {
     --t->regions_before_window;  // begun before the window: nothing was recorded
     return;
   }
-  if (i == 0 && t->regions_closed_by_frames > 0) {
-    --t->regions_closed_by_frames;  // closed by the return of the frame that opened it
-    return;
-  }
+  if (i == 0 && t->take_region_closed_by_frame(id)) return;  // closed by its frame's return
   if (i == 0 || t->stack_[i].nesting != Nesting::kRegion) {
     bump(t->region_mismatches, 1);
     return;

@@ -91,7 +91,9 @@ void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, c
   }
   if (l.mismatches > 0) {
     note("regions",
-         fmt::format("{} region ends did not match the innermost open region", l.mismatches), true);
+         fmt::format("{} region end{} did not match the innermost open region", l.mismatches,
+                     l.mismatches == 1 ? "" : "s"),
+         true);
   }
 }
 
