@@ -251,6 +251,31 @@ class StoreWrite : public testing::Test {
     return d;
   }
 
+  // Another process of the run (a child, `pid`) writing one thread's calls into the same file.
+  void write_child(ThreadState& t, RoutineRegistry& reg, pid_t pid, uint64_t now) {
+    Store child_store;
+    std::string error;
+    ASSERT_TRUE(child_store.prepare(path_, error)) << error;
+    ProcessInfo child = process_;
+    child.pid = pid;
+    child.origin = "child";
+    FlushData d{&run_, &child, {}, notes_, info_, int64_t(now), "exit"};
+    d.threads.push_back(take_snapshot(t, Clock{}, now));
+    ASSERT_TRUE(child_store.write(d, reg, error)) << error;
+  }
+
+  // A child that called each of `routines` once, in turn, from its thread's root.
+  void write_child_calling(RoutineRegistry& reg, const std::vector<RoutineId>& routines,
+                           pid_t pid) {
+    ThreadState t{1, 4243, 3000, 16, 0};
+    uint64_t now = 3000;
+    for (RoutineId id : routines) {
+      enter_at(t, id, now += 10);
+      leave_at(t, now += 10);
+    }
+    write_child(t, reg, pid, now + 10);
+  }
+
   bool write(const FlushData& d) {
     std::string error;
     bool ok = store_.write(d, registry_, error);
@@ -549,15 +574,7 @@ TEST_F(StoreWrite, AJoiningProcessWithOtherRoutinesKeepsTheirNames) {
   leave_at(t2, 3300);
   leave_at(t2, 3400);
   leave_at(t2, 3500);
-  Store child_store;
-  std::string error;
-  ASSERT_TRUE(child_store.prepare(path_, error)) << error;
-  ProcessInfo child = process_;
-  child.pid = 322;
-  child.origin = "child";
-  FlushData d{&run_, &child, {}, notes_, info_, 3600, "exit"};
-  d.threads.push_back(take_snapshot(t2, Clock{}, 3600));
-  ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
+  write_child(t2, reg2, 322, 3600);
 
   Reader r(path_);
   EXPECT_EQ(r.count("routines"), 5);  // <thread>, train, model.forward, cblas_sgemm, the new one
@@ -581,21 +598,7 @@ TEST_F(StoreWrite, RoutinesAFlushNamesGoInBulkAndKnownOnesAreFoundByIdentity) {
     ids.push_back(reg2.intern({names.back().c_str(), "region", ""}));
   }
   for (int i = 0; i < 10; ++i) reg2.intern({fmt::format("idle{}", i).c_str(), "blas", "libx"});
-  ThreadState t2{1, 4243, 3000, 16, 0};
-  uint64_t now = 3000;
-  for (RoutineId id : ids) {
-    enter_at(t2, id, now += 10);
-    leave_at(t2, now += 10);
-  }
-  Store child_store;
-  std::string error;
-  ASSERT_TRUE(child_store.prepare(path_, error)) << error;
-  ProcessInfo child = process_;
-  child.pid = 323;
-  child.origin = "child";
-  FlushData d{&run_, &child, {}, notes_, info_, int64_t(now + 10), "exit"};
-  d.threads.push_back(take_snapshot(t2, Clock{}, now + 10));
-  ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
+  write_child_calling(reg2, ids, 323);
 
   Reader r(path_);
   EXPECT_EQ(r.count("routines"), 4 + 129);  // '<thread>' and 'train' are the first process's
@@ -617,18 +620,7 @@ TEST_F(StoreWrite, ARoutineGetsItsRowWhenFirstCalled) {
   EXPECT_EQ(Reader(path_).one("SELECT count(*) FROM routines WHERE name = 'cblas_dgemm'"), "0");
   // Another process writes a routine of its own meanwhile.
   RoutineRegistry reg2;
-  ThreadState t2{1, 4243, 3000, 16, 0};
-  enter_at(t2, reg2.intern({"other", "region", ""}), 3000);
-  leave_at(t2, 3100);
-  Store other;
-  std::string error;
-  ASSERT_TRUE(other.prepare(path_, error)) << error;
-  ProcessInfo child = process_;
-  child.pid = 325;
-  child.origin = "child";
-  FlushData d{&run_, &child, {}, notes_, info_, 3200, "exit"};
-  d.threads.push_back(take_snapshot(t2, Clock{}, 3200));
-  ASSERT_TRUE(other.write(d, reg2, error)) << error;
+  write_child_calling(reg2, {reg2.intern({"other", "region", ""})}, 325);
 
   enter_at(t_, idle, 3300);
   leave_at(t_, 3400);
@@ -656,21 +648,7 @@ TEST_F(StoreWrite, RoutinesCarryTheFactsTheirTablesState) {
       reg2.intern({"cudaDeviceSynchronize", "cuda", "cudart", "", 0, DType::kNone, "sync"}),
       reg2.intern({"train", "region", ""}),
       reg2.intern({"cblas_zgemm", "blas", "libopenblas.so.0", "", 0, DType::kC128})};
-  ThreadState t2{1, 4243, 3000, 16, 0};
-  uint64_t now = 3000;
-  for (RoutineId id : called) {
-    enter_at(t2, id, now += 10);
-    leave_at(t2, now += 10);
-  }
-  Store child_store;
-  std::string error;
-  ASSERT_TRUE(child_store.prepare(path_, error)) << error;
-  ProcessInfo child = process_;
-  child.pid = 324;
-  child.origin = "child";
-  FlushData d{&run_, &child, {}, notes_, info_, int64_t(now + 10), "exit"};
-  d.threads.push_back(take_snapshot(t2, Clock{}, now + 10));
-  ASSERT_TRUE(child_store.write(d, reg2, error)) << error;
+  write_child_calling(reg2, called, 324);
 
   Reader r(path_);
   EXPECT_EQ(r.rows("SELECT name, dtype, role FROM routines ORDER BY routine_id"),
