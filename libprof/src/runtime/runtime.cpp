@@ -146,12 +146,12 @@ std::string Runtime::choose_output(std::string path, bool claim) {
   // is the blank profile linked in whole where the folder can hold a file of no name (a process
   // killed as it starts leaves no file or a whole one), else an empty file the store fills.
   int blank = open_blank_profile(output_dir(path));
-  blank_linked_ = false;
+  bool linked = false;
   for (int n = 0; n <= kOutputAlternatives; ++n) {
     std::string name = n == 0 ? path : alternative_output(path, pid(), n);
     int rc = blank >= 0 ? link_blank_profile(blank, name) : -1;
     if (rc == 0) {
-      blank_linked_ = true;
+      linked = true;
     } else if (rc != EEXIST) {  // no blank, or it cannot be linked (no /proc): an empty file
       int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       rc = fd >= 0 ? 0 : errno;
@@ -163,7 +163,7 @@ std::string Runtime::choose_output(std::string path, bool claim) {
       // name's last owner killed mid-flush, then the profile removed (`kill -9`, `rm prof.db`).
       // SQLite would take it as this file's hot journal and roll its pages into the new profile.
       for (const char* suffix : {"-journal", "-wal", "-shm"}) unlink((name + suffix).c_str());
-      output_claimed_ = true;
+      output_origin_ = linked ? OutputOrigin::kLinkedBlank : OutputOrigin::kClaimedEmpty;
       if (n > 0) warn("{} already exists; writing this run's profile to {}", path, name);
       return name;
     }
@@ -290,10 +290,10 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
   // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
   // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
   if (alone_in_process()) reserve_high_descriptors();
-  if (!store_.prepare(output_, error, output_claimed_, blank_linked_)) {
+  if (!store_.prepare(output_, error, output_origin_)) {
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.
-    if (output_claimed_) {
+    if (output_origin_ != OutputOrigin::kFound) {
       unlink(output_.c_str());
       unlink((output_ + "-journal").c_str());
     }

@@ -183,8 +183,7 @@ class Runtime {
   CollectionWindow window_;
   RoutineRegistry routines_;
   std::string output_;
-  bool output_claimed_ = false;  // this process created output_ (a root process)
-  bool blank_linked_ = false;    // ... with the blank profile in it (link_blank_profile)
+  OutputOrigin output_origin_ = OutputOrigin::kFound;  // kFound: another's, or there already
   std::string run_id_;
   std::string env_preload_, env_output_, env_run_;
   std::atomic<pid_t> pid_{0};

@@ -114,11 +114,11 @@ bool Store::add_views(Database& db, std::string& error) {
   return db.exec("PRAGMA writable_schema = OFF", ok ? error : ignored) && ok;
 }
 
-bool Store::prepare(const std::string& path, std::string& error, bool claimed, bool blank) {
+bool Store::prepare(const std::string& path, std::string& error, OutputOrigin origin) {
   path_ = path;
-  if (blank) return true;  // linked in whole (link_blank_profile)
+  if (origin == OutputOrigin::kLinkedBlank) return true;  // linked in whole
   FileSizeSignalGuard no_sigxfsz;
-  if (claimed && write_blank_profile(path)) return true;
+  if (origin == OutputOrigin::kClaimedEmpty && write_blank_profile(path)) return true;
   if (prepare_transaction(path, error)) return true;
   if (error.rfind(path, 0) != 0) error = fmt::format("{}: {}", path, error);
   if (no_sigxfsz.limit_reached()) error += kFileSizeLimit;

@@ -63,14 +63,19 @@ int open_blank_profile(const std::string& dir);
 // the name is another's). A process killed before leaves no file, never a torn one.
 int link_blank_profile(int fd, const std::string& path);
 
+// How a process came by its output file (Runtime::output_path).
+enum class OutputOrigin : uint8_t {
+  kFound,         // there already, or another process's: checked, the schema made if missing
+  kClaimedEmpty,  // made empty by this process (O_EXCL): the blank profile is written into it
+  kLinkedBlank,   // made by linking in the blank profile (link_blank_profile): nothing to do
+};
+
 class Store {
  public:
-  // Creates the schema if the file is new and checks that it is a sonde profile otherwise.
-  // Returns false with a reason the user can act on. `claimed`: this process made the file,
-  // empty, for itself (O_EXCL): the blank profile is written into it as it is. `blank`: this
-  // process made it by linking in the blank profile (link_blank_profile), nothing to do.
-  bool prepare(const std::string& path, std::string& error, bool claimed = false,
-               bool blank = false);
+  // Makes the file a profile where it is not one yet and checks that it is one otherwise, as
+  // `origin` says it came. Returns false with a reason the user can act on.
+  bool prepare(const std::string& path, std::string& error,
+               OutputOrigin origin = OutputOrigin::kFound);
   bool write(const FlushData& data, RoutineRegistry& registry, std::string& error);
   // A thread's final state is written and the state freed: its address may be reused.
   void forget_thread(const ThreadState* t) { threads_.erase(t); }

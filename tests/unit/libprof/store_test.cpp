@@ -397,7 +397,7 @@ TEST_F(StoreWrite, AClaimedFileGetsTheViewsAtItsFirstFlush) {
   std::ofstream{claimed};  // empty, as the O_EXCL open leaves it
   Store store;
   std::string error;
-  ASSERT_TRUE(store.prepare(claimed, error, true)) << error;
+  ASSERT_TRUE(store.prepare(claimed, error, OutputOrigin::kClaimedEmpty)) << error;
   const std::string kViews =
       "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_master WHERE type = 'view' "
       "ORDER BY name";
