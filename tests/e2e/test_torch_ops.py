@@ -126,6 +126,12 @@ def test_counts_match_torch_profiler(train):
         # __torch_dispatch__ calls is its operator's implementation: one aten::mm, not two.
         "Squash", "CheckpointFunction", "aten::tanh", "aten::mm"]
     assert {n: sonde.get(n) for n in exact} == {n: prof[n] for n in exact}
+    # An operator's Python kernel is its implementation, however many events down: the custom
+    # Function it applies and that Function's operators are not top-level (they were, beneath
+    # the kernel, when the Function stood between: a red-team find).
+    assert sonde.get("sonde_test::doubled") == prof["sonde_test::doubled"] == 1
+    assert (sonde.get("Doubled"), sonde.get("aten::exp")) == (None, None)
+    assert prof["Doubled"] == prof["aten::exp"] == 1
     # Other operators are also called by operators, where sonde does not count them (the
     # caller's time holds them): never more than torch.profiler's count.
     over = {n: (c, prof.get(n)) for n, c in sonde.items() if c > prof.get(n, 0)}

@@ -27,9 +27,10 @@ struct OpName {
   // are called by the engine, not by an operator, so they are top-level beneath it.
   bool engine = false;
   // A dispatcher operator's namespaced name (aten::, prim::, a custom library's), where the
-  // Python code it runs is its implementation (a tensor subclass's __torch_dispatch__): the
-  // operators that code calls stay the operator's own, as torch.profiler counts one call there.
-  // Other events that run Python (a custom autograd.Function's, the JIT's `forward`) do not.
+  // Python code it runs is its implementation (a tensor subclass's __torch_dispatch__, a Python
+  // kernel): the events beneath it, a custom Function it applies included, stay the operator's
+  // own, as torch.profiler counts one call there. Other events that run Python (a custom
+  // autograd.Function's, the JIT's `forward`) do not.
   bool dispatched = false;
   const char* text = nullptr;  // the name, interned (for the count of unmatched transfers)
 };

@@ -41,8 +41,12 @@ struct Entry {
   const OpName* op = nullptr;
   uint32_t saved_function_depth = 0;  // restored at its end: a backward node's, ...
   bool restores = false;              // ... and an operator's that Python code called
-  uint32_t frames = 0;                // this thread's open sonde frames once it started
-  uint32_t node = 0;                  // a c10d frame's, for its bytes told later
+  // Inside a dispatcher operator's implementation (OpName::dispatched), however many events
+  // down: Python there is the operator's own, and calls nothing top-level. An autograd node's
+  // formula unseals.
+  bool sealed = false;
+  uint32_t frames = 0;  // this thread's open sonde frames once it started
+  uint32_t node = 0;    // a c10d frame's, for its bytes told later
   uint64_t start = 0;
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
   bool bytes_known = false;
@@ -201,17 +205,19 @@ void push(const torch_abi::RecordFunction& rf) {
   Entry e;
   e.op = op;
   if (comm) e.posted_before = transfers_posted();
+  // The event this one starts inside, where that is an operator (not the top level).
+  const Entry* outer = s.function_depth > 0 && d > 0 && d < kMaxDepth ? &s.entries[d - 1] : nullptr;
+  if (outer != nullptr) e.sealed = outer->sealed || (outer->op != nullptr && outer->op->dispatched);
   if (S == Scope::kBackwardFunction || (op != nullptr && op->engine)) {
+    e.sealed = false;
     // An autograd node: the operators its backward formula calls are top-level beneath it; and
     // the engine's evaluate_function around it: so are those the engine calls itself.
     e.saved_function_depth = s.function_depth;
     e.restores = true;
     s.function_depth = 0;
     open = true;
-  } else if (s.function_depth > 0 && d > 0 && d < kMaxDepth &&
-             (s.entries[d - 1].op == nullptr || !s.entries[d - 1].op->dispatched) &&
-             open_frames() > s.entries[d - 1].frames &&
-             measured_frame_above(s.entries[d - 1].frames)) {
+  } else if (outer != nullptr && !e.sealed && open_frames() > outer->frames &&
+             measured_frame_above(outer->frames)) {
     // Called by Python code that the event around it runs: top-level, its own operators not.
     e.saved_function_depth = s.function_depth;
     e.restores = true;

@@ -2,7 +2,8 @@
 Adam), its last layer applied twice (its gradients accumulated by the autograd engine), a
 hook on the logits' gradient, a custom autograd.Function and a checkpointed layer (operators
 that Python code run by an operator calls), then one product of a tensor subclass whose
-__torch_dispatch__ runs the operator on the tensors it wraps. Prints the loss, which must not change under sonde. With `--profiler FILE`, runs the same
+__torch_dispatch__ runs the operator on the tensors it wraps, and one call of an operator of its
+own whose Python kernel applies a custom Function (torch.library). Prints the loss, which must not change under sonde. With `--profiler FILE`, runs the same
 under torch.profiler (the legacy autograd profiler: every RecordFunction event with its scope)
 and writes its per-operator counts to FILE as JSON."""
 import json
@@ -50,6 +51,24 @@ class Wrapped(torch.Tensor):
         return tree_map(wrap, func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {})))
 
 
+class Doubled(torch.autograd.Function):
+    """Applied only by the sonde_test::doubled kernel: its own event and its operators are that
+    operator's implementation."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return torch.exp(x).neg()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+LIB = torch.library.Library("sonde_test", "DEF")
+LIB.define("doubled(Tensor x) -> Tensor")
+LIB.impl("doubled", lambda x: Doubled.apply(x), "CPU")
+
+
 def main():
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -73,6 +92,7 @@ def main():
     print(f"loss {float(loss):.6f}")
     w = Wrapped(torch.linspace(0, 1, 16).reshape(4, 4))
     print(f"dispatched {float(torch.mm(w, w).elem.sum()):.6f}")
+    print(f"kernel {float(torch.ops.sonde_test.doubled(torch.ones(3)).sum()):.6f}")
 
 
 def counts(events):
