@@ -339,9 +339,30 @@ PyModuleDef kModule = {PyModuleDef_HEAD_INIT,
 
 }  // namespace
 
+namespace {
+
+// The calling thread's innermost Python frame (libsonde's interpreter_frame): read from this
+// thread's own state, which only this thread changes, with or without the GIL; nothing
+// allocated (PyEval_GetFrame would make a frame object on 3.11+). A thread Python never ran on
+// has none.
+const void* current_interpreter_frame() {
+  PyThreadState* ts = PyGILState_GetThisThreadState();
+  if (ts == nullptr) return nullptr;
+#if PY_VERSION_HEX >= 0x030D0000
+  return ts->current_frame;
+#elif PY_VERSION_HEX >= 0x030B0000
+  return ts->cframe != nullptr ? ts->cframe->current_frame : nullptr;
+#else
+  return ts->frame;
+#endif
+}
+
+}  // namespace
+
 PyMODINIT_FUNC PyInit__sonde() {
   PyObject* m = PyModule_Create(&kModule);
   if (m == nullptr) return nullptr;
+  sonde::set_interpreter_frame_fn(&current_interpreter_frame);
   // True where start() records through the frame-evaluation hook (3.10, 3.11) or sys.monitoring
   // (3.12+) by default.
   if (PyModule_AddObject(m, "EVAL_FRAME", PyBool_FromLong(sonde::python::eval_frame_available())) <

@@ -138,6 +138,30 @@ def test_counts_match_torch_profiler(train):
     assert not over, over
 
 
+def test_paused_sees_the_operators_a_functions_forward_calls(tmp_path):
+    # --paused records no Python frame until sonde.start(): that Python ran inside the
+    # Function's event is told by the interpreter's own innermost frame, not by sonde's frames
+    # (before, these aten::linear were nested in CheckpointFunction and not counted).
+    prog = tmp_path / "paused.py"
+    prog.write_text(
+        "import torch, sonde\n"
+        "from torch.utils.checkpoint import checkpoint\n"
+        "torch.manual_seed(0)\n"
+        "lin = torch.nn.Linear(4, 4)\n"
+        "x = torch.randn(2, 4, requires_grad=True)\n"
+        "for _ in range(3):\n"
+        "    lin(x)\n"
+        "    checkpoint(lin, x, use_reentrant=True)\n"
+        "sonde.start()\n")
+    db = tmp_path / "paused.db"
+    r = subprocess.run([PY, "-m", "sonde", "--paused", "-o", str(db), str(prog)],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    paths = dict(query(db, "SELECT path, calls FROM callpaths WHERE path LIKE '%aten::linear'"))
+    assert paths == {"aten::linear": 3, "CheckpointFunction;aten::linear": 3}, paths
+
+
 def test_switched_off(tmp_path):
     db = tmp_path / "off.db"
     r = sonde_py([TRAIN], db, tmp_path, SONDE_TORCH_OPS=0)

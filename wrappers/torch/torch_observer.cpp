@@ -45,8 +45,9 @@ struct Entry {
   // down: Python there is the operator's own, and calls nothing top-level. An autograd node's
   // formula unseals.
   bool sealed = false;
-  uint32_t frames = 0;  // this thread's open sonde frames once it started
-  uint32_t node = 0;    // a c10d frame's, for its bytes told later
+  uint32_t frames = 0;           // this thread's open sonde frames once it started
+  const void* python = nullptr;  // the thread's innermost Python frame when it started
+  uint32_t node = 0;             // a c10d frame's, for its bytes told later
   uint64_t start = 0;
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
   bool bytes_known = false;
@@ -195,6 +196,14 @@ bool measured_frame_above(uint32_t since) {
   return false;
 }
 
+// Whether Python code ran on this thread between `outer`'s start and now (`python`: the innermost
+// Python frame now): another innermost frame, which the Python hook tells whether or not it
+// records frames (--paused); or, where it cannot tell, a measured frame opened since.
+bool python_ran_since(const Entry& outer, const void* python) {
+  if (python != nullptr || outer.python != nullptr) return python != outer.python;
+  return open_frames() > outer.frames && measured_frame_above(outer.frames);
+}
+
 template <Scope S>
 void push(const torch_abi::RecordFunction& rf) {
   Stack& s = t_stack.get();
@@ -205,6 +214,7 @@ void push(const torch_abi::RecordFunction& rf) {
   Entry e;
   e.op = op;
   if (comm) e.posted_before = transfers_posted();
+  e.python = interpreter_frame();
   // The event this one starts inside, where that is an operator (not the top level).
   const Entry* outer = s.function_depth > 0 && d > 0 && d < kMaxDepth ? &s.entries[d - 1] : nullptr;
   if (outer != nullptr) e.sealed = outer->sealed || (outer->op != nullptr && outer->op->dispatched);
@@ -216,8 +226,7 @@ void push(const torch_abi::RecordFunction& rf) {
     e.restores = true;
     s.function_depth = 0;
     open = true;
-  } else if (outer != nullptr && !e.sealed && open_frames() > outer->frames &&
-             measured_frame_above(outer->frames)) {
+  } else if (outer != nullptr && !e.sealed && python_ran_since(*outer, e.python)) {
     // Called by Python code that the event around it runs: top-level, its own operators not.
     e.saved_function_depth = s.function_depth;
     e.restores = true;

@@ -188,6 +188,14 @@ SONDE_API void fork_resumes_flusher();
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();
 
+// The calling thread's innermost Python frame, as an address to compare and never to read
+// (nullptr: none, or no Python hook loaded): the Python hook says how to find it, whether or not
+// it records frames (--paused), and the torch observer asks, to tell an operator that Python
+// code called inside another event from one that event's C++ called (torch_observer.cpp).
+using InterpreterFrameFn = const void* (*)();
+SONDE_API void set_interpreter_frame_fn(InterpreterFrameFn fn);
+SONDE_API const void* interpreter_frame();
+
 // Charges `ticks` and `hits` (1, or 0 where a statement over several lines goes on) to `line`
 // of `routine` on the calling thread (line costs).
 SONDE_API void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits);

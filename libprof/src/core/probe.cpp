@@ -96,6 +96,19 @@ void probe_resume_stack(const void* owner, const SuspendedFrame* frames, uint32_
 
 uint64_t probe_now() { return now_ticks(); }
 
+namespace {
+std::atomic<InterpreterFrameFn> g_interpreter_frame{nullptr};
+}  // namespace
+
+void set_interpreter_frame_fn(InterpreterFrameFn fn) {
+  g_interpreter_frame.store(fn, std::memory_order_release);
+}
+
+const void* interpreter_frame() {
+  InterpreterFrameFn fn = g_interpreter_frame.load(std::memory_order_acquire);
+  return fn != nullptr ? fn() : nullptr;
+}
+
 void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits) {
   ThreadState* t = t_state;
   if (t != nullptr && !t->window_closed()) t->record_line(routine, line, ticks, hits);
