@@ -41,8 +41,9 @@ def train(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("train")
     plain = subprocess.run([PY, TRAIN], capture_output=True, text=True, env=clean_env())
     # torch.profiler's reference, twice: beside a CPU hog 1.13's legacy profiler now and then
-    # records one event twice (an extra aten::sum, 2 runs in 24), which one run would read as
-    # sonde missing a call. Each operator's lower count is the reference.
+    # records an event more (a nested aten::sum of a .sum(), 2 runs in 24, before the program
+    # stopped summing there), which one run would read as sonde missing a call. Each
+    # operator's lower count is the reference.
     refs = []
     for i in range(2):
         counts = tmp / f"counts{i}.json"
