@@ -130,8 +130,10 @@ class Store {
   bool write_routines(Database& db, RoutineRegistry& registry, const FlushData& data,
                       std::string& error);
   std::vector<RoutineId> unwritten_routines(const FlushData& data) const;
-  bool find_file_routines(Database& db, std::vector<RoutineId>& missing, std::string& error);
-  bool insert_new_routines(Database& db, std::vector<RoutineId>& missing, std::string& error);
+  bool find_file_routines(Database& db, std::vector<RoutineId>& missing, int64_t& last,
+                          std::string& error);
+  bool insert_new_routines(Database& db, std::vector<RoutineId>& missing, int64_t last,
+                           std::string& error);
   bool insert_routines_one_by_one(Database& db, const std::vector<RoutineId>& missing,
                                   std::string& error);
   bool write_counter_names(Database& db, const FlushData& data, std::string& error);
@@ -169,7 +171,7 @@ class Store {
   std::vector<int64_t> routine_ids_;
   std::vector<const Routine*> routines_;  // the registry's, for their rows
   // The file's rows other processes wrote, by identity (store_routines.cpp routine_key), read up
-  // to routine_id files_routines_read_ and kept: a routine this process needs later may be one.
+  // to routine_id file_routines_read_ and kept: a routine this process needs later may be one.
   std::unordered_map<std::string, int64_t> file_routines_;
   int64_t file_routines_read_ = 0;
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
