@@ -15,7 +15,6 @@
 #include <cstdint>
 
 #include "core/per_thread.hpp"
-#include "core/thread_local_state.hpp"
 #include "torch_comm.hpp"
 #include "torch_names.hpp"
 #include "torch_shapes.hpp"
@@ -45,9 +44,10 @@ struct Entry {
   // down: Python there is the operator's own, and calls nothing top-level. An autograd node's
   // formula unseals.
   bool sealed = false;
-  uint32_t frames = 0;           // this thread's open sonde frames once it started
-  const void* python = nullptr;  // the thread's innermost Python frame when it started
-  uint32_t node = 0;             // a c10d frame's, for its bytes told later
+  // The thread's innermost Python frame when it started (libsonde's interpreter_frame, which
+  // the Python hook reads whether or not it records frames): nullptr where Python never ran.
+  const void* python = nullptr;
+  uint32_t node = 0;  // a c10d frame's, for its bytes told later
   uint64_t start = 0;
   uint64_t bytes = 0;  // told by the backend's event when it starts inside the c10d call
   bool bytes_known = false;
@@ -177,33 +177,6 @@ void on_transfer_start(const torch_abi::RecordFunction& rf, const OpName* op) {
   post_transfer(op->operation, bytes, op->text);
 }
 
-// This thread's open sonde frames (0 before its first measured call).
-uint32_t open_frames() {
-  ThreadState* t = t_state;
-  return t == nullptr ? 0 : t->depth();
-}
-
-// Whether a frame that measures its children opened on this thread above depth `since`: a
-// Python function's (or a builtin's, a library call's), not a region's, which C++ code may push
-// inside an operator (emit_nvtx) with no Python between. Only asked where an operator starts
-// inside another with more frames open than when that one started (rare: at most a handful of
-// frames to look at); no lock, nothing allocated.
-bool measured_frame_above(uint32_t since) {
-  ThreadState* t = t_state;
-  if (t == nullptr) return false;
-  for (uint32_t d = t->depth(); d > since; --d)
-    if (t->stack_[d].nesting != Nesting::kRegion) return true;
-  return false;
-}
-
-// Whether Python code ran on this thread between `outer`'s start and now (`python`: the innermost
-// Python frame now): another innermost frame, which the Python hook tells whether or not it
-// records frames (--paused); or, where it cannot tell, a measured frame opened since.
-bool python_ran_since(const Entry& outer, const void* python) {
-  if (python != nullptr || outer.python != nullptr) return python != outer.python;
-  return open_frames() > outer.frames && measured_frame_above(outer.frames);
-}
-
 template <Scope S>
 void push(const torch_abi::RecordFunction& rf) {
   Stack& s = t_stack.get();
@@ -214,19 +187,23 @@ void push(const torch_abi::RecordFunction& rf) {
   Entry e;
   e.op = op;
   if (comm) e.posted_before = transfers_posted();
-  e.python = interpreter_frame();
   // The event this one starts inside, where that is an operator (not the top level).
   const Entry* outer = s.function_depth > 0 && d > 0 && d < kMaxDepth ? &s.entries[d - 1] : nullptr;
   if (outer != nullptr) e.sealed = outer->sealed || (outer->op != nullptr && outer->op->dispatched);
-  if (S == Scope::kBackwardFunction || (op != nullptr && op->engine)) {
-    e.sealed = false;
+  bool node = S == Scope::kBackwardFunction || (op != nullptr && op->engine);
+  if (node) e.sealed = false;
+  // Where Python was when it started: another innermost frame, when an operator starts inside
+  // it, is Python code it ran. Not read inside a sealed event, whose events are all sealed (most
+  // of a model's: aten::linear's aten::t and aten::addmm).
+  if (!e.sealed) e.python = interpreter_frame();
+  if (node) {
     // An autograd node: the operators its backward formula calls are top-level beneath it; and
     // the engine's evaluate_function around it: so are those the engine calls itself.
     e.saved_function_depth = s.function_depth;
     e.restores = true;
     s.function_depth = 0;
     open = true;
-  } else if (outer != nullptr && !e.sealed && python_ran_since(*outer, e.python)) {
+  } else if (outer != nullptr && !e.sealed && e.python != outer->python) {
     // Called by Python code that the event around it runs: top-level, its own operators not.
     e.saved_function_depth = s.function_depth;
     e.restores = true;
@@ -238,7 +215,6 @@ void push(const torch_abi::RecordFunction& rf) {
   if (s.pending_count != 0) pair_transfers(s);  // also between back-to-back c10d calls
   if (!comm) poll_completions(s);
   if (d >= kMaxDepth) return;
-  e.frames = open_frames();
   s.entries[d] = e;
   if (!open || op == nullptr || !g_recording.load(std::memory_order_relaxed)) return;
   ThreadState* t = probe_open(op->id, Nesting::kChildren);
@@ -255,7 +231,6 @@ void push(const torch_abi::RecordFunction& rf) {
     if (!comm && g_record_shapes.load(std::memory_order_relaxed)) mine.signature = signature_of(rf);
   }
   probe_start(t);
-  mine.frames = t->depth();
   // The frame is this thread's innermost once started.
   if (comm || mine.signature != 0) mine.node = probe_current_node(t);
   if (mine.signature != 0) mine.start = probe_now();
