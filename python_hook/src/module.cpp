@@ -4,6 +4,7 @@
 #include <Python.h>
 #include <unistd.h>
 
+#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +243,36 @@ PyObject* teardown_begins(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// multiprocessing's resource tracker and forkserver end at EOF on a pipe this process holds,
+// which the kernel closes as it exits, after the final flush: theirs came after the command had
+// returned (process/exit_helpers.hpp). Named to libsonde at the interpreter's last atexit call,
+// after the program's exit functions; a C function, so that no hook records it. The attributes
+// are CPython's own, 3.8 to 3.13: (module, its singleton, the write end, the helper's pid).
+int int_attr(PyObject* owner, const char* name) {
+  PyObject* v = PyObject_GetAttrString(owner, name);
+  long n = v != nullptr && PyLong_Check(v) ? PyLong_AsLong(v) : -1;
+  Py_XDECREF(v);
+  PyErr_Clear();
+  return n >= 0 && n <= INT_MAX ? int(n) : -1;
+}
+
+PyObject* name_helpers(PyObject*, PyObject*) {
+  static const char* const kHelpers[][4] = {
+      {"multiprocessing.resource_tracker", "_resource_tracker", "_fd", "_pid"},
+      {"multiprocessing.forkserver", "_forkserver", "_forkserver_alive_fd", "_forkserver_pid"}};
+  PyObject* modules = PyImport_GetModuleDict();  // borrowed
+  for (const auto& h : kHelpers) {
+    PyObject* module = modules != nullptr ? PyDict_GetItemString(modules, h[0]) : nullptr;
+    PyObject* owner = module != nullptr ? PyObject_GetAttrString(module, h[1]) : nullptr;
+    PyErr_Clear();
+    if (owner == nullptr) continue;
+    int fd = int_attr(owner, h[2]), pid = int_attr(owner, h[3]);
+    Py_DECREF(owner);
+    if (fd >= 0 && pid > 0) sonde::end_helper_at_exit(fd, pid);
+  }
+  Py_RETURN_NONE;
+}
+
 PyObject* string_list(const std::vector<std::string>& items) {
   PyObject* list = PyList_New(Py_ssize_t(items.size()));
   if (list == nullptr) return nullptr;
@@ -323,6 +354,10 @@ PyMethodDef kMethods[] = {
     {"die_of_sigint_at_exit", die_of_sigint_at_exit, METH_NOARGS,
      "Die of SIGINT once the interpreter is finalized, as CPython does after an uncaught\n"
      "KeyboardInterrupt (the launcher caught it to print it)."},
+    {"name_helpers", name_helpers, METH_NOARGS,
+     "Name multiprocessing's resource tracker and forkserver, if running, to libsonde: their\n"
+     "pipe ends are closed after the final flush, and they are waited for, so that their own\n"
+     "flushes are in the profile when the command returns. For the last atexit call."},
     {"run_env", run_env, METH_NOARGS,
      "['NAME=value', ...] of SONDE_RUN_ID, SONDE_OUTPUT and SONDE_PROCESS as sonde set them."},
     {nullptr, nullptr, 0, nullptr}};

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import textwrap
+import threading
 
 import pytest
 
@@ -482,6 +483,58 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
                         "WHERE r.file LIKE '%/sonde/%'")
         assert own == [], own
         db.unlink()
+
+
+@pytest.mark.parametrize("launch", ["in-process", "re-exec"])
+def test_multiprocessing_helpers_have_written_when_the_command_returns(db, tmp_path, launch):
+    # The resource tracker and the forkserver end at EOF on a pipe the main process holds,
+    # which the kernel closes as it exits, after its final flush: they wrote theirs after
+    # python3 -m sonde had returned (a reader at once: "database is locked", or a report saying
+    # they were killed). A fork child that runs the inherited atexit functions must not wait
+    # for its parent's helpers.
+    path = script(tmp_path, "helpers.py", """
+        import multiprocessing as mp, os, sys, time
+
+        def square(x):
+            return x * x
+
+        if __name__ == "__main__":
+            with mp.get_context("forkserver").Pool(2) as pool:
+                print(sum(pool.map(square, range(40))))
+            q = mp.get_context("spawn").Queue()
+            q.put(1)
+            q.get()
+            pid = os.fork()
+            if pid == 0:
+                sys.exit(0)  # atexit runs here too
+            t = time.monotonic()
+            os.waitpid(pid, 0)
+            print("child waited long" if time.monotonic() - t > 1.0 else "child ended")
+    """)
+    opts = ["--re-exec"] if launch == "re-exec" else []
+    # Into files (a pipe's reader would wait for the helpers too: they inherit its end), and
+    # waited for by a blocking wait (subprocess's with a timeout polls, up to 50 ms late).
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    with open(out, "w") as o, open(err, "w") as e:
+        p = subprocess.Popen([PY, "-m", "sonde", "-o", str(db), *opts, str(path)], stdout=o,
+                             stderr=e, env=clean_env(PYTHONPATH=PYTHONPATH), cwd=tmp_path)
+        watchdog = threading.Timer(300, p.kill)
+        watchdog.start()
+        rc = p.wait()
+        watchdog.cancel()
+    assert (rc, out.read_text()) == (0, "20540\nchild ended\n"), err.read_text()
+    # At once, without waiting for a lock (timeout 0): every process has ended in the file.
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0)
+    try:
+        rows = con.execute("SELECT command, ended_ns IS NOT NULL FROM processes").fetchall()
+    finally:
+        con.close()
+    helpers = [c for c, _ in rows if "resource_tracker" in c or "forkserver import main" in c]
+    assert len(helpers) >= 2, rows  # the tracker, the forkserver (its fork children beside)
+    assert all(ended for _, ended in rows), rows
+    report = subprocess.run([CLI, "report", str(db)], capture_output=True, text=True,
+                            timeout=60)
+    assert report.returncode == 0 and "final flush" not in report.stdout, report.stdout
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -209,4 +209,10 @@ SONDE_API void set_run_fact(const char* key, const char* value);
 // `warning` false). Not for the hot path.
 SONDE_API void add_run_note(const char* topic, const char* message, bool warning = true);
 
+// A helper process of this one (multiprocessing's resource tracker or forkserver) that ends when
+// `fd`, this process's end of its pipe, is closed: closed after the exit flush, and the helper
+// waited for a moment, so that its own final flush is in the file when the command returns
+// (process/exit_helpers.hpp). Named at the interpreter's last atexit call. Not for the hot path.
+SONDE_API void end_helper_at_exit(int fd, int pid);
+
 }  // namespace sonde

@@ -295,6 +295,11 @@ void add_run_note(const char* topic, const char* message, bool warning) {
     rt->add_note(topic, message, false, warning ? "warning" : "info");
 }
 
+void end_helper_at_exit(int fd, int pid) {
+  Runtime* rt = Runtime::get();
+  if (rt != nullptr && !rt->filtered()) rt->exit_helpers().add(fd, pid_t(pid));
+}
+
 // The probe's and the wrappers' ways into the runtime (core/, gpu/ and process/ reach it only
 // through what they are handed).
 __attribute__((noinline)) ThreadState* inline_probe::attach_current() {

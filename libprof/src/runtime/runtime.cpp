@@ -41,6 +41,10 @@ std::atomic<Runtime*> Runtime::instance_{nullptr};
 
 namespace {
 
+// How long the exit waits for the helpers named to end (process/exit_helpers.hpp): a resource
+// tracker ends within milliseconds of its pipe's end; one another process still holds does not.
+constexpr int kExitHelpersBudgetMs = 2000;
+
 pthread_key_t g_thread_key;  // its destructor marks a thread's end
 
 void on_thread_exit(void* state) {
@@ -628,6 +632,10 @@ void Runtime::exit_flush() {
   int64_t from_ns = monotonic_ns();
   bool ok = flush(FlushKind::kExit, "exit");
   log(LogLevel::kDebug, "exit flush: {:.2f} ms", 1e-6 * double(monotonic_ns() - from_ns));
+  // After this process's own rows: a helper that does not end in time costs the wait only.
+  if (int left = exit_helpers_.end_all(kExitHelpersBudgetMs); left > 0)
+    log(LogLevel::kDebug, "{} helper process(es) still running {} ms after the exit flush", left,
+        kExitHelpersBudgetMs);
   say_where_written(ok);
 }
 

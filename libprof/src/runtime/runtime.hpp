@@ -20,6 +20,7 @@
 #include "core/window.hpp"
 #include "counters/counter_backend.hpp"
 #include "gpu/gpu_backend.hpp"
+#include "process/exit_helpers.hpp"
 #include "runtime/config.hpp"
 #include "runtime/doorbell.hpp"
 #include "runtime/facts.hpp"
@@ -50,6 +51,7 @@ class Runtime {
                 const char* severity = "warning");
   void register_info_provider(InfoProvider p);
   Facts& facts() { return facts_; }
+  ExitHelpers& exit_helpers() { return exit_helpers_; }
   // Signal handler side: asks the flusher thread to flush and waits a bounded time. `sig` is
   // the signal, or kExitRequest for _exit (which may itself be called from a signal handler).
   void flush_from_signal(int sig);
@@ -206,7 +208,8 @@ class Runtime {
   std::mutex notes_mu_;
   std::vector<Note> notes_;
   std::vector<InfoProvider> providers_;
-  Facts facts_;  // run_info entries set from outside (set_run_fact)
+  Facts facts_;               // run_info entries set from outside (set_run_fact)
+  ExitHelpers exit_helpers_;  // ended after the exit flush (end_helper_at_exit)
   std::unique_ptr<CounterBackend> counters_;
   std::vector<Peak> peaks_;  // from the peaks file, read once at start
   std::atomic<bool> gpu_tried_{false};

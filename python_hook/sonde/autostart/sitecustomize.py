@@ -38,6 +38,7 @@ def _start_hook():
             from sonde import _frameworks
             _frameworks.install()
             import atexit
+            atexit.register(_sonde.name_helpers)  # last: after the program's exit functions
             atexit.register(_sonde.flush)  # dying of a signal after atexit skips libsonde's
             _sonde.start(builtins=builtins, imports=imports)  # the last thing this module does
     except Exception as e:  # never break the program being measured
