@@ -33,7 +33,8 @@ pid_t parent_of(pid_t pid) {
   const char* close_paren = std::strrchr(buf, ')');
   char state = 0;
   int ppid = 0;
-  if (close_paren == nullptr || std::sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return 0;
+  if (close_paren == nullptr || std::sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
+    return 0;
   return pid_t(ppid);
 }
 
