@@ -1,10 +1,10 @@
 #include "core/snapshot.hpp"
 
 #include <cmath>
-#include <fstream>
 
 #include "core/adaptive_timing.hpp"
 #include "core/op_signatures.hpp"
+#include "core/proc_file.hpp"
 
 namespace sonde {
 
@@ -12,10 +12,8 @@ namespace {
 constexpr auto kRelaxed = std::memory_order_relaxed;
 
 std::string thread_name(pid_t tid) {
-  std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/comm");
-  std::string name;
-  std::getline(in, name);
-  return name;
+  std::string name = read_proc_file("/proc/self/task/" + std::to_string(tid) + "/comm", 64);
+  return name.substr(0, name.find('\n'));
 }
 
 // A node is recursive when its routine is also one of its callers'. Parents precede their

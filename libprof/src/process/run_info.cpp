@@ -2,15 +2,15 @@
 
 #include <fmt/format.h>
 #include <sched.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string_view>
 
+#include "core/proc_file.hpp"
 #include "sonde/options.hpp"
 
 extern char** environ;
@@ -18,8 +18,7 @@ extern char** environ;
 namespace sonde {
 
 std::string read_command_line(bool with_args) {
-  std::ifstream in("/proc/self/cmdline", std::ios::binary);
-  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string raw = read_proc_file("/proc/self/cmdline");
   std::vector<std::string> argv;
   for (size_t start = 0; start < raw.size();) {
     size_t end = raw.find('\0', start);
@@ -32,25 +31,32 @@ std::string read_command_line(bool with_args) {
 
 namespace {
 
+// The first CPU's "model name" (x86; other architectures name none there): its record is the
+// first, so 8 KB spares the kernel formatting every other CPU's (0.1 ms on 2 vCPUs).
 std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
+  std::string text = read_proc_file("/proc/cpuinfo", 8192);
+  for (size_t at = 0; at < text.size();) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + at, end - at);
+    if (line.starts_with("model name")) {
       size_t colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+      size_t value =
+          colon == std::string_view::npos ? colon : line.find_first_not_of(' ', colon + 1);
+      return value == std::string_view::npos ? "" : std::string(line.substr(value));
     }
+    at = end + 1;
   }
   return "";
 }
 
 }  // namespace
 
-RunInfo collect_run_info(const std::string& uuid, bool trace, bool record_args,
+RunInfo collect_run_info(const std::string& uuid, const std::string& command, bool trace,
                          int64_t started_ns) {
   RunInfo r;
   r.uuid = uuid;
-  r.command = read_command_line(record_args);
+  r.command = command;
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   r.host = host;
@@ -111,10 +117,15 @@ std::string job_run_uuid(const std::string& job) {
 }
 
 std::string new_run_uuid() {
-  std::random_device rd;
-  std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid()));
-  uint64_t a = gen(), b = gen();
-  return fmt::format("{:016x}{:016x}", a, b);
+  // The kernel's random bytes (one system call); std::random_device where there are none.
+  uint64_t ab[2] = {};
+  if (getrandom(ab, sizeof ab, GRND_NONBLOCK) != ssize_t(sizeof ab)) {
+    std::random_device rd;
+    std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid()));
+    ab[0] = gen();
+    ab[1] = gen();
+  }
+  return fmt::format("{:016x}{:016x}", ab[0], ab[1]);
 }
 
 }  // namespace sonde

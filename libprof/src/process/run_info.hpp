@@ -13,7 +13,9 @@ namespace sonde {
 
 // This process's command line, redacted (process/redact.hpp).
 std::string read_command_line(bool with_args);
-RunInfo collect_run_info(const std::string& uuid, bool trace, bool record_args, int64_t started_ns);
+// `command`: read_command_line's, which the process's own row has read already.
+RunInfo collect_run_info(const std::string& uuid, const std::string& command, bool trace,
+                         int64_t started_ns);
 // Allow-listed environment only (known names, never a secret-looking one): profiles get
 // shared, and secrets must not travel in them.
 std::vector<std::pair<std::string, std::string>> allowed_environment();

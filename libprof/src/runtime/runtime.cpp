@@ -203,7 +203,7 @@ void Runtime::start() {
   env_preload_ = "LD_PRELOAD=" + object_path_of(reinterpret_cast<const void*>(&Runtime::init));
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
-  run_ = collect_run_info(run_id_, config_.trace, config_.record_args, clock_.realtime0());
+  run_ = collect_run_info(run_id_, process_.command, config_.trace, clock_.realtime0());
   process_.host = run_.host;
   read_peaks(root);
   flush_request_.reset();

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace sonde {
 namespace {
@@ -68,7 +69,7 @@ TEST(RunInfo, RunUuidsAreHexAndDistinct) {
 }
 
 TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
-  RunInfo r = collect_run_info("u", true, true, 42);
+  RunInfo r = collect_run_info("u", read_command_line(true), true, 42);
   EXPECT_EQ(r.uuid, "u");
   EXPECT_EQ(r.mode, "trace");
   EXPECT_EQ(r.started_ns, 42);
@@ -76,7 +77,18 @@ TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
   EXPECT_GE(r.affinity_cores, 1);
   EXPECT_LE(r.affinity_cores, r.cores);
   EXPECT_NE(r.command.find("sonde_libprof_tests"), std::string::npos) << r.command;
-  EXPECT_EQ(collect_run_info("u", false, true, 0).mode, "profile");
+  EXPECT_EQ(collect_run_info("u", "x", false, 0).mode, "profile");
+  // The first "model name" line of /proc/cpuinfo, as the test reads it whole (x86 has one).
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, model;
+  while (model.empty() && std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0)
+      model = line.substr(line.find_first_not_of(" \t", line.find(':') + 1));
+  }
+  EXPECT_EQ(r.cpu_model, model);
+#if defined(__x86_64__)
+  EXPECT_FALSE(r.cpu_model.empty());
+#endif
 }
 
 TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
