@@ -16,6 +16,7 @@
 #include "code_table.hpp"
 #include "frames.hpp"
 #include "greenlets.hpp"
+#include "per_thread.hpp"
 #include "sonde/probe.hpp"
 #include "subnormals.hpp"
 
@@ -43,17 +44,8 @@ struct ThreadHook {
   bool in_machinery = false;  // the innermost hooked frame is the import machinery's
   const void* subnormal_frame = nullptr;  // the innermost whose subnormal check waits for its end
 };
-thread_local ThreadHook t_hook;
-// _sonde is dlopened, so t_hook costs a __tls_get_addr call per access; an initial-exec pointer
-// is one instruction (8 bytes of the static TLS glibc keeps for dlopened modules), as in
-// monitoring.cpp. Pointed at t_hook on the thread's first frame.
-thread_local ThreadHook* t_hook_fast __attribute__((tls_model("initial-exec"))) = nullptr;
-
-ThreadHook& thread_hook() {
-  ThreadHook* h = t_hook_fast;
-  if (__builtin_expect(h == nullptr, 0)) h = t_hook_fast = &t_hook;
-  return *h;
-}
+// A thread's, reached in one instruction (per_thread.hpp).
+ThreadHook& thread_hook() { return PerThread<ThreadHook>::get(); }
 
 // With the hook, every Python call takes a C frame of the evaluator, where 3.11's interpreter
 // alone inlines Python-to-Python calls and takes none (and 3.10's takes a smaller one): a

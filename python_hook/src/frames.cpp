@@ -15,6 +15,7 @@
 #include "code_table.hpp"
 #include "cpython_compat.hpp"
 #include "greenlets.hpp"
+#include "per_thread.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/routine_kinds.hpp"
 #include "sonde/source_fingerprint.hpp"
@@ -61,21 +62,8 @@ struct ProfileFrames {
   std::vector<OpenedFrame> open;
   int skip = 0;
 };
-// Reached through an initial-exec pointer, as monitoring.cpp's: a dlopened module's
-// thread_local costs a __tls_get_addr call per access (3.8 % of a --builtins run's time, beside
-// the hook's own 17 %); the pointer is one instruction.
-thread_local ProfileFrames* t_frames_fast __attribute__((tls_model("initial-exec"))) = nullptr;
-struct OwnedProfileFrames {
-  ProfileFrames frames;
-  ~OwnedProfileFrames() { t_frames_fast = nullptr; }
-};
-thread_local OwnedProfileFrames t_frames_owner;
+ProfileFrames& here() { return PerThread<ProfileFrames>::get(); }  // one instruction
 
-inline ProfileFrames& here() {
-  ProfileFrames* f = t_frames_fast;
-  if (__builtin_expect(f == nullptr, 0)) f = t_frames_fast = &t_frames_owner.frames;
-  return *f;
-}
 // C functions are recorded too (`--builtins`); else the profile function stands in for the
 // frame-evaluation hook and passes over their events.
 bool g_builtins = true;

@@ -7,6 +7,7 @@
 
 #include "code_table.hpp"
 #include "frames.hpp"
+#include "per_thread.hpp"
 #include "sonde/probe.hpp"
 #include "subnormals.hpp"
 
@@ -35,22 +36,7 @@ struct ThreadFrames {
   std::vector<Open> open;
   int skip = 0;
 };
-// _sonde is loaded with dlopen, so reaching a thread_local costs a __tls_get_addr call (two
-// per Python call, about 4 ns of the hook's 60). An initial-exec variable is one instruction,
-// but it takes static TLS that glibc sets aside for dlopened modules (512 bytes by default,
-// shared with libgomp and others): a pointer's 8 bytes, not the object.
-thread_local ThreadFrames* t_frames_fast __attribute__((tls_model("initial-exec"))) = nullptr;
-struct OwnedFrames {
-  ThreadFrames frames;
-  ~OwnedFrames() { t_frames_fast = nullptr; }
-};
-thread_local OwnedFrames t_frames_owner;
-
-ThreadFrames& thread_frames() {
-  ThreadFrames* f = t_frames_fast;
-  if (__builtin_expect(f == nullptr, 0)) f = t_frames_fast = &t_frames_owner.frames;
-  return *f;
-}
+ThreadFrames& thread_frames() { return PerThread<ThreadFrames>::get(); }
 
 // How far below the top a leaving frame's entry is looked for: an entry above it lost its
 // return event (none is known to, but a lost one then costs one frame, not the whole stack).
