@@ -169,14 +169,37 @@ CodeInfo code_info(PyCodeObject* code) {
   return info;
 }
 
-// C functions have no code object: cache by method definition and the type it is bound to (none
-// for a module function). The GIL guards the map (the hooks run holding it).
+// C functions have no code object: cached by method definition and the type it is bound to
+// (none for a module function), the pair itself the key (ml * 31 + type, before, let two
+// methods of types 31 method definitions apart share a name). A direct-mapped table of the
+// recent pairs comes first: the map's lookup hashes and divides on every C call. The GIL
+// guards both (the hooks run holding it).
 RoutineId builtin_routine(PyMethodDef* ml, PyTypeObject* bound, PyObject* module) {
-  static std::unordered_map<uint64_t, RoutineId> cache;
-  uint64_t key =
-      uint64_t(reinterpret_cast<uintptr_t>(ml)) * 31 + uint64_t(reinterpret_cast<uintptr_t>(bound));
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
+  struct Key {
+    const PyMethodDef* ml;
+    const PyTypeObject* bound;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<const void*>()(k.ml) * 31 + std::hash<const void*>()(k.bound);
+    }
+  };
+  struct Recent {
+    Key key;
+    RoutineId id;
+  };
+  static std::unordered_map<Key, RoutineId, KeyHash> cache;
+  static Recent recent[256];
+  Key key{ml, bound};
+  Recent& slot =
+      recent[((reinterpret_cast<uintptr_t>(ml) >> 5) ^ (reinterpret_cast<uintptr_t>(bound) >> 4)) &
+             255];
+  if (slot.key == key) return slot.id;
+  if (auto it = cache.find(key); it != cache.end()) {
+    slot = {key, it->second};
+    return it->second;
+  }
   std::string name;
   if (bound != nullptr) {
     name = std::string(bound->tp_name) + "." + ml->ml_name;
@@ -188,6 +211,7 @@ RoutineId builtin_routine(PyMethodDef* ml, PyTypeObject* bound, PyObject* module
   name = "<built-in " + name + ">";
   RoutineId id = register_routine({name.c_str(), kinds::kBuiltin, ""});
   cache.emplace(key, id);
+  slot = {key, id};
   return id;
 }
 
