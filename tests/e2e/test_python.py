@@ -10,6 +10,7 @@ import sqlite3
 import subprocess
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -485,44 +486,68 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
         db.unlink()
 
 
-@pytest.mark.parametrize("launch", ["in-process", "re-exec"])
-def test_multiprocessing_helpers_have_written_when_the_command_returns(db, tmp_path, launch):
-    # The resource tracker and the forkserver end at EOF on a pipe the main process holds,
-    # which the kernel closes as it exits, after its final flush: they wrote theirs after
-    # python3 -m sonde had returned (a reader at once: "database is locked", or a report saying
-    # they were killed). A fork child that runs the inherited atexit functions must not wait
-    # for its parent's helpers.
-    path = script(tmp_path, "helpers.py", """
-        import multiprocessing as mp, os, sys, time
+HELPERS = """
+    import multiprocessing as mp, os, sys, time
 
-        def square(x):
-            return x * x
+    def square(x):
+        return x * x
 
-        if __name__ == "__main__":
-            with mp.get_context("forkserver").Pool(2) as pool:
-                print(sum(pool.map(square, range(40))))
-            q = mp.get_context("spawn").Queue()
-            q.put(1)
-            q.get()
-            pid = os.fork()
-            if pid == 0:
-                sys.exit(0)  # atexit runs here too
+    if __name__ == "__main__":
+        with mp.get_context("forkserver").Pool(2) as pool:
+            print(sum(pool.map(square, range(40))))
+        q = mp.get_context("spawn").Queue()
+        q.put(1)
+        q.get()
+        pid = os.fork()
+        if pid == 0:
+            if sys.argv[1] == "background":  # keeps copies of the helpers' pipe ends
+                os.setsid()
+                time.sleep(3)
+                os._exit(0)
+            sys.exit(0)  # atexit runs here too
+        if sys.argv[1] != "background":
             t = time.monotonic()
             os.waitpid(pid, 0)
             print("child waited long" if time.monotonic() - t > 1.0 else "child ended")
-    """)
-    opts = ["--re-exec"] if launch == "re-exec" else []
-    # Into files (a pipe's reader would wait for the helpers too: they inherit its end), and
-    # waited for by a blocking wait (subprocess's with a timeout polls, up to 50 ms late).
+        print(time.monotonic(), flush=True)
+        if sys.argv[1] == "interrupt":
+            raise KeyboardInterrupt
+"""
+
+
+def run_to_the_end(db, tmp_path, args):
+    """(returncode, stdout, stderr, seconds from the program's last printed monotonic time to
+    its end): output into files, as a pipe's reader would wait for the helpers too (they
+    inherit its end), and a blocking wait (subprocess's with a timeout polls, up to 50 ms
+    late)."""
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     with open(out, "w") as o, open(err, "w") as e:
-        p = subprocess.Popen([PY, "-m", "sonde", "-o", str(db), *opts, str(path)], stdout=o,
+        p = subprocess.Popen([PY, "-m", "sonde", "-o", str(db), *map(str, args)], stdout=o,
                              stderr=e, env=clean_env(PYTHONPATH=PYTHONPATH), cwd=tmp_path)
         watchdog = threading.Timer(300, p.kill)
         watchdog.start()
         rc = p.wait()
+        ended = time.monotonic()
         watchdog.cancel()
-    assert (rc, out.read_text()) == (0, "20540\nchild ended\n"), err.read_text()
+    lines = out.read_text().splitlines()
+    return rc, lines[:-1], err.read_text(), ended - float(lines[-1]) if lines else None
+
+
+@pytest.mark.parametrize("end", ["exit", "interrupt"])
+@pytest.mark.parametrize("launch", ["in-process", "re-exec"])
+def test_multiprocessing_helpers_have_written_when_the_command_returns(db, tmp_path, launch,
+                                                                       end):
+    # The resource tracker and the forkserver end at EOF on a pipe the main process holds,
+    # which the kernel closes as it exits, after its final flush: they wrote theirs after
+    # python3 -m sonde had returned (a reader at once: "database is locked", or a report saying
+    # they were killed). Also where the run dies of SIGINT (an uncaught KeyboardInterrupt: the
+    # signal's flush). A fork child that runs the inherited atexit functions must not wait for
+    # its parent's helpers.
+    path = script(tmp_path, "helpers.py", HELPERS)
+    opts = ["--re-exec"] if launch == "re-exec" else []
+    rc, out, err, _ = run_to_the_end(db, tmp_path, [*opts, path, end])
+    assert (rc, out) == (-signal.SIGINT if end == "interrupt" else 0,
+                         ["20540", "child ended"]), err
     # At once, without waiting for a lock (timeout 0): every process has ended in the file.
     con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=0)
     try:
@@ -535,6 +560,16 @@ def test_multiprocessing_helpers_have_written_when_the_command_returns(db, tmp_p
     report = subprocess.run([CLI, "report", str(db)], capture_output=True, text=True,
                             timeout=60)
     assert report.returncode == 0 and "final flush" not in report.stdout, report.stdout
+
+
+def test_multiprocessing_helpers_held_open_by_a_fork_child_are_not_waited_for(db, tmp_path):
+    # A fork child that outlives the program keeps copies of the helpers' pipe ends: closing
+    # the program's gives them no EOF, and waiting the whole budget (2 s) for them added 2 s to
+    # every such exit. Seen idle after the close, they are not waited for.
+    path = script(tmp_path, "helpers.py", HELPERS)
+    rc, out, err, exit_s = run_to_the_end(db, tmp_path, [path, "background"])
+    assert (rc, out) == (0, ["20540"]), err
+    assert exit_s < 1.0, f"{exit_s:.2f} s from the program's last line to its end"
 
 
 @pytest.mark.parametrize("mode", MODES)

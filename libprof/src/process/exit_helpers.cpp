@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -18,6 +19,8 @@ namespace sonde {
 namespace {
 
 constexpr size_t kMaxHelpers = 8;
+// A helper neither running nor using CPU this long after its pipe's end was closed got no EOF.
+constexpr int64_t kIdleNs = 50'000'000;
 
 // The parent pid /proc/<pid>/stat gives (its fourth field, after the command in parentheses,
 // which may hold spaces and parentheses of its own); 0 where it cannot be read.
@@ -36,6 +39,37 @@ pid_t parent_of(pid_t pid) {
   if (close_paren == nullptr || std::sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
     return 0;
   return pid_t(ppid);
+}
+
+// The CPU time `pid` has run (/proc/PID/schedstat, ns), and whether it is running or waiting
+// for the disk now (/proc/PID/stat's state R or D).
+std::uint64_t cpu_ns(pid_t pid, bool& running) {
+  char path[64], buf[512];
+  std::uint64_t ns = 0;
+  std::snprintf(path, sizeof path, "/proc/%d/schedstat", int(pid));
+  if (int fd = open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) {
+      buf[n] = '\0';
+      unsigned long long v = 0;
+      if (std::sscanf(buf, "%llu", &v) == 1) ns = v;
+    }
+  }
+  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
+  running = false;
+  if (int fd = open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) {
+      buf[n] = '\0';
+      const char* close_paren = std::strrchr(buf, ')');
+      char state = 0;
+      if (close_paren != nullptr && std::sscanf(close_paren + 1, " %c", &state) == 1)
+        running = state == 'R' || state == 'D';
+    }
+  }
+  return ns;
 }
 
 // True once `pid` has ended: reaped here, or gone (SIGCHLD ignored reaps children at once).
@@ -67,7 +101,14 @@ bool ExitHelpers::add(int fd, pid_t pid) {
 }
 
 int ExitHelpers::end_all(int budget_ms) {
-  std::vector<pid_t> waiting;
+  struct Waiting {
+    pid_t pid;
+    std::uint64_t cpu_ns;
+    int64_t progress_ns;  // when it was last seen running or its CPU time moved
+  };
+  Waiting waiting[kMaxHelpers];
+  size_t n = 0;
+  int64_t now = monotonic_ns();
   {
     std::lock_guard lock(mu_);
     pid_t self = getpid();
@@ -77,18 +118,35 @@ int ExitHelpers::end_all(int budget_ms) {
       struct stat st {};
       if (fstat(h.fd, &st) != 0 || st.st_dev != h.dev || st.st_ino != h.ino) continue;
       close(h.fd);
-      waiting.push_back(h.pid);
+      waiting[n++] = Waiting{h.pid, 0, now};
     }
     helpers_.clear();
   }
-  int64_t deadline = monotonic_ns() + int64_t(budget_ms) * 1'000'000;
-  while (!waiting.empty()) {
-    std::erase_if(waiting, ended);
-    if (waiting.empty() || monotonic_ns() >= deadline) break;
+  int64_t deadline = now + int64_t(budget_ms) * 1'000'000;
+  while (n > 0) {
+    now = monotonic_ns();
+    for (size_t i = 0; i < n;) {
+      Waiting& w = waiting[i];
+      bool gone = ended(w.pid);
+      if (!gone) {
+        bool running = false;
+        std::uint64_t cpu = cpu_ns(w.pid, running);
+        if (running || cpu != w.cpu_ns) w.progress_ns = now;
+        w.cpu_ns = cpu;
+      }
+      // Ended; or idle since the close, so another process (a fork child) still holds a write
+      // end of its pipe and no EOF comes: not waited for.
+      if (gone || now - w.progress_ns > kIdleNs) {
+        waiting[i] = waiting[--n];
+      } else {
+        ++i;
+      }
+    }
+    if (n == 0 || now >= deadline) break;
     timespec pause{0, 1'000'000};
     nanosleep(&pause, nullptr);
   }
-  return int(waiting.size());
+  return int(n);
 }
 
 }  // namespace sonde

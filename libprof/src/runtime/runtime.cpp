@@ -632,11 +632,14 @@ void Runtime::exit_flush() {
   int64_t from_ns = monotonic_ns();
   bool ok = flush(FlushKind::kExit, "exit");
   log(LogLevel::kDebug, "exit flush: {:.2f} ms", 1e-6 * double(monotonic_ns() - from_ns));
-  // After this process's own rows: a helper that does not end in time costs the wait only.
-  if (int left = exit_helpers_.end_all(kExitHelpersBudgetMs); left > 0)
-    log(LogLevel::kDebug, "{} helper process(es) still running {} ms after the exit flush", left,
-        kExitHelpersBudgetMs);
+  end_helpers();
   say_where_written(ok);
+}
+
+// After this process's own rows: a helper that does not end costs the wait only.
+void Runtime::end_helpers() {
+  if (int left = exit_helpers_.end_all(kExitHelpersBudgetMs); left > 0)
+    log(LogLevel::kDebug, "{} helper process(es) still running after the final flush", left);
 }
 
 void Runtime::say_where_written(bool ok) {

@@ -175,6 +175,8 @@ class Runtime {
   void start_gpu();
   // After the final flush (ok: it was written) of an in-process launch: where the profile went.
   void say_where_written(bool ok);
+  // The helpers named (end_helper_at_exit) ended, once the final flush is written.
+  void end_helpers();
 
   static std::atomic<Runtime*> instance_;
 

@@ -442,7 +442,9 @@ void Runtime::flusher_loop() {
     if (sig != 0) {
       exit_flush_started_.store(true);
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
-      say_where_written(flush(FlushKind::kSignal, reason.c_str()));
+      bool ok = flush(FlushKind::kSignal, reason.c_str());
+      end_helpers();  // a death by SIGINT after the interpreter's atexit (KeyboardInterrupt)
+      say_where_written(ok);
       sem_post(&flush_done_);
     } else {
       flush(FlushKind::kPeriodic);
