@@ -183,6 +183,8 @@ void reserve_high_descriptors() {
   ::close(probe);
 }
 
+bool guarded_files_move_high() { return real_open != nullptr && g_high_base.load() > 2; }
+
 void begin_guarded_opens() { ++t_guarding; }
 void end_guarded_opens() { --t_guarding; }
 

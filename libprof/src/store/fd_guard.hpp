@@ -21,6 +21,10 @@ bool install_fd_guard();
 // to its highest open descriptor), before sonde's thread starts. Call after install_fd_guard.
 void reserve_high_descriptors();
 
+// True once install_fd_guard has moved sonde's files to high numbers (a limit that leaves room
+// for them): SQLite, which never keeps a file at 0, 1 or 2, then never meets one of those.
+bool guarded_files_move_high();
+
 // Between the two (a writer connection's life: Database), the files SQLite opens on this thread
 // are sonde's, and guarded. The host's own SQLite (Python's sqlite3 shares the library) opens on
 // its threads, unguarded.
