@@ -512,6 +512,8 @@ HELPERS = """
         print(time.monotonic(), flush=True)
         if sys.argv[1] == "interrupt":
             raise KeyboardInterrupt
+        if sys.argv[1] == "closerange":  # the helpers have their EOF before the exit
+            os.closerange(3, 1024)
 """
 
 
@@ -533,7 +535,7 @@ def run_to_the_end(db, tmp_path, args):
     return rc, lines[:-1], err.read_text(), ended - float(lines[-1]) if lines else None
 
 
-@pytest.mark.parametrize("end", ["exit", "interrupt"])
+@pytest.mark.parametrize("end", ["exit", "interrupt", "closerange"])
 @pytest.mark.parametrize("launch", ["in-process", "re-exec"])
 def test_multiprocessing_helpers_have_written_when_the_command_returns(db, tmp_path, launch,
                                                                        end):
@@ -541,7 +543,8 @@ def test_multiprocessing_helpers_have_written_when_the_command_returns(db, tmp_p
     # which the kernel closes as it exits, after its final flush: they wrote theirs after
     # python3 -m sonde had returned (a reader at once: "database is locked", or a report saying
     # they were killed). Also where the run dies of SIGINT (an uncaught KeyboardInterrupt: the
-    # signal's flush). A fork child that runs the inherited atexit functions must not wait for
+    # signal's flush), and where the program closed its descriptors (the helpers had their EOF:
+    # only waited for). A fork child that runs the inherited atexit functions must not wait for
     # its parent's helpers.
     path = script(tmp_path, "helpers.py", HELPERS)
     opts = ["--re-exec"] if launch == "re-exec" else []

@@ -1,5 +1,6 @@
 #include "process/exit_helpers.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -72,6 +73,30 @@ std::uint64_t cpu_ns(pid_t pid, bool& running) {
   return ns;
 }
 
+// Whether `pid` holds the pipe of inode `ino` (either end): /proc/PID/fd's links read
+// "pipe:[INODE]". A number this process reused for another pipe is not the helper's.
+bool holds_pipe(pid_t pid, ino_t ino) {
+  char dir_path[64], link[64], want[48];
+  std::snprintf(dir_path, sizeof dir_path, "/proc/%d/fd", int(pid));
+  int want_n =
+      std::snprintf(want, sizeof want, "pipe:[%llu]", static_cast<unsigned long long>(ino));
+  DIR* dir = opendir(dir_path);
+  if (dir == nullptr) return false;
+  bool found = false;
+  while (dirent* e = readdir(dir)) {
+    if (e->d_name[0] == '.') continue;
+    char entry[320];
+    std::snprintf(entry, sizeof entry, "%s/%s", dir_path, e->d_name);
+    ssize_t n = readlink(entry, link, sizeof link);
+    if (n == want_n && std::memcmp(link, want, size_t(n)) == 0) {
+      found = true;
+      break;
+    }
+  }
+  closedir(dir);
+  return found;
+}
+
 // True once `pid` has ended: reaped here, or gone (SIGCHLD ignored reaps children at once).
 bool ended(pid_t pid) {
   int status = 0;
@@ -84,10 +109,16 @@ bool ended(pid_t pid) {
 }  // namespace
 
 bool ExitHelpers::add(int fd, pid_t pid) {
-  struct stat st {};
-  if (fd < 0 || pid <= 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode)) return false;
+  if (pid <= 0) return false;
+  // A program that closed its descriptors (closerange) gave the helper its EOF already: it is
+  // waited for, with nothing to close.
   pid_t self = getpid();
   if (parent_of(pid) != self) return false;  // a fork child's copy of its parent's helper
+  struct stat st {};
+  if (fd < 0 || fstat(fd, &st) != 0 || !S_ISFIFO(st.st_mode) || !holds_pipe(pid, st.st_ino)) {
+    fd = -1;
+    st = {};
+  }
   std::lock_guard lock(mu_);
   for (Helper& h : helpers_) {
     if (h.pid == pid && h.owner == self) {
@@ -114,10 +145,11 @@ int ExitHelpers::end_all(int budget_ms) {
     pid_t self = getpid();
     for (const Helper& h : helpers_) {
       if (h.owner != self) continue;
-      // The descriptor may have been closed and its number reused since it was named.
+      // The descriptor may have been closed and its number reused since it was named: then
+      // the helper had its EOF, and is only waited for.
       struct stat st {};
-      if (fstat(h.fd, &st) != 0 || st.st_dev != h.dev || st.st_ino != h.ino) continue;
-      close(h.fd);
+      if (h.fd >= 0 && fstat(h.fd, &st) == 0 && st.st_dev == h.dev && st.st_ino == h.ino)
+        close(h.fd);
       waiting[n++] = Waiting{h.pid, 0, now};
     }
     helpers_.clear();

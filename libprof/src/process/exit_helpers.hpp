@@ -16,8 +16,9 @@ namespace sonde {
 
 class ExitHelpers {
  public:
-  // `fd` this process's end of the pipe (a FIFO now), `pid` the helper (a child of this process:
-  // nothing else is waited for). False, with nothing kept, where either is not so.
+  // `fd` this process's end of the pipe, `pid` the helper (a child of this process: nothing
+  // else is waited for; false, with nothing kept, otherwise). An `fd` that is no FIFO now was
+  // closed by the program, which gave the helper its EOF: the helper is waited for all the same.
   bool add(int fd, pid_t pid);
   // Closes the ends still open as they were named, then waits for the helpers to end,
   // `budget_ms` in all. A helper idle 50 ms after the close (neither running nor using CPU) got
