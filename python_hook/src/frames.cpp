@@ -189,13 +189,13 @@ RoutineId builtin_routine(PyMethodDef* ml, PyTypeObject* bound, PyObject* module
     Key key;
     RoutineId id;
   };
-  static std::unordered_map<Key, RoutineId, KeyHash> cache;
-  static Recent recent[256];
+  static Recent recent[256];  // zero-initialised: no guard on the way to a hit
   Key key{ml, bound};
   Recent& slot =
       recent[((reinterpret_cast<uintptr_t>(ml) >> 5) ^ (reinterpret_cast<uintptr_t>(bound) >> 4)) &
              255];
   if (slot.key == key) return slot.id;
+  static std::unordered_map<Key, RoutineId, KeyHash> cache;  // its guard only past a miss
   if (auto it = cache.find(key); it != cache.end()) {
     slot = {key, it->second};
     return it->second;
