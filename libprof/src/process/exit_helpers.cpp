@@ -23,29 +23,32 @@ constexpr size_t kMaxHelpers = 8;
 // A helper neither running nor using CPU this long after its pipe's end was closed got no EOF.
 constexpr int64_t kIdleNs = 50'000'000;
 
-// The parent pid /proc/<pid>/stat gives (its fourth field, after the command in parentheses,
-// which may hold spaces and parentheses of its own); 0 where it cannot be read.
-pid_t parent_of(pid_t pid) {
+// /proc/PID/stat's state and parent pid (its third and fourth fields, after the command in
+// parentheses, which may hold spaces and parentheses of its own); false where it cannot be read.
+// No memory taken: end_all reads it.
+bool stat_fields(pid_t pid, char& state, int& ppid) {
   char path[64], buf[512];
   std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
+  if (fd < 0) return false;
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (n <= 0) return 0;
+  if (n <= 0) return false;
   buf[n] = '\0';
   const char* close_paren = std::strrchr(buf, ')');
+  return close_paren != nullptr && std::sscanf(close_paren + 1, " %c %d", &state, &ppid) == 2;
+}
+
+pid_t parent_of(pid_t pid) {
   char state = 0;
   int ppid = 0;
-  if (close_paren == nullptr || std::sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2)
-    return 0;
-  return pid_t(ppid);
+  return stat_fields(pid, state, ppid) ? pid_t(ppid) : 0;
 }
 
 // The CPU time `pid` has run (/proc/PID/schedstat, ns), and whether it is running or waiting
-// for the disk now (/proc/PID/stat's state R or D).
+// for the disk now (state R or D).
 std::uint64_t cpu_ns(pid_t pid, bool& running) {
-  char path[64], buf[512];
+  char path[64], buf[128];
   std::uint64_t ns = 0;
   std::snprintf(path, sizeof path, "/proc/%d/schedstat", int(pid));
   if (int fd = open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
@@ -57,19 +60,9 @@ std::uint64_t cpu_ns(pid_t pid, bool& running) {
       if (std::sscanf(buf, "%llu", &v) == 1) ns = v;
     }
   }
-  std::snprintf(path, sizeof path, "/proc/%d/stat", int(pid));
-  running = false;
-  if (int fd = open(path, O_RDONLY | O_CLOEXEC); fd >= 0) {
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n > 0) {
-      buf[n] = '\0';
-      const char* close_paren = std::strrchr(buf, ')');
-      char state = 0;
-      if (close_paren != nullptr && std::sscanf(close_paren + 1, " %c", &state) == 1)
-        running = state == 'R' || state == 'D';
-    }
-  }
+  char state = 0;
+  int ppid = 0;
+  running = stat_fields(pid, state, ppid) && (state == 'R' || state == 'D');
   return ns;
 }
 
