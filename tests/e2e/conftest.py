@@ -1,9 +1,12 @@
 """Helpers for the end-to-end tests: run real programs under libsonde.so and read the profile
 with Python's sqlite3 module (a reader independent of sonde's own analyzers)."""
+import atexit
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -13,6 +16,20 @@ CLI = os.environ.get("SONDE_CLI", "")
 BIN = Path(os.environ.get("SONDE_E2E_BIN", "."))
 MLP = os.environ.get("SONDE_MLP", "")
 
+# OpenMPI 4 makes its session directory's top (/tmp/ompi.<host>.<uid>) by a check, then a mkdir
+# that fails ("A call to mkdir was unable to create the desired directory ... File exists") when
+# another mpirun makes it in between: 4 of 40 pairs of plain mpiruns started together under load.
+# Each test process (ctest runs two at once) keeps its own; a test that starts two jobs at once
+# gives each one its own (`ompi_session_base`).
+OMPI_BASE = tempfile.mkdtemp(prefix="sonde-e2e-ompi-")
+atexit.register(shutil.rmtree, OMPI_BASE, ignore_errors=True)
+
+
+def ompi_session_base(path):
+    """Environment for one mpirun whose session directory lies under `path` (made here)."""
+    os.makedirs(path, exist_ok=True)
+    return {"OMPI_MCA_orte_tmpdir_base": str(path)}
+
 
 def clean_env(**extra):
     """The test's environment without any sonde or preload state inherited from outside."""
@@ -20,6 +37,7 @@ def clean_env(**extra):
            if not k.startswith("SONDE_") and k != "LD_PRELOAD"}
     # A peaks file of the machine's user must not leak into the profiles tests read.
     env["SONDE_PEAKS"] = "/nonexistent/sonde-peaks.txt"
+    env.setdefault("OMPI_MCA_orte_tmpdir_base", OMPI_BASE)
     env.update({k: str(v) for k, v in extra.items()})
     return env
 

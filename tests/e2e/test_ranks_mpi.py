@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import BIN, CLI, LIB, clean_env, query
+from conftest import BIN, CLI, LIB, clean_env, ompi_session_base, query
 
 MPIRUN = shutil.which("mpirun")
 PROG = BIN / "mpi_calls"
@@ -133,8 +133,8 @@ def test_two_jobs_with_one_output_name_each_name_their_own_rank_files(tmp_path):
             [str(c) for c in [CLI, "run", "-o", "prof.db", "--", MPIRUN, "--oversubscribe",
                               "--allow-run-as-root", "-np", 2, PROG, "--steps", steps,
                               "--compute-ms", 5]],
-            env=clean_env(SONDE_LIBRARY=LIB), cwd=tmp_path, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True)
+            env=clean_env(SONDE_LIBRARY=LIB, **ompi_session_base(tmp_path / f"ompi{steps}")),
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     # Started together: once the first has flushed, the second refuses the name instead
     # ("still being written by process ..."), which is its own test.
