@@ -1,8 +1,9 @@
 // One object of T per thread, reached through an initial-exec pointer. _sonde is loaded with
 // dlopen, so a thread_local of its own costs a __tls_get_addr call per access (two per Python
 // call, about 4 ns of the frame hook's 60; 3.8 % of a --builtins run); an initial-exec variable
-// is one instruction, but it takes static TLS that glibc sets aside for dlopened modules (512
-// bytes by default, shared with libgomp and others): a pointer's 8 bytes, not the object.
+// is one instruction, but it takes static TLS from the spare room glibc keeps for dlopened
+// modules (about 1.5 KB in a running python3, shared with libsonde's block, libgomp and
+// others; core/per_thread.hpp): a pointer's 8 bytes, not the object.
 #pragma once
 
 namespace sonde::python {
