@@ -185,6 +185,22 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
   }
 }
 
+// The output is replaced (--force) or set aside as .old before the command starts: a file the
+// command was given under that name would be gone when it runs (`python3 -m sonde --force -o
+// train.py train.py` made the script a profile, and the run then failed on its NUL bytes).
+void refuse_command_file_as_output(const std::vector<std::string>& command,
+                                   const std::string& program, const fs::path& output,
+                                   const std::string& shown) {
+  std::vector<std::string> files{program};
+  files.insert(files.end(), command.begin() + 1, command.end());
+  for (const std::string& file : files)
+    if (same_file(file, output.string()))
+      throw Error(fmt::format("-o {} names a file the command was given ({}): the profile "
+                              "would replace it before the command runs; give it another name",
+                              shown, file),
+                  2);
+}
+
 // An ELF executable without a program interpreter is linked statically: the dynamic loader
 // never runs, so LD_PRELOAD (and sonde) cannot reach it. Scripts and other files: false.
 bool statically_linked(const std::string& path) {
@@ -592,6 +608,14 @@ int run_command(const RunOptions& o) {
   // rank wrote beside it. Without --force a rank's earlier file stays, the rank writing beside
   // it (prof.rank<R>.<pid>.db) and saying so.
   RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  // python3 -m sonde's re-exec checked its program's files itself: this command holds its
+  // arguments, -o's value among them.
+  if (!std::getenv("SONDE_PYTHON_LAUNCHED")) {
+    refuse_command_file_as_output(o.command, *program, output, o.output);
+    if (rank.rank >= 0)
+      refuse_command_file_as_output(o.command, *program, rank_output(output.string(), rank.rank),
+                                    rank_output(o.output, rank.rank));
+  }
   if (rank.rank < 0) {
     prepare_output(output, o.output, o.force);
   } else {

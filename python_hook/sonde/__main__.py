@@ -224,9 +224,10 @@ def _launch(opts, program, kind, argv):
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (autostart, package_parent, os.environ.get("PYTHONPATH")) if p)
+    from . import _in_process
+    _in_process.refuse_program_file_as_output(opts.output, program)
     wanted = _in_process_wanted(opts)
     if wanted:
-        from . import _in_process
         why = _in_process.refusal(opts)
         if why is None:
             os.environ.update(env)

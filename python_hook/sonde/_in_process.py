@@ -145,6 +145,24 @@ def _keep_previous(output, path):
     return True
 
 
+def _same_file(a, b):
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either missing; a -c program's code with a NUL byte
+        return False
+
+
+def refuse_program_file_as_output(output, program):
+    """The output is replaced (--force) or set aside as .old before the program runs: the
+    script, or a file the program was given, of that name would be gone (as sonde run's
+    refuse_command_file_as_output, which leaves a re-exec's check to this one: the command it
+    starts holds -o's value too)."""
+    for given in program:
+        if _same_file(given, output):
+            _fail(f"-o {output} names a file the command was given ({given}): the profile "
+                  "would replace it before the command runs; give it another name", 2)
+
+
 def _prepare_output(output, force):
     """As `sonde run` does before it starts its command (analyzers/programs/launcher.cpp)."""
     path = os.path.abspath(output)
@@ -158,7 +176,15 @@ def _prepare_output(output, force):
     if not os.path.isdir(directory):
         _fail(f"output directory {directory} does not exist")
     if not os.access(directory, os.W_OK | os.X_OK):
-        _fail(f"cannot write to output directory {directory}")
+        # access(2) gives no reason; a read-only mount was a bare "cannot write" (sonde run
+        # says the errno of its probe file).
+        import errno
+        try:
+            read_only = os.statvfs(directory).f_flag & os.ST_RDONLY
+        except OSError:
+            read_only = False
+        why = os.strerror(errno.EROFS if read_only else errno.EACCES)
+        _fail(f"cannot write to output directory {directory}: {why}")
     if force:
         # A stale journal or WAL beside a new database would be replayed into it by SQLite.
         for suffix in ("", "-journal", "-wal", "-shm"):

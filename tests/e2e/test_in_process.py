@@ -421,6 +421,41 @@ def test_an_existing_output_is_refused_as_sonde_run_refuses_it(tmp_path):
     assert r.returncode == 0 and blas_parent(tmp_path / "prof.db") == [(7, "prog.py:4(step)")]
 
 
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_an_output_that_names_the_script_or_its_input_is_refused_even_with_force(
+        tmp_path, in_process):
+    # --force replaced the script before it ran: it became a profile, and the run failed on its
+    # NUL bytes (a red-team run). Without --force an input profile was set aside as .old.
+    (tmp_path / "data.db").write_text("the program's input")
+    for db, extra in (("prog.py", ["--force"]), ("./data.db", ["--force"]), ("data.db", [])):
+        r = launch(tmp_path, NUMPY, "0", "data.db", in_process=in_process, db=db, extra=extra)
+        assert r.returncode == 2 and r.stdout == "", (db, r.stderr)
+        given = "data.db" if "data" in db else "prog.py"
+        assert f"-o {db} names a file the command was given ({given}): the profile would " \
+            "replace it before the command runs; give it another name" in r.stderr, r.stderr
+        assert (tmp_path / "prog.py").read_text() == textwrap.dedent(NUMPY)
+        assert (tmp_path / "data.db").read_text() == "the program's input"
+        assert not (tmp_path / "data.db.old").exists()
+    r = launch(tmp_path, NUMPY, "0", "data.db", in_process=in_process, db="out.db")
+    assert r.returncode == 0 and r.stdout == "sum 4096.0\n", r.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a read-only file system (root)")
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_a_read_only_output_directory_is_refused_with_its_reason(tmp_path, in_process):
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        r = launch(tmp_path, NUMPY, in_process=in_process, db="ro/prof.db")
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert f"cannot write to output directory {ro}: Read-only file system" in r.stderr, r.stderr
+
+
 def test_a_library_loaded_later_still_finds_static_tls_room(tmp_path):
     # libsonde's hot thread-locals are initial-exec, so its whole TLS block takes static TLS:
     # loaded in-process it must leave what glibc keeps spare to libgomp and the like.

@@ -51,6 +51,29 @@ TEST_F(LauncherTest, ExistingOutputIsNotTouchedWithoutForce) {
   EXPECT_FALSE(fs::exists(out.string() + ".old"));
 }
 
+TEST_F(LauncherTest, AnOutputNamingTheProgramOrAnArgumentIsRefusedEvenWithForce) {
+  // --force replaced the program's file before it ran; without it, an input profile of the
+  // command's was set aside as .old.
+  fs::path script = dir_.path / "s.sh";
+  std::ofstream(script) << "exit 0\n";
+  fs::path input = dir_.path / "in.db";
+  std::ofstream(input) << "input";
+  for (const std::string& how : {"--force -o " + q(script), "--force -o " + q(input),
+                                 "-o " + q(input)}) {
+    CliResult r = run_sonde("run " + how + " -- /bin/sh " + q(script) + " " + q(input), env_);
+    EXPECT_EQ(r.exit_code, 2) << how;
+    EXPECT_NE(r.err.find("names a file the command was given"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(read_file(script), "exit 0\n");
+  EXPECT_EQ(read_file(input), "input");
+  EXPECT_FALSE(fs::exists(input.string() + ".old"));
+  // The program itself.
+  fs::permissions(script, fs::perms::owner_all);
+  CliResult self = run_sonde("run --force -o " + q(script) + " -- " + q(script), env_);
+  EXPECT_EQ(self.exit_code, 2) << self.err;
+  EXPECT_EQ(read_file(script), "exit 0\n");
+}
+
 TEST_F(LauncherTest, ForceRemovesOutputAndJournals) {
   fs::path out = dir_.path / "p.db";
   std::ofstream(out) << "old";
