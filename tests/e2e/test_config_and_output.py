@@ -15,8 +15,30 @@ def test_unwritable_output_leaves_the_program_unharmed(tmp_path):
     bare = run([BIN / "blas_threads", 2, 1000])
     r = run([BIN / "blas_threads", 2, 1000], tmp_path / "no" / "such" / "dir" / "p.db")
     assert r.returncode == 0 and r.stdout == bare.stdout
-    assert "cannot write the profile" in r.stderr
+    assert "cannot write the profile" in r.stderr and "No such file or directory" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_read_only_output_directory_is_named_as_the_cause(tmp_path):
+    # The claim's errno (EROFS) was lost and SQLite's open said "unable to open database file:
+    # No such file or directory" about a directory that exists.
+    import os
+    import subprocess
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("mounts a read-only file system (root)")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        r = run([BIN / "blas_threads", 1, 10], ro / "p.db")
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
+    assert r.returncode == 0 and r.stdout.startswith("checksum")
+    assert r.stderr == (f"sonde: cannot write the profile: {ro}/p.db: Read-only file system; "
+                        "this process runs unprofiled\n"), r.stderr
 
 
 def test_a_name_too_long_for_its_journal_is_refused_at_once(tmp_path):

@@ -171,7 +171,10 @@ std::string Runtime::choose_output(std::string path, bool claim) {
       if (n > 0) warn("{} already exists; writing this run's profile to {}", path, name);
       return name;
     }
-    if (rc != EEXIST) break;  // the store's own open says why (no such directory, ...)
+    if (rc != EEXIST) {  // said by open_output: SQLite's open would say "No such file" for EROFS
+      claim_errno_ = rc > 0 ? rc : 0;
+      break;
+    }
   }
   if (blank >= 0) close(blank);
   return path;
@@ -295,6 +298,8 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
   // measured time; sonde's own thread grows it then, at its start, where no host thread waits.
   if (alone_in_process()) reserve_high_descriptors();
   if (!store_.prepare(output_, error, output_origin_)) {
+    if (claim_errno_ != 0)  // the claim's errno is the cause; SQLite's open then says another
+      error = fmt::format("{}: {}", output_, std::strerror(claim_errno_));
     warn("cannot write the profile: {}; this process runs unprofiled", error);
     // An empty file claimed by this process would only make the next run pick another name.
     if (output_origin_ != OutputOrigin::kFound) {

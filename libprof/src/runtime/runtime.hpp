@@ -188,6 +188,7 @@ class Runtime {
   RoutineRegistry routines_;
   std::string output_;
   OutputOrigin output_origin_ = OutputOrigin::kFound;  // kFound: another's, or there already
+  int claim_errno_ = 0;  // why a new file could not be made at the name (EROFS, EACCES)
   std::string run_id_;
   std::string env_preload_, env_output_, env_run_;
   std::atomic<pid_t> pid_{0};
