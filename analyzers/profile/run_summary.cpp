@@ -97,8 +97,9 @@ RunSummary load_run_summary(const ProfileFile& file) {
                              : fmt::format("its last flush, {:.3f} s after it started", st.real(1));
       s.notes.push_back(Note{"warning", "unfinished",
                              fmt::format("the process did not write its final flush (killed by "
-                                         "SIGKILL or a crash of the machine, or still running): "
-                                         "its figures are as of {}",
+                                         "SIGKILL or a crash of the machine, the flush failed on "
+                                         "a full disk or quota, or still running): its figures "
+                                         "are as of {}",
                                          upto),
                              st.int64(0)});
     }
@@ -110,8 +111,9 @@ RunSummary load_run_summary(const ProfileFile& file) {
     // ran nothing.
     s.notes.push_back(Note{"warning", "unfinished",
                            "no process of the run wrote to this profile: it ended before its "
-                           "first flush (killed by SIGKILL, or a crash of the machine) or is "
-                           "still starting; nothing was measured into it",
+                           "first flush (killed by SIGKILL, or a crash of the machine), its "
+                           "flushes failed (a full disk or quota: sonde said so as it ran), or "
+                           "it is still starting; nothing was measured into it",
                            std::nullopt});
   }
   {

@@ -163,6 +163,35 @@ def test_disk_full_sweep(small_disk):
     assert "none" in outcomes and True in outcomes, outcomes
 
 
+def test_disk_full_sweep_python(small_disk):
+    """disk full under python3 -m sonde (in-process, libsonde's own last line): the claim is
+    true at every page from 64 to 400 KiB free"""
+    # It said "profile written to p.db, up to its last periodic flush" where no flush had been
+    # written (a red-team run on a 300 KiB tmpfs), and the file held no process.
+    script = small_disk.parent / "py_small.py"
+    script.write_text("def work(i):\n    return i * i\n"
+                      "print('sum', sum(work(i) for i in range(1000)))\n")
+    alone = plain([PYTHON, script])
+    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
+    outcomes = set()
+    for kib in range(64, 400, 16):
+        for f in small_disk.glob("p*"):
+            f.unlink()
+        fill(small_disk, kib)
+        r = run([PYTHON, "-m", "sonde", "-o", f"p{kib}.db", script], env=env, cwd=small_disk)
+        same_behaviour(alone, r)
+        path, complete = written_claim(r.err)
+        if path is None:
+            assert any("could not be written" in l or "cannot write the profile" in l
+                       for l in said(r.err)), r.err
+            outcomes.add("none")
+            continue
+        processes = query(str(small_disk / path), "SELECT COUNT(*) FROM processes")[0][0]
+        assert processes == 1, (kib, r.err)
+        outcomes.add(complete)
+    assert "none" in outcomes and True in outcomes, outcomes
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("limit", ["full-disk", "ulimit-f"])
 def test_trace_events_a_full_disk_refused(limit, mode, request, tmp_path):

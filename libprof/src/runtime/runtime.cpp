@@ -651,12 +651,19 @@ void Runtime::say_where_written(bool ok) {
   if (say_written_.empty()) return;
   // As `sonde run` says it once its command has ended (analyzers/programs/launcher.cpp).
   std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
+  // No flush of this process ever written (a full disk from the start): "written ..., up to
+  // its last periodic flush" read as a profile with something in it.
   std::string line =
       ok ? fmt::format("sonde: profile written to {}\n", name)
-         : fmt::format(
-               "sonde: profile written to {}, up to its last periodic flush (the final "
-               "flush did not happen or failed)\n",
-               name);
+      : process_id() == 0
+          ? fmt::format(
+                "sonde: warning: the profile could not be written to {} (no flush of this "
+                "process was written; see sonde's messages above)\n",
+                name)
+          : fmt::format(
+                "sonde: profile written to {}, up to its last periodic flush (the final "
+                "flush did not happen or failed)\n",
+                name);
   quiet_write(STDERR_FILENO, line);
 }
 
