@@ -433,6 +433,38 @@ def test_adam_lines_are_timed_like_the_posters_table(mlp_numpy):
     assert "numpy.sqrt(v)" in r.stdout and "update_core_cpu" in r.stdout
 
 
+def test_reading_a_files_statements_for_lines_is_no_functions_time(db, tmp_path):
+    # --lines reads a file's statements (ast) at the first call of a timed function of it: on a
+    # 12,000-line file about 0.1 s, which was charged to that trivial method and to its
+    # caller's line, as a red-team run found (122 ms over 5 calls).
+    filler = "".join(f"def f{i}(a, b):\n    c = (a +\n         b)\n    return c\n\n\n"
+                     for i in range(2500))
+    prog = tmp_path / "big.py"
+    prog.write_text(textwrap.dedent("""\
+        class M:
+            def train(self, mode=True):
+                self.training = mode
+                return self
+
+        def loop():
+            m = M()
+            for _ in range(5):
+                m.train()
+
+        loop()
+    """) + filler)
+    r = sonde_py(["--lines", "train", "--lines", "loop", prog], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    (train,) = query(db, "SELECT calls, incl_s FROM hotspots WHERE routine LIKE '%(train)'")
+    (loop,) = query(db, "SELECT incl_s FROM hotspots WHERE routine LIKE '%(loop)'")
+    (thread,) = query(db, "SELECT excl_s FROM hotspots WHERE routine = '<thread>'")
+    # The parse is the thread's own time; the method's 5 calls take microseconds.
+    assert train[0] == 5 and train[1] < 0.005 and loop[0] < 0.005, (train, loop, thread)
+    (lines,) = query(db, "SELECT SUM(l.time_ns) FROM line_costs l JOIN routines r "
+                         "USING (routine_id) WHERE r.name LIKE '%(loop)'")
+    assert lines[0] < 5e6, lines
+
+
 def test_pytorch_tree_has_native_calls_under_forward_and_backward(db, tmp_path):
     if plain_py(["-c", "import torch"], tmp_path).returncode != 0:
         pytest.skip("python3-torch is not installed")

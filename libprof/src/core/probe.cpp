@@ -109,6 +109,11 @@ const void* interpreter_frame() {
   return fn != nullptr ? fn() : nullptr;
 }
 
+void exclude_from_open_frames(uint64_t ticks) {
+  ThreadState* t = t_state;
+  if (t != nullptr) t->exclude_from_open_frames(ticks);
+}
+
 void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits) {
   ThreadState* t = t_state;
   if (t != nullptr && !t->window_closed()) t->record_line(routine, line, ticks, hits);

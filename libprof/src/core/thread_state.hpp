@@ -249,6 +249,14 @@ class ThreadState {
   void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits);
   void record_comm(uint32_t node, CommCost comm, uint64_t bytes, uint64_t ticks);
   void record_op_shape(uint32_t node, uint32_t signature, uint64_t ticks);
+  // Moves the open frames' starts `ticks` later (the root's stays: the time becomes the
+  // thread's own), for time sonde spent inside them (probe.hpp exclude_from_open_frames).
+  void exclude_from_open_frames(uint64_t ticks) {
+    for (uint32_t d = 1; d <= depth(); ++d) {
+      uint64_t start = stack_[d].start.load(std::memory_order_relaxed);
+      if (start != kUntimed) stack_[d].start.store(start + ticks, std::memory_order_relaxed);
+    }
+  }
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
   void reset_counts(uint64_t now);
   // Fork child, before its flusher starts: the forking thread is the new process's first
