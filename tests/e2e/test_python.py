@@ -518,6 +518,38 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
         db.unlink()
 
 
+def test_child_interpreters_name_their_start_up_and_teardown(db, tmp_path):
+    # A child interpreter starts the hook from sonde's sitecustomize: its start-up and teardown
+    # were the root's own time (a DDP rank's 0.3-0.5 s, "unmeasured" in the breakdown), where
+    # the launcher's own process names them.
+    path = script(tmp_path, "kids.py", """
+        import multiprocessing as mp, subprocess, sys
+
+        def work():
+            sum(range(1000))
+
+        if __name__ == "__main__":
+            subprocess.run([sys.executable, "-c", "import json"], check=True)
+            p = mp.get_context("spawn").Process(target=work)
+            p.start()
+            p.join()
+            print(p.exitcode)
+    """)
+    r = sonde_py([path], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, "0\n"), r.stderr
+    tops = query(db, "SELECT p.command, r.name FROM nodes c JOIN nodes root ON root.node_id = "
+                     "c.parent_id JOIN routines r ON r.routine_id = c.routine_id JOIN threads t "
+                     "ON t.thread_id = c.thread_id JOIN processes p USING (process_id) WHERE "
+                     "root.parent_id IS NULL AND p.parent_process_id IS NOT NULL")
+    named = {}
+    for command, name in tops:
+        kind = "spawn" if "multiprocessing" in command else "-c" if "-c" in command else command
+        named.setdefault(kind, set()).add(name)
+    assert "<interpreter start-up>" in named["-c"] and "<interpreter teardown>" in named["-c"]
+    # multiprocessing ends its children with os._exit: no exit functions, no teardown call.
+    assert "<interpreter start-up>" in named["spawn"], named
+
+
 HELPERS = """
     import multiprocessing as mp, os, sys, time
 
