@@ -421,6 +421,29 @@ def test_an_existing_output_is_refused_as_sonde_run_refuses_it(tmp_path):
     assert r.returncode == 0 and blas_parent(tmp_path / "prof.db") == [(7, "prog.py:4(step)")]
 
 
+@pytest.mark.parametrize("target", ["python", "sh"])
+def test_a_program_that_execs_still_says_where_the_profile_went(tmp_path, target):
+    # In-process, libsonde's image says the last line; an exec replaced it, and the run ended
+    # without one (a red-team run), where --re-exec and sonde run say it. The new image says it.
+    script = """\
+        import os, sys
+        if len(sys.argv) < 2:
+            print("first", flush=True)
+            if sys.argv[0] and "{target}" == "python":
+                os.execv(sys.executable, [sys.executable, sys.argv[0], "again"])
+            os.execv("/bin/sh", ["sh", "-c", "echo echoed"])  # (coreutils' echo closes stderr)
+        print("again", sys.argv[1:])
+    """.replace("{target}", target)
+    r = launch(tmp_path, script, in_process=None)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ("first\nagain ['again']\n" if target == "python" else "first\nechoed\n")
+    said = [l for l in r.stderr.splitlines() if l.startswith("sonde:")]
+    assert said == ["sonde: profile written to prof.db"], r.stderr
+    images = query(tmp_path / "prof.db", "SELECT origin, ended_ns IS NOT NULL FROM processes "
+                                         "ORDER BY process_id")
+    assert images == [("root", 1), ("exec", 1)], images
+
+
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
 def test_an_output_that_names_the_script_or_its_input_is_refused_even_with_force(
         tmp_path, in_process):

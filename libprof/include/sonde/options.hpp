@@ -212,6 +212,10 @@ inline constexpr std::array kOptionSpecs{
                "Set by sonde for one exec: `pid:process_id` of the image it replaces; not for "
                "users.",
                0, 0, false, OptionReader::kLibrary, true},
+    OptionSpec{"SONDE_SAY_WRITTEN", OptionType::kText, "",
+               "Set by sonde for one exec of `python3 -m sonde`'s in-process program: the "
+               "output's name, which the new image says at its exit; not for users.",
+               0, 0, false, OptionReader::kLibrary, true},
     OptionSpec{"SONDE_PYTHON_LAUNCHED", OptionType::kBool, "",
                "Set by `python3 -m sonde` for the interpreter it re-executes; not for users.", 0, 0,
                false, OptionReader::kPython, true},

@@ -162,7 +162,9 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
   bool has_record_args = false;
   for (char* const* e = envp; *e != nullptr; ++e) {
     if (n >= scratch_len - exec_env_extra() - 1) return envp;
-    if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=")) continue;
+    if (starts(*e, "SONDE_EXEC_OF=") || starts(*e, "SONDE_PROCESS=") ||
+        starts(*e, "SONDE_SAY_WRITTEN="))
+      continue;
     if (starts(*e, "LD_PRELOAD=")) {
       has_preload = true;
       scratch[n++] = keep_sonde_preloaded(rt, *e, vfork_child, strings);
@@ -192,6 +194,7 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
     std::snprintf(strings.exec_of, sizeof strings.exec_of, "SONDE_EXEC_OF=%d:%lld", int(rt->pid()),
                   (long long)rt->process_id());
     scratch[n++] = strings.exec_of;
+    if (!rt->env_say().empty()) scratch[n++] = const_cast<char*>(rt->env_say().c_str());
   }
   scratch[n] = nullptr;
   return scratch;
@@ -209,7 +212,7 @@ char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,
   return join_run(envp, scratch, scratch_len, strings, false);
 }
 
-int exec_env_extra() { return 6; }
+int exec_env_extra() { return 7; }
 
 void before_process_exit(int) {
   // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the

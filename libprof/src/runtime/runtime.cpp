@@ -251,6 +251,12 @@ void Runtime::identify_process(const RankEnv& rank, bool root) {
   if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {
     process_.origin = "exec";
     process_.parent_process_id = ref_id;
+    // The image that said where the profile goes exec'd this one (python3 -m sonde's program
+    // running os.execv): this one says it at its exit, as that one would have.
+    if (!config_.say_written.empty()) {
+      say_written_ = config_.say_written;
+      env_say_ = "SONDE_SAY_WRITTEN=" + say_written_;
+    }
   } else if (root) {
     process_.origin = "root";
   } else {
@@ -261,6 +267,7 @@ void Runtime::identify_process(const RankEnv& rank, bool root) {
     }
   }
   unsetenv("SONDE_EXEC_OF");
+  unsetenv("SONDE_SAY_WRITTEN");
 }
 
 // The profile's file, claimed (a root, or a rank) or joined, and prepared; false when this
@@ -619,6 +626,7 @@ void Runtime::main_starts() {
 void Runtime::loaded_in_process(const std::string& shown) {
   in_process_ = true;
   say_written_ = shown;
+  env_say_ = "SONDE_SAY_WRITTEN=" + shown;
   facts_.set("sonde.launch", "in-process");
 }
 
@@ -648,7 +656,9 @@ void Runtime::end_helpers() {
 }
 
 void Runtime::say_where_written(bool ok) {
-  if (say_written_.empty()) return;
+  // Once: an image that python3 -m sonde's program exec'd ends as a preloaded one, whose _exit
+  // after the final flush asks the flusher for one more ("..., up to its last periodic flush").
+  if (say_written_.empty() || said_written_.exchange(true)) return;
   // As `sonde run` says it once its command has ended (analyzers/programs/launcher.cpp).
   std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
   // No flush of this process ever written (a full disk from the start): "written ..., up to
@@ -748,6 +758,7 @@ void Runtime::fork_child() {
 
   notes_.clear();
   say_written_.clear();  // the launching image says where the profile went, not its children
+  env_say_.clear();
   if (GpuBackend* gpu = this->gpu()) gpu->fork_child();
   if (store_ok_) reserve_high_descriptors();
   if (counters_) {

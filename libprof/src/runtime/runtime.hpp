@@ -150,6 +150,9 @@ class Runtime {
   const std::string& env_preload() const { return env_preload_; }
   const std::string& env_output() const { return env_output_; }
   const std::string& env_run() const { return env_run_; }
+  // "SONDE_SAY_WRITTEN=name" for this image's own exec where it says where the profile went
+  // (python3 -m sonde in-process), else empty.
+  const std::string& env_say() const { return env_say_; }
 
  private:
   Runtime() = default;
@@ -190,7 +193,7 @@ class Runtime {
   OutputOrigin output_origin_ = OutputOrigin::kFound;  // kFound: another's, or there already
   int claim_errno_ = 0;  // why a new file could not be made at the name (EROFS, EACCES)
   std::string run_id_;
-  std::string env_preload_, env_output_, env_run_;
+  std::string env_preload_, env_output_, env_run_, env_say_;
   std::atomic<pid_t> pid_{0};
   RunInfo run_;
   ProcessInfo process_;
@@ -217,6 +220,7 @@ class Runtime {
   std::vector<Peak> peaks_;  // from the peaks file, read once at start
   std::atomic<bool> gpu_tried_{false};
   bool in_process_ = false;  // loaded_in_process
+  std::atomic<bool> said_written_{false};
   std::string say_written_;  // the name to say at exit ('' : say nothing); the launching image only
   std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
