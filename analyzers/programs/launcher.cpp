@@ -465,7 +465,12 @@ void say_rank_files(const fs::path& output, const std::string& requested, std::i
   // The pattern's star stays outside the quotes, so that the shell still expands it.
   std::string glob =
       shell_word(first.substr(0, tag) + ".rank") + "*" + shell_word(first.substr(tag + 6));
-  std::string merged = shell_word(std::string(first).replace(tag, 6, ".merged"));
+  // An earlier run's merge at that name (a second run into the same name) stopped the command
+  // as printed ("exists; --force replaces it"): a free name is suggested, never --force.
+  std::string merged_name = std::string(first).replace(tag, 6, ".merged");
+  for (int n = 2; n < 1000 && fs::exists(merged_name); ++n)
+    merged_name = std::string(first).replace(tag, 6, fmt::format(".merged.{}", n));
+  std::string merged = shell_word(merged_name);
   if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
     glob.clear();
     for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shell_word(shown(r.second));

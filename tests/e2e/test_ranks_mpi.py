@@ -159,6 +159,20 @@ def test_two_jobs_with_one_output_name_each_name_their_own_rank_files(tmp_path):
         run_as_said(line, tmp_path)
 
 
+def test_a_second_run_suggests_a_merge_that_runs_beside_the_first_ones(tmp_path):
+    # The second run into one name suggested `sonde merge -o prof.merged.db ...`, which the
+    # first run's merge, done as said, made fail ("exists; --force replaces it").
+    cmd = [CLI, "run", "-o", "prof.db", "--", MPIRUN, "--oversubscribe", "--allow-run-as-root",
+           "-np", 2, PROG, "--steps", 2, "--compute-ms", 5]
+    first = last_line(cmd, tmp_path)
+    assert "sonde merge -o prof.merged.db " in first, first
+    run_as_said(first, tmp_path)
+    second = last_line(cmd, tmp_path)
+    assert "sonde merge -o prof.merged.2.db " in second, second
+    run_as_said(second, tmp_path)
+    assert (tmp_path / "prof.merged.db").exists() and (tmp_path / "prof.merged.2.db").exists()
+
+
 def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     # The launcher's own file (mpirun's) holds no rank's work: the last lines name the ranks'
     # files, and the merge they suggest runs as said. A rank file of an earlier run is not named.
@@ -225,7 +239,8 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert p.returncode == 0, p.stderr
     last = p.stderr.splitlines()[-1]
     assert last.startswith("sonde: 2 ranks wrote their own files, prof.rank0."), p.stderr
-    named = last.split("one: sonde merge -o prof.merged.db ")[1].split()
+    # prof.merged.db is the first run's merge, made above: the next free name is suggested.
+    named = last.split("one: sonde merge -o prof.merged.2.db ")[1].split()
     assert len(named) == 2 and all(n.startswith(f"prof.rank{r}.") and n != f"prof.rank{r}.db"
                                    for r, n in enumerate(named)), named
     assert all((fresh / n).exists() for n in named)
