@@ -122,6 +122,39 @@ def test_pytorch_train_step_over_epochs_with_dataloader_workers(tmp):
     assert_rows_add_up(db, b)
 
 
+def test_a_window_opened_inside_the_loop_counts_the_iterations_it_cut_off(tmp):
+    """--steps opening inside an epoch's loop: the frames open then (the loop's) are not
+    recorded, so that epoch's last iterations sit at the thread's root; they were "outside the
+    loop" and the count was the later epochs' only (a red-team run on pytorch/examples mnist:
+    11 backward passes measured, 8 iterations said)."""
+    script = tmp / "epochs.py"
+    script.write_text(
+        "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n"
+        "torch.manual_seed(0)\ntorch.set_num_threads(1)\n"
+        "model = nn.Linear(32, 10)\nopt = torch.optim.SGD(model.parameters(), lr=0.01)\n"
+        "x, y = torch.randn(64, 32), torch.randint(0, 10, (64,))\n"
+        "def train():\n    for _ in range(6):\n        opt.zero_grad()\n"
+        "        F.cross_entropy(model(x), y).backward()\n        opt.step()\n"
+        "for epoch in range(3):\n    train()\nprint('done')\n")
+    db = tmp / "window.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), "--steps", "3", "--step-region",
+                        "Optimizer.step#SGD.step", str(script)],
+                       env=clean_env(PYTHONPATH=os.path.join(BUILD, "python")),
+                       capture_output=True, text=True, timeout=300, cwd=tmp)
+    assert (r.returncode, r.stdout) == (0, "done\n"), r.stderr
+    # The 4th step's update (the window opens as it begins), the 5th and 6th steps at the
+    # root, then two epochs of 6 under train(): 15 updates, 14 backward passes.
+    (steps,) = query(db, "SELECT SUM(calls) FROM hotspots WHERE routine = "
+                         "'Optimizer.step#SGD.step'")[0]
+    assert steps == 15
+    b = breakdown(db)
+    assert b["found"] and b["loop"].endswith("(train)") and b["iterations_from"] == "t_u", b
+    assert b["iterations"] == 15, b
+    assert any("3 of the iterations ran under a loop frame that was open when the collection "
+               "window opened" in n for n in b["notes"]), b["notes"]
+    assert_rows_add_up(db, b)
+
+
 def test_gan_with_two_optimizers_counts_one_iteration_per_step(tmp):
     """A GAN: the discriminator's and the generator's optimizer.step() in every iteration, fed
     by a generator function. Counted 40 iterations for 20 (two steps each) and put the
