@@ -1,6 +1,7 @@
 """Helpers for the end-to-end tests: run real programs under libsonde.so and read the profile
 with Python's sqlite3 module (a reader independent of sonde's own analyzers)."""
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,23 @@ MLP = os.environ.get("SONDE_MLP", "")
 # gives each one its own (`ompi_session_base`).
 OMPI_BASE = tempfile.mkdtemp(prefix="sonde-e2e-ompi-")
 atexit.register(shutil.rmtree, OMPI_BASE, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def read_only_directory(parent):
+    """A read-only tmpfs mounted at parent/ro while the block runs (root only: skips the test
+    elsewhere, or where no tmpfs can be mounted)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounts a read-only file system (root)")
+    ro = parent / "ro"
+    ro.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        yield ro
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
 
 
 def ompi_session_base(path):

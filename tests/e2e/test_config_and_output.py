@@ -1,5 +1,5 @@
 """Bad settings and unusable outputs: one clear line, a safe default, the host unharmed."""
-from conftest import BIN, integrity_ok, query, routine_calls, run
+from conftest import BIN, integrity_ok, query, read_only_directory, routine_calls, run
 
 
 def test_bad_variable_values_warn_once_and_fall_back(db):
@@ -22,20 +22,8 @@ def test_unwritable_output_leaves_the_program_unharmed(tmp_path):
 def test_a_read_only_output_directory_is_named_as_the_cause(tmp_path):
     # The claim's errno (EROFS) was lost and SQLite's open said "unable to open database file:
     # No such file or directory" about a directory that exists.
-    import os
-    import subprocess
-    import pytest
-    if os.geteuid() != 0:
-        pytest.skip("mounts a read-only file system (root)")
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with read_only_directory(tmp_path) as ro:
         r = run([BIN / "blas_threads", 1, 10], ro / "p.db")
-    finally:
-        subprocess.run(["umount", str(ro)], check=True)
     assert r.returncode == 0 and r.stdout.startswith("checksum")
     assert r.stderr == (f"sonde: cannot write the profile: {ro}/p.db: Read-only file system; "
                         "this process runs unprofiled\n"), r.stderr

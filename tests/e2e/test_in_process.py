@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, CLI, clean_env, query, routine_calls
+from conftest import BIN, CLI, clean_env, query, read_only_directory, routine_calls
 
 PY = "/usr/bin/python3"
 BUILD = os.environ.get("SONDE_BUILD", "")
@@ -463,18 +463,10 @@ def test_an_output_that_names_the_script_or_its_input_is_refused_even_with_force
     assert r.returncode == 0 and r.stdout == "sum 4096.0\n", r.stderr
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="mounts a read-only file system (root)")
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
 def test_a_read_only_output_directory_is_refused_with_its_reason(tmp_path, in_process):
-    ro = tmp_path / "ro"
-    ro.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(ro)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with read_only_directory(tmp_path) as ro:
         r = launch(tmp_path, NUMPY, in_process=in_process, db="ro/prof.db")
-    finally:
-        subprocess.run(["umount", str(ro)], check=True)
     assert r.returncode == 1 and r.stdout == "", r.stderr
     assert f"cannot write to output directory {ro}: Read-only file system" in r.stderr, r.stderr
 

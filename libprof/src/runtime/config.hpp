@@ -30,10 +30,10 @@ struct Config {
   std::string run_id;                // inherited from the parent process of the same run
   std::string process_ref;           // SONDE_PROCESS: "pid:process_id" of the parent
   std::string exec_of;               // SONDE_EXEC_OF: "pid:process_id" of the image exec replaced
-  std::string say_written;  // SONDE_SAY_WRITTEN: the output's name an exec'd image says at exit
-  std::string peaks_file;            // SONDE_PEAKS, else the calibration cache of this user
-  bool peaks_default = false;        // peaks_file is the cache's path, not one the user named
-  std::string cupti_library;         // empty: the runtime's CUPTI (gpu/cupti_search.hpp)
+  std::string say_written;     // SONDE_SAY_WRITTEN: the output's name an exec'd image says at exit
+  std::string peaks_file;      // SONDE_PEAKS, else the calibration cache of this user
+  bool peaks_default = false;  // peaks_file is the cache's path, not one the user named
+  std::string cupti_library;   // empty: the runtime's CUPTI (gpu/cupti_search.hpp)
   std::vector<std::string> gpu_metrics;  // CUPTI metrics per kernel; `tau` stands for a set
   std::string cuda_injection;  // CUDA_INJECTION64_PATH: a tool CUDA injects (Nsight), not sonde's
 };

@@ -58,8 +58,8 @@ TEST_F(LauncherTest, AnOutputNamingTheProgramOrAnArgumentIsRefusedEvenWithForce)
   std::ofstream(script) << "exit 0\n";
   fs::path input = dir_.path / "in.db";
   std::ofstream(input) << "input";
-  for (const std::string& how : {"--force -o " + q(script), "--force -o " + q(input),
-                                 "-o " + q(input)}) {
+  for (const std::string& how :
+       {"--force -o " + q(script), "--force -o " + q(input), "-o " + q(input)}) {
     CliResult r = run_sonde("run " + how + " -- /bin/sh " + q(script) + " " + q(input), env_);
     EXPECT_EQ(r.exit_code, 2) << how;
     EXPECT_NE(r.err.find("names a file the command was given"), std::string::npos) << r.err;
