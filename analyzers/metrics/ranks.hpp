@@ -22,6 +22,7 @@ struct RanksSection {
 
 struct RanksReport {
   std::int64_t ranks = 0;
+  std::int64_t world_size = 0;         // the run's, as its ranks said it (0: not known)
   std::vector<RanksSection> sections;  // per rank, imbalance, bandwidth
 };
 

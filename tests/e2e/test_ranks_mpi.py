@@ -224,6 +224,12 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
         r = subprocess.run([CLI, *args], cwd=fresh, capture_output=True, text=True, timeout=60)
         assert r.returncode != 0 and r.stdout == "" and r.stderr == (
             f"sonde {args[0]}: prof.db holds no rank's work: it is {note}\n"), r
+    # One rank's file says it is one of the run's ranks (it read as a whole run of one).
+    one = subprocess.run([CLI, "ranks", "prof.rank0.db"], cwd=fresh, capture_output=True,
+                         text=True, timeout=60)
+    assert one.stdout.splitlines()[0] == (
+        "1 rank of the run's 2 (the others are in files of their own: sonde merge reads them "
+        "as one)"), one.stdout
     m = subprocess.run([CLI, "merge", "-o", "all.db", "prof.db", "prof.rank0.db",
                         "prof.rank1.db"], cwd=fresh, capture_output=True, text=True, timeout=60)
     assert m.returncode == 0 and "prof.db left out: the launcher's own profile" in m.stderr, m
