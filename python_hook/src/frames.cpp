@@ -347,18 +347,20 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
 // its last argument's line): one run of it is one hit on each of its lines, the time of every
 // segment its line's, as line_profiler shows it. A run ends where a line of another statement
 // comes, or the same line of a one-line statement again (a loop's backward jump): a loop's
-// header is a hit a round. Statements are read once per file whose lines are timed.
+// header is a hit a round. Statements are read once per function whose lines are timed.
 void exclude_from_lines(uint64_t ticks);
 
 // The parse is sonde's work, not the program's: its time is taken off the open frames and the
 // timed lines (the first call of `Module.train` was charged 7 ms of parsing torch's module.py,
 // and the line that called it with it).
 const StatementStarts* statement_starts(PyCodeObject* code) {
-  static std::unordered_map<std::string, StatementStarts> files;
-  auto [it, added] = files.try_emplace(utf8(code->co_filename));
+  // Per function: its block alone is parsed where it can be (statements.hpp).
+  static std::unordered_map<std::string, StatementStarts> functions;
+  std::string file = utf8(code->co_filename);
+  auto [it, added] = functions.try_emplace(file + ':' + std::to_string(code->co_firstlineno));
   if (added) {
     uint64_t from = probe_now();
-    it->second = read_statement_starts(it->first);
+    it->second = read_statement_starts(file, code->co_firstlineno);
     uint64_t took = probe_now() - from;
     exclude_from_open_frames(took);
     exclude_from_lines(took);

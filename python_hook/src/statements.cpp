@@ -5,6 +5,8 @@
 
 #include <fstream>
 #include <iterator>
+#include <string_view>
+#include <vector>
 
 namespace sonde::python {
 namespace {
@@ -82,9 +84,86 @@ void walk(PyObject* statements, StatementStarts& starts) {
     visit(PyList_GET_ITEM(statements, i), starts);
 }
 
+// `source`'s statements, its lines counted from `offset` + 1; false where it does not parse.
+bool parse_into(const std::string& source, const std::string& path, int offset,
+                StatementStarts& starts) {
+  PyCompilerFlags flags = _PyCompilerFlags_INIT;
+  flags.cf_flags = PyCF_ONLY_AST;
+  PyObject* module =
+      Py_CompileStringExFlags(source.c_str(), path.c_str(), Py_file_input, &flags, -1);
+  if (module == nullptr) return false;
+  StatementStarts found;
+  if (PyObject* body = list_of(module, "body")) {
+    walk(body, found);
+    Py_DECREF(body);
+  }
+  Py_DECREF(module);
+  for (const auto& [line, first] : found) starts.emplace(line + offset, first + offset);
+  return true;
+}
+
+std::size_t indent_of(std::string_view line) { return line.find_first_not_of(" \t"); }
+
+// The line's code after its indentation ("" for a blank line).
+std::string_view code_of(std::string_view line) {
+  std::size_t i = indent_of(line);
+  return i == std::string_view::npos ? std::string_view{} : line.substr(i);
+}
+
+bool is_def(std::string_view line) {
+  std::string_view s = code_of(line);
+  return s.starts_with("def ") || s.starts_with("async def ");
+}
+
+// The block of the function whose first line is `first_line` (1-based), dedented, with the
+// line before it as `offset`; empty where it cannot be cut out: its first line is no `def` or
+// decorator (module code, a lambda, a class body). The block ends before the first line after
+// its `def` that holds code at the `def`'s indentation or less; blank and comment lines are
+// skipped, and kept empty. A line that ends it inside a string or brackets, or a header over
+// lines indented less, leaves a block that does not parse: the whole file is read then.
+std::string function_block(const std::vector<std::string_view>& lines, int first_line,
+                           int& offset) {
+  std::size_t start = std::size_t(first_line - 1);
+  if (first_line <= 0 || start >= lines.size()) return {};
+  if (!is_def(lines[start]) && !code_of(lines[start]).starts_with("@")) return {};
+  std::size_t indent = indent_of(lines[start]);
+  std::string_view prefix = lines[start].substr(0, indent);
+  std::size_t def = start;  // past the decorators
+  while (def < lines.size() && !is_def(lines[def])) ++def;
+  if (def == lines.size()) return {};
+  std::string block;
+  for (std::size_t i = start; i < lines.size(); ++i) {
+    std::string_view line = lines[i];
+    std::size_t at = indent_of(line);
+    bool code = at != std::string_view::npos && line[at] != '#';
+    if (i > def && code && at <= indent) break;
+    if (!code) {
+      block += '\n';
+      continue;
+    }
+    if (!line.starts_with(prefix)) return {};  // tabs against spaces: the whole file decides
+    block.append(line.substr(indent)) += '\n';
+  }
+  offset = first_line - 1;
+  return block;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  while (!text.empty()) {
+    std::size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.push_back(line);
+    if (end == std::string_view::npos) break;
+    text.remove_prefix(end + 1);
+  }
+  return lines;
+}
+
 }  // namespace
 
-StatementStarts read_statement_starts(const std::string& path) {
+StatementStarts read_statement_starts(const std::string& path, int first_line) {
   StatementStarts starts;
   std::ifstream in(path, std::ios::binary);
   if (!in) return starts;
@@ -92,15 +171,12 @@ StatementStarts read_statement_starts(const std::string& path) {
   if (source.find('\0') != std::string::npos) return starts;  // not Python source
   PyObject *type, *value, *traceback;
   PyErr_Fetch(&type, &value, &traceback);
-  PyCompilerFlags flags = _PyCompilerFlags_INIT;
-  flags.cf_flags = PyCF_ONLY_AST;
-  if (PyObject* module =
-          Py_CompileStringExFlags(source.c_str(), path.c_str(), Py_file_input, &flags, -1)) {
-    if (PyObject* body = list_of(module, "body")) {
-      walk(body, starts);
-      Py_DECREF(body);
-    }
-    Py_DECREF(module);
+  int offset = 0;
+  std::string block = function_block(split_lines(source), first_line, offset);
+  if (block.empty() || !parse_into(block, path, offset, starts)) {
+    PyErr_Clear();
+    starts.clear();
+    parse_into(source, path, 0, starts);
   }
   PyErr_Clear();
   PyErr_Restore(type, value, traceback);
