@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "profile/rank_file.hpp"
+
 namespace sonde::analyzers {
 namespace {
 
@@ -25,10 +27,7 @@ Table table_from_sql(const ProfileFile& file, const std::string& sql, std::vecto
 RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
   RanksReport r;
   if (auto st = file.prepare("SELECT COUNT(*) FROM rank_times"); st.step()) r.ranks = st.int64(0);
-  if (auto st =
-          file.prepare("SELECT COALESCE(MAX(world_size), 0) FROM processes WHERE rank IS NOT NULL");
-      st.step())
-    r.world_size = st.int64(0);
+  r.world_size = run_world_size(file);
   r.sections.push_back(
       {"per_rank",
        "Per rank (busy s = compute s + comm s + setup s; comm %: of the rank's busy threads' "

@@ -9,6 +9,7 @@
 #include "base/output_file.hpp"
 #include "profile/launcher_file.hpp"
 #include "profile/profile_file.hpp"
+#include "profile/rank_file.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -35,12 +36,11 @@ RunFigures read_run(const std::string& path) {
     throw Error(fmt::format("{} holds no rank's work: it is {}", path, *note));
 
   // One rank's file of a 4-rank job read as a 1-rank run, at 4 x the efficiency it had.
-  if (auto st = file.prepare("SELECT MAX(world_size) FROM processes WHERE rank IS NOT NULL");
-      st.step() && !st.is_null(0) && st.int64(0) > f.run.ranks) {
+  if (std::int64_t world = run_world_size(file); world > f.run.ranks) {
     throw Error(fmt::format(
         "{} holds {} of its run's {} ranks: scaling needs them all (sonde merge -o run.db "
         "prof.rank*.db)",
-        path, f.run.ranks, st.int64(0)));
+        path, f.run.ranks, world));
   }
   auto st = file.prepare(
       "SELECT i.kind, i.routine, r.library, r.file, r.line, i.max_s FROM rank_imbalance i "

@@ -157,6 +157,12 @@ ProfileFile open_pid(const ProfileFile& file, std::int64_t pid) {
   return ProfileFile::open_processes(file, ids);
 }
 
+std::int64_t run_world_size(const ProfileFile& file) {
+  auto st =
+      file.prepare("SELECT COALESCE(MAX(world_size), 0) FROM processes WHERE rank IS NOT NULL");
+  return st.step() ? st.int64(0) : 0;
+}
+
 std::optional<std::string> all_ranks_note(const ProfileFile& file) {
   std::vector<std::int64_t> ranks = ranks_of(file);
   if (ranks.size() < 2) return std::nullopt;

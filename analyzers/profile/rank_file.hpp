@@ -22,6 +22,10 @@ ProfileFile open_profile(const std::string& path, std::optional<std::int64_t> ra
 // has the pid, or processes of several ranks (hosts) have it.
 ProfileFile open_pid(const ProfileFile& file, std::int64_t pid);
 
+// The run's number of ranks, as its ranks gave it (MPI's or torch.distributed's world size); 0
+// where no process has a rank. One rank's file of a larger run holds fewer.
+std::int64_t run_world_size(const ProfileFile& file);
+
 // For a file of several ranks read whole: "all N ranks summed: ..."; nothing for one rank.
 std::optional<std::string> all_ranks_note(const ProfileFile& file);
 
