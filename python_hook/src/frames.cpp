@@ -353,14 +353,14 @@ void exclude_from_lines(uint64_t ticks);
 // The parse is sonde's work, not the program's: its time is taken off the open frames and the
 // timed lines (the first call of `Module.train` was charged 7 ms of parsing torch's module.py,
 // and the line that called it with it).
-const StatementStarts* statement_starts(PyCodeObject* code) {
-  // Per function: its block alone is parsed where it can be (statements.hpp).
-  static std::unordered_map<std::string, StatementStarts> functions;
-  std::string file = utf8(code->co_filename);
-  auto [it, added] = functions.try_emplace(file + ':' + std::to_string(code->co_firstlineno));
+const StatementStarts* statement_starts(PyCodeObject* code, RoutineId routine) {
+  // Per function, by its routine (file, first line and name: no string made on each timed
+  // call); its block alone is parsed where it can be (statements.hpp).
+  static std::unordered_map<RoutineId, StatementStarts> functions;
+  auto [it, added] = functions.try_emplace(routine);
   if (added) {
     uint64_t from = probe_now();
-    it->second = read_statement_starts(file, code->co_firstlineno);
+    it->second = read_statement_starts(utf8(code->co_filename), code->co_firstlineno);
     uint64_t took = probe_now() - from;
     exclude_from_open_frames(took);
     exclude_from_lines(took);
@@ -407,7 +407,7 @@ int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
     case PyTrace_CALL: {
       PyCodeObject* code = PyFrame_GetCode(frame);
       CodeInfo info = code_info(code);
-      if (info.lines) t_lines.push_back({frame, info.id, statement_starts(code)});
+      if (info.lines) t_lines.push_back({frame, info.id, statement_starts(code, info.id)});
       Py_DECREF(code);
       break;
     }
