@@ -15,13 +15,44 @@ def normalize_kernel(name):
     return name.replace(", ", ",").replace(" >", ">").replace("< ", "<")
 
 
-def trace_kernel_counts(trace):
-    """Kernel launches per name in a torch.profiler chrome trace (a dict or a path)."""
-    if not isinstance(trace, dict):
+def trace_events(trace):
+    """The events of a torch.profiler chrome trace (a path, or what it holds): Kineto's object
+    with `traceEvents`, or the bare list the legacy profiler (CPU only, 1.13) writes."""
+    if isinstance(trace, (str, bytes)) or hasattr(trace, "__fspath__"):
         with open(trace) as f:
             trace = json.load(f)
-    events = trace.get("traceEvents", [])
-    return Counter(normalize_kernel(e["name"]) for e in events if e.get("cat") == "kernel")
+    return trace if isinstance(trace, list) else trace.get("traceEvents", [])
+
+
+def trace_kernel_counts(trace):
+    """Kernel launches per name in a torch.profiler chrome trace (trace_events' argument)."""
+    return Counter(normalize_kernel(e["name"]) for e in trace_events(trace)
+                   if e.get("cat") == "kernel")
+
+
+def trace_op_counts(trace):
+    """Operator events (torch.profiler's `cpu_op`: aten operators, autograd nodes, c10d calls)
+    per name in a chrome trace (trace_events' argument); nested calls count too."""
+    # The legacy profiler's events have no category: its operators are the CPU's.
+    return Counter(e["name"] for e in trace_events(trace) if e.get("cat") == "cpu_op" or
+                   ("cat" not in e and e.get("pid") == "CPU functions"))
+
+
+ENGINE = "autograd::engine::evaluate_function: "
+
+
+def operator_count_failures(sonde, torch, exact):
+    """What is wrong with sonde's operator counts (top-level calls, per name) against
+    torch.profiler's (every call, nested ones too) for the same window: the operators in `exact`
+    (called from Python and by no other operator) and every autograd node the engine evaluated
+    must count the same; no operator may count more than torch.profiler's."""
+    bad = []
+    for name in sorted(set(exact) | {n for n in torch if n.startswith(ENGINE)}):
+        if sonde.get(name, 0) != torch.get(name, 0):
+            bad.append(f"{name}: sonde {sonde.get(name, 0)}, torch.profiler {torch.get(name, 0)}")
+    bad += [f"{name}: sonde {n} > torch.profiler {torch.get(name, 0)}"
+            for name, n in sorted(sonde.items()) if n > torch.get(name, 0) and name not in exact]
+    return bad
 
 
 def count_differences(sonde, torch):

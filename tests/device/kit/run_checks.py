@@ -50,20 +50,36 @@ def checks(mode, out, log):
     yield cli_reads(out, log)
     yield fixture_tests()
     torch_names = ["torch: kernels under their frames = torch.profiler",
+                   "torch: operators on CUDA = torch.profiler's counts",
                    "torch: CUDA graph replays under their capture frame",
+                   "torch.distributed on NCCL, one rank: comm ops",
                    "torch.profiler inside sonde: both record",
                    "torch: breakdown in device time",
                    "overhead: torch CNN loop, profiled/plain"]
     if mode == "gpu":
         yield torch_checks.attribution(out, log)
+        yield torch_checks.operators(out, log)
         yield torch_checks.graph_origins(out, log)
+        yield torch_checks.nccl(out, log)
         yield torch_checks.profiler_inside(out, log)
         yield torch_checks.breakdown(out, log)
+        yield cuda12()
         yield torch_checks.overhead(out, log)
     else:
         for name in torch_names:
             yield Result(name, NOT_RUN, NEEDS_GPU)
         yield rehearsed_overhead(out, log)
+
+
+def cuda12():
+    """CUDA 12's CUPTI on this machine (pip's nvidia-* packages, /usr/local/cuda-12*)? The kit
+    has no CUDA 12 program yet: where one is found it says where, for the next kit to use."""
+    import glob
+    import site
+    roots = site.getsitepackages() + ["/usr/local", "/opt"]
+    found = sorted({f for r in roots for f in glob.glob(r + "/**/libcupti.so.12*", recursive=True)})
+    where = f"found {found[:3]}" if found else "no libcupti.so.12 on this machine"
+    return Result("CUDA 12: CUPTI 12 records", NOT_RUN, where, {"found": found[:10]})
 
 
 def table(results):

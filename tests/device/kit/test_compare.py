@@ -34,6 +34,29 @@ class KernelCounts(unittest.TestCase):
         self.assertEqual(compare.count_differences({}, Counter({"k()": 1})), [("k()", 0, 1)])
 
 
+class OperatorCounts(unittest.TestCase):
+    NODE = "autograd::engine::evaluate_function: ConvolutionBackward0"
+
+    def test_trace_counts_operators_only(self):
+        counts = compare.trace_op_counts(TRACE)
+        self.assertEqual(counts, Counter({"aten::conv2d": 1, "aten::convolution": 1,
+                                          self.NODE: 2}))
+
+    def test_top_level_counts_equal_pass(self):
+        # aten::convolution is called by aten::conv2d: sonde counts it in conv2d's time.
+        sonde = {"aten::conv2d": 1, self.NODE: 2}
+        self.assertEqual(compare.operator_count_failures(
+            sonde, compare.trace_op_counts(TRACE), ["aten::conv2d"]), [])
+
+    def test_a_missed_call_a_missed_node_or_an_extra_count_fails(self):
+        theirs = compare.trace_op_counts(TRACE)
+        bad = compare.operator_count_failures(
+            {"aten::conv2d": 0, self.NODE: 1, "aten::convolution": 2}, theirs, ["aten::conv2d"])
+        self.assertEqual(bad, ["aten::conv2d: sonde 0, torch.profiler 1",
+                               f"{self.NODE}: sonde 1, torch.profiler 2",
+                               "aten::convolution: sonde 2 > torch.profiler 1"])
+
+
 class Attribution(unittest.TestCase):
     FRAMES = ["cnn_step", "graph_step"]
 

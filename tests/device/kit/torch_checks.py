@@ -6,8 +6,8 @@ import sys
 from collections import Counter
 
 import compare
-from kit_env import (CLI, KIT, graph_origin_rows, kernel_rows, python_under_sonde, query, run,
-                     verdict)
+from kit_env import (CLI, KIT, autograd_kernel_rows, graph_origin_rows, kernel_rows, operator_rows,
+                     python_under_sonde, query, run, verdict)
 
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
@@ -26,21 +26,41 @@ def window(kernels, scope="run_steps", exclude=("profiled", "after_profiler_step
                    if p and inside.search(p) and not any(x.search(p) for x in out))
 
 
+def compared(db):
+    """The kernels of the compared window: beneath run_steps, and every one PyTorch's autograd
+    device thread launched (the window's backward; torch_steps.py warms up on its own thread)."""
+    return window(kernel_rows(db)) + Counter(n for n, _ in autograd_kernel_rows(db))
+
+
+# The environment of every later torch run once the first one under sonde failed with the
+# operators on and ran without them: the GPU checks still say what they can.
+FALLBACK = {}
+
+
 def attribution(out, log):
     """Every kernel beneath its step's frame; names and counts as torch.profiler's."""
     name = "torch: kernels under their frames = torch.profiler"
     db, trace = out / "torch.db", out / "torch_trace.json"
     r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], db, log)
+    first = []
     if r.returncode != 0:
-        return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
+        first = [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"]
+        r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], db, log, SONDE_TORCH_OPS=0)
+        if r.returncode != 0:
+            return verdict(name, first + [f"and with SONDE_TORCH_OPS=0: exit {r.returncode}"])
+        FALLBACK["SONDE_TORCH_OPS"] = 0
+        first.append("with SONDE_TORCH_OPS=0 it ran: this check and the later ones ran so")
     p, _ = run([sys.executable, SCRIPT, "--steps", STEPS, "--profiler", trace], log)
     if p.returncode != 0:
         return verdict(name, [f"torch.profiler run: exit {p.returncode}: {p.stderr.strip()[-300:]}"])
     kernels = kernel_rows(db)
-    failures = [f"{k} under {path}" for k, path in
-                compare.misattributed([(k, path) for k, path, _, _ in kernels], "run_steps",
-                                      STEP_FRAMES)]
-    ours = window(kernels)
+    failures = first + [f"{k} under {path}" for k, path in
+                        compare.misattributed([(k, path) for k, path, _, _ in kernels],
+                                              "run_steps", STEP_FRAMES)]
+    ours = compared(db)
+    backward = autograd_kernel_rows(db)
+    if not backward:
+        failures.append("no kernel launched by a pt_autograd_N thread (the CNN's backward)")
     for frame in STEP_FRAMES:  # each kind of step launched something
         pat = compare.frame_pattern(frame)
         if not any(p and pat.search(p) for _, p, _, _ in kernels):
@@ -51,18 +71,92 @@ def attribution(out, log):
     # The in-process launch (the default since 2026-12-03) against the re-exec of old: the same
     # kernels in the window, each launch said in run_info.
     re_db = out / "torch_reexec.db"
-    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], re_db, log, launch=["--re-exec"])
+    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], re_db, log, launch=["--re-exec"],
+                              **FALLBACK)
     if r.returncode != 0:
         failures.append(f"under sonde --re-exec: exit {r.returncode}: {r.stderr.strip()[-300:]}")
     else:
         failures += [f"{k[:80]}: in-process {a}, --re-exec {b}"
-                     for k, a, b in compare.count_differences(ours, window(kernel_rows(re_db)))]
+                     for k, a, b in compare.count_differences(ours, compared(re_db))]
         launches = [query(d, "SELECT value FROM run_info WHERE key = 'sonde.launch'")
                     for d in (db, re_db)]
         if launches != [[("in-process",)], [("re-exec",)]]:
             failures.append(f"launches recorded {launches}, not in-process then re-exec")
     figures = {"sonde_kernels": sum(ours.values()), "profiler_kernels": sum(theirs.values()),
-               "names": len(theirs)}
+               "names": len(theirs), "backward_kernels": len(backward)}
+    return verdict(name, failures, figures)
+
+
+# Operators torch_steps.py calls from Python that no other operator calls (on CUDA): sonde's
+# top-level count is torch.profiler's.
+EXACT_OPS = ["aten::conv2d", "aten::batch_norm", "aten::relu", "aten::adaptive_avg_pool2d",
+             "aten::flatten", "aten::linear", "aten::cross_entropy_loss", "aten::layer_norm",
+             "aten::scaled_dot_product_attention", "aten::gelu", "aten::split"]
+
+
+def operators(out, log):
+    """The operators of the attribution run (PyTorch 2.x's RecordFunction, never run before on a
+    2.x): in the window, counts as torch.profiler's; the backward's kernels beneath the autograd
+    node that launched them."""
+    name = "torch: operators on CUDA = torch.profiler's counts"
+    db, trace = out / "torch.db", out / "torch_trace.json"
+    if FALLBACK or not db.exists() or not trace.exists():
+        return verdict(name, ["no profile with operators: the attribution run failed"])
+    inside = compare.frame_pattern("run_steps")
+    ours = Counter()
+    for op, path, thread, calls in operator_rows(db):
+        if inside.search(path) or (thread or "").startswith("pt_autograd_"):
+            ours[op] += calls
+    notes = [m[:200] for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'torch'")]
+    if not ours:
+        return verdict(name, [f"no operator recorded; torch notes: {notes[:2]}"])
+    theirs = compare.trace_op_counts(trace)
+    failures = compare.operator_count_failures(ours, theirs, EXACT_OPS)
+    orphans = [p for _, p in autograd_kernel_rows(db) if not p or compare.ENGINE not in p]
+    if orphans:
+        failures.append(f"{len(orphans)} backward kernels not beneath an autograd node, "
+                        f"e.g. {str(orphans[0])[-150:]}")
+    figures = {"sonde_ops": sum(ours.values()), "names": len(ours),
+               "exact": {n: ours.get(n, 0) for n in EXACT_OPS}, "notes": notes[:2]}
+    return verdict(name, failures, figures)
+
+
+NCCL_STEPS = 5
+
+
+def nccl(out, log):
+    """torch.distributed on NCCL, one rank (torch_nccl.py): each explicit all-reduce a comm op
+    of its bytes and group size beneath its frame, init_process_group a set-up row; DDP's bucket
+    all-reduces, NCCL's kernels and the NCCL wrappers' rows are reported."""
+    name = "torch.distributed on NCCL, one rank: comm ops"
+    db = out / "nccl.db"
+    r, _ = python_under_sonde([str(KIT / "torch_nccl.py"), "--steps", NCCL_STEPS], db, log,
+                              **FALLBACK)
+    if r.returncode != 0:
+        return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
+    told = json.loads(r.stdout.strip().splitlines()[-1])
+    rows = query(db, "SELECT c.op, c.kind, c.comm_size, c.bytes, c.calls, p.path FROM comm_ops c "
+                     "JOIN node_paths p USING (node_id)")
+    explicit, ddp = compare.frame_pattern("explicit_allreduces"), compare.frame_pattern("ddp_steps")
+    mine = [x for x in rows if explicit.search(x[5]) and x[1] == "collective"]
+    failures = []
+    if sum(x[4] for x in mine) != NCCL_STEPS:
+        failures.append(f"{sum(x[4] for x in mine)} collectives beneath explicit_allreduces, "
+                        f"not {NCCL_STEPS}: {[(x[0], x[3], x[4]) for x in mine]}")
+    wrong = [(x[0], x[2], x[3]) for x in mine if (x[2], x[3]) != (1, told["allreduce_bytes"])]
+    if wrong:
+        failures.append(f"(op, comm_size, bytes) {wrong[:3]}, not (1, {told['allreduce_bytes']})")
+    if not any(x[1] == "setup" for x in rows):
+        failures.append("no set-up row (init_process_group)")
+    kernels = kernel_rows(db)
+    nccl_kernels = [p for k, p, _, _ in kernels if k.startswith("nccl")]
+    figures = {"ops": sorted({(x[0], x[1], x[3]) for x in rows})[:12],
+               "ddp_bytes": sum(x[3] * x[4] for x in rows
+                                if ddp.search(x[5]) and "allreduce" in x[0]),
+               "ddp_expected_bytes": told["grad_bytes"] * NCCL_STEPS,
+               "nccl_kernels": len(nccl_kernels),
+               "nccl_kernels_under_explicit": sum(1 for p in nccl_kernels
+                                                  if p and explicit.search(p))}
     return verdict(name, failures, figures)
 
 
@@ -93,7 +187,8 @@ def profiler_inside(out, log):
     resume after it stops (as many beneath after_profiler_steps as beneath the first window)."""
     name = "torch.profiler inside sonde: both record"
     db, trace = out / "inside.db", out / "inside_trace.json"
-    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS, "--profiler-inside", trace], db, log)
+    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS, "--profiler-inside", trace], db, log,
+                              **FALLBACK)
     # sonde takes CUPTI back when the other client unsubscribes or finalizes it (cupti_guard,
     # checked on the stubs only); a Kineto that keeps its subscription after stopping keeps it.
     why = "Kineto kept CUPTI after torch.profiler stopped (no unsubscribe or cuptiFinalize)?"
@@ -120,7 +215,8 @@ def breakdown(out, log):
     device forward."""
     name = "torch: breakdown in device time"
     db = out / "breakdown.db"
-    r, _ = python_under_sonde([str(KIT / "torch_breakdown.py"), "--steps", 20], db, log)
+    r, _ = python_under_sonde([str(KIT / "torch_breakdown.py"), "--steps", 20], db, log,
+                              **FALLBACK)
     if r.returncode != 0:
         return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
     m, _ = run([CLI, "metrics", db, "--section", "breakdown", "--format", "json"], log)
@@ -164,5 +260,5 @@ def overhead(out, log):
     loop_s = lambda stdout: json.loads(stdout.strip().splitlines()[-1])["loop_s"]
     return paired_overhead(
         "overhead: torch CNN loop, profiled/plain", lambda i: run([sys.executable, *args], log),
-        lambda i: python_under_sonde(args, out / f"overhead{i}.db", log),
+        lambda i: python_under_sonde(args, out / f"overhead{i}.db", log, **FALLBACK),
         OVERHEAD_PAIRS, OVERHEAD_BOUND, log, loop_s)
