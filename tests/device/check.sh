@@ -71,6 +71,12 @@ if [ "$rehearse" = 1 ]; then
     { cat "$out/build.log" >&2; say "the known-answer program did not build"; exit 2; }
   export LD_LIBRARY_PATH="$work/stubs" SONDE_CUPTI_LIBRARY="$work/stubs/libcupti.so.13"
   export CUDART_STUB_DEVICE=1
+  # The PyTorch checks' own code on the CPU, where the given interpreter has torch (the venv
+  # has none): the operators against torch.profiler's counts and gloo's comm ops.
+  if "$host_python" -c 'import torch' >/dev/null 2>&1; then
+    SONDE_KIT_TORCH_PYTHON=$("$host_python" -c 'import sys; print(sys.executable)')
+    export SONDE_KIT_TORCH_PYTHON
+  fi
 else
   # cuBLAS from the toolkit, else from the interpreter's nvidia-* wheels (PyTorch's).
   blas_dir=$(ls -d "$cuda"/lib64 2>/dev/null || true)

@@ -13,6 +13,9 @@ SONDE_PYTHONPATH = os.environ["SONDE_KIT_PYTHONPATH"]
 PROGRAM = os.environ["SONDE_KIT_PROGRAM"]
 WORK = Path(os.environ["SONDE_KIT_WORK"])
 KIT = Path(__file__).resolve().parent
+# The interpreter of the PyTorch runs: this one on a GPU machine; in a rehearsal the machine's
+# own (check.sh names it where it imports torch), the fresh venv having none.
+TORCH_PYTHON = os.environ.get("SONDE_KIT_TORCH_PYTHON") or sys.executable
 
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
 NEEDS_GPU = "rehearsal: not run (needs a GPU)"
@@ -66,7 +69,7 @@ def python_under_sonde(script_args, db, log, launch=(), **env):
     """A Python script under `python3 -m sonde [launch options]`, from the installed package
     (the in-process launch unless `launch` says --re-exec)."""
     path = SONDE_PYTHONPATH + (os.pathsep + env.pop("PYTHONPATH") if "PYTHONPATH" in env else "")
-    return run([sys.executable, "-m", "sonde", *launch, "-o", db, *script_args], log,
+    return run([TORCH_PYTHON, "-m", "sonde", *launch, "-o", db, *script_args], log,
                PYTHONPATH=path, **env)
 
 

@@ -4,6 +4,7 @@ the checks that need PyTorch on CUDA are reported as not run."""
 import argparse
 import io
 import json
+import os
 import platform
 import sys
 import time
@@ -68,6 +69,13 @@ def checks(mode, out, log):
     else:
         for name in torch_names:
             yield Result(name, NOT_RUN, NEEDS_GPU)
+        if os.environ.get("SONDE_KIT_TORCH_PYTHON"):
+            yield torch_checks.cpu_operators(out, log)
+            yield torch_checks.nccl(out, log, backend="gloo")
+        else:
+            for name in ("torch: operators = torch.profiler's counts (rehearsal, CPU)",
+                         "torch.distributed on gloo, one rank: comm ops (rehearsal, CPU)"):
+                yield Result(name, NOT_RUN, "rehearsal: this python3 has no torch")
         yield rehearsed_overhead(out, log)
 
 

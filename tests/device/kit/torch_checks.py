@@ -2,12 +2,11 @@
 that launched them and in the numbers torch.profiler records; torch.profiler started and stopped
 inside a run under sonde; the overhead of profiling the training loop."""
 import json
-import sys
 from collections import Counter
 
 import compare
-from kit_env import (CLI, KIT, autograd_kernel_rows, graph_origin_rows, kernel_rows, operator_rows,
-                     python_under_sonde, query, run, verdict)
+from kit_env import (CLI, KIT, TORCH_PYTHON, autograd_kernel_rows, graph_origin_rows, kernel_rows,
+                     operator_rows, python_under_sonde, query, run, verdict)
 
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
@@ -50,7 +49,7 @@ def attribution(out, log):
             return verdict(name, first + [f"and with SONDE_TORCH_OPS=0: exit {r.returncode}"])
         FALLBACK["SONDE_TORCH_OPS"] = 0
         first.append("with SONDE_TORCH_OPS=0 it ran: this check and the later ones ran so")
-    p, _ = run([sys.executable, SCRIPT, "--steps", STEPS, "--profiler", trace], log)
+    p, _ = run([TORCH_PYTHON, SCRIPT, "--steps", STEPS, "--profiler", trace], log)
     if p.returncode != 0:
         return verdict(name, [f"torch.profiler run: exit {p.returncode}: {p.stderr.strip()[-300:]}"])
     kernels = kernel_rows(db)
@@ -94,12 +93,12 @@ EXACT_OPS = ["aten::conv2d", "aten::batch_norm", "aten::relu", "aten::adaptive_a
              "aten::scaled_dot_product_attention", "aten::gelu", "aten::split"]
 
 
-def operators(out, log):
+def operators(out, log, name="torch: operators on CUDA = torch.profiler's counts",
+              db="torch.db", trace="torch_trace.json"):
     """The operators of the attribution run (PyTorch 2.x's RecordFunction, never run before on a
     2.x): in the window, counts as torch.profiler's; the backward's kernels beneath the autograd
     node that launched them."""
-    name = "torch: operators on CUDA = torch.profiler's counts"
-    db, trace = out / "torch.db", out / "torch_trace.json"
+    db, trace = out / db, out / trace
     if FALLBACK or not db.exists() or not trace.exists():
         return verdict(name, ["no profile with operators: the attribution run failed"])
     inside = compare.frame_pattern("run_steps")
@@ -121,17 +120,34 @@ def operators(out, log):
     return verdict(name, failures, figures)
 
 
+def cpu_operators(out, log):
+    """The rehearsal's operators check: torch_steps.py on the CPU, under sonde and under
+    torch.profiler, compared as on a GPU (the checks' own code, run before a GPU runs it)."""
+    name = "torch: operators = torch.profiler's counts (rehearsal, CPU)"
+    db, trace = out / "torch_cpu.db", out / "torch_cpu_trace.json"
+    args = [SCRIPT, "--steps", STEPS, "--device", "cpu"]
+    r, _ = python_under_sonde(args, db, log)
+    if r.returncode != 0:
+        return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
+    p, _ = run([TORCH_PYTHON, *args, "--profiler", trace], log)
+    if p.returncode != 0:
+        return verdict(name, [f"torch.profiler run: exit {p.returncode}: {p.stderr.strip()[-300:]}"])
+    return operators(out, log, name, db.name, trace.name)
+
+
 NCCL_STEPS = 5
 
 
-def nccl(out, log):
+def nccl(out, log, backend="nccl"):
     """torch.distributed on NCCL, one rank (torch_nccl.py): each explicit all-reduce a comm op
     of its bytes and group size beneath its frame, init_process_group a set-up row; DDP's bucket
-    all-reduces, NCCL's kernels and the NCCL wrappers' rows are reported."""
-    name = "torch.distributed on NCCL, one rank: comm ops"
-    db = out / "nccl.db"
-    r, _ = python_under_sonde([str(KIT / "torch_nccl.py"), "--steps", NCCL_STEPS], db, log,
-                              **FALLBACK)
+    all-reduces, NCCL's kernels and the NCCL wrappers' rows are reported. The rehearsal runs it
+    on gloo."""
+    name = ("torch.distributed on NCCL, one rank: comm ops" if backend == "nccl" else
+            f"torch.distributed on {backend}, one rank: comm ops (rehearsal, CPU)")
+    db = out / f"{backend}.db"
+    r, _ = python_under_sonde([str(KIT / "torch_nccl.py"), "--steps", NCCL_STEPS, "--backend",
+                               backend], db, log, **FALLBACK)
     if r.returncode != 0:
         return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
     told = json.loads(r.stdout.strip().splitlines()[-1])
@@ -148,12 +164,16 @@ def nccl(out, log):
         failures.append(f"(op, comm_size, bytes) {wrong[:3]}, not (1, {told['allreduce_bytes']})")
     if not any(x[1] == "setup" for x in rows):
         failures.append("no set-up row (init_process_group)")
+    # DDP all-reduces every bucket of gradients each step, one rank or many: the buckets
+    # partition the parameters, so the bytes add up to the gradients' exactly.
+    ddp_bytes = sum(x[3] * x[4] for x in rows if ddp.search(x[5]) and "allreduce" in x[0])
+    if ddp_bytes != told["grad_bytes"] * NCCL_STEPS:
+        failures.append(f"DDP's all-reduces beneath ddp_steps carried {ddp_bytes} bytes, not "
+                        f"{NCCL_STEPS} x the gradients' {told['grad_bytes']}")
     kernels = kernel_rows(db)
     nccl_kernels = [p for k, p, _, _ in kernels if k.startswith("nccl")]
     figures = {"ops": sorted({(x[0], x[1], x[3]) for x in rows})[:12],
-               "ddp_bytes": sum(x[3] * x[4] for x in rows
-                                if ddp.search(x[5]) and "allreduce" in x[0]),
-               "ddp_expected_bytes": told["grad_bytes"] * NCCL_STEPS,
+               "ddp_bytes": ddp_bytes, "ddp_expected_bytes": told["grad_bytes"] * NCCL_STEPS,
                "nccl_kernels": len(nccl_kernels),
                "nccl_kernels_under_explicit": sum(1 for p in nccl_kernels
                                                   if p and explicit.search(p))}
@@ -259,6 +279,6 @@ def overhead(out, log):
     args = [SCRIPT, "--steps", OVERHEAD_STEPS, "--part", "cnn", "--time"]
     loop_s = lambda stdout: json.loads(stdout.strip().splitlines()[-1])["loop_s"]
     return paired_overhead(
-        "overhead: torch CNN loop, profiled/plain", lambda i: run([sys.executable, *args], log),
+        "overhead: torch CNN loop, profiled/plain", lambda i: run([TORCH_PYTHON, *args], log),
         lambda i: python_under_sonde(args, out / f"overhead{i}.db", log, **FALLBACK),
         OVERHEAD_PAIRS, OVERHEAD_BOUND, log, loop_s)

@@ -8,6 +8,7 @@ paths say which made it:
 
   torch_nccl.py --steps S    e.g. under python3 -m sonde; prints one JSON line: the bytes of each
                              explicit all-reduce and of one step's gradients
+  torch_nccl.py --backend gloo   the same on the CPU (the rehearsal, without a GPU)
 """
 import argparse
 import json
@@ -21,10 +22,15 @@ from torch.nn.parallel import DistributedDataParallel
 N = 1 << 20
 
 
+def sync(t):
+    if t.is_cuda:
+        torch.cuda.synchronize()
+
+
 def explicit_allreduces(t, steps):
     for _ in range(steps):
         dist.all_reduce(t)
-    torch.cuda.synchronize()
+    sync(t)
 
 
 def ddp_steps(model, opt, x, steps):
@@ -33,7 +39,7 @@ def ddp_steps(model, opt, x, steps):
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
-    torch.cuda.synchronize()
+    sync(x)
 
 
 def free_port():
@@ -45,19 +51,22 @@ def free_port():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--backend", choices=["nccl", "gloo"], default="nccl")
     args = ap.parse_args()
+    dev = "cuda" if args.backend == "nccl" else "cpu"
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", str(free_port()))
-    torch.cuda.set_device(0)
+    if dev == "cuda":
+        torch.cuda.set_device(0)
     torch.manual_seed(0)
-    dist.init_process_group("nccl", rank=0, world_size=1)
-    t = torch.ones(N, device="cuda")
+    dist.init_process_group(args.backend, rank=0, world_size=1)
+    t = torch.ones(N, device=dev)
     explicit_allreduces(t, args.steps)
     net = torch.nn.Sequential(torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-                              torch.nn.Linear(1024, 16)).cuda()
-    model = DistributedDataParallel(net, device_ids=[0])
+                              torch.nn.Linear(1024, 16)).to(dev)
+    model = DistributedDataParallel(net, device_ids=[0] if dev == "cuda" else None)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(256, 1024, device="cuda")
+    x = torch.randn(256, 1024, device=dev)
     ddp_steps(model, opt, x, args.steps)
     dist.barrier()
     dist.destroy_process_group()

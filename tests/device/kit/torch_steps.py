@@ -14,6 +14,9 @@ the graph's capture); then run_steps is the window that is compared.
   torch_steps.py --steps S --profiler-inside T.json   torch.profiler started and stopped inside,
                   then after_profiler_steps (run under sonde: do sonde's records resume?)
   torch_steps.py --steps S --time --part cnn      prints the window's time (overhead pairs)
+  torch_steps.py --device cpu ...                 the CNN (and the transformer block where the
+                  torch has scaled_dot_product_attention) on the CPU: the rehearsal's run of the
+                  checks' own code, on a machine without a GPU
 """
 import argparse
 import contextlib
@@ -24,9 +27,17 @@ import torch
 import torch.nn.functional as F
 
 
+DEV = "cuda"
+
+
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
 def build(parts):
     torch.manual_seed(0)
-    dev = "cuda"
+    dev = DEV
     w = {}
     if "cnn" in parts:
         w["cnn"] = torch.nn.Sequential(
@@ -91,13 +102,15 @@ def graph_step(w):
 
 STEPS = {"cnn": cnn_step, "transformer": transformer_step, "compiled": compiled_step,
          "graph": graph_step}
+# On the CPU: no CUDA graph, and no torch.compile or scaled_dot_product_attention before 2.0.
+CPU_PARTS = ["cnn"] + (["transformer"] if hasattr(F, "scaled_dot_product_attention") else [])
 
 
 def run_steps(w, parts, steps):
     for _ in range(steps):
         for part in parts:
             STEPS[part](w)
-    torch.cuda.synchronize()
+    sync()
 
 
 def after_profiler_steps(w, parts, steps):
@@ -112,11 +125,13 @@ def warm_up(w, parts):
     with single(False) if single else contextlib.nullcontext():
         for part in parts:
             STEPS[part](w)
-        torch.cuda.synchronize()
+        sync()
 
 
 def profiled(trace, fn, *args):
-    act = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    act = [torch.profiler.ProfilerActivity.CPU]
+    if DEV == "cuda":
+        act.append(torch.profiler.ProfilerActivity.CUDA)
     with torch.profiler.profile(activities=act) as prof:
         fn(*args)
     prof.export_chrome_trace(trace)
@@ -133,8 +148,11 @@ def main():
     ap.add_argument("--profiler")
     ap.add_argument("--profiler-inside")
     ap.add_argument("--time", action="store_true")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     args = ap.parse_args()
-    parts = args.part or list(STEPS)
+    global DEV
+    DEV = args.device
+    parts = args.part or (list(STEPS) if DEV == "cuda" else CPU_PARTS)
     w = build(parts)
     warm_up(w, parts)
     if args.profiler:
