@@ -12,11 +12,13 @@
 #          --out DIR         where the table, the JSON summary and the logs go (default: $OUT
 #                            when set, else a temporary folder)
 #          --python PY       the interpreter (default python3; it must hold torch on a GPU run)
+#          --budget SECONDS  the checks' time: a check not started by then is not run, and no
+#                            command runs past it (the table is written after every check)
 # Exits non-zero when any check fails; a check that cannot run here says so and is no failure.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-rehearse=0 sonde_root="" out="${OUT:-}" python=python3 dist="$repo/dist"
+rehearse=0 sonde_root="" out="${OUT:-}" python=python3 dist="$repo/dist" budget=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --rehearse) rehearse=1 ;;
@@ -24,6 +26,7 @@ while [ $# -gt 0 ]; do
     --out) out="$2"; shift ;;
     --dist) dist=$(cd "$2" && pwd); shift ;;
     --python) python="$2"; shift ;;
+    --budget) budget=(--budget "$2"); shift ;;
     *) echo "check.sh: unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -100,4 +103,4 @@ mode=gpu
 PYTHONUNBUFFERED=1 PYTHONPATH="$repo/tests/device/kit" \
   SONDE_KIT_CLI="$sonde_cli" SONDE_KIT_PYTHONPATH="$sonde_path" \
   SONDE_KIT_PROGRAM="$bin/known_answer" SONDE_KIT_WORK="$work" \
-  "$python" "$repo/tests/device/kit/run_checks.py" --mode "$mode" --out "$out"
+  "$python" "$repo/tests/device/kit/run_checks.py" --mode "$mode" --out "$out" "${budget[@]}"

@@ -19,6 +19,12 @@ TORCH_PYTHON = os.environ.get("SONDE_KIT_TORCH_PYTHON") or sys.executable
 
 PASS, FAIL, NOT_RUN = "PASS", "FAIL", "NOT RUN"
 NEEDS_GPU = "rehearsal: not run (needs a GPU)"
+# When the kit must stop (time.time()), from run_checks.py --budget; None: no limit.
+DEADLINE = None
+
+
+def time_left():
+    return float("inf") if DEADLINE is None else DEADLINE - time.time()
 
 
 @dataclass
@@ -43,6 +49,7 @@ def run(cmd, log, timeout=240, **env):
     """Runs cmd, its output appended to `log`; returns (CompletedProcess, wall seconds). A command
     still running after `timeout` seconds is killed and reads as exit 124."""
     e = dict(os.environ, **{k: str(v) for k, v in env.items()})
+    timeout = max(1, min(timeout, time_left()))
     t = time.perf_counter()
     try:
         r = subprocess.run([str(c) for c in cmd], env=e, capture_output=True, text=True,

@@ -8,9 +8,11 @@ import os
 import platform
 import sys
 import time
+import traceback
 import unittest
 from pathlib import Path
 
+import kit_env
 import known_answer_check
 import torch_checks
 from kit_env import CLI, FAIL, NEEDS_GPU, NOT_RUN, PASS, PROGRAM, Result, run, verdict
@@ -46,37 +48,54 @@ def rehearsed_overhead(out, log):
         lambda i: run([CLI, "run", "--force", "-o", out / f"overhead{i}.db", "--", *args], log), 3, None, log)
 
 
+KNOWN_ANSWER = ["known-answer: counts and call paths",
+                "known-answer: graph replays under their capture path",
+                "known-answer: kernel times vs events"]
+TORCH_CPU = ["torch: operators = torch.profiler's counts (rehearsal, CPU)",
+             "torch.distributed on gloo, one rank: comm ops (rehearsal, CPU)"]
+
+
+def guarded(names, fn, *args, **kwargs):
+    """The results of fn (one Result or a list), or a FAIL for each of `names` when the check's
+    own code raised: a GPU run is too dear to lose the checks after a bug in one of them."""
+    try:
+        r = fn(*args, **kwargs)
+        return r if isinstance(r, list) else [r]
+    except Exception:  # noqa: BLE001 -- any bug of a check is that check's failure
+        last = traceback.format_exc().strip().splitlines()
+        why = f"the check raised: {' | '.join(last[-3:])[-400:]}"
+        return [Result(n, FAIL, why, {"traceback": last[-30:]}) for n in names]
+
+
 def checks(mode, out, log):
-    yield from known_answer_check.check(out, log)
-    yield cli_reads(out, log)
-    yield fixture_tests()
-    torch_names = ["torch: kernels under their frames = torch.profiler",
-                   "torch: operators on CUDA = torch.profiler's counts",
-                   "torch: CUDA graph replays under their capture frame",
-                   "torch.distributed on NCCL, one rank: comm ops",
-                   "torch.profiler inside sonde: both record",
-                   "torch: breakdown in device time",
-                   "overhead: torch CNN loop, profiled/plain"]
+    yield from guarded(KNOWN_ANSWER, known_answer_check.check, out, log)
+    yield from guarded(["sonde CLI reads the profile"], cli_reads, out, log)
+    yield from guarded(["comparisons on fixtures"], fixture_tests)
+    gpu = [("torch: kernels under their frames = torch.profiler", torch_checks.attribution),
+           ("torch: operators on CUDA = torch.profiler's counts", torch_checks.operators),
+           ("torch: CUDA graph replays under their capture frame", torch_checks.graph_origins),
+           ("torch.distributed on NCCL, one rank: comm ops", torch_checks.nccl),
+           ("torch.profiler inside sonde: both record", torch_checks.profiler_inside),
+           ("torch: breakdown in device time", torch_checks.breakdown),
+           ("CUDA 12: CUPTI 12 records", lambda out, log: cuda12()),
+           ("overhead: torch CNN loop, profiled/plain", torch_checks.overhead)]
     if mode == "gpu":
-        yield torch_checks.attribution(out, log)
-        yield torch_checks.operators(out, log)
-        yield torch_checks.graph_origins(out, log)
-        yield torch_checks.nccl(out, log)
-        yield torch_checks.profiler_inside(out, log)
-        yield torch_checks.breakdown(out, log)
-        yield cuda12()
-        yield torch_checks.overhead(out, log)
+        for name, fn in gpu:
+            if kit_env.time_left() < 20:
+                yield Result(name, NOT_RUN, "the kit's --budget was spent before it")
+                continue
+            yield from guarded([name], fn, out, log)
     else:
-        for name in torch_names:
+        for name, _ in gpu:
             yield Result(name, NOT_RUN, NEEDS_GPU)
         if os.environ.get("SONDE_KIT_TORCH_PYTHON"):
-            yield torch_checks.cpu_operators(out, log)
-            yield torch_checks.nccl(out, log, backend="gloo")
+            yield from guarded(TORCH_CPU[:1], torch_checks.cpu_operators, out, log)
+            yield from guarded(TORCH_CPU[1:], torch_checks.nccl, out, log, backend="gloo")
         else:
-            for name in ("torch: operators = torch.profiler's counts (rehearsal, CPU)",
-                         "torch.distributed on gloo, one rank: comm ops (rehearsal, CPU)"):
+            for name in TORCH_CPU:
                 yield Result(name, NOT_RUN, "rehearsal: this python3 has no torch")
-        yield rehearsed_overhead(out, log)
+        yield from guarded(["overhead: known-answer program (rehearsal)"], rehearsed_overhead,
+                           out, log)
 
 
 def cuda12():
@@ -97,6 +116,7 @@ def table(results):
         detail = r.detail or ", ".join(f"{k} {v}" for k, v in r.figures.items())
         if r.status == FAIL and r.expected_fail:
             detail = f"(expected today: {r.expected_fail}) {detail}"
+        detail = " | ".join(x.strip() for x in detail.splitlines() if x.strip())
         lines.append(f"{r.name:<{width}}  {r.status:<7}  {detail}")
     return "\n".join(lines)
 
@@ -105,21 +125,31 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["gpu", "rehearse"], required=True)
     ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--budget", type=float, help="seconds: checks not started by then are not "
+                    "run, and no command runs past it")
     args = ap.parse_args()
     log = args.out / "checks.log"
     started = time.time()
+    if args.budget:
+        kit_env.DEADLINE = started + args.budget
     results = []
+
+    def write():  # after every check: a run killed at its limit still leaves what it found
+        summary = {"mode": args.mode, "host": platform.node(),
+                   "python": platform.python_version(),
+                   "seconds": round(time.time() - started, 1),
+                   "failed": sum(r.status == FAIL for r in results),
+                   "checks": [r.__dict__ for r in results]}
+        (args.out / "table.txt").write_text(table(results) + "\n")
+        (args.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        return summary
+
     for r in checks(args.mode, args.out, log):
         results.append(r)
         print(f"check.sh: {r.status:<7} {r.name}", file=sys.stderr, flush=True)
-    text = table(results)
-    print(text)
-    (args.out / "table.txt").write_text(text + "\n")
-    summary = {"mode": args.mode, "host": platform.node(), "python": platform.python_version(),
-               "seconds": round(time.time() - started, 1),
-               "failed": sum(r.status == FAIL for r in results),
-               "checks": [r.__dict__ for r in results]}
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        write()
+    summary = write()
+    print(table(results))
     print(f"{summary['failed']} failed, {sum(r.status == PASS for r in results)} passed, "
           f"{sum(r.status == NOT_RUN for r in results)} not run, in {summary['seconds']} s; "
           f"summary: {args.out / 'summary.json'}")
