@@ -20,6 +20,10 @@ mkdir -p "$kit"
   python3 -c 'import sys, torch; print(sys.version); print("torch", torch.__version__, "cuda",
 torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "nccl", torch.cuda.nccl.version())'
   nvcc --version | tail -n 2
+  gcc --version | head -n 1
+  python3 -c 'import os, sysconfig; h = os.path.join(sysconfig.get_path("include"), "Python.h")
+print("Python.h", "present" if os.path.exists(h) else "MISSING (Triton cannot build its helpers)")'
+  ls -d /usr/local/cuda*/extras/CUPTI/lib64 /usr/local/cuda/lib64 2>&1
   python3 -m pip list 2>/dev/null | grep -i -E '^(nvidia|torch |triton)'
 } >"$out/env.txt" 2>&1
 "$repo/tests/device/check.sh" --out "$kit" --budget "$budget" 2>&1 | tee "$out/console.log"

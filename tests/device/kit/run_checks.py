@@ -68,14 +68,20 @@ def guarded(names, fn, *args, **kwargs):
 
 
 def checks(mode, out, log):
-    yield from guarded(KNOWN_ANSWER, known_answer_check.check, out, log)
-    yield from guarded(["sonde CLI reads the profile"], cli_reads, out, log)
+    if os.path.exists(PROGRAM):
+        yield from guarded(KNOWN_ANSWER, known_answer_check.check, out, log)
+        yield from guarded(["sonde CLI reads the profile"], cli_reads, out, log)
+    else:
+        for name in KNOWN_ANSWER + ["sonde CLI reads the profile"]:
+            yield Result(name, NOT_RUN, "the known-answer program did not build (build.log)")
     yield from guarded(["comparisons on fixtures"], fixture_tests)
     gpu = [("torch: kernels under their frames = torch.profiler", torch_checks.attribution),
            ("torch: operators on CUDA = torch.profiler's counts", torch_checks.operators),
            ("torch: CUDA graph replays under their capture frame", torch_checks.graph_origins),
            ("torch.distributed on NCCL, one rank: comm ops", torch_checks.nccl),
            ("torch.profiler inside sonde: both record", torch_checks.profiler_inside),
+           ("torch.profiler inside sonde, TEARDOWN_CUPTI=1: both record",
+            lambda out, log: torch_checks.profiler_inside(out, log, teardown=True)),
            ("torch: breakdown in device time", torch_checks.breakdown),
            ("CUDA 12: CUPTI 12 records", lambda out, log: cuda12()),
            ("overhead: torch CNN loop, profiled/plain", torch_checks.overhead)]
@@ -103,8 +109,11 @@ def cuda12():
     has no CUDA 12 program yet: where one is found it says where, for the next kit to use."""
     import glob
     import site
-    roots = site.getsitepackages() + ["/usr/local", "/opt"]
-    found = sorted({f for r in roots for f in glob.glob(r + "/**/libcupti.so.12*", recursive=True)})
+    patterns = [d + "/nvidia/*/lib/libcupti.so.12*" for d in site.getsitepackages()]
+    patterns += ["/usr/local/cuda*/extras/CUPTI/lib64/libcupti.so.12*",
+                 "/usr/local/cuda*/lib64/libcupti.so.12*",
+                 "/usr/local/cuda*/targets/*/lib/libcupti.so.12*"]
+    found = sorted({f for pat in patterns for f in glob.glob(pat)})
     where = f"found {found[:3]}" if found else "no libcupti.so.12 on this machine"
     return Result("CUDA 12: CUPTI 12 records", NOT_RUN, where, {"found": found[:10]})
 

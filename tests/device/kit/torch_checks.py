@@ -5,8 +5,9 @@ import json
 from collections import Counter
 
 import compare
-from kit_env import (CLI, KIT, TORCH_PYTHON, autograd_kernel_rows, graph_origin_rows, kernel_rows,
-                     operator_rows, python_under_sonde, query, run, verdict)
+from kit_env import (CLI, KIT, NOT_RUN, TORCH_PYTHON, Result, autograd_kernel_rows,
+                     graph_origin_rows, kernel_rows, operator_rows, python_under_sonde, query,
+                     run, verdict)
 
 STEPS = 5
 STEP_FRAMES = ["cnn_step", "transformer_step", "compiled_step", "graph_step"]
@@ -17,7 +18,8 @@ OVERHEAD_PAIRS, OVERHEAD_STEPS = 3, 200
 OVERHEAD_BOUND = 2.0
 
 
-def window(kernels, scope="run_steps", exclude=("profiled", "after_profiler_steps")):
+def window(kernels, scope="run_steps",
+           exclude=("profiled", "after_profiler_steps", "settle_after_profiler")):
     """Kernel names sonde recorded beneath `scope`'s frame (and not beneath `exclude`'s)."""
     inside = compare.frame_pattern(scope)
     out = [compare.frame_pattern(x) for x in exclude]
@@ -36,10 +38,26 @@ def compared(db):
 FALLBACK = {}
 
 
+# Why torch_steps.py cannot run here at all (its plain run under torch.profiler failed, e.g.
+# Triton without a C compiler or Python.h): the checks that run it are then NOT RUN, not
+# failures of sonde's.
+BROKEN = []
+
+
+def not_run_if_broken(name):
+    return Result(name, NOT_RUN, f"torch_steps.py fails without sonde: {BROKEN[0]}") \
+        if BROKEN else None
+
+
 def attribution(out, log):
     """Every kernel beneath its step's frame; names and counts as torch.profiler's."""
     name = "torch: kernels under their frames = torch.profiler"
     db, trace = out / "torch.db", out / "torch_trace.json"
+    # Without sonde first: a failure there is the machine's, and says so.
+    p, _ = run([TORCH_PYTHON, SCRIPT, "--steps", STEPS, "--profiler", trace], log)
+    if p.returncode != 0:
+        BROKEN.append(f"exit {p.returncode}: {p.stderr.strip()[-300:]}")
+        return not_run_if_broken(name)
     r, _ = python_under_sonde([SCRIPT, "--steps", STEPS], db, log)
     first = []
     if r.returncode != 0:
@@ -49,9 +67,6 @@ def attribution(out, log):
             return verdict(name, first + [f"and with SONDE_TORCH_OPS=0: exit {r.returncode}"])
         FALLBACK["SONDE_TORCH_OPS"] = 0
         first.append("with SONDE_TORCH_OPS=0 it ran: this check and the later ones ran so")
-    p, _ = run([TORCH_PYTHON, SCRIPT, "--steps", STEPS, "--profiler", trace], log)
-    if p.returncode != 0:
-        return verdict(name, [f"torch.profiler run: exit {p.returncode}: {p.stderr.strip()[-300:]}"])
     kernels = kernel_rows(db)
     failures = first + [f"{k} under {path}" for k, path in
                         compare.misattributed([(k, path) for k, path, _, _ in kernels],
@@ -99,6 +114,8 @@ def operators(out, log, name="torch: operators on CUDA = torch.profiler's counts
     2.x): in the window, counts as torch.profiler's; the backward's kernels beneath the autograd
     node that launched them."""
     db, trace = out / db, out / trace
+    if BROKEN:
+        return not_run_if_broken(name)
     if FALLBACK or not db.exists() or not trace.exists():
         return verdict(name, ["no profile with operators: the attribution run failed"])
     inside = compare.frame_pattern("run_steps")
@@ -151,8 +168,9 @@ def nccl(out, log, backend="nccl"):
     if r.returncode != 0:
         return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
     told = json.loads(r.stdout.strip().splitlines()[-1])
-    rows = query(db, "SELECT c.op, c.kind, c.comm_size, c.bytes, c.calls, p.path FROM comm_ops c "
-                     "JOIN node_paths p USING (node_id)")
+    rows = query(db, "SELECT c.op, c.kind, c.comm_size, c.bytes, c.calls, p.path, t.name "
+                     "FROM comm_ops c JOIN node_paths p USING (node_id) JOIN nodes n "
+                     "USING (node_id) JOIN threads t USING (thread_id)")
     explicit, ddp = compare.frame_pattern("explicit_allreduces"), compare.frame_pattern("ddp_steps")
     mine = [x for x in rows if explicit.search(x[5]) and x[1] == "collective"]
     failures = []
@@ -165,8 +183,16 @@ def nccl(out, log, backend="nccl"):
     if not any(x[1] == "setup" for x in rows):
         failures.append("no set-up row (init_process_group)")
     # DDP all-reduces every bucket of gradients each step, one rank or many: the buckets
-    # partition the parameters, so the bytes add up to the gradients' exactly.
-    ddp_bytes = sum(x[3] * x[4] for x in rows if ddp.search(x[5]) and "allreduce" in x[0])
+    # partition the parameters, so the bytes add up to the gradients' exactly. Its all-reduce
+    # starts in a gradient's accumulation hook: on the CPU beneath ddp_steps, on CUDA in
+    # PyTorch's autograd device thread (pt_autograd_N, beneath the AccumulateGrad node), where
+    # only ddp_steps runs a backward.
+    in_ddp = [x for x in rows if "allreduce" in x[0] and
+              (ddp.search(x[5]) or (x[6] or "").startswith("pt_autograd_"))]
+    ddp_bytes = sum(x[3] * x[4] for x in in_ddp)
+    if backend == "nccl" and not all("AccumulateGrad" in x[5] for x in in_ddp):
+        failures.append("a DDP all-reduce not beneath an AccumulateGrad node: "
+                        f"{[x[5][-120:] for x in in_ddp if 'AccumulateGrad' not in x[5]][:1]}")
     if ddp_bytes != told["grad_bytes"] * NCCL_STEPS:
         failures.append(f"DDP's all-reduces beneath ddp_steps carried {ddp_bytes} bytes, not "
                         f"{NCCL_STEPS} x the gradients' {told['grad_bytes']}")
@@ -186,6 +212,8 @@ def graph_origins(out, log):
     attribution() wrote."""
     name = "torch: CUDA graph replays under their capture frame"
     db = out / "torch.db"
+    if BROKEN:
+        return not_run_if_broken(name)
     if not db.exists():
         return verdict(name, ["no profile: the attribution run failed"])
     replayed, captured = compare.frame_pattern("graph_step"), compare.frame_pattern("build")
@@ -196,22 +224,36 @@ def graph_origins(out, log):
                  for k, o, _, _ in rows if not captured.search(o)]
     if sum(r[3] for r in rows) != n:
         failures.append(f"{sum(r[3] for r in rows)} records with a capture path, {n} replayed")
-    unknown = query(db, "SELECT value FROM run_info WHERE key = 'gpu.graph_unknown'")
-    if unknown != [("0",)]:
+    # One row per process that used CUDA (a compile worker may be one): every one 0.
+    unknown = [v for (v,) in query(db, "SELECT value FROM run_info WHERE key = "
+                                       "'gpu.graph_unknown'")]
+    if not unknown or any(v != "0" for v in unknown):
         failures.append(f"gpu.graph_unknown = {unknown}")
     return verdict(name, failures, {"replayed": n, "kernels": len(rows)})
 
 
-def profiler_inside(out, log):
+# The parts of the profiler-inside runs: no torch.compile (its compile is the runs' longest
+# part and tells nothing about CUPTI's hand-over), a CUDA graph's replays included.
+INSIDE_PARTS = ["--part", "cnn", "--part", "transformer", "--part", "graph"]
+
+
+def profiler_inside(out, log, teardown=False):
     """torch.profiler inside a run under sonde: its trace has kernels, and sonde's records
-    resume after it stops (as many beneath after_profiler_steps as beneath the first window)."""
-    name = "torch.profiler inside sonde: both record"
-    db, trace = out / "inside.db", out / "inside_trace.json"
-    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS, "--profiler-inside", trace], db, log,
-                              **FALLBACK)
-    # sonde takes CUPTI back when the other client unsubscribes or finalizes it (cupti_guard,
-    # checked on the stubs only); a Kineto that keeps its subscription after stopping keeps it.
-    why = "Kineto kept CUPTI after torch.profiler stopped (no unsubscribe or cuptiFinalize)?"
+    resume after it stops (as many beneath after_profiler_steps as beneath the first window).
+    Kineto keeps CUPTI after stopping unless TEARDOWN_CUPTI=1 (libkineto's
+    CuptiActivityApi.cpp: only then does it finalize CUPTI), so the default run is expected to
+    fail (sonde cannot take back what was never given up) and the TEARDOWN_CUPTI=1 run must
+    pass: sonde takes CUPTI back when the other client finalizes it (checked on the stubs)."""
+    name = ("torch.profiler inside sonde, TEARDOWN_CUPTI=1: both record" if teardown else
+            "torch.profiler inside sonde: both record")
+    tag = "_teardown" if teardown else ""
+    if BROKEN:
+        return not_run_if_broken(name)
+    db, trace = out / f"inside{tag}.db", out / f"inside{tag}_trace.json"
+    env = dict(FALLBACK, **({"TEARDOWN_CUPTI": 1} if teardown else {}))
+    r, _ = python_under_sonde([SCRIPT, "--steps", STEPS, *INSIDE_PARTS, "--profiler-inside",
+                               trace], db, log, **env)
+    why = "" if teardown else "Kineto keeps CUPTI after torch.profiler stops (no TEARDOWN_CUPTI)"
     if r.returncode != 0:
         return verdict(name, [f"exit {r.returncode}: {r.stderr.strip()[-300:]}"], expected_fail=why)
     theirs = json.loads(r.stdout.strip().splitlines()[-1])["profiler_kernels"]
@@ -221,6 +263,8 @@ def profiler_inside(out, log):
     failures = []
     if theirs == 0:
         failures.append("torch.profiler's trace has no kernels")
+    if before == 0:
+        failures.append("sonde recorded no kernel before the profiler started")
     if after != before:
         failures.append(f"sonde after the profiler stopped: {after} kernels, before it: {before}")
     notes = [m[:100] for (m,) in query(db, "SELECT message FROM notes WHERE topic = "
@@ -276,6 +320,8 @@ def paired_overhead(name, plain_cmd, profiled, pairs, bound, log, parse=None):
 
 
 def overhead(out, log):
+    if BROKEN:
+        return not_run_if_broken("overhead: torch CNN loop, profiled/plain")
     args = [SCRIPT, "--steps", OVERHEAD_STEPS, "--part", "cnn", "--time"]
     loop_s = lambda stdout: json.loads(stdout.strip().splitlines()[-1])["loop_s"]
     return paired_overhead(

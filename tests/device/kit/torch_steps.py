@@ -117,6 +117,14 @@ def after_profiler_steps(w, parts, steps):
     run_steps(w, parts, steps)
 
 
+def settle_after_profiler(w, parts):
+    # Kineto with TEARDOWN_CUPTI=1 finalizes CUPTI on a thread of its own, started by a CUDA
+    # call after the profiler stopped: one uncounted step and a pause let that hand-over end
+    # before the counted steps begin.
+    run_steps(w, parts, 1)
+    time.sleep(0.5)
+
+
 def warm_up(w, parts):
     # Its backward on this thread: on CUDA, backward runs in PyTorch's autograd device thread
     # (pt_autograd_N), whose tree no Python frame of the window is on; so that thread launches
@@ -161,6 +169,7 @@ def main():
     elif args.profiler_inside:
         run_steps(w, parts, args.steps)
         n = profiled(args.profiler_inside, run_steps, w, parts, args.steps)
+        settle_after_profiler(w, parts)
         after_profiler_steps(w, parts, args.steps)
         print(json.dumps({"profiler_kernels": n}))
     else:
