@@ -34,6 +34,9 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(python3-greenlet python3-gevent python3-objgraph)
   # CPython's own signal tests, run under sonde by tests/faults/test_signals.py.
   packages+=(libpython3.11-testsuite)
+  # An ILP64 OpenBLAS (blasint int64_t): the real library behind the names of pip's numpy and
+  # scipy wheels in tests/e2e/test_wheel_blas.py.
+  packages+=(libopenblas64-0-pthread)
 fi
 
 # The viewer: Node/npm build its pages (esbuild, from viewer/package-lock.json), chromium runs its

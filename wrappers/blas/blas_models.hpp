@@ -42,6 +42,7 @@ inline char trans_char(const char* fortran_trans) {
 }
 inline int64_t val(int64_t v) { return v < 0 ? 0 : v; }
 inline int64_t val(const int* p) { return p && *p > 0 ? *p : 0; }
+inline int64_t val(const int64_t* p) { return p && *p > 0 ? *p : 0; }  // ILP64's blasint
 
 template <class S>
 bool nonzero(S s) {

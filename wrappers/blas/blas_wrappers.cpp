@@ -1,5 +1,6 @@
-// Expands blas_routines.def into the interposed BLAS functions, their routine ids and their
-// real-symbol slots, and describes the BLAS in use for the run's metadata.
+// Expands blas_routines.def into the interposed BLAS functions of the LP64 names (blasint int),
+// their routine ids and their real-symbol slots, and describes the BLAS in use for the run's
+// metadata, whichever table's routines it serves (blas_variants.cpp adds the ILP64 names).
 #include <fmt/format.h>
 
 #include <array>
@@ -9,9 +10,12 @@
 
 #include "../intercept.hpp"
 #include "blas_models.hpp"
+#include "blas_tables.hpp"
 #include "sonde/process_hooks.hpp"
 #include "sonde/routine_kinds.hpp"
 #include "symbols/real_symbol.hpp"
+
+#define BI int  // blasint of the names in this file (LP64)
 
 namespace {
 
@@ -46,9 +50,16 @@ void describe_subnormals(sonde::InfoEmit emit, void* ctx) {
   }
 }
 
-// How the BLAS tells its thread count, where it does: OpenBLAS, MKL, BLIS.
-constexpr const char* kThreadQueries[] = {"openblas_get_num_threads", "mkl_get_max_threads",
-                                          "bli_thread_get_num_threads"};
+// How the BLAS tells its thread count, where it does: OpenBLAS, MKL, BLIS; OpenBLAS under the
+// names of pip's numpy wheels (openblas64_: suffix 64_) and of the scipy-openblas wheels
+// (prefix scipy_, and 64_ for the ILP64 build).
+constexpr const char* kThreadQueries[] = {
+    "openblas_get_num_threads",          "mkl_get_max_threads",
+    "bli_thread_get_num_threads",        "openblas_get_num_threads64_",
+    "scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads"};
+constexpr const char* kConfigQueries[] = {"openblas_get_config", "openblas_get_config64_",
+                                          "scipy_openblas_get_config64_",
+                                          "scipy_openblas_get_config"};
 using ThreadsFn = int (*)();
 
 // The thread query of the library behind `routine`, asked in that library's own scope.
@@ -67,14 +78,12 @@ std::atomic<uintptr_t> g_thread_query{0};
 uintptr_t thread_query() {
   uintptr_t q = g_thread_query.load(std::memory_order_acquire);
   if (q != 0) return q;
-  for (const auto& slot : g_real) {
-    if (!slot.resolved()) continue;
-    ThreadsFn fn = thread_query_of(reinterpret_cast<const void*>(slot.fn.load()));
-    q = fn ? reinterpret_cast<uintptr_t>(fn) : 1;
-    g_thread_query.store(q, std::memory_order_release);
-    return q;
-  }
-  return 0;
+  auto first = sonde::blas::first_resolved();
+  if (!first) return 0;
+  ThreadsFn fn = thread_query_of(first->fn);
+  q = fn ? reinterpret_cast<uintptr_t>(fn) : 1;
+  g_thread_query.store(q, std::memory_order_release);
+  return q;
 }
 
 }  // namespace
@@ -85,19 +94,11 @@ namespace sonde::blas {
 // global in OpenBLAS, MKL and BLIS). A BLAS with no way to say (the reference BLAS) runs on the
 // calling thread: 1. OpenBLAS runs GEMMs of m*n*k <= 262144 on one thread whatever its setting;
 // that is not modelled (docs/metrics.md). 0: unknown.
-__attribute__((noinline)) uint16_t threads_now() {
+uint16_t threads_now() {
   uintptr_t q = thread_query();
   if (q == 0) return 0;  // nothing resolved yet (cannot happen inside a call)
   int n = q == 1 ? 1 : reinterpret_cast<ThreadsFn>(q)();
   return n > 0 && n <= 65535 ? uint16_t(n) : 0;
-}
-
-// Inlined into every wrapper, so that a routine without a shape (a level-1 call) pays nothing:
-// out of line, the 64-byte CallCost went by value through the stack, and the two 8-byte stores
-// read back as one 16-byte load stalled on store forwarding (issue 34: 3-7 ns a call).
-__attribute__((always_inline)) inline CallCost with_threads(CallCost cost) {
-  if (cost.shape.dtype != DType::kNone) cost.shape.threads = threads_now();
-  return cost;
 }
 
 }  // namespace sonde::blas
@@ -108,9 +109,8 @@ namespace {
 // thread count where the library says (OpenBLAS, MKL, BLIS).
 void describe_blas(sonde::InfoEmit emit, void* ctx) {
   describe_subnormals(emit, ctx);
-  bool any = false;
-  for (const auto& slot : g_real) any |= slot.resolved();
-  if (!any) {
+  auto first = sonde::blas::first_resolved();
+  if (!first) {
     // The program never reached an interposed BLAS routine: say why when the reason is visible.
     static const bool static_blas = sonde::executable_defines("cblas_sgemm") ||
                                     sonde::executable_defines("sgemm_") ||
@@ -124,30 +124,56 @@ void describe_blas(sonde::InfoEmit emit, void* ctx) {
     }
     return;
   }
-  for (size_t i = 0; i < kCount; ++i) {
-    if (!g_real[i].resolved()) continue;
-    std::string lib = sonde::object_path_of(g_real[i].fn.load());
-    emit("blas.library", lib.c_str(), ctx);
-    emit("blas.first_routine", kNames[i], ctx);
-    // The same query the shapes' thread counts come from.
-    if (uintptr_t q = thread_query(); q > 1) {
-      emit("blas.threads", std::to_string(reinterpret_cast<ThreadsFn>(q)()).c_str(), ctx);
-    }
-    if (auto cfg =
-            reinterpret_cast<const char* (*)()>(sonde::find_real_symbol("openblas_get_config"))) {
+  std::string lib = sonde::object_path_of(first->fn);
+  emit("blas.library", lib.c_str(), ctx);
+  emit("blas.first_routine", first->name, ctx);
+  // The same query the shapes' thread counts come from.
+  if (uintptr_t q = thread_query(); q > 1) {
+    emit("blas.threads", std::to_string(reinterpret_cast<ThreadsFn>(q)()).c_str(), ctx);
+  }
+  for (const char* name : kConfigQueries) {
+    if (auto cfg = reinterpret_cast<const char* (*)()>(sonde::symbol_beside(first->fn, name))) {
       emit("blas.config", cfg(), ctx);
+      break;
     }
-    return;
   }
 }
 
 __attribute__((constructor(200))) void register_blas_info() {
+  sonde::blas::add_table(g_real.data(), kNames, kCount);
   sonde::register_info_provider(describe_blas);
 }
 
 }  // namespace
 
 namespace sonde::blas {
+
+namespace {
+
+struct Table {
+  RealSymbol* slots;
+  const char* const* names;
+  std::size_t count;
+};
+// Filled by the tables' constructors before main, read after: no lock.
+std::array<Table, 4> g_tables{};
+std::size_t g_table_count = 0;
+
+}  // namespace
+
+void add_table(RealSymbol* slots, const char* const* names, std::size_t count) {
+  if (g_table_count < g_tables.size()) g_tables[g_table_count++] = {slots, names, count};
+}
+
+std::optional<Resolved> first_resolved() {
+  for (std::size_t t = 0; t < g_table_count; ++t) {
+    const Table& table = g_tables[t];
+    for (std::size_t i = 0; i < table.count; ++i) {
+      if (table.slots[i].resolved()) return Resolved{table.slots[i].fn.load(), table.names[i]};
+    }
+  }
+  return std::nullopt;
+}
 
 void record_subnormal_sample(uint64_t values, uint64_t subnormals) {
   g_sampled_calls.fetch_add(1, std::memory_order_relaxed);
