@@ -801,3 +801,41 @@ def test_deep_recursion(command, args, deep_profile):
                         node["children"][0])
             levels += 1
         assert levels == 400 and node["cut"]["count"] == 1 and node["cut"]["calls"] == 1, node
+
+
+# --- memory limits ------------------------------------------------------------------------------
+
+# Fills its address space, catches MemoryError, and holds it through two periodic flushes.
+AT_THE_LIMIT = """\
+import time
+hold = []
+for size in (1 << 20, 4096):
+    try:
+        while True:
+            hold.append(bytearray(size))
+    except MemoryError:
+        pass
+time.sleep(2.5)
+print("survived", len(hold) > 0)
+"""
+
+
+@pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
+def test_program_at_its_memory_limit_lives_on(tmp_path, launch):
+    """ulimit -v: a program that fills its memory and catches MemoryError ends as without sonde"""
+    # Died before: the flusher's std::bad_alloc went to std::terminate (SIGABRT, --re-exec), or,
+    # with libsonde loaded by dlopen, glibc aborted allocating libstdc++'s thread-local state for
+    # the throw (exit 127, the program's output lost).
+    script = tmp_path / "at_the_limit.py"
+    script.write_text(AT_THE_LIMIT)
+    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
+    alone = run([PYTHON, script], env=env, timeout=60, preexec_fn=address_space(300))
+    assert (alone.rc, alone.out) == (0, "survived True\n"), alone.err
+    db = tmp_path / "prof.db"
+    r = run([PYTHON, "-m", "sonde", *launch, "-o", db, script], env=env, timeout=60,
+            preexec_fn=address_space(300))
+    assert (r.rc, r.out) == (alone.rc, alone.out), r.err
+    lines = said(r.err)
+    assert any("profile written" in l or "out of memory" in l for l in lines), r.err
+    if any("profile written" in l for l in lines):
+        assert query(db, "PRAGMA integrity_check") == [("ok",)]

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <new>
 
 namespace sonde {
 
@@ -39,9 +40,17 @@ class ChunkedArray {
     uint32_t c = i >> kChunkBits;
     // The table too is made on first use: most threads never record shapes or lines. Readers
     // see it through the release store of the size, like the elements.
-    if (!chunks_) chunks_ = std::make_unique<std::atomic<T*>[]>(kMaxChunks);
+    // Without memory (the host at its `ulimit -v`) the array is full: the caller counts what it
+    // could not keep, as at capacity. A std::bad_alloc here would cross the host's C frames
+    // from inside a wrapper, and end the process.
+    if (!chunks_) {
+      chunks_.reset(new (std::nothrow) std::atomic<T*>[kMaxChunks]());
+      if (!chunks_) return kFull;
+    }
     if (chunks_[c].load(std::memory_order_relaxed) == nullptr) {
-      chunks_[c].store(new T[kChunkSize](), std::memory_order_release);
+      T* chunk = new (std::nothrow) T[kChunkSize]();
+      if (chunk == nullptr) return kFull;
+      chunks_[c].store(chunk, std::memory_order_release);
     }
     return i;
   }

@@ -155,6 +155,8 @@ class Runtime {
   const std::string& env_say() const { return env_say_; }
 
  private:
+  // flush's work; flush itself turns a std::bad_alloc into a skipped flush.
+  bool flush_now(FlushKind kind, const char* end_reason);
   Runtime() = default;
   void start();
   // start()'s steps, in order.
@@ -205,8 +207,11 @@ class Runtime {
   std::vector<ThreadState*> threads_;
   uint32_t next_seq_ = 0;
 
-  std::mutex store_mu_;               // held for a whole flush; fork waits for it
-  std::string last_flush_error_;      // said once until a flush succeeds (under store_mu_)
+  std::mutex store_mu_;           // held for a whole flush; fork waits for it
+  std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
+  // Flushes skipped for want of memory (std::bad_alloc), and whether stderr was told.
+  std::atomic<uint64_t> flushes_out_of_memory_{0};
+  std::atomic<bool> said_out_of_memory_{false};
   std::string trace_loss_error_;      // why a flush's trace events were lost (under store_mu_)
   std::vector<NodeRows> spare_rows_;  // the last snapshots' nodes (under store_mu_)
   Store store_;

@@ -16,6 +16,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <new>
 #include <optional>
 
 #include "core/signal_block.hpp"
@@ -85,6 +87,23 @@ bool looks_numeric(bool cpu_only) {
 }  // namespace
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
+  try {
+    return flush_now(kind, end_reason);
+  } catch (const std::bad_alloc&) {
+    // The host at its memory limit (`ulimit -v`, a cgroup's): this flush is skipped and what
+    // it would have written stays for the next, while the program goes on as it would have
+    // (it died of std::terminate, on the flusher thread, in a program that caught its own
+    // MemoryError). Nothing that allocates here: there is nothing left to give.
+    flushes_out_of_memory_.fetch_add(1, std::memory_order_relaxed);
+    if (!said_out_of_memory_.exchange(true) && log_level() >= LogLevel::kWarn)
+      quiet_write(STDERR_FILENO,
+                  "sonde: the process is out of memory: its profile is written when there is "
+                  "memory again, or not at all\n");
+    return false;
+  }
+}
+
+bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
   if (!store_ok_ || filtered() || unseen_filter()) return false;
   // A host thread flushing (exit, exec, sonde_flush) must not take a SIGTERM while it holds
   // the store lock that the signal's own flush needs. The flusher blocks signals anyway, but
@@ -114,6 +133,12 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
               });
   note_window(final);
   note_unmeasured(d, final);
+  if (uint64_t skipped = flushes_out_of_memory_.load(); final && skipped > 0)
+    add_note("memory",
+             fmt::format("{} flush{} of this process could not be made for want of memory "
+                         "(ulimit -v, a cgroup's limit); what {} held was written by a later one",
+                         skipped, skipped == 1 ? "" : "es", skipped == 1 ? "it" : "they"),
+             false);
   collect_info(d, gpu);
   d.counter_events = counter_events();
   d.peaks = peaks_;
@@ -356,6 +381,13 @@ void Runtime::start_flusher() {
 
 void Runtime::flusher_loop() {
   t_internal = true;
+  // libstdc++'s per-thread exception state, made now, while there is memory: where libsonde
+  // was loaded by dlopen (the in-process launch) that state is dynamic TLS, allocated at its
+  // first use, and a std::bad_alloc thrown by a flush at the host's memory limit was that use:
+  // glibc aborted the process ("cannot allocate memory for thread-local data").
+  // (Stored to a volatile: libstdc++ declares the function pure, so an unused call is dropped.)
+  volatile int uncaught = std::uncaught_exceptions();
+  (void)uncaught;
   flusher_tid_.store(pid_t(syscall(SYS_gettid)));
   reserve_high_descriptors();  // grown at start already where the host had one thread: cheap
   sigset_t all;
