@@ -839,3 +839,50 @@ def test_program_at_its_memory_limit_lives_on(tmp_path, launch):
     assert any("profile written" in l or "out of memory" in l for l in lines), r.err
     if any("profile written" in l for l in lines):
         assert query(db, "PRAGMA integrity_check") == [("ok",)]
+
+
+# --- descriptor limits --------------------------------------------------------------------------
+
+# Opens files until EMFILE and works on holding them all, to its exit.
+AT_THE_DESCRIPTOR_LIMIT = """\
+import os, time
+def work(n):
+    return sum(i * i for i in range(n))
+fds = []
+try:
+    while True:
+        fds.append(os.open(os.devnull, os.O_RDONLY))
+except OSError:
+    pass
+for _ in range(3):
+    work(10000)
+    time.sleep(0.5)
+print("held", len(fds) > 40)
+"""
+
+
+def soft_descriptor_limit(n):
+    """preexec_fn: RLIMIT_NOFILE's soft limit `n`, the hard one kept, as `ulimit -Sn` sets it."""
+    def apply():
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, hard))
+    return apply
+
+
+@pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
+def test_program_holding_every_descriptor_keeps_its_profile(tmp_path, launch):
+    """ulimit -Sn 64: a program holding every descriptor to its exit still gets its profile"""
+    # Lost before: "unable to open database file: Too many open files" at every flush, and
+    # "the profile could not be written". The soft limit is raised for the flush, within the
+    # hard one, and put back.
+    script = tmp_path / "fds.py"
+    script.write_text(AT_THE_DESCRIPTOR_LIMIT)
+    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
+    alone = run([PYTHON, script], env=env, timeout=60, preexec_fn=soft_descriptor_limit(64))
+    assert (alone.rc, alone.out) == (0, "held True\n"), alone.err
+    db = tmp_path / "prof.db"
+    r = run([PYTHON, "-m", "sonde", *launch, "-o", db, script], env=env, timeout=60,
+            preexec_fn=soft_descriptor_limit(64))
+    assert (r.rc, r.out) == (alone.rc, alone.out), r.err
+    assert not any("failed" in l or "could not" in l for l in said(r.err)), r.err
+    assert query(db, "SELECT calls FROM hotspots WHERE routine LIKE '%(work)'") == [(3,)]

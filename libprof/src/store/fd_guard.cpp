@@ -73,8 +73,12 @@ bool lost(int fd) {
          std::uint64_t(st.st_ino) != g_opened[fd].ino.load();
 }
 
+std::atomic<bool> g_out_of_descriptors{false};
+
 int guarded_open(const char* path, int flags, int mode) {
   int fd = real_open(path, flags, mode);
+  if (fd < 0 && t_guarding != 0 && (errno == EMFILE || errno == ENFILE))
+    g_out_of_descriptors.store(true);
   struct stat file {};
   if (fd < 0 || t_guarding == 0 || ::stat(path, &file) != 0) return fd;
   auto is_file = [&](int d) {
@@ -187,5 +191,27 @@ bool guarded_files_move_high() { return real_open != nullptr && g_high_base.load
 
 void begin_guarded_opens() { ++t_guarding; }
 void end_guarded_opens() { --t_guarding; }
+
+bool take_out_of_descriptors() { return g_out_of_descriptors.exchange(false); }
+
+DescriptorHeadroom::DescriptorHeadroom(unsigned more) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
+      lim.rlim_cur >= lim.rlim_max)
+    return;
+  old_soft_ = lim.rlim_cur;
+  lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, lim.rlim_cur + more);
+  raised_ = setrlimit(RLIMIT_NOFILE, &lim) == 0;
+}
+
+DescriptorHeadroom::~DescriptorHeadroom() {
+  if (!raised_) return;
+  // Lowered again below descriptors SQLite may still hold: they stay valid (the limit bounds
+  // new ones only), and by now the connection has closed them.
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  lim.rlim_cur = rlim_t(old_soft_);
+  setrlimit(RLIMIT_NOFILE, &lim);
+}
 
 }  // namespace sonde

@@ -31,4 +31,24 @@ bool guarded_files_move_high();
 void begin_guarded_opens();
 void end_guarded_opens();
 
+// Whether one of sonde's opens failed for want of a descriptor (EMFILE, ENFILE) since the last
+// call; reading it clears it.
+bool take_out_of_descriptors();
+
+// The soft RLIMIT_NOFILE raised by `more` within the hard limit while it lives, the old one
+// back after: a host holding every descriptor its soft limit allows (1,024 by default, the hard
+// one much higher) still gets its profile. `raised()` false where the hard limit leaves no room.
+class DescriptorHeadroom {
+ public:
+  explicit DescriptorHeadroom(unsigned more);
+  ~DescriptorHeadroom();
+  DescriptorHeadroom(const DescriptorHeadroom&) = delete;
+  DescriptorHeadroom& operator=(const DescriptorHeadroom&) = delete;
+  bool raised() const { return raised_; }
+
+ private:
+  unsigned long long old_soft_ = 0;
+  bool raised_ = false;
+};
+
 }  // namespace sonde
