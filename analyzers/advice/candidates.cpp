@@ -53,11 +53,35 @@ constexpr std::string_view kNativeUpdateAdvice =
     "loops into one pass over each parameter, and spread it over the cores with OpenMP "
     "(#pragma omp parallel for simd)";
 
+// torch.optim picks its multi-tensor (foreach) and fused paths by default only for tensors on
+// the devices that have those kernels (CUDA; torch/optim/optimizer.py's
+// _default_to_fused_or_foreach): on the CPU its per-parameter loop is the default for a reason.
+// Told to pass foreach=True there, a red-team run (torch 1.13, Adam over 13 layers) made its
+// update 1.4-4x slower; one already on _multi_tensor_adam was told to pass it again.
+constexpr std::string_view kTorchCpuUpdateAdvice =
+    "the update's per-parameter loop in {} runs on the CPU, where torch.optim's multi-tensor path "
+    "(foreach=True) is no faster (PyTorch takes it by default for CUDA tensors only): "
+    "torch.compile the optimizer step (PyTorch 2) to fuse its element-wise passes into one loop "
+    "per parameter, or update fewer, larger parameter tensors";
+constexpr std::string_view kTorchMultiTensorAdvice =
+    "the update in {} is already torch.optim's multi-tensor path (foreach): on CUDA pass "
+    "fused=True where the optimizer has one (Adam, AdamW, SGD), or torch.compile the optimizer "
+    "step (PyTorch 2), for one kernel per step instead of one per operation; on the CPU leave "
+    "foreach unset, as PyTorch does, or torch.compile the step";
+
+// Whether the run used CUDA: a routine of its runtime or libraries was called.
+bool used_cuda(const Metrics& m) {
+  return std::any_of(m.routines.begin(), m.routines.end(), [](const RoutineMetrics& x) {
+    return x.kind == kinds::kCuda || x.kind == kinds::kCublas || x.kind == kinds::kCudnn ||
+           x.kind == kinds::kNccl;
+  });
+}
+
 std::string_view update_advice(const Metrics& m, const RoutineMetrics& r, const Rule& rule) {
   std::string fn = r.kind == kinds::kPython ? function_part(r.name) : r.name;
-  if (r.kind == kinds::kPython &&
-      (fn.starts_with("_single_tensor_") || fn.starts_with("_multi_tensor_")))
-    return kTorchUpdateAdvice;
+  if (r.kind == kinds::kPython && fn.starts_with("_multi_tensor_")) return kTorchMultiTensorAdvice;
+  if (r.kind == kinds::kPython && fn.starts_with("_single_tensor_"))
+    return used_cuda(m) ? kTorchUpdateAdvice : kTorchCpuUpdateAdvice;
   bool python = std::any_of(m.routines.begin(), m.routines.end(),
                             [](const RoutineMetrics& x) { return x.kind == kinds::kPython; });
   if (r.kind != kinds::kPython && !python) return kNativeUpdateAdvice;
