@@ -462,3 +462,24 @@ def test_static_binary(db, tmp_path):
     same_behaviour(alone, r)
     assert not Path(db).exists()
     assert len(sonde_lines(r.err)) == 1 and "is statically linked" in r.err, r.err
+
+
+def test_a_count_that_grows_between_flushes_is_one_note(db, tmp_path):
+    """depth: calls beyond SONDE_MAX_DEPTH on both sides of a periodic flush: one note, said once"""
+    # Each flush added a note of its running total (246, then 692: read as 938), each on stderr.
+    script = tmp_path / "deep.py"
+    script.write_text("import time\n"
+                      "def down(n):\n"
+                      "    return 0 if n == 0 else 1 + down(n - 1)\n"
+                      "down(500)\n"
+                      "time.sleep(1.5)\n"  # a periodic flush (every second) in between
+                      "down(700)\n"
+                      "print('ok')\n")
+    r = run_env([PYTHON, "-m", "sonde", "-o", db, script],
+                clean_env(PYTHONPATH=str(Path(os.environ["SONDE_BUILD"]) / "python"),
+                          SONDE_MAX_DEPTH="256"))
+    assert (r.rc, r.out) == (0, "ok\n"), r.err
+    depth = [n for n in notes(db) if "deeper than SONDE_MAX_DEPTH" in n]
+    # The hook's own frames take a few levels: 500 + 700 calls, less 2 x (256 - those) kept.
+    assert len(depth) == 1 and int(depth[0].split()[0]) > 500 + 700 - 2 * 256, depth
+    assert sum("deeper than SONDE_MAX_DEPTH" in l for l in r.err.splitlines()) == 1, r.err

@@ -45,20 +45,20 @@ void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, c
                  const std::string& trace_loss_error, const FlushNoteSink& note) {
   if (sampler_faults > 0) {
     note("samples",
-         fmt::format("the sampler abandoned {} samples whose native stack could "
-                     "not be read (a fault in the unwinder, caught)",
+         fmt::format("{} samples abandoned by the sampler: their native stack could not be read "
+                     "(a fault in the unwinder, caught)",
                      sampler_faults),
-         false);
+         false, true);
   }
   if (l.samples_dropped > 0) {
     note("samples",
-         fmt::format("the sampler dropped {} samples (its per-thread ring was full "
-                     "between two drains); the sampled shares are those of the "
-                     "samples kept",
+         fmt::format("{} samples dropped by the sampler (its per-thread ring was full between "
+                     "two drains); the sampled shares are those of the samples kept",
                      l.samples_dropped),
-         false);
+         false, true);
   }
-  // At the last flush only: a note's text is its identity, and the count grows.
+  // At the last flush only: the calls are counted when the thread next returns, so a count
+  // before the end can still be taken back.
   if (l.abandoned > 0 && final) {
     note("longjmp",
          fmt::format("{} measured calls never returned (left by a longjmp out of "
@@ -66,34 +66,34 @@ void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, c
                      "each is counted, and its time is in its caller's, from "
                      "the next measured call of its thread on",
                      l.abandoned),
-         false);
+         false, false);
   }
   if (l.overflows > 0) {
     note("depth",
          fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
                      "limit) were charged to their caller",
                      l.overflows, c.max_depth),
-         true);
+         true, true);
   }
   if (l.dropped > 0) {
     note("trace-drops",
-         fmt::format("trace mode dropped {} events ({}); the profile itself "
+         fmt::format("{} events dropped in trace mode ({}); the profile itself "
                      "counts every call",
                      l.dropped, trace_drop_causes(l, c, trace_loss_error)),
-         false);
+         false, true);
   }
   if (l.untracked > 0) {
     note("comm-untracked",
          fmt::format("{} nonblocking requests were started while 64 were outstanding on "
                      "their thread: comm_overlap's in-flight figures leave them out",
                      l.untracked),
-         false);
+         false, true);
   }
   if (l.mismatches > 0) {
     note("regions",
          fmt::format("{} region end{} did not match the innermost open region", l.mismatches,
                      l.mismatches == 1 ? "" : "s"),
-         true);
+         true, true);
   }
 }
 

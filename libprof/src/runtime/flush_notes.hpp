@@ -26,11 +26,13 @@ struct SnapshotLosses {
   void add(const ThreadSnapshot& s, const ThreadState& t);
 };
 
-// add_note's signature (Runtime::add_note): topic, message, whether to print it too.
-using FlushNoteSink = std::function<void(const std::string&, const std::string&, bool)>;
+// add_note's signature (Runtime::add_note): topic, message, whether to print it too, and
+// whether the message is a count that replaces its earlier value (store.hpp's Note::counted).
+using FlushNoteSink = std::function<void(const std::string&, const std::string&, bool, bool)>;
 
-// The notes of `l` (those of the final flush only where a count is still growing), with the
-// limits named as the user set them, and `trace_loss_error` the error of a failed flush.
+// The notes of `l`, each a count first, kept up to date from flush to flush (one note of its
+// latest value), with the limits named as the user set them, and `trace_loss_error` the error
+// of a failed flush.
 void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, const Config& c,
                  const std::string& trace_loss_error, const FlushNoteSink& note);
 

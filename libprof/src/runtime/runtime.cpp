@@ -605,6 +605,26 @@ void Runtime::add_note(const std::string& topic, const std::string& message, boo
   if (print) warn("{}", message);
 }
 
+void Runtime::add_counted_note(const std::string& topic, const std::string& message, bool print) {
+  auto words = [](std::string_view m) {
+    return m.substr(std::min(m.size(), m.find_first_not_of("0123456789")));
+  };
+  {
+    AsyncSignalBlock no_signals;
+    std::lock_guard lock(notes_mu_);
+    for (Note& n : notes_) {
+      if (n.counted && n.topic == topic && words(n.message) == words(message)) {
+        n.message = message;  // the latest count; said on stderr once, the first time
+        return;
+      }
+    }
+    Note n{"warning", topic, message};
+    n.counted = true;
+    notes_.push_back(std::move(n));
+  }
+  if (print) warn("{} (so far; the profile keeps the count)", message);
+}
+
 void Runtime::register_info_provider(InfoProvider p) {
   std::lock_guard lock(notes_mu_);
   providers_.push_back(p);

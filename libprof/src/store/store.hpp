@@ -41,6 +41,10 @@ struct ProcessInfo {
 
 struct Note {
   std::string severity, topic, message;
+  // The message is a count, then words that name it ("246 calls deeper than ..."): written, it
+  // replaces the process's notes of the topic with the same words and another count, so a
+  // count that grows from flush to flush is one note of its latest value.
+  bool counted = false;
 };
 
 struct FlushData {
