@@ -53,6 +53,15 @@ bool line_pattern_matches(std::string_view routine_name, std::string_view patter
 
 LineCosts compute_line_costs(const ProfileFile& file, std::string_view pattern) {
   auto none = [&] {
+    // A run with --lines whose patterns matched nothing says so in its notes (topic `lines`):
+    // that, not the advice to use --lines, which the run did.
+    std::vector<std::string> unmatched;
+    if (file.has_table("notes")) {
+      auto st = file.prepare("SELECT DISTINCT message FROM notes WHERE topic = 'lines'");
+      while (st.step()) unmatched.push_back(st.text(0));
+    }
+    if (!unmatched.empty())
+      return Error(fmt::format("no line costs in {}: {}", file.path(), fmt::join(unmatched, "; ")));
     return Error(
         fmt::format("no line costs in {}: run python3 -m sonde --lines PATTERN "
                     "SCRIPT [ARGS...] to record them",

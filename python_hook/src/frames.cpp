@@ -94,8 +94,10 @@ std::string utf8(PyObject* s) {
   return out;
 }
 
-// Functions whose lines are timed (`--lines`): fnmatch patterns on the name or qualified name.
+// Functions whose lines are timed (`--lines`): fnmatch patterns on the name or qualified name,
+// and which of them matched a function that ran (each said at stop when it matched none).
 std::vector<std::string> g_line_patterns;
+std::vector<bool> g_line_pattern_matched;
 
 struct CodeInfo {
   RoutineId id;
@@ -137,12 +139,15 @@ bool wants_lines(PyCodeObject* code) {
   // 3.10's code objects have no qualified name: its patterns match the name alone.
   PyObject* qualified = code_qualname(code);
   std::string name = utf8(code->co_name), qualname = qualified ? utf8(qualified) : name;
-  for (const std::string& p : g_line_patterns) {
+  bool wanted = false;
+  for (size_t i = 0; i < g_line_patterns.size(); ++i) {
+    const std::string& p = g_line_patterns[i];
     if (fnmatch(p.c_str(), name.c_str(), 0) == 0 || fnmatch(p.c_str(), qualname.c_str(), 0) == 0) {
-      return true;
+      g_line_pattern_matched[i] = true;  // every pattern that matches, for the note at stop
+      wanted = true;
     }
   }
-  return false;
+  return wanted;
 }
 
 // The table holds (id + 1) << 2 | machinery << 1 | timed-lines, so 0 still means "not seen yet".
@@ -591,6 +596,7 @@ std::vector<OpenedFrame>& profile_hook_frames() { return here().open; }
 
 bool install_line_tracing(const std::vector<std::string>& patterns) {
   g_line_patterns = patterns;
+  g_line_pattern_matched.assign(patterns.size(), false);
   if (patterns.empty()) return true;
   PyObject* hook = PyCFunction_New(&g_bootstrap_trace_def, nullptr);
   if (hook == nullptr) return false;
@@ -657,8 +663,26 @@ void uninstall_all_threads() {
   uninstall_line_tracing();
 }
 
+// A pattern that matched no function that ran: a note for the profile (which `sonde report --by
+// line` reads back) and a line on stderr, where the user asked. Without them the report then
+// told the user to run with --lines, which they had done (a red-team find).
+void say_unmatched_line_patterns() {
+  for (size_t i = 0; i < g_line_patterns.size(); ++i) {
+    if (g_line_pattern_matched[i]) continue;
+    g_line_pattern_matched[i] = true;  // said once
+    std::string message =
+        "--lines '" + g_line_patterns[i] +
+        "' matched no function that ran: a pattern matches a function's name or its qualified "
+        "name, as fnmatch does ('train_step', 'Model.forward', '*.forward')" +
+        std::string(PY_VERSION_HEX < 0x030B0000 ? "; on Python 3.10, the name alone" : "");
+    sonde::add_run_note("lines", message.c_str());
+    PySys_WriteStderr("sonde: %.900s\n", message.c_str());
+  }
+}
+
 void uninstall_line_tracing() {
   if (g_line_patterns.empty()) return;
+  say_unmatched_line_patterns();
   set_threading_hook("settrace", Py_None);
   PyErr_Clear();
   set_trace_all(nullptr);

@@ -465,6 +465,32 @@ def test_reading_a_files_statements_for_lines_is_no_functions_time(db, tmp_path)
     assert lines[0] < 5e6, lines
 
 
+def test_a_lines_pattern_that_matches_nothing_is_said(db, tmp_path):
+    # The run was silent and `report --by line` told the user to run with --lines, which they
+    # had (a red-team find). A pattern that matched no function that ran is said on stderr, in a
+    # note, and by the report; one that matched is not.
+    prog = script(tmp_path, "lines.py", """\
+        def work(n):
+            return sum(range(n))
+        print(work(100))
+    """)
+    r = sonde_py(["--lines", "nomatch*", "--lines", "work", prog], db, tmp_path)
+    assert r.returncode == 0 and r.stdout == "4950\n", r.stderr
+    said = [l for l in r.stderr.splitlines() if "matched no function" in l]
+    assert len(said) == 1 and "'nomatch*'" in said[0], r.stderr
+    assert [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'lines'")] \
+        == [said[0][len("sonde: "):]]
+    assert query(db, "SELECT COUNT(*) FROM line_costs")[0][0] > 0  # work's lines all the same
+    only = tmp_path / "only.db"
+    r = sonde_py(["--lines", "nomatch*", prog], only, tmp_path)
+    assert r.returncode == 0, r.stderr
+    rep = subprocess.run([CLI, "report", str(only), "--by", "line"], capture_output=True,
+                         text=True, env=clean_env())
+    assert rep.returncode != 0 and "'nomatch*' matched no function that ran" in rep.stderr, \
+        rep.stderr
+    assert "to record them" not in rep.stderr
+
+
 def test_pytorch_tree_has_native_calls_under_forward_and_backward(db, tmp_path):
     if plain_py(["-c", "import torch"], tmp_path).returncode != 0:
         pytest.skip("python3-torch is not installed")
