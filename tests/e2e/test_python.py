@@ -465,6 +465,28 @@ def test_reading_a_files_statements_for_lines_is_no_functions_time(db, tmp_path)
     assert lines[0] < 5e6, lines
 
 
+def test_frames_below_the_c_stack_guard_are_noted(db, tmp_path):
+    # 3.10 and 3.11 (the frame-evaluation hook): a recursion that nears the end of the C stack
+    # runs its deepest frames without the hook. Their calls went missing from the counts with
+    # no trace (a red-team find: 13,622 of 15,902 on 3.10).
+    prog = script(tmp_path, "deep.py", """\
+        import sys
+        def down(n):
+            return 0 if n == 0 else 1 + down(n - 1)
+        sys.setrecursionlimit(20000)
+        print(down(15000))
+    """)
+    r = sonde_py([prog], db, tmp_path, SONDE_MAX_DEPTH=65536)
+    assert r.returncode == 0 and r.stdout == "15000\n", r.stderr
+    (calls,) = query(db, "SELECT calls FROM hotspots WHERE routine LIKE '%(down)'")
+    notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'depth'")]
+    if calls[0] == 15001:  # every call recorded: no guard met (sys.monitoring, 3.12+)
+        assert not notes, notes
+    else:
+        assert calls[0] < 15001 and len(notes) == 1, (calls, notes)
+        assert "ran unrecorded with everything beneath" in notes[0], notes
+
+
 def test_a_lines_pattern_that_matches_nothing_is_said(db, tmp_path):
     # The run was silent and `report --by line` told the user to run with --lines, which they
     # had (a red-team find). A pattern that matched no function that ran is said on stderr, in a
