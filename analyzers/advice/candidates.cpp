@@ -271,6 +271,30 @@ constexpr std::string_view kRecurrenceAdvice =
     "previous step: the input projection of every time step as one GEMM (the whole sequence "
     "times W) before the loop, leaving one hidden-state product per step, or use a fused "
     "recurrent layer (torch.nn.LSTM/GRU, cuDNN or oneDNN RNN)";
+// The same in a run of PyTorch's own recurrent layers (aten::lstm, aten::gru, ...): its CPU
+// layer computes the whole sequence's input projection as one GEMM before the steps already
+// (aten/src/ATen/native/RNN.cpp, FullLayer), so telling the user to do that, or to use
+// torch.nn.LSTM, which they do, was wrong (a red-team find).
+constexpr std::string_view kTorchRecurrenceAdvice =
+    "these products come from {}, PyTorch's own recurrent layer ({}), which already computes "
+    "the whole sequence's input projection as one GEMM; each step's hidden-state product needs "
+    "the previous step's output and cannot be batched across steps. Wider products: a larger "
+    "batch (more columns in every step's product), a larger hidden size in fewer layers; fewer "
+    "of them: shorter sequences (truncated backpropagation through time); on a GPU, cuDNN's "
+    "fused RNN, which PyTorch takes for CUDA tensors by default";
+constexpr std::string_view kTorchRecurrentOps[] = {"aten::lstm", "aten::gru", "aten::rnn_tanh",
+                                                   "aten::rnn_relu"};
+
+// The first of PyTorch's recurrent layers' operators the run called, or "".
+std::string torch_recurrent_layer(const Metrics& m) {
+  for (const RoutineMetrics& r : m.routines)
+    if (r.kind == kinds::kTorch &&
+        std::find(std::begin(kTorchRecurrentOps), std::end(kTorchRecurrentOps), r.name) !=
+            std::end(kTorchRecurrentOps))
+      return r.name;
+  return "";
+}
+
 // A convolution's shape is its implicit GEMM (oneDNN's and cuDNN's: m = batch x output pixels,
 // n = output channels, k = input channels x kernel area): a thin side is the layer's own
 // channel count, which batching or reordering products cannot change.
@@ -335,7 +359,10 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
       c.advice = std::string(kConvolutionAdvice);
     } else if (looks_like_recurrence(s.call_site)) {
       c.evidence.emplace_back("recurrence", std::string("call site named like a recurrence"));
-      c.advice = fill(kRecurrenceAdvice, s.call_site);
+      std::string layer = torch_recurrent_layer(m);
+      c.advice = layer.empty()
+                     ? fill(kRecurrenceAdvice, s.call_site)
+                     : fmt::format(fmt::runtime(kTorchRecurrenceAdvice), s.call_site, layer);
     } else {
       c.advice += std::string(kIfIndependent);
     }

@@ -97,6 +97,15 @@ def test_operators_the_autograd_engine_calls_are_under_its_frame(train):
     assert hooked and all(engine in p for p in hooked), hooked
 
 
+def test_backward_products_are_placed_at_their_autograd_node(train):
+    # A backward GEMM's nearest Python frame is autograd's own backward() (__init__.py), which
+    # says nothing of which layer's gradient it is: its call site is the node it computes.
+    sites = {site for (site,) in query(train["db"], "SELECT DISTINCT call_site FROM gemm_shapes")}
+    assert {"AddmmBackward0", "ConvolutionBackward0"} <= sites, sites
+    assert not [s for s in sites if s.endswith("(backward)")], sites
+    assert any(s.startswith("linear.py:") for s in sites), sites  # the forward's, as before
+
+
 def test_kind_and_no_duplicate_regions(train):
     kinds = dict(query(train["db"], "SELECT name, kind FROM routines WHERE name IN "
                                     "('aten::conv2d', 'Optimizer.step#Adam.step')"))

@@ -1,9 +1,16 @@
 #include "core/call_sites.hpp"
 
+#include <string_view>
+
 #include "sonde/routine_kinds.hpp"
 #include "symbols/symbolize.hpp"
 
 namespace sonde {
+
+namespace {
+// torch.profiler's (and sonde's) name of the autograd engine evaluating one node.
+constexpr std::string_view kAutogradNode = "autograd::engine::evaluate_function: ";
+}  // namespace
 
 void CallSites::name(ThreadSnapshot& t, RoutineRegistry& registry) {
   if (t.shapes.empty()) return;
@@ -16,12 +23,23 @@ void CallSites::name(ThreadSnapshot& t, RoutineRegistry& registry) {
   for (ShapeRow& s : t.shapes) {
     s.call_site = "";
     if (s.node >= n) continue;
-    const Routine* python = nullptr;
-    for (uint32_t a = t.nodes[s.node].parent; a != 0 && a < n && !python; a = t.nodes[a].parent) {
+    // The nearest Python frame, or, nearer, the autograd node whose backward made the call:
+    // above a backward GEMM the nearest Python frame is autograd's own backward()
+    // (__init__.py:103(backward)), which says nothing of which layer's gradient it is, and in
+    // PyTorch's autograd device thread there is none at all.
+    std::string_view site;
+    for (uint32_t a = t.nodes[s.node].parent; a != 0 && a < n && site.empty();
+         a = t.nodes[a].parent) {
       RoutineId r = t.nodes[a].routine;
-      if (r < routines_.size() && routines_[r]->kind == kinds::kPython) python = routines_[r];
+      if (r >= routines_.size()) continue;
+      const Routine& routine = *routines_[r];
+      if (routine.kind == kinds::kPython) {
+        site = routine.name;
+      } else if (routine.kind == kinds::kTorch && routine.name.starts_with(kAutogradNode)) {
+        site = std::string_view(routine.name).substr(kAutogradNode.size());
+      }
     }
-    s.call_site = python ? std::string_view(python->name) : native(s.site);
+    s.call_site = !site.empty() ? site : native(s.site);
   }
 }
 

@@ -636,6 +636,22 @@ TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
       << c[0].advice;
   EXPECT_NE(c[0].advice.find("cannot be batched across steps"), std::string::npos);
   EXPECT_NE(c[0].advice.find("input projection"), std::string::npos);
+  // In a run of PyTorch's own LSTM (aten::lstm): it batches the input projection already, and
+  // the user is not told to use the layer they use (torch.nn.LSTM's forward is rnn.py's).
+  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (92, 'aten::lstm', 'torch', 'aten', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns) VALUES (92, 1, 2, 92, 2, 1, 0, 1000, 1000);"
+      "UPDATE nodes SET excl_ns = excl_ns - 1000 WHERE node_id = 2;"
+      "UPDATE shapes SET call_site = 'rnn.py:726(forward)' WHERE n = 10;");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("PyTorch's own recurrent layer (aten::lstm)"), std::string::npos)
+      << c[0].advice;
+  EXPECT_NE(c[0].advice.find("already computes"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("torch.nn.LSTM"), std::string::npos) << c[0].advice;
+  sql("DELETE FROM nodes WHERE node_id = 92; DELETE FROM routines WHERE routine_id = 92;"
+      "UPDATE nodes SET excl_ns = excl_ns + 1000 WHERE node_id = 2;");
   // By words of the name: these are recurrences, and "cell" inside another word is not.
   for (std::string site : {"m.py:3(RNNCell.forward)", "loop.py:9(time_step)", "seq.py:2(BiGRU)",
                            "x.py:1(recurrent_update)"}) {
