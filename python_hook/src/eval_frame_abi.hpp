@@ -48,11 +48,15 @@ inline bool not_started(Frame* frame) { return frame->prev_instr < _PyCode_CODE(
 // A generator or coroutine is evaluated once when it is called, up to RETURN_GENERATOR (which
 // makes the generator object: not the generator's call), then at its first next()/send() (the
 // call, as the profile hook counts it), then at every resumption after a yield or await, and
-// for throw()/close().
+// for throw()/close(). A throw() or close() before the first next() (also the close of a
+// generator dropped unstarted) raises at once, before any instruction of the body: no call, and
+// no resumption of a call that never was (it made a routine of 0 calls and some time, the only
+// version to do so: a red-team find).
 inline Entry generator_entry(Frame* frame, int throwflag) {
   if (not_started(frame)) return Entry::kNothing;
-  return throwflag == 0 && _Py_OPCODE(*frame->prev_instr) == RETURN_GENERATOR ? Entry::kCall
-                                                                              : Entry::kResume;
+  if (_Py_OPCODE(*frame->prev_instr) == RETURN_GENERATOR)
+    return throwflag == 0 ? Entry::kCall : Entry::kNothing;
+  return Entry::kResume;
 }
 
 #else  // 3.10

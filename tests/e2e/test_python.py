@@ -465,6 +465,31 @@ def test_reading_a_files_statements_for_lines_is_no_functions_time(db, tmp_path)
     assert lines[0] < 5e6, lines
 
 
+def test_a_generator_never_started_is_no_routine(db, tmp_path):
+    # Dropped, closed or thrown into before its first next(), its body never runs: cProfile
+    # counts no call, and 3.11 made a routine of 0 calls and some time (a red-team find).
+    prog = script(tmp_path, "gens.py", """\
+        def unused():
+            yield 1
+        def used():
+            yield 2
+        for _ in range(10):
+            u = unused()
+            del u
+        unused().close()
+        try:
+            unused().throw(ValueError)
+        except ValueError:
+            pass
+        print(sum(used()))
+    """)
+    r = sonde_py([prog], db, tmp_path)
+    assert r.returncode == 0 and r.stdout == "2\n", r.stderr
+    rows = dict(query(db, "SELECT routine, calls FROM hotspots WHERE routine LIKE 'gens.py%'"))
+    assert not [k for k in rows if k.endswith("(unused)")], rows
+    assert [v for k, v in rows.items() if k.endswith("(used)")] == [1], rows
+
+
 def test_frames_below_the_c_stack_guard_are_noted(db, tmp_path):
     # 3.10 and 3.11 (the frame-evaluation hook): a recursion that nears the end of the C stack
     # runs its deepest frames without the hook. Their calls went missing from the counts with
