@@ -820,21 +820,29 @@ print("survived", len(hold) > 0)
 """
 
 
+def under_a_limit(tmp_path, text, limit, launch, out):
+    """The Python program `text` alone and under python3 -m sonde [launch], each under the
+    preexec_fn `limit`: it prints `out` and exits 0 alone, and ends the same under sonde.
+    Returns sonde's run and the profile's path."""
+    script = tmp_path / "at_the_limit.py"
+    script.write_text(text)
+    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
+    alone = run([PYTHON, script], env=env, timeout=60, preexec_fn=limit)
+    assert (alone.rc, alone.out) == (0, out), alone.err
+    db = tmp_path / "prof.db"
+    r = run([PYTHON, "-m", "sonde", *launch, "-o", db, script], env=env, timeout=60,
+            preexec_fn=limit)
+    assert (r.rc, r.out) == (alone.rc, alone.out), r.err
+    return r, db
+
+
 @pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
 def test_program_at_its_memory_limit_lives_on(tmp_path, launch):
     """ulimit -v: a program that fills its memory and catches MemoryError ends as without sonde"""
     # Died before: the flusher's std::bad_alloc went to std::terminate (SIGABRT, --re-exec), or,
     # with libsonde loaded by dlopen, glibc aborted allocating libstdc++'s thread-local state for
     # the throw (exit 127, the program's output lost).
-    script = tmp_path / "at_the_limit.py"
-    script.write_text(AT_THE_LIMIT)
-    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
-    alone = run([PYTHON, script], env=env, timeout=60, preexec_fn=address_space(300))
-    assert (alone.rc, alone.out) == (0, "survived True\n"), alone.err
-    db = tmp_path / "prof.db"
-    r = run([PYTHON, "-m", "sonde", *launch, "-o", db, script], env=env, timeout=60,
-            preexec_fn=address_space(300))
-    assert (r.rc, r.out) == (alone.rc, alone.out), r.err
+    r, db = under_a_limit(tmp_path, AT_THE_LIMIT, address_space(300), launch, "survived True\n")
     lines = said(r.err)
     assert any("profile written" in l or "out of memory" in l for l in lines), r.err
     if any("profile written" in l for l in lines):
@@ -875,14 +883,7 @@ def test_program_holding_every_descriptor_keeps_its_profile(tmp_path, launch):
     # Lost before: "unable to open database file: Too many open files" at every flush, and
     # "the profile could not be written". The soft limit is raised for the flush, within the
     # hard one, and put back.
-    script = tmp_path / "fds.py"
-    script.write_text(AT_THE_DESCRIPTOR_LIMIT)
-    env = clean_env(PYTHONPATH=str(Path(os.environ.get("SONDE_BUILD", ".")) / "python"))
-    alone = run([PYTHON, script], env=env, timeout=60, preexec_fn=soft_descriptor_limit(64))
-    assert (alone.rc, alone.out) == (0, "held True\n"), alone.err
-    db = tmp_path / "prof.db"
-    r = run([PYTHON, "-m", "sonde", *launch, "-o", db, script], env=env, timeout=60,
-            preexec_fn=soft_descriptor_limit(64))
-    assert (r.rc, r.out) == (alone.rc, alone.out), r.err
+    r, db = under_a_limit(tmp_path, AT_THE_DESCRIPTOR_LIMIT, soft_descriptor_limit(64), launch,
+                          "held True\n")
     assert not any("failed" in l or "could not" in l for l in said(r.err)), r.err
     assert query(db, "SELECT calls FROM hotspots WHERE routine LIKE '%(work)'") == [(3,)]

@@ -29,28 +29,16 @@ static void* real(int ilp64, const char* name) {
 
 /* One routine under its three wheel names: NAME64_ and scipy_NAME64_ with int64_t blasint,
  * scipy_NAME with int. */
-#define GEMM(S, T)                                                                              \
-  typedef void (*S##gemm64_t)(int, int, int, int64_t, int64_t, int64_t, T, const T*, int64_t,   \
-                              const T*, int64_t, T, T*, int64_t);                               \
-  typedef void (*S##gemm32_t)(int, int, int, int, int, int, T, const T*, int, const T*, int, T, \
-                              T*, int);                                                         \
-  void cblas_##S##gemm64_(int l, int ta, int tb, int64_t m, int64_t n, int64_t k, T al,         \
-                          const T* a, int64_t lda, const T* b, int64_t ldb, T be, T* c,         \
-                          int64_t ldc) {                                                        \
-    ((S##gemm64_t)real(1, "cblas_" #S "gemm"))(l, ta, tb, m, n, k, al, a, lda, b, ldb, be, c,   \
-                                               ldc);                                            \
-  }                                                                                             \
-  void scipy_cblas_##S##gemm64_(int l, int ta, int tb, int64_t m, int64_t n, int64_t k, T al,   \
-                                const T* a, int64_t lda, const T* b, int64_t ldb, T be, T* c,   \
-                                int64_t ldc) {                                                  \
-    ((S##gemm64_t)real(1, "cblas_" #S "gemm"))(l, ta, tb, m, n, k, al, a, lda, b, ldb, be, c,   \
-                                               ldc);                                            \
-  }                                                                                             \
-  void scipy_cblas_##S##gemm(int l, int ta, int tb, int m, int n, int k, T al, const T* a,      \
-                             int lda, const T* b, int ldb, T be, T* c, int ldc) {               \
-    ((S##gemm32_t)real(0, "cblas_" #S "gemm"))(l, ta, tb, m, n, k, al, a, lda, b, ldb, be, c,   \
-                                               ldc);                                            \
+#define GEMM_AS(NAME, S, T, I, ILP64)                                                          \
+  void NAME(int l, int ta, int tb, I m, I n, I k, T al, const T* a, I lda, const T* b, I ldb,  \
+            T be, T* c, I ldc) {                                                               \
+    typedef void (*fn)(int, int, int, I, I, I, T, const T*, I, const T*, I, T, T*, I);         \
+    ((fn)real(ILP64, "cblas_" #S "gemm"))(l, ta, tb, m, n, k, al, a, lda, b, ldb, be, c, ldc); \
   }
+#define GEMM(S, T)                                    \
+  GEMM_AS(cblas_##S##gemm64_, S, T, int64_t, 1)       \
+  GEMM_AS(scipy_cblas_##S##gemm64_, S, T, int64_t, 1) \
+  GEMM_AS(scipy_cblas_##S##gemm, S, T, int, 0)
 GEMM(s, float)
 GEMM(d, double)
 

@@ -26,6 +26,23 @@ class AdviceTest : public test::AdviceFixtureTest {
  protected:
   Metrics metrics() { return compute_metrics(ProfileFile::open(path_)); }
   std::vector<Candidate> candidates() { return compute_candidates(ProfileFile::open(path_)); }
+  // A routine of 1 us called once beneath node 2 (its time taken from node 2's own), with the
+  // same id for the routine and its node; `gone` takes it away again.
+  void called_once(int id, const std::string& name, const std::string& kind,
+                   const std::string& library) {
+    std::string n = std::to_string(id);
+    sql("INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES (" + n + ", '" +
+        name + "', '" + kind + "', '" + library + "', '', 0);" +
+        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+        "incl_ns, excl_ns) VALUES (" +
+        n + ", 1, 2, " + n + ", 2, 1, 0, 1000, 1000);" +
+        "UPDATE nodes SET excl_ns = excl_ns - 1000 WHERE node_id = 2;");
+  }
+  void gone(int id) {
+    std::string n = std::to_string(id);
+    sql("DELETE FROM nodes WHERE node_id = " + n + "; DELETE FROM routines WHERE routine_id = " +
+        n + "; UPDATE nodes SET excl_ns = excl_ns + 1000 WHERE node_id = 2;");
+  }
   static const RoutineMetrics& routine(const Metrics& m, const std::string& name) {
     auto it = std::find_if(m.routines.begin(), m.routines.end(),
                            [&](const RoutineMetrics& r) { return r.name == name; });
@@ -289,11 +306,7 @@ TEST_F(AdviceTest, OptimizerAdviceIsInTheUpdatesLanguage) {
   EXPECT_EQ(c[0].advice.find("pass foreach=True"), std::string::npos) << c[0].advice;
   EXPECT_EQ(c[0].advice.find("numpy"), std::string::npos) << c[0].advice;
   // The same loop in a run that used CUDA: the multi-tensor path.
-  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
-      "  VALUES (91, 'cudaLaunchKernel', 'cuda', 'cudart', '', 0);"
-      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
-      "                   incl_ns, excl_ns) VALUES (91, 1, 2, 91, 2, 1, 0, 1000, 1000);"
-      "UPDATE nodes SET excl_ns = excl_ns - 1000 WHERE node_id = 2;");
+  called_once(91, "cudaLaunchKernel", "cuda", "cudart");
   c = of_rule(candidates(), "optimizer-update");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].advice.find("pass foreach=True"), std::string::npos) << c[0].advice;
@@ -304,8 +317,7 @@ TEST_F(AdviceTest, OptimizerAdviceIsInTheUpdatesLanguage) {
   EXPECT_NE(c[0].advice.find("already torch.optim's multi-tensor path"), std::string::npos)
       << c[0].advice;
   EXPECT_EQ(c[0].advice.find("pass foreach=True"), std::string::npos) << c[0].advice;
-  sql("DELETE FROM nodes WHERE node_id = 91; DELETE FROM routines WHERE routine_id = 91;"
-      "UPDATE nodes SET excl_ns = excl_ns + 1000 WHERE node_id = 2;");
+  gone(91);
   // A C++ program's regions (no Python frame in the run): the compiler's loop.
   sql("UPDATE routines SET kind = 'region', name = 'update' WHERE routine_id = 6;"
       "UPDATE routines SET kind = 'region' WHERE kind = 'python';");
@@ -638,20 +650,15 @@ TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
   EXPECT_NE(c[0].advice.find("input projection"), std::string::npos);
   // In a run of PyTorch's own LSTM (aten::lstm): it batches the input projection already, and
   // the user is not told to use the layer they use (torch.nn.LSTM's forward is rnn.py's).
-  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
-      "  VALUES (92, 'aten::lstm', 'torch', 'aten', '', 0);"
-      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
-      "                   incl_ns, excl_ns) VALUES (92, 1, 2, 92, 2, 1, 0, 1000, 1000);"
-      "UPDATE nodes SET excl_ns = excl_ns - 1000 WHERE node_id = 2;"
-      "UPDATE shapes SET call_site = 'rnn.py:726(forward)' WHERE n = 10;");
+  called_once(92, "aten::lstm", "torch", "aten");
+  sql("UPDATE shapes SET call_site = 'rnn.py:726(forward)' WHERE n = 10;");
   c = of_rule(candidates(), "gemm-shape");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].advice.find("PyTorch's own recurrent layer (aten::lstm)"), std::string::npos)
       << c[0].advice;
   EXPECT_NE(c[0].advice.find("already computes"), std::string::npos) << c[0].advice;
   EXPECT_EQ(c[0].advice.find("torch.nn.LSTM"), std::string::npos) << c[0].advice;
-  sql("DELETE FROM nodes WHERE node_id = 92; DELETE FROM routines WHERE routine_id = 92;"
-      "UPDATE nodes SET excl_ns = excl_ns + 1000 WHERE node_id = 2;");
+  gone(92);
   // By words of the name: these are recurrences, and "cell" inside another word is not.
   for (std::string site : {"m.py:3(RNNCell.forward)", "loop.py:9(time_step)", "seq.py:2(BiGRU)",
                            "x.py:1(recurrent_update)"}) {
