@@ -234,6 +234,20 @@ def test_a_generator_drained_every_step_is_no_data_loading(tmp):
     assert_rows_add_up(db, b)
 
 
+def test_walks_over_the_models_parts_before_the_loop_are_no_data_loading(tmp):
+    """An optimizer built from m.parameters() and sum(p.numel() for p in m.parameters()) before
+    a loop with no loader: t_io named them as its loading, module.py(parameters) and the
+    <genexpr> (a red-team find); a model's own generators feed no batch."""
+    db = tmp / "parts.db"
+    out = profile_python(db, os.path.join(PROGRAMS, "torch_parts_before_loop.py"), 20)
+    assert out == "steps 20 parameters 676\n", out
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 20, b
+    assert b["by"]["t_io"]["routines"] == "", b["by"]["t_io"]
+    assert b["by"]["t_io"]["time_s"] == 0
+    assert_rows_add_up(db, b)
+
+
 def test_two_training_threads(tmp):
     """Two threads each train their own model for 15 steps: 30 iterations, and every share is
     of the two threads' time (the wall time summed over threads could pass 100 %)."""
