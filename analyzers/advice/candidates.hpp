@@ -33,6 +33,13 @@ struct AdviceInput {
   std::map<std::string, OptimizerWork> optimizer_work;
   GpuSummary gpu;     // empty for CPU-only runs
   RankSummary ranks;  // one rank: nothing to compare
+  // The busy threads' own time outside any measured routine, each (thread_times), largest first.
+  struct ThreadUnmeasured {
+    std::string name;
+    std::int64_t seq = 0;  // 0: the thread that loaded sonde (the program's main one)
+    std::int64_t time_ns = 0, unmeasured_ns = 0;
+  };
+  std::vector<ThreadUnmeasured> unmeasured_threads;
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

@@ -685,6 +685,34 @@ TEST_F(AdviceTest, UnmeasuredRuleOnLargeRootExclusiveTime) {
   // It names the region APIs that exist: Python's and sonde.h's.
   EXPECT_NE(c[0].advice.find("sonde.region(\"forward\")"), std::string::npos) << c[0].advice;
   EXPECT_NE(c[0].advice.find("sonde_region_begin/end"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(std::get<std::string>(c[0].evidence[3].second), "main");  // where the time is
+}
+
+TEST_F(AdviceTest, UnmeasuredRuleLeavesOutThreadsWaitingForWork) {
+  // A backend's thread (gloo's): 6 operators at its start, 0.1 s of its 3 s, then idle. Its
+  // 2.9 s outside any routine made 'unmeasured' fire, on time no region can attribute.
+  sql("INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) "
+      "  VALUES (2, 1, 1, 11, 'gloo', 1000000000000, 1000000000000 + 3000000000);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns) VALUES (100, 2, NULL, 1, 0, 1, 1, 3000000000, "
+      "                   2900000000), (101, 2, 100, 2, 1, 6, 0, 100000000, 100000000);");
+  EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());  // 3.4 s of 13 s, 2.9 s waiting
+  // The same thread busy (2 s of its 3 s measured): its 1 s is the program's to attribute.
+  sql("UPDATE nodes SET excl_ns = 1000000000 WHERE node_id = 100;"
+      "UPDATE nodes SET incl_ns = 2000000000, excl_ns = 2000000000 WHERE node_id = 101;"
+      "UPDATE nodes SET excl_ns = 3000000000, incl_ns = 12500000000 WHERE node_id = 1;");
+  auto c = of_rule(candidates(), "unmeasured");
+  ASSERT_EQ(c.size(), 1u);
+  // And with the waiting thread back, it fires on the main thread's 4 s (of 15.5 s), saying
+  // what waits.
+  sql("UPDATE nodes SET excl_ns = 2900000000 WHERE node_id = 100;"
+      "UPDATE nodes SET incl_ns = 100000000, excl_ns = 100000000 WHERE node_id = 101;"
+      "UPDATE nodes SET excl_ns = 4000000000 WHERE node_id = 1;");
+  c = of_rule(candidates(), "unmeasured");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].summary.find("2.900 s of it in threads that wait for work"), std::string::npos)
+      << c[0].summary;
+  EXPECT_DOUBLE_EQ(number(c[0], "waiting_threads_s"), 2.9);
 }
 
 // A convolution's shape is its implicit GEMM: the framework's advice, not batching products.
