@@ -13,6 +13,7 @@
 
 #include "advice/optimizer_work.hpp"
 #include "base/table_format.hpp"
+#include "metrics/breakdown.hpp"
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
@@ -40,6 +41,7 @@ struct AdviceInput {
     std::int64_t time_ns = 0, unmeasured_ns = 0;
   };
   std::vector<ThreadUnmeasured> unmeasured_threads;
+  Breakdown breakdown;  // the iteration breakdown (no phase mappings); found false: no loop
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

@@ -355,6 +355,11 @@ Breakdown compute_breakdown(const ProfileFile& file, const std::vector<PhaseMapp
   return compute_breakdown(profile, mappings);
 }
 
+const Breakdown& LoadedProfile::breakdown() {
+  if (!breakdown_) breakdown_ = std::make_shared<const Breakdown>(compute_breakdown(*this, {}));
+  return *breakdown_;
+}
+
 Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMapping>& mappings) {
   Breakdown b;
   for (const PhaseClass& c : phase_classes())

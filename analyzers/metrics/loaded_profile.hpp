@@ -4,6 +4,7 @@
 // bundle seven, 64 s of its 1M-path benchmark); what they compute from them is unchanged.
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include "metrics/gpu_summary.hpp"
@@ -13,6 +14,8 @@
 #include "profile/run_summary.hpp"
 
 namespace sonde::analyzers {
+
+struct Breakdown;  // metrics/breakdown.hpp, which includes this
 
 class LoadedProfile {
  public:
@@ -24,6 +27,9 @@ class LoadedProfile {
   const Metrics& metrics();
   const GpuSummary& gpu();
   const RunSummary& run();
+  // The iteration breakdown with no phase mappings (defined in breakdown.cpp): the metrics'
+  // section and the candidates' data-loading rule read one walk.
+  const Breakdown& breakdown();
   // Frees the trees (a 1M-node file's are most of a view bundle's memory) once whatever reads
   // them has been made; forest() loads them again if asked.
   void release_forest() { forest_.reset(); }
@@ -35,6 +41,7 @@ class LoadedProfile {
   std::optional<Metrics> metrics_;
   std::optional<GpuSummary> gpu_;
   std::optional<RunSummary> run_;
+  std::shared_ptr<const Breakdown> breakdown_;
 };
 
 }  // namespace sonde::analyzers

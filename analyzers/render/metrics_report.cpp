@@ -50,7 +50,8 @@ MetricsReport compute_metrics_report(const ProfileFile& file,
 
 MetricsReport compute_metrics_report(LoadedProfile& profile,
                                      const std::vector<PhaseMapping>& mappings) {
-  return {profile.metrics(), compute_breakdown(profile, mappings),
+  return {profile.metrics(),
+          mappings.empty() ? profile.breakdown() : compute_breakdown(profile, mappings),
           compute_counter_report(profile.file()), profile.gpu()};
 }
 
