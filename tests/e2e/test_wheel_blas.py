@@ -1,4 +1,4 @@
-"""The BLAS of pip's numpy and scipy wheels (wrappers/blas/blas_variants.cpp): numpy 1.22-1.26's
+"""The BLAS of pip's numpy and scipy wheels (wrappers/blas/blas_wrappers.cpp): numpy 1.22-1.26's
 openblas64_ (cblas_sgemm64_), numpy 2.x's scipy-openblas64 (scipy_cblas_sgemm64_, ILP64) and
 scipy's scipy-openblas32 (scipy_cblas_sgemm, LP64). Before, a numpy from pip ran every product
 unseen. programs/wheel_blas.c defines those names over Debian's real ILP64 and LP64 OpenBLAS

@@ -1,6 +1,6 @@
 // The BLAS wrapper tables of libsonde, one per naming of the same routines (blas_wrappers.cpp:
-// the LP64 names; blas_variants.cpp: the ILP64 and prefixed names of pip's wheels), so that what
-// describes the BLAS in use (its library, threads, configuration) reads whichever the program
+// the LP64 names, and the ILP64 and prefixed names of pip's wheels), so that what describes the
+// BLAS in use (blas_tables.cpp: its library, threads, configuration) reads whichever the program
 // called.
 #pragma once
 
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <optional>
 
+#include "../intercept.hpp"  // RealSymbol
 #include "blas_models.hpp"
-#include "symbols/real_symbol.hpp"
 
 namespace sonde::blas {
 
@@ -23,7 +23,7 @@ struct Resolved {
 };
 std::optional<Resolved> first_resolved();
 
-// Threads the BLAS behind the tables runs a call with (blas_wrappers.cpp); 0: unknown.
+// Threads the BLAS behind the tables runs a call with (blas_tables.cpp); 0: unknown.
 __attribute__((noinline)) uint16_t threads_now();
 
 // Inlined into every wrapper, so that a routine without a shape (a level-1 call) pays nothing:
