@@ -70,19 +70,12 @@ constexpr std::string_view kTorchMultiTensorAdvice =
     "step (PyTorch 2), for one kernel per step instead of one per operation; on the CPU leave "
     "foreach unset, as PyTorch does, or torch.compile the step";
 
-// Whether the run used CUDA: a routine of its runtime or libraries was called.
-bool used_cuda(const Metrics& m) {
-  return std::any_of(m.routines.begin(), m.routines.end(), [](const RoutineMetrics& x) {
-    return x.kind == kinds::kCuda || x.kind == kinds::kCublas || x.kind == kinds::kCudnn ||
-           x.kind == kinds::kNccl;
-  });
-}
-
-std::string_view update_advice(const Metrics& m, const RoutineMetrics& r, const Rule& rule) {
+std::string_view update_advice(const AdviceInput& in, const RoutineMetrics& r, const Rule& rule) {
+  const Metrics& m = in.metrics;
   std::string fn = r.kind == kinds::kPython ? function_part(r.name) : r.name;
   if (r.kind == kinds::kPython && fn.starts_with("_multi_tensor_")) return kTorchMultiTensorAdvice;
-  if (r.kind == kinds::kPython && fn.starts_with("_single_tensor_"))
-    return used_cuda(m) ? kTorchUpdateAdvice : kTorchCpuUpdateAdvice;
+  if (r.kind == kinds::kPython && fn.starts_with("_single_tensor_"))  // the run used CUDA?
+    return in.gpu.any() ? kTorchUpdateAdvice : kTorchCpuUpdateAdvice;
   bool python = std::any_of(m.routines.begin(), m.routines.end(),
                             [](const RoutineMetrics& x) { return x.kind == kinds::kPython; });
   if (r.kind != kinds::kPython && !python) return kNativeUpdateAdvice;
@@ -156,7 +149,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
         where += fmt::format(" (line {} first)", rows[0]->line);
       }
     }
-    c.advice = fill(update_advice(m, *r, rule), where);
+    c.advice = fill(update_advice(in, *r, rule), where);
     c.est_gain_s = 0.8 * seconds(work_ns - blas_ns);
     // An element-wise phase moving N bytes cannot beat N / mem.bw. A region whose program
     // declared what one entry moves (sonde_region_bytes: run_info region.bytes:NAME) moves
