@@ -194,42 +194,36 @@ void Store::forget_process() {
 
 bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string& error) {
   // A failed flush rolls its transaction back, so the row ids it learned must be forgotten too.
-  int64_t run_id = run_id_, process_id = process_id_;
   // (file_routines_ keeps what it read: other processes' committed rows, true all the same.)
-  auto routine_ids = routine_ids_;
-  int64_t file_routines_read = file_routines_read_;
-  auto threads = threads_;
-  auto counters = counter_ids_;
-  {
-    FileSizeSignalGuard no_sigxfsz;
-    try {
-      take_out_of_descriptors();
-      if (write_transaction(data, registry, error)) return true;
-      // The host holds every descriptor its soft limit allows (a program at `ulimit -Sn`, or
-      // one that opens until EMFILE and carries on): once more, with room for SQLite's files
-      // (the database, its journal, the folder it syncs), the host's limit back after.
-      if (take_out_of_descriptors()) {
-        DescriptorHeadroom room(8);
-        if (room.raised()) {
-          // The first try's ids were rolled back with it.
-          run_id_ = run_id, process_id_ = process_id, routine_ids_ = routine_ids;
-          file_routines_read_ = file_routines_read, threads_ = threads, counter_ids_ = counters;
-          if (write_transaction(data, registry, error)) return true;
-        }
+  const int64_t run_id = run_id_, process_id = process_id_;
+  const auto routine_ids = routine_ids_;
+  const int64_t file_routines_read = file_routines_read_;
+  const auto threads = threads_;
+  const auto counters = counter_ids_;
+  auto forget = [&] {
+    run_id_ = run_id, process_id_ = process_id, routine_ids_ = routine_ids;
+    file_routines_read_ = file_routines_read, threads_ = threads, counter_ids_ = counters;
+  };
+  FileSizeSignalGuard no_sigxfsz;
+  try {
+    take_out_of_descriptors();
+    if (write_transaction(data, registry, error)) return true;
+    // The host holds every descriptor its soft limit allows (a program at `ulimit -Sn`, or one
+    // that opens until EMFILE and carries on): once more, with room for SQLite's files (the
+    // database, its journal, the folder it syncs), the host's limit back after.
+    if (take_out_of_descriptors()) {
+      DescriptorHeadroom room(8);
+      if (room.raised()) {
+        forget();
+        if (write_transaction(data, registry, error)) return true;
       }
-    } catch (const std::bad_alloc&) {
-      // The connection, closed by the unwinding, rolled its transaction back: the ids below
-      // are restored as after any failed write, before the caller hears of it.
-      error = "out of memory";
     }
-    if (no_sigxfsz.limit_reached()) error += kFileSizeLimit;
+  } catch (const std::bad_alloc&) {
+    // The connection, closed by the unwinding, rolled its transaction back.
+    error = "out of memory";
   }
-  run_id_ = run_id;
-  process_id_ = process_id;
-  routine_ids_ = std::move(routine_ids);
-  file_routines_read_ = file_routines_read;
-  threads_ = std::move(threads);
-  counter_ids_ = std::move(counters);
+  if (no_sigxfsz.limit_reached()) error += kFileSizeLimit;
+  forget();
   return false;
 }
 
