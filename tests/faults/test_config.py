@@ -483,3 +483,20 @@ def test_a_count_that_grows_between_flushes_is_one_note(db, tmp_path):
     # The hook's own frames take a few levels: 500 + 700 calls, less 2 x (256 - those) kept.
     assert len(depth) == 1 and int(depth[0].split()[0]) > 500 + 700 - 2 * 256, depth
     assert sum("deeper than SONDE_MAX_DEPTH" in l for l in r.err.splitlines()) == 1, r.err
+
+
+def test_a_count_whose_words_change_with_it_is_still_one_note(db, tmp_path):
+    """regions: 1 end that matches no open region, a periodic flush, 1 more: one note of 2"""
+    # '1 region end did not match' and '2 region ends did not match' differ beyond the count:
+    # the words every version holds name the note, not the text after the number.
+    script = tmp_path / "ends.py"
+    script.write_text("import ctypes, time\n"
+                      "lib = ctypes.CDLL(None)\n"
+                      "lib.sonde_region_end(b'never_begun')\n"
+                      "time.sleep(1.5)\n"  # a periodic flush (every second) in between
+                      "lib.sonde_region_end(b'never_begun')\n"
+                      "print('done')\n")
+    r = preloaded([PYTHON, script], db)
+    assert (r.rc, r.out) == (0, "done\n"), r.err
+    ends = [n for n in notes(db) if "did not match the innermost open region" in n]
+    assert ends == ["2 region ends did not match the innermost open region"], ends

@@ -48,14 +48,14 @@ void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, c
          fmt::format("{} samples abandoned by the sampler: their native stack could not be read "
                      "(a fault in the unwinder, caught)",
                      sampler_faults),
-         false, true);
+         false, "samples abandoned by the sampler");
   }
   if (l.samples_dropped > 0) {
     note("samples",
          fmt::format("{} samples dropped by the sampler (its per-thread ring was full between "
                      "two drains); the sampled shares are those of the samples kept",
                      l.samples_dropped),
-         false, true);
+         false, "samples dropped by the sampler");
   }
   // At the last flush only: the calls are counted when the thread next returns, so a count
   // before the end can still be taken back.
@@ -66,34 +66,34 @@ void note_losses(const SnapshotLosses& l, bool final, uint64_t sampler_faults, c
                      "each is counted, and its time is in its caller's, from "
                      "the next measured call of its thread on",
                      l.abandoned),
-         false, false);
+         false, "");
   }
   if (l.overflows > 0) {
     note("depth",
          fmt::format("{} calls deeper than SONDE_MAX_DEPTH={} (or beyond the node "
                      "limit) were charged to their caller",
                      l.overflows, c.max_depth),
-         true, true);
+         true, "deeper than SONDE_MAX_DEPTH");
   }
   if (l.dropped > 0) {
     note("trace-drops",
          fmt::format("{} events dropped in trace mode ({}); the profile itself "
                      "counts every call",
                      l.dropped, trace_drop_causes(l, c, trace_loss_error)),
-         false, true);
+         false, "events dropped in trace mode");
   }
   if (l.untracked > 0) {
     note("comm-untracked",
          fmt::format("{} nonblocking requests were started while 64 were outstanding on "
                      "their thread: comm_overlap's in-flight figures leave them out",
                      l.untracked),
-         false, true);
+         false, "nonblocking requests were started while 64");
   }
   if (l.mismatches > 0) {
     note("regions",
          fmt::format("{} region end{} did not match the innermost open region", l.mismatches,
                      l.mismatches == 1 ? "" : "s"),
-         true, true);
+         true, "did not match the innermost open region");
   }
 }
 

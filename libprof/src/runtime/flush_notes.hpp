@@ -26,9 +26,11 @@ struct SnapshotLosses {
   void add(const ThreadSnapshot& s, const ThreadState& t);
 };
 
-// add_note's signature (Runtime::add_note): topic, message, whether to print it too, and
-// whether the message is a count that replaces its earlier value (store.hpp's Note::counted).
-using FlushNoteSink = std::function<void(const std::string&, const std::string&, bool, bool)>;
+// add_note's signature (Runtime::add_note): topic, message, whether to print it too, and for
+// a count that replaces its earlier value the words every version holds (store.hpp's
+// Note::count_of; empty: not a count).
+using FlushNoteSink =
+    std::function<void(const std::string&, const std::string&, bool, const std::string&)>;
 
 // The notes of `l`, each a count first, kept up to date from flush to flush (one note of its
 // latest value), with the limits named as the user set them, and `trace_loss_error` the error

@@ -605,22 +605,18 @@ void Runtime::add_note(const std::string& topic, const std::string& message, boo
   if (print) warn("{}", message);
 }
 
-void Runtime::add_counted_note(const std::string& topic, const std::string& message, bool print) {
-  auto words = [](std::string_view m) {
-    return m.substr(std::min(m.size(), m.find_first_not_of("0123456789")));
-  };
+void Runtime::add_counted_note(const std::string& topic, const std::string& message,
+                               const std::string& count_of, bool print) {
   {
     AsyncSignalBlock no_signals;
     std::lock_guard lock(notes_mu_);
     for (Note& n : notes_) {
-      if (n.counted && n.topic == topic && words(n.message) == words(message)) {
+      if (n.topic == topic && n.count_of == count_of) {
         n.message = message;  // the latest count; said on stderr once, the first time
         return;
       }
     }
-    Note n{"warning", topic, message};
-    n.counted = true;
-    notes_.push_back(std::move(n));
+    notes_.push_back(Note{"warning", topic, message, count_of});
   }
   if (print) warn("{} (so far; the profile keeps the count)", message);
 }

@@ -49,10 +49,11 @@ class Runtime {
   // Recorded in the profile; also printed once on stderr when `print` is set.
   void add_note(const std::string& topic, const std::string& message, bool print = true,
                 const char* severity = "warning");
-  // A note whose message is a count, then words ("246 calls deeper than ..."): it replaces the
-  // same words' earlier count (here and in the file: store.hpp's Note::counted), and is printed
-  // the first time only, as a count so far.
-  void add_counted_note(const std::string& topic, const std::string& message, bool print);
+  // A note whose message is a count (246 "calls deeper than" ...): it replaces the note of the
+  // topic holding the same words `count_of` (here and in the file: store.hpp's Note::count_of),
+  // and is printed the first time only, as a count so far.
+  void add_counted_note(const std::string& topic, const std::string& message,
+                        const std::string& count_of, bool print);
   void register_info_provider(InfoProvider p);
   Facts& facts() { return facts_; }
   ExitHelpers& exit_helpers() { return exit_helpers_; }

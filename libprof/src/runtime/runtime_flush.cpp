@@ -127,14 +127,14 @@ bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
   GpuBackend* gpu = this->gpu();
   if (gpu != nullptr) gpu->collect(d.gpu, final, clock_);
   SnapshotLosses losses = snapshot_threads(d, now, final);
-  note_losses(
-      losses, final, sampler_faults(), config_, trace_loss_error_,
-      [this](const std::string& topic, const std::string& message, bool print, bool counted) {
-        if (counted)
-          add_counted_note(topic, message, print);
-        else
-          add_note(topic, message, print);
-      });
+  note_losses(losses, final, sampler_faults(), config_, trace_loss_error_,
+              [this](const std::string& topic, const std::string& message, bool print,
+                     const std::string& count_of) {
+                if (count_of.empty())
+                  add_note(topic, message, print);
+                else
+                  add_counted_note(topic, message, count_of, print);
+              });
   note_window(final);
   note_unmeasured(d, final);
   if (uint64_t skipped = flushes_out_of_memory_.load(); final && skipped > 0)

@@ -570,12 +570,12 @@ bool Store::write_notes_and_info(Database& db, const FlushData& data, std::strin
                  "VALUES (?,?,?,?)");
   Statement earlier(h,
                     "DELETE FROM notes WHERE run_id = ? AND process_id = ? AND topic = ? AND "
-                    "message <> ? AND ltrim(message, '0123456789') = ltrim(?, '0123456789')");
+                    "message <> ? AND instr(message, ?) > 0");
   if (!check_prepared({&note, &info, &earlier}, db, error)) return false;
   for (const Note& n : data.notes) {
-    if (n.counted) {  // the same count's earlier value, written by an earlier flush
+    if (!n.count_of.empty()) {  // the same count's earlier value, written by an earlier flush
       earlier.bind(1, run_id_).bind(2, process_id_).bind(3, n.topic).bind(4, n.message);
-      earlier.bind(5, n.message);
+      earlier.bind(5, n.count_of);
       SONDE_STEP(earlier, "replacing a count's note");
     }
     note.bind(1, run_id_).bind(2, process_id_).bind(3, n.severity).bind(4, n.topic);

@@ -41,10 +41,11 @@ struct ProcessInfo {
 
 struct Note {
   std::string severity, topic, message;
-  // The message is a count, then words that name it ("246 calls deeper than ..."): written, it
-  // replaces the process's notes of the topic with the same words and another count, so a
-  // count that grows from flush to flush is one note of its latest value.
-  bool counted = false;
+  // Where the message is a count ("246 calls deeper than ..."), the words every version of it
+  // holds, whatever the count ("calls deeper than"): written, it replaces the process's notes of
+  // the topic that hold them, so a count that grows from flush to flush is one note of its
+  // latest value. Empty: not a count.
+  std::string count_of;
 };
 
 struct FlushData {
