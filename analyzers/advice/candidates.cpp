@@ -383,25 +383,13 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
 
 // ---- unmeasured -------------------------------------------------------------------------
 
-// A thread that waits for work most of its life: not the program's first thread, and under 5 %
-// of its time in measured calls (gloo's thread, run 6 operators at its start then idle for a
-// second, made a 2-rank DDP run's 'unmeasured' candidate: a red-team find). Regions cannot
-// attribute a wait for work that is not there.
-bool mostly_waiting(const AdviceInput::ThreadUnmeasured& t) {
-  return t.seq > 0 && t.time_ns > 0 && 20 * (t.time_ns - t.unmeasured_ns) < t.time_ns;
-}
-
 std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   double pct = share(m.unmeasured_ns, m.total_ns);
+  // The threads that wait for work are in neither figure (thread_times: gloo's thread, 6
+  // operators at its start then idle for a second, made a 2-rank DDP run's 'unmeasured'
+  // candidate; regions cannot attribute a wait for work that is not there).
   if (pct < rule.threshold) return {};
-  // What the threads that wait for work hold is left out of what the rule asks to attribute.
-  std::int64_t waiting_ns = 0;
-  for (const auto& t : in.unmeasured_threads)
-    if (mostly_waiting(t)) waiting_ns += t.unmeasured_ns;
-  std::int64_t actionable_ns = std::max<std::int64_t>(0, m.unmeasured_ns - waiting_ns);
-  if (!in.unmeasured_threads.empty() && share(actionable_ns, m.total_ns) < rule.threshold)
-    return {};
   Candidate c;
   c.rule = std::string(rule.id);
   c.location = "<thread>";
@@ -412,17 +400,11 @@ std::vector<Candidate> unmeasured(const AdviceInput& in, const Rule& rule) {
       "{:.1f} % of the threads' time ({:.3f} s) is outside any measured "
       "routine",
       pct, seconds(m.unmeasured_ns));
-  if (waiting_ns > 0) {
-    c.evidence.emplace_back("waiting_threads_s", seconds(waiting_ns));
-    c.summary += fmt::format(", {:.3f} s of it in threads that wait for work most of their life",
-                             seconds(waiting_ns));
-  }
   // Where it is: the thread with the most of it.
-  for (const auto& t : in.unmeasured_threads) {
-    if (mostly_waiting(t)) continue;
+  if (!in.unmeasured_threads.empty()) {
+    const auto& t = in.unmeasured_threads.front();
     c.evidence.emplace_back("thread", t.name.empty() ? fmt::format("seq {}", t.seq) : t.name);
     c.evidence.emplace_back("thread_unmeasured_s", seconds(t.unmeasured_ns));
-    break;
   }
   c.advice = std::string(rule.advice);
   c.est_gain_s = 0;  // unknown until that time is attributed
@@ -682,11 +664,9 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.breakdown = profile.breakdown();
   {
     auto st = file.prepare(
-        "SELECT COALESCE(name, ''), seq, CAST(ROUND(time_s * 1e9) AS INTEGER), "
-        "CAST(ROUND(unmeasured_s * 1e9) AS INTEGER) FROM thread_times WHERE busy "
-        "ORDER BY unmeasured_s DESC");
-    while (st.step())
-      in.unmeasured_threads.push_back({st.text(0), st.int64(1), st.int64(2), st.int64(3)});
+        "SELECT COALESCE(name, ''), seq, CAST(ROUND(unmeasured_s * 1e9) AS INTEGER) "
+        "FROM thread_times WHERE busy ORDER BY unmeasured_s DESC");
+    while (st.step()) in.unmeasured_threads.push_back({st.text(0), st.int64(1), st.int64(2)});
   }
   bool has_lines = false;
   if (file.has_table("line_costs")) {

@@ -38,7 +38,7 @@ struct AdviceInput {
   struct ThreadUnmeasured {
     std::string name;
     std::int64_t seq = 0;  // 0: the thread that loaded sonde (the program's main one)
-    std::int64_t time_ns = 0, unmeasured_ns = 0;
+    std::int64_t unmeasured_ns = 0;
   };
   std::vector<ThreadUnmeasured> unmeasured_threads;
   Breakdown breakdown;  // the iteration breakdown (no phase mappings); found false: no loop

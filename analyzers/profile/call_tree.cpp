@@ -125,8 +125,9 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
   std::vector<ThreadTree> trees;
   auto st = file.prepare(
       "SELECT t.thread_id, p.pid, p.command, t.seq, t.tid, COALESCE(t.name, ''), "
-      "       t.ended_ns - t.started_ns "
+      "       t.ended_ns - t.started_ns, COALESCE(tt.waiting, 0) "
       "FROM threads t JOIN processes p USING (process_id) "
+      "LEFT JOIN thread_times tt USING (thread_id) "
       "ORDER BY p.started_ns, p.process_id, t.seq");
   std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> on_track;
   while (st.step()) {
@@ -138,6 +139,7 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
     t.tid = st.int64(4);
     t.thread_name = st.text(5);
     t.wall_ns = st.is_null(6) ? -1 : st.int64(6);
+    t.waiting = st.int64(7) != 0;
     t.earlier_on_track = on_track[{t.pid, t.tid}]++;
     trees.push_back(std::move(t));
   }

@@ -115,6 +115,7 @@ struct ThreadTree {
   // used again), which viewers draw on the same track.
   std::int64_t earlier_on_track = 0;
   std::int64_t wall_ns = 0;  // thread end - start; the root's inclusive time while it runs
+  bool waiting = false;      // waits for work most of its life (thread_times): its calls count
   CallNode root;
 };
 

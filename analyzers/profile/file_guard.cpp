@@ -86,6 +86,13 @@ void use_own_views(const ProfileFile& file, int version) {
           "sonde writes a table (a file made or changed by hand?)",
           file.path(), table.name, st.text(0) == "table" ? "virtual table" : st.text(0)));
   }
+  if (version <= 10) {
+    // threads.cpu_ns came with version 11: thread_times judges such a file's threads on their
+    // measured calls alone.
+    file.exec(
+        "CREATE TEMP VIEW threads AS SELECT thread_id, process_id, seq, tid, name, started_ns, "
+        "ended_ns, ftz, daz, NULL AS cpu_ns FROM main.threads");
+  }
   if (version <= 8) {
     // The facts' columns came with version 9: a temp view of the same name stands in front of
     // the table, so every reader (and every view below) reads them, guessed as before.

@@ -51,7 +51,9 @@ struct Hotspots {
   std::int64_t wall_ns = 0;   // the run's total: first process start to last process end
   std::int64_t busy_threads = 0;
   std::int64_t idle_threads = 0;  // registered without a measured call: in no denominator
-  std::vector<HotspotRow> rows;   // sorted, all of them
+  // Waiting for work most of their life (thread_times.waiting): their calls alone counted.
+  std::int64_t waiting_threads = 0;
+  std::vector<HotspotRow> rows;  // sorted, all of them
 };
 
 // Reads the `hotspots` and `run_totals` views; sorting is the only thing done here. One rank's

@@ -99,14 +99,16 @@ Nodes read_nodes(const ProfileFile& file, const Routines& routines) {
   return n;
 }
 
-// The root: the busy threads' time (thread_times), what no call covers as its own time.
+// The root: the threads' counted time (thread_times: the busy threads' lives, the waiting
+// threads' calls), what no call of a busy thread covers as its own time.
 CallNode merged_root(const ProfileFile& file) {
   CallNode root;
   root.name = SharedText("<thread>");
   root.kind = SharedText(kinds::kRoot);
   auto st = file.prepare(
-      "SELECT COUNT(*), COALESCE(SUM(time_s), 0), "
-      "COALESCE(SUM(unmeasured_s), 0) FROM thread_times WHERE busy");
+      "SELECT COUNT(*), COALESCE(SUM(counted_s), 0), "
+      "COALESCE(SUM(CASE WHEN busy THEN unmeasured_s ELSE 0 END), 0) FROM thread_times "
+      "WHERE busy OR waiting");
   if (st.step()) {
     root.calls = st.int64(0);
     root.incl_ns = std::llround(st.real(1) * 1e9);

@@ -26,9 +26,10 @@ struct RunSummary {
   std::optional<std::int64_t> cores;
   std::string mode;
   std::int64_t processes = 0;
-  std::int64_t threads = 0;       // busy: with at least one measured call
-  std::int64_t idle_threads = 0;  // registered, no measured call (run_totals)
-  std::optional<double> wall_s;   // the run's total: first process start to last end (or flush)
+  std::int64_t threads = 0;          // busy (thread_times): the 100 % is theirs
+  std::int64_t idle_threads = 0;     // registered, no measured call (run_totals)
+  std::int64_t waiting_threads = 0;  // waiting for work most of their life (run_totals)
+  std::optional<double> wall_s;      // the run's total: first process start to last end (or flush)
   std::optional<std::string> blas_library;
   std::optional<std::string> blas_threads;
   std::optional<std::string> torch_threads;  // torch.get_num_threads(), where torch was imported

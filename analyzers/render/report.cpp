@@ -62,10 +62,13 @@ Table hotspots_table(const Hotspots& h, std::size_t top) {
 }
 
 std::string denominators_text(const Hotspots& h) {
-  std::string idle = h.idle_threads == 0
-                         ? ""
-                         : fmt::format("; {} idle thread{} left out", h.idle_threads,
-                                       h.idle_threads == 1 ? "" : "s");
+  std::string idle;
+  if (h.waiting_threads > 0)
+    idle += fmt::format("; {} waiting for work, by {} calls alone", h.waiting_threads,
+                        h.waiting_threads == 1 ? "its" : "their");
+  if (h.idle_threads > 0)
+    idle +=
+        fmt::format("; {} idle thread{} left out", h.idle_threads, h.idle_threads == 1 ? "" : "s");
   return fmt::format(
       "total:     {:.3f} s wall time\n%Time of:  {:.3f} s, the busy threads' time ({} "
       "thread{}{})\n",
@@ -118,6 +121,7 @@ Json render_report_json(const std::string& path, const RunSummary& run, const Ho
               {"total_s", static_cast<double>(h.total_ns) / 1e9},
               {"busy_threads", h.busy_threads},
               {"idle_threads", h.idle_threads},
+              {"waiting_threads", h.waiting_threads},
               {"rows", render_json(hotspots_table(h, top))}};
 }
 

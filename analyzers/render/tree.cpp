@@ -259,8 +259,11 @@ void table_rows(const std::function<void(std::vector<Cell>&&)>& put, const CallN
 
 std::string thread_header(const ThreadTree& t) {
   std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", visible(t.thread_name));
-  return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time)\n",
-                     t.pid, t.seq, t.tid, name, seconds(t.root.incl_ns));
+  return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time{})\n",
+                     t.pid, t.seq, t.tid, name, seconds(t.root.incl_ns),
+                     t.waiting ? "; it waits for work most of it: the run's total counts its "
+                                 "calls alone"
+                               : "");
 }
 
 std::string idle_line(const Forest& f) {
@@ -415,7 +418,8 @@ std::string render_tree_json_text(const Forest& f, const TreeOptions& o) {
                             {"seq", t.seq},
                             {"tid", t.tid},
                             {"name", t.thread_name},
-                            {"wall_s", seconds(t.wall_ns)}});
+                            {"wall_s", seconds(t.wall_ns)},
+                            {"waiting", t.waiting}});
       member(out, "tree");
       write_node(out, t.root, t.root.incl_ns, 0, o, gpu, nullptr);
       out += '}';

@@ -545,7 +545,8 @@ def make_big_profile(cfg, path, n_nodes, n_routines, seed=1):
                    "VALUES (1, 1, 1000, 1, 'root', 'synthetic', ?, ?, ?, 1, 'exit')",
                    (now, now + 60 * 10**9, now + 60 * 10**9))
         db.execute("INSERT INTO run_info VALUES (1, 1, 'blas.library', 'libopenblas.so')")
-        db.execute("INSERT INTO threads VALUES (1, 1, 0, 1000, 'main', ?, ?, 0, 0)",
+        db.execute("INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, "
+                   "ended_ns, ftz, daz) VALUES (1, 1, 0, 1000, 'main', ?, ?, 0, 0)",
                    (now, now + 60 * 10**9))
         kinds = ["blas"] * 60 + ["region"] * 40
         routines = [(1, "<thread>", "root", "", "", 0)]

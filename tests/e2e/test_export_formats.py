@@ -387,7 +387,7 @@ def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
     frames = list(frames_of(root))
     total_w = frames[0][1]
     assert total_w == pytest.approx(1180)
-    (busy_s,) = query(py_profile, "SELECT SUM(time_s) FROM thread_times WHERE busy")[0]
+    (busy_s,) = query(py_profile, "SELECT thread_s FROM run_totals")[0]
     incl, rows = defaultdict(float), defaultdict(int)
     for path, incl_s in query(py_profile, "SELECT path, incl_s FROM callpaths"):
         incl[path] += incl_s
@@ -707,10 +707,11 @@ def merged_by_stack(stacks, samples, root):
 
 
 def check_pprof_against_views(db, p, stacks):
-    """One sample per node of the busy threads; merged by stack, the callpaths view's rows and
-    the hotspots view's root row; in all, the busy threads' exclusive ns."""
+    """One sample per node of the busy and waiting threads; merged by stack, the callpaths
+    view's rows and the hotspots view's root row; in all, the exclusive ns the 100 % counts (a
+    waiting thread's root has none)."""
     ((busy_nodes,),) = query(db, "SELECT COUNT(*) FROM nodes JOIN thread_times USING (thread_id) "
-                                 "WHERE busy")
+                                 "WHERE busy OR waiting")
     assert len(p.sample) == busy_nodes
     ((root,),) = query(db, "SELECT routine_id FROM routines WHERE kind = 'root'")
     ours = merged_by_stack(stacks, p.sample, root)
@@ -720,9 +721,10 @@ def check_pprof_against_views(db, p, stacks):
                                            "WHERE kind = 'root'")
     views[""] = (root_calls, round(root_excl * 1e9))
     assert {k: v[:2] for k, v in ours.items()} == views
-    ((busy_excl_ns,),) = query(db, "SELECT SUM(n.excl_ns) FROM nodes n JOIN thread_times t "
-                                   "USING (thread_id) WHERE t.busy")
-    assert sum(v[1] for v in ours.values()) == busy_excl_ns
+    ((counted_ns,),) = query(db, "SELECT SUM(n.excl_ns) FROM nodes n JOIN thread_times t "
+                                 "USING (thread_id) WHERE t.busy OR "
+                                 "(t.waiting AND n.parent_id IS NOT NULL)")
+    assert sum(v[1] for v in ours.values()) == counted_ns
 
 
 def test_pprof_is_profile_proto_with_the_callpaths_views_stacks(tmp_path):

@@ -43,7 +43,7 @@ export function flamePanel(p, flame, need, fail, others = []) {
     ...group('per rank, its threads merged', [...ranks, ...more('rank', sc.ranks, ranks.length)]),
     ...group('per process, its threads merged', [...processes, ...more('process', sc.processes, processes.length)]),
     ...group('per thread', trees.map((t, i) => el('option', { value: String(i) },
-      `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s`))));
+      `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s${t.waiting ? ' (waiting for work)' : ''}`))));
   // A rank's or process's tree is fetched when first chosen (the --html file has them all).
   const show = async (refine = false) => {
     const against = compare.value;

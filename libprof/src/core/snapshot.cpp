@@ -45,6 +45,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
     s.ended_ns = clock.to_realtime_ns(end);
     now = end;
   }
+  if (int64_t cpu = t.cpu_ns(); cpu >= 0) s.cpu_ns = cpu;
   uint32_t fpu = t.fpu_seen.load(kRelaxed);
   s.ftz = (fpu & (1u << 15)) != 0;
   s.daz = (fpu & (1u << 6)) != 0;

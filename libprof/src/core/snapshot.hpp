@@ -93,6 +93,7 @@ struct ThreadSnapshot {
   std::string name;  // from /proc; empty once the thread is gone
   int64_t started_ns;
   std::optional<int64_t> ended_ns;
+  std::optional<int64_t> cpu_ns;  // its CPU time over the same life (ThreadState::cpu_ns)
   bool ftz, daz;
   NodeRows nodes;  // index order: a parent always precedes its children
   // With counters on (`counters` of them): node i's inclusive counts at [2 i counters ...) and

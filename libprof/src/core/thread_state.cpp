@@ -113,6 +113,7 @@ ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t
   nodes[root].calls.store(1, std::memory_order_relaxed);
   nodes.publish(root);
   stack_[0].start.store(start_ticks, std::memory_order_relaxed);
+  cpu_start_ns_.store(thread_cpu_ns(tid), std::memory_order_relaxed);
   if (trace_capacity > 0) trace = std::make_unique<TraceRing>(trace_capacity, trace_budget);
   sample_fpu();
 }
@@ -345,6 +346,8 @@ void ThreadState::reset_counts(uint64_t now) {
   nodes[stack_[0].node.load(std::memory_order_relaxed)].calls.store(1, std::memory_order_relaxed);
   start_ticks_.store(now, std::memory_order_relaxed);
   end_ticks_.store(0, std::memory_order_relaxed);
+  cpu_start_ns_.store(own_cpu_ns(), std::memory_order_relaxed);
+  cpu_end_ns_.store(-1, std::memory_order_relaxed);
   depth_overflows.store(0);
   abandoned.store(0);
   node_overflows.store(0);
@@ -361,9 +364,36 @@ void ThreadState::read_name() {
   }
 }
 
-void ThreadState::mark_ended(uint64_t t, bool name) {
-  if (name) read_name();
+void ThreadState::mark_ended(uint64_t t, bool syscalls) {
+  if (syscalls) {
+    read_name();
+    cpu_end_ns_.store(own_cpu_ns(), std::memory_order_relaxed);
+  }
   end_ticks_.store(t, std::memory_order_release);
+}
+
+void ThreadState::start_no_earlier_than(uint64_t t) {
+  uint64_t end = end_ticks();
+  if (end != 0 && end < t) t = end;
+  if (start_ticks() >= t) return;
+  start_ticks_.store(t, std::memory_order_relaxed);
+  stack_[0].start.store(t, std::memory_order_relaxed);
+  // The CPU time counts from the window's start too: read now for a running thread; one that
+  // ended before the window lasted nothing in it; one that ended since, unknown.
+  int64_t cpu = -1;
+  if (end == 0)
+    cpu = thread_cpu_ns(tid_);
+  else if (end == t)
+    cpu = cpu_end_ns_.load(std::memory_order_relaxed);
+  cpu_start_ns_.store(cpu, std::memory_order_relaxed);
+}
+
+int64_t ThreadState::cpu_ns() const {
+  int64_t start = cpu_start_ns_.load(std::memory_order_relaxed);
+  int64_t end =
+      end_ticks() != 0 ? cpu_end_ns_.load(std::memory_order_relaxed) : thread_cpu_ns(tid_);
+  if (start < 0 || end < start) return -1;
+  return end - start;
 }
 
 void ThreadState::sample_fpu() {

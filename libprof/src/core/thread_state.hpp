@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/chunked_array.hpp"
+#include "core/thread_cpu.hpp"
 #include "core/window.hpp"
 #include "counters/counter_backend.hpp"
 #include "process/sampler.hpp"
@@ -275,17 +276,14 @@ class ThreadState {
   uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_acquire); }
   // The collection window opened at `t`: the thread's life, and its root frame, count from
   // there (nothing was measured before; a thread that had ended lasted no time in it).
-  void start_no_earlier_than(uint64_t t) {
-    uint64_t end = end_ticks();
-    if (end != 0 && end < t) t = end;
-    if (start_ticks() >= t) return;
-    start_ticks_.store(t, std::memory_order_relaxed);
-    stack_[0].start.store(t, std::memory_order_relaxed);
-  }
-  // Owner, as it exits: keeps its name (gone from /proc afterwards), then publishes the end.
-  // `name`: read the thread's name now (it is kept for the profile); a thread under a seccomp
-  // filter may not open /proc, and keeps the name read as the filter came (read_name).
-  void mark_ended(uint64_t t, bool name = true);
+  void start_no_earlier_than(uint64_t t);
+  // The thread's CPU time over its life as recorded (from its start, or the window's, to its
+  // end or now); -1 where it could not be read (threads_times tells waiting from working by it).
+  int64_t cpu_ns() const;
+  // Owner, as it exits: keeps its name (gone from /proc afterwards) and its CPU time, then
+  // publishes the end. `syscalls`: read both now; a thread under a seccomp filter may not open
+  // /proc, and keeps the name read as the filter came (read_name) and no CPU time.
+  void mark_ended(uint64_t t, bool syscalls = true);
   void read_name();
   const char* final_name() const { return final_name_; }
 
@@ -376,6 +374,7 @@ class ThreadState {
   pid_t tid_;
   std::atomic<uint64_t> start_ticks_;
   std::atomic<uint64_t> end_ticks_{0};
+  std::atomic<int64_t> cpu_start_ns_{-1}, cpu_end_ns_{-1};  // thread_cpu_ns at start and end
   char final_name_[16] = {};              // Linux thread names are at most 15 characters
   std::vector<uint32_t> shape_index_;     // owner-only open addressing: record index + 1
   std::vector<uint32_t> comm_index_;      // owner-only open addressing: record index + 1

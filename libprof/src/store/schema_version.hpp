@@ -37,6 +37,12 @@ namespace sonde {
 // 10: routine_metrics (each routine's GFLOP/s, intensity, peaks, % of peak, attainable rate and
 //    bound: the figures `sonde metrics` computed in C++) and gemm_shapes' intensity,
 //    attainable_gflops and bound. Versions 3 to 9 get them at open, as every view.
-inline constexpr int kSchemaVersion = 10;
+// 11: threads.cpu_ns (a thread's CPU time over its recorded life) and thread_times' waiting,
+//    cpu_s and counted_s: a thread that waits for work most of its life (under 5 % of it in
+//    measured calls and on a CPU) is no longer busy; its measured calls count in the 100 %
+//    (run_totals.thread_s, now the threads' counted_s) and its wait does not. process_times
+//    and run_totals give waiting_threads. A version 3 to 10 file is read through a temp view
+//    `threads` whose cpu_ns is NULL: its threads are judged on their measured calls alone.
+inline constexpr int kSchemaVersion = 11;
 
 }  // namespace sonde

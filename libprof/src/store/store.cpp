@@ -340,10 +340,10 @@ struct Store::ThreadStatements {
   explicit ThreadStatements(sqlite3* h)
       : ins_thread(h,
                    "INSERT INTO threads (process_id, seq, tid, started_ns, ended_ns, ftz, daz, "
-                   "name) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''))"),
+                   "name, cpu_ns) VALUES (?,?,?,?,?,?,?,NULLIF(?, ''),?)"),
         upd_thread(h,
                    "UPDATE threads SET started_ns=?, ended_ns=?, ftz=?, daz=?, "
-                   "name=COALESCE(NULLIF(?, ''), name) WHERE thread_id=?"),
+                   "name=COALESCE(NULLIF(?, ''), name), cpu_ns=? WHERE thread_id=?"),
         counter(h,
                 "INSERT OR REPLACE INTO node_counters (node_id, counter_id, incl, excl) "
                 "VALUES (?,?,?,?)"),
@@ -386,29 +386,34 @@ bool Store::write_threads(Database& db, const FlushData& data, std::string& erro
   return true;
 }
 
+namespace {
+void bind_optional(Statement& st, int index, const std::optional<int64_t>& value) {
+  if (value)
+    st.bind(index, *value);
+  else
+    st.bind_null(index);
+}
+}  // namespace
+
 bool Store::write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                              ThreadIds& ids, std::string& error) {
   if (ids.thread_id == 0) {
     Statement& ins = st.ins_thread;
     ins.bind(1, process_id_).bind(2, int64_t(t.seq)).bind(3, int64_t(t.tid));
     ins.bind(4, t.started_ns);
-    if (t.ended_ns)
-      ins.bind(5, *t.ended_ns);
-    else
-      ins.bind_null(5);
+    bind_optional(ins, 5, t.ended_ns);
     ins.bind(6, int64_t(t.ftz)).bind(7, int64_t(t.daz)).bind(8, t.name);
+    bind_optional(ins, 9, t.cpu_ns);
     SONDE_STEP(ins, "recording a thread");
     ids.thread_id = sqlite3_last_insert_rowid(db.handle());
     return true;
   }
   Statement& upd = st.upd_thread;
   upd.bind(1, t.started_ns);
-  if (t.ended_ns)
-    upd.bind(2, *t.ended_ns);
-  else
-    upd.bind_null(2);
+  bind_optional(upd, 2, t.ended_ns);
   upd.bind(3, int64_t(t.ftz)).bind(4, int64_t(t.daz)).bind(5, t.name);
-  upd.bind(6, ids.thread_id);
+  bind_optional(upd, 6, t.cpu_ns);
+  upd.bind(7, ids.thread_id);
   SONDE_STEP(upd, "updating a thread");
   return true;
 }

@@ -697,23 +697,39 @@ TEST_F(AdviceTest, UnmeasuredRuleLeavesOutThreadsWaitingForWork) {
       "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
       "                   incl_ns, excl_ns) VALUES (100, 2, NULL, 1, 0, 1, 1, 3000000000, "
       "                   2900000000), (101, 2, 100, 2, 1, 6, 0, 100000000, 100000000);");
-  EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());  // 3.4 s of 13 s, 2.9 s waiting
-  // The same thread busy (2 s of its 3 s measured): its 1 s is the program's to attribute.
-  sql("UPDATE nodes SET excl_ns = 1000000000 WHERE node_id = 100;"
-      "UPDATE nodes SET incl_ns = 2000000000, excl_ns = 2000000000 WHERE node_id = 101;"
-      "UPDATE nodes SET excl_ns = 3000000000, incl_ns = 12500000000 WHERE node_id = 1;");
+  // thread_times: waiting (under 5 % of its life in calls, its CPU time unknown), its 0.1 s of
+  // calls alone in the 100 %: 0.5 s of 10.1 s unmeasured, where it was 3.4 s of 13 s.
+  auto one = [&](const std::string& q) {
+    Statement st = ProfileFile::open(path_).prepare(q);
+    EXPECT_TRUE(st.step()) << q;
+    return st.real(0);
+  };
+  EXPECT_EQ(one("SELECT waiting FROM thread_times WHERE thread_id = 2"), 1);
+  EXPECT_EQ(one("SELECT busy FROM thread_times WHERE thread_id = 2"), 0);
+  EXPECT_DOUBLE_EQ(one("SELECT thread_s FROM run_totals"), 10.1);
+  EXPECT_EQ(one("SELECT waiting_threads FROM run_totals"), 1);
+  EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());
+  // Its CPU time known and a tenth of its life: it worked where no wrapper saw. Busy, its 2.9 s
+  // the program's to attribute: 3.4 s of 13 s.
+  sql("UPDATE threads SET cpu_ns = 300000000 WHERE thread_id = 2;");
+  EXPECT_EQ(one("SELECT busy FROM thread_times WHERE thread_id = 2"), 1);
+  EXPECT_DOUBLE_EQ(one("SELECT thread_s FROM run_totals"), 13.0);
   auto c = of_rule(candidates(), "unmeasured");
   ASSERT_EQ(c.size(), 1u);
-  // And with the waiting thread back, it fires on the main thread's 4 s (of 15.5 s), saying
-  // what waits.
-  sql("UPDATE nodes SET excl_ns = 2900000000 WHERE node_id = 100;"
-      "UPDATE nodes SET incl_ns = 100000000, excl_ns = 100000000 WHERE node_id = 101;"
-      "UPDATE nodes SET excl_ns = 4000000000 WHERE node_id = 1;");
+  EXPECT_NEAR(number(c[0], "pct_total"), 100.0 * 3.4 / 13, 1e-9);
+  EXPECT_EQ(std::get<std::string>(c[0].evidence[3].second), "gloo");  // where the most is
+  // Its CPU time 1 % of its life: waiting again.
+  sql("UPDATE threads SET cpu_ns = 30000000 WHERE thread_id = 2;");
+  EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());
+  // Its CPU time unknown but 2 s of its 3 s in calls: busy, its 1 s the program's.
+  sql("UPDATE threads SET cpu_ns = NULL WHERE thread_id = 2;"
+      "UPDATE nodes SET excl_ns = 1000000000 WHERE node_id = 100;"
+      "UPDATE nodes SET incl_ns = 2000000000, excl_ns = 2000000000 WHERE node_id = 101;"
+      "UPDATE nodes SET excl_ns = 2500000000 WHERE node_id = 1;");
+  EXPECT_EQ(one("SELECT busy FROM thread_times WHERE thread_id = 2"), 1);
   c = of_rule(candidates(), "unmeasured");
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_NE(c[0].summary.find("2.900 s of it in threads that wait for work"), std::string::npos)
-      << c[0].summary;
-  EXPECT_DOUBLE_EQ(number(c[0], "waiting_threads_s"), 2.9);
+  EXPECT_NEAR(number(c[0], "pct_total"), 100.0 * 3.5 / 13, 1e-9);
 }
 
 // A convolution's shape is its implicit GEMM: the framework's advice, not batching products.

@@ -1,0 +1,69 @@
+"""Busy, waiting and idle threads (thread_times): a thread that made a few measured calls and
+waited for work the rest of its life adds its calls to the 100 %, not its wait; one that works
+where no wrapper sees it (its CPU busy) adds its whole life, its unmeasured time the program's.
+waiting_thread runs both beside a main thread of BLAS products."""
+import pytest
+
+from conftest import BIN, query, run, sonde_json, sonde_out
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory):
+    db = tmp_path_factory.mktemp("kinds") / "prof.db"
+    bare = run([BIN / "waiting_thread"], OPENBLAS_NUM_THREADS="1")
+    r = run([BIN / "waiting_thread"], db, OPENBLAS_NUM_THREADS="1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == bare.stdout  # the products' checksum unchanged
+    return db
+
+
+def threads(db):
+    rows = query(db, "SELECT name, seq, time_s, unmeasured_s, cpu_s, busy, waiting, counted_s "
+                     "FROM thread_times")
+    return {r[0] if r[1] > 0 else "main": dict(zip(
+        ("time", "unmeasured", "cpu", "busy", "waiting", "counted"), r[2:])) for r in rows}
+
+
+def test_each_thread_is_judged_by_its_calls_and_its_cpu(profile):
+    t = threads(profile)
+    main, waiter, worker = t["main"], t["waiter"], t["worker"]
+    assert (main["busy"], main["waiting"]) == (1, 0)
+    # The waiter: one call, then on a condition variable for the products' time.
+    assert (waiter["busy"], waiter["waiting"]) == (0, 1), waiter
+    assert waiter["cpu"] is not None and waiter["cpu"] < 0.05 * waiter["time"], waiter
+    assert waiter["counted"] == pytest.approx(waiter["time"] - waiter["unmeasured"], abs=1e-9)
+    # The worker: one call, then 0.3 s of its own CPU where no wrapper sees: busy, all of it.
+    assert (worker["busy"], worker["waiting"]) == (1, 0), worker
+    assert worker["time"] - worker["unmeasured"] < 0.05 * worker["time"]  # on calls alone: waiting
+    assert worker["cpu"] >= 0.29 and worker["counted"] == worker["time"], worker
+    # Every thread's CPU time is at most its life (the clock read by the thread's kernel id).
+    for name, row in t.items():
+        if row["cpu"] is not None:
+            assert row["cpu"] <= row["time"] + 0.01, (name, row)
+
+
+def test_the_100_percent_holds_the_waiters_calls_not_its_wait(profile):
+    t = threads(profile)
+    ((thread_s, busy, waiting),) = query(
+        profile, "SELECT thread_s, busy_threads, waiting_threads FROM run_totals")
+    assert (busy, waiting) == (2, 1)
+    expected = t["main"]["time"] + t["worker"]["time"] + t["waiter"]["time"] - t["waiter"]["unmeasured"]
+    assert thread_s == pytest.approx(expected, rel=1e-9)
+    # The <thread> row is the busy threads' time outside any call: not the waiter's wait.
+    ((root_excl,),) = query(profile, "SELECT excl_s FROM hotspots WHERE kind = 'root'")
+    assert root_excl == pytest.approx(t["main"]["unmeasured"] + t["worker"]["unmeasured"], rel=1e-6)
+    # Every nanosecond counted is one row's exclusive time: the rows add up to the 100 %.
+    ((excl_pct,),) = query(profile, "SELECT SUM(excl_pct) FROM hotspots")
+    assert excl_pct == pytest.approx(100.0, abs=1e-6)
+
+
+def test_report_says_what_waits(profile):
+    out = sonde_out("report", profile)
+    assert "threads: 2 (+1 waiting for work)" in out, out[:600]
+    assert "1 waiting for work, by its calls alone" in out, out[:600]
+    rep = sonde_json("report", profile)
+    assert (rep["busy_threads"], rep["waiting_threads"]) == (2, 1)
+    assert rep["run"]["waiting_threads"] == 1
+    tree = sonde_out("tree", profile)
+    waiter = [l for l in tree.splitlines() if '"waiter"' in l]
+    assert len(waiter) == 1 and "it waits for work most of it" in waiter[0], tree[:800]
