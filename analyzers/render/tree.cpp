@@ -332,7 +332,7 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
     CallNode merged = f.merged_root;
     GpuColumns gpu = merged_columns(merged);
     sort_by_inclusive(merged);
-    out += fmt::format("{} busy thread{} merged: {:.3f} s = 100 % (the busy threads' time)\n",
+    out += fmt::format("{} thread{} merged: {:.3f} s = 100 % (the busy threads' time)\n",
                        merged.calls, merged.calls == 1 ? "" : "s", seconds(merged.incl_ns));
     out += columns_line(gpu);
     text_tree(out, merged, merged.incl_ns, o, gpu);

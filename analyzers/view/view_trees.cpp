@@ -56,7 +56,7 @@ TreeScopes list_tree_scopes(const ProfileFile& file) {
       "       MAX(p.process_id), COUNT(*) "
       "FROM processes p JOIN process_times pt USING (process_id) "
       "JOIN process_ranks pr USING (process_id) "
-      "GROUP BY pr.rank, p.pid HAVING SUM(pt.busy_threads) > 0 "
+      "GROUP BY pr.rank, p.pid HAVING SUM(pt.busy_threads + pt.waiting_threads) > 0 "
       "ORDER BY MIN(p.started_ns), MIN(p.process_id)");
   while (st.step()) {
     ++out.processes;

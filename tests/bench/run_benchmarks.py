@@ -711,7 +711,7 @@ def bench_view(cfg, summary):
 
     def merged():
         res = run([cfg.cli, "tree", path, "--threads", "merge"])
-        expect("busy thread merged" in res.stdout, "sonde tree --threads merge printed no tree")
+        expect(" merged: " in res.stdout, "sonde tree --threads merge printed no tree")
         return res.wall_s
 
     try:

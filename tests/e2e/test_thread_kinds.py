@@ -55,6 +55,9 @@ def test_the_100_percent_holds_the_waiters_calls_not_its_wait(profile):
     # Every nanosecond counted is one row's exclusive time: the rows add up to the 100 %.
     ((excl_pct,),) = query(profile, "SELECT SUM(excl_pct) FROM hotspots")
     assert excl_pct == pytest.approx(100.0, abs=1e-6)
+    # And the root row is the 100 %: its calls the three threads, its inclusive time theirs.
+    ((calls, incl_pct),) = query(profile, "SELECT calls, incl_pct FROM hotspots WHERE kind = 'root'")
+    assert calls == 3 and incl_pct == pytest.approx(100.0, abs=1e-6)
 
 
 def test_report_says_what_waits(profile):

@@ -39,7 +39,7 @@ export function flamePanel(p, flame, need, fail, others = []) {
     .map(([s, i]) => el('option', { value: 'scope:' + i }, scopeLabel(s)));
   const ranks = scopeOptions('rank'), processes = scopeOptions('process');
   threads.replaceChildren(
-    ...(p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.length} busy threads merged`)] : []),
+    ...(p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.length} threads merged`)] : []),
     ...group('per rank, its threads merged', [...ranks, ...more('rank', sc.ranks, ranks.length)]),
     ...group('per process, its threads merged', [...processes, ...more('process', sc.processes, processes.length)]),
     ...group('per thread', trees.map((t, i) => el('option', { value: String(i) },

@@ -378,14 +378,10 @@ void ThreadState::start_no_earlier_than(uint64_t t) {
   if (start_ticks() >= t) return;
   start_ticks_.store(t, std::memory_order_relaxed);
   stack_[0].start.store(t, std::memory_order_relaxed);
-  // The CPU time counts from the window's start too: read now for a running thread; one that
-  // ended before the window lasted nothing in it; one that ended since, unknown.
-  int64_t cpu = -1;
-  if (end == 0)
-    cpu = thread_cpu_ns(tid_);
-  else if (end == t)
-    cpu = cpu_end_ns_.load(std::memory_order_relaxed);
-  cpu_start_ns_.store(cpu, std::memory_order_relaxed);
+  // The CPU time keeps counting from the registration: this runs at the first flush after the
+  // window opened (up to an interval later), too late to read the CPU clock at the opening. A
+  // thread that worked before the window is then judged busy, as every thread was before
+  // version 11, never waiting for CPU time it spent inside the window.
 }
 
 int64_t ThreadState::cpu_ns() const {

@@ -277,8 +277,9 @@ class ThreadState {
   // The collection window opened at `t`: the thread's life, and its root frame, count from
   // there (nothing was measured before; a thread that had ended lasted no time in it).
   void start_no_earlier_than(uint64_t t);
-  // The thread's CPU time over its life as recorded (from its start, or the window's, to its
-  // end or now); -1 where it could not be read (threads_times tells waiting from working by it).
+  // The thread's CPU time from its registration to its end or now (under a collection window,
+  // from before the window's opening too); -1 where it could not be read. thread_times tells
+  // a thread waiting for work from one working unseen by it.
   int64_t cpu_ns() const;
   // Owner, as it exits: keeps its name (gone from /proc afterwards) and its CPU time, then
   // publishes the end. `syscalls`: read both now; a thread under a seccomp filter may not open

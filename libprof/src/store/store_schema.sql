@@ -73,7 +73,7 @@ CREATE TABLE IF NOT EXISTS threads (
   ended_ns    INTEGER,
   ftz         INTEGER,                     -- MXCSR flush-to-zero seen on this thread (0/1)
   daz         INTEGER,                     -- MXCSR denormals-are-zero seen on this thread (0/1)
-  cpu_ns      INTEGER,                     -- CPU time from started_ns to ended_ns or the last flush
+  cpu_ns      INTEGER,                     -- CPU time from its registration to its end or the last flush
   UNIQUE (process_id, seq)
 );
 

@@ -6,10 +6,11 @@
 
 -- One row per thread: its time (time_s: the root's inclusive time, from the thread's
 -- registration to its end or the last flush), the part no measured call covers
--- (unmeasured_s), its CPU time over the same life (cpu_s; NULL where not read: a file before
--- version 11, a thread under a seccomp filter), and what it is:
+-- (unmeasured_s), its CPU time since its registration (cpu_s, before a collection window's
+-- opening too; NULL where not read: a file before version 11, a thread that ended under a
+-- seccomp filter), and what it is:
 --   idle (busy = 0, waiting = 0): no measured call at all (e.g. a BLAS worker pool);
---   waiting: a thread that waits for work most of its life: not the program's first thread,
+--   waiting: a thread that waits for work most of its life: not its process's first thread,
 --     under 5 % of its life in measured calls and, where its CPU time is known, under 5 % of
 --     it on a CPU (gloo's and NCCL's threads, a library's pool: a DDP rank's gloo thread ran 6
 --     operators in 0.95 s of life, and its wait was a third of the rank's 100 %);
@@ -83,15 +84,28 @@ CREATE VIEW IF NOT EXISTS thread_routine_totals AS
   WHERE +n.parent_id IS NOT NULL AND n.thread_id NOT IN (SELECT thread_id FROM thread_routine_sums)
   GROUP BY n.routine_id, n.thread_id;
 
+-- thread_routine_totals as the 100 % (run_totals.thread_s) counts it: a busy thread whole, a
+-- waiting thread's root without its own time (its wait; its inclusive time is its calls'), an
+-- idle thread's root not at all. Every counted nanosecond is one row's exclusive time.
+CREATE VIEW IF NOT EXISTS counted_routine_totals AS
+  WITH roots AS (SELECT thread_id, waiting FROM thread_times WHERE busy OR waiting)
+  SELECT s.thread_id AS thread_id, s.routine_id AS routine_id, s.root AS root, s.calls AS calls,
+         s.subrs AS subrs,
+         CASE WHEN s.root AND r.waiting THEN s.incl_ns - s.excl_ns ELSE s.incl_ns END AS incl_ns,
+         CASE WHEN s.root AND r.waiting THEN 0 ELSE s.excl_ns END AS excl_ns, s.flops AS flops,
+         s.bytes AS bytes
+  FROM thread_routine_totals s LEFT JOIN roots r ON s.root AND r.thread_id = s.thread_id
+  WHERE NOT s.root OR r.thread_id IS NOT NULL;
+
 -- One row per routine (routine_id: kind, library or file, line and name; two routines of one
--- display name are two rows), over the busy threads. incl_s leaves out recursive nodes, whose
--- time is inside their outer call's; the percentages are of run_totals.thread_s.
+-- display name are two rows), over the counted threads (counted_routine_totals). incl_s leaves
+-- out recursive nodes, whose time is inside their outer call's; the percentages are of
+-- run_totals.thread_s.
 CREATE VIEW IF NOT EXISTS hotspots AS
   WITH per AS (
     SELECT s.routine_id AS routine_id, SUM(s.calls) AS calls, SUM(s.subrs) AS subrs,
            SUM(s.incl_ns) AS incl_ns, SUM(s.excl_ns) AS excl_ns
-    FROM thread_routine_totals s
-    WHERE NOT s.root OR s.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    FROM counted_routine_totals s
     GROUP BY s.routine_id),
   total AS (SELECT thread_s * 1e9 AS t FROM run_totals)
   SELECT r.name AS routine, r.kind AS kind, per.calls AS calls, per.incl_ns / 1e9 AS incl_s,
@@ -537,8 +551,7 @@ CREATE VIEW IF NOT EXISTS rank_hotspots AS
     SELECT s.thread_id AS thread_id, s.routine_id AS routine_id, SUM(s.calls) AS calls,
            SUM(s.subrs) AS subrs, SUM(s.incl_ns) AS incl_ns, SUM(s.excl_ns) AS excl_ns,
            SUM(s.bytes) AS bytes
-    FROM thread_routine_totals s
-    WHERE NOT s.root OR s.thread_id IN (SELECT thread_id FROM thread_times WHERE busy)
+    FROM counted_routine_totals s
     GROUP BY s.thread_id, s.routine_id),
   per AS (
     SELECT pr.rank AS rank, pt.routine_id AS routine_id, SUM(pt.calls) AS calls,

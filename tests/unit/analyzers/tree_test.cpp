@@ -96,7 +96,7 @@ TEST_F(TreeTest, DepthAndMergedText) {
   o.merge_threads = true;
   o.min_pct = 0;
   std::string text = render_tree_text(load_forest(file, true), o);
-  EXPECT_NE(text.find("2 busy threads merged: 15.000 s = 100 % (the busy threads' time)"),
+  EXPECT_NE(text.find("2 threads merged: 15.000 s = 100 % (the busy threads' time)"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("├─ train [region]"), std::string::npos) << text;

@@ -1,8 +1,11 @@
 #include "core/thread_state.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "frames.hpp"
@@ -21,6 +24,39 @@ GemmShape shape(int64_t m, int64_t n, int64_t k, char ta = 'N', char tb = 'N',
 }
 
 const void* site(uintptr_t v) { return reinterpret_cast<const void*>(v); }
+
+// Spins until the calling thread has used `ns` more of its CPU.
+void spin_cpu(int64_t ns) {
+  int64_t until = own_cpu_ns() + ns;
+  volatile double x = 0;
+  while (own_cpu_ns() < until) x = x + 1.0;
+}
+
+TEST(ThreadState, CountsItsThreadsCpuTimeFromItsStartToItsEnd) {
+  int64_t spent = own_cpu_ns();
+  spin_cpu(20'000'000);
+  // Registered now: the 20 ms before are not its.
+  ThreadState t(0, pid_t(syscall(SYS_gettid)), 1000, 8, 0);
+  spin_cpu(30'000'000);
+  int64_t running = t.cpu_ns();
+  EXPECT_GE(running, 30'000'000);
+  EXPECT_LT(running, own_cpu_ns() - spent - 19'000'000);
+  // Read by the thread's id from another thread too (the flusher's way).
+  int64_t seen = -1;
+  std::thread([&] { seen = t.cpu_ns(); }).join();
+  EXPECT_GE(seen, running);
+  // Ended: the figure stays what it was at the end.
+  t.mark_ended(2000);
+  int64_t ended = t.cpu_ns();
+  spin_cpu(10'000'000);
+  EXPECT_EQ(t.cpu_ns(), ended);
+  EXPECT_GE(ended, running);
+}
+
+TEST(ThreadState, HasNoCpuTimeForAThreadItCannotRead) {
+  ThreadState t(0, 1, 1000, 8, 0);  // pid 1 is no thread of this process
+  EXPECT_EQ(t.cpu_ns(), -1);
+}
 
 TEST(ThreadState, StartsWithTheRootNodeOpen) {
   ThreadState t(3, 77, 500, 8, 0);
