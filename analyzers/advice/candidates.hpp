@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "advice/loader_workers.hpp"
 #include "advice/optimizer_work.hpp"
 #include "base/table_format.hpp"
 #include "metrics/breakdown.hpp"
@@ -41,7 +42,8 @@ struct AdviceInput {
     std::int64_t unmeasured_ns = 0;
   };
   std::vector<ThreadUnmeasured> unmeasured_threads;
-  Breakdown breakdown;  // the iteration breakdown (no phase mappings); found false: no loop
+  Breakdown breakdown;   // the iteration breakdown (no phase mappings); found false: no loop
+  LoaderWorkers loader;  // torch DataLoader workers (none: num_workers=0, or no Python hook)
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

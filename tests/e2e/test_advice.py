@@ -2,6 +2,7 @@
 mlp_numpy ranked first with its hottest line, the single-threaded BLAS spotted, and a GEMM
 speedup between a 1-thread and a 2-thread BLAS run of mlp_train."""
 import json
+import math
 import os
 import subprocess
 
@@ -267,3 +268,42 @@ def test_a_loop_waiting_for_its_batches_is_a_data_loading_candidate(tmp_path):
     assert c["evidence"]["pct_iteration"] >= 20
     assert "persistent_workers=True" in c["advice"] and "__getitem__" in c["advice"]
     assert 0 < c["est_gain_s"] <= 0.8 * by["t_io"]["time_s"] + 1e-9
+    # No worker process: the loop loads each batch itself, and its cost says how many would
+    # hide it.
+    assert c["evidence"]["loader_workers"] == 0
+    assert c["advice"].startswith("num_workers=0: the training loop loads each batch itself")
+    needed = c["evidence"]["workers_needed"]
+    assert needed == math.ceil(c["evidence"]["io_ms_per_iter"] / c["evidence"]["rest_ms_per_iter"])
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_data_loading_advice_reads_what_the_workers_did(tmp_path, persistent):
+    """With DataLoader workers the advice is theirs: how many ran (num_workers), what a batch
+    cost a worker against the step, and whether they were made again every epoch (the generic
+    advice named num_workers and persistent_workers whatever their values)."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
+    db = tmp_path / "loader.db"
+    args = [program, "2", "2"] + (["persistent"] if persistent else [])
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), *args],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    plain = subprocess.run([PY, *args], env=clean_env(), capture_output=True, text=True,
+                           timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == plain.stdout, r.stderr  # the same loss
+    processes = 2 if persistent else 4  # 2 workers, made once or in each of 2 epochs
+    workers = query(db, "SELECT pid, batches, fetch_s FROM dataloader_workers")
+    assert len(workers) == processes, workers
+    assert sum(b for _, b, _ in workers) == 32  # 2 epochs of 256 samples in batches of 16
+    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+               if c["rule"] == "data-loading"]
+    assert len(loading) == 1, loading
+    c, ev = loading[0], loading[0]["evidence"]
+    assert (ev["loader_workers"], ev["worker_processes"]) == (2, processes), ev
+    per_batch_ms = sum(s for _, _, s in workers) * 1e3 / 32
+    assert ev["worker_ms_per_batch"] == pytest.approx(per_batch_ms, rel=1e-3)
+    assert ev["workers_needed"] == math.ceil(ev["worker_ms_per_batch"] / ev["rest_ms_per_iter"])
+    assert c["advice"].startswith("2 DataLoader workers (num_workers) took"), c["advice"]
+    assert ("persistent_workers=True starts them once" in c["advice"]) != persistent, c["advice"]
+    if ev["workers_needed"] >= CORES:
+        assert "make each batch cheaper" in c["advice"], c["advice"]

@@ -41,8 +41,10 @@ namespace sonde {
 //    cpu_s and counted_s: a thread that waits for work most of its life (under 5 % of it in
 //    measured calls and on a CPU) is no longer busy; its measured calls count in the 100 %
 //    (run_totals.thread_s, now the threads' counted_s) and its wait does not. process_times
-//    and run_totals give waiting_threads. A version 3 to 10 file is read through a temp view
-//    `threads` whose cpu_ns is NULL: its threads are judged on their measured calls alone.
+//    and run_totals give waiting_threads; counted_routine_totals (what hotspots and
+//    rank_hotspots sum). The view dataloader_workers (torch DataLoader worker processes, their
+//    batches and fetch time). A version 3 to 10 file is read through a temp view `threads`
+//    whose cpu_ns is NULL: its threads are judged on their measured calls alone.
 inline constexpr int kSchemaVersion = 11;
 
 }  // namespace sonde

@@ -698,3 +698,28 @@ CREATE VIEW IF NOT EXISTS scaled_times AS
          sqrt(SUM(t.incl_se_ns * 1.0 * t.incl_se_ns)) / 1e9 AS incl_se_s
   FROM node_timing t JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
   GROUP BY r.routine_id;
+
+-- One row per DataLoader worker process (torch.utils.data: a process whose Python frames hold
+-- _utils/worker.py's _worker_loop): its life, the batches it fetched (the calls of
+-- _utils/fetch.py's fetch) and the time they took. Empty without the Python hook.
+CREATE VIEW IF NOT EXISTS dataloader_workers AS
+  WITH named AS (
+    SELECT routine_id, name LIKE '%(fetch)' AS fetches
+    FROM routines
+    WHERE kind = 'python'
+      AND ((name LIKE '%(\_worker\_loop)' ESCAPE '\'
+            AND instr(file, 'torch/utils/data/_utils/worker.py') > 0)
+        OR (name LIKE '%(fetch)' AND instr(file, 'torch/utils/data/_utils/fetch.py') > 0))),
+  per AS (
+    SELECT t.process_id AS process_id,
+           SUM(CASE WHEN nm.fetches THEN 0 ELSE s.calls END) AS loops,
+           SUM(CASE WHEN nm.fetches THEN s.calls ELSE 0 END) AS batches,
+           SUM(CASE WHEN nm.fetches THEN s.incl_ns ELSE 0 END) AS fetch_ns
+    FROM thread_routine_totals s JOIN named nm USING (routine_id) JOIN threads t USING (thread_id)
+    WHERE NOT s.root
+    GROUP BY t.process_id)
+  SELECT p.process_id AS process_id, p.pid AS pid, p.ppid AS ppid, p.started_ns AS started_ns,
+         COALESCE(p.ended_ns, p.last_flush_ns) AS ended_ns, per.batches AS batches,
+         per.fetch_ns / 1e9 AS fetch_s
+  FROM per JOIN processes p USING (process_id)
+  WHERE per.loops > 0;

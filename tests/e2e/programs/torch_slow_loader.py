@@ -1,6 +1,8 @@
 """A training loop that waits for its batches: a Dataset whose __getitem__ does per-sample work
 (a normalisation repeated, as an augmentation pipeline would), read by a DataLoader with no
-workers, feeding a small linear model. The data-loading rule's workload."""
+workers (or WORKERS of them, made again every epoch unless "persistent"), feeding a small
+linear model. The data-loading rule's workload. Usage: torch_slow_loader.py EPOCHS [WORKERS
+[persistent]]"""
 import sys
 
 import torch
@@ -26,7 +28,9 @@ class Slow(Dataset):
 torch.manual_seed(0)
 model = torch.nn.Linear(64, 4)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
-loader = DataLoader(Slow(), batch_size=16, num_workers=0)
+workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+loader = DataLoader(Slow(), batch_size=16, num_workers=workers,
+                    persistent_workers=sys.argv[3:] == ["persistent"])
 epochs = int(sys.argv[1])
 for _ in range(epochs):
     for x, y in loader:

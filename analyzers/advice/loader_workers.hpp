@@ -1,0 +1,21 @@
+// What the data-loading rule knows of a run's DataLoader workers, from the dataloader_workers
+// view: how many ran at once, how often they were started, the batches they fetched and what
+// each cost them.
+#pragma once
+
+#include <cstdint>
+
+#include "profile/profile_file.hpp"
+
+namespace sonde::analyzers {
+
+struct LoaderWorkers {
+  std::int64_t processes = 0;  // worker processes started over the run
+  std::int64_t at_once = 0;    // the most alive at one time with one parent: num_workers
+  std::int64_t batches = 0;    // fetched, by all of them
+  std::int64_t fetch_ns = 0;   // the time those fetches took, summed
+};
+
+LoaderWorkers load_loader_workers(const ProfileFile& file);
+
+}  // namespace sonde::analyzers
