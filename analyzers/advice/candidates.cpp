@@ -475,8 +475,8 @@ std::string loader_workers_advice(const AdviceInput& in, double step_ms, Candida
   c.evidence.emplace_back("worker_processes", w.processes);
   c.evidence.emplace_back("worker_ms_per_batch", per_batch_ms);
   std::string out = fmt::format(
-      "{} DataLoader worker{} (num_workers) took {:.2f} ms of a worker for each of the {} batches, "
-      "against a step of {:.2f} ms",
+      "{} DataLoader worker{} at once (num_workers, of the loaders alive together) took {:.2f} "
+      "ms of a worker for each of the {} batches, against a step of {:.2f} ms",
       w.at_once, w.at_once == 1 ? "" : "s", per_batch_ms, w.batches, step_ms);
   if (std::int64_t needed = workers_needed(per_batch_ms, step_ms); needed > 0) {
     c.evidence.emplace_back("workers_needed", needed);
@@ -492,11 +492,12 @@ std::string loader_workers_advice(const AdviceInput& in, double step_ms, Candida
       out += fmt::format(": num_workers={} would keep up{}", needed,
                          cores ? fmt::format(" ({} cores)", *cores) : std::string());
   }
-  if (w.at_once > 0 && w.processes > w.at_once)
+  if (w.sets > 1)
     out += fmt::format(
-        "; the workers were started {} times ({} processes), once per epoch: "
-        "persistent_workers=True starts them once",
-        (w.processes + w.at_once - 1) / w.at_once, w.processes);
+        "; the workers were started {} times ({} processes; a DataLoader starts them at each "
+        "epoch's first batch): persistent_workers=True, and the DataLoader built once, start "
+        "them once",
+        w.sets, w.processes);
   return out;
 }
 
@@ -538,6 +539,14 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
                    : fill(rule.advice, c.location);
   if (torch && in.loader.processes > 0) {
     c.advice = loader_workers_advice(in, seconds(compute_ns) * per, c);
+  } else if (from.find("dataloader.py") != std::string::npos &&
+             std::any_of(in.notes.begin(), in.notes.end(),
+                         [](const Note& n) { return n.topic == "window"; })) {
+    // Workers forked before a collection window opened, idle until it, record nothing.
+    c.advice = fmt::format(
+        "no DataLoader worker fetched a batch inside the collection window (workers forked "
+        "before it are not seen): {}; {}",
+        kOverlapLoading, kCheaperBatches);
   } else if (from.find("dataloader.py") != std::string::npos) {
     // Python frames and no worker process: the loop loads each batch itself, at the cost
     // t_io measures.

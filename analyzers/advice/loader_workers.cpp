@@ -26,8 +26,13 @@ LoaderWorkers load_loader_workers(const ProfileFile& file) {
   }
   for (auto& [parent, events] : lives) {
     std::sort(events.begin(), events.end());  // an end before a start at the same instant
-    std::int64_t alive = 0;
-    for (const auto& [at, step] : events) w.at_once = std::max(w.at_once, alive += step);
+    std::int64_t alive = 0, most = 0, started = 0;
+    for (const auto& [at, step] : events) {
+      most = std::max(most, alive += step);
+      if (step > 0) ++started;
+    }
+    w.at_once = std::max(w.at_once, most);
+    if (most > 0) w.sets = std::max(w.sets, (started + most - 1) / most);
   }
   return w;
 }

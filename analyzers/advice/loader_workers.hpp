@@ -12,8 +12,11 @@ namespace sonde::analyzers {
 struct LoaderWorkers {
   std::int64_t processes = 0;  // worker processes started over the run
   std::int64_t at_once = 0;    // the most alive at one time with one parent: num_workers
-  std::int64_t batches = 0;    // fetched, by all of them
-  std::int64_t fetch_ns = 0;   // the time those fetches took, summed
+  // The most sets of them one parent started (its workers over at_once, rounded up): a loader
+  // without persistent_workers starts a set every epoch. Per parent: ranks each start theirs.
+  std::int64_t sets = 0;
+  std::int64_t batches = 0;   // fetched, by all of them
+  std::int64_t fetch_ns = 0;  // the time those fetches took, summed
 };
 
 LoaderWorkers load_loader_workers(const ProfileFile& file);

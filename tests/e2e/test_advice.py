@@ -303,7 +303,8 @@ def test_data_loading_advice_reads_what_the_workers_did(tmp_path, persistent):
     per_batch_ms = sum(s for _, _, s in workers) * 1e3 / 32
     assert ev["worker_ms_per_batch"] == pytest.approx(per_batch_ms, rel=1e-3)
     assert ev["workers_needed"] == math.ceil(ev["worker_ms_per_batch"] / ev["rest_ms_per_iter"])
-    assert c["advice"].startswith("2 DataLoader workers (num_workers) took"), c["advice"]
-    assert ("persistent_workers=True starts them once" in c["advice"]) != persistent, c["advice"]
+    assert c["advice"].startswith("2 DataLoader workers at once (num_workers"), c["advice"]
+    assert ("the workers were started 2 times (4 processes" in c["advice"]) != persistent, \
+        c["advice"]
     if ev["workers_needed"] >= CORES:
         assert "make each batch cheaper" in c["advice"], c["advice"]

@@ -699,22 +699,29 @@ CREATE VIEW IF NOT EXISTS scaled_times AS
   FROM node_timing t JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
   GROUP BY r.routine_id;
 
--- One row per DataLoader worker process (torch.utils.data: a process whose Python frames hold
--- _utils/worker.py's _worker_loop): its life, the batches it fetched (the calls of
--- _utils/fetch.py's fetch) and the time they took. Empty without the Python hook.
+-- One row per DataLoader worker process (torch.utils.data): a process whose Python frames hold
+-- _utils/worker.py's _worker_loop, or that fetched batches (_utils/fetch.py's fetch) without
+-- iterating a DataLoader itself (dataloader.py's __next__: a loader without workers fetches in
+-- the training process; under a collection window a worker's loop began before it). Its life,
+-- the batches it fetched and the time they took. Empty without the Python hook.
 CREATE VIEW IF NOT EXISTS dataloader_workers AS
   WITH named AS (
-    SELECT routine_id, name LIKE '%(fetch)' AS fetches
+    SELECT routine_id,
+           CASE WHEN name LIKE '%(fetch)' THEN 'fetch' WHEN name LIKE '%(\_\_next\_\_)' ESCAPE '\'
+                THEN 'next' ELSE 'loop' END AS role
     FROM routines
     WHERE kind = 'python'
       AND ((name LIKE '%(\_worker\_loop)' ESCAPE '\'
             AND instr(file, 'torch/utils/data/_utils/worker.py') > 0)
-        OR (name LIKE '%(fetch)' AND instr(file, 'torch/utils/data/_utils/fetch.py') > 0))),
+        OR (name LIKE '%(fetch)' AND instr(file, 'torch/utils/data/_utils/fetch.py') > 0)
+        OR (name LIKE '%(\_\_next\_\_)' ESCAPE '\'
+            AND instr(file, 'torch/utils/data/dataloader.py') > 0))),
   per AS (
     SELECT t.process_id AS process_id,
-           SUM(CASE WHEN nm.fetches THEN 0 ELSE s.calls END) AS loops,
-           SUM(CASE WHEN nm.fetches THEN s.calls ELSE 0 END) AS batches,
-           SUM(CASE WHEN nm.fetches THEN s.incl_ns ELSE 0 END) AS fetch_ns
+           SUM(CASE WHEN nm.role = 'loop' THEN s.calls ELSE 0 END) AS loops,
+           SUM(CASE WHEN nm.role = 'next' THEN s.calls ELSE 0 END) AS nexts,
+           SUM(CASE WHEN nm.role = 'fetch' THEN s.calls ELSE 0 END) AS batches,
+           SUM(CASE WHEN nm.role = 'fetch' THEN s.incl_ns ELSE 0 END) AS fetch_ns
     FROM thread_routine_totals s JOIN named nm USING (routine_id) JOIN threads t USING (thread_id)
     WHERE NOT s.root
     GROUP BY t.process_id)
@@ -722,4 +729,4 @@ CREATE VIEW IF NOT EXISTS dataloader_workers AS
          COALESCE(p.ended_ns, p.last_flush_ns) AS ended_ns, per.batches AS batches,
          per.fetch_ns / 1e9 AS fetch_s
   FROM per JOIN processes p USING (process_id)
-  WHERE per.loops > 0;
+  WHERE per.loops > 0 OR (per.batches > 0 AND per.nexts = 0);
