@@ -32,13 +32,16 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
   Hotspots h;
   {
     auto st = file.prepare(
-        "SELECT wall_s, thread_s, busy_threads, idle_threads, waiting_threads FROM run_totals");
+        "SELECT wall_s, thread_s, busy_threads, idle_threads, waiting_threads, off_cpu_threads, "
+        "off_cpu_s FROM run_totals");
     if (st.step()) {
       h.wall_ns = st.is_null(0) ? 0 : to_ns(st.real(0));
       h.total_ns = to_ns(st.real(1));
       h.busy_threads = st.int64(2);
       h.idle_threads = st.int64(3);
       h.waiting_threads = st.int64(4);
+      h.off_cpu_threads = st.int64(5);
+      h.off_cpu_ns = to_ns(st.real(6));
     }
   }
   std::string_view order = sort == ReportSort::kInclusive ? "incl_s DESC, "

@@ -69,11 +69,20 @@ std::string denominators_text(const Hotspots& h) {
   if (h.idle_threads > 0)
     idle +=
         fmt::format("; {} idle thread{} left out", h.idle_threads, h.idle_threads == 1 ? "" : "s");
-  return fmt::format(
+  std::string out = fmt::format(
       "total:     {:.3f} s wall time\n%Time of:  {:.3f} s, the busy threads' time ({} "
       "thread{}{})\n",
       static_cast<double>(h.wall_ns) / 1e9, static_cast<double>(h.total_ns) / 1e9, h.busy_threads,
       h.busy_threads == 1 ? "" : "s", idle);
+  // Said where it weighs: a tenth of the 100 % or more in busy threads that waited in their
+  // calls (a DataLoader run's 18 feeder threads: 5.3 s of 7.1 s against 1.6 s of wall time).
+  if (h.off_cpu_threads > 0 && 10 * h.off_cpu_ns >= h.total_ns)
+    out += fmt::format(
+        "           {:.3f} s of it in {} thread{} on a CPU under 5 % of {} life: waits in "
+        "measured calls (sonde tree shows each thread)\n",
+        static_cast<double>(h.off_cpu_ns) / 1e9, h.off_cpu_threads,
+        h.off_cpu_threads == 1 ? "" : "s", h.off_cpu_threads == 1 ? "its" : "their");
+  return out;
 }
 
 std::string render_report_text(const RunSummary& run, const Hotspots& h, std::size_t top) {
@@ -122,6 +131,8 @@ Json render_report_json(const std::string& path, const RunSummary& run, const Ho
               {"busy_threads", h.busy_threads},
               {"idle_threads", h.idle_threads},
               {"waiting_threads", h.waiting_threads},
+              {"off_cpu_threads", h.off_cpu_threads},
+              {"off_cpu_s", static_cast<double>(h.off_cpu_ns) / 1e9},
               {"rows", render_json(hotspots_table(h, top))}};
 }
 

@@ -2,9 +2,12 @@
 waited for work the rest of its life adds its calls to the 100 %, not its wait; one that works
 where no wrapper sees it (its CPU busy) adds its whole life, its unmeasured time the program's.
 waiting_thread runs both beside a main thread of BLAS products."""
+import os
+import subprocess
+
 import pytest
 
-from conftest import BIN, query, run, sonde_json, sonde_out
+from conftest import BIN, clean_env, query, run, sonde_json, sonde_out
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +73,33 @@ def test_report_says_what_waits(profile):
     tree = sonde_out("tree", profile)
     waiter = [l for l in tree.splitlines() if '"waiter"' in l]
     assert len(waiter) == 1 and "it waits for work most of it" in waiter[0], tree[:800]
+
+
+def test_a_python_thread_blocked_in_a_measured_call_is_said(tmp_path):
+    """A Python thread's life is all in measured frames, so it is busy even when it only waited
+    (queue.get): the report says how much of the 100 % such threads are, from their CPU time."""
+    script = tmp_path / "blocked.py"
+    script.write_text(
+        "import queue, threading, time\n"
+        "q = queue.Queue()\n"
+        "def consume():\n    q.get()\n"
+        "t = threading.Thread(target=consume); t.start()\n"
+        "end = time.thread_time() + 0.3\n"
+        "x = 0\n"
+        "while time.thread_time() < end:\n    x += 1\n"
+        "q.put(None); t.join()\n")
+    db = tmp_path / "blocked.db"
+    build = os.environ.get("SONDE_BUILD", "")
+    r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", str(db), str(script)],
+                       env=clean_env(PYTHONPATH=os.path.join(build, "python")),
+                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    ((seq, busy, cpu, life),) = query(db, "SELECT seq, busy, cpu_s, time_s FROM thread_times "
+                                          "WHERE seq > 0")
+    assert busy == 1 and cpu < 0.05 * life, (busy, cpu, life)
+    ((n, off_s),) = query(db, "SELECT off_cpu_threads, off_cpu_s FROM run_totals")
+    assert n == 1 and off_s == pytest.approx(life)
+    rep = sonde_json("report", db)
+    assert rep["off_cpu_threads"] == 1 and rep["off_cpu_s"] == pytest.approx(life)
+    out = sonde_out("report", db)
+    assert f"{life:.3f} s of it in 1 thread on a CPU under 5 % of its life" in out, out[:700]

@@ -38,15 +38,21 @@ CREATE VIEW IF NOT EXISTS thread_times AS
   FROM judged;
 
 -- One row per process: its wall time, its busy, idle and waiting threads, and thread_s, their
--- counted_s summed.
+-- counted_s summed. off_cpu_threads, off_cpu_s: the busy threads other than the first that
+-- were on a CPU under 5 % of their life, and their time: a Python thread blocked in a measured
+-- frame (queue.get, a DataLoader worker's feeder) is busy by its calls, its wait in the 100 %.
 CREATE VIEW IF NOT EXISTS process_times AS
   SELECT p.process_id AS process_id, p.pid AS pid,
          (COALESCE(p.ended_ns, p.last_flush_ns) - p.started_ns) / 1e9 AS wall_s,
          COALESCE(SUM(tt.busy), 0) AS busy_threads,
          COALESCE(SUM(1 - tt.busy - tt.waiting), 0) AS idle_threads,
          COALESCE(SUM(tt.counted_s), 0) AS thread_s,
-         COALESCE(SUM(tt.waiting), 0) AS waiting_threads
-  FROM processes p LEFT JOIN thread_times tt USING (process_id)
+         COALESCE(SUM(tt.waiting), 0) AS waiting_threads,
+         COALESCE(SUM(tt.off_cpu), 0) AS off_cpu_threads,
+         COALESCE(SUM(CASE WHEN tt.off_cpu THEN tt.time_s END), 0) AS off_cpu_s
+  FROM processes p
+  LEFT JOIN (SELECT *, busy AND seq > 0 AND cpu_s IS NOT NULL AND 20 * cpu_s < time_s AS off_cpu
+             FROM thread_times) tt USING (process_id)
   GROUP BY p.process_id;
 
 -- One row for the file: the run's total is its wall time (first process start to last process
@@ -59,7 +65,9 @@ CREATE VIEW IF NOT EXISTS run_totals AS
          COALESCE(SUM(busy_threads), 0) AS busy_threads,
          COALESCE(SUM(idle_threads), 0) AS idle_threads,
          COUNT(*) AS processes,
-         COALESCE(SUM(waiting_threads), 0) AS waiting_threads
+         COALESCE(SUM(waiting_threads), 0) AS waiting_threads,
+         COALESCE(SUM(off_cpu_threads), 0) AS off_cpu_threads,
+         COALESCE(SUM(off_cpu_s), 0) AS off_cpu_s
   FROM process_times;
 
 -- One row per thread, routine and root (1: the thread's root node): its nodes summed, incl_ns
