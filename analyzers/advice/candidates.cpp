@@ -468,6 +468,23 @@ std::int64_t workers_needed(double batch_ms, double step_ms) {
   return static_cast<std::int64_t>(std::ceil(batch_ms / step_ms));
 }
 
+// The verdict on `have` workers (0: none) where `needed` keep up, against the cores: its
+// clause of the advice, with the evidence; "" where unknown.
+std::string workers_verdict(const AdviceInput& in, std::int64_t needed, std::int64_t have,
+                            Candidate& c) {
+  if (needed <= 0) return "";
+  c.evidence.emplace_back("workers_needed", needed);
+  auto cores = in.metrics.facts.available_cores();
+  if (needed <= have)
+    return "they keep up on average, so the wait is their start or a short prefetch "
+           "(prefetch_factor)";
+  if (cores && needed >= *cores)
+    return fmt::format("about {} would keep up, more than the {} cores leave room for; {}", needed,
+                       *cores, kCheaperBatches);
+  return fmt::format("num_workers={} would keep up{}", needed,
+                     cores ? fmt::format(" ({} cores)", *cores) : std::string());
+}
+
 std::string loader_workers_advice(const AdviceInput& in, double step_ms, Candidate& c) {
   const LoaderWorkers& w = in.loader;
   double per_batch_ms = w.batches > 0 ? static_cast<double>(w.fetch_ns) / 1e6 / w.batches : 0;
@@ -478,20 +495,10 @@ std::string loader_workers_advice(const AdviceInput& in, double step_ms, Candida
       "{} DataLoader worker{} at once (num_workers, of the loaders alive together) took {:.2f} "
       "ms of a worker for each of the {} batches, against a step of {:.2f} ms",
       w.at_once, w.at_once == 1 ? "" : "s", per_batch_ms, w.batches, step_ms);
-  if (std::int64_t needed = workers_needed(per_batch_ms, step_ms); needed > 0) {
-    c.evidence.emplace_back("workers_needed", needed);
-    auto cores = in.metrics.facts.available_cores();
-    if (needed <= w.at_once)
-      out += fmt::format(
-          ": they keep up on average, so the wait is their start or a short prefetch "
-          "(prefetch_factor)");
-    else if (cores && needed >= *cores)
-      out += fmt::format(": about {} would keep up, more than the {} cores leave room for; {}",
-                         needed, *cores, kCheaperBatches);
-    else
-      out += fmt::format(": num_workers={} would keep up{}", needed,
-                         cores ? fmt::format(" ({} cores)", *cores) : std::string());
-  }
+  if (std::string verdict =
+          workers_verdict(in, workers_needed(per_batch_ms, step_ms), w.at_once, c);
+      !verdict.empty())
+    out += ": " + verdict;
   if (w.sets > 1)
     out += fmt::format(
         "; the workers were started {} times ({} processes; a DataLoader starts them at each "
@@ -535,36 +542,33 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   bool torch = from.find("dataloader.py") != std::string::npos ||
                std::any_of(in.metrics.routines.begin(), in.metrics.routines.end(),
                            [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
-  c.advice = torch ? fmt::format("{}; {}", kOverlapLoading, kCheaperBatches)
-                   : fill(rule.advice, c.location);
-  if (torch && in.loader.processes > 0) {
+  bool loader_frames = from.find("dataloader.py") != std::string::npos;
+  std::string generic = fmt::format("{}; {}", kOverlapLoading, kCheaperBatches);
+  if (!torch) {
+    c.advice = fill(rule.advice, c.location);
+  } else if (in.loader.processes > 0) {
     c.advice = loader_workers_advice(in, seconds(compute_ns) * per, c);
-  } else if (from.find("dataloader.py") != std::string::npos &&
-             std::any_of(in.notes.begin(), in.notes.end(),
-                         [](const Note& n) { return n.topic == "window"; })) {
+  } else if (loader_frames && std::any_of(in.notes.begin(), in.notes.end(),
+                                          [](const Note& n) { return n.topic == "window"; })) {
     // Workers forked before a collection window opened, idle until it, record nothing.
-    c.advice = fmt::format(
-        "no DataLoader worker fetched a batch inside the collection window (workers forked "
-        "before it are not seen): {}; {}",
-        kOverlapLoading, kCheaperBatches);
-  } else if (from.find("dataloader.py") != std::string::npos) {
+    c.advice =
+        "no DataLoader worker fetched a batch inside the collection window (workers "
+        "forked before it are not seen): " +
+        generic;
+  } else if (loader_frames) {
     // Python frames and no worker process: the loop loads each batch itself, at the cost
     // t_io measures.
-    std::int64_t needed = workers_needed(seconds(io_ns) * per, seconds(compute_ns) * per);
-    auto cores = in.metrics.facts.available_cores();
     c.evidence.emplace_back("loader_workers", std::int64_t{0});
-    if (needed > 0) c.evidence.emplace_back("workers_needed", needed);
-    c.advice = "num_workers=0: the training loop loads each batch itself; ";
-    if (needed > 0 && cores && needed >= *cores)
-      c.advice += fmt::format(
-          "about {} workers would hide it, more than the {} cores leave room for: first {}; "
-          "then {}",
-          needed, *cores, kCheaperBatches, kOverlapLoading);
-    else
-      c.advice += fmt::format(
-          "{}{}; {}",
-          needed > 0 ? fmt::format("num_workers={} would hide it: ", needed) : std::string(),
-          kOverlapLoading, kCheaperBatches);
+    std::string verdict =
+        workers_verdict(in, workers_needed(seconds(io_ns) * per, seconds(compute_ns) * per), 0, c);
+    // Where the verdict already asks for cheaper batches, the rest is the overlap's.
+    c.advice =
+        "num_workers=0: the training loop loads each batch itself; " +
+        (verdict.empty()                      ? generic
+         : verdict.ends_with(kCheaperBatches) ? verdict + "; then " + std::string(kOverlapLoading)
+                                              : verdict + "; then " + generic);
+  } else {
+    c.advice = generic;
   }
   // Loading overlapped with the step is hidden up to the step's own time.
   c.est_gain_s = 0.8 * seconds(std::min(io_ns, compute_ns));

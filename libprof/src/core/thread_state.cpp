@@ -372,18 +372,6 @@ void ThreadState::mark_ended(uint64_t t, bool syscalls) {
   end_ticks_.store(t, std::memory_order_release);
 }
 
-void ThreadState::start_no_earlier_than(uint64_t t) {
-  uint64_t end = end_ticks();
-  if (end != 0 && end < t) t = end;
-  if (start_ticks() >= t) return;
-  start_ticks_.store(t, std::memory_order_relaxed);
-  stack_[0].start.store(t, std::memory_order_relaxed);
-  // The CPU time keeps counting from the registration: this runs at the first flush after the
-  // window opened (up to an interval later), too late to read the CPU clock at the opening. A
-  // thread that worked before the window is then judged busy, as every thread was before
-  // version 11, never waiting for CPU time it spent inside the window.
-}
-
 int64_t ThreadState::cpu_ns() const {
   int64_t start = cpu_start_ns_.load(std::memory_order_relaxed);
   int64_t end =

@@ -275,8 +275,16 @@ class ThreadState {
   uint64_t start_ticks() const { return start_ticks_.load(std::memory_order_relaxed); }
   uint64_t end_ticks() const { return end_ticks_.load(std::memory_order_acquire); }
   // The collection window opened at `t`: the thread's life, and its root frame, count from
-  // there (nothing was measured before; a thread that had ended lasted no time in it).
-  void start_no_earlier_than(uint64_t t);
+  // there (nothing was measured before; a thread that had ended lasted no time in it). Its CPU
+  // time does not: this runs at the first flush after the opening, too late to read the clock
+  // then, so a thread that worked before the window is judged busy, never waiting.
+  void start_no_earlier_than(uint64_t t) {
+    uint64_t end = end_ticks();
+    if (end != 0 && end < t) t = end;
+    if (start_ticks() >= t) return;
+    start_ticks_.store(t, std::memory_order_relaxed);
+    stack_[0].start.store(t, std::memory_order_relaxed);
+  }
   // The thread's CPU time from its registration to its end or now (under a collection window,
   // from before the window's opening too); -1 where it could not be read. thread_times tells
   // a thread waiting for work from one working unseen by it.

@@ -17,7 +17,9 @@
 --   busy: any other thread with a measured call.
 -- counted_s is what the thread adds to the 100 % of hotspots and callpaths: a busy thread's
 -- life, a waiting thread's measured calls (its wait is no routine's cost, and its root leaves
--- every table), an idle thread's nothing.
+-- every table), an idle thread's nothing. off_cpu: a busy thread, not the first, on a CPU under
+-- 5 % of its life: a Python thread blocked in a measured frame (queue.get, a DataLoader
+-- worker's feeder) is busy by its calls, its wait in the 100 %.
 CREATE VIEW IF NOT EXISTS thread_times AS
   WITH per AS (
     SELECT t.thread_id AS thread_id, t.process_id AS process_id, t.seq AS seq, t.tid AS tid,
@@ -34,13 +36,13 @@ CREATE VIEW IF NOT EXISTS thread_times AS
          unmeasured_ns / 1e9 AS unmeasured_s, called AND NOT waiting AS busy,
          waiting, cpu_ns / 1e9 AS cpu_s,
          CASE WHEN waiting THEN (life_ns - unmeasured_ns) / 1e9 WHEN called THEN life_ns / 1e9
-              ELSE 0.0 END AS counted_s
+              ELSE 0.0 END AS counted_s,
+         called AND NOT waiting AND seq > 0 AND cpu_ns IS NOT NULL AND 20 * cpu_ns < life_ns
+           AS off_cpu
   FROM judged;
 
--- One row per process: its wall time, its busy, idle and waiting threads, and thread_s, their
--- counted_s summed. off_cpu_threads, off_cpu_s: the busy threads other than the first that
--- were on a CPU under 5 % of their life, and their time: a Python thread blocked in a measured
--- frame (queue.get, a DataLoader worker's feeder) is busy by its calls, its wait in the 100 %.
+-- One row per process: its wall time, its busy, idle and waiting threads, thread_s (their
+-- counted_s summed), and its off_cpu threads and their time.
 CREATE VIEW IF NOT EXISTS process_times AS
   SELECT p.process_id AS process_id, p.pid AS pid,
          (COALESCE(p.ended_ns, p.last_flush_ns) - p.started_ns) / 1e9 AS wall_s,
@@ -50,9 +52,7 @@ CREATE VIEW IF NOT EXISTS process_times AS
          COALESCE(SUM(tt.waiting), 0) AS waiting_threads,
          COALESCE(SUM(tt.off_cpu), 0) AS off_cpu_threads,
          COALESCE(SUM(CASE WHEN tt.off_cpu THEN tt.time_s END), 0) AS off_cpu_s
-  FROM processes p
-  LEFT JOIN (SELECT *, busy AND seq > 0 AND cpu_s IS NOT NULL AND 20 * cpu_s < time_s AS off_cpu
-             FROM thread_times) tt USING (process_id)
+  FROM processes p LEFT JOIN thread_times tt USING (process_id)
   GROUP BY p.process_id;
 
 -- One row for the file: the run's total is its wall time (first process start to last process
