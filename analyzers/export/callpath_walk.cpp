@@ -46,8 +46,8 @@ CallpathWalk::CallpathWalk(const ProfileFile& file, const WalkRoutines& routines
   std::vector<std::int64_t> id, parent_id;
   std::vector<bool> root, has_parent;
   auto st = file.prepare(
-      "SELECT node_id, parent_id, routine_id, calls, incl_ns, excl_ns, depth = 0 FROM nodes "
-      "ORDER BY node_id");
+      "SELECT node_id, parent_id, routine_id, calls, incl_ns, excl_ns, depth = 0 "
+      "FROM counted_nodes ORDER BY node_id");
   while (st.step()) {
     id.push_back(st.int64(0));
     has_parent.push_back(!st.is_null(1));

@@ -1,8 +1,8 @@
 // The rows of the `callpaths` view (a path of routine ids below the thread roots, merged over
-// threads and processes), walked from the nodes in memory in the view's order (path, then
-// path_ids), for the exports that write one line a row. Reading the view itself built every
-// path's string in SQL and sorted them: 81 s and 4.7 GB on the benchmark's 1M-node, 432-deep
-// tree, whose paths are 3.4 GB of text.
+// the counted threads, counted_nodes, and processes), walked from the nodes in memory in the
+// view's order (path, then path_ids), for the exports that write one line a row. Reading the
+// view itself built every path's string in SQL and sorted them: 81 s and 4.7 GB on the
+// benchmark's 1M-node, 432-deep tree, whose paths are 3.4 GB of text.
 #pragma once
 
 #include <cstdint>

@@ -100,9 +100,9 @@ void value_type(ProtoMessage& top, int field_number, Strings& s, const char* typ
   top.message_field(field_number, m);
 }
 
-// The busy and waiting threads' nodes (idle threads' roots stay out, and a waiting thread's
-// root has no time of its own, as in hotspots), each with its routine's location id; parents
-// are found by node id once all are read.
+// The counted threads' nodes (thread_times.counted: busy or waiting; idle and off_cpu threads
+// stay out, and a waiting thread's root has no time of its own, as in hotspots), each with its
+// routine's location id; parents are found by node id once all are read.
 struct Node {
   std::int64_t node_id = 0, parent_id = 0;
   bool root = false;  // a thread root: no parent
@@ -116,7 +116,7 @@ std::vector<Node> read_nodes(const ProfileFile& file, std::map<std::int64_t, Rou
   auto st = file.prepare(
       "SELECT n.node_id, n.parent_id, n.routine_id, n.calls, "
       "CASE WHEN t.waiting AND n.parent_id IS NULL THEN 0 ELSE n.excl_ns END, n.flops "
-      "FROM nodes n JOIN thread_times t USING (thread_id) WHERE t.busy OR t.waiting");
+      "FROM nodes n JOIN thread_times t USING (thread_id) WHERE t.counted");
   while (st.step()) {
     auto [r, added] = routines.try_emplace(st.int64(2));
     // A routine the file does not name still gets a frame, so its callees keep their stack.

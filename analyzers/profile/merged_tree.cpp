@@ -1,5 +1,6 @@
-// The busy threads' call paths as one tree: a node per row of the `callpaths` view (a path of
-// routine ids below the thread roots, merged over threads and processes), with the view's sums.
+// The counted threads' call paths as one tree: a node per row of the `callpaths` view (a path
+// of routine ids below the thread roots, merged over the threads of counted_nodes and over
+// processes), with the view's sums.
 // The nodes are read once and merged in memory, children matched by routine id under each
 // merged parent, as export_folded.cpp walks them. Reading the view itself built every path's
 // string of ids in SQL and sorted on it: 73 s and 2 GB on the benchmark's 1M-node, 432-deep
@@ -67,7 +68,7 @@ Nodes read_nodes(const ProfileFile& file, const Routines& routines) {
   std::vector<bool> at_depth_0, has_parent;
   auto st = file.prepare(
       "SELECT node_id, parent_id, routine_id, depth = 0, calls, subrs, incl_ns, excl_ns, flops "
-      "FROM nodes ORDER BY node_id");
+      "FROM counted_nodes ORDER BY node_id");
   while (st.step()) {
     id.push_back(st.int64(0));
     has_parent.push_back(!st.is_null(1));
@@ -108,7 +109,7 @@ CallNode merged_root(const ProfileFile& file) {
   auto st = file.prepare(
       "SELECT COUNT(*), COALESCE(SUM(counted_s), 0), "
       "COALESCE(SUM(CASE WHEN busy THEN unmeasured_s ELSE 0 END), 0) FROM thread_times "
-      "WHERE busy OR waiting");
+      "WHERE counted");
   if (st.step()) {
     root.calls = st.int64(0);
     root.incl_ns = std::llround(st.real(1) * 1e9);

@@ -119,6 +119,23 @@ describe('every reference workload in chromium, as --html and served', { skip },
     await both(db, ALWAYS);
   });
 
+  // A thread blocked in queue.get the whole run: its calls were waits. The page says it is left
+  // out of the 100 % and offers its own tree, marked, as sonde tree does.
+  test('a Python thread off a CPU: said, and its tree apart', async () => {
+    const script = join(dir, 'blocked.py');
+    writeFileSync(script, ['import queue, threading, time', 'q = queue.Queue()', 'def consume():', '    q.get()',
+      't = threading.Thread(target=consume); t.start()', 'end = time.thread_time() + 0.3', 'x = 0',
+      'while time.thread_time() < end:', '    x += 1', 'q.put(None); t.join()', ''].join('\n'));
+    const db = join(dir, 'blocked.db');
+    run(PY, ['-m', 'sonde', '-o', db, script]);
+    await both(db, ALWAYS, async (page) => {
+      const note = await page.locator('#panel-hotspots').textContent();
+      assert.match(note, /1 off a CPU, their calls waits/);
+      const options = await page.locator('#threads option').evaluateAll((os) => os.map((o) => o.textContent));
+      assert.equal(options.filter((o) => o.includes('(off a CPU: its calls waited; in no total)')).length, 1, JSON.stringify(options));
+    });
+  });
+
   test('mlp_numpy under --sample: the sampled paths panel', async () => {
     const db = join(dir, 'sampled.db');
     run(PY, ['-m', 'sonde', '--sample', '1000', '-o', db, mlpNumpy(), '--steps', '20', '--hidden', '200']);

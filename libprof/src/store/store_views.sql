@@ -9,17 +9,23 @@
 -- (unmeasured_s), its CPU time since its registration (cpu_s, before a collection window's
 -- opening too; NULL where not read: a file before version 11, a thread that ended under a
 -- seccomp filter), and what it is:
---   idle (busy = 0, waiting = 0): no measured call at all (e.g. a BLAS worker pool);
+--   idle (busy, waiting and off_cpu 0): no measured call at all (e.g. a BLAS worker pool);
 --   waiting: a thread that waits for work most of its life: not its process's first thread,
 --     under 5 % of its life in measured calls and, where its CPU time is known, under 5 % of
 --     it on a CPU (gloo's and NCCL's threads, a library's pool: a DDP rank's gloo thread ran 6
 --     operators in 0.95 s of life, and its wait was a third of the rank's 100 %);
+--   off_cpu: a thread, not its process's first, with measured calls over most of its life
+--     but on a CPU under 5 % of it: it waited inside them (a Python thread blocked in
+--     queue.get, a DataLoader worker's queue feeder and resource sharer: a 3-epoch run's 18
+--     such threads made 4.1 s of a 7.1 s 100 % against 1.6 s of wall time, and the top rows
+--     were threading.wait and socket.accept). Its calls are waits, not work: it is left out of
+--     the 100 % and of every view or reader that sums call paths over threads, as an idle
+--     thread is; its own tree (sonde tree) shows where it waited;
 --   busy: any other thread with a measured call.
 -- counted_s is what the thread adds to the 100 % of hotspots and callpaths: a busy thread's
 -- life, a waiting thread's measured calls (its wait is no routine's cost, and its root leaves
--- every table), an idle thread's nothing. off_cpu: a busy thread, not the first, on a CPU under
--- 5 % of its life: a Python thread blocked in a measured frame (queue.get, a DataLoader
--- worker's feeder) is busy by its calls, its wait in the 100 %.
+-- every table), an idle or off_cpu thread's nothing. counted: busy or waiting, the threads
+-- whose call paths the views and readers sum over threads.
 CREATE VIEW IF NOT EXISTS thread_times AS
   WITH per AS (
     SELECT t.thread_id AS thread_id, t.process_id AS process_id, t.seq AS seq, t.tid AS tid,
@@ -30,24 +36,25 @@ CREATE VIEW IF NOT EXISTS thread_times AS
     GROUP BY t.thread_id),
   judged AS (
     SELECT *, (called AND seq > 0 AND life_ns > 0 AND 20 * (life_ns - unmeasured_ns) < life_ns
-               AND (cpu_ns IS NULL OR 20 * cpu_ns < life_ns)) AS waiting
+               AND (cpu_ns IS NULL OR 20 * cpu_ns < life_ns)) AS waiting,
+              (called AND seq > 0 AND life_ns > 0 AND cpu_ns IS NOT NULL AND 20 * cpu_ns < life_ns)
+                AS low_cpu
     FROM per)
   SELECT thread_id, process_id, seq, tid, name, life_ns / 1e9 AS time_s,
-         unmeasured_ns / 1e9 AS unmeasured_s, called AND NOT waiting AS busy,
+         unmeasured_ns / 1e9 AS unmeasured_s, called AND NOT low_cpu AND NOT waiting AS busy,
          waiting, cpu_ns / 1e9 AS cpu_s,
-         CASE WHEN waiting THEN (life_ns - unmeasured_ns) / 1e9 WHEN called THEN life_ns / 1e9
-              ELSE 0.0 END AS counted_s,
-         called AND NOT waiting AND seq > 0 AND cpu_ns IS NOT NULL AND 20 * cpu_ns < life_ns
-           AS off_cpu
+         CASE WHEN waiting THEN (life_ns - unmeasured_ns) / 1e9
+              WHEN called AND NOT low_cpu THEN life_ns / 1e9 ELSE 0.0 END AS counted_s,
+         low_cpu AND NOT waiting AS off_cpu, called AND (waiting OR NOT low_cpu) AS counted
   FROM judged;
 
 -- One row per process: its wall time, its busy, idle and waiting threads, thread_s (their
--- counted_s summed), and its off_cpu threads and their time.
+-- counted_s summed), and its off_cpu threads and their time (left out of thread_s).
 CREATE VIEW IF NOT EXISTS process_times AS
   SELECT p.process_id AS process_id, p.pid AS pid,
          (COALESCE(p.ended_ns, p.last_flush_ns) - p.started_ns) / 1e9 AS wall_s,
          COALESCE(SUM(tt.busy), 0) AS busy_threads,
-         COALESCE(SUM(1 - tt.busy - tt.waiting), 0) AS idle_threads,
+         COALESCE(SUM(1 - tt.busy - tt.waiting - tt.off_cpu), 0) AS idle_threads,
          COALESCE(SUM(tt.counted_s), 0) AS thread_s,
          COALESCE(SUM(tt.waiting), 0) AS waiting_threads,
          COALESCE(SUM(tt.off_cpu), 0) AS off_cpu_threads,
@@ -94,16 +101,15 @@ CREATE VIEW IF NOT EXISTS thread_routine_totals AS
 
 -- thread_routine_totals as the 100 % (run_totals.thread_s) counts it: a busy thread whole, a
 -- waiting thread's root without its own time (its wait; its inclusive time is its calls'), an
--- idle thread's root not at all. Every counted nanosecond is one row's exclusive time.
+-- idle or off_cpu thread not at all. Every counted nanosecond is one row's exclusive time.
 CREATE VIEW IF NOT EXISTS counted_routine_totals AS
-  WITH roots AS (SELECT thread_id, waiting FROM thread_times WHERE busy OR waiting)
+  WITH counted AS (SELECT thread_id, waiting FROM thread_times WHERE counted)
   SELECT s.thread_id AS thread_id, s.routine_id AS routine_id, s.root AS root, s.calls AS calls,
          s.subrs AS subrs,
          CASE WHEN s.root AND r.waiting THEN s.incl_ns - s.excl_ns ELSE s.incl_ns END AS incl_ns,
          CASE WHEN s.root AND r.waiting THEN 0 ELSE s.excl_ns END AS excl_ns, s.flops AS flops,
          s.bytes AS bytes
-  FROM thread_routine_totals s LEFT JOIN roots r ON s.root AND r.thread_id = s.thread_id
-  WHERE NOT s.root OR r.thread_id IS NOT NULL;
+  FROM thread_routine_totals s JOIN counted r USING (thread_id);
 
 -- One row per routine (routine_id: kind, library or file, line and name; two routines of one
 -- display name are two rows), over the counted threads (counted_routine_totals). incl_s leaves
@@ -124,8 +130,18 @@ CREATE VIEW IF NOT EXISTS hotspots AS
          r.routine_id AS routine_id
   FROM per JOIN routines r USING (routine_id), total;
 
+-- The nodes of every thread but the off_cpu ones (the counted threads', and an idle thread's
+-- root, below which there is nothing): what every sum of call paths over threads reads
+-- (callpaths, routine_edges, and sonde's readers of nodes that merge threads), so that none
+-- holds the waits of an off_cpu thread the 100 % leaves out. (Where no thread is off a CPU, no
+-- row is tested: a 1M-node scan took twice as long with each row's thread looked up.)
+CREATE VIEW IF NOT EXISTS counted_nodes AS
+  SELECT * FROM nodes
+  WHERE NOT EXISTS (SELECT 1 FROM thread_times WHERE off_cpu)
+     OR thread_id NOT IN (SELECT thread_id FROM thread_times WHERE off_cpu);
+
 -- One row per caller and callee routine: the callee's nodes under a node of the caller, summed
--- (a thread's top-level calls have its root, <thread>, as caller). primitive_calls and incl_s
+-- over the counted threads (a thread's top-level calls have its root, <thread>, as caller). primitive_calls and incl_s
 -- are over the callee's nodes that are not recursive (cProfile's primitive calls and cumulative
 -- time); a node's own figures are its routine's under that caller.
 CREATE VIEW IF NOT EXISTS routine_edges AS
@@ -133,7 +149,7 @@ CREATE VIEW IF NOT EXISTS routine_edges AS
          SUM(CASE WHEN c.recursive = 0 THEN c.calls ELSE 0 END) AS primitive_calls,
          SUM(CASE WHEN c.recursive = 0 THEN c.incl_ns ELSE 0 END) / 1e9 AS incl_s,
          SUM(c.excl_ns) / 1e9 AS excl_s
-  FROM nodes c JOIN nodes p ON p.node_id = c.parent_id
+  FROM counted_nodes c JOIN nodes p ON p.node_id = c.parent_id
   GROUP BY p.routine_id, c.routine_id;
 
 -- Every node's call path below its thread root: path joins the frames' names by ';' (what
@@ -175,14 +191,15 @@ CREATE VIEW IF NOT EXISTS gpu_work AS
               ELSE g.kind END AS work
   FROM gpu_activity g JOIN gpu_activity_ns t USING (activity_id);
 
--- One row per call path of routines (path_ids), merged over threads and processes; routine_id
+-- One row per call path of routines (path_ids), merged over the counted threads (counted_nodes)
+-- and processes; routine_id
 -- is the path's last frame, gpu_s the device time launched from that frame itself.
 CREATE VIEW IF NOT EXISTS callpaths AS
   SELECT p.path AS path, SUM(n.calls) AS calls, SUM(n.incl_ns) / 1e9 AS incl_s,
          SUM(n.excl_ns) / 1e9 AS excl_s, SUM(n.subrs) AS subrs, SUM(n.flops) AS flops,
          COALESCE(SUM(g.gpu_ns), 0) / 1e9 AS gpu_s, n.routine_id AS routine_id,
          p.path_ids AS path_ids
-  FROM node_paths p JOIN nodes n USING (node_id)
+  FROM node_paths p JOIN counted_nodes n USING (node_id)
        LEFT JOIN (SELECT node_id, SUM(ns) AS gpu_ns FROM gpu_activity_ns
                   WHERE node_id IS NOT NULL GROUP BY node_id) g USING (node_id)
   GROUP BY p.path_ids;

@@ -76,6 +76,31 @@ INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls,
   test::exec_sql(path, sql);
 }
 
+// The modules fixture and a third thread whose measured calls were waits: thread 2 (seq 2) of
+// 3.5 s, all of it in queue.get -> threading wait, on a CPU 10 ms of it (a DataLoader's queue
+// feeder). It calls cblas_sgemm (openblas) too, a routine the main thread calls, so a reader
+// that merges its nodes in shows in a row the counted threads have.
+//   thread 3 "feeder" (3.5 s, CPU 0.01 s): <thread> excl 0.001
+//     queue.py:154(get) 3.499, excl 0.001
+//       threading.py:288(wait) 3.3, excl 3.3
+//       cblas_sgemm (openblas) 0.198
+void write_off_cpu_fixture(const std::filesystem::path& path) {
+  write_modules_fixture(path);
+  test::exec_sql(path, R"sql(
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns, cpu_ns) VALUES
+  (3, 1, 2, 502, 'feeder', 1000100000000, 1000100000000 + 3500000000, 10000000);
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (8, 'queue.py:154(get)', 'python', '', '/usr/lib/python3.11/queue.py', 154),
+  (9, 'threading.py:288(wait)', 'python', '', '/usr/lib/python3.11/threading.py', 288);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns) VALUES
+  (9,  3, NULL, 1, 0, 0, 1, 1, 3500000000,    1000000),
+  (10, 3, 9,    8, 1, 0, 1, 2, 3499000000,    1000000),
+  (11, 3, 10,   9, 2, 0, 1, 0, 3300000000, 3300000000),
+  (12, 3, 10,   6, 2, 0, 1, 0,  198000000,  198000000);
+)sql");
+}
+
 class OneTruthTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -83,9 +108,11 @@ class OneTruthTest : public ::testing::Test {
     modules_ = (dir_.path / "modules.db").string();
     test::write_fixture(fixture_);
     write_modules_fixture(modules_);
+    off_cpu_ = (dir_.path / "off_cpu.db").string();
+    write_off_cpu_fixture(off_cpu_);
   }
   test::TempDir dir_;
-  std::string fixture_, modules_;
+  std::string fixture_, modules_, off_cpu_;
 };
 
 // Runs `sonde ARGS` and parses its JSON output.
@@ -162,6 +189,97 @@ TEST_F(OneTruthTest, RoutinesOfOneNameStayApartAndNoRowPassesItsDenominator) {
   EXPECT_EQ(merged.children[0].children.size(), 2u);  // numpy/__init__ and mkl's sgemm
 }
 
+// A thread whose calls were waits is in no sum over threads: every view and reader that merges
+// threads reads the modules fixture's figures, as though the feeder were not there; its own
+// tree is still shown, said to be left out.
+TEST_F(OneTruthTest, AThreadOffACpuIsInNoSumOverThreads) {
+  ProfileFile file = ProfileFile::open(off_cpu_);
+  auto ints = [&](const std::string& sql) {
+    auto st = file.prepare(sql);
+    std::vector<std::int64_t> row;
+    if (st.step())
+      for (int i = 0; i < st.column_count(); ++i) row.push_back(st.int64(i));
+    return row;
+  };
+  EXPECT_EQ(ints("SELECT busy, waiting, off_cpu, counted, counted_s = 0 FROM thread_times "
+                 "WHERE thread_id = 3"),
+            (std::vector<std::int64_t>{0, 0, 1, 0, 1}));
+  EXPECT_EQ(ints("SELECT busy_threads, idle_threads, waiting_threads, off_cpu_threads, "
+                 "thread_s * 1e9, off_cpu_s * 1e9 FROM run_totals"),
+            (std::vector<std::int64_t>{1, 1, 0, 1, 4'000'000'000, 3'500'000'000}));
+  Hotspots h = compute_hotspots(file);
+  EXPECT_EQ(h.total_ns, 4'000'000'000);
+  EXPECT_EQ(h.off_cpu_threads, 1);
+  double excl_pct = 0;
+  for (const HotspotRow& r : h.rows) {
+    EXPECT_NE(r.file, "/usr/lib/python3.11/queue.py");
+    EXPECT_NE(r.file, "/usr/lib/python3.11/threading.py");
+    if (r.name == "cblas_sgemm" && r.library == "libopenblas.so.0") {
+      EXPECT_EQ(r.calls, 3);  // the main thread's alone
+      EXPECT_EQ(r.incl_ns, 500'000'000);
+    }
+    excl_pct += r.excl_pct;
+  }
+  EXPECT_NEAR(excl_pct, 100.0, 1e-9);
+  // The views over nodes, and every reader of them, as the modules fixture reads.
+  ProfileFile modules = ProfileFile::open(modules_);
+  for (const char* sql :
+       {"SELECT path_ids, calls, incl_s, excl_s FROM callpaths ORDER BY path_ids",
+        "SELECT caller_id, routine_id, calls, incl_s FROM routine_edges ORDER BY 1, 2",
+        "SELECT routine_id, calls, incl_s, excl_s FROM hotspots ORDER BY routine_id",
+        "SELECT rank, routine_id, calls, incl_s FROM rank_hotspots ORDER BY routine_id"}) {
+    auto a = file.prepare(sql), b = modules.prepare(sql);
+    int rows = 0;
+    while (true) {
+      bool more = a.step();
+      ASSERT_EQ(more, b.step()) << sql;
+      if (!more) break;
+      ++rows;
+      for (int i = 0; i < 4; ++i) EXPECT_EQ(a.text(i), b.text(i)) << sql;
+    }
+    EXPECT_GT(rows, 0) << sql;
+  }
+  for (const char* format : {"folded", "csv", "callgrind"}) {
+    test::CliResult with = test::run_sonde("export '" + off_cpu_ + "' --format " + format);
+    test::CliResult without = test::run_sonde("export '" + modules_ + "' --format " + format);
+    ASSERT_EQ(with.exit_code, 0) << with.err;
+    EXPECT_EQ(with.out.find("queue.py"), std::string::npos) << format << "\n" << with.out;
+    if (std::string(format) != "callgrind") EXPECT_EQ(with.out, without.out) << format;
+  }
+  EXPECT_EQ(load_merged_tree(file).incl_ns, 4'000'000'000);
+  test::CliResult callers =
+      test::run_sonde("tree '" + off_cpu_ + "' --callers 'queue.py:154(get)'");
+  EXPECT_EQ(callers.exit_code, 2) << callers.out;
+
+  // Its own tree is shown, after the counted threads', with what it is.
+  Json each = cli_json("tree '" + off_cpu_ + "' --min-pct 0");
+  ASSERT_EQ(each["trees"].size(), 2u);
+  EXPECT_EQ(each["trees"][1]["tid"], 502);
+  EXPECT_EQ(each["trees"][1]["off_cpu"], true);
+  EXPECT_EQ(each["trees"][1]["tree"]["children"][0]["name"], "queue.py:154(get)");
+  ASSERT_EQ(each["off_cpu_threads"].size(), 1u);
+  EXPECT_DOUBLE_EQ(each["off_cpu_threads"][0]["cpu_s"].get<double>(), 0.01);
+  test::CliResult text = test::run_sonde("tree '" + off_cpu_ + "' --min-pct 0");
+  EXPECT_NE(text.out.find("process 500, thread 2 (tid 502) \"feeder\": 3.500 s = 100 % (this "
+                          "thread's time; on a CPU 10.0 ms of it: its calls waited, the run's "
+                          "total leaves it out)"),
+            std::string::npos)
+      << text.out;
+  test::CliResult merged = test::run_sonde("tree '" + off_cpu_ + "' --threads merge");
+  EXPECT_NE(merged.out.find("1 thread merged: 4.000 s = 100 %"), std::string::npos) << merged.out;
+  EXPECT_NE(merged.out.find("on a CPU under 5 % of it: waits, in no percentage; --threads each "
+                            "shows their trees): thread 2 (pid 500, tid 502)"),
+            std::string::npos)
+      << merged.out;
+  test::CliResult report = test::run_sonde("report '" + off_cpu_ + "'");
+  EXPECT_NE(report.out.find("threads: 1 (+1 off a CPU) (+1 idle)"), std::string::npos)
+      << report.out;
+  EXPECT_NE(report.out.find("left out: 1 thread on a CPU under 5 % of its life, 3.500 s of "
+                            "waits in measured calls"),
+            std::string::npos)
+      << report.out;
+}
+
 TEST_F(OneTruthTest, ShapesOfTwoRoutinesOfOneNameStayApart) {
   ProfileFile file = ProfileFile::open(modules_);
   std::vector<ShapeRow> rows = compute_shapes(file);
@@ -199,7 +317,7 @@ TEST_F(OneTruthTest, DiffOfAFileWithItselfIsOneAndMatchesByIdentity) {
 // ---- each consumer against its view ---------------------------------------------------------
 
 TEST_F(OneTruthTest, ReportPrintsTheHotspotsView) {
-  for (const std::string& db : {fixture_, modules_}) {
+  for (const std::string& db : {fixture_, modules_, off_cpu_}) {
     ProfileFile file = ProfileFile::open(db);
     Json j = cli_json("report '" + db + "' --top 0");
     std::map<std::tuple<std::string, std::string, std::string, std::int64_t>,
@@ -243,7 +361,7 @@ void collect_tree(const Json& node, const std::string& path,
 }
 
 TEST_F(OneTruthTest, MergedTreeAndFoldedExportPrintTheCallpathsView) {
-  for (const std::string& db : {fixture_, modules_}) {
+  for (const std::string& db : {fixture_, modules_, off_cpu_}) {
     ProfileFile file = ProfileFile::open(db);
     std::multiset<std::tuple<std::string, std::int64_t, long, long>> view, tree;
     std::ostringstream folded_view;
