@@ -884,6 +884,25 @@ def soft_descriptor_limit(n):
     return apply
 
 
+def descriptor_limit(n):
+    """preexec_fn: RLIMIT_NOFILE's soft and hard limits both `n`, as `ulimit -n` sets them (and
+    a container's nofile): no headroom can be raised."""
+    def apply():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+    return apply
+
+
+@pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
+def test_program_holding_every_descriptor_to_its_hard_limit_keeps_its_profile(tmp_path, launch):
+    """ulimit -n 64 (hard = soft): a program holding every descriptor to its exit still gets its
+    profile, from sonde's spare descriptors"""
+    # Lost before: no headroom within the hard limit, "the profile could not be written".
+    r, db = under_a_limit(tmp_path, AT_THE_DESCRIPTOR_LIMIT, descriptor_limit(64), launch,
+                          "held True\n")
+    assert not any("failed" in l or "could not" in l for l in said(r.err)), r.err
+    assert query(db, "SELECT calls FROM hotspots WHERE routine LIKE '%(work)'") == [(3,)]
+
+
 @pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
 def test_program_holding_every_descriptor_keeps_its_profile(tmp_path, launch):
     """ulimit -Sn 64: a program holding every descriptor to its exit still gets its profile"""

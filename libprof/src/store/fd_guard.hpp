@@ -51,4 +51,26 @@ class DescriptorHeadroom {
   bool raised_ = false;
 };
 
+// Where the hard limit is the soft one (`ulimit -n 64` sets both; a container's nofile), no
+// headroom can be raised: sonde keeps kSpareDescriptors descriptors of its own (memfds, each its
+// own inode, at the top of the limit) that a flush finding none free lends to SQLite (the
+// database and its journal), taken again after. Idempotent: takes what is missing (one the host
+// closed; a fork child keeps its copies); nothing where the soft limit is below the hard one.
+inline constexpr int kSpareDescriptors = 3;
+void keep_spare_descriptors();
+
+// The spares closed while it lives (those still sonde's: one the host closed and opened again
+// is the host's, left alone), kept again after. `lent()` false where none were held.
+class SpareDescriptorsLent {
+ public:
+  SpareDescriptorsLent();
+  ~SpareDescriptorsLent();
+  SpareDescriptorsLent(const SpareDescriptorsLent&) = delete;
+  SpareDescriptorsLent& operator=(const SpareDescriptorsLent&) = delete;
+  bool lent() const { return lent_ > 0; }
+
+ private:
+  int lent_ = 0;
+};
+
 }  // namespace sonde

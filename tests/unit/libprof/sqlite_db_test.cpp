@@ -4,7 +4,9 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -12,6 +14,7 @@
 #include <cstdio>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "store/fd_guard.hpp"
 #include "temp_dir.hpp"
@@ -167,6 +170,54 @@ TEST(FdGuard, AFileThatIsNoLongerSondesIsNeitherWrittenNorClosed) {
   ASSERT_EQ(::fstat(ours, &st), 0);
   EXPECT_EQ(st.st_size, 4) << "the host's file was written";
   ::close(ours);
+}
+
+// The spare descriptors kept where the hard limit is the soft one: at the top of the limit,
+// lent (closed) for a flush, kept again after; one the host closed and opened again at that
+// number is the host's, never closed. In a fork child: the limit is lowered for good.
+TEST(FdGuard, SpareDescriptorsAtTheTopAreLentAndNeverTheHosts) {
+  test::TempDir dir;
+  std::string host_path = dir.file("host.txt");
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto spares = [] {
+      std::vector<int> fds;
+      for (int fd = 0; fd < 128; ++fd) {
+        char link[64], target[256];
+        std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = ::readlink(link, target, sizeof target - 1);
+        if (n > 0 && std::string(target, size_t(n)).find("sonde-spare") != std::string::npos)
+          fds.push_back(fd);
+      }
+      return fds;
+    };
+    rlimit lim{128, 128};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(10);
+    keep_spare_descriptors();
+    if (spares() != std::vector<int>{125, 126, 127}) ::_exit(11);
+    keep_spare_descriptors();  // idempotent
+    if (spares() != std::vector<int>{125, 126, 127}) ::_exit(12);
+    // The host's closerange, then a file of its own at 126.
+    int host = ::open(host_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    if (host < 0 || ::dup2(host, 126) != 126) ::_exit(13);
+    ::close(host);
+    {
+      SpareDescriptorsLent lent;
+      if (!lent.lent() || !spares().empty()) ::_exit(14);
+      if (fcntl(126, F_GETFD) < 0) ::_exit(15);  // the host's: not closed
+    }
+    if (fcntl(126, F_GETFD) < 0) ::_exit(16);
+    // Kept again beside the host's file, at the top only: two.
+    if (spares() != std::vector<int>{125, 127}) ::_exit(17);
+    ::_exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11/12: not at the top, 13: dup2, "
+                                       "14: not lent, 15/16: the host's file closed, 17: not "
+                                       "kept again";
 }
 
 }  // namespace
