@@ -100,9 +100,10 @@ void value_type(ProtoMessage& top, int field_number, Strings& s, const char* typ
   top.message_field(field_number, m);
 }
 
-// The counted threads' nodes (thread_times.counted: busy or waiting; idle and off_cpu threads
-// stay out, and a waiting thread's root has no time of its own, as in hotspots), each with its
-// routine's location id; parents are found by node id once all are read.
+// The counted threads' nodes as counted_nodes has them (busy or waiting threads, without the
+// nodes inside waits for work; idle threads stay out, and a waiting thread's root has no time of
+// its own, as in hotspots), each with its routine's location id; parents are found by node id
+// once all are read.
 struct Node {
   std::int64_t node_id = 0, parent_id = 0;
   bool root = false;  // a thread root: no parent
@@ -116,7 +117,7 @@ std::vector<Node> read_nodes(const ProfileFile& file, std::map<std::int64_t, Rou
   auto st = file.prepare(
       "SELECT n.node_id, n.parent_id, n.routine_id, n.calls, "
       "CASE WHEN t.waiting AND n.parent_id IS NULL THEN 0 ELSE n.excl_ns END, n.flops "
-      "FROM nodes n JOIN thread_times t USING (thread_id) WHERE t.counted");
+      "FROM counted_nodes n JOIN thread_times t USING (thread_id) WHERE t.counted");
   while (st.step()) {
     auto [r, added] = routines.try_emplace(st.int64(2));
     // A routine the file does not name still gets a frame, so its callees keep their stack.

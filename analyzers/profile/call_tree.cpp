@@ -126,8 +126,7 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
   std::vector<ThreadTree> trees;
   auto st = file.prepare(
       "SELECT t.thread_id, p.pid, p.command, t.seq, t.tid, COALESCE(t.name, ''), "
-      "       t.ended_ns - t.started_ns, COALESCE(tt.waiting, 0), COALESCE(tt.off_cpu, 0), "
-      "       tt.cpu_s "
+      "       t.ended_ns - t.started_ns, COALESCE(tt.waiting, 0), COALESCE(tt.waited_s, 0) "
       "FROM threads t JOIN processes p USING (process_id) "
       "LEFT JOIN thread_times tt USING (thread_id) "
       "ORDER BY p.started_ns, p.process_id, t.seq");
@@ -142,8 +141,7 @@ std::vector<ThreadTree> load_thread_list(const ProfileFile& file) {
     t.thread_name = st.text(5);
     t.wall_ns = st.is_null(6) ? -1 : st.int64(6);
     t.waiting = st.int64(7) != 0;
-    t.off_cpu = st.int64(8) != 0;
-    if (!st.is_null(9)) t.cpu_ns = std::llround(st.real(9) * 1e9);
+    t.waited_ns = std::llround(st.real(8) * 1e9);
     t.earlier_on_track = on_track[{t.pid, t.tid}]++;
     trees.push_back(std::move(t));
   }
@@ -357,8 +355,6 @@ Forest load_forest(const ProfileFile& file, bool merge_threads) {
   for (ThreadTree& t : load_thread_trees(file)) {
     if (t.root.children.empty())
       f.idle.push_back(std::move(t));
-    else if (t.off_cpu)
-      f.off_cpu.push_back(std::move(t));
     else if (!merge_threads)
       f.busy.push_back(std::move(t));
   }
@@ -460,7 +456,7 @@ Forest load_forest_above(const ProfileFile& file, double min_pct, std::optional<
     ThreadTree& t = trees[i];
     if (t.wall_ns < 0) t.wall_ns = t.root.incl_ns;
     bool idle = t.root.children.empty() && t.root.rare.get().unloaded.count == 0;
-    (idle ? f.idle : t.off_cpu ? f.off_cpu : f.busy).push_back(std::move(t));
+    (idle ? f.idle : f.busy).push_back(std::move(t));
   }
   return f;
 }

@@ -116,22 +116,18 @@ struct ThreadTree {
   std::int64_t earlier_on_track = 0;
   std::int64_t wall_ns = 0;  // thread end - start; the root's inclusive time while it runs
   bool waiting = false;      // waits for work most of its life (thread_times): its calls count
-  // On a CPU under 5 % of a life in measured calls (thread_times.off_cpu): its calls were
-  // waits, in no sum over threads.
-  bool off_cpu = false;
-  std::int64_t cpu_ns = -1;  // its CPU time (thread_times.cpu_s); -1 where not read
+  // Its waits for work (thread_times.waited_s: the view waits), in no sum over threads.
+  std::int64_t waited_ns = 0;
   CallNode root;
 };
 
 // One tree per thread that has a root node, ordered by process and thread sequence.
 std::vector<ThreadTree> load_thread_trees(const ProfileFile& file);
 
-// What `sonde tree` shows: the counted threads' trees (busy or waiting; or, merged, one tree of
-// the `callpaths` view's paths), and apart the off_cpu threads (their own trees, in no sum
-// over threads) and the idle ones (no measured call: in no percentage).
+// What `sonde tree` shows: the busy threads' trees (or, merged, one tree of the `callpaths`
+// view's paths), and the idle threads apart (no measured call: in no percentage).
 struct Forest {
-  std::vector<ThreadTree> busy;     // empty when merged
-  std::vector<ThreadTree> off_cpu;  // each with its tree, merged or not
+  std::vector<ThreadTree> busy;  // empty when merged
   std::vector<ThreadTree> idle;
   bool merged = false;
   CallNode merged_root;  // when merged: <thread> over the busy threads, load_merged_tree's

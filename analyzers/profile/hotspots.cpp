@@ -33,7 +33,7 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
   {
     auto st = file.prepare(
         "SELECT wall_s, thread_s, busy_threads, idle_threads, waiting_threads, off_cpu_threads, "
-        "off_cpu_s FROM run_totals");
+        "off_cpu_s, waited_s FROM run_totals");
     if (st.step()) {
       h.wall_ns = st.is_null(0) ? 0 : to_ns(st.real(0));
       h.total_ns = to_ns(st.real(1));
@@ -42,6 +42,7 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
       h.waiting_threads = st.int64(4);
       h.off_cpu_threads = st.int64(5);
       h.off_cpu_ns = to_ns(st.real(6));
+      h.waited_ns = to_ns(st.real(7));
     }
   }
   std::string_view order = sort == ReportSort::kInclusive ? "incl_s DESC, "

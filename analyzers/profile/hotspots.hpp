@@ -53,10 +53,12 @@ struct Hotspots {
   std::int64_t idle_threads = 0;  // registered without a measured call: in no denominator
   // Waiting for work most of their life (thread_times.waiting): their calls alone counted.
   std::int64_t waiting_threads = 0;
-  // Threads (not the first) with measured calls most of their life, on a CPU under 5 % of it,
-  // and their time, left out of total_ns: waits in measured calls (run_totals.off_cpu_threads,
-  // off_cpu_s).
+  // Busy threads (not the first) on a CPU under 5 % of their counted time, and that time in
+  // total_ns: waits sonde cannot name (run_totals.off_cpu_threads, off_cpu_s).
   std::int64_t off_cpu_threads = 0, off_cpu_ns = 0;
+  // The waits for work of threads other than the first, left out of total_ns (the view waits:
+  // run_totals.waited_s).
+  std::int64_t waited_ns = 0;
   std::vector<HotspotRow> rows;  // sorted, all of them
 };
 

@@ -35,14 +35,12 @@ RunSummary load_run_summary(const ProfileFile& file) {
   {
     // Threads without a measured call are counted apart: they are in no denominator.
     auto st = file.prepare(
-        "SELECT processes, busy_threads, idle_threads, wall_s, waiting_threads, off_cpu_threads "
-        "FROM run_totals");
+        "SELECT processes, busy_threads, idle_threads, wall_s, waiting_threads FROM run_totals");
     if (st.step()) {
       s.processes = st.int64(0);
       s.threads = st.int64(1);
       s.idle_threads = st.int64(2);
       s.waiting_threads = st.int64(4);
-      s.off_cpu_threads = st.int64(5);
       if (!st.is_null(3) && st.real(3) >= 0) s.wall_s = st.real(3);
     }
   }
@@ -237,7 +235,6 @@ std::string render_run_header(const RunSummary& s) {
   out += fmt::format("host:      {}\n", machine);
   out += fmt::format("processes: {}, threads: {}", s.processes, s.threads);
   if (s.waiting_threads > 0) out += fmt::format(" (+{} waiting for work)", s.waiting_threads);
-  if (s.off_cpu_threads > 0) out += fmt::format(" (+{} off a CPU)", s.off_cpu_threads);
   if (s.idle_threads > 0) out += fmt::format(" (+{} idle)", s.idle_threads);
   if (s.runs > 1) out += fmt::format(", runs: {}", s.runs);
   if (s.wall_s) out += fmt::format(", wall time: {:.3f} s", *s.wall_s);
@@ -283,7 +280,6 @@ Json run_summary_to_json(const RunSummary& s) {
               {"threads", s.threads},
               {"idle_threads", s.idle_threads},
               {"waiting_threads", s.waiting_threads},
-              {"off_cpu_threads", s.off_cpu_threads},
               {"wall_s", opt(s.wall_s)},
               {"blas_library", opt(s.blas_library)},
               {"blas_threads", opt(s.blas_threads)},

@@ -29,7 +29,6 @@ struct RunSummary {
   std::int64_t threads = 0;          // busy (thread_times): the 100 % is theirs
   std::int64_t idle_threads = 0;     // registered, no measured call (run_totals)
   std::int64_t waiting_threads = 0;  // waiting for work most of their life (run_totals)
-  std::int64_t off_cpu_threads = 0;  // measured calls that were waits: in no 100 % (run_totals)
   std::optional<double> wall_s;      // the run's total: first process start to last end (or flush)
   std::optional<std::string> blas_library;
   std::optional<std::string> blas_threads;

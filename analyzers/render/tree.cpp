@@ -260,59 +260,41 @@ void table_rows(const std::function<void(std::vector<Cell>&&)>& put, const CallN
 std::string thread_header(const ThreadTree& t) {
   std::string name = t.thread_name.empty() ? "" : fmt::format(" \"{}\"", visible(t.thread_name));
   std::string kind;
-  if (t.waiting)
-    kind = "; it waits for work most of it: the run's total counts its calls alone";
-  else if (t.off_cpu)
-    kind =
-        fmt::format("; on a CPU {:.1f} ms of it: its calls waited, the run's total leaves it out",
-                    static_cast<double>(t.cpu_ns) / 1e6);
+  if (t.waiting) kind = "; it waits for work most of it: the run's total counts its calls alone";
+  if (t.waited_ns > 0)
+    kind += fmt::format(
+        "; {:.3f} s of it waits for work (threading, selectors, socket): not in "
+        "the run's total",
+        seconds(t.waited_ns));
   return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time{})\n",
                      t.pid, t.seq, t.tid, name, seconds(t.root.incl_ns), kind);
 }
 
-std::string threads_list(const std::vector<ThreadTree>& threads) {
+std::string idle_line(const Forest& f) {
+  if (f.idle.empty()) return "";
   std::string list;
-  for (const ThreadTree& t : threads)
+  for (const ThreadTree& t : f.idle)
     list +=
         fmt::format("{}thread {} (pid {}, tid {})", list.empty() ? "" : ", ", t.seq, t.pid, t.tid);
-  return list;
+  return fmt::format("idle threads (no measured call; in no percentage): {}\n", list);
 }
 
-// The threads no percentage holds: idle ones, and merged, the off_cpu ones (each with its tree
-// in `--threads each`).
-std::string left_out_lines(const Forest& f) {
-  std::string out;
-  if (f.merged && !f.off_cpu.empty())
-    out += fmt::format(
-        "threads off a CPU (measured calls most of their life, on a CPU under 5 % of it: waits, "
-        "in no percentage; --threads each shows their trees): {}\n",
-        threads_list(f.off_cpu));
-  if (!f.idle.empty())
-    out += fmt::format("idle threads (no measured call; in no percentage): {}\n",
-                       threads_list(f.idle));
-  return out;
-}
-
-Json threads_json(const std::vector<ThreadTree>& threads) {
-  Json list = Json::array();
-  for (const ThreadTree& t : threads) {
-    Json one{{"pid", t.pid},
-             {"seq", t.seq},
-             {"tid", t.tid},
-             {"name", t.thread_name},
-             {"wall_s", seconds(t.wall_ns)}};
-    if (t.off_cpu) one["cpu_s"] = seconds(t.cpu_ns);
-    list.push_back(std::move(one));
-  }
-  return list;
+Json idle_json(const Forest& f) {
+  Json idle = Json::array();
+  for (const ThreadTree& t : f.idle)
+    idle.push_back(Json{{"pid", t.pid},
+                        {"seq", t.seq},
+                        {"tid", t.tid},
+                        {"name", t.thread_name},
+                        {"wall_s", seconds(t.wall_ns)}});
+  return idle;
 }
 
 GpuColumns merged_columns(const CallNode& merged) {
   return {merged.gpu_ns > 0, merged.graph_ns > 0};
 }
 GpuColumns forest_columns(const Forest& f) {
-  return {has_gpu_time(f.busy) || has_gpu_time(f.off_cpu),
-          has_graph_time(f.busy) || has_graph_time(f.off_cpu)};
+  return {has_gpu_time(f.busy), has_graph_time(f.busy)};
 }
 
 // tree_table's columns: one layout for every tree's CSV.
@@ -359,27 +341,25 @@ std::string render_tree_text(const Forest& f, const TreeOptions& o) {
     out += columns_line(gpu);
     text_tree(out, merged, merged.incl_ns, o, gpu);
     if (gpu.graph) out += kGraphLegend;
-    std::string left_out = left_out_lines(f);
-    return left_out.empty() ? out : out + "\n" + left_out;
+    std::string idle = idle_line(f);
+    return idle.empty() ? out : out + "\n" + idle;
   }
   GpuColumns gpu = forest_columns(f);
   std::string_view columns = columns_line(gpu);
-  for (const auto* threads : {&f.busy, &f.off_cpu}) {
-    for (const ThreadTree& t : *threads) {
-      CallNode root = t.root;
-      sort_by_inclusive(root);
-      if (!out.empty()) out += "\n";
-      out += thread_header(t);
-      out += columns;
-      text_tree(out, root, root.incl_ns, o, gpu);
-    }
+  for (const ThreadTree& t : f.busy) {
+    CallNode root = t.root;
+    sort_by_inclusive(root);
+    if (!out.empty()) out += "\n";
+    out += thread_header(t);
+    out += columns;
+    text_tree(out, root, root.incl_ns, o, gpu);
   }
   if (out.empty())
     out = "no thread called a measured routine\n";
   else if (gpu.graph)
     out += kGraphLegend;
-  std::string left_out = left_out_lines(f);
-  return left_out.empty() ? out : out + "\n" + left_out;
+  std::string idle = idle_line(f);
+  return idle.empty() ? out : out + "\n" + idle;
 }
 
 static void tree_rows(const Forest& f, const TreeOptions& o,
@@ -397,12 +377,10 @@ static void tree_rows(const Forest& f, const TreeOptions& o,
     return;
   }
   GpuColumns gpu = forest_columns(f);
-  for (const auto* threads : {&f.busy, &f.off_cpu}) {
-    for (const ThreadTree& tree : *threads) {
-      CallNode root = tree.root;
-      sort_by_inclusive(root);
-      table_rows(put, root, root.incl_ns, o, tree.pid, tree.seq, gpu);
-    }
+  for (const ThreadTree& tree : f.busy) {
+    CallNode root = tree.root;
+    sort_by_inclusive(root);
+    table_rows(put, root, root.incl_ns, o, tree.pid, tree.seq, gpu);
   }
 }
 
@@ -437,29 +415,24 @@ std::string render_tree_json_text(const Forest& f, const TreeOptions& o) {
     open_object(out, head);
     member(out, "trees");
     out += '[';
-    bool first = true;
-    for (const auto* threads : {&f.busy, &f.off_cpu}) {
-      for (const ThreadTree& t : *threads) {
-        if (!first) out += ',';
-        first = false;
-        open_object(out, Json{{"pid", t.pid},
-                              {"seq", t.seq},
-                              {"tid", t.tid},
-                              {"name", t.thread_name},
-                              {"wall_s", seconds(t.wall_ns)},
-                              {"waiting", t.waiting},
-                              {"off_cpu", t.off_cpu}});
-        member(out, "tree");
-        write_node(out, t.root, t.root.incl_ns, 0, o, gpu, nullptr);
-        out += '}';
-      }
+    for (std::size_t i = 0; i < f.busy.size(); ++i) {
+      const ThreadTree& t = f.busy[i];
+      if (i > 0) out += ',';
+      open_object(out, Json{{"pid", t.pid},
+                            {"seq", t.seq},
+                            {"tid", t.tid},
+                            {"name", t.thread_name},
+                            {"wall_s", seconds(t.wall_ns)},
+                            {"waiting", t.waiting},
+                            {"waited_s", seconds(t.waited_ns)}});
+      member(out, "tree");
+      write_node(out, t.root, t.root.incl_ns, 0, o, gpu, nullptr);
+      out += '}';
     }
     out += ']';
   }
-  member(out, "off_cpu_threads");
-  out += dump_json(threads_json(f.off_cpu), -1);
   member(out, "idle_threads");
-  out += dump_json(threads_json(f.idle), -1);
+  out += dump_json(idle_json(f), -1);
   out += '}';
   return out;
 }

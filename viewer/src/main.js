@@ -54,7 +54,7 @@ function runPanel(p) {
   const r = p.run.run;
   const facts = [
     ['file', p.path], ['command', r.command], ['host', r.host], ['CPU', r.cpu_model], ['cores', r.cores],
-    ['mode', r.mode], ['processes', r.processes], ['busy threads', r.threads], ['waiting threads', r.waiting_threads ?? 0], ['threads off a CPU', r.off_cpu_threads ?? 0], ['idle threads', r.idle_threads],
+    ['mode', r.mode], ['processes', r.processes], ['busy threads', r.threads], ['waiting threads', r.waiting_threads ?? 0], ['idle threads', r.idle_threads],
     ['wall time s', r.wall_s], ['BLAS', r.blas_library], ['BLAS threads', r.blas_threads],
     ['FTZ / DAZ', `${r.fpu_ftz ?? '–'} / ${r.fpu_daz ?? '–'}`],
   ];
@@ -73,8 +73,8 @@ function hotspotPanel(p) {
   const { section, body } = panel('hotspots', 'Hot spots',
     `%Time is of the busy threads' time: ${fmtNum(rep.total_s)} s = 100 % (${rep.busy_threads} busy thread(s); ` +
     (rep.waiting_threads ? `${rep.waiting_threads} waiting for work, by their calls alone; ` : '') +
-    (rep.off_cpu_threads ? `${rep.off_cpu_threads} off a CPU, their calls waits (${fmtNum(rep.off_cpu_s)} s), and ` : '') +
-    `${rep.idle_threads} idle, in no percentage). The run's wall time: ${fmtNum(rep.wall_s)} s.`);
+    `${rep.idle_threads} idle, in no percentage` +
+    (rep.waited_s ? `; ${fmtNum(rep.waited_s)} s of other threads' waits for work left out` : '') + `). The run's wall time: ${fmtNum(rep.wall_s)} s.`);
   const t = new DataTable({
     id: 'hotspot-table', rows: rep.rows, nameKey: 'name', idKey: 'routine_id', sortKey: state.mode === 'excl' ? 'excl_ms' : 'incl_ms',
     onSelect: select,

@@ -39,11 +39,11 @@ export function flamePanel(p, flame, need, fail, others = []) {
     .map(([s, i]) => el('option', { value: 'scope:' + i }, scopeLabel(s)));
   const ranks = scopeOptions('rank'), processes = scopeOptions('process');
   threads.replaceChildren(
-    ...(p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.filter((t) => !t.off_cpu).length} counted threads merged`)] : []),
+    ...(p.tree_merged ? [el('option', { value: 'merged' }, `all ${trees.length} threads merged`)] : []),
     ...group('per rank, its threads merged', [...ranks, ...more('rank', sc.ranks, ranks.length)]),
     ...group('per process, its threads merged', [...processes, ...more('process', sc.processes, processes.length)]),
     ...group('per thread', trees.map((t, i) => el('option', { value: String(i) },
-      `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s${t.waiting ? ' (waiting for work)' : ''}${t.off_cpu ? ' (off a CPU: its calls waited; in no total)' : ''}`))));
+      `pid ${t.pid} thread ${t.seq} (tid ${t.tid})${t.name ? ' ' + t.name : ''}: ${fmtNum(t.wall_s)} s${t.waiting ? ' (waiting for work)' : ''}${t.waited_s ? ` (${fmtNum(t.waited_s)} s waiting for work, in no total)` : ''}`))));
   // A rank's or process's tree is fetched when first chosen (the --html file has them all).
   const show = async (refine = false) => {
     const against = compare.value;

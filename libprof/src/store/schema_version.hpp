@@ -45,12 +45,14 @@ namespace sonde {
 //    rank_hotspots sum). The view dataloader_workers (torch DataLoader worker processes, their
 //    batches and fetch time). A version 3 to 10 file is read through a temp view `threads`
 //    whose cpu_ns is NULL: its threads are judged on their measured calls alone.
-// 12: thread_times.off_cpu threads (not the first, measured calls most of their life, on a CPU
-//    under 5 % of it: a Python thread blocked in queue.get) are no longer busy: like idle
-//    threads they are in no 100 % (counted_s 0), and thread_times.counted (busy or waiting)
-//    names the threads every sum over threads reads: counted_routine_totals, and the new view
-//    counted_nodes that callpaths and routine_edges read. Views only: a version 3 to 11 file
-//    gets them at open, as every view.
+// 12: the waits for work of threads that are not their process's first (the views
+//    wait_routines and waits: threading's Condition.wait and join, selectors' select,
+//    socket.accept, whole; a thread pool worker loop's own time) are in no 100 %:
+//    thread_times.waited_s, counted_s less them, run_totals.waited_s; counted_routine_totals
+//    (wait_adjustments) and the new view counted_nodes, which callpaths, routine_edges and the
+//    readers that merge threads read, leave them out. thread_times.counted (busy or waiting);
+//    off_cpu now against the counted time. Views only: a version 3 to 11 file gets them at
+//    open, as every view.
 inline constexpr int kSchemaVersion = 12;
 
 }  // namespace sonde
