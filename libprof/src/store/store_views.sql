@@ -11,14 +11,16 @@
 -- (multiprocessing's resource sharer): own = 0, the whole call is a wait. own = 1: the
 -- routine's own time is a wait, its callees are work: a thread pool's worker loop
 -- (concurrent.futures' _worker, multiprocessing.pool's worker), which waits for its next task in
--- a queue written in C (SimpleQueue.get), a call of no Python frame. Reads, sleeps and a C
--- call's other waits are not named here.
+-- a queue written in C (SimpleQueue.get), a call of no Python frame. The standard library's
+-- files only (under lib/python3.*, not a site- or dist-packages module of the same name).
+-- Reads, sleeps and a C call's other waits are not named here; a Barrier.wait is a
+-- Condition.wait (an imbalance between worker threads is left out with it).
 CREATE VIEW IF NOT EXISTS wait_routines AS
   SELECT routine_id,
          (file LIKE '%/concurrent/futures/thread.py' OR file LIKE '%/multiprocessing/pool.py')
            AS own
   FROM routines
-  WHERE kind = 'python'
+  WHERE kind = 'python' AND file LIKE '%/lib/python3%' AND file NOT LIKE '%-packages/%'
     AND ((file LIKE '%/threading.py'
           AND (name LIKE '%(wait)' OR name LIKE '%(\_wait\_for\_tstate\_lock)' ESCAPE '\'))
       OR (file LIKE '%/selectors.py' AND name LIKE '%(select)')
@@ -189,7 +191,8 @@ CREATE VIEW IF NOT EXISTS wait_adjustments AS
   GROUP BY n.thread_id, n.routine_id, n.parent_id IS NULL;
 
 -- thread_routine_totals as the 100 % (run_totals.thread_s) counts it: less the waits
--- (wait_adjustments; a routine only waited in has no row), a busy thread whole, a waiting
+-- (wait_adjustments; a routine only waited in has no row, where a node of no call that holds
+-- time keeps its: a fork child's inherited frames), a busy thread whole, a waiting
 -- thread's root without its own time (its wait; its inclusive time is its calls'), an idle
 -- thread not at all. Every counted nanosecond is one row's exclusive time.
 CREATE VIEW IF NOT EXISTS counted_routine_totals AS
@@ -205,7 +208,7 @@ CREATE VIEW IF NOT EXISTS counted_routine_totals AS
            SUM(incl_ns) AS incl_ns, SUM(excl_ns) AS excl_ns, SUM(flops) AS flops,
            SUM(bytes) AS bytes
     FROM signed GROUP BY thread_id, routine_id, root
-    HAVING root OR SUM(calls) > 0)
+    HAVING root OR SUM(calls) <> 0 OR SUM(incl_ns) <> 0 OR SUM(excl_ns) <> 0)
   SELECT s.thread_id AS thread_id, s.routine_id AS routine_id, s.root AS root, s.calls AS calls,
          s.subrs AS subrs,
          CASE WHEN s.root AND r.waiting THEN s.incl_ns - s.excl_ns ELSE s.incl_ns END AS incl_ns,

@@ -90,12 +90,16 @@ INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls,
 //   thread 4 "pool" (2 s): <thread> excl 0
 //     concurrent/futures/thread.py:_worker 2.0, excl 1.8  <- its own time left out
 //       cblas_sgemm (openblas) 0.2
+// And a node of no call that holds time (a fork child's inherited frame): thread 5 (seq 4).
+//   thread 5 (0.5 s): <thread> excl 0
+//     train.py:1(<module>) 0 calls, 0.5, excl 0.5
 void write_waits_fixture(const std::filesystem::path& path) {
   write_modules_fixture(path);
   test::exec_sql(path, R"sql(
 INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns, cpu_ns) VALUES
   (3, 1, 2, 502, 'feeder', 1000100000000, 1000100000000 + 3500000000, 10000000),
-  (4, 1, 3, 503, 'pool', 1000100000000, 1000100000000 + 2000000000, 300000000);
+  (4, 1, 3, 503, 'pool', 1000100000000, 1000100000000 + 2000000000, 300000000),
+  (5, 1, 4, 504, 'child', 1000100000000, 1000100000000 + 500000000, 500000000);
 INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
   (8, 'queue.py:154(get)', 'python', '', '/usr/lib/python3.11/queue.py', 154),
   (9, 'threading.py:288(wait)', 'python', '', '/usr/lib/python3.11/threading.py', 288),
@@ -111,7 +115,9 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   (12, 3, 10,   6, 2, 0, 1, 0,  198000000,  198000000),
   (14, 4, NULL, 1, 0, 0, 1, 1, 2000000000,          0),
   (15, 4, 14,  11, 1, 0, 1, 1, 2000000000, 1800000000),
-  (16, 4, 15,   6, 2, 0, 1, 0,  200000000,  200000000);
+  (16, 4, 15,   6, 2, 0, 1, 0,  200000000,  200000000),
+  (17, 5, NULL, 1, 0, 0, 1, 1,  500000000,          0),
+  (18, 5, 17,   2, 1, 0, 0, 0,  500000000,  500000000);
 )sql");
 }
 
@@ -222,9 +228,9 @@ TEST_F(OneTruthTest, AHelperThreadsWaitForWorkIsInNoSumOverThreads) {
             (std::vector<double>{18, 2}));
   EXPECT_EQ(reals("SELECT busy_threads, idle_threads, thread_s * 10, waited_s * 10 "
                   "FROM run_totals"),
-            (std::vector<double>{3, 1, 44, 51}));
+            (std::vector<double>{4, 1, 49, 51}));
   Hotspots h = compute_hotspots(file);
-  EXPECT_EQ(h.total_ns, 4'400'000'000);
+  EXPECT_EQ(h.total_ns, 4'900'000'000);
   EXPECT_EQ(h.waited_ns, 5'100'000'000);
   double excl_pct = 0;
   bool get = false;
@@ -265,14 +271,14 @@ TEST_F(OneTruthTest, AHelperThreadsWaitForWorkIsInNoSumOverThreads) {
     EXPECT_EQ(text.find("threading.py"), std::string::npos) << format;
     EXPECT_NE(text.find("queue.py"), std::string::npos) << format;
   }
-  EXPECT_EQ(load_merged_tree(file).incl_ns, 4'400'000'000);
+  EXPECT_EQ(load_merged_tree(file).incl_ns, 4'900'000'000);
   test::CliResult callers =
       test::run_sonde("tree '" + waits_ + "' --callers 'threading.py:288(wait)'");
   EXPECT_EQ(callers.exit_code, 2) << callers.out;
 
   // Its own tree shows the wait, and says it is left out.
   Json each = cli_json("tree '" + waits_ + "' --min-pct 0");
-  ASSERT_EQ(each["trees"].size(), 3u);
+  ASSERT_EQ(each["trees"].size(), 4u);
   EXPECT_DOUBLE_EQ(each["trees"][1]["waited_s"].get<double>(), 3.3);
   EXPECT_EQ(each["trees"][1]["tree"]["children"][0]["children"][0]["name"],
             "threading.py:288(wait)");
@@ -283,7 +289,7 @@ TEST_F(OneTruthTest, AHelperThreadsWaitForWorkIsInNoSumOverThreads) {
             std::string::npos)
       << text.out;
   test::CliResult merged = test::run_sonde("tree '" + waits_ + "' --threads merge");
-  EXPECT_NE(merged.out.find("3 threads merged: 4.400 s = 100 %"), std::string::npos) << merged.out;
+  EXPECT_NE(merged.out.find("4 threads merged: 4.900 s = 100 %"), std::string::npos) << merged.out;
   test::CliResult report = test::run_sonde("report '" + waits_ + "'");
   EXPECT_NE(report.out.find("left out: 5.100 s of threads other than the first waiting for work"),
             std::string::npos)
