@@ -299,8 +299,7 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     return false;
   }
   std::string error;
-  install_fd_guard();        // before sonde's first connection: its files are never the host's
-  keep_spare_descriptors();  // before the host can take every descriptor (`ulimit -n`)
+  install_fd_guard();  // before sonde's first connection: its files are never the host's
   // Grown here only where it costs nothing: a host already threaded at start (a program linked
   // to OpenBLAS starts its pool first) would wait for an RCU grace period here, inside its
   // measured time; sonde's own thread grows it then, at its start, where no host thread waits.

@@ -5,10 +5,8 @@
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -196,69 +194,19 @@ void end_guarded_opens() { --t_guarding; }
 
 bool take_out_of_descriptors() { return g_out_of_descriptors.exchange(false); }
 
-namespace {
-
-// The spares: their numbers (-1: none) and the file each is. Touched by the thread that starts
-// sonde, a fork child's one thread and the flusher, never two at once.
-struct Spare {
-  int fd = -1;
-  std::uint64_t dev = 0, ino = 0;
-};
-Spare g_spares[kSpareDescriptors];
-
-bool still_spare(const Spare& s) {
-  struct stat st {};
-  return s.fd >= 0 && ::fstat(s.fd, &st) == 0 && std::uint64_t(st.st_dev) == s.dev &&
-         std::uint64_t(st.st_ino) == s.ino;
-}
-
-}  // namespace
-
-void keep_spare_descriptors() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur != lim.rlim_max ||
-      lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur < 16)
-    return;
-  // At the top of the limit (or of the numbers the guard moves files to): the host's opens take
-  // the lowest free numbers, so it meets them only when every other one is taken.
-  const int base = int(std::min<rlim_t>(lim.rlim_cur, kGuarded)) - kSpareDescriptors;
-  for (Spare& s : g_spares) {
-    if (still_spare(s)) continue;
-    s = Spare{};
-    int fd = int(::syscall(SYS_memfd_create, "sonde-spare", MFD_CLOEXEC));
-    if (fd < 0) return;  // none free now: taken again after a later flush
-    int high = fd < base ? ::fcntl(fd, F_DUPFD_CLOEXEC, base) : fd;
-    if (high != fd) ::close(fd);
-    struct stat st {};
-    if (high < 0 || ::fstat(high, &st) != 0) {
-      if (high >= 0) ::close(high);
-      return;
-    }
-    s = Spare{high, std::uint64_t(st.st_dev), std::uint64_t(st.st_ino)};
-  }
-}
-
-SpareDescriptorsLent::SpareDescriptorsLent() {
-  for (Spare& s : g_spares) {
-    if (still_spare(s)) {
-      ::close(s.fd);
-      ++lent_;
-    }
-    s = Spare{};
-  }
-}
-
-SpareDescriptorsLent::~SpareDescriptorsLent() {
-  if (lent_ > 0) keep_spare_descriptors();
-}
-
 DescriptorHeadroom::DescriptorHeadroom(unsigned more) {
   rlimit lim{};
   if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
-      lim.rlim_cur >= lim.rlim_max)
+      lim.rlim_cur > lim.rlim_max)
     return;
   old_soft_ = lim.rlim_cur;
-  lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, lim.rlim_cur + more);
+  old_hard_ = lim.rlim_max;
+  if (lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, lim.rlim_cur + more);
+  } else {
+    if (lim.rlim_max == RLIM_INFINITY) return;
+    lim.rlim_cur = lim.rlim_max = lim.rlim_max + more;  // EPERM without CAP_SYS_RESOURCE
+  }
   raised_ = setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
@@ -266,10 +214,8 @@ DescriptorHeadroom::~DescriptorHeadroom() {
   if (!raised_) return;
   // Lowered again below descriptors SQLite may still hold: they stay valid (the limit bounds
   // new ones only), and by now the connection has closed them.
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
-  lim.rlim_cur = rlim_t(old_soft_);
-  setrlimit(RLIMIT_NOFILE, &lim);
+  rlimit lim{rlim_t(old_soft_), rlim_t(old_hard_)};
+  setrlimit(RLIMIT_NOFILE, &lim);  // a hard limit raised is lowered back without privilege
 }
 
 }  // namespace sonde

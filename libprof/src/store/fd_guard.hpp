@@ -37,7 +37,11 @@ bool take_out_of_descriptors();
 
 // The soft RLIMIT_NOFILE raised by `more` within the hard limit while it lives, the old one
 // back after: a host holding every descriptor its soft limit allows (1,024 by default, the hard
-// one much higher) still gets its profile. `raised()` false where the hard limit leaves no room.
+// one much higher) still gets its profile. Where the hard limit is the soft one (`ulimit -n 64`
+// sets both; a container's nofile), both are raised, which a process may only with
+// CAP_SYS_RESOURCE (root in a container, most often), and both put back. (Spare descriptors
+// kept open instead were seen by every program that lists its own: CPython's
+// test_pass_fds_redirected failed.) `raised()` false where neither could be.
 class DescriptorHeadroom {
  public:
   explicit DescriptorHeadroom(unsigned more);
@@ -47,30 +51,8 @@ class DescriptorHeadroom {
   bool raised() const { return raised_; }
 
  private:
-  unsigned long long old_soft_ = 0;
+  unsigned long long old_soft_ = 0, old_hard_ = 0;
   bool raised_ = false;
-};
-
-// Where the hard limit is the soft one (`ulimit -n 64` sets both; a container's nofile), no
-// headroom can be raised: sonde keeps kSpareDescriptors descriptors of its own (memfds, each its
-// own inode, at the top of the limit) that a flush finding none free lends to SQLite (the
-// database and its journal), taken again after. Idempotent: takes what is missing (one the host
-// closed; a fork child keeps its copies); nothing where the soft limit is below the hard one.
-inline constexpr int kSpareDescriptors = 3;
-void keep_spare_descriptors();
-
-// The spares closed while it lives (those still sonde's: one the host closed and opened again
-// is the host's, left alone), kept again after. `lent()` false where none were held.
-class SpareDescriptorsLent {
- public:
-  SpareDescriptorsLent();
-  ~SpareDescriptorsLent();
-  SpareDescriptorsLent(const SpareDescriptorsLent&) = delete;
-  SpareDescriptorsLent& operator=(const SpareDescriptorsLent&) = delete;
-  bool lent() const { return lent_ > 0; }
-
- private:
-  int lent_ = 0;
 };
 
 }  // namespace sonde

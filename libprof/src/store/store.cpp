@@ -206,19 +206,15 @@ bool Store::write(const FlushData& data, RoutineRegistry& registry, std::string&
   };
   FileSizeSignalGuard no_sigxfsz;
   try {
-    keep_spare_descriptors();  // again, where the host closed them (a daemon's closerange)
     take_out_of_descriptors();
     if (write_transaction(data, registry, error)) return true;
     // The host holds every descriptor its soft limit allows (a program at `ulimit -Sn`, or one
     // that opens until EMFILE and carries on): once more, with room for SQLite's files (the
-    // database, its journal, the folder it syncs), the host's limit back after; where the hard
-    // limit is the soft one, with sonde's spare descriptors lent to SQLite.
+    // database, its journal, the folder it syncs), the host's limit back after (its hard one
+    // too where that is the soft one and sonde may raise it).
     if (take_out_of_descriptors()) {
       DescriptorHeadroom room(8);
       if (room.raised()) {
-        forget();
-        if (write_transaction(data, registry, error)) return true;
-      } else if (SpareDescriptorsLent spares; spares.lent()) {
         forget();
         if (write_transaction(data, registry, error)) return true;
       }

@@ -172,52 +172,46 @@ TEST(FdGuard, AFileThatIsNoLongerSondesIsNeitherWrittenNorClosed) {
   ::close(ours);
 }
 
-// The spare descriptors kept where the hard limit is the soft one: at the top of the limit,
-// lent (closed) for a flush, kept again after; one the host closed and opened again at that
-// number is the host's, never closed. In a fork child: the limit is lowered for good.
-TEST(FdGuard, SpareDescriptorsAtTheTopAreLentAndNeverTheHosts) {
-  test::TempDir dir;
-  std::string host_path = dir.file("host.txt");
+// Where the hard limit is the soft one, DescriptorHeadroom raises both for a flush where the
+// process may (CAP_SYS_RESOURCE: this VM's root lacks it), and puts both back. In a fork child:
+// the limit is lowered for good.
+TEST(FdGuard, HeadroomRaisesTheHardLimitWhereItIsTheSoftOneAndPutsItBack) {
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    auto spares = [] {
-      std::vector<int> fds;
-      for (int fd = 0; fd < 128; ++fd) {
-        char link[64], target[256];
-        std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
-        ssize_t n = ::readlink(link, target, sizeof target - 1);
-        if (n > 0 && std::string(target, size_t(n)).find("sonde-spare") != std::string::npos)
-          fds.push_back(fd);
-      }
-      return fds;
+    auto now = [] {
+      rlimit lim{};
+      getrlimit(RLIMIT_NOFILE, &lim);
+      return std::pair<rlim_t, rlim_t>(lim.rlim_cur, lim.rlim_max);
     };
     rlimit lim{128, 128};
     if (setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(10);
-    keep_spare_descriptors();
-    if (spares() != std::vector<int>{125, 126, 127}) ::_exit(11);
-    keep_spare_descriptors();  // idempotent
-    if (spares() != std::vector<int>{125, 126, 127}) ::_exit(12);
-    // The host's closerange, then a file of its own at 126.
-    int host = ::open(host_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
-    if (host < 0 || ::dup2(host, 126) != 126) ::_exit(13);
-    ::close(host);
+    lim = {129, 129};
+    bool may = setrlimit(RLIMIT_NOFILE, &lim) == 0;  // one above: allowed with the privilege
+    lim = {128, 128};
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(18);
     {
-      SpareDescriptorsLent lent;
-      if (!lent.lent() || !spares().empty()) ::_exit(14);
-      if (fcntl(126, F_GETFD) < 0) ::_exit(15);  // the host's: not closed
+      DescriptorHeadroom room(8);
+      if (room.raised() != may) ::_exit(11);
+      if (room.raised() && now() != std::pair<rlim_t, rlim_t>(136, 136)) ::_exit(12);
+      if (!room.raised() && now() != std::pair<rlim_t, rlim_t>(128, 128)) ::_exit(13);
     }
-    if (fcntl(126, F_GETFD) < 0) ::_exit(16);
-    // Kept again beside the host's file, at the top only: two.
-    if (spares() != std::vector<int>{125, 127}) ::_exit(17);
+    if (now() != std::pair<rlim_t, rlim_t>(128, 128)) ::_exit(14);
+    lim = {64, 128};  // soft below hard: the soft one alone, within the hard
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0) ::_exit(15);
+    {
+      DescriptorHeadroom room(8);
+      if (!room.raised() || now() != std::pair<rlim_t, rlim_t>(72, 128)) ::_exit(16);
+    }
+    if (now() != std::pair<rlim_t, rlim_t>(64, 128)) ::_exit(17);
     ::_exit(0);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit, 11/12: not at the top, 13: dup2, "
-                                       "14: not lent, 15/16: the host's file closed, 17: not "
-                                       "kept again";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10/15/18: setrlimit, 11: raised as the privilege "
+                                       "does not say, 12/16: not raised by 8, 13: changed though "
+                                       "not raised, 14/17: not put back";
 }
 
 }  // namespace
