@@ -894,8 +894,8 @@ def descriptor_limit(n):
 
 @pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
 def test_program_holding_every_descriptor_to_its_hard_limit_keeps_its_profile(tmp_path, launch):
-    """ulimit -n 64 (hard = soft), as root: a program holding every descriptor to its exit still
-    gets its profile, the hard limit raised for the flush and put back"""
+    """ulimit -n 64 (hard = soft), CAP_SYS_RESOURCE: a program holding every descriptor to its exit
+    still gets its profile, the hard limit raised for the flush and put back"""
     # Lost before: no headroom within the hard limit, "the profile could not be written".
     # Raising a hard limit needs CAP_SYS_RESOURCE (this VM's root lacks it, as Docker's
     # default capabilities do); without it the profile is still lost, and sonde says so.
