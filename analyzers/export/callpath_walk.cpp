@@ -6,6 +6,7 @@
 #include <tuple>
 
 #include "export/export_samples.hpp"
+#include "profile/counted_nodes.hpp"
 #include "profile/node_links.hpp"
 
 namespace sonde::analyzers {
@@ -47,7 +48,8 @@ CallpathWalk::CallpathWalk(const ProfileFile& file, const WalkRoutines& routines
   std::vector<bool> root, has_parent;
   auto st = file.prepare(
       "SELECT node_id, parent_id, routine_id, calls, incl_ns, excl_ns, depth = 0 "
-      "FROM counted_nodes ORDER BY node_id");
+      "FROM " +
+      counted_nodes_table(file) + " ORDER BY node_id");
   while (st.step()) {
     id.push_back(st.int64(0));
     has_parent.push_back(!st.is_null(1));

@@ -24,6 +24,7 @@
 #include "export/export.hpp"
 #include "export/gzip_writer.hpp"
 #include "export/protobuf_writer.hpp"
+#include "profile/counted_nodes.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
@@ -117,7 +118,8 @@ std::vector<Node> read_nodes(const ProfileFile& file, std::map<std::int64_t, Rou
   auto st = file.prepare(
       "SELECT n.node_id, n.parent_id, n.routine_id, n.calls, "
       "CASE WHEN t.waiting AND n.parent_id IS NULL THEN 0 ELSE n.excl_ns END, n.flops "
-      "FROM counted_nodes n JOIN thread_times t USING (thread_id) WHERE t.counted");
+      "FROM " +
+      counted_nodes_table(file) + " n JOIN thread_times t USING (thread_id) WHERE t.counted");
   while (st.step()) {
     auto [r, added] = routines.try_emplace(st.int64(2));
     // A routine the file does not name still gets a frame, so its callees keep their stack.

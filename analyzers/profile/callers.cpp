@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "profile/counted_nodes.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
@@ -133,8 +134,8 @@ CallerIndex::CallerIndex(const ProfileFile& file) : impl_(std::make_unique<Impl>
   {
     // In rowid order: ids come sorted, so a parent is found by binary search.
     auto st = file.prepare(
-        "SELECT node_id, parent_id, routine_id, recursive, calls, subrs, incl_ns, excl_ns "
-        "FROM counted_nodes ORDER BY node_id");
+        "SELECT node_id, parent_id, routine_id, recursive, calls, subrs, incl_ns, excl_ns FROM " +
+        counted_nodes_table(file) + " ORDER BY node_id");
     while (st.step()) {
       ids.push_back(st.int64(0));
       parent_ids.push_back(st.is_null(1) ? -1 : st.int64(1));

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profile/call_tree.hpp"
+#include "profile/counted_nodes.hpp"
 #include "profile/node_links.hpp"
 #include "sonde/routine_kinds.hpp"
 
@@ -68,7 +69,8 @@ Nodes read_nodes(const ProfileFile& file, const Routines& routines) {
   std::vector<bool> at_depth_0, has_parent;
   auto st = file.prepare(
       "SELECT node_id, parent_id, routine_id, depth = 0, calls, subrs, incl_ns, excl_ns, flops "
-      "FROM counted_nodes ORDER BY node_id");
+      "FROM " +
+      counted_nodes_table(file) + " ORDER BY node_id");
   while (st.step()) {
     id.push_back(st.int64(0));
     has_parent.push_back(!st.is_null(1));
