@@ -196,17 +196,13 @@ bool take_out_of_descriptors() { return g_out_of_descriptors.exchange(false); }
 
 DescriptorHeadroom::DescriptorHeadroom(unsigned more) {
   rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
-      lim.rlim_cur > lim.rlim_max)
-    return;
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return;
   old_soft_ = lim.rlim_cur;
   old_hard_ = lim.rlim_max;
-  if (lim.rlim_cur < lim.rlim_max) {
+  if (lim.rlim_cur < lim.rlim_max)
     lim.rlim_cur = std::min<rlim_t>(lim.rlim_max, lim.rlim_cur + more);
-  } else {
-    if (lim.rlim_max == RLIM_INFINITY) return;
-    lim.rlim_cur = lim.rlim_max = lim.rlim_max + more;  // EPERM without CAP_SYS_RESOURCE
-  }
+  else  // the hard limit is the soft one (finite): EPERM without CAP_SYS_RESOURCE
+    lim.rlim_cur = lim.rlim_max = lim.rlim_max + more;
   raised_ = setrlimit(RLIMIT_NOFILE, &lim) == 0;
 }
 
