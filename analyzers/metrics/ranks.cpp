@@ -151,12 +151,15 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // beneath it on that rank: a routine holding both a rank's computation and the other's wait
   // (init_process_group's rendezvous, an all-reduce waiting for the slow rank) was judged on
   // its inclusive time, longest on the rank that waited (a red-team case: work() named rank 0,
-  // 0.152 s lost, all of it rank 0's rendezvous wait).
+  // 0.152 s lost, all of it rank 0's rendezvous wait). rank_hotspots has the helper threads'
+  // waits for work out (the waits views), so what is taken here comes from outside them: a mark
+  // inside one is none, and a mark above one is taken less the waits below it.
   constexpr const char* kOutsideWaits =
       "WITH RECURSIVE mark(node_id) AS ("
       "  SELECT node_id FROM comm_ops UNION "
       "  SELECT n.node_id FROM routines r JOIN nodes n USING (routine_id) WHERE r.kind = 'python' "
-      "  AND (r.name = '<import>' OR instr(r.file, 'torch/distributed/distributed_c10d.py') > 0)), "
+      "  AND (r.name = '<import>' OR instr(r.file, 'torch/distributed/distributed_c10d.py') > 0) "
+      "  EXCEPT SELECT node_id FROM waited_nodes), "
       "up(mark, node_id) AS ("
       "  SELECT m.node_id, n.parent_id FROM mark m JOIN nodes n USING (node_id) "
       "  UNION ALL SELECT up.mark, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id "
@@ -165,10 +168,10 @@ RankSummary load_rank_summary(const ProfileFile& file) {
       "  SELECT up.mark FROM up JOIN mark m ON m.node_id = up.node_id), "
       "under(routine_id, rank, ns) AS ("
       "  SELECT routine_id, rank, SUM(incl_ns) FROM (SELECT DISTINCT a.routine_id AS routine_id, "
-      "    pr.rank AS rank, up.mark AS mark, c.incl_ns AS incl_ns FROM up "
+      "    pr.rank AS rank, up.mark AS mark, c.incl_ns - COALESCE(w.ns, 0) AS incl_ns FROM up "
       "    JOIN outer_mark o ON o.node_id = up.mark JOIN nodes a ON a.node_id = up.node_id "
-      "    JOIN nodes c ON c.node_id = up.mark JOIN threads t ON t.thread_id = c.thread_id "
-      "    JOIN process_ranks pr USING (process_id)) "
+      "    JOIN nodes c ON c.node_id = up.mark LEFT JOIN wait_cuts w ON w.node_id = up.mark "
+      "    JOIN threads t ON t.thread_id = c.thread_id JOIN process_ranks pr USING (process_id)) "
       "  GROUP BY routine_id, rank), "
       "per(routine_id, rank, s) AS ("
       "  SELECT h.routine_id, h.rank, MAX(h.incl_s - COALESCE(u.ns, 0) / 1e9, 0.0) "

@@ -919,5 +919,50 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   EXPECT_THROW(read_tune_results((dir / "nothing").string()), Error);
 }
 
+// A helper thread's wait for work is out of rank_hotspots (the waits views). What the imbalance
+// then takes from a routine's time on a rank (the imports, set-up and communication beneath it)
+// comes from outside that wait: an import inside a feeder's threading wait on rank 1 was taken
+// from its queue.get a second time, and the two ranks' equal 0.2 s read 0.2 against 0.
+TEST_F(AdviceTest, RankImbalanceTakesNothingFromInsideAWaitForWork) {
+  sql(R"sql(
+UPDATE processes SET rank = 0, world_size = 2;
+INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
+                       end_reason, rank, world_size)
+  VALUES (2, 1, 11, 1, 'root', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
+          'exit', 1, 2);
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
+  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000),
+  (3, 1, 1, 12, 'feeder', 1000000000000, 1000000000000 + 3000000000),
+  (4, 2, 1, 13, 'feeder', 1000000000000, 1000000000000 + 3000000000);
+INSERT INTO routines (routine_id, name, kind, file, line) VALUES
+  (7, 'queue.py:154(get)', 'python', '/usr/lib/python3.11/queue.py', 154),
+  (8, 'threading.py:288(wait)', 'python', '/usr/lib/python3.11/threading.py', 288),
+  (9, '<import>', 'python', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (20, 2, NULL, 1, 0, 0, 1, 0, 10000000000, 10000000000, 0, 0),
+  (30, 3, NULL, 1, 0, 0, 1, 1, 3000000000, 0, 0, 0),
+  (31, 3, 30, 7, 1, 0, 1, 2, 3000000000, 0, 0, 0),
+  (32, 3, 31, 8, 2, 0, 1, 0, 2800000000, 2800000000, 0, 0),
+  (33, 3, 31, 4, 2, 0, 1, 0, 200000000, 200000000, 0, 0),
+  (40, 4, NULL, 1, 0, 0, 1, 1, 3000000000, 0, 0, 0),
+  (41, 4, 40, 7, 1, 0, 1, 2, 3000000000, 0, 0, 0),
+  (42, 4, 41, 8, 2, 0, 1, 1, 2800000000, 2300000000, 0, 0),
+  (43, 4, 42, 9, 3, 0, 1, 0, 500000000, 500000000, 0, 0),
+  (44, 4, 41, 4, 2, 0, 1, 0, 200000000, 200000000, 0, 0);
+)sql");
+  RankSummary r = load_rank_summary(ProfileFile::open(path_));
+  ASSERT_EQ(r.ranks, 2);
+  bool get = false;
+  for (const RankSummary::Imbalance& row : r.imbalance) {
+    if (row.routine != "queue.py:154(get)") continue;
+    get = true;
+    EXPECT_DOUBLE_EQ(row.min_s, 0.2);
+    EXPECT_DOUBLE_EQ(row.max_s, 0.2);
+    EXPECT_NEAR(row.lost_s, 0.0, 1e-12);
+  }
+  EXPECT_TRUE(get);
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
