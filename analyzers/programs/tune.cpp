@@ -22,10 +22,10 @@
 
 #include "advice/candidates.hpp"
 #include "advice/tune_results.hpp"
-#include "base/executable_dir.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
 #include "programs/launcher.hpp"
+#include "programs/python_package.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -70,19 +70,14 @@ std::string not_applicable(const std::string& name, int cores, const std::vector
 }
 
 // The Python hook's folder when the command is a Python interpreter, so that its frames are
-// recorded as under `python3 -m sonde` (the launcher puts the same folders on PYTHONPATH).
-std::string python_path_for(const std::vector<std::string>& command) {
+// recorded as under `python3 -m sonde`: the folders `sonde run --python` puts on PYTHONPATH,
+// found beside the library as it finds them (a build tree, an install, a wheel).
+std::string python_path_for(const std::vector<std::string>& command, const std::string& library) {
   std::string base = fs::path(command[0]).filename().string();
   if (base.rfind("python", 0) != 0) return "";
-  fs::path dir;
-  try {
-    dir = executable_dir();
-  } catch (const Error&) {
-    return "";
-  }
-  fs::path package = (dir / ".." / "python").lexically_normal();
-  if (!fs::exists(package / "sonde" / "autostart" / "sitecustomize.py")) return "";
-  std::string path = (package / "sonde" / "autostart").string() + ":" + package.string();
+  std::string package = find_python_package(library);
+  if (package.empty()) return "";
+  std::string path = package + "/sonde/autostart:" + package;
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
   return path;
 }
@@ -372,7 +367,8 @@ TuneResult run_tune(const TuneOptions& o) {
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
     throw Error(fmt::format("cannot create {}: {}", o.output_dir, ec.message()));
-  Launch launch{o.command, find_preload_library(), python_path_for(o.command), o.timeout_s};
+  std::string library = find_preload_library();
+  Launch launch{o.command, library, python_path_for(o.command, library), o.timeout_s};
   if (fs::path(o.command[0]).filename().string().rfind("python", 0) == 0 &&
       launch.python_path.empty())
     result.notes.push_back(

@@ -138,6 +138,15 @@ def test_first_commands_in_a_fresh_venv(venvs, minor, py, tmp_path):
     r = sh(venv, ["sonde", "view", "p.db", "--html", "p.html"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "p.html").stat().st_size > 10_000
+    # sonde tune finds the Python hook inside the wheel as `sonde run --python` does: the
+    # original's profile has the script's frames (it once looked beside the sonde binary only).
+    r = sh(venv, ["sonde", "tune", "--repeat", "1", "--stages", "ftz", "-o", "tn", "--",
+                  "python", "script.py"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "hook's folder was not found" not in r.stdout + r.stderr
+    calls = query(tmp_path / "tn" / "original.1.db",
+                  "SELECT calls FROM hotspots WHERE routine LIKE '%(leaf)'")
+    assert calls == [(1234,)]
     # A native program, its BLAS calls intercepted by the wheel's libsonde.so.
     r = sh(venv, ["sonde", "run", "-o", "c.db", "--", MLP, "--steps", "5"], tmp_path)
     assert r.returncode == 0, r.stderr
