@@ -13,8 +13,12 @@ using namespace sonde::analyzers;
 
 namespace {
 
+// Where a routine is, as NAME@WHERE names it: its file:line, else its library, else its kind
+// (a region: `step@region` beside an optimizer's `step`, which a training loop's region often
+// shares its name with).
 std::string where_of(const HotspotRow& r) {
-  return r.file.empty() ? r.library : fmt::format("{}:{}", r.file, r.line);
+  if (!r.file.empty()) return fmt::format("{}:{}", r.file, r.line);
+  return r.library.empty() ? r.kind : r.library;
 }
 
 // A Python frame's function name: its display name is pstats' "prog.py:10(helper)".

@@ -13,7 +13,7 @@ from conftest import clean_env, query, sonde
 from test_python import PYTHONPATH, PY
 
 PROGRAM = """\
-import time
+import sonde, time
 from one import model as m1
 from two import model as m2
 
@@ -52,7 +52,8 @@ def main():
     rec(3)
     ping(2)
     m1.step()
-    m2.step()
+    with sonde.region("step"):
+        m2.step()
 
 main()
 """
@@ -225,11 +226,17 @@ def test_names_unknown_ambiguous_and_qualified(profile):
     r = sonde("tree", profile, "--callers", "elp")
     assert r.returncode == 2 and "names containing it: 'helper'" in r.stderr
     r = sonde("tree", profile, "--callers", "step")
-    assert r.returncode == 2 and "2 routines are named 'step'" in r.stderr
+    assert r.returncode == 2 and "3 routines are named 'step'" in r.stderr
     assert "one/model.py:1" in r.stderr and "two/model.py:1" in r.stderr
+    assert "'step@region'" in r.stderr  # a region of the name, as a training loop's step is
     out = callers(profile, "step@one/model.py:1")
     assert out["routine"]["where"].endswith("one/model.py:1")
     assert [short(c["name"]) for c in out["callers"]["children"]] == ["main"]
+    out = callers(profile, "step@region")
+    assert out["routine"]["kind"] == "region"
+    assert [short(c["name"]) for c in out["callers"]["children"]] == ["main"]
+    down = callers(profile, "step@region", side="--callees")["callees"]
+    assert [short(c["name"]) for c in down["children"]] == ["step"]
     r = sonde("tree", profile, "--callers", "helper", "--threads", "merge")
     assert r.returncode == 2 and "--threads does not apply" in r.stderr
     r = sonde("tree", profile, "--callers", "helper", "--callees", "helper")
