@@ -143,9 +143,10 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // worker runs) and runpy's frames above it (a helper's 2-rank spawn under load: rank 1's
   // <module> 0.31 s longer, the top candidate).
   //
-  // The interpreter's teardown is the other end of set-up: a rank freeing torch and its process
+  // The interpreter's start-up and teardown are set-up too: a rank freeing torch and its process
   // group after the others, on a loaded machine, was a candidate (0.75 s under the clean-clone
-  // CI's load, in the DDP test).
+  // CI's load, in the DDP test); so was rank 1's start-up, 0.055 s longer, of two mp.spawn
+  // ranks starting on 2 cores (a red-team run).
   //
   // And each rank's time in a routine is taken outside the communication, set-up and imports
   // beneath it on that rank: a routine holding both a rank's computation and the other's wait
@@ -188,7 +189,8 @@ RankSummary load_rank_summary(const ProfileFile& file) {
       "  CASE WHEN agg.sum_s > 0 THEN agg.max_s * n.ranks / agg.sum_s END, "
       "  agg.max_s - agg.sum_s / n.ranks, agg.slowest_rank, r.routine_id "
       "FROM agg JOIN routines r USING (routine_id) LEFT JOIN routine_comm c USING (routine_id), n "
-      "WHERE r.kind <> 'root' AND r.name NOT IN ('<import>', '<interpreter teardown>') "
+      "WHERE r.kind <> 'root' "
+      "AND r.name NOT IN ('<import>', '<interpreter start-up>', '<interpreter teardown>') "
       "AND agg.sum_s > 0 "
       "AND NOT COALESCE(c.is_comm, 0) "
       "AND COALESCE(c.comm_ns, 0) < 0.5 * COALESCE(c.incl_ns, 0) + 1 "
