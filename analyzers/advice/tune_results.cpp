@@ -43,6 +43,11 @@ const char* size_verdict(double estimated_s, double measured_s) {
 
 }  // namespace
 
+const char* measured_verdict(bool faster, double estimated_s, double measured_s) {
+  if (faster) return size_verdict(estimated_s, measured_s);
+  return estimated_s > kNothing ? "refuted" : "confirmed";
+}
+
 TuneResults read_tune_results(const std::string& path) {
   fs::path file = fs::is_directory(path) ? fs::path(path) / kTuneResultFile : fs::path(path);
   std::ifstream in(file);
@@ -107,8 +112,7 @@ std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
       m.judged_on = s.judged_on;
       m.estimated_s = s.estimated_gain_s.value_or(c.est_gain_s);
       m.measured_s = measured;
-      m.verdict = faster ? size_verdict(m.estimated_s, measured)
-                         : (m.estimated_s > kNothing ? "refuted" : "confirmed");
+      m.verdict = measured_verdict(faster, m.estimated_s, measured);
       m.source = tune.path;
       c.measured = m;
       any = true;

@@ -37,6 +37,13 @@ TuneResults read_tune_results(const std::string& path);
 // folder), else nothing.
 std::optional<TuneResults> tune_results_beside(const std::string& profile);
 
+// What a stage's measurement says of its rule's estimate: the one verdict `sonde tune`'s report
+// and `sonde candidates`' measured line both print. A stage faster beyond the noise: confirmed
+// where the estimate is within 2x of the gain, else overestimated or underestimated (an
+// estimate of nothing, under a millisecond, is underestimated: the rule missed it); a stage
+// that was not: refuted where the rule estimated a gain, confirmed where it estimated nothing.
+const char* measured_verdict(bool faster, double estimated_s, double measured_s);
+
 // Sets each candidate's `measured` from the stage that tests its rule. Returns one sentence per
 // stage that measured a gain no candidate predicted (the rule did not fire, or estimated 0).
 std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,

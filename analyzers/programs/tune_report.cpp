@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "advice/tune_results.hpp"
 #include "process/redact.hpp"
 #include "programs/tune.hpp"
 
@@ -102,17 +103,18 @@ std::string render_tune_text(const TuneResult& r) {
     if (s.output_changed)
       out += fmt::format("{} changes the program's results: {}\n", s.name,
                          visible(s.output_difference));
-    if (s.estimated_gain_s && *s.estimated_gain_s > 0 && s.verdict != Verdict::kFaster &&
-        s.status == "ran")
+    if (!s.estimated_gain_s || s.status != "ran") continue;
+    bool faster = s.verdict == Verdict::kFaster;
+    double measured = s.measured_gain_s.value_or(0);
+    std::string verdict = measured_verdict(faster, *s.estimated_gain_s, measured);
+    if (!faster && verdict == "refuted")
       out += fmt::format("{}: the {} rule estimated {:.3f} s; the measurement refutes it\n", s.name,
                          s.rule, *s.estimated_gain_s);
-    if (s.estimated_gain_s && s.measured_gain_s && s.verdict == Verdict::kFaster &&
-        s.status == "ran")
-      out += fmt::format(
-          "{}: the {} rule estimated {:.3f} s, {:.3f} s measured: the measurement "
-          "{}\n",
-          s.name, s.rule, *s.estimated_gain_s, *s.measured_gain_s,
-          *s.estimated_gain_s > 0.001 ? "confirms it" : "finds what it missed");
+    if (faster)
+      out +=
+          fmt::format("{}: the {} rule estimated {:.3f} s, {:.3f} s measured: the measurement {}\n",
+                      s.name, s.rule, *s.estimated_gain_s, measured,
+                      verdict == "confirmed" ? "confirms it" : "finds it " + verdict);
   }
   for (const std::string& n : r.notes) out += "note: " + visible(n) + "\n";
   return out;

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+
+#include "advice/tune_results.hpp"
 
 using sonde::analyzers::compare_outputs;
 using sonde::analyzers::output_summary;
@@ -125,4 +128,44 @@ TEST(TuneVerdict, NoVerdictFromTooFewRuns) {
   // Twice as fast, twice each, and once each: the order could be chance.
   EXPECT_EQ(tune_verdict({1.0, 1.01}, {0.5, 0.51}), Verdict::kNone);
   EXPECT_EQ(tune_verdict({1.0}, {0.5}), Verdict::kNone);
+}
+
+// The report's sentence and `sonde candidates`' measured verdict are one function's: an
+// estimate under a millisecond for a stage that was not faster said "refutes it" in the report
+// and "confirmed" in candidates (a red-team run of ftz on a numpy MLP).
+TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
+  using namespace sonde::analyzers;
+  EXPECT_STREQ(measured_verdict(false, 0.0008, 0), "confirmed");
+  EXPECT_STREQ(measured_verdict(false, 0.5, 0), "refuted");
+  EXPECT_STREQ(measured_verdict(true, 0.0, 0.2), "underestimated");
+  EXPECT_STREQ(measured_verdict(true, 1.0, 0.2), "overestimated");
+  EXPECT_STREQ(measured_verdict(true, 0.3, 0.2), "confirmed");
+  TuneResult r;
+  r.command = {"python3", "train.py"};
+  r.repeat = 1;
+  r.stages.resize(4);
+  r.stages[0].name = "original";
+  const std::tuple<const char*, double, Verdict, double> stages[] = {
+      {"ftz", 0.0008, Verdict::kNone, 0},
+      {"blas-threads", 0.5, Verdict::kNone, 0},
+      {"framework-threads", 0.0, Verdict::kFaster, 0.2}};
+  for (std::size_t i = 0; i < 3; ++i) {
+    TuneStage& s = r.stages[i + 1];
+    auto [name, est, verdict, gain] = stages[i];
+    s.name = name;
+    s.rule = name;
+    s.estimated_gain_s = est;
+    s.verdict = verdict;
+    if (verdict == Verdict::kFaster) s.measured_gain_s = gain;
+  }
+  std::string text = render_tune_text(r);
+  EXPECT_EQ(text.find("ftz: the ftz rule"), std::string::npos) << text;
+  EXPECT_NE(text.find("blas-threads: the blas-threads rule estimated 0.500 s; the measurement "
+                      "refutes it"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("framework-threads: the framework-threads rule estimated 0.000 s, 0.200 s "
+                      "measured: the measurement finds it underestimated"),
+            std::string::npos)
+      << text;
 }
