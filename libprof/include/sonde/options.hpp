@@ -118,9 +118,10 @@ inline constexpr std::array kOptionSpecs{
                "For `python3 -m sonde` only: unset (or `--in-process`, `1`) loads libsonde into "
                "the running interpreter; `0` (or `--re-exec`) starts the program in a second "
                "one under `sonde run`, at about three times the start-up cost. Where the "
-               "in-process launch must fall back (`-s`, a library loaded before sonde), the "
+               "in-process launch must fall back (a library loaded before sonde), the "
                "profile's `launch` note says why, and stderr too when `1` or `--in-process` "
-               "asked for it (docs/python.md).",
+               "asked for it; `-s` uses `sonde run` by design (its report is that one's), "
+               "without a note (docs/python.md).",
                0, 0, false, OptionReader::kPython},
     OptionSpec{"SONDE_PEAKS", OptionType::kPath, "~/.cache/sonde/peaks.txt",
                "Peak rates (from `sonde calibrate`, or by hand: lines `resource threads value "
