@@ -60,7 +60,11 @@ def test_window_that_never_opens_says_so(db):
     assert calls(db, "cblas_sgemm") == 0
     said = [n for n in notes(db) if "never opened" in n]
     assert said and "began 10 times" in said[0], notes(db)
+    assert "opens as step 21 begins, after the 20 to skip" in said[0], said
     assert "never opened" in profiled.err
+    # Nothing was measured by request: no linking problem is suggested beside it.
+    assert not [n for n in notes(db) if "nothing was intercepted" in n], notes(db)
+    assert "nothing was intercepted" not in profiled.err
 
 
 def test_python_frames_wait_for_the_window(tmp_path, db):

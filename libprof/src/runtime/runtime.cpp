@@ -581,13 +581,14 @@ void Runtime::note_window(bool final) {
              false);
   } else if (final) {
     add_note("window",
-             w.steps > 0 ? fmt::format("the collection window never opened: region '{}' began {} "
-                                       "times, fewer than the {} steps to skip ({}); nothing "
-                                       "was measured",
-                                       w.step_region, window_.steps_seen(), w.steps + 1, how)
-                         : fmt::format("the collection window never opened: the process ended "
-                                       "before the delay ({}); nothing was measured",
-                                       how),
+             w.steps > 0
+                 ? fmt::format("the collection window never opened: region '{}' began {} "
+                               "times, and the window opens as step {} begins, after "
+                               "the {} to skip ({}); nothing was measured",
+                               w.step_region, window_.steps_seen(), w.steps + 1, w.steps, how)
+                 : fmt::format("the collection window never opened: the process ended "
+                               "before the delay ({}); nothing was measured",
+                               how),
              root());
   }
 }

@@ -218,7 +218,10 @@ void Runtime::note_unmeasured(const FlushData& d, bool final) {
     measured_seen_ = measured > 0;
   }
   bool forked = process_.origin == "fork";
-  if (final && !measured_seen_ && looks_numeric(forked) &&
+  // A collection window that never opened measured nothing by request: its note says so, and
+  // a linking problem would send the user after one that does not exist.
+  bool window_shut = window_.requested() && window_.opened_mono_ns() == 0;
+  if (final && !measured_seen_ && !window_shut && looks_numeric(forked) &&
       !(forked && python_without_hook(facts_))) {  // the python-hook note below says what it is
     // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
     add_note("no-calls",
