@@ -376,3 +376,16 @@ def test_no_training_loop_says_it_cannot_tell(tmp):
     b = breakdown(db)
     assert not b["found"] and b["reason"].startswith("no forward, backward or update entry"), b
     assert "cannot tell" in text(db)
+
+
+def test_a_sweep_building_an_optimizer_per_call_counts_every_step(tmp):
+    """train(lr) three times, each building its SGD before its loop: one optimizer steps per
+    iteration. Read as 3 optimizers, the 30 iterations were 10 and every ms/iter 3 x too high
+    (a red-team find)."""
+    db = tmp / "sweep.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_lr_sweep.py"), 10) == "iterations 30\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 30 and b["iterations_from"] == "t_u", b
+    assert b["body"] == "torch_lr_sweep.py:9(train)", b
+    assert not any("optimizers" in n for n in b["notes"]), b["notes"]
+    assert_rows_add_up(db, b)
