@@ -29,8 +29,15 @@ struct Frame {
   std::vector<Frame> kids;
 
   // Chainer's Optimizer.update(lossfun) or a step(closure) runs forward and backward itself: it
-  // is part of the iteration's structure, not one phase.
-  bool container() const { return std::popcount(below_entry & kFbu) >= 2; }
+  // is part of the iteration's structure, not one phase. A backward that runs forwards again is
+  // still the backward: activation checkpointing recomputes them inside it, the cost it trades
+  // for memory (torch.utils.checkpoint on 4 blocks read t_f 0.50 ms/iter against t_b 0.45, its
+  // backward calls 0.84 ms/iter inclusive, the recompute in t_f and the engine's time in other).
+  bool container() const {
+    unsigned entries = below_entry & kFbu;
+    if (role.phase == kBackward && !(entries & bit(kUpdate))) return false;
+    return std::popcount(entries) >= 2;
+  }
   int phase() const { return container() ? -1 : role.phase; }
 };
 
