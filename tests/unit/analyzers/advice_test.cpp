@@ -967,5 +967,61 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   EXPECT_TRUE(get);
 }
 
+// DDP on gloo: rank 1 computes more (augment), and rank 0's reducer waits for rank 1's bucket
+// all-reduces at the end of the backward pass, inside the engine, after its last node: in the
+// own time of torch.autograd's backward frame, which PyTorch marks with no event. That wait is
+// communication, not rank 0's computation: a red-team run named rank 0's backward the second
+// imbalance (0.153 s lost, "even out the work per rank"), beside the true one, augment.
+TEST_F(AdviceTest, DdpReducersWaitInBackwardIsNoImbalance) {
+  sql(R"sql(
+UPDATE processes SET rank = 0, world_size = 2;
+INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
+                       end_reason, rank, world_size)
+  VALUES (2, 1, 11, 1, 'root', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
+          'exit', 1, 2);
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
+  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000);
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (7, '__init__.py:103(backward)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/autograd/__init__.py', 103),
+  (8, 'autograd::engine::evaluate_function: torch::autograd::AccumulateGrad', 'torch', 'aten',
+   '', 0),
+  (9, 'c10d::allreduce_', 'torch', 'c10d', '', 0),
+  (10, 'train.py:40(augment)', 'python', '', 'train.py', 40);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (30, 1, 2, 7, 2, 0, 10, 10, 1000000000, 700000000, 0, 0),
+  (31, 1, 30, 8, 3, 0, 10, 10, 300000000, 290000000, 0, 0),
+  (32, 1, 31, 9, 4, 0, 10, 0, 10000000, 10000000, 0, 0),
+  (20, 2, NULL, 1, 0, 0, 1, 2, 10000000000, 9000000000, 0, 0),
+  (40, 2, 20, 7, 1, 0, 10, 10, 310000000, 10000000, 0, 0),
+  (41, 2, 40, 8, 2, 0, 10, 10, 300000000, 290000000, 0, 0),
+  (42, 2, 41, 9, 3, 0, 10, 0, 10000000, 10000000, 0, 0),
+  (43, 2, 20, 10, 1, 0, 10, 0, 690000000, 690000000, 0, 0);
+INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
+  (32, 'c10d::allreduce_', 'collective', 0, 2, 4000, 10, 10000000),
+  (42, 'c10d::allreduce_', 'collective', 0, 2, 4000, 10, 10000000);
+UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_id IN (1, 2);
+)sql");
+  RankSummary r = load_rank_summary(ProfileFile::open(path_));
+  ASSERT_EQ(r.ranks, 2);
+  bool augment = false;
+  for (const RankSummary::Imbalance& row : r.imbalance) {
+    if (row.routine == "train.py:40(augment)") {
+      augment = true;
+      EXPECT_EQ(row.slowest_rank, 1);
+      EXPECT_NEAR(row.lost_s, 0.345, 1e-12);
+    }
+    if (row.routine == "__init__.py:103(backward)") {  // its nodes beneath, less the all-reduce
+      EXPECT_NEAR(row.min_s, 0.29, 1e-12);
+      EXPECT_NEAR(row.lost_s, 0.0, 1e-12);
+    }
+  }
+  EXPECT_TRUE(augment);
+  for (const Candidate& c : candidates())
+    if (c.rule == "rank-imbalance")
+      EXPECT_EQ(c.location.find("backward"), std::string::npos) << c.summary;
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
