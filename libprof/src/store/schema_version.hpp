@@ -53,6 +53,10 @@ namespace sonde {
 //    readers that merge threads read, leave them out. thread_times.counted (busy or waiting);
 //    off_cpu now against the counted time. Views only: a version 3 to 11 file gets them at
 //    open, as every view.
-inline constexpr int kSchemaVersion = 12;
+// 13: a join of a child process (multiprocessing's Process.join, torch.multiprocessing.spawn's
+//    join) and multiprocessing's resource tracker's loop are waits for work in any thread
+//    (wait_routines.any_thread), the process's first too: the 100 % counts the children's
+//    own time. Views only: a version 3 to 12 file gets them at open.
+inline constexpr int kSchemaVersion = 13;
 
 }  // namespace sonde

@@ -285,13 +285,13 @@ TEST_F(OneTruthTest, AHelperThreadsWaitForWorkIsInNoSumOverThreads) {
   test::CliResult text = test::run_sonde("tree '" + waits_ + "' --min-pct 0");
   EXPECT_NE(text.out.find("process 500, thread 2 (tid 502) \"feeder\": 3.500 s = 100 % (this "
                           "thread's time; 3.300 s of it waits for work (threading, selectors, "
-                          "socket): not in the run's total)"),
+                          "socket, process joins): not in the run's total)"),
             std::string::npos)
       << text.out;
   test::CliResult merged = test::run_sonde("tree '" + waits_ + "' --threads merge");
   EXPECT_NE(merged.out.find("4 threads merged: 4.900 s = 100 %"), std::string::npos) << merged.out;
   test::CliResult report = test::run_sonde("report '" + waits_ + "'");
-  EXPECT_NE(report.out.find("left out: 5.100 s of threads other than the first waiting for work"),
+  EXPECT_NE(report.out.find("left out: 5.100 s of waits for work (helper threads'"),
             std::string::npos)
       << report.out;
 }
