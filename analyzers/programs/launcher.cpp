@@ -257,10 +257,7 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
           fmt::format("sonde run --python: cannot find sonde's Python package beside {} "
                       "(its sonde/autostart)",
                       library));
-    const char* path = std::getenv("PYTHONPATH");
-    std::string value = package + "/sonde/autostart:" + package;
-    if (path != nullptr && *path != '\0') value += fmt::format(":{}", path);
-    ::setenv("PYTHONPATH", value.c_str(), 1);
+    ::setenv("PYTHONPATH", autostart_python_path(package).c_str(), 1);
   }
   for (const RunVariableOption& option : kRunVariableOptions) {
     auto given = o.variables.find(std::string(option.variable));

@@ -1,5 +1,6 @@
 #include "programs/python_package.hpp"
 
+#include <cstdlib>
 #include <filesystem>
 #include <system_error>
 #include <vector>
@@ -26,6 +27,13 @@ std::string find_python_package(const std::string& library) {
       return fs::weakly_canonical(c, ec).string();
   }
   return {};
+}
+
+std::string autostart_python_path(const std::string& package) {
+  std::string path = package + "/sonde/autostart";
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0')
+    path += std::string(":") + old;
+  return path;
 }
 
 }  // namespace sonde::analyzers

@@ -13,4 +13,9 @@ namespace sonde::analyzers {
 // sonde/autostart/sitecustomize.py.
 std::string find_python_package(const std::string& library);
 
+// PYTHONPATH for an interpreter of a run: the package's sonde/autostart, then the caller's own
+// PYTHONPATH. The package's folder is not put there: the autostart sitecustomize appends it to
+// sys.path behind everything else, so that it shadows no module of the user's or the stdlib's.
+std::string autostart_python_path(const std::string& package);
+
 }  // namespace sonde::analyzers

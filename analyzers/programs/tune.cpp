@@ -76,10 +76,7 @@ std::string python_path_for(const std::vector<std::string>& command, const std::
   std::string base = fs::path(command[0]).filename().string();
   if (base.rfind("python", 0) != 0) return "";
   std::string package = find_python_package(library);
-  if (package.empty()) return "";
-  std::string path = package + "/sonde/autostart:" + package;
-  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
-  return path;
+  return package.empty() ? "" : autostart_python_path(package);
 }
 
 struct Launch {

@@ -219,11 +219,11 @@ def _launch(opts, program, kind, argv):
         env[IMPORTS_ENV] = "1"
     if opts.record_shapes:
         env["SONDE_TORCH_SHAPES"] = "1"
-    # Child interpreters of the run start the hook from sonde/autostart/sitecustomize.py.
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # Child interpreters of the run start the hook from sonde/autostart/sitecustomize.py, which
+    # appends the package's folder to their sys.path itself, behind everything else.
     autostart = os.path.join(os.path.dirname(os.path.abspath(__file__)), "autostart")
     env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (autostart, package_parent, os.environ.get("PYTHONPATH")) if p)
+        p for p in (autostart, os.environ.get("PYTHONPATH")) if p)
     from . import _in_process
     _in_process.refuse_program_file_as_output(opts.output, program)
     wanted = _in_process_wanted(opts)
@@ -432,16 +432,18 @@ def _is_zip(path):
 
 
 def _drop_launch_path():
-    """Takes off sys.path the two folders _launch put before the user's PYTHONPATH for this
-    interpreter (the autostart folder, whose sitecustomize has run, and the sonde package's
-    parent; `sonde` is imported): the program sees the sys.path it would see alone, whose first
-    entry under -P is the user's own. Child interpreters still get them from the environment."""
+    """Takes off sys.path the folder _launch put before the user's PYTHONPATH for this
+    interpreter (the autostart folder, whose sitecustomize has run) and the sonde package's
+    parent where that sitecustomize appended it (`sonde` is imported): the program sees the
+    sys.path it would see alone, whose first entry under -P is the user's own. Child
+    interpreters still get the autostart folder from the environment."""
     here = os.path.dirname(os.path.abspath(__file__))
-    launch = [os.path.join(here, "autostart"), os.path.dirname(here)]
-    for i in range(len(sys.path) - 1):
-        if sys.path[i:i + 2] == launch:
-            del sys.path[i:i + 2]
-            return
+    autostart = os.path.join(here, "autostart")
+    if autostart in sys.path:
+        sys.path.remove(autostart)
+    appended = getattr(sys.modules.get("sitecustomize"), "APPENDED", None)
+    if appended and sys.path and sys.path[-1] == appended:
+        del sys.path[-1]
 
 
 def _print_as_python_would(e):

@@ -460,3 +460,26 @@ def test_an_interpreter_older_than_310_is_refused_without_a_wheel_to_seek(tmp_pa
     assert r.returncode == 2 and len(lines) == 1, r.stderr
     assert "supports CPython 3.10 to 3.13" in lines[0] and "wheel" not in lines[0], lines
     assert not list(tmp_path.glob("*.db")) and "ran" not in r.stdout
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["reexec", "in-process"])
+def test_a_child_interpreters_sys_path_is_its_own_behind_the_autostart_folder(tmp_path, mode):
+    # The launcher put the package's folder on PYTHONPATH before the user's: a child imported
+    # a venv's installed copy of a module the user's PYTHONPATH held, and a site-packages
+    # backport over the standard library's module (a red-team find). Now only the autostart
+    # folder comes first; the rest of a child's sys.path is what it is without sonde.
+    mylib = tmp_path / "mylib"
+    mylib.mkdir()
+    (tmp_path / "parent.py").write_text(
+        "import json, subprocess, sys\n"
+        "r = subprocess.run([sys.executable, '-c', 'import json, sys; print(json.dumps(sys.path))'],"
+        " capture_output=True, text=True)\n"
+        "print(r.stdout, end='')\n")
+    path = f"{mylib}{os.pathsep}{PYTHONPATH}"
+    plain = run(["parent.py"], tmp_path, PYTHONPATH=path)
+    s = run(["-m", "sonde", *mode, "-o", "s.db", "parent.py"], tmp_path, PYTHONPATH=path)
+    assert plain.returncode == 0 and s.returncode == 0, s.stderr
+    child = json.loads(s.stdout)
+    autostart = os.path.join(PYTHONPATH, "sonde", "autostart")
+    assert child[1] == autostart, child
+    assert [p for p in child if p != autostart] == json.loads(plain.stdout)

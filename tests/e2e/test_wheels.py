@@ -195,3 +195,28 @@ def test_an_interpreter_without_the_extension_is_refused_in_one_line(venvs, tmp_
     assert f"CPython 3.{other}" in lines[0] and f"supports CPython 3.{minor}" in lines[0]
     assert f"cp3{other}" in lines[0]
     assert not list(tmp_path.glob("*.db")), list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("minor,py", _params())
+def test_a_child_imports_the_users_pythonpath_before_the_venvs_copy(venvs, minor, py, tmp_path):
+    # The launchers put the venv's site-packages (the sonde package's folder) on PYTHONPATH
+    # ahead of the user's: a child interpreter imported the installed copy of a module the
+    # user's PYTHONPATH=src held (a red-team find).
+    venv = _venv(venvs, minor)
+    site = next(venv.glob("lib/python3.*/site-packages"))
+    (site / "mypkgx_rt.py").write_text("WHO = 'installed'\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "mypkgx_rt.py").write_text("WHO = 'dev'\n")
+    (tmp_path / "parent.py").write_text(
+        "import subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'import mypkgx_rt; print(mypkgx_rt.WHO)'])\n")
+    try:
+        for cmd in (["python", "parent.py"], ["python", "-m", "sonde", "-o", "a.db", "parent.py"],
+                    ["sonde", "run", "--python", "-o", "b.db", "--", "python", "parent.py"]):
+            env = venv_env(venv)
+            env["PYTHONPATH"] = str(tmp_path / "src")
+            r = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True,
+                               timeout=300)
+            assert r.returncode == 0 and r.stdout == "dev\n", (cmd, r.stdout, r.stderr)
+    finally:
+        (site / "mypkgx_rt.py").unlink()

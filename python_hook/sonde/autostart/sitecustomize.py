@@ -5,9 +5,22 @@ workers, subprocess) record their Python frames too, not only their native calls
 the sitecustomize this one shadows, so the system's customisation still happens, and starts the
 hook last: what runs before it (that sitecustomize, this module's own frames) is start-up, not
 the program, and no frame of sonde's own package may be in a profile.
+
+The folder holding the sonde package is appended to sys.path here, at its end, where it is not
+there already, rather than put on PYTHONPATH: on PYTHONPATH it came before the standard library,
+the user's own PYTHONPATH and the interpreter's site-packages, and a child interpreter imported a
+venv's installed copy of a module the user's PYTHONPATH held, a backport over the standard
+library's module, and another interpreter's pip (a red-team find).
 """
 import os
 import sys
+
+_PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The folder this module appended to sys.path, or None: the launcher takes it off again.
+APPENDED = None
+if _PACKAGE_PARENT not in sys.path:
+    sys.path.append(_PACKAGE_PARENT)
+    APPENDED = _PACKAGE_PARENT
 
 
 def _start_hook():
