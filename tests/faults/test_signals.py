@@ -393,6 +393,39 @@ def test_python_ctrl_c(mode, db, tmp_path):
     assert gemms(db) == 5001
 
 
+# A SIGTERM from outside while the main thread is inside dlopen or dlclose (an import of a C
+# extension; a pool ending a worker that is still importing). The signal's flush, on sonde's
+# flusher thread, asked the loader (dlsym, dladdr, dl_iterate_phdr) for the process's facts and
+# waited for the lock the interrupted thread held until the handler's 3 s bound ran out: the
+# process died 3.5 s after the signal, missing from its own profile (a red-team find).
+PY_DLOPEN_KILLED = """
+import ctypes, _ctypes, os, subprocess, sys
+subprocess.Popen(["sh", "-c", f"sleep 0.5; kill -TERM {os.getpid()}"])
+while True:
+    handle = ctypes.CDLL(sys.argv[1])
+    _ctypes.dlclose(handle._handle)
+"""
+
+
+@pytest.mark.parametrize("mode", PY_MODES)
+def test_sigterm_inside_dlopen_is_flushed_at_once(mode, db, tmp_path):
+    """SIGTERM while the host loads and unloads a library in a loop: death at once, flushed"""
+    path = tmp_path / "dlopen_loop.py"
+    path.write_text(PY_DLOPEN_KILLED)
+    library = prog("libtorn_blank.so")
+    alone = plain([PYTHON, path, library], timeout=60)
+    assert alone.rc == -signal.SIGTERM, alone.err
+    for _ in range(3):  # the signal lands inside the loader most times; three chances
+        if os.path.exists(db):
+            os.unlink(db)
+        profiled = py_under(mode, [path, library], db, timeout=60)
+        assert profiled.rc == -signal.SIGTERM, profiled.err
+        assert profiled.seconds < alone.seconds + 1.5, (profiled.seconds, alone.seconds)
+        profile_whole(db)
+        reasons = query(db, "SELECT end_reason FROM processes WHERE command LIKE '%dlopen_loop%'")
+        assert ("signal 15",) in reasons, (reasons, notes(db))
+
+
 PY_GETSIGNAL = """
 import signal
 for s in sorted(signal.valid_signals()):

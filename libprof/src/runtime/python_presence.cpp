@@ -2,10 +2,19 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
+
+#include "symbols/loader_free.hpp"
+
 namespace sonde {
 
 bool python_without_hook(Facts& facts) {
-  return dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr && !facts.has("python.hook");
+  // Asked once outside a signal's flush (LoaderFree), and at a flush before one: whether the
+  // process holds an interpreter does not change back.
+  static std::atomic<int> python{-1};
+  if (python.load() <= 0 && !loader_free())
+    python.store(dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr ? 1 : 0);
+  return python.load() == 1 && !facts.has("python.hook");
 }
 
 }  // namespace sonde

@@ -33,6 +33,7 @@
 #include "sonde/quiet_write.hpp"
 #include "store/fd_guard.hpp"
 #include "store/sqlite_db.hpp"
+#include "symbols/loader_free.hpp"
 
 namespace sonde {
 
@@ -66,7 +67,7 @@ bool looks_numeric(bool cpu_only) {
   double cpu_s = double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
                  double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
   if (cpu_s >= 0.5) return true;
-  if (cpu_only) return false;
+  if (cpu_only || loader_free()) return false;
   bool found = false;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
@@ -481,7 +482,11 @@ void Runtime::flusher_loop() {
     if (sig != 0) {
       exit_flush_started_.store(true);
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
-      bool ok = flush(FlushKind::kSignal, reason.c_str());
+      bool ok;
+      {
+        LoaderFree no_loader;  // the interrupted thread may hold the loader's lock
+        ok = flush(FlushKind::kSignal, reason.c_str());
+      }
       end_helpers();  // a death by SIGINT after the interpreter's atexit (KeyboardInterrupt)
       say_where_written(ok);
       sem_post(&flush_done_);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sonde/quiet_write.hpp"
+#include "symbols/loader_free.hpp"
 
 namespace sonde {
 
@@ -71,7 +72,15 @@ void missing_real_symbol(const char* name) {
 
 std::string object_path_of(const void* address) {
   Dl_info info{};
-  if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) return "";
+  if (loader_free()) {  // the link map's name, without the loader's lock
+    dl_find_object found{};
+    if (_dl_find_object(const_cast<void*>(address), &found) != 0 || found.dlfo_link_map == nullptr)
+      return "";
+    info.dli_fname = found.dlfo_link_map->l_name;
+    if (info.dli_fname == nullptr || info.dli_fname[0] == '\0') return "";  // the executable
+  } else if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
   char resolved[PATH_MAX];
   if (realpath(info.dli_fname, resolved) != nullptr) return resolved;
   return info.dli_fname;
@@ -79,6 +88,7 @@ std::string object_path_of(const void* address) {
 
 void* symbol_beside(const void* address, const char* name) {
   Dl_info info{};
+  if (loader_free()) return nullptr;
   if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr)
     return nullptr;
   void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);

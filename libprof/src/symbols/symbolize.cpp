@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "symbols/elf_symbols.hpp"
+#include "symbols/loader_free.hpp"
 
 namespace sonde {
 
@@ -84,6 +85,7 @@ std::string symbolize(const void* address) {
   }
   // The object's own symbol table names local functions too; dladdr knows exported ones only,
   // but also objects that cannot be read from their file (the vDSO).
+  if (loader_free()) return fmt::format("{:#x}", ip);
   Dl_info info{};
   dladdr(reinterpret_cast<void*>(ip), &info);
   std::string object = base_name(info.dli_fname);
