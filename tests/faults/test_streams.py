@@ -95,3 +95,39 @@ def test_python_launcher_streams(launch, case, tmp_path):
     assert marker.exists(), f"{launch}: the script did not run (ended {profiled})"
     assert profiled == alone, f"{launch}: ended {profiled}, alone {alone}"
     assert os.path.exists(db), "no profile"
+
+
+# A program that closes its stderr and opens a data file, which takes descriptor 2, or that
+# moves its log onto 2 with dup2: sonde's last line ("sonde: profile written to ...") went into
+# that file (a red-team find). sonde writes its lines only while 2 is the file it found.
+REOPENED_STDERR = """
+import os, sys
+how = sys.argv[1]
+if how == "closed":
+    os.close(2)
+    fd = os.open("data.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    assert fd == 2, fd
+else:
+    fd = os.open("app.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.dup2(fd, 2)
+os.write(2, b"DATA:2")
+"""
+
+
+@pytest.mark.parametrize("launch", ["preload", "sonde-run", *PY_LAUNCHES])
+@pytest.mark.parametrize("how", ["closed", "dup2"])
+def test_a_file_the_program_puts_on_descriptor_2_gets_nothing_of_sondes(launch, how, tmp_path):
+    """a data file or a log the program put on descriptor 2 holds only what it wrote there"""
+    script = tmp_path / "reopen.py"
+    script.write_text(REOPENED_STDERR)
+    db = tmp_path / "prof.db"
+    if launch in PY_LAUNCHES:
+        cmd, env = PY_LAUNCHES[launch](str(script), str(db))
+    else:
+        cmd, env = LAUNCHES[launch]([PYTHON, str(script)], str(db))
+    r = subprocess.run([*cmd, how], cwd=tmp_path, env=clean_env(**env), capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    written = (tmp_path / ("data.bin" if how == "closed" else "app.log")).read_bytes()
+    assert written == b"DATA:2", written
+    assert db.exists()

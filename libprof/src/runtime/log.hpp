@@ -15,6 +15,14 @@ void set_log_level(LogLevel level);
 LogLevel log_level();
 void log_write(std::string_view line);
 
+// sonde's own lines go to the host's stderr only while descriptor 2 is still the file it was
+// when sonde started: a program that closed it and opened a data file (which took 2), or moved
+// its log onto 2, found "sonde: profile written to ..." in that file (a red-team find).
+// remember_stderr() records it (at start); say_on_stderr() writes `text` there, or nothing.
+// Both async-signal-safe.
+void remember_stderr();
+void say_on_stderr(std::string_view text);
+
 template <class... A>
 void log(LogLevel level, fmt::format_string<A...> f, A&&... args) {
   if (level > log_level()) return;

@@ -134,6 +134,7 @@ void gpu_at_exit() {
 void Runtime::init() {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return;
+  remember_stderr();
   auto* rt = new Runtime();
   rt->start();
 }
@@ -691,7 +692,7 @@ void Runtime::say_where_written(bool ok) {
                 "sonde: profile written to {}, up to its last periodic flush (the final "
                 "flush did not happen or failed)\n",
                 name);
-  quiet_write(STDERR_FILENO, line);
+  say_on_stderr(line);
 }
 
 void Runtime::exit_begins() {

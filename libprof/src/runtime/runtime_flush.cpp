@@ -97,9 +97,9 @@ bool Runtime::flush(FlushKind kind, const char* end_reason) {
     // MemoryError). Nothing that allocates here: there is nothing left to give.
     flushes_out_of_memory_.fetch_add(1, std::memory_order_relaxed);
     if (!said_out_of_memory_.exchange(true) && log_level() >= LogLevel::kWarn)
-      quiet_write(STDERR_FILENO,
-                  "sonde: the process is out of memory: its profile is written when there is "
-                  "memory again, or not at all\n");
+      say_on_stderr(
+          "sonde: the process is out of memory: its profile is written when there is "
+          "memory again, or not at all\n");
     return false;
   }
 }
@@ -340,8 +340,7 @@ void Runtime::flush_from_signal(int sig) {
                           "sonde: process %d ended (_exit) before its "
                           "profile was written; its calls since the last flush are lost\n",
                           int(getpid()));
-    if (n > 0)
-      quiet_write(STDERR_FILENO, std::string_view(line, std::min(size_t(n), sizeof line - 1)));
+    if (n > 0) say_on_stderr(std::string_view(line, std::min(size_t(n), sizeof line - 1)));
   }
 }
 
