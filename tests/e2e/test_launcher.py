@@ -142,6 +142,10 @@ def test_a_syntax_error_reads_as_pythons(prog, kind, mode):
     assert plain.returncode == s.returncode == 1
     assert "SyntaxError" in plain.stderr and "Traceback" not in plain.stderr
     assert s.stderr.replace("sonde: profile written to s.db\n", "") == plain.stderr
+    # The program never ran, so the hook never started: no note tells the user to run it with
+    # python3 -m sonde, which is what was done (a red-team find).
+    notes = [n for (n,) in query(prog / "s.db", "SELECT message FROM notes")]
+    assert not [n for n in notes if "without sonde's Python hook" in n], notes
 
 
 def test_dash_s_prints_the_report_after_the_program(prog):

@@ -14,7 +14,9 @@ bool python_without_hook(Facts& facts) {
   static std::atomic<int> python{-1};
   if (python.load() <= 0 && !loader_free())
     python.store(dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr ? 1 : 0);
-  return python.load() == 1 && !facts.has("python.hook");
+  // sonde.launch: python3 -m sonde ran here, whose hook a program that never ran (a
+  // SyntaxError) never started; its note would tell the user to do what was done.
+  return python.load() == 1 && !facts.has("python.hook") && !facts.has("sonde.launch");
 }
 
 }  // namespace sonde
