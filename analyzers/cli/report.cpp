@@ -83,7 +83,8 @@ Command add_report(CLI::App& app) {
   add_colour(cmd);
   cmd->add_option("-s,--sort", a->sort,
                   "Sort key: exclusive time (excl, or cProfile's tottime/time), inclusive time "
-                  "(incl, cumtime/cumulative) or calls (calls, ncalls)")
+                  "(incl, cumtime/cumulative), calls (calls, ncalls, pcalls), or ascending by "
+                  "name (name, stdname, nfl), file and line (file, filename, module) or line")
       ->check(CLI::IsMember(report_sort_names()))
       ->capture_default_str();
   auto* by = cmd->add_option("--by", a->by,

@@ -47,6 +47,9 @@ Hotspots compute_hotspots(const ProfileFile& file, ReportSort sort) {
   }
   std::string_view order = sort == ReportSort::kInclusive ? "incl_s DESC, "
                            : sort == ReportSort::kCalls   ? "calls DESC, incl_s DESC, "
+                           : sort == ReportSort::kName    ? ""
+                           : sort == ReportSort::kFile    ? "file, line, "
+                           : sort == ReportSort::kLine    ? "line, "
                                                           : "excl_s DESC, incl_s DESC, ";
   auto st = file.prepare(fmt::format(
       "SELECT routine_id, routine, kind, library, file, line, calls, subrs, incl_s, excl_s, "

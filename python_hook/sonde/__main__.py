@@ -23,7 +23,9 @@ _WHY = "SONDE_PYTHON_NOT_IN_PROCESS"
 # cProfile's -s keys, and sonde report's own, as sonde report's --sort key.
 _SORT_KEYS = {"tottime": "excl", "time": "excl", "excl": "excl",
               "cumtime": "incl", "cumulative": "incl", "incl": "incl",
-              "ncalls": "calls", "calls": "calls"}
+              "ncalls": "calls", "calls": "calls", "pcalls": "pcalls",
+              "name": "name", "stdname": "stdname", "nfl": "nfl", "file": "file",
+              "filename": "filename", "module": "module", "line": "line"}
 # sonde's options that take a value: the word after them is not the program.
 _VALUED = ("-o", "--output", "--lines", "-s", "--sort", "--counters", "--flush-interval", "--sample",
            "--delay", "--steps", "--step-region")

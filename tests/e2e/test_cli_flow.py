@@ -1,4 +1,6 @@
 """The issue's walk-through: sonde run, then every reading of the file it wrote."""
+import csv
+import io
 import json
 import re
 import subprocess
@@ -35,7 +37,19 @@ def test_report_takes_cprofile_sort_names(profile):
                             ("incl", "cumulative"), ("calls", "ncalls")):
         assert table(cprofile) == table(sonde), cprofile
     assert table("incl") != table("calls")
-    bad = run([CLI, "report", profile, "--sort", "stdname"])
+    for key in ("stdname", "nfl"):
+        assert table(key) == table("name"), key
+    for key in ("filename", "module"):
+        assert table(key) == table("file"), key
+    assert table("pcalls") == table("calls")
+    # Ascending, as pstats sorts them: by the name sonde shows, by file and line, by line.
+    def rows(key):
+        return list(csv.DictReader(io.StringIO(table(key))))
+    names = [r["name"] for r in rows("name")]
+    assert names == sorted(names), names
+    lines = [int(r["line"]) for r in rows("line")]
+    assert lines == sorted(lines), lines
+    bad = run([CLI, "report", profile, "--sort", "bogus"])
     assert bad.returncode != 0 and "tottime" in bad.stderr
 
 

@@ -157,8 +157,14 @@ def test_dash_s_prints_the_report_after_the_program(prog):
     rows = [l for l in out[header + 2:] if l.strip()]
     incl = [float(l.split()[2]) for l in rows]
     assert incl == sorted(incl, reverse=True) and any("sees.py:1(<module>)" in l for l in rows)
-    bad = run(["-m", "sonde", "-o", "b.db", "-s", "stdname", "sees.py"], prog)
-    assert bad.returncode == 2 and "invalid choice: 'stdname'" in bad.stderr
+    # Every key of cProfile's -s sorts (pstats' sort_stats): the names ascending.
+    s = run(["-m", "sonde", "-o", "n.db", "-s", "stdname", "sees.py", "a"], prog)
+    assert s.returncode == 0, s.stderr
+    out = s.stdout.splitlines()
+    header = next(i for i, l in enumerate(out) if "Inclusive total msec" in l)
+    assert len([l for l in out[header + 2:] if l.strip()]) > 1
+    bad = run(["-m", "sonde", "-o", "b.db", "-s", "bogus", "sees.py"], prog)
+    assert bad.returncode == 2 and "invalid choice: 'bogus'" in bad.stderr
     assert not (prog / "b.db").exists()
 
 
