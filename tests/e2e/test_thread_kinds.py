@@ -75,6 +75,16 @@ def test_report_says_what_waits(profile):
     assert len(waiter) == 1 and "it waits for work most of it" in waiter[0], tree[:800]
 
 
+def profile_script(script, name):
+    """`script` under python3 -m sonde, writing `name` beside it: (the file, the run)."""
+    db = script.parent / name
+    build = os.environ.get("SONDE_BUILD", "")
+    r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", str(db), str(script)],
+                       env=clean_env(PYTHONPATH=os.path.join(build, "python")),
+                       capture_output=True, text=True, timeout=300, cwd=script.parent)
+    return db, r
+
+
 def test_a_helper_threads_wait_for_work_is_left_out(tmp_path):
     """A Python thread's life is all in measured frames, so a thread blocked in queue.get would
     add its wait to the 100 %: the wait (threading's Condition.wait under it) is left out of it
@@ -89,11 +99,7 @@ def test_a_helper_threads_wait_for_work_is_left_out(tmp_path):
         "x = 0\n"
         "while time.thread_time() < end:\n    x += 1\n"
         "q.put(None); t.join()\n")
-    db = tmp_path / "blocked.db"
-    build = os.environ.get("SONDE_BUILD", "")
-    r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", str(db), str(script)],
-                       env=clean_env(PYTHONPATH=os.path.join(build, "python")),
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    db, r = profile_script(script, "blocked.db")
     assert r.returncode == 0, r.stderr
     ((busy, life, waited, counted),) = query(
         db, "SELECT busy, time_s, waited_s, counted_s FROM thread_times WHERE seq > 0")
@@ -136,11 +142,7 @@ def test_a_join_of_a_child_process_and_the_resource_tracker_are_left_out(tmp_pat
         "    p = mp.get_context('spawn').Process(target=work)\n"
         "    p.start(); p.join()\n"
         "    print('exitcode', p.exitcode)\n")
-    db = tmp_path / "spawned.db"
-    build = os.environ.get("SONDE_BUILD", "")
-    r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", str(db), str(script)],
-                       env=clean_env(PYTHONPATH=os.path.join(build, "python")),
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    db, r = profile_script(script, "spawned.db")
     assert r.returncode == 0 and r.stdout == "exitcode 0\n", r.stderr
     ((join_incl,),) = query(db, "SELECT SUM(n.incl_ns) / 1e9 FROM nodes n JOIN routines r "
                                 "USING (routine_id) WHERE r.name LIKE 'process.py:%(join)'")

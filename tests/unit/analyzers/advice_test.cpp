@@ -919,20 +919,26 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   EXPECT_THROW(read_tune_results((dir / "nothing").string()), Error);
 }
 
-// A helper thread's wait for work is out of rank_hotspots (the waits views). What the imbalance
-// then takes from a routine's time on a rank (the imports, set-up and communication beneath it)
-// comes from outside that wait: an import inside a feeder's threading wait on rank 1 was taken
-// from its queue.get a second time, and the two ranks' equal 0.2 s read 0.2 against 0. And an
-// interpreter's start-up is set-up, as imports are: never an imbalance.
-TEST_F(AdviceTest, RankImbalanceTakesNothingFromInsideAWaitForWork) {
-  sql(R"sql(
+// The fixture's process as rank 0 of 2, and rank 1: a process of one thread, its main (thread 2).
+constexpr const char* kSecondRank = R"sql(
 UPDATE processes SET rank = 0, world_size = 2;
 INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
                        end_reason, rank, world_size)
   VALUES (2, 1, 11, 1, 'root', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
           'exit', 1, 2);
 INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
-  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000),
+  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000);
+)sql";
+
+// A helper thread's wait for work is out of rank_hotspots (the waits views). What the imbalance
+// then takes from a routine's time on a rank (the imports, set-up and communication beneath it)
+// comes from outside that wait: an import inside a feeder's threading wait on rank 1 was taken
+// from its queue.get a second time, and the two ranks' equal 0.2 s read 0.2 against 0. And an
+// interpreter's start-up is set-up, as imports are: never an imbalance.
+TEST_F(AdviceTest, RankImbalanceTakesNothingFromInsideAWaitForWork) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
   (3, 1, 1, 12, 'feeder', 1000000000000, 1000000000000 + 3000000000),
   (4, 2, 1, 13, 'feeder', 1000000000000, 1000000000000 + 3000000000);
 INSERT INTO routines (routine_id, name, kind, file, line) VALUES
@@ -973,14 +979,8 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
 // communication, not rank 0's computation: a red-team run named rank 0's backward the second
 // imbalance (0.153 s lost, "even out the work per rank"), beside the true one, augment.
 TEST_F(AdviceTest, DdpReducersWaitInBackwardIsNoImbalance) {
+  sql(kSecondRank);
   sql(R"sql(
-UPDATE processes SET rank = 0, world_size = 2;
-INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
-                       end_reason, rank, world_size)
-  VALUES (2, 1, 11, 1, 'root', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
-          'exit', 1, 2);
-INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
-  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000);
 INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
   (7, '__init__.py:103(backward)', 'python', '',
    '/usr/lib/python3/dist-packages/torch/autograd/__init__.py', 103),
