@@ -8,15 +8,23 @@
 
 namespace sonde {
 
+namespace {
+// Whether the process holds a Python interpreter: -1 not asked yet, 0 no, 1 yes. Asked at start
+// and at every flush outside a signal's (LoaderFree), whose interrupted thread may hold the
+// loader's lock; a fork child inherits the answer. Once yes, it stays yes.
+std::atomic<int> g_python{-1};
+}  // namespace
+
+void remember_python_presence() {
+  if (g_python.load() <= 0 && !loader_free())
+    g_python.store(dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr ? 1 : 0);
+}
+
 bool python_without_hook(Facts& facts) {
-  // Asked once outside a signal's flush (LoaderFree), and at a flush before one: whether the
-  // process holds an interpreter does not change back.
-  static std::atomic<int> python{-1};
-  if (python.load() <= 0 && !loader_free())
-    python.store(dlsym(RTLD_DEFAULT, "Py_IsInitialized") != nullptr ? 1 : 0);
+  remember_python_presence();
   // sonde.launch: python3 -m sonde ran here, whose hook a program that never ran (a
   // SyntaxError) never started; its note would tell the user to do what was done.
-  return python.load() == 1 && !facts.has("python.hook") && !facts.has("sonde.launch");
+  return g_python.load() == 1 && !facts.has("python.hook") && !facts.has("sonde.launch");
 }
 
 }  // namespace sonde

@@ -18,4 +18,8 @@ inline constexpr const char* kPythonWithoutHookNote =
 // executable and libpython) and no hook started in it (the hook sets run_info python.hook).
 bool python_without_hook(Facts& facts);
 
+// Asks whether the process holds an interpreter, where it may ask the loader (not in a signal's
+// flush): at start, so that a fork child or a signal's flush has the answer.
+void remember_python_presence();
+
 }  // namespace sonde

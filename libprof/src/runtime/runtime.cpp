@@ -29,6 +29,7 @@
 #include "process/signals.hpp"
 #include "runtime/fpu_mode.hpp"
 #include "runtime/last_thread.hpp"
+#include "runtime/python_presence.hpp"
 #include "sonde/output_name.hpp"
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
@@ -135,6 +136,7 @@ void Runtime::init() {
   static std::atomic<bool> started{false};
   if (started.exchange(true)) return;
   remember_stderr();
+  remember_python_presence();
   auto* rt = new Runtime();
   rt->start();
 }

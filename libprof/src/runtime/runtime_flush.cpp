@@ -483,7 +483,10 @@ void Runtime::flusher_loop() {
       std::string reason = sig == kExitRequest ? "_exit" : fmt::format("signal {}", sig);
       bool ok;
       {
-        LoaderFree no_loader;  // the interrupted thread may hold the loader's lock
+        // A signal's interrupted thread may hold the loader's lock; an _exit's is in sonde's
+        // wrapper, holding nothing.
+        std::optional<LoaderFree> no_loader;
+        if (sig != kExitRequest) no_loader.emplace();
         ok = flush(FlushKind::kSignal, reason.c_str());
       }
       end_helpers();  // a death by SIGINT after the interpreter's atexit (KeyboardInterrupt)

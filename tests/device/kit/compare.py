@@ -41,17 +41,28 @@ def trace_op_counts(trace):
 ENGINE = "autograd::engine::evaluate_function: "
 
 
+def slack(count):
+    """How many calls of an operator torch.profiler's own run may miss: 1.13's legacy profiler,
+    on a loaded machine, counted aten::add_ 59 where sonde counted 60 in the clean-clone CI (and
+    a red-team's aten::add 4573, then 4574 on a rerun of the same seeded program). What the
+    check is for, an operator's nested calls counted as top-level, doubles a count: 2 % of
+    it, none under 50 calls."""
+    return count // 50
+
+
 def operator_count_failures(sonde, torch, exact):
     """What is wrong with sonde's operator counts (top-level calls, per name) against
     torch.profiler's (every call, nested ones too) for the same window: the operators in `exact`
     (called from Python and by no other operator) and every autograd node the engine evaluated
-    must count the same; no operator may count more than torch.profiler's."""
+    must count the same; no operator may count more than torch.profiler's, beyond the calls its
+    own run may miss (slack)."""
     bad = []
     for name in sorted(set(exact) | {n for n in torch if n.startswith(ENGINE)}):
         if sonde.get(name, 0) != torch.get(name, 0):
             bad.append(f"{name}: sonde {sonde.get(name, 0)}, torch.profiler {torch.get(name, 0)}")
     bad += [f"{name}: sonde {n} > torch.profiler {torch.get(name, 0)}"
-            for name, n in sorted(sonde.items()) if n > torch.get(name, 0) and name not in exact]
+            for name, n in sorted(sonde.items())
+            if n > torch.get(name, 0) + slack(n) and name not in exact]
     return bad
 
 

@@ -56,6 +56,13 @@ class OperatorCounts(unittest.TestCase):
                                f"{self.NODE}: sonde 1, torch.profiler 2",
                                "aten::convolution: sonde 2 > torch.profiler 1"])
 
+    def test_one_call_torch_profiler_missed_is_no_failure_a_doubled_count_is(self):
+        self.assertEqual(compare.operator_count_failures({"aten::add_": 60}, {"aten::add_": 59},
+                                                         []), [])
+        self.assertEqual(compare.operator_count_failures({"aten::add_": 120}, {"aten::add_": 60},
+                                                         []), ["aten::add_: sonde 120 > "
+                                                               "torch.profiler 60"])
+
 
 class Attribution(unittest.TestCase):
     FRAMES = ["cnn_step", "graph_step"]

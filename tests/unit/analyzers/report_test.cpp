@@ -71,7 +71,13 @@ TEST_F(ReportTest, SortKeys) {
       names(compute_hotspots(file, ReportSort::kInclusive)),
       (std::vector<std::string>{"<thread>", "train", "cblas_sgemm", "load_data", "fib", "noop"}));
   EXPECT_EQ(names(compute_hotspots(file, ReportSort::kCalls))[0], "cblas_sgemm");
-  EXPECT_THROW(parse_report_sort("name"), Error);
+  // pstats' ascending keys: by the name, by file and line.
+  EXPECT_EQ(
+      names(compute_hotspots(file, parse_report_sort("name"))),
+      (std::vector<std::string>{"<thread>", "cblas_sgemm", "fib", "load_data", "noop", "train"}));
+  EXPECT_EQ(parse_report_sort("stdname"), ReportSort::kName);
+  EXPECT_EQ(parse_report_sort("module"), ReportSort::kFile);
+  EXPECT_THROW(parse_report_sort("bogus"), Error);
 }
 
 TEST_F(ReportTest, RunSummaryAndHeader) {
