@@ -7,6 +7,7 @@
 #include <bit>
 #include <limits>
 #include <map>
+#include <unordered_set>
 
 #include "metrics/breakdown_gpu.hpp"
 #include "profile/call_tree.hpp"
@@ -118,6 +119,9 @@ struct Accumulator {
   std::array<std::map<std::string, std::int64_t>, kPhaseCount> opened;
   std::vector<const Frame*> loading;  // guessed data loading (guessed_loading)
   LoopNodes nodes;                    // for the device time the nodes launched
+  // The view engine_waits: frames running the autograd engine whose own time is the DDP
+  // reducer's wait for its all-reduces: communication, in t_comm, whatever phase is around.
+  std::unordered_set<std::int64_t> engine_waits;
 
   void open(int phase, const CallNode& n) { opened[phase][n.name] += n.incl_ns; }
 
@@ -151,8 +155,14 @@ struct Accumulator {
       current = kIo;
       open(current, n);
     }
-    (current >= 0 ? out.rows[current].time_ns : out.other_ns) += n.excl_ns;
-    mark(n, current >= 0 ? current : LoopNodes::kOther);
+    if (current >= 0 && engine_waits.count(n.node_id) != 0) {
+      out.rows[kComm].time_ns += n.excl_ns;
+      opened[kComm][n.name] += n.excl_ns;
+      mark(n, kComm);
+    } else {
+      (current >= 0 ? out.rows[current].time_ns : out.other_ns) += n.excl_ns;
+      mark(n, current >= 0 ? current : LoopNodes::kOther);
+    }
     for (const Frame& k : f.kids) walk(k, current);
   }
 };
@@ -376,7 +386,9 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   for (const PhaseClass& c : phase_classes())
     b.rows.push_back({std::string(c.id), std::string(c.title), 0, true, {}});
   b.run_ns = profile.metrics().run_ns();
-  Accumulator acc{b, {}, {}, {}};
+  Accumulator acc{b, {}, {}, {}, {}};
+  for (auto st = profile.file().prepare("SELECT node_id FROM engine_waits"); st.step();)
+    acc.engine_waits.insert(st.int64(0));
   const std::vector<ThreadTree>& trees = profile.forest().busy;
   unsigned seen = 0;
   std::array<std::string, kPhaseCount> example;

@@ -156,14 +156,10 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   // waits for work out (the waits views), so what is taken here comes from outside them: a mark
   // inside one is none, and a mark above one is taken less the waits below it.
   //
-  // DDP's reducer waits for its buckets' all-reduces at the end of the backward pass, inside
-  // the engine after its last node (finalize_backward): PyTorch marks it with no event, so it is
-  // the own time of the Python frame that runs the engine (torch.autograd's backward or grad;
-  // 2.x's _engine_run_backward). Where a nonblocking collective was posted beneath that frame,
-  // its own time is taken as the wait, with the engine's own scheduling (small: a red-team DDP
-  // run's rank 0 had 257 ms of it against rank 1's 9.7 ms, which waited for nobody). Judged on
-  // its inclusive time, rank 0's backward was the second imbalance, the other rank's augment()
-  // being the first.
+  // DDP's reducer waits for its buckets' all-reduces at the end of the backward pass, in the
+  // own time of the frame that runs the engine (the view engine_waits): taken as communication
+  // too. Judged on its inclusive time, a red-team run's rank 0 backward, 257 ms of own time
+  // against rank 1's 9.7 ms, was the second imbalance, the other rank's augment() the first.
   constexpr const char* kOutsideWaits =
       "WITH RECURSIVE mark(node_id) AS ("
       "  SELECT node_id FROM comm_ops UNION "
@@ -176,16 +172,8 @@ RankSummary load_rank_summary(const ProfileFile& file) {
       "  WHERE n.parent_id IS NOT NULL), "
       "outer_mark(node_id) AS (SELECT node_id FROM mark EXCEPT "
       "  SELECT up.mark FROM up JOIN mark m ON m.node_id = up.node_id), "
-      "engine(node_id) AS ("
-      "  SELECT DISTINCT up.node_id FROM up JOIN comm_ops co ON co.node_id = up.mark "
-      "  JOIN nodes a ON a.node_id = up.node_id JOIN routines r ON r.routine_id = a.routine_id "
-      "  WHERE co.blocking = 0 AND r.kind = 'python' "
-      "  AND ((r.file LIKE '%/torch/autograd/__init__.py' "
-      "        AND (r.name LIKE '%(backward)' OR r.name LIKE '%(grad)')) "
-      "    OR (r.file LIKE '%/torch/autograd/graph.py' "
-      "        AND r.name LIKE '%(\_engine\_run\_backward)' ESCAPE '\\'))), "
       "engine_up(wait, node_id) AS ("
-      "  SELECT node_id, node_id FROM engine "
+      "  SELECT node_id, node_id FROM engine_waits "
       "  UNION ALL SELECT e.wait, n.parent_id FROM engine_up e JOIN nodes n "
       "  ON n.node_id = e.node_id WHERE n.parent_id IS NOT NULL), "
       "under(routine_id, rank, ns) AS ("
@@ -194,9 +182,9 @@ RankSummary load_rank_summary(const ProfileFile& file) {
       "    JOIN outer_mark o ON o.node_id = up.mark JOIN nodes a ON a.node_id = up.node_id "
       "    JOIN nodes c ON c.node_id = up.mark LEFT JOIN wait_cuts w ON w.node_id = up.mark "
       "    JOIN threads t ON t.thread_id = c.thread_id JOIN process_ranks pr USING (process_id) "
-      "    UNION SELECT DISTINCT a.routine_id, pr.rank, e.wait, c.excl_ns FROM engine_up e "
-      "    JOIN nodes a ON a.node_id = e.node_id JOIN nodes c ON c.node_id = e.wait "
-      "    JOIN threads t ON t.thread_id = c.thread_id JOIN process_ranks pr USING (process_id)) "
+      "    UNION SELECT DISTINCT a.routine_id, pr.rank, e.wait, w.ns FROM engine_up e "
+      "    JOIN nodes a ON a.node_id = e.node_id JOIN engine_waits w ON w.node_id = e.wait "
+      "    JOIN threads t ON t.thread_id = w.thread_id JOIN process_ranks pr USING (process_id)) "
       "  GROUP BY routine_id, rank), "
       "per(routine_id, rank, s) AS ("
       "  SELECT h.routine_id, h.rank, MAX(h.incl_s - COALESCE(u.ns, 0) / 1e9, 0.0) "

@@ -56,7 +56,9 @@ namespace sonde {
 // 13: a join of a child process (multiprocessing's Process.join, torch.multiprocessing.spawn's
 //    join) and multiprocessing's resource tracker's loop are waits for work in any thread
 //    (wait_routines.any_thread), the process's first too: the 100 % counts the children's
-//    own time. Views only: a version 3 to 12 file gets them at open.
+//    own time. engine_waits: the own time of the frame running the autograd engine where a
+//    collective was posted beneath it, DDP's reducer's wait (t_comm, not t_b). Views only: a
+//    version 3 to 12 file gets them at open.
 inline constexpr int kSchemaVersion = 13;
 
 }  // namespace sonde

@@ -796,6 +796,28 @@ CREATE VIEW IF NOT EXISTS routine_comm AS
          own.routine_id IN (SELECT n.routine_id FROM comm JOIN nodes n USING (node_id)) AS is_comm
   FROM own LEFT JOIN under USING (routine_id);
 
+-- The waits for communication that PyTorch marks with no event: DDP's reducer waits for its
+-- buckets' all-reduces at the end of the backward pass, inside the autograd engine after its
+-- last node (finalize_backward), which is then the own time of the Python frame that runs the
+-- engine: torch.autograd's backward or grad (2.x: graph.py's _engine_run_backward). One row per
+-- such frame's node beneath which a nonblocking collective was posted: ns, its own time, taken
+-- as that wait, with the engine's own scheduling beside it (small: a DDP rank that waited for
+-- nobody had 9.7 ms of it in 0.34 s of backward; its peer, waiting for the slow rank, 257 ms).
+-- The iteration breakdown counts it in t_comm and the rank rules as communication.
+CREATE VIEW IF NOT EXISTS engine_waits AS
+  WITH RECURSIVE up(node_id) AS (
+    SELECT n.parent_id FROM comm_ops co JOIN nodes n USING (node_id)
+    WHERE co.blocking = 0 AND n.parent_id IS NOT NULL
+    UNION
+    SELECT n.parent_id FROM up JOIN nodes n USING (node_id) WHERE n.parent_id IS NOT NULL)
+  SELECT n.node_id AS node_id, n.thread_id AS thread_id, n.excl_ns AS ns
+  FROM up JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+  WHERE r.kind = 'python'
+    AND ((r.file LIKE '%/torch/autograd/__init__.py'
+          AND (r.name LIKE '%(backward)' OR r.name LIKE '%(grad)'))
+      OR (r.file LIKE '%/torch/autograd/graph.py'
+          AND r.name LIKE '%(\_engine\_run\_backward)' ESCAPE '\'));
+
 -- A rank's busy threads' time in three parts that add up to its busy_s: inside communication
 -- calls (comm_s), in MPI's or NCCL's set-up (setup_s), and the rest (compute_s: outside every
 -- communication call: the rank's computation and whatever else it does between calls). The

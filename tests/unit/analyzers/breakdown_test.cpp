@@ -282,5 +282,44 @@ TEST_F(BreakdownTest, UserMappingNamesTheDataLoading) {
   EXPECT_EQ(b.iterations, 10);
 }
 
+// DDP's reducer waits for its buckets' all-reduces at the end of the backward pass, inside the
+// autograd engine after its last node: the own time of torch.autograd's backward frame, where
+// PyTorch marks nothing (the view engine_waits). That is communication: a rank that waited for
+// a slower one read it as its backward (t_b 13.7 ms/iter against its peer's 2.5).
+TEST_F(BreakdownTest, TheDdpReducersWaitInBackwardIsCommunication) {
+  int root = tree_.thread("main");
+  int main = tree_.py(root, "/w/ddp.py", 20, "main", 1, 2000);
+  tree_.py(main, torch("nn/modules/module.py"), 1188, "_call_impl", 20, 400);
+  int bw = tree_.py(main, torch("_tensor.py"), 429, "backward", 20, 600);
+  int engine = tree_.py(bw, torch("autograd/__init__.py"), 103, "backward", 20, 590);
+  int hook = tree_.add(engine,
+                       "autograd::engine::evaluate_function: torch::autograd::"
+                       "AccumulateGrad",
+                       "torch", "", 20, 100);
+  int allreduce = tree_.add(hook, "c10d::allreduce_", "torch", "", 20, 10);
+  int wrap = tree_.py(main, torch("optim/optimizer.py"), 135, "wrapper", 20, 300);
+  tree_.py(wrap, torch("optim/sgd.py"), 130, "step", 20, 290);
+  tree_.set_root_ms(root, 2000);
+  std::string path = (dir_.path / "ddp.db").string();
+  tree_.write(path);
+  test::exec_sql(path,
+                 "UPDATE routines SET library = 'c10d' WHERE name = 'c10d::allreduce_';"
+                 "INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, "
+                 "calls, time_ns) VALUES (" +
+                     std::to_string(allreduce) +
+                     ", 'c10d::allreduce_', 'collective', 0, 2, 9640, 20, 10000000);");
+  Breakdown b = compute_breakdown(ProfileFile::open(path), {});
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 20);
+  // The engine frame's own 490 ms (590 less the node) and the all-reduces' posting, 10 ms.
+  EXPECT_EQ(row(b, "t_comm").time_ns, (490 + 10) * kMs);
+  EXPECT_EQ(row(b, "t_b").time_ns, (600 - 490 - 10) * kMs);
+  EXPECT_EQ(row(b, "t_comm").routines.front(), "__init__.py:103(backward)");
+  // Without a collective beneath it, the engine's own time is the backward's.
+  test::exec_sql(path, "DELETE FROM comm_ops;");
+  Breakdown plain = compute_breakdown(ProfileFile::open(path), {});
+  EXPECT_EQ(row(plain, "t_b").time_ns, (600 - 10) * kMs);
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
