@@ -744,8 +744,31 @@ CREATE VIEW IF NOT EXISTS rank_imbalance AS
          r.routine_id AS routine_id
   FROM agg JOIN routines r USING (routine_id), all_ranks a;
 
--- Communication per rank: time inside communication calls (comm_s; MPI_Init and other setup
--- apart, setup_s), its share of the rank's busy_s, the calls and the bytes they moved.
+-- The waits for communication that PyTorch marks with no event: DDP's reducer waits for its
+-- buckets' all-reduces at the end of the backward pass, inside the autograd engine after its
+-- last node (finalize_backward), which is then the own time of the Python frame that runs the
+-- engine: torch.autograd's backward or grad (2.x: graph.py's _engine_run_backward). One row per
+-- such frame's node beneath which a nonblocking collective was posted: ns, its own time, taken
+-- as that wait, with the engine's own scheduling beside it (small: a DDP rank that waited for
+-- nobody had 9.7 ms of it in 0.34 s of backward; its peer, waiting for the slow rank, 257 ms).
+-- The iteration breakdown counts it in t_comm and the rank rules as communication.
+CREATE VIEW IF NOT EXISTS engine_waits AS
+  WITH RECURSIVE up(node_id) AS (
+    SELECT n.parent_id FROM comm_ops co JOIN nodes n USING (node_id)
+    WHERE co.blocking = 0 AND n.parent_id IS NOT NULL
+    UNION
+    SELECT n.parent_id FROM up JOIN nodes n USING (node_id) WHERE n.parent_id IS NOT NULL)
+  SELECT n.node_id AS node_id, n.thread_id AS thread_id, n.excl_ns AS ns
+  FROM up JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
+  WHERE r.kind = 'python'
+    AND ((r.file LIKE '%/torch/autograd/__init__.py'
+          AND (r.name LIKE '%(backward)' OR r.name LIKE '%(grad)'))
+      OR (r.file LIKE '%/torch/autograd/graph.py'
+          AND r.name LIKE '%(\_engine\_run\_backward)' ESCAPE '\'));
+
+-- Communication per rank: time inside communication calls and PyTorch's unmarked waits for
+-- them (comm_s: comm_ops' time and engine_waits'; MPI_Init and other setup apart, setup_s), its
+-- share of the rank's busy_s, the calls and the bytes they moved.
 CREATE VIEW IF NOT EXISTS rank_comm AS
   WITH c AS (
     SELECT pr.rank AS rank, SUM(CASE WHEN co.kind <> 'setup' THEN co.time_ns ELSE 0 END) AS comm_ns,
@@ -753,13 +776,19 @@ CREATE VIEW IF NOT EXISTS rank_comm AS
            SUM(co.calls) AS calls, SUM(co.bytes * co.calls) AS bytes
     FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id)
          JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank),
+  w AS (
+    SELECT pr.rank AS rank, SUM(w.ns) AS ns
+    FROM engine_waits w JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
     GROUP BY pr.rank)
   SELECT rt.rank AS rank, rt.wall_s AS wall_s, rt.busy_s AS busy_s,
-         COALESCE(c.comm_ns, 0) / 1e9 AS comm_s, COALESCE(c.setup_ns, 0) / 1e9 AS setup_s,
-         CASE WHEN rt.busy_s > 0 THEN 100.0 * COALESCE(c.comm_ns, 0) / 1e9 / rt.busy_s END
+         (COALESCE(c.comm_ns, 0) + COALESCE(w.ns, 0)) / 1e9 AS comm_s,
+         COALESCE(c.setup_ns, 0) / 1e9 AS setup_s,
+         CASE WHEN rt.busy_s > 0
+              THEN 100.0 * (COALESCE(c.comm_ns, 0) + COALESCE(w.ns, 0)) / 1e9 / rt.busy_s END
            AS comm_pct,
          COALESCE(c.calls, 0) AS calls, COALESCE(c.bytes, 0) AS bytes
-  FROM rank_times rt LEFT JOIN c USING (rank);
+  FROM rank_times rt LEFT JOIN c USING (rank) LEFT JOIN w USING (rank);
 
 -- Per routine, the communication under it: every communication call path walked up to its
 -- thread's root, its inclusive time counted once for each routine above it (a recursive routine
@@ -796,28 +825,6 @@ CREATE VIEW IF NOT EXISTS routine_comm AS
          own.routine_id IN (SELECT n.routine_id FROM comm JOIN nodes n USING (node_id)) AS is_comm
   FROM own LEFT JOIN under USING (routine_id);
 
--- The waits for communication that PyTorch marks with no event: DDP's reducer waits for its
--- buckets' all-reduces at the end of the backward pass, inside the autograd engine after its
--- last node (finalize_backward), which is then the own time of the Python frame that runs the
--- engine: torch.autograd's backward or grad (2.x: graph.py's _engine_run_backward). One row per
--- such frame's node beneath which a nonblocking collective was posted: ns, its own time, taken
--- as that wait, with the engine's own scheduling beside it (small: a DDP rank that waited for
--- nobody had 9.7 ms of it in 0.34 s of backward; its peer, waiting for the slow rank, 257 ms).
--- The iteration breakdown counts it in t_comm and the rank rules as communication.
-CREATE VIEW IF NOT EXISTS engine_waits AS
-  WITH RECURSIVE up(node_id) AS (
-    SELECT n.parent_id FROM comm_ops co JOIN nodes n USING (node_id)
-    WHERE co.blocking = 0 AND n.parent_id IS NOT NULL
-    UNION
-    SELECT n.parent_id FROM up JOIN nodes n USING (node_id) WHERE n.parent_id IS NOT NULL)
-  SELECT n.node_id AS node_id, n.thread_id AS thread_id, n.excl_ns AS ns
-  FROM up JOIN nodes n USING (node_id) JOIN routines r USING (routine_id)
-  WHERE r.kind = 'python'
-    AND ((r.file LIKE '%/torch/autograd/__init__.py'
-          AND (r.name LIKE '%(backward)' OR r.name LIKE '%(grad)'))
-      OR (r.file LIKE '%/torch/autograd/graph.py'
-          AND r.name LIKE '%(\_engine\_run\_backward)' ESCAPE '\'));
-
 -- A rank's busy threads' time in three parts that add up to its busy_s: inside communication
 -- calls (comm_s), in MPI's or NCCL's set-up (setup_s), and the rest (compute_s: outside every
 -- communication call: the rank's computation and whatever else it does between calls). The
@@ -842,16 +849,25 @@ CREATE VIEW IF NOT EXISTS comm_bandwidth AS
        JOIN process_ranks pr USING (process_id)
   GROUP BY co.op, co.kind, co.blocking, co.comm_size, co.bytes;
 
--- Exposed against overlapped communication per rank (comm_overlap summed over its threads):
+-- Exposed against overlapped communication per rank (comm_overlap summed over its threads, and
+-- PyTorch's unmarked waits, engine_waits, exposed):
 -- overlap_pct is the overlapped share of exposed + overlapped time (0: nothing hidden).
 CREATE VIEW IF NOT EXISTS rank_overlap AS
-  SELECT pr.rank AS rank, SUM(o.exposed_ns) / 1e9 AS exposed_s,
-         SUM(o.overlapped_ns) / 1e9 AS overlapped_s, SUM(o.inflight_ns) / 1e9 AS inflight_s,
-         CASE WHEN SUM(o.exposed_ns + o.overlapped_ns) > 0
-              THEN 100.0 * SUM(o.overlapped_ns) / SUM(o.exposed_ns + o.overlapped_ns) END
-           AS overlap_pct
-  FROM comm_overlap o JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
-  GROUP BY pr.rank;
+  WITH o AS (
+    SELECT pr.rank AS rank, SUM(o.exposed_ns) AS exposed_ns, SUM(o.overlapped_ns) AS overlapped_ns,
+           SUM(o.inflight_ns) AS inflight_ns
+    FROM comm_overlap o JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank),
+  w AS (
+    SELECT pr.rank AS rank, SUM(w.ns) AS ns
+    FROM engine_waits w JOIN threads t USING (thread_id) JOIN process_ranks pr USING (process_id)
+    GROUP BY pr.rank),
+  e AS (SELECT o.*, o.exposed_ns + COALESCE(w.ns, 0) AS waited_ns FROM o LEFT JOIN w USING (rank))
+  SELECT rank, waited_ns / 1e9 AS exposed_s, overlapped_ns / 1e9 AS overlapped_s,
+         inflight_ns / 1e9 AS inflight_s,
+         CASE WHEN waited_ns + overlapped_ns > 0
+              THEN 100.0 * overlapped_ns / (waited_ns + overlapped_ns) END AS overlap_pct
+  FROM e;
 
 -- What a scaling study compares between runs (sonde scaling), one row: the ranks, the threads
 -- each rank's BLAS or OpenMP ran with (blas.threads, else OMP_NUM_THREADS, else 1), and the

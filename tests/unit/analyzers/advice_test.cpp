@@ -1021,6 +1021,13 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   for (const Candidate& c : candidates())
     if (c.rule == "rank-imbalance")
       EXPECT_EQ(c.location.find("backward"), std::string::npos) << c.summary;
+  // The same wait (engine_waits) is each rank's communication: its posting, 10 ms, and rank 0's
+  // 700 ms of own time in backward; rank 1's 10 ms.
+  ProfileFile file = ProfileFile::open(path_);
+  auto st = file.prepare("SELECT rank, ROUND(comm_s, 6) FROM rank_comm ORDER BY rank");
+  std::vector<std::pair<std::int64_t, double>> comm;
+  while (st.step()) comm.emplace_back(st.int64(0), st.real(1));
+  EXPECT_EQ(comm, (std::vector<std::pair<std::int64_t, double>>{{0, 0.71}, {1, 0.02}}));
 }
 
 }  // namespace
