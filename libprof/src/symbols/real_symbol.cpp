@@ -73,10 +73,8 @@ void missing_real_symbol(const char* name) {
 std::string object_path_of(const void* address) {
   Dl_info info{};
   if (loader_free()) {  // the link map's name, without the loader's lock
-    dl_find_object found{};
-    if (_dl_find_object(const_cast<void*>(address), &found) != 0 || found.dlfo_link_map == nullptr)
-      return "";
-    info.dli_fname = found.dlfo_link_map->l_name;
+    const auto* map = static_cast<const link_map*>(object_of(address));
+    info.dli_fname = map != nullptr ? map->l_name : nullptr;
     if (info.dli_fname == nullptr || info.dli_fname[0] == '\0') return "";  // the executable
   } else if (dladdr(address, &info) == 0 || info.dli_fname == nullptr) {
     return "";
