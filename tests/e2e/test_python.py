@@ -1165,3 +1165,30 @@ def test_start_up_and_teardown_are_named_and_every_export_keeps_the_rest(db, tmp
     assert [names[i] for i in profile["samples"][-1]] == ["<thread>"]
     assert sum(profile["weights"]) == profile["endValue"]
     assert abs(profile["endValue"] - thread_ns) <= len(profile["weights"])
+
+
+@pytest.mark.parametrize("py", ALL_HOOK_PYTHONS)
+def test_a_recursion_python_allows_by_default_is_counted_whole(db, tmp_path, py):
+    # A recursion 900 deep, under CPython's default limit of 1,000: the shadow stack of 256
+    # frames charged the deepest 640 levels to the 256th, and the counts fell short of
+    # cProfile's (a red-team find). The stack now grows up to SONDE_MAX_DEPTH (1024).
+    path = script(tmp_path, "recursion.py", """
+        def down(n):
+            if n == 0:
+                return leaf()
+            return down(n - 1) + 1
+
+        def leaf():
+            return sum(range(10))
+
+        for _ in range(3):
+            print(down(900))
+    """)
+    r = sonde_py([path], db, tmp_path, py=py)
+    assert (r.returncode, r.stdout) == (0, "945\n" * 3), r.stderr
+    assert python_calls(db, "down") == 3 * 901 and python_calls(db, "leaf") == 3
+    assert query(db, "SELECT COUNT(*) FROM notes WHERE topic = 'depth'")[0][0] == 0
+    (deepest,) = query(db, "SELECT MAX(n.depth) FROM nodes n JOIN routines r "
+                           "USING (routine_id) WHERE r.name LIKE '%(leaf)'")[0]
+    assert deepest > 901, deepest
+    assert tree_is_consistent(db)

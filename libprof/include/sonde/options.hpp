@@ -132,9 +132,10 @@ inline constexpr std::array kOptionSpecs{
                "an exec'd image) says nothing on a stderr that is not a terminal, since the "
                "program that started it may read that stream; its warnings are in the "
                "profile's notes (`sonde report` shows them)."},
-    OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "256",
+    OptionSpec{"SONDE_MAX_DEPTH", OptionType::kUInt, "1024",
                "Deepest call path recorded (2 to 65536); deeper calls are charged to the "
-               "deepest frame and noted in the file.",
+               "deepest frame and noted in the file. A thread's stack of open frames has "
+               "room for 256 at first and grows to this as a recursion goes deeper.",
                2, 65536},
     OptionSpec{"SONDE_SAMPLE_HZ", OptionType::kUInt, "0",
                "Samples per second of each thread's CPU time (or `sonde run --sample N`): 0 "

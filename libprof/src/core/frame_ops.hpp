@@ -150,7 +150,7 @@ __attribute__((always_inline)) inline ThreadState* open_frame(ThreadState* t, Ro
   }
   if (routine == 0) return nullptr;
   uint32_t d = t->depth_.load(std::memory_order_relaxed);
-  if (__builtin_expect(d == t->max_depth_, 0)) {
+  if (__builtin_expect(d == t->stack_.room(), 0) && !t->stack_.grow(d)) {
     bump(t->depth_overflows, 1);
     return nullptr;
   }
@@ -321,7 +321,7 @@ inline uint32_t suspend_stack(ThreadState* t, SuspendedFrame* out, uint64_t at) 
 inline void resume_stack(ThreadState* t, const SuspendedFrame* frames, uint32_t n, uint64_t at) {
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t d = t->depth();
-    if (d == t->max_depth_) return;
+    if (d == t->stack_.room() && !t->stack_.grow(d)) return;
     uint32_t node = frames[i].node;
     if (node >= t->nodes.size_owner()) return;  // not this thread's: nothing to resume
     // A warming-up path resumed is timed in full, as open_frame<false> has it.

@@ -27,7 +27,7 @@ void drop_abandoned(ThreadState* t, uintptr_t cfa) {
   // The flag holds more than the open frames: the frame above them raised it and a jump came
   // before start_frame put it on the stack. Left with the frames below it, or by itself.
   uint32_t raised = t->suppress & ~ThreadState::kWindowClosed;
-  bool unstarted = depth < t->max_depth_ && raised > suppressing(t, depth) &&
+  bool unstarted = depth < t->stack_.room() && raised > suppressing(t, depth) &&
                    (keep < depth || left_by_jump(t->stack_[depth + 1], cfa));
   if (keep == depth && !unstarted) return;
   if (on_alternate_stack()) return;

@@ -142,14 +142,15 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
   // child_ticks_i and its open child's time is the next frame's elapsed time. The root (frame 0)
   // spans the thread's life so far.
   uint32_t depth = t.depth_.load(std::memory_order_acquire);
-  if (depth > t.max_depth_) depth = t.max_depth_;
+  FrameStack::View stack = t.stack_.view();
+  if (depth > stack.room) depth = stack.room;
   std::vector<int64_t> elapsed(depth + 2, 0);
   for (uint32_t i = 0; i <= depth; ++i) {
-    uint64_t start = t.stack_[i].start.load(kRelaxed);
+    uint64_t start = stack.entries[i].start.load(kRelaxed);
     elapsed[i] = now > start ? int64_t(now - start) : 0;
   }
   for (uint32_t i = 0; i <= depth; ++i) {
-    const StackEntry& e = t.stack_[i];
+    const StackEntry& e = stack.entries[i];
     uint32_t node = e.node.load(kRelaxed);
     if (node >= n) continue;
     int64_t excl = elapsed[i] - int64_t(e.child_ticks.load(kRelaxed)) - elapsed[i + 1];

@@ -103,11 +103,7 @@ TraceEvent* TraceRing::grow() {
 
 ThreadState::ThreadState(uint32_t seq, pid_t tid, uint64_t start_ticks, uint32_t max_depth,
                          uint64_t trace_capacity, TraceBudget* trace_budget)
-    : stack_(std::make_unique<StackEntry[]>(max_depth + 1)),
-      max_depth_(max_depth),
-      seq_(seq),
-      tid_(tid),
-      start_ticks_(start_ticks) {
+    : stack_(max_depth), seq_(seq), tid_(tid), start_ticks_(start_ticks) {
   // Node 0 is the thread root ('<thread>', routine 0); it is never anyone's child.
   uint32_t root = nodes.reserve();
   nodes[root].calls.store(1, std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/chunked_array.hpp"
+#include "core/frame_stack.hpp"
 #include "core/thread_cpu.hpp"
 #include "core/window.hpp"
 #include "counters/counter_backend.hpp"
@@ -59,20 +60,6 @@ struct Node {
 // A frame's start when the call is not timed (adaptive timing): the flusher then sees no elapsed
 // time in it (now > start never holds).
 inline constexpr uint64_t kUntimed = ~uint64_t(0);
-
-struct StackEntry {
-  std::atomic<uint32_t> node{0};
-  Nesting nesting = Nesting::kChildren;
-  std::atomic<uint64_t> start{0};
-  std::atomic<uint64_t> child_ticks{0};  // inclusive time of completed children
-  bool untimed = false;  // owner-only: adaptive timing leaves this call's clock unread
-  // Owner-only: a native wrapper's own stack pointer, 0 for any other frame; a later wrapper
-  // call whose caller's stack address lies above it finds this frame abandoned.
-  uintptr_t sp = 0;
-  // Owner-only: counts at entry and completed children's deltas (counters on).
-  uint64_t counter_start[kMaxCounters] = {};
-  uint64_t counter_children[kMaxCounters] = {};
-};
 
 struct ShapeRecord {
   uint32_t node = 0;
@@ -283,7 +270,7 @@ class ThreadState {
     if (end != 0 && end < t) t = end;
     if (start_ticks() >= t) return;
     start_ticks_.store(t, std::memory_order_relaxed);
-    stack_[0].start.store(t, std::memory_order_relaxed);
+    stack_.root().start.store(t, std::memory_order_relaxed);
   }
   // The thread's CPU time from its registration to its end or now (under a collection window,
   // from before the window's opening too); -1 where it could not be read. thread_times tells
@@ -303,9 +290,8 @@ class ThreadState {
   ChunkedArray<CommRecord, 6, 4096> comms;
   ChunkedArray<OpShapeRecord, 6, 4096> op_shapes;
   CommClock comm_clock;
-  std::unique_ptr<StackEntry[]> stack_;
+  FrameStack stack_;
   std::atomic<uint32_t> depth_{0};
-  uint32_t max_depth_;
   uint32_t suppress = 0;  // >0 while a kSuppress routine runs; also set by sonde's own code
   // The bit of `suppress` a thread attached while the collection window was closed carries:
   // open_frame's one test of `suppress` covers the window too, so no call reads a shared flag.

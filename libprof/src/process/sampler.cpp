@@ -423,7 +423,7 @@ void sampler_on_signal(const siginfo_t* info, void* context) {
   s->weight =
       info->si_code != SI_TIMER || info->si_overrun <= 0 ? 1 : 1 + uint32_t(info->si_overrun);
   uint32_t d = t->depth();
-  s->node = d < t->max_depth_ ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
+  s->node = d <= t->stack_.room() ? t->stack_[d].node.load(std::memory_order_relaxed) : 0;
   // The unwinder reads the stack and unwind tables: a frame it misreads must cost the sample,
   // never the host. Faults are let through to sonde's handler, which jumps back here.
   // The mask is not saved (a system call): the handler's return restores the host's anyway.

@@ -18,7 +18,7 @@ struct Config {
   double flush_interval_s = 10.0;
   std::vector<std::string> counters;
   LogLevel log_level = LogLevel::kWarn;
-  uint32_t max_depth = 256;
+  uint32_t max_depth = 1024;         // Python's recursion limit is 1,000 by default
   uint32_t sample_hz = 0;            // 0: the sampler is off
   uint32_t adaptive = 0;             // SONDE_ADAPTIVE: 0 off, else time 1 call in this many (1: 16)
   bool record_args = true;           // false: the command's name only

@@ -40,7 +40,7 @@ TEST(Config, EmptyEnvironmentGivesTheDefaultsSilently) {
   EXPECT_EQ(p.config.output, "");
   EXPECT_EQ(p.config.trace, d.trace);
   EXPECT_DOUBLE_EQ(p.config.flush_interval_s, 10.0);
-  EXPECT_EQ(p.config.max_depth, 256u);
+  EXPECT_EQ(p.config.max_depth, 1024u);
   EXPECT_TRUE(p.config.counters.empty());
   EXPECT_EQ(p.stderr_text, "");
 }

@@ -157,6 +157,52 @@ TEST_F(Scenario, ShapesCostsAndCountersAreCopied) {
 
 // The recursion flag is decided here, where the tree is copied, not by the store: a node is
 // recursive when its routine is also one of its callers', at any distance.
+// A recursion past the stack's first room (256) grows it: every level is a frame, the times
+// add up across the growth, and a snapshot taken that deep sees every open frame.
+TEST(DeepStack, ARecursionPastTheFirstRoomIsRecordedWhole) {
+  ThreadState t(0, 1, 0, 1000, 0);
+  ASSERT_EQ(t.stack_.room(), 256u);
+  constexpr uint32_t kDeep = 700;
+  std::vector<uint32_t> nodes;
+  for (uint32_t i = 0; i < kDeep; ++i) nodes.push_back(enter_at(t, 7, 10 + i));
+  EXPECT_EQ(t.depth(), kDeep);
+  EXPECT_EQ(t.stack_.room(), 1000u);  // 256, 512, then the limit
+  EXPECT_EQ(t.depth_overflows.load(), 0u);
+  // Open, 700 deep: the snapshot reads the frames from the grown stack.
+  ThreadSnapshot open = take_snapshot(t, unit_clock(), 2000);
+  EXPECT_EQ(open.nodes[nodes[0]].incl_ns, 2000 - 10);
+  EXPECT_EQ(open.nodes[nodes[kDeep - 1]].incl_ns, 2000 - (10 + kDeep - 1));
+  EXPECT_EQ(open.nodes[nodes[300]].excl_ns, 1);  // its open child started 1 tick later
+  expect_times_add_up(open);
+  // Each level closes 1 tick after the one beneath it, from 1000 up.
+  for (uint32_t i = 0; i < kDeep; ++i) leave_at(t, 1000 + i);
+  ThreadSnapshot s = take_snapshot(t, unit_clock(), 3000);
+  ASSERT_EQ(s.nodes.size(), size_t(kDeep) + 1);
+  for (uint32_t i = 0; i < kDeep; ++i) {
+    const NodeRow& n = s.nodes[nodes[i]];
+    EXPECT_EQ(n.depth, i + 1);
+    EXPECT_EQ(n.calls, 1u);
+    // Entered at 10 + i, left at 1000 + (kDeep - 1 - i).
+    ASSERT_EQ(n.incl_ns, int64_t(1000 + (kDeep - 1 - i)) - int64_t(10 + i)) << i;
+    ASSERT_EQ(n.excl_ns, i + 1 == kDeep ? n.incl_ns : 2) << i;
+  }
+  expect_times_add_up(s);
+}
+
+// At the limit, a deeper call is refused and counted, as with a stack that never grew.
+TEST(DeepStack, CallsPastTheLimitAreChargedToTheDeepestFrameAndCounted) {
+  ThreadState t(0, 1, 0, 300, 0);
+  for (uint32_t i = 0; i < 300; ++i) enter_at(t, 7, 10 + i);
+  EXPECT_EQ(t.stack_.room(), 300u);
+  EXPECT_EQ(open_frame<true>(&t, 7, Nesting::kChildren), nullptr);
+  EXPECT_EQ(t.depth(), 300u);
+  EXPECT_EQ(t.depth_overflows.load(), 1u);
+  // A limit under the first room is the room itself.
+  ThreadState small(0, 1, 0, 16, 0);
+  EXPECT_EQ(small.stack_.room(), 16u);
+  EXPECT_FALSE(small.stack_.grow(16));
+}
+
 TEST(SnapshotRecursion, ANodeIsRecursiveWhenAnAncestorIsTheSameRoutine) {
   ThreadState t(0, 1, 0, 16, 0);
   // root -> 1 -> 2 -> 1 -> 1, then root -> 2 -> 3 (2 twice in the tree, never nested)
