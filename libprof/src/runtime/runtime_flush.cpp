@@ -157,6 +157,9 @@ bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
   store_.give_up_when(kind == FlushKind::kPeriodic ? &pending_signal_ : nullptr);
   bool written = store_.write(d, routines_, error);
   bool gave_way = !written && kind == FlushKind::kPeriodic && pending_signal_.load() != 0;
+  // A periodic flush of a process holding every descriptor: the last one, written by a child,
+  // says whether the profile was lost.
+  gave_way = gave_way || (!written && !final && store_.waits_for_descriptors());
   if (!final) {  // the next flush copies into the same memory
     spare_rows_.resize(d.threads.size());
     for (size_t k = 0; k < d.threads.size(); ++k) spare_rows_[k] = std::move(d.threads[k].nodes);

@@ -96,6 +96,10 @@ class Store {
   // `flag` is not 0; nullptr: they wait as long as the others make progress.
   void give_up_when(const std::atomic<int>* flag) { give_up_ = flag; }
   int64_t process_id() const { return process_id_; }
+  // The last write failed for want of a descriptor that no raised limit could give, and was
+  // not the last flush, whose write a child makes (store/writer_child.hpp): the runtime says
+  // nothing of it, as the last flush writes what it held.
+  bool waits_for_descriptors() const { return waits_for_descriptors_; }
 
  private:
   // One row of thread_routine_sums: a routine's nodes in one thread, summed.
@@ -169,6 +173,7 @@ class Store {
   bool write_process_state(Database& db, const FlushData& data, std::string& error);
   std::string path_;
   const std::atomic<int>* give_up_ = nullptr;
+  bool waits_for_descriptors_ = false;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
   // Registry id -> routines.routine_id, 0 while not written: a routine's row is written by the
