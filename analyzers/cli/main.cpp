@@ -50,6 +50,13 @@ int main(int argc, char** argv) {
       add_scaling(app),    add_run(app),        add_calibrate(app), add_tune(app),  add_view(app),
       add_env_table(app),  add_view_bundle(app)};
 
+  // One line, named as sonde's other errors are ("sonde report: ..."): CLI11's own was the
+  // message alone with a second line under it.
+  app.failure_message([](const CLI::App* a, const CLI::Error& e) {
+    std::string who = "sonde";
+    if (auto subs = a->get_subcommands(); !subs.empty()) who += " " + subs.front()->get_name();
+    return fmt::format("{}: {} (see {} --help)\n", who, sonde::analyzers::visible(e.what()), who);
+  });
   auto usage_error = [&](const CLI::Error& e) {
     int rc = app.exit(e);  // prints CLI11's message, or the help for --help
     return rc == 0 ? 0 : kUsageError;

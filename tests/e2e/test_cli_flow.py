@@ -209,3 +209,19 @@ def test_a_mistyped_command_is_one_line_naming_the_one_meant():
     assert r.returncode == 2
     assert r.stderr == "sonde: 'frobnicate' is not a sonde command (sonde --help lists them)\n"
     assert run([CLI, "report", "--help"]).returncode == 0  # real commands untouched
+
+
+@pytest.mark.parametrize("args, command", [
+    (["report"], "sonde report"),
+    (["tree", "--min-pct", "x", "f.db"], "sonde tree"),
+    (["calibrate", "--show", "--quick"], "sonde calibrate"),
+    (["report", "-s", "size", "f.db"], "sonde report"),
+])
+def test_a_usage_error_is_one_line_named_as_the_others(args, command):
+    # CLI11's own message was two lines with no "sonde ...:" in front, where every other error
+    # of sonde's is one line so named (a red-team find).
+    r = run([CLI, *args])
+    assert r.returncode == 2 and r.stdout == ""
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(command + ": "), r.stderr
+    assert lines[0].endswith(f"(see {command} --help)"), r.stderr
