@@ -422,13 +422,14 @@ std::string format_peaks(const std::vector<Peak>& peaks, const std::string& writ
   return out;
 }
 
-Table peaks_table(const std::vector<Peak>& peaks) {
+Table peaks_table(const std::vector<Peak>& peaks, bool words) {
   Table t;
   t.columns = {{"resource", "resource"}, {"threads", "threads"}, {"value", "value", 1},
                {"unit", "unit"},         {"source", "source"},   {"spread %", "spread_pct", 1}};
   for (const Peak& p : peaks)
-    t.rows.push_back({p.resource, threads_label(p.threads, false), p.value, peak_unit(p.resource),
-                      p.source, p.spread_pct ? Cell(*p.spread_pct) : Cell(std::monostate{})});
+    t.rows.push_back({p.resource, words ? Cell(threads_label(p.threads, false)) : Cell(p.threads),
+                      p.value, peak_unit(p.resource), p.source,
+                      p.spread_pct ? Cell(*p.spread_pct) : Cell(std::monostate{})});
   return t;
 }
 
@@ -597,7 +598,8 @@ int calibrate_command(const CalibrateCommand& command) {
   Format format = parse_format(command.format);
   // CSV and JSON keep stdout to the table alone (the title goes to stderr, or into the JSON).
   auto print = [&](const std::vector<Peak>& peaks, const std::string& title) {
-    Table table = peaks_table(sort_peaks(peaks));
+    // As in the peaks file, csv and json give the threads as a number, 0 for all of them.
+    Table table = peaks_table(sort_peaks(peaks), format == Format::kText);
     if (format == Format::kText) std::cout << title << '\n' << render_text(table);
     if (format == Format::kCsv) {
       std::cerr << title << '\n';

@@ -62,7 +62,8 @@ std::vector<Peak> sort_peaks(const std::vector<Peak>& peaks);
 std::string format_peaks(const std::vector<Peak>& peaks, const std::string& written_by);
 
 // resource, threads ("1" / "all" / N), value, unit, source.
-Table peaks_table(const std::vector<Peak>& peaks);
+// `words`: the threads as text shows them ("all"); else their number, 0 for all.
+Table peaks_table(const std::vector<Peak>& peaks, bool words = true);
 
 // Writes `text` to a temporary file beside `path` and renames it over `path`, creating the
 // directory first. Throws Error (exit 1) when that fails.

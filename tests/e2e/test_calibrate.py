@@ -192,15 +192,17 @@ def test_show_as_csv_and_json_keeps_stdout_to_the_table(tmp_path):
     assert r.returncode == 0, r.stderr
     assert list(csv.reader(io.StringIO(r.stdout))) == [
         ["resource", "threads", "value", "unit", "source", "spread_pct"],
-        ["gemm.f32", "all", "100", "GFLOP/s", "manual", ""],
+        ["gemm.f32", "0", "100", "GFLOP/s", "manual", ""],
         ["mem.bw", "1", "10", "GB/s", "manual", ""]]
     assert f"peaks file: {peaks}" in r.stderr
+    # The threads as numbers (0: all), as in the file: JSON gave them as strings, "all" and "1"
+    # (a red-team find).
     r = sonde("calibrate", "--show", "-f", "json", "-o", peaks)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout) == {"peaks_file": str(peaks), "peaks": [
-        {"resource": "gemm.f32", "threads": "all", "value": 100.0, "unit": "GFLOP/s",
+        {"resource": "gemm.f32", "threads": 0, "value": 100.0, "unit": "GFLOP/s",
          "source": "manual", "spread_pct": None},
-        {"resource": "mem.bw", "threads": "1", "value": 10.0, "unit": "GB/s", "source": "manual",
+        {"resource": "mem.bw", "threads": 1, "value": 10.0, "unit": "GB/s", "source": "manual",
          "spread_pct": None}]}
 
 
