@@ -43,8 +43,8 @@ int64_t monotonic_ms() {
 
 bool write_in_child(unsigned spare, int timeout_ms, const std::function<bool(std::string&)>& write,
                     std::string& error) {
-  void* page = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                    -1, 0);
+  void* page =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (page == MAP_FAILED) {
     error += "; no memory to hand the flush to a child";
     return false;
