@@ -811,11 +811,21 @@ CREATE VIEW IF NOT EXISTS routine_comm AS
     SELECT up.comm_node, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id
     WHERE n.parent_id IS NOT NULL),
   nested(node_id) AS (SELECT DISTINCT up.comm_node FROM up JOIN comm c ON c.node_id = up.node_id),
+  -- DDP's reducer's wait, the own time of the frame running the engine (engine_waits): its
+  -- frame and those above it hold that much communication.
+  engine_up(wait, node_id) AS (
+    SELECT node_id, node_id FROM engine_waits
+    UNION ALL
+    SELECT e.wait, n.parent_id FROM engine_up e JOIN nodes n ON n.node_id = e.node_id
+    WHERE n.parent_id IS NOT NULL),
   under AS (
-    SELECT routine_id, SUM(incl_ns) AS comm_ns FROM (
-      SELECT DISTINCT a.routine_id AS routine_id, up.comm_node AS comm_node, c.incl_ns AS incl_ns
+    SELECT routine_id, SUM(ns) AS comm_ns FROM (
+      SELECT DISTINCT a.routine_id AS routine_id, up.comm_node AS comm_node, c.incl_ns AS ns
       FROM up JOIN nodes a ON a.node_id = up.node_id JOIN nodes c ON c.node_id = up.comm_node
-      WHERE up.comm_node NOT IN (SELECT node_id FROM nested))
+      WHERE up.comm_node NOT IN (SELECT node_id FROM nested)
+      UNION
+      SELECT DISTINCT a.routine_id, e.wait, w.ns FROM engine_up e
+      JOIN nodes a ON a.node_id = e.node_id JOIN engine_waits w ON w.node_id = e.wait)
     GROUP BY routine_id),
   own AS (
     SELECT routine_id, SUM(CASE WHEN recursive = 0 THEN incl_ns ELSE 0 END) AS incl_ns

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "advice/candidates.hpp"
@@ -1028,6 +1029,14 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   std::vector<std::pair<std::int64_t, double>> comm;
   while (st.step()) comm.emplace_back(st.int64(0), st.real(1));
   EXPECT_EQ(comm, (std::vector<std::pair<std::int64_t, double>>{{0, 0.71}, {1, 0.02}}));
+  // And routine_comm's: backward holds both ranks' postings (0.02 s) and waits (0.71 s) of its
+  // 1.31 s; the routines above it hold them too, the engine's node beneath only the postings.
+  std::map<std::int64_t, double> under;
+  for (auto rc = file.prepare("SELECT routine_id, ROUND(comm_ns / 1e9, 6) FROM routine_comm "
+                              "WHERE routine_id IN (1, 7, 8)");
+       rc.step();)
+    under[rc.int64(0)] = rc.real(1);
+  EXPECT_EQ(under, (std::map<std::int64_t, double>{{1, 0.73}, {7, 0.73}, {8, 0.02}}));
 }
 
 }  // namespace
