@@ -456,6 +456,15 @@ constexpr std::string_view kOverlapLoading =
 constexpr std::string_view kCheaperBatches =
     "make each batch cheaper: move per-sample work out of __getitem__ into one operation over "
     "the batch (a batch sampler, a collate_fn) and keep decoded data in memory";
+// An IterableDataset has neither __getitem__ nor a sampler (a red-team run was told of both).
+constexpr std::string_view kCheaperIterableBatches =
+    "make each batch cheaper: move per-sample work out of the dataset's __iter__ into one "
+    "operation over the batch (yield whole batches with DataLoader(batch_size=None), or a "
+    "collate_fn) and keep decoded data in memory";
+
+std::string_view cheaper_batches(const AdviceInput& in) {
+  return in.loader.iterable ? kCheaperIterableBatches : kCheaperBatches;
+}
 
 // With workers, what they did says which knob: how many would keep up with the step (each
 // batch's cost to a worker against the step's time), whether the cores allow that many, and
@@ -480,7 +489,7 @@ std::string workers_verdict(const AdviceInput& in, std::int64_t needed, std::int
            "(prefetch_factor)";
   if (cores && needed >= *cores)
     return fmt::format("about {} would keep up, more than the {} cores leave room for; {}", needed,
-                       *cores, kCheaperBatches);
+                       *cores, cheaper_batches(in));
   return fmt::format("num_workers={} would keep up{}", needed,
                      cores ? fmt::format(" ({} cores)", *cores) : std::string());
 }
@@ -543,7 +552,7 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
                std::any_of(in.metrics.routines.begin(), in.metrics.routines.end(),
                            [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
   bool loader_frames = from.find("dataloader.py") != std::string::npos;
-  std::string generic = fmt::format("{}; {}", kOverlapLoading, kCheaperBatches);
+  std::string generic = fmt::format("{}; {}", kOverlapLoading, cheaper_batches(in));
   if (!torch) {
     c.advice = fill(rule.advice, c.location);
   } else if (in.loader.processes > 0) {
@@ -562,11 +571,11 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
     std::string verdict =
         workers_verdict(in, workers_needed(seconds(io_ns) * per, seconds(compute_ns) * per), 0, c);
     // Where the verdict already asks for cheaper batches, the rest is the overlap's.
-    c.advice =
-        "num_workers=0: the training loop loads each batch itself; " +
-        (verdict.empty()                      ? generic
-         : verdict.ends_with(kCheaperBatches) ? verdict + "; then " + std::string(kOverlapLoading)
-                                              : verdict + "; then " + generic);
+    c.advice = "num_workers=0: the training loop loads each batch itself; " +
+               (verdict.empty() ? generic
+                : verdict.ends_with(cheaper_batches(in))
+                    ? verdict + "; then " + std::string(kOverlapLoading)
+                    : verdict + "; then " + generic);
   } else {
     c.advice = generic;
   }

@@ -24,6 +24,13 @@ LoaderWorkers load_loader_workers(const ProfileFile& file) {
     events.emplace_back(st.int64(1), +1);
     if (!st.is_null(2)) events.emplace_back(st.int64(2), -1);
   }
+  auto it = file.prepare(
+      "SELECT 1 FROM nodes f JOIN routines fr USING (routine_id) JOIN nodes g "
+      "ON g.parent_id = f.node_id JOIN routines gr ON gr.routine_id = g.routine_id "
+      "WHERE fr.kind = 'python' AND fr.name LIKE '%(fetch)' "
+      "AND instr(fr.file, 'torch/utils/data/_utils/fetch.py') > 0 "
+      "AND gr.kind = 'python' AND gr.library = 'generator' LIMIT 1");
+  w.iterable = it.step();
   for (auto& [parent, events] : lives) {
     std::sort(events.begin(), events.end());  // an end before a start at the same instant
     std::int64_t alive = 0, most = 0, started = 0;

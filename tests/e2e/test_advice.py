@@ -325,3 +325,22 @@ def test_data_loading_advice_reads_what_the_workers_did(tmp_path, persistent):
     assert not any(n.startswith(("threading.py", "socket.py")) for n in top), top
     ((pct,),) = query(db, "SELECT SUM(excl_pct) FROM hotspots")
     assert pct == pytest.approx(100.0, abs=0.01)
+
+
+def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path):
+    """An IterableDataset has no __getitem__ and no sampler: the advice to make batches cheaper
+    names its __iter__ (a red-team run was told to move work out of __getitem__ into a batch
+    sampler)."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
+    db = tmp_path / "loader.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "1", "0", "iterable"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("epochs 1 loss "), r.stderr
+    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+               if c["rule"] == "data-loading"]
+    assert len(loading) == 1, loading
+    advice = loading[0]["advice"]
+    assert "__iter__" in advice and "batch_size=None" in advice, advice
+    assert "__getitem__" not in advice and "sampler" not in advice, advice

@@ -1,12 +1,12 @@
 """A training loop that waits for its batches: a Dataset whose __getitem__ does per-sample work
 (a normalisation repeated, as an augmentation pipeline would), read by a DataLoader with no
 workers (or WORKERS of them, made again every epoch unless "persistent"), feeding a small
-linear model. The data-loading rule's workload. Usage: torch_slow_loader.py EPOCHS [WORKERS
-[persistent]]"""
+linear model; "iterable": the same samples from an IterableDataset's __iter__. The data-loading
+rule's workload. Usage: torch_slow_loader.py EPOCHS [WORKERS [persistent] [iterable]]"""
 import sys
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 
 class Slow(Dataset):
@@ -25,12 +25,24 @@ class Slow(Dataset):
         return x, self.y[i]
 
 
+class SlowStream(IterableDataset):
+    def __init__(self):
+        self.samples = Slow()
+
+    def __iter__(self):
+        info = get_worker_info()  # each worker its share
+        first, step = (0, 1) if info is None else (info.id, info.num_workers)
+        for i in range(first, len(self.samples), step):
+            yield self.samples[i]
+
+
 torch.manual_seed(0)
 model = torch.nn.Linear(64, 4)
 opt = torch.optim.SGD(model.parameters(), lr=0.1)
 workers = int(sys.argv[2]) if len(sys.argv) > 2 else 0
-loader = DataLoader(Slow(), batch_size=16, num_workers=workers,
-                    persistent_workers=sys.argv[3:] == ["persistent"])
+options = sys.argv[3:]
+loader = DataLoader(SlowStream() if "iterable" in options else Slow(), batch_size=16,
+                    num_workers=workers, persistent_workers="persistent" in options)
 epochs = int(sys.argv[1])
 for _ in range(epochs):
     for x, y in loader:
