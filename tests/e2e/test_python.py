@@ -1021,17 +1021,18 @@ def test_a_child_whose_output_its_parent_parses_says_nothing_of_sondes(tmp_path)
     script(tmp_path, "parent.py", """\
         import json, subprocess, sys
         child = ("import json, sys\\n"
+                 "sys.setrecursionlimit(5000)\\n"
                  "def f(n):\\n"
                  "    return 0 if n == 0 else 1 + f(n - 1)\\n"
-                 "f(600)\\n"
-                 "print(json.dumps({'depth': 600}))\\n")
+                 "f(1500)\\n"
+                 "print(json.dumps({'depth': 1500}))\\n")
         out = subprocess.run([sys.executable, "-c", child], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True).stdout
         print(json.loads(out.strip().rpartition("\\n")[2]))
         """)
     db = tmp_path / "prof.db"
     r = sonde_py(["parent.py"], db, tmp_path)
-    assert (r.returncode, r.stdout) == (0, "{'depth': 600}\n"), r.stderr
+    assert (r.returncode, r.stdout) == (0, "{'depth': 1500}\n"), r.stderr
     assert query(db, "SELECT p.origin FROM notes n JOIN processes p USING (process_id) "
                      "WHERE n.topic = 'depth'") == [("child",)]
 
