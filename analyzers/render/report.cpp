@@ -79,8 +79,9 @@ std::string denominators_text(const Hotspots& h) {
   // against 1.6 s of wall time, before their waits were left out).
   if (h.waited_ns > 0)
     out += fmt::format(
-        "           left out: {:.3f} s of waits for work (helper threads' threading, selectors "
-        "and socket waits, joins of child processes; sonde tree shows each thread)\n",
+        "           left out: {:.3f} s of waits for work (helper threads' and DataLoader "
+        "workers' threading, selectors and socket waits, joins of child processes; sonde tree "
+        "shows each thread)\n",
         static_cast<double>(h.waited_ns) / 1e9);
   // Said where it weighs: a tenth of the 100 % or more in threads on a CPU under 5 % of their
   // counted time: waits sonde cannot name (time.sleep in a Python function, a C call), or a

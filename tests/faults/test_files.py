@@ -497,7 +497,7 @@ def test_version_8_input(command, tmp_path, good_profile):
         assert "f32" in r.out, r.out
     elif command == "merge":  # written as this version, the guess kept in the column
         assert query(merged, facts) == [("f32",)]
-        assert query(merged, "SELECT value FROM meta WHERE key = 'schema_version'") == [("13",)]
+        assert query(merged, "SELECT value FROM meta WHERE key = 'schema_version'") == [("14",)]
         assert query(merged, "SELECT COUNT(*) FROM threads WHERE cpu_ns IS NULL") == \
             query(merged, "SELECT COUNT(*) FROM threads")
 

@@ -59,6 +59,10 @@ namespace sonde {
 //    own time. engine_waits: the own time of the frame running the autograd engine where a
 //    collective was posted beneath it, DDP's reducer's wait (t_comm, not t_b). Views only: a
 //    version 3 to 12 file gets them at open.
-inline constexpr int kSchemaVersion = 13;
+// 14: a DataLoader worker process's first thread (loader_worker_threads: it runs torch's
+//    _worker_loop) has its waits for work left out, as a helper thread's; routine_comm counts
+//    engine_waits' own time under the frames above it. Views only: a version 3 to 13 file gets
+//    them at open.
+inline constexpr int kSchemaVersion = 14;
 
 }  // namespace sonde
