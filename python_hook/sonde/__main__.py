@@ -435,17 +435,17 @@ def _is_zip(path):
 
 def _drop_launch_path():
     """Takes off sys.path the folder _launch put before the user's PYTHONPATH for this
-    interpreter (the autostart folder, whose sitecustomize has run) and the sonde package's
-    parent where that sitecustomize appended it (`sonde` is imported): the program sees the
-    sys.path it would see alone, whose first entry under -P is the user's own. Child
+    interpreter (the autostart folder, whose sitecustomize has run), and off sys.meta_path
+    that sitecustomize's finder of the sonde package (`sonde` is imported): the program sees
+    the sys.path it would see alone, whose first entry under -P is the user's own. Child
     interpreters still get the autostart folder from the environment."""
     here = os.path.dirname(os.path.abspath(__file__))
     autostart = os.path.join(here, "autostart")
     if autostart in sys.path:
         sys.path.remove(autostart)
-    appended = getattr(sys.modules.get("sitecustomize"), "APPENDED", None)
-    if appended and sys.path and sys.path[-1] == appended:
-        del sys.path[-1]
+    finder = getattr(sys.modules.get("sitecustomize"), "SondeFinder", None)
+    if finder is not None and finder in sys.meta_path:
+        sys.meta_path.remove(finder)
 
 
 def _print_as_python_would(e):

@@ -220,3 +220,34 @@ def test_a_child_imports_the_users_pythonpath_before_the_venvs_copy(venvs, minor
             assert r.returncode == 0 and r.stdout == "dev\n", (cmd, r.stdout, r.stderr)
     finally:
         (site / "mypkgx_rt.py").unlink()
+
+
+@pytest.mark.parametrize("minor,py", _params())
+def test_a_child_in_another_venv_sees_none_of_the_launchers_packages(venvs, minor, py, tmp_path):
+    # The autostart appended the sonde package's folder, the launcher venv's whole
+    # site-packages, to a child's sys.path: a child in another venv imported the launcher
+    # venv's packages (a red-team find: a 3.12 child took 3.11's pkg_resources and died).
+    venv = _venv(venvs, minor)
+    site = next(venv.glob("lib/python3.*/site-packages"))
+    (site / "onlyhere_rt.py").write_text("WHO = 'launcher venv'\n")
+    other = tmp_path / "other"
+    subprocess.run([py, "-m", "venv", "--without-pip", str(other)], check=True, timeout=120)
+    (tmp_path / "parent.py").write_text(
+        "import subprocess, sys\n"
+        f"child = {str(other / 'bin' / 'python')!r}\n"
+        "code = 'try:\\n import onlyhere_rt; print(onlyhere_rt.WHO)\\n"
+        "except ImportError: print(\"not there\")'\n"
+        "subprocess.run([child, '-c', code])\n")
+    try:
+        for cmd in (["python", "parent.py"], ["python", "-m", "sonde", "-o", "a.db", "parent.py"],
+                    ["sonde", "run", "--python", "-o", "b.db", "--", "python", "parent.py"]):
+            r = subprocess.run(cmd, cwd=tmp_path, env=venv_env(venv), capture_output=True,
+                               text=True, timeout=300)
+            assert r.returncode == 0 and r.stdout == "not there\n", (cmd, r.stdout, r.stderr)
+        # The child still runs the hook: its Python frames are in the profile.
+        assert query(tmp_path / "a.db", "SELECT COUNT(*) FROM processes") == [(2,)]
+        assert query(tmp_path / "a.db", "SELECT COUNT(*) FROM nodes n JOIN routines r USING "
+                     "(routine_id) JOIN threads t USING (thread_id) JOIN processes p USING "
+                     "(process_id) WHERE p.origin = 'child' AND r.kind = 'python'")[0][0] > 0
+    finally:
+        (site / "onlyhere_rt.py").unlink()

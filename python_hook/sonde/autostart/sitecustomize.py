@@ -6,21 +6,35 @@ the sitecustomize this one shadows, so the system's customisation still happens,
 hook last: what runs before it (that sitecustomize, this module's own frames) is start-up, not
 the program, and no frame of sonde's own package may be in a profile.
 
-The folder holding the sonde package is appended to sys.path here, at its end, where it is not
-there already, rather than put on PYTHONPATH: on PYTHONPATH it came before the standard library,
-the user's own PYTHONPATH and the interpreter's site-packages, and a child interpreter imported a
-venv's installed copy of a module the user's PYTHONPATH held, a backport over the standard
-library's module, and another interpreter's pip (a red-team find).
+Only the sonde package is made importable here, by a finder at the end of sys.meta_path that
+finds `sonde` alone in the folder holding it: a child interpreter's sys.path stays its own. On
+PYTHONPATH that folder (a venv's whole site-packages) came before the standard library, the
+user's own PYTHONPATH and the interpreter's site-packages, and a child imported a venv's copy of
+a module the user's PYTHONPATH held, a backport over the standard library's module, and another
+interpreter's pip; appended to sys.path, it still gave a child in another venv, or of another
+Python, every package of the launcher's venv (a 3.12 child imported 3.11's pkg_resources and
+died; red-team finds).
 """
 import os
 import sys
 
 _PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-# The folder this module appended to sys.path, or None: the launcher takes it off again.
-APPENDED = None
-if _PACKAGE_PARENT not in sys.path:
-    sys.path.append(_PACKAGE_PARENT)
-    APPENDED = _PACKAGE_PARENT
+
+
+class SondeFinder:
+    """Finds the package `sonde`, and nothing else, where this module's package is; its
+    submodules then come from the package's own __path__. Last on sys.meta_path: a sonde the
+    interpreter finds on its own path comes first, as it did when the folder was appended."""
+
+    @staticmethod
+    def find_spec(name, path=None, target=None):
+        if name != "sonde" or path is not None:
+            return None
+        import importlib.machinery
+        return importlib.machinery.PathFinder.find_spec(name, [_PACKAGE_PARENT])
+
+
+sys.meta_path.append(SondeFinder)
 
 
 def _start_hook():
