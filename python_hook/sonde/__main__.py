@@ -189,7 +189,8 @@ def _fail(message, code=1):
 def _tools(program, kind):
     """The script exists (or the program is -m/-c), and libsonde.so and the sonde executable
     are found: returns their paths, or ends with the error a user can act on."""
-    if kind is None and not (os.path.isfile(program[0]) or os.path.isdir(program[0])):
+    # A pipe is a script too (/dev/stdin, bash's <(...), and "-", stdin itself), as to python.
+    if kind is None and program[0] != "-" and not os.path.exists(program[0]):
         _fail(f"cannot open script {program[0]}: no such file", 2)
     lib = _library()
     if lib is None or not os.path.exists(lib):
@@ -400,6 +401,10 @@ def _program(program, kind):
         sys.argv = ["-c", *program[1:]]
         _set_path0("")
         return compile(program[0], "<string>", "exec"), None, None
+    if program[0] == "-":  # the program on stdin, as `python -` reads it
+        sys.argv = list(program)
+        _set_path0("")
+        return compile(sys.stdin.buffer.read(), "<stdin>", "exec"), "<stdin>", None
     # The interpreter names a script by its absolute path (not normalised: /cwd/./x.py), in
     # __file__ and in its code objects, and so in tracebacks; sys.argv[0] stays as given.
     path = program[0] if os.path.isabs(program[0]) else os.path.join(os.getcwd(), program[0])
@@ -421,8 +426,28 @@ def _program(program, kind):
             _fail(f"can't find '__main__' module in {program[0]!r}")
         return code, spec.origin, spec
     code = compile(source, path, "exec")
-    _set_path0(os.path.dirname(os.path.abspath(path)))
+    _set_path0(_script_folder(path))
     return code, path, None
+
+
+def _script_folder(path):
+    """The script's folder as the interpreter finds it for sys.path[0] (CPython's
+    _PyPathConfig_ComputeSysPath0): the link read once, then realpath(3) where it resolves, so a
+    script run through a link in bin/ imports the modules beside its target, and /dev/stdin on
+    a pipe gives /proc/self/fd."""
+    try:
+        link = os.readlink(path)
+        if link.startswith(os.sep):
+            path = link
+        elif os.sep in link:
+            path = os.path.join(os.path.dirname(path), link)
+    except OSError:
+        pass
+    try:
+        path = os.path.realpath(path, strict=True)
+    except OSError:
+        pass
+    return os.path.dirname(path)
 
 
 def _is_zip(path):

@@ -165,7 +165,11 @@ def refuse_program_file_as_output(output, program):
 
 def _prepare_output(output, force):
     """As `sonde run` does before it starts its command (analyzers/programs/launcher.cpp)."""
-    path = os.path.abspath(output)
+    try:
+        path = os.path.abspath(output)
+    except OSError as e:  # a relative name in a folder since removed: getcwd fails
+        _fail(f"cannot place the profile {output}: the current directory is gone "
+              f"({e.strerror}); give -o an absolute path")
     if os.path.lexists(path):
         if not force and not _keep_previous(output, path):
             _fail(f"{output} already exists and is not a sonde profile; use --force to replace "

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from conftest import clean_env, query
+from conftest import CLI, clean_env, query
 
 PY = "/usr/bin/python3"
 BUILD = os.environ.get("SONDE_BUILD", "")
@@ -493,3 +493,61 @@ def test_a_child_interpreters_sys_path_is_its_own_behind_the_autostart_folder(tm
     autostart = os.path.join(PYTHONPATH, "sonde", "autostart")
     assert child[1] == autostart, child
     assert [p for p in child if p != autostart] == json.loads(plain.stdout)
+
+
+LAUNCHES = [[], ["--re-exec"]]
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["in-process", "re-exec"])
+def test_a_script_run_through_a_link_imports_the_modules_beside_its_target(tmp_path, launch):
+    # sys.path[0] was the link's folder: `import helper` failed under sonde where python, which
+    # puts the folder of the link's target first, ran it (a red-team find).
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "proj" / "helper.py").write_text("def f():\n    return 'helper ok'\n")
+    (tmp_path / "proj" / "tool.py").write_text("import helper\nprint(helper.f())\n")
+    (tmp_path / "bin" / "tool.py").symlink_to("../proj/tool.py")
+    plain = run(["bin/tool.py"], tmp_path)
+    r = run(["-m", "sonde", *launch, "-o", "p.db", "bin/tool.py"], tmp_path)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (0, "helper ok\n"), \
+        r.stderr
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["in-process", "re-exec"])
+@pytest.mark.parametrize("name", ["/dev/stdin", "-"])
+def test_a_script_on_a_pipe_runs_as_python_runs_it(tmp_path, launch, name):
+    # `cat s.py | python -m sonde /dev/stdin` (and `<(...)`, and `-`) was refused: "cannot open
+    # script /dev/stdin: no such file", where python ran it (a red-team find).
+    source = "import sys\nprint(sys.argv[0], __file__, sys.path[0] == '/dev' or sys.path[0])\n"
+    feed = dict(input=source, capture_output=True, text=True, timeout=120, cwd=tmp_path,
+                env=clean_env(PYTHONPATH=PYTHONPATH))
+    plain = subprocess.run([PY, name], **feed)
+    r = subprocess.run([PY, "-m", "sonde", *launch, "-o", "p.db", name], **feed)
+    assert plain.returncode == 0 and (r.returncode, r.stdout) == (0, plain.stdout), r.stderr
+    assert query(tmp_path / "p.db", "SELECT COUNT(*) FROM processes") == [(1,)]
+
+
+def test_a_relative_output_in_a_removed_folder_is_refused_in_one_line(tmp_path):
+    # A shell left in a folder since removed: a Python traceback (python3 -m sonde) and an
+    # internal error (sonde run); an absolute -o works there (a red-team find).
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = tmp_path / "s.py"
+    cmds = {"python3 -m sonde": [PY, "-m", "sonde", str(script)],
+            "sonde run": [CLI, "run", "--", PY, str(script)]}
+    for who, cmd in cmds.items():
+        r = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$@"', "sh", *cmd],
+                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                           timeout=120)
+        gone.mkdir()
+        assert r.returncode != 0 and r.stdout == "", (who, r.stderr)
+        lines = r.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(who + ": cannot place the profile"), \
+            (who, r.stderr)
+        assert lines[0].endswith("give -o an absolute path"), r.stderr
+    r = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$@"', "sh", PY,
+                        "-m", "sonde", "-o", str(tmp_path / "p.db"), str(script)],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=120)
+    assert (r.returncode, r.stdout) == (0, "ran\n"), r.stderr
