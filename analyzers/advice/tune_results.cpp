@@ -43,9 +43,11 @@ const char* size_verdict(double estimated_s, double measured_s) {
 
 }  // namespace
 
-const char* measured_verdict(bool faster, double estimated_s, double measured_s) {
+const char* measured_verdict(bool faster, double estimated_s, double measured_s,
+                             double smallest_s) {
   if (faster) return size_verdict(estimated_s, measured_s);
-  return estimated_s > kNothing ? "refuted" : "confirmed";
+  if (estimated_s <= kNothing) return "confirmed";
+  return estimated_s >= smallest_s ? "refuted" : "unmeasured";
 }
 
 TuneResults read_tune_results(const std::string& path) {
@@ -71,6 +73,7 @@ TuneResults read_tune_results(const std::string& path) {
     t.speedup = number_or_null(s, "speedup").value_or(0);
     t.estimated_gain_s = number_or_null(s, "estimated_gain_s");
     t.measured_gain_s = number_or_null(s, "measured_gain_s");
+    t.smallest_gain_s = number_or_null(s, "smallest_gain_s").value_or(0);
     t.output_changed = s.value("output_changed", false);
     if (auto runs = s.find("runs"); runs != s.end() && runs->is_array())
       for (const Json& run : *runs) t.profiles.push_back(text_or(run, "profile"));
@@ -112,7 +115,7 @@ std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
       m.judged_on = s.judged_on;
       m.estimated_s = s.estimated_gain_s.value_or(c.est_gain_s);
       m.measured_s = measured;
-      m.verdict = measured_verdict(faster, m.estimated_s, measured);
+      m.verdict = measured_verdict(faster, m.estimated_s, measured, s.smallest_gain_s);
       m.source = tune.path;
       c.measured = m;
       any = true;

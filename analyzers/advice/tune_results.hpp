@@ -17,6 +17,9 @@ struct TuneStageResult {
   std::string name, rule, verdict, judged_on;  // verdict: faster, slower, none
   double speedup = 0;
   std::optional<double> estimated_gain_s, measured_gain_s;
+  // The least gain tune could tell from the original's spread (its minimum effect and seconds
+  // against the original's time); 0 in a tune.json before 2026-12-05.
+  double smallest_gain_s = 0;
   bool output_changed = false;
   std::vector<std::string> profiles;  // the stage's runs
 };
@@ -41,8 +44,10 @@ std::optional<TuneResults> tune_results_beside(const std::string& profile);
 // and `sonde candidates`' measured line both print. A stage faster beyond the noise: confirmed
 // where the estimate is within 2x of the gain, else overestimated or underestimated (an
 // estimate of nothing, under a millisecond, is underestimated: the rule missed it); a stage
-// that was not: refuted where the rule estimated a gain, confirmed where it estimated nothing.
-const char* measured_verdict(bool faster, double estimated_s, double measured_s);
+// that was not: refuted where the rule estimated a gain tune could have told (at least
+// `smallest_s`), unmeasured where it estimated less (a red-team tune "refuted" 0.003 s, under
+// its own 0.020 s floor), confirmed where it estimated nothing.
+const char* measured_verdict(bool faster, double estimated_s, double measured_s, double smallest_s);
 
 // Sets each candidate's `measured` from the stage that tests its rule. Returns one sentence per
 // stage that measured a gain no candidate predicted (the rule did not fire, or estimated 0).

@@ -61,7 +61,10 @@ struct TuneStage {
   std::string output_difference;           // output_detail(): the counts and the first line pair
   std::optional<double> estimated_gain_s;  // the candidate rule's estimate on the original
   std::optional<double> measured_gain_s;   // original's median - this median, when not none
-  std::string rule;                        // that candidate rule
+  // The least gain the verdict could tell: kTuneMinSeconds, or kTuneMinEffect of the
+  // original's median where more.
+  double smallest_gain_s = 0;
+  std::string rule;  // that candidate rule
 };
 
 struct TuneResult {

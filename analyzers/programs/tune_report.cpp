@@ -106,10 +106,16 @@ std::string render_tune_text(const TuneResult& r) {
     if (!s.estimated_gain_s || s.status != "ran") continue;
     bool faster = s.verdict == Verdict::kFaster;
     double measured = s.measured_gain_s.value_or(0);
-    std::string verdict = measured_verdict(faster, *s.estimated_gain_s, measured);
+    std::string verdict =
+        measured_verdict(faster, *s.estimated_gain_s, measured, s.smallest_gain_s);
     if (!faster && verdict == "refuted")
       out += fmt::format("{}: the {} rule estimated {:.3f} s; the measurement refutes it\n", s.name,
                          s.rule, *s.estimated_gain_s);
+    if (!faster && verdict == "unmeasured")
+      out += fmt::format(
+          "{}: the {} rule estimated {:.3f} s, under the {:.3f} s a stage must gain here to be "
+          "told from the original: neither confirmed nor refuted\n",
+          s.name, s.rule, *s.estimated_gain_s, s.smallest_gain_s);
     if (faster)
       out +=
           fmt::format("{}: the {} rule estimated {:.3f} s, {:.3f} s measured: the measurement {}\n",
@@ -147,6 +153,7 @@ Json render_tune_json(const TuneResult& r) {
     e["cpu_max_s"] = measured ? Json(s.cpu_max_s) : Json();
     e["judged_on"] = s.by_cpu ? "cpu" : "wall";
     e["speedup"] = s.speedup ? Json(*s.speedup) : Json();
+    e["smallest_gain_s"] = s.smallest_gain_s > 0 ? Json(s.smallest_gain_s) : Json();
     e["verdict"] = s.name == "original" || s.status != "ran" ? Json()
                    : s.verdict == Verdict::kFaster           ? Json("faster")
                    : s.verdict == Verdict::kSlower           ? Json("slower")

@@ -225,6 +225,23 @@ def test_blas_threads_on_one_thread_mlp_train(tmp_path):
         assert "loss" in s["output_difference"] and "largest relative difference" in s["output_difference"]
 
 
+def test_blas_threads_is_skipped_where_the_blas_runs_on_every_core(tmp_path):
+    """mlp_train with its BLAS on every core already: the stage could change nothing of the
+    BLAS, and ran anyway (a red-team torch run: most of a 10-minute tune at 0.17x, its one
+    effect OMP_NUM_THREADS on torch's pool, the framework-threads stage's test)."""
+    r, j = tune(tmp_path, ["--repeat", "1", "--stages", "blas-threads"],
+                [MLP, "--steps", "10", "--eval-every", "10"])
+    assert r.returncode == 0, r.stderr
+    cores, s = j["cores"], stage(j, "blas-threads")
+    threads = int(run_fact(stage(j, "original")["runs"][0]["profile"], "blas.threads"))
+    if cores < 2:
+        assert s["reason"] == "one core"
+        return
+    assert threads >= cores, (threads, cores)
+    assert s["status"] == "skipped" and s["runs"] == [], s
+    assert s["reason"] == f"the BLAS already ran {threads} threads on the {cores} cores", s
+
+
 def test_stage_inside_the_noise_is_none(tmp_path):
     """/bin/sleep under ftz: nothing to change, so the difference is reported as none."""
     r, j = tune(tmp_path, ["--repeat", "2", "--stages", "ftz,all"], ["/bin/sleep", "0.2"])

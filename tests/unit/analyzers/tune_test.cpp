@@ -135,33 +135,43 @@ TEST(TuneVerdict, NoVerdictFromTooFewRuns) {
 // and "confirmed" in candidates (a red-team run of ftz on a numpy MLP).
 TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
   using namespace sonde::analyzers;
-  EXPECT_STREQ(measured_verdict(false, 0.0008, 0), "confirmed");
-  EXPECT_STREQ(measured_verdict(false, 0.5, 0), "refuted");
-  EXPECT_STREQ(measured_verdict(true, 0.0, 0.2), "underestimated");
-  EXPECT_STREQ(measured_verdict(true, 1.0, 0.2), "overestimated");
-  EXPECT_STREQ(measured_verdict(true, 0.3, 0.2), "confirmed");
+  EXPECT_STREQ(measured_verdict(false, 0.0008, 0, 0.02), "confirmed");
+  EXPECT_STREQ(measured_verdict(false, 0.5, 0, 0.02), "refuted");
+  // Under what tune can tell from the original: neither (a red-team tune said "refutes" of
+  // 0.003 s, its own floor 0.020 s and the original's runs 0.33 s apart).
+  EXPECT_STREQ(measured_verdict(false, 0.003, 0, 0.02), "unmeasured");
+  EXPECT_STREQ(measured_verdict(true, 0.0, 0.2, 0.02), "underestimated");
+  EXPECT_STREQ(measured_verdict(true, 1.0, 0.2, 0.02), "overestimated");
+  EXPECT_STREQ(measured_verdict(true, 0.3, 0.2, 0.02), "confirmed");
   TuneResult r;
   r.command = {"python3", "train.py"};
   r.repeat = 1;
-  r.stages.resize(4);
+  r.stages.resize(5);
   r.stages[0].name = "original";
   const std::tuple<const char*, double, Verdict, double> stages[] = {
       {"ftz", 0.0008, Verdict::kNone, 0},
       {"blas-threads", 0.5, Verdict::kNone, 0},
-      {"framework-threads", 0.0, Verdict::kFaster, 0.2}};
-  for (std::size_t i = 0; i < 3; ++i) {
+      {"framework-threads", 0.0, Verdict::kFaster, 0.2},
+      {"pinning", 0.003, Verdict::kNone, 0}};
+  for (std::size_t i = 0; i < 4; ++i) {
     TuneStage& s = r.stages[i + 1];
     auto [name, est, verdict, gain] = stages[i];
     s.name = name;
     s.rule = name;
     s.estimated_gain_s = est;
     s.verdict = verdict;
+    s.smallest_gain_s = 0.02;
     if (verdict == Verdict::kFaster) s.measured_gain_s = gain;
   }
   std::string text = render_tune_text(r);
   EXPECT_EQ(text.find("ftz: the ftz rule"), std::string::npos) << text;
   EXPECT_NE(text.find("blas-threads: the blas-threads rule estimated 0.500 s; the measurement "
                       "refutes it"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pinning: the pinning rule estimated 0.003 s, under the 0.020 s a stage "
+                      "must gain here to be told from the original: neither confirmed nor "
+                      "refuted"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("framework-threads: the framework-threads rule estimated 0.000 s, 0.200 s "
