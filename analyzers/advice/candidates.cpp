@@ -612,12 +612,12 @@ const std::array<Rule, 15> kRules{{
      blas_threads},
     {"framework-threads",
      "run_info torch.num_threads < available cores (one rank's share where ranks share a "
-     "host) and oneDNN calls that ran on fewer threads than the cores take at least "
-     "threshold % of the busy threads' time",
+     "host, less the DataLoader workers alive at once) and oneDNN calls that ran on fewer "
+     "threads than the cores take at least threshold % of the busy threads' time",
      5.0,
-     "give torch's intra-op pool all {} cores: torch.set_num_threads({}) (or stop lowering it: "
-     "the program's own torch.set_num_threads or OMP_NUM_THREADS); oneDNN's convolutions and "
-     "matmuls run on that pool, whatever the BLAS is set to",
+     "give torch's intra-op pool the {} cores: torch.set_num_threads({}) at the program's "
+     "start (and what set it lower: the environment's OMP_NUM_THREADS, said where recorded); "
+     "oneDNN's convolutions and matmuls run on that pool, whatever the BLAS is set to",
      "oneDNN time x (1 - torch.num_threads / cores), at most that time - FLOPs / the "
      "calibrated GEMM peak for all cores",
      framework_threads},

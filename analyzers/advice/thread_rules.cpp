@@ -133,12 +133,18 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
 // OMP_NUM_THREADS) leaves cores idle that no BLAS setting gives back. The work counted is the
 // oneDNN shapes that ran on fewer threads than the cores, as gemm_shapes recorded them; BLAS
 // calls have their own count and rule (blas-threads).
+//
+// DataLoader workers alive beside the loop take cores of their own: a red-team CNN with 2
+// workers on 2 cores, torch at 1 thread, was told torch.set_num_threads(2) would gain 0.60 s,
+// and ran 3 to 8 times slower so. The cores the pool may have are those the workers leave.
 std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto it = m.facts.info.find("torch.num_threads");
-  auto cores = m.facts.cores_per_rank();
-  if (it == m.facts.info.end() || !cores) return {};
+  auto host_cores = m.facts.cores_per_rank();
+  if (it == m.facts.info.end() || !host_cores) return {};
   std::int64_t threads = std::atoll(it->second.c_str());
+  std::int64_t workers = std::min(in.loader.at_once, *host_cores - 1);
+  std::optional<std::int64_t> cores = *host_cores - std::max<std::int64_t>(workers, 0);
   if (threads <= 0 || threads >= *cores) return {};
   std::map<std::int64_t, const RoutineMetrics*> routine;
   for (const auto& r : m.routines) routine.emplace(r.routine_id, &r);
@@ -166,7 +172,28 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
       "torch runs {} intra-op thread{} of {} available; its oneDNN calls on them take {:.1f} % "
       "of the run ({:.3f} s)",
       threads, threads == 1 ? "" : "s", *cores, pct, seconds(g.time_ns));
-  c.advice = fill(rule.advice, fmt::format("{}", *cores));
+  if (workers > 0) {
+    c.evidence.emplace_back("loader_workers", workers);
+    c.summary += fmt::format(" ({} of the {} cores left by {} DataLoader worker{})", *cores,
+                             *host_cores, workers, workers == 1 ? "" : "s");
+  }
+  // What lowered it, where the file says: the environment's variable, else torch's own choice
+  // or the program's call (the advice blamed the program's set_num_threads or OMP_NUM_THREADS
+  // where it had neither: torch chose 1 thread on this 2-core VM by itself).
+  std::string why;
+  for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
+    if (auto e = m.facts.info.find(std::string("env.") + var); e != m.facts.info.end()) {
+      why = fmt::format("; the environment's {}={} sets it", var, e->second);
+      break;
+    }
+  if (why.empty())
+    why =
+        "; no OMP_NUM_THREADS was set: torch chose it at start, or the program's "
+        "torch.set_num_threads did";
+  c.advice = fmt::format(
+      "give torch's intra-op pool the {} cores{}: torch.set_num_threads({}) at the program's "
+      "start{}; oneDNN's convolutions and matmuls run on that pool, whatever the BLAS is set to",
+      *cores, workers > 0 ? " the DataLoader workers leave" : "", *cores, why);
   say_ranks(c, m);
   more_threads_gain(c, m, g, threads, *cores);
   return {c};

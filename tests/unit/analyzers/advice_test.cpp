@@ -427,6 +427,34 @@ TEST_F(AdviceTest, FrameworkThreadsRuleOnTorchsOwnPool) {
   EXPECT_NE(render_run_header(load_run_summary(ProfileFile::open(path_)))
                 .find("torch:     1 intra-op thread of 2 cores\n"),
             std::string::npos);
+  // What lowered it is said only where the file knows: the program was blamed for a
+  // set_num_threads or OMP_NUM_THREADS it did not have (torch chose 1 on a 2-core VM).
+  EXPECT_NE(c[0].advice.find("no OMP_NUM_THREADS was set"), std::string::npos) << c[0].advice;
+  sql("INSERT INTO run_info VALUES (1, 1, 'env.OMP_NUM_THREADS', '1');");
+  c = of_rule(candidates(), "framework-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("the environment's OMP_NUM_THREADS=1 sets it"), std::string::npos)
+      << c[0].advice;
+  // A DataLoader worker alive beside the loop has the other core: nothing left to give (a
+  // red-team CNN, 2 workers on 2 cores, was told set_num_threads(2) and ran 3-8x slower so).
+  sql(R"sql(
+INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
+                       end_reason)
+  VALUES (2, 1, 11, 10, 'fork', 'python3 train.py', 1000000000000, 1000000000000 + 5000000000,
+          'exit');
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
+  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 5000000000);
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (92, 'worker.py:202(_worker_loop)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py', 202);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, incl_ns,
+                   excl_ns, flops, bytes) VALUES
+  (92, 2, NULL, 1, 0, 1, 1, 5000000000, 0, 0, 0),
+  (93, 2, 92, 92, 1, 1, 0, 5000000000, 5000000000, 0, 0);
+)sql");
+  EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());
+  sql("DELETE FROM nodes WHERE thread_id = 2; DELETE FROM threads WHERE thread_id = 2;"
+      "DELETE FROM processes WHERE process_id = 2;");
   sql("UPDATE shapes SET threads = 2 WHERE node_id = 91;");  // ran on every core
   EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());
   sql("UPDATE shapes SET threads = 1 WHERE node_id = 91;"
