@@ -251,3 +251,24 @@ def test_a_child_in_another_venv_sees_none_of_the_launchers_packages(venvs, mino
                      "(process_id) WHERE p.origin = 'child' AND r.kind = 'python'")[0][0] > 0
     finally:
         (site / "onlyhere_rt.py").unlink()
+
+
+def test_a_child_of_a_python_the_install_lacks_says_why_it_has_no_hook(venvs, tmp_path):
+    """A child interpreter of another CPython, for which this wheel has no extension: its
+    profile's note says why its Python frames are missing. The failure was swallowed and the
+    note told the user to run python3 -m sonde, as they had (a red-team find)."""
+    if len(venvs) < 1 or len(FOUND) < 2:
+        pytest.skip("needs a wheel and a second interpreter")
+    minor, venv = sorted(venvs.items())[0]
+    other, other_py = next((m, p) for m, p in FOUND if m != minor)
+    (tmp_path / "parent.py").write_text(
+        "import subprocess\n"
+        f"subprocess.run([{other_py!r}, '-c', 'print(sum(range(10)))'], check=True)\n")
+    r = subprocess.run(["python", "-m", "sonde", "-o", "p.db", "parent.py"], cwd=tmp_path,
+                       env=venv_env(venv), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout == "45\n", r.stderr
+    notes = query(tmp_path / "p.db", "SELECT n.message FROM notes n JOIN processes p USING "
+                  "(process_id) WHERE n.topic = 'python-hook' AND p.origin = 'child'")
+    assert len(notes) == 1, notes
+    assert "whose sonde Python hook did not start" in notes[0][0], notes
+    assert f"3.{other}" in notes[0][0] and "run it with python3 -m sonde" not in notes[0][0], notes

@@ -352,6 +352,12 @@ SONDE_EXPORT void sonde_impl_region_bytes(const char* name, unsigned long long b
   if (name == nullptr || *name == '\0') return;
   sonde::set_run_fact(("region.bytes:" + std::string(name)).c_str(), std::to_string(bytes).c_str());
 }
+// The autostart's word where the Python hook could not start in a child interpreter (no
+// extension for its CPython in this install, the package unreadable): the python-hook note
+// then says why, where it told the user to do what had been done (a red-team find).
+SONDE_EXPORT void sonde_impl_python_hook_failed(const char* why) {
+  if (why != nullptr && *why != '\0') sonde::set_run_fact("python.hook_failed", why);
+}
 SONDE_EXPORT int sonde_impl_flush(void) {
   sonde::Runtime* rt = sonde::Runtime::get();
   return rt != nullptr && rt->flush(sonde::FlushKind::kExplicit) ? 0 : -1;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,12 @@ class Facts {
   bool has(const std::string& key) {
     std::lock_guard lock(mu_);
     return std::any_of(all_.begin(), all_.end(), [&](const auto& f) { return f.first == key; });
+  }
+  std::optional<std::string> get(const std::string& key) {
+    std::lock_guard lock(mu_);
+    for (const auto& [k, v] : all_)
+      if (k == key) return v;
+    return std::nullopt;
   }
   void append_to(std::vector<std::pair<std::string, std::string>>& info) {
     std::lock_guard lock(mu_);

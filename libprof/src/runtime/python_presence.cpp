@@ -27,4 +27,10 @@ bool python_without_hook(Facts& facts) {
   return g_python.load() == 1 && !facts.has("python.hook") && !facts.has("sonde.launch");
 }
 
+std::string python_hook_failed_note(const std::string& why) {
+  return "this process is a Python interpreter whose sonde Python hook did not start: " + why +
+         "; its profile holds native calls only (no Python frames, torch operators or "
+         "torch.distributed collectives)";
+}
+
 }  // namespace sonde

@@ -3,6 +3,8 @@
 // no Python frames, torch operators or torch.distributed collectives, and nothing said so.
 #pragma once
 
+#include <string>
+
 #include "runtime/facts.hpp"
 
 namespace sonde {
@@ -11,8 +13,12 @@ namespace sonde {
 inline constexpr const char* kPythonWithoutHookNote =
     "this process is a Python interpreter that ran without sonde's Python hook: its profile "
     "holds native calls only (no Python frames, torch operators or torch.distributed "
-    "collectives); run it with python3 -m sonde, or sonde run --python (a child interpreter "
-    "started with -I or -E ignores the PYTHONPATH that starts the hook there)";
+    "collectives); run it with python3 -m sonde, or sonde run --python. A child interpreter "
+    "of such a run starts the hook through PYTHONPATH, which -I and -E ignore and a cleared "
+    "environment (env -i, subprocess's env={}) drops";
+
+// The note where the autostart said why the hook did not start (run_info python.hook_failed).
+std::string python_hook_failed_note(const std::string& why);
 
 // True when the process defines CPython's API (Py_IsInitialized, exported by every python3
 // executable and libpython) and no hook started in it (the hook sets run_info python.hook).

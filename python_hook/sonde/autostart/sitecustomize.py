@@ -37,6 +37,28 @@ class SondeFinder:
 sys.meta_path.append(SondeFinder)
 
 
+def _hook_failed(e):
+    """Why the hook did not start, into the profile's python-hook note through libsonde (the
+    extension may be what is missing: no extension for this CPython in this install), and on
+    stderr where that is a terminal or SONDE_LOG asks (a child says nothing on a stream its
+    parent may read). It was swallowed, and the note told the user to run python3 -m sonde,
+    which they had (a red-team find)."""
+    why = str(e) or type(e).__name__
+    try:
+        import ctypes
+        ctypes.CDLL(None).sonde_impl_python_hook_failed(why.encode("utf-8", "replace"))
+    except Exception:
+        pass
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        if stream.isatty() or os.environ.get("SONDE_LOG") in ("warn", "info", "debug"):
+            print(f"sonde: Python hook not started in pid {os.getpid()}: {why}", file=stream)
+    except (OSError, ValueError):
+        pass
+
+
 def _start_hook():
     if os.environ.get("SONDE_PYTHON_LAUNCHED") == "1":
         return  # the launcher itself starts the hook, after its own frames
@@ -48,7 +70,8 @@ def _start_hook():
             return
     except ValueError:
         pass  # the library's rule for a bad value: its default (on), said by no one here
-    except Exception:
+    except Exception as e:  # the package itself failed: no extension for this CPython
+        _hook_failed(e)
         return
     try:
         import sonde
@@ -74,11 +97,7 @@ def _start_hook():
             _sonde.startup_ends()
             _sonde.start(builtins=builtins, imports=imports)  # the last thing this module does
     except Exception as e:  # never break the program being measured
-        if sys.stderr is not None:
-            try:
-                print(f"sonde: Python hook not started in pid {os.getpid()}: {e}", file=sys.stderr)
-            except (OSError, ValueError):
-                pass
+        _hook_failed(e)
 
 
 def _chain():
