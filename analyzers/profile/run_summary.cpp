@@ -118,6 +118,20 @@ RunSummary load_run_summary(const ProfileFile& file) {
                            "it is still starting; nothing was measured into it",
                            std::nullopt});
   }
+  if (s.processes > 0) {
+    // The run's first process wrote nothing (its flushes failed: ulimit -f, a full disk) and
+    // its children did: the file read as a clean profile of a child, the child's command on
+    // the command line (a red-team find). Said, where no process is the run's root.
+    auto st = file.prepare("SELECT 1 FROM processes WHERE origin = 'root' LIMIT 1");
+    if (!st.step())
+      s.notes.push_back(Note{
+          "warning", "unfinished",
+          "the run's first process (the command sonde started) wrote nothing to this profile: "
+          "its flushes failed (a full disk, a quota or ulimit -f; sonde said so as it ran) or it "
+          "was killed before its first flush; the command above and every figure here are its "
+          "child processes' alone",
+          std::nullopt});
+  }
   {
     // A fork child killed before its first flush (SIGKILL to a process group: a DataLoader's
     // workers with their main process) left no row at all; its parent counted its forks

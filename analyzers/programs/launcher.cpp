@@ -302,6 +302,7 @@ struct WrittenProfile {
   bool exec_last = false;  // ... and that flush was before an exec: the next image wrote nothing
   std::vector<std::int64_t> running;  // other processes of the run, not ended, still alive
   std::string problem;                // why a file that is there could not be read
+  std::int64_t others = 0;            // with no root: the run's other processes the file holds
 };
 
 WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int64_t since_ns) {
@@ -336,6 +337,9 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
         }
         return w;
       }
+      auto others = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
+      others.bind(1, since_ns);
+      if (others.step()) w.others = std::max(w.others, others.int64(0));
     } catch (const Error& e) {
       w.problem = e.what();
     }
@@ -530,7 +534,12 @@ std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid
     if (rank.rank < 0) say_rank_files(written, shown, since_ns);
     return written;
   }
-  if (w.any_file) {
+  if (w.any_file && w.problem.empty() && w.others > 0) {
+    // Its children wrote theirs: "no process of this run in it" was false.
+    say("sonde: warning: the command's own process wrote nothing to {} (see sonde's messages "
+        "above); it holds only {} other process{} of the run\n",
+        requested, w.others, w.others == 1 ? "" : "es");
+  } else if (w.any_file) {
     say("sonde: warning: the profile could not be written to {} ({})\n", requested,
         w.problem.empty() ? "no process of this run in it; see sonde's messages above" : w.problem);
   } else if (!is_static) {  // a static command was named as such before it ran

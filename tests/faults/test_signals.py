@@ -263,6 +263,23 @@ def test_sigkill_of_an_execd_image_before_its_first_flush_is_said(db):
     assert query(db, "SELECT end_reason FROM processes") == [("exec",)]
 
 
+def test_a_root_killed_before_its_first_flush_is_said_beside_its_childs_profile(db):
+    """SIGKILL to the command before its first flush, its child's profile written: both say so
+    (sonde run and the report say the command's own process is missing: the file read as a
+    clean profile of the child, and sonde run said 'no process of this run in it')"""
+    code = ("import os, signal, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'print(6 * 7)'])\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    r = sonde_run([PYTHON, "-c", code], db)
+    assert r.rc == -signal.SIGKILL and r.out == "42\n", r.err
+    assert f"the command's own process wrote nothing to {db} (see sonde's messages above); it " \
+           "holds only 1 other process of the run" in r.err, r.err
+    assert query(db, "SELECT origin FROM processes") == [("child",)]
+    report = profile_whole(db)
+    assert "warning: the run's first process (the command sonde started) wrote nothing to " \
+           "this profile" in report, report
+
+
 def test_sigkill_to_sonde_run_ends_the_command(db):
     """SIGKILL to `sonde run` alone (`kill -9 $!`, a harness killing the process it started):
     the command dies with it, as it would have been killed alone, instead of running on
