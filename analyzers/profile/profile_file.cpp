@@ -8,10 +8,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <initializer_list>
 #include <string_view>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
+#include "sonde/output_name.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -20,6 +22,13 @@ namespace {
 constexpr int kBusyTimeoutMs = 2000;
 
 std::int64_t check_readable(const std::string& path) {
+  std::error_code ec;
+  if (std::string full = std::filesystem::absolute(path, ec).string();
+      !ec && full.size() > sonde::kLongestProfilePath)
+    throw Error(
+        fmt::format("cannot open {}: its full path is {} bytes long, over the {} SQLite "
+                    "can open a file by; move it, or link it from a shorter path",
+                    path, full.size(), sonde::kLongestProfilePath));
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) throw Error(fmt::format("cannot open {}: no such file", path));

@@ -131,6 +131,11 @@ std::string signal_name(int sig) {
 
 // Access bits say nothing for root or on read-only mounts; creating a file is the real test.
 void check_output_directory(const fs::path& output) {
+  if (output.string().size() > kLongestProfilePath)
+    throw Error(
+        fmt::format("the output's full path is {} bytes long, over the {} SQLite can "
+                    "open a file by: give -o a shorter path",
+                    output.string().size(), kLongestProfilePath));
   if (output_name_length(output.string()) > longest_output_name(output.string()))
     throw Error(
         fmt::format("the output's name is {} characters long, over the {} its "

@@ -170,6 +170,11 @@ def _prepare_output(output, force):
     except OSError as e:  # a relative name in a folder since removed: getcwd fails
         _fail(f"cannot place the profile {output}: the current directory is gone "
               f"({e.strerror}); give -o an absolute path")
+    # SQLite's unix VFS makes a full path in 512 bytes, a journal's "-journal" after it
+    # (sonde/output_name.hpp kLongestProfilePath): a longer one's profile was lost.
+    if len(os.fsencode(path)) > 500:
+        _fail(f"the output's full path is {len(os.fsencode(path))} bytes long, over the 500 "
+              "SQLite can open a file by: give -o a shorter path")
     if os.path.lexists(path):
         if not force and not _keep_previous(output, path):
             _fail(f"{output} already exists and is not a sonde profile; use --force to replace "

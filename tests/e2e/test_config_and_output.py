@@ -48,6 +48,45 @@ def test_a_name_too_long_for_its_journal_is_refused_at_once(tmp_path):
     assert routine_calls(fits, "cblas_sdot") == 10
 
 
+def test_a_path_too_long_for_sqlite_is_refused_at_once(tmp_path):
+    # Under a 616-byte working directory the profile was lost ("unable to open database file":
+    # SQLite's unix VFS makes a full path in 512 bytes) and no reader could open a file there;
+    # the launchers now refuse at once, libsonde says so, and readers say why (a red-team find).
+    import os
+    import shutil
+    import subprocess
+    from conftest import CLI, clean_env
+    deep = tmp_path
+    for c in "abc":
+        deep = deep / (c * 200)
+    deep.mkdir(parents=True)
+    bare = run([BIN / "blas_threads", 1, 10])
+    r = run([BIN / "blas_threads", 1, 10], deep / "p.db")
+    assert (r.returncode, r.stdout) == (0, bare.stdout)
+    assert "bytes long, over the 500 SQLite can open a file by; this process runs " \
+           "unprofiled" in r.stderr, r.stderr
+    r = run([CLI, "run", "-o", deep / "p.db", "--", BIN / "blas_threads", 1, 10])
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert "over the 500 SQLite can open a file by: give -o a shorter path" in r.stderr, r.stderr
+    python = os.environ.get("SONDE_PYTHON", "/usr/bin/python3")
+    pythonpath = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    r = subprocess.run([python, "-m", "sonde", "-o", str(deep / "p.db"), str(tmp_path / "s.py")],
+                       env=clean_env(PYTHONPATH=pythonpath), capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 1 and r.stdout == "", r.stderr
+    assert "over the 500 SQLite can open a file by" in r.stderr, r.stderr
+    assert os.listdir(deep) == []
+    # A profile moved there is refused by its reader with the reason.
+    short = tmp_path / "short.db"
+    assert run([BIN / "blas_threads", 1, 10], short).returncode == 0
+    shutil.copy(short, deep / "p.db")
+    r = subprocess.run([CLI, "report", "p.db"], cwd=deep, env=clean_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 1 and "its full path is" in r.stderr and "over the 500" in r.stderr, \
+        r.stderr
+
+
 def test_an_existing_output_is_never_overwritten(tmp_path):
     target = tmp_path / "prof.db"
     target.write_text("precious")

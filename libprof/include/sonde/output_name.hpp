@@ -24,6 +24,11 @@ inline size_t longest_output_name(const std::string& path) {
   return (max > 8 ? size_t(max) : 255) - 8;
 }
 
+// The longest full path a profile may have: SQLite's unix VFS makes a file's full path in 512
+// bytes (MAX_PATHNAME), its journal's "-journal" after it. A profile under a 616-byte working
+// directory was lost ("unable to open database file"), and no reader could open one there.
+inline constexpr size_t kLongestProfilePath = 500;
+
 inline size_t output_name_length(const std::string& path) {
   size_t slash = path.rfind('/');
   return slash == std::string::npos ? path.size() : path.size() - slash - 1;

@@ -287,8 +287,13 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     claim = true;
     process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
   }
-  if (std::string full = absolute(requested);
-      output_name_length(full) > longest_output_name(full)) {
+  if (std::string full = absolute(requested); full.size() > kLongestProfilePath) {
+    warn(
+        "{}: the full path is {} bytes long, over the {} SQLite can open a file by; this "
+        "process runs unprofiled",
+        requested, full.size(), kLongestProfilePath);
+    return false;
+  } else if (output_name_length(full) > longest_output_name(full)) {
     warn(
         "{}: the name is {} characters long, over the {} its directory allows a profile (SQLite "
         "keeps <name>-journal beside it); this process runs unprofiled",
