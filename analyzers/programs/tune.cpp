@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <thread>
 #include <tuple>
@@ -24,6 +25,7 @@
 #include "advice/tune_results.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
+#include "profile/run_summary.hpp"
 #include "programs/launcher.hpp"
 #include "programs/python_package.hpp"
 
@@ -350,6 +352,48 @@ void compare_with_original(TuneStage& s, const TuneStage& original) {
   if (s.output_changed) s.output_difference = output_detail(*s.output);
 }
 
+// The facts a stage's knobs may move besides what they are for, from a run's profile.
+std::map<std::string, std::string> run_facts(const std::string& profile) {
+  std::map<std::string, std::string> facts;
+  try {
+    ProfileFile f = ProfileFile::open(profile);
+    RunSummary r = load_run_summary(f);
+    if (r.blas_threads) facts["the BLAS's threads"] = *r.blas_threads;
+    if (r.torch_threads) facts["torch's intra-op threads"] = *r.torch_threads;
+    // As of the root's last flush (a binding made after start), else as at its start.
+    auto st = f.prepare(
+        "SELECT value FROM (SELECT i.value, 0 AS o FROM run_info i JOIN processes p USING "
+        "(process_id) WHERE i.key = 'process.affinity_cores' AND p.origin = 'root' UNION ALL "
+        "SELECT CAST(affinity_cores AS TEXT), 1 FROM runs WHERE affinity_cores IS NOT NULL) "
+        "ORDER BY o LIMIT 1");
+    if (st.step() && !st.is_null(0)) facts["the CPUs the process could run on"] = st.text(0);
+  } catch (const Error&) {  // a run that wrote no readable profile says nothing
+  }
+  return facts;
+}
+
+// What the stage's first run records otherwise than the original's first, but for the one fact
+// the stage is meant to move.
+void find_side_effects(TuneStage& s, const TuneStage& original) {
+  auto first_ok = [](const TuneStage& t) -> const TuneRun* {
+    for (const TuneRun& r : t.runs)
+      if (r.ok) return &r;
+    return nullptr;
+  };
+  const TuneRun* mine = first_ok(s);
+  const TuneRun* theirs = first_ok(original);
+  if (mine == nullptr || theirs == nullptr) return;
+  std::string meant = s.name == "blas-threads"        ? "the BLAS's threads"
+                      : s.name == "framework-threads" ? "torch's intra-op threads"
+                                                      : "";
+  std::map<std::string, std::string> before = run_facts(theirs->profile);
+  for (const auto& [what, value] : run_facts(mine->profile)) {
+    auto it = before.find(what);
+    if (what != meant && it != before.end() && it->second != value)
+      s.side_effects.push_back(fmt::format("{}: {} ({})", what, value, it->second));
+  }
+}
+
 // The original's own runs against its first: a program whose output varies from run to run
 // (an unseeded shuffle) makes every stage's comparison weaker, and the table should say so.
 std::string original_varies(const TuneStage& original) {
@@ -468,6 +512,7 @@ TuneResult run_tune(const TuneOptions& o) {
     s.smallest_gain_s = std::max(kTuneMinSeconds, kTuneMinEffect * median(base));
     if (s.verdict != Verdict::kNone) s.measured_gain_s = median(base) - m;
     compare_with_original(s, original);
+    find_side_effects(s, original);
   };
   for (TuneStage& s : stages) judge(s);
 

@@ -57,8 +57,13 @@ struct TuneStage {
   // The stage's stdout against the original's (programs/tune_output.hpp): of its runs, the one
   // that differs from every original run, else the one farthest from its nearest original.
   std::optional<OutputComparison> output;
-  bool output_changed = false;             // output->differs()
-  std::string output_difference;           // output_detail(): the counts and the first line pair
+  bool output_changed = false;    // output->differs()
+  std::string output_difference;  // output_detail(): the counts and the first line pair
+  // What else the knobs changed, as the runs' profiles record it against the original's: the
+  // CPUs the process could run on, the BLAS's and torch's thread counts, where the stage is not
+  // meant to (a red-team pinning stage bound a torch program to one core, and its 1.13x was
+  // that). One "what: stage's (original's)" each.
+  std::vector<std::string> side_effects;
   std::optional<double> estimated_gain_s;  // the candidate rule's estimate on the original
   std::optional<double> measured_gain_s;   // original's median - this median, when not none
   // The least gain the verdict could tell: kTuneMinSeconds, or kTuneMinEffect of the

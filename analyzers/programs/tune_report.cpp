@@ -103,6 +103,17 @@ std::string render_tune_text(const TuneResult& r) {
     if (s.output_changed)
       out += fmt::format("{} changes the program's results: {}\n", s.name,
                          visible(s.output_difference));
+    if (!s.side_effects.empty()) {
+      std::string all;
+      for (const std::string& e : s.side_effects) all += (all.empty() ? "" : "; ") + e;
+      out += fmt::format(
+          "{} also changed what its knobs are not for, as its runs recorded it (the "
+          "original's in brackets): {}: its timings are those changes' too{}\n",
+          s.name, visible(all),
+          s.name == "pinning" ? " (OMP_PROC_BIND binds the first thread, and every thread and "
+                                "process it starts, to the first place)"
+                              : "");
+    }
     if (!s.estimated_gain_s || s.status != "ran") continue;
     bool faster = s.verdict == Verdict::kFaster;
     double measured = s.measured_gain_s.value_or(0);
@@ -161,6 +172,7 @@ Json render_tune_json(const TuneResult& r) {
     e["phases"] = Json::object();
     for (const std::string& p : r.phase_names)
       if (auto it = s.phases.find(p); it != s.phases.end()) e["phases"][p] = it->second;
+    e["side_effects"] = s.side_effects;
     e["output_changed"] = s.output_changed;
     if (s.output_changed) e["output_difference"] = s.output_difference;
     if (s.output) {

@@ -242,6 +242,34 @@ def test_blas_threads_is_skipped_where_the_blas_runs_on_every_core(tmp_path):
     assert s["reason"] == f"the BLAS already ran {threads} threads on the {cores} cores", s
 
 
+def test_a_stage_that_binds_the_process_to_one_core_says_so(tmp_path):
+    """pinning on a program that loads libgomp (torch): OMP_PROC_BIND binds its first thread,
+    and what it starts, to one core; a red-team tune credited pinning with a 1.13x that was the
+    one core and the BLAS's thread count, nothing said."""
+    pytest.importorskip("torch")
+    script = tmp_path / "t.py"
+    script.write_text("import numpy as np, torch\n"
+                      "a = np.random.rand(200, 200).astype(np.float32)\n"
+                      "x = torch.randn(200, 200)\n"
+                      "for _ in range(10):\n"
+                      "    a @ a, x @ x\n"
+                      "print('done')\n")
+    r, j = tune(tmp_path, ["--repeat", "1", "--stages", "pinning"], ["/usr/bin/python3", script])
+    assert r.returncode == 0, r.stderr
+    s = stage(j, "pinning")
+    if j["cores"] < 2:
+        assert s["reason"] == "one core"
+        return
+    assert s["side_effects"] == [f"the CPUs the process could run on: 1 ({j['cores']})"], s
+    assert run_fact(s["runs"][0]["profile"], "process.affinity_cores") == "1"
+    assert run_fact(stage(j, "original")["runs"][0]["profile"], "process.affinity_cores") == \
+        str(j["cores"])
+    text = subprocess.run([CLI, "tune", "-o", str(tmp_path / "t2"), "--repeat", "1", "--stages",
+                           "pinning", "--", "/usr/bin/python3", str(script)], env=clean_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert "pinning also changed what its knobs are not for" in text.stdout, text.stdout
+
+
 def test_stage_inside_the_noise_is_none(tmp_path):
     """/bin/sleep under ftz: nothing to change, so the difference is reported as none."""
     r, j = tune(tmp_path, ["--repeat", "2", "--stages", "ftz,all"], ["/bin/sleep", "0.2"])

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -254,6 +255,11 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
   forks_unwritten_.store(false);  // a fork from here on asks for another flush
   if (uint32_t forks = forks_.load(std::memory_order_relaxed); forks > 0)
     d.info.emplace_back("process.forks", std::to_string(forks));
+  // The CPUs the process's first thread may run on as of this flush: OMP_PROC_BIND binds it,
+  // and every thread and process it starts, after runs.affinity_cores was read at start (a
+  // red-team tune's pinning stage had bound a torch program to one core, nothing said).
+  if (cpu_set_t set; ::sched_getaffinity(pid(), sizeof set, &set) == 0)
+    d.info.emplace_back("process.affinity_cores", std::to_string(CPU_COUNT(&set)));
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
   if (gpu != nullptr) gpu->info(d.info);
