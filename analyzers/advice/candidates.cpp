@@ -299,6 +299,27 @@ constexpr std::string_view kConvolutionAdvice =
     "and the inputs too), a larger batch per step, all cores for torch's intra-op pool "
     "(torch.set_num_threads), and on a GPU torch.backends.cudnn.benchmark = True; wider layers "
     "(channels a multiple of 16) where the model allows";
+// A product inside PyTorch's own layers (nn.Linear's forward, an autograd node of one, attention
+// in torch.nn.functional) has the shape the model's sizes give it: "batch into larger GEMMs,
+// reorder dimensions, pick a layout" named nothing an nn.Linear user can change (a red-team
+// find on a Trainer-style MLP and a Transformer LM).
+constexpr std::string_view kTorchLayerAdvice =
+    "these products come from {}, inside PyTorch's own layers, whose GEMM shapes the model's "
+    "sizes set (nn.Linear: m = batch x sequence, k = in_features, n = out_features; attention: "
+    "the sequence lengths and the head dimension, embed_dim / num_heads): a larger batch per "
+    "step, wider layers or fewer, wider heads, sizes a multiple of 16, where the model allows";
+
+bool is_torch_layer_site(std::string_view site, const Metrics& m) {
+  bool torch = std::any_of(m.routines.begin(), m.routines.end(),
+                           [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
+  if (!torch) return false;
+  auto ends = [&](std::string_view s) { return site.ends_with(s); };
+  // An autograd node (AddmmBackward0), an operator (aten::addmm), or a frame of torch.nn.
+  return ends("Backward0") || ends("Backward1") || site.starts_with("aten::") ||
+         site.starts_with("linear.py:") || site.starts_with("functional.py:") ||
+         site.starts_with("activation.py:") || site.starts_with("transformer.py:");
+}
+
 constexpr std::string_view kIfIndependent =
     " (batching applies if the products are independent of each other: the steps of a "
     "recurrence, each needing the previous step's output, cannot be batched)";
@@ -357,6 +378,8 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
       c.advice = layer.empty()
                      ? fill(kRecurrenceAdvice, s.call_site)
                      : fmt::format(fmt::runtime(kTorchRecurrenceAdvice), s.call_site, layer);
+    } else if (is_torch_layer_site(s.call_site, m)) {
+      c.advice = fill(kTorchLayerAdvice, s.call_site);
     } else {
       c.advice += std::string(kIfIndependent);
     }

@@ -706,6 +706,27 @@ TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
   }
 }
 
+// A product inside PyTorch's layers (nn.Linear's forward, its autograd node, attention): the
+// model's sizes set its shape; "batch into larger GEMMs, reorder dimensions" named nothing an
+// nn.Linear user can change (a red-team find). Only in a run that used torch.
+TEST_F(AdviceTest, GemmShapeAdviceInsideTorchsLayersNamesTheModelsSizes) {
+  for (std::string site : {"linear.py:113(forward)", "AddmmBackward0",
+                           "functional.py:4886(multi_head_attention_forward)"}) {
+    sql("UPDATE shapes SET call_site = '" + site + "' WHERE n = 10;");
+    auto c = of_rule(candidates(), "gemm-shape");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_NE(c[0].advice.find("batch the small"), std::string::npos) << site;  // no torch
+    called_once(92, "aten::linear", "torch", "aten");
+    c = of_rule(candidates(), "gemm-shape");
+    ASSERT_EQ(c.size(), 1u);
+    EXPECT_NE(c[0].advice.find(site + ", inside PyTorch's own layers"), std::string::npos)
+        << c[0].advice;
+    EXPECT_NE(c[0].advice.find("k = in_features, n = out_features"), std::string::npos);
+    EXPECT_EQ(c[0].advice.find("reorder dimensions"), std::string::npos) << c[0].advice;
+    gone(92);
+  }
+}
+
 TEST_F(AdviceTest, UnmeasuredRuleOnLargeRootExclusiveTime) {
   EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());  // 5 %
   sql("UPDATE nodes SET excl_ns = 3000000000, incl_ns = 12500000000 WHERE node_id = 1;");
