@@ -610,7 +610,29 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   return {c};
 }
 
-const std::array<Rule, 15> kRules{{
+// ---- distribution-checks ----------------------------------------------------------------
+
+std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& rule) {
+  const DistributionChecks& d = in.distributions;
+  double pct = share(d.ns, in.metrics.share_base_ns());
+  if (d.ns <= 0 || pct < rule.threshold) return {};
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = d.caller.empty() ? "torch.distributions" : d.caller;
+  c.evidence = {{"checks_s", seconds(d.ns)}, {"checks_calls", d.calls}, {"pct_run", pct}};
+  c.summary = fmt::format(
+      "torch.distributions checked arguments and samples against their constraints {} times, "
+      "{:.1f} % of the run ({:.3f} s){}",
+      d.calls, pct, seconds(d.ns),
+      d.caller.empty() ? "" : fmt::format(", most under {}", d.caller));
+  c.advice = std::string(rule.advice);
+  // The checks' own time: what turning them off saves, less a little for what stays.
+  c.est_gain_s = 0.9 * seconds(d.ns);
+  c.gain_bound = "the checks' own time, measured: nothing else changes";
+  return {c};
+}
+
+const std::array<Rule, 16> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer takes at least "
      "threshold % of the busy threads' time with under 25 % of its time in FLOP-counted BLAS",
@@ -739,6 +761,16 @@ const std::array<Rule, 15> kRules{{
      "overlap communication with computation: start nonblocking collectives (MPI_Iallreduce per "
      "layer during backward, DDP's bucketed all-reduce) and wait only where the result is needed",
      "0.5 x exposed time per rank", comm_exposed},
+    {"distribution-checks",
+     "torch.distributions' argument and sample checks (constraints.py's check, "
+     "distribution.py's _validate_sample; on by default) take at least threshold % of the busy "
+     "threads' time",
+     3.0,
+     "turn the checks off once the program is debugged: "
+     "torch.distributions.Distribution.set_default_validate_args(False) at start, or "
+     "validate_args=False for the distributions made in the loop (python -O does too); they "
+     "check every parameter at each construction and every sample at each log_prob",
+     "0.9 x the checks' time", distribution_checks},
     {"small-collectives",
      "a collective of messages under threshold KiB is called at least 10 times per rank and "
      "takes at least 1 % of a rank's busy time",
@@ -774,6 +806,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.optimizer_work = optimizer_work(profile.forest().busy);
   in.breakdown = profile.breakdown();
   in.loader = load_loader_workers(file);
+  in.distributions = load_distribution_checks(file);
   {
     auto st = file.prepare(
         "SELECT COALESCE(name, ''), seq, CAST(ROUND(unmeasured_s * 1e9) AS INTEGER) "

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "advice/distribution_checks.hpp"
 #include "advice/loader_workers.hpp"
 #include "advice/optimizer_work.hpp"
 #include "base/table_format.hpp"
@@ -44,6 +45,7 @@ struct AdviceInput {
   std::vector<ThreadUnmeasured> unmeasured_threads;
   Breakdown breakdown;   // the iteration breakdown (no phase mappings); found false: no loop
   LoaderWorkers loader;  // torch DataLoader workers (none: num_workers=0, or no Python hook)
+  DistributionChecks distributions;  // torch.distributions' argument checks
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import subprocess
+import textwrap
 
 import pytest
 
@@ -353,3 +354,47 @@ def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path):
     advice = loading[0]["advice"]
     assert "__iter__" in advice and "batch_size=None" in advice, advice
     assert "__getitem__" not in advice and "sampler" not in advice, advice
+
+
+def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
+    """A REINFORCE-style loop making a Categorical each step: torch.distributions checks the
+    logits at each construction and the action at each log_prob, on by default; a red-team RL
+    loop spent 0.9 s of 10 s so, and no rule fired. Turned off, no candidate."""
+    pytest.importorskip("torch")
+    program = tmp_path / "rl.py"
+    program.write_text(textwrap.dedent("""\
+        import sys
+        import torch
+        from torch.distributions import Categorical, Distribution
+        if sys.argv[1:] == ["off"]:
+            Distribution.set_default_validate_args(False)
+        torch.manual_seed(0)
+        policy = torch.nn.Linear(4, 2)
+        opt = torch.optim.SGD(policy.parameters(), lr=0.01)
+        total = 0.0
+        for step in range(3000):
+            dist = Categorical(logits=policy(torch.randn(4)))
+            action = dist.sample()
+            loss = -dist.log_prob(action)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += float(loss)
+        print(round(total, 3))
+    """))
+    found = {}
+    for mode in ("on", "off"):
+        db = tmp_path / f"{mode}.db"
+        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(program), mode],
+                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                           timeout=600, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        found[mode] = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+                       if c["rule"] == "distribution-checks"]
+    assert len(found["on"]) == 1, found
+    c = found["on"][0]
+    # Outermost checks: the logits at each construction, the action at each log_prob.
+    assert c["evidence"]["checks_calls"] == 6000, c
+    assert "set_default_validate_args(False)" in c["advice"], c
+    assert 0 < c["est_gain_s"] <= c["evidence"]["checks_s"], c
+    assert found["off"] == [], found
