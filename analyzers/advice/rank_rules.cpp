@@ -109,6 +109,26 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
                 {"overlap_pct", hidden},
                 {"busy_s_per_rank", r.mean_busy_s}};
   c.advice = std::string(rule.advice);
+  // Where DDP or the program's own torch.distributed calls hold most of the wait, the generic
+  // advice named what they already do ("DDP's bucketed all-reduce" to a DDP program whose
+  // exposed time was its reducer waiting at the end of backward: a red-team find).
+  if (r.reducer_wait_s >= 0.5 * r.exposed_s) {
+    c.evidence.emplace_back("reducer_wait_s_per_rank", r.reducer_wait_s);
+    c.advice =
+        "most of it is DDP's reducer waiting at the end of each backward pass for its buckets' "
+        "all-reduces: a fast rank waits there for the slowest (see rank-imbalance), and the last "
+        "bucket's all-reduce overlaps nothing (a smaller DistributedDataParallel(bucket_cap_mb=) "
+        "makes it smaller); with gradient accumulation, DDP's no_sync() on all but the last "
+        "micro-batch all-reduces once per step";
+  } else if (r.c10d_wait_s >= 0.5 * r.exposed_s) {
+    c.evidence.emplace_back("c10d_wait_s_per_rank", r.c10d_wait_s);
+    c.advice =
+        "most of it is the program's own torch.distributed calls waiting where they are made "
+        "(barrier, a blocking all_reduce or broadcast, recv; sonde tree --callers shows "
+        "which): one after uneven work waits for the slowest rank (rank 0 evaluating or saving "
+        "a checkpoint while the others wait in a barrier): move that work off the step or share "
+        "it, and post collectives with async_op=True where the result is needed later";
+  }
   c.est_gain_s = 0.5 * r.exposed_s;
   return {c};
 }

@@ -231,6 +231,14 @@ RankSummary load_rank_summary(const ProfileFile& file) {
     r.exposed_s = st.real(0) / static_cast<double>(r.ranks);
     r.overlapped_s = st.real(1) / static_cast<double>(r.ranks);
   }
+  for (auto [view, out] :
+       {std::pair{"engine_waits", &r.reducer_wait_s}, std::pair{"c10d_waits", &r.c10d_wait_s}}) {
+    auto st = file.prepare(
+        fmt::format("SELECT COALESCE(SUM(w.ns), 0) FROM {} w JOIN threads t USING (thread_id) "
+                    "JOIN process_ranks USING (process_id)",
+                    view));
+    if (st.step()) *out = st.real(0) / 1e9 / static_cast<double>(r.ranks);
+  }
   for (auto st = file.prepare("SELECT op, message_bytes, calls, ranks, time_s FROM "
                               "comm_bandwidth WHERE kind = 'collective' ORDER BY time_s DESC");
        st.step();)

@@ -1023,6 +1023,56 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   EXPECT_TRUE(get);
 }
 
+// torch.distributed's Python layer posts its c10d operator (nonblocking, a comm_ops row) and
+// waits in the frame: rank 1 blocked 1 s in dist.barrier for rank 0. The wait is communication
+// the rank was exposed to, not computation, nor overlap (a red-team run read 0 s of
+// communication and 100 % overlap for 4 s of such waits).
+TEST_F(AdviceTest, WaitsInTorchDistributedsPythonLayerAreExposedCommunication) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (7, 'distributed_c10d.py:2766(barrier)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 2766),
+  (8, 'c10d::barrier', 'torch', 'c10d', '', 0),
+  (9, 'distributed_c10d.py:602(init_process_group)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 602);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (20, 2, NULL, 1, 0, 0, 1, 2, 10000000000, 8500000000, 0, 0),
+  (40, 2, 20, 7, 1, 0, 10, 10, 1000000000, 990000000, 0, 0),
+  (41, 2, 40, 8, 2, 0, 10, 0, 10000000, 10000000, 0, 0),
+  (42, 2, 20, 9, 1, 0, 1, 0, 500000000, 500000000, 0, 0);
+INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
+  (41, 'c10d::barrier', 'collective', 0, 2, 0, 10, 10000000);
+INSERT INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, inflight_ns) VALUES
+  (2, 0, 1000000000, 1000000000);
+)sql");
+  ProfileFile file = ProfileFile::open(path_);
+  auto w = file.prepare("SELECT node_id, ns FROM c10d_waits");
+  ASSERT_TRUE(w.step());
+  EXPECT_EQ(w.int64(0), 40);  // the barrier's frame; init_process_group is set-up
+  EXPECT_EQ(w.int64(1), 990000000);
+  EXPECT_FALSE(w.step());
+  auto c = file.prepare("SELECT ROUND(comm_s, 6) FROM rank_comm WHERE rank = 1");
+  ASSERT_TRUE(c.step());
+  EXPECT_DOUBLE_EQ(c.real(0), 1.0);  // the posting and the wait
+  auto o = file.prepare(
+      "SELECT ROUND(exposed_s, 6), ROUND(overlapped_s, 6) FROM rank_overlap WHERE rank = 1");
+  ASSERT_TRUE(o.step());
+  EXPECT_DOUBLE_EQ(o.real(0), 0.99);
+  EXPECT_DOUBLE_EQ(o.real(1), 0.01);
+  // The exposed-communication advice names those calls, not "nonblocking collectives".
+  AdviceInput in = load_advice_input(file);
+  EXPECT_NEAR(in.ranks.c10d_wait_s, 0.495, 1e-9);  // 0.99 s over 2 ranks
+  Rule rule = *std::find_if(rules().begin(), rules().end(),
+                            [](const Rule& r) { return r.id == "comm-exposed"; });
+  rule.threshold = 1.0;
+  auto found = evaluate_rules(in, std::span<const Rule>(&rule, 1));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(found[0].advice.find("the program's own torch.distributed calls"), std::string::npos)
+      << found[0].advice;
+}
+
 // DDP on gloo: rank 1 computes more (augment), and rank 0's reducer waits for rank 1's bucket
 // all-reduces at the end of the backward pass, inside the engine, after its last node: in the
 // own time of torch.autograd's backward frame, which PyTorch marks with no event. That wait is
@@ -1078,6 +1128,7 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   std::vector<std::pair<std::int64_t, double>> comm;
   while (st.step()) comm.emplace_back(st.int64(0), st.real(1));
   EXPECT_EQ(comm, (std::vector<std::pair<std::int64_t, double>>{{0, 0.71}, {1, 0.02}}));
+  EXPECT_NEAR(load_rank_summary(file).reducer_wait_s, 0.355, 1e-9);  // (0.7 + 0.01) / 2
   // And routine_comm's: backward holds both ranks' postings (0.02 s) and waits (0.71 s) of its
   // 1.31 s; the routines above it hold them too, the engine's node beneath only the postings.
   std::map<std::int64_t, double> under;
