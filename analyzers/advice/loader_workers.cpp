@@ -22,7 +22,10 @@ LoaderWorkers load_loader_workers(const ProfileFile& file) {
     w.fetch_ns += st.int64(4);
     auto& events = lives[st.is_null(0) ? 0 : st.int64(0)];
     events.emplace_back(st.int64(1), +1);
-    if (!st.is_null(2)) events.emplace_back(st.int64(2), -1);
+    if (!st.is_null(2)) {
+      events.emplace_back(st.int64(2), -1);
+      w.life_ns += std::max<std::int64_t>(0, st.int64(2) - st.int64(1));
+    }
   }
   auto it = file.prepare(
       "SELECT 1 FROM nodes f JOIN routines fr USING (routine_id) JOIN nodes g "

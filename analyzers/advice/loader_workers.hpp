@@ -17,6 +17,7 @@ struct LoaderWorkers {
   std::int64_t sets = 0;
   std::int64_t batches = 0;   // fetched, by all of them
   std::int64_t fetch_ns = 0;  // the time those fetches took, summed
+  std::int64_t life_ns = 0;   // the workers' lives, summed (start to end or last flush)
   // The dataset is an IterableDataset: its fetches (workers' or the loop's own) resume a
   // generator, its __iter__, where a map-style one's call __getitem__.
   bool iterable = false;

@@ -89,11 +89,67 @@ void say_ranks(Candidate& c, const Metrics& m) {
 
 }  // namespace
 
+std::optional<std::int64_t> cores_beside_workers(const AdviceInput& in) {
+  auto cores = in.metrics.facts.cores_per_rank();
+  const LoaderWorkers& w = in.loader;
+  if (!cores || w.fetch_ns <= 0 || w.life_ns <= 0 || w.at_once <= 0) return std::nullopt;
+  // The workers alive together, each busy the share of its life its fetches took (against the
+  // whole run's wall time, a red-team worker busy 82 % of its life read 33 %: imports first).
+  double busy = static_cast<double>(w.at_once) *
+                std::min(1.0, static_cast<double>(w.fetch_ns) / static_cast<double>(w.life_ns));
+  return std::max<std::int64_t>(1, *cores - std::llround(busy));
+}
+
+namespace {
+
+// More BLAS threads than the cores the busy DataLoader workers leave: a red-team run with one
+// worker spinning in __getitem__ on 2 cores ran its GEMMs 9 times slower with OpenBLAS's 2
+// threads than with 1 (its 512x32x512 shape at 3.1 GFLOP/s against 67.6), and sonde named the
+// shape, "skinny", and no thread count.
+std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& rule,
+                                           std::int64_t threads, std::int64_t free) {
+  const Metrics& m = in.metrics;
+  GemmTotals g = blas_totals(m);
+  double pct = share(g.time_ns, m.share_base_ns());
+  if (g.time_ns <= 0 || pct < rule.threshold) return {};
+  std::int64_t cores = *m.facts.cores_per_rank();
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = m.facts.blas_library ? "BLAS (" + *m.facts.blas_library + ")" : "BLAS";
+  c.evidence = {{"blas_threads", threads},           {"cores", cores},
+                {"cores_beside_workers", free},      {"loader_workers", in.loader.at_once},
+                {"gemm_time_s", seconds(g.time_ns)}, {"gemm_pct_run", pct}};
+  c.summary = fmt::format(
+      "BLAS runs {} threads on {} cores beside {} DataLoader worker{} busy fetching, which leave "
+      "it {}; its GEMMs take {:.1f} % of the run ({:.3f} s)",
+      threads, cores, in.loader.at_once, in.loader.at_once == 1 ? "" : "s", free, pct,
+      seconds(g.time_ns));
+  c.advice = fmt::format(
+      "give the BLAS the {} core{} the workers leave: OPENBLAS_NUM_THREADS={} (MKL_NUM_THREADS, "
+      "OMP_NUM_THREADS for others); a BLAS thread that shares its core with a busy worker makes "
+      "each GEMM's other threads wait for it",
+      free, free == 1 ? "" : "s", free);
+  // The threads past the free cores' share of the work, at least: a GEMM waits for its slowest
+  // thread, and measured it cost far more (9x above).
+  c.est_gain_s =
+      seconds(g.time_ns) * (1.0 - static_cast<double>(free) / static_cast<double>(threads));
+  c.gain_bound =
+      "a lower bound: the oversubscribed threads' share of the GEMMs' time; their waits at each "
+      "GEMM's end cost more (a red-team run: 9x)";
+  say_ranks(c, m);
+  return {c};
+}
+
+}  // namespace
+
 std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto threads = m.facts.blas_threads;
   auto cores = m.facts.cores_per_rank();
-  if (!threads || !cores || *threads >= *cores) return {};
+  if (!threads || !cores) return {};
+  if (auto free = cores_beside_workers(in); free && *threads > *free)
+    return blas_beside_workers(in, rule, *threads, *free);
+  if (*threads >= *cores) return {};
   GemmTotals g = blas_totals(m);
   double pct = share(g.time_ns, m.share_base_ns());
   if (g.time_ns <= 0 || pct < rule.threshold) return {};
@@ -143,8 +199,8 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   auto host_cores = m.facts.cores_per_rank();
   if (it == m.facts.info.end() || !host_cores) return {};
   std::int64_t threads = std::atoll(it->second.c_str());
-  std::int64_t workers = std::min(in.loader.at_once, *host_cores - 1);
-  std::optional<std::int64_t> cores = *host_cores - std::max<std::int64_t>(workers, 0);
+  std::optional<std::int64_t> cores = cores_beside_workers(in).value_or(*host_cores);
+  std::int64_t workers = *host_cores - *cores;
   if (threads <= 0 || threads >= *cores) return {};
   std::map<std::int64_t, const RoutineMetrics*> routine;
   for (const auto& r : m.routines) routine.emplace(r.routine_id, &r);

@@ -3,11 +3,19 @@
 // (framework-threads), each with the gain more threads could give at best.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "advice/candidates.hpp"
 
 namespace sonde::analyzers {
+
+// The cores left to one process's thread pools beside its DataLoader workers: the cores
+// (one rank's share) less the workers busy at once (those alive together, each busy the share
+// of its life its fetches took), rounded to the nearest; at least 1. nullopt where no worker
+// fetched.
+std::optional<std::int64_t> cores_beside_workers(const AdviceInput& input);
 
 std::vector<Candidate> blas_threads(const AdviceInput& input, const Rule& rule);
 std::vector<Candidate> framework_threads(const AdviceInput& input, const Rule& rule);

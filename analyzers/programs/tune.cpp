@@ -22,6 +22,7 @@
 #include <tuple>
 
 #include "advice/candidates.hpp"
+#include "advice/thread_rules.hpp"
 #include "advice/tune_results.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
@@ -75,19 +76,22 @@ std::optional<std::int64_t> recorded_count(const std::string& profile, const cha
 }
 
 // Why a stage cannot change anything here, or "". `original`: the first original run's profile.
-std::string not_applicable(const std::string& name, int cores, const std::vector<Knob>& knobs,
-                           const std::string& original) {
+std::string not_applicable(const std::string& name, int cores, int target,
+                           const std::vector<Knob>& knobs, const std::string& original) {
   if ((name == "blas-threads" || name == "framework-threads" || name == "pinning") && cores < 2)
     return "one core";
-  // The BLAS (the pool torch runs) already on every core: the stage's one effect would be its
-  // OMP_NUM_THREADS on the other pool, the other stage's test (a red-team torch run spent most
-  // of a 10-minute tune on a blas-threads stage of 0.000 s estimated gain, at 0.17x).
+  // The BLAS (the pool torch runs) already at the count the stage would set: its one effect
+  // would be its OMP_NUM_THREADS on the other pool, the other stage's test (a red-team torch run
+  // spent most of a 10-minute tune on a blas-threads stage of 0.000 s estimated gain, at 0.17x).
   for (auto [stage, key, what] :
        {std::tuple{"blas-threads", "blas.threads", "the BLAS"},
         std::tuple{"framework-threads", "torch.num_threads", "torch's intra-op pool"}}) {
     if (name != stage) continue;
-    if (auto n = recorded_count(original, key); n && *n >= cores)
-      return fmt::format("{} already ran {} threads on the {} cores", what, *n, cores);
+    if (auto n = recorded_count(original, key); n && *n == target)
+      return target == cores
+                 ? fmt::format("{} already ran {} threads on the {} cores", what, *n, cores)
+                 : fmt::format("{} already ran {} threads, the cores the DataLoader workers left",
+                               what, *n);
   }
   bool all_set = !knobs.empty() && std::all_of(knobs.begin(), knobs.end(), [](const Knob& k) {
     return env_or(k.variable.c_str(), "") == k.value;
@@ -466,13 +470,24 @@ TuneResult run_tune(const TuneOptions& o) {
   } else {
     all_asked = std::erase(names, std::string("all")) > 0;
   }
+  // The thread count the thread stages set: the cores, less the DataLoader workers busy at once
+  // (a BLAS on every core beside a busy worker ran its GEMMs 9 times slower than on the one
+  // core left: the stage only ever raised the count, and was skipped there as at the cores).
+  int threads_target = result.cores;
+  try {
+    if (auto free =
+            cores_beside_workers(load_advice_input(ProfileFile::open(original.runs[0].profile))))
+      threads_target = int(std::min<std::int64_t>(*free, result.cores));
+  } catch (const Error&) {  // no readable profile: the cores
+  }
   std::vector<TuneStage> stages;
   for (const std::string& name : names) {
     TuneStage s;
     s.name = name;
-    s.knobs = stage_knobs(name, result.cores);
+    s.knobs = stage_knobs(name, threads_target);
     s.rule = rule_of_stage(name);
-    if (std::string why = not_applicable(name, result.cores, s.knobs, original.runs[0].profile);
+    if (std::string why =
+            not_applicable(name, result.cores, threads_target, s.knobs, original.runs[0].profile);
         !why.empty()) {
       s.status = "skipped";
       s.reason = why;

@@ -361,6 +361,36 @@ TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
       << c[0].summary;
   sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
   EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
+  // On every core beside a DataLoader worker busy fetching 9 s of the run's 10: one thread too
+  // many (a red-team run: 9x slower GEMMs with 2 threads than 1, sonde naming only the shape).
+  sql(R"sql(
+INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
+                       end_reason)
+  VALUES (2, 1, 11, 10, 'fork', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
+          'exit');
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
+  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000);
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (92, 'worker.py:202(_worker_loop)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py', 202),
+  (93, 'fetch.py:49(fetch)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py', 49);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, incl_ns,
+                   excl_ns, flops, bytes) VALUES
+  (92, 2, NULL, 1, 0, 1, 1, 10000000000, 0, 0, 0),
+  (93, 2, 92, 92, 1, 1, 100, 10000000000, 1000000000, 0, 0),
+  (94, 2, 93, 93, 2, 100, 0, 9000000000, 9000000000, 0, 0);
+)sql");
+  c = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "cores_beside_workers"), 1);
+  EXPECT_NE(c[0].advice.find("OPENBLAS_NUM_THREADS=1"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].summary.find("beside 1 DataLoader worker busy fetching"), std::string::npos)
+      << c[0].summary;
+  EXPECT_GT(c[0].est_gain_s, 0);
+  // A worker that fetched little leaves the cores: no candidate.
+  sql("UPDATE nodes SET incl_ns = 100000000, excl_ns = 100000000 WHERE node_id = 94;");
+  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
 }
 
 // blas.threads sizes the BLAS alone: oneDNN's work (torch's own pool) was counted in, so a conv
@@ -446,11 +476,14 @@ INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns
   (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 5000000000);
 INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
   (92, 'worker.py:202(_worker_loop)', 'python', '',
-   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py', 202);
+   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py', 202),
+  (93, 'fetch.py:49(fetch)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py', 49);
 INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, incl_ns,
                    excl_ns, flops, bytes) VALUES
-  (92, 2, NULL, 1, 0, 1, 1, 5000000000, 0, 0, 0),
-  (93, 2, 92, 92, 1, 1, 0, 5000000000, 5000000000, 0, 0);
+  (92, 2, NULL, 1, 0, 1, 1, 10000000000, 0, 0, 0),
+  (93, 2, 92, 92, 1, 1, 100, 10000000000, 1000000000, 0, 0),
+  (94, 2, 93, 93, 2, 100, 0, 9000000000, 9000000000, 0, 0);
 )sql");
   EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());
   sql("DELETE FROM nodes WHERE thread_id = 2; DELETE FROM threads WHERE thread_id = 2;"
