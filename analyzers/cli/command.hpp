@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,5 +75,9 @@ void print_table(const analyzers::Table& table, analyzers::Format format, std::s
 // CLI11 would read "-5" into a size_t as a huge count, and NaN passes its Range check.
 const CLI::Validator& count_check();    // a whole number >= 0
 const CLI::Validator& percent_check();  // a finite number from 0 to 100
+// A whole number from `lowest` to `highest`; the message says "'V' is not WHAT".
+CLI::Validator whole_check(std::string what, long long lowest = 0,
+                           long long highest = std::numeric_limits<long long>::max());
+CLI::Validator seconds_check(double highest);  // a finite number of seconds from 0
 
 }  // namespace sonde::cli

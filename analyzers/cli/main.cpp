@@ -92,8 +92,8 @@ int main(int argc, char** argv) {
   // leaves the host's disposition alone.
   if (name != "run") ::signal(SIGXFSZ, SIG_IGN);
   if (std::string problem = command->check(); !problem.empty()) {
-    std::cerr << "sonde " << name << ": " << problem << '\n';
-    if (name == "run") std::cerr << chosen->help();  // the usage line is the help there
+    // One line, as every usage error: `sonde run` alone printed its 77-line help under it.
+    std::cerr << "sonde " << name << ": " << problem << " (see sonde " << name << " --help)\n";
     return kUsageError;
   }
   try {

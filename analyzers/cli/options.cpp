@@ -1,4 +1,6 @@
 // Option helpers shared by the subcommands.
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -20,7 +22,7 @@ void add_rank(CLI::App* cmd, std::optional<std::int64_t>& rank) {
   cmd->add_option("--rank", rank,
                   "Only this rank (of a merged or ranked profile), as its own file would read; "
                   "default: all ranks, summed")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_check("a rank (a whole number >= 0)"));
 }
 
 ProfileFile open_for_report(const std::string& path, std::optional<std::int64_t> rank,
@@ -59,6 +61,31 @@ const CLI::Validator& count_check() {
       },
       "COUNT");
   return check;
+}
+
+CLI::Validator whole_check(std::string what, long long lowest, long long highest) {
+  // CLI11's own Range and NonNegativeNumber said "Value -1 not in range 0.000000 to 1797...
+  // (300 digits)" and "Could not convert: --depth = 1.5" (a red-team find).
+  return CLI::Validator(
+      [what, lowest, highest](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        long long n = std::strtoll(v.c_str(), &end, 10);
+        bool ok = !v.empty() && *end == '\0' && errno == 0 && n >= lowest && n <= highest;
+        return ok ? "" : "'" + v + "' is not " + what;
+      },
+      "NUMBER");
+}
+
+CLI::Validator seconds_check(double highest) {
+  return CLI::Validator(
+      [highest](std::string& v) -> std::string {
+        char* end = nullptr;
+        double d = std::strtod(v.c_str(), &end);
+        bool ok = !v.empty() && *end == '\0' && std::isfinite(d) && d >= 0 && d <= highest;
+        return ok ? "" : fmt::format("'{}' is not a number of seconds (0 to {:.0f})", v, highest);
+      },
+      "SECONDS");
 }
 
 const CLI::Validator& percent_check() {

@@ -82,7 +82,9 @@ Command add_run(CLI::App& app) {
               return run_command(*a);
             }};
   c.check = [] {
-    return run_command_words().empty() ? std::string("no command given") : std::string();
+    return run_command_words().empty()
+               ? std::string("no command given (sonde run [OPTIONS] [--] COMMAND [ARGS...])")
+               : std::string();
   };
   return c;
 }

@@ -78,7 +78,7 @@ Command add_tree(CLI::App& app) {
       ->check(percent_check())
       ->capture_default_str();
   cmd->add_option("--depth", a->depth, "Deepest level shown (the thread root is level 0)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_check("a depth (a whole number >= 0)"));
   cmd->add_option("--threads", a->threads, "One tree per thread (each) or one for all (merge)")
       ->check(CLI::IsMember({"each", "merge"}))
       ->capture_default_str();
@@ -86,7 +86,7 @@ Command add_tree(CLI::App& app) {
   cmd->add_option("--pid", a->pid,
                   "Only this process (its threads), as --rank takes a rank's; with --rank R, "
                   "the process of that pid in rank R")
-      ->check(CLI::NonNegativeNumber);
+      ->check(whole_check("a pid (a whole number >= 0)"));
   auto* callers = cmd->add_option("--callers", a->callers,
                                   "This routine's callers, read upward (an inverted tree): "
                                   "what of its calls and time came through each caller chain");

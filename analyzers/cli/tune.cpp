@@ -76,7 +76,7 @@ Command add_tune(CLI::App& app) {
       "sonde tune [OPTIONS] -- COMMAND [ARGS...]");
   cmd->add_option("--repeat", a->tune.repeat, "Runs per stage, interleaved with the original's")
       ->capture_default_str()
-      ->check(CLI::Range(1, 100));
+      ->check(whole_check("a number of runs (1 to 100)", 1, 100));
   cmd->add_option("--stages", a->stages,
                   "Comma-separated stages: blas-threads (OPENBLAS/MKL/OMP_NUM_THREADS = cores), "
                   "framework-threads (OMP_NUM_THREADS, torch's intra-op threads), ftz "
@@ -86,7 +86,7 @@ Command add_tune(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--timeout", a->tune.timeout_s,
                   "Seconds after which a run is stopped and its stage reported as failed (0: none)")
-      ->check(CLI::Range(0.0, 1e6));
+      ->check(seconds_check(1e6));
   add_format(cmd, a->format, {"text", "csv", "json"});
   Command c{cmd, [a] { return tune(*a); }};
   c.check = [] {

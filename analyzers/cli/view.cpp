@@ -153,7 +153,7 @@ Command add_view(CLI::App& app) {
                   "Profiles written by sonde run / libsonde.so (two or more: side by side)")
       ->required();
   auto* port = cmd->add_option("-p,--port", a->port, "Port on 127.0.0.1 (0: any free port)")
-                   ->check(CLI::Range(0, 65535))
+                   ->check(whole_check("a port (0 to 65535)", 0, 65535))
                    ->capture_default_str();
   auto* open =
       cmd->add_flag("--open", a->open, "Start the browser ($BROWSER, else xdg-open) on the viewer");

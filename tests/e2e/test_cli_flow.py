@@ -216,6 +216,14 @@ def test_a_mistyped_command_is_one_line_naming_the_one_meant():
     (["tree", "--min-pct", "x", "f.db"], "sonde tree"),
     (["calibrate", "--show", "--quick"], "sonde calibrate"),
     (["report", "-s", "size", "f.db"], "sonde report"),
+    # CLI11's own checks said "Value -1 not in range 0.000000 to 1797...(300 digits)" and
+    # "Could not convert: --depth = 1.5"; `sonde run` alone printed its 77-line help too.
+    (["tree", "f.db", "--depth", "-1"], "sonde tree"),
+    (["tree", "f.db", "--depth", "1.5"], "sonde tree"),
+    (["tune", "--repeat", "x", "--", "true"], "sonde tune"),
+    (["tune", "--timeout", "-1", "--", "true"], "sonde tune"),
+    (["view", "f.db", "--port", "abc"], "sonde view"),
+    (["run"], "sonde run"),
 ])
 def test_a_usage_error_is_one_line_named_as_the_others(args, command):
     # CLI11's own message was two lines with no "sonde ...:" in front, where every other error
