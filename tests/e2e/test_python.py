@@ -1193,3 +1193,42 @@ def test_a_recursion_python_allows_by_default_is_counted_whole(db, tmp_path, py)
                            "USING (routine_id) WHERE r.name LIKE '%(leaf)'")[0]
     assert deepest > 901, deepest
     assert tree_is_consistent(db)
+
+
+def test_a_fork_childs_life_is_not_in_its_parents_calls_inclusive_time(db, tmp_path):
+    # A fork child runs under the frames its parent had open (its stack): merged into the flat
+    # report, a DataLoader's main read 1.755 s for its one call of 0.883 s and __iter__ 870 ms,
+    # a worker's whole life (a red-team find). The call paths keep the child under them.
+    prog = script(tmp_path, "forker.py", """\
+        import os, time
+
+        def busy(seconds):
+            end = time.perf_counter() + seconds
+            while time.perf_counter() < end:
+                pass
+
+        def spawn():
+            pid = os.fork()
+            if pid == 0:
+                busy(0.4)
+                os._exit(0)
+            return pid
+
+        def main():
+            pid = spawn()
+            busy(0.1)
+            os.waitpid(pid, 0)
+
+        main()
+    """)
+    r = sonde_py([prog], db, tmp_path)
+    assert r.returncode == 0, r.stderr
+    incl = dict(query(db, "SELECT routine, incl_s FROM hotspots WHERE routine LIKE '%(spawn)' "
+                          "OR routine LIKE '%(main)' OR routine LIKE '%(busy)'"))
+    spawn = next(v for k, v in incl.items() if k.endswith("(spawn)"))
+    main = next(v for k, v in incl.items() if k.endswith("(main)"))
+    assert spawn < 0.1, incl  # the fork itself; the child's 0.4 s read here before
+    assert 0.35 < main < 0.75, incl  # the parent's own call: its 0.1 s and the wait for the child
+    # The child's busy() is still beneath spawn in its call path.
+    paths = [p for (p,) in query(db, "SELECT path FROM callpaths WHERE path LIKE '%(busy)'")]
+    assert any("(spawn)" in p for p in paths), paths

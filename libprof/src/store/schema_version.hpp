@@ -61,8 +61,10 @@ namespace sonde {
 //    version 3 to 12 file gets them at open.
 // 14: a DataLoader worker process's first thread (loader_worker_threads: it runs torch's
 //    _worker_loop) has its waits for work left out, as a helper thread's; routine_comm counts
-//    engine_waits' own time under the frames above it. Views only: a version 3 to 13 file gets
-//    them at open.
+//    engine_waits' own time under the frames above it; c10d_waits (torch.distributed's own
+//    waits) in rank_comm and rank_overlap; a fork child's inherited frames (inherited_frames)
+//    without its life in their routines' inclusive time. Views only: a version 3 to 13 file
+//    gets them at open.
 inline constexpr int kSchemaVersion = 14;
 
 }  // namespace sonde
