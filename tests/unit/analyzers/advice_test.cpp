@@ -348,22 +348,9 @@ TEST_F(AdviceTest, OnednnReorderRuleOnLayoutCopies) {
       << c[0].summary;
 }
 
-TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
-  auto c = of_rule(candidates(), "blas-threads");
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_DOUBLE_EQ(number(c[0], "blas_threads"), 1);
-  EXPECT_DOUBLE_EQ(number(c[0], "cores"), 2);
-  EXPECT_DOUBLE_EQ(number(c[0], "gemm_gflops"), 2.0);
-  EXPECT_DOUBLE_EQ(number(c[0], "pct_peak_all_cores"), 50.0);  // the 2-thread peak, 4
-  EXPECT_NE(c[0].summary.find("BLAS runs 1 thread of 2 available; GEMMs reach 2.00 GFLOP/s "
-                              "(50.0 % of the 2-thread peak)"),
-            std::string::npos)
-      << c[0].summary;
-  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
-  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
-  // On every core beside a DataLoader worker busy fetching 9 s of the run's 10: one thread too
-  // many (a red-team run: 9x slower GEMMs with 2 threads than 1, sonde naming only the shape).
-  sql(R"sql(
+// A DataLoader worker process (its _worker_loop) busy fetching 9 s of its 10 s life, beside
+// the fixture's process on its 2 cores.
+constexpr const char* kBusyLoaderWorker = R"sql(
 INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
                        end_reason)
   VALUES (2, 1, 11, 10, 'fork', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
@@ -380,7 +367,24 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subr
   (92, 2, NULL, 1, 0, 1, 1, 10000000000, 0, 0, 0),
   (93, 2, 92, 92, 1, 1, 100, 10000000000, 1000000000, 0, 0),
   (94, 2, 93, 93, 2, 100, 0, 9000000000, 9000000000, 0, 0);
-)sql");
+)sql";
+
+TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
+  auto c = of_rule(candidates(), "blas-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "blas_threads"), 1);
+  EXPECT_DOUBLE_EQ(number(c[0], "cores"), 2);
+  EXPECT_DOUBLE_EQ(number(c[0], "gemm_gflops"), 2.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_peak_all_cores"), 50.0);  // the 2-thread peak, 4
+  EXPECT_NE(c[0].summary.find("BLAS runs 1 thread of 2 available; GEMMs reach 2.00 GFLOP/s "
+                              "(50.0 % of the 2-thread peak)"),
+            std::string::npos)
+      << c[0].summary;
+  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
+  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
+  // On every core beside a DataLoader worker busy fetching 9 s of the run's 10: one thread too
+  // many (a red-team run: 9x slower GEMMs with 2 threads than 1, sonde naming only the shape).
+  sql(kBusyLoaderWorker);
   c = of_rule(candidates(), "blas-threads");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_DOUBLE_EQ(number(c[0], "cores_beside_workers"), 1);
@@ -467,24 +471,7 @@ TEST_F(AdviceTest, FrameworkThreadsRuleOnTorchsOwnPool) {
       << c[0].advice;
   // A DataLoader worker alive beside the loop has the other core: nothing left to give (a
   // red-team CNN, 2 workers on 2 cores, was told set_num_threads(2) and ran 3-8x slower so).
-  sql(R"sql(
-INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
-                       end_reason)
-  VALUES (2, 1, 11, 10, 'fork', 'python3 train.py', 1000000000000, 1000000000000 + 5000000000,
-          'exit');
-INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
-  (2, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 5000000000);
-INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
-  (92, 'worker.py:202(_worker_loop)', 'python', '',
-   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py', 202),
-  (93, 'fetch.py:49(fetch)', 'python', '',
-   '/usr/lib/python3/dist-packages/torch/utils/data/_utils/fetch.py', 49);
-INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, incl_ns,
-                   excl_ns, flops, bytes) VALUES
-  (92, 2, NULL, 1, 0, 1, 1, 10000000000, 0, 0, 0),
-  (93, 2, 92, 92, 1, 1, 100, 10000000000, 1000000000, 0, 0),
-  (94, 2, 93, 93, 2, 100, 0, 9000000000, 9000000000, 0, 0);
-)sql");
+  sql(kBusyLoaderWorker);
   EXPECT_TRUE(of_rule(candidates(), "framework-threads").empty());
   sql("DELETE FROM nodes WHERE thread_id = 2; DELETE FROM threads WHERE thread_id = 2;"
       "DELETE FROM processes WHERE process_id = 2;");
