@@ -214,10 +214,16 @@ def _set_run_environment(opts, output, lib):
     old = env.get("LD_PRELOAD")
     env["LD_PRELOAD"] = f"{lib}:{old}" if old else lib
     from ._options import RUN_OPTIONS
+    from . import _env
     for flag, name, flag_value in RUN_OPTIONS:  # as sonde run sets them (run_options.hpp)
         value = getattr(opts, flag[2:].replace("-", "_"), None)
         if value:
-            # libsonde says once, and keeps its default, if a value is out of range
+            try:  # a bad value is said by the option the user typed, as sonde run says it
+                _env.read(name, {name: flag_value or value})
+            except ValueError as e:
+                why = str(e).split(" is ", 1)[-1]
+                say(f"sonde: ignoring {flag} {value}: {why}; using the default")
+                continue
             env[name] = flag_value or value
     env.pop("SONDE_DELAY_UNTIL", None)
     try:

@@ -551,3 +551,16 @@ def test_a_relative_output_in_a_removed_folder_is_refused_in_one_line(tmp_path):
                        env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
                        timeout=120)
     assert (r.returncode, r.stdout) == (0, "ran\n"), r.stderr
+
+
+@pytest.mark.parametrize("launch", LAUNCHES, ids=["in-process", "re-exec"])
+def test_a_bad_window_option_is_said_by_the_option_typed(tmp_path, launch):
+    # `python3 -m sonde --steps x` said "ignoring SONDE_STEPS='x'", a variable the user never
+    # set (a red-team find); sonde run names the option.
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    for option, value in (("--steps", "x"), ("--delay", "abc")):
+        r = run(["-m", "sonde", *launch, "-o", "p.db", "--force", option, value, "s.py"], tmp_path)
+        assert (r.returncode, r.stdout) == (0, "ran\n"), r.stderr
+        said = [l for l in r.stderr.splitlines() if "ignoring" in l]
+        assert len(said) == 1 and f"{option} {value}" in said[0], r.stderr
+        assert "SONDE_" not in said[0], r.stderr
