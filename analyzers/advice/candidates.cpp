@@ -745,8 +745,8 @@ const std::array<Rule, 16> kRules{{
      "metrics were recorded, else 0",
      gpu_kernels},
     {"rank-imbalance",
-     "a routine or phase (outside communication, and not half or more communication calls "
-     "made under it) takes its slowest rank at least threshold % longer than the mean over "
+     "a routine or phase (outside communication) takes its slowest rank at least threshold % "
+     "longer than the mean over "
      "ranks, each rank's time in it taken outside the communication, set-up and imports "
      "beneath it, and the difference is at least 1 % of a rank's busy time; of a caller and a "
      "callee holding 90 % of its lost time, only the callee (one imbalance, one candidate)",

@@ -1043,6 +1043,52 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   EXPECT_TRUE(get);
 }
 
+// Rank 1 waits 5.6 s in a barrier inside main for rank 0's longer work. Summed over the ranks
+// main's time was over half communication, and main was left out, its chain from <module> to work
+// cut: <module> came first among the candidates (a red-team DDP script). Judged on each rank's
+// time outside the communication, main stays, and the callee holding the lost time, work, is
+// the one candidate of the chain.
+TEST_F(AdviceTest, RankImbalanceFollowsTheChainThroughAFrameHalfWaiting) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (7, 'train.py:1(<module>)', 'python', '', 'train.py', 1),
+  (8, 'train.py:5(main)', 'python', '', 'train.py', 5),
+  (9, 'train.py:2(work)', 'python', '', 'train.py', 2),
+  (10, 'distributed_c10d.py:2766(barrier)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 2766);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (30, 1, 2, 7, 2, 0, 1, 1, 6200000000, 200000000, 0, 0),
+  (31, 1, 30, 8, 3, 0, 1, 2, 6000000000, 0, 0, 0),
+  (32, 1, 31, 9, 4, 0, 1, 0, 5400000000, 5400000000, 0, 0),
+  (33, 1, 31, 10, 4, 0, 1, 0, 600000000, 600000000, 0, 0),
+  (20, 2, NULL, 1, 0, 0, 1, 1, 10000000000, 3800000000, 0, 0),
+  (40, 2, 20, 7, 1, 0, 1, 1, 6200000000, 200000000, 0, 0),
+  (41, 2, 40, 8, 2, 0, 1, 2, 6000000000, 0, 0, 0),
+  (42, 2, 41, 9, 3, 0, 1, 0, 400000000, 400000000, 0, 0),
+  (43, 2, 41, 10, 3, 0, 1, 0, 5600000000, 5600000000, 0, 0);
+UPDATE nodes SET subrs = subrs + 1, incl_ns = incl_ns + 6200000000 WHERE node_id IN (1, 2);
+)sql");
+  // main is judged, on each rank's time outside its barrier: 5.4 s against 0.4 s.
+  RankSummary r = load_rank_summary(ProfileFile::open(path_));
+  auto row =
+      std::find_if(r.imbalance.begin(), r.imbalance.end(),
+                   [](const RankSummary::Imbalance& x) { return x.routine == "train.py:5(main)"; });
+  ASSERT_NE(row, r.imbalance.end());
+  EXPECT_EQ(row->slowest_rank, 0);
+  EXPECT_NEAR(row->max_s, 5.4, 1e-9);
+  EXPECT_NEAR(row->min_s, 0.4, 1e-9);
+  // And the candidates follow the chain to its callee: neither <module> nor main is named.
+  std::vector<std::string> named;
+  for (const Candidate& c : candidates())
+    if (c.rule == "rank-imbalance") named.push_back(c.location);
+  for (const std::string& l : named) {
+    EXPECT_EQ(l.find("(<module>)"), std::string::npos) << l;
+    EXPECT_EQ(l.find("(main)"), std::string::npos) << l;
+  }
+}
+
 // torch.distributed's Python layer posts its c10d operator (nonblocking, a comm_ops row) and
 // waits in the frame: rank 1 blocked 1 s in dist.barrier for rank 0. The wait is communication
 // the rank was exposed to, not computation, nor overlap (a red-team run read 0 s of
