@@ -62,36 +62,35 @@ std::vector<Knob> stage_knobs(const std::string& name, int cores) {
   return {};
 }
 
-// A whole-number fact of the original run's profile (run_info), if it has it.
-std::optional<std::int64_t> recorded_count(const std::string& profile, const char* key) {
-  ProfileFile f = ProfileFile::open(profile);
-  auto st = f.prepare("SELECT value FROM run_info WHERE key = ?1 LIMIT 1");
-  st.bind(1, key);
-  if (!st.step() || st.is_null(0)) return std::nullopt;
-  try {
-    return std::stoll(st.text(0));
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
+// The threads the original's pools ran (its profile's facts), for not_applicable.
+struct OriginalThreads {
+  std::optional<std::int64_t> blas, torch;
+};
+
+OriginalThreads original_threads(const AdviceInput& in) {
+  OriginalThreads t{in.metrics.facts.blas_threads, std::nullopt};
+  if (auto it = in.metrics.facts.info.find("torch.num_threads"); it != in.metrics.facts.info.end())
+    if (std::int64_t n = std::atoll(it->second.c_str()); n > 0) t.torch = n;
+  return t;
 }
 
-// Why a stage cannot change anything here, or "". `original`: the first original run's profile.
+// Why a stage cannot change anything here, or "".
 std::string not_applicable(const std::string& name, int cores, int target,
-                           const std::vector<Knob>& knobs, const std::string& original) {
+                           const std::vector<Knob>& knobs, const OriginalThreads& original) {
   if ((name == "blas-threads" || name == "framework-threads" || name == "pinning") && cores < 2)
     return "one core";
   // The BLAS (the pool torch runs) already at the count the stage would set: its one effect
   // would be its OMP_NUM_THREADS on the other pool, the other stage's test (a red-team torch run
   // spent most of a 10-minute tune on a blas-threads stage of 0.000 s estimated gain, at 0.17x).
-  for (auto [stage, key, what] :
-       {std::tuple{"blas-threads", "blas.threads", "the BLAS"},
-        std::tuple{"framework-threads", "torch.num_threads", "torch's intra-op pool"}}) {
+  for (auto [stage, ran, what] :
+       {std::tuple{"blas-threads", original.blas, "the BLAS"},
+        std::tuple{"framework-threads", original.torch, "torch's intra-op pool"}}) {
     if (name != stage) continue;
-    if (auto n = recorded_count(original, key); n && *n == target)
+    if (ran && *ran == target)
       return target == cores
-                 ? fmt::format("{} already ran {} threads on the {} cores", what, *n, cores)
+                 ? fmt::format("{} already ran {} threads on the {} cores", what, *ran, cores)
                  : fmt::format("{} already ran {} threads, the cores the DataLoader workers left",
-                               what, *n);
+                               what, *ran);
   }
   bool all_set = !knobs.empty() && std::all_of(knobs.begin(), knobs.end(), [](const Knob& k) {
     return env_or(k.variable.c_str(), "") == k.value;
@@ -474,20 +473,24 @@ TuneResult run_tune(const TuneOptions& o) {
   // (a BLAS on every core beside a busy worker ran its GEMMs 9 times slower than on the one
   // core left: the stage only ever raised the count, and was skipped there as at the cores).
   int threads_target = result.cores;
+  // The original's first profile, read once: its pools' threads and workers here, the rules'
+  // estimates below.
+  std::optional<AdviceInput> original_input;
   try {
-    if (auto free =
-            cores_beside_workers(load_advice_input(ProfileFile::open(original.runs[0].profile))))
+    original_input = load_advice_input(ProfileFile::open(original.runs[0].profile));
+    if (auto free = cores_beside_workers(*original_input))
       threads_target = int(std::min<std::int64_t>(*free, result.cores));
-  } catch (const Error&) {  // no readable profile: the cores
+  } catch (const Error& e) {  // no readable profile: the cores, and no estimates
+    result.notes.push_back(fmt::format("no estimates: {}", e.what()));
   }
+  OriginalThreads ran = original_input ? original_threads(*original_input) : OriginalThreads{};
   std::vector<TuneStage> stages;
   for (const std::string& name : names) {
     TuneStage s;
     s.name = name;
     s.knobs = stage_knobs(name, threads_target);
     s.rule = rule_of_stage(name);
-    if (std::string why =
-            not_applicable(name, result.cores, threads_target, s.knobs, original.runs[0].profile);
+    if (std::string why = not_applicable(name, result.cores, threads_target, s.knobs, ran);
         !why.empty()) {
       s.status = "skipped";
       s.reason = why;
@@ -577,9 +580,8 @@ TuneResult run_tune(const TuneOptions& o) {
                                          r.ended, r.stderr_path));
   }
   // The estimates the stages test, from the original's first profile.
-  try {
-    ProfileFile f = ProfileFile::open(original.runs[0].profile);
-    std::vector<Candidate> candidates = compute_candidates(f);
+  if (original_input) {
+    std::vector<Candidate> candidates = evaluate_rules(*original_input, rules());
     for (TuneStage& s : stages) {
       if (s.rule.empty()) continue;
       double est = 0;
@@ -587,8 +589,6 @@ TuneResult run_tune(const TuneOptions& o) {
         if (c.rule == s.rule) est += c.est_gain_s;
       s.estimated_gain_s = est;
     }
-  } catch (const Error& e) {
-    result.notes.push_back(fmt::format("no estimates: {}", e.what()));
   }
   result.stages.push_back(std::move(original));
   for (TuneStage& s : stages) result.stages.push_back(std::move(s));
