@@ -309,10 +309,14 @@ constexpr std::string_view kTorchLayerAdvice =
     "the sequence lengths and the head dimension, embed_dim / num_heads): a larger batch per "
     "step, wider layers or fewer, wider heads, sizes a multiple of 16, where the model allows";
 
+// Whether the run recorded PyTorch operators (torch was imported under the Python hook).
+bool ran_torch(const Metrics& m) {
+  return std::any_of(m.routines.begin(), m.routines.end(),
+                     [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
+}
+
 bool is_torch_layer_site(std::string_view site, const Metrics& m) {
-  bool torch = std::any_of(m.routines.begin(), m.routines.end(),
-                           [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
-  if (!torch) return false;
+  if (!ran_torch(m)) return false;
   auto ends = [&](std::string_view s) { return site.ends_with(s); };
   // An autograd node (AddmmBackward0), an operator (aten::addmm), or a frame of torch.nn.
   return ends("Backward0") || ends("Backward1") || site.starts_with("aten::") ||
@@ -571,9 +575,7 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
       "iterations){}",
       pct, seconds(io_ns) * per, seconds(iteration_ns) * per, b.iterations,
       from.empty() ? std::string() : fmt::format(", in {}", from));
-  bool torch = from.find("dataloader.py") != std::string::npos ||
-               std::any_of(in.metrics.routines.begin(), in.metrics.routines.end(),
-                           [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
+  bool torch = from.find("dataloader.py") != std::string::npos || ran_torch(in.metrics);
   bool loader_frames = from.find("dataloader.py") != std::string::npos;
   std::string generic = fmt::format("{}; {}", kOverlapLoading, cheaper_batches(in));
   if (!torch) {

@@ -199,16 +199,16 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   auto host_cores = m.facts.cores_per_rank();
   if (it == m.facts.info.end() || !host_cores) return {};
   std::int64_t threads = std::atoll(it->second.c_str());
-  std::optional<std::int64_t> cores = cores_beside_workers(in).value_or(*host_cores);
-  std::int64_t workers = *host_cores - *cores;
-  if (threads <= 0 || threads >= *cores) return {};
+  std::int64_t cores = cores_beside_workers(in).value_or(*host_cores);
+  std::int64_t workers = *host_cores - cores;
+  if (threads <= 0 || threads >= cores) return {};
   std::map<std::int64_t, const RoutineMetrics*> routine;
   for (const auto& r : m.routines) routine.emplace(r.routine_id, &r);
   GemmTotals g;
   for (const auto& s : m.shapes) {
     auto r = routine.find(s.routine_id);
     if (r == routine.end() || r->second->kind != kinds::kOnednn || !s.threads ||
-        *s.threads >= *cores)
+        *s.threads >= cores)
       continue;
     g.time_ns += s.time_ns;
     g.flops += s.flops;
@@ -220,17 +220,17 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   c.rule = std::string(rule.id);
   c.location = "torch intra-op threads";
   c.evidence = {{"torch_threads", threads},
-                {"cores", *cores},
+                {"cores", cores},
                 {"onednn_time_s", seconds(g.time_ns)},
                 {"onednn_pct_run", pct},
                 {"onednn_gflops", g.flops / static_cast<double>(g.time_ns)}};
   c.summary = fmt::format(
       "torch runs {} intra-op thread{} of {} available; its oneDNN calls on them take {:.1f} % "
       "of the run ({:.3f} s)",
-      threads, threads == 1 ? "" : "s", *cores, pct, seconds(g.time_ns));
+      threads, threads == 1 ? "" : "s", cores, pct, seconds(g.time_ns));
   if (workers > 0) {
     c.evidence.emplace_back("loader_workers", workers);
-    c.summary += fmt::format(" ({} of the {} cores left by {} DataLoader worker{})", *cores,
+    c.summary += fmt::format(" ({} of the {} cores left by {} DataLoader worker{})", cores,
                              *host_cores, workers, workers == 1 ? "" : "s");
   }
   // What lowered it, where the file says: the environment's variable, else torch's own choice
@@ -249,9 +249,9 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   c.advice = fmt::format(
       "give torch's intra-op pool the {} cores{}: torch.set_num_threads({}) at the program's "
       "start{}; oneDNN's convolutions and matmuls run on that pool, whatever the BLAS is set to",
-      *cores, workers > 0 ? " the DataLoader workers leave" : "", *cores, why);
+      cores, workers > 0 ? " the DataLoader workers leave" : "", cores, why);
   say_ranks(c, m);
-  more_threads_gain(c, m, g, threads, *cores);
+  more_threads_gain(c, m, g, threads, cores);
   return {c};
 }
 

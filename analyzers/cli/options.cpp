@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "cli/command.hpp"
 #include "profile/rank_file.hpp"
@@ -50,19 +51,6 @@ CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::str
       ->capture_default_str();
 }
 
-const CLI::Validator& count_check() {
-  static const CLI::Validator check(
-      [](std::string& v) -> std::string {
-        char* end = nullptr;
-        errno = 0;
-        long long n = std::strtoll(v.c_str(), &end, 10);
-        bool ok = !v.empty() && *end == '\0' && errno == 0 && n >= 0;
-        return ok ? "" : "'" + v + "' is not a count (a whole number >= 0; 0: all)";
-      },
-      "COUNT");
-  return check;
-}
-
 CLI::Validator whole_check(std::string what, long long lowest, long long highest) {
   // CLI11's own Range and NonNegativeNumber said "Value -1 not in range 0.000000 to 1797...
   // (300 digits)" and "Could not convert: --depth = 1.5" (a red-team find).
@@ -77,26 +65,35 @@ CLI::Validator whole_check(std::string what, long long lowest, long long highest
       "NUMBER");
 }
 
-CLI::Validator seconds_check(double highest) {
+namespace {
+
+// A finite number from 0 to `highest`; the message says "'V' is not WHAT".
+CLI::Validator finite_check(std::string what, double highest, std::string label) {
   return CLI::Validator(
-      [highest](std::string& v) -> std::string {
+      [what, highest](std::string& v) -> std::string {
         char* end = nullptr;
         double d = std::strtod(v.c_str(), &end);
         bool ok = !v.empty() && *end == '\0' && std::isfinite(d) && d >= 0 && d <= highest;
-        return ok ? "" : fmt::format("'{}' is not a number of seconds (0 to {:.0f})", v, highest);
+        return ok ? "" : "'" + v + "' is not " + what;
       },
-      "SECONDS");
+      std::move(label));
+}
+
+}  // namespace
+
+CLI::Validator seconds_check(double highest) {
+  return finite_check(fmt::format("a number of seconds (0 to {:.0f})", highest), highest,
+                      "SECONDS");
+}
+
+const CLI::Validator& count_check() {
+  static const CLI::Validator check =
+      whole_check("a count (a whole number >= 0; 0: all)").description("COUNT");
+  return check;
 }
 
 const CLI::Validator& percent_check() {
-  static const CLI::Validator check(
-      [](std::string& v) -> std::string {
-        char* end = nullptr;
-        double d = std::strtod(v.c_str(), &end);
-        bool ok = !v.empty() && *end == '\0' && std::isfinite(d) && d >= 0 && d <= 100;
-        return ok ? "" : "'" + v + "' is not a percentage (0 to 100)";
-      },
-      "PERCENT");
+  static const CLI::Validator check = finite_check("a percentage (0 to 100)", 100, "PERCENT");
   return check;
 }
 

@@ -36,7 +36,6 @@ class FrameStack {
   StackEntry& operator[](uint32_t d) const { return entries_[d]; }
   // The deepest entry there is room for now; a frame opens at depth d + 1 only below it.
   uint32_t room() const { return room_; }
-  uint32_t limit() const { return limit_; }
   // Doubles the room, up to the limit, copying the open frames 0..depth. False at the limit,
   // or where no memory was left: the caller then counts the call as too deep.
   bool grow(uint32_t depth);

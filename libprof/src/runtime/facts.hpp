@@ -24,10 +24,7 @@ class Facts {
     else
       all_.emplace_back(key, value);
   }
-  bool has(const std::string& key) {
-    std::lock_guard lock(mu_);
-    return std::any_of(all_.begin(), all_.end(), [&](const auto& f) { return f.first == key; });
-  }
+  bool has(const std::string& key) { return get(key).has_value(); }
   std::optional<std::string> get(const std::string& key) {
     std::lock_guard lock(mu_);
     for (const auto& [k, v] : all_)

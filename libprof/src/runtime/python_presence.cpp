@@ -27,10 +27,19 @@ bool python_without_hook(Facts& facts) {
   return g_python.load() == 1 && !facts.has("python.hook") && !facts.has("sonde.launch");
 }
 
-std::string python_hook_failed_note(const std::string& why) {
-  return "this process is a Python interpreter whose sonde Python hook did not start: " + why +
-         "; its profile holds native calls only (no Python frames, torch operators or "
-         "torch.distributed collectives)";
+std::string python_hook_note(Facts& facts) {
+  constexpr const char* kNativeOnly =
+      "its profile holds native calls only (no Python frames, torch operators or "
+      "torch.distributed collectives)";
+  if (std::optional<std::string> why = facts.get("python.hook_failed"))
+    return "this process is a Python interpreter whose sonde Python hook did not start: " + *why +
+           "; " + kNativeOnly;
+  return std::string(
+             "this process is a Python interpreter that ran without sonde's Python hook: ") +
+         kNativeOnly +
+         "; run it with python3 -m sonde, or sonde run --python. A child interpreter of such a "
+         "run starts the hook through PYTHONPATH, which -I and -E ignore and a cleared "
+         "environment (env -i, subprocess's env={}) drops";
 }
 
 }  // namespace sonde

@@ -9,16 +9,10 @@
 
 namespace sonde {
 
-// The note's text (topic "python-hook").
-inline constexpr const char* kPythonWithoutHookNote =
-    "this process is a Python interpreter that ran without sonde's Python hook: its profile "
-    "holds native calls only (no Python frames, torch operators or torch.distributed "
-    "collectives); run it with python3 -m sonde, or sonde run --python. A child interpreter "
-    "of such a run starts the hook through PYTHONPATH, which -I and -E ignore and a cleared "
-    "environment (env -i, subprocess's env={}) drops";
-
-// The note where the autostart said why the hook did not start (run_info python.hook_failed).
-std::string python_hook_failed_note(const std::string& why);
+// The python-hook note's text: why the hook did not start where the autostart said so
+// (run_info python.hook_failed: no extension for this CPython in the install), else how to
+// start it.
+std::string python_hook_note(Facts& facts);
 
 // True when the process defines CPython's API (Py_IsInitialized, exported by every python3
 // executable and libpython) and no hook started in it (the hook sets run_info python.hook).

@@ -234,10 +234,8 @@ void Runtime::note_unmeasured(const FlushData& d, bool final) {
              "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
              root());
   }
-  if (final && python_without_hook(facts_)) {
-    std::optional<std::string> why = facts_.get("python.hook_failed");
-    add_note("python-hook", why ? python_hook_failed_note(*why) : kPythonWithoutHookNote, false);
-  }
+  if (final && python_without_hook(facts_))
+    add_note("python-hook", python_hook_note(facts_), false);
 }
 
 // run_info's rows and the notes, as of this flush: the environment sonde may keep, the clock,
