@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "sonde/options.hpp"
+#include "sonde/output_name.hpp"
 #include "sonde/run_options.hpp"
 
 namespace {
@@ -63,5 +64,9 @@ int main() {
                 python_string(o.variable).c_str(), python_string(o.flag_value).c_str());
   }
   std::printf(")\n");
+  std::printf(
+      "\n# The longest full path a profile may have (sonde/output_name.hpp).\n"
+      "LONGEST_PROFILE_PATH = %zu\n",
+      sonde::kLongestProfilePath);
   return 0;
 }

@@ -31,22 +31,43 @@ def _number(kind, text):
         return None
 
 
-def read(name, environ=None):
-    """NAME's value by its declared type (bool, int, float or str), its default where unset;
-    ValueError naming NAME, the value and what it accepts, for any other value."""
+class _NotAccepted(Exception):
+    """What a declared variable accepts, for a value it does not."""
+
+
+def _parse(name, raw):
     kind, default, low, high, zero_ok = SPECS[name]
-    raw = (os.environ if environ is None else environ).get(name, "")
     text = raw if raw else default
     if kind == "bool":
         if text in _TRUE:
             return True
         if text in _FALSE or text == "":
             return False
-        raise ValueError(f"{name}={raw!r} is not a boolean (1/0, yes/no, true/false, on/off)")
+        raise _NotAccepted("not a boolean (1/0, yes/no, true/false, on/off)")
     if kind in ("uint", "seconds"):
         number = _number(kind, text)
         if number is None or number != number or \
                 (number == 0 and not zero_ok) or (number != 0 and not low <= number <= high):
-            raise ValueError(f"{name}={raw!r} is not a number from {_range(kind, low, high, zero_ok)}")
+            raise _NotAccepted(f"not a number from {_range(kind, low, high, zero_ok)}")
         return number
     return text
+
+
+def read(name, environ=None):
+    """NAME's value by its declared type (bool, int, float or str), its default where unset;
+    ValueError naming NAME, the value and what it accepts, for any other value."""
+    raw = (os.environ if environ is None else environ).get(name, "")
+    try:
+        return _parse(name, raw)
+    except _NotAccepted as e:
+        raise ValueError(f"{name}={raw!r} is {e}") from None
+
+
+def not_accepted(name, value):
+    """What NAME accepts where it would not take VALUE (for a message naming the option that
+    sets it), else None."""
+    try:
+        _parse(name, value)
+        return None
+    except _NotAccepted as e:
+        return str(e)

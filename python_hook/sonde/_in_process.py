@@ -170,11 +170,12 @@ def _prepare_output(output, force):
     except OSError as e:  # a relative name in a folder since removed: getcwd fails
         _fail(f"cannot place the profile {output}: the current directory is gone "
               f"({e.strerror}); give -o an absolute path")
-    # SQLite's unix VFS makes a full path in 512 bytes, a journal's "-journal" after it
-    # (sonde/output_name.hpp kLongestProfilePath): a longer one's profile was lost.
-    if len(os.fsencode(path)) > 500:
-        _fail(f"the output's full path is {len(os.fsencode(path))} bytes long, over the 500 "
-              "SQLite can open a file by: give -o a shorter path")
+    # SQLite's unix VFS makes a full path in 512 bytes, a journal's "-journal" after it: a
+    # longer one's profile was lost.
+    from ._options import LONGEST_PROFILE_PATH
+    if len(os.fsencode(path)) > LONGEST_PROFILE_PATH:
+        _fail(f"the output's full path is {len(os.fsencode(path))} bytes long, over the "
+              f"{LONGEST_PROFILE_PATH} SQLite can open a file by: give -o a shorter path")
     if os.path.lexists(path):
         if not force and not _keep_previous(output, path):
             _fail(f"{output} already exists and is not a sonde profile; use --force to replace "
@@ -218,10 +219,8 @@ def _set_run_environment(opts, output, lib):
     for flag, name, flag_value in RUN_OPTIONS:  # as sonde run sets them (run_options.hpp)
         value = getattr(opts, flag[2:].replace("-", "_"), None)
         if value:
-            try:  # a bad value is said by the option the user typed, as sonde run says it
-                _env.read(name, {name: flag_value or value})
-            except ValueError as e:
-                why = str(e).split(" is ", 1)[-1]
+            # A bad value is said by the option the user typed, as sonde run says it.
+            if (why := _env.not_accepted(name, flag_value or value)) is not None:
                 say(f"sonde: ignoring {flag} {value}: {why}; using the default")
                 continue
             env[name] = flag_value or value

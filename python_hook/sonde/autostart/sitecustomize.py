@@ -50,10 +50,11 @@ def _hook_failed(e):
     except Exception:
         pass
     stream = sys.stderr
-    if stream is None:
+    level = os.environ.get("SONDE_LOG")
+    if stream is None or level == "quiet":
         return
     try:
-        if stream.isatty() or os.environ.get("SONDE_LOG") in ("warn", "info", "debug"):
+        if stream.isatty() or level in ("warn", "info", "debug"):
             print(f"sonde: Python hook not started in pid {os.getpid()}: {why}", file=stream)
     except (OSError, ValueError):
         pass
