@@ -64,12 +64,14 @@ class FrameStack {
     std::unique_ptr<Block> older;
   };
 
-  // The owner's two words come first: open_frame reads them on every call.
+  // The owner's two words come last, so that ThreadState's depth_ and suppress, which
+  // open_frame reads with them on every call, follow them as they followed the fixed stack's
+  // pointer and limit (first, they put 16 cold bytes between: +0.4 ns a call, 15.55 -> 15.95).
+  std::unique_ptr<Block> newest_;
+  std::atomic<Block*> published_{nullptr};
   StackEntry* entries_ = nullptr;
   uint32_t room_ = 0;
   uint32_t limit_ = 0;
-  std::unique_ptr<Block> newest_;
-  std::atomic<Block*> published_{nullptr};
 };
 
 }  // namespace sonde
