@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "process/redact.hpp"
 #include "sonde/run_options.hpp"
 
 namespace sonde::analyzers {
@@ -172,13 +173,7 @@ bool takes_value(std::string_view option) {
 }  // namespace
 
 std::string program_command(const std::string& command) {
-  std::vector<std::string> words;
-  for (std::size_t at = 0; at < command.size();) {
-    std::size_t end = command.find(' ', at);
-    if (end == std::string::npos) end = command.size();
-    words.push_back(command.substr(at, end - at));
-    at = end + 1;
-  }
+  std::vector<std::string> words = shell_words(command);
   std::size_t i = 0;
   while (i + 1 < words.size() && !(words[i] == "-m" && words[i + 1] == "sonde")) ++i;
   if (i + 1 >= words.size()) return command;
@@ -199,7 +194,9 @@ std::string program_command(const std::string& command) {
     }
   }
   kept.insert(kept.end(), words.begin() + std::ptrdiff_t(j), words.end());
-  return fmt::format("{}", fmt::join(kept, " "));
+  std::string out;
+  for (const std::string& w : kept) out += (out.empty() ? "" : " ") + shell_word(w);
+  return out;
 }
 
 namespace {

@@ -146,4 +146,9 @@ def test_python_launches_that_differ_in_their_profile_name_alone_are_one_command
     for other in (a2, a3):
         assert json.loads(sonde_out("diff", a1, other, "-f", "json"))["warnings"] == [], other
     d = json.loads(sonde_out("diff", a1, lines, "-f", "json"))
-    assert len(d["warnings"]) == 1 and "--lines main*" in d["warnings"][0], d["warnings"]
+    assert len(d["warnings"]) == 1 and "--lines 'main*'" in d["warnings"][0], d["warnings"]
+    # A name with a space is one word of the recorded line (it was two: `-o a` went, `5.db`
+    # stayed, and the commands "differed").
+    spaced = profile("a 5.db", "-o", "a 5.db")
+    assert json.loads(sonde_out("diff", a1, spaced, "-f", "json"))["warnings"] == []
+    assert "-m sonde -o 'a 5.db' prog.py 3\n" in sonde_out("report", spaced)

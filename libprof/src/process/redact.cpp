@@ -295,13 +295,74 @@ std::vector<std::string> redact_words(const std::vector<std::string>& argv) {
   return out;
 }
 
+std::string shell_word(const std::string& word) {
+  // What a POSIX shell reads as one literal word without quotes; "<redacted>" is the marker,
+  // left readable as the secret tests and the docs show it (the line is not for pasting there).
+  static constexpr std::string_view kMarker = "<redacted>";
+  auto plain = [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return std::isalnum(u) || u >= 0x80 ||
+           std::string_view("@%+=:,./_-#^~").find(c) != std::string_view::npos;
+  };
+  bool quote = word.empty() || word[0] == '#' || word[0] == '~';
+  for (size_t i = 0; i < word.size() && !quote;) {
+    if (word.compare(i, kMarker.size(), kMarker) == 0) {
+      i += kMarker.size();
+    } else {
+      quote = !plain(word[i++]);
+    }
+  }
+  if (!quote) return word;
+  // Python code given to -c holds single quotes more often than anything a double-quoted word
+  // would expand: "..." reads better there than '\'' at each quote.
+  if (word.find('\'') != std::string::npos && word.find_first_of("\"$`\\!") == std::string::npos)
+    return '"' + word + '"';
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> shell_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    char c = line[i];
+    if (is_space(c)) {
+      if (in_word) words.push_back(std::move(word));
+      word.clear();
+      in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      size_t end = line.find('\'', i + 1);
+      if (end == std::string::npos) end = line.size();
+      word.append(line, i + 1, end - i - 1);
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < line.size() && line[i] != '"'; ++i) {
+        bool escaped = line[i] == '\\' && i + 1 < line.size() &&
+                       std::string_view("\"$`\\").find(line[i + 1]) != std::string_view::npos;
+        word += line[escaped ? ++i : i];
+      }
+    } else if (c == '\\' && i + 1 < line.size()) {
+      word += line[++i];
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(std::move(word));
+  return words;
+}
+
 std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
   if (argv.empty()) return {};
   std::vector<std::string> args;
   if (with_args) args.assign(argv.begin() + 1, argv.end());
   redact_words(args);
-  std::string out = argv[0];
-  for (const std::string& a : args) out += ' ' + a;
+  std::string out = shell_word(argv[0]);
+  for (const std::string& a : args) out += ' ' + shell_word(a);
   return out;
 }
 

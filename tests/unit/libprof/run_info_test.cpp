@@ -91,27 +91,33 @@ TEST(RunInfo, CollectRunInfoDescribesThisMachine) {
 #endif
 }
 
+// The redaction rules word by word, joined by spaces (the quoting is tested apart below).
+std::string words(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const std::string& w : redact_words(argv)) out += (out.empty() ? "" : " ") + w;
+  return out;
+}
+
 TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
   std::vector<std::string> argv = {
       "./train", "--password=hunter2", "--api-key", "sk-1", "--steps", "3", "GH_TOKEN=ghp", "-p",
       "--Auth",  "--verbose",          "x"};
-  EXPECT_EQ(redact_arguments(argv, true),
+  EXPECT_EQ(words(argv),
             "./train --password=<redacted> --api-key <redacted> --steps 3 GH_TOKEN=<redacted> "
             "-p --Auth --verbose x");
   EXPECT_EQ(redact_arguments(argv, false), "./train");
-  EXPECT_EQ(redact_arguments({"x", "--db=postgres://ann:pw1@db:5432/x", "http://h/a@b:c"}, true),
+  EXPECT_EQ(words({"x", "--db=postgres://ann:pw1@db:5432/x", "http://h/a@b:c"}),
             "x --db=postgres://ann:<redacted>@db:5432/x http://h/a@b:c");
-  EXPECT_EQ(redact_arguments({}, true), "");
+  EXPECT_EQ(words({}), "");
 }
 
 // Forms a new user's command lines had that the first rules missed (red-team run).
 TEST(RunInfo, SecretsInsideOneArgumentHeadersAndTokenUrlsAreRedacted) {
-  EXPECT_EQ(redact_arguments({"x", "--password pw1", "Authorization: Bearer ab2", "--pwd=p3",
-                              "--bearer", "b4", "--mysql-pwd=p5", "--lr 0.1"},
-                             true),
+  EXPECT_EQ(words({"x", "--password pw1", "Authorization: Bearer ab2", "--pwd=p3",
+                              "--bearer", "b4", "--mysql-pwd=p5", "--lr 0.1"}),
             "x --password <redacted> Authorization: <redacted> --pwd=<redacted> --bearer "
             "<redacted> --mysql-pwd=<redacted> --lr 0.1");
-  EXPECT_EQ(redact_arguments({"git", "clone", "https://ghp_tok@github.com/a/b"}, true),
+  EXPECT_EQ(words({"git", "clone", "https://ghp_tok@github.com/a/b"}),
             "git clone https://<redacted>@github.com/a/b");
 }
 
@@ -119,19 +125,17 @@ TEST(RunInfo, SecretsInsideOneArgumentHeadersAndTokenUrlsAreRedacted) {
 // header given as an option's value, an option's colon form, curl's user:password, and quoted
 // values in the code of `python3 -c`.
 TEST(RunInfo, NestedColonAndQuotedSecretsAreRedacted) {
-  EXPECT_EQ(redact_arguments({"x", "https://u:p1_AA@ss_BB@host/x?a=b@c"}, true),
+  EXPECT_EQ(words({"x", "https://u:p1_AA@ss_BB@host/x?a=b@c"}),
             "x https://u:<redacted>@host/x?a=b@c");
-  EXPECT_EQ(redact_arguments({"x", "--env=AWS_SECRET_ACCESS_KEY=eq_QQ", "--header=X-Api-Key: hk",
-                              "--env=PATH=/bin"},
-                             true),
+  EXPECT_EQ(words({"x", "--env=AWS_SECRET_ACCESS_KEY=eq_QQ", "--header=X-Api-Key: hk",
+                              "--env=PATH=/bin"}),
             "x --env=AWS_SECRET_ACCESS_KEY=<redacted> --header=X-Api-Key: <redacted> "
             "--env=PATH=/bin");
-  EXPECT_EQ(redact_arguments({"curl", "--password:colonpw", "-u", "me:curlpw", "-o", "out"}, true),
+  EXPECT_EQ(words({"curl", "--password:colonpw", "-u", "me:curlpw", "-o", "out"}),
             "curl --password:<redacted> -u me:<redacted> -o out");
-  EXPECT_EQ(redact_arguments({"python3", "-c",
+  EXPECT_EQ(words({"python3", "-c",
                               "import numpy; API_KEY='sk-mid'; password = \"pw\"; n = 'keep'; "
-                              "d = {'token': 'tk'}; ok = key == 'k'"},
-                             true),
+                              "d = {'token': 'tk'}; ok = key == 'k'"}),
             "python3 -c import numpy; API_KEY='<redacted>'; password = \"<redacted>\"; "
             "n = 'keep'; d = {'token': '<redacted>'}; ok = key == 'k'");
 }
@@ -140,23 +144,21 @@ TEST(RunInfo, NestedColonAndQuotedSecretsAreRedacted) {
 // words of one argument, a secret one anywhere among them (only the first split was looked
 // at); and a header or config pair with no space after its colon.
 TEST(RunInfo, SecretsInsideAShellLineAreRedacted) {
-  EXPECT_EQ(redact_arguments({"/bin/sh", "-c",
+  EXPECT_EQ(words({"/bin/sh", "-c",
                               "./blas 1 0 --password=SQ1 >/dev/null; /x --token=SQ2; exec "
-                              "./blas --api-key SQ3 --lr 0.1"},
-                             true),
+                              "./blas --api-key SQ3 --lr 0.1"}),
             "/bin/sh -c ./blas 1 0 --password=<redacted> >/dev/null; /x --token=<redacted> "
             "exec ./blas --api-key <redacted> --lr 0.1");
-  EXPECT_EQ(redact_arguments({"bash", "-c",
+  EXPECT_EQ(words({"bash", "-c",
                               "export API_TOKEN=at1; curl -H \"Authorization: Bearer b1\" "
-                              "-u me:up1 https://u:pp1@h/x\n\tjava -Dpassword=jp1 -Xmx1g"},
-                             true),
+                              "-u me:up1 https://u:pp1@h/x\n\tjava -Dpassword=jp1 -Xmx1g"}),
             "bash -c export API_TOKEN=<redacted> curl -H \"Authorization: Bearer <redacted> "
             "-u me:<redacted> https://u:<redacted>@h/x\n\tjava -Dpassword=<redacted> -Xmx1g");
   EXPECT_EQ(
-      redact_arguments({"x", "x-api-key:hv", "api_key:cv", "https://host:443/p", "a:b"}, true),
+      words({"x", "x-api-key:hv", "api_key:cv", "https://host:443/p", "a:b"}),
       "x x-api-key:<redacted> api_key:<redacted> https://host:443/p a:b");
   // Spacing and what is not secret are kept as they were.
-  EXPECT_EQ(redact_arguments({"sh", "-c", "python  train.py\t--epochs 3"}, true),
+  EXPECT_EQ(words({"sh", "-c", "python  train.py\t--epochs 3"}),
             "sh -c python  train.py\t--epochs 3");
 }
 
@@ -164,32 +166,28 @@ TEST(RunInfo, SecretsInsideAShellLineAreRedacted) {
 // config key, --creds and --jwt, a value starting with '-', URL signatures, environment
 // variables set in `python3 -c` code, and an empty word or `--` between option and value.
 TEST(RunInfo, IssueThirtySevenSpellingsAreRedacted) {
-  EXPECT_EQ(redact_arguments({"x", "postgres://u:S1/x@h/db", "redis://:S2#x@h:6379/0",
-                              "redis://:4242#x@h", "http://[::1]:S3/y@h"},
-                             true),
+  EXPECT_EQ(words({"x", "postgres://u:S1/x@h/db", "redis://:S2#x@h:6379/0",
+                              "redis://:4242#x@h", "http://[::1]:S3/y@h"}),
             "x postgres://u:<redacted>@h/db redis://:<redacted>@h:6379/0 "
             "redis://:<redacted>@h http://[::1]:<redacted>@h");
-  EXPECT_EQ(redact_arguments({"aws", "configure", "set", "aws_secret_access_key", "S4"}, true),
+  EXPECT_EQ(words({"aws", "configure", "set", "aws_secret_access_key", "S4"}),
             "aws configure set aws_secret_access_key <redacted>");
-  EXPECT_EQ(redact_arguments({"x", "--creds", "S5", "--jwt", "S6", "--ssh-key",
-                              "-----BEGIN OPENSSH PRIVATE KEY-----\nS7\n-----END"},
-                             true),
+  EXPECT_EQ(words({"x", "--creds", "S5", "--jwt", "S6", "--ssh-key",
+                              "-----BEGIN OPENSSH PRIVATE KEY-----\nS7\n-----END"}),
             "x --creds <redacted> --jwt <redacted> --ssh-key <redacted>");
   EXPECT_EQ(
-      redact_arguments(
+      words(
           {"curl", "https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=S8",
-           "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10", "--blob=sv=1&sp=r&sig=S11"},
-          true),
+           "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10", "--blob=sv=1&sp=r&sig=S11"}),
       "curl https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=<redacted> "
       "https://h/f?exp=1&sig=<redacted>#top --sas <redacted> "
       "--blob=sv=1&sp=r&sig=<redacted>");
-  EXPECT_EQ(redact_arguments({"python3", "-c",
+  EXPECT_EQ(words({"python3", "-c",
                               "import os; os.environ[\"HF_TOKEN\"] = \"S12\"; "
-                              "os.environ.setdefault('WANDB_API_KEY', 'S13'); x = {'n': 'keep'}"},
-                             true),
+                              "os.environ.setdefault('WANDB_API_KEY', 'S13'); x = {'n': 'keep'}"}),
             "python3 -c import os; os.environ[\"HF_TOKEN\"] = \"<redacted>\"; "
             "os.environ.setdefault('WANDB_API_KEY', '<redacted>'); x = {'n': 'keep'}");
-  EXPECT_EQ(redact_arguments({"x", "--access-token", "", "S14", "--hf_token", "--", "S15"}, true),
+  EXPECT_EQ(words({"x", "--access-token", "", "S14", "--hf_token", "--", "S15"}),
             "x --access-token  <redacted> --hf_token -- <redacted>");
 }
 
@@ -212,10 +210,30 @@ TEST(RunInfo, OrdinaryValuesBesideTheNewRulesStay) {
                                    "http://h/a@b:c"};
   std::string joined;
   for (const std::string& a : argv) joined += (joined.empty() ? "" : " ") + a;
-  EXPECT_EQ(redact_arguments(argv, true), joined);
+  EXPECT_EQ(words(argv), joined);
   EXPECT_EQ(
-      redact_arguments({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"}, true),
+      words({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"}),
       "python3 -c import sys; n = \"keep-me\"; print(n, 1 == 2)");
+}
+
+// The recorded line says where each argument ends, as a shell would need it (the report's
+// `command:` line showed `--name my run` for one argument; diff compared such lines word by word).
+TEST(RunInfo, RecordedCommandLinesAreQuotedAsAShellReadsThem) {
+  EXPECT_EQ(redact_arguments({"python3", "train.py", "--name", "my run", "--tag=a;b", "", "#c",
+                              "~x", "a~b", "ünï.py", "--lr=1e-3", "--password", "pw 1"},
+                             true),
+            "python3 train.py --name 'my run' '--tag=a;b' '' '#c' '~x' a~b ünï.py --lr=1e-3 "
+            "--password <redacted>");
+  EXPECT_EQ(redact_arguments({"python3", "-c", "print('a b')"}, true),
+            "python3 -c \"print('a b')\"");
+  EXPECT_EQ(redact_arguments({"python3", "-c", "print(\"it's $HOME\")"}, true),
+            "python3 -c 'print(\"it'\\''s $HOME\")'");
+  EXPECT_EQ(redact_arguments({"/opt/my dir/python3"}, false), "'/opt/my dir/python3'");
+  // Read back, every word is the one given.
+  std::vector<std::string> argv = {"py", "a b", "it's", "\"q\" $x `y` \\z", "", "\t"};
+  EXPECT_EQ(shell_words(redact_arguments(argv, true)), argv);
+  EXPECT_EQ(shell_words("old  line\twith spaces"),
+            (std::vector<std::string>{"old", "line", "with", "spaces"}));
 }
 
 TEST(RunInfo, SecretLookingNames) {
