@@ -47,9 +47,9 @@ struct RankSummary {
     std::int64_t routine_id = 0;
   };
   std::vector<Imbalance> imbalance;  // computation: routines outside communication, by lost_s
-  // (caller, callee) routine ids of the calls between the first kMaxCallsAmong rows of
-  // `imbalance`, from the call paths of every rank: which imbalance is another's.
-  std::set<std::pair<std::int64_t, std::int64_t>> calls;
+  // (above, beneath) routine ids among the first kMaxCallsAmong rows of `imbalance`: the first
+  // runs on a call path of the second, at any depth, in some rank: which imbalance is another's.
+  std::set<std::pair<std::int64_t, std::int64_t>> above;
   static constexpr std::size_t kMaxCallsAmong = 64;
   // Averaged over ranks.
   double exposed_s = 0, overlapped_s = 0, comm_s = 0;

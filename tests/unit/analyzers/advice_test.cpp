@@ -1089,6 +1089,69 @@ UPDATE nodes SET subrs = subrs + 1, incl_ns = incl_ns + 6200000000 WHERE node_id
   }
 }
 
+// One rank's extra forward passes show at every depth beneath forward: in Linear.forward,
+// aten::linear (a callee two frames down), sgemm_ (whose backward calls are even). Neither holds
+// 90 % of forward's lost time (forward's own element-wise work is uneven too), and each was a
+// candidate, gains summed to 2.45 s of 1.0 s lost (a red-team DDP run: forward, aten::linear
+// and sgemm_ filled the rule's three places). One candidate names them beneath it; rank 1's
+// slow loader, elsewhere, is its own.
+TEST_F(AdviceTest, OneImbalanceSeenAtSeveralDepthsIsOneCandidate) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (7, 'container.py:202(forward)', 'python', '', 'container.py', 202),
+  (8, 'linear.py:113(forward)', 'python', '', 'linear.py', 113),
+  (9, 'aten::linear', 'torch', '', '', 0),
+  (10, 'sgemm_', 'blas', '', '', 0),
+  (11, '__init__.py:103(backward)', 'python', '', '__init__.py', 103),
+  (12, 'train.py:9(load)', 'python', '', 'train.py', 9);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (30, 1, 2, 7, 2, 0, 1, 1, 3000000000, 600000000, 0, 0),
+  (31, 1, 30, 8, 3, 0, 1, 1, 2400000000, 0, 0, 0),
+  (32, 1, 31, 9, 4, 0, 1, 1, 2400000000, 400000000, 0, 0),
+  (33, 1, 32, 10, 5, 0, 1, 0, 2000000000, 2000000000, 0, 0),
+  (34, 1, 2, 11, 2, 0, 1, 1, 1000000000, 500000000, 0, 0),
+  (35, 1, 34, 10, 3, 0, 1, 0, 500000000, 500000000, 0, 0),
+  (36, 1, 2, 12, 2, 0, 1, 0, 200000000, 200000000, 0, 0),
+  (20, 2, NULL, 1, 0, 0, 1, 3, 10000000000, 3000000000, 0, 0),
+  (40, 2, 20, 7, 1, 0, 1, 1, 1000000000, 200000000, 0, 0),
+  (41, 2, 40, 8, 2, 0, 1, 1, 800000000, 0, 0, 0),
+  (42, 2, 41, 9, 3, 0, 1, 1, 800000000, 100000000, 0, 0),
+  (43, 2, 42, 10, 4, 0, 1, 0, 700000000, 700000000, 0, 0),
+  (44, 2, 20, 11, 1, 0, 1, 1, 1000000000, 500000000, 0, 0),
+  (45, 2, 44, 10, 2, 0, 1, 0, 500000000, 500000000, 0, 0),
+  (46, 2, 20, 12, 1, 0, 1, 0, 5000000000, 5000000000, 0, 0);
+UPDATE nodes SET subrs = subrs + 3, incl_ns = incl_ns + 4200000000 WHERE node_id IN (1, 2);
+)sql");
+  RankSummary r = load_rank_summary(ProfileFile::open(path_));
+  EXPECT_TRUE(r.above.count({7, 10}));  // forward above sgemm_, three frames down
+  EXPECT_TRUE(r.above.count({11, 10}));
+  EXPECT_FALSE(r.above.count({10, 7}));
+  EXPECT_FALSE(r.above.count({7, 12}));
+  // Rank 0's `train` region (the fixture's: its update, forward, ... on rank 0 alone) holds the
+  // independent imbalances beneath it: their caller, not a candidate.
+  std::map<std::string, const Candidate*> found;
+  std::vector<Candidate> all = candidates();
+  for (const Candidate& c : all)
+    if (c.rule == "rank-imbalance") found[c.location] = &c;
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_FALSE(found.count("train [region]"));
+  ASSERT_TRUE(found.count("container.py:202(forward) [python]"));
+  const Candidate& forward = *found["container.py:202(forward) [python]"];
+  EXPECT_NEAR(forward.est_gain_s, 1.0, 1e-9);
+  EXPECT_NE(forward.summary.find("beneath it, time lost in aten::linear (0.800 s), sgemm_ "
+                                 "(0.650 s)"),
+            std::string::npos)
+      << forward.summary;
+  ASSERT_TRUE(found.count("train.py:9(load) [python]"));
+  const Candidate& load = *found["train.py:9(load) [python]"];
+  EXPECT_NEAR(load.est_gain_s, 2.4, 1e-9);
+  EXPECT_EQ(load.summary.find("beneath"), std::string::npos) << load.summary;
+  EXPECT_NE(load.summary.find("the same imbalance shows in its caller train"), std::string::npos)
+      << load.summary;
+}
+
 // torch.distributed's Python layer posts its c10d operator (nonblocking, a comm_ops row) and
 // waits in the frame: rank 1 blocked 1 s in dist.barrier for rank 0. The wait is communication
 // the rank was exposed to, not computation, nor overlap (a red-team run read 0 s of

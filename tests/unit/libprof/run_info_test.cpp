@@ -113,8 +113,8 @@ TEST(RunInfo, SecretLookingArgumentValuesAreRedacted) {
 
 // Forms a new user's command lines had that the first rules missed (red-team run).
 TEST(RunInfo, SecretsInsideOneArgumentHeadersAndTokenUrlsAreRedacted) {
-  EXPECT_EQ(words({"x", "--password pw1", "Authorization: Bearer ab2", "--pwd=p3",
-                              "--bearer", "b4", "--mysql-pwd=p5", "--lr 0.1"}),
+  EXPECT_EQ(words({"x", "--password pw1", "Authorization: Bearer ab2", "--pwd=p3", "--bearer", "b4",
+                   "--mysql-pwd=p5", "--lr 0.1"}),
             "x --password <redacted> Authorization: <redacted> --pwd=<redacted> --bearer "
             "<redacted> --mysql-pwd=<redacted> --lr 0.1");
   EXPECT_EQ(words({"git", "clone", "https://ghp_tok@github.com/a/b"}),
@@ -128,14 +128,14 @@ TEST(RunInfo, NestedColonAndQuotedSecretsAreRedacted) {
   EXPECT_EQ(words({"x", "https://u:p1_AA@ss_BB@host/x?a=b@c"}),
             "x https://u:<redacted>@host/x?a=b@c");
   EXPECT_EQ(words({"x", "--env=AWS_SECRET_ACCESS_KEY=eq_QQ", "--header=X-Api-Key: hk",
-                              "--env=PATH=/bin"}),
+                   "--env=PATH=/bin"}),
             "x --env=AWS_SECRET_ACCESS_KEY=<redacted> --header=X-Api-Key: <redacted> "
             "--env=PATH=/bin");
   EXPECT_EQ(words({"curl", "--password:colonpw", "-u", "me:curlpw", "-o", "out"}),
             "curl --password:<redacted> -u me:<redacted> -o out");
   EXPECT_EQ(words({"python3", "-c",
-                              "import numpy; API_KEY='sk-mid'; password = \"pw\"; n = 'keep'; "
-                              "d = {'token': 'tk'}; ok = key == 'k'"}),
+                   "import numpy; API_KEY='sk-mid'; password = \"pw\"; n = 'keep'; "
+                   "d = {'token': 'tk'}; ok = key == 'k'"}),
             "python3 -c import numpy; API_KEY='<redacted>'; password = \"<redacted>\"; "
             "n = 'keep'; d = {'token': '<redacted>'}; ok = key == 'k'");
 }
@@ -145,18 +145,17 @@ TEST(RunInfo, NestedColonAndQuotedSecretsAreRedacted) {
 // at); and a header or config pair with no space after its colon.
 TEST(RunInfo, SecretsInsideAShellLineAreRedacted) {
   EXPECT_EQ(words({"/bin/sh", "-c",
-                              "./blas 1 0 --password=SQ1 >/dev/null; /x --token=SQ2; exec "
-                              "./blas --api-key SQ3 --lr 0.1"}),
+                   "./blas 1 0 --password=SQ1 >/dev/null; /x --token=SQ2; exec "
+                   "./blas --api-key SQ3 --lr 0.1"}),
             "/bin/sh -c ./blas 1 0 --password=<redacted> >/dev/null; /x --token=<redacted> "
             "exec ./blas --api-key <redacted> --lr 0.1");
   EXPECT_EQ(words({"bash", "-c",
-                              "export API_TOKEN=at1; curl -H \"Authorization: Bearer b1\" "
-                              "-u me:up1 https://u:pp1@h/x\n\tjava -Dpassword=jp1 -Xmx1g"}),
+                   "export API_TOKEN=at1; curl -H \"Authorization: Bearer b1\" "
+                   "-u me:up1 https://u:pp1@h/x\n\tjava -Dpassword=jp1 -Xmx1g"}),
             "bash -c export API_TOKEN=<redacted> curl -H \"Authorization: Bearer <redacted> "
             "-u me:<redacted> https://u:<redacted>@h/x\n\tjava -Dpassword=<redacted> -Xmx1g");
-  EXPECT_EQ(
-      words({"x", "x-api-key:hv", "api_key:cv", "https://host:443/p", "a:b"}),
-      "x x-api-key:<redacted> api_key:<redacted> https://host:443/p a:b");
+  EXPECT_EQ(words({"x", "x-api-key:hv", "api_key:cv", "https://host:443/p", "a:b"}),
+            "x x-api-key:<redacted> api_key:<redacted> https://host:443/p a:b");
   // Spacing and what is not secret are kept as they were.
   EXPECT_EQ(words({"sh", "-c", "python  train.py\t--epochs 3"}),
             "sh -c python  train.py\t--epochs 3");
@@ -166,25 +165,24 @@ TEST(RunInfo, SecretsInsideAShellLineAreRedacted) {
 // config key, --creds and --jwt, a value starting with '-', URL signatures, environment
 // variables set in `python3 -c` code, and an empty word or `--` between option and value.
 TEST(RunInfo, IssueThirtySevenSpellingsAreRedacted) {
-  EXPECT_EQ(words({"x", "postgres://u:S1/x@h/db", "redis://:S2#x@h:6379/0",
-                              "redis://:4242#x@h", "http://[::1]:S3/y@h"}),
+  EXPECT_EQ(words({"x", "postgres://u:S1/x@h/db", "redis://:S2#x@h:6379/0", "redis://:4242#x@h",
+                   "http://[::1]:S3/y@h"}),
             "x postgres://u:<redacted>@h/db redis://:<redacted>@h:6379/0 "
             "redis://:<redacted>@h http://[::1]:<redacted>@h");
   EXPECT_EQ(words({"aws", "configure", "set", "aws_secret_access_key", "S4"}),
             "aws configure set aws_secret_access_key <redacted>");
   EXPECT_EQ(words({"x", "--creds", "S5", "--jwt", "S6", "--ssh-key",
-                              "-----BEGIN OPENSSH PRIVATE KEY-----\nS7\n-----END"}),
+                   "-----BEGIN OPENSSH PRIVATE KEY-----\nS7\n-----END"}),
             "x --creds <redacted> --jwt <redacted> --ssh-key <redacted>");
   EXPECT_EQ(
-      words(
-          {"curl", "https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=S8",
-           "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10", "--blob=sv=1&sp=r&sig=S11"}),
+      words({"curl", "https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=S8",
+             "https://h/f?exp=1&sig=S9#top", "--sas", "sv=1&sig=S10", "--blob=sv=1&sp=r&sig=S11"}),
       "curl https://b.s3.amazonaws.com/o?X-Amz-Date=1&X-Amz-Signature=<redacted> "
       "https://h/f?exp=1&sig=<redacted>#top --sas <redacted> "
       "--blob=sv=1&sp=r&sig=<redacted>");
   EXPECT_EQ(words({"python3", "-c",
-                              "import os; os.environ[\"HF_TOKEN\"] = \"S12\"; "
-                              "os.environ.setdefault('WANDB_API_KEY', 'S13'); x = {'n': 'keep'}"}),
+                   "import os; os.environ[\"HF_TOKEN\"] = \"S12\"; "
+                   "os.environ.setdefault('WANDB_API_KEY', 'S13'); x = {'n': 'keep'}"}),
             "python3 -c import os; os.environ[\"HF_TOKEN\"] = \"<redacted>\"; "
             "os.environ.setdefault('WANDB_API_KEY', '<redacted>'); x = {'n': 'keep'}");
   EXPECT_EQ(words({"x", "--access-token", "", "S14", "--hf_token", "--", "S15"}),
@@ -211,9 +209,8 @@ TEST(RunInfo, OrdinaryValuesBesideTheNewRulesStay) {
   std::string joined;
   for (const std::string& a : argv) joined += (joined.empty() ? "" : " ") + a;
   EXPECT_EQ(words(argv), joined);
-  EXPECT_EQ(
-      words({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"}),
-      "python3 -c import sys; n = \"keep-me\"; print(n, 1 == 2)");
+  EXPECT_EQ(words({"python3", "-c", "import sys; n = \"keep-me\"; print(n, 1 == 2)"}),
+            "python3 -c import sys; n = \"keep-me\"; print(n, 1 == 2)");
 }
 
 // The recorded line says where each argument ends, as a shell would need it (the report's
