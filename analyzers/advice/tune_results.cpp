@@ -47,7 +47,8 @@ const char* measured_verdict(bool faster, double estimated_s, double measured_s,
                              double smallest_s) {
   if (faster) return size_verdict(estimated_s, measured_s);
   if (estimated_s <= kNothing) return "confirmed";
-  return estimated_s >= smallest_s ? "refuted" : "unmeasured";
+  // A stage slower beyond the noise refutes any gain, however small the estimate.
+  return estimated_s >= smallest_s || measured_s <= -smallest_s ? "refuted" : "unmeasured";
 }
 
 TuneResults read_tune_results(const std::string& path) {
@@ -113,7 +114,10 @@ std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
       MeasuredGain m;
       m.stage = s.name;
       m.judged_on = s.judged_on;
-      m.estimated_s = s.estimated_gain_s.value_or(c.est_gain_s);
+      // The estimate the reader sees, this profile's: tune's own is of its original's first
+      // run, where the rule may not have fired (a red-team `--tune DIR` read "estimated 0.000 s,
+      // measured -4.102 s: confirmed" beside a candidate of 0.088 s at the top of the list).
+      m.estimated_s = c.est_gain_s;
       m.measured_s = measured;
       m.verdict = measured_verdict(faster, m.estimated_s, measured, s.smallest_gain_s);
       m.source = tune.path;

@@ -140,6 +140,8 @@ TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
   // Under what tune can tell from the original: neither (a red-team tune said "refutes" of
   // 0.003 s, its own floor 0.020 s and the original's runs 0.33 s apart).
   EXPECT_STREQ(measured_verdict(false, 0.003, 0, 0.02), "unmeasured");
+  // But a stage slower beyond that floor refutes any gain (0.30x, a red-team blas-threads).
+  EXPECT_STREQ(measured_verdict(false, 0.003, -4.102, 0.02), "refuted");
   EXPECT_STREQ(measured_verdict(true, 0.0, 0.2, 0.02), "underestimated");
   EXPECT_STREQ(measured_verdict(true, 1.0, 0.2, 0.02), "overestimated");
   EXPECT_STREQ(measured_verdict(true, 0.3, 0.2, 0.02), "confirmed");
