@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -51,6 +52,12 @@ int tune(Options& a) {
     std::cout << render_csv(tune_table(result));
   else
     std::cout << render_tune_text(result);
+  if (result.interrupted_by) {  // ends as the signal would have ended it, the result written
+    std::cout.flush();
+    ::signal(result.interrupted_by, SIG_DFL);
+    ::raise(result.interrupted_by);
+    return 128 + result.interrupted_by;
+  }
   return 0;
 }
 

@@ -4,14 +4,17 @@
 #include <fmt/format.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -123,6 +126,34 @@ void redirect(const std::string& path, int fd) {
   }
 }
 
+// Set by tune's handler of SIGINT, SIGTERM and SIGHUP: each run is in a process group of its
+// own, which a terminal's Ctrl-C, `timeout` and a scheduler never reach, and a red-team
+// interrupted tune left the program running with parent 1, its finished runs unreported.
+volatile std::sig_atomic_t g_interrupted = 0;
+
+void note_interrupt(int sig) { g_interrupted = sig; }
+
+// The handlers while tune runs, the previous ones back after.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    g_interrupted = 0;
+    struct sigaction sa {};
+    sa.sa_handler = note_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~InterruptGuard() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
 std::string signal_text(int sig) {
   const char* abbrev = sigabbrev_np(sig);
   return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
@@ -145,6 +176,9 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
   if (child < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
   if (child == 0) {
     ::setpgid(0, 0);  // a timeout ends the command's children too
+    // And tune's own end, even by SIGKILL, ends the command (the one process it started; a
+    // handled interrupt ends the whole group below).
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     redirect(r.stdout_path, STDOUT_FILENO);
     redirect(r.stderr_path, STDERR_FILENO);
     std::string preload = l.library;
@@ -162,7 +196,7 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
     ::_exit(127);
   }
   int status = 0;
-  bool timed_out = false;
+  bool timed_out = false, stopping = false;
   struct rusage usage {};
   for (;;) {
     pid_t got = ::wait4(child, &status, WNOHANG, &usage);
@@ -170,8 +204,9 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
     if (got < 0 && errno != EINTR) throw Error(fmt::format("waitpid: {}", std::strerror(errno)));
     double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (l.timeout_s > 0 && elapsed > l.timeout_s && !timed_out) {
-      timed_out = true;  // SIGTERM lets sonde flush; SIGKILL two seconds later if it does not end
+    timed_out = timed_out || (l.timeout_s > 0 && elapsed > l.timeout_s);
+    if ((timed_out || g_interrupted) && !stopping) {
+      stopping = true;  // SIGTERM lets sonde flush; SIGKILL two seconds later if it does not end
       ::kill(-child, SIGTERM);
       std::thread([child] {
         std::this_thread::sleep_for(std::chrono::seconds(2));
@@ -183,7 +218,9 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   auto seconds = [](const timeval& t) { return double(t.tv_sec) + t.tv_usec / 1e6; };
   r.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-  if (timed_out)
+  if (g_interrupted && !timed_out)
+    r.ended = "interrupted by " + signal_text(g_interrupted);
+  else if (timed_out)
     r.ended = fmt::format("timed out after {:g} s", l.timeout_s);
   else if (WIFSIGNALED(status))
     r.ended = "killed by " + signal_text(WTERMSIG(status));
@@ -442,6 +479,7 @@ TuneResult run_tune(const TuneOptions& o) {
     result.notes.push_back(
         "the Python hook's folder was not found beside sonde: native calls only");
 
+  InterruptGuard interrupts;
   TuneStage original;
   original.name = "original";
   auto progress = [](const std::string& stage, int round, const TuneRun& r) {
@@ -452,6 +490,10 @@ TuneResult run_tune(const TuneOptions& o) {
   // is cannot be tuned.
   original.runs.push_back(run_once(launch, {}, dir, "original.1"));
   progress("original", 1, original.runs.back());
+  if (g_interrupted)
+    throw Error(fmt::format("interrupted by {} during the original's first run: nothing measured",
+                            signal_text(g_interrupted)),
+                128 + g_interrupted);
   if (!original.runs.back().ok)
     throw Error(
         fmt::format("the command failed as it is ({}; its output is in {}): nothing to "
@@ -499,16 +541,25 @@ TuneResult run_tune(const TuneOptions& o) {
   }
 
   // Round 1's original ran above; each later round starts with one.
+  // A run an interrupt cut short is no measurement: dropped, as the runs never started.
+  auto interrupted = [&](TuneStage& s) {
+    if (!g_interrupted) return false;
+    if (!s.runs.empty() && !s.runs.back().ok) s.runs.pop_back();
+    return true;
+  };
   auto round_of = [&](std::vector<TuneStage*> group, int round) {
+    if (g_interrupted) return;
     if (round > 1) {
       original.runs.push_back(
           run_once(launch, {}, dir, fmt::format("original.{}", original.runs.size() + 1)));
       progress("original", int(original.runs.size()), original.runs.back());
+      if (interrupted(original)) return;
     }
     for (TuneStage* s : group) {
       if (s->status != "ran") continue;
       s->runs.push_back(run_once(launch, s->knobs, dir, fmt::format("{}.{}", s->name, round)));
       progress(s->name, round, s->runs.back());
+      if (interrupted(*s)) return;
       if (!s->runs.back().ok) {  // reported once, never retried
         s->status = "failed";
         s->reason = fmt::format("{} (see {})", s->runs.back().ended, s->runs.back().stderr_path);
@@ -518,6 +569,21 @@ TuneResult run_tune(const TuneOptions& o) {
   std::vector<TuneStage*> group;
   for (TuneStage& s : stages) group.push_back(&s);
   for (int round = 1; round <= o.repeat; ++round) round_of(group, round);
+  if (g_interrupted) {
+    result.interrupted_by = g_interrupted;
+    std::size_t done = original.runs.size();
+    for (TuneStage& s : stages) {
+      done += s.runs.size();
+      if (s.status == "ran" && s.runs.empty()) {
+        s.status = "skipped";
+        s.reason = "interrupted before it ran";
+      }
+    }
+    result.notes.push_back(fmt::format(
+        "interrupted by {} after {} complete run{}: the stages' figures are of those runs, "
+        "fewer than --repeat {} asked",
+        signal_text(g_interrupted), done, done == 1 ? "" : "s", o.repeat));
+  }
 
   auto judge = [&](TuneStage& s) {
     summarise(s, phases);
@@ -534,7 +600,7 @@ TuneResult run_tune(const TuneOptions& o) {
   };
   for (TuneStage& s : stages) judge(s);
 
-  if (all_asked) {
+  if (all_asked && !g_interrupted) {
     TuneStage all;
     all.name = "all";
     std::vector<std::string> helped;
@@ -552,11 +618,13 @@ TuneResult run_tune(const TuneOptions& o) {
                                   : "only " + helped[0] + " was faster: the same runs";
     } else {
       std::size_t before = original.runs.size();
-      for (int round = 1; round <= o.repeat; ++round) {
+      for (int round = 1; round <= o.repeat && !g_interrupted; ++round) {
         original.runs.push_back(run_once(launch, {}, dir, fmt::format("original.{}", ++before)));
         progress("original", int(before), original.runs.back());
+        if (interrupted(original)) break;
         all.runs.push_back(run_once(launch, all.knobs, dir, fmt::format("all.{}", round)));
         progress("all", round, all.runs.back());
+        if (interrupted(all)) break;
         if (!all.runs.back().ok) {
           all.status = "failed";
           all.reason =
@@ -567,6 +635,13 @@ TuneResult run_tune(const TuneOptions& o) {
       judge(all);
     }
     stages.push_back(std::move(all));
+    if (g_interrupted) {
+      result.interrupted_by = g_interrupted;
+      result.notes.push_back(
+          fmt::format("interrupted by {} during the stage all: its figures "
+                      "are of the runs that completed",
+                      signal_text(g_interrupted)));
+    }
   }
 
   // The original's own figures, from every run it made (the rounds of all included).

@@ -80,6 +80,10 @@ struct TuneResult {
   std::vector<std::string> phase_names;  // the columns, in the original's order
   std::vector<TuneStage> stages;         // the original first
   std::vector<std::string> notes;
+  // The signal (SIGINT, SIGTERM, SIGHUP) that stopped tune before its last run, 0 if none: the
+  // run under way was ended (its process group sent SIGTERM, then SIGKILL), no other started,
+  // and the result holds the runs that completed; the caller writes it, then ends by the signal.
+  int interrupted_by = 0;
 };
 
 // The stages sonde knows, for --help and --stages checks.

@@ -7,6 +7,7 @@ import csv
 import io
 import json
 import os
+import signal
 import struct
 import subprocess
 import time
@@ -300,6 +301,37 @@ def test_hanging_stage_is_stopped(tmp_path):
     assert stage(j, "ftz")["status"] == "failed"
     assert "timed out" in stage(j, "ftz")["reason"]
     assert time.monotonic() - t0 < 20
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_tune_ends_its_run_and_keeps_what_it_measured(tmp_path, sig):
+    """Each run is a process group of its own, which Ctrl-C, `timeout` and schedulers never
+    reach: a red-team tune killed so left the program running under pid 1 and wrote nothing.
+    The run under way is ended, the completed runs written and printed, and tune ends by the
+    signal."""
+    pids = tmp_path / "pids"
+    prog = f'echo $$ >> {pids}; test -z "$SONDE_FTZ" && exit 0; sleep 60'
+    out = tmp_path / "tune"
+    p = subprocess.Popen([CLI, "tune", "-o", str(out), "--format", "json", "--repeat", "2",
+                          "--stages", "ftz", "--", "/bin/sh", "-c", prog],
+                         env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    deadline = time.monotonic() + 60
+    while (not pids.exists() or len(pids.read_text().split()) < 2) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the original ran, the ftz stage's run sleeps
+    p.send_signal(sig)
+    stdout, stderr = p.communicate(timeout=30)
+    assert p.returncode == -sig, stderr
+    for pid in map(int, pids.read_text().split()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+    j = json.loads(stdout)
+    assert json.loads((out / "tune.json").read_text())["stages"] == j["stages"]
+    assert len(stage(j, "original")["runs"]) == 1
+    assert stage(j, "ftz")["runs"] == []  # the cut run is no measurement
+    name = signal.Signals(sig).name
+    assert any(n.startswith(f"interrupted by {name} after 1 complete run") for n in j["notes"]), j
+    assert f"ftz run 1: " in stderr and f"(interrupted by {name})" in stderr, stderr
 
 
 def test_failing_original_is_an_error(tmp_path):
