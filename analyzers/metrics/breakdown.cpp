@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <deque>
 #include <limits>
 #include <map>
 #include <unordered_set>
@@ -301,6 +302,67 @@ ThreadLoop find_loop(const Frame& root, bool& without_update) {
   return t;
 }
 
+// Calls of the data-loading entries (a DataLoader's __next__, a "data" region) among the frames
+// of the loop's iterations: one a batch, and one more at each epoch's end (StopIteration).
+std::int64_t loading_calls(const ThreadLoop& t) {
+  std::int64_t n = 0;
+  for (const Frame& k : t.loop->kids)
+    if (in_iterations(k, t) && k.role.phase == kIo) n += k.node->calls;
+  return n;
+}
+
+// The outermost forward entries beneath `f`, by the frame that calls them.
+void forward_callers(const Frame& f, std::map<const Frame*, std::int64_t>& incl) {
+  if (f.role.anywhere || is_import_frame(*f.node)) return;
+  if (f.phase() == kForward && f.role.counts && f.parent) {
+    incl[f.parent] += f.node->incl_ns;
+    return;
+  }
+  if (f.phase() >= 0) return;
+  for (const Frame& k : f.kids) forward_callers(k, incl);
+}
+
+// An evaluation or inference loop (model.eval(), torch.no_grad(), batches from a DataLoader, no
+// backward, no optimizer): the frame calling the model most, where it calls it more than once,
+// is the body; the iterations are its forward entries' calls, over the model calls a batch
+// (a loss module beside the model: two) where data-loading entries count the batches. Tried
+// only where no thread trains (a red-team evaluation loop read "cannot tell", its loading 37 %
+// of the time and no advice).
+ThreadLoop find_forward_loop(const Frame& root) {
+  std::map<const Frame*, std::int64_t> incl;
+  forward_callers(root, incl);
+  ThreadLoop t;
+  std::int64_t most = -1;
+  for (const auto& [caller, ns] : incl) {
+    std::array<std::int64_t, kPhaseCount> calls{};
+    for (const Frame& k : caller->kids) count_entries(k, calls);
+    if (calls[kForward] * std::max<std::int64_t>(1, caller->node->calls) < 2 || ns <= most)
+      continue;
+    most = ns;
+    t.body = caller;
+  }
+  if (!t.body) return t;
+  t.bodies = 1;
+  t.counted = kForward;
+  std::array<std::int64_t, kPhaseCount> calls{};
+  for (const Frame& k : t.body->kids) count_entries(k, calls);
+  t.iterations = calls[kForward];
+  const Frame* top = t.body;
+  if (t.body->node->calls > 1) {  // a predict(batch) called once a batch: the loop is above
+    while (top->parent && top->parent->parent && top->parent->node->calls >= t.body->node->calls)
+      top = top->parent;
+    t.loop = top->parent ? top->parent : top;
+    t.iterations = t.body->node->calls;
+  } else {
+    t.loop = t.body;
+  }
+  if (std::int64_t batches = loading_calls(t); batches > 0 && t.iterations > batches) {
+    std::int64_t per_batch = (t.iterations + batches / 2) / batches;
+    if (per_batch > 1) t.iterations /= per_batch;
+  }
+  return t;
+}
+
 // A collection window that opened inside the loop (SONDE_STEPS, SONDE_DELAY) recorded none of
 // the frames open then: the rest of that pass's iterations sit at the thread's root, beside the
 // loop frame's next call (a red-team run: 11 backward passes measured, "8 iterations", the
@@ -395,13 +457,38 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   std::int64_t largest_body = -1, iterations_by_update = 0, cut_off_iterations = 0;
   bool any_without_update = false;
   bool late_window = window_opened_late(profile.file());
+  // Each thread's tree and loop first: where no thread trains, an evaluation or inference loop
+  // is looked for instead (find_forward_loop).
+  std::deque<Frame> roots;  // stable addresses: the loops point into them
+  std::vector<ThreadLoop> loops;
+  std::vector<bool> without_updates;
+  bool training = false;
   for (const ThreadTree& tree : trees) {
+    Frame& root = roots.emplace_back();
+    loops.emplace_back();
+    without_updates.push_back(false);
     if (tree.root.children.empty()) continue;  // an idle library thread measured nothing
-    Frame root;
     annotate(root, tree.root, nullptr, mappings);
     collect_seen(root, seen, example);
     bool without_update = false;
-    ThreadLoop t = find_loop(root, without_update);
+    loops.back() = find_loop(root, without_update);
+    without_updates.back() = without_update;
+    training |= loops.back().loop != nullptr;
+  }
+  // Forward entries alone: an update or a backward seen somewhere is a training program whose
+  // loop sonde cannot find, not an evaluation.
+  if (!training && !(seen & (bit(kBackward) | bit(kUpdate)))) {
+    for (std::size_t i = 0; i < trees.size(); ++i)
+      if (!trees[i].root.children.empty()) loops[i] = find_forward_loop(roots[i]);
+    b.inference = std::any_of(loops.begin(), loops.end(),
+                              [](const ThreadLoop& t) { return t.loop != nullptr; });
+  }
+  for (std::size_t i = 0; i < trees.size(); ++i) {
+    const ThreadTree& tree = trees[i];
+    if (tree.root.children.empty()) continue;
+    const Frame& root = roots[i];
+    const ThreadLoop& t = loops[i];
+    bool without_update = without_updates[i];
     std::int64_t measured = tree.root.incl_ns - tree.root.excl_ns;
     if (!t.loop) {
       ++b.left_out_threads;
@@ -480,7 +567,13 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
         cut_off_iterations));
   if (b.threads > 1 && iterations_by_update > 0 && iterations_by_update != b.iterations)
     b.iterations_from = "t_u, t_f";
-  if (any_without_update) {
+  if (b.inference) {
+    b.rows[kBackward].known = b.rows[kUpdate].known = false;
+    b.notes.push_back(fmt::format(
+        "no thread trains (no backward or update entry repeats): an evaluation or inference "
+        "loop, {} calling the model {} times; t_b and t_u do not apply",
+        b.body, b.iterations));
+  } else if (any_without_update) {
     b.rows[kUpdate].known = false;
     b.notes.push_back(
         "t_u cannot be told: no optimizer entry (Optimizer.step, an update method "
@@ -495,10 +588,11 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     for (auto& [name, ns] : rs) b.rows[p].routines.push_back(name);
   }
   add_device_time(profile.file(), acc.nodes, b);
-  if (!b.rows[kUpdate].known) {
+  for (int p : {kBackward, kUpdate}) {
     // What the update's entries found (zero_grad) is in other with the update written inline,
     // so that the rows still add up to the training threads' time.
-    BreakdownRow& u = b.rows[kUpdate];
+    BreakdownRow& u = b.rows[p];
+    if (u.known) continue;
     b.other_ns += u.time_ns;
     b.gpu_other_ns += u.gpu_ns;
     u.time_ns = u.gpu_ns = 0;

@@ -40,6 +40,9 @@ struct GpuOverlapRow {
 
 struct Breakdown {
   bool found = false;  // a training loop was found; otherwise `reason` says why not
+  // No thread trains, and the loop found is an evaluation or inference loop: forward entries
+  // and data loading only (t_b and t_u not known).
+  bool inference = false;
   std::string reason;
   std::vector<BreakdownRow> rows;  // one per class, in phase_classes() order
   std::int64_t other_ns = 0;       // in the loop's iterations, in no phase

@@ -166,16 +166,17 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
       const Breakdown& b = r.breakdown;
       if (!b.found) {
         out += "Iteration breakdown: cannot tell (" + b.reason +
-               "). Mark the phases with sonde_region_begin/end (forward, backward, update) or "
+               "). Mark the phases with regions named forward, backward, update (with "
+               "sonde.region(\"forward\") in Python, sonde_region_begin/end in C and C++) or "
                "name them with --phase CLASS=GLOB.\n";
         continue;
       }
       out += fmt::format(
           "Iteration breakdown ({} iterations, counted at {}; loop in {}{}; "
-          "% thread: of {:.3f} s, the time of the {} training thread{})\n",
+          "% thread: of {:.3f} s, the time of the {} {} thread{})\n",
           b.iterations, b.iterations_from, b.loop,
           b.body == b.loop ? "" : ", iterations through " + b.body, seconds(b.threads_ns),
-          b.threads, b.threads == 1 ? "" : "s");
+          b.threads, b.inference ? "evaluation" : "training", b.threads == 1 ? "" : "s");
       if (b.gpu)
         out +=
             "gpu_s: device time of the kernels, copies and memsets launched in each phase "
@@ -234,6 +235,7 @@ Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>&
     if (s == "breakdown") {
       const Breakdown& b = r.breakdown;
       out[s] = Json{{"found", b.found},
+                    {"inference", b.inference},
                     {"reason", b.reason},
                     {"iterations", b.iterations},
                     {"iterations_from", b.iterations_from},

@@ -358,16 +358,44 @@ def test_cpp_reference_workload(tmp):
     assert_rows_add_up(db, b)
 
 
-def test_no_training_loop_says_it_cannot_tell(tmp):
-    """Inference only (forward, no backward) and a script with no phases at all: no numbers,
-    an explicit reason, exit status 0."""
+def test_an_inference_loop_is_a_loop_without_backward_or_update(tmp):
+    """Inference only (forward under no_grad, no backward, no optimizer): the frame calling the
+    model is the loop, its forward calls the iterations (the warm-up forward, from the same
+    frame, among them), t_b and t_u not known. It read "cannot tell" until 2026-12-05, and a
+    red-team evaluation loop loading 37 % of its time got no advice."""
     db = tmp / "infer.db"
-    assert profile_python(db, TORCH_TRAIN, "--mode", "infer") == "steps 0\n"
+    assert profile_python(db, TORCH_TRAIN, "--mode", "infer", "--steps", 12) == "steps 0\n"
     b = breakdown(db)
-    assert not b["found"] and b["iterations"] == 0 and b["phases"] == []
-    assert "found forward (module.py:" in b["reason"] and "no backward" in b["reason"], b
+    assert b["found"] and b["inference"] and b["iterations"] == 13, b
+    assert b["iterations_from"] == "t_f" and b["loop"].endswith("(main)"), b
+    by = {p["phase"]: p for p in b["phases"]}
+    assert by["t_b"]["time_s"] is None and by["t_u"]["time_s"] is None
+    assert by["t_f"]["time_s"] > 0 and "module.py" in by["t_f"]["routines"], by["t_f"]
+    assert any(n.startswith("no thread trains") for n in b["notes"]), b["notes"]
+    assert_rows_add_up(db, b)
     out = text(db)
-    assert out.startswith("Iteration breakdown: cannot tell (found forward") and "t_f" not in out
+    assert out.startswith("Iteration breakdown (13 iterations, counted at t_f; loop in ")
+    assert "the time of the 1 evaluation thread" in out.splitlines()[0], out
+
+    # An evaluation loop fed by a DataLoader whose __getitem__ is most of its time: its batches
+    # are the iterations, and data loading is the candidate it is.
+    db = tmp / "eval.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_eval_loader.py")).endswith(
+        "batches 8\n")
+    b = breakdown(db)
+    assert b["found"] and b["inference"] and b["iterations"] == 8, b
+    assert b["loop"].endswith("(evaluate)"), b
+    r = subprocess.run([CLI, "candidates", str(db), "-f", "json"], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    (loading,) = [c for c in json.loads(r.stdout)["candidates"] if c["rule"] == "data-loading"]
+    assert loading["evidence"]["iterations"] == 8 and loading["evidence"]["pct_iteration"] > 50
+    assert "of each evaluation iteration" in loading["summary"], loading
+    assert "num_workers=0: the evaluation loop loads each batch itself" in loading["advice"]
+
+
+def test_no_training_loop_says_it_cannot_tell(tmp):
+    """A script with no phases at all: no numbers, an explicit reason, exit status 0."""
 
     script = tmp / "plain.py"
     script.write_text("import json\nprint(json.dumps({'update': sum(range(100))}))\n")
