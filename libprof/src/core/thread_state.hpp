@@ -285,6 +285,9 @@ class ThreadState {
 
   // Small first chunks: a thread costs little until it has many call paths (up to 1 M nodes).
   ChunkedArray<Node, 8, 4096> nodes;
+  // The call paths (nodes) one thread can hold: 4,096 chunks of 256; calls beyond are charged
+  // to their caller and counted (the note `nodes`).
+  static constexpr uint32_t kMaxNodes = decltype(nodes)::kCapacity;
   ChunkedArray<ShapeRecord, 6, 4096> shapes;
   ChunkedArray<LineRecord, 6, 4096> lines;
   ChunkedArray<CommRecord, 6, 4096> comms;

@@ -14,7 +14,8 @@
 namespace sonde {
 
 struct SnapshotLosses {
-  uint64_t overflows = 0;        // calls past SONDE_MAX_DEPTH or the node limit
+  uint64_t overflows = 0;        // calls past SONDE_MAX_DEPTH
+  uint64_t node_overflows = 0;   // calls past the call paths a thread can hold
   uint64_t abandoned = 0;        // calls a longjmp or an exception left
   uint64_t mismatches = 0;       // region ends that closed another region
   uint64_t dropped = 0;          // trace events dropped, by any cause

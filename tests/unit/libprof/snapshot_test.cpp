@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "frames.hpp"
+#include "runtime/flush_notes.hpp"
 
 namespace sonde {
 namespace {
@@ -153,6 +154,17 @@ TEST_F(Scenario, ShapesCostsAndCountersAreCopied) {
   EXPECT_EQ(s.node_overflows, 4u);
   EXPECT_EQ(s.region_mismatches, 5u);
   expect_times_add_up(s);
+  // Each cause its note: calls past the node limit were said as depth (a red-team program of
+  // 2M call paths three deep read "953440 calls deeper than SONDE_MAX_DEPTH=1024").
+  SnapshotLosses losses;
+  losses.add(s, t);
+  std::map<std::string, std::string> notes;
+  note_losses(losses, true, 0, Config{}, "",
+              [&](const std::string& topic, const std::string& text, bool, const std::string&) {
+                notes[topic] = text;
+              });
+  EXPECT_EQ(notes["depth"].substr(0, 35), "3 calls deeper than SONDE_MAX_DEPTH");
+  EXPECT_EQ(notes["nodes"].substr(0, 41), "4 calls beyond the 1048576 call paths one");
 }
 
 // The recursion flag is decided here, where the tree is copied, not by the store: a node is
