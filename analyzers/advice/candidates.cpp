@@ -86,7 +86,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
   const Metrics& m = in.metrics;
   std::vector<Candidate> out;
   for (const RoutineMetrics* r : phases(m)) {
-    if (!looks_like_optimizer(r->name)) continue;
+    if (!looks_like_optimizer(r->name) || in.breakdown.not_updates.count(r->routine_id)) continue;
     // The update's own work. Where optimizer-like phases run beneath it (Chainer's
     // Optimizer.update(lossfun) -> Variable.update() -> update_core_cpu()), the other phases it
     // calls (the loss's forward, backward) are not the update: its work is its time less

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ struct Breakdown {
   std::int64_t left_out_threads = 0;  // threads (of every process) without one: not in the rows
   std::int64_t left_out_ns = 0;       // their measured time
   std::vector<std::string> notes;     // what the reader must know to trust the rows
+  // Routines of the program's named update that are no update: torch.optim's step runs in
+  // their thread (a metrics class's update()); the optimizer-update rule leaves them out.
+  std::set<std::int64_t> not_updates;
   // The file has GPU activity: the rows' gpu_ns and these are filled, summing to every
   // gpu_activity row's device time.
   bool gpu = false;

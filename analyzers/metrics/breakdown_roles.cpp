@@ -144,9 +144,10 @@ Role python_role(const CallNode& n) {
       in(n.file, "chainer/dataset/convert.py"))
     return {kIo, false};
   if (!names_mean_phases(n.file)) return {};
-  if (fn == "forward") return {kForward, true};
-  if (fn == "backward") return {kBackward, true};
-  if (fn == "update") return {kUpdate, true};
+  bool own = !packaged(n.file);  // chainer's and torch's methods are theirs, not guesses
+  if (fn == "forward") return {kForward, true, false, false, own};
+  if (fn == "backward") return {kBackward, true, false, false, own};
+  if (fn == "update") return {kUpdate, true, false, false, own};
   if (fn == "cleargrads" || fn == "zerograds") return {kUpdate, false};
   return {};
 }

@@ -49,6 +49,9 @@ struct Role {
   // A copy or a collective (by routine kind): its phase wherever it runs, even inside another.
   bool anywhere = false;
   bool user = false;  // a --phase mapping or a user region: wins over framework guesses
+  // Guessed from a function's name alone (forward, backward, update outside the frameworks'
+  // own files): a metrics class's update() is no optimizer where torch.optim's step runs.
+  bool by_name = false;
 };
 
 Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings);

@@ -394,6 +394,26 @@ def test_an_inference_loop_is_a_loop_without_backward_or_update(tmp):
     assert "num_workers=0: the evaluation loop loads each batch itself" in loading["advice"]
 
 
+def test_a_metrics_update_beside_torch_optim_is_no_update(tmp):
+    """A metrics class's update() (torchmetrics, the ImageNet example's AverageMeter) beside
+    torch.optim's step: the update is the optimizer's, not the meter's. A red-team script's
+    ConfusionMeter.update read as t_u and an optimizer-update candidate advising in-place numpy
+    ufuncs."""
+    db = tmp / "meter.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_metric_update.py")) == "steps 40\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 40, b
+    by = {p["phase"]: p for p in b["phases"]}
+    assert "(update)" not in by["t_u"]["routines"], by["t_u"]
+    meter = incl_s(db, "torch_metric_update.py:14(update)")
+    assert meter > 0.06 and by["other"]["time_s"] >= meter * 0.99, (meter, by["other"])
+    r = subprocess.run([CLI, "candidates", str(db), "-f", "json", "-n", "0"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert not [c for c in json.loads(r.stdout)["candidates"]
+                if c["rule"] == "optimizer-update" and "(update)" in c["location"]]
+
+
 def test_no_training_loop_says_it_cannot_tell(tmp):
     """A script with no phases at all: no numbers, an explicit reason, exit status 0."""
 
