@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -173,6 +174,12 @@ void record_torch_threads() {
     PyErr_Clear();
     return;
   }
+  // Its version, for advice that holds from one on (torch.compile: PyTorch 2).
+  PyObject* version = PyObject_GetAttrString(torch, "__version__");
+  const char* text = version && PyUnicode_Check(version) ? PyUnicode_AsUTF8(version) : nullptr;
+  if (text != nullptr && std::strlen(text) < 64) sonde::set_run_fact("torch.version", text);
+  Py_XDECREF(version);
+  PyErr_Clear();
   // A torch still being imported has no get_num_threads yet: nothing to record.
   PyObject* count = PyObject_CallMethod(torch, "get_num_threads", nullptr);
   Py_DECREF(torch);

@@ -317,6 +317,9 @@ def test_torch_threads_held_against_the_program(tmp_path):
     assert (held.returncode, held.stdout) == (0, "3\n3\n"), held.stderr
     assert query(tmp_path / "a.db", "SELECT value FROM run_info "
                                     "WHERE key = 'torch.num_threads'") == [("3",)]
+    import torch  # the version beside it, for advice that needs PyTorch 2 (torch.compile)
+    assert query(tmp_path / "a.db", "SELECT value FROM run_info "
+                                    "WHERE key = 'torch.version'") == [(torch.__version__,)]
     plain = run(["-m", "sonde", "-o", "b.db", "threads.py"], tmp_path)
     assert (plain.returncode, plain.stdout) == (0, "1\n1\n"), plain.stderr
     bad = run(["-m", "sonde", "-o", "c.db", "threads.py"], tmp_path, SONDE_TORCH_THREADS="many")
