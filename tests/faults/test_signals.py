@@ -229,6 +229,59 @@ def test_group_kill_reaches_the_workload_once(db):
     profile_whole(db)
 
 
+HANDLES_SIGTERM_THEN_DEFAULT = [PYTHON, "-c", textwrap.dedent("""\
+    import signal, sys, time
+    handled = []
+    def h(s, f):
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # as CPython's finalization does
+        handled.append(time.monotonic())
+        print("handled", flush=True)
+    signal.signal(signal.SIGTERM, h)
+    print("ready", flush=True)
+    t = time.monotonic()
+    while time.monotonic() < (handled[0] + 0.5 if handled else t + 10):
+        time.sleep(0.01)
+    """)]
+
+
+@pytest.mark.parametrize("copy", ["pair", "alone"])
+def test_a_group_signals_copy_after_the_handler_is_no_second_signal(copy, db):
+    """A process group's SIGTERM reaches the command from its sender and again from sonde run;
+    the command's handler took the first, saved its checkpoint and went back to the default (as
+    CPython does as it finalizes). The copy, a few ms later, is the same signal: it must not end
+    a process exiting cleanly (a red-team job read "killed by signal 15", 3 runs in 6). The test
+    is the command's parent here, and sends the copy as sonde run does (sigqueue, with its
+    mark). A copy with no first (copy=alone: only the marked one sent, twice) still kills."""
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    mark = 0x50DE5160  # kForwardedSignalMark, libprof/include/sonde/signals.hpp
+
+    def sigqueue(pid):
+        assert libc.sigqueue(pid, signal.SIGTERM, ctypes.c_void_p(mark)) == 0
+
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db)
+    p = subprocess.Popen(HANDLES_SIGTERM_THEN_DEFAULT, env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert p.stdout.readline() == "ready\n"
+        if copy == "pair":
+            p.send_signal(signal.SIGTERM)  # the sender's
+        else:
+            sigqueue(p.pid)
+        assert p.stdout.readline() == "handled\n"
+        time.sleep(0.05)
+        sigqueue(p.pid)  # sonde run's copy, the handler now at the default
+        rc = p.wait(timeout=20)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    # pair: the copy dropped, the program runs on to its end (status 0); alone: two separate
+    # signals from sonde run, the second kills as it would without sonde.
+    assert rc == (0 if copy == "pair" else -signal.SIGTERM), rc
+    profile_whole(db)
+
+
 def test_sigkill_leaves_a_readable_file(db):
     """SIGKILL: the periodic flush's data stays, and the file opens"""
     cmd = [HOST, "wait"]

@@ -268,6 +268,15 @@ void on_signal(int sig, siginfo_t* info, void* context) {
     }
     return;
   }
+  // The copy of a pair whose first the host's handler took, arriving once the host is back at
+  // the default (CPython restores SIG_DFL as it finalizes, after its handler raised the
+  // KeyboardInterrupt a script caught): the host saw this signal already, and the copy would
+  // end a process exiting cleanly (a red-team job that saved a checkpoint on SIGTERM and exited
+  // 0 read "killed by signal 15" where sonde run's copy came 3-30 ms after the sender's).
+  if (second_of_a_pair(sig, info)) {
+    errno = saved_errno;
+    return;
+  }
   pid_t self = getpid();
   // The init of a PID namespace is killed at the default only by a fault of its own: the kernel
   // drops any other signal, so sonde does too, and goes on profiling.
