@@ -14,6 +14,7 @@ interpreter runs the program.
 import os
 import sys
 
+from ._exec import exec_tool
 from ._say import flush_std, say
 
 _MARK = "SONDE_PYTHON_LAUNCHED"
@@ -254,8 +255,7 @@ def _launch(opts, program, kind, argv):
         value = getattr(opts, flag[2:].replace("-", "_"), None)
         if value:
             run += [flag] if flag_value else [flag, value]
-    flush_std()
-    os.execve(cli, [*run, "--", sys.executable, *_interpreter_options(), "-m", "sonde", *argv],
+    exec_tool(cli, [*run, "--", sys.executable, *_interpreter_options(), "-m", "sonde", *argv],
               env)
 
 
@@ -344,8 +344,7 @@ def _tune_main(argv):
     # sonde tune puts the hook's folder on PYTHONPATH for an interpreter, so every run records
     # the Python frames as under python3 -m sonde.
     command = [sys.executable, *([kind] if kind else []), *program]
-    flush_std()
-    os.execve(cli, [*tune, "--", *command], env)
+    exec_tool(cli, [*tune, "--", *command], env)
 
 
 def _main_module(path, spec):

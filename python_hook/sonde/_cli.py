@@ -7,8 +7,9 @@ import sys
 
 def main():
     tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_kit", "bin", "sonde")
+    from ._exec import exec_tool
     try:
-        os.execv(tool, ["sonde", *sys.argv[1:]])
+        exec_tool(tool, ["sonde", *sys.argv[1:]])
     except OSError as e:
         print(f"sonde: cannot run {tool}: {e.strerror} (reinstall the sonde wheel)",
               file=sys.stderr)

@@ -175,6 +175,18 @@ def test_man_page_and_console_script(venvs, minor, py, tmp_path):
     assert (venv / "share" / "man" / "man1" / "sonde.1").exists()
     r = sh(venv, ["sonde", "--version"], tmp_path)
     assert r.returncode == 0 and "sonde" in r.stdout, r.stderr
+    # The console script is Python, which ignores SIGPIPE and SIGXFSZ, and an ignored signal
+    # stays so across exec: every command sonde run started had them ignored (`yes | head -1`
+    # ended "Broken pipe" with status 1, not 141). The command sees them at default, as from a
+    # shell.
+    r = sh(venv, ["sonde", "run", "-o", "p.db", "--", "grep", "^SigIgn", "/proc/self/status"],
+           tmp_path)
+    assert r.returncode == 0, r.stderr
+    ignored = int(r.stdout.split()[-1], 16)
+    assert not ignored & (1 << 12) and not ignored & (1 << 24), r.stdout  # SIGPIPE, SIGXFSZ
+    r = sh(venv, ["bash", "-c", "sonde run -o y.db -- /usr/bin/yes | head -1; "
+                  "echo ${PIPESTATUS[0]}"], tmp_path)
+    assert r.stdout.split() == ["y", "141"], (r.stdout, r.stderr)
 
 
 def test_an_interpreter_without_the_extension_is_refused_in_one_line(venvs, tmp_path):
