@@ -838,6 +838,17 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
         "FROM thread_times WHERE busy ORDER BY unmeasured_s DESC");
     while (st.step()) in.unmeasured_threads.push_back({st.text(0), st.int64(1), st.int64(2)});
   }
+  if (auto it = in.metrics.facts.info.find("host.load"); it != in.metrics.facts.info.end()) {
+    char* end = nullptr;
+    double load = std::strtod(it->second.c_str(), &end);
+    if (end != it->second.c_str() && load >= 0) in.host_load = load;
+    // The run's threads' CPU time over its wall time; where the kernel's per-thread clocks were
+    // not read, its busy threads each taken as a whole core's load.
+    auto st = file.prepare(
+        "SELECT CASE WHEN COUNT(cpu_s) = COUNT(*) AND w.wall_s > 0 THEN SUM(cpu_s) / w.wall_s "
+        "ELSE SUM(busy) END FROM thread_times, (SELECT wall_s FROM run_totals) w");
+    if (in.host_load && st.step() && !st.is_null(0)) in.own_load = st.real(0);
+  }
   bool has_lines = false;
   if (file.has_table("line_costs")) {
     auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");

@@ -46,6 +46,9 @@ struct AdviceInput {
   Breakdown breakdown;   // the iteration breakdown (no phase mappings); found false: no loop
   LoaderWorkers loader;  // torch DataLoader workers (none: num_workers=0, or no Python hook)
   DistributionChecks distributions;  // torch.distributions' argument checks
+  // The host's 1-minute load average at the run's last flush (run_info host.load), and the run's
+  // own share of it: its threads' CPU time over its wall time. Absent in files before it.
+  std::optional<double> host_load, own_load;
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

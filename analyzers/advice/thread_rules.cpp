@@ -142,6 +142,29 @@ std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& ru
 
 }  // namespace
 
+namespace {
+
+// More threads pay on cores that are free. Where the host was busy with other programs as the
+// run ended (the load average less the run's own threads' share: at least one core's worth),
+// said beside the advice, with the figures: a red-team run at load 5-7 on 2 cores, one thread
+// getting half a CPU, was told to double its BLAS and torch threads and ran 3 to 30 times
+// slower so. The estimate stands (the load the program will run under is not known); sonde
+// tune measures both under the same load.
+void busy_host(Candidate& c, const AdviceInput& in, std::int64_t cores) {
+  if (!in.host_load || !in.own_load) return;
+  double others = *in.host_load - *in.own_load;
+  if (others < 1.0) return;
+  c.evidence.emplace_back("host_load", *in.host_load);
+  c.evidence.emplace_back("others_load", others);
+  c.advice += fmt::format(
+      "; but the host was busy as the run ended (load average {:.1f} on {} cores, about {:.1f} "
+      "of it other programs): threads added there compete with them and can run slower than "
+      "now; measure before keeping it (sonde tune)",
+      *in.host_load, cores, others);
+}
+
+}  // namespace
+
 std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto threads = m.facts.blas_threads;
@@ -179,6 +202,7 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
   say_ranks(c, m);
   more_threads_gain(c, m, g, *threads, *cores);
+  busy_host(c, in, *cores);
   return {c};
 }
 
@@ -252,6 +276,7 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
       cores, workers > 0 ? " the DataLoader workers leave" : "", cores, why);
   say_ranks(c, m);
   more_threads_gain(c, m, g, threads, cores);
+  busy_host(c, in, cores);
   return {c};
 }
 

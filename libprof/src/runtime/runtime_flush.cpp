@@ -21,6 +21,7 @@
 #include <new>
 #include <optional>
 
+#include "core/proc_file.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 #include "core/window.hpp"
@@ -258,6 +259,11 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
   // red-team tune's pinning stage had bound a torch program to one core, nothing said).
   if (cpu_set_t set; ::sched_getaffinity(pid(), sizeof set, &set) == 0)
     d.info.emplace_back("process.affinity_cores", std::to_string(CPU_COUNT(&set)));
+  // The host's 1-minute load average as of this flush (the last one's: the run's end), its
+  // processes included: what the thread advice holds against the cores (a red-team run at load
+  // 5-7 on 2 cores was told to double its threads, and ran 3 to 30 times slower so).
+  if (std::string load = read_proc_file("/proc/loadavg", 64); !load.empty())
+    d.info.emplace_back("host.load", load.substr(0, load.find(' ')));
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
   if (gpu != nullptr) gpu->info(d.info);

@@ -936,6 +936,29 @@ TEST_F(AdviceTest, AProcessWithoutItsFinalFlushIsNoted) {
   EXPECT_EQ(unfinished(), 1);
 }
 
+// More threads pay on free cores. A red-team run at load 5-7 on 2 cores was told to double its
+// BLAS and torch threads, and ran 3 to 30 times slower: where the host's load at the run's end,
+// less the run's own threads, is a core's worth or more, the advice says so, with the figures.
+TEST_F(AdviceTest, ThreadAdviceOnABusyHostSaysSo) {
+  auto blas = [&] {
+    auto c = of_rule(candidates(), "blas-threads");
+    EXPECT_EQ(c.size(), 1u);
+    return c.empty() ? Candidate{} : c[0];
+  };
+  EXPECT_EQ(blas().advice.find("host was busy"), std::string::npos);  // no load recorded
+  sql("INSERT INTO run_info (run_id, process_id, key, value) VALUES (1, 1, 'host.load', "
+      "'1.20');");
+  EXPECT_EQ(blas().advice.find("host was busy"), std::string::npos);  // the run's own thread
+  sql("UPDATE run_info SET value = '5.60' WHERE key = 'host.load';");
+  Candidate c = blas();
+  EXPECT_NE(c.advice.find("but the host was busy as the run ended (load average 5.6 on"),
+            std::string::npos)
+      << c.advice;
+  bool others = false;
+  for (const auto& [key, value] : c.evidence) others |= key == "others_load";
+  EXPECT_TRUE(others);
+}
+
 // sonde tune's result held against the estimates: each outcome of a stage that tests a rule.
 TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   std::filesystem::path dir = std::filesystem::path(path_).parent_path();
