@@ -92,3 +92,35 @@ def test_layout_reorders_and_library_recorded(profile):
     info = dict(query(db, "SELECT key, value FROM run_info WHERE key LIKE 'onednn.%'"))
     assert info["onednn.version"].startswith("2.")
     assert "libdnnl" in info["onednn.library"]
+
+
+BF16_MATMUL = """\
+import torch
+x, w = torch.randn(64, 256), torch.randn(256, 128)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    for _ in range(5):
+        y = torch.nn.functional.linear(x, w.t())
+print(y.dtype)
+"""
+
+
+def test_shapes_of_a_bf16_run_name_its_gemms(tmp_path):
+    """oneDNN keeps shapes for f32 only: a bf16 run's matmuls have FLOPs and no shape, and
+    `sonde shapes` said "no GEMM-like calls recorded" of a red-team run's 480 dnnl:matmul calls
+    (34.6 GFLOP). It names them."""
+    script = tmp_path / "bf16.py"
+    script.write_text(BF16_MATMUL)
+    db = tmp_path / "bf16.db"
+    r = run([PYTHON, script], db)
+    assert r.returncode == 0 and r.stdout == "torch.bfloat16\n", r.stderr
+    calls = query(db, "SELECT SUM(n.calls), SUM(n.flops) FROM nodes n JOIN routines r "
+                      "USING (routine_id) WHERE r.kind = 'onednn' AND n.flops > 0")[0]
+    if not calls[0]:
+        pytest.skip("this oneDNN ran no FLOP-counted bf16 primitive")
+    assert not query(db, "SELECT 1 FROM shapes")
+    from conftest import CLI
+    out = subprocess.run([CLI, "shapes", str(db)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith(f"no GEMM shapes recorded: {calls[0]} FLOP-counted calls of "
+                                 f"dnnl:"), out.stdout
+    assert f"({calls[1] / 1e9:.1f} GFLOP)" in out.stdout, out.stdout
