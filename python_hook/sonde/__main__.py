@@ -15,7 +15,7 @@ import os
 import sys
 
 from ._exec import exec_tool
-from ._say import flush_std, say
+from ._say import say
 
 _MARK = "SONDE_PYTHON_LAUNCHED"
 # Why the default in-process launch could not be used: the started-again run's note.

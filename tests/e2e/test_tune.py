@@ -331,7 +331,7 @@ def test_an_interrupted_tune_ends_its_run_and_keeps_what_it_measured(tmp_path, s
     assert stage(j, "ftz")["runs"] == []  # the cut run is no measurement
     name = signal.Signals(sig).name
     assert any(n.startswith(f"interrupted by {name} after 1 complete run") for n in j["notes"]), j
-    assert f"ftz run 1: " in stderr and f"(interrupted by {name})" in stderr, stderr
+    assert "ftz run 1: " in stderr and f"(interrupted by {name})" in stderr, stderr
 
 
 def test_failing_original_is_an_error(tmp_path):
