@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -459,6 +460,14 @@ ThreadState* Runtime::attach_current_thread(bool yield_to_fork) {
 
 void Runtime::sample_other_threads() {
   if (!sampler_on()) return;
+  // sonde's flusher says its kernel id once it runs: on a loaded machine it had not yet when
+  // the in-process launch armed the threads it found, and was armed and recorded as a host
+  // thread with no call (a CI run: thread seq 1 empty, OpenBLAS's worker seq 2).
+  for (int waited_ms = 0; flusher_running_.load() && flusher_tid_.load() == 0 && waited_ms < 1000;
+       ++waited_ms) {
+    timespec ms{0, 1'000'000};
+    nanosleep(&ms, nullptr);
+  }
   DIR* dir = opendir("/proc/self/task");
   if (dir == nullptr) return;
   pid_t self = current_tid();
