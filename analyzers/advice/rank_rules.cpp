@@ -18,6 +18,9 @@ constexpr double kMinShare = 0.01;
 
 // A callee that holds at least this share of its caller's lost time is the same imbalance.
 constexpr double kSameImbalance = 0.9;
+// What is left after that: a row above or beneath a candidate holding at least this share of
+// its lost time is the candidate's imbalance seen at another depth, named in it.
+constexpr double kSameDepths = 0.5;
 
 }  // namespace
 
@@ -88,14 +91,17 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
   }
   // What remains of one imbalance seen at several depths (a frame that holds more than its
   // callee, so neither is the other's 90 %): the first listed, the most time lost, is the
-  // candidate, and a row above or beneath it is named in it, its time not counted again (one
-  // rank's extra forward passes were three candidates, forward, aten::linear and sgemm_, whose
-  // gains summed to 2.6 times the time lost).
+  // candidate, and a row above or beneath it holding at least half its lost time is named in
+  // it, its time not counted again (one rank's extra forward passes were three candidates,
+  // forward, aten::linear and sgemm_, whose gains summed to 2.6 times the time lost). A smaller
+  // one beneath is an imbalance of its own inside a frame that has more (a `<module>` that slept
+  // 1 s on one rank before its rendezvous, above a region computing 5 times the other's work).
   std::vector<std::size_t> kept;
   for (std::size_t row = 0; row < rows.size(); ++row) {
     if (collapsed[row]) continue;
-    auto host =
-        std::find_if(kept.begin(), kept.end(), [&](std::size_t k) { return related(k, row); });
+    auto host = std::find_if(kept.begin(), kept.end(), [&](std::size_t k) {
+      return related(k, row) && rows[row]->lost_s >= kSameDepths * rows[k]->lost_s;
+    });
     if (host == kept.end()) {
       kept.push_back(row);
     } else {
