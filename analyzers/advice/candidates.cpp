@@ -406,6 +406,19 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
     } else {
       c.advice += std::string(kIfIndependent);
     }
+    // A small GEMM spread over threads spends much of each call starting and joining them: a
+    // red-team 256x64x128 (4.2 MFLOP) ran at 10 GFLOP/s on 2 OpenBLAS threads and 114 on one,
+    // and was told to reshape, while the 1-thread run was told to raise the threads.
+    constexpr double kSmallForThreads = 16e6;  // FLOPs a call
+    if (s.threads && *s.threads > 1 && s.calls > 0 &&
+        s.flops / static_cast<double>(s.calls) < kSmallForThreads) {
+      c.evidence.emplace_back("threads", *s.threads);
+      c.advice += fmt::format(
+          "; at {:.1f} MFLOP a call on {} threads, starting and joining the BLAS's threads can be "
+          "most of each call: time it with one (OPENBLAS_NUM_THREADS=1, or "
+          "torch.set_num_threads(1) for oneDNN) before reshaping",
+          s.flops / static_cast<double>(s.calls) / 1e6, *s.threads);
+    }
     c.est_gain_s = seconds(s.time_ns) * (1.0 - g / target);
     if (s.perf.pct_peak && *s.perf.pct_peak > 0) {
       // gemm_shapes' own peak: the one for the thread count these calls ran with.

@@ -612,6 +612,22 @@ TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {
   c = of_rule(candidates(), "gemm-shape");
   ASSERT_EQ(c.size(), 2u);
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.0 * (1.0 - 2.5 / 25.0));  // target 10 % of 250
+  // A small GEMM on one thread is told to reshape only; on two, the threads' start and join are
+  // named too (a red-team 4.2 MFLOP shape ran 10 GFLOP/s on 2 threads, 114 on one).
+  sql("UPDATE shapes SET calls = 200 WHERE n = 10;");  // 6.25 MFLOP a call
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 2u);
+  for (const Candidate& x : c) EXPECT_EQ(x.advice.find("time it with one"), std::string::npos);
+  sql("UPDATE shapes SET threads = 2 WHERE n = 10;"
+      "INSERT INTO peaks (run_id, resource, threads, value, source) VALUES (1, 'gemm.f32', 2, "
+      "250, 'test');");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 2u);
+  for (const Candidate& x : c) {
+    bool small = number(x, "n") == 10;
+    EXPECT_EQ(x.advice.find("at 6.2 MFLOP a call on 2 threads") != std::string::npos, small)
+        << x.location << ": " << x.advice;
+  }
 }
 
 // Every estimate states the calibrated limit that applies (issue 15): GEMMs cannot beat their
