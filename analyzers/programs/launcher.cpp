@@ -16,12 +16,14 @@
 #include <atomic>
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -336,10 +338,17 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
             "started_ns >= ? AND NOT EXISTS (SELECT 1 FROM processes later WHERE later.pid = "
             "processes.pid AND later.process_id > processes.process_id) GROUP BY pid ORDER BY pid");
         alive.bind(1, std::int64_t{root}).bind(2, since_ns);
-        while (alive.step()) {
-          pid_t pid = pid_t(alive.int64(0));
-          if (process_alive(pid, alive.int64(1))) w.running.push_back(pid);
+        std::vector<std::pair<pid_t, std::int64_t>> left;
+        while (alive.step()) left.emplace_back(pid_t(alive.int64(0)), alive.int64(1));
+        // multiprocessing's resource tracker and forkserver end moments after the root, when
+        // their pipe closes: "still running" was said of every forkserver or spawn program
+        // (a red-team find). A second for them to go first; a daemon stays named.
+        for (int waited_ms = 0; waited_ms <= 1000; waited_ms += 50) {
+          std::erase_if(left, [](const auto& p) { return !process_alive(p.first, p.second); });
+          if (left.empty()) break;
+          std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
+        for (const auto& p : left) w.running.push_back(p.first);
         return w;
       }
       auto others = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
