@@ -237,15 +237,31 @@ const OptionSpec& spec_of(std::string_view name) {
   throw Error(fmt::format("{} is not in options.hpp", name));
 }
 
-// A flag's number is held to its variable's range; outside it the library's default is kept,
-// as a bad variable would be (one line, and the run goes on).
-bool number_in_range(std::string_view flag, const std::string& value, std::string_view variable) {
+}  // namespace
+
+std::string run_option_problem(std::string_view variable, const std::string& value) {
   const OptionSpec& spec = spec_of(variable);
+  if (spec.type != OptionType::kUInt && spec.type != OptionType::kSeconds) return "";
   char* end = nullptr;
   double d = std::strtod(value.c_str(), &end);
-  if (!value.empty() && *end == '\0' && std::isfinite(d) && option_in_range(spec, d)) return true;
-  say("sonde run: ignoring {} {}: not {}{:g} to {:g}; using the default {}\n", flag, value,
-      spec.zero_ok ? "0 or " : "", spec.min, spec.max, spec.default_value);
+  bool whole = spec.type != OptionType::kUInt || d == std::floor(d);
+  if (!value.empty() && *end == '\0' && std::isfinite(d) && whole && option_in_range(spec, d))
+    return "";
+  return fmt::format("not a {} from {}{:g} to {:g}",
+                     spec.type == OptionType::kUInt ? "whole number" : "number of seconds",
+                     spec.zero_ok ? "0 or " : "", spec.min, spec.max);
+}
+
+namespace {
+
+// A flag's number is held to its variable's range (sonde run's options refuse another value
+// as they are parsed, exit 2: this holds what reaches it by other ways to the library's
+// default, as a bad variable would be).
+bool number_in_range(std::string_view flag, const std::string& value, std::string_view variable) {
+  std::string why = run_option_problem(variable, value);
+  if (why.empty()) return true;
+  say("sonde run: ignoring {} {}: {}; using the default {}\n", flag, value, why,
+      spec_of(variable).default_value);
   return false;
 }
 

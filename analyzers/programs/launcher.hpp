@@ -22,6 +22,10 @@ struct RunOptions {
 // 128 + signal when it was killed, 127 when it cannot be found. Setup problems throw Error.
 int run_command(const RunOptions& options);
 
+// Why `value` is no value of the SONDE_* variable a sonde run option sets (a number out of its
+// range, or no number), "" where it is one: the option is then refused, exit 2.
+std::string run_option_problem(std::string_view variable, const std::string& value);
+
 // Where libsonde.so is: $SONDE_LIBRARY, else <dir of this executable>/../lib/libsonde.so.
 std::string find_preload_library();
 

@@ -187,6 +187,19 @@ def _fail(message, code=1):
     sys.exit(code)
 
 
+def _refuse_bad_values(opts):
+    """An option's value its variable does not accept is a usage error, before anything runs:
+    taken as the default, a typo in --delay or --steps profiled the whole run, start-up
+    included, which the option was there to leave out (a red-team find). A variable set in the
+    environment still falls back to its default with one line, as the README says."""
+    from ._options import RUN_OPTIONS
+    from . import _env
+    for flag, name, flag_value in RUN_OPTIONS:
+        value = getattr(opts, flag[2:].replace("-", "_"), None)
+        if value and not flag_value and (why := _env.not_accepted(name, value)) is not None:
+            _fail(f"{flag} {value}: {why} (see python3 -m sonde --help)", 2)
+
+
 def _tools(program, kind):
     """The script exists (or the program is -m/-c), and libsonde.so and the sonde executable
     are found: returns their paths, or ends with the error a user can act on."""
@@ -613,6 +626,7 @@ def main():
         _drop_launch_path()
         _run(opts, program, kind)
     else:
+        _refuse_bad_values(opts)
         _launch(opts, program, kind, argv)
         _run(opts, program, kind, in_process=True)
 

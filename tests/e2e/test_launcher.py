@@ -557,13 +557,25 @@ def test_a_relative_output_in_a_removed_folder_is_refused_in_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["in-process", "re-exec"])
-def test_a_bad_window_option_is_said_by_the_option_typed(tmp_path, launch):
+def test_a_bad_window_option_is_a_usage_error_named_by_the_option_typed(tmp_path, launch):
     # `python3 -m sonde --steps x` said "ignoring SONDE_STEPS='x'", a variable the user never
-    # set (a red-team find); sonde run names the option.
+    # set (a red-team find), and then profiled the whole run: a typo in --delay or --steps
+    # measured the start-up the option was there to leave out (another). One line, exit 2,
+    # nothing run; sonde run likewise. A variable set in the environment still falls back.
     (tmp_path / "s.py").write_text("print('ran')\n")
-    for option, value in (("--steps", "x"), ("--delay", "abc")):
+    for option, value in (("--steps", "x"), ("--delay", "abc"), ("--sample", "99999")):
         r = run(["-m", "sonde", *launch, "-o", "p.db", "--force", option, value, "s.py"], tmp_path)
-        assert (r.returncode, r.stdout) == (0, "ran\n"), r.stderr
-        said = [l for l in r.stderr.splitlines() if "ignoring" in l]
-        assert len(said) == 1 and f"{option} {value}" in said[0], r.stderr
-        assert "SONDE_" not in said[0], r.stderr
+        assert (r.returncode, r.stdout) == (2, ""), r.stderr
+        lines = r.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"python3 -m sonde: {option} {value}: "), \
+            r.stderr
+        assert "SONDE_" not in lines[0], r.stderr
+        r = subprocess.run([CLI, "run", "-o", str(tmp_path / "q.db"), "--force", option, value,
+                            "--", "true"], env=clean_env(), capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and r.stderr.startswith(f"sonde run: {option}: '{value}' is "), \
+            r.stderr
+    r = run(["-m", "sonde", *launch, "-o", "p.db", "--force", "s.py"], tmp_path,
+            SONDE_STEPS="x")
+    assert (r.returncode, r.stdout) == (0, "ran\n"), r.stderr
+    assert "ignoring SONDE_STEPS='x'" in r.stderr, r.stderr

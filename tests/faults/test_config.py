@@ -145,14 +145,17 @@ def test_bad_value_python(name, value, db, tmp_path):
 @pytest.mark.parametrize("how", ["env", "flag"])
 @pytest.mark.parametrize("value", ["1e10", "1e-300", "1e308"])
 def test_flush_interval_no_busy_loop(how, value, db):
-    """an absurd flush interval: no flush loop burning a core while the host sleeps"""
+    """an absurd flush interval: no flush loop burning a core while the host sleeps (set in the
+    environment: the default, with one line); typed as sonde run's option, a usage error"""
     cmd = [prog("cfg_threads"), 1, 10, 1000]
-    if how == "env":
-        env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL=value)
-        full = cmd
-    else:
-        env = clean_env()
-        full = [CLI, "run", "-o", db, "--flush-interval", value, "--", *cmd]
+    if how == "flag":
+        r = measured([CLI, "run", "-o", db, "--flush-interval", value, "--", *cmd], clean_env(),
+                     timeout=30)
+        assert r.rc == 2 and r.err.startswith(f"sonde run: --flush-interval: '{value}' is "), r.err
+        assert len(r.err.splitlines()) == 1 and not os.path.exists(db), r.err
+        return
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL=value)
+    full = cmd
     before = child_usage()
     r = measured(full, env, timeout=30)
     cpu = child_usage() - before

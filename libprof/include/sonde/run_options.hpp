@@ -24,7 +24,7 @@ inline constexpr std::array kRunVariableOptions{
                       "Also record every call as a timed event (SONDE_TRACE=1)"},
     RunVariableOption{"--flush-interval", "SONDE_FLUSH_INTERVAL", "",
                       "Seconds between periodic flushes: 0 (only at exit) or 0.1 to 1e6 "
-                      "(SONDE_FLUSH_INTERVAL); another value is refused with a warning"},
+                      "(SONDE_FLUSH_INTERVAL); another value is a usage error"},
     RunVariableOption{"--no-record-args", "SONDE_RECORD_ARGS", "0",
                       "Record the program's name only, not its arguments (SONDE_RECORD_ARGS=0)"},
     RunVariableOption{"--counters", "SONDE_COUNTERS", "",
