@@ -61,9 +61,13 @@ IN_PROCESS_ENV = "SONDE_IN_PROCESS"
 
 
 def builtins_from_env(environ=None):
-    """SONDE_PYTHON_BUILTINS as a bool (unset: False); ValueError for a value that is no bool."""
+    """SONDE_PYTHON_BUILTINS as a bool (unset: False). A value that is no bool is the default, as
+    for every variable (the launcher says so once; it stopped the launch until 2026-12-05)."""
     from . import _env
-    return _env.read(BUILTINS_ENV, environ)
+    try:
+        return _env.read(BUILTINS_ENV, environ)
+    except ValueError:
+        return False
 
 
 def imports_from_env(environ=None):

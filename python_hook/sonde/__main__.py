@@ -48,16 +48,19 @@ def _parser():
         description="Profile a Python program: Python frames and native calls in one tree. "
                     "Everything after the script, -m MODULE or -c CMD is the program's, "
                     "options included, as with python3 -m cProfile.",
-        epilog="Environment variables (SONDE_*) are described in the README and by "
-               "`sonde run --help`.")
+        epilog="`python3 -m sonde tune [options] (script.py | -m MODULE | -c CMD) [args ...]` "
+               "runs the program again with each tuning knob and prints the measured table "
+               "(python3 -m sonde tune --help). Environment variables (SONDE_*) are described "
+               "by `sonde run --help` and `man sonde`.")
     p.add_argument("--version", action="version", version=_version())
     p.add_argument("-o", "--output", default="sonde.db",
                    help="profile to write (default: sonde.db)")
     p.add_argument("--force", action="store_true", help="overwrite an existing output file")
     p.add_argument("-s", "--sort", choices=sorted(_SORT_KEYS), metavar="SORT",
                    help="print the flat profile (sonde report) when the program ends, sorted "
-                        "by SORT: tottime/time/excl, cumtime/cumulative/incl or ncalls/calls "
-                        "(cProfile's names are accepted)")
+                        "by SORT: tottime/time/excl, cumtime/cumulative/incl, ncalls/calls, "
+                        "pcalls, or ascending name/stdname/nfl/file/filename/module/line "
+                        "(cProfile's names)")
     p.add_argument("--lines", action="append", default=[], metavar="PATTERN",
                    help="time each source line of the functions whose name matches PATTERN "
                         "(fnmatch, e.g. 'update_core*'; repeatable), like line_profiler; "
@@ -183,7 +186,7 @@ def _cli(library):
 
 
 def _fail(message, code=1):
-    say(f"python3 -m sonde: {message}")
+    say(f"python3 -m sonde: {message}", error=True)
     sys.exit(code)
 
 
@@ -196,7 +199,8 @@ def _refuse_bad_values(opts):
     from . import _env
     for flag, name, flag_value in RUN_OPTIONS:
         value = getattr(opts, flag[2:].replace("-", "_"), None)
-        if value and not flag_value and (why := _env.not_accepted(name, value)) is not None:
+        why = _env.not_accepted(name, value) if value and not flag_value else None
+        if why is not None:
             _fail(f"{flag} {value}: {why} (see python3 -m sonde --help)", 2)
 
 
@@ -207,11 +211,15 @@ def _tools(program, kind):
     if kind is None and program[0] != "-" and not os.path.exists(program[0]):
         _fail(f"cannot open script {program[0]}: no such file", 2)
     lib = _library()
+    given = os.environ.get("SONDE_LIBRARY")
     if lib is None or not os.path.exists(lib):
-        _fail("cannot find libsonde.so (set SONDE_LIBRARY)")
+        # Set, it is the one looked for: "set SONDE_LIBRARY" read as if it were not.
+        _fail(f"SONDE_LIBRARY={given}: no such file" if given else
+              "cannot find libsonde.so (set SONDE_LIBRARY)")
     cli = _cli(lib)
     if cli is None:
-        _fail(f"cannot find the sonde executable (looked beside {lib} and on PATH)")
+        _fail(f"cannot find the sonde executable (looked beside {lib} and on PATH)" +
+              (f"; is SONDE_LIBRARY={given} sonde's libsonde.so?" if given else ""))
     return lib, cli
 
 
@@ -219,15 +227,16 @@ def _launch(opts, program, kind, argv):
     """Starts the program again under sonde run (and exits), or returns once libsonde is loaded
     into this interpreter: main() then runs the program, so that its stack above __main__ is
     the same as in the started-again interpreter (traceback.extract_stack, inspect.stack)."""
-    from . import BUILTINS_ENV, IMPORTS_ENV, _env, builtins_from_env
-    try:
-        builtins_from_env()
-    except ValueError as e:
-        _fail(str(e), 2)
-    try:
-        _env.read(IMPORTS_ENV)
-    except ValueError as e:
-        say(f"python3 -m sonde: {e}; imports are folded (the default)")
+    from . import BUILTINS_ENV, IMPORTS_ENV, _env
+    # The variables the Python side reads: a bad value is the default, said once here, as
+    # libsonde says its own (SONDE_PYTHON=maybe was taken as on, by no one said; a bad
+    # SONDE_PYTHON_BUILTINS stopped the launch, against the README's rule).
+    for name, default in (("SONDE_PYTHON", "1"), (BUILTINS_ENV, "0"), (IMPORTS_ENV, "0")):
+        value = os.environ.get(name, "")
+        why = _env.not_accepted(name, value) if value else None
+        if why is not None:
+            say(f"python3 -m sonde: ignoring {name}={value!r}: {why}; using the default "
+                f"'{default}'")
     lib, cli = _tools(program, kind)
     env = {"SONDE_LIBRARY": lib}  # sonde run preloads this one, whatever its own tree holds
     if opts.builtins:

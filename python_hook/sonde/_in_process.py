@@ -56,7 +56,7 @@ def refusal(opts):
 
 
 def _fail(message, code=1):
-    say(f"python3 -m sonde: {message}")
+    say(f"python3 -m sonde: {message}", error=True)
     sys.exit(code)
 
 

@@ -6,6 +6,7 @@
 #include <structmember.h>
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unordered_map>
@@ -676,7 +677,10 @@ void say_unmatched_line_patterns() {
         "name, as fnmatch does ('train_step', 'Model.forward', '*.forward')" +
         std::string(PY_VERSION_HEX < 0x030B0000 ? "; on Python 3.10, the name alone" : "");
     sonde::add_run_note("lines", message.c_str());
-    PySys_WriteStderr("sonde: %.900s\n", message.c_str());
+    // SONDE_LOG=quiet holds it to the note, as it does libsonde's own warnings.
+    if (const char* level = std::getenv("SONDE_LOG");
+        level == nullptr || std::strcmp(level, "quiet"))
+      PySys_WriteStderr("sonde: %.900s\n", message.c_str());
   }
 }
 

@@ -528,6 +528,12 @@ def test_a_lines_pattern_that_matches_nothing_is_said(db, tmp_path):
     assert [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'lines'")] \
         == [said[0][len("sonde: "):]]
     assert query(db, "SELECT COUNT(*) FROM line_costs")[0][0] > 0  # work's lines all the same
+    # SONDE_LOG=quiet keeps it to the note, as libsonde's warnings (a red-team quiet run still
+    # printed it).
+    quiet = tmp_path / "quiet.db"
+    r = sonde_py(["--lines", "nomatch*", prog], quiet, tmp_path, SONDE_LOG="quiet")
+    assert r.returncode == 0 and "matched no function" not in r.stderr, r.stderr
+    assert query(quiet, "SELECT COUNT(*) FROM notes WHERE topic = 'lines'") == [(1,)]
     only = tmp_path / "only.db"
     r = sonde_py(["--lines", "nomatch*", prog], only, tmp_path)
     assert r.returncode == 0, r.stderr
@@ -947,11 +953,19 @@ def test_start_and_stop_from_the_program(db, tmp_path, py, mode):
     assert tree_is_consistent(db)
 
 
-def test_a_bad_builtins_setting_is_one_clear_line(db, tmp_path):
-    r = sonde_py([script(tmp_path, "p.py", "print(1)\n")], db, tmp_path,
-                 SONDE_PYTHON_BUILTINS="maybe")
-    assert r.returncode == 2 and r.stderr.startswith("python3 -m sonde: SONDE_PYTHON_BUILTINS")
-    assert not db.exists()
+@pytest.mark.parametrize("name", ["SONDE_PYTHON_BUILTINS", "SONDE_PYTHON"])
+def test_a_bad_python_setting_is_one_clear_line_and_the_default(db, tmp_path, name):
+    # As every variable's: one line, the default. A bad SONDE_PYTHON_BUILTINS stopped the launch
+    # (exit 2) and a bad SONDE_PYTHON was taken as on, said by no one (a red-team reading of the
+    # README's rule).
+    r = sonde_py([script(tmp_path, "p.py", "def f():\n    return 1\nprint(f())\n")], db,
+                 tmp_path, **{name: "maybe"})
+    assert (r.returncode, r.stdout) == (0, "1\n"), r.stderr
+    said = [l for l in r.stderr.splitlines() if name in l]
+    assert said == [f"python3 -m sonde: ignoring {name}='maybe': not a boolean (1/0, yes/no, "
+                    f"true/false, on/off); using the default "
+                    f"'{'1' if name == 'SONDE_PYTHON' else '0'}'"], r.stderr
+    assert python_calls(db, "f") == 1
 
 
 @pytest.mark.parametrize("mode", MODES)
