@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "metrics/noise.hpp"
+
 namespace sonde::analyzers {
 
 std::string rule_of_stage(const std::string& stage) {
@@ -43,10 +45,11 @@ const char* size_verdict(double estimated_s, double measured_s) {
 
 }  // namespace
 
-const char* measured_verdict(bool faster, double estimated_s, double measured_s,
-                             double smallest_s) {
+const char* measured_verdict(bool faster, double estimated_s, double measured_s, double smallest_s,
+                             bool too_few_runs) {
   if (faster) return size_verdict(estimated_s, measured_s);
   if (estimated_s <= kNothing) return "confirmed";
+  if (too_few_runs) return "unmeasured";
   // A stage slower beyond the noise refutes any gain, however small the estimate.
   return estimated_s >= smallest_s || measured_s <= -smallest_s ? "refuted" : "unmeasured";
 }
@@ -102,6 +105,9 @@ std::optional<TuneResults> tune_results_beside(const std::string& profile) {
 std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
                                             const TuneResults& tune) {
   std::vector<std::string> unpredicted;
+  std::size_t original_runs = 0;
+  for (const TuneStageResult& s : tune.stages)
+    if (s.name == "original") original_runs = s.profiles.size();
   for (const TuneStageResult& s : tune.stages) {
     if (s.rule.empty() || s.verdict.empty()) continue;  // the original; a stage that did not run
     double measured = s.measured_gain_s.value_or(0);
@@ -119,7 +125,8 @@ std::vector<std::string> apply_tune_results(std::vector<Candidate>& candidates,
       // measured -4.102 s: confirmed" beside a candidate of 0.088 s at the top of the list).
       m.estimated_s = c.est_gain_s;
       m.measured_s = measured;
-      m.verdict = measured_verdict(faster, m.estimated_s, measured, s.smallest_gain_s);
+      m.verdict = measured_verdict(faster, m.estimated_s, measured, s.smallest_gain_s,
+                                   too_few_runs(original_runs, s.profiles.size()));
       m.source = tune.path;
       c.measured = m;
       any = true;

@@ -46,8 +46,11 @@ std::optional<TuneResults> tune_results_beside(const std::string& profile);
 // estimate of nothing, under a millisecond, is underestimated: the rule missed it); a stage
 // that was not: refuted where the rule estimated a gain tune could have told (at least
 // `smallest_s`), unmeasured where it estimated less (a red-team tune "refuted" 0.003 s, under
-// its own 0.020 s floor), confirmed where it estimated nothing.
-const char* measured_verdict(bool faster, double estimated_s, double measured_s, double smallest_s);
+// its own 0.020 s floor), confirmed where it estimated nothing. A stage of too few runs to tell
+// (metrics/noise.hpp's too_few_runs) refutes nothing, however it ran: unmeasured (a red-team
+// tune's blas-threads won both its runs, 1.60x, and read "the measurement refutes it").
+const char* measured_verdict(bool faster, double estimated_s, double measured_s, double smallest_s,
+                             bool too_few_runs);
 
 // Sets each candidate's `measured` from the stage that tests its rule. Returns one sentence per
 // stage that measured a gain no candidate predicted (the rule did not fire, or estimated 0).

@@ -15,6 +15,11 @@ namespace sonde::analyzers {
 // Ordered, so that JSON members come out in the order a reader expects (name first, etc.).
 using Json = nlohmann::ordered_json;
 
+// Every --format json output is one object whose first keys say what it is: format_version
+// (this, raised when a key changes meaning or goes), subcommand, file (the profile read, where
+// there is one), then the command's own keys (cli/command.hpp's print_json; docs/cli.md).
+inline constexpr int kJsonFormatVersion = 1;
+
 enum class Format { kText, kCsv, kJson };
 
 // Throws Error for anything but "text", "csv", "json".

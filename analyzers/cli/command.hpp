@@ -63,11 +63,8 @@ analyzers::ProfileFile open_for_report(const std::string& path, std::optional<st
 CLI::Option* add_format(CLI::App* cmd, std::string& format, std::vector<std::string> choices);
 // --color auto|always|never, for the commands whose text is painted (render/colour.hpp).
 void add_colour(CLI::App* cmd);
-// Every --format json output is one object whose first keys say what it is: format_version
-// (kJsonFormatVersion, raised when a key changes meaning or goes), subcommand,
-// file (the profile read, where there is one), then the command's own keys; a list is under
+// The --format json envelope (base/table_format.hpp's kJsonFormatVersion); a list is under
 // `list_key` ("rows"). docs/cli.md, JSON output.
-inline constexpr int kJsonFormatVersion = 1;
 void print_json(std::string_view command, const std::string& file, analyzers::Json body,
                 std::string_view list_key = "rows");
 void print_table(const analyzers::Table& table, analyzers::Format format, std::string_view command,

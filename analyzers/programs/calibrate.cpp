@@ -606,7 +606,11 @@ int calibrate_command(const CalibrateCommand& command) {
       std::cout << render_csv(table);
     }
     if (format == Format::kJson)
-      std::cout << dump_json(Json{{"peaks_file", path}, {"peaks", render_json(table)}}) << '\n';
+      std::cout << dump_json(Json{{"format_version", kJsonFormatVersion},
+                                  {"subcommand", "calibrate"},
+                                  {"peaks_file", path},
+                                  {"peaks", render_json(table)}})
+                << '\n';
     std::cout.flush();
   };
 

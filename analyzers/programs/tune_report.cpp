@@ -14,6 +14,14 @@ bool tune_too_few_runs(std::size_t original_runs, std::size_t stage_runs) {
   return too_few_runs(original_runs, stage_runs);
 }
 
+namespace {
+std::size_t original_runs(const TuneResult& r) {
+  for (const TuneStage& s : r.stages)
+    if (s.name == "original") return s.runs.size();
+  return 0;
+}
+}  // namespace
+
 Verdict tune_verdict(const std::vector<double>& original, const std::vector<double>& stage) {
   if (judge_noise(original, stage, kTuneMinSeconds) != Noise::kBeyond) return Verdict::kNone;
   return spread_of(stage).median < spread_of(original).median ? Verdict::kFaster : Verdict::kSlower;
@@ -117,12 +125,18 @@ std::string render_tune_text(const TuneResult& r) {
     if (!s.estimated_gain_s || s.status != "ran") continue;
     bool faster = s.verdict == Verdict::kFaster;
     double measured = s.measured_gain_s.value_or(0);
+    bool few = tune_too_few_runs(original_runs(r), s.runs.size());
     std::string verdict =
-        measured_verdict(faster, *s.estimated_gain_s, measured, s.smallest_gain_s);
+        measured_verdict(faster, *s.estimated_gain_s, measured, s.smallest_gain_s, few);
     if (!faster && verdict == "refuted")
       out += fmt::format("{}: the {} rule estimated {:.3f} s; the measurement refutes it\n", s.name,
                          s.rule, *s.estimated_gain_s);
-    if (!faster && verdict == "unmeasured")
+    if (!faster && verdict == "unmeasured" && few)
+      out += fmt::format(
+          "{}: the {} rule estimated {:.3f} s; too few runs to tell (--repeat 3 or more): "
+          "neither confirmed nor refuted\n",
+          s.name, s.rule, *s.estimated_gain_s);
+    else if (!faster && verdict == "unmeasured")
       out += fmt::format(
           "{}: the {} rule estimated {:.3f} s, under the {:.3f} s a stage must gain here to be "
           "told from the original: neither confirmed nor refuted\n",

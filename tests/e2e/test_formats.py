@@ -98,3 +98,10 @@ def test_every_json_output_has_the_common_envelope(profiles, tmp_path):
     for command, args in (("diff", [a, b]), ("scaling", [a, b])):
         doc = sonde_json(command, *args)
         assert list(doc)[:2] == ["format_version", "subcommand"] and doc["subcommand"] == command
+    # calibrate's too (it had peaks_file and peaks alone: a red-team reading of "every").
+    r = subprocess.run([CLI, "calibrate", "--show", "-f", "json"], capture_output=True, text=True,
+                       env=clean_env(SONDE_PEAKS=str(tmp_path / "none.peaks")), timeout=60)
+    if r.returncode == 0:
+        doc = json.loads(r.stdout)
+        command = "calibrate"
+        assert list(doc)[:2] == ["format_version", "subcommand"] and doc["subcommand"] == command

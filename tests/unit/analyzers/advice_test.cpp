@@ -979,15 +979,22 @@ TEST_F(AdviceTest, ThreadAdviceOnABusyHostSaysSo) {
 TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   std::filesystem::path dir = std::filesystem::path(path_).parent_path();
   std::string me = std::filesystem::weakly_canonical(path_).string();
+  int runs = 3;  // a side: tune can tell from 3 (metrics/noise.hpp)
+  auto more_runs = [&](const char* prefix) {
+    std::string more;
+    for (int i = 2; i <= runs; ++i) more += fmt::format(R"(, {{"profile": "{}{}"}})", prefix, i);
+    return more;
+  };
   auto write = [&](const std::string& blas_verdict, const char* blas_measured,
                    const std::string& ftz_verdict, const char* ftz_measured) {
     std::ofstream(dir / "tune.json") << fmt::format(
-        R"({{"stages": [{{"name": "original", "runs": [{{"profile": "{}"}}]}},
+        R"({{"stages": [{{"name": "original", "runs": [{{"profile": "{}"}}{}]}},
            {{"name": "blas-threads", "rule": "blas-threads", "verdict": "{}", "judged_on": "wall",
-             "speedup": 1.5, "estimated_gain_s": 2.0, "measured_gain_s": {}, "runs": []}},
+             "speedup": 1.5, "estimated_gain_s": 2.0, "measured_gain_s": {},
+             "runs": [{{"profile": "b1"}}{}]}},
            {{"name": "ftz", "rule": "subnormals", "verdict": "{}", "judged_on": "cpu",
              "speedup": 1.2, "estimated_gain_s": 0.0, "measured_gain_s": {}, "runs": []}}]}})",
-        me, blas_verdict, blas_measured, ftz_verdict, ftz_measured);
+        me, more_runs("o"), blas_verdict, blas_measured, more_runs("b"), ftz_verdict, ftz_measured);
   };
   auto measured = [](const std::vector<Candidate>& cs, const std::string& rule) {
     for (const Candidate& c : cs)
@@ -1042,6 +1049,12 @@ TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
     EXPECT_EQ(measured(again, "blas-threads")->verdict, verdict) << gain;
   }
   EXPECT_EQ(render_candidates_json(cs, 0)[0].contains("measured"), cs[0].measured.has_value());
+  // Two runs a side cannot tell (1 in 6 by chance): no stage of them refutes anything.
+  runs = 2;
+  write("none", "0", "none", "null");
+  std::vector<Candidate> few = candidates();
+  apply_tune_results(few, read_tune_results(dir.string()));
+  EXPECT_EQ(measured(few, "blas-threads")->verdict, "unmeasured");
 
   // A profile that is none of the folder's runs learns nothing unasked.
   std::filesystem::copy_file(path_, dir / "other.db");

@@ -135,21 +135,25 @@ TEST(TuneVerdict, NoVerdictFromTooFewRuns) {
 // and "confirmed" in candidates (a red-team run of ftz on a numpy MLP).
 TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
   using namespace sonde::analyzers;
-  EXPECT_STREQ(measured_verdict(false, 0.0008, 0, 0.02), "confirmed");
-  EXPECT_STREQ(measured_verdict(false, 0.5, 0, 0.02), "refuted");
+  EXPECT_STREQ(measured_verdict(false, 0.0008, 0, 0.02, false), "confirmed");
+  EXPECT_STREQ(measured_verdict(false, 0.5, 0, 0.02, false), "refuted");
   // Under what tune can tell from the original: neither (a red-team tune said "refutes" of
   // 0.003 s, its own floor 0.020 s and the original's runs 0.33 s apart).
-  EXPECT_STREQ(measured_verdict(false, 0.003, 0, 0.02), "unmeasured");
+  EXPECT_STREQ(measured_verdict(false, 0.003, 0, 0.02, false), "unmeasured");
   // But a stage slower beyond that floor refutes any gain (0.30x, a red-team blas-threads).
-  EXPECT_STREQ(measured_verdict(false, 0.003, -4.102, 0.02), "refuted");
-  EXPECT_STREQ(measured_verdict(true, 0.0, 0.2, 0.02), "underestimated");
-  EXPECT_STREQ(measured_verdict(true, 1.0, 0.2, 0.02), "overestimated");
-  EXPECT_STREQ(measured_verdict(true, 0.3, 0.2, 0.02), "confirmed");
+  EXPECT_STREQ(measured_verdict(false, 0.003, -4.102, 0.02, false), "refuted");
+  // Too few runs to tell: nothing refuted, however the runs fell (a red-team stage 1.60x
+  // faster in both its runs read "refutes").
+  EXPECT_STREQ(measured_verdict(false, 1.1, 0, 0.02, true), "unmeasured");
+  EXPECT_STREQ(measured_verdict(true, 0.0, 0.2, 0.02, false), "underestimated");
+  EXPECT_STREQ(measured_verdict(true, 1.0, 0.2, 0.02, false), "overestimated");
+  EXPECT_STREQ(measured_verdict(true, 0.3, 0.2, 0.02, false), "confirmed");
   TuneResult r;
   r.command = {"python3", "train.py"};
   r.repeat = 1;
   r.stages.resize(5);
   r.stages[0].name = "original";
+  r.stages[0].runs.resize(3);  // three runs a side: tune can tell
   const std::tuple<const char*, double, Verdict, double> stages[] = {
       {"ftz", 0.0008, Verdict::kNone, 0},
       {"blas-threads", 0.5, Verdict::kNone, 0},
@@ -163,6 +167,7 @@ TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
     s.estimated_gain_s = est;
     s.verdict = verdict;
     s.smallest_gain_s = 0.02;
+    s.runs.resize(3);
     if (verdict == Verdict::kFaster) s.measured_gain_s = gain;
   }
   std::string text = render_tune_text(r);
@@ -178,6 +183,15 @@ TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
       << text;
   EXPECT_NE(text.find("framework-threads: the framework-threads rule estimated 0.000 s, 0.200 s "
                       "measured: the measurement finds it underestimated"),
+            std::string::npos)
+      << text;
+  // Two runs a side (1 in 6 by chance): too few to refute (a red-team stage faster in both of
+  // its runs, 1.60x, read "the measurement refutes it").
+  r.stages[0].runs.resize(2);
+  r.stages[2].runs.resize(2);
+  text = render_tune_text(r);
+  EXPECT_NE(text.find("blas-threads: the blas-threads rule estimated 0.500 s; too few runs to "
+                      "tell (--repeat 3 or more): neither confirmed nor refuted"),
             std::string::npos)
       << text;
 }
