@@ -70,8 +70,8 @@ def test_python_tune_mlp_numpy_and_candidates_learn(tmp_path):
     assert m["stage"] == "ftz" and m["judged_on"] == "cpu"
     assert m["estimated_s"] == pytest.approx(ftz["estimated_gain_s"])
     assert m["measured_s"] == pytest.approx(ftz["measured_gain_s"] or 0.0)
-    if ftz["verdict"] != "faster":
-        assert m["verdict"] == "refuted"
+    if ftz["verdict"] != "faster":  # --repeat 2: too few runs to tell, nothing refuted
+        assert m["verdict"] == ("confirmed" if m["estimated_s"] <= 0.001 else "unmeasured"), m
     else:  # the estimate's size against the gain: within 2x, or which way it was off
         est, got = m["estimated_s"], m["measured_s"]
         assert m["verdict"] == ("underestimated" if est * 2 < got else
