@@ -1,5 +1,7 @@
 #include "process/redact.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -313,6 +315,30 @@ std::string shell_word(const std::string& word) {
     }
   }
   if (!quote) return word;
+  // A control character (a tab, a newline of a -c program) shown inside '...' reads as the
+  // escape readers print for it, the same as the two characters \t typed: bash's $'...' spells
+  // each one, so two different arguments never read alike (a red-team diff said "the commands
+  // differ" between two identical-looking lines).
+  if (std::any_of(word.begin(), word.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; })) {
+    std::string out = "$'";
+    for (char c : word) {
+      auto u = static_cast<unsigned char>(c);
+      if (c == '\t')
+        out += "\\t";
+      else if (c == '\n')
+        out += "\\n";
+      else if (c == '\r')
+        out += "\\r";
+      else if (c == '\\' || c == '\'')
+        out += std::string("\\") + c;
+      else if (u < 0x20 || u == 0x7f)
+        out += fmt::format("\\x{:02x}", u);
+      else
+        out += c;
+    }
+    return out + "'";
+  }
   // Python code given to -c holds single quotes more often than anything a double-quoted word
   // would expand: "..." reads better there than '\'' at each quote.
   if (word.find('\'') != std::string::npos && word.find_first_of("\"$`\\!") == std::string::npos)
@@ -335,7 +361,26 @@ std::vector<std::string> shell_words(const std::string& line) {
       continue;
     }
     in_word = true;
-    if (c == '\'') {
+    if (c == '$' && i + 1 < line.size() && line[i + 1] == '\'') {  // $'...', as shell_word writes
+      for (i += 2; i < line.size() && line[i] != '\''; ++i) {
+        if (line[i] != '\\' || i + 1 >= line.size()) {
+          word += line[i];
+          continue;
+        }
+        char e = line[++i];
+        if (e == 't')
+          word += '\t';
+        else if (e == 'n')
+          word += '\n';
+        else if (e == 'r')
+          word += '\r';
+        else if (e == 'x' && i + 2 < line.size()) {
+          word += static_cast<char>(std::stoi(line.substr(i + 1, 2), nullptr, 16));
+          i += 2;
+        } else
+          word += e;
+      }
+    } else if (c == '\'') {
       size_t end = line.find('\'', i + 1);
       if (end == std::string::npos) end = line.size();
       word.append(line, i + 1, end - i - 1);

@@ -227,7 +227,11 @@ TEST(RunInfo, RecordedCommandLinesAreQuotedAsAShellReadsThem) {
             "python3 -c 'print(\"it'\\''s $HOME\")'");
   EXPECT_EQ(redact_arguments({"/opt/my dir/python3"}, false), "'/opt/my dir/python3'");
   // Read back, every word is the one given.
-  std::vector<std::string> argv = {"py", "a b", "it's", "\"q\" $x `y` \\z", "", "\t"};
+  // Control characters in bash's $'...': a tab is not the two characters \t typed.
+  EXPECT_EQ(redact_arguments({"py", "tab\there", "tab\\there", "x=1\nprint(x)", "\x01"}, true),
+            "py $'tab\\there' 'tab\\there' $'x=1\\nprint(x)' $'\\x01'");
+  std::vector<std::string> argv = {"py", "a b", "it's",      "\"q\" $x `y` \\z",
+                                   "",   "\t",  "it's\n\\n", "\x1f"};
   EXPECT_EQ(shell_words(redact_arguments(argv, true)), argv);
   EXPECT_EQ(shell_words("old  line\twith spaces"),
             (std::vector<std::string>{"old", "line", "with", "spaces"}));
