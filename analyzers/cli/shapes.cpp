@@ -40,24 +40,33 @@ int shapes(const Options& a) {
   if (a.operators) return operator_shapes(file, a, format);
   std::vector<ShapeRow> rows = compute_shapes(file, a.top);
   std::int64_t signatures = format == Format::kText ? count_op_shapes(file) : 0;
-  if (rows.empty() && format == Format::kText) {
-    // FLOP-counted calls without a shape (oneDNN's bf16 and s8: shapes are f32's only) are GEMMs
-    // all the same: a red-team bf16 run's 480 dnnl:matmul calls, 34.6 GFLOP, read "no GEMM-like
-    // calls recorded".
+  // FLOP-counted calls without a shape (oneDNN's bf16 and s8: shapes are f32's only) are GEMMs
+  // all the same: a red-team bf16 run's 480 dnnl:matmul calls, 34.6 GFLOP, read "no GEMM-like
+  // calls recorded", and beside f32 GEMMs a mixed run's bf16 ones were left unsaid.
+  std::string unshaped;
+  if (format == Format::kText) {
     auto st = file.prepare(
-        "SELECT COUNT(DISTINCT r.name), SUM(n.calls), SUM(n.flops), GROUP_CONCAT(DISTINCT r.name) "
+        "SELECT SUM(n.calls), SUM(n.flops), GROUP_CONCAT(DISTINCT r.name) "
         "FROM counted_nodes n JOIN routines r USING (routine_id) "
-        "WHERE r.kind = 'onednn' AND n.flops > 0");
-    if (st.step() && !st.is_null(1) && st.int64(1) > 0)
-      std::cout << fmt::format(
-          "no GEMM shapes recorded: {} FLOP-counted calls of {} ({:.1f} GFLOP) ran in a type "
-          "sonde keeps FLOPs of but no shape (oneDNN's shapes are f32's only: "
-          "docs/cost-models.md); sonde report and sonde metrics show them\n",
-          st.int64(1), st.text(3), st.real(2) / 1e9);
-    else
-      std::cout << "no GEMM-like calls recorded\n";
+        "WHERE r.kind = 'onednn' AND n.flops > 0 "
+        "AND NOT EXISTS (SELECT 1 FROM shapes s WHERE s.node_id = n.node_id)");
+    if (st.step() && !st.is_null(0) && st.int64(0) > 0) {
+      std::string names = st.text(2);
+      for (std::size_t at = names.find(','); at != std::string::npos; at = names.find(',', at + 2))
+        names.replace(at, 1, ", ");
+      unshaped = fmt::format(
+          "{} FLOP-counted calls of {} ({:.1f} GFLOP) ran in a type sonde keeps FLOPs of but no "
+          "shape (oneDNN's shapes are f32's only: docs/cost-models.md); sonde report and sonde "
+          "metrics show them",
+          st.int64(0), names, st.real(1) / 1e9);
+    }
+  }
+  if (rows.empty() && format == Format::kText) {
+    std::cout << (unshaped.empty() ? "no GEMM-like calls recorded\n"
+                                   : "no GEMM shapes recorded: " + unshaped + "\n");
   } else {
     print_table(shapes_table(rows), format, "shapes", a.file);
+    if (!unshaped.empty()) std::cout << "also " << unshaped << "\n";
   }
   if (signatures > 0)
     std::cout << signatures << " operator input signatures recorded: sonde shapes --operators\n";

@@ -124,3 +124,11 @@ def test_shapes_of_a_bf16_run_name_its_gemms(tmp_path):
     assert out.stdout.startswith(f"no GEMM shapes recorded: {calls[0]} FLOP-counted calls of "
                                  f"dnnl:"), out.stdout
     assert f"({calls[1] / 1e9:.1f} GFLOP)" in out.stdout, out.stdout
+    # Beside f32 GEMMs with shapes, the bf16 ones are said under the table.
+    script.write_text(BF16_MATMUL + "z = torch.nn.functional.linear(x, w.t())\n")
+    mixed = tmp_path / "mixed.db"
+    r = run([PYTHON, script], mixed)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([CLI, "shapes", str(mixed)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0 and query(mixed, "SELECT COUNT(*) FROM shapes")[0][0] > 0
+    assert out.stdout.splitlines()[-1].startswith("also "), out.stdout
