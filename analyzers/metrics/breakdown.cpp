@@ -368,15 +368,28 @@ ThreadLoop find_forward_loop(const Frame& root) {
   std::array<std::int64_t, kPhaseCount> calls{};
   for (const Frame& k : t.body->kids) count_entries(k, calls);
   t.iterations = calls[kForward];
+  // The model's own forwards beneath the forward entries: a loss module called beside the model
+  // is the same entry (one call path), each its own forward beneath it; the most-called one is
+  // a batch each (a criterion beside the model read as twice the batches).
+  std::int64_t model_calls = 0;
+  for (const Frame& k : t.body->kids)
+    if (k.phase() == kForward && k.role.counts)
+      for (const Frame& c : k.kids) model_calls = std::max(model_calls, c.node->calls);
   const Frame* top = t.body;
-  if (t.body->node->calls > 1) {  // a predict(batch) called once a batch: the loop is above
+  std::int64_t per_call = t.body->node->calls > 0 ? t.iterations / t.body->node->calls : 0;
+  if (t.body->node->calls > 1 && per_call <= 2) {
+    // A predict(batch) called once a batch (with its criterion: two calls): the loop is above.
+    // One calling the model many times a call (evaluate(loader) for validation, then for the
+    // test set) holds the loop itself (it read as 2 iterations of 64 batches).
     while (top->parent && top->parent->parent && top->parent->node->calls >= t.body->node->calls)
       top = top->parent;
     t.loop = top->parent ? top->parent : top;
     t.iterations = t.body->node->calls;
   } else {
     t.loop = t.body;
+    if (model_calls > 0 && model_calls < t.iterations) t.iterations = model_calls;
   }
+  t.feeders = feeders(t);  // a generator of batches is the loading (e.g. `for x in batches():`)
   if (std::int64_t batches = loading_calls(t); batches > 0 && t.iterations > batches) {
     std::int64_t per_batch = (t.iterations + batches / 2) / batches;
     if (per_batch > 1) t.iterations /= per_batch;

@@ -394,6 +394,50 @@ def test_an_inference_loop_is_a_loop_without_backward_or_update(tmp):
     assert "num_workers=0: the evaluation loop loads each batch itself" in loading["advice"]
 
 
+VAL_AND_TEST = """\
+import torch
+from torch import nn
+
+
+def batches(n):
+    for _ in range(n):
+        yield torch.randn(8, 16), torch.randint(0, 4, (8,))
+
+
+def evaluate(model, crit, n):
+    total = 0.0
+    with torch.no_grad():
+        for x, y in batches(n):
+            total += float(crit(model(x), y))
+    return total
+
+
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 4)).eval()
+crit = nn.CrossEntropyLoss()
+evaluate(model, crit, 10)
+evaluate(model, crit, 6)
+print("done")
+"""
+
+
+def test_an_evaluation_run_twice_with_a_criterion_and_a_generator(tmp):
+    """evaluate() for the validation set, then the test set, each batch through the model and a
+    loss module, batches from a generator: 16 iterations (it read 2, the calls of evaluate), not
+    32 (the criterion's calls beside the model's), and the generator is the loading (t_io was 0:
+    the generator rule served training loops only). Red-team programs, 2026-12-05."""
+    script = tmp / "valtest.py"
+    script.write_text(VAL_AND_TEST)
+    db = tmp / "valtest.db"
+    assert profile_python(db, str(script)) == "done\n"
+    b = breakdown(db)
+    assert b["found"] and b["inference"] and b["iterations"] == 16, b
+    assert b["loop"].endswith("(evaluate)"), b
+    by = {p["phase"]: p for p in b["phases"]}
+    assert by["t_io"]["time_s"] > 0 and "(batches)" in by["t_io"]["routines"], by["t_io"]
+    assert_rows_add_up(db, b)
+
+
 def test_a_metrics_update_beside_torch_optim_is_no_update(tmp):
     """A metrics class's update() (torchmetrics, the ImageNet example's AverageMeter) beside
     torch.optim's step: the update is the optimizer's, not the meter's. A red-team script's
