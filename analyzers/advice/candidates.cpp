@@ -638,11 +638,28 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   } else {
     c.advice = generic;
   }
-  // Loading overlapped with the step is hidden up to the step's own time.
-  c.est_gain_s = 0.8 * seconds(std::min(io_ns, compute_ns));
-  c.gain_bound =
-      "loading that overlaps the step hides behind it only up to the step's own "
-      "time (the rest of the iteration)";
+  // Loading overlapped with the step is hidden up to the step's own time. Loaded by the loop
+  // itself, the batches can also be spread over worker processes on the cores the step leaves
+  // (the step holds its share of one): an iteration then takes max(step, loading / W). An
+  // evaluation loop loading 98 % of its time was told 0.014 s by the step's bound alone;
+  // num_workers=2, as advised, saved 0.56 s of 1.21 (a red-team run).
+  auto cores = in.metrics.facts.cores_per_rank();
+  if (in.loader.processes == 0 && cores && *cores > 1 && io_ns + compute_ns > 0) {
+    double io = seconds(io_ns), step = seconds(compute_ns);
+    double workers = std::max(1.0, double(*cores) - step / (io + step));
+    c.est_gain_s = 0.8 * (io + step - std::max(step, io / workers));
+    c.evidence.emplace_back("worker_cores", workers);
+    c.gain_bound = fmt::format(
+        "loading spread over worker processes on the {:.1f} cores the step leaves, overlapping "
+        "the step: an iteration takes at least the step's own time and the loading's over "
+        "those cores",
+        workers);
+  } else {
+    c.est_gain_s = 0.8 * seconds(std::min(io_ns, compute_ns));
+    c.gain_bound =
+        "loading that overlaps the step hides behind it only up to the step's own "
+        "time (the rest of the iteration)";
+  }
   return {c};
 }
 
