@@ -44,38 +44,46 @@ struct Frame {
   int phase() const { return container() ? -1 : role.phase; }
 };
 
-// torch.optim's step (an update entry of torch's own files) somewhere beneath `n`.
-bool steps_torch_optimizer(const CallNode& n, const std::vector<PhaseMapping>& mappings) {
+// The nodes beneath which (themselves included) torch.optim's step runs: an update entry of
+// torch's own files.
+bool collect_torch_steps(const CallNode& n, const std::vector<PhaseMapping>& mappings,
+                         std::unordered_set<const CallNode*>& out) {
+  bool steps = false;
   if (n.kind == kinds::kPython &&
       std::string_view(n.file).find("torch/optim/") != std::string_view::npos) {
     Role r = role_of(n, mappings);
-    if (r.phase == kUpdate && r.counts) return true;
+    steps = r.phase == kUpdate && r.counts;
   }
   for (const CallNode& c : n.children)
-    if (!is_import_frame(c) && steps_torch_optimizer(c, mappings)) return true;
-  return false;
+    if (!is_import_frame(c)) steps |= collect_torch_steps(c, mappings, out);
+  if (steps) out.insert(&n);
+  return steps;
 }
 
 // Nothing an import runs is part of an iteration (the class bodies of torch.optim, enum's
-// helpers): frames beneath an import have no role. Where torch.optim's step runs in the thread,
-// a function of the program's named update is not the update's entry: a red-team script's
-// ConfusionMeter.update (top-5 and calibration, 0.367 s) was t_u and an optimizer-update
-// candidate, and the ImageNet example's AverageMeter.update counted too.
+// helpers): frames beneath an import have no role. A function of the program named update
+// whose caller also runs torch.optim's step (beside it, or in it) is not the update's entry: a
+// red-team script's ConfusionMeter.update (top-5 and calibration, 0.367 s) was t_u and an
+// optimizer-update candidate, and the ImageNet example's AverageMeter.update counted too. Only
+// there: a hand-written update in a loop of its own stays one where an LBFGS calibration runs
+// elsewhere in the thread (the whole thread was asked first, and its training loop was lost).
 void annotate(Frame& f, const CallNode& n, const Frame* parent,
-              const std::vector<PhaseMapping>& mappings, bool torch_steps,
+              const std::vector<PhaseMapping>& mappings,
+              const std::unordered_set<const CallNode*>& stepping,
               std::set<std::int64_t>& not_updates, bool under_import = false) {
   f.node = &n;
   f.parent = parent;
   bool import = under_import || is_import_frame(n);
   if (!import) f.role = role_of(n, mappings);
-  if (torch_steps && f.role.by_name && f.role.phase == kUpdate && !f.role.user) {
+  if (f.role.by_name && f.role.phase == kUpdate && !f.role.user && parent &&
+      stepping.count(parent->node)) {
     f.role = {};
     not_updates.insert(n.routine_id);
   }
   f.kids.resize(n.children.size());
   for (std::size_t i = 0; i < n.children.size(); ++i) {
     Frame& k = f.kids[i];
-    annotate(k, n.children[i], &f, mappings, torch_steps, not_updates, import);
+    annotate(k, n.children[i], &f, mappings, stepping, not_updates, import);
     if (import) continue;
     f.below |= k.below | (k.role.phase >= 0 ? bit(k.role.phase) : 0);
     f.below_entry |= k.below_entry | (k.role.counts ? bit(k.role.phase) : 0);
@@ -502,8 +510,9 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     loops.emplace_back();
     without_updates.push_back(false);
     if (tree.root.children.empty()) continue;  // an idle library thread measured nothing
-    annotate(root, tree.root, nullptr, mappings, steps_torch_optimizer(tree.root, mappings),
-             b.not_updates);
+    std::unordered_set<const CallNode*> stepping;
+    collect_torch_steps(tree.root, mappings, stepping);
+    annotate(root, tree.root, nullptr, mappings, stepping, b.not_updates);
     collect_seen(root, seen, example);
     bool without_update = false;
     loops.back() = find_loop(root, without_update);

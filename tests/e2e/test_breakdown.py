@@ -443,6 +443,61 @@ def test_an_evaluation_run_twice_with_a_criterion_and_a_generator(tmp):
     assert_rows_add_up(db, b)
 
 
+HAND_UPDATE_THEN_LBFGS = """\
+import torch
+from torch import nn
+
+
+def update(params, lr=0.05):
+    with torch.no_grad():
+        for p in params:
+            p -= lr * p.grad
+            p.grad = None
+
+
+def train(model, x, y):
+    for _ in range(30):
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        update(model.parameters())
+
+
+def calibrate(logits, y):
+    t = torch.ones(1, requires_grad=True)
+    opt = torch.optim.LBFGS([t], lr=0.01, max_iter=5)
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(logits / t, y)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+
+
+torch.manual_seed(0)
+model = nn.Linear(16, 4)
+x, y = torch.randn(64, 16), torch.randint(0, 4, (64,))
+train(model, x, y)
+calibrate(model(x).detach(), y)
+print("done")
+"""
+
+
+def test_a_hand_written_update_stays_one_beside_a_later_torch_optim(tmp):
+    """The program's own update() in its training loop, then torch.optim's LBFGS calibrating a
+    temperature elsewhere: the update stays the update (asked of the whole thread, the LBFGS
+    closure was taken for the training loop and the training was 'outside')."""
+    script = tmp / "hand.py"
+    script.write_text(HAND_UPDATE_THEN_LBFGS)
+    db = tmp / "hand.db"
+    assert profile_python(db, str(script)) == "done\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 30 and b["loop"].endswith("(train)"), b
+    by = {p["phase"]: p for p in b["phases"]}
+    assert "hand.py:5(update)" in by["t_u"]["routines"], by["t_u"]
+
+
 def test_a_metrics_update_beside_torch_optim_is_no_update(tmp):
     """A metrics class's update() (torchmetrics, the ImageNet example's AverageMeter) beside
     torch.optim's step: the update is the optimizer's, not the meter's. A red-team script's
