@@ -509,7 +509,8 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
 // normalisation in __getitem__) spent 3.76 ms of each 5.8 ms iteration loading, and no rule
 // fired.
 constexpr std::string_view kOverlapLoading =
-    "load the next batches while this one trains: DataLoader(num_workers=N) with N up to the "
+    "load the next batches while this one is computed: DataLoader(num_workers=N) with N up to "
+    "the "
     "cores the step leaves free, persistent_workers=True (workers made once, not every epoch), "
     "prefetch_factor, pin_memory=True for a GPU";
 constexpr std::string_view kCheaperBatches =

@@ -615,7 +615,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     b.rows[kBackward].known = b.rows[kUpdate].known = false;
     b.notes.push_back(fmt::format(
         "no thread trains (no backward or update entry repeats): an evaluation or inference "
-        "loop, {} calling the model {} times; t_b and t_u do not apply",
+        "loop in {}, {} iterations of the model's forward; t_b and t_u do not apply",
         b.body, b.iterations));
   } else if (any_without_update) {
     b.rows[kUpdate].known = false;

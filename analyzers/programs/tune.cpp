@@ -544,7 +544,13 @@ TuneResult run_tune(const TuneOptions& o) {
   // A run an interrupt cut short is no measurement: dropped, as the runs never started.
   auto interrupted = [&](TuneStage& s) {
     if (!g_interrupted) return false;
-    if (!s.runs.empty() && !s.runs.back().ok) s.runs.pop_back();
+    if (!s.runs.empty() && !s.runs.back().ok) {
+      s.runs.pop_back();
+      if (s.runs.empty() && s.name != "original") {
+        s.status = "skipped";
+        s.reason = "interrupted during its first run";
+      }
+    }
     return true;
   };
   auto round_of = [&](std::vector<TuneStage*> group, int round) {
