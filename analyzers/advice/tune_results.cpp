@@ -2,10 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "metrics/noise.hpp"
+#include "process/redact.hpp"
+#include "profile/run_summary.hpp"
 
 namespace sonde::analyzers {
 
@@ -67,6 +70,9 @@ TuneResults read_tune_results(const std::string& path) {
     throw Error(fmt::format("{} is not a sonde tune result", file.string()));
   TuneResults r;
   r.path = file.string();
+  if (auto c = j.find("command"); c != j.end() && c->is_array())
+    for (const Json& w : *c)
+      if (w.is_string()) r.command.push_back(w.get<std::string>());
   for (const Json& s : j["stages"]) {
     if (!s.is_object()) continue;
     TuneStageResult t;
@@ -84,6 +90,21 @@ TuneResults read_tune_results(const std::string& path) {
     r.stages.push_back(std::move(t));
   }
   return r;
+}
+
+std::string tune_of_another_command(const TuneResults& tune, const std::string& profile_command) {
+  if (tune.command.size() < 2 || profile_command.empty()) return "";
+  std::vector<std::string> mine = shell_words(program_command(profile_command));
+  std::vector<std::string> theirs(tune.command.begin() + 1, tune.command.end());
+  if (theirs.size() <= mine.size() &&
+      std::equal(theirs.begin(), theirs.end(), mine.end() - std::ptrdiff_t(theirs.size())))
+    return "";
+  std::string joined;
+  for (const std::string& w : tune.command) joined += (joined.empty() ? "" : " ") + shell_word(w);
+  return fmt::format(
+      "warning: sonde tune ran another command ({}) than this profile's ({}): what it measured "
+      "may not hold here",
+      joined, program_command(profile_command));
 }
 
 std::optional<TuneResults> tune_results_beside(const std::string& profile) {

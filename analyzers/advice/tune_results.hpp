@@ -27,7 +27,13 @@ struct TuneStageResult {
 struct TuneResults {
   std::string path;                     // the tune.json read
   std::vector<TuneStageResult> stages;  // the original's first
+  std::vector<std::string> command;     // the command tune ran (secret-looking values redacted)
 };
+
+// Where tune ran another program than the profile's (its command's words after the interpreter
+// are no tail of the profile's program command, run_summary's program_command): the sentence
+// saying so, else "". A red-team `--tune DIR` of another script applied its "refuted" unsaid.
+std::string tune_of_another_command(const TuneResults& tune, const std::string& profile_command);
 
 // DIR/tune.json, or the file itself when `path` names one. Throws Error when it is missing or
 // not a tune result.

@@ -6,6 +6,7 @@
 
 #include "advice/tune_results.hpp"
 #include "cli/command.hpp"
+#include "profile/run_summary.hpp"
 #include "render/candidates.hpp"
 #include "render/colour.hpp"
 
@@ -30,7 +31,14 @@ int candidates(const Options& a) {
   std::optional<TuneResults> tune =
       a.tune.empty() ? tune_results_beside(a.file) : std::optional(read_tune_results(a.tune));
   std::vector<std::string> unpredicted;
-  if (tune) unpredicted = apply_tune_results(found, *tune);
+  if (tune) {
+    unpredicted = apply_tune_results(found, *tune);
+    std::string other = tune_of_another_command(*tune, load_run_summary(file).command);
+    if (!other.empty()) {
+      unpredicted.insert(unpredicted.begin(), other);
+      std::cerr << "sonde candidates: " << other << '\n';
+    }
+  }
   if (format == Format::kJson) {
     Json out{{"candidates", render_candidates_json(found, a.top)}};
     if (tune) {

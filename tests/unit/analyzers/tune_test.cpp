@@ -195,3 +195,19 @@ TEST(TuneVerdict, TheReportSaysWhatCandidatesSay) {
             std::string::npos)
       << text;
 }
+
+// `sonde candidates --tune DIR` for a profile of another program: said (a red-team run applied
+// a tune of gemm_spin.py to a profile of gemm_np.py, its "refuted" unsaid).
+TEST(TuneResultsCommand, AnotherProgramIsSaid) {
+  using namespace sonde::analyzers;
+  TuneResults t;
+  t.command = {"python3", "gemm_spin.py", "2000"};
+  EXPECT_EQ(tune_of_another_command(t, "/v/bin/python -m sonde -o a.db gemm_spin.py 2000"), "");
+  EXPECT_NE(tune_of_another_command(t, "/v/bin/python -m sonde -o a.db gemm_np.py 20000")
+                .find("sonde tune ran another command (python3 gemm_spin.py 2000)"),
+            std::string::npos);
+  t.command = {"./mlp_train", "--steps", "10"};
+  EXPECT_EQ(tune_of_another_command(t, "./mlp_train --steps 10"), "");
+  t.command.clear();  // a tune.json of before its command was kept: nothing to compare
+  EXPECT_EQ(tune_of_another_command(t, "./x"), "");
+}
