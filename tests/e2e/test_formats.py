@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import MLP, clean_env, run, sonde_json, sonde_out
+from conftest import CLI, MLP, clean_env, run, sonde_json, sonde_out
 
 BUILD = os.environ.get("SONDE_BUILD", "")
 
@@ -99,9 +99,11 @@ def test_every_json_output_has_the_common_envelope(profiles, tmp_path):
         doc = sonde_json(command, *args)
         assert list(doc)[:2] == ["format_version", "subcommand"] and doc["subcommand"] == command
     # calibrate's too (it had peaks_file and peaks alone: a red-team reading of "every").
-    r = subprocess.run([CLI, "calibrate", "--show", "-f", "json"], capture_output=True, text=True,
-                       env=clean_env(SONDE_PEAKS=str(tmp_path / "none.peaks")), timeout=60)
-    if r.returncode == 0:
-        doc = json.loads(r.stdout)
-        command = "calibrate"
-        assert list(doc)[:2] == ["format_version", "subcommand"] and doc["subcommand"] == command
+    peaks = clean_env(SONDE_PEAKS=str(tmp_path / "t.peaks"))
+    for args in (["--set", "gemm.f32=100"], ["--show", "-f", "json"]):
+        r = subprocess.run([CLI, "calibrate", *args], capture_output=True, text=True, env=peaks,
+                           timeout=60)
+        assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert list(doc)[:3] == ["format_version", "subcommand", "peaks_file"], doc
+    assert (doc["format_version"], doc["subcommand"]) == (1, "calibrate"), doc
