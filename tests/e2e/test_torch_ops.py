@@ -346,9 +346,15 @@ def test_ddp_breakdown_counts_comm(ddp):
     b = json.loads(r.stdout)["breakdown"]
     comm = next(p for p in b["phases"] if p["phase"] == "t_comm")
     assert b["iterations"] == 5 and comm["time_s"] > 0, comm
-    # The three longest of its routines are named: the all-reduces' operator, or the Python
-    # frame that waited for them, beside the last steps' broadcasts.
-    assert "c10d::allreduce_" in comm["routines"] or "(all_reduce)" in comm["routines"], comm
+    # Its routines, longest first (the table names three): the all-reduces' operator, or the
+    # Python frame that waited for them, beside the last steps' broadcasts and the reducer's
+    # wait in backward, in an order the load decides (a CI run had the all-reduce fourth).
+    # So t_comm is held to holding the all-reduces' own time, whichever is named.
+    (allreduce_s,) = query(ddp["ranks"][0], "SELECT SUM(time_ns) / 1e9 FROM comm_ops "
+                                            "WHERE op = 'c10d::allreduce_'")[0]
+    assert allreduce_s and comm["time_s"] >= 0.99 * allreduce_s, (comm, allreduce_s)
+    assert any(w in comm["routines"] for w in ("c10d::", "(all_reduce)", "(broadcast)",
+                                               "(backward)")), comm
 
 
 def test_spawned_ranks_share_one_file(tmp_path):
