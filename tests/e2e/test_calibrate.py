@@ -199,7 +199,8 @@ def test_show_as_csv_and_json_keeps_stdout_to_the_table(tmp_path):
     # (a red-team find).
     r = sonde("calibrate", "--show", "-f", "json", "-o", peaks)
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout) == {"peaks_file": str(peaks), "peaks": [
+    assert json.loads(r.stdout) == {"format_version": 1, "subcommand": "calibrate",
+                                    "peaks_file": str(peaks), "peaks": [
         {"resource": "gemm.f32", "threads": 0, "value": 100.0, "unit": "GFLOP/s",
          "source": "manual", "spread_pct": None},
         {"resource": "mem.bw", "threads": 1, "value": 10.0, "unit": "GB/s", "source": "manual",
