@@ -374,8 +374,15 @@ std::vector<std::string> shell_words(const std::string& line) {
           word += '\n';
         else if (e == 'r')
           word += '\r';
-        else if (e == 'x' && i + 2 < line.size()) {
-          word += static_cast<char>(std::stoi(line.substr(i + 1, 2), nullptr, 16));
+        else if (e == 'x' && i + 2 < line.size() &&
+                 std::isxdigit(static_cast<unsigned char>(line[i + 1])) &&
+                 std::isxdigit(static_cast<unsigned char>(line[i + 2]))) {
+          // Two hex digits, as shell_word writes them; anything else (a line recorded before
+          // quoting that holds "$'\\x") is kept as it is: a reader never throws on a command.
+          auto hex = [](char h) {
+            return std::isdigit(static_cast<unsigned char>(h)) ? h - '0' : (h | 0x20) - 'a' + 10;
+          };
+          word += static_cast<char>(hex(line[i + 1]) * 16 + hex(line[i + 2]));
           i += 2;
         } else
           word += e;

@@ -233,6 +233,9 @@ TEST(RunInfo, RecordedCommandLinesAreQuotedAsAShellReadsThem) {
   std::vector<std::string> argv = {"py", "a b", "it's",      "\"q\" $x `y` \\z",
                                    "",   "\t",  "it's\n\\n", "\x1f"};
   EXPECT_EQ(shell_words(redact_arguments(argv, true)), argv);
+  // A line of before the quoting that happens to hold $'\x with no hex digits: read, no throw.
+  EXPECT_EQ(shell_words("echo $'\\xZZ' done"), (std::vector<std::string>{"echo", "xZZ", "done"}));
+  EXPECT_EQ(shell_words("tail $'\\x4"), (std::vector<std::string>{"tail", "x4"}));
   EXPECT_EQ(shell_words("old  line\twith spaces"),
             (std::vector<std::string>{"old", "line", "with", "spaces"}));
 }
