@@ -242,28 +242,13 @@ const OptionSpec& spec_of(std::string_view name) {
 std::string run_option_problem(std::string_view variable, const std::string& value) {
   const OptionSpec& spec = spec_of(variable);
   if (spec.type != OptionType::kUInt && spec.type != OptionType::kSeconds) return "";
-  char* end = nullptr;
-  double d = std::strtod(value.c_str(), &end);
-  bool whole = spec.type != OptionType::kUInt || d == std::floor(d);
-  if (!value.empty() && *end == '\0' && std::isfinite(d) && whole && option_in_range(spec, d))
-    return "";
+  if (option_in_range(spec, option_number(spec, value))) return "";
   return fmt::format("not a {} from {}{:g} to {:g}",
                      spec.type == OptionType::kUInt ? "whole number" : "number of seconds",
                      spec.zero_ok ? "0 or " : "", spec.min, spec.max);
 }
 
 namespace {
-
-// A flag's number is held to its variable's range (sonde run's options refuse another value
-// as they are parsed, exit 2: this holds what reaches it by other ways to the library's
-// default, as a bad variable would be).
-bool number_in_range(std::string_view flag, const std::string& value, std::string_view variable) {
-  std::string why = run_option_problem(variable, value);
-  if (why.empty()) return true;
-  say("sonde run: ignoring {} {}: {}; using the default {}\n", flag, value, why,
-      spec_of(variable).default_value);
-  return false;
-}
 
 void set_environment(const RunOptions& o, const std::string& output, const std::string& library) {
   ::setenv("SONDE_OUTPUT", output.c_str(), 1);
@@ -285,15 +270,8 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
   for (const RunVariableOption& option : kRunVariableOptions) {
     auto given = o.variables.find(std::string(option.variable));
     if (given == o.variables.end()) continue;
-    std::string name(option.variable);
-    const OptionSpec& spec = spec_of(option.variable);
-    bool number = spec.type == OptionType::kUInt || spec.type == OptionType::kSeconds;
-    if (option.flag_value.empty() && number &&
-        !number_in_range(option.flag, given->second, option.variable)) {
-      ::unsetenv(name.c_str());  // libsonde's default, as said
-      continue;
-    }
-    ::setenv(name.c_str(), given->second.c_str(), 1);
+    // A number is held to its range as the option is parsed (cli/run.cpp: exit 2).
+    ::setenv(std::string(option.variable).c_str(), given->second.c_str(), 1);
   }
   // The delay counts from this launch, for every process of the run: an exec'd child or a
   // program started late by a shell script opens its window at the same instant as the first.

@@ -563,7 +563,9 @@ def test_a_bad_window_option_is_a_usage_error_named_by_the_option_typed(tmp_path
     # measured the start-up the option was there to leave out (another). One line, exit 2,
     # nothing run; sonde run likewise. A variable set in the environment still falls back.
     (tmp_path / "s.py").write_text("print('ran')\n")
-    for option, value in (("--steps", "x"), ("--delay", "abc"), ("--sample", "99999")):
+    # "1e3": sonde run took it for 1000 steps, which the library then refused as no whole number.
+    for option, value in (("--steps", "x"), ("--delay", "abc"), ("--sample", "99999"),
+                          ("--steps", "1e3")):
         r = run(["-m", "sonde", *launch, "-o", "p.db", "--force", option, value, "s.py"], tmp_path)
         assert (r.returncode, r.stdout) == (2, ""), r.stderr
         lines = r.stderr.splitlines()

@@ -5,7 +5,12 @@
 #pragma once
 
 #include <array>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <string>
 #include <string_view>
+#include <system_error>
 
 namespace sonde {
 
@@ -33,6 +38,22 @@ constexpr bool option_in_range(const OptionSpec& s, double v) {
   if (!(v == v)) return false;  // NaN
   if (v == 0) return s.zero_ok;
   return v >= s.min && v <= s.max;
+}
+
+// The number a kUInt (digits only) or kSeconds (a finite number >= 0) value stands for, NaN
+// where it is none: one reading for the library's variables and sonde run's options that set
+// them (sonde run's own took "1e3" for --steps, which the library then refused).
+inline double option_number(const OptionSpec& spec, std::string_view v) {
+  if (v.empty()) return std::nan("");
+  if (spec.type == OptionType::kUInt) {
+    unsigned long long u = 0;
+    auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), u);
+    return ec == std::errc() && p == v.data() + v.size() ? double(u) : std::nan("");
+  }
+  std::string s(v);
+  char* end = nullptr;
+  double d = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(d) && d >= 0 ? d : std::nan("");
 }
 
 inline constexpr std::array kOptionSpecs{

@@ -37,16 +37,6 @@ bool parse_seconds(std::string_view v, double& out) {
   return true;
 }
 
-// The number a kUInt or kSeconds value stands for, or NaN when it is no number of that type.
-double parse_number(const OptionSpec& spec, std::string_view v) {
-  if (spec.type == OptionType::kUInt) {
-    uint64_t u = 0;
-    return parse_uint(v, u) ? double(u) : std::nan("");
-  }
-  double d = 0;
-  return parse_seconds(v, d) ? d : std::nan("");
-}
-
 std::string range_text(const OptionSpec& spec) {
   std::string unit = spec.type == OptionType::kSeconds ? " seconds" : "";
   return fmt::format("{}{:g} to {:g}{}", spec.zero_ok ? "0 or " : "", spec.min, spec.max, unit);
@@ -218,7 +208,7 @@ Config parse_config(EnvLookup lookup) {
                                        shown, why, spec.default_value));
     };
     if (spec.type == OptionType::kUInt || spec.type == OptionType::kSeconds) {
-      double d = parse_number(spec, v);
+      double d = option_number(spec, v);
       if (std::isnan(d)) {
         complain(spec.type == OptionType::kUInt ? "not a whole number" : "not a number");
         continue;
