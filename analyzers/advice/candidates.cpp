@@ -510,8 +510,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
 // fired.
 constexpr std::string_view kOverlapLoading =
     "load the next batches while this one is computed: DataLoader(num_workers=N) with N up to "
-    "the "
-    "cores the step leaves free, persistent_workers=True (workers made once, not every epoch), "
+    "the cores the step leaves free, persistent_workers=True (workers made once, not every epoch), "
     "prefetch_factor, pin_memory=True for a GPU";
 constexpr std::string_view kCheaperBatches =
     "make each batch cheaper: move per-sample work out of __getitem__ into one operation over "

@@ -140,10 +140,6 @@ std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-}  // namespace
-
-namespace {
-
 // More threads pay on cores that are free. Where the host was busy with other programs as the
 // run ended (the load average less the run's own threads' share: at least one core's worth),
 // said beside the advice, with the figures: a red-team run at load 5-7 on 2 cores, one thread

@@ -211,6 +211,7 @@ struct ThreadLoop {
   std::size_t bodies = 0;
   std::int64_t optimizers = 1;        // whose steps are one iteration's update
   std::vector<const Frame*> feeders;  // generators feeding the loop (feeders())
+  bool without_update = false;        // forward and backward repeat, no update entry
 };
 
 bool is_feeder(const Frame& k, const ThreadLoop& t) {
@@ -287,11 +288,11 @@ std::vector<const Frame*> feeders(const ThreadLoop& t) {
   return began > 0 ? before : out;  // no ids (a tree built by hand): as before
 }
 
-ThreadLoop find_loop(const Frame& root, bool& without_update) {
+ThreadLoop find_loop(const Frame& root) {
   ThreadLoop t;
   std::vector<const Frame*> bodies;
   find_bodies(root, kFbu, bodies);
-  without_update = bodies.empty();
+  t.without_update = bodies.empty();
   if (bodies.empty()) find_bodies(root, kFb, bodies);
   if (bodies.empty()) return t;
   t.bodies = bodies.size();
@@ -353,10 +354,9 @@ void forward_callers(const Frame& f, std::map<const Frame*, std::int64_t>& incl)
 
 // An evaluation or inference loop (model.eval(), torch.no_grad(), batches from a DataLoader, no
 // backward, no optimizer): the frame calling the model most, where it calls it more than once,
-// is the body; the iterations are its forward entries' calls, over the model calls a batch
-// (a loss module beside the model: two) where data-loading entries count the batches. Tried
-// only where no thread trains (a red-team evaluation loop read "cannot tell", its loading 37 %
-// of the time and no advice).
+// is the body; the iterations are the model's calls (below), over the model calls a batch where
+// data-loading entries count the batches. Tried only where no thread trains (a red-team
+// evaluation loop read "cannot tell", its loading 37 % of the time and no advice).
 ThreadLoop find_forward_loop(const Frame& root) {
   std::map<const Frame*, std::int64_t> incl;
   forward_callers(root, incl);
@@ -503,20 +503,16 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   // is looked for instead (find_forward_loop).
   std::deque<Frame> roots;  // stable addresses: the loops point into them
   std::vector<ThreadLoop> loops;
-  std::vector<bool> without_updates;
   bool training = false;
   for (const ThreadTree& tree : trees) {
     Frame& root = roots.emplace_back();
     loops.emplace_back();
-    without_updates.push_back(false);
     if (tree.root.children.empty()) continue;  // an idle library thread measured nothing
     std::unordered_set<const CallNode*> stepping;
     collect_torch_steps(tree.root, mappings, stepping);
     annotate(root, tree.root, nullptr, mappings, stepping, b.not_updates);
     collect_seen(root, seen, example);
-    bool without_update = false;
-    loops.back() = find_loop(root, without_update);
-    without_updates.back() = without_update;
+    loops.back() = find_loop(root);
     training |= loops.back().loop != nullptr;
   }
   // Forward entries alone: an update or a backward seen somewhere is a training program whose
@@ -532,7 +528,6 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     if (tree.root.children.empty()) continue;
     const Frame& root = roots[i];
     const ThreadLoop& t = loops[i];
-    bool without_update = without_updates[i];
     std::int64_t measured = tree.root.incl_ns - tree.root.excl_ns;
     if (!t.loop) {
       ++b.left_out_threads;
@@ -542,7 +537,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       continue;
     }
     ++b.threads;
-    any_without_update |= without_update;
+    any_without_update |= t.without_update;
     // Kept apart from t.iterations, which tells the loop frame's kids run every iteration.
     std::vector<const Frame*> cut_off;
     std::int64_t cut_off_here = 0;
