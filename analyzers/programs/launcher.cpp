@@ -126,11 +126,6 @@ void stop_like(int sig) {
   ::raise(stops ? sig : SIGSTOP);
 }
 
-std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
-}
-
 // Access bits say nothing for root or on read-only mounts; creating a file is the real test.
 void check_output_directory(const fs::path& output) {
   if (output.string().size() > kLongestProfilePath)
@@ -238,6 +233,11 @@ const OptionSpec& spec_of(std::string_view name) {
 }
 
 }  // namespace
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
 
 std::string run_option_problem(std::string_view variable, const std::string& value) {
   const OptionSpec& spec = spec_of(variable);

@@ -154,11 +154,6 @@ class InterruptGuard {
   std::array<struct sigaction, 3> old_{};
 };
 
-std::string signal_text(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
-}
-
 TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path& dir,
                  const std::string& stem) {
   TuneRun r;
@@ -219,11 +214,11 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
   auto seconds = [](const timeval& t) { return double(t.tv_sec) + t.tv_usec / 1e6; };
   r.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   if (g_interrupted && !timed_out)
-    r.ended = "interrupted by " + signal_text(g_interrupted);
+    r.ended = "interrupted by " + signal_name(g_interrupted);
   else if (timed_out)
     r.ended = fmt::format("timed out after {:g} s", l.timeout_s);
   else if (WIFSIGNALED(status))
-    r.ended = "killed by " + signal_text(WTERMSIG(status));
+    r.ended = "killed by " + signal_name(WTERMSIG(status));
   else if (WEXITSTATUS(status) != 0)
     r.ended = fmt::format("exit {}", WEXITSTATUS(status));
   r.ok = r.ended.empty();
@@ -492,7 +487,7 @@ TuneResult run_tune(const TuneOptions& o) {
   progress("original", 1, original.runs.back());
   if (g_interrupted)
     throw Error(fmt::format("interrupted by {} during the original's first run: nothing measured",
-                            signal_text(g_interrupted)),
+                            signal_name(g_interrupted)),
                 128 + g_interrupted);
   if (!original.runs.back().ok)
     throw Error(
@@ -588,7 +583,7 @@ TuneResult run_tune(const TuneOptions& o) {
     result.notes.push_back(fmt::format(
         "interrupted by {} after {} complete run{}: the stages' figures are of those runs, "
         "fewer than --repeat {} asked",
-        signal_text(g_interrupted), done, done == 1 ? "" : "s", o.repeat));
+        signal_name(g_interrupted), done, done == 1 ? "" : "s", o.repeat));
   }
 
   auto judge = [&](TuneStage& s) {
@@ -646,7 +641,7 @@ TuneResult run_tune(const TuneOptions& o) {
       result.notes.push_back(
           fmt::format("interrupted by {} during the stage all: its figures "
                       "are of the runs that completed",
-                      signal_text(g_interrupted)));
+                      signal_name(g_interrupted)));
     }
   }
 
