@@ -99,12 +99,10 @@ std::string tune_of_another_command(const TuneResults& tune, const std::string& 
   if (theirs.size() <= mine.size() &&
       std::equal(theirs.begin(), theirs.end(), mine.end() - std::ptrdiff_t(theirs.size())))
     return "";
-  std::string joined;
-  for (const std::string& w : tune.command) joined += (joined.empty() ? "" : " ") + shell_word(w);
   return fmt::format(
       "warning: sonde tune ran another command ({}) than this profile's ({}): what it measured "
       "may not hold here",
-      joined, program_command(profile_command));
+      shell_line(tune.command), program_command(profile_command));
 }
 
 std::optional<TuneResults> tune_results_beside(const std::string& profile) {

@@ -194,9 +194,7 @@ std::string program_command(const std::string& command) {
     }
   }
   kept.insert(kept.end(), words.begin() + std::ptrdiff_t(j), words.end());
-  std::string out;
-  for (const std::string& w : kept) out += (out.empty() ? "" : " ") + shell_word(w);
-  return out;
+  return shell_line(kept);
 }
 
 namespace {

@@ -348,6 +348,12 @@ std::string shell_word(const std::string& word) {
   return out + "'";
 }
 
+std::string shell_line(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) out += (out.empty() ? "" : " ") + shell_word(w);
+  return out;
+}
+
 std::vector<std::string> shell_words(const std::string& line) {
   std::vector<std::string> words;
   std::string word;
@@ -410,12 +416,8 @@ std::vector<std::string> shell_words(const std::string& line) {
 
 std::string redact_arguments(const std::vector<std::string>& argv, bool with_args) {
   if (argv.empty()) return {};
-  std::vector<std::string> args;
-  if (with_args) args.assign(argv.begin() + 1, argv.end());
-  redact_words(args);
-  std::string out = shell_word(argv[0]);
-  for (const std::string& a : args) out += ' ' + shell_word(a);
-  return out;
+  std::vector<std::string> words = with_args ? redact_words(argv) : std::vector{argv[0]};
+  return shell_line(words);
 }
 
 }  // namespace sonde

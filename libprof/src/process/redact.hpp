@@ -17,6 +17,8 @@ std::string redact_arguments(const std::vector<std::string>& argv, bool with_arg
 std::vector<std::string> redact_words(const std::vector<std::string>& argv);
 // One word as a POSIX shell reads it literally: bare where it can be, else in single quotes.
 std::string shell_word(const std::string& word);
+// Words joined by spaces, each as shell_word writes it: what shell_words reads back.
+std::string shell_line(const std::vector<std::string>& words);
 // A recorded command line's words again: what shell_word quoted read back (single quotes and
 // backslashes; a line recorded before quoting splits at its spaces, as it was joined).
 std::vector<std::string> shell_words(const std::string& line);
