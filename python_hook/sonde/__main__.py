@@ -231,12 +231,12 @@ def _launch(opts, program, kind, argv):
     # The variables the Python side reads: a bad value is the default, said once here, as
     # libsonde says its own (SONDE_PYTHON=maybe was taken as on, by no one said; a bad
     # SONDE_PYTHON_BUILTINS stopped the launch, against the README's rule).
-    for name, default in (("SONDE_PYTHON", "1"), (BUILTINS_ENV, "0"), (IMPORTS_ENV, "0")):
+    for name in ("SONDE_PYTHON", BUILTINS_ENV, IMPORTS_ENV):
         value = os.environ.get(name, "")
         why = _env.not_accepted(name, value) if value else None
         if why is not None:
             say(f"python3 -m sonde: ignoring {name}={value!r}: {why}; using the default "
-                f"'{default}'")
+                f"'{_env.SPECS[name][1]}'")
     lib, cli = _tools(program, kind)
     env = {"SONDE_LIBRARY": lib}  # sonde run preloads this one, whatever its own tree holds
     if opts.builtins:

@@ -215,14 +215,11 @@ def _set_run_environment(opts, output, lib):
     old = env.get("LD_PRELOAD")
     env["LD_PRELOAD"] = f"{lib}:{old}" if old else lib
     from ._options import RUN_OPTIONS
-    from . import _env
-    for flag, name, flag_value in RUN_OPTIONS:  # as sonde run sets them (run_options.hpp)
+    # As sonde run sets them (run_options.hpp); a bad value was refused as the options were read
+    # (__main__'s _refuse_bad_values: exit 2).
+    for flag, name, flag_value in RUN_OPTIONS:
         value = getattr(opts, flag[2:].replace("-", "_"), None)
         if value:
-            # A bad value is said by the option the user typed, as sonde run says it.
-            if (why := _env.not_accepted(name, flag_value or value)) is not None:
-                say(f"sonde: ignoring {flag} {value}: {why}; using the default")
-                continue
             env[name] = flag_value or value
     env.pop("SONDE_DELAY_UNTIL", None)
     try:
