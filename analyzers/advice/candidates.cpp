@@ -74,6 +74,15 @@ constexpr std::string_view kTorchMultiTensorAdvice =
     "step (PyTorch 2), for one kernel per step instead of one per operation; on the CPU leave "
     "foreach unset, as PyTorch does, or torch.compile the step";
 
+// A torch.optim.Optimizer subclass of the program's own (a Lion, a LAMB): its step's loop over
+// the parameters is the program's to write, with torch's tools.
+constexpr std::string_view kTorchOwnStepAdvice =
+    "the step of this optimizer of the program's own ({{}}) runs its operations one parameter "
+    "tensor at a time, each making temporaries: write them in place (mul_, add_, addcmul_, "
+    "lerp_) and over each parameter group at once with the torch._foreach_* operations, as "
+    "torch.optim's foreach paths do (that pays most where the parameters are many small "
+    "tensors: time both), or {}";
+
 // torch.compile where the run's torch has it (PyTorch 2: run_info torch.version); a red-team
 // run on torch 1.13 was told to use it.
 std::string compile_clause(const Metrics& m) {
@@ -87,8 +96,10 @@ std::string compile_clause(const Metrics& m) {
          "loop per parameter";
 }
 
-std::string update_advice(const AdviceInput& in, const RoutineMetrics& r, const Rule& rule) {
+std::string update_advice(const AdviceInput& in, const RoutineMetrics& r, const Rule& rule,
+                          bool own_torch_step) {
   const Metrics& m = in.metrics;
+  if (own_torch_step) return fmt::format(fmt::runtime(kTorchOwnStepAdvice), compile_clause(m));
   std::string fn = r.kind == kinds::kPython ? function_part(r.name) : r.name;
   if (r.kind == kinds::kPython && fn.starts_with("_multi_tensor_"))
     return std::string(kTorchMultiTensorAdvice);
@@ -105,13 +116,15 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
   const Metrics& m = in.metrics;
   std::vector<Candidate> out;
   for (const RoutineMetrics* r : phases(m)) {
-    if (!looks_like_optimizer(r->name) || in.breakdown.not_updates.count(r->routine_id)) continue;
     // The update's own work. Where optimizer-like phases run beneath it (Chainer's
     // Optimizer.update(lossfun) -> Variable.update() -> update_core_cpu()), the other phases it
     // calls (the loss's forward, backward) are not the update: its work is its time less
     // theirs, and the gain is bounded by that, never by the caller's inclusive time.
     OptimizerWork w;
     if (auto it = in.optimizer_work.find(r->name); it != in.optimizer_work.end()) w = it->second;
+    if (!(w.torch_step || looks_like_optimizer(r->name)) ||
+        in.breakdown.not_updates.count(r->routine_id))
+      continue;
     if (w.inner_ns <= 0) w.other_ns = w.other_blas_ns = 0;
     std::int64_t work_ns = r->incl_ns - w.other_ns;
     std::int64_t blas_ns = r->blas_under_ns - w.other_blas_ns;
@@ -143,7 +156,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
           "beneath it with no update in them: forward, backward)",
           seconds(w.other_ns));
     }
-    std::string where = fn;
+    std::string where = w.torch_step ? r->name : fn;  // "step" alone names no optimizer
     if (const LineFunction* f = lines_of(in, r->name)) {
       std::vector<const LineRow*> rows;
       for (const auto& l : f->lines)
@@ -168,7 +181,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
         where += fmt::format(" (line {} first)", rows[0]->line);
       }
     }
-    c.advice = fill(update_advice(in, *r, rule), where);
+    c.advice = fill(update_advice(in, *r, rule, w.torch_step), where);
     c.est_gain_s = 0.8 * seconds(work_ns - blas_ns);
     // An element-wise phase moving N bytes cannot beat N / mem.bw. A region whose program
     // declared what one entry moves (sonde_region_bytes: run_info region.bytes:NAME) moves
@@ -687,8 +700,9 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
 
 const std::array<Rule, 16> kRules{{
     {"optimizer-update",
-     "a region or Python function named like update/adam/sgd/optimizer takes at least "
-     "threshold % of the busy threads' time with under 25 % of its time in FLOP-counted BLAS",
+     "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
+     "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
+     "busy threads' time with under 25 % of its time in FLOP-counted BLAS",
      5.0,
      "fuse and vectorise the parameter update in {}: one pass over each parameter instead of "
      "one temporary array per numpy operation: in-place ufuncs (a *= b, np.multiply(a, b, "

@@ -21,10 +21,17 @@ struct OptimizerWork {
   // update(): with inner phases present, that is other work, not the update's.
   std::int64_t other_ns = 0;
   std::int64_t other_blas_ns = 0;  // the outermost BLAS/oneDNN calls in that other work
+  // The step of an optimizer of the program's own (a torch.optim.Optimizer subclass in its
+  // files or a package's): the Python frame torch.optim's step wrapper calls, whatever its
+  // name says (a Lion's or LAMB's step).
+  bool torch_step = false;
 };
 
 // A region or Python frame named like an optimizer (looks_like_optimizer).
 bool optimizer_phase(const CallNode& node);
+
+// Every optimizer-like phase of the trees, named like one or a torch.optim.Optimizer
+// subclass's own step (OptimizerWork::torch_step), with what it knows of each.
 
 std::map<std::string, OptimizerWork> optimizer_work(const std::vector<ThreadTree>& threads);
 

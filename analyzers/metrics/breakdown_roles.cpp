@@ -116,19 +116,6 @@ bool packaged(const std::string& file) {
   return in(file, "/site-packages/") || in(file, "/dist-packages/");
 }
 
-// "<frozen ...>", "<string>", or a path with a "/python3.N/" part (/usr/lib/python3.11/...); no
-// regex: this runs for every Python frame of a profile.
-bool in_stdlib(const std::string& file) {
-  if (file.starts_with("<")) return true;
-  for (auto at = file.find("/python3."); at != std::string::npos;
-       at = file.find("/python3.", at + 1)) {
-    std::size_t i = at + 9, digits = 0;
-    while (i < file.size() && std::isdigit(static_cast<unsigned char>(file[i]))) ++i, ++digits;
-    if (digits > 0 && i < file.size() && file[i] == '/') return true;
-  }
-  return false;
-}
-
 bool names_mean_phases(const std::string& file) {
   if (packaged(file)) return in(file, "/chainer/") || in(file, "/torch/");
   return !in_stdlib(file);
@@ -169,6 +156,19 @@ PhaseMapping parse_phase_mapping(std::string_view text) {
     throw Error(fmt::format("unknown phase class '{}' (one of {})", id, ids), 2);
   }
   return {id, std::string(text.substr(eq + 1))};
+}
+
+// "<frozen ...>", "<string>", or a path with a "/python3.N/" part (/usr/lib/python3.11/...); no
+// regex: this runs for every Python frame of a profile.
+bool in_stdlib(const std::string& file) {
+  if (file.starts_with("<")) return true;
+  for (auto at = file.find("/python3."); at != std::string::npos;
+       at = file.find("/python3.", at + 1)) {
+    std::size_t i = at + 9, digits = 0;
+    while (i < file.size() && std::isdigit(static_cast<unsigned char>(file[i]))) ++i, ++digits;
+    if (digits > 0 && i < file.size() && file[i] == '/') return true;
+  }
+  return false;
 }
 
 bool is_user_frame(const CallNode& n) {

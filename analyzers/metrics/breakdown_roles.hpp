@@ -60,6 +60,9 @@ Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings);
 // installed packages.
 bool is_user_frame(const CallNode& n);
 
+// A file of the interpreter's standard library (or "<frozen ...>", "<string>").
+bool in_stdlib(const std::string& file);
+
 // Import machinery: nothing run by an import belongs to an iteration.
 bool is_import_frame(const CallNode& n);
 

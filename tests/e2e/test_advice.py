@@ -398,3 +398,33 @@ def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
     assert "set_default_validate_args(False)" in c["advice"], c
     assert 0 < c["est_gain_s"] <= c["evidence"]["checks_s"], c
     assert found["off"] == [], found
+
+
+def test_an_optimizer_of_the_programs_own_is_an_update_candidate(tmp_path):
+    """programs/torch_own_optimizer.py: a Lion subclassing torch.optim.Optimizer, whose step
+    says nothing of an update by its name. torch.optim's wrapper calls it (through the
+    record_function range and no_grad's decorator): it is the optimizer-update candidate, with
+    advice in torch's terms, where it read "no rule fired" (15 % of the run in its loop); with
+    torch.optim.Adam the candidate stays torch's own per-parameter loop."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
+    found = {}
+    for which in ("lion", "adam"):
+        db = tmp_path / f"{which}.db"
+        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "400",
+                            *(["adam"] if which == "adam" else [])],
+                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                           timeout=600, cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.startswith("steps 400 loss "), r.stderr
+        found[which] = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+                        if c["rule"] == "optimizer-update"]
+    # A decorated function's first line is its decorator's (co_firstlineno).
+    step_line = open(program).read().splitlines().index("    @torch.no_grad()") + 1
+    own = [c for c in found["lion"] if c["location"] == f"torch_own_optimizer.py:{step_line}(step)"]
+    assert len(own) == 1 and len(found["lion"]) == 1, found["lion"]
+    assert "torch._foreach_" in own[0]["advice"] and "numexpr" not in own[0]["advice"], own[0]
+    assert own[0]["est_gain_s"] <= own[0]["evidence"]["time_s"], own[0]
+    # torch's own record_function range above it (Optimizer.step#Lion.step) is not a second one.
+    assert found["adam"] and all(c["location"].startswith("adam.py:") and
+                                 "torch._foreach_" not in c["advice"] for c in found["adam"]), \
+        found["adam"]
