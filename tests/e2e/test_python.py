@@ -1246,3 +1246,44 @@ def test_a_fork_childs_life_is_not_in_its_parents_calls_inclusive_time(db, tmp_p
     # The child's busy() is still beneath spawn in its call path.
     paths = [p for (p,) in query(db, "SELECT path FROM callpaths WHERE path LIKE '%(busy)'")]
     assert any("(spawn)" in p for p in paths), paths
+
+
+def test_a_fork_childs_gemms_are_not_in_its_inherited_frames_rates(db, tmp_path):
+    # The phases' GFLOP/s and BLAS share hold the work under a routine against its inclusive
+    # time, which leaves a fork child's life out of the frames it inherited: the work did not
+    # (a red-team Pool() read 1,771 GFLOP/s and 5,232 % of its time in BLAS; hand computation:
+    # its 9 ms hold no GEMM of its own).
+    pytest.importorskip("numpy")
+    prog = script(tmp_path, "fork_gemm.py", """\
+        import os
+        import numpy as np
+
+        def gemms(n):
+            a = np.random.rand(300, 300)
+            for _ in range(n):
+                a = a @ a
+                a /= a.max()
+
+        def spawn():
+            pid = os.fork()
+            if pid == 0:
+                gemms(40)
+                os._exit(0)
+            return pid
+
+        pid = spawn()
+        os.waitpid(pid, 0)
+        gemms(2)
+    """)
+    r = sonde_py([prog], db, tmp_path, OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    out = subprocess.run([CLI, "metrics", str(db), "--section", "phases", "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    phases = {p["phase"].split(":")[0] + ":" + p["phase"].split("(")[-1]: p
+              for p in json.loads(out.stdout)["phases"]}
+    assert all(p["blas_pct"] <= 100.0 + 1e-9 for p in phases.values()), phases
+    spawn = next(p for k, p in phases.items() if k.endswith("spawn)"))
+    assert spawn["blas_pct"] < 50 and spawn["incl_s"] < 0.05, spawn  # the fork alone
+    child = next(p for k, p in phases.items() if k.endswith("gemms)"))
+    assert child["blas_pct"] > 50, child  # the child's own gemms() keep their work
