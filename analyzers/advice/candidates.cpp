@@ -145,7 +145,7 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
                   {"calls", r->calls},          {"blas_time_s", seconds(blas_ns)},
                   {"blas_pct", blas_pct},       {"gflops", gflops}};
     c.summary = fmt::format(
-        "{} takes {:.1f} % of the run ({:.3f} s over {} calls), {:.1f} % of "
+        "{} takes {:.1f} % of the busy threads' time ({:.3f} s over {} calls), {:.1f} % of "
         "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
         fn, share(work_ns, m.share_base_ns()), seconds(work_ns), r->calls, blas_pct, gflops);
     if (w.other_ns > 0) {
@@ -501,7 +501,7 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
     c.routine_id = r.routine_id;
     c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
     c.summary = fmt::format(
-        "oneDNN layout reorders take {:.1f} % of the run ({:.3f} s over {} "
+        "oneDNN layout reorders take {:.1f} % of the busy threads' time ({:.3f} s over {} "
         "calls)",
         pct, seconds(r.incl_ns), r.calls);
     c.advice = std::string(rule.advice);
@@ -688,7 +688,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   c.evidence = {{"checks_s", seconds(d.ns)}, {"checks_calls", d.calls}, {"pct_run", pct}};
   c.summary = fmt::format(
       "torch.distributions checked arguments and samples against their constraints {} times, "
-      "{:.1f} % of the run ({:.3f} s){}",
+      "{:.1f} % of the busy threads' time ({:.3f} s){}",
       d.calls, pct, seconds(d.ns),
       d.caller.empty() ? "" : fmt::format(", most under {}", d.caller));
   c.advice = std::string(rule.advice);
@@ -745,7 +745,8 @@ const std::array<Rule, 16> kRules{{
      "at most T (1 - 1/p))",
      subnormals},
     {"gemm-shape",
-     "a GEMM shape taking at least 1 % of the run reaches under threshold % of its routine's "
+     "a GEMM shape taking at least 1 % of the busy threads' time reaches under threshold % of its "
+     "routine's "
      "best shape GFLOP/s, or under 10 % of the peak when known",
      50.0,
      "batch the small or skinny products into larger GEMMs (concatenate, batched GEMM), "
@@ -755,7 +756,7 @@ const std::array<Rule, 16> kRules{{
      gemm_shape},
     {"unmeasured",
      "the thread roots' exclusive time (outside any measured routine) is at least threshold % "
-     "of the run",
+     "of the busy threads' time",
      20.0,
      "attribute that time: mark phases with sonde regions (with sonde.region(\"forward\") in "
      "Python, sonde_region_begin/end in C and C++, or NVTX ranges), run "
