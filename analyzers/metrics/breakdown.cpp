@@ -96,12 +96,31 @@ bool is_optimizer_construction(const CallNode& n) {
          n.name.ends_with("(__init__)");
 }
 
+// A frame of torch's optimizers' files (torch/optim/, torch/distributed/optim/): the few frames
+// built_by_torch_alone looks beneath, never a model's.
+bool torch_optim_frame(const CallNode& n) {
+  std::string_view file(n.file);
+  return n.kind == kinds::kPython && file.find("/torch/") != std::string_view::npos &&
+         file.find("/optim/") != std::string_view::npos;
+}
+
+// An optimizer's construction as the program asked for it: Optimizer.__init__, or a frame of
+// torch's optimizers through which only such frames reach one. One ZeroRedundancyOptimizer(Adam)
+// builds itself and the Adam inside it: two Optimizer.__init__ read "2 optimizers" and half of its
+// 40 iterations (a red-team find); a spawn's _wrap above a GAN's two is not one.
+bool built_by_torch_alone(const Frame& f) {
+  if (is_optimizer_construction(*f.node)) return true;
+  if (!torch_optim_frame(*f.node)) return false;
+  return std::any_of(f.kids.begin(), f.kids.end(),
+                     [](const Frame& k) { return built_by_torch_alone(k); });
+}
+
 // Optimizers built outside the iterations (not in a frame run every iteration): a GAN's two.
 // One built every iteration is the same optimizer again, not another; so is one built in each
 // call of the body that holds the loop (a learning-rate sweep calling train(lr) 3 times, each
 // building its SGD, read "3 optimizers" and a third of its 150 iterations).
 std::int64_t optimizers_built(const Frame& f, const Frame* body, std::int64_t per_iteration) {
-  if (is_optimizer_construction(*f.node)) return f.node->calls < per_iteration ? f.node->calls : 0;
+  if (built_by_torch_alone(f)) return f.node->calls < per_iteration ? f.node->calls : 0;
   std::int64_t n = 0;
   for (const Frame& k : f.kids)
     if (!(&f == body && k.node->calls >= per_iteration) && !is_import_frame(*k.node))

@@ -178,6 +178,22 @@ def test_gan_with_two_optimizers_counts_one_iteration_per_step(tmp):
     assert_shares_of_training_threads(db, b, ["torch_gan.py:17(main)"])
 
 
+def test_a_zero_redundancy_optimizer_is_one_optimizer(tmp):
+    """ZeroRedundancyOptimizer(Adam) builds itself and the Adam inside it: two Optimizer.__init__
+    for the one optimizer the program built. It read "2 optimizers" and 20 iterations for 40
+    (a red-team find); a GAN's two stay two (the test above)."""
+    pytest.importorskip("torch")
+    db = tmp / "zero.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_zero.py"), 40, tmp) == \
+        "iterations 40\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 40 and b["iterations_from"] == "t_u", b
+    assert not any("optimizers" in n for n in b["notes"]), b["notes"]
+    (inits,) = query(db, "SELECT calls FROM hotspots WHERE routine LIKE 'optimizer.py:%(__init__)'")[0]
+    assert inits == 2  # the program's shape: ZeRO's own and its Adam's
+    assert_rows_add_up(db, b)
+
+
 def test_generator_fed_loop_loads_in_the_generator(tmp):
     """`for xb, yb in batches(...)` with a generator function and a train_step body: the
     generator is one call whose resumptions are the batches' loading (it was 'outside')."""
