@@ -518,6 +518,14 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   std::int64_t largest_body = -1, iterations_by_update = 0, cut_off_iterations = 0;
   bool any_without_update = false;
   bool late_window = window_opened_late(profile.file());
+  // Each thread's rank, where the file holds several (sonde merge's, or a run's ranks).
+  std::unordered_map<std::int64_t, std::int64_t> rank_of;
+  if (auto st = profile.file().prepare("SELECT COUNT(DISTINCT rank) FROM process_ranks");
+      st.step() && st.int64(0) > 1)
+    for (auto rs = profile.file().prepare(
+             "SELECT t.thread_id, pr.rank FROM threads t JOIN process_ranks pr USING (process_id)");
+         rs.step();)
+      rank_of[rs.int64(0)] = rs.int64(1);
   // Each thread's tree and loop first: where no thread trains, an evaluation or inference loop
   // is looked for instead (find_forward_loop).
   std::deque<Frame> roots;  // stable addresses: the loops point into them
@@ -569,6 +577,8 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       cut_off_iterations += cut_off_here;
     }
     b.iterations += t.iterations + cut_off_here;
+    if (auto r = rank_of.find(tree.thread_id); r != rank_of.end())
+      b.rank_iterations[r->second] += t.iterations + cut_off_here;
     if (t.counted == kUpdate) iterations_by_update += t.iterations + cut_off_here;
     if (t.body->node->incl_ns > largest_body) {
       largest_body = t.body->node->incl_ns;
@@ -618,6 +628,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     return b;
   }
   b.found = true;
+  if (b.rank_iterations.size() < 2) b.rank_iterations.clear();
   if (cut_off_iterations > 0)
     b.notes.push_back(fmt::format(
         "{} of the iterations ran under a loop frame that was open when the collection window "

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -53,7 +54,10 @@ struct Breakdown {
   // What shares are taken of: the training threads' time (thread_times.time_s summed), which
   // the rows add up to, so no share passes 100 % however many threads train side by side.
   std::int64_t threads_ns = 0;
-  std::int64_t iterations = 0;        // exact, from the loop's entries; 0 when not found
+  std::int64_t iterations = 0;  // exact, from the loop's entries; 0 when not found
+  // Where training threads of several ranks are in the file (merged), each rank's iterations:
+  // `iterations` sums them (a 2-rank run of 60 lockstep steps read "120 iterations").
+  std::map<std::int64_t, std::int64_t> rank_iterations;
   std::string iterations_from;        // the class whose entries' calls gave the count
   std::string loop;                   // the frame that holds the loop ("<thread>" at top level)
   std::string body;                   // the deepest frame holding forward, backward and update

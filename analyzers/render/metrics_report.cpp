@@ -171,10 +171,26 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
                "name them with --phase CLASS=GLOB.\n";
         continue;
       }
+      // A merged file's ranks each ran their iterations: said per rank, and the sum.
+      std::string iterations = fmt::format("{} iterations", b.iterations);
+      if (!b.rank_iterations.empty()) {
+        auto [low, high] =
+            std::minmax_element(b.rank_iterations.begin(), b.rank_iterations.end(),
+                                [](const auto& x, const auto& y) { return x.second < y.second; });
+        iterations = low->second == high->second
+                         ? fmt::format(
+                               "{} iterations on each of {} ranks, {} in all; ms/iter "
+                               "per rank's iteration",
+                               low->second, b.rank_iterations.size(), b.iterations)
+                         : fmt::format(
+                               "{}-{} iterations a rank over {} ranks, {} in all; "
+                               "ms/iter per rank's iteration",
+                               low->second, high->second, b.rank_iterations.size(), b.iterations);
+      }
       out += fmt::format(
-          "Iteration breakdown ({} iterations, counted at {}; loop in {}{}; "
+          "Iteration breakdown ({}, counted at {}; loop in {}{}; "
           "% thread: of {:.3f} s, the time of the {} {} thread{})\n",
-          b.iterations, b.iterations_from, b.loop,
+          iterations, b.iterations_from, b.loop,
           b.body == b.loop ? "" : ", iterations through " + b.body, seconds(b.threads_ns),
           b.threads, b.inference ? "evaluation" : "training", b.threads == 1 ? "" : "s");
       if (b.gpu)
@@ -227,6 +243,17 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
   return out;
 }
 
+namespace {
+
+// [{"rank": R, "iterations": N}, ...] where several ranks train, else [].
+Json rank_iterations_json(const Breakdown& b) {
+  Json out = Json::array();
+  for (auto [rank, n] : b.rank_iterations) out.push_back(Json{{"rank", rank}, {"iterations", n}});
+  return out;
+}
+
+}  // namespace
+
 Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>& sections,
                          std::size_t top) {
   Json out = Json::object();
@@ -239,6 +266,7 @@ Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>&
                     {"reason", b.reason},
                     {"iterations", b.iterations},
                     {"iterations_from", b.iterations_from},
+                    {"rank_iterations", rank_iterations_json(b)},
                     {"loop", b.loop},
                     {"body", b.body},
                     {"threads", b.threads},

@@ -357,6 +357,23 @@ def test_ddp_breakdown_counts_comm(ddp):
                                                "(backward)")), comm
 
 
+def test_ddp_merged_breakdown_says_each_ranks_iterations(ddp):
+    # The merged file's training threads are both ranks': 5 lockstep steps each read "10
+    # iterations" (a red-team run: 120 for 60). Per rank now, and the sum, as the text says.
+    r = subprocess.run([CLI, "metrics", ddp["merged"], "--section", "breakdown", "--format",
+                        "json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    b = json.loads(r.stdout)["breakdown"]
+    assert b["rank_iterations"] == [{"rank": 0, "iterations": 5}, {"rank": 1, "iterations": 5}]
+    assert b["iterations"] == 10 and b["threads"] == 2, b
+    text = subprocess.run([CLI, "metrics", ddp["merged"], "--section", "breakdown"],
+                          capture_output=True, text=True).stdout
+    assert "(5 iterations on each of 2 ranks, 10 in all; ms/iter per rank's iteration" in text
+    one = subprocess.run([CLI, "metrics", ddp["ranks"][0], "--section", "breakdown", "--format",
+                          "json"], capture_output=True, text=True)
+    assert json.loads(one.stdout)["breakdown"]["rank_iterations"] == []
+
+
 def test_spawned_ranks_share_one_file(tmp_path):
     # torch.multiprocessing.spawn gives each rank its number in init_process_group's arguments,
     # not the environment: before, the one file read as a single rank (with the parent's and
