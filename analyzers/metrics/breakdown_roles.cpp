@@ -91,7 +91,12 @@ Role torch_role(const std::string& file, const std::string& fn) {
   if (in(file, "torch/autograd/__init__.py") && (fn == "backward" || fn == "grad"))
     return {kBackward, true};
   if (in(file, "torch/nn/utils/clip_grad.py")) return {kUpdate, false};
-  if (in(file, "torch/optim/lr_scheduler.py")) return {kUpdate, false};
+  // A scheduler wraps the optimizer's step in its own wrapper (with_counter in 1.x,
+  // patch_track_step_called in 2.x): that wrapper is then the update's entry, and counts. Left
+  // uncounted, it hid the step beneath it, and gradient accumulation read its backward passes
+  // as iterations (384 for 96 steps) with t_u 0 (a red-team find); its step() and get_lr() are
+  // update time, once per iteration or epoch.
+  if (in(file, "torch/optim/lr_scheduler.py")) return {kUpdate, fn == "wrapper"};
   if (in(file, "torch/optim/")) {
     if (fn == "zero_grad") return {kUpdate, false};
     // Optimizer.step and the wrappers torch/optim/optimizer.py puts around it (profile_hook_step's

@@ -178,6 +178,22 @@ def test_gan_with_two_optimizers_counts_one_iteration_per_step(tmp):
     assert_shares_of_training_threads(db, b, ["torch_gan.py:17(main)"])
 
 
+def test_gradient_accumulation_under_a_scheduler_counts_optimizer_steps(tmp):
+    """A learning-rate scheduler wraps opt.step in torch/optim/lr_scheduler.py's wrapper: that
+    wrapper is the update's entry. Uncounted, it hid the step, and 4 micro-batches a step read
+    their backward passes as iterations (384 for 96) with t_u 0 (a red-team find)."""
+    pytest.importorskip("torch")
+    db = tmp / "accum_sched.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_accum_sched.py"), 30, 4) == \
+        "steps 30\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 30 and b["iterations_from"] == "t_u", b
+    by = b["by"]
+    assert by["t_u"]["time_s"] > 0 and "lr_scheduler.py" in by["t_u"]["routines"], by["t_u"]
+    assert by["t_b"]["time_s"] > 0 and by["t_f"]["time_s"] > 0
+    assert_rows_add_up(db, b)
+
+
 def test_a_zero_redundancy_optimizer_is_one_optimizer(tmp):
     """ZeroRedundancyOptimizer(Adam) builds itself and the Adam inside it: two Optimizer.__init__
     for the one optimizer the program built. It read "2 optimizers" and 20 iterations for 40
