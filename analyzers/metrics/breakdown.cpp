@@ -108,11 +108,41 @@ bool torch_optim_frame(const CallNode& n) {
 // torch's optimizers through which only such frames reach one. One ZeroRedundancyOptimizer(Adam)
 // builds itself and the Adam inside it: two Optimizer.__init__ read "2 optimizers" and half of its
 // 40 iterations (a red-team find); a spawn's _wrap above a GAN's two is not one.
+// So is an optimizer's own __init__ (a frame calling Optimizer.__init__ itself): what it
+// builds inside is part of it (SAM's base optimizer, built in SAM.__init__, read as a second
+// optimizer and half of 192 iterations).
 bool built_by_torch_alone(const Frame& f) {
   if (is_optimizer_construction(*f.node)) return true;
+  bool own_init = std::any_of(f.kids.begin(), f.kids.end(),
+                              [](const Frame& k) { return is_optimizer_construction(*k.node); });
+  if (own_init) return true;
   if (!torch_optim_frame(*f.node)) return false;
   return std::any_of(f.kids.begin(), f.kids.end(),
                      [](const Frame& k) { return built_by_torch_alone(k); });
+}
+
+// torch.optim's step wrapper (profile_hook_step's, torch/optim/optimizer.py), around every
+// Optimizer's step.
+bool step_wrapper(const CallNode& n) {
+  return n.kind == kinds::kPython && n.file.ends_with("torch/optim/optimizer.py") &&
+         n.name.ends_with("(wrapper)");
+}
+
+// Optimizers that step only inside another's step: a Lookahead's or SAM's base optimizer,
+// built by the program and wrapped (timm's Lookahead(AdamW(...)) read "2 optimizers" and 96
+// iterations of 192). Each step wrapper beneath another is one such.
+// Walked with a stack of its own (a 65,536-deep path).
+std::int64_t stepped_inside_another(const Frame& root) {
+  std::int64_t n = 0;
+  std::vector<std::pair<const Frame*, bool>> todo{{&root, false}};
+  while (!todo.empty()) {
+    auto [f, in_step] = todo.back();
+    todo.pop_back();
+    bool here = step_wrapper(*f->node);
+    if (here && in_step) ++n;
+    for (const Frame& k : f->kids) todo.emplace_back(&k, in_step || here);
+  }
+  return n;
 }
 
 // Optimizers built outside the iterations (not in a frame run every iteration): a GAN's two.
@@ -323,7 +353,8 @@ ThreadLoop find_loop(const Frame& root) {
   t.iterations = fewest(calls, t.counted);
   if (t.counted < 0) return {};
   if (t.counted == kUpdate) {
-    t.optimizers = std::max<std::int64_t>(1, optimizers_built(root, t.body, t.iterations));
+    t.optimizers = std::max<std::int64_t>(
+        1, optimizers_built(root, t.body, t.iterations) - stepped_inside_another(root));
     t.iterations = iterations_of(calls, t.optimizers, t.counted);
   }
   // A body run once per iteration (train_step, a "step" region, Chainer's updater) is called

@@ -194,6 +194,23 @@ def test_gradient_accumulation_under_a_scheduler_counts_optimizer_steps(tmp):
     assert_rows_add_up(db, b)
 
 
+@pytest.mark.parametrize("kind", ["sam", "lookahead"])
+def test_an_optimizer_wrapping_another_is_one_optimizer(tmp, kind):
+    """SAM builds its base optimizer in its own __init__; a Lookahead is given one and steps it
+    inside its own step: two Optimizer.__init__ for one optimizer. Each read "2 optimizers"
+    and 96 iterations of 192 (a red-team find); a GAN's two stay two (the test above)."""
+    pytest.importorskip("torch")
+    db = tmp / f"{kind}.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_wrapped_optimizer.py"), 40, kind) \
+        == "steps 40\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 40 and b["iterations_from"] == "t_u", b
+    assert not any("optimizers" in n for n in b["notes"]), b["notes"]
+    (inits,) = query(db, "SELECT calls FROM hotspots WHERE routine LIKE 'optimizer.py:%(__init__)'")[0]
+    assert inits == 2  # the program's shape: the wrapper's and its base's
+    assert_rows_add_up(db, b)
+
+
 def test_a_zero_redundancy_optimizer_is_one_optimizer(tmp):
     """ZeroRedundancyOptimizer(Adam) builds itself and the Adam inside it: two Optimizer.__init__
     for the one optimizer the program built. It read "2 optimizers" and 20 iterations for 40
