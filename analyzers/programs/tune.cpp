@@ -367,17 +367,21 @@ bool farther(const OutputComparison& a, const OutputComparison& b) {
 // of the original within the tolerance (a program whose own output varies is not blamed on the
 // stage). Each run is held against its nearest original run; the stage's figure is its farthest
 // run's.
+// Numbers that vary among the original's own runs (timings printed with no name that says so)
+// are left out of every comparison: "bwd+step 0.006" against 0.007 read as a stage changing the
+// program's results (a red-team find), its loss the same.
 void compare_with_original(TuneStage& s, const TuneStage& original) {
   std::vector<std::string> originals;
   for (const TuneRun& o : original.runs)
     if (o.ok) originals.push_back(read_text(o.stdout_path));
   if (originals.empty()) return;
+  NumberPlaces varying = varying_places(originals);
   for (const TuneRun& r : s.runs) {
     if (!r.ok) continue;
     std::string mine = read_text(r.stdout_path);
     std::optional<OutputComparison> nearest;
     for (const std::string& o : originals) {
-      OutputComparison c = compare_outputs(o, mine);
+      OutputComparison c = compare_outputs(o, mine, {}, varying);
       if (!nearest || farther(*nearest, c)) nearest = c;
     }
     if (!s.output || farther(*nearest, *s.output)) s.output = nearest;
@@ -431,12 +435,18 @@ void find_side_effects(TuneStage& s, const TuneStage& original) {
 
 // The original's own runs against its first: a program whose output varies from run to run
 // (an unseeded shuffle) makes every stage's comparison weaker, and the table should say so.
+// Numbers alone varying in lines otherwise alike are taken as timings and left out (said so); a
+// line's words or the number of lines varying is an unseeded program.
 std::string original_varies(const TuneStage& original) {
   if (original.runs.empty() || !original.runs[0].ok) return "";
-  std::string first = read_text(original.runs[0].stdout_path);
+  std::vector<std::string> outputs{read_text(original.runs[0].stdout_path)};
+  for (std::size_t i = 1; i < original.runs.size(); ++i)
+    if (original.runs[i].ok) outputs.push_back(read_text(original.runs[i].stdout_path));
+  NumberPlaces varying = varying_places(outputs);
   for (std::size_t i = 1; i < original.runs.size(); ++i) {
     if (!original.runs[i].ok) continue;
-    OutputComparison c = compare_outputs(first, read_text(original.runs[i].stdout_path));
+    OutputComparison c =
+        compare_outputs(outputs[0], read_text(original.runs[i].stdout_path), {}, varying);
     if (c.differs())
       return fmt::format(
           "the original's own output varies from run to run (run {} against run "
@@ -444,6 +454,12 @@ std::string original_varies(const TuneStage& original) {
           "original run; seed the program to compare its results",
           i + 1, output_detail(c));
   }
+  if (!varying.empty())
+    return fmt::format(
+        "{} number{} of the original's output vary from run to run in lines otherwise alike "
+        "(timings printed with no name or unit that says so, as 'fwd 0.003'): left out of every "
+        "stage's comparison, as timings are",
+        varying.size(), varying.size() == 1 ? "" : "s");
   return "";
 }
 

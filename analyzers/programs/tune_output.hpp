@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace sonde::analyzers {
@@ -40,8 +42,18 @@ struct OutputComparison {
   bool differs() const { return beyond > 0 || word_lines > 0 || lines_before != lines_after; }
   bool exact() const { return !differs() && largest_rel == 0; }
 };
+// Numbers by place: (line, number of the line), as printed_lines reads them.
+using NumberPlaces = std::set<std::pair<std::size_t, std::size_t>>;
+// `skip`: places whose numbers are not compared but left out (counted as timings/ids).
 OutputComparison compare_outputs(const std::string& before, const std::string& after,
-                                 const OutputTolerance& tolerance = {});
+                                 const OutputTolerance& tolerance = {},
+                                 const NumberPlaces& skip = {});
+
+// The places whose numbers differ beyond the tolerance between the first output and another,
+// where their lines are otherwise alike: numbers that vary from run to run of one program (a
+// timing printed with no name or unit that says so: "bwd+step 0.006"), not its results.
+NumberPlaces varying_places(const std::vector<std::string>& outputs,
+                            const OutputTolerance& tolerance = {});
 
 // 1e-3 rather than 0.001: a tolerance as it is written.
 std::string tolerance_text(double v);

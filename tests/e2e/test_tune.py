@@ -193,6 +193,25 @@ def test_only_timings_differ_is_same(tmp_path):
     assert "varies from run to run" not in text
 
 
+def test_numbers_varying_in_the_originals_own_runs_are_left_out(tmp_path):
+    """A timing printed with no name or unit that says so ("fwd 0.003 bwd+step 0.006"), beside a
+    seeded loss: the original's own three runs print it differently, so it is no result. It
+    read "ftz changes the program's results" and "seed the program" (a red-team find)."""
+    script = tmp_path / "prog.py"
+    script.write_text("import random\n"
+                      "print('epoch 1 | loss 2.2112 | data 0.000 fwd %.3f bwd+step %.3f' % "
+                      "(random.random(), random.random()))\n")
+    r, j = tune(tmp_path, ["--repeat", "3", "--stages", "ftz"], ["/usr/bin/python3", str(script)])
+    assert r.returncode == 0, r.stderr
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is False, ftz["output_difference"]
+    assert ftz["output"]["summary"].startswith("same"), ftz["output"]
+    assert "2 timings/ids left out" in ftz["output"]["summary"], ftz["output"]
+    text = json.dumps(j)
+    assert "seed the program" not in text
+    assert "2 numbers of the original's output vary from run to run" in text, j.get("notes")
+
+
 def test_scientific_notation_is_compared(tmp_path):
     """Numbers printed as 1.2345e-04, on lines without a word tune knew, beside a loss line
     that does not change: the gradient norms move under FTZ."""
