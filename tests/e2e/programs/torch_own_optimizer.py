@@ -1,8 +1,8 @@
 """A training loop stepping an optimizer of its own: a Lion written as torch.optim.Optimizer
 subclasses are (its step under @torch.no_grad(), a loop over each group's parameters making
 temporaries), over a deep stack of small Linear layers, so the update is a large share of each
-iteration. "adam": torch.optim.Adam instead, the control. Usage: torch_own_optimizer.py STEPS
-[adam]"""
+iteration. "adam": torch.optim.Adam instead, the control; "ema": Adam, and a timm-style EMA of the
+weights updated from a callback after each step. Usage: torch_own_optimizer.py STEPS [adam|ema]"""
 import sys
 
 import torch
@@ -30,6 +30,19 @@ class Lion(Optimizer):
                 state["exp_avg"].mul_(beta2).add_(p.grad, alpha=1 - beta2)
 
 
+class ModelEma:
+    """An exponential moving average of the model's weights, as timm's ModelEma keeps one."""
+
+    def __init__(self, model, decay=0.999):
+        self.decay = decay
+        self.shadow = [p.detach().clone() for p in model.parameters()]
+
+    @torch.no_grad()
+    def update(self, model):
+        for ema_v, model_v in zip(self.shadow, model.parameters()):
+            ema_v.copy_(ema_v * self.decay + (1.0 - self.decay) * model_v)
+
+
 def main():
     steps = int(sys.argv[1])
     torch.manual_seed(0)
@@ -38,8 +51,10 @@ def main():
     for _ in range(16):
         layers += [nn.Linear(32, 32), nn.ReLU()]
     model = nn.Sequential(*layers, nn.Linear(32, 4))
-    opt = torch.optim.Adam(model.parameters()) if sys.argv[2:] == ["adam"] else \
-        Lion(model.parameters())
+    mode = sys.argv[2] if len(sys.argv) > 2 else "lion"
+    opt = Lion(model.parameters()) if mode == "lion" else torch.optim.Adam(model.parameters())
+    ema = ModelEma(model) if mode == "ema" else None
+    callbacks = [lambda: ema.update(model)] if ema else []
     x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
     loss_fn = nn.CrossEntropyLoss()
     for _ in range(steps):
@@ -47,6 +62,8 @@ def main():
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        for on_step_end in callbacks:
+            on_step_end()
     print(f"steps {steps} loss {loss.item():.4f}")
 
 
