@@ -1342,5 +1342,33 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   EXPECT_EQ(under, (std::map<std::int64_t, double>{{1, 0.73}, {7, 0.73}, {8, 0.02}}));
 }
 
+// The reducer's wait is on all-reduces in flight, which the writer's comm_overlap counts as
+// overlapped where the thread runs its own frame: exposed, not overlapped too (a red-team rank
+// waiting 0.876 s of 0.967 s in flight read 52.4 % overlapped).
+TEST_F(AdviceTest, DdpReducersWaitIsExposedNotOverlapped) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (7, '__init__.py:103(backward)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/autograd/__init__.py', 103),
+  (9, 'c10d::allreduce_', 'torch', 'c10d', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (30, 1, 2, 7, 2, 0, 10, 10, 1000000000, 700000000, 0, 0),
+  (32, 1, 30, 9, 3, 0, 10, 0, 10000000, 10000000, 0, 0);
+INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
+  (32, 'c10d::allreduce_', 'collective', 0, 2, 4000, 10, 10000000);
+INSERT INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, inflight_ns) VALUES
+  (1, 10000000, 750000000, 760000000);
+UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_id IN (1, 2);
+)sql");
+  ProfileFile file = ProfileFile::open(path_);
+  auto st = file.prepare("SELECT ROUND(exposed_s, 6), ROUND(overlapped_s, 6) FROM rank_overlap "
+                         "WHERE rank = 0");
+  ASSERT_TRUE(st.step());
+  EXPECT_DOUBLE_EQ(st.real(0), 0.71);  // the posting's 10 ms and the reducer's 700 ms
+  EXPECT_DOUBLE_EQ(st.real(1), 0.05);  // 750 ms counted overlapped, 700 of them the wait
+}
+
 }  // namespace
 }  // namespace sonde::analyzers
