@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "profile/rank_file.hpp"
 
@@ -287,10 +288,35 @@ RankSummary load_rank_summary(const ProfileFile& file) {
                     view));
     if (st.step()) *out = st.real(0) / 1e9 / static_cast<double>(r.ranks);
   }
-  for (auto st = file.prepare("SELECT op, message_bytes, calls, ranks, time_s FROM "
-                              "comm_bandwidth WHERE kind = 'collective' ORDER BY time_s DESC");
+  // Each group's calls with the c10d frame's wait around each (a frame holding one operation:
+  // the wait is its), per rank; the least of the ranks. One statement: c10d_waits walks the
+  // frames' ancestors.
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, double> least;
+  for (auto st = file.prepare(
+           "WITH one AS (SELECT w.node_id AS frame, w.ns AS ns, MIN(c.node_id) AS op_node "
+           "             FROM c10d_waits w JOIN nodes c ON c.parent_id = w.node_id "
+           "             JOIN comm_ops x ON x.node_id = c.node_id GROUP BY w.node_id "
+           "             HAVING COUNT(*) = 1) "
+           "SELECT op, bytes, blocking, comm_size, MIN(s) FROM ("
+           "  SELECT co.op AS op, co.bytes AS bytes, co.blocking AS blocking, "
+           "         co.comm_size AS comm_size, pr.rank AS rank, "
+           "         SUM(co.time_ns + COALESCE(one.ns, 0)) / 1e9 AS s "
+           "  FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id) "
+           "  JOIN process_ranks pr USING (process_id) LEFT JOIN one ON one.op_node = co.node_id "
+           "  WHERE co.kind = 'collective' "
+           "  GROUP BY co.op, co.bytes, co.blocking, co.comm_size, pr.rank) "
+           "GROUP BY op, bytes, blocking, comm_size");
        st.step();)
-    r.collectives.push_back({st.text(0), st.int64(1), st.int64(2), st.int64(3), st.real(4)});
+    least[{st.text(0), st.int64(1), st.int64(2), st.int64(3)}] = st.real(4);
+  for (auto st = file.prepare("SELECT op, message_bytes, calls, ranks, time_s, blocking, "
+                              "comm_size FROM comm_bandwidth WHERE kind = 'collective' "
+                              "ORDER BY time_s DESC");
+       st.step();) {
+    RankSummary::Collective c{st.text(0), st.int64(1), st.int64(2), st.int64(3), st.real(4)};
+    if (auto it = least.find({c.op, c.message_bytes, st.int64(5), st.int64(6)}); it != least.end())
+      c.least_rank_s = it->second;
+    r.collectives.push_back(std::move(c));
+  }
   return r;
 }
 

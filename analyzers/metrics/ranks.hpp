@@ -60,7 +60,11 @@ struct RankSummary {
   struct Collective {
     std::string op;
     std::int64_t message_bytes = 0, calls = 0, ranks = 0;
-    double time_s = 0;
+    double time_s = 0;  // comm_bandwidth's: the calls' own time (a nonblocking one's posting)
+    // The calls' time with the waits of torch.distributed's Python frame around each (c10d_waits:
+    // a blocking all_reduce of a scalar waits there, its call's own time the posting alone), on
+    // the rank where it is least: the latency every rank pays, not a wait for a slower one.
+    double least_rank_s = 0;
   };
   std::vector<Collective> collectives;  // by time, largest first
 };

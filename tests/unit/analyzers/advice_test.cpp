@@ -1342,6 +1342,39 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   EXPECT_EQ(under, (std::map<std::int64_t, double>{{1, 0.73}, {7, 0.73}, {8, 0.02}}));
 }
 
+// A blocking all_reduce of a scalar: its c10d operator's own time is the posting, the wait is
+// its torch.distributed frame's (c10d_waits). The rule holds the calls with those waits on the
+// rank that waits least: 300 scalar all-reduces a rank (240 us each by hand, 3.4 % of its time)
+// read 30 us a call and fired nothing (a red-team find); the rank waiting for a slower one is
+// not the latency.
+TEST_F(AdviceTest, SmallCollectivesCountTheirWaitsOnTheRankWaitingLeast) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (11, 'distributed_c10d.py:1400(all_reduce)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 1400),
+  (9, 'c10d::allreduce_', 'torch', 'c10d', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (50, 1, 2, 11, 2, 0, 300, 300, 300000000, 270000000, 0, 0),
+  (51, 1, 50, 9, 3, 0, 300, 0, 30000000, 30000000, 0, 0),
+  (20, 2, NULL, 1, 0, 0, 1, 300, 10000000000, 9200000000, 0, 0),
+  (60, 2, 20, 11, 1, 0, 300, 300, 800000000, 770000000, 0, 0),
+  (61, 2, 60, 9, 2, 0, 300, 0, 30000000, 30000000, 0, 0);
+INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
+  (51, 'c10d::allreduce_', 'collective', 0, 2, 4, 300, 30000000),
+  (61, 'c10d::allreduce_', 'collective', 0, 2, 4, 300, 30000000);
+UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_id IN (1, 2);
+)sql");
+  auto c = of_rule(candidates(), "small-collectives");
+  ASSERT_EQ(c.size(), 1u);
+  double per_rank = -1;
+  for (const auto& [key, value] : c[0].evidence)
+    if (key == "time_s_per_rank") per_rank = std::get<double>(value);
+  EXPECT_NEAR(per_rank, 0.3, 1e-9);  // rank 0's posting and wait; rank 1 waited 0.8 s
+  EXPECT_NE(c[0].summary.find("(1000.0 us a call,"), std::string::npos) << c[0].summary;
+}
+
 // The reducer's wait is on all-reduces in flight, which the writer's comm_overlap counts as
 // overlapped where the thread runs its own frame: exposed, not overlapped too (a red-team rank
 // waiting 0.876 s of 0.967 s in flight read 52.4 % overlapped).
@@ -1363,8 +1396,9 @@ INSERT INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, inflight_ns) VAL
 UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_id IN (1, 2);
 )sql");
   ProfileFile file = ProfileFile::open(path_);
-  auto st = file.prepare("SELECT ROUND(exposed_s, 6), ROUND(overlapped_s, 6) FROM rank_overlap "
-                         "WHERE rank = 0");
+  auto st = file.prepare(
+      "SELECT ROUND(exposed_s, 6), ROUND(overlapped_s, 6) FROM rank_overlap "
+      "WHERE rank = 0");
   ASSERT_TRUE(st.step());
   EXPECT_DOUBLE_EQ(st.real(0), 0.71);  // the posting's 10 ms and the reducer's 700 ms
   EXPECT_DOUBLE_EQ(st.real(1), 0.05);  // 750 ms counted overlapped, 700 of them the wait
