@@ -6,17 +6,63 @@
 #include <utility>
 #include <vector>
 
+#include "metrics/breakdown_roles.hpp"
+
 namespace sonde::analyzers {
 
-LoaderWorkers load_loader_workers(const ProfileFile& file) {
+namespace {
+
+// Per fork-child worker process, the frame of the program that iterated its loader: above the
+// DataLoader's __iter__ in the stack the child inherited, past the frames of packages and the
+// standard library (tqdm's __iter__, enumerate's none); "<thread>" at the thread's top. A worker
+// of another start method has no inherited stack, and no entry.
+std::map<std::int64_t, std::string> loader_callers(const ProfileFile& file) {
+  struct Frame {
+    std::int64_t parent = 0;
+    std::string name, file, kind;
+  };
+  std::map<std::int64_t, std::map<std::int64_t, Frame>> frames;  // process -> node -> frame
+  for (auto st = file.prepare(
+           "SELECT t.process_id, n.node_id, COALESCE(n.parent_id, 0), r.name, "
+           "COALESCE(r.file, ''), r.kind FROM inherited_frames i JOIN nodes n USING (node_id) "
+           "JOIN routines r USING (routine_id) JOIN threads t ON t.thread_id = n.thread_id "
+           "WHERE t.process_id IN (SELECT process_id FROM dataloader_workers)");
+       st.step();)
+    frames[st.int64(0)][st.int64(1)] = {st.int64(2), st.text(3), st.text(4), st.text(5)};
+  std::map<std::int64_t, std::string> out;
+  for (const auto& [process, nodes] : frames)
+    for (const auto& [id, f] : nodes) {
+      if (f.kind != "python" || !f.name.ends_with("(__iter__)") ||
+          f.file.find("torch/utils/data/dataloader.py") == std::string::npos)
+        continue;
+      std::string caller = "<thread>";
+      for (auto up = nodes.find(f.parent); up != nodes.end(); up = nodes.find(up->second.parent)) {
+        const Frame& g = up->second;
+        if (g.kind == "python" && user_file(g.file)) {
+          caller = g.name;
+          break;
+        }
+      }
+      out[process] = caller;
+      break;
+    }
+  return out;
+}
+
+}  // namespace
+
+LoaderWorkers load_loader_workers(const ProfileFile& file, const std::string& loop) {
   LoaderWorkers w;
+  std::map<std::int64_t, std::string> callers;
+  if (!loop.empty()) callers = loader_callers(file);
   // Per parent, its workers' starts (+1) and ends (-1): a loader's workers are its process's
   // children, alive together; a loader made again each epoch starts a new set after the last.
   std::map<std::int64_t, std::vector<std::pair<std::int64_t, int>>> lives;
   auto st = file.prepare(
-      "SELECT ppid, started_ns, ended_ns, batches, CAST(ROUND(fetch_s * 1e9) AS INTEGER) "
-      "FROM dataloader_workers");
+      "SELECT ppid, started_ns, ended_ns, batches, CAST(ROUND(fetch_s * 1e9) AS INTEGER), "
+      "process_id FROM dataloader_workers");
   while (st.step()) {
+    if (auto c = callers.find(st.int64(5)); c != callers.end() && c->second != loop) continue;
     ++w.processes;
     w.batches += st.int64(3);
     w.fetch_ns += st.int64(4);

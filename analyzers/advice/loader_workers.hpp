@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "profile/profile_file.hpp"
 
@@ -23,6 +24,10 @@ struct LoaderWorkers {
   bool iterable = false;
 };
 
-LoaderWorkers load_loader_workers(const ProfileFile& file);
+// `loop`: the training (or evaluation) loop's frame, the breakdown's: where given, the workers a
+// fork child's stack shows started by a loader iterated elsewhere (a validate() at each epoch's
+// end) are left out, so a training loader of no workers is not told of the validation loader's
+// (a red-team run was told "persistent_workers=True" for them, and ran slower).
+LoaderWorkers load_loader_workers(const ProfileFile& file, const std::string& loop = "");
 
 }  // namespace sonde::analyzers

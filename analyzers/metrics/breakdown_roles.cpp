@@ -176,9 +176,11 @@ bool in_stdlib(const std::string& file) {
   return false;
 }
 
+bool user_file(const std::string& file) { return !packaged(file) && !in_stdlib(file); }
+
 bool is_user_frame(const CallNode& n) {
   if (n.kind == kinds::kRegion) return true;
-  return n.kind == kinds::kPython && !packaged(n.file) && !in_stdlib(n.file);
+  return n.kind == kinds::kPython && user_file(n.file);
 }
 
 bool is_import_frame(const CallNode& n) {

@@ -62,6 +62,8 @@ bool is_user_frame(const CallNode& n);
 
 // A file of the interpreter's standard library (or "<frozen ...>", "<string>").
 bool in_stdlib(const std::string& file);
+// A file of the program's own: neither the standard library's nor an installed package's.
+bool user_file(const std::string& file);
 
 // Import machinery: nothing run by an import belongs to an iteration.
 bool is_import_frame(const CallNode& n);

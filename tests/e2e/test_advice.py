@@ -337,6 +337,27 @@ def test_data_loading_advice_reads_what_the_workers_did(tmp_path, persistent):
     assert pct == pytest.approx(100.0, abs=0.01)
 
 
+def test_a_validation_loaders_workers_are_not_the_training_loaders(tmp_path):
+    """A training loader of no workers, and a validation loader of 2 iterated in validate()
+    after each epoch: the advice is the training loop's, which loads each batch itself. It was
+    told of the validation workers ("2 DataLoader workers at once ... persistent_workers=True",
+    a red-team run made slower by it)."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
+    db = tmp_path / "loader.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "2", "0", "validate"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("epochs 2 loss "), r.stderr
+    assert len(query(db, "SELECT pid FROM dataloader_workers")) == 4  # validation's, 2 an epoch
+    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+               if c["rule"] == "data-loading"]
+    assert len(loading) == 1, loading
+    assert loading[0]["advice"].startswith("num_workers=0: the training loop loads each batch"), \
+        loading[0]["advice"]
+    assert loading[0]["evidence"]["loader_workers"] == 0, loading[0]["evidence"]
+
+
 def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path):
     """An IterableDataset has no __getitem__ and no sampler: the advice to make batches cheaper
     names its __iter__ (a red-team run was told to move work out of __getitem__ into a batch

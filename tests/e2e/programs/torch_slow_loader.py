@@ -1,8 +1,9 @@
 """A training loop that waits for its batches: a Dataset whose __getitem__ does per-sample work
 (a normalisation repeated, as an augmentation pipeline would), read by a DataLoader with no
 workers (or WORKERS of them, made again every epoch unless "persistent"), feeding a small
-linear model; "iterable": the same samples from an IterableDataset's __iter__. The data-loading
-rule's workload. Usage: torch_slow_loader.py EPOCHS [WORKERS [persistent] [iterable]]"""
+linear model; "iterable": the same samples from an IterableDataset's __iter__; "validate": a
+validation loader of 2 workers iterated in validate() after each epoch. The data-loading rule's
+workload. Usage: torch_slow_loader.py EPOCHS [WORKERS [persistent] [iterable] [validate]]"""
 import sys
 
 import torch
@@ -44,10 +45,20 @@ options = sys.argv[3:]
 loader = DataLoader(SlowStream() if "iterable" in options else Slow(), batch_size=16,
                     num_workers=workers, persistent_workers="persistent" in options)
 epochs = int(sys.argv[1])
+val_loader = DataLoader(Slow(), batch_size=64, num_workers=2) if "validate" in options else None
+
+
+def validate():
+    with torch.no_grad():
+        return sum(float(torch.nn.functional.cross_entropy(model(x), y)) for x, y in val_loader)
+
+
 for _ in range(epochs):
     for x, y in loader:
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
+    if val_loader is not None:
+        validate()
 print("epochs", epochs, "loss", round(float(loss), 4))
