@@ -201,8 +201,31 @@ struct Accumulator {
   // The view engine_waits: frames running the autograd engine whose own time is the DDP
   // reducer's wait for its all-reduces: communication, in t_comm, whatever phase is around.
   std::unordered_set<std::int64_t> engine_waits;
+  // Set per training thread: its loop's iterations, and the evaluations found in them.
+  std::int64_t iterations = 0;
+  std::int64_t evaluation_ns = 0;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> evaluations;  // calls, ns
 
   void open(int phase, const CallNode& n) { opened[phase][n.name] += n.incl_ns; }
+
+  // A frame of the program's that reaches the model's forward and neither a backward nor an
+  // update, and runs in only some iterations (fewer calls than they are), or runs the model in
+  // only some of its calls, or loads batches of its own: an evaluation, from a callback every N
+  // steps (a Trainer's on_step_end running validation every 24 steps). Its forward and its
+  // loader's batches read as the training's t_f and t_io (4.35 s of validation beside 0.50 s
+  // of training forward, and a data-loading candidate that made the run slower: a red-team
+  // find); like one called from the loop's own frame, it is outside the iterations. A
+  // compute_loss(model, x, y) run every iteration, the backward in its caller, is none.
+  bool evaluation(const Frame& f) const {
+    if (iterations <= 0 || f.node->kind != kinds::kPython || !is_user_frame(*f.node) ||
+        f.phase() >= 0 || !(f.below_entry & bit(kForward)) ||
+        (f.below_entry & (bit(kBackward) | bit(kUpdate))))
+      return false;
+    if (f.node->calls < iterations || (f.below & bit(kIo))) return true;
+    std::array<std::int64_t, kPhaseCount> calls{};
+    count_entries(f, calls);
+    return calls[kForward] < f.node->calls;
+  }
 
   void mark(const CallNode& n, int phase) {
     nodes.phase[n.node_id] = phase;
@@ -225,6 +248,13 @@ struct Accumulator {
     if (is_import_frame(n) && current < 0) {
       out.other_ns += n.incl_ns;
       mark_subtree(f, LoopNodes::kOther);
+      return;
+    }
+    if (current < 0 && evaluation(f)) {
+      evaluation_ns += n.incl_ns;
+      auto& [calls, ns] = evaluations[n.name];
+      calls += n.calls;
+      ns += n.incl_ns;
       return;
     }
     if (current < 0 && f.phase() >= 0) {
@@ -639,6 +669,8 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     }
     acc.nodes.iterations[tree.thread_id] = t.iterations + cut_off_here;
     acc.loading = guessed_loading(t);
+    acc.iterations = b.inference ? 0 : t.iterations;
+    acc.evaluation_ns = 0;
     for (const Frame* k : t.feeders.empty() ? acc.loading : std::vector<const Frame*>{})
       b.notes.push_back(
           fmt::format("t_io: {} runs every iteration before the forward and is "
@@ -653,6 +685,7 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       acc.walk(*k, -1);
       in_loop += k->node->incl_ns;
     }
+    in_loop -= acc.evaluation_ns;  // outside, as an evaluation called from the loop's frame
     b.outside_ns += measured - in_loop;
   }
   if (b.threads == 0) {
@@ -662,6 +695,12 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
   }
   b.found = true;
   if (b.rank_iterations.size() < 2) b.rank_iterations.clear();
+  for (const auto& [name, figures] : acc.evaluations)
+    b.notes.push_back(fmt::format(
+        "{} ({} calls) reaches the model's forward with no backward or update, in only some "
+        "iterations or with batches of its own: an evaluation ({:.3f} s), counted outside the "
+        "iterations, not in t_f or t_io",
+        name, figures.first, static_cast<double>(figures.second) / 1e9));
   if (cut_off_iterations > 0)
     b.notes.push_back(fmt::format(
         "{} of the iterations ran under a loop frame that was open when the collection window "

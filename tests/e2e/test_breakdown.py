@@ -219,6 +219,34 @@ def test_an_optimizer_wrapping_another_is_one_optimizer(tmp, kind):
     assert_rows_add_up(db, b)
 
 
+def test_a_callbacks_inline_evaluation_is_outside_the_iterations(tmp):
+    """A Trainer's validation callback evaluates every 10 steps, inline in its on_step_end
+    (called every step): its forward and its loader's batches read as the training's t_f and
+    t_io (4.35 s of validation beside 0.50 s of training forward, and a data-loading candidate
+    that made the run slower: a red-team find). It is an evaluation, outside the iterations."""
+    pytest.importorskip("torch")
+    db = tmp / "callback_eval.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_callback_eval.py"), 40, 10) == \
+        "steps 40\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 40 and b["iterations_from"] == "t_u", b
+    by = b["by"]
+    # t_f is the training forward's: the model's calls under training_step, 40 of them.
+    (train_forward,) = query(db, "SELECT SUM(n.incl_ns) / 1e9 FROM nodes n JOIN routines r "
+                                 "USING (routine_id) JOIN nodes p ON p.node_id = n.parent_id "
+                                 "JOIN routines pr ON pr.routine_id = p.routine_id "
+                                 "WHERE r.name LIKE 'module.py:%(_call_impl)' "
+                                 "AND pr.name LIKE '%(training_step)'")[0]
+    assert by["t_f"]["time_s"] < 2 * train_forward + 0.01, (by["t_f"], train_forward)
+    (evaluation,) = query(db, "SELECT incl_s FROM hotspots WHERE routine LIKE "
+                              "'torch_callback_eval.py:%(on_step_end)' AND routine IN (SELECT "
+                              "name FROM routines WHERE line = 23)")[0]
+    assert by["outside"]["time_s"] >= evaluation, (by["outside"], evaluation)
+    assert any("an evaluation" in n and "(on_step_end)" in n for n in b["notes"]), b["notes"]
+    assert by["t_io"]["time_s"] < 0.5 * evaluation, by["t_io"]
+    assert_rows_add_up(db, b)
+
+
 def test_a_zero_redundancy_optimizer_is_one_optimizer(tmp):
     """ZeroRedundancyOptimizer(Adam) builds itself and the Adam inside it: two Optimizer.__init__
     for the one optimizer the program built. It read "2 optimizers" and 20 iterations for 40
