@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cctype>
 #include <deque>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "metrics/breakdown_gpu.hpp"
 #include "profile/call_tree.hpp"
+#include "profile/line_costs.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
@@ -507,6 +509,27 @@ std::vector<const Frame*> cut_off_entries(const Frame& root, const ThreadLoop& t
 // No data-loading entry (DataLoader, a "data" region) in the iterations: the user frames run
 // every iteration before the forward, on the way from the loop frame to the body, are taken as
 // loading the batch (mlp_numpy's sampler.next, an updater's iterator).
+// A function named for the learning rate's schedule (nanoGPT's get_lr(it), a warmup()): it
+// runs every iteration before the forward but loads nothing (it read as "taken as loading the
+// batch", a red-team find).
+bool schedules_the_rate(const CallNode& n) {
+  std::string word;
+  auto said = [&] {
+    bool yes = word == "lr" || word == "learning" || word == "schedule" || word == "scheduler" ||
+               word == "warmup";
+    word.clear();
+    return yes;
+  };
+  for (char c : function_part(n.name)) {
+    if (c == '_') {
+      if (said()) return true;
+    } else {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    }
+  }
+  return said();
+}
+
 std::vector<const Frame*> guessed_loading(const ThreadLoop& t) {
   if (!t.feeders.empty()) return t.feeders;
   for (const Frame& k : t.loop->kids)
@@ -520,7 +543,7 @@ std::vector<const Frame*> guessed_loading(const ThreadLoop& t) {
       if (f == t.loop && !in_iterations(k, t)) continue;
       if (k.phase() == kForward || (k.below_entry & bit(kForward))) break;
       if (is_user_frame(*k.node) && k.role.phase < 0 && k.below == 0 &&
-          k.node->calls >= t.iterations)
+          k.node->calls >= t.iterations && !schedules_the_rate(*k.node))
         out.push_back(&k);
     }
   }

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import subprocess
+import textwrap
 
 import pytest
 
@@ -245,6 +246,47 @@ def test_a_callbacks_inline_evaluation_is_outside_the_iterations(tmp):
     assert any("an evaluation" in n and "(on_step_end)" in n for n in b["notes"]), b["notes"]
     assert by["t_io"]["time_s"] < 0.5 * evaluation, by["t_io"]
     assert_rows_add_up(db, b)
+
+
+def test_a_learning_rate_function_before_the_forward_is_no_loading(tmp):
+    """nanoGPT's loop: lr = get_lr(it) and get_batch() before the forward, no DataLoader. The
+    batch's function is the guessed loading; the learning rate's is not (it read as "taken as
+    loading the batch", a red-team find)."""
+    pytest.importorskip("torch")
+    script = tmp / "nano_loop.py"
+    script.write_text(textwrap.dedent("""\
+        import math
+        import torch
+
+        torch.manual_seed(0)
+        model = torch.nn.Linear(32, 4)
+        opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+        data = torch.randn(4096, 32)
+
+        def get_lr(it):
+            return 1e-3 * 0.5 * (1.0 + math.cos(math.pi * it / 50))
+
+        def get_batch():
+            i = torch.randint(0, 4096 - 16, (1,)).item()
+            return data[i:i + 16], torch.randint(0, 4, (16,))
+
+        for it in range(50):
+            lr = get_lr(it)
+            for group in opt.param_groups:
+                group["lr"] = lr
+            x, y = get_batch()
+            loss = torch.nn.functional.cross_entropy(model(x), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        print("done")
+    """))
+    assert profile_python(tmp / "nano.db", str(script)) == "done\n"
+    b = breakdown(tmp / "nano.db")
+    assert b["found"] and b["iterations"] == 50, b
+    line = script.read_text().splitlines().index("def get_batch():") + 1
+    assert b["by"]["t_io"]["routines"] == f"nano_loop.py:{line}(get_batch)", b["by"]["t_io"]
+    assert not any("get_lr" in n for n in b["notes"]), b["notes"]
 
 
 def test_a_zero_redundancy_optimizer_is_one_optimizer(tmp):
