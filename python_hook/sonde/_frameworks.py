@@ -3,7 +3,7 @@
 - Framework ranges as sonde regions: torch.autograd.profiler.record_function (which
   torch.profiler.record_function is, and which torch's optimizers and DataLoader open around
   every step and batch) appears in the tree as a region of its name, with what runs inside
-  beneath it.
+  beneath it (patched once `import torch` has run).
 - Operators and collectives: after `import torch`, libsonde registers with PyTorch's operator
   observer (RecordFunction; wrappers/torch/), so ATen operators, autograd nodes and
   torch.distributed's process-group calls appear in the tree (docs/torch.md). `SONDE_TORCH_OPS=0`
@@ -21,10 +21,23 @@ from ._say import say
 
 
 def _record_ranges(module):
+    """record_function's `with` blocks as regions: its __enter__ and __exit__ become sonde's C
+    hooks. TorchScript compiles the class from its methods' source the first time a scripted
+    function opens one, and C hooks have none: torch.jit.script of any code with a
+    record_function failed ("Cannot instantiate class 'record_function'", a red-team find). So
+    the class is compiled for TorchScript first, from its own methods (once, about 9 ms; what
+    the program's first script would have done), and TorchScript keeps that."""
     from . import _sonde
     cls = getattr(module, "record_function", None)
-    if isinstance(cls, type):
-        _sonde.record_ranges(cls)
+    if not isinstance(cls, type):
+        return
+    try:
+        import torch._jit_internal
+        import torch.jit._script
+        torch.jit._script._recursive_compile_class(cls, torch._jit_internal.fake_range())
+    except Exception:  # a torch without TorchScript, or another layout: ranges all the same
+        pass
+    _sonde.record_ranges(cls)
 
 
 def torch_threads_from_env(environ=None):
@@ -59,6 +72,11 @@ def _patch_torch(module):
     finally:  # a bad SONDE_TORCH_THREADS is said by _patch; the operators are still recorded
         from . import _torch
         _torch.observe(module)
+        # Once torch has run (TorchScript is importable then, not while torch imports its
+        # autograd.profiler).
+        profiler = sys.modules.get("torch.autograd.profiler")
+        if profiler is not None:
+            _record_ranges(profiler)
 
 
 def _patch_distributed(module):
@@ -67,8 +85,7 @@ def _patch_distributed(module):
 
 
 # module -> what is done to it once it has run (or at once, when already imported).
-PATCHES = {"torch.autograd.profiler": _record_ranges, "torch": _patch_torch,
-           "torch.distributed": _patch_distributed}
+PATCHES = {"torch": _patch_torch, "torch.distributed": _patch_distributed}
 
 
 def _patch(module):

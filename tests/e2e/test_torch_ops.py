@@ -4,6 +4,7 @@ import json
 import os
 import socket
 import subprocess
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -111,6 +112,43 @@ def test_kind_and_no_duplicate_regions(train):
                                     "('aten::conv2d', 'Optimizer.step#Adam.step')"))
     # record_function ranges stay the Python hook's regions, never a torch frame as well.
     assert kinds == {"aten::conv2d": "torch", "Optimizer.step#Adam.step": "region"}
+
+
+def test_torchscript_compiles_record_function_under_sonde(tmp_path):
+    # record_function's __enter__/__exit__ are sonde's C hooks, which TorchScript cannot read
+    # the source of: torch.jit.script of any code opening one failed under sonde ("Cannot
+    # instantiate class 'record_function'", a red-team find). The class is compiled for
+    # TorchScript from its own methods before the hooks go in: scripted code runs as without
+    # sonde, and the eager ranges are still regions.
+    prog = tmp_path / "scripted.py"
+    prog.write_text(textwrap.dedent("""\
+        import torch
+        from torch.autograd.profiler import record_function
+
+        class M(torch.nn.Module):
+            def forward(self, x):
+                with record_function("scripted_range"):
+                    return x.relu() * 2
+
+        @torch.jit.script
+        def f(x):
+            with record_function("scripted_fn"):
+                return x + 1
+
+        m = torch.jit.script(M())
+        with record_function("eager_range"):
+            y = m(torch.ones(2)) + f(torch.ones(2))
+        print(y.tolist())
+    """))
+    plain = subprocess.run([PY, prog], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300, env=clean_env())
+    db = tmp_path / "scripted.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, prog], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=300, env=clean_env(PYTHONPATH=PYTHONPATH))
+    assert plain.returncode == 0 and plain.stdout == "[4.0, 4.0]\n", plain.stderr
+    assert r.returncode == 0 and r.stdout == plain.stdout, r.stderr
+    assert query(db, "SELECT calls FROM hotspots WHERE routine = 'eager_range' "
+                     "AND kind = 'region'") == [(1,)]
 
 
 def test_counts_match_torch_profiler(train):
