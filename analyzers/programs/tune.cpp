@@ -375,7 +375,7 @@ void compare_with_original(TuneStage& s, const TuneStage& original) {
   for (const TuneRun& o : original.runs)
     if (o.ok) originals.push_back(read_text(o.stdout_path));
   if (originals.empty()) return;
-  NumberPlaces varying = varying_places(originals);
+  VaryingPlaces varying = varying_places(originals);
   for (const TuneRun& r : s.runs) {
     if (!r.ok) continue;
     std::string mine = read_text(r.stdout_path);
@@ -442,7 +442,7 @@ std::string original_varies(const TuneStage& original) {
   std::vector<std::string> outputs{read_text(original.runs[0].stdout_path)};
   for (std::size_t i = 1; i < original.runs.size(); ++i)
     if (original.runs[i].ok) outputs.push_back(read_text(original.runs[i].stdout_path));
-  NumberPlaces varying = varying_places(outputs);
+  VaryingPlaces varying = varying_places(outputs);
   for (std::size_t i = 1; i < original.runs.size(); ++i) {
     if (!original.runs[i].ok) continue;
     OutputComparison c =
@@ -454,13 +454,19 @@ std::string original_varies(const TuneStage& original) {
           "original run; seed the program to compare its results",
           i + 1, output_detail(c));
   }
-  if (!varying.empty())
-    return fmt::format(
+  std::string out;
+  if (!varying.left_out.empty())
+    out = fmt::format(
         "{} number{} of the original's output vary from run to run in lines otherwise alike "
         "(timings printed with no name or unit that says so, as 'fwd 0.003'): left out of every "
         "stage's comparison, as timings are",
-        varying.size(), varying.size() == 1 ? "" : "s");
-  return "";
+        varying.left_out.size(), varying.left_out.size() == 1 ? "" : "s");
+  if (!varying.bands.empty())
+    out += fmt::format(
+        "{}{} result{} of the original's output (a loss, an accuracy) vary from run to run: "
+        "a stage's is held to the range its runs span, and differs beyond it",
+        out.empty() ? "" : "; ", varying.bands.size(), varying.bands.size() == 1 ? "" : "s");
+  return out;
 }
 
 }  // namespace

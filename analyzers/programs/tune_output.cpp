@@ -215,6 +215,44 @@ bool unit_follows(const std::vector<Token>& t, std::size_t i) {
 }
 
 // The name before token i (a number): `time 2.1`, `elapsed_time: 6.45`, `"pid": 4242`.
+// A name whose number is the program's result: a loss, an accuracy, an error, a score. Judged
+// on the name's parts as varying_name judges (`val_loss`, `top1Acc`).
+bool result_name(std::string_view name) {
+  std::string part;
+  auto says_it = [&] {
+    bool yes =
+        one_of(lower(part), {"loss",       "nll",    "acc",   "accuracy", "err",  "error", "errors",
+                             "perplexity", "ppl",    "score", "f1",       "auc",  "bleu",  "rouge",
+                             "reward",     "mse",    "mae",   "rmse",     "top1", "top5",  "metric",
+                             "precision",  "recall", "iou",   "dice",     "psnr", "ssim"});
+    part.clear();
+    return yes;
+  };
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    bool camel = i > 0 && c >= 'A' && c <= 'Z' && name[i - 1] >= 'a' && name[i - 1] <= 'z';
+    if (!alnum(c) || c == '_' || camel) {
+      if (says_it()) return true;
+      if (!alnum(c) || c == '_') continue;
+    }
+    part += c;
+  }
+  return says_it();
+}
+
+// The word naming the number at token i (before it, past ':', '=' and quotes), or "".
+std::string_view name_before(const std::vector<Token>& t, std::size_t i) {
+  std::size_t j = i;
+  for (int marks = 0; j > 0; --j) {
+    const Token& p = t[j - 1];
+    if (p.kind == Kind::kSpace) continue;
+    if (p.kind == Kind::kMark && one_of(p.text, {":", "=", "\"", "'"}) && ++marks <= 3) continue;
+    break;
+  }
+  return j > 0 && t[j - 1].kind == Kind::kWord ? std::string_view(t[j - 1].text)
+                                               : std::string_view();
+}
+
 bool varying_name_precedes(const std::vector<Token>& t, std::size_t i) {
   std::size_t j = i;
   for (int marks = 0; j > 0; --j) {
@@ -254,6 +292,7 @@ bool starts_like_number(std::string_view f) {
 // timings is read from the header: PrintReport's `elapsed_time` holds seconds with no unit.
 struct TableHeader {
   std::vector<bool> varying;  // per column
+  std::vector<bool> results;  // per column: a result's name
   bool any = false;
 };
 
@@ -263,6 +302,7 @@ TableHeader header_of(const std::vector<std::string_view>& fields) {
   for (std::string_view f : fields) {
     if (starts_like_number(f)) return {};
     h.varying.push_back(varying_name(f));
+    h.results.push_back(result_name(f));
     h.any = h.any || h.varying.back();
   }
   return h;
@@ -301,8 +341,11 @@ PrintedLine read_line(const std::string& line, const TableHeader& header) {
     if (x.kind == Kind::kNumber) {
       bool timed = (row && column >= offset && header.varying[column - offset]) ||
                    unit_follows(t, i) || varying_name_precedes(t, i);
+      bool result = (row && column >= offset && header.results[column - offset]) ||
+                    result_name(name_before(t, i));
       ++column;
       if (timed) x.kind = Kind::kLeftOut;
+      if (!timed) p.results.push_back(result);
     }
     switch (x.kind) {
       case Kind::kNumber:
@@ -369,24 +412,38 @@ std::vector<PrintedLine> printed_lines(const std::string& output) {
   return out;
 }
 
-NumberPlaces varying_places(const std::vector<std::string>& outputs, const OutputTolerance& tol) {
-  NumberPlaces out;
+VaryingPlaces varying_places(const std::vector<std::string>& outputs, const OutputTolerance& tol) {
+  VaryingPlaces out;
   if (outputs.empty()) return out;
   std::vector<PrintedLine> first = printed_lines(outputs[0]);
-  for (std::size_t k = 1; k < outputs.size(); ++k) {
-    std::vector<PrintedLine> other = printed_lines(outputs[k]);
+  std::vector<std::vector<PrintedLine>> others;
+  for (std::size_t k = 1; k < outputs.size(); ++k) others.push_back(printed_lines(outputs[k]));
+  for (const std::vector<PrintedLine>& other : others) {
     if (other.size() != first.size()) continue;
     for (std::size_t i = 0; i < first.size(); ++i) {
       if (first[i].words != other[i].words) continue;
-      for (std::size_t j = 0; j < first[i].numbers.size(); ++j)
-        if (beyond(first[i].numbers[j], other[i].numbers[j], tol)) out.insert({i, j});
+      for (std::size_t j = 0; j < first[i].numbers.size(); ++j) {
+        if (!beyond(first[i].numbers[j], other[i].numbers[j], tol)) continue;
+        if (j < first[i].results.size() && first[i].results[j])
+          out.bands[{i, j}] = {first[i].numbers[j], first[i].numbers[j]};
+        else
+          out.left_out.insert({i, j});
+      }
     }
   }
+  // A result's band: every run's number at its place, its lines alike.
+  for (auto& [place, band] : out.bands)
+    for (const std::vector<PrintedLine>& other : others) {
+      auto [i, j] = place;
+      if (other.size() != first.size() || first[i].words != other[i].words) continue;
+      band.first = std::min(band.first, other[i].numbers[j]);
+      band.second = std::max(band.second, other[i].numbers[j]);
+    }
   return out;
 }
 
 OutputComparison compare_outputs(const std::string& before, const std::string& after,
-                                 const OutputTolerance& tol, const NumberPlaces& skip) {
+                                 const OutputTolerance& tol, const VaryingPlaces& varying) {
   std::vector<PrintedLine> a = printed_lines(before), b = printed_lines(after);
   OutputComparison c;
   c.lines_before = a.size();
@@ -400,12 +457,17 @@ OutputComparison compare_outputs(const std::string& before, const std::string& a
     bool differs = a[i].words != b[i].words, moved = false;
     if (!differs) {
       for (std::size_t j = 0; j < a[i].numbers.size(); ++j) {
-        if (skip.count({i, j})) {
+        if (varying.left_out.count({i, j})) {
           --c.compared;
           ++c.left_out;
           continue;
         }
         double x = a[i].numbers[j], y = b[i].numbers[j];
+        if (auto band = varying.bands.find({i, j}); band != varying.bands.end()) {
+          // Held to the band its runs span: inside it is no difference, beyond it by more
+          // than the tolerance is (a loss that FTZ moved out of its run-to-run noise).
+          x = std::clamp(y, band->second.first, band->second.second);
+        }
         double rel = relative_difference(x, y);
         c.largest_rel = std::max(c.largest_rel, rel);
         moved = moved || rel > 0;

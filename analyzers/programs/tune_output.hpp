@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -25,6 +26,7 @@ struct OutputTolerance {
 struct PrintedLine {
   std::string words;
   std::vector<double> numbers;
+  std::vector<bool> results;  // per number: its name says a result (loss, acc, error, score, ...)
   std::size_t left_out = 0;
   std::string text;  // as printed, for the report
 };
@@ -42,18 +44,25 @@ struct OutputComparison {
   bool differs() const { return beyond > 0 || word_lines > 0 || lines_before != lines_after; }
   bool exact() const { return !differs() && largest_rel == 0; }
 };
-// Numbers by place: (line, number of the line), as printed_lines reads them.
-using NumberPlaces = std::set<std::pair<std::size_t, std::size_t>>;
-// `skip`: places whose numbers are not compared but left out (counted as timings/ids).
+// Numbers that vary from run to run of one program, by place (line, number of the line), as
+// printed_lines reads them: beyond the tolerance between the first output and another, where
+// their lines are otherwise alike. One named as a result (val_loss 1.016, 1.011, 1.016) is
+// compared against the band its runs span; any other (a timing printed with no name or unit
+// that says so: "bwd+step 0.006") is left out, counted with the timings.
+struct VaryingPlaces {
+  using Place = std::pair<std::size_t, std::size_t>;
+  std::set<Place> left_out;
+  std::map<Place, std::pair<double, double>> bands;  // lowest, highest
+  bool empty() const { return left_out.empty() && bands.empty(); }
+};
+VaryingPlaces varying_places(const std::vector<std::string>& outputs,
+                             const OutputTolerance& tolerance = {});
+
+// `varying`: the places left out, and those held to their band (beyond it by the tolerance:
+// differs) rather than to the number of `before`.
 OutputComparison compare_outputs(const std::string& before, const std::string& after,
                                  const OutputTolerance& tolerance = {},
-                                 const NumberPlaces& skip = {});
-
-// The places whose numbers differ beyond the tolerance between the first output and another,
-// where their lines are otherwise alike: numbers that vary from run to run of one program (a
-// timing printed with no name or unit that says so: "bwd+step 0.006"), not its results.
-NumberPlaces varying_places(const std::vector<std::string>& outputs,
-                            const OutputTolerance& tolerance = {});
+                                 const VaryingPlaces& varying = {});
 
 // 1e-3 rather than 0.001: a tolerance as it is written.
 std::string tolerance_text(double v);

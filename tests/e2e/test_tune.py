@@ -212,6 +212,22 @@ def test_numbers_varying_in_the_originals_own_runs_are_left_out(tmp_path):
     assert "2 numbers of the original's output vary from run to run" in text, j.get("notes")
 
 
+def test_a_noisy_loss_that_ftz_moves_out_of_its_range_differs(tmp_path):
+    """A named result that varies from run to run (an unseeded noise of 2 %) plus a term that
+    only a subnormal makes: FTZ removes the term, which moves the loss below every original
+    run's. Once varying numbers were left out whatever their name, this read "same" (a red-team
+    find); a result is held to the range its runs span."""
+    script = tmp_path / "prog.py"
+    script.write_text(SUBNORMAL + "import random\n"
+                      "bump = w * 3.0e307  # 0.1 from a subnormal operand: 0 under DAZ\n"
+                      "print('epoch 1 val_loss %.4f' % (1.0 + bump + random.uniform(-0.02, 0.02)))\n")
+    r, j = tune(tmp_path, ["--repeat", "3", "--stages", "ftz"], ["/usr/bin/python3", str(script)])
+    assert r.returncode == 0, r.stderr
+    ftz = stage(j, "ftz")
+    assert ftz["output_changed"] is True, ftz["output"]
+    assert ftz["output"]["summary"].startswith("differs"), ftz["output"]
+
+
 def test_scientific_notation_is_compared(tmp_path):
     """Numbers printed as 1.2345e-04, on lines without a word tune knew, beside a loss line
     that does not change: the gradient norms move under FTZ."""

@@ -114,6 +114,26 @@ TEST(TuneOutputs, ATablesTimingColumnIsKnownByItsHeader) {
 }
 
 // A verdict only where "every run beat every run" would be a 1-in-20 chance without an effect.
+// Numbers that vary among the original's own runs: a bare timing ("fwd 0.003") is left out; a
+// result named so (val_loss) is held to the band its runs span, so a stage moving it beyond that
+// band still differs (FTZ dropping a subnormal term from a noisy loss read "same" once every
+// varying number was left out: a red-team find).
+TEST(TuneOutputs, VaryingTimingsAreLeftOutAndVaryingResultsHeldToTheirBand) {
+  std::vector<std::string> originals = {"loss 1.016 fwd 0.003\n", "loss 1.011 fwd 0.004\n",
+                                        "loss 1.016 fwd 0.005\n"};
+  sonde::analyzers::VaryingPlaces v = sonde::analyzers::varying_places(originals);
+  EXPECT_EQ(v.left_out.size(), 1u);  // fwd
+  ASSERT_EQ(v.bands.size(), 1u);     // loss, 1.011 to 1.016
+  EXPECT_DOUBLE_EQ(v.bands.begin()->second.first, 1.011);
+  EXPECT_DOUBLE_EQ(v.bands.begin()->second.second, 1.016);
+  OutputComparison c = compare_outputs(originals[0], "loss 1.013 fwd 0.009\n", {}, v);
+  EXPECT_FALSE(c.differs());  // inside the band; the timing left out
+  EXPECT_EQ(c.left_out, 1u);
+  c = compare_outputs(originals[0], "loss 1.001 fwd 0.003\n", {}, v);
+  EXPECT_TRUE(c.differs());  // 0.010 below the band's lowest
+  EXPECT_EQ(c.beyond, 1u);
+}
+
 TEST(TuneVerdict, NoVerdictFromTooFewRuns) {
   using sonde::analyzers::tune_too_few_runs;
   using sonde::analyzers::tune_verdict;
