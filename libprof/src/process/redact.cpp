@@ -83,9 +83,12 @@ std::string upper(std::string_view name) {
 // An argument's name looks secret by the environment's rule, by words only arguments use
 // (--pwd, --bearer, a cookie header, --creds, a URL's signature), or by short words that say
 // so only as a whole part of the name (--jwt, --sas, --sig, sig=, X-Amz-Signature: not --sigma).
+// So do the short names people give a password or a one-time code as a whole part (--pw,
+// --psw, --otp, --mnemonic: a red-team run kept them, and `pw='x'` in -c code).
 bool argument_name_looks_secret(std::string_view name) {
-  static constexpr std::string_view kWords[] = {"PWD", "BEARER", "COOKIE", "CREDS", "SIGNATURE"};
-  static constexpr std::string_view kParts[] = {"JWT", "SAS", "SIG", "CRED"};
+  static constexpr std::string_view kWords[] = {"PWD",   "BEARER",    "COOKIE",
+                                                "CREDS", "SIGNATURE", "MNEMONIC"};
+  static constexpr std::string_view kParts[] = {"JWT", "SAS", "SIG", "CRED", "PW", "PSW", "OTP"};
   std::string up = upper(name);
   if (name_looks_secret(name) ||
       std::any_of(std::begin(kWords), std::end(kWords),
@@ -152,7 +155,7 @@ std::string redact_quoted_assignments(std::string word) {
     if (j >= word.size() || (word[j] != '\'' && word[j] != '"')) continue;
     size_t end = word.find(word[j], j + 1);
     if (end == npos) end = word.size();
-    if (!name_looks_secret(name)) continue;
+    if (!argument_name_looks_secret(name)) continue;
     word.replace(j + 1, end - j - 1, "<redacted>");
     i = j + 1 + std::string_view("<redacted>").size() + 1;
   }
@@ -202,6 +205,40 @@ bool names_an_option(std::string_view word) {
 }
 
 // `Bearer`, `Basic`, `Token`: the scheme of an Authorization header's value, which comes first.
+// Credentials known by their form wherever they stand (a positional argument, inside code or a
+// URL): the prefixes providers give their tokens, with at least 16 more token characters
+// (a red-team run kept sk-proj-..., ghp_..., xoxb-..., AKIA... given as arguments), and the
+// secret path of a chat webhook (hooks.slack.com/services/T../B../secret).
+bool token_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+}
+
+std::string redact_known_tokens(std::string word) {
+  static constexpr std::string_view kPrefixes[] = {
+      "sk-",   "ghp_",  "gho_",  "ghu_",  "ghs_",  "ghr_", "github_pat_", "glpat-", "hf_",
+      "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "AKIA", "ASIA",        "npm_",   "pypi-"};
+  for (std::string_view prefix : kPrefixes) {
+    for (size_t at = word.find(prefix); at != npos; at = word.find(prefix, at + 1)) {
+      if (at > 0 && token_char(word[at - 1])) continue;  // inside a longer word
+      size_t end = at + prefix.size();
+      while (end < word.size() && token_char(word[end])) ++end;
+      if (end - at - prefix.size() < 16) continue;
+      word.replace(at, end - at, "<redacted>");
+    }
+  }
+  static constexpr std::string_view kWebhooks[] = {"hooks.slack.com/services/", "/api/webhooks/"};
+  for (std::string_view hook : kWebhooks) {
+    size_t at = word.find(hook);
+    if (at == npos) continue;
+    size_t start = at + hook.size();
+    size_t end = start;
+    while (end < word.size() && !is_space(word[end]) && word[end] != '\'' && word[end] != '"')
+      ++end;
+    if (end > start) word.replace(start, end - start, "<redacted>");
+  }
+  return word;
+}
+
 bool is_auth_scheme(std::string_view word) {
   std::string lower(word);
   for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -258,6 +295,7 @@ void redact_words(std::vector<std::string>& words) {
     }
     user_follows = given == "-u" || given == "--user";
     word = redact_url_password(word);
+    word = redact_known_tokens(word);
   }
 }
 
