@@ -894,7 +894,8 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.ranks = load_rank_summary(file);
   in.optimizer_work = optimizer_work(profile.forest().busy);
   in.breakdown = profile.breakdown();
-  in.loader = load_loader_workers(file, in.breakdown.found ? in.breakdown.loop : "");
+  in.loader =
+      load_loader_workers(file, in.breakdown.found ? &in.breakdown.loader_callers : nullptr);
   in.distributions = load_distribution_checks(file);
   {
     auto st = file.prepare(

@@ -14,8 +14,9 @@ namespace {
 
 // Per fork-child worker process, the frame of the program that iterated its loader: above the
 // DataLoader's __iter__ in the stack the child inherited, past the frames of packages and the
-// standard library (tqdm's __iter__, enumerate's none); "<thread>" at the thread's top. A worker
-// of another start method has no inherited stack, and no entry.
+// standard library (tqdm's __iter__, enumerate's none); "<thread>" at the thread's top, as the
+// breakdown names the loop's readers. A worker of another start method has no inherited stack,
+// and no entry.
 std::map<std::int64_t, std::string> loader_callers(const ProfileFile& file) {
   struct Frame {
     std::int64_t parent = 0;
@@ -51,10 +52,10 @@ std::map<std::int64_t, std::string> loader_callers(const ProfileFile& file) {
 
 }  // namespace
 
-LoaderWorkers load_loader_workers(const ProfileFile& file, const std::string& loop) {
+LoaderWorkers load_loader_workers(const ProfileFile& file, const std::set<std::string>* reading) {
   LoaderWorkers w;
   std::map<std::int64_t, std::string> callers;
-  if (!loop.empty()) callers = loader_callers(file);
+  if (reading != nullptr) callers = loader_callers(file);
   // Per parent, its workers' starts (+1) and ends (-1): a loader's workers are its process's
   // children, alive together; a loader made again each epoch starts a new set after the last.
   std::map<std::int64_t, std::vector<std::pair<std::int64_t, int>>> lives;
@@ -62,7 +63,8 @@ LoaderWorkers load_loader_workers(const ProfileFile& file, const std::string& lo
       "SELECT ppid, started_ns, ended_ns, batches, CAST(ROUND(fetch_s * 1e9) AS INTEGER), "
       "process_id FROM dataloader_workers");
   while (st.step()) {
-    if (auto c = callers.find(st.int64(5)); c != callers.end() && c->second != loop) continue;
+    if (auto c = callers.find(st.int64(5)); c != callers.end() && !reading->count(c->second))
+      continue;
     ++w.processes;
     w.batches += st.int64(3);
     w.fetch_ns += st.int64(4);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "profile/profile_file.hpp"
@@ -24,10 +25,12 @@ struct LoaderWorkers {
   bool iterable = false;
 };
 
-// `loop`: the training (or evaluation) loop's frame, the breakdown's: where given, the workers a
-// fork child's stack shows started by a loader iterated elsewhere (a validate() at each epoch's
-// end) are left out, so a training loader of no workers is not told of the validation loader's
-// (a red-team run was told "persistent_workers=True" for them, and ran slower).
-LoaderWorkers load_loader_workers(const ProfileFile& file, const std::string& loop = "");
+// `callers`: the breakdown's loader_callers, the frames that read the loop's loaders: where
+// given, the workers a fork child's inherited stack shows started by a loader iterated from
+// another frame (a validate() at each epoch's end) are left out, so a training loader of no
+// workers is not told of the validation loader's (a red-team run was told
+// "persistent_workers=True" for them, and ran slower).
+LoaderWorkers load_loader_workers(const ProfileFile& file,
+                                  const std::set<std::string>* callers = nullptr);
 
 }  // namespace sonde::analyzers

@@ -252,6 +252,13 @@ struct Accumulator {
       mark_subtree(f, LoopNodes::kOther);
       return;
     }
+    if (n.kind == kinds::kPython && n.file.ends_with("torch/utils/data/dataloader.py") &&
+        (n.name.ends_with("(__next__)") || n.name.ends_with("(__iter__)"))) {
+      const Frame* up = f.parent;
+      while (up != nullptr && !(up->node->kind == kinds::kPython && is_user_frame(*up->node)))
+        up = up->parent;
+      out.loader_callers.insert(up == nullptr ? std::string("<thread>") : up->node->name.str());
+    }
     if (current < 0 && evaluation(f)) {
       evaluation_ns += n.incl_ns;
       auto& [calls, ns] = evaluations[n.name];

@@ -68,6 +68,10 @@ struct Breakdown {
   // Routines of the program's named update that are no update: torch.optim's step runs in
   // their thread (a metrics class's update()); the optimizer-update rule leaves them out.
   std::set<std::int64_t> not_updates;
+  // The frames of the program's that call a DataLoader's __iter__ or __next__ in the iterations
+  // (the nearest frame of its own above each: the loop's frame, a feeder's generator, a
+  // next_batch()): the loaders the loop reads, whose workers are the data-loading rule's.
+  std::set<std::string> loader_callers;
   // The file has GPU activity: the rows' gpu_ns and these are filled, summing to every
   // gpu_activity row's device time.
   bool gpu = false;

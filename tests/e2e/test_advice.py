@@ -358,6 +358,24 @@ def test_a_validation_loaders_workers_are_not_the_training_loaders(tmp_path):
     assert loading[0]["evidence"]["loader_workers"] == 0, loading[0]["evidence"]
 
 
+def test_a_loader_iterated_by_a_feeder_keeps_its_workers(tmp_path):
+    """The loop's batches from a feeder's next_batch(), which makes the loader's iterator itself
+    (a red-team find: once workers started from another frame than the loop's were left out,
+    these 2 were, and the advice read "num_workers=0 ... add workers")."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
+    db = tmp_path / "loader.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "2", "2", "lazy"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("epochs 2 loss "), r.stderr
+    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+               if c["rule"] == "data-loading"]
+    assert len(loading) == 1, loading
+    assert loading[0]["evidence"]["loader_workers"] == 2, loading[0]["evidence"]
+    assert not loading[0]["advice"].startswith("num_workers=0"), loading[0]["advice"]
+
+
 def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path):
     """An IterableDataset has no __getitem__ and no sampler: the advice to make batches cheaper
     names its __iter__ (a red-team run was told to move work out of __getitem__ into a batch

@@ -2,8 +2,9 @@
 (a normalisation repeated, as an augmentation pipeline would), read by a DataLoader with no
 workers (or WORKERS of them, made again every epoch unless "persistent"), feeding a small
 linear model; "iterable": the same samples from an IterableDataset's __iter__; "validate": a
-validation loader of 2 workers iterated in validate() after each epoch. The data-loading rule's
-workload. Usage: torch_slow_loader.py EPOCHS [WORKERS [persistent] [iterable] [validate]]"""
+validation loader of 2 workers iterated in validate() after each epoch; "lazy": the batches
+from a feeder's next_batch(), which makes the loader's iterator itself. The data-loading rule's
+workload. Usage: torch_slow_loader.py EPOCHS [WORKERS [persistent] [iterable] [validate] [lazy]]"""
 import sys
 
 import torch
@@ -53,8 +54,33 @@ def validate():
         return sum(float(torch.nn.functional.cross_entropy(model(x), y)) for x, y in val_loader)
 
 
+class Feeder:
+    """Batches one at a time, the iterator made on first use and again at each epoch's end."""
+
+    def __init__(self, loader):
+        self.loader, self.it = loader, None
+
+    def next_batch(self):
+        if self.it is None:
+            self.it = iter(self.loader)
+        try:
+            return next(self.it)
+        except StopIteration:
+            self.it = None
+            return None
+
+
+def batches():
+    if "lazy" not in options:
+        yield from loader
+        return
+    feeder = Feeder(loader)
+    while (batch := feeder.next_batch()) is not None:
+        yield batch
+
+
 for _ in range(epochs):
-    for x, y in loader:
+    for x, y in (loader if "lazy" not in options else batches()):
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()

@@ -194,10 +194,10 @@ TEST(RunInfo, IssueThirtySevenSpellingsAreRedacted) {
 // their provider's prefix given bare (a positional argument, inside -c code), a chat webhook's
 // secret path.
 TEST(RunInfo, ShortPasswordNamesKnownTokensAndWebhooksAreRedacted) {
-  EXPECT_EQ(words({"x", "--pw", "V1", "--psw=V2", "--otp", "V3", "--mnemonic", "V4",
-                   "--opts=pw=V5"}),
-            "x --pw <redacted> --psw=<redacted> --otp <redacted> --mnemonic <redacted> "
-            "--opts=pw=<redacted>");
+  EXPECT_EQ(
+      words({"x", "--pw", "V1", "--psw=V2", "--otp", "V3", "--mnemonic", "V4", "--opts=pw=V5"}),
+      "x --pw <redacted> --psw=<redacted> --otp <redacted> --mnemonic <redacted> "
+      "--opts=pw=<redacted>");
   EXPECT_EQ(words({"x", "sk-proj-abcdefghijklmnop", "ghp_abcdefghijklmnopqrstuvwxyz012345",
                    "AKIAABCDEFGHIJKLMNOP", "xoxb-123456789-abcdefghij"}),
             "x <redacted> <redacted> <redacted> <redacted>");
@@ -206,8 +206,8 @@ TEST(RunInfo, ShortPasswordNamesKnownTokensAndWebhooksAreRedacted) {
   EXPECT_EQ(words({"x", "--hook", "https://hooks.slack.com/services/T0/B0/ARG15xyz"}),
             "x --hook https://hooks.slack.com/services/<redacted>");
   // Words that only begin like one, or short ones, stay: a task name, a tokenizer file.
-  EXPECT_EQ(words({"x", "--task", "sk-learn", "ghp_short", "--pin-memory", "1", "--pipeline",
-                   "2", "--power", "3"}),
+  EXPECT_EQ(words({"x", "--task", "sk-learn", "ghp_short", "--pin-memory", "1", "--pipeline", "2",
+                   "--power", "3"}),
             "x --task sk-learn ghp_short --pin-memory 1 --pipeline 2 --power 3");
 }
 
