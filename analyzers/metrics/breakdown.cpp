@@ -77,8 +77,14 @@ void annotate(Frame& f, const CallNode& n, const Frame* parent,
   f.parent = parent;
   bool import = under_import || is_import_frame(n);
   if (!import) f.role = role_of(n, mappings);
-  if (f.role.by_name && f.role.phase == kUpdate && !f.role.user && parent &&
-      stepping.count(parent->node)) {
+  // Its caller is the program's frame above it: past a decorator's (@torch.no_grad()'s
+  // decorate_context), whose frame runs no step. A decorated ConfusionMeter.update read as t_u
+  // and an update candidate, the same meter undecorated as other (a red-team find).
+  const Frame* caller = parent;
+  while (caller != nullptr && caller->node->kind == kinds::kPython && !is_user_frame(*caller->node))
+    caller = caller->parent;
+  if (f.role.by_name && f.role.phase == kUpdate && !f.role.user && caller &&
+      stepping.count(caller->node)) {
     f.role = {};
     not_updates.insert(n.routine_id);
   }

@@ -625,18 +625,24 @@ def test_a_hand_written_update_stays_one_beside_a_later_torch_optim(tmp):
     assert "hand.py:5(update)" in by["t_u"]["routines"], by["t_u"]
 
 
-def test_a_metrics_update_beside_torch_optim_is_no_update(tmp):
+@pytest.mark.parametrize("decorated", [False, True])
+def test_a_metrics_update_beside_torch_optim_is_no_update(tmp, decorated):
     """A metrics class's update() (torchmetrics, the ImageNet example's AverageMeter) beside
     torch.optim's step: the update is the optimizer's, not the meter's. A red-team script's
     ConfusionMeter.update read as t_u and an optimizer-update candidate advising in-place numpy
-    ufuncs."""
-    db = tmp / "meter.db"
-    assert profile_python(db, os.path.join(PROGRAMS, "torch_metric_update.py")) == "steps 40\n"
+    ufuncs; decorated with @torch.no_grad(), it did again (its caller was the decorator's
+    frame)."""
+    db = tmp / f"meter{int(decorated)}.db"
+    program = os.path.join(PROGRAMS, "torch_metric_update.py")
+    assert profile_python(db, program, *(["no_grad"] if decorated else [])) == "steps 40\n"
     b = breakdown(db)
     assert b["found"] and b["iterations"] == 40, b
     by = {p["phase"]: p for p in b["phases"]}
     assert "(update)" not in by["t_u"]["routines"], by["t_u"]
-    meter = incl_s(db, "torch_metric_update.py:14(update)")
+    lines = open(program).read().splitlines()
+    line = lines.index("    @torch.no_grad()" if decorated else
+                       "    def update(self, logits, y):") + 1
+    meter = incl_s(db, f"torch_metric_update.py:{line}(update)")
     assert meter > 0.06 and by["other"]["time_s"] >= meter * 0.99, (meter, by["other"])
     r = subprocess.run([CLI, "candidates", str(db), "-f", "json", "-n", "0"],
                        capture_output=True, text=True, timeout=120)
