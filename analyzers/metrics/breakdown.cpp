@@ -136,35 +136,73 @@ bool step_wrapper(const CallNode& n) {
          n.name.ends_with("(wrapper)");
 }
 
-// Optimizers that step only inside another's step: a Lookahead's or SAM's base optimizer,
-// built by the program and wrapped (timm's Lookahead(AdamW(...)) read "2 optimizers" and 96
-// iterations of 192). Each step wrapper beneath another is one such.
-// Walked with a stack of its own (a 65,536-deep path).
-std::int64_t stepped_inside_another(const Frame& root) {
-  std::int64_t n = 0;
-  std::vector<std::pair<const Frame*, bool>> todo{{&root, false}};
+// A file's stem, lower-cased: "adamw" of .../torch/optim/adamw.py, as an optimizer class's name
+// lower-cased reads (AdamW, SGD, RMSprop).
+std::string file_stem(std::string_view file) {
+  std::string_view base = file.substr(file.rfind('/') + 1);
+  std::string out(base.substr(0, base.find('.')));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Optimizers stepping only inside another's step: a Lookahead's base, built by the program and
+// stepped in the Lookahead's step (timm's Lookahead(AdamW(...)) read "2 optimizers" and 96
+// iterations of 192). By class, from torch's ranges (Optimizer.step#Adam.step): the share of a
+// class's steps made inside another optimizer's step wrapper, of the optimizers built of its
+// file (`built`: adam.py's constructions). A GAN with Lookahead(Adam) and a plain Adam has half
+// its Adam steps nested: one of its two Adams is wrapped. ZeroRedundancyOptimizer's inner Adam,
+// built inside it (not counted in `built`), takes nothing away. Walked with a stack of its own.
+std::int64_t stepped_inside_another(const Frame& root,
+                                    const std::map<std::string, std::int64_t>& built) {
+  constexpr std::string_view kRange = "Optimizer.step#";
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> steps;  // class: outer, nested
+  std::vector<std::pair<const Frame*, int>> todo{{&root, 0}};          // wrappers above
   while (!todo.empty()) {
-    auto [f, in_step] = todo.back();
+    auto [f, wrappers] = todo.back();
     todo.pop_back();
-    bool here = step_wrapper(*f->node);
-    if (here && in_step) ++n;
-    for (const Frame& k : f->kids) todo.emplace_back(&k, in_step || here);
+    const CallNode& n = *f->node;
+    if (n.kind == kinds::kRegion && n.name.starts_with(kRange) && wrappers > 0) {
+      std::string_view rest = std::string_view(n.name).substr(kRange.size());
+      std::string cls(rest.substr(0, rest.find('.')));
+      for (char& c : cls) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      (wrappers > 1 ? steps[cls].second : steps[cls].first) += n.calls;
+    }
+    int below = wrappers + (step_wrapper(n) ? 1 : 0);
+    for (const Frame& k : f->kids) todo.emplace_back(&k, below);
   }
-  return n;
+  std::int64_t wrapped = 0;
+  for (const auto& [cls, calls] : steps) {
+    auto it = built.find(cls);
+    if (it == built.end() || calls.second == 0) continue;
+    double nested =
+        static_cast<double>(calls.second) / static_cast<double>(calls.first + calls.second);
+    wrapped += std::llround(static_cast<double>(it->second) * nested);
+  }
+  return wrapped;
 }
 
 // Optimizers built outside the iterations (not in a frame run every iteration): a GAN's two.
 // One built every iteration is the same optimizer again, not another; so is one built in each
 // call of the body that holds the loop (a learning-rate sweep calling train(lr) 3 times, each
 // building its SGD, read "3 optimizers" and a third of its 150 iterations).
-std::int64_t optimizers_built(const Frame& f, const Frame* body, std::int64_t per_iteration) {
-  if (built_by_torch_alone(f)) return f.node->calls < per_iteration ? f.node->calls : 0;
+// `by_file`: the constructions per file stem of the frame that made them (adam.py's __init__,
+// a Lookahead's own), for stepped_inside_another.
+std::int64_t optimizers_built(const Frame& f, const Frame* body, std::int64_t per_iteration,
+                              std::map<std::string, std::int64_t>& by_file) {
+  if (built_by_torch_alone(f)) {
+    std::int64_t n = f.node->calls < per_iteration ? f.node->calls : 0;
+    by_file[file_stem(f.node->file.str())] += n;
+    return n;
+  }
   std::int64_t n = 0;
   for (const Frame& k : f.kids)
     if (!(&f == body && k.node->calls >= per_iteration) && !is_import_frame(*k.node))
-      n += optimizers_built(k, body, per_iteration);
+      n += optimizers_built(k, body, per_iteration, by_file);
   std::int64_t calls = f.node->calls;
-  if (&f == body && calls > 1 && n >= calls && n % calls == 0) n /= calls;
+  if (&f == body && calls > 1 && n >= calls && n % calls == 0) {
+    n /= calls;
+    for (auto& [stem, built] : by_file) built /= calls;
+  }
   return n;
 }
 
@@ -398,8 +436,9 @@ ThreadLoop find_loop(const Frame& root) {
   t.iterations = fewest(calls, t.counted);
   if (t.counted < 0) return {};
   if (t.counted == kUpdate) {
-    t.optimizers = std::max<std::int64_t>(
-        1, optimizers_built(root, t.body, t.iterations) - stepped_inside_another(root));
+    std::map<std::string, std::int64_t> by_file;
+    std::int64_t built = optimizers_built(root, t.body, t.iterations, by_file);
+    t.optimizers = std::max<std::int64_t>(1, built - stepped_inside_another(root, by_file));
     t.iterations = iterations_of(calls, t.optimizers, t.counted);
   }
   // A body run once per iteration (train_step, a "step" region, Chainer's updater) is called

@@ -203,6 +203,18 @@ def test_gradient_accumulation_under_a_scheduler_counts_optimizer_steps(tmp):
     assert_rows_add_up(db, b)
 
 
+def test_two_lookaheads_are_two_optimizers(tmp):
+    """Two Lookaheads, of an Adam and of an SGD, stepped through one helper: two optimizers,
+    40 iterations (their shared call path read a third optimizer and 26: a red-team find)."""
+    pytest.importorskip("torch")
+    db = tmp / "lookahead_gan.db"
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_wrapped_optimizer.py"), 40,
+                          "lookahead_gan") == "steps 40\n"
+    b = breakdown(db)
+    assert b["found"] and b["iterations"] == 40, b
+    assert any(n.startswith("t_u: 2 optimizers") for n in b["notes"]), b["notes"]
+
+
 @pytest.mark.parametrize("kind", ["sam", "lookahead"])
 def test_an_optimizer_wrapping_another_is_one_optimizer(tmp, kind):
     """SAM builds its base optimizer in its own __init__; a Lookahead is given one and steps it

@@ -1,7 +1,9 @@
 """Optimizers that wrap another, written as their papers' reference code is (an optimizer
 subclass holding a base optimizer): "sam" builds its base in its own __init__ and steps it in
 second_step; "lookahead" is given a base the program built and steps it inside its own step.
-One optimizer each, as the program sees it. Usage: torch_wrapped_optimizer.py STEPS sam|lookahead"""
+One optimizer each, as the program sees it; "lookahead_gan": two models each stepped by a
+Lookahead of its own base (Adam, SGD), from the same line of a helper: two optimizers.
+Usage: torch_wrapped_optimizer.py STEPS sam|lookahead|lookahead_gan"""
 import sys
 
 import torch
@@ -67,6 +69,19 @@ def main():
             opt.first_step()
             loss_of().backward()
             opt.second_step()
+    elif kind == "lookahead_gan":
+        other = nn.Sequential(nn.Linear(32, 4))
+        opts = [Lookahead(torch.optim.Adam(model.parameters(), lr=1e-3)),
+                Lookahead(torch.optim.SGD(other.parameters(), lr=1e-2))]
+
+        def step(opt, loss):
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        for _ in range(steps):
+            step(opts[0], loss_of())
+            step(opts[1], nn.functional.cross_entropy(other(x), y))
     else:
         opt = Lookahead(torch.optim.AdamW(model.parameters(), lr=1e-3))
         for _ in range(steps):
