@@ -122,6 +122,8 @@ void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work,
     auto [node, enclosing, counted] = todo.back();
     todo.pop_back();
     const CallNode* next = enclosing;
+    if (enclosing && node->kind == kinds::kTorch && node->name.starts_with("aten::_foreach_"))
+      work[enclosing->name].foreach = true;
     if (optimizer(*node)) {
       if (optimizer.own_step(*node)) work[node->name].torch_step = true;
       if (enclosing && enclosing->name != node->name)

@@ -25,6 +25,9 @@ struct OptimizerWork {
   // files or a package's): the Python frame torch.optim's step wrapper calls, whatever its
   // name says (a Lion's or LAMB's step).
   bool torch_step = false;
+  // torch._foreach_* operators run beneath it (aten::_foreach_*): its loop is already over
+  // whole parameter lists, and advice to write it so was wrong (a red-team foreach Lion).
+  bool foreach = false;
 };
 
 // A region or Python frame named like an optimizer (looks_like_optimizer).

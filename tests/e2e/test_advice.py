@@ -472,6 +472,25 @@ def test_an_optimizer_of_the_programs_own_is_an_update_candidate(tmp_path):
         found["adam"]
 
 
+def test_an_own_step_already_on_foreach_is_not_told_to_use_it(tmp_path):
+    """programs/torch_own_optimizer.py foreach: the Lion over whole parameter lists with
+    torch._foreach_* (its operators beneath the step). It was told to write just that."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
+    db = tmp_path / "foreach.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "600", "foreach"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("steps 600 loss "), r.stderr
+    (foreach,) = query(db, "SELECT COUNT(*) FROM routines WHERE name LIKE 'aten::\\_foreach\\_%' "
+                           "ESCAPE '\\'")[0]
+    assert foreach > 0
+    steps = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+             if c["rule"] == "optimizer-update" and c["location"].endswith("(step)")]
+    assert len(steps) == 1, steps
+    assert "already runs torch._foreach_" in steps[0]["advice"], steps[0]["advice"]
+
+
 def test_a_weights_ema_in_a_torch_program_gets_torchs_advice(tmp_path):
     """programs/torch_own_optimizer.py ema: a timm-style ModelEma.update called from a
     callback after each Adam step, its own update candidate. It was told numpy's in-place

@@ -2,7 +2,8 @@
 subclasses are (its step under @torch.no_grad(), a loop over each group's parameters making
 temporaries), over a deep stack of small Linear layers, so the update is a large share of each
 iteration. "adam": torch.optim.Adam instead, the control; "ema": Adam, and a timm-style EMA of the
-weights updated from a callback after each step. Usage: torch_own_optimizer.py STEPS [adam|ema]"""
+weights updated from a callback after each step; "foreach": the Lion written over each group's
+parameter lists with torch._foreach_*. Usage: torch_own_optimizer.py STEPS [adam|ema|foreach]"""
 import sys
 
 import torch
@@ -30,6 +31,24 @@ class Lion(Optimizer):
                 state["exp_avg"].mul_(beta2).add_(p.grad, alpha=1 - beta2)
 
 
+class ForeachLion(Optimizer):
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99)):
+        super().__init__(params, dict(lr=lr, betas=betas))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            params = [p for p in group["params"] if p.grad is not None]
+            grads = [p.grad for p in params]
+            avgs = [self.state[p].setdefault("exp_avg", torch.zeros_like(p)) for p in params]
+            beta1, beta2 = group["betas"]
+            update = torch._foreach_mul(avgs, beta1)
+            torch._foreach_add_(update, grads, alpha=1 - beta1)
+            torch._foreach_add_(params, [u.sign_() for u in update], alpha=-group["lr"])
+            torch._foreach_mul_(avgs, beta2)
+            torch._foreach_add_(avgs, grads, alpha=1 - beta2)
+
+
 class ModelEma:
     """An exponential moving average of the model's weights, as timm's ModelEma keeps one."""
 
@@ -52,7 +71,8 @@ def main():
         layers += [nn.Linear(32, 32), nn.ReLU()]
     model = nn.Sequential(*layers, nn.Linear(32, 4))
     mode = sys.argv[2] if len(sys.argv) > 2 else "lion"
-    opt = Lion(model.parameters()) if mode == "lion" else torch.optim.Adam(model.parameters())
+    opt = Lion(model.parameters()) if mode == "lion" else \
+        ForeachLion(model.parameters()) if mode == "foreach" else torch.optim.Adam(model.parameters())
     ema = ModelEma(model) if mode == "ema" else None
     callbacks = [lambda: ema.update(model)] if ema else []
     x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
