@@ -193,7 +193,17 @@ void uninstall_eval_frame() {
     g_unhooked = 0;
   }
   PyInterpreterState* interp = interpreter();
-  if (g_in_chain && _PyInterpreterState_GetEvalFrameFunc(interp) == evaluate) {
+  if (g_in_chain && !g_suspended && _PyInterpreterState_GetEvalFrameFunc(interp) == g_beneath) {
+    // The program set CPython's frame evaluation back to what sonde found (PEP 523: how a
+    // frame-evaluation tool, a debugger's or a JIT's, switches itself off): sonde's hook went
+    // with it, and the frames after that were not recorded, unsaid (a red-team find). One
+    // that chains above sonde's keeps it, and is no loss.
+    sonde::add_run_note("python",
+                        "the program set CPython's frame evaluation function (PEP 523) back to "
+                        "the one it had before sonde's, taking sonde's hook away: Python frames "
+                        "run after that were not recorded (native calls were)");
+    g_in_chain = false;
+  } else if (g_in_chain && _PyInterpreterState_GetEvalFrameFunc(interp) == evaluate) {
     _PyInterpreterState_SetEvalFrameFunc(interp, g_beneath);
     g_in_chain = false;
   } else if (g_suspended) {

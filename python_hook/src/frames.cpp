@@ -684,9 +684,37 @@ void say_unmatched_line_patterns() {
   }
 }
 
+// A trace function of the program's own in the place of sonde's line tracer on a thread that
+// had it: sys.settrace of a coverage tool, a debugger, line_profiler. sys.gettrace() gives the
+// program None for sonde's (a C function with no object), so even one that restores what it
+// found turns it off; the line costs after that went missing with no word (a red-team find).
+bool line_tracer_replaced() {
+  PyThreadState* self = PyThreadState_Get();
+  PyInterpreterState* interp = PyThreadState_GetInterpreter(self);
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(interp); t; t = PyThreadState_Next(t)) {
+    if (t->c_tracefunc == trace) continue;
+    if (t->c_tracefunc == nullptr && t != self) continue;  // a thread sonde never had
+    PyObject* obj = t->c_traceobj;
+    if (obj != nullptr && PyCFunction_Check(obj) &&
+        reinterpret_cast<PyCFunctionObject*>(obj)->m_ml == &g_bootstrap_trace_def)
+      continue;
+    return true;
+  }
+  return false;
+}
+
 void uninstall_line_tracing() {
   if (g_line_patterns.empty()) return;
   say_unmatched_line_patterns();
+  static bool said = false;
+  if (!said && line_tracer_replaced()) {
+    said = true;
+    sonde::add_run_note(
+        "lines",
+        "a trace function of the program's own (sys.settrace: a coverage tool, a debugger, "
+        "line_profiler) took the place of sonde's --lines tracer on a thread: that thread's "
+        "line costs after it were not recorded (its calls were)");
+  }
   set_threading_hook("settrace", Py_None);
   PyErr_Clear();
   set_trace_all(nullptr);

@@ -301,6 +301,22 @@ void uninstall_monitoring() {
     PyErr_Clear();
     return;
   }
+  // The program may have freed sonde's tool id (a cleanup loop over every id) and taken it:
+  // the frames after that were not recorded, which went unsaid (a red-team find), and the id
+  // is no longer sonde's to free.
+  PyObject* holder = PyObject_CallMethod(mon, "get_tool", "i", kToolId);
+  bool ours = holder != nullptr && PyUnicode_Check(holder) &&
+              PyUnicode_CompareWithASCIIString(holder, "sonde") == 0;
+  Py_XDECREF(holder);
+  PyErr_Clear();
+  if (!ours) {
+    sonde::add_run_note("python",
+                        "the program freed sys.monitoring's tool id of sonde's (sonde holds id "
+                        "4, the profiler id): Python frames run after that were not recorded "
+                        "(native calls were)");
+    Py_DECREF(mon);
+    return;
+  }
   call_ok(PyObject_CallMethod(mon, "set_events", "ii", kToolId, 0));
   PyErr_Clear();
   for (EventHook& h : g_hooks) {

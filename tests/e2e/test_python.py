@@ -1287,3 +1287,37 @@ def test_a_fork_childs_gemms_are_not_in_its_inherited_frames_rates(db, tmp_path)
     assert spawn["blas_pct"] < 50 and spawn["incl_s"] < 0.05, spawn  # the fork alone
     child = next(p for k, p in phases.items() if k.endswith("gemms)"))
     assert child["blas_pct"] > 50, child  # the child's own gemms() keep their work
+
+
+def test_a_program_taking_the_evaluation_hook_or_the_line_tracer_is_said(db, tmp_path):
+    # 3.11: a PEP 523 tool setting the interpreter's own evaluator back (a JIT or a debugger
+    # switching itself off), and a sys.settrace user that restores what gettrace gave it (None,
+    # for sonde's C tracer), each took sonde's hook away unsaid (a red-team find).
+    prog = script(tmp_path, "takers.py", """\
+        import ctypes, sys
+
+        def f(i):
+            return i + 1
+
+        def update_core(x):
+            return x * 2 + 1
+
+        a = sum(update_core(i) for i in range(100))
+        old = sys.gettrace()
+        sys.settrace(lambda frame, event, arg: None)
+        sys.settrace(old)
+        api = ctypes.pythonapi
+        api.PyInterpreterState_Get.restype = ctypes.c_void_p
+        api._PyInterpreterState_SetEvalFrameFunc.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+        default = ctypes.cast(api._PyEval_EvalFrameDefault, ctypes.c_void_p).value
+        api._PyInterpreterState_SetEvalFrameFunc(api.PyInterpreterState_Get(), default)
+        print(a, sum(f(i) for i in range(1000)))
+    """)
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), "--lines", "update_core", str(prog)],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "10000 500500\n", r.stderr
+    notes = dict(query(db, "SELECT message, topic FROM notes WHERE topic IN ('python', 'lines')"))
+    assert any("frame evaluation function (PEP 523)" in m for m in notes), notes
+    assert any("took the place of sonde's --lines tracer" in m for m in notes), notes
+

@@ -511,3 +511,31 @@ def test_regions_through_sys_monitoring(db, tmp_path, py, mode):
 def test_arrays_only_handed_on_or_filled_are_not_subnormal_operands(py, tmp_path):
     from test_tune_learn import only_computed_on_is_flagged
     only_computed_on_is_flagged(tmp_path, py)
+
+
+@pytest.mark.parametrize("py", PYTHONS)
+def test_a_program_freeing_sondes_tool_id_is_said_and_its_tool_kept(db, tmp_path, py):
+    # A cleanup loop freeing every tool id takes sonde's: the frames after it are not recorded,
+    # which went unsaid, and the program's own tool on that id must keep it (a red-team find).
+    path = script(tmp_path, "freeall.py", """
+        import sys
+        M = sys.monitoring
+
+        def f(i):
+            return i + 1
+
+        a = sum(f(i) for i in range(100))
+        for i in range(6):
+            try:
+                M.set_events(i, 0)
+                M.free_tool_id(i)
+            except ValueError:  # an id no tool holds
+                pass
+        b = sum(f(i) for i in range(200))
+        M.use_tool_id(4, "mine")
+        print(a, b, M.get_tool(4))
+    """)
+    r = sonde_py(py, [path], db, tmp_path)
+    assert r.returncode == 0 and r.stdout == "5050 20100 mine\n", r.stderr
+    notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'python'")]
+    assert any("freed sys.monitoring's tool id" in m for m in notes), notes
