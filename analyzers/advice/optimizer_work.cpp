@@ -23,7 +23,8 @@ struct Below {
 // torch.optim's step entry, which every Optimizer subclass's step runs beneath:
 // torch/optim/optimizer.py's profile_hook_step wrapper, or _use_grad around torch's own.
 bool torch_step_wrapper(const CallNode& n) {
-  if (n.kind != kinds::kPython || !n.file.ends_with("torch/optim/optimizer.py")) return false;
+  static const SharedText python(kinds::kPython);  // interned: a pointer's comparison, per node
+  if (n.kind != python || !n.file.ends_with("torch/optim/optimizer.py")) return false;
   std::string fn = function_part(n.name);
   return fn == "wrapper" || fn == "_use_grad";
 }
