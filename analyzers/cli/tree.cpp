@@ -58,9 +58,12 @@ int tree(const Options& a) {
   if (!a.callers.empty() || !a.callees.empty()) return sandwich(file, a, format);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);
-  if (format == Format::kJson)
-    print_json("tree", a.file, render_tree_json(forest, options));
-  else if (format == Format::kCsv)
+  if (format == Format::kJson) {
+    // The sampled section the text prints after the tree (report's JSON had it, tree's not).
+    Json j = render_tree_json(forest, options);
+    j["sampled"] = render_samples_json(file);
+    print_json("tree", a.file, std::move(j));
+  } else if (format == Format::kCsv)
     write_tree_csv(forest, options, std::cout);
   else {
     std::string text = render_tree_text(forest, options) + render_samples_text(file);

@@ -262,8 +262,12 @@ struct Profile {
       return render_sandwich_json(callers->sandwich(row->routine_id, at_threshold), *row,
                                   TreeOptions{kViewSandwichMinPct, std::nullopt, true});
     }
-    if (name == "report")
-      return render_report_json(path, loaded.run(), hotspot_rows(), 0);  // read once
+    if (name == "report") {
+      // As `sonde report --format json` has it: the sampled section beside the exact rows.
+      Json j = render_report_json(path, loaded.run(), hotspot_rows(), 0);  // read once
+      j["sampled"] = render_samples_json(file);
+      return j;
+    }
     if (name == "shapes") {
       // Each row carries its routine's id, so the page selects it like the other panels.
       std::vector<ShapeRow> shapes = compute_shapes(file);

@@ -548,6 +548,17 @@ def test_samples_json_keeps_a_name_that_holds_a_semicolon_whole(tmp_path, mlp_pr
     # Folded samples of a run without them: one line saying so, not an empty flame graph.
     r = run([CLI, "export", mlp_profile, "--format", "folded", "--sampled"])
     assert r.returncode == 1 and r.stdout == "" and "holds no samples" in r.stderr, r.stderr
+    # The same sampled rows in report's JSON, tree's (which had none while its text printed
+    # them) and the viewer's report (which lacked them: a red-team find).
+    sampled = json.loads(run([CLI, "report", db, "--format", "json"]).stdout)["sampled"]
+    assert sampled and json.loads(run([CLI, "tree", db, "--format", "json"]).stdout)["sampled"] \
+        == sampled
+    html = tmp_path / "view.html"
+    assert run([CLI, "view", db, "--html", html]).returncode == 0
+    text = html.read_text()
+    start = text.index('<script id="sonde-data" type="application/json">') + 48
+    data = json.loads(text[start:text.index("</script>", start)])
+    assert data["profiles"][0]["report"]["sampled"] == sampled
 
 
 PSTATS_PROGRAM = """
