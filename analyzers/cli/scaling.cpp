@@ -22,13 +22,15 @@ struct Options {
 
 int scaling(const Options& a) {
   Format format = parse_format(a.format);
-  if (format == Format::kCsv && a.section != "runs" && a.section != "routines")
-    throw Error("csv holds one table: name it with --section runs or routines", kUsageError);
+  if (format == Format::kCsv && a.section != "runs" && a.section != "loop" &&
+      a.section != "routines")
+    throw Error("csv holds one table: name it with --section runs, loop or routines", kUsageError);
   Scaling s = compute_scaling(a.files, a.weak, a.top);
   for (const std::string& w : s.warnings) std::cerr << "sonde scaling: warning: " << w << "\n";
   if (format == Format::kCsv)
-    std::cout << render_csv(a.section == "runs" ? scaling_runs_table(s)
-                                                : scaling_routines_table(s));
+    std::cout << render_csv(a.section == "runs"   ? scaling_runs_table(s)
+                            : a.section == "loop" ? scaling_loop_table(s)
+                                                  : scaling_routines_table(s));
   else if (format == Format::kJson)
     print_json("scaling", "", render_scaling_json(s));
   else
@@ -52,7 +54,8 @@ Command add_scaling(CLI::App& app) {
   cmd->add_option("-n,--top", a->top, "Routines to show, by the reference run's time (0: all)")
       ->check(count_check())
       ->capture_default_str();
-  cmd->add_option("--section", a->section, "With --format csv, the one table: runs or routines");
+  cmd->add_option("--section", a->section,
+                  "With --format csv, the one table: runs, loop or routines");
   add_format(cmd, a->format, {"text", "csv", "json"});
   return {cmd, [a] { return scaling(*a); }};
 }

@@ -771,6 +771,11 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     }
     in_loop -= acc.evaluation_ns;  // outside, as an evaluation called from the loop's frame
     b.outside_ns += measured - in_loop;
+    {
+      auto r = rank_of.find(tree.thread_id);
+      std::int64_t& loop_ns = b.rank_loop_ns[r == rank_of.end() ? 0 : r->second];
+      loop_ns = std::max(loop_ns, in_loop);
+    }
   }
   if (b.threads == 0) {
     b.reason = missing_reason(seen, example);

@@ -58,6 +58,9 @@ struct Breakdown {
   // Where training threads of several ranks are in the file (merged), each rank's iterations:
   // `iterations` sums them (a 2-rank run of 60 lockstep steps read "120 iterations").
   std::map<std::int64_t, std::int64_t> rank_iterations;
+  // Per rank (0 where the file has none), the longest training thread's time in its loop's
+  // iterations: what sonde scaling compares, set-up and teardown left out.
+  std::map<std::int64_t, std::int64_t> rank_loop_ns;
   std::string iterations_from;        // the class whose entries' calls gave the count
   std::string loop;                   // the frame that holds the loop ("<thread>" at top level)
   std::string body;                   // the deepest frame holding forward, backward and update

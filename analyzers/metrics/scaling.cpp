@@ -7,6 +7,8 @@
 #include <tuple>
 
 #include "base/output_file.hpp"
+#include "metrics/breakdown.hpp"
+#include "metrics/loaded_profile.hpp"
 #include "profile/launcher_file.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/rank_file.hpp"
@@ -41,6 +43,21 @@ RunFigures read_run(const std::string& path) {
         "{} holds {} of its run's {} ranks: scaling needs them all (sonde merge -o run.db "
         "prof.rank*.db)",
         path, f.run.ranks, world));
+  }
+  if (f.run.ranks <= kLoopRanks) {
+    LoadedProfile profile(file);
+    const Breakdown& b = profile.breakdown();
+    if (b.found && !b.inference && !b.rank_loop_ns.empty()) {
+      std::int64_t slowest = 0;
+      for (const auto& [rank, ns] : b.rank_loop_ns) slowest = std::max(slowest, ns);
+      f.run.loop_s = static_cast<double>(slowest) / 1e9;
+      std::int64_t most = b.iterations;
+      if (!b.rank_iterations.empty()) {
+        most = 0;
+        for (const auto& [rank, n] : b.rank_iterations) most = std::max(most, n);
+      }
+      f.run.iterations = most;
+    }
   }
   auto st = file.prepare(
       "SELECT i.kind, i.routine, r.library, r.file, r.line, i.max_s FROM rank_imbalance i "

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace sonde::analyzers {
@@ -22,6 +23,29 @@ Table scaling_runs_table(const Scaling& s) {
     double eff = scaling_efficiency(ref.time_s, ref.workers(), r.time_s, r.workers(), s.weak);
     t.rows.push_back({r.ranks, r.threads, r.workers(), r.time_s,
                       r.time_s > 0 ? Cell(ref.time_s / r.time_s) : Cell(), 100.0 * eff, r.path});
+  }
+  return t;
+}
+
+Table scaling_loop_table(const Scaling& s) {
+  Table t;
+  t.columns = {{"ranks", "ranks", 0},
+               {"threads", "threads", 0},
+               {"workers", "workers", 0},
+               {"loop s", "loop_s"},
+               {"iterations", "iterations", 0},
+               {"speedup", "speedup", 2},
+               {"efficiency %", "efficiency_pct", 1},
+               {"file", "file"}};
+  const ScalingRun& ref = s.runs.front();
+  for (const ScalingRun& r : s.runs) {
+    Cell eff, speedup;
+    if (ref.loop_s && r.loop_s && *r.loop_s > 0) {
+      eff = 100.0 * scaling_efficiency(*ref.loop_s, ref.workers(), *r.loop_s, r.workers(), s.weak);
+      speedup = *ref.loop_s / *r.loop_s;
+    }
+    t.rows.push_back({r.ranks, r.threads, r.workers(), opt(r.loop_s),
+                      r.iterations ? Cell(*r.iterations) : Cell(), speedup, eff, r.path});
   }
   return t;
 }
@@ -67,13 +91,27 @@ std::string render_scaling_text(const Scaling& s) {
       s.runs.front().ranks, s.runs.front().ranks == 1 ? "" : "s", s.runs.front().threads,
       s.runs.front().threads == 1 ? "" : "s", visible(s.runs.front().path));
   out += "\nWhole run (time: the slowest rank's wall time)\n" + render_text(scaling_runs_table(s));
+  bool loops = std::all_of(s.runs.begin(), s.runs.end(),
+                           [](const ScalingRun& r) { return r.loop_s.has_value(); });
+  if (loops)
+    out +=
+        "\nTraining loop (time: the slowest rank's iterations, from the iteration breakdown; "
+        "imports, rendezvous, set-up and teardown left out)\n" +
+        render_text(scaling_loop_table(s));
+  else
+    out += fmt::format(
+        "\nTraining loop: not compared (a run without a loop sonde finds, or of more than {} "
+        "ranks)\n",
+        kLoopRanks);
   out += "\nPer routine and phase (time: the slowest rank's inclusive time)\n";
   out += s.routines.empty() ? "  (none recorded)\n" : render_text(scaling_routines_table(s));
   return out;
 }
 
 Json render_scaling_json(const Scaling& s) {
-  Json j = {{"mode", s.weak ? "weak" : "strong"}, {"runs", render_json(scaling_runs_table(s))}};
+  Json j = {{"mode", s.weak ? "weak" : "strong"},
+            {"runs", render_json(scaling_runs_table(s))},
+            {"loop", render_json(scaling_loop_table(s))}};
   Json routines = Json::array();
   const ScalingRun& ref = s.runs.front();
   for (const ScalingRoutine& r : s.routines) {

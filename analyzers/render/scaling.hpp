@@ -11,6 +11,8 @@ namespace sonde::analyzers {
 
 Table scaling_runs_table(const Scaling& s);
 Table scaling_routines_table(const Scaling& s);
+// The training loops' times (ScalingRun::loop_s), efficiency as the whole run's.
+Table scaling_loop_table(const Scaling& s);
 std::string render_scaling_text(const Scaling& s);
 Json render_scaling_json(const Scaling& s);
 
