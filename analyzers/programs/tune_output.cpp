@@ -35,30 +35,37 @@ bool one_of(std::string_view word, std::initializer_list<std::string_view> set) 
   return std::find(set.begin(), set.end(), word) != set.end();
 }
 
-// A name whose number differs from run to run by nature: a timing, a rate, a clock, an id.
-// Judged on the name's parts: `elapsed_time`, `elapsedTime` and `main/elapsed-time` all hold
-// `time`; `timestep` does not.
-bool varying_name(std::string_view name) {
+// Whether a part of `name` is one of `words` (any case): parts split at '_', non-letters (digits
+// too, unless `digits` keeps them in: `top1`, `f1`) and camelCase (`elapsedTime`).
+bool has_part(std::string_view name, std::initializer_list<std::string_view> words, bool digits) {
+  auto in_part = [&](char c) { return digits ? alnum(c) : letter(c); };
   std::string part;
   auto says_it = [&] {
-    bool yes =
-        one_of(lower(part), {"time",       "times",   "elapsed", "took",      "duration", "speed",
-                             "throughput", "eta",     "latency", "timestamp", "date",     "clock",
-                             "walltime",   "runtime", "pid",     "ppid",      "tid",      "port",
-                             "mem",        "memory",  "rss",     "fps"});
+    bool yes = one_of(lower(part), words);
     part.clear();
     return yes;
   };
   for (std::size_t i = 0; i < name.size(); ++i) {
     char c = name[i];
     bool camel = i > 0 && c >= 'A' && c <= 'Z' && name[i - 1] >= 'a' && name[i - 1] <= 'z';
-    if (!letter(c) || c == '_' || camel) {
+    if (!in_part(c) || c == '_' || camel) {
       if (says_it()) return true;
-      if (!letter(c) || c == '_') continue;
+      if (!in_part(c) || c == '_') continue;
     }
     part += c;
   }
   return says_it();
+}
+
+// A name whose number differs from run to run by nature: a timing, a rate, a clock, an id.
+// Judged on the name's parts: `elapsed_time`, `elapsedTime` and `main/elapsed-time` all hold
+// `time`; `timestep` does not.
+bool varying_name(std::string_view name) {
+  return has_part(name, {"time",       "times",   "elapsed", "took",      "duration", "speed",
+                         "throughput", "eta",     "latency", "timestamp", "date",     "clock",
+                         "walltime",   "runtime", "pid",     "ppid",      "tid",      "port",
+                         "mem",        "memory",  "rss",     "fps"},
+                  false);
 }
 
 // Units that make the number before them a timing, a rate or a memory size (which the
@@ -216,28 +223,13 @@ bool unit_follows(const std::vector<Token>& t, std::size_t i) {
 
 // The name before token i (a number): `time 2.1`, `elapsed_time: 6.45`, `"pid": 4242`.
 // A name whose number is the program's result: a loss, an accuracy, an error, a score. Judged
-// on the name's parts as varying_name judges (`val_loss`, `top1Acc`).
+// on the name's parts as varying_name judges, digits kept in them (`val_loss`, `top1Acc`).
 bool result_name(std::string_view name) {
-  std::string part;
-  auto says_it = [&] {
-    bool yes =
-        one_of(lower(part), {"loss",       "nll",    "acc",   "accuracy", "err",  "error", "errors",
-                             "perplexity", "ppl",    "score", "f1",       "auc",  "bleu",  "rouge",
-                             "reward",     "mse",    "mae",   "rmse",     "top1", "top5",  "metric",
-                             "precision",  "recall", "iou",   "dice",     "psnr", "ssim"});
-    part.clear();
-    return yes;
-  };
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    char c = name[i];
-    bool camel = i > 0 && c >= 'A' && c <= 'Z' && name[i - 1] >= 'a' && name[i - 1] <= 'z';
-    if (!alnum(c) || c == '_' || camel) {
-      if (says_it()) return true;
-      if (!alnum(c) || c == '_') continue;
-    }
-    part += c;
-  }
-  return says_it();
+  return has_part(name, {"loss",       "nll",    "acc",   "accuracy", "err",  "error", "errors",
+                         "perplexity", "ppl",    "score", "f1",       "auc",  "bleu",  "rouge",
+                         "reward",     "mse",    "mae",   "rmse",     "top1", "top5",  "metric",
+                         "precision",  "recall", "iou",   "dice",     "psnr", "ssim"},
+                  true);
 }
 
 // The word naming the number at token i (before it, past ':', '=' and quotes), or "".
