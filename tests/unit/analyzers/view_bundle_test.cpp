@@ -15,6 +15,7 @@
 #include "profile/rank_file.hpp"
 #include "render/diff.hpp"
 #include "render/report.hpp"
+#include "render/samples.hpp"
 #include "render/shapes.hpp"
 #include "render/tree.hpp"
 
@@ -33,6 +34,7 @@ TEST_F(ViewBundleTest, OneProfileHoldsTheAnalyzersOwnJson) {
   // the same document `sonde report --format json` prints, member for member
   nlohmann::json report = nlohmann::json::parse(
       dump_json(render_report_json(path_, load_run_summary(file), compute_hotspots(file), 0)));
+  report["sampled"] = nlohmann::json::parse(dump_json(render_samples_json(file)));  // as the CLI
   EXPECT_EQ(p["report"], report);
   nlohmann::json shapes =
       nlohmann::json::parse(dump_json(render_json(shapes_table(compute_shapes(file)))));
