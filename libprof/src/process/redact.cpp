@@ -10,13 +10,54 @@
 
 namespace sonde {
 
+// SECRET, PASSWORD and CREDENTIAL anywhere in the name; TOKEN, KEY, PASS and AUTH as a part of
+// it (split at what is not a letter or digit, and at camelCase), or ending one (HFTOKEN, APIKEY,
+// OAUTH). As substrings they took ordinary ML options for secrets, which then read alike in
+// `sonde diff` (a red-team run): --max_new_tokens, --tokenizer, --keypoints, --num-passes,
+// --bypass, --authors; and a tokenizer's special tokens (--pad_token_id, --eos-token) or a
+// key's shape (--key-dim, --sort-key) are no secret either.
 bool name_looks_secret(std::string_view name) {
-  static constexpr std::string_view kWords[] = {"TOKEN", "SECRET",     "KEY", "PASSWORD",
-                                                "PASS",  "CREDENTIAL", "AUTH"};
+  static constexpr std::string_view kAnywhere[] = {"SECRET",     "PASSWORD",   "PASSWD",
+                                                   "PASSPHRASE", "CREDENTIAL", "AUTHORIZATION"};
   std::string upper(name);
   for (char& c : upper) c = char(std::toupper(static_cast<unsigned char>(c)));
-  return std::any_of(std::begin(kWords), std::end(kWords),
-                     [&](std::string_view w) { return upper.find(w) != std::string::npos; });
+  if (std::any_of(std::begin(kAnywhere), std::end(kAnywhere),
+                  [&](std::string_view w) { return upper.find(w) != std::string::npos; }))
+    return true;
+  std::vector<std::string> parts;
+  std::string part;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    char c = i < name.size() ? name[i] : '\0';
+    bool camel = i > 0 && i < name.size() && std::isupper(static_cast<unsigned char>(c)) &&
+                 std::islower(static_cast<unsigned char>(name[i - 1]));
+    if (i == name.size() || std::isalnum(static_cast<unsigned char>(c)) == 0 || camel) {
+      if (!part.empty()) parts.push_back(part);
+      part.clear();
+      if (i == name.size() || std::isalnum(static_cast<unsigned char>(c)) == 0) continue;
+    }
+    part += char(std::toupper(static_cast<unsigned char>(c)));
+  }
+  static constexpr std::string_view kNotSecretBefore[] = {
+      "PAD",  "EOS",   "BOS",     "UNK",  "SEP",  "CLS",     "MASK",   "STOP", "SPECIAL",
+      "SORT", "GROUP", "PRIMARY", "ROPE", "DICT", "MONITOR", "METRIC", "KV",   "QUERY"};
+  static constexpr std::string_view kNotSecretAfter[] = {
+      "DIM", "DIMS", "SIZE",  "LEN", "LENGTH", "BUDGET", "COUNT", "LIMIT",  "ID",
+      "IDS", "TYPE", "TYPES", "NUM", "INDEX",  "POS",    "FIELD", "COLUMN", "COL"};
+  auto one_of = [](std::string_view w, auto& set) {
+    return std::find(std::begin(set), std::end(set), w) != std::end(set);
+  };
+  for (size_t k = 0; k < parts.size(); ++k) {
+    std::string_view p = parts[k];
+    bool named = p == "TOKEN" || p.ends_with("TOKEN") || p == "KEY" || p.ends_with("KEY") ||
+                 p == "PASS" || p == "AUTH" || p.ends_with("AUTH");
+    if (!named) continue;
+    bool plain = p == "TOKEN" || p == "KEY";  // a word that names a model's parts too
+    if (plain && ((k > 0 && one_of(parts[k - 1], kNotSecretBefore)) ||
+                  (k + 1 < parts.size() && one_of(parts[k + 1], kNotSecretAfter))))
+      continue;
+    return true;
+  }
+  return false;
 }
 
 namespace {
@@ -206,27 +247,59 @@ bool names_an_option(std::string_view word) {
 
 // `Bearer`, `Basic`, `Token`: the scheme of an Authorization header's value, which comes first.
 // Credentials known by their form wherever they stand (a positional argument, inside code or a
-// URL): the prefixes providers give their tokens, with at least 16 more token characters
-// (a red-team run kept sk-proj-..., ghp_..., xoxb-..., AKIA... given as arguments), and the
-// secret path of a chat webhook (hooks.slack.com/services/T../B../secret).
+// URL): the prefixes providers give their tokens (a red-team run kept sk-proj-..., ghp_...,
+// xoxb-..., AKIA... given as arguments), and the secret path of a chat webhook
+// (hooks.slack.com/services/T../B../secret). A token's random part is a run of 16 or more
+// letters and digits holding a digit or both cases: a run name `sk-resnet50-baseline` or a
+// folder `hf_cache_directory_long` has none, and stays (they were redacted for a while).
 bool token_char(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
 }
 
+bool random_part(std::string_view token) {
+  for (size_t i = 0; i < token.size();) {
+    size_t j = i;
+    bool digit = false, upper = false, lower = false;
+    while (j < token.size() && std::isalnum(static_cast<unsigned char>(token[j])) != 0) {
+      digit |= std::isdigit(static_cast<unsigned char>(token[j])) != 0;
+      upper |= std::isupper(static_cast<unsigned char>(token[j])) != 0;
+      lower |= std::islower(static_cast<unsigned char>(token[j])) != 0;
+      ++j;
+    }
+    if (j - i >= 16 && (digit || (upper && lower))) return true;
+    i = j + 1;
+  }
+  return false;
+}
+
 std::string redact_known_tokens(std::string word) {
   static constexpr std::string_view kPrefixes[] = {
-      "sk-",   "ghp_",  "gho_",  "ghu_",  "ghs_",  "ghr_", "github_pat_", "glpat-", "hf_",
-      "xoxb-", "xoxp-", "xoxa-", "xoxr-", "xoxs-", "AKIA", "ASIA",        "npm_",   "pypi-"};
+      "sk-",   "sk_live_",    "sk_test_", "rk_live_", "ghp_",  "gho_",  "ghu_",  "ghs_",
+      "ghr_",  "github_pat_", "glpat-",   "hf_",      "xoxb-", "xoxp-", "xoxa-", "xoxr-",
+      "xoxs-", "xapp-",       "AKIA",     "ASIA",     "AIza",  "npm_",  "pypi-"};
   for (std::string_view prefix : kPrefixes) {
     for (size_t at = word.find(prefix); at != npos; at = word.find(prefix, at + 1)) {
       if (at > 0 && token_char(word[at - 1])) continue;  // inside a longer word
       size_t end = at + prefix.size();
       while (end < word.size() && token_char(word[end])) ++end;
-      if (end - at - prefix.size() < 16) continue;
+      std::string_view body =
+          std::string_view(word).substr(at + prefix.size(), end - at - prefix.size());
+      // AKIA/ASIA keys are 16 upper-case letters and digits after the prefix, no more.
+      if (prefix == "AKIA" || prefix == "ASIA") {
+        if (body.size() != 16 || !std::all_of(body.begin(), body.end(), [](char c) {
+              return std::isupper(static_cast<unsigned char>(c)) ||
+                     std::isdigit(static_cast<unsigned char>(c));
+            }))
+          continue;
+      } else if (!random_part(body)) {
+        continue;
+      }
       word.replace(at, end - at, "<redacted>");
     }
   }
-  static constexpr std::string_view kWebhooks[] = {"hooks.slack.com/services/", "/api/webhooks/"};
+  static constexpr std::string_view kWebhooks[] = {"hooks.slack.com/services/", "/api/webhooks/",
+                                                   "outlook.office.com/webhook/",
+                                                   ".webhook.office.com/webhookb2/"};
   for (std::string_view hook : kWebhooks) {
     size_t at = word.find(hook);
     if (at == npos) continue;

@@ -198,11 +198,22 @@ TEST(RunInfo, ShortPasswordNamesKnownTokensAndWebhooksAreRedacted) {
       words({"x", "--pw", "V1", "--psw=V2", "--otp", "V3", "--mnemonic", "V4", "--opts=pw=V5"}),
       "x --pw <redacted> --psw=<redacted> --otp <redacted> --mnemonic <redacted> "
       "--opts=pw=<redacted>");
-  EXPECT_EQ(words({"x", "sk-proj-abcdefghijklmnop", "ghp_abcdefghijklmnopqrstuvwxyz012345",
-                   "AKIAABCDEFGHIJKLMNOP", "xoxb-123456789-abcdefghij"}),
-            "x <redacted> <redacted> <redacted> <redacted>");
-  EXPECT_EQ(words({"python3", "-c", "login('alice', pw='C10pw'); k = 'hf_abcdefghijklmnopqrst'"}),
-            "python3 -c login('alice', pw='<redacted>'); k = '<redacted>'");
+  EXPECT_EQ(words({"x", "sk-proj-Ab3dEfGh1jKlMn0pQrSt", "ghp_aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2",
+                   "AKIAIOSFODNN7EXAMPLE", "xoxb-1234567890-1234567890-AbCdEfGhIjKlMnOpQrStUvWx",
+                   "sk_live_51HAbCdEfGhIjKlMnOp", "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv"}),
+            "x <redacted> <redacted> <redacted> <redacted> <redacted> <redacted>");
+  EXPECT_EQ(
+      words({"python3", "-c", "login('alice', pw='C10pw'); k = 'hf_AbCdEfGhIjKlMnOpQrStUvWxYz'"}),
+      "python3 -c login('alice', pw='<redacted>'); k = '<redacted>'");
+  // Names that begin like a token but hold no random part stay (a red-team run found run
+  // folders and checkpoints redacted by the first version of the rule).
+  EXPECT_EQ(
+      words({"x", "--output-dir", "runs/sk-resnet50-baseline-long", "--hf-cache",
+             "/data/hf_cache_directory_long", "--ckpt", "hf_checkpoints_v2_final_step_1000.pt",
+             "npm_pretrain_bert_large_uncased", "xoxb-not-really-a-token-at-all"}),
+      "x --output-dir runs/sk-resnet50-baseline-long --hf-cache "
+      "/data/hf_cache_directory_long --ckpt hf_checkpoints_v2_final_step_1000.pt "
+      "npm_pretrain_bert_large_uncased xoxb-not-really-a-token-at-all");
   EXPECT_EQ(words({"x", "--hook", "https://hooks.slack.com/services/T0/B0/ARG15xyz"}),
             "x --hook https://hooks.slack.com/services/<redacted>");
   // Words that only begin like one, or short ones, stay: a task name, a tokenizer file.
@@ -266,6 +277,15 @@ TEST(RunInfo, SecretLookingNames) {
     EXPECT_TRUE(name_looks_secret(name)) << name;
   for (const char* name : {"--steps", "OMP_NUM_THREADS", "--lr", ""})
     EXPECT_FALSE(name_looks_secret(name)) << name;
+  // Ordinary ML options a substring rule took for secrets (a red-team run), and some that stay.
+  for (const char* name :
+       {"--max_new_tokens", "--tokenizer", "--tokenizer_name", "--pad_token_id", "--eos-token",
+        "--num-tokens", "--token-budget", "--key-dim", "--kv_key_size", "--rope_key", "--sort-key",
+        "--keypoints", "--num-passes", "--passes", "--bypass", "--authors"})
+    EXPECT_FALSE(name_looks_secret(name)) << name;
+  for (const char* name : {"--hf_token", "--api-key", "GH_TOKEN", "--wandb-key", "hfToken",
+                           "--access_token", "--pass", "--auth", "--secret-key", "AUTH_TOKEN"})
+    EXPECT_TRUE(name_looks_secret(name)) << name;
 }
 
 }  // namespace
