@@ -311,12 +311,20 @@ void uninstall_monitoring() {
   PyErr_Clear();
   if (!ours) {
     sonde::add_run_note("python",
-                        "the program freed sys.monitoring's tool id of sonde's (sonde holds id "
-                        "4, the profiler id): Python frames run after that were not recorded "
-                        "(native calls were)");
+                        "the program freed sys.monitoring's tool id 4, which sonde holds: "
+                        "Python frames run after that were not recorded (native calls were)");
     Py_DECREF(mon);
     return;
   }
+  // Still sonde's, its events switched off by the program (set_events(4, 0)): the same loss.
+  PyObject* events = PyObject_CallMethod(mon, "get_events", "i", kToolId);
+  if (events != nullptr && PyLong_Check(events) && PyLong_AsLong(events) == 0)
+    sonde::add_run_note("python",
+                        "the program switched off the sys.monitoring events of tool id 4, which "
+                        "sonde holds: Python frames run after that were not recorded (native "
+                        "calls were)");
+  Py_XDECREF(events);
+  PyErr_Clear();
   call_ok(PyObject_CallMethod(mon, "set_events", "ii", kToolId, 0));
   PyErr_Clear();
   for (EventHook& h : g_hooks) {

@@ -538,4 +538,4 @@ def test_a_program_freeing_sondes_tool_id_is_said_and_its_tool_kept(db, tmp_path
     r = sonde_py(py, [path], db, tmp_path)
     assert r.returncode == 0 and r.stdout == "5050 20100 mine\n", r.stderr
     notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'python'")]
-    assert any("freed sys.monitoring's tool id" in m for m in notes), notes
+    assert any("freed sys.monitoring's tool id 4" in m for m in notes), notes
