@@ -3,7 +3,6 @@ ranks (torchrun's variables; gloo) takes its share of the 64-sample batch, 30 st
 all-reduce averaging the gradients. Prints its rank and the loop's own time, timed around the
 loop alone (imports, rendezvous and teardown outside it, and a 0.2 s wait of the module's own
 before and after it: set-up and teardown of no call sonde measures)."""
-import os
 import time
 
 import torch
