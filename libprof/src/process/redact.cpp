@@ -297,6 +297,16 @@ std::string redact_known_tokens(std::string word) {
       word.replace(at, end - at, "<redacted>");
     }
   }
+  // A JSON Web Token: three base64url parts joined by dots, the first a JSON object's start
+  // ("eyJ", `{"`), the signature last (a red-team run kept one given as an argument).
+  for (size_t at = word.find("eyJ"); at != npos; at = word.find("eyJ", at + 1)) {
+    if (at > 0 && token_char(word[at - 1])) continue;
+    size_t end = at;
+    int dots = 0;
+    while (end < word.size() && (token_char(word[end]) || word[end] == '.'))
+      dots += word[end++] == '.';
+    if (dots == 2 && end - at >= 32) word.replace(at, end - at, "<redacted>");
+  }
   static constexpr std::string_view kWebhooks[] = {"hooks.slack.com/services/", "/api/webhooks/",
                                                    "outlook.office.com/webhook/",
                                                    ".webhook.office.com/webhookb2/"};

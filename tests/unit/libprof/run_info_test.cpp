@@ -202,6 +202,11 @@ TEST(RunInfo, ShortPasswordNamesKnownTokensAndWebhooksAreRedacted) {
                    "AKIAIOSFODNN7EXAMPLE", "xoxb-1234567890-1234567890-AbCdEfGhIjKlMnOpQrStUvWx",
                    "sk_live_51HAbCdEfGhIjKlMnOp", "AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUv"}),
             "x <redacted> <redacted> <redacted> <redacted> <redacted> <redacted>");
+  // --jwt-file names a file, whose name is redacted too (the JWT rule's word is a part);
+  // the token itself given bare is.
+  EXPECT_EQ(words({"x", "--jwt-file", "a.txt",
+                   "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"}),
+            "x --jwt-file <redacted> <redacted>");
   EXPECT_EQ(
       words({"python3", "-c", "login('alice', pw='C10pw'); k = 'hf_AbCdEfGhIjKlMnOpQrStUvWxYz'"}),
       "python3 -c login('alice', pw='<redacted>'); k = '<redacted>'");
