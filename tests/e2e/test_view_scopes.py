@@ -18,6 +18,9 @@ def tree(db, *args):
     doc = json.loads(p.stdout)
     # The CLI's envelope (docs/cli.md, JSON output) around what the viewer's part holds.
     assert (doc.pop("format_version"), doc.pop("subcommand"), doc.pop("file")) == (1, "tree", str(db))
+    # The sampled rows the CLI adds after the tree, as its text does; the viewer's scope parts
+    # are the tree alone (the report part carries them).
+    assert isinstance(doc.pop("sampled"), list)
     return doc
 
 
