@@ -246,14 +246,7 @@ std::string_view name_before(const std::vector<Token>& t, std::size_t i) {
 }
 
 bool varying_name_precedes(const std::vector<Token>& t, std::size_t i) {
-  std::size_t j = i;
-  for (int marks = 0; j > 0; --j) {
-    const Token& p = t[j - 1];
-    if (p.kind == Kind::kSpace) continue;
-    if (p.kind == Kind::kMark && one_of(p.text, {":", "=", "\"", "'"}) && ++marks <= 3) continue;
-    break;
-  }
-  return j > 0 && t[j - 1].kind == Kind::kWord && varying_name(t[j - 1].text);
+  return varying_name(name_before(t, i));
 }
 
 std::vector<std::string_view> fields_of(std::string_view s) {
