@@ -8,6 +8,8 @@
 #include <set>
 #include <string>
 
+#include "sonde/routine_kinds.hpp"
+
 namespace sonde::analyzers {
 namespace {
 
@@ -181,8 +183,18 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
         "most of it is DDP's reducer waiting at the end of each backward pass for its buckets' "
         "all-reduces: a fast rank waits there for the slowest (see rank-imbalance), and the last "
         "bucket's all-reduce overlaps nothing (a smaller DistributedDataParallel(bucket_cap_mb=) "
-        "makes it smaller); with gradient accumulation, DDP's no_sync() on all but the last "
-        "micro-batch all-reduces once per step";
+        "makes it smaller)";
+    // DDP's no_sync() ran (its frame in torch/nn/parallel/distributed.py): the program
+    // accumulates already, and was told to (a red-team find).
+    bool no_sync = std::any_of(
+        in.metrics.routines.begin(), in.metrics.routines.end(), [](const RoutineMetrics& x) {
+          return x.kind == kinds::kPython && x.name.starts_with("distributed.py:") &&
+                 x.name.ends_with("(no_sync)");
+        });
+    if (!no_sync)
+      c.advice +=
+          "; with gradient accumulation, DDP's no_sync() on all but the last micro-batch "
+          "all-reduces once per step";
   } else if (r.c10d_wait_s >= 0.5 * r.exposed_s) {
     c.evidence.emplace_back("c10d_wait_s_per_rank", r.c10d_wait_s);
     c.advice =

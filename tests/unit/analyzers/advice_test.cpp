@@ -1395,13 +1395,38 @@ INSERT INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, inflight_ns) VAL
   (1, 10000000, 750000000, 760000000);
 UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_id IN (1, 2);
 )sql");
-  ProfileFile file = ProfileFile::open(path_);
-  auto st = file.prepare(
-      "SELECT ROUND(exposed_s, 6), ROUND(overlapped_s, 6) FROM rank_overlap "
-      "WHERE rank = 0");
-  ASSERT_TRUE(st.step());
-  EXPECT_DOUBLE_EQ(st.real(0), 0.71);  // the posting's 10 ms and the reducer's 700 ms
-  EXPECT_DOUBLE_EQ(st.real(1), 0.05);  // 750 ms counted overlapped, 700 of them the wait
+  {
+    ProfileFile file = ProfileFile::open(path_);
+    auto st = file.prepare(
+        "SELECT ROUND(exposed_s, 6), ROUND(overlapped_s, 6) FROM rank_overlap "
+        "WHERE rank = 0");
+    ASSERT_TRUE(st.step());
+    EXPECT_DOUBLE_EQ(st.real(0), 0.71);  // the posting's 10 ms and the reducer's 700 ms
+    EXPECT_DOUBLE_EQ(st.real(1), 0.05);  // 750 ms counted overlapped, 700 of them the wait
+  }
+  // The advice is the reducer's, and names no_sync() only to a program that does not run it.
+  Rule rule = *std::find_if(rules().begin(), rules().end(),
+                            [](const Rule& r) { return r.id == "comm-exposed"; });
+  rule.threshold = 1.0;
+  auto advice = [&] {
+    auto found = evaluate_rules(load_advice_input(ProfileFile::open(path_)),
+                                std::span<const Rule>(&rule, 1));
+    return found.size() == 1 ? found[0].advice : std::string("(no candidate)");
+  };
+  EXPECT_NE(advice().find("no_sync()"), std::string::npos) << advice();
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (12, 'distributed.py:1035(no_sync)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/nn/parallel/distributed.py', 1035);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (33, 1, 2, 12, 2, 0, 3, 0, 3000, 3000, 0, 0);
+UPDATE nodes SET excl_ns = excl_ns - 3000 WHERE node_id = 2;
+UPDATE nodes SET subrs = subrs + 3 WHERE node_id = 2;
+)sql");
+  std::string with_no_sync = advice();
+  EXPECT_NE(with_no_sync.find("DDP's reducer waiting"), std::string::npos) << with_no_sync;
+  EXPECT_EQ(with_no_sync.find("no_sync()"), std::string::npos) << with_no_sync;
 }
 
 }  // namespace
