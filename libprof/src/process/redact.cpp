@@ -10,6 +10,27 @@
 
 namespace sonde {
 
+namespace {
+// A name's parts, upper-cased: split at what is not a letter or digit, and at camelCase
+// (`--hf_token` HF TOKEN, `apiKey` API KEY).
+std::vector<std::string> name_parts(std::string_view name) {
+  std::vector<std::string> parts;
+  std::string part;
+  for (size_t i = 0; i <= name.size(); ++i) {
+    char c = i < name.size() ? name[i] : '\0';
+    bool camel = i > 0 && i < name.size() && std::isupper(static_cast<unsigned char>(c)) &&
+                 std::islower(static_cast<unsigned char>(name[i - 1]));
+    if (i == name.size() || std::isalnum(static_cast<unsigned char>(c)) == 0 || camel) {
+      if (!part.empty()) parts.push_back(part);
+      part.clear();
+      if (i == name.size() || std::isalnum(static_cast<unsigned char>(c)) == 0) continue;
+    }
+    part += char(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return parts;
+}
+}  // namespace
+
 // SECRET, PASSWORD and CREDENTIAL anywhere in the name; TOKEN, KEY, PASS and AUTH as a part of
 // it (split at what is not a letter or digit, and at camelCase), or ending one (HFTOKEN, APIKEY,
 // OAUTH). As substrings they took ordinary ML options for secrets, which then read alike in
@@ -24,19 +45,7 @@ bool name_looks_secret(std::string_view name) {
   if (std::any_of(std::begin(kAnywhere), std::end(kAnywhere),
                   [&](std::string_view w) { return upper.find(w) != std::string::npos; }))
     return true;
-  std::vector<std::string> parts;
-  std::string part;
-  for (size_t i = 0; i <= name.size(); ++i) {
-    char c = i < name.size() ? name[i] : '\0';
-    bool camel = i > 0 && i < name.size() && std::isupper(static_cast<unsigned char>(c)) &&
-                 std::islower(static_cast<unsigned char>(name[i - 1]));
-    if (i == name.size() || std::isalnum(static_cast<unsigned char>(c)) == 0 || camel) {
-      if (!part.empty()) parts.push_back(part);
-      part.clear();
-      if (i == name.size() || std::isalnum(static_cast<unsigned char>(c)) == 0) continue;
-    }
-    part += char(std::toupper(static_cast<unsigned char>(c)));
-  }
+  std::vector<std::string> parts = name_parts(name);
   static constexpr std::string_view kNotSecretBefore[] = {
       "PAD",  "EOS",   "BOS",     "UNK",  "SEP",  "CLS",     "MASK",   "STOP", "SPECIAL",
       "SORT", "GROUP", "PRIMARY", "ROPE", "DICT", "MONITOR", "METRIC", "KV",   "QUERY"};
@@ -135,13 +144,8 @@ bool argument_name_looks_secret(std::string_view name) {
       std::any_of(std::begin(kWords), std::end(kWords),
                   [&](std::string_view w) { return up.find(w) != npos; }))
     return true;
-  for (size_t i = 0; i < up.size();) {
-    size_t end = i;
-    while (end < up.size() && std::isalnum(static_cast<unsigned char>(up[end])) != 0) ++end;
-    std::string_view part = std::string_view(up).substr(i, end - i);
+  for (const std::string& part : name_parts(name))
     if (std::find(std::begin(kParts), std::end(kParts), part) != std::end(kParts)) return true;
-    i = end + 1;
-  }
   return false;
 }
 
