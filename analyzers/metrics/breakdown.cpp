@@ -578,21 +578,10 @@ std::vector<const Frame*> cut_off_entries(const Frame& root, const ThreadLoop& t
 // runs every iteration before the forward but loads nothing (it read as "taken as loading the
 // batch", a red-team find).
 bool schedules_the_rate(const CallNode& n) {
-  std::string word;
-  auto said = [&] {
-    bool yes = word == "lr" || word == "learning" || word == "schedule" || word == "scheduler" ||
-               word == "warmup";
-    word.clear();
-    return yes;
-  };
-  for (char c : function_part(n.name)) {
-    if (c == '_') {
-      if (said()) return true;
-    } else {
-      word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-  }
-  return said();
+  for (const std::string& w : words_of(function_part(n.name)))
+    if (w == "lr" || w == "learning" || w == "schedule" || w == "scheduler" || w == "warmup")
+      return true;
+  return false;
 }
 
 std::vector<const Frame*> guessed_loading(const ThreadLoop& t) {

@@ -39,27 +39,6 @@ constexpr std::string_view kCommWords[] = {"comm", "allreduce", "allgather", "br
 constexpr std::array<Words, kPhaseCount> kRegionWords{kIoWords,       kH2dWords,    kForwardWords,
                                                       kBackwardWords, kUpdateWords, kCommWords};
 
-// "update_core_cpu" -> update, core, cpu; "loadBatch" -> load, batch; "h2d" stays one word.
-std::vector<std::string> words_of(std::string_view name) {
-  std::vector<std::string> out;
-  std::string cur;
-  auto push = [&] {
-    if (!cur.empty()) out.push_back(cur);
-    cur.clear();
-  };
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    auto c = static_cast<unsigned char>(name[i]);
-    if (!std::isalnum(c)) {
-      push();
-      continue;
-    }
-    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) push();
-    cur += static_cast<char>(std::tolower(c));
-  }
-  push();
-  return out;
-}
-
 Role region_role(const std::string& name) {
   std::vector<std::string> words = words_of(name);
   for (int p = 0; p < kPhaseCount; ++p)
@@ -161,6 +140,27 @@ PhaseMapping parse_phase_mapping(std::string_view text) {
     throw Error(fmt::format("unknown phase class '{}' (one of {})", id, ids), 2);
   }
   return {id, std::string(text.substr(eq + 1))};
+}
+
+// "update_core_cpu" -> update, core, cpu; "loadBatch" -> load, batch; "h2d" stays one word.
+std::vector<std::string> words_of(std::string_view name) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto push = [&] {
+    if (!cur.empty()) out.push_back(cur);
+    cur.clear();
+  };
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    auto c = static_cast<unsigned char>(name[i]);
+    if (!std::isalnum(c)) {
+      push();
+      continue;
+    }
+    if (std::isupper(c) && i > 0 && std::islower(static_cast<unsigned char>(name[i - 1]))) push();
+    cur += static_cast<char>(std::tolower(c));
+  }
+  push();
+  return out;
 }
 
 // "<frozen ...>", "<string>", or a path with a "/python3.N/" part (/usr/lib/python3.11/...); no

@@ -60,6 +60,10 @@ Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings);
 // installed packages.
 bool is_user_frame(const CallNode& n);
 
+// A name's words, lower-cased: "update_core_cpu" -> update, core, cpu; "loadBatch" -> load,
+// batch.
+std::vector<std::string> words_of(std::string_view name);
+
 // A file of the interpreter's standard library (or "<frozen ...>", "<string>").
 bool in_stdlib(const std::string& file);
 // A file of the program's own: neither the standard library's nor an installed package's.
