@@ -20,15 +20,6 @@ struct Below {
   std::int64_t blas_ns = 0;  // its outermost library calls' time
 };
 
-// torch.optim's step entry, which every Optimizer subclass's step runs beneath:
-// torch/optim/optimizer.py's profile_hook_step wrapper, or _use_grad around torch's own.
-bool torch_step_wrapper(const CallNode& n) {
-  static const SharedText python(kinds::kPython);  // interned: a pointer's comparison, per node
-  if (n.kind != python || !n.file.ends_with("torch/optim/optimizer.py")) return false;
-  std::string fn = function_part(n.name);
-  return fn == "wrapper" || fn == "_use_grad";
-}
-
 // What torch and the standard library put between that wrapper and the step it calls: the
 // record_function range (Optimizer.step#Lion.step), no_grad's decorate_context, functools'.
 bool between_wrapper_and_step(const CallNode& n) {
@@ -45,7 +36,7 @@ std::unordered_set<std::int64_t> own_optimizer_steps(const std::vector<ThreadTre
   std::unordered_set<std::int64_t> out;
   for (const ThreadTree& t : threads)
     for_each_node(t.root, [&](const CallNode& wrapper, int) {
-      if (!torch_step_wrapper(wrapper)) return;
+      if (!torch_step_wrapper(wrapper, true)) return;
       std::vector<const CallNode*> todo;
       for (const CallNode& c : wrapper.children) todo.push_back(&c);
       while (!todo.empty()) {

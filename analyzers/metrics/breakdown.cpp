@@ -142,13 +142,6 @@ bool built_by_torch_alone(const Frame& f) {
                      [](const Frame& k) { return built_by_torch_alone(k); });
 }
 
-// torch.optim's step wrapper (profile_hook_step's, torch/optim/optimizer.py), around every
-// Optimizer's step.
-bool step_wrapper(const CallNode& n) {
-  return n.kind == kinds::kPython && n.file.ends_with("torch/optim/optimizer.py") &&
-         n.name.ends_with("(wrapper)");
-}
-
 // A file's stem, lower-cased: "adamw" of .../torch/optim/adamw.py, as an optimizer class's name
 // lower-cased reads (AdamW, SGD, RMSprop).
 std::string file_stem(std::string_view file) {
@@ -180,7 +173,7 @@ std::int64_t stepped_inside_another(const Frame& root,
       for (char& c : cls) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       (wrappers > 1 ? steps[cls].second : steps[cls].first) += n.calls;
     }
-    int below = wrappers + (step_wrapper(n) ? 1 : 0);
+    int below = wrappers + (torch_step_wrapper(n) ? 1 : 0);
     for (const Frame& k : f->kids) todo.emplace_back(&k, below);
   }
   std::int64_t wrapped = 0;

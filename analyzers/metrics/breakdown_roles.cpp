@@ -176,6 +176,12 @@ bool in_stdlib(const std::string& file) {
   return false;
 }
 
+bool torch_step_wrapper(const CallNode& n, bool use_grad) {
+  static const SharedText python(kinds::kPython);  // interned: a pointer's comparison, per node
+  if (n.kind != python || !n.file.ends_with("torch/optim/optimizer.py")) return false;
+  return n.name.ends_with("(wrapper)") || (use_grad && n.name.ends_with("(_use_grad)"));
+}
+
 bool user_file(const std::string& file) { return !packaged(file) && !in_stdlib(file); }
 
 bool is_user_frame(const CallNode& n) {

@@ -60,6 +60,11 @@ Role role_of(const CallNode& n, const std::vector<PhaseMapping>& mappings);
 // installed packages.
 bool is_user_frame(const CallNode& n);
 
+// torch.optim's step wrapper (torch/optim/optimizer.py's profile_hook_step `wrapper`), around
+// every Optimizer's step; with `use_grad`, also the `_use_grad` torch 2's own optimizers' steps
+// run in.
+bool torch_step_wrapper(const CallNode& n, bool use_grad = false);
+
 // A name's words, lower-cased: "update_core_cpu" -> update, core, cpu; "loadBatch" -> load,
 // batch.
 std::vector<std::string> words_of(std::string_view name);
