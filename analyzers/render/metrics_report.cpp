@@ -29,6 +29,13 @@ std::string peaks_line(const RunFacts& facts) {
                      : "peaks: " + out;
 }
 
+// [{"rank": R, "iterations": N}, ...] where several ranks train, else [].
+Json rank_iterations_json(const Breakdown& b) {
+  Json out = Json::array();
+  for (auto [rank, n] : b.rank_iterations) out.push_back(Json{{"rank", rank}, {"iterations", n}});
+  return out;
+}
+
 }  // namespace
 
 std::vector<std::string> parse_metrics_sections(std::string_view name) {
@@ -242,17 +249,6 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
   }
   return out;
 }
-
-namespace {
-
-// [{"rank": R, "iterations": N}, ...] where several ranks train, else [].
-Json rank_iterations_json(const Breakdown& b) {
-  Json out = Json::array();
-  for (auto [rank, n] : b.rank_iterations) out.push_back(Json{{"rank", rank}, {"iterations", n}});
-  return out;
-}
-
-}  // namespace
 
 Json render_metrics_json(const MetricsReport& r, const std::vector<std::string>& sections,
                          std::size_t top) {
