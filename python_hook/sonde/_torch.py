@@ -4,7 +4,8 @@
   and torch.distributed's process-group calls are recorded; removed at exit. SONDE_TORCH_SHAPES=1
   (`--record-shapes`) adds operators' input shapes and dtypes.
 - torch.distributed's init_process_group and new_group become set-up calls (as MPI_Init is), and
-  the default group's size is told to libsonde for comm_ops.
+  the default group's size is told to libsonde for comm_ops; the program's own Work.wait() a
+  wait (as MPI_Wait is).
 
 Apart from _frameworks.py, whose frames the Python hook folds into `<import>` (it is the import
 finder): the set-up wrapper here is a frame of its own, above the set-up call it opens.
@@ -120,4 +121,21 @@ def patch_distributed(module):
             if callable(function) and not getattr(function, "_sonde_setup", False):
                 setattr(owner, name, _setup_call(f"c10d::{name}".encode(), function,
                                                  name == "init_process_group"))
+    _wrap_work_wait(getattr(c10d, "Work", None))
     _tell_group()
+
+
+def _wrap_work_wait(work):
+    """Work.wait() as a `wait` frame of its own, as MPI_Wait is: a rank that waits there for a
+    slower one waits in communication, not in the frame that called it (a red-team program's
+    sync() holding async all-reduces' waits was blamed for the imbalance its peer's compute
+    made). torch.distributed's own calls that wait inside their frames are left to them."""
+    wait = getattr(work, "wait", None)
+    if not isinstance(work, type) or not callable(wait) or getattr(wait, "_sonde_setup", False):
+        return
+    import functools
+    from . import _sonde
+    call = _sonde.setup_call(b"c10d::Work::wait", wait, None, True)
+    functools.update_wrapper(call, wait)
+    call._sonde_setup = True
+    work.wait = call

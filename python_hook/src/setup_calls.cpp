@@ -3,10 +3,12 @@
 #include <structmember.h>
 
 #include <cstddef>
+#include <cstring>
 
 // libsonde's (wrappers/torch/torch_attach.cpp): the set-up frame and its comm op.
 extern "C" {
 void sonde_torch_setup_begin(const char* name);
+void sonde_torch_wait_begin(const char* name);
 void sonde_torch_setup_end(void);
 }
 
@@ -19,11 +21,35 @@ struct SetupCall {
   PyObject* function;            // the wrapped one
   PyObject* after;               // None, or a callable run before the frame closes
   PyObject* dict;                // functools.update_wrapper's __wrapped__, __name__, __doc__, ...
+  int wait;                      // a Work.wait: a `wait` frame, not a set-up one
 };
+
+// torch.distributed's own blocking calls (distributed_c10d.py's all_reduce, barrier, ...) wait on
+// their work inside their frames, which are communication already (the view c10d_waits): a wait
+// they call is left to them.
+bool called_by_c10d() {
+  PyFrameObject* frame = PyEval_GetFrame();  // borrowed
+  if (frame == nullptr) return false;
+  PyCodeObject* code = PyFrame_GetCode(frame);  // new reference
+  bool c10d = false;
+  if (PyUnicode_Check(code->co_filename)) {
+    const char* file = PyUnicode_AsUTF8(code->co_filename);
+    if (file == nullptr)
+      PyErr_Clear();
+    else
+      c10d = std::strstr(file, "torch/distributed/distributed_c10d.py") != nullptr;
+  }
+  Py_DECREF(code);
+  return c10d;
+}
 
 PyObject* setup_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   auto* s = reinterpret_cast<SetupCall*>(self);
-  sonde_torch_setup_begin(PyBytes_AS_STRING(s->name));
+  if (s->wait && called_by_c10d()) return PyObject_Call(s->function, args, kwargs);
+  if (s->wait)
+    sonde_torch_wait_begin(PyBytes_AS_STRING(s->name));
+  else
+    sonde_torch_setup_begin(PyBytes_AS_STRING(s->name));
   PyObject* result = PyObject_Call(s->function, args, kwargs);
   if (result != nullptr && s->after != Py_None) {
     // sonde's own bookkeeping: its failure is never the program's.
@@ -62,6 +88,15 @@ void setup_call_dealloc(PyObject* self) {
   Py_DECREF(type);  // a heap type's instances hold it
 }
 
+// Bound as a Python function is, so that a method (Work.wait) stays one on the class.
+PyObject* setup_call_get(PyObject* self, PyObject* obj, PyObject*) {
+  if (obj == nullptr || obj == Py_None) {
+    Py_INCREF(self);
+    return self;
+  }
+  return PyMethod_New(self, obj);
+}
+
 PyGetSetDef kGetSet[] = {
     {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, nullptr, nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
@@ -74,6 +109,7 @@ PyType_Slot kSlots[] = {{Py_tp_call, reinterpret_cast<void*>(setup_call_call)},
                         {Py_tp_traverse, reinterpret_cast<void*>(setup_call_traverse)},
                         {Py_tp_clear, reinterpret_cast<void*>(setup_call_clear)},
                         {Py_tp_dealloc, reinterpret_cast<void*>(setup_call_dealloc)},
+                        {Py_tp_descr_get, reinterpret_cast<void*>(setup_call_get)},
                         {Py_tp_getset, kGetSet},
                         {Py_tp_members, kMembers},
                         {0, nullptr}};
@@ -84,7 +120,8 @@ PyTypeObject* g_type = nullptr;
 
 PyObject* setup_call(PyObject*, PyObject* args) {
   PyObject *name, *function, *after;
-  if (!PyArg_ParseTuple(args, "SOO:setup_call", &name, &function, &after)) return nullptr;
+  int wait = 0;
+  if (!PyArg_ParseTuple(args, "SOO|p:setup_call", &name, &function, &after, &wait)) return nullptr;
   if (!PyCallable_Check(function) || (after != Py_None && !PyCallable_Check(after))) {
     PyErr_SetString(PyExc_TypeError, "setup_call(name, function, after): not callable");
     return nullptr;
@@ -98,15 +135,17 @@ PyObject* setup_call(PyObject*, PyObject* args) {
   s->function = function;
   s->after = after;
   s->dict = nullptr;
+  s->wait = wait;
   PyObject_GC_Track(s);
   return reinterpret_cast<PyObject*>(s);
 }
 
 PyMethodDef kSetupCall = {
     "setup_call", setup_call, METH_VARARGS,
-    "setup_call(name, function, after): function (torch.distributed's init_process_group or\n"
-    "new_group) as one set-up frame named name (bytes); after (or None) runs once it returned,\n"
-    "inside that frame."};
+    "setup_call(name, function, after, wait=False): function (torch.distributed's\n"
+    "init_process_group or new_group) as one set-up frame named name (bytes); after (or None)\n"
+    "runs once it returned, inside that frame. wait: a wait frame (Work.wait) instead, left\n"
+    "out where torch.distributed's own code calls it."};
 
 }  // namespace
 

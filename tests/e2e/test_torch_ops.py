@@ -518,6 +518,44 @@ def test_rank_rule_judges_a_routine_outside_the_waits_in_it(tmp_path):
     assert not any("(work)" in w for w in found), found
 
 
+def test_the_programs_own_work_wait_is_communication(tmp_path):
+    # sync() posts an async all-reduce and waits on it with work.wait(): rank 0, computing half
+    # of rank 1's work, waits there. The wait was sync()'s own time, and sync() rank 0's
+    # imbalance (a red-team find); it is a `wait` comm op of its own, as MPI_Wait is.
+    db, out = spawned(tmp_path, "torch_async_wait.py")
+    assert out == ["rank 0 3.0 6.0", "rank 1 3.0 6.0"], out  # results unchanged
+    waits = query(db, "SELECT COUNT(DISTINCT n.thread_id), SUM(co.calls), MIN(co.blocking), "
+                      "SUM(co.time_ns) FROM comm_ops co JOIN nodes n USING (node_id) "
+                      "JOIN routines r USING (routine_id) WHERE r.name = 'c10d::Work::wait' "
+                      "AND co.kind = 'wait'")[0]
+    assert waits[:3] == (2, 30, 1), waits
+    # Its parent is sync(): torch.distributed's blocking all_reduce waits in its own frame,
+    # which is communication already, so no wait frame is beneath one of its frames.
+    parents = query(db, "SELECT DISTINCT pr.name FROM nodes n JOIN routines r USING (routine_id) "
+                        "JOIN nodes p ON p.node_id = n.parent_id JOIN routines pr "
+                        "ON pr.routine_id = p.routine_id WHERE r.name = 'c10d::Work::wait'")
+    assert [name for (name,) in parents] and all(name.endswith("(sync)")
+                                                 for (name,) in parents), parents
+    # Rank 0 waited about rank 1's extra 30 ms a step (15 steps) there.
+    per_rank = dict(query(db, "SELECT pr.rank, SUM(co.time_ns) / 1e9 FROM comm_ops co "
+                              "JOIN nodes n USING (node_id) JOIN routines r USING (routine_id) "
+                              "JOIN threads t ON t.thread_id = n.thread_id JOIN process_ranks pr "
+                              "ON pr.process_id = t.process_id WHERE r.name = 'c10d::Work::wait' "
+                              "GROUP BY pr.rank"))
+    assert per_rank[0] > 0.25 and per_rank[0] > 3 * per_rank[1], per_rank
+    found = {x["location"]: x["evidence"]["slowest_rank"]
+             for x in candidates(db, "rank-imbalance")}
+    assert found and set(found.values()) == {1}, found
+    assert not any("(sync)" in w for w in found), found
+    # The method stays a method: its name and doc are Work.wait's.
+    r = subprocess.run([PY, "-m", "sonde", "-o", tmp_path / "doc.db", "-c",
+                        "import torch.distributed as d; w = d.distributed_c10d.Work.wait; "
+                        "print(w.__name__, w.__wrapped__ is not None)"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=clean_env(PYTHONPATH=PYTHONPATH))
+    assert r.returncode == 0 and r.stdout == "wait True\n", (r.stdout, r.stderr)
+
+
 SHAPES = PROGRAMS / "torch_op_shapes.py"
 
 

@@ -172,19 +172,32 @@ SONDE_EXPORT_C void sonde_torch_rank(int rank, int size) {
 namespace {
 thread_local sonde::ThreadState* t_setup = nullptr;
 thread_local int t_setup_nesting = 0;  // new_group inside a set-up call is part of it
+thread_local sonde::CommKind t_setup_kind = sonde::CommKind::kSetup;
+
+void comm_frame_begin(const char* name, sonde::CommKind kind) {
+  if (t_setup_nesting++ > 0) return;
+  const ops::OpName* op = ops::op_name(name, false);
+  if (op == nullptr) return;
+  t_setup = sonde::probe_open(op->id, sonde::Nesting::kSuppress);
+  if (t_setup == nullptr) return;
+  t_setup_kind = kind;
+  sonde::comm_call_begin(t_setup, sonde::probe_now());
+  sonde::probe_start(t_setup);
+}
 }  // namespace
 
 // init_process_group and new_group as set-up, like MPI_Init: one frame that holds the
 // rendezvous and its waits (nothing beneath it is measured), a `setup` comm op, so the ranks'
 // differing waits there are never read as imbalance. `name`: a literal of the Python hook's.
 SONDE_EXPORT_C void sonde_torch_setup_begin(const char* name) {
-  if (t_setup_nesting++ > 0) return;
-  const ops::OpName* op = ops::op_name(name, false);
-  if (op == nullptr) return;
-  t_setup = sonde::probe_open(op->id, sonde::Nesting::kSuppress);
-  if (t_setup == nullptr) return;
-  sonde::comm_call_begin(t_setup, sonde::probe_now());
-  sonde::probe_start(t_setup);
+  comm_frame_begin(name, sonde::CommKind::kSetup);
+}
+
+// A Work.wait() of the program's own on a nonblocking collective, like MPI_Wait: one frame and
+// a `wait` comm op, blocking, so the time a fast rank waits there is communication, not the
+// imbalance of the frame that called it. Closed by sonde_torch_setup_end.
+SONDE_EXPORT_C void sonde_torch_wait_begin(const char* name) {
+  comm_frame_begin(name, sonde::CommKind::kWait);
 }
 
 SONDE_EXPORT_C void sonde_torch_setup_end(void) {
@@ -193,10 +206,11 @@ SONDE_EXPORT_C void sonde_torch_setup_end(void) {
   if (t == nullptr) return;
   t_setup = nullptr;
   sonde::CallCost cost;
-  cost.comm = sonde::CommCost{sonde::CommKind::kSetup, true,
-                              ops::g_group_size.load(std::memory_order_relaxed)};
+  bool wait = t_setup_kind == sonde::CommKind::kWait;
+  cost.comm =
+      sonde::CommCost{t_setup_kind, true, ops::g_group_size.load(std::memory_order_relaxed)};
   sonde::probe_exit(t, &cost, nullptr);
-  sonde::comm_call_end(t, sonde::probe_now(), false, 0, 0);
+  sonde::comm_call_end(t, sonde::probe_now(), wait, 0, 0);
 }
 
 // A note of topic `torch` from the Python hook (a torch version it does not attach to).
