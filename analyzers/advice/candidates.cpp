@@ -570,8 +570,24 @@ constexpr std::string_view kCheaperIterableBatches =
     "operation over the batch (yield whole batches with DataLoader(batch_size=None), or a "
     "collate_fn) and keep decoded data in memory";
 
-std::string_view cheaper_batches(const AdviceInput& in) {
-  return in.loader.iterable ? kCheaperIterableBatches : kCheaperBatches;
+// Where the program's collate_fn holds most of the loading, the batch's work is there already:
+// told to move per-sample work into a collate_fn, a red-team loader was (it was all in one).
+constexpr double kCollateHolds = 0.5;  // of the fetches' time
+
+std::string cheaper_batches(const AdviceInput& in) {
+  const LoaderWorkers& w = in.loader;
+  if (w.collate_share >= kCollateHolds) {
+    std::string_view fn = w.collate_fn;
+    if (auto open = fn.rfind('('); open != std::string_view::npos && fn.ends_with(')'))
+      fn = fn.substr(open + 1, fn.size() - open - 2);
+    return fmt::format(
+        "make each batch cheaper: {:.0f} % of the loading is the collate_fn {}, which has the "
+        "whole batch already, so its own work is the cost (python -m sonde --lines {} times its "
+        "lines): a loop over the samples there is per-sample work still, better as operations "
+        "over the batch's tensors; keep decoded data in memory",
+        100 * w.collate_share, w.collate_fn, fn);
+  }
+  return std::string(w.iterable ? kCheaperIterableBatches : kCheaperBatches);
 }
 
 // With workers, what they did says which knob: how many would keep up with the step (each
@@ -657,6 +673,10 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
       pct, b.inference ? "evaluation " : "training ", seconds(io_ns) * per,
       seconds(iteration_ns) * per, b.iterations,
       from.empty() ? std::string() : fmt::format(", in {}", from));
+  if (!in.loader.collate_fn.empty()) {
+    c.evidence.emplace_back("collate_fn", in.loader.collate_fn);
+    c.evidence.emplace_back("collate_pct_of_fetch", 100 * in.loader.collate_share);
+  }
   bool torch = from.find("dataloader.py") != std::string::npos || ran_torch(in.metrics);
   bool loader_frames = from.find("dataloader.py") != std::string::npos;
   std::string generic = fmt::format("{}; {}", kOverlapLoading, cheaper_batches(in));
@@ -689,7 +709,9 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   }
   // Workers each run the whole __iter__ of an IterableDataset: told num_workers=2, a red-team
   // loop trained on every sample twice (80 iterations for 40) and gained nothing.
-  if (torch && in.loader.iterable && c.advice.find("num_workers") != std::string::npos)
+  // One whose __iter__ asks get_worker_info() splits it already (a red-team find: told anyway).
+  if (torch && in.loader.iterable && !in.loader.sharded &&
+      c.advice.find("num_workers") != std::string::npos)
     c.advice +=
         "; with workers, an IterableDataset's __iter__ must give each worker its share of the "
         "stream (torch.utils.data.get_worker_info()), or every worker yields every sample";

@@ -50,6 +50,51 @@ std::map<std::int64_t, std::string> loader_callers(const ProfileFile& file) {
   return out;
 }
 
+// What torch.utils.data's fetch() called, summed over its calls in every process: the dataset's
+// generator (an IterableDataset), the program's get_worker_info() and collate_fn. Asked only
+// of a run that fetched: a scan of every node (the tables have no index by routine).
+void read_fetches(const ProfileFile& file, LoaderWorkers& w) {
+  std::string ids;
+  for (auto st = file.prepare(
+           "SELECT routine_id FROM routines WHERE kind = 'python' AND name LIKE '%(fetch)' "
+           "AND instr(file, 'torch/utils/data/_utils/fetch.py') > 0");
+       st.step();)
+    ids += (ids.empty() ? "" : ",") + std::to_string(st.int64(0));
+  if (ids.empty()) return;
+  std::int64_t fetch_ns = 0, collate_ns = 0;
+  for (auto st = file.prepare("SELECT SUM(incl_ns) FROM nodes WHERE routine_id IN (" + ids +
+                              ") AND recursive = 0");
+       st.step();)
+    fetch_ns = st.int64(0);
+  for (auto st = file.prepare(
+           "SELECT r.name, COALESCE(r.file, ''), r.library, SUM(c.incl_ns) FROM nodes f JOIN "
+           "nodes c ON c.parent_id = f.node_id JOIN routines r ON r.routine_id = c.routine_id "
+           "WHERE f.routine_id IN (" +
+           ids + ") AND r.kind = 'python' GROUP BY r.routine_id ORDER BY 4 DESC");
+       st.step();) {
+    std::string name = st.text(0), where = st.text(1), library = st.text(2);
+    if (library == "generator") {
+      w.iterable = true;
+    } else if (where.find("torch/utils/data/") == std::string::npos && user_file(where) &&
+               !name.ends_with("(__getitem__)") && !name.ends_with("(__getitems__)")) {
+      if (w.collate_fn.empty()) w.collate_fn = name;
+      collate_ns += st.int64(3);
+    }
+  }
+  if (fetch_ns > 0) w.collate_share = static_cast<double>(collate_ns) / fetch_ns;
+  // torch's own default_collate asks too (collate.py, for shared memory in a worker): only a
+  // caller outside torch.utils.data says the program shards.
+  if (w.iterable)
+    w.sharded = file.prepare(
+                        "SELECT 1 FROM routines gr JOIN nodes g USING (routine_id) JOIN nodes f "
+                        "ON f.node_id = g.parent_id JOIN routines fr ON fr.routine_id = "
+                        "f.routine_id WHERE gr.kind = 'python' AND gr.name LIKE "
+                        "'%(get_worker_info)' AND instr(gr.file, 'torch/utils/data/') > 0 "
+                        "AND fr.kind = 'python' AND instr(fr.file, 'torch/utils/data/') = 0 "
+                        "LIMIT 1")
+                    .step();
+}
+
 }  // namespace
 
 LoaderWorkers load_loader_workers(const ProfileFile& file, const std::set<std::string>* reading) {
@@ -86,13 +131,7 @@ LoaderWorkers load_loader_workers(const ProfileFile& file, const std::set<std::s
       w.life_ns += std::max<std::int64_t>(0, k.ended - k.started);
     }
   }
-  auto it = file.prepare(
-      "SELECT 1 FROM nodes f JOIN routines fr USING (routine_id) JOIN nodes g "
-      "ON g.parent_id = f.node_id JOIN routines gr ON gr.routine_id = g.routine_id "
-      "WHERE fr.kind = 'python' AND fr.name LIKE '%(fetch)' "
-      "AND instr(fr.file, 'torch/utils/data/_utils/fetch.py') > 0 "
-      "AND gr.kind = 'python' AND gr.library = 'generator' LIMIT 1");
-  w.iterable = it.step();
+  read_fetches(file, w);
   for (auto& [parent, events] : lives) {
     std::sort(events.begin(), events.end());  // an end before a start at the same instant
     std::int64_t alive = 0, most = 0, started = 0;

@@ -23,6 +23,14 @@ struct LoaderWorkers {
   // The dataset is an IterableDataset: its fetches (workers' or the loop's own) resume a
   // generator, its __iter__, where a map-style one's call __getitem__.
   bool iterable = false;
+  // Something of the program's own (its __iter__, a helper of it) asked
+  // torch.utils.data.get_worker_info(): the stream is split among workers already.
+  bool sharded = false;
+  // The program's own collate_fn (a frame fetch() calls outside torch.utils.data that is
+  // neither the dataset's __getitem__ nor its __iter__) and its share of the fetches' time:
+  // the batch's work is there already, not per sample.
+  std::string collate_fn;
+  double collate_share = 0;
 };
 
 // `callers`: the breakdown's loader_callers, the frames that read the loop's loaders: where

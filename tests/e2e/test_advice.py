@@ -376,14 +376,16 @@ def test_a_loader_iterated_by_a_feeder_keeps_its_workers(tmp_path):
     assert not loading[0]["advice"].startswith("num_workers=0"), loading[0]["advice"]
 
 
-def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path):
+@pytest.mark.parametrize("sharded", [False, True], ids=["unsharded", "sharded"])
+def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path, sharded):
     """An IterableDataset has no __getitem__ and no sampler: the advice to make batches cheaper
     names its __iter__ (a red-team run was told to move work out of __getitem__ into a batch
     sampler)."""
     pytest.importorskip("torch")
     program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
     db = tmp_path / "loader.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "1", "0", "iterable"],
+    args = [program, "1", "0", "iterable"] + ([] if sharded else ["unsharded"])
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), *args],
                        env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
                        timeout=600, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.startswith("epochs 1 loss "), r.stderr
@@ -394,8 +396,36 @@ def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path):
     assert "__iter__" in advice and "batch_size=None" in advice, advice
     assert "__getitem__" not in advice and "sampler" not in advice, advice
     # Each worker runs the whole __iter__: told num_workers=2 without it, a red-team loop
-    # trained on every sample twice.
-    assert "get_worker_info()" in advice, advice
+    # trained on every sample twice. One whose __iter__ asks get_worker_info() is told nothing
+    # of it (a red-team find: it was, though it split the stream already).
+    assert ("get_worker_info()" in advice) == (not sharded), advice
+
+
+def test_data_loading_advice_where_the_collate_fn_holds_the_work(tmp_path):
+    """The same normalisation done by the loader's collate_fn over each stacked batch: told to
+    move per-sample work out of __getitem__ into a collate_fn, a red-team loader was, whose work
+    was all in its collate_fn already. The advice names it, its share, and how to time its lines."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
+    db = tmp_path / "loader.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "1", "0", "collate"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("epochs 1 loss "), r.stderr
+    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+               if c["rule"] == "data-loading"]
+    assert len(loading) == 1, loading
+    evidence, advice = loading[0]["evidence"], loading[0]["advice"]
+    assert evidence["collate_fn"].endswith("(collate)"), evidence
+    # SQL: the collate_fn's share of the fetches' time.
+    (fetch_ns, collate_ns), = query(
+        db, "SELECT (SELECT SUM(n.incl_ns) FROM nodes n JOIN routines r USING (routine_id) "
+            "WHERE r.name LIKE 'fetch.py:%(fetch)'), (SELECT SUM(n.incl_ns) FROM nodes n "
+            "JOIN routines r USING (routine_id) WHERE r.name LIKE 'torch_slow_loader.py:%(collate)')")
+    assert evidence["collate_pct_of_fetch"] == pytest.approx(100 * collate_ns / fetch_ns, abs=0.01)
+    assert evidence["collate_pct_of_fetch"] > 80, evidence
+    assert "the collate_fn torch_slow_loader.py:" in advice and "--lines collate" in advice, advice
+    assert "__getitem__" not in advice, advice
 
 
 def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
