@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
@@ -383,13 +384,17 @@ bool ran_torch(const Metrics& m) {
                      [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
 }
 
+// An autograd node (AddmmBackward0, MmBackward1).
+bool is_autograd_node(std::string_view site) {
+  return site.ends_with("Backward0") || site.ends_with("Backward1");
+}
+
 bool is_torch_layer_site(std::string_view site, const Metrics& m) {
   if (!ran_torch(m)) return false;
-  auto ends = [&](std::string_view s) { return site.ends_with(s); };
-  // An autograd node (AddmmBackward0), an operator (aten::addmm), or a frame of torch.nn.
-  return ends("Backward0") || ends("Backward1") || site.starts_with("aten::") ||
-         site.starts_with("linear.py:") || site.starts_with("functional.py:") ||
-         site.starts_with("activation.py:") || site.starts_with("transformer.py:");
+  // An autograd node, an operator (aten::addmm), or a frame of torch.nn.
+  return is_autograd_node(site) || site.starts_with("aten::") || site.starts_with("linear.py:") ||
+         site.starts_with("functional.py:") || site.starts_with("activation.py:") ||
+         site.starts_with("transformer.py:");
 }
 
 constexpr std::string_view kIfIndependent =
@@ -406,6 +411,17 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
       double& b = best[{s.routine_id, s.dtype}];
       b = std::max(b, *s.perf.gflops);
     }
+  // The sizes of the products named like a recurrence, sorted: an autograd node's product of
+  // the same sizes is their backward pass (dA = dC B^T, dB = A^T dC: the forward's m, n, k in
+  // another order). Told as nn.Linear's, an LSTM's backward products were (a red-team find).
+  auto sizes = [](const auto& s) {
+    std::array<std::int64_t, 3> d{s.m, s.n, s.k};
+    std::sort(d.begin(), d.end());
+    return d;
+  };
+  std::set<std::array<std::int64_t, 3>> recurrent;
+  for (const auto& s : m.shapes)
+    if (looks_like_recurrence(s.call_site)) recurrent.insert(sizes(s));
   std::vector<Candidate> out;
   for (const auto& s : m.shapes) {
     if (!s.perf.gflops || share(s.time_ns, m.share_base_ns()) < kMinShare) continue;
@@ -444,12 +460,20 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
     c.advice = std::string(rule.advice);
     if (lower(s.routine).find("convolution") != std::string::npos) {
       c.advice = std::string(kConvolutionAdvice);
-    } else if (looks_like_recurrence(s.call_site)) {
-      c.evidence.emplace_back("recurrence", std::string("call site named like a recurrence"));
+    } else if (bool backward = is_autograd_node(s.call_site) && recurrent.count(sizes(s));
+               backward || looks_like_recurrence(s.call_site)) {
+      c.evidence.emplace_back("recurrence",
+                              std::string(backward ? "the backward of products named like a "
+                                                     "recurrence, of their sizes"
+                                                   : "call site named like a recurrence"));
+      std::string site = backward ? fmt::format(
+                                        "{} (the backward pass of a recurrence's "
+                                        "products, their sizes transposed)",
+                                        s.call_site)
+                                  : s.call_site;
       std::string layer = torch_recurrent_layer(m);
-      c.advice = layer.empty()
-                     ? fill(kRecurrenceAdvice, s.call_site)
-                     : fmt::format(fmt::runtime(kTorchRecurrenceAdvice), s.call_site, layer);
+      c.advice = layer.empty() ? fill(kRecurrenceAdvice, site)
+                               : fmt::format(fmt::runtime(kTorchRecurrenceAdvice), site, layer);
     } else if (is_torch_layer_site(s.call_site, m)) {
       c.advice = fill(kTorchLayerAdvice, s.call_site);
     } else {

@@ -735,6 +735,26 @@ TEST_F(AdviceTest, GemmShapeAdviceKnowsRecurrences) {
       << c[0].advice;
   EXPECT_NE(c[0].advice.find("already computes"), std::string::npos) << c[0].advice;
   EXPECT_EQ(c[0].advice.find("torch.nn.LSTM"), std::string::npos) << c[0].advice;
+  // Its backward pass: an autograd node's product of the recurrence's sizes in another order
+  // is the recurrence's too, not nn.Linear's (a red-team LSTM's AddmmBackward0 was told of
+  // in_features and out_features).
+  sql("UPDATE shapes SET call_site = 'AddmmBackward0' WHERE n = 10;"
+      "INSERT INTO shapes (node_id, call_site, m, n, k, trans_a, trans_b, dtype, calls, time_ns, "
+      "flops, bytes, threads) VALUES (4, 'rnn.py:726(forward)', 1000, 100, 10, 'N', 'N', 'f32', "
+      "1, 1000, 2000000, 10000, 1);");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("AddmmBackward0 (the backward pass of a recurrence's products"),
+            std::string::npos)
+      << c[0].advice;
+  EXPECT_NE(c[0].advice.find("PyTorch's own recurrent layer (aten::lstm)"), std::string::npos);
+  EXPECT_EQ(c[0].advice.find("in_features"), std::string::npos) << c[0].advice;
+  // Other sizes at an autograd node are a layer's.
+  sql("UPDATE shapes SET m = 1001 WHERE call_site = 'rnn.py:726(forward)';");
+  c = of_rule(candidates(), "gemm-shape");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("in_features"), std::string::npos) << c[0].advice;
+  sql("DELETE FROM shapes WHERE call_site = 'rnn.py:726(forward)';");
   gone(92);
   // By words of the name: these are recurrences, and "cell" inside another word is not.
   for (std::string site : {"m.py:3(RNNCell.forward)", "loop.py:9(time_step)", "seq.py:2(BiGRU)",
