@@ -694,9 +694,11 @@ def test_checkpointings_recompute_is_backward(tmp):
     demoted, its recompute counted as forward and the engine's own time as other (a red-team
     find: t_f 0.50 ms/iter against t_b 0.45, backward's calls 0.84 ms/iter inclusive)."""
     db = tmp / "checkpoint.db"
-    assert profile_python(db, os.path.join(PROGRAMS, "torch_checkpoint.py"), 20) == "steps 20\n"
+    # 60 steps: backward is about twice forward here (10 against 4-6 ms in 20 steps), and one
+    # preemption of a loaded machine's ctest -j2 inside forward once read t_f above t_b.
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_checkpoint.py"), 60) == "steps 60\n"
     b = breakdown(db)
-    assert b["found"] and b["iterations"] == 20 and b["iterations_from"] == "t_u", b
+    assert b["found"] and b["iterations"] == 60 and b["iterations_from"] == "t_u", b
     (tensor_backward,) = query(db, "SELECT incl_s FROM hotspots "
                                    "WHERE routine LIKE '_tensor.py:%(backward)'")[0]
     by = b["by"]

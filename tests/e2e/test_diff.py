@@ -14,8 +14,11 @@ from conftest import CLI, MLP, clean_env, sonde, sonde_out
 
 MLP_ARGS = ["--steps", "2", "--eval-every", "0"]
 # Without any effect, the min-max ranges of n runs a side are apart in 2 of C(2n, n) orders: 1 in
-# 1,716 for 7 a side, so that twenty-odd figures all overlap but about once in a hundred.
+# 1,716 for 7 a side, so that twenty-odd figures all overlap but about once in a hundred. Apart
+# by chance, a figure reads "under 3 %" (no effect worth naming), which is a true verdict on
+# identical runs; "beyond noise" is not.
 RUNS = 7
+NO_EFFECT = {"within noise", "under 3 %"}
 
 
 def start_mlp(db, *run_args, args=MLP_ARGS, threads=1):
@@ -49,23 +52,26 @@ def test_identical_mlp_train_runs_are_within_noise(mlp_runs):
     d = json.loads(sonde_out("diff", *a, "--", *b, "--format", "json"))
     assert d["runs_before"] == RUNS and d["runs_after"] == RUNS
     assert d["warnings"] == []
-    assert d["total_noise"] == "within noise", d
-    assert d["threads_noise"] == "within noise", d
+    assert d["total_noise"] in NO_EFFECT, d
+    assert d["threads_noise"] in NO_EFFECT, d
     assert d["total_before_min_s"] <= d["total_before_s"] <= d["total_before_max_s"]
     rows = d["phases"] + d["routines"]
     assert {"step", "forward", "backward", "update", "cblas_sgemm"} <= {r["name"] for r in rows}
     assert d["shapes"]
     for r in rows:
         assert r["status"] == "both" and r["runs_before"] == RUNS and r["runs_after"] == RUNS, r
-        assert r["noise"] == "within noise", r
+        assert r["noise"] in NO_EFFECT, r
         assert r["before_min_s"] <= r["before_s"] <= r["before_max_s"], r
     for s in d["shapes"]:
-        assert s["noise"] == "within noise", s
+        assert s["noise"] in NO_EFFECT, s
+    # Most figures overlap: at 1 in 1,716 each, two apart by chance is about one run in 7,000.
+    verdicts = [r["noise"] for r in rows + d["shapes"]] + [d["total_noise"], d["threads_noise"]]
+    assert verdicts.count("under 3 %") <= 1, verdicts
     text = sonde_out("diff", *a, "--", *b)
     assert f"{RUNS} runs before, {RUNS} runs after" in text
-    # The header line says what "within noise" means; then the two totals, every row, every shape.
-    assert text.count("within noise") == 3 + len(rows) + len(d["shapes"]), text
-    for word in ("beyond noise", "too few runs", "under 3 %", "unknown"):
+    # The header line says what "within noise" means; then each verdict: totals, rows, shapes.
+    assert text.count("within noise") + text.count("under 3 %") == 1 + len(verdicts), text
+    for word in ("beyond noise", "too few runs", "unknown"):
         assert word not in text, text
 
 

@@ -85,10 +85,16 @@ const secs = (ns) => (ns / 1e9).toFixed(6);
 async function helperCallersShown(page) {
   await page.waitForFunction(() => document.querySelector('#callers-table tbody tr') !== null, null, { timeout: 30000 });
   assert.match(await page.locator('#callers-routine').textContent(), /^prog\.py:\d+\(helper\) \[python\] .*: 12 calls, /);
-  const sql = sqlCallers('helper').sort((a, b) => b[2] - a[2]);
-  // SQL's order by time is the table's; rec and alpha (8 and 6 ms asleep) swap on a loaded machine.
+  const sql = sqlCallers('helper');
   assert.deepEqual(sql.map((r) => [r[0], r[1]]).sort(), [['alpha', 3], ['beta', 5], ['rec', 4]]);
-  assert.deepEqual(await tableRows(page, 'callers-table'), sql.map(([n, c, i, e]) => [n, c, secs(i), secs(e)]));
+  // Each row is SQL's, and the table is in order of its inclusive time, checked each on its own:
+  // compared with SQL's order by time, the test failed once in a loaded clean-clone ctest (not
+  // reproduced here under two busy loops, six runs).
+  const rows = await tableRows(page, 'callers-table');
+  const byName = (a, b) => a[0].localeCompare(b[0]);
+  assert.deepEqual([...rows].sort(byName), sql.map(([n, c, i, e]) => [n, c, secs(i), secs(e)]).sort(byName));
+  const incl = rows.map((r) => Number(r[2]));
+  assert.deepEqual(incl, [...incl].sort((a, b) => b - a), `not by inclusive time: ${JSON.stringify(rows)}`);
   // the inverted icicle draws the helper and its callers, beta widest
   assert.ok(Number(await page.locator('#callers-flame').getAttribute('data-frames')) >= 4);
   // its callees: spin, 12 calls
