@@ -97,7 +97,8 @@ std::vector<Candidate> compute_candidates(const ProfileFile& file);
 std::vector<Candidate> compute_candidates(LoadedProfile& profile);
 
 // Names matched by the optimizer rule: update, adam, sgd, optimizer (case-insensitive) in the
-// function part of a Python routine or in a region name.
+// function part of a Python routine or in a region name, or a moving average of the weights
+// (the words ema, ewma, swa, or moving and average).
 bool looks_like_optimizer(std::string_view routine_name);
 
 }  // namespace sonde::analyzers

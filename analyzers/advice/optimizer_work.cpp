@@ -108,14 +108,21 @@ void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work,
     const CallNode* node;
     const CallNode* enclosing;  // the nearest optimizer-like phase above (one name: the outer)
     bool counted;               // inside a subtree already counted as other work
+    bool under_op;              // beneath a torch operator
   };
-  std::vector<Item> todo{{&root, nullptr, false}};
+  std::vector<Item> todo{{&root, nullptr, false, false}};
   while (!todo.empty()) {
-    auto [node, enclosing, counted] = todo.back();
+    auto [node, enclosing, counted, under_op] = todo.back();
     todo.pop_back();
     const CallNode* next = enclosing;
     if (enclosing && node->kind == kinds::kTorch && node->name.starts_with("aten::_foreach_"))
       work[enclosing->name].foreach = true;
+    if (enclosing && !under_op && node->kind == kinds::kTorch && node->name.starts_with("aten::")) {
+      OptimizerWork& w = work[enclosing->name];
+      w.op_calls += node->calls;
+      if (!node->name.ends_with("_")) w.out_of_place_calls += node->calls;
+    }
+    bool op = under_op || node->kind == kinds::kTorch;
     if (optimizer(*node)) {
       if (optimizer.own_step(*node)) work[node->name].torch_step = true;
       if (enclosing && enclosing->name != node->name)
@@ -127,7 +134,7 @@ void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work,
       w.other_blas_ns += below[node].blas_ns;
       counted = true;
     }
-    for (const auto& child : node->children) todo.push_back({&child, next, counted});
+    for (const auto& child : node->children) todo.push_back({&child, next, counted, op});
   }
 }
 

@@ -28,6 +28,10 @@ struct OptimizerWork {
   // torch._foreach_* operators run beneath it (aten::_foreach_*): its loop is already over
   // whole parameter lists, and advice to write it so was wrong (a red-team foreach Lion).
   bool foreach = false;
+  // The outermost aten:: operators beneath it: calls, and those not in place (no trailing _:
+  // aten::mul against aten::mul_). An EMA of mul_ and add_ is in place already, and was told to
+  // write it so (a red-team find).
+  std::int64_t op_calls = 0, out_of_place_calls = 0;
 };
 
 // A region or Python frame named like an optimizer (looks_like_optimizer).

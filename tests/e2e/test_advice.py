@@ -540,3 +540,26 @@ def test_a_weights_ema_in_a_torch_program_gets_torchs_advice(tmp_path):
     advice = ema[0]["advice"]
     assert "lerp_" in advice and "torch._foreach_" in advice, advice
     assert "numexpr" not in advice and "ufunc" not in advice, advice
+    assert "write them in place" in advice, advice  # ema_v * decay + ...: temporaries
+
+
+def test_an_in_place_ema_function_beside_the_step_is_a_candidate(tmp_path):
+    """programs/torch_own_optimizer.py ema_step: an EMA of the weights kept with mul_ and add_ by
+    ema_step() beside opt.step(). Named neither update nor optimizer, it was no candidate (a
+    red-team find: 1.4 times the step's time); in place already, it is not told to be."""
+    pytest.importorskip("torch")
+    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
+    db = tmp_path / "ema_step.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "300", "ema_step"],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith("steps 300 loss "), r.stderr
+    ema = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+           if c["rule"] == "optimizer-update" and c["location"].endswith("(ema_step)")]
+    assert len(ema) == 1, ema
+    (incl_s,), = query(db, "SELECT incl_s FROM hotspots WHERE routine LIKE "
+                           "'torch_own_optimizer.py:%(ema_step)'")
+    assert ema[0]["evidence"]["time_s"] == pytest.approx(incl_s, rel=1e-3), ema[0]["evidence"]
+    advice = ema[0]["advice"]
+    assert "runs in-place torch operations" in advice and "_foreach_mul_" in advice, advice
+    assert "write them in place" not in advice, advice

@@ -2,8 +2,12 @@
 subclasses are (its step under @torch.no_grad(), a loop over each group's parameters making
 temporaries), over a deep stack of small Linear layers, so the update is a large share of each
 iteration. "adam": torch.optim.Adam instead, the control; "ema": Adam, and a timm-style EMA of the
-weights updated from a callback after each step; "foreach": the Lion written over each group's
-parameter lists with torch._foreach_*. Usage: torch_own_optimizer.py STEPS [adam|ema|foreach]"""
+weights updated from a callback after each step; "ema_step": Adam, and two EMAs of the weights
+(two decays, as diffusion models keep) kept in place (mul_, add_) by a function ema_step() called
+beside opt.step(); "foreach": the Lion
+written over each group's parameter lists with torch._foreach_*.
+
+Usage: torch_own_optimizer.py STEPS [adam|ema|ema_step|foreach]"""
 import sys
 
 import torch
@@ -62,6 +66,12 @@ class ModelEma:
             ema_v.copy_(ema_v * self.decay + (1.0 - self.decay) * model_v)
 
 
+@torch.no_grad()
+def ema_step(shadow, model, decay=0.999):
+    for ema_v, model_v in zip(shadow, model.parameters()):
+        ema_v.mul_(decay).add_(model_v, alpha=1.0 - decay)
+
+
 def main():
     steps = int(sys.argv[1])
     torch.manual_seed(0)
@@ -75,6 +85,8 @@ def main():
         ForeachLion(model.parameters()) if mode == "foreach" else torch.optim.Adam(model.parameters())
     ema = ModelEma(model) if mode == "ema" else None
     callbacks = [lambda: ema.update(model)] if ema else []
+    shadows = {decay: [p.detach().clone() for p in model.parameters()]
+               for decay in ((0.999, 0.9999) if mode == "ema_step" else ())}
     x, y = torch.randn(16, 32), torch.randint(0, 4, (16,))
     loss_fn = nn.CrossEntropyLoss()
     for _ in range(steps):
@@ -82,6 +94,8 @@ def main():
         loss = loss_fn(model(x), y)
         loss.backward()
         opt.step()
+        for decay, shadow in shadows.items():
+            ema_step(shadow, model, decay)
         for on_step_end in callbacks:
             on_step_end()
     print(f"steps {steps} loss {loss.item():.4f}")

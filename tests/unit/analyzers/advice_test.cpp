@@ -148,6 +148,13 @@ TEST(AdviceNames, OptimizerNames) {
   EXPECT_TRUE(looks_like_optimizer("optimizer-step"));
   EXPECT_FALSE(looks_like_optimizer("train.py:5(forward)"));
   EXPECT_FALSE(looks_like_optimizer("update.py:5(forward)"));  // the function, not the file
+  // A moving average of the weights, by whole words.
+  for (const char* name : {"t.py:7(ema_step)", "t.py:9(EMA.apply)", "t.py:3(ModelEMA.step)",
+                           "t.py:4(swa_average)", "t.py:5(moving_average_weights)"})
+    EXPECT_TRUE(looks_like_optimizer(name)) << name;
+  for (const char* name :
+       {"t.py:7(load_schema)", "t.py:8(cinema)", "t.py:9(moving_window)", "t.py:2(average_loss)"})
+    EXPECT_FALSE(looks_like_optimizer(name)) << name;
 }
 
 // A routine without shapes takes the dtype its wrapper's table states (routines.dtype); a file
