@@ -703,10 +703,33 @@ bool line_tracer_replaced() {
   return false;
 }
 
+// threading.settrace of the program's own (or threading.settrace(None)) in the place of the
+// bootstrap that gives each new thread sonde's line tracer: threads started after it timed no
+// line, and may have ended before the check of the live threads above sees them.
+bool threading_tracer_replaced() {
+  PyObject* name = PyUnicode_FromString("threading");
+  PyObject* threading = name != nullptr ? PyImport_GetModule(name) : nullptr;
+  Py_XDECREF(name);
+  if (threading == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  PyObject* hook = PyObject_GetAttrString(threading, "_trace_hook");
+  Py_DECREF(threading);
+  if (hook == nullptr) {
+    PyErr_Clear();
+    return false;  // another threading: nothing to tell
+  }
+  bool ours = PyCFunction_Check(hook) &&
+              reinterpret_cast<PyCFunctionObject*>(hook)->m_ml == &g_bootstrap_trace_def;
+  Py_DECREF(hook);
+  return !ours;
+}
+
 void uninstall_line_tracing() {
   if (g_line_patterns.empty()) return;
   say_unmatched_line_patterns();
-  static bool said = false;
+  static bool said = false, said_threads = false;
   if (!said && line_tracer_replaced()) {
     said = true;
     sonde::add_run_note(
@@ -714,6 +737,13 @@ void uninstall_line_tracing() {
         "a trace function of the program's own (sys.settrace: a coverage tool, a debugger, "
         "line_profiler) took the place of sonde's --lines tracer on a thread: that thread's "
         "line costs after it were not recorded (its calls were)");
+  }
+  if (!said_threads && threading_tracer_replaced()) {
+    said_threads = true;
+    sonde::add_run_note(
+        "lines",
+        "the program's threading.settrace took the place of sonde's --lines tracer for the "
+        "threads started after it: their line costs were not recorded (their calls were)");
   }
   set_threading_hook("settrace", Py_None);
   PyErr_Clear();

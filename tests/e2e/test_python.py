@@ -1321,3 +1321,37 @@ def test_a_program_taking_the_evaluation_hook_or_the_line_tracer_is_said(db, tmp
     assert any("frame evaluation function (PEP 523)" in m for m in notes), notes
     assert any("took the place of sonde's --lines tracer" in m for m in notes), notes
 
+
+def test_a_program_taking_new_threads_line_tracer_is_said(db, tmp_path):
+    # threading.settrace of the program's own: each thread started after it ran the program's
+    # function in the place of sonde's --lines tracer, and its line costs went missing unsaid
+    # (the thread had ended by the check of live threads). Threads before it keep theirs.
+    prog = script(tmp_path, "threads.py", """\
+        import threading
+
+        def update_core(n):
+            x = 0
+            for i in range(n):
+                x += i
+            return x
+
+        def run():
+            t = threading.Thread(target=update_core, args=(1000,))
+            t.start()
+            t.join()
+
+        run()
+        threading.settrace(lambda frame, event, arg: None)
+        run()
+        print("done")
+    """)
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), "--lines", "update_core", str(prog)],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+    notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'lines'")]
+    assert any("threading.settrace took the place" in m for m in notes), notes
+    # The first thread's lines were timed: its loop line ran 1000 times.
+    (hits,), = query(db, "SELECT MAX(hits) FROM line_costs")
+    assert hits >= 1000, hits
+
