@@ -1003,6 +1003,20 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
         "ELSE SUM(busy) END FROM thread_times, (SELECT wall_s FROM run_totals) w");
     if (in.host_load && st.step() && !st.is_null(0)) in.own_load = st.real(0);
   }
+  {
+    auto number = [&](const char* key) -> std::optional<double> {
+      auto it = in.metrics.facts.info.find(key);
+      if (it == in.metrics.facts.info.end()) return std::nullopt;
+      char* end = nullptr;
+      double v = std::strtod(it->second.c_str(), &end);
+      return end != it->second.c_str() ? std::optional<double>(v) : std::nullopt;
+    };
+    constexpr double kMinWindowS = 1.0;
+    auto busy = number("host.cpu_busy_s"), window = number("host.cpu_window_s");
+    auto st = file.prepare("SELECT SUM(cpu_s), COUNT(cpu_s) = COUNT(*) FROM thread_times");
+    if (busy && window && *window >= kMinWindowS && st.step() && !st.is_null(0) && st.int64(1))
+      in.others_load = std::max(0.0, (*busy - st.real(0)) / *window);
+  }
   bool has_lines = false;
   if (file.has_table("line_costs")) {
     auto st = file.prepare("SELECT EXISTS (SELECT 1 FROM line_costs)");

@@ -49,6 +49,11 @@ struct AdviceInput {
   // The host's 1-minute load average at the run's last flush (run_info host.load), and the run's
   // own share of it: its threads' CPU time over its wall time. Absent in files before it.
   std::optional<double> host_load, own_load;
+  // Other programs' load over the run, measured: the host's busy CPU time over the root
+  // process's life (run_info host.cpu_busy_s, host.cpu_window_s) less the run's own threads',
+  // over that window. Absent in older files and for a life under a second (/proc/stat counts
+  // in 10 ms ticks); the load average above stands in then.
+  std::optional<double> others_load;
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

@@ -140,23 +140,53 @@ std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-// More threads pay on cores that are free. Where the host was busy with other programs as the
-// run ended (the load average less the run's own threads' share: at least one core's worth),
-// said beside the advice, with the figures: a red-team run at load 5-7 on 2 cores, one thread
-// getting half a CPU, was told to double its BLAS and torch threads and ran 3 to 30 times
-// slower so. The estimate stands (the load the program will run under is not known); sonde
-// tune measures both under the same load.
-void busy_host(Candidate& c, const AdviceInput& in, std::int64_t cores) {
-  if (!in.host_load || !in.own_load) return;
-  double others = *in.host_load - *in.own_load;
-  if (others < 1.0) return;
-  c.evidence.emplace_back("host_load", *in.host_load);
-  c.evidence.emplace_back("others_load", others);
+// More threads pay on cores that are free. Where the host was busy with other programs over
+// the run (measured: its busy CPU time less the run's own over the run's life, half a core or
+// more; else the load average at the end less the run's own threads' share, a core), it is said
+// beside the advice with the figures, and the estimate held to the cores the others left: a
+// red-team run at load 5-7 on 2 cores, one thread getting half a CPU, was told to double its
+// BLAS and torch threads and ran 3 to 30 times slower so; another, beside one busy loop on 2
+// cores, was told torch.set_num_threads(2) would gain 2.3 s, its first candidate, and ran 3.5
+// to 5 times slower. sonde tune measures both under the same load.
+void busy_host(Candidate& c, const AdviceInput& in, std::int64_t threads, std::int64_t cores,
+               double work_s) {
+  std::optional<double> others = in.others_load;
+  bool measured = others.has_value();
+  if (!others && in.host_load && in.own_load) others = *in.host_load - *in.own_load;
+  // Measured, half a core of others counts (a thread of 2 preempted half the time holds every
+  // parallel region of the other up); the load average's lag, a minute of whatever ran before,
+  // needs a whole core to be believed (the red-team CNN's read 3.0 beside one busy loop).
+  if (!others || *others < (measured ? 0.5 : 1.0)) return;
+  if (in.host_load) c.evidence.emplace_back("host_load", *in.host_load);
+  c.evidence.emplace_back("others_load", *others);
+  double left = static_cast<double>(cores) - *others;
+  c.evidence.emplace_back("cores_left_by_others", std::max(0.0, left));
+  std::string load = measured ? fmt::format(
+                                    "other programs kept about {:.1f} of its {} cores "
+                                    "busy over the run",
+                                    *others, cores)
+                              : fmt::format(
+                                    "load average {:.1f} on {} cores as the run ended, "
+                                    "about {:.1f} of it other programs",
+                                    *in.host_load, cores, *others);
   c.advice += fmt::format(
-      "; but the host was busy as the run ended (load average {:.1f} on {} cores, about {:.1f} "
-      "of it other programs): threads added there compete with them and can run slower than "
-      "now; measure before keeping it (sonde tune)",
-      *in.host_load, cores, others);
+      "; but the host was busy ({}): threads added there compete with them and can run slower "
+      "than now; measure before keeping it (sonde tune)",
+      load);
+  if (left < static_cast<double>(threads) + 1) {
+    c.est_gain_s = 0;
+    c.gain_bound = fmt::format(
+        "none while that load lasts: the {:.1f} cores the other programs left hold no thread "
+        "more than the {} it runs",
+        std::max(0.0, left), threads);
+  } else if (double held = work_s * (1.0 - static_cast<double>(threads) / left);
+             held < c.est_gain_s) {
+    c.est_gain_s = held;
+    c.gain_bound = fmt::format(
+        "the work's {} threads against the {:.1f} cores the other "
+        "programs left",
+        threads, left);
+  }
 }
 
 }  // namespace
@@ -198,7 +228,7 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
   say_ranks(c, m);
   more_threads_gain(c, m, g, *threads, *cores);
-  busy_host(c, in, *cores);
+  busy_host(c, in, *threads, *cores, seconds(g.time_ns));
   return {c};
 }
 
@@ -272,7 +302,7 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
       cores, workers > 0 ? " the DataLoader workers leave" : "", cores, why);
   say_ranks(c, m);
   more_threads_gain(c, m, g, threads, cores);
-  busy_host(c, in, cores);
+  busy_host(c, in, threads, cores, seconds(g.time_ns));
   return {c};
 }
 

@@ -65,7 +65,10 @@ def test_single_threaded_blas_is_a_candidate(mlp_numpy, mlp_numpy_1thread):
     assert len(blas) == 1, cands
     assert f"BLAS runs 1 thread of {CORES} available" in blas[0]["summary"]
     assert blas[0]["evidence"]["blas_threads"] == 1 and blas[0]["evidence"]["cores"] == CORES
-    assert blas[0]["est_gain_s"] > 0
+    # Beside a core's worth of other programs (a parallel ctest's) on 2 cores, no whole core is
+    # left to add a thread on.
+    left = blas[0]["evidence"].get("cores_left_by_others", CORES)
+    assert (blas[0]["est_gain_s"] > 0) == (left >= 2), blas[0]
 
 
 def profile_mlp(db, threads):

@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "core/adaptive_timing.hpp"
+#include "core/host_cpu.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
 #include "core/window.hpp"
@@ -250,6 +251,8 @@ void Runtime::identify_process(const RankEnv& rank, bool root) {
   process_.ppid = getppid();
   process_.command = read_command_line(config_.record_args);
   process_.started_ns = clock_.realtime0();
+  host_cpu0_ = host_busy_cpu_s();
+  host_cpu0_mono_ns_ = monotonic_ns();
   pid_t ref_pid = 0;
   int64_t ref_id = 0;
   if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {
@@ -765,6 +768,7 @@ void Runtime::fork_child() {
   uint64_t now = now_ticks();
   pid_t parent = pid();
   pid_ = getpid();
+  host_cpu0_.reset();
   process_.ppid = parent;
   process_.pid = pid();
   process_.origin = "fork";

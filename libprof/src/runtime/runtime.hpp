@@ -9,6 +9,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,6 +205,10 @@ class Runtime {
   std::atomic<pid_t> pid_{0};
   RunInfo run_;
   ProcessInfo process_;
+  // The host's busy CPU seconds and the monotonic clock when this process started (none in a
+  // fork child, whose parent's reading covers it): each flush says what the host did since.
+  std::optional<double> host_cpu0_;
+  int64_t host_cpu0_mono_ns_ = 0;
 
   std::mutex threads_mu_;
   // Set while this process's fork handlers hold its locks: between fork_prepare and

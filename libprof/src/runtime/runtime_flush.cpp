@@ -21,6 +21,7 @@
 #include <new>
 #include <optional>
 
+#include "core/host_cpu.hpp"
 #include "core/proc_file.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
@@ -264,6 +265,17 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
   // 5-7 on 2 cores was told to double its threads, and ran 3 to 30 times slower so).
   if (std::string load = read_proc_file("/proc/loadavg", 64); !load.empty())
     d.info.emplace_back("host.load", load.substr(0, load.find(' ')));
+  // What the host's CPUs did from this process's start to now, the run's own threads included:
+  // the load average lags by a minute, and a red-team run after others read 3.0 cores of other
+  // programs where one busy loop ran (and was told to add threads that made it 3.5x slower).
+  if (host_cpu0_) {
+    if (auto busy = host_busy_cpu_s()) {
+      d.info.emplace_back("host.cpu_busy_s", fmt::format("{:.3f}", *busy - *host_cpu0_));
+      d.info.emplace_back(
+          "host.cpu_window_s",
+          fmt::format("{:.3f}", 1e-9 * double(monotonic_ns() - host_cpu0_mono_ns_)));
+    }
+  }
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
   if (gpu != nullptr) gpu->info(d.info);
