@@ -24,6 +24,31 @@ constexpr double kSameImbalance = 0.9;
 // its lost time is the candidate's imbalance seen at another depth, named in it.
 constexpr double kSameDepths = 0.5;
 
+// Ranks sharing a host with other programs that leave them fewer cores than there are ranks
+// (others_load, measured over the run: advice/candidates.hpp): a rank waiting for a slower one
+// may hand its core to it and to the others, and then spreading the work evenly, or hiding the
+// wait, frees nothing the host has. A red-team DDP pair on 2 cores beside one busy loop, rank
+// 1's sequences twice rank 0's, was told the work spread evenly would end each rank 0.646 s
+// sooner and communication overlapped 0.809 s; spread evenly, it ran 6.69-6.72 s against
+// 6.47-6.84. Said, with the figures; the estimate stands, since work that waits on no CPU (a
+// sleep, I/O) does gain, and sonde cannot tell which from the load alone. Ranks alone more
+// than the cores (4 on 2, no other program) are not this: their own imbalance is the rule's.
+void oversubscribed_host(Candidate& c, const AdviceInput& in) {
+  const RunFacts& f = in.metrics.facts;
+  auto cores = f.available_cores();
+  constexpr double kOthers = 0.5;  // cores' worth of other programs, measured
+  if (!in.others_load || *in.others_load < kOthers || !cores || f.ranks_on_host < 2) return;
+  double left = std::max(0.0, static_cast<double>(*cores) - *in.others_load);
+  if (left >= static_cast<double>(f.ranks_on_host)) return;
+  c.evidence.emplace_back("others_load", *in.others_load);
+  c.evidence.emplace_back("cores_left_by_others", left);
+  c.summary += fmt::format(
+      "; but other programs kept about {:.1f} of the host's {} cores busy over the run, "
+      "leaving its {} ranks {:.1f}: where the work is on the CPU, a waiting rank's core ran "
+      "theirs, and evening the work out gains only what cores are free (measure it)",
+      *in.others_load, *cores, f.ranks_on_host, left);
+}
+
 }  // namespace
 
 std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
@@ -150,6 +175,7 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
     }
     c.advice = std::string(rule.advice);
     c.est_gain_s = i.lost_s;
+    oversubscribed_host(c, in);
     out.push_back(std::move(c));
   }
   return out;
@@ -205,6 +231,7 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
         "it, and post collectives with async_op=True where the result is needed later";
   }
   c.est_gain_s = 0.5 * r.exposed_s;
+  oversubscribed_host(c, in);
   return {c};
 }
 

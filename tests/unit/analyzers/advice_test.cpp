@@ -1219,6 +1219,26 @@ UPDATE nodes SET subrs = subrs + 1, incl_ns = incl_ns + 6200000000 WHERE node_id
     EXPECT_EQ(l.find("(<module>)"), std::string::npos) << l;
     EXPECT_EQ(l.find("(main)"), std::string::npos) << l;
   }
+  // Other programs kept 1.0 of the 2 cores busy over the run (12 s busy in 10, the ranks' own
+  // 2 s taken out), leaving the 2 ranks 1: said, the estimate unchanged (a red-team pair beside
+  // a busy loop gained nothing from evening its work out).
+  auto first = [&] {
+    for (const Candidate& c : candidates())
+      if (c.rule == "rank-imbalance") return c;
+    return Candidate{};
+  };
+  Candidate quiet = first();
+  ASSERT_FALSE(quiet.rule.empty());
+  sql("UPDATE threads SET cpu_ns = 1000000000;"
+      "INSERT INTO run_info (run_id, process_id, key, value) VALUES "
+      "(1, 1, 'host.cpu_busy_s', '12.0'), (1, 1, 'host.cpu_window_s', '10.0');");
+  Candidate busy = first();
+  EXPECT_EQ(quiet.summary.find("other programs"), std::string::npos) << quiet.summary;
+  EXPECT_NE(busy.summary.find("but other programs kept about 1.0 of the host's 2 cores busy over "
+                              "the run, leaving its 2 ranks 1.0"),
+            std::string::npos)
+      << busy.summary;
+  EXPECT_DOUBLE_EQ(busy.est_gain_s, quiet.est_gain_s);
 }
 
 // One rank's extra forward passes show at every depth beneath forward: in Linear.forward,
