@@ -13,6 +13,7 @@
 
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
+#include "advice/operator_rules.hpp"
 #include "advice/optimizer_work.hpp"
 #include "advice/rank_rules.hpp"
 #include "advice/rule_helpers.hpp"
@@ -110,12 +111,11 @@ constexpr std::string_view kTorchInPlaceUpdateAdvice =
 // torch.compile where the run's torch has it (PyTorch 2: run_info torch.version); a red-team
 // run on torch 1.13 was told to use it.
 std::string compile_clause(const Metrics& m) {
-  auto it = m.facts.info.find("torch.version");
-  if (it != m.facts.info.end() && !it->second.empty() && it->second[0] < '2')
+  if (auto version = torch_before_2(m.facts))
     return fmt::format(
         "torch.compile, which fuses its element-wise passes, needs PyTorch 2 (this "
         "run's torch is {})",
-        it->second);
+        *version);
   return "torch.compile the optimizer step (PyTorch 2) to fuse its element-wise passes into one "
          "loop per parameter";
 }
@@ -797,7 +797,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 16> kRules{{
+const std::array<Rule, 17> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -890,6 +890,11 @@ const std::array<Rule, 16> kRules{{
      "0.8 x min(t_io, the rest of the iterations' time): overlapped loading hides behind the "
      "step, up to the step's own time",
      data_loading},
+    {"torch-operator",
+     "one ATen operator's own time (outside the BLAS and oneDNN calls beneath it) takes at "
+     "least threshold % of the busy threads' time; at most 3",
+     15.0, "make {} cheaper or fewer: fuse it with its neighbours, run it on smaller tensors",
+     "0.5 x the operator's own time (at most all of it, the work removed)", torch_operator},
     {"gpu-sync",
      "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the busy "
      "threads' time: the host waits for the GPU instead of queueing work",
@@ -1004,15 +1009,9 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
     if (in.host_load && st.step() && !st.is_null(0)) in.own_load = st.real(0);
   }
   {
-    auto number = [&](const char* key) -> std::optional<double> {
-      auto it = in.metrics.facts.info.find(key);
-      if (it == in.metrics.facts.info.end()) return std::nullopt;
-      char* end = nullptr;
-      double v = std::strtod(it->second.c_str(), &end);
-      return end != it->second.c_str() ? std::optional<double>(v) : std::nullopt;
-    };
     constexpr double kMinWindowS = 1.0;
-    auto busy = number("host.cpu_busy_s"), window = number("host.cpu_window_s");
+    auto busy = info_number(in.metrics.facts, "host.cpu_busy_s");
+    auto window = info_number(in.metrics.facts, "host.cpu_window_s");
     auto st = file.prepare("SELECT SUM(cpu_s), COUNT(cpu_s) = COUNT(*) FROM thread_times");
     if (busy && window && *window >= kMinWindowS && st.step() && !st.is_null(0) && st.int64(1))
       in.others_load = std::max(0.0, (*busy - st.real(0)) / *window);

@@ -44,6 +44,14 @@ inline bool contains_word(std::string_view text, std::string_view word) {
   return false;
 }
 
+// The run's torch version where it is before 2 (no torch.compile there); nullopt for torch 2
+// or a file that does not say (run_info torch.version).
+inline std::optional<std::string> torch_before_2(const RunFacts& facts) {
+  auto it = facts.info.find("torch.version");
+  if (it != facts.info.end() && !it->second.empty() && it->second[0] < '2') return it->second;
+  return std::nullopt;
+}
+
 inline std::optional<double> info_number(const RunFacts& facts, const std::string& key) {
   auto it = facts.info.find(key);
   if (it == facts.info.end()) return std::nullopt;

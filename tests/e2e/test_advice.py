@@ -431,6 +431,53 @@ def test_data_loading_advice_where_the_collate_fn_holds_the_work(tmp_path):
     assert "__getitem__" not in advice, advice
 
 
+def test_a_dominant_dropout_is_a_torch_operator_candidate(tmp_path):
+    """A model whose input dropout (512 x 2048 a step) is most of its work: a red-team
+    Transformer spent 39 % of its run in aten::dropout, and no rule fired ("no tuning
+    candidates"); with dropout=0 it ran in half the time. In eval mode no dropout runs: no
+    candidate."""
+    pytest.importorskip("torch")
+    program = tmp_path / "drop.py"
+    program.write_text(textwrap.dedent("""\
+        import sys
+        import torch
+        from torch import nn
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Dropout(0.5), nn.Linear(2048, 1))
+        if sys.argv[1] == "eval":
+            model.eval()
+        opt = torch.optim.SGD(model.parameters(), lr=0.01)
+        x, y = torch.randn(512, 2048), torch.randn(512, 1)
+        for step in range(30):
+            opt.zero_grad()
+            loss = nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            opt.step()
+        print(f"loss {loss.item():.4f}")
+        """))
+    found = {}
+    for mode in ("train", "eval"):
+        db = tmp_path / f"{mode}.db"
+        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(program), mode],
+                           env=clean_env(PYTHONPATH=PYTHONPATH, OPENBLAS_NUM_THREADS=1),
+                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout.startswith("loss "), r.stderr
+        found[mode] = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+                       if c["rule"] == "torch-operator"]
+        if mode == "train":
+            # The rule's figure is the hotspots view's own time of the operator.
+            (excl_s, excl_pct), = query(db, "SELECT excl_s, excl_pct FROM hotspots "
+                                            "WHERE routine = 'aten::dropout'")
+            assert excl_pct >= 15, excl_pct
+    (c,) = found["train"]
+    assert c["location"] == "aten::dropout" and c["evidence"]["calls"] == 30, c
+    assert c["evidence"]["own_time_s"] == pytest.approx(excl_s, rel=1e-3), c
+    assert c["est_gain_s"] == pytest.approx(0.5 * excl_s, rel=1e-3), c
+    assert "random number for every element" in c["advice"], c["advice"]
+    assert "sonde tree --callers 'aten::dropout'" in c["advice"], c["advice"]
+    assert found["eval"] == [], found["eval"]
+
+
 def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
     """A REINFORCE-style loop making a Categorical each step: torch.distributions checks the
     logits at each construction and the action at each log_prob, on by default; a red-team RL
