@@ -245,24 +245,32 @@ def test_update_gain_is_bounded_by_the_parameter_updates_not_their_caller(tmp_pa
     assert first["est_gain_s"] <= first["evidence"]["time_s"] + 1e-9, first
 
 
+SLOW_LOADER = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
+
+
+def slow_loader(tmp_path, *args):
+    """programs/torch_slow_loader.py ARGS under python3 -m sonde: the profile, and its one
+    data-loading candidate."""
+    pytest.importorskip("torch")
+    db = tmp_path / "loader.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), SLOW_LOADER, *args],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith(f"epochs {args[0]} loss "), r.stderr
+    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+               if c["rule"] == "data-loading"]
+    assert len(loading) == 1, loading
+    return db, loading[0]
+
+
 def test_a_loop_waiting_for_its_batches_is_a_data_loading_candidate(tmp_path):
     """A DataLoader whose __getitem__ does per-sample work the model's step is short beside:
     the breakdown's t_io is most of each iteration, and no rule fired (a red-team run: 3.76 of
     5.8 ms an iteration loading, 'no tuning candidates')."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
-    db = tmp_path / "loader.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "2"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("epochs 2 loss "), r.stderr
+    db, c = slow_loader(tmp_path, "2")
     b = sonde_json("metrics", db, "--section", "breakdown")["breakdown"]
     by = {p["phase"]: p for p in b["phases"]}
     assert b["found"] and b["iterations"] == 32, b
-    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-               if c["rule"] == "data-loading"]
-    assert len(loading) == 1, loading
-    c = loading[0]
     assert "dataloader.py" in c["location"] and "(__next__)" in c["location"], c
     assert c["evidence"]["iterations"] == 32
     # The breakdown's own figures: t_io over the iterations' time (every phase and `other`).
@@ -345,38 +353,20 @@ def test_a_validation_loaders_workers_are_not_the_training_loaders(tmp_path):
     after each epoch: the advice is the training loop's, which loads each batch itself. It was
     told of the validation workers ("2 DataLoader workers at once ... persistent_workers=True",
     a red-team run made slower by it)."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
-    db = tmp_path / "loader.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "2", "0", "validate"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("epochs 2 loss "), r.stderr
+    db, c = slow_loader(tmp_path, "2", "0", "validate")
     assert len(query(db, "SELECT pid FROM dataloader_workers")) == 4  # validation's, 2 an epoch
-    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-               if c["rule"] == "data-loading"]
-    assert len(loading) == 1, loading
-    assert loading[0]["advice"].startswith("num_workers=0: the training loop loads each batch"), \
-        loading[0]["advice"]
-    assert loading[0]["evidence"]["loader_workers"] == 0, loading[0]["evidence"]
+    assert c["advice"].startswith("num_workers=0: the training loop loads each batch"), \
+        c["advice"]
+    assert c["evidence"]["loader_workers"] == 0, c["evidence"]
 
 
 def test_a_loader_iterated_by_a_feeder_keeps_its_workers(tmp_path):
     """The loop's batches from a feeder's next_batch(), which makes the loader's iterator itself
     (a red-team find: once workers started from another frame than the loop's were left out,
     these 2 were, and the advice read "num_workers=0 ... add workers")."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
-    db = tmp_path / "loader.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "2", "2", "lazy"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("epochs 2 loss "), r.stderr
-    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-               if c["rule"] == "data-loading"]
-    assert len(loading) == 1, loading
-    assert loading[0]["evidence"]["loader_workers"] == 2, loading[0]["evidence"]
-    assert not loading[0]["advice"].startswith("num_workers=0"), loading[0]["advice"]
+    _, c = slow_loader(tmp_path, "2", "2", "lazy")
+    assert c["evidence"]["loader_workers"] == 2, c["evidence"]
+    assert not c["advice"].startswith("num_workers=0"), c["advice"]
 
 
 @pytest.mark.parametrize("sharded", [False, True], ids=["unsharded", "sharded"])
@@ -384,18 +374,8 @@ def test_data_loading_advice_for_an_iterable_dataset_names_its_iter(tmp_path, sh
     """An IterableDataset has no __getitem__ and no sampler: the advice to make batches cheaper
     names its __iter__ (a red-team run was told to move work out of __getitem__ into a batch
     sampler)."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
-    db = tmp_path / "loader.db"
-    args = [program, "1", "0", "iterable"] + ([] if sharded else ["unsharded"])
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), *args],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("epochs 1 loss "), r.stderr
-    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-               if c["rule"] == "data-loading"]
-    assert len(loading) == 1, loading
-    advice = loading[0]["advice"]
+    _, c = slow_loader(tmp_path, "1", "0", "iterable", *([] if sharded else ["unsharded"]))
+    advice = c["advice"]
     assert "__iter__" in advice and "batch_size=None" in advice, advice
     assert "__getitem__" not in advice and "sampler" not in advice, advice
     # Each worker runs the whole __iter__: told num_workers=2 without it, a red-team loop
@@ -408,17 +388,8 @@ def test_data_loading_advice_where_the_collate_fn_holds_the_work(tmp_path):
     """The same normalisation done by the loader's collate_fn over each stacked batch: told to
     move per-sample work out of __getitem__ into a collate_fn, a red-team loader was, whose work
     was all in its collate_fn already. The advice names it, its share, and how to time its lines."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_slow_loader.py")
-    db = tmp_path / "loader.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "1", "0", "collate"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("epochs 1 loss "), r.stderr
-    loading = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-               if c["rule"] == "data-loading"]
-    assert len(loading) == 1, loading
-    evidence, advice = loading[0]["evidence"], loading[0]["advice"]
+    db, c = slow_loader(tmp_path, "1", "0", "collate")
+    evidence, advice = c["evidence"], c["advice"]
     assert evidence["collate_fn"].endswith("(collate)"), evidence
     # SQL: the collate_fn's share of the fetches' time.
     (fetch_ns, collate_ns), = query(
