@@ -493,26 +493,32 @@ def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
     assert found["off"] == [], found
 
 
+OWN_OPTIMIZER = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
+
+
+def own_optimizer(tmp_path, steps, *mode):
+    """programs/torch_own_optimizer.py STEPS MODE under python3 -m sonde: the profile and its
+    optimizer-update candidates."""
+    pytest.importorskip("torch")
+    db = tmp_path / f"{'_'.join(mode) or 'lion'}.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), OWN_OPTIMIZER, str(steps), *mode],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=600, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.startswith(f"steps {steps} loss "), r.stderr
+    return db, [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+                if c["rule"] == "optimizer-update"]
+
+
 def test_an_optimizer_of_the_programs_own_is_an_update_candidate(tmp_path):
     """programs/torch_own_optimizer.py: a Lion subclassing torch.optim.Optimizer, whose step
     says nothing of an update by its name. torch.optim's wrapper calls it (through the
     record_function range and no_grad's decorator): it is the optimizer-update candidate, with
     advice in torch's terms, where it read "no rule fired" (15 % of the run in its loop); with
     torch.optim.Adam the candidate stays torch's own per-parameter loop."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
-    found = {}
-    for which in ("lion", "adam"):
-        db = tmp_path / f"{which}.db"
-        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "400",
-                            *(["adam"] if which == "adam" else [])],
-                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                           timeout=600, cwd=tmp_path)
-        assert r.returncode == 0 and r.stdout.startswith("steps 400 loss "), r.stderr
-        found[which] = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-                        if c["rule"] == "optimizer-update"]
+    found = {which: own_optimizer(tmp_path, 400, *mode)[1]
+             for which, mode in (("lion", ()), ("adam", ("adam",)))}
     # A decorated function's first line is its decorator's (co_firstlineno).
-    step_line = open(program).read().splitlines().index("    @torch.no_grad()") + 1
+    step_line = open(OWN_OPTIMIZER).read().splitlines().index("    @torch.no_grad()") + 1
     own = [c for c in found["lion"] if c["location"] == f"torch_own_optimizer.py:{step_line}(step)"]
     assert len(own) == 1 and len(found["lion"]) == 1, found["lion"]
     assert "torch._foreach_" in own[0]["advice"] and "numexpr" not in own[0]["advice"], own[0]
@@ -526,18 +532,11 @@ def test_an_optimizer_of_the_programs_own_is_an_update_candidate(tmp_path):
 def test_an_own_step_already_on_foreach_is_not_told_to_use_it(tmp_path):
     """programs/torch_own_optimizer.py foreach: the Lion over whole parameter lists with
     torch._foreach_* (its operators beneath the step). It was told to write just that."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
-    db = tmp_path / "foreach.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "600", "foreach"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("steps 600 loss "), r.stderr
+    db, found = own_optimizer(tmp_path, 600, "foreach")
     (foreach,) = query(db, "SELECT COUNT(*) FROM routines WHERE name LIKE 'aten::\\_foreach\\_%' "
                            "ESCAPE '\\'")[0]
     assert foreach > 0
-    steps = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-             if c["rule"] == "optimizer-update" and c["location"].endswith("(step)")]
+    steps = [c for c in found if c["location"].endswith("(step)")]
     assert len(steps) == 1, steps
     assert "already runs torch._foreach_" in steps[0]["advice"], steps[0]["advice"]
 
@@ -546,17 +545,9 @@ def test_a_weights_ema_in_a_torch_program_gets_torchs_advice(tmp_path):
     """programs/torch_own_optimizer.py ema: a timm-style ModelEma.update called from a
     callback after each Adam step, its own update candidate. It was told numpy's in-place
     ufuncs and numexpr; a red-team EMA gained 1.14 s of 1.32 with torch's lerp_."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
-    db = tmp_path / "ema.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "400", "ema"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("steps 400 loss "), r.stderr
-    line = open(program).read().splitlines().index("    def update(self, model):")  # decorated
-    ema = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-           if c["rule"] == "optimizer-update"
-           and c["location"] == f"torch_own_optimizer.py:{line}(update)"]
+    _, found = own_optimizer(tmp_path, 400, "ema")
+    line = open(OWN_OPTIMIZER).read().splitlines().index("    def update(self, model):")  # decorated
+    ema = [c for c in found if c["location"] == f"torch_own_optimizer.py:{line}(update)"]
     assert len(ema) == 1, ema
     advice = ema[0]["advice"]
     assert "lerp_" in advice and "torch._foreach_" in advice, advice
@@ -568,15 +559,8 @@ def test_an_in_place_ema_function_beside_the_step_is_a_candidate(tmp_path):
     """programs/torch_own_optimizer.py ema_step: an EMA of the weights kept with mul_ and add_ by
     ema_step() beside opt.step(). Named neither update nor optimizer, it was no candidate (a
     red-team find: 1.4 times the step's time); in place already, it is not told to be."""
-    pytest.importorskip("torch")
-    program = os.path.join(os.path.dirname(__file__), "programs", "torch_own_optimizer.py")
-    db = tmp_path / "ema_step.db"
-    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), program, "300", "ema_step"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=600, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("steps 300 loss "), r.stderr
-    ema = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
-           if c["rule"] == "optimizer-update" and c["location"].endswith("(ema_step)")]
+    db, found = own_optimizer(tmp_path, 300, "ema_step")
+    ema = [c for c in found if c["location"].endswith("(ema_step)")]
     assert len(ema) == 1, ema
     (incl_s,), = query(db, "SELECT incl_s FROM hotspots WHERE routine LIKE "
                            "'torch_own_optimizer.py:%(ema_step)'")
