@@ -35,9 +35,10 @@ constexpr std::string_view kDropoutAdvice =
 std::string generic_advice(const RunFacts& facts, std::string_view op) {
   std::string fuse =
       torch_before_2(facts)
-          ? fmt::format("torch.compile, which fuses chains of such operators, needs PyTorch 2 "
-                        "(this run's torch is {})",
-                        *torch_before_2(facts))
+          ? fmt::format(
+                "torch.compile, which fuses chains of such operators, needs PyTorch 2 "
+                "(this run's torch is {})",
+                *torch_before_2(facts))
           : std::string("torch.compile fuses chains of such operators into one pass");
   return fmt::format(
       "{} runs outside any BLAS or oneDNN call: an element-wise or reduction operator costs its "
@@ -57,8 +58,9 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
     if (r.kind == kinds::kTorch && r.name.starts_with("aten::") &&
         share(r.excl_ns, m.share_base_ns()) >= rule.threshold)
       ops.push_back(&r);
-  std::sort(ops.begin(), ops.end(),
-            [](const RoutineMetrics* a, const RoutineMetrics* b) { return a->excl_ns > b->excl_ns; });
+  std::sort(ops.begin(), ops.end(), [](const RoutineMetrics* a, const RoutineMetrics* b) {
+    return a->excl_ns > b->excl_ns;
+  });
   std::vector<Candidate> out;
   for (const RoutineMetrics* r : ops) {
     if (out.size() == kMaxCandidates) break;
@@ -76,8 +78,8 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
         "in its own work, outside any library call beneath it",
         r->name, pct, seconds(r->excl_ns), r->calls,
         r->calls > 0 ? seconds(r->excl_ns) * 1e3 / r->calls : 0.0);
-    bool dropout = std::find(std::begin(kDropoutOps), std::end(kDropoutOps), r->name) !=
-                   std::end(kDropoutOps);
+    bool dropout =
+        std::find(std::begin(kDropoutOps), std::end(kDropoutOps), r->name) != std::end(kDropoutOps);
     c.advice = dropout ? fill(kDropoutAdvice, r->name) : generic_advice(m.facts, r->name);
     c.est_gain_s = 0.5 * seconds(r->excl_ns);
     c.gain_bound = fmt::format(

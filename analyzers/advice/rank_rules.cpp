@@ -200,16 +200,34 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
                 {"overlap_pct", hidden},
                 {"busy_s_per_rank", r.mean_busy_s}};
   c.advice = std::string(rule.advice);
+  double gain_s = 0.5 * r.exposed_s;
   // Where DDP or the program's own torch.distributed calls hold most of the wait, the generic
   // advice named what they already do ("DDP's bucketed all-reduce" to a DDP program whose
   // exposed time was its reducer waiting at the end of backward: a red-team find).
   if (r.reducer_wait_s >= 0.5 * r.exposed_s) {
     c.evidence.emplace_back("reducer_wait_s_per_rank", r.reducer_wait_s);
+    c.evidence.emplace_back("reducer_wait_least_rank_s", r.reducer_wait_least_s);
     c.advice =
         "most of it is DDP's reducer waiting at the end of each backward pass for its buckets' "
         "all-reduces: a fast rank waits there for the slowest (see rank-imbalance), and the last "
         "bucket's all-reduce overlaps nothing (a smaller DistributedDataParallel(bucket_cap_mb=) "
         "makes it smaller)";
+    // The slowest rank waits least: what it waits is the all-reduces' own; the others' more is
+    // their wait for it, the imbalance's, which rank-imbalance counts and no bucket size
+    // shrinks (a red-team pair's 1.614 s a rank was 0.790 s of that and 0.824 s the slowest's
+    // own, and the gain counted both).
+    double imbalance = r.reducer_wait_s - r.reducer_wait_least_s;
+    if (r.ranks > 1 && imbalance >= 0.25 * r.reducer_wait_s) {
+      c.evidence.emplace_back("reducer_wait_imbalance_s_per_rank", imbalance);
+      c.advice = fmt::format(
+          "most of it is DDP's reducer waiting at the end of each backward pass ({:.3f} s a "
+          "rank): {:.3f} s of that the faster ranks waiting for the slowest, the imbalance's (see "
+          "rank-imbalance), which no bucket size shrinks; {:.3f} s the slowest rank's own wait "
+          "for its last buckets' all-reduces, which overlap nothing (a smaller "
+          "DistributedDataParallel(bucket_cap_mb=) makes the last one smaller)",
+          r.reducer_wait_s, imbalance, r.reducer_wait_least_s);
+      gain_s = 0.5 * std::max(0.0, r.exposed_s - imbalance);
+    }
     // DDP's no_sync() ran (its frame in torch/nn/parallel/distributed.py): the program
     // accumulates already, and was told to (a red-team find).
     bool no_sync = std::any_of(
@@ -230,7 +248,7 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
         "a checkpoint while the others wait in a barrier): move that work off the step or share "
         "it, and post collectives with async_op=True where the result is needed later";
   }
-  c.est_gain_s = 0.5 * r.exposed_s;
+  c.est_gain_s = gain_s;
   oversubscribed_host(c, in);
   return {c};
 }

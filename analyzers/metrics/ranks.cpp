@@ -288,6 +288,14 @@ RankSummary load_rank_summary(const ProfileFile& file) {
                     view));
     if (st.step()) *out = st.real(0) / 1e9 / static_cast<double>(r.ranks);
   }
+  if (r.reducer_wait_s > 0) {
+    // Every rank, those without a wait at 0 (rank_times lists them all).
+    auto st = file.prepare(
+        "SELECT MIN(COALESCE(w.ns, 0)) FROM rank_times rt LEFT JOIN (SELECT pr.rank AS rank, "
+        "SUM(e.ns) AS ns FROM engine_waits e JOIN threads t USING (thread_id) JOIN "
+        "process_ranks pr USING (process_id) GROUP BY pr.rank) w USING (rank)");
+    if (st.step() && !st.is_null(0)) r.reducer_wait_least_s = st.real(0) / 1e9;
+  }
   // Each group's calls with the c10d frame's wait around each (a frame holding one operation:
   // the wait is its), per rank; the least of the ranks. One statement: c10d_waits walks the
   // frames' ancestors.

@@ -56,6 +56,10 @@ struct RankSummary {
   // Of exposed_s, per rank: DDP's reducer waiting at the end of backward (engine_waits) and the
   // program's own torch.distributed calls waiting in their frames (c10d_waits).
   double reducer_wait_s = 0, c10d_wait_s = 0;
+  // The reducer's wait on the rank where it is least (0 where a rank has none): the slowest
+  // rank's, what its own buckets' all-reduces cost it; the rest of the others' is their wait
+  // for it, the imbalance's.
+  double reducer_wait_least_s = 0;
   bool has_overlap = false;
   struct Collective {
     std::string op;

@@ -1410,6 +1410,8 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   while (st.step()) comm.emplace_back(st.int64(0), st.real(1));
   EXPECT_EQ(comm, (std::vector<std::pair<std::int64_t, double>>{{0, 0.71}, {1, 0.02}}));
   EXPECT_NEAR(load_rank_summary(file).reducer_wait_s, 0.355, 1e-9);  // (0.7 + 0.01) / 2
+  // The slowest rank's own, the all-reduce's: 0.01 s; the rest rank 0's wait for rank 1.
+  EXPECT_NEAR(load_rank_summary(file).reducer_wait_least_s, 0.01, 1e-9);
   // And routine_comm's: backward holds both ranks' postings (0.02 s) and waits (0.71 s) of its
   // 1.31 s; the routines above it hold them too, the engine's node beneath only the postings.
   std::map<std::int64_t, double> under;
