@@ -88,13 +88,44 @@ void setup_call_dealloc(PyObject* self) {
   Py_DECREF(type);  // a heap type's instances hold it
 }
 
-// Bound as a Python function is, so that a method (Work.wait) stays one on the class.
+// A call through a bound one: `pair` is (the SetupCall, the object it is bound to).
+PyObject* bound_call(PyObject* pair, PyObject* args, PyObject* kwargs) {
+  PyObject* call = PyTuple_GET_ITEM(pair, 0);
+  Py_ssize_t n = PyTuple_GET_SIZE(args);
+  PyObject* all = PyTuple_New(n + 1);
+  if (all == nullptr) return nullptr;
+  PyObject* obj = PyTuple_GET_ITEM(pair, 1);
+  Py_INCREF(obj);
+  PyTuple_SET_ITEM(all, 0, obj);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* a = PyTuple_GET_ITEM(args, i);
+    Py_INCREF(a);
+    PyTuple_SET_ITEM(all, i + 1, a);
+  }
+  PyObject* result = setup_call_call(call, all, kwargs);
+  Py_DECREF(all);
+  return result;
+}
+
+PyMethodDef kBoundCall = {"wait",
+                          reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(bound_call)),
+                          METH_VARARGS | METH_KEYWORDS, nullptr};
+
+// Bound as a method is, so that a method (Work.wait) stays one on the class; as a built-in
+// method, not a Python one: pybind11's trampolines take a Python-level attribute of a class
+// they bind for a Python override, and a Python subclass of Work that does not override wait
+// (a backend of the program's own) called the wrapper from C++'s Work::wait, which called
+// Work::wait again, until RecursionError. A built-in one is no override to them.
 PyObject* setup_call_get(PyObject* self, PyObject* obj, PyObject*) {
   if (obj == nullptr || obj == Py_None) {
     Py_INCREF(self);
     return self;
   }
-  return PyMethod_New(self, obj);
+  PyObject* pair = PyTuple_Pack(2, self, obj);
+  if (pair == nullptr) return nullptr;
+  PyObject* bound = PyCFunction_NewEx(&kBoundCall, pair, nullptr);
+  Py_DECREF(pair);
+  return bound;
 }
 
 PyGetSetDef kGetSet[] = {

@@ -1,5 +1,5 @@
-"""Two gloo ranks (torch.multiprocessing.spawn): each of 15 steps computes (rank 1 60 ms of CPU,
-rank 0 30 ms), then sync() posts an all-reduce with async_op=True and waits on it with the
+"""Two gloo ranks (torch.multiprocessing.spawn): each of 15 steps computes (rank 1 80 ms of CPU,
+rank 0 20 ms), then sync() posts an all-reduce with async_op=True and waits on it with the
 program's own work.wait(), where rank 0 waits for rank 1; a blocking all_reduce of a scalar
 ends each step (torch.distributed waits on it inside its own frame). Prints each rank's sums."""
 import os
@@ -18,7 +18,7 @@ def spin(seconds):
 
 
 def compute(rank):
-    spin(0.06 if rank == 1 else 0.03)
+    spin(0.08 if rank == 1 else 0.02)
     return torch.full((1000,), float(rank + 1))
 
 
