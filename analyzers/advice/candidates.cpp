@@ -617,8 +617,8 @@ std::string cheaper_batches(const AdviceInput& in) {
       fn = fn.substr(open + 1, fn.size() - open - 2);
     return fmt::format(
         "make each batch cheaper: {:.0f} % of the loading is the collate_fn {}, which has the "
-        "whole batch already, so its own work is the cost (python -m sonde --lines {} times its "
-        "lines): a loop over the samples there is per-sample work still, better as operations "
+        "whole batch already, so its own work is the cost (python -m sonde --lines '{}' times "
+        "its lines): a loop over the samples there is per-sample work still, better as operations "
         "over the batch's tensors; keep decoded data in memory",
         100 * w.collate_share, w.collate_fn, fn);
   }
@@ -1012,8 +1012,17 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
     constexpr double kMinWindowS = 1.0;
     auto busy = info_number(in.metrics.facts, "host.cpu_busy_s");
     auto window = info_number(in.metrics.facts, "host.cpu_window_s");
+    // Only where the file holds every rank of its host: one rank's file (prof.rank1.db) would
+    // read its sibling ranks as other programs (a review's case: 4 ranks on 8 cores, each told
+    // of 6 cores of others). A file of ranks on several hosts takes one host's reading less
+    // every host's threads, and reads none: left out too.
+    std::int64_t ranks = std::max<std::int64_t>(1, in.ranks.ranks);
+    std::int64_t hosts = 1;
+    if (auto h = file.prepare("SELECT COUNT(DISTINCT host) FROM rank_times"); h.step())
+      hosts = std::max<std::int64_t>(1, h.int64(0));
     auto st = file.prepare("SELECT SUM(cpu_s), COUNT(cpu_s) = COUNT(*) FROM thread_times");
-    if (busy && window && *window >= kMinWindowS && st.step() && !st.is_null(0) && st.int64(1))
+    if (busy && window && *window >= kMinWindowS && hosts == 1 &&
+        ranks >= in.metrics.facts.ranks_on_host && st.step() && !st.is_null(0) && st.int64(1))
       in.others_load = std::max(0.0, (*busy - st.real(0)) / *window);
   }
   bool has_lines = false;

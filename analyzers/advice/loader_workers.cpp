@@ -73,7 +73,9 @@ void read_fetches(const ProfileFile& file, LoaderWorkers& w) {
            ids + ") AND r.kind = 'python' GROUP BY r.routine_id ORDER BY 4 DESC");
        st.step();) {
     std::string name = st.text(0), where = st.text(1), library = st.text(2);
-    if (library == "generator") {
+    // A dataset's generator (__iter__'s), or the iterator __iter__ returned (self, with a
+    // __next__): an IterableDataset's samples, not a collate_fn.
+    if (library == "generator" || name.ends_with("(__next__)")) {
       w.iterable = true;
     } else if (where.find("torch/utils/data/") == std::string::npos && user_file(where) &&
                !name.ends_with("(__getitem__)") && !name.ends_with("(__getitems__)")) {

@@ -1,5 +1,6 @@
 #include "advice/optimizer_work.hpp"
 
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -96,6 +97,17 @@ std::unordered_map<const CallNode*, Below> subtree_facts(const CallNode& root,
   return out;
 }
 
+// Operators that make a view or an alias of a tensor, no new values: p.detach() in an EMA of
+// mul_ and add_ (or a loop over state_dict(), which detaches) is still one in place.
+bool view_op(std::string_view name) {
+  for (std::string_view v :
+       {"aten::detach", "aten::alias", "aten::t", "aten::select", "aten::slice", "aten::expand",
+        "aten::as_strided", "aten::view", "aten::reshape", "aten::unsqueeze", "aten::squeeze",
+        "aten::flatten", "aten::_reshape_alias", "aten::permute", "aten::transpose"})
+    if (name == v) return true;
+  return false;
+}
+
 void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work,
           OptimizerPhases& optimizer) {
   // Work is only found under an optimizer-like phase: a tree without one (most threads) needs
@@ -120,7 +132,7 @@ void walk(const CallNode& root, std::map<std::string, OptimizerWork>& work,
     if (enclosing && !under_op && node->kind == kinds::kTorch && node->name.starts_with("aten::")) {
       OptimizerWork& w = work[enclosing->name];
       w.op_calls += node->calls;
-      if (!node->name.ends_with("_")) w.out_of_place_calls += node->calls;
+      if (!node->name.ends_with("_") && !view_op(node->name)) w.out_of_place_calls += node->calls;
     }
     bool op = under_op || node->kind == kinds::kTorch;
     if (optimizer(*node)) {

@@ -398,7 +398,7 @@ def test_data_loading_advice_where_the_collate_fn_holds_the_work(tmp_path):
             "JOIN routines r USING (routine_id) WHERE r.name LIKE 'torch_slow_loader.py:%(collate)')")
     assert evidence["collate_pct_of_fetch"] == pytest.approx(100 * collate_ns / fetch_ns, abs=0.01)
     assert evidence["collate_pct_of_fetch"] > 80, evidence
-    assert "the collate_fn torch_slow_loader.py:" in advice and "--lines collate" in advice, advice
+    assert "the collate_fn torch_slow_loader.py:" in advice and "--lines 'collate'" in advice, advice
     assert "__getitem__" not in advice, advice
 
 

@@ -69,7 +69,7 @@ class ModelEma:
 @torch.no_grad()
 def ema_step(shadow, model, decay=0.999):
     for ema_v, model_v in zip(shadow, model.parameters()):
-        ema_v.mul_(decay).add_(model_v, alpha=1.0 - decay)
+        ema_v.mul_(decay).add_(model_v.detach(), alpha=1.0 - decay)
 
 
 def main():
