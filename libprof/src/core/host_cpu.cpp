@@ -3,27 +3,43 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
 #include "core/proc_file.hpp"
 
 namespace sonde {
 
-std::optional<double> host_busy_cpu_s() {
-  std::string stat = read_proc_file("/proc/stat", 256);
-  if (stat.compare(0, 4, "cpu ") != 0) return std::nullopt;
+std::optional<double> host_busy_cpu_s(const cpu_set_t& cpus) {
+  // A line a CPU (cpuN user nice system idle iowait irq softirq steal guest guest_nice; guest is
+  // in user), after the host's total; the rest of the file (intr, ctxt, ...) is not read.
+  std::string stat = read_proc_file("/proc/stat", std::size_t(1) << 20);
   long ticks_per_s = sysconf(_SC_CLK_TCK);
   if (ticks_per_s <= 0) return std::nullopt;
-  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest is in user).
-  const char* p = stat.c_str() + 4;
   double busy = 0;
-  for (int field = 0; field < 8; ++field) {
-    char* end = nullptr;
-    unsigned long long v = std::strtoull(p, &end, 10);
-    if (end == p) return std::nullopt;
-    if (field != 3 && field != 4) busy += double(v);
-    p = end;
+  bool any = false;
+  for (std::size_t at = 0; at < stat.size();) {
+    std::size_t end = stat.find('\n', at);
+    if (end == std::string::npos) end = stat.size();
+    const char* line = stat.c_str() + at;
+    at = end + 1;
+    if (std::strncmp(line, "cpu", 3) != 0) break;  // past the CPUs' lines
+    if (line[3] == ' ') continue;                  // the host's total
+    char* p = nullptr;
+    long cpu = std::strtol(line + 3, &p, 10);
+    if (p == line + 3 || cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &cpus)) continue;
+    double mine = 0;
+    for (int field = 0; field < 8; ++field) {
+      char* next = nullptr;
+      unsigned long long v = std::strtoull(p, &next, 10);
+      if (next == p) return std::nullopt;
+      if (field != 3 && field != 4) mine += double(v);
+      p = next;
+    }
+    busy += mine;
+    any = true;
   }
+  if (!any) return std::nullopt;
   return busy / double(ticks_per_s);
 }
 

@@ -251,8 +251,10 @@ void Runtime::identify_process(const RankEnv& rank, bool root) {
   process_.ppid = getppid();
   process_.command = read_command_line(config_.record_args);
   process_.started_ns = clock_.realtime0();
-  host_cpu0_ = host_busy_cpu_s();
-  host_cpu0_mono_ns_ = monotonic_ns();
+  if (::sched_getaffinity(0, sizeof host_cpus_, &host_cpus_) == 0) {
+    host_cpu0_ = host_busy_cpu_s(host_cpus_);
+    host_cpu0_mono_ns_ = monotonic_ns();
+  }
   pid_t ref_pid = 0;
   int64_t ref_id = 0;
   if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {

@@ -3,6 +3,7 @@
 // and atexit handlers may still call in while the process winds down.
 #pragma once
 
+#include <sched.h>
 #include <semaphore.h>
 #include <sys/types.h>
 
@@ -209,6 +210,7 @@ class Runtime {
   // fork child, whose parent's reading covers it): each flush says what the host did since.
   std::optional<double> host_cpu0_;
   int64_t host_cpu0_mono_ns_ = 0;
+  cpu_set_t host_cpus_{};  // the CPUs it may run on, as at its start: those readings' CPUs
 
   std::mutex threads_mu_;
   // Set while this process's fork handlers hold its locks: between fork_prepare and

@@ -269,7 +269,7 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
   // the load average lags by a minute, and a red-team run after others read 3.0 cores of other
   // programs where one busy loop ran (and was told to add threads that made it 3.5x slower).
   if (host_cpu0_) {
-    if (auto busy = host_busy_cpu_s()) {
+    if (auto busy = host_busy_cpu_s(host_cpus_)) {
       d.info.emplace_back("host.cpu_busy_s", fmt::format("{:.3f}", *busy - *host_cpu0_));
       d.info.emplace_back(
           "host.cpu_window_s",
