@@ -239,6 +239,21 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
       c.advice +=
           "; with gradient accumulation, DDP's no_sync() on all but the last micro-batch "
           "all-reduces once per step";
+  } else if (r.work_wait_s >= 0.5 * r.exposed_s) {
+    // The program's own Work.wait() on collectives it posted with async_op=True: told to
+    // "start nonblocking collectives", which it does (a review's find). As the reducer's, the
+    // slowest rank waits least; the others' more is their wait for it, rank-imbalance's.
+    double imbalance = r.work_wait_s - r.work_wait_least_s;
+    c.evidence.emplace_back("work_wait_s_per_rank", r.work_wait_s);
+    c.evidence.emplace_back("work_wait_least_rank_s", r.work_wait_least_s);
+    c.advice = fmt::format(
+        "most of it is the program's own work.wait() on collectives it posted with "
+        "async_op=True ({:.3f} s a rank): {:.3f} s of that the faster ranks waiting for the "
+        "slowest, the imbalance's (see rank-imbalance); {:.3f} s the slowest rank's own, the "
+        "collectives' time left in view: post them earlier or wait for them later, with "
+        "computation that does not need their result in between",
+        r.work_wait_s, imbalance, r.work_wait_least_s);
+    if (r.ranks > 1) gain_s = 0.5 * std::max(0.0, r.exposed_s - imbalance);
   } else if (r.c10d_wait_s >= 0.5 * r.exposed_s) {
     c.evidence.emplace_back("c10d_wait_s_per_rank", r.c10d_wait_s);
     c.advice =

@@ -288,6 +288,18 @@ RankSummary load_rank_summary(const ProfileFile& file) {
                     view));
     if (st.step()) *out = st.real(0) / 1e9 / static_cast<double>(r.ranks);
   }
+  if (r.ranks > 0) {
+    auto st = file.prepare(
+        "SELECT AVG(COALESCE(w.ns, 0)), MIN(COALESCE(w.ns, 0)) FROM rank_times rt LEFT JOIN "
+        "(SELECT pr.rank AS rank, SUM(co.time_ns) AS ns FROM comm_ops co JOIN nodes n USING "
+        "(node_id) JOIN routines r USING (routine_id) JOIN threads t ON t.thread_id = "
+        "n.thread_id JOIN process_ranks pr ON pr.process_id = t.process_id WHERE co.kind = "
+        "'wait' AND r.name = 'c10d::Work::wait' GROUP BY pr.rank) w USING (rank)");
+    if (st.step() && !st.is_null(0)) {
+      r.work_wait_s = st.real(0) / 1e9;
+      r.work_wait_least_s = st.real(1) / 1e9;
+    }
+  }
   if (r.reducer_wait_s > 0) {
     // Every rank, those without a wait at 0 (rank_times lists them all).
     auto st = file.prepare(

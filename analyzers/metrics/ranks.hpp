@@ -60,6 +60,9 @@ struct RankSummary {
   // rank's, what its own buckets' all-reduces cost it; the rest of the others' is their wait
   // for it, the imbalance's.
   double reducer_wait_least_s = 0;
+  // The program's own Work.wait() (comm ops of c10d::Work::wait), per rank on average and on
+  // the rank where it is least, as the reducer's.
+  double work_wait_s = 0, work_wait_least_s = 0;
   bool has_overlap = false;
   struct Collective {
     std::string op;

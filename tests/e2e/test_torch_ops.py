@@ -548,6 +548,15 @@ def test_the_programs_own_work_wait_is_communication(tmp_path):
              for x in candidates(db, "rank-imbalance")}
     assert found and set(found.values()) == {1}, found
     assert not any("(sync)" in w for w in found), found
+    # comm-exposed, where it fires, names the program's own waits and leaves their imbalance
+    # part (rank-imbalance's) out of its gain: it was told to "start nonblocking collectives",
+    # which it does, with a gain counting rank 0's wait for rank 1 a second time.
+    for c in candidates(db, "comm-exposed"):
+        ev = c["evidence"]
+        assert "the program's own work.wait()" in c["advice"], c
+        imbalance = ev["work_wait_s_per_rank"] - ev["work_wait_least_rank_s"]
+        assert c["est_gain_s"] == pytest.approx(0.5 * (ev["exposed_s_per_rank"] - imbalance),
+                                                abs=1e-6), c
     # The method stays a method: its name and doc are Work.wait's. A Python subclass of Work (a
     # backend's own) that does not override wait reaches C++'s Work::wait through pybind11's
     # trampoline, which took the wrapper for a Python override and called it again, until
