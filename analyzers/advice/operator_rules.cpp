@@ -53,6 +53,9 @@ std::string generic_advice(const RunFacts& facts, std::string_view op) {
 
 std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
+  // On a GPU an operator's own host time is its launches and the host's waits for the device,
+  // not its work: gpu-launches and gpu-sync judge those, gpu-kernel the work. Left to them.
+  if (in.gpu.any()) return {};
   std::vector<const RoutineMetrics*> ops;
   for (const RoutineMetrics& r : m.routines)
     if (r.kind == kinds::kTorch && r.name.starts_with("aten::") &&

@@ -48,6 +48,24 @@ TEST_F(GpuRulesTest, NoGpuCandidateOnACpuRun) {
     EXPECT_TRUE(of_rule(rule).empty()) << rule;
 }
 
+// torch-operator judges an ATen operator's own host time: on the CPU its work, on a GPU its
+// launches and waits, which the GPU rules judge. Fired on a CPU run, left to them on a GPU one.
+TEST_F(GpuRulesTest, TorchOperatorRuleIsTheCpusOnly) {
+  sql("INSERT INTO routines (routine_id, name, kind) VALUES (30, 'aten::dropout', 'torch');"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, 0, 2000000000, "
+      "2000000000, 0, 0);"
+      "UPDATE nodes SET excl_ns = excl_ns - 2000000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = incl_ns - 2000000000 WHERE node_id IN (5, 6);");
+  auto c = of_rule("torch-operator");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "aten::dropout");
+  EXPECT_DOUBLE_EQ(number(c[0], "pct_run"), 20.0);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.0);
+  add_gpu_run();
+  EXPECT_TRUE(of_rule("torch-operator").empty());
+}
+
 TEST_F(GpuRulesTest, CopiesFromTheCudaApiTime) {
   add_gpu_run();
   auto c = of_rule("gpu-copies");
