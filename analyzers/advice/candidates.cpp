@@ -612,15 +612,12 @@ constexpr double kCollateHolds = 0.5;  // of the fetches' time
 std::string cheaper_batches(const AdviceInput& in) {
   const LoaderWorkers& w = in.loader;
   if (w.collate_share >= kCollateHolds) {
-    std::string_view fn = w.collate_fn;
-    if (auto open = fn.rfind('('); open != std::string_view::npos && fn.ends_with(')'))
-      fn = fn.substr(open + 1, fn.size() - open - 2);
     return fmt::format(
         "make each batch cheaper: {:.0f} % of the loading is the collate_fn {}, which has the "
         "whole batch already, so its own work is the cost (python -m sonde --lines '{}' times "
         "its lines): a loop over the samples there is per-sample work still, better as operations "
         "over the batch's tensors; keep decoded data in memory",
-        100 * w.collate_share, w.collate_fn, fn);
+        100 * w.collate_share, w.collate_fn, function_part(w.collate_fn));
   }
   return std::string(w.iterable ? kCheaperIterableBatches : kCheaperBatches);
 }

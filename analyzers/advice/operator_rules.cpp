@@ -33,13 +33,13 @@ constexpr std::string_view kDropoutAdvice =
     "without)";
 
 std::string generic_advice(const RunFacts& facts, std::string_view op) {
+  auto before_2 = torch_before_2(facts);
   std::string fuse =
-      torch_before_2(facts)
-          ? fmt::format(
-                "torch.compile, which fuses chains of such operators, needs PyTorch 2 "
-                "(this run's torch is {})",
-                *torch_before_2(facts))
-          : std::string("torch.compile fuses chains of such operators into one pass");
+      before_2 ? fmt::format(
+                     "torch.compile, which fuses chains of such operators, needs PyTorch "
+                     "2 (this run's torch is {})",
+                     *before_2)
+               : std::string("torch.compile fuses chains of such operators into one pass");
   return fmt::format(
       "{} runs outside any BLAS or oneDNN call: an element-wise or reduction operator costs its "
       "passes over memory (sonde tree --callers '{}' shows where it is called from). Fewer or "

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "profile/rank_file.hpp"
 
@@ -67,6 +69,20 @@ std::set<std::pair<std::int64_t, std::int64_t>> routines_above(
     for (const auto& [caller, a] : bit)
       if (a != b && (pairs[b] >> a & 1)) out.emplace(caller, routine);
   return out;
+}
+
+// Per rank, the sum of `rows` (thread_id, ns), every rank of rank_times counted (0 where it
+// has none): the mean over the ranks and the least, in seconds. The least is the slowest
+// rank's wait, the others' more their wait for it.
+std::pair<double, double> mean_and_least_over_ranks(const ProfileFile& file,
+                                                    std::string_view rows) {
+  auto st = file.prepare(fmt::format(
+      "SELECT AVG(COALESCE(w.ns, 0)), MIN(COALESCE(w.ns, 0)) FROM rank_times LEFT JOIN (SELECT "
+      "pr.rank AS rank, SUM(x.ns) AS ns FROM ({}) x JOIN threads t ON t.thread_id = x.thread_id "
+      "JOIN process_ranks pr ON pr.process_id = t.process_id GROUP BY pr.rank) w USING (rank)",
+      rows));
+  if (!st.step() || st.is_null(0)) return {0, 0};
+  return {st.real(0) / 1e9, st.real(1) / 1e9};
 }
 
 }  // namespace
@@ -289,25 +305,15 @@ RankSummary load_rank_summary(const ProfileFile& file) {
     if (st.step()) *out = st.real(0) / 1e9 / static_cast<double>(r.ranks);
   }
   if (r.ranks > 0) {
-    auto st = file.prepare(
-        "SELECT AVG(COALESCE(w.ns, 0)), MIN(COALESCE(w.ns, 0)) FROM rank_times rt LEFT JOIN "
-        "(SELECT pr.rank AS rank, SUM(co.time_ns) AS ns FROM comm_ops co JOIN nodes n USING "
-        "(node_id) JOIN routines r USING (routine_id) JOIN threads t ON t.thread_id = "
-        "n.thread_id JOIN process_ranks pr ON pr.process_id = t.process_id WHERE co.kind = "
-        "'wait' AND r.name = 'c10d::Work::wait' GROUP BY pr.rank) w USING (rank)");
-    if (st.step() && !st.is_null(0)) {
-      r.work_wait_s = st.real(0) / 1e9;
-      r.work_wait_least_s = st.real(1) / 1e9;
-    }
+    std::tie(r.work_wait_s, r.work_wait_least_s) = mean_and_least_over_ranks(
+        file,
+        "SELECT n.thread_id AS thread_id, co.time_ns AS ns FROM comm_ops co JOIN nodes n USING "
+        "(node_id) JOIN routines rt USING (routine_id) WHERE co.kind = 'wait' AND rt.name = "
+        "'c10d::Work::wait'");
   }
-  if (r.reducer_wait_s > 0) {
-    // Every rank, those without a wait at 0 (rank_times lists them all).
-    auto st = file.prepare(
-        "SELECT MIN(COALESCE(w.ns, 0)) FROM rank_times rt LEFT JOIN (SELECT pr.rank AS rank, "
-        "SUM(e.ns) AS ns FROM engine_waits e JOIN threads t USING (thread_id) JOIN "
-        "process_ranks pr USING (process_id) GROUP BY pr.rank) w USING (rank)");
-    if (st.step() && !st.is_null(0)) r.reducer_wait_least_s = st.real(0) / 1e9;
-  }
+  if (r.reducer_wait_s > 0)
+    r.reducer_wait_least_s =
+        mean_and_least_over_ranks(file, "SELECT thread_id, ns FROM engine_waits").second;
   // Each group's calls with the c10d frame's wait around each (a frame holding one operation:
   // the wait is its), per rank; the least of the ranks. One statement: c10d_waits walks the
   // frames' ancestors.

@@ -85,13 +85,14 @@ def observe(module):
         atexit.register(lib.sonde_torch_unobserve)  # before libsonde's own exit flush
 
 
-def _setup_call(name, function, tells_group):
+def _setup_call(name, function, tells_group, wait=False):
     """`function` (init_process_group, new_group) as one set-up call named `name`: a C callable
     (the extension's), so that no frame of sonde's own stands above the set-up in a profile;
-    init_process_group's tells the group's size and this process's rank before it closes."""
+    init_process_group's tells the group's size and this process's rank before it closes.
+    wait: a wait frame instead (Work.wait)."""
     import functools
     from . import _sonde
-    call = _sonde.setup_call(name, function, _tell_group if tells_group else None)
+    call = _sonde.setup_call(name, function, _tell_group if tells_group else None, wait)
     functools.update_wrapper(call, function)
     call._sonde_setup = True
     return call
@@ -131,11 +132,5 @@ def _wrap_work_wait(work):
     sync() holding async all-reduces' waits was blamed for the imbalance its peer's compute
     made). torch.distributed's own calls that wait inside their frames are left to them."""
     wait = getattr(work, "wait", None)
-    if not isinstance(work, type) or not callable(wait) or getattr(wait, "_sonde_setup", False):
-        return
-    import functools
-    from . import _sonde
-    call = _sonde.setup_call(b"c10d::Work::wait", wait, None, True)
-    functools.update_wrapper(call, wait)
-    call._sonde_setup = True
-    work.wait = call
+    if isinstance(work, type) and callable(wait) and not getattr(wait, "_sonde_setup", False):
+        work.wait = _setup_call(b"c10d::Work::wait", wait, False, wait=True)

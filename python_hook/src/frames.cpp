@@ -638,23 +638,28 @@ bool profile_function_replaced() {
   return false;
 }
 
-bool threading_hook_replaced() {
+namespace {
+// threading's hook for new threads (`attribute`: _profile_hook, _trace_hook) is no longer
+// sonde's bootstrap `ours`: the program's threading.setprofile / settrace took it.
+bool threading_hook_taken(const char* attribute, const PyMethodDef* ours) {
   PyObject* threading = PyImport_ImportModule("threading");
   if (threading == nullptr) {
     PyErr_Clear();
     return false;
   }
-  PyObject* hook = PyObject_GetAttrString(threading, "_profile_hook");
+  PyObject* hook = PyObject_GetAttrString(threading, attribute);
   Py_DECREF(threading);
   if (hook == nullptr) {
     PyErr_Clear();
-    return false;
+    return false;  // another threading: nothing to tell
   }
-  bool ours = PyCFunction_Check(hook) &&
-              reinterpret_cast<PyCFunctionObject*>(hook)->m_ml == &g_bootstrap_def;
+  bool kept = PyCFunction_Check(hook) && reinterpret_cast<PyCFunctionObject*>(hook)->m_ml == ours;
   Py_DECREF(hook);
-  return !ours;
+  return !kept;
 }
+}  // namespace
+
+bool threading_hook_replaced() { return threading_hook_taken("_profile_hook", &g_bootstrap_def); }
 
 void uninstall_all_threads() {
   set_threading_hook("setprofile", Py_None);
@@ -703,29 +708,6 @@ bool line_tracer_replaced() {
   return false;
 }
 
-// threading.settrace of the program's own (or threading.settrace(None)) in the place of the
-// bootstrap that gives each new thread sonde's line tracer: threads started after it timed no
-// line, and may have ended before the check of the live threads above sees them.
-bool threading_tracer_replaced() {
-  PyObject* name = PyUnicode_FromString("threading");
-  PyObject* threading = name != nullptr ? PyImport_GetModule(name) : nullptr;
-  Py_XDECREF(name);
-  if (threading == nullptr) {
-    PyErr_Clear();
-    return false;
-  }
-  PyObject* hook = PyObject_GetAttrString(threading, "_trace_hook");
-  Py_DECREF(threading);
-  if (hook == nullptr) {
-    PyErr_Clear();
-    return false;  // another threading: nothing to tell
-  }
-  bool ours = PyCFunction_Check(hook) &&
-              reinterpret_cast<PyCFunctionObject*>(hook)->m_ml == &g_bootstrap_trace_def;
-  Py_DECREF(hook);
-  return !ours;
-}
-
 void uninstall_line_tracing() {
   if (g_line_patterns.empty()) return;
   say_unmatched_line_patterns();
@@ -738,7 +720,10 @@ void uninstall_line_tracing() {
         "line_profiler) took the place of sonde's --lines tracer on a thread: that thread's "
         "line costs after it were not recorded (its calls were)");
   }
-  if (!said_threads && threading_tracer_replaced()) {
+  // threading.settrace of the program's own (or settrace(None)) in the place of the bootstrap
+  // that gives each new thread sonde's line tracer: threads started after it timed no line, and
+  // may have ended before the check of the live threads above sees them.
+  if (!said_threads && threading_hook_taken("_trace_hook", &g_bootstrap_trace_def)) {
     said_threads = true;
     sonde::add_run_note(
         "lines",
