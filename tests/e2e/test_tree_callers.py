@@ -31,7 +31,7 @@ def alpha():
 
 def beta():
     for _ in range(5):
-        helper(4)
+        helper(20)
 
 def rec(n):
     helper(2)
@@ -142,8 +142,8 @@ def test_callers_equal_sql_on_nodes(profile):
     assert got == sql
     assert {k[0]: v[0] for k, v in got.items()} == {"alpha": 3, "beta": 5, "rec": 4}
     assert sum(v[1] for v in got.values()) == incl and sum(v[2] for v in got.values()) == excl
-    # Sorted by time as SQL measured it (beta's 5 x 4 ms, rec's 4 x 2 ms, alpha's 3 x 2 ms
-    # asleep: rec and alpha swap places when a loaded machine oversleeps alpha's by 2 ms).
+    # Sorted by time as SQL measured it (beta's 5 x 20 ms, rec's 4 x 2 ms, alpha's 3 x 2 ms
+    # spinning: rec and alpha swap places when a loaded machine stretches alpha's by 2 ms).
     order = sorted(got, key=lambda k: -sql[k][1])
     assert [short(c["name"]) for c in root["children"]] == [k[0] for k in order]
     assert root["children"][0]["incl_pct"] == pytest.approx(100 * sql[order[0]][1] / incl)
@@ -198,6 +198,8 @@ def test_text_csv_and_depth(profile):
     assert lines[0].startswith("callers of prog.py:10(helper) [python] ") and "12 calls" in lines[0]
     assert lines[1].split() == ["incl", "%", "incl", "s", "excl", "s", "calls", "name"]
     assert lines[2].split()[3:] == ["12", "prog.py:10(helper)", "[python]"]
+    # beta first: 100 ms against rec's 8 and alpha's 6 (at 5 x 4 ms, a clean-clone ctest under
+    # load once read alpha's or rec's above it).
     assert lines[3].split()[3:] == ["5", "├─", "prog.py:17(beta)", "[python]"]
     rows = list(csv.DictReader(io.StringIO(
         sonde("tree", profile, "--callers", "helper", "--min-pct", "0", "-f", "csv").stdout)))
@@ -207,7 +209,7 @@ def test_text_csv_and_depth(profile):
     shallow = callers(profile, "helper", "--depth", "1")["callers"]
     assert all(c["children"] == [] for c in shallow["children"])
     # --min-pct folds the callers below it (of helper's time): the least of the three (alpha's
-    # ~6 of ~34 ms asleep, or rec's where a loaded machine oversleeps alpha's), cut halfway
+    # ~6 of ~114 ms spinning, or rec's where a loaded machine stretches alpha's), cut halfway
     # between its share and the next one's as SQL measured them.
     sql = by_caller(profile, "helper", 1)
     total = sum(v[1] for v in sql.values())
