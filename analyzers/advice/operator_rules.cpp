@@ -49,6 +49,43 @@ std::string generic_advice(const RunFacts& facts, std::string_view op) {
       op, op, fuse);
 }
 
+// The operators whose work is a GEMM or a convolution (and the layers built of them): PyTorch
+// hands it to its BLAS or oneDNN, and that call, not the operator, is what the GEMM and
+// convolution rules judge. Where such an operator keeps the time itself, no call sonde could
+// intercept ran beneath it: PyTorch's pip wheels link MKL and oneDNN into libtorch_cpu.so,
+// where LD_PRELOAD may not reach (Debian's links libblas.so.3 and libdnnl.so.2). The element-wise
+// advice ("its passes over memory") was wrong for those.
+// clang-format off
+constexpr std::string_view kLibraryWorkOps[] = {
+    "aten::mm", "aten::addmm", "aten::bmm", "aten::baddbmm", "aten::addbmm", "aten::matmul",
+    "aten::linear", "aten::mv", "aten::addmv", "aten::einsum", "aten::tensordot",
+    "aten::conv1d", "aten::conv2d", "aten::conv3d", "aten::conv_transpose1d",
+    "aten::conv_transpose2d", "aten::conv_transpose3d", "aten::convolution",
+    "aten::_convolution", "aten::convolution_backward", "aten::mkldnn_convolution",
+    "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
+    "aten::scaled_dot_product_attention"};
+// clang-format on
+constexpr std::string_view kOpaqueLibraryAdvice =
+    "{} is GEMM or convolution work that ran in no BLAS or oneDNN call sonde could intercept{}: "
+    "this PyTorch links its BLAS and oneDNN into libtorch_cpu.so (PyTorch's pip wheels link MKL "
+    "and oneDNN so), where LD_PRELOAD does not reach, so its time is the operator's own and no "
+    "GFLOP/s is known. Its input shapes per call site: run again with --record-shapes, then "
+    "sonde shapes --operators. What sets its speed is the layer's shape (nn.Linear: batch x "
+    "sequence, in_features, out_features; a convolution's channels and image size): a larger "
+    "batch per step, wider layers, sizes a multiple of 16, the channels-last memory format for "
+    "convolutions, and all cores for torch's intra-op pool (torch.set_num_threads)";
+
+bool is_library_work(std::string_view op) {
+  return std::find(std::begin(kLibraryWorkOps), std::end(kLibraryWorkOps), op) !=
+         std::end(kLibraryWorkOps);
+}
+
+bool any_library_call(const Metrics& m) {
+  return std::any_of(m.routines.begin(), m.routines.end(), [](const RoutineMetrics& r) {
+    return (r.kind == kinds::kBlas || r.kind == kinds::kOnednn) && r.calls > 0;
+  });
+}
+
 }  // namespace
 
 std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
@@ -81,6 +118,17 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
         "in its own work, outside any library call beneath it",
         r->name, pct, seconds(r->excl_ns), r->calls,
         r->calls > 0 ? seconds(r->excl_ns) * 1e3 / r->calls : 0.0);
+    if (is_library_work(r->name)) {
+      bool none = !any_library_call(m);
+      c.evidence.emplace_back("library_calls_in_run", std::string(none ? "none" : "some"));
+      c.advice = fmt::format(fmt::runtime(kOpaqueLibraryAdvice), r->name,
+                             none ? " (nor did any other operator of the run)" : "");
+      c.est_gain_s = 0;  // without its FLOPs, nothing bounds what a better shape would gain
+      c.gain_bound =
+          "none: the work's FLOPs are not known where its BLAS or oneDNN call is not seen";
+      out.push_back(std::move(c));
+      continue;
+    }
     bool dropout =
         std::find(std::begin(kDropoutOps), std::end(kDropoutOps), r->name) != std::end(kDropoutOps);
     c.advice = dropout ? fill(kDropoutAdvice, r->name) : generic_advice(m.facts, r->name);

@@ -52,7 +52,8 @@ KNOWN_ANSWER = ["known-answer: counts and call paths",
                 "known-answer: graph replays under their capture path",
                 "known-answer: kernel times vs events"]
 TORCH_CPU = ["torch: operators = torch.profiler's counts (rehearsal, CPU)",
-             "torch.distributed on gloo, one rank: comm ops (rehearsal, CPU)"]
+             "torch.distributed on gloo, one rank: comm ops (rehearsal, CPU)",
+             "torch: CPU math under sonde = plain, BLAS seen"]
 
 
 def guarded(names, fn, *args, **kwargs):
@@ -83,6 +84,7 @@ def checks(mode, out, log):
            ("torch.profiler inside sonde, TEARDOWN_CUPTI=1: both record",
             lambda out, log: torch_checks.profiler_inside(out, log, teardown=True)),
            ("torch: breakdown in device time", torch_checks.breakdown),
+           ("torch: CPU math under sonde = plain, BLAS seen", torch_checks.cpu_math),
            ("CUDA 12: CUPTI 12 records", lambda out, log: cuda12()),
            ("overhead: torch CNN loop, profiled/plain", torch_checks.overhead)]
     if mode == "gpu":
@@ -96,7 +98,8 @@ def checks(mode, out, log):
             yield Result(name, NOT_RUN, NEEDS_GPU)
         if os.environ.get("SONDE_KIT_TORCH_PYTHON"):
             yield from guarded(TORCH_CPU[:1], torch_checks.cpu_operators, out, log)
-            yield from guarded(TORCH_CPU[1:], torch_checks.nccl, out, log, backend="gloo")
+            yield from guarded(TORCH_CPU[1:2], torch_checks.nccl, out, log, backend="gloo")
+            yield from guarded(TORCH_CPU[2:], torch_checks.cpu_math, out, log)
         else:
             for name in TORCH_CPU:
                 yield Result(name, NOT_RUN, "rehearsal: this python3 has no torch")

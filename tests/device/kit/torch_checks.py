@@ -152,6 +152,44 @@ def cpu_operators(out, log):
     return operators(out, log, name, db.name, trace.name)
 
 
+CPU_MATH = str(KIT / "torch_cpu_math.py")
+
+
+def cpu_math(out, log):
+    """torch_cpu_math.py plain and under sonde: the same digest of every result (sonde's BLAS and
+    oneDNN wrappers must forward each call to the code the program would have reached), and which
+    BLAS and oneDNN routines sonde saw beneath the operators. A pip wheel links MKL and oneDNN
+    into libtorch_cpu.so: whether its calls go through symbols LD_PRELOAD can reach is what the
+    figures say (nothing here can tell; Debian's torch links libblas.so.3 and libdnnl.so.2)."""
+    name = "torch: CPU math under sonde = plain, BLAS seen"
+    db = out / "torch_cpu_math.db"
+    p, _ = run([TORCH_PYTHON, CPU_MATH], log)
+    if p.returncode != 0:
+        return Result(name, NOT_RUN, f"fails without sonde: exit {p.returncode}: "
+                                     f"{p.stderr.strip()[-300:]}")
+    r, _ = python_under_sonde([CPU_MATH], db, log)
+    if r.returncode != 0:
+        return verdict(name, [f"under sonde: exit {r.returncode}: {r.stderr.strip()[-300:]}"])
+    digest = lambda text: next((x for x in text.splitlines() if x.startswith("digest ")), "")
+    failures = [] if digest(p.stdout) and digest(p.stdout) == digest(r.stdout) else [
+        f"results differ under sonde: {digest(r.stdout)[:23]} against {digest(p.stdout)[:23]}"]
+    seen = query(db, "SELECT r.kind, r.name, SUM(n.calls) FROM nodes n JOIN routines r "
+                     "USING (routine_id) WHERE r.kind IN ('blas', 'onednn') AND n.calls > 0 "
+                     "GROUP BY r.kind, r.name ORDER BY 3 DESC")
+    matmul = query(db, "SELECT SUM(n.calls) FROM nodes n JOIN routines r USING (routine_id) "
+                       "WHERE r.kind = 'torch' AND r.name IN ('aten::mm', 'aten::bmm', "
+                       "'aten::addmm', 'aten::linear', 'aten::conv2d', "
+                       "'aten::convolution_backward')")[0][0] or 0
+    notes = [m[:160] for (m,) in query(db, "SELECT message FROM notes WHERE topic IN "
+                                           "('torch', 'no-calls', 'blas')")]
+    build = next((x for x in p.stdout.splitlines() if x.startswith("torch ")), "")
+    if not matmul:
+        failures.append("no aten::mm/bmm/addmm/linear/conv2d operator recorded")
+    return verdict(name, failures, {"build": build, "matmul_ops": matmul,
+                                    "blas_onednn_seen": [f"{k}:{n} x{c}" for k, n, c in seen[:8]],
+                                    "notes": notes[:3]})
+
+
 NCCL_STEPS = 5
 
 

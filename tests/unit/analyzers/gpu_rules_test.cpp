@@ -66,6 +66,35 @@ TEST_F(GpuRulesTest, TorchOperatorRuleIsTheCpusOnly) {
   EXPECT_TRUE(of_rule("torch-operator").empty());
 }
 
+// A GEMM operator that keeps its time ran its BLAS where sonde did not see it (a pip wheel's
+// MKL inside libtorch_cpu.so): not told the element-wise advice, and no gain claimed.
+TEST_F(GpuRulesTest, AGemmOperatorsOwnTimeIsAnUnseenLibraryNotMemoryPasses) {
+  sql("INSERT INTO routines (routine_id, name, kind) VALUES (30, 'aten::addmm', 'torch');"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, 0, 2000000000, "
+      "2000000000, 0, 0);"
+      "UPDATE nodes SET excl_ns = excl_ns - 2000000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = incl_ns - 2000000000 WHERE node_id IN (5, 6);");
+  auto text = [](const Candidate& c, const std::string& key) {
+    for (const auto& [k, v] : c.evidence)
+      if (const auto* s = std::get_if<std::string>(&v); k == key && s) return *s;
+    return std::string();
+  };
+  auto c = of_rule("torch-operator");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "aten::addmm");
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.0);
+  EXPECT_NE(c[0].advice.find("libtorch_cpu.so"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("passes over memory"), std::string::npos) << c[0].advice;
+  EXPECT_EQ(text(c[0], "library_calls_in_run"), "some");  // the fixture's cblas_sgemm
+  sql("UPDATE nodes SET calls = 0 WHERE routine_id IN (SELECT routine_id FROM routines WHERE "
+      "kind = 'blas')");
+  c = of_rule("torch-operator");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(text(c[0], "library_calls_in_run"), "none");
+  EXPECT_NE(c[0].advice.find("nor did any other operator"), std::string::npos) << c[0].advice;
+}
+
 TEST_F(GpuRulesTest, CopiesFromTheCudaApiTime) {
   add_gpu_run();
   auto c = of_rule("gpu-copies");
