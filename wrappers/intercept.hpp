@@ -14,23 +14,6 @@
 
 namespace sonde {
 
-// One per interposed function: the real definition, looked up at its first call and cached.
-// Lookup is idempotent, so two threads racing on the first call store the same pointer.
-struct RealSymbol {
-  const char* name;
-  std::atomic<void*> fn{nullptr};
-  void* get() {
-    void* f = fn.load(std::memory_order_acquire);
-    if (__builtin_expect(f == nullptr, 0)) {
-      f = find_real_symbol(name);
-      if (f == nullptr) missing_real_symbol(name);  // the host called it: it must exist
-      fn.store(f, std::memory_order_release);
-    }
-    return f;
-  }
-  bool resolved() const { return fn.load(std::memory_order_relaxed) != nullptr; }
-};
-
 // What SONDE_INTERCEPT_AS's CHOOSE step yields at least: the routine the call is reported as.
 struct RoutineChoice {
   RoutineId id;
@@ -99,7 +82,7 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
   SONDE_EXPORT_C RET NAME PARAMS {                                                 \
     using Fn = RET(*) PARAMS;                                                      \
     auto& slot = table[size_t(Entry::NAME)];                                       \
-    Fn real = reinterpret_cast<Fn>(slot.get());                                    \
+    Fn real = reinterpret_cast<Fn>(slot.get(__builtin_return_address(0)));         \
     const auto call = CHOOSE;                                                      \
     return ::sonde::intercept<RET>(                                                \
         real, call.id, nesting, __builtin_return_address(0),                       \

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <mutex>
 #include <vector>
 
 #include "sonde/quiet_write.hpp"
@@ -57,6 +59,70 @@ void* find_real_symbol(const char* name) {
     if (fn != nullptr && !is_own_address(fn)) return fn;
   }
   return nullptr;
+}
+
+void* find_real_symbol_for(const char* name, const void* site, uintptr_t* lo, uintptr_t* span,
+                           bool* global) {
+  dl_find_object found{};
+  bool known = site != nullptr && _dl_find_object(const_cast<void*>(site), &found) == 0;
+  *lo = known ? reinterpret_cast<uintptr_t>(found.dlfo_map_start) : 0;
+  *span = known ? reinterpret_cast<uintptr_t>(found.dlfo_map_end) - *lo : 0;
+  *global = false;
+  // The global scope comes first in every object's lookup.
+  void* fn = dlsym(RTLD_NEXT, name);
+  if (fn != nullptr && !is_own_address(fn)) {
+    *global = true;
+    return fn;
+  }
+  // Then the object's own dependencies, as its handle searches them. The executable ('') has
+  // none beyond the global scope.
+  const auto* map = known ? static_cast<const link_map*>(found.dlfo_link_map) : nullptr;
+  if (map != nullptr && map->l_name != nullptr && map->l_name[0] != '\0' && !loader_free()) {
+    if (void* handle = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD)) {
+      fn = dlsym(handle, name);
+      dlclose(handle);  // RTLD_NOLOAD took a reference; the object stays loaded by its owner
+      if (fn != nullptr && !is_own_address(fn)) return fn;
+    }
+  }
+  return find_real_symbol(name);
+}
+
+void* RealSymbol::get_slow(const void* site) {
+  auto at = reinterpret_cast<uintptr_t>(site);
+  size_t n = std::min(used.load(std::memory_order_acquire), kOtherCallers);
+  for (size_t i = 0; i < n; ++i) {
+    void* f = others[i].fn.load(std::memory_order_acquire);
+    if (f != nullptr && at - others[i].lo.load(std::memory_order_relaxed) <
+                            others[i].span.load(std::memory_order_relaxed))
+      return f;
+  }
+  uintptr_t object_lo = 0, object_span = 0;
+  bool global = false;
+  void* f = find_real_symbol_for(name, site, &object_lo, &object_span, &global);
+  if (f == nullptr) missing_real_symbol(name);  // the host called it: it must exist
+  // Publishing is rare (once per calling object): one lock for every symbol.
+  static std::mutex publishing;
+  std::lock_guard lock(publishing);
+  if (fn.load(std::memory_order_relaxed) == nullptr) {
+    // The global scope's definition is every object's, now and later; a site in no object
+    // (generated code) leaves nothing to tell callers apart by.
+    bool all = global || object_span == 0;
+    lo.store(all ? 0 : object_lo, std::memory_order_relaxed);
+    span.store(all ? ~uintptr_t(0) : object_span, std::memory_order_relaxed);
+    fn.store(f, std::memory_order_release);
+    return f;
+  }
+  if (object_span == 0) return f;  // a site in no object: looked up each time
+  size_t i = used.load(std::memory_order_relaxed);
+  for (size_t j = 0; j < std::min(i, kOtherCallers); ++j)
+    if (others[j].lo.load(std::memory_order_relaxed) == object_lo) return f;  // a racer's
+  if (i < kOtherCallers) {
+    others[i].lo.store(object_lo, std::memory_order_relaxed);
+    others[i].span.store(object_span, std::memory_order_relaxed);
+    others[i].fn.store(f, std::memory_order_release);
+    used.store(i + 1, std::memory_order_release);
+  }
+  return f;
 }
 
 void missing_real_symbol(const char* name) {

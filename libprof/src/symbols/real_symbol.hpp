@@ -1,6 +1,9 @@
 // Finding the real definition of an interposed function.
 #pragma once
 
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 namespace sonde {
@@ -9,6 +12,13 @@ namespace sonde {
 // Python does for numpy's and torch's extension modules and so for their libblas), every
 // loaded object is asked in turn. Never returns sonde's own definition. nullptr if none.
 void* find_real_symbol(const char* name);
+
+// The definition of `name` that a call from `site` would have reached without sonde: the global
+// scope's (`*global` true), else the one its own object's dependencies hold, else any loaded
+// object's (find_real_symbol). [*lo, *lo + *span) is the calling object's mapped range (span 0
+// where the site lies in no object). nullptr if none.
+void* find_real_symbol_for(const char* name, const void* site, uintptr_t* lo, uintptr_t* span,
+                           bool* global);
 
 // The file of the loaded object that contains `address`, resolved to a real path; '' if none.
 std::string object_path_of(const void* address);
@@ -22,5 +32,53 @@ void* symbol_beside(const void* address, const char* name);
 
 // True when `address` lies in libsonde itself.
 bool is_own_address(const void* address);
+
+// One per interposed function: the real definition, looked up at its first call and cached.
+// Lookup is idempotent, so two threads racing on the first call store the same pointer.
+//
+// A library's functions (get(site)) are the definition its caller would have bound to without
+// sonde. Where the global scope holds one, that is every caller's. Where it holds none (each
+// library opened RTLD_LOCAL, as Python opens extensions and so their BLAS), each calling object
+// binds within its own dependencies, and two objects may bind to two libraries: a pip wheel of
+// PyTorch to the MKL inside libtorch_cpu.so and numpy to its OpenBLAS, or two extensions to two
+// CUDA runtimes. One definition for all sent the second library's calls to the first
+// (tests/e2e/test_twin_libraries.py). `fn` then serves the first caller's object, [lo, lo + span),
+// and the others are found in `others` (or looked up each call, past its size).
+struct RealSymbol {
+  struct Caller {
+    std::atomic<uintptr_t> lo{0}, span{0};
+    std::atomic<void*> fn{nullptr};
+  };
+  static constexpr size_t kOtherCallers = 6;
+
+  const char* name;
+  std::atomic<void*> fn{nullptr};
+  std::atomic<uintptr_t> lo{0}, span{~uintptr_t(0)};  // set before fn is
+  std::atomic<size_t> used{0};
+  Caller others[kOtherCallers];
+
+  void* get() {
+    void* f = fn.load(std::memory_order_acquire);
+    if (__builtin_expect(f == nullptr, 0)) {
+      f = find_real_symbol(name);
+      if (f == nullptr) missing_real_symbol(name);  // the host called it: it must exist
+      fn.store(f, std::memory_order_release);
+    }
+    return f;
+  }
+  void* get(const void* site) {
+    void* f = fn.load(std::memory_order_acquire);
+    auto at = reinterpret_cast<uintptr_t>(site);
+    if (__builtin_expect(f != nullptr && at - lo.load(std::memory_order_relaxed) <
+                                             span.load(std::memory_order_relaxed),
+                         1))
+      return f;
+    return get_slow(site);
+  }
+  bool resolved() const { return fn.load(std::memory_order_relaxed) != nullptr; }
+
+ private:
+  void* get_slow(const void* site);
+};
 
 }  // namespace sonde
