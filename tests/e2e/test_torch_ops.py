@@ -149,6 +149,14 @@ def test_torchscript_compiles_record_function_under_sonde(tmp_path):
     assert r.returncode == 0 and r.stdout == plain.stdout, r.stderr
     assert query(db, "SELECT calls FROM hotspots WHERE routine = 'eager_range' "
                      "AND kind = 'region'") == [(1,)]
+    # The range's own __enter__ and __exit__ are inside it, as in torch.profiler's range
+    # (its RecordFunction starts in the one and ends in the other): a red-team DataLoader's
+    # __exit__ took 1.3 ms a batch, outside the region until 2026-12-06.
+    paths = [p for (p,) in query(db, "SELECT path FROM callpaths")]
+    beneath = {p.split(";eager_range;", 1)[1] for p in paths if ";eager_range;" in p}
+    beneath = {f for f in beneath if ";" not in f}  # the region's children
+    assert any(f.endswith("(__enter__)") for f in beneath), beneath
+    assert any(f.endswith("(__exit__)") for f in beneath), beneath
 
 
 def test_counts_match_torch_profiler(train):
