@@ -891,7 +891,9 @@ const std::array<Rule, 17> kRules{{
      "one ATen operator's own time (outside the BLAS and oneDNN calls beneath it) takes at "
      "least threshold % of the busy threads' time; at most 3",
      15.0, "make {} cheaper or fewer: fuse it with its neighbours, run it on smaller tensors",
-     "0.5 x the operator's own time (at most all of it, the work removed)", torch_operator},
+     "0.5 x the operator's own time (at most all of it, the work removed); a dropout's all of "
+     "it; 0 for a GEMM or convolution operator whose library call was not seen",
+     torch_operator},
     {"gpu-sync",
      "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the busy "
      "threads' time: the host waits for the GPU instead of queueing work",

@@ -7,6 +7,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 
 #include "sonde/routine_kinds.hpp"
 
@@ -48,6 +49,15 @@ void oversubscribed_host(Candidate& c, const AdviceInput& in) {
       "theirs, and evening the work out gains only what cores are free (measure it)",
       *in.others_load, *cores, f.ranks_on_host, left);
 }
+
+// The same work on every rank, run slower on one: repartitioning changes nothing there.
+constexpr std::string_view kSameWorkAdvice =
+    "every rank made the same calls of {} with the same FLOPs and bytes, so the slow rank did "
+    "not have more of it: it ran it slower. Where that holds in a second run, look at where "
+    "the rank ran: ranks sharing cores (bind each to its own: torchrun's or mpirun's binding, "
+    "taskset), more threads per rank than its cores (OMP_NUM_THREADS, torch.set_num_threads, "
+    "OPENBLAS_NUM_THREADS = cores / ranks), other programs on its cores, a slower socket or "
+    "clock; where it does not, it was a passing load and there is nothing to gain";
 
 }  // namespace
 
@@ -174,6 +184,12 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
       c.summary += fmt::format("; beneath it, time lost in {}", names(it->second, kNamed));
     }
     c.advice = std::string(rule.advice);
+    if (i.same_work) {
+      c.evidence.emplace_back("same_work",
+                              std::string("calls, FLOPs and bytes equal on every rank"));
+      c.summary += "; every rank made the same calls with the same FLOPs and bytes";
+      c.advice = fmt::format(fmt::runtime(kSameWorkAdvice), i.routine);
+    }
     c.est_gain_s = i.lost_s;
     oversubscribed_host(c, in);
     out.push_back(std::move(c));

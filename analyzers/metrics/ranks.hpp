@@ -45,6 +45,10 @@ struct RankSummary {
     double mean_s = 0, max_s = 0, min_s = 0, max_over_mean = 0, lost_s = 0;
     std::int64_t slowest_rank = 0;
     std::int64_t routine_id = 0;
+    // Every rank made the same calls of it with the same FLOPs and bytes (a routine with a cost
+    // model: a BLAS, oneDNN or MPI call): its time differs by how fast each rank ran it, not by
+    // how much each had (same_work_of, for the first kMaxCallsAmong rows).
+    bool same_work = false;
   };
   std::vector<Imbalance> imbalance;  // computation: routines outside communication, by lost_s
   // (above, beneath) routine ids among the first kMaxCallsAmong rows of `imbalance`: the first

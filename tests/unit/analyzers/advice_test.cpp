@@ -1175,6 +1175,39 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   EXPECT_TRUE(get);
 }
 
+// Two ranks of the same batches: rank 1 copies rank 0's tree, its GEMMs three times as fast.
+// Their calls, FLOPs and bytes equal, rank 0 did not have more work, and "partition the data or
+// the model by cost" was wrong (a red-team DDP pair on a loaded host, 0.386 s against 0.095 s).
+TEST_F(AdviceTest, RankImbalanceOfTheSameWorkIsNotTheWorksSpread) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (20, 2, NULL, 1, 0, 0, 1, 1, 9000000000, 500000000, 0, 0),
+  (21, 2, 20, 2, 1, 0, 1, 2, 8500000000, 500000000, 0, 0),
+  (22, 2, 21, 3, 2, 0, 10, 30, 1000000000, 500000000, 0, 0),
+  (23, 2, 22, 4, 3, 0, 30, 0, 500000000, 500000000, 3000000000, 300000000),
+  (24, 2, 21, 5, 2, 0, 10, 60, 7000000000, 200000000, 0, 0),
+  (25, 2, 24, 6, 3, 0, 60, 0, 6800000000, 6800000000, 0, 0);
+)sql");
+  auto sgemm = [&]() -> std::optional<Candidate> {
+    for (const Candidate& c : candidates())
+      if (c.rule == "rank-imbalance" && c.location.starts_with("cblas_sgemm")) return c;
+    return std::nullopt;
+  };
+  auto same = sgemm();
+  ASSERT_TRUE(same) << "no rank-imbalance candidate for cblas_sgemm";
+  EXPECT_NEAR(same->est_gain_s, 0.5, 1e-9);
+  EXPECT_NE(same->advice.find("every rank made the same calls of cblas_sgemm"), std::string::npos)
+      << same->advice;
+  EXPECT_EQ(same->advice.find("partition the data"), std::string::npos) << same->advice;
+  // Rank 1 with half the FLOPs in the same calls (smaller products): the work's spread.
+  sql("UPDATE nodes SET flops = 1500000000 WHERE node_id = 23");
+  auto spread = sgemm();
+  ASSERT_TRUE(spread);
+  EXPECT_NE(spread->advice.find("partition the data"), std::string::npos) << spread->advice;
+}
+
 // Rank 1 waits 5.6 s in a barrier inside main for rank 0's longer work. Summed over the ranks
 // main's time was over half communication, and main was left out, its chain from <module> to work
 // cut: <module> came first among the candidates (a red-team DDP script). Judged on each rank's
