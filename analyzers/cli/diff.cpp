@@ -3,6 +3,7 @@
 #include "metrics/diff.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <iostream>
 #include <memory>
@@ -39,9 +40,12 @@ int diff(const Options& a) {
   for (const std::string& p : before) b.push_back(&opened.emplace_back(ProfileFile::open(p)));
   for (const std::string& p : after) f.push_back(&opened.emplace_back(ProfileFile::open(p)));
   ProfileDiff d = compute_diff(b, f);
-  // Said on stderr too, where a script that reads the JSON or CSV still shows it to a person.
-  for (const std::string& w : d.warnings)
-    std::cerr << "sonde diff: warning: " << visible(w) << '\n';
+  // Said on stderr too, where a script that reads the JSON or CSV, or the text piped or saved,
+  // still shows it to a person; not where the text itself goes to the terminal, which said it
+  // twice (a red-team find).
+  if (format != Format::kText || isatty(STDOUT_FILENO) == 0)
+    for (const std::string& w : d.warnings)
+      std::cerr << "sonde diff: warning: " << visible(w) << '\n';
   if (format == Format::kJson)
     print_json("diff", "", render_diff_json(before, after, d));
   else if (format == Format::kCsv)
