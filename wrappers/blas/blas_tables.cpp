@@ -156,7 +156,7 @@ std::optional<Resolved> first_resolved() {
   for (std::size_t t = 0; t < g_table_count; ++t) {
     const Table& table = g_tables[t];
     for (std::size_t i = 0; i < table.count; ++i) {
-      if (table.slots[i].resolved()) return Resolved{table.slots[i].fn.load(), table.names[i]};
+      if (table.slots[i].resolved()) return Resolved{table.slots[i].any(), table.names[i]};
     }
   }
   return std::nullopt;

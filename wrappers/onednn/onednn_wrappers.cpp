@@ -137,7 +137,7 @@ namespace onednn = sonde::onednn;
 void describe_onednn(sonde::InfoEmit emit, void* ctx) {
   const sonde::RealSymbol& execute = g_real[size_t(Entry::dnnl_primitive_execute)];
   if (!execute.resolved()) return;  // the program never ran a oneDNN primitive
-  emit("onednn.library", sonde::object_path_of(execute.fn.load()).c_str(), ctx);
+  emit("onednn.library", sonde::object_path_of(execute.any()).c_str(), ctx);
   const Api& a = api();
   if (a.version == nullptr) return;
   std::string v = std::to_string(a.version->major) + "." + std::to_string(a.version->minor) + "." +

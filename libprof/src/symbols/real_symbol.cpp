@@ -89,37 +89,35 @@ void* find_real_symbol_for(const char* name, const void* site, uintptr_t* lo, ui
 
 void* RealSymbol::get_slow(const void* site) {
   auto at = reinterpret_cast<uintptr_t>(site);
-  size_t n = std::min(used.load(std::memory_order_acquire), kOtherCallers);
+  size_t n = std::min(used.load(std::memory_order_acquire), kCallers);
   for (size_t i = 0; i < n; ++i) {
-    void* f = others[i].fn.load(std::memory_order_acquire);
-    if (f != nullptr && at - others[i].lo.load(std::memory_order_relaxed) <
-                            others[i].span.load(std::memory_order_relaxed))
+    void* f = callers[i].fn.load(std::memory_order_acquire);
+    if (f != nullptr && at - callers[i].lo.load(std::memory_order_relaxed) <
+                            callers[i].span.load(std::memory_order_relaxed))
       return f;
   }
-  uintptr_t object_lo = 0, object_span = 0;
+  uintptr_t lo = 0, span = 0;
   bool global = false;
-  void* f = find_real_symbol_for(name, site, &object_lo, &object_span, &global);
+  void* f = find_real_symbol_for(name, site, &lo, &span, &global);
   if (f == nullptr) missing_real_symbol(name);  // the host called it: it must exist
   // Publishing is rare (once per calling object): one lock for every symbol.
   static std::mutex publishing;
   std::lock_guard lock(publishing);
-  if (fn.load(std::memory_order_relaxed) == nullptr) {
-    // The global scope's definition is every object's, now and later; a site in no object
-    // (generated code) leaves nothing to tell callers apart by.
-    bool all = global || object_span == 0;
-    lo.store(all ? 0 : object_lo, std::memory_order_relaxed);
-    span.store(all ? ~uintptr_t(0) : object_span, std::memory_order_relaxed);
+  if (void* g = fn.load(std::memory_order_relaxed)) return g;  // a racer found the global one
+  size_t i = used.load(std::memory_order_relaxed);
+  // The global scope's definition is every object's, now and later, unless an object already
+  // bound within its own; a site in no object (generated code) is told apart by nothing.
+  if (i == 0 && (global || span == 0)) {
     fn.store(f, std::memory_order_release);
     return f;
   }
-  if (object_span == 0) return f;  // a site in no object: looked up each time
-  size_t i = used.load(std::memory_order_relaxed);
-  for (size_t j = 0; j < std::min(i, kOtherCallers); ++j)
-    if (others[j].lo.load(std::memory_order_relaxed) == object_lo) return f;  // a racer's
-  if (i < kOtherCallers) {
-    others[i].lo.store(object_lo, std::memory_order_relaxed);
-    others[i].span.store(object_span, std::memory_order_relaxed);
-    others[i].fn.store(f, std::memory_order_release);
+  if (span == 0) return f;  // looked up each time
+  for (size_t j = 0; j < std::min(i, kCallers); ++j)
+    if (callers[j].lo.load(std::memory_order_relaxed) == lo) return f;  // a racer's
+  if (i < kCallers) {
+    callers[i].lo.store(lo, std::memory_order_relaxed);
+    callers[i].span.store(span, std::memory_order_relaxed);
+    callers[i].fn.store(f, std::memory_order_release);
     used.store(i + 1, std::memory_order_release);
   }
   return f;

@@ -49,13 +49,12 @@ struct RealSymbol {
     std::atomic<uintptr_t> lo{0}, span{0};
     std::atomic<void*> fn{nullptr};
   };
-  static constexpr size_t kOtherCallers = 6;
+  static constexpr size_t kCallers = 7;
 
   const char* name;
-  std::atomic<void*> fn{nullptr};
-  std::atomic<uintptr_t> lo{0}, span{~uintptr_t(0)};  // set before fn is
+  std::atomic<void*> fn{nullptr};  // the global scope's: every caller's
   std::atomic<size_t> used{0};
-  Caller others[kOtherCallers];
+  Caller callers[kCallers];  // where the global scope had none: each calling object's, in order
 
   void* get() {
     void* f = fn.load(std::memory_order_acquire);
@@ -68,14 +67,22 @@ struct RealSymbol {
   }
   void* get(const void* site) {
     void* f = fn.load(std::memory_order_acquire);
-    auto at = reinterpret_cast<uintptr_t>(site);
-    if (__builtin_expect(f != nullptr && at - lo.load(std::memory_order_relaxed) <
-                                             span.load(std::memory_order_relaxed),
+    if (__builtin_expect(f != nullptr, 1)) return f;
+    const Caller& first = callers[0];
+    f = first.fn.load(std::memory_order_acquire);
+    if (__builtin_expect(f != nullptr && reinterpret_cast<uintptr_t>(site) -
+                                                 first.lo.load(std::memory_order_relaxed) <
+                                             first.span.load(std::memory_order_relaxed),
                          1))
       return f;
     return get_slow(site);
   }
-  bool resolved() const { return fn.load(std::memory_order_relaxed) != nullptr; }
+  // The definition found first, for whom it was found.
+  void* any() const {
+    void* f = fn.load(std::memory_order_relaxed);
+    return f != nullptr ? f : callers[0].fn.load(std::memory_order_relaxed);
+  }
+  bool resolved() const { return any() != nullptr; }
 
  private:
   void* get_slow(const void* site);
