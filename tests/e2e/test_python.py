@@ -994,6 +994,40 @@ def test_a_recursion_the_program_allows_runs_as_deep_under_sonde(db, tmp_path, m
                      "WHERE r.name LIKE '%(down)' AND n.depth = 2 AND n.calls = 2")[0][0] >= 1
 
 
+@pytest.mark.parametrize("py", python_params(PYTHON_310) or [pytest.param(
+    None, marks=pytest.mark.skip(reason="no CPython 3.10 here"))])
+def test_a_recursion_near_310s_own_stack_limit_lives_under_sonde(db, tmp_path, py):
+    # 3.10 recurses in C with or without sonde: its 8 MiB main stack holds about 20,000 frames
+    # of this function alone. Under the hook each frame took 160 bytes more, and a quarter of the
+    # stack was left for the frames run without it: from 15,500 deep the program died of
+    # SIGSEGV under sonde (a red-team find). 17,000 is short of both limits alone.
+    path = script(tmp_path, "deep310.py", """
+        import resource, sys
+        sys.setrecursionlimit(100_000)
+        resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(
+            resource.RLIMIT_STACK)[1]))
+
+        def f(n):
+            return 0 if n == 0 else 1 + f(n - 1)
+
+        print(f(17_000))
+    """)
+    # The limit applies to the main thread at exec: the program runs in a child with it set.
+    wrapper = script(tmp_path, "run.py", """
+        import resource, subprocess, sys
+        resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(
+            resource.RLIMIT_STACK)[1]))
+        sys.exit(subprocess.call([sys.executable, *sys.argv[1:]]))
+    """)
+    plain = plain_py([wrapper, path], tmp_path, py=py)
+    assert (plain.returncode, plain.stdout) == (0, "17000\n"), plain.stderr
+    r = subprocess.run([py, str(wrapper), "-m", "sonde", "-o", str(db), str(path)],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "17000\n"), r.stderr
+    assert integrity_ok(db) and tree_is_consistent(db)
+
+
 LAUNCHES = [[], ["--in-process"]]
 
 
