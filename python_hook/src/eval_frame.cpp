@@ -17,6 +17,7 @@
 #include "code_table.hpp"
 #include "frames.hpp"
 #include "greenlets.hpp"
+#include "out_of_memory.hpp"
 #include "per_thread.hpp"
 #include "sonde/probe.hpp"
 #include "subnormals.hpp"
@@ -82,8 +83,20 @@ __attribute__((noinline)) uintptr_t stack_floor() {
 // at its first next()/send() and again at every resumption after a yield or await, and for
 // throw()/close() (eval_frame_abi.hpp says which is which): the resumptions are probe_resume,
 // so a generator is one call however often it resumes.
+ThreadState* open_frame_of(ThreadHook& hook, Frame* frame, int throwflag);
+
+// A std::bad_alloc never crosses into CPython's C frames (out_of_memory.hpp).
 __attribute__((noinline)) ThreadState* open_frame(ThreadHook& hook, Frame* frame, int throwflag) {
-  if (!g_recording) return nullptr;
+  if (!g_recording || starved()) return nullptr;
+  try {
+    return open_frame_of(hook, frame, throwflag);
+  } catch (...) {
+    starve_hooks();
+    return nullptr;
+  }
+}
+
+inline ThreadState* open_frame_of(ThreadHook& hook, Frame* frame, int throwflag) {
   getitem_guard_entered(frame);
   PyCodeObject* code = abi::frame_code(frame);
   abi::Entry entry = abi::Entry::kCall;
@@ -150,11 +163,15 @@ __attribute__((noinline)) void close_frame(ThreadState* t, Frame* frame, PyObjec
     else
       probe_exit_frame(t);
   }
-  if (__builtin_expect(hook.subnormal_frame == frame, 0))
-    hook.subnormal_frame = settle_subnormal_arguments(frame);
-  // The outermost frame of an import has returned.
-  if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed()) {
-    greenlets_import_ended();
+  try {
+    if (__builtin_expect(hook.subnormal_frame == frame, 0))
+      hook.subnormal_frame = settle_subnormal_arguments(frame);
+    // The outermost frame of an import has returned.
+    if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed()) {
+      greenlets_import_ended();
+    }
+  } catch (...) {  // never into CPython's C frames (out_of_memory.hpp)
+    starve_hooks();
   }
   hook.in_machinery = in_machinery;
   getitem_guard_returned(frame, result);

@@ -16,6 +16,7 @@
 #include "code_table.hpp"
 #include "cpython_compat.hpp"
 #include "greenlets.hpp"
+#include "out_of_memory.hpp"
 #include "per_thread.hpp"
 #include "sonde/probe.hpp"
 #include "sonde/routine_kinds.hpp"
@@ -231,6 +232,8 @@ RoutineId cfunction_routine(PyObject* fn) {
 bool in_machinery(const ProfileFrames& f) { return !f.open.empty() && f.open.back().machinery; }
 
 void enter(ProfileFrames& f, RoutineId id, bool resumed = false, bool machinery = false) {
+  // Grown before anything is entered (out_of_memory.hpp).
+  if (f.open.size() == f.open.capacity()) f.open.reserve(f.open.empty() ? 64 : 2 * f.open.size());
   if (f.skip > 0) {
     --f.skip;
     f.open.push_back({nullptr, false});  // its return is balanced, and nothing is recorded
@@ -307,7 +310,7 @@ void leave(ProfileFrames& f, bool cancel = false) {
   if (import_ends && !greenlets_followed()) greenlets_import_ended();
 }
 
-int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
+int profile_of(PyFrameObject* frame, int what, PyObject* arg) {
   ProfileFrames& f = here();
   switch (what) {
     case PyTrace_CALL: {
@@ -343,6 +346,17 @@ int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
       break;
   }
   return 0;
+}
+
+// A std::bad_alloc never crosses into CPython's C frames (out_of_memory.hpp).
+int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
+  if (starved()) return 0;
+  try {
+    return profile_of(frame, what, arg);
+  } catch (...) {
+    starve_hooks();
+    return 0;
+  }
 }
 
 // Line timing, like line_profiler: a line runs from its line event to the next line event (or
@@ -408,7 +422,7 @@ void finish_line(LineState& s, uint64_t now) {
   if (s.line >= 0) record_line(s.routine, s.line, now - s.start, s.hit ? 1 : 0);
 }
 
-int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+int trace_of(PyFrameObject* frame, int what) {
   switch (what) {
     case PyTrace_CALL: {
       PyCodeObject* code = PyFrame_GetCode(frame);
@@ -436,6 +450,16 @@ int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
       break;
   }
   return 0;
+}
+
+int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
+  if (starved()) return 0;
+  try {
+    return trace_of(frame, what);
+  } catch (...) {  // never into CPython's C frames (out_of_memory.hpp)
+    starve_hooks();
+    return 0;
+  }
 }
 
 #if PY_VERSION_HEX < 0x030C0000

@@ -18,6 +18,7 @@
 #include "frames.hpp"
 #include "greenlets.hpp"
 #include "monitoring.hpp"
+#include "out_of_memory.hpp"
 #include "regions.hpp"
 #include "setup_calls.hpp"
 #include "sonde/in_process.hpp"
@@ -325,7 +326,9 @@ PyObject* die_of_sigint_at_exit(PyObject*, PyObject*) {
 }
 
 PyMethodDef kMethods[] = {
-    {"start", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(start)),
+    {"start",
+     reinterpret_cast<PyCFunction>(
+         reinterpret_cast<void (*)()>(sonde::python::no_throw<start, PyObject*, PyObject*>)),
      METH_VARARGS | METH_KEYWORDS,
      "start(*, skip_calls=0, lines=(), builtins=False, skip_exec=False, imports=False): record\n"
      "Python frames of every thread into sonde's stacks. builtins=False: Python frames only, "
@@ -340,32 +343,33 @@ PyMethodDef kMethods[] = {
      "hook used: 'eval_frame',\n"
      "'monitoring' or 'profile'; None in a sub-interpreter, which is not recorded, and where\n"
      "libsonde is not recording this process (it said why)."},
-    {"stop", stop, METH_NOARGS, "Stop recording Python frames."},
-    {"flush", flush, METH_NOARGS,
+    {"stop", sonde::python::guarded<stop>, METH_NOARGS, "Stop recording Python frames."},
+    {"flush", sonde::python::guarded<flush>, METH_NOARGS,
      "Write what was measured so far to the profile; True on success."},
-    {"active", active, METH_NOARGS, "True when libsonde is loaded and recording."},
-    {"record_facts", record_facts, METH_NOARGS,
+    {"active", sonde::python::guarded<active>, METH_NOARGS,
+     "True when libsonde is loaded and recording."},
+    {"record_facts", sonde::python::guarded<record_facts>, METH_NOARGS,
      "Record what only Python can tell (torch's thread count) for the next flush, without one."},
-    {"in_process", in_process, METH_O,
+    {"in_process", sonde::python::guarded<in_process>, METH_O,
      "in_process(shown): note that the launcher loaded libsonde into this interpreter; at exit\n"
      "the profile's name (shown) is said after the final flush. False if sonde is not recording."},
-    {"launched_again", launched_again, METH_O,
+    {"launched_again", sonde::python::guarded<launched_again>, METH_O,
      "launched_again(why): the launcher started this interpreter under sonde run; why (a\n"
      "sentence, or None where asked for) the in-process launch was not used, as a note."},
-    {"startup_ends", startup_ends, METH_NOARGS,
+    {"startup_ends", sonde::python::guarded<startup_ends>, METH_NOARGS,
      "The interpreter's start-up ends: recorded as a call since the thread began."},
-    {"teardown_begins", teardown_begins, METH_NOARGS,
+    {"teardown_begins", sonde::python::guarded<teardown_begins>, METH_NOARGS,
      "The interpreter's teardown begins: recorded as a call open until the final flush."},
-    {"exit_begins", exit_begins, METH_NOARGS,
+    {"exit_begins", sonde::python::guarded<exit_begins>, METH_NOARGS,
      "The program's exit begins: no periodic flush from here on (in-process launch)."},
-    {"die_of_sigint_at_exit", die_of_sigint_at_exit, METH_NOARGS,
+    {"die_of_sigint_at_exit", sonde::python::guarded<die_of_sigint_at_exit>, METH_NOARGS,
      "Die of SIGINT once the interpreter is finalized, as CPython does after an uncaught\n"
      "KeyboardInterrupt (the launcher caught it to print it)."},
-    {"name_helpers", name_helpers, METH_NOARGS,
+    {"name_helpers", sonde::python::guarded<name_helpers>, METH_NOARGS,
      "Name multiprocessing's resource tracker and forkserver, if running, to libsonde: their\n"
      "pipe ends are closed after the final flush, and they are waited for, so that their own\n"
      "flushes are in the profile when the command returns. For the last atexit call."},
-    {"run_env", run_env, METH_NOARGS,
+    {"run_env", sonde::python::guarded<run_env>, METH_NOARGS,
      "['NAME=value', ...] of SONDE_RUN_ID, SONDE_OUTPUT and SONDE_PROCESS as sonde set them."},
     {nullptr, nullptr, 0, nullptr}};
 

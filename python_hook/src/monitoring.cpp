@@ -7,6 +7,7 @@
 
 #include "code_table.hpp"
 #include "frames.hpp"
+#include "out_of_memory.hpp"
 #include "per_thread.hpp"
 #include "sonde/probe.hpp"
 #include "subnormals.hpp"
@@ -46,6 +47,9 @@ bool g_installed = false;
 
 void push(const void* key, bool c_call, RoutineId id, bool resumed, bool machinery = false) {
   ThreadFrames& f = thread_frames();
+  // Grown before anything is entered: a std::bad_alloc from push_back after probe_enter would
+  // leave a sonde frame open with no entry to close it.
+  if (f.open.size() == f.open.capacity()) f.open.reserve(f.open.empty() ? 64 : 2 * f.open.size());
   if (f.skip > 0) {
     --f.skip;
     f.open.push_back({key, nullptr, c_call, false});
@@ -171,7 +175,13 @@ struct CallbackObject {
 
 template <Callback F>
 PyObject* vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*) {
-  return F(self, args, PyVectorcall_NARGS(nargsf));
+  if (starved()) Py_RETURN_NONE;
+  try {
+    return F(self, args, PyVectorcall_NARGS(nargsf));
+  } catch (...) {  // never into CPython's C frames (out_of_memory.hpp)
+    starve_hooks();
+    Py_RETURN_NONE;
+  }
 }
 
 PyMemberDef g_callback_members[] = {

@@ -6,6 +6,8 @@
 // others; core/per_thread.hpp): a pointer's 8 bytes, not the object.
 #pragma once
 
+#include "out_of_memory.hpp"
+
 namespace sonde::python {
 
 template <class T>
@@ -13,7 +15,10 @@ class PerThread {
  public:
   static T& get() {
     T* p = fast_;
-    if (__builtin_expect(p == nullptr, 0)) p = fast_ = &owner_.value;
+    if (__builtin_expect(p == nullptr, 0)) {
+      prepare_thread_for_exceptions();  // the thread's first hook call
+      p = fast_ = &owner_.value;
+    }
     return *p;
   }
 

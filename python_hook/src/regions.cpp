@@ -247,7 +247,12 @@ const char* range_name(PyObject* self_obj) {
 
 PyObject* range_hook_call(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   auto* h = reinterpret_cast<RangeHook*>(self);
-  const char* name = PyVectorcall_NARGS(nargsf) > 0 ? range_name(args[0]) : nullptr;
+  const char* name = nullptr;
+  try {
+    if (PyVectorcall_NARGS(nargsf) > 0) name = range_name(args[0]);
+  } catch (...) {  // no memory for the name: the range runs, unrecorded (out_of_memory.hpp)
+    name = nullptr;
+  }
   if (h->begin && name != nullptr) sonde_region_begin(name);
   PyObject* result = PyObject_Vectorcall(h->original, args, nargsf, kwnames);
   // An __enter__ that raised runs no body and no __exit__: its region ends with it.

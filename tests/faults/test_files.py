@@ -856,6 +856,51 @@ def test_program_at_its_memory_limit_lives_on(tmp_path, launch):
         assert query(db, "PRAGMA integrity_check") == [("ok",)]
 
 
+# Fills its memory, then calls 400 functions it defined before and never called: the Python hook
+# registers each one's name at its first call, with no memory left.
+NEW_CODE_AT_THE_LIMIT = """\
+src = "\\n".join(f"def f{i}(x):\\n    return x + {i}\\n" for i in range(400))
+ns = {}
+exec(src, ns)
+funcs = [ns[f"f{i}"] for i in range(400)]
+hold = []
+for size in (1 << 20, 4096, 64):
+    try:
+        while True:
+            hold.append(bytearray(size))
+    except MemoryError:
+        pass
+for f in funcs:
+    try:
+        f(1)
+    except MemoryError:
+        pass
+print("survived", len(hold) > 0)
+"""
+
+
+@pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
+def test_new_python_code_at_the_memory_limit_lives_on(tmp_path, launch):
+    """ulimit -v: a program calling new functions with its memory full ends as without sonde"""
+    # Died before (SIGABRT): the hook's std::bad_alloc, making a routine's name, left its C
+    # callback into CPython's frames and std::terminate ended the process (a red-team find on
+    # 3.12; the same on Debian's 3.11). A routine registered without memory for its name is
+    # recorded as '<no memory for its name>', every call still counted; where the hook itself
+    # found none (its frame stack's growth), it stops recording Python frames, and says so.
+    r, db = under_a_limit(tmp_path, NEW_CODE_AT_THE_LIMIT, address_space(300), launch,
+                          "survived True\n")
+    assert "terminate called" not in r.err, r.err
+    if any("profile written" in l for l in said(r.err)):
+        assert query(db, "PRAGMA integrity_check") == [("ok",)]
+        (named,), = query(db, "SELECT COALESCE(SUM(calls), 0) FROM hotspots "
+                              "WHERE routine GLOB '<string>:*(f[0-9]*)'")
+        (unnamed,), = query(db, "SELECT COALESCE(SUM(calls), 0) FROM hotspots "
+                                "WHERE routine = '<no memory for its name>'")
+        notes = [m for (m,) in query(db, "SELECT message FROM notes WHERE topic = 'memory'")]
+        stopped = any("Python frames were not recorded from then on" in m for m in notes)
+        assert named <= 400 and (named + unnamed >= 400 or stopped), (named, unnamed, notes)
+
+
 # --- descriptor limits --------------------------------------------------------------------------
 
 # Opens files until EMFILE and works on holding them all, to its exit.

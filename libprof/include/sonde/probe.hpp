@@ -214,6 +214,10 @@ SONDE_API void set_run_fact(const char* key, const char* value);
 // them: the Python hook's subnormal arguments (a warning), the launcher's re-exec (information,
 // `warning` false). Not for the hot path.
 SONDE_API void add_run_note(const char* topic, const char* message, bool warning = true);
+// The same, allocating nothing now: `topic` and `message` are static strings (literals), kept as
+// pointers and made a note (a warning) at the next flush that has memory for it. For a caller
+// out of memory (the Python hook's, python_hook/src/out_of_memory.hpp). Four at most.
+SONDE_API void add_run_note_later(const char* topic, const char* message);
 
 // A helper process of this one (multiprocessing's resource tracker or forkserver) that ends when
 // `fd`, this process's end of its pipe, is closed: closed after the exit flush, and the helper

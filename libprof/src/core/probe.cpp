@@ -159,7 +159,11 @@ void comm_record_late(ThreadState* t, uint32_t node, const CommCost& comm, uint6
 }
 
 uint32_t probe_op_signature(std::string_view shapes, std::string_view dtypes) {
-  return op_signatures().intern(shapes, dtypes);
+  try {
+    return op_signatures().intern(shapes, dtypes);
+  } catch (...) {  // without memory, as past the table's size: the call keeps no signature
+    return 0;
+  }
 }
 
 void probe_op_shape(ThreadState* t, uint32_t node, uint32_t signature, uint64_t ticks) {

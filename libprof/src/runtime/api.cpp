@@ -1,6 +1,7 @@
 // The C API of sonde.h and the hooks of process_hooks.hpp.
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -285,17 +286,25 @@ void add_note(const char* topic, const char* message) {
   if (Runtime* rt = Runtime::get()) rt->add_note(topic, message);
 }
 
+// The API's functions that allocate never throw: their callers are the Python hook's, the torch
+// observer's and the wrappers' C and C++ callbacks, which CPython and libtorch call from their
+// own frames, where a std::bad_alloc ended the process (std::terminate) of a program at its
+// `ulimit -v` that alone ran on (a red-team find). Without memory, a fact or note is not kept.
 void set_run_fact(const char* key, const char* value) {
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && key != nullptr && *key != '\0' && value != nullptr)
-    rt->facts().set(key, value);
+  if (rt != nullptr && key != nullptr && *key != '\0' && value != nullptr) try {
+      rt->facts().set(key, value);
+    } catch (...) {
+    }
 }
 
 void add_run_note(const char* topic, const char* message, bool warning) {
   // Kept for the profile, not printed: the program's stderr stays its own.
   Runtime* rt = Runtime::get();
-  if (rt != nullptr && topic != nullptr && message != nullptr)
-    rt->add_note(topic, message, false, warning ? "warning" : "info");
+  if (rt != nullptr && topic != nullptr && message != nullptr) try {
+      rt->add_note(topic, message, false, warning ? "warning" : "info");
+    } catch (...) {
+    }
 }
 
 void end_helper_at_exit(int fd, int pid) {
@@ -314,9 +323,24 @@ __attribute__((noinline)) ThreadState* inline_probe::attach_current() {
   return t;
 }
 
+void add_run_note_later(const char* topic, const char* message) {
+  if (Runtime* rt = Runtime::get()) rt->add_note_later(topic, message);
+}
+
 RoutineId register_routine(const RoutineSpec& spec) {
   Runtime* rt = Runtime::get();
-  return rt ? rt->routines().intern(spec) : 0;
+  if (rt == nullptr) return 0;
+  // Made at the first registration, while there is memory: what a routine registered without
+  // any is recorded as (its calls and time kept, its name lost); 0, the root's, before it is.
+  static std::atomic<RoutineId> unnamed{0};
+  try {
+    if (unnamed.load(std::memory_order_relaxed) == 0)
+      unnamed.store(rt->routines().intern({"<no memory for its name>", kinds::kPython, "", "", 0}),
+                    std::memory_order_relaxed);
+    return rt->routines().intern(spec);
+  } catch (...) {
+    return unnamed.load(std::memory_order_relaxed);
+  }
 }
 
 bool fork_pauses_flusher() {

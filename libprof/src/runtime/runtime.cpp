@@ -628,6 +628,17 @@ void Runtime::add_note(const std::string& topic, const std::string& message, boo
   if (print) warn("{}", message);
 }
 
+void Runtime::add_note_later(const char* topic, const char* message) {
+  for (LaterNote& later : later_notes_) {
+    if (later.message.load(std::memory_order_acquire) == message) return;  // kept already
+    const char* none = nullptr;
+    if (later.topic.compare_exchange_strong(none, topic)) {
+      later.message.store(message, std::memory_order_release);
+      return;
+    }
+  }
+}
+
 void Runtime::add_counted_note(const std::string& topic, const std::string& message,
                                const std::string& count_of, bool print) {
   {
@@ -690,14 +701,29 @@ void Runtime::exit_flush() {
 
 // After this process's own rows: a helper that does not end costs the wait only.
 void Runtime::end_helpers() {
-  if (int left = exit_helpers_.end_all(kExitHelpersBudgetMs); left > 0)
-    log(LogLevel::kDebug, "{} helper process(es) still running after the final flush", left);
+  if (int left = exit_helpers_.end_all(kExitHelpersBudgetMs); left > 0) try {
+      log(LogLevel::kDebug, "{} helper process(es) still running after the final flush", left);
+    } catch (...) {  // out of memory for the line (say_where_written)
+    }
 }
 
 void Runtime::say_where_written(bool ok) {
   // Once: an image that python3 -m sonde's program exec'd ends as a preloaded one, whose _exit
   // after the final flush asks the flusher for one more ("..., up to its last periodic flush").
   if (say_written_.empty() || said_written_.exchange(true)) return;
+  // Said by the flusher thread at exit, where a std::bad_alloc ended the process of a program at
+  // its `ulimit -v` in std::terminate (a red-team find): without memory for the line, its
+  // pieces, as they are.
+  try {
+    say_where_written_line(ok);
+  } catch (...) {
+    say_on_stderr(ok ? "sonde: profile written to " : "sonde: warning: the final flush of ");
+    say_on_stderr(output_);
+    say_on_stderr(ok ? "\n" : " did not happen (the process is out of memory)\n");
+  }
+}
+
+void Runtime::say_where_written_line(bool ok) {
   // As `sonde run` says it once its command has ended (analyzers/programs/launcher.cpp).
   std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
   // No flush of this process ever written (a full disk from the start): "written ..., up to

@@ -49,6 +49,8 @@ class Runtime {
   ThreadState* attach_current_thread(bool yield_to_fork = false);
   bool flush(FlushKind kind, const char* end_reason = nullptr);
   // Recorded in the profile; also printed once on stderr when `print` is set.
+  // add_run_note_later: static strings, made notes by the next flush (runtime_flush.cpp).
+  void add_note_later(const char* topic, const char* message);
   void add_note(const std::string& topic, const std::string& message, bool print = true,
                 const char* severity = "warning");
   // A note whose message is a count (246 "calls deeper than" ...): it replaces the note of the
@@ -187,6 +189,7 @@ class Runtime {
   void start_gpu();
   // After the final flush (ok: it was written) of an in-process launch: where the profile went.
   void say_where_written(bool ok);
+  void say_where_written_line(bool ok);
   // The helpers named (end_helper_at_exit) ended, once the final flush is written.
   void end_helpers();
 
@@ -222,6 +225,10 @@ class Runtime {
   std::mutex store_mu_;           // held for a whole flush; fork waits for it
   std::string last_flush_error_;  // said once until a flush succeeds (under store_mu_)
   // Flushes skipped for want of memory (std::bad_alloc), and whether stderr was told.
+  struct LaterNote {
+    std::atomic<const char*> topic{nullptr}, message{nullptr};
+  };
+  LaterNote later_notes_[4];
   std::atomic<uint64_t> flushes_out_of_memory_{0};
   std::atomic<bool> said_out_of_memory_{false};
   std::string trace_loss_error_;      // why a flush's trace events were lost (under store_mu_)

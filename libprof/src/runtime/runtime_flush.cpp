@@ -141,6 +141,9 @@ bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
               });
   note_window(final);
   note_unmeasured(d, final);
+  for (LaterNote& later : later_notes_)
+    if (const char* message = later.message.load(std::memory_order_acquire))
+      add_note(later.topic.load(std::memory_order_relaxed), message, false);
   if (uint64_t skipped = flushes_out_of_memory_.load(); final && skipped > 0)
     add_note("memory",
              fmt::format("{} flush{} of this process could not be made for want of memory "
@@ -381,7 +384,14 @@ void Runtime::start_flusher() {
   if (create == nullptr) create = &pthread_create;
   pthread_t thread;
   auto body = [](void* self) -> void* {
-    static_cast<Runtime*>(self)->flusher_loop();
+    auto* rt = static_cast<Runtime*>(self);
+    // Never std::terminate for the host: what escapes the loop (a std::bad_alloc outside a
+    // flush, which catches its own) ends the flusher alone, and an exit waiting for it is let go.
+    try {
+      rt->flusher_loop();
+    } catch (...) {
+      sem_post(&rt->flush_done_);
+    }
     return nullptr;
   };
   // Born with every signal blocked: one that reached it before flusher_loop blocked them would
