@@ -38,6 +38,7 @@
 #include "render/report.hpp"
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
+#include "sonde/preload_path.hpp"
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
 #include "sonde/run_options.hpp"
@@ -253,7 +254,9 @@ namespace {
 void set_environment(const RunOptions& o, const std::string& output, const std::string& library) {
   ::setenv("SONDE_OUTPUT", output.c_str(), 1);
   const char* old = std::getenv("LD_PRELOAD");
-  std::string preload = library;
+  std::string why;
+  std::string preload = preloadable_path(library, &why);
+  if (preload.empty()) throw Error(fmt::format("sonde run: cannot preload {}: {}", library, why));
   if (old && *old) preload += fmt::format(":{}", old);
   ::setenv("LD_PRELOAD", preload.c_str(), 1);
   if (o.python) {

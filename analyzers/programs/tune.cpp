@@ -32,6 +32,7 @@
 #include "profile/run_summary.hpp"
 #include "programs/launcher.hpp"
 #include "programs/python_package.hpp"
+#include "sonde/preload_path.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -166,6 +167,10 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
   std::vector<char*> argv;
   for (const auto& arg : l.command) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  std::string why;
+  std::string preloadable = preloadable_path(l.library, &why);
+  if (preloadable.empty())
+    throw Error(fmt::format("sonde tune: cannot preload {}: {}", l.library, why));
   auto start = std::chrono::steady_clock::now();
   pid_t child = ::fork();
   if (child < 0) throw Error(fmt::format("fork failed: {}", std::strerror(errno)));
@@ -176,7 +181,7 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     redirect(r.stdout_path, STDOUT_FILENO);
     redirect(r.stderr_path, STDERR_FILENO);
-    std::string preload = l.library;
+    std::string preload = preloadable;
     if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("SONDE_OUTPUT", r.profile.c_str(), 1);

@@ -11,6 +11,7 @@ Where that would lose something sonde was asked for, or a library sonde intercep
 already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
+import stat
 import sys
 
 from ._say import say
@@ -207,13 +208,62 @@ def _prepare_output(output, force):
     return path
 
 
+def _preloadable(lib):
+    """`lib` as LD_PRELOAD can carry it: ld.so splits the list at spaces and colons, so a library
+    under such a path is named through a link of the user's own (sonde/preload_path.hpp, which
+    libsonde and sonde run use: the same link)."""
+    if not any(c in lib for c in " :\t\n"):
+        return lib
+    target = os.path.realpath(lib)
+    h = 1469598103934665603
+    for c in os.fsencode(target):
+        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
+    name = f"libsonde-{h:016x}.so"
+    tried = []
+    for base in (os.environ.get("TMPDIR"), "/tmp", "/dev/shm", "/var/tmp"):
+        if not base or any(c in base for c in " :\t\n"):
+            continue
+        folder = f"{base}/sonde-{os.geteuid()}"
+        tried.append(folder)
+        try:
+            os.mkdir(folder, 0o700)
+        except OSError:
+            pass
+        try:
+            st = os.lstat(folder)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
+            continue
+        link = f"{folder}/{name}"
+        try:
+            if os.readlink(link) == target:
+                return link
+        except OSError:
+            pass
+        temp = f"{link}.{os.getpid()}"
+        try:
+            try:
+                os.unlink(temp)
+            except FileNotFoundError:
+                pass
+            os.symlink(target, temp)
+            os.rename(temp, link)
+            return link
+        except OSError:
+            continue
+    _fail(f"cannot preload {lib}: its path holds a space or a colon, which LD_PRELOAD cannot "
+          f"carry, and no link to it could be made in {', '.join(tried) or 'a temporary folder'}")
+
+
 def _set_run_environment(opts, output, lib):
     """The variables `sonde run` sets for its command (launcher.cpp, set_environment): read by
     libsonde as it loads, and inherited by the program's children, which are preloaded."""
     env = os.environ
     env["SONDE_OUTPUT"] = output
     old = env.get("LD_PRELOAD")
-    env["LD_PRELOAD"] = f"{lib}:{old}" if old else lib
+    preload = _preloadable(lib)
+    env["LD_PRELOAD"] = f"{preload}:{old}" if old else preload
     from ._options import RUN_OPTIONS
     # As sonde run sets them (run_options.hpp); a bad value was refused as the options were read
     # (__main__'s _refuse_bad_values: exit 2).

@@ -75,8 +75,9 @@ def profile_python(root_lib, tmp_path, pythonpath):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == str(64.0 * 64 * 64)
     # In-process, the extension's RUNPATH ($ORIGIN/../../..) names it: paths normalised.
+    # ("calling init": the object's constructor runs, once per object loaded.)
     loaded = {os.path.normpath(w.split("=", 1)[-1]) for l in r.stderr.splitlines()
-              if "file=" in l for w in l.split() if w.endswith("libsonde.so") and "/" in w}
+              if "calling init:" in l for w in l.split() if w.endswith("libsonde.so") and "/" in w}
     assert loaded == {str(root_lib / "libsonde.so")}, loaded
     assert query(db, "SELECT pr.name FROM nodes n JOIN routines r USING (routine_id) "
                      "JOIN nodes p ON p.node_id = n.parent_id "
@@ -119,6 +120,37 @@ def test_installed_package_and_cli_work_without_the_build_tree(prefix, tmp_path)
     finally:
         view.terminate()
         assert view.wait(timeout=30) == 0
+
+
+CHILDREN = """\
+import subprocess, sys
+r = subprocess.run([sys.executable, "-c", "print('child')"], capture_output=True, text=True)
+print(r.stdout.strip(), repr(r.stderr))
+"""
+
+
+def test_an_install_under_a_path_with_spaces_profiles_its_children(tmp_path):
+    # ld.so splits LD_PRELOAD at spaces: a venv in "dir with space/" gave every child
+    # "ERROR: ld.so: object '/.../dir' from LD_PRELOAD cannot be preloaded", and `sonde run`
+    # wrote no profile (a red-team find). Both launches now name libsonde through a link of
+    # the user's own (sonde/preload_path.hpp), the same one.
+    if not os.path.isdir(os.path.join(BUILD, "python", "sonde")):
+        pytest.skip("the Python hook was not built (no Python development files)")
+    spaced = tmp_path / "dir with space ü"
+    sh(["cmake", "--install", BUILD, "--prefix", spaced])
+    script = tmp_path / "children.py"
+    script.write_text(CHILDREN)
+    env = clean_env(PYTHONPATH=spaced / "lib" / "sonde" / "python", PATH="/usr/bin:/bin")
+    db = tmp_path / "prof.db"
+    for launch in (["/usr/bin/python3", "-m", "sonde", "-o", db, "--force", script],
+                   [spaced / "bin" / "sonde", "run", "-o", db, "--force", "--",
+                    "/usr/bin/python3", script]):
+        r = subprocess.run([str(c) for c in launch], env=env, capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path)
+        assert (r.returncode, r.stdout) == (0, "child ''\n"), (launch, r.stderr)
+        assert "cannot be preloaded" not in r.stderr, r.stderr
+        assert sorted(query(db, "SELECT origin FROM processes")) == [("child",), ("root",)], \
+            launch
 
 
 def test_programs_build_against_the_installed_region_api(prefix, tmp_path):

@@ -33,6 +33,7 @@
 #include "runtime/last_thread.hpp"
 #include "runtime/python_presence.hpp"
 #include "sonde/output_name.hpp"
+#include "sonde/preload_path.hpp"
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
 #include "store/fd_guard.hpp"
@@ -208,7 +209,10 @@ void Runtime::start() {
   identify_process(rank, root);
   if (!open_output(rank, root)) return;
   int64_t prepared_ns = monotonic_ns();
-  env_preload_ = "LD_PRELOAD=" + object_path_of(reinterpret_cast<const void*>(&Runtime::init));
+  // As LD_PRELOAD can carry it (a path with a space: through a link, sonde/preload_path.hpp).
+  std::string self = object_path_of(reinterpret_cast<const void*>(&Runtime::init));
+  std::string preloadable = preloadable_path(self);
+  env_preload_ = "LD_PRELOAD=" + (preloadable.empty() ? self : preloadable);
   env_output_ = "SONDE_OUTPUT=" + output_;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
   run_ = collect_run_info(run_id_, process_.command, config_.trace, clock_.realtime0());
