@@ -155,4 +155,11 @@ def _bind_extension():
 
 region = _NoRegion
 if _libsonde_loaded():
-    _bind_extension()
+    # An extension that exists but does not load (an undefined symbol, an older libstdc++) leaves
+    # `import sonde` working, its regions no-ops, as where sonde is not loaded: a program's own
+    # `import sonde` failed with it, and python3 -m sonde --re-exec printed its traceback.
+    # python3 -m sonde says it in one line (__main__._run).
+    try:
+        _bind_extension()
+    except ImportError:
+        pass

@@ -522,7 +522,13 @@ def _in_process_wanted(opts):
 def _run(opts, program, kind, in_process=False):
     import atexit
 
-    from . import _sonde, builtins_from_env, imports_from_env
+    try:
+        from . import _sonde
+    except ImportError as e:
+        from ._in_process import extension_unloadable
+        say(f"python3 -m sonde: {extension_unloadable(e)}", error=True)
+        sys.exit(1)
+    from . import builtins_from_env, imports_from_env
     os.environ.pop(_MARK, None)
     why = os.environ.pop(_WHY, None)
     if not in_process:

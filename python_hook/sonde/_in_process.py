@@ -208,6 +208,15 @@ def _prepare_output(output, force):
     return path
 
 
+def extension_unloadable(error):
+    """One line for an extension or libsonde that exists but does not load (an undefined symbol,
+    a libstdc++ older than the one it was built against): a traceback said it until
+    2026-12-06."""
+    return (f"cannot load sonde's extension or libsonde.so here ({error}): this install of "
+            f"sonde was built for another system, or is damaged; install the wheel made for "
+            f"this Python and system (docs/install.md)")
+
+
 def _preloadable(lib):
     """`lib` as LD_PRELOAD can carry it: ld.so splits the list at spaces and colons, so a library
     under such a path is named through a link of the user's own (sonde/preload_path.hpp, which
@@ -311,6 +320,8 @@ def start(opts, lib, by_name, output_shown):
             import ctypes
             ctypes.CDLL(lib, mode=os.RTLD_NOW | os.RTLD_GLOBAL)
         from . import _sonde
+    except (ImportError, OSError) as e:
+        _fail(extension_unloadable(e))
     finally:
         sys.setdlopenflags(flags)
     if not _sonde.in_process(output_shown):

@@ -81,3 +81,30 @@ def test_sonde_python_keeps_the_hook_out_of_child_interpreters_by_any_word(tmp_p
     child = query(db, "SELECT COUNT(*) FROM routines WHERE name LIKE '%(child_work)'")
     assert child == [(1 if child_hooked else 0,)]
     assert query(db, "SELECT COUNT(*) FROM processes") == [(2,)]  # the child is in the run
+
+
+@pytest.mark.parametrize("launch", [[], ["--re-exec"]], ids=["in-process", "re-exec"])
+def test_an_extension_that_does_not_load_is_one_line_not_a_traceback(tmp_path, launch):
+    # A wheel's extension or libsonde that is there but does not load (an undefined symbol, as a
+    # red-team wheel built across a source change had; a libstdc++ older than its own) ended
+    # python -m sonde in a Python traceback, and under --re-exec made `import sonde` itself fail.
+    import shutil
+    package = tmp_path / "pkg" / "sonde"
+    shutil.copytree(os.path.join(PYTHONPATH, "sonde"), package)
+    for ext in package.glob("_sonde.cpython-*.so"):
+        ext.write_bytes(b"")  # "file too short"
+    (tmp_path / "one.py").write_text("import sonde\nwith sonde.region('r'):\n    print(1)\n")
+    env = clean_env(PYTHONPATH=tmp_path / "pkg",
+                    SONDE_LIBRARY=os.path.join(BUILD, "lib", "libsonde.so"))
+    r = subprocess.run([PY, "-m", "sonde", *launch, "-o", str(tmp_path / "p.db"), "one.py"],
+                       env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1 and r.stdout == "", (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr, r.stderr
+    said = [l for l in r.stderr.splitlines() if l.startswith("python3 -m sonde:")]
+    assert len(said) == 1 and "cannot load sonde's extension" in said[0], r.stderr
+    # The program's own `import sonde` under a preloaded libsonde: regions are no-ops.
+    plain = subprocess.run([PY, "one.py"], env=clean_env(
+        PYTHONPATH=tmp_path / "pkg", LD_PRELOAD=os.path.join(BUILD, "lib", "libsonde.so"),
+        SONDE_OUTPUT=tmp_path / "q.db"), cwd=tmp_path, capture_output=True, text=True,
+        timeout=120)
+    assert (plain.returncode, plain.stdout) == (0, "1\n"), plain.stderr
