@@ -49,7 +49,9 @@ void refuse_repeated_inputs(const std::vector<std::string>& inputs) {
 
 void require_regular_output(const std::string& path, const std::string& shown) {
   OutputKind kind = output_kind(path);
-  if (kind == OutputKind::kDirectory) throw Error(fmt::format("{} is a directory", shown));
+  if (kind == OutputKind::kDirectory)
+    throw Error(
+        fmt::format("{} is a directory: name the profile's file (say, {}/prof.db)", shown, shown));
   if (kind == OutputKind::kOther)
     throw Error(
         fmt::format("{} is {}, not a regular file: a profile is a SQLite file of its own, "

@@ -155,6 +155,9 @@ void check_output_directory(const fs::path& output) {
 void prepare_output(const fs::path& output, const std::string& shown, bool force) {
   struct stat st {};
   if (::lstat(output.c_str(), &st) == 0) {
+    // A directory or a device is said as such at once: it was "not a sonde profile; use
+    // --force", and --force then said "is a directory" (a red-team find).
+    require_regular_output(output.string(), shown);
     if (!force) {
       switch (keep_previous_profile(output.string())) {
         case PreviousProfile::kept:
@@ -175,7 +178,6 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
                       "replace it or -o for another file",
                       shown));
     }
-    require_regular_output(output.string(), shown);
   }
   check_output_directory(output);
   if (force) {

@@ -178,11 +178,13 @@ def _prepare_output(output, force):
         _fail(f"the output's full path is {len(os.fsencode(path))} bytes long, over the "
               f"{LONGEST_PROFILE_PATH} SQLite can open a file by: give -o a shorter path")
     if os.path.lexists(path):
+        # Said at once: it was "not a sonde profile; use --force", and --force then said
+        # "is a directory" (a red-team find).
+        if os.path.isdir(path):
+            _fail(f"{output} is a directory: name the profile's file (say, {output}/prof.db)")
         if not force and not _keep_previous(output, path):
             _fail(f"{output} already exists and is not a sonde profile; use --force to replace "
                   "it or -o for another file")
-        if force and os.path.isdir(path):
-            _fail(f"{output} is a directory")
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         _fail(f"output directory {directory} does not exist")

@@ -421,6 +421,19 @@ def test_an_existing_output_is_refused_as_sonde_run_refuses_it(tmp_path):
     assert r.returncode == 0 and blas_parent(tmp_path / "prof.db") == [(7, "prog.py:4(step)")]
 
 
+@pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
+def test_a_directory_as_output_is_said_at_once(tmp_path, in_process):
+    # It read "out already exists and is not a sonde profile; use --force", and with --force
+    # "out is a directory" (a red-team find).
+    (tmp_path / "out").mkdir()
+    for extra in ([], ["--force"]):
+        r = launch(tmp_path, NUMPY, in_process=in_process, db="out", extra=extra)
+        assert r.returncode != 0 and r.stdout == "", r.stderr
+        assert "out is a directory: name the profile's file (say, out/prof.db)" in r.stderr, \
+            r.stderr
+        assert "not a sonde profile" not in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("target", ["python", "sh"])
 def test_a_program_that_execs_still_says_where_the_profile_went(tmp_path, target):
     # In-process, libsonde's image says the last line; an exec replaced it, and the run ended
