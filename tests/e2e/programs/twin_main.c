@@ -24,8 +24,10 @@ int main(int argc, char** argv) {
   for (int c = 0; c < calls; ++c)
     for (int i = 0; i < 2; ++i) {
       int r = gemm[i]();
-      if (reached[i] != 0 && reached[i] != r) reached[i] = -1; /* changed between calls */
-      else reached[i] = r;
+      if (reached[i] != 0 && reached[i] != r)
+        reached[i] = -1; /* changed between calls */
+      else
+        reached[i] = r;
     }
   printf("a %d b %d\n", reached[0], reached[1]);
   return 0;
