@@ -53,10 +53,12 @@ void stop_hooks() {
         sonde::add_run_note(
             "python",
             "a profile function of the program's own (a profiler it ran: cProfile, "
-            "yappi, sys.setprofile) took the place of sonde's on a thread: while it "
-            "was there, that thread's Python frames were not recorded (its native "
-            "calls were, under the last frame recorded). The default mode, without "
-            "--builtins, records beside such profilers");
+            "yappi, sys.setprofile) took the place of sonde's on a thread: from then "
+            "on that thread's Python frames were not recorded (its native calls were, "
+            "under the last frame recorded), also after the program removed its own "
+            "(sys.setprofile(None), a profiler's disable()), unless it set back the one "
+            "sys.getprofile() had given it. The default mode, without --builtins, "
+            "records beside such profilers");
       }
       if (sonde::python::threading_hook_replaced()) {
         sonde::add_run_note(
