@@ -99,6 +99,44 @@ class FlameWriter {
         depth_(depth),
         shares_(shares) {}
 
+  // The frames from `root` down, each a <g> holding its callees' (a flame graph's nesting).
+  // Walked with a stack of its own, not the C stack's: a 13,879-deep Python recursion's profile
+  // overflowed it (SIGSEGV), once the hook recorded that deep (3a8fca3).
+  void frames(const CallNode& root, double x) {
+    struct Open {
+      const CallNode* node;
+      int level;
+      std::size_t next;  // the next child to draw
+      double child_x;    // where it goes
+    };
+    std::vector<Open> open;
+    frame(root, x, 0, "all threads");
+    open.push_back({&root, 0, 0, x});
+    while (!open.empty()) {
+      Open& top = open.back();
+      if (top.next == top.node->children.size()) {
+        out_ << "</g>\n";
+        open.pop_back();
+        continue;
+      }
+      const CallNode& child = top.node->children[top.next++];
+      double cx = top.child_x;
+      double cw = static_cast<double>(child.incl_ns) * scale_;
+      top.child_x += cw;
+      if (cw < kMinWidth) {
+        ++hidden_;
+        continue;
+      }
+      int level = top.level + 1;  // before push_back, which may move `top`
+      // An empty name is shown as folded stacks show it.
+      frame(child, cx, level, child.name.empty() ? "<empty>" : child.name.str());
+      open.push_back({&child, level, 0, cx});
+    }
+  }
+  int hidden() const { return hidden_; }
+
+ private:
+  // One frame's <g>, left open for its callees.
   void frame(const CallNode& node, double x, int level, const std::string& shown_name) {
     double w = static_cast<double>(node.incl_ns) * scale_;
     double y = kHeader + (depth_ - level) * kRow;
@@ -121,21 +159,8 @@ class FlameWriter {
         change.empty() ? "" : "\n" + xml_text(change), x, y, w, kRow - 1, colour);
     if (std::string text = label(shown_name, w); !text.empty())
       out_ << fmt::format("<text x=\"{:.3f}\" y=\"{:.1f}\">{}</text>", x + 3, y + kRow - 5, text);
-    double child_x = x;
-    // An empty name is shown as folded stacks show it.
-    for (const CallNode& child : node.children) {
-      double cw = static_cast<double>(child.incl_ns) * scale_;
-      if (cw >= kMinWidth)
-        frame(child, child_x, level + 1, child.name.empty() ? "<empty>" : child.name.str());
-      else
-        ++hidden_;
-      child_x += cw;
-    }
-    out_ << "</g>\n";
   }
-  int hidden() const { return hidden_; }
 
- private:
   std::ostream& out_;
   double scale_, total_;
   int depth_;
@@ -143,13 +168,20 @@ class FlameWriter {
   int hidden_ = 0;
 };
 
-// The depth of the deepest frame that will be drawn, and the kinds drawn.
-int drawn_depth(const CallNode& node, double scale, int level, std::map<std::string, int>& kinds) {
-  ++kinds[node.kind];
-  int deepest = level;
-  for (const CallNode& child : node.children)
-    if (static_cast<double>(child.incl_ns) * scale >= kMinWidth)
-      deepest = std::max(deepest, drawn_depth(child, scale, level + 1, kinds));
+// The depth of the deepest frame that will be drawn, and the kinds drawn (a stack of its own,
+// as FlameWriter::frames).
+int drawn_depth(const CallNode& root, double scale, std::map<std::string, int>& kinds) {
+  int deepest = 0;
+  std::vector<std::pair<const CallNode*, int>> todo{{&root, 0}};
+  while (!todo.empty()) {
+    auto [node, level] = todo.back();
+    todo.pop_back();
+    ++kinds[node->kind];
+    deepest = std::max(deepest, level);
+    for (const CallNode& child : node->children)
+      if (static_cast<double>(child.incl_ns) * scale >= kMinWidth)
+        todo.emplace_back(&child, level + 1);
+  }
   return deepest;
 }
 
@@ -164,7 +196,7 @@ void write_svg_flamegraph(const ProfileFile& file, std::ostream& out, const Prof
   auto total = static_cast<double>(root.incl_ns);
   double scale = (kWidth - 2 * kMargin) / std::max(total, 1.0);
   std::map<std::string, int> kinds;
-  int depth = drawn_depth(root, scale, 0, kinds);
+  int depth = drawn_depth(root, scale, kinds);
   double height = kHeader + (depth + 1) * kRow + kFooter;
   std::string name = std::filesystem::path(file.path()).filename().string();
 
@@ -199,7 +231,7 @@ void write_svg_flamegraph(const ProfileFile& file, std::ostream& out, const Prof
         key(fmt::format("hsl({},{}%,68%)", colour_of(kind).hue, colour_of(kind).saturation), kind);
   }
   FlameWriter w(out, total, depth, baseline ? &*baseline : nullptr);
-  w.frame(root, kMargin, 0, "all threads");
+  w.frames(root, kMargin);
   out << fmt::format(
       "<text x=\"{}\" y=\"{:.0f}\">{}</text>\n</svg>\n", kMargin, height - 8,
       w.hidden() > 0
