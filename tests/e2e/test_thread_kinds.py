@@ -153,10 +153,12 @@ def test_a_join_of_a_child_process_and_the_resource_tracker_are_left_out(tmp_pat
     ((waited_s,),) = query(db, "SELECT waited_s FROM run_totals")
     assert waited_s == pytest.approx(join_incl + tracker_own, rel=1e-6)
     assert not query(db, "SELECT routine FROM hotspots WHERE routine LIKE 'process.py:%(join)'")
-    # Outside the join (Process.start, p.exitcode) popen_fork's calls stay, a few microseconds.
+    # Outside the join (Process.start, p.exitcode) popen_fork's calls stay.
     ((popen,),) = query(db, "SELECT COALESCE(SUM(incl_s), 0) FROM hotspots "
                             "WHERE routine LIKE 'popen_fork.py:%'")
-    assert popen < 0.01, popen
+    # (The child's fork and exec are among them: 12.6 ms in a clean-clone CI's loaded run, a
+    # few ms quiet. The join they are told from is over 0.3 s.)
+    assert popen < 0.05, popen
     ((tracker_excl,),) = query(db, "SELECT excl_s FROM hotspots "
                                    "WHERE routine LIKE 'resource_tracker.py:%(main)'")
     assert tracker_excl == pytest.approx(0, abs=1e-9)
