@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include "sonde/quiet_write.hpp"
@@ -89,12 +90,17 @@ void* find_real_symbol_for(const char* name, const void* site, uintptr_t* lo, ui
 
 void* RealSymbol::get_slow(const void* site) {
   auto at = reinterpret_cast<uintptr_t>(site);
-  size_t n = std::min(used.load(std::memory_order_acquire), kCallers);
-  for (size_t i = 0; i < n; ++i) {
-    void* f = callers[i].fn.load(std::memory_order_acquire);
-    if (f != nullptr && at - callers[i].lo.load(std::memory_order_relaxed) <
-                            callers[i].span.load(std::memory_order_relaxed))
-      return f;
+  auto in = [at](const Caller& c) -> void* {
+    void* f = c.fn.load(std::memory_order_acquire);
+    return f != nullptr && at - c.lo.load(std::memory_order_relaxed) <
+                               c.span.load(std::memory_order_relaxed)
+               ? f
+               : nullptr;
+  };
+  if (Others* o = others.load(std::memory_order_acquire)) {
+    size_t n = std::min(o->used.load(std::memory_order_acquire), Others::kSize);
+    for (size_t i = 0; i < n; ++i)
+      if (void* f = in(o->at[i])) return f;
   }
   uintptr_t lo = 0, span = 0;
   bool global = false;
@@ -104,21 +110,33 @@ void* RealSymbol::get_slow(const void* site) {
   static std::mutex publishing;
   std::lock_guard lock(publishing);
   if (void* g = fn.load(std::memory_order_relaxed)) return g;  // a racer found the global one
-  size_t i = used.load(std::memory_order_relaxed);
-  // The global scope's definition is every object's, now and later, unless an object already
-  // bound within its own; a site in no object (generated code) is told apart by nothing.
-  if (i == 0 && (global || span == 0)) {
-    fn.store(f, std::memory_order_release);
+  if (first.fn.load(std::memory_order_relaxed) == nullptr) {
+    // The global scope's definition is every object's, now and later, unless an object already
+    // bound within its own; a site in no object (generated code) is told apart by nothing.
+    if (global || span == 0) {
+      fn.store(f, std::memory_order_release);
+      return f;
+    }
+    first.lo.store(lo, std::memory_order_relaxed);
+    first.span.store(span, std::memory_order_relaxed);
+    first.fn.store(f, std::memory_order_release);
     return f;
   }
-  if (span == 0) return f;  // looked up each time
-  for (size_t j = 0; j < std::min(i, kCallers); ++j)
-    if (callers[j].lo.load(std::memory_order_relaxed) == lo) return f;  // a racer's
-  if (i < kCallers) {
-    callers[i].lo.store(lo, std::memory_order_relaxed);
-    callers[i].span.store(span, std::memory_order_relaxed);
-    callers[i].fn.store(f, std::memory_order_release);
-    used.store(i + 1, std::memory_order_release);
+  if (span == 0 || first.lo.load(std::memory_order_relaxed) == lo) return f;
+  Others* o = others.load(std::memory_order_relaxed);
+  if (o == nullptr) {
+    o = new (std::nothrow) Others;  // kept for the process's life
+    if (o == nullptr) return f;     // looked up each time
+    others.store(o, std::memory_order_release);
+  }
+  size_t i = o->used.load(std::memory_order_relaxed);
+  for (size_t j = 0; j < std::min(i, Others::kSize); ++j)
+    if (o->at[j].lo.load(std::memory_order_relaxed) == lo) return f;  // a racer's
+  if (i < Others::kSize) {
+    o->at[i].lo.store(lo, std::memory_order_relaxed);
+    o->at[i].span.store(span, std::memory_order_relaxed);
+    o->at[i].fn.store(f, std::memory_order_release);
+    o->used.store(i + 1, std::memory_order_release);
   }
   return f;
 }
