@@ -75,16 +75,9 @@ void* find_real_symbol_for(const char* name, const void* site, uintptr_t* lo, ui
     *global = true;
     return fn;
   }
-  // Then the object's own dependencies, as its handle searches them. The executable ('') has
-  // none beyond the global scope.
-  const auto* map = known ? static_cast<const link_map*>(found.dlfo_link_map) : nullptr;
-  if (map != nullptr && map->l_name != nullptr && map->l_name[0] != '\0' && !loader_free()) {
-    if (void* handle = dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD)) {
-      fn = dlsym(handle, name);
-      dlclose(handle);  // RTLD_NOLOAD took a reference; the object stays loaded by its owner
-      if (fn != nullptr && !is_own_address(fn)) return fn;
-    }
-  }
+  // Then the object's own dependencies, as its handle searches them.
+  fn = known ? symbol_beside(site, name) : nullptr;
+  if (fn != nullptr && !is_own_address(fn)) return fn;
   return find_real_symbol(name);
 }
 
@@ -167,11 +160,13 @@ std::string object_path_of(const void* address) {
 }
 
 void* symbol_beside(const void* address, const char* name) {
-  Dl_info info{};
-  if (loader_free()) return nullptr;
-  if (address == nullptr || dladdr(address, &info) == 0 || info.dli_fname == nullptr)
-    return nullptr;
-  void* handle = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+  if (loader_free() || address == nullptr) return nullptr;
+  // The object's link map, from the loader's table of mapped ranges (object_of); the
+  // executable's name is '' there, and its handle is dlopen's of nullptr.
+  const auto* map = static_cast<const link_map*>(object_of(address));
+  if (map == nullptr) return nullptr;
+  const char* file = map->l_name != nullptr && map->l_name[0] != '\0' ? map->l_name : nullptr;
+  void* handle = dlopen(file, RTLD_LAZY | RTLD_NOLOAD);
   if (handle == nullptr) return nullptr;
   void* found = dlsym(handle, name);
   dlclose(handle);  // RTLD_NOLOAD took a reference; the object stays loaded by its owner

@@ -42,8 +42,9 @@ bool is_own_address(const void* address);
 // binds within its own dependencies, and two objects may bind to two libraries: a pip wheel of
 // PyTorch to the MKL inside libtorch_cpu.so and numpy to its OpenBLAS, or two extensions to two
 // CUDA runtimes. One definition for all sent the second library's calls to the first
-// (tests/e2e/test_twin_libraries.py). `fn` then serves the first caller's object, [lo, lo + span),
-// and the others are found in `others` (or looked up each call, past its size).
+// (tests/e2e/test_twin_libraries.py). `first` then serves the first calling object,
+// [lo, lo + span), and each later one's is found in `others` (or looked up each call, past its
+// size); `fn` is the global scope's alone.
 struct RealSymbol {
   struct Caller {
     std::atomic<uintptr_t> lo{0}, span{0};
