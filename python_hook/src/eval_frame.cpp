@@ -87,13 +87,8 @@ ThreadState* open_frame_of(ThreadHook& hook, Frame* frame, int throwflag);
 
 // A std::bad_alloc never crosses into CPython's C frames (out_of_memory.hpp).
 __attribute__((noinline)) ThreadState* open_frame(ThreadHook& hook, Frame* frame, int throwflag) {
-  if (!g_recording || starved()) return nullptr;
-  try {
-    return open_frame_of(hook, frame, throwflag);
-  } catch (...) {
-    starve_hooks();
-    return nullptr;
-  }
+  if (!g_recording) return nullptr;
+  return or_starve<ThreadState*>(nullptr, [&] { return open_frame_of(hook, frame, throwflag); });
 }
 
 inline ThreadState* open_frame_of(ThreadHook& hook, Frame* frame, int throwflag) {
@@ -163,16 +158,14 @@ __attribute__((noinline)) void close_frame(ThreadState* t, Frame* frame, PyObjec
     else
       probe_exit_frame(t);
   }
-  try {
+  or_starve(false, [&] {
     if (__builtin_expect(hook.subnormal_frame == frame, 0))
       hook.subnormal_frame = settle_subnormal_arguments(frame);
     // The outermost frame of an import has returned.
-    if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed()) {
+    if (__builtin_expect(hook.in_machinery && !in_machinery, 0) && !greenlets_followed())
       greenlets_import_ended();
-    }
-  } catch (...) {  // never into CPython's C frames (out_of_memory.hpp)
-    starve_hooks();
-  }
+    return true;
+  });
   hook.in_machinery = in_machinery;
   getitem_guard_returned(frame, result);
 }

@@ -350,13 +350,7 @@ int profile_of(PyFrameObject* frame, int what, PyObject* arg) {
 
 // A std::bad_alloc never crosses into CPython's C frames (out_of_memory.hpp).
 int profile(PyObject*, PyFrameObject* frame, int what, PyObject* arg) {
-  if (starved()) return 0;
-  try {
-    return profile_of(frame, what, arg);
-  } catch (...) {
-    starve_hooks();
-    return 0;
-  }
+  return or_starve(0, [&] { return profile_of(frame, what, arg); });
 }
 
 // Line timing, like line_profiler: a line runs from its line event to the next line event (or
@@ -452,14 +446,9 @@ int trace_of(PyFrameObject* frame, int what) {
   return 0;
 }
 
+// Never an exception into CPython's C frames (out_of_memory.hpp).
 int trace(PyObject*, PyFrameObject* frame, int what, PyObject*) {
-  if (starved()) return 0;
-  try {
-    return trace_of(frame, what);
-  } catch (...) {  // never into CPython's C frames (out_of_memory.hpp)
-    starve_hooks();
-    return 0;
-  }
+  return or_starve(0, [&] { return trace_of(frame, what); });
 }
 
 #if PY_VERSION_HEX < 0x030C0000

@@ -175,13 +175,11 @@ struct CallbackObject {
 
 template <Callback F>
 PyObject* vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject*) {
-  if (starved()) Py_RETURN_NONE;
-  try {
-    return F(self, args, PyVectorcall_NARGS(nargsf));
-  } catch (...) {  // never into CPython's C frames (out_of_memory.hpp)
-    starve_hooks();
-    Py_RETURN_NONE;
-  }
+  // Never an exception into CPython's C frames (out_of_memory.hpp); the callbacks return None
+  // or DISABLE, never NULL.
+  PyObject* r =
+      or_starve<PyObject*>(nullptr, [&] { return F(self, args, PyVectorcall_NARGS(nargsf)); });
+  return r != nullptr ? r : Py_NewRef(Py_None);
 }
 
 PyMemberDef g_callback_members[] = {

@@ -24,6 +24,19 @@ inline bool starved() { return __builtin_expect(g_starved, 0); }
 // throws.
 void starve_hooks() noexcept;
 
+// What a hook that CPython calls runs: `body()`, or `otherwise` once the hooks have stopped or
+// where `body` throws (which stops them).
+template <class R, class F>
+inline R or_starve(R otherwise, F&& body) noexcept {
+  if (starved()) return otherwise;
+  try {
+    return body();
+  } catch (...) {
+    starve_hooks();
+    return otherwise;
+  }
+}
+
 // libstdc++'s per-thread exception state, made while there is memory: in an extension loaded
 // by dlopen it is dynamic TLS, allocated at a thread's first throw, and glibc ends the process
 // (exit 127) where that allocation fails. Once per thread, from its first hook call.
