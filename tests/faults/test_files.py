@@ -778,9 +778,10 @@ def deep_profile(tmp_path_factory):
                     SONDE_MAX_DEPTH=65536)
     r = run([PYTHON, "-m", "sonde", "-o", db, folder / "deep.py", 20000], env=env, timeout=120)
     assert r.rc == 0 and r.out == "20000\n", r.err
-    # 13,879 levels recorded of 20,000 on Debian 3.11: the frame-evaluation hook leaves the last
-    # quarter of the C stack to frames run without it (11,460 before its frame shrank, 3a8fca3;
-    # at 13,879 the SVG export's recursive walk overflowed the reader's stack).
+    # 12,726 levels recorded of 20,000 on Debian 3.11: the frame-evaluation hook leaves the last
+    # quarter of the C stack to frames run without it (11,460 before stack_floor left
+    # evaluate's frame; 13,879 for a while with open_frame out of line too, where the SVG
+    # export's recursive walk overflowed the reader's stack).
     assert query(db, "SELECT MAX(depth) FROM nodes")[0][0] > 10000
     return db
 
