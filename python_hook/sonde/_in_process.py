@@ -11,7 +11,6 @@ Where that would lose something sonde was asked for, or a library sonde intercep
 already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
-import stat
 import sys
 
 from ._say import say
@@ -219,62 +218,13 @@ def extension_unloadable(error):
             f"this Python and system (docs/install.md)")
 
 
-def _preloadable(lib):
-    """`lib` as LD_PRELOAD can carry it: ld.so splits the list at spaces and colons, so a library
-    under such a path is named through a link of the user's own (sonde/preload_path.hpp, which
-    libsonde and sonde run use: the same link)."""
-    if not any(c in lib for c in " :\t\n"):
-        return lib
-    target = os.path.realpath(lib)
-    h = 1469598103934665603
-    for c in os.fsencode(target):
-        h = ((h ^ c) * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    name = f"libsonde-{h:016x}.so"
-    tried = []
-    for base in (os.environ.get("TMPDIR"), "/tmp", "/dev/shm", "/var/tmp"):
-        if not base or any(c in base for c in " :\t\n"):
-            continue
-        folder = f"{base}/sonde-{os.geteuid()}"
-        tried.append(folder)
-        try:
-            os.mkdir(folder, 0o700)
-        except OSError:
-            pass
-        try:
-            st = os.lstat(folder)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o022:
-            continue
-        link = f"{folder}/{name}"
-        try:
-            if os.readlink(link) == target:
-                return link
-        except OSError:
-            pass
-        temp = f"{link}.{os.getpid()}"
-        try:
-            try:
-                os.unlink(temp)
-            except FileNotFoundError:
-                pass
-            os.symlink(target, temp)
-            os.rename(temp, link)
-            return link
-        except OSError:
-            continue
-    _fail(f"cannot preload {lib}: its path holds a space or a colon, which LD_PRELOAD cannot "
-          f"carry, and no link to it could be made in {', '.join(tried) or 'a temporary folder'}")
-
-
 def _set_run_environment(opts, output, lib):
     """The variables `sonde run` sets for its command (launcher.cpp, set_environment): read by
     libsonde as it loads, and inherited by the program's children, which are preloaded."""
     env = os.environ
     env["SONDE_OUTPUT"] = output
     old = env.get("LD_PRELOAD")
-    preload = _preloadable(lib)
-    env["LD_PRELOAD"] = f"{preload}:{old}" if old else preload
+    env["LD_PRELOAD"] = f"{lib}:{old}" if old else lib  # made carriable once loaded (start)
     from ._options import RUN_OPTIONS
     # As sonde run sets them (run_options.hpp); a bad value was refused as the options were read
     # (__main__'s _refuse_bad_values: exit 2).
@@ -298,6 +248,21 @@ def _set_run_environment(opts, output, lib):
     if not env.get("CUDA_INJECTION64_PATH"):
         env["CUDA_INJECTION64_PATH"] = lib
     env.pop("SONDE_RUN_ID", None)  # an enclosing run's would make this run join it
+
+
+def _carry_preload(_sonde, lib):
+    """LD_PRELOAD as ld.so can read it: it splits the list at spaces and colons, so a libsonde
+    under such a path goes in through the link libsonde made of it (sonde/preload_path.hpp, as
+    sonde run and libsonde's own children use)."""
+    carries = lambda path: not any(c in path for c in " :\t\n")  # noqa: E731
+    preload = _sonde.preload_path()
+    if carries(lib) or not preload:
+        return
+    if not carries(preload):
+        _fail(f"cannot preload {lib} into the program's children: its path holds a space or a "
+              f"colon, which LD_PRELOAD cannot carry, and no link to it could be made in a "
+              f"temporary folder (TMPDIR, /tmp, /dev/shm, /var/tmp)")
+    os.environ["LD_PRELOAD"] = os.environ["LD_PRELOAD"].replace(lib, preload, 1)
 
 
 def _sync_run_environment(_sonde):
@@ -328,6 +293,7 @@ def start(opts, lib, by_name, output_shown):
         sys.setdlopenflags(flags)
     if not _sonde.in_process(output_shown):
         return False
+    _carry_preload(_sonde, lib)
     sonde = sys.modules[__package__]
     sonde._preloaded = True
     sonde._bind_extension()  # region and stop, chosen when the launcher imported sonde

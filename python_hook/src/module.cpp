@@ -299,6 +299,11 @@ PyObject* string_list(const std::vector<std::string>& items) {
 
 PyObject* run_env(PyObject*, PyObject*) { return string_list(sonde::in_process_run_env()); }
 
+PyObject* preload_path(PyObject*, PyObject*) {
+  std::string path = sonde::in_process_preload();
+  return PyUnicode_DecodeFSDefaultAndSize(path.data(), Py_ssize_t(path.size()));
+}
+
 // CPython ends a run whose KeyboardInterrupt went uncaught by dying of SIGINT once finalized.
 // The launcher catches it (to print it without its own frames), so it dies here: a C exit
 // function runs after the finalization, as CPython's own death does, and atexit._clear()
@@ -371,6 +376,9 @@ PyMethodDef kMethods[] = {
      "Name multiprocessing's resource tracker and forkserver, if running, to libsonde: their\n"
      "pipe ends are closed after the final flush, and they are waited for, so that their own\n"
      "flushes are in the profile when the command returns. For the last atexit call."},
+    {"preload_path", sonde::python::guarded<preload_path>, METH_NOARGS,
+     "libsonde's path as LD_PRELOAD can carry it (a link where the real one holds a space or a\n"
+     "colon); '' where sonde is not recording."},
     {"run_env", sonde::python::guarded<run_env>, METH_NOARGS,
      "['NAME=value', ...] of SONDE_RUN_ID, SONDE_OUTPUT and SONDE_PROCESS as sonde set them."},
     {nullptr, nullptr, 0, nullptr}};

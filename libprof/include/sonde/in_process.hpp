@@ -30,4 +30,9 @@ SONDE_API void in_process_signal_set(int sig);
 // SONDE_OUTPUT, SONDE_PROCESS), which Python's os.environ, read at start-up, does not see.
 SONDE_API std::vector<std::string> in_process_run_env();
 
+// libsonde's path as LD_PRELOAD can carry it, for the run's children (sonde/preload_path.hpp: a
+// link where the real path holds a space or a colon, the real path where none could be made);
+// '' where sonde is not recording.
+SONDE_API std::string in_process_preload();
+
 }  // namespace sonde

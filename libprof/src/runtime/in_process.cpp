@@ -68,6 +68,13 @@ void in_process_exit_begins() { exit_begins(); }
 
 void in_process_signal_set(int sig) { adopt_kernel_action(sig); }
 
+std::string in_process_preload() {
+  constexpr std::string_view kPrefix = "LD_PRELOAD=";
+  Runtime* rt = Runtime::get();
+  if (rt == nullptr || !rt->env_preload().starts_with(kPrefix)) return "";
+  return rt->env_preload().substr(kPrefix.size());
+}
+
 std::vector<std::string> in_process_run_env() {
   std::vector<std::string> result;
   for (const char* name : {"SONDE_RUN_ID", "SONDE_OUTPUT", "SONDE_PROCESS"}) {
