@@ -101,7 +101,7 @@ class FlameWriter {
 
   // The frames from `root` down, each a <g> holding its callees' (a flame graph's nesting).
   // Walked with a stack of its own, not the C stack's: a 13,879-deep Python recursion's profile
-  // overflowed it (SIGSEGV), once the hook recorded that deep (3a8fca3).
+  // overflowed it (SIGSEGV), once the hook recorded that deep (8281873).
   void frames(const CallNode& root, double x) {
     struct Open {
       const CallNode* node;
