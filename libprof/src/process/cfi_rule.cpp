@@ -1,7 +1,7 @@
 // The miss path of the sampler's unwinder: the rule of one address, from the .eh_frame_hdr
 // table its object's PT_GNU_EH_FRAME points at (found with _dl_find_object, lock-free and
-// async-signal-safe), the FDE and CIE there, and their CFA program run up to the address.
-// What this reads is the loaded objects' own tables; a read that faults is caught by the
+// async-signal-safe: find_object.hpp), the FDE and CIE there, and their CFA program run up to the
+// address. What this reads is the loaded objects' own tables; a read that faults is caught by the
 // sampler's guard. Anything outside the subset compilers emit for x86-64 code makes the rule
 // kUnsupported, and the sampler hands that frame to libunwind.
 #include <dlfcn.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "process/cfi_unwind.hpp"
+#include "symbols/find_object.hpp"
 
 namespace sonde {
 
@@ -419,8 +420,13 @@ CfiFrameRule cfi_rule_of(uintptr_t pc) {
   CfiFrameRule rule;
   rule.pc = pc;
   rule.kind = CfiFrameRule::kNoTable;
+  // Before glibc 2.35 no lookup is safe in a signal handler: libunwind walks the frame.
+  if (!find_object_is_lock_free()) {
+    rule.kind = CfiFrameRule::kUnsupported;
+    return rule;
+  }
   dl_find_object object;
-  if (_dl_find_object(reinterpret_cast<void*>(pc), &object) != 0 ||
+  if (find_object_lock_free(reinterpret_cast<void*>(pc), &object) != 0 ||
       object.dlfo_eh_frame == nullptr) {
     return rule;  // no object (JIT code), or one without unwind tables
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sonde/quiet_write.hpp"
+#include "symbols/find_object.hpp"
 #include "symbols/loader_free.hpp"
 
 namespace sonde {
@@ -20,11 +21,12 @@ namespace sonde {
 namespace {
 
 // The loader's record of the object an address lies in: _dl_find_object reads it from a table
-// of mapped ranges, where dladdr also walks the object's whole symbol table for the nearest
-// name (libc's 3,000 symbols for each of the 22 functions a process's start resolves: 0.3 ms).
+// of mapped ranges (find_object.hpp), where dladdr also walks the object's whole symbol table for
+// the nearest name (libc's 3,000 symbols for each of the 22 functions a process's start resolves:
+// 0.3 ms).
 const void* object_of(const void* address) {
   dl_find_object found{};
-  return _dl_find_object(const_cast<void*>(address), &found) == 0 ? found.dlfo_link_map : nullptr;
+  return find_object(address, &found) == 0 ? found.dlfo_link_map : nullptr;
 }
 
 const void* own_object() {
@@ -65,7 +67,7 @@ void* find_real_symbol(const char* name) {
 void* find_real_symbol_for(const char* name, const void* site, uintptr_t* lo, uintptr_t* span,
                            bool* global) {
   dl_find_object found{};
-  bool known = site != nullptr && _dl_find_object(const_cast<void*>(site), &found) == 0;
+  bool known = site != nullptr && find_object(site, &found) == 0;
   *lo = known ? reinterpret_cast<uintptr_t>(found.dlfo_map_start) : 0;
   *span = known ? reinterpret_cast<uintptr_t>(found.dlfo_map_end) - *lo : 0;
   *global = false;

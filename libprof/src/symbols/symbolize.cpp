@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "symbols/elf_symbols.hpp"
+#include "symbols/find_object.hpp"
 #include "symbols/loader_free.hpp"
 
 namespace sonde {
@@ -63,7 +64,7 @@ std::string symbolize(const void* address) {
   // addresses paid at every flush (torch_cnn: 315 ms of _dl_addr in perf at the exit flush).
   dl_find_object found{};
   const char* fname = nullptr;
-  if (_dl_find_object(reinterpret_cast<void*>(ip), &found) == 0 && found.dlfo_link_map != nullptr)
+  if (find_object(reinterpret_cast<void*>(ip), &found) == 0 && found.dlfo_link_map != nullptr)
     fname = found.dlfo_link_map->l_name;
   // A name without a '/' other than the program's own ("") is no file (the vDSO): dladdr's.
   if (fname != nullptr && (fname[0] == '\0' || std::strchr(fname, '/') != nullptr)) {
