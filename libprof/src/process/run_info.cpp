@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sched.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,11 +118,15 @@ std::string job_run_uuid(const std::string& job) {
 }
 
 std::string new_run_uuid() {
-  // The kernel's random bytes (one system call); std::random_device where there are none.
+  // The kernel's random bytes (one system call). Where there are none yet (early at boot), the
+  // clock, the process and an address seed a generator; std::random_device would bring
+  // libstdc++'s arc4random call, which glibc has only from 2.36 (the wheel runs on 2.31).
   uint64_t ab[2] = {};
   if (getrandom(ab, sizeof ab, GRND_NONBLOCK) != ssize_t(sizeof ab)) {
-    std::random_device rd;
-    std::mt19937_64 gen((uint64_t(rd()) << 32) ^ rd() ^ uint64_t(getpid()));
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    std::mt19937_64 gen((uint64_t(ts.tv_sec) * 1'000'000'000ull + uint64_t(ts.tv_nsec)) ^
+                        (uint64_t(getpid()) << 32) ^ reinterpret_cast<uintptr_t>(&ts));
     ab[0] = gen();
     ab[1] = gen();
   }

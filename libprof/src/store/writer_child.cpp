@@ -1,9 +1,11 @@
 #include "store/writer_child.hpp"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,10 +14,21 @@
 #include <cerrno>
 #include <cstring>
 
-extern "C" pid_t _Fork(void);  // glibc 2.34
-
 namespace sonde {
 namespace {
+
+// A fork that runs no pthread_atfork handler: a program's handlers may take locks another thread
+// holds. glibc 2.34's _Fork, looked up (not linked) when libsonde loads, since the wheel runs on
+// 2.31; before 2.34, the clone system call as fork makes it. The child there keeps the parent
+// thread's TID in glibc's thread descriptor: only a recursive or error-checking mutex's owner
+// reads it, and the writing child takes none that the parent held.
+using ForkFn = pid_t (*)();
+const ForkFn kFork = reinterpret_cast<ForkFn>(dlvsym(RTLD_DEFAULT, "_Fork", "GLIBC_2.34"));
+
+pid_t fork_without_handlers() {
+  if (kFork != nullptr) return kFork();
+  return pid_t(syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr));
+}
 
 struct Shared {
   std::atomic<int> state{0};  // 0 running, 1 written, 2 failed
@@ -50,7 +63,7 @@ bool write_in_child(unsigned spare, int timeout_ms, const std::function<bool(std
     return false;
   }
   auto* shared = new (page) Shared;
-  pid_t pid = _Fork();
+  pid_t pid = fork_without_handlers();
   if (pid == 0) {
     // A signal for the parent's process group (a terminal's ^C) is not the child's to act on.
     sigset_t all;

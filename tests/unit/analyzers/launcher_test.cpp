@@ -1,12 +1,16 @@
 // `sonde run`: refusals before anything runs, and what the child sees and returns. A harmless
 // system library stands in for libsonde.so so that these tests do not depend on libprof.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "fixture.hpp"
+#include "programs/launcher.hpp"
 
 namespace sonde::test {
 namespace {
@@ -152,3 +156,20 @@ TEST_F(LauncherTest, MissingLibraryIsAClearError) {
 
 }  // namespace
 }  // namespace sonde::test
+
+namespace sonde {
+namespace {
+
+// The table the tool carries (glibc 2.31 has no sigabbrev_np) names each signal as this
+// machine's glibc does.
+TEST(SignalName, NamesEverySignalAsGlibcDoes) {
+  for (int sig = 1; sig <= SIGSYS; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    ASSERT_NE(abbrev, nullptr) << sig;
+    EXPECT_EQ(analyzers::signal_name(sig), std::string("SIG") + abbrev) << sig;
+  }
+  EXPECT_EQ(analyzers::signal_name(SIGRTMIN + 1), fmt::format("signal {}", SIGRTMIN + 1));
+}
+
+}  // namespace
+}  // namespace sonde
