@@ -43,8 +43,11 @@ echo "build-wheels: building for ${pythons[*]}"
 
 build=${SONDE_WHEEL_BUILD_DIR:-$PWD/build-wheel}
 list=$(IFS=';'; echo "${pythons[*]}")
+# glibc 2.31's libraries to link against and cpp-httplib's header: the wheels run on glibc 2.28
+# and later, with no libstdc++ of the machine's (docs/install.md).
+kit=$(./scripts/portable-kit.sh)
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSONDE_PORTABLE=ON \
-      -DSONDE_BUILD_TESTS=OFF "-DSONDE_EXTRA_PYTHONS=$list" >/dev/null
+      "-DSONDE_PORTABLE_KIT=$kit" -DSONDE_BUILD_TESTS=OFF "-DSONDE_EXTRA_PYTHONS=$list" >/dev/null
 cmake --build "$build" -j"$(nproc)" --target sonde_preload sonde_cli sonde_view_server_cli
 
 mkdir -p dist

@@ -32,6 +32,9 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   # Greenlets: the e2e tests' gevent jobs, and greenlet's own tests as peers (objgraph for
   # their leak checks).
   packages+=(python3-greenlet python3-gevent python3-objgraph)
+  # An older Debian (glibc 2.31) made in a folder, where tests/e2e/test_old_glibc.py runs the
+  # shipped binaries.
+  packages+=(debootstrap)
   # CPython's own signal tests, run under sonde by tests/faults/test_signals.py.
   packages+=(libpython3.11-testsuite)
   # An ILP64 OpenBLAS (blasint int64_t): the real library behind the names of pip's numpy and

@@ -50,12 +50,25 @@ def _say(message):
     print(f"sonde wheel: {message}", file=sys.stderr, flush=True)
 
 
+def _kit_setting():
+    """-DSONDE_PORTABLE_KIT=... from scripts/portable-kit.sh (glibc 2.31 to link against), or
+    nothing where it cannot be made (no apt, no network): the wheel then needs the build
+    machine's glibc and libstdc++, and its tag says so."""
+    r = subprocess.run([os.path.join(SOURCE, "scripts", "portable-kit.sh")],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        _say("scripts/portable-kit.sh failed; this wheel will need this machine's glibc and "
+             "libstdc++:\n" + r.stderr[-2000:])
+        return []
+    return ["-DSONDE_PORTABLE_KIT=" + r.stdout.strip()]
+
+
 def cmake_build(build):
     """Configures (a new build, or adding this interpreter) and builds what the wheel holds."""
     cache = _cache(build)
     if cache is None:
         settings = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release", "-DSONDE_PORTABLE=ON",
-                    "-DSONDE_BUILD_TESTS=OFF"]
+                    "-DSONDE_BUILD_TESTS=OFF"] + _kit_setting()
     elif cache.get("SONDE_PORTABLE", "").upper() not in ("ON", "1", "TRUE", "YES"):
         raise RuntimeError(f"{build} is not a portable build: configure it with "
                            f"-DSONDE_PORTABLE=ON, or name another build-dir")
