@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <link.h>
 #include <pthread.h>
@@ -15,15 +14,14 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <string>
 #include <string_view>
 #include <utility>
 
 #include "symbols/dynamic_section.hpp"
 #include "symbols/find_object.hpp"
+#include "symbols/relro.hpp"
 
 namespace sonde {
 
@@ -169,10 +167,8 @@ struct Pass {
   int waited;  // objects the last pass found mid-load
   RebindPass out;
   bool first = true;
-  bool stop_early = false;  // nothing loaded or unloaded since the last pass
-  // Before glibc 2.35: the read-only mappings, from /proc/self/maps, read once a pass.
-  std::vector<std::pair<uintptr_t, uintptr_t>> read_only;
-  bool maps_read = false;
+  bool stop_early = false;     // nothing loaded or unloaded since the last pass
+  ReadOnlyMappings read_only;  // before glibc 2.35: read once a pass, where first asked
 };
 
 // The slots of `relocations` (`count` of them) naming a function of the table, with the value
@@ -204,19 +200,6 @@ void find_slots(const Pass& p, const DynamicSection& d, std::pair<uintptr_t, uin
     // By name: glibc's _Exit is its _exit, and each has its own wrapper.
     if (o != nullptr && (lazy || now == o->libc)) out.emplace_back(slot, o->ours);
   }
-}
-
-// glibc makes the RELRO pages read-only once it has relocated the object: [start, end) as
-// _dl_protect_relro computes it.
-std::pair<uintptr_t, uintptr_t> relro_of(const DynamicSection& d) {
-  uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
-  for (int i = 0; i < d.phnum; ++i) {
-    if (d.phdr[i].p_type != PT_GNU_RELRO) continue;
-    uintptr_t start = (d.base + d.phdr[i].p_vaddr) & ~(page - 1);
-    uintptr_t end = (d.base + d.phdr[i].p_vaddr + d.phdr[i].p_memsz) & ~(page - 1);
-    return {start, end};
-  }
-  return {0, 0};
 }
 
 // Writes the slots; RELRO pages are made writable for it and read-only again after. Returns
@@ -270,53 +253,13 @@ std::string shown_name(const dl_phdr_info& info) {
                                                                 : "the main program";
 }
 
-// The mappings without write permission: open and read only (this runs in dl_iterate_phdr's
-// callback, where no dl* function may be called).
-void read_read_only(Pass& p) {
-  p.maps_read = true;
-  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  std::string text;
-  char buf[16384];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
-    if (n > 0) text.append(buf, size_t(n));
-  }
-  close(fd);
-  for (size_t at = 0; at < text.size();) {
-    size_t end = text.find('\n', at);
-    if (end == std::string::npos) end = text.size();
-    char* rest = nullptr;
-    uintptr_t lo = std::strtoull(text.c_str() + at, &rest, 16);
-    uintptr_t hi = *rest == '-' ? std::strtoull(rest + 1, &rest, 16) : 0;
-    if (*rest == ' ' && rest[1] == 'r' && rest[2] == '-') p.read_only.emplace_back(lo, hi);
-    at = end + 1;
-  }
-}
-
-// Whether the loader has finished relocating the object, so that what sonde writes into its
-// slots stays. An object of a dlopen under way in another thread is listed before glibc
-// relocates it, which would write over (or add its base to) what sonde wrote. _dl_find_object
-// (glibc 2.35) knows an object only once it is relocated and its RELRO pages are protected.
-// Before 2.35 (find_object then walks dl_iterate_phdr's list, where objects appear as soon as
-// they are mapped), the protection itself says it: the loader makes the RELRO pages read-only
-// as the last step of relocating. An object without RELRO is then left alone.
 bool relocated(Pass& p, const DynamicSection& d, const ElfDyn* dynamic) {
   auto [lo, hi] = span_of(d);
   if (lo >= hi) return false;
   if (find_object_is_lock_free())
     return dynamic_containing(reinterpret_cast<const void*>(lo)) == dynamic;
-  uintptr_t relro = 0;
-  for (int i = 0; i < d.phnum; ++i) {
-    if (d.phdr[i].p_type == PT_GNU_RELRO && d.phdr[i].p_memsz > 0)
-      relro = d.base + d.phdr[i].p_vaddr;
-  }
-  if (relro == 0) return false;
-  if (!p.maps_read) read_read_only(p);
-  for (auto [from, to] : p.read_only) {
-    if (relro >= from && relro < to) return true;
-  }
-  return false;
+  auto [start, end] = relro_of(d);
+  return start < end && p.read_only.hold(start);
 }
 
 // Called by dl_iterate_phdr with the loader's lock held, so no object it reports can be
