@@ -63,8 +63,8 @@ HIDDEN int sonde_clockwait_by_realtime(pthread_cond_t* cond, pthread_mutex_t* mu
   if (clock == CLOCK_REALTIME) return pthread_cond_timedwait(cond, mutex, deadline);
   struct timespec now, real;
   if (clock_gettime(clock, &now) != 0 || clock_gettime(CLOCK_REALTIME, &real) != 0) return EINVAL;
-  int64_t left = (int64_t)(deadline->tv_sec - now.tv_sec) * 1000000000 +
-                 (deadline->tv_nsec - now.tv_nsec);
+  int64_t left =
+      (int64_t)(deadline->tv_sec - now.tv_sec) * 1000000000 + (deadline->tv_nsec - now.tv_nsec);
   if (left < 0) left = 0;
   int64_t at = (int64_t)real.tv_nsec + left % 1000000000;
   struct timespec moved = {real.tv_sec + left / 1000000000 + at / 1000000000, at % 1000000000};

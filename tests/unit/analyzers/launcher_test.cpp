@@ -1,5 +1,7 @@
 // `sonde run`: refusals before anything runs, and what the child sees and returns. A harmless
 // system library stands in for libsonde.so so that these tests do not depend on libprof.
+#include "programs/launcher.hpp"
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -10,7 +12,6 @@
 #include <fstream>
 
 #include "fixture.hpp"
-#include "programs/launcher.hpp"
 
 namespace sonde::test {
 namespace {
