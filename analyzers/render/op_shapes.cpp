@@ -1,5 +1,7 @@
 #include "render/op_shapes.hpp"
 
+#include "metrics/operator_flops.hpp"
+
 namespace sonde::analyzers {
 
 std::vector<OpShapeRow> compute_op_shapes(const ProfileFile& file, std::size_t top) {
@@ -20,6 +22,8 @@ std::vector<OpShapeRow> compute_op_shapes(const ProfileFile& file, std::size_t t
     r.time_s = st.real(4);
     if (!st.is_null(5)) r.mean_us = st.real(5);
     r.caller = st.text(6);  // a Python frame's name says its file and line already
+    if (auto flops = operator_call_flops(r.op, r.input_shapes, r.input_dtypes))
+      r.gflop = *flops * double(r.calls) / 1e9;
     rows.push_back(std::move(r));
   }
   return rows;
@@ -37,11 +41,14 @@ Table op_shapes_table(const std::vector<OpShapeRow>& rows) {
   t.columns = {
       {"operator", "operator"}, {"input_shapes", "input_shapes"}, {"input_dtypes", "input_dtypes"},
       {"calls", "calls"},       {"time_s", "time_s", 6},          {"mean_us", "mean_us", 1},
-      {"caller", "caller"}};
+      {"gflop", "gflop", 4},    {"gflops", "gflops", 3},          {"caller", "caller"}};
   for (const auto& r : rows) {
-    Cell mean = std::monostate{};
+    Cell mean = std::monostate{}, gflop = std::monostate{}, gflops = std::monostate{};
     if (r.mean_us) mean = *r.mean_us;
-    t.rows.push_back({r.op, r.input_shapes, r.input_dtypes, r.calls, r.time_s, mean, r.caller});
+    if (r.gflop) gflop = *r.gflop;
+    if (r.gflop && r.time_s > 0) gflops = *r.gflop / r.time_s;
+    t.rows.push_back(
+        {r.op, r.input_shapes, r.input_dtypes, r.calls, r.time_s, mean, gflop, gflops, r.caller});
   }
   return t;
 }

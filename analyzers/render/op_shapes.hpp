@@ -18,6 +18,7 @@ struct OpShapeRow {
   std::int64_t calls = 0;
   double time_s = 0;
   std::optional<double> mean_us;
+  std::optional<double> gflop;  // all its calls' FLOPs, for a GEMM operator (operator_flops.hpp)
 };
 
 // Sorted by time, largest first; top = 0 means all. Empty for a file without op_shapes

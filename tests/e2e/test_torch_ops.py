@@ -652,10 +652,30 @@ def test_record_shapes_dtypes_and_callers(shapes):
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[0] == ("operator,input_shapes,input_dtypes,calls,time_s,"
-                                          "mean_us,caller")
+                                          "mean_us,gflop,gflops,caller")
     assert '"[[5, 1, 28, 28], [4, 1, 3, 3], [4], [], [], [], []]"' in out.stdout
     text = subprocess.run([CLI, "shapes", str(shapes["db"])], capture_output=True, text=True)
     assert "operator input signatures recorded: sonde shapes --operators" in text.stdout
+
+
+def test_gemm_operators_flops_from_their_shapes_are_torch_profilers(shapes):
+    """FLOPs of the GEMM operators from their recorded shapes (`sonde shapes --operators`'
+    gflop) against torch.profiler's with_flops on the same seeded run: the top-level
+    aten::linear's are the aten::addmm's beneath it (each linear here has a bias), aten::mm's
+    (the backward's) its own; a convolution's are not counted (stride and padding are not
+    recorded)."""
+    out = subprocess.run([CLI, "shapes", "--operators", str(shapes["db"]), "--format", "json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    gflop = {}
+    for row in json.loads(out.stdout)["rows"]:
+        if row["gflop"] is not None:
+            gflop[row["operator"]] = gflop.get(row["operator"], 0) + row["gflop"]
+    prof = shapes["profiler"]
+    assert prof["flops|aten::addmm"] > 0 and prof["flops|aten::mm"] > 0, prof
+    assert set(gflop) == {"aten::linear", "aten::mm"}, gflop
+    assert gflop["aten::linear"] * 1e9 == pytest.approx(prof["flops|aten::addmm"], rel=1e-9)
+    assert gflop["aten::mm"] * 1e9 == pytest.approx(prof["flops|aten::mm"], rel=1e-9)
 
 
 def test_no_shapes_by_default(train):

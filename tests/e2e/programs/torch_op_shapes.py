@@ -2,7 +2,8 @@
 operators run with two input signatures each. Prints the loss, which must not change under
 sonde. With `--profiler FILE`, runs the same under torch.profiler with record_shapes (the legacy
 autograd profiler: every operator event with its scope and input shapes) and writes per
-operator and input shapes the count of FUNCTION-scope events to FILE as JSON."""
+operator and input shapes the count of FUNCTION-scope events to FILE as JSON, and per operator
+the FLOPs torch.profiler's with_flops counts ("flops|aten::addmm")."""
 import json
 import sys
 
@@ -28,13 +29,16 @@ def main():
 
 
 if len(sys.argv) > 2 and sys.argv[1] == "--profiler":
-    with torch.autograd.profiler.profile(use_kineto=False, record_shapes=True) as prof:
+    with torch.autograd.profiler.profile(use_kineto=False, record_shapes=True,
+                                         with_flops=True) as prof:
         main()
     out = {}
     for e in prof.function_events:
         if e.scope == 0:
             key = f"{e.name}|{e.input_shapes}"
             out[key] = out.get(key, 0) + 1
+            if e.flops:
+                out[f"flops|{e.name}"] = out.get(f"flops|{e.name}", 0) + e.flops
     with open(sys.argv[2], "w") as f:
         json.dump(out, f)
 else:
