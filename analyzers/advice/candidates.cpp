@@ -990,6 +990,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.loader =
       load_loader_workers(file, in.breakdown.found ? &in.breakdown.loader_callers : nullptr);
   in.distributions = load_distribution_checks(file);
+  in.operator_flops = load_operator_flops(file);
   {
     auto st = file.prepare(
         "SELECT COALESCE(name, ''), seq, CAST(ROUND(unmeasured_s * 1e9) AS INTEGER) "

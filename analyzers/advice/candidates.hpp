@@ -19,6 +19,7 @@
 #include "metrics/gpu_summary.hpp"
 #include "metrics/loaded_profile.hpp"
 #include "metrics/metrics.hpp"
+#include "metrics/operator_flops.hpp"
 #include "metrics/ranks.hpp"
 #include "profile/line_costs.hpp"
 #include "profile/profile_file.hpp"
@@ -46,6 +47,9 @@ struct AdviceInput {
   Breakdown breakdown;   // the iteration breakdown (no phase mappings); found false: no loop
   LoaderWorkers loader;  // torch DataLoader workers (none: num_workers=0, or no Python hook)
   DistributionChecks distributions;  // torch.distributions' argument checks
+  // GEMM operators' FLOPs from their recorded shapes, by routine_id (--record-shapes; empty
+  // without it).
+  std::map<std::int64_t, OperatorFlops> operator_flops;
   // The host's 1-minute load average at the run's last flush (run_info host.load), and the run's
   // own share of it: its threads' CPU time over its wall time. Absent in files before it.
   std::optional<double> host_load, own_load;

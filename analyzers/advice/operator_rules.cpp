@@ -68,9 +68,8 @@ constexpr std::string_view kLibraryWorkOps[] = {
 constexpr std::string_view kOpaqueLibraryAdvice =
     "{} is GEMM or convolution work that ran in no BLAS or oneDNN call sonde could intercept{}: "
     "this PyTorch links its BLAS and oneDNN into libtorch_cpu.so (PyTorch's pip wheels link MKL "
-    "and oneDNN so), where LD_PRELOAD does not reach, so its time is the operator's own and no "
-    "GFLOP/s is known. Its input shapes per call site: run again with --record-shapes, then "
-    "sonde shapes --operators. What sets its speed is the layer's shape (nn.Linear: batch x "
+    "and oneDNN so), where LD_PRELOAD does not reach, so its time is the operator's own{}. What "
+    "sets its speed is the layer's shape (nn.Linear: batch x "
     "sequence, in_features, out_features; a convolution's channels and image size): a larger "
     "batch per step, wider layers, sizes a multiple of 16, the channels-last memory format for "
     "convolutions, and all cores for torch's intra-op pool (torch.set_num_threads)";
@@ -121,11 +120,33 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
     if (is_library_work(r->name)) {
       bool none = !any_library_call(m);
       c.evidence.emplace_back("library_calls_in_run", std::string(none ? "none" : "some"));
+      // Its FLOPs from the shapes recorded with --record-shapes (operator_flops.hpp), where the
+      // run has them: the GFLOP/s its library call would have given.
+      auto f = in.operator_flops.find(r->routine_id);
+      std::string rate;
+      if (f != in.operator_flops.end() && f->second.time_s > 0) {
+        double gflops = f->second.flops / f->second.time_s / 1e9;
+        c.evidence.emplace_back("gflops_from_shapes", gflops);
+        c.evidence.emplace_back("calls_with_flops", f->second.calls);
+        rate = fmt::format(
+            "; its recorded shapes give {:.2f} GFLOP/s over {} of its calls (sonde shapes "
+            "--operators, per input signature)",
+            gflops, f->second.calls);
+      } else {
+        rate =
+            " and no GFLOP/s is known. Its input shapes per call site and their GFLOP/s: run "
+            "again with --record-shapes, then sonde shapes --operators";
+      }
       c.advice = fmt::format(fmt::runtime(kOpaqueLibraryAdvice), r->name,
-                             none ? " (nor did any other operator of the run)" : "");
-      c.est_gain_s = 0;  // without its FLOPs, nothing bounds what a better shape would gain
-      c.gain_bound =
-          "none: the work's FLOPs are not known where its BLAS or oneDNN call is not seen";
+                             none ? " (nor did any other operator of the run)" : "", rate);
+      // Without its FLOPs nothing bounds what a better shape would gain; with them, the peak of
+      // the library that ran them (MKL's, in its own threads) is still unknown.
+      c.est_gain_s = 0;
+      c.gain_bound = rate.starts_with(";")
+                         ? "none: its GFLOP/s is known from its shapes, not the peak of the "
+                           "library that ran it unseen"
+                         : "none: the work's FLOPs are not known where its BLAS or oneDNN call "
+                           "is not seen";
       out.push_back(std::move(c));
       continue;
     }

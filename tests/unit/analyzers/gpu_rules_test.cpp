@@ -93,6 +93,20 @@ TEST_F(GpuRulesTest, AGemmOperatorsOwnTimeIsAnUnseenLibraryNotMemoryPasses) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(text(c[0], "library_calls_in_run"), "none");
   EXPECT_NE(c[0].advice.find("nor did any other operator"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("run again with --record-shapes"), std::string::npos);
+  // With its shapes recorded (--record-shapes), the GFLOP/s they give: 40 calls of a
+  // 64x256 by 256x512 product, 2*64*256*512 FLOPs each, over the operator's 2 s.
+  sql("INSERT INTO op_shapes (node_id, input_shapes, input_dtypes, calls, time_ns) VALUES "
+      "(30, '[[512], [64, 256], [256, 512], [], []]', 'float, float, float, Scalar, Scalar', 40, "
+      "2000000000);");
+  c = of_rule("torch-operator");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "gflops_from_shapes"), 2.0 * 64 * 256 * 512 * 40 / 2.0 / 1e9);
+  EXPECT_DOUBLE_EQ(number(c[0], "calls_with_flops"), 40);
+  EXPECT_NE(c[0].advice.find("its recorded shapes give 0.34 GFLOP/s over 40"), std::string::npos)
+      << c[0].advice;
+  EXPECT_EQ(c[0].advice.find("run again with --record-shapes"), std::string::npos);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.0);
 }
 
 TEST_F(GpuRulesTest, CopiesFromTheCudaApiTime) {
