@@ -61,7 +61,7 @@ struct RealSymbol {
 
   const char* name;
   std::atomic<void*> fn{nullptr};  // the global scope's: every caller's
-  Caller first;                    // where the global scope had none: the first calling object's
+  Caller first{};                  // where the global scope had none: the first calling object's
   std::atomic<Others*> others{nullptr};
 
   void* get() {
