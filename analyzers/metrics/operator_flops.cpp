@@ -1,8 +1,7 @@
 #include "metrics/operator_flops.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -13,8 +12,7 @@ namespace {
 using Dims = std::vector<std::int64_t>;
 
 bool floating(const std::string& dtype) {
-  return dtype == "float" || dtype == "double" || dtype == "c10::Half" ||
-         dtype == "c10::BFloat16";
+  return dtype == "float" || dtype == "double" || dtype == "c10::Half" || dtype == "c10::BFloat16";
 }
 
 double product(const Dims& d, std::size_t from, std::size_t to) {
@@ -85,8 +83,8 @@ std::optional<double> operator_call_flops(std::string_view op, std::string_view 
   }
   // The operands multiplied, by position: the first two, or the second and third after an
   // added input (addmm's, baddbmm's, addmv's self).
-  bool added = op == "aten::addmm" || op == "aten::baddbmm" || op == "aten::addbmm" ||
-               op == "aten::addmv";
+  bool added =
+      op == "aten::addmm" || op == "aten::baddbmm" || op == "aten::addbmm" || op == "aten::addmv";
   std::size_t i = added ? 1 : 0;
   if (shapes.size() < i + 2 || dtypes.size() < i + 2) return std::nullopt;
   if (!floating(dtypes[i]) || !floating(dtypes[i + 1])) return std::nullopt;

@@ -19,9 +19,9 @@ TEST(OperatorFlops, TorchProfilersFiguresForTheSameShapes) {
 
 TEST(OperatorFlops, LinearAndTheOtherProducts) {
   // nn.Linear(676, 10) on a batch of 16: the addmm beneath it, counted at the top-level operator.
-  EXPECT_EQ(operator_call_flops("aten::linear", "[[16, 676], [10, 676], [10]]",
-                                "float, float, float"),
-            216320.0);
+  EXPECT_EQ(
+      operator_call_flops("aten::linear", "[[16, 676], [10, 676], [10]]", "float, float, float"),
+      216320.0);
   // A sequence model's linear: batch 4 x sequence 32 of 64 features to 128.
   EXPECT_EQ(operator_call_flops("aten::linear", "[[4, 32, 64], [128, 64], []]", "float, float, "),
             2.0 * 4 * 32 * 64 * 128);
@@ -33,7 +33,8 @@ TEST(OperatorFlops, LinearAndTheOtherProducts) {
   EXPECT_EQ(operator_call_flops("aten::matmul", "[[4, 5], [5]]", "float, float"), 40.0);
   EXPECT_EQ(operator_call_flops("aten::matmul", "[[5], [2, 5, 6]]", "float, float"), 120.0);
   // Batches broadcast: (2, 1, 3, 4) by (5, 4, 6) is a batch of 10 products of 3x4 by 4x6.
-  EXPECT_EQ(operator_call_flops("aten::matmul", "[[2, 1, 3, 4], [5, 4, 6]]", "c10::Half, "
+  EXPECT_EQ(operator_call_flops("aten::matmul", "[[2, 1, 3, 4], [5, 4, 6]]",
+                                "c10::Half, "
                                 "c10::Half"),
             2.0 * 10 * 3 * 4 * 6);
 }
@@ -43,7 +44,8 @@ TEST(OperatorFlops, NothingWhereTheShapesDoNotMultiplyOrTheOperatorIsNoProduct) 
   EXPECT_FALSE(operator_call_flops("aten::matmul", "[[2, 3, 4], [3, 4, 6]]", "float, float"));
   EXPECT_FALSE(operator_call_flops("aten::mm", "[[10, 16], [16, 6]]", "long int, long int"));
   EXPECT_FALSE(operator_call_flops("aten::addmm", "[[10, 16], [16, 6]]", "float, float"));
-  EXPECT_FALSE(operator_call_flops("aten::conv2d", "[[16, 1, 28, 28], [4, 1, 3, 3], [4], [], [], "
+  EXPECT_FALSE(operator_call_flops("aten::conv2d",
+                                   "[[16, 1, 28, 28], [4, 1, 3, 3], [4], [], [], "
                                    "[], []]",
                                    "float, float, float, GenericList, GenericList, GenericList, "
                                    "Int"));
