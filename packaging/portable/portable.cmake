@@ -20,8 +20,8 @@ endif()
 
 # For the binaries a wheel or package ships (libsonde.so, the Python extensions, sonde,
 # sonde-view-server). libstdc++ goes in, its symbols hidden in a shared library: a
-# program sonde is preloaded into has its own libstdc++ (often older: RHEL 9's is GCC 11's, and
-# GLIBCXX_3.4.29 and up were needed), and libsonde's copy must not take its calls. The unwinder
+# program sonde is preloaded into has its own libstdc++ (often older: RHEL 8's is GCC 8's,
+# GLIBCXX_3.4.25, where 3.4.29 was needed), and libsonde's copy must not take its calls. The unwinder
 # stays the machine's libgcc_s.so.1 (on the manylinux list, its interface unchanged since GCC 4):
 # GCC 12's static one calls glibc 2.35's _dl_find_object and finds no frame without it. A build
 # without a kit keeps the machine's libstdc++ and glibc (a source build, the .deb).
