@@ -69,10 +69,9 @@ std::optional<double> operator_call_flops(std::string_view op, std::string_view 
       for (const auto& x : input) d.push_back(x.get<std::int64_t>());
       shapes.push_back(std::move(d));
     }
-    // The dtypes as operator_shapes holds them: "[float, float, , Int]" (names, not JSON).
-    std::string_view t = input_dtypes;
-    if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
-    while (!t.empty() || dtypes.size() < shapes.size()) {
+    // The dtypes as operator_shapes holds them, names joined by ", " ("float, , Int": an empty
+    // name for None), one per input.
+    for (std::string_view t = input_dtypes;;) {
       std::size_t comma = t.find(", ");
       dtypes.emplace_back(t.substr(0, comma));
       if (comma == std::string_view::npos) break;
