@@ -11,6 +11,7 @@ Where that would lose something sonde was asked for, or a library sonde intercep
 already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
+import re
 import sys
 
 from ._say import say
@@ -26,6 +27,16 @@ _INTERPRETER_OWN = ("ld-linux", "libc.so", "libm.so", "libz.so", "libexpat.so", 
                     "libgssapi", "libkrb5", "libk5crypto", "libcom_err", "libkeyutils",
                     "libresolv", "libzstd.so", "liblz4.so", "libgpg-error", "libgcrypt",
                     "libselinux", "libpcre2")
+# Before glibc 2.34 its libraries are files named for their release (ld-2.31.so, libc-2.28.so,
+# libpthread-2.31.so), which /proc/self/maps shows in place of their sonames.
+_GLIBC_FILE = re.compile(r"(ld|lib(c|m|pthread|dl|rt|util|nsl|resolv|crypt|anl|mvec|"
+                         r"BrokenLocale|nss_[a-z0-9_]+))-2\.[0-9]+\.so$")
+
+
+def _interpreter_own(path):
+    base = os.path.basename(path)
+    return (os.sep + "lib-dynload" + os.sep in path or "/gconv/" in path
+            or base.startswith(_INTERPRETER_OWN) or _GLIBC_FILE.match(base) is not None)
 
 
 def _loaded_objects():
@@ -44,12 +55,10 @@ def refusal(opts):
     objects = _loaded_objects()
     if objects is None:
         return "/proc/self/maps cannot be read"
-    dynload = os.sep + "lib-dynload" + os.sep
     for path in sorted(objects):
-        base = os.path.basename(path)
-        if base.startswith("libsonde"):
+        if os.path.basename(path).startswith("libsonde"):
             return "libsonde.so is loaded already (a run inside a run)"
-        if dynload in path or "/gconv/" in path or base.startswith(_INTERPRETER_OWN):
+        if _interpreter_own(path):
             continue
         return f"{path} was loaded before sonde"
     return None

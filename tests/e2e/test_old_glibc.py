@@ -12,25 +12,22 @@ the build asks for (2.28) is checked on every binary as well; no glibc 2.28 syst
 here (Debian 10 is gone from deb.debian.org), so 2.31 is the oldest one run.
 
 Root only (debootstrap and chroot); the system is made once into the build directory (35 s,
-about 230 MB) and kept. Python 3.9 has no sonde Python hook: native calls only, which is what
-the test reads."""
-import os
+about 300 MB) and kept (old_glibc_root.py). Python 3.9 has no sonde Python hook: native calls
+only, which is what this test reads; test_old_glibc_python.py runs the hook there on a CPython
+3.13 built in that system."""
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import CLI, LIB, query
+from old_glibc_root import ROOT, inside, make_root
 
 SOURCE = Path(__file__).resolve().parents[2]
 BUILD = Path(CLI).resolve().parent.parent
 sys.path.insert(0, str(SOURCE / "packaging" / "wheel"))
 from elf_deps import needed, version_needs  # noqa: E402
-
-ROOT = BUILD / "old-glibc-root"
-SUITE = "bullseye"
 
 NUMPY = """
 import hashlib, numpy as np, sys
@@ -58,24 +55,9 @@ print("held", len(held) > 0, a[0, 0])
 """
 
 
-def _make_root():
-    if (ROOT / ".complete").exists():
-        return
-    if shutil.which("debootstrap") is None:
-        pytest.fail("debootstrap is missing: scripts/install-deps.sh installs it")
-    shutil.rmtree(ROOT, ignore_errors=True)
-    r = subprocess.run(["debootstrap", "--variant=minbase", "--include=python3-numpy,libunwind8",
-                        SUITE, str(ROOT), "http://deb.debian.org/debian"],
-                       capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, f"debootstrap {SUITE} failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
-    (ROOT / ".complete").write_text(SUITE + "\n")
-
-
 @pytest.fixture(scope="module")
 def root():
-    if os.geteuid() != 0:
-        pytest.skip("makes and enters a chroot (root)")
-    _make_root()
+    make_root()
     # The kit as a wheel lays it out (sonde/_kit: bin/, lib/, share/sonde/viewer), from this build.
     kit = ROOT / "opt" / "sonde"
     shutil.rmtree(kit, ignore_errors=True)
@@ -91,15 +73,6 @@ def root():
     (work / "numpy_loop.py").write_text(NUMPY)
     (work / "hoard.py").write_text(HOARD)
     return ROOT
-
-
-def inside(root, command, env=None, timeout=300):
-    """`command` (a shell line) in the chroot, with its own /proc, in a mount namespace of its
-    own, so nothing stays mounted after."""
-    line = (f"mount -t proc proc {root}/proc && exec chroot {root} /usr/bin/env -i "
-            f"PATH=/usr/bin:/bin HOME=/work LANG=C.UTF-8 {env or ''} /bin/sh -c '{command}'")
-    return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", line],
-                          capture_output=True, text=True, timeout=timeout)
 
 
 def test_the_binaries_ask_for_no_glibc_past_2_28_nor_any_libstdcxx():

@@ -52,6 +52,18 @@ def _params():
     return [pytest.param(minor, py, id=f"cp3{minor}") for minor, py in FOUND]
 
 
+def make_wheel(py, dist):
+    """The wheel for interpreter `py`, made from this build into `dist`: its path."""
+    r = subprocess.run(
+        [py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import sonde_wheel; "
+                   "print(sonde_wheel.build_wheel(sys.argv[2], {'build-dir': sys.argv[3], "
+                   "'skip-build': '1'}))",
+         str(SOURCE / "packaging" / "wheel"), str(dist), str(BUILD)],
+        capture_output=True, text=True, timeout=300, env=clean_env())
+    assert r.returncode == 0, r.stderr
+    return Path(dist) / r.stdout.strip()
+
+
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory):
     if not PORTABLE:
@@ -60,16 +72,8 @@ def wheels(tmp_path_factory):
     made = {}
     for minor, py in FOUND:
         ext = BUILD / "python" / "sonde" / f"_sonde.cpython-3{minor}-x86_64-linux-gnu.so"
-        if not ext.exists():
-            continue
-        r = subprocess.run(
-            [py, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import sonde_wheel; "
-                       "print(sonde_wheel.build_wheel(sys.argv[2], {'build-dir': sys.argv[3], "
-                       "'skip-build': '1'}))",
-             str(SOURCE / "packaging" / "wheel"), str(dist), str(BUILD)],
-            capture_output=True, text=True, timeout=300, env=clean_env())
-        assert r.returncode == 0, r.stderr
-        made[minor] = dist / r.stdout.strip()
+        if ext.exists():
+            made[minor] = make_wheel(py, dist)
     return made
 
 
