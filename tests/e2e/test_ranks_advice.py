@@ -71,11 +71,17 @@ def test_blas_threads_counts_the_ranks_sharing_the_host(ranks):
 def test_one_imbalance_is_one_candidate(ranks):
     """step() only calls compute(), whose time is its GEMMs: rank 1's extra GEMMs are one
     imbalance, named once, at the deepest frame of the chain (cblas_dgemm, the work that
-    differs), with compute() and step() as the callers it shows in."""
+    differs), with compute() and step() as the callers it shows in.
+
+    The times are wall times: descheduled inside a caller's own code (ctest -j2 on 2 cores),
+    the slow rank's caller holds more than its GEMMs' lost time, and the rule names the caller.
+    So the GEMMs are few and large (1 against 3 of 768 x 768 a step): with 256 x 256 and 4
+    against 12, 5 runs of 30 beside test_torch_ops named compute() or <module>."""
     found = [c for c in candidates(ranks["merged"]) if c["rule"] == "rank-imbalance"]
-    names = [c["location"] for c in found]
+    names = [c["location"].rsplit(" [", 1)[0] for c in found]  # less the " [kind]"
     assert not any(n.endswith(("(compute)", "(step)", "(<module>)")) for n in names), names
-    (gemm,) = [c for c in found if c["location"].startswith("cblas_dgemm")]
+    (gemm,) = found
+    assert gemm["location"].startswith("cblas_dgemm"), names
     assert gemm["evidence"]["slowest_rank"] == 1
     callers = gemm["evidence"]["same_imbalance_in"]
     assert "(compute)" in callers and "(step)" in callers, gemm

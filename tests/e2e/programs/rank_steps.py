@@ -10,7 +10,7 @@ from mpi4py import MPI
 comm = MPI.COMM_WORLD
 rank = comm.Get_rank()
 STEPS = int(sys.argv[1]) if len(sys.argv) > 1 else 10
-N = 256
+N = 768
 rng = np.random.default_rng(rank)
 a = rng.standard_normal((N, N))
 b = rng.standard_normal((N, N)) / N
@@ -29,6 +29,6 @@ def step(products):
 
 total = np.zeros(1)
 for _ in range(STEPS):
-    local = np.array([step(4 if rank == 0 else 12)])
+    local = np.array([step(1 if rank == 0 else 3)])
     comm.Allreduce(local, total)
 print(f"rank {rank} total {total[0]:.6e}")
