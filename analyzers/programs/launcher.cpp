@@ -43,7 +43,7 @@
 #include "sonde/rank_env.hpp"
 #include "sonde/run_options.hpp"
 #include "sonde/signals.hpp"
-#include "store/sqlite_db.hpp"
+#include "store/rank_files.hpp"
 
 namespace sonde::analyzers {
 namespace fs = std::filesystem;
@@ -373,148 +373,15 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
   return w;
 }
 
-// The files the ranks of a job that this run launched wrote beside `output` (prof.rank<R>.db,
-// sonde/rank_env.hpp), by rank: `sonde run -o prof.db -- mpirun ...` names only mpirun's own
-// file otherwise, and the ranks' work is in theirs. A rank file counts when a process of it
-// started after this run did; `others` counts the rank-named files that do not.
-// The run ids the launcher's own file holds (its command's process and what it started before
-// the ranks), which the ranks inherit (SONDE_RUN_ID); empty where it holds none yet.
-std::vector<std::string> run_ids_of(const fs::path& output) {
-  std::vector<std::string> ids;
-  try {
-    ProfileFile file = ProfileFile::open(output.string(), false);
-    for (auto st = file.prepare("SELECT uuid FROM runs"); st.step();) ids.push_back(st.text(0));
-  } catch (const Error&) {
-  }
-  return ids;
-}
-
-std::vector<std::pair<long, std::string>> rank_files_written(const fs::path& output,
-                                                             std::int64_t since_ns, int& others) {
-  // This run's ranks' files are those of its run id: another job started at the same time with
-  // the same -o wrote prof.rank0.<pid>.db beside them (a red-team run: each launcher named all
-  // four files, and the merge it suggested refused them, 'not of the same run'). Without an id,
-  // those written since this run started.
-  std::vector<std::string> runs = run_ids_of(output);
-  std::string name = output.filename().string();
-  std::size_t dot = name.rfind('.');
-  bool has_ext = dot != std::string::npos && dot > 0;
-  std::string prefix = (has_ext ? name.substr(0, dot) : name) + ".rank";
-  std::string suffix = has_ext ? name.substr(dot) : "";
-  std::vector<std::pair<long, std::string>> found;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(output.parent_path(), ec)) {
-    std::string f = entry.path().filename().string();
-    if (f.size() <= prefix.size() + suffix.size() || !f.starts_with(prefix) || !f.ends_with(suffix))
-      continue;
-    std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
-    // prof.rank3.db, or beside a rank file of an earlier run prof.rank3.<pid>.db (and
-    // .<pid>-<n>, sonde/output_name.hpp): a rerun's rank files went unnamed.
-    std::string beside;
-    if (std::size_t d = digits.find('.'); d != std::string::npos) {
-      beside = digits.substr(d + 1);
-      digits.resize(d);
-      if (beside.empty() || beside.find_first_not_of("0123456789-") != std::string::npos ||
-          beside.front() == '-' || beside.back() == '-')
-        continue;
-    }
-    if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
-        digits.find_first_not_of("0123456789") != std::string::npos)
-      continue;
-    try {
-      ProfileFile file = ProfileFile::open(entry.path().string(), false);
-      bool ours = false;
-      if (!runs.empty()) {
-        for (auto st = file.prepare("SELECT uuid FROM runs"); !ours && st.step();)
-          ours = std::find(runs.begin(), runs.end(), st.text(0)) != runs.end();
-      } else {
-        auto st = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
-        st.bind(1, since_ns);
-        ours = st.step() && st.int64(0) > 0;
-      }
-      if (ours) {
-        found.emplace_back(std::stol(digits), f);
-        continue;
-      }
-    } catch (const Error&) {
-      // Not a profile, or not readable: not one this run can name.
-    }
-    ++others;
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-// The launcher's own profile says where its ranks' work went, for every reader of it (report,
-// candidates; ranks, scaling and merge refuse or leave it out: profile/launcher_file.hpp). Only
-// where none of its processes has a rank: `sonde run` around one rank does not launch others.
-void note_rank_files(const fs::path& output, const std::string& message) {
-  sonde::Database db;
-  std::string error;
-  if (!db.open(output.string(), false, error)) return;
-  sonde::Statement st(
-      db.handle(),
-      "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
-      "SELECT run_id, NULL, 'info', ?1, ?2 FROM runs WHERE NOT EXISTS (SELECT 1 FROM "
-      "processes WHERE rank IS NOT NULL) LIMIT 1");
-  if (!st.ok()) return;
-  st.bind(1, std::string_view(kRankFilesTopic)).bind(2, std::string_view(message));
-  st.step();  // a file another writer holds stays as it is: the lines said on stderr remain
-}
-
-// `word` as a shell reads it back: as it is where it holds nothing the shell would split or
-// expand, else in single quotes (a folder with a space in the merge command sonde suggests).
-std::string shell_word(std::string_view word) {
-  auto plain = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./:@%+=,-", c) != nullptr;
-  };
-  if (!word.empty() && std::all_of(word.begin(), word.end(), plain)) return std::string(word);
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
+// The files the ranks of a job that this run launched wrote beside `output` (store/rank_files):
+// `sonde run -o prof.db -- mpirun ...` names only mpirun's own file otherwise, and the ranks'
+// work is in theirs. Said, and noted in the launcher's own file for every reader of it (report,
+// candidates; ranks, scaling and merge refuse or leave it out: profile/launcher_file.hpp).
 void say_rank_files(const fs::path& output, const std::string& requested, std::int64_t since_ns) {
-  int others = 0;
-  auto ranks = rank_files_written(output, since_ns, others);
-  if (ranks.empty()) return;
-  std::string dir = fs::path(requested).parent_path().string();
-  auto shown = [&](const std::string& f) { return dir.empty() ? f : dir + "/" + f; };
-  std::string files;
-  if (ranks.size() <= 4) {
-    for (const auto& r : ranks) files += (files.empty() ? "" : ", ") + shown(r.second);
-  } else {
-    files = fmt::format("{} to {}", shown(ranks.front().second), shown(ranks.back().second));
-  }
-  // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
-  std::string first = rank_output(requested, 0);
-  std::size_t tag = first.rfind(".rank0");
-  // The pattern's star stays outside the quotes, so that the shell still expands it.
-  std::string glob =
-      shell_word(first.substr(0, tag) + ".rank") + "*" + shell_word(first.substr(tag + 6));
-  // An earlier run's merge at that name (a second run into the same name) stopped the command
-  // as printed ("exists; --force replaces it"): a free name is suggested, never --force.
-  std::string merged_name = std::string(first).replace(tag, 6, ".merged");
-  for (int n = 2; n < 1000 && fs::exists(merged_name); ++n)
-    merged_name = std::string(first).replace(tag, 6, fmt::format(".merged.{}", n));
-  std::string merged = shell_word(merged_name);
-  if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
-    glob.clear();
-    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shell_word(shown(r.second));
-  }
-  if (ranks.size() == 1) {
-    say("sonde: 1 rank wrote its own file, {}\n", files);
-    note_rank_files(output, fmt::format("the launcher's own profile: the run's rank wrote its "
-                                        "own file, {}",
-                                        files));
-  } else {
-    say("sonde: {} ranks wrote their own files, {}; to read them as one: sonde merge -o {} {}\n",
-        ranks.size(), files, merged, glob);
-    note_rank_files(output, fmt::format("the launcher's own profile: the run's {} ranks wrote "
-                                        "their own files, {}; to read them as one: sonde merge "
-                                        "-o {} {}",
-                                        ranks.size(), files, merged, glob));
-  }
+  RankFilesSaid said = rank_files_said(output.string(), requested, since_ns);
+  if (said.line.empty()) return;
+  say("{}", said.line);
+  note_rank_files(output.string(), said.note);
 }
 
 // Returns the file written (its absolute path), or "" when there is none.

@@ -710,6 +710,41 @@ def test_sonde_run_python_records_every_rank_a_launcher_starts(tmp_path, python)
             assert allreduces == 0 and hooked == [] and said == 1, f
 
 
+@pytest.mark.parametrize("launch", ["--in-process", "--re-exec"])
+def test_python_m_sonde_around_torchrun_names_the_rank_files(tmp_path, launch):
+    """`python3 -m sonde -m torch.distributed.run ...` (Debian's torchrun 1.13 starts workers
+    with --redirects and --tee): the ranks write prof.rank<R>.db, and the launcher's own file
+    says so as `sonde run` says it. In-process, no sonde run outlives the program: until
+    2026-12-06 the launcher's file had no note, read as a second rank 0 (`sonde merge prof*.db`
+    refused it, "both hold rank 0"), and every rank file, whose first process is torchrun's
+    child, warned that the run's first process had written nothing."""
+    r = subprocess.run(
+        [PY, "-m", "sonde", launch, "-o", "prof.db", "-m", "torch.distributed.run",
+         "--nproc_per_node", "2", "--master_port", str(free_port()), "--redirects", "1",
+         "--tee", "1", DDP], cwd=tmp_path, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1),
+        capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    said = [line for line in r.stderr.splitlines() if line.startswith("sonde:")]
+    assert said[-2:] == [
+        "sonde: profile written to prof.db",
+        "sonde: 2 ranks wrote their own files, prof.rank0.db, prof.rank1.db; to read them as one: "
+        "sonde merge -o prof.merged.db prof.rank*.db"], r.stderr
+    notes = query(tmp_path / "prof.db", "SELECT topic FROM notes WHERE topic = 'rank-files'")
+    assert notes == [("rank-files",)]
+    for i in (0, 1):
+        f = tmp_path / f"prof.rank{i}.db"
+        assert query(f, "SELECT COALESCE(SUM(calls), 0) FROM comm_ops WHERE op = "
+                        "'c10d::allreduce_' AND bytes = ?", (PARAMS * 4,)) == [(5,)]
+        report = subprocess.run([CLI, "report", f], capture_output=True, text=True, timeout=60)
+        assert report.returncode == 0 and "warning" not in report.stdout, report.stdout
+    m = subprocess.run(f"{CLI} merge -o all.db prof*.db", shell=True, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0 and "prof.db left out: the launcher's own profile" in m.stderr, m
+    report = subprocess.run([CLI, "report", "all.db"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=60)
+    assert report.returncode == 0 and "warning" not in report.stdout, report.stdout
+
+
 def test_sonde_run_python_needs_its_package(tmp_path):
     """A libsonde.so with no sonde package beside it: --python says what it looked for."""
     lib = tmp_path / "lib" / "libsonde.so"

@@ -37,6 +37,7 @@
 #include "sonde/quiet_write.hpp"
 #include "sonde/rank_env.hpp"
 #include "store/fd_guard.hpp"
+#include "store/rank_files.hpp"
 #include "symbols/real_symbol.hpp"
 
 namespace sonde {
@@ -744,6 +745,17 @@ void Runtime::say_where_written_line(bool ok) {
                 "flush did not happen or failed)\n",
                 name);
   say_on_stderr(line);
+  // Said here, no `sonde run` outlives the program to name what its ranks wrote (python -m sonde
+  // -m torch.distributed.run, in-process): this process, the run's launcher, does, as it would.
+  // (Every such exit reads the output's directory: fork counts miss CPython's vfork and
+  // posix_spawn, which torchrun's subprocess uses.)
+  if (ok && process_.rank < 0) {
+    RankFilesSaid ranks = rank_files_said(output_, name, process_.started_ns);
+    if (!ranks.line.empty()) {
+      say_on_stderr(ranks.line);
+      note_rank_files(output_, ranks.note);
+    }
+  }
 }
 
 void Runtime::exit_begins() {

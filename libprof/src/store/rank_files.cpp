@@ -1,0 +1,164 @@
+#include "store/rank_files.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <filesystem>
+#include <string_view>
+
+#include "sonde/output_name.hpp"
+#include "store/sqlite_db.hpp"
+
+namespace sonde {
+namespace fs = std::filesystem;
+namespace {
+
+// A reader's wait for a rank still writing its last flush.
+constexpr int kBusyMs = 2000;
+
+// The run ids the launcher's own file holds (its command's process and what it started before
+// the ranks), which the ranks inherit (SONDE_RUN_ID); empty where it holds none yet.
+std::vector<std::string> run_ids_of(const std::string& output) {
+  std::vector<std::string> ids;
+  Database db;
+  if (db.open_readonly(output, kBusyMs) != SQLITE_OK) return ids;
+  Statement st(db.handle(), "SELECT uuid FROM runs");
+  while (st.ok() && st.step() == SQLITE_ROW) ids.push_back(st.column_text(0));
+  return ids;
+}
+
+// Whether the rank-named file `path` is this run's: one of `runs` in it, or without them a
+// process started since `since_ns`. Not a profile, or not readable: not one this run can name.
+bool of_this_run(const std::string& path, const std::vector<std::string>& runs, int64_t since_ns) {
+  Database db;
+  if (db.open_readonly(path, kBusyMs) != SQLITE_OK) return false;
+  if (!runs.empty()) {
+    Statement st(db.handle(), "SELECT uuid FROM runs");
+    while (st.ok() && st.step() == SQLITE_ROW)
+      if (std::find(runs.begin(), runs.end(), st.column_text(0)) != runs.end()) return true;
+    return false;
+  }
+  Statement st(db.handle(), "SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
+  if (!st.ok()) return false;
+  st.bind(1, since_ns);
+  return st.step() == SQLITE_ROW && st.column_int(0) > 0;
+}
+
+// `word` as a shell reads it back: as it is where it holds nothing the shell would split or
+// expand, else in single quotes (a folder with a space in the merge command sonde suggests).
+std::string shell_word(std::string_view word) {
+  auto plain = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./:@%+=,-", c) != nullptr;
+  };
+  if (!word.empty() && std::all_of(word.begin(), word.end(), plain)) return std::string(word);
+  std::string out = "'";
+  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+std::vector<std::pair<long, std::string>> rank_files_written(const std::string& output,
+                                                             int64_t since_ns, int& others) {
+  // This run's ranks' files are those of its run id: another job started at the same time with
+  // the same -o wrote prof.rank0.<pid>.db beside them (a red-team run: each launcher named all
+  // four files, and the merge it suggested refused them, 'not of the same run'). Without an id,
+  // those written since this run started.
+  std::vector<std::pair<long, std::string>> found;
+  fs::path out(output);
+  std::string name = out.filename().string();
+  std::size_t dot = name.rfind('.');
+  bool has_ext = dot != std::string::npos && dot > 0;
+  std::string prefix = (has_ext ? name.substr(0, dot) : name) + ".rank";
+  std::string suffix = has_ext ? name.substr(dot) : "";
+  std::vector<std::string> runs;
+  bool runs_read = false;  // read once a rank-named file is there: most runs have none
+  std::error_code ec;
+  fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::string f = it->path().filename().string();
+    if (f.size() <= prefix.size() + suffix.size() || !f.starts_with(prefix) || !f.ends_with(suffix))
+      continue;
+    std::string digits = f.substr(prefix.size(), f.size() - prefix.size() - suffix.size());
+    // prof.rank3.db, or beside a rank file of an earlier run prof.rank3.<pid>.db (and
+    // .<pid>-<n>, sonde/output_name.hpp): a rerun's rank files went unnamed.
+    if (std::size_t d = digits.find('.'); d != std::string::npos) {
+      std::string beside = digits.substr(d + 1);
+      digits.resize(d);
+      if (beside.empty() || beside.find_first_not_of("0123456789-") != std::string::npos ||
+          beside.front() == '-' || beside.back() == '-')
+        continue;
+    }
+    if (digits.empty() || digits.size() > 9 || (digits.size() > 1 && digits[0] == '0') ||
+        digits.find_first_not_of("0123456789") != std::string::npos)
+      continue;
+    if (!runs_read) {
+      runs = run_ids_of(output);
+      runs_read = true;
+    }
+    if (of_this_run(it->path().string(), runs, since_ns))
+      found.emplace_back(std::stol(digits), f);
+    else
+      ++others;
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+RankFilesSaid rank_files_said(const std::string& output, const std::string& requested,
+                              int64_t since_ns) {
+  int others = 0;
+  auto ranks = rank_files_written(output, since_ns, others);
+  if (ranks.empty()) return {};
+  std::string dir = fs::path(requested).parent_path().string();
+  auto shown = [&](const std::string& f) { return dir.empty() ? f : dir + "/" + f; };
+  std::string files;
+  if (ranks.size() <= 4) {
+    for (const auto& r : ranks) files += (files.empty() ? "" : ", ") + shown(r.second);
+  } else {
+    files = fmt::format("{} to {}", shown(ranks.front().second), shown(ranks.back().second));
+  }
+  if (ranks.size() == 1)
+    return {
+        fmt::format("sonde: 1 rank wrote its own file, {}\n", files),
+        fmt::format("the launcher's own profile: the run's rank wrote its own file, {}", files)};
+  // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
+  std::string first = rank_output(requested, 0);
+  std::size_t tag = first.rfind(".rank0");
+  // The pattern's star stays outside the quotes, so that the shell still expands it.
+  std::string glob =
+      shell_word(first.substr(0, tag) + ".rank") + "*" + shell_word(first.substr(tag + 6));
+  // An earlier run's merge at that name (a second run into the same name) stopped the command
+  // as printed ("exists; --force replaces it"): a free name is suggested, never --force.
+  std::string merged_name = std::string(first).replace(tag, 6, ".merged");
+  std::error_code ec;
+  for (int n = 2; n < 1000 && fs::exists(merged_name, ec); ++n)
+    merged_name = std::string(first).replace(tag, 6, fmt::format(".merged.{}", n));
+  if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
+    glob.clear();
+    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shell_word(shown(r.second));
+  }
+  std::string merge = fmt::format("sonde merge -o {} {}", shell_word(merged_name), glob);
+  return {fmt::format("sonde: {} ranks wrote their own files, {}; to read them as one: {}\n",
+                      ranks.size(), files, merge),
+          fmt::format("the launcher's own profile: the run's {} ranks wrote their own files, "
+                      "{}; to read them as one: {}",
+                      ranks.size(), files, merge)};
+}
+
+void note_rank_files(const std::string& output, const std::string& message) {
+  Database db;
+  std::string error;
+  if (!db.open(output, false, error)) return;
+  Statement st(db.handle(),
+               "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
+               "SELECT run_id, NULL, 'info', ?1, ?2 FROM runs WHERE NOT EXISTS (SELECT 1 FROM "
+               "processes WHERE rank IS NOT NULL) LIMIT 1");
+  if (!st.ok()) return;
+  st.bind(1, std::string_view(kRankFilesTopic)).bind(2, std::string_view(message));
+  st.step();  // a file another writer holds stays as it is: the lines said on stderr remain
+}
+
+}  // namespace sonde
