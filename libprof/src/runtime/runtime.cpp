@@ -747,8 +747,8 @@ void Runtime::say_where_written_line(bool ok) {
   say_on_stderr(line);
   // Said here, no `sonde run` outlives the program to name what its ranks wrote (python -m sonde
   // -m torch.distributed.run, in-process): this process, the run's launcher, does, as it would.
-  // (Every such exit reads the output's directory: fork counts miss CPython's vfork and
-  // posix_spawn, which torchrun's subprocess uses.)
+  // (Asked at every such exit: fork counts miss CPython's vfork and posix_spawn, which
+  // torchrun's subprocess uses. Without a rank 0 file it costs one stat.)
   if (ok && process_.rank < 0) {
     RankFilesSaid ranks = rank_files_said(output_, name, process_.started_ns);
     if (!ranks.line.empty()) {
