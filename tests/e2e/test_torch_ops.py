@@ -469,8 +469,13 @@ def test_spawned_ranks_share_one_file(tmp_path):
     assert per_rank == [(0, 1), (1, 1)], per_rank
     sizes = query(db, "SELECT DISTINCT comm_size FROM comm_ops WHERE op = 'c10d::allreduce_'")
     assert sizes == [(2,)], sizes
-    said = [n for (n,) in query(db, "SELECT message FROM notes WHERE topic = 'rank'")]
-    assert sorted(said)[0].startswith("torch.distributed says rank 0 of 2"), said
+    said = query(db, "SELECT severity, message FROM notes WHERE topic = 'rank' ORDER BY 2")
+    assert said[0][1].startswith("torch.distributed says rank 0 of 2"), said
+    # How torch.multiprocessing.spawn's ranks are recorded, as documented: it said "warning"
+    # in every report of such a run.
+    assert {severity for severity, _ in said} == {"info"}, said
+    report = subprocess.run([CLI, "report", db], capture_output=True, text=True, timeout=60)
+    assert report.returncode == 0 and "warning" not in report.stdout, report.stdout
     where = [x["location"] for x in candidates(db)]
     assert not any("resource_tracker" in w or "spawn" in w for w in where), where
 

@@ -382,9 +382,19 @@ void Runtime::start_collectors(bool root) {
 
 void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
   std::string note;
+  const char* severity = "warning";
   {
     std::lock_guard lock(store_mu_);
-    if (process_.rank < 0 && world_size > 1) {
+    if (process_.rank < 0 && world_size > 1 && std::string_view(who) == "torch.distributed") {
+      // torch.multiprocessing.spawn's ranks, as it documents them: they share the run's file,
+      // read as a merged one. A warning in every such report read as something gone wrong.
+      severity = "info";
+      note = fmt::format(
+          "torch.distributed says rank {} of {}, and the launcher's environment named no rank "
+          "(torch.multiprocessing.spawn): the ranks share this profile, {} "
+          "(docs/distributed.md)",
+          rank, world_size, output_);
+    } else if (process_.rank < 0 && world_size > 1) {
       note = fmt::format(
           "{} says rank {} of {}, but the launcher's environment named no rank "
           "(docs/distributed.md): this rank's profile is in {}, not a .rank{} file",
@@ -398,7 +408,7 @@ void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
     process_.rank = rank;
     process_.world_size = world_size;
   }
-  if (!note.empty()) add_note("rank", note);
+  if (!note.empty()) add_note("rank", note, severity[0] == 'w', severity);
 }
 
 // Before its owner runs any call: the window only ever opens, and a bit set as it opens is
