@@ -102,6 +102,14 @@ RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
   RanksReport r;
   if (auto st = file.prepare("SELECT COUNT(*) FROM rank_times"); st.step()) r.ranks = st.int64(0);
   r.world_size = run_world_size(file);
+  if (auto st = file.prepare("SELECT COUNT(DISTINCT n.process_id) FROM notes n JOIN "
+                             "process_ranks USING (process_id) WHERE n.topic = 'python-hook'");
+      st.step() && st.int64(0) > 0)
+    r.notes.push_back(fmt::format(
+        "{} of the ranks' processes ran Python without sonde's Python hook: torch.distributed's "
+        "collectives (and its operators) were not recorded there, so their comm figures are "
+        "MPI's and NCCL's alone; run them under python3 -m sonde or sonde run --python",
+        st.int64(0)));
   r.sections.push_back(
       {"per_rank",
        "Per rank (busy s = compute s + comm s + setup s; comm %: of the rank's busy threads' "

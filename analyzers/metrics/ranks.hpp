@@ -24,6 +24,9 @@ struct RanksReport {
   std::int64_t ranks = 0;
   std::int64_t world_size = 0;         // the run's, as its ranks said it (0: not known)
   std::vector<RanksSection> sections;  // per rank, imbalance, bandwidth
+  // What the tables cannot show: ranks' interpreters that ran without the Python hook record no
+  // torch.distributed collective, and read as ranks that never communicated (a red-team run).
+  std::vector<std::string> notes;
 };
 
 // `top` bounds the imbalance and bandwidth rows (0: all); the per-rank rows are all there.

@@ -13,6 +13,7 @@ std::string render_ranks_text(const RanksReport& report) {
         "reads them as one)",
         report.world_size);
   out += "\n";
+  for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
   for (const RanksSection& s : report.sections) {
     out += fmt::format("\n{}\n", s.title);
     out += s.table.rows.empty() ? "  (none recorded)\n" : render_text(s.table);
@@ -21,7 +22,10 @@ std::string render_ranks_text(const RanksReport& report) {
 }
 
 Json render_ranks_json(const std::string& path, const RanksReport& report) {
-  Json j = {{"file", path}, {"ranks", report.ranks}, {"world_size", report.world_size}};
+  Json j = {{"file", path},
+            {"ranks", report.ranks},
+            {"world_size", report.world_size},
+            {"notes", report.notes}};
   for (const RanksSection& s : report.sections) j[s.id] = render_json(s.table);
   return j;
 }

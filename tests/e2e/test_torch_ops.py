@@ -713,6 +713,11 @@ def test_sonde_run_python_records_every_rank_a_launcher_starts(tmp_path, python)
             assert allreduces == 5 and hooked == [("eval_frame",)] and said == 0, f
         else:
             assert allreduces == 0 and hooked == [] and said == 1, f
+        # sonde ranks too says why no collective is there (it showed comm 0 s, 0 bytes alone).
+        ranks = subprocess.run([CLI, "ranks", f], capture_output=True, text=True, timeout=60)
+        assert ranks.returncode == 0, ranks.stderr
+        assert ("note: 1 of the ranks' processes ran Python without sonde's Python hook" in
+                ranks.stdout) != python, ranks.stdout
 
 
 @pytest.mark.parametrize("launch", ["--in-process", "--re-exec"])
