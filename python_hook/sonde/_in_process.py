@@ -11,7 +11,6 @@ Where that would lose something sonde was asked for, or a library sonde intercep
 already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
-import re
 import sys
 
 from ._say import say
@@ -28,15 +27,23 @@ _INTERPRETER_OWN = ("ld-linux", "libc.so", "libm.so", "libz.so", "libexpat.so", 
                     "libresolv", "libzstd.so", "liblz4.so", "libgpg-error", "libgcrypt",
                     "libselinux", "libpcre2")
 # Before glibc 2.34 its libraries are files named for their release (ld-2.31.so, libc-2.28.so,
-# libpthread-2.31.so), which /proc/self/maps shows in place of their sonames.
-_GLIBC_FILE = re.compile(r"(ld|lib(c|m|pthread|dl|rt|util|nsl|resolv|crypt|anl|mvec|"
-                         r"BrokenLocale|nss_[a-z0-9_]+))-2\.[0-9]+\.so$")
+# libpthread-2.31.so), which /proc/self/maps shows in place of their sonames. Told apart without
+# `re`, whose import cost every run 2.8 ms (`python3 -m sonde` on an empty script: 1.73 x plain
+# with it, 1.55 x before).
+_GLIBC_LIBRARIES = ("ld", "libc", "libm", "libpthread", "libdl", "librt", "libutil", "libnsl",
+                    "libresolv", "libcrypt", "libanl", "libmvec", "libBrokenLocale")
+
+
+def _glibc_file(base):
+    name, dash, release = base.partition("-2.")
+    return (dash != "" and release.endswith(".so") and release[:-3].isdigit()
+            and (name in _GLIBC_LIBRARIES or name.startswith("libnss_")))
 
 
 def _interpreter_own(path):
     base = os.path.basename(path)
     return (os.sep + "lib-dynload" + os.sep in path or "/gconv/" in path
-            or base.startswith(_INTERPRETER_OWN) or _GLIBC_FILE.match(base) is not None)
+            or base.startswith(_INTERPRETER_OWN) or _glibc_file(base))
 
 
 def _loaded_objects():
