@@ -122,13 +122,13 @@ RunSummary load_run_summary(const ProfileFile& file) {
   if (s.processes > 0) {
     // The run's first process wrote nothing (its flushes failed: ulimit -f, a full disk) and
     // its children did: the file read as a clean profile of a child, the child's command on
-    // the command line (a red-team find). Said, where no process is the run's root. A rank's
-    // own file (prof.rank0.db) begins with the rank, which claimed it with no parent in it
-    // (torchrun's worker, a child of the launcher): every torchrun rank file and every merge
-    // of them said that its first process had written nothing.
+    // the command line (a red-team find). Said, where no process is the run's root nor made
+    // the file: a rank's own file (prof.rank0.db) begins with the rank, torchrun's worker, a
+    // child of the launcher (run_info `output.claimed`), and every torchrun rank file and
+    // every merge of them said that its first process had written nothing.
     auto st = file.prepare(
-        "SELECT 1 FROM processes WHERE origin = 'root' OR (rank IS NOT NULL AND "
-        "parent_process_id IS NULL) LIMIT 1");
+        "SELECT 1 FROM processes WHERE origin = 'root' OR process_id IN (SELECT process_id "
+        "FROM run_info WHERE key = 'output.claimed') LIMIT 1");
     if (!st.step())
       s.notes.push_back(Note{
           "warning", "unfinished",

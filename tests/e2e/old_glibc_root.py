@@ -40,10 +40,10 @@ def make_root():
     return ROOT
 
 
-def inside(root, command, env=None, timeout=300):
+def inside(root, command, env=None, timeout=300, home="/work"):
     """`command` (a shell line) in the chroot, with its own /proc, in a mount namespace of its
-    own, so nothing stays mounted after."""
+    own, so nothing stays mounted after. `home`: each test module its own (pip's cache)."""
     line = (f"mount -t proc proc {root}/proc && exec chroot {root} /usr/bin/env -i "
-            f"PATH=/usr/bin:/bin HOME=/work LANG=C.UTF-8 {env or ''} /bin/sh -c '{command}'")
+            f"PATH=/usr/bin:/bin HOME={home} LANG=C.UTF-8 {env or ''} /bin/sh -c '{command}'")
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", line],
                           capture_output=True, text=True, timeout=timeout)

@@ -24,6 +24,11 @@ class Facts {
     else
       all_.emplace_back(key, value);
   }
+  void erase(const std::string& key) {
+    AsyncSignalBlock no_signals;
+    std::lock_guard lock(mu_);
+    std::erase_if(all_, [&](const auto& f) { return f.first == key; });
+  }
   bool has(const std::string& key) { return get(key).has_value(); }
   std::optional<std::string> get(const std::string& key) {
     std::lock_guard lock(mu_);

@@ -335,6 +335,9 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     return false;
   }
   store_ok_ = true;
+  // The process that made the file: a rank's own file begins with the rank, not the run's root
+  // (profile/run_summary.cpp reads which process was first).
+  if (output_origin_ != OutputOrigin::kFound) facts_.set("output.claimed", "1");
   if (claim) {  // the run's children join this file
     setenv("SONDE_RUN_ID", run_id_.c_str(), 1);
     setenv("SONDE_OUTPUT", output_.c_str(), 1);
@@ -385,9 +388,11 @@ void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
   const char* severity = "warning";
   {
     std::lock_guard lock(store_mu_);
-    if (process_.rank < 0 && world_size > 1 && std::string_view(who) == "torch.distributed") {
-      // torch.multiprocessing.spawn's ranks, as it documents them: they share the run's file,
-      // read as a merged one. A warning in every such report read as something gone wrong.
+    if (process_.rank < 0 && world_size > 1 && std::string_view(who) == "torch.distributed" &&
+        process_.origin != "root") {
+      // torch.multiprocessing.spawn's ranks, as it documents them: children sharing the run's
+      // file, read as a merged one. A warning in every such report read as something gone
+      // wrong. (A rank started alone under its own launcher writes a file of its own: warned.)
       severity = "info";
       note = fmt::format(
           "torch.distributed says rank {} of {}, and the launcher's environment named no rank "
@@ -756,16 +761,18 @@ void Runtime::say_where_written_line(bool ok) {
                 name);
   say_on_stderr(line);
   // Said here, no `sonde run` outlives the program to name what its ranks wrote (python -m sonde
-  // -m torch.distributed.run, in-process): this process, the run's launcher, does, as it would.
-  // (Asked at every such exit: fork counts miss CPython's vfork and posix_spawn, which
-  // torchrun's subprocess uses. Without a rank 0 file it costs one stat.)
-  if (ok && process_.rank < 0) {
-    RankFilesSaid ranks = rank_files_said(output_, name, process_.started_ns);
-    if (!ranks.line.empty()) {
-      say_on_stderr(ranks.line);
-      note_rank_files(output_, ranks.note);
+  // -m torch.distributed.run, in-process): this process, the run's launcher, does, as it would,
+  // where any flush of its own was written. (Asked at every such exit: fork counts miss
+  // CPython's vfork and posix_spawn, which torchrun's subprocess uses.) Out of memory here, the
+  // line above stays said once.
+  if (process_id() != 0 && process_.rank < 0) try {
+      RankFilesSaid ranks = rank_files_said(output_, name, process_.started_ns);
+      if (!ranks.line.empty()) {
+        say_on_stderr(ranks.line);
+        note_rank_files(output_, ranks.note);
+      }
+    } catch (...) {
     }
-  }
 }
 
 void Runtime::exit_begins() {
@@ -849,6 +856,7 @@ void Runtime::fork_child() {
   }
 
   notes_.clear();
+  facts_.erase("output.claimed");  // the parent made the file
   say_written_.clear();  // the launching image says where the profile went, not its children
   env_say_.clear();
   if (GpuBackend* gpu = this->gpu()) gpu->fork_child();

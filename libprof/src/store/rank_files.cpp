@@ -1,6 +1,7 @@
 #include "store/rank_files.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cctype>
@@ -30,10 +31,17 @@ std::vector<std::string> run_ids_of(const std::string& output) {
 }
 
 // Whether the rank-named file `path` is this run's: one of `runs` in it, or without them a
-// process started since `since_ns`. Not a profile, or not readable: not one this run can name.
+// process started since `since_ns`. Not a profile, or not readable: not one this run can name,
+// but for a rank killed inside a flush, whose journal a reader may not roll back: its file is
+// this run's where that journal was written since the run began (the merge suggested left it
+// out, unnamed).
 bool of_this_run(const std::string& path, const std::vector<std::string>& runs, int64_t since_ns) {
   Database db;
-  if (db.open_readonly(path, kBusyMs) != SQLITE_OK) return false;
+  if (db.open_readonly(path, kBusyMs) != SQLITE_OK) {
+    struct stat journal {};
+    return stat((path + "-journal").c_str(), &journal) == 0 &&
+           int64_t(journal.st_mtim.tv_sec) * 1000000000 + journal.st_mtim.tv_nsec >= since_ns;
+  }
   if (!runs.empty()) {
     Statement st(db.handle(), "SELECT uuid FROM runs");
     while (st.ok() && st.step() == SQLITE_ROW)
@@ -67,11 +75,7 @@ std::vector<std::pair<long, std::string>> rank_files_written(const std::string& 
   // four files, and the merge it suggested refused them, 'not of the same run'). Without an id,
   // those written since this run started.
   std::vector<std::pair<long, std::string>> found;
-  // Every job has a rank 0, which writes prof.rank0.db (or, that name taken by an earlier run,
-  // beside it): without that file no rank wrote one, and the directory is not read. It is read
-  // at the exit of every in-process run (runtime.cpp), where 100,000 files took 18-33 ms.
   std::error_code ec;
-  if (!fs::exists(rank_output(output, 0), ec)) return found;
   fs::path out(output);
   std::string name = out.filename().string();
   std::size_t dot = name.rfind('.');
@@ -153,7 +157,11 @@ RankFilesSaid rank_files_said(const std::string& output, const std::string& requ
 }
 
 void note_rank_files(const std::string& output, const std::string& message) {
+  // Inside the profiled process at its exit (runtime.cpp): a writer of the run still flushing
+  // delays it 2 s at most, and a file at its `ulimit -f` costs the note, not the host's life.
+  FileSizeSignalGuard no_sigxfsz;
   Database db;
+  db.set_writer_patience(200, 2000);
   std::string error;
   if (!db.open(output, false, error)) return;
   Statement st(db.handle(),
