@@ -333,6 +333,24 @@ def test_a_root_killed_before_its_first_flush_is_said_beside_its_childs_profile(
            "this profile" in report, report
 
 
+def test_a_ranked_child_does_not_hide_a_root_killed_before_its_first_flush(db):
+    """The same with a child that learnt a rank (MPI's singleton start: rank 0 of 1) and has no
+    parent in the file (the root never had a row): until 2026-12-06 a ranked process with no
+    parent was taken for the file's first process (a rank's own file begins so), and the report
+    said nothing. The process that made the file says so now (run_info output.claimed)."""
+    code = ("import os, signal, subprocess, sys\n"
+            "subprocess.run([sys.executable, '-c', 'from mpi4py import MPI; "
+            "print(MPI.COMM_WORLD.Get_size())'])\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    r = sonde_run([PYTHON, "-c", code], db)
+    assert r.rc == -signal.SIGKILL and r.out == "1\n", r.err
+    assert (0, None) in query(db, "SELECT rank, parent_process_id FROM processes"), r.err
+    assert query(db, "SELECT COUNT(*) FROM run_info WHERE key = 'output.claimed'") == [(0,)]
+    report = profile_whole(db)
+    assert "warning: the run's first process (the command sonde started) wrote nothing to " \
+           "this profile" in report, report
+
+
 def test_sigkill_to_sonde_run_ends_the_command(db):
     """SIGKILL to `sonde run` alone (`kill -9 $!`, a harness killing the process it started):
     the command dies with it, as it would have been killed alone, instead of running on
