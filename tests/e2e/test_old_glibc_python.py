@@ -11,7 +11,7 @@ lookup), the hook's frames, threads, a fork, an exec'd child, a signal death and
 are held against the same program under `--re-exec`, which needs none of it.
 
 The source comes through a private apt state (apt checks its signatures) into the build
-directory; CPython is built once into the system (about 3 minutes on 2 cores) and kept.
+directory; CPython is built once into the system (about 5 minutes on one core) and kept.
 Needs root (the chroot), pyenv's CPython 3.13 (to make the wheel) and a portable build."""
 import glob
 import subprocess
@@ -122,7 +122,7 @@ def _build_cpython(root):
     subprocess.run(["tar", "-xJf", str(tarball), "-C", str(src), "--strip-components=1"],
                    check=True, timeout=300)
     r = inside(root, f"cd /src && ./configure --prefix={PREFIX} --without-ensurepip "
-                     f"> configure.log 2>&1 && make -j$(nproc) > make.log 2>&1 && "
+                     f"> configure.log 2>&1 && make -j1 > make.log 2>&1 && "
                      f"make install > install.log 2>&1", timeout=1500)
     assert r.returncode == 0, (src / "make.log").read_text()[-3000:] if (
         src / "make.log").exists() else r.stderr
