@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
@@ -16,15 +17,22 @@ namespace sonde {
 namespace fs = std::filesystem;
 namespace {
 
-// A reader's wait for a rank still writing its last flush.
-constexpr int kBusyMs = 2000;
+// The readers' wait for ranks still writing their last flush, all files together: it is paid
+// inside the profiled process at its exit (runtime.cpp), where 2 s a file could add up.
+constexpr auto kPatience = std::chrono::milliseconds(2000);
+
+int busy_ms_left(std::chrono::steady_clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return left.count() > 0 ? int(left.count()) : 0;
+}
 
 // The run ids the launcher's own file holds (its command's process and what it started before
 // the ranks), which the ranks inherit (SONDE_RUN_ID); empty where it holds none yet.
-std::vector<std::string> run_ids_of(const std::string& output) {
+std::vector<std::string> run_ids_of(const std::string& output, int busy_ms) {
   std::vector<std::string> ids;
   Database db;
-  if (db.open_readonly(output, kBusyMs) != SQLITE_OK) return ids;
+  if (db.open_readonly(output, busy_ms) != SQLITE_OK) return ids;
   Statement st(db.handle(), "SELECT uuid FROM runs");
   while (st.ok() && st.step() == SQLITE_ROW) ids.push_back(st.column_text(0));
   return ids;
@@ -35,9 +43,10 @@ std::vector<std::string> run_ids_of(const std::string& output) {
 // but for a rank killed inside a flush, whose journal a reader may not roll back: its file is
 // this run's where that journal was written since the run began (the merge suggested left it
 // out, unnamed).
-bool of_this_run(const std::string& path, const std::vector<std::string>& runs, int64_t since_ns) {
+bool of_this_run(const std::string& path, const std::vector<std::string>& runs, int64_t since_ns,
+                 int busy_ms) {
   Database db;
-  if (db.open_readonly(path, kBusyMs) != SQLITE_OK) {
+  if (db.open_readonly(path, busy_ms) != SQLITE_OK) {
     struct stat journal {};
     return stat((path + "-journal").c_str(), &journal) == 0 &&
            int64_t(journal.st_mtim.tv_sec) * 1000000000 + journal.st_mtim.tv_nsec >= since_ns;
@@ -84,6 +93,7 @@ std::vector<std::pair<long, std::string>> rank_files_written(const std::string& 
   std::string suffix = has_ext ? name.substr(dot) : "";
   std::vector<std::string> runs;
   bool runs_read = false;  // read once a rank-named file is there
+  auto deadline = std::chrono::steady_clock::now() + kPatience;
   fs::path dir = out.parent_path().empty() ? fs::path(".") : out.parent_path();
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::string f = it->path().filename().string();
@@ -103,10 +113,10 @@ std::vector<std::pair<long, std::string>> rank_files_written(const std::string& 
         digits.find_first_not_of("0123456789") != std::string::npos)
       continue;
     if (!runs_read) {
-      runs = run_ids_of(output);
+      runs = run_ids_of(output, busy_ms_left(deadline));
       runs_read = true;
     }
-    if (of_this_run(it->path().string(), runs, since_ns))
+    if (of_this_run(it->path().string(), runs, since_ns, busy_ms_left(deadline)))
       found.emplace_back(std::stol(digits), f);
     else
       ++others;
