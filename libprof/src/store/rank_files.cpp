@@ -4,12 +4,11 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <string_view>
 
+#include "process/redact.hpp"
 #include "sonde/output_name.hpp"
 #include "store/sqlite_db.hpp"
 
@@ -61,18 +60,6 @@ bool of_this_run(const std::string& path, const std::vector<std::string>& runs, 
   if (!st.ok()) return false;
   st.bind(1, since_ns);
   return st.step() == SQLITE_ROW && st.column_int(0) > 0;
-}
-
-// `word` as a shell reads it back: as it is where it holds nothing the shell would split or
-// expand, else in single quotes (a folder with a space in the merge command sonde suggests).
-std::string shell_word(std::string_view word) {
-  auto plain = [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::strchr("_./:@%+=,-", c) != nullptr;
-  };
-  if (!word.empty() && std::all_of(word.begin(), word.end(), plain)) return std::string(word);
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 }  // namespace
