@@ -124,14 +124,13 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
       // run has them: the GFLOP/s its library call would have given.
       auto f = in.operator_flops.find(r->routine_id);
       std::string rate;
-      if (f != in.operator_flops.end() && f->second.time_s > 0) {
-        double gflops = f->second.flops / f->second.time_s / 1e9;
-        c.evidence.emplace_back("gflops_from_shapes", gflops);
+      if (auto gflops = f != in.operator_flops.end() ? f->second.gflops() : std::nullopt) {
+        c.evidence.emplace_back("gflops_from_shapes", *gflops);
         c.evidence.emplace_back("calls_with_flops", f->second.calls);
         rate = fmt::format(
             "; its recorded shapes give {:.2f} GFLOP/s over {} of its calls (sonde shapes "
             "--operators, per input signature)",
-            gflops, f->second.calls);
+            *gflops, f->second.calls);
       } else {
         rate =
             " and no GFLOP/s is known. Its input shapes per call site and their GFLOP/s: run "

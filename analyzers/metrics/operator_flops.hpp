@@ -27,6 +27,10 @@ struct OperatorFlops {
   double flops = 0;
   std::int64_t calls = 0;  // the calls counted
   double time_s = 0;       // their inclusive time
+  // GFLOP/s over that time; nullopt without it.
+  std::optional<double> gflops() const {
+    return time_s > 0 ? std::optional<double>(flops / time_s / 1e9) : std::nullopt;
+  }
 };
 
 // Per routine_id, for the operators with at least one counted call; empty for a file without

@@ -1,7 +1,5 @@
 #include "render/op_shapes.hpp"
 
-#include "metrics/operator_flops.hpp"
-
 namespace sonde::analyzers {
 
 std::vector<OpShapeRow> compute_op_shapes(const ProfileFile& file, std::size_t top) {
@@ -23,7 +21,7 @@ std::vector<OpShapeRow> compute_op_shapes(const ProfileFile& file, std::size_t t
     if (!st.is_null(5)) r.mean_us = st.real(5);
     r.caller = st.text(6);  // a Python frame's name says its file and line already
     if (auto flops = operator_call_flops(r.op, r.input_shapes, r.input_dtypes))
-      r.gflop = *flops * double(r.calls) / 1e9;
+      r.flops = OperatorFlops{*flops * double(r.calls), r.calls, r.time_s};
     rows.push_back(std::move(r));
   }
   return rows;
@@ -45,8 +43,8 @@ Table op_shapes_table(const std::vector<OpShapeRow>& rows) {
   for (const auto& r : rows) {
     Cell mean = std::monostate{}, gflop = std::monostate{}, gflops = std::monostate{};
     if (r.mean_us) mean = *r.mean_us;
-    if (r.gflop) gflop = *r.gflop;
-    if (r.gflop && r.time_s > 0) gflops = *r.gflop / r.time_s;
+    if (r.flops) gflop = r.flops->flops / 1e9;
+    if (auto rate = r.flops ? r.flops->gflops() : std::nullopt) gflops = *rate;
     t.rows.push_back(
         {r.op, r.input_shapes, r.input_dtypes, r.calls, r.time_s, mean, gflop, gflops, r.caller});
   }

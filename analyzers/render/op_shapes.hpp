@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/table_format.hpp"
+#include "metrics/operator_flops.hpp"
 #include "profile/profile_file.hpp"
 
 namespace sonde::analyzers {
@@ -18,7 +19,7 @@ struct OpShapeRow {
   std::int64_t calls = 0;
   double time_s = 0;
   std::optional<double> mean_us;
-  std::optional<double> gflop;  // all its calls' FLOPs, for a GEMM operator (operator_flops.hpp)
+  std::optional<OperatorFlops> flops;  // all its calls', for a GEMM operator
 };
 
 // Sorted by time, largest first; top = 0 means all. Empty for a file without op_shapes

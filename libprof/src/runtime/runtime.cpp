@@ -385,7 +385,7 @@ void Runtime::start_collectors(bool root) {
 
 void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
   std::string note;
-  const char* severity = "warning";
+  bool shared = false;  // torch.multiprocessing.spawn's ranks: an info note, not said
   {
     std::lock_guard lock(store_mu_);
     if (process_.rank < 0 && world_size > 1 && std::string_view(who) == "torch.distributed" &&
@@ -393,7 +393,7 @@ void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
       // torch.multiprocessing.spawn's ranks, as it documents them: children sharing the run's
       // file, read as a merged one. A warning in every such report read as something gone
       // wrong. (A rank started alone under its own launcher writes a file of its own: warned.)
-      severity = "info";
+      shared = true;
       note = fmt::format(
           "torch.distributed says rank {} of {}, and the launcher's environment named no rank "
           "(torch.multiprocessing.spawn): the ranks share this profile, {} "
@@ -413,7 +413,7 @@ void Runtime::mpi_rank_known(int rank, int world_size, const char* who) {
     process_.rank = rank;
     process_.world_size = world_size;
   }
-  if (!note.empty()) add_note("rank", note, severity[0] == 'w', severity);
+  if (!note.empty()) add_note("rank", note, !shared, shared ? "info" : "warning");
 }
 
 // Before its owner runs any call: the window only ever opens, and a bit set as it opens is
