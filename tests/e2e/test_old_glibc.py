@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLI, LIB, query
+from conftest import CLI, LIB, query, routine_calls
 from old_glibc_root import ROOT, inside, make_root
 
 SOURCE = Path(__file__).resolve().parents[2]
@@ -105,9 +105,7 @@ def test_numpy_under_sonde_gives_the_same_result_and_every_gemm(root):
                      "python3 /work/numpy_loop.py 25")
     assert r.returncode == 0, r.stderr
     assert r.stdout == plain.stdout, (r.stdout, plain.stdout)
-    calls = query(root / "work" / "np.db",
-                  "SELECT COALESCE(SUM(n.calls), 0) FROM nodes n JOIN routines r "
-                  "USING (routine_id) WHERE r.name = 'cblas_dgemm'")[0][0]
+    calls = routine_calls(root / "work" / "np.db", "cblas_dgemm")
     assert calls == 25
     report = inside(root, "/opt/sonde/bin/sonde report /work/np.db")
     assert report.returncode == 0, report.stderr
@@ -135,5 +133,4 @@ def test_a_program_holding_every_descriptor_has_its_profile_written_by_a_child(r
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("held True"), r.stdout
     db = root / "work" / "hoard.db"
-    assert query(db, "SELECT COALESCE(SUM(n.calls), 0) FROM nodes n JOIN routines r "
-                     "USING (routine_id) WHERE r.name = 'cblas_dgemm'")[0][0] == 5
+    assert routine_calls(db, "cblas_dgemm") == 5

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import query
+from conftest import query, routine_calls
 from old_glibc_root import BUILD, make_root
 from old_glibc_root import inside as inside_root
 from test_wheels import FOUND, PORTABLE, make_wheel
@@ -157,11 +157,6 @@ def run(root, args, db=None):
     return inside(root, f"cd /work313 && /venv313/bin/python {sonde}prog.py {args[1]}")
 
 
-def calls(db, routine):
-    return query(db, "SELECT COALESCE(SUM(n.calls), 0) FROM nodes n JOIN routines r "
-                     "USING (routine_id) WHERE r.name = ?", (routine,))[0][0]
-
-
 def launch(db):
     return query(db, "SELECT DISTINCT value FROM run_info WHERE key = 'sonde.launch'")
 
@@ -194,7 +189,7 @@ def test_the_in_process_profile_is_the_re_exec_one(root):
     for sql in (shape, processes, threads):
         assert query(profiles["--in-process"], sql) == query(profiles["--re-exec"], sql), sql
     db = profiles["--in-process"]
-    assert calls(db, "cblas_dgemm") == 6 + 4 + 3 + 2
+    assert routine_calls(db, "cblas_dgemm") == 6 + 4 + 3 + 2
     assert query(db, "SELECT SUM(n.calls) FROM nodes n JOIN routines r USING (routine_id) "
                      "WHERE r.name LIKE 'prog.py:%(fib)'") == [(1973,)]  # fib(15)'s calls
     assert query(db, threads) == [(2,)]
@@ -206,7 +201,7 @@ def test_a_signal_death_is_flushed(root):
     assert r.returncode == -15 or r.returncode == 143, r.stderr
     db = root / "work313" / "term.db"
     assert query(db, "SELECT end_reason FROM processes") == [("signal 15",)]
-    assert calls(db, "cblas_dgemm") == 1
+    assert routine_calls(db, "cblas_dgemm") == 1
 
 
 def test_the_sampler_arms_a_thread_started_after_sonde(root):
