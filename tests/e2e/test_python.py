@@ -1181,19 +1181,26 @@ def test_start_up_and_teardown_are_named_and_every_export_keeps_the_rest(db, tmp
     """The interpreter's start-up and teardown are calls of their own under the main thread's
     root (it held 88 % of `python3 -m sonde -c "import json"`, unnamed), and the root's own
     time left is in the folded and speedscope exports (the folded one dropped it)."""
-    r = subprocess.run([PY, "-m", "sonde", *launch, "-o", str(db), "-c", "import json"],
-                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
     main = "(SELECT thread_id FROM threads ORDER BY thread_id LIMIT 1)"
-    top = dict(query(db, "SELECT r.name, c.incl_ns FROM nodes c JOIN nodes p "
-                         "ON p.node_id = c.parent_id JOIN routines r ON r.routine_id = "
-                         f"c.routine_id WHERE p.parent_id IS NULL AND c.thread_id = {main}"))
-    assert {"<interpreter start-up>", "<string>:1(<module>)",
-            "<interpreter teardown>"} <= set(top), top
-    ((thread_ns, root_excl),) = query(db, "SELECT incl_ns, excl_ns FROM nodes WHERE "
-                                          f"parent_id IS NULL AND thread_id = {main}")
-    # What is left is the moments between them: the launcher's own lines, not the start-up.
+    # Wall-clock intervals of a millisecond: a run preempted in the launcher's own lines (CI's
+    # other slot building CPython put 3 ms there once) is run again, up to three times. A
+    # start-up left unnamed fails every run.
+    for _ in range(3):
+        db.unlink(missing_ok=True)
+        r = subprocess.run([PY, "-m", "sonde", *launch, "-o", str(db), "-c", "import json"],
+                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        top = dict(query(db, "SELECT r.name, c.incl_ns FROM nodes c JOIN nodes p "
+                             "ON p.node_id = c.parent_id JOIN routines r ON r.routine_id = "
+                             f"c.routine_id WHERE p.parent_id IS NULL AND c.thread_id = {main}"))
+        assert {"<interpreter start-up>", "<string>:1(<module>)",
+                "<interpreter teardown>"} <= set(top), top
+        ((thread_ns, root_excl),) = query(db, "SELECT incl_ns, excl_ns FROM nodes WHERE "
+                                              f"parent_id IS NULL AND thread_id = {main}")
+        # What is left is the moments between them: the launcher's own lines, not the start-up.
+        if top["<interpreter start-up>"] > root_excl and root_excl < 0.25 * thread_ns:
+            break
     assert top["<interpreter start-up>"] > root_excl and root_excl < 0.25 * thread_ns
     assert abs(sum(top.values()) + root_excl - thread_ns) <= len(top)  # ns rounded per node
 
