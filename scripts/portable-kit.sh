@@ -23,17 +23,13 @@ mkdir -p "$kit"
 kit=$(cd "$kit" && pwd)
 state=$kit/apt
 rm -rf "$state" "$kit/sysroot" "$kit/httplib"
-mkdir -p "$state/lists/partial" "$state/cache/archives/partial" "$state/debs" "$state/src"
+mkdir -p "$state/debs" "$state/src"
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 cat >"$state/sources.list" <<EOF
 deb [signed-by=$keyring] http://deb.debian.org/debian bullseye main
 deb-src [signed-by=$keyring] http://deb.debian.org/debian bookworm main
 EOF
-touch "$state/status"
-apt=(apt-get -q -o "Dir::Etc::SourceList=$state/sources.list" -o Dir::Etc::SourceParts=/dev/null
-     -o "Dir::State=$state" -o "Dir::State::Lists=$state/lists" -o "Dir::State::status=$state/status"
-     -o "Dir::Cache=$state/cache" -o "APT::Sandbox::User=$(id -un)"
-     -o Debug::NoLocking=1)
+apt=("$root/scripts/private-apt.sh" "$state")
 echo "portable-kit: fetching glibc 2.31 (Debian 11) and cpp-httplib's source (Debian 12)" >&2
 "${apt[@]}" update >&2
 (cd "$state/debs" && "${apt[@]}" download libc6 libc6-dev >&2)

@@ -90,16 +90,10 @@ def _source_tarball():
     found = sorted(glob.glob(str(state / "src" / "python3.13_*.orig.tar.xz")))
     if found:
         return Path(found[-1])
-    for sub in ("lists/partial", "cache/archives/partial", "src"):
-        (state / sub).mkdir(parents=True, exist_ok=True)
+    (state / "src").mkdir(parents=True, exist_ok=True)
     (state / "sources.list").write_text(
         f"deb-src [signed-by={KEYRING}] http://deb.debian.org/debian trixie main\n")
-    (state / "status").touch()
-    apt = ["apt-get", "-q", "-o", f"Dir::Etc::SourceList={state}/sources.list",
-           "-o", "Dir::Etc::SourceParts=/dev/null", "-o", f"Dir::State={state}",
-           "-o", f"Dir::State::Lists={state}/lists", "-o", f"Dir::State::status={state}/status",
-           "-o", f"Dir::Cache={state}/cache", "-o", "APT::Sandbox::User=root",
-           "-o", "Debug::NoLocking=1"]
+    apt = [str(Path(__file__).resolve().parents[2] / "scripts" / "private-apt.sh"), str(state)]
     for args in (["update"], ["source", "--download-only", "python3.13"]):
         r = subprocess.run(apt + args, cwd=state / "src", capture_output=True, text=True,
                            timeout=600)
