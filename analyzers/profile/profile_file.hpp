@@ -73,6 +73,10 @@ class ProfileFile {
 
   const std::string& path() const { return path_; }
   int schema_version() const { return schema_version_; }
+  // Whether this is some processes of a file (open_processes) that leave out the process that
+  // began the run or made the file, which wrote to it: what that process wrote is not here, and
+  // its absence says nothing of the run.
+  bool first_process_left_out() const { return first_process_left_out_; }
   sqlite3* db() const { return db_.handle(); }
 
   Statement prepare(std::string_view sql) const { return Statement(*this, sql); }
@@ -99,6 +103,7 @@ class ProfileFile {
   std::unique_ptr<WorkLimit> limit_;  // before db_: the connection closes first
   sonde::Database db_;
   int schema_version_ = 0;
+  bool first_process_left_out_ = false;
 };
 
 }  // namespace sonde::analyzers

@@ -125,11 +125,13 @@ RunSummary load_run_summary(const ProfileFile& file) {
     // the command line (a red-team find). Said, where no process is the run's root nor made
     // the file: a rank's own file (prof.rank0.db) begins with the rank, torchrun's worker, a
     // child of the launcher (run_info `output.claimed`), and every torchrun rank file and
-    // every merge of them said that its first process had written nothing.
+    // every merge of them said that its first process had written nothing. One rank of a file
+    // its ranks share (torch.multiprocessing.spawn's) leaves the first process out, and said
+    // so of every rank.
     auto st = file.prepare(
         "SELECT 1 FROM processes WHERE origin = 'root' OR process_id IN (SELECT process_id "
         "FROM run_info WHERE key = 'output.claimed') LIMIT 1");
-    if (!st.step())
+    if (!st.step() && !file.first_process_left_out())
       s.notes.push_back(Note{
           "warning", "unfinished",
           "the run's first process (the command sonde started) wrote nothing to this profile: "

@@ -476,6 +476,12 @@ def test_spawned_ranks_share_one_file(tmp_path):
     assert {severity for severity, _ in said} == {"info"}, said
     report = subprocess.run([CLI, "report", db], capture_output=True, text=True, timeout=60)
     assert report.returncode == 0 and "warning:" not in report.stdout, report.stdout
+    # One rank of the shared file leaves out the process that began the run and wrote to it:
+    # `--rank 1` said its first process had written nothing.
+    for rank in ("0", "1"):
+        report = subprocess.run([CLI, "report", db, "--rank", rank], capture_output=True,
+                                text=True, timeout=60)
+        assert report.returncode == 0 and "wrote nothing" not in report.stdout, report.stdout
     where = [x["location"] for x in candidates(db)]
     assert not any("resource_tracker" in w or "spawn" in w for w in where), where
 
@@ -765,3 +771,4 @@ def test_sonde_run_python_needs_its_package(tmp_path):
                        timeout=60)
     assert r.returncode != 0 and "sonde run --python: cannot find sonde's Python package " \
         f"beside {lib}" in r.stderr, r.stderr
+
