@@ -46,10 +46,15 @@ using RemoveCallback = void (*)(CallbackHandle);
 using Name = const char* (*)(const RecordFunction*);  // const member: `this` first
 using InputSizes = std::vector<std::vector<int64_t>> (*)(const RecordFunction&, bool);
 using InputTypes = std::vector<std::string> (*)(const RecordFunction&);
+using EnableRecordFunction = void (*)(bool);  // this thread's RecordFunction on or off
+using HasCallbacks = bool (*)();
 
 constexpr const char* kAddGlobalCallback = "_ZN2at17addGlobalCallbackENS_22RecordFunctionCallbackE";
 constexpr const char* kRemoveCallback = "_ZN2at14removeCallbackEm";
 constexpr const char* kName = "_ZNK2at14RecordFunction4nameEv";
+constexpr const char* kEnableRecordFunction = "_ZN2at20enableRecordFunctionEb";
+constexpr const char* kHasThreadLocalCallbacks = "_ZN2at23hasThreadLocalCallbacksEv";
+constexpr const char* kHasGlobalCallbacks = "_ZN2at18hasGlobalCallbacksEv";
 constexpr const char* kInputSizes = "_ZN5torch8profiler4impl10inputSizesERKN2at14RecordFunctionEb";
 // Returns std::string, so only the new string ABI's symbol (Debian's libtorch, wheels from about
 // 2.7) matches libsonde's std::string; an old-ABI libtorch has no such symbol and its dtypes are

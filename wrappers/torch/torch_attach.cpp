@@ -100,6 +100,18 @@ SONDE_EXPORT_C int sonde_torch_observe(int flags) {
                         "libtorch_cpu.so lacks torch::profiler::impl::inputSizes");
     shapes = false;
   }
+  ops::g_reader.enable_record_function =
+      reinterpret_cast<abi::EnableRecordFunction>(dlsym(lib, abi::kEnableRecordFunction));
+  ops::g_reader.has_thread_local_callbacks =
+      reinterpret_cast<abi::HasCallbacks>(dlsym(lib, abi::kHasThreadLocalCallbacks));
+  auto has_global = reinterpret_cast<abi::HasCallbacks>(dlsym(lib, abi::kHasGlobalCallbacks));
+  // Another global callback (a C++ extension's observer, Kineto's on-demand tracing) would not
+  // see the events of an operator that passes them: none then passes. One added after sonde's
+  // is not known here (docs/torch.md).
+  ops::g_pass_nested.store(ops::g_reader.enable_record_function != nullptr &&
+                               ops::g_reader.has_thread_local_callbacks != nullptr &&
+                               has_global != nullptr && !has_global(),
+                           std::memory_order_relaxed);
   ops::g_record_shapes.store(shapes, std::memory_order_relaxed);
   ops::g_recording.store(true, std::memory_order_relaxed);
   g_handles[0] = add(callback(&ops::on_start<Scope::kFunction>, &ops::on_end<Scope::kFunction>,
@@ -139,6 +151,23 @@ SONDE_EXPORT_C void sonde_torch_unobserve(void) {
                     "sonde sees; their time is their Python frames' (distributed_c10d.py)",
                     events, events == 1 ? "" : "s", tally.names, events == 1 ? "its" : "their")
             .c_str());
+  std::string passing;
+  ops::passing_operators(
+      [](const char* name, void* ctx) {
+        auto& list = *static_cast<std::string*>(ctx);
+        list += (list.empty() ? "" : ", ") + std::string(name);
+      },
+      &passing);
+  if (!passing.empty())
+    sonde::add_run_note(
+        "torch",
+        fmt::format("{}: these operators ran the operators they call with RecordFunction "
+                    "off (their first calls made {} or more such events each, on average, which "
+                    "sonde never records and which cost about 0.1 us each, in the operator's "
+                    "own time)",
+                    passing, ops::kPassAt)
+            .c_str(),
+        false);
   if (uint64_t refused = ops::names_refused(); refused > 0)
     sonde::add_run_note("torch", fmt::format("{} operator events were not recorded: their names "
                                              "came after 4,096 distinct ones",

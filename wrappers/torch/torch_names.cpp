@@ -74,6 +74,8 @@ const OpName* insert(const char* name, bool user_scope, uint64_t h) {
     s.op.engine = !user_scope && starts(name, "autograd::engine::evaluate_function: ");
     s.op.dispatched =
         !user_scope && !s.op.engine && std::string_view(name).find("::") != std::string_view::npos;
+    s.op.may_pass = s.op.dispatched && s.op.role == Role::kOperator && starts(name, "aten::") &&
+                    std::strcmp(name, "aten::_backward") != 0;
     s.op.text = s.text;
     bool comm = s.op.role == Role::kCollective || s.op.role == Role::kP2P;
     // User scopes are never frames: no routine for them in the profile.
@@ -102,6 +104,12 @@ const OpName* op_name(const char* name, bool user_scope) {
 }
 
 uint64_t names_refused() { return g_refused.load(std::memory_order_relaxed); }
+
+void passing_operators(void (*fn)(const char* name, void* ctx), void* ctx) {
+  for (const Slot& s : g_slots)
+    if (s.hash.load(std::memory_order_acquire) != 0 && s.op.passes.load(std::memory_order_relaxed))
+      fn(s.text, ctx);
+}
 
 int64_t dtype_bytes(const char* type) {
   static constexpr std::pair<std::string_view, int64_t> kSizes[] = {{"float", 4},

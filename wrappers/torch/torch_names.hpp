@@ -3,6 +3,7 @@
 // by content, without a lock; a name seen for the first time is copied and registered once.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "sonde/probe.hpp"
@@ -32,7 +33,14 @@ struct OpName {
   // own, as torch.profiler counts one call there. Other events that run Python (a custom
   // autograd.Function's, the JIT's `forward`) do not.
   bool dispatched = false;
+  // An ATen operator (aten::, never aten::_backward, which runs the autograd engine) whose
+  // own events may pass unobserved (torch_observer.cpp): what its first calls were seen to make
+  // decides, once, whether it does.
+  bool may_pass = false;
   const char* text = nullptr;  // the name, interned (for the count of unmatched transfers)
+  mutable std::atomic<uint32_t> sampled{0};  // top-level calls whose own events were counted
+  mutable std::atomic<uint64_t> nested{0};   // those events
+  mutable std::atomic<bool> passes{false};
 };
 
 // The routine of `name` for events of this scope (true: USER_SCOPE; a record_function range is
@@ -40,6 +48,8 @@ struct OpName {
 // null: the event is then not recorded, and counted (names_refused, a note at the end).
 const OpName* op_name(const char* name, bool user_scope);
 uint64_t names_refused();
+// The operators whose own events pass unobserved, each once.
+void passing_operators(void (*fn)(const char* name, void* ctx), void* ctx);
 
 // Bytes per element of a dtype as torch::profiler::impl::inputTypes names it (caffe2's TypeMeta
 // names: "float", "c10::Half", "long int", ...); 0 when unknown.

@@ -24,6 +24,7 @@ namespace sonde::torch_ops {
 Reader g_reader;
 std::atomic<bool> g_recording{false};
 std::atomic<int> g_group_size{0};
+std::atomic<bool> g_pass_nested{false};
 
 namespace {
 
@@ -31,6 +32,18 @@ using torch_abi::Scope;
 
 // Completed backend work, process-wide: a work item's event ends on the thread that finishes it.
 std::atomic<uint64_t> g_completed{0};
+
+// An operator's own events (aten::bmm's select and as_strided per matrix, 1,152 a call for 128
+// small ones; aten::lstm's per step) are never frames: they are its implementation. Each still
+// builds libtorch's RecordFunction state and calls sonde's callbacks, about 130 ns here, which
+// the operator's time then holds: a red team's aten::bmm read 305 us a call, 160 us without
+// sonde. An operator whose first kSampled top-level calls made at least kPassAt events each on
+// average then runs with this thread's RecordFunction off (at::enableRecordFunction), and on
+// again at its end: one switch costs about 0.5 us (libtorch rebuilds the thread's callback
+// lists), so an operator of a few events (aten::linear's t and addmm) is not worth it. Never
+// while this thread has callbacks of its own (torch.profiler's, emit_nvtx's), which would miss
+// the events; the operators that pass are named in a note.
+constexpr uint32_t kSampled = 4;
 
 constexpr uint32_t kMaxDepth = 128;
 constexpr uint32_t kMaxPending = 64;
@@ -53,6 +66,9 @@ struct Entry {
   bool bytes_known = false;
   uint32_t signature = 0;      // `--record-shapes`: the operator's inputs (node and start set too)
   uint64_t posted_before = 0;  // a c10d call's: backend events posted before it started
+  uint64_t events_before = 0;  // the thread's events started before it, when `sampling`
+  bool sampling = false;       // its own events are counted (OpName::sampled)
+  bool passing = false;        // it turned this thread's RecordFunction off
 };
 
 // A c10d call closed before its backend's event told its bytes (gloo). `thread` nullptr: a call
@@ -68,6 +84,7 @@ struct Pending {
 };
 
 struct Stack {
+  uint64_t events = 0;          // FUNCTION and BACKWARD_FUNCTION events started on this thread
   uint32_t depth = 0;           // FUNCTION and BACKWARD_FUNCTION events open on this thread
   uint32_t function_depth = 0;  // operators open since the innermost autograd node
   uint32_t comm_open = 0;       // c10d frames open (a poll must not end their comm call)
@@ -177,9 +194,29 @@ void on_transfer_start(const torch_abi::RecordFunction& rf, const OpName* op) {
   post_transfer(op->operation, bytes, op->text);
 }
 
+// A top-level operator that may pass its own events: sampled, or passing them.
+void pass_or_sample(const Stack& s, Entry& e) {
+  if (e.op->passes.load(std::memory_order_relaxed)) {
+    if (g_reader.has_thread_local_callbacks()) return;
+    g_reader.enable_record_function(false);
+    e.passing = true;
+  } else if (e.op->sampled.load(std::memory_order_relaxed) < kSampled) {
+    e.sampling = true;
+    e.events_before = s.events;
+  }
+}
+
+void sampled(const Entry& e, uint64_t events) {
+  uint64_t all = e.op->nested.fetch_add(events, std::memory_order_relaxed) + events;
+  if (e.op->sampled.fetch_add(1, std::memory_order_relaxed) + 1 == kSampled &&
+      all >= kSampled * kPassAt)
+    e.op->passes.store(true, std::memory_order_relaxed);
+}
+
 template <Scope S>
 void push(const torch_abi::RecordFunction& rf) {
   Stack& s = t_stack.get();
+  ++s.events;
   uint32_t d = s.depth++;
   const OpName* op = op_name(g_reader.name(&rf), false);
   bool comm = is_comm(op);
@@ -217,6 +254,10 @@ void push(const torch_abi::RecordFunction& rf) {
   if (d >= kMaxDepth) return;
   s.entries[d] = e;
   if (!open || op == nullptr || !g_recording.load(std::memory_order_relaxed)) return;
+  if constexpr (S == Scope::kFunction) {
+    if (op->may_pass && g_pass_nested.load(std::memory_order_relaxed))
+      pass_or_sample(s, s.entries[d]);
+  }
   ThreadState* t = probe_open(op->id, Nesting::kChildren);
   if (t == nullptr) return;
   Entry& mine = s.entries[d];
@@ -265,6 +306,11 @@ void pop() {
   if (s.depth == 0) return;  // an event that started before sonde's callbacks were added
   uint32_t d = --s.depth;
   Entry e = d < kMaxDepth ? s.entries[d] : Entry{};
+  if (e.passing) {
+    g_reader.enable_record_function(true);
+  } else if (e.sampling) {
+    sampled(e, s.events - e.events_before);
+  }
   if (e.restores) {
     s.function_depth = e.saved_function_depth;
   } else if (s.function_depth > 0) {

@@ -13,6 +13,8 @@ struct Reader {
   torch_abi::Name name = nullptr;
   torch_abi::InputSizes input_sizes = nullptr;
   torch_abi::InputTypes input_types = nullptr;  // nullptr: an old-ABI libtorch, bytes unknown
+  torch_abi::EnableRecordFunction enable_record_function = nullptr;
+  torch_abi::HasCallbacks has_thread_local_callbacks = nullptr;
 };
 extern Reader g_reader;
 // Off: the callbacks record nothing (between sonde_torch_unobserve and the removal of
@@ -20,6 +22,12 @@ extern Reader g_reader;
 extern std::atomic<bool> g_recording;
 // Ranks of the default process group (torch.distributed's world), for comm_ops' comm_size.
 extern std::atomic<int> g_group_size;
+// Whether an operator's own events may pass unobserved (torch_observer.cpp): both functions
+// found, and no other global RecordFunction callback when sonde attached.
+extern std::atomic<bool> g_pass_nested;
+// The events a top-level operator's first calls must make each, on average, for it to pass
+// them unobserved (torch_observer.cpp says why).
+inline constexpr uint64_t kPassAt = 32;
 
 // Pairs what the backend posted with this thread's c10d calls, and records those still without
 // bytes with none (before the callbacks are removed at exit).
