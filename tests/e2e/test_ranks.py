@@ -284,3 +284,27 @@ def test_csv_is_one_table_of_the_json(tmp_path):
     for args in (("ranks", runs[1]), ("scaling", *runs)):
         p = sonde(*args, "--format", "csv")
         assert p.returncode == 2 and "--section" in p.stderr
+
+
+def test_a_ranks_wrapper_that_execs_its_program_keeps_one_file(tmp_path):
+    """A rank started through a wrapper that execs its program (`bash -c 'exec python3 ...'`,
+    a train.sh under mpirun, srun or torchrun --no_python) passes it the environment bash read
+    at its start, whose SONDE_OUTPUT is the name the rank was given (prof.db), not its own file
+    (prof.rank1.db): the program claimed a file beside it (prof.rank1.<pid>.db) that no line
+    named, and `sonde merge` of the rank files refused both as rank 1 (a red-team find)."""
+    job = f"test-{uuid.uuid4()}"
+    files = []
+    for rank in (0, 1):
+        d = tmp_path / f"r{rank}"
+        d.mkdir()
+        r = sonde("run", "-o", d / "prof.db", "bash", "-c", f"exec {BIN / 'known_time'} 1 10 1",
+                  OMPI_COMM_WORLD_RANK=rank, OMPI_COMM_WORLD_SIZE=2, PMIX_NAMESPACE=job)
+        assert r.returncode == 0, r.stderr
+        assert sorted(p.name for p in d.glob("*.db")) == [f"prof.rank{rank}.db"]
+        db = d / f"prof.rank{rank}.db"
+        rows = query(db, "SELECT origin, rank, command FROM processes ORDER BY process_id")
+        assert [(o, k) for o, k, _ in rows] == [("root", rank), ("exec", rank)], rows
+        assert rows[1][2].split()[0].endswith("known_time"), rows
+        files.append(db)
+    r = merge(tmp_path / "merged.db", files)
+    assert r.returncode == 0, r.stderr

@@ -173,6 +173,13 @@ char* const* join_run(char* const* envp, char** scratch, int scratch_len, ExecSt
     }
     if (starts(*e, "SONDE_OUTPUT=")) {
       has_output = true;
+      // The name this process was given, where it wrote its rank's own file: a wrapper script
+      // exec'ing its rank's program passes that (bash passes main's environment, which sonde's
+      // setenv never reached); the program joins the rank's file, not a file beside it.
+      if (!rt->env_given_output().empty() && std::strcmp(*e, rt->env_given_output().c_str()) == 0) {
+        scratch[n++] = const_cast<char*>(rt->env_output().c_str());
+        continue;
+      }
       // Another output is a run of its own (a nested `sonde run`), which must not join ours.
       other_output = std::strcmp(*e, rt->env_output().c_str()) != 0;
     }

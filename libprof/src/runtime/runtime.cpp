@@ -215,6 +215,8 @@ void Runtime::start() {
   std::string preloadable = preloadable_path(self);
   env_preload_ = "LD_PRELOAD=" + (preloadable.empty() ? self : preloadable);
   env_output_ = "SONDE_OUTPUT=" + output_;
+  if (!config_.output.empty() && config_.output != output_)
+    env_given_output_ = "SONDE_OUTPUT=" + config_.output;
   env_run_ = "SONDE_RUN_ID=" + run_id_;
   run_ = collect_run_info(run_id_, process_.command, config_.trace, clock_.realtime0());
   process_.host = run_.host;

@@ -158,6 +158,10 @@ class Runtime {
   // Environment entries handed to exec'd images that lack them ("NAME=value", built at start).
   const std::string& env_preload() const { return env_preload_; }
   const std::string& env_output() const { return env_output_; }
+  // SONDE_OUTPUT as this process was given it, where it then wrote elsewhere (a rank's own
+  // file): a shell passes its exec'd program that one (main's environment, not the one sonde
+  // set), and it is this run's all the same. Empty where they are the same.
+  const std::string& env_given_output() const { return env_given_output_; }
   const std::string& env_run() const { return env_run_; }
   // "SONDE_SAY_WRITTEN=name" for this image's own exec where it says where the profile went
   // (python3 -m sonde in-process), else empty.
@@ -205,7 +209,7 @@ class Runtime {
   OutputOrigin output_origin_ = OutputOrigin::kFound;  // kFound: another's, or there already
   int claim_errno_ = 0;  // why a new file could not be made at the name (EROFS, EACCES)
   std::string run_id_;
-  std::string env_preload_, env_output_, env_run_, env_say_;
+  std::string env_preload_, env_output_, env_given_output_, env_run_, env_say_;
   std::atomic<pid_t> pid_{0};
   RunInfo run_;
   ProcessInfo process_;
