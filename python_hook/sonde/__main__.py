@@ -566,7 +566,20 @@ def _run(opts, program, kind, in_process=False):
         _sonde.startup_ends()
         _sonde.start(skip_exec=True, lines=opts.lines, builtins=builtins, imports=imports)
     try:
-        exec(code, module.__dict__)
+        try:
+            exec(code, module.__dict__)
+        finally:
+            # What CPython does as a script or -c command ends, however it ends, before it
+            # prints its error or runs the atexit functions (pythonrun.c's flush_io): stderr,
+            # then stdout, their errors dropped; not for -m, which it runs through runpy.
+            # Without it a log of both (`> log 2>&1`, nohup, a batch job's) had the traceback,
+            # a sys.exit message or an atexit function's lines before the program's last
+            # stdout lines (a red-team find). Inline: a launcher's function would be a frame.
+            for stream in (sys.stderr, sys.stdout) if kind != "-m" else ():
+                try:
+                    stream.flush()
+                except Exception:
+                    pass
     except SystemExit:
         raise  # the interpreter ends it exactly as it would have without sonde
     except BaseException as e:

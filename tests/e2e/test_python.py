@@ -1396,3 +1396,34 @@ def test_a_program_taking_new_threads_line_tracer_is_said(db, tmp_path):
     (hits,), = query(db, "SELECT MAX(hits) FROM line_costs")
     assert hits >= 1000, hits
 
+
+
+@pytest.mark.parametrize("how", ["raise", "exit", "atexit", "module"])
+def test_one_log_of_both_streams_keeps_pythons_order(tmp_path, how):
+    """A script's buffered stdout is flushed as it ends, before Python prints its traceback or
+    sys.exit message and before the atexit functions run (pythonrun.c's flush_io); a module
+    run with -m is not. Under `> log 2>&1` (nohup, a batch job's output file) sonde printed the
+    traceback before the program's last lines (a red-team find)."""
+    prog = tmp_path / "ends.py"
+    prog.write_text(textwrap.dedent("""\
+        import atexit, sys
+        atexit.register(lambda: sys.stderr.write("atexit\\n"))
+        print("last line")
+        if sys.argv[1] == "raise":
+            raise ValueError("boom")
+        if sys.argv[1] == "exit":
+            sys.exit("bad thing")
+        """))
+    args = ["-m", "ends", how] if how == "module" else [str(prog), how]
+    env = {k: v for k, v in clean_env(PYTHONPATH=PYTHONPATH).items()
+           if k != "PYTHONUNBUFFERED"}
+    logs = []
+    for launch in ([], ["-m", "sonde", "-o", str(tmp_path / "p.db"), "--force"]):
+        with open(tmp_path / "log", "w") as log:
+            subprocess.run([PY, *launch, *args], stdout=log, stderr=subprocess.STDOUT, env=env,
+                           cwd=tmp_path, timeout=120)
+        text = (tmp_path / "log").read_text().splitlines()
+        logs.append([line for line in text if not line.startswith(("sonde:", "  File", "    "))])
+    assert logs[0] == logs[1]
+    want = {"raise": "last line", "exit": "last line", "atexit": "last line", "module": "atexit"}
+    assert logs[0][0] == want[how], logs[0]
