@@ -382,11 +382,15 @@ constexpr std::string_view kConvolutionAdvice =
 // A product inside PyTorch's own layers (nn.Linear's forward, an autograd node of one, attention
 // in torch.nn.functional) has the shape the model's sizes give it: "batch into larger GEMMs,
 // reorder dimensions, pick a layout" named nothing an nn.Linear user can change (a red-team
-// find on a Trainer-style MLP and a Transformer LM).
+// find on a Trainer-style MLP and a Transformer LM). Its m and n are the column-major BLAS's,
+// which PyTorch's row-major Y = X W^T computes as Y^T = W X^T: m = out_features (the advice had
+// them the other way round, a red-team find).
 constexpr std::string_view kTorchLayerAdvice =
     "these products come from {}, inside PyTorch's own layers, whose GEMM shapes the model's "
-    "sizes set (nn.Linear: m = batch x sequence, k = in_features, n = out_features; attention: "
-    "the sequence lengths and the head dimension, embed_dim / num_heads): a larger batch per "
+    "sizes set (nn.Linear: batch x sequence, k = in_features and out_features, where PyTorch "
+    "calls the column-major sgemm_ or dgemm_ with its operands swapped, so m = out_features and "
+    "n = batch x sequence; attention: the sequence lengths and the head dimension, "
+    "embed_dim / num_heads): a larger batch per "
     "step, wider layers or fewer, wider heads, sizes a multiple of 16, where the model allows";
 
 // Whether the run recorded PyTorch operators (torch was imported under the Python hook).
