@@ -49,6 +49,12 @@ class Statement {
   sonde::Statement stmt_;  // the one SQLite wrapper, libsonde's; errors thrown here
 };
 
+// The processes that began the run or made its file (run_info `output.claimed`): which one
+// wrote first is what a reader checks (profile/run_summary.cpp, rank_file.cpp).
+inline constexpr const char* kRunFirstProcesses =
+    "SELECT process_id FROM processes WHERE origin = 'root' OR process_id IN (SELECT "
+    "process_id FROM run_info WHERE key = 'output.claimed')";
+
 class ProfileFile {
  public:
   // Opens read-only and checks that this is a sonde profile this version can read, whole

@@ -123,10 +123,7 @@ ProfileFile ProfileFile::open_processes(const ProfileFile& source,
   file.exec("DETACH DATABASE src; PRAGMA query_only = 1");
   file.schema_version_ = source.schema_version();
   file.first_process_left_out_ = source.first_process_left_out_;
-  for (auto st = source.prepare(
-           "SELECT process_id FROM processes WHERE origin = 'root' OR process_id IN (SELECT "
-           "process_id FROM run_info WHERE key = 'output.claimed')");
-       st.step();) {
+  for (auto st = source.prepare(kRunFirstProcesses); st.step();) {
     if (std::find(process_ids.begin(), process_ids.end(), st.int64(0)) == process_ids.end())
       file.first_process_left_out_ = true;
   }

@@ -128,9 +128,7 @@ RunSummary load_run_summary(const ProfileFile& file) {
     // every merge of them said that its first process had written nothing. One rank of a file
     // its ranks share (torch.multiprocessing.spawn's) leaves the first process out, and said
     // so of every rank.
-    auto st = file.prepare(
-        "SELECT 1 FROM processes WHERE origin = 'root' OR process_id IN (SELECT process_id "
-        "FROM run_info WHERE key = 'output.claimed') LIMIT 1");
+    auto st = file.prepare(fmt::format("{} LIMIT 1", kRunFirstProcesses));
     if (!st.step() && !file.first_process_left_out())
       s.notes.push_back(Note{
           "warning", "unfinished",
