@@ -40,7 +40,7 @@
 #include "sonde/output_name.hpp"
 #include "sonde/preload_path.hpp"
 #include "sonde/quiet_write.hpp"
-#include "sonde/rank_env.hpp"
+#include "sonde/rank_launcher.hpp"
 #include "sonde/run_options.hpp"
 #include "sonde/signals.hpp"
 #include "store/rank_files.hpp"
@@ -384,13 +384,57 @@ void say_rank_files(const fs::path& output, const std::string& requested, std::i
   note_rank_files(output.string(), said.note);
 }
 
+// The arguments the command's process has once the kernel has run a script's interpreter
+// ("#!/bin/bash" makes ./train.sh `/bin/bash ./train.sh`; "#!/usr/bin/env bash", env's exec of
+// bash), which libsonde reads in it (/proc/self/cmdline).
+std::vector<std::string> started_args(const std::string& program,
+                                      const std::vector<std::string>& command) {
+  std::string line;
+  if (std::FILE* f = std::fopen(program.c_str(), "rb")) {
+    char buf[256] = {};  // the kernel reads at most this much of the line (BINPRM_BUF_SIZE)
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    line.assign(buf, n);
+  }
+  if (!line.starts_with("#!")) return command;
+  line = line.substr(
+      2, line.find('\n') == std::string::npos ? std::string::npos : line.find('\n') - 2);
+  auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  size_t from = 0;
+  while (from < line.size() && blank(line[from])) ++from;
+  size_t end = from;
+  while (end < line.size() && !blank(line[end])) ++end;
+  std::string interpreter = line.substr(from, end - from);
+  while (end < line.size() && blank(line[end])) ++end;
+  std::string argument = line.substr(end);
+  while (!argument.empty() && blank(argument.back())) argument.pop_back();
+  std::vector<std::string> args;
+  if (fs::path(interpreter).filename() == "env" && !argument.empty() &&
+      argument.find(' ') == std::string::npos) {
+    args.push_back(argument);  // env execs the program it names
+  } else {
+    args.push_back(interpreter);
+    if (!argument.empty()) args.push_back(argument);
+  }
+  args.push_back(program);
+  args.insert(args.end(), command.begin() + 1, command.end());
+  return args;
+}
+
+// The rank (or outer task) the command's process takes from the environment, as libsonde
+// reads it there (runtime.cpp).
+RankEnv command_rank_env(const std::string& program, const std::vector<std::string>& command) {
+  return process_rank_env([](const char* name) -> const char* { return std::getenv(name); },
+                          started_args(program, command));
+}
+
 // Returns the file written (its absolute path), or "" when there is none.
-std::string say_what_was_written(const RunOptions& o, const fs::path& asked, pid_t root,
-                                 std::int64_t since_ns, bool is_static, int killed_by) {
-  // A rank of a parallel job wrote its own file beside the one asked for (sonde/rank_env.hpp).
-  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
-  std::string requested = rank.rank >= 0 ? rank_output(o.output, rank.rank) : o.output;
-  fs::path output = rank.rank >= 0 ? fs::path(rank_output(asked.string(), rank.rank)) : asked;
+std::string say_what_was_written(const RunOptions& o, const RankEnv& rank, const fs::path& asked,
+                                 pid_t root, std::int64_t since_ns, bool is_static, int killed_by) {
+  // A rank of a parallel job wrote its own file beside the one asked for (sonde/rank_env.hpp),
+  // and a launcher of ranks under an outer one its launcher file (sonde/rank_launcher.hpp).
+  std::string requested = own_output(o.output, rank);
+  fs::path output = own_output(asked.string(), rank);
   WrittenProfile w = find_written_profile(output, root, since_ns);
   if (w.alternative >= 0) {
     std::string shown =
@@ -524,21 +568,22 @@ int run_command(const RunOptions& o) {
   // unrelated file, made every rank refuse; --force left the rank's own earlier file, and the
   // rank wrote beside it. Without --force a rank's earlier file stays, the rank writing beside
   // it (prof.rank<R>.<pid>.db) and saying so.
-  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  RankEnv rank = command_rank_env(*program, o.command);
+  bool own_name = rank.rank >= 0 || rank.outer_task >= 0;  // a rank's or a launcher's
   // python3 -m sonde's re-exec checked its program's files itself: this command holds its
   // arguments, -o's value among them.
   if (!std::getenv("SONDE_PYTHON_LAUNCHED")) {
     refuse_command_file_as_output(o.command, *program, output, o.output);
-    if (rank.rank >= 0)
-      refuse_command_file_as_output(o.command, *program, rank_output(output.string(), rank.rank),
-                                    rank_output(o.output, rank.rank));
+    if (own_name)
+      refuse_command_file_as_output(o.command, *program, own_output(output.string(), rank),
+                                    own_output(o.output, rank));
   }
-  if (rank.rank < 0) {
+  if (!own_name) {
     prepare_output(output, o.output, o.force);
   } else {
-    fs::path mine = rank_output(output.string(), rank.rank);
+    fs::path mine = own_output(output.string(), rank);
     if (o.force)
-      prepare_output(mine, rank_output(o.output, rank.rank), true);
+      prepare_output(mine, own_output(o.output, rank), true);
     else
       check_output_directory(mine);
   }
@@ -629,7 +674,8 @@ int run_command(const RunOptions& o) {
     say("sonde run: {} killed by signal {} ({})\n", o.command[0], killed_by,
         signal_name(killed_by));
   }
-  std::string written = say_what_was_written(o, output, child, since_ns, is_static, killed_by);
+  std::string written =
+      say_what_was_written(o, rank, output, child, since_ns, is_static, killed_by);
   if (o.report_sort && !written.empty()) print_report(written, *o.report_sort);
   if (killed_by != 0) die_of(killed_by);
   return code;

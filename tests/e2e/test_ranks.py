@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from conftest import BIN, integrity_ok, query, run, sonde
+from conftest import BIN, clean_env, integrity_ok, query, run, sonde
 
 
 def rank_files(tmp_path, sleeps_ms, job=None, name="run", slept=None):
@@ -308,3 +308,78 @@ def test_a_ranks_wrapper_that_execs_its_program_keeps_one_file(tmp_path):
         files.append(db)
     r = merge(tmp_path / "merged.db", files)
     assert r.returncode == 0, r.stderr
+
+
+# torchrun as it starts its workers on one node of two: global ranks, torchrun's variables.
+FAKE_TORCHRUN = """#!/bin/sh
+node=$1; shift
+for local in 0 1; do
+  RANK=$((node * 2 + local)) LOCAL_RANK=$local WORLD_SIZE=4 TORCHELASTIC_RUN_ID=job "$@" &
+done
+wait
+"""
+
+
+def test_torchrun_under_srun_names_each_worker_by_its_global_rank(tmp_path):
+    """`srun -N 2 sonde run -o prof.db -- bash -c 'hostname; torchrun ...'`, SLURM's usual
+    multi-node start, each task given SLURM's variables by hand: every process of a task has
+    SLURM_PROCID (its node), and they were read before torchrun's RANK, so each node's wrapper,
+    its helpers, torchrun and both workers shared prof.rank<node>.db, 2 "ranks" of 4 (a red-team
+    find). Now each worker writes its global rank's file, and each task's launcher processes
+    (the shell, hostname, torchrun) prof.launcher<task>.db, which its sonde run names."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "torchrun").write_text(FAKE_TORCHRUN)
+    (bindir / "torchrun").chmod(0o755)
+    path = f"{bindir}:{clean_env()['PATH']}"
+    for task in (0, 1):
+        r = sonde("run", "-o", tmp_path / "prof.db", "bash", "-c",
+                  f"hostname > /dev/null; torchrun {task} {BIN / 'known_time'} 1 10 1",
+                  PATH=path, SLURM_JOB_ID=77, SLURM_STEP_ID=0, SLURM_PROCID=task,
+                  SLURM_NTASKS=2, SLURM_LOCALID=0)
+        assert r.returncode == 0, r.stderr
+        said = [line for line in r.stderr.splitlines() if line.startswith("sonde:")]
+        assert said[0] == f"sonde: profile written to {tmp_path}/prof.launcher{task}.db", said
+        assert said[1].startswith(f"sonde: {2 * task + 2} ranks wrote their own files"), said
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == [
+        "prof.launcher0.db", "prof.launcher1.db",
+        "prof.rank0.db", "prof.rank1.db", "prof.rank2.db", "prof.rank3.db"]
+    for rank in range(4):
+        rows = query(tmp_path / f"prof.rank{rank}.db",
+                     "SELECT rank, world_size, command FROM processes")
+        assert len(rows) == 1 and rows[0][:2] == (rank, 4), rows
+        assert rows[0][2].split()[0].endswith("known_time"), rows
+    for task in (0, 1):
+        rows = query(tmp_path / f"prof.launcher{task}.db",
+                     "SELECT rank, command FROM processes ORDER BY process_id")
+        assert all(rank is None for rank, _ in rows), rows
+        commands = " | ".join(c for _, c in rows)
+        assert "hostname" in commands and "torchrun" in commands, commands
+    r = merge(tmp_path / "all.db", sorted(tmp_path.glob("prof.*.db")))
+    assert r.returncode == 0, r.stderr
+    assert "prof.launcher0.db left out: the launcher's own profile" in r.stderr, r.stderr
+    assert query(tmp_path / "all.db", "SELECT rank FROM processes ORDER BY rank") == \
+        [(0,), (1,), (2,), (3,)]
+
+
+def test_a_launcher_in_a_batch_step_is_no_rank(tmp_path):
+    """A SLURM batch script runs as task 0 of the job, with SLURM_NTASKS the job's: `sonde run
+    -o prof.db -- bash job.sh` there, job.sh starting its ranks with srun, named the batch
+    shell rank 0 of 2, and srun's rank 0 joined its file. The shell is the task's launcher;
+    srun's tasks (another job step) are the ranks, and a rank's own shell stays its rank's."""
+    (tmp_path / "job.sh").write_text(
+        "#!/bin/bash\n# a SLURM batch script\n"
+        "for t in 0 1; do\n"
+        f"  SLURM_STEP_ID=0 SLURM_PROCID=$t sh -c 'exec {BIN / 'known_time'} 1 10 1' & # srun\n"
+        "done\nwait\n")
+    r = sonde("run", "-o", tmp_path / "prof.db", "bash", tmp_path / "job.sh",
+              SLURM_JOB_ID=78, SLURM_PROCID=0, SLURM_NTASKS=2, SLURM_LOCALID=0)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == [
+        "prof.launcher0.db", "prof.rank0.db", "prof.rank1.db"], r.stderr
+    for rank in (0, 1):
+        rows = query(tmp_path / f"prof.rank{rank}.db",
+                     "SELECT rank, command FROM processes ORDER BY process_id")
+        assert {k for k, _ in rows} == {rank} and rows[-1][1].split()[0].endswith("known_time")
+    rows = query(tmp_path / "prof.launcher0.db", "SELECT rank, command FROM processes")
+    assert rows and set(rows) == {(None, f"bash {tmp_path / 'job.sh'}")}, rows  # and its forks

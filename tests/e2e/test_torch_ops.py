@@ -761,6 +761,46 @@ def test_python_m_sonde_around_torchrun_names_the_rank_files(tmp_path, launch):
     assert report.returncode == 0 and "warning:" not in report.stdout, report.stdout
 
 
+def test_torchrun_on_two_srun_nodes_writes_a_file_per_global_rank(tmp_path):
+    """`srun -N 2 python3 -m sonde -o prof.db -m torch.distributed.run --nnodes 2 ...`, each
+    node's task given SLURM's variables by hand: SLURM_PROCID, which torchrun's workers
+    inherit, was read before their RANK, so each node's agent and workers shared
+    prof.rank<node>.db (a red-team find). Now each worker writes its global rank's file with
+    DDP's all-reduces, each agent prof.launcher<node>.db, and each node names the four."""
+    port = free_port()
+    agents = [subprocess.Popen(
+        [PY, "-m", "sonde", "-o", "prof.db", "-m", "torch.distributed.run", "--nnodes", "2",
+         "--node_rank", str(node), "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
+         "--master_port", str(port), "--redirects", "1", "--tee", "1",
+         "--log_dir", f"logs{node}", DDP], cwd=tmp_path,
+        env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1, SLURM_JOB_ID=77,
+                      SLURM_STEP_ID=0, SLURM_PROCID=node, SLURM_NTASKS=2, SLURM_LOCALID=0),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for node in (0, 1)]
+    for node, agent in enumerate(agents):
+        _, err = agent.communicate(timeout=300)
+        assert agent.returncode == 0, err
+        said = [line for line in err.splitlines() if line.startswith("sonde:")]
+        assert said[-2:] == [
+            f"sonde: profile written to prof.launcher{node}.db",
+            "sonde: 4 ranks wrote their own files, prof.rank0.db, prof.rank1.db, prof.rank2.db, "
+            "prof.rank3.db; to read them as one: sonde merge -o prof.merged.db prof.rank*.db"], err
+    for rank in range(4):
+        f = tmp_path / f"prof.rank{rank}.db"
+        assert query(f, "SELECT rank, world_size FROM processes") == [(rank, 4)]
+        assert query(f, "SELECT COALESCE(SUM(calls), 0) FROM comm_ops WHERE op = "
+                        "'c10d::allreduce_' AND bytes = ?", (PARAMS * 4,)) == [(5,)]
+        report = subprocess.run([CLI, "report", f], capture_output=True, text=True, timeout=60)
+        assert report.returncode == 0 and "warning:" not in report.stdout, report.stdout
+    for node in (0, 1):
+        rows = query(tmp_path / f"prof.launcher{node}.db", "SELECT rank, command FROM processes")
+        assert rows and all(r is None and "torch.distributed.run" in c for r, c in rows), rows
+    m = subprocess.run(f"{CLI} merge -o all.db prof*.db", shell=True, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0 and "prof.launcher1.db left out" in m.stderr, m
+    assert query(tmp_path / "all.db", "SELECT rank FROM processes ORDER BY rank") == \
+        [(0,), (1,), (2,), (3,)]
+
+
 def test_sonde_run_python_needs_its_package(tmp_path):
     """A libsonde.so with no sonde package beside it: --python says what it looked for."""
     lib = tmp_path / "lib" / "libsonde.so"

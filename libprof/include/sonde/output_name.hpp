@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <string_view>
 
 namespace sonde {
 
@@ -47,9 +48,10 @@ inline std::string alternative_output(const std::string& path, pid_t pid, int n)
   return path + tag;
 }
 
-// A rank's own file beside the one asked for: "dir/prof.db" -> "dir/prof.rank3.db".
-inline std::string rank_output(const std::string& path, int rank) {
-  std::string tag = ".rank" + std::to_string(rank);
+namespace output_name_detail {
+
+// "dir/prof.db" with `tag` before its extension: "dir/prof<tag>.db".
+inline std::string tagged(const std::string& path, const std::string& tag) {
   size_t slash = path.rfind('/');
   size_t dot = path.rfind('.');
   if (dot != std::string::npos && (slash == std::string::npos || dot > slash + 1))
@@ -57,14 +59,70 @@ inline std::string rank_output(const std::string& path, int rank) {
   return path + tag;
 }
 
-// The name is already rank R's own (inherited from the rank itself by its children).
-inline bool is_rank_output(const std::string& path, int rank) {
-  std::string tag = ".rank" + std::to_string(rank);
+}  // namespace output_name_detail
+
+// The file of a launcher of ranks that is itself task T of an outer job (torchrun under srun,
+// mpirun in a SLURM batch step: sonde/rank_env.hpp): "dir/prof.db" -> "dir/prof.launcher0.db".
+// The outer job's tasks never share one file, nor take a name its ranks write.
+inline std::string launcher_output(const std::string& path, int task) {
+  return output_name_detail::tagged(path, ".launcher" + std::to_string(task));
+}
+
+// The name asked for, where `path` is a launcher's (above): its ranks inherit the launcher's
+// file name and name theirs from this. "dir/prof.launcher0.db" -> "dir/prof.db", and beside an
+// earlier run's file "dir/prof.launcher0.<pid>.db" -> "dir/prof.<pid>.db".
+inline std::string launcher_base(const std::string& path) {
+  size_t slash = path.rfind('/');
+  size_t from = slash == std::string::npos ? 0 : slash + 1;
+  constexpr std::string_view kTag = ".launcher";
+  for (size_t at = path.find(kTag, from); at != std::string::npos; at = path.find(kTag, at + 1)) {
+    size_t end = at + kTag.size();
+    while (end < path.size() && path[end] >= '0' && path[end] <= '9') ++end;
+    if (end > at + kTag.size() && (end == path.size() || path[end] == '.') && at > from)
+      return path.substr(0, at) + path.substr(end);
+  }
+  return path;
+}
+
+// A rank's own file beside the one asked for: "dir/prof.db" -> "dir/prof.rank3.db" (and from
+// a launcher's file, "dir/prof.launcher0.db" -> "dir/prof.rank3.db").
+inline std::string rank_output(const std::string& path, int rank) {
+  return output_name_detail::tagged(launcher_base(path), ".rank" + std::to_string(rank));
+}
+
+namespace output_name_detail {
+
+// The file's name holds `tag` followed by a dot or at its end.
+inline bool has_tag(const std::string& path, const std::string& tag) {
   size_t slash = path.rfind('/');
   std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
   size_t at = file.find(tag + ".");
   return at != std::string::npos || (file.size() >= tag.size() &&
                                      file.compare(file.size() - tag.size(), tag.size(), tag) == 0);
+}
+
+}  // namespace output_name_detail
+
+// The name is already rank R's own (inherited from the rank itself by its children).
+inline bool is_rank_output(const std::string& path, int rank) {
+  return output_name_detail::has_tag(path, ".rank" + std::to_string(rank));
+}
+
+// The name is already outer task T's launcher's own (its children's, an exec'd image's).
+inline bool is_launcher_output(const std::string& path, int task) {
+  return output_name_detail::has_tag(path, ".launcher" + std::to_string(task));
+}
+
+// The name is some rank's own: a process given it runs inside that rank (a helper it started).
+inline bool is_any_rank_output(const std::string& path) {
+  size_t slash = path.rfind('/');
+  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  for (size_t at = file.find(".rank"); at != std::string::npos; at = file.find(".rank", at + 1)) {
+    size_t end = at + 5;
+    while (end < file.size() && file[end] >= '0' && file[end] <= '9') ++end;
+    if (end > at + 5 && (end == file.size() || file[end] == '.')) return true;
+  }
+  return false;
 }
 
 }  // namespace sonde

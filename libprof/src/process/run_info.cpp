@@ -18,7 +18,7 @@ extern char** environ;
 
 namespace sonde {
 
-std::string read_command_line(bool with_args) {
+std::vector<std::string> command_line_args() {
   std::string raw = read_proc_file("/proc/self/cmdline");
   std::vector<std::string> argv;
   for (size_t start = 0; start < raw.size();) {
@@ -27,7 +27,11 @@ std::string read_command_line(bool with_args) {
     argv.push_back(raw.substr(start, end - start));
     start = end + 1;
   }
-  return redact_arguments(argv, with_args);
+  return argv;
+}
+
+std::string read_command_line(bool with_args) {
+  return redact_arguments(command_line_args(), with_args);
 }
 
 namespace {

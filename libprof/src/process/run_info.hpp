@@ -11,6 +11,8 @@
 
 namespace sonde {
 
+// This process's arguments, as it was started (never stored: read_command_line redacts them).
+std::vector<std::string> command_line_args();
 // This process's command line, redacted (process/redact.hpp).
 std::string read_command_line(bool with_args);
 // `command`: read_command_line's, which the process's own row has read already.

@@ -35,7 +35,7 @@
 #include "sonde/output_name.hpp"
 #include "sonde/preload_path.hpp"
 #include "sonde/quiet_write.hpp"
-#include "sonde/rank_env.hpp"
+#include "sonde/rank_launcher.hpp"
 #include "store/fd_guard.hpp"
 #include "store/rank_files.hpp"
 #include "symbols/real_symbol.hpp"
@@ -205,9 +205,21 @@ void Runtime::start() {
   trace_budget_ = std::make_unique<TraceBudget>(config_.trace_memory_mb << 20);
   bool root = config_.run_id.empty();
   // Ranks of one job share a run id, so `sonde merge` can tell their files from another run's.
-  RankEnv rank = detect_rank_env([](const char* name) -> const char* { return std::getenv(name); });
+  std::vector<std::string> args = command_line_args();
+  RankEnv rank =
+      process_rank_env([](const char* name) -> const char* { return std::getenv(name); }, args);
+  // A process of an outer task's launcher, started in its job step (hostname, env, what srun's
+  // `bash -c` runs beside torchrun) has SLURM's task number, which every process of a task
+  // inherits: no rank, it joins the launcher's file. (An srun step started inside it is
+  // another job step, whose run id differs: its tasks are ranks.)
+  if (rank.rank >= 0 && rank.source == "SLURM_PROCID" && !root &&
+      is_launcher_output(config_.output, rank.rank) && !rank.job.empty() &&
+      config_.run_id == job_run_uuid(rank.job)) {
+    rank.outer_task = rank.rank;
+    rank.rank = rank.world_size = rank.local_rank = -1;
+  }
   run_id_ = !root ? config_.run_id : rank.job.empty() ? new_run_uuid() : job_run_uuid(rank.job);
-  identify_process(rank, root);
+  identify_process(rank, root, args);
   if (!open_output(rank, root)) return;
   int64_t prepared_ns = monotonic_ns();
   // As LD_PRELOAD can carry it (a path with a space: through a link, sonde/preload_path.hpp).
@@ -250,13 +262,14 @@ void Runtime::start() {
 }
 
 // Who this process is in the run: its origin (root, exec, child), parent row and rank.
-void Runtime::identify_process(const RankEnv& rank, bool root) {
+void Runtime::identify_process(const RankEnv& rank, bool root,
+                               const std::vector<std::string>& args) {
   process_.rank = rank.rank;
   process_.world_size = rank.world_size;
   process_.local_rank = rank.local_rank;
   process_.pid = pid();
   process_.ppid = getppid();
-  process_.command = read_command_line(config_.record_args);
+  process_.command = redact_arguments(args, config_.record_args);
   process_.started_ns = clock_.realtime0();
   if (::sched_getaffinity(0, sizeof host_cpus_, &host_cpus_) == 0) {
     host_cpu0_ = host_busy_cpu_s(host_cpus_);
@@ -299,6 +312,14 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     requested = rank_output(requested, rank.rank);
     claim = true;
     process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
+  } else if (rank.outer_task >= 0 && !is_any_rank_output(requested) &&
+             !is_launcher_output(requested, rank.outer_task)) {
+    // A launcher of ranks under an outer one (sonde/rank_launcher.hpp). Inside a rank (a shell
+    // its program started) it is that rank's helper, and joins its file.
+    requested = launcher_output(requested, rank.outer_task);
+    claim = true;
+    process_.parent_process_id = 0;
+    launcher_task_ = rank.outer_task;
   }
   if (std::string full = absolute(requested); full.size() > kLongestProfilePath) {
     warn(
@@ -747,7 +768,9 @@ void Runtime::say_where_written(bool ok) {
 
 void Runtime::say_where_written_line(bool ok) {
   // As `sonde run` says it once its command has ended (analyzers/programs/launcher.cpp).
-  std::string name = absolute(say_written_) == output_ ? say_written_ : output_;
+  std::string asked =
+      launcher_task_ >= 0 ? launcher_output(say_written_, launcher_task_) : say_written_;
+  std::string name = absolute(asked) == output_ ? asked : output_;
   // No flush of this process ever written (a full disk from the start): "written ..., up to
   // its last periodic flush" read as a profile with something in it.
   std::string line =

@@ -173,7 +173,7 @@ class Runtime {
   Runtime() = default;
   void start();
   // start()'s steps, in order.
-  void identify_process(const RankEnv& rank, bool root);
+  void identify_process(const RankEnv& rank, bool root, const std::vector<std::string>& args);
   bool open_output(const RankEnv& rank, bool root);
   void read_peaks(bool root);
   void start_collectors(bool root);
@@ -250,6 +250,8 @@ class Runtime {
   bool in_process_ = false;  // loaded_in_process
   std::atomic<bool> said_written_{false};
   std::string say_written_;  // the name to say at exit ('' : say nothing); the launching image only
+  int launcher_task_ =
+      -1;  // this process claimed an outer task's launcher file (rank_launcher.hpp)
   std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
   std::atomic<bool> finished_{false};

@@ -73,7 +73,8 @@ std::vector<std::pair<long, std::string>> rank_files_written(const std::string& 
   std::vector<std::pair<long, std::string>> found;
   std::error_code ec;
   fs::path out(output);
-  std::string name = out.filename().string();
+  // A launcher under an outer one (prof.launcher0.db): its ranks named theirs from prof.db.
+  std::string name = fs::path(launcher_base(output)).filename().string();
   std::size_t dot = name.rfind('.');
   bool has_ext = dot != std::string::npos && dot > 0;
   std::string prefix = (has_ext ? name.substr(0, dot) : name) + ".rank";

@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "sonde/output_name.hpp"
+#include "sonde/rank_launcher.hpp"
 
 namespace sonde {
 namespace {
@@ -53,6 +56,113 @@ TEST(RankEnv, TorchDistributed) {
   EXPECT_EQ(r.local_rank, 1);
 }
 
+TEST(RankEnv, TorchrunsWorkersBeforeTheOuterLaunchersTask) {
+  // srun --ntasks-per-node=1 torchrun --nproc_per_node 4: worker 5 runs on node 1 (task 1).
+  std::map<std::string, std::string> env = {
+      {"SLURM_PROCID", "1"},    {"SLURM_NTASKS", "2"},
+      {"SLURM_JOB_ID", "77"},   {"RANK", "5"},
+      {"WORLD_SIZE", "8"},      {"LOCAL_RANK", "1"},
+      {"MASTER_PORT", "29500"}, {"TORCHELASTIC_RUN_ID", "job"}};
+  RankEnv r = detect(env);
+  EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.world_size, 8);
+  EXPECT_EQ(r.local_rank, 1);
+  EXPECT_EQ(r.source, "RANK");
+  // RANK and WORLD_SIZE set by another hand come after the launchers' own variables.
+  env.erase("TORCHELASTIC_RUN_ID");
+  EXPECT_EQ(detect(env).rank, 1);
+  EXPECT_EQ(detect(env).source, "SLURM_PROCID");
+  env["OMPI_COMM_WORLD_RANK"] = "3";
+  env["OMPI_COMM_WORLD_SIZE"] = "4";
+  env["TORCHELASTIC_RUN_ID"] = "job";  // torchrun under mpirun: still torchrun's worker
+  EXPECT_EQ(detect(env).rank, 5);
+}
+
+TEST(RankLauncher, KnowsTheCommandsThatStartRanks) {
+  using Args = std::vector<std::string>;
+  EXPECT_TRUE(launches_ranks(Args{"torchrun", "--nproc_per_node", "2", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"/usr/bin/python3", "/usr/local/bin/torchrun", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"python3", "-u", "-m", "torch.distributed.run", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"python3", "-mtorch.distributed.launch", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"python3", "-X", "dev", "-m", "torch.distributed.run"}));
+  EXPECT_TRUE(launches_ranks(Args{"python3", "-m", "sonde", "--in-process", "-o", "p.db", "--steps",
+                                  "3", "-s", "tottime", "-m", "torch.distributed.run",
+                                  "--nproc_per_node", "2", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"/opt/ompi/bin/mpirun", "-np", "4", "./a.out"}));
+  EXPECT_TRUE(launches_ranks(Args{"srun", "-n", "2", "./a.out"}));
+  // A program, even one named like a launcher's argument, is none.
+  EXPECT_FALSE(launches_ranks(Args{"python3", "train.py", "-m", "torch.distributed.run"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "-m", "sonde", "-o", "torchrun", "t.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "-c", "import torchrun"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "-m", "sonde", "-m", "sonde"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "-W", "torchrun", "t.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"./train"}));
+  EXPECT_FALSE(launches_ranks(Args{}));
+  // A shell whose command runs a launcher (srun's usual wrapper), not one that runs a program.
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-c", "torchrun --node_rank=$SLURM_NODEID t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"/bin/sh", "-ec", "exec python3 -m torch.distributed.run t"}));
+  EXPECT_TRUE(launches_ranks(Args{"-bash", "-o", "pipefail", "-c", "x=1; /opt/bin/mpirun a"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "exec python3 train.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "python3 train.py --torchrun-like"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "# torchrun t.py\npython3 t.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash", "/nonexistent/train.sh"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash"}));
+}
+
+TEST(RankLauncher, ReadsAShellsScript) {
+  std::string path = ::testing::TempDir() + "rank_launcher_train.sh";
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(
+      "#!/bin/bash\n# a comment naming srun\nexport OMP_NUM_THREADS=4\n"
+      "  srun --ntasks-per-node=1 python3 train.py\n",
+      f);
+  std::fclose(f);
+  EXPECT_TRUE(launches_ranks(std::vector<std::string>{"bash", "-x", path, "arg"}));
+  f = std::fopen(path.c_str(), "w");
+  std::fputs("#!/bin/bash\n# srun bash train.sh\nexec python3 train.py\n", f);
+  std::fclose(f);
+  EXPECT_FALSE(launches_ranks(std::vector<std::string>{"bash", path}));
+  std::remove(path.c_str());
+  // A script named like a launcher is one (a site's torchrun wrapper), whatever it holds.
+  EXPECT_TRUE(launches_ranks(std::vector<std::string>{"/bin/sh", "/opt/site/bin/torchrun", "t"}));
+}
+
+TEST(RankLauncher, ALauncherUnderAnOuterJobIsItsTaskNotARank) {
+  std::map<std::string, std::string> env = {
+      {"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"SLURM_JOB_ID", "77"}};
+  auto rank_of = [&](const std::vector<std::string>& args) {
+    return process_rank_env(
+        [&](const char* name) -> const char* {
+          auto it = env.find(name);
+          return it == env.end() ? nullptr : it->second.c_str();
+        },
+        args);
+  };
+  RankEnv agent = rank_of({"torchrun", "t.py"});
+  EXPECT_EQ(agent.rank, -1);
+  EXPECT_EQ(agent.world_size, -1);
+  EXPECT_EQ(agent.outer_task, 1);
+  EXPECT_EQ(agent.job, "SLURM_JOB_ID=77;");  // the tasks' run id stays the job's
+  EXPECT_EQ(own_output("/d/prof.db", agent), "/d/prof.launcher1.db");
+  EXPECT_EQ(rank_of({"bash", "-c", "torchrun t.py"}).outer_task, 1);  // srun's wrapper
+  EXPECT_EQ(rank_of({"bash", "-c", "python3 t.py"}).rank, 1);         // a rank's wrapper
+  RankEnv program = rank_of({"python3", "t.py"});
+  EXPECT_EQ(program.rank, 1);
+  EXPECT_EQ(program.outer_task, -1);
+  EXPECT_EQ(own_output("/d/prof.db", program), "/d/prof.rank1.db");
+  // Under mpirun a shell is its rank's wrapper (mpirun ... bash -c 'exec python3 t.py').
+  env = {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}};
+  EXPECT_EQ(rank_of({"bash", "-c", "exec python3 t.py"}).rank, 1);
+  EXPECT_EQ(rank_of({"torchrun", "t.py"}).outer_task, 1);
+  // torchrun's worker is a rank, whatever it runs (torchrun --no_python ./train.sh).
+  env = {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "j"}};
+  EXPECT_EQ(rank_of({"bash", "-c", "srun hostname"}).rank, 1);
+  env.clear();  // no outer job: torchrun is the run's root, as always
+  EXPECT_EQ(rank_of({"torchrun", "t.py"}).outer_task, -1);
+  EXPECT_EQ(own_output("/d/prof.db", rank_of({"torchrun", "t.py"})), "/d/prof.db");
+}
+
 TEST(RankEnv, BadValuesAreNoRank) {
   EXPECT_EQ(detect({{"RANK", "2"}, {"WORLD_SIZE", "2"}}).rank, -1);  // not below the size
   EXPECT_EQ(detect({{"RANK", "-1"}, {"WORLD_SIZE", "2"}}).rank, -1);
@@ -71,6 +181,26 @@ TEST(RankOutput, NamesTheRanksFile) {
   EXPECT_FALSE(is_rank_output("/d/prof.rank3.db", 1));
   EXPECT_FALSE(is_rank_output("/d/prof.rank31.db", 3));
   EXPECT_FALSE(is_rank_output("/d.rank3.x/prof.db", 3));  // a directory's name is not the file's
+}
+
+TEST(RankOutput, ARanksFileFromItsLaunchersFile) {
+  EXPECT_EQ(launcher_output("/d/prof.db", 1), "/d/prof.launcher1.db");
+  EXPECT_EQ(launcher_output("/d/prof", 0), "/d/prof.launcher0");
+  EXPECT_EQ(rank_output("/d/prof.launcher1.db", 5), "/d/prof.rank5.db");
+  EXPECT_EQ(rank_output("/d/prof.launcher1", 5), "/d/prof.rank5");
+  // Beside an earlier run's launcher file, as beside an earlier root's (prof.<pid>.rank5.db).
+  EXPECT_EQ(rank_output("/d/prof.launcher1.4242.db", 5), "/d/prof.4242.rank5.db");
+  EXPECT_EQ(launcher_base("/d/prof.launcher12.db"), "/d/prof.db");
+  EXPECT_EQ(launcher_base("/d/prof.launcherX.db"), "/d/prof.launcherX.db");
+  EXPECT_EQ(launcher_base("/d/.launcher1"), "/d/.launcher1");  // a hidden name, not a tag
+  EXPECT_EQ(launcher_base("/d.launcher1/prof.db"), "/d.launcher1/prof.db");
+  EXPECT_TRUE(is_launcher_output("/d/prof.launcher1.db", 1));
+  EXPECT_TRUE(is_launcher_output("/d/prof.launcher1.4242.db", 1));
+  EXPECT_FALSE(is_launcher_output("/d/prof.launcher1.db", 0));
+  EXPECT_TRUE(is_any_rank_output("/d/prof.rank12.db"));
+  EXPECT_TRUE(is_any_rank_output("/d/prof.rank3"));
+  EXPECT_FALSE(is_any_rank_output("/d/prof.ranking.db"));
+  EXPECT_FALSE(is_any_rank_output("/d.rank3/prof.db"));
 }
 
 }  // namespace
