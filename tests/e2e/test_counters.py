@@ -46,10 +46,12 @@ def test_no_counters_when_none_is_asked_for(db):
 
 
 def stolen_us():
-    """The machine's steal time so far (all CPUs; /proc/stat), in microseconds."""
+    """The machine's interrupt, softirq and steal time so far (all CPUs; /proc/stat), in
+    microseconds: a thread's task clock counts all three while it is scheduled in (perf's clock
+    runs on), its own CPU clock none (the kernel's IRQ time accounting, the hypervisor's)."""
     with open("/proc/stat") as f:
         fields = f.readline().split()
-    return int(fields[8]) * 1e6 / os.sysconf("SC_CLK_TCK") if len(fields) > 8 else 0.0
+    return sum(int(v) for v in fields[6:9]) * 1e6 / os.sysconf("SC_CLK_TCK")
 
 
 def test_cpu_busy_share_tells_computing_from_waiting(db):
@@ -81,8 +83,10 @@ def test_cpu_busy_share_tells_computing_from_waiting(db):
     gap_us = max(0.0, wall_us - region_us)
     slack = 0.01 * region_us  # the TSC's and CLOCK_MONOTONIC's rates, rounding
     low = 100 * (cpu_us - gap_us - slack) / region_us
-    # The task clock runs on while the hypervisor holds the vCPU (steal), the thread's CPU
-    # clock does not: at load, a region read 2 ms over the thread's 159 ms (1 in 12 runs).
+    # The task clock runs on while the hypervisor holds the vCPU (steal) or the kernel serves
+    # an interrupt or softirq on the thread's CPU, the thread's CPU clock does not: at load, a
+    # region read 2 ms over the thread's 159 ms (1 in 12 runs), and beside a build 8.4 ms over
+    # its 156.9 ms with no steal (1 CI run in about 20).
     high = 100 * (cpu_us + slack + stolen) / region_us
     assert low <= busy["compute"] <= high, (busy, cpu_us, wall_us, region_us, stolen)
     # 200 ms asleep takes next to no CPU, however loaded the machine.
