@@ -58,6 +58,29 @@ def test_processes_that_compute_nothing_are_not_told_their_blas_was_missed(db, t
     assert busy.returncode == 0 and "nothing was intercepted" in busy.stderr
 
 
+def test_blas_called_through_dlsym_on_its_handle_is_named_as_a_cause(db, tmp_path):
+    # ctypes.CDLL("libopenblas.so.0").cblas_dgemm: dlsym on the library's own handle gives its
+    # own definition, past LD_PRELOAD's, and no call is recorded. The note named only a static
+    # BLAS and RTLD_DEEPBIND, neither of which this program had (a red-team find).
+    prog = tmp_path / "by_handle.py"
+    prog.write_text(textwrap.dedent("""\
+        import ctypes
+        blas = ctypes.CDLL("libopenblas.so.0")
+        n = 64
+        a = (ctypes.c_double * (n * n))(*([1.0] * (n * n)))
+        c = (ctypes.c_double * (n * n))()
+        for _ in range(20):
+            blas.cblas_dgemm(101, 111, 111, n, n, n, ctypes.c_double(1.0), a, n, a, n,
+                             ctypes.c_double(0.0), c, n)
+        print(c[0])
+    """))
+    r = run(["/usr/bin/python3", prog], db, OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0 and r.stdout == "64.0\n", r.stderr
+    assert routine_calls(db, "cblas_dgemm") == 0  # what the note explains
+    [(message,)] = query(db, "SELECT message FROM notes WHERE topic = 'no-calls'")
+    assert "dlsym" in message and "ctypes.CDLL" in message, message
+
+
 def test_fork_children_that_call_nothing_are_not_told_their_blas_was_missed(db, tmp_path):
     # A torch DataLoader's workers under `sonde run` without --python: forks that have every
     # library their parent loaded (BLAS among them) and call none. Each was told "nothing was

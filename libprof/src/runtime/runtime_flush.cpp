@@ -236,7 +236,9 @@ void Runtime::note_unmeasured(const FlushData& d, bool final) {
     // Helpers of a run (shells, ls) intercept nothing by nature: only the root says so aloud.
     add_note("no-calls",
              "nothing was intercepted in this process: if it calls BLAS, its BLAS may be linked "
-             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it",
+             "statically or opened with RTLD_DEEPBIND, where LD_PRELOAD cannot reach it, or "
+             "called through what dlsym gave for the library's own handle (ctypes.CDLL(...)"
+             ".cblas_dgemm), which goes past it",
              root());
   }
   if (final && python_without_hook(facts_))
