@@ -376,7 +376,8 @@ constexpr std::string_view kConvolutionAdvice =
     "this is a convolution, shown as its implicit GEMM (m = batch x output pixels, n = output "
     "channels, k = input channels x kernel area): its thin side is the layer's channel count. "
     "In PyTorch: the channels-last memory format (model.to(memory_format=torch.channels_last) "
-    "and the inputs too), a larger batch per step, all cores for torch's intra-op pool "
+    "and the inputs too), a larger batch per step, torch's intra-op pool as wide as the cores free "
+    "for it "
     "(torch.set_num_threads), and on a GPU torch.backends.cudnn.benchmark = True; wider layers "
     "(channels a multiple of 16) where the model allows";
 // A product inside PyTorch's own layers (nn.Linear's forward, an autograd node of one, attention
@@ -798,7 +799,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 17> kRules{{
+const std::array<Rule, 18> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -835,6 +836,22 @@ const std::array<Rule, 17> kRules{{
      "oneDNN time x (1 - torch.num_threads / cores), at most that time - FLOPs / the "
      "calibrated GEMM peak for all cores",
      framework_threads},
+    {"threads-contended",
+     "more compute threads (the larger of run_info torch.num_threads and blas.threads, at least "
+     "2) than the cores other programs left over the run (measured, half a core of them or "
+     "more; else the load average less the run's own, a core or more), and the work on those "
+     "pools (BLAS and oneDNN calls, torch operators' own time) takes at least threshold % of "
+     "the busy threads' time",
+     5.0,
+     "as many threads as the cores the others leave, {}, while the host is this busy: "
+     "torch.set_num_threads({}) at the program's start and OPENBLAS_NUM_THREADS={} "
+     "(OMP_NUM_THREADS={} sets both where the program does not), or run where the cores are "
+     "free; a parallel region waits for its slowest thread, and a thread that shares its core "
+     "with another program waits out that program's time slices. Measure it (sonde tune) "
+     "under the same load",
+     "that work x (1 - threads left / threads), the threads past the cores left: a lower "
+     "bound, since each region's wait for a preempted thread costs more",
+     threads_contended},
     {"subnormals",
      "fpu.ftz = 0 and fpu.daz = 0 and a note of topic 'denormals' (subnormal GEMM operands or "
      "Python call arguments sampled); threshold is the cost of arithmetic on a subnormal "
@@ -1028,6 +1045,12 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
     if (busy && window && *window >= kMinWindowS && hosts == 1 &&
         ranks >= in.metrics.facts.ranks_on_host && st.step() && !st.is_null(0) && st.int64(1))
       in.others_load = std::max(0.0, (*busy - st.real(0)) / *window);
+  }
+  {
+    auto st = file.prepare(
+        "SELECT cpu_s / time_s FROM thread_times WHERE busy AND cpu_s IS NOT NULL AND time_s > 0 "
+        "ORDER BY counted_s DESC LIMIT 1");
+    if (st.step() && !st.is_null(0)) in.busiest_cpu_share = st.real(0);
   }
   bool has_lines = false;
   if (file.has_table("line_costs")) {

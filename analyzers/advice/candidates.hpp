@@ -58,6 +58,9 @@ struct AdviceInput {
   // over that window. Absent in older files and for a life under a second (/proc/stat counts
   // in 10 ms ticks); the load average above stands in then.
   std::optional<double> others_load;
+  // The busiest thread's CPU time over its life (thread_times cpu_s / time_s): under 1 where
+  // it waited for a CPU, or blocked. Absent where the kernel's per-thread clock was not read.
+  std::optional<double> busiest_cpu_share;
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

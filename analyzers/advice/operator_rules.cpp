@@ -72,7 +72,8 @@ constexpr std::string_view kOpaqueLibraryAdvice =
     "sets its speed is the layer's shape (nn.Linear: batch x "
     "sequence, in_features, out_features; a convolution's channels and image size): a larger "
     "batch per step, wider layers, sizes a multiple of 16, the channels-last memory format for "
-    "convolutions, and all cores for torch's intra-op pool (torch.set_num_threads)";
+    "convolutions, and torch's intra-op pool as wide as the cores free for it "
+    "(torch.set_num_threads)";
 
 bool is_library_work(std::string_view op) {
   return std::find(std::begin(kLibraryWorkOps), std::end(kLibraryWorkOps), op) !=

@@ -306,4 +306,97 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   return {c};
 }
 
+// ---- threads-contended ------------------------------------------------------------------
+
+// More compute threads than the cores other programs leave: a red-team CNN whose program set
+// torch.set_num_threads(2), on 2 cores at load 5.5, ran its loop in 32.5 s, and in 0.53 s on
+// one thread (every operator with a parallel region 100 times slower: aten::add_ 625 us a call
+// against 2.9). Its candidates blamed the layout, the convolutions' shapes and the optimizer,
+// and advised all cores for torch's pool, which it had. The blas-threads and framework-threads
+// rules stay silent where the threads already fill the cores; this one speaks instead.
+std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  auto cores = m.facts.cores_per_rank();
+  if (!cores) return {};
+  std::int64_t torch_threads = 0;
+  if (auto it = m.facts.info.find("torch.num_threads"); it != m.facts.info.end())
+    torch_threads = std::atoll(it->second.c_str());
+  std::int64_t blas = m.facts.blas_threads.value_or(0);
+  std::int64_t threads = std::max(torch_threads, blas);
+  if (threads < 2) return {};
+  // As busy_host reads the others: measured over the run, half a core counts; the lagging
+  // load average needs a whole one.
+  std::optional<double> others = in.others_load;
+  bool measured = others.has_value();
+  if (!others && in.host_load && in.own_load) others = *in.host_load - *in.own_load;
+  if (!others || *others < (measured ? 0.5 : 1.0)) return {};
+  double left = static_cast<double>(*cores) - *others;
+  std::int64_t room = std::max<std::int64_t>(1, static_cast<std::int64_t>(left));
+  if (threads <= room) return {};
+  // The pools' work: the BLAS and oneDNN calls (outermost: a BLAS under a oneDNN call is
+  // counted once), and the operators' own time, whose element-wise loops and reductions run on
+  // torch's pool too.
+  std::int64_t work_ns = 0;
+  for (const auto& r : m.routines) {
+    if (r.kind == kinds::kBlas || r.kind == kinds::kOnednn)
+      work_ns += r.incl_ns;
+    else if (r.kind == kinds::kTorch)
+      work_ns += r.excl_ns;
+  }
+  for (const auto& r : m.routines)  // the library calls beneath another library call
+    if (r.kind == kinds::kBlas || r.kind == kinds::kOnednn) work_ns -= r.blas_under_ns;
+  double pct = share(work_ns, m.share_base_ns());
+  if (work_ns <= 0 || pct < rule.threshold) return {};
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = torch_threads > 0 ? "torch and BLAS threads" : "BLAS threads";
+  c.evidence = {{"torch_threads", torch_threads},
+                {"blas_threads", blas},
+                {"cores", *cores},
+                {"others_load", *others},
+                {"cores_left_by_others", std::max(0.0, left)},
+                {"pool_work_s", seconds(work_ns)},
+                {"pool_work_pct_run", pct}};
+  if (in.host_load) c.evidence.emplace_back("host_load", *in.host_load);
+  std::string waited;
+  if (in.busiest_cpu_share) {
+    c.evidence.emplace_back("busiest_thread_cpu_pct", 100.0 * *in.busiest_cpu_share);
+    waited = fmt::format("; the run's busiest thread ran on a CPU {:.0f} % of its time",
+                         100.0 * *in.busiest_cpu_share);
+  }
+  std::string load =
+      measured ? fmt::format("other programs kept about {:.1f} of its {} cores busy over the run",
+                             *others, *cores)
+               : fmt::format(
+                     "load average {:.1f} on {} cores as the run ended, about {:.1f} of it "
+                     "other programs",
+                     *in.host_load, *cores, *others);
+  c.summary = fmt::format(
+      "the run's thread pools are {} threads wide (torch {}, BLAS {}) on a host where {}{}; "
+      "the pools' work takes {:.1f} % of the busy threads' time ({:.3f} s)",
+      threads, torch_threads > 0 ? std::to_string(torch_threads) : "not imported",
+      blas > 0 ? std::to_string(blas) : "unknown", load, waited, pct, seconds(work_ns));
+  // In the program's terms: torch's knob only where torch was imported (a C++ or numpy program
+  // told to call torch.set_num_threads would have nothing to call).
+  c.advice =
+      torch_threads > 0
+          ? fill(rule.advice, std::to_string(room))
+          : fmt::format(
+                "as many BLAS threads as the cores the others leave, {0}, while the host is this "
+                "busy: OPENBLAS_NUM_THREADS={0} (MKL_NUM_THREADS, OMP_NUM_THREADS for others), "
+                "or run where the cores are free; a GEMM waits for its slowest thread, and a "
+                "thread that shares its core with another program waits out that program's time "
+                "slices. Measure it (sonde tune) under the same load",
+                room);
+  c.est_gain_s =
+      seconds(work_ns) * (1.0 - static_cast<double>(room) / static_cast<double>(threads));
+  c.gain_bound = fmt::format(
+      "a lower bound: the share of the pools' work on the {} thread{} past the cores left; "
+      "each parallel region's wait for a preempted thread costs more (a red-team CNN on 2 "
+      "busy cores: 61 times its one-thread time)",
+      threads - room, threads - room == 1 ? "" : "s");
+  say_ranks(c, m);
+  return {c};
+}
+
 }  // namespace sonde::analyzers

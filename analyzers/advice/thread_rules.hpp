@@ -1,6 +1,7 @@
 // The thread-count rules of `sonde candidates` (kRules in candidates.cpp lists them): the BLAS
 // on fewer threads than the cores (blas-threads), and torch's own intra-op pool on fewer
-// (framework-threads), each with the gain more threads could give at best.
+// (framework-threads), each with the gain more threads could give at best; and more threads
+// than the cores other programs leave (threads-contended), with the gain of fewer.
 #pragma once
 
 #include <cstdint>
@@ -19,5 +20,6 @@ std::optional<std::int64_t> cores_beside_workers(const AdviceInput& input);
 
 std::vector<Candidate> blas_threads(const AdviceInput& input, const Rule& rule);
 std::vector<Candidate> framework_threads(const AdviceInput& input, const Rule& rule);
+std::vector<Candidate> threads_contended(const AdviceInput& input, const Rule& rule);
 
 }  // namespace sonde::analyzers

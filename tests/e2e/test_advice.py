@@ -41,6 +41,12 @@ def mlp_numpy_1thread(tmp_path_factory):
 def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     cands = sonde_json("candidates", mlp_numpy)["candidates"]
     assert cands, "no candidates"
+    # Beside the other ctest slot's work, OpenBLAS's 2 threads on 2 cores wait for a core, and
+    # that candidate may lead; it is there only where other programs kept a core's half busy.
+    contended = [c for c in cands if c["rule"] == "threads-contended"]
+    assert all(c["evidence"]["others_load"] >= 0.5 for c in contended), contended
+    assert all("torch" not in c["advice"] for c in contended), contended
+    cands = [c for c in cands if c["rule"] != "threads-contended"]
     for c in cands:
         assert {"rule", "location", "evidence", "advice", "est_gain_s"} <= set(c)
     gains = [c["est_gain_s"] for c in cands]
@@ -53,8 +59,9 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     assert isinstance(ev["hottest_line"], int) and ev["hottest_line"] > 0
     assert 0 < ev["hottest_line_pct"] <= 100
     assert ev["pct_run"] >= 5 and ev["blas_pct"] < 25
-    text = sonde_out("candidates", mlp_numpy, "--top", "1")
-    assert text.startswith("1. [optimizer-update]") and f"line {ev['hottest_line']}" in text
+    text = sonde_out("candidates", mlp_numpy, "--top", str(1 + len(contended)))
+    assert f"[optimizer-update] {first['location']}" in text, text
+    assert f"line {ev['hottest_line']}" in text
 
 
 def test_single_threaded_blas_is_a_candidate(mlp_numpy, mlp_numpy_1thread):

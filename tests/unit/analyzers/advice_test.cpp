@@ -1035,6 +1035,75 @@ TEST_F(AdviceTest, ThreadAdviceOnABusyHostSaysSo) {
   EXPECT_NE(blas().advice.find("load average 5.6"), std::string::npos);
 }
 
+// More threads than the cores other programs leave: a red-team CNN that set torch's pool to 2
+// threads on 2 cores at load 5.5 ran 61 times slower than on one, and its candidates named the
+// layout, the shapes and the optimizer. The fixture's BLAS takes 1.5 s of 10; torch's pool
+// runs an operator of 1 s of its own.
+TEST_F(AdviceTest, ThreadsContendedOnABusyHost) {
+  auto contended = [&] { return of_rule(candidates(), "threads-contended"); };
+  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';"
+      "INSERT INTO run_info VALUES (1, 1, 'torch.num_threads', '2');"
+      "INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (92, 'aten::add_', 'torch', 'torch', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns) VALUES (92, 1, 5, 92, 3, 100, 0, 1000000000, "
+      "                   1000000000);"
+      "UPDATE nodes SET excl_ns = excl_ns - 1000000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = incl_ns - 1000000000 WHERE node_id = 6;");
+  EXPECT_TRUE(contended().empty());  // no load recorded
+  // Measured over the run: the host's 13 s of busy CPU in a 10 s window, less the run's own
+  // 4 s: 0.9 of a core of others, 1.1 cores left: room for 1 thread of the 2.
+  sql("INSERT INTO run_info (run_id, process_id, key, value) VALUES "
+      "(1, 1, 'host.cpu_busy_s', '13.0'), (1, 1, 'host.cpu_window_s', '10.0');"
+      "UPDATE threads SET cpu_ns = 4000000000;");
+  auto c = contended();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "torch and BLAS threads");
+  EXPECT_NEAR(number(c[0], "others_load"), 0.9, 1e-9);
+  EXPECT_DOUBLE_EQ(number(c[0], "pool_work_s"), 2.5);  // the BLAS's 1.5 s and the operator's 1
+  EXPECT_DOUBLE_EQ(number(c[0], "pool_work_pct_run"), 25.0);
+  EXPECT_DOUBLE_EQ(number(c[0], "busiest_thread_cpu_pct"), 40.0);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.25);  // 2.5 s x (1 - 1/2)
+  EXPECT_NE(c[0].summary.find("the run's thread pools are 2 threads wide (torch 2, BLAS 2) on a "
+                              "host where other programs kept about 0.9 of its 2 cores busy "
+                              "over the run; the run's busiest thread ran on a CPU 40 % of its "
+                              "time"),
+            std::string::npos)
+      << c[0].summary;
+  EXPECT_NE(c[0].advice.find("torch.set_num_threads(1) at the program's start and "
+                             "OPENBLAS_NUM_THREADS=1"),
+            std::string::npos)
+      << c[0].advice;
+  // Before the shape candidates, which are what contention looks like.
+  auto all = candidates();
+  auto rank_of = [&](const std::string& rule) {
+    for (size_t i = 0; i < all.size(); ++i)
+      if (all[i].rule == rule) return i;
+    return all.size();
+  };
+  ASSERT_LT(rank_of("gemm-shape"), all.size());
+  EXPECT_LT(rank_of("threads-contended"), rank_of("gemm-shape"));
+  // Under half a core of others: the cores are the run's.
+  sql("UPDATE run_info SET value = '8.5' WHERE key = 'host.cpu_busy_s';");
+  EXPECT_TRUE(contended().empty());
+  // A pool of one thread waits for no other.
+  sql("UPDATE run_info SET value = '13.0' WHERE key = 'host.cpu_busy_s';"
+      "UPDATE run_info SET value = '1' WHERE key IN ('blas.threads', 'torch.num_threads');");
+  EXPECT_TRUE(contended().empty());
+  // Without the measurement, the load average less the run's own must leave a whole core.
+  sql("UPDATE run_info SET value = '2' WHERE key IN ('blas.threads', 'torch.num_threads');"
+      "DELETE FROM run_info WHERE key IN ('host.cpu_busy_s', 'host.cpu_window_s');"
+      "INSERT INTO run_info VALUES (1, 1, 'host.load', '1.2');");
+  EXPECT_TRUE(contended().empty());  // 0.8 of others, the run's own 0.4 taken out
+  sql("UPDATE run_info SET value = '1.6' WHERE key = 'host.load';");
+  c = contended();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].summary.find("load average 1.6 on 2 cores as the run ended, about 1.2 of it "
+                              "other programs"),
+            std::string::npos)
+      << c[0].summary;
+}
+
 // sonde tune's result held against the estimates: each outcome of a stage that tests a rule.
 TEST_F(AdviceTest, CandidatesLearnFromTuneResults) {
   std::filesystem::path dir = std::filesystem::path(path_).parent_path();
