@@ -7,6 +7,8 @@
 
 #include "sonde/options.hpp"
 #include "sonde/output_name.hpp"
+#include "sonde/rank_env.hpp"
+#include "sonde/rank_launcher.hpp"
 #include "sonde/run_options.hpp"
 
 namespace {
@@ -68,5 +70,19 @@ int main() {
       "\n# The longest full path a profile may have (sonde/output_name.hpp).\n"
       "LONGEST_PROFILE_PATH = %zu\n",
       sonde::kLongestProfilePath);
+  std::printf(
+      "\n# The launchers' rank variables in the order they are read (sonde/rank_env.hpp):\n"
+      "# (rank, size, least size, a variable that must be set too or \"\").\n"
+      "RANK_SCHEMES = (\n");
+  for (const sonde::RankScheme& s : sonde::kRankSchemes) {
+    std::printf("    (%s, %s, %d, %s),\n", python_string(s.rank).c_str(),
+                python_string(s.size).c_str(), s.min_size,
+                python_string(s.requires_ != nullptr ? s.requires_ : "").c_str());
+  }
+  std::printf(
+      ")\n\n# Python programs that start ranks (sonde/rank_launcher.hpp): modules, and the "
+      "script\n# of torchrun's entry point.\nLAUNCHER_MODULES = (");
+  for (std::string_view m : sonde::kLauncherModules) std::printf("%s, ", python_string(m).c_str());
+  std::printf(")\nLAUNCHER_SCRIPT = %s\n", python_string(sonde::kLauncherScript).c_str());
   return 0;
 }

@@ -179,13 +179,56 @@ def refuse_program_file_as_output(output, program):
                   "would replace it before the command runs; give it another name", 2)
 
 
-def _prepare_output(output, force):
-    """As `sonde run` does before it starts its command (analyzers/programs/launcher.cpp)."""
+def _number(text):
+    """A rank or size as libsonde reads it (rank_env.hpp, strtol whole): -1 where none."""
+    text = (text or "").lstrip(" \t\n\v\f\r")
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if not digits or not digits.isascii() or not digits.isdigit():
+        return -1
+    value = int(text)
+    return value if 0 <= value <= 1 << 30 else -1
+
+
+def _own_tag(kind, name):
+    """The tag of the file this process writes, as libsonde names it (sonde/rank_launcher.hpp,
+    own_output, whose tables _options.py holds): ".rank3" for a rank of a parallel job,
+    ".launcher1" for torchrun started as task 1 of an outer job (srun's), "" for neither.
+    `kind`/`name`: the program, "-m" and its module, or None and its script."""
+    from ._options import LAUNCHER_MODULES, LAUNCHER_SCRIPT, RANK_SCHEMES
+    env = os.environ
+    for rank_var, size_var, least, required in RANK_SCHEMES:
+        if required and not env.get(required):
+            continue
+        rank, size = _number(env.get(rank_var)), _number(env.get(size_var))
+        if rank < 0 or size < least or rank >= size:
+            continue
+        launcher = rank_var != "RANK" and (
+            name in LAUNCHER_MODULES if kind == "-m"
+            else kind is None and os.path.basename(name) == LAUNCHER_SCRIPT)
+        return f".launcher{rank}" if launcher else f".rank{rank}"
+    return ""
+
+
+def _tagged(path, tag):
+    """"dir/prof.db" with `tag` before its extension (sonde/output_name.hpp)."""
+    slash, dot = path.rfind("/"), path.rfind(".")
+    return path[:dot] + tag + path[dot:] if dot != -1 and dot > slash + 1 else path + tag
+
+
+def _prepare_output(output, force, kind=None, name=""):
+    """As `sonde run` does before it starts its command (analyzers/programs/launcher.cpp): for
+    a rank, or a launcher under an outer job, its own file, which libsonde will claim (every
+    rank of `mpirun python3 -m sonde -o prof.db` set the same earlier prof.db aside as .old,
+    though none writes it; racing, a rank could find it gone and stop the job)."""
     try:
         path = os.path.abspath(output)
     except OSError as e:  # a relative name in a folder since removed: getcwd fails
         _fail(f"cannot place the profile {output}: the current directory is gone "
               f"({e.strerror}); give -o an absolute path")
+    asked = path  # SONDE_OUTPUT: libsonde names its rank's file from it as it starts
+    tag = _own_tag(kind, name)
+    if tag:
+        output, path = _tagged(output, tag), _tagged(path, tag)
     # SQLite's unix VFS makes a full path in 512 bytes, a journal's "-journal" after it: a
     # longer one's profile was lost.
     from ._options import LONGEST_PROFILE_PATH
@@ -197,7 +240,9 @@ def _prepare_output(output, force):
         # "is a directory" (a red-team find).
         if os.path.isdir(path):
             _fail(f"{output} is a directory: name the profile's file (say, {output}/prof.db)")
-        if not force and not _keep_previous(output, path):
+        # A rank's earlier file stays, the rank writing beside it and saying so, as under
+        # sonde run (a job's ranks start at once: none may take another's aside).
+        if not force and not tag and not _keep_previous(output, path):
             _fail(f"{output} already exists and is not a sonde profile; use --force to replace "
                   "it or -o for another file")
     directory = os.path.dirname(path)
@@ -222,7 +267,7 @@ def _prepare_output(output, force):
                 pass
             except OSError as e:
                 _fail(f"cannot remove {path + suffix}: {e.strerror}")
-    return path
+    return asked
 
 
 def extension_unloadable(error):
@@ -289,10 +334,11 @@ def _sync_run_environment(_sonde):
         os.environ[name] = value
 
 
-def start(opts, lib, by_name, output_shown):
+def start(opts, lib, by_name, output_shown, kind, name):
     """Loads libsonde (`lib`; `by_name`: not the copy the extension links) into this
-    interpreter for the run; False when it did not start recording (it said why)."""
-    output = _prepare_output(output_shown, opts.force)
+    interpreter for the run; False when it did not start recording (it said why). `kind`,
+    `name`: the program ("-m" and its module, None and its script, "-c" and its code)."""
+    output = _prepare_output(output_shown, opts.force, kind, name)
     _set_run_environment(opts, output, lib)
     flags = sys.getdlopenflags()
     sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)

@@ -250,3 +250,47 @@ def test_sonde_run_on_mpirun_names_the_ranks_files(tmp_path):
     assert len(named) == 2 and all(n.startswith(f"prof.rank{r}.") and n != f"prof.rank{r}.db"
                                    for r, n in enumerate(named)), named
     assert all((fresh / n).exists() for n in named)
+
+
+def test_python_m_sonde_ranks_leave_the_name_asked_for_alone(tmp_path):
+    """`mpirun -np 4 python3 -m sonde -o prof.db prog.py` where prof.db is an earlier run's
+    profile: every rank's launcher set that prof.db aside as prof.db.old, though no rank writes
+    it, and ranks racing for it could find it gone and stop the job. Each rank now looks at its
+    own file only, as `sonde run` does: an earlier one stays, the rank writing beside it, and
+    --force replaces it; prof.db is never touched."""
+    import hashlib
+    import os
+    prog = tmp_path / "prog.py"
+    prog.write_text("import time\ntime.sleep(0.05)\n")
+    env = clean_env(PYTHONPATH=os.path.join(os.environ["SONDE_BUILD"], "python"))
+    mpirun = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "4",
+              "/usr/bin/python3", "-m", "sonde", "-o", "prof.db"]
+
+    def run(*extra):
+        p = subprocess.run([str(c) for c in [*mpirun, *extra, prog]], env=env, cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        return p.stderr
+
+    single = subprocess.run(["/usr/bin/python3", "-m", "sonde", "-o", "prof.db", prog], env=env,
+                            cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert single.returncode == 0, single.stderr
+    digest = hashlib.sha256((tmp_path / "prof.db").read_bytes()).hexdigest()
+    said = run()
+    assert "kept the previous profile" not in said, said
+    ranks = [f"prof.rank{r}.db" for r in range(4)]
+    assert sorted(p.name for p in tmp_path.glob("prof*")) == ["prof.db", *ranks]
+    for r in range(4):
+        assert f"sonde: profile written to prof.rank{r}.db" in said, said
+    said = run()  # the ranks' earlier files stay; this run's go beside them
+    for r in range(4):
+        assert f"prof.rank{r}.db already exists; writing this run's profile to" in said, said
+    assert len(list(tmp_path.glob("prof.rank*.db"))) == 8
+    for f in tmp_path.glob("prof.rank*.*.db"):
+        f.unlink()
+    started = "SELECT MIN(started_ns) FROM processes"
+    before = {r: query(tmp_path / r, started) for r in ranks}
+    said = run("--force")
+    assert sorted(p.name for p in tmp_path.glob("prof*")) == ["prof.db", *ranks], said
+    assert all(query(tmp_path / r, started) > before[r] for r in ranks)  # replaced
+    assert hashlib.sha256((tmp_path / "prof.db").read_bytes()).hexdigest() == digest

@@ -36,32 +36,35 @@ inline int non_negative(const char* text) {
 
 }  // namespace rank_env_detail
 
-// `lookup` is getenv (or a test's table). torchrun's workers first (RANK and WORLD_SIZE where
-// TORCHELASTIC_RUN_ID says torchrun set them): torchrun is the innermost launcher wherever it
-// runs, its workers inheriting the variables of the srun or mpirun that started it, which name
-// its node's task. Then Open MPI, PMI (MPICH, Intel MPI, srun --mpi), SLURM (more than one
-// task: a batch script's single task is no parallel job), and RANK and WORLD_SIZE set by
-// another hand. A rank not below its size is ignored.
+// The launchers' variables, in the order they are read. torchrun's workers first (RANK and
+// WORLD_SIZE where TORCHELASTIC_RUN_ID says torchrun set them): torchrun is the innermost
+// launcher wherever it runs, its workers inheriting the variables of the srun or mpirun that
+// started it, which name its node's task. Then Open MPI, PMI (MPICH, Intel MPI, srun --mpi),
+// SLURM (more than one task: a batch script's single task is no parallel job), and RANK and
+// WORLD_SIZE set by another hand. (python_hook/options_gen.cpp prints it for the Python
+// launcher, which prepares the file a rank writes before libsonde loads.)
+struct RankScheme {
+  const char *rank, *size, *local, *job, *job2;
+  int min_size;
+  const char* requires_;  // a variable that must be set too (nullptr: none)
+};
+inline constexpr RankScheme kRankSchemes[] = {
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_PORT", 1,
+     "TORCHELASTIC_RUN_ID"},
+    {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+     "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", 1, nullptr},
+    {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_KVS_NAME", "SLURM_JOB_ID", 1, nullptr},
+    {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID", 2, nullptr},
+    {"RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_PORT", 1, nullptr},
+};
+
+// `lookup` is getenv (or a test's table): the first scheme of kRankSchemes whose rank and size
+// are numbers, the rank below the size. A rank not below its size is ignored.
 template <class Lookup>
 RankEnv detect_rank_env(Lookup lookup) {
   using rank_env_detail::non_negative;
-  struct Scheme {
-    const char *rank, *size, *local, *job, *job2;
-    int min_size;
-    const char* requires_;  // a variable that must be set too (nullptr: none)
-  };
-  static constexpr Scheme kSchemes[] = {
-      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_PORT", 1,
-       "TORCHELASTIC_RUN_ID"},
-      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-       "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE", 1, nullptr},
-      {"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "PMI_KVS_NAME", "SLURM_JOB_ID", 1, nullptr},
-      {"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_JOB_ID", "SLURM_STEP_ID", 2,
-       nullptr},
-      {"RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "MASTER_PORT", 1, nullptr},
-  };
   RankEnv r;
-  for (const Scheme& s : kSchemes) {
+  for (const RankScheme& s : kRankSchemes) {
     if (s.requires_ != nullptr) {
       const char* v = lookup(s.requires_);
       if (v == nullptr || *v == '\0') continue;

@@ -19,6 +19,12 @@
 
 namespace sonde {
 
+// The Python modules that start ranks, and the script of torchrun's entry point: what the
+// Python launcher knows of its own program (python_hook/options_gen.cpp prints them for it).
+inline constexpr std::string_view kLauncherModules[] = {"torch.distributed.run",
+                                                        "torch.distributed.launch"};
+inline constexpr std::string_view kLauncherScript = "torchrun";
+
 namespace rank_launcher_detail {
 
 inline std::string_view base_name(std::string_view path) {
@@ -118,8 +124,6 @@ inline bool launches_ranks(const std::vector<std::string>& args) {
   using namespace rank_launcher_detail;
   if (args.empty()) return false;
   static constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh"};
-  static constexpr std::string_view kModules[] = {"torch.distributed.run",
-                                                  "torch.distributed.launch"};
   std::string_view program = base_name(args[0]);
   if (!program.empty() && program.front() == '-') program.remove_prefix(1);  // a login shell
   if (one_of(program, kLaunchers)) return true;
@@ -137,14 +141,14 @@ inline bool launches_ranks(const std::vector<std::string>& args) {
         sonde = true;
         continue;
       }
-      return one_of(module, kModules);
+      return one_of(module, kLauncherModules);
     }
-    if (a == "--") return i + 1 < args.size() && base_name(args[i + 1]) == "torchrun";
+    if (a == "--") return i + 1 < args.size() && base_name(args[i + 1]) == kLauncherScript;
     if (a.starts_with("-") && a != "-") {
       if (takes_value(a, sonde)) ++i;
       continue;
     }
-    return base_name(a) == "torchrun";  // the script python runs (torchrun's entry point)
+    return base_name(a) == kLauncherScript;  // the script python runs
   }
   return false;
 }

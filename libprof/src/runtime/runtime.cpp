@@ -312,6 +312,7 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     requested = rank_output(requested, rank.rank);
     claim = true;
     process_.parent_process_id = 0;  // the launcher's process is in the launcher's file
+    file_named_for_ = rank;
   } else if (rank.outer_task >= 0 && !is_any_rank_output(requested) &&
              !is_launcher_output(requested, rank.outer_task)) {
     // A launcher of ranks under an outer one (sonde/rank_launcher.hpp). Inside a rank (a shell
@@ -319,7 +320,7 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     requested = launcher_output(requested, rank.outer_task);
     claim = true;
     process_.parent_process_id = 0;
-    launcher_task_ = rank.outer_task;
+    file_named_for_ = rank;
   }
   if (std::string full = absolute(requested); full.size() > kLongestProfilePath) {
     warn(
@@ -768,8 +769,7 @@ void Runtime::say_where_written(bool ok) {
 
 void Runtime::say_where_written_line(bool ok) {
   // As `sonde run` says it once its command has ended (analyzers/programs/launcher.cpp).
-  std::string asked =
-      launcher_task_ >= 0 ? launcher_output(say_written_, launcher_task_) : say_written_;
+  std::string asked = own_output(say_written_, file_named_for_);
   std::string name = absolute(asked) == output_ ? asked : output_;
   // No flush of this process ever written (a full disk from the start): "written ..., up to
   // its last periodic flush" read as a profile with something in it.

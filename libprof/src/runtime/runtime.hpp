@@ -250,8 +250,9 @@ class Runtime {
   bool in_process_ = false;  // loaded_in_process
   std::atomic<bool> said_written_{false};
   std::string say_written_;  // the name to say at exit ('' : say nothing); the launching image only
-  int launcher_task_ =
-      -1;  // this process claimed an outer task's launcher file (rank_launcher.hpp)
+  // The rank, or outer task, whose file this process claimed (rank_launcher.hpp's own_output):
+  // the closing line names it as the user named the output.
+  RankEnv file_named_for_;
   std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
   std::atomic<bool> finished_{false};
