@@ -838,7 +838,8 @@ const std::array<Rule, 18> kRules{{
      framework_threads},
     {"threads-contended",
      "more compute threads (the larger of run_info torch.num_threads and blas.threads, at least "
-     "2) than the cores other programs left over the run (measured, half a core of them or "
+     "2) than the whole cores of the cgroup's CPU quota (run_info cpu.quota) where it binds, "
+     "else than the cores other programs left over the run (measured, half a core of them or "
      "more; else the load average less the run's own, a core or more), and the work on those "
      "pools (BLAS and oneDNN calls, torch operators' own time) takes at least threshold % of "
      "the busy threads' time",
@@ -1045,6 +1046,13 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
     if (busy && window && *window >= kMinWindowS && hosts == 1 &&
         ranks >= in.metrics.facts.ranks_on_host && st.step() && !st.is_null(0) && st.int64(1))
       in.others_load = std::max(0.0, (*busy - st.real(0)) / *window);
+  }
+  // Under a CPU quota that binds (a container's), the host's CPUs are other containers' too:
+  // their load says nothing of the cores the quota gives, and the run's threads are held to
+  // the quota (available_cores), its throttling the measure (threads-contended).
+  if (in.metrics.facts.quota_binds()) {
+    in.others_load.reset();
+    in.host_load.reset();
   }
   {
     auto st = file.prepare(

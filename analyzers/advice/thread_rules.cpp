@@ -326,11 +326,14 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   if (threads < 2) return {};
   // As busy_host reads the others: measured over the run, half a core counts; the lagging
   // load average needs a whole one.
+  // A CPU quota that binds holds the threads to its whole cores (available_cores), whatever
+  // the host's other load.
+  bool quota = m.facts.quota_binds();
   std::optional<double> others = in.others_load;
   bool measured = others.has_value();
   if (!others && in.host_load && in.own_load) others = *in.host_load - *in.own_load;
-  if (!others || *others < (measured ? 0.5 : 1.0)) return {};
-  double left = static_cast<double>(*cores) - *others;
+  if (!quota && (!others || *others < (measured ? 0.5 : 1.0))) return {};
+  double left = quota ? static_cast<double>(*cores) : static_cast<double>(*cores) - *others;
   std::int64_t room = std::max<std::int64_t>(1, static_cast<std::int64_t>(left));
   if (threads <= room) return {};
   // The pools' work: the BLAS and oneDNN calls (outermost: a BLAS under a oneDNN call is
@@ -353,29 +356,47 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   c.evidence = {{"torch_threads", torch_threads},
                 {"blas_threads", blas},
                 {"cores", *cores},
-                {"others_load", *others},
-                {"cores_left_by_others", std::max(0.0, left)},
                 {"pool_work_s", seconds(work_ns)},
                 {"pool_work_pct_run", pct}};
-  if (in.host_load) c.evidence.emplace_back("host_load", *in.host_load);
+  std::string where;
+  if (quota) {
+    c.evidence.emplace_back("cpu_quota", *m.facts.cpu_quota);
+    where = fmt::format("a CPU quota of {:.3g} cores (its cgroup's)", *m.facts.cpu_quota);
+    auto periods = info_number(m.facts, "cpu.periods");
+    auto throttled = info_number(m.facts, "cpu.throttled_periods");
+    auto throttled_s = info_number(m.facts, "cpu.throttled_s");
+    if (periods && throttled && throttled_s && *periods > 0) {
+      c.evidence.emplace_back("throttled_pct_periods", 100.0 * *throttled / *periods);
+      c.evidence.emplace_back("throttled_s", *throttled_s);
+      where += fmt::format(
+          ", which stopped the cgroup's threads in {:.0f} % of its periods over the run "
+          "({:.3f} s in all)",
+          100.0 * *throttled / *periods, *throttled_s);
+    }
+  } else {
+    c.evidence.emplace_back("others_load", *others);
+    c.evidence.emplace_back("cores_left_by_others", std::max(0.0, left));
+    if (in.host_load) c.evidence.emplace_back("host_load", *in.host_load);
+    where = measured ? fmt::format(
+                           "a host where other programs kept about {:.1f} of its {} cores busy "
+                           "over the run",
+                           *others, *cores)
+                     : fmt::format(
+                           "a host where the load average was {:.1f} on {} cores as the run "
+                           "ended, about {:.1f} of it other programs",
+                           *in.host_load, *cores, *others);
+  }
   std::string waited;
   if (in.busiest_cpu_share) {
     c.evidence.emplace_back("busiest_thread_cpu_pct", 100.0 * *in.busiest_cpu_share);
     waited = fmt::format("; the run's busiest thread ran on a CPU {:.0f} % of its time",
                          100.0 * *in.busiest_cpu_share);
   }
-  std::string load =
-      measured ? fmt::format("other programs kept about {:.1f} of its {} cores busy over the run",
-                             *others, *cores)
-               : fmt::format(
-                     "load average {:.1f} on {} cores as the run ended, about {:.1f} of it "
-                     "other programs",
-                     *in.host_load, *cores, *others);
   c.summary = fmt::format(
-      "the run's thread pools are {} threads wide (torch {}, BLAS {}) on a host where {}{}; "
-      "the pools' work takes {:.1f} % of the busy threads' time ({:.3f} s)",
+      "the run's thread pools are {} threads wide (torch {}, BLAS {}) on {}{}; the pools' work "
+      "takes {:.1f} % of the busy threads' time ({:.3f} s)",
       threads, torch_threads > 0 ? std::to_string(torch_threads) : "not imported",
-      blas > 0 ? std::to_string(blas) : "unknown", load, waited, pct, seconds(work_ns));
+      blas > 0 ? std::to_string(blas) : "unknown", where, waited, pct, seconds(work_ns));
   // In the program's terms: torch's knob only where torch was imported (a C++ or numpy program
   // told to call torch.set_num_threads would have nothing to call).
   c.advice =
@@ -388,6 +409,16 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
                 "thread that shares its core with another program waits out that program's time "
                 "slices. Measure it (sonde tune) under the same load",
                 room);
+  if (quota)  // the quota, not other programs: its whole cores, or a larger quota
+    c.advice = fmt::format(
+        "as many threads as the quota's whole cores, {0}: {1}OPENBLAS_NUM_THREADS={0} "
+        "(OMP_NUM_THREADS={0} sets both where the program does not), or a larger CPU limit; "
+        "past the quota every thread of the cgroup stops until the next CFS period, and a "
+        "parallel region waits for the stopped ones. Measure it (sonde tune)",
+        room,
+        torch_threads > 0
+            ? fmt::format("torch.set_num_threads({}) at the program's start and ", room)
+            : std::string());
   c.est_gain_s =
       seconds(work_ns) * (1.0 - static_cast<double>(room) / static_cast<double>(threads));
   c.gain_bound = fmt::format(

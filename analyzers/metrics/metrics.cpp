@@ -131,9 +131,20 @@ std::int64_t ranks_on_host(const ProfileFile& file,
 }  // namespace
 
 std::optional<std::int64_t> RunFacts::available_cores() const {
-  if (affinity_cores && *affinity_cores > 0) return affinity_cores;
-  if (cores && *cores > 0) return cores;
-  return std::nullopt;
+  std::optional<std::int64_t> n;
+  if (affinity_cores && *affinity_cores > 0)
+    n = affinity_cores;
+  else if (cores && *cores > 0)
+    n = cores;
+  if (n && cpu_quota && *cpu_quota > 0)
+    n = std::min(*n, std::max<std::int64_t>(1, static_cast<std::int64_t>(*cpu_quota)));
+  return n;
+}
+
+bool RunFacts::quota_binds() const {
+  std::optional<std::int64_t> mask = affinity_cores && *affinity_cores > 0 ? affinity_cores : cores;
+  auto n = available_cores();
+  return cpu_quota && mask && n && *n < *mask;
 }
 
 std::optional<std::int64_t> RunFacts::cores_per_rank() const {
@@ -177,6 +188,11 @@ RunFacts load_run_facts(const ProfileFile& file) {
   f.fpu_ftz = get("fpu.ftz");
   f.fpu_daz = get("fpu.daz");
   f.ranks_on_host = ranks_on_host(file, f.info);
+  if (auto q = get("cpu.quota")) {
+    char* end = nullptr;
+    double v = std::strtod(q->c_str(), &end);
+    if (end != q->c_str() && v > 0) f.cpu_quota = v;
+  }
   if (auto t = get("blas.threads")) {
     char* end = nullptr;
     long long v = std::strtoll(t->c_str(), &end, 10);

@@ -21,6 +21,8 @@ struct RunFacts {
   std::optional<std::int64_t> cores;           // runs.cores
   std::optional<std::int64_t> affinity_cores;  // runs.affinity_cores
   std::optional<std::int64_t> blas_threads;    // run_info blas.threads
+  // run_info cpu.quota: the cgroup's CPU quota in cores (a container's --cpus, a pod's limit).
+  std::optional<double> cpu_quota;
   std::optional<std::string> blas_library;
   std::optional<std::string> fpu_ftz, fpu_daz;  // "0" / "1"
   std::map<std::string, std::string> info;      // every run_info key
@@ -35,8 +37,12 @@ struct RunFacts {
   // file holds, their local ranks, and the launcher's local size (a rank's own file holds one).
   std::int64_t ranks_on_host = 1;
 
-  // CPUs the program may use: affinity_cores, else cores.
+  // CPUs the program may use: affinity_cores, else cores; at most the cgroup's CPU quota,
+  // rounded down (at least 1): a thread past it waits for the next CFS period.
   std::optional<std::int64_t> available_cores() const;
+  // Whether the cgroup's CPU quota is what sets available_cores (fewer whole cores than the
+  // CPUs the mask names).
+  bool quota_binds() const;
   // One rank's share of them: the ranks on a host share its cores (at least 1). What a thread
   // count is held against: 2 ranks on 2 cores each given 2 BLAS threads oversubscribe them.
   std::optional<std::int64_t> cores_per_rank() const;

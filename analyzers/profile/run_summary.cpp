@@ -65,6 +65,10 @@ RunSummary load_run_summary(const ProfileFile& file) {
         s.blas_threads = value;
       else if (key == "torch.num_threads")
         s.torch_threads = value;
+      else if (key == "cpu.quota")
+        s.cpu_quota = value;
+      else if (key == "cpu.throttled_s")
+        s.cpu_throttled_s = value;
       else if (key == "fpu.ftz")
         s.fpu_ftz = value;
       else if (key == "fpu.daz")
@@ -246,6 +250,11 @@ std::string render_run_header(const RunSummary& s) {
   std::string machine = s.host.empty() ? "?" : s.host;
   if (!s.cpu_model.empty()) machine += ", " + s.cpu_model;
   if (s.cores) machine += fmt::format(", {} cores", *s.cores);
+  // A container's limit: the cores the threads may use at once, whatever the host has.
+  if (s.cpu_quota) {
+    machine += fmt::format("; CPU quota {} cores (cgroup)", *s.cpu_quota);
+    if (s.cpu_throttled_s) machine += fmt::format(", throttled {} s", *s.cpu_throttled_s);
+  }
   out += fmt::format("host:      {}\n", machine);
   out += fmt::format("processes: {}, threads: {}", s.processes, s.threads);
   if (s.waiting_threads > 0) out += fmt::format(" (+{} waiting for work)", s.waiting_threads);
@@ -298,6 +307,8 @@ Json run_summary_to_json(const RunSummary& s) {
               {"blas_library", opt(s.blas_library)},
               {"blas_threads", opt(s.blas_threads)},
               {"torch_threads", opt(s.torch_threads)},
+              {"cpu_quota", opt(s.cpu_quota)},
+              {"cpu_throttled_s", opt(s.cpu_throttled_s)},
               {"fpu_ftz", opt(s.fpu_ftz)},
               {"fpu_daz", opt(s.fpu_daz)}};
 }

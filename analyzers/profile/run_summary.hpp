@@ -33,6 +33,9 @@ struct RunSummary {
   std::optional<std::string> blas_library;
   std::optional<std::string> blas_threads;
   std::optional<std::string> torch_threads;  // torch.get_num_threads(), where torch was imported
+  // The cgroup's CPU quota in cores, and the time it stopped the cgroup's threads over the run
+  // (run_info cpu.quota, cpu.throttled_s), where a quota was set.
+  std::optional<std::string> cpu_quota, cpu_throttled_s;
   std::optional<std::string> fpu_ftz;
   std::optional<std::string> fpu_daz;
   // The collection window the run asked for (run_info env.SONDE_DELAY, SONDE_STEPS,

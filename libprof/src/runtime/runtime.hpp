@@ -17,6 +17,7 @@
 
 #include "core/call_sites.hpp"
 #include "core/clock.hpp"
+#include "core/cpu_quota.hpp"
 #include "core/routine_registry.hpp"
 #include "core/thread_state.hpp"
 #include "core/window.hpp"
@@ -253,6 +254,11 @@ class Runtime {
   // The rank, or outer task, whose file this process claimed (rank_launcher.hpp's own_output):
   // the closing line names it as the user named the output.
   RankEnv file_named_for_;
+  // The cgroup's CPU quota and its throttling counters as the flusher began (cpu_quota.hpp);
+  // written once by the flusher, read by flushes after cpu_quota_read_.
+  std::optional<CpuQuota> cpu_quota_;
+  std::optional<CpuThrottling> throttling0_;
+  std::atomic<bool> cpu_quota_read_{false};
   std::atomic<GpuBackend*> gpu_{nullptr};  // never freed: CUPTI may call back until the end
 
   std::atomic<bool> finished_{false};

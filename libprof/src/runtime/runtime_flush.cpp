@@ -21,6 +21,7 @@
 #include <new>
 #include <optional>
 
+#include "core/cpu_quota.hpp"
 #include "core/host_cpu.hpp"
 #include "core/proc_file.hpp"
 #include "core/signal_block.hpp"
@@ -281,6 +282,20 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
           fmt::format("{:.3f}", 1e-9 * double(monotonic_ns() - host_cpu0_mono_ns_)));
     }
   }
+  // The cgroup's CPU quota, and how often it stopped the cgroup's threads since this process
+  // began (core/cpu_quota.hpp): cgroup-wide counters, the run's own throttling among them.
+  if (cpu_quota_read_.load(std::memory_order_acquire) && cpu_quota_) {
+    d.info.emplace_back("cpu.quota", fmt::format("{:.3f}", cpu_quota_->cores));
+    if (auto now = read_cpu_throttling(*cpu_quota_);
+        now && throttling0_ && process_.origin != "fork") {  // a fork: its parent's start
+      d.info.emplace_back("cpu.periods", std::to_string(now->periods - throttling0_->periods));
+      d.info.emplace_back("cpu.throttled_periods",
+                          std::to_string(now->throttled - throttling0_->throttled));
+      d.info.emplace_back(
+          "cpu.throttled_s",
+          fmt::format("{:.3f}", 1e-9 * double(now->throttled_ns - throttling0_->throttled_ns)));
+    }
+  }
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
   if (gpu != nullptr) gpu->info(d.info);
@@ -440,6 +455,16 @@ void Runtime::flusher_loop() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);  // the host's signals go to the host's threads
+  // Here, beside the host's start rather than inside it (a few files: 0.1 ms where mountinfo
+  // is long); a flush before it (a process that ends at once) records no quota.
+  if (!cpu_quota_read_.load(std::memory_order_acquire)) {
+    try {  // at the host's memory limit: no quota said, and the flusher lives on
+      if ((cpu_quota_ = own_cpu_quota())) throttling0_ = read_cpu_throttling(*cpu_quota_);
+    } catch (const std::bad_alloc&) {
+      cpu_quota_.reset();
+    }
+    cpu_quota_read_.store(true, std::memory_order_release);
+  }
   double since_flush = 0;  // s waited since the last flush, in the sampler's drains
   bool first = true;
   WatchedThread watched = watched_;

@@ -1098,10 +1098,50 @@ TEST_F(AdviceTest, ThreadsContendedOnABusyHost) {
   sql("UPDATE run_info SET value = '1.6' WHERE key = 'host.load';");
   c = contended();
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_NE(c[0].summary.find("load average 1.6 on 2 cores as the run ended, about 1.2 of it "
-                              "other programs"),
+  EXPECT_NE(c[0].summary.find("the load average was 1.6 on 2 cores as the run ended, about 1.2 "
+                              "of it other programs"),
             std::string::npos)
       << c[0].summary;
+}
+
+// A container's CPU limit: the mask names every CPU of the host, the cgroup's quota fewer.
+// Threads past its whole cores stop the cgroup at each period's end; no rule may advise more,
+// and the host's other containers' load is no measure there.
+TEST_F(AdviceTest, ACpuQuotaHoldsTheThreads) {
+  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';"
+      "INSERT INTO run_info VALUES (1, 1, 'torch.num_threads', '2'), (1, 1, 'cpu.quota', "
+      "'1.500'), (1, 1, 'cpu.periods', '100'), (1, 1, 'cpu.throttled_periods', '40'), "
+      "(1, 1, 'cpu.throttled_s', '1.500'), (1, 1, 'host.cpu_busy_s', '8.5'), "
+      "(1, 1, 'host.cpu_window_s', '10.0');"
+      "UPDATE threads SET cpu_ns = 4000000000;");
+  Metrics m = metrics();
+  EXPECT_EQ(m.facts.available_cores(), 1);  // 1.5 cores of quota: 1 whole
+  EXPECT_TRUE(m.facts.quota_binds());
+  auto c = of_rule(candidates(), "threads-contended");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "cpu_quota"), 1.5);
+  EXPECT_DOUBLE_EQ(number(c[0], "throttled_pct_periods"), 40);
+  EXPECT_DOUBLE_EQ(number(c[0], "throttled_s"), 1.5);
+  EXPECT_NE(c[0].summary.find("on a CPU quota of 1.5 cores (its cgroup's), which stopped the "
+                              "cgroup's threads in 40 % of its periods over the run (1.500 s "
+                              "in all)"),
+            std::string::npos)
+      << c[0].summary;
+  EXPECT_NE(c[0].advice.find("as many threads as the quota's whole cores, 1: "
+                             "torch.set_num_threads(1) at the program's start and "
+                             "OPENBLAS_NUM_THREADS=1"),
+            std::string::npos)
+      << c[0].advice;
+  for (const Candidate& x : candidates())  // no rule asks for the host's 2 cores
+    EXPECT_EQ(x.advice.find("2 cores"), std::string::npos) << x.rule << ": " << x.advice;
+  EXPECT_NE(render_run_header(load_run_summary(ProfileFile::open(path_)))
+                .find("; CPU quota 1.500 cores (cgroup), throttled 1.500 s\n"),
+            std::string::npos);
+  // A quota of the mask's cores or more binds nothing: the host's load decides again (0.45
+  // of a core of others here: under half a core, nothing said).
+  sql("UPDATE run_info SET value = '2.000' WHERE key = 'cpu.quota';");
+  EXPECT_FALSE(metrics().facts.quota_binds());
+  EXPECT_TRUE(of_rule(candidates(), "threads-contended").empty());
 }
 
 // sonde tune's result held against the estimates: each outcome of a stage that tests a rule.
