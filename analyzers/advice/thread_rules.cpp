@@ -329,6 +329,14 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   // A CPU quota that binds holds the threads to its whole cores (available_cores), whatever
   // the host's other load.
   bool quota = m.facts.quota_binds();
+  // Under a quota, where the counters were read, it must have stopped the cgroup in 5 % of its
+  // periods: threads that wait for work of their own (a pool of 64 on 4 cores' quota, idle)
+  // cost nothing there.
+  if (quota) {
+    auto periods = info_number(m.facts, "cpu.periods");
+    auto throttled = info_number(m.facts, "cpu.throttled_periods");
+    if (periods && throttled && *periods > 0 && *throttled < 0.05 * *periods) return {};
+  }
   std::optional<double> others = in.others_load;
   bool measured = others.has_value();
   if (!others && in.host_load && in.own_load) others = *in.host_load - *in.own_load;

@@ -136,8 +136,10 @@ std::optional<std::int64_t> RunFacts::available_cores() const {
     n = affinity_cores;
   else if (cores && *cores > 0)
     n = cores;
+  // Rounded down from three quarters of a core: a pod's 3900m is 4 cores' threads, its 2500m
+  // 2 (a third thread past 2.5 cores stops the cgroup at every period's end).
   if (n && cpu_quota && *cpu_quota > 0)
-    n = std::min(*n, std::max<std::int64_t>(1, static_cast<std::int64_t>(*cpu_quota)));
+    n = std::min(*n, std::max<std::int64_t>(1, static_cast<std::int64_t>(*cpu_quota + 0.25)));
   return n;
 }
 

@@ -37,8 +37,8 @@ struct RunFacts {
   // file holds, their local ranks, and the launcher's local size (a rank's own file holds one).
   std::int64_t ranks_on_host = 1;
 
-  // CPUs the program may use: affinity_cores, else cores; at most the cgroup's CPU quota,
-  // rounded down (at least 1): a thread past it waits for the next CFS period.
+  // CPUs the program may use: affinity_cores, else cores; at most the cgroup's CPU quota in
+  // whole cores (from 0.75 of one up; at least 1): a thread past it waits for the next period.
   std::optional<std::int64_t> available_cores() const;
   // Whether the cgroup's CPU quota is what sets available_cores (fewer whole cores than the
   // CPUs the mask names).

@@ -227,7 +227,8 @@ def _prepare_output(output, force, kind=None, name=""):
               f"({e.strerror}); give -o an absolute path")
     asked = path  # SONDE_OUTPUT: libsonde names its rank's file from it as it starts
     tag = _own_tag(kind, name)
-    if tag:
+    file = os.path.basename(path)
+    if tag and not (tag + "." in file or file.endswith(tag)):  # a name that is its own already
         output, path = _tagged(output, tag), _tagged(path, tag)
     # SQLite's unix VFS makes a full path in 512 bytes, a journal's "-journal" after it: a
     # longer one's profile was lost.

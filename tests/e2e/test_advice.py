@@ -44,7 +44,8 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     # Beside the other ctest slot's work, OpenBLAS's 2 threads on 2 cores wait for a core, and
     # that candidate may lead; it is there only where other programs kept a core's half busy.
     contended = [c for c in cands if c["rule"] == "threads-contended"]
-    assert all(c["evidence"]["others_load"] >= 0.5 for c in contended), contended
+    assert all(c["evidence"].get("others_load", 0) >= 0.5 or "cpu_quota" in c["evidence"]
+               for c in contended), contended
     assert all("torch" not in c["advice"] for c in contended), contended
     cands = [c for c in cands if c["rule"] != "threads-contended"]
     for c in cands:

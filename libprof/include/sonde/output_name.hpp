@@ -61,33 +61,61 @@ inline std::string tagged(const std::string& path, const std::string& tag) {
 
 }  // namespace output_name_detail
 
-// The file of a launcher of ranks that is itself task T of an outer job (torchrun under srun,
-// mpirun in a SLURM batch step: sonde/rank_env.hpp): "dir/prof.db" -> "dir/prof.launcher0.db".
-// The outer job's tasks never share one file, nor take a name its ranks write.
-inline std::string launcher_output(const std::string& path, int task) {
-  return output_name_detail::tagged(path, ".launcher" + std::to_string(task));
-}
+namespace output_name_detail {
 
-// The name asked for, where `path` is a launcher's (above): its ranks inherit the launcher's
-// file name and name theirs from this. "dir/prof.launcher0.db" -> "dir/prof.db", and beside an
-// earlier run's file "dir/prof.launcher0.<pid>.db" -> "dir/prof.<pid>.db".
-inline std::string launcher_base(const std::string& path) {
+// `path` without the first ".<word><digits>" part of its file's name (".rank3", ".launcher0":
+// a tag, not the name's start), and with `beside`, the ".<pid>" or ".<pid>-<n>" of a name taken
+// beside an earlier run's file (alternative_output) that follows it.
+inline std::string untagged(const std::string& path, std::string_view word, bool beside = false) {
   size_t slash = path.rfind('/');
   size_t from = slash == std::string::npos ? 0 : slash + 1;
-  constexpr std::string_view kTag = ".launcher";
-  for (size_t at = path.find(kTag, from); at != std::string::npos; at = path.find(kTag, at + 1)) {
-    size_t end = at + kTag.size();
-    while (end < path.size() && path[end] >= '0' && path[end] <= '9') ++end;
-    if (end > at + kTag.size() && (end == path.size() || path[end] == '.') && at > from)
-      return path.substr(0, at) + path.substr(end);
+  std::string tag = "." + std::string(word);
+  auto digits = [&](size_t at) {
+    while (at < path.size() && path[at] >= '0' && path[at] <= '9') ++at;
+    return at;
+  };
+  for (size_t at = path.find(tag, from); at != std::string::npos; at = path.find(tag, at + 1)) {
+    size_t end = digits(at + tag.size());
+    if (end == at + tag.size() || (end != path.size() && path[end] != '.') || at <= from) continue;
+    if (beside && end + 1 < path.size()) {  // ".4242" or ".4242-2", then the extension or end
+      size_t pid = digits(end + 1);
+      if (pid > end + 1 && pid < path.size() && path[pid] == '-') pid = digits(pid + 1);
+      if (pid > end + 1 && (pid == path.size() || path[pid] == '.') &&
+          path.find('.', pid) == (pid == path.size() ? std::string::npos : pid) &&
+          path.find('.', pid + 1) == std::string::npos)
+        end = pid;
+    }
+    return path.substr(0, at) + path.substr(end);
   }
   return path;
 }
 
-// A rank's own file beside the one asked for: "dir/prof.db" -> "dir/prof.rank3.db" (and from
-// a launcher's file, "dir/prof.launcher0.db" -> "dir/prof.rank3.db").
+}  // namespace output_name_detail
+
+// The name asked for, where `path` is a launcher's (below): its ranks inherit the launcher's
+// file name and name theirs from this. "dir/prof.launcher0.db" -> "dir/prof.db", and beside an
+// earlier run's file "dir/prof.launcher0.<pid>.db" -> "dir/prof.db" too: each node's launcher
+// has its own pid, and its ranks were named "prof.<pid>.rank<R>.db", a pid a node, which the
+// merge's pattern missed (its ranks take their own names beside the earlier run's, each).
+inline std::string launcher_base(const std::string& path) {
+  return output_name_detail::untagged(path, "launcher", true);
+}
+
+// The file of a launcher of ranks that is itself task T of an outer job (torchrun under srun,
+// mpirun in a SLURM batch step: sonde/rank_launcher.hpp): "dir/prof.db" -> "dir/prof.launcher0.db".
+// The outer job's tasks never share one file, nor take a name its ranks write. A launcher under
+// another's (srun in a batch script, torchrun under it) is named from the name asked for.
+inline std::string launcher_output(const std::string& path, int task) {
+  return output_name_detail::tagged(launcher_base(path), ".launcher" + std::to_string(task));
+}
+
+// A rank's own file beside the one asked for: "dir/prof.db" -> "dir/prof.rank3.db"; from a
+// launcher's file, "dir/prof.launcher0.db" -> "dir/prof.rank3.db"; and from another rank's
+// (a launcher not known as one, whose outer rank's file its ranks inherit),
+// "dir/prof.rank1.db" -> "dir/prof.rank3.db": "prof.rank1.rank3.db" was found by no reader.
 inline std::string rank_output(const std::string& path, int rank) {
-  return output_name_detail::tagged(launcher_base(path), ".rank" + std::to_string(rank));
+  return output_name_detail::tagged(output_name_detail::untagged(launcher_base(path), "rank"),
+                                    ".rank" + std::to_string(rank));
 }
 
 namespace output_name_detail {

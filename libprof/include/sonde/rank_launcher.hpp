@@ -8,6 +8,8 @@
 // alike. docs/distributed.md gives the rule.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -53,64 +55,109 @@ inline bool takes_value(std::string_view option, bool sonde) {
 
 }  // namespace rank_launcher_detail
 
-// Whether a shell's command (its -c string, or the script it runs: the first 64 KB) runs a
-// launcher: a word of kLauncherWords on a line that is no comment.
-inline bool mentions_launcher(std::string_view text) {
-  static constexpr std::string_view kLauncherWords[] = {
-      "torchrun", "torch.distributed.run", "torch.distributed.launch", "mpirun", "mpiexec", "srun"};
-  auto word_char = [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
-           c == '-' || c == '.';
-  };
-  for (size_t line = 0; line < text.size();) {
-    size_t end = text.find('\n', line);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view l = text.substr(line, end - line);
-    size_t first = l.find_first_not_of(" \t");
-    if (first != std::string_view::npos && l[first] != '#') {
-      for (std::string_view w : kLauncherWords) {
-        for (size_t at = l.find(w); at != std::string_view::npos; at = l.find(w, at + 1)) {
-          size_t after = at + w.size();
-          if ((at == 0 || !word_char(l[at - 1]) || l[at - 1] == '/') &&
-              (after == l.size() || !word_char(l[after])))
-            return true;
-        }
-      }
-    }
-    line = end + 1;
-  }
-  return false;
-}
+inline bool launches_ranks(const std::vector<std::string>& args, int depth = 0);
 
 namespace rank_launcher_detail {
 
 inline constexpr std::string_view kLaunchers[] = {"torchrun", "mpirun",        "mpiexec", "orterun",
                                                   "prterun",  "mpiexec.hydra", "srun"};
+inline constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh"};
+// Commands that run the command after their own options as it is: `env X=1 torchrun`,
+// `numactl -N 0 torchrun`, `#!/usr/bin/env bash` (env runs bash), `apptainer exec img torchrun`.
+inline constexpr std::string_view kWrappers[] = {
+    "env",  "nohup",  "nice", "numactl", "taskset", "stdbuf",    "timeout",
+    "chrt", "ionice", "time", "setsid",  "exec",    "apptainer", "singularity"};
+// Words a shell command may begin with before the command itself.
+inline constexpr std::string_view kShellKeywords[] = {
+    "if", "then", "else", "elif", "do", "while", "until", "!", "{", "command", "builtin"};
 
-// Whether a shell runs a launcher: its -c string, or the script it runs (named like one: a
-// torchrun wrapper; or its first 64 KB).
-inline bool shell_runs_launcher(const std::vector<std::string>& args) {
+inline bool runs_programs(std::string_view program) {
+  return one_of(program, kLaunchers) || one_of(program, kShells) || program.starts_with("python") ||
+         program.starts_with("pypy");
+}
+
+// The simple commands of a shell script, each as its words (a small part of the shell's
+// grammar: quotes, backslashes, comments, and ; & | ( ) ` and newlines between commands), each
+// without the assignments and keywords before it.
+inline std::vector<std::vector<std::string>> shell_commands(std::string_view text) {
+  std::vector<std::vector<std::string>> commands;
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  auto end_word = [&] {
+    if (in_word) words.push_back(word);
+    word.clear();
+    in_word = false;
+  };
+  auto end_command = [&] {
+    end_word();
+    size_t first = 0;
+    while (first < words.size() &&
+           (one_of(words[first], kShellKeywords) ||
+            (words[first].find('=') != std::string::npos && words[first].front() != '=' &&
+             words[first].find_first_of("/\"'") > words[first].find('='))))
+      ++first;
+    if (first < words.size()) commands.emplace_back(words.begin() + first, words.end());
+    words.clear();
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      if (text[i + 1] != '\n') word += text[i + 1], in_word = true;
+      ++i;
+    } else if (c == '\'' || c == '"') {
+      size_t close = text.find(c, i + 1);
+      if (close == std::string_view::npos) close = text.size();
+      word += text.substr(i + 1, close - i - 1);
+      in_word = true;
+      i = close;
+    } else if (c == '#' && !in_word) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == ' ' || c == '\t' || c == '\r') {
+      end_word();
+    } else if (c == '\n' || c == ';' || c == '&' || c == '|' || c == '(' || c == ')' || c == '`') {
+      end_command();
+    } else {
+      word += c;
+      in_word = true;
+    }
+  }
+  end_command();
+  return commands;
+}
+
+// Up to 64 KB of a regular file: a shell's script. A pipe (bash <(...), a FIFO) is never
+// read, or the shell would find its script gone.
+inline std::string script_text(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  std::string text;
+  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
+    text.resize(64 << 10);
+    text.resize(std::fread(text.data(), 1, text.size(), f));
+    std::fclose(f);
+  }
+  return text;
+}
+
+// Whether a shell runs a launcher: a command of its -c string, or of the script it runs (or a
+// script named like a launcher: a site's torchrun wrapper).
+inline bool shell_runs_launcher(const std::vector<std::string>& args, int depth) {
   bool string_given = false;
   for (size_t i = 1; i < args.size(); ++i) {
     std::string_view a = args[i];
-    if (a == "-o" || a == "+o" || a == "-O" || a == "+O") {
-      ++i;  // an option's name follows
-    } else if (a == "--") {
+    if (a == "--") continue;
+    if ((a.starts_with("-") || a.starts_with("+")) && a.size() > 1 && !a.starts_with("--")) {
+      if (a.find('c') != std::string_view::npos) string_given = true;
+      if (a.back() == 'o' || a.back() == 'O') ++i;  // -o pipefail, -xo pipefail, -O extglob
       continue;
-    } else if ((a.starts_with("-") || a.starts_with("+")) && a.size() > 1) {
-      if (!a.starts_with("--") && a.find('c') != std::string_view::npos) string_given = true;
-    } else if (string_given) {
-      return mentions_launcher(a);
-    } else {
-      if (one_of(base_name(a), kLaunchers)) return true;
-      std::string text;
-      if (std::FILE* f = std::fopen(args[i].c_str(), "rb")) {
-        text.resize(64 << 10);
-        text.resize(std::fread(text.data(), 1, text.size(), f));
-        std::fclose(f);
-      }
-      return mentions_launcher(text);
     }
+    if (a.starts_with("--")) continue;  // --login, --norc, --posix
+    std::string text = string_given ? args[i] : script_text(args[i]);
+    if (!string_given && one_of(base_name(a), kLaunchers)) return true;
+    for (const auto& command : shell_commands(text))
+      if (launches_ranks(command, depth + 1)) return true;
+    return false;
   }
   return false;
 }
@@ -119,16 +166,22 @@ inline bool shell_runs_launcher(const std::vector<std::string>& args) {
 
 // Whether `args` (a command line) starts ranks: torchrun (its script, or python3 -m
 // torch.distributed.run or .launch, through python3 -m sonde's options), mpirun and its kin,
-// srun, and a shell whose command runs one of them (srun bash -c 'torchrun ...', a train.sh).
-inline bool launches_ranks(const std::vector<std::string>& args) {
+// srun; a shell one of whose commands does (srun bash -c 'torchrun ...', a train.sh); and a
+// wrapper (env, numactl, ...) around one of them.
+inline bool launches_ranks(const std::vector<std::string>& args, int depth) {
   using namespace rank_launcher_detail;
-  if (args.empty()) return false;
-  static constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh"};
+  if (args.empty() || depth > 4) return false;
   std::string_view program = base_name(args[0]);
   if (!program.empty() && program.front() == '-') program.remove_prefix(1);  // a login shell
   if (one_of(program, kLaunchers)) return true;
-  if (one_of(program, kShells)) return shell_runs_launcher(args);
-  if (!program.starts_with("python")) return false;
+  if (one_of(program, kShells)) return shell_runs_launcher(args, depth);
+  if (one_of(program, kWrappers)) {
+    for (size_t i = 1; i < args.size(); ++i)
+      if (runs_programs(base_name(args[i])))
+        return launches_ranks(std::vector<std::string>(args.begin() + i, args.end()), depth + 1);
+    return false;
+  }
+  if (!program.starts_with("python") && !program.starts_with("pypy")) return false;
   bool sonde = false;  // past `-m sonde`: its own options, then its program
   for (size_t i = 1; i < args.size(); ++i) {
     std::string_view a = args[i];

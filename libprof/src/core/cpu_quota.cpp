@@ -55,7 +55,8 @@ std::optional<Mount> cpu_mount(std::string_view mountinfo, bool v2) {
 // The quota a folder's files set, in cores; nullopt where none ("max", -1) or unreadable.
 std::optional<double> folder_quota(const std::string& dir, bool v2) {
   if (v2) {
-    std::vector<std::string_view> f = split(read_proc_file(dir + "/cpu.max", 128), ' ');
+    std::string text = read_proc_file(dir + "/cpu.max", 128);  // the views below point into it
+    std::vector<std::string_view> f = split(text, ' ');
     if (f.size() < 2 || f[0] == "max") return std::nullopt;
     auto quota = number(f[0]), period = number(f[1]);
     if (!quota || !period || *quota <= 0 || *period <= 0) return std::nullopt;
@@ -89,7 +90,9 @@ std::optional<CpuQuota> read_cpu_quota(const std::string& self_cgroup, const std
   if (!mount) return std::nullopt;
   // The process's path as the mount shows it: below the mount's root.
   std::string rel = *path;
-  if (mount->root != "/" && rel.starts_with(mount->root)) rel = rel.substr(mount->root.size());
+  if (mount->root != "/" && rel.starts_with(mount->root) &&
+      (rel.size() == mount->root.size() || rel[mount->root.size()] == '/'))
+    rel = rel.substr(mount->root.size());
   if (rel.empty() || rel == "/") rel.clear();
   std::optional<CpuQuota> found;
   for (std::string walk = rel;;) {

@@ -208,16 +208,6 @@ void Runtime::start() {
   std::vector<std::string> args = command_line_args();
   RankEnv rank =
       process_rank_env([](const char* name) -> const char* { return std::getenv(name); }, args);
-  // A process of an outer task's launcher, started in its job step (hostname, env, what srun's
-  // `bash -c` runs beside torchrun) has SLURM's task number, which every process of a task
-  // inherits: no rank, it joins the launcher's file. (An srun step started inside it is
-  // another job step, whose run id differs: its tasks are ranks.)
-  if (rank.rank >= 0 && rank.source == "SLURM_PROCID" && !root &&
-      is_launcher_output(config_.output, rank.rank) && !rank.job.empty() &&
-      config_.run_id == job_run_uuid(rank.job)) {
-    rank.outer_task = rank.rank;
-    rank.rank = rank.world_size = rank.local_rank = -1;
-  }
   run_id_ = !root ? config_.run_id : rank.job.empty() ? new_run_uuid() : job_run_uuid(rank.job);
   identify_process(rank, root, args);
   if (!open_output(rank, root)) return;

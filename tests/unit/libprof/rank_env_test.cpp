@@ -2,6 +2,7 @@
 #include "sonde/rank_env.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdio>
 #include <map>
@@ -107,6 +108,24 @@ TEST(RankLauncher, KnowsTheCommandsThatStartRanks) {
   EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "# torchrun t.py\npython3 t.py"}));
   EXPECT_FALSE(launches_ranks(Args{"bash", "/nonexistent/train.sh"}));
   EXPECT_FALSE(launches_ranks(Args{"bash"}));
+  // A launcher word as a command, not as words of one (echo's text, a trailing comment).
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-c", "cd /w && X=1 exec torchrun t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-c", "hostname; if true; then srun ./a; fi"}));
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-c", "r=$(mpirun -np 2 ./a)"}));
+  EXPECT_TRUE(
+      launches_ranks(Args{"bash", "-c", "numactl -N 0 python3 -m torch.distributed.run t"}));
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-c", "bash -c 'torchrun t.py'"}));  // a shell in it
+  EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "echo run me with srun; python3 t.py # srun"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "echo 'torchrun'; python3 t.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"bash", "-c", "LAUNCHER=torchrun python3 t.py"}));
+  // -o and option clusters ending in it take a value (it was read as the script).
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-xo", "pipefail", "-c", "torchrun t.py"}));
+  // Wrappers run the command after their options: env (and #!/usr/bin/env bash), numactl, ...
+  EXPECT_TRUE(launches_ranks(Args{"/usr/bin/env", "X=1", "torchrun", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"numactl", "--cpunodebind=0", "torchrun", "t.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"apptainer", "exec", "img.sif", "torchrun", "t.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"env", "X=1", "python3", "t.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"nice", "-n", "5", "./a.out"}));
 }
 
 TEST(RankLauncher, ReadsAShellsScript) {
@@ -120,10 +139,16 @@ TEST(RankLauncher, ReadsAShellsScript) {
   std::fclose(f);
   EXPECT_TRUE(launches_ranks(std::vector<std::string>{"bash", "-x", path, "arg"}));
   f = std::fopen(path.c_str(), "w");
-  std::fputs("#!/bin/bash\n# srun bash train.sh\nexec python3 train.py\n", f);
+  std::fputs("#!/bin/bash\n# srun bash train.sh\nexec python3 train.py  # not srun\n", f);
   std::fclose(f);
   EXPECT_FALSE(launches_ranks(std::vector<std::string>{"bash", path}));
   std::remove(path.c_str());
+  // A script in a pipe (bash <(...)) is never read: bash would find it gone.
+  std::string fifo = ::testing::TempDir() + "rank_launcher_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_FALSE(launches_ranks(std::vector<std::string>{"bash", fifo}));  // and no hang
+  std::remove(fifo.c_str());
   // A script named like a launcher is one (a site's torchrun wrapper), whatever it holds.
   EXPECT_TRUE(launches_ranks(std::vector<std::string>{"/bin/sh", "/opt/site/bin/torchrun", "t"}));
 }
@@ -188,8 +213,16 @@ TEST(RankOutput, ARanksFileFromItsLaunchersFile) {
   EXPECT_EQ(launcher_output("/d/prof", 0), "/d/prof.launcher0");
   EXPECT_EQ(rank_output("/d/prof.launcher1.db", 5), "/d/prof.rank5.db");
   EXPECT_EQ(rank_output("/d/prof.launcher1", 5), "/d/prof.rank5");
-  // Beside an earlier run's launcher file, as beside an earlier root's (prof.<pid>.rank5.db).
-  EXPECT_EQ(rank_output("/d/prof.launcher1.4242.db", 5), "/d/prof.4242.rank5.db");
+  // Beside an earlier run's launcher file: the name asked for, not each node's own pid.
+  EXPECT_EQ(rank_output("/d/prof.launcher1.4242.db", 5), "/d/prof.rank5.db");
+  EXPECT_EQ(launcher_base("/d/prof.launcher1.4242-3.db"), "/d/prof.db");
+  EXPECT_EQ(launcher_base("/d/prof.launcher1.4242"), "/d/prof");
+  EXPECT_EQ(launcher_base("/d/prof.launcher1.x.db"), "/d/prof.x.db");
+  // From another rank's file (its launcher not known as one): "prof.rank1.rank5.db" was found
+  // by no reader.
+  EXPECT_EQ(rank_output("/d/prof.rank1.db", 5), "/d/prof.rank5.db");
+  // A launcher under another's: named from the name asked for, not prof.launcher0.launcher1.db.
+  EXPECT_EQ(launcher_output("/d/prof.launcher0.db", 1), "/d/prof.launcher1.db");
   EXPECT_EQ(launcher_base("/d/prof.launcher12.db"), "/d/prof.db");
   EXPECT_EQ(launcher_base("/d/prof.launcherX.db"), "/d/prof.launcherX.db");
   EXPECT_EQ(launcher_base("/d/.launcher1"), "/d/.launcher1");  // a hidden name, not a tag
