@@ -55,10 +55,18 @@ std::string program_command(const std::string& command);
 // A run's run_info rows (?1: its run_id), in the order in which a later row of a key wins:
 // the processes' rows, the root's last (whatever its row id: a child that ended within the
 // root's first second was written first), then the run-wide ones.
+// The cgroup's throttling counters (cpu.periods, cpu.throttled_*) win from the process that
+// counted the most periods, whatever its origin: each process counts from its own start, and
+// the root image of `sonde run ./entrypoint.sh` that execs python counted its shell's moment.
 inline constexpr const char* kRunInfoLastWinsSql =
-    "SELECT i.key, i.value FROM run_info i LEFT JOIN processes p USING (process_id) "
-    "WHERE i.run_id = ?1 ORDER BY i.process_id IS NULL, p.origin = 'root', p.started_ns DESC, "
-    "i.process_id DESC";
+    "SELECT key, value FROM (SELECT i.key, i.value, 0 AS throttling, i.process_id IS NULL AS "
+    "run_wide, p.origin = 'root' AS root, p.started_ns AS started, i.process_id AS id "
+    "FROM run_info i LEFT JOIN processes p USING (process_id) WHERE i.run_id = ?1 "
+    "UNION ALL SELECT key, value, 1, 0, 0, 0, 0 FROM run_info WHERE run_id = ?1 AND key IN "
+    "('cpu.periods', 'cpu.throttled_periods', 'cpu.throttled_s') AND process_id = (SELECT "
+    "process_id FROM run_info WHERE run_id = ?1 AND key = 'cpu.periods' ORDER BY "
+    "CAST(value AS INTEGER) DESC LIMIT 1)) "
+    "ORDER BY throttling, run_wide, root, started DESC, id DESC";
 
 // The lines printed above a text report: run facts, then one line per note.
 std::string render_run_header(const RunSummary& summary);

@@ -1137,6 +1137,18 @@ TEST_F(AdviceTest, ACpuQuotaHoldsTheThreads) {
   EXPECT_NE(render_run_header(load_run_summary(ProfileFile::open(path_)))
                 .find("; CPU quota 1.500 cores (cgroup), throttled 1.500 s\n"),
             std::string::npos);
+  // The image the root exec'd (an entrypoint script's `exec python`) counted the longer span:
+  // its counters, not the root image's moment, say the run's throttling.
+  sql("INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, "
+      "ended_ns, end_reason) VALUES (2, 1, 10, 1, 'exec', 'python3 train.py', 1000000001000, "
+      "1000000000000 + 10000000000, 'exit');"
+      "INSERT INTO run_info VALUES (1, 2, 'cpu.periods', '900'), (1, 2, 'cpu.throttled_periods', "
+      "'450'), (1, 2, 'cpu.throttled_s', '9.000');");
+  EXPECT_NE(render_run_header(load_run_summary(ProfileFile::open(path_)))
+                .find("; CPU quota 1.500 cores (cgroup), throttled 9.000 s\n"),
+            std::string::npos);
+  EXPECT_DOUBLE_EQ(number(of_rule(candidates(), "threads-contended").at(0), "throttled_s"), 9);
+  sql("DELETE FROM run_info WHERE process_id = 2; DELETE FROM processes WHERE process_id = 2;");
   // A quota of the mask's cores or more binds nothing: the host's load decides again (0.45
   // of a core of others here: under half a core, nothing said).
   sql("UPDATE run_info SET value = '2.000' WHERE key = 'cpu.quota';");
