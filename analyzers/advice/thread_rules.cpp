@@ -140,6 +140,24 @@ std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
+struct OthersLoad {
+  double cores = 0;       // other programs' load, in cores
+  bool measured = false;  // over the run (else the load average at its end, less the run's own)
+};
+
+// The other programs' load where it is believed. Measured, half a core of others counts (a
+// thread of 2 preempted half the time holds every parallel region of the other up); the load
+// average's lag, a minute of whatever ran before, needs a whole core to be believed (the
+// red-team CNN's read 3.0 beside one busy loop).
+std::optional<OthersLoad> believed_others(const AdviceInput& in) {
+  if (in.others_load) {
+    if (*in.others_load < 0.5) return std::nullopt;
+    return OthersLoad{*in.others_load, true};
+  }
+  if (!in.host_load || !in.own_load || *in.host_load - *in.own_load < 1.0) return std::nullopt;
+  return OthersLoad{*in.host_load - *in.own_load, false};
+}
+
 // More threads pay on cores that are free. Where the host was busy with other programs over
 // the run (measured: its busy CPU time less the run's own over the run's life, half a core or
 // more; else the load average at the end less the run's own threads' share, a core), it is said
@@ -150,25 +168,21 @@ std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& ru
 // to 5 times slower. sonde tune measures both under the same load.
 void busy_host(Candidate& c, const AdviceInput& in, std::int64_t threads, std::int64_t cores,
                double work_s) {
-  std::optional<double> others = in.others_load;
-  bool measured = others.has_value();
-  if (!others && in.host_load && in.own_load) others = *in.host_load - *in.own_load;
-  // Measured, half a core of others counts (a thread of 2 preempted half the time holds every
-  // parallel region of the other up); the load average's lag, a minute of whatever ran before,
-  // needs a whole core to be believed (the red-team CNN's read 3.0 beside one busy loop).
-  if (!others || *others < (measured ? 0.5 : 1.0)) return;
+  std::optional<OthersLoad> believed = believed_others(in);
+  if (!believed) return;
+  double others = believed->cores;
   if (in.host_load) c.evidence.emplace_back("host_load", *in.host_load);
-  c.evidence.emplace_back("others_load", *others);
-  double left = static_cast<double>(cores) - *others;
+  c.evidence.emplace_back("others_load", others);
+  double left = static_cast<double>(cores) - others;
   c.evidence.emplace_back("cores_left_by_others", std::max(0.0, left));
-  std::string load = measured ? fmt::format(
-                                    "other programs kept about {:.1f} of its {} cores "
-                                    "busy over the run",
-                                    *others, cores)
-                              : fmt::format(
-                                    "load average {:.1f} on {} cores as the run ended, "
-                                    "about {:.1f} of it other programs",
-                                    *in.host_load, cores, *others);
+  std::string load = believed->measured ? fmt::format(
+                                              "other programs kept about {:.1f} of its {} cores "
+                                              "busy over the run",
+                                              others, cores)
+                                        : fmt::format(
+                                              "load average {:.1f} on {} cores as the run ended, "
+                                              "about {:.1f} of it other programs",
+                                              *in.host_load, cores, others);
   c.advice += fmt::format(
       "; but the host was busy ({}): threads added there compete with them and can run slower "
       "than now; measure before keeping it (sonde tune)",
@@ -324,24 +338,19 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   std::int64_t blas = m.facts.blas_threads.value_or(0);
   std::int64_t threads = std::max(torch_threads, blas);
   if (threads < 2) return {};
-  // As busy_host reads the others: measured over the run, half a core counts; the lagging
-  // load average needs a whole one.
   // A CPU quota that binds holds the threads to its whole cores (available_cores), whatever
-  // the host's other load.
+  // the host's other load; else the others' load as busy_host believes it.
   bool quota = m.facts.quota_binds();
+  auto periods = info_number(m.facts, "cpu.periods");
+  auto throttled = info_number(m.facts, "cpu.throttled_periods");
+  bool counted = periods && throttled && *periods > 0;
   // Under a quota, where the counters were read, it must have stopped the cgroup in 5 % of its
   // periods: threads that wait for work of their own (a pool of 64 on 4 cores' quota, idle)
   // cost nothing there.
-  if (quota) {
-    auto periods = info_number(m.facts, "cpu.periods");
-    auto throttled = info_number(m.facts, "cpu.throttled_periods");
-    if (periods && throttled && *periods > 0 && *throttled < 0.05 * *periods) return {};
-  }
-  std::optional<double> others = in.others_load;
-  bool measured = others.has_value();
-  if (!others && in.host_load && in.own_load) others = *in.host_load - *in.own_load;
-  if (!quota && (!others || *others < (measured ? 0.5 : 1.0))) return {};
-  double left = quota ? static_cast<double>(*cores) : static_cast<double>(*cores) - *others;
+  if (quota && counted && *throttled < 0.05 * *periods) return {};
+  std::optional<OthersLoad> believed = quota ? std::nullopt : believed_others(in);
+  if (!quota && !believed) return {};
+  double left = static_cast<double>(*cores) - (quota ? 0.0 : believed->cores);
   std::int64_t room = std::max<std::int64_t>(1, static_cast<std::int64_t>(left));
   if (threads <= room) return {};
   // The pools' work: the BLAS and oneDNN calls (outermost: a BLAS under a oneDNN call is
@@ -370,10 +379,8 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   if (quota) {
     c.evidence.emplace_back("cpu_quota", *m.facts.cpu_quota);
     where = fmt::format("a CPU quota of {:.3g} cores (its cgroup's)", *m.facts.cpu_quota);
-    auto periods = info_number(m.facts, "cpu.periods");
-    auto throttled = info_number(m.facts, "cpu.throttled_periods");
     auto throttled_s = info_number(m.facts, "cpu.throttled_s");
-    if (periods && throttled && throttled_s && *periods > 0) {
+    if (counted && throttled_s) {
       c.evidence.emplace_back("throttled_pct_periods", 100.0 * *throttled / *periods);
       c.evidence.emplace_back("throttled_s", *throttled_s);
       where += fmt::format(
@@ -382,17 +389,19 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
           100.0 * *throttled / *periods, *throttled_s);
     }
   } else {
-    c.evidence.emplace_back("others_load", *others);
+    double others = believed->cores;
+    c.evidence.emplace_back("others_load", others);
     c.evidence.emplace_back("cores_left_by_others", std::max(0.0, left));
     if (in.host_load) c.evidence.emplace_back("host_load", *in.host_load);
-    where = measured ? fmt::format(
-                           "a host where other programs kept about {:.1f} of its {} cores busy "
-                           "over the run",
-                           *others, *cores)
-                     : fmt::format(
-                           "a host where the load average was {:.1f} on {} cores as the run "
-                           "ended, about {:.1f} of it other programs",
-                           *in.host_load, *cores, *others);
+    where = believed->measured
+                ? fmt::format(
+                      "a host where other programs kept about {:.1f} of its {} cores busy "
+                      "over the run",
+                      others, *cores)
+                : fmt::format(
+                      "a host where the load average was {:.1f} on {} cores as the run "
+                      "ended, about {:.1f} of it other programs",
+                      *in.host_load, *cores, others);
   }
   std::string waited;
   if (in.busiest_cpu_share) {

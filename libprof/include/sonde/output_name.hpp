@@ -59,10 +59,6 @@ inline std::string tagged(const std::string& path, const std::string& tag) {
   return path + tag;
 }
 
-}  // namespace output_name_detail
-
-namespace output_name_detail {
-
 // `path` without the first ".<word><digits>" part of its file's name (".rank3", ".launcher0":
 // a tag, not the name's start), and with `beside`, the ".<pid>" or ".<pid>-<n>" of a name taken
 // beside an earlier run's file (alternative_output) that follows it.
@@ -80,14 +76,22 @@ inline std::string untagged(const std::string& path, std::string_view word, bool
     if (beside && end + 1 < path.size()) {  // ".4242" or ".4242-2", then the extension or end
       size_t pid = digits(end + 1);
       if (pid > end + 1 && pid < path.size() && path[pid] == '-') pid = digits(pid + 1);
-      if (pid > end + 1 && (pid == path.size() || path[pid] == '.') &&
-          path.find('.', pid) == (pid == path.size() ? std::string::npos : pid) &&
-          path.find('.', pid + 1) == std::string::npos)
+      std::string_view rest = std::string_view(path).substr(pid);  // "", or the extension
+      if (pid > end + 1 && (rest.empty() || (rest[0] == '.' && rest.find('.', 1) == rest.npos)))
         end = pid;
     }
     return path.substr(0, at) + path.substr(end);
   }
   return path;
+}
+
+// The file's name holds `tag` followed by a dot or at its end.
+inline bool has_tag(const std::string& path, const std::string& tag) {
+  size_t slash = path.rfind('/');
+  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
+  size_t at = file.find(tag + ".");
+  return at != std::string::npos || (file.size() >= tag.size() &&
+                                     file.compare(file.size() - tag.size(), tag.size(), tag) == 0);
 }
 
 }  // namespace output_name_detail
@@ -118,19 +122,6 @@ inline std::string rank_output(const std::string& path, int rank) {
                                     ".rank" + std::to_string(rank));
 }
 
-namespace output_name_detail {
-
-// The file's name holds `tag` followed by a dot or at its end.
-inline bool has_tag(const std::string& path, const std::string& tag) {
-  size_t slash = path.rfind('/');
-  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
-  size_t at = file.find(tag + ".");
-  return at != std::string::npos || (file.size() >= tag.size() &&
-                                     file.compare(file.size() - tag.size(), tag.size(), tag) == 0);
-}
-
-}  // namespace output_name_detail
-
 // The name is already rank R's own (inherited from the rank itself by its children).
 inline bool is_rank_output(const std::string& path, int rank) {
   return output_name_detail::has_tag(path, ".rank" + std::to_string(rank));
@@ -143,14 +134,7 @@ inline bool is_launcher_output(const std::string& path, int task) {
 
 // The name is some rank's own: a process given it runs inside that rank (a helper it started).
 inline bool is_any_rank_output(const std::string& path) {
-  size_t slash = path.rfind('/');
-  std::string file = slash == std::string::npos ? path : path.substr(slash + 1);
-  for (size_t at = file.find(".rank"); at != std::string::npos; at = file.find(".rank", at + 1)) {
-    size_t end = at + 5;
-    while (end < file.size() && file[end] >= '0' && file[end] <= '9') ++end;
-    if (end > at + 5 && (end == file.size() || file[end] == '.')) return true;
-  }
-  return false;
+  return output_name_detail::untagged(path, "rank") != path;
 }
 
 }  // namespace sonde
