@@ -542,6 +542,18 @@ TuneResult run_tune(const TuneOptions& o) {
   std::optional<AdviceInput> original_input;
   try {
     original_input = load_advice_input(ProfileFile::open(original.runs[0].profile));
+    // A cgroup's CPU quota holds the threads to fewer cores than the mask names (a pod of 4
+    // CPUs on a 64-core node): the stages set the count the advice names, from the profile's
+    // facts, not the mask's 64.
+    const RunFacts& facts = original_input->metrics.facts;
+    if (auto n = facts.available_cores(); n && facts.quota_binds() && *n < result.cores) {
+      result.notes.push_back(fmt::format(
+          "the cgroup's CPU quota ({:.2f} cores) holds the thread stages to {} of the {} CPUs "
+          "the process may run on",
+          *facts.cpu_quota, *n, result.cores));
+      result.cores = int(*n);
+      threads_target = result.cores;
+    }
     if (auto free = cores_beside_workers(*original_input))
       threads_target = int(std::min<std::int64_t>(*free, result.cores));
   } catch (const Error& e) {  // no readable profile: the cores, and no estimates

@@ -2,8 +2,10 @@
 set for the test on this machine's own cgroup hierarchy (root only; skipped where no cgroup
 with a quota can be made): libsonde records the quota and what it throttled, and the advice
 holds the threads to it. The host's CPUs, which the mask still names, are no measure there."""
+import json
 import os
 import subprocess
+import time
 import uuid
 from pathlib import Path
 
@@ -37,9 +39,8 @@ def make_cgroup(quota_us, period_us):
     return None
 
 
-@pytest.fixture
-def half_a_cpu():
-    d = make_cgroup(50000, 100000)
+def quota_cgroup(quota_us, period_us):
+    d = make_cgroup(quota_us, period_us)
     if d is None:
         pytest.skip("no writable cgroup cpu controller here (root on a cgroup v1 cpu hierarchy "
                     "or a v2 one delegating cpu)")
@@ -51,16 +52,28 @@ def half_a_cpu():
                 d.rmdir()
                 break
             except OSError:
-                import time
                 time.sleep(0.1)
+
+
+@pytest.fixture
+def half_a_cpu():
+    yield from quota_cgroup(50000, 100000)
+
+
+@pytest.fixture
+def one_cpu():
+    yield from quota_cgroup(100000, 100000)
+
+
+def in_cgroup(cgroup, *command):
+    """The command run inside the cgroup: every process it starts is under its quota."""
+    return ["sh", "-c", f'echo $$ > {cgroup / "cgroup.procs"} && exec "$@"', "sh", *command]
 
 
 def test_a_cpu_quota_is_recorded_and_holds_the_thread_advice(tmp_path, half_a_cpu):
     db = tmp_path / "q.db"
     # Into the cgroup first, then sonde run: every process of the run is under the quota.
-    script = f'echo $$ > {half_a_cpu / "cgroup.procs"} && exec "$@"'
-    r = subprocess.run(["sh", "-c", script, "sh", CLI, "run", "-o", str(db), "--", MLP,
-                        "--steps", "20"],
+    r = subprocess.run(in_cgroup(half_a_cpu, CLI, "run", "-o", str(db), "--", MLP, "--steps", "20"),
                        env=clean_env(OPENBLAS_NUM_THREADS=2), capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
@@ -80,6 +93,27 @@ def test_a_cpu_quota_is_recorded_and_holds_the_thread_advice(tmp_path, half_a_cp
     assert "torch" not in contended["advice"]
     # No rule asks for the host's cores: the quota's one whole core is all there is.
     assert "blas-threads" not in cands, cands.get("blas-threads")
+
+
+def test_tune_sets_the_threads_the_quota_holds(tmp_path, one_cpu):
+    """sonde tune under a quota of one CPU: the thread stages set the quota's one core, not the
+    CPUs of the mask (a pod of 4 CPUs on a 64-core node had its blas-threads stage run 64)."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU here: the quota binds nothing the mask does not")
+    out = tmp_path / "tune"
+    r = subprocess.run(in_cgroup(one_cpu, CLI, "tune", "-o", str(out), "--format", "json",
+                                 "--repeat", "1", "--stages", "blas-threads", "--", MLP,
+                                 "--steps", "10", "--eval-every", "10"),
+                       env=clean_env(OPENBLAS_NUM_THREADS=1), capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    j = json.loads(r.stdout)
+    assert j["cores"] == 1, j
+    stage = next(s for s in j["stages"] if s["name"] == "blas-threads")
+    assert stage["status"] == "skipped" and stage["reason"] == "one core", stage
+    mask = len(os.sched_getaffinity(0))
+    assert (f"the cgroup's CPU quota (1.00 cores) holds the thread stages to 1 of the {mask} "
+            "CPUs the process may run on") in j["notes"], j["notes"]
 
 
 def test_no_quota_records_none(tmp_path):
