@@ -72,17 +72,25 @@ int main() {
       sonde::kLongestProfilePath);
   std::printf(
       "\n# The launchers' rank variables in the order they are read (sonde/rank_env.hpp):\n"
-      "# (rank, size, least size, a variable that must be set too or \"\").\n"
+      "# (rank, size, least size, a variable that must be set too or \"\", outer: a later\n"
+      "# scheme numbering more ranks wins).\n"
       "RANK_SCHEMES = (\n");
   for (const sonde::RankScheme& s : sonde::kRankSchemes) {
-    std::printf("    (%s, %s, %d, %s),\n", python_string(s.rank).c_str(),
+    std::printf("    (%s, %s, %d, %s, %s),\n", python_string(s.rank).c_str(),
                 python_string(s.size).c_str(), s.min_size,
-                python_string(s.requires_ != nullptr ? s.requires_ : "").c_str());
+                python_string(s.requires_ != nullptr ? s.requires_ : "").c_str(),
+                s.outer ? "True" : "False");
   }
+  auto launchers = [](const char* name, const auto& table) {
+    std::printf("%s = (", name);
+    for (const sonde::PythonLauncher& l : table)
+      std::printf("(%s, %s), ", python_string(l.name).c_str(), python_string(l.subcommand).c_str());
+    std::printf(")\n");
+  };
   std::printf(
-      ")\n\n# Python programs that start ranks (sonde/rank_launcher.hpp): modules, and the "
-      "script\n# of torchrun's entry point.\nLAUNCHER_MODULES = (");
-  for (std::string_view m : sonde::kLauncherModules) std::printf("%s, ", python_string(m).c_str());
-  std::printf(")\nLAUNCHER_SCRIPT = %s\n", python_string(sonde::kLauncherScript).c_str());
+      ")\n\n# Python programs that start ranks (sonde/rank_launcher.hpp), as modules and as "
+      "their\n# entry points' scripts: (name, the subcommand that does or \"\" for any).\n");
+  launchers("LAUNCHER_MODULES", sonde::kLauncherModules);
+  launchers("LAUNCHER_SCRIPTS", sonde::kLauncherScripts);
   return 0;
 }

@@ -258,8 +258,7 @@ def _launch(opts, program, kind, argv):
         if why is None:
             os.environ.update(env)
             by_name = os.path.realpath(lib) != _library_beside()
-            if not _in_process.start(opts, lib, by_name, opts.output, kind,
-                                     program[0] if program else ""):
+            if not _in_process.start(opts, lib, by_name, opts.output, kind, program):
                 opts.paused = True  # sonde said why; the program runs as it would without it
             return
         # Asked for by name, the refusal is said now; by default the profile's note says it

@@ -189,24 +189,40 @@ def _number(text):
     return value if 0 <= value <= 1 << 30 else -1
 
 
-def _own_tag(kind, name):
-    """The tag of the file this process writes, as libsonde names it (sonde/rank_launcher.hpp,
-    own_output, whose tables _options.py holds): ".rank3" for a rank of a parallel job,
-    ".launcher1" for torchrun started as task 1 of an outer job (srun's), "" for neither.
-    `kind`/`name`: the program, "-m" and its module, or None and its script."""
-    from ._options import LAUNCHER_MODULES, LAUNCHER_SCRIPT, RANK_SCHEMES
+def _own_tag(kind, program):
+    """The tag of the file this process writes, as libsonde names it (sonde/rank_env.hpp and
+    rank_launcher.hpp, detect_rank_env and own_output, whose tables _options.py holds): ".rank3"
+    for a rank of a parallel job, ".launcher1" for a launcher (torchrun) started as task 1 of an
+    outer job (srun's), "" for neither. `kind`/`program`: "-m" and the module with its
+    arguments, or None and the script with its."""
+    from ._options import LAUNCHER_MODULES, LAUNCHER_SCRIPTS, RANK_SCHEMES
     env = os.environ
-    for rank_var, size_var, least, required in RANK_SCHEMES:
+    outer = None  # (rank, size, 1) of an outer scheme, while a later one may number more ranks
+    found = None
+    for rank_var, size_var, least, required, is_outer in RANK_SCHEMES:
         if required and not env.get(required):
             continue
         rank, size = _number(env.get(rank_var)), _number(env.get(size_var))
         if rank < 0 or size < least or rank >= size:
             continue
-        launcher = rank_var != "RANK" and (
-            name in LAUNCHER_MODULES if kind == "-m"
-            else kind is None and os.path.basename(name) == LAUNCHER_SCRIPT)
-        return f".launcher{rank}" if launcher else f".rank{rank}"
-    return ""
+        if outer and size <= outer[1]:
+            continue
+        if is_outer and not outer:
+            outer = (rank, size, True)
+            continue
+        found = (rank, size, not required)
+        break
+    rank, _, may_launch = found or outer or (-1, 0, False)
+    if rank < 0:
+        return ""
+    name = program[0] if program else ""
+    subcommand = program[1] if len(program) > 1 else None
+    table = LAUNCHER_MODULES if kind == "-m" else LAUNCHER_SCRIPTS if kind is None else ()
+    if kind is None:
+        name = os.path.basename(name)
+    launcher = may_launch and any(
+        name == n and (not sub or sub == subcommand) for n, sub in table)
+    return f".launcher{rank}" if launcher else f".rank{rank}"
 
 
 def _tagged(path, tag):
@@ -215,7 +231,7 @@ def _tagged(path, tag):
     return path[:dot] + tag + path[dot:] if dot != -1 and dot > slash + 1 else path + tag
 
 
-def _prepare_output(output, force, kind=None, name=""):
+def _prepare_output(output, force, kind=None, program=()):
     """As `sonde run` does before it starts its command (analyzers/programs/launcher.cpp): for
     a rank, or a launcher under an outer job, its own file, which libsonde will claim (every
     rank of `mpirun python3 -m sonde -o prof.db` set the same earlier prof.db aside as .old,
@@ -226,7 +242,7 @@ def _prepare_output(output, force, kind=None, name=""):
         _fail(f"cannot place the profile {output}: the current directory is gone "
               f"({e.strerror}); give -o an absolute path")
     asked = path  # SONDE_OUTPUT: libsonde names its rank's file from it as it starts
-    tag = _own_tag(kind, name)
+    tag = _own_tag(kind, program)
     file = os.path.basename(path)
     if tag and not (tag + "." in file or file.endswith(tag)):  # a name that is its own already
         output, path = _tagged(output, tag), _tagged(path, tag)
@@ -335,11 +351,12 @@ def _sync_run_environment(_sonde):
         os.environ[name] = value
 
 
-def start(opts, lib, by_name, output_shown, kind, name):
+def start(opts, lib, by_name, output_shown, kind, program):
     """Loads libsonde (`lib`; `by_name`: not the copy the extension links) into this
     interpreter for the run; False when it did not start recording (it said why). `kind`,
-    `name`: the program ("-m" and its module, None and its script, "-c" and its code)."""
-    output = _prepare_output(output_shown, opts.force, kind, name)
+    `program`: the program ("-m" and its module, None and its script, "-c" and its code) and
+    its arguments."""
+    output = _prepare_output(output_shown, opts.force, kind, program)
     _set_run_environment(opts, output, lib)
     flags = sys.getdlopenflags()
     sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)

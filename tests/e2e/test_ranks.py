@@ -4,11 +4,12 @@ sets (OMPI_COMM_WORLD_RANK/SIZE, PMIX_NAMESPACE) given by hand."""
 import csv
 import io
 import json
+import subprocess
 import uuid
 
 import pytest
 
-from conftest import BIN, clean_env, integrity_ok, query, run, sonde
+from conftest import BIN, CLI, clean_env, integrity_ok, query, run, sonde
 
 
 def rank_files(tmp_path, sleeps_ms, job=None, name="run", slept=None):
@@ -396,3 +397,62 @@ def test_a_launcher_in_a_batch_step_is_no_rank(tmp_path):
         assert {k for k, _ in rows} == {rank} and rows[-1][1].split()[0].endswith("known_time")
     rows = query(tmp_path / "prof.launcher0.db", "SELECT rank, command FROM processes")
     assert rows and {r for r, _ in rows} == {None}, rows  # the batch shell and srun
+
+
+# DeepSpeed's launch.py as it starts one node's workers: RANK, LOCAL_RANK and WORLD_SIZE, no
+# TORCHELASTIC_RUN_ID (torchrun's), the node's SLURM variables inherited.
+FAKE_DEEPSPEED_LAUNCH = """import os, subprocess, sys
+node, script = int(sys.argv[1]), sys.argv[2]
+workers = [subprocess.Popen([sys.executable, "-u", script],
+                            env=dict(os.environ, RANK=str(node * 2 + local),
+                                     LOCAL_RANK=str(local), WORLD_SIZE="4"))
+           for local in (0, 1)]
+sys.exit(max(w.wait() for w in workers))
+"""
+
+
+@pytest.mark.parametrize("how", ["python -m sonde", "sonde run"])
+def test_deepspeed_launch_under_srun_names_each_worker_by_its_global_rank(tmp_path, how):
+    """`srun -N 2 python3 -m sonde -o prof.db -m deepspeed.launcher.launch ...`: DeepSpeed's
+    workers have RANK and WORLD_SIZE but not torchrun's TORCHELASTIC_RUN_ID, so SLURM_PROCID
+    (their node) was read first and both workers of a node shared prof.rank<node>.db with
+    launch.py, 2 "ranks" of 4. Now a WORLD_SIZE larger than SLURM's tasks is the worker's, and
+    launch.py is its node's launcher, in the Python launcher (which prepares the file) as in
+    libsonde (which writes it)."""
+    import os
+    package = tmp_path / "site" / "deepspeed" / "launcher"
+    package.mkdir(parents=True)
+    for d in (package.parent, package):
+        (d / "__init__.py").write_text("")
+    (package / "launch.py").write_text(FAKE_DEEPSPEED_LAUNCH)
+    (tmp_path / "train.py").write_text("import os, time\ntime.sleep(0.05)\n"
+                                       "print('rank', os.environ['RANK'])\n")
+    build_python = os.path.join(os.environ["SONDE_BUILD"], "python")
+    for task in (0, 1):
+        slurm = dict(SLURM_JOB_ID=79, SLURM_STEP_ID=0, SLURM_PROCID=task, SLURM_NTASKS=2,
+                     SLURM_LOCALID=0)
+        launch = ["-m", "deepspeed.launcher.launch", str(task), "train.py"]
+        slurm = {k: str(v) for k, v in slurm.items()}
+        if how == "sonde run":
+            command = [CLI, "run", "-o", "prof.db", "--", "/usr/bin/python3", *launch]
+            env = clean_env(PYTHONPATH=str(tmp_path / "site"), **slurm)
+        else:
+            command = ["/usr/bin/python3", "-m", "sonde", "-o", "prof.db", *launch]
+            env = clean_env(PYTHONPATH=f"{tmp_path / 'site'}:{build_python}", **slurm)
+        r = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert sorted(r.stdout.split("\n")[:2]) == [f"rank {2 * task}", f"rank {2 * task + 1}"]
+        said = [line for line in r.stderr.splitlines() if line.startswith("sonde:")]
+        assert any(line.startswith("sonde: profile written to") and
+                   line.endswith(f"prof.launcher{task}.db") for line in said), said
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == [
+        "prof.launcher0.db", "prof.launcher1.db",
+        "prof.rank0.db", "prof.rank1.db", "prof.rank2.db", "prof.rank3.db"]
+    for rank in range(4):
+        rows = query(tmp_path / f"prof.rank{rank}.db", "SELECT rank, world_size FROM processes")
+        assert rows == [(rank, 4)], rows
+    for task in (0, 1):
+        rows = query(tmp_path / f"prof.launcher{task}.db", "SELECT rank, command FROM processes")
+        assert len(rows) == 1 and rows[0][0] is None, rows
+        assert "deepspeed.launcher.launch" in rows[0][1], rows

@@ -21,11 +21,32 @@
 
 namespace sonde {
 
-// The Python modules that start ranks, and the script of torchrun's entry point: what the
-// Python launcher knows of its own program (python_hook/options_gen.cpp prints them for it).
-inline constexpr std::string_view kLauncherModules[] = {"torch.distributed.run",
-                                                        "torch.distributed.launch"};
-inline constexpr std::string_view kLauncherScript = "torchrun";
+// The Python programs that start ranks, as modules (python3 -m torch.distributed.run) and as
+// their entry points' scripts (torchrun), with the subcommand that does where the program has
+// others (`accelerate launch`; `accelerate config` starts nothing): torch's, DeepSpeed's (its
+// runner, and launch.py, which starts a node's workers), Accelerate's (torch's launcher run in
+// its own process). What the Python launcher knows of its own program too
+// (python_hook/options_gen.cpp prints them for it).
+struct PythonLauncher {
+  std::string_view name, subcommand;  // subcommand "": any
+};
+inline constexpr PythonLauncher kLauncherModules[] = {
+    {"torch.distributed.run", ""},      {"torch.distributed.launch", ""},
+    {"deepspeed.launcher.runner", ""},  {"deepspeed.launcher.launch", ""},
+    {"accelerate.commands.launch", ""}, {"accelerate.commands.accelerate_cli", "launch"}};
+inline constexpr PythonLauncher kLauncherScripts[] = {
+    {"torchrun", ""}, {"deepspeed", ""}, {"accelerate", "launch"}};
+
+// Whether `name` run with `args` after it is one of `launchers`.
+template <size_t N>
+bool is_python_launcher(const PythonLauncher (&launchers)[N], std::string_view name,
+                        const std::vector<std::string>& args, size_t after) {
+  for (const PythonLauncher& l : launchers)
+    if (l.name == name &&
+        (l.subcommand.empty() || (after < args.size() && args[after] == l.subcommand)))
+      return true;
+  return false;
+}
 
 namespace rank_launcher_detail {
 
@@ -59,8 +80,8 @@ inline bool launches_ranks(const std::vector<std::string>& args, int depth = 0);
 
 namespace rank_launcher_detail {
 
-inline constexpr std::string_view kLaunchers[] = {"torchrun", "mpirun",        "mpiexec", "orterun",
-                                                  "prterun",  "mpiexec.hydra", "srun"};
+inline constexpr std::string_view kLaunchers[] = {"mpirun",  "mpiexec",       "orterun",
+                                                  "prterun", "mpiexec.hydra", "srun"};
 inline constexpr std::string_view kShells[] = {"sh", "bash", "dash", "zsh", "ksh", "mksh"};
 // Commands that run the command after their own options as it is: `env X=1 torchrun`,
 // `numactl -N 0 torchrun`, `#!/usr/bin/env bash` (env runs bash), `apptainer exec img torchrun`.
@@ -72,8 +93,17 @@ inline constexpr std::string_view kShellKeywords[] = {
     "if", "then", "else", "elif", "do", "while", "until", "!", "{", "command", "builtin"};
 
 inline bool runs_programs(std::string_view program) {
+  for (const PythonLauncher& l : kLauncherScripts)
+    if (l.name == program) return true;
   return one_of(program, kLaunchers) || one_of(program, kShells) || program.starts_with("python") ||
          program.starts_with("pypy");
+}
+
+// A launcher's own name: mpirun and its kin, srun, or a Python launcher's script run as a
+// command (its #! line read or not), its subcommand after it.
+inline bool is_launcher_command(std::string_view program, const std::vector<std::string>& args,
+                                size_t after) {
+  return one_of(program, kLaunchers) || is_python_launcher(kLauncherScripts, program, args, after);
 }
 
 // The simple commands of a shell script, each as its words (a small part of the shell's
@@ -154,7 +184,7 @@ inline bool shell_runs_launcher(const std::vector<std::string>& args, int depth)
     }
     if (a.starts_with("--")) continue;  // --login, --norc, --posix
     std::string text = string_given ? args[i] : script_text(args[i]);
-    if (!string_given && one_of(base_name(a), kLaunchers)) return true;
+    if (!string_given && is_launcher_command(base_name(a), args, i + 1)) return true;
     for (const auto& command : shell_commands(text))
       if (launches_ranks(command, depth + 1)) return true;
     return false;
@@ -173,7 +203,7 @@ inline bool launches_ranks(const std::vector<std::string>& args, int depth) {
   if (args.empty() || depth > 4) return false;
   std::string_view program = base_name(args[0]);
   if (!program.empty() && program.front() == '-') program.remove_prefix(1);  // a login shell
-  if (one_of(program, kLaunchers)) return true;
+  if (is_launcher_command(program, args, 1)) return true;
   if (one_of(program, kShells)) return shell_runs_launcher(args, depth);
   if (one_of(program, kWrappers)) {
     for (size_t i = 1; i < args.size(); ++i)
@@ -194,25 +224,28 @@ inline bool launches_ranks(const std::vector<std::string>& args, int depth) {
         sonde = true;
         continue;
       }
-      return one_of(module, kLauncherModules);
+      return is_python_launcher(kLauncherModules, module, args, i + 1);
     }
-    if (a == "--") return i + 1 < args.size() && base_name(args[i + 1]) == kLauncherScript;
+    if (a == "--")
+      return i + 1 < args.size() &&
+             is_python_launcher(kLauncherScripts, base_name(args[i + 1]), args, i + 2);
     if (a.starts_with("-") && a != "-") {
       if (takes_value(a, sonde)) ++i;
       continue;
     }
-    return base_name(a) == kLauncherScript;  // the script python runs
+    return is_python_launcher(kLauncherScripts, base_name(a), args, i + 1);  // python's script
   }
   return false;
 }
 
 // This process's rank, running `args`: detect_rank_env's, but a process that starts ranks of
-// its own is no rank of the outer job, only its task (RankEnv::outer_task). torchrun's worker
-// is a rank whatever it runs (torchrun --no_python ./train.sh).
+// its own is no rank of the outer job, only its task (RankEnv::outer_task): under srun, or
+// under a RANK set by hand per node (a Kubeflow PyTorchJob's pod running torchrun). torchrun's
+// worker is a rank whatever it runs (torchrun --no_python ./train.sh).
 template <class Lookup>
 RankEnv process_rank_env(Lookup lookup, const std::vector<std::string>& args) {
   RankEnv r = detect_rank_env(lookup);
-  if (r.rank >= 0 && r.source != "RANK" && launches_ranks(args)) {
+  if (r.rank >= 0 && !r.worker && launches_ranks(args)) {
     r.outer_task = r.rank;
     r.rank = r.world_size = r.local_rank = -1;
   }

@@ -69,14 +69,46 @@ TEST(RankEnv, TorchrunsWorkersBeforeTheOuterLaunchersTask) {
   EXPECT_EQ(r.world_size, 8);
   EXPECT_EQ(r.local_rank, 1);
   EXPECT_EQ(r.source, "RANK");
-  // RANK and WORLD_SIZE set by another hand come after the launchers' own variables.
+  // RANK and WORLD_SIZE set by another hand come after the launchers' own variables, but for
+  // SLURM's where they number more ranks than its tasks (below).
   env.erase("TORCHELASTIC_RUN_ID");
+  env["WORLD_SIZE"] = "2";
+  env["RANK"] = "0";
   EXPECT_EQ(detect(env).rank, 1);
   EXPECT_EQ(detect(env).source, "SLURM_PROCID");
+  env["WORLD_SIZE"] = "8";
+  env["RANK"] = "5";
   env["OMPI_COMM_WORLD_RANK"] = "3";
   env["OMPI_COMM_WORLD_SIZE"] = "4";
   env["TORCHELASTIC_RUN_ID"] = "job";  // torchrun under mpirun: still torchrun's worker
   EXPECT_EQ(detect(env).rank, 5);
+}
+
+TEST(RankEnv, ALaunchersWorkersUnderSrunNumberMoreRanksThanItsTasks) {
+  // srun -N 2 deepspeed's launch.py, 4 workers a node: worker 5 (node 1) has RANK and
+  // WORLD_SIZE without TORCHELASTIC_RUN_ID; every worker of a node read SLURM_PROCID.
+  std::map<std::string, std::string> env = {{"SLURM_PROCID", "1"},  {"SLURM_NTASKS", "2"},
+                                            {"SLURM_JOB_ID", "77"}, {"RANK", "5"},
+                                            {"WORLD_SIZE", "8"},    {"LOCAL_RANK", "1"}};
+  RankEnv r = detect(env);
+  EXPECT_EQ(r.rank, 5);
+  EXPECT_EQ(r.world_size, 8);
+  EXPECT_EQ(r.source, "RANK");
+  EXPECT_FALSE(r.worker);  // no torchrun's: a launcher there would be its node's launcher
+  // RANK set per task from SLURM's (export RANK=$SLURM_PROCID), or per node for torchrun's
+  // --node_rank: no more ranks than tasks, SLURM's stay.
+  env["RANK"] = "1";
+  env["WORLD_SIZE"] = "2";
+  EXPECT_EQ(detect(env).source, "SLURM_PROCID");
+  env["WORLD_SIZE"] = "1";
+  env["RANK"] = "0";
+  EXPECT_EQ(detect(env).rank, 1);
+  // Open MPI's ranks are no outer job's tasks: read first, whatever RANK says.
+  env = {{"OMPI_COMM_WORLD_RANK", "1"},
+         {"OMPI_COMM_WORLD_SIZE", "2"},
+         {"RANK", "5"},
+         {"WORLD_SIZE", "8"}};
+  EXPECT_EQ(detect(env).source, "OMPI_COMM_WORLD_RANK");
 }
 
 TEST(RankLauncher, KnowsTheCommandsThatStartRanks) {
@@ -91,6 +123,22 @@ TEST(RankLauncher, KnowsTheCommandsThatStartRanks) {
                                   "--nproc_per_node", "2", "t.py"}));
   EXPECT_TRUE(launches_ranks(Args{"/opt/ompi/bin/mpirun", "-np", "4", "./a.out"}));
   EXPECT_TRUE(launches_ranks(Args{"srun", "-n", "2", "./a.out"}));
+  // DeepSpeed's and Accelerate's: scripts, modules, and accelerate's one subcommand that does.
+  EXPECT_TRUE(launches_ranks(Args{"/venv/bin/python3", "/venv/bin/deepspeed", "train.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"deepspeed", "--num_gpus", "8", "train.py"}));
+  EXPECT_TRUE(launches_ranks(
+      Args{"python3", "-u", "-m", "deepspeed.launcher.launch", "--world_info=e30=", "train.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"python3", "/venv/bin/accelerate", "launch", "train.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"accelerate", "launch", "--multi_gpu", "train.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"python3", "-m", "accelerate.commands.launch", "train.py"}));
+  EXPECT_TRUE(launches_ranks(
+      Args{"python3", "-m", "accelerate.commands.accelerate_cli", "launch", "train.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"bash", "-c", "cd /w && accelerate launch train.py"}));
+  EXPECT_TRUE(launches_ranks(Args{"env", "X=1", "deepspeed", "train.py"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "/venv/bin/accelerate", "config"}));
+  EXPECT_FALSE(launches_ranks(Args{"accelerate", "env"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "-m", "accelerate.commands.accelerate_cli", "env"}));
+  EXPECT_FALSE(launches_ranks(Args{"python3", "-m", "deepspeed.env_report"}));
   // A program, even one named like a launcher's argument, is none.
   EXPECT_FALSE(launches_ranks(Args{"python3", "train.py", "-m", "torch.distributed.run"}));
   EXPECT_FALSE(launches_ranks(Args{"python3", "-m", "sonde", "-o", "torchrun", "t.py"}));
@@ -183,6 +231,17 @@ TEST(RankLauncher, ALauncherUnderAnOuterJobIsItsTaskNotARank) {
   // torchrun's worker is a rank, whatever it runs (torchrun --no_python ./train.sh).
   env = {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"TORCHELASTIC_RUN_ID", "j"}};
   EXPECT_EQ(rank_of({"bash", "-c", "srun hostname"}).rank, 1);
+  // RANK set by hand per node (a Kubeflow PyTorchJob's pod running torchrun): its launcher
+  // too, and its workers' RANK (torchrun's) the ranks.
+  env = {{"RANK", "1"}, {"WORLD_SIZE", "2"}, {"MASTER_PORT", "23456"}};
+  EXPECT_EQ(rank_of({"torchrun", "--nnodes", "2", "t.py"}).outer_task, 1);
+  EXPECT_EQ(rank_of({"python3", "t.py"}).rank, 1);
+  // DeepSpeed's launch.py under srun: its node's launcher; its workers' RANK numbers more.
+  env = {{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}};
+  EXPECT_EQ(rank_of({"python3", "-m", "deepspeed.launcher.launch", "t.py"}).outer_task, 1);
+  env["RANK"] = "5";
+  env["WORLD_SIZE"] = "8";
+  EXPECT_EQ(rank_of({"python3", "-u", "t.py"}).rank, 5);
   env.clear();  // no outer job: torchrun is the run's root, as always
   EXPECT_EQ(rank_of({"torchrun", "t.py"}).outer_task, -1);
   EXPECT_EQ(own_output("/d/prof.db", rank_of({"torchrun", "t.py"})), "/d/prof.db");
