@@ -657,7 +657,7 @@ void Runtime::add_note(const std::string& topic, const std::string& message, boo
     for (const Note& n : notes_) {
       if (n.topic == topic && n.message == message) return;
     }
-    notes_.push_back(Note{severity, topic, message});
+    notes_.push_back(Note{severity, topic, message, {}});
   }
   if (print) warn("{}", message);
 }
@@ -877,7 +877,7 @@ void Runtime::fork_child() {
   if (GpuBackend* gpu = this->gpu()) gpu->fork_child();
   if (store_ok_) reserve_high_descriptors();
   if (counters_) {
-    notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children"});
+    notes_.push_back(Note{"info", "counters", "counters are not recorded in fork children", {}});
   }
   finished_ = false;
   measured_seen_ = false;
