@@ -387,6 +387,42 @@ def test_exit_while_file_locked(db):
     profile_whole(db)
 
 
+def test_sigterm_while_the_runs_other_writers_take_their_turns(db):
+    """SIGTERM at its default while the run's other writers hold the file in turn for 5 s: the flush waits for its turn and the end is written"""
+    # A Pool's workers ended together by SIGTERM, their parent writing too: a worker's flush
+    # waited 3 s for the file, then the process died with its end unwritten (seen once in CI,
+    # under a CPython build's load). The holder here writes in turn, as other writers do.
+    env = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, **ONE_BLAS_THREAD)
+    p = subprocess.Popen(["sleep", "60"], env=env, start_new_session=True)
+    try:
+        for _ in range(100):  # its first flush (at 1 s) writes its row
+            time.sleep(0.1)
+            if os.path.exists(db) and query(db, "SELECT count(*) FROM processes")[0][0]:
+                break
+        holder = sqlite3.connect(db, timeout=30, isolation_level=None)
+        holder.execute("CREATE TABLE turns (t REAL)")
+        sent = None
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            holder.execute("BEGIN EXCLUSIVE")
+            holder.execute("INSERT INTO turns VALUES (?)", (time.monotonic(),))
+            if sent is None:
+                p.send_signal(signal.SIGTERM)
+                sent = time.monotonic()
+            time.sleep(0.3)
+            holder.execute("COMMIT")
+        holder.close()
+        p.wait(timeout=30)
+        seconds = time.monotonic() - sent
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    assert p.returncode == -signal.SIGTERM
+    assert 4 < seconds < 10, seconds  # its turn came when the holder's ended
+    assert query(db, "SELECT end_reason FROM processes") == [("signal 15",)]
+    profile_whole(db)
+
+
 FORK_THEN_EXIT = """import os, sys
 if sys.argv[1] == "kill":
     os.kill(os.getpid(), 15)

@@ -273,6 +273,8 @@ class Runtime {
   sem_t flush_done_;
   std::atomic<int> pending_signal_{0};
   std::atomic<bool> exit_flush_started_{false};  // the flusher took the signal's request
+  // The run's other writers' progress, as this process's flushes saw it waiting for the file.
+  std::atomic<std::uint32_t> writers_progress_{0};
   // The flusher thread exists: a limit on threads (RLIMIT_NPROC, a cgroup's pids.max) may refuse
   // it, and then nobody would serve a signal's or an _exit's request.
   std::atomic<bool> flusher_running_{false};

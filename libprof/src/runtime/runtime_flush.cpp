@@ -162,6 +162,7 @@ bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
   // which comes next on this thread: 400 fork children ending together in their first second,
   // their periodic flushes queued for the lock, waited out their 3 s and lost 123 processes.
   store_.give_up_when(kind == FlushKind::kPeriodic ? &pending_signal_ : nullptr);
+  store_.report_progress_to(&writers_progress_);
   bool written = store_.write(d, routines_, error);
   bool gave_way = !written && kind == FlushKind::kPeriodic && pending_signal_.load() != 0;
   // A periodic flush of a process holding every descriptor: the last one, written by a child,
@@ -359,6 +360,7 @@ void Runtime::flush_from_signal(int sig) {
   // start_flusher wrote, and what came after the last flush is lost.
   if (!flusher_running_.load()) return;
   exit_flush_started_.store(false);
+  std::uint32_t progress = writers_progress_.load();
   pending_signal_.store(sig);
   flush_request_.ring();
   timespec start;
@@ -371,7 +373,25 @@ void Runtime::flush_from_signal(int sig) {
   };
   // Bounded: a crashed heap must not turn a crash into a hang.
   bool done = wait_until(timespec{start.tv_sec + 3, start.tv_nsec});
-  if (done || sig != kExitRequest) return;
+  if (done) return;
+  if (sig != kExitRequest) {
+    // A flush waiting its turn for the file while the run's other writers take theirs (a
+    // Pool's workers ended together by SIGTERM, with their parent writing too: a worker's
+    // profile, a CI run found, lost its end at 3 s) waits on while they are seen to progress,
+    // 3 s past the last sign, up to kExitFlushWait in all. A flusher stuck on a lock the
+    // interrupted thread holds gives no sign, and ends at 3 s as before.
+    for (timespec mark = start;;) {
+      timespec now;
+      clock_gettime(CLOCK_REALTIME, &now);
+      if (std::uint32_t seen = writers_progress_.load(); seen != progress) {
+        progress = seen;
+        mark = now;
+      }
+      if (now.tv_sec - mark.tv_sec >= 3 || now.tv_sec - start.tv_sec >= kExitFlushWait) return;
+      long ns = now.tv_nsec + 250'000'000;
+      if (wait_until(timespec{now.tv_sec + ns / 1'000'000'000, ns % 1'000'000'000})) return;
+    }
+  }
   // An _exit (no crash) whose flush is under way is waiting its turn for the file that every
   // process of the run writes (a thousand children ending together lost 86 % of their calls
   // at 3 s): it may take as long as SQLite waits for the lock, and a little more. A periodic

@@ -64,6 +64,7 @@ struct WriterWait {
   int64_t stall_ns = int64_t(kWriterStallS) * 1'000'000'000;
   int64_t max_ns = int64_t(kWriterWaitMaxS) * 1'000'000'000;
   const std::atomic<int>* give_up = nullptr;
+  std::atomic<std::uint32_t>* progress = nullptr;  // counts the others' progress seen
 };
 
 namespace {
@@ -82,6 +83,7 @@ int wait_for_writers(void* arg, int tries) {
     if (int64_t c = file_signature(w.path); c != w.seen) {
       w.seen = c;
       w.progress_ns = now;
+      if (w.progress != nullptr) w.progress->fetch_add(1, std::memory_order_relaxed);
     }
   }
   if (now - w.progress_ns > w.stall_ns || now - w.started_ns > w.max_ns) {
@@ -257,6 +259,11 @@ int Database::open_readonly(const std::string& path, int busy_ms) {
 void Database::give_up_when(const std::atomic<int>* flag) {
   if (!wait_) wait_ = std::make_unique<WriterWait>();
   wait_->give_up = flag;
+}
+
+void Database::report_progress_to(std::atomic<std::uint32_t>* count) {
+  if (!wait_) wait_ = std::make_unique<WriterWait>();
+  wait_->progress = count;
 }
 
 void Database::set_writer_patience(int stall_ms, int max_ms) {

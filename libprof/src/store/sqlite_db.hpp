@@ -121,6 +121,9 @@ class Database {
   // The writer's wait ends (SQLITE_BUSY) once `flag` is not 0, for the connections open()
   // makes after; nullptr: as the constants above say.
   void give_up_when(const std::atomic<int>* flag);
+  // Each change of the file seen while waiting for the other writers (they write, in turn)
+  // adds one to `count`, for the connections open() makes after; nullptr: none counted.
+  void report_progress_to(std::atomic<std::uint32_t>* count);
   // A reader's: read-only, never creates, waits `busy_ms` for a writer's lock, extended result
   // codes. SQLite's code on failure (the connection, kept open, has the message), else SQLITE_OK.
   int open_readonly(const std::string& path, int busy_ms);

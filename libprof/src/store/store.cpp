@@ -246,6 +246,7 @@ bool Store::write_transaction(const FlushData& data, RoutineRegistry& registry,
                               std::string& error) {
   Database db;
   db.give_up_when(give_up_);
+  db.report_progress_to(progress_);
   if (!db.open(path_, false, error)) return false;
   if (!db.exec("BEGIN IMMEDIATE", error)) return false;
   // The views last: the schema cookie's move makes the connection read the schema again at its

@@ -95,6 +95,9 @@ class Store {
   // The writes that follow stop waiting for the other writers of the run (and fail) once
   // `flag` is not 0; nullptr: they wait as long as the others make progress.
   void give_up_when(const std::atomic<int>* flag) { give_up_ = flag; }
+  // The other writers' progress, as the writes that follow see it while they wait
+  // (Database::report_progress_to).
+  void report_progress_to(std::atomic<std::uint32_t>* count) { progress_ = count; }
   int64_t process_id() const { return process_id_; }
   // The last write failed for want of a descriptor that no raised limit could give, and was
   // not the last flush, whose write a child makes (store/writer_child.hpp): the runtime says
@@ -173,6 +176,7 @@ class Store {
   bool write_process_state(Database& db, const FlushData& data, std::string& error);
   std::string path_;
   const std::atomic<int>* give_up_ = nullptr;
+  std::atomic<std::uint32_t>* progress_ = nullptr;
   bool waits_for_descriptors_ = false;
   int64_t run_id_ = 0;
   int64_t process_id_ = 0;
