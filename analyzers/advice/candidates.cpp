@@ -840,9 +840,10 @@ const std::array<Rule, 18> kRules{{
      "more compute threads (the larger of run_info torch.num_threads and blas.threads, at least "
      "2) than the whole cores of the cgroup's CPU quota (run_info cpu.quota) where it binds, "
      "else than the cores other programs left over the run (measured, half a core of them or "
-     "more; else the load average less the run's own, a core or more), and the work on those "
-     "pools (BLAS and oneDNN calls, torch operators' own time) takes at least threshold % of "
-     "the busy threads' time",
+     "more; else the load average less the run's own, a core or more), and the work of the "
+     "pools wider than that (the BLAS's calls; oneDNN calls and torch operators' own time, "
+     "not torch.distributed's, for torch's pool) takes at least threshold % of the busy "
+     "threads' time",
      5.0,
      "as many threads as the cores the others leave, {}, while the host is this busy: "
      "torch.set_num_threads({}) at the program's start and OPENBLAS_NUM_THREADS={} "

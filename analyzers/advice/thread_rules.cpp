@@ -353,18 +353,24 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   double left = static_cast<double>(*cores) - (quota ? 0.0 : believed->cores);
   std::int64_t room = std::max<std::int64_t>(1, static_cast<std::int64_t>(left));
   if (threads <= room) return {};
-  // The pools' work: the BLAS and oneDNN calls (outermost: a BLAS under a oneDNN call is
-  // counted once), and the operators' own time, whose element-wise loops and reductions run on
-  // torch's pool too.
-  std::int64_t work_ns = 0;
+  // The work of the pools wider than the room: the BLAS's calls on its own; oneDNN's calls
+  // (outermost: a BLAS under a oneDNN call is counted once) and the operators' own time, whose
+  // element-wise loops and reductions run on torch's pool. Not torch.distributed's calls
+  // (library c10d), whose own time is waiting (a DDP rendezvous's 2.0 s read as 96 % of a
+  // red-team run's "pool work", its estimate all of it), nor a pool already within the room.
+  bool blas_over = blas > room, torch_over = torch_threads > room;
+  std::int64_t blas_ns = 0, torch_ns = 0;
   for (const auto& r : m.routines) {
-    if (r.kind == kinds::kBlas || r.kind == kinds::kOnednn)
-      work_ns += r.incl_ns;
-    else if (r.kind == kinds::kTorch)
-      work_ns += r.excl_ns;
+    if (r.kind == kinds::kBlas)
+      blas_ns += r.incl_ns - r.blas_under_ns;
+    else if (r.kind == kinds::kOnednn)
+      torch_ns += r.incl_ns - r.blas_under_ns;
+    else if (r.kind == kinds::kTorch && r.library != "c10d")
+      torch_ns += r.excl_ns;
   }
-  for (const auto& r : m.routines)  // the library calls beneath another library call
-    if (r.kind == kinds::kBlas || r.kind == kinds::kOnednn) work_ns -= r.blas_under_ns;
+  if (!blas_over) blas_ns = 0;
+  if (!torch_over) torch_ns = 0;
+  std::int64_t work_ns = blas_ns + torch_ns;
   double pct = share(work_ns, m.share_base_ns());
   if (work_ns <= 0 || pct < rule.threshold) return {};
   Candidate c;
@@ -414,11 +420,19 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
       "takes {:.1f} % of the busy threads' time ({:.3f} s)",
       threads, torch_threads > 0 ? std::to_string(torch_threads) : "not imported",
       blas > 0 ? std::to_string(blas) : "unknown", where, waited, pct, seconds(work_ns));
-  // In the program's terms: torch's knob only where torch was imported (a C++ or numpy program
-  // told to call torch.set_num_threads would have nothing to call).
+  // In the program's terms: torch's knob only where its pool is wider than the room (a C++ or
+  // numpy program told to call torch.set_num_threads would have nothing to call; a program
+  // that calls torch.set_num_threads(1) already, nothing to change).
   c.advice =
-      torch_threads > 0
-          ? fill(rule.advice, std::to_string(room))
+      torch_over && blas_over ? fill(rule.advice, std::to_string(room))
+      : torch_over
+          ? fmt::format(
+                "as many threads as the cores the others leave, {0}, while the host is this "
+                "busy: torch.set_num_threads({0}) at the program's start (the BLAS runs {1} "
+                "already), or run where the cores are free; a parallel region waits for its "
+                "slowest thread, and a thread that shares its core with another program waits "
+                "out that program's time slices. Measure it (sonde tune) under the same load",
+                room, blas)
           : fmt::format(
                 "as many BLAS threads as the cores the others leave, {0}, while the host is this "
                 "busy: OPENBLAS_NUM_THREADS={0} (MKL_NUM_THREADS, OMP_NUM_THREADS for others), "
@@ -428,16 +442,25 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
                 room);
   if (quota)  // the quota, not other programs: its whole cores, or a larger quota
     c.advice = fmt::format(
-        "as many threads as the quota's whole cores, {0}: {1}OPENBLAS_NUM_THREADS={0} "
-        "(OMP_NUM_THREADS={0} sets both where the program does not), or a larger CPU limit; "
-        "past the quota every thread of the cgroup stops until the next CFS period, and a "
-        "parallel region waits for the stopped ones. Measure it (sonde tune)",
+        "as many threads as the quota's whole cores, {0}: {1}, or a larger CPU limit; past the "
+        "quota every thread of the cgroup stops until the next CFS period, and a parallel "
+        "region waits for the stopped ones. Measure it (sonde tune)",
         room,
-        torch_threads > 0
-            ? fmt::format("torch.set_num_threads({}) at the program's start and ", room)
-            : std::string());
-  c.est_gain_s =
-      seconds(work_ns) * (1.0 - static_cast<double>(room) / static_cast<double>(threads));
+        torch_over && blas_over
+            ? fmt::format("torch.set_num_threads({0}) at the program's start and "
+                          "OPENBLAS_NUM_THREADS={0} (OMP_NUM_THREADS={0} sets both where the "
+                          "program does not)",
+                          room)
+        : torch_over ? fmt::format("torch.set_num_threads({}) at the program's start", room)
+                     : fmt::format("OPENBLAS_NUM_THREADS={0} (OMP_NUM_THREADS={0} where the "
+                                   "program sets no other)",
+                                   room));
+  // Each pool's work on its threads past the room.
+  auto past_room = [&](std::int64_t ns, std::int64_t width) {
+    return ns > 0 ? seconds(ns) * (1.0 - static_cast<double>(room) / static_cast<double>(width))
+                  : 0.0;
+  };
+  c.est_gain_s = past_room(blas_ns, blas) + past_room(torch_ns, torch_threads);
   c.gain_bound = fmt::format(
       "a lower bound: the share of the pools' work on the {} thread{} past the cores left; "
       "each parallel region's wait for a preempted thread costs more (a red-team CNN on 2 "

@@ -302,6 +302,7 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     r.routine_id = row.routine_id;
     r.name = row.name;
     r.kind = row.kind;
+    r.library = row.library;
     r.calls = row.calls;
     r.incl_ns = row.incl_ns;
     r.excl_ns = row.excl_ns;

@@ -68,6 +68,7 @@ struct RoutineMetrics {
   std::int64_t routine_id = 0;  // its identity in the file (names may repeat)
   std::string name;
   std::string kind;
+  std::string library;  // routines.library: `c10d` for torch.distributed's calls, ...
   std::int64_t calls = 0;
   std::int64_t incl_ns = 0;  // recursive nodes left out
   std::int64_t excl_ns = 0;

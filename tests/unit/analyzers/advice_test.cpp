@@ -1102,6 +1102,34 @@ TEST_F(AdviceTest, ThreadsContendedOnABusyHost) {
                               "of it other programs"),
             std::string::npos)
       << c[0].summary;
+  // torch's pool at one thread already (the program calls torch.set_num_threads(1)): the BLAS's
+  // work alone, and no torch knob to turn.
+  sql("UPDATE run_info SET value = '1' WHERE key = 'torch.num_threads';");
+  c = contended();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "pool_work_s"), 1.5);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);
+  EXPECT_EQ(c[0].advice.find("torch.set_num_threads"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("OPENBLAS_NUM_THREADS=1"), std::string::npos) << c[0].advice;
+  // The BLAS at one thread, torch's pool at two: torch's knob alone.
+  sql("UPDATE run_info SET value = '2' WHERE key = 'torch.num_threads';"
+      "UPDATE run_info SET value = '1' WHERE key = 'blas.threads';");
+  c = contended();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "pool_work_s"), 1.0);  // the operator's own second
+  EXPECT_NE(c[0].advice.find("torch.set_num_threads(1) at the program's start (the BLAS runs 1 "
+                             "already)"),
+            std::string::npos)
+      << c[0].advice;
+  // torch.distributed's calls wait (a DDP rendezvous in c10d::init_process_group): their own
+  // time is no pool's work.
+  sql("UPDATE routines SET name = 'c10d::init_process_group', library = 'c10d' "
+      "WHERE routine_id = 92;");
+  EXPECT_TRUE(contended().empty());
+  sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
+  c = contended();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "pool_work_s"), 1.5);
 }
 
 // A container's CPU limit: the mask names every CPU of the host, the cgroup's quota fewer.
