@@ -86,6 +86,8 @@ Role torch_role(const std::string& file, const std::string& fn) {
     // optimizer.step(closure)): update time, never an iteration of its own.
     return {kUpdate, false};
   }
+  // AMP's GradScaler.update, after each scaler.step(optimizer): update time, the step counts.
+  if (in(file, "grad_scaler.py") && fn == "update") return {kUpdate, false};
   if (in(file, "torch/utils/data/dataloader.py") && (fn == "__next__" || fn == "__iter__"))
     return {kIo, false};
   if (in(file, kTorchCommFile)) return {kComm, false};
@@ -94,14 +96,17 @@ Role torch_role(const std::string& file, const std::string& fn) {
 
 // Chainer's kind (define-by-run, an updater whose update() runs forward, backward and the
 // optimizer) and plain scripts: the methods forward, backward and update by name. The standard
-// library and third-party packages other than the frameworks are left out (tqdm's update is a
-// progress bar, collections.Counter.update a dictionary).
+// library and third-party packages other than Chainer are left out (tqdm's update is a
+// progress bar, collections.Counter.update a dictionary), torch too: its entries are named
+// above, and its other methods of those names are no phase (nn.ModuleDict.update, a dictionary
+// method that ModuleDict's constructor calls, counted as one optimizer step: a model built with
+// one read 200 iterations at t_f and t_u 0 for its 50 steps of gradient accumulation).
 bool packaged(const std::string& file) {
   return in(file, "/site-packages/") || in(file, "/dist-packages/");
 }
 
 bool names_mean_phases(const std::string& file) {
-  if (packaged(file)) return in(file, "/chainer/") || in(file, "/torch/");
+  if (packaged(file)) return in(file, "/chainer/");
   return !in_stdlib(file);
 }
 
@@ -115,7 +120,7 @@ Role python_role(const CallNode& n) {
       in(n.file, "chainer/dataset/convert.py"))
     return {kIo, false};
   if (!names_mean_phases(n.file)) return {};
-  bool own = !packaged(n.file);  // chainer's and torch's methods are theirs, not guesses
+  bool own = !packaged(n.file);  // chainer's methods are its own, not guesses
   if (fn == "forward") return {kForward, true, false, false, own};
   if (fn == "backward") return {kBackward, true, false, false, own};
   if (fn == "update") return {kUpdate, true, false, false, own};

@@ -187,13 +187,17 @@ def test_gan_with_two_optimizers_counts_one_iteration_per_step(tmp):
     assert_shares_of_training_threads(db, b, ["torch_gan.py:17(main)"])
 
 
-def test_gradient_accumulation_under_a_scheduler_counts_optimizer_steps(tmp):
+@pytest.mark.parametrize("model", ["sequential", "heads"])
+def test_gradient_accumulation_under_a_scheduler_counts_optimizer_steps(tmp, model):
     """A learning-rate scheduler wraps opt.step in torch/optim/lr_scheduler.py's wrapper: that
     wrapper is the update's entry. Uncounted, it hid the step, and 4 micro-batches a step read
-    their backward passes as iterations (384 for 96) with t_u 0 (a red-team find)."""
+    their backward passes as iterations (384 for 96) with t_u 0 (a red-team find). A model with
+    an nn.ModuleDict built in main: ModuleDict.update, by its name, was one more optimizer
+    step, and the run read 120 iterations at t_f, t_u 0 (a red-team find)."""
     pytest.importorskip("torch")
     db = tmp / "accum_sched.db"
-    assert profile_python(db, os.path.join(PROGRAMS, "torch_accum_sched.py"), 30, 4) == \
+    extra = ["heads"] if model == "heads" else []
+    assert profile_python(db, os.path.join(PROGRAMS, "torch_accum_sched.py"), 30, 4, *extra) == \
         "steps 30\n"
     b = breakdown(db)
     assert b["found"] and b["iterations"] == 30 and b["iterations_from"] == "t_u", b
