@@ -142,13 +142,21 @@ SONDE_EXPORT_C void sonde_torch_unobserve(void) {
         t.events += count;
       },
       &tally);
+  if (uint64_t past = ops::calls_past_pending(); past > 0)
+    sonde::add_run_note(
+        "torch", fmt::format("{} torch.distributed call{} recorded without bytes: more than 1,024 "
+                             "calls of one thread waited for their work to start at once",
+                             past, past == 1 ? " was" : "s were")
+                     .c_str());
   if (uint64_t events = tally.events; events > 0)
     sonde::add_run_note(
         "torch",
         fmt::format("{} process-group work event{} had no torch.distributed call to pair with "
-                    "({}): {} bytes are in no comm op. torch 1.13's all_reduce_coalesced and "
-                    "all_to_all_single call the process group directly, past the operators "
-                    "sonde sees; their time is their Python frames' (distributed_c10d.py)",
+                    "({}): {} bytes are in no comm op. Either the work had no call sonde sees "
+                    "(torch 1.13's all_reduce_coalesced and all_to_all_single call the process "
+                    "group directly; their time is their Python frames', distributed_c10d.py), "
+                    "or its call's thread was still running when the program ended, or its "
+                    "call was past the 1,024 one thread keeps waiting",
                     events, events == 1 ? "" : "s", tally.names, events == 1 ? "its" : "their")
             .c_str());
   std::string passing;

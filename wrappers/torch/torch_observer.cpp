@@ -46,7 +46,15 @@ std::atomic<uint64_t> g_completed{0};
 constexpr uint32_t kSampled = 4;
 
 constexpr uint32_t kMaxDepth = 128;
-constexpr uint32_t kMaxPending = 64;
+// c10d calls of one thread waiting for their work's event (gloo runs its queue behind the
+// caller): hand-written data parallelism posts one async all_reduce per parameter before it
+// waits (74 for a 6-layer TransformerEncoder, hundreds for an LLM). At 64, a red-team run's
+// oldest calls were settled without bytes while their events were still coming, and each later
+// call took its predecessor's bytes (30 % of them lost at 200 in flight).
+constexpr uint32_t kMaxPending = 1024;
+
+// Calls settled without bytes because more than kMaxPending waited on one thread.
+std::atomic<uint64_t> g_pending_overflow{0};
 
 struct Entry {
   ThreadState* thread = nullptr;  // the frame opened, or nullptr
@@ -92,9 +100,17 @@ struct Stack {
   ThreadState* comm_thread = nullptr;
   int64_t inflight = 0;
   uint64_t completed_seen = 0;
-  uint32_t pending_count = 0;
+  // A ring, oldest first from pending_head: calls are paired in the order they were made.
+  uint32_t pending_head = 0, pending_count = 0;
   std::array<Pending, kMaxPending> pending;
   std::array<Entry, kMaxDepth> entries;
+
+  Pending& waiting(uint32_t i) { return pending[(pending_head + i) % kMaxPending]; }
+  const Pending& waiting(uint32_t i) const { return pending[(pending_head + i) % kMaxPending]; }
+  // A thread that ends (C++ thread_locals go before libsonde's thread-end key, so its state is
+  // still there) settles the calls it made whose events came: a metrics thread's last
+  // all_reduce, paired at no later operator of its own, was in no comm op.
+  ~Stack();
 };
 
 thread_local PerThread<Stack> t_stack;
@@ -116,7 +132,11 @@ void settle(const Pending& p, uint64_t bytes) {
 }
 
 void drop_pending(Stack& s, uint32_t i) {
-  for (uint32_t j = i + 1; j < s.pending_count; ++j) s.pending[j - 1] = s.pending[j];
+  if (i == 0) {
+    s.pending_head = (s.pending_head + 1) % kMaxPending;
+  } else {
+    for (uint32_t j = i + 1; j < s.pending_count; ++j) s.waiting(j - 1) = s.waiting(j);
+  }
   --s.pending_count;
 }
 
@@ -127,7 +147,7 @@ bool is_its(const Pending& p, uint32_t key, uint64_t index) {
 bool waits_for(uint32_t key, uint64_t index, const void* ctx) {
   const Stack& s = *static_cast<const Stack*>(ctx);
   for (uint32_t i = 0; i < s.pending_count; ++i)
-    if (is_its(s.pending[i], key, index)) return true;
+    if (is_its(s.waiting(i), key, index)) return true;
   return false;
 }
 
@@ -138,20 +158,35 @@ void pair_transfers(Stack& s) {
   uint64_t bytes, index;
   while (s.pending_count > 0 && take_transfer(&waits_for, &s, key, bytes, index)) {
     for (uint32_t i = 0; i < s.pending_count; ++i) {
-      if (!is_its(s.pending[i], key, index)) continue;
-      settle(s.pending[i], bytes);
+      if (!is_its(s.waiting(i), key, index)) continue;
+      settle(s.waiting(i), bytes);
       drop_pending(s, i);
       break;
     }
   }
 }
 
-void add_pending(Stack& s, const Pending& p) {
-  if (s.pending_count == kMaxPending) {  // its event never came: the call, without bytes
-    settle(s.pending[0], 0);
+// The calls still waiting, without bytes: their events never came, or will come too late.
+void settle_all(Stack& s) {
+  while (s.pending_count > 0) {
+    settle(s.waiting(0), 0);
     drop_pending(s, 0);
   }
-  s.pending[s.pending_count++] = p;
+}
+
+void add_pending(Stack& s, const Pending& p) {
+  if (s.pending_count == kMaxPending) {  // the oldest, without bytes
+    settle(s.waiting(0), 0);
+    drop_pending(s, 0);
+    g_pending_overflow.fetch_add(1, std::memory_order_relaxed);
+  }
+  s.waiting(s.pending_count++) = p;
+}
+
+Stack::~Stack() {
+  if (pending_count == 0 || !g_recording.load(std::memory_order_relaxed)) return;
+  pair_transfers(*this);
+  settle_all(*this);
 }
 
 // Work completed since this thread last looked, at most what it started, reported on its books.
@@ -354,11 +389,10 @@ void on_end(const torch_abi::RecordFunction& rf, torch_abi::ObserverContext*) {
 void settle_thread() {
   Stack& s = t_stack.get();
   pair_transfers(s);
-  while (s.pending_count > 0) {  // their events never came: the calls, without bytes
-    settle(s.pending[0], 0);
-    drop_pending(s, 0);
-  }
+  settle_all(s);
 }
+
+uint64_t calls_past_pending() { return g_pending_overflow.load(std::memory_order_relaxed); }
 
 template std::unique_ptr<torch_abi::ObserverContext> on_start<Scope::kFunction>(
     const torch_abi::RecordFunction&);

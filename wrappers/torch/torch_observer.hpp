@@ -33,6 +33,10 @@ inline constexpr uint64_t kPassAt = 32;
 // bytes with none (before the callbacks are removed at exit).
 void settle_thread();
 
+// c10d calls recorded without bytes because more were waiting for their events on one thread
+// than it keeps (1,024).
+uint64_t calls_past_pending();
+
 template <torch_abi::Scope S>
 std::unique_ptr<torch_abi::ObserverContext> on_start(const torch_abi::RecordFunction& rf);
 template <torch_abi::Scope S>
