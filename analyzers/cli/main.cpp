@@ -4,11 +4,13 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "base/table_format.hpp"
 #include "cli/command.hpp"
 #include "cli/did_you_mean.hpp"
+#include "sonde/output_name.hpp"
 #include "sonde/quiet_write.hpp"
 #include "store/schema_version.hpp"
 
@@ -31,6 +33,38 @@ std::string unknown_command(const CLI::App& app, const std::vector<std::string>&
       fmt::format("sonde: '{}' is not a sonde command", sonde::analyzers::visible(args[0]));
   if (auto meant = nearest_name(args[0], names)) out += fmt::format("; did you mean '{}'?", *meant);
   return out + " (sonde --help lists them)\n";
+}
+
+// A command that reads one profile given several that exist (`sonde ranks p.rank*.db`, what a
+// user types after torchrun): CLI11 said only "The following argument was not expected".
+// Where they are ranks' files, the merge that reads them as one; else diff's two sides too.
+std::string several_profiles(const CLI::App* sub, const std::vector<std::string>& extras) {
+  if (sub == nullptr || sub->get_option_no_throw("file") == nullptr) return "";
+  const auto* file = sub->get_option_no_throw("file");
+  std::vector<std::string> files;
+  if (!file->results().empty()) files.push_back(file->results().front());
+  files.insert(files.end(), extras.begin(), extras.end());
+  std::error_code ec;
+  if (files.size() < 2 || !std::all_of(files.begin(), files.end(), [&](const std::string& f) {
+        return std::filesystem::is_regular_file(f, ec);
+      }))
+    return "";
+  std::string name = sub->get_name(), list;
+  for (const std::string& f : files) list += " " + sonde::analyzers::visible(f);
+  bool ranks = std::all_of(files.begin(), files.end(), &sonde::is_any_rank_output);
+  if (ranks) {
+    std::string merged = sonde::output_name_detail::untagged(files[0], "rank", true);
+    merged = sonde::output_name_detail::tagged(merged, ".merged");
+    return fmt::format(
+        "sonde {0}: reads one profile, and was given {1}; ranks' files read as one once merged:"
+        " sonde merge -o {2}{3}, then sonde {0} {2}{4}\n",
+        name, files.size(), sonde::analyzers::visible(merged), list,
+        name == "ranks" ? "" : " (--rank R for one rank's)");
+  }
+  return fmt::format(
+      "sonde {0}: reads one profile, and was given {1}: one at a time, or sonde diff A B to "
+      "compare two, or sonde merge -o merged.db{2} for ranks' files of one run\n",
+      name, files.size(), list);
 }
 
 }  // namespace
@@ -75,6 +109,15 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return usage_error(e);
   } catch (const CLI::CallForVersion& e) {
+    return usage_error(e);
+  } catch (const CLI::ExtrasError& e) {
+    auto subs = app.get_subcommands();
+    if (std::string hint =
+            several_profiles(subs.empty() ? nullptr : subs.front(), app.remaining(true));
+        !hint.empty()) {
+      say_error(hint);
+      return kUsageError;
+    }
     return usage_error(e);
   } catch (const CLI::ParseError& e) {
     if (app.get_subcommands().empty()) std::cerr << app.help();

@@ -456,3 +456,29 @@ def test_deepspeed_launch_under_srun_names_each_worker_by_its_global_rank(tmp_pa
         rows = query(tmp_path / f"prof.launcher{task}.db", "SELECT rank, command FROM processes")
         assert len(rows) == 1 and rows[0][0] is None, rows
         assert "deepspeed.launcher.launch" in rows[0][1], rows
+
+
+def test_a_command_of_one_profile_given_the_ranks_files_says_to_merge(tmp_path):
+    """`sonde ranks p.rank*.db`, what a user types after torchrun, answered only "The following
+    argument was not expected" (a red-team find): the merge that reads them as one is named."""
+    d = tmp_path / "run"
+    d.mkdir()
+    for rank in (0, 1):
+        p = run([BIN / "known_time", 1, 10, 1], db=d / "prof.db", OMPI_COMM_WORLD_RANK=rank,
+                OMPI_COMM_WORLD_SIZE=2, PMIX_NAMESPACE="several")
+        assert p.returncode == 0, p.stderr
+    files = [d / "prof.rank0.db", d / "prof.rank1.db"]
+    for command, after in (("ranks", ""), ("report", " (--rank R for one rank's)")):
+        r = sonde(command, *files)
+        assert r.returncode == 2 and r.stdout == "", r
+        assert r.stderr == (
+            f"sonde {command}: reads one profile, and was given 2; ranks' files read as one "
+            f"once merged: sonde merge -o {d}/prof.merged.db {files[0]} {files[1]}, then sonde "
+            f"{command} {d}/prof.merged.db{after}\n"), r.stderr
+    # Not ranks' files: diff's two sides too; a file that is not there is CLI11's word.
+    other = tmp_path / "other.db"
+    other.write_bytes(files[0].read_bytes())
+    r = sonde("report", files[0], other)
+    assert "sonde diff A B to compare two" in r.stderr and r.returncode == 2, r.stderr
+    r = sonde("report", files[0], tmp_path / "missing.db")
+    assert "not expected" in r.stderr and r.returncode == 2, r.stderr
