@@ -11,8 +11,10 @@ namespace {
 PyObject* g_fork = nullptr;     // the real posix.fork
 PyObject* g_forkpty = nullptr;  // the real posix.forkpty, where the platform has one
 
-// Called with the GIL: the wait for the flusher, which never takes the GIL, is bounded (3 s),
-// and the GIL is let go meanwhile so that the program's other threads run.
+// Called with the GIL: the wait for the flusher, which never takes the GIL, is bounded (as
+// long as a flush under way may wait for the file), and the GIL is let go meanwhile so that
+// the program's other threads run. Threads forking at once share one pause (the runtime
+// counts them); each call here is paired with its resume.
 PyObject* without_flusher(PyObject* real) {
   bool paused;
   Py_BEGIN_ALLOW_THREADS;

@@ -463,6 +463,46 @@ def test_a_fork_warns_as_without_sonde(db, tmp_path, py, mode):
 
 
 @pytest.mark.parametrize("py", PYTHONS)
+def test_threads_forking_at_once_share_one_pause(db, tmp_path, py):
+    # os.fork stops sonde's flusher for the fork (the test above): two threads forking at once
+    # each joined the same flusher, glibc refused the second join, whose failure let the
+    # flusher run on, and the first waited out the join's bound, 95 s a collision (a thread
+    # pool whose tasks start multiprocessing's fork children: 0.1 s alone, 95 s under sonde, a
+    # red-team find). Now they share one pause: the first stops it, the last starts it again.
+    path = script(tmp_path, "forkstorm.py", """
+        import os, threading, time, warnings
+        warnings.simplefilter("ignore", DeprecationWarning)
+
+        def worker():
+            for _ in range(25):
+                pid = os.fork()
+                if pid == 0:
+                    os._exit(0)
+                os.waitpid(pid, 0)
+
+        def after():
+            pass
+
+        start = time.monotonic()
+        threads = [threading.Thread(target=worker) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        after()
+        time.sleep(0.6)  # a flush interval: the flusher runs again after the forks
+        print("forked", round(time.monotonic() - start) < 10)
+    """)
+    start = time.monotonic()
+    r = sonde_py(py, [path], db, tmp_path, SONDE_FLUSH_INTERVAL="0.25")
+    seconds = time.monotonic() - start
+    assert (r.returncode, r.stdout) == (0, "forked True\n"), r.stderr
+    assert seconds < 30, seconds
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE origin = 'fork'") == [(100,)]
+    assert python_calls(db, "after") == 1
+
+
+@pytest.mark.parametrize("py", PYTHONS)
 def test_a_program_that_runs_cprofile_itself_still_can(db, tmp_path, py):
     # cProfile takes sys.monitoring's PROFILER_ID on 3.12+: sonde keeps off it.
     path = script(tmp_path, "selfprof.py", """

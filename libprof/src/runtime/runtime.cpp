@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <new>
 
 #include "core/adaptive_timing.hpp"
 #include "core/host_cpu.hpp"
@@ -886,6 +887,11 @@ void Runtime::fork_child() {
   forks_unwritten_ = false;
   pending_signal_ = 0;
   flush_request_.reset();
+  // Another thread of the parent may have held it, pausing the flusher for its own fork.
+  new (&fork_pause_mu_) std::mutex;
+  new (&stop_mu_) std::mutex;
+  forks_in_flight_ = 0;
+  paused_for_forks_ = false;
   watched_ = this_thread_to_watch();  // the forking thread is the child's only one
   sem_init(&flush_done_, 0, 0);
   start_flusher();

@@ -285,6 +285,12 @@ class Runtime {
   std::atomic<bool> filters_spare_signals_{true};
   std::atomic<bool> signals_handed_back_now_{false};  // by the filter being installed
   pthread_t flusher_thread_{};
+  // The host's threads forking at once (os.fork on CPython 3.12+): the first stops the
+  // flusher, the last starts it again. Taken without the GIL, never during the fork itself.
+  std::mutex fork_pause_mu_;
+  std::mutex stop_mu_;  // stop_flusher's callers, one at a time
+  int forks_in_flight_ = 0;
+  bool paused_for_forks_ = false;       // the first of them stopped it
   std::atomic<pid_t> flusher_tid_{0};   // its kernel id, to see it leave the thread group
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
   uint64_t fork_started_ticks_ = 0;     // a fork child's start, for its process row

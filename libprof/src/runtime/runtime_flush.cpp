@@ -20,6 +20,7 @@
 #include <exception>
 #include <new>
 #include <optional>
+#include <utility>
 
 #include "core/cpu_quota.hpp"
 #include "core/host_cpu.hpp"
@@ -620,6 +621,9 @@ bool Runtime::credentials_changing() {
 }
 
 bool Runtime::stop_flusher() {
+  // One stopper at a time (a fork's pause, a credentials change on another thread): a second
+  // join of the same thread fails, and its failure would let the flusher run on.
+  std::lock_guard lock(stop_mu_);
   if (!flusher_running_.load()) return false;
   flusher_stop_.store(true);
   flush_request_.ring();
@@ -647,13 +651,22 @@ bool Runtime::stop_flusher() {
 bool Runtime::flusher_paused_for_fork() {
   // Not in a vfork child, nor on a filtered thread (the thread's start again may be what
   // kills). The fork asks for its flush as always (child_forked): the flusher started again
-  // finds the request rung.
+  // finds the request rung. Threads forking at once share one pause: each of two joined the
+  // same flusher, glibc refused the second join, whose failure let the flusher run on, and the
+  // first waited out the join's whole bound (95 s for each collision: a thread pool whose
+  // tasks start multiprocessing's fork children, a red-team find on 3.12 and 3.13).
   if (filtered() || getpid() != pid()) return false;
-  return stop_flusher();
+  std::lock_guard lock(fork_pause_mu_);
+  if (forks_in_flight_++ == 0) paused_for_forks_ = stop_flusher();
+  return true;
 }
 
 void Runtime::flusher_resumed_after_fork() {
-  if (getpid() == pid() && !flusher_running_.load() && !finished_) start_flusher();
+  if (getpid() != pid()) return;  // the child: its own flusher runs already
+  std::lock_guard lock(fork_pause_mu_);
+  if (forks_in_flight_ > 0 && --forks_in_flight_ > 0) return;
+  bool restart = std::exchange(paused_for_forks_, false);
+  if (restart && !flusher_running_.load() && !finished_) start_flusher();
 }
 
 void Runtime::credentials_changed() {
