@@ -494,12 +494,41 @@ def _drop_launch_path():
         sys.meta_path.remove(finder)
 
 
-def _print_as_python_would(e):
-    """The traceback Python would print, without the launcher's frames."""
-    tb = e.__traceback__
+def _own_frames_out(tb):
+    """`tb` past the launcher's own frames."""
     while tb is not None and tb.tb_frame.f_code.co_filename == __file__:
         tb = tb.tb_next
-    sys.excepthook(type(e), e.with_traceback(tb), tb)  # it prints e.__traceback__
+    return tb
+
+
+def _print_as_python_would(e):
+    """What CPython's PyErr_Print does with an uncaught exception, without the launcher's
+    frames: sys.last_type, last_value, last_traceback (and 3.12's last_exc) set first, which
+    crash reporters and atexit handlers read (they were left unset), then sys.excepthook; a
+    hook that fails or is gone said as CPython says it (they printed the launcher's frames)."""
+    tb = _own_frames_out(e.__traceback__)
+    e = e.with_traceback(tb)  # the hook prints e.__traceback__
+    sys.last_type, sys.last_value, sys.last_traceback = type(e), e, tb
+    if sys.version_info >= (3, 12):
+        sys.last_exc = e
+    try:
+        hook = sys.excepthook
+    except AttributeError:
+        sys.stderr.write("sys.excepthook is missing\n")
+        sys.__excepthook__(type(e), e, tb)
+        return
+    try:
+        hook(type(e), e, tb)
+    except SystemExit:
+        raise
+    except BaseException as failed:
+        sys.stderr.write("Error in sys.excepthook:\n")
+        if failed.__context__ is e:  # raised in the launcher's except: no context in CPython's
+            failed.__context__ = None
+        failed_tb = _own_frames_out(failed.__traceback__)
+        sys.__excepthook__(type(failed), failed.with_traceback(failed_tb), failed_tb)
+        sys.stderr.write("\nOriginal exception was:\n")
+        sys.__excepthook__(type(e), e, tb)
 
 
 def _in_process_wanted(opts):

@@ -230,6 +230,14 @@ def test_gemm_appears_under_the_python_method_that_called_it(db, tmp_path, mode,
     ("import sys\nprint(sys.argv[1:], __name__, __file__.endswith('prog.py'))\n", 0),
     ("import sys\nprint('bye')\nsys.exit(3)\n", 3),
     ("def f():\n    raise RuntimeError('kaput')\nf()\n", 1),
+    # What CPython's PyErr_Print does: sys.last_value set for atexit's readers (it was None),
+    # a failing or missing hook said as CPython says it (the launcher's frames were printed).
+    ("import atexit, sys\natexit.register(lambda: print(repr(getattr(sys, 'last_value', 0)), "
+     "repr(getattr(sys, 'last_exc', 0))))\nraise RuntimeError('diverged')\n", 1),
+    ("import sys\ndef hook(*a):\n    raise ValueError('hook broke')\nsys.excepthook = hook\n"
+     "raise RuntimeError('orig')\n", 1),
+    ("import sys\nsys.excepthook = None\nraise RuntimeError('orig')\n", 1),
+    ("import sys\ndel sys.excepthook\nraise RuntimeError('orig')\n", 1),
     ("import os, signal\nprint('x', flush=True)\nos.kill(os.getpid(), signal.SIGINT)\n"
      "import time\ntime.sleep(5)\n", -signal.SIGINT),
     # An uncaught KeyboardInterrupt dies of SIGINT once finalized, atexit cleared or not, and
@@ -251,6 +259,8 @@ def test_the_program_behaves_as_without_sonde_and_its_profile_is_saved(db, tmp_p
     while program > 0 and lines[program - 1].startswith("sonde"):
         program -= 1
     assert lines[:program][-3:] == bare.stderr.splitlines()[-3:]
+    if "excepthook" in body:  # every line of what CPython said
+        assert lines[:program] == bare.stderr.splitlines()
     assert lines[-1] == f"sonde: profile written to {db}"
     assert "sonde/__main__.py" not in r.stderr
     assert integrity_ok(db)
