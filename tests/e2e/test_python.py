@@ -607,6 +607,32 @@ def test_multiprocessing_spawn_workers_record_python_frames(db, tmp_path):
         db.unlink()
 
 
+@pytest.mark.parametrize("shadowed", ["names", "raises"])
+def test_a_childs_own_sitecustomize_stays_its_module(db, tmp_path, shadowed):
+    # sonde's sitecustomize (on a child's PYTHONPATH) runs the environment's own first: a child
+    # that used its names died of an AttributeError, sonde's module in its place, and one that
+    # raised there left the child unprofiled (red-team finds). Both now as without sonde.
+    site = tmp_path / "site"
+    site.mkdir()
+    body = ("def corp_setup():\n    return 'configured'\n" if shadowed == "names" else
+            "raise KeyError('corp')\n")
+    (site / "sitecustomize.py").write_text(body)
+    use = "import sitecustomize; print(sitecustomize.corp_setup())\\n" if shadowed == "names" else ""
+    path = script(tmp_path, "kid.py", f"""
+        import subprocess, sys
+        code = "{use}def work():\\n    return 1\\nwork()"
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        print(r.returncode, r.stdout.strip(), r.stderr.strip())
+    """)
+    bare = plain_py([path], tmp_path, PYTHONPATH=str(site))
+    r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(path)], cwd=tmp_path,
+                       env=clean_env(PYTHONPATH=f"{PYTHONPATH}:{site}"), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == bare.returncode == 0, r.stderr
+    assert r.stdout == bare.stdout, (r.stdout, bare.stdout)
+    assert python_calls(db, "work") == 1  # the child recorded, whatever its sitecustomize did
+
+
 def test_child_interpreters_name_their_start_up_and_teardown(db, tmp_path):
     # A child interpreter starts the hook from sonde's sitecustomize: its start-up and teardown
     # were the root's own time (a DDP rank's 0.3-0.5 s, "unmeasured" in the breakdown), where

@@ -102,6 +102,10 @@ def _start_hook():
 
 
 def _chain():
+    """Runs the sitecustomize this one shadows as the import would have, and leaves it as the
+    module `sitecustomize` (this module's name ends there): a child that used its names
+    (`sitecustomize.corp_setup()`) died of an AttributeError, sonde's module in its place (a
+    red-team find)."""
     import importlib.machinery
     import importlib.util
     here = os.path.dirname(os.path.abspath(__file__))
@@ -109,8 +113,13 @@ def _chain():
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is not None and spec.loader is not None:
         module = importlib.util.module_from_spec(spec)
+        sys.modules["sitecustomize"] = module  # as the import does, before the module runs
         spec.loader.exec_module(module)
 
 
-_chain()
-_start_hook()
+# The hook starts whether or not the shadowed module raised; its error then reaches site.py,
+# which says it as without sonde ("Error in sitecustomize; ..."): the child was unprofiled.
+try:
+    _chain()
+finally:
+    _start_hook()
