@@ -633,6 +633,23 @@ def test_a_childs_own_sitecustomize_stays_its_module(db, tmp_path, shadowed):
     assert python_calls(db, "work") == 1  # the child recorded, whatever its sitecustomize did
 
 
+def test_a_python2_child_reads_sondes_sitecustomize_quietly(db, tmp_path):
+    # A legacy Python 2 helper a job runs reads sonde's sitecustomize too (PYTHONPATH): its
+    # Python 3 syntax made it print "'import sitecustomize' failed" on a stderr its parent may
+    # read (a red-team find).
+    import glob
+    found = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/2.7*/bin/python2.7")))
+    if not found:
+        pytest.skip("no Python 2.7 here (~/.pyenv/versions/2.7*/bin/python2.7)")
+    path = script(tmp_path, "legacy.py", f"""
+        import subprocess
+        r = subprocess.run(["{found[-1]}", "-c", "print(42)"], capture_output=True, text=True)
+        print(r.returncode, r.stdout.strip(), repr(r.stderr))
+    """)
+    r = sonde_py([path], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, "0 42 ''\n"), (r.stdout, r.stderr)
+
+
 def test_child_interpreters_name_their_start_up_and_teardown(db, tmp_path):
     # A child interpreter starts the hook from sonde's sitecustomize: its start-up and teardown
     # were the root's own time (a DDP rank's 0.3-0.5 s, "unmeasured" in the breakdown), where
