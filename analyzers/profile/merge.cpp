@@ -320,13 +320,23 @@ class Merger {
     out_.integer(kRankFromEnvSql, first_process);
     std::vector<std::string> ranks = out_.texts(fmt::format(
         "SELECT DISTINCT rank FROM process_ranks WHERE process_id > {}", first_process));
+    // torchrun's attempt (--max_restarts): one run id, a file per rank per attempt.
+    std::string attempt = out_.texts(
+        "SELECT COALESCE(MAX(CAST(value AS INTEGER)), 0) FROM src.run_info "
+        "WHERE key = 'torch.restart_count'")[0];
     for (const std::string& rank : ranks) {
-      auto [at, fresh] = ranks_.emplace(rank, path);
-      if (!fresh && !options_.force && at->second != path)
-        throw Error(
-            fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
-                        "--force merges anyway",
-                        at->second, path, rank));
+      auto [at, fresh] = ranks_.emplace(rank, std::pair{path, attempt});
+      if (fresh || options_.force || at->second.first == path) continue;
+      if (at->second.second != attempt)
+        throw Error(fmt::format(
+            "{} and {} both hold rank {}, of attempts {} and {} of a job torchrun restarted "
+            "(--max_restarts): merge one attempt's files (sonde run's closing line names the "
+            "last one's); --force sums the attempts",
+            at->second.first, path, rank, at->second.second, attempt));
+      throw Error(
+          fmt::format("{} and {} both hold rank {}: two runs, or a file given twice; "
+                      "--force merges anyway",
+                      at->second.first, path, rank));
     }
     out_.exec("COMMIT");
   }
@@ -335,7 +345,8 @@ class Merger {
   Output out_;
   MergeResult result_;
   std::string first_;
-  std::map<std::string, std::string> ranks_;  // rank -> the input it came from
+  // rank -> the input it came from, and its torchrun attempt
+  std::map<std::string, std::pair<std::string, std::string>> ranks_;
 };
 
 // The N of "name.rankN.db" (or "name.rankN.PID.db", a rerun's), or -1.

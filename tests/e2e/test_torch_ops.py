@@ -781,6 +781,48 @@ def test_python_m_sonde_around_torchrun_names_the_rank_files(tmp_path, launch):
     assert report.returncode == 0 and "warning:" not in report.stdout, report.stdout
 
 
+RESTARTED = """import os, sys, time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+if dist.get_rank() == 1 and os.environ["TORCHELASTIC_RESTART_COUNT"] == "0":
+    sys.exit(3)  # the first attempt's rank 1 fails: torchrun restarts the group
+dist.barrier()
+print("done", dist.get_rank(), os.environ["TORCHELASTIC_RESTART_COUNT"], flush=True)
+"""
+
+
+def test_a_restarted_torchrun_job_names_its_last_attempts_files(tmp_path):
+    """torchrun --max_restarts: each attempt's ranks write their files, one run id for all. The
+    closing line said "4 ranks" for 2 ranks x 2 attempts and suggested a merge that refused
+    them, "both hold rank 0" (a red-team find). It now names the last attempt's files and the
+    merge of them; a merge of both attempts says what they are."""
+    (tmp_path / "restarted.py").write_text(RESTARTED)
+    r = subprocess.run(
+        [PY, "-m", "sonde", "-o", "prof.db", "-m", "torch.distributed.run", "--nproc_per_node",
+         "2", "--max_restarts", "1", "--master_port", str(free_port()), "--redirects", "1",
+         "--tee", "1", "restarted.py"],
+        cwd=tmp_path, env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1),
+        capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert sorted(line.split(":", 1)[-1] for line in r.stdout.splitlines() if "done" in line) \
+        == ["done 0 1", "done 1 1"], r.stdout
+    attempt = {f.name: query(f, "SELECT value FROM run_info WHERE key = 'torch.restart_count'")
+               for f in tmp_path.glob("prof.rank*.db")}
+    last = sorted(n for n, a in attempt.items() if a == [("1",)])
+    assert len(attempt) == 4 and len(last) == 2, attempt
+    said = [line for line in r.stderr.splitlines() if line.startswith("sonde:")][-1]
+    assert said == (
+        f"sonde: 2 ranks wrote their own files in each of 2 attempts (torchrun restarted them; "
+        f"4 files in all); the last attempt's, {last[0]}, {last[1]}; to read that attempt as "
+        f"one: sonde merge -o prof.merged.db {last[0]} {last[1]}"), said
+    m = subprocess.run([CLI, "merge", "-o", "prof.merged.db", *last], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert m.returncode == 0, m.stderr
+    m = subprocess.run(f"{CLI} merge -o all.db prof.rank*.db", shell=True, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=60)
+    assert m.returncode == 1 and "of attempts" in m.stderr and "--max_restarts" in m.stderr, m
+
+
 def test_torchrun_on_two_srun_nodes_writes_a_file_per_global_rank(tmp_path):
     """`srun -N 2 python3 -m sonde -o prof.db -m torch.distributed.run --nnodes 2 ...`, each
     node's task given SLURM's variables by hand: SLURM_PROCID, which torchrun's workers

@@ -258,6 +258,10 @@ void Runtime::identify_process(const RankEnv& rank, bool root,
   process_.rank = rank.rank;
   process_.world_size = rank.world_size;
   process_.local_rank = rank.local_rank;
+  // The attempt of a job torchrun restarts (--max_restarts): each writes a file per rank, and
+  // the readers tell the attempts apart by it (store/rank_files.cpp, sonde merge).
+  if (const char* n = std::getenv("TORCHELASTIC_RESTART_COUNT"); rank.worker && n && *n)
+    facts_.set("torch.restart_count", n);
   process_.pid = pid();
   process_.ppid = getppid();
   process_.command = redact_arguments(args, config_.record_args);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string_view>
+#include <tuple>
 
 #include "process/redact.hpp"
 #include "sonde/output_name.hpp"
@@ -43,34 +44,40 @@ std::vector<std::string> run_ids_of(const std::string& output, int busy_ms) {
 // this run's where that journal was written since the run began (the merge suggested left it
 // out, unnamed).
 bool of_this_run(const std::string& path, const std::vector<std::string>& runs, int64_t since_ns,
-                 int busy_ms) {
+                 int busy_ms, long& attempt) {
   Database db;
   if (db.open_readonly(path, busy_ms) != SQLITE_OK) {
     struct stat journal {};
     return stat((path + "-journal").c_str(), &journal) == 0 &&
            int64_t(journal.st_mtim.tv_sec) * 1000000000 + journal.st_mtim.tv_nsec >= since_ns;
   }
+  bool ours = false;
   if (!runs.empty()) {
     Statement st(db.handle(), "SELECT uuid FROM runs");
-    while (st.ok() && st.step() == SQLITE_ROW)
-      if (std::find(runs.begin(), runs.end(), st.column_text(0)) != runs.end()) return true;
-    return false;
+    while (!ours && st.ok() && st.step() == SQLITE_ROW)
+      ours = std::find(runs.begin(), runs.end(), st.column_text(0)) != runs.end();
+  } else {
+    Statement st(db.handle(), "SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
+    if (!st.ok()) return false;
+    st.bind(1, since_ns);
+    ours = st.step() == SQLITE_ROW && st.column_int(0) > 0;
   }
-  Statement st(db.handle(), "SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
-  if (!st.ok()) return false;
-  st.bind(1, since_ns);
-  return st.step() == SQLITE_ROW && st.column_int(0) > 0;
+  if (!ours) return false;
+  Statement st(db.handle(),
+               "SELECT MAX(CAST(value AS INTEGER)) FROM run_info WHERE key = "
+               "'torch.restart_count'");
+  attempt = st.ok() && st.step() == SQLITE_ROW ? st.column_int(0) : 0;
+  return true;
 }
 
 }  // namespace
 
-std::vector<std::pair<long, std::string>> rank_files_written(const std::string& output,
-                                                             int64_t since_ns, int& others) {
+std::vector<RankFile> rank_files_written(const std::string& output, int64_t since_ns, int& others) {
   // This run's ranks' files are those of its run id: another job started at the same time with
   // the same -o wrote prof.rank0.<pid>.db beside them (a red-team run: each launcher named all
   // four files, and the merge it suggested refused them, 'not of the same run'). Without an id,
   // those written since this run started.
-  std::vector<std::pair<long, std::string>> found;
+  std::vector<RankFile> found;
   std::error_code ec;
   fs::path out(output);
   // A launcher under an outer one (prof.launcher0.db): its ranks named theirs from prof.db.
@@ -104,32 +111,53 @@ std::vector<std::pair<long, std::string>> rank_files_written(const std::string& 
       runs = run_ids_of(output, busy_ms_left(deadline));
       runs_read = true;
     }
-    if (of_this_run(it->path().string(), runs, since_ns, busy_ms_left(deadline)))
-      found.emplace_back(std::stol(digits), f);
+    long attempt = 0;
+    if (of_this_run(it->path().string(), runs, since_ns, busy_ms_left(deadline), attempt))
+      found.push_back({std::stol(digits), f, attempt});
     else
       ++others;
   }
-  std::sort(found.begin(), found.end());
+  std::sort(found.begin(), found.end(), [](const RankFile& a, const RankFile& b) {
+    return std::tie(a.attempt, a.rank, a.name) < std::tie(b.attempt, b.rank, b.name);
+  });
   return found;
 }
 
 RankFilesSaid rank_files_said(const std::string& output, const std::string& requested,
                               int64_t since_ns) {
   int others = 0;
-  auto ranks = rank_files_written(output, since_ns, others);
-  if (ranks.empty()) return {};
+  auto all = rank_files_written(output, since_ns, others);
+  if (all.empty()) return {};
+  // torchrun restarted the ranks (--max_restarts): a file per rank per attempt, all of one run
+  // id. Counted as files, they read "4 ranks" for 2, and the merge suggested refused them
+  // ("both hold rank 0"); the attempt that ended the run is the last one's files.
+  long last = all.back().attempt;
+  std::vector<RankFile> ranks;
+  for (const RankFile& r : all)
+    if (r.attempt == last) ranks.push_back(r);
+  bool restarted = ranks.size() < all.size();
+  if (restarted) others += int(all.size() - ranks.size());  // the merge lists the last's files
   std::string dir = fs::path(requested).parent_path().string();
   auto shown = [&](const std::string& f) { return dir.empty() ? f : dir + "/" + f; };
   std::string files;
   if (ranks.size() <= 4) {
-    for (const auto& r : ranks) files += (files.empty() ? "" : ", ") + shown(r.second);
+    for (const auto& r : ranks) files += (files.empty() ? "" : ", ") + shown(r.name);
   } else {
-    files = fmt::format("{} to {}", shown(ranks.front().second), shown(ranks.back().second));
+    files = fmt::format("{} to {}", shown(ranks.front().name), shown(ranks.back().name));
+  }
+  std::string attempts;
+  if (restarted) {
+    std::size_t n = 1;
+    for (std::size_t i = 1; i < all.size(); ++i) n += all[i].attempt != all[i - 1].attempt;
+    attempts = fmt::format(
+        " in each of {} attempts (torchrun restarted them; {} files in all); the last "
+        "attempt's",
+        n, all.size());
   }
   if (ranks.size() == 1)
-    return {
-        fmt::format("sonde: 1 rank wrote its own file, {}\n", files),
-        fmt::format("the launcher's own profile: the run's rank wrote its own file, {}", files)};
+    return {fmt::format("sonde: 1 rank wrote its own file{}, {}\n", attempts, files),
+            fmt::format("the launcher's own profile: the run's rank wrote its own file{}, {}",
+                        attempts, files)};
   // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
   std::string first = rank_output(requested, 0);
   std::size_t tag = first.rfind(".rank0");
@@ -144,14 +172,15 @@ RankFilesSaid rank_files_said(const std::string& output, const std::string& requ
     merged_name = std::string(first).replace(tag, 6, fmt::format(".merged.{}", n));
   if (others > 0) {  // files of earlier runs match the pattern too: the merge names this run's
     glob.clear();
-    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shell_word(shown(r.second));
+    for (const auto& r : ranks) glob += (glob.empty() ? "" : " ") + shell_word(shown(r.name));
   }
   std::string merge = fmt::format("sonde merge -o {} {}", shell_word(merged_name), glob);
-  return {fmt::format("sonde: {} ranks wrote their own files, {}; to read them as one: {}\n",
-                      ranks.size(), files, merge),
-          fmt::format("the launcher's own profile: the run's {} ranks wrote their own files, "
-                      "{}; to read them as one: {}",
-                      ranks.size(), files, merge)};
+  std::string read_as_one = restarted ? "to read that attempt as one" : "to read them as one";
+  return {fmt::format("sonde: {} ranks wrote their own files{}, {}; {}: {}\n", ranks.size(),
+                      attempts, files, read_as_one, merge),
+          fmt::format("the launcher's own profile: the run's {} ranks wrote their own files{}, "
+                      "{}; {}: {}",
+                      ranks.size(), attempts, files, read_as_one, merge)};
 }
 
 void note_rank_files(const std::string& output, const std::string& message) {

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace sonde {
@@ -15,11 +14,20 @@ namespace sonde {
 // The launcher file's note (read by analyzers/profile/launcher_file.hpp).
 inline constexpr const char* kRankFilesTopic = "rank-files";
 
+// A rank's file of the run, and the attempt it ran in: torchrun's restart count
+// (TORCHELASTIC_RESTART_COUNT, run_info torch.restart_count), 0 where none was recorded. A job
+// torchrun restarted (--max_restarts) writes a file per rank per attempt.
+struct RankFile {
+  long rank = 0;
+  std::string name;
+  long attempt = 0;
+  bool operator==(const RankFile&) const = default;
+};
+
 // This run's ranks' files beside `output`, by rank: those holding a run id of `output`'s (the
 // ranks inherit it, SONDE_RUN_ID), or where it holds none yet, a process started at or after
 // `since_ns`. `others` counts the rank-named files that are not this run's.
-std::vector<std::pair<long, std::string>> rank_files_written(const std::string& output,
-                                                             int64_t since_ns, int& others);
+std::vector<RankFile> rank_files_written(const std::string& output, int64_t since_ns, int& others);
 
 struct RankFilesSaid {
   std::string line;  // for stderr, with its newline; empty where no rank wrote a file

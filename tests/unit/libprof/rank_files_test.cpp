@@ -44,8 +44,8 @@ TEST(RankFiles, ThisRunsFilesByRankTheOthersCounted) {
   make_file(dir.file("prof.rankx.db"), "run-a");
   int others = 0;
   auto found = rank_files_written(dir.file("prof.db"), 0, others);
-  std::vector<std::pair<long, std::string>> want = {
-      {0, "prof.rank0.db"}, {1, "prof.rank1.db"}, {2, "prof.rank2.4242.db"}};
+  std::vector<RankFile> want = {
+      {0, "prof.rank0.db", 0}, {1, "prof.rank1.db", 0}, {2, "prof.rank2.4242.db", 0}};
   EXPECT_EQ(found, want);
   EXPECT_EQ(others, 1);
   // With another run's file among them, the merge names this run's files, not the pattern.
@@ -61,6 +61,36 @@ TEST(RankFiles, ThisRunsFilesByRankTheOthersCounted) {
   ASSERT_EQ(st.step(), SQLITE_ROW);
   EXPECT_EQ(st.column_text(0), kRankFilesTopic);
   EXPECT_EQ(st.column_text(1), said.note);
+}
+
+// torchrun --max_restarts: a file per rank per attempt, one run id. Read as files, "4 ranks" for
+// 2, and the merge suggested refused them, "both hold rank 0" (a red-team find).
+TEST(RankFiles, ARestartedJobsLastAttemptIsNamed) {
+  test::TempDir dir;
+  make_file(dir.file("prof.db"), "run-a");
+  for (auto [name, attempt] :
+       {std::pair{"prof.rank0.db", 0}, std::pair{"prof.rank1.db", 0},
+        std::pair{"prof.rank0.4242.db", 1}, std::pair{"prof.rank1.4243.db", 1}}) {
+    Database db = make_file(dir.file(name), "run-a");
+    std::string error;
+    std::string sql =
+        "CREATE TABLE run_info (key TEXT, value TEXT); INSERT INTO run_info VALUES "
+        "('torch.restart_count', '" +
+        std::to_string(attempt) + "')";
+    ASSERT_TRUE(db.exec(sql.c_str(), error)) << error;
+  }
+  int others = 0;
+  auto found = rank_files_written(dir.file("prof.db"), 0, others);
+  std::vector<RankFile> want = {{0, "prof.rank0.db", 0},
+                                {1, "prof.rank1.db", 0},
+                                {0, "prof.rank0.4242.db", 1},
+                                {1, "prof.rank1.4243.db", 1}};
+  EXPECT_EQ(found, want);
+  EXPECT_EQ(rank_files_said(dir.file("prof.db"), "prof.db", 0).line,
+            "sonde: 2 ranks wrote their own files in each of 2 attempts (torchrun restarted "
+            "them; 4 files in all); the last attempt's, prof.rank0.4242.db, prof.rank1.4243.db; "
+            "to read that attempt as one: sonde merge -o prof.merged.db prof.rank0.4242.db "
+            "prof.rank1.4243.db\n");
 }
 
 TEST(RankFiles, RanksHoldingTheirFilesDelayTheLauncherTwoSecondsInAll) {
