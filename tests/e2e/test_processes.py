@@ -1,5 +1,6 @@
 """Every process and thread of a run is recorded, with exact per-process counts."""
 import os
+import subprocess
 
 from conftest import BIN, CLI, clean_env, integrity_ok, query, routine_calls, run
 
@@ -204,6 +205,32 @@ def test_many_short_threads_are_all_recorded_after_their_states_are_freed(db):
     assert query(db, "SELECT COUNT(*) FROM threads t JOIN nodes n USING (thread_id) "
                      "WHERE n.depth > 0") == [(1501,)]
     assert integrity_ok(db)
+
+
+def test_ended_threads_are_freed_in_batches_without_periodic_flushes(db, tmp_path):
+    # Bursts of short threads (a thread per request) with no periodic flush: the flusher was
+    # woken only as the ended threads' count passed exactly 256; threads that ended during that
+    # flush left it above, the edge never came again, and states piled up (4.7 GB for 45,000
+    # threads, a red-team find). Each state is ~100 KB: 256 of them are 25 MB.
+    prog = tmp_path / "bursts.py"
+    prog.write_text(
+        "import threading\n"
+        "def rss():\n"
+        "    return int(open('/proc/self/statm').read().split()[1]) * 4096 >> 20\n"
+        "peak = 0\n"
+        "for _ in range(80):\n"
+        "    ts = [threading.Thread(target=sum, args=(range(50),)) for _ in range(50)]\n"
+        "    [t.start() for t in ts]\n"
+        "    [t.join() for t in ts]\n"
+        "    peak = max(peak, rss())\n"
+        "print(peak)\n")
+    r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "--flush-interval", "0", "-o", db,
+                        prog], capture_output=True, text=True, timeout=300,
+                       env=clean_env(PYTHONPATH=os.path.join(os.environ["SONDE_BUILD"],
+                                                             "python")))
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) < 200, r.stdout  # MB; 4,000 threads' states unfreed are ~400 MB
+    assert query(db, "SELECT COUNT(*) FROM threads") == [(4001,)]
 
 
 def test_children_of_a_process_that_had_not_flushed_yet_are_linked_to_it(db):

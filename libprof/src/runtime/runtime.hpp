@@ -295,8 +295,9 @@ class Runtime {
   std::atomic<int64_t> process_id_{0};  // process_id(): the store's, published after a flush
   uint64_t fork_started_ticks_ = 0;     // a fork child's start, for its process row
   std::atomic<uint32_t> ended_unflushed_{0};
-  std::atomic<uint32_t> forks_{0};            // child_forked: fork children so far
-  std::atomic<bool> forks_unwritten_{false};  // ... and a flush is asked to write them
+  std::atomic<bool> ended_flush_asked_{false};  // thread_ended rang for the ended ones
+  std::atomic<uint32_t> forks_{0};              // child_forked: fork children so far
+  std::atomic<bool> forks_unwritten_{false};    // ... and a flush is asked to write them
 };
 
 }  // namespace sonde

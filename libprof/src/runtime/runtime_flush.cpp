@@ -326,6 +326,7 @@ void Runtime::retire_written_threads(const FlushData& d, bool final, GpuBackend*
   }
   ended_unflushed_.fetch_sub(std::min<uint32_t>(uint32_t(done.size()), ended_unflushed_.load()),
                              std::memory_order_relaxed);
+  ended_flush_asked_.store(false, std::memory_order_relaxed);  // the next ended thread may ask
   if (!done.empty()) {
     {
       AsyncSignalBlock no_signals;
