@@ -859,11 +859,15 @@ const std::array<Rule, 18> kRules{{
      "Python call arguments sampled); threshold is the cost of arithmetic on a subnormal "
      "element against a normal one (4x: float32 division 4.2x, square root 2.7x measured here)",
      4.0,
-     "enable flush-to-zero and denormals-are-zero (MXCSR FTZ/DAZ, e.g. -ffast-math at link, "
-     "torch.set_flush_denormal(True)), or rescale the values that underflow",
+     "rescale or clamp the values that underflow (flush them to 0 where they no longer matter), "
+     "or enable flush-to-zero and denormals-are-zero on every thread that computes with them "
+     "(MXCSR FTZ/DAZ: SONDE_FTZ=1 under sonde tries it; torch.set_flush_denormal(True) sets "
+     "the calling thread only, and a BLAS pool's threads keep theirs)",
      "T f (p - 1) / (1 - f + f p), p = threshold, T the time of the routines named in the notes "
      "(else of the BLAS/oneDNN calls), f the sampled share of subnormal elements (1 unknown: "
-     "at most T (1 - 1/p))",
+     "at most T (1 - 1/p)); for GEMM operands at least the calls' distance from their "
+     "attainable rate, T (1 - GFLOP/s / attainable), where that is more: a vector FMA with one "
+     "subnormal lane takes a microcode assist, so the element share understates it",
      subnormals},
     {"gemm-shape",
      "a GEMM shape taking at least 1 % of the busy threads' time reaches under threshold % of its "
@@ -1070,10 +1074,53 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   return in;
 }
 
+namespace {
+
+// A candidate whose figures another candidate's cause explains: a GEMM's GFLOP/s measured
+// under contended threads or subnormal operands says nothing of its shape. Two red-team runs:
+// gemm-shape blamed a Sinkhorn's 1024x64x1024 products (the same GEMMs reached 74 % of peak
+// with their subnormals flushed) and a CNN's convolutions, whose advised channels-last made
+// the run 2x slower at 8 threads on 2 cores; their gains added up to more than the work.
+struct Explained {
+  std::string_view rule, by;
+  bool (*applies)(const Candidate& by);
+};
+bool always(const Candidate&) { return true; }
+bool of_gemm_operands(const Candidate& c) {  // subnormals sampled at BLAS/oneDNN calls
+  for (const auto& [key, value] : c.evidence)
+    if (key == "affected") {
+      const auto* text = std::get_if<std::string>(&value);
+      return text != nullptr && text->starts_with("BLAS/oneDNN calls");
+    }
+  return false;
+}
+constexpr Explained kExplained[] = {{"gemm-shape", "threads-contended", always},
+                                    {"gemm-shape", "subnormals", of_gemm_operands}};
+
+void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {
+  for (const Explained& e : kExplained) {
+    auto by = std::find_if(all.begin(), all.end(), [&](const auto& x) {
+      return x.second.rule == e.by && e.applies(x.second);
+    });
+    if (by == all.end()) continue;
+    for (auto& [i, c] : all) {
+      if (c.rule != e.rule || c.est_gain_s == 0) continue;
+      c.est_gain_s = 0;
+      c.gain_bound = fmt::format(
+          "none until the {} candidate is acted on: these figures were measured under its "
+          "cause; measure again after it",
+          e.by);
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rule_table) {
   std::vector<std::pair<std::size_t, Candidate>> all;
   for (std::size_t i = 0; i < rule_table.size(); ++i)
     for (auto& c : rule_table[i].evaluate(input, rule_table[i])) all.emplace_back(i, std::move(c));
+  take_explained_out(all);
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.est_gain_s != b.second.est_gain_s)
       return a.second.est_gain_s > b.second.est_gain_s;

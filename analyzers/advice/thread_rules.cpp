@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <map>
 #include <optional>
@@ -370,6 +371,21 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   }
   if (!blas_over) blas_ns = 0;
   if (!torch_over) torch_ns = 0;
+  // Other programs' load, no quota, and no spinning pool of the run's own beside the BLAS: an
+  // OpenBLAS not built for OpenMP (its pthreads build, Debian's, pip's and conda's) waits for
+  // work without spinning, and CFS shares the cores by runnable threads, so one thread fewer
+  // also takes a smaller share: two red-team numpy and torch-float64 runs at load 2.6-3.1 on 2
+  // cores gained 0.05 s and -0.02 s of estimated 0.67 and 0.58. torch's OpenMP pool spins at
+  // its barriers (a CNN at 2 threads on 2 busy cores: 61 times its one-thread time).
+  bool blas_yields = false;
+  if (const auto& lib = m.facts.blas_library; lib) {
+    std::string name = *lib;
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    blas_yields =
+        name.find("openblas") != std::string::npos && name.find("openmp") == std::string::npos;
+  }
+  if (!quota && !torch_over && blas_yields && blas <= *cores) blas_ns = 0;
   std::int64_t work_ns = blas_ns + torch_ns;
   double pct = share(work_ns, m.share_base_ns());
   if (work_ns <= 0 || pct < rule.threshold) return {};
@@ -462,9 +478,11 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   };
   c.est_gain_s = past_room(blas_ns, blas) + past_room(torch_ns, torch_threads);
   c.gain_bound = fmt::format(
-      "a lower bound: the share of the pools' work on the {} thread{} past the cores left; "
-      "each parallel region's wait for a preempted thread costs more (a red-team CNN on 2 "
-      "busy cores: 61 times its one-thread time)",
+      "the share of the pools' work on the {} thread{} past the cores left: where the pool's "
+      "threads spin at its barriers (OpenMP's, torch's), each parallel region's wait for a "
+      "preempted thread costs more (a red-team CNN on 2 busy cores: 61 times its one-thread "
+      "time); where other programs' load is what leaves fewer cores, one thread fewer also "
+      "takes a smaller share of them: measure it (sonde tune) under the same load",
       threads - room, threads - room == 1 ? "" : "s");
   say_ranks(c, m);
   return {c};
