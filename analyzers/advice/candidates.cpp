@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "advice/dtype_rules.hpp"
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
 #include "advice/operator_rules.hpp"
@@ -799,7 +800,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 18> kRules{{
+const std::array<Rule, 19> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -869,6 +870,15 @@ const std::array<Rule, 18> kRules{{
      "attainable rate, T (1 - GFLOP/s / attainable), where that is more: a vector FMA with one "
      "subnormal lane takes a microcode assist, so the element share understates it",
      subnormals},
+    {"float64",
+     "GEMMs (BLAS and oneDNN calls, outermost) in float64 take at least threshold % of the busy "
+     "threads' time",
+     10.0,
+     "float32 if its precision suffices (the advice names where float64 comes from in torch or "
+     "numpy programs), and compare the results",
+     "their time x (1 - gemm.f64 peak / gemm.f32 peak) at the run's BLAS threads, as calibrated "
+     "(1/2 where not)",
+     float64_gemms},
     {"gemm-shape",
      "a GEMM shape taking at least 1 % of the busy threads' time reaches under threshold % of its "
      "routine's "

@@ -617,6 +617,32 @@ TEST_F(AdviceTest, SubnormalGemmsAreEstimatedFromTheirDistanceToTheAttainableRat
   EXPECT_NEAR(of_rule(candidates(), "subnormals").at(0).est_gain_s, headroom / 2, 1e-9);
 }
 
+// A model in float64 by accident: a red-team MLP's loop took 1.105 s, 0.540 s in float32,
+// and no candidate said dtype.
+TEST_F(AdviceTest, Float64GemmsAreAskedWhetherFloat32Would) {
+  EXPECT_TRUE(of_rule(candidates(), "float64").empty());  // the fixture's GEMMs are float32
+  sql("UPDATE shapes SET dtype = 'f64'; UPDATE routines SET name = 'cblas_dgemm' "
+      "WHERE routine_id = 4;");
+  auto c = of_rule(candidates(), "float64");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "cblas_dgemm");
+  EXPECT_DOUBLE_EQ(number(c[0], "f64_gemm_s"), 1.5);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);  // no float64 peak: float32's lanes, twice
+  EXPECT_NE(c[0].advice.find("astype(np.float32)"), std::string::npos) << c[0].advice;
+  // Calibrated: float64 at 1.5 of float32's 2.5 GFLOP/s (one thread), and torch imported.
+  sql("INSERT INTO peaks (run_id, resource, threads, value, source) VALUES "
+      "(1, 'gemm.f64', 1, 1.5, 'test'), (1, 'gemm.f64', 0, 2.0, 'test');"
+      "INSERT INTO run_info VALUES (1, 1, 'torch.version', '1.13.1');");
+  c = of_rule(candidates(), "float64");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "f64_over_f32_peak"), 0.6);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.5 * 0.4);
+  EXPECT_NE(c[0].advice.find(".float() on the model"), std::string::npos) << c[0].advice;
+  // Under 10 % of the busy threads' time: nothing said.
+  sql("UPDATE nodes SET incl_ns = 500000000, excl_ns = 500000000 WHERE node_id = 4;");
+  EXPECT_TRUE(of_rule(candidates(), "float64").empty());
+}
+
 TEST_F(AdviceTest, SubnormalRuleUsesThePythonHooksSampledShare) {
   // The Python hook names the routine whose float arguments held subnormals, and their share.
   sql("UPDATE routines SET name = 'train.py:291(update_core_cpu)', kind = 'python' "

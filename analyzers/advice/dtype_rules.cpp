@@ -1,0 +1,68 @@
+#include "advice/dtype_rules.hpp"
+
+#include <fmt/format.h>
+
+#include "advice/rule_helpers.hpp"
+#include "sonde/routine_kinds.hpp"
+
+namespace sonde::analyzers {
+
+using namespace rules_detail;
+
+// A model or its data in float64 by accident (.double(), torch.set_default_dtype, a numpy
+// array made a tensor as it was): a red-team MLP ran its loop in 1.105 s, 0.540 s in float32,
+// and no candidate said dtype; the one it got was about threads. Its GEMMs ran at 38-74 % of
+// the float64 peak, so no shape rule saw anything either.
+std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  std::int64_t f64_ns = 0, calls = 0;
+  std::string biggest;
+  std::int64_t biggest_ns = 0;
+  for (const auto& r : m.routines) {
+    if ((r.kind != kinds::kBlas && r.kind != kinds::kOnednn) || r.dtype != "f64") continue;
+    std::int64_t ns = r.incl_ns - r.blas_under_ns;  // outermost: a BLAS under oneDNN once
+    f64_ns += ns;
+    calls += r.calls;
+    if (ns > biggest_ns) biggest_ns = ns, biggest = r.name;
+  }
+  double pct = share(f64_ns, m.share_base_ns());
+  if (f64_ns <= 0 || pct < rule.threshold) return {};
+  bool torch = m.facts.info.contains("torch.version") || m.facts.info.contains("torch.num_threads");
+  // The rates each precision reaches on this machine at the run's BLAS threads, where both are
+  // calibrated; else float32's twice float64's (the SIMD lanes).
+  auto f64 = m.facts.peak_at("gemm.f64", m.facts.blas_threads);
+  auto f32 = m.facts.peak_at("gemm.f32", m.facts.blas_threads);
+  double ratio = f64 && f32 && *f32 > 0 ? *f64 / *f32 : 0.5;
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = biggest;
+  c.evidence = {{"f64_gemm_s", seconds(f64_ns)},
+                {"f64_gemm_pct_run", pct},
+                {"calls", calls},
+                {"f64_over_f32_peak", ratio}};
+  if (f64 && f32) {
+    c.evidence.emplace_back("peak_f64_gflops", *f64);
+    c.evidence.emplace_back("peak_f32_gflops", *f32);
+  }
+  c.summary = fmt::format(
+      "{:.1f} % of the busy threads' time ({:.3f} s, {} calls, most in {}) is GEMMs in float64, "
+      "whose peak here is {:.0f} % of float32's",
+      pct, seconds(f64_ns), calls, biggest, 100 * ratio);
+  c.advice =
+      torch ? "train in float32 if its precision suffices (it does for most models): torch's "
+              "default is float32, so a float64 model or input came from .double(), "
+              "torch.set_default_dtype(torch.float64), or numpy arrays (float64 by default) made "
+              "tensors as they were (torch.from_numpy): .float() on the model and the inputs, "
+              "and compare the loss"
+            : "compute in float32 if its precision suffices: numpy's arrays are float64 by "
+              "default (np.zeros, np.random.rand, Python floats); astype(np.float32) or "
+              "dtype=np.float32 where the data is made, and compare the results";
+  c.est_gain_s = seconds(f64_ns) * (1.0 - ratio);
+  c.gain_bound = fmt::format(
+      "the float64 GEMMs' time x (1 - float64 peak / float32 peak){}; the element-wise work "
+      "in float64 moves twice the bytes too, which this leaves out",
+      f64 && f32 ? " as calibrated" : ", 1/2 where not calibrated");
+  return {c};
+}
+
+}  // namespace sonde::analyzers
