@@ -688,6 +688,11 @@ std::string loader_workers_advice(const AdviceInput& in, double step_ms, Candida
   return out;
 }
 
+// What taking one batch from a worker process costs the loop (the batch pickled into shared
+// memory and rebuilt): about 1 ms a batch measured here. A red-team MLP loading 0.51 ms a batch
+// from an in-memory TensorDataset was told "num_workers=1 would keep up": 1.7x slower.
+constexpr double kWorkerBatchMs = 1.0;
+
 std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   const Breakdown& b = in.breakdown;
   if (!b.found || b.iterations <= 0) return {};
@@ -742,12 +747,21 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
     // Python frames and no worker process: the loop loads each batch itself, at the cost
     // t_io measures.
     c.evidence.emplace_back("loader_workers", std::int64_t{0});
+    double io_ms = seconds(io_ns) * per;
     std::string verdict =
-        workers_verdict(in, workers_needed(seconds(io_ns) * per, seconds(compute_ns) * per), 0, c);
-    // Where the verdict already asks for cheaper batches, the rest is the overlap's.
+        io_ms <= kWorkerBatchMs
+            ? fmt::format(
+                  "a batch takes {:.2f} ms to load, less than taking it from a worker "
+                  "process costs the loop (about {:.0f} ms: pickled into shared memory "
+                  "and rebuilt), so workers would not pay; {}",
+                  io_ms, kWorkerBatchMs, cheaper_batches(in))
+            : workers_verdict(in, workers_needed(io_ms, seconds(compute_ns) * per), 0, c);
+    // Where the verdict already asks for cheaper batches, the rest is the overlap's, unless
+    // workers would not pay at all.
     c.advice = fmt::format("num_workers=0: the {} loop loads each batch itself; ",
                            b.inference ? "evaluation" : "training") +
-               (verdict.empty() ? generic
+               (verdict.empty()           ? generic
+                : io_ms <= kWorkerBatchMs ? verdict
                 : verdict.ends_with(cheaper_batches(in))
                     ? verdict + "; then " + std::string(kOverlapLoading)
                     : verdict + "; then " + generic);
@@ -769,15 +783,20 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   // num_workers=2, as advised, saved 0.56 s of 1.21 (a red-team run).
   auto cores = in.metrics.facts.cores_per_rank();
   if (in.loader.processes == 0 && cores && *cores > 1 && io_ns + compute_ns > 0) {
+    // The cores other programs leave (a red-team CNN at a load of 1.3-1.6 others' cores on 2
+    // was told about 2 workers: every worker count ran slower), and the loop's own cost of
+    // taking each batch from a worker.
     double io = seconds(io_ns), step = seconds(compute_ns);
-    double workers = std::max(1.0, double(*cores) - step / (io + step));
-    c.est_gain_s = 0.8 * (io + step - std::max(step, io / workers));
+    double free = double(*cores) - in.others_load.value_or(0.0);
+    double workers = std::max(1.0, free - step / (io + step));
+    double taking = kWorkerBatchMs * 1e-3 * double(b.iterations);
+    c.est_gain_s = 0.8 * std::max(0.0, io + step - std::max(step + taking, io / workers));
     c.evidence.emplace_back("worker_cores", workers);
     c.gain_bound = fmt::format(
-        "loading spread over worker processes on the {:.1f} cores the step leaves, overlapping "
-        "the step: an iteration takes at least the step's own time and the loading's over "
-        "those cores",
-        workers);
+        "loading spread over worker processes on the {:.1f} cores the step and other programs "
+        "leave, overlapping the step: an iteration takes at least the step's own time and the "
+        "loop's {:.0f} ms of taking each batch from a worker, and the loading's over those cores",
+        workers, kWorkerBatchMs);
   } else {
     c.est_gain_s = 0.8 * seconds(std::min(io_ns, compute_ns));
     c.gain_bound =
