@@ -128,8 +128,6 @@ std::string compile_clause(const Metrics& m) {
          "loop per parameter";
 }
 
-bool ran_torch(const Metrics& m);
-
 std::string update_advice(const AdviceInput& in, const RoutineMetrics& r, const Rule& rule,
                           const OptimizerWork& w) {
   const Metrics& m = in.metrics;
@@ -403,12 +401,6 @@ constexpr std::string_view kTorchLayerAdvice =
     "n = batch x sequence; attention: the sequence lengths and the head dimension, "
     "embed_dim / num_heads): a larger batch per "
     "step, wider layers or fewer, wider heads, sizes a multiple of 16, where the model allows";
-
-// Whether the run recorded PyTorch operators (torch was imported under the Python hook).
-bool ran_torch(const Metrics& m) {
-  return std::any_of(m.routines.begin(), m.routines.end(),
-                     [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
-}
 
 // An autograd node (AddmmBackward0, MmBackward1).
 bool is_autograd_node(std::string_view site) {

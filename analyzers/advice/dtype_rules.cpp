@@ -27,7 +27,7 @@ std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
   }
   double pct = share(f64_ns, m.share_base_ns());
   if (f64_ns <= 0 || pct < rule.threshold) return {};
-  bool torch = m.facts.info.contains("torch.version") || m.facts.info.contains("torch.num_threads");
+  bool torch = ran_torch(m);
   // The rates each precision reaches on this machine at the run's BLAS threads, where both are
   // calibrated; else float32's twice float64's (the SIMD lanes).
   auto f64 = m.facts.peak_at("gemm.f64", m.facts.blas_threads);

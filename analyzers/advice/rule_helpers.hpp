@@ -13,6 +13,7 @@
 
 #include "advice/candidates.hpp"
 #include "metrics/metrics.hpp"
+#include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers::rules_detail {
 
@@ -42,6 +43,12 @@ inline bool contains_word(std::string_view text, std::string_view word) {
     if (left && right) return true;
   }
   return false;
+}
+
+// Whether the run recorded PyTorch operators (torch was imported under the Python hook).
+inline bool ran_torch(const Metrics& m) {
+  return std::any_of(m.routines.begin(), m.routines.end(),
+                     [](const RoutineMetrics& r) { return r.kind == kinds::kTorch; });
 }
 
 // The run's torch version where it is before 2 (no torch.compile there); nullopt for torch 2

@@ -639,7 +639,10 @@ TEST_F(AdviceTest, Float64GemmsAreAskedWhetherFloat32Would) {
   // Calibrated: float64 at 1.5 of float32's 2.5 GFLOP/s (one thread), and torch imported.
   sql("INSERT INTO peaks (run_id, resource, threads, value, source) VALUES "
       "(1, 'gemm.f64', 1, 1.5, 'test'), (1, 'gemm.f64', 0, 2.0, 'test');"
-      "INSERT INTO run_info VALUES (1, 1, 'torch.version', '1.13.1');");
+      "INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (93, 'aten::addmm', 'torch', 'torch', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns) VALUES (93, 1, 3, 93, 3, 1, 0, 1000, 1000);");
   c = of_rule(candidates(), "float64");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_DOUBLE_EQ(number(c[0], "f64_over_f32_peak"), 0.6);
