@@ -14,6 +14,7 @@
 #include "advice/dtype_rules.hpp"
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
+#include "advice/loop_rules.hpp"
 #include "advice/operator_rules.hpp"
 #include "advice/optimizer_work.hpp"
 #include "advice/rank_rules.hpp"
@@ -820,7 +821,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 19> kRules{{
+const std::array<Rule, 21> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -951,6 +952,27 @@ const std::array<Rule, 19> kRules{{
      "0.5 x the operator's own time (at most all of it, the work removed); a dropout's all of "
      "it; 0 for a GEMM or convolution operator whose library call was not seen",
      torch_operator},
+    {"python-loop",
+     "a Python function of the program's own makes at least 10,000 calls of torch operators, "
+     "numpy's or torch's Python functions (or helpers of its own around them) of under 20 us "
+     "each, one of them at least 32 times per call of the function, and is no training loop "
+     "(no backward or optimizer step among its calls); with the function's own time they take "
+     "at least threshold % of the busy threads' time; at most 3",
+     5.0,
+     "write the loop in {} as operations over whole tensors or arrays (index tensors and "
+     "masks, one reduction over a dimension, broadcasting), or a fused layer for a recurrence",
+     "0.9 x (the function's own time + its small calls' time + their autograd nodes' time in "
+     "the backward, in the share of each operator's calls the function made)",
+     python_loop},
+    {"matrix-vector",
+     "BLAS matrix-vector products (GEMV routines) called at least 1,000 times from one calling "
+     "routine take at least threshold % of the busy threads' time",
+     5.0,
+     "stack the vectors that do not depend on each other's results into one matrix and make "
+     "one matrix product per matrix (a GEMM reads the matrix once, not once per vector)",
+     "0.8 x (their time - their FLOPs at the calibrated GEMM peak of their dtype and threads); "
+     "0.5 x their time where no peak is calibrated",
+     batch_matrix_vector},
     {"gpu-sync",
      "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the busy "
      "threads' time: the host waits for the GPU instead of queueing work",
@@ -1043,6 +1065,8 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.gpu = profile.gpu();
   in.ranks = load_rank_summary(file);
   in.optimizer_work = optimizer_work(profile.forest().busy);
+  in.op_loops = op_loops(profile.forest().busy);
+  in.matrix_vector = matrix_vector_sites(profile.forest().busy);
   in.breakdown = profile.breakdown();
   in.loader =
       load_loader_workers(file, in.breakdown.found ? &in.breakdown.loader_callers : nullptr);
@@ -1111,35 +1135,56 @@ namespace {
 // gemm-shape blamed a Sinkhorn's 1024x64x1024 products (the same GEMMs reached 74 % of peak
 // with their subnormals flushed) and a CNN's convolutions, whose advised channels-last made
 // the run 2x slower at 8 threads on 2 cores; their gains added up to more than the work.
+// A loop of small calls explains the operators it calls and a collate_fn's loading time: a
+// red-team collate padding token by token read aten::select's 1.7M calls as "passes over
+// memory" (bfloat16, fused attention), its 0.85 s inside the loading already counted.
 struct Explained {
   std::string_view rule, by;
-  bool (*applies)(const Candidate& by);
+  bool (*applies)(const Candidate& by, const Candidate& explained);
 };
-bool always(const Candidate&) { return true; }
-bool of_gemm_operands(const Candidate& c) {  // subnormals sampled at BLAS/oneDNN calls
-  for (const auto& [key, value] : c.evidence)
-    if (key == "affected") {
-      const auto* text = std::get_if<std::string>(&value);
-      return text != nullptr && text->starts_with("BLAS/oneDNN calls");
-    }
-  return false;
+bool always(const Candidate&, const Candidate&) { return true; }
+const Cell* evidence_of(const Candidate& c, std::string_view key) {
+  for (const auto& [k, value] : c.evidence)
+    if (k == key) return &value;
+  return nullptr;
+}
+bool of_gemm_operands(const Candidate& by, const Candidate&) {  // subnormals at BLAS/oneDNN
+  const Cell* v = evidence_of(by, "affected");
+  const auto* text = v ? std::get_if<std::string>(v) : nullptr;
+  return text != nullptr && text->starts_with("BLAS/oneDNN calls");
+}
+// An operator of microseconds a call that the loop calls: fewer calls is its remedy.
+bool small_op_of_loop(const Candidate& loop, const Candidate& op) {
+  const Cell* ms = evidence_of(op, "ms_per_call");
+  const auto* per_call = ms ? std::get_if<double>(ms) : nullptr;
+  const Cell* of = evidence_of(loop, "calls_of");
+  const auto* names = of ? std::get_if<std::string>(of) : nullptr;
+  return per_call && *per_call * 1e6 <= kSmallCallNs && names &&
+         names->find(op.location + " x") != std::string::npos;
+}
+bool collate_loop(const Candidate& loop, const Candidate& loading) {
+  const Cell* v = evidence_of(loading, "collate_fn");
+  const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
+  return collate && *collate == loop.location;
 }
 constexpr Explained kExplained[] = {{"gemm-shape", "threads-contended", always},
-                                    {"gemm-shape", "subnormals", of_gemm_operands}};
+                                    {"gemm-shape", "subnormals", of_gemm_operands},
+                                    {"torch-operator", "python-loop", small_op_of_loop},
+                                    {"data-loading", "python-loop", collate_loop}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {
   for (const Explained& e : kExplained) {
-    auto by = std::find_if(all.begin(), all.end(), [&](const auto& x) {
-      return x.second.rule == e.by && e.applies(x.second);
-    });
-    if (by == all.end()) continue;
     for (auto& [i, c] : all) {
       if (c.rule != e.rule || c.est_gain_s == 0) continue;
+      auto by = std::find_if(all.begin(), all.end(), [&](const auto& x) {
+        return x.second.rule == e.by && e.applies(x.second, c);
+      });
+      if (by == all.end()) continue;
       c.est_gain_s = 0;
       c.gain_bound = fmt::format(
-          "none until the {} candidate is acted on: these figures were measured under its "
+          "none until the {} candidate{} is acted on: these figures were measured under its "
           "cause; measure again after it",
-          e.by);
+          e.by, by->second.location == "run" ? "" : fmt::format(" ({})", by->second.location));
     }
   }
 }

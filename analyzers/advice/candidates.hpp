@@ -13,6 +13,7 @@
 
 #include "advice/distribution_checks.hpp"
 #include "advice/loader_workers.hpp"
+#include "advice/op_loops.hpp"
 #include "advice/optimizer_work.hpp"
 #include "base/table_format.hpp"
 #include "metrics/breakdown.hpp"
@@ -35,8 +36,12 @@ struct AdviceInput {
   // Per optimizer-like phase (by name): the optimizer-like phases beneath it and the other work
   // it calls, from the calling-context trees (advice/optimizer_work.hpp).
   std::map<std::string, OptimizerWork> optimizer_work;
-  GpuSummary gpu;     // empty for CPU-only runs
-  RankSummary ranks;  // one rank: nothing to compare
+  // The program's own Python functions with small torch/numpy calls beneath them
+  // (advice/op_loops.hpp), largest first.
+  std::vector<OpLoop> op_loops;
+  std::vector<MatrixVectorSite> matrix_vector;  // BLAS GEMV calls by caller, largest first
+  GpuSummary gpu;                               // empty for CPU-only runs
+  RankSummary ranks;                            // one rank: nothing to compare
   // The busy threads' own time outside any measured routine, each (thread_times), largest first.
   struct ThreadUnmeasured {
     std::string name;

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 
+#include "advice/op_loops.hpp"
 #include "advice/rule_helpers.hpp"
 #include "sonde/routine_kinds.hpp"
 
@@ -47,6 +48,18 @@ std::string generic_advice(const RunFacts& facts, std::string_view op) {
       "attention's softmax and dropout in PyTorch 2), a smaller dtype (bfloat16 under "
       "torch.autocast), tensors made once and reused; {}",
       op, op, fuse);
+}
+
+// An operator of a few microseconds a call (a red-team collate's aten::select, 0.5 us over
+// 1.7M calls) costs its dispatch, whatever it computes: a view makes no pass over memory at
+// all, and no dtype or fused kernel makes a call cheaper. Fewer calls is the remedy.
+std::string dispatch_advice(const RoutineMetrics& r, double us_per_call) {
+  return fmt::format(
+      "{} takes {:.2f} us a call over {} calls: the cost of calling it (Python, the dispatcher, "
+      "autograd's bookkeeping), not of its work. Fewer calls: the loop making them (sonde tree "
+      "--callers '{}' shows it) as operations over whole tensors, index tensors or masks "
+      "instead of one element at a time",
+      r.name, us_per_call, r.calls, r.name);
 }
 
 // The operators whose work is a GEMM or a convolution (and the layers built of them): PyTorch
@@ -152,7 +165,13 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
     }
     bool dropout =
         std::find(std::begin(kDropoutOps), std::end(kDropoutOps), r->name) != std::end(kDropoutOps);
-    c.advice = dropout ? fill(kDropoutAdvice, r->name) : generic_advice(m.facts, r->name);
+    double us_per_call = r->calls > 0 ? 1e6 * seconds(r->excl_ns) / r->calls : 0.0;
+    if (dropout)
+      c.advice = fill(kDropoutAdvice, r->name);
+    else if (us_per_call * 1e3 <= kSmallCallNs)
+      c.advice = dispatch_advice(*r, us_per_call);
+    else
+      c.advice = generic_advice(m.facts, r->name);
     if (dropout) {
       // Dropout taken out takes its backward with it: the gradient's multiply by the mask, a
       // MulBackward0 that sonde cannot tell from the model's other multiplies. A red-team

@@ -617,7 +617,8 @@ TEST_F(AdviceTest, SubnormalGemmsAreEstimatedFromTheirDistanceToTheAttainableRat
   for (const Candidate& shape : shapes) {
     EXPECT_EQ(shape.est_gain_s, 0) << shape.location;
     EXPECT_NE(shape.gain_bound.find("until the subnormals candidate is acted on"),
-              std::string::npos);
+              std::string::npos)
+        << shape.gain_bound;
   }
   // Half the sampled calls flagged: half that distance.
   sql("UPDATE run_info SET value = '2' WHERE key = 'blas.subnormal.flagged_calls';");

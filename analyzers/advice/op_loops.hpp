@@ -1,0 +1,68 @@
+// What the python-loop rule knows from the calling-context trees: the Python functions of the
+// program's own that call torch operators or numpy functions of a few microseconds each, many
+// times per call of their own (a loop over elements, rows or pairs), and the backward pass's
+// autograd nodes those operators left behind.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "profile/call_tree.hpp"
+
+namespace sonde::analyzers {
+
+// Calls under this mean time are the loop's small calls: an ATen operator on a few elements,
+// a numpy reduction of a row (1-3 us a call under sonde here), a helper of the program's own
+// around them. A GEMM of 64 x 64 x 64 takes about 10 us.
+inline constexpr std::int64_t kSmallCallNs = 20'000;
+
+// One Python function of the program's own, summed over its nodes (threads, call paths).
+struct OpLoop {
+  std::string site;  // routines.name: "train.py:11(masked_loss)"
+  std::int64_t routine_id = 0;
+  std::string caller;  // the routine above its largest node
+  std::int64_t site_calls = 0;
+  std::int64_t own_ns = 0;  // its own time: the interpreter running the loop's body
+  // Its direct small calls: torch operators, numpy's or torch's Python functions, and helpers
+  // of the program's own with such calls beneath them, each under kSmallCallNs on average.
+  std::int64_t small_calls = 0, small_ns = 0;
+  // The most calls one of them makes per call of the site: 1-3 in a model's forward, thousands
+  // in a loop over elements.
+  double max_per_call = 0;
+  bool numpy = false, torch = false;  // what the small calls are
+  // A child that is a training step's backward or optimizer step: the training loop itself,
+  // whose iterations are no loop to vectorise.
+  bool step = false;
+  // The small calls by name (the three with most calls, for the advice), and every ATen
+  // operator's calls (for its backward's share).
+  std::vector<std::pair<std::string, std::int64_t>> top;
+  std::map<std::string, std::int64_t> aten_calls;
+  // Their backward: the autograd nodes of its operators (SelectBackward0 of aten::select), each
+  // under kSmallCallNs, in the share of those operators' calls that the site made.
+  std::int64_t backward_ns = 0, backward_calls = 0;
+};
+
+// Every Python function of the program's own with small calls beneath it, largest small_ns
+// first; the rule judges them.
+std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads);
+
+// A BLAS matrix-vector product (cblas_sgemv, dgemv_) by the routine that calls it: one vector
+// at a time, each call reads the whole matrix (numpy's x @ W for a single row x).
+struct MatrixVectorSite {
+  std::string routine, caller;
+  std::int64_t routine_id = 0;
+  std::int64_t calls = 0, ns = 0;
+  std::int64_t caller_calls = 0;  // the caller's calls on the paths that made them
+  double flops = 0;
+};
+
+// Every (GEMV routine, calling routine) pair of the trees, largest time first.
+std::vector<MatrixVectorSite> matrix_vector_sites(const std::vector<ThreadTree>& threads);
+
+// "SelectBackward0" -> "select", "LogSoftmaxBackward0" -> "log_softmax": the forward operator
+// an autograd node is the backward of, where the names follow PyTorch's convention ("" if not).
+std::string forward_op_of(std::string_view backward_node);
+
+}  // namespace sonde::analyzers

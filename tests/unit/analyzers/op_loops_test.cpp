@@ -1,0 +1,140 @@
+// The loops the python-loop and matrix-vector rules judge, from calling-context trees built by
+// hand: which calls are small, how a comprehension folds into its function, how much of the
+// backward's autograd nodes a loop's operators left, and which loop is a training step.
+#include "advice/op_loops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sonde::analyzers {
+namespace {
+
+std::int64_t next_id = 1;
+
+CallNode node(const std::string& name, const char* kind, const std::string& file,
+              std::int64_t calls, std::int64_t incl_ns, std::vector<CallNode> children = {}) {
+  static std::map<std::string, std::int64_t> ids;
+  CallNode n;
+  auto [it, added] = ids.try_emplace(name + "|" + kind, 0);
+  if (added) it->second = next_id++;
+  n.routine_id = it->second;
+  n.name = SharedText(name);
+  n.kind = SharedText(kind);
+  n.file = SharedText(file);
+  n.calls = calls;
+  n.incl_ns = incl_ns;
+  std::int64_t below = 0;
+  for (const CallNode& c : children) below += c.incl_ns;
+  n.excl_ns = incl_ns - below;
+  n.children = std::move(children);
+  return n;
+}
+
+constexpr const char* kUser = "/home/u/train.py";
+constexpr const char* kTorchFile = "/usr/lib/python3/dist-packages/torch/_tensor.py";
+
+CallNode op(const std::string& name, std::int64_t calls, std::int64_t ns) {
+  return node(name, "torch", "", calls, ns);
+}
+
+std::vector<ThreadTree> forest(CallNode module) {
+  ThreadTree t;
+  t.root = node("<thread>", "root", "", 1, module.incl_ns, {});
+  t.root.children.push_back(std::move(module));
+  return {std::move(t)};
+}
+
+const OpLoop* find(const std::vector<OpLoop>& loops, const std::string& suffix) {
+  for (const OpLoop& l : loops)
+    if (l.site.ends_with(suffix)) return &l;
+  return nullptr;
+}
+
+TEST(OpLoops, BackwardNodesNameTheirForwardOperator) {
+  EXPECT_EQ(forward_op_of("SelectBackward0"), "select");
+  EXPECT_EQ(forward_op_of("LogSoftmaxBackward0"), "log_softmax");
+  EXPECT_EQ(forward_op_of("AddmmBackward12"), "addmm");
+  EXPECT_EQ(forward_op_of("torch::autograd::AccumulateGrad"), "");
+  EXPECT_EQ(forward_op_of("Backward0"), "");
+}
+
+// A loss picking elements one at a time (10 calls, 500 selects and 100 subs each), called by
+// a training loop whose iterations run backward (the selects' backward nodes beneath it, 3,000
+// of them; 1,000 more selects elsewhere) and a 2 ms model forward that is no small call.
+TEST(OpLoops, ALossLoopWithItsShareOfTheBackward) {
+  CallNode loss = node("train.py:11(masked_loss)", "python", kUser, 10, 9'000'000,
+                       {op("aten::select", 5'000, 4'000'000), op("aten::sub", 1'000, 1'000'000)});
+  CallNode other = node("train.py:30(metrics)", "python", kUser, 10, 1'000'000,
+                        {op("aten::select", 1'000, 800'000)});
+  CallNode backward = node("_tensor.py:429(backward)", "python", kTorchFile, 10, 6'000'000,
+                           {node("autograd::engine::evaluate_function: SelectBackward0", "torch",
+                                 "", 3'000, 6'000'000)});
+  CallNode forward = node("train.py:20(forward)", "python", kUser, 10, 20'000'000,
+                          {op("aten::linear", 10, 20'000'000)});
+  CallNode counting = op("aten::add", 20'000, 2'000'000);  // small calls of the loop itself
+  auto loops = op_loops(forest(node("train.py:1(<module>)", "python", kUser, 1, 40'000'000,
+                                    {std::move(loss), std::move(other), std::move(backward),
+                                     std::move(forward), std::move(counting)})));
+  const OpLoop* l = find(loops, "(masked_loss)");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->site_calls, 10);
+  EXPECT_EQ(l->small_calls, 6'000);
+  EXPECT_EQ(l->small_ns, 5'000'000);
+  EXPECT_EQ(l->own_ns, 4'000'000);
+  EXPECT_DOUBLE_EQ(l->max_per_call, 500);
+  EXPECT_TRUE(l->torch);
+  EXPECT_FALSE(l->step);
+  EXPECT_EQ(l->caller, "train.py:1(<module>)");
+  // 5,000 of the run's 6,000 selects: that share of the 6 ms of SelectBackward0.
+  EXPECT_EQ(l->backward_ns, 5'000'000);
+  EXPECT_EQ(l->backward_calls, 2'500);
+  // The training loop: backward among its calls, whatever small calls it makes (20,000 a
+  // call of it here).
+  const OpLoop* module = find(loops, "(<module>)");
+  ASSERT_NE(module, nullptr);
+  EXPECT_TRUE(module->step);
+  // The forward's one 2 ms operator a call is no small call: no loop there.
+  EXPECT_EQ(find(loops, "(forward)"), nullptr);
+}
+
+// numpy through a helper, from a comprehension (3.11's own frame): the helper's calls count
+// for the function the comprehension runs in, per call of that function.
+TEST(OpLoops, AComprehensionsCallsAreItsFunctions) {
+  CallNode dist =
+      node("knn.py:4(dist)", "python", kUser, 24'000, 48'000'000,
+           {node("fromnumeric.py:2188(sum)", "python",
+                 "/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py", 24'000, 30'000'000)});
+  CallNode comp = node("knn.py:12(<listcomp>)", "python", kUser, 60, 50'000'000, {std::move(dist)});
+  CallNode nearest = node("knn.py:6(nearest)", "python", kUser, 1, 52'000'000, {std::move(comp)});
+  auto loops = op_loops(
+      forest(node("knn.py:1(<module>)", "python", kUser, 1, 52'000'000, {std::move(nearest)})));
+  const OpLoop* l = find(loops, "(nearest)");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->small_calls, 24'000);
+  EXPECT_DOUBLE_EQ(l->max_per_call, 24'000);
+  EXPECT_EQ(l->own_ns, 2'000'000 + 2'000'000);  // its own and the comprehension's
+  EXPECT_TRUE(l->numpy);
+  EXPECT_FALSE(l->torch);
+  EXPECT_EQ(find(loops, "(<listcomp>)"), nullptr);
+}
+
+TEST(OpLoops, MatrixVectorProductsByCaller) {
+  CallNode mlp = node("infer.py:10(mlp)", "python", kUser, 2'000, 900'000'000,
+                      {node("cblas_sgemv", "blas", "", 6'000, 860'000'000)});
+  mlp.children[0].flops = 6.0e9;
+  auto sites = matrix_vector_sites(
+      forest(node("infer.py:1(<module>)", "python", kUser, 1, 900'000'000, {std::move(mlp)})));
+  ASSERT_EQ(sites.size(), 1u);
+  EXPECT_EQ(sites[0].routine, "cblas_sgemv");
+  EXPECT_EQ(sites[0].caller, "infer.py:10(mlp)");
+  EXPECT_EQ(sites[0].calls, 6'000);
+  EXPECT_EQ(sites[0].caller_calls, 2'000);
+  EXPECT_EQ(sites[0].ns, 860'000'000);
+  EXPECT_DOUBLE_EQ(sites[0].flops, 6.0e9);
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
