@@ -19,9 +19,12 @@ std::atomic<int> g_abi{0};  // 0 not looked at, 1 Open MPI, 2 something else
 // Looked up once, after the ABI check found Open MPI.
 struct Pmpi {
   int (*comm_size)(MPI_Comm, int*) = nullptr;
+  int (*comm_rank)(MPI_Comm, int*) = nullptr;
   int (*type_size)(MPI_Datatype, int*) = nullptr;
   int (*initialized)(int*) = nullptr;
   int (*finalized)(int*) = nullptr;
+  int (*get_count)(const MPI_Status*, MPI_Datatype, int*) = nullptr;
+  MPI_Datatype byte = nullptr;
   const void* comm_null = nullptr;
   const void* datatype_null = nullptr;
   const void* request_null = nullptr;
@@ -52,22 +55,28 @@ thread_local int t_used __attribute__((tls_model("initial-exec"))) = 0;
 
 bool is_null(MPI_Request r) { return r == nullptr || r == g_pmpi.request_null; }
 
+// A slot is claimed with one CAS and its handle published after its figures, so a thread
+// finding the handle reads them whole.
 struct PersistentRequest {
-  MPI_Request handle;
-  int64_t bytes;
-  int size;
+  std::atomic<MPI_Request> handle{nullptr};
+  std::atomic<bool> claimed{false};
+  std::atomic<int64_t> bytes{0};
+  std::atomic<int> size{0};
 };
-constexpr int kPersistent = 64;
-thread_local PerThread<std::array<PersistentRequest, kPersistent>> t_persistent;
+constexpr int kPersistent = 256;
+PersistentRequest g_persistent[kPersistent];
 // One-sided operations this thread started since its last synchronisation.
 thread_local int t_rma_pending __attribute__((tls_model("initial-exec"))) = 0;
 
-const PersistentRequest* find_persistent(MPI_Request r) {
+PersistentRequest* find_persistent(MPI_Request r) {
   if (is_null(r)) return nullptr;
-  for (const PersistentRequest& p : t_persistent.get())
-    if (p.handle == r) return &p;
+  for (PersistentRequest& p : g_persistent)
+    if (p.handle.load(std::memory_order_acquire) == r) return &p;
   return nullptr;
 }
+
+thread_local MPI_Status t_own_status;
+thread_local MPI_Status* t_receiving __attribute__((tls_model("initial-exec"))) = nullptr;
 
 // Windows are few (an application makes a handful); a slot is claimed with one CAS.
 constexpr int kWindows = 64;
@@ -108,9 +117,12 @@ bool abi_ok() {
   bool ompi = find_object("ompi_mpi_comm_world") != nullptr;
   if (ompi) {
     find(g_pmpi.comm_size, "PMPI_Comm_size");
+    find(g_pmpi.comm_rank, "PMPI_Comm_rank");
     find(g_pmpi.type_size, "PMPI_Type_size");
     find(g_pmpi.initialized, "PMPI_Initialized");
     find(g_pmpi.finalized, "PMPI_Finalized");
+    find(g_pmpi.get_count, "PMPI_Get_count");
+    g_pmpi.byte = static_cast<MPI_Datatype>(const_cast<void*>(find_object("ompi_mpi_byte")));
     g_pmpi.comm_null = find_object("ompi_mpi_comm_null");
     g_pmpi.datatype_null = find_object("ompi_mpi_datatype_null");
     g_pmpi.request_null = find_object("ompi_request_null");
@@ -144,6 +156,27 @@ int comm_size(MPI_Comm comm) {
   return g_pmpi.comm_size(comm, &n) == MPI_SUCCESS ? n : 0;
 }
 
+int comm_rank(MPI_Comm comm) {
+  if (comm == nullptr || comm == g_pmpi.comm_null || !active() || g_pmpi.comm_rank == nullptr)
+    return -1;
+  int r = -1;
+  return g_pmpi.comm_rank(comm, &r) == MPI_SUCCESS ? r : -1;
+}
+
+int64_t sent_v(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const int recvcounts[],
+               MPI_Datatype recvtype, MPI_Comm comm) {
+  if (sendbuf != MPI_IN_PLACE) return bytes(sendcount, sendtype);
+  int r = comm_rank(comm);
+  return recvcounts != nullptr && r >= 0 ? bytes(recvcounts[r], recvtype) : 0;
+}
+
+int64_t received_v(const void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                   const int sendcounts[], MPI_Datatype sendtype, MPI_Comm comm) {
+  if (recvbuf != MPI_IN_PLACE) return bytes(recvcount, recvtype);
+  int r = comm_rank(comm);
+  return sendcounts != nullptr && r >= 0 ? bytes(sendcounts[r], sendtype) : 0;
+}
+
 int64_t type_size(MPI_Datatype type) {
   if (type == nullptr || type == g_pmpi.datatype_null || !active()) return 0;
   int n = 0;
@@ -158,23 +191,44 @@ int64_t bytes_summed(const int counts[], MPI_Datatype type, MPI_Comm comm) {
   return total * type_size(type);
 }
 
+int64_t receiving(int count, MPI_Datatype type, MPI_Status*& status) {
+  if (status == MPI_STATUS_IGNORE) status = &t_own_status;
+  t_receiving = status;
+  return bytes(count, type);
+}
+
+int64_t received_or(int64_t posted, int rc) {
+  MPI_Status* status = t_receiving;
+  if (__builtin_expect(status == nullptr, 1)) return posted;
+  t_receiving = nullptr;
+  int n = 0;
+  if (rc != MPI_SUCCESS || g_pmpi.get_count == nullptr || g_pmpi.byte == nullptr ||
+      g_pmpi.get_count(status, g_pmpi.byte, &n) != MPI_SUCCESS || n == MPI_UNDEFINED || n < 0)
+    return posted;
+  return n;
+}
+
 int64_t persistent_bytes(int count, const MPI_Request* requests) {
   int64_t total = 0;
   for (int i = 0; requests != nullptr && i < count; ++i)
-    if (const PersistentRequest* p = find_persistent(requests[i])) total += p->bytes;
+    if (const PersistentRequest* p = find_persistent(requests[i]))
+      total += p->bytes.load(std::memory_order_relaxed);
   return total;
 }
 
 Size persistent_size(int count, const MPI_Request* requests) {
   for (int i = 0; requests != nullptr && i < count; ++i)
-    if (const PersistentRequest* p = find_persistent(requests[i])) return Size{p->size};
+    if (const PersistentRequest* p = find_persistent(requests[i]))
+      return Size{p->size.load(std::memory_order_relaxed)};
   return Size{0};
 }
 
 void persistent_forget(const MPI_Request* request) {
   if (request == nullptr || is_null(*request)) return;
-  for (PersistentRequest& p : t_persistent.get())
-    if (p.handle == *request) p = PersistentRequest{};
+  if (PersistentRequest* p = find_persistent(*request)) {
+    p->handle.store(nullptr, std::memory_order_release);
+    p->claimed.store(false, std::memory_order_release);
+  }
 }
 
 Size win_size(MPI_Win win) {
@@ -231,20 +285,22 @@ void Track::after(ThreadState* thread, int rc, int& started, int& completed) {
     }
     case kPersist: {
       if (rc != MPI_SUCCESS || requests_ == nullptr || is_null(*requests_)) return;
+      int size = comm_size(comm_);
       // A handle MPI reuses after a free replaces its old entry; else the first free slot.
-      PersistentRequest* slot = nullptr;
-      for (PersistentRequest& p : t_persistent.get()) {
-        if (p.handle == *requests_) {
-          slot = &p;
-          break;
-        }
-        if (slot == nullptr && p.handle == nullptr) slot = &p;
-      }
-      if (slot == nullptr) {
-        if (thread != nullptr) comm_untracked(thread, 1);
+      if (PersistentRequest* p = find_persistent(*requests_)) {
+        p->bytes.store(bytes_, std::memory_order_relaxed);
+        p->size.store(size, std::memory_order_relaxed);
         return;
       }
-      *slot = PersistentRequest{*requests_, bytes_, comm_size(comm_)};
+      for (PersistentRequest& p : g_persistent) {
+        bool free = false;
+        if (!p.claimed.compare_exchange_strong(free, true, std::memory_order_acq_rel)) continue;
+        p.bytes.store(bytes_, std::memory_order_relaxed);
+        p.size.store(size, std::memory_order_relaxed);
+        p.handle.store(*requests_, std::memory_order_release);
+        return;
+      }
+      if (thread != nullptr) comm_untracked(thread, 1);
       return;
     }
     case kWindow: {

@@ -25,6 +25,7 @@ void finalizing();   // MPI_Finalize is about to run
 bool abi_ok();
 
 int comm_size(MPI_Comm comm);  // 0: unknown
+int comm_rank(MPI_Comm comm);  // -1: unknown
 MPI_Comm world();              // MPI_COMM_WORLD as the host sees it
 int64_t type_size(MPI_Datatype type);
 
@@ -41,9 +42,11 @@ struct Size {
 };
 inline int comm_size(Size s) { return s.n; }
 
-// Persistent requests (MPI_Send_init, MPI_Recv_init, ...): each thread keeps what the requests
-// it made move per start and on how many ranks, so MPI_Start and MPI_Startall record the bytes.
-// A request the table cannot hold starts with 0 bytes, counted (comm_untracked).
+// Persistent requests (MPI_Send_init, MPI_Recv_init, ...): the process keeps what each moves
+// per start and on how many ranks, so MPI_Start and MPI_Startall record the bytes, from
+// whichever thread starts it (a request made by the main thread and started by a worker
+// recorded 0 bytes and size 0 while the table was per thread). A request the table cannot
+// hold starts with 0 bytes, counted (comm_untracked).
 int64_t persistent_bytes(int count, const MPI_Request* requests);
 Size persistent_size(int count, const MPI_Request* requests);
 void persistent_forget(const MPI_Request* request);  // before MPI_Request_free
@@ -52,6 +55,17 @@ void persistent_forget(const MPI_Request* request);  // before MPI_Request_free
 // (a window is used from any thread); the one-sided calls name only the window.
 Size win_size(MPI_Win win);
 void win_forget(const MPI_Win* win);  // before MPI_Win_free
+
+// A blocking receive's bytes are what arrived, read from its status after the call
+// (PMPI_Get_count), not the buffer it posted: receives are posted for the largest message
+// (an MPI_ANY_SOURCE server's buffer, a halo sized for the worst case), and a rank that got
+// 821 bytes into an 8 MB buffer read 8 MB and 101 GB/s. `receiving` (the row's bytes) gives
+// the posted size and, where the caller passed MPI_STATUS_IGNORE, a status of the thread's own
+// in its place so that there is one to read; the caller never reads it.
+int64_t receiving(int count, MPI_Datatype type, MPI_Status*& status);
+// After the call: what the status of the receive `receiving` saw on this thread says arrived,
+// else `posted` (no receive, a failed one, or a count over INT_MAX bytes).
+int64_t received_or(int64_t posted, int rc);
 
 inline int64_t bytes(int count, MPI_Datatype type) {
   return count > 0 ? int64_t(count) * type_size(type) : 0;
@@ -70,6 +84,26 @@ inline int64_t sent(const void* sendbuf, int sendcount, MPI_Datatype sendtype, i
 inline int64_t received(const void* recvbuf, int recvcount, MPI_Datatype recvtype, int sendcount,
                         MPI_Datatype sendtype) {
   return recvbuf == MPI_IN_PLACE ? bytes(sendcount, sendtype) : bytes(recvcount, recvtype);
+}
+
+// The v-variants with MPI_IN_PLACE: this rank's block is its entry of the counts the call
+// does read (recvcounts for a gather, sendcounts at a scatter's root); the send arguments
+// are ignored by MPI, and were read as 0 bytes.
+int64_t sent_v(const void* sendbuf, int sendcount, MPI_Datatype sendtype, const int recvcounts[],
+               MPI_Datatype recvtype, MPI_Comm comm);
+int64_t received_v(const void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                   const int sendcounts[], MPI_Datatype sendtype, MPI_Comm comm);
+// All-to-all: what this rank sends, which with MPI_IN_PLACE is what it receives (the receive
+// buffer is sent from and received into; the send count and type are ignored).
+inline int64_t alltoall_bytes(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                              int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+  return sendbuf == MPI_IN_PLACE ? bytes_times_size(recvcount, recvtype, comm)
+                                 : bytes_times_size(sendcount, sendtype, comm);
+}
+inline int64_t alltoallv_bytes(const void* sendbuf, const int sendcounts[], MPI_Datatype sendtype,
+                               const int recvcounts[], MPI_Datatype recvtype, MPI_Comm comm) {
+  return sendbuf == MPI_IN_PLACE ? bytes_summed(recvcounts, recvtype, comm)
+                                 : bytes_summed(sendcounts, sendtype, comm);
 }
 
 // The requests a call starts or completes, for the in-flight figures of comm_overlap. Each

@@ -82,6 +82,7 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
   sonde::probe_start(t);
   int rc = real();
   saved = errno;
+  cost.bytes = uint64_t(mpi::received_or(int64_t(cost.bytes), rc));
   sonde::probe_exit(t, &cost, nullptr);
   int started = 0, completed = 0;
   track.after(t, rc, started, completed);
