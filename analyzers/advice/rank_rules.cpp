@@ -292,9 +292,12 @@ std::vector<Candidate> small_collectives(const AdviceInput& in, const Rule& rule
     if (out.size() == kMaxPerRule) break;
     // With the waits in torch.distributed's frames around them, on the rank waiting least: a
     // blocking all_reduce's own time is its posting, and 300 scalar all-reduces a rank (240 us
-    // each by hand, 3.4 % of its time) read 30 us and fired nothing (a red-team find).
-    double per_rank_s = std::max(
-        c.least_rank_s, c.time_s / static_cast<double>(std::max<std::int64_t>(1, c.ranks)));
+    // each by hand, 3.4 % of its time) read 30 us and fired nothing (a red-team find). The
+    // least rank's alone: the mean holds the others' wait for a slow rank (a red-team run's 10
+    // all-reduces of 80 bytes read 0.574 s a rank, 0.030 s on the slow rank that waited for
+    // none, and were told to fuse them; rank-imbalance names that wait).
+    double per_rank_s =
+        c.least_rank_s.value_or(c.time_s / static_cast<double>(std::max<std::int64_t>(1, c.ranks)));
     std::int64_t calls_per_rank = c.calls / std::max<std::int64_t>(1, c.ranks);
     if (c.message_bytes <= 0 || c.message_bytes >= rule.threshold * 1024 || calls_per_rank < 10 ||
         per_rank_s < kMinShare * r.mean_busy_s)

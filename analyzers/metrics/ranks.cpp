@@ -102,8 +102,12 @@ RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
   RanksReport r;
   if (auto st = file.prepare("SELECT COUNT(*) FROM rank_times"); st.step()) r.ranks = st.int64(0);
   r.world_size = run_world_size(file);
-  if (auto st = file.prepare("SELECT COUNT(DISTINCT n.process_id) FROM notes n JOIN "
-                             "process_ranks USING (process_id) WHERE n.topic = 'python-hook'");
+  // Only processes that loaded torch (run_info python.torch_loaded): an mpi4py program's
+  // ranks lost no torch.distributed collective.
+  if (auto st =
+          file.prepare("SELECT COUNT(DISTINCT n.process_id) FROM notes n JOIN process_ranks USING "
+                       "(process_id) JOIN run_info i ON i.process_id = n.process_id AND i.key = "
+                       "'python.torch_loaded' WHERE n.topic = 'python-hook'");
       st.step() && st.int64(0) > 0)
     r.notes.push_back(fmt::format(
         "{} of the ranks' processes ran Python without sonde's Python hook: torch.distributed's "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -78,7 +79,8 @@ struct RankSummary {
     // The calls' time with the waits of torch.distributed's Python frame around each (c10d_waits:
     // a blocking all_reduce of a scalar waits there, its call's own time the posting alone), on
     // the rank where it is least: the latency every rank pays, not a wait for a slower one.
-    double least_rank_s = 0;
+    // Unknown (no rank's calls found) in a file without ranks.
+    std::optional<double> least_rank_s;
   };
   std::vector<Collective> collectives;  // by time, largest first
 };

@@ -148,6 +148,11 @@ def test_mpi4py_calls_are_seen(tmp_path):
                          "WHERE op = 'MPI_Allreduce' GROUP BY bytes, comm_size")
         assert rows == [(8000, 3, 2)]
         assert query(db, "SELECT rank FROM processes WHERE rank IS NOT NULL") == [(rank,)]
+        # A program that never imported torch lost no torch.distributed collective: sonde
+        # ranks told every mpi4py run it had, until 2026-12-06.
+        r = subprocess.run([CLI, "ranks", db], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "MPI_Allreduce" in r.stdout, r.stderr
+        assert "torch" not in r.stdout, r.stdout
 
 
 def test_mpi4py_pickled_receive_is_seen_through_its_matched_probe(tmp_path):

@@ -739,6 +739,9 @@ def test_sonde_run_python_records_every_rank_a_launcher_starts(tmp_path, python)
             assert allreduces == 5 and hooked == [("eval_frame",)] and said == 0, f
         else:
             assert allreduces == 0 and hooked == [] and said == 1, f
+            # What the note and sonde ranks read: torch ran in this hook-less process.
+            assert query(f, "SELECT value FROM run_info WHERE key = 'python.torch_loaded'") == \
+                [("1",)], f
         # sonde ranks too says why no collective is there (it showed comm 0 s, 0 bytes alone).
         ranks = subprocess.run([CLI, "ranks", f], capture_output=True, text=True, timeout=60)
         assert ranks.returncode == 0, ranks.stderr

@@ -1,8 +1,10 @@
 #include "runtime/python_presence.hpp"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <atomic>
+#include <cstring>
 
 #include "symbols/loader_free.hpp"
 
@@ -27,10 +29,38 @@ bool python_without_hook(Facts& facts) {
   return g_python.load() == 1 && !facts.has("python.hook") && !facts.has("sonde.launch");
 }
 
+namespace {
+
+// Whether libtorch is mapped, asked where the loader may be (not in a signal's flush, which
+// keeps what an earlier flush found): the python-hook note names torch's losses only where
+// torch ran (a red team's mpi4py programs were told torch.distributed's collectives were not
+// recorded, in every `sonde ranks`).
+bool torch_loaded(Facts& facts) {
+  if (facts.has("python.torch_loaded")) return true;
+  if (loader_free()) return false;
+  bool found = false;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        const char* base = std::strrchr(info->dlpi_name, '/');
+        base = base != nullptr ? base + 1 : info->dlpi_name;
+        if (std::strncmp(base, "libtorch_cpu", 12) == 0 || std::strncmp(base, "libc10.", 7) == 0) {
+          *static_cast<bool*>(out) = true;
+          return 1;
+        }
+        return 0;
+      },
+      &found);
+  if (found) facts.set("python.torch_loaded", "1");
+  return found;
+}
+
+}  // namespace
+
 std::string python_hook_note(Facts& facts) {
-  constexpr const char* kNativeOnly =
-      "its profile holds native calls only (no Python frames, torch operators or "
-      "torch.distributed collectives)";
+  const char* kNativeOnly = torch_loaded(facts)
+                                ? "its profile holds native calls only (no Python frames, torch "
+                                  "operators or torch.distributed collectives)"
+                                : "its profile holds native calls only (no Python frames)";
   if (std::optional<std::string> why = facts.get("python.hook_failed"))
     return "this process is a Python interpreter whose sonde Python hook did not start: " + *why +
            "; " + kNativeOnly;
