@@ -4,8 +4,10 @@ seen through the same C library; programs without MPI unaffected. mpirun oversub
 machine's cores, so every run is a few short steps."""
 import re
 import shutil
+import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -321,3 +323,45 @@ def test_more_requests_than_the_table_holds(tmp_path):
     assert len(notes) == 1 and notes[0][0].startswith("136 nonblocking requests"), notes
     _, inflight = query(db, "SELECT overlapped_ns, inflight_ns FROM comm_overlap")[0]
     assert inflight < 150e6, inflight
+
+
+def test_a_rank_killed_inside_an_mpi_call_reads_as_communicating(tmp_path):
+    """A hung job killed by its time limit: rank 1 never reaches the second Allreduce, rank 0
+    waits in it until mpirun's SIGTERM. Its frame was charged to the flush, but its comm_ops
+    row and exposed time came only at the call's return: the rank read 4.6 s of compute and
+    0.001 s of communication (a red-team find). The open call is now recorded as far as it
+    ran, and sonde ranks reads it as exposed communication."""
+    pytest.importorskip("mpi4py")
+    script = tmp_path / "hang.py"
+    script.write_text(
+        "import time\n"
+        "import numpy as np\n"
+        "from mpi4py import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "comm.Allreduce(MPI.IN_PLACE, np.ones(4))\n"
+        "if comm.Get_rank() == 1:\n"
+        "    print('waiting', flush=True)\n"
+        "    time.sleep(60)\n"
+        "comm.Allreduce(MPI.IN_PLACE, np.ones(4))\n")
+    args = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", CLI, "run", "-o",
+            tmp_path / "prof.db", "--", "/usr/bin/python3", script]
+    p = subprocess.Popen([str(a) for a in args], env=clean_env(SONDE_LIBRARY=LIB),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "waiting\n"  # both ranks past the first Allreduce
+        time.sleep(2)  # rank 0 in the second one
+        p.send_signal(signal.SIGTERM)  # as a time limit's kill reaches mpirun
+        p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    db = tmp_path / "prof.rank0.db"
+    (node_ns,), = query(db, "SELECT n.incl_ns FROM nodes n JOIN routines r USING (routine_id) "
+                            "WHERE r.name = 'MPI_Allreduce'")
+    (calls, comm_ns, nbytes), = query(db, "SELECT SUM(calls), SUM(time_ns), MIN(bytes) "
+                                          "FROM comm_ops WHERE op = 'MPI_Allreduce'")
+    assert calls == 2 and nbytes == 32, (calls, nbytes)
+    assert node_ns > 1.5e9 and comm_ns == pytest.approx(node_ns, rel=0.01), (comm_ns, node_ns)
+    (exposed_s,), = query(db, "SELECT exposed_s FROM rank_overlap")
+    assert exposed_s == pytest.approx(comm_ns / 1e9, rel=0.01), exposed_s

@@ -79,6 +79,7 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
   track.before();
   errno = saved;
   sonde::comm_call_begin(t, sonde::probe_now());
+  sonde::comm_call_pending(t, cost.comm, cost.bytes, blocking && !setup);
   sonde::probe_start(t);
   int rc = real();
   saved = errno;

@@ -154,6 +154,11 @@ inline bool exit_gate_closed() { return g_exit_gate_closed.load(std::memory_orde
 SONDE_API void comm_call_begin(ThreadState* thread, uint64_t now);
 SONDE_API void comm_call_end(ThreadState* thread, uint64_t now, bool exposed, int started,
                              int completed);
+// What the call comm_call_begin opened will record (its comm_ops row) and whether its time is
+// exposed: said between the two, so that a call still open at the process's last flush (a rank
+// killed in a hung MPI_Allreduce, or by another rank's MPI_Abort) is recorded as far as it ran.
+SONDE_API void comm_call_pending(ThreadState* thread, const CommCost& comm, uint64_t bytes,
+                                 bool exposed);
 // A communication call whose bytes are known only after its frame closed (torch.distributed over
 // gloo: the caller enqueues the work, and the tensors' sizes and dtypes are seen when gloo's
 // thread starts it). probe_current_node gives the innermost open frame's node (call it between

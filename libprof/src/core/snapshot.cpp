@@ -30,6 +30,41 @@ void mark_recursion(NodeRows& nodes) {
     }
   }
 }
+// A communication call still open at the thread's last flush (a rank killed in a hung
+// MPI_Allreduce, or by another rank's MPI_Abort): its frame is charged up to the flush below,
+// and its time so far is communication too, exposed where its end would have said so. Until
+// 2026-12-06 such a rank read 4.56 s of its 4.9 s as compute and 0.001 s of communication.
+void add_open_comm_call(const ThreadState& t, const Clock& clock, uint64_t now, ThreadSnapshot& s) {
+  const CommClock& c = t.comm_clock;
+  if (!c.pending.load(std::memory_order_acquire)) return;
+  uint32_t depth = t.depth_.load(std::memory_order_acquire);
+  uint32_t at = c.pending_depth.load(kRelaxed) + 1;
+  uint32_t node = c.pending_node.load(kRelaxed);
+  FrameStack::View stack = t.stack_.view();
+  if (at > depth || at >= stack.room || stack.entries[at].node.load(kRelaxed) != node) return;
+  uint64_t start = c.pending_start.load(kRelaxed);
+  if (now <= start) return;
+  uint64_t ns = clock.to_ns(now - start);
+  CommCost comm{CommKind(c.pending_kind.load(kRelaxed)), c.pending_blocking.load(kRelaxed),
+                c.pending_size.load(kRelaxed)};
+  uint64_t bytes = c.pending_bytes.load(kRelaxed);
+  bool merged = false;
+  for (CommRow& r : s.comms) {
+    if (r.node == node && r.bytes == bytes && r.comm.kind == comm.kind &&
+        r.comm.blocking == comm.blocking && r.comm.comm_size == comm.comm_size) {
+      r.calls += 1;
+      r.time_ns += int64_t(ns);
+      merged = true;
+      break;
+    }
+  }
+  if (!merged) s.comms.push_back(CommRow{node, comm, bytes, 1, int64_t(ns)});
+  if (c.pending_exposed.load(kRelaxed)) {
+    if (!s.comm_overlap) s.comm_overlap = CommOverlapRow{};
+    s.comm_overlap->exposed_ns += int64_t(ns);
+  }
+}
+
 }  // namespace
 
 ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, NodeRows rows,
@@ -96,6 +131,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
         clock.to_ns(c.exposed.load(kRelaxed)), clock.to_ns(c.overlapped.load(kRelaxed)),
         clock.to_ns(c.inflight_ticks.load(kRelaxed)), c.untracked.load(kRelaxed)};
   }
+  if (last) add_open_comm_call(t, clock, now, s);
 
   if (t.trace) {
     t.trace->drain([&](const TraceEvent& e) {

@@ -86,6 +86,14 @@ struct CommClock {
   // The outermost call's frame: its depth and node, for comm_call_begin to see whether a
   // longjmp left it (its frame off the stack, comm_call_end never run).
   uint32_t call_depth = 0, call_node = 0;
+  // The outermost call's record to be (comm_call_pending), for the last flush to find it open;
+  // `pending` is published after the rest and cleared by comm_call_end.
+  std::atomic<bool> pending{false};
+  std::atomic<uint8_t> pending_kind{0};
+  std::atomic<bool> pending_blocking{false}, pending_exposed{false};
+  std::atomic<int32_t> pending_size{0};
+  std::atomic<uint64_t> pending_bytes{0}, pending_start{0};
+  std::atomic<uint32_t> pending_depth{0}, pending_node{0};
   std::atomic<uint64_t> exposed{0}, overlapped{0}, inflight_ticks{0}, untracked{0};
   std::atomic<bool> used{false};
   void advance(uint64_t now);
