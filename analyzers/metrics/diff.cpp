@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "profile/hotspots.hpp"
+#include "profile/line_costs.hpp"
 #include "profile/run_summary.hpp"
 #include "sonde/routine_kinds.hpp"
 
@@ -75,19 +76,47 @@ void add_routines(std::map<Key, RowRuns>& rows, const ProfileFile& file, bool is
 // machines) matched nothing. A routine found on one side only is paired with one found on the
 // other only with the same file base name, line, name, kind and library, where that pair is
 // the only one.
+//
+// Then a Python function whose line moved (the daily loop: profile, edit the file, profile
+// again; lines added above a def move it): one found on one side only is paired with one of
+// the same kind, library, file base name and function found on the other only, where that
+// pair is the only one. Until 2026-12-06 every function below an edit read "only before" and
+// "only after", the ones just made faster among them, and train.py:30 was get_batch before
+// and normalize_rows after. The row is named as after the edit, with its name before beside it.
 void pair_lone_routines(std::map<Key, RowRuns>& rows) {
-  std::map<Key, std::pair<std::vector<Key>, std::vector<Key>>> lone;
-  for (const auto& [key, r] : rows) {
-    if (r.before.empty() == r.after.empty()) continue;
-    Key loose{r.row.kind, r.row.library, fs::path(r.row.file).filename().string(), r.row.line,
-              r.row.name};
-    (!r.before.empty() ? lone[loose].first : lone[loose].second).push_back(key);
-  }
-  for (const auto& [loose, sides] : lone) {
-    if (sides.first.size() != 1 || sides.second.size() != 1) continue;
-    rows[sides.first[0]].after = rows[sides.second[0]].after;
-    rows.erase(sides.second[0]);
-  }
+  auto pair_by = [&rows](auto&& loose_key, bool moved) {
+    std::map<Key, std::pair<std::vector<Key>, std::vector<Key>>> lone;
+    for (const auto& [key, r] : rows) {
+      if (r.before.empty() == r.after.empty()) continue;
+      if (std::optional<Key> loose = loose_key(r.row))
+        (!r.before.empty() ? lone[*loose].first : lone[*loose].second).push_back(key);
+    }
+    for (const auto& [loose, sides] : lone) {
+      if (sides.first.size() != 1 || sides.second.size() != 1) continue;
+      RowRuns& kept = rows[sides.first[0]];
+      RowRuns& after = rows[sides.second[0]];
+      kept.after = after.after;
+      if (moved) {
+        kept.row.before_name = kept.row.name;
+        kept.row.name = after.row.name;
+        kept.row.file = after.row.file;
+        kept.row.line = after.row.line;
+      }
+      rows.erase(sides.second[0]);
+    }
+  };
+  pair_by(
+      [](const DiffRow& r) -> std::optional<Key> {
+        return Key{r.kind, r.library, fs::path(r.file).filename().string(), r.line, r.name};
+      },
+      false);
+  pair_by(
+      [](const DiffRow& r) -> std::optional<Key> {
+        if (r.kind != kinds::kPython || r.line <= 0) return std::nullopt;
+        return Key{r.kind, r.library, fs::path(r.file).filename().string(), 0,
+                   function_part(r.name)};
+      },
+      true);
 }
 
 void finish_row(RowRuns& r) {

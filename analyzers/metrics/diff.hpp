@@ -29,6 +29,9 @@ struct DiffRow {
   std::optional<double> speedup;  // before / after (medians), both present and after > 0
   Noise noise = Noise::kUnknown;  // kUnknown also where a side has one run
   std::string status;             // "both", "only before", "only after"
+  // A Python function whose line moved between the sides (an edit above its def): its name
+  // before, where the name above is the after side's; "" for a routine matched as it is.
+  std::string before_name;
 };
 
 struct ShapeDiffRow {

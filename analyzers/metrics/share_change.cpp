@@ -3,11 +3,28 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string_view>
 #include <utility>
 
 namespace sonde::analyzers {
+
+namespace {
+
+// "train.py:46(main)" -> "train.py:(main)": a Python frame's name without its line; "" for a
+// name of no such form.
+std::string without_line(std::string_view name) {
+  auto open = name.rfind('(');
+  if (open == std::string_view::npos || !name.ends_with(')')) return "";
+  auto colon = name.rfind(':', open);
+  if (colon == std::string_view::npos || colon + 1 == open) return "";
+  for (std::size_t i = colon + 1; i < open; ++i)
+    if (!std::isdigit(static_cast<unsigned char>(name[i]))) return "";
+  return std::string(name.substr(0, colon + 1)) + std::string(name.substr(open));
+}
+
+}  // namespace
 
 std::optional<double> PathShare::change() const {
   if (is_new()) return std::nullopt;
@@ -37,6 +54,7 @@ PathShares::PathShares(const CallNode& after, const CallNode& before)
     // across nodes would clear its buckets each time: quadratic after one wide node).
     constexpr std::size_t kScanned = 16;
     std::unordered_map<std::string_view, Matches> by_name;
+    std::unordered_map<std::string, std::vector<const CallNode*>> unmatched;
     if (kids > kScanned)
       for (const CallNode* m : matches)
         for (const CallNode& c : m->children) by_name[c.name].push_back(&c);
@@ -50,7 +68,33 @@ PathShares::PathShares(const CallNode& after, const CallNode& before)
           for (const CallNode& c : m->children)
             if (c.name == child.name) same.push_back(&c);
       }
-      if (!same.empty()) todo.emplace_back(&child, std::move(same));
+      if (!same.empty()) {
+        todo.emplace_back(&child, std::move(same));
+      } else if (std::string loose = without_line(child.name); !loose.empty()) {
+        unmatched[loose].push_back(&child);
+      }
+    }
+    // A Python function whose line moved (an edit above its def) is the same path: matched by
+    // its name without the line where one child on each side has it, and the baseline's has
+    // no exact match. Until 2026-12-06 every frame below an edit was drawn full red as "not in
+    // the baseline", unchanged functions included.
+    if (unmatched.empty()) continue;
+    std::unordered_map<std::string_view, char> here;
+    for (const CallNode& child : node->children) here.emplace(child.name, 0);
+    std::unordered_map<std::string, Matches> gone;
+    for (const CallNode* m : matches)
+      for (const CallNode& c : m->children)
+        if (!here.count(c.name))
+          if (std::string loose = without_line(c.name); unmatched.count(loose))
+            gone[loose].push_back(&c);
+    for (auto& [loose, children] : unmatched) {
+      auto it = gone.find(loose);
+      if (children.size() != 1 || it == gone.end()) continue;
+      // The baseline's nodes of one name (several threads' or call paths') are one match.
+      const std::string& name = it->second.front()->name;
+      bool one_name = std::all_of(it->second.begin(), it->second.end(),
+                                  [&](const CallNode* c) { return c->name == name; });
+      if (one_name) todo.emplace_back(children.front(), std::move(it->second));
     }
   }
 }

@@ -76,7 +76,8 @@ Table diff_table(const std::vector<DiffRow>& rows) {
                {"runs before", "runs_before", 0},
                {"runs after", "runs_after", 0},
                {"before min-max s", "before_range", 0},
-               {"after min-max s", "after_range", 0}};
+               {"after min-max s", "after_range", 0},
+               {"before name", "before_name", 0}};
   for (const auto& r : rows)
     t.rows.push_back({r.name, r.kind, opt_seconds(r.before_ns), bound(r.before, r.before.min, 1e-9),
                       bound(r.before, r.before.max, 1e-9), opt_seconds(r.after_ns),
@@ -84,16 +85,18 @@ Table diff_table(const std::vector<DiffRow>& rows) {
                       opt_cell(r.speedup), noise_cell(r.status, r.noise), r.status, r.library,
                       r.file, r.line, static_cast<std::int64_t>(r.before.runs),
                       static_cast<std::int64_t>(r.after.runs), range_text(r.before, 1e-9, 6),
-                      range_text(r.after, 1e-9, 6)});
+                      range_text(r.after, 1e-9, 6),
+                      r.before_name.empty() ? Cell() : Cell(r.before_name)});
   return t;
 }
 
 namespace {
 // The CSV and JSON rows: every column but the text's ranges (their min and max are columns).
 Table diff_data_table(const std::vector<DiffRow>& rows) {
-  return pick(diff_table(rows), {"name", "kind", "before_s", "before_min_s", "before_max_s",
-                                 "after_s", "after_min_s", "after_max_s", "speedup", "noise",
-                                 "status", "library", "file", "line", "runs_before", "runs_after"});
+  return pick(diff_table(rows),
+              {"name", "kind", "before_s", "before_min_s", "before_max_s", "after_s", "after_min_s",
+               "after_max_s", "speedup", "noise", "status", "library", "file", "line",
+               "runs_before", "runs_after", "before_name"});
 }
 }  // namespace
 
@@ -128,6 +131,9 @@ std::string diff_text_table(const std::vector<DiffRow>& rows, bool spread) {
     if (twice.count({r.name, r.kind}) != 0)
       t.rows[i][0] = r.name + (!r.file.empty() ? fmt::format(" {}:{}", r.file, r.line)
                                                : fmt::format(" ({})", r.library));
+    if (!r.before_name.empty())  // its line moved: where it was before
+      t.rows[i][0] =
+          fmt::format("{} (before: {})", std::get<std::string>(t.rows[i][0]), r.before_name);
   }
   return render_text(t);
 }

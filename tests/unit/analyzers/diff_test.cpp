@@ -136,6 +136,42 @@ TEST_F(DiffRunsTest, SeveralRunsASideGiveMedianSpreadAndNoise) {
   EXPECT_EQ(keys, json_keys);
 }
 
+// The daily loop: profile, edit the file, profile again. Lines added above a def move it;
+// every function below an edit read "only before" and "only after" (the red team's
+// normalize_rows, 12x faster, among them), and one line could name two functions.
+TEST_F(DiffRunsTest, AFunctionWhoseLineMovedIsTheSameFunction) {
+  run("before", 6.8, 1.5, 10.0);
+  // After: update_core_cpu 4 lines down, and a new function at its old line.
+  run("after", 3.4, 1.5, 10.0,
+      "UPDATE routines SET name = 'train.py:34(update_core_cpu)', line = 34 WHERE routine_id = 6;"
+      "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
+      "  (7, 'train.py:30(helper)', 'python', '/nonexistent/train.py', 30);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "  subrs, incl_ns, excl_ns, flops, bytes) VALUES (7, 1, 5, 7, 3, 0, 1, 0, 1000, 1000, 0, "
+      "0);");
+  ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
+  const DiffRow& moved = row(d.phases, "train.py:34(update_core_cpu)");
+  EXPECT_EQ(moved.status, "both");
+  EXPECT_EQ(moved.before_name, "train.py:30(update_core_cpu)");
+  EXPECT_EQ(moved.line, 34);
+  EXPECT_DOUBLE_EQ(*moved.speedup, 2.0);
+  EXPECT_EQ(row(d.phases, "train.py:30(helper)").status, "only after");
+  for (const DiffRow& r : d.phases) EXPECT_NE(r.name, "train.py:30(update_core_cpu)");
+  std::string text = render_diff_text(d);
+  EXPECT_NE(text.find("train.py:34(update_core_cpu) (before: train.py:30(update_core_cpu))"),
+            std::string::npos)
+      << text;
+  Json j =
+      render_diff_json(std::vector<std::string>{"before"}, std::vector<std::string>{"after"}, d);
+  bool found = false;
+  for (const auto& r : j["phases"])
+    if (r["name"] == "train.py:34(update_core_cpu)") {
+      found = true;
+      EXPECT_EQ(r["before_name"], "train.py:30(update_core_cpu)");
+    }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(DiffRunsTest, OneRunASideSaysTheNoiseIsUnknown) {
   run("a", 6.8, 1.5, 10.0);
   run("b", 3.4, 1.5, 8.0);

@@ -114,3 +114,24 @@ TEST(PathShares, WideLevelsAndDeepChainsCostTheirNodes) {
   EXPECT_DOUBLE_EQ(shares.of(*a).before, 0.01);
   EXPECT_DOUBLE_EQ(shares.of(*a).after, 0.005);
 }
+
+// A Python function whose line moved (an edit above it) is the same path, where it alone lost
+// its exact match on each side; every frame below an edit was drawn "not in the baseline".
+TEST(PathShares, AFunctionWhoseLineMovedKeepsItsBaseline) {
+  CallNode before =
+      node("<thread>", 100,
+           {node("train.py:42(main)", 90,
+                 {node("train.py:16(normalize)", 60), node("train.py:27(forward)", 30)})});
+  CallNode after = node("<thread>", 100,
+                        {node("train.py:46(main)", 90,
+                              {node("train.py:30(normalize)", 10), node("train.py:27(forward)", 30),
+                               node("train.py:12(added)", 50)})});
+  PathShares shares(after, before);
+  const CallNode& main_after = child(after, "train.py:46(main)");
+  EXPECT_DOUBLE_EQ(shares.of(main_after).before, 0.9);
+  PathShare normalize = shares.of(child(main_after, "train.py:30(normalize)"));
+  EXPECT_FALSE(normalize.is_new());
+  EXPECT_DOUBLE_EQ(normalize.before, 0.6);
+  EXPECT_DOUBLE_EQ(shares.of(child(main_after, "train.py:27(forward)")).before, 0.3);
+  EXPECT_TRUE(shares.of(child(main_after, "train.py:12(added)")).is_new());
+}
