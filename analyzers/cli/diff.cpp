@@ -3,10 +3,14 @@
 #include "metrics/diff.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
+#include <string_view>
+#include <utility>
 
 #include "cli/command.hpp"
 #include "render/diff.hpp"
@@ -34,12 +38,43 @@ int diff(const Options& a) {
     after = {before[1]};
     before.resize(1);
   }
+  // One run counted twice weighs its figures double in the median and the noise rule: refused,
+  // as sonde merge refuses a file given twice. The same file on both sides compares nothing.
+  std::vector<std::pair<dev_t, ino_t>> seen_before;
+  auto identity = [](const std::string& p) {
+    struct stat st {};
+    return ::stat(p.c_str(), &st) == 0 ? std::pair{st.st_dev, st.st_ino}
+                                       : std::pair<dev_t, ino_t>{};
+  };
+  for (const auto& [side, files] : {std::pair{"before", &before}, {"after", &after}}) {
+    std::vector<std::pair<dev_t, ino_t>> ids;
+    for (const std::string& p : *files) {
+      auto id = identity(p);
+      if (id.second != 0 && std::find(ids.begin(), ids.end(), id) != ids.end())
+        throw Error(fmt::format("{} is given twice on the {} side: each run once (its figures "
+                                "would weigh double in the medians and the noise rule)",
+                                p, side),
+                    2);
+      ids.push_back(id);
+    }
+    if (std::string_view(side) == "before") seen_before = ids;
+  }
+  bool same_both_sides = false;
+  for (const std::string& p : after) {
+    auto id = identity(p);
+    if (id.second != 0 &&
+        std::find(seen_before.begin(), seen_before.end(), id) != seen_before.end())
+      same_both_sides = true;
+  }
   std::vector<ProfileFile> opened;
   opened.reserve(before.size() + after.size());
   std::vector<const ProfileFile*> b, f;
   for (const std::string& p : before) b.push_back(&opened.emplace_back(ProfileFile::open(p)));
   for (const std::string& p : after) f.push_back(&opened.emplace_back(ProfileFile::open(p)));
   ProfileDiff d = compute_diff(b, f);
+  if (same_both_sides)
+    d.warnings.insert(d.warnings.begin(),
+                      "a file is on both sides: its run is compared with itself");
   // Said on stderr too, where a script that reads the JSON or CSV, or the text piped or saved,
   // still shows it to a person; not where the text itself goes to the terminal, which said it
   // twice (a red-team find).

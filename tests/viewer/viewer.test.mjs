@@ -353,6 +353,14 @@ describe('viewer in chromium', { skip }, () => {
   test('two profiles: the diff panel shows per-routine speedups', async () => {
     const { page, errors } = await open(`${server.url}?b=diff`);
     assert.ok(await page.locator('#panel-diff table tbody tr').count() > 0);
+    // sonde diff's warnings (the two runs' commands and BLAS threads differ) and its noise line,
+    // which the panel left out (a red-team --delay run against a whole run read 2.81x, no word).
+    const expected = JSON.parse(execFileSync(CLI, ['diff', join(dir, 'mlp1.db'), join(dir, 'mlp.db'),
+      '--format', 'json'], { env: env() })).warnings;
+    assert.ok(expected.length > 0, 'the two runs differ in command and threads');
+    const shown = await page.locator('#panel-diff ul.notes li.warning').allInnerTexts();
+    assert.deepEqual(shown.map((w) => w.replace(/^warning\s*/, '')), expected);
+    assert.match(await page.locator('#panel-diff').innerText(), /noise: unknown with one run a side/);
     assert.equal(await page.locator('#profile option').count(), 2);
     await page.locator('#profile').selectOption('1');
     assert.ok(Number(await page.locator('#flame').getAttribute('data-frames')) > 3);

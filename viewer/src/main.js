@@ -194,8 +194,20 @@ function ranksPanel(r, routines) {
 function diffPanel(d) {
   const { section, body } = panel('diff', 'Before and after',
     `${d.before} → ${d.after}: speedup = before / after (wall time ${fmtNum(d.total_speedup ?? null, 2)}×).`);
+  // What sonde diff prints first: why the two may not compare (commands, collection windows,
+  // thread counts differ), and the noise, unknown with one run a side. A --delay run against a
+  // whole run read a 2.81x speedup here with no word of either.
+  const warnings = d.warnings || [];
+  if (warnings.length)
+    body.appendChild(el('ul', { class: 'notes' }, warnings.map((w) => el('li', { class: 'warning' },
+      el('strong', {}, 'warning'), ' ', w))));
+  body.appendChild(el('p', { class: 'note' }, (d.runs_before ?? 1) < 2 || (d.runs_after ?? 1) < 2
+    ? 'noise: unknown with one run a side; run each side several times and give them all ' +
+      '(sonde diff a1.db a2.db a3.db -- b1.db b2.db b3.db) to see which figures differ beyond it.'
+    : `noise: the wall time's change is ${d.total_noise}.`));
   const cols = [{ key: 'name', title: 'Name' }, { key: 'kind', title: 'Kind' }, { key: 'before_s', title: 'Before s', digits: 6 },
-                { key: 'after_s', title: 'After s', digits: 6 }, { key: 'speedup', title: 'Speedup', digits: 2 }, { key: 'status', title: 'Status' }];
+                { key: 'after_s', title: 'After s', digits: 6 }, { key: 'speedup', title: 'Speedup', digits: 2 }, { key: 'status', title: 'Status' },
+                { key: 'before_name', title: 'Name before' }];
   const tables = [];
   for (const [key, title] of [['phases', 'Phases'], ['routines', 'Routines']]) {
     if (!d[key] || !d[key].length) continue;

@@ -227,4 +227,20 @@ TEST_F(DiffRunsTest, CliTakesSeveralRunsASide) {
   EXPECT_NE(r.err.find("give two profiles"), std::string::npos) << r.err;
   r = sonde::test::run_sonde("diff '" + p[0] + "' --");
   EXPECT_EQ(r.exit_code, 2);
+  // One run twice on a side would weigh double: refused, as merge refuses it. The same file on
+  // both sides is said. A run's min, median and max are one figure (the min read above the
+  // median, converted another way).
+  r = sonde::test::run_sonde("diff '" + p[0] + "' '" + p[1] + "' '" + p[0] + "' -- '" + p[2] + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is given twice on the before side"), std::string::npos) << r.err;
+  std::string odd = run("odd", 0.94803969, 1.5, 10.0);  // x 1e-9 read 0.9480396900000001
+  r = sonde::test::run_sonde("diff '" + odd + "' '" + odd + "' --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["warnings"][0], "a file is on both sides: its run is compared with itself");
+  for (const auto& row : j["routines"])
+    if (!row["before_s"].is_null()) {
+      EXPECT_EQ(row["before_min_s"], row["before_s"]) << row["name"];
+      EXPECT_EQ(row["before_max_s"], row["before_s"]) << row["name"];
+    }
 }
