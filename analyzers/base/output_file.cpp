@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/error.hpp"
 
@@ -38,6 +39,16 @@ void refuse_input_as_output(const std::vector<std::string>& inputs, const std::s
   for (const std::string& input : inputs)
     if (same_file(input, output))
       throw Error(fmt::format("{} is both an input and the output", input), 2);
+}
+
+std::string temp_beside(const std::string& path) {
+  std::string suffix = fmt::format(".sonde-tmp-{}", ::getpid());
+  auto slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  constexpr std::size_t kNameMax = 255;  // NAME_MAX of Linux's file systems
+  if (base.size() + suffix.size() > kNameMax) base.resize(kNameMax - suffix.size());
+  return dir + base + suffix;
 }
 
 void refuse_repeated_inputs(const std::vector<std::string>& inputs) {

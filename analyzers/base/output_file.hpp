@@ -22,6 +22,12 @@ inline bool written_through(const std::string& path) {
   return output_kind(path) == OutputKind::kOther;
 }
 
+// The file a regular output is written to before it is renamed over `path`: beside it (one
+// file system), named for this process, and within NAME_MAX however long the output's name
+// (`path` + ".sonde-tmp-<pid>" made names of 240-255 bytes, which the file system takes, fail
+// as "File name too long").
+std::string temp_beside(const std::string& path);
+
 // Whether two paths name one file (links, hard links, `./x` followed).
 bool same_file(const std::string& a, const std::string& b);
 

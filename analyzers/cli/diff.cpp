@@ -3,7 +3,6 @@
 #include "metrics/diff.hpp"
 
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +11,7 @@
 #include <string_view>
 #include <utility>
 
+#include "base/output_file.hpp"
 #include "cli/command.hpp"
 #include "render/diff.hpp"
 
@@ -40,32 +40,11 @@ int diff(const Options& a) {
   }
   // One run counted twice weighs its figures double in the median and the noise rule: refused,
   // as sonde merge refuses a file given twice. The same file on both sides compares nothing.
-  std::vector<std::pair<dev_t, ino_t>> seen_before;
-  auto identity = [](const std::string& p) {
-    struct stat st {};
-    return ::stat(p.c_str(), &st) == 0 ? std::pair{st.st_dev, st.st_ino}
-                                       : std::pair<dev_t, ino_t>{};
-  };
-  for (const auto& [side, files] : {std::pair{"before", &before}, {"after", &after}}) {
-    std::vector<std::pair<dev_t, ino_t>> ids;
-    for (const std::string& p : *files) {
-      auto id = identity(p);
-      if (id.second != 0 && std::find(ids.begin(), ids.end(), id) != ids.end())
-        throw Error(fmt::format("{} is given twice on the {} side: each run once (its figures "
-                                "would weigh double in the medians and the noise rule)",
-                                p, side),
-                    2);
-      ids.push_back(id);
-    }
-    if (std::string_view(side) == "before") seen_before = ids;
-  }
+  refuse_repeated_inputs(before);
+  refuse_repeated_inputs(after);
   bool same_both_sides = false;
-  for (const std::string& p : after) {
-    auto id = identity(p);
-    if (id.second != 0 &&
-        std::find(seen_before.begin(), seen_before.end(), id) != seen_before.end())
-      same_both_sides = true;
-  }
+  for (const std::string& x : before)
+    for (const std::string& y : after) same_both_sides = same_both_sides || same_file(x, y);
   std::vector<ProfileFile> opened;
   opened.reserve(before.size() + after.size());
   std::vector<const ProfileFile*> b, f;

@@ -107,7 +107,7 @@ int export_profile(const Options& given) {
     return 0;
   }
   // Written beside the output and renamed over it: a failure midway leaves what was there.
-  std::string temp = fmt::format("{}.sonde-tmp-{}", *a.output, ::getpid());
+  std::string temp = temp_beside(*a.output);
   std::ofstream out(temp, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(fmt::format("cannot write {}: {}", *a.output, std::strerror(errno)));
   try {

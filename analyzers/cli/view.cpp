@@ -95,7 +95,7 @@ int write_html(const Options& a, const ViewerAssets& assets) {
     if (!file) throw Error(fmt::format("writing {} failed: {}", out, std::strerror(errno)));
     return 0;
   }
-  std::string temp = fmt::format("{}.sonde-tmp-{}", out, ::getpid());
+  std::string temp = temp_beside(out);
   std::ofstream file(temp, std::ios::binary | std::ios::trunc);
   if (!file) throw Error(fmt::format("cannot write {}: {}", out, std::strerror(errno)));
   try {

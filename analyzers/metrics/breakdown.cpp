@@ -817,6 +817,11 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     u.time_ns = u.gpu_ns = 0;
     u.routines.clear();
   }
+  // Each thread running the loop says what it found: a pool's threads said it once each.
+  std::vector<std::string> once;
+  for (std::string& note : b.notes)
+    if (std::find(once.begin(), once.end(), note) == once.end()) once.push_back(std::move(note));
+  b.notes = std::move(once);
   return b;
 }
 

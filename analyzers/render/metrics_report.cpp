@@ -214,8 +214,8 @@ std::string render_metrics_text(const MetricsReport& r, const std::vector<std::s
       }
       if (b.left_out_threads > 0)
         out += fmt::format(
-            "left out: {} thread(s) with no training loop, {:.3f} s measured besides their "
-            "waits for work (data-loader workers, library pools)\n",
+            "left out: {} thread(s) that ran no iteration of the loop, {:.3f} s measured "
+            "besides their waits for work\n",
             b.left_out_threads, seconds(b.left_out_ns));
       for (const std::string& note : b.notes) out += "note: " + note + "\n";
       continue;

@@ -710,3 +710,37 @@ def test_checkpointings_recompute_is_backward(tmp):
     assert by["t_b"]["time_s"] == pytest.approx(tensor_backward, abs=2e-6), by["t_b"]
     assert by["t_b"]["time_s"] > by["t_f"]["time_s"] > 0, by
     assert_rows_add_up(db, b)
+
+
+def test_a_pools_threads_running_the_loop_say_a_note_once(tmp_path):
+    """Inference in a ThreadPoolExecutor of two threads, each running the loop with a
+    preprocess region before the forward: each thread's loop found the same, and the note was
+    printed once per thread (in the viewer too); the main thread, left out, was called "data-
+    loader workers, library pools"."""
+    pytest.importorskip("torch")
+    script = tmp_path / "pool_infer.py"
+    script.write_text(textwrap.dedent("""\
+        import concurrent.futures as cf
+        import numpy as np, torch
+        import sonde
+        torch.set_num_threads(1)
+        model = torch.nn.Linear(64, 8).eval()
+        def run_batch(x):
+            with sonde.region("preprocess"):
+                x = (x - x.mean()) / (x.std() + 1e-5)
+            with sonde.region("forward"), torch.no_grad():
+                return model(torch.from_numpy(x)).numpy()
+        batches = [np.random.default_rng(i).standard_normal((16, 64), dtype=np.float32)
+                   for i in range(40)]
+        with cf.ThreadPoolExecutor(2) as ex:
+            out = list(ex.map(run_batch, batches))
+        print("done", len(out))
+        """))
+    db = tmp_path / "pool.db"
+    assert profile_python(db, script).startswith("done 40")
+    b = breakdown(db)
+    assert len(b["notes"]) == len(set(b["notes"])), b["notes"]
+    assert any(n.startswith("t_io: preprocess") for n in b["notes"]), b["notes"]
+    out = text(db)
+    assert out.count("note: t_io: preprocess") == 1, out
+    assert "left out: 1 thread(s) that ran no iteration of the loop" in out, out

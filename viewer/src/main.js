@@ -11,6 +11,10 @@ import { callersPanel } from './callers_panel.js';
 import { timelinePanel } from './timeline.js';
 import { rankBars } from './rank_bars.js';
 
+// A source line is a name, not a quantity: 1021, never 1,021 (the routine's name beside it says
+// :1021).
+const lineNumber = (v) => (v === null || v === undefined ? '' : String(v));
+
 const SUPPORTED_FORMAT = 2;
 
 // The --html file carries the whole bundle; the server hands out an index and then each part
@@ -83,7 +87,7 @@ function hotspotPanel(p) {
       { key: 'pct_time', title: '%Time', digits: 1 }, { key: 'excl_ms', title: 'Exclusive ms' },
       { key: 'incl_ms', title: 'Inclusive ms' }, { key: 'calls', title: 'Calls' }, { key: 'subrs', title: 'Subrs' },
       { key: 'incl_us_per_call', title: 'Incl µs/call', digits: 1 },
-      { key: 'library', title: 'Library' }, { key: 'file', title: 'File' }, { key: 'line', title: 'Line' },
+      { key: 'library', title: 'Library' }, { key: 'file', title: 'File' }, { key: 'line', title: 'Line', format: lineNumber },
     ],
   });
   body.appendChild(t.element);
@@ -134,7 +138,7 @@ function linesPanel(p) {
   const rows = p.lines.rows.map((r) => ({ ...r, routine: routine.get(r.function + '\0' + r.file) ?? r.function }));
   const t = new DataTable({
     id: 'lines-table', rows, nameKey: 'routine', sortKey: 'line', desc: false, onSelect: select, limit: 2000,
-    columns: [{ key: 'function', title: 'Function' }, { key: 'line', title: 'Line' }, { key: 'hits', title: 'Hits' },
+    columns: [{ key: 'function', title: 'Function' }, { key: 'line', title: 'Line', format: lineNumber }, { key: 'hits', title: 'Hits' },
               { key: 'time_s', title: 'Time s', digits: 6 }, { key: 'pct', title: '% function', digits: 1 },
               { key: 'contents', title: 'Line contents', format: (v) => el('code', {}, v ?? '') }],
   });

@@ -144,6 +144,15 @@ TEST_F(CliTest, QueryCsvAndExportToFile) {
   CliResult c = run_sonde("export " + q(good_) + " --format chrome");
   EXPECT_EQ(c.exit_code, 0) << c.err;
   EXPECT_TRUE(nlohmann::json::accept(c.out));
+  // A name the file system takes (255 bytes, NAME_MAX): the file written beside it first
+  // (NAME.sonde-tmp-PID) made those of 240 and more fail as "File name too long".
+  fs::path longest = dir_.path / std::string(255, 'n');
+  CliResult l = run_sonde("export " + q(good_) + " --format folded -o " + q(longest));
+  EXPECT_EQ(l.exit_code, 0) << l.err;
+  EXPECT_EQ(read_file(longest), read_file(folded));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_.path)) ++entries;
+  EXPECT_EQ(entries, 3u);  // the profile, out.folded and the long one: no temporary left
 }
 
 }  // namespace

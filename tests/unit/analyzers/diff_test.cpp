@@ -232,7 +232,7 @@ TEST_F(DiffRunsTest, CliTakesSeveralRunsASide) {
   // median, converted another way).
   r = sonde::test::run_sonde("diff '" + p[0] + "' '" + p[1] + "' '" + p[0] + "' -- '" + p[2] + "'");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("is given twice on the before side"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is given twice"), std::string::npos) << r.err;
   std::string odd = run("odd", 0.94803969, 1.5, 10.0);  // x 1e-9 read 0.9480396900000001
   r = sonde::test::run_sonde("diff '" + odd + "' '" + odd + "' --format json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
