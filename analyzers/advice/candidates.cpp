@@ -269,9 +269,9 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
       c.evidence.emplace_back(key, per_call);
       bound_gain(c, seconds(work_ns), bytes / (*bw * 1e9),
                  fmt::format(fmt::runtime(how), per_call / 1e6) +
-                     fmt::format("{:.3g} GB over {} calls) at the calibrated mem.bw ({:.3g} "
+                     fmt::format("{:.3g} GB over {} calls) at the {} mem.bw ({:.3g} "
                                  "GB/s, {} threads)",
-                                 bytes / 1e9, r->calls, *bw, *cores));
+                                 bytes / 1e9, r->calls, m.facts.peak_word("mem.bw"), *bw, *cores));
     } else if (bw) {
       double left_s = seconds(work_ns) - c.est_gain_s;
       double max_bytes = left_s * *bw * 1e9;
@@ -279,10 +279,10 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
       c.evidence.emplace_back("max_bytes_for_gain", max_bytes);
       c.gain_bound = fmt::format(
           "an element-wise phase moving N bytes takes at least N / mem.bw ({:.3g} GB/s, "
-          "calibrated, {} threads): the estimate holds if {} moves at most {:.3g} MB per call "
+          "{}, {} threads): the estimate holds if {} moves at most {:.3g} MB per call "
           "({:.3g} GB in all; Adam reads and writes about 28 bytes per float32 parameter), and "
           "shrinks to time - N / mem.bw beyond",
-          *bw, *cores, fn,
+          *bw, m.facts.peak_word("mem.bw"), *cores, fn,
           max_bytes / 1e6 / static_cast<double>(std::max<std::int64_t>(r->calls, 1)),
           max_bytes / 1e9);
     } else {
@@ -517,8 +517,8 @@ std::vector<Candidate> gemm_shape(const AdviceInput& in, const Rule& rule) {
       double peak = g / *s.perf.pct_peak * 100.0;
       bound_gain(
           c, seconds(s.time_ns), s.flops / (peak * 1e9),
-          fmt::format("{:.3g} GFLOP at the calibrated gemm.{} peak for {} ({:.3g} GFLOP/s)",
-                      s.flops / 1e9, s.dtype,
+          fmt::format("{:.3g} GFLOP at the {} gemm.{} peak for {} ({:.3g} GFLOP/s)", s.flops / 1e9,
+                      m.facts.peak_word("gemm." + s.dtype), s.dtype,
                       s.threads ? fmt::format("{} thread{}", *s.threads, *s.threads == 1 ? "" : "s")
                                 : std::string("the run's BLAS threads"),
                       peak));

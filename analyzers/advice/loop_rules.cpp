@@ -162,8 +162,8 @@ std::vector<Candidate> batch_matrix_vector(const AdviceInput& in, const Rule& ru
       double floor_s = s.flops / *peak / 1e9;
       c.est_gain_s = kGain * std::max(0.0, seconds(s.ns) - floor_s);
       bound_gain(c, seconds(s.ns), floor_s,
-                 fmt::format("their {:.3g} GFLOP at the calibrated GEMM peak ({:.1f} GFLOP/s)",
-                             s.flops / 1e9, *peak));
+                 fmt::format("their {:.3g} GFLOP at the {} GEMM peak ({:.1f} GFLOP/s)",
+                             s.flops / 1e9, m.facts.peak_word("gemm." + r->dtype), *peak));
     } else {
       c.est_gain_s = 0.5 * seconds(s.ns);
       c.gain_bound = "half their time: no GEMM peak is calibrated (sonde calibrate) to bound it";

@@ -65,8 +65,12 @@ void more_threads_gain(Candidate& c, const Metrics& m, const GemmTotals& g, std:
       seconds(g.time_ns) * (1.0 - static_cast<double>(threads) / static_cast<double>(cores));
   if (auto floor = floor_at_peaks(m, g, cores)) {
     bound_gain(c, seconds(g.time_ns), floor->first,
-               fmt::format("{:.3g} GFLOP at the calibrated peaks for {} threads ({})",
-                           g.flops / 1e9, cores, floor->second));
+               fmt::format("{:.3g} GFLOP at the {} peaks for {} threads ({})", g.flops / 1e9,
+                           m.facts.peak_word("gemm.f64") == "calibrated" &&
+                                   m.facts.peak_word("gemm.f32") == "calibrated"
+                               ? "calibrated"
+                               : "given",
+                           cores, floor->second));
   } else {
     c.gain_bound =
         "not bounded by a peak: none calibrated for this work on all cores "

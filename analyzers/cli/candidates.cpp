@@ -39,8 +39,11 @@ int candidates(const Options& a) {
       std::cerr << "sonde candidates: " << other << '\n';
     }
   }
+  std::vector<std::string> warnings = peaks_exceeded(file);
+  if (format != Format::kText)
+    for (const std::string& w : warnings) std::cerr << "sonde candidates: warning: " << w << '\n';
   if (format == Format::kJson) {
-    Json out{{"candidates", render_candidates_json(found, a.top)}};
+    Json out{{"candidates", render_candidates_json(found, a.top)}, {"warnings", warnings}};
     if (tune) {
       out["tune"] = tune->path;
       out["unpredicted"] = unpredicted;
@@ -49,6 +52,7 @@ int candidates(const Options& a) {
   } else if (format == Format::kCsv) {
     std::cout << render_csv(candidates_table(found, a.top));
   } else {
+    for (const std::string& w : warnings) std::cout << "warning: " << w << '\n';
     std::string text = render_candidates_text(found, a.top);
     std::cout << (colour_wanted(stdout) ? colour_candidates(text) : text);
     for (const std::string& line : unpredicted) std::cout << line << '\n';

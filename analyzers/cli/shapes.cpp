@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/command.hpp"
+#include "metrics/metrics.hpp"
 #include "render/op_shapes.hpp"
 
 namespace sonde::cli {
@@ -39,6 +40,9 @@ int shapes(const Options& a) {
   ProfileFile file = open_for_report(a.file, a.rank, format);
   if (a.operators) return operator_shapes(file, a, format);
   std::vector<ShapeRow> rows = compute_shapes(file, a.top);
+  for (const std::string& w : peaks_exceeded(file))
+    (format == Format::kText ? std::cout : std::cerr)
+        << (format == Format::kText ? "warning: " : "sonde shapes: warning: ") << w << '\n';
   std::int64_t signatures = format == Format::kText ? count_op_shapes(file) : 0;
   // FLOP-counted calls without a shape (oneDNN's bf16 and s8: shapes are f32's only) are GEMMs
   // all the same: a red-team bf16 run's 480 dnnl:matmul calls, 34.6 GFLOP, read "no GEMM-like

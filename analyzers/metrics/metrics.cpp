@@ -155,6 +155,13 @@ std::optional<std::int64_t> RunFacts::cores_per_rank() const {
   return std::max<std::int64_t>(1, *cores / std::max<std::int64_t>(1, ranks_on_host));
 }
 
+std::string RunFacts::peak_word(std::string_view resource) const {
+  auto it = peak_sources.find(std::string(resource));
+  if (it == peak_sources.end() || it->second == "calibrated") return "calibrated";
+  if (it->second == "manual") return "hand-set";
+  return it->second;
+}
+
 std::optional<double> RunFacts::peak_at(std::string_view resource,
                                         std::optional<std::int64_t> threads) const {
   if (!threads) return std::nullopt;
@@ -201,9 +208,13 @@ RunFacts load_run_facts(const ProfileFile& file) {
     if (end != t->c_str() && *end == '\0' && v > 0) f.blas_threads = v;
   }
   {
-    auto st = file.prepare("SELECT resource, threads, value FROM peaks WHERE run_id = ?");
+    auto st = file.prepare("SELECT resource, threads, value, source FROM peaks WHERE run_id = ?");
     st.bind(1, run_id);
-    while (st.step()) f.peaks[{st.text(0), st.int64(1)}] = st.real(2);
+    while (st.step()) {
+      f.peaks[{st.text(0), st.int64(1)}] = st.real(2);
+      std::string& source = f.peak_sources[st.text(0)];
+      if (source.empty() || source == "calibrated") source = st.text(3);
+    }
   }
   {
     auto st = file.prepare(
@@ -331,6 +342,33 @@ std::vector<const RoutineMetrics*> phases(const Metrics& metrics) {
   std::vector<const RoutineMetrics*> out;
   for (const auto& r : metrics.routines)
     if (r.kind == kinds::kRegion || r.kind == kinds::kPython) out.push_back(&r);
+  return out;
+}
+
+std::vector<std::string> peaks_exceeded(const ProfileFile& file) {
+  constexpr double kOver = 105;  // % of peak: above the calibration's own spread
+  std::vector<std::string> out;
+  std::set<std::string> said;
+  auto st = file.prepare(
+      "SELECT s.dtype, s.routine, s.m, s.n, s.k, s.gflops, s.pct_peak, s.threads, "
+      "(SELECT GROUP_CONCAT(DISTINCT p.source) FROM peaks p WHERE p.resource = 'gemm.' || "
+      "s.dtype) FROM gemm_shapes s WHERE s.pct_peak > ? ORDER BY s.pct_peak DESC");
+  st.bind(1, kOver);
+  while (st.step()) {
+    std::string dtype = st.text(0);
+    if (!said.insert(dtype).second) continue;
+    std::string sources = st.is_null(8) ? "" : st.text(8);
+    std::string word = sources == "calibrated" ? "calibrated"
+                       : sources == "manual"   ? "hand-set"
+                                               : sources;
+    double peak = st.real(5) / st.real(6) * 100.0;
+    out.push_back(fmt::format(
+        "{} {}x{}x{} ran at {:.1f} GFLOP/s, {:.0f} % of the {} gemm.{} peak for {} thread{} "
+        "({:.1f} GFLOP/s): the peaks are not this machine's, and every figure held against "
+        "them (% of peak, roofline, gain bounds) with them; sonde calibrate measures them",
+        st.text(1), st.int64(2), st.int64(3), st.int64(4), st.real(5), st.real(6), word, dtype,
+        st.is_null(7) ? 0 : st.int64(7), !st.is_null(7) && st.int64(7) == 1 ? "" : "s", peak));
+  }
   return out;
 }
 

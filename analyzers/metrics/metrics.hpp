@@ -32,6 +32,13 @@ struct RunFacts {
   // The peaks_at_threads view: (resource, thread count) -> the peak work on that many threads
   // is held against (the nearest calibrated count not above it).
   std::map<std::pair<std::string, std::int64_t>, double> peaks_at;
+  // Where each resource's peaks came from (peaks.source): calibrated, manual (sonde calibrate
+  // --set) or forced (kept though they failed calibrate's checks); a resource with rows of
+  // several sources takes the first not calibrated.
+  std::map<std::string, std::string> peak_sources;
+  // "calibrated", "hand-set", "forced": what a message calls the peak of `resource` (the gain
+  // bounds said "calibrated" of hand-set peaks that measured GEMMs ran 46 % above).
+  std::string peak_word(std::string_view resource) const;
 
   // The most ranks of the file's run on one host (1: not a ranked run): from the ranks the
   // file holds, their local ranks, and the launcher's local size (a rank's own file holds one).
@@ -124,5 +131,12 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
 
 // Phases: routines of kind region and python, by inclusive time.
 std::vector<const RoutineMetrics*> phases(const Metrics& metrics);
+
+// One line per GEMM dtype whose shapes ran faster than its peak (gemm_shapes.pct_peak above
+// 105 %): the peaks are not this machine's (hand-set, or another machine's file), and every
+// figure held against them with them. Hand-set peaks a red team's GEMMs ran 46 % above were
+// used for gain bounds that called them calibrated, without a word. Said by sonde shapes and
+// sonde candidates.
+std::vector<std::string> peaks_exceeded(const ProfileFile& file);
 
 }  // namespace sonde::analyzers

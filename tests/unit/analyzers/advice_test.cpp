@@ -672,6 +672,30 @@ TEST_F(AdviceTest, SubnormalRuleUsesThePythonHooksSampledShare) {
   EXPECT_NEAR(c[0].est_gain_s, t * 0.1 * 3 / (1 + 0.3), 1e-12);
 }
 
+// Hand-set peaks (sonde calibrate --set) are named so, and a shape that ran above its peak
+// says the peaks are not this machine's: a red team's GEMMs ran at 146 % of hand-set peaks, and
+// every gain bound called them calibrated without a word.
+TEST_F(AdviceTest, HandSetPeaksAreNamedSoAndAShapeAboveItsPeakIsSaid) {
+  EXPECT_TRUE(peaks_exceeded(ProfileFile::open(path_)).empty());  // 2.5 GFLOP/s at 2.5: 100 %
+  sql("UPDATE peaks SET value = 2.0, source = 'manual' WHERE resource = 'gemm.f32' AND threads "
+      "= 1; UPDATE peaks SET value = 250 WHERE resource = 'gemm.f32' AND threads = 0; "
+      "UPDATE peaks SET source = 'manual' WHERE resource = 'gemm.f32';");
+  auto warnings = peaks_exceeded(ProfileFile::open(path_));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0].rfind("cblas_sgemm 1000x1000x1000 ran at 2.5 GFLOP/s, 125 % of the "
+                              "hand-set gemm.f32 peak for 1 thread (2.0 GFLOP/s)",
+                              0),
+            0u)
+      << warnings[0];
+  auto c = of_rule(candidates(), "gemm-shape");
+  ASSERT_FALSE(c.empty());
+  EXPECT_NE(c[0].gain_bound.find("at the hand-set gemm.f32 peak"), std::string::npos)
+      << c[0].gain_bound;
+  EXPECT_EQ(c[0].gain_bound.find("calibrated"), std::string::npos) << c[0].gain_bound;
+  auto cli = test::run_sonde("candidates '" + path_ + "'");
+  EXPECT_EQ(cli.out.rfind("warning: cblas_sgemm 1000x1000x1000 ran at", 0), 0u) << cli.out;
+}
+
 TEST_F(AdviceTest, GemmShapeRuleAgainstBestShapeAndPeak) {
   auto c = of_rule(candidates(), "gemm-shape");
   ASSERT_EQ(c.size(), 1u);
