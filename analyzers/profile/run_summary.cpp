@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "process/redact.hpp"
+#include "profile/process_alive.hpp"
 #include "sonde/run_options.hpp"
 
 namespace sonde::analyzers {
@@ -94,14 +96,26 @@ RunSummary load_run_summary(const ProfileFile& file) {
     // A process that never wrote its final flush (SIGKILL, a machine that went down, or one
     // still running) left no note of its own: the reader says what its figures cover. One
     // that entered a seccomp filter said why it would not write it (runtime/sandbox.cpp).
+    // One still running on this host (a run read while it goes on, --flush-interval) is said
+    // to be, as the launcher tells it: listing a crash first had a live run read as a lost one.
+    char here[256] = {};
+    bool this_host = ::gethostname(here, sizeof here - 1) == 0 && s.host == here;
     auto st = file.prepare(
-        "SELECT pid, (last_flush_ns - started_ns) / 1e9 FROM processes p "
+        "SELECT pid, (last_flush_ns - started_ns) / 1e9, started_ns FROM processes p "
         "WHERE ended_ns IS NULL AND end_reason IS NULL AND NOT EXISTS (SELECT 1 FROM notes n "
         "WHERE n.process_id = p.process_id AND n.topic = 'seccomp-filter') ORDER BY process_id");
     while (st.step()) {
       std::string upto = st.is_null(1)
                              ? std::string("its last flush")
                              : fmt::format("its last flush, {:.3f} s after it started", st.real(1));
+      if (this_host && process_alive(static_cast<pid_t>(st.int64(0)), st.int64(2))) {
+        s.notes.push_back(Note{"info", "running",
+                               fmt::format("the process is still running: its figures are as of "
+                                           "{}; read the file again when it ends",
+                                           upto),
+                               st.int64(0)});
+        continue;
+      }
       s.notes.push_back(Note{"warning", "unfinished",
                              fmt::format("the process did not write its final flush (killed by "
                                          "SIGKILL or a crash of the machine, the flush failed on "

@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "profile/process_alive.hpp"
 #include "profile/profile_file.hpp"
-#include "programs/process_alive.hpp"
 
 namespace sonde::analyzers {
 namespace {

@@ -233,3 +233,42 @@ def test_a_usage_error_is_one_line_named_as_the_others(args, command):
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(command + ": "), r.stderr
     assert lines[0].endswith(f"(see {command} --help)"), r.stderr
+
+
+def test_a_run_read_while_it_goes_on_is_said_to_be_running(tmp_path):
+    """sonde report on the file of a run still going (its periodic flushes): the reader said
+    "killed by SIGKILL or a crash of the machine ... or still running" of a process alive on
+    this host, where it can tell; it now says it is running, and the crash line comes back for
+    the same file once the process is killed."""
+    import os
+    import signal
+    import time
+    from conftest import clean_env
+    script = tmp_path / "long.py"
+    script.write_text("import time\nwhile True:\n    sum(range(10000))\n    time.sleep(0.01)\n")
+    db = tmp_path / "live.db"
+    p = subprocess.Popen(["/usr/bin/python3", "-m", "sonde", "--flush-interval", "1", "-o",
+                          str(db), str(script)],
+                         env=clean_env(PYTHONPATH=os.path.join(os.environ["SONDE_BUILD"], "python")),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if db.exists() and query(db, "SELECT COUNT(*) FROM processes WHERE last_flush_ns "
+                                         "IS NOT NULL")[0][0] > 0:
+                break
+            time.sleep(0.2)
+        (pid,), = query(db, "SELECT pid FROM processes")
+        r = run([CLI, "report", str(db)])
+        assert r.returncode == 0, r.stderr
+        assert "the process is still running: its figures are as of its last flush" in r.stdout
+        assert "did not write its final flush" not in r.stdout, r.stdout
+        os.kill(pid, signal.SIGKILL)  # the profiled process itself: no final flush
+        p.wait(timeout=60)
+        r = run([CLI, "report", str(db)])
+        assert "did not write its final flush" in r.stdout, r.stdout
+        assert "the process is still running" not in r.stdout, r.stdout
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()

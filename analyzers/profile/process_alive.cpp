@@ -1,4 +1,4 @@
-#include "programs/process_alive.hpp"
+#include "profile/process_alive.hpp"
 
 #include <signal.h>
 #include <unistd.h>
