@@ -4,6 +4,7 @@
 // (and read first when beta != 0).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 #include "sonde/probe.hpp"
@@ -119,5 +120,56 @@ inline CallCost scal(int64_t n, DType t, bool complex_alpha) {
   uint64_t per = !is_complex(t) ? 1 : complex_alpha ? 6 : 2;
   return vector_op(n, t, per, 2);
 }
+
+// ---- LAPACK ----
+// The operation counts of LAPACK Working Note 41 (multiplications and additions, leading
+// terms), complex ones four times the real (a complex multiply-add is 8 real FLOPs against 2);
+// bytes each matrix read and written once. A workspace query (lwork or liwork -1: the routine
+// only says how much it needs) costs nothing.
+inline bool workspace_query(const int* lwork) { return lwork && *lwork == -1; }
+inline bool workspace_query(const int64_t* lwork) { return lwork && *lwork == -1; }
+
+inline CallCost lapack(double real_flops, DType t, int64_t elements) {
+  CallCost c;
+  c.flops = uint64_t(real_flops * double(fma_flops(t) / 2));
+  c.bytes = uint64_t(element_size(t) * elements);
+  return c;
+}
+// LU of an m x n matrix: mn^2 - n^3/3 (m >= n), 2n^3/3 square.
+inline CallCost getrf(int64_t m, int64_t n, DType t) {
+  double a = double(val(std::max(m, n))), b = double(val(std::min(m, n)));
+  return lapack(a * b * b - b * b * b / 3, t, 2 * val(m) * val(n));
+}
+// Solves with an LU or Cholesky factor: two triangular solves per right-hand side, 2n^2 each.
+inline CallCost triangular_solves(int64_t n, int64_t nrhs, DType t) {
+  double nn = double(val(n));
+  return lapack(2 * nn * nn * double(val(nrhs)), t, val(n) * val(n) + 2 * val(n) * val(nrhs));
+}
+inline CallCost gesv(int64_t n, int64_t nrhs, DType t) {
+  CallCost f = getrf(n, n, t), s = triangular_solves(n, nrhs, t);
+  f.flops += s.flops;
+  f.bytes += 2 * uint64_t(element_size(t) * val(n) * val(nrhs));
+  return f;
+}
+// Cholesky: n^3/3.
+inline CallCost potrf(int64_t n, DType t) {
+  double nn = double(val(n));
+  return lapack(nn * nn * nn / 3, t, 2 * val(n) * val(n));
+}
+// The inverse from an LU factor: 4n^3/3.
+inline CallCost getri(int64_t n, DType t, bool query) {
+  if (query) return {};
+  double nn = double(val(n));
+  return lapack(4 * nn * nn * nn / 3, t, 2 * val(n) * val(n));
+}
+// Householder QR of an m x n matrix: 2mn^2 - 2n^3/3 (m >= n).
+inline CallCost geqrf(int64_t m, int64_t n, DType t, bool query) {
+  if (query) return {};
+  double a = double(val(std::max(m, n))), b = double(val(std::min(m, n)));
+  return lapack(2 * a * b * b - 2 * b * b * b / 3, t, 2 * val(m) * val(n));
+}
+// The eigenvalue and singular value drivers iterate to convergence: their counts depend on
+// the matrix, so they are timed with no FLOPs (a query still costs nothing).
+inline CallCost timed_only() { return {}; }
 
 }  // namespace sonde::blas
