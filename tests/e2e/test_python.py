@@ -430,6 +430,27 @@ def test_mlp_numpy_gemm_shapes_carry_their_python_call_sites(mlp_numpy):
         assert any("cblas_sgemm" in l for l in lines[i + 1:i + 4]), (method, tree)
 
 
+def test_np_dot_call_sites_are_the_functions_that_call_it(tmp_path):
+    """numpy 1.2x wraps np.dot (np.tensordot, ...) in a dispatcher compiled from a string,
+    <__array_function__ internals>: every np.dot of a program had that one call site, whichever
+    function made it (a red-team find); the call site is the frame above it."""
+    script = tmp_path / "dots.py"
+    script.write_text("import numpy as np\n"
+                      "A = np.ones((64, 64)); B = np.ones((64, 64))\n"
+                      "def layer1():\n"
+                      "    for _ in range(3): np.dot(A, B)\n"
+                      "def layer2():\n"
+                      "    for _ in range(5): np.dot(A, B)\n"
+                      "def layer3():\n"
+                      "    for _ in range(2): A @ B\n"
+                      "layer1(); layer2(); layer3()\n")
+    db = tmp_path / "dots.db"
+    r = sonde_py([script], db, tmp_path, OPENBLAS_NUM_THREADS=1)
+    assert r.returncode == 0, r.stderr
+    got = dict(query(db, "SELECT call_site, SUM(calls) FROM gemm_shapes GROUP BY call_site"))
+    assert got == {"dots.py:3(layer1)": 3, "dots.py:5(layer2)": 5, "dots.py:7(layer3)": 2}, got
+
+
 def test_adam_lines_are_timed_like_the_posters_table(mlp_numpy):
     rows = query(mlp_numpy, "SELECT l.line, SUM(l.hits), SUM(l.time_ns) FROM line_costs l "
                             "JOIN routines r USING (routine_id) WHERE r.name LIKE "

@@ -10,6 +10,11 @@ namespace sonde {
 namespace {
 // torch.profiler's (and sonde's) name of the autograd engine evaluating one node.
 constexpr std::string_view kAutogradNode = "autograd::engine::evaluate_function: ";
+// numpy 1.2x's dispatchers around each public function (np.dot, np.tensordot), code compiled
+// from a string: every np.dot of a program had the one call site
+// <__array_function__ internals>:177(dot), whichever function of its own made it (a red-team
+// find). The frame above it is the call site.
+constexpr std::string_view kNumpyDispatcher = "<__array_function__ internals>";
 }  // namespace
 
 void CallSites::name(ThreadSnapshot& t, RoutineRegistry& registry) {
@@ -34,7 +39,7 @@ void CallSites::name(ThreadSnapshot& t, RoutineRegistry& registry) {
       if (r >= routines_.size()) continue;
       const Routine& routine = *routines_[r];
       if (routine.kind == kinds::kPython) {
-        site = routine.name;
+        if (routine.file != kNumpyDispatcher) site = routine.name;
       } else if (routine.kind == kinds::kTorch && routine.name.starts_with(kAutogradNode)) {
         site = std::string_view(routine.name).substr(kAutogradNode.size());
       }
