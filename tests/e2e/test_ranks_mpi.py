@@ -303,3 +303,24 @@ def test_python_m_sonde_ranks_leave_the_name_asked_for_alone(tmp_path):
     assert sorted(p.name for p in tmp_path.glob("prof*")) == ["prof.db", *ranks], said
     assert all(query(tmp_path / r, started) > before[r] for r in ranks)  # replaced
     assert hashlib.sha256((tmp_path / "prof.db").read_bytes()).hexdigest() == digest
+
+
+def test_a_preloaded_mpirun_notes_its_ranks_files(tmp_path):
+    """LD_PRELOAD=libsonde.so SONDE_OUTPUT=prof.db mpirun ... (docs/distributed.md's third way
+    to run): no sonde run outlives mpirun to note its ranks' files, and its own file read as a
+    one-rank run (a red team's sonde scaling took mpirun's 0.6 s as the one-rank reference,
+    60.1 % efficiency). The launcher notes them itself, once, and the readers refuse its file as
+    they refuse sonde run's."""
+    cmd = [MPIRUN, "--oversubscribe", "--allow-run-as-root", "-np", "2", PROG, "--steps", 2,
+           "--compute-ms", 5]
+    p = subprocess.run([str(c) for c in cmd], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=120, env=clean_env(LD_PRELOAD=LIB,
+                                                  SONDE_OUTPUT=str(tmp_path / "prof.db")))
+    assert p.returncode == 0, p.stderr
+    assert "sonde:" not in p.stderr  # a plain preload says nothing
+    notes = query(tmp_path / "prof.db", "SELECT message FROM notes WHERE topic = 'rank-files'")
+    assert len(notes) == 1 and "the run's 2 ranks wrote their own files" in notes[0][0], notes
+    for args in (["ranks", "prof.db"], ["scaling", "prof.db", "prof.rank0.db"]):
+        r = subprocess.run([CLI, *args], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode != 0 and "prof.db holds no rank's work" in r.stderr, r

@@ -195,6 +195,7 @@ class Runtime {
   // After the final flush (ok: it was written) of an in-process launch: where the profile went.
   void say_where_written(bool ok);
   void say_where_written_line(bool ok);
+  void note_ranks_of_preloaded_launcher();
   // The helpers named (end_helper_at_exit) ended, once the final flush is written.
   void end_helpers();
 
