@@ -297,6 +297,7 @@ def test_a_stage_that_binds_the_process_to_one_core_says_so(tmp_path):
         assert s["reason"] == "one core"
         return
     assert s["side_effects"] == [f"the CPUs the process could run on: 1 ({j['cores']})"], s
+    assert run_fact(stage(j, "original")["runs"][0]["profile"], "openmp.runtime") == "libgomp.so.1"
     assert run_fact(s["runs"][0]["profile"], "process.affinity_cores") == "1"
     assert run_fact(stage(j, "original")["runs"][0]["profile"], "process.affinity_cores") == \
         str(j["cores"])
@@ -304,6 +305,28 @@ def test_a_stage_that_binds_the_process_to_one_core_says_so(tmp_path):
                            "pinning", "--", "/usr/bin/python3", str(script)], env=clean_env(),
                           capture_output=True, text=True, timeout=300)
     assert "pinning also changed what its knobs are not for" in text.stdout, text.stdout
+
+
+def test_pinning_is_skipped_where_no_openmp_runtime_was_loaded(tmp_path):
+    """numpy on Debian's OpenBLAS (its pthreads build): no library of the process reads
+    OMP_PROC_BIND or OMP_PLACES, and a red-team tune judged pinning 1.32x faster on noise (two
+    reruns: 0.94x, 1.19x). The original's profile says which OpenMP runtime was loaded; with
+    none, the stage is skipped, saying why. (torch loads libgomp: the test above runs it.)"""
+    script = tmp_path / "n.py"
+    script.write_text("import numpy as np\n"
+                      "a = np.random.rand(200, 200).astype(np.float32)\n"
+                      "for _ in range(10):\n"
+                      "    a @ a\n"
+                      "print('done')\n")
+    r, j = tune(tmp_path, ["--repeat", "1", "--stages", "pinning"], ["/usr/bin/python3", script])
+    assert r.returncode == 0, r.stderr
+    s = stage(j, "pinning")
+    if j["cores"] < 2:
+        assert s["reason"] == "one core"
+        return
+    assert run_fact(stage(j, "original")["runs"][0]["profile"], "openmp.runtime") is None
+    assert s["status"] == "skipped" and s["runs"] == [], s
+    assert s["reason"].startswith("no OpenMP runtime was loaded"), s
 
 
 def test_stage_inside_the_noise_is_none(tmp_path):
