@@ -178,6 +178,15 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
         "versions 3 to {} (its views and tables differ: ranks, comm_ops, comm_overlap since 3, "
         "shapes.threads since 2): profile the run again",
         path, version, kSchemaVersion));
+  // The tables every reader reads: one dropped by hand read "SQL error: no such table: nodes"
+  // (a red-team nit), where other damage gets a line naming the file.
+  std::string missing;
+  for (const char* table : {"runs", "processes", "threads", "routines", "nodes"})
+    if (!file.has_table(table)) missing += (missing.empty() ? "" : ", ") + std::string(table);
+  if (!missing.empty())
+    throw Error(fmt::format("{} is not a whole sonde profile: its table{} {} {} missing", path,
+                            missing.find(',') == std::string::npos ? "" : "s", missing,
+                            missing.find(',') == std::string::npos ? "is" : "are"));
   // A profile still being written is read from a copy in memory, taken in one read transaction
   // (about 1 ms a MiB): a command's statements each held the file's shared lock while they ran,
   // 3 to 9 s on a file of 11k threads, and the program's flushes waited behind them or failed,

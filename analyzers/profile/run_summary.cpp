@@ -277,7 +277,8 @@ std::string render_run_header(const RunSummary& s) {
   if (s.wall_s) out += fmt::format(", wall time: {:.3f} s", *s.wall_s);
   out += "\n";
   if (s.blas_library || s.blas_threads || s.fpu_ftz || s.fpu_daz) {
-    std::string blas = s.blas_library.value_or("?");
+    // No BLAS library seen (a program of Python alone): said, not "?" (a red-team nit).
+    std::string blas = s.blas_library.value_or("none seen");
     if (s.blas_threads) blas += fmt::format(", {} threads", *s.blas_threads);
     if (s.fpu_ftz) blas += fmt::format("; FTZ {}", on_off(*s.fpu_ftz));
     if (s.fpu_daz) blas += fmt::format(", DAZ {}", on_off(*s.fpu_daz));

@@ -84,6 +84,16 @@ TEST_F(CliTest, SqliteFileWithoutMeta) {
   expect_one_clean_line(r, "not a sonde profile (no meta table)");
 }
 
+TEST_F(CliTest, ProfileWithATableDropped) {
+  // A table every reader reads, dropped by hand: one line naming the file, not an SQL error.
+  fs::path cut = dir_.path / "cut.db";
+  write_fixture(cut, {});
+  exec_sql(cut, "DROP TABLE nodes;");
+  CliResult r = run_sonde("report " + q(cut));
+  EXPECT_EQ(r.exit_code, 1);
+  expect_one_clean_line(r, "is not a whole sonde profile: its table nodes is missing");
+}
+
 TEST_F(CliTest, NewerSchemaVersion) {
   fs::path newer = dir_.path / "newer.db";
   write_fixture(newer, {.schema_version = "99"});
