@@ -278,21 +278,27 @@ def test_blas_threads_is_skipped_where_the_blas_runs_on_every_core(tmp_path):
     assert s["reason"] == f"the BLAS already ran {threads} threads on the {cores} cores", s
 
 
-def test_a_stage_that_binds_the_process_to_one_core_says_so(tmp_path):
-    """pinning on a program that loads libgomp (torch): OMP_PROC_BIND binds its first thread,
-    and what it starts, to one core; a red-team tune credited pinning with a 1.13x that was the
-    one core and the BLAS's thread count, nothing said."""
-    pytest.importorskip("torch")
+def pinning_stage(tmp_path, torch):
+    """sonde tune --stages pinning on a program of a few GEMMs, numpy's and with `torch`
+    torch's too: (the script, tune's JSON, its pinning stage)."""
     script = tmp_path / "t.py"
-    script.write_text("import numpy as np, torch\n"
-                      "a = np.random.rand(200, 200).astype(np.float32)\n"
-                      "x = torch.randn(200, 200)\n"
+    script.write_text("import numpy as np\n" + ("import torch\n" if torch else "") +
+                      "a = np.random.rand(200, 200).astype(np.float32)\n" +
+                      ("x = torch.randn(200, 200)\n" if torch else "x = a\n") +
                       "for _ in range(10):\n"
                       "    a @ a, x @ x\n"
                       "print('done')\n")
     r, j = tune(tmp_path, ["--repeat", "1", "--stages", "pinning"], ["/usr/bin/python3", script])
     assert r.returncode == 0, r.stderr
-    s = stage(j, "pinning")
+    return script, j, stage(j, "pinning")
+
+
+def test_a_stage_that_binds_the_process_to_one_core_says_so(tmp_path):
+    """pinning on a program that loads libgomp (torch): OMP_PROC_BIND binds its first thread,
+    and what it starts, to one core; a red-team tune credited pinning with a 1.13x that was the
+    one core and the BLAS's thread count, nothing said."""
+    pytest.importorskip("torch")
+    script, j, s = pinning_stage(tmp_path, torch=True)
     if j["cores"] < 2:
         assert s["reason"] == "one core"
         return
@@ -312,15 +318,7 @@ def test_pinning_is_skipped_where_no_openmp_runtime_was_loaded(tmp_path):
     OMP_PROC_BIND or OMP_PLACES, and a red-team tune judged pinning 1.32x faster on noise (two
     reruns: 0.94x, 1.19x). The original's profile says which OpenMP runtime was loaded; with
     none, the stage is skipped, saying why. (torch loads libgomp: the test above runs it.)"""
-    script = tmp_path / "n.py"
-    script.write_text("import numpy as np\n"
-                      "a = np.random.rand(200, 200).astype(np.float32)\n"
-                      "for _ in range(10):\n"
-                      "    a @ a\n"
-                      "print('done')\n")
-    r, j = tune(tmp_path, ["--repeat", "1", "--stages", "pinning"], ["/usr/bin/python3", script])
-    assert r.returncode == 0, r.stderr
-    s = stage(j, "pinning")
+    _, j, s = pinning_stage(tmp_path, torch=False)
     if j["cores"] < 2:
         assert s["reason"] == "one core"
         return
