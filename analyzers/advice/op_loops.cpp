@@ -32,19 +32,34 @@ bool torch_frame(const CallNode& n) {
 // A call into the array library itself: what a loop over elements makes by the thousand.
 bool library_op(const CallNode& n) { return aten_op(n) || numpy_frame(n) || torch_frame(n); }
 
-// The array libraries called beneath a helper of the program's own.
+// The array libraries called beneath a node (itself left out).
 struct Libraries {
   bool numpy = false, torch = false;
   bool any() const { return numpy || torch; }
 };
-Libraries libraries_under(const CallNode& root) {
-  Libraries found;
-  for_each_node(root, [&](const CallNode& n, int depth) {
-    if (depth == 0) return;
-    if (numpy_frame(n)) found.numpy = true;
-    if (aten_op(n) || torch_frame(n)) found.torch = true;
-  });
-  return found;
+
+// Libraries beneath every node of a tree, bottom-up with a stack of its own: asked of each
+// small helper, a walk of its subtree each time was quadratic in a deep tree of helpers.
+std::unordered_map<const CallNode*, Libraries> libraries_beneath(const CallNode& root) {
+  std::unordered_map<const CallNode*, Libraries> out;
+  std::vector<std::pair<const CallNode*, bool>> todo{{&root, false}};
+  while (!todo.empty()) {
+    auto [node, children_done] = todo.back();
+    todo.pop_back();
+    if (!children_done) {
+      todo.emplace_back(node, true);
+      for (const CallNode& c : node->children) todo.emplace_back(&c, false);
+      continue;
+    }
+    Libraries l;
+    for (const CallNode& c : node->children) {
+      const Libraries& below = out[&c];
+      l.numpy = l.numpy || below.numpy || numpy_frame(c);
+      l.torch = l.torch || below.torch || aten_op(c) || torch_frame(c);
+    }
+    out[node] = l;
+  }
+  return out;
 }
 
 // A comprehension's frame (3.11 and before; 3.12 inlines them, PEP 709): its loop is its
@@ -65,7 +80,23 @@ struct SiteSum {
 
 // p's own time and small calls, counted for the site whose node is `site` (p itself, or the
 // function a comprehension p runs in); per_call is the site node's calls.
-void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, SiteSum& s) {
+struct Walk {
+  std::unordered_map<const CallNode*, Libraries> beneath;
+  // Whether a routine's frame is a training step's backward or optimizer step (role_of, once
+  // per routine: its tests read the name's parts).
+  std::unordered_map<std::int64_t, bool> step;
+  bool is_step(const CallNode& c) {
+    auto [it, added] = step.try_emplace(c.routine_id, false);
+    if (added || c.routine_id == 0) {
+      Role r = role_of(c, {});
+      it->second = r.phase == kBackward || r.phase == kUpdate;
+    }
+    return it->second;
+  }
+};
+
+void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, SiteSum& s,
+              Walk& w) {
   OpLoop& l = s.loop;
   if (&p == &site) l.site_calls += p.calls;
   l.own_ns += p.excl_ns;
@@ -74,8 +105,7 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     l.caller = parent->name.str();
   }
   for (const CallNode& c : p.children) {
-    Role r = role_of(c, {});
-    if (r.phase == kBackward || r.phase == kUpdate) l.step = true;
+    if (w.is_step(c)) l.step = true;
     if (c.calls == 0 || mean_ns(c) > kSmallCallNs || (comprehension(c) && &p == &site)) continue;
     Libraries lib;
     if (aten_op(c) || torch_frame(c))
@@ -83,7 +113,7 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     else if (numpy_frame(c))
       lib.numpy = true;
     else if (c.kind == kinds::kPython && is_user_frame(c))
-      lib = libraries_under(c);
+      lib = w.beneath[&c];
     if (!lib.any()) continue;
     l.small_calls += c.calls;
     l.small_ns += c.incl_ns;
@@ -128,7 +158,9 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
     std::int64_t calls = 0, ns = 0;
   };
   std::unordered_map<std::string, Backward> backward;
+  Walk w;
   for (const ThreadTree& t : threads) {
+    w.beneath = libraries_beneath(t.root);
     std::vector<std::pair<const CallNode*, const CallNode*>> todo{{&t.root, nullptr}};
     while (!todo.empty()) {
       auto [node, parent] = todo.back();
@@ -153,7 +185,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
         SiteSum& s = sites[site.routine_id];
         s.loop.site = site.name.str();
         s.loop.routine_id = site.routine_id;
-        add_node(*node, site, folded ? nullptr : parent, s);
+        add_node(*node, site, folded ? nullptr : parent, s, w);
       }
       for (const CallNode& c : node->children) todo.emplace_back(&c, node);
     }
