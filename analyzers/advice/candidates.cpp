@@ -892,7 +892,8 @@ const std::array<Rule, 21> kRules{{
      "subnormal lane takes a microcode assist, so the element share understates it",
      subnormals},
     {"float64",
-     "GEMMs (BLAS and oneDNN calls, outermost) in float64 take at least threshold % of the busy "
+     "GEMMs (BLAS GEMM and SYRK calls and oneDNN primitives, outermost) in float64 take at "
+     "least threshold % of the busy "
      "threads' time",
      10.0,
      "float32 if its precision suffices (the advice names where float64 comes from in torch or "
@@ -953,16 +954,19 @@ const std::array<Rule, 21> kRules{{
      "it; 0 for a GEMM or convolution operator whose library call was not seen",
      torch_operator},
     {"python-loop",
-     "a Python function of the program's own makes at least 10,000 calls of torch operators, "
-     "numpy's or torch's Python functions (or helpers of its own around them) of under 20 us "
-     "each, one of them at least 32 times per call of the function, and is no training loop "
-     "(no backward or optimizer step among its calls); with the function's own time they take "
-     "at least threshold % of the busy threads' time; at most 3",
+     "a Python function of the program's own makes at least 10,000 small calls (torch "
+     "operators, numpy's or torch's Python functions of under 50 us each, or helpers of its "
+     "own made of such calls, under 500 us), one of them at least 32 times per call of the "
+     "function, and is no training loop (no backward or optimizer step among its calls or "
+     "beneath them); with the function's own time they take at least threshold % of the busy "
+     "threads' time; at most 3",
      5.0,
      "write the loop in {} as operations over whole tensors or arrays (index tensors and "
-     "masks, one reduction over a dimension, broadcasting), or a fused layer for a recurrence",
+     "masks, one reduction over a dimension, broadcasting); a recurrent cell stepped in Python "
+     "as its fused layer, a stack of small modules compiled",
      "0.9 x (the function's own time + its small calls' time + their autograd nodes' time in "
-     "the backward, in the share of each operator's calls the function made)",
+     "the backward, in the share of each operator's calls the function made); 0.4 x for a "
+     "recurrent cell or a stack of module calls, whose steps stay",
      python_loop},
     {"matrix-vector",
      "BLAS matrix-vector products (GEMV routines) called at least 1,000 times from one calling "
@@ -1153,14 +1157,20 @@ bool of_gemm_operands(const Candidate& by, const Candidate&) {  // subnormals at
   const auto* text = v ? std::get_if<std::string>(v) : nullptr;
   return text != nullptr && text->starts_with("BLAS/oneDNN calls");
 }
-// An operator of microseconds a call that the loop calls: fewer calls is its remedy.
-bool small_op_of_loop(const Candidate& loop, const Candidate& op) {
-  const Cell* ms = evidence_of(op, "ms_per_call");
-  const auto* per_call = ms ? std::get_if<double>(ms) : nullptr;
-  const Cell* of = evidence_of(loop, "calls_of");
+// An operator in the loop's small calls (beneath its module calls and helpers too): the loop's
+// remedy is its. A red-team GRUCell loop's aten::gru_cell, 26 us a call beneath the cell's
+// module call, was a candidate of its own beside the loop's, the same seconds twice.
+bool op_of_loop(const Candidate& loop, const Candidate& op) {
+  const Cell* of = evidence_of(loop, "operators");
   const auto* names = of ? std::get_if<std::string>(of) : nullptr;
-  return per_call && *per_call * 1e6 <= kSmallCallNs && names &&
-         names->find(op.location + " x") != std::string::npos;
+  if (names == nullptr) return false;
+  for (std::size_t at = names->find(op.location); at != std::string::npos;
+       at = names->find(op.location, at + 1)) {
+    std::size_t end = at + op.location.size();
+    if ((at == 0 || (*names)[at - 1] == ' ') && (end == names->size() || (*names)[end] == ','))
+      return true;
+  }
+  return false;
 }
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const Cell* v = evidence_of(loading, "collate_fn");
@@ -1169,7 +1179,7 @@ bool collate_loop(const Candidate& loop, const Candidate& loading) {
 }
 constexpr Explained kExplained[] = {{"gemm-shape", "threads-contended", always},
                                     {"gemm-shape", "subnormals", of_gemm_operands},
-                                    {"torch-operator", "python-loop", small_op_of_loop},
+                                    {"torch-operator", "python-loop", op_of_loop},
                                     {"data-loading", "python-loop", collate_loop}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {

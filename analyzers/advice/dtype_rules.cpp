@@ -13,13 +13,27 @@ using namespace rules_detail;
 // array made a tensor as it was): a red-team MLP ran its loop in 1.105 s, 0.540 s in float32,
 // and no candidate said dtype; the one it got was about threads. Its GEMMs ran at 38-74 % of
 // the float64 peak, so no shape rule saw anything either.
+namespace {
+
+// The matrix products: BLAS's GEMMs and SYRKs and oneDNN's primitives. Not the LAPACK drivers,
+// vector operations or GEMVs: numpy.linalg computes in float64 whatever its inputs' dtype, and
+// an all-float32 program was told to compute in float32 of its dgesv_ (a red-team find); the
+// GEMVs and dger_ LAPACK makes beneath routines sonde does not intercept were summed as GEMMs.
+bool matrix_product(const RoutineMetrics& r) {
+  if (r.kind == kinds::kOnednn) return true;
+  return r.kind == kinds::kBlas &&
+         (r.name.find("gemm") != std::string::npos || r.name.find("syrk") != std::string::npos);
+}
+
+}  // namespace
+
 std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   std::int64_t f64_ns = 0, calls = 0;
   std::string biggest;
   std::int64_t biggest_ns = 0;
   for (const auto& r : m.routines) {
-    if ((r.kind != kinds::kBlas && r.kind != kinds::kOnednn) || r.dtype != "f64") continue;
+    if (!matrix_product(r) || r.dtype != "f64") continue;
     std::int64_t ns = r.incl_ns - r.blas_under_ns;  // outermost: a BLAS under oneDNN once
     f64_ns += ns;
     calls += r.calls;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <set>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -32,16 +33,34 @@ bool torch_frame(const CallNode& n) {
 // A call into the array library itself: what a loop over elements makes by the thousand.
 bool library_op(const CallNode& n) { return aten_op(n) || numpy_frame(n) || torch_frame(n); }
 
-// The array libraries called beneath a node (itself left out).
-struct Libraries {
-  bool numpy = false, torch = false;
+// What a node's subtree holds (itself left out), for the small calls of the loops above it.
+struct Beneath {
+  bool numpy = false, torch = false;  // the array libraries called
+  bool step = false;  // a training step's backward or optimizer step (Walk::is_step)
+  // The outermost calls into the array libraries: calls and time.
+  std::int64_t lib_calls = 0, lib_ns = 0;
   bool any() const { return numpy || torch; }
 };
 
-// Libraries beneath every node of a tree, bottom-up with a stack of its own: asked of each
-// small helper, a walk of its subtree each time was quadratic in a deep tree of helpers.
-std::unordered_map<const CallNode*, Libraries> libraries_beneath(const CallNode& root) {
-  std::unordered_map<const CallNode*, Libraries> out;
+// Whether a frame is a training step's backward or optimizer step. An `update` of the
+// program's own known by its name alone is none: an AverageMeter.update in a loop exempted it
+// (a red-team find); a backward by name is (Chainer's, numpy's hand-written).
+bool step_role(const CallNode& c) {
+  Role r = role_of(c, {});
+  return r.phase == kBackward || (r.phase == kUpdate && !r.by_name);
+}
+
+// Every node's, bottom-up with a stack of its own: asked of each small helper, a walk of its
+// subtree each time was quadratic in a deep tree of helpers. Roles once per routine.
+std::unordered_map<const CallNode*, Beneath> beneath_all(
+    const CallNode& root, std::unordered_map<std::int64_t, bool>& steps) {
+  auto is_step = [&steps](const CallNode& c) {
+    if (c.routine_id == 0) return step_role(c);
+    auto [it, added] = steps.try_emplace(c.routine_id, false);
+    if (added) it->second = step_role(c);
+    return it->second;
+  };
+  std::unordered_map<const CallNode*, Beneath> out;
   std::vector<std::pair<const CallNode*, bool>> todo{{&root, false}};
   while (!todo.empty()) {
     auto [node, children_done] = todo.back();
@@ -51,13 +70,21 @@ std::unordered_map<const CallNode*, Libraries> libraries_beneath(const CallNode&
       for (const CallNode& c : node->children) todo.emplace_back(&c, false);
       continue;
     }
-    Libraries l;
+    Beneath b;
     for (const CallNode& c : node->children) {
-      const Libraries& below = out[&c];
-      l.numpy = l.numpy || below.numpy || numpy_frame(c);
-      l.torch = l.torch || below.torch || aten_op(c) || torch_frame(c);
+      const Beneath& below = out[&c];
+      b.numpy = b.numpy || below.numpy || numpy_frame(c);
+      b.torch = b.torch || below.torch || aten_op(c) || torch_frame(c);
+      b.step = b.step || below.step || is_step(c);
+      if (library_op(c)) {
+        b.lib_calls += c.calls;
+        b.lib_ns += c.incl_ns;
+      } else {
+        b.lib_calls += below.lib_calls;
+        b.lib_ns += below.lib_ns;
+      }
     }
-    out[node] = l;
+    out[node] = b;
   }
   return out;
 }
@@ -78,21 +105,42 @@ struct SiteSum {
   std::int64_t largest_incl = -1;
 };
 
-// p's own time and small calls, counted for the site whose node is `site` (p itself, or the
-// function a comprehension p runs in); per_call is the site node's calls.
-struct Walk {
-  std::unordered_map<const CallNode*, Libraries> beneath;
-  // Whether a routine's frame is a training step's backward or optimizer step (role_of, once
-  // per routine: its tests read the name's parts).
-  std::unordered_map<std::int64_t, bool> step;
-  bool is_step(const CallNode& c) {
-    auto [it, added] = step.try_emplace(c.routine_id, false);
-    if (added || c.routine_id == 0) {
-      Role r = role_of(c, {});
-      it->second = r.phase == kBackward || r.phase == kUpdate;
+// A helper of the program's own called per element: its time is small calls into the array
+// libraries (each under kLoopCallNs on average), at most this long a call. A per-row helper of
+// 7 numpy calls took 21 us or more a call and no loop was found (a red-team find).
+constexpr std::int64_t kHelperNs = 10 * kLoopCallNs;
+
+// Recurrent cells stepped from Python, and nn.Module calls: loops whose steps depend on each
+// other (a recurrence), or a stack of small layers, which no rewrite over whole tensors removes.
+bool recurrent_cell(std::string_view op) {
+  return op == "aten::lstm_cell" || op == "aten::gru_cell" || op == "aten::rnn_tanh_cell" ||
+         op == "aten::rnn_relu_cell";
+}
+bool module_call(const CallNode& c) {
+  return c.kind == kinds::kPython && c.file.ends_with("torch/nn/modules/module.py");
+}
+
+// The outermost ATen operators beneath a small call, a few levels at most (what the
+// torch-operator candidates it explains are named).
+void operators_beneath(const CallNode& c, std::set<std::string>& out) {
+  constexpr std::size_t kLook = 64;
+  std::vector<const CallNode*> todo{&c};
+  for (std::size_t seen = 0; !todo.empty() && seen < kLook; ++seen) {
+    const CallNode* n = todo.back();
+    todo.pop_back();
+    if (aten_op(*n)) {
+      out.insert(n->name.str());
+      continue;
     }
-    return it->second;
+    for (const CallNode& k : n->children) todo.push_back(&k);
   }
+}
+
+// p's own time and small calls, counted for the site whose node is `site` (p itself, or the
+// function a comprehension p runs in).
+struct Walk {
+  std::unordered_map<const CallNode*, Beneath> beneath;
+  std::unordered_map<std::int64_t, bool> steps;  // per routine
 };
 
 void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, SiteSum& s,
@@ -105,25 +153,41 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     l.caller = parent->name.str();
   }
   for (const CallNode& c : p.children) {
-    if (w.is_step(c)) l.step = true;
-    if (c.calls == 0 || mean_ns(c) > kSmallCallNs || (comprehension(c) && &p == &site)) continue;
-    Libraries lib;
-    if (aten_op(c) || torch_frame(c))
+    const Beneath& below = w.beneath[&c];
+    // The training loop itself: a backward or optimizer step among its calls, or beneath a
+    // helper it calls (an apply_grads() running backward and the step: a red-team find).
+    auto sid = w.steps.find(c.routine_id);
+    if (below.step || (sid != w.steps.end() && sid->second) || (c.routine_id == 0 && step_role(c)))
+      l.step = true;
+    if (c.calls == 0 || (comprehension(c) && &p == &site)) continue;
+    Beneath lib;
+    if (aten_op(c) || torch_frame(c)) {
       lib.torch = true;
-    else if (numpy_frame(c))
+    } else if (numpy_frame(c)) {
       lib.numpy = true;
-    else if (c.kind == kinds::kPython && is_user_frame(c))
-      lib = w.beneath[&c];
-    if (!lib.any()) continue;
-    l.small_calls += c.calls;
+    } else if (c.kind == kinds::kPython && is_user_frame(c) && !below.step) {
+      // A helper: small itself, or a few small library calls a call.
+      bool small_calls = below.lib_calls >= c.calls && below.lib_calls > 0 &&
+                         below.lib_ns / below.lib_calls <= kLoopCallNs;
+      if (mean_ns(c) > (small_calls ? kHelperNs : kLoopCallNs)) continue;
+      lib = below;
+    }
+    bool helper = c.kind == kinds::kPython && is_user_frame(c);
+    if (!lib.any() || (mean_ns(c) > kLoopCallNs && !helper)) continue;
+    // A helper's calls into the libraries are the calls whose dispatch the loop pays.
+    l.small_calls += helper ? std::max(c.calls, below.lib_calls) : c.calls;
     l.small_ns += c.incl_ns;
     if (site.calls > 0)
       l.max_per_call = std::max(l.max_per_call, static_cast<double>(c.calls) / site.calls);
     s.by_name[c.name.str()] += c.calls;
     if (aten_op(c)) l.aten_calls[c.name.str()] += c.calls;
+    if (module_call(c)) l.module_calls += c.calls;
+    operators_beneath(c, l.operators);
     l.numpy = l.numpy || lib.numpy;
     l.torch = l.torch || lib.torch;
   }
+  for (const std::string& op : l.operators)
+    if (recurrent_cell(op)) l.recurrent = true;
 }
 
 std::string without_trailing_underscore(std::string_view op) {
@@ -160,7 +224,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
   std::unordered_map<std::string, Backward> backward;
   Walk w;
   for (const ThreadTree& t : threads) {
-    w.beneath = libraries_beneath(t.root);
+    w.beneath = beneath_all(t.root, w.steps);
     std::vector<std::pair<const CallNode*, const CallNode*>> todo{{&t.root, nullptr}};
     while (!todo.empty()) {
       auto [node, parent] = todo.back();
@@ -168,7 +232,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
       if (aten_op(*node) && !(parent && parent->kind == kinds::kTorch))
         op_calls[without_trailing_underscore(node->name.str())] += node->calls;
       if (node->kind == kinds::kTorch && node->name.starts_with(kEvaluate) &&
-          mean_ns(*node) <= kSmallCallNs) {
+          mean_ns(*node) <= kLoopCallNs) {
         std::string fwd = forward_op_of(std::string_view(node->name).substr(kEvaluate.size()));
         if (!fwd.empty()) {
           backward[fwd].calls += node->calls;
@@ -227,6 +291,7 @@ std::vector<MatrixVectorSite> matrix_vector_sites(const std::vector<ThreadTree>&
         s.routine = node->name.str();
         s.routine_id = node->routine_id;
         s.caller = parent->name.str();
+        s.caller_file = parent->file.str();
         s.calls += node->calls;
         s.ns += node->incl_ns;
         s.caller_calls += parent->calls;

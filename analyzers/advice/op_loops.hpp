@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,10 +14,14 @@
 
 namespace sonde::analyzers {
 
-// Calls under this mean time are the loop's small calls: an ATen operator on a few elements,
-// a numpy reduction of a row (1-3 us a call under sonde here), a helper of the program's own
-// around them. A GEMM of 64 x 64 x 64 takes about 10 us.
+// Calls under this mean time cost their calling more than their work: an ATen operator on a
+// few elements, a numpy reduction of a row (1-3 us a call under sonde here). torch-operator
+// tells such an operator to be called less.
 inline constexpr std::int64_t kSmallCallNs = 20'000;
+// A loop's small calls: under this mean time, which leaves room for a host whose other programs
+// stretch each call (a GRUCell's step, 13-17 us quiet, read 25 us beside two busy loops on 2
+// cores). A GEMM of 64 x 64 x 64 takes about 10 us.
+inline constexpr std::int64_t kLoopCallNs = 50'000;
 
 // One Python function of the program's own, summed over its nodes (threads, call paths).
 struct OpLoop {
@@ -26,7 +31,7 @@ struct OpLoop {
   std::int64_t site_calls = 0;
   std::int64_t own_ns = 0;  // its own time: the interpreter running the loop's body
   // Its direct small calls: torch operators, numpy's or torch's Python functions, and helpers
-  // of the program's own with such calls beneath them, each under kSmallCallNs on average.
+  // of the program's own with such calls beneath them, each under kLoopCallNs on average.
   std::int64_t small_calls = 0, small_ns = 0;
   // The most calls one of them makes per call of the site: 1-3 in a model's forward, thousands
   // in a loop over elements.
@@ -39,8 +44,16 @@ struct OpLoop {
   // operator's calls (for its backward's share).
   std::vector<std::pair<std::string, std::int64_t>> top;
   std::map<std::string, std::int64_t> aten_calls;
+  // The outermost ATen operators in its small calls (beneath nn.Module calls and helpers too):
+  // a torch-operator candidate of one of them is the loop's time.
+  std::set<std::string> operators;
+  // Its small calls are nn.Module calls (a stack of small layers, module.py's _call_impl), or
+  // step a recurrent cell (aten::gru_cell, ...): loops over steps that depend on each other,
+  // whose remedy is a fused layer or a compiler, not one operation over whole tensors.
+  std::int64_t module_calls = 0;
+  bool recurrent = false;
   // Their backward: the autograd nodes of its operators (SelectBackward0 of aten::select), each
-  // under kSmallCallNs, in the share of those operators' calls that the site made.
+  // under kLoopCallNs, in the share of those operators' calls that the site made.
   std::int64_t backward_ns = 0, backward_calls = 0;
 };
 
@@ -52,6 +65,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads);
 // at a time, each call reads the whole matrix (numpy's x @ W for a single row x).
 struct MatrixVectorSite {
   std::string routine, caller;
+  std::string caller_file;  // routines.file of a Python caller
   std::int64_t routine_id = 0;
   std::int64_t calls = 0, ns = 0;
   std::int64_t caller_calls = 0;  // the caller's calls on the paths that made them

@@ -166,8 +166,16 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
     bool dropout =
         std::find(std::begin(kDropoutOps), std::end(kDropoutOps), r->name) != std::end(kDropoutOps);
     double us_per_call = r->calls > 0 ? 1e6 * seconds(r->excl_ns) / r->calls : 0.0;
+    bool cell = r->name == "aten::lstm_cell" || r->name == "aten::gru_cell" ||
+                r->name == "aten::rnn_tanh_cell" || r->name == "aten::rnn_relu_cell";
     if (dropout)
       c.advice = fill(kDropoutAdvice, r->name);
+    else if (cell)  // a red-team LSTMCell loop was advised bfloat16 and fused attention
+      c.advice = fmt::format(
+          "{} is a recurrent cell stepped from Python, {} calls of {:.1f} us: nn.LSTM, nn.GRU or "
+          "nn.RNN over the whole sequence runs the steps in one fused call (sonde tree --callers "
+          "'{}' shows the loop stepping it)",
+          r->name, r->calls, us_per_call, r->name);
     else if (us_per_call * 1e3 <= kSmallCallNs)
       c.advice = dispatch_advice(*r, us_per_call);
     else

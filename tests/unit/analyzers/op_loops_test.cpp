@@ -121,6 +121,37 @@ TEST(OpLoops, AComprehensionsCallsAreItsFunctions) {
   EXPECT_EQ(find(loops, "(<listcomp>)"), nullptr);
 }
 
+// A training loop whose backward runs in a helper of its own (apply_grads) is the training
+// loop; a helper named update (an AverageMeter's) is no optimizer step; a per-row helper of
+// several small numpy calls, over 20 us a call, is its loop's small calls, counted as them.
+TEST(OpLoops, StepsBeneathHelpersAndHelpersOfSmallCalls) {
+  const std::string np = "/usr/lib/python3/dist-packages/numpy/core/fromnumeric.py";
+  CallNode train =
+      node("t.py:20(train)", "python", kUser, 1, 60'000'000,
+           {op("aten::select", 20'000, 10'000'000),
+            node("t.py:10(apply_grads)", "python", kUser, 1'000, 50'000'000,
+                 {node("_tensor.py:429(backward)", "python", kTorchFile, 1'000, 40'000'000)})});
+  CallNode meter = node("t.py:30(per_sample)", "python", kUser, 1, 40'000'000,
+                        {op("aten::select", 20'000, 10'000'000),
+                         node("t.py:5(update)", "python", kUser, 20'000, 20'000'000)});
+  CallNode rows =
+      node("t.py:40(all_rows)", "python", kUser, 1, 500'000'000,
+           {node("t.py:35(features)", "python", kUser, 8'000, 480'000'000,
+                 {node("fromnumeric.py:3345(mean)", "python", np, 56'000, 400'000'000)})});
+  auto loops = op_loops(forest(node("t.py:1(<module>)", "python", kUser, 1, 600'000'000,
+                                    {std::move(train), std::move(meter), std::move(rows)})));
+  ASSERT_NE(find(loops, "(train)"), nullptr);
+  EXPECT_TRUE(find(loops, "(train)")->step);
+  ASSERT_NE(find(loops, "(per_sample)"), nullptr);
+  EXPECT_FALSE(find(loops, "(per_sample)")->step);
+  const OpLoop* r = find(loops, "(all_rows)");
+  ASSERT_NE(r, nullptr);  // features: 60 us a call, of 7 numpy calls of 7.1 us
+  EXPECT_EQ(r->small_calls, 56'000);
+  EXPECT_EQ(r->small_ns, 480'000'000);
+  EXPECT_DOUBLE_EQ(r->max_per_call, 8'000);
+  EXPECT_TRUE(r->numpy);
+}
+
 TEST(OpLoops, MatrixVectorProductsByCaller) {
   CallNode mlp = node("infer.py:10(mlp)", "python", kUser, 2'000, 900'000'000,
                       {node("cblas_sgemv", "blas", "", 6'000, 860'000'000)});
