@@ -141,21 +141,22 @@ void comm_call_begin(ThreadState* t, uint64_t now) {
 void comm_call_pending(ThreadState* t, const CommCost& comm, uint64_t bytes, bool exposed) {
   CommClock& c = t->comm_clock;
   if (c.in_call != 1) return;  // a call inside the outermost one: that one is the record
-  c.pending_kind.store(uint8_t(comm.kind), std::memory_order_relaxed);
-  c.pending_blocking.store(comm.blocking, std::memory_order_relaxed);
-  c.pending_size.store(comm.comm_size, std::memory_order_relaxed);
-  c.pending_bytes.store(bytes, std::memory_order_relaxed);
-  c.pending_exposed.store(exposed, std::memory_order_relaxed);
-  c.pending_start.store(c.call_start, std::memory_order_relaxed);
-  c.pending_depth.store(c.call_depth, std::memory_order_relaxed);
-  c.pending_node.store(c.call_node, std::memory_order_relaxed);
-  c.pending.store(true, std::memory_order_release);
+  PendingComm& p = t->pending_comm;
+  p.kind.store(uint8_t(comm.kind), std::memory_order_relaxed);
+  p.blocking.store(comm.blocking, std::memory_order_relaxed);
+  p.size.store(comm.comm_size, std::memory_order_relaxed);
+  p.bytes.store(bytes, std::memory_order_relaxed);
+  p.exposed.store(exposed, std::memory_order_relaxed);
+  p.start.store(c.call_start, std::memory_order_relaxed);
+  p.depth.store(c.call_depth, std::memory_order_relaxed);
+  p.node.store(c.call_node, std::memory_order_relaxed);
+  p.pending.store(true, std::memory_order_release);
   if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
 }
 
 void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int completed) {
   CommClock& c = t->comm_clock;
-  c.pending.store(false, std::memory_order_relaxed);
+  t->pending_comm.pending.store(false, std::memory_order_relaxed);
   c.advance(now);
   if (c.in_call > 0 && --c.in_call == 0 && exposed && now > c.call_start)
     bump(c.exposed, now - c.call_start);

@@ -78,6 +78,19 @@ struct CommRecord {
 
 // Owner-only clock of a thread's communication: what it has added up is published in the atomics
 // for the flusher (comm_overlap).
+// The outermost communication call's record to be (comm_call_pending), for the thread's last
+// flush to find it open; `pending` is published after the rest and cleared by comm_call_end.
+// Kept at the thread state's end, past the fields every call reads: in CommClock it moved them
+// 48 bytes.
+struct PendingComm {
+  std::atomic<bool> pending{false};
+  std::atomic<uint8_t> kind{0};
+  std::atomic<bool> blocking{false}, exposed{false};
+  std::atomic<int32_t> size{0};
+  std::atomic<uint64_t> bytes{0}, start{0};
+  std::atomic<uint32_t> depth{0}, node{0};
+};
+
 struct CommClock {
   uint64_t last = 0;  // the last transition
   int32_t in_call = 0;
@@ -86,14 +99,6 @@ struct CommClock {
   // The outermost call's frame: its depth and node, for comm_call_begin to see whether a
   // longjmp left it (its frame off the stack, comm_call_end never run).
   uint32_t call_depth = 0, call_node = 0;
-  // The outermost call's record to be (comm_call_pending), for the last flush to find it open;
-  // `pending` is published after the rest and cleared by comm_call_end.
-  std::atomic<bool> pending{false};
-  std::atomic<uint8_t> pending_kind{0};
-  std::atomic<bool> pending_blocking{false}, pending_exposed{false};
-  std::atomic<int32_t> pending_size{0};
-  std::atomic<uint64_t> pending_bytes{0}, pending_start{0};
-  std::atomic<uint32_t> pending_depth{0}, pending_node{0};
   std::atomic<uint64_t> exposed{0}, overlapped{0}, inflight_ticks{0}, untracked{0};
   std::atomic<bool> used{false};
   void advance(uint64_t now);
@@ -367,6 +372,7 @@ class ThreadState {
     RoutineId id = 0;
   };
   RegionCacheEntry region_cache[64];
+  PendingComm pending_comm;  // cold: written per communication call, read at the last flush
 
  private:
   static constexpr uint32_t kClosedRegions = 16;
