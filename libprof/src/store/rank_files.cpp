@@ -184,23 +184,30 @@ RankFilesSaid rank_files_said(const std::string& output, const std::string& requ
 }
 
 void note_rank_files(const std::string& output, const std::string& message) {
-  // Once: each process of a preloaded launcher (mpirun, its forks, the `timeout` around it)
-  // notes what it finds at its exit. Inside the profiled process at its exit (runtime.cpp): a
-  // writer of the run still flushing delays it 2 s at most, and a file at its `ulimit -f` costs the
-  // note, not the host's life.
+  // One note, the last writer's: each process of a preloaded launcher (mpirun, its forks, the
+  // `timeout` around it) notes what it finds at its exit, and `sonde run` around it after it
+  // ended, naming the files as the user gave them (it replaces the launcher's absolute paths).
+  // Inside the profiled process at its exit (runtime.cpp): a writer of the run still flushing
+  // delays it 2 s at most, and a file at its `ulimit -f` costs the note, not the host's life.
   FileSizeSignalGuard no_sigxfsz;
   Database db;
   db.set_writer_patience(200, 2000);
   std::string error;
   if (!db.open(output, false, error)) return;
-  Statement st(db.handle(),
-               "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
-               "SELECT run_id, NULL, 'info', ?1, ?2 FROM runs WHERE NOT EXISTS (SELECT 1 FROM "
-               "processes WHERE rank IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM notes WHERE "
-               "topic = ?1 AND message = ?2) LIMIT 1");
-  if (!st.ok()) return;
-  st.bind(1, std::string_view(kRankFilesTopic)).bind(2, std::string_view(message));
-  st.step();  // a file another writer holds stays as it is: the lines said on stderr remain
+  Statement update(db.handle(),
+                   "UPDATE notes SET message = ?2 WHERE topic = ?1 AND process_id IS NULL AND NOT "
+                   "EXISTS (SELECT 1 FROM processes WHERE rank IS NOT NULL)");
+  if (!update.ok()) return;
+  update.bind(1, std::string_view(kRankFilesTopic)).bind(2, std::string_view(message));
+  update.step();
+  Statement insert(db.handle(),
+                   "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, message) "
+                   "SELECT run_id, NULL, 'info', ?1, ?2 FROM runs WHERE NOT EXISTS (SELECT 1 FROM "
+                   "processes WHERE rank IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM notes WHERE "
+                   "topic = ?1 AND process_id IS NULL) LIMIT 1");
+  if (!insert.ok()) return;
+  insert.bind(1, std::string_view(kRankFilesTopic)).bind(2, std::string_view(message));
+  insert.step();  // a file another writer holds stays as it is: the lines said on stderr remain
 }
 
 }  // namespace sonde
