@@ -1,5 +1,7 @@
 #include "core/thread_state.hpp"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdio>
@@ -351,12 +353,15 @@ void ThreadState::reset_counts(uint64_t now) {
   if (trace) trace->clear();
 }
 
+// The calling thread's own name, from the kernel (prctl), not /proc/thread-self/comm: a FILE
+// opened, read and closed at every thread's end was a part of the 60 us a thread under the
+// Python hook cost (4,000 short threads: 0.50-0.55 s against 0.27 s plain).
 void ThreadState::read_name() {
-  if (FILE* f = std::fopen("/proc/thread-self/comm", "r")) {
-    if (std::fgets(final_name_, sizeof final_name_, f) != nullptr) {
-      final_name_[std::strcspn(final_name_, "\n")] = '\0';
-    }
-    std::fclose(f);
+  char name[16] = {};  // TASK_COMM_LEN, the terminating NUL included
+  if (::prctl(PR_GET_NAME, name, 0, 0, 0) == 0) {
+    static_assert(sizeof final_name_ >= sizeof name);
+    std::memcpy(final_name_, name, sizeof name);
+    final_name_[sizeof final_name_ - 1] = '\0';
   }
 }
 
