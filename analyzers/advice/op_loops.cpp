@@ -61,17 +61,9 @@ std::unordered_map<const CallNode*, Beneath> beneath_all(
     return it->second;
   };
   std::unordered_map<const CallNode*, Beneath> out;
-  std::vector<std::pair<const CallNode*, bool>> todo{{&root, false}};
-  while (!todo.empty()) {
-    auto [node, children_done] = todo.back();
-    todo.pop_back();
-    if (!children_done) {
-      todo.emplace_back(node, true);
-      for (const CallNode& c : node->children) todo.emplace_back(&c, false);
-      continue;
-    }
+  for_each_node_bottom_up(root, [&](const CallNode& node) {
     Beneath b;
-    for (const CallNode& c : node->children) {
+    for (const CallNode& c : node.children) {
       const Beneath& below = out[&c];
       b.numpy = b.numpy || below.numpy || numpy_frame(c);
       b.torch = b.torch || below.torch || aten_op(c) || torch_frame(c);
@@ -84,8 +76,8 @@ std::unordered_map<const CallNode*, Beneath> beneath_all(
         b.lib_ns += below.lib_ns;
       }
     }
-    out[node] = b;
-  }
+    out[&node] = b;
+  });
   return out;
 }
 

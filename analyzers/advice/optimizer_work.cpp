@@ -76,24 +76,16 @@ class OptimizerPhases {
 std::unordered_map<const CallNode*, Below> subtree_facts(const CallNode& root,
                                                          OptimizerPhases& optimizer) {
   std::unordered_map<const CallNode*, Below> out;
-  std::vector<std::pair<const CallNode*, bool>> todo{{&root, false}};
-  while (!todo.empty()) {
-    auto [node, children_done] = todo.back();
-    todo.pop_back();
-    if (!children_done) {
-      todo.emplace_back(node, true);
-      for (const auto& c : node->children) todo.emplace_back(&c, false);
-      continue;
-    }
-    Below b{optimizer(*node), 0};
-    for (const auto& c : node->children) {
+  for_each_node_bottom_up(root, [&](const CallNode& node) {
+    Below b{optimizer(node), 0};
+    for (const auto& c : node.children) {
       const Below& cb = out[&c];
       b.optimizer = b.optimizer || cb.optimizer;
       b.blas_ns += cb.blas_ns;
     }
-    if (library_call(*node)) b.blas_ns = node->incl_ns;  // the calls beneath are inside it
-    out[node] = b;
-  }
+    if (library_call(node)) b.blas_ns = node.incl_ns;  // the calls beneath are inside it
+    out[&node] = b;
+  });
   return out;
 }
 

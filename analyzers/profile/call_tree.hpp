@@ -104,6 +104,23 @@ void for_each_node(Node& root, Visit&& visit) {
   }
 }
 
+// Calls visit(node) for `root` and every node below it, children before their parent, without
+// recursion: facts of subtrees computed bottom-up.
+template <typename Node, typename Visit>
+void for_each_node_bottom_up(Node& root, Visit&& visit) {
+  std::vector<std::pair<Node*, bool>> todo{{&root, false}};
+  while (!todo.empty()) {
+    auto [node, children_done] = todo.back();
+    todo.pop_back();
+    if (!children_done) {
+      todo.emplace_back(node, true);
+      for (auto& child : node->children) todo.emplace_back(&child, false);
+      continue;
+    }
+    visit(*node);
+  }
+}
+
 struct ThreadTree {
   std::int64_t thread_id = 0;
   std::int64_t pid = 0;
