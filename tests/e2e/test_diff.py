@@ -35,13 +35,17 @@ def finish(p):
 @pytest.fixture(scope="module")
 def mlp_runs(tmp_path_factory):
     """RUNS identical mlp_train runs a side. The two runs of a round run side by side, so that a
-    change in the machine's load falls on both sides alike."""
+    change in the machine's load falls on both sides alike, and which side starts first
+    alternates, so that neither is favoured every round (one CI under its parallel load read a
+    GEMM shape of these identical runs "beyond noise", 2026-12-06; the start order is one
+    difference the two sides had)."""
     tmp = tmp_path_factory.mktemp("diff")
     a, b = [], []
     for i in range(RUNS):
         a.append(tmp / f"a{i}.db")
         b.append(tmp / f"b{i}.db")
-        procs = [start_mlp(a[-1]), start_mlp(b[-1])]
+        first, second = (a[-1], b[-1]) if i % 2 == 0 else (b[-1], a[-1])
+        procs = [start_mlp(first), start_mlp(second)]
         for p in procs:
             finish(p)
     return tmp, a, b
