@@ -1,11 +1,10 @@
 #include "runtime/python_presence.hpp"
 
 #include <dlfcn.h>
-#include <link.h>
 
 #include <atomic>
-#include <cstring>
 
+#include "symbols/loaded_objects.hpp"
 #include "symbols/loader_free.hpp"
 
 namespace sonde {
@@ -38,18 +37,7 @@ namespace {
 bool torch_loaded(Facts& facts) {
   if (facts.has("python.torch_loaded")) return true;
   if (loader_free()) return false;
-  bool found = false;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        const char* base = std::strrchr(info->dlpi_name, '/');
-        base = base != nullptr ? base + 1 : info->dlpi_name;
-        if (std::strncmp(base, "libtorch_cpu", 12) == 0 || std::strncmp(base, "libc10.", 7) == 0) {
-          *static_cast<bool*>(out) = true;
-          return 1;
-        }
-        return 0;
-      },
-      &found);
+  bool found = !loaded_object({"libtorch_cpu", "libc10."}).empty();
   if (found) facts.set("python.torch_loaded", "1");
   return found;
 }

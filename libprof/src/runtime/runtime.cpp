@@ -39,6 +39,7 @@
 #include "sonde/rank_launcher.hpp"
 #include "store/fd_guard.hpp"
 #include "store/rank_files.hpp"
+#include "symbols/loaded_objects.hpp"
 #include "symbols/real_symbol.hpp"
 
 namespace sonde {
@@ -99,16 +100,7 @@ bool parse_process_ref(const char* text, pid_t& pid, int64_t& id) {
 // objects' names are looked at first, and dlopen, which also knows sonames, asked only where
 // one may be the driver.
 bool cuda_driver_loaded() {
-  bool maybe = false;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        const char* base = std::strrchr(info->dlpi_name, '/');
-        base = base != nullptr ? base + 1 : info->dlpi_name;
-        if (std::strncmp(base, "libcuda", 7) != 0) return 0;
-        *static_cast<bool*>(out) = true;
-        return 1;
-      },
-      &maybe);
+  bool maybe = !loaded_object({"libcuda"}).empty();
   return maybe && dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD) != nullptr;
 }
 

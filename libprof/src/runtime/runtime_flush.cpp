@@ -38,6 +38,7 @@
 #include "sonde/quiet_write.hpp"
 #include "store/fd_guard.hpp"
 #include "store/sqlite_db.hpp"
+#include "symbols/loaded_objects.hpp"
 #include "symbols/loader_free.hpp"
 
 namespace sonde {
@@ -94,23 +95,7 @@ bool looks_numeric(bool cpu_only) {
 // file's name, or "": OMP_PROC_BIND and OMP_PLACES act only through one. sonde tune's pinning
 // stage was judged "faster" on noise for a numpy program with OpenBLAS's pthreads build, whose
 // process no library read them in (a red-team find).
-std::string openmp_runtime() {
-  std::string found;
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* out) {
-        const char* base = std::strrchr(info->dlpi_name, '/');
-        base = base != nullptr ? base + 1 : info->dlpi_name;
-        for (const char* lib : {"libgomp", "libiomp5", "libomp."}) {
-          if (std::strncmp(base, lib, std::strlen(lib)) == 0) {
-            *static_cast<std::string*>(out) = base;
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &found);
-  return found;
-}
+std::string openmp_runtime() { return loaded_object({"libgomp", "libiomp5", "libomp."}); }
 }  // namespace
 
 bool Runtime::flush(FlushKind kind, const char* end_reason) {
