@@ -25,9 +25,10 @@ bool numpy_frame(const CallNode& n) {
   return n.kind == kinds::kPython &&
          (f.find("/numpy/") != std::string::npos || f == "<__array_function__ internals>");
 }
+// A venv's site-packages path (lib/python3.12/site-packages/torch/) is no standard library's,
+// though in_stdlib's "/python3.N/" test reads it so: the file's part alone decides.
 bool torch_frame(const CallNode& n) {
-  return n.kind == kinds::kPython && n.file.str().find("/torch/") != std::string::npos &&
-         !in_stdlib(n.file);
+  return n.kind == kinds::kPython && n.file.str().find("/torch/") != std::string::npos;
 }
 
 // A call into the array library itself: what a loop over elements makes by the thousand.
@@ -128,13 +129,13 @@ void operators_beneath(const CallNode& c, std::set<std::string>& out) {
   }
 }
 
-// p's own time and small calls, counted for the site whose node is `site` (p itself, or the
-// function a comprehension p runs in).
 struct Walk {
   std::unordered_map<const CallNode*, Beneath> beneath;
   std::unordered_map<std::int64_t, bool> steps;  // per routine
 };
 
+// p's own time and small calls, counted for the site whose node is `site` (p itself, or the
+// function a comprehension p runs in).
 void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, SiteSum& s,
               Walk& w) {
   OpLoop& l = s.loop;
@@ -144,28 +145,26 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     s.largest_incl = p.incl_ns;
     l.caller = parent->name.str();
   }
+  // The training loop itself: a backward or optimizer step among its calls, or beneath a
+  // helper it calls (an apply_grads() running backward and the step: a red-team find).
+  l.step = l.step || w.beneath[&p].step;
   for (const CallNode& c : p.children) {
-    const Beneath& below = w.beneath[&c];
-    // The training loop itself: a backward or optimizer step among its calls, or beneath a
-    // helper it calls (an apply_grads() running backward and the step: a red-team find).
-    auto sid = w.steps.find(c.routine_id);
-    if (below.step || (sid != w.steps.end() && sid->second) || (c.routine_id == 0 && step_role(c)))
-      l.step = true;
     if (c.calls == 0 || (comprehension(c) && &p == &site)) continue;
+    const Beneath& below = w.beneath[&c];
+    bool helper = c.kind == kinds::kPython && is_user_frame(c);
     Beneath lib;
-    if (aten_op(c) || torch_frame(c)) {
-      lib.torch = true;
-    } else if (numpy_frame(c)) {
-      lib.numpy = true;
-    } else if (c.kind == kinds::kPython && is_user_frame(c) && !below.step) {
-      // A helper: small itself, or a few small library calls a call.
+    if (helper) {
+      // Small itself, or a few small library calls a call; no step beneath it.
       bool small_calls = below.lib_calls >= c.calls && below.lib_calls > 0 &&
                          below.lib_ns / below.lib_calls <= kLoopCallNs;
-      if (mean_ns(c) > (small_calls ? kHelperNs : kLoopCallNs)) continue;
+      if (below.step || mean_ns(c) > (small_calls ? kHelperNs : kLoopCallNs)) continue;
       lib = below;
+    } else {
+      if (mean_ns(c) > kLoopCallNs) continue;
+      lib.torch = aten_op(c) || torch_frame(c);
+      lib.numpy = numpy_frame(c);
     }
-    bool helper = c.kind == kinds::kPython && is_user_frame(c);
-    if (!lib.any() || (mean_ns(c) > kLoopCallNs && !helper)) continue;
+    if (!lib.any()) continue;
     // A helper's calls into the libraries are the calls whose dispatch the loop pays.
     l.small_calls += helper ? std::max(c.calls, below.lib_calls) : c.calls;
     l.small_ns += c.incl_ns;

@@ -152,6 +152,21 @@ TEST(OpLoops, StepsBeneathHelpersAndHelpersOfSmallCalls) {
   EXPECT_TRUE(r->numpy);
 }
 
+// torch from pip in a venv: lib/python3.12/site-packages/torch/ holds "/python3.12/", which the
+// standard library's test reads as its own; it is torch's.
+TEST(OpLoops, TorchOfAVenvIsTorch) {
+  const std::string venv = "/home/u/.venv/lib/python3.12/site-packages/torch/nn/functional.py";
+  CallNode loop =
+      node("t.py:5(loss)", "python", kUser, 10, 30'000'000,
+           {node("functional.py:1909(log_softmax)", "python", venv, 20'000, 20'000'000)});
+  auto loops =
+      op_loops(forest(node("t.py:1(<module>)", "python", kUser, 1, 30'000'000, {std::move(loop)})));
+  const OpLoop* l = find(loops, "(loss)");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->small_calls, 20'000);
+  EXPECT_TRUE(l->torch);
+}
+
 TEST(OpLoops, MatrixVectorProductsByCaller) {
   CallNode mlp = node("infer.py:10(mlp)", "python", kUser, 2'000, 900'000'000,
                       {node("cblas_sgemv", "blas", "", 6'000, 860'000'000)});
