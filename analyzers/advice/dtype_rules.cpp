@@ -75,10 +75,7 @@ std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
   c.gain_bound = fmt::format(
       "the float64 GEMMs' time x (1 - float64 peak / float32 peak){}; the element-wise work "
       "in float64 moves twice the bytes too, which this leaves out",
-      f64 && f32 ? fmt::format(" at the {} peaks", in.metrics.facts.peak_word("gemm.f64") ==
-                                                           in.metrics.facts.peak_word("gemm.f32")
-                                                       ? in.metrics.facts.peak_word("gemm.f64")
-                                                       : "given")
+      f64 && f32 ? fmt::format(" at the {} peaks", m.facts.peak_word({"gemm.f64", "gemm.f32"}))
                  : std::string(", 1/2 where not calibrated"));
   return {c};
 }

@@ -66,11 +66,7 @@ void more_threads_gain(Candidate& c, const Metrics& m, const GemmTotals& g, std:
   if (auto floor = floor_at_peaks(m, g, cores)) {
     bound_gain(c, seconds(g.time_ns), floor->first,
                fmt::format("{:.3g} GFLOP at the {} peaks for {} threads ({})", g.flops / 1e9,
-                           m.facts.peak_word("gemm.f64") == "calibrated" &&
-                                   m.facts.peak_word("gemm.f32") == "calibrated"
-                               ? "calibrated"
-                               : "given",
-                           cores, floor->second));
+                           m.facts.peak_word({"gemm.f64", "gemm.f32"}), cores, floor->second));
   } else {
     c.gain_bound =
         "not bounded by a peak: none calibrated for this work on all cores "

@@ -162,6 +162,16 @@ std::string RunFacts::peak_word(std::string_view resource) const {
   return it->second;
 }
 
+std::string RunFacts::peak_word(std::initializer_list<std::string_view> resources) const {
+  std::string word;
+  for (std::string_view r : resources) {
+    std::string w = peak_word(r);
+    if (!word.empty() && w != word) return "given";
+    word = w;
+  }
+  return word;
+}
+
 std::optional<double> RunFacts::peak_at(std::string_view resource,
                                         std::optional<std::int64_t> threads) const {
   if (!threads) return std::nullopt;
@@ -350,17 +360,15 @@ std::vector<std::string> peaks_exceeded(const ProfileFile& file) {
   std::vector<std::string> out;
   std::set<std::string> said;
   auto st = file.prepare(
-      "SELECT s.dtype, s.routine, s.m, s.n, s.k, s.gflops, s.pct_peak, s.threads, "
-      "(SELECT GROUP_CONCAT(DISTINCT p.source) FROM peaks p WHERE p.resource = 'gemm.' || "
-      "s.dtype) FROM gemm_shapes s WHERE s.pct_peak > ? ORDER BY s.pct_peak DESC");
+      "SELECT s.dtype, s.routine, s.m, s.n, s.k, s.gflops, s.pct_peak, s.threads "
+      "FROM gemm_shapes s WHERE s.pct_peak > ? ORDER BY s.pct_peak DESC");
   st.bind(1, kOver);
+  std::optional<RunFacts> facts;
   while (st.step()) {
     std::string dtype = st.text(0);
     if (!said.insert(dtype).second) continue;
-    std::string sources = st.is_null(8) ? "" : st.text(8);
-    std::string word = sources == "calibrated" ? "calibrated"
-                       : sources == "manual"   ? "hand-set"
-                                               : sources;
+    if (!facts) facts = load_run_facts(file);
+    std::string word = facts->peak_word("gemm." + dtype);
     double peak = st.real(5) / st.real(6) * 100.0;
     out.push_back(fmt::format(
         "{} {}x{}x{} ran at {:.1f} GFLOP/s, {:.0f} % of the {} gemm.{} peak for {} thread{} "

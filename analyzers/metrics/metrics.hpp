@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,6 +40,8 @@ struct RunFacts {
   // "calibrated", "hand-set", "forced": what a message calls the peak of `resource` (the gain
   // bounds said "calibrated" of hand-set peaks that measured GEMMs ran 46 % above).
   std::string peak_word(std::string_view resource) const;
+  // Several resources' one word where they share it, else "given".
+  std::string peak_word(std::initializer_list<std::string_view> resources) const;
 
   // The most ranks of the file's run on one host (1: not a ranked run): from the ranks the
   // file holds, their local ranks, and the launcher's local size (a rank's own file holds one).
