@@ -151,15 +151,15 @@ void comm_call_pending(ThreadState* t, const CommCost& comm, uint64_t bytes, boo
   p.depth.store(c.call_depth, std::memory_order_relaxed);
   p.node.store(c.call_node, std::memory_order_relaxed);
   p.pending.store(true, std::memory_order_release);
-  if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
 }
 
 void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int completed) {
   CommClock& c = t->comm_clock;
-  t->pending_comm.pending.store(false, std::memory_order_relaxed);
   c.advance(now);
-  if (c.in_call > 0 && --c.in_call == 0 && exposed && now > c.call_start)
-    bump(c.exposed, now - c.call_start);
+  if (c.in_call > 0 && --c.in_call == 0) {
+    t->pending_comm.pending.store(false, std::memory_order_relaxed);  // the outermost's end
+    if (exposed && now > c.call_start) bump(c.exposed, now - c.call_start);
+  }
   c.inflight += started - completed;
   if (c.inflight < 0) c.inflight = 0;
   if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
