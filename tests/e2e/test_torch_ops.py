@@ -880,6 +880,12 @@ def test_sonde_run_python_needs_its_package(tmp_path):
 
 BMM = """
 import sys, torch
+import torch.autograd.profiler_util as util
+# The profiler builds its event tree from microsecond timestamps and then drops an event nested
+# in one of its own name: an aten::as_strided of 0 us was dropped when it tied with the one
+# before it, now and then under load with or without sonde (584 of 585, one CI run). Every
+# event counts here.
+util.EventList._remove_dup_nodes = lambda self: None
 torch.set_num_threads(1)
 torch.manual_seed(0)
 a, b = torch.randn(64, 16, 8), torch.randn(64, 8, 16)
