@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <vector>
 
@@ -295,6 +296,27 @@ std::string render_run_header(const RunSummary& s) {
 
 namespace {
 auto opt = [](const auto& v) -> Json { return v ? Json(*v) : Json(nullptr); };
+
+// run_info holds text; a count or a figure is a number in JSON (jq's `.blas_threads > 1` read
+// "4" > 1 as true whatever the count, a red-team nit), a flag a boolean. A value that is none
+// stays as recorded.
+Json number(const std::optional<std::string>& v) {
+  if (!v) return nullptr;
+  const char* text = v->c_str();
+  char* end = nullptr;
+  long long whole = std::strtoll(text, &end, 10);
+  if (end != text && *end == '\0') return whole;
+  double figure = std::strtod(text, &end);
+  if (end != text && *end == '\0' && std::isfinite(figure)) return figure;
+  return *v;
+}
+
+Json flag(const std::optional<std::string>& v) {
+  if (!v) return nullptr;
+  if (*v == "1") return true;
+  if (*v == "0") return false;
+  return *v;
+}
 }  // namespace
 
 Json notes_to_json(const RunSummary& s) {
@@ -320,12 +342,12 @@ Json run_summary_to_json(const RunSummary& s) {
               {"waiting_threads", s.waiting_threads},
               {"wall_s", opt(s.wall_s)},
               {"blas_library", opt(s.blas_library)},
-              {"blas_threads", opt(s.blas_threads)},
-              {"torch_threads", opt(s.torch_threads)},
-              {"cpu_quota", opt(s.cpu_quota)},
-              {"cpu_throttled_s", opt(s.cpu_throttled_s)},
-              {"fpu_ftz", opt(s.fpu_ftz)},
-              {"fpu_daz", opt(s.fpu_daz)}};
+              {"blas_threads", number(s.blas_threads)},
+              {"torch_threads", number(s.torch_threads)},
+              {"cpu_quota", number(s.cpu_quota)},
+              {"cpu_throttled_s", number(s.cpu_throttled_s)},
+              {"fpu_ftz", flag(s.fpu_ftz)},
+              {"fpu_daz", flag(s.fpu_daz)}};
 }
 
 }  // namespace sonde::analyzers

@@ -150,6 +150,9 @@ describe('viewer in chromium', { skip }, () => {
     assert.ok(await page.locator('#panel-roofline svg .point').count() > 0, 'no roofline point');
     assert.ok(await page.locator('#panel-roofline svg .ceiling').count() >= 2, 'no calibrated ceilings drawn');
     assert.ok(await page.locator('#panel-breakdown svg.stack .segment').count() >= 3, 'no breakdown segments');
+    // The FPU flags are booleans in the JSON and words on the page.
+    assert.equal(typeof data.run.run.fpu_ftz, 'boolean');
+    assert.match(await page.locator('#panel-run').textContent(), /FTZ \/ DAZ(on|off) \/ (on|off)/);
     assert.deepEqual(errors, []);
     await page.close();
   });

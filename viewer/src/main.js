@@ -53,6 +53,9 @@ function select(name, id = null) {
   for (const l of state.linked) l.setSelected(sel);
 }
 
+// The run's FPU flags: booleans in the JSON (`sonde report --format json`), a word here.
+const onOff = (v) => (v === true ? 'on' : v === false ? 'off' : v ?? '–');
+
 function runPanel(p) {
   const { section, body } = panel('run', 'Run');
   const r = p.run.run;
@@ -60,7 +63,7 @@ function runPanel(p) {
     ['file', p.path], ['command', r.command], ['host', r.host], ['CPU', r.cpu_model], ['cores', r.cores],
     ['mode', r.mode], ['processes', r.processes], ['busy threads', r.threads], ['waiting threads', r.waiting_threads ?? 0], ['idle threads', r.idle_threads],
     ['wall time s', r.wall_s], ['BLAS', r.blas_library], ['BLAS threads', r.blas_threads],
-    ['FTZ / DAZ', `${r.fpu_ftz ?? '–'} / ${r.fpu_daz ?? '–'}`],
+    ['FTZ / DAZ', `${onOff(r.fpu_ftz)} / ${onOff(r.fpu_daz)}`],
   ];
   body.appendChild(el('dl', { class: 'facts' }, facts.map(([k, v]) => [el('dt', {}, k), el('dd', {}, fmtNum(v))])));
   const notes = p.run.notes || [];

@@ -117,6 +117,18 @@ TEST_F(ReportTest, JsonHasRunNotesAndRows) {
   Json j = render_report_json(path_, load_run_summary(file), compute_hotspots(file), 0);
   EXPECT_EQ(j["run"]["host"], "testhost");
   EXPECT_EQ(j["notes"][0]["topic"], "deepbind");
+  // run_info's text as JSON types: a count a number, a flag a boolean, a figure a number.
+  EXPECT_EQ(j["run"]["blas_threads"], 4);
+  test::exec_sql(
+      path_,
+      "INSERT OR REPLACE INTO run_info VALUES (1, 1, 'fpu.ftz', '1'), (1, 1, 'fpu.daz', '0'), "
+      "(1, 1, 'cpu.quota', '1.5'), (1, 1, 'torch.num_threads', 'many');");
+  Json typed = run_summary_to_json(load_run_summary(ProfileFile::open(path_)));
+  EXPECT_EQ(typed["fpu_ftz"], true);
+  EXPECT_EQ(typed["fpu_daz"], false);
+  EXPECT_EQ(typed["cpu_quota"], 1.5);
+  EXPECT_EQ(typed["torch_threads"], "many");  // no number: as recorded
+  EXPECT_EQ(typed["cpu_throttled_s"], nullptr);
   EXPECT_DOUBLE_EQ(j["total_s"].get<double>(), 15.0);
   EXPECT_DOUBLE_EQ(j["wall_s"].get<double>(), 10.5);
   ASSERT_EQ(j["rows"].size(), 6u);
