@@ -36,6 +36,9 @@ def test_numpy_linalg_calls_lapack_with_its_operation_counts(tmp_path):
         d = np.linalg.slogdet(A)                   # dgetrf_
         w = np.linalg.eigvalsh(A + A.T)            # dsyevd_: timed only
         s = np.linalg.svd(A, compute_uv=False)     # dgesdd_: timed only
+        Q, R = np.linalg.qr(A[:, :{NRHS}])           # dgeqrf_ and dorgqr_ ({N} x {NRHS})
+        e = np.linalg.eigvals(A)                   # dgeev_: timed only
+        c = np.linalg.lstsq(A, B, rcond=None)[0]   # dgelsd_: timed only, its dgemv_ within
         print(f"{{np.abs(A @ x - B).max():.2e}} {{np.abs(A @ Ai - np.eye({N})).max():.2e}}")
         """))
     db = tmp_path / "linalg.db"
@@ -53,8 +56,17 @@ def test_numpy_linalg_calls_lapack_with_its_operation_counts(tmp_path):
     assert got["dgesv_"][1] == pytest.approx(2 * lu + 2 * n * n * (NRHS + N), rel=1e-9)
     assert got["dpotrf_"] == (1, pytest.approx(n ** 3 / 3, rel=1e-9))
     assert got["dgetrf_"] == (1, pytest.approx(lu, rel=1e-9))
+    # QR: the factorization and Q of the reduced form, a workspace query of each costing
+    # nothing.
+    m, k = n, float(NRHS)
+    assert got["dgeqrf_"][0] >= 1 and got["dorgqr_"][0] >= 1, got
+    assert got["dgeqrf_"][1] == pytest.approx(2 * m * k * k - 2 * k ** 3 / 3, abs=1)  # whole FLOPs
+    assert got["dorgqr_"][1] == pytest.approx(4 * m * k * k - 2 * (m + k) * k * k + 4 * k ** 3 / 3,
+                                              abs=1)
+    # lstsq's dgelsd_ makes hundreds of dgemv_ calls of its own: inside it, not the program's.
+    assert "dgemv_" not in got, got["dgemv_"]
     # The drivers: calls (a workspace query and the work), no FLOPs.
-    for driver in ("dsyevd_", "dgesdd_"):
+    for driver in ("dsyevd_", "dgesdd_", "dgeev_", "dgelsd_"):
         assert got[driver][0] >= 1 and got[driver][1] == 0, (driver, got[driver])
     (ns,), = query(db, "SELECT SUM(n.incl_ns) FROM nodes n JOIN routines r USING (routine_id) "
                        "WHERE r.name = 'dgesdd_'")

@@ -168,6 +168,13 @@ inline CallCost geqrf(int64_t m, int64_t n, DType t, bool query) {
   double a = double(val(std::max(m, n))), b = double(val(std::min(m, n)));
   return lapack(2 * a * b * b - 2 * b * b * b / 3, t, 2 * val(m) * val(n));
 }
+// Q of a QR factorization, m x n from k reflectors: 4mnk - 2(m+n)k^2 + 4k^3/3.
+inline CallCost orgqr(int64_t m, int64_t n, int64_t k, DType t, bool query) {
+  if (query) return {};
+  double mm = double(val(m)), nn = double(val(n)), kk = double(val(k));
+  return lapack(4 * mm * nn * kk - 2 * (mm + nn) * kk * kk + 4 * kk * kk * kk / 3, t,
+                2 * val(m) * val(n));
+}
 // The eigenvalue and singular value drivers iterate to convergence: their counts depend on
 // the matrix, so they are timed with no FLOPs (a query still costs nothing).
 inline CallCost timed_only() { return {}; }
