@@ -264,6 +264,14 @@ void push(const torch_abi::RecordFunction& rf) {
   if (outer != nullptr) e.sealed = outer->sealed || (outer->op != nullptr && outer->op->dispatched);
   bool node = S == Scope::kBackwardFunction || (op != nullptr && op->engine);
   if (node) e.sealed = false;
+  // A custom autograd.Function's event (a name of no namespace: Squash, CheckpointFunction,
+  // BackwardHookFunction): autograd's C++ calls operators beneath it after its forward has
+  // returned, from no Python of its own (aten::view_as of an output that is an input: a
+  // register_full_backward_hook model's 60 of them were in no frame, their time the
+  // Function's). They are top-level, as torch.profiler counts them.
+  bool function = S == Scope::kFunction && op != nullptr && op->role == Role::kOperator &&
+                  !op->dispatched && !op->engine;
+  uint32_t depth_before = s.function_depth;
   // Where Python was when it started: another innermost frame, when an operator starts inside
   // it, is Python code it ran. Not read inside a sealed event, whose events are all sealed (most
   // of a model's: aten::linear's aten::t and aten::addmm).
@@ -283,6 +291,11 @@ void push(const torch_abi::RecordFunction& rf) {
     open = true;
   } else {
     open = s.function_depth++ == 0 || comm;
+  }
+  if (function && open && !e.sealed) {
+    if (!e.restores) e.saved_function_depth = depth_before;
+    e.restores = true;
+    s.function_depth = 0;
   }
   if (s.pending_count != 0) pair_transfers(s);  // also between back-to-back c10d calls
   if (!comm) poll_completions(s);

@@ -31,6 +31,19 @@ class Squash(torch.autograd.Function):
         return g * 2 * (1 - y * y)
 
 
+class Same(torch.autograd.Function):
+    """Returns its input: autograd's C++ makes the output a view of it (aten::view_as), beneath
+    the Function's event and after its Python forward has returned."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
 class Wrapped(torch.Tensor):
     """A tensor subclass as torch's own tests write one: each operator on it runs in Python."""
 
@@ -86,7 +99,7 @@ def main():
         logits = model(x)
         logits.register_hook(lambda g: g * 0.5)
         hidden = torch.utils.checkpoint.checkpoint(head, Squash.apply(shared(shared(logits))))
-        loss = torch.nn.functional.cross_entropy(hidden, y)
+        loss = torch.nn.functional.cross_entropy(Same.apply(hidden), y)
         loss.backward()
         opt.step()
     print(f"loss {float(loss):.6f}")
