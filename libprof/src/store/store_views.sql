@@ -826,9 +826,11 @@ CREATE VIEW IF NOT EXISTS c10d_waits AS
   outer_frames(node_id) AS (
     SELECT node_id FROM frames WHERE NOT setup
     EXCEPT SELECT up.frame FROM up JOIN frames f ON f.node_id = up.node_id),
+  -- Each posting node once: a node has a comm_ops row per message size, which posted sums.
   posted_up(comm, node_id) AS (
-    SELECT co.node_id, n.parent_id FROM comm_ops co JOIN nodes n USING (node_id)
-    WHERE co.kind <> 'setup' AND EXISTS (SELECT 1 FROM frames)
+    SELECT n.node_id, n.parent_id FROM nodes n
+    WHERE n.node_id IN (SELECT node_id FROM comm_ops WHERE kind <> 'setup')
+      AND EXISTS (SELECT 1 FROM frames)
     UNION ALL
     SELECT p.comm, n.parent_id FROM posted_up p JOIN nodes n ON n.node_id = p.node_id
     WHERE n.parent_id IS NOT NULL),
