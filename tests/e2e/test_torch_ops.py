@@ -633,6 +633,25 @@ def test_the_programs_own_work_wait_is_communication(tmp_path):
         "wait True", "its own", "RuntimeError Operation timed out!"], (r.stdout, plain.stdout)
 
 
+def test_an_operation_in_flight_ends_when_its_work_completes(tmp_path):
+    # An async all-reduce posted before a matrix product was in flight until the thread's next
+    # operator or wait, after the product: a red-team rank read 1.03 s in flight and overlapped
+    # where its future's callback stamped 0.15 s. It ends when its work's event ends.
+    db, out = spawned(tmp_path, "torch_async_overlap.py")
+    truth = {int(line.split()[1]): float(line.split()[-1]) for line in out}
+    assert [line.split()[2] for line in out] == ["3.0", "3.0"], out  # results unchanged
+    products = dict(query(db, "SELECT pr.rank, SUM(n.incl_ns) / 1e9 FROM nodes n JOIN routines r "
+                              "USING (routine_id) JOIN threads t ON t.thread_id = n.thread_id "
+                              "JOIN process_ranks pr ON pr.process_id = t.process_id "
+                              "WHERE r.name = 'aten::matmul' GROUP BY pr.rank"))
+    inflight = dict(query(db, "SELECT pr.rank, SUM(o.inflight_ns) / 1e9 FROM comm_overlap o "
+                              "JOIN threads t USING (thread_id) JOIN process_ranks pr "
+                              "USING (process_id) GROUP BY pr.rank"))
+    for rank in (0, 1):
+        assert inflight[rank] == pytest.approx(truth[rank], rel=0.25, abs=0.03), \
+            (rank, inflight, truth, products)
+
+
 SHAPES = PROGRAMS / "torch_op_shapes.py"
 
 

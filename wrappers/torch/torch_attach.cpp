@@ -234,6 +234,7 @@ SONDE_EXPORT_C void sonde_torch_setup_begin(const char* name) {
 // a `wait` comm op, blocking, so the time a fast rank waits there is communication, not the
 // imbalance of the frame that called it. Closed by sonde_torch_setup_end.
 SONDE_EXPORT_C void sonde_torch_wait_begin(const char* name) {
+  if (t_setup_nesting == 0) ops::poll_thread();
   comm_frame_begin(name, sonde::CommKind::kWait);
 }
 

@@ -33,6 +33,11 @@ inline constexpr uint64_t kPassAt = 32;
 // bytes with none (before the callbacks are removed at exit).
 void settle_thread();
 
+// Ends this thread's operations whose work has completed, before a wait of the program's own
+// starts (Work.wait): they were in flight until it otherwise, the program's matmul between the
+// post and the wait read all overlapped however soon the work ended.
+void poll_thread();
+
 // c10d calls recorded without bytes because more were waiting for their events on one thread
 // than it keeps (1,024).
 uint64_t calls_past_pending();

@@ -262,7 +262,10 @@ bool ThreadState::held_back() {
 }
 
 void CommClock::advance(uint64_t now) {
-  uint64_t dt = now > last ? now - last : 0;
+  // Never back: an operation ended when its work completed, before the poll that saw it
+  // (wrappers/torch), lands after a transition made since.
+  if (now <= last) return;
+  uint64_t dt = now - last;
   last = now;
   if (inflight <= 0) return;
   bump(inflight_ticks, dt);
