@@ -808,6 +808,25 @@ def test_python_m_sonde_around_torchrun_names_the_rank_files(tmp_path, launch):
     assert report.returncode == 0 and "warning:" not in report.stdout, report.stdout
 
 
+def test_a_window_around_torchrun_is_each_ranks(tmp_path):
+    """`--steps N` around torchrun: the ranks open their windows; the launcher runs no step. Its
+    "the collection window never opened ... nothing was measured" came first on stderr, read as
+    an empty run where both ranks had measured their steps (a red-team find)."""
+    r = subprocess.run(
+        [PY, "-m", "sonde", "--steps", "2", "--step-region", "imbalanced", "-o", "prof.db", "-m",
+         "torch.distributed.run", "--nproc_per_node", "2", "--master_port", str(free_port()),
+         "--redirects", "1", "--tee", "1", DDP], cwd=tmp_path,
+        env=clean_env(PYTHONPATH=PYTHONPATH, OMP_NUM_THREADS=1), capture_output=True, text=True,
+        timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "never opened" not in r.stderr and "nothing was measured" not in r.stderr, r.stderr
+    (note,), = query(tmp_path / "prof.db", "SELECT message FROM notes WHERE topic = 'window'")
+    assert note.startswith("this process launched ranks and opened no collection window"), note
+    for i in (0, 1):  # the 3 steps after the 2 skipped, each rank
+        assert query(tmp_path / f"prof.rank{i}.db", "SELECT SUM(n.calls) FROM nodes n JOIN "
+                     "routines r USING (routine_id) WHERE r.name = 'imbalanced'") == [(3,)]
+
+
 RESTARTED = """import os, sys, time
 import torch.distributed as dist
 dist.init_process_group("gloo")

@@ -632,6 +632,15 @@ void Runtime::note_window(bool final) {
                          "profile",
                          when, how),
              false);
+  } else if (final && process_.rank < 0 && launches_ranks(command_line_args())) {
+    // A launcher (torchrun, mpirun) runs no step of its own: its ranks' files hold the windows.
+    // "nothing was measured", the first line of `sonde run --steps 5 -- torchrun ...`, read as
+    // an empty run where both ranks had measured their steps 6 to 20 (a red-team find).
+    add_note("window",
+             fmt::format("this process launched ranks and opened no collection window of its "
+                         "own ({}): each rank's file holds its own",
+                         how),
+             false);
   } else if (final) {
     add_note("window",
              w.steps > 0
