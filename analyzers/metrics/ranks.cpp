@@ -354,33 +354,43 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   if (r.reducer_wait_s > 0)
     r.reducer_wait_least_s =
         mean_and_least_over_ranks(file, "SELECT thread_id, ns FROM engine_waits").second;
-  // Each group's calls with the c10d frame's wait around each (a frame holding one operation:
-  // the wait is its), per rank; the least of the ranks. One statement: c10d_waits walks the
-  // frames' ancestors.
-  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>, double> least;
+  // Each group's calls with the c10d frame's wait around each (a frame holding one operation
+  // node: the wait is its, shared by the node's message sizes in proportion to their calls),
+  // per rank. One statement: c10d_waits walks the frames' ancestors. A frame whose node held
+  // two sizes was taken for two operations, and its wait for none (a red-team per-parameter
+  // all-reduce read 0.47 s of its 2.72 s).
+  std::map<std::tuple<std::string, std::int64_t, std::int64_t, std::int64_t>,
+           std::map<std::int64_t, double>>
+      per_rank;
   for (auto st = file.prepare(
            "WITH one AS (SELECT w.node_id AS frame, w.ns AS ns, MIN(c.node_id) AS op_node "
            "             FROM c10d_waits w JOIN nodes c ON c.parent_id = w.node_id "
-           "             JOIN comm_ops x ON x.node_id = c.node_id GROUP BY w.node_id "
-           "             HAVING COUNT(*) = 1) "
-           "SELECT op, bytes, blocking, comm_size, MIN(s) FROM ("
-           "  SELECT co.op AS op, co.bytes AS bytes, co.blocking AS blocking, "
-           "         co.comm_size AS comm_size, pr.rank AS rank, "
-           "         SUM(co.time_ns + COALESCE(one.ns, 0)) / 1e9 AS s "
-           "  FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id) "
-           "  JOIN process_ranks pr USING (process_id) LEFT JOIN one ON one.op_node = co.node_id "
-           "  WHERE co.kind = 'collective' "
-           "  GROUP BY co.op, co.bytes, co.blocking, co.comm_size, pr.rank) "
-           "GROUP BY op, bytes, blocking, comm_size");
+           "             WHERE c.node_id IN (SELECT node_id FROM comm_ops) GROUP BY w.node_id "
+           "             HAVING COUNT(*) = 1), "
+           "node_calls AS (SELECT node_id, SUM(calls) AS calls FROM comm_ops GROUP BY node_id) "
+           "SELECT co.op, co.bytes, co.blocking, co.comm_size, pr.rank, "
+           "       SUM(co.time_ns + COALESCE(1.0 * one.ns * co.calls / nc.calls, 0)) / 1e9 "
+           "FROM comm_ops co JOIN nodes n USING (node_id) JOIN threads t USING (thread_id) "
+           "JOIN process_ranks pr USING (process_id) JOIN node_calls nc USING (node_id) "
+           "LEFT JOIN one ON one.op_node = co.node_id "
+           "WHERE co.kind = 'collective' "
+           "GROUP BY co.op, co.bytes, co.blocking, co.comm_size, pr.rank");
        st.step();)
-    least[{st.text(0), st.int64(1), st.int64(2), st.int64(3)}] = st.real(4);
+    per_rank[{st.text(0), st.int64(1), st.int64(2), st.int64(3)}][st.int64(4)] = st.real(5);
   for (auto st = file.prepare("SELECT op, message_bytes, calls, ranks, time_s, blocking, "
                               "comm_size FROM comm_bandwidth WHERE kind = 'collective' "
                               "ORDER BY time_s DESC");
        st.step();) {
     RankSummary::Collective c{st.text(0), st.int64(1), st.int64(2), st.int64(3), st.real(4)};
-    if (auto it = least.find({c.op, c.message_bytes, st.int64(5), st.int64(6)}); it != least.end())
-      c.least_rank_s = it->second;
+    c.blocking = st.int64(5);
+    c.comm_size = st.int64(6);
+    if (auto it = per_rank.find({c.op, c.message_bytes, c.blocking, c.comm_size});
+        it != per_rank.end() && !it->second.empty()) {
+      c.rank_s = it->second;
+      double least = it->second.begin()->second;
+      for (const auto& [rank, s] : it->second) least = std::min(least, s);
+      c.least_rank_s = least;
+    }
     r.collectives.push_back(std::move(c));
   }
   return r;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -76,6 +77,10 @@ struct RankSummary {
     std::string op;
     std::int64_t message_bytes = 0, calls = 0, ranks = 0;
     double time_s = 0;  // comm_bandwidth's: the calls' own time (a nonblocking one's posting)
+    std::int64_t blocking = 0, comm_size = 0;
+    // Per rank, the calls' time with the waits around them (as least_rank_s): a rule that
+    // judges several message sizes together sums these per rank before it takes the least.
+    std::map<std::int64_t, double> rank_s;
     // The calls' time with the waits of torch.distributed's Python frame around each (c10d_waits:
     // a blocking all_reduce of a scalar waits there, its call's own time the posting alone), on
     // the rank where it is least: the latency every rank pays, not a wait for a slower one.

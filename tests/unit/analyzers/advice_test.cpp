@@ -1772,6 +1772,44 @@ UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_i
   EXPECT_NE(c[0].summary.find("(1000.0 us a call,"), std::string::npos) << c[0].summary;
 }
 
+// A per-parameter all-reduce: one call site, a message size per parameter shape (two here, 150
+// calls each a rank), blocking: the frame's wait is shared by both sizes and the rule judges
+// them as one operation. Judged a size at a time, without the frame's wait (two rows at one
+// node read as two operations), a red-team loop's 2.72 s a rank read two candidates of 0.24 s.
+TEST_F(AdviceTest, SmallCollectivesOfSeveralSizesAreOneCandidate) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (11, 'distributed_c10d.py:1400(all_reduce)', 'python', '',
+   '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 1400),
+  (9, 'c10d::allreduce_', 'torch', 'c10d', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (50, 1, 2, 11, 2, 0, 300, 300, 300000000, 270000000, 0, 0),
+  (51, 1, 50, 9, 3, 0, 300, 0, 30000000, 30000000, 0, 0),
+  (20, 2, NULL, 1, 0, 0, 1, 300, 10000000000, 9200000000, 0, 0),
+  (60, 2, 20, 11, 1, 0, 300, 300, 800000000, 770000000, 0, 0),
+  (61, 2, 60, 9, 2, 0, 300, 0, 30000000, 30000000, 0, 0);
+INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
+  (51, 'c10d::allreduce_', 'collective', 0, 2, 128, 150, 10000000),
+  (51, 'c10d::allreduce_', 'collective', 0, 2, 4096, 150, 20000000),
+  (61, 'c10d::allreduce_', 'collective', 0, 2, 128, 150, 10000000),
+  (61, 'c10d::allreduce_', 'collective', 0, 2, 4096, 150, 20000000);
+UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_id IN (1, 2);
+)sql");
+  auto c = of_rule(candidates(), "small-collectives");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "c10d::allreduce_ of 2 sizes, 128 to 4096 bytes");
+  double per_rank = -1;
+  std::int64_t calls = -1;
+  for (const auto& [key, value] : c[0].evidence) {
+    if (key == "time_s_per_rank") per_rank = std::get<double>(value);
+    if (key == "calls_per_rank") calls = std::get<std::int64_t>(value);
+  }
+  EXPECT_NEAR(per_rank, 0.3, 1e-9);  // rank 0's postings and its frame's whole wait
+  EXPECT_EQ(calls, 300);
+}
+
 // The reducer's wait is on all-reduces in flight, which the writer's comm_overlap counts as
 // overlapped where the thread runs its own frame: exposed, not overlapped too (a red-team rank
 // waiting 0.876 s of 0.967 s in flight read 52.4 % overlapped).
