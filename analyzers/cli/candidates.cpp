@@ -1,6 +1,8 @@
 // sonde candidates: tuning candidates from the advice rules, ranked by estimated gain.
 #include "advice/candidates.hpp"
 
+#include <fmt/format.h>
+
 #include <iostream>
 #include <memory>
 
@@ -40,6 +42,17 @@ int candidates(const Options& a) {
     }
   }
   std::vector<std::string> warnings = peaks_exceeded(file);
+  // A job a signal ended (a hang killed at its time limit) is no profile of the work to tune:
+  // a red-team DDP job whose rank 1 hung 294 s read "even out the work per rank", 147 s.
+  std::size_t signalled = 0;
+  for (const Note& n : load_run_summary(file).notes) signalled += n.topic == "signal";
+  if (signalled > 0)
+    warnings.insert(
+        warnings.begin(),
+        fmt::format("{} of the run's processes {} ended by a signal (sonde report names {}): "
+                    "the figures stop there, and the time of a job killed for a hang or at a "
+                    "time limit is its waiting, not work to even out",
+                    signalled, signalled == 1 ? "was" : "were", signalled == 1 ? "it" : "them"));
   if (format != Format::kText)
     for (const std::string& w : warnings) std::cerr << "sonde candidates: warning: " << w << '\n';
   if (format == Format::kJson) {

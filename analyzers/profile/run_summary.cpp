@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <vector>
 
@@ -15,6 +16,46 @@
 #include "sonde/run_options.hpp"
 
 namespace sonde::analyzers {
+
+namespace {
+// The usual name of a signal that ends a process, for the note that says one did.
+std::string signal_word(int sig) {
+  switch (sig) {
+    case SIGHUP:
+      return " (SIGHUP)";
+    case SIGINT:
+      return " (SIGINT)";
+    case SIGQUIT:
+      return " (SIGQUIT)";
+    case SIGABRT:
+      return " (SIGABRT)";
+    case SIGBUS:
+      return " (SIGBUS)";
+    case SIGFPE:
+      return " (SIGFPE)";
+    case SIGKILL:
+      return " (SIGKILL)";
+    case SIGSEGV:
+      return " (SIGSEGV)";
+    case SIGPIPE:
+      return " (SIGPIPE)";
+    case SIGALRM:
+      return " (SIGALRM)";
+    case SIGTERM:
+      return " (SIGTERM)";
+    case SIGUSR1:
+      return " (SIGUSR1)";
+    case SIGUSR2:
+      return " (SIGUSR2)";
+    case SIGXCPU:
+      return " (SIGXCPU)";
+    case SIGXFSZ:
+      return " (SIGXFSZ)";
+    default:
+      return "";
+  }
+}
+}  // namespace
 
 RunSummary load_run_summary(const ProfileFile& file) {
   RunSummary s;
@@ -123,6 +164,22 @@ RunSummary load_run_summary(const ProfileFile& file) {
                                          "a full disk or quota, or still running): its figures "
                                          "are as of {}",
                                          upto),
+                             st.int64(0)});
+    }
+  }
+  {
+    // A process a signal ended (timeout's SIGTERM at a time limit, a scheduler's, a crash's
+    // SIGSEGV) wrote its final flush, and its file read as a run that had finished: a red-team
+    // hung DDP job killed by `timeout` read as a load imbalance, nothing saying both ranks died.
+    auto st = file.prepare(
+        "SELECT pid, CAST(substr(end_reason, 8) AS INTEGER) FROM processes "
+        "WHERE end_reason LIKE 'signal %' ORDER BY process_id");
+    while (st.step()) {
+      int sig = static_cast<int>(st.int64(1));
+      s.notes.push_back(Note{"warning", "signal",
+                             fmt::format("the process was ended by signal {}{}: its figures "
+                                         "stop there (a time limit, a hang killed, a crash)",
+                                         sig, signal_word(sig)),
                              st.int64(0)});
     }
   }

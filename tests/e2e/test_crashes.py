@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from conftest import BIN, LIB, clean_env, integrity_ok, query, routine_calls, run
+from conftest import BIN, CLI, LIB, clean_env, integrity_ok, query, routine_calls, run
 
 
 @pytest.mark.parametrize("how,sig", [("abort", signal.SIGABRT), ("segv", signal.SIGSEGV),
@@ -19,6 +19,11 @@ def test_a_fatal_signal_flushes_then_kills_with_the_same_signal(db, how, sig):
     assert integrity_ok(db)
     assert routine_calls(db, "cblas_sdot") == 10
     assert query(db, "SELECT end_reason FROM processes") == [(f"signal {int(sig)}",)]
+    # Said where the figures are read: a job a signal ended is no finished run to tune.
+    report = subprocess.run([CLI, "report", db], capture_output=True, text=True, timeout=60)
+    assert f"warning: the process was ended by signal {int(sig)} ({sig.name})" in report.stdout
+    cands = subprocess.run([CLI, "candidates", db], capture_output=True, text=True, timeout=60)
+    assert cands.stdout.startswith("warning: 1 of the run's processes was ended by a signal")
 
 
 def test_sigkill_keeps_what_the_periodic_flush_wrote(db):

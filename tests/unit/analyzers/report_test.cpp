@@ -112,6 +112,17 @@ TEST_F(ReportTest, RunSummaryAndHeader) {
   EXPECT_NE(text.find("1000000.0  cblas_sgemm [blas]"), std::string::npos) << text;
 }
 
+// A process a signal ended wrote its final flush: the report says the signal (a hung DDP job
+// killed by `timeout` read as a finished run).
+TEST_F(ReportTest, AProcessEndedByASignalIsSaid) {
+  test::exec_sql(path_, "UPDATE processes SET end_reason = 'signal 15'");
+  ProfileFile file = ProfileFile::open(path_);
+  std::string text = render_report_text(load_run_summary(file), compute_hotspots(file), 3);
+  EXPECT_NE(text.find("the process was ended by signal 15 (SIGTERM): its figures stop there"),
+            std::string::npos)
+      << text;
+}
+
 TEST_F(ReportTest, JsonHasRunNotesAndRows) {
   ProfileFile file = ProfileFile::open(path_);
   Json j = render_report_json(path_, load_run_summary(file), compute_hotspots(file), 0);
