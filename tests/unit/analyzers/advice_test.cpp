@@ -1739,14 +1739,9 @@ UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_i
   EXPECT_EQ(under, (std::map<std::int64_t, double>{{1, 0.73}, {7, 0.73}, {8, 0.02}}));
 }
 
-// A blocking all_reduce of a scalar: its c10d operator's own time is the posting, the wait is
-// its torch.distributed frame's (c10d_waits). The rule holds the calls with those waits on the
-// rank that waits least: 300 scalar all-reduces a rank (240 us each by hand, 3.4 % of its time)
-// read 30 us a call and fired nothing (a red-team find); the rank waiting for a slower one is
-// not the latency.
-TEST_F(AdviceTest, SmallCollectivesCountTheirWaitsOnTheRankWaitingLeast) {
-  sql(kSecondRank);
-  sql(R"sql(
+// Two ranks' blocking all_reduce frames of 300 calls a rank, 30 ms of postings each: rank 0's
+// frame 0.3 s, rank 1's 0.8 s (it waited for rank 0). The tests add the comm_ops rows.
+constexpr const char* kBlockingAllReduces = R"sql(
 INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
   (11, 'distributed_c10d.py:1400(all_reduce)', 'python', '',
    '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 1400),
@@ -1758,10 +1753,21 @@ INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, 
   (20, 2, NULL, 1, 0, 0, 1, 300, 10000000000, 9200000000, 0, 0),
   (60, 2, 20, 11, 1, 0, 300, 300, 800000000, 770000000, 0, 0),
   (61, 2, 60, 9, 2, 0, 300, 0, 30000000, 30000000, 0, 0);
+UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_id IN (1, 2);
+)sql";
+
+// A blocking all_reduce of a scalar: its c10d operator's own time is the posting, the wait is
+// its torch.distributed frame's (c10d_waits). The rule holds the calls with those waits on the
+// rank that waits least: 300 scalar all-reduces a rank (240 us each by hand, 3.4 % of its time)
+// read 30 us a call and fired nothing (a red-team find); the rank waiting for a slower one is
+// not the latency.
+TEST_F(AdviceTest, SmallCollectivesCountTheirWaitsOnTheRankWaitingLeast) {
+  sql(kSecondRank);
+  sql(kBlockingAllReduces);
+  sql(R"sql(
 INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
   (51, 'c10d::allreduce_', 'collective', 0, 2, 4, 300, 30000000),
   (61, 'c10d::allreduce_', 'collective', 0, 2, 4, 300, 30000000);
-UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_id IN (1, 2);
 )sql");
   auto c = of_rule(candidates(), "small-collectives");
   ASSERT_EQ(c.size(), 1u);
@@ -1778,24 +1784,13 @@ UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_i
 // node read as two operations), a red-team loop's 2.72 s a rank read two candidates of 0.24 s.
 TEST_F(AdviceTest, SmallCollectivesOfSeveralSizesAreOneCandidate) {
   sql(kSecondRank);
+  sql(kBlockingAllReduces);
   sql(R"sql(
-INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
-  (11, 'distributed_c10d.py:1400(all_reduce)', 'python', '',
-   '/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py', 1400),
-  (9, 'c10d::allreduce_', 'torch', 'c10d', '', 0);
-INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
-                   incl_ns, excl_ns, flops, bytes) VALUES
-  (50, 1, 2, 11, 2, 0, 300, 300, 300000000, 270000000, 0, 0),
-  (51, 1, 50, 9, 3, 0, 300, 0, 30000000, 30000000, 0, 0),
-  (20, 2, NULL, 1, 0, 0, 1, 300, 10000000000, 9200000000, 0, 0),
-  (60, 2, 20, 11, 1, 0, 300, 300, 800000000, 770000000, 0, 0),
-  (61, 2, 60, 9, 2, 0, 300, 0, 30000000, 30000000, 0, 0);
 INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
   (51, 'c10d::allreduce_', 'collective', 0, 2, 128, 150, 10000000),
   (51, 'c10d::allreduce_', 'collective', 0, 2, 4096, 150, 20000000),
   (61, 'c10d::allreduce_', 'collective', 0, 2, 128, 150, 10000000),
   (61, 'c10d::allreduce_', 'collective', 0, 2, 4096, 150, 20000000);
-UPDATE nodes SET subrs = subrs + 300, incl_ns = incl_ns + 300000000 WHERE node_id IN (1, 2);
 )sql");
   auto c = of_rule(candidates(), "small-collectives");
   ASSERT_EQ(c.size(), 1u);
