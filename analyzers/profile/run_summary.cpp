@@ -183,6 +183,21 @@ RunSummary load_run_summary(const ProfileFile& file) {
                              st.int64(0)});
     }
   }
+  {
+    // A process that exited with a failure status (run_info exit.status: Python's uncaught
+    // exception exits with 1): its file read as a finished run (a red-team rank that died of a
+    // RuntimeError, and its peer's failed all-reduce, left clean-looking profiles).
+    auto st = file.prepare(
+        "SELECT p.pid, i.value FROM run_info i JOIN processes p USING (process_id) "
+        "WHERE i.key = 'exit.status' AND i.value <> '0' ORDER BY p.process_id");
+    while (st.step())
+      s.notes.push_back(Note{"warning", "exit-status",
+                             fmt::format("the process exited with status {}, a failure (an "
+                                         "uncaught Python exception exits with 1): its figures "
+                                         "are of a run that did not finish its work",
+                                         st.text(1)),
+                             st.int64(0)});
+  }
   if (s.processes == 0) {
     // The file libsonde prepared at start (the blank profile, renamed into place) and never
     // flushed into: the run's first process ended before its first flush, 1 s in (SIGKILL, a

@@ -609,13 +609,26 @@ def _run(opts, program, kind, in_process=False):
                     stream.flush()
                 except Exception:
                     pass
-    except SystemExit:
+    except SystemExit as e:
+        # The status the interpreter exits with (pythonrun.c's _Py_HandleSystemExit), for the
+        # profile's exit.status: loaded in-process, libc's exit is not sonde's to see. No call
+        # here (a launcher's call would be a frame): an int's low bits, else 1 (it is printed).
+        if e.code is None:
+            sonde._exit_status = 0
+        else:
+            try:
+                sonde._exit_status = e.code & 0xff
+            except TypeError:
+                sonde._exit_status = 1
         raise  # the interpreter ends it exactly as it would have without sonde
     except BaseException as e:
         _print_as_python_would(e)
+        sonde._exit_status = 1
         if isinstance(e, KeyboardInterrupt):
             _sonde.die_of_sigint_at_exit()  # as CPython does, once finalized
         sys.exit(1)
+    else:
+        sonde._exit_status = 0
 
 
 def _scan(own):

@@ -230,7 +230,16 @@ PyObject* launched_again(PyObject*, PyObject* why) {
 }
 
 PyObject* exit_begins(PyObject*, PyObject*) {
-  Py_BEGIN_ALLOW_THREADS sonde::in_process_exit_begins();  // may wait for a periodic flush
+  // The status the launcher saw the program end with (sonde._exit_status, __main__.py).
+  int status = -1;
+  if (PyObject* sonde_module = PyImport_AddModule("sonde")) {  // borrowed
+    if (PyObject* v = PyObject_GetAttrString(sonde_module, "_exit_status")) {
+      if (PyLong_Check(v)) status = static_cast<int>(PyLong_AsLong(v));
+      Py_DECREF(v);
+    }
+  }
+  PyErr_Clear();
+  Py_BEGIN_ALLOW_THREADS sonde::in_process_exit_begins(status);  // may wait for a periodic flush
   Py_END_ALLOW_THREADS Py_RETURN_NONE;
 }
 

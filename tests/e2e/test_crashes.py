@@ -1,4 +1,5 @@
 """A host that dies still leaves a valid file, and dies exactly as it would have."""
+import os
 import signal
 import subprocess
 import time
@@ -6,6 +7,9 @@ import time
 import pytest
 
 from conftest import BIN, CLI, LIB, clean_env, integrity_ok, query, routine_calls, run
+
+PY = "/usr/bin/python3"
+PYTHONPATH = os.path.join(os.environ.get("SONDE_BUILD", ""), "python")
 
 
 @pytest.mark.parametrize("how,sig", [("abort", signal.SIGABRT), ("segv", signal.SIGSEGV),
@@ -45,3 +49,31 @@ def test_exit_from_a_signal_handler_that_interrupted_malloc_never_hangs(db):
         assert integrity_ok(db)
         assert query(db, "SELECT end_reason FROM processes") == [("_exit",)]
         db.unlink()
+
+
+def test_the_exit_status_is_kept_and_a_failure_said(tmp_path):
+    """A process's exit status (run_info exit.status): preloaded, as libc's exit was given it;
+    in-process under python3 -m sonde, as the launcher saw the program end. A rank that died of
+    an uncaught exception read as one that had finished (a red-team find): the report says a
+    failure status."""
+    cases = {"raise ValueError('x')": 1, "import sys; sys.exit(0)": 0, "pass": 0,
+             "import sys; sys.exit('bad')": 1, "import sys; sys.exit(4)": 4,
+             "import os; os._exit(3)": 3}
+    for i, (source, status) in enumerate(cases.items()):
+        program = tmp_path / f"p{i}.py"
+        program.write_text(source + "\n")
+        db = tmp_path / f"p{i}.db"
+        r = subprocess.run([PY, "-m", "sonde", "-o", db, program], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120,
+                           env=clean_env(PYTHONPATH=PYTHONPATH))
+        assert r.returncode == status, (source, r.stderr)
+        assert query(db, "SELECT value FROM run_info WHERE key = 'exit.status'") == \
+            [(str(status),)], source
+        report = subprocess.run([CLI, "report", db], capture_output=True, text=True, timeout=60)
+        assert (f"the process exited with status {status}, a failure" in report.stdout) == \
+            (status != 0), (source, report.stdout)
+    preloaded = tmp_path / "c.db"
+    r = subprocess.run([BIN / "misbehave", "exit3"], env=clean_env(LD_PRELOAD=LIB,
+                       SONDE_OUTPUT=preloaded), capture_output=True, timeout=60)
+    assert query(preloaded, "SELECT value FROM run_info WHERE key = 'exit.status'") == \
+        [(str(r.returncode),)]

@@ -199,7 +199,7 @@ def test_python_subprocess_children_join_the_run_even_with_an_empty_environment(
 
 def test_many_short_threads_are_all_recorded_after_their_states_are_freed(db):
     # Ended threads are written and freed in batches (and periodically): nothing may be lost.
-    r = run([BIN / "misbehave", "churn", 1500], db, SONDE_FLUSH_INTERVAL=0.05)
+    r = run([BIN / "misbehave", "churn", 1500], db, SONDE_FLUSH_INTERVAL=0.1)
     assert r.returncode == 0, r.stderr
     assert routine_calls(db, "cblas_sdot") == 10 + 1500
     assert query(db, "SELECT COUNT(*) FROM threads t JOIN nodes n USING (thread_id) "
@@ -255,3 +255,31 @@ def test_children_of_a_process_that_had_not_flushed_yet_are_linked_to_it(db):
     for row in rows:
         if row[3] != "root":
             assert row[4] in by_id and by_id[row[4]][1] == row[2], rows  # its parent's row
+
+
+def test_an_image_that_execs_ends_so_and_one_whose_exec_failed_goes_on(db, tmp_path):
+    # The exec's flush writes the image's end; a periodic flush queued behind it on the flusher
+    # thread, before execve replaced the image, wrote the row again without it (an in-process
+    # Python that forked and exec'd read its first image unended, 1 run in 10). After an exec
+    # that fails the image goes on, its periodic flushes too, and its end is its exit's.
+    script = tmp_path / "execs.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "if len(sys.argv) > 1:\n"
+        "    sys.exit(0)\n"
+        "try:\n"
+        "    os.execv('/nonexistent/program', ['x'])\n"
+        "except OSError as e:\n"
+        "    print('failed', e.errno)\n"
+        "end = time.time() + 1.0\n"
+        "while time.time() < end:\n"
+        "    sum(range(1000))\n"
+        "sys.stdout.flush()\n"
+        "os.execv(sys.executable, [sys.executable, sys.argv[0], 'again'])\n")
+    for _ in range(5):
+        db.unlink(missing_ok=True)
+        r = run(["/usr/bin/python3", script], db, SONDE_FLUSH_INTERVAL=0.1)
+        assert r.returncode == 0 and r.stdout == "failed 2\n", r.stderr
+        rows = query(db, "SELECT origin, end_reason, flushes FROM processes ORDER BY started_ns")
+        assert [row[:2] for row in rows] == [("root", "exec"), ("exec", "exit")], rows
+        assert rows[0][2] >= 4, rows  # flushes went on for the second after the failed exec

@@ -65,7 +65,7 @@ MainFn g_main = nullptr;
 int main_then_exit(int argc, char** argv, char** envp) {
   sonde::main_starts();
   int status = g_main(argc, argv, envp);
-  sonde::exit_begins();
+  sonde::exit_begins(status);
   return status;
 }
 
@@ -79,6 +79,14 @@ int main_then_exit(int argc, char** argv, char** envp) {
   ::sonde::ExecStrings strings_;                                                         \
   char* const* out = ::sonde::JOIN((envp), scratch_, scratch_len_, strings_)
 #define SONDE_EXEC_ENV(envp, out) SONDE_JOINED_ENV(prepare_exec, envp, out)
+
+// An exec that returned failed (ENOENT, EACCES): the image goes on, errno as the exec left it.
+int exec_failed(int result) {
+  int saved = errno;
+  ::sonde::exec_returned();
+  errno = saved;
+  return result;
+}
 
 // execl-style variadic arguments into an argv array on the stack.
 #define SONDE_COLLECT_ARGS(first, ap, argv)                                         \
@@ -110,31 +118,31 @@ SONDE_EXPORT_C int pthread_create(pthread_t* thread, const pthread_attr_t* attr,
 SONDE_EXPORT_C int execve(const char* path, char* const argv[], char* const envp[]) {
   SONDE_REAL(execve);
   SONDE_EXEC_ENV(envp, env);
-  return execve_fn(path, argv, env);
+  return exec_failed(execve_fn(path, argv, env));
 }
 
 SONDE_EXPORT_C int execv(const char* path, char* const argv[]) {
   SONDE_REAL(execve);
   SONDE_EXEC_ENV(environ, env);
-  return execve_fn(path, argv, env);
+  return exec_failed(execve_fn(path, argv, env));
 }
 
 SONDE_EXPORT_C int execvpe(const char* file, char* const argv[], char* const envp[]) {
   SONDE_REAL(execvpe);
   SONDE_EXEC_ENV(envp, env);
-  return execvpe_fn(file, argv, env);
+  return exec_failed(execvpe_fn(file, argv, env));
 }
 
 SONDE_EXPORT_C int execvp(const char* file, char* const argv[]) {
   SONDE_REAL(execvpe);
   SONDE_EXEC_ENV(environ, env);
-  return execvpe_fn(file, argv, env);
+  return exec_failed(execvpe_fn(file, argv, env));
 }
 
 SONDE_EXPORT_C int fexecve(int fd, char* const argv[], char* const envp[]) {
   SONDE_REAL(fexecve);
   SONDE_EXEC_ENV(envp, env);
-  return fexecve_fn(fd, argv, env);
+  return exec_failed(fexecve_fn(fd, argv, env));
 }
 
 // glibc's posix_spawn execs the child inside libc, past the exec wrappers: a child given an
@@ -186,7 +194,7 @@ SONDE_EXPORT_C int execle(const char* path, const char* arg, ...) {
 // The exit handlers are about to run: sonde's flusher stops first (see Runtime::exit_begins).
 SONDE_EXPORT_C __attribute__((noreturn)) void exit(int status) {
   SONDE_REAL(exit);
-  sonde::exit_begins();
+  sonde::exit_begins(status);
   exit_fn(status);
   __builtin_unreachable();
 }

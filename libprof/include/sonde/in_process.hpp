@@ -18,8 +18,10 @@ namespace sonde {
 SONDE_API bool in_process_begin(const std::string& shown);
 
 // exit_begins of sonde/process_hooks.hpp: the host's exit begins (the launcher's last atexit
-// function), before the interpreter's finalization.
-SONDE_API void in_process_exit_begins();
+// function), before the interpreter's finalization. `status`: the one the interpreter will
+// exit with, as the launcher saw the program end (libc's exit, loaded in-process, is not
+// sonde's to see); -1 where not known.
+SONDE_API void in_process_exit_begins(int status = -1);
 
 // The program set `sig`'s disposition through libc, past sonde's wrappers (where its object
 // could not be rebound): sonde takes it as the host's and keeps its own handler underneath, as

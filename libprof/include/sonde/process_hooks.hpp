@@ -18,6 +18,8 @@ struct ExecStrings {
 // the new image that carries the preload and the run (entries point into `envp`, `strings` or
 // storage owned by sonde). Safe in a vfork child: then it allocates nothing and flushes nothing.
 char* const* prepare_exec(char* const* envp, char** scratch, int scratch_len, ExecStrings& strings);
+// The exec after prepare_exec failed and returned: this image goes on, its periodic flushes too.
+void exec_returned();
 // The same for a new process this one starts with `envp` (posix_spawn): nothing flushed, the
 // new image a child of this process.
 char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,
@@ -30,8 +32,9 @@ void before_process_exit(int status);
 // The host's main is about to run (the program started through __libc_start_main).
 void main_starts();
 
-// The host's exit begins (main returned or exit was called), before any exit handler runs.
-void exit_begins();
+// The host's exit begins (main returned or exit was called), before any exit handler runs;
+// `status` as exit was given it (-1: not known, an in-process Python's end).
+void exit_begins(int status = -1);
 
 // The host is about to change the process's user or group ids, which glibc does on every
 // thread: sonde's own thread is stopped for the call (true when it was) and started again by

@@ -222,20 +222,28 @@ char* const* prepare_spawn(char* const* envp, char** scratch, int scratch_len,
 
 int exec_env_extra() { return 7; }
 
-void before_process_exit(int) {
+void before_process_exit(int status) {
   // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the
   // flusher thread does the work, and the wait for it is bounded, never a hang.
   Runtime* rt = Runtime::get();
+  if (rt != nullptr) rt->set_exit_status(status);
   if (rt != nullptr && !rt->filtered() && getpid() == rt->pid())
     rt->flush_from_signal(Runtime::kExitRequest);
+}
+
+void exec_returned() {
+  if (Runtime* rt = Runtime::get()) rt->exec_returned();
 }
 
 void main_starts() {
   if (Runtime* rt = Runtime::get()) rt->main_starts();
 }
 
-void exit_begins() {
-  if (Runtime* rt = Runtime::get()) rt->exit_begins();
+void exit_begins(int status) {
+  if (Runtime* rt = Runtime::get()) {
+    rt->set_exit_status(status);
+    rt->exit_begins();
+  }
 }
 
 bool credentials_changing() {

@@ -64,7 +64,7 @@ void library_opened(void* handle) {
   if (handle != nullptr) rebind_new();
 }
 
-void in_process_exit_begins() { exit_begins(); }
+void in_process_exit_begins(int status) { exit_begins(status); }
 
 void in_process_signal_set(int sig) { adopt_kernel_action(sig); }
 

@@ -81,6 +81,14 @@ class Runtime {
   // The host's exit has begun (main returned, or exit was called): no periodic flush from here
   // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
   void exit_begins();
+  // An exec whose flush ended this image failed: periodic flushes resume (flush_now).
+  void exec_returned() { exec_flushed_.store(false, std::memory_order_relaxed); }
+  // The status exit or _exit was given (its low 8 bits, what the parent sees), written with the
+  // final flush (run_info exit.status): a rank that died of an uncaught exception read as one
+  // that finished (a red-team find). Only stored: exit may come from a signal handler.
+  void set_exit_status(int status) {
+    if (status >= 0) exit_status_.store(status & 0xff, std::memory_order_relaxed);
+  }
 
   // The host is about to change the process's user or group ids (setuid, setresgid, setgroups,
   // ...): sonde's thread is stopped for the call (true when it was), and started again after it,
@@ -264,6 +272,11 @@ class Runtime {
 
   std::atomic<bool> finished_{false};
   std::atomic<bool> exiting_{false};
+  // The exec flush wrote this image's end ("exec"): a periodic flush queued behind it on the
+  // flusher thread, before execve replaced the image, wrote the row again without its end
+  // (1 run in 10 of an in-process Python that forks and execs read its first image unended).
+  std::atomic<bool> exec_flushed_{false};
+  std::atomic<int> exit_status_{-1};      // -1: the process has not begun to exit
   std::atomic<int32_t> live_threads_{0};  // host threads attached and not yet ended
   bool measured_seen_ = false;  // a library call or Python frame recorded (under store_mu_)
   std::atomic<bool> store_ok_{false};

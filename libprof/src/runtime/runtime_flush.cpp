@@ -125,7 +125,7 @@ bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
   std::optional<AsyncSignalBlock> no_signals;
   if (pid_t(syscall(SYS_gettid)) != flusher_tid_.load()) no_signals.emplace();
   std::lock_guard lock(store_mu_);
-  if (finished_ || (kind == FlushKind::kPeriodic && exiting_)) return false;
+  if (finished_ || (kind == FlushKind::kPeriodic && (exiting_ || exec_flushed_))) return false;
   bool final = kind == FlushKind::kExit || kind == FlushKind::kSignal;
   uint64_t now = now_ticks();
   clock_.refresh();
@@ -192,6 +192,7 @@ bool Runtime::flush_now(FlushKind kind, const char* end_reason) {
   last_flush_error_.clear();
   process_id_.store(store_.process_id(), std::memory_order_release);
   if (final) finished_ = true;
+  if (kind == FlushKind::kExec) exec_flushed_.store(true, std::memory_order_relaxed);
   retire_written_threads(d, final, gpu);
   return true;
 }
@@ -305,6 +306,8 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
     }
   }
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
+  if (int status = exit_status_.load(std::memory_order_relaxed); status >= 0)
+    d.info.emplace_back("exit.status", std::to_string(status));
   if (adaptive_.mask != 0) d.info.emplace_back("adaptive.rate", std::to_string(adaptive_.mask + 1));
   if (gpu != nullptr) gpu->info(d.info);
   if (!d.threads.empty()) {
