@@ -167,13 +167,25 @@ RunSummary load_run_summary(const ProfileFile& file) {
                              st.int64(0)});
     }
   }
+  // The run's main processes, whose end is the run's: its first (the root, a rank's own
+  // file's maker), every rank, and the images they exec'd (same pid). Not a pool's workers,
+  // which their parent ends with SIGTERM (multiprocessing's Pool.terminate, as `with Pool()`
+  // leaves), nor a helper child whose failure its parent handles.
+  static const std::string kMainProcessesSql = fmt::format(
+      "WITH RECURSIVE main(process_id, pid) AS ("
+      "  SELECT process_id, pid FROM processes WHERE process_id IN ({}) OR rank IS NOT NULL "
+      "  UNION "
+      "  SELECT p.process_id, p.pid FROM processes p JOIN main m "
+      "  ON p.parent_process_id = m.process_id WHERE p.origin = 'exec' AND p.pid = m.pid)",
+      kRunFirstProcesses);
   {
     // A process a signal ended (timeout's SIGTERM at a time limit, a scheduler's, a crash's
     // SIGSEGV) wrote its final flush, and its file read as a run that had finished: a red-team
     // hung DDP job killed by `timeout` read as a load imbalance, nothing saying both ranks died.
-    auto st = file.prepare(
-        "SELECT pid, CAST(substr(end_reason, 8) AS INTEGER) FROM processes "
-        "WHERE end_reason LIKE 'signal %' ORDER BY process_id");
+    auto st = file.prepare(fmt::format(
+        "{} SELECT p.pid, CAST(substr(p.end_reason, 8) AS INTEGER) FROM processes p "
+        "JOIN main USING (process_id) WHERE p.end_reason LIKE 'signal %' ORDER BY p.process_id",
+        kMainProcessesSql));
     while (st.step()) {
       int sig = static_cast<int>(st.int64(1));
       s.notes.push_back(Note{"warning", "signal",
@@ -188,8 +200,10 @@ RunSummary load_run_summary(const ProfileFile& file) {
     // exception exits with 1): its file read as a finished run (a red-team rank that died of a
     // RuntimeError, and its peer's failed all-reduce, left clean-looking profiles).
     auto st = file.prepare(
-        "SELECT p.pid, i.value FROM run_info i JOIN processes p USING (process_id) "
-        "WHERE i.key = 'exit.status' AND i.value <> '0' ORDER BY p.process_id");
+        fmt::format("{} SELECT p.pid, i.value FROM run_info i JOIN processes p USING (process_id) "
+                    "JOIN main USING (process_id) WHERE i.key = 'exit.status' AND i.value <> '0' "
+                    "ORDER BY p.process_id",
+                    kMainProcessesSql));
     while (st.step())
       s.notes.push_back(Note{"warning", "exit-status",
                              fmt::format("the process exited with status {}, a failure (an "

@@ -77,3 +77,32 @@ def test_the_exit_status_is_kept_and_a_failure_said(tmp_path):
                        SONDE_OUTPUT=preloaded), capture_output=True, timeout=60)
     assert query(preloaded, "SELECT value FROM run_info WHERE key = 'exit.status'") == \
         [(str(r.returncode),)]
+
+
+def test_workers_their_parent_ends_are_no_failure_of_the_run(tmp_path):
+    # `with Pool()` ends its workers with SIGTERM (Pool.terminate) and a worker process may exit
+    # with a status of its own: the run's end is its main processes', and a pool's run said
+    # nothing more than before.
+    program = tmp_path / "pool.py"
+    program.write_text(
+        "import multiprocessing as mp, sys\n"
+        "def work(n):\n"
+        "    return sum(range(n))\n"
+        "def fail():\n"
+        "    sys.exit(3)\n"
+        "if __name__ == '__main__':\n"
+        "    mp.set_start_method('fork')\n"
+        "    with mp.Pool(2) as pool:\n"
+        "        print(pool.map(work, [10, 20]))\n"
+        "    p = mp.Process(target=fail)\n"
+        "    p.start(); p.join()\n"
+        "    print(p.exitcode)\n")
+    db = tmp_path / "pool.db"
+    r = subprocess.run([PY, "-m", "sonde", "-o", db, program], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120,
+                       env=clean_env(PYTHONPATH=PYTHONPATH))
+    assert r.returncode == 0 and r.stdout == "[45, 190]\n3\n", r.stderr
+    assert ("3",) in query(db, "SELECT value FROM run_info WHERE key = 'exit.status'")
+    report = subprocess.run([CLI, "report", db], capture_output=True, text=True, timeout=60)
+    assert "ended by signal" not in report.stdout and "exited with status" not in report.stdout, \
+        report.stdout
