@@ -168,12 +168,15 @@ RunSummary load_run_summary(const ProfileFile& file) {
     }
   }
   // The run's main processes, whose end is the run's: its first (the root, a rank's own
-  // file's maker), every rank, and the images they exec'd (same pid). Not a pool's workers,
+  // file's maker), each rank's first process (a rank's children inherit its RANK), and the
+  // images they exec'd (same pid). Not a pool's workers,
   // which their parent ends with SIGTERM (multiprocessing's Pool.terminate, as `with Pool()`
   // leaves), nor a helper child whose failure its parent handles.
   static const std::string kMainProcessesSql = fmt::format(
       "WITH RECURSIVE main(process_id, pid) AS ("
-      "  SELECT process_id, pid FROM processes WHERE process_id IN ({}) OR rank IS NOT NULL "
+      "  SELECT process_id, pid FROM processes p WHERE process_id IN ({}) OR (rank IS NOT NULL "
+      "  AND NOT EXISTS (SELECT 1 FROM processes q WHERE q.process_id = p.parent_process_id "
+      "  AND q.rank = p.rank)) "
       "  UNION "
       "  SELECT p.process_id, p.pid FROM processes p JOIN main m "
       "  ON p.parent_process_id = m.process_id WHERE p.origin = 'exec' AND p.pid = m.pid)",

@@ -623,9 +623,10 @@ def _run(opts, program, kind, in_process=False):
         raise  # the interpreter ends it exactly as it would have without sonde
     except BaseException as e:
         _print_as_python_would(e)
-        sonde._exit_status = 1
         if isinstance(e, KeyboardInterrupt):
-            _sonde.die_of_sigint_at_exit()  # as CPython does, once finalized
+            _sonde.die_of_sigint_at_exit()  # as CPython does, once finalized: signal 2
+        else:
+            sonde._exit_status = 1
         sys.exit(1)
     else:
         sonde._exit_status = 0

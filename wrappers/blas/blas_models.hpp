@@ -172,7 +172,8 @@ inline CallCost geqrf(int64_t m, int64_t n, DType t, bool query) {
 inline CallCost orgqr(int64_t m, int64_t n, int64_t k, DType t, bool query) {
   if (query) return {};
   double mm = double(val(m)), nn = double(val(n)), kk = double(val(k));
-  return lapack(4 * mm * nn * kk - 2 * (mm + nn) * kk * kk + 4 * kk * kk * kk / 3, t,
+  // An invalid call (k > n > m: LAPACK refuses it) counts nothing, not a negative count.
+  return lapack(std::max(0.0, 4 * mm * nn * kk - 2 * (mm + nn) * kk * kk + 4 * kk * kk * kk / 3), t,
                 2 * val(m) * val(n));
 }
 // The eigenvalue and singular value drivers iterate to convergence: their counts depend on

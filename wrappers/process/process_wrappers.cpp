@@ -35,7 +35,7 @@ __attribute__((constructor(102))) void resolve_libc() {
 // quick_exit runs its handlers, then libc's own _exit, past the wrapper below: the process was
 // lost from the profile. Registered before the program's own handlers, this one runs after
 // them, so what they call is recorded too.
-void flush_at_quick_exit() { sonde::before_process_exit(0); }
+void flush_at_quick_exit() { sonde::before_process_exit(-1); }  // its status is not told
 __attribute__((constructor(103))) void register_quick_exit() { at_quick_exit(flush_at_quick_exit); }
 
 #define SONDE_REAL(name) \
@@ -65,7 +65,7 @@ MainFn g_main = nullptr;
 int main_then_exit(int argc, char** argv, char** envp) {
   sonde::main_starts();
   int status = g_main(argc, argv, envp);
-  sonde::exit_begins(status);
+  sonde::exit_begins(status & 0xff);  // what the parent sees: exit(-1) is 255
   return status;
 }
 
@@ -194,7 +194,7 @@ SONDE_EXPORT_C int execle(const char* path, const char* arg, ...) {
 // The exit handlers are about to run: sonde's flusher stops first (see Runtime::exit_begins).
 SONDE_EXPORT_C __attribute__((noreturn)) void exit(int status) {
   SONDE_REAL(exit);
-  sonde::exit_begins(status);
+  sonde::exit_begins(status & 0xff);
   exit_fn(status);
   __builtin_unreachable();
 }
@@ -209,14 +209,14 @@ SONDE_EXPORT_C int __libc_start_main(MainFn main, int argc, char** argv, void (*
 
 SONDE_EXPORT_C __attribute__((noreturn)) void _exit(int status) {
   SONDE_REAL(_exit);
-  sonde::before_process_exit(status);
+  sonde::before_process_exit(status & 0xff);
   _exit_fn(status);
   __builtin_unreachable();
 }
 
 SONDE_EXPORT_C __attribute__((noreturn)) void _Exit(int status) {
   SONDE_REAL(_Exit);
-  sonde::before_process_exit(status);
+  sonde::before_process_exit(status & 0xff);
   _Exit_fn(status);
   __builtin_unreachable();
 }

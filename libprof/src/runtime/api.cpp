@@ -226,7 +226,8 @@ void before_process_exit(int status) {
   // _exit may be called from a signal handler that interrupted malloc or a sonde lock: the
   // flusher thread does the work, and the wait for it is bounded, never a hang.
   Runtime* rt = Runtime::get();
-  if (rt != nullptr) rt->set_exit_status(status);
+  // Not a vfork child's (Python's subprocess, its exec failed): it shares its parent's memory.
+  if (rt != nullptr && !rt->filtered() && getpid() == rt->pid()) rt->set_exit_status(status);
   if (rt != nullptr && !rt->filtered() && getpid() == rt->pid())
     rt->flush_from_signal(Runtime::kExitRequest);
 }
@@ -241,7 +242,7 @@ void main_starts() {
 
 void exit_begins(int status) {
   if (Runtime* rt = Runtime::get()) {
-    rt->set_exit_status(status);
+    if (!rt->filtered() && getpid() == rt->pid()) rt->set_exit_status(status);
     rt->exit_begins();
   }
 }

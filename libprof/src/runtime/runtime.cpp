@@ -651,6 +651,8 @@ void Runtime::note_window(bool final) {
                  : fmt::format("the collection window never opened: the process ended "
                                "before the delay ({}); nothing was measured",
                                how),
+             // Said by the run's root; a rank's, joining its run quietly, by its launcher
+             // (rank_files_said).
              root());
   }
 }
@@ -876,6 +878,9 @@ void Runtime::fork_child() {
   process_.pid = pid();
   process_.origin = "fork";
   process_.parent_process_id = store_.process_id();
+  // Another thread's exec or exit under way in the parent is not the child's.
+  exit_status_.store(-1, std::memory_order_relaxed);
+  exec_flushed_.store(false, std::memory_order_relaxed);
   // Converted at the child's first flush, with the ratio its frames' times take there: taken
   // here, it could fall a few ns after the frames the child carried over from the fork.
   fork_started_ticks_ = now;

@@ -83,9 +83,10 @@ class Runtime {
   void exit_begins();
   // An exec whose flush ended this image failed: periodic flushes resume (flush_now).
   void exec_returned() { exec_flushed_.store(false, std::memory_order_relaxed); }
-  // The status exit or _exit was given (its low 8 bits, what the parent sees), written with the
-  // final flush (run_info exit.status): a rank that died of an uncaught exception read as one
-  // that finished (a red-team find). Only stored: exit may come from a signal handler.
+  // The status exit or _exit was given (its low 8 bits, what the parent sees; -1: not told, as
+  // quick_exit's), written with the final flush (run_info exit.status): a rank that died of an
+  // uncaught exception read as one that finished (a red-team find). Only stored: exit may come
+  // from a signal handler.
   void set_exit_status(int status) {
     if (status >= 0) exit_status_.store(status & 0xff, std::memory_order_relaxed);
   }

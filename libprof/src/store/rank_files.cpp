@@ -44,7 +44,7 @@ std::vector<std::string> run_ids_of(const std::string& output, int busy_ms) {
 // this run's where that journal was written since the run began (the merge suggested left it
 // out, unnamed).
 bool of_this_run(const std::string& path, const std::vector<std::string>& runs, int64_t since_ns,
-                 int busy_ms, long& attempt) {
+                 int busy_ms, long& attempt, std::string& window_unopened) {
   Database db;
   if (db.open_readonly(path, busy_ms) != SQLITE_OK) {
     struct stat journal {};
@@ -67,6 +67,10 @@ bool of_this_run(const std::string& path, const std::vector<std::string>& runs, 
                "SELECT MAX(CAST(value AS INTEGER)) FROM run_info WHERE key = "
                "'torch.restart_count'");
   attempt = st.ok() && st.step() == SQLITE_ROW ? st.column_int(0) : 0;
+  Statement window(db.handle(),
+                   "SELECT message FROM notes WHERE topic = 'window' AND message LIKE "
+                   "'the collection window never opened%' LIMIT 1");
+  if (window.ok() && window.step() == SQLITE_ROW) window_unopened = window.column_text(0);
   return true;
 }
 
@@ -112,8 +116,9 @@ std::vector<RankFile> rank_files_written(const std::string& output, int64_t sinc
       runs_read = true;
     }
     long attempt = 0;
-    if (of_this_run(it->path().string(), runs, since_ns, busy_ms_left(deadline), attempt))
-      found.push_back({std::stol(digits), f, attempt});
+    std::string window;
+    if (of_this_run(it->path().string(), runs, since_ns, busy_ms_left(deadline), attempt, window))
+      found.push_back({std::stol(digits), f, attempt, window});
     else
       ++others;
   }
@@ -154,8 +159,17 @@ RankFilesSaid rank_files_said(const std::string& output, const std::string& requ
         "attempt's",
         n, all.size());
   }
+  // A rank's window that never opened is said by no rank (each joins its run quietly): the
+  // launcher says it, once for all of them (the launcher's own window is no rank's).
+  std::size_t unopened = 0;
+  std::string example;
+  for (const RankFile& r : ranks)
+    if (!r.window_unopened.empty() && unopened++ == 0) example = r.window_unopened;
+  std::string windows = unopened == 0 ? std::string()
+                                      : fmt::format("sonde: in {} of the {} ranks' files, {}\n",
+                                                    unopened, ranks.size(), example);
   if (ranks.size() == 1)
-    return {fmt::format("sonde: 1 rank wrote its own file{}, {}\n", attempts, files),
+    return {fmt::format("sonde: 1 rank wrote its own file{}, {}\n", attempts, files) + windows,
             fmt::format("the launcher's own profile: the run's rank wrote its own file{}, {}",
                         attempts, files)};
   // "prof.rank0.db" made "prof.rank*.db" and "prof.merged.db".
@@ -177,7 +191,8 @@ RankFilesSaid rank_files_said(const std::string& output, const std::string& requ
   std::string merge = fmt::format("sonde merge -o {} {}", shell_word(merged_name), glob);
   std::string read_as_one = restarted ? "to read that attempt as one" : "to read them as one";
   return {fmt::format("sonde: {} ranks wrote their own files{}, {}; {}: {}\n", ranks.size(),
-                      attempts, files, read_as_one, merge),
+                      attempts, files, read_as_one, merge) +
+              windows,
           fmt::format("the launcher's own profile: the run's {} ranks wrote their own files{}, "
                       "{}; {}: {}",
                       ranks.size(), attempts, files, read_as_one, merge)};

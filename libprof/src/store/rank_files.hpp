@@ -21,6 +21,9 @@ struct RankFile {
   long rank = 0;
   std::string name;
   long attempt = 0;
+  // Its window note where the rank's collection window never opened (`--steps` of a region
+  // the rank never began), else empty: a rank joins its run quietly, so its launcher says it.
+  std::string window_unopened;
   bool operator==(const RankFile&) const = default;
 };
 
