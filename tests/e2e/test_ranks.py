@@ -425,8 +425,10 @@ def test_deepspeed_launch_under_srun_names_each_worker_by_its_global_rank(tmp_pa
     for d in (package.parent, package):
         (d / "__init__.py").write_text("")
     (package / "launch.py").write_text(FAKE_DEEPSPEED_LAUNCH)
+    # One write a line: DeepSpeed's launcher runs its workers with python -u, and two workers'
+    # prints into one pipe interleaved their words ("rankrank  01").
     (tmp_path / "train.py").write_text("import os, time\ntime.sleep(0.05)\n"
-                                       "print('rank', os.environ['RANK'])\n")
+                                       "os.write(1, f\"rank {os.environ['RANK']}\\n\".encode())\n")
     build_python = os.path.join(os.environ["SONDE_BUILD"], "python")
     for task in (0, 1):
         slurm = dict(SLURM_JOB_ID=79, SLURM_STEP_ID=0, SLURM_PROCID=task, SLURM_NTASKS=2,
