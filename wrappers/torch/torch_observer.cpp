@@ -205,7 +205,7 @@ void poll_completions(Stack& s) {
   // most that late), never before the thread's last transition (CommClock keeps its order).
   uint64_t now = probe_now();
   uint64_t at = g_completed_at.load(std::memory_order_relaxed);
-  comm_call_end(s.comm_thread, at != 0 && at < now ? at : now, false, 0, int(n));
+  comm_completed(s.comm_thread, at != 0 && at < now ? at : now, int(n));
 }
 
 uint64_t bytes_of(const torch_abi::RecordFunction& rf) {

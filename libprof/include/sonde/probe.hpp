@@ -154,6 +154,11 @@ inline bool exit_gate_closed() { return g_exit_gate_closed.load(std::memory_orde
 SONDE_API void comm_call_begin(ThreadState* thread, uint64_t now);
 SONDE_API void comm_call_end(ThreadState* thread, uint64_t now, bool exposed, int started,
                              int completed);
+// Operations this thread started that completed at `now` outside any call of its own (torch's
+// backend work, seen at its next operator): the clock's in-flight count only. comm_call_end
+// would end the call the thread may be in (a Work.wait, a set-up call), whose exposed time was
+// then lost.
+SONDE_API void comm_completed(ThreadState* thread, uint64_t now, int completed);
 // What the call comm_call_begin opened will record (its comm_ops row) and whether its time is
 // exposed: said between the two, so that a call still open at the process's last flush (a rank
 // killed in a hung MPI_Allreduce, or by another rank's MPI_Abort) is recorded as far as it ran.

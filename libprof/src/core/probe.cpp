@@ -165,6 +165,13 @@ void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int 
   if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
 }
 
+void comm_completed(ThreadState* t, uint64_t now, int completed) {
+  CommClock& c = t->comm_clock;
+  c.advance(now);
+  c.inflight -= completed;
+  if (c.inflight < 0) c.inflight = 0;
+}
+
 uint32_t probe_current_node(ThreadState* t) {
   return t->top().node.load(std::memory_order_relaxed);
 }

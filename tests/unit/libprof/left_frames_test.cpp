@@ -197,5 +197,22 @@ TEST(LeftFrames, ACommCallLeftByALongjmpLeavesTheThreadOutOfCommunication) {
   EXPECT_EQ(t.comm_clock.exposed.load(), 50u);  // the outer call's 40 alone
 }
 
+// torch's backend work completes outside the thread's calls, seen at its next operator, which
+// may run inside a call of the thread's own (a Work.wait): the completion ends operations, not
+// that call, whose exposed time stays counted.
+TEST(LeftFrames, ACompletionInsideACallLeavesTheCallOpen) {
+  ThreadState t(0, 1, 0, 16, 0);
+  comm_call_begin(&t, 10);
+  comm_call_end(&t, 20, false, 1, 0);  // a nonblocking post: one operation in flight
+  comm_call_begin(&t, 30);             // a wait
+  comm_completed(&t, 35, 1);
+  EXPECT_EQ(t.comm_clock.in_call, 1);
+  EXPECT_EQ(t.comm_clock.inflight, 0);
+  comm_call_end(&t, 50, true, 0, 0);
+  EXPECT_EQ(t.comm_clock.exposed.load(), 20u);         // the wait's 20 (before: 0, the call ended)
+  EXPECT_EQ(t.comm_clock.inflight_ticks.load(), 15u);  // 20 to 35
+  EXPECT_EQ(t.comm_clock.overlapped.load(), 10u);      // 20 to 30, outside any call
+}
+
 }  // namespace
 }  // namespace sonde
