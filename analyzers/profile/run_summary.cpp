@@ -7,55 +7,15 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <csignal>
 #include <cstdlib>
 #include <vector>
 
+#include "base/signal_name.hpp"
 #include "process/redact.hpp"
 #include "profile/process_alive.hpp"
 #include "sonde/run_options.hpp"
 
 namespace sonde::analyzers {
-
-namespace {
-// The usual name of a signal that ends a process, for the note that says one did.
-std::string signal_word(int sig) {
-  switch (sig) {
-    case SIGHUP:
-      return " (SIGHUP)";
-    case SIGINT:
-      return " (SIGINT)";
-    case SIGQUIT:
-      return " (SIGQUIT)";
-    case SIGABRT:
-      return " (SIGABRT)";
-    case SIGBUS:
-      return " (SIGBUS)";
-    case SIGFPE:
-      return " (SIGFPE)";
-    case SIGKILL:
-      return " (SIGKILL)";
-    case SIGSEGV:
-      return " (SIGSEGV)";
-    case SIGPIPE:
-      return " (SIGPIPE)";
-    case SIGALRM:
-      return " (SIGALRM)";
-    case SIGTERM:
-      return " (SIGTERM)";
-    case SIGUSR1:
-      return " (SIGUSR1)";
-    case SIGUSR2:
-      return " (SIGUSR2)";
-    case SIGXCPU:
-      return " (SIGXCPU)";
-    case SIGXFSZ:
-      return " (SIGXFSZ)";
-    default:
-      return "";
-  }
-}
-}  // namespace
 
 RunSummary load_run_summary(const ProfileFile& file) {
   RunSummary s;
@@ -191,10 +151,11 @@ RunSummary load_run_summary(const ProfileFile& file) {
         kMainProcessesSql));
     while (st.step()) {
       int sig = static_cast<int>(st.int64(1));
+      std::string name = signal_name(sig);
       s.notes.push_back(Note{"warning", "signal",
                              fmt::format("the process was ended by signal {}{}: its figures "
                                          "stop there (a time limit, a hang killed, a crash)",
-                                         sig, signal_word(sig)),
+                                         sig, name.starts_with("SIG") ? " (" + name + ")" : ""),
                              st.int64(0)});
     }
   }

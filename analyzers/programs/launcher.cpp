@@ -29,6 +29,7 @@
 
 #include "base/executable_dir.hpp"
 #include "base/output_file.hpp"
+#include "base/signal_name.hpp"
 #include "profile/launcher_file.hpp"
 #include "profile/process_alive.hpp"
 #include "profile/profile_file.hpp"
@@ -236,24 +237,6 @@ const OptionSpec& spec_of(std::string_view name) {
 }
 
 }  // namespace
-
-std::string signal_name(int sig) {
-  // Linux's x86-64 numbering, as glibc's sigabbrev_np names them; that function is 2.32's and
-  // the wheel's tool runs on 2.31.
-  static constexpr std::pair<int, const char*> kNames[] = {
-      {SIGHUP, "HUP"},   {SIGINT, "INT"},       {SIGQUIT, "QUIT"}, {SIGILL, "ILL"},
-      {SIGTRAP, "TRAP"}, {SIGABRT, "ABRT"},     {SIGBUS, "BUS"},   {SIGFPE, "FPE"},
-      {SIGKILL, "KILL"}, {SIGUSR1, "USR1"},     {SIGSEGV, "SEGV"}, {SIGUSR2, "USR2"},
-      {SIGPIPE, "PIPE"}, {SIGALRM, "ALRM"},     {SIGTERM, "TERM"}, {SIGSTKFLT, "STKFLT"},
-      {SIGCHLD, "CHLD"}, {SIGCONT, "CONT"},     {SIGSTOP, "STOP"}, {SIGTSTP, "TSTP"},
-      {SIGTTIN, "TTIN"}, {SIGTTOU, "TTOU"},     {SIGURG, "URG"},   {SIGXCPU, "XCPU"},
-      {SIGXFSZ, "XFSZ"}, {SIGVTALRM, "VTALRM"}, {SIGPROF, "PROF"}, {SIGWINCH, "WINCH"},
-      {SIGPOLL, "POLL"}, {SIGPWR, "PWR"},       {SIGSYS, "SYS"}};
-  for (auto [number, abbrev] : kNames) {
-    if (number == sig) return fmt::format("SIG{}", abbrev);
-  }
-  return fmt::format("signal {}", sig);
-}
 
 std::string run_option_problem(std::string_view variable, const std::string& value) {
   const OptionSpec& spec = spec_of(variable);

@@ -26,9 +26,6 @@ int run_command(const RunOptions& options);
 // range, or no number), "" where it is one: the option is then refused, exit 2.
 std::string run_option_problem(std::string_view variable, const std::string& value);
 
-// "SIGTERM", or "signal N" for one without an abbreviation: how the launchers name a signal.
-std::string signal_name(int sig);
-
 // Where libsonde.so is: $SONDE_LIBRARY, else <dir of this executable>/../lib/libsonde.so.
 std::string find_preload_library();
 

@@ -27,6 +27,7 @@
 #include "advice/candidates.hpp"
 #include "advice/thread_rules.hpp"
 #include "advice/tune_results.hpp"
+#include "base/signal_name.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/signal_name.hpp"
 #include "fixture.hpp"
 
 namespace sonde::test {
