@@ -227,9 +227,10 @@ void before_process_exit(int status) {
   // flusher thread does the work, and the wait for it is bounded, never a hang.
   Runtime* rt = Runtime::get();
   // Not a vfork child's (Python's subprocess, its exec failed): it shares its parent's memory.
-  if (rt != nullptr && !rt->filtered() && getpid() == rt->pid()) rt->set_exit_status(status);
-  if (rt != nullptr && !rt->filtered() && getpid() == rt->pid())
+  if (rt != nullptr && !rt->filtered() && getpid() == rt->pid()) {
+    rt->set_exit_status(status);
     rt->flush_from_signal(Runtime::kExitRequest);
+  }
 }
 
 void exec_returned() {
@@ -241,10 +242,7 @@ void main_starts() {
 }
 
 void exit_begins(int status) {
-  if (Runtime* rt = Runtime::get()) {
-    if (!rt->filtered() && getpid() == rt->pid()) rt->set_exit_status(status);
-    rt->exit_begins();
-  }
+  if (Runtime* rt = Runtime::get()) rt->exit_begins(status);
 }
 
 bool credentials_changing() {

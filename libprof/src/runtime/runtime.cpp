@@ -819,12 +819,14 @@ void Runtime::say_where_written_line(bool ok) {
     }
 }
 
-void Runtime::exit_begins() {
+void Runtime::exit_begins(int status) {
   if (filtered()) {  // no getpid, no wait: the flusher only has to stop its periodic flushes
     exiting_.store(true);
     return;
   }
-  if (getpid() != pid() || exiting_.exchange(true)) return;  // getpid: see at_exit
+  if (getpid() != pid()) return;  // getpid: see at_exit (a vfork child shares this memory)
+  set_exit_status(status);        // the last told wins: in-process Python's, then libc's exit
+  if (exiting_.exchange(true)) return;
   // A periodic flush under way finishes first. Bounded: exit may come from a signal handler
   // that interrupted this very thread inside a flush.
   for (int i = 0; i < 2000; ++i) {

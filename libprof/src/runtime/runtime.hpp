@@ -80,7 +80,8 @@ class Runtime {
 
   // The host's exit has begun (main returned, or exit was called): no periodic flush from here
   // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
-  void exit_begins();
+  // `status`: as exit was given it, -1 where not known (set_exit_status).
+  void exit_begins(int status);
   // An exec whose flush ended this image failed: periodic flushes resume (flush_now).
   void exec_returned() { exec_flushed_.store(false, std::memory_order_relaxed); }
   // The status exit or _exit was given (its low 8 bits, what the parent sees; -1: not told, as
