@@ -318,6 +318,7 @@ std::vector<Candidate> small_collectives(const AdviceInput& in, const Rule& rule
   struct Judged {
     const Group* g;
     double per_rank_s;
+    std::int64_t calls_per_rank;
   };
   std::vector<Judged> judged;
   for (const Group& g : groups) {
@@ -334,14 +335,14 @@ std::vector<Candidate> small_collectives(const AdviceInput& in, const Rule& rule
     }
     std::int64_t calls_per_rank = g.calls / std::max<std::int64_t>(1, g.ranks);
     if (calls_per_rank < 10 || per_rank_s < kMinShare * r.mean_busy_s) continue;
-    judged.push_back({&g, per_rank_s});
+    judged.push_back({&g, per_rank_s, calls_per_rank});
   }
   std::stable_sort(judged.begin(), judged.end(),
                    [](const Judged& a, const Judged& b) { return a.per_rank_s > b.per_rank_s; });
   for (const Judged& j : judged) {
     if (out.size() == kMaxPerRule) break;
     const Group& g = *j.g;
-    std::int64_t calls_per_rank = g.calls / std::max<std::int64_t>(1, g.ranks);
+    std::int64_t calls_per_rank = j.calls_per_rank;
     std::string sizes =
         g.sizes == 1 ? fmt::format("{} bytes", g.largest)
                      : fmt::format("{} sizes, {} to {} bytes", g.sizes, g.smallest, g.largest);

@@ -385,12 +385,8 @@ RankSummary load_rank_summary(const ProfileFile& file) {
     c.blocking = st.int64(5);
     c.comm_size = st.int64(6);
     if (auto it = per_rank.find({c.op, c.message_bytes, c.blocking, c.comm_size});
-        it != per_rank.end() && !it->second.empty()) {
-      c.rank_s = it->second;
-      double least = it->second.begin()->second;
-      for (const auto& [rank, s] : it->second) least = std::min(least, s);
-      c.least_rank_s = least;
-    }
+        it != per_rank.end())
+      c.rank_s = std::move(it->second);
     r.collectives.push_back(std::move(c));
   }
   return r;

@@ -78,14 +78,11 @@ struct RankSummary {
     std::int64_t message_bytes = 0, calls = 0, ranks = 0;
     double time_s = 0;  // comm_bandwidth's: the calls' own time (a nonblocking one's posting)
     std::int64_t blocking = 0, comm_size = 0;
-    // Per rank, the calls' time with the waits around them (as least_rank_s): a rule that
-    // judges several message sizes together sums these per rank before it takes the least.
+    // Per rank, the calls' time with the waits of torch.distributed's Python frame around each
+    // (c10d_waits: a blocking all_reduce of a scalar waits there, its call's own time the
+    // posting alone); the least of them is the latency every rank pays, not a wait for a slower
+    // one. Empty (no rank's calls found) in a file without ranks.
     std::map<std::int64_t, double> rank_s;
-    // The calls' time with the waits of torch.distributed's Python frame around each (c10d_waits:
-    // a blocking all_reduce of a scalar waits there, its call's own time the posting alone), on
-    // the rank where it is least: the latency every rank pays, not a wait for a slower one.
-    // Unknown (no rank's calls found) in a file without ranks.
-    std::optional<double> least_rank_s;
   };
   std::vector<Collective> collectives;  // by time, largest first
 };
