@@ -35,6 +35,18 @@ namespace {
 enum class Hook { kNone, kEvalFrame, kMonitoring, kProfile };
 Hook g_hook = Hook::kNone;
 
+// A str the launcher passes on as the file system gives it (an output's or a library's path):
+// its bytes, with a name that is not UTF-8 given back as its own bytes (os.fsencode's
+// surrogateescape), where PyUnicode_AsUTF8 raised and the launcher died with a traceback.
+// False with the exception set where `s` is not a str.
+bool fs_bytes(PyObject* s, std::string& out) {
+  PyObject* bytes = PyUnicode_EncodeFSDefault(s);
+  if (bytes == nullptr) return false;
+  out.assign(PyBytes_AS_STRING(bytes), size_t(PyBytes_GET_SIZE(bytes)));
+  Py_DECREF(bytes);
+  return true;
+}
+
 const char* hook_name(Hook h) {
   switch (h) {
     case Hook::kEvalFrame:
@@ -113,12 +125,12 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
     PyObject* seq = PySequence_Fast(lines, "lines must be a sequence of patterns");
     if (seq == nullptr) return nullptr;
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); ++i) {
-      const char* p = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(seq, i));
-      if (p == nullptr) {
+      std::string p;
+      if (!fs_bytes(PySequence_Fast_GET_ITEM(seq, i), p)) {
         Py_DECREF(seq);
         return nullptr;
       }
-      patterns.emplace_back(p);
+      patterns.push_back(std::move(p));
     }
     Py_DECREF(seq);
   }
@@ -208,9 +220,9 @@ PyObject* record_facts(PyObject*, PyObject*) {
 
 // The in-process launch (sonde/in_process.hpp).
 PyObject* in_process(PyObject*, PyObject* arg) {
-  const char* shown = PyUnicode_AsUTF8(arg);
-  if (shown == nullptr) return nullptr;
-  return PyBool_FromLong(sonde::in_process_begin(shown));
+  std::string shown;
+  if (!fs_bytes(arg, shown)) return nullptr;
+  return PyBool_FromLong(sonde::in_process_begin(shown.c_str()));
 }
 
 // python3 -m sonde started the program again under sonde run, in this interpreter: `why` the
@@ -218,8 +230,8 @@ PyObject* in_process(PyObject*, PyObject* arg) {
 PyObject* launched_again(PyObject*, PyObject* why) {
   sonde::set_run_fact("sonde.launch", "re-exec");
   if (why != Py_None) {
-    const char* text = PyUnicode_AsUTF8(why);
-    if (text == nullptr) return nullptr;
+    std::string text;
+    if (!fs_bytes(why, text)) return nullptr;
     std::string note =
         "python3 -m sonde started the program again under sonde run, not "
         "in-process: ";

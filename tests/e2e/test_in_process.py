@@ -727,6 +727,29 @@ def test_profile_edit_profile_again_keeps_the_previous_as_old(tmp_path, in_proce
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prof.db", "prof.db.old", "prog.py"]
 
 
+def test_a_previous_profile_of_any_name_is_kept(tmp_path):
+    """A name with a URI's own characters (?, #, %), a space and a byte that is not UTF-8 is
+    read as the profile it is and kept as .old, as any other: the launcher opens it by a file:
+    URI of its own making (urllib.parse.quote refused the byte, and "not a sonde profile"
+    followed)."""
+    name = os.fsdecode(b"p r?o#f%25\xff.db")
+    (tmp_path / "prog.py").write_text("def f():\n    pass\nf()\n")
+    for _ in range(2):
+        r = subprocess.run([PY, "-m", "sonde", "-o", name, "prog.py"], cwd=tmp_path,
+                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True,
+                           timeout=180)
+        assert r.returncode == 0, r.stderr
+    assert b"kept the previous profile" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted([name, name + ".old", "prog.py"])
+    for db in (name, name + ".old"):
+        con = sqlite3.connect(os.fsencode(tmp_path / db))
+        try:
+            assert con.execute("SELECT COUNT(*) FROM routines WHERE kind = 'python' AND name "
+                               "LIKE '%(f)'").fetchall() == [(1,)]
+        finally:
+            con.close()
+
+
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
 def test_a_profile_no_process_wrote_yet_stays_where_it_is(tmp_path, in_process):
     """Another run's claim of the name before its first flush (a profile without a process
