@@ -649,6 +649,15 @@ TEST_F(AdviceTest, Float64GemmsAreAskedWhetherFloat32Would) {
   EXPECT_DOUBLE_EQ(number(c[0], "f64_over_f32_peak"), 0.6);
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.5 * 0.4);
   EXPECT_NE(c[0].advice.find(".float() on the model"), std::string::npos) << c[0].advice;
+  // A busy machine's calibration: float64 at 2.4 of float32's 2.5 GFLOP/s for one thread (the
+  // run's count) is no SIMD unit's ratio; with no other plausible pair, float32's lanes, twice.
+  sql("UPDATE peaks SET value = 2.4 WHERE resource = 'gemm.f64' AND threads = 1;");
+  c = of_rule(candidates(), "float64");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "f64_over_f32_peak"), 0.5);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);
+  EXPECT_NE(c[0].gain_bound.find("peaks say float64 runs near float32's rate"), std::string::npos)
+      << c[0].gain_bound;
   // Under 10 % of the busy threads' time: nothing said.
   sql("UPDATE nodes SET incl_ns = 500000000, excl_ns = 500000000 WHERE node_id = 4;");
   EXPECT_TRUE(of_rule(candidates(), "float64").empty());
