@@ -11,6 +11,7 @@
 #include <optional>
 #include <set>
 
+#include "advice/blas_rules.hpp"
 #include "advice/dtype_rules.hpp"
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
@@ -821,7 +822,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 21> kRules{{
+const std::array<Rule, 22> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -901,6 +902,15 @@ const std::array<Rule, 21> kRules{{
      "their time x (1 - gemm.f64 peak / gemm.f32 peak) at the run's BLAS threads, as calibrated "
      "(1/2 where not)",
      float64_gemms},
+    {"blas-kernels",
+     "an OpenBLAS runs kernels with narrower vectors than the CPU offers (run_info blas.config's "
+     "core against cpu.vector_isa: DYNAMIC_ARCH falls back to its SSE3 Prescott kernels on a "
+     "CPU newer than the release), and its matrix-matrix and LAPACK calls take at least "
+     "threshold % of the busy threads' time",
+     10.0,
+     "OPENBLAS_CORETYPE set to the core of the CPU's vectors (SkylakeX, Haswell, Sandybridge) "
+     "where the build has DYNAMIC_ARCH, else an OpenBLAS built for this CPU; compare the results",
+     "their time x (1 - kernel vector bits / the CPU's)", blas_kernels},
     {"gemm-shape",
      "a GEMM shape taking at least 1 % of the busy threads' time reaches under threshold % of its "
      "routine's "

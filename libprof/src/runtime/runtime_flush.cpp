@@ -27,6 +27,7 @@
 #include "core/proc_file.hpp"
 #include "core/signal_block.hpp"
 #include "core/thread_local_state.hpp"
+#include "core/vector_isa.hpp"
 #include "core/window.hpp"
 #include "process/run_info.hpp"
 #include "process/sampler.hpp"
@@ -305,6 +306,7 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
           fmt::format("{:.3f}", 1e-9 * double(now->throttled_ns - throttling0_->throttled_ns)));
     }
   }
+  if (const char* isa = vector_isa()) d.info.emplace_back("cpu.vector_isa", isa);
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (int status = exit_status_.load(std::memory_order_relaxed); status >= 0)
     d.info.emplace_back("exit.status", std::to_string(status));

@@ -663,6 +663,45 @@ TEST_F(AdviceTest, Float64GemmsAreAskedWhetherFloat32Would) {
   EXPECT_TRUE(of_rule(candidates(), "float64").empty());
 }
 
+// Debian 12's OpenBLAS 0.3.21 on an AVX-512 Xeon its release does not know runs its SSE3
+// Prescott kernels: a red team's float64 MLP ran its GEMM phases in 4.2 s, 1.2 s with
+// OPENBLAS_CORETYPE=SkylakeX, and no candidate said so.
+TEST_F(AdviceTest, AnOpenBlasOnKernelsNarrowerThanTheCpuIsSaid) {
+  EXPECT_TRUE(of_rule(candidates(), "blas-kernels").empty());  // no config, no CPU recorded
+  sql("INSERT INTO run_info VALUES (1, 1, 'blas.config', 'OpenBLAS 0.3.21 NO_LAPACKE "
+      "DYNAMIC_ARCH NO_AFFINITY Prescott MAX_THREADS=64'), (1, 1, 'cpu.vector_isa', 'avx512');");
+  auto c = of_rule(candidates(), "blas-kernels");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "cblas_sgemm");
+  EXPECT_DOUBLE_EQ(number(c[0], "blas_s"), 1.5);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.5 * (1 - 128.0 / 512));
+  EXPECT_NE(c[0].advice.find("OPENBLAS_CORETYPE=SkylakeX"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].summary.find("Prescott kernels (SSE, 128-bit vectors) on a CPU with AVX-512"),
+            std::string::npos)
+      << c[0].summary;
+  // An AVX2 CPU: Haswell's kernels, half the gain.
+  sql("UPDATE run_info SET value = 'avx2' WHERE key = 'cpu.vector_isa';");
+  c = of_rule(candidates(), "blas-kernels");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.5 * 0.5);
+  EXPECT_NE(c[0].advice.find("OPENBLAS_CORETYPE=Haswell"), std::string::npos) << c[0].advice;
+  // A build for one target: OPENBLAS_CORETYPE does nothing there.
+  sql("UPDATE run_info SET value = 'OpenBLAS 0.3.21 NO_AFFINITY PRESCOTT MAX_THREADS=64' "
+      "WHERE key = 'blas.config';");
+  c = of_rule(candidates(), "blas-kernels");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].advice.find("OPENBLAS_CORETYPE"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("built for PRESCOTT only"), std::string::npos) << c[0].advice;
+  // Kernels as wide as the CPU's vectors, and level-1/2 calls alone: nothing said.
+  sql("UPDATE run_info SET value = 'OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell "
+      "MAX_THREADS=64' WHERE key = 'blas.config';");
+  EXPECT_TRUE(of_rule(candidates(), "blas-kernels").empty());
+  sql("UPDATE run_info SET value = 'OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Prescott "
+      "MAX_THREADS=64' WHERE key = 'blas.config';"
+      "UPDATE routines SET name = 'cblas_sdot' WHERE routine_id = 4;");
+  EXPECT_TRUE(of_rule(candidates(), "blas-kernels").empty());
+}
+
 TEST_F(AdviceTest, SubnormalRuleUsesThePythonHooksSampledShare) {
   // The Python hook names the routine whose float arguments held subnormals, and their share.
   sql("UPDATE routines SET name = 'train.py:291(update_core_cpu)', kind = 'python' "
