@@ -540,6 +540,9 @@ def test_an_inference_loop_is_a_loop_without_backward_or_update(tmp):
     cores = loading["evidence"]["worker_cores"]
     if cores >= 1.5:
         assert loading["est_gain_s"] > 0.25 * loading["evidence"]["t_io_s"], loading
+    elif cores < 1:  # a busy host: no core for a worker, no gain promised (was one core's)
+        assert loading["est_gain_s"] == 0 and "none from workers" in loading["gain_bound"], \
+            loading
 
 
 VAL_AND_TEST = """\
