@@ -28,7 +28,9 @@
 #include <thread>
 
 #include "base/output_file.hpp"
+#include "metrics/blas_kernels.hpp"
 #include "profile/profile_file.hpp"
+#include "sonde/vector_isa.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -83,6 +85,7 @@ struct Blas {
   int (*openblas_get)() = nullptr;
   void (*blis_set)(long) = nullptr;
   std::string description;
+  std::string config;  // openblas_get_config(), where it is an OpenBLAS
 
   bool can_set_threads() const { return openblas_set || blis_set; }
   void set_threads(int n) const {
@@ -127,7 +130,8 @@ Blas load_blas(int all_threads, const std::string& library) {
     path = ec ? std::string(lm->l_name) : real.string();
   }
   auto config = reinterpret_cast<const char* (*)()>(dlsym(b.handle, "openblas_get_config"));
-  b.description = config ? fmt::format("{} ({})", path, config()) : path;
+  if (config && config()) b.config = config();
+  b.description = b.config.empty() ? path : fmt::format("{} ({})", path, b.config);
   return b;
 }
 
@@ -484,6 +488,45 @@ void write_peaks_file(const std::string& path, const std::string& text) {
   }
 }
 
+// This process's arguments as the kernel has them (the command's own are parsed already).
+std::vector<std::string> own_arguments() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> args;
+  std::string arg;
+  while (std::getline(f, arg, '\0')) args.push_back(arg);
+  return args;
+}
+
+// CalibrateOptions::cpu_kernels: returns only where it did not start again (kernels as wide as
+// the CPU's, no OpenBLAS, OPENBLAS_CORETYPE set, or the exec failed: said in a warning).
+void measure_with_cpu_kernels(const Blas& blas, Calibration& cal) {
+  auto kernels = openblas_kernels(blas.config);
+  const char* isa = vector_isa();
+  if (!kernels || !isa || !kernels->dynamic_arch || !kernels_narrower(*kernels, isa) ||
+      !env("OPENBLAS_CORETYPE").empty())
+    return;
+  std::string core = coretype_for(isa);
+  std::vector<std::string> args = own_arguments();
+  if (core.empty() || args.empty()) return;
+  std::cerr << fmt::format(
+      "sonde calibrate: OpenBLAS chose its {} kernels ({}-bit vectors) on this CPU of {}-bit "
+      "ones; measuring with OPENBLAS_CORETYPE={}, the CPU's own, so that the peaks are the "
+      "machine's (programs on the default kernels reach less of them: `sonde candidates` "
+      "says so, rule blas-kernels)\n",
+      kernels->core, vector_bits(kernels->isa), vector_bits(isa), core);
+  setenv("OPENBLAS_CORETYPE", core.c_str(), 1);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  ::execv("/proc/self/exe", argv.data());
+  int err = errno;
+  unsetenv("OPENBLAS_CORETYPE");
+  cal.warnings.push_back(fmt::format(
+      "could not start again with OPENBLAS_CORETYPE={} ({}): the GEMM peaks are those of "
+      "OpenBLAS's {} kernels, narrower than this CPU's",
+      core, std::strerror(err), kernels->core));
+}
+
 Calibration run_calibration(const CalibrateOptions& options) {
   auto say = [&](const std::string& s, bool done = true) {
     if (options.progress) options.progress(s, done);
@@ -492,6 +535,7 @@ Calibration run_calibration(const CalibrateOptions& options) {
   long online = sysconf(_SC_NPROCESSORS_ONLN);
   cal.all_threads = online > 0 ? static_cast<int>(online) : 1;
   Blas blas = load_blas(cal.all_threads, options.blas_library);
+  if (options.cpu_kernels) measure_with_cpu_kernels(blas, cal);
   cal.blas = blas.description;
   say(fmt::format("BLAS: {}", cal.blas));
   if (!blas.can_set_threads())
@@ -642,6 +686,7 @@ int calibrate_command(const CalibrateCommand& command) {
   CalibrateOptions options;
   options.quick = command.quick;
   options.blas_library = command.blas;
+  options.cpu_kernels = true;
   // Progress on a terminal only: a pipe or a log gets the warnings and the table, not the steps.
   if (::isatty(STDERR_FILENO) == 1) {
     options.progress = [](const std::string& s, bool done) {

@@ -79,6 +79,12 @@ struct CalibrateOptions {
   // Progress, e.g. ("calibrating gemm.f32, 1 thread, n=512 ...", false) before a measurement
   // and ("74.2 GFLOP/s", true) after it; may be empty.
   std::function<void(const std::string& text, bool line_done)> progress;
+  // Where the BLAS is an OpenBLAS whose DYNAMIC_ARCH chose kernels narrower than the CPU's
+  // vectors (metrics/blas_kernels.hpp) and OPENBLAS_CORETYPE is not set: set it to the CPU's
+  // core and start this process again (/proc/self/exe, its own arguments), so that the peaks
+  // are the machine's, not those of kernels a newer OpenBLAS would not choose. The command
+  // asks for it; a caller that is not `sonde calibrate` must not.
+  bool cpu_kernels = false;
 };
 
 struct Calibration {

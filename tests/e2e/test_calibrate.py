@@ -234,6 +234,80 @@ def test_blas_option_times_the_named_library_with_a_known_answer(tmp_path):
             assert 0.95 * 524.288 <= value <= 524.288 + 0.1 and source == "calibrated", peaks
 
 
+FAKE_OPENBLAS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+/* An OpenBLAS as its DYNAMIC_ARCH reports itself: the kernels OPENBLAS_CORETYPE names, else
+ * the SSE3 Prescott ones (what 0.3.21 falls back to on a CPU it does not know). Its GEMMs spin
+ * m microseconds, as fake_blas.c's do. */
+static char config[160];
+const char* openblas_get_config(void) {
+  const char* core = getenv("OPENBLAS_CORETYPE");
+  snprintf(config, sizeof config, "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY %s "
+           "MAX_THREADS=64", core && *core ? core : "Prescott");
+  return config;
+}
+static int threads = 1;
+void openblas_set_num_threads(int n) { threads = n; }
+int openblas_get_num_threads(void) { return threads; }
+static void spin(int us) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do clock_gettime(CLOCK_MONOTONIC, &t);
+  while ((t.tv_sec - t0.tv_sec) * 1e6 + (t.tv_nsec - t0.tv_nsec) / 1e3 < us);
+}
+void cblas_sgemm(int l, int ta, int tb, int m, int n, int k, float al, const float* a, int lda,
+                 const float* b, int ldb, float be, float* c, int ldc) { spin(m); }
+void cblas_dgemm(int l, int ta, int tb, int m, int n, int k, double al, const double* a,
+                 int lda, const double* b, int ldb, double be, double* c, int ldc) { spin(m); }
+"""
+
+
+def cpu_core():
+    """The OPENBLAS_CORETYPE of this CPU's widest vectors, as sonde/vector_isa.hpp finds them
+    (from the flags the kernel shows), or None on a CPU of SSE only."""
+    flags = set()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    if "avx512f" in flags:
+        return "SkylakeX"
+    if "avx2" in flags and "fma" in flags:
+        return "Haswell"
+    return "Sandybridge" if "avx" in flags else None
+
+
+def test_an_openblas_on_narrower_kernels_is_measured_with_the_cpus_own(tmp_path):
+    """OpenBLAS 0.3.21's DYNAMIC_ARCH ran its SSE3 Prescott kernels on an AVX-512 Xeon it did not
+    know, and calibrate measured those: a red team's oneDNN convolution read 483 % of the
+    "peak". calibrate now starts again with OPENBLAS_CORETYPE set to the CPU's core, says so,
+    and names the kernels it timed; a user's own OPENBLAS_CORETYPE is left as it is."""
+    src = tmp_path / "fake_openblas.c"
+    src.write_text(FAKE_OPENBLAS)
+    lib = tmp_path / "libfake_openblas.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", lib, src], check=True)
+    core = cpu_core()
+    out = tmp_path / "peaks.txt"
+    r = sonde("calibrate", "--quick", "--force", "--blas", lib, "--output", out)
+    assert r.returncode == 0, r.stderr
+    if core is None:
+        assert "OPENBLAS_CORETYPE" not in r.stderr and " Prescott MAX_THREADS" in r.stderr
+    else:
+        assert "sonde calibrate: OpenBLAS chose its Prescott kernels (128-bit vectors)" in \
+            r.stderr and f"measuring with OPENBLAS_CORETYPE={core}, the CPU's own" in r.stderr
+        assert f"DYNAMIC_ARCH NO_AFFINITY {core} MAX_THREADS=64)" in r.stderr, r.stderr
+        assert r.stderr.count("OpenBLAS chose") == 1, r.stderr  # started again once
+    assert set(peaks_of(out)) == {(res, t) for res in RESOURCES for t in (0, 1)}
+    # The user's choice stands, whatever it is.
+    r = sonde("calibrate", "--quick", "--force", "--blas", lib, "--output", out,
+              OPENBLAS_CORETYPE="Prescott")
+    assert r.returncode == 0, r.stderr
+    assert "OpenBLAS chose" not in r.stderr and " Prescott MAX_THREADS=64)" in r.stderr
+
+
 def test_blas_that_cannot_be_loaded_is_named(tmp_path):
     r = sonde("calibrate", "--quick", "--blas", tmp_path / "nothing.so", "--output",
               tmp_path / "peaks.txt")
@@ -256,7 +330,8 @@ def test_a_busy_machine_is_refused_in_one_line_or_kept_marked_forced(tmp_path):
         r = sonde("calibrate", "--quick", "-o", out)
         refused_in = time.monotonic() - t0
         assert r.returncode == 1, (r.stdout, r.stderr)
-        lines = [l for l in r.stderr.splitlines() if l.startswith("sonde calibrate:")]
+        lines = [l for l in r.stderr.splitlines() if l.startswith("sonde calibrate:")
+                 and "OPENBLAS_CORETYPE=" not in l]  # the kernels' note, where there is one
         assert len(lines) == 1 and "figures not believable after 3 measurements" in lines[0] \
             and "(load " in lines[0] and "nothing written" in lines[0], r.stderr
         assert not out.exists()
