@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <initializer_list>
 #include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "sonde/output_name.hpp"
@@ -131,6 +133,41 @@ void ProfileFile::fail(int rc, std::string_view what) const {
   throw Error(fmt::format("{}: {}", what, msg));
 }
 
+// A call tree's parent links each go to a node written before it (libsonde gives ids in the
+// order the nodes were made, a parent first; merge keeps that order): a cycle must hold a link
+// to the same or a later node. A file with one (not SQLite damage: quick_check passes it) had
+// `tree --callers`, `view` and its server loop forever and the folded export take all memory
+// (a red-team find); such links are followed whole here, once, and a cycle refused in one line.
+namespace {
+void check_tree_links(ProfileFile& file, const std::string& path) {
+  auto later = file.prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1");
+  if (!later.step()) return;  // every file sonde writes
+  std::unordered_map<std::int64_t, std::int64_t> parent;
+  auto all = file.prepare("SELECT node_id, parent_id FROM nodes WHERE parent_id IS NOT NULL");
+  while (all.step()) parent.emplace(all.int64(0), all.int64(1));
+  // 0 unseen, 1 on the walk under way, 2 known to reach a root.
+  std::unordered_map<std::int64_t, char> state;
+  std::vector<std::int64_t> walk;
+  for (const auto& [start, _] : parent) {
+    walk.clear();
+    std::int64_t n = start;
+    while (true) {
+      char& st = state[n];
+      if (st == 2) break;
+      if (st == 1)
+        throw Error(fmt::format(
+            "{} is corrupt: its call tree's parent links form a cycle (through node {})", path, n));
+      st = 1;
+      walk.push_back(n);
+      auto up = parent.find(n);
+      if (up == parent.end()) break;  // a root, or a parent no row holds
+      n = up->second;
+    }
+    for (std::int64_t w : walk) state[w] = 2;
+  }
+}
+}  // namespace
+
 ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   std::int64_t size = check_readable(path);
   ProfileFile file = open_read_only(path);
@@ -187,6 +224,7 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
     throw Error(fmt::format("{} is not a whole sonde profile: its table{} {} {} missing", path,
                             missing.find(',') == std::string::npos ? "" : "s", missing,
                             missing.find(',') == std::string::npos ? "is" : "are"));
+  check_tree_links(file, path);
   // A profile still being written is read from a copy in memory, taken in one read transaction
   // (about 1 ms a MiB): a command's statements each held the file's shared lock while they ran,
   // 3 to 9 s on a file of 11k threads, and the program's flushes waited behind them or failed,

@@ -354,6 +354,17 @@ def foreign(path, kind, good):
             con.execute(f'DELETE FROM "{table}"')
         con.commit()
         con.close()
+    elif kind == "tree-cycle":  # a crafted file: quick_check passes it, readers looped forever
+        shutil.copy(good, path)
+        con = sqlite3.connect(path)
+        # The first thread's root made the child of that thread's last node: a loop through
+        # the whole tree (a node of its own parent is refused alike).
+        [(root, last)] = con.execute(
+            "SELECT min(node_id), max(node_id) FROM nodes WHERE thread_id = "
+            "(SELECT min(thread_id) FROM nodes)").fetchall()
+        con.execute("UPDATE nodes SET parent_id = ? WHERE node_id = ?", (last, root))
+        con.commit()
+        con.close()
     elif kind == "newer-schema":
         shutil.copy(good, path)
         con = sqlite3.connect(path)
@@ -441,7 +452,7 @@ def test_existing_output_sonde_run(kind, tmp_path, good_profile):
 
 READ_ERRORS = {"foreign-sqlite": "not a sonde profile", "text": "not a SQLite database",
                "empty": "empty", "truncated": "corrupt", "corrupt-page": "corrupt",
-               "newer-schema": "newer sonde"}
+               "newer-schema": "newer sonde", "tree-cycle": "parent links form a cycle"}
 
 
 @pytest.mark.parametrize("command", ["report", "query", "tree", "export"])
