@@ -320,7 +320,9 @@ std::string render_run_header(const RunSummary& s) {
     machine += fmt::format("; CPU quota {} cores (cgroup)", *s.cpu_quota);
     if (s.cpu_throttled_s) machine += fmt::format(", throttled {} s", *s.cpu_throttled_s);
   }
-  out += fmt::format("host:      {}\n", machine);
+  // Every value of the file escaped, as the command is: a shared profile's host, CPU quota or
+  // BLAS could clear a terminal or retitle it (a red-team find).
+  out += fmt::format("host:      {}\n", visible(machine));
   out += fmt::format("processes: {}, threads: {}", s.processes, s.threads);
   if (s.waiting_threads > 0) out += fmt::format(" (+{} waiting for work)", s.waiting_threads);
   if (s.idle_threads > 0) out += fmt::format(" (+{} idle)", s.idle_threads);
@@ -333,11 +335,11 @@ std::string render_run_header(const RunSummary& s) {
     if (s.blas_threads) blas += fmt::format(", {} threads", *s.blas_threads);
     if (s.fpu_ftz) blas += fmt::format("; FTZ {}", on_off(*s.fpu_ftz));
     if (s.fpu_daz) blas += fmt::format(", DAZ {}", on_off(*s.fpu_daz));
-    out += fmt::format("BLAS:      {}\n", blas);
+    out += fmt::format("BLAS:      {}\n", visible(blas));
   }
   // torch's own pool runs oneDNN whatever the BLAS is set to (candidates: framework-threads).
   if (s.torch_threads)
-    out += fmt::format("torch:     {} intra-op thread{}{}\n", *s.torch_threads,
+    out += fmt::format("torch:     {} intra-op thread{}{}\n", visible(*s.torch_threads),
                        *s.torch_threads == "1" ? "" : "s",
                        s.cores ? fmt::format(" of {} cores", *s.cores) : "");
   out += render_notes(s);

@@ -118,3 +118,29 @@ def test_color_always_never_and_clicolor_force(db):
     assert ESC not in run([CLI, "report", db], CLICOLOR_FORCE="1", NO_COLOR="1").stdout
     bad = run([CLI, "report", db, "--color=sometimes"])
     assert bad.returncode == 2 and "--color" in bad.stderr
+
+
+def test_a_shared_profiles_values_cannot_drive_the_terminal(db):
+    """The header's values come from the file, which may come from anyone: a host, CPU model,
+    CPU quota, BLAS library and thread counts carrying a retitle (OSC 0) and a clear screen
+    (CSI 2J) are shown escaped, as the command and the routine names were already (the host,
+    BLAS and torch lines were printed raw until 2026-12-07, a red-team find)."""
+    import sqlite3
+    profile(db)
+    evil = "\x1b]0;owned\x07\x1b[2J"
+    con = sqlite3.connect(db)
+    con.execute("UPDATE runs SET host = host || ?, cpu_model = ?", (evil, "cpu" + evil))
+    run_id, process_id = con.execute("SELECT run_id, process_id FROM processes").fetchone()
+    for key, value in (("cpu.quota", "1.5" + evil), ("blas.library", "/lib/libblas" + evil),
+                       ("blas.threads", "4" + evil), ("torch.num_threads", "2" + evil)):
+        con.execute("DELETE FROM run_info WHERE key = ?", (key,))
+        con.execute("INSERT INTO run_info VALUES (?, ?, ?, ?)", (run_id, process_id, key, value))
+    con.commit()
+    con.close()
+    r = run([CLI, "report", db])
+    assert r.returncode == 0, r.stderr
+    header = r.stdout.split("total:")[0]
+    assert "\x1b" not in header and "\x07" not in header, repr(header)
+    for line in ("host:", "BLAS:", "torch:"):
+        assert any(l.startswith(line) and "\\x1b]0;owned\\x07\\x1b[2J" in l
+                   for l in header.splitlines()), (line, header)
