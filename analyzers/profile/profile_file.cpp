@@ -224,7 +224,6 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
     throw Error(fmt::format("{} is not a whole sonde profile: its table{} {} {} missing", path,
                             missing.find(',') == std::string::npos ? "" : "s", missing,
                             missing.find(',') == std::string::npos ? "is" : "are"));
-  check_tree_links(file, path);
   // A profile still being written is read from a copy in memory, taken in one read transaction
   // (about 1 ms a MiB): a command's statements each held the file's shared lock while they ran,
   // 3 to 9 s on a file of 11k threads, and the program's flushes waited behind them or failed,
@@ -244,7 +243,8 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
       }  // else read in place, as before: the copy is an optimisation, never a failure
     }
   }
-  use_own_views(file, version);
+  use_own_views(file, version);  // refuses a `nodes` that is a view (an endless one) first
+  check_tree_links(file, path);
   file.schema_version_ = version;
   return file;
 }
