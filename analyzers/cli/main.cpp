@@ -4,6 +4,9 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -140,7 +143,22 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
   try {
-    return command->run();
+    int rc = command->run();
+    // What a command printed must have reached its stdout: `> /dev/full`, a `ulimit -f` that
+    // cut `report --format json` at 2048 bytes, a full disk all exited 0 (a red-team find).
+    // `sonde run` exits with its command's status and writes nothing of its own there.
+    if (name != "run") {
+      std::cout.flush();
+      errno = 0;
+      bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.bad();
+      if (failed) {
+        int err = errno;
+        say_error(fmt::format("sonde {}: cannot write its output: {}\n", name,
+                              err ? std::strerror(err) : "a write to stdout failed"));
+        return rc == 0 ? 1 : rc;
+      }
+    }
+    return rc;
   } catch (const sonde::analyzers::Error& e) {
     std::cout.flush();
     // One line whatever the message holds: a path with a newline split it into two.

@@ -470,6 +470,37 @@ def test_damaged_input(kind, command, tmp_path, good_profile):
     assert "internal error" not in r.err
 
 
+PRINTING = {"report": ["report"], "report-json": ["report", "--format", "json"], "tree": ["tree"],
+           "query": ["query", "{db}", "SELECT * FROM hotspots"], "metrics": ["metrics"],
+           "candidates": ["candidates"], "shapes": ["shapes"]}
+
+
+@pytest.mark.parametrize("command", PRINTING)
+@pytest.mark.parametrize("sink", ["dev-full", "ulimit-f"])
+def test_a_reader_whose_output_cannot_be_written_fails(command, sink, tmp_path, good_profile):
+    """stdout on a full device, or a file cut by `ulimit -f`: the reader says so in one line and
+    exits 1 (each exited 0 with its output lost or cut, a red-team find of 2026-12-07)"""
+    args = [a.replace("{db}", good_profile) for a in PRINTING[command]]
+    if "{db}" not in " ".join(PRINTING[command]):
+        args.insert(1, good_profile)
+    if sink == "dev-full":
+        with open("/dev/full", "w") as full:
+            p = subprocess.run([CLI, *args], stdout=full, stderr=subprocess.PIPE,
+                               env=clean_env(), timeout=120)
+    else:
+        with open(tmp_path / "out", "w") as out:
+            p = subprocess.run([CLI, *args], stdout=out, stderr=subprocess.PIPE,
+                               env=clean_env(), timeout=120, preexec_fn=fsize_limit(1))
+        if (tmp_path / "out").stat().st_size < 1024:
+            pytest.skip("the output fits in the limit")  # nothing was cut
+    err = p.stderr.decode()
+    assert p.returncode == 1, (p.returncode, err)
+    # The reason, where errno still holds it at the end: which write failed is long past.
+    assert err.strip().splitlines()[-1].startswith(f"sonde {args[0]}: cannot write its output: "), \
+        err
+    assert "internal error" not in err
+
+
 def as_version_8(path, good):
     """A profile as sonde wrote it before schema version 9: routines without dtype and role,
     no routine_metrics (version 10), no threads.cpu_ns (version 11)."""
