@@ -47,11 +47,16 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     assert all(c["evidence"].get("others_load", 0) >= 0.5 or "cpu_quota" in c["evidence"]
                for c in contended), contended
     assert all("torch" not in c["advice"] for c in contended), contended
-    cands = [c for c in cands if c["rule"] != "threads-contended"]
-    for c in cands:
-        assert {"rule", "location", "evidence", "advice", "est_gain_s"} <= set(c)
+    # On a CPU newer than its OpenBLAS release (Debian 12's 0.3.21 runs its SSE3 Prescott
+    # kernels on this project's Emerald Rapids VMs) that candidate is real and may lead; it is
+    # there only where the kernels are narrower than the CPU's vectors.
+    kernels = [c for c in cands if c["rule"] == "blas-kernels"]
+    assert all(c["evidence"]["kernel_isa"] != c["evidence"]["cpu_isa"] for c in kernels), kernels
     gains = [c["est_gain_s"] for c in cands]
     assert gains == sorted(gains, reverse=True)
+    cands = [c for c in cands if c["rule"] not in ("threads-contended", "blas-kernels")]
+    for c in cands:
+        assert {"rule", "location", "evidence", "advice", "est_gain_s"} <= set(c)
     first = cands[0]
     assert first["rule"] == "optimizer-update", cands
     assert "update_core_cpu" in first["location"]
@@ -60,7 +65,7 @@ def test_optimizer_update_ranks_first_with_its_hottest_line(mlp_numpy):
     assert isinstance(ev["hottest_line"], int) and ev["hottest_line"] > 0
     assert 0 < ev["hottest_line_pct"] <= 100
     assert ev["pct_run"] >= 5 and ev["blas_pct"] < 25
-    text = sonde_out("candidates", mlp_numpy, "--top", str(1 + len(contended)))
+    text = sonde_out("candidates", mlp_numpy, "--top", str(1 + len(contended) + len(kernels)))
     assert f"[optimizer-update] {first['location']}" in text, text
     assert f"line {ev['hottest_line']}" in text
 
