@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <link.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -331,6 +332,10 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
   facts_.append_to(d.info);
 }
 
+// Ended threads freed in one flush from which on the freed memory is trimmed: a batch
+// (thread_ended asks for a flush at 256), not the odd thread a periodic flush finds.
+constexpr size_t kTrimAfter = 64;
+
 void Runtime::retire_written_threads(const FlushData& d, bool final, GpuBackend* gpu) {
   // Threads that had ended before this snapshot are written for good: free them, so memory
   // follows the live threads and their call paths, not every thread the process ever had.
@@ -354,6 +359,11 @@ void Runtime::retire_written_threads(const FlushData& d, bool final, GpuBackend*
       store_.forget_thread(t);
       delete t;
     }
+    // Each thread's state came from the arena glibc gave that thread, and what is freed there
+    // stays the process's: a thread per request under the Python hook grew the RSS 40 KB a
+    // thread (322 MB after 8,000, 25 MB once trimmed; 9 MB without sonde). A batch's worth
+    // is handed back to the system here, in the flusher, off every host thread's path.
+    if (done.size() >= kTrimAfter) ::malloc_trim(0);
   }
 }
 
