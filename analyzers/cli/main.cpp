@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "base/deep_stack.hpp"
 #include "base/table_format.hpp"
 #include "cli/command.hpp"
 #include "cli/did_you_mean.hpp"
@@ -143,7 +144,14 @@ int main(int argc, char** argv) {
     return kUsageError;
   }
   try {
-    int rc = command->run();
+    // The readers walk call trees as deep as SONDE_MAX_DEPTH allows, some recursively: on a
+    // stack of their own (base/deep_stack.hpp). Not run and tune, whose main thread takes
+    // the signals meant for their command, nor calibrate, which may start itself again.
+    int rc = 0;
+    if (name == "run" || name == "tune" || name == "calibrate")
+      rc = command->run();
+    else
+      sonde::analyzers::on_deep_stack([&] { rc = command->run(); });
     // What a command printed must have reached its stdout: `> /dev/full`, a `ulimit -f` that
     // cut `report --format json` at 2048 bytes, a full disk all exited 0 (a red-team find).
     // `sonde run` exits with its command's status and writes nothing of its own there.

@@ -855,6 +855,26 @@ def test_deep_recursion(command, args, deep_profile):
         assert levels == 400 and node["cut"]["count"] == 1 and node["cut"]["calls"] == 1, node
 
 
+def small_stack_and_address_space():
+    """preexec_fn: `ulimit -s 1024` (1 MiB of main-thread stack) and `ulimit -v 2097152`."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+        resource.setrlimit(resource.RLIMIT_AS, (2048 << 20, 2048 << 20))
+    return limit
+
+
+@pytest.mark.parametrize("command", ["view-html", "metrics", "candidates", "tree", "export-svg"])
+def test_deep_recursion_on_a_small_stack(command, deep_profile):
+    """the same 12,700-deep profile with 1 MiB of main-thread stack: the readers' walks run on a
+    stack of their own (a 60,000-deep path killed the wheel's `sonde view` and its server with
+    SIGSEGV on 8 MiB: the breakdown's walk is recursive)"""
+    args = DEEP_READERS[command]
+    r = run([CLI, *[a.format(db=deep_profile) for a in args]], env=clean_env(),
+            timeout=60, preexec_fn=small_stack_and_address_space())
+    assert not r.timed_out, f"{command} still running after 60 s"
+    assert r.rc == 0, f"exit {r.rc}: {r.err[-500:]}"
+
+
 # --- memory limits ------------------------------------------------------------------------------
 
 # Fills its address space, catches MemoryError, and holds it through two periodic flushes.
