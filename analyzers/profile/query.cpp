@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <sqlite3.h>
 
+#include <set>
+#include <string>
+
 namespace sonde::analyzers {
 
 Table run_query(const ProfileFile& file, const std::string& sql) {
@@ -28,8 +31,14 @@ Table run_query(const ProfileFile& file, const std::string& sql) {
                       file.path()));
     Table table;
     // The user's own SQL: its numbers as stored (fixed decimals printed 1e-9 as 0.000000).
-    for (int c = 0; c < st.column_count(); ++c)
-      table.columns.push_back({st.column_name(c), st.column_name(c), Column::kAsStored});
+    // A name given twice (t.name, r.name of a join) keys its later columns name:1, name:2:
+    // JSON's rows, objects keyed by name, kept the last alone (a red-team find).
+    std::set<std::string> keys;
+    for (int c = 0; c < st.column_count(); ++c) {
+      std::string name = st.column_name(c), key = name;
+      for (int n = 1; !keys.insert(key).second; ++n) key = fmt::format("{}:{}", name, n);
+      table.columns.push_back({name, key, Column::kAsStored});
+    }
     while (st.step()) {
       std::vector<Cell> row;
       for (int c = 0; c < st.column_count(); ++c) row.push_back(st.cell(c));

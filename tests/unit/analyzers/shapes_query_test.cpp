@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "base/table_format.hpp"
 #include "fixture.hpp"
 #include "profile/query.hpp"
 #include "render/shapes.hpp"
@@ -39,6 +40,23 @@ TEST_F(ShapesQueryTest, QueryReturnsTypedCells) {
   EXPECT_EQ(std::get<std::string>(t.rows[0][0]), "cblas_sgemm");
   EXPECT_EQ(std::get<std::int64_t>(t.rows[0][1]), 6);
   EXPECT_DOUBLE_EQ(std::get<double>(t.rows[0][2]), 6.0);
+}
+
+// A join's two `name` columns: JSON's rows are objects keyed by name, and kept the last alone.
+TEST_F(ShapesQueryTest, QueryColumnsOfOneNameGetKeysOfTheirOwn) {
+  ProfileFile file = ProfileFile::open(path_);
+  Table t =
+      run_query(file,
+                "SELECT r.name, t.name, 1 AS 'name:1', 2 AS name FROM nodes n JOIN routines r "
+                "USING (routine_id) JOIN threads t USING (thread_id) LIMIT 1");
+  ASSERT_EQ(t.columns.size(), 4u);
+  std::vector<std::string> keys, titles;
+  for (const Column& c : t.columns) keys.push_back(c.key), titles.push_back(c.title);
+  EXPECT_EQ(keys, (std::vector<std::string>{"name", "name:1", "name:1:1", "name:2"}));
+  EXPECT_EQ(titles, (std::vector<std::string>{"name", "name", "name:1", "name"}));
+  Json rows = render_json(t);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].size(), 4u) << rows.dump();
 }
 
 // The text output prints a query's numbers as stored: a nanosecond in seconds is not 0.000000.
