@@ -68,15 +68,31 @@ void write_callgrind(const ProfileFile& file, std::ostream& out) {
   for (const auto& [id, f] : functions) total += f.self_ns;
   out << "# callgrind format\nversion: 1\ncreator: sonde\npositions: line\nevents: ns\n"
       << "summary: " << total << "\n";
+  // Every file and function by the format's compressed names, "(id) name" the first time and
+  // "(id)" after: written bare, a name that starts with "(7)" read as compressed name 7, and
+  // callgrind_annotate merged a region named "(7)" into "(7) load_data" (a red-team find).
+  std::map<std::string, std::int64_t> file_ids;
+  std::map<std::int64_t, bool> named;
+  auto file_ref = [&](const std::string& file) {
+    auto [it, first] = file_ids.emplace(file, std::int64_t(file_ids.size()) + 1);
+    return first ? fmt::format("({}) {}", it->second, file) : fmt::format("({})", it->second);
+  };
+  auto fn_ref = [&](std::int64_t id, const Function& f) {
+    bool& done = named[id];
+    std::string ref = done ? fmt::format("({})", id) : fmt::format("({}) {}", id, f.name);
+    done = true;
+    return ref;
+  };
   for (const auto& [id, f] : functions) {
     // Never ran. Not its own time: a call whose exclusive time was 0 ns (a copy through the CUDA
     // stub, all of it its children's) came and went from the golden file under load.
     if (!f.ran && f.self_ns == 0 && f.calls.empty()) continue;
-    out << fmt::format("\nfl={}\nfn={}\n{} {}\n", f.file, f.name, f.line, f.self_ns);
+    out << fmt::format("\nfl={}\nfn={}\n{} {}\n", file_ref(f.file), fn_ref(id, f), f.line,
+                       f.self_ns);
     for (const Function::Call& c : f.calls) {
       const Function& callee = functions.at(c.callee);
-      out << fmt::format("cfl={}\ncfn={}\ncalls={} {}\n{} {}\n", callee.file, callee.name, c.calls,
-                         callee.line, f.line, c.incl_ns);
+      out << fmt::format("cfl={}\ncfn={}\ncalls={} {}\n{} {}\n", file_ref(callee.file),
+                         fn_ref(c.callee, callee), c.calls, callee.line, f.line, c.incl_ns);
     }
   }
 }

@@ -163,11 +163,33 @@ def folded(text, own=()):
                           for line in text.splitlines() if line))
 
 
+_COMPRESSED = re.compile(r"^\((\d+)\)(?: (.*))?$", re.S)
+
+
+def callgrind_names(text):
+    """A callgrind file's lines with its compressed names resolved ("fl=(3) a.py" the first
+    time, "fl=(3)" after; files and functions numbered apart): (key, name) pairs."""
+    names = {"fl": {}, "fn": {}}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        space = {"fl": "fl", "cfl": "fl", "fi": "fl", "fe": "fl", "fn": "fn", "cfn": "fn"}.get(key)
+        if space is None or not _:
+            yield key, line
+            continue
+        m = _COMPRESSED.match(value)
+        if m:
+            if m[2] is not None:
+                names[space][m[1]] = m[2]
+            value = names[space][m[1]]
+        yield key, value
+
+
 def callgrind(text, own=()):
     """`sonde export --format callgrind`: each function with its calls (count and callee), no
     costs; functions and calls sorted (rules 1, 3, 5, 6)."""
     header, functions, current, call = [], [], None, None
-    for line in text.splitlines():
+    for key, value in callgrind_names(text):
+        line = value if key not in ("fl", "fn", "cfl", "cfn") else f"{key}={value}"
         if line.startswith("summary:"):
             header.append("summary: <ns>")
         elif line.startswith("fl="):

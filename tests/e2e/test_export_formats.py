@@ -673,6 +673,34 @@ def test_callgrind_is_read_by_callgrind_annotate(tmp_path):
         assert abs(ours - hot[key] * 1e9) <= 1000, (fn, ours, hot[key])
 
 
+def test_callgrind_names_that_look_compressed_stay_apart(tmp_path):
+    """A region named "(7)" beside a function: callgrind names are written compressed, "(id)
+    name", so a name that starts like a compressed one is read as itself (written bare, "(7)"
+    was read as name 7, and callgrind_annotate merged the region into the function)."""
+    annotate = shutil.which("callgrind_annotate")
+    if annotate is None:
+        pytest.skip("callgrind_annotate (valgrind) is not installed: scripts/install-deps.sh")
+    script = tmp_path / "prog.py"
+    script.write_text("import sonde, time\n"
+                      "def load_data():\n"
+                      "    time.sleep(0.02)\n"
+                      "with sonde.region('(7)'):\n"
+                      "    time.sleep(0.03)\n"
+                      "load_data()\n")
+    db = sonde_py(tmp_path / "prof.db", script)
+    out = tmp_path / "prof.callgrind"
+    r = subprocess.run([CLI, "export", str(db), "--format", "callgrind", "-o", str(out)],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([annotate, "--threshold=100", str(out)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stderr
+    functions = [line.split(":", 1)[1] for line in r.stdout.splitlines()
+                 if re.match(r"\s*[\d,]+ \(\s*[\d.]+%\)\s+\S.*:", line)
+                 and "PROGRAM TOTALS" not in line]
+    assert "(7)" in functions and any(f.endswith("(load_data)") for f in functions), r.stdout
+
+
 # --- pprof ---------------------------------------------------------------------------------------
 
 def pprof_of(db, out):
