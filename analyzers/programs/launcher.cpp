@@ -305,6 +305,11 @@ struct WrittenProfile {
   std::vector<std::int64_t> running;  // other processes of the run, not ended, still alive
   std::string problem;                // why a file that is there could not be read
   std::int64_t others = 0;            // with no root: the run's other processes the file holds
+  // The run's processes whose Python hook did not start (run_info python.hook_failed): pid and
+  // why. Their own line goes to a terminal only (children of a run are quiet elsewhere), and a
+  // batch log of `sonde run --python` under an interpreter the install has no extension for
+  // read "profile written" alone (a red-team find).
+  std::vector<std::pair<std::int64_t, std::string>> hook_failed;
 };
 
 WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int64_t since_ns) {
@@ -344,6 +349,11 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
           std::this_thread::sleep_for(std::chrono::milliseconds(50));
         }
         for (const auto& p : left) w.running.push_back(p.first);
+        auto failed = file.prepare(
+            "SELECT p.pid, i.value FROM run_info i JOIN processes p USING (process_id) "
+            "WHERE i.key = 'python.hook_failed' AND p.started_ns >= ? ORDER BY p.process_id");
+        failed.bind(1, since_ns);
+        while (failed.step()) w.hook_failed.emplace_back(failed.int64(0), failed.text(1));
         return w;
       }
       auto others = file.prepare("SELECT COUNT(*) FROM processes WHERE started_ns >= ?");
@@ -435,6 +445,14 @@ std::string say_what_was_written(const RunOptions& o, const RankEnv& rank, const
       say("sonde: profile written to {}, up to its last periodic flush (the final flush "
           "did not happen or failed)\n",
           shown);
+    if (w.hook_failed.size() == 1)
+      say("sonde: warning: the Python hook did not start in pid {}, whose Python frames are "
+          "not in the profile: {}\n",
+          w.hook_failed[0].first, visible(w.hook_failed[0].second));
+    else if (w.hook_failed.size() > 1)
+      say("sonde: warning: the Python hook did not start in {} processes of the run (pid {} "
+          "first), whose Python frames are not in the profile: {}\n",
+          w.hook_failed.size(), w.hook_failed[0].first, visible(w.hook_failed[0].second));
     if (w.running.size() == 1) {
       say("sonde: 1 process of the run is still running (pid {}); it adds its part to the "
           "profile when it ends\n",

@@ -249,3 +249,30 @@ def test_bash_completion_offers_subcommands_options_and_profiles(tmp_path):
     assert complete(["export", "a.db", "-o", "n"], tmp_path) == {"notes.txt"}
     assert complete(["report", "--top", ""], tmp_path) == set()
     assert complete(["export", "--sampled", ""], tmp_path) == {"a.db"}  # a flag takes no value
+
+
+def test_an_interpreter_the_install_has_no_extension_for_is_said_in_the_closing_lines(tmp_path):
+    """`sonde run --python` under a CPython the install has no extension for: the child's own
+    line goes to a terminal only (children of a run are quiet elsewhere), so a batch log read
+    "profile written" alone; the launcher's closing lines now say which process ran without
+    the hook and why (a red-team find of 2026-12-07). Here an install without Debian's 3.11
+    extension: the build's libsonde and package, copied."""
+    import shutil
+    kit = tmp_path / "kit"
+    (kit / "lib").mkdir(parents=True)
+    shutil.copy(os.path.join(BUILD, "lib", "libsonde.so"), kit / "lib")
+    shutil.copytree(os.path.join(BUILD, "python"), kit / "python")
+    tag = "cpython-%s-x86_64-linux-gnu" % PY_VERSION.replace(".", "")
+    os.unlink(kit / "python" / "sonde" / f"_sonde.{tag}.so")
+    (tmp_path / "small.py").write_text("def f():\n    pass\nf()\nprint('ran')\n")
+    r = subprocess.run([os.path.join(BUILD, "bin", "sonde"), "run", "--python", "-o",
+                        tmp_path / "p.db", "--", "/usr/bin/python3", tmp_path / "small.py"],
+                       env=clean_env(SONDE_LIBRARY=str(kit / "lib" / "libsonde.so")),
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout == "ran\n", r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == f"sonde: profile written to {tmp_path / 'p.db'}", r.stderr
+    assert lines[1].startswith("sonde: warning: the Python hook did not start in pid ") and \
+        f"no extension for CPython {PY_VERSION}" in lines[1], r.stderr
+    assert query(tmp_path / "p.db", "SELECT COUNT(*) FROM routines WHERE kind = 'python'") == \
+        [(0,)]
