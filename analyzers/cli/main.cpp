@@ -138,6 +138,17 @@ int main(int argc, char** argv) {
   // A file-size limit fails the analyzers' writes (reported) instead of killing them; `sonde run`
   // leaves the host's disposition alone.
   if (name != "run") ::signal(SIGXFSZ, SIG_IGN);
+  // An empty file name ("-o $OUT" of an unset variable) was "writing  failed", "cannot rename
+  // .merging.N to", "cannot write : Success" or an internal error, by command (a red-team nit).
+  for (const char* name : {"--output", "--html"}) {
+    const CLI::Option* o = chosen->get_option_no_throw(name);
+    if (o != nullptr && o->count() > 0 && !o->results().empty() && o->results().front().empty()) {
+      std::cerr << "sonde " << chosen->get_name() << ": " << name
+                << " names no file (an empty value) (see sonde " << chosen->get_name()
+                << " --help)\n";
+      return kUsageError;
+    }
+  }
   if (std::string problem = command->check(); !problem.empty()) {
     // One line, as every usage error: `sonde run` alone printed its 77-line help under it.
     std::cerr << "sonde " << name << ": " << problem << " (see sonde " << name << " --help)\n";

@@ -512,6 +512,9 @@ std::int64_t realtime_ns() {
 // The output's absolute path. A relative one in a folder since removed (a shell left in it)
 // was an internal error, "filesystem error: cannot make absolute path".
 fs::path absolute_output(const std::string& output) {
+  // An empty -o (a variable that was not set, "-o $OUT") read as "the current directory is
+  // gone" (a red-team nit).
+  if (output.empty()) throw Error("-o names no file (an empty value): name the profile's file", 2);
   std::error_code ec;
   fs::path p = fs::absolute(output, ec);
   if (ec)

@@ -197,6 +197,8 @@ def _refuse_bad_values(opts):
     environment still falls back to its default with one line, as the README says."""
     from ._options import RUN_OPTIONS
     from . import _env
+    if opts.output == "":  # "-o $OUT" of an unset variable: it read "is a directory"
+        _fail("-o names no file (an empty value): name the profile's file", 2)
     for flag, name, flag_value in RUN_OPTIONS:
         value = getattr(opts, flag[2:].replace("-", "_"), None)
         why = _env.not_accepted(name, value) if value and not flag_value else None

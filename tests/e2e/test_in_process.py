@@ -805,3 +805,15 @@ def test_a_killed_writers_pid_held_by_a_later_process_does_not_block(tmp_path, i
     finally:
         other.kill()
         other.wait()
+
+
+def test_an_empty_output_name_is_a_usage_error(tmp_path):
+    """`-o $OUT` of an unset variable: one line, exit 2, nothing run (it read "is a directory:
+    name the profile's file (say, /prof.db)")."""
+    (tmp_path / "prog.py").write_text("print('ran')\n")
+    r = subprocess.run([PY, "-m", "sonde", "-o", "", "prog.py"], cwd=tmp_path,
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2 and r.stdout == "", (r.stdout, r.stderr)
+    assert r.stderr == "python3 -m sonde: -o names no file (an empty value): name the " \
+                       "profile's file\n", r.stderr

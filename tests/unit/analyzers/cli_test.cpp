@@ -130,6 +130,20 @@ TEST_F(CliTest, UsageErrorsExitTwo) {
   EXPECT_NE(help.out.find("--sort"), std::string::npos);
 }
 
+// "-o $OUT" of an unset variable: one usage line, by every command that writes a file (they
+// said "writing  failed", "cannot rename .merging.N to", "cannot write : Success", or an
+// internal error).
+TEST_F(CliTest, AnEmptyOutputNameIsAUsageError) {
+  for (const std::string& args :
+       {"export " + q(good_) + " --format csv -o ''", "merge -o '' " + q(good_),
+        "view " + q(good_) + " --html ''", std::string("calibrate --set gemm.f32=1 -o ''"),
+        std::string("run -o '' -- /bin/true"), std::string("tune -o '' -- /bin/true")}) {
+    CliResult r = run_sonde(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    expect_one_clean_line(r, "names no file (an empty value)");
+  }
+}
+
 TEST_F(CliTest, QueryRefusesWrites) {
   std::string before = read_file(good_);
   CliResult r = run_sonde("query " + q(good_) + " 'DROP TABLE nodes'");
