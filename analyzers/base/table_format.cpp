@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "base/error.hpp"
 
@@ -94,6 +95,26 @@ std::string render_text(const Table& table) {
   return out;
 }
 
+namespace {
+
+// Characters that are shown as nothing, or change how what follows is shown: zero-width
+// spaces and joiners, the bidirectional marks, embeddings, overrides and isolates (a name can
+// show as another's, as in "Trojan source"), the line and paragraph separators (which split a
+// folded stack's line for Python's splitlines), the byte-order mark. A red team's names
+// carried them through every text output (2026-12-07).
+bool invisible(std::uint32_t cp) {
+  return (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+         (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xfeff;
+}
+
+std::uint32_t code_point3(std::string_view text, std::size_t i) {
+  return (std::uint32_t(static_cast<unsigned char>(text[i]) & 0x0f) << 12) |
+         (std::uint32_t(static_cast<unsigned char>(text[i + 1]) & 0x3f) << 6) |
+         std::uint32_t(static_cast<unsigned char>(text[i + 2]) & 0x3f);
+}
+
+}  // namespace
+
 std::string visible(std::string_view text) {
   bool plain = std::all_of(text.begin(), text.end(), [](char c) {
     return static_cast<unsigned char>(c) >= 0x20 && static_cast<unsigned char>(c) < 0x7f;
@@ -106,6 +127,8 @@ std::string visible(std::string_view text) {
     bool c1 = n == 2 && b == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
     if (n == 1 && b >= 0x20 && b != 0x7f) {
       out += text[i];
+    } else if (n == 3 && invisible(code_point3(text, i))) {
+      out += fmt::format("\\u{:04x}", code_point3(text, i));
     } else if (n > 1 && !c1) {
       out.append(text.substr(i, n));
     } else {

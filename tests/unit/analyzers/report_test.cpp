@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include "base/table_format.hpp"
 #include "fixture.hpp"
 #include "profile/run_summary.hpp"
 
@@ -214,6 +215,31 @@ TEST(RenderNotes, OneLinePerDistinctNoteNamingItsProcesses) {
             "warning: deep calls (2 processes: pid 11, 20)\n"
             "note: deep calls\n"
             "note: run note\n");
+}
+
+}  // namespace
+}  // namespace sonde::analyzers
+
+namespace sonde::analyzers {
+namespace {
+
+// What a terminal would not show as written: control bytes, and the characters that show as
+// nothing or reorder what follows (a name could read as another's; U+2028 split a folded line
+// for Python's splitlines; a red-team find). Everything else, UTF-8 included, as it is.
+TEST(Visible, ControlsAndInvisibleCharactersAreEscaped) {
+  EXPECT_EQ(visible("train.py:12(forward)"), "train.py:12(forward)");
+  EXPECT_EQ(visible("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac"),
+            "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac");
+  EXPECT_EQ(visible("a\x1b]0;t\x07"
+                    "b\n"),
+            "a\\x1b]0;t\\x07b\\n");
+  EXPECT_EQ(visible("a\xe2\x80\xae"
+                    "b"),
+            "a\\u202eb");                             // RIGHT-TO-LEFT OVERRIDE
+  EXPECT_EQ(visible("x\xe2\x80\xa8y"), "x\\u2028y");  // LINE SEPARATOR
+  EXPECT_EQ(visible("z\xe2\x80\x8bw\xe2\x81\xa6v\xef\xbb\xbf"), "z\\u200bw\\u2066v\\ufeff");
+  EXPECT_EQ(visible("\xe2\x80\x94"), "\xe2\x80\x94");  // an em dash stays
+  EXPECT_EQ(visible("\xff"), "\\xff");
 }
 
 }  // namespace
