@@ -45,6 +45,7 @@ void write_export(const Options& a, const ProfileFile& file, std::ostream& out) 
     write_speedscope(file, out, &progress);
   } else if (a.format == "svg" && a.baseline) {
     ProfileFile before = ProfileFile::open(*a.baseline);
+    before.check_tree_links();
     write_svg_flamegraph(file, out, &before);
   } else if (a.format == "svg") {
     write_svg_flamegraph(file, out);
@@ -87,6 +88,7 @@ int export_profile(const Options& given) {
                                       : std::vector<std::string>{a.file},
                            *a.output);
   ProfileFile file = ProfileFile::open(a.file);
+  file.check_tree_links();  // every format walks the call paths
   // An empty file would read as a flame graph of nothing, with no word of why.
   if (a.sampled && !file.has_rows("samples")) {
     throw Error(

@@ -27,6 +27,7 @@ Command add_query(CLI::App& app) {
   return {cmd, [a] {
             Format format = parse_format(a->format);
             ProfileFile file = ProfileFile::open(a->file);
+            file.check_tree_links();  // node_paths and callpaths recurse up the links
             // The user's own SQL may rightly run long (a cross join of a large file): no step
             // limit, Ctrl-C ends it. The views it names are still this sonde's.
             file.set_step_limit(0);

@@ -55,6 +55,7 @@ int tree(const Options& a) {
   // One process is in one rank: no note that ranks are summed.
   ProfileFile file = a.pid ? open_pid(open_profile(a.file, a.rank), *a.pid)
                            : open_for_report(a.file, a.rank, format);
+  file.check_tree_links();  // its walks follow the links to the root
   if (!a.callers.empty() || !a.callees.empty()) return sandwich(file, a, format);
   TreeOptions options{a.min_pct, a.depth, a.threads == "merge"};
   Forest forest = load_forest(file, options.merge_threads);

@@ -223,6 +223,7 @@ struct InputFacts {
 
 InputFacts read_facts(const std::string& path) {
   ProfileFile file = ProfileFile::open(path);  // version, quick_check, a dead writer's journal
+  file.check_tree_links();                     // a cycle would be copied into the merged file
   InputFacts f;
   for (auto st = file.prepare("SELECT uuid FROM runs"); st.step();) f.uuids.insert(st.text(0));
   if (f.uuids.empty()) throw Error(fmt::format("{} holds no run", path));

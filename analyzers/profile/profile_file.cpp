@@ -138,8 +138,9 @@ void ProfileFile::fail(int rc, std::string_view what) const {
 // to the same or a later node. A file with one (not SQLite damage: quick_check passes it) had
 // `tree --callers`, `view` and its server loop forever and the folded export take all memory
 // (a red-team find); such links are followed whole here, once, and a cycle refused in one line.
-namespace {
-void check_tree_links(ProfileFile& file, const std::string& path) {
+void ProfileFile::check_tree_links() const {
+  const ProfileFile& file = *this;
+  const std::string& path = path_;
   auto later = file.prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1");
   if (!later.step()) return;  // every file sonde writes
   std::unordered_map<std::int64_t, std::int64_t> parent;
@@ -166,7 +167,6 @@ void check_tree_links(ProfileFile& file, const std::string& path) {
     for (std::int64_t w : walk) state[w] = 2;
   }
 }
-}  // namespace
 
 ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   std::int64_t size = check_readable(path);
@@ -243,8 +243,7 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
       }  // else read in place, as before: the copy is an optimisation, never a failure
     }
   }
-  use_own_views(file, version);  // refuses a `nodes` that is a view (an endless one) first
-  check_tree_links(file, path);
+  use_own_views(file, version);
   file.schema_version_ = version;
   return file;
 }

@@ -145,7 +145,9 @@ struct Profile {
   std::optional<std::int64_t> nodes;
   std::map<std::string, std::shared_ptr<const std::string>, std::less<>> done;
 
-  explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {}
+  explicit Profile(std::string p) : path(std::move(p)), file(ProfileFile::open(path)) {
+    file.check_tree_links();  // the callers panel and the trees walk the links
+  }
 
   const TreeScopes& tree_scopes() {
     if (!scopes) scopes = list_tree_scopes(file);

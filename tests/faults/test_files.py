@@ -463,7 +463,13 @@ def test_damaged_input(kind, command, tmp_path, good_profile):
     foreign(target, kind, good_profile)
     args = {"report": ["report", target], "query": ["query", target, "SELECT COUNT(*) FROM nodes"],
             "tree": ["tree", target], "export": ["export", target, "--format", "folded"]}[command]
-    r = sonde(*args)
+    r = sonde(*args, timeout=60)
+    assert not r.timed_out, f"{command} still running after 60 s"
+    if kind == "tree-cycle" and command == "report":
+        # The flat profile follows no parent link: it reads the file as it is (the check is a
+        # scan of every node, which the readers that follow the links pay alone).
+        assert r.rc == 0, r.err
+        return
     assert r.rc == 1, f"exit {r.rc}: {r.out[:200]}"
     lines = r.err.strip().splitlines()
     assert len(lines) == 1 and READ_ERRORS[kind] in lines[0], r.err
