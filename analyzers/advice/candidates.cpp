@@ -127,10 +127,13 @@ constexpr std::string_view kZeroGradAdvice =
     "zero_grad(set_to_none=True) sets them to None instead (the default from PyTorch 2.0), and "
     "backward writes each fresh rather than adding into zeros{}";
 
-bool zero_grad(const RoutineMetrics& r) {
+// torch.optim's zero_grad, in a run of torch operators (elsewhere a region of that name is
+// the program's own).
+bool torch_zero_grad(const Metrics& m, const RoutineMetrics& r) {
   std::string_view name = r.name;
-  if (r.kind == kinds::kRegion) return name.starts_with("Optimizer.zero_grad");
-  return r.kind == kinds::kPython && name.ends_with("(zero_grad)");
+  bool named = r.kind == kinds::kRegion ? name.starts_with("Optimizer.zero_grad")
+                                        : r.kind == kinds::kPython && name.ends_with("(zero_grad)");
+  return named && ran_torch(m);
 }
 
 // torch.compile where the run's torch has it (PyTorch 2: run_info torch.version); a red-team
@@ -148,7 +151,7 @@ std::string compile_clause(const Metrics& m) {
 std::string update_advice(const AdviceInput& in, const RoutineMetrics& r, const Rule& rule,
                           const OptimizerWork& w) {
   const Metrics& m = in.metrics;
-  if (zero_grad(r) && ran_torch(m)) {
+  if (torch_zero_grad(m, r)) {
     auto before_2 = torch_before_2(m.facts);
     return fmt::format(fmt::runtime(kZeroGradAdvice),
                        before_2
@@ -186,7 +189,7 @@ std::string update_advice(const AdviceInput& in, const RoutineMetrics& r, const 
 // 0.21-0.29 s to 0.10-0.17), 0.5; one on foreach already, what fusing or compiling leaves:
 // unmeasured here, 0.3.
 double update_gain_share(const AdviceInput& in, const RoutineMetrics& r, const OptimizerWork& w) {
-  if (zero_grad(r) && ran_torch(in.metrics)) return 0.5;  // the red team's: 0.4 s of 0.72
+  if (torch_zero_grad(in.metrics, r)) return 0.5;  // the red team's: 0.4 s of 0.72
   if (r.kind != kinds::kPython || !ran_torch(in.metrics)) return 0.8;
   if (w.foreach) return 0.3;
   if (function_part(r.name).starts_with("_single_tensor_") && !in.gpu.any()) return 0.3;

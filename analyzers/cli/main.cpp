@@ -140,12 +140,11 @@ int main(int argc, char** argv) {
   if (name != "run") ::signal(SIGXFSZ, SIG_IGN);
   // An empty file name ("-o $OUT" of an unset variable) was "writing  failed", "cannot rename
   // .merging.N to", "cannot write : Success" or an internal error, by command (a red-team nit).
-  for (const char* name : {"--output", "--html"}) {
-    const CLI::Option* o = chosen->get_option_no_throw(name);
+  for (const char* option : {"--output", "--html"}) {
+    const CLI::Option* o = chosen->get_option_no_throw(option);
     if (o != nullptr && o->count() > 0 && !o->results().empty() && o->results().front().empty()) {
-      std::cerr << "sonde " << chosen->get_name() << ": " << name
-                << " names no file (an empty value) (see sonde " << chosen->get_name()
-                << " --help)\n";
+      std::cerr << "sonde " << name << ": " << option
+                << " names no file (an empty value) (see sonde " << name << " --help)\n";
       return kUsageError;
     }
   }

@@ -139,12 +139,10 @@ void ProfileFile::fail(int rc, std::string_view what) const {
 // `tree --callers`, `view` and its server loop forever and the folded export take all memory
 // (a red-team find); such links are followed whole here, once, and a cycle refused in one line.
 void ProfileFile::check_tree_links() const {
-  const ProfileFile& file = *this;
-  const std::string& path = path_;
-  auto later = file.prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1");
+  auto later = prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1");
   if (!later.step()) return;  // every file sonde writes
   std::unordered_map<std::int64_t, std::int64_t> parent;
-  auto all = file.prepare("SELECT node_id, parent_id FROM nodes WHERE parent_id IS NOT NULL");
+  auto all = prepare("SELECT node_id, parent_id FROM nodes WHERE parent_id IS NOT NULL");
   while (all.step()) parent.emplace(all.int64(0), all.int64(1));
   // 0 unseen, 1 on the walk under way, 2 known to reach a root.
   std::unordered_map<std::int64_t, char> state;
@@ -157,7 +155,8 @@ void ProfileFile::check_tree_links() const {
       if (st == 2) break;
       if (st == 1)
         throw Error(fmt::format(
-            "{} is corrupt: its call tree's parent links form a cycle (through node {})", path, n));
+            "{} is corrupt: its call tree's parent links form a cycle (through node {})", path_,
+            n));
       st = 1;
       walk.push_back(n);
       auto up = parent.find(n);

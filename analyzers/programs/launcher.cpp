@@ -509,23 +509,18 @@ std::int64_t realtime_ns() {
   return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-// The output's absolute path. A relative one in a folder since removed (a shell left in it)
-// was an internal error, "filesystem error: cannot make absolute path".
-fs::path absolute_output(const std::string& output) {
-  // An empty -o (a variable that was not set, "-o $OUT") read as "the current directory is
-  // gone" (a red-team nit).
-  if (output.empty()) throw Error("-o names no file (an empty value): name the profile's file", 2);
+}  // namespace
+
+fs::path absolute_output(const std::string& output, std::string_view what) {
   std::error_code ec;
   fs::path p = fs::absolute(output, ec);
   if (ec)
     throw Error(
-        fmt::format("cannot place the profile {}: the current directory is gone ({}); "
-                    "give -o an absolute path",
-                    output, ec.message()));
+        fmt::format("cannot place {} {}: the current directory is gone ({}); give -o an "
+                    "absolute path",
+                    what, output, ec.message()));
   return p.lexically_normal();
 }
-
-}  // namespace
 
 std::string find_preload_library() {
   if (const char* env = std::getenv("SONDE_LIBRARY"); env && *env) {
@@ -567,7 +562,7 @@ int run_command(const RunOptions& o) {
     throw Error(fmt::format("command not found: {}", o.command[0]), 127);
   }
   std::string library = find_preload_library();
-  fs::path output = absolute_output(o.output);
+  fs::path output = absolute_output(o.output, "the profile");
   // A rank of a parallel job writes prof.rank<R>.db, never the name asked for: that one, an
   // unrelated file, made every rank refuse; --force left the rank's own earlier file, and the
   // rank wrote beside it. Without --force a rank's earlier file stays, the rank writing beside

@@ -1,9 +1,11 @@
 // `sonde run`: sets up the environment for libsonde.so and runs a command under it.
 #pragma once
 
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sonde::analyzers {
@@ -25,6 +27,11 @@ int run_command(const RunOptions& options);
 // Why `value` is no value of the SONDE_* variable a sonde run option sets (a number out of its
 // range, or no number), "" where it is one: the option is then refused, exit 2.
 std::string run_option_problem(std::string_view variable, const std::string& value);
+
+// -o's absolute path, `what` naming it in the error: a relative one in a folder since removed (a
+// shell left in it) was an internal error, "filesystem error: cannot make absolute path". An
+// empty one is refused before (cli/main.cpp).
+std::filesystem::path absolute_output(const std::string& output, std::string_view what);
 
 // Where libsonde.so is: $SONDE_LIBRARY, else <dir of this executable>/../lib/libsonde.so.
 std::string find_preload_library();

@@ -502,16 +502,8 @@ TuneResult run_tune(const TuneOptions& o) {
   result.repeat = o.repeat;
   result.cores = usable_cores();
   result.output_dir = o.output_dir;
-  // An empty -o ("-o $DIR" of an unset variable) was "internal error: filesystem error".
-  if (o.output_dir.empty())
-    throw Error("-o names no folder (an empty value): name the folder for the runs", 2);
+  fs::path dir = absolute_output(o.output_dir, "the runs' folder");
   std::error_code ec;
-  fs::path dir = fs::absolute(o.output_dir, ec).lexically_normal();
-  if (ec)
-    throw Error(
-        fmt::format("cannot place {}: the current directory is gone ({}); give -o an "
-                    "absolute path",
-                    o.output_dir, ec.message()));
   fs::create_directories(dir, ec);
   if (ec || !fs::is_directory(dir))
     throw Error(fmt::format("cannot create {}: {}", o.output_dir, ec.message()));
