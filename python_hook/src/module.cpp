@@ -14,7 +14,6 @@
 
 #include "code_table.hpp"
 #include "eval_frame.hpp"
-#include "fork_guard.hpp"
 #include "frames.hpp"
 #include "greenlets.hpp"
 #include "monitoring.hpp"
@@ -141,8 +140,9 @@ PyObject* start(PyObject*, PyObject* args, PyObject* kwargs) {
   // Sub-interpreters (their site imports sonde's sitecustomize too) are not recorded: the hooks
   // and sonde's per-code table belong to the main interpreter.
   if (PyInterpreterState_Get() != PyInterpreterState_Main()) Py_RETURN_NONE;
-  // Before the hook: the os module's lookups here are sonde's, not the program's.
-  if (!sonde::python::guard_fork()) return nullptr;
+  // Before the hook: the os module's lookups here are sonde's, not the program's. Done already
+  // where libsonde was preloaded; where it could not be, the program forks as before.
+  sonde::guard_python_fork();
   if (!sonde::python::code_table_init()) return nullptr;
   stop_hooks();  // a second start() may choose another hook
   sonde::python::set_fold_imports(!imports);

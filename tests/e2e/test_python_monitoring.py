@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import clean_env, integrity_ok, query
+from conftest import CLI, LIB, clean_env, integrity_ok, query
 from test_python import (COUNTED, PYTHONPATH, other_pythons, python_calls, python_params,
                          tree_is_consistent)
 
@@ -460,6 +460,84 @@ def test_a_fork_warns_as_without_sonde(db, tmp_path, py, mode):
     own = query(db, "SELECT r.name FROM nodes n JOIN routines r USING (routine_id) "
                     "WHERE r.file LIKE '%/sonde/%'")
     assert own == [], own
+
+
+@pytest.mark.parametrize("launch", ["preload", "sonde-run"])
+@pytest.mark.parametrize("py", PYTHONS)
+def test_a_fork_without_the_hook_warns_as_without_sonde(db, tmp_path, py, launch):
+    # The same warning where no Python hook starts (LD_PRELOAD alone; `sonde run` without
+    # --python): the extension's wrappers never ran there, and every os.fork from __main__
+    # warned on stderr. libsonde now puts them in place itself, from an audit hook, as the
+    # program's code is about to run.
+    path = script(tmp_path, "forkwarn_native.py", """
+        import inspect
+        import multiprocessing as mp
+        import os
+        import time
+
+        def square(x):
+            return x * x
+
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+        with mp.get_context("fork").Pool(2) as pool:
+            print(sum(pool.map(square, range(10))))
+        print(os.fork.__name__, os.fork is __import__("posix").fork, inspect.signature(os.fork))
+        time.sleep(1.5)  # the flush the forks asked for, by the flusher started again
+        print("after", flush=True)
+        time.sleep(60)  # ended by SIGKILL: what the profile keeps is what was flushed
+    """)
+    argv = [py, str(path)]
+    plain = subprocess.Popen(argv, env=clean_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    if launch == "preload":
+        cmd, env = argv, clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, SONDE_FLUSH_INTERVAL="0.5")
+    else:
+        cmd, env = [CLI, "run", "-o", str(db), "--", *argv], clean_env(SONDE_FLUSH_INTERVAL="0.5")
+    s = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=tmp_path)
+    outs = []
+    for p in (plain, s):
+        lines = [p.stdout.readline() for _ in range(3)]
+        time.sleep(1.0)  # two flush intervals past "after"
+        p.kill()
+        outs.append((lines, p.stderr.read()))
+        p.wait()
+    assert outs[0] == (["285\n", "fork True ()\n", "after\n"], ""), outs
+    assert outs[1][0] == outs[0][0] and "multi-threaded" not in outs[1][1], outs
+    con = sqlite3.connect(str(db))  # read-write: a flush the kill cut rolls back first
+    try:
+        origins = con.execute("SELECT origin, COUNT(*) FROM processes GROUP BY origin").fetchall()
+    finally:
+        con.close()
+    # The parent's row comes from a flush after the forks (its first periodic one is later).
+    assert dict(origins).get("fork", 0) >= 3 and len(origins) == 2, origins
+
+
+@pytest.mark.parametrize("debug", ["PYTHONMALLOC=debug", "PYTHONMALLOC=pymalloc_debug",
+                                   "PYTHONDEVMODE=1", "-X dev", "-Xdev"])
+@pytest.mark.parametrize("py", PYTHONS)
+def test_the_fork_guard_never_meets_a_debug_allocator(db, tmp_path, py, debug):
+    # The audit hook that guards os.fork under LD_PRELOAD is added before the interpreter
+    # starts, by the plain allocator; CPython frees it at its end through the configured one,
+    # and its debug hooks aborted there ("Fatal Python error: _PyMem_DebugRawFree: bad ID",
+    # rc 134). Where they will be on, no hook is added (the fork warns, as before the guard).
+    path = script(tmp_path, "debugalloc.py", """
+        import os
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        print(os.waitpid(pid, 0)[1])
+    """)
+    env = dict([debug.split("=")]) if "=" in debug else {}
+    argv = [py, *debug.split()[:2], str(path)] if debug.startswith("-") else [py, str(path)]
+    r = subprocess.run(argv, env=clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=db, **env),
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert (r.returncode, r.stdout) == (0, "0\n"), r.stderr
+    assert "Fatal Python error" not in r.stderr, r.stderr
+    assert query(db, "SELECT COUNT(*) FROM processes") == [(2,)]
 
 
 @pytest.mark.parametrize("py", PYTHONS)

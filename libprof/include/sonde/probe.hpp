@@ -190,10 +190,11 @@ SONDE_API void set_mpi_rank(int rank, int world_size, const char* who = "MPI");
 
 // A fork without sonde's thread in the process (CPython 3.12+ warns at os.fork in a process
 // of more than one thread, counting native ones: the flusher made every forking program warn):
-// fork_pauses_flusher() ends the thread and waits until it is gone (true when it was), and
-// fork_resumes_flusher() starts it again, after the fork, in the parent (the child has its own).
-SONDE_API bool fork_pauses_flusher();
-SONDE_API void fork_resumes_flusher();
+// wraps posix.fork and posix.forkpty so that the flusher is ended for the call and started
+// again in the parent after it (runtime/python_fork.hpp). With the GIL held, in an initialized
+// interpreter; once per process (a preloaded libsonde has done it as the program started).
+// False where a wrapper could not be put in place; the program then forks as before.
+SONDE_API bool guard_python_fork();
 
 // sonde's clock, for callers that time pieces of a frame themselves (source lines).
 SONDE_API uint64_t probe_now();

@@ -357,15 +357,6 @@ RoutineId register_routine(const RoutineSpec& spec) {
   }
 }
 
-bool fork_pauses_flusher() {
-  Runtime* rt = Runtime::get();
-  return rt != nullptr && rt->flusher_paused_for_fork();
-}
-
-void fork_resumes_flusher() {
-  if (Runtime* rt = Runtime::get()) rt->flusher_resumed_after_fork();
-}
-
 void set_mpi_rank(int rank, int world_size, const char* who) {
   if (Runtime* rt = Runtime::get()) rt->mpi_rank_known(rank, world_size, who);
 }

@@ -32,6 +32,7 @@
 #include "process/signals.hpp"
 #include "runtime/fpu_mode.hpp"
 #include "runtime/last_thread.hpp"
+#include "runtime/python_fork.hpp"
 #include "runtime/python_presence.hpp"
 #include "sonde/output_name.hpp"
 #include "sonde/preload_path.hpp"
@@ -238,6 +239,7 @@ void Runtime::start() {
   }
   std::atexit(at_exit);
   start_flusher();
+  watch_for_python_start(args);
   log(LogLevel::kInfo, "profiling pid {} into {}", pid(), output_);
   // What a start costs, for docs/performance.md's fixed costs (SONDE_LOG=debug).
   log(LogLevel::kDebug, "start: {:.2f} ms to the prepared file, {:.2f} ms after it",

@@ -98,7 +98,7 @@ class Runtime {
   // says why).
   bool credentials_changing();
   void credentials_changed();
-  // The host's os.fork on CPython 3.12+ (sonde/probe.hpp's fork_pauses_flusher).
+  // The host's os.fork on CPython 3.12+ (runtime/python_fork.hpp).
   bool flusher_paused_for_fork();
   void flusher_resumed_after_fork();
 
