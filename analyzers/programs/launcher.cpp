@@ -293,6 +293,7 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
     ::setenv("NVTX_INJECTION64_PATH", library.c_str(), 1);
   // Inherited from an enclosing `sonde run`, it would make this run join that one.
   ::unsetenv("SONDE_RUN_ID");
+  ::unsetenv("SONDE_UNPROFILED");
 }
 
 // The file a run's root process wrote: the name asked for or, when that was taken when the run

@@ -199,6 +199,7 @@ TuneRun run_once(const Launch& l, const std::vector<Knob>& knobs, const fs::path
     ::setenv("LD_PRELOAD", preload.c_str(), 1);
     ::setenv("SONDE_OUTPUT", r.profile.c_str(), 1);
     ::unsetenv("SONDE_RUN_ID");
+    ::unsetenv("SONDE_UNPROFILED");
     ::unsetenv("SONDE_FTZ");  // the original runs as the program would, whatever the shell says
     if (!l.python_path.empty()) ::setenv("PYTHONPATH", l.python_path.c_str(), 1);
     for (const Knob& k : knobs) ::setenv(k.variable.c_str(), k.value.c_str(), 1);

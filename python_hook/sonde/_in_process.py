@@ -336,6 +336,7 @@ def _set_run_environment(opts, output, lib):
     if not env.get("CUDA_INJECTION64_PATH"):
         env["CUDA_INJECTION64_PATH"] = lib
     env.pop("SONDE_RUN_ID", None)  # an enclosing run's would make this run join it
+    env.pop("SONDE_UNPROFILED", None)  # nor is its failure this run's
 
 
 def _carry_preload(_sonde, lib):

@@ -193,6 +193,35 @@ def test_disk_full_sweep_python(small_disk):
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("method", ["spawn", "forkserver"])
+def test_disk_full_children_say_nothing_more(small_disk, mode, method):
+    """disk full, a pool's exec'd children: the run says why once, none writes beside the file"""
+    # Each child started a run of its own, claimed the name, found another's half-made file and
+    # wrote beside it: "p.db already exists; writing this run's profile to p.1234.db", then
+    # "cannot write the profile" for that one too: 6 lines for a pool of two on a 1 MiB tmpfs.
+    cmd = [PYTHON, Path(__file__).parent / "scripts" / "mp_pool.py", method]
+    alone = plain(cmd)
+    for f in small_disk.glob("p*"):
+        f.unlink()
+    fill(small_disk, 64)
+    r = under(mode, cmd, "p.db" if mode == "sonde-run" else str(small_disk / "p.db"),
+              cwd=small_disk)
+    same_behaviour(alone, r)
+    lines = said(r.err)
+    assert [l for l in lines if "cannot write the profile" in l] == [
+        f"sonde: cannot write the profile: {small_disk}/p.db: database or disk is full; this "
+        "process runs unprofiled"], r.err
+    assert not any("already exists" in l for l in lines), r.err
+    assert sorted(f.name for f in small_disk.iterdir()) == ["filler"]
+    # A run of its own into another file (a nested `sonde run -o`) is not this one's failure.
+    fill(small_disk, 900)
+    nested = preloaded(cmd, str(small_disk / "q.db"),
+                       env_extra={"SONDE_UNPROFILED": str(small_disk / "p.db")})
+    same_behaviour(alone, nested)
+    assert query(str(small_disk / "q.db"), "SELECT COUNT(*) FROM processes")[0][0] >= 3
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("limit", ["full-disk", "ulimit-f"])
 def test_trace_events_a_full_disk_refused(limit, mode, request, tmp_path):
     """SONDE_TRACE=1, a flush whose 80,000 events do not fit (1 MiB tmpfs, or ulimit -f 512):

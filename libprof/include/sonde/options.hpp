@@ -239,6 +239,11 @@ inline constexpr std::array kOptionSpecs{
                "Set by sonde for one exec of `python3 -m sonde`'s in-process program: the "
                "output's name, which the new image says at its exit; not for users.",
                0, 0, false, OptionReader::kLibrary, true},
+    OptionSpec{"SONDE_UNPROFILED", OptionType::kText, "",
+               "Set by sonde in a process that could not write its profile (a full disk, a "
+               "read-only folder): the file's full path, so that the processes it starts for "
+               "the same file run unprofiled without saying why again; not for users.",
+               0, 0, false, OptionReader::kLibrary, true},
     OptionSpec{"SONDE_PYTHON_LAUNCHED", OptionType::kBool, "",
                "Set by `python3 -m sonde` for the interpreter it re-executes; not for users.", 0, 0,
                false, OptionReader::kPython, true},

@@ -155,6 +155,7 @@ constexpr OptionParser kParsers[] = {
     {"SONDE_PROCESS", as_checked_text<&Config::process_ref, valid_process_ref>},
     {"SONDE_EXEC_OF", as_checked_text<&Config::exec_of, valid_process_ref>},
     {"SONDE_SAY_WRITTEN", as_text<&Config::say_written>},
+    {"SONDE_UNPROFILED", as_text<&Config::unprofiled>},
     {"SONDE_PEAKS", as_text<&Config::peaks_file>},
     {"SONDE_CUPTI_LIBRARY", as_text<&Config::cupti_library>},
     {"SONDE_GPU_METRICS", as_list<&Config::gpu_metrics>},

@@ -31,6 +31,7 @@ struct Config {
   std::string process_ref;           // SONDE_PROCESS: "pid:process_id" of the parent
   std::string exec_of;               // SONDE_EXEC_OF: "pid:process_id" of the image exec replaced
   std::string say_written;     // SONDE_SAY_WRITTEN: the output's name an exec'd image says at exit
+  std::string unprofiled;      // SONDE_UNPROFILED: the profile a process of the run could not write
   std::string peaks_file;      // SONDE_PEAKS, else the calibration cache of this user
   bool peaks_default = false;  // peaks_file is the cache's path, not one the user named
   std::string cupti_library;   // empty: the runtime's CUPTI (gpu/cupti_search.hpp)

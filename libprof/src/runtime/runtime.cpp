@@ -311,24 +311,37 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
     process_.parent_process_id = 0;
     file_named_for_ = rank;
   }
-  if (std::string full = absolute(requested); full.size() > kLongestProfilePath) {
+  std::string full = absolute(requested);
+  // Its parent could not write this file, and said why: the processes a run starts (a pool's
+  // spawn children, a shell's commands) each said it again, and on a full disk each claimed the
+  // name as a run of its own, found the others' half-made files and wrote beside them ("p.db
+  // already exists; writing this run's profile to p.1234.db"): 6 lines for a pool of two.
+  if (!config_.unprofiled.empty() && config_.unprofiled == full) return false;
+  // The run's processes that start after this one say nothing more (SONDE_UNPROFILED, compared
+  // with the file each would write: a nested run into another file, or a child whose relative
+  // name lands elsewhere, goes on as before).
+  auto unprofiled = [&full] {
+    setenv("SONDE_UNPROFILED", full.c_str(), 1);
+    return false;
+  };
+  if (full.size() > kLongestProfilePath) {
     warn(
         "{}: the full path is {} bytes long, over the {} SQLite can open a file by; this "
         "process runs unprofiled",
         requested, full.size(), kLongestProfilePath);
-    return false;
+    return unprofiled();
   } else if (output_name_length(full) > longest_output_name(full)) {
     warn(
         "{}: the name is {} characters long, over the {} its directory allows a profile (SQLite "
         "keeps <name>-journal beside it); this process runs unprofiled",
         requested, output_name_length(full), longest_output_name(full));
-    return false;
+    return unprofiled();
   }
   output_ = choose_output(requested, claim);
   if (output_.empty()) {
     warn("{} is not a regular file (a device, FIFO or directory); this process runs unprofiled",
          config_.output);
-    return false;
+    return unprofiled();
   }
   std::string error;
   install_fd_guard();  // before sonde's first connection: its files are never the host's
@@ -345,7 +358,7 @@ bool Runtime::open_output(const RankEnv& rank, bool root) {
       unlink(output_.c_str());
       unlink((output_ + "-journal").c_str());
     }
-    return false;
+    return unprofiled();
   }
   store_ok_ = true;
   // The process that made the file: a rank's own file begins with the rank, not the run's root
