@@ -77,7 +77,8 @@ std::vector<Candidate> blas_kernels(const AdviceInput& in, const Rule& rule) {
                 {"calls", calls}};
   c.summary = fmt::format(
       "OpenBLAS runs its {} kernels ({}, {}-bit vectors) on a CPU with {} ({}-bit): its "
-      "matrix-matrix and LAPACK calls take {:.1f} % of the busy threads' time ({:.3f} s, {} "
+      "matrix-matrix and LAPACK calls take {:.1f} % of the busy threads' time outside set-up "
+      "({:.3f} s, {} "
       "calls, most in {})",
       kernels->core, isa_name(kernels->isa), have, isa_name(cpu->second), could, pct, seconds(ns),
       calls, biggest);

@@ -230,7 +230,8 @@ std::vector<Candidate> optimizer_update(const AdviceInput& in, const Rule& rule)
                   {"calls", r->calls},          {"blas_time_s", seconds(blas_ns)},
                   {"blas_pct", blas_pct},       {"gflops", gflops}};
     c.summary = fmt::format(
-        "{} takes {:.1f} % of the busy threads' time ({:.3f} s over {} calls), {:.1f} % of "
+        "{} takes {:.1f} % of the busy threads' time outside set-up ({:.3f} s over {} calls), "
+        "{:.1f} % of "
         "it in FLOP-counted BLAS ({:.3f} GFLOP/s)",
         fn, share(work_ns, m.share_base_ns()), seconds(work_ns), r->calls, blas_pct, gflops);
     if (w.other_ns > 0) {
@@ -609,7 +610,8 @@ std::vector<Candidate> onednn_reorder(const AdviceInput& in, const Rule& rule) {
     c.routine_id = r.routine_id;
     c.evidence = {{"time_s", seconds(r.incl_ns)}, {"pct_run", pct}, {"calls", r.calls}};
     c.summary = fmt::format(
-        "oneDNN layout reorders take {:.1f} % of the busy threads' time ({:.3f} s over {} "
+        "oneDNN layout reorders take {:.1f} % of the busy threads' time outside set-up ({:.3f} s "
+        "over {} "
         "calls)",
         pct, seconds(r.incl_ns), r.calls);
     c.advice = std::string(rule.advice);
@@ -852,7 +854,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   c.evidence = {{"checks_s", seconds(d.ns)}, {"checks_calls", d.calls}, {"pct_run", pct}};
   c.summary = fmt::format(
       "torch.distributions checked arguments and samples against their constraints {} times, "
-      "{:.1f} % of the busy threads' time ({:.3f} s){}",
+      "{:.1f} % of the busy threads' time outside set-up ({:.3f} s){}",
       d.calls, pct, seconds(d.ns),
       d.caller.empty() ? "" : fmt::format(", most under {}", d.caller));
   c.advice = std::string(rule.advice);
@@ -866,7 +868,7 @@ const std::array<Rule, 22> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
-     "busy threads' time with under 25 % of its time in FLOP-counted BLAS",
+     "busy threads' time outside set-up with under 25 % of its time in FLOP-counted BLAS",
      5.0,
      "fuse and vectorise the parameter update in {}: one pass over each parameter instead of "
      "one temporary array per numpy operation: in-place ufuncs (a *= b, np.multiply(a, b, "
@@ -881,7 +883,7 @@ const std::array<Rule, 22> kRules{{
     {"blas-threads",
      "run_info blas.threads < available cores (affinity_cores, else cores; one rank's share "
      "where ranks share a host) and FLOP-counted BLAS/oneDNN calls take at least threshold % "
-     "of the busy threads' time",
+     "of the busy threads' time outside set-up",
      5.0,
      "let BLAS use all {} cores (OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS unset "
      "or raised), or link a multi-threaded BLAS",
@@ -891,7 +893,7 @@ const std::array<Rule, 22> kRules{{
     {"framework-threads",
      "run_info torch.num_threads < available cores (one rank's share where ranks share a "
      "host, less the DataLoader workers alive at once) and oneDNN calls that ran on fewer "
-     "threads than the cores take at least threshold % of the busy threads' time",
+     "threads than the cores take at least threshold % of the busy threads' time outside set-up",
      5.0,
      "give torch's intra-op pool the {} cores: torch.set_num_threads({}) at the program's "
      "start (and what set it lower: the environment's OMP_NUM_THREADS, said where recorded); "
@@ -906,7 +908,7 @@ const std::array<Rule, 22> kRules{{
      "more; else the load average less the run's own, a core or more), and the work of the "
      "pools wider than that (the BLAS's calls; oneDNN calls and torch operators' own time, "
      "not torch.distributed's, for torch's pool) takes at least threshold % of the busy "
-     "threads' time",
+     "threads\' time outside set-up",
      5.0,
      "as many threads as the cores the others leave, {}, while the host is this busy: "
      "torch.set_num_threads({}) at the program's start and OPENBLAS_NUM_THREADS={} "
@@ -935,7 +937,7 @@ const std::array<Rule, 22> kRules{{
     {"float64",
      "GEMMs (BLAS GEMM and SYRK calls and oneDNN primitives, outermost) in float64 take at "
      "least threshold % of the busy "
-     "threads' time",
+     "threads\' time outside set-up",
      10.0,
      "float32 if its precision suffices (the advice names where float64 comes from in torch or "
      "numpy programs), and compare the results",
@@ -946,13 +948,14 @@ const std::array<Rule, 22> kRules{{
      "an OpenBLAS runs kernels with narrower vectors than the CPU offers (run_info blas.config's "
      "core against cpu.vector_isa: DYNAMIC_ARCH falls back to its SSE3 Prescott kernels on a "
      "CPU newer than the release), and its matrix-matrix and LAPACK calls take at least "
-     "threshold % of the busy threads' time",
+     "threshold % of the busy threads' time outside set-up",
      10.0,
      "OPENBLAS_CORETYPE set to the core of the CPU's vectors (SkylakeX, Haswell, Sandybridge) "
      "where the build has DYNAMIC_ARCH, else an OpenBLAS built for this CPU; compare the results",
      "their time x (1 - kernel vector bits / the CPU's)", blas_kernels},
     {"gemm-shape",
-     "a GEMM shape taking at least 1 % of the busy threads' time reaches under threshold % of its "
+     "a GEMM shape taking at least 1 % of the busy threads' time outside set-up reaches under "
+     "threshold % of its "
      "routine's "
      "best shape GFLOP/s, or under 10 % of the peak when known",
      50.0,
@@ -963,7 +966,7 @@ const std::array<Rule, 22> kRules{{
      gemm_shape},
     {"unmeasured",
      "the thread roots' exclusive time (outside any measured routine) is at least threshold % "
-     "of the busy threads' time",
+     "of the busy threads' time outside set-up",
      20.0,
      "attribute that time: mark phases with sonde regions (with sonde.region(\"forward\") in "
      "Python, sonde_region_begin/end in C and C++, or NVTX ranges), run "
@@ -971,7 +974,7 @@ const std::array<Rule, 22> kRules{{
      "0 (unknown until that time is measured)", unmeasured},
     {"onednn-reorder",
      "oneDNN's reorders (dnnl:reorder: copies of a tensor into another memory layout) take at "
-     "least threshold % of the busy threads' time",
+     "least threshold % of the busy threads' time outside set-up",
      5.0,
      "keep tensors in the layout the convolutions use: channels-last in PyTorch "
      "(model.to(memory_format=torch.channels_last) and the inputs too), and for inference "
@@ -983,7 +986,7 @@ const std::array<Rule, 22> kRules{{
      "0.5 x reorder time (the reorders at the model's inputs and outputs remain)", onednn_reorder},
     {"gpu-copies",
      "host<->device copies (CPU time in CUDA calls of role copy, else the GPU's "
-     "memcpy activity time) take at least threshold % of the busy threads' time",
+     "memcpy activity time) take at least threshold % of the busy threads' time outside set-up",
      5.0,
      "keep tensors on the device between steps, copy from pinned memory (cudaMallocHost, "
      "DataLoader(pin_memory=True)) with asynchronous copies that overlap compute, and batch "
@@ -1000,7 +1003,7 @@ const std::array<Rule, 22> kRules{{
      data_loading},
     {"torch-operator",
      "one ATen operator's own time (outside the BLAS and oneDNN calls beneath it) takes at "
-     "least threshold % of the busy threads' time; at most 3",
+     "least threshold % of the busy threads' time outside set-up; at most 3",
      15.0, "make {} cheaper or fewer: fuse it with its neighbours, run it on smaller tensors",
      "0.5 x the operator's own time (at most all of it, the work removed); a dropout's all of "
      "it; 0 for a GEMM or convolution operator whose library call was not seen",
@@ -1011,7 +1014,7 @@ const std::array<Rule, 22> kRules{{
      "own made of such calls, under 500 us), one of them at least 32 times per call of the "
      "function, and is no training loop (no backward or optimizer step among its calls or "
      "beneath them); with the function's own time they take at least threshold % of the busy "
-     "threads' time; at most 3",
+     "threads\' time outside set-up; at most 3",
      5.0,
      "write the loop in {} as operations over whole tensors or arrays (index tensors and "
      "masks, one reduction over a dimension, broadcasting); a recurrent cell stepped in Python "
@@ -1022,7 +1025,7 @@ const std::array<Rule, 22> kRules{{
      python_loop},
     {"matrix-vector",
      "BLAS matrix-vector products (GEMV routines) called at least 1,000 times from one calling "
-     "routine take at least threshold % of the busy threads' time",
+     "routine take at least threshold % of the busy threads' time outside set-up",
      5.0,
      "stack the vectors that do not depend on each other's results into one matrix and make "
      "one matrix product per matrix (a GEMM reads the matrix once, not once per vector)",
@@ -1031,7 +1034,7 @@ const std::array<Rule, 22> kRules{{
      batch_matrix_vector},
     {"gpu-sync",
      "CUDA synchronisation calls (names with Synchronize) take at least threshold % of the busy "
-     "threads' time: the host waits for the GPU instead of queueing work",
+     "threads\' time outside set-up: the host waits for the GPU instead of queueing work",
      5.0,
      "remove per-step host synchronisation (loss.item(), .cpu(), printing tensors, "
      "cudaDeviceSynchronize in the loop); synchronise with events on streams, and read metrics "
@@ -1039,7 +1042,7 @@ const std::array<Rule, 22> kRules{{
      "0.5 x synchronisation time", gpu_syncs},
     {"gpu-launches",
      "CPU time in kernel launch calls (names with Launch) is at least threshold % of the busy "
-     "threads' time",
+     "threads\' time outside set-up",
      5.0,
      "launch fewer, larger kernels: fuse elementwise operations (torch.compile, fused "
      "optimizers), capture the step in a CUDA graph, or enlarge the batch",
@@ -1074,7 +1077,7 @@ const std::array<Rule, 22> kRules{{
     {"distribution-checks",
      "torch.distributions' argument and sample checks (constraints.py's check, "
      "distribution.py's _validate_sample; on by default) take at least threshold % of the busy "
-     "threads' time",
+     "threads\' time outside set-up",
      3.0,
      "turn the checks off once the program is debugged: "
      "torch.distributions.Distribution.set_default_validate_args(False) at start, or "

@@ -107,7 +107,8 @@ std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
     c.evidence.emplace_back("peak_f32_gflops", *f32);
   }
   c.summary = fmt::format(
-      "{:.1f} % of the busy threads' time ({:.3f} s, {} calls, most in {}) is GEMMs in float64, "
+      "{:.1f} % of the busy threads' time outside set-up ({:.3f} s, {} calls, most in {}) is GEMMs "
+      "in float64, "
       "whose peak here is {:.0f} % of float32's",
       pct, seconds(f64_ns), calls, biggest, 100 * ratio);
   c.advice =

@@ -31,7 +31,8 @@ std::vector<Candidate> gpu_copies(const AdviceInput& in, const Rule& rule) {
                 {"measured_on", api ? "CPU (CUDA API calls)" : "GPU (memcpy activity)"}};
   if (api) c.evidence.emplace_back("calls", g.copies.calls);
   c.summary = fmt::format(
-      "host<->device copies take {:.1f} % of the busy threads' time ({:.3f} s, {:.3g} MB at "
+      "host<->device copies take {:.1f} % of the busy threads' time outside set-up ({:.3f} s, "
+      "{:.3g} MB at "
       "{:.2f} GB/s)",
       share(ns, run), seconds(ns), bytes / 1e6, gbs);
   c.advice = std::string(rule.advice);
@@ -51,7 +52,8 @@ std::vector<Candidate> gpu_syncs(const AdviceInput& in, const Rule& rule) {
                 {"calls", s.calls},
                 {"avg_ms", static_cast<double>(s.time_ns) / 1e6 / static_cast<double>(s.calls)}};
   c.summary = fmt::format(
-      "the host waits in CUDA synchronisation for {:.1f} % of the busy threads' time "
+      "the host waits in CUDA synchronisation for {:.1f} % of the busy threads' time outside "
+      "set-up "
       "({:.3f} s over {} calls)",
       share(s.time_ns, run), seconds(s.time_ns), s.calls);
   c.advice = std::string(rule.advice);
@@ -81,7 +83,8 @@ std::vector<Candidate> gpu_launches(const AdviceInput& in, const Rule& rule) {
     kernels = fmt::format("; kernels run {:.1f} us on average", kernel_us);
   }
   c.summary = fmt::format(
-      "{} kernel launches cost the host {:.3f} s ({:.1f} % of the busy threads' time, "
+      "{} kernel launches cost the host {:.3f} s ({:.1f} % of the busy threads' time outside "
+      "set-up, "
       "{:.1f} us each){}",
       l.calls, seconds(l.time_ns), share(l.time_ns, run), launch_us, kernels);
   c.advice = std::string(rule.advice);

@@ -157,7 +157,7 @@ std::vector<Candidate> python_loop(const AdviceInput& in, const Rule& rule) {
     c.summary = fmt::format(
         "{} makes {} calls of a few microseconds each ({:.1f} us on average; up to {:.0f} per "
         "call of its own, {} calls of it): {:.3f} s, with {:.3f} s of its own running the loop, "
-        "{:.1f} % of the busy threads' time{}",
+        "{:.1f} % of the busy threads' time outside set-up{}",
         l.site, l.small_calls, us, l.max_per_call, l.site_calls, seconds(l.small_ns),
         seconds(l.own_ns), pct, backward);
     if (!l.operators.empty()) c.evidence.emplace_back("operators", operators_of(l));
@@ -218,7 +218,8 @@ std::vector<Candidate> batch_matrix_vector(const AdviceInput& in, const Rule& ru
                   {"gflops", gflops},
                   {"mb_per_call", mb_per_call}};
     c.summary = fmt::format(
-        "{} is called {} times from {} ({:.3f} s, {:.1f} % of the busy threads' time): one "
+        "{} is called {} times from {} ({:.3f} s, {:.1f} % of the busy threads' time outside "
+        "set-up): one "
         "vector a call, each reading its matrix ({:.2f} MB a call on average) at {:.2f} GFLOP/s",
         s.routine, s.calls, s.caller, seconds(s.ns), pct, mb_per_call, gflops);
     c.advice = fmt::format(

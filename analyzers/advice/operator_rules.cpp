@@ -127,7 +127,8 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
                   {"calls", r->calls},
                   {"ms_per_call", r->calls > 0 ? seconds(r->excl_ns) * 1e3 / r->calls : 0.0}};
     c.summary = fmt::format(
-        "{} takes {:.1f} % of the busy threads' time ({:.3f} s over {} calls, {:.3f} ms each) "
+        "{} takes {:.1f} % of the busy threads' time outside set-up ({:.3f} s over {} calls, "
+        "{:.3f} ms each) "
         "in its own work, outside any library call beneath it",
         r->name, pct, seconds(r->excl_ns), r->calls,
         r->calls > 0 ? seconds(r->excl_ns) * 1e3 / r->calls : 0.0);

@@ -122,7 +122,7 @@ std::vector<Candidate> blas_beside_workers(const AdviceInput& in, const Rule& ru
                 {"gemm_time_s", seconds(g.time_ns)}, {"gemm_pct_run", pct}};
   c.summary = fmt::format(
       "BLAS runs {} threads on {} cores beside {} DataLoader worker{} busy fetching, which leave "
-      "it {}; its GEMMs take {:.1f} % of the busy threads' time ({:.3f} s)",
+      "it {}; its GEMMs take {:.1f} % of the busy threads' time outside set-up ({:.3f} s)",
       threads, cores, in.loader.at_once, in.loader.at_once == 1 ? "" : "s", free, pct,
       seconds(g.time_ns));
   c.advice = fmt::format(
@@ -238,7 +238,7 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   }
   c.summary = fmt::format(
       "BLAS runs {} thread{} of {} available; GEMMs reach {:.2f} GFLOP/s{} "
-      "and take {:.1f} % of the busy threads' time ({:.3f} s)",
+      "and take {:.1f} % of the busy threads' time outside set-up ({:.3f} s)",
       *threads, *threads == 1 ? "" : "s", *cores, gflops, peak_text, pct, seconds(g.time_ns));
   c.advice = fill(rule.advice, fmt::format("{}", *cores));
   say_ranks(c, m);
@@ -291,7 +291,7 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
                 {"onednn_gflops", g.flops / static_cast<double>(g.time_ns)}};
   c.summary = fmt::format(
       "torch runs {} intra-op thread{} of {} available; its oneDNN calls on them take {:.1f} % "
-      "of the busy threads' time ({:.3f} s)",
+      "of the busy threads' time outside set-up ({:.3f} s)",
       threads, threads == 1 ? "" : "s", cores, pct, seconds(g.time_ns));
   if (workers > 0) {
     c.evidence.emplace_back("loader_workers", workers);
@@ -433,7 +433,7 @@ std::vector<Candidate> threads_contended(const AdviceInput& in, const Rule& rule
   }
   c.summary = fmt::format(
       "the run's thread pools are {} threads wide (torch {}, BLAS {}) on {}{}; the pools' work "
-      "takes {:.1f} % of the busy threads' time ({:.3f} s)",
+      "takes {:.1f} % of the busy threads' time outside set-up ({:.3f} s)",
       threads, torch_threads > 0 ? std::to_string(torch_threads) : "not imported",
       blas > 0 ? std::to_string(blas) : "unknown", where, waited, pct, seconds(work_ns));
   // In the program's terms: torch's knob only where its pool is wider than the room (a C++ or

@@ -28,7 +28,9 @@ struct Options {
 int candidates(const Options& a) {
   Format format = parse_format(a.format);
   ProfileFile file = open_for_report(a.file, a.rank, format);
-  std::vector<Candidate> found = compute_candidates(file);
+  AdviceInput input = load_advice_input(file);
+  std::vector<Candidate> found = evaluate_rules(input, rules());
+  std::string base = share_base_text(input.metrics);
   // A profile of sonde tune's own folder learns from that folder's result unasked.
   std::optional<TuneResults> tune =
       a.tune.empty() ? tune_results_beside(a.file) : std::optional(read_tune_results(a.tune));
@@ -56,7 +58,12 @@ int candidates(const Options& a) {
   if (format != Format::kText)
     for (const std::string& w : warnings) std::cerr << "sonde candidates: warning: " << w << '\n';
   if (format == Format::kJson) {
-    Json out{{"candidates", render_candidates_json(found, a.top)}, {"warnings", warnings}};
+    Json out{{"candidates", render_candidates_json(found, a.top)},
+             {"warnings", warnings},
+             {"share_base",
+              {{"busy_s", 1e-9 * double(input.metrics.total_ns)},
+               {"setup_s", 1e-9 * double(input.metrics.setup_ns)},
+               {"base_s", 1e-9 * double(input.metrics.share_base_ns())}}}};
     if (tune) {
       out["tune"] = tune->path;
       out["unpredicted"] = unpredicted;
@@ -69,6 +76,7 @@ int candidates(const Options& a) {
     std::string text = render_candidates_text(found, a.top);
     std::cout << (colour_wanted(stdout) ? colour_candidates(text) : text);
     for (const std::string& line : unpredicted) std::cout << line << '\n';
+    if (!base.empty()) std::cout << base << '\n';
   }
   return 0;
 }

@@ -236,6 +236,14 @@ RunFacts load_run_facts(const ProfileFile& file) {
   return f;
 }
 
+std::string share_base_text(const Metrics& m) {
+  if (m.share_base_ns() == m.total_ns || m.setup_ns <= 0) return "";
+  return fmt::format(
+      "shares are of the busy threads' time outside set-up: {:.3f} s of {:.3f} s (the {:.3f} s "
+      "of imports, the interpreter's start-up and teardown and communication set-up left out)",
+      1e-9 * double(m.share_base_ns()), 1e-9 * double(m.total_ns), 1e-9 * double(m.setup_ns));
+}
+
 Metrics compute_metrics(const ProfileFile& file) {
   return compute_metrics(file, load_thread_trees(file));
 }
@@ -249,6 +257,10 @@ Metrics compute_metrics(const ProfileFile& file, const std::vector<ThreadTree>& 
     // The run's wall time is run_totals' (its one definition), not a MIN/MAX of our own.
     auto st = file.prepare("SELECT wall_s FROM run_totals");
     if (st.step() && !st.is_null(0) && st.real(0) > 0) m.wall_ns = std::llround(st.real(0) * 1e9);
+  }
+  {
+    auto st = file.prepare("SELECT setup_s FROM setup_time");
+    if (st.step() && !st.is_null(0)) m.setup_ns = std::llround(st.real(0) * 1e9);
   }
 
   std::unordered_set<std::int64_t> inherited;

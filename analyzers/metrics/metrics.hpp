@@ -116,16 +116,26 @@ struct Metrics {
   std::int64_t total_ns = 0;       // sum of the thread roots' inclusive time (100 %)
   std::int64_t wall_ns = 0;        // first process start to last process end (or flush); 0: unknown
   std::int64_t unmeasured_ns = 0;  // the thread roots' exclusive time
+  std::int64_t setup_ns = 0;       // inside set-up frames (setup_time: imports, MPI_Init, ...)
   std::vector<RoutineMetrics> routines;  // by inclusive time, largest first; roots left out
   std::vector<ShapeMetrics> shapes;      // by time, largest first
 
   // The run's duration (the iteration breakdown's whole): the wall time, else the threads' total.
   std::int64_t run_ns() const { return wall_ns > 0 ? wall_ns : total_ns; }
-  // What a candidate's "% of the run" is of: the busy threads' time, the 100 % of `sonde
-  // report`'s %Time (run_totals.thread_s). Its numerators are summed over threads and processes
-  // too, so no share passes 100 %; against the wall time a GEMM on 4 processes took 203.8 %.
-  std::int64_t share_base_ns() const { return total_ns > 0 ? total_ns : wall_ns; }
+  // What a candidate's "% of the run" is of: the busy threads' time outside set-up, `sonde
+  // report`'s 100 % (run_totals.thread_s) less the imports, the interpreter's start-up and
+  // teardown and communication set-up (setup_time), which no rule's advice changes: a short
+  // run's `import torch` read every share of its loop at half its size. Its numerators are
+  // summed over threads and processes too, so no share passes 100 %; against the wall time a
+  // GEMM on 4 processes took 203.8 %. A run that is all set-up keeps the whole busy time.
+  std::int64_t share_base_ns() const {
+    if (total_ns > setup_ns && setup_ns > 0) return total_ns - setup_ns;
+    return total_ns > 0 ? total_ns : wall_ns;
+  }
 };
+
+// What the candidates' shares are of, in one line: "" where the run had no set-up to leave out.
+std::string share_base_text(const Metrics& metrics);
 
 RunFacts load_run_facts(const ProfileFile& file);
 Metrics compute_metrics(const ProfileFile& file);
