@@ -864,7 +864,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 22> kRules{{
+const std::array<Rule, 23> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -1008,6 +1008,16 @@ const std::array<Rule, 22> kRules{{
      "0.5 x the operator's own time (at most all of it, the work removed); a dropout's all of "
      "it; 0 for a GEMM or convolution operator whose library call was not seen",
      torch_operator},
+    {"small-operators",
+     "a training loop of at least 20 iterations (the iteration breakdown's, on the CPU) calls "
+     "operators of under 20 us each on average (ATen operators and autograd nodes, nested ones "
+     "too: the iterations' time less data loading over their calls), and the FLOPs counted "
+     "beneath them would take under a quarter of that time at the run's best GEMM or oneDNN "
+     "rate; the rest takes at least threshold % of the busy threads' time outside set-up",
+     20.0, "a larger batch per step, or fewer, fused operators",
+     "0.5 x the iterations' time outside their counted arithmetic (at the run's best rate) and "
+     "data loading: what a batch twice as large saves on the same samples",
+     small_operators},
     {"python-loop",
      "a Python function of the program's own makes at least 10,000 small calls (torch "
      "operators, numpy's or torch's Python functions of under 50 us each, or helpers of its "
@@ -1227,6 +1237,13 @@ bool op_of_loop(const Candidate& loop, const Candidate& op) {
   }
   return false;
 }
+// An operator of a few microseconds a call in a loop of such calls: the loop's remedy (a larger
+// batch, fewer operators) is its, not a cheaper kernel.
+bool small_operator(const Candidate&, const Candidate& op) {
+  const Cell* v = evidence_of(op, "ms_per_call");
+  const auto* ms = v ? std::get_if<double>(v) : nullptr;
+  return ms != nullptr && *ms * 1e6 < double(kSmallCallNs);
+}
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const Cell* v = evidence_of(loading, "collate_fn");
   const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
@@ -1235,6 +1252,7 @@ bool collate_loop(const Candidate& loop, const Candidate& loading) {
 constexpr Explained kExplained[] = {{"gemm-shape", "threads-contended", always},
                                     {"gemm-shape", "subnormals", of_gemm_operands},
                                     {"torch-operator", "python-loop", op_of_loop},
+                                    {"torch-operator", "small-operators", small_operator},
                                     {"data-loading", "python-loop", collate_loop}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {

@@ -8,6 +8,7 @@
 
 #include "advice/op_loops.hpp"
 #include "advice/rule_helpers.hpp"
+#include "metrics/breakdown.hpp"
 #include "sonde/routine_kinds.hpp"
 
 namespace sonde::analyzers {
@@ -17,6 +18,8 @@ using namespace rules_detail;
 namespace {
 
 constexpr std::size_t kMaxCandidates = 3;
+// Fewer iterations are no loop to judge per iteration (a warm-up, a short evaluation).
+constexpr std::int64_t kMinIterations = 20;
 
 // Dropout draws a random number for every element of its input: on the CPU its cost is that
 // draw, where its tensors are largest. The red-team Transformer's dropouts took 8.6 ms a call,
@@ -202,6 +205,91 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
     out.push_back(std::move(c));
   }
   return out;
+}
+
+std::vector<Candidate> small_operators(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  const Breakdown& b = in.breakdown;
+  // On a GPU the same cost is the launches', which gpu-launches judges.
+  if (in.gpu.any() || !b.found || b.gpu || b.iterations < kMinIterations || b.loop_op_calls <= 0 ||
+      b.loop_flops <= 0)
+    return {};
+  // The fastest the run's counted arithmetic went: its best GEMM shape, or a oneDNN call.
+  double best_gflops = 0;
+  for (const ShapeMetrics& s : m.shapes)
+    if (s.time_ns > 0) best_gflops = std::max(best_gflops, s.flops / double(s.time_ns));
+  for (const RoutineMetrics& r : m.routines)
+    if ((r.kind == kinds::kBlas || r.kind == kinds::kOnednn) && r.flops > 0 && r.incl_ns > 0)
+      best_gflops = std::max(best_gflops, r.flops / double(r.incl_ns));
+  if (best_gflops <= 0) return {};
+  // The iterations' time less their data loading, which grows with the samples, not the steps.
+  std::int64_t loop_ns = b.other_ns;
+  for (const BreakdownRow& row : b.rows)
+    if (row.id != "t_io") loop_ns += row.time_ns;
+  if (loop_ns <= 0) return {};
+  double per_op_ns = double(loop_ns) / double(b.loop_op_calls);
+  double arithmetic_ns = b.loop_flops / best_gflops;
+  double fixed_ns = double(loop_ns) - arithmetic_ns;
+  if (per_op_ns >= kSmallCallNs || arithmetic_ns >= 0.25 * double(loop_ns)) return {};
+  auto fixed = std::llround(fixed_ns);
+  double pct = share(fixed, m.share_base_ns());
+  if (pct < rule.threshold) return {};
+  double iters = double(b.iterations);
+  // The most called GEMM's smallest side: for nn.Linear, the batch x sequence (or a layer's
+  // width), told so that the reader finds the batch in it.
+  const ShapeMetrics* common = nullptr;
+  for (const ShapeMetrics& s : m.shapes)
+    if (common == nullptr || s.calls > common->calls) common = &s;
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = b.body.empty() ? b.loop : b.body;
+  c.evidence = {{"iterations", b.iterations},
+                {"operators_per_iteration", double(b.loop_op_calls) / iters},
+                {"us_per_operator", per_op_ns / 1e3},
+                {"iteration_us", double(loop_ns) / iters / 1e3},
+                {"arithmetic_us", arithmetic_ns / iters / 1e3},
+                {"mflop_per_iteration", b.loop_flops / iters / 1e6},
+                {"best_gflops", best_gflops},
+                {"fixed_s", seconds(fixed)},
+                {"pct_run", pct}};
+  std::string side;
+  if (common != nullptr) {
+    std::int64_t smallest = std::min({common->m, common->n, common->k});
+    c.evidence.emplace_back("gemm_smallest_side", smallest);
+    side = fmt::format(
+        "; its most called GEMM ({} {}x{}x{}) has {} on its smallest side, for an nn.Linear the "
+        "batch x sequence or a layer's width",
+        common->routine, common->m, common->n, common->k, smallest);
+  }
+  c.summary = fmt::format(
+      "the training loop's {} iterations spend {:.1f} % of the busy threads' time outside "
+      "set-up ({:.3f} s) calling operators rather than computing: {:.0f} operators an "
+      "iteration of {:.1f} us each, their counted arithmetic {:.0f} us of each {:.0f} us "
+      "iteration at the run's best rate",
+      b.iterations, pct, seconds(fixed), double(b.loop_op_calls) / iters, per_op_ns / 1e3,
+      arithmetic_ns / iters / 1e3, double(loop_ns) / iters / 1e3);
+  auto before_2 = torch_before_2(m.facts);
+  c.advice = fmt::format(
+      "each iteration pays for every operator and layer it calls (Python, the dispatcher, "
+      "autograd's bookkeeping, nn.Module's and the optimizer's Python) whatever its batch, and "
+      "its {:.2f} MFLOP would take {:.0f} us at {:.1f} GFLOP/s{}. Where the data holds more "
+      "samples than a batch, a larger batch per step runs them in fewer iterations, each "
+      "costing about as much (scale the learning rate with it and check the accuracy; "
+      "gradient accumulation keeps the iterations and their cost); fewer, fused operators cut "
+      "it too: {}",
+      b.loop_flops / iters / 1e6, arithmetic_ns / iters / 1e3, best_gflops, side,
+      before_2 ? fmt::format("torch.jit.script of the model (torch.compile needs PyTorch 2; "
+                             "this run's torch is {})",
+                             *before_2)
+               : std::string("torch.compile of the model"));
+  c.est_gain_s = 0.5 * seconds(fixed);
+  c.gain_bound = fmt::format(
+      "half the iterations' time outside their counted arithmetic and data loading ({:.3f} s): "
+      "a batch twice as large runs the same samples in half the iterations. The arithmetic is "
+      "taken at the run's best rate ({:.1f} GFLOP/s), which small shapes do not reach, and "
+      "element-wise work grows with the batch too: an upper bound",
+      seconds(fixed), best_gflops);
+  return {c};
 }
 
 }  // namespace sonde::analyzers

@@ -13,4 +13,10 @@ namespace sonde::analyzers {
 
 std::vector<Candidate> torch_operator(const AdviceInput& input, const Rule& rule);
 
+// The small-operators rule: a training loop whose iterations are mostly the cost of calling
+// its operators, not their arithmetic (a batch of 4 through a small MLP: 2,048 iterations of
+// 89 operators a few microseconds each, the FLOPs 5 % of the time; the same samples in batches
+// of 64 ran 7.7 times faster), which no rule named: every operator alone was small.
+std::vector<Candidate> small_operators(const AdviceInput& input, const Rule& rule);
+
 }  // namespace sonde::analyzers

@@ -314,6 +314,9 @@ struct Accumulator {
       ns += n.incl_ns;
       return;
     }
+    static const SharedText torch(kinds::kTorch);
+    if (n.kind == torch) out.loop_op_calls += n.calls;
+    out.loop_flops += n.flops;
     if (current < 0 && f.phase() >= 0) {
       current = f.phase();
       open(current, n);
