@@ -16,6 +16,7 @@ std::string rule_of_stage(const std::string& stage) {
   if (stage == "blas-threads") return "blas-threads";
   if (stage == "framework-threads") return "framework-threads";
   if (stage == "ftz") return "subnormals";
+  if (stage == "blas-kernels") return "blas-kernels";
   return "";
 }
 

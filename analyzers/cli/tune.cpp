@@ -86,8 +86,9 @@ Command add_tune(CLI::App& app) {
       ->check(whole_check("a number of runs (1 to 100)", 1, 100));
   cmd->add_option("--stages", a->stages,
                   "Comma-separated stages: blas-threads (OPENBLAS/MKL/OMP_NUM_THREADS = cores), "
-                  "framework-threads (OMP_NUM_THREADS, torch's intra-op threads), ftz "
-                  "(SONDE_FTZ=1), pinning (OMP_PROC_BIND/OMP_PLACES), all (every stage that was "
+                  "framework-threads (OMP_NUM_THREADS, torch's intra-op threads), blas-kernels "
+                  "(OPENBLAS_CORETYPE = the CPU's core), ftz (SONDE_FTZ=1), pinning "
+                  "(OMP_PROC_BIND/OMP_PLACES), all (every stage that was "
                   "faster, together). Default: every stage that applies here, then all");
   cmd->add_option("-o,--output", a->tune.output_dir, "Folder of the runs' profiles and outputs")
       ->capture_default_str();

@@ -28,6 +28,7 @@
 #include "advice/thread_rules.hpp"
 #include "advice/tune_results.hpp"
 #include "base/signal_name.hpp"
+#include "metrics/blas_kernels.hpp"
 #include "metrics/breakdown.hpp"
 #include "profile/profile_file.hpp"
 #include "profile/run_summary.hpp"
@@ -65,6 +66,37 @@ std::vector<Knob> stage_knobs(const std::string& name, int cores) {
   if (name == "ftz") return {{"SONDE_FTZ", "1"}};
   if (name == "pinning") return {{"OMP_PROC_BIND", "close"}, {"OMP_PLACES", "cores"}};
   return {};
+}
+
+// The OPENBLAS_CORETYPE the blas-kernels stage sets (the blas-kernels rule's advice, measured):
+// the core of the CPU's widest vectors, where the original's OpenBLAS chose narrower kernels
+// by the CPU's model (Debian 12's 0.3.21 runs its SSE3 Prescott ones on Sapphire and Emerald
+// Rapids); else why the stage cannot change anything.
+struct CoreType {
+  std::string name, why_not;
+};
+
+CoreType blas_coretype(const std::optional<AdviceInput>& in) {
+  if (!in) return {"", "no profile of the original to read its BLAS from"};
+  const auto& info = in->metrics.facts.info;
+  auto config = info.find("blas.config");
+  auto cpu = info.find("cpu.vector_isa");
+  auto kernels = config != info.end() ? openblas_kernels(config->second) : std::nullopt;
+  if (!kernels) return {"", "the original's BLAS is no OpenBLAS that names its kernels"};
+  if (!kernels->dynamic_arch)
+    return {"", fmt::format("this OpenBLAS was built for {} alone (no DYNAMIC_ARCH): it reads "
+                            "no OPENBLAS_CORETYPE",
+                            kernels->core)};
+  if (cpu == info.end() || vector_bits(cpu->second) == 0)
+    return {"",
+            "the original's profile does not say the CPU's vectors (run_info "
+            "cpu.vector_isa)"};
+  if (!kernels_narrower(*kernels, cpu->second))
+    return {"", fmt::format("OpenBLAS already ran its {} kernels, as wide as the CPU's vectors",
+                            kernels->core)};
+  std::string core = coretype_for(cpu->second);
+  if (core.empty()) return {"", "no OpenBLAS core type for the CPU's vectors"};
+  return {core, ""};
 }
 
 // The threads the original's pools ran (its profile's facts), for not_applicable.
@@ -491,7 +523,7 @@ std::string original_varies(const TuneStage& original) {
 }  // namespace
 
 std::vector<std::string> tune_stage_names() {
-  return {"blas-threads", "framework-threads", "ftz", "pinning", "all"};
+  return {"blas-threads", "framework-threads", "blas-kernels", "ftz", "pinning", "all"};
 }
 
 TuneResult run_tune(const TuneOptions& o) {
@@ -574,14 +606,21 @@ TuneResult run_tune(const TuneOptions& o) {
     result.notes.push_back(fmt::format("no estimates: {}", e.what()));
   }
   OriginalThreads ran = original_input ? original_threads(*original_input) : OriginalThreads{};
+  CoreType coretype = blas_coretype(original_input);
+  // By default where it can change something, before ftz (which comes after the threads).
+  if (o.stages.empty() && !coretype.name.empty())
+    names.insert(std::find(names.begin(), names.end(), std::string("ftz")), "blas-kernels");
   std::vector<TuneStage> stages;
   for (const std::string& name : names) {
     TuneStage s;
     s.name = name;
-    s.knobs = stage_knobs(name, threads_target);
+    s.knobs = name == "blas-kernels" ? std::vector<Knob>{} : stage_knobs(name, threads_target);
+    if (name == "blas-kernels" && !coretype.name.empty())
+      s.knobs = {{"OPENBLAS_CORETYPE", coretype.name}};
     s.rule = rule_of_stage(name);
-    if (std::string why = not_applicable(name, result.cores, threads_target, s.knobs, ran);
-        !why.empty()) {
+    std::string why = name == "blas-kernels" ? coretype.why_not : "";
+    if (why.empty()) why = not_applicable(name, result.cores, threads_target, s.knobs, ran);
+    if (!why.empty()) {
       s.status = "skipped";
       s.reason = why;
     }
