@@ -421,7 +421,19 @@ bool farther(const OutputComparison& a, const OutputComparison& b) {
 // Numbers that vary among the original's own runs (timings printed with no name that says so)
 // are left out of every comparison: "bwd+step 0.006" against 0.007 read as a stage changing the
 // program's results (a red-team find), its loss the same.
+// FTZ changes exactly the numbers of tiny magnitude, which the absolute tolerance (a 0 against
+// a -1.3e-17 that another summing order left) called equal: a program's one result, 1.68e-34,
+// printed 0.0 under the ftz stage, and tune called the output the same (a red-team find). A
+// stage that sets SONDE_FTZ holds every number to the relative tolerance alone.
+OutputTolerance stage_tolerance(const std::vector<Knob>& knobs) {
+  OutputTolerance tol;
+  for (const Knob& k : knobs)
+    if (k.variable == "SONDE_FTZ") tol.abs = 0;
+  return tol;
+}
+
 void compare_with_original(TuneStage& s, const TuneStage& original) {
+  OutputTolerance tol = stage_tolerance(s.knobs);
   std::vector<std::string> originals;
   for (const TuneRun& o : original.runs)
     if (o.ok) originals.push_back(read_text(o.stdout_path));
@@ -432,7 +444,7 @@ void compare_with_original(TuneStage& s, const TuneStage& original) {
     std::string mine = read_text(r.stdout_path);
     std::optional<OutputComparison> nearest;
     for (const std::string& o : originals) {
-      OutputComparison c = compare_outputs(o, mine, {}, varying);
+      OutputComparison c = compare_outputs(o, mine, tol, varying);
       if (!nearest || farther(*nearest, c)) nearest = c;
     }
     if (!s.output || farther(*nearest, *s.output)) s.output = nearest;

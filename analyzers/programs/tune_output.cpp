@@ -431,6 +431,7 @@ OutputComparison compare_outputs(const std::string& before, const std::string& a
                                  const OutputTolerance& tol, const VaryingPlaces& varying) {
   std::vector<PrintedLine> a = printed_lines(before), b = printed_lines(after);
   OutputComparison c;
+  c.tolerance = tol;
   c.lines_before = a.size();
   c.lines_after = b.size();
   for (const PrintedLine& l : b) {
@@ -474,7 +475,8 @@ OutputComparison compare_outputs(const std::string& before, const std::string& a
   return c;
 }
 
-std::string output_summary(const OutputComparison& c, const OutputTolerance& tol) {
+std::string output_summary(const OutputComparison& c) {
+  const OutputTolerance& tol = c.tolerance;
   std::string within =
       fmt::format("rel {}, abs {}", tolerance_text(tol.rel), tolerance_text(tol.abs));
   if (c.differs()) {
@@ -494,8 +496,8 @@ std::string output_summary(const OutputComparison& c, const OutputTolerance& tol
                    : fmt::format("same within {} ({})", within, counted);
 }
 
-std::string output_detail(const OutputComparison& c, const OutputTolerance& tol) {
-  std::string out = output_summary(c, tol);
+std::string output_detail(const OutputComparison& c) {
+  std::string out = output_summary(c);
   if (c.largest_rel > 0)
     out += std::isfinite(c.largest_rel)
                ? fmt::format(", largest relative difference {:.2g}", c.largest_rel)

@@ -41,6 +41,7 @@ struct OutputComparison {
   double largest_rel =
       0;              // the largest relative difference among the compared (inf: NaN vs a number)
   std::string first;  // the first line pair that differs at all, quoted
+  OutputTolerance tolerance;  // what it was compared within
   bool differs() const { return beyond > 0 || word_lines > 0 || lines_before != lines_after; }
   bool exact() const { return !differs() && largest_rel == 0; }
 };
@@ -69,8 +70,8 @@ std::string tolerance_text(double v);
 
 // The output column: "same (40 numbers compared, 12 timings/ids left out)", "same within rel
 // 0.001, abs 1e-12 (...)", "differs (3 of 40 numbers beyond rel 0.001, abs 1e-12)".
-std::string output_summary(const OutputComparison& c, const OutputTolerance& tolerance = {});
+std::string output_summary(const OutputComparison& c);
 // The sentence under the table: the summary and the first differing line pair.
-std::string output_detail(const OutputComparison& c, const OutputTolerance& tolerance = {});
+std::string output_detail(const OutputComparison& c);
 
 }  // namespace sonde::analyzers

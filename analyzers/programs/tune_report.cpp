@@ -102,7 +102,8 @@ std::string render_tune_text(const TuneResult& r) {
   OutputTolerance tol;
   out += fmt::format(
       "Output: every number the program printed on stdout against the same one of "
-      "the original's (line by line), equal within rel {} or abs {}; a "
+      "the original's (line by line), equal within rel {} or abs {} (rel alone for a "
+      "stage that sets SONDE_FTZ, which changes exactly the tiny numbers); a "
       "stage differs when a run of it matches no original run. Left out: "
       "timings (a time unit or rate after the number, a time word before it, a "
       "table column named so), clock times, dates, pids and addresses.\n",
@@ -195,6 +196,7 @@ Json render_tune_json(const TuneResult& r) {
                                  : c.exact() ? "same"
                                              : "same within tolerance"},
                      {"summary", output_summary(c)},
+                     {"tolerance", {{"rel", c.tolerance.rel}, {"abs", c.tolerance.abs}}},
                      {"detail", output_detail(c)},
                      {"numbers_compared", c.compared},
                      {"numbers_beyond", c.beyond},
