@@ -12,6 +12,7 @@
 #include <set>
 
 #include "advice/blas_rules.hpp"
+#include "advice/debug_rules.hpp"
 #include "advice/dtype_rules.hpp"
 #include "advice/fpu_rules.hpp"
 #include "advice/gpu_rules.hpp"
@@ -864,7 +865,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 23> kRules{{
+const std::array<Rule, 25> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -1094,6 +1095,26 @@ const std::array<Rule, 23> kRules{{
      "validate_args=False for the distributions made in the loop (python -O does too); they "
      "check every parameter at each construction and every sample at each log_prob",
      "0.9 x the checks' time", distribution_checks},
+    {"anomaly-mode",
+     "autograd's anomaly mode is on (operators calling Python's traceback to store the stack "
+     "of their call; the backward's NaN checks, aten::isnan and aten::any under autograd's "
+     "evaluate_function) and those take at least threshold % of the busy threads' time "
+     "outside set-up",
+     3.0,
+     "turn anomaly mode off for training: torch.autograd.set_detect_anomaly(False), or "
+     "torch.autograd.detect_anomaly() only around the step being debugged; it stores a Python "
+     "stack for every operator of the forward and checks every output of the backward for NaN",
+     "the stack records' and NaN checks' time", anomaly_mode},
+    {"torch-profiler",
+     "the PyTorch profiler's own frames (torch.profiler's, torch.autograd.profiler's profile "
+     "and event tables; not record_function) take at least threshold % of the busy threads' "
+     "time outside set-up",
+     5.0,
+     "profile a few steps, not the run: torch.profiler.profile(schedule=torch.profiler."
+     "schedule(wait=1, warmup=1, active=3), on_trace_ready=...) with prof.step() each "
+     "iteration, and record_shapes or with_stack only when they are read; or leave the "
+     "profiling to sonde alone",
+     "0.9 x the profiler's own frames", torch_profiler},
     {"small-collectives",
      "a collective of messages under threshold KiB is called at least 10 times per rank and "
      "takes at least 1 % of a rank's busy time",
@@ -1140,6 +1161,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.loader =
       load_loader_workers(file, in.breakdown.found ? &in.breakdown.loader_callers : nullptr);
   in.distributions = load_distribution_checks(file);
+  in.debug = load_debug_tools(file);
   in.operator_flops = load_operator_flops(file);
   {
     auto st = file.prepare(
@@ -1253,6 +1275,9 @@ constexpr Explained kExplained[] = {{"gemm-shape", "threads-contended", always},
                                     {"gemm-shape", "subnormals", of_gemm_operands},
                                     {"torch-operator", "python-loop", op_of_loop},
                                     {"torch-operator", "small-operators", small_operator},
+                                    {"small-operators", "anomaly-mode", always},
+                                    {"small-operators", "torch-profiler", always},
+                                    {"torch-operator", "anomaly-mode", always},
                                     {"data-loading", "python-loop", collate_loop}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "advice/debug_tools.hpp"
 #include "advice/distribution_checks.hpp"
 #include "advice/loader_workers.hpp"
 #include "advice/op_loops.hpp"
@@ -52,6 +53,7 @@ struct AdviceInput {
   Breakdown breakdown;   // the iteration breakdown (no phase mappings); found false: no loop
   LoaderWorkers loader;  // torch DataLoader workers (none: num_workers=0, or no Python hook)
   DistributionChecks distributions;  // torch.distributions' argument checks
+  DebugTools debug;                  // anomaly mode and the PyTorch profiler, left on
   // GEMM operators' FLOPs from their recorded shapes, by routine_id (--record-shapes; empty
   // without it).
   std::map<std::int64_t, OperatorFlops> operator_flops;

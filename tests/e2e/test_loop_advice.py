@@ -268,6 +268,61 @@ def test_a_training_loop_at_batch_4_is_its_operators_cost(tmp_path):
     assert of_rule(cands, "small-operators") == [], of_rule(cands, "small-operators")
 
 
+DEBUG_TOOLS = """\
+    import contextlib, sys, torch
+    import torch.nn as nn, torch.nn.functional as F
+    torch.manual_seed(0)
+    tool = sys.argv[1]
+    m = nn.Sequential(*[nn.Sequential(nn.Linear(32, 32), nn.LayerNorm(32), nn.GELU())
+                        for _ in range(4)], nn.Linear(32, 10))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
+    torch.autograd.set_detect_anomaly(tool == "anomaly")
+    ctx = (torch.profiler.profile(record_shapes=True, with_stack=True) if tool == "profiler"
+           else contextlib.nullcontext())
+    def train():
+        with ctx:
+            for step in range(60):
+                opt.zero_grad()
+                loss = F.cross_entropy(m(x), y)
+                loss.backward()
+                opt.step()
+        return loss.item()
+    print(f"{train():.3f}")
+    """
+
+
+@pytest.mark.parametrize("tool", ["anomaly", "profiler", "none"])
+def test_debugging_aids_left_on_are_named(tmp_path, tool):
+    """Anomaly mode (2.8x slower in a red-team MLP) and torch.profiler around the loop (50x):
+    "no tuning candidates" both, every operator a little slower and none slow. Each is a
+    candidate of its own now, its time measured (the stack records an operator makes, the
+    backward's NaN checks; the profiler's frames), and the per-operator figures it inflates
+    wait for it; with neither on (torch.optim's record_function every step), neither fires."""
+    pytest.importorskip("torch")
+    db, _, cands = profile(tmp_path, DEBUG_TOOLS, tool)
+    anomaly, prof = of_rule(cands, "anomaly-mode"), of_rule(cands, "torch-profiler")
+    if tool == "none":
+        assert anomaly == [] and prof == [], anomaly + prof
+        return
+    (c,) = anomaly if tool == "anomaly" else prof
+    assert c is cands[0], [x["rule"] for x in cands]
+    ev = c["evidence"]
+    if tool == "anomaly":
+        # One stack record per operator the forward calls from Python, by the tree.
+        (records,), = query(db, "SELECT SUM(n.calls) FROM nodes n JOIN routines r USING "
+                                "(routine_id) JOIN nodes p ON p.node_id = n.parent_id JOIN "
+                                "routines pr ON pr.routine_id = p.routine_id WHERE r.file "
+                                "LIKE '%/traceback.py' AND pr.kind = 'torch'")
+        assert ev["stack_records"] == records >= 60 * 13, (ev, records)
+        assert ev["nan_checks"] > 0 and c["est_gain_s"] == pytest.approx(ev["time_s"]), c
+    else:
+        assert c["location"].endswith("(train)") and ev["profiler_s"] > 0, c
+        assert "schedule" in c["advice"], c["advice"]
+    for other in of_rule(cands, "small-operators"):
+        assert other["est_gain_s"] == 0 and "is acted on" in other["gain_bound"], other
+
+
 def test_a_training_loop_stepping_in_a_helper_is_no_python_loop(tmp_path):
     """The backward and the optimizer step in a helper the loop calls (apply_grads): the loop is
     the training loop all the same (a red team's read as a loop to write over whole tensors)."""

@@ -1,0 +1,73 @@
+#include "advice/debug_tools.hpp"
+
+namespace sonde::analyzers {
+
+DebugTools load_debug_tools(const ProfileFile& file) {
+  DebugTools d;
+  // A traceback frame whose caller is an operator: only anomaly mode's stack record makes
+  // one (a program's own traceback calls come from Python frames). Its NaN checks: isnan, any
+  // and the item() reading it, called by autograd's evaluate_function itself, only where the
+  // stacks say the mode is on.
+  constexpr const char* kAnomaly =
+      "WITH stacks AS ("
+      "  SELECT n.incl_ns, n.calls FROM routines r JOIN nodes n USING (routine_id)"
+      "  JOIN nodes p ON p.node_id = n.parent_id JOIN routines pr ON pr.routine_id = p.routine_id"
+      "  WHERE r.kind = 'python' AND r.file LIKE '%/traceback.py' AND pr.kind = 'torch'"
+      "    AND n.node_id NOT IN (SELECT node_id FROM waited_nodes)),"
+      "checks AS ("
+      "  SELECT n.incl_ns, n.calls FROM routines r JOIN nodes n USING (routine_id)"
+      "  JOIN nodes p ON p.node_id = n.parent_id JOIN routines pr ON pr.routine_id = p.routine_id"
+      "  WHERE r.kind = 'torch'"
+      "    AND r.name IN ('aten::isnan', 'aten::any', 'aten::item', 'aten::_local_scalar_dense')"
+      "    AND pr.kind = 'torch' AND pr.name LIKE 'autograd::engine::evaluate\\_function:%' "
+      "ESCAPE '\\')"
+      "SELECT (SELECT COALESCE(SUM(incl_ns), 0) FROM stacks), (SELECT COALESCE(SUM(calls), 0) "
+      "FROM stacks), (SELECT COALESCE(SUM(incl_ns), 0) FROM checks), (SELECT "
+      "COALESCE(SUM(calls), 0) FROM checks)";
+  if (auto st = file.prepare(kAnomaly); st.step()) {
+    d.stack_ns = st.int64(0);
+    d.stacks = st.int64(1);
+    if (d.stacks > 0) {
+      d.nan_check_ns = st.int64(2);
+      d.nan_checks = st.int64(3);
+    }
+  }
+  // The profiler's frames: torch.profiler's package, the autograd profiler's event tables
+  // (profiler_util.py), and the autograd profiler's own profile methods; record_function (the
+  // optimizers' step wrapper opens one every step) is none of them. Outermost only: its event
+  // tables call back into profile's methods through frames of neither.
+  constexpr const char* kProfiler =
+      "WITH RECURSIVE prof(routine_id) AS ("
+      "  SELECT routine_id FROM routines WHERE kind = 'python' AND ("
+      "    instr(file, '/torch/profiler/') > 0 OR file LIKE '%/torch/autograd/profiler\\_util.py'"
+      " ESCAPE '\\' OR (file LIKE '%/torch/autograd/profiler.py' AND ("
+      "      name LIKE '%(\\_start\\_trace)' ESCAPE '\\' OR name LIKE '%(\\_prepare\\_trace)' "
+      "ESCAPE '\\' OR name LIKE '%(\\_parse\\_kineto\\_results)' ESCAPE '\\'"
+      "      OR name LIKE '%(\\_parse\\_legacy\\_records)' ESCAPE '\\' OR name LIKE "
+      "'%(key\\_averages)' ESCAPE '\\'"
+      "      OR name LIKE '%(export\\_chrome\\_trace)' ESCAPE '\\' OR name LIKE '%(table)')))),"
+      "marked(node_id) AS ("
+      "  SELECT node_id FROM nodes WHERE routine_id IN (SELECT routine_id FROM prof)),"
+      "up(mark, node_id) AS ("
+      "  SELECT m.node_id, n.parent_id FROM marked m JOIN nodes n USING (node_id)"
+      "  UNION ALL"
+      "  SELECT up.mark, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id"
+      "  WHERE n.parent_id IS NOT NULL),"
+      "nested(node_id) AS (SELECT DISTINCT up.mark FROM up JOIN marked m USING (node_id)),"
+      "outer AS ("
+      "  SELECT n.incl_ns, n.calls, p.routine_id AS caller FROM marked m"
+      "  JOIN nodes n USING (node_id) JOIN nodes p ON p.node_id = n.parent_id"
+      "  WHERE m.node_id NOT IN (SELECT node_id FROM nested)"
+      "    AND n.node_id NOT IN (SELECT node_id FROM waited_nodes))"
+      "SELECT COALESCE(SUM(incl_ns), 0), COALESCE(SUM(calls), 0),"
+      "  (SELECT r.name FROM outer o JOIN routines r ON r.routine_id = o.caller"
+      "   GROUP BY o.caller ORDER BY SUM(o.incl_ns) DESC LIMIT 1) FROM outer";
+  if (auto st = file.prepare(kProfiler); st.step()) {
+    d.profiler_ns = st.int64(0);
+    d.profiler_calls = st.int64(1);
+    if (!st.is_null(2)) d.profiler_caller = st.text(2);
+  }
+  return d;
+}
+
+}  // namespace sonde::analyzers
