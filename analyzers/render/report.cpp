@@ -80,7 +80,8 @@ std::string denominators_text(const Hotspots& h) {
   if (h.waited_ns > 0)
     out += fmt::format(
         "           left out: {:.3f} s of waits for work (helper threads' and DataLoader "
-        "workers' threading, selectors and socket waits, joins of child processes; sonde tree "
+        "workers' threading, selectors and socket waits, joins of threads and child processes; "
+        "sonde tree "
         "shows each thread)\n",
         static_cast<double>(h.waited_ns) / 1e9);
   // Said where it weighs: a tenth of the 100 % or more in threads on a CPU under 5 % of their

@@ -263,7 +263,7 @@ std::string thread_header(const ThreadTree& t) {
   if (t.waiting) kind = "; it waits for work most of it: the run's total counts its calls alone";
   if (t.waited_ns > 0)
     kind += fmt::format(
-        "; {:.3f} s of it waits for work (threading, selectors, socket, process joins): "
+        "; {:.3f} s of it waits for work (threading, selectors, socket, thread and process joins): "
         "not in the run's total",
         seconds(t.waited_ns));
   return fmt::format("process {}, thread {} (tid {}){}: {:.3f} s = 100 % (this thread's time{})\n",

@@ -285,7 +285,7 @@ TEST_F(OneTruthTest, AHelperThreadsWaitForWorkIsInNoSumOverThreads) {
   test::CliResult text = test::run_sonde("tree '" + waits_ + "' --min-pct 0");
   EXPECT_NE(text.out.find("process 500, thread 2 (tid 502) \"feeder\": 3.500 s = 100 % (this "
                           "thread's time; 3.300 s of it waits for work (threading, selectors, "
-                          "socket, process joins): not in the run's total)"),
+                          "socket, thread and process joins): not in the run's total)"),
             std::string::npos)
       << text.out;
   test::CliResult merged = test::run_sonde("tree '" + waits_ + "' --threads merge");
