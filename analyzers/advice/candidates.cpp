@@ -865,7 +865,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 25> kRules{{
+const std::array<Rule, 26> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -1009,6 +1009,19 @@ const std::array<Rule, 25> kRules{{
      "0.5 x the operator's own time (at most all of it, the work removed); a dropout's all of "
      "it; 0 for a GEMM or convolution operator whose library call was not seen",
      torch_operator},
+    {"embedding-dense-grad",
+     "the dense backward of nn.Embedding or nn.EmbeddingBag (aten::embedding_backward, "
+     "aten::_embedding_bag_backward) takes at least threshold % of the busy threads' time "
+     "outside set-up, and at least 10 times their lookups (aten::embedding): a gradient of far "
+     "more rows than a batch looks up, on a run without GPU activity",
+     5.0,
+     "nn.Embedding(..., sparse=True) (nn.EmbeddingBag too) with an optimizer that takes sparse "
+     "gradients for the table (torch.optim.SparseAdam, SGD, Adagrad; give the table its own "
+     "SparseAdam and the rest of the model Adam): the backward then builds a gradient of the "
+     "looked-up rows alone and the update touches only them. Weight decay and momentum then "
+     "act on those rows only: compare the results",
+     "0.9 x the dense backward + 0.5 x the update (the table's share of it unknown)",
+     embedding_dense_grad},
     {"small-operators",
      "a training loop of at least 20 iterations (the iteration breakdown's, on the CPU) calls "
      "operators of under 20 us each on average (ATen operators and autograd nodes, nested ones "
@@ -1266,19 +1279,28 @@ bool small_operator(const Candidate&, const Candidate& op) {
   const auto* ms = v ? std::get_if<double>(v) : nullptr;
   return ms != nullptr && *ms * 1e6 < double(kSmallCallNs);
 }
+// The dense backward of an embedding: its remedy is sparse gradients, not a fused operator.
+bool embedding_backward_op(const Candidate&, const Candidate& op) {
+  return op.location == "aten::embedding_backward" ||
+         op.location == "aten::embedding_dense_backward" ||
+         op.location == "aten::_embedding_bag_backward" ||
+         op.location == "aten::_embedding_bag_dense_backward";
+}
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const Cell* v = evidence_of(loading, "collate_fn");
   const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
   return collate && *collate == loop.location;
 }
-constexpr Explained kExplained[] = {{"gemm-shape", "threads-contended", always},
-                                    {"gemm-shape", "subnormals", of_gemm_operands},
-                                    {"torch-operator", "python-loop", op_of_loop},
-                                    {"torch-operator", "small-operators", small_operator},
-                                    {"small-operators", "anomaly-mode", always},
-                                    {"small-operators", "torch-profiler", always},
-                                    {"torch-operator", "anomaly-mode", always},
-                                    {"data-loading", "python-loop", collate_loop}};
+constexpr Explained kExplained[] = {
+    {"gemm-shape", "threads-contended", always},
+    {"gemm-shape", "subnormals", of_gemm_operands},
+    {"torch-operator", "python-loop", op_of_loop},
+    {"torch-operator", "small-operators", small_operator},
+    {"small-operators", "anomaly-mode", always},
+    {"torch-operator", "embedding-dense-grad", embedding_backward_op},
+    {"small-operators", "torch-profiler", always},
+    {"torch-operator", "anomaly-mode", always},
+    {"data-loading", "python-loop", collate_loop}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {
   for (const Explained& e : kExplained) {

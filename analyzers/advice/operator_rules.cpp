@@ -292,4 +292,64 @@ std::vector<Candidate> small_operators(const AdviceInput& in, const Rule& rule) 
   return {c};
 }
 
+namespace {
+// The lookups and their dense backward, as torch.profiler names them (1.13 and 2.x).
+constexpr std::string_view kEmbeddingForward[] = {"aten::embedding", "aten::embedding_bag",
+                                                  "aten::_embedding_bag"};
+constexpr std::string_view kEmbeddingBackward[] = {
+    "aten::embedding_backward", "aten::embedding_dense_backward", "aten::_embedding_bag_backward",
+    "aten::_embedding_bag_dense_backward"};
+// The backward this many times the lookups: a gradient of far more rows than are looked up.
+constexpr double kDenseRatio = 10.0;
+
+template <std::size_t N>
+std::int64_t time_of(const Metrics& m, const std::string_view (&names)[N], std::int64_t* calls) {
+  std::int64_t ns = 0;
+  for (const RoutineMetrics& r : m.routines)
+    if (r.kind == kinds::kTorch && std::find(names, names + N, r.name) != names + N) {
+      ns += r.incl_ns;
+      if (calls != nullptr) *calls += r.calls;
+    }
+  return ns;
+}
+}  // namespace
+
+std::vector<Candidate> embedding_dense_grad(const AdviceInput& in, const Rule& rule) {
+  const Metrics& m = in.metrics;
+  if (in.gpu.any()) return {};
+  std::int64_t backward_calls = 0;
+  std::int64_t forward_ns = time_of(m, kEmbeddingForward, nullptr);
+  std::int64_t backward_ns = time_of(m, kEmbeddingBackward, &backward_calls);
+  double pct = share(backward_ns, m.share_base_ns());
+  if (backward_ns <= 0 || backward_calls <= 0 || pct < rule.threshold) return {};
+  double ratio = forward_ns > 0 ? double(backward_ns) / double(forward_ns) : 0;
+  if (forward_ns > 0 && ratio < kDenseRatio) return {};
+  std::int64_t update_ns = 0;
+  for (const BreakdownRow& row : in.breakdown.rows)
+    if (row.id == "t_u") update_ns = row.time_ns;
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = "nn.Embedding";
+  c.evidence = {{"backward_s", seconds(backward_ns)}, {"backward_calls", backward_calls},
+                {"lookup_s", seconds(forward_ns)},    {"backward_over_lookup", ratio},
+                {"update_s", seconds(update_ns)},     {"pct_run", pct}};
+  c.summary = fmt::format(
+      "the embeddings' dense backward takes {:.1f} % of the busy threads' time outside set-up "
+      "({:.3f} s over {} calls, {:.1f} ms each){}: each builds a gradient of the whole table",
+      pct, seconds(backward_ns), backward_calls,
+      1e3 * seconds(backward_ns) / double(backward_calls),
+      forward_ns > 0
+          ? fmt::format(", {:.0f} times their lookups' {:.3f} s", ratio, seconds(forward_ns))
+          : std::string());
+  c.advice = std::string(rule.advice);
+  c.est_gain_s = 0.9 * seconds(backward_ns) + 0.5 * seconds(update_ns);
+  c.gain_bound = fmt::format(
+      "0.9 x the dense backward ({:.3f} s), and half the update's {:.3f} s: the share of it "
+      "that is the table's is not known without the parameters' sizes (python -m sonde "
+      "--record-shapes names the tensors an operator took); a table far larger than the rest "
+      "of the model is most of it",
+      seconds(backward_ns), seconds(update_ns));
+  return {c};
+}
+
 }  // namespace sonde::analyzers
