@@ -1321,10 +1321,32 @@ void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {
 
 }  // namespace
 
+// A candidate of a routine that made none of its calls in the training loop's iterations: a
+// red-team run's one-off dataset build (a python-loop candidate, 0.317 s) ranked between two
+// per-step costs of a 30-step profile, nothing saying it would not grow with the steps.
+void say_outside_the_loop(const AdviceInput& in, Candidate& c) {
+  const Breakdown& b = in.breakdown;
+  if (!c.routine_id || !b.found || b.inference || b.iterations <= 0) return;
+  auto r = std::find_if(in.metrics.routines.begin(), in.metrics.routines.end(),
+                        [&](const RoutineMetrics& m) { return m.routine_id == *c.routine_id; });
+  if (r == in.metrics.routines.end() || r->calls <= 0) return;
+  auto in_loop = b.loop_calls.find(*c.routine_id);
+  std::int64_t calls = in_loop == b.loop_calls.end() ? 0 : in_loop->second;
+  c.evidence.emplace_back("calls_in_loop", calls);
+  if (calls > 0) return;
+  c.summary += fmt::format(
+      "; {} outside the training loop's {} iterations (set-up, an evaluation, teardown): a "
+      "cost that does not grow with the steps",
+      r->calls == 1 ? std::string("its one call ran")
+                    : fmt::format("all its {} calls ran", r->calls),
+      b.iterations);
+}
+
 std::vector<Candidate> evaluate_rules(const AdviceInput& input, std::span<const Rule> rule_table) {
   std::vector<std::pair<std::size_t, Candidate>> all;
   for (std::size_t i = 0; i < rule_table.size(); ++i)
     for (auto& c : rule_table[i].evaluate(input, rule_table[i])) all.emplace_back(i, std::move(c));
+  for (auto& [i, c] : all) say_outside_the_loop(input, c);
   take_explained_out(all);
   std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) {
     if (a.second.est_gain_s != b.second.est_gain_s)

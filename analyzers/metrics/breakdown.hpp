@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/table_format.hpp"
@@ -60,6 +61,9 @@ struct Breakdown {
   // beneath counted (BLAS, oneDNN): the small-operators rule's work per iteration.
   std::int64_t loop_op_calls = 0;
   double loop_flops = 0;
+  // Per routine, its calls in the iterations: a candidate whose routine made none ran outside
+  // the loop (set-up, an evaluation, teardown), a cost that does not grow with the steps.
+  std::unordered_map<std::int64_t, std::int64_t> loop_calls;
   // Where training threads of several ranks are in the file (merged), each rank's iterations:
   // `iterations` sums them (a 2-rank run of 60 lockstep steps read "120 iterations").
   std::map<std::int64_t, std::int64_t> rank_iterations;

@@ -367,6 +367,38 @@ def test_an_embeddings_dense_gradient_is_told_sparse(tmp_path):
     assert of_rule(cands, "embedding-dense-grad") == [], of_rule(cands, "embedding-dense-grad")
 
 
+def test_a_one_off_build_outside_the_loop_says_so(tmp_path):
+    """A dataset built once by a per-row loop, then a short training loop: the python-loop
+    candidate ranked among the per-step costs of a 30-step profile with nothing saying it would
+    not grow with the steps (a red-team find). It says its one call ran outside the loop's
+    iterations; the loss computed per element inside them is in the loop."""
+    pytest.importorskip("torch")
+    _, _, cands = profile(tmp_path, """\
+        import torch
+        torch.manual_seed(0)
+        def build_dataset(n):
+            rows = []
+            for i in range(n):
+                r = torch.randn(8)
+                rows.append((r - r.mean()) / (r.std() + 1e-6))
+            return torch.stack(rows)
+        X = build_dataset(6000)
+        model = torch.nn.Linear(8, 1)
+        opt = torch.optim.SGD(model.parameters(), 0.01)
+        def train():
+            for step in range(30):
+                opt.zero_grad(); loss = model(X).pow(2).mean(); loss.backward(); opt.step()
+            return loss.item()
+        print(f"{train():.4f}")
+        """)
+    (c,) = [c for c in of_rule(cands, "python-loop") if c["location"].endswith("(build_dataset)")]
+    assert c["evidence"]["calls_in_loop"] == 0, c["evidence"]
+    assert "its one call ran outside the training loop's 30 iterations" in c["summary"], c["summary"]
+    db, _, cands = profile(tmp_path, MASKED_LOSS)
+    (c,) = of_rule(cands, "python-loop")
+    assert c["evidence"]["calls_in_loop"] == 25 and "outside the training" not in c["summary"], c
+
+
 def test_a_training_loop_stepping_in_a_helper_is_no_python_loop(tmp_path):
     """The backward and the optimizer step in a helper the loop calls (apply_grads): the loop is
     the training loop all the same (a red team's read as a loop to write over whole tensors)."""
