@@ -1286,6 +1286,11 @@ bool embedding_backward_op(const Candidate&, const Candidate& op) {
          op.location == "aten::_embedding_bag_backward" ||
          op.location == "aten::_embedding_bag_dense_backward";
 }
+// A loop inside a training loop's steps (a loss summed per sample) is what makes its operators
+// many and small: the step's per-operator cost is the inner loop's, whose remedy comes first.
+bool inner_loop_of_steps(const Candidate& loop, const Candidate& steps) {
+  return evidence_of(loop, "training_steps") != nullptr && loop.location == steps.location;
+}
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const Cell* v = evidence_of(loading, "collate_fn");
   const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
@@ -1297,6 +1302,7 @@ constexpr Explained kExplained[] = {
     {"torch-operator", "python-loop", op_of_loop},
     {"torch-operator", "small-operators", small_operator},
     {"small-operators", "anomaly-mode", always},
+    {"small-operators", "python-loop", inner_loop_of_steps},
     {"torch-operator", "embedding-dense-grad", embedding_backward_op},
     {"small-operators", "torch-profiler", always},
     {"torch-operator", "anomaly-mode", always},
@@ -1329,7 +1335,9 @@ void say_outside_the_loop(const AdviceInput& in, Candidate& c) {
   if (!c.routine_id || !b.found || b.inference || b.iterations <= 0) return;
   auto r = std::find_if(in.metrics.routines.begin(), in.metrics.routines.end(),
                         [&](const RoutineMetrics& m) { return m.routine_id == *c.routine_id; });
-  if (r == in.metrics.routines.end() || r->calls <= 0) return;
+  // The loop's own frame (and the body holding its steps) runs the iterations, not in them.
+  if (r == in.metrics.routines.end() || r->calls <= 0 || r->name == b.loop || r->name == b.body)
+    return;
   auto in_loop = b.loop_calls.find(*c.routine_id);
   std::int64_t calls = in_loop == b.loop_calls.end() ? 0 : in_loop->second;
   c.evidence.emplace_back("calls_in_loop", calls);

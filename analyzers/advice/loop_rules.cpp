@@ -17,10 +17,9 @@ namespace {
 
 constexpr std::size_t kMaxCandidates = 3;
 // A loop, not a function's few calls: 10,000 small calls in the run, and one of them made at
-// least this many times per call of the function (a model's forward makes each of its
-// operators' calls 1-3 times a call; a red-team masked loss 4,820 selects a call).
+// least kMinPerCall times (op_loops.hpp) per call of the function (a model's forward makes each
+// of its operators' calls 1-3 times a call; a red-team masked loss 4,820 selects a call).
 constexpr std::int64_t kMinSmallCalls = 10'000;
-constexpr double kMinPerCall = 32;
 // Written over whole tensors, the same arithmetic runs in a few calls: two red-team loops
 // (a masked sequence loss, a k-NN's per-pair distances) kept 3-5 % of their time.
 constexpr double kKept = 0.1;
@@ -81,6 +80,17 @@ std::string torch_advice(const AdviceInput& in, const OpLoop& l, const std::stri
     case LoopKind::kVectorise:
       break;
   }
+  // Gradient clipping per parameter (a red team's, 38 % of its loop): one call takes them all,
+  // but clips by one norm over every gradient, which is another rule than each one's own.
+  std::string clipping;
+  for (const auto& [name, calls] : l.top)
+    if (name.find("(clip_grad_norm_)") != std::string::npos ||
+        name.find("(clip_grad_value_)") != std::string::npos)
+      clipping =
+          ". torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) clips every gradient "
+          "in one call, by their one norm together: where that is the rule meant (it is the "
+          "usual one), that call; each gradient by its own norm stays per tensor (foreach "
+          "kernels in PyTorch 2)";
   return fmt::format(
       "write the loop in {} as operations over whole tensors: its calls cost their dispatch and "
       "the interpreter's loop, not their arithmetic. Pick elements with index tensors or masks "
@@ -90,9 +100,9 @@ std::string torch_advice(const AdviceInput& in, const OpLoop& l, const std::stri
       "last (a recurrence, an environment stepped), a fused layer (nn.RNN, nn.GRU, nn.LSTM), "
       "{} of the loop, or many independent sequences or environments stepped together as one "
       "batch. python -m sonde --lines '{}' times its lines; check that the results stay the "
-      "same",
+      "same{}",
       l.site, l.backward_ns > 0 ? "; its backward then shrinks with it" : "", compiled_clause(in),
-      lines);
+      lines, clipping);
 }
 
 std::string numpy_advice(const OpLoop& l, const std::string& lines) {
@@ -154,12 +164,22 @@ std::vector<Candidate> python_loop(const AdviceInput& in, const Rule& rule) {
           "; the backward pass repeats them: {} autograd nodes of those operators, {:.3f} s",
           l.backward_calls, seconds(l.backward_ns));
     }
-    c.summary = fmt::format(
-        "{} makes {} calls of a few microseconds each ({:.1f} us on average; up to {:.0f} per "
-        "call of its own, {} calls of it): {:.3f} s, with {:.3f} s of its own running the loop, "
-        "{:.1f} % of the busy threads' time outside set-up{}",
-        l.site, l.small_calls, us, l.max_per_call, l.site_calls, seconds(l.small_ns),
-        seconds(l.own_ns), pct, backward);
+    if (l.steps > 0) {
+      c.evidence.emplace_back("training_steps", l.steps);
+      c.summary = fmt::format(
+          "{} runs a loop inside each of its {} training steps: {} calls of a few microseconds "
+          "each ({:.1f} us on average; up to {:.0f} per step): {:.3f} s, {:.1f} % of the busy "
+          "threads' time outside set-up (the loop's own interpretation left out, the training "
+          "loop's with it){}",
+          l.site, l.steps, l.small_calls, us, l.max_per_call, seconds(l.small_ns), pct, backward);
+    } else {
+      c.summary = fmt::format(
+          "{} makes {} calls of a few microseconds each ({:.1f} us on average; up to {:.0f} per "
+          "call of its own, {} calls of it): {:.3f} s, with {:.3f} s of its own running the "
+          "loop, {:.1f} % of the busy threads' time outside set-up{}",
+          l.site, l.small_calls, us, l.max_per_call, l.site_calls, seconds(l.small_ns),
+          seconds(l.own_ns), pct, backward);
+    }
     if (!l.operators.empty()) c.evidence.emplace_back("operators", operators_of(l));
     LoopKind kind = kind_of(l);
     c.evidence.emplace_back("loop", std::string(kind == LoopKind::kRecurrent ? "recurrent cell"

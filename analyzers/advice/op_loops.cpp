@@ -91,10 +91,20 @@ bool comprehension(const CallNode& n) {
 
 std::int64_t mean_ns(const CallNode& n) { return n.calls > 0 ? n.incl_ns / n.calls : 0; }
 
+// A site's small calls of one name, apart: a training loop's inner loops are chosen from them.
+struct ChildSum {
+  std::int64_t calls = 0, dispatched = 0, ns = 0, module_calls = 0;
+  bool numpy = false, torch = false;
+  std::set<std::string> operators;
+  std::map<std::string, std::int64_t> aten_calls;
+};
+
 // What one node of a site holds: its small calls, per name.
 struct SiteSum {
   OpLoop loop;
   std::map<std::string, std::int64_t> by_name;
+  std::map<std::string, ChildSum> children;
+  std::int64_t step_calls = 0;  // the steps its step children took, over its nodes
   std::int64_t largest_incl = -1;
 };
 
@@ -132,6 +142,17 @@ void operators_beneath(const CallNode& c, std::set<std::string>& out) {
 struct Walk {
   std::unordered_map<const CallNode*, Beneath> beneath;
   std::unordered_map<std::int64_t, bool> steps;  // per routine
+  // Per routine: an entry a training step makes once (its backward, its optimizer's step; not
+  // zero_grad or clip_grad_norm_, which are update time too): its calls count the steps.
+  std::unordered_map<std::int64_t, bool> entries;
+  bool entry(const CallNode& c) {
+    auto [it, added] = entries.try_emplace(c.routine_id, false);
+    if (added) {
+      Role r = role_of(c, {});
+      it->second = r.counts && (r.phase == kBackward || (r.phase == kUpdate && !r.by_name));
+    }
+    return it->second;
+  }
 };
 
 // p's own time and small calls, counted for the site whose node is `site` (p itself, or the
@@ -148,9 +169,13 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
   // The training loop itself: a backward or optimizer step among its calls, or beneath a
   // helper it calls (an apply_grads() running backward and the step: a red-team find).
   l.step = l.step || w.beneath[&p].step;
+  std::int64_t steps = 0;
   for (const CallNode& c : p.children) {
     if (c.calls == 0 || (comprehension(c) && &p == &site)) continue;
     const Beneath& below = w.beneath[&c];
+    // A helper running the step (apply_grads) counts the steps by its calls, as an entry does.
+    bool helper_step = below.step && c.kind == kinds::kPython && is_user_frame(c);
+    if (helper_step || w.entry(c)) steps = std::max(steps, c.calls);
     bool helper = c.kind == kinds::kPython && is_user_frame(c);
     Beneath lib;
     if (helper) {
@@ -176,9 +201,50 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     operators_beneath(c, l.operators);
     l.numpy = l.numpy || lib.numpy;
     l.torch = l.torch || lib.torch;
+    ChildSum& k = s.children[c.name.str()];
+    k.calls += c.calls;
+    k.dispatched += helper ? std::max(c.calls, below.lib_calls) : c.calls;
+    k.ns += c.incl_ns;
+    if (aten_op(c)) k.aten_calls[c.name.str()] += c.calls;
+    if (module_call(c)) k.module_calls += c.calls;
+    operators_beneath(c, k.operators);
+    k.numpy = k.numpy || lib.numpy;
+    k.torch = k.torch || lib.torch;
   }
+  s.step_calls += steps;
   for (const std::string& op : l.operators)
     if (recurrent_cell(op)) l.recurrent = true;
+}
+
+// A training loop's site keeps only the small calls it makes many times a step: the loop inside
+// its loop, judged as any other; its own time, the outer loop's interpretation with the inner
+// one's, is left out. None such: it stays the training loop, no candidate.
+void inner_loop_only(SiteSum& s) {
+  OpLoop in;
+  in.site = s.loop.site;
+  in.routine_id = s.loop.routine_id;
+  in.caller = s.loop.caller;
+  in.site_calls = s.loop.site_calls;
+  in.steps = s.step_calls;
+  std::map<std::string, std::int64_t> by_name;
+  for (const auto& [name, k] : s.children) {
+    double per_step = double(k.calls) / double(s.step_calls);
+    if (per_step < kMinPerCall) continue;
+    in.small_calls += k.dispatched;
+    in.small_ns += k.ns;
+    in.max_per_call = std::max(in.max_per_call, per_step);
+    in.module_calls += k.module_calls;
+    in.numpy = in.numpy || k.numpy;
+    in.torch = in.torch || k.torch;
+    in.operators.insert(k.operators.begin(), k.operators.end());
+    for (const auto& [op, calls] : k.aten_calls) in.aten_calls[op] += calls;
+    by_name[name] = k.calls;
+  }
+  if (in.small_calls == 0) return;
+  for (const std::string& op : in.operators)
+    if (recurrent_cell(op)) in.recurrent = true;
+  s.loop = std::move(in);
+  s.by_name = std::move(by_name);
 }
 
 std::string without_trailing_underscore(std::string_view op) {
@@ -247,6 +313,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
   }
   std::vector<OpLoop> out;
   for (auto& [id, s] : sites) {
+    if (s.loop.step && s.step_calls > 0) inner_loop_only(s);
     if (s.loop.small_calls == 0) continue;
     std::vector<std::pair<std::string, std::int64_t>> names(s.by_name.begin(), s.by_name.end());
     std::sort(names.begin(), names.end(),

@@ -191,7 +191,10 @@ def test_a_collate_padding_token_by_token_is_the_loop_not_an_operator(tmp_path):
     for other in of_rule(cands, "torch-operator") + of_rule(cands, "data-loading"):
         if other["rule"] == "torch-operator" and other["evidence"]["ms_per_call"] > 0.02:
             continue
-        assert other["est_gain_s"] == 0 and "(collate)) is acted on" in other["gain_bound"], other
+        # (On a host whose other programs leave no core for a worker, the loading's own bound
+        # is 0 first: "none from workers", seen in a loaded run.)
+        assert other["est_gain_s"] == 0 and ("(collate)) is acted on" in other["gain_bound"] or (
+            other["rule"] == "data-loading" and "none from workers" in other["gain_bound"])), other
 
 
 TINY_TRAINING = """\
@@ -397,6 +400,44 @@ def test_a_one_off_build_outside_the_loop_says_so(tmp_path):
     db, _, cands = profile(tmp_path, MASKED_LOSS)
     (c,) = of_rule(cands, "python-loop")
     assert c["evidence"]["calls_in_loop"] == 25 and "outside the training" not in c["summary"], c
+
+
+def test_a_loss_summed_per_sample_inside_the_training_loop_is_a_python_loop(tmp_path):
+    """A loss summed sample by sample in the training loop's own frame: the rule exempted any
+    function running the backward, so the loop inside it read "no tuning candidates" (7.5x
+    faster vectorised, a red-team find), while the same loop in a helper was found. The
+    training loop's small calls made many times a step are the candidate, per step; the
+    small-operators candidate that the same calls inflate waits for it."""
+    pytest.importorskip("torch")
+    db, _, cands = profile(tmp_path, """\
+        import torch
+        import torch.nn.functional as F
+        torch.manual_seed(0)
+        model = torch.nn.Linear(16, 10)
+        opt = torch.optim.SGD(model.parameters(), 0.01)
+        x, y = torch.randn(64, 16), torch.randint(0, 10, (64,))
+        def train():
+            for step in range(40):
+                opt.zero_grad()
+                out = model(x)
+                loss = 0
+                for j in range(64):
+                    loss = loss + F.cross_entropy(out[j:j + 1], y[j:j + 1])
+                loss.backward()
+                opt.step()
+            return loss.item()
+        print(f"{train():.3f}")
+        """)
+    (c,) = of_rule(cands, "python-loop")
+    ev = c["evidence"]
+    assert c["location"].endswith("(train)") and ev["training_steps"] == 40, c
+    assert ev["most_per_site_call"] >= 64 and "inside each of its 40 training steps" in c["summary"]
+    assert "outside the training loop" not in c["summary"], c["summary"]
+    (calls,), = query(db, "SELECT SUM(n.calls) FROM nodes n JOIN routines r USING (routine_id) "
+                          "WHERE r.name = 'aten::cross_entropy_loss'")
+    assert calls == 40 * 64 and "(cross_entropy) x2560" in ev["calls_of"], ev
+    for other in of_rule(cands, "small-operators"):
+        assert other["est_gain_s"] == 0 and "python-loop" in other["gain_bound"], other
 
 
 def test_a_training_loop_stepping_in_a_helper_is_no_python_loop(tmp_path):

@@ -91,13 +91,39 @@ TEST(OpLoops, ALossLoopWithItsShareOfTheBackward) {
   // 5,000 of the run's 6,000 selects: that share of the 6 ms of SelectBackward0.
   EXPECT_EQ(l->backward_ns, 5'000'000);
   EXPECT_EQ(l->backward_calls, 2'500);
-  // The training loop: backward among its calls, whatever small calls it makes (20,000 a
-  // call of it here).
+  // The training loop: backward among its calls (10 steps). Its small calls made many times a
+  // step (aten::add, 2,000 a step) are a loop inside its loop, and its figures are theirs
+  // alone: the helpers it calls once a step (masked_loss, metrics) and its own time are not.
   const OpLoop* module = find(loops, "(<module>)");
   ASSERT_NE(module, nullptr);
-  EXPECT_TRUE(module->step);
+  EXPECT_FALSE(module->step);
+  EXPECT_EQ(module->steps, 10);
+  EXPECT_EQ(module->small_calls, 20'000);
+  EXPECT_EQ(module->small_ns, 2'000'000);
+  EXPECT_EQ(module->own_ns, 0);
+  EXPECT_DOUBLE_EQ(module->max_per_call, 2'000);
   // The forward's one 2 ms operator a call is no small call: no loop there.
   EXPECT_EQ(find(loops, "(forward)"), nullptr);
+}
+
+// clip_grad_norm_ per parameter (60 a step) beside a step's few calls (a loss's sub and mean):
+// the inner loop is the clipping alone. The steps are counted by the backward, an entry;
+// clip_grad_norm_ is update time but no step of its own (counted so, it set the steps at its
+// own 60,000 calls, 1 a step, and no loop was found).
+TEST(OpLoops, ClippingPerParameterIsALoopInsideTheSteps) {
+  auto loops = op_loops(forest(
+      node("train.py:5(train)", "python", kUser, 1, 40'000'000,
+           {node("_tensor.py:429(backward)", "python", kTorchFile, 1'000, 20'000'000),
+            node("clip_grad.py:10(clip_grad_norm_)", "python",
+                 "/usr/lib/python3/dist-packages/torch/nn/utils/clip_grad.py", 60'000, 12'000'000),
+            op("aten::sub", 1'000, 1'000'000), op("aten::mean", 2'000, 2'000'000)})));
+  const OpLoop* train = find(loops, "(train)");
+  ASSERT_NE(train, nullptr);
+  EXPECT_FALSE(train->step);
+  EXPECT_EQ(train->steps, 1'000);
+  EXPECT_EQ(train->small_calls, 60'000);
+  EXPECT_EQ(train->small_ns, 12'000'000);
+  EXPECT_DOUBLE_EQ(train->max_per_call, 60);
 }
 
 // numpy through a helper, from a comprehension (3.11's own frame): the helper's calls count
