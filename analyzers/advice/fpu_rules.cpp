@@ -76,8 +76,19 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
   auto flagged = info_number(m.facts, "blas.subnormal.flagged_calls");
   auto values = info_number(m.facts, "blas.subnormal.values");
   auto sampled_values = info_number(m.facts, "blas.subnormal.sampled_values");
+  auto products = info_number(m.facts, "blas.subnormal.product_calls");
   std::optional<double> share;
-  if (affected.empty()) {
+  if (affected.empty() && products && *products > 0 && sampled && *sampled > 0) {
+    // Calls whose every product is subnormal (their operands' magnitudes say so): the penalty
+    // is on the whole call, their share of the sampled calls of the GEMM time.
+    for (const auto& r : m.routines)
+      if ((r.kind == kinds::kBlas || r.kind == kinds::kOnednn) && r.flops > 0)
+        affected_ns += r.incl_ns;
+    affected_ns = static_cast<std::int64_t>(static_cast<double>(affected_ns) *
+                                            std::min(1.0, *products / *sampled));
+    basis = "BLAS/oneDNN calls x calls with subnormal products/sampled calls";
+    gain_s = subnormal_gain_s(seconds(affected_ns), std::nullopt, rule.threshold);
+  } else if (affected.empty()) {
     // Subnormal operands are sampled at GEMM calls: the GEMM time, with the share of the
     // sampled operand elements that were subnormal, else scaled by the flagged calls' share.
     affected_ns = 0;
@@ -129,6 +140,7 @@ std::vector<Candidate> subnormals(const AdviceInput& in, const Rule& rule) {
   if (sampled) c.evidence.emplace_back("sampled_calls", *sampled);
   if (flagged) c.evidence.emplace_back("flagged_calls", *flagged);
   if (values) c.evidence.emplace_back("subnormal_values", *values);
+  if (products && *products > 0) c.evidence.emplace_back("product_calls", *products);
   // The note about the candidate's own routine, where one names it.
   const Note* said = evidence.front();
   for (const Note* n : evidence)

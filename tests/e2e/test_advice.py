@@ -117,16 +117,22 @@ def test_diff_shows_the_gemm_speedup_of_a_second_blas_thread(tmp_path):
 
 
 def test_subnormal_operands_make_a_candidate_and_normal_ones_do_not(tmp_path):
-    rules = {}
-    for kind in ("subnormal", "normal"):
+    rules, found = {}, {}
+    for kind in ("subnormal", "normal", "products"):
         db = tmp_path / f"{kind}.db"
         assert run([BIN / "subnormal_gemm", kind], db, OPENBLAS_NUM_THREADS=1).returncode == 0
         out = subprocess.run([CLI, "candidates", str(db), "--format", "json"],
                              capture_output=True, text=True)
         assert out.returncode == 0, out.stderr
-        rules[kind] = [c["rule"] for c in json.loads(out.stdout)["candidates"]]
+        cands = json.loads(out.stdout)["candidates"]
+        rules[kind] = [c["rule"] for c in cands]
+        found[kind] = next((c for c in cands if c["rule"] == "subnormals"), None)
     assert "subnormals" in rules["subnormal"]
     assert "subnormals" not in rules["normal"]
+    # Normal operands multiplying to subnormals: the calls with such products are the time.
+    c = found["products"]
+    assert c is not None and c["evidence"]["product_calls"] >= 1, rules["products"]
+    assert "subnormal products" in c["evidence"]["affected"] and c["est_gain_s"] > 0, c
 
 
 TORCH_CNN = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "torch_cnn", "train.py")

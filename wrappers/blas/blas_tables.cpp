@@ -21,7 +21,7 @@ namespace blas = sonde::blas;
 
 // Sampled calls are rare (one in 64 per thread): shared counters cost nothing noticeable.
 std::atomic<uint64_t> g_sampled_calls{0}, g_flagged_calls{0}, g_sampled_values{0},
-    g_subnormal_values{0};
+    g_subnormal_values{0}, g_product_calls{0};
 
 void describe_subnormals(sonde::InfoEmit emit, void* ctx) {
   auto s = sonde::blas::subnormal_stats();
@@ -30,6 +30,13 @@ void describe_subnormals(sonde::InfoEmit emit, void* ctx) {
   emit("blas.subnormal.flagged_calls", std::to_string(s.flagged_calls).c_str(), ctx);
   emit("blas.subnormal.sampled_values", std::to_string(s.sampled_values).c_str(), ctx);
   emit("blas.subnormal.values", std::to_string(s.subnormal_values).c_str(), ctx);
+  emit("blas.subnormal.product_calls", std::to_string(s.product_calls).c_str(), ctx);
+  if (s.product_calls > 0)
+    sonde::add_note("denormals",
+                    "sampled GEMM calls multiplied operands whose products are subnormal "
+                    "(denormal: the largest sampled elements of A and B multiply under the "
+                    "smallest normal number; counts: run_info blas.subnormal.product_calls); "
+                    "arithmetic on them is slow unless FTZ/DAZ is on");
   if (s.subnormal_values > 0) {
     // One stable sentence (notes are deduplicated); the counts are in run_info.
     sonde::add_note("denormals",
@@ -162,9 +169,10 @@ std::optional<Resolved> first_resolved() {
   return std::nullopt;
 }
 
-void record_subnormal_sample(uint64_t values, uint64_t subnormals) {
+void record_subnormal_sample(uint64_t values, uint64_t subnormals, bool products) {
   g_sampled_calls.fetch_add(1, std::memory_order_relaxed);
   g_sampled_values.fetch_add(values, std::memory_order_relaxed);
+  if (products) g_product_calls.fetch_add(1, std::memory_order_relaxed);
   if (subnormals > 0) {
     g_flagged_calls.fetch_add(1, std::memory_order_relaxed);
     g_subnormal_values.fetch_add(subnormals, std::memory_order_relaxed);
@@ -173,7 +181,7 @@ void record_subnormal_sample(uint64_t values, uint64_t subnormals) {
 
 SubnormalStats subnormal_stats() {
   return {g_sampled_calls.load(), g_flagged_calls.load(), g_sampled_values.load(),
-          g_subnormal_values.load()};
+          g_subnormal_values.load(), g_product_calls.load()};
 }
 
 }  // namespace sonde::blas

@@ -1,12 +1,15 @@
-/* Ten float GEMMs whose operands are all subnormal ("subnormal") or all normal ("normal").
- * Usage: subnormal_gemm subnormal|normal */
+/* Ten float GEMMs whose operands are all subnormal ("subnormal"), all normal ("normal"), or
+ * normal with subnormal products ("products": 1e-20 x 1e-20).
+ * Usage: subnormal_gemm subnormal|normal|products */
 #include <cblas.h>
 #include <stdio.h>
 #include <string.h>
 
 int main(int argc, char** argv) {
   if (argc != 2) return 2;
-  float v = strcmp(argv[1], "subnormal") == 0 ? 1e-40f : 1.0f;
+  float v = strcmp(argv[1], "subnormal") == 0  ? 1e-40f
+            : strcmp(argv[1], "products") == 0 ? 1e-20f
+                                               : 1.0f;
   enum { n = 64 };
   static float a[n * n], b[n * n], c[n * n];
   for (int i = 0; i < n * n; ++i) a[i] = b[i] = v;
