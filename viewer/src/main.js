@@ -81,7 +81,7 @@ function hotspotPanel(p) {
     `%Time is of the busy threads' time: ${fmtNum(rep.total_s)} s = 100 % (${rep.busy_threads} busy thread(s); ` +
     (rep.waiting_threads ? `${rep.waiting_threads} waiting for work, by their calls alone; ` : '') +
     `${rep.idle_threads} idle, in no percentage` +
-    (rep.waited_s ? `; ${fmtNum(rep.waited_s)} s of other threads' waits for work left out` : '') + `). The run's wall time: ${fmtNum(rep.wall_s)} s.`);
+    (rep.waited_s ? `; ${fmtNum(rep.waited_s)} s of waits for work left out` : '') + `). The run's wall time: ${fmtNum(rep.wall_s)} s.`);
   const t = new DataTable({
     id: 'hotspot-table', rows: rep.rows, nameKey: 'name', idKey: 'routine_id', sortKey: state.mode === 'excl' ? 'excl_ms' : 'incl_ms',
     onSelect: select,
