@@ -46,6 +46,19 @@ def plain_py(py, args, tmp_path):
                           text=True, timeout=300, cwd=tmp_path)
 
 
+def killed_after_lines(procs, n):
+    """Each process's first `n` lines of stdout, then (a second later: two flush intervals of
+    0.5 s) SIGKILL: [(lines, stderr)] per process. What a profile keeps is what was flushed."""
+    outs = []
+    for p in procs:
+        lines = [p.stdout.readline() for _ in range(n)]
+        time.sleep(1.0)
+        p.kill()
+        outs.append((lines, p.stderr.read()))
+        p.wait()
+    return outs
+
+
 def path_calls(db, path):
     return query(db, "SELECT COALESCE(SUM(calls), 0) FROM callpaths WHERE path = ?",
                  (path,))[0][0]
@@ -434,13 +447,7 @@ def test_a_fork_warns_as_without_sonde(db, tmp_path, py, mode):
                           *(["--builtins"] if mode == "builtins" else []), path],
                          env=clean_env(PYTHONPATH=PYTHONPATH, SONDE_FLUSH_INTERVAL="0.5"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
-    outs = []
-    for p in (plain, s):
-        lines = [p.stdout.readline() for _ in range(4)]
-        time.sleep(1.0)  # two flush intervals past "after"
-        p.kill()
-        outs.append((lines, p.stderr.read()))
-        p.wait()
+    outs = killed_after_lines((plain, s), 4)
     assert outs[1] == outs[0], outs
     assert outs[0][0][0] == "caught: []\n" and "multi-threaded" not in outs[1][1], outs
     # A SIGKILL inside a periodic flush (every 0.5 s here) leaves a hot journal, which a
@@ -498,13 +505,7 @@ def test_a_fork_without_the_hook_warns_as_without_sonde(db, tmp_path, py, launch
         cmd, env = [CLI, "run", "-o", str(db), "--", *argv], clean_env(SONDE_FLUSH_INTERVAL="0.5")
     s = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, cwd=tmp_path)
-    outs = []
-    for p in (plain, s):
-        lines = [p.stdout.readline() for _ in range(3)]
-        time.sleep(1.0)  # two flush intervals past "after"
-        p.kill()
-        outs.append((lines, p.stderr.read()))
-        p.wait()
+    outs = killed_after_lines((plain, s), 3)
     assert outs[0] == (["285\n", "fork True ()\n", "after\n"], ""), outs
     assert outs[1][0] == outs[0][0] and "multi-threaded" not in outs[1][1], outs
     con = sqlite3.connect(str(db))  # read-write: a flush the kill cut rolls back first

@@ -75,6 +75,13 @@ def test_report_says_what_waits(profile):
     assert len(waiter) == 1 and "it waits for work most of it" in waiter[0], tree[:800]
 
 
+def busy_for(seconds, indent=""):
+    """Python lines that keep a CPU busy `seconds` of the thread's own CPU time."""
+    return "".join(indent + line + "\n" for line in (
+        f"end = time.thread_time() + {seconds}", "x = 0", "while time.thread_time() < end:",
+        "    x += 1"))
+
+
 def profile_script(script, name):
     """`script` under python3 -m sonde, writing `name` beside it: (the file, the run)."""
     db = script.parent / name
@@ -95,10 +102,7 @@ def test_a_helper_threads_wait_for_work_is_left_out(tmp_path):
         "q = queue.Queue()\n"
         "def consume():\n    q.get()\n"
         "t = threading.Thread(target=consume); t.start()\n"
-        "end = time.thread_time() + 0.3\n"
-        "x = 0\n"
-        "while time.thread_time() < end:\n    x += 1\n"
-        "q.put(None); t.join()\n")
+        + busy_for(0.3) + "q.put(None); t.join()\n")
     db, r = profile_script(script, "blocked.db")
     assert r.returncode == 0, r.stderr
     ((busy, life, waited, counted),) = query(
@@ -141,11 +145,8 @@ def test_a_first_thread_joining_the_thread_it_trains_in_waits(tmp_path):
     script = tmp_path / "trainer.py"
     script.write_text(
         "import threading, time\n"
-        "def train():\n"
-        "    end = time.thread_time() + 0.4\n"
-        "    x = 0\n"
-        "    while time.thread_time() < end:\n        x += 1\n"
-        "t = threading.Thread(target=train); t.start(); t.join()\n")
+        "def train():\n" + busy_for(0.4, "    ")
+        + "t = threading.Thread(target=train); t.start(); t.join()\n")
     db, r = profile_script(script, "trainer.db")
     assert r.returncode == 0, r.stderr
     ((wall, thread_s, waited_s),) = query(db, "SELECT wall_s, thread_s, waited_s FROM run_totals")
