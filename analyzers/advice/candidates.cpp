@@ -865,7 +865,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 26> kRules{{
+const std::array<Rule, 27> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -1118,6 +1118,17 @@ const std::array<Rule, 26> kRules{{
      "torch.autograd.detect_anomaly() only around the step being debugged; it stores a Python "
      "stack for every operator of the forward and checks every output of the backward for NaN",
      "the stack records' and NaN checks' time", anomaly_mode},
+    {"module-hooks",
+     "nn.Module hooks (what torch.nn's _call_impl calls besides the module's forward: forward "
+     "and pre-forward hooks, full backward hooks' set-up; and the backward hooks' autograd "
+     "nodes) take at least threshold % of the busy threads' time outside set-up",
+     5.0,
+     "hooks run at every call of their module: keep them for the steps that read them (the "
+     "handle register_*_hook returns, handle.remove() after), record every Nth step, and keep "
+     ".item(), .cpu() and printing out of them (each waits for the device on a GPU); a full "
+     "backward hook also wraps its module's inputs and outputs in BackwardHookFunction at "
+     "every call",
+     "0.9 x the hooks' time", module_hooks},
     {"torch-profiler",
      "the PyTorch profiler's own frames (torch.profiler's, torch.autograd.profiler's profile "
      "and event tables; not record_function) take at least threshold % of the busy threads' "
@@ -1305,6 +1316,7 @@ constexpr Explained kExplained[] = {
     {"small-operators", "python-loop", inner_loop_of_steps},
     {"torch-operator", "embedding-dense-grad", embedding_backward_op},
     {"small-operators", "torch-profiler", always},
+    {"small-operators", "module-hooks", always},
     {"torch-operator", "anomaly-mode", always},
     {"data-loading", "python-loop", collate_loop}};
 

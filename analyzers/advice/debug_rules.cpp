@@ -56,4 +56,31 @@ std::vector<Candidate> torch_profiler(const AdviceInput& in, const Rule& rule) {
   return {c};
 }
 
+std::vector<Candidate> module_hooks(const AdviceInput& in, const Rule& rule) {
+  const DebugTools& d = in.debug;
+  std::int64_t ns = d.hook_ns + d.backward_hook_ns;
+  double pct = share(ns, in.metrics.share_base_ns());
+  if (d.hook_calls <= 0 || pct < rule.threshold) return {};
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = d.hook.empty() ? "nn.Module hooks" : d.hook;
+  c.evidence = {{"forward_hooks_s", seconds(d.hook_ns)},
+                {"hook_calls", d.hook_calls},
+                {"backward_hooks_s", seconds(d.backward_hook_ns)},
+                {"time_s", seconds(ns)},
+                {"pct_run", pct}};
+  c.summary = fmt::format(
+      "nn.Module hooks take {:.1f} % of the busy threads' time outside set-up ({:.3f} s): {} "
+      "calls beside their modules' forward ({:.3f} s){}{}",
+      pct, seconds(ns), d.hook_calls, seconds(d.hook_ns),
+      d.backward_hook_ns > 0 ? fmt::format(" and the backward hooks' autograd nodes ({:.3f} s)",
+                                           seconds(d.backward_hook_ns))
+                             : std::string(),
+      d.hook.empty() ? std::string() : fmt::format(", most in {}", d.hook));
+  c.advice = std::string(rule.advice);
+  c.est_gain_s = 0.9 * seconds(ns);
+  c.gain_bound = "the hooks' own frames and nodes, measured: removed or run on fewer steps";
+  return {c};
+}
+
 }  // namespace sonde::analyzers

@@ -10,5 +10,6 @@ namespace sonde::analyzers {
 
 std::vector<Candidate> anomaly_mode(const AdviceInput& input, const Rule& rule);
 std::vector<Candidate> torch_profiler(const AdviceInput& input, const Rule& rule);
+std::vector<Candidate> module_hooks(const AdviceInput& input, const Rule& rule);
 
 }  // namespace sonde::analyzers

@@ -67,6 +67,36 @@ DebugTools load_debug_tools(const ProfileFile& file) {
     d.profiler_calls = st.int64(1);
     if (!st.is_null(2)) d.profiler_caller = st.text(2);
   }
+  // Module hooks: what torch.nn's _call_impl calls besides the module's forward (under tracing,
+  // _slow_forward) is its hooks and their set-up; the backward hooks run in their own autograd
+  // nodes. (A module's forward calls other modules' _call_impl: each hook counts once, at its
+  // own module.)
+  constexpr const char* kHooks =
+      "WITH hooks AS ("
+      "  SELECT n.routine_id, n.incl_ns, n.calls, r.file FROM nodes n"
+      "  JOIN routines r USING (routine_id) JOIN nodes p ON p.node_id = n.parent_id"
+      "  JOIN routines pr ON pr.routine_id = p.routine_id"
+      "  WHERE pr.kind = 'python' AND pr.file LIKE '%/torch/nn/modules/module.py'"
+      "    AND (pr.name LIKE '%(\\_call\\_impl)' ESCAPE '\\' OR pr.name LIKE "
+      "'%(\\_wrapped\\_call\\_impl)' ESCAPE '\\')"
+      "    AND r.kind = 'python' AND r.name NOT LIKE '%(forward)'"
+      "    AND r.name NOT LIKE '%(\\_slow\\_forward)' ESCAPE '\\'"
+      "    AND r.name NOT LIKE '%(\\_call\\_impl)' ESCAPE '\\'"
+      "    AND n.node_id NOT IN (SELECT node_id FROM waited_nodes)),"
+      "backward AS ("
+      "  SELECT n.incl_ns FROM nodes n JOIN routines r USING (routine_id) WHERE r.kind = 'torch'"
+      "    AND r.name = 'autograd::engine::evaluate_function: BackwardHookFunctionBackward')"
+      "SELECT (SELECT COALESCE(SUM(incl_ns), 0) FROM hooks), (SELECT COALESCE(SUM(calls), 0) "
+      "FROM hooks), (SELECT COALESCE(SUM(incl_ns), 0) FROM backward),"
+      "  (SELECT r.name FROM hooks h JOIN routines r USING (routine_id)"
+      "   WHERE instr(h.file, '/torch/') = 0 GROUP BY h.routine_id ORDER BY SUM(h.incl_ns) DESC"
+      "   LIMIT 1)";
+  if (auto st = file.prepare(kHooks); st.step()) {
+    d.hook_ns = st.int64(0);
+    d.hook_calls = st.int64(1);
+    d.backward_hook_ns = st.int64(2);
+    if (!st.is_null(3)) d.hook = st.text(3);
+  }
   return d;
 }
 

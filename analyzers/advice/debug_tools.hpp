@@ -9,6 +9,10 @@
 //   loop: its frames (collecting, parsing its events at exit) are its measured cost, beside
 //   what it adds inside every operator. A red-team loop under profile(record_shapes=True,
 //   with_stack=True) ran 50 times slower; no rule fired.
+// - nn.Module hooks (register_forward_hook, register_forward_pre_hook, register_full_backward_
+//   hook): run at every call of their module, with the machinery full backward hooks wrap
+//   each module's inputs and outputs in. A red-team model's logging hooks cost 42 % of its
+//   loop (0.40 of 0.94 s); no rule fired.
 #pragma once
 
 #include <cstdint>
@@ -27,6 +31,10 @@ struct DebugTools {
   // program's that called it the longest.
   std::int64_t profiler_ns = 0, profiler_calls = 0;
   std::string profiler_caller;
+  // Module hooks: the frames a module's _call_impl calls besides its forward, and the backward
+  // hooks' autograd nodes (BackwardHookFunctionBackward); the program's hook that took longest.
+  std::int64_t hook_ns = 0, hook_calls = 0, backward_hook_ns = 0;
+  std::string hook;
 };
 
 DebugTools load_debug_tools(const ProfileFile& file);

@@ -281,6 +281,12 @@ DEBUG_TOOLS = """\
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
     x, y = torch.randn(16, 32), torch.randint(0, 10, (16,))
     torch.autograd.set_detect_anomaly(tool == "anomaly")
+    seen = []
+    if tool == "hooks":
+        for mod in m.modules():
+            if isinstance(mod, nn.Linear):
+                mod.register_forward_hook(lambda mod, i, o: seen.append(o.norm().item()))
+                mod.register_full_backward_hook(lambda mod, gi, go: seen.append(go[0].norm().item()))
     ctx = (torch.profiler.profile(record_shapes=True, with_stack=True) if tool == "profiler"
            else contextlib.nullcontext())
     def train():
@@ -295,20 +301,22 @@ DEBUG_TOOLS = """\
     """
 
 
-@pytest.mark.parametrize("tool", ["anomaly", "profiler", "none"])
+@pytest.mark.parametrize("tool", ["anomaly", "profiler", "hooks", "none"])
 def test_debugging_aids_left_on_are_named(tmp_path, tool):
-    """Anomaly mode (2.8x slower in a red-team MLP) and torch.profiler around the loop (50x):
-    "no tuning candidates" both, every operator a little slower and none slow. Each is a
+    """Anomaly mode (2.8x slower in a red-team MLP), torch.profiler around the loop (50x) and
+    logging module hooks (42 % of a loop): "no tuning candidates" each, every operator a little
+    slower and none slow. Each is a
     candidate of its own now, its time measured (the stack records an operator makes, the
     backward's NaN checks; the profiler's frames), and the per-operator figures it inflates
     wait for it; with neither on (torch.optim's record_function every step), neither fires."""
     pytest.importorskip("torch")
     db, _, cands = profile(tmp_path, DEBUG_TOOLS, tool)
     anomaly, prof = of_rule(cands, "anomaly-mode"), of_rule(cands, "torch-profiler")
+    hooks = of_rule(cands, "module-hooks")
     if tool == "none":
-        assert anomaly == [] and prof == [], anomaly + prof
+        assert anomaly == [] and prof == [] and hooks == [], anomaly + prof + hooks
         return
-    (c,) = anomaly if tool == "anomaly" else prof
+    (c,) = {"anomaly": anomaly, "profiler": prof, "hooks": hooks}[tool]
     assert c is cands[0], [x["rule"] for x in cands]
     ev = c["evidence"]
     if tool == "anomaly":
@@ -319,9 +327,13 @@ def test_debugging_aids_left_on_are_named(tmp_path, tool):
                                 "LIKE '%/traceback.py' AND pr.kind = 'torch'")
         assert ev["stack_records"] == records >= 60 * 13, (ev, records)
         assert ev["nan_checks"] > 0 and c["est_gain_s"] == pytest.approx(ev["time_s"]), c
-    else:
+    elif tool == "profiler":
         assert c["location"].endswith("(train)") and ev["profiler_s"] > 0, c
         assert "schedule" in c["advice"], c["advice"]
+    else:
+        # A forward hook per Linear (5) per step (60), and their full backward hooks' set-up.
+        assert c["location"].endswith("(<lambda>)") and ev["hook_calls"] >= 5 * 60, c
+        assert ev["backward_hooks_s"] > 0 and "handle.remove()" in c["advice"], c
     for other in of_rule(cands, "small-operators"):
         assert other["est_gain_s"] == 0 and "is acted on" in other["gain_bound"], other
 
