@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -57,6 +58,26 @@ bool process_alive(pid_t pid, std::int64_t started_ns) {
   // image's after the exec). One second of slack: btime is in whole seconds.
   double started_s = double(boot) + double(ticks) / double(hz);
   return started_s <= double(started_ns) / 1e9 + 1.0;
+}
+
+std::vector<pid_t> processes_with_environment(const std::string& entry) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& d : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = d.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    // Another user's environment cannot be read: not a process of this user's run.
+    std::ifstream in(d.path() / "environ", std::ios::binary);
+    if (!in) continue;
+    std::string variable;
+    while (std::getline(in, variable, '\0')) {
+      if (variable == entry) {
+        out.push_back(static_cast<pid_t>(std::stol(name)));
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace sonde::analyzers

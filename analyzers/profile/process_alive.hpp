@@ -5,6 +5,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace sonde::analyzers {
 
@@ -14,5 +16,10 @@ namespace sonde::analyzers {
 // and for an unrelated process that got the pid later; /proc/PID/stat says both. Without a
 // readable /proc (hidepid, another OS) it is kill's answer.
 bool process_alive(pid_t pid, std::int64_t started_ns);
+
+// The processes of this user whose environment, as their image started, holds `entry` exactly
+// ("SONDE_RUN_ID=<uuid>": the processes of a run, those that have not written their row yet
+// among them); none where /proc cannot be read.
+std::vector<pid_t> processes_with_environment(const std::string& entry);
 
 }  // namespace sonde::analyzers

@@ -341,6 +341,21 @@ WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int
         alive.bind(1, std::int64_t{root}).bind(2, since_ns);
         std::vector<std::pair<pid_t, std::int64_t>> left;
         while (alive.step()) left.emplace_back(pid_t(alive.int64(0)), alive.int64(1));
+        // And those that have not written yet (a process writes its row at its first flush, a
+        // second after its start): a daemon the command started just before it ended (`bash -c
+        // "nohup python3 train.py &"`) read "profile written" alone while it went on writing (a
+        // red-team find). Known by the run's id in their environment, which the run's exec'd
+        // processes start with.
+        auto id = file.prepare(
+            "SELECT r.uuid FROM runs r JOIN processes p USING (run_id) WHERE p.pid = ? AND "
+            "p.started_ns >= ? ORDER BY p.process_id LIMIT 1");
+        id.bind(1, std::int64_t{root}).bind(2, since_ns);
+        if (id.step())
+          for (pid_t pid : processes_with_environment("SONDE_RUN_ID=" + id.text(0)))
+            if (pid != root && pid != ::getpid() &&
+                std::none_of(left.begin(), left.end(),
+                             [&](const auto& p) { return p.first == pid; }))
+              left.emplace_back(pid, 0);
         // multiprocessing's resource tracker and forkserver end moments after the root, when
         // their pipe closes: "still running" was said of every forkserver or spawn program
         // (a red-team find). A second for them to go first; a daemon stays named.

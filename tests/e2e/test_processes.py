@@ -88,6 +88,31 @@ def test_sonde_run_says_which_processes_of_the_run_still_write(db):
                      "LIMIT 1", (pid,)) == [("exit",)]
 
 
+def test_a_process_of_the_run_that_has_not_written_yet_is_still_running(db):
+    # A daemon started just before the command ends writes its row at its first flush, a
+    # second later: `sonde run -- bash -c "nohup python3 train.py &"` read "profile written"
+    # alone while the trainer went on writing for 2 s (a red-team find). The run's id in its
+    # environment says it is the run's.
+    import subprocess
+    import time
+    helper = "import os, time; print(os.getpid(), flush=True); time.sleep(2)"
+    r = subprocess.run([CLI, "run", "-o", str(db), "--", "sh", "-c",
+                        f"/usr/bin/python3 -c '{helper}' & sleep 0.2"],
+                       env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    pid = int(r.stdout.split()[0])
+    # (The shell's fork child wrote its row, ended by the exec; the image has written none.)
+    assert query(db, "SELECT COUNT(*) FROM processes WHERE pid = ? AND ended_ns IS NULL",
+                 (pid,)) == [(0,)]
+    assert f"sonde: 1 process of the run is still running (pid {pid}); it adds its part to the " \
+           "profile when it ends" in r.stderr, r.stderr
+    deadline = time.monotonic() + 10  # its end, before the next test
+    while time.monotonic() < deadline and os.path.exists(f"/proc/{pid}"):
+        time.sleep(0.2)
+    assert query(db, "SELECT end_reason FROM processes WHERE pid = ? ORDER BY process_id DESC "
+                     "LIMIT 1", (pid,)) == [("exit",)]
+
+
 def test_a_killed_worker_its_parent_has_not_waited_for_is_not_running(db):
     # A worker killed by SIGKILL whose parent never waits for it (or an orphan under a PID 1
     # that does not reap, as in containers) stays a zombie: kill(pid, 0) still succeeds on it,
