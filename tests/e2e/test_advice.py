@@ -465,7 +465,10 @@ def test_a_dominant_dropout_is_a_torch_operator_candidate(tmp_path):
     assert c["est_gain_s"] == pytest.approx(excl_s, rel=1e-3), c
     assert "random number for every element" in c["advice"], c["advice"]
     assert "sonde tree --callers 'aten::dropout'" in c["advice"], c["advice"]
-    assert found["eval"] == [], found["eval"]
+    # In eval mode no dropout runs. (Its loop is so cheap that the input's one torch.randn,
+    # 7 ms, is 15 % of the work outside set-up: a candidate that says it ran outside the loop.)
+    assert all(c["location"] != "aten::dropout" and c["evidence"]["calls_in_loop"] == 0
+               and "outside the training loop" in c["summary"] for c in found["eval"]), found["eval"]
 
 
 def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
