@@ -1,5 +1,7 @@
 #include "advice/debug_tools.hpp"
 
+#include "advice/outermost_frames.hpp"
+
 namespace sonde::analyzers {
 
 DebugTools load_debug_tools(const ProfileFile& file) {
@@ -41,37 +43,19 @@ DebugTools load_debug_tools(const ProfileFile& file) {
   // (profiler_util.py), and the autograd profiler's own profile methods; record_function (the
   // optimizers' step wrapper opens one every step) is none of them. Outermost only: its event
   // tables call back into profile's methods through frames of neither.
-  constexpr const char* kProfiler =
-      "WITH RECURSIVE prof(routine_id) AS ("
-      "  SELECT routine_id FROM routines WHERE kind = 'python' AND ("
-      "    instr(file, '/torch/profiler/') > 0 OR file LIKE '%/torch/autograd/profiler\\_util.py'"
-      " ESCAPE '\\' OR (file LIKE '%/torch/autograd/profiler.py' AND ("
-      "      name LIKE '%(\\_start\\_trace)' ESCAPE '\\' OR name LIKE '%(\\_prepare\\_trace)' "
+  OutermostFrames prof = outermost_frames(
+      file,
+      "kind = 'python' AND ("
+      "  instr(file, '/torch/profiler/') > 0 OR file LIKE '%/torch/autograd/profiler\\_util.py'"
+      "  ESCAPE '\\' OR (file LIKE '%/torch/autograd/profiler.py' AND ("
+      "    name LIKE '%(\\_start\\_trace)' ESCAPE '\\' OR name LIKE '%(\\_prepare\\_trace)' "
       "ESCAPE '\\' OR name LIKE '%(\\_parse\\_kineto\\_results)' ESCAPE '\\'"
-      "      OR name LIKE '%(\\_parse\\_legacy\\_records)' ESCAPE '\\' OR name LIKE "
+      "    OR name LIKE '%(\\_parse\\_legacy\\_records)' ESCAPE '\\' OR name LIKE "
       "'%(key\\_averages)' ESCAPE '\\'"
-      "      OR name LIKE '%(export\\_chrome\\_trace)' ESCAPE '\\' OR name LIKE '%(table)')))),"
-      "marked(node_id) AS ("
-      "  SELECT node_id FROM nodes WHERE routine_id IN (SELECT routine_id FROM prof)),"
-      "up(mark, node_id) AS ("
-      "  SELECT m.node_id, n.parent_id FROM marked m JOIN nodes n USING (node_id)"
-      "  UNION ALL"
-      "  SELECT up.mark, n.parent_id FROM up JOIN nodes n ON n.node_id = up.node_id"
-      "  WHERE n.parent_id IS NOT NULL),"
-      "nested(node_id) AS (SELECT DISTINCT up.mark FROM up JOIN marked m USING (node_id)),"
-      "outer AS ("
-      "  SELECT n.incl_ns, n.calls, p.routine_id AS caller FROM marked m"
-      "  JOIN nodes n USING (node_id) JOIN nodes p ON p.node_id = n.parent_id"
-      "  WHERE m.node_id NOT IN (SELECT node_id FROM nested)"
-      "    AND n.node_id NOT IN (SELECT node_id FROM waited_nodes))"
-      "SELECT COALESCE(SUM(incl_ns), 0), COALESCE(SUM(calls), 0),"
-      "  (SELECT r.name FROM outer o JOIN routines r ON r.routine_id = o.caller"
-      "   GROUP BY o.caller ORDER BY SUM(o.incl_ns) DESC LIMIT 1) FROM outer";
-  if (auto st = file.prepare(kProfiler); st.step()) {
-    d.profiler_ns = st.int64(0);
-    d.profiler_calls = st.int64(1);
-    if (!st.is_null(2)) d.profiler_caller = st.text(2);
-  }
+      "    OR name LIKE '%(export\\_chrome\\_trace)' ESCAPE '\\' OR name LIKE '%(table)')))");
+  d.profiler_ns = prof.ns;
+  d.profiler_calls = prof.calls;
+  d.profiler_caller = prof.caller;
   // Module hooks: what torch.nn's _call_impl calls besides the module's forward (under tracing,
   // _slow_forward) is its hooks and their set-up; the backward hooks run in their own autograd
   // nodes. (A module's forward calls other modules' _call_impl: each hook counts once, at its
