@@ -211,9 +211,16 @@ std::vector<Candidate> small_operators(const AdviceInput& in, const Rule& rule) 
   const Metrics& m = in.metrics;
   const Breakdown& b = in.breakdown;
   // On a GPU the same cost is the launches', which gpu-launches judges.
-  if (in.gpu.any() || !b.found || b.gpu || b.iterations < kMinIterations || b.loop_op_calls <= 0 ||
-      b.loop_flops <= 0)
+  if (in.gpu.any() || !b.found || b.gpu || b.iterations < kMinIterations || b.loop_flops <= 0)
     return {};
+  // Every call of a torch operator or autograd node in the iterations, nested ones too (each
+  // pays the dispatcher).
+  std::int64_t op_calls = 0;
+  for (const RoutineMetrics& r : m.routines)
+    if (r.kind == kinds::kTorch)
+      if (auto it = b.loop_calls.find(r.routine_id); it != b.loop_calls.end())
+        op_calls += it->second;
+  if (op_calls <= 0) return {};
   // The fastest the run's counted arithmetic went: its best GEMM shape, or a oneDNN call.
   double best_gflops = 0;
   for (const ShapeMetrics& s : m.shapes)
@@ -227,7 +234,7 @@ std::vector<Candidate> small_operators(const AdviceInput& in, const Rule& rule) 
   for (const BreakdownRow& row : b.rows)
     if (row.id != "t_io") loop_ns += row.time_ns;
   if (loop_ns <= 0) return {};
-  double per_op_ns = double(loop_ns) / double(b.loop_op_calls);
+  double per_op_ns = double(loop_ns) / double(op_calls);
   double arithmetic_ns = b.loop_flops / best_gflops;
   double fixed_ns = double(loop_ns) - arithmetic_ns;
   if (per_op_ns >= kSmallCallNs || arithmetic_ns >= 0.25 * double(loop_ns)) return {};
@@ -244,7 +251,7 @@ std::vector<Candidate> small_operators(const AdviceInput& in, const Rule& rule) 
   c.rule = std::string(rule.id);
   c.location = b.body.empty() ? b.loop : b.body;
   c.evidence = {{"iterations", b.iterations},
-                {"operators_per_iteration", double(b.loop_op_calls) / iters},
+                {"operators_per_iteration", double(op_calls) / iters},
                 {"us_per_operator", per_op_ns / 1e3},
                 {"iteration_us", double(loop_ns) / iters / 1e3},
                 {"arithmetic_us", arithmetic_ns / iters / 1e3},
@@ -266,7 +273,7 @@ std::vector<Candidate> small_operators(const AdviceInput& in, const Rule& rule) 
       "set-up ({:.3f} s) calling operators rather than computing: {:.0f} operators an "
       "iteration of {:.1f} us each, their counted arithmetic {:.0f} us of each {:.0f} us "
       "iteration at the run's best rate",
-      b.iterations, pct, seconds(fixed), double(b.loop_op_calls) / iters, per_op_ns / 1e3,
+      b.iterations, pct, seconds(fixed), double(op_calls) / iters, per_op_ns / 1e3,
       arithmetic_ns / iters / 1e3, double(loop_ns) / iters / 1e3);
   auto before_2 = torch_before_2(m.facts);
   c.advice = fmt::format(

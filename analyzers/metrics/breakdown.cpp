@@ -314,8 +314,6 @@ struct Accumulator {
       ns += n.incl_ns;
       return;
     }
-    static const SharedText torch(kinds::kTorch);
-    if (n.kind == torch) out.loop_op_calls += n.calls;
     out.loop_flops += n.flops;
     out.loop_calls[n.routine_id] += n.calls;
     if (current < 0 && f.phase() >= 0) {

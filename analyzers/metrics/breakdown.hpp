@@ -56,13 +56,11 @@ struct Breakdown {
   // the rows add up to, so no share passes 100 % however many threads train side by side.
   std::int64_t threads_ns = 0;
   std::int64_t iterations = 0;  // exact, from the loop's entries; 0 when not found
-  // In the iterations (evaluations left out): the calls of torch operators and autograd nodes,
-  // nested ones too (each pays the dispatcher), and the FLOPs the cost models of the calls
-  // beneath counted (BLAS, oneDNN): the small-operators rule's work per iteration.
-  std::int64_t loop_op_calls = 0;
+  // In the iterations (evaluations left out): the FLOPs the cost models of the calls beneath
+  // counted (BLAS, oneDNN), the small-operators rule's work per iteration; and per routine its
+  // calls there (the rule's operator calls are the torch routines'; a candidate whose routine
+  // made none ran outside the loop: set-up, an evaluation, teardown).
   double loop_flops = 0;
-  // Per routine, its calls in the iterations: a candidate whose routine made none ran outside
-  // the loop (set-up, an evaluation, teardown), a cost that does not grow with the steps.
   std::unordered_map<std::int64_t, std::int64_t> loop_calls;
   // Where training threads of several ranks are in the file (merged), each rank's iterations:
   // `iterations` sums them (a 2-rank run of 60 lockstep steps read "120 iterations").
