@@ -23,6 +23,8 @@ namespace sonde {
 // The name a DType is stored under (shapes.dtype, routines.dtype); "" for kNone.
 const char* dtype_name(DType dtype);
 
+class NodeStatements;
+
 struct RunInfo {
   std::string uuid, command, host, cpu_model, mode;
   int64_t started_ns = 0;
@@ -126,8 +128,9 @@ class Store {
       bool operator==(const Written&) const = default;
     };
     HugeVector<Written> written;
-    // Per registry routine (the root's apart), the sums last written to thread_routine_sums.
-    std::vector<RoutineSums> sums;
+    // Per registry routine the thread called (the root's apart), the sums last written to
+    // thread_routine_sums.
+    std::unordered_map<RoutineId, RoutineSums> sums;
     RoutineSums root_sums;
   };
   struct ThreadStatements;
@@ -154,12 +157,12 @@ class Store {
   bool write_thread_row(Database& db, ThreadStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
                         std::string& error);
   // store_nodes.cpp
-  bool write_nodes(Database& db, const ThreadSnapshot& t, ThreadIds& ids, std::string& error);
-  // The thread's nodes summed per routine (`sums` by registry routine, `root` its root node's),
-  // as write_nodes adds them up, into thread_routine_sums: the rows that changed.
-  bool write_routine_sums(Database& db, const ThreadSnapshot& t, ThreadIds& ids,
-                          const std::vector<RoutineSums>& sums, const RoutineSums& root,
-                          std::string& error);
+  bool write_nodes(Database& db, NodeStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
+                   std::string& error);
+  // The thread's nodes summed per routine (sums_ at touched_, `root` its root node's), as
+  // write_nodes adds them up, into thread_routine_sums: the rows that changed.
+  bool write_routine_sums(Database& db, NodeStatements& st, const ThreadSnapshot& t, ThreadIds& ids,
+                          const RoutineSums& root, std::string& error);
   bool write_node_counters(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
                            const ThreadIds& ids, std::string& error);
   bool write_node_timing(Database& db, ThreadStatements& st, const ThreadSnapshot& t,
@@ -191,7 +194,10 @@ class Store {
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
   int64_t next_node_id_ = 0;          // within a flush's transaction; 0 until its first new node
-  bool views_there_ = false;          // a flush of this process committed with the views in place
+  // write_nodes' sums by registry routine, zero but for the routines in touched_ while it runs.
+  std::vector<RoutineSums> sums_;
+  std::vector<RoutineId> touched_;
+  bool views_there_ = false;  // a flush of this process committed with the views in place
 };
 
 }  // namespace sonde
