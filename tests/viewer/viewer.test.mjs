@@ -2,7 +2,7 @@
 // examples/mlp_numpy and examples/torch_cnn, made here with few steps, their bundles from
 // `sonde view-bundle`, the pages from the build. Every panel renders without a console error, a
 // click on a flame-graph frame zooms and selects the routine's row, search filters, and a
-// routine named like markup is shown as text.
+// routine named like markup is shown as text, one with a bidirectional override escaped.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
@@ -15,6 +15,9 @@ const CLI = process.env.SONDE_CLI;
 const BUILD = process.env.SONDE_BUILD;
 const PY = '/usr/bin/python3';
 const XSS = '<img src=x onerror=alert(1)>';
+// A name whose right-to-left override shows it as "load_eval.py": shown escaped instead.
+const BIDI = 'load_\u202eyp.lave';
+const BIDI_SHOWN = 'load_\\u202eyp.lave';
 const skip = chromiumMissing();
 if (skip) console.log(`# SKIP: ${skip}`);
 
@@ -52,12 +55,16 @@ before(async () => {
     'import ctypes, time, numpy as np',
     'sonde = ctypes.CDLL(None)',
     `name = ${JSON.stringify(XSS)}.encode()`,
+    `bidi = ${JSON.stringify(BIDI)}.encode()`,
     'a = np.ones((64, 64), dtype=np.float32)',
     'for _ in range(20):',
     '    sonde.sonde_region_begin(name)',
     '    a = (a @ a) / 64.0',
     '    time.sleep(0.02)  # wide enough to be drawn at full view',
     '    sonde.sonde_region_end(name)',
+    '    sonde.sonde_region_begin(bidi)',
+    '    time.sleep(0.02)',
+    '    sonde.sonde_region_end(bidi)',
   ].join('\n') + '\n');
   const mlp = join(SOURCE, 'examples', 'mlp_numpy', 'train.py');
   const cnn = join(SOURCE, 'examples', 'torch_cnn', 'train.py');
@@ -307,6 +314,12 @@ describe('viewer in chromium', { skip }, () => {
       assert.ok(cells.includes(XSS), `the name is not shown as text (${url})`);
       const at = await page.evaluate((name) => window.sonde.flame.locate(name), XSS);
       assert.ok(at, 'the region is not in the flame graph');
+      // Its bidirectional override shown as an escape, in the table and the flame graph alike,
+      // and nowhere on the page as the character itself.
+      assert.ok(cells.includes(BIDI_SHOWN), `the override is not shown escaped (${url}): ${cells.filter((c) => c.startsWith('load_'))}`);
+      assert.ok(await page.evaluate((name) => window.sonde.flame.locate(name), BIDI_SHOWN), 'the escaped name is not in the flame graph');
+      // (innerText: what is shown; the inline file's data script holds the name as it is)
+      assert.ok(!(await page.evaluate(() => document.body.innerText)).includes('\u202e'), `the override reached the page (${url})`);
       assert.deepEqual(errors, [], url);
       await page.close();
     }

@@ -21,6 +21,33 @@ export function append(node, children) {
   return node;
 }
 
+// Characters shown as nothing, or that change how what follows is shown: zero-width spaces and
+// joiners, the bidirectional marks, embeddings, overrides and isolates (a name can show as
+// another's, as in "Trojan source"), the line and paragraph separators, the byte-order mark.
+// Shown as their escape (\u202e), as the terminal reports show them (table_format.cpp visible).
+const INVISIBLE = /[\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
+// The same in the JSON's text, as a character or escaped.
+const INVISIBLE_IN_JSON = /[\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\\u(200[b-f]|202[89a-e]|206[0-46-9]|feff)/i;
+
+export function visible(text) {
+  return text.replace(INVISIBLE, (c) => '\\u' + c.charCodeAt(0).toString(16).padStart(4, '0'));
+}
+
+function visibleAll(v) {
+  if (typeof v === 'string') return visible(v);
+  if (Array.isArray(v)) return v.map(visibleAll);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [visible(k), visibleAll(x)]));
+}
+
+// A profile's JSON, every string in it with its invisible characters made visible: once, here,
+// so that every panel, the canvas and the tooltips show the same text and select by it. The
+// walk is skipped where the text has none (a 1M-path bundle is not walked twice).
+export function parseProfileJson(text) {
+  const data = JSON.parse(text);
+  return INVISIBLE_IN_JSON.test(text) ? visibleAll(data) : data;
+}
+
 export function svgEl(tag, attrs) {
   const node = document.createElementNS('http://www.w3.org/2000/svg', tag);
   for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));

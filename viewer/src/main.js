@@ -2,7 +2,7 @@
 // a click anywhere selects the routine everywhere, by its routine_id where the panel has one (the
 // tree, the hot spots, shapes, roofline, candidates: two `step` of two files are two routines),
 // else by its name (line costs, samples, ranks).
-import { el, empty, fmtNum, panel } from './dom.js';
+import { el, empty, fmtNum, panel, parseProfileJson } from './dom.js';
 import { DataTable } from './table.js';
 import { FlameGraph } from './flame.js';
 import { breakdown, roofline } from './charts.js';
@@ -23,12 +23,12 @@ const SUPPORTED_FORMAT = 2;
 async function fetchData(query) {
   const response = await fetch('data.json' + location.search + (location.search ? '&' : '?') + query);
   if (!response.ok) throw new Error(`the server answered ${response.status} for the profile's data: ${(await response.text()).trim()}`);
-  return response.json();
+  return parseProfileJson(await response.text());
 }
 
 async function loadBundle() {
   const inline = document.getElementById('sonde-data');
-  if (inline) return JSON.parse(inline.textContent);
+  if (inline) return parseProfileJson(inline.textContent);
   return fetchData('part=index');
 }
 
