@@ -1,5 +1,7 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <functional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -77,10 +79,11 @@ class EventWriter {
   bool first_ = true;
 };
 
-// `aggregated`: the file has no trace events and the layout below is the call tree, not time:
-// said in each process's title, the first thing Perfetto and chrome://tracing show, as well as
+// `aggregated`: whether a process has no trace events and its layout below is the call tree,
+// not time: said in its title, the first thing Perfetto and chrome://tracing show, as well as
 // in otherData, which neither shows.
-void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads, bool aggregated) {
+void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads,
+                  const std::function<bool(std::int64_t pid)>& aggregated) {
   std::unordered_set<std::int64_t> named;
   std::set<std::pair<std::int64_t, std::int64_t>> tracks;
   for (const ThreadTree& t : threads) {
@@ -91,8 +94,9 @@ void add_metadata(EventWriter& w, const std::vector<ThreadTree>& threads, bool a
           "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}"
           "}",
           t.pid, t.tid,
-          json_string(fmt::format("{} (pid {}){}", t.process_command, t.pid,
-                                  aggregated ? " [aggregated call tree, not a timeline]" : "")));
+          json_string(
+              fmt::format("{} (pid {}){}", t.process_command, t.pid,
+                          aggregated(t.pid) ? " [aggregated call tree, not a timeline]" : "")));
     }
     std::string name = t.thread_name.empty() ? fmt::format("thread {}", t.seq) : t.thread_name;
     w.add(
@@ -130,6 +134,20 @@ void layout(EventWriter& w, FrameTable& frames, const ThreadTree& t, std::int64_
       end -= it->incl_ns;
       todo.push_back({&*it, end, sf});
     }
+  }
+}
+
+// Trees laid out one after another on their tracks: threads of the same track (an exec'd image
+// and the one it replaced: same pid and thread id) in the order they ran, not on top of each
+// other.
+void layout_trees(EventWriter& w, FrameTable& frames, const std::vector<ThreadTree*>& trees,
+                  Progress& progress) {
+  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_end;
+  for (ThreadTree* t : trees) {
+    sort_by_inclusive(t->root);
+    std::int64_t& start = track_end[{t->pid, t->tid}];
+    layout(w, frames, *t, start, progress);
+    start += t->root.incl_ns;
   }
 }
 
@@ -218,27 +236,48 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
   Progress& p = progress != nullptr ? *progress : silent;
   std::vector<ThreadTree> threads = load_thread_trees(file);
   bool has_events = file.has_rows("trace_events");
+  std::set<std::int64_t> traced, traced_pids;  // threads with trace events, their processes
+  if (has_events) {
+    auto st = file.prepare("SELECT DISTINCT thread_id FROM trace_events");
+    while (st.step()) traced.insert(st.int64(0));
+    for (const ThreadTree& t : threads)
+      if (traced.count(t.thread_id) != 0) traced_pids.insert(t.pid);
+  }
   JsonSink sink(out);
   EventWriter w(sink);
   FrameTable frames;
-  add_metadata(w, threads, !has_events);
+  add_metadata(w, threads, [&](std::int64_t pid) { return traced_pids.count(pid) == 0; });
   Json other{{"sonde_file", file.path()}};
   if (has_events) {
     write_trace_events(file, w, frames, p);
     other["sonde_layout"] = "timeline (trace events)";
-  } else {
-    std::int64_t total = 0;
-    for (const ThreadTree& t : threads) total += count_nodes(t.root);
-    p.start(total, "nodes");
-    // Threads of the same track (an exec'd image and the one it replaced: same pid and thread
-    // id) one after the other, in the order they ran, not on top of each other.
-    std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_end;
+    // The processes that have none (traced off in a child's environment, a file merged from
+    // traced and untraced runs) were left as empty tracks: their trees instead, titled so.
+    std::vector<ThreadTree*> untraced;
+    std::set<std::int64_t> pids;
     for (ThreadTree& t : threads) {
-      sort_by_inclusive(t.root);
-      std::int64_t& start = track_end[{t.pid, t.tid}];
-      layout(w, frames, t, start, p);
-      start += t.root.incl_ns;
+      if (traced.count(t.thread_id) != 0 || t.root.incl_ns <= 0) continue;
+      untraced.push_back(&t);
+      pids.insert(t.pid);
     }
+    if (!untraced.empty()) {
+      Progress silent;  // counted in events above
+      layout_trees(w, frames, untraced, silent);
+      other["sonde_untraced"] = fmt::format(
+          "process{} {} recorded no trace events (tracing off there, or none kept): "
+          "{} aggregated call tree{}, titled so, not a timeline",
+          pids.size() == 1 ? "" : "es", fmt::join(pids, ", "), pids.size() == 1 ? "its" : "their",
+          untraced.size() == 1 ? "" : "s");
+    }
+  } else {
+    std::vector<ThreadTree*> all;
+    std::int64_t total = 0;
+    for (ThreadTree& t : threads) {
+      all.push_back(&t);
+      total += count_nodes(t.root);
+    }
+    p.start(total, "nodes");
+    layout_trees(w, frames, all, p);
     other["sonde_layout"] = "aggregated call tree, not a timeline";
   }
   add_trace_losses(file, other);

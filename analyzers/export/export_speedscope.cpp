@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <set>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "export/export.hpp"
@@ -77,12 +80,16 @@ void collect(const CallNode& top, const std::unordered_map<std::int64_t, std::in
 }
 
 // Returns the index of the profile with the most time (shown first); counts the profiles.
+// `only`: where given, the threads to write (the others left out); `suffix`: after each name.
 std::int64_t write_sampled(const std::vector<ThreadTree>& threads,
                            const std::unordered_map<std::int64_t, std::int64_t>& frame,
-                           JsonSink& out, Progress& progress, std::int64_t& count) {
+                           JsonSink& out, Progress& progress, std::int64_t& count,
+                           const std::set<std::int64_t>* only = nullptr,
+                           std::string_view suffix = "") {
   progress.start(static_cast<std::int64_t>(threads.size()), "threads");
   std::int64_t busiest = 0, most = -1;
   for (const ThreadTree& t : threads) {
+    if (only != nullptr && only->count(t.thread_id) == 0) continue;
     Samples s;
     std::vector<std::int64_t> stack;
     for (const CallNode& child : t.root.children) collect(child, frame, stack, s);
@@ -97,7 +104,8 @@ std::int64_t write_sampled(const std::vector<ThreadTree>& threads,
     out.put(
         "{}\n{{\"type\":\"sampled\",\"name\":{},\"unit\":\"nanoseconds\",\"startValue\":0,"
         "\"endValue\":{},\"samples\":[{}],\"weights\":[{}]}}",
-        count++ == 0 ? "" : ",", json_string(profile_name(t)), s.total, s.stacks, s.weights);
+        count++ == 0 ? "" : ",", json_string(profile_name(t) + std::string(suffix)), s.total,
+        s.stacks, s.weights);
   }
   return busiest;
 }
@@ -220,6 +228,18 @@ void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* prog
   std::int64_t count = 0;
   std::int64_t active = has_events ? write_evented(file, threads, frame, sink, p, count)
                                    : write_sampled(threads, frame, sink, p, count);
+  if (has_events) {
+    // Threads without trace events (tracing off in a child's environment, a file merged from
+    // traced and untraced runs) were left out: their aggregated trees, named so.
+    std::set<std::int64_t> untraced;
+    for (const ThreadTree& t : threads) untraced.insert(t.thread_id);
+    auto st = file.prepare("SELECT DISTINCT thread_id FROM trace_events");
+    while (st.step()) untraced.erase(st.int64(0));
+    Progress silent;  // counted in events above
+    if (!untraced.empty())
+      write_sampled(threads, frame, sink, silent, count, &untraced,
+                    " [aggregated call tree, no trace events]");
+  }
   write_sampler_profiles(threads, samples, frame, native, sink, count);
   // Nothing measured (a program that made no call sonde sees): one empty profile, which
   // speedscope opens, rather than none, which it refuses.

@@ -306,6 +306,50 @@ def test_speedscope_evented_from_trace_events(mlp_trace):
     assert opens == query(mlp_trace, "SELECT COUNT(*) FROM trace_events")[0][0]
 
 
+def test_a_process_traced_off_is_its_call_tree_in_a_traced_files_exports(tmp_path):
+    """A traced run whose child ran with SONDE_TRACE=0 (or a file merged from traced and
+    untraced runs): the child has call paths and no trace events. Both exports showed it as
+    an empty track, or not at all: now its aggregated tree, titled so, beside the timeline."""
+    (tmp_path / "child.py").write_text(
+        "def child_work(n):\n    return sum(i * i for i in range(n))\nchild_work(300000)\n")
+    (tmp_path / "parent.py").write_text(
+        "import os, subprocess, sys\n"
+        "def work(n):\n    return sum(i * i for i in range(n))\n"
+        "work(20000)\n"
+        "subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), 'child.py')],\n"
+        "               env=dict(os.environ, SONDE_TRACE='0'), check=True)\n")
+    db = sonde_py(tmp_path / "mix.db", tmp_path / "parent.py", trace=True)
+    events = dict(query(db, "SELECT p.pid, COUNT(e.thread_id) FROM processes p "
+                            "JOIN threads t USING (process_id) "
+                            "LEFT JOIN trace_events e USING (thread_id) GROUP BY p.pid"))
+    assert len(events) == 2 and sorted(events.values())[0] == 0, events
+    child = next(pid for pid, n in events.items() if n == 0)
+    parent = next(pid for pid, n in events.items() if n > 0)
+
+    doc = check_perfetto_structure(export(db, "chrome"))
+    titles = {e["pid"]: e["args"]["name"] for e in doc["traceEvents"]
+              if e["name"] == "process_name"}
+    assert "aggregated" in titles[child] and "aggregated" not in titles[parent], titles
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == child]
+    assert any("child_work" in e["name"] for e in slices), slices
+    # its tree once: one slice per node of the child (its thread's root the whole track)
+    assert len(slices) == query(db, "SELECT COUNT(*) FROM nodes n JOIN threads t USING "
+                                    "(thread_id) JOIN processes p USING (process_id) "
+                                    "WHERE p.pid = ?", (child,))[0][0]
+    assert str(child) in doc["otherData"]["sonde_untraced"]
+    assert sum(e["ph"] == "X" and e["pid"] == parent for e in doc["traceEvents"]) == \
+        events[parent]
+
+    ss = json.loads(export(db, "speedscope"))
+    check_speedscope(ss)
+    kinds = {p["name"]: p["type"] for p in ss["profiles"]}
+    assert [k for k, v in kinds.items() if v == "evented"] == [
+        k for k in kinds if f"pid {parent}," in k], kinds
+    untraced = [k for k in kinds if f"pid {child}," in k]
+    assert len(untraced) == 1 and kinds[untraced[0]] == "sampled", kinds
+    assert "aggregated call tree" in untraced[0]
+
+
 SPEEDSCOPE_APP = HERE / "speedscope" / "node_modules" / "speedscope" / "dist" / "release"
 CHROMIUM = shutil.which("chromium")
 
