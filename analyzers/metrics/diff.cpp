@@ -12,6 +12,7 @@
 #include <set>
 #include <tuple>
 
+#include "metrics/breakdown_roles.hpp"
 #include "profile/hotspots.hpp"
 #include "profile/line_costs.hpp"
 #include "profile/run_summary.hpp"
@@ -83,16 +84,37 @@ void add_routines(std::map<Key, RowRuns>& rows, const ProfileFile& file, bool is
 // pair is the only one. Until 2026-12-06 every function below an edit read "only before" and
 // "only after", the ones just made faster among them, and train.py:30 was get_batch before
 // and normalize_rows after. The row is named as after the edit, with its name before beside it.
+// Only in the program's own files (installed packages and the standard library are not
+// edited between two runs), and only where no function of the file found at the same line on
+// both sides lies below the pair's line before: an edit that moved the def moved every def
+// after it. Two methods of one name in two classes are two functions: a loader without
+// workers before and with them after was paired as one (dataloader.py's _next_data of the
+// single-process iterator, line 669, with the multi-process one's, 1286: "both", 1.01x, a
+// red-team diff), and so would a model's Attention.forward with the FastAttention.forward
+// that replaced it in an unchanged file.
 void pair_lone_routines(std::map<Key, RowRuns>& rows) {
   auto pair_by = [&rows](auto&& loose_key, bool moved) {
     std::map<Key, std::pair<std::vector<Key>, std::vector<Key>>> lone;
+    // Per file base name, the lines of Python functions found there on both sides.
+    std::map<std::string, std::vector<std::int64_t>> steady;
     for (const auto& [key, r] : rows) {
-      if (r.before.empty() == r.after.empty()) continue;
+      if (r.before.empty() == r.after.empty()) {
+        if (moved && r.row.kind == kinds::kPython)
+          steady[fs::path(r.row.file).filename().string()].push_back(r.row.line);
+        continue;
+      }
       if (std::optional<Key> loose = loose_key(r.row))
         (!r.before.empty() ? lone[*loose].first : lone[*loose].second).push_back(key);
     }
     for (const auto& [loose, sides] : lone) {
       if (sides.first.size() != 1 || sides.second.size() != 1) continue;
+      if (moved) {
+        const DiffRow& was = rows[sides.first[0]].row;
+        const auto& lines = steady[fs::path(was.file).filename().string()];
+        if (std::any_of(lines.begin(), lines.end(),
+                        [&](std::int64_t line) { return line > was.line; }))
+          continue;
+      }
       RowRuns& kept = rows[sides.first[0]];
       RowRuns& after = rows[sides.second[0]];
       kept.after = after.after;
@@ -112,7 +134,7 @@ void pair_lone_routines(std::map<Key, RowRuns>& rows) {
       false);
   pair_by(
       [](const DiffRow& r) -> std::optional<Key> {
-        if (r.kind != kinds::kPython || r.line <= 0) return std::nullopt;
+        if (r.kind != kinds::kPython || r.line <= 0 || !user_file(r.file)) return std::nullopt;
         return Key{r.kind, r.library, fs::path(r.file).filename().string(), 0,
                    function_part(r.name)};
       },

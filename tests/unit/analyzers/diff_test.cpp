@@ -2,6 +2,7 @@
 // on it, and the warnings where the runs measured different windows, commands or thread counts.
 #include "metrics/diff.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -170,6 +171,40 @@ TEST_F(DiffRunsTest, AFunctionWhoseLineMovedIsTheSameFunction) {
       EXPECT_EQ(r["before_name"], "train.py:30(update_core_cpu)");
     }
   EXPECT_TRUE(found);
+}
+
+// Functions of one name that are two functions: a method of another class in an unchanged
+// file, or in an installed package's. A red-team diff of a loader without workers against one
+// with them paired dataloader.py:669(_next_data) (the single-process iterator's) with
+// dataloader.py:1286(_next_data) (the multi-process one's) as one, "both", 1.01x.
+TEST_F(DiffRunsTest, SameNamedFunctionsOfOtherClassesAreNotOneMoved) {
+  auto routine = [](int id, const std::string& name, const std::string& file, int line) {
+    return fmt::format(
+        "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
+        "  ({0}, '{1}', 'python', '{2}', {3});"
+        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+        "  subrs, incl_ns, excl_ns, flops, bytes) VALUES ({0}, 1, 5, {0}, 3, 0, 1, 0, 1000000, "
+        "  1000000, 0, 0);",
+        id, name, file, line);
+  };
+  const std::string loader = "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py";
+  // Before: Attention.forward at 10; after, FastAttention.forward at 40 in its place; Block's
+  // forward at 60 ran in both, at the same line: the file did not move.
+  run("before", 6.8, 1.5, 10.0,
+      routine(7, "dataloader.py:669(_next_data)", loader, 669) +
+          routine(8, "model.py:10(forward)", "/w/model.py", 10) +
+          routine(9, "model.py:60(forward)", "/w/model.py", 60));
+  run("after", 6.8, 1.5, 10.0,
+      routine(7, "dataloader.py:1286(_next_data)", loader, 1286) +
+          routine(8, "model.py:40(forward)", "/w/model.py", 40) +
+          routine(9, "model.py:60(forward)", "/w/model.py", 60));
+  ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
+  EXPECT_EQ(row(d.phases, "dataloader.py:669(_next_data)").status, "only before");
+  EXPECT_EQ(row(d.phases, "dataloader.py:1286(_next_data)").status, "only after");
+  EXPECT_EQ(row(d.phases, "model.py:10(forward)").status, "only before");
+  EXPECT_EQ(row(d.phases, "model.py:40(forward)").status, "only after");
+  EXPECT_EQ(row(d.phases, "model.py:60(forward)").status, "both");
+  for (const DiffRow& r : d.phases) EXPECT_EQ(r.before_name, "") << r.name;
 }
 
 TEST_F(DiffRunsTest, OneRunASideSaysTheNoiseIsUnknown) {
