@@ -204,12 +204,14 @@ std::string threads_text(const RunSummary& s) {
 // Runs that measured different windows or different work compare nothing like for like: a
 // `--delay 25` run against a whole one read "2.81x speedup".
 std::vector<std::string> comparability_warnings(const Files& before, const Files& after) {
-  std::vector<std::string> window[2], command[2], threads[2];
+  std::vector<std::string> window[2], command[2], options[2], threads[2];
   for (int side = 0; side < 2; ++side)
     for (const ProfileFile* f : side == 0 ? before : after) {
       RunSummary s = load_run_summary(*f);
       window[side].push_back(s.window);
       command[side].push_back(program_command(s.command));
+      std::string measuring = measuring_options(s.command);
+      options[side].push_back(measuring.empty() ? "none" : measuring);
       threads[side].push_back(threads_text(s));
     }
   std::vector<std::string> out;
@@ -221,6 +223,11 @@ std::vector<std::string> comparability_warnings(const Files& before, const Files
   if (!all_same(command[0], command[1]))
     out.push_back(fmt::format("the commands differ ({}): the runs may do different work",
                               sides_text(command[0], command[1])));
+  if (!all_same(options[0], options[1]))
+    out.push_back(fmt::format(
+        "the runs were measured differently ({}): timed lines, traced calls, samples and "
+        "recorded shapes add their cost to the times",
+        sides_text(options[0], options[1])));
   if (!all_same(threads[0], threads[1]))
     out.push_back(fmt::format("the thread counts differ ({}): a speedup includes theirs",
                               sides_text(threads[0], threads[1])));

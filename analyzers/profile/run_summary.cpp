@@ -246,29 +246,60 @@ bool takes_value(std::string_view option) {
 
 }  // namespace
 
-std::string program_command(const std::string& command) {
+namespace {
+
+// python3 -m sonde's options that change what is measured, not what the program does: a line
+// timed, a builtin call or an import recorded, a call traced, a stack sampled, an operator's
+// shapes kept each add their cost to what they measure. The window's options (--delay, --steps,
+// --step-region, --paused) are the window's, which diff says apart; the others (the output,
+// --force, --sort, --flush-interval, --no-record-args, the launch) change neither.
+constexpr std::array<std::string_view, 8> kMeasuring{"--lines",         "--builtins", "--imports",
+                                                     "--record-shapes", "--trace",    "--counters",
+                                                     "--sample",        "--adaptive"};
+
+struct Launch {
+  std::vector<std::string> program;    // the interpreter's words, then the program's
+  std::vector<std::string> measuring;  // sonde's options of kMeasuring, with their values
+};
+
+Launch split_launch(const std::string& command) {
   std::vector<std::string> words = shell_words(command);
+  Launch out;
   std::size_t i = 0;
   while (i + 1 < words.size() && !(words[i] == "-m" && words[i + 1] == "sonde")) ++i;
-  if (i + 1 >= words.size()) return command;
-  std::vector<std::string> kept(words.begin(), words.begin() + std::ptrdiff_t(i + 2));
+  if (i + 1 >= words.size()) {
+    out.program = words;
+    return out;
+  }
+  out.program.assign(words.begin(), words.begin() + std::ptrdiff_t(i));
   std::size_t j = i + 2;
   while (j < words.size()) {
     const std::string& w = words[j];
-    if (w.size() < 2 || w[0] != '-' || w == "--" || w == "-m" || w == "-c") break;
-    if (w == "-o" || w == "--output") {
-      j += 2;
-    } else if (w == "--force" || w.starts_with("--output=") || w.starts_with("-o")) {
-      j += 1;
-    } else {
-      kept.push_back(w);
-      bool value = w.find('=') == std::string::npos && takes_value(w) && j + 1 < words.size();
-      if (value) kept.push_back(words[j + 1]);
-      j += value ? 2 : 1;
+    if (w == "--") {
+      ++j;
+      break;
     }
+    if (w.size() < 2 || w[0] != '-' || w == "-m" || w == "-c") break;
+    std::string_view name = std::string_view(w).substr(0, w.find('='));
+    bool value = w.find('=') == std::string::npos && takes_value(w) && j + 1 < words.size();
+    if (std::find(kMeasuring.begin(), kMeasuring.end(), name) != kMeasuring.end()) {
+      out.measuring.push_back(w);
+      if (value) out.measuring.push_back(words[j + 1]);
+    }
+    j += value ? 2 : 1;
   }
-  kept.insert(kept.end(), words.begin() + std::ptrdiff_t(j), words.end());
-  return shell_line(kept);
+  out.program.insert(out.program.end(), words.begin() + std::ptrdiff_t(j), words.end());
+  return out;
+}
+
+}  // namespace
+
+std::string program_command(const std::string& command) {
+  return shell_line(split_launch(command).program);
+}
+
+std::string measuring_options(const std::string& command) {
+  return shell_line(split_launch(command).measuring);
 }
 
 namespace {

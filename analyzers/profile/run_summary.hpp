@@ -46,11 +46,14 @@ struct RunSummary {
 
 RunSummary load_run_summary(const ProfileFile& file);
 
-// A run's command (RunSummary::command) less python3 -m sonde's profile name: `python3 -m sonde
-// -o a1.db train.py` and `-o a2.db` ran one program, and each run of the daily loop writes its
-// own file (sonde run records the program alone). sonde's other options stay: they change what
-// is measured. What diff and scaling compare.
+// A run's command (RunSummary::command) as the program's: `python3 -m sonde -o a1.db --lines
+// step train.py` ran `python3 train.py`, as `sonde run --python` records it. The daily loop
+// writes each run's own file, and re-profiles with --lines on the hot function: diff warned
+// "the runs may do different work" for both. What diff and tune's results compare.
 std::string program_command(const std::string& command);
+// python3 -m sonde's options in `command` that change what is measured (--lines, --builtins,
+// --trace, ...; the window's are the window's), with their values: "" for none.
+std::string measuring_options(const std::string& command);
 
 // A run's run_info rows (?1: its run_id), in the order in which a later row of a key wins:
 // the processes' rows, the root's last (whatever its row id: a child that ended within the

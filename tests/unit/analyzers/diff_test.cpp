@@ -207,6 +207,35 @@ TEST_F(DiffRunsTest, SameNamedFunctionsOfOtherClassesAreNotOneMoved) {
   for (const DiffRow& r : d.phases) EXPECT_EQ(r.before_name, "") << r.name;
 }
 
+// The daily loop under python3 -m sonde re-profiles with --lines on the hot function, or
+// launches with sonde run --python: the program is the same, and diff warned "the commands
+// differ ...: the runs may do different work" for each (a red-team find). What differs in the
+// first is how it was measured, said so; the output, the flush interval and the launch change
+// neither.
+TEST_F(DiffRunsTest, SondesOwnOptionsAreNoOtherCommand) {
+  auto command = [](const std::string& c) { return "UPDATE runs SET command = '" + c + "';"; };
+  run("a", 6.8, 1.5, 10.0, command("/usr/bin/python3 -m sonde -o a.db train.py 100"));
+  run("b", 6.8, 1.5, 10.0,
+      command("/usr/bin/python3 -m sonde --force --output=b.db --flush-interval 5 -- train.py "
+              "100"));
+  run("c", 6.8, 1.5, 10.0, command("/usr/bin/python3 train.py 100"));
+  run("d", 6.8, 1.5, 10.0,
+      command("/usr/bin/python3 -m sonde -o d.db --lines step --trace train.py 100"));
+  run("e", 6.8, 1.5, 10.0, command("/usr/bin/python3 -m sonde -o e.db train.py 200"));
+  for (std::size_t other : {1u, 2u})
+    EXPECT_TRUE(compute_diff(side(0, 1), side(other, 1)).warnings.empty()) << other;
+  ProfileDiff d = compute_diff(side(0, 1), side(3, 1));
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0],
+            "the runs were measured differently (before: none; after: --lines step --trace): "
+            "timed lines, traced calls, samples and recorded shapes add their cost to the times");
+  d = compute_diff(side(0, 1), side(4, 1));
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_EQ(d.warnings[0],
+            "the commands differ (before: /usr/bin/python3 train.py 100; after: /usr/bin/python3 "
+            "train.py 200): the runs may do different work");
+}
+
 TEST_F(DiffRunsTest, OneRunASideSaysTheNoiseIsUnknown) {
   run("a", 6.8, 1.5, 10.0);
   run("b", 3.4, 1.5, 8.0);
