@@ -29,9 +29,10 @@ std::string status_of(bool before, bool after) {
 }
 
 // The rule's word, where both sides have a spread: one run has none, and its noise is unknown.
-Noise noise_of(const std::vector<double>& before, const std::vector<double>& after) {
+Noise noise_of(const std::vector<double>& before, const std::vector<double>& after,
+               double floor = 0) {
   if (before.size() < 2 || after.size() < 2) return Noise::kUnknown;
-  return judge_noise(before, after);
+  return judge_noise(before, after, floor);
 }
 
 std::optional<double> ratio_of(double num, double den) {
@@ -141,7 +142,7 @@ void pair_lone_routines(std::map<Key, RowRuns>& rows) {
       true);
 }
 
-void finish_row(RowRuns& r) {
+void finish_row(RowRuns& r, std::int64_t floor_ns) {
   DiffRow& row = r.row;
   row.before = spread_of(r.before);
   row.after = spread_of(r.after);
@@ -150,7 +151,7 @@ void finish_row(RowRuns& r) {
   row.status = status_of(row.before_ns.has_value(), row.after_ns.has_value());
   if (row.before_ns && row.after_ns && *row.after_ns > 0)
     row.speedup = row.before.median / row.after.median;
-  if (row.status == "both") row.noise = noise_of(r.before, r.after);
+  if (row.status == "both") row.noise = noise_of(r.before, r.after, static_cast<double>(floor_ns));
 }
 
 // A GEMM shape across files is its routine's name and library, call site, m, n, k and dtype.
@@ -258,13 +259,17 @@ ProfileDiff compute_diff(const Files& before, const Files& after) {
   d.threads_before_ns = std::llround(d.threads.before.median);
   d.threads_after_ns = std::llround(d.threads.after.median);
   d.total_speedup = d.total.speedup;
+  d.row_floor_ns = std::max<std::int64_t>(
+      kDiffRowFloorNs,
+      std::llround(kDiffRowFloorShare *
+                   static_cast<double>(std::max(d.threads_before_ns, d.threads_after_ns))));
 
   std::map<Key, RowRuns> rows;
   for (const ProfileFile* f : before) add_routines(rows, *f, true);
   for (const ProfileFile* f : after) add_routines(rows, *f, false);
   pair_lone_routines(rows);
   for (auto& [key, r] : rows) {
-    finish_row(r);
+    finish_row(r, d.row_floor_ns);
     (r.row.kind == kinds::kRegion || r.row.kind == kinds::kPython ? d.phases : d.routines)
         .push_back(r.row);
   }

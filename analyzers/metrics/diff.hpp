@@ -60,10 +60,21 @@ struct ProfileDiff {
   std::vector<DiffRow> phases;    // regions and Python functions
   std::vector<DiffRow> routines;  // every other kind (blas, onednn, native, ...)
   std::vector<ShapeDiffRow> shapes;
+  // A phase's or routine's change of no more than this is "under the floor", however apart
+  // its runs: kDiffRowFloorNs, or kDiffRowFloorShare of the busy threads' time, the larger.
+  std::int64_t row_floor_ns = 0;
   // What makes the runs compare different work: collection windows, commands, thread counts
   // that differ between (or within) the sides; one line each.
   std::vector<std::string> warnings;
 };
+
+// The rows' floor. A run in a quieter moment is faster in every routine at once, so one
+// ordering of the runs, 1 in 20 with three a side, set every row apart: diffing three runs of
+// a torch MLP with SONDE_FTZ=1 against three without (tune: "in the noise") called 46 of 132
+// phases and 11 of 35 routines "beyond noise", each 20-170 us apart in a 1.5 s run, in code
+// the flags cannot touch (a red-team find).
+inline constexpr std::int64_t kDiffRowFloorNs = 1'000'000;
+inline constexpr double kDiffRowFloorShare = 0.001;
 
 // From each file's `run_totals`, `hotspots` and `gemm_shapes` views; rows by time before (then
 // after), largest first.

@@ -33,8 +33,8 @@ Noise judge_noise(const std::vector<double>& a, const std::vector<double>& b, do
   if (too_few_runs(a.size(), b.size())) return Noise::kTooFewRuns;
   double lo = std::min(x.median, y.median), hi = std::max(x.median, y.median);
   // Apart with both medians at 0 cannot be (the ranges would touch); lo 0 is an infinite effect.
-  bool small = hi - lo <= min_abs || (lo > 0 && hi / lo <= 1 + kNoiseMinEffect);
-  return small ? Noise::kSmall : Noise::kBeyond;
+  if (hi - lo <= min_abs) return Noise::kTooSmall;
+  return lo > 0 && hi / lo <= 1 + kNoiseMinEffect ? Noise::kSmall : Noise::kBeyond;
 }
 
 std::string noise_text(Noise noise) {
@@ -47,6 +47,8 @@ std::string noise_text(Noise noise) {
       return "too few runs";
     case Noise::kSmall:
       return fmt::format("under {:g} %", kNoiseMinEffect * 100);
+    case Noise::kTooSmall:
+      return "under the floor";
     case Noise::kUnknown:
       break;
   }

@@ -29,13 +29,14 @@ enum class Noise {
   kUnknown,     // a side has no value
   kWithin,      // the ranges overlap (or touch)
   kTooFewRuns,  // apart, but so few runs fall in that order by chance too often
-  kSmall,       // apart, by kNoiseMinEffect or min_abs or less
+  kSmall,       // apart, by kNoiseMinEffect or less
+  kTooSmall,    // apart, by min_abs or less: the figure's floor
   kBeyond,      // apart beyond the noise: the one rule's finding
 };
 
 bool too_few_runs(std::size_t runs_a, std::size_t runs_b);
 Noise judge_noise(const std::vector<double>& a, const std::vector<double>& b, double min_abs = 0);
-// "within noise", "beyond noise", "too few runs", "under 3 %", "unknown".
+// "within noise", "beyond noise", "too few runs", "under 3 %", "under the floor", "unknown".
 std::string noise_text(Noise noise);
 
 }  // namespace sonde::analyzers

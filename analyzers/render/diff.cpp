@@ -205,8 +205,11 @@ std::string render_diff_text(const ProfileDiff& d) {
   if (spread) {
     out += fmt::format(
         "{} run{} before, {} run{} after: each figure is the median of its runs, "
-        "with their min-max; within noise where the two ranges overlap\n",
-        d.runs_before, d.runs_before == 1 ? "" : "s", d.runs_after, d.runs_after == 1 ? "" : "s");
+        "with their min-max; within noise where the two ranges overlap; a phase or routine "
+        "whose medians differ by {:.3f} s or less is under the floor (a quieter moment speeds "
+        "every routine of a run at once)\n",
+        d.runs_before, d.runs_before == 1 ? "" : "s", d.runs_after, d.runs_after == 1 ? "" : "s",
+        d.row_floor_ns / 1e9);
     out += "total wall time: " + total_line("speedup", d.total, true) + "\n";
     out += "busy threads' time: " + total_line("speedup", d.threads, true) + "\n";
   } else {
@@ -254,6 +257,7 @@ Json render_diff_json(const std::vector<std::string>& before_paths,
          {"threads_noise", noise_text(d.threads.noise)},
          {"noise_min_effect", kNoiseMinEffect},
          {"noise_max_chance", kNoiseMaxChance},
+         {"noise_row_floor_s", d.row_floor_ns / 1e9},
          {"warnings", d.warnings},
          {"phases", render_json(diff_data_table(d.phases))},
          {"routines", render_json(diff_data_table(d.routines))},

@@ -21,7 +21,8 @@ TEST(NoiseRule, OverlapIsWithinAndApartNeedsRunsAndAnEffect) {
   EXPECT_EQ(judge_noise({1.0, 1.01}, {0.5, 0.51}), Noise::kTooFewRuns);
   // Apart by under 3 %, or by no more than the figure's floor.
   EXPECT_EQ(judge_noise({1.0, 1.001, 1.002}, {1.01, 1.011, 1.012}), Noise::kSmall);
-  EXPECT_EQ(judge_noise({1.0, 1.001, 1.002}, {1.5, 1.51, 1.52}, 1.0), Noise::kSmall);
+  EXPECT_EQ(judge_noise({1.0, 1.001, 1.002}, {1.5, 1.51, 1.52}, 1.0), Noise::kTooSmall);
+  EXPECT_EQ(noise_text(Noise::kTooSmall), "under the floor");
   EXPECT_EQ(judge_noise({}, {1.0}), Noise::kUnknown);
   EXPECT_EQ(noise_text(Noise::kSmall), "under 3 %");
   Spread s = spread_of({3, 1, 2, 10});
@@ -234,6 +235,32 @@ TEST_F(DiffRunsTest, SondesOwnOptionsAreNoOtherCommand) {
   EXPECT_EQ(d.warnings[0],
             "the commands differ (before: /usr/bin/python3 train.py 100; after: /usr/bin/python3 "
             "train.py 200): the runs may do different work");
+}
+
+// Every routine of a run in a quieter moment is faster at once: one ordering of the runs set
+// each tiny row apart. A row that moved by the floor or less (1 ms, or 0.1 % of the busy
+// threads' time) is "under the floor", however apart its runs; a large move is still beyond.
+TEST_F(DiffRunsTest, RowsApartByLessThanTheFloorAreUnderIt) {
+  for (double s : {0.1000, 0.1001, 0.1002}) run("b" + std::to_string(s), s, 1.5, 10.0);
+  for (double s : {0.0950, 0.0951, 0.0952}) run("a" + std::to_string(s), s, 1.0, 10.0);
+  ProfileDiff d = compute_diff(side(0, 3), side(3, 3));
+  // The fixture's busy threads' time: the floor is 0.1 % of it.
+  EXPECT_EQ(d.row_floor_ns,
+            std::llround(0.001 * double(std::max(d.threads_before_ns, d.threads_after_ns))));
+  EXPECT_GT(d.row_floor_ns, 5'000'000);  // above the update's 5 ms
+  const DiffRow& update = row(d.phases, "train.py:30(update_core_cpu)");
+  EXPECT_NEAR(*update.speedup, 1.053, 0.001);
+  EXPECT_EQ(update.noise, Noise::kTooSmall);  // apart, 5 % faster, 5 ms: under the floor
+  bool gemm = false;
+  for (const DiffRow& r : d.routines)
+    if (r.kind == "blas") {
+      gemm = true;
+      EXPECT_EQ(r.noise, Noise::kBeyond) << r.name;  // 1.5 -> 1.0 s
+    }
+  EXPECT_TRUE(gemm);
+  Json j = render_diff_json({"b1", "b2", "b3"}, {"a1", "a2", "a3"}, d);
+  EXPECT_DOUBLE_EQ(j["noise_row_floor_s"].get<double>(), d.row_floor_ns / 1e9);
+  EXPECT_NE(render_diff_text(d).find("is under the floor"), std::string::npos);
 }
 
 TEST_F(DiffRunsTest, OneRunASideSaysTheNoiseIsUnknown) {
