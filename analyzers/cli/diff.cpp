@@ -103,8 +103,7 @@ Command add_diff(CLI::App& app) {
       "with their min-max, and whether the sides differ beyond the noise)");
   cmd->add_option("files", a->files,
                   "Profiles: BEFORE AFTER, or the runs before the change, then -- and the runs "
-                  "after it")
-      ->required();
+                  "after it");  // how many: said by the check, which knows of "--"
   add_format(cmd, a->format, {"text", "csv", "json"});
   Command c{cmd, [a] { return diff(*a); }};
   c.check = [a] {

@@ -71,6 +71,25 @@ std::string several_profiles(const CLI::App* sub, const std::vector<std::string>
       name, files.size(), list);
 }
 
+// A word of the command line that begins with '-' and is a file here: CLI11 read it as an
+// option, and said "file is required" or "argument was not expected" of a command given its
+// file (`sonde report -dash.db`, a red-team find). "" where none is.
+std::string dash_file_hint(const CLI::App& app, const std::vector<std::string>& args) {
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a.size() < 2 || a[0] != '-' || a == "--") continue;
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(a, ec)) continue;
+    std::string who = "sonde";
+    if (auto subs = app.get_subcommands(); !subs.empty()) who += " " + subs.front()->get_name();
+    return fmt::format(
+        "{0}: {1} reads as an option, not as the file of that name here: give it as ./{1} "
+        "(see {0} --help)\n",
+        who, sonde::analyzers::visible(a));
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -107,6 +126,7 @@ int main(int argc, char** argv) {
   set_run_command(split_run_command(args));
   split_tune_command(args);
   split_diff_sides(args);
+  const std::vector<std::string> given = args;
   std::reverse(args.begin(), args.end());  // CLI11 takes a vector last-argument-first
   try {
     app.parse(args);
@@ -122,8 +142,16 @@ int main(int argc, char** argv) {
       say_error(hint);
       return kUsageError;
     }
+    if (std::string hint = dash_file_hint(app, given); !hint.empty()) {
+      say_error(hint);
+      return kUsageError;
+    }
     return usage_error(e);
   } catch (const CLI::ParseError& e) {
+    if (std::string hint = dash_file_hint(app, given); !hint.empty()) {
+      say_error(hint);
+      return kUsageError;
+    }
     if (app.get_subcommands().empty()) std::cerr << app.help();
     return usage_error(e);
   }

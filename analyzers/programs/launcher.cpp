@@ -569,14 +569,15 @@ std::optional<std::string> resolve_command(const std::string& name) {
   return std::nullopt;
 }
 
+std::string command_to_start(const std::string& name) {
+  if (std::optional<std::string> program = resolve_command(name)) return *program;
+  if (auto why = cannot_execute(name)) throw Error(fmt::format("cannot execute {}", *why), 126);
+  throw Error(fmt::format("command not found: {}", name), 127);
+}
+
 int run_command(const RunOptions& o) {
   if (o.command.empty()) throw Error("no command given (sonde run [options] -- COMMAND ...)", 2);
-  std::optional<std::string> program = resolve_command(o.command[0]);
-  if (!program) {
-    if (auto why = cannot_execute(o.command[0]))
-      throw Error(fmt::format("cannot execute {}", *why), 126);
-    throw Error(fmt::format("command not found: {}", o.command[0]), 127);
-  }
+  std::optional<std::string> program = command_to_start(o.command[0]);
   std::string library = find_preload_library();
   fs::path output = absolute_output(o.output, "the profile");
   // A rank of a parallel job writes prof.rank<R>.db, never the name asked for: that one, an

@@ -38,6 +38,9 @@ std::string find_preload_library();
 
 // PATH lookup as execvp does it; nullopt when nothing executable is found.
 std::optional<std::string> resolve_command(const std::string& name);
+// resolve_command's path, or an Error with a shell's status: 126 for a file that cannot be
+// executed (its reason said), 127 for none found. `sonde run` and `sonde tune` alike.
+std::string command_to_start(const std::string& name);
 
 // The SONDE_* variables, one paragraph each, for `sonde run --help`.
 std::string environment_help();

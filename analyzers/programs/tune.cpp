@@ -540,8 +540,7 @@ std::vector<std::string> tune_stage_names() {
 
 TuneResult run_tune(const TuneOptions& o) {
   if (o.command.empty()) throw Error("no command given (sonde tune [options] -- COMMAND ...)", 2);
-  if (!resolve_command(o.command[0]))
-    throw Error(fmt::format("command not found: {}", o.command[0]), 127);
+  command_to_start(o.command[0]);  // 126 or 127, as sonde run
   TuneResult result;
   result.command = o.command;
   result.repeat = o.repeat;

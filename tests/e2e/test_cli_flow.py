@@ -235,6 +235,27 @@ def test_a_usage_error_is_one_line_named_as_the_others(args, command):
     assert lines[0].endswith(f"(see {command} --help)"), r.stderr
 
 
+def test_a_profile_named_like_an_option_is_said_to_be_read_as_one(profile, tmp_path):
+    """`sonde report -dash.db` said "file is required", `sonde diff -dash.db x.db` "argument
+    was not expected", of commands given their files; `sonde diff -- a b` "files is required"
+    (a red-team find). Each now says what happened, in one line."""
+    import shutil
+    shutil.copy(profile, tmp_path / "-dash.db")
+    for args, who in ((["report", "-dash.db"], "sonde report"),
+                      (["diff", "-dash.db", str(profile)], "sonde diff")):
+        r = subprocess.run([CLI, *args], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 2 and r.stdout == "", r
+        assert r.stderr == (f"{who}: -dash.db reads as an option, not as the file of that name "
+                            f"here: give it as ./-dash.db (see {who} --help)\n"), r.stderr
+    r = subprocess.run([CLI, "report", "./-dash.db"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    r = run([CLI, "diff", "--", profile, profile])
+    assert r.returncode == 2
+    assert r.stderr.startswith("sonde diff: give one or more profiles on each side of --"), r.stderr
+
+
 def test_a_run_read_while_it_goes_on_is_said_to_be_running(tmp_path):
     """sonde report on the file of a run still going (its periodic flushes): the reader said
     "killed by SIGKILL or a crash of the machine ... or still running" of a process alive on

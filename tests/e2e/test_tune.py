@@ -451,6 +451,21 @@ def test_failing_original_is_an_error(tmp_path):
     assert "the command failed as it is (exit 4" in r.stderr
 
 
+def test_a_command_that_cannot_start_ends_tune_as_sonde_run(tmp_path):
+    """Not found: 127; a file that cannot be executed: 126 and why (tune said "command not
+    found" of it, 127), as sonde run ends and docs/tune.md says."""
+    script = tmp_path / "noexec.py"
+    script.write_text("print(1)\n")
+    for cmd, code, said in (([str(tmp_path / "missing")], 127, "command not found: "),
+                            ([str(script)], 126, "cannot execute ")):
+        for sub in (["tune", "-o", str(tmp_path / "t")], ["run", "-o", str(tmp_path / "r.db")]):
+            r = subprocess.run([CLI, *sub, "--", *cmd], env=clean_env(), capture_output=True,
+                               text=True, timeout=60)
+            assert r.returncode == code, (sub, r.stderr)
+            assert r.stderr.startswith(f"sonde {sub[0]}: {said}"), r.stderr
+    assert not (tmp_path / "t").exists()
+
+
 def test_text_table(tmp_path):
     """The text table names the stage, its knobs and the verdict."""
     r = subprocess.run([CLI, "tune", "-o", str(tmp_path / "t"), "--repeat", "1", "--stages", "ftz",
