@@ -140,6 +140,8 @@ void operators_beneath(const CallNode& c, std::set<std::string>& out) {
 }
 
 struct Walk {
+  // kLoopCallNs and kHelperNs, stretched as the run's calls were (op_loops' `stretch`).
+  std::int64_t loop_call_ns = kLoopCallNs, helper_ns = kHelperNs;
   std::unordered_map<const CallNode*, Beneath> beneath;
   std::unordered_map<std::int64_t, bool> steps;  // per routine
   // Per routine: an entry a training step makes once (its backward, its optimizer's step; not
@@ -181,11 +183,11 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     if (helper) {
       // Small itself, or a few small library calls a call; no step beneath it.
       bool small_calls = below.lib_calls >= c.calls && below.lib_calls > 0 &&
-                         below.lib_ns / below.lib_calls <= kLoopCallNs;
-      if (below.step || mean_ns(c) > (small_calls ? kHelperNs : kLoopCallNs)) continue;
+                         below.lib_ns / below.lib_calls <= w.loop_call_ns;
+      if (below.step || mean_ns(c) > (small_calls ? w.helper_ns : w.loop_call_ns)) continue;
       lib = below;
     } else {
-      if (mean_ns(c) > kLoopCallNs) continue;
+      if (mean_ns(c) > w.loop_call_ns) continue;
       lib.torch = aten_op(c) || torch_frame(c);
       lib.numpy = numpy_frame(c);
     }
@@ -270,7 +272,7 @@ std::string forward_op_of(std::string_view name) {
   return out;
 }
 
-std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
+std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads, double stretch) {
   std::unordered_map<std::int64_t, SiteSum> sites;
   // Outermost ATen operators' calls by operator (in-place forms with theirs), and the small
   // autograd nodes by the forward operator they are the backward of.
@@ -280,6 +282,8 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
   };
   std::unordered_map<std::string, Backward> backward;
   Walk w;
+  w.loop_call_ns = std::llround(static_cast<double>(kLoopCallNs) * std::max(1.0, stretch));
+  w.helper_ns = 10 * w.loop_call_ns;
   for (const ThreadTree& t : threads) {
     w.beneath = beneath_all(t.root, w.steps);
     std::vector<std::pair<const CallNode*, const CallNode*>> todo{{&t.root, nullptr}};
@@ -289,7 +293,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads) {
       if (aten_op(*node) && !(parent && parent->kind == kinds::kTorch))
         op_calls[without_trailing_underscore(node->name.str())] += node->calls;
       if (node->kind == kinds::kTorch && node->name.starts_with(kEvaluate) &&
-          mean_ns(*node) <= kLoopCallNs) {
+          mean_ns(*node) <= w.loop_call_ns) {
         std::string fwd = forward_op_of(std::string_view(node->name).substr(kEvaluate.size()));
         if (!fwd.empty()) {
           backward[fwd].calls += node->calls;

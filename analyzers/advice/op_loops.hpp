@@ -66,8 +66,9 @@ struct OpLoop {
 };
 
 // Every Python function of the program's own with small calls beneath it, largest small_ns
-// first; the rule judges them.
-std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads);
+// first; the rule judges them. `stretch`: how much longer than their work the run's calls took
+// for want of a core (call_stretch), by which the small calls' bounds grow.
+std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads, double stretch = 1);
 
 // A BLAS matrix-vector product (cblas_sgemv, dgemv_) by the routine that calls it: one vector
 // at a time, each call reads the whole matrix (numpy's x @ W for a single row x).

@@ -256,7 +256,9 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
     std::vector<ThreadTree*> untraced;
     std::set<std::int64_t> pids;
     for (ThreadTree& t : threads) {
-      if (traced.count(t.thread_id) != 0 || t.root.incl_ns <= 0) continue;
+      // (A thread of a traced process without events made no call, or had them dropped,
+      // which otherData says: the timeline stays the process's.)
+      if (traced_pids.count(t.pid) != 0 || t.root.children.empty()) continue;
       untraced.push_back(&t);
       pids.insert(t.pid);
     }

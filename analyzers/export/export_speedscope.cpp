@@ -229,12 +229,15 @@ void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* prog
   std::int64_t active = has_events ? write_evented(file, threads, frame, sink, p, count)
                                    : write_sampled(threads, frame, sink, p, count);
   if (has_events) {
-    // Threads without trace events (tracing off in a child's environment, a file merged from
-    // traced and untraced runs) were left out: their aggregated trees, named so.
-    std::set<std::int64_t> untraced;
-    for (const ThreadTree& t : threads) untraced.insert(t.thread_id);
+    // Processes without trace events (tracing off in a child's environment, a file merged from
+    // traced and untraced runs) were left out: their threads' aggregated trees, named so.
+    std::set<std::int64_t> traced, traced_pids, untraced;
     auto st = file.prepare("SELECT DISTINCT thread_id FROM trace_events");
-    while (st.step()) untraced.erase(st.int64(0));
+    while (st.step()) traced.insert(st.int64(0));
+    for (const ThreadTree& t : threads)
+      if (traced.count(t.thread_id) != 0) traced_pids.insert(t.pid);
+    for (const ThreadTree& t : threads)
+      if (traced_pids.count(t.pid) == 0) untraced.insert(t.thread_id);
     Progress silent;  // counted in events above
     if (!untraced.empty())
       write_sampled(threads, frame, sink, silent, count, &untraced,

@@ -106,6 +106,27 @@ TEST(OpLoops, ALossLoopWithItsShareOfTheBackward) {
   EXPECT_EQ(find(loops, "(forward)"), nullptr);
 }
 
+// A GRUCell stepped 20,000 times from Python on a host whose other programs held the cores:
+// 13-17 us a step quiet, 70-250 us beside them (CI's flaky test). Stretched by how much longer
+// the run's calls took for want of a core, the steps are small calls again.
+TEST(OpLoops, CallsStretchedByOtherProgramsAreSmallStill) {
+  auto loops = [](double stretch) {
+    CallNode run = node("gru.py:5(run)", "python", kUser, 1, 2'200'000'000,
+                        {op("aten::gru_cell", 20'000, 2'000'000'000)});
+    return op_loops(
+        forest(node("gru.py:1(<module>)", "python", kUser, 1, 2'300'000'000, {std::move(run)})),
+        stretch);
+  };
+  EXPECT_EQ(find(loops(1), "(run)"), nullptr);  // 100 us a call: no small call
+  EXPECT_EQ(find(loops(1.5), "(run)"), nullptr);
+  const OpLoop* l = nullptr;
+  auto stretched = loops(4);  // its thread on a core a quarter of the time
+  l = find(stretched, "(run)");
+  ASSERT_NE(l, nullptr);
+  EXPECT_EQ(l->small_calls, 20'000);
+  EXPECT_TRUE(l->recurrent);
+}
+
 // clip_grad_norm_ per parameter (60 a step) beside a step's few calls (a loss's sub and mean):
 // the inner loop is the clipping alone. The steps are counted by the backward, an entry;
 // clip_grad_norm_ is update time but no step of its own (counted so, it set the steps at its
