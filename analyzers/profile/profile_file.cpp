@@ -89,7 +89,8 @@ std::string one_line(std::string text) {
 // check cost 0.25 s of a 0.33 s `sonde report`.
 constexpr std::int64_t kQuickCheckBytes = std::int64_t{16} << 20;
 
-// Up to this size a profile still being written is read from a copy in memory (below).
+// Up to this size a profile still being written is read from a copy in memory (below); a
+// larger one from a copy in a temporary file.
 constexpr std::int64_t kLiveCopyBytes = std::int64_t{256} << 20;
 
 // A process without its end: the file may still be written (or the process was killed).
@@ -227,11 +228,15 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   // (about 1 ms a MiB): a command's statements each held the file's shared lock while they ran,
   // 3 to 9 s on a file of 11k threads, and the program's flushes waited behind them or failed,
   // and the threads that had ended, freed only once written, piled up (1.2 GB against 139 MB in
-  // a red-team run starting and ending threads, readers running `sonde report` on it).
-  if (size <= kLiveCopyBytes && still_written(file)) {
+  // a red-team run starting and ending threads, readers running `sonde report` on it). A file
+  // over kLiveCopyBytes is copied into a temporary file (SQLite's: under $SQLITE_TMPDIR or
+  // $TMPDIR, else /var/tmp or /tmp, gone when the command ends): read in place, a 440 MB one's
+  // 33-46 s reports held the run's flushes off, its ended threads piled up to 8.4 GB, and the
+  // exit flushes of 16 of 60 DataLoader workers gave up (a red team's).
+  if (still_written(file)) {
     ProfileFile copy(path);
     std::string error;
-    if (copy.db_.open(":memory:", true, error)) {
+    if (copy.db_.open(size <= kLiveCopyBytes ? ":memory:" : "", true, error)) {
       sqlite3_backup* b = sqlite3_backup_init(copy.db(), "main", file.db(), "main");
       int done = b ? sqlite3_backup_step(b, -1) : SQLITE_ERROR;
       if (b) sqlite3_backup_finish(b);
