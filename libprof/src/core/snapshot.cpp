@@ -114,7 +114,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
   for (uint32_t i = 0; i < nc; ++i) {
     const CommRecord& r = t.comms[i];
     s.comms.push_back(CommRow{r.node, r.comm, r.bytes, r.calls.load(kRelaxed),
-                              clock.to_ns(r.ticks.load(kRelaxed))});
+                              clock.to_ns(r.ticks.load(kRelaxed)), i});
   }
   uint32_t no = t.op_shapes.size_acquire();
   s.op_shapes.reserve(no);
@@ -122,7 +122,7 @@ ThreadSnapshot take_snapshot(ThreadState& t, const Clock& clock, uint64_t now, N
     const OpShapeRecord& r = t.op_shapes[i];
     if (const OpSignature* sig = op_signatures().get(r.signature))
       s.op_shapes.push_back(OpShapeRow{r.node, sig->shapes, sig->dtypes, r.calls.load(kRelaxed),
-                                       clock.to_ns(r.ticks.load(kRelaxed))});
+                                       clock.to_ns(r.ticks.load(kRelaxed)), i});
   }
   if (t.comm_clock.used.load(std::memory_order_acquire)) {
     const CommClock& c = t.comm_clock;

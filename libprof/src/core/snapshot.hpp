@@ -46,11 +46,13 @@ struct ShapeRow {
   std::string_view call_site = "";
 };
 
+// `index`: the record's in the thread's table (the store writes a row only where it moved).
 struct CommRow {
   uint32_t node;
   CommCost comm;
   uint64_t bytes, calls;
   int64_t time_ns;
+  uint32_t index;
 };
 
 // An operator's calls on one call path with one input signature (`--record-shapes`); the texts
@@ -60,6 +62,7 @@ struct OpShapeRow {
   std::string_view shapes, dtypes;
   uint64_t calls;
   int64_t time_ns;
+  uint32_t index;
 };
 
 struct CommOverlapRow {

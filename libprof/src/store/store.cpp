@@ -663,10 +663,20 @@ bool Store::write_comm(Database& db, const FlushData& data, std::string& error) 
                   "VALUES (?,?,?,?,?) ON CONFLICT (node_id, input_shapes, input_dtypes) DO UPDATE "
                   "SET calls = excluded.calls, time_ns = excluded.time_ns");
   if (!check_prepared({&op, &overlap, &shape}, db, error)) return false;
+  // Whether a row moved since the flush that last wrote it (and keeps what is written now).
+  auto moved = [](std::vector<ThreadIds::RowWritten>& written, uint32_t index, uint64_t calls,
+                  int64_t time_ns) {
+    if (index >= written.size()) written.resize(index + 1);
+    ThreadIds::RowWritten now{calls, time_ns};
+    if (written[index] == now) return false;
+    written[index] = now;
+    return true;
+  };
   for (const ThreadSnapshot& t : data.threads) {
-    const ThreadIds& ids = threads_[t.state];
+    ThreadIds& ids = threads_[t.state];
     for (const CommRow& c : t.comms) {
       if (c.calls == 0 || c.node >= ids.nodes.size() || ids.nodes[c.node] == 0) continue;
+      if (!moved(ids.comms_written, c.index, c.calls, c.time_ns)) continue;
       op.bind(1, std::string_view(comm_kind_name(c.comm.kind)));
       op.bind(2, int64_t(c.comm.blocking)).bind(3, int64_t(c.comm.comm_size));
       op.bind(4, int64_t(c.bytes)).bind(5, int64_t(c.calls)).bind(6, c.time_ns);
@@ -675,6 +685,7 @@ bool Store::write_comm(Database& db, const FlushData& data, std::string& error) 
     }
     for (const OpShapeRow& o : t.op_shapes) {
       if (o.calls == 0 || o.node >= ids.nodes.size() || ids.nodes[o.node] == 0) continue;
+      if (!moved(ids.op_shapes_written, o.index, o.calls, o.time_ns)) continue;
       shape.bind(1, ids.nodes[o.node]).bind(2, o.shapes).bind(3, o.dtypes);
       shape.bind(4, int64_t(o.calls)).bind(5, o.time_ns);
       SONDE_STEP(shape, "recording operator shapes");
