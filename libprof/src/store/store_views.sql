@@ -51,11 +51,15 @@ CREATE VIEW IF NOT EXISTS wait_routines AS
 
 -- The threads running a DataLoader worker's loop (torch.utils.data's _worker_loop): a worker
 -- process's first thread, which waits for its next batch's indices between fetches.
+-- (The routines are found first, and the nodes by their ids: the planner joined each node to its
+-- routine and matched the patterns per node, 5 million times in a file of 200,000 threads.)
 CREATE VIEW IF NOT EXISTS loader_worker_threads AS
   SELECT DISTINCT n.thread_id AS thread_id
-  FROM routines r JOIN nodes n USING (routine_id)
-  WHERE r.kind = 'python' AND r.name LIKE '%(\_worker\_loop)' ESCAPE '\'
-    AND instr(r.file, 'torch/utils/data/_utils/worker.py') > 0;
+  FROM nodes n
+  WHERE n.routine_id IN (
+    SELECT routine_id FROM routines r
+    WHERE r.kind = 'python' AND r.name LIKE '%(\_worker\_loop)' ESCAPE '\'
+      AND instr(r.file, 'torch/utils/data/_utils/worker.py') > 0);
 
 -- The waits for work left out of the 100 %, in threads that are not their process's first or
 -- run a DataLoader worker's loop (and in any thread, those of wait_routines.any_thread): each
@@ -76,8 +80,10 @@ CREATE VIEW IF NOT EXISTS waits AS
           FROM (SELECT 1 WHERE EXISTS (SELECT 1 FROM wait_routines)) any_wait
                CROSS JOIN nodes n JOIN threads t USING (thread_id)
                JOIN wait_routines wr USING (routine_id)
-          WHERE t.seq > 0 OR wr.any_thread
-             OR t.thread_id IN (SELECT thread_id FROM loader_worker_threads)),
+          -- The wait routines' ids first (loader_worker_threads says why): 4.4 -> 1.3 s.
+          WHERE n.routine_id IN (SELECT routine_id FROM wait_routines)
+            AND (t.seq > 0 OR wr.any_thread
+                 OR t.thread_id IN (SELECT thread_id FROM loader_worker_threads))),
     below(node_id) AS (
       SELECT c.node_id FROM w JOIN nodes c ON c.parent_id = w.node_id WHERE NOT w.own
       UNION
