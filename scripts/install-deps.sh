@@ -25,6 +25,8 @@ if [[ "${SONDE_DEPS_MINIMAL:-0}" != 1 ]]; then
   packages+=(python3-line-profiler)
   # `export --format callgrind` read by valgrind's callgrind_annotate (test_export_formats.py).
   packages+=(valgrind)
+  # `export --format svg` read by libxml2's xmllint, whose depth limit a nested layout broke.
+  packages+=(libxml2-utils)
   # `export --format pprof` decoded against profile.proto by protobuf's own Python parser.
   packages+=(python3-protobuf)
   # The .deb from `cpack -G DEB` checked against Debian's policy (tests/e2e/test_deb.py).

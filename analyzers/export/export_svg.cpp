@@ -99,9 +99,12 @@ class FlameWriter {
         depth_(depth),
         shares_(shares) {}
 
-  // The frames from `root` down, each a <g> holding its callees' (a flame graph's nesting).
-  // Walked with a stack of its own, not the C stack's: a 13,879-deep Python recursion's profile
-  // overflowed it (SIGSEGV), once the hook recorded that deep (8281873).
+  // The frames from `root` down, parents before their callees, each a <g> of its own beside
+  // the others: nested as the call tree, a 300-deep recursion's file was refused by libxml2's
+  // readers ("Excessive depth in document: 256", rsvg-convert and lxml among them), and hovering
+  // a frame outlined every frame under the pointer's column. Walked with a stack of its own, not
+  // the C stack's: a 13,879-deep Python recursion's profile overflowed it (SIGSEGV), once the
+  // hook recorded that deep (8281873).
   void frames(const CallNode& root, double x) {
     struct Open {
       const CallNode* node;
@@ -115,7 +118,6 @@ class FlameWriter {
     while (!open.empty()) {
       Open& top = open.back();
       if (top.next == top.node->children.size()) {
-        out_ << "</g>\n";
         open.pop_back();
         continue;
       }
@@ -136,7 +138,7 @@ class FlameWriter {
   int hidden() const { return hidden_; }
 
  private:
-  // One frame's <g>, left open for its callees.
+  // One frame's <g>.
   void frame(const CallNode& node, double x, int level, const std::string& shown_name) {
     double w = static_cast<double>(node.incl_ns) * scale_;
     double y = kHeader + (depth_ - level) * kRow;
@@ -159,6 +161,7 @@ class FlameWriter {
         change.empty() ? "" : "\n" + xml_text(change), x, y, w, kRow - 1, colour);
     if (std::string text = label(shown_name, w); !text.empty())
       out_ << fmt::format("<text x=\"{:.3f}\" y=\"{:.1f}\">{}</text>", x + 3, y + kRow - 5, text);
+    out_ << "</g>\n";
   }
 
   std::ostream& out_;

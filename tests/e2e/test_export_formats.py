@@ -408,14 +408,27 @@ def test_speedscope_itself_opens_the_files(mlp_trace, py_profile, tmp_path):
 
 # --- svg -----------------------------------------------------------------------------------------
 
-def frames_of(group, path=()):
-    """(path, width, x, element) for each frame <g class="f">, nested as the call tree."""
-    title = group.find(f"{SVG}title").text.split("\n")[0]
-    rect = group.find(f"{SVG}rect")
-    here = path + (title,)
-    yield here, float(rect.get("width")), float(rect.get("x")), group
-    for child in group.findall(f"{SVG}g"):
-        yield from frames_of(child, here)
+def frames_of(tree):
+    """(path, width, x, element, its callees' elements) for each frame <g class="f">: each a
+    <g> of its own, none nested, parents before their callees, one row (17 px) above them."""
+    groups = tree.findall(f"{SVG}g")
+    assert all(g.get("class") == "f" for g in groups) and groups
+    assert not [g for g in groups if g.find(f"{SVG}g") is not None], "a frame holds another"
+    root_y = float(groups[0].find(f"{SVG}rect").get("y"))
+    stack, out = [], []  # stack: (level, path, kids)
+    for g in groups:
+        rect = g.find(f"{SVG}rect")
+        level = round((root_y - float(rect.get("y"))) / 17)
+        while stack and stack[-1][0] >= level:
+            stack.pop()
+        assert len(stack) == level, "a frame is not one row above its caller"
+        path = (stack[-1][1] if stack else ()) + (g.find(f"{SVG}title").text.split("\n")[0],)
+        kids = []
+        if stack:
+            stack[-1][2].append(g)
+        stack.append((level, path, kids))
+        out.append((path, float(rect.get("width")), float(rect.get("x")), g, kids))
+    return out
 
 
 def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
@@ -427,8 +440,7 @@ def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
     assert not list(tree.iter(f"{SVG}script")) and "<img" not in text
     for el in tree.iter():
         assert not any(a.lower().startswith("on") for a in el.attrib)
-    root = next(g for g in tree.findall(f"{SVG}g") if g.get("class") == "f")
-    frames = list(frames_of(root))
+    frames = frames_of(tree)
     total_w = frames[0][1]
     assert total_w == pytest.approx(1180)
     (busy_s,) = query(py_profile, "SELECT thread_s FROM run_totals")[0]
@@ -437,7 +449,7 @@ def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
         incl[path] += incl_s
         rows[path] += 1
     by_path = defaultdict(float)
-    for path, width, _, _ in frames[1:]:
+    for path, width, _, _, _ in frames[1:]:
         by_path[";".join(path[1:])] += width
     for path, width in by_path.items():
         # Names have no control characters here, so the title is the name as recorded.
@@ -449,15 +461,35 @@ def test_svg_flame_graph_widths_are_inclusive_time(py_profile, tmp_path):
             # two paths; one narrower than 0.3 px is not drawn.
             assert expected - 0.3 * rows[path] <= width <= expected + 0.002 * rows[path], path
     # Children side by side within their parent, their widths adding up to at most its width.
-    for path, width, x, group in frames:
+    for path, width, x, group, callees in frames:
         kids = [(float(g.find(f"{SVG}rect").get("x")), float(g.find(f"{SVG}rect").get("width")))
-                for g in group.findall(f"{SVG}g")]
+                for g in callees]
         assert sum(w for _, w in kids) <= width + 0.002 * (len(kids) + 1)
         assert all(x - 0.002 <= kx and kx + kw <= x + width + 0.002 * (len(kids) + 1)
                    for kx, kw in kids)
     hostile = [p for p, *_ in frames if HOSTILE in p[-1]]
     assert hostile, "the routine named like an HTML tag is drawn, as text"
     assert "&lt;img src=x onerror=alert(1)&gt;" in text
+
+
+@pytest.mark.skipif(shutil.which("xmllint") is None,
+                    reason="needs libxml2's xmllint (libxml2-utils, scripts/install-deps.sh)")
+def test_svg_of_a_deep_recursion_is_read_by_libxml2(tmp_path):
+    """Frames nested as the call tree: a 300-deep recursion's file was refused by libxml2's
+    readers ("Excessive depth in document: 256", rsvg-convert and lxml among them)."""
+    program = tmp_path / "deep.py"
+    program.write_text("import sys\nsys.setrecursionlimit(5000)\n"
+                       "def down(n):\n    return sum(i * i for i in range(20000)) if n == 0 "
+                       "else down(n - 1)\n"
+                       "for _ in range(3):\n    down(300)\n")
+    db = sonde_py(tmp_path / "deep.db", program)
+    out = tmp_path / "deep.svg"
+    export(db, "svg", out)
+    r = subprocess.run(["xmllint", "--noout", str(out)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    frames = frames_of(ET.fromstring(out.read_text()))
+    assert max(len(path) for path, *_ in frames) > 300  # every level drawn
 
 
 DIFF_PROGRAM = """
@@ -491,8 +523,7 @@ def test_svg_differential_flame_graph_colours_each_paths_change(tmp_path):
     r = run([CLI, "export", after, "--format", "svg", "--baseline", before, "-o", out])
     assert r.returncode == 0, r.stderr
     tree = ET.fromstring(out.read_text())
-    root = next(g for g in tree.findall(f"{SVG}g") if g.get("class") == "f")
-    frames = {path[-1].split("(")[-1].rstrip(")"): group for path, _, _, group in frames_of(root)
+    frames = {path[-1].split("(")[-1].rstrip(")"): group for path, _, _, group, _ in frames_of(tree)
               if path[-1].endswith(("(grows)", "(shrinks)", "(only_after)"))}
     assert set(frames) == {"grows", "shrinks", "only_after"}
 
