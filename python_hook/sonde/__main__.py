@@ -423,7 +423,20 @@ def _program(program, kind):
     if kind == "-c":
         sys.argv = ["-c", *program[1:]]
         _set_path0("")
-        return compile(program[0], "<string>", "exec"), None, None
+        code = compile(program[0], "<string>", "exec")
+        # 3.13's interpreter gives linecache the command's text, so that its tracebacks show
+        # the lines (`1/0` and its carets), as an entry under "<string>" with no time, which
+        # checkcache keeps (3.13.0), and by the code object where linecache has a function for
+        # it (later ones); without, a -c program's tracebacks under sonde had no source.
+        if sys.version_info >= (3, 13):
+            import linecache
+            text = program[0]
+            lines = [line + "\n" for line in text.splitlines()]
+            linecache.cache["<string>"] = (len(text), None, lines, "<string>")
+            register = getattr(linecache, "_register_code", None)
+            if register is not None:
+                register(code, text, "<string>")
+        return code, None, None
     if program[0] == "-":  # the program on stdin, as `python -` reads it
         sys.argv = list(program)
         _set_path0("")

@@ -840,6 +840,21 @@ def test_generators_closed_early_or_resumed_elsewhere_keep_exact_counts(db, tmp_
 ALL_HOOK_PYTHONS = EVAL_FRAME_PYTHONS + python_params(other_pythons([12, 13]))
 
 
+@pytest.mark.parametrize("py", ALL_HOOK_PYTHONS)
+def test_a_dash_c_programs_traceback_reads_as_pythons(py, db, tmp_path):
+    """3.13 shows a -c program's lines in its tracebacks (`1/0` and its carets); under sonde the
+    lines were missing. Every Python's traceback reads as its own does without sonde."""
+    command = "def f(x):\n    return 1 / x\nf(0)\n"
+    plain = plain_py(["-c", command], tmp_path, py=py)
+    s = sonde_py(["-c", command], db, tmp_path, py=py)
+    assert plain.returncode == s.returncode == 1
+    assert s.stderr.replace(f"sonde: profile written to {db}\n", "") == plain.stderr, s.stderr
+    newer = subprocess.run([py, "-c", "import sys; print(sys.version_info >= (3, 13))"],
+                           capture_output=True, text=True).stdout.strip() == "True"
+    if newer:
+        assert "    return 1 / x\n" in s.stderr, s.stderr
+
+
 def test_a_region_never_ended_does_not_hide_another_ones_stray_end(db, tmp_path):
     # A region its frame's return closed and that never ends, then an end of a region that was
     # never begun: that end is still the program's mismatch (an unnamed count of regions closed
