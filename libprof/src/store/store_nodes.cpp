@@ -97,8 +97,13 @@ bool Store::write_nodes(Database& db, NodeStatements& st, const ThreadSnapshot& 
   // table by registry routine kept zero between threads, with the routines touched listed (a
   // table per thread, and a pass over all of it, cost a thread that called three functions
   // as much as one that called every routine the process knows).
-  sums_.resize(routine_ids_.size());
+  // A write that failed midway (an UPDATE refused by a full disk, std::bad_alloc) left its
+  // routines' sums in the table: zeroed here, or a later flush added onto them, compared them
+  // with what the file held, and left thread_routine_sums wrong for the process's life (a
+  // review's: 20,780 calls where the nodes held 169,450).
+  for (RoutineId r : touched_) sums_[r] = RoutineSums{};
   touched_.clear();
+  sums_.resize(routine_ids_.size());
   RoutineSums root;
   for (const NodeRow& n : t.nodes) {
     // Inherited across fork and never run here. A generator first resumed under this path
