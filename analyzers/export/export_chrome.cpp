@@ -10,6 +10,7 @@
 #include "export/export.hpp"
 #include "export/export_samples.hpp"
 #include "export/json_sink.hpp"
+#include "export/untraced.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -140,9 +141,11 @@ void layout(EventWriter& w, FrameTable& frames, const ThreadTree& t, std::int64_
 // Trees laid out one after another on their tracks: threads of the same track (an exec'd image
 // and the one it replaced: same pid and thread id) in the order they ran, not on top of each
 // other.
+// `track_end`: where each track's earlier content ends (an untraced image after a traced one's
+// events).
 void layout_trees(EventWriter& w, FrameTable& frames, const std::vector<ThreadTree*>& trees,
-                  Progress& progress) {
-  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_end;
+                  Progress& progress,
+                  std::map<std::pair<std::int64_t, std::int64_t>, std::int64_t> track_end = {}) {
   for (ThreadTree* t : trees) {
     sort_by_inclusive(t->root);
     std::int64_t& start = track_end[{t->pid, t->tid}];
@@ -236,13 +239,11 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
   Progress& p = progress != nullptr ? *progress : silent;
   std::vector<ThreadTree> threads = load_thread_trees(file);
   bool has_events = file.has_rows("trace_events");
-  std::set<std::int64_t> traced, traced_pids;  // threads with trace events, their processes
-  if (has_events) {
-    auto st = file.prepare("SELECT DISTINCT thread_id FROM trace_events");
-    while (st.step()) traced.insert(st.int64(0));
+  Untraced untraced_of = load_untraced(file);
+  std::set<std::int64_t> traced_pids;  // pids of the processes with trace events
+  if (has_events)
     for (const ThreadTree& t : threads)
-      if (traced.count(t.thread_id) != 0) traced_pids.insert(t.pid);
-  }
+      if (untraced_of.threads.count(t.thread_id) == 0) traced_pids.insert(t.pid);
   JsonSink sink(out);
   EventWriter w(sink);
   FrameTable frames;
@@ -258,13 +259,13 @@ void write_chrome_trace(const ProfileFile& file, std::ostream& out, Progress* pr
     for (ThreadTree& t : threads) {
       // (A thread of a traced process without events made no call, or had them dropped,
       // which otherData says: the timeline stays the process's.)
-      if (traced_pids.count(t.pid) != 0 || t.root.children.empty()) continue;
+      if (untraced_of.threads.count(t.thread_id) == 0 || t.root.children.empty()) continue;
       untraced.push_back(&t);
       pids.insert(t.pid);
     }
     if (!untraced.empty()) {
       Progress silent;  // counted in events above
-      layout_trees(w, frames, untraced, silent);
+      layout_trees(w, frames, untraced, silent, untraced_of.events_end);
       other["sonde_untraced"] = fmt::format(
           "process{} {} recorded no trace events (tracing off there, or none kept): "
           "{} aggregated call tree{}, titled so, not a timeline",

@@ -9,6 +9,7 @@
 #include "export/export.hpp"
 #include "export/export_samples.hpp"
 #include "export/json_sink.hpp"
+#include "export/untraced.hpp"
 
 namespace sonde::analyzers {
 namespace {
@@ -231,13 +232,7 @@ void write_speedscope(const ProfileFile& file, std::ostream& out, Progress* prog
   if (has_events) {
     // Processes without trace events (tracing off in a child's environment, a file merged from
     // traced and untraced runs) were left out: their threads' aggregated trees, named so.
-    std::set<std::int64_t> traced, traced_pids, untraced;
-    auto st = file.prepare("SELECT DISTINCT thread_id FROM trace_events");
-    while (st.step()) traced.insert(st.int64(0));
-    for (const ThreadTree& t : threads)
-      if (traced.count(t.thread_id) != 0) traced_pids.insert(t.pid);
-    for (const ThreadTree& t : threads)
-      if (traced_pids.count(t.pid) == 0) untraced.insert(t.thread_id);
+    std::set<std::int64_t> untraced = load_untraced(file).threads;
     Progress silent;  // counted in events above
     if (!untraced.empty())
       write_sampled(threads, frame, sink, silent, count, &untraced,

@@ -350,6 +350,32 @@ def test_a_process_traced_off_is_its_call_tree_in_a_traced_files_exports(tmp_pat
     assert "aggregated call tree" in untraced[0]
 
 
+def test_an_execd_image_traced_off_keeps_its_tree_after_the_timeline(tmp_path):
+    """An image exec'd with SONDE_TRACE=0 shares its pid (and track) with the traced one it
+    replaced: taken by pid as traced, its tree was left out of both exports (a review's find);
+    by process, it is laid out after the timeline's events on that track."""
+    (tmp_path / "child.py").write_text(
+        "def cwork():\n    return sum(range(200000))\nfor _ in range(5): cwork()\n")
+    (tmp_path / "parent.py").write_text(
+        "import os, sys\n"
+        "def pwork():\n    return sum(range(200000))\n"
+        "for _ in range(5): pwork()\n"
+        "os.execve(sys.executable, [sys.executable, os.path.join(os.path.dirname(__file__), "
+        "'child.py')], dict(os.environ, SONDE_TRACE='0'))\n")
+    db = sonde_py(tmp_path / "exec.db", tmp_path / "parent.py", trace=True)
+    assert query(db, "SELECT COUNT(DISTINCT pid), COUNT(*) FROM processes") == [(1, 2)]
+    doc = check_perfetto_structure(export(db, "chrome"))
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    child = [e for e in slices if "cwork" in e["name"]]
+    traced_end = max(e["ts"] + e["dur"] for e in slices if "pwork" in e["name"])
+    assert child and min(e["ts"] for e in child) >= traced_end, (child[:1], traced_end)
+    assert "sonde_untraced" in doc["otherData"]
+    ss = json.loads(export(db, "speedscope"))
+    check_speedscope(ss)
+    names = [p["name"] for p in ss["profiles"]]
+    assert any("image 2" in n and "aggregated call tree" in n for n in names), names
+
+
 SPEEDSCOPE_APP = HERE / "speedscope" / "node_modules" / "speedscope" / "dist" / "release"
 CHROMIUM = shutil.which("chromium")
 
