@@ -96,12 +96,13 @@ void add_routines(std::map<Key, RowRuns>& rows, const ProfileFile& file, bool is
 void pair_lone_routines(std::map<Key, RowRuns>& rows) {
   auto pair_by = [&rows](auto&& loose_key, bool moved) {
     std::map<Key, std::pair<std::vector<Key>, std::vector<Key>>> lone;
-    // Per file base name, the lines of Python functions found there on both sides.
+    // Per file of the program's own, the lines of Python functions found there on both sides
+    // (by the whole path: another package's utils.py or __init__.py is another file).
     std::map<std::string, std::vector<std::int64_t>> steady;
     for (const auto& [key, r] : rows) {
       if (r.before.empty() == r.after.empty()) {
-        if (moved && r.row.kind == kinds::kPython)
-          steady[fs::path(r.row.file).filename().string()].push_back(r.row.line);
+        if (moved && r.row.kind == kinds::kPython && user_file(r.row.file))
+          steady[r.row.file].push_back(r.row.line);
         continue;
       }
       if (std::optional<Key> loose = loose_key(r.row))
@@ -111,7 +112,7 @@ void pair_lone_routines(std::map<Key, RowRuns>& rows) {
       if (sides.first.size() != 1 || sides.second.size() != 1) continue;
       if (moved) {
         const DiffRow& was = rows[sides.first[0]].row;
-        const auto& lines = steady[fs::path(was.file).filename().string()];
+        const auto& lines = steady[was.file];
         if (std::any_of(lines.begin(), lines.end(),
                         [&](std::int64_t line) { return line > was.line; }))
           continue;

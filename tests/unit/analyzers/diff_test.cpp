@@ -208,6 +208,31 @@ TEST_F(DiffRunsTest, SameNamedFunctionsOfOtherClassesAreNotOneMoved) {
   for (const DiffRow& r : d.phases) EXPECT_EQ(r.before_name, "") << r.name;
 }
 
+// A function below the pair's line in another file of that base name (an installed package's
+// utils.py) says nothing of this one: the pair stands.
+TEST_F(DiffRunsTest, AnotherFilesFunctionOfTheSameBaseNameLeavesAMovedPair) {
+  auto routine = [](int id, const std::string& name, const std::string& file, int line) {
+    return fmt::format(
+        "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
+        "  ({0}, '{1}', 'python', '{2}', {3});"
+        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+        "  subrs, incl_ns, excl_ns, flops, bytes) VALUES ({0}, 1, 5, {0}, 3, 0, 1, 0, 1000000, "
+        "  1000000, 0, 0);",
+        id, name, file, line);
+  };
+  const std::string theirs = "/usr/lib/python3/dist-packages/pkg/utils.py";
+  run("before", 6.8, 1.5, 10.0,
+      routine(7, "utils.py:10(clean)", "/w/utils.py", 10) +
+          routine(8, "utils.py:50(other)", theirs, 50));
+  run("after", 6.8, 1.5, 10.0,
+      routine(7, "utils.py:14(clean)", "/w/utils.py", 14) +
+          routine(8, "utils.py:50(other)", theirs, 50));
+  ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
+  const DiffRow& moved = row(d.phases, "utils.py:14(clean)");
+  EXPECT_EQ(moved.status, "both");
+  EXPECT_EQ(moved.before_name, "utils.py:10(clean)");
+}
+
 // The daily loop under python3 -m sonde re-profiles with --lines on the hot function, or
 // launches with sonde run --python: the program is the same, and diff warned "the commands
 // differ ...: the runs may do different work" for each (a red-team find). What differs in the
