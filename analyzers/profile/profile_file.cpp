@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "profile/process_alive.hpp"
 #include "schema_sql.hpp"  // generated from store_schema.sql and store_views.sql
 #include "sonde/output_name.hpp"
 
@@ -93,11 +94,23 @@ constexpr std::int64_t kQuickCheckBytes = std::int64_t{16} << 20;
 // larger one from a copy in a temporary file.
 constexpr std::int64_t kLiveCopyBytes = std::int64_t{256} << 20;
 
-// A process without its end: the file may still be written (or the process was killed).
+// Beyond this size a live profile is read in place: its copy would hold the run's flushes off
+// for seconds as the command's statements did (about 1 ms a MiB), and take as much space.
+constexpr std::int64_t kLiveCopyMaxBytes = std::int64_t{4} << 30;
+
+// A process without its end that runs still (on another host, or where /proc cannot say: taken
+// to run): the file may still be written. A killed run's processes never end in its file, and
+// every reader copied a large one again.
 bool still_written(const ProfileFile& file) {
   if (!file.has_table("processes")) return false;
-  auto st = file.prepare("SELECT 1 FROM processes WHERE ended_ns IS NULL LIMIT 1");
-  return st.step();
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  auto st = file.prepare("SELECT pid, host, started_ns FROM processes WHERE ended_ns IS NULL");
+  while (st.step()) {
+    bool here = st.is_null(1) || st.text(1) == host;
+    if (!here || process_alive(pid_t(st.int64(0)), st.int64(2))) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -230,10 +243,10 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   // and the threads that had ended, freed only once written, piled up (1.2 GB against 139 MB in
   // a red-team run starting and ending threads, readers running `sonde report` on it). A file
   // over kLiveCopyBytes is copied into a temporary file (SQLite's: under $SQLITE_TMPDIR or
-  // $TMPDIR, else /var/tmp or /tmp, gone when the command ends): read in place, a 440 MB one's
-  // 33-46 s reports held the run's flushes off, its ended threads piled up to 8.4 GB, and the
-  // exit flushes of 16 of 60 DataLoader workers gave up (a red team's).
-  if (still_written(file)) {
+  // $TMPDIR, else /var/tmp or /tmp, gone when the command ends; up to kLiveCopyMaxBytes): read in
+  // place, a 440 MB one's 33-46 s reports held the run's flushes off, its ended threads piled up
+  // to 8.4 GB, and the exit flushes of 16 of 60 DataLoader workers gave up (a red team's).
+  if (size <= kLiveCopyMaxBytes && still_written(file)) {
     ProfileFile copy(path);
     std::string error;
     if (copy.db_.open(size <= kLiveCopyBytes ? ":memory:" : "", true, error)) {

@@ -1,6 +1,10 @@
 // The real binary on good and bad input: exit codes, one clear line on stderr, never a crash.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -92,7 +96,13 @@ TEST_F(CliTest, SqliteFileWithoutMeta) {
 TEST_F(CliTest, ALiveProfileIsReadFromACopyWhateverItsSize) {
   fs::path live = dir_.path / "live.db";
   write_fixture(live);
-  exec_sql(live, "UPDATE processes SET ended_ns = NULL;");
+  // Written by a process that runs still: this one, as started now.
+  auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  exec_sql(live, fmt::format("UPDATE processes SET ended_ns = NULL, host = NULL, pid = {}, "
+                             "started_ns = {};",
+                             ::getpid(), now_ns));
   auto read_from = [&] {
     sonde::analyzers::ProfileFile f = sonde::analyzers::ProfileFile::open(live.string());
     auto st = f.prepare("SELECT COUNT(*) FROM nodes");
@@ -105,7 +115,14 @@ TEST_F(CliTest, ALiveProfileIsReadFromACopyWhateverItsSize) {
   EXPECT_EQ(read_from(), "");  // a copy (a temporary file), not the file
   CliResult r = run_sonde("report " + q(live));
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  // An ended run's file is read in place.
+  // A killed run's (no end, and its process gone: every reader copied it again), and an
+  // ended run's, are read in place.
+  pid_t gone = ::fork();
+  if (gone == 0) ::_exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+  exec_sql(live, fmt::format("UPDATE processes SET pid = {};", gone));
+  EXPECT_EQ(read_from(), fs::canonical(live).string());
   exec_sql(live, "UPDATE processes SET ended_ns = started_ns + 1;");
   EXPECT_EQ(read_from(), fs::canonical(live).string());
 }
