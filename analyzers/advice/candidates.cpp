@@ -1177,12 +1177,15 @@ AdviceInput load_advice_input(const ProfileFile& file) {
 // 20,000 times from Python, 13-17 us a step quiet, read 70-250 us a step beside a CI run and
 // three busy loops on 2 cores (its thread on its core 6-17 % of the time), above the python-loop
 // rule's 50 us bound for a small call, and the loop was not found (CI's flaky test).
+// Bounded by 4 x (the others' load + 1) too: a thread off its core for its own waits on a
+// host others keep a little busy is not stretched 20 times (its 1 ms calls read as small).
 double call_stretch(const AdviceInput& in) {
-  constexpr double kMinOthers = 0.5, kMost = 20;
+  constexpr double kMinOthers = 0.5, kMost = 20, kPerLoad = 4;
   if (!in.others_load || *in.others_load < kMinOthers || !in.busiest_cpu_share ||
       *in.busiest_cpu_share <= 0)
     return 1;
-  return std::clamp(1 / *in.busiest_cpu_share, 1.0, kMost);
+  double most = std::min(kMost, kPerLoad * (*in.others_load + 1));
+  return std::clamp(1 / *in.busiest_cpu_share, 1.0, most);
 }
 
 AdviceInput load_advice_input(LoadedProfile& profile) {

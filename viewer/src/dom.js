@@ -24,7 +24,9 @@ export function append(node, children) {
 // Characters shown as nothing, or that change how what follows is shown: zero-width spaces and
 // joiners, the bidirectional marks, embeddings, overrides and isolates (a name can show as
 // another's, as in "Trojan source"), the line and paragraph separators, the byte-order mark.
-// Shown as their escape (\u202e), as the terminal reports show them (table_format.cpp visible).
+// Shown as their escape (\u202e), as the terminal reports show them (table_format.cpp visible,
+// which escapes control characters and bytes that are not UTF-8 too: a text node shows those
+// harmlessly, and JSON holds no invalid UTF-8).
 const INVISIBLE = /[\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]/g;
 // The same in the JSON's text, as a character or escaped.
 const INVISIBLE_IN_JSON = /[\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]|\\u(200[b-f]|202[89a-e]|206[0-46-9]|feff)/i;

@@ -57,7 +57,7 @@ void add_open_comm_call(const ThreadState& t, const Clock& clock, uint64_t now, 
       break;
     }
   }
-  if (!merged) s.comms.push_back(CommRow{node, comm, bytes, 1, int64_t(ns)});
+  if (!merged) s.comms.push_back(CommRow{node, comm, bytes, 1, int64_t(ns), kNoRecord});
   if (p.exposed.load(kRelaxed)) {
     if (!s.comm_overlap) s.comm_overlap = CommOverlapRow{};
     s.comm_overlap->exposed_ns += int64_t(ns);

@@ -46,7 +46,9 @@ struct ShapeRow {
   std::string_view call_site = "";
 };
 
-// `index`: the record's in the thread's table (the store writes a row only where it moved).
+// `index`: the record's in the thread's table (the store writes a row only where it moved);
+// kNoRecord for a row of no record (a call still open at the last flush), always written.
+inline constexpr uint32_t kNoRecord = UINT32_MAX;
 struct CommRow {
   uint32_t node;
   CommCost comm;

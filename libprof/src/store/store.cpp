@@ -666,6 +666,7 @@ bool Store::write_comm(Database& db, const FlushData& data, std::string& error) 
   // Whether a row moved since the flush that last wrote it (and keeps what is written now).
   auto moved = [](std::vector<ThreadIds::RowWritten>& written, uint32_t index, uint64_t calls,
                   int64_t time_ns) {
+    if (index == kNoRecord) return true;
     if (index >= written.size()) written.resize(index + 1);
     ThreadIds::RowWritten now{calls, time_ns};
     if (written[index] == now) return false;
