@@ -1,7 +1,11 @@
 #include "render/report.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
 
 #include "base/table_format.hpp"
 #include "fixture.hpp"
@@ -169,7 +173,14 @@ TEST_F(ReportTest, AProfileStillBeingWrittenIsReadFromACopy) {
     ASSERT_TRUE(st.step());  // in place: the statement holds the file's shared lock
     EXPECT_FALSE(writer_gets_in());
   }
-  test::exec_sql(path_, "UPDATE processes SET ended_ns = NULL, end_reason = NULL");
+  // Still written: no end, and its writer runs (this process, as started now; a killed run's
+  // file is read in place, its writer gone).
+  auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  test::exec_sql(path_, fmt::format("UPDATE processes SET ended_ns = NULL, end_reason = NULL, "
+                                    "host = NULL, pid = {}, started_ns = {}",
+                                    ::getpid(), now_ns));
   ProfileFile file = ProfileFile::open(path_);
   auto st = file.prepare("SELECT node_id FROM nodes");
   ASSERT_TRUE(st.step());
