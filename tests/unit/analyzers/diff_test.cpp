@@ -61,6 +61,17 @@ class DiffRunsTest : public sonde::test::AdviceFixtureTest {
     for (std::size_t i = from; i < from + n; ++i) out.push_back(&files_[i]);
     return out;
   }
+  // SQL adding a Python function `id` (a routine and its node, 1 ms under update) to a run.
+  static std::string python_routine(int id, const std::string& name, const std::string& file,
+                                    int line) {
+    return fmt::format(
+        "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
+        "  ({0}, '{1}', 'python', '{2}', {3});"
+        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+        "  subrs, incl_ns, excl_ns, flops, bytes) VALUES ({0}, 1, 5, {0}, 3, 0, 1, 0, 1000000, "
+        "  1000000, 0, 0);",
+        id, name, file, line);
+  }
   static const DiffRow& row(const std::vector<DiffRow>& rows, const std::string& name) {
     for (const DiffRow& r : rows)
       if (r.name == name) return r;
@@ -179,26 +190,17 @@ TEST_F(DiffRunsTest, AFunctionWhoseLineMovedIsTheSameFunction) {
 // with them paired dataloader.py:669(_next_data) (the single-process iterator's) with
 // dataloader.py:1286(_next_data) (the multi-process one's) as one, "both", 1.01x.
 TEST_F(DiffRunsTest, SameNamedFunctionsOfOtherClassesAreNotOneMoved) {
-  auto routine = [](int id, const std::string& name, const std::string& file, int line) {
-    return fmt::format(
-        "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
-        "  ({0}, '{1}', 'python', '{2}', {3});"
-        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
-        "  subrs, incl_ns, excl_ns, flops, bytes) VALUES ({0}, 1, 5, {0}, 3, 0, 1, 0, 1000000, "
-        "  1000000, 0, 0);",
-        id, name, file, line);
-  };
   const std::string loader = "/usr/lib/python3/dist-packages/torch/utils/data/dataloader.py";
   // Before: Attention.forward at 10; after, FastAttention.forward at 40 in its place; Block's
   // forward at 60 ran in both, at the same line: the file did not move.
   run("before", 6.8, 1.5, 10.0,
-      routine(7, "dataloader.py:669(_next_data)", loader, 669) +
-          routine(8, "model.py:10(forward)", "/w/model.py", 10) +
-          routine(9, "model.py:60(forward)", "/w/model.py", 60));
+      python_routine(7, "dataloader.py:669(_next_data)", loader, 669) +
+          python_routine(8, "model.py:10(forward)", "/w/model.py", 10) +
+          python_routine(9, "model.py:60(forward)", "/w/model.py", 60));
   run("after", 6.8, 1.5, 10.0,
-      routine(7, "dataloader.py:1286(_next_data)", loader, 1286) +
-          routine(8, "model.py:40(forward)", "/w/model.py", 40) +
-          routine(9, "model.py:60(forward)", "/w/model.py", 60));
+      python_routine(7, "dataloader.py:1286(_next_data)", loader, 1286) +
+          python_routine(8, "model.py:40(forward)", "/w/model.py", 40) +
+          python_routine(9, "model.py:60(forward)", "/w/model.py", 60));
   ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
   EXPECT_EQ(row(d.phases, "dataloader.py:669(_next_data)").status, "only before");
   EXPECT_EQ(row(d.phases, "dataloader.py:1286(_next_data)").status, "only after");
@@ -211,22 +213,13 @@ TEST_F(DiffRunsTest, SameNamedFunctionsOfOtherClassesAreNotOneMoved) {
 // A function below the pair's line in another file of that base name (an installed package's
 // utils.py) says nothing of this one: the pair stands.
 TEST_F(DiffRunsTest, AnotherFilesFunctionOfTheSameBaseNameLeavesAMovedPair) {
-  auto routine = [](int id, const std::string& name, const std::string& file, int line) {
-    return fmt::format(
-        "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
-        "  ({0}, '{1}', 'python', '{2}', {3});"
-        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
-        "  subrs, incl_ns, excl_ns, flops, bytes) VALUES ({0}, 1, 5, {0}, 3, 0, 1, 0, 1000000, "
-        "  1000000, 0, 0);",
-        id, name, file, line);
-  };
   const std::string theirs = "/usr/lib/python3/dist-packages/pkg/utils.py";
   run("before", 6.8, 1.5, 10.0,
-      routine(7, "utils.py:10(clean)", "/w/utils.py", 10) +
-          routine(8, "utils.py:50(other)", theirs, 50));
+      python_routine(7, "utils.py:10(clean)", "/w/utils.py", 10) +
+          python_routine(8, "utils.py:50(other)", theirs, 50));
   run("after", 6.8, 1.5, 10.0,
-      routine(7, "utils.py:14(clean)", "/w/utils.py", 14) +
-          routine(8, "utils.py:50(other)", theirs, 50));
+      python_routine(7, "utils.py:14(clean)", "/w/utils.py", 14) +
+          python_routine(8, "utils.py:50(other)", theirs, 50));
   ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
   const DiffRow& moved = row(d.phases, "utils.py:14(clean)");
   EXPECT_EQ(moved.status, "both");

@@ -284,6 +284,14 @@ class StoreWrite : public testing::Test {
     return ok;
   }
 
+  // `text` run on the file between two flushes, as another program would.
+  void sql(const char* text) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, text, nullptr, nullptr, nullptr), SQLITE_OK) << text;
+    sqlite3_close(db);
+  }
+
   test::TempDir dir_;
   std::string path_;
   Store store_;
@@ -461,14 +469,7 @@ TEST_F(StoreWrite, ASecondFlushUpdatesRowsInsteadOfAddingThem) {
 // two flushes keeps its mark where its node did not move, and is rewritten where it did.
 TEST_F(StoreWrite, AFlushRewritesOnlyTheNodesThatMoved) {
   ASSERT_TRUE(write(flush(2500)));
-  auto mark = [&] {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE nodes SET subrs = 777", nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  };
-  mark();
+  sql("UPDATE nodes SET subrs = 777");
   enter_at(t_, forward_, 2600);  // a new call under the root: the root and it move
   leave_at(t_, 2700);
   ASSERT_TRUE(write(flush(2800)));
@@ -489,12 +490,6 @@ TEST_F(StoreWrite, AFlushRewritesOnlyTheNodesThatMoved) {
 // where the nodes held 169,450 (a review's find).
 TEST_F(StoreWrite, AFlushThatFailsMidTreeLeavesTheRoutineSumsWhole) {
   ASSERT_TRUE(write(flush(2500)));
-  auto sql = [&](const char* text) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, text, nullptr, nullptr, nullptr), SQLITE_OK) << text;
-    sqlite3_close(db);
-  };
   sql("CREATE TRIGGER refuse BEFORE UPDATE ON nodes WHEN NEW.routine_id = (SELECT routine_id "
       "FROM routines WHERE name = 'cblas_sgemm') BEGIN SELECT RAISE(ABORT, 'refused'); END");
   enter_at(t_, train_, 2600);
@@ -527,14 +522,7 @@ TEST_F(StoreWrite, AFlushRewritesOnlyTheOperatorShapesThatMoved) {
   uint32_t b = op_signatures().intern("[[16, 8]]", "float");
   t_.record_op_shape(1, a, 100);
   ASSERT_TRUE(write(flush(2500)));
-  auto mark = [&] {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE op_shapes SET time_ns = 777", nullptr, nullptr, nullptr),
-              SQLITE_OK);
-    sqlite3_close(db);
-  };
-  mark();
+  sql("UPDATE op_shapes SET time_ns = 777");
   t_.record_op_shape(1, b, 50);  // a new shape: its row alone is written
   ASSERT_TRUE(write(flush(2600)));
   {
