@@ -203,7 +203,8 @@ class Store {
   std::unordered_map<const ThreadState*, ThreadIds> threads_;
   std::vector<int64_t> counter_ids_;  // counters.counter_id per column
   int64_t next_node_id_ = 0;          // within a flush's transaction; 0 until its first new node
-  // write_nodes' sums by registry routine, zero but for the routines in touched_ while it runs.
+  // write_nodes' sums by registry routine, zero but for the routines in touched_ (the last
+  // write's, zeroed by the next).
   std::vector<RoutineSums> sums_;
   std::vector<RoutineId> touched_;
   bool views_there_ = false;  // a flush of this process committed with the views in place

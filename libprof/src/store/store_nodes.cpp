@@ -94,13 +94,13 @@ bool Store::write_nodes(Database& db, NodeStatements& st, const ThreadSnapshot& 
   ids.nodes.resize(t.nodes.size(), 0);
   ids.written.resize(t.nodes.size(), {0, 0, 0});
   // Each routine's sums, over every node written (changed or not), in the same pass: in a
-  // table by registry routine kept zero between threads, with the routines touched listed (a
-  // table per thread, and a pass over all of it, cost a thread that called three functions
-  // as much as one that called every routine the process knows).
-  // A write that failed midway (an UPDATE refused by a full disk, std::bad_alloc) left its
-  // routines' sums in the table: zeroed here, or a later flush added onto them, compared them
-  // with what the file held, and left thread_routine_sums wrong for the process's life (a
-  // review's: 20,780 calls where the nodes held 169,450).
+  // table by registry routine, with the routines touched listed (a table per thread, and a pass
+  // over all of it, cost a thread that called three functions as much as one that called every
+  // routine the process knows). The last write's are zeroed here, at the start, the one place
+  // every write passes, a failed one's too: zeroed at the end, a write that failed midway (an
+  // UPDATE refused by a full disk, std::bad_alloc) left them, a later flush added onto them,
+  // and thread_routine_sums stayed wrong for the process's life (a review's: 20,780 calls where
+  // the nodes held 169,450).
   for (RoutineId r : touched_) sums_[r] = RoutineSums{};
   touched_.clear();
   sums_.resize(routine_ids_.size());
@@ -152,9 +152,7 @@ bool Store::write_nodes(Database& db, NodeStatements& st, const ThreadSnapshot& 
                 error))
       return false;
   }
-  bool ok = st.finish(error) && write_routine_sums(db, st, t, ids, root, error);
-  for (RoutineId r : touched_) sums_[r] = RoutineSums{};
-  return ok;
+  return st.finish(error) && write_routine_sums(db, st, t, ids, root, error);
 }
 
 bool Store::write_routine_sums(Database& db, NodeStatements& st, const ThreadSnapshot& t,
