@@ -71,6 +71,12 @@ std::string several_profiles(const CLI::App* sub, const std::vector<std::string>
       name, files.size(), list);
 }
 
+// "sonde report": how every usage error names the command it is about.
+std::string command_name(const CLI::App& app) {
+  auto subs = app.get_subcommands();
+  return subs.empty() ? "sonde" : "sonde " + subs.front()->get_name();
+}
+
 // A word of the command line that begins with '-' and is a file here: CLI11 read it as an
 // option, and said "file is required" or "argument was not expected" of a command given its
 // file (`sonde report -dash.db`, a red-team find). "" where none is.
@@ -80,8 +86,7 @@ std::string dash_file_hint(const CLI::App& app, const std::vector<std::string>& 
     if (a.size() < 2 || a[0] != '-' || a == "--") continue;
     std::error_code ec;
     if (!std::filesystem::is_regular_file(a, ec)) continue;
-    std::string who = "sonde";
-    if (auto subs = app.get_subcommands(); !subs.empty()) who += " " + subs.front()->get_name();
+    std::string who = command_name(app);
     return fmt::format(
         "{0}: {1} reads as an option, not as the file of that name here: give it as ./{1} "
         "(see {0} --help)\n",
@@ -110,8 +115,7 @@ int main(int argc, char** argv) {
   // One line, named as sonde's other errors are ("sonde report: ..."): CLI11's own was the
   // message alone with a second line under it.
   app.failure_message([](const CLI::App* a, const CLI::Error& e) {
-    std::string who = "sonde";
-    if (auto subs = a->get_subcommands(); !subs.empty()) who += " " + subs.front()->get_name();
+    std::string who = command_name(*a);
     return fmt::format("{}: {} (see {} --help)\n", who, sonde::analyzers::visible(e.what()), who);
   });
   auto usage_error = [&](const CLI::Error& e) {
