@@ -80,4 +80,11 @@ std::vector<pid_t> processes_with_environment(const std::string& entry) {
   return out;
 }
 
+bool on_this_host(const char* host) {
+  if (host == nullptr) return true;
+  char here[256] = {};
+  ::gethostname(here, sizeof here - 1);
+  return std::strcmp(host, here) == 0;
+}
+
 }  // namespace sonde::analyzers

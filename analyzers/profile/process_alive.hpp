@@ -17,6 +17,9 @@ namespace sonde::analyzers {
 // readable /proc (hidepid, another OS) it is kill's answer.
 bool process_alive(pid_t pid, std::int64_t started_ns);
 
+// Whether a profile's processes.host names this machine (NULL, an older file's: taken to).
+bool on_this_host(const char* host);
+
 // The processes of this user whose environment, as their image started, holds `entry` exactly
 // ("SONDE_RUN_ID=<uuid>": the processes of a run, those that have not written their row yet
 // among them); none where /proc cannot be read.

@@ -103,12 +103,12 @@ constexpr std::int64_t kLiveCopyMaxBytes = std::int64_t{4} << 30;
 // every reader copied a large one again.
 bool still_written(const ProfileFile& file) {
   if (!file.has_table("processes")) return false;
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
   auto st = file.prepare("SELECT pid, host, started_ns FROM processes WHERE ended_ns IS NULL");
   while (st.step()) {
-    bool here = st.is_null(1) || st.text(1) == host;
-    if (!here || process_alive(pid_t(st.int64(0)), st.int64(2))) return true;
+    std::string host = st.is_null(1) ? "" : st.text(1);
+    if (!on_this_host(st.is_null(1) ? nullptr : host.c_str()) ||
+        process_alive(pid_t(st.int64(0)), st.int64(2)))
+      return true;
   }
   return false;
 }

@@ -49,8 +49,6 @@ Found look_at(const std::string& path) {
   };
   rows("SELECT 1 FROM meta WHERE key = 'schema_version'",
        [&](sqlite3_stmt*) { found.profile = true; });
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
   if (found.profile)
     rows("SELECT 1 FROM processes LIMIT 1", [&](sqlite3_stmt*) { found.processes = true; });
   if (found.processes)
@@ -58,8 +56,7 @@ Found look_at(const std::string& path) {
          [&](sqlite3_stmt* st) {
            pid_t pid = pid_t(sqlite3_column_int64(st, 0));
            const auto* h = reinterpret_cast<const char*>(sqlite3_column_text(st, 1));
-           bool here = h == nullptr || std::strcmp(h, host) == 0;
-           if (here && found.live_writer == 0 && pid > 0 && pid != ::getpid() &&
+           if (on_this_host(h) && found.live_writer == 0 && pid > 0 && pid != ::getpid() &&
                process_alive(pid, sqlite3_column_int64(st, 2)))
              found.live_writer = pid;
          });
