@@ -54,6 +54,23 @@ class ChunkedArray {
     }
     return i;
   }
+  // Owner, with no reader left (a fork child before its flusher starts): empty again. The
+  // first chunk stays, its elements made anew in place, so that the first reserve() after
+  // this one cannot fail for memory (a thread's root node is taken there). The others are let
+  // go, not freed: they are the parent's pages, shared until written, and a free writes the
+  // allocator's header and links into each (a page copy per chunk: 400 for a tree of 100,000
+  // nodes, about as many as the rest of a Python child's start).
+  void reset() {
+    size_.store(0, std::memory_order_relaxed);
+    if (!chunks_) return;
+    for (uint32_t c = 1; c < kMaxChunks; ++c) chunks_[c].store(nullptr, std::memory_order_relaxed);
+    if (T* first = chunks_[0].load(std::memory_order_relaxed)) {
+      for (uint32_t i = 0; i < kChunkSize; ++i) {
+        std::destroy_at(&first[i]);
+        std::construct_at(&first[i]);
+      }
+    }
+  }
   // Owner: makes element `i` (the reserved one) visible to readers.
   void publish(uint32_t i) { size_.store(i + 1, std::memory_order_release); }
 

@@ -290,61 +290,65 @@ void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks, uint3
 }
 
 void ThreadState::reset_counts(uint64_t now) {
+  // A tree of the open frames' path alone, not the parent's tree zeroed: zeroing wrote every
+  // node, so each page of the parent's tree became the child's own copy (a DataLoader worker
+  // forked under 100,000 call paths: 20-39 MiB and 19-53 ms). The child makes its paths anew
+  // as it calls them; the parent's pages stay shared, and are freed here without a write to
+  // them but for the allocator's headers.
+  // Each open frame's entry holds its routine while the tree is made again (no memory is
+  // asked for: a fork handler's), then the node of its path in the new one.
+  uint32_t open = depth();
+  static_assert(sizeof(RoutineId) == sizeof(uint32_t), "an entry's node holds a routine");
+  for (uint32_t i = 1; i <= open; ++i) {
+    StackEntry& e = stack_[i];
+    e.node.store(nodes[e.node.load(std::memory_order_relaxed)].routine, std::memory_order_relaxed);
+  }
+  nodes.reset();
+  shapes.reset();
+  lines.reset();
+  comms.reset();
+  op_shapes.reset();
+  child_index_ = std::vector<ChildSlot>(64);
+  shape_index_ = {};
+  comm_index_ = {};
+  op_shape_index_ = {};
+  line_index_ = {};
+  uint32_t root = nodes.reserve();  // 0, in the chunk reset() kept
+  nodes.publish(root);
+  for (uint32_t i = 1; i <= open; ++i) {
+    // Without memory for a node (the child at its `ulimit -v`), find_child gives the caller's:
+    // the frame's time is then its caller's, as at the node limit.
+    StackEntry& e = stack_[i];
+    e.node.store(find_child(stack_[i - 1].node.load(std::memory_order_relaxed),
+                            e.node.load(std::memory_order_relaxed)),
+                 std::memory_order_relaxed);
+  }
+  // A communication call open at the fork is one of those frames.
+  auto node_at = [&](uint32_t d) {
+    return d <= open ? stack_[d].node.load(std::memory_order_relaxed) : 0;
+  };
+  comm_clock.call_node = node_at(comm_clock.call_depth + 1);
+  pending_comm.node.store(node_at(pending_comm.depth.load(std::memory_order_relaxed) + 1),
+                          std::memory_order_relaxed);
   for (OutlierSums& o : outlier_sums) {
     for (auto* a : {&o.count, &o.incl, &o.excl}) a->store(0, std::memory_order_relaxed);
     o.sq.store(0, std::memory_order_relaxed);
     o.node.store(0, std::memory_order_relaxed);
-  }
-  uint32_t n = nodes.size_owner();
-  for (uint32_t i = 0; i < n; ++i) {
-    Node& node = nodes[i];
-    for (auto* a :
-         {&node.calls, &node.subrs, &node.incl_ticks, &node.excl_ticks, &node.flops, &node.bytes,
-          &node.warm_calls, &node.timed, &node.timed_incl, &node.timed_excl}) {
-      a->store(0, std::memory_order_relaxed);
-    }
-    node.timed_sq.store(0, std::memory_order_relaxed);
-    node.timing = AdaptiveTiming::kWarmUp;  // the child's own calls decide again
-    node.warm_closed = node.warm_fast = 0;
-    node.mean_ticks = 0;
-    for (uint32_t c = 0; c < kMaxCounters; ++c) {
-      node.counter_incl[c].store(0, std::memory_order_relaxed);
-      node.counter_excl[c].store(0, std::memory_order_relaxed);
-    }
-  }
-  for (uint32_t i = 0; i < shapes.size_owner(); ++i) {
-    ShapeRecord& r = shapes[i];
-    for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes, &r.timed}) {
-      a->store(0, std::memory_order_relaxed);
-    }
-  }
-  for (uint32_t i = 0; i < comms.size_owner(); ++i) {
-    comms[i].calls.store(0, std::memory_order_relaxed);
-    comms[i].ticks.store(0, std::memory_order_relaxed);
-  }
-  for (uint32_t i = 0; i < op_shapes.size_owner(); ++i) {
-    op_shapes[i].calls.store(0, std::memory_order_relaxed);
-    op_shapes[i].ticks.store(0, std::memory_order_relaxed);
   }
   for (auto* a : {&comm_clock.exposed, &comm_clock.overlapped, &comm_clock.inflight_ticks,
                   &comm_clock.untracked}) {
     a->store(0, std::memory_order_relaxed);
   }
   comm_clock.last = now;
-  for (uint32_t i = 0; i < lines.size_owner(); ++i) {
-    lines[i].hits.store(0, std::memory_order_relaxed);
-    lines[i].ticks.store(0, std::memory_order_relaxed);
-  }
   // Frames still open were entered by the parent: the child's time runs under them, but it
   // made none of those calls (a function that forked 3 children was called once, not 4 times).
   // Only the thread's root counts one, as every thread's does.
-  uint32_t d = depth();
-  for (uint32_t i = 0; i <= d; ++i) {
+  for (uint32_t i = 0; i <= open; ++i) {
     StackEntry& e = stack_[i];
     e.start.store(now, std::memory_order_relaxed);
     e.child_ticks.store(0, std::memory_order_relaxed);
   }
-  nodes[stack_[0].node.load(std::memory_order_relaxed)].calls.store(1, std::memory_order_relaxed);
+  nodes[root].calls.store(1, std::memory_order_relaxed);
   start_ticks_.store(now, std::memory_order_relaxed);
   end_ticks_.store(0, std::memory_order_relaxed);
   cpu_start_ns_.store(own_cpu_ns(), std::memory_order_relaxed);

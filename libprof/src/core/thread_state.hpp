@@ -258,7 +258,8 @@ class ThreadState {
       if (start != kUntimed) stack_[d].start.store(start + ticks, std::memory_order_relaxed);
     }
   }
-  // Forgets all measurements but keeps the open frames, reset to `now` (fork child).
+  // Forgets all measurements but keeps the open frames, reset to `now` (fork child): a tree
+  // of their one path alone, the records and indexes emptied.
   void reset_counts(uint64_t now);
   // Fork child, before its flusher starts: the forking thread is the new process's first
   // thread, with the kernel's id for it there (the parent's tid is another thread's).

@@ -196,35 +196,78 @@ TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
   bump(t.region_mismatches, 1);
   t.mark_ended(1500);
 
+  uint32_t nodes_before = t.nodes.size_owner();
   t.reset_counts(5000);
   EXPECT_EQ(t.depth(), 2u);
   EXPECT_EQ(t.start_ticks(), 5000u);
   EXPECT_EQ(t.end_ticks(), 0u);
   EXPECT_EQ(t.depth_overflows.load(), 0u);
   EXPECT_EQ(t.region_mismatches.load(), 0u);
-  // Closed work is forgotten...
-  EXPECT_EQ(t.nodes[b].calls.load(), 0u);
-  EXPECT_EQ(t.nodes[b].incl_ticks.load(), 0u);
-  EXPECT_EQ(t.nodes[b].excl_ticks.load(), 0u);
-  EXPECT_EQ(t.nodes[b].flops.load(), 0u);
-  EXPECT_EQ(t.shapes[0].calls.load(), 0u);
-  EXPECT_EQ(t.shapes[0].ticks.load(), 0u);
+  // Closed work is forgotten: the tree holds the open frames' path alone (root, 1, 3), and
+  // the shapes none.
+  EXPECT_EQ(nodes_before, 4u);
+  ASSERT_EQ(t.nodes.size_owner(), 3u);
+  EXPECT_EQ(t.shapes.size_owner(), 0u);
+  uint32_t a2 = t.stack_[1].node.load(), c2 = t.stack_[2].node.load();
+  EXPECT_EQ(t.nodes[a2].routine, 1u);
+  EXPECT_EQ(t.nodes[a2].parent, 0u);
+  EXPECT_EQ(t.nodes[a2].depth, 1u);
+  EXPECT_EQ(t.nodes[c2].routine, 3u);
+  EXPECT_EQ(t.nodes[c2].parent, a2);
+  EXPECT_EQ(t.nodes[c2].depth, 2u);
   // ...open frames stay, timed from `now`, with no call of the child's: the parent made them.
   // The thread's root counts one, as every thread's does.
   EXPECT_EQ(t.nodes[0].calls.load(), 1u);
-  EXPECT_EQ(t.nodes[a].calls.load(), 0u);
-  EXPECT_EQ(t.nodes[c].calls.load(), 0u);
-  EXPECT_EQ(t.nodes[0].subrs.load(), 0u);
-  EXPECT_EQ(t.nodes[a].subrs.load(), 0u);
-  EXPECT_EQ(t.nodes[c].subrs.load(), 0u);
-  EXPECT_EQ(t.nodes[a].incl_ticks.load(), 0u);
+  for (uint32_t n : {0u, a2, c2}) {
+    EXPECT_EQ(t.nodes[n].subrs.load(), 0u) << n;
+    EXPECT_EQ(t.nodes[n].incl_ticks.load(), 0u) << n;
+    EXPECT_EQ(t.nodes[n].excl_ticks.load(), 0u) << n;
+    if (n != 0) {
+      EXPECT_EQ(t.nodes[n].calls.load(), 0u) << n;
+    }
+  }
   for (uint32_t i = 0; i <= 2; ++i) {
     EXPECT_EQ(t.stack_[i].start.load(), 5000u) << i;
     EXPECT_EQ(t.stack_[i].child_ticks.load(), 0u) << i;
   }
-  EXPECT_EQ(t.stack_[2].node.load(), c);
-  // The tree itself survives: the same paths map to the same nodes.
-  EXPECT_EQ(t.child_of(a, 2), b);
+  // The index knows the new tree: the open path is found again, a closed one made anew.
+  EXPECT_EQ(t.child_of(0, 1), a2);
+  EXPECT_EQ(t.child_of(a2, 3), c2);
+  uint32_t b2 = t.child_of(a2, 2);
+  EXPECT_EQ(b2, 3u);
+  EXPECT_EQ(t.nodes[b2].calls.load(), 0u);
+  // The open frames close into the new tree, and the child's own calls count there.
+  leave_at(t, 5100);
+  leave_at(t, 5300);
+  EXPECT_EQ(t.depth(), 0u);
+  EXPECT_EQ(t.nodes[c2].incl_ticks.load(), 100u);
+  EXPECT_EQ(t.nodes[a2].incl_ticks.load(), 300u);
+  EXPECT_EQ(t.nodes[a2].excl_ticks.load(), 200u);
+  (void)a, (void)b, (void)c;
+}
+
+TEST(ThreadState, ResetCountsOnAManyPathTreeKeepsOnlyTheOpenPath) {
+  // A fork under a parent of many paths, deep and wide: the new tree is the open path alone,
+  // and the index over it works at its small size.
+  ThreadState t(0, 1234, 1000, 64, 0);
+  uint32_t top = enter_at(t, 1, 1001);
+  for (RoutineId r = 100; r < 20100; ++r) {
+    enter_at(t, r, 1002);
+    leave_at(t, 1003);
+  }
+  for (RoutineId r = 2; r < 40; ++r) enter_at(t, r, 1004);
+  ASSERT_GT(t.nodes.size_owner(), 20000u);
+  (void)top;
+  t.reset_counts(2000);
+  EXPECT_EQ(t.depth(), 39u);
+  EXPECT_EQ(t.nodes.size_owner(), 40u);
+  for (uint32_t d = 1; d <= 39; ++d) {
+    const Node& n = t.nodes[t.stack_[d].node.load()];
+    EXPECT_EQ(n.routine, d == 1 ? 1u : d) << d;
+    EXPECT_EQ(n.parent, t.stack_[d - 1].node.load()) << d;
+  }
+  for (RoutineId r = 100; r < 20100; ++r) EXPECT_NE(t.child_of(t.stack_[1].node.load(), r), 0u);
+  EXPECT_EQ(t.nodes.size_owner(), 40u + 20000u);
 }
 
 std::vector<uint32_t> drained(TraceRing& r) {
