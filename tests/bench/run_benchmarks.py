@@ -69,6 +69,8 @@ FIGURES = {
                                              "sonde / plain - 1"),
     "fixed.empty": ("fixed", "x plain", "python3 -m sonde on an empty script / plain python3"),
     "fixed.torch": ("fixed", "x plain", "python3 -m sonde on `import torch` / plain python3"),
+    "fixed.fork": ("fixed", "x plain", "a fork child's page copies at its start, under a parent "
+                                       "of 100k Python call paths, python3 -m sonde / plain"),
 }
 for _v in ("3.10", "3.11", "3.12", "3.13"):
     FIGURES[f"python{_v}.default"] = ("python", "x cProfile", "added time of py_callheavy.py "
@@ -1044,6 +1046,46 @@ def bench_fixed(cfg, summary):
                     f"plain {statistics.median(got['plain']) * 1e3:.1f} ms, under sonde "
                     f"{statistics.median(got['sonde']) * 1e3:.1f} ms", target,
                     med <= float(target.split()[1]))
+    bench_fork_child(cfg, summary, db, env)
+
+
+def fork_children(cmd, env):
+    """[(page copies, ms from the parent's fork() to the child's first line)] of
+    py_fork_child.py's children."""
+    r = run(cmd, env_extra=env)
+    out = [(int(f), float(ms)) for _, f, ms in
+           (line.split() for line in r.stdout.splitlines() if line.startswith("child "))]
+    expect(out, f"{' '.join(cmd)} printed no child:\n{r.stderr}")
+    return out
+
+
+def bench_fork_child(cfg, summary, db, env):
+    """A fork child's start under a parent of 100,000 Python call paths: the pages it copies
+    (minor faults) before its first line, as DataLoader workers are forked, against plain's.
+    Until 2026-12-07 the child zeroed the parent's whole call tree, and copied every page of it."""
+    pairs, paths, children = cfg.size(5, 1, guard=3), cfg.size(100_000, 20_000), 4
+    script = os.path.join(HERE, "py_fork_child.py")
+    got = {"plain": [], "sonde": []}
+    cmds = {"plain": [cfg.python, script, str(paths), str(children)],
+            "sonde": [cfg.python, "-m", "sonde", "-o", db, script, str(paths), str(children)]}
+    ratios = []
+    for i in range(pairs):
+        pair = {}
+        for which in (("plain", "sonde") if i % 2 == 0 else ("sonde", "plain")):
+            pair[which] = fork_children(cmds[which], env)
+            got[which].extend(pair[which])
+        ratios.append(statistics.median(f for f, _ in pair["sonde"]) /
+                      statistics.median(f for f, _ in pair["plain"]))
+    for which, kids in got.items():
+        print(f"  fork child under {paths:,} paths, {which}: page copies "
+              f"{spread([f for f, _ in kids])}; ms from fork() {spread([ms for _, ms in kids])}")
+    print(f"  page copies, sonde / plain per pair: {spread(ratios)}")
+    figure(cfg, "fixed.fork", ratios)
+    med = statistics.median(ratios)
+    summary.add(f"8. a fork child under {paths:,} Python call paths (page copies)",
+                f"{med:.2f} × plain (median of {pairs} pairs)",
+                f"plain {statistics.median(f for f, _ in got['plain']):.0f} pages, under sonde "
+                f"{statistics.median(f for f, _ in got['sonde']):.0f}", "≤ 3 ×", med <= 3)
 
 
 # ----------------------------------------------------------------------------------------------
