@@ -13,7 +13,26 @@ from pathlib import Path
 import conftest
 from conftest import CLI, LIB, clean_env
 
-RESOURCES = ("gemm.f32", "gemm.f64", "mem.bw")
+
+
+def bf16_measured_here():
+    """Whether `sonde calibrate` measures gemm.bf16 here: a CPU whose flags offer bfloat16
+    arithmetic (AMX-BF16 or AVX512_BF16, with AVX-512) and a oneDNN with its bfloat16 GEMM."""
+    import ctypes
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    if "avx512f" not in flags or not ({"amx_bf16", "avx512_bf16"} & set(flags)):
+        return False
+    for name in ("libdnnl.so.3", "libdnnl.so.2"):
+        try:
+            return hasattr(ctypes.CDLL(name), "dnnl_gemm_bf16bf16f32")
+        except OSError:
+            continue
+    return False
+
+
+BF16 = bf16_measured_here()
+RESOURCES = ("gemm.f32", "gemm.f64") + (("gemm.bf16",) if BF16 else ()) + ("mem.bw",)
 LINE = re.compile(r"^(\S+) (\d+) (\S+) (calibrated|manual|forced)(?: ([\d.]+))?$")
 
 
@@ -76,6 +95,8 @@ def test_quick_calibration_writes_every_resource_for_one_and_all_threads(quick):
     # What was written as calibrated passed the checks: more threads no slower than one.
     for res in set(RESOURCES) - forced:
         assert peaks[(res, 0)][0] >= 0.9 * peaks[(res, 1)][0], peaks
+    # gemm.bf16 where this CPU and oneDNN compute in bfloat16, and only there.
+    assert (("gemm.bf16", 1) in peaks) == BF16, peaks
     # f32 GEMM is no slower than f64 on any CPU with SIMD (half the bytes per lane).
     if not forced & {"gemm.f32", "gemm.f64"}:
         assert peaks[("gemm.f32", 1)][0] >= 0.8 * peaks[("gemm.f64", 1)][0], peaks

@@ -308,6 +308,7 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
     }
   }
   if (const char* isa = vector_isa()) d.info.emplace_back("cpu.vector_isa", isa);
+  if (const char* bf16 = cpu_bf16()) d.info.emplace_back("cpu.bf16", bf16);
   if (sampler_on()) d.info.emplace_back("sample.hz", std::to_string(config_.sample_hz));
   if (int status = exit_status_.load(std::memory_order_relaxed); status >= 0)
     d.info.emplace_back("exit.status", std::to_string(status));
