@@ -865,7 +865,7 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 27> kRules{{
+const std::array<Rule, 28> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -945,6 +945,16 @@ const std::array<Rule, 27> kRules{{
      "their time x (1 - gemm.f64 peak / gemm.f32 peak) at the run's BLAS threads, as calibrated "
      "(1/2 where not)",
      float64_gemms},
+    {"bfloat16",
+     "GEMMs (BLAS GEMM and SYRK calls and oneDNN primitives, outermost) in float32 take at least "
+     "threshold % of the busy threads' time outside set-up of a torch program, on a CPU with "
+     "bfloat16 units (run_info cpu.bf16: AMX or AVX512_BF16)",
+     10.0,
+     "torch.autocast(\"cpu\", dtype=torch.bfloat16) around the forward pass and the loss, if the "
+     "model's accuracy holds (compare the loss)",
+     "their time x (1 - gemm.f32 peak / gemm.bf16 peak) at the run's BLAS threads, as calibrated "
+     "(1/2 where not)",
+     float32_gemms_on_bf16},
     {"blas-kernels",
      "an OpenBLAS runs kernels with narrower vectors than the CPU offers (run_info blas.config's "
      "core against cpu.vector_isa: DYNAMIC_ARCH falls back to its SSE3 Prescott kernels on a "

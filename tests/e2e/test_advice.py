@@ -179,6 +179,64 @@ def test_advice_is_in_each_reference_workloads_language(tmp_path, mlp_numpy):
         assert "torch.channels_last" in c["advice"] and "batch the small" not in c["advice"], c
 
 
+def cpu_bf16_expected():
+    """What run_info cpu.bf16 must say on this machine, from the kernel's CPU flags: "amx" (AMX
+    tiles with bfloat16, which /proc/cpuinfo lists only where the kernel saves their state),
+    "avx512" (AVX512_BF16), else None."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    if "avx512f" not in flags:
+        return None
+    if "amx_bf16" in flags and "amx_tile" in flags:
+        return "amx"
+    return "avx512" if "avx512_bf16" in flags else None
+
+
+BF16_MLP = """
+import os, torch
+torch.manual_seed(0)
+m = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10))
+opt = torch.optim.SGD(m.parameters(), lr=0.01)
+x, y = torch.randn(256, 512), torch.randint(0, 10, (256,))
+for _ in range(40):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=os.environ.get("AUTOCAST") == "1"):
+        loss = torch.nn.functional.cross_entropy(m(x), y)
+    loss.backward()
+    opt.step()
+print(f"loss {loss.item():.3f}")
+"""
+
+
+def test_float32_torch_gemms_on_a_bf16_cpu_are_told_autocast(tmp_path):
+    """A float32 torch MLP: on a CPU with bfloat16 units (this one's flags say which) the
+    bfloat16 rule tells torch.autocast, with the unit recorded; under autocast, or on a CPU
+    without them, nothing. (An Emerald Rapids VM: a 1024-wide MLP's step 35.2 -> 5.7 ms.)"""
+    pytest.importorskip("torch")
+    script = tmp_path / "mlp.py"
+    script.write_text(BF16_MLP)
+    expected = cpu_bf16_expected()
+    found = {}
+    for autocast in ("0", "1"):
+        db = tmp_path / f"autocast{autocast}.db"
+        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(script)],
+                           env=clean_env(PYTHONPATH=PYTHONPATH, AUTOCAST=autocast),
+                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        unit = query(db, "SELECT value FROM run_info WHERE key = 'cpu.bf16'")
+        assert unit == ([(expected,)] if expected else []), (unit, expected)
+        every = sonde_json("candidates", db, "--top", "100")["candidates"]
+        found[autocast] = [c for c in every if c["rule"] == "bfloat16"]
+    assert found["1"] == [], found["1"]  # its GEMMs are bfloat16 already
+    if expected is None:
+        assert found["0"] == [], found["0"]
+        return
+    (c,) = found["0"]
+    assert c["evidence"]["cpu_bf16"] == expected
+    assert c["evidence"]["f32_gemm_pct_run"] >= 10 and c["est_gain_s"] > 0, c
+    assert 'torch.autocast("cpu", dtype=torch.bfloat16)' in c["advice"], c
+
+
 def test_update_gain_is_held_to_its_arrays_at_the_calibrated_bandwidth(tmp_path):
     """mlp_numpy's update_core_cpu(param, grad, state, hp): the hook measures the float arrays
     it is called with (param, grad and the state dict's m and v: 16 bytes per float32 weight),

@@ -664,6 +664,48 @@ TEST_F(AdviceTest, Float64GemmsAreAskedWhetherFloat32Would) {
   EXPECT_TRUE(of_rule(candidates(), "float64").empty());
 }
 
+// float32 GEMMs of a torch program on a CPU with bfloat16 units: a red team's MLP trained 5-6
+// times faster under torch.autocast's bfloat16 on an AMX Xeon, and no candidate said so.
+TEST_F(AdviceTest, Float32GemmsOfTorchOnABf16CpuAreToldAutocast) {
+  EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());  // no cpu.bf16 recorded
+  sql("INSERT INTO run_info VALUES (1, 1, 'cpu.bf16', 'amx');");
+  EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());  // no torch: numpy has no bfloat16
+  sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
+      "  VALUES (93, 'aten::addmm', 'torch', 'torch', '', 0);"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "                   incl_ns, excl_ns) VALUES (93, 1, 3, 93, 3, 1, 0, 1000, 1000);");
+  auto c = of_rule(candidates(), "bfloat16");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "f32_gemm_s"), 1.5);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);  // no bfloat16 peak: twice float32's rate
+  EXPECT_NE(c[0].summary.find("matrix units (AMX)"), std::string::npos) << c[0].summary;
+  EXPECT_NE(c[0].advice.find("torch.autocast(\"cpu\", dtype=torch.bfloat16)"), std::string::npos)
+      << c[0].advice;
+  EXPECT_NE(c[0].gain_bound.find("1/2 where not calibrated"), std::string::npos) << c[0].gain_bound;
+  // Calibrated: bfloat16 at 10 of float32's 2.5 GFLOP/s (one thread, the run's).
+  sql("INSERT INTO peaks (run_id, resource, threads, value, source) VALUES "
+      "(1, 'gemm.bf16', 1, 10, 'test'), (1, 'gemm.bf16', 0, 20, 'test');");
+  c = of_rule(candidates(), "bfloat16");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(number(c[0], "f32_over_bf16_peak"), 0.25);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.5 * 0.75);
+  // A pair where bfloat16 is no faster is a busy machine's (or a oneDNN without the kernels).
+  sql("UPDATE peaks SET value = 2.0 WHERE resource = 'gemm.bf16' AND threads = 1;");
+  c = of_rule(candidates(), "bfloat16");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.75);
+  EXPECT_NE(c[0].gain_bound.find("bfloat16 is no faster than float32"), std::string::npos)
+      << c[0].gain_bound;
+  // AVX512_BF16 alone is named as such.
+  sql("UPDATE run_info SET value = 'avx512' WHERE key = 'cpu.bf16';");
+  c = of_rule(candidates(), "bfloat16");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].summary.find("dot products (AVX512_BF16)"), std::string::npos) << c[0].summary;
+  // GEMMs in bfloat16 already (autocast on): nothing said.
+  sql("UPDATE shapes SET dtype = 'bf16';");
+  EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());
+}
+
 // torch.optim's zero_grad, as its record_function region: a red-team run's 0.72 s of
 // aten::zero_ was told numpy's in-place ufuncs; set_to_none=True saved about 0.4 s.
 TEST_F(AdviceTest, TorchsZeroGradIsToldSetToNone) {
