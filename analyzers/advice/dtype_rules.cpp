@@ -34,11 +34,35 @@ bool matrix_product(const RoutineMetrics& r) {
 // one), and the candidate estimated 0.128 s where float32 gained 2.3 s of a 4.5 s loop.
 constexpr double kMostPlausibleRatio = 0.75;
 
+// One precision's GEMM peak over another's (the slower's over the faster's), as calibrated.
 struct PeakRatio {
   double value = 0.5;
   std::string basis;  // how it was found, for the gain bound
-  std::optional<double> f64, f32;
+  std::optional<double> slower, faster;
 };
+
+// The GEMMs (matrix products, outermost) of one dtype: their time and calls, and the routine
+// with the most of the time.
+struct DtypeGemms {
+  std::int64_t ns = 0, calls = 0;
+  std::string biggest;
+  double pct = 0;  // of the busy threads' time outside set-up
+  bool below(double threshold) const { return ns <= 0 || pct < threshold; }
+};
+
+DtypeGemms gemms_of_dtype(const Metrics& m, std::string_view dtype) {
+  DtypeGemms g;
+  std::int64_t biggest_ns = 0;
+  for (const auto& r : m.routines) {
+    if (!matrix_product(r) || r.dtype != dtype) continue;
+    std::int64_t ns = r.incl_ns - r.blas_under_ns;  // outermost: a BLAS under oneDNN once
+    g.ns += ns;
+    g.calls += r.calls;
+    if (ns > biggest_ns) biggest_ns = ns, g.biggest = r.name;
+  }
+  g.pct = share(g.ns, m.share_base_ns());
+  return g;
+}
 
 // float64's GEMM peak over float32's: at the run's BLAS threads, else (implausible there) at
 // one thread, else float32's lanes, twice.
@@ -76,25 +100,18 @@ PeakRatio peak_ratio(const Metrics& m) {
 
 std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
-  std::int64_t f64_ns = 0, calls = 0;
-  std::string biggest;
-  std::int64_t biggest_ns = 0;
-  for (const auto& r : m.routines) {
-    if (!matrix_product(r) || r.dtype != "f64") continue;
-    std::int64_t ns = r.incl_ns - r.blas_under_ns;  // outermost: a BLAS under oneDNN once
-    f64_ns += ns;
-    calls += r.calls;
-    if (ns > biggest_ns) biggest_ns = ns, biggest = r.name;
-  }
-  double pct = share(f64_ns, m.share_base_ns());
-  if (f64_ns <= 0 || pct < rule.threshold) return {};
+  const DtypeGemms g = gemms_of_dtype(m, "f64");
+  if (g.below(rule.threshold)) return {};
+  const std::int64_t f64_ns = g.ns, calls = g.calls;
+  const double pct = g.pct;
+  const std::string& biggest = g.biggest;
   bool torch = ran_torch(m);
   // The rates each precision reaches on this machine at the run's BLAS threads, where both are
   // calibrated and plausible; else float32's twice float64's (the SIMD lanes).
   PeakRatio pr = peak_ratio(m);
   double ratio = pr.value;
-  const auto& f64 = pr.f64;
-  const auto& f32 = pr.f32;
+  const auto& f64 = pr.slower;
+  const auto& f32 = pr.faster;
   Candidate c;
   c.rule = std::string(rule.id);
   c.location = biggest;
@@ -136,13 +153,7 @@ std::vector<Candidate> float64_gemms(const AdviceInput& in, const Rule& rule) {
 // a step; its 1024^3 matmul 89 -> 1,122 GFLOP/s), and no candidate said so.
 namespace {
 
-struct Bf16Ratio {
-  double value = 0.5;  // float32's GEMM peak over bfloat16's
-  std::string basis;
-  std::optional<double> f32, bf16;
-};
-
-Bf16Ratio bf16_ratio(const Metrics& m) {
+PeakRatio bf16_ratio(const Metrics& m) {
   std::string word = m.facts.peak_word({"gemm.f32", "gemm.bf16"});
   bool implausible = false;
   for (const auto& threads : {m.facts.blas_threads, std::optional<std::int64_t>{1}}) {
@@ -172,35 +183,26 @@ std::vector<Candidate> float32_gemms_on_bf16(const AdviceInput& in, const Rule& 
   const Metrics& m = in.metrics;
   auto unit = m.facts.info.find("cpu.bf16");
   if (unit == m.facts.info.end() || !ran_torch(m)) return {};
-  std::int64_t f32_ns = 0, calls = 0, biggest_ns = 0;
-  std::string biggest;
-  for (const auto& r : m.routines) {
-    if (!matrix_product(r) || r.dtype != "f32") continue;
-    std::int64_t ns = r.incl_ns - r.blas_under_ns;  // outermost: a BLAS under oneDNN once
-    f32_ns += ns;
-    calls += r.calls;
-    if (ns > biggest_ns) biggest_ns = ns, biggest = r.name;
-  }
-  double pct = share(f32_ns, m.share_base_ns());
-  if (f32_ns <= 0 || pct < rule.threshold) return {};
-  Bf16Ratio ratio = bf16_ratio(m);
+  const DtypeGemms g = gemms_of_dtype(m, "f32");
+  if (g.below(rule.threshold)) return {};
+  PeakRatio ratio = bf16_ratio(m);
   bool amx = unit->second == "amx";
   Candidate c;
   c.rule = std::string(rule.id);
-  c.location = biggest;
-  c.evidence = {{"f32_gemm_s", seconds(f32_ns)},
-                {"f32_gemm_pct_run", pct},
-                {"calls", calls},
+  c.location = g.biggest;
+  c.evidence = {{"f32_gemm_s", seconds(g.ns)},
+                {"f32_gemm_pct_run", g.pct},
+                {"calls", g.calls},
                 {"cpu_bf16", unit->second},
                 {"f32_over_bf16_peak", ratio.value}};
-  if (ratio.f32 && ratio.bf16) {
-    c.evidence.emplace_back("peak_f32_gflops", *ratio.f32);
-    c.evidence.emplace_back("peak_bf16_gflops", *ratio.bf16);
+  if (ratio.slower && ratio.faster) {
+    c.evidence.emplace_back("peak_f32_gflops", *ratio.slower);
+    c.evidence.emplace_back("peak_bf16_gflops", *ratio.faster);
   }
   c.summary = fmt::format(
       "{:.1f} % of the busy threads' time outside set-up ({:.3f} s, {} calls, most in {}) is GEMMs "
       "in float32 on a CPU with bfloat16 {} (float32's peak {:.0f} % of bfloat16's)",
-      pct, seconds(f32_ns), calls, biggest,
+      g.pct, seconds(g.ns), g.calls, g.biggest,
       amx ? "matrix units (AMX)" : "dot products (AVX512_BF16)", 100 * ratio.value);
   c.advice =
       "mixed precision, if the model's accuracy holds in it (it does for most training): run "
@@ -208,7 +210,7 @@ std::vector<Candidate> float32_gemms_on_bf16(const AdviceInput& in, const Rule& 
       "backward follows it; the weights and the optimizer stay float32, no GradScaler needed), "
       "or the model's call in inference; its GEMMs and convolutions then run in oneDNN's "
       "bfloat16 kernels. Compare the loss curve or the metrics with float32's";
-  c.est_gain_s = seconds(f32_ns) * (1.0 - ratio.value);
+  c.est_gain_s = seconds(g.ns) * (1.0 - ratio.value);
   c.gain_bound = fmt::format(
       "the float32 GEMMs' time x (1 - float32 peak / bfloat16 peak){}; the casts autocast adds "
       "(each weight and activation read and written once more in bfloat16) are left out",
