@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -41,6 +42,15 @@ std::optional<double> host_busy_cpu_s(const cpu_set_t& cpus) {
   }
   if (!any) return std::nullopt;
   return busy / double(ticks_per_s);
+}
+
+std::optional<double> thread_runq_wait_s(pid_t tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", int(tid));
+  std::string text = read_proc_file(path, 128);
+  unsigned long long on_cpu = 0, waiting = 0;
+  if (std::sscanf(text.c_str(), "%llu %llu", &on_cpu, &waiting) != 2) return std::nullopt;
+  return 1e-9 * double(waiting);
 }
 
 }  // namespace sonde

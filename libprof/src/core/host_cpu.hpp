@@ -15,4 +15,10 @@ namespace sonde {
 
 std::optional<double> host_busy_cpu_s(const cpu_set_t& cpus);
 
+// The time thread `tid` of this process has stood runnable, waiting for a CPU that other threads
+// held, since it was made (/proc/self/task/TID/schedstat's second field, ns). With its CPU time
+// and its life, it tells a thread off its core for want of one from one blocked in I/O, a sleep
+// or a lock: the data-loading advice's question of a loop on a busy host.
+std::optional<double> thread_runq_wait_s(pid_t tid);
+
 }  // namespace sonde

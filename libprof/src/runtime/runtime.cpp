@@ -264,6 +264,7 @@ void Runtime::identify_process(const RankEnv& rank, bool root,
     host_cpu0_ = host_busy_cpu_s(host_cpus_);
     host_cpu0_mono_ns_ = monotonic_ns();
   }
+  first_thread_runq0_ = thread_runq_wait_s(pid());
   pid_t ref_pid = 0;
   int64_t ref_id = 0;
   if (parse_process_ref(config_.exec_of.c_str(), ref_pid, ref_id) && ref_pid == pid()) {
@@ -891,6 +892,8 @@ void Runtime::fork_child() {
   pid_t parent = pid();
   pid_ = getpid();
   host_cpu0_.reset();
+  // The forking thread is the child's first (its tid the child's pid): its waits count from here.
+  first_thread_runq0_ = thread_runq_wait_s(getpid());
   process_.ppid = parent;
   process_.pid = pid();
   process_.origin = "fork";

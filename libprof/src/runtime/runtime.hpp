@@ -229,6 +229,7 @@ class Runtime {
   // fork child, whose parent's reading covers it): each flush says what the host did since.
   std::optional<double> host_cpu0_;
   int64_t host_cpu0_mono_ns_ = 0;
+  std::optional<double> first_thread_runq0_;  // thread_runq_wait_s of the first thread at start
   cpu_set_t host_cpus_{};  // the CPUs it may run on, as at its start: those readings' CPUs
 
   std::mutex threads_mu_;

@@ -293,6 +293,12 @@ void Runtime::collect_info(FlushData& d, GpuBackend* gpu) {
           fmt::format("{:.3f}", 1e-9 * double(monotonic_ns() - host_cpu0_mono_ns_)));
     }
   }
+  // How long the process's first thread (the training loop's, mostly) stood waiting for a core
+  // since this process's start: beside its CPU time and its life, what it spent blocked.
+  if (first_thread_runq0_) {
+    if (auto now = thread_runq_wait_s(pid()); now && *now >= *first_thread_runq0_)
+      d.info.emplace_back("thread.runq_s", fmt::format("{:.3f}", *now - *first_thread_runq0_));
+  }
   // The cgroup's CPU quota, and how often it stopped the cgroup's threads since this process
   // began (core/cpu_quota.hpp): cgroup-wide counters, the run's own throttling among them.
   if (cpu_quota_read_.load(std::memory_order_acquire) && cpu_quota_) {
