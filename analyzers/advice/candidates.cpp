@@ -717,6 +717,9 @@ std::string loader_workers_advice(const AdviceInput& in, double step_ms, Candida
 // memory and rebuilt): about 1 ms a batch measured here. A red-team MLP loading 0.51 ms a batch
 // from an in-memory TensorDataset was told "num_workers=1 would keep up": 1.7x slower.
 constexpr double kWorkerBatchMs = 1.0;
+// The least CPU share a batch's loading is taken to need: a loader that blocks almost throughout
+// still unpickles, collates and hands its batch over.
+constexpr double kMinLoadingCpu = 0.1;
 
 std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
   const Breakdown& b = in.breakdown;
@@ -813,9 +816,27 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
     // taking each batch from a worker.
     double io = seconds(io_ns), step = seconds(compute_ns);
     double free = double(*cores) - in.others_load.value_or(0.0);
-    double workers = free - step / (io + step);
+    double cores_left = free - step / (io + step);
     double taking = kWorkerBatchMs * 1e-3 * double(b.iterations);
-    c.evidence.emplace_back("worker_cores", std::max(0.0, workers));
+    c.evidence.emplace_back("worker_cores", std::max(0.0, cores_left));
+    // Loading that blocks (a file read, a sleep, a remote fetch) needs a core only for its own
+    // part: its workers block side by side. A red-team loader sleeping in __getitem__, on 2
+    // cores beside busy programs, was told "none from workers", and 2 workers ran it faster.
+    // The loop thread's blocked time (its life less its CPU time and its waits for a core), up
+    // to the loading's, is taken as the loading's: the cores left then load 1 / that share
+    // batches at a time. The loading's CPU over those cores bounds the iteration as before.
+    double cpu_share = 1.0;
+    if (in.loop_blocked_s && io > 0) {
+      cpu_share = std::clamp(1.0 - std::min(io, *in.loop_blocked_s) / io, kMinLoadingCpu, 1.0);
+      c.evidence.emplace_back("loading_cpu_share", cpu_share);
+    }
+    double workers = cores_left / cpu_share;  // the loading's work over the cores left
+    std::string blocking = cpu_share < 0.9
+                               ? fmt::format(
+                                     " (the loading on a core {:.0f} % of its time, blocked "
+                                     "the rest)",
+                                     100 * cpu_share)
+                               : "";
     if (workers < 1.0) {
       // Less than a core left: a worker would take its time from the step's core or others'.
       // Rounded up to one core, a red-team loop at a load of 3-7 on 2 cores was promised
@@ -823,16 +844,16 @@ std::vector<Candidate> data_loading(const AdviceInput& in, const Rule& rule) {
       c.est_gain_s = 0;
       c.gain_bound = fmt::format(
           "none from workers: the step and other programs leave {:.1f} of the {} cores, less "
-          "than one a worker could load on; cheaper batches are what gains here",
-          std::max(0.0, workers), *cores);
+          "than a worker's loading needs{}; cheaper batches are what gains here",
+          std::max(0.0, cores_left), *cores, blocking);
     } else {
       c.est_gain_s = 0.8 * std::max(0.0, io + step - std::max(step + taking, io / workers));
       c.gain_bound = fmt::format(
           "loading spread over worker processes on the {:.1f} cores the step and other "
-          "programs leave, overlapping the step: an iteration takes at least the step's own "
+          "programs leave{}, overlapping the step: an iteration takes at least the step's own "
           "time and the loop's {:.0f} ms of taking each batch from a worker, and the loading's "
-          "over those cores",
-          workers, kWorkerBatchMs);
+          "CPU over those cores",
+          cores_left, blocking, kWorkerBatchMs);
     }
   } else {
     c.est_gain_s = 0.8 * seconds(std::min(io_ns, compute_ns));
@@ -1259,6 +1280,13 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
         "SELECT cpu_s / time_s FROM thread_times WHERE busy AND cpu_s IS NOT NULL AND time_s > 0 "
         "ORDER BY counted_s DESC LIMIT 1");
     if (st.step() && !st.is_null(0)) in.busiest_cpu_share = st.real(0);
+  }
+  {
+    auto st = file.prepare(
+        "SELECT MAX(0, t.time_s - t.cpu_s - CAST(i.value AS REAL)) FROM thread_times t "
+        "JOIN run_info i ON i.process_id = t.process_id AND i.key = 'thread.runq_s' "
+        "WHERE t.seq = 0 AND t.cpu_s IS NOT NULL ORDER BY t.process_id LIMIT 1");
+    if (st.step() && !st.is_null(0)) in.loop_blocked_s = st.real(0);
   }
   in.op_loops = op_loops(profile.forest().busy, call_stretch(in));
   bool has_lines = false;

@@ -68,6 +68,10 @@ struct AdviceInput {
   // The busiest thread's CPU time over its life (thread_times cpu_s / time_s): under 1 where
   // it waited for a CPU, or blocked. Absent where the kernel's per-thread clock was not read.
   std::optional<double> busiest_cpu_share;
+  // The first process's first thread (the training loop's, mostly): the time it was neither on
+  // a core nor waiting for one (its life less its CPU time and run_info thread.runq_s), blocked
+  // in I/O, a sleep or a lock. Absent in files before 2026-12-07.
+  std::optional<double> loop_blocked_s;
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

@@ -365,6 +365,67 @@ def test_a_loop_waiting_for_its_batches_is_a_data_loading_candidate(tmp_path):
     assert needed == math.ceil(c["evidence"]["io_ms_per_iter"] / c["evidence"]["rest_ms_per_iter"])
 
 
+BLOCKING_LOADER = """
+import sys, time, torch
+from torch.utils.data import DataLoader, Dataset
+class Samples(Dataset):
+    def __len__(self):
+        return 320
+    def __getitem__(self, i):
+        if sys.argv[1] == "sleep":
+            time.sleep(0.002)  # a read from a slow disk or the network: blocked
+        else:
+            t = time.thread_time()
+            while time.thread_time() - t < 0.002:  # decoding: on the CPU
+                pass
+        return torch.full((64,), float(i)), i % 4
+m = torch.nn.Linear(64, 4)
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+for epoch in range(2):
+    for x, y in DataLoader(Samples(), batch_size=16):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(m(x), y).backward()
+        opt.step()
+print("done")
+"""
+
+
+def test_a_loading_that_blocks_needs_a_share_of_a_core_per_worker(tmp_path):
+    """A loop whose __getitem__ sleeps (a slow disk, the network) against one that computes as
+    long: the loop thread's blocked time (its life less its CPU time and its waits for a core,
+    run_info thread.runq_s) makes the first's loading a small share of a core, so that on a
+    busy host its workers still fit where the second's do not (a red team's sleeping loader,
+    beside other programs on 2 cores, was told "none from workers"; 2 workers ran it 2.7 ->
+    1.4 s). Whatever the host's load, the verdict follows the cores left over that share."""
+    pytest.importorskip("torch")
+    script = tmp_path / "loader.py"
+    script.write_text(BLOCKING_LOADER)
+    found = {}
+    for kind in ("sleep", "compute"):
+        db = tmp_path / f"{kind}.db"
+        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(script), kind],
+                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                           timeout=600, cwd=tmp_path)
+        assert r.returncode == 0 and r.stdout == "done\n", r.stderr
+        assert query(db, "SELECT CAST(value AS REAL) >= 0 FROM run_info "
+                         "WHERE key = 'thread.runq_s'") == [(1,)]
+        (c,) = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
+                if c["rule"] == "data-loading"]
+        found[kind] = c
+        if CORES < 2:
+            continue  # no cores-left bound on one CPU
+        share = c["evidence"]["loading_cpu_share"]
+        fit = c["evidence"]["worker_cores"] / share
+        if fit < 1:
+            assert c["est_gain_s"] == 0 and "none from workers" in c["gain_bound"], c
+        else:
+            assert c["est_gain_s"] > 0 and "none from workers" not in c["gain_bound"], c
+    if CORES >= 2:
+        assert found["sleep"]["evidence"]["loading_cpu_share"] <= 0.5, found["sleep"]
+        assert "blocked the rest" in found["sleep"]["gain_bound"], found["sleep"]
+        assert found["compute"]["evidence"]["loading_cpu_share"] >= 0.5, found["compute"]
+
+
 @pytest.mark.parametrize("persistent", [False, True])
 def test_data_loading_advice_reads_what_the_workers_did(tmp_path, persistent):
     """With DataLoader workers the advice is theirs: how many ran (num_workers), what a batch
