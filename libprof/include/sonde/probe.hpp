@@ -109,7 +109,7 @@ SONDE_API ThreadState* probe_resume(RoutineId routine, Nesting nesting);
 // when `owner` is this thread's state, without the refusals of probe_enter: each frame will be
 // closed by the probe_exit its hook still owes it.
 struct SuspendedFrame {
-  uint32_t node = 0;
+  uint32_t node = 0;  // a reference to it (as probe_current_node's): none in a fork child
   Nesting nesting = Nesting::kChildren;
 };
 SONDE_API uint32_t probe_suspend_stack(SuspendedFrame* out, uint32_t cap, const void** owner);
@@ -166,9 +166,11 @@ SONDE_API void comm_call_pending(ThreadState* thread, const CommCost& comm, uint
                                  bool exposed);
 // A communication call whose bytes are known only after its frame closed (torch.distributed over
 // gloo: the caller enqueues the work, and the tensors' sizes and dtypes are seen when gloo's
-// thread starts it). probe_current_node gives the innermost open frame's node (call it between
-// probe_start and probe_exit); comm_record_late, on the same thread later, records the call in
-// comm_ops for that node and adds its bytes, as probe_exit with a CommCost would have.
+// thread starts it). probe_current_node gives a reference to the innermost open frame's node
+// (call it between probe_start and probe_exit), valid in this thread's call tree: a fork child
+// has a tree of its own, where one taken before the fork refers to nothing. comm_record_late, on
+// the same thread later, records the call in comm_ops for that node and adds its bytes, as
+// probe_exit with a CommCost would have (nothing for a reference from before a fork).
 SONDE_API uint32_t probe_current_node(ThreadState* thread);
 SONDE_API void comm_record_late(ThreadState* thread, uint32_t node, const CommCost& comm,
                                 uint64_t bytes, uint64_t ticks);

@@ -3,6 +3,7 @@
 // initialised, so a reader that loads the size with acquire order sees complete elements.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -61,11 +62,15 @@ class ChunkedArray {
   // allocator's header and links into each (a page copy per chunk: 400 for a tree of 100,000
   // nodes, about as many as the rest of a Python child's start).
   void reset() {
+    uint32_t used = size_.load(std::memory_order_relaxed);
     size_.store(0, std::memory_order_relaxed);
     if (!chunks_) return;
-    for (uint32_t c = 1; c < kMaxChunks; ++c) chunks_[c].store(nullptr, std::memory_order_relaxed);
+    // Only the slots and elements that were used, and the next (reserved, maybe written, not
+    // published): the rest are untouched pages.
+    for (uint32_t c = 1; c <= std::min(used >> kChunkBits, kMaxChunks - 1); ++c)
+      chunks_[c].store(nullptr, std::memory_order_relaxed);
     if (T* first = chunks_[0].load(std::memory_order_relaxed)) {
-      for (uint32_t i = 0; i < kChunkSize; ++i) {
+      for (uint32_t i = 0; i < std::min(used + 1, kChunkSize); ++i) {
         std::destroy_at(&first[i]);
         std::construct_at(&first[i]);
       }

@@ -309,7 +309,7 @@ inline uint32_t suspend_stack(ThreadState* t, SuspendedFrame* out, uint64_t at) 
   uint32_t n = t->depth();
   for (uint32_t d = n; d >= 1; --d) {
     const StackEntry& e = t->stack_[d];
-    out[d - 1] = {e.node.load(std::memory_order_relaxed), e.nesting};
+    out[d - 1] = {t->node_ref(e.node.load(std::memory_order_relaxed)), e.nesting};
     end_call(t, nullptr, nullptr, [at] { return at; });
   }
   return n;
@@ -322,8 +322,9 @@ inline void resume_stack(ThreadState* t, const SuspendedFrame* frames, uint32_t 
   for (uint32_t i = 0; i < n; ++i) {
     uint32_t d = t->depth();
     if (d == t->stack_.room() && !t->stack_.grow(d)) return;
-    uint32_t node = frames[i].node;
-    if (node >= t->nodes.size_owner()) return;  // not this thread's: nothing to resume
+    // Not this thread's tree (set aside before a fork, or by another thread): nothing to resume.
+    uint32_t node = t->node_of_ref(frames[i].node);
+    if (node == ThreadState::kNoNode) return;
     // A warming-up path resumed is timed in full, as open_frame<false> has it.
     Node& nd = t->nodes[node];
     if (t->adaptive.mask != 0 && nd.timing == AdaptiveTiming::kWarmUp)

@@ -173,11 +173,13 @@ void comm_completed(ThreadState* t, uint64_t now, int completed) {
 }
 
 uint32_t probe_current_node(ThreadState* t) {
-  return t->top().node.load(std::memory_order_relaxed);
+  return t->node_ref(t->top().node.load(std::memory_order_relaxed));
 }
 
-void comm_record_late(ThreadState* t, uint32_t node, const CommCost& comm, uint64_t bytes,
+void comm_record_late(ThreadState* t, uint32_t ref, const CommCost& comm, uint64_t bytes,
                       uint64_t ticks) {
+  uint32_t node = t->node_of_ref(ref);
+  if (node == ThreadState::kNoNode) return;  // a call from before a fork: not the child's
   bump(t->nodes[node].bytes, bytes);
   t->record_comm(node, comm, bytes, ticks);
 }
@@ -190,8 +192,9 @@ uint32_t probe_op_signature(std::string_view shapes, std::string_view dtypes) {
   }
 }
 
-void probe_op_shape(ThreadState* t, uint32_t node, uint32_t signature, uint64_t ticks) {
-  if (signature != 0) t->record_op_shape(node, signature, ticks);
+void probe_op_shape(ThreadState* t, uint32_t ref, uint32_t signature, uint64_t ticks) {
+  uint32_t node = t->node_of_ref(ref);
+  if (signature != 0 && node != ThreadState::kNoNode) t->record_op_shape(node, signature, ticks);
 }
 
 uint64_t probe_op_signatures_refused() { return op_signatures().refused(); }

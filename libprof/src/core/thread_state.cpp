@@ -289,15 +289,23 @@ void ThreadState::record_line(RoutineId routine, int line, uint64_t ticks, uint3
   bump(lines[i].ticks, ticks);
 }
 
-void ThreadState::reset_counts(uint64_t now) {
+bool ThreadState::restart_tree() {
   // A tree of the open frames' path alone, not the parent's tree zeroed: zeroing wrote every
-  // node, so each page of the parent's tree became the child's own copy (a DataLoader worker
-  // forked under 100,000 call paths: 20-39 MiB and 19-53 ms). The child makes its paths anew
-  // as it calls them; the parent's pages stay shared, and are freed here without a write to
-  // them but for the allocator's headers.
-  // Each open frame's entry holds its routine while the tree is made again (no memory is
-  // asked for: a fork handler's), then the node of its path in the new one.
+  // node, so each page of the parent's tree became the child's own copy (a child forked under
+  // 100,000 Python call paths copied 5,200 pages and started 36 ms after fork(), against 82 and
+  // 4 ms plain). The child makes its paths anew as it calls them; the parent's chunks stay
+  // shared, let go unwritten (ChunkedArray::reset).
   uint32_t open = depth();
+  // The one allocation, first, sized so that the path's nodes never grow it: a std::bad_alloc
+  // here leaves everything as it was (reset_counts then zeroes the old tree instead).
+  std::vector<ChildSlot> index;
+  try {
+    index.resize(std::bit_ceil(std::max<std::size_t>(64, 2 * (std::size_t(open) + 2))));
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  // Each open frame's entry holds its routine while the tree is made again, then the node of
+  // its path in the new one.
   static_assert(sizeof(RoutineId) == sizeof(uint32_t), "an entry's node holds a routine");
   for (uint32_t i = 1; i <= open; ++i) {
     StackEntry& e = stack_[i];
@@ -308,16 +316,18 @@ void ThreadState::reset_counts(uint64_t now) {
   lines.reset();
   comms.reset();
   op_shapes.reset();
-  child_index_ = std::vector<ChildSlot>(64);
+  child_index_.swap(index);  // the old index and the record indexes below are freed
   shape_index_ = {};
   comm_index_ = {};
   op_shape_index_ = {};
   line_index_ = {};
+  tree_ = (tree_ + 1) & kTreeMask;
   uint32_t root = nodes.reserve();  // 0, in the chunk reset() kept
   nodes.publish(root);
   for (uint32_t i = 1; i <= open; ++i) {
-    // Without memory for a node (the child at its `ulimit -v`), find_child gives the caller's:
-    // the frame's time is then its caller's, as at the node limit.
+    // Without memory for a node past the first chunk (the child at its `ulimit -v`),
+    // find_child gives the caller's: the frame's time is then its caller's, as at the node
+    // limit.
     StackEntry& e = stack_[i];
     e.node.store(find_child(stack_[i - 1].node.load(std::memory_order_relaxed),
                             e.node.load(std::memory_order_relaxed)),
@@ -330,6 +340,49 @@ void ThreadState::reset_counts(uint64_t now) {
   comm_clock.call_node = node_at(comm_clock.call_depth + 1);
   pending_comm.node.store(node_at(pending_comm.depth.load(std::memory_order_relaxed) + 1),
                           std::memory_order_relaxed);
+  return true;
+}
+
+void ThreadState::zero_counts() {
+  uint32_t n = nodes.size_owner();
+  for (uint32_t i = 0; i < n; ++i) {
+    Node& node = nodes[i];
+    for (auto* a :
+         {&node.calls, &node.subrs, &node.incl_ticks, &node.excl_ticks, &node.flops, &node.bytes,
+          &node.warm_calls, &node.timed, &node.timed_incl, &node.timed_excl}) {
+      a->store(0, std::memory_order_relaxed);
+    }
+    node.timed_sq.store(0, std::memory_order_relaxed);
+    node.timing = AdaptiveTiming::kWarmUp;  // the child's own calls decide again
+    node.warm_closed = node.warm_fast = 0;
+    node.mean_ticks = 0;
+    for (uint32_t c = 0; c < kMaxCounters; ++c) {
+      node.counter_incl[c].store(0, std::memory_order_relaxed);
+      node.counter_excl[c].store(0, std::memory_order_relaxed);
+    }
+  }
+  for (uint32_t i = 0; i < shapes.size_owner(); ++i) {
+    ShapeRecord& r = shapes[i];
+    for (auto* a : {&r.calls, &r.ticks, &r.flops, &r.bytes, &r.timed}) {
+      a->store(0, std::memory_order_relaxed);
+    }
+  }
+  for (uint32_t i = 0; i < comms.size_owner(); ++i) {
+    comms[i].calls.store(0, std::memory_order_relaxed);
+    comms[i].ticks.store(0, std::memory_order_relaxed);
+  }
+  for (uint32_t i = 0; i < op_shapes.size_owner(); ++i) {
+    op_shapes[i].calls.store(0, std::memory_order_relaxed);
+    op_shapes[i].ticks.store(0, std::memory_order_relaxed);
+  }
+  for (uint32_t i = 0; i < lines.size_owner(); ++i) {
+    lines[i].hits.store(0, std::memory_order_relaxed);
+    lines[i].ticks.store(0, std::memory_order_relaxed);
+  }
+}
+
+void ThreadState::reset_counts(uint64_t now) {
+  if (!restart_tree()) zero_counts();
   for (OutlierSums& o : outlier_sums) {
     for (auto* a : {&o.count, &o.incl, &o.excl}) a->store(0, std::memory_order_relaxed);
     o.sq.store(0, std::memory_order_relaxed);
@@ -343,12 +396,12 @@ void ThreadState::reset_counts(uint64_t now) {
   // Frames still open were entered by the parent: the child's time runs under them, but it
   // made none of those calls (a function that forked 3 children was called once, not 4 times).
   // Only the thread's root counts one, as every thread's does.
-  for (uint32_t i = 0; i <= open; ++i) {
+  for (uint32_t i = 0; i <= depth(); ++i) {
     StackEntry& e = stack_[i];
     e.start.store(now, std::memory_order_relaxed);
     e.child_ticks.store(0, std::memory_order_relaxed);
   }
-  nodes[root].calls.store(1, std::memory_order_relaxed);
+  nodes[stack_[0].node.load(std::memory_order_relaxed)].calls.store(1, std::memory_order_relaxed);
   start_ticks_.store(now, std::memory_order_relaxed);
   end_ticks_.store(0, std::memory_order_relaxed);
   cpu_start_ns_.store(own_cpu_ns(), std::memory_order_relaxed);

@@ -259,8 +259,20 @@ class ThreadState {
     }
   }
   // Forgets all measurements but keeps the open frames, reset to `now` (fork child): a tree
-  // of their one path alone, the records and indexes emptied.
+  // of their one path alone, the records and indexes emptied (where the new tree's index gets
+  // no memory, the old tree with every count zeroed).
   void reset_counts(uint64_t now);
+  // The call tree's generation: a fork child's tree is another (reset_counts). A node handed
+  // out of the owner's code and used later (probe_current_node's, a suspended greenlet's
+  // frames) is named by a reference that carries it, so that one taken before a fork names no
+  // node in the child, rather than another one (or one past its nodes).
+  static constexpr uint32_t kNodeBits = 20, kTreeMask = (1u << (32 - kNodeBits)) - 1;
+  static constexpr uint32_t kNoNode = ~0u;
+  uint32_t node_ref(uint32_t node) const { return node | (tree_ << kNodeBits); }
+  uint32_t node_of_ref(uint32_t ref) const {
+    uint32_t node = ref & ((1u << kNodeBits) - 1);
+    return (ref >> kNodeBits) == tree_ && node < nodes.size_owner() ? node : kNoNode;
+  }
   // Fork child, before its flusher starts: the forking thread is the new process's first
   // thread, with the kernel's id for it there (the parent's tid is another thread's).
   void renumber(uint32_t seq, pid_t tid) {
@@ -302,6 +314,7 @@ class ThreadState {
   // The call paths (nodes) one thread can hold: 4,096 chunks of 256; calls beyond are charged
   // to their caller and counted (the note `nodes`).
   static constexpr uint32_t kMaxNodes = decltype(nodes)::kCapacity;
+  static_assert(kMaxNodes <= 1u << kNodeBits, "a node reference holds every node index");
   ChunkedArray<ShapeRecord, 6, 4096> shapes;
   ChunkedArray<LineRecord, 6, 4096> lines;
   ChunkedArray<CommRecord, 6, 4096> comms;
@@ -397,9 +410,12 @@ class ThreadState {
   std::array<ClosedRegion, kClosedRegions> closed_regions_{};
   uint32_t closed_regions_count_ = 0;
   __attribute__((noinline)) uint32_t find_child(uint32_t parent, RoutineId routine);
+  bool restart_tree();  // reset_counts' new tree; false where its index got no memory
+  void zero_counts();   // reset_counts without one: the old tree, every count zeroed
   uint32_t find_shape(uint32_t node, const void* site, const GemmShape& s);
   void index_child(uint32_t node, uint32_t parent, RoutineId routine);
 
+  uint32_t tree_ = 0;  // the call tree's generation, masked by kTreeMask
   uint32_t seq_;
   pid_t tid_;
   std::atomic<uint64_t> start_ticks_;

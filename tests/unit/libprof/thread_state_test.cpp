@@ -197,6 +197,8 @@ TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
   t.mark_ended(1500);
 
   uint32_t nodes_before = t.nodes.size_owner();
+  uint32_t ref_b = t.node_ref(b), ref_c = t.node_ref(c);
+  EXPECT_EQ(t.node_of_ref(ref_b), b);
   t.reset_counts(5000);
   EXPECT_EQ(t.depth(), 2u);
   EXPECT_EQ(t.start_ticks(), 5000u);
@@ -230,6 +232,11 @@ TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
     EXPECT_EQ(t.stack_[i].start.load(), 5000u) << i;
     EXPECT_EQ(t.stack_[i].child_ticks.load(), 0u) << i;
   }
+  // A node named before the fork (a gloo call's bytes told later) names none in the child's
+  // tree, though an index of that number exists there.
+  EXPECT_EQ(t.node_of_ref(ref_b), ThreadState::kNoNode);
+  EXPECT_EQ(t.node_of_ref(ref_c), ThreadState::kNoNode);
+  EXPECT_EQ(t.node_of_ref(t.node_ref(c2)), c2);
   // The index knows the new tree: the open path is found again, a closed one made anew.
   EXPECT_EQ(t.child_of(0, 1), a2);
   EXPECT_EQ(t.child_of(a2, 3), c2);
@@ -244,6 +251,25 @@ TEST(ThreadState, ResetCountsZeroesMeasurementsAndKeepsOpenFrames) {
   EXPECT_EQ(t.nodes[a2].incl_ticks.load(), 300u);
   EXPECT_EQ(t.nodes[a2].excl_ticks.load(), 200u);
   (void)a, (void)b, (void)c;
+}
+
+TEST(ThreadState, FramesSetAsideBeforeAForkAreNotResumedInTheChild) {
+  // A greenlet's frames set aside in the parent name nodes of the parent's tree: resumed in
+  // the child they would open on whatever node has that number there (or past its nodes).
+  ThreadState t = make_state(1000);
+  enter_at(t, 1, 1100);
+  enter_at(t, 2, 1200);
+  SuspendedFrame saved[4];
+  ASSERT_EQ(suspend_stack(&t, saved, 1300), 2u);
+  EXPECT_EQ(t.depth(), 0u);
+  resume_stack(&t, saved, 2, 1400);  // the same tree: both come back
+  EXPECT_EQ(t.depth(), 2u);
+  ASSERT_EQ(suspend_stack(&t, saved, 1500), 2u);
+  enter_at(t, 7, 1600);  // the forking frame
+  t.reset_counts(2000);
+  resume_stack(&t, saved, 2, 2100);
+  EXPECT_EQ(t.depth(), 1u);  // only the frame open at the fork
+  EXPECT_EQ(t.nodes[t.stack_[1].node.load()].routine, 7u);
 }
 
 TEST(ThreadState, ResetCountsOnAManyPathTreeKeepsOnlyTheOpenPath) {
