@@ -37,7 +37,8 @@ Command add_calibrate(CLI::App& app) {
   blas->excludes(set)->excludes(show);
   force->excludes(set)->excludes(show);
   cmd->footer(
-      "RESOURCE: gemm.f32, gemm.f64 (GFLOP/s), mem.bw (GB/s). Calibrated lines are "
+      "RESOURCE: gemm.f32, gemm.f64, gemm.bf16 (GFLOP/s; bf16 only on a CPU with bfloat16 "
+      "units, with oneDNN), mem.bw (GB/s). Calibrated lines are "
       "replaced, manual ones kept unless --set again.");
   return {cmd, [a] { return calibrate_command(*a); }};
 }
