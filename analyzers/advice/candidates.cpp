@@ -1227,6 +1227,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.gpu = profile.gpu();
   in.ranks = load_rank_summary(file);
   in.optimizer_work = optimizer_work(profile.forest().busy);
+  in.gemm_under_torch_ns = torch_gemm_time(profile.forest().busy);
   in.matrix_vector = matrix_vector_sites(profile.forest().busy);
   in.breakdown = profile.breakdown();
   in.loader =

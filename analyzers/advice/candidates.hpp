@@ -72,6 +72,10 @@ struct AdviceInput {
   // a core nor waiting for one (its life less its CPU time and run_info thread.runq_s), blocked
   // in I/O, a sleep or a lock. Absent in files before 2026-12-07.
   std::optional<double> loop_blocked_s;
+  // Per matrix-product routine (BLAS GEMMs and SYRKs, oneDNN primitives), the time of its
+  // outermost calls made beneath a torch operator (torch_gemm_time in dtype_rules.hpp): what
+  // torch.autocast would run in bfloat16, not a numpy GEMM of the same program.
+  std::map<std::int64_t, std::int64_t> gemm_under_torch_ns;
 };
 
 // What `sonde tune` measured for the stage that tests a candidate's rule (advice/tune_results.hpp).

@@ -22,11 +22,12 @@ namespace {
 // vector operations or GEMVs: numpy.linalg computes in float64 whatever its inputs' dtype, and
 // an all-float32 program was told to compute in float32 of its dgesv_ (a red-team find); the
 // GEMVs and dger_ LAPACK makes beneath routines sonde does not intercept were summed as GEMMs.
-bool matrix_product(const RoutineMetrics& r) {
-  if (r.kind == kinds::kOnednn) return true;
-  return r.kind == kinds::kBlas &&
-         (r.name.find("gemm") != std::string::npos || r.name.find("syrk") != std::string::npos);
+bool matrix_product(std::string_view kind, std::string_view name) {
+  if (kind == kinds::kOnednn) return true;
+  return kind == kinds::kBlas &&
+         (name.find("gemm") != std::string::npos || name.find("syrk") != std::string::npos);
 }
+bool matrix_product(const RoutineMetrics& r) { return matrix_product(r.kind, r.name); }
 
 // A SIMD unit holds twice as many float32 lanes as float64 ones, so a calibrated pair where
 // float64 reaches more than 3/4 of float32's rate was measured on a busy machine: a red team's
@@ -179,11 +180,62 @@ PeakRatio bf16_ratio(const Metrics& m) {
 
 }  // namespace
 
+namespace {
+
+// The float32 GEMMs torch.autocast would take: the matrix products' outermost calls beneath a
+// torch operator (a numpy GEMM of a program that also ran a torch operator was counted, and told
+// autocast), of a oneDNN primitive only its float32 calls' share (its shapes: oneDNN keeps
+// float32 ones alone, so an autocast run's bfloat16 convolutions with four float32 evaluation
+// calls read all float32, a review's case).
+DtypeGemms torch_f32_gemms(const AdviceInput& in) {
+  const Metrics& m = in.metrics;
+  std::map<std::int64_t, std::int64_t> f32_shape_ns;
+  for (const ShapeMetrics& s : m.shapes)
+    if (s.dtype == "f32") f32_shape_ns[s.routine_id] += s.time_ns;
+  DtypeGemms g;
+  double biggest_ns = 0;
+  for (const auto& r : m.routines) {
+    if (!matrix_product(r) || r.incl_ns <= 0) continue;
+    auto under = in.gemm_under_torch_ns.find(r.routine_id);
+    if (under == in.gemm_under_torch_ns.end()) continue;
+    double f32 = r.kind == kinds::kOnednn
+                     ? std::min(1.0, double(f32_shape_ns[r.routine_id]) / double(r.incl_ns))
+                     : (r.dtype == "f32" ? 1.0 : 0.0);
+    double ns = double(under->second) * f32;
+    if (ns <= 0) continue;
+    g.ns += std::int64_t(ns);
+    g.calls += std::int64_t(std::llround(double(r.calls) * f32));
+    if (ns > biggest_ns) biggest_ns = ns, g.biggest = r.name;
+  }
+  g.pct = share(g.ns, m.share_base_ns());
+  return g;
+}
+
+}  // namespace
+
+std::map<std::int64_t, std::int64_t> torch_gemm_time(const std::vector<ThreadTree>& threads) {
+  std::map<std::int64_t, std::int64_t> out;
+  // Per depth on the path from the root: a torch operator above, and a matrix product above
+  // (its calls beneath are not outermost).
+  std::vector<std::pair<bool, bool>> above;
+  for (const ThreadTree& t : threads) {
+    above.clear();
+    for_each_node(t.root, [&](const CallNode& n, int depth) {
+      above.resize(std::size_t(depth) + 1);
+      auto [torch, product] = depth > 0 ? above[std::size_t(depth) - 1] : std::pair{false, false};
+      bool is_product = matrix_product(n.kind.str(), n.name.str());
+      if (is_product && torch && !product) out[n.routine_id] += n.incl_ns;
+      above[std::size_t(depth)] = {torch || n.kind.str() == kinds::kTorch, product || is_product};
+    });
+  }
+  return out;
+}
+
 std::vector<Candidate> float32_gemms_on_bf16(const AdviceInput& in, const Rule& rule) {
   const Metrics& m = in.metrics;
   auto unit = m.facts.info.find("cpu.bf16");
   if (unit == m.facts.info.end() || !ran_torch(m)) return {};
-  const DtypeGemms g = gemms_of_dtype(m, "f32");
+  const DtypeGemms g = torch_f32_gemms(in);
   if (g.below(rule.threshold)) return {};
   PeakRatio ratio = bf16_ratio(m);
   bool amx = unit->second == "amx";
@@ -199,11 +251,14 @@ std::vector<Candidate> float32_gemms_on_bf16(const AdviceInput& in, const Rule& 
     c.evidence.emplace_back("peak_f32_gflops", *ratio.slower);
     c.evidence.emplace_back("peak_bf16_gflops", *ratio.faster);
   }
+  std::string rates = ratio.slower && ratio.faster
+                          ? fmt::format("float32's peak {:.0f} % of bfloat16's", 100 * ratio.value)
+                          : std::string("bfloat16 taken as twice float32's rate: not calibrated");
   c.summary = fmt::format(
-      "{:.1f} % of the busy threads' time outside set-up ({:.3f} s, {} calls, most in {}) is GEMMs "
-      "in float32 on a CPU with bfloat16 {} (float32's peak {:.0f} % of bfloat16's)",
+      "{:.1f} % of the busy threads' time outside set-up ({:.3f} s, {} calls, most in {}) is "
+      "torch's GEMMs in float32 on a CPU with bfloat16 {} ({})",
       g.pct, seconds(g.ns), g.calls, g.biggest,
-      amx ? "matrix units (AMX)" : "dot products (AVX512_BF16)", 100 * ratio.value);
+      amx ? "matrix units (AMX)" : "dot products (AVX512_BF16)", rates);
   c.advice =
       "mixed precision, if the model's accuracy holds in it (it does for most training): run "
       "the forward pass and the loss under torch.autocast(\"cpu\", dtype=torch.bfloat16) (the "

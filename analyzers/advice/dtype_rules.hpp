@@ -6,11 +6,14 @@
 #include <vector>
 
 #include "advice/candidates.hpp"
+#include "profile/call_tree.hpp"
 
 namespace sonde::analyzers {
 
 std::vector<Candidate> float64_gemms(const AdviceInput& input, const Rule& rule);
 // GEMMs in float32 on a CPU with bfloat16 units (run_info cpu.bf16): torch.autocast's bfloat16.
 std::vector<Candidate> float32_gemms_on_bf16(const AdviceInput& input, const Rule& rule);
+// AdviceInput::gemm_under_torch_ns from the busy threads' trees.
+std::map<std::int64_t, std::int64_t> torch_gemm_time(const std::vector<ThreadTree>& threads);
 
 }  // namespace sonde::analyzers

@@ -356,7 +356,13 @@ def test_a_loop_waiting_for_its_batches_is_a_data_loading_candidate(tmp_path):
         100 * by["t_io"]["time_s"] / iteration_s, rel=1e-3)
     assert c["evidence"]["pct_iteration"] >= 20
     assert "persistent_workers=True" in c["advice"] and "__getitem__" in c["advice"]
-    assert 0 < c["est_gain_s"] <= 0.8 * by["t_io"]["time_s"] + 1e-9
+    # On a host whose other programs leave no worker its loading's share of a core (CI's own
+    # tests beside it, at times), no gain is promised, and the bound says why.
+    ev = c["evidence"]
+    if "worker_cores" in ev and ev["worker_cores"] / ev.get("loading_cpu_share", 1) < 1:
+        assert c["est_gain_s"] == 0 and "none from workers" in c["gain_bound"], c
+    else:
+        assert 0 < c["est_gain_s"] <= 0.8 * by["t_io"]["time_s"] + 1e-9, c
     # No worker process: the loop loads each batch itself, and its cost says how many would
     # hide it.
     assert c["evidence"]["loader_workers"] == 0

@@ -670,10 +670,16 @@ TEST_F(AdviceTest, Float32GemmsOfTorchOnABf16CpuAreToldAutocast) {
   EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());  // no cpu.bf16 recorded
   sql("INSERT INTO run_info VALUES (1, 1, 'cpu.bf16', 'amx');");
   EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());  // no torch: numpy has no bfloat16
+  // A torch operator beside the GEMM, not above it: the GEMM is the program's numpy's (a
+  // review's case: 30 numpy matmuls and one torch op were told autocast).
   sql("INSERT INTO routines (routine_id, name, kind, library, file, line) "
       "  VALUES (93, 'aten::addmm', 'torch', 'torch', '', 0);"
       "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
       "                   incl_ns, excl_ns) VALUES (93, 1, 3, 93, 3, 1, 0, 1000, 1000);");
+  EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());
+  // Beneath it: torch's GEMM.
+  sql("UPDATE nodes SET incl_ns = 1500001000 WHERE node_id = 93;"
+      "UPDATE nodes SET parent_id = 93, depth = 4 WHERE node_id = 4;");
   auto c = of_rule(candidates(), "bfloat16");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_DOUBLE_EQ(number(c[0], "f32_gemm_s"), 1.5);
@@ -701,8 +707,12 @@ TEST_F(AdviceTest, Float32GemmsOfTorchOnABf16CpuAreToldAutocast) {
   c = of_rule(candidates(), "bfloat16");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].summary.find("dot products (AVX512_BF16)"), std::string::npos) << c[0].summary;
-  // GEMMs in bfloat16 already (autocast on): nothing said.
-  sql("UPDATE shapes SET dtype = 'bf16';");
+  // A oneDNN primitive keeps shapes of its float32 calls alone: an autocast run's bfloat16
+  // calls have none, and only the float32 ones' share of its time counts (here a third, under
+  // the threshold).
+  sql("UPDATE routines SET name = 'dnnl:matmul', kind = 'onednn' WHERE routine_id = 4;");
+  ASSERT_EQ(of_rule(candidates(), "bfloat16").size(), 1u);
+  sql("DELETE FROM shapes WHERE call_site = 'train.py:7(forward)';");
   EXPECT_TRUE(of_rule(candidates(), "bfloat16").empty());
 }
 
