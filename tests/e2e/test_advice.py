@@ -17,6 +17,14 @@ MLP_NUMPY = os.path.join(os.environ.get("SONDE_SOURCE", ""), "examples", "mlp_nu
 CORES = len(os.sched_getaffinity(0))
 
 
+def under_sonde(db, *args, cwd, **env):
+    """python3 -m sonde -o DB ARGS... in the test's clean environment (PYTHONPATH to the build's
+    package, ENV added), from CWD: the completed process."""
+    return subprocess.run([PY, "-m", "sonde", "-o", str(db), *map(str, args)],
+                          env=clean_env(PYTHONPATH=PYTHONPATH, **env), capture_output=True,
+                          text=True, timeout=600, cwd=cwd)
+
+
 def profile_numpy(tmp, blas_threads):
     db = tmp / f"prof{blas_threads}.db"
     r = subprocess.run([PY, "-m", "sonde", "-o", str(db), "--lines", "update_core*", MLP_NUMPY,
@@ -219,9 +227,7 @@ def test_float32_torch_gemms_on_a_bf16_cpu_are_told_autocast(tmp_path):
     found = {}
     for autocast in ("0", "1"):
         db = tmp_path / f"autocast{autocast}.db"
-        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(script)],
-                           env=clean_env(PYTHONPATH=PYTHONPATH, AUTOCAST=autocast),
-                           capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        r = under_sonde(db, script, cwd=tmp_path, AUTOCAST=autocast)
         assert r.returncode == 0, r.stderr
         unit = query(db, "SELECT value FROM run_info WHERE key = 'cpu.bf16'")
         assert unit == ([(expected,)] if expected else []), (unit, expected)
@@ -409,9 +415,7 @@ def test_a_loading_that_blocks_needs_a_share_of_a_core_per_worker(tmp_path):
     found = {}
     for kind in ("sleep", "compute"):
         db = tmp_path / f"{kind}.db"
-        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(script), kind],
-                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                           timeout=600, cwd=tmp_path)
+        r = under_sonde(db, script, kind, cwd=tmp_path)
         assert r.returncode == 0 and r.stdout == "done\n", r.stderr
         assert query(db, "SELECT CAST(value AS REAL) >= 0 FROM run_info "
                          "WHERE key = 'thread.runq_s'") == [(1,)]
@@ -625,9 +629,7 @@ def test_torch_distributions_checks_are_a_candidate_until_turned_off(tmp_path):
     found = {}
     for mode in ("on", "off"):
         db = tmp_path / f"{mode}.db"
-        r = subprocess.run([PY, "-m", "sonde", "-o", str(db), str(program), mode],
-                           env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
-                           timeout=600, cwd=tmp_path)
+        r = under_sonde(db, program, mode, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         found[mode] = [c for c in sonde_json("candidates", db, "--top", "100")["candidates"]
                        if c["rule"] == "distribution-checks"]
