@@ -892,8 +892,9 @@ void Runtime::fork_child() {
   pid_t parent = pid();
   pid_ = getpid();
   host_cpu0_.reset();
-  // The forking thread is the child's first (its tid the child's pid): its waits count from here.
-  first_thread_runq0_ = thread_runq_wait_s(getpid());
+  // The forking thread is the child's first (its tid the child's pid), a new task whose
+  // schedstat counts from the fork: nothing read here, in the fork handler.
+  first_thread_runq0_ = 0.0;
   process_.ppid = parent;
   process_.pid = pid();
   process_.origin = "fork";
