@@ -1227,7 +1227,9 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.gpu = profile.gpu();
   in.ranks = load_rank_summary(file);
   in.optimizer_work = optimizer_work(profile.forest().busy);
-  in.gemm_under_torch_ns = torch_gemm_time(profile.forest().busy);
+  // A walk over every busy node: only where the bfloat16 rule, its one reader, can fire.
+  if (in.metrics.facts.info.contains("cpu.bf16"))
+    in.gemm_under_torch_ns = torch_gemm_time(profile.forest().busy);
   in.matrix_vector = matrix_vector_sites(profile.forest().busy);
   in.breakdown = profile.breakdown();
   in.loader =

@@ -74,7 +74,8 @@ struct AdviceInput {
   std::optional<double> loop_blocked_s;
   // Per matrix-product routine (BLAS GEMMs and SYRKs, oneDNN primitives), the time of its
   // outermost calls made beneath a torch operator (torch_gemm_time in dtype_rules.hpp): what
-  // torch.autocast would run in bfloat16, not a numpy GEMM of the same program.
+  // torch.autocast would run in bfloat16, not a numpy GEMM of the same program. Filled only
+  // where run_info cpu.bf16 is (the bfloat16 rule, its one reader).
   std::map<std::int64_t, std::int64_t> gemm_under_torch_ns;
 };
 

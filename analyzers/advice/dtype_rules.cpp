@@ -178,10 +178,6 @@ PeakRatio bf16_ratio(const Metrics& m) {
           std::nullopt, std::nullopt};
 }
 
-}  // namespace
-
-namespace {
-
 // The float32 GEMMs torch.autocast would take: the matrix products' outermost calls beneath a
 // torch operator (a numpy GEMM of a program that also ran a torch operator was counted, and told
 // autocast), of a oneDNN primitive only its float32 calls' share (its shapes: oneDNN keeps
