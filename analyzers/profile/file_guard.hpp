@@ -47,8 +47,10 @@ class WorkLimit {
 // The schema's views made as temp views of `file`'s connection, standing in front of the file's
 // own (SQLite resolves a name in temp before main), and the file's copies of the schema's tables
 // checked to be tables. `version`: the file's schema_version (3 and 4 read gpu_activity_ns from
-// their timestamps). Throws Error with one line.
-void use_own_views(const ProfileFile& file, int version);
+// their timestamps). `unchanging`: no one writes the file while this connection reads it (a
+// finished run's, or a copy), so the views every figure reads several times may be computed
+// once (see kComputedOnce). Throws Error with one line.
+void use_own_views(const ProfileFile& file, int version, bool unchanging);
 
 // routines.dtype and routines.role as far as a file before version 9 lets them be said: from the
 // name, the one place sonde still guesses them (wrapper tables state them since). SQL column

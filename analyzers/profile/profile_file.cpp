@@ -246,7 +246,9 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   // $TMPDIR, else /var/tmp or /tmp, gone when the command ends; up to kLiveCopyMaxBytes): read in
   // place, a 440 MB one's 33-46 s reports held the run's flushes off, its ended threads piled up
   // to 8.4 GB, and the exit flushes of 16 of 60 DataLoader workers gave up (a red team's).
+  bool read_while_written = false;
   if (size <= kLiveCopyMaxBytes && still_written(file)) {
+    read_while_written = true;
     ProfileFile copy(path);
     std::string error;
     if (copy.db_.open(size <= kLiveCopyBytes ? ":memory:" : "", true, error)) {
@@ -257,10 +259,11 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
         copy.limit_work();
         copy.exec("PRAGMA cell_size_check = ON");
         file = std::move(copy);
+        read_while_written = false;
       }  // else read in place, as before: the copy is an optimisation, never a failure
     }
   }
-  use_own_views(file, version);
+  use_own_views(file, version, !read_while_written);
   file.schema_version_ = version;
   return file;
 }

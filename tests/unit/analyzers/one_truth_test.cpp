@@ -296,6 +296,46 @@ TEST_F(OneTruthTest, AHelperThreadsWaitForWorkIsInNoSumOverThreads) {
       << report.out;
 }
 
+// The waits' views, which one statement of hotspots read five times, are made once a
+// connection: temp tables of the views' own SELECTs, holding the rows the views (the file's
+// stored ones, the same text) return. A file naming no wait routine, or whose parent links
+// form a cycle (wait_cuts' walk up them would not end), keeps the views.
+TEST_F(OneTruthTest, TheWaitsViewsAreMadeOnceAndHoldTheViewsRows) {
+  auto kinds = [](const ProfileFile& f) {
+    std::string out;
+    for (auto st = f.prepare("SELECT name || ' ' || type FROM sqlite_temp_master WHERE name IN "
+                             "('waits', 'waited_nodes', 'wait_cuts') ORDER BY name");
+         st.step();)
+      out += st.text(0) + ";";
+    return out;
+  };
+  auto rows = [](const ProfileFile& f, const std::string& table) {
+    std::vector<std::string> out;
+    for (auto st = f.prepare("SELECT quote(node_id) || ' ' || quote(ns) FROM " + table +
+                             " ORDER BY node_id");
+         st.step();)
+      out.push_back(st.text(0));
+    return out;
+  };
+  {
+    ProfileFile file = ProfileFile::open(waits_);
+    EXPECT_EQ(kinds(file), "wait_cuts table;waited_nodes table;waits table;");
+    for (const char* view : {"waits", "wait_cuts"}) {
+      std::vector<std::string> made = rows(file, std::string("temp.") + view);
+      EXPECT_FALSE(made.empty()) << view;
+      EXPECT_EQ(made, rows(file, std::string("main.") + view)) << view;
+    }
+    std::vector<std::string> inside;
+    for (auto st = file.prepare("SELECT node_id FROM temp.waited_nodes ORDER BY 1"); st.step();)
+      inside.push_back(st.text(0));
+    EXPECT_EQ(inside, (std::vector<std::string>{"11", "13"}));
+  }
+  EXPECT_EQ(kinds(ProfileFile::open(fixture_)),
+            "wait_cuts view;waited_nodes view;waits view;");  // no wait routine
+  test::exec_sql(waits_, "UPDATE nodes SET parent_id = 13 WHERE node_id = 10");
+  EXPECT_EQ(kinds(ProfileFile::open(waits_)), "wait_cuts view;waited_nodes view;waits view;");
+}
+
 TEST_F(OneTruthTest, ShapesOfTwoRoutinesOfOneNameStayApart) {
   ProfileFile file = ProfileFile::open(modules_);
   std::vector<ShapeRow> rows = compute_shapes(file);
