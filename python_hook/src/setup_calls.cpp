@@ -10,6 +10,7 @@ extern "C" {
 void sonde_torch_setup_begin(const char* name);
 void sonde_torch_wait_begin(const char* name);
 void sonde_torch_setup_end(void);
+void sonde_torch_work_waited(void);
 }
 
 namespace sonde::python {
@@ -45,7 +46,11 @@ bool called_by_c10d() {
 
 PyObject* setup_call_call(PyObject* self, PyObject* args, PyObject* kwargs) {
   auto* s = reinterpret_cast<SetupCall*>(self);
-  if (s->wait && called_by_c10d()) return PyObject_Call(s->function, args, kwargs);
+  if (s->wait && called_by_c10d()) {
+    PyObject* result = PyObject_Call(s->function, args, kwargs);
+    sonde_torch_work_waited();
+    return result;
+  }
   if (s->wait)
     sonde_torch_wait_begin(PyBytes_AS_STRING(s->name));
   else
