@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include "base/output_file.hpp"
@@ -22,7 +24,37 @@ struct RunFigures {
   ScalingRun run;
   std::map<RoutineKey, double> times;
   std::vector<std::pair<RoutineKey, double>> order;  // by time, largest first
+  // By the key with the file's base name alone: the times, one per routine.
+  std::map<RoutineKey, std::vector<double>> by_base_name;
 };
+
+// A routine's file as the run named it, `..` and `.` resolved: a script given by a relative
+// path is named from the folder each run started in (/jobs/n1/../../train.py), and the runs of
+// one job at 1, 2 and 4 ranks, each in its own folder, had no function of the program in
+// common (a red team's `sonde scaling`).
+std::string normal_file(const std::string& file) {
+  return file.empty() ? file : std::filesystem::path(file).lexically_normal().string();
+}
+
+RoutineKey base_name_key(const RoutineKey& key) {
+  RoutineKey loose = key;
+  std::get<3>(loose) = std::filesystem::path(std::get<3>(key)).filename().string();
+  return loose;
+}
+
+// The routine's time in `run`: the same routine's, else the one routine of the same kind,
+// name, library, line and file base name where each run has one (the program run from two
+// copies of it), as sonde diff pairs them.
+std::optional<double> time_in(const RunFigures& run, const RunFigures& ref, const RoutineKey& key) {
+  if (auto at = run.times.find(key); at != run.times.end()) return at->second;
+  RoutineKey loose = base_name_key(key);
+  auto theirs = run.by_base_name.find(loose);
+  auto ours = ref.by_base_name.find(loose);
+  if (theirs == run.by_base_name.end() || theirs->second.size() != 1 ||
+      ours == ref.by_base_name.end() || ours->second.size() != 1)
+    return std::nullopt;
+  return theirs->second.front();
+}
 
 RunFigures read_run(const std::string& path) {
   ProfileFile file = ProfileFile::open(path);
@@ -64,9 +96,10 @@ RunFigures read_run(const std::string& path) {
       "JOIN routines r USING (routine_id) WHERE i.kind <> 'root' ORDER BY i.max_s DESC, "
       "i.routine");
   while (st.step()) {
-    RoutineKey key{st.text(0), st.text(1), st.text(2), st.text(3), st.int64(4)};
+    RoutineKey key{st.text(0), st.text(1), st.text(2), normal_file(st.text(3)), st.int64(4)};
     f.times[key] = st.real(5);
     f.order.emplace_back(key, st.real(5));
+    f.by_base_name[base_name_key(key)].push_back(st.real(5));
   }
   return f;
 }
@@ -104,10 +137,7 @@ Scaling compute_scaling(const std::vector<std::string>& paths, bool weak, std::s
   for (const auto& [key, time] : ref.order) {
     if (top && s.routines.size() == top) break;
     ScalingRoutine row{std::get<1>(key), std::get<0>(key), {}};
-    for (const RunFigures& r : runs) {
-      auto at = r.times.find(key);
-      row.time_s.push_back(at == r.times.end() ? std::nullopt : std::optional(at->second));
-    }
+    for (const RunFigures& r : runs) row.time_s.push_back(time_in(r, ref, key));
     s.routines.push_back(std::move(row));
   }
   return s;

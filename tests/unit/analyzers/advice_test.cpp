@@ -16,6 +16,7 @@
 #include "fixture.hpp"
 #include "metrics/diff.hpp"
 #include "metrics/metrics.hpp"
+#include "metrics/scaling.hpp"
 #include "profile/run_summary.hpp"
 #include "programs/tune.hpp"
 #include "render/candidates.hpp"
@@ -1552,6 +1553,49 @@ INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns
 // comes from outside that wait: an import inside a feeder's threading wait on rank 1 was taken
 // from its queue.get a second time, and the two ranks' equal 0.2 s read 0.2 against 0. And an
 // interpreter's start-up is set-up, as imports are: never an imbalance.
+// A job run at 1 and 2 ranks, each from its own folder, its script given by a relative path:
+// the frames name the file from where each run started (/jobs/n1/../../train.py), and `sonde
+// scaling` had none of the program's functions in common (a red team's). A copy of the script
+// elsewhere is the same function too, where each run has one of that name and base name.
+TEST(Scaling, APythonFunctionIsOneRowWhereverTheRunStarted) {
+  test::TempDir dir;
+  std::vector<std::string> runs;
+  for (const char* file :
+       {"/jobs/n1/../../train.py", "/jobs/n2/../../train.py", "/scratch/copy/train.py"}) {
+    std::string path = (dir.path / fmt::format("run{}.db", runs.size())).string();
+    test::write_fixture(path);
+    test::exec_sql(path, fmt::format("UPDATE routines SET name = 'train.py:3(fib)', file = '{}', "
+                                     "line = 3 WHERE routine_id = 4",
+                                     file));
+    if (!runs.empty()) {
+      test::exec_sql(path, R"sql(
+UPDATE processes SET rank = 0, world_size = 2;
+INSERT INTO processes (process_id, run_id, pid, ppid, origin, command, started_ns, ended_ns,
+                       end_reason, rank, world_size)
+  VALUES (2, 1, 11, 1, 'root', 'python3 train.py', 1000000000000, 1000000000000 + 10000000000,
+          'exit', 1, 2);
+INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) VALUES
+  (10, 2, 0, 11, 'main', 1000000000000, 1000000000000 + 10000000000);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (20, 10, NULL, 1, 0, 0, 1, 1, 10000000000, 9500000000, 0, 0),
+  (21, 10, 20, 4, 1, 0, 1, 0, 500000000, 500000000, 0, 0);
+)sql");
+    }
+    runs.push_back(path);
+  }
+  Scaling s = compute_scaling(runs, false, 0);
+  ASSERT_EQ(s.runs.size(), 3u);
+  bool found = false;
+  for (const ScalingRoutine& r : s.routines) {
+    if (r.routine != "train.py:3(fib)") continue;
+    found = true;
+    ASSERT_EQ(r.time_s.size(), 3u);
+    for (const std::optional<double>& t : r.time_s) EXPECT_TRUE(t.has_value());
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST_F(AdviceTest, RankImbalanceTakesNothingFromInsideAWaitForWork) {
   sql(kSecondRank);
   sql(R"sql(
