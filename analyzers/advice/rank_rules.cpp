@@ -271,14 +271,41 @@ std::vector<Candidate> comm_exposed(const AdviceInput& in, const Rule& rule) {
         "computation that does not need their result in between",
         r.work_wait_s, imbalance, r.work_wait_least_s);
     if (r.ranks > 1) gain_s = 0.5 * std::max(0.0, r.exposed_s - imbalance);
-  } else if (r.c10d_wait_s >= 0.5 * r.exposed_s) {
-    c.evidence.emplace_back("c10d_wait_s_per_rank", r.c10d_wait_s);
-    c.advice =
-        "most of it is the program's own torch.distributed calls waiting where they are made "
-        "(barrier, a blocking all_reduce or broadcast, recv; sonde tree --callers shows "
-        "which): one after uneven work waits for the slowest rank (rank 0 evaluating or saving "
-        "a checkpoint while the others wait in a barrier): move that work off the step or share "
-        "it, and post collectives with async_op=True where the result is needed later";
+  } else {
+    bool c10d = r.c10d_wait_s >= 0.5 * r.exposed_s;
+    if (c10d) {
+      c.evidence.emplace_back("c10d_wait_s_per_rank", r.c10d_wait_s);
+      c.advice =
+          "most of it is the program's own torch.distributed calls waiting where they are made "
+          "(barrier, a blocking all_reduce or broadcast, recv; sonde tree --callers shows "
+          "which): one after uneven work waits for the slowest rank (rank 0 evaluating or "
+          "saving a checkpoint while the others wait in a barrier): move that work off the step "
+          "or share it, and post collectives with async_op=True where the result is needed "
+          "later";
+    }
+    // As the reducer's: the slowest rank exposes least, what the communication costs it; the
+    // others' more is their wait for it, the imbalance's, which no overlap hides. A red team's
+    // MPI ranks, one doing 3 x the other's work before a Barrier and an Allreduce, were told
+    // 0.251 s from nonblocking collectives; posted before the work, they gained nothing.
+    double imbalance = r.exposed_s - r.exposed_least_s;
+    if (r.ranks > 1 && imbalance >= 0.25 * r.exposed_s) {
+      c.evidence.emplace_back("exposed_least_rank_s", r.exposed_least_s);
+      c.evidence.emplace_back("exposed_imbalance_s_per_rank", imbalance);
+      c.advice =
+          imbalance >= 0.5 * r.exposed_s && !c10d
+              ? fmt::format(
+                    "most of it, {:.3f} s a rank, is the faster ranks waiting for the slowest, "
+                    "the imbalance's (see rank-imbalance), which no overlap hides; the "
+                    "communication's own cost is the slowest rank's {:.3f} s, of which "
+                    "nonblocking collectives waited on only where their result is needed may "
+                    "hide about half",
+                    imbalance, r.exposed_least_s)
+              : fmt::format(
+                    "{}; {:.3f} s of it a rank is the faster ranks waiting for the slowest, the "
+                    "imbalance's (see rank-imbalance), which no overlap hides",
+                    c.advice, imbalance);
+      gain_s = 0.5 * std::max(0.0, r.exposed_s - imbalance);
+    }
   }
   c.est_gain_s = gain_s;
   oversubscribed_host(c, in);

@@ -329,12 +329,14 @@ RankSummary load_rank_summary(const ProfileFile& file) {
   mark_same_work(file, r);
   if (auto st = file.prepare("SELECT AVG(comm_s) FROM rank_comm"); st.step() && !st.is_null(0))
     r.comm_s = st.real(0);
-  if (auto st = file.prepare("SELECT SUM(exposed_s), SUM(overlapped_s), COUNT(*) FROM "
-                             "rank_overlap");
+  if (auto st = file.prepare("SELECT SUM(exposed_s), SUM(overlapped_s), COUNT(*), "
+                             "MIN(exposed_s) FROM rank_overlap");
       st.step() && st.int64(2) > 0) {
     r.has_overlap = true;
     r.exposed_s = st.real(0) / static_cast<double>(r.ranks);
     r.overlapped_s = st.real(1) / static_cast<double>(r.ranks);
+    // A rank without a row exposed nothing.
+    r.exposed_least_s = st.int64(2) < r.ranks ? 0.0 : st.real(3);
   }
   for (auto [view, out] :
        {std::pair{"engine_waits", &r.reducer_wait_s}, std::pair{"c10d_waits", &r.c10d_wait_s}}) {

@@ -61,6 +61,8 @@ struct RankSummary {
   static constexpr std::size_t kMaxCallsAmong = 64;
   // Averaged over ranks.
   double exposed_s = 0, overlapped_s = 0, comm_s = 0;
+  // The exposed time of the rank that exposes least: the slowest rank, which waits for none.
+  double exposed_least_s = 0;
   // Of exposed_s, per rank: DDP's reducer waiting at the end of backward (engine_waits) and the
   // program's own torch.distributed calls waiting in their frames (c10d_waits).
   double reducer_wait_s = 0, c10d_wait_s = 0;

@@ -89,8 +89,15 @@ def test_candidates_name_exposed_communication_not_the_wait_as_latency(tmp_path)
     assert p.returncode == 0, p.stderr
     found = {(c["rule"], c["location"]): c for c in json.loads(p.stdout)["candidates"]}
     exposed = found[("comm-exposed", "run")]
-    assert exposed["evidence"]["overlap_pct"] == 0
-    assert exposed["est_gain_s"] == pytest.approx(0.5 * exposed["evidence"]["exposed_s_per_rank"])
+    ev = exposed["evidence"]
+    assert ev["overlap_pct"] == 0
+    # The others' wait for rank 0 is rank-imbalance's, which no overlap hides: the gain is half
+    # the exposed time of the rank exposing least (until 2026-12-07 half of the mean, and a red
+    # team's ranks posting their all-reduces early gained nothing of it).
+    assert ev["exposed_imbalance_s_per_rank"] == pytest.approx(
+        ev["exposed_s_per_rank"] - ev["exposed_least_rank_s"])
+    assert exposed["est_gain_s"] == pytest.approx(0.5 * ev["exposed_least_rank_s"])
+    assert "waiting for the slowest" in exposed["advice"], exposed["advice"]
     # The Allreduce's time on each rank, from the rank's own file; the rule's is the least.
     per_rank = [query(d / f"prof.rank{k}.db",
                       "SELECT SUM(time_ns) / 1e9 FROM comm_ops WHERE op = 'MPI_Allreduce'")[0][0]

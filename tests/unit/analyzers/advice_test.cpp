@@ -2007,6 +2007,41 @@ INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time
   EXPECT_EQ(calls, 300);
 }
 
+// MPI ranks, rank 1 computing 3 x rank 0's work before a barrier and an all-reduce: rank 0 is
+// exposed 1 s, waiting for rank 1, which is exposed 4 ms, the calls' own cost. A red team was
+// told 0.251 s from nonblocking collectives; posted before the work, they gained nothing. The
+// gain is half the slowest rank's own, and the advice says where the rest comes from.
+TEST_F(AdviceTest, ExposedTimeThatIsAFastRanksWaitIsNoOverlapsGain) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (9, 'MPI_Allreduce', 'mpi', 'libmpi.so.40', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (20, 2, NULL, 1, 0, 0, 1, 1, 10000000000, 9996000000, 0, 0),
+  (32, 1, 2, 9, 2, 0, 10, 0, 1000000000, 1000000000, 0, 0),
+  (42, 2, 20, 9, 1, 0, 10, 0, 4000000, 4000000, 0, 0);
+INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time_ns) VALUES
+  (32, 'MPI_Allreduce', 'collective', 1, 2, 4000, 10, 1000000000),
+  (42, 'MPI_Allreduce', 'collective', 1, 2, 4000, 10, 4000000);
+INSERT INTO comm_overlap (thread_id, exposed_ns, overlapped_ns, inflight_ns) VALUES
+  (1, 1000000000, 0, 0), (2, 4000000, 0, 0);
+UPDATE nodes SET subrs = subrs + 10, incl_ns = incl_ns + 1000000000 WHERE node_id IN (1, 2);
+)sql");
+  Rule rule = *std::find_if(rules().begin(), rules().end(),
+                            [](const Rule& r) { return r.id == "comm-exposed"; });
+  rule.threshold = 1.0;
+  auto found =
+      evaluate_rules(load_advice_input(ProfileFile::open(path_)), std::span<const Rule>(&rule, 1));
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NEAR(found[0].est_gain_s, 0.002, 1e-9);  // half of rank 1's 4 ms
+  EXPECT_NEAR(number(found[0], "exposed_imbalance_s_per_rank"), 0.498, 1e-9);
+  EXPECT_NE(found[0].advice.find("0.498 s a rank, is the faster ranks waiting for the slowest"),
+            std::string::npos)
+      << found[0].advice;
+  EXPECT_EQ(found[0].advice.find("MPI_Iallreduce"), std::string::npos) << found[0].advice;
+}
+
 // The reducer's wait is on all-reduces in flight, which the writer's comm_overlap counts as
 // overlapped where the thread runs its own frame: exposed, not overlapped too (a red-team rank
 // waiting 0.876 s of 0.967 s in flight read 52.4 % overlapped).
