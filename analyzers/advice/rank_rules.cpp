@@ -125,7 +125,11 @@ std::vector<Candidate> rank_imbalance(const AdviceInput& in, const Rule& rule) {
     }
     if (parts.size() < 2 || held < kSameImbalance * rows[row]->lost_s) continue;
     collapsed[row] = true;
-    for (std::size_t p : parts) callers[target[p]].push_back(rows[row]->routine);
+    // Once each: two parts may end at one row (forward and backward both collapsing to
+    // cblas_dgemm), and a red team's summary named `<module>` twice.
+    std::set<std::size_t> named;
+    for (std::size_t p : parts)
+      if (named.insert(target[p]).second) callers[target[p]].push_back(rows[row]->routine);
   }
   // What remains of one imbalance seen at several depths (a frame that holds more than its
   // callee, so neither is the other's 90 %): the first listed, the most time lost, is the

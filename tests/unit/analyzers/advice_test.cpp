@@ -2007,6 +2007,43 @@ INSERT INTO comm_ops (node_id, op, kind, blocking, comm_size, bytes, calls, time
   EXPECT_EQ(calls, 300);
 }
 
+// forward and backward (0.5 s lost each) hold their imbalance in cblas_dgemm (0.46 s of the
+// two), and <module> (1 s) holds the two together, neither alone: the dgemm candidate names each
+// caller once (a red team's summary named `<module>` twice, once for each part ending there).
+TEST_F(AdviceTest, RankImbalanceNamesACallerOnce) {
+  sql(kSecondRank);
+  sql(R"sql(
+INSERT INTO routines (routine_id, name, kind, library, file, line) VALUES
+  (7, 'train.py:1(<module>)', 'python', '', '/w/train.py', 1),
+  (8, 'train.py:12(forward)', 'python', '', '/w/train.py', 12),
+  (9, 'train.py:14(backward)', 'python', '', '/w/train.py', 14),
+  (10, 'cblas_dgemm', 'blas', 'libopenblas.so.0', '', 0);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (70, 1, 1, 7, 1, 0, 1, 2, 4000000000, 0, 0, 0),
+  (71, 1, 70, 8, 2, 0, 1, 1, 2000000000, 940000000, 0, 0),
+  (72, 1, 71, 10, 3, 0, 1, 0, 1060000000, 1060000000, 0, 0),
+  (73, 1, 70, 9, 2, 0, 1, 1, 2000000000, 940000000, 0, 0),
+  (74, 1, 73, 10, 3, 0, 1, 0, 1060000000, 1060000000, 0, 0),
+  (20, 2, NULL, 1, 0, 0, 1, 1, 10000000000, 8000000000, 0, 0),
+  (80, 2, 20, 7, 1, 0, 1, 2, 2000000000, 0, 0, 0),
+  (81, 2, 80, 8, 2, 0, 1, 1, 1000000000, 400000000, 0, 0),
+  (82, 2, 81, 10, 3, 0, 1, 0, 600000000, 600000000, 0, 0),
+  (83, 2, 80, 9, 2, 0, 1, 1, 1000000000, 400000000, 0, 0),
+  (84, 2, 83, 10, 3, 0, 1, 0, 600000000, 600000000, 0, 0);
+UPDATE nodes SET subrs = subrs + 1, incl_ns = incl_ns + 4000000000 WHERE node_id = 1;
+)sql");
+  auto found = of_rule(candidates(), "rank-imbalance");
+  auto dgemm = std::find_if(found.begin(), found.end(),
+                            [](const auto& c) { return c.location == "cblas_dgemm [blas]"; });
+  std::string all;
+  for (const auto& c : found) all += c.location + ": " + c.summary + "\n";
+  ASSERT_NE(dgemm, found.end()) << all;
+  const std::string& s = dgemm->summary;
+  EXPECT_NE(s.find("train.py:1(<module>)"), std::string::npos) << s;
+  EXPECT_EQ(s.find("train.py:1(<module>)"), s.rfind("train.py:1(<module>)")) << s;
+}
+
 // MPI ranks, rank 1 computing 3 x rank 0's work before a barrier and an all-reduce: rank 0 is
 // exposed 1 s, waiting for rank 1, which is exposed 4 ms, the calls' own cost. A red team was
 // told 0.251 s from nonblocking collectives; posted before the work, they gained nothing. The
