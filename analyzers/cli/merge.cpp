@@ -53,6 +53,11 @@ int merge(const Options& a) {
                "sonde merge: {} left out: the launcher's own profile (sonde run around mpirun or "
                "torchrun), no rank's work\n",
                visible(f));
+  for (const std::string& f : r.runless)
+    fmt::print(stderr,
+               "sonde merge: {} left out: it holds no run, no flush of its process (it ended "
+               "before its first: killed, or out of memory)\n",
+               visible(f));
   if (r.world_size > r.ranks) {
     fmt::print(stderr,
                "sonde merge: warning: the run had {} ranks and {} are in {}: its per-rank "

@@ -1,6 +1,7 @@
 #include "profile/merge.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -407,17 +408,27 @@ MergeResult merge_profiles(const MergeOptions& options) {
     throw Error(fmt::format("{} exists; --force replaces it", options.output));
   // Written beside the output and renamed when whole: a failed merge leaves no half file, and
   // an existing output stays until the new one is complete.
-  std::vector<std::string> launchers;
+  std::vector<std::string> launchers, runless;
   for (auto it = inputs.begin(); it != inputs.end();) {
-    bool launcher = launcher_file_note(ProfileFile::open(*it)).has_value();
+    ProfileFile file = ProfileFile::open(*it);
+    bool launcher = launcher_file_note(file).has_value();
+    bool empty = !launcher && !file.prepare("SELECT 1 FROM runs LIMIT 1").step();
     if (launcher) launchers.push_back(*it);
-    it = launcher ? inputs.erase(it) : it + 1;
+    if (empty) runless.push_back(*it);
+    it = launcher || empty ? inputs.erase(it) : it + 1;
   }
-  if (inputs.empty())
+  if (inputs.empty() && !launchers.empty())
     throw Error(fmt::format("no rank's file among the inputs: {} is a launcher's own profile, "
                             "whose ranks wrote theirs beside it (prof.rank<R>.db)",
                             launchers.front()),
                 2);
+  if (inputs.empty())
+    throw Error(
+        fmt::format("no input holds a run: {} {} no flush of {} ({} before its first: "
+                    "killed, or out of memory)",
+                    fmt::join(runless, ", "), runless.size() == 1 ? "holds" : "hold",
+                    runless.size() == 1 ? "its process" : "their processes",
+                    runless.size() == 1 ? "it ended" : "each ended"));
   std::string tmp = fmt::format("{}.merging.{}", options.output, ::getpid());
   try {
     MergeResult result;
@@ -430,6 +441,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
       result = merger.finish();
       result.left_out = std::move(left_out);
       result.launchers = std::move(launchers);
+      result.runless = std::move(runless);
     }
     if (std::rename(tmp.c_str(), options.output.c_str()) != 0)
       throw Error(

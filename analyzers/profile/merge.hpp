@@ -28,6 +28,10 @@ struct MergeResult {
   // work, profile/launcher_file.hpp), left out: given with its ranks' files (prof*.db), it was
   // taken for a rank 0 and refused as one given twice.
   std::vector<std::string> launchers;
+  // Inputs that hold no run: the blank profile a process claims at its start, never flushed (a
+  // rank killed before its first flush), left out: one such rank file refused the whole merge
+  // ("holds no run"), and the other ranks' data could not be read together (a red team's).
+  std::vector<std::string> runless;
 };
 
 // The inputs in merge order: files as given, a directory's *.db files by rank (prof.rank<R>.db

@@ -5,11 +5,12 @@ import csv
 import io
 import json
 import subprocess
+import time
 import uuid
 
 import pytest
 
-from conftest import BIN, CLI, clean_env, integrity_ok, query, run, sonde
+from conftest import BIN, CLI, LIB, clean_env, integrity_ok, query, run, sonde
 
 
 def rank_files(tmp_path, sleeps_ms, job=None, name="run", slept=None):
@@ -122,6 +123,35 @@ def test_refuses_files_of_different_runs_unless_forced(tmp_path):
     assert p.returncode == 1 and "both hold rank 0" in p.stderr
     p = merge(tmp_path / "same.db", c + c)
     assert p.returncode == 2 and "given twice" in p.stderr
+
+
+def test_merge_leaves_out_a_rank_killed_before_its_first_flush(tmp_path):
+    # A rank SIGKILLed before its first flush leaves the blank profile it claimed: "holds no
+    # run" refused the whole merge, the other ranks' data unreadable together (a red team's).
+    files = rank_files(tmp_path, [20, 20])
+    killed = tmp_path / "run.r1" / "prof.rank1.db"
+    files[1].unlink()
+    e = clean_env(LD_PRELOAD=LIB, SONDE_OUTPUT=str(killed), SONDE_FLUSH_INTERVAL="0",
+                  OMPI_COMM_WORLD_RANK="1", OMPI_COMM_WORLD_SIZE="2")
+    p = subprocess.Popen(["sleep", "30"], env=e)
+    try:
+        for _ in range(500):  # claimed at its start, written at its first flush (none here)
+            if killed.exists():
+                break
+            time.sleep(0.01)
+    finally:
+        p.kill()
+        p.wait()
+    assert killed.exists() and query(killed, "SELECT COUNT(*) FROM runs") == [(0,)]
+    out = tmp_path / "run.db"
+    r = merge(out, [files[0], killed])
+    assert r.returncode == 0, r.stderr
+    assert f"sonde merge: {killed} left out: it holds no run" in r.stderr, r.stderr
+    assert "the run had 2 ranks and 1 are in" in r.stderr, r.stderr
+    assert query(out, "SELECT rank FROM processes") == [(0,)]
+    alone = merge(tmp_path / "none.db", [killed])
+    assert alone.returncode == 1 and "no input holds a run" in alone.stderr, alone.stderr
+    assert not (tmp_path / "none.db").exists()
 
 
 def test_merge_reads_a_directory_and_merged_files(tmp_path):
