@@ -157,6 +157,39 @@ def test_mpi4py_calls_are_seen(tmp_path):
         assert "torch" not in r.stdout, r.stdout
 
 
+@pytest.mark.parametrize("post,poll,receive", [
+    ("r = comm.Irecv(b, source=0, tag=it)", "r.Test()", "r.Wait()"),
+    ("pass", "comm.Iprobe(source=0, tag=it)", "comm.Recv(b, source=0, tag=it)")])
+def test_a_rank_spinning_on_a_poll_waits_exposed(tmp_path, post, poll, receive):
+    """Rank 1 spins on a test (or a probe) while rank 0 sleeps before each send: the loop
+    between the polls is waiting, exposed, not computation overlapping the receive (a red
+    team's rank spinning 0.9 s read 57 % of its communication overlapped)."""
+    mpi4py_run(tmp_path, "spin.py",
+        "import time\n"
+        "import numpy as np\n"
+        "from mpi4py import MPI\n"
+        "comm = MPI.COMM_WORLD\n"
+        "waited = 0.0\n"
+        "for it in range(3):\n"
+        "    if comm.Get_rank() == 0:\n"
+        "        time.sleep(0.2)\n"
+        "        comm.Send(np.ones(10), dest=1, tag=it)\n"
+        "    else:\n"
+        "        b = np.empty(10)\n"
+        f"        {post}\n"
+        "        t = time.perf_counter()\n"
+        f"        while not {poll}:\n"
+        "            pass\n"
+        "        waited += time.perf_counter() - t\n"
+        f"        {receive}\n"
+        "if comm.Get_rank() == 1:\n"
+        "    print(f'waited {waited:.6f}')\n")
+    exposed, overlapped = query(tmp_path / "prof.rank1.db",
+                                "SELECT exposed_ns, overlapped_ns FROM comm_overlap")[0]
+    assert overlapped < 0.05e9, (exposed, overlapped)
+    assert exposed > 0.45e9, (exposed, overlapped)  # of about 0.6 s, however rank 0 slept
+
+
 def test_mpi4py_pickled_receive_is_seen_through_its_matched_probe(tmp_path):
     """mpi4py's pickled comm.recv() is MPI_Mprobe + MPI_Mrecv (mpi4py.rc.recv_mprobe): neither
     was intercepted, so a receiving rank's wait showed as its script's own time, with no bytes."""

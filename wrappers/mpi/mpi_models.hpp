@@ -112,6 +112,12 @@ inline int64_t alltoallv_bytes(const void* sendbuf, const int sendcounts[], MPI_
 class Track {
  public:
   static Track none() { return Track(kNone); }
+  // A probe that may find nothing (MPI_Iprobe, MPI_Improbe): its flag.
+  static Track probe(int* flag) {
+    Track t(kNone);
+    t.flag_ = flag;
+    return t;
+  }
   static Track start(MPI_Request* request) { return start_all(1, request); }
   static Track start_all(int count, MPI_Request* requests) {
     Track t(kStart);
@@ -168,6 +174,13 @@ class Track {
   // After a set-up call that was not measured: only what it made (a persistent request, a
   // window), for the measured calls that use it.
   void keep(int rc);
+  // After the call: it was a poll that found nothing (a test or probe with its flag 0, a
+  // Testsome of no request done; Waitsome never returns 0).
+  bool found_nothing(int rc) const {
+    if (rc != MPI_SUCCESS) return false;
+    if (flag_ != nullptr) return *flag_ == 0;
+    return kind_ == kSome && index_ != nullptr && *index_ == 0;
+  }
 
  private:
   enum Kind { kNone, kStart, kAll, kAny, kSome, kPersist, kWindow, kRmaStart, kRmaSync };

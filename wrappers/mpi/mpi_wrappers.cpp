@@ -88,6 +88,7 @@ int measure(Entry e, sonde::CommKind kind, bool blocking, Model&& model, mpi::Tr
   int started = 0, completed = 0;
   track.after(t, rc, started, completed);
   sonde::comm_call_end(t, sonde::probe_now(), blocking && !setup, started, completed);
+  if (track.found_nothing(rc)) sonde::comm_call_polled(t);
   if (setup) setup_after(e, rc);
   errno = saved;
   return rc;

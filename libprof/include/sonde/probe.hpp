@@ -159,6 +159,15 @@ SONDE_API void comm_call_end(ThreadState* thread, uint64_t now, bool exposed, in
 // would end the call the thread may be in (a Work.wait, a set-up call), whose exposed time was
 // then lost.
 SONDE_API void comm_completed(ThreadState* thread, uint64_t now, int completed);
+// The call that just ended (comm_call_end) was a poll that found nothing (MPI_Test with its
+// flag 0, MPI_Iprobe finding no message): where the thread's next communication call begins
+// within kSpinGapTicks of it, the loop between them was waiting too, exposed, not computation
+// overlapping what is in flight.
+SONDE_API void comm_call_polled(ThreadState* thread);
+// About 10-25 us at a TSC of 2-5 GHz (50 us on CLOCK_MONOTONIC's ns): a Python loop
+// `while not req.Test()` spends 0.1-1 us between its polls, a computation worth overlapping
+// far more than this.
+inline constexpr uint64_t kSpinGapTicks = 50000;
 // What the call comm_call_begin opened will record (its comm_ops row) and whether its time is
 // exposed: said between the two, so that a call still open at the process's last flush (a rank
 // killed in a hung MPI_Allreduce, or by another rank's MPI_Abort) is recorded as far as it ran.

@@ -122,6 +122,15 @@ void record_line(RoutineId routine, int line, uint64_t ticks, uint32_t hits) {
 // Called between open_frame and the frame's start: the frame lies just above depth().
 void comm_call_begin(ThreadState* t, uint64_t now) {
   CommClock& c = t->comm_clock;
+  // A poll again soon after one that found nothing: the loop between them waited. A red team's
+  // rank spinning 0.9 s on `while not req.Test()` read 57 % of its communication overlapped.
+  if (c.idle_poll && c.in_call == 0 && now > c.last && now - c.last <= kSpinGapTicks) {
+    uint64_t dt = now - c.last;
+    c.last = now;
+    if (c.inflight > 0) bump(c.inflight_ticks, dt);
+    bump(c.exposed, dt);
+  }
+  c.idle_poll = false;
   c.advance(now);
   uint32_t d = t->depth();
   // A call made inside the outermost one finds that call's frame still below it; else a jump
@@ -163,6 +172,10 @@ void comm_call_end(ThreadState* t, uint64_t now, bool exposed, int started, int 
   c.inflight += started - completed;
   if (c.inflight < 0) c.inflight = 0;
   if (!c.used.load(std::memory_order_relaxed)) c.used.store(true, std::memory_order_release);
+}
+
+void comm_call_polled(ThreadState* t) {
+  if (t->comm_clock.in_call == 0) t->comm_clock.idle_poll = true;
 }
 
 void comm_completed(ThreadState* t, uint64_t now, int completed) {
