@@ -164,10 +164,11 @@ SONDE_API void comm_completed(ThreadState* thread, uint64_t now, int completed);
 // within kSpinGapTicks of it, the loop between them was waiting too, exposed, not computation
 // overlapping what is in flight.
 SONDE_API void comm_call_polled(ThreadState* thread);
-// About 10-25 us at a TSC of 2-5 GHz (50 us on CLOCK_MONOTONIC's ns): a Python loop
-// `while not req.Test()` spends 0.1-1 us between its polls, a computation worth overlapping
-// far more than this.
-inline constexpr uint64_t kSpinGapTicks = 50000;
+// About 1-2.5 us at a TSC of 2-5 GHz (5 us on CLOCK_MONOTONIC's ns): a Python loop
+// `while not req.Test()` spends 0.1-0.5 us between its polls. A program that drives progress
+// with a poll between pieces of work makes its pieces longer than this: at 50,000 ticks a
+// review's loop of 5 us pieces read 0.348 s of its computation exposed.
+inline constexpr uint64_t kSpinGapTicks = 5000;
 // What the call comm_call_begin opened will record (its comm_ops row) and whether its time is
 // exposed: said between the two, so that a call still open at the process's last flush (a rank
 // killed in a hung MPI_Allreduce, or by another rank's MPI_Abort) is recorded as far as it ran.
