@@ -95,12 +95,20 @@ RunFigures read_run(const std::string& path) {
       "SELECT i.kind, i.routine, r.library, r.file, r.line, i.max_s FROM rank_imbalance i "
       "JOIN routines r USING (routine_id) WHERE i.kind <> 'root' ORDER BY i.max_s DESC, "
       "i.routine");
+  // Two routines of one key (a script run as /dir/./w.py that imports itself as w: one file
+  // named two ways) are one row, their times added; each printed the last one's time, twice (a
+  // review's).
   while (st.step()) {
     RoutineKey key{st.text(0), st.text(1), st.text(2), normal_file(st.text(3)), st.int64(4)};
-    f.times[key] = st.real(5);
-    f.order.emplace_back(key, st.real(5));
-    f.by_base_name[base_name_key(key)].push_back(st.real(5));
+    f.times[key] += st.real(5);
   }
+  for (const auto& [key, time] : f.times) {
+    f.order.emplace_back(key, time);
+    f.by_base_name[base_name_key(key)].push_back(time);
+  }
+  std::stable_sort(f.order.begin(), f.order.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : std::get<1>(a.first) < std::get<1>(b.first);
+  });
   return f;
 }
 

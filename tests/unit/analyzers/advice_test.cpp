@@ -1553,6 +1553,39 @@ INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns
 // comes from outside that wait: an import inside a feeder's threading wait on rank 1 was taken
 // from its queue.get a second time, and the two ranks' equal 0.2 s read 0.2 against 0. And an
 // interpreter's start-up is set-up, as imports are: never an imbalance.
+// One file named two ways in one run (a script run as /jobs/./train.py that imports itself as
+// train): two routines of one key, one row with their times added. Each printed the smaller
+// one's time, twice (a review's).
+TEST(Scaling, TwoRoutinesOfOneFileNamedTwoWaysAreOneRow) {
+  test::TempDir dir;
+  std::vector<std::string> runs;
+  for (int r = 0; r < 2; ++r) {
+    std::string path = (dir.path / fmt::format("run{}.db", r)).string();
+    test::write_fixture(path);
+    test::exec_sql(path, R"sql(
+UPDATE routines SET name = 'train.py:3(fib)', file = '/jobs/./train.py', line = 3
+  WHERE routine_id = 4;
+INSERT INTO routines (routine_id, name, kind, file, line)
+  VALUES (40, 'train.py:3(fib)', 'python', '/jobs/train.py', 3);
+INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, subrs,
+                   incl_ns, excl_ns, flops, bytes) VALUES
+  (40, 1, 1, 40, 1, 0, 1, 0, 250000000, 250000000, 0, 0);
+UPDATE nodes SET subrs = subrs + 1, incl_ns = incl_ns + 250000000 WHERE node_id = 1;
+)sql");
+    runs.push_back(path);
+  }
+  Scaling s = compute_scaling(runs, false, 0);
+  int rows = 0;
+  for (const ScalingRoutine& r : s.routines) {
+    if (r.routine != "train.py:3(fib)") continue;
+    ++rows;
+    ASSERT_EQ(r.time_s.size(), 2u);
+    ASSERT_TRUE(r.time_s[0].has_value());
+    EXPECT_NEAR(*r.time_s[0], 1.25, 1e-9);  // fib's 1 s and the other's 0.25 s
+  }
+  EXPECT_EQ(rows, 1);
+}
+
 // A job run at 1 and 2 ranks, each from its own folder, its script given by a relative path:
 // the frames name the file from where each run started (/jobs/n1/../../train.py), and `sonde
 // scaling` had none of the program's functions in common (a red team's). A copy of the script
