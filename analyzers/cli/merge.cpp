@@ -55,8 +55,8 @@ int merge(const Options& a) {
                visible(f));
   for (const std::string& f : r.runless)
     fmt::print(stderr,
-               "sonde merge: {} left out: it holds no run, no flush of its process (it ended "
-               "before its first: killed, or out of memory)\n",
+               "sonde merge: {} left out: it holds no run, no flush of its process yet (still "
+               "running, or it ended before its first: killed, or out of memory)\n",
                visible(f));
   if (r.world_size > r.ranks) {
     fmt::print(stderr,

@@ -424,8 +424,8 @@ MergeResult merge_profiles(const MergeOptions& options) {
                 2);
   if (inputs.empty())
     throw Error(
-        fmt::format("no input holds a run: {} {} no flush of {} ({} before its first: "
-                    "killed, or out of memory)",
+        fmt::format("no input holds a run: {} {} no flush of {} yet (still running, or {} "
+                    "before its first: killed, or out of memory)",
                     fmt::join(runless, ", "), runless.size() == 1 ? "holds" : "hold",
                     runless.size() == 1 ? "its process" : "their processes",
                     runless.size() == 1 ? "it ended" : "each ended"));
