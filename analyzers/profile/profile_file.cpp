@@ -246,9 +246,8 @@ ProfileFile ProfileFile::open(const std::string& path, bool check_pages) {
   // $TMPDIR, else /var/tmp or /tmp, gone when the command ends; up to kLiveCopyMaxBytes): read in
   // place, a 440 MB one's 33-46 s reports held the run's flushes off, its ended threads piled up
   // to 8.4 GB, and the exit flushes of 16 of 60 DataLoader workers gave up (a red team's).
-  bool read_while_written = false;
-  if (size <= kLiveCopyMaxBytes && still_written(file)) {
-    read_while_written = true;
+  bool read_while_written = still_written(file);  // until a copy is read instead
+  if (size <= kLiveCopyMaxBytes && read_while_written) {
     ProfileFile copy(path);
     std::string error;
     if (copy.db_.open(size <= kLiveCopyBytes ? ":memory:" : "", true, error)) {

@@ -236,7 +236,8 @@ CREATE VIEW IF NOT EXISTS run_totals AS
 -- (The roots, one node a thread, are taken apart from the grouping: two sort keys where three
 -- cost twice as much on a million nodes; the other nodes are read by thread, of the threads
 -- without sums alone, `+` keeping SQLite from reading them through the parent index: scanned,
--- every node was read to be left out, in every file since version 8.)
+-- every node was read to be left out, in every file since version 8. A node of a thread the
+-- file has no row for, in a damaged file, is in no total: no view that sums threads counts it.)
 CREATE VIEW IF NOT EXISTS thread_routine_totals AS
   SELECT thread_id, routine_id, root, calls, subrs, incl_ns, excl_ns, flops, bytes
   FROM thread_routine_sums
@@ -245,6 +246,7 @@ CREATE VIEW IF NOT EXISTS thread_routine_totals AS
          CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END, n.excl_ns, n.flops, n.bytes
   FROM nodes n
   WHERE n.parent_id IS NULL AND n.thread_id NOT IN (SELECT thread_id FROM thread_routine_sums)
+    AND n.thread_id IN (SELECT thread_id FROM threads)
   UNION ALL
   SELECT n.thread_id, n.routine_id, 0, SUM(n.calls), SUM(n.subrs),
          SUM(CASE WHEN n.recursive = 0 THEN n.incl_ns ELSE 0 END), SUM(n.excl_ns),
