@@ -102,6 +102,11 @@ RanksReport compute_ranks(const ProfileFile& file, std::size_t top) {
   RanksReport r;
   if (auto st = file.prepare("SELECT COUNT(*) FROM rank_times"); st.step()) r.ranks = st.int64(0);
   r.world_size = run_world_size(file);
+  r.merged = file.prepare("SELECT 1 FROM meta WHERE key = 'merged_files'").step();
+  for (auto st = file.prepare("SELECT message FROM notes WHERE topic = 'merge-left-out' "
+                              "ORDER BY note_id");
+       st.step();)
+    r.notes.push_back(st.text(0));
   // Only processes that loaded torch (run_info python.torch_loaded): an mpi4py program's
   // ranks lost no torch.distributed collective.
   if (auto st =

@@ -28,6 +28,9 @@ struct RanksReport {
   // What the tables cannot show: ranks' interpreters that ran without the Python hook record no
   // torch.distributed collective, and read as ranks that never communicated (a red-team run).
   std::vector<std::string> notes;
+  // The file is a merge (meta merged_files): ranks missing from it are not in other files to
+  // merge, as a rank's own file says.
+  bool merged = false;
 };
 
 // `top` bounds the imbalance and bandwidth rows (0: all); the per-rank rows are all there.

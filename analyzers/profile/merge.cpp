@@ -262,6 +262,22 @@ class Merger {
     ++result_.files;
   }
 
+  // An input left out for holding no run, said in the merged file too: the world-size
+  // warning is the merge's alone, and `sonde ranks` on the file told the user to merge the
+  // other ranks' files, one of which held nothing.
+  void note_runless(const std::string& path) {
+    sonde::Statement st(out_.db(),
+                        "INSERT OR IGNORE INTO notes (run_id, process_id, severity, topic, "
+                        "message) SELECT MIN(run_id), NULL, 'warning', 'merge-left-out', ?1 "
+                        "FROM runs HAVING COUNT(*) > 0");
+    std::string message = fmt::format(
+        "{} was left out of this merge: it held no run, no flush of its process (still running "
+        "then, or it ended before its first: killed, or out of memory)",
+        path);
+    st.bind(1, message);  // bound, not copied: it outlives the step
+    if (st.step() != SQLITE_DONE) out_.fail(fmt::format("noting {} left out", path));
+  }
+
   MergeResult finish() {
     result_.processes = out_.integer("SELECT COUNT(*) FROM processes");
     result_.nodes = out_.integer("SELECT COUNT(*) FROM nodes");
@@ -438,6 +454,7 @@ MergeResult merge_profiles(const MergeOptions& options) {
         merger.add(inputs[i]);
         if (options.progress) options.progress(i + 1, inputs.size());
       }
+      for (const std::string& path : runless) merger.note_runless(path);
       result = merger.finish();
       result.left_out = std::move(left_out);
       result.launchers = std::move(launchers);

@@ -8,10 +8,13 @@ std::string render_ranks_text(const RanksReport& report) {
   std::string out = fmt::format("{} rank{}", report.ranks, report.ranks == 1 ? "" : "s");
   // One rank's file of a larger run read as a whole run of one (a red-team run).
   if (report.world_size > report.ranks)
-    out += fmt::format(
-        " of the run's {} (the others are in files of their own: sonde merge "
-        "reads them as one)",
-        report.world_size);
+    out += report.merged
+               ? fmt::format(" of the run's {} (the others are not in this merged file)",
+                             report.world_size)
+               : fmt::format(
+                     " of the run's {} (the others are in files of their own: sonde merge "
+                     "reads them as one)",
+                     report.world_size);
   out += "\n";
   for (const std::string& note : report.notes) out += fmt::format("note: {}\n", note);
   for (const RanksSection& s : report.sections) {

@@ -149,6 +149,12 @@ def test_merge_leaves_out_a_rank_killed_before_its_first_flush(tmp_path):
     assert f"sonde merge: {killed} left out: it holds no run" in r.stderr, r.stderr
     assert "the run had 2 ranks and 1 are in" in r.stderr, r.stderr
     assert query(out, "SELECT rank FROM processes") == [(0,)]
+    # The merged file says so too: `sonde ranks` told the user to merge the other ranks' files.
+    (note,), = query(out, "SELECT message FROM notes WHERE topic = 'merge-left-out'")
+    assert note.startswith(f"{killed} was left out of this merge: it held no run"), note
+    ranks = sonde("ranks", out)
+    assert ranks.stdout.startswith("1 rank of the run's 2 (the others are not in this merged "
+                                   f"file)\nnote: {note}\n"), ranks.stdout
     alone = merge(tmp_path / "none.db", [killed])
     assert alone.returncode == 1 and "no input holds a run" in alone.stderr, alone.stderr
     assert not (tmp_path / "none.db").exists()
