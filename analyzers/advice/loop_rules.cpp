@@ -151,6 +151,7 @@ std::vector<Candidate> python_loop(const AdviceInput& in, const Rule& rule) {
                   {"small_calls", l.small_calls},
                   {"small_s", seconds(l.small_ns)},
                   {"us_per_call", us},
+                  {"small_bound_us", 1e-3 * static_cast<double>(l.small_bound_ns)},
                   {"most_per_site_call", l.max_per_call},
                   {"own_s", seconds(l.own_ns)},
                   {"pct_run", pct},

@@ -324,6 +324,7 @@ std::vector<OpLoop> op_loops(const std::vector<ThreadTree>& threads, double stre
               [](const auto& a, const auto& b) { return a.second > b.second; });
     if (names.size() > 3) names.resize(3);
     s.loop.top = std::move(names);
+    s.loop.small_bound_ns = w.loop_call_ns;
     for (const auto& [op, calls] : s.loop.aten_calls) {
       std::string fwd = without_trailing_underscore(op);
       auto b = backward.find(fwd);

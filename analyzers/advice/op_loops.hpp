@@ -36,6 +36,8 @@ struct OpLoop {
   // Its direct small calls: torch operators, numpy's or torch's Python functions, and helpers
   // of the program's own with such calls beneath them, each under kLoopCallNs on average.
   std::int64_t small_calls = 0, small_ns = 0;
+  // The bound a small call's mean stayed under: kLoopCallNs, stretched as the run's calls were.
+  std::int64_t small_bound_ns = 0;
   // The most calls one of them makes per call of the site: 1-3 in a model's forward, thousands
   // in a loop over elements.
   double max_per_call = 0;
