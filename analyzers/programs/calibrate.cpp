@@ -635,7 +635,10 @@ void measure_bf16(const CalibrateOptions& options, Calibration& cal,
     why = implausible("gemm.bf16", figures, cal.all_threads);
     if (why.empty()) break;
   }
-  if (!why.empty()) {
+  if (!why.empty() && options.force) {
+    cal.doubts.push_back(why);
+    for (Peak& p : figures) p.source = kSourceForced;
+  } else if (!why.empty()) {
     cal.warnings.push_back(fmt::format(
         "gemm.bf16 not written: its figures failed the checks {} times ({})", kAttempts, why));
     return;
@@ -806,6 +809,7 @@ int calibrate_command(const CalibrateCommand& command) {
   options.quick = command.quick;
   options.blas_library = command.blas;
   options.cpu_kernels = true;
+  options.force = command.force;
   // Progress on a terminal only: a pipe or a log gets the warnings and the table, not the steps.
   if (::isatty(STDERR_FILENO) == 1) {
     options.progress = [](const std::string& s, bool done) {

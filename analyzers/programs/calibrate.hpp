@@ -85,6 +85,9 @@ struct CalibrateOptions {
   // are the machine's, not those of kernels a newer OpenBLAS would not choose. The command
   // asks for it; a caller that is not `sonde calibrate` must not.
   bool cpu_kernels = false;
+  // --force: gemm.bf16's figures that fail the checks are kept with source kSourceForced, as
+  // the other resources' are, instead of left out with a warning.
+  bool force = false;
 };
 
 struct Calibration {

@@ -375,6 +375,8 @@ def test_a_busy_machine_is_refused_in_one_line_or_kept_marked_forced(tmp_path):
         assert "kept with source 'forced' (--force)" in r.stderr, r.stderr
         peaks = peaks_of(out)
         assert any(source == "forced" for _, source in peaks.values()), peaks
+        # Every resource is kept, gemm.bf16 too (left out even under --force until 2026-12-07).
+        assert set(peaks) == {(res, t) for res in RESOURCES for t in (0, 1)}, (peaks, r.stderr)
         assert all(len(l.split()) == 5 for l in out.read_text().splitlines() if l[0] != "#")
     finally:
         for h in hogs:
