@@ -50,7 +50,7 @@ constexpr std::string_view kComputedOnce[] = {"waits", "waited_nodes", "wait_cut
 bool compute_once(const ProfileFile& file) {
   auto waits = file.prepare("SELECT EXISTS (SELECT 1 FROM wait_routines)");
   if (!waits.step() || waits.int64(0) == 0) return false;
-  return !file.prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1").step();
+  return !file.has_later_parent_links();
 }
 
 }  // namespace

@@ -152,9 +152,12 @@ void ProfileFile::fail(int rc, std::string_view what) const {
 // to the same or a later node. A file with one (not SQLite damage: quick_check passes it) had
 // `tree --callers`, `view` and its server loop forever and the folded export take all memory
 // (a red-team find); such links are followed whole here, once, and a cycle refused in one line.
+bool ProfileFile::has_later_parent_links() const {
+  return prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1").step();
+}
+
 void ProfileFile::check_tree_links() const {
-  auto later = prepare("SELECT 1 FROM nodes WHERE parent_id >= node_id LIMIT 1");
-  if (!later.step()) return;  // every file sonde writes
+  if (!has_later_parent_links()) return;  // every file sonde writes
   std::unordered_map<std::int64_t, std::int64_t> parent;
   auto all = prepare("SELECT node_id, parent_id FROM nodes WHERE parent_id IS NOT NULL");
   while (all.step()) parent.emplace(all.int64(0), all.int64(1));
