@@ -590,7 +590,10 @@ def _run(opts, program, kind, in_process=False):
     # for libsonde's exit flush) are C functions, which no hook sees called from C. The
     # interpreter's teardown is a call of its own from the last of them to the final flush
     # (not for --paused: the program chose which frames are recorded).
-    # First of all, so last: multiprocessing's helpers, named once the program's exit has run.
+    # First of all, so last: on CPython 3.10 with daemon threads left, the final flush before
+    # the interpreter's teardown (module.cpp's flush_before_teardown); before it,
+    # multiprocessing's helpers, named once the program's exit has run.
+    atexit.register(_sonde.flush_before_teardown)
     atexit.register(_sonde.name_helpers)
     if not opts.paused:
         atexit.register(_sonde.teardown_begins)

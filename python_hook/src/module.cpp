@@ -241,8 +241,9 @@ PyObject* launched_again(PyObject*, PyObject* why) {
   Py_RETURN_NONE;
 }
 
-PyObject* exit_begins(PyObject*, PyObject*) {
-  // The status the launcher saw the program end with (sonde._exit_status, __main__.py).
+// The status the launcher saw the program end with (sonde._exit_status, __main__.py); -1 where
+// it was not set.
+int launcher_status() {
   int status = -1;
   if (PyObject* sonde_module = PyImport_AddModule("sonde")) {  // borrowed
     if (PyObject* v = PyObject_GetAttrString(sonde_module, "_exit_status")) {
@@ -251,8 +252,34 @@ PyObject* exit_begins(PyObject*, PyObject*) {
     }
   }
   PyErr_Clear();
+  return status;
+}
+
+PyObject* exit_begins(PyObject*, PyObject*) {
+  int status = launcher_status();
   Py_BEGIN_ALLOW_THREADS sonde::in_process_exit_begins(status);  // may wait for a periodic flush
   Py_END_ALLOW_THREADS Py_RETURN_NONE;
+}
+
+// CPython 3.10 frees the interpreter while a daemon thread may still wake in take_gil and read
+// it, a race of its own that sonde's exit flush after the finalization widened into a crash at
+// exit (libprof's Runtime::flush_before_teardown has the figures). There, with other thread
+// states left at the last atexit call (daemons: the others were joined before atexit), the
+// final flush is made here instead. 3.11 on did not crash.
+PyObject* flush_before_teardown(PyObject*, PyObject*) {
+#if PY_VERSION_HEX < 0x030B0000
+  PyThreadState* me = PyThreadState_Get();
+  bool others = false;
+  for (PyThreadState* t = PyInterpreterState_ThreadHead(PyThreadState_GetInterpreter(me));
+       t != nullptr && !others; t = PyThreadState_Next(t))
+    others = t != me;
+  if (others) {
+    int status = launcher_status();
+    Py_BEGIN_ALLOW_THREADS sonde::in_process_flush_before_teardown(status);
+    Py_END_ALLOW_THREADS
+  }
+#endif
+  Py_RETURN_NONE;
 }
 
 // The interpreter's start-up and teardown, named in the main thread's tree where they were
@@ -390,6 +417,9 @@ PyMethodDef kMethods[] = {
      "The interpreter's teardown begins: recorded as a call open until the final flush."},
     {"exit_begins", sonde::python::guarded<exit_begins>, METH_NOARGS,
      "The program's exit begins: no periodic flush from here on (in-process launch)."},
+    {"flush_before_teardown", sonde::python::guarded<flush_before_teardown>, METH_NOARGS,
+     "CPython 3.10 with daemon threads left: the final flush now, before the interpreter's\n"
+     "teardown, where a daemon may read the freed interpreter. For the last atexit call."},
     {"die_of_sigint_at_exit", sonde::python::guarded<die_of_sigint_at_exit>, METH_NOARGS,
      "Die of SIGINT once the interpreter is finalized, as CPython does after an uncaught\n"
      "KeyboardInterrupt (the launcher caught it to print it)."},

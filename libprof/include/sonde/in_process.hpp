@@ -23,6 +23,12 @@ SONDE_API bool in_process_begin(const std::string& shown);
 // sonde's to see); -1 where not known.
 SONDE_API void in_process_exit_begins(int status = -1);
 
+// The final flush now, at the interpreter's last atexit call, before its teardown, where
+// C's exit would make it after (python_hook's flush_before_teardown says where: CPython 3.10
+// with daemon threads left). What runs after it (the teardown, those threads' last calls) is
+// not in the profile. `status` as for in_process_exit_begins. Preloaded too (--re-exec).
+SONDE_API void in_process_flush_before_teardown(int status = -1);
+
 // The program set `sig`'s disposition through libc, past sonde's wrappers (where its object
 // could not be rebound): sonde takes it as the host's and keeps its own handler underneath, as
 // its sigaction wrapper would have.

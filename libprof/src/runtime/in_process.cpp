@@ -66,6 +66,10 @@ void library_opened(void* handle) {
 
 void in_process_exit_begins(int status) { exit_begins(status); }
 
+void in_process_flush_before_teardown(int status) {
+  if (Runtime* rt = Runtime::get()) rt->flush_before_teardown(status);
+}
+
 void in_process_signal_set(int sig) { adopt_kernel_action(sig); }
 
 std::string in_process_preload() {

@@ -854,6 +854,17 @@ void Runtime::exit_begins(int status) {
   }
 }
 
+// The exit flush runs from C's atexit, after the interpreter's finalization; on CPython 3.10
+// a daemon thread woken in take_gil meanwhile touches the freed interpreter, and the longer the
+// process lives on the likelier (a red team's four busy daemons: SIGSEGV in 10 of 12 runs under
+// a 5.6 ms exit flush, 8 of 12 with a bare 5 ms C atexit sleep and no sonde, 0 of 12 plain).
+void Runtime::flush_before_teardown(int status) {
+  if (filtered() || getpid() != pid()) return;
+  exit_begins(status);
+  // Said now where written; where not, the exit flush tries again and says how it went.
+  if (flush(FlushKind::kExit, "exit")) say_where_written(true);
+}
+
 void Runtime::fork_prepare() {
   forking_.store(true, std::memory_order_release);
   store_mu_.lock();

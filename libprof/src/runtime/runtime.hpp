@@ -82,6 +82,9 @@ class Runtime {
   // on, so the flusher never runs beside exit handlers that destroy what a flush uses.
   // `status`: as exit was given it, -1 where not known (set_exit_status).
   void exit_begins(int status);
+  // The final flush, made before the interpreter's teardown (in_process.hpp's
+  // flush_before_teardown); the exit flush then has nothing left to write.
+  void flush_before_teardown(int status);
   // An exec whose flush ended this image failed: periodic flushes resume (flush_now).
   void exec_returned() { exec_flushed_.store(false, std::memory_order_relaxed); }
   // The status exit or _exit was given (its low 8 bits, what the parent sees; -1: not told, as
