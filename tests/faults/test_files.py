@@ -312,6 +312,24 @@ def test_odd_output_names(mode, kind, tmp_path):
         assert written_claim(r.err) == (name, True), r.err
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_umask_without_the_owners_write_bit(mode, other_user_dir):
+    """a host run by another user under `umask 0277` (files read-only by default): its profile is written whole, the file its owner's to read and write"""
+    # The file sonde made came out 0400 and every flush into it failed, "attempt to write a
+    # readonly database" (a red-team find); root writes regardless, hence another user.
+    db = str(other_user_dir / "prof.db")
+    host = [prog("exit_status"), "0"]
+    as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c",
+                 'umask 0277; exec "$@"', "sh"]
+    # Preloaded after setpriv: the process that is nobody from its start makes the file.
+    r = plain(as_nobody + (["env", f"LD_PRELOAD={LIB}", f"SONDE_OUTPUT={db}"] if mode == "preload"
+                           else [CLI, "run", "-o", db, "--"]) + host)
+    same_behaviour(plain(host), r)
+    profile_whole(db)
+    assert calls(db, "cblas_sgemm") == 10
+    assert os.stat(db).st_mode & 0o777 == 0o600, oct(os.stat(db).st_mode)
+
+
 def unusable(tmp_path, kind):
     if kind == "directory":
         (tmp_path / "d.db").mkdir()

@@ -160,7 +160,10 @@ std::string Runtime::choose_output(std::string path, bool claim) {
     } else if (rc != EEXIST) {  // no blank, or it cannot be linked (no /proc): an empty file
       int fd = open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
       rc = fd >= 0 ? 0 : errno;
-      if (fd >= 0) close(fd);
+      if (fd >= 0) {
+        keep_owner_read_write(fd);
+        close(fd);
+      }
     }
     if (rc == 0) {
       if (blank >= 0) close(blank);

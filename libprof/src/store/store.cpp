@@ -74,9 +74,16 @@ bool write_blank_profile(const std::string& path) {
   return ok;
 }
 
+void keep_owner_read_write(int fd) {
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && (st.st_mode & (S_IRUSR | S_IWUSR)) != (S_IRUSR | S_IWUSR))
+    fchmod(fd, (st.st_mode & 07777) | S_IRUSR | S_IWUSR);
+}
+
 int open_blank_profile(const std::string& dir) {
   int fd = open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
+  keep_owner_read_write(fd);
   FileSizeSignalGuard no_sigxfsz;
   if (!write_blank_at(fd)) {
     close(fd);

@@ -63,6 +63,12 @@ struct FlushData {
   std::vector<GpuRow> gpu;                  // finished GPU activity since the last flush
 };
 
+// A profile file this process made, readable and writable by its owner whatever the umask: a
+// `umask 0277` (files read-only by default) made it 0400, and every flush into it failed with
+// "attempt to write a readonly database" (a red-team find; root writes regardless). The group's
+// and others' bits stay as the umask left them.
+void keep_owner_read_write(int fd);
+
 // The blank profile (tables, indexes, meta rows) whole in a file of no name in `dir` (O_TMPFILE):
 // its descriptor, or -1 where the file system cannot hold one or the write fails.
 int open_blank_profile(const std::string& dir);
