@@ -168,13 +168,25 @@ RunSummary load_run_summary(const ProfileFile& file) {
                     "JOIN main USING (process_id) WHERE i.key = 'exit.status' AND i.value <> '0' "
                     "ORDER BY p.process_id",
                     kMainProcessesSql));
-    while (st.step())
+    while (st.step()) {
+      // The usual why, only where the status has one: 1 an uncaught exception's, 128 + N a
+      // signal's (a red team's deliberate sys.exit(130) after Ctrl-C was told of exceptions).
+      std::string status = st.text(1);
+      int code = std::atoi(status.c_str());
+      std::string name = code > 128 && code < 128 + 65 ? signal_name(code - 128) : "";
+      std::string why = code == 1 ? " (an uncaught Python exception exits with 1)"
+                        : name.starts_with("SIG")
+                            ? fmt::format(
+                                  " (128 + {}: {}, as a shell reports a death by it, or a "
+                                  "program's own exit after catching it)",
+                                  code - 128, name)
+                            : "";
       s.notes.push_back(Note{"warning", "exit-status",
-                             fmt::format("the process exited with status {}, a failure (an "
-                                         "uncaught Python exception exits with 1): its figures "
-                                         "are of a run that did not finish its work",
-                                         st.text(1)),
+                             fmt::format("the process exited with status {}, a failure{}: its "
+                                         "figures are of a run that did not finish its work",
+                                         status, why),
                              st.int64(0)});
+    }
   }
   if (s.processes == 0) {
     // The file libsonde prepared at start (the blank profile, renamed into place) and never

@@ -58,7 +58,7 @@ def test_the_exit_status_is_kept_and_a_failure_said(tmp_path):
     failure status."""
     cases = {"raise ValueError('x')": 1, "import sys; sys.exit(0)": 0, "pass": 0,
              "import sys; sys.exit('bad')": 1, "import sys; sys.exit(4)": 4,
-             "import os; os._exit(3)": 3}
+             "import os; os._exit(3)": 3, "import sys; sys.exit(130)": 130}
     for i, (source, status) in enumerate(cases.items()):
         program = tmp_path / f"p{i}.py"
         program.write_text(source + "\n")
@@ -72,6 +72,10 @@ def test_the_exit_status_is_kept_and_a_failure_said(tmp_path):
         report = subprocess.run([CLI, "report", db], capture_output=True, text=True, timeout=60)
         assert (f"the process exited with status {status}, a failure" in report.stdout) == \
             (status != 0), (source, report.stdout)
+        # The why, where the status has a usual one (a deliberate sys.exit(130) after Ctrl-C
+        # was told of uncaught exceptions).
+        assert ("an uncaught Python exception exits with 1" in report.stdout) == (status == 1)
+        assert ("128 + 2: SIGINT" in report.stdout) == (status == 130), report.stdout
     preloaded = tmp_path / "c.db"
     r = subprocess.run([BIN / "misbehave", "exit3"], env=clean_env(LD_PRELOAD=LIB,
                        SONDE_OUTPUT=preloaded), capture_output=True, timeout=60)
