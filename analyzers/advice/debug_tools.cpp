@@ -59,7 +59,10 @@ DebugTools load_debug_tools(const ProfileFile& file) {
   // Module hooks: what torch.nn's _call_impl calls besides the module's forward (under tracing,
   // _slow_forward) is its hooks and their set-up; the backward hooks run in their own autograd
   // nodes. (A module's forward calls other modules' _call_impl: each hook counts once, at its
-  // own module.)
+  // own module.) Not the hooks torch installs to compute the model: spectral_norm's and
+  // weight_norm's weights, pruning's masks (torch/nn/utils), quantization's observers and
+  // fake-quantizers (torch/ao), FSDP's gathers (torch/distributed). A red team's spectral-norm
+  // discriminator was told to remove its power iteration or run it every Nth step.
   constexpr const char* kHooks =
       "WITH impl AS (SELECT routine_id FROM routines"
       "  WHERE kind = 'python' AND file LIKE '%/torch/nn/modules/module.py'"
@@ -72,6 +75,8 @@ DebugTools load_debug_tools(const ProfileFile& file) {
       "  WHERE p.routine_id IN impl AND r.kind = 'python' AND r.name NOT LIKE '%(forward)'"
       "    AND r.name NOT LIKE '%(\\_slow\\_forward)' ESCAPE '\\'"
       "    AND r.name NOT LIKE '%(\\_call\\_impl)' ESCAPE '\\'"
+      "    AND r.file NOT LIKE '%/torch/nn/utils/%' AND r.file NOT LIKE '%/torch/ao/%'"
+      "    AND r.file NOT LIKE '%/torch/distributed/%'"
       "    AND n.node_id NOT IN (SELECT node_id FROM waited_nodes)),"
       "backward AS ("
       "  SELECT incl_ns FROM nodes WHERE routine_id IN (SELECT routine_id FROM routines"
