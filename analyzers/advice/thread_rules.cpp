@@ -301,10 +301,19 @@ std::vector<Candidate> framework_threads(const AdviceInput& in, const Rule& rule
   // What lowered it, where the file says: the environment's variable, else torch's own choice
   // or the program's call (the advice blamed the program's set_num_threads or OMP_NUM_THREADS
   // where it had neither: torch chose 1 thread on this 2-core VM by itself).
+  // The variable only where the pool has its number: a red team's program called
+  // torch.set_num_threads(1) under OMP_NUM_THREADS=2 and was told the environment set it.
   std::string why;
   for (const char* var : {"OMP_NUM_THREADS", "MKL_NUM_THREADS"})
     if (auto e = m.facts.info.find(std::string("env.") + var); e != m.facts.info.end()) {
-      why = fmt::format("; the environment's {}={} sets it", var, e->second);
+      char* end = nullptr;
+      long value = std::strtol(e->second.c_str(), &end, 10);
+      why = end != e->second.c_str() && value != threads
+                ? fmt::format(
+                      "; not the environment's {}={}, which would give {}: the program's "
+                      "torch.set_num_threads({}) set it",
+                      var, e->second, value, threads)
+                : fmt::format("; the environment's {}={} sets it", var, e->second);
       break;
     }
   if (why.empty())

@@ -496,6 +496,16 @@ TEST_F(AdviceTest, FrameworkThreadsRuleOnTorchsOwnPool) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_NE(c[0].advice.find("the environment's OMP_NUM_THREADS=1 sets it"), std::string::npos)
       << c[0].advice;
+  // The program's set_num_threads(1) under OMP_NUM_THREADS=2 is no environment's doing (a red
+  // team was told to change the variable, which changed nothing).
+  sql("UPDATE run_info SET value = '2' WHERE key = 'env.OMP_NUM_THREADS';");
+  c = of_rule(candidates(), "framework-threads");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_NE(c[0].advice.find("not the environment's OMP_NUM_THREADS=2, which would give 2: the "
+                             "program's torch.set_num_threads(1) set it"),
+            std::string::npos)
+      << c[0].advice;
+  sql("UPDATE run_info SET value = '1' WHERE key = 'env.OMP_NUM_THREADS';");
   // A DataLoader worker alive beside the loop has the other core: nothing left to give (a
   // red-team CNN, 2 workers on 2 cores, was told set_num_threads(2) and ran 3-8x slower so).
   sql(kBusyLoaderWorker);
