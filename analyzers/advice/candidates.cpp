@@ -1388,6 +1388,13 @@ bool embedding_backward_op(const Candidate&, const Candidate& op) {
 bool inner_loop_of_steps(const Candidate& loop, const Candidate& steps) {
   return evidence_of(loop, "training_steps") != nullptr && loop.location == steps.location;
 }
+// An update's loop over its parameters, a few small operators each (an EMA's
+// pe.mul_(d).add_(pm)): the optimizer-update candidate of the same routine names the remedy
+// (torch._foreach_*, lerp_). A red team's ema_update read both, 0.193 + 0.126 s of its 0.241 s;
+// the _foreach_ rewrite saved 0.08-0.095 s.
+bool same_routine(const Candidate& update, const Candidate& loop) {
+  return update.location == loop.location;
+}
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const Cell* v = evidence_of(loading, "collate_fn");
   const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
@@ -1404,7 +1411,8 @@ constexpr Explained kExplained[] = {
     {"small-operators", "torch-profiler", always},
     {"small-operators", "module-hooks", always},
     {"torch-operator", "anomaly-mode", always},
-    {"data-loading", "python-loop", collate_loop}};
+    {"data-loading", "python-loop", collate_loop},
+    {"python-loop", "optimizer-update", same_routine}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {
   for (const Explained& e : kExplained) {
