@@ -1448,6 +1448,21 @@ void say_outside_the_loop(const AdviceInput& in, Candidate& c) {
   std::int64_t calls = in_loop == b.loop_calls.end() ? 0 : in_loop->second;
   c.evidence.emplace_back("calls_in_loop", calls);
   if (calls > 0) return;
+  // On a thread with no loop (a threaded prefetcher's, per batch): beside the loop, growing
+  // with the steps (a red team's loader thread's avg_pool2d, 180 calls in 60 steps and 360 in
+  // 120, was said not to grow with them).
+  if (auto beside = b.left_out_calls.find(*c.routine_id);
+      beside != b.left_out_calls.end() && beside->second > 0) {
+    c.evidence.emplace_back("calls_on_other_threads", beside->second);
+    c.summary += fmt::format(
+        "; {} on threads with no training loop (a loading or helper thread), beside the "
+        "loop's {} iterations, not in them",
+        beside->second == r->calls
+            ? fmt::format("all its {} calls ran", r->calls)
+            : fmt::format("{} of its {} calls ran", beside->second, r->calls),
+        b.iterations);
+    return;
+  }
   c.summary += fmt::format(
       "; {} outside the training loop's {} iterations (set-up, an evaluation, teardown): a "
       "cost that does not grow with the steps",

@@ -696,6 +696,13 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       b.left_out_ns += std::max<std::int64_t>(0, measured - tree.waited_ns);
       if (tree.thread_name.starts_with("pt_autograd_"))
         acc.mark_subtree(root, LoopNodes::kAutograd);
+      std::vector<const CallNode*> todo{&tree.root};
+      while (!todo.empty()) {
+        const CallNode* n = todo.back();
+        todo.pop_back();
+        if (n->routine_id != 0) b.left_out_calls[n->routine_id] += n->calls;
+        for (const CallNode& k : n->children) todo.push_back(&k);
+      }
       continue;
     }
     ++b.threads;

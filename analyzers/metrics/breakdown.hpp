@@ -62,6 +62,9 @@ struct Breakdown {
   // made none ran outside the loop: set-up, an evaluation, teardown).
   double loop_flops = 0;
   std::unordered_map<std::int64_t, std::int64_t> loop_calls;
+  // Per routine, its calls on the threads left out (no loop of their own: a loader thread, a
+  // helper): a candidate of such a routine ran beside the loop, not outside it.
+  std::unordered_map<std::int64_t, std::int64_t> left_out_calls;
   // Where training threads of several ranks are in the file (merged), each rank's iterations:
   // `iterations` sums them (a 2-rank run of 60 lockstep steps read "120 iterations").
   std::map<std::int64_t, std::int64_t> rank_iterations;

@@ -614,3 +614,50 @@ def test_an_update_loop_over_parameters_is_one_candidate(tmp_path):
     assert update and update[0]["est_gain_s"] > 0, [c["rule"] + " " + c["location"] for c in cands]
     for c in loop:
         assert c["est_gain_s"] == 0 and "optimizer-update candidate" in c["gain_bound"], c
+
+
+PREFETCHER = """\
+    import queue, sys, threading, torch
+    import torch.nn as nn, torch.nn.functional as F
+    torch.manual_seed(0)
+    def load(i):
+        g = torch.Generator().manual_seed(i)
+        x = torch.randn(64, 3, 32, 32, generator=g)
+        for _ in range(3):  # the batch's "augmentation", on the loading thread
+            x = F.avg_pool2d(x, 3, 1, 1)
+        return x, torch.randint(0, 10, (64,), generator=g)
+    def batches(n):
+        q = queue.Queue(2)
+        def work():
+            for i in range(n):
+                q.put(load(i))
+            q.put(None)
+        threading.Thread(target=work, daemon=True).start()
+        while (b := q.get()) is not None:
+            yield b
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4),
+                          nn.Flatten(), nn.Linear(256, 10))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in batches(int(sys.argv[1])):
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+    print("done")
+    """
+
+
+def test_an_operator_on_a_loading_thread_is_beside_the_loop_not_outside_it(tmp_path):
+    """A threaded prefetcher's per-batch avg_pool2d: a red team's read "all its 180 calls ran
+    outside the training loop's 60 iterations (set-up, an evaluation, teardown): a cost that does
+    not grow with the steps", and 360 calls at 120 steps. It ran on the loading thread, beside
+    the loop: said so, and its calls there counted."""
+    pytest.importorskip("torch")
+    for steps in (20, 40):
+        db, _, cands = profile(tmp_path, PREFETCHER, str(steps))
+        pool = [c for c in cands if c["location"] == "aten::avg_pool2d"]
+        assert pool, [c["rule"] + " " + c["location"] for c in cands]
+        for c in pool:
+            assert c["evidence"]["calls_in_loop"] == 0, c["evidence"]
+            assert c["evidence"]["calls_on_other_threads"] == 3 * steps, c["evidence"]
+            assert "does not grow with the steps" not in c["summary"], c["summary"]
+            assert "on threads with no training loop" in c["summary"], c["summary"]
