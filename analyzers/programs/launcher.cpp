@@ -153,6 +153,22 @@ void check_output_directory(const fs::path& output) {
   ::unlink(probe.c_str());
 }
 
+// Why a profile no process wrote to may be so, by its age: another run's claim of the name
+// before its first flush (the next second), or a run that died before it or whose flushes
+// failed, whose blank file sent every later run beside it with "a moment ago?" (a red-team find).
+std::string blank_profile_age(time_t made) {
+  double age = std::difftime(std::time(nullptr), made);
+  if (age < 10) return " (a run started into it a moment ago?); left as it is";
+  std::string ago = age < 120    ? fmt::format("{:.0f} s", age)
+                    : age < 7200 ? fmt::format("{:.0f} min", age / 60)
+                                 : fmt::format("{:.0f} h", age / 3600);
+  return fmt::format(
+      ", {} after it was made (a run killed before its first flush, one whose flushes failed, "
+      "or one still running with periodic flushes off): left as it is; remove it, or use "
+      "--force, to write there",
+      ago);
+}
+
 void prepare_output(const fs::path& output, const std::string& shown, bool force) {
   struct stat st {};
   if (::lstat(output.c_str(), &st) == 0) {
@@ -166,9 +182,7 @@ void prepare_output(const fs::path& output, const std::string& shown, bool force
           check_output_directory(output);
           return;
         case PreviousProfile::not_started:
-          say("sonde: {} holds no process yet (a run started into it a moment ago?); left as "
-              "it is\n",
-              shown);
+          say("sonde: {} holds no process yet{}\n", shown, blank_profile_age(st.st_mtime));
           check_output_directory(output);
           return;
         case PreviousProfile::none:

@@ -11,6 +11,7 @@ Where that would lose something sonde was asked for, or a library sonde intercep
 already, `refusal` says why and the launcher starts again under `sonde run`.
 """
 import os
+import time
 import sys
 
 from ._say import say
@@ -136,6 +137,22 @@ def _live_writer(path):
         con.close()
 
 
+def _blank_profile_age(path):
+    """Why a profile no process wrote to may be so, by its age (launcher.cpp's
+    blank_profile_age): another run's claim before its first flush, or a dead run's."""
+    try:
+        age = time.time() - os.stat(path).st_mtime
+    except OSError:
+        age = 0
+    if age < 10:
+        return " (a run started into it a moment ago?); left as it is"
+    ago = f"{age:.0f} s" if age < 120 else f"{age / 60:.0f} min" if age < 7200 else \
+        f"{age / 3600:.0f} h"
+    return (f", {ago} after it was made (a run killed before its first flush, one whose flushes "
+            "failed, or one still running with periodic flushes off): left as it is; remove it, "
+            "or use --force, to write there")
+
+
 def _keep_previous(output, path):
     """An existing profile becomes <output>.old, as `sonde run` keeps it (previous_profile.cpp);
     False where `path` is no profile of sonde's, left alone. A profile no process has written to
@@ -147,8 +164,7 @@ def _keep_previous(output, path):
     if not profile:
         return False
     if not started:
-        say(f"sonde: {output} holds no process yet (a run started into it a moment ago?); left "
-            "as it is")
+        say(f"sonde: {output} holds no process yet{_blank_profile_age(path)}")
         return True
     if pid:
         _fail(f"{output} is still being written by process {pid} of its run; use -o for another "

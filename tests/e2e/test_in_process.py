@@ -771,6 +771,15 @@ def test_a_profile_no_process_wrote_yet_stays_where_it_is(tmp_path, in_process):
     beside = [p for p in tmp_path.iterdir() if p.name not in ("prof.db", "prog.py")]
     assert len(beside) == 1 and beside[0].name.startswith("prof.") and beside[0].suffix == ".db"
     assert any(n.endswith("(g)") for (n,) in query(beside[0], "SELECT name FROM routines"))
+    # Made 5 minutes ago: a dead run's, not a run "started into it a moment ago" (a red team's
+    # blank file, left by a run killed in its first second, sent every later run beside it so).
+    made = time.time() - 300
+    os.utime(tmp_path / "prof.db", (made, made))
+    third = launch(tmp_path, "print('three')\n", in_process=in_process)
+    assert third.returncode == 0 and third.stdout == "three\n", third.stderr
+    assert "prof.db holds no process yet, 5 min after it was made (a run killed before its " \
+        "first flush" in third.stderr and "remove it, or use --force" in third.stderr, \
+        third.stderr
 
 
 @pytest.mark.parametrize("in_process", [True, False], ids=["in-process", "re-exec"])
