@@ -683,6 +683,9 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
     b.inference = std::any_of(loops.begin(), loops.end(),
                               [](const ThreadLoop& t) { return t.loop != nullptr; });
   }
+  // The left-out threads' calls are asked only of a loop's candidates (say_outside_the_loop).
+  bool any_loop =
+      std::any_of(loops.begin(), loops.end(), [](const ThreadLoop& t) { return t.loop; });
   for (std::size_t i = 0; i < trees.size(); ++i) {
     const ThreadTree& tree = trees[i];
     if (tree.root.children.empty()) continue;
@@ -696,7 +699,8 @@ Breakdown compute_breakdown(LoadedProfile& profile, const std::vector<PhaseMappi
       b.left_out_ns += std::max<std::int64_t>(0, measured - tree.waited_ns);
       if (tree.thread_name.starts_with("pt_autograd_"))
         acc.mark_subtree(root, LoopNodes::kAutograd);
-      std::vector<const CallNode*> todo{&tree.root};
+      std::vector<const CallNode*> todo;
+      if (any_loop) todo.push_back(&tree.root);
       while (!todo.empty()) {
         const CallNode* n = todo.back();
         todo.pop_back();
