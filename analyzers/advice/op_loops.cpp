@@ -51,8 +51,11 @@ bool step_role(const CallNode& c) {
   return r.phase == kBackward || (r.phase == kUpdate && !r.by_name);
 }
 
-// Every node's, bottom-up with a stack of its own: asked of each small helper, a walk of its
-// subtree each time was quadratic in a deep tree of helpers. Roles once per routine.
+// Bottom-up with a stack of its own: asked of each small helper, a walk of its subtree each
+// time was quadratic in a deep tree of helpers. Roles once per routine. Kept only for the nodes
+// add_node asks of, the program's own frames and their children: one entry per node of a
+// 1M-node file was the largest cost of `sonde view --html` there (8 % of its time in the map's
+// inserts, more in their allocations).
 std::unordered_map<const CallNode*, Beneath> beneath_all(
     const CallNode& root, std::unordered_map<std::int64_t, bool>& steps) {
   auto is_step = [&steps](const CallNode& c) {
@@ -61,24 +64,42 @@ std::unordered_map<const CallNode*, Beneath> beneath_all(
     if (added) it->second = step_role(c);
     return it->second;
   };
+  struct Open {
+    const CallNode* node;
+    std::size_t next = 0;
+    Beneath below;      // what its children's subtrees hold so far
+    bool user = false;  // the program's own frame: add_node asks of it and of its children
+    bool keep = false;
+  };
   std::unordered_map<const CallNode*, Beneath> out;
-  for_each_node_bottom_up(root, [&](const CallNode& node) {
-    Beneath b;
-    for (const CallNode& c : node.children) {
-      const Beneath& below = out[&c];
-      b.numpy = b.numpy || below.numpy || numpy_frame(c);
-      b.torch = b.torch || below.torch || aten_op(c) || torch_frame(c);
-      b.step = b.step || below.step || is_step(c);
-      if (library_op(c)) {
-        b.lib_calls += c.calls;
-        b.lib_ns += c.incl_ns;
-      } else {
-        b.lib_calls += below.lib_calls;
-        b.lib_ns += below.lib_ns;
-      }
+  std::vector<Open> open;
+  open.push_back({&root});
+  while (!open.empty()) {
+    if (Open& top = open.back(); top.next < top.node->children.size()) {
+      const CallNode& c = top.node->children[top.next++];
+      bool user = is_user_frame(c);
+      bool keep = user || top.user;
+      open.push_back({&c, 0, {}, user, keep});
+      continue;
     }
-    out[&node] = b;
-  });
+    Open done = open.back();
+    open.pop_back();
+    if (done.keep) out[done.node] = done.below;
+    if (open.empty()) break;
+    const CallNode& c = *done.node;
+    const Beneath& below = done.below;
+    Beneath& b = open.back().below;
+    b.numpy = b.numpy || below.numpy || numpy_frame(c);
+    b.torch = b.torch || below.torch || aten_op(c) || torch_frame(c);
+    b.step = b.step || below.step || is_step(c);
+    if (library_op(c)) {
+      b.lib_calls += c.calls;
+      b.lib_ns += c.incl_ns;
+    } else {
+      b.lib_calls += below.lib_calls;
+      b.lib_ns += below.lib_ns;
+    }
+  }
   return out;
 }
 
@@ -142,8 +163,8 @@ void operators_beneath(const CallNode& c, std::set<std::string>& out) {
 struct Walk {
   // kLoopCallNs and kHelperNs, stretched as the run's calls were (op_loops' `stretch`).
   std::int64_t loop_call_ns = kLoopCallNs, helper_ns = kHelperNs;
-  std::unordered_map<const CallNode*, Beneath> beneath;
-  std::unordered_map<std::int64_t, bool> steps;  // per routine
+  std::unordered_map<const CallNode*, Beneath> beneath;  // beneath_all's: of user frames, kids
+  std::unordered_map<std::int64_t, bool> steps;          // per routine
   // Per routine: an entry a training step makes once (its backward, its optimizer's step; not
   // zero_grad or clip_grad_norm_, which are update time too): its calls count the steps.
   std::unordered_map<std::int64_t, bool> entries;
