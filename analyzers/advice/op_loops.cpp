@@ -73,7 +73,7 @@ std::unordered_map<const CallNode*, Beneath> beneath_all(
   };
   std::unordered_map<const CallNode*, Beneath> out;
   std::vector<Open> open;
-  open.push_back({&root});
+  open.push_back({&root, 0, {}, false, false});
   while (!open.empty()) {
     if (Open& top = open.back(); top.next < top.node->children.size()) {
       const CallNode& c = top.node->children[top.next++];

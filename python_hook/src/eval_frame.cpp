@@ -181,7 +181,10 @@ SONDE_OFF_EVALUATE void close_frame(ThreadState* t, Frame* frame, PyObject* resu
 
 PyObject* evaluate(PyThreadState* tstate, Frame* frame, int throwflag) {
   ThreadHook& hook = thread_hook();
-  if (hook.stack_floor == 0) hook.stack_floor = stack_floor();
+  if (hook.stack_floor == 0) {  // this thread's first frame
+    hook.stack_floor = stack_floor();
+    trace_lines_on_this_thread();
+  }
   if (reinterpret_cast<uintptr_t>(__builtin_frame_address(0)) < hook.stack_floor) {
     return evaluate_unhooked(tstate, frame, throwflag);
   }

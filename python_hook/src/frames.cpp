@@ -608,10 +608,27 @@ void skip_calls(int n) { here().skip = n; }
 
 std::vector<OpenedFrame>& profile_hook_frames() { return here().open; }
 
+namespace {
+bool g_lines_on = false;  // between install_line_tracing and uninstall_line_tracing
+}  // namespace
+
+// Such threads timed no line: a red team's loop run on a _thread thread and on the main thread
+// read 100 hits of 200, and one run there alone "no line costs" under --lines (every version).
+void trace_lines_on_this_thread(bool started) {
+  if (!g_lines_on || PyThreadState_Get()->c_tracefunc != nullptr) return;
+  PyEval_SetTrace(trace, nullptr);
+  // sys.monitoring gave the frame's start to the tracing tools first (from the highest id, 7,
+  // down to sonde's 4): its call event is passed on here, as threading's bootstrap passes on
+  // its own.
+  if (started)
+    if (PyFrameObject* frame = PyEval_GetFrame()) trace(nullptr, frame, PyTrace_CALL, Py_None);
+}
+
 bool install_line_tracing(const std::vector<std::string>& patterns) {
   g_line_patterns = patterns;
   g_line_pattern_matched.assign(patterns.size(), false);
   if (patterns.empty()) return true;
+  g_lines_on = true;
   PyObject* hook = PyCFunction_New(&g_bootstrap_trace_def, nullptr);
   if (hook == nullptr) return false;
   bool ok = set_threading_hook("settrace", hook);
@@ -723,6 +740,7 @@ bool line_tracer_replaced() {
 
 void uninstall_line_tracing() {
   if (g_line_patterns.empty()) return;
+  g_lines_on = false;
   say_unmatched_line_patterns();
   static bool said = false, said_threads = false;
   if (!said && line_tracer_replaced()) {

@@ -72,6 +72,11 @@ bool profile_function_replaced();
 // Whether the program replaced the hook threading gives the threads it starts (its own
 // threading.setprofile): those started after that never had sonde's profile function.
 bool threading_hook_replaced();
+// A thread threading did not start (_thread's, a C library's calling into Python) has no
+// --lines tracer: at its first hook call, where line tracing is on and the thread has no trace
+// function, it gets sonde's. `started`: called from a frame's start event, after the tracing
+// tools had it (sys.monitoring), its call event to pass on. Holds the GIL.
+void trace_lines_on_this_thread(bool started = false);
 // Removes it from every thread, and the line tracing too.
 void uninstall_all_threads();
 // Removes the line tracing alone (the frame-evaluation hook's stop).

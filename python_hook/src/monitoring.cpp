@@ -36,6 +36,7 @@ struct Open {
 struct ThreadFrames {
   std::vector<Open> open;
   int skip = 0;
+  bool seen = false;  // a start event came on this thread (trace_lines_on_this_thread asked)
 };
 ThreadFrames& thread_frames() { return PerThread<ThreadFrames>::get(); }
 
@@ -106,6 +107,10 @@ PyCodeObject* code_arg(PyObject* const* args, Py_ssize_t nargs) {
 // A generator or coroutine is one call: PY_START is its first entry, PY_RESUME and PY_THROW
 // (throw(), close()) re-enter it.
 PyObject* on_start(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+  if (ThreadFrames& f = thread_frames(); !f.seen) {
+    f.seen = true;
+    trace_lines_on_this_thread(true);
+  }
   if (PyCodeObject* code = code_arg(args, nargs)) {
     bool machinery = false;
     RoutineId id = push_code(code, false, &machinery);

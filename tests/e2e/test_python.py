@@ -1586,3 +1586,49 @@ def test_busy_daemon_threads_at_exit_do_not_crash_the_interpreter(tmp_path, py, 
         assert python_calls(db, "f") > 0
         assert query(db, "SELECT end_reason FROM processes") == [("exit",)]
         assert query(db, "SELECT value FROM run_info WHERE key = 'exit.status'") == [("0",)]
+
+
+RAW_THREADS = """
+    import _thread, ctypes, threading, time
+    def f(x):
+        return x
+    def loop(done):
+        s = 0
+        for i in range(100):
+            s += f(i)
+        done.append(1)
+    d1 = []
+    _thread.start_new_thread(loop, (d1,))
+    while not d1:
+        time.sleep(0.01)
+    CB = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)
+    @CB
+    def from_c(arg):  # a C library's thread calling back into Python
+        loop([])
+        return None
+    tid = ctypes.c_ulong()
+    libc = ctypes.CDLL(None)
+    libc.pthread_create(ctypes.byref(tid), None, from_c, None)
+    libc.pthread_join(tid, None)
+    t = threading.Thread(target=loop, args=([],))
+    t.start()
+    t.join()
+    loop([])
+"""
+
+
+@pytest.mark.parametrize("py", [pytest.param(PY, id="python3.11")] +
+                         python_params(other_pythons([10, 12, 13])))
+def test_lines_are_timed_on_threads_threading_did_not_start(db, tmp_path, py):
+    """--lines on a _thread thread and a C library's thread calling into Python: a red team's
+    loop run there and on the main thread read 100 hits of 200, and run there alone "no line
+    costs" (every version: the trace function reached only the threads running at the start
+    and those threading started). Each of the four threads' 100 calls is a hit of the line."""
+    prog = script(tmp_path, "raw.py", RAW_THREADS)
+    r = subprocess.run([py, "-m", "sonde", "-o", str(db), "--lines", "loop", str(prog)],
+                       env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    hits = query(db, "SELECT SUM(l.hits) FROM line_costs l JOIN routines r USING (routine_id) "
+                     "WHERE r.name LIKE '%(loop)' AND l.line = 8")
+    assert hits == [(400,)], (hits, r.stderr)
