@@ -77,7 +77,19 @@ RunSummary load_run_summary(const ProfileFile& file) {
         s.fpu_ftz = value;
       else if (key == "fpu.daz")
         s.fpu_daz = value;
+      else if (key == "env.SONDE_TRACE" && value == "1")
+        s.measured.push_back("--trace");
+      else if (key == "env.SONDE_SAMPLE_HZ" && std::atof(value.c_str()) > 0)
+        s.measured.push_back("--sample " + value);
+      else if (key == "env.SONDE_COUNTERS" && !value.empty())
+        s.measured.push_back("--counters " + value);
+      else if (key == "env.SONDE_ADAPTIVE" && std::atof(value.c_str()) > 0)
+        s.measured.push_back("--adaptive");
+      else if (key == "python.hook")
+        s.measured.push_back("--python");
     }
+    std::sort(s.measured.begin(), s.measured.end());
+    s.measured.erase(std::unique(s.measured.begin(), s.measured.end()), s.measured.end());
     // As libsonde reads them: steps decide over a delay; 0 (or what is no number) is off.
     if (std::atof(steps.c_str()) > 0)
       s.window = fmt::format("--steps {} (region '{}')", steps, region);
@@ -262,12 +274,14 @@ namespace {
 
 // python3 -m sonde's options that change what is measured, not what the program does: a line
 // timed, a builtin call or an import recorded, a call traced, a stack sampled, an operator's
-// shapes kept each add their cost to what they measure. The window's options (--delay, --steps,
-// --step-region, --paused) are the window's, which diff says apart; the others (the output,
+// shapes kept each add their cost to what they measure, and --paused records only what the
+// program's sonde.start() and stop() enclose (a red team's paused run read np.ones "2.01x
+// faster", half its calls unrecorded, without a warning). The window's options (--delay,
+// --steps, --step-region) are the window's, which diff says apart; the others (the output,
 // --force, --sort, --flush-interval, --no-record-args, the launch) change neither.
-constexpr std::array<std::string_view, 8> kMeasuring{"--lines",         "--builtins", "--imports",
+constexpr std::array<std::string_view, 9> kMeasuring{"--lines",         "--builtins", "--imports",
                                                      "--record-shapes", "--trace",    "--counters",
-                                                     "--sample",        "--adaptive"};
+                                                     "--sample",        "--adaptive", "--paused"};
 
 struct Launch {
   std::vector<std::string> program;    // the interpreter's words, then the program's
@@ -312,6 +326,21 @@ std::string program_command(const std::string& command) {
 
 std::string measuring_options(const std::string& command) {
   return shell_line(split_launch(command).measuring);
+}
+
+// `sonde run --trace --sample 997 --python` records the program's command alone: diff said
+// nothing of a traced, sampled run against a plain one (a red-team find). run_info has them.
+std::string measuring_options(const RunSummary& run) {
+  std::vector<std::string> words = split_launch(run.command).measuring;
+  std::string out = shell_line(words);
+  for (const std::string& m : run.measured) {
+    std::string name = m.substr(0, m.find(' '));
+    bool said = std::any_of(words.begin(), words.end(), [&](const std::string& w) {
+      return w == name || w.starts_with(name + "=");
+    });
+    if (!said) out += (out.empty() ? "" : " ") + m;
+  }
+  return out;
 }
 
 namespace {

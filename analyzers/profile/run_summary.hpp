@@ -41,6 +41,10 @@ struct RunSummary {
   // The collection window the run asked for (run_info env.SONDE_DELAY, SONDE_STEPS,
   // SONDE_STEP_REGION): "the whole run", "--delay 25", "--steps 10 (region 'step')".
   std::string window = "the whole run";
+  // How libsonde measured, as the options that ask for it, from run_info (env.SONDE_TRACE,
+  // SONDE_SAMPLE_HZ, SONDE_COUNTERS, SONDE_ADAPTIVE; python.hook): "--trace", "--sample 997",
+  // "--python". What `sonde run` was given is not in its command; python3 -m sonde's is.
+  std::vector<std::string> measured;
   std::vector<Note> notes;
 };
 
@@ -54,6 +58,9 @@ std::string program_command(const std::string& command);
 // python3 -m sonde's options in `command` that change what is measured (--lines, --builtins,
 // --trace, ...; the window's are the window's), with their values: "" for none.
 std::string measuring_options(const std::string& command);
+// The same of a run: its command's, and what run_info says of the others (RunSummary::measured),
+// each option once.
+std::string measuring_options(const RunSummary& run);
 
 // A run's run_info rows (?1: its run_id), in the order in which a later row of a key wins:
 // the processes' rows, the root's last (whatever its row id: a child that ended within the

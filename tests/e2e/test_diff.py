@@ -162,3 +162,34 @@ def test_python_launches_that_differ_in_their_profile_name_alone_are_one_command
     spaced = profile("a 5.db", "-o", "a 5.db")
     assert json.loads(sonde_out("diff", a1, spaced, "-f", "json"))["warnings"] == []
     assert "-m sonde -o 'a 5.db' prog.py 3\n" in sonde_out("report", spaced)
+
+
+def test_new_code_ranks_by_its_time_and_a_plain_run_against_a_traced_one_is_warned(tmp_path):
+    """A red team's diff after adding augment(), 22 % of the after run, listed it last, below
+    rows of 0.000000 s: rows were sorted by the time before, which new code has none of. And
+    `sonde run --python --trace --sample 997` against `sonde run --python` read no warning: sonde
+    run records the program's command alone."""
+    before, after = tmp_path / "b.py", tmp_path / "a.py"
+    body = ("def tiny():\n    return 1\n"
+            "def main():\n    for _ in range(200):\n        tiny()\n")
+    before.write_text(body + "main()\n")
+    after.write_text(body + "def augment():\n    return sum(i * i for i in range(300000))\n"
+                     "main()\naugment()\n")
+    dbs = {}
+    for name, prog, opts in (("b", before, []), ("a", after, []), ("t", before, ["--trace"])):
+        dbs[name] = tmp_path / f"{name}.db"
+        r = subprocess.run([CLI, "run", "--python", *opts, "-o", str(dbs[name]), "--",
+                            "/usr/bin/python3", str(prog)], env=clean_env(), capture_output=True,
+                           text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+    d = json.loads(sonde_out("diff", dbs["b"], dbs["a"], "--format", "json"))
+    phases = d["phases"]
+    larger = [max(r["before_s"] or 0, r["after_s"] or 0) for r in phases]
+    assert larger == sorted(larger, reverse=True), phases
+    new = [i for i, r in enumerate(phases) if r["name"].endswith("(augment)")]
+    tiny = [i for i, r in enumerate(phases) if r["name"].endswith("(tiny)")]
+    assert new and tiny and new[0] < tiny[0], [(r["name"], r["status"]) for r in phases]
+    assert phases[new[0]]["status"] == "only after"
+    d = json.loads(sonde_out("diff", dbs["b"], dbs["t"], "--format", "json"))
+    assert any("measured differently (before: --python; after: --python --trace)" in w
+               for w in d["warnings"]), d["warnings"]

@@ -218,7 +218,8 @@ function diffPanel(d) {
   const tables = [];
   for (const [key, title] of [['phases', 'Phases'], ['routines', 'Routines']]) {
     if (!d[key] || !d[key].length) continue;
-    const t = new DataTable({ id: 'diff-' + key, rows: d[key], columns: cols, nameKey: 'name', sortKey: 'before_s', onSelect: select });
+    // In sonde diff's order (the larger of the two times first: new code ranks by its time).
+    const t = new DataTable({ id: 'diff-' + key, rows: d[key], columns: cols, nameKey: 'name', sortKey: null, onSelect: select });
     body.append(el('h3', {}, title), t.element);
     tables.push(t);
   }

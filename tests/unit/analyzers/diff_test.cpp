@@ -247,7 +247,25 @@ TEST_F(DiffRunsTest, SondesOwnOptionsAreNoOtherCommand) {
   ASSERT_EQ(d.warnings.size(), 1u);
   EXPECT_EQ(d.warnings[0],
             "the runs were measured differently (before: none; after: --lines step --trace): "
-            "timed lines, traced calls, samples and recorded shapes add their cost to the times");
+            "Python frames, timed lines, traced calls, samples and recorded shapes add their "
+            "cost to the times, and --paused records only what the program's sonde.start() and "
+            "stop() enclose");
+  // sonde run records the program's command alone: what it was given is run_info's (a red
+  // team's traced, sampled run against a plain one read no warning), and --paused is one.
+  run("f", 6.8, 1.5, 10.0,
+      command("/usr/bin/python3 train.py 100") +
+          "INSERT INTO run_info VALUES (1, 1, 'env.SONDE_TRACE', '1'),"
+          " (1, 1, 'env.SONDE_SAMPLE_HZ', '997'), (1, 1, 'python.hook', 'eval_frame');");
+  d = compute_diff(side(2, 1), side(5, 1));
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].find("(before: none; after: --python --sample 997 --trace)"),
+            std::string::npos)
+      << d.warnings[0];
+  run("g", 6.8, 1.5, 10.0, command("/usr/bin/python3 -m sonde -o g.db --paused train.py 100"));
+  d = compute_diff(side(0, 1), side(6, 1));
+  ASSERT_EQ(d.warnings.size(), 1u);
+  EXPECT_NE(d.warnings[0].find("(before: none; after: --paused)"), std::string::npos)
+      << d.warnings[0];
   d = compute_diff(side(0, 1), side(4, 1));
   ASSERT_EQ(d.warnings.size(), 1u);
   EXPECT_EQ(d.warnings[0],
