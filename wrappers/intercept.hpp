@@ -74,6 +74,22 @@ inline R intercept(R (*real)(P...), RoutineId id, Nesting nesting, const void* s
   SONDE_INTERCEPT_AS(table, nesting, NAME, RET, PARAMS, ARGS,                \
                      (::sonde::RoutineChoice{ids[size_t(Entry::NAME)]}), MODEL)
 
+// The same, for an entry point some of whose calls are no work of the program's: where SKIP (an
+// expression of the arguments) holds, the real function runs unmeasured. A LAPACK workspace
+// query (lwork = -1) only says how much memory the routine needs, and numpy asks one before
+// each call: counted, dsyevd_ read 80,000 calls for 40,000 eigh, each half as long (a red-team
+// find).
+#define SONDE_INTERCEPT_UNLESS(table, ids, nesting, NAME, RET, PARAMS, ARGS, SKIP, MODEL) \
+  SONDE_EXPORT_C RET NAME PARAMS {                                                        \
+    using Fn = RET(*) PARAMS;                                                             \
+    auto& slot = table[size_t(Entry::NAME)];                                              \
+    Fn real = reinterpret_cast<Fn>(slot.get(__builtin_return_address(0)));                \
+    if (SKIP) return real ARGS;                                                           \
+    return ::sonde::intercept<RET>(                                                       \
+        real, ids[size_t(Entry::NAME)], nesting, __builtin_return_address(0),             \
+        [&]() -> ::sonde::CallCost { return MODEL; } SONDE_COMMA_ARGS ARGS);              \
+  }
+
 // The same, for an entry point that stands for several routines (oneDNN's one execute function
 // runs every primitive kind): CHOOSE, an expression of the arguments evaluated before the
 // measurement starts, yields a value `call` with a member `id`; MODEL may read `call` too, so

@@ -125,7 +125,7 @@ inline CallCost scal(int64_t n, DType t, bool complex_alpha) {
 // The operation counts of LAPACK Working Note 41 (multiplications and additions, leading
 // terms), complex ones four times the real (a complex multiply-add is 8 real FLOPs against 2);
 // bytes each matrix read and written once. A workspace query (lwork or liwork -1: the routine
-// only says how much it needs) costs nothing.
+// only says how much it needs) is no call: blas_routines.def's SONDE_LAPACK entries skip it.
 inline bool workspace_query(const int* lwork) { return lwork && *lwork == -1; }
 inline bool workspace_query(const int64_t* lwork) { return lwork && *lwork == -1; }
 
@@ -157,27 +157,24 @@ inline CallCost potrf(int64_t n, DType t) {
   return lapack(nn * nn * nn / 3, t, 2 * val(n) * val(n));
 }
 // The inverse from an LU factor: 4n^3/3.
-inline CallCost getri(int64_t n, DType t, bool query) {
-  if (query) return {};
+inline CallCost getri(int64_t n, DType t) {
   double nn = double(val(n));
   return lapack(4 * nn * nn * nn / 3, t, 2 * val(n) * val(n));
 }
 // Householder QR of an m x n matrix: 2mn^2 - 2n^3/3 (m >= n).
-inline CallCost geqrf(int64_t m, int64_t n, DType t, bool query) {
-  if (query) return {};
+inline CallCost geqrf(int64_t m, int64_t n, DType t) {
   double a = double(val(std::max(m, n))), b = double(val(std::min(m, n)));
   return lapack(2 * a * b * b - 2 * b * b * b / 3, t, 2 * val(m) * val(n));
 }
 // Q of a QR factorization, m x n from k reflectors: 4mnk - 2(m+n)k^2 + 4k^3/3.
-inline CallCost orgqr(int64_t m, int64_t n, int64_t k, DType t, bool query) {
-  if (query) return {};
+inline CallCost orgqr(int64_t m, int64_t n, int64_t k, DType t) {
   double mm = double(val(m)), nn = double(val(n)), kk = double(val(k));
   // An invalid call (k > n > m: LAPACK refuses it) counts nothing, not a negative count.
   return lapack(std::max(0.0, 4 * mm * nn * kk - 2 * (mm + nn) * kk * kk + 4 * kk * kk * kk / 3), t,
                 2 * val(m) * val(n));
 }
 // The eigenvalue and singular value drivers iterate to convergence: their counts depend on
-// the matrix, so they are timed with no FLOPs (a query still costs nothing).
+// the matrix, so they are timed with no FLOPs.
 inline CallCost timed_only() { return {}; }
 
 }  // namespace sonde::blas

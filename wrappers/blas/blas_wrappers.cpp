@@ -28,6 +28,9 @@ namespace blas = sonde::blas;
 #define SONDE_VARIANT_INTERCEPT(VNAME, RET, PARAMS, ARGS, MODEL)                        \
   SONDE_INTERCEPT(g_real, g_ids, ::sonde::Nesting::kSuppress, VNAME, RET, PARAMS, ARGS, \
                   ::sonde::blas::with_threads(MODEL))
+#define SONDE_VARIANT_INTERCEPT_UNLESS(VNAME, RET, PARAMS, ARGS, QUERY, MODEL)                 \
+  SONDE_INTERCEPT_UNLESS(g_real, g_ids, ::sonde::Nesting::kSuppress, VNAME, RET, PARAMS, ARGS, \
+                         QUERY, ::sonde::blas::with_threads(MODEL))
 
 #define BI int
 #define SONDE_VARIANT_NS blas_lp64
