@@ -490,6 +490,16 @@ std::string output_summary(const OutputComparison& c) {
       why.push_back(fmt::format("{} lines against {}", c.lines_after, c.lines_before));
     return fmt::format("differs ({})", fmt::join(why, "; "));
   }
+  // No number to hold the runs to: "same" told a red team that FTZ left its result alone,
+  // which its logging (stderr) printed as 5e-37, then 0.
+  if (c.compared == 0)
+    return c.left_out > 0 ? fmt::format(
+                                "nothing compared (no result on stdout, {} timings/ids left "
+                                "out; stderr, where logging writes, is not compared)",
+                                c.left_out)
+                          : std::string(
+                                "nothing compared (no number on stdout; stderr, where logging "
+                                "writes, is not compared)");
   std::string counted = fmt::format("{} number{} compared", c.compared, c.compared == 1 ? "" : "s");
   if (c.left_out > 0) counted += fmt::format(", {} timings/ids left out", c.left_out);
   return c.exact() ? fmt::format("same ({})", counted)

@@ -49,6 +49,10 @@ TEST(TuneOutputs, EveryNumberIsCompared) {
   EXPECT_FALSE(c.differs());
   EXPECT_FALSE(c.exact());
   EXPECT_EQ(output_summary(c), "same within rel 1e-3, abs 1e-12 (2 numbers compared)");
+  // Nothing to hold the runs to is no "same": a red team's results went to stderr (logging).
+  EXPECT_EQ(output_summary(compare_outputs("done\n", "done\n")),
+            "nothing compared (no number on stdout; stderr, where logging writes, is not "
+            "compared)");
   EXPECT_TRUE(compare_outputs("norm 3.2e-04\n", "norm 4.1e-04\n").differs());
   EXPECT_TRUE(compare_outputs("w=-1.5E+03\n", "w=1.5E+03\n").differs());
   // Zero against what cancels to nearly zero: within abs.
