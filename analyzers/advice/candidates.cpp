@@ -914,7 +914,34 @@ std::vector<Candidate> distribution_checks(const AdviceInput& in, const Rule& ru
   return {c};
 }
 
-const std::array<Rule, 28> kRules{{
+// ---- einsum -------------------------------------------------------------------------------
+
+std::vector<Candidate> einsum_loop(const AdviceInput& in, const Rule& rule) {
+  const EinsumCalls& e = in.einsum;
+  double pct = share(e.ns, in.metrics.share_base_ns());
+  if (e.ns <= 0 || pct < rule.threshold) return {};
+  Candidate c;
+  c.rule = std::string(rule.id);
+  c.location = e.caller.empty() ? "numpy.einsum" : e.caller;
+  c.evidence = {{"einsum_s", seconds(e.ns)}, {"einsum_calls", e.calls}, {"pct_run", pct}};
+  c.summary = fmt::format(
+      "numpy.einsum ran its contractions in numpy's own loop (optimize=False, the default) {} "
+      "times, {:.1f} % of the busy threads' time outside set-up ({:.3f} s){}",
+      e.calls, pct, seconds(e.ns),
+      e.caller.empty() ? "" : fmt::format(", most under {}", e.caller));
+  c.advice = fill(rule.advice, c.location);
+  // The subscripts are not recorded: a product over an index two operands share gains most
+  // of its time (the red team's 96 %), an element-wise one nothing.
+  c.est_gain_s = 0.5 * seconds(e.ns);
+  c.gain_bound =
+      "half its time: the expression is not recorded; one that sums over an index two operands "
+      "share (a matrix product, batched or chained) runs as BLAS GEMMs with optimize=True and "
+      "keeps a few % of its time (a red team's attention and chain: 3.29 -> 0.12 s), an "
+      "element-wise one ('ij,ij->i') gains nothing";
+  return {c};
+}
+
+const std::array<Rule, 29> kRules{{
     {"optimizer-update",
      "a region or Python function named like update/adam/sgd/optimizer, or the step of a "
      "torch.optim.Optimizer subclass of the program's own, takes at least threshold % of the "
@@ -1167,6 +1194,18 @@ const std::array<Rule, 28> kRules{{
      "validate_args=False for the distributions made in the loop (python -O does too); they "
      "check every parameter at each construction and every sample at each log_prob",
      "0.9 x the checks' time", distribution_checks},
+    {"einsum",
+     "numpy.einsum calls that ran their contraction in numpy's own C loop (no einsum_path or "
+     "tensordot beneath them: optimize=False, the default) take at least threshold % of the "
+     "busy threads' time outside set-up",
+     5.0,
+     "pass optimize=True to the np.einsum calls in {} (or optimize='greedy'): a contraction "
+     "over an index two operands share then runs as BLAS matrix products (tensordot), a chain "
+     "of three or more operands in the cheapest order; or write it as a matmul (a @ b, "
+     "np.matmul over a batch)",
+     "0.5 x their time (the expression is not recorded: a product gains most of it, an "
+     "element-wise one nothing)",
+     einsum_loop},
     {"anomaly-mode",
      "autograd's anomaly mode is on (operators calling Python's traceback to store the stack "
      "of their call; the backward's NaN checks, aten::isnan and aten::any under autograd's "
@@ -1263,6 +1302,7 @@ AdviceInput load_advice_input(LoadedProfile& profile) {
   in.loader =
       load_loader_workers(file, in.breakdown.found ? &in.breakdown.loader_callers : nullptr);
   in.distributions = load_distribution_checks(file);
+  in.einsum = load_einsum_calls(file);
   in.debug = load_debug_tools(file);
   in.operator_flops = load_operator_flops(file);
   {

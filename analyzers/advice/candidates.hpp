@@ -13,6 +13,7 @@
 
 #include "advice/debug_tools.hpp"
 #include "advice/distribution_checks.hpp"
+#include "advice/einsum_calls.hpp"
 #include "advice/loader_workers.hpp"
 #include "advice/op_loops.hpp"
 #include "advice/optimizer_work.hpp"
@@ -53,6 +54,7 @@ struct AdviceInput {
   Breakdown breakdown;   // the iteration breakdown (no phase mappings); found false: no loop
   LoaderWorkers loader;  // torch DataLoader workers (none: num_workers=0, or no Python hook)
   DistributionChecks distributions;  // torch.distributions' argument checks
+  EinsumCalls einsum;                // numpy.einsum in its own C loop (no optimize)
   DebugTools debug;                  // anomaly mode and the PyTorch profiler, left on
   // GEMM operators' FLOPs from their recorded shapes, by routine_id (--record-shapes; empty
   // without it).
