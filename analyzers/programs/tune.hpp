@@ -31,7 +31,9 @@ struct Knob {
 // One run of the command: its wall time as sonde tune saw it (fork to wait), how it ended.
 struct TuneRun {
   double wall_s = 0;
-  double cpu_s = 0;  // user + system of the command and the children it waited for
+  // The CPU time of the run's busy threads (the profile's thread_times.cpu_s); where the profile
+  // lacks it, user + system of the command and the children it waited for.
+  double cpu_s = 0;
   bool ok = false;
   std::string ended;    // "exit 3", "killed by SIGSEGV", "timed out after 5 s" when not ok
   std::string profile;  // the profile it wrote (path)

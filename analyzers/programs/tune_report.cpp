@@ -91,8 +91,9 @@ std::string render_tune_text(const TuneResult& r) {
       visible(cmd), r.repeat, r.cores, visible(r.output_dir));
   out += render_text(tune_table(r));
   out += fmt::format(
-      "\nTimes are seconds of the whole command, median of the runs (wall, and CPU: "
-      "user + system); the phase columns are the training loop's breakdown, or the "
+      "\nTimes are seconds of the whole command, median of the runs (wall, and CPU: the "
+      "busy threads', or user + system where the profile lacks it); the phase columns are the "
+      "training loop's breakdown, or the "
       "original's top routines by exclusive time. A stage that changes thread "
       "counts is judged on wall time, any other on CPU time, which a loaded "
       "machine moves far less. It is faster only when every run of it beat every "

@@ -508,3 +508,19 @@ def test_the_kept_command_holds_no_secret(tmp_path):
     assert kept["command"] == ["/bin/true", "--api-key", "<redacted>", "--lr", "0.1"]
     leaked = [f for f in out.rglob("*") if f.is_file() and secret.encode() in f.read_bytes()]
     assert not leaked, leaked
+
+
+def test_cpu_time_is_the_busy_threads_not_a_spinning_pool(tmp_path):
+    """A stage judged on CPU time read the process's rusage, which counts idle pool threads:
+    OpenBLAS's second thread, spinning in sched_yield while the other core was free, made one
+    0.36 s run read 0.365 s and the next 0.681 s, and a red team's blas-kernels stage, its GEMMs
+    6 times faster, "refuted". Each run's CPU time is now its profile's busy threads'."""
+    prog = tmp_path / "gemms.py"
+    prog.write_text("import numpy as np\na = np.ones((256, 256), np.float32)\n"
+                    "for _ in range(40):\n    a = (a @ a) * np.float32(1e-3)\nprint(a[0, 0])\n")
+    r, j = tune(tmp_path, ["--repeat", "1", "--stages", "ftz"], ["/usr/bin/python3", str(prog)])
+    assert r.returncode == 0, r.stderr
+    for s in j["stages"]:
+        for run in s["runs"]:
+            (busy,), = query(run["profile"], "SELECT SUM(cpu_s) FROM thread_times WHERE busy")
+            assert run["cpu_s"] == pytest.approx(busy, rel=1e-9), (run, busy)
