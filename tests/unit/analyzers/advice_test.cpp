@@ -778,6 +778,13 @@ TEST_F(AdviceTest, AnOpenBlasOnKernelsNarrowerThanTheCpuIsSaid) {
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0);
   EXPECT_NE(c[0].gain_bound.find("LAPACK drivers' 1.500 s"), std::string::npos) << c[0].gain_bound;
   sql("UPDATE routines SET name = 'cblas_sgemm' WHERE routine_id = 4;");
+  // The GEMM's shape candidate waits for it: its % of peak was measured on the narrow kernels.
+  ASSERT_FALSE(of_rule(candidates(), "gemm-shape").empty());
+  for (const Candidate& shape : of_rule(candidates(), "gemm-shape")) {
+    EXPECT_EQ(shape.est_gain_s, 0) << shape.location;
+    EXPECT_NE(shape.gain_bound.find("until the blas-kernels candidate"), std::string::npos)
+        << shape.gain_bound;
+  }
   // An AVX2 CPU: Haswell's kernels, half the gain.
   sql("UPDATE run_info SET value = 'avx2' WHERE key = 'cpu.vector_isa';");
   c = of_rule(candidates(), "blas-kernels");
