@@ -33,6 +33,9 @@ namespace sonde::analyzers {
 // Everything a rule may look at, loaded once.
 struct AdviceInput {
   Metrics metrics;
+  // The most threads of one process that called the BLAS: a program's own thread pool running
+  // GEMMs side by side holds the cores its BLAS threads would take.
+  std::int64_t blas_calling_threads = 0;
   std::vector<Note> notes;
   LineCosts lines;  // empty when the file has none
   // Per optimizer-like phase (by name): the optimizer-like phases beneath it and the other work

@@ -214,6 +214,10 @@ std::vector<Candidate> blas_threads(const AdviceInput& in, const Rule& rule) {
   if (auto free = cores_beside_workers(in); free && *threads > *free)
     return blas_beside_workers(in, rule, *threads, *free);
   if (*threads >= *cores) return {};
+  // The program's own threads calling the BLAS side by side (a ThreadPool of GEMMs) hold the
+  // cores already: a red team's two pool threads on 2 cores were told to give the BLAS 2
+  // threads each, and ran slower so in 7 of 7 pairs (0.846 -> 1.037 s).
+  if (in.blas_calling_threads > 1 && *threads * in.blas_calling_threads >= *cores) return {};
   GemmTotals g = blas_totals(m);
   double pct = share(g.time_ns, m.share_base_ns());
   if (g.time_ns <= 0 || pct < rule.threshold) return {};

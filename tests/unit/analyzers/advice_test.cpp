@@ -407,6 +407,17 @@ TEST_F(AdviceTest, BlasThreadsRuleFiresOnFewerThreadsThanCores) {
                               "(50.0 % of the 2-thread peak)"),
             std::string::npos)
       << c[0].summary;
+  // A second thread of the program calling the BLAS too (a thread pool of GEMMs): the two
+  // hold both cores (a red team's ran slower in 7 of 7 pairs with a second BLAS thread each).
+  sql("INSERT INTO threads (thread_id, process_id, seq, tid, name, started_ns, ended_ns) "
+      "SELECT 3, process_id, 1, tid + 1, 'pool', started_ns, ended_ns FROM threads "
+      "WHERE thread_id = 1;"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, calls, subrs, "
+      "incl_ns, excl_ns, flops, bytes) VALUES (95, 3, NULL, 4, 0, 3, 0, 100000000, 100000000, "
+      "0, 0);");
+  EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
+  sql("DELETE FROM nodes WHERE node_id = 95; DELETE FROM threads WHERE thread_id = 3;");
+  ASSERT_EQ(of_rule(candidates(), "blas-threads").size(), 1u);
   sql("UPDATE run_info SET value = '2' WHERE key = 'blas.threads';");
   EXPECT_TRUE(of_rule(candidates(), "blas-threads").empty());
   // On every core beside a DataLoader worker busy fetching 9 s of the run's 10: one thread too
