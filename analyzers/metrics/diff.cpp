@@ -206,10 +206,13 @@ std::string threads_text(const RunSummary& s) {
 // Runs that measured different windows or different work compare nothing like for like: a
 // `--delay 25` run against a whole one read "2.81x speedup".
 std::vector<std::string> comparability_warnings(const Files& before, const Files& after) {
-  std::vector<std::string> window[2], command[2], options[2], threads[2];
+  std::vector<std::string> window[2], command[2], options[2], threads[2], empty;
   for (int side = 0; side < 2; ++side)
     for (const ProfileFile* f : side == 0 ? before : after) {
       RunSummary s = load_run_summary(*f);
+      // A run killed before its first flush: "0.012 s -> 0.000 s" and "the commands differ
+      // (after: )" were all a red team's diff said of it.
+      if (s.processes == 0) empty.push_back(f->path());
       window[side].push_back(s.window);
       command[side].push_back(program_command(s.command));
       std::string measuring = measuring_options(s);
@@ -217,6 +220,11 @@ std::vector<std::string> comparability_warnings(const Files& before, const Files
       threads[side].push_back(threads_text(s));
     }
   std::vector<std::string> out;
+  for (const std::string& path : empty)
+    out.push_back(fmt::format(
+        "{} holds no process: no process of its run wrote to it (killed before its first "
+        "flush, or still starting), and its figures are all 0",
+        path));
   if (!all_same(window[0], window[1]))
     out.push_back(
         fmt::format("the collection windows differ ({}): the times are of different "

@@ -273,6 +273,21 @@ TEST_F(DiffRunsTest, SondesOwnOptionsAreNoOtherCommand) {
             "train.py 200): the runs may do different work");
 }
 
+// A run killed before its first flush holds no process: a red team's diff against one said only
+// "0.012 s -> 0.000 s" and that the commands differed.
+TEST_F(DiffRunsTest, AFileNoProcessWroteToIsSaid) {
+  run("a", 6.8, 1.5, 10.0);
+  std::string empty =
+      run("b", 6.8, 1.5, 10.0, "DELETE FROM nodes; DELETE FROM threads; DELETE FROM processes;");
+  ProfileDiff d = compute_diff(side(0, 1), side(1, 1));
+  ASSERT_FALSE(d.warnings.empty());
+  EXPECT_EQ(d.warnings[0], empty +
+                               " holds no process: no process of its run wrote to it (killed "
+                               "before its first flush, or still starting), and its figures are "
+                               "all 0");
+  EXPECT_TRUE(compute_diff(side(0, 1), side(0, 1)).warnings.empty());
+}
+
 // Every routine of a run in a quieter moment is faster at once: one ordering of the runs set
 // each tiny row apart. A row that moved by the floor or less (1 ms, or 0.1 % of the busy
 // threads' time) is "under the floor", however apart its runs; a large move is still beyond.
