@@ -242,19 +242,25 @@ def test_ended_threads_are_freed_in_batches_without_periodic_flushes(db, tmp_pat
         "import threading\n"
         "def rss():\n"
         "    return int(open('/proc/self/statm').read().split()[1]) * 4096 >> 20\n"
-        "peak = 0\n"
-        "for _ in range(80):\n"
+        "peak, half = 0, 0\n"
+        "for burst in range(80):\n"
         "    ts = [threading.Thread(target=sum, args=(range(50),)) for _ in range(50)]\n"
         "    [t.start() for t in ts]\n"
         "    [t.join() for t in ts]\n"
         "    peak = max(peak, rss())\n"
-        "print(peak)\n")
+        "    if burst == 39:\n"
+        "        half = peak\n"
+        "print(half, peak)\n")
     r = subprocess.run(["/usr/bin/python3", "-m", "sonde", "--flush-interval", "0", "-o", db,
                         prog], capture_output=True, text=True, timeout=300,
                        env=clean_env(PYTHONPATH=os.path.join(os.environ["SONDE_BUILD"],
                                                              "python")))
     assert r.returncode == 0, r.stderr
-    assert int(r.stdout) < 200, r.stdout  # MB; 4,000 threads' states unfreed are ~400 MB
+    # MB; 4,000 threads' states unfreed are ~400 MB, growing with the threads: freed, the peak
+    # stays where the flusher's lag leaves it (62-64 MB quiet here, 214 under a CI run's load),
+    # the second 2,000 threads adding no more than a fraction of the first's.
+    half, peak = map(int, r.stdout.split())
+    assert peak < 350 and peak - half < 100, r.stdout
     assert query(db, "SELECT COUNT(*) FROM threads") == [(4001,)]
 
 
