@@ -616,7 +616,10 @@ bool g_lines_on = false;  // between install_line_tracing and uninstall_line_tra
 // read 100 hits of 200, and one run there alone "no line costs" under --lines (every version).
 void trace_lines_on_this_thread(bool started) {
   if (!g_lines_on || PyThreadState_Get()->c_tracefunc != nullptr) return;
+  // PyEval_SetTrace raises the sys.settrace audit event; an audit hook refusing it is reported
+  // as unraisable by CPython itself, and the thread stays untraced.
   PyEval_SetTrace(trace, nullptr);
+  if (PyThreadState_Get()->c_tracefunc != trace) return;
   // sys.monitoring gave the frame's start to the tracing tools first (from the highest id, 7,
   // down to sonde's 4): its call event is passed on here, as threading's bootstrap passes on
   // its own.

@@ -1632,3 +1632,31 @@ def test_lines_are_timed_on_threads_threading_did_not_start(db, tmp_path, py):
     hits = query(db, "SELECT SUM(l.hits) FROM line_costs l JOIN routines r USING (routine_id) "
                      "WHERE r.name LIKE '%(loop)' AND l.line = 8")
     assert hits == [(400,)], (hits, r.stderr)
+
+
+def test_an_audit_hook_refusing_settrace_leaves_a_new_thread_untraced(db, tmp_path):
+    """A thread threading did not start gets the --lines tracer at its first frame through
+    PyEval_SetTrace, which raises the sys.settrace audit event: a program's audit hook refusing
+    it leaves that thread untraced (CPython reports the refusal as unraisable), its code
+    running as without sonde, no exception left set as the frame starts."""
+    prog = script(tmp_path, "audited.py", """
+        import _thread, sys, time
+        def refuse(event, args):
+            if event == "sys.settrace":
+                raise RuntimeError("no tracing here")
+        sys.addaudithook(refuse)
+        def loop(done):
+            s = 0
+            for i in range(100):
+                s += i
+            done.append(s)
+        d = []
+        _thread.start_new_thread(loop, (d,))
+        while not d:
+            time.sleep(0.01)
+        print(d[0])
+        """)
+    r = sonde_py(["--lines", "loop", prog], db, tmp_path)
+    assert (r.returncode, r.stdout) == (0, "4950\n"), r.stderr
+    assert "SystemError" not in r.stderr and "Exception ignored in PyEval_SetTrace" in r.stderr, \
+        r.stderr
