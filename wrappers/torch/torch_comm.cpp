@@ -2,6 +2,8 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
+#include <thread>
 
 namespace sonde::torch_ops {
 namespace {
@@ -88,16 +90,42 @@ uint32_t operation_key(const char* name) {
   return h;
 }
 
-void post_transfer(uint32_t key, uint64_t bytes, const char* name) {
+uint64_t claim_transfer() {
   uint64_t i = g_posted.load(std::memory_order_relaxed);
   do {
-    if (i - g_taken.load(std::memory_order_acquire) >= kRing) return;  // full: dropped
+    if (i - g_taken.load(std::memory_order_acquire) >= kRing) return kFull;
   } while (!g_posted.compare_exchange_weak(i, i + 1, std::memory_order_acq_rel));
+  return i;
+}
+
+void publish_transfer(uint64_t i, uint32_t key, uint64_t bytes, const char* name) {
   Posted& p = g_ring[i % kRing];
   p.key = key;
   p.bytes = bytes;
   p.name = name;
   p.state.store(free_state(i), std::memory_order_release);
+}
+
+void post_transfer(uint32_t key, uint64_t bytes, const char* name) {
+  if (uint64_t i = claim_transfer(); i != kFull) publish_transfer(i, key, bytes, name);
+}
+
+void await_posting() {
+  uint64_t posted = g_posted.load(std::memory_order_acquire);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+  for (uint64_t i = g_taken.load(std::memory_order_acquire); i < posted; ++i) {
+    // Written (free or taken), or already a later lap's: slot i is no longer being written.
+    auto written = [&] {
+      return g_ring[i % kRing].state.load(std::memory_order_acquire) >= free_state(i);
+    };
+    for (int spins = 0; !written(); ++spins) {
+      if (std::chrono::steady_clock::now() > deadline) return;
+      if (spins < 64)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
 }
 
 uint64_t transfers_posted() { return g_posted.load(std::memory_order_acquire); }

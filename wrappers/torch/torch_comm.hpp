@@ -23,6 +23,19 @@ uint32_t operation_key(const char* name);
 // outlives the ring) for the count of unmatched ones. Lock-free; a full ring drops it.
 void post_transfer(uint32_t key, uint64_t bytes, const char* name);
 
+// post_transfer's two steps: the event's index is claimed (kFull: the ring is full, dropped),
+// then its slot written. Between them a taker stops at the slot, as at an event not posted.
+constexpr uint64_t kFull = ~uint64_t(0);
+uint64_t claim_transfer();
+void publish_transfer(uint64_t index, uint32_t key, uint64_t bytes, const char* name);
+
+// Waits until every event claimed so far is written, at most about 100 ms: the thread that
+// claims a slot writes it a few instructions later, unless the scheduler takes its CPU in
+// between. Before calls are settled for good (a thread's end, the end of recording): a side
+// thread's last all_reduce, its event claimed behind a gloo thread's of the main thread's, was
+// settled without bytes once in a CI run.
+void await_posting();
+
 // How many events were ever posted: a call started now can only be paired with event indexes at
 // or above this.
 uint64_t transfers_posted();

@@ -189,6 +189,7 @@ void add_pending(Stack& s, const Pending& p) {
 
 Stack::~Stack() {
   if (pending_count == 0 || !g_recording.load(std::memory_order_relaxed)) return;
+  await_posting();
   pair_transfers(*this);
   settle_all(*this);
 }
@@ -414,6 +415,7 @@ void on_end(const torch_abi::RecordFunction& rf, torch_abi::ObserverContext*) {
 
 void settle_thread() {
   Stack& s = t_stack.get();
+  await_posting();
   pair_transfers(s);
   settle_all(s);
 }

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 #include "torch_names.hpp"
 
@@ -125,6 +127,31 @@ TEST(TorchComm, ACallTakesNoEventPostedBeforeItStarted) {
   EXPECT_EQ(bytes, 64u);
   pass_over_untaken();
   EXPECT_EQ(unmatched(kEarlier), 1u);
+}
+
+// Two threads post at once: one has claimed its slot and not yet written it when the other's
+// event, newer, is written. A taker stops at the gap (its pairing at an operator waits for a
+// later one); a thread settling for good first waits for the writer. A CI run's side thread
+// ended at that moment and settled its last all_reduce without bytes.
+TEST(TorchComm, ASettlingThreadWaitsForAnEventBeingWritten) {
+  drain();
+  uint64_t claimed = claim_transfer();
+  ASSERT_NE(claimed, kFull);
+  post_transfer(4, 996, nullptr);
+  uint32_t key = 0, want = 4;
+  uint64_t bytes = 0, index = 0;
+  EXPECT_FALSE(take_transfer(&only, &want, key, bytes, index));
+  std::thread writer([claimed] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    publish_transfer(claimed, 3, 10000, nullptr);
+  });
+  await_posting();
+  ASSERT_TRUE(take_transfer(&only, &want, key, bytes, index));
+  EXPECT_EQ(bytes, 996u);
+  writer.join();
+  want = 3;
+  ASSERT_TRUE(take_transfer(&only, &want, key, bytes, index));
+  EXPECT_EQ(bytes, 10000u);
 }
 
 // A name per iteration (torch.profiler's ProfilerStep#N, record_function(f"iter{i}")) is never
