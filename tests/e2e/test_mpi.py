@@ -128,6 +128,7 @@ def mpi4py_run(tmp_path, name, text):
     r = mpirun(2, [CLI, "run", "-o", tmp_path / "prof.db", "--", "/usr/bin/python3", script],
                SONDE_LIBRARY=LIB)
     assert r.returncode == 0, r.stderr
+    return r
 
 
 def test_mpi4py_calls_are_seen(tmp_path):
@@ -163,8 +164,11 @@ def test_mpi4py_calls_are_seen(tmp_path):
 def test_a_rank_spinning_on_a_poll_waits_exposed(tmp_path, post, poll, receive):
     """Rank 1 spins on a test (or a probe) while rank 0 sleeps before each send: the loop
     between the polls is waiting, exposed, not computation overlapping the receive (a red
-    team's rank spinning 0.9 s read 57 % of its communication overlapped)."""
-    mpi4py_run(tmp_path, "spin.py",
+    team's rank spinning 0.9 s read 57 % of its communication overlapped). On a loaded host the
+    spinning rank is taken off its core between polls for milliseconds: those gaps, no CPU time
+    spent in them, are waiting too (a CI run read 0.149 s of 0.6 overlapped). Judged against the
+    wait the program measured itself: a rank started late waits less for the first send."""
+    r = mpi4py_run(tmp_path, "spin.py",
         "import time\n"
         "import numpy as np\n"
         "from mpi4py import MPI\n"
@@ -186,8 +190,10 @@ def test_a_rank_spinning_on_a_poll_waits_exposed(tmp_path, post, poll, receive):
         "    print(f'waited {waited:.6f}')\n")
     exposed, overlapped = query(tmp_path / "prof.rank1.db",
                                 "SELECT exposed_ns, overlapped_ns FROM comm_overlap")[0]
-    assert overlapped < 0.05e9, (exposed, overlapped)
-    assert exposed > 0.45e9, (exposed, overlapped)  # of about 0.6 s, however rank 0 slept
+    waited = float(r.stdout.split("waited ")[1].split()[0]) * 1e9
+    assert waited > 0.3e9, r.stdout  # of about 0.6 s: 3 sleeps of rank 0's
+    assert overlapped < 0.05e9, (exposed, overlapped, waited)
+    assert exposed > 0.9 * waited, (exposed, overlapped, waited)
 
 
 def test_mpi4py_pickled_receive_is_seen_through_its_matched_probe(tmp_path):

@@ -169,6 +169,11 @@ SONDE_API void comm_call_polled(ThreadState* thread);
 // with a poll between pieces of work makes its pieces longer than this: at 50,000 ticks a
 // review's loop of 5 us pieces read 0.348 s of its computation exposed.
 inline constexpr uint64_t kSpinGapTicks = 5000;
+// A longer gap is waiting too where the thread's CPU time grew by no more than a spin's in it
+// (the loop's body, the poll's return, the two reads of the clock, a system call each: about
+// 1-3 us for a Python loop here): it was off its core or asleep between the polls, not
+// computing (comm_call_begin). A review's pieces of 5 us of work between polls stay computation.
+inline constexpr int64_t kSpinGapCpuNs = 4000;
 // What the call comm_call_begin opened will record (its comm_ops row) and whether its time is
 // exposed: said between the two, so that a call still open at the process's last flush (a rank
 // killed in a hung MPI_Allreduce, or by another rank's MPI_Abort) is recorded as far as it ran.

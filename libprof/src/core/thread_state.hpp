@@ -99,8 +99,12 @@ struct CommClock {
   // The outermost call's frame: its depth and node, for comm_call_begin to see whether a
   // longjmp left it (its frame off the stack, comm_call_end never run).
   uint32_t call_depth = 0, call_node = 0;
-  // The last call was a poll that found nothing, ended at `last` (comm_call_polled).
+  // The last call was a poll that found nothing, ended at `last` (comm_call_polled), with the
+  // thread's CPU time read after it (own_cpu_ns; -1 unread) and the ticks that read took: a
+  // system call of about 0.35 us here, no part of the gap a spin is judged by.
   bool idle_poll = false;
+  int64_t poll_cpu_ns = -1;
+  uint64_t poll_read_ticks = 0;
   std::atomic<uint64_t> exposed{0}, overlapped{0}, inflight_ticks{0}, untracked{0};
   std::atomic<bool> used{false};
   void advance(uint64_t now);
