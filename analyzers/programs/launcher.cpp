@@ -313,7 +313,7 @@ void set_environment(const RunOptions& o, const std::string& output, const std::
 // The file a run's root process wrote: the name asked for or, when that was taken when the run
 // started, the one beside it that the runtime claimed instead (sonde/output_name.hpp).
 struct WrittenProfile {
-  int alternative = -1;  // -1: none found; 0: the name asked for; n: alternative_output(.., n)
+  int alternative = -1;  // -1: none found; else the place: written_name(.., alternative)
   bool any_file = false;
   bool ended = false;      // its last process image made its final flush
   bool exec_last = false;  // ... and that flush was before an exec: the next image wrote nothing
@@ -327,10 +327,23 @@ struct WrittenProfile {
   std::vector<std::pair<std::int64_t, std::string>> hook_failed;
 };
 
+// The last place a run's profile may be: moved to <name>.old by a run into the same name that
+// started after this one's last flush and before it was looked for (keep_previous_profile). A
+// fault cell's run read "the profile could not be written to same.db" while its profile was
+// whole as same.db.old.
+constexpr int kKeptAsOld = kOutputAlternatives + 1;
+
+// The name of place `n` (0: the name asked for; then its alternatives; then kKeptAsOld).
+std::string written_name(const std::string& output, pid_t root, int n) {
+  if (n == 0) return output;
+  if (n == kKeptAsOld) return output + ".old";
+  return alternative_output(output, root, n);
+}
+
 WrittenProfile find_written_profile(const fs::path& output, pid_t root, std::int64_t since_ns) {
   WrittenProfile w;
-  for (int n = 0; n <= kOutputAlternatives; ++n) {
-    std::string name = n == 0 ? output.string() : alternative_output(output.string(), root, n);
+  for (int n = 0; n <= kKeptAsOld; ++n) {
+    std::string name = written_name(output.string(), root, n);
     if (::access(name.c_str(), F_OK) != 0) continue;
     w.any_file = true;
     try {
@@ -460,8 +473,11 @@ std::string say_what_was_written(const RunOptions& o, const RankEnv& rank, const
   fs::path output = own_output(asked.string(), rank);
   WrittenProfile w = find_written_profile(output, root, since_ns);
   if (w.alternative >= 0) {
-    std::string shown =
-        w.alternative == 0 ? requested : alternative_output(requested, root, w.alternative);
+    std::string shown = written_name(requested, root, w.alternative);
+    if (w.alternative == kKeptAsOld)
+      say("sonde: another run into {} started after this one's last write and kept this run's "
+          "profile as {}\n",
+          requested, shown);
     // The image the root exec'd last, killed before its first flush, wrote nothing: "written"
     // alone read as a whole profile. (Ending normally, it was one libsonde never reached: a
     // static or setuid program.)
@@ -494,9 +510,7 @@ std::string say_what_was_written(const RunOptions& o, const RankEnv& rank, const
           "the profile when they end\n",
           w.running.size(), fmt::join(shown, ", "), w.running.size() > 5 ? ", ..." : "");
     }
-    std::string written = w.alternative == 0
-                              ? output.string()
-                              : alternative_output(output.string(), root, w.alternative);
+    std::string written = written_name(output.string(), root, w.alternative);
     // Where the root wrote beside the name asked for (another job had it), its ranks did too:
     // prof.<pid>.rank0.db, named from the file written, as the note goes into it.
     if (rank.rank < 0) say_rank_files(written, shown, since_ns);
