@@ -1249,9 +1249,7 @@ const std::array<Rule, 29> kRules{{
 }  // namespace
 
 bool looks_like_optimizer(std::string_view routine_name) {
-  std::string fn = lower(function_part(routine_name));
-  for (std::string_view word : {"update", "adam", "sgd", "optimizer", "optimiser"})
-    if (fn.find(word) != std::string::npos) return true;
+  if (names_an_update(function_part(routine_name))) return true;
   // A moving average of the weights by its own name (ema_step, EMA.apply, swa_average), whole
   // words only (no schema, no cinema): a red-team ema_step() beside opt.step, 1.4 times the
   // step's time, was no candidate.

@@ -123,7 +123,7 @@ Role python_role(const CallNode& n) {
   bool own = !packaged(n.file);  // chainer's methods are its own, not guesses
   if (fn == "forward") return {kForward, true, false, false, own};
   if (fn == "backward") return {kBackward, true, false, false, own};
-  if (fn == "update") return {kUpdate, true, false, false, own};
+  if (names_an_update(fn)) return {kUpdate, true, false, false, own};
   if (fn == "cleargrads" || fn == "zerograds") return {kUpdate, false};
   return {};
 }
@@ -166,6 +166,35 @@ std::vector<std::string> words_of(std::string_view name) {
   }
   push();
   return out;
+}
+
+bool names_an_update(std::string_view function_name) {
+  static constexpr std::string_view kOptimizers[] = {
+      "adam",    "adamw",    "sgd",  "optimizer", "optimiser", "optim",    "rmsprop",
+      "adagrad", "adadelta", "lamb", "lion",      "lbfgs",     "momentum", "nesterov"};
+  // What an update changes or how it is said (apply_update, update_core_cpu, AdamRule.update,
+  // torch.optim's _single_tensor_adam and its region Optimizer.zero_grad#SGD.zero_grad).
+  static constexpr std::string_view kObjects[] = {
+      "apply",     "do",         "param",   "params", "parameter", "parameters",
+      "weight",    "weights",    "w",       "grad",   "grads",     "gradient",
+      "gradients", "zero",       "model",   "net",    "network",   "theta",
+      "core",      "cpu",        "gpu",     "rule",   "all",       "train",
+      "training",  "fused",      "foreach", "single", "multi",     "tensor",
+      "tensors",   "functional", "impl",    "one",    "manual",    "custom"};
+  auto among = [](std::span<const std::string_view> set, const std::string& w) {
+    return std::find(set.begin(), set.end(), w) != set.end();
+  };
+  bool update = false, optimizer = false;
+  for (const std::string& w : words_of(function_name)) {
+    if (w == "update") {
+      update = true;
+    } else if (among(kOptimizers, w)) {
+      optimizer = true;
+    } else if (w != "step" && !among(kObjects, w)) {
+      return false;  // an update of something else, or no update
+    }
+  }
+  return update || optimizer;  // `step` alone: an environment's, a scheduler's
 }
 
 // "<frozen ...>", "<string>", or a path with a "/python3.N/" part (/usr/lib/python3.11/...); no

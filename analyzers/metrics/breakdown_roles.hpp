@@ -69,6 +69,15 @@ bool torch_step_wrapper(const CallNode& n, bool use_grad = false);
 // batch.
 std::vector<std::string> words_of(std::string_view name);
 
+// Whether a function's name says it updates a model's parameters: `update` or an optimizer's
+// name (adam, sgd, ...), alone or among words of a step or of what an update changes
+// (adam_update, sgd_step, update_params, apply_update, update_core_cpu, optimizer-step), never an
+// update of something else (update_progress, update_centroids, update_lr) nor an optimizer's set-up
+// (build_optimizer). The breakdown's update entry and optimizer-update's phases both read it: until
+// 2026-12-07 the rule took `adam_update` for the update and the breakdown, wanting `update`
+// exactly, put its time in `other`.
+bool names_an_update(std::string_view function_name);
+
 // A file of the interpreter's standard library (or "<frozen ...>", "<string>").
 bool in_stdlib(const std::string& file);
 // A file of the program's own: neither the standard library's nor an installed package's.

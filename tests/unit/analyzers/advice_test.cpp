@@ -149,6 +149,15 @@ TEST(AdviceNames, OptimizerNames) {
   EXPECT_TRUE(looks_like_optimizer("optimizer-step"));
   EXPECT_FALSE(looks_like_optimizer("train.py:5(forward)"));
   EXPECT_FALSE(looks_like_optimizer("update.py:5(forward)"));  // the function, not the file
+  // By words, as the breakdown's update entry (names_an_update): an update of the parameters,
+  // or an optimizer's, never an update of something else nor an optimizer's set-up.
+  for (const char* name : {"mlp.py:30(adam_update)", "t.py:1(update_params)", "t.py:2(adam)",
+                           "t.py:3(apply_update)", "t.py:4(updateWeights)", "t.py:5(sgd)"})
+    EXPECT_TRUE(looks_like_optimizer(name)) << name;
+  for (const char* name :
+       {"t.py:1(update_progress)", "t.py:2(update_centroids)", "t.py:3(build_optimizer)",
+        "t.py:4(update_lr)", "t.py:5(step)", "t.py:6(optimizer_state_dict)"})
+    EXPECT_FALSE(looks_like_optimizer(name)) << name;
   // A moving average of the weights, by whole words.
   for (const char* name : {"t.py:7(ema_step)", "t.py:9(EMA.apply)", "t.py:3(ModelEMA.step)",
                            "t.py:4(swa_average)", "t.py:5(moving_average_weights)"})

@@ -256,6 +256,26 @@ TEST_F(BreakdownTest, AnUpdateInlineInTheLoopCannotBeTold) {
   EXPECT_TRUE(std::holds_alternative<std::monostate>(t.rows[kUpdate][2]));  // no time shown
 }
 
+// A numpy MLP's own adam_update is the update, as optimizer-update reads it (until 2026-12-07
+// only `update` exactly was: t_u "cannot be told" and adam_update's time in other); its progress
+// bar's update_progress is not.
+TEST_F(BreakdownTest, AnUpdateByItsOptimizersNameIsTheUpdate) {
+  int root = tree_.thread("main");
+  int main = tree_.py(root, "/w/mlp.py", 1, "<module>", 1, 1000);
+  int train = tree_.py(main, "/w/mlp.py", 48, "train", 1, 990);
+  tree_.py(train, "/w/mlp.py", 14, "forward", 150, 200);
+  tree_.py(train, "/w/mlp.py", 20, "backward", 150, 400);
+  tree_.py(train, "/w/mlp.py", 30, "adam_update", 150, 300);
+  tree_.py(train, "/w/mlp.py", 40, "update_progress", 150, 50);
+  Breakdown b = compute();
+  ASSERT_TRUE(b.found) << b.reason;
+  EXPECT_EQ(b.iterations, 150);
+  EXPECT_TRUE(row(b, "t_u").known);
+  EXPECT_EQ(row(b, "t_u").time_ns, 300 * kMs);
+  EXPECT_EQ(b.other_ns, (50 + 40) * kMs);  // the progress bar and train's own time
+  EXPECT_TRUE(b.notes.empty()) << b.notes[0];
+}
+
 TEST_F(BreakdownTest, NothingToTellFrom) {
   int root = tree_.thread("main");
   int main = tree_.py(root, "/w/t.py", 1, "<module>", 1, 500);
