@@ -164,15 +164,24 @@ struct ShapeRuns {
   std::vector<double> before, after, time_before;
 };
 
-void add_shapes(std::map<ShapeKey, ShapeRuns>& shapes, const ProfileFile& file, bool is_before) {
+// A call site before the edit is named as after it where its function's line moved (the phase
+// rows' pairing): after a comment added at the top, every shape of the program's own code read
+// "only before" and "only after", no ratio (a red-team diff).
+void add_shapes(std::map<ShapeKey, ShapeRuns>& shapes, const ProfileFile& file, bool is_before,
+                const std::map<std::string, std::string>& moved) {
   auto st = file.prepare(
       "SELECT routine, call_site, m, n, k, dtype, time_s, gflops, library FROM gemm_shapes");
   while (st.step()) {
-    ShapeKey key{st.text(0),  st.text(8),  st.text(1), st.int64(2),
-                 st.int64(3), st.int64(4), st.text(5)};
+    std::string site = st.text(1), before_site;
+    if (auto m = moved.find(site); is_before && m != moved.end()) {
+      before_site = site;
+      site = m->second;
+    }
+    ShapeKey key{st.text(0), st.text(8), site, st.int64(2), st.int64(3), st.int64(4), st.text(5)};
     ShapeRuns& s = shapes[key];
     std::tie(s.row.routine, std::ignore, s.row.call_site, s.row.m, s.row.n, s.row.k, s.row.dtype) =
         key;
+    if (!before_site.empty()) s.row.before_call_site = before_site;
     double g = st.is_null(7) ? 0.0 : st.real(7);
     (is_before ? s.before : s.after).push_back(g);
     if (is_before) s.time_before.push_back(st.real(6));
@@ -278,7 +287,9 @@ ProfileDiff compute_diff(const Files& before, const Files& after) {
   for (const ProfileFile* f : before) add_routines(rows, *f, true);
   for (const ProfileFile* f : after) add_routines(rows, *f, false);
   pair_lone_routines(rows);
+  std::map<std::string, std::string> moved;  // a moved function's name before -> after
   for (auto& [key, r] : rows) {
+    if (!r.row.before_name.empty()) moved[r.row.before_name] = r.row.name;
     finish_row(r, d.row_floor_ns);
     (r.row.kind == kinds::kRegion || r.row.kind == kinds::kPython ? d.phases : d.routines)
         .push_back(r.row);
@@ -300,8 +311,8 @@ ProfileDiff compute_diff(const Files& before, const Files& after) {
   std::stable_sort(d.routines.begin(), d.routines.end(), by_time);
 
   std::map<ShapeKey, ShapeRuns> shapes;
-  for (const ProfileFile* f : before) add_shapes(shapes, *f, true);
-  for (const ProfileFile* f : after) add_shapes(shapes, *f, false);
+  for (const ProfileFile* f : before) add_shapes(shapes, *f, true, moved);
+  for (const ProfileFile* f : after) add_shapes(shapes, *f, false, moved);
   std::vector<std::pair<double, ShapeDiffRow>> order;
   for (auto& [key, s] : shapes) {
     ShapeDiffRow& row = s.row;

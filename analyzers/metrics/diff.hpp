@@ -36,6 +36,8 @@ struct DiffRow {
 
 struct ShapeDiffRow {
   std::string routine, call_site, dtype;
+  // The call site before, where it is a Python function whose line moved (DiffRow::before_name).
+  std::string before_call_site;
   std::int64_t m = 0, n = 0, k = 0;
   std::optional<double> gflops_before, gflops_after;  // medians
   Spread before, after;                               // GFLOP/s

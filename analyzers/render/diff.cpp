@@ -177,15 +177,29 @@ Table shape_diff_table(const std::vector<ShapeDiffRow>& rows) {
                {"runs before", "runs_before", 0},
                {"runs after", "runs_after", 0},
                {"before min-max", "before_range", 0},
-               {"after min-max", "after_range", 0}};
+               {"after min-max", "after_range", 0},
+               {"before call site", "before_call_site", 0}};
   for (const auto& r : rows)
-    t.rows.push_back({r.routine, r.call_site, r.m, r.n, r.k, r.dtype, opt_cell(r.gflops_before),
-                      bound(r.before, r.before.min), bound(r.before, r.before.max),
-                      opt_cell(r.gflops_after), bound(r.after, r.after.min),
-                      bound(r.after, r.after.max), opt_cell(r.ratio), noise_cell(r.status, r.noise),
-                      r.status, static_cast<std::int64_t>(r.before.runs),
-                      static_cast<std::int64_t>(r.after.runs), range_text(r.before, 1, 3),
-                      range_text(r.after, 1, 3)});
+    t.rows.push_back({r.routine,
+                      r.call_site,
+                      r.m,
+                      r.n,
+                      r.k,
+                      r.dtype,
+                      opt_cell(r.gflops_before),
+                      bound(r.before, r.before.min),
+                      bound(r.before, r.before.max),
+                      opt_cell(r.gflops_after),
+                      bound(r.after, r.after.min),
+                      bound(r.after, r.after.max),
+                      opt_cell(r.ratio),
+                      noise_cell(r.status, r.noise),
+                      r.status,
+                      static_cast<std::int64_t>(r.before.runs),
+                      static_cast<std::int64_t>(r.after.runs),
+                      range_text(r.before, 1, 3),
+                      range_text(r.after, 1, 3),
+                      r.before_call_site.empty() ? Cell() : Cell(r.before_call_site)});
   return t;
 }
 
@@ -194,7 +208,7 @@ Table shape_data_table(const std::vector<ShapeDiffRow>& rows) {
   return pick(shape_diff_table(rows),
               {"routine", "call_site", "m", "n", "k", "dtype", "gflops_before", "gflops_before_min",
                "gflops_before_max", "gflops_after", "gflops_after_min", "gflops_after_max", "ratio",
-               "noise", "status", "runs_before", "runs_after"});
+               "noise", "status", "runs_before", "runs_after", "before_call_site"});
 }
 }  // namespace
 
@@ -234,6 +248,10 @@ std::string render_diff_text(const ProfileDiff& d) {
                : pick(shape_diff_table(d.shapes),
                       {"routine", "call_site", "m", "n", "k", "dtype", "gflops_before",
                        "gflops_after", "ratio", "status"});
+    for (std::size_t i = 0; i < d.shapes.size(); ++i)
+      if (!d.shapes[i].before_call_site.empty())  // its function's line moved
+        shapes.rows[i][1] =
+            fmt::format("{} (before: {})", d.shapes[i].call_site, d.shapes[i].before_call_site);
     out += "\nGEMM shapes:\n" + render_text(shapes);
   }
   return out;

@@ -153,9 +153,12 @@ TEST_F(DiffRunsTest, SeveralRunsASideGiveMedianSpreadAndNoise) {
 // every function below an edit read "only before" and "only after" (the red team's
 // normalize_rows, 12x faster, among them), and one line could name two functions.
 TEST_F(DiffRunsTest, AFunctionWhoseLineMovedIsTheSameFunction) {
-  run("before", 6.8, 1.5, 10.0);
+  // One GEMM shape is called from update_core_cpu (numpy's `@` in a function of the program's).
+  run("before", 6.8, 1.5, 10.0,
+      "UPDATE shapes SET call_site = 'train.py:30(update_core_cpu)' WHERE m = 100;");
   // After: update_core_cpu 4 lines down, and a new function at its old line.
   run("after", 3.4, 1.5, 10.0,
+      "UPDATE shapes SET call_site = 'train.py:34(update_core_cpu)' WHERE m = 100;"
       "UPDATE routines SET name = 'train.py:34(update_core_cpu)', line = 34 WHERE routine_id = 6;"
       "INSERT INTO routines (routine_id, name, kind, file, line) VALUES "
       "  (7, 'train.py:30(helper)', 'python', '/nonexistent/train.py', 30);"
@@ -170,6 +173,15 @@ TEST_F(DiffRunsTest, AFunctionWhoseLineMovedIsTheSameFunction) {
   EXPECT_DOUBLE_EQ(*moved.speedup, 2.0);
   EXPECT_EQ(row(d.phases, "train.py:30(helper)").status, "only after");
   for (const DiffRow& r : d.phases) EXPECT_NE(r.name, "train.py:30(update_core_cpu)");
+  // Its GEMM shape is one row with a ratio, not "only before" and "only after" (until
+  // 2026-12-07, a red-team diff's every shape of the program's own code).
+  ASSERT_EQ(d.shapes.size(), 2u);
+  auto shape = std::find_if(d.shapes.begin(), d.shapes.end(),
+                            [](const ShapeDiffRow& r) { return r.m == 100; });
+  EXPECT_EQ(shape->call_site, "train.py:34(update_core_cpu)");
+  EXPECT_EQ(shape->before_call_site, "train.py:30(update_core_cpu)");
+  EXPECT_EQ(shape->status, "both");
+  EXPECT_TRUE(shape->ratio.has_value());
   std::string text = render_diff_text(d);
   EXPECT_NE(text.find("train.py:34(update_core_cpu) (before: train.py:30(update_core_cpu))"),
             std::string::npos)
@@ -181,6 +193,13 @@ TEST_F(DiffRunsTest, AFunctionWhoseLineMovedIsTheSameFunction) {
     if (r["name"] == "train.py:34(update_core_cpu)") {
       found = true;
       EXPECT_EQ(r["before_name"], "train.py:30(update_core_cpu)");
+    }
+  EXPECT_TRUE(found);
+  found = false;
+  for (const auto& r : j["shapes"])
+    if (r["call_site"] == "train.py:34(update_core_cpu)") {
+      found = true;
+      EXPECT_EQ(r["before_call_site"], "train.py:30(update_core_cpu)");
     }
   EXPECT_TRUE(found);
 }
