@@ -1443,6 +1443,15 @@ bool inner_loop_of_steps(const Candidate& loop, const Candidate& steps) {
 bool same_routine(const Candidate& update, const Candidate& loop) {
   return update.location == loop.location;
 }
+// A product's shape or a matrix-vector product called in a loop of small calls: the loop's
+// remedy (one product over the stacked operands) is theirs. The red team's 3x3 rotations read
+// gemm-shape alone, est. 0.020 s, for a loop whose stacking gained 0.313 s.
+bool product_in_loop(const Candidate& loop, const Candidate& product) {
+  if (product.rule == "gemm-shape") return product.location.ends_with(" at " + loop.location);
+  const Cell* v = evidence_of(product, "caller");
+  const auto* caller = v ? std::get_if<std::string>(v) : nullptr;
+  return caller && *caller == loop.location;
+}
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const Cell* v = evidence_of(loading, "collate_fn");
   const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
@@ -1464,6 +1473,8 @@ constexpr Explained kExplained[] = {
     {"small-operators", "module-hooks", always},
     {"torch-operator", "anomaly-mode", always},
     {"data-loading", "python-loop", collate_loop},
+    {"gemm-shape", "python-loop", product_in_loop},
+    {"matrix-vector", "python-loop", product_in_loop},
     {"python-loop", "optimizer-update", same_routine}};
 
 void take_explained_out(std::vector<std::pair<std::size_t, Candidate>>& all) {

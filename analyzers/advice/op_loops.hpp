@@ -33,8 +33,9 @@ struct OpLoop {
   std::string caller;  // the routine above its largest node
   std::int64_t site_calls = 0;
   std::int64_t own_ns = 0;  // its own time: the interpreter running the loop's body
-  // Its direct small calls: torch operators, numpy's or torch's Python functions, and helpers
-  // of the program's own with such calls beneath them, each under kLoopCallNs on average.
+  // Its direct small calls: torch operators, numpy's or torch's Python functions, BLAS calls
+  // made from Python (numpy's `@`), and helpers of the program's own with such calls beneath
+  // them, each under kLoopCallNs on average.
   std::int64_t small_calls = 0, small_ns = 0;
   // The bound a small call's mean stayed under: kLoopCallNs, stretched as the run's calls were.
   std::int64_t small_bound_ns = 0;
@@ -42,6 +43,7 @@ struct OpLoop {
   // in a loop over elements.
   double max_per_call = 0;
   bool numpy = false, torch = false;  // what the small calls are
+  bool blas = false;  // BLAS products among them, called from Python (numpy's `@` on small arrays)
   // A child that is a training step's backward or optimizer step: the training loop itself,
   // whose iterations are no loop to vectorise.
   bool step = false;
