@@ -34,18 +34,19 @@ bool torch_frame(const CallNode& n) {
 // A BLAS call made straight from a Python frame: numpy's `@` and np.matmul call the BLAS from C,
 // with no frame of numpy's between (a red team's loop of 3x3 products `R[i] @ P[i]`, 300,000 of
 // them, 80 % of its run, read "no rule fired"; one stacked matmul took it from 0.329 to 0.016 s).
-// Beneath a torch operator or numpy's Python the BLAS is that call's, never a small call itself.
+// Beneath a torch operator or numpy's Python the BLAS is that call's, never a small call itself;
+// beneath a helper of the program's own it is not counted either (a per-element helper of one
+// `@` is not seen): on the bench's 1 M-node file that alone held 11 MB more of `sonde view
+// --html`'s peak, over its 250 MiB.
 bool blas_call(const CallNode& n) { return n.kind == kinds::kBlas; }
 
 // A call into the array library itself: what a loop over elements makes by the thousand.
-bool library_op(const CallNode& n) {
-  return aten_op(n) || numpy_frame(n) || torch_frame(n) || blas_call(n);
-}
+bool library_op(const CallNode& n) { return aten_op(n) || numpy_frame(n) || torch_frame(n); }
 
 // What a node's subtree holds (itself left out), for the small calls of the loops above it.
 struct Beneath {
   bool numpy = false, torch = false;  // the array libraries called
-  bool blas = false;                  // BLAS products called from Python (numpy's `@`)
+  bool blas = false;  // BLAS products called from Python (numpy's `@`): a direct child's only
   bool step = false;  // a training step's backward or optimizer step (Walk::is_step)
   // The outermost calls into the array libraries: calls and time.
   std::int64_t lib_calls = 0, lib_ns = 0;
@@ -98,8 +99,7 @@ std::unordered_map<const CallNode*, Beneath> beneath_all(
     const CallNode& c = *done.node;
     const Beneath& below = done.below;
     Beneath& b = open.back().below;
-    b.numpy = b.numpy || below.numpy || numpy_frame(c) || blas_call(c);
-    b.blas = b.blas || below.blas || blas_call(c);
+    b.numpy = b.numpy || below.numpy || numpy_frame(c);
     b.torch = b.torch || below.torch || aten_op(c) || torch_frame(c);
     b.step = b.step || below.step || is_step(c);
     if (library_op(c)) {
@@ -242,7 +242,7 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     s.by_name[c.name.str()] += c.calls;
     if (aten_op(c)) l.aten_calls[c.name.str()] += c.calls;
     if (module_call(c)) l.module_calls += c.calls;
-    operators_beneath(c, l.operators);
+    if (!lib.blas) operators_beneath(c, l.operators);  // a BLAS call has no operator beneath
     l.numpy = l.numpy || lib.numpy;
     l.torch = l.torch || lib.torch;
     l.blas = l.blas || lib.blas;
@@ -252,7 +252,7 @@ void add_node(const CallNode& p, const CallNode& site, const CallNode* parent, S
     k.ns += c.incl_ns;
     if (aten_op(c)) k.aten_calls[c.name.str()] += c.calls;
     if (module_call(c)) k.module_calls += c.calls;
-    operators_beneath(c, k.operators);
+    if (!lib.blas) operators_beneath(c, k.operators);
     k.numpy = k.numpy || lib.numpy;
     k.blas = k.blas || lib.blas;
     k.torch = k.torch || lib.torch;
