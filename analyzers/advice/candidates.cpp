@@ -1397,17 +1397,20 @@ const Cell* evidence_of(const Candidate& c, std::string_view key) {
     if (k == key) return &value;
   return nullptr;
 }
+// A text evidence value, or nullptr where the key is missing or holds a number.
+const std::string* text_evidence(const Candidate& c, std::string_view key) {
+  const Cell* v = evidence_of(c, key);
+  return v ? std::get_if<std::string>(v) : nullptr;
+}
 bool of_gemm_operands(const Candidate& by, const Candidate&) {  // subnormals at BLAS/oneDNN
-  const Cell* v = evidence_of(by, "affected");
-  const auto* text = v ? std::get_if<std::string>(v) : nullptr;
+  const std::string* text = text_evidence(by, "affected");
   return text != nullptr && text->starts_with("BLAS/oneDNN calls");
 }
 // An operator in the loop's small calls (beneath its module calls and helpers too): the loop's
 // remedy is its. A red-team GRUCell loop's aten::gru_cell, 26 us a call beneath the cell's
 // module call, was a candidate of its own beside the loop's, the same seconds twice.
 bool op_of_loop(const Candidate& loop, const Candidate& op) {
-  const Cell* of = evidence_of(loop, "operators");
-  const auto* names = of ? std::get_if<std::string>(of) : nullptr;
+  const std::string* names = text_evidence(loop, "operators");
   if (names == nullptr) return false;
   for (std::size_t at = names->find(op.location); at != std::string::npos;
        at = names->find(op.location, at + 1)) {
@@ -1448,13 +1451,11 @@ bool same_routine(const Candidate& update, const Candidate& loop) {
 // gemm-shape alone, est. 0.020 s, for a loop whose stacking gained 0.313 s.
 bool product_in_loop(const Candidate& loop, const Candidate& product) {
   if (product.rule == "gemm-shape") return product.location.ends_with(" at " + loop.location);
-  const Cell* v = evidence_of(product, "caller");
-  const auto* caller = v ? std::get_if<std::string>(v) : nullptr;
+  const std::string* caller = text_evidence(product, "caller");
   return caller && *caller == loop.location;
 }
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
-  const Cell* v = evidence_of(loading, "collate_fn");
-  const auto* collate = v ? std::get_if<std::string>(v) : nullptr;
+  const std::string* collate = text_evidence(loading, "collate_fn");
   return collate && *collate == loop.location;
 }
 constexpr Explained kExplained[] = {
