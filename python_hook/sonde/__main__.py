@@ -418,7 +418,10 @@ def _program(program, kind):
         except ImportError as e:
             _fail(f"No module named {program[0]}" if not str(e) else str(e))
         sys.argv = [spec.origin, *program[1:]]
-        _set_path0(os.getcwd())
+        try:
+            _set_path0(os.getcwd())
+        except OSError:  # the folder is gone: python -m then puts nothing first either
+            pass
         return code, spec.origin, spec
     if kind == "-c":
         sys.argv = ["-c", *program[1:]]
@@ -668,6 +671,8 @@ def _scan(own):
                 value = a.split("=", 1)[1]
         elif a[:2] in ("-o", "-s"):
             name, value = {"-o": "--output", "-s": "--sort"}[a[:2]], a[2:] or None
+            if value is not None and value.startswith("="):
+                value = value[1:]  # argparse reads -o=x as -o x (and -o= as an empty value)
         if name not in _LONG or name in ("--help", "--version"):
             return None
         if name in _VALUED:

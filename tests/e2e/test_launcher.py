@@ -554,6 +554,26 @@ def test_a_relative_output_in_a_removed_folder_is_refused_in_one_line(tmp_path):
                        env=clean_env(PYTHONPATH=PYTHONPATH), capture_output=True, text=True,
                        timeout=120)
     assert (r.returncode, r.stdout) == (0, "ran\n"), r.stderr
+    # -m there: python -m puts no folder first when getcwd fails; sonde's own getcwd stopped
+    # the program with a bare FileNotFoundError (a red-team find).
+    (tmp_path / "mod_here.py").write_text("import sys\nprint('ran', sys.path[0])\n")
+    gone.mkdir()
+    for cmd in ([PY, "-m", "mod_here"],
+                [PY, "-m", "sonde", "-o", str(tmp_path / "m.db"), "-m", "mod_here"]):
+        r = subprocess.run(["sh", "-c", f'cd "{gone}" && rmdir "{gone}" && exec "$@"', "sh",
+                            *cmd], env=clean_env(PYTHONPATH=f"{tmp_path}:{PYTHONPATH}"),
+                           capture_output=True, text=True, timeout=120)
+        gone.mkdir()
+        assert (r.returncode, r.stdout) == (0, f"ran {tmp_path}\n"), (cmd, r.stderr)
+
+
+def test_an_output_given_as_o_equals_is_named_as_argparse_reads_it(tmp_path):
+    # `-o=eq.db` wrote "=eq.db": the launcher's quick scan kept the "=" that argparse (and
+    # so --help's `-o OUTPUT`) drops (a red-team find).
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    r = run(["-m", "sonde", "-o=eq.db", "-s=calls", "s.py"], tmp_path)
+    assert (r.returncode, r.stdout.splitlines()[0]) == (0, "ran"), r.stderr
+    assert sorted(p.name for p in tmp_path.glob("*eq.db")) == ["eq.db"]
 
 
 @pytest.mark.parametrize("launch", LAUNCHES, ids=["in-process", "re-exec"])
