@@ -100,7 +100,7 @@ void forward_signal(int sig, siginfo_t* info, void*) {
     return;
   }
   pid_t child = g_child.load();
-  if (child > 0) ::sigqueue(child, sig, sigval{.sival_int = kForwardedSignalMark});
+  if (child > 0) ::sigqueue(child, sig, forwarded_signal_value(info->si_pid));
 }
 
 // sonde run ends as its command did: killed by the same signal, so that whoever waits for it

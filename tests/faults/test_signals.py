@@ -167,6 +167,81 @@ def test_signal_to_sonde_run_reaches_the_workload(sig, db, tmp_path):
     assert query(db, "SELECT end_reason FROM processes") == [(f"signal {int(sig)}",)]
 
 
+# Handles SIGTERM and SIGINT, cleans up, then dies of the signal it got: back at the default,
+# it re-raises it on itself (the idiom of CPython's own exit on ^C and of a shell's trap).
+RE_RAISES = [PYTHON, "-c", textwrap.dedent("""\
+    import os, signal, sys, time
+    seen = []
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, lambda s, f: seen.append(s))
+    print("ready", flush=True)
+    t = time.monotonic()
+    while not seen and time.monotonic() < t + 10:
+        time.sleep(0.01)
+    signal.signal(seen[0], signal.SIG_DFL)
+    os.kill(os.getpid(), seen[0])
+    time.sleep(2)
+    sys.exit(3)
+    """)]
+# No handler: CPython's KeyboardInterrupt, and its exit by SIGINT re-raised at the default.
+SLEEPS = [PYTHON, "-c", "import time; print('ready', flush=True); time.sleep(10)"]
+
+
+@pytest.mark.parametrize("cmd,sig", [(RE_RAISES, signal.SIGTERM), (RE_RAISES, signal.SIGINT),
+                                     (SLEEPS, signal.SIGINT)], ids=["handler-TERM",
+                                                                    "handler-INT", "python-INT"])
+def test_a_signal_re_raised_after_clean_up_ends_the_command(cmd, sig, db):
+    """A signal passed on by sonde run, re-raised by the program after its clean-up, kills it
+
+    SIG sent to sonde run alone and passed on: the program cleans up and re-raises it on itself
+    at the default; it dies of it, as alone. Its own kill() came within a second of sonde run's
+    copy and was dropped as the second of a pair: it ran on and exited 3, and a script's ^C
+    exited 130, not by SIGINT (a red-team find)."""
+    alone = signalled(cmd, clean_env(), sig)
+    assert alone == -sig
+    assert signalled([CLI, "run", "-o", db, "--", *cmd], clean_env(), sig) == alone
+    profile_whole(db)
+    assert query(db, "SELECT end_reason FROM processes") == [(f"signal {int(sig)}",)]
+
+
+COUNTS_TWO_SIGTERMS = [PYTHON, "-c", textwrap.dedent("""\
+    import os, signal, sys, time
+    n = 0
+    def h(s, f):
+        global n
+        n += 1
+    signal.signal(signal.SIGTERM, h)
+    print("ready", os.getpid(), flush=True)
+    t = time.monotonic()
+    while n < 2 and time.monotonic() < t + 3:
+        time.sleep(0.01)
+    sys.exit(10 + n)
+    """)]
+
+
+def test_another_senders_signal_soon_after_a_passed_on_one_is_delivered(db):
+    """Another sender's signal 0.1 s after one sonde run passed on reaches the handler too
+
+    SIGTERM to sonde run (passed on), then 0.1 s later another process's SIGTERM straight to the
+    command: two signals from two senders, both handled as alone (the second was dropped as
+    sonde run's pair)."""
+    def two_signals(cmd):
+        p = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            words = p.stdout.readline().split()
+            assert words[:1] == [b"ready"], "the host never got ready"
+            p.send_signal(signal.SIGTERM)
+            time.sleep(0.1)
+            subprocess.run(["kill", "-TERM", words[1].decode()], check=True)
+            return p.wait(timeout=20)
+        finally:
+            end_group(p)
+    assert two_signals(COUNTS_TWO_SIGTERMS) == 12
+    assert two_signals([CLI, "run", "-o", str(db), "--", *COUNTS_TWO_SIGTERMS]) == 12
+    profile_whole(db)
+
+
 def on_a_terminal(cmd, env):
     """Runs cmd as the foreground job of a terminal of its own, types ^C once it is ready, and
     returns its exit status."""
@@ -254,7 +329,9 @@ def test_a_group_signals_copy_after_the_handler_is_no_second_signal(copy, db):
     mark). A copy with no first (copy=alone: only the marked one sent, twice) still kills."""
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
-    mark = 0x50DE5160  # kForwardedSignalMark, libprof/include/sonde/signals.hpp
+    # forwarded_signal_value (libprof/include/sonde/signals.hpp): the mark above the pid of
+    # the signal's first sender, here the test itself.
+    mark = 0x50DE5160 << 32 | os.getpid()
 
     def sigqueue(pid):
         assert libc.sigqueue(pid, signal.SIGTERM, ctypes.c_void_p(mark)) == 0

@@ -140,14 +140,23 @@ HostView load_host(int sig) {
 
 void on_signal(int sig, siginfo_t* info, void* context);
 
-// The last delivery of each signal sent by a process, and of each that `sonde run` passed on.
+// The last delivery of each signal sent by a process, and of each that `sonde run` passed on:
+// when and from whom, in one word (a delivery, below), so that a handler on another thread
+// never reads one's time with another's sender.
 struct Deliveries {
-  std::atomic<int64_t> direct_ns{0};
-  std::atomic<int64_t> forwarded_ns{0};
+  std::atomic<uint64_t> direct{0};
+  std::atomic<uint64_t> forwarded{0};
 };
 constinit Deliveries g_deliveries[kSignalLimit];
 // The copy comes a scheduling delay after the original, milliseconds on a loaded machine.
 constexpr int64_t kPairWindowNs = 1'000'000'000;
+
+// A delivery's word: the monotonic clock in units of 2^20 ns (about 1 ms; 2^42 of them last
+// 146 years) above the sender's pid (22 bits: Linux's PID_MAX_LIMIT is 2^22). Never 0.
+constexpr int kPidBits = 22;
+uint64_t delivery(int64_t now_ns, pid_t sender) {
+  return (uint64_t(now_ns) >> 20) << kPidBits | (uint32_t(sender) & ((1u << kPidBits) - 1));
+}
 
 int64_t monotonic_ns() {
   timespec ts;
@@ -161,13 +170,17 @@ int64_t monotonic_ns() {
 bool second_of_a_pair(int sig, siginfo_t* info) {
   // Only kill() and sigqueue() make such pairs (not timers, the kernel, or raise()).
   if (info == nullptr || (info->si_code != SI_USER && info->si_code != SI_QUEUE)) return false;
-  bool forwarded = info->si_code == SI_QUEUE && info->si_value.sival_int == kForwardedSignalMark &&
-                   info->si_pid == getppid();
+  pid_t sender = info->si_pid;
+  bool forwarded = info->si_code == SI_QUEUE && info->si_pid == getppid() &&
+                   forwarded_signal_sender(info->si_value, sender);
   Deliveries& d = g_deliveries[sig];
-  int64_t now = monotonic_ns();
-  int64_t other = (forwarded ? d.direct_ns : d.forwarded_ns).exchange(0);
-  if (other != 0 && now - other < kPairWindowNs) return true;
-  (forwarded ? d.forwarded_ns : d.direct_ns).store(now);
+  uint64_t now = delivery(monotonic_ns(), sender);
+  uint64_t other = (forwarded ? d.direct : d.forwarded).exchange(0);
+  constexpr uint64_t kWindow = uint64_t(kPairWindowNs >> 20) << kPidBits;
+  constexpr uint64_t kPid = (uint64_t(1) << kPidBits) - 1;
+  // The same sender's, within the window (both words' times in one unit: compared whole).
+  if (other != 0 && (other & kPid) == (now & kPid) && now - other < kWindow) return true;
+  (forwarded ? d.forwarded : d.direct).store(now);
   if (forwarded) info->si_code = SI_USER;
   return false;
 }
