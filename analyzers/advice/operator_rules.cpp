@@ -36,14 +36,17 @@ constexpr std::string_view kDropoutAdvice =
     "hold it). Where the model allows: dropout on fewer of them, or none (many models train "
     "without)";
 
-std::string generic_advice(const RunFacts& facts, std::string_view op) {
+std::string fuse_clause(const RunFacts& facts) {
   auto before_2 = torch_before_2(facts);
-  std::string fuse =
-      before_2 ? fmt::format(
-                     "torch.compile, which fuses chains of such operators, needs PyTorch "
-                     "2 (this run's torch is {})",
-                     *before_2)
-               : std::string("torch.compile fuses chains of such operators into one pass");
+  return before_2 ? fmt::format(
+                        "torch.compile, which fuses chains of such operators, needs PyTorch "
+                        "2 (this run's torch is {})",
+                        *before_2)
+                  : std::string("torch.compile fuses chains of such operators into one pass");
+}
+
+std::string generic_advice(const RunFacts& facts, std::string_view op) {
+  std::string fuse = fuse_clause(facts);
   return fmt::format(
       "{} runs outside any BLAS or oneDNN call: an element-wise or reduction operator costs its "
       "passes over memory (sonde tree --callers '{}' shows where it is called from). Fewer or "
@@ -81,6 +84,14 @@ constexpr std::string_view kLibraryWorkOps[] = {
     "aten::lstm", "aten::gru", "aten::rnn_tanh", "aten::rnn_relu",
     "aten::scaled_dot_product_attention"};
 // clang-format on
+// A GEMM or convolution operator whose library calls ran beneath it, keeping time of its own.
+constexpr std::string_view kLibraryWorkBetweenAdvice =
+    "{}'s products ran in the BLAS and oneDNN calls beneath it ({:.3f} s, which the GEMM and "
+    "convolution rules judge); its own time is the work between them, element-wise and copies: "
+    "a recurrent layer's gates and per-step slices, and under torch.autocast the casts of its "
+    "weights and inputs to the lower dtype at every call, which can cost more than the "
+    "products gain (time it with and without autocast). Fewer, larger calls (a larger batch, "
+    "whole sequences per call) spread that work; {}";
 constexpr std::string_view kOpaqueLibraryAdvice =
     "{} is GEMM or convolution work that ran in no BLAS or oneDNN call sonde could intercept{}: "
     "this PyTorch links its BLAS and oneDNN into libtorch_cpu.so (PyTorch's pip wheels link MKL "
@@ -135,6 +146,21 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
         "in its own work, outside any library call beneath it",
         r->name, pct, seconds(r->excl_ns), r->calls,
         r->calls > 0 ? seconds(r->excl_ns) * 1e3 / r->calls : 0.0);
+    if (is_library_work(r->name) && r->blas_under_ns > 0) {
+      // Its products were seen, beneath it: its own time is the rest. A red team's LSTM under
+      // bfloat16 autocast (9,048 GEMM calls beneath aten::lstm, its own time 0.64 -> 1.46 s) was
+      // told they ran where sonde could not see.
+      c.evidence.emplace_back("library_under_s", seconds(r->blas_under_ns));
+      c.advice = fmt::format(fmt::runtime(kLibraryWorkBetweenAdvice), r->name,
+                             seconds(r->blas_under_ns), fuse_clause(m.facts));
+      c.est_gain_s = 0.5 * seconds(r->excl_ns);
+      c.gain_bound = fmt::format(
+          "at most the operator's own {:.3f} s (its work removed); half of it where it is "
+          "only made cheaper or fused",
+          seconds(r->excl_ns));
+      out.push_back(std::move(c));
+      continue;
+    }
     if (is_library_work(r->name)) {
       bool none = !any_library_call(m);
       c.evidence.emplace_back("library_calls_in_run", std::string(none ? "none" : "some"));

@@ -109,6 +109,28 @@ TEST_F(GpuRulesTest, AGemmOperatorsOwnTimeIsAnUnseenLibraryNotMemoryPasses) {
   EXPECT_DOUBLE_EQ(c[0].est_gain_s, 0.0);
 }
 
+// A GEMM operator whose library calls were seen beneath it keeps the work between them (a
+// recurrent layer's gates; autocast's casts): a red team's LSTM under bfloat16 autocast was told
+// its 9,048 GEMM calls, seen beneath aten::lstm, ran where sonde could not see them.
+TEST_F(GpuRulesTest, AGemmOperatorWithItsCallsSeenKeepsTheWorkBetweenThem) {
+  sql("INSERT INTO routines (routine_id, name, kind) VALUES (30, 'aten::lstm', 'torch');"
+      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, 400, 3000000000, "
+      "2000000000, 0, 0), (31, 1, 30, 4, 3, 0, 400, 0, 1000000000, 1000000000, 800000000, 0);"
+      "UPDATE nodes SET excl_ns = excl_ns - 3000000000 WHERE node_id = 6;"
+      "UPDATE nodes SET incl_ns = incl_ns - 3000000000 WHERE node_id IN (5, 6);");
+  auto c = of_rule("torch-operator");
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].location, "aten::lstm");
+  EXPECT_DOUBLE_EQ(number(c[0], "library_under_s"), 1.0);
+  EXPECT_DOUBLE_EQ(c[0].est_gain_s, 1.0);  // half its own 2 s
+  EXPECT_EQ(c[0].advice.find("libtorch_cpu.so"), std::string::npos) << c[0].advice;
+  EXPECT_NE(c[0].advice.find("ran in the BLAS and oneDNN calls beneath it (1.000 s"),
+            std::string::npos)
+      << c[0].advice;
+  EXPECT_NE(c[0].advice.find("torch.autocast"), std::string::npos) << c[0].advice;
+}
+
 TEST_F(GpuRulesTest, CopiesFromTheCudaApiTime) {
   add_gpu_run();
   auto c = of_rule("gpu-copies");
