@@ -31,9 +31,12 @@ def test_each_thread_is_judged_by_its_calls_and_its_cpu(profile):
     t = threads(profile)
     main, waiter, worker = t["main"], t["waiter"], t["worker"]
     assert (main["busy"], main["waiting"]) == (1, 0)
-    # The waiter: one call, then on a condition variable for the products' time.
+    # The waiter: one call, then on a condition variable for the products' time, waking to
+    # compute where no wrapper sees, more than the 5 % of its life the CPU bound was (a gloo
+    # thread summing DDP's fp16-compressed gradients: 6-12 %, and busy, its waits in the 100 %).
     assert (waiter["busy"], waiter["waiting"]) == (0, 1), waiter
-    assert waiter["cpu"] is not None and waiter["cpu"] < 0.05 * waiter["time"], waiter
+    assert waiter["cpu"] is not None, waiter
+    assert 0.05 * waiter["time"] < waiter["cpu"] < 0.5 * waiter["time"], waiter
     assert waiter["counted"] == pytest.approx(waiter["time"] - waiter["unmeasured"], abs=1e-9)
     # The worker: one call, then 0.3 s of its own CPU where no wrapper sees: busy, all of it.
     assert (worker["busy"], worker["waiting"]) == (1, 0), worker

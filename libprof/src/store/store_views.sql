@@ -128,9 +128,12 @@ CREATE VIEW IF NOT EXISTS wait_cuts AS
 -- seccomp filter), and what it is:
 --   idle (busy and waiting 0): no measured call at all (e.g. a BLAS worker pool);
 --   waiting: a thread that waits for work most of its life: not its process's first thread,
---     under 5 % of its life in measured calls and, where its CPU time is known, under 5 % of
+--     under 5 % of its life in measured calls and, where its CPU time is known, under half of
 --     it on a CPU (gloo's and NCCL's threads, a library's pool: a DDP rank's gloo thread ran 6
---     operators in 0.95 s of life, and its wait was a third of the rank's 100 %);
+--     operators in 0.95 s of life, and its wait was a third of the rank's 100 %; with DDP's
+--     fp16_compress_hook the gloo threads summed on a CPU 6-12 % of their lives, over the
+--     5 % this bound was until 2026-12-07, and their waits made a red team's 100 % 5 times
+--     its training threads' time, every candidate but `unmeasured` under its threshold);
 --   busy: any other thread with a measured call.
 -- waited_s: its waits for work left out of the 100 % (the view waits: in a thread that is not
 -- its process's first, the time in the standard library's waits for another thread, an event
@@ -150,7 +153,7 @@ CREATE VIEW IF NOT EXISTS thread_times AS
     GROUP BY t.thread_id),
   judged AS (
     SELECT per.*, (called AND seq > 0 AND life_ns > 0 AND 20 * (life_ns - unmeasured_ns) < life_ns
-                   AND (cpu_ns IS NULL OR 20 * cpu_ns < life_ns)) AS waiting,
+                   AND (cpu_ns IS NULL OR 2 * cpu_ns < life_ns)) AS waiting,
            COALESCE(w.ns, 0) AS waited_ns
     FROM per LEFT JOIN (SELECT thread_id, SUM(ns) AS ns FROM waits GROUP BY thread_id) w
          USING (thread_id)),

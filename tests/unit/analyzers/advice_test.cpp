@@ -1137,9 +1137,14 @@ TEST_F(AdviceTest, UnmeasuredRuleLeavesOutThreadsWaitingForWork) {
   EXPECT_DOUBLE_EQ(one("SELECT thread_s FROM run_totals"), 10.1);
   EXPECT_EQ(one("SELECT waiting_threads FROM run_totals"), 1);
   EXPECT_TRUE(of_rule(candidates(), "unmeasured").empty());
-  // Its CPU time known and a tenth of its life: it worked where no wrapper saw. Busy, its 2.9 s
-  // the program's to attribute: 3.4 s of 13 s.
+  // Its CPU time a tenth of its life: it summed what it received between its waits (gloo's
+  // threads under DDP's fp16_compress_hook, 6-12 %): still waiting, its waits no work.
   sql("UPDATE threads SET cpu_ns = 300000000 WHERE thread_id = 2;");
+  EXPECT_EQ(one("SELECT waiting FROM thread_times WHERE thread_id = 2"), 1);
+  EXPECT_DOUBLE_EQ(one("SELECT thread_s FROM run_totals"), 10.1);
+  // Its CPU time known and 60 % of its life: it worked where no wrapper saw. Busy, its 2.9 s
+  // the program's to attribute: 3.4 s of 13 s.
+  sql("UPDATE threads SET cpu_ns = 1800000000 WHERE thread_id = 2;");
   EXPECT_EQ(one("SELECT busy FROM thread_times WHERE thread_id = 2"), 1);
   EXPECT_DOUBLE_EQ(one("SELECT thread_s FROM run_totals"), 13.0);
   auto c = of_rule(candidates(), "unmeasured");
