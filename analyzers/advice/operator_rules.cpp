@@ -45,6 +45,15 @@ std::string fuse_clause(const RunFacts& facts) {
                   : std::string("torch.compile fuses chains of such operators into one pass");
 }
 
+// An operator's own work made cheaper or fused: half of it (all of it where it goes).
+void half_its_own_time(const RoutineMetrics& r, Candidate& c) {
+  c.est_gain_s = 0.5 * seconds(r.excl_ns);
+  c.gain_bound = fmt::format(
+      "at most the operator's own {:.3f} s (its work removed); half of it where it is only made "
+      "cheaper or fused",
+      seconds(r.excl_ns));
+}
+
 std::string generic_advice(const RunFacts& facts, std::string_view op) {
   std::string fuse = fuse_clause(facts);
   return fmt::format(
@@ -153,11 +162,7 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
       c.evidence.emplace_back("library_under_s", seconds(r->blas_under_ns));
       c.advice = fmt::format(fmt::runtime(kLibraryWorkBetweenAdvice), r->name,
                              seconds(r->blas_under_ns), fuse_clause(m.facts));
-      c.est_gain_s = 0.5 * seconds(r->excl_ns);
-      c.gain_bound = fmt::format(
-          "at most the operator's own {:.3f} s (its work removed); half of it where it is "
-          "only made cheaper or fused",
-          seconds(r->excl_ns));
+      half_its_own_time(*r, c);
       out.push_back(std::move(c));
       continue;
     }
@@ -222,11 +227,7 @@ std::vector<Candidate> torch_operator(const AdviceInput& in, const Rule& rule) {
           "multiplies (MulBackward0)",
           seconds(r->excl_ns));
     } else {
-      c.est_gain_s = 0.5 * seconds(r->excl_ns);
-      c.gain_bound = fmt::format(
-          "at most the operator's own {:.3f} s (its work removed); half of it where it is "
-          "only made cheaper or fused",
-          seconds(r->excl_ns));
+      half_its_own_time(*r, c);
     }
     out.push_back(std::move(c));
   }

@@ -1,5 +1,6 @@
 // The GPU rules of `sonde candidates` on the advice fixture plus known CUDA API calls and CUPTI
 // activity (10 s run): each fires with exact evidence, and none fires on a CPU-only profile.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +36,25 @@ INSERT INTO gpu_activity (process_id, node_id, kind, name, start_ns, end_ns, byt
    NULL, NULL);
 )sql");
   }
+  // An operator (routine 30, node 30 under the fixture's region) taking `own_ns` of its own and
+  // `under_ns` in cblas_sgemm calls beneath it, the time taken from update_core_cpu's.
+  void add_operator(const std::string& name, long long own_ns, long long under_ns = 0) {
+    long long incl = own_ns + under_ns;
+    sql(fmt::format(
+        "INSERT INTO routines (routine_id, name, kind) VALUES (30, '{}', 'torch');"
+        "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
+        "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, {}, {}, {}, 0, "
+        "0);"
+        "UPDATE nodes SET excl_ns = excl_ns - {} WHERE node_id = 6;"
+        "UPDATE nodes SET incl_ns = incl_ns - {} WHERE node_id IN (5, 6);",
+        name, under_ns > 0 ? 400 : 0, incl, own_ns, incl, incl));
+    if (under_ns > 0)
+      sql(fmt::format(
+          "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, "
+          "calls, subrs, incl_ns, excl_ns, flops, bytes) VALUES (31, 1, 30, 4, 3, 0, 400, 0, "
+          "{}, {}, 800000000, 0);",
+          under_ns, under_ns));
+  }
   std::vector<Candidate> of_rule(const std::string& rule) {
     std::vector<Candidate> out;
     for (auto& c : compute_candidates(ProfileFile::open(path_)))
@@ -51,12 +71,7 @@ TEST_F(GpuRulesTest, NoGpuCandidateOnACpuRun) {
 // torch-operator judges an ATen operator's own host time: on the CPU its work, on a GPU its
 // launches and waits, which the GPU rules judge. Fired on a CPU run, left to them on a GPU one.
 TEST_F(GpuRulesTest, TorchOperatorRuleIsTheCpusOnly) {
-  sql("INSERT INTO routines (routine_id, name, kind) VALUES (30, 'aten::dropout', 'torch');"
-      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
-      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, 0, 2000000000, "
-      "2000000000, 0, 0);"
-      "UPDATE nodes SET excl_ns = excl_ns - 2000000000 WHERE node_id = 6;"
-      "UPDATE nodes SET incl_ns = incl_ns - 2000000000 WHERE node_id IN (5, 6);");
+  add_operator("aten::dropout", 2000000000);
   auto c = of_rule("torch-operator");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].location, "aten::dropout");
@@ -69,12 +84,7 @@ TEST_F(GpuRulesTest, TorchOperatorRuleIsTheCpusOnly) {
 // A GEMM operator that keeps its time ran its BLAS where sonde did not see it (a pip wheel's
 // MKL inside libtorch_cpu.so): not told the element-wise advice, and no gain claimed.
 TEST_F(GpuRulesTest, AGemmOperatorsOwnTimeIsAnUnseenLibraryNotMemoryPasses) {
-  sql("INSERT INTO routines (routine_id, name, kind) VALUES (30, 'aten::addmm', 'torch');"
-      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
-      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, 0, 2000000000, "
-      "2000000000, 0, 0);"
-      "UPDATE nodes SET excl_ns = excl_ns - 2000000000 WHERE node_id = 6;"
-      "UPDATE nodes SET incl_ns = incl_ns - 2000000000 WHERE node_id IN (5, 6);");
+  add_operator("aten::addmm", 2000000000);
   auto text = [](const Candidate& c, const std::string& key) {
     for (const auto& [k, v] : c.evidence)
       if (const auto* s = std::get_if<std::string>(&v); k == key && s) return *s;
@@ -113,12 +123,7 @@ TEST_F(GpuRulesTest, AGemmOperatorsOwnTimeIsAnUnseenLibraryNotMemoryPasses) {
 // recurrent layer's gates; autocast's casts): a red team's LSTM under bfloat16 autocast was told
 // its 9,048 GEMM calls, seen beneath aten::lstm, ran where sonde could not see them.
 TEST_F(GpuRulesTest, AGemmOperatorWithItsCallsSeenKeepsTheWorkBetweenThem) {
-  sql("INSERT INTO routines (routine_id, name, kind) VALUES (30, 'aten::lstm', 'torch');"
-      "INSERT INTO nodes (node_id, thread_id, parent_id, routine_id, depth, recursive, calls, "
-      "subrs, incl_ns, excl_ns, flops, bytes) VALUES (30, 1, 2, 30, 2, 0, 40, 400, 3000000000, "
-      "2000000000, 0, 0), (31, 1, 30, 4, 3, 0, 400, 0, 1000000000, 1000000000, 800000000, 0);"
-      "UPDATE nodes SET excl_ns = excl_ns - 3000000000 WHERE node_id = 6;"
-      "UPDATE nodes SET incl_ns = incl_ns - 3000000000 WHERE node_id IN (5, 6);");
+  add_operator("aten::lstm", 2000000000, 1000000000);
   auto c = of_rule("torch-operator");
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].location, "aten::lstm");
