@@ -408,6 +408,24 @@ def _set_path0(entry):
         sys.path[0] = entry
 
 
+def _say_own_sonde_shadowed():
+    """A module or package named sonde in the program's first folder on sys.path (a radiosonde
+    project's sonde.py beside its script) is not what the program's `import sonde` gets here:
+    the profiler's package is imported already (docs/python.md). Said in one line, on stderr; a
+    red team's program failed on `module 'sonde' has no attribute 'altitude'` with no word."""
+    first = sys.path[0] if sys.path and not _safe_path() else ""
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # holds this package
+    if not first or os.path.realpath(first) == os.path.realpath(own):
+        return
+    for name in ("sonde.py", os.path.join("sonde", "__init__.py")):
+        path = os.path.join(first, name)
+        if os.path.exists(path):
+            say(f"python3 -m sonde: the program's own {path} is not what its `import sonde` "
+                "gets here (the profiler's package is, in its child interpreters too); rename "
+                "it, or record the native calls alone with `sonde run -o prof.db -- python3 ...`")
+            return
+
+
 def _program(program, kind):
     """(code, __file__, spec), with sys.argv and sys.path[0] as python itself sets them."""
     import runpy
@@ -588,6 +606,7 @@ def _run(opts, program, kind, in_process=False):
     except Exception as e:  # a SyntaxError, a module's own error under -m: Python's message
         _print_as_python_would(e)
         sys.exit(1)
+    _say_own_sonde_shadowed()
     module = _main_module(path, spec)
     # atexit runs last what was registered first. stop and record_facts (torch's thread count,
     # for libsonde's exit flush) are C functions, which no hook sees called from C. The

@@ -567,6 +567,23 @@ def test_a_relative_output_in_a_removed_folder_is_refused_in_one_line(tmp_path):
         assert (r.returncode, r.stdout) == (0, f"ran {tmp_path}\n"), (cmd, r.stderr)
 
 
+def test_a_programs_own_sonde_module_is_said_to_be_shadowed(tmp_path):
+    # A radiosonde project's sonde.py beside its script: its `import sonde` gets the profiler's
+    # package, and it failed on an AttributeError with no word of why (a red-team find). One
+    # line on stderr says so; a program without one hears nothing.
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "sonde.py").write_text("def altitude():\n    return 1234\n")
+    (tmp_path / "app" / "main.py").write_text("import sonde\nprint(hasattr(sonde, 'altitude'))\n")
+    r = run(["-m", "sonde", "-o", "p.db", str(tmp_path / "app" / "main.py")], tmp_path)
+    assert (r.returncode, r.stdout) == (0, "False\n"), r.stderr
+    said = [l for l in r.stderr.splitlines() if "sonde.py is not what its `import sonde`" in l]
+    assert len(said) == 1 and str(tmp_path / "app" / "sonde.py") in said[0], r.stderr
+    (tmp_path / "app" / "sonde.py").unlink()
+    (tmp_path / "app" / "main.py").write_text("print('ran')\n")
+    r = run(["-m", "sonde", "-o", "q.db", str(tmp_path / "app" / "main.py")], tmp_path)
+    assert r.returncode == 0 and "is not what its" not in r.stderr, r.stderr
+
+
 def test_an_output_given_as_o_equals_is_named_as_argparse_reads_it(tmp_path):
     # `-o=eq.db` wrote "=eq.db": the launcher's quick scan kept the "=" that argparse (and
     # so --help's `-o OUTPUT`) drops (a red-team find).
