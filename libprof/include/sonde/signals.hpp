@@ -27,8 +27,8 @@ inline bool terminates_by_default(int sig) {
 // gets it twice, from the sender and from sonde run: libsonde lets the host's handler see it
 // once. Only a copy of the same sender's is the second of a pair: a program that re-raises a
 // signal on itself after its clean-up (kill(getpid(), sig), CPython's exit on ^C, a shell's
-// `trap ... kill -TERM $$`) or another process's signal is a signal of its own (a red team's
-// program forwarded a SIGTERM re-raised it and ran on).
+// `trap ... kill -TERM $$`) or another process's signal is a signal of its own (passed a
+// SIGTERM through sonde run, a red team's program re-raised it and ran on).
 inline constexpr uint32_t kForwardedSignalMark = 0x50de5160;
 
 inline sigval forwarded_signal_value(pid_t sender) {
