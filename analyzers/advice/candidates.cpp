@@ -1460,8 +1460,8 @@ bool product_in_loop(const Candidate& loop, const Candidate& product) {
 // beside that candidate's 0.794; the foreach it was told to time made the update 50-65 %
 // slower, a batch twice as large halved it with the rest of the loop).
 bool torch_optim_update(const Candidate&, const Candidate& update) {
-  return update.location.find("(_single_tensor_") != std::string::npos ||
-         update.location.find("(_multi_tensor_") != std::string::npos;
+  std::string fn = function_part(update.location);
+  return fn.starts_with("_single_tensor_") || fn.starts_with("_multi_tensor_");
 }
 bool collate_loop(const Candidate& loop, const Candidate& loading) {
   const std::string* collate = text_evidence(loading, "collate_fn");
